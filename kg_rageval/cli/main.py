@@ -1,0 +1,121 @@
+"""``kg-rageval`` command line: a thin layer over the library.
+
+Subcommands live in their own modules and are imported only when invoked, so
+``kg-rageval --help`` stays fast. Exit codes: 0 success (all gates pass), 1 a gate failed or
+an ontology does not conform, 2 invalid input or configuration, 3 an internal error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .. import __version__
+
+# "group path" -> "module:attribute"; a module that is not present is simply not listed.
+COMMANDS: dict[str, dict[str, str]] = {
+    "": {
+        "ontology": "kg_rageval.cli.ontology:ontology",
+        "score": "kg_rageval.cli.main:score",
+        "link": "kg_rageval.cli.link:link",
+        "audit": "kg_rageval.cli.audit:audit",
+    },
+    "score": {
+        "hierarchy": "kg_rageval.cli.score_hierarchy:command",
+        "linking": "kg_rageval.cli.score_linking:command",
+        "retrieval": "kg_rageval.cli.score_retrieval:command",
+        "conformance": "kg_rageval.cli.score_conformance:command",
+        "generation": "kg_rageval.cli.score_generation:command",
+        "provenance": "kg_rageval.cli.score_provenance:command",
+    },
+}
+
+HELP = {
+    "ontology": "Inspect, validate and compile ontologies.",
+    "score": "Score one metric family over a records file.",
+    "link": "Run a baseline entity linker and write predictions as records.",
+    "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
+    "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
+    "linking": "Entity linking and NIL evaluation (mentions section).",
+    "retrieval": "Recall@k, MRR, nDCG, MAP and filter false exclusion (retrieval section).",
+    "conformance": "Schema validity, vocabulary, status and domain/range conformance.",
+    "generation": "Faithfulness, answer correctness, refusal and calibration.",
+    "provenance": "Citation completeness, provenance depth and reproducibility.",
+}
+
+
+def _available(target: str) -> bool:
+    module = target.partition(":")[0]
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def __init__(self, *args, table: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self._table = table
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        lazy = [n for n, t in COMMANDS[self._table].items() if _available(t)]
+        return sorted(set(lazy) | set(super().list_commands(ctx)))
+
+    def get_command(self, ctx: click.Context, name: str):
+        target = COMMANDS[self._table].get(name)
+        if target is None or not _available(target):
+            return super().get_command(ctx, name)
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # short help without importing every subcommand module
+        rows = [(n, HELP.get(n, "")) for n in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, table="", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kg-rageval")
+def cli() -> None:
+    """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems.
+
+    Every metric resolves through one compiled ontology. Use --format json on any command
+    for machine-readable output.
+    """
+
+
+@cli.command(cls=LazyGroup, table="score")
+def score() -> None:
+    """Score one metric family over a records file."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI, map errors to exit codes (2 bad input, 3 internal error)."""
+    from ..errors import KgRagevalError
+
+    try:
+        cli.main(args=argv, prog_name="kg-rageval", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        return 2
+    except KgRagevalError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except SystemExit as exc:  # commands exit with their gate/validation code
+        return int(exc.code or 0)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

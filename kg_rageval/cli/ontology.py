@@ -1,0 +1,150 @@
+"""``kg-rageval ontology inspect|validate|compile|formats``."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from .common import emit, format_option, load_ontology_cli, ontology_format_option, table
+
+
+@click.group()
+def ontology() -> None:
+    """Inspect, validate and compile ontologies."""
+
+
+def _load_options(f):
+    f = ontology_format_option(f)
+    f = click.option(
+        "--reasoner",
+        type=click.Choice(["none", "hermit"]),
+        default="none",
+        show_default=True,
+        help="OWL only: infer the class hierarchy with owlready2 + HermiT (needs Java).",
+    )(f)
+    f = click.option(
+        "--follow-imports",
+        is_flag=True,
+        help="Follow owl:imports (off by default: loading never reaches the network unasked).",
+    )(f)
+    f = click.option(
+        "--dangling",
+        type=click.Choice(["error", "drop"]),
+        default=None,
+        help="What to do with edges to undeclared concepts (default: the loader's).",
+    )(f)
+    return f
+
+
+def _opts(fmt, reasoner, follow_imports, dangling) -> dict:
+    opts: dict = {}
+    if reasoner != "none":
+        opts["reasoner"] = reasoner
+    if follow_imports:
+        opts["follow_imports"] = True
+    if dangling:
+        opts["dangling"] = dangling
+    return opts
+
+
+@ontology.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@_load_options
+@format_option
+def inspect(file, ontology_format, reasoner, follow_imports, dangling, fmt) -> None:
+    """Counts and structure of an ontology: nodes, edges, roots, depth, multi-parent nodes,
+    deprecated/revoked concepts, properties and loader diagnostics."""
+    t0 = time.perf_counter()
+    onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
+    summary = onto.summary()
+    summary["load_seconds"] = round(time.perf_counter() - t0, 3)
+    summary["warnings"] = list(onto.warnings[:20])
+    emit(summary, fmt, _render_inspect)
+
+
+def _render_inspect(s: dict) -> str:
+    rows = [
+        ["source", s["source"]],
+        ["nodes", s["nodes"]],
+        ["edges (parent links)", s["edges"]],
+        ["roots", f"{s['n_roots']}: {', '.join(s['roots'][:5])}{' …' if s['n_roots'] > 5 else ''}"],
+        ["virtual root added", "yes" if s["virtual_root"] else "no"],
+        ["max depth (root = 0)", s["max_depth"]],
+        ["multi-parent nodes", s["multi_parent_nodes"]],
+        ["leaves", s["leaves"]],
+        ["active / deprecated / revoked", f"{s['active']} / {s['deprecated']} / {s['revoked']}"],
+        ["with replacement", s["with_replacement"]],
+        ["labelled / synonyms / definitions", f"{s['labelled']} / {s['with_synonyms']} / {s['with_definition']}"],
+        ["node types", ", ".join(f"{k}={v}" for k, v in s["node_types"].items()) or "—"],
+        ["object properties", len(s["properties"])],
+        ["ancestor closure entries", s["ancestor_closure_entries"]],
+        ["content hash", s["content_hash"]],
+        ["load time (s)", s["load_seconds"]],
+    ]
+    out = table(rows)
+    if s["diagnostics"]:
+        out += "\n\nloader diagnostics:\n" + table([[k, v] for k, v in s["diagnostics"].items()])
+    if s["warnings"]:
+        out += "\n\nfirst warnings:\n" + "\n".join(f"  - {w}" for w in s["warnings"])
+    return out
+
+
+@ontology.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@_load_options
+@click.option(
+    "--shapes",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="SHACL shapes file (default: the bundled shapes/ontology.ttl).",
+)
+@click.option("--allow-warnings", is_flag=True, help="Exit 0 when only sh:Warning results are found.")
+@format_option
+def validate(file, ontology_format, reasoner, follow_imports, dangling, shapes, allow_warnings, fmt) -> None:
+    """Check an ontology against SHACL shapes (every class labelled, no self-subclass,
+    deprecated classes flagged, ...). Exit code 1 on violations."""
+    from ..ontology.validate import validate_ontology
+
+    onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
+    report = validate_ontology(onto, shapes=shapes)
+    emit(report.to_dict(), fmt, lambda _: report.to_text())
+    if not report.passes(allow_warnings=allow_warnings):
+        sys.exit(1)
+
+
+@ontology.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Cache path (default: FILE.kgro).")
+@_load_options
+@format_option
+def compile(file, output, ontology_format, reasoner, follow_imports, dangling, fmt) -> None:
+    """Compile an ontology into a cache (.kgro) that reloads fast; any command accepts it."""
+    from ..ontology.cache import save_compiled
+
+    t0 = time.perf_counter()
+    onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
+    t1 = time.perf_counter()
+    path = save_compiled(onto, output or file + ".kgro")
+    t2 = time.perf_counter()
+    payload = {
+        "output": str(path),
+        "nodes": len(onto),
+        "content_hash": onto.content_hash,
+        "load_seconds": round(t1 - t0, 3),
+        "save_seconds": round(t2 - t1, 3),
+        "bytes": path.stat().st_size,
+    }
+    emit(payload, fmt, lambda p: f"wrote {p['output']} ({p['nodes']} nodes, {p['bytes']} bytes) in {p['load_seconds'] + p['save_seconds']:.2f}s")
+
+
+@ontology.command()
+@format_option
+def formats(fmt) -> None:
+    """List the ontology formats kg-rageval can load."""
+    from ..ontology import available_formats
+
+    specs = available_formats()
+    payload = [{"name": s.name, "extensions": list(s.extensions), "description": s.description} for s in specs.values()]
+    emit(payload, fmt, lambda p: table([[x["name"], " ".join(x["extensions"]), x["description"]] for x in p], ["format", "extensions", "description"]))

@@ -1,0 +1,356 @@
+"""Collect nodes and edges from any source and compile them into an :class:`Ontology`.
+
+Compilation (all vectorised over integer ids):
+
+1. Nodes and edges are checked: an empty ontology, dangling parent references and
+   conflicting duplicate labels raise :class:`OntologyError` (``dangling="drop"`` and
+   ``conflicts="keep-first"`` turn the latter two into counted warnings); self-loops are
+   dropped and counted (``A subClassOf A`` holds trivially and says nothing about the
+   hierarchy).
+2. Kahn's algorithm runs level by level; a node's level is its longest path from a root
+   (``depth_max``). Nodes left over form a cycle, reported with its path.
+3. Several roots get one virtual root; nodes are renumbered in level order.
+4. ``depth_min`` and the ancestor closure are filled level by level: a node's ancestor row is
+   the sorted union of its parents' rows plus itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from ..errors import HierarchyCycleError, OntologyError
+from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
+
+_STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
+
+
+@dataclass
+class _Node:
+    label: str | None = None
+    synonyms: list[str] = field(default_factory=list)
+    definition: str | None = None
+    status: int = ACTIVE
+    replaced_by: str | None = None
+    node_type: str | None = None
+    where: str | None = None
+
+
+class OntologyBuilder:
+    """Mutable collector that compiles into an immutable :class:`Ontology`.
+
+    ``source`` names the input (a file path) in every error and in the compiled ontology.
+    Loaders call :meth:`add_node`, :meth:`add_edge`, :meth:`add_property` and :meth:`warn`.
+    """
+
+    def __init__(self, source: str = "<memory>", *, prefixes: dict[str, str] | None = None):
+        self.source = source
+        self.prefixes: dict[str, str] = dict(prefixes or {})
+        self._nodes: dict[str, _Node] = {}
+        self._edges: list[tuple[str, str, str | None]] = []
+        self._properties: list[Property] = []
+        self._conflicts: list[str] = []
+        self.diagnostics: dict[str, int] = {}
+        self.warnings: list[str] = []
+
+    # ------------------------------------------------------------------ collecting
+    def add_node(
+        self,
+        node_id: str,
+        *,
+        label: str | None = None,
+        synonyms: Iterable[str] = (),
+        definition: str | None = None,
+        status: str = "active",
+        replaced_by: str | None = None,
+        node_type: str | None = None,
+        where: str | None = None,
+    ) -> None:
+        """Declare a node, or add information to one already declared.
+
+        A second declaration with a *different* non-empty label is a conflict (reported by
+        :meth:`build`); synonyms are merged; the first definition and node type win.
+        """
+        if not node_id or "\x00" in node_id:
+            raise OntologyError(f"invalid node id {node_id!r}", source=self.source, location=where)
+        if status not in _STATUS_CODES:
+            raise OntologyError(
+                f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}",
+                source=self.source,
+                location=where,
+            )
+        node = self._nodes.get(node_id)
+        if node is None:
+            node = self._nodes[node_id] = _Node(where=where)
+        if label:
+            if node.label and node.label != label:
+                self._conflicts.append(
+                    f"{node_id!r} has label {node.label!r} ({node.where or 'first'}) and "
+                    f"{label!r} ({where or 'later'})"
+                )
+            elif not node.label:
+                node.label = label
+        for s in synonyms:
+            if s and s != node.label and s not in node.synonyms:
+                node.synonyms.append(s)
+        if definition and not node.definition:
+            node.definition = definition
+        code = _STATUS_CODES[status]
+        node.status = max(node.status, code)
+        if replaced_by:
+            node.replaced_by = replaced_by
+        if node_type and not node.node_type:
+            node.node_type = node_type
+
+    def has_node(self, node_id: str) -> bool:
+        return node_id in self._nodes
+
+    def add_edge(self, child: str, parent: str, *, where: str | None = None) -> None:
+        """Declare ``child`` as a direct subconcept of ``parent``."""
+        self._edges.append((child, parent, where))
+
+    def add_property(self, prop: Property) -> None:
+        self._properties.append(prop)
+
+    def warn(self, kind: str, message: str | None = None, *, count: int = 1) -> None:
+        """Count a diagnostic of ``kind`` (e.g. ``skipped_restrictions``), keep its message."""
+        self.diagnostics[kind] = self.diagnostics.get(kind, 0) + count
+        if message and len(self.warnings) < 1000:
+            self.warnings.append(message)
+
+    # ------------------------------------------------------------------ compiling
+    def build(self, *, dangling: str = "error", conflicts: str = "error") -> Ontology:
+        """Compile. ``dangling``: ``"error"`` (default) or ``"drop"`` (counted warning) for
+        edges whose parent or child was never declared; ``conflicts``: ``"error"`` (default)
+        or ``"keep-first"`` for duplicate ids with different labels."""
+        if dangling not in ("error", "drop"):
+            raise ValueError("dangling must be 'error' or 'drop'")
+        if conflicts not in ("error", "keep-first"):
+            raise ValueError("conflicts must be 'error' or 'keep-first'")
+        if not self._nodes:
+            raise OntologyError("the ontology is empty: no concepts were found", source=self.source)
+        if self._conflicts:
+            if conflicts == "error":
+                shown = "; ".join(self._conflicts[:5])
+                more = f" (and {len(self._conflicts) - 5} more)" if len(self._conflicts) > 5 else ""
+                raise OntologyError(
+                    f"{len(self._conflicts)} duplicate id(s) with conflicting labels: {shown}{more}",
+                    source=self.source,
+                )
+            self.warn("conflicting_labels", count=len(self._conflicts))
+
+        names = list(self._nodes)
+        index = {n: i for i, n in enumerate(names)}
+        child_list: list[int] = []
+        parent_list: list[int] = []
+        missing: list[str] = []
+        for child, parent, where in self._edges:
+            c, p = index.get(child), index.get(parent)
+            if c is None or p is None:
+                unknown = child if c is None else parent
+                missing.append(f"{unknown!r}" + (f" ({where})" if where else ""))
+                continue
+            if c == p:
+                self.warn("self_loops_dropped", f"{child!r} is declared its own parent")
+                continue
+            child_list.append(c)
+            parent_list.append(p)
+        if missing:
+            if dangling == "error":
+                more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+                raise OntologyError(
+                    f"{len(missing)} edge(s) reference undeclared concepts: "
+                    f"{', '.join(missing[:5])}{more}",
+                    source=self.source,
+                )
+            self.warn("dangling_edges_dropped", count=len(missing))
+
+        n = len(names)
+        child_arr = np.asarray(child_list, dtype=np.int64)
+        parent_arr = np.asarray(parent_list, dtype=np.int64)
+        if child_arr.size:
+            key = np.unique(child_arr * n + parent_arr)
+            dup = child_arr.size - key.size
+            if dup:
+                self.warn("duplicate_edges", count=int(dup))
+            child_arr, parent_arr = key // n, key % n
+
+        level = _levels(n, child_arr, parent_arr, names, self.source)
+        roots = np.flatnonzero(np.bincount(child_arr, minlength=n) == 0)
+        virtual = roots.size > 1
+        if virtual:
+            names.append(VIRTUAL_ROOT_ID)
+            child_arr = np.concatenate([child_arr, roots])
+            parent_arr = np.concatenate([parent_arr, np.full(roots.size, n)])
+            level = np.concatenate([level + 1, [0]])
+            n += 1
+
+        # renumber: level order, insertion order within a level (stable)
+        order = np.argsort(level, kind="stable")
+        new_of_old = np.empty(n, dtype=np.int64)
+        new_of_old[order] = np.arange(n)
+        child_new = new_of_old[child_arr]
+        parent_new = new_of_old[parent_arr]
+        level_new = level[order]
+        sort = np.lexsort((parent_new, child_new))
+        child_new, parent_new = child_new[sort], parent_new[sort]
+        parent_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(child_new, minlength=n), out=parent_ptr[1:])
+        parent_idx = parent_new.astype(np.int32)
+
+        depth_min, anc_ptr, anc_idx = _closure(n, parent_ptr, parent_idx, level_new)
+
+        ids = tuple(names[o] for o in order)
+        nodes = [self._nodes.get(i) for i in ids]
+        root_node = _Node(label="(virtual root)")
+        nodes = [nd if nd is not None else root_node for nd in nodes]
+        final_index = {nid: k for k, nid in enumerate(ids)}
+        replaced = np.full(n, -1, dtype=np.int32)
+        for k, nd in enumerate(nodes):
+            if nd.replaced_by:
+                r = final_index.get(nd.replaced_by)
+                if r is None:
+                    self.warn(
+                        "unknown_replacements",
+                        f"{ids[k]!r} is replaced by {nd.replaced_by!r}, which is not in the ontology",
+                    )
+                else:
+                    replaced[k] = r
+        for prop in self._properties:
+            for ref in prop.domain + prop.range:
+                if ref not in final_index:
+                    self.warn(
+                        "property_refs_unknown",
+                        f"property {prop.id!r} names {ref!r} in its domain/range, not a concept",
+                    )
+
+        return Ontology(
+            ids=ids,
+            parent_ptr=parent_ptr,
+            parent_idx=parent_idx,
+            anc_ptr=anc_ptr,
+            anc_idx=anc_idx,
+            depth_min=depth_min,
+            depth_max=level_new.astype(np.int32),
+            labels=tuple(nd.label for nd in nodes),
+            synonyms=tuple(tuple(nd.synonyms) for nd in nodes),
+            definitions=tuple(nd.definition for nd in nodes),
+            node_types=tuple(nd.node_type for nd in nodes),
+            status=np.asarray([nd.status for nd in nodes], dtype=np.int8),
+            replaced_by=replaced,
+            virtual_root=virtual,
+            prefixes=dict(self.prefixes),
+            properties=tuple(self._properties),
+            source=self.source,
+            diagnostics=dict(self.diagnostics),
+            warnings=tuple(self.warnings),
+        )
+
+
+def _levels(
+    n: int, child: np.ndarray, parent: np.ndarray, names: list[str], source: str
+) -> np.ndarray:
+    """Longest-path level of every node (roots 0) by level-wise Kahn; raise on a cycle."""
+    indeg = np.bincount(child, minlength=n).astype(np.int64)
+    order = np.argsort(parent, kind="stable")
+    kids_sorted = child[order]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=n), out=ptr[1:])
+    level = np.full(n, -1, dtype=np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    depth = 0
+    while frontier.size:
+        level[frontier] = depth
+        kids = _gather(ptr, kids_sorted, frontier)
+        if not kids.size:
+            break
+        np.subtract.at(indeg, kids, 1)
+        cand = np.unique(kids)
+        frontier = cand[indeg[cand] == 0]
+        depth += 1
+    if (level < 0).any():
+        raise HierarchyCycleError(_find_cycle(level < 0, child, parent, names), source=source)
+    return level
+
+
+def _gather(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Concatenate CSR rows ``rows`` of (ptr, values) without a Python loop."""
+    starts = ptr[rows]
+    lens = ptr[rows + 1] - starts
+    total = int(lens.sum())
+    if total == 0:
+        return values[:0]
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+    return values[offsets + np.arange(total)]
+
+
+def _find_cycle(stuck: np.ndarray, child, parent, names: list[str]) -> list[str]:
+    """One cycle among the nodes Kahn could not order, as ids (first repeated last)."""
+    parents: dict[int, list[int]] = {}
+    for c, p in zip(child.tolist(), parent.tolist()):
+        if stuck[c] and stuck[p]:
+            parents.setdefault(c, []).append(p)
+    start = int(np.flatnonzero(stuck)[0])
+    path: list[int] = []
+    pos: dict[int, int] = {}
+    node = start
+    while node not in pos:  # every stuck node has a stuck parent, so this walk must loop
+        pos[node] = len(path)
+        path.append(node)
+        node = min(parents[node])
+    cycle = path[pos[node] :] + [node]
+    cycle.reverse()  # print as parent -> ... -> child -> parent
+    return [names[i] for i in cycle]
+
+
+def _closure(
+    n: int, parent_ptr: np.ndarray, parent_idx: np.ndarray, level: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``depth_min`` and the ancestor-or-self closure as CSR, filled level by level.
+
+    Nodes are numbered in level order, so every level is a contiguous index range and all
+    parents of a level lie in earlier levels, whose rows are already in the buffer.
+    """
+    depth_min = np.zeros(n, dtype=np.int32)
+    bounds = np.flatnonzero(np.diff(level)) + 1
+    starts = np.concatenate(([0], bounds)).tolist()
+    ends = np.concatenate((bounds, [n])).tolist()
+    anc_ptr = np.zeros(n + 1, dtype=np.int64)
+    buf = np.empty(max(16, 4 * n), dtype=np.int32)  # grows by doubling
+    for s, e in zip(starts, ends):
+        nodes = np.arange(s, e)
+        if s == 0:  # roots: the row is the node itself
+            row_ptr = np.arange(e - s + 1)
+            out = nodes.astype(np.int32)
+        else:
+            pcount = parent_ptr[nodes + 1] - parent_ptr[nodes]
+            pars = parent_idx[parent_ptr[s] : parent_ptr[e]].astype(np.int64)
+            seg_starts = np.concatenate(([0], np.cumsum(pcount)[:-1]))
+            depth_min[s:e] = np.minimum.reduceat(depth_min[pars], seg_starts) + 1
+            lens = anc_ptr[pars + 1] - anc_ptr[pars]
+            gathered = _gather(anc_ptr, buf, pars).astype(np.int64)
+            owner = np.repeat(np.repeat(nodes - s, pcount), lens)
+            if (pcount == 1).all():
+                keys_owner, keys_val = owner, gathered
+            else:
+                key = np.unique(owner * n + gathered)
+                keys_owner, keys_val = key // n, key % n
+            counts = np.bincount(keys_owner, minlength=e - s) + 1  # + self
+            row_ptr = np.concatenate(([0], np.cumsum(counts)))
+            out = np.empty(int(row_ptr[-1]), dtype=np.int32)
+            self_pos = row_ptr[1:] - 1
+            mask = np.ones(out.size, dtype=bool)
+            mask[self_pos] = False
+            out[mask] = keys_val  # parents come first, so self is the row's largest index
+            out[self_pos] = nodes
+        base = int(anc_ptr[s])
+        need = base + out.size
+        if need > buf.size:
+            grown = np.empty(max(need, 2 * buf.size), dtype=np.int32)
+            grown[:base] = buf[:base]
+            buf = grown
+        buf[base:need] = out
+        anc_ptr[s + 1 : e + 1] = base + row_ptr[1:]
+    return depth_min, anc_ptr, buf[: int(anc_ptr[-1])].copy()

@@ -1,0 +1,81 @@
+"""Edge tables: ``child, parent[, label]`` per line, CSV or TSV.
+
+* The delimiter is a tab for ``.tsv``/``.tab`` files and a comma otherwise (``delimiter=``
+  overrides). Quoting follows the csv module, so ids may contain commas when quoted.
+* A header line is detected when its first two cells are one of the header names
+  (``child``, ``id``, ``node``, ``concept`` / ``parent``, ``broader``, ``is_a``) and neither is
+  used as an id elsewhere in the table. ``header=True/False`` forces it.
+* A row with an empty parent declares a root (or a node without parents). The optional third
+  column is the child's label. Ids may contain dots, colons and slashes.
+* Parents never declared as a child become nodes themselves (they are the table's roots),
+  unless ``dangling="error"``, which refuses them.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ...errors import InputError
+from ..builder import OntologyBuilder
+from ..model import Ontology
+
+_CHILD_HEADERS = {"child", "id", "node", "concept", "child_id", "node_id", "concept_id", "subclass"}
+_PARENT_HEADERS = {"parent", "broader", "is_a", "parent_id", "superclass", "parents"}
+
+
+def load_table(
+    path: str | Path,
+    *,
+    delimiter: str | None = None,
+    header: bool | None = None,
+    dangling: str = "declare",
+    conflicts: str = "error",
+    encoding: str = "utf-8",
+) -> Ontology:
+    p = Path(path)
+    if delimiter is None:
+        delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
+    try:
+        with open(p, newline="", encoding=encoding) as fh:
+            rows = list(csv.reader(fh, delimiter=delimiter))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not {encoding} text: {exc}", source=str(p)) from None
+    except csv.Error as exc:
+        raise InputError(f"malformed table: {exc}", source=str(p)) from None
+    start = 0
+    if rows and header is not False:
+        first = [c.strip().lower() for c in rows[0][:2]]
+        looks = len(first) == 2 and first[0] in _CHILD_HEADERS and first[1] in _PARENT_HEADERS
+        if header or looks:
+            start = 1
+    b = OntologyBuilder(str(p))
+    parents_seen: list[tuple[str, int]] = []
+    for lineno, row in enumerate(rows[start:], start=start + 1):
+        if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) < 2 and delimiter not in row[0]:
+            # a single id on its own line declares a node without parents
+            row = [row[0], ""]
+        if len(row) > 3:
+            raise InputError(
+                f"expected 2 or 3 columns (child, parent[, label]), found {len(row)}: {row!r}",
+                source=str(p),
+                location=f"line {lineno}",
+            )
+        child, parent = row[0].strip(), row[1].strip()
+        label = row[2].strip() if len(row) == 3 and row[2].strip() else None
+        if not child:
+            raise InputError("empty child id", source=str(p), location=f"line {lineno}, column 1")
+        where = f"line {lineno}"
+        b.add_node(child, label=label, where=where)
+        if parent:
+            b.add_edge(child, parent, where=where)
+            parents_seen.append((parent, lineno))
+    if dangling == "declare":
+        for parent, lineno in parents_seen:
+            if not b.has_node(parent):
+                b.add_node(parent, where=f"line {lineno}")
+                b.warn("parents_declared_from_edges")
+        dangling = "error"
+    return b.build(dangling=dangling, conflicts=conflicts)

@@ -1,0 +1,435 @@
+"""The compiled, immutable ontology index that every metric resolves through.
+
+Conventions (also in ``docs/ontology.md``):
+
+* **Integer ids.** Nodes are numbered in topological order: every parent has a smaller index
+  than each of its children, so the root is index 0 and an ancestor row, sorted ascending,
+  ends with the node itself.
+* **One root.** An ontology whose hierarchy has several roots gets one *virtual root*
+  (id :data:`VIRTUAL_ROOT_ID`, label "(virtual root)") that is the parent of every real root.
+  ``Ontology.virtual_root`` says whether it was added. With one real root, that root is index 0.
+* **Depth.** Edges from the root: the root has depth 0. ``depth_min`` is the shortest path,
+  ``depth_max`` the longest path (they differ only in polyhierarchies). Wu-Palmer adds 1 (NLTK's
+  convention, root depth 1); that lives in :mod:`kg_rageval.hierarchy`.
+* **Ancestors.** ``ancestor_indices(i)`` includes ``i`` itself (the "ancestor-augmented" set of
+  hierarchical P/R/F1); :meth:`Ontology.ancestors` excludes it unless asked.
+* **Status.** ``active``, ``deprecated`` or ``revoked``; a revoked or deprecated node may name a
+  replacement (``replaced_by``). Deprecated nodes stay in the hierarchy; metrics decide what to
+  do with them (by default they raise, see each family's ``on_status`` option).
+* **Relation of two nodes** (:meth:`Ontology.relation`), seen from the gold node ``g`` to the
+  predicted node ``p``: ``exact``; ``parent`` (p is a direct parent of g: over-generalisation by
+  one level); ``ancestor`` (p is a proper ancestor but not a parent); ``child``; ``descendant``;
+  ``sibling`` (they share a direct parent); ``cousin`` (they share a grandparent, i.e. a parent
+  of a parent); ``unrelated``. The first matching rule wins in that order. The virtual root never
+  makes two nodes siblings or cousins: top-level concepts of a multi-root ontology are unrelated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import UnknownIdError
+
+VIRTUAL_ROOT_ID = "kgr:virtual-root"
+"""Id of the virtual root added above several real roots."""
+
+ACTIVE, DEPRECATED, REVOKED = 0, 1, 2
+STATUS_NAMES = ("active", "deprecated", "revoked")
+
+RELATIONS = (
+    "exact",
+    "parent",
+    "ancestor",
+    "child",
+    "descendant",
+    "sibling",
+    "cousin",
+    "unrelated",
+)
+"""Hierarchy relations between a gold and a predicted node, in the order the rules apply."""
+
+
+@dataclass(frozen=True)
+class Property:
+    """An object property of the ontology with its declared domain and range (node ids)."""
+
+    id: str
+    label: str | None = None
+    domain: tuple[str, ...] = ()
+    range: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Ontology:
+    """Compiled ontology index. Build it with :class:`~kg_rageval.ontology.OntologyBuilder` or
+    a loader (:func:`~kg_rageval.ontology.load_ontology`); never mutate its arrays.
+
+    Parameters are the compiled arrays; see the module docstring for the conventions.
+    """
+
+    ids: tuple[str, ...]
+    parent_ptr: np.ndarray
+    parent_idx: np.ndarray
+    anc_ptr: np.ndarray
+    anc_idx: np.ndarray
+    depth_min: np.ndarray
+    depth_max: np.ndarray
+    labels: tuple[str | None, ...]
+    synonyms: tuple[tuple[str, ...], ...]
+    definitions: tuple[str | None, ...]
+    node_types: tuple[str | None, ...]
+    status: np.ndarray
+    replaced_by: np.ndarray
+    virtual_root: bool = False
+    prefixes: dict[str, str] = field(default_factory=dict)
+    properties: tuple[Property, ...] = ()
+    source: str = "<memory>"
+    diagnostics: dict[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    stored_hash: str | None = None
+
+    # ------------------------------------------------------------------ basics
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Ontology {self.source!r}: {len(self)} nodes, {self.n_edges} edges, "
+            f"max depth {self.max_depth}{', virtual root' if self.virtual_root else ''}>"
+        )
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return dict(zip(self.ids, range(len(self.ids))))
+
+    @property
+    def root(self) -> int:
+        """Index of the root (always 0)."""
+        return 0
+
+    @property
+    def root_id(self) -> str:
+        return self.ids[0]
+
+    @property
+    def n_edges(self) -> int:
+        """Number of parent links (edges to the virtual root included when it exists)."""
+        return int(self.parent_ptr[-1])
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth_max.max()) if len(self) else 0
+
+    @cached_property
+    def child_ptr_idx(self) -> tuple[np.ndarray, np.ndarray]:
+        """Children as CSR ``(ptr, idx)``, derived from the parent CSR."""
+        n = len(self.ids)
+        counts = np.diff(self.parent_ptr)
+        child_of_edge = np.repeat(np.arange(n, dtype=np.int32), counts)
+        order = np.argsort(self.parent_idx, kind="stable")
+        idx = child_of_edge[order].astype(np.int32)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.parent_idx, minlength=n), out=ptr[1:])
+        return ptr, idx
+
+    # ------------------------------------------------------------------ id mapping
+    def index(self, node_id: str) -> int:
+        """Integer index of ``node_id``; raises :class:`UnknownIdError`."""
+        try:
+            return self._index[node_id]
+        except KeyError:
+            raise UnknownIdError(node_id, hint=self._suggest(node_id)) from None
+
+    def indices(self, node_ids: Iterable[str], *, where: str | None = None) -> np.ndarray:
+        """Indices of many ids (int32 array); all unknown ids are reported in one error."""
+        get = self._index.get
+        out = [get(i, -1) for i in node_ids]
+        arr = np.asarray(out, dtype=np.int32)
+        if arr.size and arr.min() < 0:
+            node_ids = list(node_ids) if not isinstance(node_ids, Sequence) else node_ids
+            bad = sorted({str(node_ids[k]) for k in np.flatnonzero(arr < 0)})
+            raise UnknownIdError(bad, where=where)
+        return arr
+
+    def id_of(self, index: int) -> str:
+        return self.ids[index]
+
+    def _suggest(self, node_id: str) -> str | None:
+        found = self.find_by_label(node_id)
+        if found:
+            return f"did you mean {', '.join(found[:3])} (by label)?"
+        return None
+
+    def expand_curie(self, curie: str) -> str:
+        """Expand ``prefix:local`` with the kept prefix map (unchanged when no prefix matches)."""
+        prefix, sep, local = curie.partition(":")
+        if sep and prefix in self.prefixes:
+            return self.prefixes[prefix] + local
+        return curie
+
+    # ------------------------------------------------------------------ labels
+    def label(self, node_id: str) -> str | None:
+        return self.labels[self.index(node_id)]
+
+    @cached_property
+    def _label_index(self) -> dict[str, tuple[int, ...]]:
+        index: dict[str, list[int]] = {}
+        for i, (lab, syns) in enumerate(zip(self.labels, self.synonyms)):
+            for name in ((lab,) if lab else ()) + syns:
+                index.setdefault(name.casefold(), []).append(i)
+        return {k: tuple(dict.fromkeys(v)) for k, v in index.items()}
+
+    def find_by_label(self, text: str) -> list[str]:
+        """Ids whose label or synonym equals ``text`` (case-insensitive), in index order."""
+        return [self.ids[i] for i in self._label_index.get(text.casefold(), ())]
+
+    def resolve(self, id_or_label: str) -> str:
+        """An id given as itself, as an expanded/compacted IRI, or as an unambiguous label."""
+        if id_or_label in self._index:
+            return id_or_label
+        expanded = self.expand_curie(id_or_label)
+        if expanded in self._index:
+            return expanded
+        found = self.find_by_label(id_or_label)
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise UnknownIdError(
+                id_or_label, hint=f"the label is ambiguous: {', '.join(found[:5])}"
+            )
+        raise UnknownIdError(id_or_label)
+
+    # ------------------------------------------------------------------ status
+    def status_of(self, node_id: str) -> str:
+        return STATUS_NAMES[int(self.status[self.index(node_id)])]
+
+    def replacement(self, node_id: str) -> str | None:
+        r = int(self.replaced_by[self.index(node_id)])
+        return self.ids[r] if r >= 0 else None
+
+    def is_active(self, node_id: str) -> bool:
+        return int(self.status[self.index(node_id)]) == ACTIVE
+
+    # ------------------------------------------------------------------ structure
+    def parent_indices(self, i: int) -> np.ndarray:
+        return self.parent_idx[self.parent_ptr[i] : self.parent_ptr[i + 1]]
+
+    def child_indices(self, i: int) -> np.ndarray:
+        ptr, idx = self.child_ptr_idx
+        return idx[ptr[i] : ptr[i + 1]]
+
+    def ancestor_indices(self, i: int) -> np.ndarray:
+        """Sorted ancestor-or-self indices of node ``i`` (the row ends with ``i``)."""
+        return self.anc_idx[self.anc_ptr[i] : self.anc_ptr[i + 1]]
+
+    def parents(self, node_id: str) -> list[str]:
+        return [self.ids[p] for p in self.parent_indices(self.index(node_id))]
+
+    def children(self, node_id: str) -> list[str]:
+        return [self.ids[c] for c in self.child_indices(self.index(node_id))]
+
+    def ancestors(self, node_id: str, *, include_self: bool = False) -> list[str]:
+        """Ancestors in topological order (root first)."""
+        row = self.ancestor_indices(self.index(node_id))
+        if not include_self:
+            row = row[:-1]
+        return [self.ids[a] for a in row]
+
+    def descendant_indices(self, i: int, *, include_self: bool = True) -> np.ndarray:
+        """Sorted indices of the subtree under node ``i``."""
+        ptr, idx = self.child_ptr_idx
+        seen = np.zeros(len(self.ids), dtype=bool)
+        seen[i] = True
+        frontier = np.array([i], dtype=np.int64)
+        while frontier.size:
+            starts, ends = ptr[frontier], ptr[frontier + 1]
+            lens = ends - starts
+            if not lens.sum():
+                break
+            gather = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+            kids = idx[gather + np.arange(lens.sum())]
+            kids = np.unique(kids[~seen[kids]])
+            seen[kids] = True
+            frontier = kids.astype(np.int64)
+        if not include_self:
+            seen[i] = False
+        return np.flatnonzero(seen).astype(np.int32)
+
+    def descendants(self, node_id: str, *, include_self: bool = False) -> list[str]:
+        rows = self.descendant_indices(self.index(node_id), include_self=include_self)
+        return [self.ids[d] for d in rows]
+
+    def subtree(self, node_id: str) -> list[str]:
+        """The node and all its descendants."""
+        return self.descendants(node_id, include_self=True)
+
+    def is_ancestor_index(self, a: int, d: int) -> bool:
+        row = self.ancestor_indices(d)
+        pos = int(np.searchsorted(row, a))
+        return a != d and pos < row.size and int(row[pos]) == a
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """True when ``ancestor`` is a proper ancestor of ``descendant``."""
+        return self.is_ancestor_index(self.index(ancestor), self.index(descendant))
+
+    def depth(self, node_id: str, *, kind: str = "min") -> int:
+        """Edges from the root (root depth 0); ``kind`` is ``"min"`` or ``"max"``."""
+        i = self.index(node_id)
+        if kind == "min":
+            return int(self.depth_min[i])
+        if kind == "max":
+            return int(self.depth_max[i])
+        raise ValueError(f"kind must be 'min' or 'max', not {kind!r}")
+
+    def common_ancestor_indices(self, a: int, b: int) -> np.ndarray:
+        return np.intersect1d(
+            self.ancestor_indices(a), self.ancestor_indices(b), assume_unique=True
+        )
+
+    def lca_index(self, a: int, b: int) -> int:
+        """Deepest common ancestor-or-self: greatest ``depth_max``, ties to the smallest id
+        string (a deterministic choice independent of loading order)."""
+        common = self.common_ancestor_indices(a, b)
+        depths = self.depth_max[common]
+        best = common[depths == depths.max()]
+        if best.size == 1:
+            return int(best[0])
+        return min((int(c) for c in best), key=lambda c: self.ids[c])
+
+    def lca(self, a: str, b: str) -> str:
+        """Deepest common ancestor (see :meth:`lca_index`); a node is its own ancestor here."""
+        return self.ids[self.lca_index(self.index(a), self.index(b))]
+
+    def _grandparents(self, i: int) -> set[int]:
+        out: set[int] = set()
+        for p in self.parent_indices(i):
+            out.update(int(g) for g in self.parent_indices(int(p)))
+        return out
+
+    def relation_index(self, gold: int, pred: int) -> str:
+        """Relation of ``pred`` to ``gold`` (see the module docstring)."""
+        if gold == pred:
+            return "exact"
+        gp = self.parent_indices(gold)
+        if pred in gp:
+            return "parent"
+        if self.is_ancestor_index(pred, gold):
+            return "ancestor"
+        pp = self.parent_indices(pred)
+        if gold in pp:
+            return "child"
+        if self.is_ancestor_index(gold, pred):
+            return "descendant"
+        real = {int(x) for x in gp} & {int(x) for x in pp}
+        if self.virtual_root:
+            real.discard(0)
+        if real:
+            return "sibling"
+        shared = self._grandparents(gold) & self._grandparents(pred)
+        if self.virtual_root:
+            shared.discard(0)
+        if shared:
+            return "cousin"
+        return "unrelated"
+
+    def relation(self, gold: str, pred: str) -> str:
+        return self.relation_index(self.index(gold), self.index(pred))
+
+    # ------------------------------------------------------------------ views
+    @cached_property
+    def multi_parent_count(self) -> int:
+        return int((np.diff(self.parent_ptr) > 1).sum())
+
+    @cached_property
+    def real_roots(self) -> list[str]:
+        """The roots of the source hierarchy (children of the virtual root, or the root)."""
+        if self.virtual_root:
+            return self.children(self.ids[0])
+        return [self.ids[0]]
+
+    def to_networkx(self):
+        """A ``networkx.DiGraph`` with edges child → parent (for reference checks)."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(self.ids)
+        counts = np.diff(self.parent_ptr)
+        child = np.repeat(np.arange(len(self.ids)), counts)
+        g.add_edges_from((self.ids[c], self.ids[p]) for c, p in zip(child, self.parent_idx))
+        return g
+
+    def edges(self) -> Iterator[tuple[str, str]]:
+        """(child, parent) id pairs."""
+        counts = np.diff(self.parent_ptr)
+        child = np.repeat(np.arange(len(self.ids)), counts)
+        for c, p in zip(child.tolist(), self.parent_idx.tolist()):
+            yield self.ids[c], self.ids[p]
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 of the ontology's content, independent of loading order: the sorted nodes
+        (id, label, status, replacement) and the sorted (child, parent) edges."""
+        if self.stored_hash:
+            return self.stored_hash
+        h = hashlib.sha256()
+        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        for i in order:
+            rep = int(self.replaced_by[i])
+            h.update(
+                f"N\x1f{self.ids[i]}\x1f{self.labels[i] or ''}\x1f{int(self.status[i])}"
+                f"\x1f{self.ids[rep] if rep >= 0 else ''}\n".encode()
+            )
+        for c, p in sorted(self.edges()):
+            h.update(f"E\x1f{c}\x1f{p}\n".encode())
+        return "sha256:" + h.hexdigest()
+
+    def summary(self) -> dict:
+        """Counts used by ``kg-rageval ontology inspect``."""
+        status_counts = np.bincount(self.status, minlength=3)
+        n_real = len(self) - (1 if self.virtual_root else 0)
+        return {
+            "source": self.source,
+            "nodes": n_real,
+            "edges": self.n_edges - (len(self.real_roots) if self.virtual_root else 0),
+            "roots": self.real_roots[:20],
+            "n_roots": len(self.real_roots),
+            "virtual_root": self.virtual_root,
+            "max_depth": self.max_depth - (1 if self.virtual_root else 0),
+            "mean_depth": round(float(self.depth_min.mean()), 3) if len(self) else 0.0,
+            "multi_parent_nodes": self.multi_parent_count,
+            "leaves": int((np.diff(self.child_ptr_idx[0]) == 0).sum()),
+            "active": int(status_counts[ACTIVE]) - (1 if self.virtual_root else 0),
+            "deprecated": int(status_counts[DEPRECATED]),
+            "revoked": int(status_counts[REVOKED]),
+            "with_replacement": int((self.replaced_by >= 0).sum()),
+            "labelled": sum(1 for lab in self.labels if lab) - (1 if self.virtual_root else 0),
+            "with_synonyms": sum(1 for s in self.synonyms if s),
+            "with_definition": sum(1 for d in self.definitions if d),
+            "node_types": _count(t for t in self.node_types if t),
+            "properties": [
+                {"id": p.id, "label": p.label, "domain": list(p.domain), "range": list(p.range)}
+                for p in self.properties
+            ],
+            "prefixes": dict(self.prefixes),
+            "ancestor_closure_entries": int(self.anc_idx.size),
+            "diagnostics": dict(self.diagnostics),
+            "content_hash": self.content_hash,
+        }
+
+
+def _count(values: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))

@@ -1,0 +1,1 @@
+"""pytest plugin for kg-rageval (filled in by the integrations work)."""

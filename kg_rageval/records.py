@@ -1,0 +1,117 @@
+"""The evaluation record format (JSONL, one record per evaluated query).
+
+Every section is optional; each metric family reads its own section and reports how many
+records it could score and why the others could not. See ``docs/records.md``::
+
+    {"id": "q-17",
+     "query": "Which technique covers dumping LSASS memory?",
+     "slices": {"intent": "technique_lookup"},
+     "mentions": {"gold": [{"start": 26, "end": 38, "id": "T1003.001"}],
+                  "pred": [{"start": 26, "end": 38, "id": "T1003", "score": 0.82}]},
+     "labels": {"gold": ["T1003.001"], "pred": ["T1003"]},
+     "retrieval": {"gold": {"doc-12": 2, "doc-40": 1}, "run": ["doc-7", "doc-12"],
+                   "filters": [{"field": "category", "op": "within", "value": "TA0006"}],
+                   "principal": {"tenant": "acme"}},
+     "answer": {"text": "...", "citations": ["doc-12"], "refused": false,
+                "output": {"technique": "T1003.001", "tactic": "TA0006"}},
+     "reference": {"answer": "...", "answerable": true}}
+
+Reading never drops a record silently: a line that is not a JSON object, a missing or
+duplicate ``id`` raise :class:`~kg_rageval.errors.InputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import InputError
+
+Record = dict[str, Any]
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
+    file, line and column."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", source=str(p))
+    with _open_text(p) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"not valid JSON: {exc.msg} (column {exc.colno})",
+                    source=str(p),
+                    location=f"line {lineno}",
+                ) from None
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """All records of a JSONL file, each checked to be an object with a unique string ``id``.
+
+    Each record gets ``_line`` (its line number) and ``_source`` for later error messages."""
+    out: list[Record] = []
+    seen: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise InputError(
+                f"expected a JSON object, found {type(obj).__name__}",
+                source=str(path),
+                location=f"line {lineno}",
+            )
+        rid = obj.get("id")
+        if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
+            raise InputError(
+                "field 'id' is missing or not a non-empty string",
+                source=str(path),
+                location=f"line {lineno}",
+            )
+        rid = str(rid)
+        if rid in seen:
+            raise InputError(
+                f"duplicate record id {rid!r} (first on line {seen[rid]})",
+                source=str(path),
+                location=f"line {lineno}",
+            )
+        seen[rid] = lineno
+        obj["id"] = rid
+        obj["_line"] = lineno
+        obj["_source"] = str(path)
+        out.append(obj)
+    return out
+
+
+def write_records(path: str | Path, records: Iterable[Record]) -> None:
+    """Write records as JSONL (private ``_``-prefixed fields are left out)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}, ensure_ascii=False))
+            fh.write("\n")
+
+
+def where(record: Record, field: str) -> str:
+    """``"record 'q-17' (line 3), field mentions.gold[0].end"`` for error messages."""
+    line = f" (line {record['_line']})" if "_line" in record else ""
+    return f"record {record.get('id')!r}{line}, field {field}"
+
+
+def slice_keys(records: Iterable[Record]) -> list[str]:
+    """All slice names used by any record, sorted."""
+    keys: set[str] = set()
+    for r in records:
+        s = r.get("slices")
+        if isinstance(s, dict):
+            keys.update(s)
+    return sorted(keys)

@@ -1,0 +1,63 @@
+"""Shared test fixtures.
+
+``shared_data`` points at ``../shared/data`` (real ontologies for integration tests); tests
+that need it are marked ``shared_data`` and skip with a reason when it is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"../shared/data is absent ({SHARED_DATA}); real-ontology tests skipped")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def vehicles():
+    """The seed article's vehicle taxonomy with one multi-parent node.
+
+    vehicle ─┬─ car ─┬─ sedan
+             │       ├─ hatchback
+             │       └─ amphibious_car ─┐
+             └─ boat ─┬─ submarine      │
+                      └─────────────────┘ (amphibious_car has parents car and boat)
+    """
+    from kg_rageval.ontology import OntologyBuilder
+
+    b = OntologyBuilder("vehicles")
+    for node_id, label in [
+        ("vehicle", "Vehicle"),
+        ("car", "Car"),
+        ("sedan", "Sedan"),
+        ("hatchback", "Hatchback"),
+        ("boat", "Boat"),
+        ("submarine", "Submarine"),
+        ("amphibious_car", "Amphibious car"),
+    ]:
+        b.add_node(node_id, label=label)
+    for child, parent in [
+        ("car", "vehicle"),
+        ("sedan", "car"),
+        ("hatchback", "car"),
+        ("boat", "vehicle"),
+        ("submarine", "boat"),
+        ("amphibious_car", "car"),
+        ("amphibious_car", "boat"),
+    ]:
+        b.add_edge(child, parent)
+    return b.build()
