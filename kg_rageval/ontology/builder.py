@@ -171,7 +171,7 @@ class OntologyBuilder:
         child_arr = np.asarray(child_list, dtype=np.int64)
         parent_arr = np.asarray(parent_list, dtype=np.int64)
         if child_arr.size:
-            key = np.unique(child_arr * n + parent_arr)
+            key = _sorted_unique(child_arr * n + parent_arr)
             dup = child_arr.size - key.size
             if dup:
                 self.warn("duplicate_edges", count=int(dup))
@@ -335,7 +335,7 @@ def _closure(
             if (pcount == 1).all():
                 keys_owner, keys_val = owner, gathered
             else:
-                key = np.unique(owner * n + gathered)
+                key = _sorted_unique(owner * n + gathered)
                 keys_owner, keys_val = key // n, key % n
             counts = np.bincount(keys_owner, minlength=e - s) + 1  # + self
             row_ptr = np.concatenate(([0], np.cumsum(counts)))
@@ -354,3 +354,14 @@ def _closure(
         buf[base:need] = out
         anc_ptr[s + 1 : e + 1] = base + row_ptr[1:]
     return depth_min, anc_ptr, buf[: int(anc_ptr[-1])].copy()
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting (NumPy 2's hash-based unique is slower on large int arrays)."""
+    if a.size == 0:
+        return a
+    a = np.sort(a)
+    keep = np.empty(a.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
