@@ -80,6 +80,13 @@ register_loader(
     aliases=("csv", "tsv"),
 )
 register_loader(
+    "neo4j",
+    _P + "neo4j:load_neo4j",
+    extensions=(),
+    description="a graph database over Bolt (Neo4j, ArcadeDB, ...): load_ontology(uri, format='neo4j')",
+    aliases=("bolt", "cypher"),
+)
+register_loader(
     "compiled",
     "kg_rageval.ontology.cache:load_compiled",
     extensions=(".kgro",),
@@ -134,6 +141,8 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
             f"unknown ontology format {fmt!r}; known: {', '.join(sorted(_REGISTRY))}",
             source=str(p),
         )
-    if not p.exists():
+    if fmt != "neo4j" and not p.exists():
         raise InputError("no such file", source=str(p))
+    if fmt == "neo4j":
+        return _REGISTRY[fmt].load()(str(path), **options)
     return _REGISTRY[fmt].load()(p, **options)
