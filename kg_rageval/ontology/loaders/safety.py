@@ -1,0 +1,204 @@
+"""Checks that run *before* a parser sees a file, so that loading never reaches the network
+and never expands an entity bomb.
+
+Rules (also in ``docs/ontology.md``):
+
+* **XML** (RDF/XML, OWL files, TriX): the ``<!DOCTYPE ...>`` internal subset is read without an
+  XML parser. Refused with :class:`~kg_rageval.errors.UnsafeInputError`:
+
+  - external entities (``<!ENTITY x SYSTEM "file:///etc/passwd">``, ``PUBLIC``) and an external
+    DTD subset (``<!DOCTYPE rdf:RDF SYSTEM "http://...">``);
+  - parameter entities (``<!ENTITY % x ...>``);
+  - internal entities whose value references another entity (``&a;`` inside a value): the
+    building block of "billion laughs" expansion bombs;
+  - more than :data:`MAX_ENTITIES` entities or a value longer than :data:`MAX_ENTITY_VALUE`
+    characters (quadratic blow-up).
+
+  Plain internal entities as Protégé writes them (``<!ENTITY owl
+  "http://www.w3.org/2002/07/owl#">``) are allowed.
+* **JSON-LD**: a ``@context`` (or ``@import``) given by URL, anywhere in the document, is
+  refused: resolving it would fetch a remote document.
+* ``owl:imports`` are never followed by the parsers themselves; the RDF loader counts and lists
+  them and follows them only when asked (``follow_imports=True``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError, UnsafeInputError
+
+MAX_ENTITIES = 256
+"""Most entity declarations accepted in one DOCTYPE."""
+MAX_ENTITY_VALUE = 4096
+"""Longest accepted internal entity value (characters)."""
+_HEAD_LIMIT = 1 << 20  # the DOCTYPE must close within the first MiB
+
+_ENTITY = re.compile(
+    r"<!ENTITY\s+(?P<pe>%\s+)?(?P<name>[^\s\"']+)\s+(?P<rest>(?:\"[^\"]*\"|'[^']*'|[^>\"'])*)>",
+    re.S,
+)
+_REF = re.compile(r"[&%][A-Za-z_:][\w.:-]*;")
+
+
+def _line_of(text: str, pos: int) -> str:
+    return f"line {text.count(chr(10), 0, pos) + 1}"
+
+
+def read_head(path: Path, limit: int = _HEAD_LIMIT) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(limit)
+
+
+def _doctype_span(text: str) -> tuple[int, int] | None:
+    """Start and end of the ``<!DOCTYPE`` declaration (end after its ``>``), quote-aware."""
+    start = text.find("<!DOCTYPE")
+    if start < 0:
+        return None
+    depth, quote, i = 0, "", start + 9
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif text.startswith("<!--", i):
+            end = text.find("-->", i + 4)
+            if end < 0:
+                break
+            i = end + 3
+            continue
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == ">" and depth <= 0:
+            return start, i + 1
+        i += 1
+    return start, -1
+
+
+def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
+    """Refuse unsafe DTD constructs in an XML file (see the module docstring).
+
+    Returns counts (``xml_entities``) for the loader's diagnostics.
+    """
+    p = Path(path)
+    head = data[:_HEAD_LIMIT] if data is not None else read_head(p)
+    text = head.decode("utf-8", errors="replace")
+    span = _doctype_span(text)
+    if span is None:
+        return {}
+    start, end = span
+    if end < 0:
+        raise UnsafeInputError(
+            "the <!DOCTYPE declaration does not end within the first MiB; refusing to parse",
+            source=str(p),
+            location=_line_of(text, start),
+        )
+    decl = text[start:end]
+    bracket = decl.find("[")
+    outer = decl if bracket < 0 else decl[:bracket]
+    if re.search(r"\b(SYSTEM|PUBLIC)\b", outer):
+        raise UnsafeInputError(
+            "the document type names an external DTD (SYSTEM/PUBLIC); loading it could read "
+            "local files or reach the network, so it is refused",
+            source=str(p),
+            location=_line_of(text, start),
+        )
+    entities = list(_ENTITY.finditer(decl))
+    if len(entities) > MAX_ENTITIES:
+        raise UnsafeInputError(
+            f"{len(entities)} entity declarations (at most {MAX_ENTITIES} are accepted)",
+            source=str(p),
+            location=_line_of(text, start),
+        )
+    for m in entities:
+        where = _line_of(text, start + m.start())
+        name, rest = m.group("name"), m.group("rest").strip()
+        if m.group("pe"):
+            raise UnsafeInputError(
+                f"parameter entity %{name}; is refused (only plain internal entities such as "
+                f'<!ENTITY owl "http://www.w3.org/2002/07/owl#"> are allowed)',
+                source=str(p),
+                location=where,
+            )
+        if re.match(r"(SYSTEM|PUBLIC)\b", rest):
+            raise UnsafeInputError(
+                f"external entity &{name}; ({rest[:80]}) is refused: expanding it would read a "
+                "file or fetch a URL",
+                source=str(p),
+                location=where,
+            )
+        value = rest[1:-1] if rest[:1] in "\"'" and rest[-1:] == rest[:1] else None
+        if value is None:
+            raise UnsafeInputError(
+                f"entity &{name}; has an unexpected declaration {rest[:80]!r}; expected a quoted value",
+                source=str(p),
+                location=where,
+            )
+        if _REF.search(value):
+            raise UnsafeInputError(
+                f"entity &{name}; references another entity ({_REF.search(value).group(0)}): "
+                "nested entities are how expansion bombs ('billion laughs') are built, so they "
+                "are refused",
+                source=str(p),
+                location=where,
+            )
+        if len(value) > MAX_ENTITY_VALUE:
+            raise UnsafeInputError(
+                f"entity &{name}; is {len(value)} characters long (at most {MAX_ENTITY_VALUE})",
+                source=str(p),
+                location=where,
+            )
+    return {"xml_entities": len(entities)} if entities else {}
+
+
+def _remote_context(node: Any, trail: str) -> str | None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("@context", "@import"):
+                values = value if isinstance(value, list) else [value]
+                for v in values:
+                    if isinstance(v, str):
+                        return f"{trail}/{key} = {v!r}"
+            found = _remote_context(value, f"{trail}/{key}")
+            if found:
+                return found
+    elif isinstance(node, list):
+        for k, item in enumerate(node):
+            found = _remote_context(item, f"{trail}[{k}]")
+            if found:
+                return found
+    return None
+
+
+def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
+    """Refuse JSON-LD whose ``@context`` / ``@import`` is a URL (resolving it would fetch it).
+
+    Returns the decoded JSON document so the caller need not decode it twice.
+    """
+    p = Path(path)
+    raw = data if data is not None else p.read_bytes()
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON: {exc.msg}; expected a JSON-LD document",
+            source=str(p),
+            location=f"line {exc.lineno}, column {exc.colno}",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: {exc}", source=str(p)) from None
+    found = _remote_context(doc, "")
+    if found:
+        raise UnsafeInputError(
+            f"remote JSON-LD context {found}: resolving it would fetch a URL, which loading "
+            "never does; inline the context instead",
+            source=str(p),
+        )
+    return doc
