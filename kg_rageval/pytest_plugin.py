@@ -1,1 +1,330 @@
-"""pytest plugin for kg-rageval (filled in by the integrations work)."""
+"""pytest plugin: release gates as tests (entry point ``pytest11`` → ``kg_rageval``).
+
+It loads in every pytest run of anyone who installs kg-rageval, so this module imports only the
+standard library and pytest; kg-rageval's audit and NumPy are imported when a gate is checked.
+
+* :func:`assert_gates` (also the ``assert_gates`` fixture)::
+
+      from kg_rageval.pytest_plugin import assert_gates
+      assert_gates(evaluation, {"hierarchical_f1": ">= 0.8", "recall@10": ">= 0.85"},
+                   ontology=onto)
+
+  ``report_or_metrics`` may be an ``Evaluation`` (or a list of them), an audit ``AuditResult``,
+  an audit JSON report / ``Evaluation.to_dict()`` dict, or a plain ``{metric: Metric | number |
+  None}`` mapping. ``gates`` is ``{metric: "OP threshold"}``, a list of full gate expressions
+  (``"ci_low(mrr) >= 0.5"``, ``"hierarchical_f1[node:TA0006] >= 0.7"``) or one expression,
+  parsed by :func:`kg_rageval.audit.gates.parse_gate`. Any gate that fails **or lacks
+  evidence** (metric absent, empty denominator, no interval) raises :class:`GateFailure` (an
+  ``AssertionError``) listing every such gate with its observed value and reason, and — when
+  per-node evidence is available (an Evaluation with ``ontology=``, an audit result or report)
+  — its worst ontology branches: nodes whose subtree misses the threshold, ordered by
+  ``shortfall × rows`` (ties: deeper first, then id).
+
+* ``@pytest.mark.kg_rageval_audit("audit.toml")``: after the test body passes, runs the audit
+  described by the config (a path relative to the test file, else to the rootdir) and fails the
+  test with the failing gates and their worst branches. The result is kept on
+  ``item.kg_rageval_audit_result``. The ``kg_audit`` fixture runs an audit on demand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pytest
+
+MARKER = "kg_rageval_audit"
+TOP_BRANCHES = 5
+
+
+class GateFailure(AssertionError):
+    """Some gates failed or lacked evidence; ``results`` holds every GateResult, ``failed``
+    the non-passing ones, ``branches`` the worst branches per failed gate text."""
+
+    def __init__(self, message: str, results: list, failed: list, branches: dict):
+        super().__init__(message)
+        self.results = results
+        self.failed = failed
+        self.branches = branches
+
+
+# ---------------------------------------------------------------------- gate texts
+def _gate_texts(gates: Mapping[str, str] | Iterable[str] | str) -> list[str]:
+    if isinstance(gates, str):
+        return [gates]
+    if isinstance(gates, Mapping):
+        out = []
+        for metric, cond in gates.items():
+            cond = str(cond).strip()
+            out.append(f"{metric} {cond}")
+        return out
+    return [str(g) for g in gates]
+
+
+# ---------------------------------------------------------------------- evidence
+class _Evidence:
+    """Flat metrics plus what is known per node (for the worst-branch listing)."""
+
+    def __init__(self, metrics: dict, *, evaluations: list | None = None, ontology: Any = None,
+                 nodes: Mapping[str, Any] | None = None):
+        self.metrics = metrics
+        self.evaluations = evaluations or []
+        self.ontology = ontology
+        self.nodes = nodes
+
+
+def _as_metric(name: str, v: Any):
+    from kg_rageval.evaluation import Metric
+
+    if isinstance(v, Metric):
+        return v
+    if v is None:
+        return Metric(name, None, missing="no value reported")
+    if isinstance(v, Mapping):
+        ci = v.get("ci")
+        value = v.get("value")
+        return Metric(name, None if value is None else float(value), v.get("numerator"), v.get("denominator"),
+                      v.get("missing") if value is None else None,
+                      tuple(ci) if ci is not None else None)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"metric {name!r}: expected a Metric, a number, None or a metric dict, got {v!r}")
+    return Metric(name, float(v))
+
+
+def _is_evaluation(x: Any) -> bool:
+    return hasattr(x, "family") and hasattr(x, "stats") and hasattr(x, "metrics") and hasattr(x, "rollup")
+
+
+def _evidence(obj: Any, ontology: Any) -> _Evidence:
+    if _is_evaluation(obj):
+        obj = [obj]
+    if isinstance(obj, (list, tuple)) and obj and all(_is_evaluation(e) for e in obj):
+        metrics: dict = {}
+        counts: dict[str, int] = {}
+        for ev in obj:
+            for name, m in ev.metrics().items():
+                metrics[f"{ev.family.name}.{name}"] = m
+                counts[name] = counts.get(name, 0) + 1
+                metrics.setdefault(name, m)
+        for name, c in counts.items():  # a bare name produced by two families is ambiguous
+            if c > 1:
+                metrics.pop(name, None)
+        return _Evidence(metrics, evaluations=list(obj), ontology=ontology)
+    if hasattr(obj, "gate_results") and hasattr(obj, "metrics"):  # an AuditResult
+        return _Evidence(dict(obj.metrics), ontology=getattr(obj, "ontology", ontology),
+                         nodes=getattr(obj, "nodes", None))
+    if isinstance(obj, Mapping):
+        if isinstance(obj.get("metrics"), Mapping):  # a report dict
+            nodes = obj.get("nodes") if isinstance(obj.get("nodes"), Mapping) else None
+            return _Evidence({k: _as_metric(k, v) for k, v in obj["metrics"].items()}, nodes=nodes,
+                             ontology=ontology)
+        return _Evidence({k: _as_metric(k, v) for k, v in obj.items()}, ontology=ontology)
+    raise TypeError(
+        "assert_gates needs an Evaluation, a list of Evaluations, an AuditResult, a report dict "
+        f"or a {{metric: value}} mapping, not {type(obj).__name__}"
+    )
+
+
+def _scoped_metric(gate: Any, ev_: _Evidence):
+    """The metric of a ``[slice:...]`` / ``[node:...]`` gate computed from the Evaluations."""
+    from kg_rageval.audit.runner import node_mask, slice_mask, subset
+
+    kind, _, rest = gate.scope.partition(":")
+    for ev in ev_.evaluations:
+        name = gate.metric.split(".", 1)[1] if gate.metric.startswith(ev.family.name + ".") else gate.metric
+        if name not in ev.family.finalize({k: 0.0 for k in ev.family.stats}):
+            continue
+        if kind == "slice":
+            sname, _, value = rest.partition("=")
+            mask = slice_mask(ev, sname.strip(), value.strip())
+        elif ev_.ontology is not None:
+            mask = node_mask(ev, ev_.ontology, rest.strip())
+        else:
+            return None
+        if mask is None:
+            return None
+        return subset(ev, mask).metrics().get(name)
+    return None
+
+
+# ---------------------------------------------------------------------- branches
+def _branches_from_evaluations(gate: Any, ev_: _Evidence, top: int) -> list[dict]:
+    onto = ev_.ontology
+    if onto is None or gate.scope is not None or gate.use != "value":
+        return []
+    out = []
+    for ev in ev_.evaluations:
+        name = gate.metric.split(".", 1)[1] if gate.metric.startswith(ev.family.name + ".") else gate.metric
+        if "gold_node" not in ev.keys:
+            continue
+        for nid, row in ev.rollup(onto, "gold_node").items():
+            if nid == onto.root_id:
+                continue
+            m = row["metrics"].get(name)
+            if m is None:
+                continue
+            out.append(_branch(gate, nid, onto.label(nid), row["depth"], row["n"], m.value, m.missing))
+    return _worst(out, top)
+
+
+def _branches_from_nodes(gate: Any, ev_: _Evidence, top: int) -> list[dict]:
+    if not ev_.nodes or gate.scope is not None or gate.use != "value":
+        return []
+    root = getattr(ev_.ontology, "root_id", None) if ev_.ontology is not None else None
+    out = []
+    for nid, d in ev_.nodes.items():
+        if nid == root or d.get("depth") == 0:
+            continue
+        mets = d.get("metrics", {})
+        keys = [k for k in mets if k == gate.metric or k.endswith("." + gate.metric)]
+        if len(keys) != 1:
+            continue
+        fam = keys[0].split(".", 1)[0]
+        n = d.get("n", {})
+        n = n.get(fam, 0) if isinstance(n, Mapping) else int(n or 0)
+        out.append(_branch(gate, nid, d.get("label"), d.get("depth", 0), n, mets[keys[0]], None))
+    return _worst(out, top)
+
+
+def _branch(gate, nid, label, depth, n, value, missing) -> dict:
+    if value is None:
+        return {"node": nid, "label": label, "depth": depth, "n": n, "value": None, "status": "missing",
+                "impact": float(n), "reason": missing or "missing evidence"}
+    ok = gate.compare(float(value))
+    shortfall = abs(float(value) - gate.threshold)
+    return {"node": nid, "label": label, "depth": depth, "n": n, "value": float(value),
+            "status": "pass" if ok else "fail", "impact": shortfall * n}
+
+
+def _worst(rows: list[dict], top: int) -> list[dict]:
+    bad = [r for r in rows if r["status"] != "pass"]
+    bad.sort(key=lambda r: (-r["impact"], -r["depth"], r["node"]))
+    return bad[:top]
+
+
+def _fmt_branch(b: dict) -> str:
+    label = f" {b['label']!r}" if b.get("label") else ""
+    value = "missing" if b["value"] is None else f"{b['value']:.4f}"
+    return f"{b['node']}{label} (depth {b['depth']}, n={b['n']}): {value}"
+
+
+# ---------------------------------------------------------------------- public API
+def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str] | str, *,
+                ontology: Any = None, top: int = TOP_BRANCHES) -> tuple[list, dict]:
+    """Decide ``gates`` without raising: ``(results, worst branches per failed gate text)``."""
+    from kg_rageval.audit.gates import evaluate_gates, parse_gate
+
+    parsed = [parse_gate(t) for t in _gate_texts(gates)]
+    if not parsed:
+        raise ValueError("assert_gates: no gates given (an empty gate set proves nothing)")
+    ev_ = _evidence(report_or_metrics, ontology)
+    metrics = dict(ev_.metrics)
+    for g in parsed:
+        if g.scope is not None and g.key not in metrics and ev_.evaluations:
+            m = _scoped_metric(g, ev_)
+            if m is not None:
+                metrics[g.key] = m
+    results = evaluate_gates(parsed, metrics)
+    branches: dict[str, list[dict]] = {}
+    for r in results:
+        if r.status == "pass":
+            continue
+        rows = (_branches_from_evaluations(r.gate, ev_, top) if ev_.evaluations
+                else _branches_from_nodes(r.gate, ev_, top))
+        branches[str(r.gate)] = rows
+    return results, branches
+
+
+def format_failures(results: list, branches: Mapping[str, list[dict]], *, title: str = "kg-rageval gates") -> str:
+    failed = [r for r in results if r.status != "pass"]
+    lines = [f"{title}: {len(failed)} of {len(results)} gate(s) not passed"]
+    for r in failed:
+        lines.append(f"  {r.status.upper():<7} {r.gate}: {r.reason}")
+        rows = branches.get(str(r.gate)) or []
+        if rows:
+            lines.append("          worst branches:")
+            lines.extend(f"            - {_fmt_branch(b)}" for b in rows)
+    return "\n".join(lines)
+
+
+def assert_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str] | str, *,
+                 ontology: Any = None, top: int = TOP_BRANCHES) -> list:
+    """Raise :class:`GateFailure` unless every gate passes (missing evidence fails); return the
+    GateResults otherwise. See the module docstring for the accepted inputs."""
+    __tracebackhide__ = True
+    results, branches = check_gates(report_or_metrics, gates, ontology=ontology, top=top)
+    failed = [r for r in results if r.status != "pass"]
+    if failed:
+        raise GateFailure(format_failures(results, branches), results, failed, branches)
+    return results
+
+
+def run_audit_config(path: str | Path):
+    """Load the audit config at ``path`` and run it (no progress bars)."""
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.runner import run_audit
+
+    return run_audit(load_config(path), progress=False)
+
+
+def audit_failures(result: Any, *, top: int = TOP_BRANCHES) -> str | None:
+    """``None`` when the audit passed, else the failure listing with worst branches."""
+    if result.passed:
+        return None
+    branches: dict[str, list[dict]] = {}
+    for d in result.drivers:
+        branches.setdefault(d["gate"], [])
+        if len(branches[d["gate"]]) < top:
+            branches[d["gate"]].append({**d, "value": d.get("value")})
+    return format_failures(result.gate_results, branches, title=f"kg-rageval audit {result.config.name!r}")
+
+
+# ---------------------------------------------------------------------- pytest hooks
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(config): run the kg-rageval audit described by the config file after the test "
+        "body and fail the test when a gate fails or lacks evidence",
+    )
+
+
+def _resolve_config(item: pytest.Item, value: Any) -> Path:
+    p = Path(value)
+    if p.is_absolute():
+        return p
+    here = Path(str(item.path)).parent / p
+    if here.exists():
+        return here
+    return Path(str(item.config.rootpath)) / p
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    result = yield  # the test body; a failure there propagates unchanged
+    marker = item.get_closest_marker(MARKER)
+    if marker is not None:
+        __tracebackhide__ = True
+        if not marker.args:
+            raise pytest.UsageError(f"@pytest.mark.{MARKER} needs the audit config path")
+        path = _resolve_config(item, marker.args[0])
+        if not path.exists():
+            raise AssertionError(f"{MARKER}: audit config {path} does not exist")
+        audit = run_audit_config(path)
+        item.kg_rageval_audit_result = audit  # type: ignore[attr-defined]
+        message = audit_failures(audit, top=int(marker.kwargs.get("top", TOP_BRANCHES)))
+        if message:
+            raise GateFailure(message, list(audit.gate_results),
+                              [r for r in audit.gate_results if r.status != "pass"], {})
+    return result
+
+
+@pytest.fixture(name="assert_gates")
+def _assert_gates_fixture():
+    """The :func:`assert_gates` function, for tests that prefer a fixture to an import."""
+    return assert_gates
+
+
+@pytest.fixture
+def kg_audit():
+    """``kg_audit(path) -> AuditResult``: run an audit config from a test."""
+    return run_audit_config

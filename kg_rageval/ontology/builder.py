@@ -12,12 +12,17 @@ Compilation (all vectorised over integer ids):
 3. Several roots get one virtual root; nodes are renumbered in level order.
 4. ``depth_min`` and the ancestor closure are filled level by level: a node's ancestor row is
    the sorted union of its parents' rows plus itself.
+
+Storage is columnar (one Python list per attribute, sparse dicts for the rarely present ones),
+so that collecting 350,000 concepts costs a dict lookup and a few appends per call; loaders
+that already hold whole columns use :meth:`OntologyBuilder.add_nodes` and
+:meth:`OntologyBuilder.add_edges`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable
+from itertools import repeat
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -27,35 +32,45 @@ from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 _STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
 
 
-@dataclass
-class _Node:
-    label: str | None = None
-    synonyms: list[str] = field(default_factory=list)
-    definition: str | None = None
-    status: int = ACTIVE
-    replaced_by: str | None = None
-    node_type: str | None = None
-    where: str | None = None
-
-
 class OntologyBuilder:
     """Mutable collector that compiles into an immutable :class:`Ontology`.
 
     ``source`` names the input (a file path) in every error and in the compiled ontology.
-    Loaders call :meth:`add_node`, :meth:`add_edge`, :meth:`add_property` and :meth:`warn`.
+    Loaders call :meth:`add_node`, :meth:`add_edge`, :meth:`add_property` and :meth:`warn`
+    (or the bulk :meth:`add_nodes` / :meth:`add_edges`).
     """
 
     def __init__(self, source: str = "<memory>", *, prefixes: dict[str, str] | None = None):
         self.source = source
         self.prefixes: dict[str, str] = dict(prefixes or {})
-        self._nodes: dict[str, _Node] = {}
-        self._edges: list[tuple[str, str, str | None]] = []
+        # nodes, in declaration order: position -> attributes
+        self._pos: dict[str, int] = {}
+        self._labels: list[str | None] = []
+        self._where: list[str | None] = []
+        self._status = bytearray()
+        self._synonyms: dict[int, list[str]] = {}
+        self._definitions: dict[int, str] = {}
+        self._replaced: dict[int, str] = {}
+        self._types: dict[int, str] = {}
+        # edges, in declaration order
+        self._echild: list[str] = []
+        self._eparent: list[str] = []
+        self._ewhere: list[str | None] = []
         self._properties: list[Property] = []
         self._conflicts: list[str] = []
         self.diagnostics: dict[str, int] = {}
         self.warnings: list[str] = []
 
     # ------------------------------------------------------------------ collecting
+    def _new_node(self, node_id: str, where: str | None) -> int:
+        if not node_id or not isinstance(node_id, str) or "\x00" in node_id:
+            raise OntologyError(f"invalid node id {node_id!r}", source=self.source, location=where)
+        pos = self._pos[node_id] = len(self._labels)
+        self._labels.append(None)
+        self._where.append(where)
+        self._status.append(ACTIVE)
+        return pos
+
     def add_node(
         self,
         node_id: str,
@@ -71,45 +86,106 @@ class OntologyBuilder:
         """Declare a node, or add information to one already declared.
 
         A second declaration with a *different* non-empty label is a conflict (reported by
-        :meth:`build`); synonyms are merged; the first definition and node type win.
+        :meth:`build`); synonyms are merged; the first definition and node type win; the
+        status only moves towards ``revoked`` (active < deprecated < revoked); the last
+        ``replaced_by`` wins.
         """
-        if not node_id or "\x00" in node_id:
-            raise OntologyError(f"invalid node id {node_id!r}", source=self.source, location=where)
-        if status not in _STATUS_CODES:
+        code = _STATUS_CODES.get(status) if status != "active" else ACTIVE
+        if code is None:
             raise OntologyError(
                 f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}",
                 source=self.source,
                 location=where,
             )
-        node = self._nodes.get(node_id)
-        if node is None:
-            node = self._nodes[node_id] = _Node(where=where)
+        pos = self._pos.get(node_id)
+        if pos is None:
+            pos = self._new_node(node_id, where)
         if label:
-            if node.label and node.label != label:
+            current = self._labels[pos]
+            if not current:
+                self._labels[pos] = label
+            elif current != label:
                 self._conflicts.append(
-                    f"{node_id!r} has label {node.label!r} ({node.where or 'first'}) and "
+                    f"{node_id!r} has label {current!r} ({self._where[pos] or 'first'}) and "
                     f"{label!r} ({where or 'later'})"
                 )
-            elif not node.label:
-                node.label = label
-        for s in synonyms:
-            if s and s != node.label and s not in node.synonyms:
-                node.synonyms.append(s)
-        if definition and not node.definition:
-            node.definition = definition
-        code = _STATUS_CODES[status]
-        node.status = max(node.status, code)
+        if synonyms:
+            own = self._labels[pos]
+            known = self._synonyms.get(pos)
+            for s in synonyms:
+                if s and s != own:
+                    if known is None:
+                        known = self._synonyms[pos] = []
+                    if s not in known:
+                        known.append(s)
+        if definition and pos not in self._definitions:
+            self._definitions[pos] = definition
+        if code > self._status[pos]:
+            self._status[pos] = code
         if replaced_by:
-            node.replaced_by = replaced_by
-        if node_type and not node.node_type:
-            node.node_type = node_type
+            self._replaced[pos] = replaced_by
+        if node_type and pos not in self._types:
+            self._types[pos] = node_type
+
+    def add_nodes(
+        self,
+        node_ids: Sequence[str],
+        labels: Sequence[str | None] | None = None,
+        *,
+        where: Sequence[str | None] | None = None,
+    ) -> None:
+        """Declare many nodes at once (same rules as :meth:`add_node` with ``label=`` and
+        ``where=``); ``labels`` and ``where`` are parallel to ``node_ids`` when given."""
+        n = len(node_ids)
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"labels has {len(labels)} entries, node_ids {n}")
+        if where is not None and len(where) != n:
+            raise ValueError(f"where has {len(where)} entries, node_ids {n}")
+        pos_of = self._pos
+        labs = self._labels
+        for k, node_id in enumerate(node_ids):
+            pos = pos_of.get(node_id)
+            if pos is None:
+                pos = self._new_node(node_id, where[k] if where is not None else None)
+            if labels is not None:
+                label = labels[k]
+                if label:
+                    current = labs[pos]
+                    if not current:
+                        labs[pos] = label
+                    elif current != label:
+                        w = where[k] if where is not None else None
+                        self._conflicts.append(
+                            f"{node_id!r} has label {current!r} ({self._where[pos] or 'first'}) "
+                            f"and {label!r} ({w or 'later'})"
+                        )
 
     def has_node(self, node_id: str) -> bool:
-        return node_id in self._nodes
+        return node_id in self._pos
 
     def add_edge(self, child: str, parent: str, *, where: str | None = None) -> None:
         """Declare ``child`` as a direct subconcept of ``parent``."""
-        self._edges.append((child, parent, where))
+        self._echild.append(child)
+        self._eparent.append(parent)
+        self._ewhere.append(where)
+
+    def add_edges(
+        self,
+        children: Iterable[str],
+        parents: Iterable[str],
+        *,
+        where: Iterable[str | None] | None = None,
+    ) -> None:
+        """Declare many ``child subClassOf parent`` edges at once (parallel sequences)."""
+        children, parents = list(children), list(parents)
+        if len(children) != len(parents):
+            raise ValueError(f"{len(children)} children but {len(parents)} parents")
+        ws = [None] * len(children) if where is None else list(where)
+        if len(ws) != len(children):
+            raise ValueError(f"where has {len(ws)} entries, children {len(children)}")
+        self._echild.extend(children)
+        self._eparent.extend(parents)
+        self._ewhere.extend(ws)
 
     def add_property(self, prop: Property) -> None:
         self._properties.append(prop)
@@ -120,6 +196,16 @@ class OntologyBuilder:
         if message and len(self.warnings) < 1000:
             self.warnings.append(message)
 
+    @property
+    def n_nodes(self) -> int:
+        """Nodes declared so far."""
+        return len(self._labels)
+
+    @property
+    def n_edges(self) -> int:
+        """Edges declared so far (before dangling/self-loop/duplicate checks)."""
+        return len(self._echild)
+
     # ------------------------------------------------------------------ compiling
     def build(self, *, dangling: str = "error", conflicts: str = "error") -> Ontology:
         """Compile. ``dangling``: ``"error"`` (default) or ``"drop"`` (counted warning) for
@@ -129,7 +215,7 @@ class OntologyBuilder:
             raise ValueError("dangling must be 'error' or 'drop'")
         if conflicts not in ("error", "keep-first"):
             raise ValueError("conflicts must be 'error' or 'keep-first'")
-        if not self._nodes:
+        if not self._pos:
             raise OntologyError("the ontology is empty: no concepts were found", source=self.source)
         if self._conflicts:
             if conflicts == "error":
@@ -141,35 +227,35 @@ class OntologyBuilder:
                 )
             self.warn("conflicting_labels", count=len(self._conflicts))
 
-        names = list(self._nodes)
-        index = {n: i for i, n in enumerate(names)}
-        child_list: list[int] = []
-        parent_list: list[int] = []
-        missing: list[str] = []
-        for child, parent, where in self._edges:
-            c, p = index.get(child), index.get(parent)
-            if c is None or p is None:
-                unknown = child if c is None else parent
-                missing.append(f"{unknown!r}" + (f" ({where})" if where else ""))
-                continue
-            if c == p:
-                self.warn("self_loops_dropped", f"{child!r} is declared its own parent")
-                continue
-            child_list.append(c)
-            parent_list.append(p)
-        if missing:
+        names = list(self._pos)  # declaration order
+        get = self._pos.get
+        n_e = len(self._echild)
+        child_all = np.fromiter(map(get, self._echild, repeat(-1)), dtype=np.int64, count=n_e)
+        parent_all = np.fromiter(map(get, self._eparent, repeat(-1)), dtype=np.int64, count=n_e)
+        bad = (child_all < 0) | (parent_all < 0)
+        loops = (child_all == parent_all) & ~bad
+        for e in np.flatnonzero(loops).tolist():
+            self.warn("self_loops_dropped", f"{self._echild[e]!r} is declared its own parent")
+        n_missing = int(bad.sum())
+        if n_missing:
             if dangling == "error":
-                more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+                shown = []
+                for e in np.flatnonzero(bad)[:5].tolist():
+                    unknown = self._echild[e] if child_all[e] < 0 else self._eparent[e]
+                    w = self._ewhere[e]
+                    shown.append(f"{unknown!r}" + (f" ({w})" if w else ""))
+                more = f" (and {n_missing - 5} more)" if n_missing > 5 else ""
                 raise OntologyError(
-                    f"{len(missing)} edge(s) reference undeclared concepts: "
-                    f"{', '.join(missing[:5])}{more}",
+                    f"{n_missing} edge(s) reference undeclared concepts: "
+                    f"{', '.join(shown)}{more}",
                     source=self.source,
                 )
-            self.warn("dangling_edges_dropped", count=len(missing))
+            self.warn("dangling_edges_dropped", count=n_missing)
+        keep = ~(bad | loops)
+        child_arr = child_all[keep]
+        parent_arr = parent_all[keep]
 
         n = len(names)
-        child_arr = np.asarray(child_list, dtype=np.int64)
-        parent_arr = np.asarray(parent_list, dtype=np.int64)
         if child_arr.size:
             key = _sorted_unique(child_arr * n + parent_arr)
             dup = child_arr.size - key.size
@@ -187,7 +273,7 @@ class OntologyBuilder:
             level = np.concatenate([level + 1, [0]])
             n += 1
 
-        # renumber: level order, insertion order within a level (stable)
+        # renumber: level order, declaration order within a level (stable)
         order = np.argsort(level, kind="stable")
         new_of_old = np.empty(n, dtype=np.int64)
         new_of_old[order] = np.arange(n)
@@ -202,25 +288,37 @@ class OntologyBuilder:
 
         depth_min, anc_ptr, anc_idx = _closure(n, parent_ptr, parent_idx, level_new)
 
-        ids = tuple(names[o] for o in order)
-        nodes = [self._nodes.get(i) for i in ids]
-        root_node = _Node(label="(virtual root)")
-        nodes = [nd if nd is not None else root_node for nd in nodes]
-        final_index = {nid: k for k, nid in enumerate(ids)}
+        # node attributes, permuted into the new numbering (sparse ones touch only their rows)
+        order_list = order.tolist()
+        ids = tuple([names[o] for o in order_list])
+        labels_old = self._labels + ["(virtual root)"] if virtual else self._labels
+        labels = tuple([labels_old[o] for o in order_list])
+        status_old = np.frombuffer(bytes(self._status), dtype=np.int8)
+        if virtual:
+            status_old = np.concatenate([status_old, np.zeros(1, dtype=np.int8)])
+        status = status_old[order]
+
+        def scatter(sparse: dict, empty, convert=lambda v: v) -> tuple:
+            out = [empty] * n
+            for pos, value in sparse.items():
+                out[int(new_of_old[pos])] = convert(value)
+            return tuple(out)
+
         replaced = np.full(n, -1, dtype=np.int32)
-        for k, nd in enumerate(nodes):
-            if nd.replaced_by:
-                r = final_index.get(nd.replaced_by)
-                if r is None:
-                    self.warn(
-                        "unknown_replacements",
-                        f"{ids[k]!r} is replaced by {nd.replaced_by!r}, which is not in the ontology",
-                    )
-                else:
-                    replaced[k] = r
+        for pos, ref in sorted(self._replaced.items(), key=lambda kv: int(new_of_old[kv[0]])):
+            r = self._pos.get(ref)
+            if r is not None:
+                replaced[new_of_old[pos]] = new_of_old[r]
+            elif virtual and ref == VIRTUAL_ROOT_ID:
+                replaced[new_of_old[pos]] = 0
+            else:
+                self.warn(
+                    "unknown_replacements",
+                    f"{names[pos]!r} is replaced by {ref!r}, which is not in the ontology",
+                )
         for prop in self._properties:
             for ref in prop.domain + prop.range:
-                if ref not in final_index:
+                if ref not in self._pos and not (virtual and ref == VIRTUAL_ROOT_ID):
                     self.warn(
                         "property_refs_unknown",
                         f"property {prop.id!r} names {ref!r} in its domain/range, not a concept",
@@ -234,11 +332,11 @@ class OntologyBuilder:
             anc_idx=anc_idx,
             depth_min=depth_min,
             depth_max=level_new.astype(np.int32),
-            labels=tuple(nd.label for nd in nodes),
-            synonyms=tuple(tuple(nd.synonyms) for nd in nodes),
-            definitions=tuple(nd.definition for nd in nodes),
-            node_types=tuple(nd.node_type for nd in nodes),
-            status=np.asarray([nd.status for nd in nodes], dtype=np.int8),
+            labels=labels,
+            synonyms=scatter(self._synonyms, (), tuple),
+            definitions=scatter(self._definitions, None),
+            node_types=scatter(self._types, None),
+            status=status,
             replaced_by=replaced,
             virtual_root=virtual,
             prefixes=dict(self.prefixes),

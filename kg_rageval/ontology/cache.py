@@ -92,21 +92,27 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
     def masked(name: str, mask: str) -> tuple:
         vals = _unblob(z[name], n)
         m = z[mask]
-        return tuple(v if ok else None for v, ok in zip(vals, m.tolist()))
+        if m.all():
+            return tuple(vals)
+        if not m.any():
+            return (None,) * n
+        return tuple([v if ok else None for v, ok in zip(vals, m.tolist())])
 
     counts = z["synonym_counts"]
-    flat = _unblob(z["synonyms"], int(counts.sum())) if counts.sum() else []
-    syns: list[tuple[str, ...]] = []
-    pos = 0
-    for c in counts.tolist():
-        syns.append(tuple(flat[pos : pos + c]) if c else ())
-        pos += c
+    total = int(counts.sum())
+    if total == 0:
+        syns: tuple[tuple[str, ...], ...] = ((),) * n
+    else:
+        flat = _unblob(z["synonyms"], total)
+        ends = np.cumsum(counts).tolist()
+        starts = [0] + ends[:-1]
+        syns = tuple([tuple(flat[a:b]) if a != b else () for a, b in zip(starts, ends)])
     return Ontology(
         ids=tuple(_unblob(z["ids"], n)),
         labels=masked("labels", "label_mask"),
         definitions=masked("definitions", "definition_mask"),
         node_types=masked("node_types", "type_mask"),
-        synonyms=tuple(syns),
+        synonyms=syns,
         virtual_root=header["virtual_root"],
         prefixes=header["prefixes"],
         properties=tuple(

@@ -382,16 +382,28 @@ class Ontology:
         (id, label, status, replacement) and the sorted (child, parent) edges."""
         if self.stored_hash:
             return self.stored_hash
-        h = hashlib.sha256()
-        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
-        for i in order:
-            rep = int(self.replaced_by[i])
-            h.update(
-                f"N\x1f{self.ids[i]}\x1f{self.labels[i] or ''}\x1f{int(self.status[i])}"
-                f"\x1f{self.ids[rep] if rep >= 0 else ''}\n".encode()
-            )
-        for c, p in sorted(self.edges()):
-            h.update(f"E\x1f{c}\x1f{p}\n".encode())
+        ids, labels = self.ids, self.labels
+        n = len(ids)
+        status = self.status.tolist()
+        rep = self.replaced_by.tolist()
+        order = sorted(range(n), key=ids.__getitem__)
+        parts = [
+            f"N\x1f{ids[i]}\x1f{labels[i] or ''}\x1f{status[i]}"
+            f"\x1f{ids[rep[i]] if rep[i] >= 0 else ''}\n"
+            for i in order
+        ]
+        # edges sorted by (child id, parent id) as strings: the rank of each id in string
+        # order sorts the same way, as integers
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(n)
+        child = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.parent_ptr))
+        parent = self.parent_idx.astype(np.int64)
+        srt = np.argsort(rank[child] * max(n, 1) + rank[parent], kind="stable")
+        parts.extend(
+            f"E\x1f{ids[c]}\x1f{ids[p]}\n"
+            for c, p in zip(child[srt].tolist(), parent[srt].tolist())
+        )
+        h = hashlib.sha256("".join(parts).encode())
         return "sha256:" + h.hexdigest()
 
     def summary(self) -> dict:

@@ -47,6 +47,10 @@ def load_table(
     if rows and header is not False:
         first = [c.strip().lower() for c in rows[0][:2]]
         looks = len(first) == 2 and first[0] in _CHILD_HEADERS and first[1] in _PARENT_HEADERS
+        if looks and header is None:
+            # "id,parent" is data, not a header, when those names are ids elsewhere in the table
+            used = {c.strip() for r in rows[1:] for c in r[:2]}
+            looks = rows[0][0].strip() not in used and rows[0][1].strip() not in used
         if header or looks:
             start = 1
     b = OntologyBuilder(str(p))

@@ -1,0 +1,262 @@
+"""Audit configuration (TOML or YAML), validated with pydantic.
+
+Paths are relative to the config file's directory. Unknown keys are errors (a typo such as
+``gate:`` instead of ``gates:`` must not silently disable the release gate). Every error names
+the file and the key path, e.g. ``audit.yaml: bootstrap.n_resamples: Input should be greater
+than or equal to 1``. See ``docs/audit.md`` for the reference; a minimal config::
+
+    ontology: attack.json.gz
+    records: records.jsonl
+    corpus: corpus.jsonl
+    families: {retrieval: {k: [1, 5, 10]}, hierarchy: {}}
+    gates: ["recall@10 >= 0.85", "ci_low(mrr) >= 0.6"]
+    slice_gates: {"intent=lookup": ["mrr >= 0.7"]}
+    node_gates: {"TA0006": ["hierarchical_f1 >= 0.7"]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+from .gates import Gate, parse_gate
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class OntologyInput(_Strict):
+    path: str
+    format: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class BootstrapConfig(_Strict):
+    """Percentile bootstrap over records (see :meth:`Evaluation.bootstrap`). ``always``
+    computes intervals for every global metric, not only those a gate bounds."""
+
+    n_resamples: int = Field(1000, ge=1, le=1_000_000)
+    level: float = Field(0.95, gt=0.0, lt=1.0)
+    seed: int = 0
+    always: bool = False
+
+
+MISSING_RUN_REASONS = ("missing", "timeout", "timed out", "invalid", "error", "no run", "no answer",
+                       "failed")
+
+
+class MissingRunsConfig(_Strict):
+    """Budget of records a family could not score although their section is present (missing
+    runs, timeouts, invalid judge outputs). Above it, every gate of that family is ``missing``."""
+
+    budget: float = Field(0.0, ge=0.0, le=1.0)
+    reasons: list[str] = Field(default_factory=lambda: list(MISSING_RUN_REASONS))
+    """Substrings of a family's unscored reason that make it a missing run (case-insensitive);
+    other unscored records (e.g. "no gold documents") are not applicable, not missing."""
+
+
+class BaselineConfig(_Strict):
+    """Audit against a baseline run on the same records: paired deltas ``delta:<metric>`` =
+    candidate − baseline with paired bootstrap intervals; each ``budgets`` entry adds the gate
+    ``<use>(delta:<metric>) >= -budget`` (for lower-is-better metrics listed in
+    ``lower_is_better``: ``<= +budget``)."""
+
+    records: str
+    budgets: dict[str, float] = Field(default_factory=dict)
+    use: Literal["value", "ci_low", "ci_high"] = "value"
+    lower_is_better: list[str] = Field(default_factory=list)
+
+    @field_validator("budgets")
+    @classmethod
+    def _non_negative(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, b in v.items():
+            if b < 0:
+                raise ValueError(f"budget for {k!r} must be >= 0, got {b}")
+        return v
+
+
+class CoverageConfig(_Strict):
+    """Coverage matrix axes: intent and document type come from record slices (or, for the
+    document type, the ``type_field`` of the first gold document in the corpus); the branch is
+    the gold node's ancestor at ``branch_depth`` (1 = top-level branches), or — when
+    ``branches`` lists node ids — the first listed branch whose subtree holds the gold node
+    (``(other)`` for none)."""
+
+    intent_slice: str = "intent"
+    doc_type_slice: str = "doc_type"
+    type_field: str = "type"
+    branch_depth: int = Field(1, ge=1)
+    branches: list[str] | None = None
+    thin: int = Field(5, ge=1)
+
+
+class ReportConfig(_Strict):
+    formats: list[Literal["json", "markdown", "html", "junit"]] = Field(
+        default_factory=lambda: ["json", "markdown", "html", "junit"]
+    )
+    top_branches: int = Field(10, ge=1)
+    node_rollup: bool = True
+
+
+class AuditConfig(_Strict):
+    """The whole audit configuration; see ``docs/audit.md``."""
+
+    name: str = "audit"
+    ontology: OntologyInput
+    records: str
+    corpus: str | None = None
+    spec: str | None = None
+    judgments: str | None = None
+    families: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    slices: list[str] | None = None
+    gates: list[str] = Field(default_factory=list)
+    slice_gates: dict[str, list[str]] = Field(default_factory=dict)
+    node_gates: dict[str, list[str]] = Field(default_factory=dict)
+    missing_runs: MissingRunsConfig = Field(default_factory=MissingRunsConfig)
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    baseline: BaselineConfig | None = None
+    coverage: CoverageConfig = Field(default_factory=CoverageConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+    seed: int = 0
+    judge: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("ontology", mode="before")
+    @classmethod
+    def _ontology_str(cls, v: Any) -> Any:
+        return {"path": v} if isinstance(v, str) else v
+
+    # filled by load_config
+    _base_dir: Path = Path(".")
+    _source: str = "<memory>"
+    _raw_hash: str = ""
+
+    # ---------------------------------------------------------------- helpers
+    def path(self, value: str | None) -> Path | None:
+        """A config path resolved against the config file's directory."""
+        if value is None:
+            return None
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else (self._base_dir / p)
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the config file's bytes (or of its canonical JSON when built in memory)."""
+        if self._raw_hash:
+            return self._raw_hash
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+    def all_gates(self) -> list[Gate]:
+        """Global, slice and node gates as :class:`Gate` objects, all parse errors at once."""
+        errors: list[str] = []
+        gates: list[Gate] = []
+
+        def add(text: str, where: str, scope: str | None) -> None:
+            try:
+                g = parse_gate(text)
+                if scope is not None:
+                    if g.scope is not None and g.scope != scope:
+                        raise ConfigError(f"gate {text!r} has scope {g.scope!r} inside {scope!r}")
+                    g = Gate(g.metric, g.op, g.threshold, scope, g.use)
+                gates.append(g)
+            except ConfigError as exc:
+                errors.append(f"{where}: {exc}")
+
+        for i, t in enumerate(self.gates):
+            add(t, f"gates[{i}]", None)
+        for sl, texts in self.slice_gates.items():
+            name, eq, value = sl.partition("=")
+            if not eq or not name or not value:
+                errors.append(f"slice_gates.{sl}: key must look like '<slice name>=<value>'")
+                continue
+            for i, t in enumerate(texts):
+                add(t, f"slice_gates.{sl}[{i}]", f"slice:{name.strip()}={value.strip()}")
+        for node, texts in self.node_gates.items():
+            for i, t in enumerate(texts):
+                add(t, f"node_gates.{node}[{i}]", f"node:{node}")
+        if self.baseline is not None:
+            for metric, budget in self.baseline.budgets.items():
+                lower = metric in self.baseline.lower_is_better
+                op, thr = ("<=", budget) if lower else (">=", -budget)
+                try:
+                    gates.append(Gate(f"delta:{metric}", op, float(thr), None, self.baseline.use))
+                except ConfigError as exc:
+                    errors.append(f"baseline.budgets.{metric}: {exc}")
+        if errors:
+            raise ConfigError(
+                f"{len(errors)} invalid gate{'s' if len(errors) > 1 else ''}:\n  " + "\n  ".join(errors),
+                source=self._source,
+            )
+        return gates
+
+
+def _read_mapping(path: Path) -> tuple[dict[str, Any], bytes]:
+    if not path.exists():
+        raise ConfigError("no such config file", source=str(path))
+    raw = path.read_bytes()
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            import tomllib
+
+            data = tomllib.loads(raw.decode("utf-8"))
+        elif suffix in (".yaml", ".yml", ".json"):
+            import yaml
+
+            data = yaml.safe_load(raw.decode("utf-8"))
+        else:
+            raise ConfigError(
+                f"unknown config extension {suffix!r}; use .toml, .yaml, .yml or .json", source=str(path)
+            )
+    except ConfigError:
+        raise
+    except Exception as exc:  # tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError
+        raise ConfigError(f"cannot parse config: {exc}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config must be a mapping at the top level, got {type(data).__name__}",
+                          source=str(path))
+    return data, raw
+
+
+def config_from_mapping(data: dict[str, Any], *, base_dir: str | Path = ".", source: str = "<memory>",
+                        raw: bytes | None = None) -> AuditConfig:
+    """Validate a config mapping; errors name ``source`` and each bad key path."""
+    try:
+        cfg = AuditConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key (see docs/audit.md for the allowed keys)"
+            elif err["type"] == "missing":
+                msg = "required key is missing"
+            lines.append(f"{loc}: {msg}")
+        raise ConfigError(
+            f"{len(lines)} config error{'s' if len(lines) > 1 else ''}:\n  " + "\n  ".join(lines),
+            source=source,
+        ) from None
+    cfg._base_dir = Path(base_dir)
+    cfg._source = source
+    if raw is not None:
+        cfg._raw_hash = "sha256:" + hashlib.sha256(raw).hexdigest()
+    cfg.all_gates()  # fail early on bad gates
+    return cfg
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read and validate an audit config file (``.toml``, ``.yaml``/``.yml`` or ``.json``)."""
+    p = Path(path)
+    data, raw = _read_mapping(p)
+    return config_from_mapping(data, base_dir=p.resolve().parent, source=str(p), raw=raw)

@@ -1,0 +1,312 @@
+"""The per-node and per-slice parts of the audit report.
+
+* :func:`node_rollups` — every metric of every family whose rows carry a ``gold_node`` key,
+  rolled up the hierarchy (:meth:`Evaluation.rollup`: a row counts once under each ancestor).
+* :func:`failure_drivers` — for each global gate that failed or is missing, the ontology
+  branches whose own value violates the gate, ranked by *impact* = rows × shortfall (how much
+  of the global miss the branch carries), deepest-first among ties.
+* :func:`coverage_matrix` — records per (intent × document type × ontology branch) cell; a cell
+  with 0 records is *empty*, one with fewer than ``thin`` is *thin*.
+* :func:`relation_counts` — the confusion relations (exact, parent, sibling, ...) counted from
+  a family's ``relation`` detail column.
+* :func:`exclusion_attribution` — which filter fields removed gold documents (replayed from
+  the records' filters over the corpus), split from entitlement exclusions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from ..evaluation import Metric
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import AuditConfig, CoverageConfig
+    from .families import FamilyRun
+    from .gates import GateResult
+
+
+def _mdict(ms: Mapping[str, Metric]) -> dict[str, Any]:
+    return {k: m.to_dict() for k, m in ms.items()}
+
+
+def slice_breakdowns(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, Any]]:
+    """``{family: {"slice:intent": {value: {"n": rows, "metrics": {...}}}}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for fam, run in runs.items():
+        for ev in run.evaluations:
+            for key in sorted(k for k in ev.keys if k.startswith("slice:")):
+                bd = ev.breakdown(key)
+                dst = out.setdefault(fam, {}).setdefault(key, {})
+                for v, g in bd.items():
+                    if v is None:
+                        continue
+                    dst.setdefault(str(v), {"n": 0, "metrics": {}})
+                    dst[str(v)]["n"] += g["n"]
+                    dst[str(v)]["metrics"].update(_mdict(g["metrics"]))
+    return out
+
+
+def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any) -> dict[str, dict[str, Any]]:
+    """``{node id: {"label", "depth", "n": {family: rows}, "metrics": {family.metric: value}}}``."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for fam, run in runs.items():
+        for ev in run.evaluations:
+            if "gold_node" not in ev.keys:
+                continue
+            for nid, g in ev.rollup(ontology, "gold_node").items():
+                d = nodes.setdefault(nid, {"label": ontology.label(nid), "depth": g["depth"],
+                                           "n": {}, "metrics": {}})
+                d["n"][fam] = max(d["n"].get(fam, 0), g["n"])
+                for m, val in g["metrics"].items():
+                    d["metrics"][f"{fam}.{m}"] = val.value
+    return dict(sorted(nodes.items(), key=lambda kv: (kv[1]["depth"], kv[0])))
+
+
+def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig"
+                    ) -> list[dict[str, Any]]:
+    """Branches driving each failed/missing global value gate, most impact first."""
+    out: list[dict[str, Any]] = []
+    thin = config.coverage.thin
+    for r in results:
+        g = r.gate
+        if r.status == "pass" or g.scope is not None or g.metric.startswith("delta:"):
+            continue
+        owner, _ = index.owner(g.metric)
+        if owner is None or "gold_node" not in owner.ev.keys:
+            continue
+        ev = owner.ev
+        for nid, row in ev.rollup(ontology, "gold_node").items():
+            if nid == ontology.root_id:
+                continue
+            m = row["metrics"].get(owner.metric)
+            if m is None:
+                continue
+            entry = {"gate": str(g), "node": nid, "label": ontology.label(nid), "depth": row["depth"],
+                     "n": row["n"], "value": m.value}
+            if m.value is None:  # undefined on this branch: not a driver of the failure
+                continue
+            if g.compare(m.value):
+                continue
+            shortfall = abs(m.value - g.threshold)
+            entry.update(status="fail", shortfall=shortfall, impact=shortfall * row["n"],
+                         thin=row["n"] < thin)
+            out.append(entry)
+    out.sort(key=lambda e: (-e["impact"], -e["depth"], e["node"]))
+    return out[: max(config.report.top_branches * 5, 50)]
+
+
+def gold_node_of(record: Mapping[str, Any]) -> str | None:
+    """The record's gold ontology node: ``gold_node``, else ``labels.gold[0]``, else the first
+    gold mention id, else ``answer.output`` is not used (it is a prediction)."""
+    if isinstance(record.get("gold_node"), str):
+        return record["gold_node"]
+    labels = record.get("labels")
+    if isinstance(labels, dict):
+        gold = labels.get("gold")
+        if isinstance(gold, list) and gold and isinstance(gold[0], str):
+            return gold[0]
+        if isinstance(gold, str):
+            return gold
+    mentions = record.get("mentions")
+    if isinstance(mentions, dict):
+        for m in mentions.get("gold") or []:
+            if isinstance(m, dict) and isinstance(m.get("id"), str):
+                return m["id"]
+    return None
+
+
+def _branch_of(ontology: Any, node: str | None, depth: int) -> str:
+    """The node's ancestor at ``depth`` (root = depth 0; with a virtual root, depth 1 is the real
+    roots); ``(no gold node)`` / ``(not in ontology)`` otherwise; the node itself when it is
+    shallower than ``depth``."""
+    if node is None:
+        return "(no gold node)"
+    i = ontology._index.get(node)
+    if i is None:
+        return "(not in ontology)"
+    want = depth
+    anc = ontology.anc_idx[ontology.anc_ptr[i]:ontology.anc_ptr[i + 1]]
+    cands = [a for a in anc.tolist() if int(ontology.depth_min[a]) == want]
+    if cands:
+        return ontology.ids[min(cands)]
+    return ontology.ids[i] if i != 0 else "(root)"
+
+
+def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
+    """``node id -> branch id``: the first of ``cfg.branches`` whose subtree holds the node
+    (``(other)`` for none), else the node's ancestor at ``cfg.branch_depth``."""
+    if not cfg.branches:
+        return lambda node: _branch_of(ontology, node, cfg.branch_depth)
+    unknown = [b for b in cfg.branches if b not in ontology]
+    if unknown:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"coverage.branches: not in the ontology: {', '.join(unknown)}")
+    subtrees = [(b, set(ontology.descendant_indices(ontology.index(b), include_self=True).tolist()))
+                for b in cfg.branches]
+
+    def branch_of(node: str | None) -> str:
+        if node is None:
+            return "(no gold node)"
+        i = ontology._index.get(node)
+        if i is None:
+            return "(not in ontology)"
+        return next((b for b, sub in subtrees if i in sub), "(other)")
+
+    return branch_of
+
+
+def coverage_matrix(records: list[dict], ontology: Any, corpus: list[dict] | None,
+                    cfg: "CoverageConfig") -> dict[str, Any]:
+    """Records per (intent, doc type, branch) with the empty and thin cells listed."""
+    doc_type: dict[str, str] = {}
+    for d in corpus or []:
+        t = d.get(cfg.type_field)
+        if t is not None:
+            doc_type[str(d["id"])] = str(t)
+    branch_of = make_branch_of(ontology, cfg)
+    cells: dict[tuple[str, str, str], int] = {}
+    intents: set[str] = set()
+    types: set[str] = set()
+    branches: set[str] = set()
+    for r in records:
+        sl = r.get("slices") if isinstance(r.get("slices"), dict) else {}
+        intent = str(sl.get(cfg.intent_slice, "(none)"))
+        dt = sl.get(cfg.doc_type_slice)
+        if dt is None:
+            gold = (r.get("retrieval") or {}).get("gold") if isinstance(r.get("retrieval"), dict) else None
+            first = None
+            if isinstance(gold, dict) and gold:
+                first = next(iter(gold))
+            elif isinstance(gold, list) and gold:
+                first = gold[0]
+            dt = doc_type.get(str(first)) if first is not None else None
+        dt = str(dt) if dt is not None else "(none)"
+        br = branch_of(gold_node_of(r))
+        intents.add(intent)
+        types.add(dt)
+        branches.add(br)
+        cells[(intent, dt, br)] = cells.get((intent, dt, br), 0) + 1
+    # every branch at the configured depth is a column, even when no record reaches it
+    if cfg.branches:
+        all_branches = list(cfg.branches)
+    else:
+        all_branches = [ontology.ids[i] for i in np.flatnonzero(ontology.depth_min == cfg.branch_depth).tolist()]
+    if len(all_branches) <= 200:
+        branches.update(all_branches)
+    intents_l, types_l, branches_l = sorted(intents), sorted(types), sorted(branches)
+    empty, thin = [], []
+    matrix = []
+    for it in intents_l:
+        for dt in types_l:
+            for br in branches_l:
+                n = cells.get((it, dt, br), 0)
+                matrix.append({"intent": it, "doc_type": dt, "branch": br, "n": n})
+                if n == 0:
+                    empty.append([it, dt, br])
+                elif n < cfg.thin:
+                    thin.append([it, dt, br])
+    return {
+        "axes": {"intent": intents_l, "doc_type": types_l, "branch": branches_l},
+        "branch_labels": {b: ontology.label(b) for b in branches_l if b in ontology},
+        "thin_threshold": cfg.thin,
+        "cells": matrix,
+        "n_cells": len(matrix),
+        "n_empty": len(empty),
+        "n_thin": len(thin),
+        "empty": empty[:500],
+        "thin": thin[:500],
+    }
+
+
+def relation_counts(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, int]]:
+    """``{family: {relation: rows}}`` from any ``relation`` detail column."""
+    out: dict[str, dict[str, int]] = {}
+    for fam, run in runs.items():
+        for ev in run.evaluations:
+            col = ev.details.get("relation")
+            if col is None:
+                continue
+            d = out.setdefault(fam, {})
+            for v in col.tolist():
+                if v is None:
+                    continue
+                d[str(v)] = d.get(str(v), 0) + 1
+    return out
+
+
+def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
+                          corpus: list[dict] | None, ontology: Any, *, branch_of: Any = None) -> dict[str, Any]:
+    """Gold documents excluded before ranking, attributed to the filter (or entitlement) that
+    removed them. Filters are replayed: ``within X`` keeps documents with a category in X's
+    subtree (X included); ``eq``/``in`` compare the document field. Entitlement: a document
+    whose ``tenants``/``locales`` list does not include the principal's is excluded *for
+    entitlement* — counted apart, since it is correct behaviour, not a false exclusion."""
+    if not corpus:
+        return {}
+    docs = {str(d["id"]): d for d in corpus}
+    by_field: dict[str, int] = {}
+    by_branch: dict[str, int] = {}
+    entitlement = 0
+    n_gold = 0
+    for r in records:
+        ret = r.get("retrieval")
+        if not isinstance(ret, dict):
+            continue
+        gold = ret.get("gold")
+        gold_ids = list(gold) if isinstance(gold, (dict, list)) else []
+        filters = ret.get("filters") or []
+        principal = ret.get("principal") or {}
+        for gid in gold_ids:
+            doc = docs.get(str(gid))
+            if doc is None:
+                continue
+            n_gold += 1
+            if _entitlement_excluded(doc, principal):
+                entitlement += 1
+                continue
+            for f in filters:
+                if not isinstance(f, dict):
+                    continue
+                if not _keeps(doc, f, ontology):
+                    fld = str(f.get("field"))
+                    by_field[fld] = by_field.get(fld, 0) + 1
+                    node = gold_node_of(r)
+                    br = branch_of(node) if branch_of else _branch_of(ontology, node, 1)
+                    by_branch[br] = by_branch.get(br, 0) + 1
+                    break
+    return {
+        "gold_documents": n_gold,
+        "excluded_by_filter": dict(sorted(by_field.items(), key=lambda kv: -kv[1])),
+        "excluded_by_branch": dict(sorted(by_branch.items(), key=lambda kv: -kv[1])),
+        "excluded_by_entitlement": entitlement,
+    }
+
+
+def _entitlement_excluded(doc: Mapping[str, Any], principal: Mapping[str, Any]) -> bool:
+    for pkey, dkey in (("tenant", "tenants"), ("locale", "locales")):
+        want = principal.get(pkey)
+        allowed = doc.get(dkey)
+        if want is not None and isinstance(allowed, list) and allowed and want not in allowed:
+            return True
+    return False
+
+
+def _keeps(doc: Mapping[str, Any], f: Mapping[str, Any], ontology: Any) -> bool:
+    field_, op, value = f.get("field"), f.get("op", "eq"), f.get("value")
+    dv = doc.get(field_)
+    if dv is None:
+        dv = doc.get("categories") if field_ == "category" else None
+    vals = dv if isinstance(dv, list) else ([dv] if dv is not None else [])
+    if op == "within":
+        return any(isinstance(v, str) and v in ontology and (v == value or (value in ontology and ontology.is_ancestor(value, v))) for v in vals)
+    if op == "in":
+        allowed = value if isinstance(value, list) else [value]
+        return any(v in allowed for v in vals)
+    if op in ("eq", "=="):
+        return value in vals
+    if op in ("ne", "!="):
+        return value not in vals
+    return True

@@ -1,0 +1,68 @@
+"""The complete machine-readable audit report (JSON, no NaN, round-trips through json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .manifest import numbers_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import AuditResult
+
+REPORT_VERSION = 1
+
+
+def report_dict(result: "AuditResult") -> dict[str, Any]:
+    """Every decision and number of the audit as plain JSON types.
+
+    Top-level keys: ``report_version``, ``name``, ``passed``, ``exit_code``, ``summary``
+    (gate status counts), ``gates`` (one entry per gate: gate text, status, observed value,
+    reason), ``metrics`` (flat ``{key: Metric.to_dict()}``), ``families`` (status, counts,
+    unscored reasons, versions), ``slices``, ``nodes`` (per-node roll-up), ``drivers``
+    (branches behind failures), ``coverage``, ``relations``, ``exclusions``, ``baseline``,
+    ``manifest``."""
+    ont = result.ontology
+    return {
+        "report_version": REPORT_VERSION,
+        "name": result.config.name,
+        "passed": result.passed,
+        "exit_code": result.exit_code,
+        "summary": {**result.status_counts(), "gates": len(result.gate_results),
+                    "records": result.n_records, "seconds": round(result.seconds, 3)},
+        "ontology": {"source": str(ont.source), "nodes": len(ont), "root": ont.root_id,
+                     "content_hash": ont.content_hash},
+        "gates": [r.to_dict() for r in result.gate_results],
+        "metrics": numbers_of(result)["metrics"],
+        "families": result.counts.get("families", {}),
+        "slices": result.slices,
+        "nodes": result.nodes,
+        "drivers": result.drivers,
+        "coverage": result.coverage,
+        "relations": result.relations,
+        "exclusions": result.exclusions,
+        "baseline": result.baseline,
+        "manifest": result.manifest,
+    }
+
+
+def dumps(payload: Any) -> str:
+    return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False, default=_default)
+
+
+def _default(x: Any) -> Any:
+    import numpy as np
+
+    if isinstance(x, (np.integer, np.floating, np.bool_)):
+        return x.item()
+    if isinstance(x, (set, tuple)):
+        return list(x)
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def write_json(result: "AuditResult", path: str | Path) -> dict[str, Any]:
+    d = report_dict(result)
+    text = dumps(d)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+    return json.loads(text)

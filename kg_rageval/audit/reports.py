@@ -1,0 +1,39 @@
+"""Write every configured report of an audit into one directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .manifest import numbers_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import AuditResult
+
+FILES = {"json": "report.json", "markdown": "report.md", "html": "report.html", "junit": "junit.xml"}
+
+
+def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str] | None = None) -> dict[str, str]:
+    """Write ``report.json``, ``report.md``, ``report.html``, ``junit.xml`` (as configured) and
+    always ``manifest.json`` (manifest + the numbers ``--verify`` compares). Returns
+    ``{kind: path}``."""
+    from .report_html import write_html
+    from .report_json import dumps, write_json
+    from .report_junit import write_junit
+    from .report_markdown import write_markdown
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    formats = formats or result.config.report.formats
+    written: dict[str, str] = {}
+    writers = {"json": write_json, "markdown": write_markdown, "html": write_html, "junit": write_junit}
+    for f in formats:
+        p = out / FILES[f]
+        writers[f](result, p)
+        written[f] = str(p)
+    mp = out / "manifest.json"
+    mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result)}) + "\n", encoding="utf-8")
+    written["manifest"] = str(mp)
+    json.loads(mp.read_text(encoding="utf-8"))
+    return written

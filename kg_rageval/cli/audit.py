@@ -1,0 +1,117 @@
+"""``kg-rageval audit``: the release gate.
+
+Exit codes: 0 every gate passes; 1 a gate failed or its evidence is missing (also: ``--verify``
+found different numbers); 2 invalid inputs or config.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import format_option, quiet_option
+
+
+@click.command("audit")
+@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False),
+              help="Audit config (TOML or YAML): inputs, families, slices, gates.")
+@click.option("--out", "-o", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Directory for report.json, report.md, report.html, junit.xml, manifest.json.")
+@format_option
+@quiet_option
+@click.option("--verify", "verify_path", type=click.Path(dir_okay=False), default=None,
+              help="Re-run the audit a manifest.json describes and confirm identical numbers.")
+@click.option("--demo", is_flag=True,
+              help="Build the bundled demo KG-RAG system (Disease Ontology cancer slim), run it and audit it.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the demo system.")
+def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, verify_path: str | None,
+          demo: bool, seed: int) -> None:
+    """Run every configured metric family, decide the gates and write the reports.
+
+    A gate whose evidence is missing fails. With --demo (no config needed) the demo system is
+    built into --out (default ./kg-rageval-demo) and audited.
+    """
+    from ..errors import KgRagevalError
+
+    try:
+        code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed)
+    except KgRagevalError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    sys.exit(code)
+
+
+def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed) -> int:
+    from ..audit.config import load_config
+    from ..audit.runner import run_audit
+    from ..errors import ConfigError
+
+    if verify_path:
+        return _verify(verify_path, config_path, fmt, quiet)
+    if demo:
+        from pathlib import Path
+
+        from ..demo import build_demo
+
+        out = Path(out_dir or "kg-rageval-demo")
+        built = build_demo(out, seed=seed, progress=not quiet)
+        config_path = str(built["config"])
+        out_dir = str(out / "report")
+        if not quiet and fmt == "text":
+            click.echo(f"demo system built in {out}: {built['n_records']} queries, {built['n_documents']} documents",
+                       err=True)
+    if not config_path:
+        raise ConfigError("give --config CONFIG (or --demo, or --verify MANIFEST)")
+    config = load_config(config_path)
+    result = run_audit(config, progress=not quiet)
+    written = {}
+    if out_dir:
+        from ..audit.reports import write_reports
+
+        written = write_reports(result, out_dir)
+    if fmt == "json":
+        from ..audit.report_json import dumps, report_dict
+
+        payload = report_dict(result)
+        payload["written"] = written
+        click.echo(dumps(payload))
+    else:
+        click.echo(_text(result, written, quiet))
+    return result.exit_code
+
+
+def _text(result, written: dict[str, str], quiet: bool) -> str:
+    from .common import table
+
+    c = result.status_counts()
+    lines = [f"audit {result.config.name}: {'PASSED' if result.passed else 'FAILED'} — "
+             f"{c['pass']} pass, {c['fail']} fail, {c['missing']} missing evidence "
+             f"({result.n_records} records, {result.seconds:.2f} s)"]
+    order = {"missing": 0, "fail": 1, "pass": 2}
+    rows = [[r.status.upper(), str(r.gate), r.observed, r.reason]
+            for r in sorted(result.gate_results, key=lambda r: order[r.status])]
+    lines.append(table(rows, ["status", "gate", "observed", "reason"]))
+    if result.drivers and not quiet:
+        lines.append("\nbranches driving the failures:")
+        lines.append(table([[d["gate"], d["node"], d["label"] or "", d["n"], d["value"], d["impact"]]
+                            for d in result.drivers[:5]], ["gate", "node", "label", "rows", "value", "impact"]))
+    for kind, path in written.items():
+        lines.append(f"wrote {kind}: {path}")
+    return "\n".join(lines)
+
+
+def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> int:
+    from ..audit.manifest import verify_manifest
+
+    res = verify_manifest(manifest, config_path=config_path, progress=not quiet)
+    if fmt == "json":
+        from ..audit.report_json import dumps
+
+        click.echo(dumps(res))
+    else:
+        if res["ok"]:
+            click.echo(f"verified: identical numbers ({res['digest']['rerun']})")
+        else:
+            click.echo("NOT verified:\n  " + "\n  ".join(res["differences"]))
+    return 0 if res["ok"] else 1

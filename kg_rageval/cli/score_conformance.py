@@ -1,0 +1,97 @@
+"""``kg-rageval score conformance``: schema validity, vocabulary, status, domain/range and
+semantic conformance of ``answer.output`` against an ontology-derived schema (see
+``docs/conformance.md``)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option, table
+
+
+@click.command()
+@ontology_option
+@ontology_format_option
+@click.option("--schema-spec", "spec_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Output schema spec (YAML, JSON or TOML): which field holds which kind of node.")
+@data_option
+@click.option("--export-schema", "export_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the derived JSON Schema (draft 2020-12) here.")
+@click.option("--export-flavor", type=click.Choice(["json-schema", "decoder", "openai"]), default="json-schema",
+              show_default=True, help="json-schema: full schema; decoder: vendor keywords removed; "
+              "openai: wrapped as a response_format.")
+@click.option("--shapes", "shapes_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Also validate the outputs rendered as RDF against these SHACL shapes (e.g. shapes/output-attack.ttl).")
+@click.option("--domain-semantics", type=click.Choice(["any", "all"]), default="any", show_default=True,
+              help="Several declared domain/range classes: any one suffices (union) or each must hold (RDFS).")
+@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
+@format_option
+def command(ontology_path, ontology_format, spec_path, data_path, export_path, export_flavor, shapes_path,
+            domain_semantics, rows, fmt) -> None:
+    """Schema validity, vocabulary, status and domain/range conformance."""
+    from ..conformance import derive_schema, load_spec, score_conformance
+    from ..conformance.outlines_backend import export_schema
+    from ..records import read_records, slice_keys
+
+    spec = load_spec(spec_path)
+    onto = load_ontology_cli(ontology_path, ontology_format)
+    derived = derive_schema(onto, spec)
+    if export_path:
+        export_schema(derived, export_path, flavor=export_flavor)
+    records = read_records(data_path)
+    ev = score_conformance(onto, records, derived, domain_semantics=domain_semantics)
+    breakdowns = [f"slice:{k}" for k in slice_keys(records)]
+    payload = {
+        "command": "score conformance",
+        "data": data_path,
+        "n_records": len(records),
+        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        "schema": {
+            "spec": spec_path,
+            "title": spec.title,
+            "size_bytes": derived.size_bytes,
+            "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
+            "exported_to": export_path,
+        },
+        "families": {"conformance": ev.to_dict(rows=rows, breakdowns=breakdowns)},
+    }
+    shacl_ev = None
+    if shapes_path:
+        from ..conformance.shacl import score_shacl
+
+        shacl_ev = score_shacl(onto, records, shapes_path, spec)
+        payload["families"]["conformance_shacl"] = shacl_ev.to_dict(rows=rows)
+    emit(payload, fmt, lambda p: _render(p, ev, shacl_ev))
+
+
+def _render(payload: dict, ev, shacl_ev) -> str:
+    s = payload["schema"]
+    vocab = ", ".join(f"{k}={v['size']}{'' if v['mode'] == 'enum' else ' (lookup)'}" for k, v in s["vocabularies"].items())
+    parts = [
+        f"{payload['n_records']} records; schema {s['title']} ({s['size_bytes']} bytes; {vocab})",
+    ]
+    if s["exported_to"]:
+        parts.append(f"schema written to {s['exported_to']}")
+    parts.append(metrics_table(ev.metrics()))
+    if ev.unscored:
+        parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    problems = []
+    for r in ev.rows():
+        p = r.get("problems") or {}
+        for u in p.get("unknown_ids", []):
+            sug = u["suggestion"]
+            problems.append([r["record_id"], u["slot"], u["value"], "unknown id",
+                             f"{sug['id']} ({sug['how']})" if sug else "—"])
+        for u in p.get("inactive_ids", []):
+            problems.append([r["record_id"], u["slot"], u["id"], u["status"], u["replacement"] or "—"])
+        for v in p.get("domain_range_violations", []):
+            problems.append([r["record_id"], v["side"], " ".join(v["triple"]), "domain/range", " | ".join(v["expected"])])
+        if len(problems) >= 20:
+            break
+    if problems:
+        parts.append("\nfirst problems:")
+        parts.append(table(problems[:20], ["record", "slot", "value", "problem", "suggestion/replacement/expected"]))
+    if shacl_ev is not None:
+        parts.append("\n== SHACL")
+        parts.append(metrics_table(shacl_ev.metrics()))
+    return "\n".join(parts)

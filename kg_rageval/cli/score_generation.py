@@ -1,0 +1,60 @@
+"""``kg-rageval score generation``: faithfulness, correctness, refusal, unseen concepts and
+calibration over a records file (see ``docs/generation.md``)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option
+
+
+@click.command()
+@ontology_option
+@ontology_format_option
+@data_option
+@click.option("--judgments", "judgments_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help='Faithfulness judgments JSONL: {"id": record id, "judgment": object or raw judge text}.')
+@click.option("--judge", type=click.Choice(["none", "ontology", "nli"]), default="none", show_default=True,
+              help="Judge records without a judgment: the deterministic ontology verifier or an NLI cross-encoder.")
+@click.option("--nli-model", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Local NLI cross-encoder directory (for --judge nli; never downloaded).")
+@click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True, help="Calibration bins (equal width).")
+@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
+@format_option
+def command(ontology_path, ontology_format, data_path, judgments_path, judge, nli_model, bins, rows, fmt) -> None:
+    """Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration."""
+    from ..errors import ConfigError
+    from ..generation import ExtractVerifyJudge, NLIVerifier, OntologyVerifier, load_judgments, score_generation
+    from ..generation.fields import all_slice_keys
+    from ..records import read_records
+
+    onto = load_ontology_cli(ontology_path, ontology_format)
+    records = read_records(data_path)
+    judgments = load_judgments(judgments_path) if judgments_path else None
+    judge_fn = None
+    if judge == "ontology":
+        judge_fn = ExtractVerifyJudge(OntologyVerifier(onto))
+    elif judge == "nli":
+        if not nli_model:
+            raise ConfigError("--judge nli needs --nli-model DIR (a local cross-encoder)")
+        judge_fn = ExtractVerifyJudge(NLIVerifier(nli_model))
+    evals = score_generation(records, onto, judgments=judgments, judge=judge_fn, n_bins=bins)
+    keys = all_slice_keys(records)[1:]
+    payload = {
+        "command": "score generation",
+        "data": data_path,
+        "n_records": len(records),
+        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        "families": {name: ev.to_dict(rows=rows, breakdowns=keys) for name, ev in evals.items()},
+    }
+    emit(payload, fmt, lambda p: _render(p, evals))
+
+
+def _render(payload: dict, evals: dict) -> str:
+    parts = [f"{payload['n_records']} records, ontology {payload['ontology']['source']}"]
+    for name, ev in evals.items():
+        parts.append(f"\n== {name} ({len(ev)} scored rows)")
+        parts.append(metrics_table(ev.metrics()))
+        if ev.unscored:
+            parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    return "\n".join(parts)

@@ -1,0 +1,84 @@
+"""``kg-rageval score linking``: entity linking and NIL evaluation of the ``mentions`` section
+(see ``docs/linking.md``)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import (
+    data_option,
+    emit,
+    format_option,
+    load_ontology_cli,
+    metrics_table,
+    ontology_format_option,
+    ontology_option,
+    table,
+)
+
+
+@click.command()
+@ontology_option
+@ontology_format_option
+@data_option
+@click.option("--overlap", is_flag=True,
+              help="Align overlapping spans (greedy one-to-one) instead of identical spans.")
+@click.option("--on-unknown", type=click.Choice(["error", "count"]), default="error", show_default=True,
+              help="An id not in the ontology: stop with an error, or count it (unknown_ids).")
+@click.option("--allow-overlapping-gold", is_flag=True, help="Permit nested or crossing gold spans.")
+@click.option("--breakdown", "breakdowns", multiple=True, metavar="KEY",
+              help="Metrics per value of a row key: gold_node, node_type, branch, mention_type, "
+                   "outcome or slice:<name> (repeatable). Slices are included by default.")
+@click.option("--sweep/--no-sweep", default=True, show_default=True,
+              help="Confidence sweep (P/R at score thresholds) when every prediction has a score.")
+@click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-mention rows in JSON output.")
+@format_option
+def command(ontology_path, ontology_format, data_path, overlap, on_unknown, allow_overlapping_gold,
+            breakdowns, sweep, rows, fmt) -> None:
+    """Mention detection, disambiguation, strong_*_match, NIL handling and hierarchy-aware errors."""
+    from ..linking import confidence_sweep, score_linking
+    from ..records import read_records
+
+    onto = load_ontology_cli(ontology_path, ontology_format)
+    records = read_records(data_path)
+    ev = score_linking(onto, records, overlap=overlap, on_unknown=on_unknown,
+                       allow_overlapping_gold=allow_overlapping_gold)
+    keys = list(dict.fromkeys([*breakdowns, *(k for k in ev.keys if k.startswith("slice:"))]))
+    for k in keys:
+        if k not in ev.keys:
+            raise click.BadParameter(f"no breakdown key {k!r}; available: {', '.join(sorted(ev.keys))}",
+                                     param_hint="--breakdown")
+    payload = {
+        "command": "score linking",
+        "data": data_path,
+        "n_records": len(records),
+        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        **ev.to_dict(rows=rows, breakdowns=keys),
+        "confidence_sweep": confidence_sweep(ev) if sweep else None,
+    }
+    emit(payload, fmt, lambda p: _render(p, ev, keys))
+
+
+def _render(payload: dict, ev, keys: list[str]) -> str:
+    meta = payload.get("meta", {})
+    parts = [f"{payload['n_records']} records, {meta.get('records_scored', 0)} scored, "
+             f"{len(ev)} rows ({meta.get('alignment')} alignment)"]
+    if ev.unscored:
+        parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    parts.append(metrics_table(ev.metrics()))
+    for k in keys:
+        rows = []
+        for value, g in ev.breakdown(k).items():
+            m = g["metrics"]
+            rows.append([str(value), g["n"], m["mention_f1"].value, m["strong_all_match_f1"].value,
+                         m["strong_link_match_f1"].value, m["over_links"].value, m["abstentions"].value])
+        parts.append(f"\n== by {k}")
+        parts.append(table(rows, [k, "rows", "mention_f1", "all_f1", "link_f1", "over_links", "abstentions"]))
+    sweep = payload.get("confidence_sweep")
+    if sweep:
+        step = max(1, len(sweep) // 10)
+        rows = [[s["threshold"], s["n_pred"], s["strong_all_match_precision"], s["strong_all_match_recall"],
+                 s["strong_link_match_precision"], s["strong_link_match_recall"]] for s in sweep[::step]]
+        parts.append("\n== confidence sweep (predictions with score >= threshold)")
+        parts.append(table(rows, ["threshold", "n_pred", "all_P", "all_R", "link_P", "link_R"]))
+    return "\n".join(parts)

@@ -1,0 +1,77 @@
+"""``kg-rageval score provenance``: citation completeness and precision/recall, provenance
+depth, reproducibility over repeated runs, run-manifest checks and the PROV-O audit trail
+(see ``docs/provenance.md``)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option
+
+
+@click.command()
+@ontology_option
+@ontology_format_option
+@data_option
+@click.option("--corpus", "corpus_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help='Corpus snapshot JSONL: {"id", "source_id", "categories", ...} per document.')
+@click.option("--repeat", "repeat_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Records of a repeated run of the same queries (repeatable).")
+@click.option("--manifest", "manifest_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Run manifest JSON (first = the --data run; repeatable, one per run).")
+@click.option("--prov-out", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the PROV-O audit trail (Turtle) here and validate it with shapes/provenance.ttl.")
+@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
+@format_option
+def command(ontology_path, ontology_format, data_path, corpus_path, repeat_paths, manifest_paths, prov_out, rows, fmt) -> None:
+    """Citation completeness, provenance depth, reproducibility and the PROV-O trail."""
+    from ..generation.fields import all_slice_keys
+    from ..provenance import export_prov, manifest_report, read_corpus, read_manifest, score_provenance, validate_prov
+    from ..records import read_records
+
+    onto = load_ontology_cli(ontology_path, ontology_format)
+    records = read_records(data_path)
+    corpus = read_corpus(corpus_path)
+    repeats = [read_records(p) for p in repeat_paths]
+    manifests = [read_manifest(p) for p in manifest_paths]
+    evals = score_provenance(records, corpus, repeats=repeats)
+    keys = all_slice_keys(records)[1:]
+    payload = {
+        "command": "score provenance",
+        "data": data_path,
+        "n_records": len(records),
+        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        "corpus": {"source": corpus.source, "hash": corpus.hash, "documents": len(corpus)},
+        "families": {name: ev.to_dict(rows=rows, breakdowns=keys) for name, ev in evals.items()},
+        "manifest": manifest_report(manifests, corpus=corpus, ontology=onto) if manifests else None,
+    }
+    if prov_out:
+        graph = export_prov(records, manifest=manifests[0] if manifests else None, corpus=corpus)
+        graph.serialize(destination=prov_out, format="turtle")
+        result = validate_prov(graph)
+        payload["prov"] = {"path": prov_out, "triples": len(graph), "conforms": result["conforms"],
+                           "violations": result["violations"], "messages": result["messages"]}
+    emit(payload, fmt, lambda p: _render(p, evals))
+
+
+def _render(payload: dict, evals: dict) -> str:
+    parts = [f"{payload['n_records']} records, corpus {payload['corpus']['source']} ({payload['corpus']['documents']} documents)"]
+    for name, ev in evals.items():
+        parts.append(f"\n== {name} ({len(ev)} rows)")
+        parts.append(metrics_table(ev.metrics()))
+        if ev.unscored:
+            parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    man = payload.get("manifest")
+    if man:
+        parts.append("\n== run manifests")
+        for c in man["manifests"]:
+            state = "complete" if c["complete"] else f"INCOMPLETE missing={c['missing']} mismatched={[x['field'] for x in c['mismatched']]}"
+            parts.append(f"{c['source']}: {state}")
+        if man["same_configuration"] is not None:
+            parts.append(f"same configuration across runs: {man['same_configuration']} {man['differing'] or ''}")
+    prov = payload.get("prov")
+    if prov:
+        parts.append(f"\n== PROV-O trail {prov['path']}: {prov['triples']} triples, "
+                     f"{'conforms' if prov['conforms'] else 'DOES NOT CONFORM'} ({prov['violations']} violations)")
+        parts.extend("  " + m for m in prov["messages"][:10])
+    return "\n".join(parts)

@@ -1,0 +1,542 @@
+"""Conformance of structured outputs (``answer.output``) to an ontology-derived schema.
+
+One row per record with an ``answer.output``; records without one go to ``unscored``
+(reason ``"no answer.output"``). ``answer.output`` is a JSON object or a string that should
+parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
+missing evidence (``value=None``), never 0 or 1.
+
+* **Schema validity** = valid outputs / outputs. A string that does not parse is ``not_json``;
+  the other failure kinds map jsonschema's failing keyword (``required`` → ``missing_field``,
+  ``type`` → ``wrong_type``, ``additionalProperties`` → ``extra_field``, ``enum``/``const``/
+  the vocabulary keyword/the id ``pattern`` of a lookup field → ``enum_violation``, anything
+  else → ``other``). A kind counts once per output (``failure_rate_<kind>`` = outputs with
+  that kind / outputs); an output may have several kinds. A non-object output (``null``, a
+  list, a number) is ``wrong_type``.
+* **Vocabulary conformance** = (known entity ids + known predicates) / (entity ids +
+  predicates). Entity ids are the strings in the node, list and triple subject/object slots
+  (read leniently, also from outputs that fail the schema); an id is *known* when it is an
+  ontology id exactly as written. A predicate is known when it belongs to the field's closed
+  vocabulary. ``field_conformance`` = ids *admitted* by their slot (right kind of node,
+  status rule applied) / entity ids. Unknown ids are listed with their nearest match (exact
+  label or synonym, case-insensitive id, then ``difflib`` over the slot's ids and labels;
+  see :class:`_Suggester`).
+* **Status conformance** = active known ids / known ids; deprecated and revoked ids are listed
+  with their replacement (``deprecated_rate``, ``revoked_rate`` share the denominator).
+* **Domain/range conformance** for triples whose predicate is an ontology property: the
+  subject satisfies the declared domain when one of the domain classes is the subject itself
+  or one of its ancestors (subsumption); the same for the object and the range. Several
+  declared classes are a union by default (``domain_semantics="any"``: OWL ``unionOf``,
+  schema.org ``domainIncludes``); ``"all"`` asks for each (RDFS's reading of several
+  ``rdfs:domain`` statements). ``domain_range_conformance`` = triples passing every checked
+  side / triples with at least one checkable side; triples with an unknown id or predicate, or
+  a predicate without declared domain and range, are counted as ``dr_unchecked``.
+* **Semantic conformance** against ``reference.output`` (node and list fields the reference
+  fills; an output that is not a JSON object predicts nothing there, so its reference ids
+  count as missed): each admitted predicted id is ``exact`` when the reference holds it, else a
+  *valid-but-wrong* id classified by :meth:`Ontology.relation` against the closest reference
+  id (the first relation in :data:`~kg_rageval.ontology.RELATIONS` order).
+  ``semantic_precision`` = exact / admitted predicted ids; ``semantic_recall`` = reference ids
+  found / reference ids; ``confusion_<relation>`` = wrong ids with that relation / wrong ids.
+  Triples: ``triple_precision``/``triple_recall`` on exact (subject, predicate, object) sets.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, REVOKED, STATUS_NAMES, Ontology
+from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
+from .spec import SchemaSpec, load_spec, parse_spec
+
+FAILURE_KINDS = ("not_json", "missing_field", "wrong_type", "extra_field", "enum_violation", "other")
+"""Schema failure kinds, in the order reports list them."""
+
+_KIND_OF_KEYWORD = {
+    "required": "missing_field",
+    "dependentRequired": "missing_field",
+    "type": "wrong_type",
+    "additionalProperties": "extra_field",
+    "unevaluatedProperties": "extra_field",
+    "enum": "enum_violation",
+    "const": "enum_violation",
+    VOCAB_KEYWORD: "enum_violation",
+}
+CONFUSIONS = tuple(r for r in RELATIONS if r != "exact")
+MAX_DETAILS = 20
+FUZZY_POOL = 256
+
+
+class ConformanceFamily(Family):
+    """Sufficient statistics and metrics of output conformance (see the module docstring)."""
+
+    name = "conformance"
+    version = "1"
+    stats = (
+        ("outputs", "valid")
+        + FAILURE_KINDS
+        + ("ent_n", "ent_known", "ent_admitted", "pred_n", "pred_known")
+        + ("ent_active", "ent_deprecated", "ent_revoked", "outputs_inactive")
+        + ("dr_triples", "dr_checked", "dr_ok", "dr_unchecked")
+        + ("domain_checked", "domain_ok", "range_checked", "range_ok")
+        + ("sem_pred", "sem_exact", "sem_gold", "sem_gold_hit", "sem_invalid")
+        + tuple(f"conf_{r}" for r in CONFUSIONS)
+        + ("tr_pred", "tr_gold", "tr_match")
+    )
+
+    def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        no_out = "no records with answer.output"
+        m: dict[str, Metric] = {
+            "schema_validity": ratio("schema_validity", s["valid"], s["outputs"], missing=no_out),
+        }
+        for k in FAILURE_KINDS:
+            m[f"failure_rate_{k}"] = ratio(f"failure_rate_{k}", s[k], s["outputs"], missing=no_out)
+        m["vocabulary_conformance"] = ratio(
+            "vocabulary_conformance", s["ent_known"] + s["pred_known"], s["ent_n"] + s["pred_n"],
+            missing="no entity ids or predicates in the outputs",
+        )
+        m["entity_vocabulary"] = ratio("entity_vocabulary", s["ent_known"], s["ent_n"], missing="no entity ids in the outputs")
+        m["predicate_vocabulary"] = ratio("predicate_vocabulary", s["pred_known"], s["pred_n"], missing="no predicates in the outputs")
+        m["field_conformance"] = ratio("field_conformance", s["ent_admitted"], s["ent_n"], missing="no entity ids in the outputs")
+        no_known = "no known ontology ids in the outputs"
+        m["status_conformance"] = ratio("status_conformance", s["ent_active"], s["ent_known"], missing=no_known)
+        m["deprecated_rate"] = ratio("deprecated_rate", s["ent_deprecated"], s["ent_known"], missing=no_known)
+        m["revoked_rate"] = ratio("revoked_rate", s["ent_revoked"], s["ent_known"], missing=no_known)
+        m["outputs_with_inactive_ids"] = ratio("outputs_with_inactive_ids", s["outputs_inactive"], s["outputs"], missing=no_out)
+        m["domain_range_conformance"] = ratio(
+            "domain_range_conformance", s["dr_ok"], s["dr_checked"],
+            missing="no triples with a checkable domain or range",
+        )
+        m["domain_conformance"] = ratio("domain_conformance", s["domain_ok"], s["domain_checked"], missing="no triples with a checkable domain")
+        m["range_conformance"] = ratio("range_conformance", s["range_ok"], s["range_checked"], missing="no triples with a checkable range")
+        m["semantic_precision"] = ratio(
+            "semantic_precision", s["sem_exact"], s["sem_pred"],
+            missing="no admitted predicted ids in fields that the reference output fills",
+        )
+        m["semantic_recall"] = ratio("semantic_recall", s["sem_gold_hit"], s["sem_gold"], missing="no reference ids")
+        wrong = s["sem_pred"] - s["sem_exact"]
+        m["valid_but_wrong_rate"] = ratio(
+            "valid_but_wrong_rate", wrong, s["sem_pred"],
+            missing="no admitted predicted ids in fields that the reference output fills",
+        )
+        for r in CONFUSIONS:
+            m[f"confusion_{r}"] = ratio(f"confusion_{r}", s[f"conf_{r}"], wrong, missing="no valid-but-wrong ids")
+        m["triple_precision"] = ratio("triple_precision", s["tr_match"], s["tr_pred"], missing="no predicted triples where the reference has triples")
+        m["triple_recall"] = ratio("triple_recall", s["tr_match"], s["tr_gold"], missing="no reference triples")
+        return m
+
+
+FAMILY = ConformanceFamily()
+
+
+# ---------------------------------------------------------------------- helpers
+def parse_output(value: Any) -> tuple[Any, str | None]:
+    """``(parsed value, problem)``: a string is parsed as JSON; problem is ``None`` or why it
+    is not JSON."""
+    if isinstance(value, (str, bytes)):
+        try:
+            return json.loads(value), None
+        except ValueError as exc:
+            msg = getattr(exc, "msg", str(exc))
+            col = getattr(exc, "colno", None)
+            return None, f"not JSON: {msg}" + (f" (column {col})" if col else "")
+    return value, None
+
+
+def failure_kind(error: Any) -> str:
+    """The failure kind of one jsonschema ``ValidationError`` (see the module docstring)."""
+    kw = error.validator
+    if kw == "pattern" and isinstance(error.schema, Mapping) and VOCAB_KEYWORD in error.schema:
+        return "enum_violation"
+    return _KIND_OF_KEYWORD.get(kw, "other")
+
+
+def _path(error: Any) -> str:
+    parts = []
+    for p in error.absolute_path:
+        parts.append(f"[{p}]" if isinstance(p, int) else (("." if parts else "") + str(p)))
+    return "".join(parts) or "(root)"
+
+
+def check_schema(derived: DerivedSchema, value: Any) -> tuple[Any, list[dict[str, str]]]:
+    """Parse and validate one output: ``(parsed or None, failures)``; each failure is
+    ``{"kind", "path", "message"}`` and an empty list means valid."""
+    obj, problem = parse_output(value)
+    if problem is not None:
+        return None, [{"kind": "not_json", "path": "(root)", "message": problem}]
+    failures = []
+    for err in derived.validator.iter_errors(obj):
+        failures.append({"kind": failure_kind(err), "path": _path(err), "message": _short(err.message)})
+    if len(failures) > 1:
+        # a value of the wrong type is not also an enum violation (jsonschema reports both)
+        typed = {f["path"] for f in failures if f["kind"] == "wrong_type"}
+        failures = [f for f in failures if not (f["kind"] == "enum_violation" and f["path"] in typed)]
+    return obj, failures
+
+
+def _short(msg: str, limit: int = 200) -> str:
+    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
+
+
+class _Suggester:
+    """Nearest ontology id for an unknown value (cached per value and slot).
+
+    Order: exact label or synonym (case-insensitive), CURIE expansion, case-insensitive id,
+    then ``difflib.get_close_matches`` (cutoff 0.6) over the slot's ids and labels. For speed
+    on large vocabularies the fuzzy pool is at most :data:`FUZZY_POOL` names: those sharing the
+    longest prefix with the value that still has candidates (or the sorted neighbours)."""
+
+    def __init__(self, ontology: Ontology):
+        self.o = ontology
+        self.cache: dict[tuple[str, int], dict[str, str] | None] = {}
+        self._casefold: dict[str, str] | None = None
+        self._names: dict[int, tuple[list[str], dict[str, str]]] = {}
+
+    def __call__(self, value: str, vocab_ids: tuple[str, ...]) -> dict[str, str] | None:
+        key = (value, id(vocab_ids))
+        if key not in self.cache:
+            self.cache[key] = self._suggest(value, vocab_ids)
+        return self.cache[key]
+
+    def _hit(self, i: str, how: str) -> dict[str, str]:
+        return {"id": i, "label": self.o.labels[self.o._index[i]] or "", "how": how}
+
+    def _sorted_names(self, vocab_ids: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+        key = id(vocab_ids)
+        if key not in self._names:
+            o = self.o
+            names: dict[str, str] = {}
+            for i in vocab_ids:
+                names.setdefault(i.casefold(), i)
+                lab = o.labels[o._index[i]]
+                if lab:
+                    names.setdefault(lab.casefold(), i)
+            self._names[key] = (sorted(names), names)
+        return self._names[key]
+
+    def _suggest(self, value: str, vocab_ids: tuple[str, ...]) -> dict[str, str] | None:
+        import bisect
+
+        o = self.o
+        found = o.find_by_label(value.strip())
+        if found:
+            in_vocab = [f for f in found if f in set(vocab_ids)] or found
+            return self._hit(in_vocab[0], "label")
+        expanded = o.expand_curie(value)
+        if expanded in o._index:
+            return self._hit(expanded, "curie")
+        if self._casefold is None:
+            self._casefold = {}
+            for i in o.ids:
+                self._casefold.setdefault(i.casefold(), i)
+        if value.casefold() in self._casefold:
+            return self._hit(self._casefold[value.casefold()], "case")
+        if not vocab_ids:
+            return None
+        keys, names = self._sorted_names(vocab_ids)
+        v = value.casefold()
+        if len(keys) <= FUZZY_POOL:
+            pool = keys
+        else:
+            pool = []
+            for k in range(len(v), 0, -1):
+                lo = bisect.bisect_left(keys, v[:k])
+                hi = bisect.bisect_left(keys, v[:k] + "\U0010ffff")
+                if hi > lo:
+                    pool = keys[lo : min(hi, lo + FUZZY_POOL)]
+                    break
+            if not pool:
+                at = bisect.bisect_left(keys, v)
+                pool = keys[max(0, at - FUZZY_POOL // 2) : at + FUZZY_POOL // 2]
+        close = difflib.get_close_matches(v, pool, n=1, cutoff=0.6)
+        return self._hit(names[close[0]], "fuzzy") if close else None
+
+
+def _strings(v: Any) -> list[str]:
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list):
+        return [x for x in v if isinstance(x, str)]
+    return []
+
+
+def _triples(v: Any) -> list[tuple[Any, Any, Any]]:
+    if not isinstance(v, list):
+        return []
+    return [(t.get("subject"), t.get("predicate"), t.get("object")) for t in v if isinstance(t, dict)]
+
+
+def as_derived(ontology: Ontology, spec: Any) -> DerivedSchema:
+    """A :class:`DerivedSchema` from a derived schema, a spec, a mapping or a spec file path."""
+    if isinstance(spec, DerivedSchema):
+        return spec
+    if isinstance(spec, SchemaSpec):
+        return derive_schema(ontology, spec)
+    if isinstance(spec, Mapping):
+        return derive_schema(ontology, parse_spec(spec))
+    if isinstance(spec, (str, Path)):
+        return derive_schema(ontology, load_spec(spec))
+    raise TypeError(f"spec must be a SchemaSpec, DerivedSchema, mapping or path, not {type(spec).__name__}")
+
+
+# ---------------------------------------------------------------------- scoring
+class _Scorer:
+    def __init__(self, derived: DerivedSchema, domain_semantics: str):
+        if domain_semantics not in ("any", "all"):
+            raise ValueError(f"domain_semantics must be 'any' or 'all', not {domain_semantics!r}")
+        self.d = derived
+        self.o = derived.ontology
+        self.every = domain_semantics == "all"
+        self.suggest = _Suggester(self.o)
+        self.props = {p.id: p for p in self.o.properties}
+        self._classes: dict[tuple[str, ...], np.ndarray] = {}
+        self._relation_cache: dict[tuple[int, int], str] = {}
+
+    def classes(self, ids: tuple[str, ...]) -> np.ndarray:
+        if ids not in self._classes:
+            self._classes[ids] = np.asarray(sorted({self.o._index[i] for i in ids if i in self.o._index}), dtype=np.int64)
+        return self._classes[ids]
+
+    def satisfies(self, node: int, classes: np.ndarray) -> bool:
+        anc = self.o.ancestor_indices(node)
+        hit = np.isin(classes, anc)
+        return bool(hit.all() if self.every else hit.any())
+
+    def relation(self, gold: int, pred: int) -> str:
+        key = (gold, pred)
+        if key not in self._relation_cache:
+            self._relation_cache[key] = self.o.relation_index(gold, pred)
+        return self._relation_cache[key]
+
+    # one record ------------------------------------------------------------
+    def score(self, value: Any, reference: Any) -> tuple[dict[str, float], dict[str, Any]]:
+        d, o, idx = self.d, self.o, self.o._index
+        st: dict[str, float] = {"outputs": 1.0}
+        det: dict[str, Any] = {}
+        obj, failures = check_schema(d, value)
+        kinds = sorted({f["kind"] for f in failures}, key=FAILURE_KINDS.index)
+        for k in kinds:
+            st[k] = 1.0
+        st["valid"] = 0.0 if failures else 1.0
+        if failures:
+            det["failures"] = failures[:MAX_DETAILS]
+        det["failure_kinds"] = kinds
+        if not isinstance(obj, dict):
+            if reference is not None:  # the reference ids are missed, not skipped
+                self._semantic({}, reference, st, det)
+            return st, det
+
+        unknown, not_admitted, inactive = [], [], []
+        for path, vname, f in d.node_slots():
+            vocab = d.vocabularies[vname]
+            if f.kind == "triples":
+                field, _, slot = vname.partition(".")
+                values = [t[0 if slot == "subject" else 2] for t in _triples(obj.get(field))]
+                values = [v for v in values if isinstance(v, str)]
+            else:
+                values = _strings(obj.get(vname))
+            for v in values:
+                st["ent_n"] = st.get("ent_n", 0) + 1
+                i = idx.get(v)
+                if i is None:
+                    if len(unknown) < MAX_DETAILS:
+                        unknown.append({"value": v, "slot": path, "suggestion": self.suggest(v, vocab.ids)})
+                    continue
+                st["ent_known"] = st.get("ent_known", 0) + 1
+                code = int(o.status[i])
+                if code == ACTIVE:
+                    st["ent_active"] = st.get("ent_active", 0) + 1
+                else:
+                    st["ent_deprecated" if code == DEPRECATED else "ent_revoked"] = (
+                        st.get("ent_deprecated" if code == DEPRECATED else "ent_revoked", 0) + 1
+                    )
+                    if len(inactive) < MAX_DETAILS:
+                        rep = int(o.replaced_by[i])
+                        inactive.append({"id": v, "slot": path, "status": STATUS_NAMES[code],
+                                         "replacement": o.ids[rep] if rep >= 0 else None})
+                if v in vocab.members:
+                    st["ent_admitted"] = st.get("ent_admitted", 0) + 1
+                elif len(not_admitted) < MAX_DETAILS:
+                    if code != ACTIVE and not d.spec.allows(f, STATUS_NAMES[code]):
+                        reason = f"{STATUS_NAMES[code]} ids are not allowed"
+                    else:
+                        reason = "outside the field's selection"
+                    not_admitted.append({"value": v, "slot": path, "reason": reason, "selector": vocab.selector})
+        if st.get("ent_deprecated") or st.get("ent_revoked"):
+            st["outputs_inactive"] = 1.0
+        if unknown:
+            det["unknown_ids"] = unknown
+        if not_admitted:
+            det["not_admitted"] = not_admitted
+        if inactive:
+            det["inactive_ids"] = inactive
+
+        violations, pred_unknown = [], []
+        for name, f in d.spec.fields.items():
+            if f.kind != "triples":
+                continue
+            pv = d.vocabularies[f"{name}.predicate"]
+            for s, p, ob in _triples(obj.get(name)):
+                if isinstance(p, str):
+                    st["pred_n"] = st.get("pred_n", 0) + 1
+                    if p in pv.members:
+                        st["pred_known"] = st.get("pred_known", 0) + 1
+                    elif len(pred_unknown) < MAX_DETAILS:
+                        close = difflib.get_close_matches(p, list(pv.ids), n=1, cutoff=0.6)
+                        pred_unknown.append({"value": p, "slot": f"{name}[].predicate", "suggestion": close[0] if close else None})
+                if not (isinstance(s, str) and isinstance(p, str) and isinstance(ob, str)):
+                    continue
+                st["dr_triples"] = st.get("dr_triples", 0) + 1
+                prop = self.props.get(p)
+                si, oi = idx.get(s), idx.get(ob)
+                dom = self.classes(prop.domain) if prop else np.zeros(0)
+                rng = self.classes(prop.range) if prop else np.zeros(0)
+                checked, ok = False, True
+                if prop is not None and si is not None and dom.size:
+                    checked = True
+                    st["domain_checked"] = st.get("domain_checked", 0) + 1
+                    if self.satisfies(si, dom):
+                        st["domain_ok"] = st.get("domain_ok", 0) + 1
+                    else:
+                        ok = False
+                        if len(violations) < MAX_DETAILS:
+                            violations.append({"triple": [s, p, ob], "side": "domain", "expected": list(prop.domain)})
+                if prop is not None and oi is not None and rng.size:
+                    checked = True
+                    st["range_checked"] = st.get("range_checked", 0) + 1
+                    if self.satisfies(oi, rng):
+                        st["range_ok"] = st.get("range_ok", 0) + 1
+                    else:
+                        ok = False
+                        if len(violations) < MAX_DETAILS:
+                            violations.append({"triple": [s, p, ob], "side": "range", "expected": list(prop.range)})
+                if checked:
+                    st["dr_checked"] = st.get("dr_checked", 0) + 1
+                    st["dr_ok"] = st.get("dr_ok", 0) + (1 if ok else 0)
+                else:
+                    st["dr_unchecked"] = st.get("dr_unchecked", 0) + 1
+        if pred_unknown:
+            det["unknown_predicates"] = pred_unknown
+        if violations:
+            det["domain_range_violations"] = violations
+
+        if reference is not None:
+            self._semantic(obj, reference, st, det)
+        return st, det
+
+    def _semantic(self, obj: dict, reference: Any, st: dict[str, float], det: dict[str, Any]) -> None:
+        d, o, idx = self.d, self.o, self.o._index
+        ref, problem = parse_output(reference)
+        if problem is not None or not isinstance(ref, dict):
+            det["reference_problem"] = problem or f"reference.output is a {type(ref).__name__}, not an object"
+            return
+        confusions, ref_unknown = [], []
+        for name, f in d.spec.fields.items():
+            if name not in ref:
+                continue
+            if f.kind == "triples":
+                gold = {t for t in _triples(ref[name]) if all(isinstance(x, str) for x in t)}
+                pred = {t for t in _triples(obj.get(name)) if all(isinstance(x, str) for x in t)}
+                st["tr_gold"] = st.get("tr_gold", 0) + len(gold)
+                st["tr_pred"] = st.get("tr_pred", 0) + len(pred)
+                st["tr_match"] = st.get("tr_match", 0) + len(gold & pred)
+                continue
+            if f.kind not in ("node", "list"):
+                continue
+            gold_ids = []
+            for g in _strings(ref[name]):
+                if g in idx:
+                    gold_ids.append(g)
+                else:
+                    ref_unknown.append({"value": g, "slot": name})
+            gold_set = set(gold_ids)
+            pred_ids = list(dict.fromkeys(_strings(obj.get(name))))
+            members = d.vocabularies[name].members
+            st["sem_gold"] = st.get("sem_gold", 0) + len(gold_set)
+            st["sem_gold_hit"] = st.get("sem_gold_hit", 0) + len(gold_set & set(pred_ids))
+            for p in pred_ids:
+                if p not in members:
+                    st["sem_invalid"] = st.get("sem_invalid", 0) + 1
+                    continue
+                st["sem_pred"] = st.get("sem_pred", 0) + 1
+                if p in gold_set:
+                    st["sem_exact"] = st.get("sem_exact", 0) + 1
+                    continue
+                if not gold_ids:
+                    continue
+                pi = idx[p]
+                rels = [(RELATIONS.index(self.relation(idx[g], pi)), g) for g in gold_ids]
+                rank, g = min(rels)
+                rel = RELATIONS[rank]
+                st[f"conf_{rel}"] = st.get(f"conf_{rel}", 0) + 1
+                if len(confusions) < MAX_DETAILS:
+                    confusions.append({"field": name, "pred": p, "gold": g, "relation": rel})
+        if confusions:
+            det["confusions"] = confusions
+        if ref_unknown:
+            det["reference_unknown_ids"] = ref_unknown[:MAX_DETAILS]
+
+
+def score_conformance(
+    ontology: Ontology,
+    records: Iterable[Mapping[str, Any]],
+    spec: Any,
+    *,
+    domain_semantics: str = "any",
+) -> Evaluation:
+    """Score ``answer.output`` of each record against ``spec`` (a :class:`SchemaSpec`, a
+    :class:`DerivedSchema`, a spec mapping or a spec file path). See the module docstring for
+    the metrics; per-row ``details`` carry failures, unknown ids with suggestions, inactive
+    ids with replacements, domain/range violations and confusions.
+
+    Keys: ``slice:<name>`` for each record slice and ``gold_node`` (the reference id of the
+    first node field, when the reference output has one)."""
+    derived = as_derived(ontology, spec)
+    scorer = _Scorer(derived, domain_semantics)
+    first_node = next((n for n, f in derived.spec.fields.items() if f.kind == "node"), None)
+    rows: list[dict[str, Any]] = []
+    unscored: list[dict[str, str]] = []
+    slice_names: set[str] = set()
+    for r in records:
+        rid = r.get("id")
+        answer = r.get("answer")
+        if not isinstance(answer, Mapping) or "output" not in answer:
+            unscored.append({"record_id": rid, "reason": "no answer.output"})
+            continue
+        reference = r.get("reference")
+        ref_out = reference.get("output") if isinstance(reference, Mapping) else None
+        st, det = scorer.score(answer["output"], ref_out)
+        row: dict[str, Any] = {"record_id": rid, **st}
+        row["failure_kinds"] = ",".join(det.pop("failure_kinds")) or None
+        row["problems"] = det or None
+        slices = r.get("slices")
+        if isinstance(slices, Mapping):
+            for k, v in slices.items():
+                row[f"slice:{k}"] = v
+                slice_names.add(f"slice:{k}")
+        gold = None
+        if first_node is not None:
+            ref, _ = parse_output(ref_out) if ref_out is not None else (None, None)
+            if isinstance(ref, dict) and isinstance(ref.get(first_node), str) and ref[first_node] in ontology._index:
+                gold = ref[first_node]
+        row["gold_node"] = gold
+        rows.append(row)
+    meta = {
+        "schema": derived.spec.title,
+        "spec": derived.spec.source,
+        "domain_semantics": domain_semantics,
+        "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
+    }
+    return build_evaluation(
+        FAMILY,
+        rows,
+        keys=["gold_node", *sorted(slice_names)],
+        details=["failure_kinds", "problems"],
+        unscored=unscored,
+        meta=meta,
+    )

@@ -1,0 +1,160 @@
+"""The demo that ``kg-rageval audit --demo`` runs: a real baseline KG-RAG system over the bundled
+Disease Ontology cancer slim (CC0), evaluated end to end.
+
+:func:`build_demo` loads the ontology, builds the corpus from its definitions and synonyms,
+generates labelled queries with hard cases, runs the system (:mod:`kg_rageval.demo.system`) on
+every query and writes into ``out_dir``:
+
+* ``doid-cancer-slim.obo`` — a copy of the ontology (the audit is self-contained);
+* ``corpus.jsonl`` — the indexed documents with categories and entitlement fields;
+* ``records.jsonl`` — one evaluation record per query (mentions, labels, retrieval, answer,
+  reference);
+* ``schema.yaml`` — the structured-output spec for the conformance family;
+* ``audit.yaml`` — the audit config with the demo's gates.
+
+Everything is seeded: the same seed writes byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+DEMO_ONTOLOGY = "doid-cancer-slim.obo"
+
+DEMO_GATES = [
+    "hierarchy.hierarchical_f1 >= 0.8",
+    "linking.linking_macro_f1 >= 0.85",
+    "linking.strong_nil_match_recall >= 0.5",
+    "retrieval.recall@10 >= 0.85",
+    "retrieval.mrr >= 0.6",
+    "ci_low(retrieval.ndcg@10) >= 0.6",
+    "retrieval.filter_false_exclusion_rate <= 0.02",
+    "conformance.schema_validity >= 0.99",
+    "generation.faithfulness >= 0.85",
+    "generation.refusal_recall >= 0.5",
+    "provenance.citation_completeness >= 0.95",
+]
+"""Family-qualified so that two families producing the same metric name never make a gate
+ambiguous. The baseline is expected to fail some of them (unsupported templated claims, NIL
+concepts linked to their head noun): the demo shows what a failing audit looks like."""
+DEMO_SLICE_GATES = {"intent=description": ["retrieval.recall@10 >= 0.5"],
+                    "intent=label_lookup": ["retrieval.mrr >= 0.8"]}
+DEMO_NODE_GATES = {"DOID:2531": ["hierarchy.hierarchical_f1 >= 0.7"], "DOID:3119": ["retrieval.recall@10 >= 0.8"]}
+
+SCHEMA = """\
+title: DiseaseAnswer
+fields:
+  disease: {kind: node, required: true}
+  parent: {kind: node}
+"""
+
+
+def bundled_ontology(name: str) -> Path:
+    """Path of a bundled ontology: ``kg_rageval/data/ontologies/<name>`` (installed package data)
+    or ``<repository>/ontologies/<name>`` (a source checkout / editable install)."""
+    import kg_rageval
+
+    pkg = Path(kg_rageval.__file__).resolve().parent
+    for cand in (pkg / "data" / "ontologies" / name, pkg.parent / "ontologies" / name):
+        if cand.exists():
+            return cand
+    raise InputError(f"bundled ontology {name!r} not found (looked in kg_rageval/data/ontologies and ./ontologies)")
+
+
+def demo_config(*, bootstrap: int = 500) -> dict[str, Any]:
+    return {
+        "name": "demo: Disease Ontology cancer slim baseline",
+        "ontology": DEMO_ONTOLOGY,
+        "records": "records.jsonl",
+        "corpus": "corpus.jsonl",
+        "spec": "schema.yaml",
+        "families": {"hierarchy": {}, "linking": {}, "retrieval": {}, "conformance": {}, "generation": {},
+                     "provenance": {}},
+        "gates": list(DEMO_GATES),
+        "slice_gates": {k: list(v) for k, v in DEMO_SLICE_GATES.items()},
+        "node_gates": {k: list(v) for k, v in DEMO_NODE_GATES.items()},
+        "missing_runs": {"budget": 0.1},
+        "bootstrap": {"n_resamples": bootstrap, "level": 0.95, "seed": 0},
+        "coverage": {"branches": ["DOID:2531", "DOID:3119", "DOID:120", "DOID:1319", "DOID:3070", "DOID:263",
+                                  "DOID:1115", "DOID:1612", "DOID:1324"], "thin": 3},
+        "seed": 0,
+        "judge": {"faithfulness": "extractive substring judge (kg_rageval.demo.system), deterministic"},
+    }
+
+
+def run_system(ontology: Any, *, seed: int = 0, progress: bool = False) -> dict[str, Any]:
+    """Build the corpus, generate the queries and run the system: records + corpus."""
+    from .system import DemoSystem, build_corpus, generate_queries
+
+    rng = np.random.default_rng(seed)
+    corpus = build_corpus(ontology, rng)
+    queries = generate_queries(ontology, corpus, rng)
+    system = DemoSystem(ontology, corpus)
+    doc_type = {d["id"]: d["type"] for d in corpus.docs}
+    records = []
+    items: Any = enumerate(queries)
+    if progress:
+        from tqdm import tqdm
+
+        items = tqdm(items, total=len(queries), desc="demo queries", file=sys.stderr, leave=False)
+    for n, q in items:
+        principal = {"tenant": "acme" if rng.random() < 0.85 else "globex", "locale": "en"}
+        out = system.answer(q["query"], principal)
+        rec: dict[str, Any] = {"id": f"q-{n + 1:04d}", "query": q["query"],
+                               "slices": {"intent": q["intent"]}}
+        rec["mentions"] = {"gold": q["gold_mentions"], "pred": out["mentions"]} if q["gold_mentions"] else None
+        if q["gold_node"] is not None:
+            rec["labels"] = {"gold": [q["gold_node"]], "pred": [out["linked"]] if out["linked"] else []}
+        rec["retrieval"] = {"gold": q["gold_docs"] or {}, "run": out["run"], "filters": out["filters"],
+                            "principal": principal, "contexts": out["contexts"]}
+        rec["answer"] = out["answer"]
+        ref: dict[str, Any] = {"answerable": q["answerable"]}
+        if q["gold_node"] is not None:
+            gid = q["gold_node"]
+            parents = [p for p in ontology.parents(gid) if p != ontology.root_id]
+            ref["answer"] = ontology.definitions[ontology.index(gid)] or ""
+            ref["output"] = {"disease": gid, **({"parent": parents[0]} if parents else {})}
+        rec["reference"] = ref
+        if q["gold_docs"]:
+            first = next(iter(q["gold_docs"]))
+            rec["slices"]["doc_type"] = doc_type.get(first, "definition")
+        records.append({k: v for k, v in rec.items() if v is not None})
+    docs = [{k: v for k, v in d.items() if not k.startswith("_") and k != "concept"}
+            for d in corpus.docs if not d.get("_held_out")]
+    return {"records": records, "corpus": docs, "held_out": corpus.held_out}
+
+
+def build_demo(out_dir: str | Path, *, seed: int = 0, progress: bool = False, bootstrap: int = 500) -> dict[str, Any]:
+    """Build the demo system's outputs and audit config into ``out_dir`` (see module docstring)."""
+    import yaml
+
+    from ..ontology import load_ontology
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    src = bundled_ontology(DEMO_ONTOLOGY)
+    onto_path = out / DEMO_ONTOLOGY
+    shutil.copyfile(src, onto_path)
+    ontology = load_ontology(onto_path)
+    built = run_system(ontology, seed=seed, progress=progress)
+    with open(out / "records.jsonl", "w", encoding="utf-8") as fh:
+        for r in built["records"]:
+            fh.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
+    with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
+        for d in built["corpus"]:
+            fh.write(json.dumps(d, ensure_ascii=False, sort_keys=True) + "\n")
+    (out / "schema.yaml").write_text(SCHEMA, encoding="utf-8")
+    cfg = demo_config(bootstrap=bootstrap)
+    (out / "audit.yaml").write_text(
+        "# kg-rageval audit config written by `kg-rageval audit --demo` (see docs/audit.md)\n"
+        + yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return {"config": out / "audit.yaml", "n_records": len(built["records"]), "n_documents": len(built["corpus"]),
+            "held_out": built["held_out"], "out": out}

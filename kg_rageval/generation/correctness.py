@@ -1,0 +1,113 @@
+"""Answer correctness against ``reference.answer``: SQuAD exact match / token F1 and
+concept-level hierarchical P/R/F1.
+
+Scored records: ``reference.answerable`` is not ``false`` and ``reference.answer`` is present
+(a string or a list of acceptable strings; the max over them is taken). A refused answer
+(``answer.refused`` true) on such a record is scored as the empty string: EM 0 and F1 0.
+
+Concept-level correctness compares the ontology concepts of the answer (``answer.concepts`` or
+the dictionary linker over ``answer.text``) with those of the reference (``reference.concepts``
+or the linker over the reference strings, all of them pooled), by ancestor-augmented sets
+(:mod:`kg_rageval.generation.hier`). It is scored only when the reference names at least one
+concept (``concept_scored``); micro sums give ``concept_hP``, ``concept_hR``, ``concept_hF1``.
+
+Unscored: ``no reference answer``, ``unanswerable`` (refusal behaviour covers those),
+``no answer``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..errors import InputError
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, ratio
+from ..records import Record, where
+from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
+from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section
+from .hier import hierarchical_counts
+from .squad import exact_match_score, f1_score, metric_max_over_ground_truths
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ontology import Ontology
+
+
+class CorrectnessFamily(Family):
+    name = "correctness"
+    version = "1"
+    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold")
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        hp = ratio("concept_hP", sums["h_inter"], sums["h_pred"], missing="answers name no ontology concept")
+        hr = ratio("concept_hR", sums["h_inter"], sums["h_gold"], missing="references name no ontology concept")
+        return {
+            "exact_match": mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            "token_f1": mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            "concept_hP": hp,
+            "concept_hR": hr,
+            "concept_hF1": harmonic("concept_hF1", hp, hr),
+        }
+
+
+def _references(record: Record) -> list[str] | None:
+    ref = section(record, "reference")
+    if ref is None or ref.get("answer") is None:
+        return None
+    a = ref["answer"]
+    if isinstance(a, str):
+        return [a]
+    if isinstance(a, list) and a and all(isinstance(x, str) for x in a):
+        return list(a)
+    raise InputError(f"expected a string or a non-empty list of strings, found {a!r}", location=where(record, "reference.answer"))
+
+
+def _concepts(record: Record, sec: str, texts: list[str], ontology: "Ontology", linker: ConceptLinker) -> list[str]:
+    given = id_list(record, sec, "concepts")
+    if given is not None:
+        ontology.indices(given, where=where(record, f"{sec}.concepts"))
+        return given
+    return sorted(concepts_in(texts, linker))
+
+
+def score_correctness(
+    records: Iterable[Record],
+    ontology: "Ontology | None" = None,
+    *,
+    linker: ConceptLinker | None = None,
+) -> Evaluation:
+    """EM / token F1 per record, plus concept-level counts when an ontology is given."""
+    records = list(records)
+    if ontology is not None and linker is None:
+        linker = dictionary_linker(ontology)
+    rows, unscored = [], []
+    for r in records:
+        refs = _references(r)
+        if flag(r, "reference", "answerable") is False:
+            unscored.append({"record_id": r["id"], "reason": "unanswerable"})
+            continue
+        if refs is None:
+            unscored.append({"record_id": r["id"], "reason": "no reference answer"})
+            continue
+        refused = flag(r, "answer", "refused") is True
+        text = answer_text(r)
+        if text is None and not refused:
+            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            continue
+        pred = "" if refused else text
+        em = metric_max_over_ground_truths(exact_match_score, pred, refs)
+        f1 = metric_max_over_ground_truths(f1_score, pred, refs)
+        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
+                               "exact_match": em, "token_f1": f1, "refused": refused}
+        if ontology is not None and linker is not None:
+            gold = _concepts(r, "reference", refs, ontology, linker)
+            if gold:
+                pred_c = [] if refused else _concepts(r, "answer", [pred], ontology, linker)
+                inter, np_, ng = hierarchical_counts(ontology, pred_c, gold, where=where(r, "concepts"))
+                row.update(concept_scored=1, h_inter=inter, h_pred=np_, h_gold=ng,
+                           answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
+        rows.append(row)
+    meta = {"linker": linker_name(linker)} if linker is not None else {}
+    return build_evaluation(
+        CorrectnessFamily(), rows, keys=all_slice_keys(records),
+        details=("exact_match", "token_f1", "refused", "answer_concepts", "reference_concepts"),
+        unscored=unscored, meta=meta,
+    )

@@ -1,0 +1,140 @@
+"""Reading the record fields the generation and provenance families use.
+
+Fields (all optional; a family that needs an absent one puts the record in ``unscored`` with a
+reason):
+
+* ``answer.text`` (str), ``answer.refused`` (bool), ``answer.citations`` (list of document ids),
+  ``answer.confidence`` (number in [0, 1]), ``answer.judgment`` (faithfulness judgment),
+  ``answer.concepts`` (ontology ids the answer names; overrides linking its text),
+  ``answer.claims`` (list of ``{"text", "citations"}``: claim-level citations for provenance);
+* ``retrieval.contexts``: the context given to the generator, a list of ``{"id", "text"}``
+  objects or plain strings; ``retrieval.gold``: gold evidence documents (list or graded map);
+* ``reference.answer`` (str or list of acceptable strings), ``reference.answerable`` (bool),
+  ``reference.concepts`` (ontology ids of the reference answer; overrides linking its text),
+  ``reference.unseen_concepts`` (ids a human marked as named in the answer but absent from
+  the context), ``reference.correct`` (bool, the correctness label for calibration).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from ..records import Record, where
+
+
+def section(record: Record, name: str) -> dict[str, Any] | None:
+    s = record.get(name)
+    if s is None:
+        return None
+    if not isinstance(s, dict):
+        raise InputError(f"expected an object, found {type(s).__name__}", location=where(record, name))
+    return s
+
+
+def answer_text(record: Record) -> str | None:
+    a = section(record, "answer")
+    if a is None or a.get("text") is None:
+        return None
+    t = a["text"]
+    if not isinstance(t, str):
+        raise InputError(f"expected a string, found {type(t).__name__}", location=where(record, "answer.text"))
+    return t
+
+
+def flag(record: Record, sec: str, name: str) -> bool | None:
+    s = section(record, sec)
+    if s is None or s.get(name) is None:
+        return None
+    v = s[name]
+    if not isinstance(v, bool):
+        raise InputError(f"expected true or false, found {v!r}", location=where(record, f"{sec}.{name}"))
+    return v
+
+
+def id_list(record: Record, sec: str, name: str) -> list[str] | None:
+    s = section(record, sec)
+    if s is None or s.get(name) is None:
+        return None
+    v = s[name]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise InputError(f"expected a list of strings, found {v!r}", location=where(record, f"{sec}.{name}"))
+    return list(v)
+
+
+def citations(record: Record) -> list[str] | None:
+    return id_list(record, "answer", "citations")
+
+
+def contexts(record: Record) -> list[tuple[str | None, str]] | None:
+    """``retrieval.contexts`` as ``(doc id or None, text)`` pairs; ``None`` when absent."""
+    s = section(record, "retrieval")
+    if s is None or s.get("contexts") is None:
+        return None
+    raw = s["contexts"]
+    if not isinstance(raw, list):
+        raise InputError(f"expected a list, found {type(raw).__name__}", location=where(record, "retrieval.contexts"))
+    out: list[tuple[str | None, str]] = []
+    for k, c in enumerate(raw):
+        if isinstance(c, str):
+            out.append((None, c))
+        elif isinstance(c, dict) and isinstance(c.get("text"), str):
+            doc = c.get("id")
+            out.append((str(doc) if doc is not None else None, c["text"]))
+        else:
+            raise InputError(
+                f"expected a string or an object with a string 'text', found {c!r}",
+                location=where(record, f"retrieval.contexts[{k}]"),
+            )
+    return out
+
+
+def cited_context_texts(record: Record) -> list[str] | None:
+    """The context a claim may rest on: the passages whose id the answer cites, or all passages
+    when the answer cites nothing that carries an id. ``None`` when there is no context."""
+    ctx = contexts(record)
+    if ctx is None:
+        return None
+    cites = citations(record)
+    if cites:
+        wanted = set(cites)
+        cited = [t for d, t in ctx if d is not None and d in wanted]
+        if cited or any(d is not None for d, _ in ctx):
+            return cited
+    return [t for _, t in ctx]
+
+
+def gold_documents(record: Record) -> set[str] | None:
+    """``retrieval.gold`` as a set of relevant ids (graded map: grade > 0)."""
+    s = section(record, "retrieval")
+    if s is None or s.get("gold") is None:
+        return None
+    g = s["gold"]
+    if isinstance(g, list) and all(isinstance(x, str) for x in g):
+        return set(g)
+    if isinstance(g, dict):
+        bad = [k for k, v in g.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
+        if bad:
+            raise InputError(f"grades must be numbers, found {g[bad[0]]!r} for {bad[0]!r}", location=where(record, "retrieval.gold"))
+        return {k for k, v in g.items() if v > 0}
+    raise InputError(f"expected a list of ids or an id → grade map, found {g!r}", location=where(record, "retrieval.gold"))
+
+
+def row_keys(record: Record) -> dict[str, Any]:
+    """Breakdown keys: ``gold_node`` (the single ``labels.gold`` id, else None) and one
+    ``slice:<name>`` per record slice."""
+    keys: dict[str, Any] = {}
+    labels = record.get("labels")
+    gold = labels.get("gold") if isinstance(labels, dict) else None
+    keys["gold_node"] = gold[0] if isinstance(gold, list) and len(gold) == 1 and isinstance(gold[0], str) else None
+    slices = record.get("slices")
+    if isinstance(slices, dict):
+        for k, v in slices.items():
+            keys[f"slice:{k}"] = None if v is None else str(v)
+    return keys
+
+
+def all_slice_keys(records: list[Record]) -> list[str]:
+    from ..records import slice_keys
+
+    return ["gold_node"] + [f"slice:{k}" for k in slice_keys(records)]

@@ -1,0 +1,80 @@
+"""Unseen-concept flag: ontology concepts named in the answer that appear nowhere in the
+provided context.
+
+``unseen(answer, contexts) = concepts(answer.text) − ⋃ concepts(context passage)`` with the
+dictionary linker of :mod:`kg_rageval.generation.concepts` over **all** of
+``retrieval.contexts`` (cited or not). A record is flagged when the set is non-empty.
+
+This is a cheap string-level check, not grounding: it cannot see identity, relations,
+negation, time or provenance. The seed's example is a case it cannot catch: the answer
+"Paris was founded in 1994" against the context "Paris was not founded in 1994." names only
+Paris, which the context names too, so nothing is flagged although the answer contradicts the
+context. Measure the flag against labels before trusting it:
+
+* ``unseen_precision`` = Σ|flagged ∩ gold| / Σ|flagged|, ``unseen_recall`` = Σ|flagged ∩ gold| / Σ|gold|
+  over records carrying the label ``reference.unseen_concepts`` (list of ids; [] = none);
+* ``flag_rate`` = flagged records / checked records (no labels needed).
+
+Unscored: ``no answer``, ``no context``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..records import Record, where
+from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
+from .fields import all_slice_keys, answer_text, contexts, id_list, row_keys
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ontology import Ontology
+
+
+def unseen_concepts(answer: str, context_texts: Sequence[str], linker: ConceptLinker) -> frozenset[str]:
+    """Concepts the answer names that no context passage names."""
+    return linker(answer) - concepts_in(context_texts, linker)
+
+
+class UnseenConceptFamily(Family):
+    name = "unseen_concepts"
+    version = "1"
+    stats = ("checked", "flagged_record", "flagged", "labelled", "tp", "flagged_labelled", "gold")
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        p = ratio("unseen_precision", sums["tp"], sums["flagged_labelled"], missing="no flags on labelled records")
+        r = ratio("unseen_recall", sums["tp"], sums["gold"], missing="no labelled unseen concepts")
+        return {
+            "flag_rate": ratio("flag_rate", sums["flagged_record"], sums["checked"], missing="no answers with context"),
+            "unseen_precision": p,
+            "unseen_recall": r,
+            "unseen_f1": harmonic("unseen_f1", p, r),
+        }
+
+
+def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: ConceptLinker | None = None) -> Evaluation:
+    records = list(records)
+    linker = linker or dictionary_linker(ontology)
+    rows: list[dict[str, Any]] = []
+    unscored = []
+    for r in records:
+        text = answer_text(r)
+        if text is None:
+            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            continue
+        ctx = contexts(r)
+        if ctx is None:
+            unscored.append({"record_id": r["id"], "reason": "no context"})
+            continue
+        flagged = unseen_concepts(text, [t for _, t in ctx], linker)
+        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "checked": 1,
+                               "flagged_record": int(bool(flagged)), "flagged": len(flagged),
+                               "unseen": " ".join(sorted(flagged))}
+        gold = id_list(r, "reference", "unseen_concepts")
+        if gold is not None:
+            ontology.indices(gold, where=where(r, "reference.unseen_concepts"))
+            g = set(gold)
+            row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
+        rows.append(row)
+    return build_evaluation(UnseenConceptFamily(), rows, keys=all_slice_keys(records), details=("unseen",),
+                            unscored=unscored, meta={"linker": linker_name(linker)})

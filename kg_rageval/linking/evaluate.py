@@ -1,0 +1,666 @@
+"""Entity linking and NIL evaluation over the ``mentions`` section of the records.
+
+Input per record (``docs/records.md``)::
+
+    "mentions": {"gold": [{"start": 26, "end": 38, "id": "T1003.001", "type": "technique"},
+                          {"start": 0, "end": 5, "id": null, "nearest": "T1003"}],
+                 "pred": [{"start": 26, "end": 38, "id": "T1003", "score": 0.82}]}
+
+Character offsets, ``end`` exclusive; ``id: null`` is NIL (the concept is not in the ontology).
+A gold NIL mention may name ``nearest``: the ontology concept closest to it (e.g. the parent
+of a held-out concept); an over-link is then reported with its relation to that concept.
+
+**Alignment.** Each record's gold and predicted mentions are aligned one-to-one:
+
+* ``strict`` (default): a pair needs identical ``(start, end)``.
+* ``overlap=True``: spans that share at least one character may pair. Candidate pairs are taken
+  greedily in the order: most shared characters first, then the smaller boundary difference
+  ``|Δstart| + |Δend|``, then the earlier gold start, then the earlier predicted start; a pair
+  is kept when neither mention is already paired (deterministic, one-to-one).
+
+Every gold and every predicted mention then lands in exactly one row of the
+:class:`~kg_rageval.evaluation.Evaluation`: a *pair*, a *missed* gold mention or a *spurious*
+prediction (``details['outcome']``). Row stats (all additive, see :class:`LinkingFamily`) give:
+
+* **mention detection** ``P = Σ matched / Σ pred``, ``R = Σ matched / Σ gold``;
+* **disambiguation accuracy** = correct ids / matched pairs whose gold id is in the ontology;
+* **neleval/TAC measures**: ``strong_all_match`` (span and id equal, NIL = NIL) — this is the
+  micro end-to-end linking P/R/F1; ``strong_link_match`` (the same over in-KB mentions only:
+  gold and predicted ids non-NIL on both sides); ``strong_nil_match`` (span match over NIL
+  mentions only);
+* **macro end-to-end linking** over records: per record ``P = tp/pred``, ``R = tp/gold``,
+  ``F1 = 2·tp/(gold + pred)``; each is averaged over the records where its denominator is
+  non-zero (a record without gold and predicted mentions has no F1);
+* **NIL decision** among aligned pairs: ``nil_precision`` = (gold NIL ∧ pred NIL) / pred NIL,
+  ``nil_recall`` = (gold NIL ∧ pred NIL) / gold NIL. Unlike ``strong_nil_match`` these do not
+  mix in detection errors;
+* **over-links** (gold NIL, predicted a node) and **abstentions** (gold in-KB, predicted NIL),
+  counted apart from correct abstentions (gold NIL, predicted NIL). ``over_link_near_rate`` is
+  the share of over-links with a ``nearest`` concept whose predicted node is related to it
+  (any relation but ``unrelated``);
+* **wrong links** (both in-KB, ids differ) classified with the hierarchy confusion taxonomy
+  (:data:`~kg_rageval.ontology.RELATIONS`, ``relation(gold, pred)``): ``T1003`` predicted for
+  ``T1003.001`` is a ``parent`` error;
+* **hierarchical P/R/F1** (ancestor-or-self sets, Kosmopoulos et al.; the root is left out,
+  it is in every set) and **Wu-Palmer** mean (NLTK's definition, root depth 1) over aligned
+  pairs whose gold and predicted ids are both ontology nodes.
+
+The hierarchy kernels are :mod:`kg_rageval.hierarchy`'s (``relation_codes``,
+``hierarchical_counts``, ``wu_palmer``); when that package is absent a small fallback
+(:mod:`kg_rageval.linking._hier`) gives the same relations and counts and a depth-only
+Wu-Palmer. ``Evaluation.meta['hierarchy_backend']`` says which one ran.
+
+Empty denominators give missing metrics (``value=None`` with a reason), never 0 or 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InputError, UnknownIdError
+from ..evaluation import Evaluation, Family, Metric, harmonic, ratio
+from ..ontology import RELATIONS
+from ..records import Record, where
+from . import _hier
+
+NIL = -1
+"""Code of a NIL id (``null``) in the integer id arrays."""
+
+_NO_ROW = -9  # code of "no mention on this side" in row arrays
+
+OUTCOMES = ("correct", "wrong_link", "over_link", "abstention", "correct_nil", "missed", "spurious")
+
+
+class LinkingFamily(Family):
+    """Sufficient statistics and formulas of entity-linking evaluation (module docstring)."""
+
+    name = "linking"
+    version = "1"
+    stats = (
+        "n_gold", "n_pred", "matched",
+        "gold_inkb", "pred_inkb", "gold_nil", "pred_nil",
+        "all_tp", "inkb_tp", "nil_tp",
+        "matched_gold_inkb", "matched_gold_nil", "matched_pred_nil",
+        "over_links", "over_links_with_nearest", "over_links_near", "abstentions",
+        "wrong_links", *(f"rel_{r}" for r in RELATIONS), "rel_unknown",
+        "h_overlap", "h_pred", "h_gold", "wup_sum", "wup_n",
+        "unknown_ids",
+        "rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n",
+    )
+
+    def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        out: dict[str, Metric] = {}
+
+        def prf(prefix: str, tp: float, n_pred: float, n_gold: float, what: str) -> None:
+            p = ratio(f"{prefix}_precision", tp, n_pred, missing=f"no predicted {what}")
+            r = ratio(f"{prefix}_recall", tp, n_gold, missing=f"no gold {what}")
+            out[p.name], out[r.name] = p, r
+            out[f"{prefix}_f1"] = harmonic(f"{prefix}_f1", p, r)
+
+        prf("mention", s["matched"], s["n_pred"], s["n_gold"], "mentions")
+        out["disambiguation_accuracy"] = ratio(
+            "disambiguation_accuracy", s["inkb_tp"], s["matched_gold_inkb"],
+            missing="no detected mentions with an in-ontology gold id",
+        )
+        prf("strong_all_match", s["all_tp"], s["n_pred"], s["n_gold"], "mentions")
+        prf("strong_link_match", s["inkb_tp"], s["pred_inkb"], s["gold_inkb"], "in-KB mentions")
+        prf("strong_nil_match", s["nil_tp"], s["pred_nil"], s["gold_nil"], "NIL mentions")
+        lp = ratio("linking_macro_precision", s["rec_p_sum"], s["rec_p_n"],
+                   missing="no records with predicted mentions")
+        lr = ratio("linking_macro_recall", s["rec_r_sum"], s["rec_r_n"],
+                   missing="no records with gold mentions")
+        out[lp.name], out[lr.name] = lp, lr
+        out["linking_macro_f1"] = ratio("linking_macro_f1", s["rec_f1_sum"], s["rec_f1_n"],
+                                        missing="no records with mentions")
+        prf("nil", s["nil_tp"], s["matched_pred_nil"], s["matched_gold_nil"],
+            "NIL decisions on detected mentions")
+        out["over_links"] = Metric("over_links", s["over_links"])
+        out["over_link_rate"] = ratio("over_link_rate", s["over_links"], s["matched_gold_nil"],
+                                      missing="no detected gold-NIL mentions")
+        out["over_link_near_rate"] = ratio(
+            "over_link_near_rate", s["over_links_near"], s["over_links_with_nearest"],
+            missing="no over-links of gold mentions that name a nearest concept",
+        )
+        out["correct_abstentions"] = Metric("correct_abstentions", s["nil_tp"])
+        out["abstentions"] = Metric("abstentions", s["abstentions"])
+        out["abstention_rate"] = ratio("abstention_rate", s["abstentions"], s["matched_gold_inkb"],
+                                       missing="no detected in-KB gold mentions")
+        out["wrong_links"] = Metric("wrong_links", s["wrong_links"])
+        for r in RELATIONS[1:]:
+            out[f"wrong_link_{r}"] = ratio(f"wrong_link_{r}", s[f"rel_{r}"], s["wrong_links"],
+                                           missing="no wrong links")
+        hp = ratio("hierarchical_precision", s["h_overlap"], s["h_pred"],
+                   missing="no linked pairs of ontology nodes")
+        hr = ratio("hierarchical_recall", s["h_overlap"], s["h_gold"],
+                   missing="no linked pairs of ontology nodes")
+        out[hp.name], out[hr.name] = hp, hr
+        out["hierarchical_f1"] = harmonic("hierarchical_f1", hp, hr)
+        out["wu_palmer"] = ratio("wu_palmer", s["wup_sum"], s["wup_n"],
+                                 missing="no linked pairs of ontology nodes")
+        out["unknown_ids"] = Metric("unknown_ids", s["unknown_ids"])
+        return out
+
+
+# ---------------------------------------------------------------------------- flattening
+@dataclass
+class _Side:
+    """Flat columns of all gold or all predicted mentions."""
+
+    rec: list[int]
+    pos: list[int]
+    start: list[int]
+    end: list[int]
+    code: list[int]
+    extra: list[Any]  # gold: (type, nearest code); pred: score or None
+
+    @classmethod
+    def empty(cls) -> "_Side":
+        return cls([], [], [], [], [], [])
+
+
+class _Ids:
+    """Maps id strings to ontology indices; unknown ids per ``on_unknown``."""
+
+    def __init__(self, ontology, on_unknown: str):
+        self.get = ontology._index.get
+        self.on_unknown = on_unknown
+        self.unknown: dict[str, int] = {}
+
+    def code(self, value: Any, record: Record, field: str) -> int:
+        if value is None:
+            return NIL
+        if type(value) is not str:
+            raise InputError(f"must be an ontology id string or null, not {value!r}",
+                             location=where(record, field))
+        i = self.get(value)
+        if i is not None:
+            return i
+        if self.on_unknown == "error":
+            raise UnknownIdError(value, where=where(record, field),
+                                 hint="pass on_unknown='count' (--on-unknown count) to count it")
+        c = self.unknown.get(value)
+        if c is None:
+            c = self.unknown[value] = -2 - len(self.unknown)
+        return c
+
+
+def _bad(record: Record, field: str, message: str) -> InputError:
+    return InputError(message, source=record.get("_source"), location=where(record, field))
+
+
+def _span(m: Any, record: Record, field: str, limit: int | None) -> tuple[int, int]:
+    if type(m) is not dict:
+        raise _bad(record, field, f"a mention must be an object, not {type(m).__name__}")
+    s, e = m.get("start"), m.get("end")
+    if type(s) is not int or type(e) is not int:
+        raise _bad(record, field, f"start and end must be integers, found start={s!r}, end={e!r}")
+    if s < 0 or e <= s:
+        raise _bad(record, field, f"invalid span [{s}, {e}): need 0 <= start < end (end exclusive)")
+    if limit is not None and e > limit:
+        raise _bad(record, field, f"span [{s}, {e}) runs past the end of the text ({limit} characters)")
+    return s, e
+
+
+def _flatten(records: Sequence[Record], ids: _Ids):
+    gold, pred = _Side.empty(), _Side.empty()
+    scored: list[int] = []
+    unscored: list[dict[str, str]] = []
+    for ri, r in enumerate(records):
+        m = r.get("mentions")
+        rid = str(r.get("id"))
+        if m is None:
+            unscored.append({"record_id": rid, "reason": "no mentions section"})
+            continue
+        if type(m) is not dict:
+            raise _bad(r, "mentions", "must be an object with 'gold' and 'pred' lists")
+        g_list, p_list = m.get("gold"), m.get("pred")
+        if g_list is None:
+            unscored.append({"record_id": rid, "reason": "no gold mentions (mentions.gold absent)"})
+            continue
+        if p_list is None:
+            unscored.append({"record_id": rid, "reason": "no predictions (mentions.pred absent)"})
+            continue
+        if type(g_list) is not list:
+            raise _bad(r, "mentions.gold", "must be a list of mentions")
+        if type(p_list) is not list:
+            raise _bad(r, "mentions.pred", "must be a list of mentions")
+        text = r.get("text")
+        if not isinstance(text, str):
+            text = r.get("query")
+        limit = len(text) if isinstance(text, str) else None
+        scored.append(ri)
+        for k, g in enumerate(g_list):
+            f = f"mentions.gold[{k}]"
+            s, e = _span(g, r, f, limit)
+            if "id" not in g:
+                raise _bad(r, f + ".id", "missing: give an ontology id or null for NIL")
+            gold.rec.append(ri)
+            gold.pos.append(k)
+            gold.start.append(s)
+            gold.end.append(e)
+            gold.code.append(ids.code(g["id"], r, f + ".id"))
+            t = g.get("type")
+            near = g.get("nearest")
+            gold.extra.append((t, ids.code(near, r, f + ".nearest") if near is not None else None))
+        for k, p in enumerate(p_list):
+            f = f"mentions.pred[{k}]"
+            s, e = _span(p, r, f, limit)
+            if "id" not in p:
+                raise _bad(r, f + ".id", "missing: give an ontology id or null for NIL")
+            sc = p.get("score")
+            if sc is not None and (type(sc) not in (int, float) or not math.isfinite(sc)):
+                raise _bad(r, f + ".score", f"must be a finite number, not {sc!r}")
+            pred.rec.append(ri)
+            pred.pos.append(k)
+            pred.start.append(s)
+            pred.end.append(e)
+            pred.code.append(ids.code(p["id"], r, f + ".id"))
+            pred.extra.append(sc)
+    return gold, pred, scored, unscored
+
+
+def _arrays(side: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (np.asarray(side.rec, dtype=np.int64), np.asarray(side.start, dtype=np.int64),
+            np.asarray(side.end, dtype=np.int64), np.asarray(side.code, dtype=np.int64))
+
+
+def _check_spans(records, side: _Side, rec, start, end, *, which: str, allow_overlap: bool) -> np.ndarray:
+    """Sort order of one side by (record, start, end); duplicates/overlaps raise."""
+    order = np.lexsort((end, start, rec))
+    if order.size < 2:
+        return order
+    r, s, e = rec[order], start[order], end[order]
+    same = r[1:] == r[:-1]
+    dup = same & (s[1:] == s[:-1]) & (e[1:] == e[:-1])
+    if which == "gold" and not allow_overlap:
+        bad = same & (s[1:] < e[:-1])
+        kind = "overlaps"
+    else:
+        bad = dup
+        kind = "duplicates"
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        a, b = int(order[k]), int(order[k + 1])
+        rec_ = records[int(r[k])]
+        msg = (f"span [{s[k + 1]}, {e[k + 1]}) {kind} mentions.{which}[{side.pos[a]}] "
+               f"[{s[k]}, {e[k]})")
+        if which == "pred":
+            msg += "; duplicate predicted spans are rejected, not double-counted"
+        else:
+            msg += "; gold spans may not overlap (allow_overlapping_gold=True permits nesting)"
+        raise _bad(rec_, f"mentions.{which}[{side.pos[b]}]", msg)
+    return order
+
+
+def _match_strict(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (gold, pred) with identical (record, start, end)."""
+    ng = g_rec.size
+    rec = np.concatenate([g_rec, p_rec])
+    s = np.concatenate([g_s, p_s])
+    e = np.concatenate([g_e, p_e])
+    side = np.concatenate([np.zeros(ng, np.int8), np.ones(p_rec.size, np.int8)])
+    order = np.lexsort((side, e, s, rec))
+    if order.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rr, ss, ee, sd = rec[order], s[order], e[order], side[order]
+    hit = (rr[1:] == rr[:-1]) & (ss[1:] == ss[:-1]) & (ee[1:] == ee[:-1]) & (sd[1:] != sd[:-1])
+    k = np.flatnonzero(hit)
+    return order[k].astype(np.int64), order[k + 1].astype(np.int64) - ng
+
+
+def _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy one-to-one overlap alignment per record (rule in the module docstring)."""
+    gi_all, pi_all = [], []
+    g_by: dict[int, list[int]] = {}
+    for i, r in enumerate(g_rec.tolist()):
+        g_by.setdefault(r, []).append(i)
+    p_by: dict[int, list[int]] = {}
+    for i, r in enumerate(p_rec.tolist()):
+        p_by.setdefault(r, []).append(i)
+    gs, ge, ps, pe = g_s.tolist(), g_e.tolist(), p_s.tolist(), p_e.tolist()
+    for r, gl in g_by.items():
+        pl = p_by.get(r)
+        if not pl:
+            continue
+        cands = []
+        for gi in gl:
+            for pi in pl:
+                ov = min(ge[gi], pe[pi]) - max(gs[gi], ps[pi])
+                if ov > 0:
+                    diff = abs(gs[gi] - ps[pi]) + abs(ge[gi] - pe[pi])
+                    cands.append((-ov, diff, gs[gi], ps[pi], gi, pi))
+        cands.sort()
+        used_g: set[int] = set()
+        used_p: set[int] = set()
+        for *_, gi, pi in cands:
+            if gi in used_g or pi in used_p:
+                continue
+            used_g.add(gi)
+            used_p.add(pi)
+            gi_all.append(gi)
+            pi_all.append(pi)
+    return np.asarray(gi_all, np.int64), np.asarray(pi_all, np.int64)
+
+
+# ---------------------------------------------------------------------------- scoring
+def _hierarchy_backend():
+    """(name, relation_codes, hierarchical_counts, wu_palmer) over int64 index arrays."""
+    try:
+        from ..hierarchy import hierarchical_counts, relation_codes, wu_palmer
+    except ImportError:
+        return "kg_rageval.linking._hier", _hier.relation_codes, _hier.hier_counts, _hier.wu_palmer
+    return "kg_rageval.hierarchy", relation_codes, hierarchical_counts, wu_palmer
+
+
+def score_linking(
+    ontology,
+    records: Iterable[Record],
+    *,
+    overlap: bool = False,
+    on_unknown: str = "error",
+    allow_overlapping_gold: bool = False,
+) -> Evaluation:
+    """Score the ``mentions`` section of ``records`` (see the module docstring).
+
+    Parameters
+    ----------
+    ontology : Ontology
+        Every id (gold, predicted, ``nearest``) must be one of its nodes.
+    records : iterable of dict
+        Records as read by :func:`kg_rageval.records.read_records`.
+    overlap : bool
+        Align overlapping spans (greedy one-to-one rule) instead of requiring identical spans.
+    on_unknown : "error" | "count"
+        An id that is not an ontology node raises :class:`UnknownIdError` naming the record and
+        field (``"error"``), or is kept as an opaque id — compared by string, left out of the
+        hierarchy measures — and counted in the ``unknown_ids`` metric (``"count"``).
+    allow_overlapping_gold : bool
+        Permit nested/crossing gold spans (identical gold spans are always rejected).
+
+    Returns
+    -------
+    Evaluation
+        One row per aligned pair, missed gold mention or spurious prediction. Keys:
+        ``gold_node``, ``pred_node``, ``node_type``, ``branch``, ``mention_type``,
+        ``outcome``, ``slice:<name>``. Details: ``relation``, ``nearest``,
+        ``nearest_relation``, ``pred_score``, span offsets. Records without a ``mentions``
+        section (or without its ``gold``/``pred`` list) are in ``unscored``.
+
+    Raises
+    ------
+    InputError
+        Bad spans (negative, ``end <= start``, past the text in ``text``/``query``),
+        overlapping gold spans, duplicate predicted spans, malformed mentions or scores.
+    UnknownIdError
+        An id not in the ontology under ``on_unknown="error"``.
+    """
+    if on_unknown not in ("error", "count"):
+        raise InputError(f"on_unknown must be 'error' or 'count', not {on_unknown!r}")
+    records = records if isinstance(records, list) else list(records)
+    ids = _Ids(ontology, on_unknown)
+    gold, pred, scored, unscored = _flatten(records, ids)
+    g_rec, g_s, g_e, g_code = _arrays(gold)
+    p_rec, p_s, p_e, p_code = _arrays(pred)
+    _check_spans(records, gold, g_rec, g_s, g_e, which="gold", allow_overlap=allow_overlapping_gold)
+    _check_spans(records, pred, p_rec, p_s, p_e, which="pred", allow_overlap=True)
+
+    if overlap:
+        mg, mp = _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e)
+    else:
+        mg, mp = _match_strict(g_rec, g_s, g_e, p_rec, p_s, p_e)
+    g_used = np.zeros(g_rec.size, bool)
+    g_used[mg] = True
+    p_used = np.zeros(p_rec.size, bool)
+    p_used[mp] = True
+    lone_g = np.flatnonzero(~g_used)
+    lone_p = np.flatnonzero(~p_used)
+    row_g = np.concatenate([mg, lone_g, np.full(lone_p.size, -1, np.int64)])
+    row_p = np.concatenate([mp, np.full(lone_g.size, -1, np.int64), lone_p])
+    has_g, has_p = row_g >= 0, row_p >= 0
+    row_rec = np.where(has_g, g_rec[np.maximum(row_g, 0)] if g_rec.size else 0,
+                       p_rec[np.maximum(row_p, 0)] if p_rec.size else 0)
+    row_start = np.where(has_g, g_s[np.maximum(row_g, 0)] if g_rec.size else 0,
+                         p_s[np.maximum(row_p, 0)] if p_rec.size else 0)
+    order = np.lexsort((row_start, row_rec))
+    row_g, row_p, has_g, has_p, row_rec = (a[order] for a in (row_g, row_p, has_g, has_p, row_rec))
+
+    gc = np.where(has_g, g_code[np.maximum(row_g, 0)] if g_code.size else 0, _NO_ROW)
+    pc = np.where(has_p, p_code[np.maximum(row_p, 0)] if p_code.size else 0, _NO_ROW)
+    matched = has_g & has_p
+    g_nil, p_nil = has_g & (gc == NIL), has_p & (pc == NIL)
+    g_inkb, p_inkb = has_g & ~g_nil, has_p & ~p_nil
+    same = matched & (gc == pc)
+    n = row_rec.size
+    st: dict[str, np.ndarray] = {
+        "n_gold": has_g, "n_pred": has_p, "matched": matched,
+        "gold_inkb": g_inkb, "pred_inkb": p_inkb, "gold_nil": g_nil, "pred_nil": p_nil,
+        "all_tp": same, "inkb_tp": same & g_inkb, "nil_tp": same & g_nil,
+        "matched_gold_inkb": matched & g_inkb, "matched_gold_nil": matched & g_nil,
+        "matched_pred_nil": matched & p_nil,
+        "over_links": matched & g_nil & p_inkb, "abstentions": matched & g_inkb & p_nil,
+    }
+    both = matched & g_inkb & p_inkb
+    st["wrong_links"] = both & ~same
+    known = both & (gc >= 0) & (pc >= 0)
+    st["unknown_ids"] = (has_g & (gc <= -2)).astype(int) + (has_p & (pc <= -2)).astype(int)
+
+    # hierarchy on pairs of ontology nodes
+    backend, rel_codes, h_counts, wup_fn = _hierarchy_backend()
+    rel = np.full(n, -1, np.int8)
+    kidx = np.flatnonzero(known)
+    h_o, h_p, h_g = (np.zeros(n) for _ in range(3))
+    wup = np.zeros(n)
+    backend_error = None
+    if kidx.size:
+        gk, pk = gc[kidx], pc[kidx]
+        try:
+            rel[kidx] = rel_codes(ontology, gk, pk)
+            h_o[kidx], h_p[kidx], h_g[kidx] = h_counts(ontology, gk, pk)
+            wup[kidx] = wup_fn(ontology, gk, pk)
+        except Exception as exc:  # noqa: BLE001 - recorded in meta, never silent
+            if backend == "kg_rageval.linking._hier":
+                raise
+            backend_error = f"{type(exc).__name__}: {exc}"
+            backend, rel_codes = "kg_rageval.linking._hier", _hier.relation_codes
+            rel[kidx] = rel_codes(ontology, gk, pk)
+            h_o[kidx], h_p[kidx], h_g[kidx] = _hier.hier_counts(ontology, gk, pk)
+            wup[kidx] = _hier.wu_palmer(ontology, gk, pk)
+    for c, name in enumerate(RELATIONS):
+        st[f"rel_{name}"] = known & (rel == c)
+    st["rel_exact"] = st["rel_exact"] | (both & same & ~known)  # opaque ids equal by string
+    st["rel_unknown"] = st["wrong_links"] & ~known
+    st.update(h_overlap=h_o, h_pred=h_p, h_gold=h_g, wup_sum=wup, wup_n=known)
+
+    # over-links against the gold mention's nearest concept
+    near = np.full(n, -1, np.int64)
+    gi = np.flatnonzero(has_g)
+    if gi.size:
+        nc = [gold.extra[j][1] for j in row_g[gi].tolist()]
+        near[gi] = [c if c is not None else -1 for c in nc]
+    ol = st["over_links"]
+    ol_near = ol & (near >= 0) & (pc >= 0)
+    near_rel = np.full(n, -1, np.int8)
+    oidx = np.flatnonzero(ol_near)
+    if oidx.size:
+        near_rel[oidx] = rel_codes(ontology, near[oidx], pc[oidx])
+    st["over_links_with_nearest"] = ol_near
+    st["over_links_near"] = ol_near & (near_rel != _hier.UNRELATED)
+
+    # macro over records: the first row of each record carries the record's ratios
+    rec_ids, first, inv = np.unique(row_rec, return_index=True, return_inverse=True)
+    tp_r = np.bincount(inv, weights=same, minlength=rec_ids.size)
+    ng_r = np.bincount(inv, weights=has_g, minlength=rec_ids.size)
+    np_r = np.bincount(inv, weights=has_p, minlength=rec_ids.size)
+    for name in ("rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n"):
+        st[name] = np.zeros(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        st["rec_p_sum"][first] = np.where(np_r > 0, tp_r / np.maximum(np_r, 1), 0)
+        st["rec_p_n"][first] = np_r > 0
+        st["rec_r_sum"][first] = np.where(ng_r > 0, tp_r / np.maximum(ng_r, 1), 0)
+        st["rec_r_n"][first] = ng_r > 0
+        st["rec_f1_sum"][first] = np.where(ng_r + np_r > 0, 2 * tp_r / np.maximum(ng_r + np_r, 1), 0)
+        st["rec_f1_n"][first] = ng_r + np_r > 0
+
+    stats = {k: np.asarray(v, dtype=float) for k, v in st.items()}
+    keys, details = _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g,
+                              has_p, gc, pc, rel, near, near_rel, matched, same, g_nil, p_nil)
+    record_ids = np.asarray([str(records[i].get("id")) for i in row_rec.tolist()], dtype=object)
+    empty = len(scored) - int(rec_ids.size)
+    meta = {
+        "alignment": "overlap" if overlap else "strict",
+        "records_scored": len(scored),
+        "records_without_mentions": empty,
+        "hierarchy_backend": backend,
+    }
+    if backend_error:
+        meta["hierarchy_backend_error"] = backend_error
+    if ids.unknown:
+        meta["unknown_ids"] = sorted(ids.unknown)[:50]
+    return Evaluation(LinkingFamily(), record_ids, stats, keys, details, unscored, meta)
+
+
+def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, has_p, gc, pc,
+              rel, near, near_rel, matched, same, g_nil, p_nil):
+    n = row_rec.size
+    inv_unknown = {c: s for s, c in ids.unknown.items()}
+    o_ids = ontology.ids
+
+    def name(code: int):
+        if code >= 0:
+            return o_ids[code]
+        return inv_unknown.get(code)
+
+    gcl, pcl = gc.tolist(), pc.tolist()
+    cache: dict[int, Any] = {}
+    gold_node = np.empty(n, object)
+    pred_node = np.empty(n, object)
+    gold_node[:] = [name(c) if c > _NO_ROW else None for c in gcl]
+    pred_node[:] = [name(c) if c > _NO_ROW else None for c in pcl]
+    node_type = np.empty(n, object)
+    branch = np.empty(n, object)
+    branch_of = _branches(ontology)
+    for i, c in enumerate(gcl):
+        if c >= 0:
+            node_type[i] = ontology.node_types[c]
+            b = cache.get(c)
+            if b is None:
+                b = cache[c] = branch_of(c)
+            branch[i] = b
+    outcome = np.empty(n, object)
+    outcome[:] = "spurious"
+    outcome[has_g & ~has_p] = "missed"
+    outcome[matched & same & ~g_nil] = "correct"
+    outcome[matched & same & g_nil] = "correct_nil"
+    outcome[matched & g_nil & ~p_nil] = "over_link"
+    outcome[matched & ~g_nil & p_nil] = "abstention"
+    outcome[matched & ~g_nil & ~p_nil & ~same] = "wrong_link"
+    mtype = np.empty(n, object)
+    nearest = np.empty(n, object)
+    gl, pl = row_g.tolist(), row_p.tolist()
+    for i in np.flatnonzero(has_g).tolist():
+        t, nc = gold.extra[gl[i]]
+        mtype[i] = t
+        nearest[i] = name(nc) if nc is not None else None
+    score = np.empty(n, object)
+    for i in np.flatnonzero(has_p).tolist():
+        score[i] = pred.extra[pl[i]]
+    rel_names = np.asarray(list(RELATIONS) + [None], dtype=object)
+    relation = rel_names[np.where(rel >= 0, rel, len(RELATIONS))]
+    nearest_relation = rel_names[np.where(near_rel >= 0, near_rel, len(RELATIONS))]
+    g_s = np.asarray(gold.start, np.int64)
+    g_e = np.asarray(gold.end, np.int64)
+    p_s = np.asarray(pred.start, np.int64)
+    p_e = np.asarray(pred.end, np.int64)
+
+    def col(arr, idx, ok):
+        out = np.empty(n, object)
+        if arr.size:
+            vals = arr[np.maximum(idx, 0)]
+            out[ok] = vals[ok].tolist()
+        return out
+
+    keys = {
+        "gold_node": gold_node, "pred_node": pred_node, "node_type": node_type,
+        "branch": branch, "mention_type": mtype, "outcome": outcome,
+    }
+    slice_names = sorted({k for i in set(row_rec.tolist())
+                          for k in (records[i].get("slices") or {})
+                          if isinstance(records[i].get("slices"), dict)})
+    for s in slice_names:
+        vals = [(records[i].get("slices") or {}).get(s) for i in range(len(records))]
+        keys[f"slice:{s}"] = np.asarray([vals[i] for i in row_rec.tolist()] or [], dtype=object)
+    details = {
+        "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
+        "pred_score": score,
+        "gold_start": col(g_s, row_g, has_g), "gold_end": col(g_e, row_g, has_g),
+        "pred_start": col(p_s, row_p, has_p), "pred_end": col(p_e, row_p, has_p),
+    }
+    return keys, details
+
+
+def _branches(ontology):
+    """``branch(i)``: the top-level concept above node ``i`` — the real root of a multi-root
+    ontology, otherwise the child of the root (the root itself for the root). Several
+    candidates (polyhierarchy): the lowest index (first in topological order)."""
+    top_depth = 1
+    depth = ontology.depth_min
+
+    def branch(i: int):
+        if depth[i] < top_depth:
+            return ontology.ids[i]
+        row = ontology.ancestor_indices(i)
+        cand = row[depth[row] == top_depth]
+        return ontology.ids[int(cand[0])] if cand.size else None
+
+    return branch
+
+
+# ---------------------------------------------------------------------------- sweep
+def confidence_sweep(
+    evaluation: Evaluation, thresholds: Sequence[float] | None = None
+) -> list[dict[str, Any]] | None:
+    """Precision/recall as predictions below a score threshold are dropped.
+
+    At threshold ``t`` a prediction is kept when ``score >= t`` (a dropped prediction turns its
+    aligned gold mention into a miss). For each ``t`` the row holds ``n_pred`` and the
+    ``strong_all_match`` and ``strong_link_match`` precision, recall and F1 (``None`` when the
+    denominator is empty). ``thresholds`` defaults to the distinct scores (at most 101
+    quantiles of them). Returns ``None`` when any prediction lacks a score (a sweep over part of
+    the predictions would mislead) or no prediction has one.
+    """
+    score = evaluation.details["pred_score"]
+    st = evaluation.stats
+    has_p = st["n_pred"] > 0
+    if not has_p.any():
+        return None
+    sc = np.asarray([s if s is not None else np.nan for s in score], dtype=float)
+    if np.isnan(sc[has_p]).any():
+        return None
+    if thresholds is None:
+        uniq = np.unique(sc[has_p])
+        thresholds = uniq if uniq.size <= 101 else np.quantile(uniq, np.linspace(0, 1, 101))
+    n_gold = st["n_gold"].sum()
+    n_gold_inkb = st["gold_inkb"].sum()
+    out = []
+    for t in np.asarray(thresholds, dtype=float).tolist():
+        keep = has_p & (sc >= t)
+        n_pred = float(keep.sum())
+        fam = {}
+        for prefix, tp_col, pred_col, ng in (
+            ("strong_all_match", "all_tp", "n_pred", n_gold),
+            ("strong_link_match", "inkb_tp", "pred_inkb", n_gold_inkb),
+        ):
+            tp = float(st[tp_col][keep].sum())
+            npd = float(st[pred_col][keep].sum())
+            p = ratio("p", tp, npd, missing="no predictions at this threshold")
+            r = ratio("r", tp, ng, missing="no gold mentions")
+            f = harmonic("f", p, r)
+            fam[f"{prefix}_precision"] = p.value
+            fam[f"{prefix}_recall"] = r.value
+            fam[f"{prefix}_f1"] = f.value
+        out.append({"threshold": t, "n_pred": int(n_pred), **fam})
+    return out

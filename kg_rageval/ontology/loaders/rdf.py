@@ -1,0 +1,743 @@
+"""RDF, RDFS, OWL and SKOS ontologies in any syntax rdflib reads.
+
+What becomes what:
+
+* **Nodes**: named subjects typed ``owl:Class``, ``rdfs:Class`` or ``skos:Concept`` (node type
+  ``"class"`` or ``"concept"``), plus named subjects of ``rdfs:subClassOf`` /
+  ``skos:broader``. ``owl:Thing`` and ``owl:Nothing`` are never nodes: ``X subClassOf
+  owl:Thing`` makes ``X`` a root. Anonymous classes (blank nodes) are skipped and counted.
+* **Edges**: ``rdfs:subClassOf`` between named classes; ``skos:broader`` (child → parent) and
+  ``skos:narrower`` (parent → child), merged so a pair stated both ways is one edge.
+  Restrictions (``owl:Restriction``) and other anonymous class expressions as superclasses are
+  skipped and counted (``skipped_restrictions``, ``skipped_anonymous_superclasses``).
+* **Parents that are never declared** (``dangling``): ``"declare"`` (default) makes them nodes,
+  counted as ``parents_declared_from_edges`` (RDFS semantics: the object of ``subClassOf`` is a
+  class); ``"error"`` refuses them; ``"drop"`` drops those edges, counted.
+* **Labels**: ``skos:prefLabel`` then ``rdfs:label``; the preferred language ``lang`` (``en``
+  also matches ``en-GB``) wins, then a literal without language, then any other (ties by
+  value). Two different values in the winning slot (e.g. two ``@en`` labels) are a *label
+  conflict*: an error unless ``conflicts="keep-first"``. All other labels become synonyms, as
+  do ``skos:altLabel`` and the oboInOwl ``hasExactSynonym``/``hasRelatedSynonym``/
+  ``hasBroadSynonym``/``hasNarrowSynonym``.
+* **Node type**: ``oboInOwl:hasOBONamespace`` where given (as the OBO loader's ``namespace``),
+  else ``"class"`` / ``"concept"``.
+* **Definitions**: ``IAO:0000115`` and ``skos:definition`` (same language preference).
+* **Status**: ``owl:deprecated true`` → deprecated; ``IAO:0100001`` (term replaced by) or
+  ``dcterms:isReplacedBy`` names the replacement.
+* **Object properties**: ``owl:ObjectProperty`` (and ``rdf:Property`` with a domain or range)
+  with their named ``rdfs:domain`` / ``rdfs:range`` become :class:`~kg_rageval.ontology.Property`.
+* **Ids**: IRIs are compacted to CURIEs with the file's own namespace bindings (and a
+  ``vann:preferredNamespacePrefix``/``Uri`` pair when the vocabulary declares one); the longest
+  matching namespace wins; the empty prefix is not used. OBO PURLs
+  (``http://purl.obolibrary.org/obo/DOID_162``) become ``DOID:162``. The prefixes used are kept
+  in ``Ontology.prefixes`` so ``expand_curie`` gives the IRI back. IRIs no prefix matches stay
+  whole.
+
+Safety: XML is checked by :mod:`.safety` before parsing (external entities and entity bombs are
+refused), JSON-LD with a remote ``@context`` is refused, and ``owl:imports`` are counted and
+listed (``owl_imports_not_followed``) but followed only with ``follow_imports=True``.
+
+The syntax comes from the extension (``.ttl`` Turtle, ``.nt`` N-Triples, ``.n3``, ``.rdf``/
+``.xml`` RDF/XML, ``.jsonld`` JSON-LD, ``.trig``, ``.nq``); ``.owl`` files are RDF/XML or
+Turtle, told apart by their first non-blank character. Anything else needs ``format=``; there is
+no silent fallback. OWL/XML and OWL functional syntax are not RDF and are refused with a hint.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any, Iterable
+
+from ...errors import InputError, OntologyError, UnsafeInputError
+from ..builder import OntologyBuilder
+from ..model import Ontology, Property
+from . import safety
+
+_EXT_FORMATS = {
+    ".ttl": "turtle",
+    ".turtle": "turtle",
+    ".nt": "nt",
+    ".ntriples": "nt",
+    ".n3": "n3",
+    ".rdf": "xml",
+    ".xml": "xml",
+    ".jsonld": "json-ld",
+    ".json-ld": "json-ld",
+    ".trig": "trig",
+    ".nq": "nquads",
+    ".trix": "trix",
+}
+_FORMAT_ALIASES = {
+    "turtle": "turtle",
+    "ttl": "turtle",
+    "nt": "nt",
+    "ntriples": "nt",
+    "n-triples": "nt",
+    "nt11": "nt",
+    "n3": "n3",
+    "xml": "xml",
+    "rdfxml": "xml",
+    "rdf/xml": "xml",
+    "application/rdf+xml": "xml",
+    "json-ld": "json-ld",
+    "jsonld": "json-ld",
+    "trig": "trig",
+    "nquads": "nquads",
+    "nq": "nquads",
+    "trix": "trix",
+    "skos": None,  # the registry alias: detect the syntax from the extension
+    "rdf": None,
+    "owl": None,
+}
+_SYNTAX_NAMES = {
+    "turtle": "Turtle",
+    "nt": "N-Triples",
+    "n3": "Notation3",
+    "xml": "RDF/XML",
+    "json-ld": "JSON-LD",
+    "trig": "TriG",
+    "nquads": "N-Quads",
+    "trix": "TriX",
+}
+
+OBO_PURL = "http://purl.obolibrary.org/obo/"
+_OBO_LOCAL = re.compile(r"^([A-Za-z][A-Za-z0-9]*)_([A-Za-z0-9][A-Za-z0-9_.\-]*)$")
+_BAD_PREFIXES = {"", "http", "https", "urn", "file", "ftp", "mailto"}
+
+# ------------------------------------------------------------------ vocabulary IRIs
+_RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+_RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+_OWL = "http://www.w3.org/2002/07/owl#"
+_SKOS = "http://www.w3.org/2004/02/skos/core#"
+_OIO = "http://www.geneontology.org/formats/oboInOwl#"
+_DCT = "http://purl.org/dc/terms/"
+_VANN = "http://purl.org/vocab/vann/"
+IAO_DEFINITION = OBO_PURL + "IAO_0000115"
+IAO_REPLACED_BY = OBO_PURL + "IAO_0100001"
+_SYNONYM_PREDICATES = (
+    _SKOS + "altLabel",
+    _OIO + "hasExactSynonym",
+    _OIO + "hasRelatedSynonym",
+    _OIO + "hasBroadSynonym",
+    _OIO + "hasNarrowSynonym",
+)
+
+
+def rdf_syntax(path: str | Path, format: str | None = None) -> str:
+    """The rdflib parser name for ``path``: from ``format`` or the extension (see module doc)."""
+    p = Path(path)
+    if format is not None:
+        key = format.lower()
+        if key not in _FORMAT_ALIASES:
+            raise InputError(
+                f"unknown RDF syntax {format!r}; known: "
+                f"{', '.join(sorted(k for k, v in _FORMAT_ALIASES.items() if v))}",
+                source=str(p),
+            )
+        if _FORMAT_ALIASES[key]:
+            return _FORMAT_ALIASES[key]
+    suffix = p.suffix.lower()
+    if suffix in _EXT_FORMATS:
+        return _EXT_FORMATS[suffix]
+    if suffix in (".owl", ".owx", ".ofn", ".omn"):
+        return _sniff_owl(p)
+    raise InputError(
+        f"cannot tell the RDF syntax from the extension {suffix or '(none)'!r}; pass format= one "
+        f"of {', '.join(sorted(_SYNTAX_NAMES))}",
+        source=str(p),
+    )
+
+
+def _sniff_owl(p: Path) -> str:
+    head = safety.read_head(p, 4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    text = head.decode("utf-8", errors="replace")
+    if text.startswith("<"):
+        if re.search(r"<(owl:)?Ontology\b[^>]*xmlns=\"http://www\.w3\.org/2002/07/owl#\"", text) or (
+            "<rdf:RDF" not in text and re.search(r"<(owl:)?Ontology\b", text)
+        ):
+            raise InputError(
+                "this is OWL/XML, not an RDF syntax rdflib reads; convert it to RDF/XML or "
+                "Turtle (e.g. `robot convert`), or load it with reasoner='hermit'",
+                source=str(p),
+            )
+        return "xml"
+    if text.startswith(("@prefix", "@base", "PREFIX", "prefix", "BASE", "#")) or text.startswith("<http"):
+        return "turtle"
+    if re.match(r"(Prefix|Ontology)\(", text):
+        raise InputError(
+            "this is OWL functional syntax, not RDF; convert it to RDF/XML or Turtle "
+            "(e.g. `robot convert`)",
+            source=str(p),
+        )
+    raise InputError(
+        "cannot tell the syntax of this .owl file from its first bytes (expected RDF/XML "
+        "starting with '<' or Turtle starting with @prefix); pass format=",
+        source=str(p),
+    )
+
+
+# ------------------------------------------------------------------ parsing
+def parse_graph(path: str | Path, syntax: str, *, data: bytes | None = None, source: str | None = None):
+    """Parse one RDF document into an rdflib ``Graph`` after the safety checks.
+
+    Errors name the file, the line (where the parser gives one) and what was expected.
+    """
+    from rdflib import Graph
+
+    p = Path(path)
+    src = source or str(p)
+    if data is None:
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=src) from None
+    if syntax in ("xml", "trix"):
+        safety.check_xml(src, data)
+    elif syntax == "json-ld":
+        safety.check_jsonld(src, data)
+    g = Graph(bind_namespaces="core")
+    public_id = p.resolve().as_uri() if source is None else source
+    try:
+        with warnings.catch_warnings():  # rdflib's JSON-LD parser uses its own deprecated API
+            warnings.simplefilter("ignore", DeprecationWarning)
+            g.parse(data=data, format=syntax, publicID=public_id)
+    except UnsafeInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every parser error becomes an InputError
+        raise _parse_error(exc, src, syntax, data) from None
+    return g
+
+
+def _parse_error(exc: Exception, src: str, syntax: str, data: bytes) -> InputError:
+    name = _SYNTAX_NAMES.get(syntax, syntax)
+    location = None
+    message = str(exc) or type(exc).__name__
+    get_line = getattr(exc, "getLineNumber", None)
+    if callable(get_line):  # xml.sax.SAXParseException
+        location = f"line {get_line()}, column {exc.getColumnNumber()}"
+        message = exc.getMessage()
+    elif type(exc).__name__ == "BadSyntax":  # rdflib notation3 (Turtle, N3, TriG)
+        args = exc.args
+        if len(args) >= 5 and isinstance(args[2], str) and isinstance(args[3], int):
+            text, pos = args[2], args[3]
+            line = text.count("\n", 0, pos) + 1
+            col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+            location = f"line {line}, column {col}"
+            message = f"{args[4]} (near {text[pos:pos + 30]!r})"
+    elif getattr(exc, "lineno", None):  # json.JSONDecodeError
+        location = f"line {exc.lineno}, column {getattr(exc, 'colno', '?')}"
+        message = getattr(exc, "msg", message)
+    elif syntax in ("nt", "nquads"):
+        line = _first_bad_ntriples_line(data, syntax)
+        if line:
+            location = f"line {line}"
+    return InputError(f"malformed {name}: {message}; expected valid {name}", source=src, location=location)
+
+
+def _first_bad_ntriples_line(data: bytes, syntax: str) -> int | None:
+    from rdflib import Graph
+
+    for k, raw in enumerate(data.splitlines(), start=1):
+        s = raw.strip()
+        if not s or s.startswith(b"#"):
+            continue
+        try:
+            Graph().parse(data=raw + b"\n", format=syntax)
+        except Exception:  # noqa: BLE001
+            return k
+    return None
+
+
+# ------------------------------------------------------------------ compaction
+class _Compactor:
+    """IRI → CURIE with the graph's bindings; remembers the prefixes it used."""
+
+    def __init__(self, bindings: Iterable[tuple[str, str]]):
+        self._ns = sorted(
+            ((ns, prefix) for prefix, ns in bindings if prefix not in _BAD_PREFIXES and ns),
+            key=lambda t: (-len(t[0]), t[1]),
+        )
+        self.used: dict[str, str] = {}
+        self._cache: dict[str, str] = {}
+        self._curie_iri: dict[str, str] = {}
+
+    def __call__(self, iri: str) -> str:
+        hit = self._cache.get(iri)
+        if hit is not None:
+            return hit
+        out = iri
+        if iri.startswith(OBO_PURL):
+            m = _OBO_LOCAL.match(iri[len(OBO_PURL) :])
+            if m:
+                out = self._use(f"{m.group(1)}:{m.group(2)}", m.group(1), OBO_PURL + m.group(1) + "_", iri)
+        if out == iri:
+            for ns, prefix in self._ns:
+                if iri.startswith(ns) and len(iri) > len(ns):
+                    local = iri[len(ns) :]
+                    if not any(c.isspace() for c in local):
+                        out = self._use(f"{prefix}:{local}", prefix, ns, iri)
+                        break
+        self._cache[iri] = out
+        return out
+
+    def _use(self, curie: str, prefix: str, ns: str, iri: str) -> str:
+        if self.used.get(prefix, ns) != ns or self._curie_iri.get(curie, iri) != iri:
+            return iri  # a prefix already bound elsewhere: keep the IRI rather than collide
+        self.used[prefix] = ns
+        self._curie_iri[curie] = iri
+        return curie
+
+
+# ------------------------------------------------------------------ loading
+def load_rdf(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    follow_imports: bool = False,
+    dangling: str = "declare",
+    conflicts: str = "error",
+    lang: str = "en",
+    reasoner: str = "none",
+    syntax: str | None = None,
+) -> Ontology:
+    """Load an RDF/RDFS/OWL/SKOS ontology (see the module docstring for the mapping).
+
+    Parameters
+    ----------
+    format:
+        rdflib syntax name or alias (``turtle``, ``xml``, ``nt``, ``json-ld``, ...); ``None``
+        takes it from the extension.
+    follow_imports:
+        Parse ``owl:imports`` too (local ``file:`` IRIs and paths relative to the file, or
+        ``http(s)`` URLs, each checked like the main file). Off by default: loading never
+        reaches the network unasked.
+    dangling:
+        ``"declare"`` | ``"error"`` | ``"drop"`` for parents that are never declared.
+    conflicts:
+        ``"error"`` | ``"keep-first"`` for two different preferred labels of one node.
+    lang:
+        Preferred label language.
+    reasoner:
+        ``"none"`` or ``"hermit"`` (see :func:`load_owl`).
+    syntax:
+        Same as ``format``, under the name that reaches the loader through
+        ``load_ontology(path, format="rdf", syntax="turtle")`` (whose own ``format`` picks
+        the loader).
+    """
+    p = Path(path)
+    graph = parse_graph(p, rdf_syntax(p, syntax or format))
+    return graph_to_ontology(
+        graph,
+        source=str(p),
+        follow_imports=follow_imports,
+        dangling=dangling,
+        conflicts=conflicts,
+        lang=lang,
+        reasoner=reasoner,
+        base_dir=p.resolve().parent,
+    )
+
+
+def load_owl(
+    path: str | Path,
+    *,
+    reasoner: str = "none",
+    format: str | None = None,
+    follow_imports: bool = False,
+    dangling: str = "declare",
+    conflicts: str = "error",
+    lang: str = "en",
+    syntax: str | None = None,
+) -> Ontology:
+    """Load an OWL ontology (RDF/XML or Turtle).
+
+    ``reasoner="none"`` (default) reads the asserted hierarchy with rdflib, exactly as
+    :func:`load_rdf`. ``reasoner="hermit"`` classifies the ontology with owlready2 + HermiT
+    (needs Java) and uses the *inferred* direct superclasses between named classes as the
+    class hierarchy (transitively reduced: only direct superclasses, as a reasoner's taxonomy),
+    e.g. ``A ≡ B and C`` makes ``A`` a subclass of ``B`` and ``C``; named classes
+    HermiT finds equivalent keep only the asserted edges between each other (an inferred
+    two-way edge would be a cycle), counted as ``equivalent_classes``. Labels, definitions,
+    status and SKOS edges still come from the RDF. ``owl:imports`` are stripped before the
+    graph reaches owlready2 (which would otherwise fetch them) unless ``follow_imports=True``,
+    in which case this loader resolves them itself first.
+    """
+    if reasoner not in ("none", "hermit"):
+        raise InputError(f"reasoner must be 'none' or 'hermit', not {reasoner!r}", source=str(path))
+    return load_rdf(
+        path,
+        format=syntax or format,
+        follow_imports=follow_imports,
+        dangling=dangling,
+        conflicts=conflicts,
+        lang=lang,
+        reasoner=reasoner,
+    )
+
+
+def _lang_rank(lit: Any, lang: str) -> int:
+    language = (lit.language or "").lower()
+    if language and (language == lang or language.startswith(lang + "-")):
+        return 0
+    return 1 if not language else 2
+
+
+def _pick(cands: list[tuple[int, Any]], lang: str) -> tuple[list[str], list[str]]:
+    """``cands``: (predicate rank, literal). Returns (winners, others) as strings; winners are
+    the distinct values in the best (language tier, predicate) slot."""
+    scored = sorted(
+        ((_lang_rank(lit, lang), prank, str(lit).strip(), lit.language or "") for prank, lit in cands),
+    )
+    scored = [s for s in scored if s[2]]
+    if not scored:
+        return [], []
+    best = scored[0][:2]
+    winners = list(dict.fromkeys(s[2] for s in scored if s[:2] == best))
+    others = list(dict.fromkeys(s[2] for s in scored if s[:2] != best))
+    return winners, others
+
+
+def _is_true(lit: Any) -> bool:
+    try:
+        value = lit.toPython()
+    except Exception:  # noqa: BLE001
+        value = str(lit)
+    return value is True or str(value).strip().lower() in ("true", "1")
+
+
+def graph_to_ontology(
+    graph,
+    *,
+    source: str,
+    follow_imports: bool = False,
+    dangling: str = "declare",
+    conflicts: str = "error",
+    lang: str = "en",
+    reasoner: str = "none",
+    base_dir: Path | None = None,
+) -> Ontology:
+    """Compile an rdflib ``Graph`` (see the module docstring)."""
+    from rdflib import BNode, Literal, URIRef
+
+    if dangling not in ("declare", "error", "drop"):
+        raise InputError(f"dangling must be 'declare', 'error' or 'drop', not {dangling!r}", source=source)
+    if reasoner not in ("none", "hermit"):
+        raise InputError(f"reasoner must be 'none' or 'hermit', not {reasoner!r}", source=source)
+    lang = lang.lower()
+    U = URIRef
+    imports = sorted({str(o) for o in graph.objects(None, U(_OWL + "imports"))})
+    diagnostics_pre: list[tuple[str, str | None, int]] = []
+    if imports and follow_imports:
+        followed = _follow_imports(graph, imports, source, base_dir)
+        diagnostics_pre.append(("owl_imports_followed", None, followed))
+    elif imports:
+        for iri in imports:
+            diagnostics_pre.append(
+                ("owl_imports_not_followed", f"owl:imports <{iri}> not followed (pass follow_imports=True)", 1)
+            )
+
+    bindings = [(prefix, str(ns)) for prefix, ns in graph.namespaces()]
+    for subj in graph.subjects(U(_VANN + "preferredNamespacePrefix"), None):
+        prefix = graph.value(subj, U(_VANN + "preferredNamespacePrefix"))
+        uri = graph.value(subj, U(_VANN + "preferredNamespaceUri"))
+        if prefix is not None and uri is not None:
+            bindings.append((str(prefix), str(uri)))
+    compact = _Compactor(bindings)
+    b = OntologyBuilder(source)
+    for kind, message, count in diagnostics_pre:
+        b.warn(kind, message, count=count)
+
+    skip = {U(_OWL + "Thing"), U(_OWL + "Nothing")}
+    node_type: dict[Any, str] = {}
+    anonymous = 0
+    for type_iri, tname in ((_OWL + "Class", "class"), (_RDFS + "Class", "class"), (_SKOS + "Concept", "concept")):
+        for s in graph.subjects(U(_RDF + "type"), U(type_iri)):
+            if isinstance(s, URIRef):
+                if s not in skip:
+                    node_type.setdefault(s, tname)
+            else:
+                anonymous += 1
+    if anonymous:
+        b.warn("skipped_anonymous_classes", count=anonymous)
+
+    edges: dict[tuple[Any, Any], None] = {}
+    counts = {"skipped_restrictions": 0, "skipped_anonymous_superclasses": 0, "skipped_anonymous_subclasses": 0}
+    restriction = U(_OWL + "Restriction")
+    rdf_type = U(_RDF + "type")
+    thing_parents = 0
+    for s, o in graph.subject_objects(U(_RDFS + "subClassOf")):
+        if not isinstance(s, URIRef):
+            counts["skipped_anonymous_subclasses"] += 1
+        elif isinstance(o, BNode):
+            if (o, rdf_type, restriction) in graph:
+                counts["skipped_restrictions"] += 1
+            else:
+                counts["skipped_anonymous_superclasses"] += 1
+        elif isinstance(o, Literal):
+            b.warn("invalid_subclass_objects", f"<{s}> rdfs:subClassOf a literal {str(o)[:60]!r}")
+        elif s in skip:
+            continue
+        elif o in skip:
+            thing_parents += o == U(_OWL + "Thing")
+            node_type.setdefault(s, "class")
+        else:
+            node_type.setdefault(s, "class")
+            edges[(s, o)] = None
+    for s, o in graph.subject_objects(U(_SKOS + "broader")):
+        if isinstance(s, URIRef) and isinstance(o, URIRef):
+            node_type.setdefault(s, "concept")
+            edges[(s, o)] = None
+        else:
+            b.warn("skipped_anonymous_skos_links")
+    for s, o in graph.subject_objects(U(_SKOS + "narrower")):
+        if isinstance(s, URIRef) and isinstance(o, URIRef):
+            node_type.setdefault(o, "concept")
+            edges[(o, s)] = None
+        else:
+            b.warn("skipped_anonymous_skos_links")
+    for kind, n in counts.items():
+        if n:
+            b.warn(kind, count=n)
+    if thing_parents:
+        b.warn("owl_thing_parents_dropped", count=thing_parents)
+
+    if reasoner == "hermit":
+        class_edges, equivalent = _hermit_edges(graph, source, set(node_type), edges)
+        skos_edges = {
+            e: None
+            for e in edges
+            if not (node_type.get(e[0]) == "class" and (e[0], U(_RDFS + "subClassOf"), e[1]) in graph)
+        }
+        asserted_class = len(edges) - len(skos_edges)
+        edges = dict(skos_edges)
+        edges.update(dict.fromkeys(class_edges))
+        b.warn("hermit_inferred_edges", count=len(class_edges))  # direct (reduced) edges
+        b.warn("asserted_class_edges_replaced", count=asserted_class)
+        if equivalent:
+            b.warn("equivalent_classes", count=equivalent)
+
+    # ---------------------------------------------------------------- node annotations
+    pref, label_p, defn = U(_SKOS + "prefLabel"), U(_RDFS + "label"), U(_SKOS + "definition")
+    iao_def = U(IAO_DEFINITION)
+    deprecated_p = U(_OWL + "deprecated")
+    repl_ps = (U(IAO_REPLACED_BY), U(_DCT + "isReplacedBy"))
+    syn_ps = tuple(U(x) for x in _SYNONYM_PREDICATES)
+    obo_ns_p = U(_OIO + "hasOBONamespace")
+    non_literal_labels = 0
+    nodes_sorted = sorted(node_type, key=str)
+
+    def literals(s, preds):
+        nonlocal non_literal_labels
+        out = []
+        for rank, pr in enumerate(preds):
+            for o in graph.objects(s, pr):
+                if isinstance(o, Literal):
+                    out.append((rank, o))
+                else:
+                    non_literal_labels += 1
+        return out
+
+    for s in nodes_sorted:
+        nid = compact(str(s))
+        winners, others = _pick(literals(s, (pref, label_p)), lang)
+        syns = [str(o).strip() for _, o in literals(s, syn_ps)]
+        defs, _ = _pick(literals(s, (iao_def, defn)), lang)
+        status = "active"
+        replaced = None
+        obo_ns = next((str(o) for o in graph.objects(s, obo_ns_p) if isinstance(o, Literal)), None)
+        if any(_is_true(o) for o in graph.objects(s, deprecated_p) if isinstance(o, Literal)):
+            status = "deprecated"
+        for rp in repl_ps:
+            for o in graph.objects(s, rp):
+                replaced = compact(str(o)) if isinstance(o, URIRef) else str(o).strip()
+                break
+            if replaced:
+                break
+        b.add_node(
+            nid,
+            label=winners[0] if winners else None,
+            synonyms=[x for x in others + syns if x],
+            definition=defs[0] if defs else None,
+            status=status,
+            replaced_by=replaced,
+            node_type=obo_ns or node_type[s],
+            where=f"<{s}>",
+        )
+        for extra in winners[1:]:
+            b.add_node(nid, label=extra, where=f"<{s}>")  # recorded as a label conflict
+    if non_literal_labels:
+        b.warn("non_literal_labels_skipped", count=non_literal_labels)
+
+    # ---------------------------------------------------------------- edges
+    declared = set(node_type)
+    for (s, o) in edges:
+        if o not in declared and dangling == "declare":
+            declared.add(o)
+            b.add_node(compact(str(o)), where=f"<{o}>")
+            b.warn("parents_declared_from_edges", f"parent <{o}> of <{s}> is not declared; added as a node")
+        b.add_edge(compact(str(s)), compact(str(o)), where=f"<{s}>")
+
+    # ---------------------------------------------------------------- properties
+    props: dict[Any, str] = {}
+    for s in graph.subjects(rdf_type, U(_OWL + "ObjectProperty")):
+        if isinstance(s, URIRef):
+            props[s] = "object"
+    for s in graph.subjects(rdf_type, U(_RDF + "Property")):
+        if isinstance(s, URIRef) and (
+            graph.value(s, U(_RDFS + "domain")) is not None or graph.value(s, U(_RDFS + "range")) is not None
+        ):
+            props.setdefault(s, "rdf")
+    skipped_prop_refs = 0
+    for s in sorted(props, key=str):
+        dom, rng = [], []
+        for pred, bucket in ((U(_RDFS + "domain"), dom), (U(_RDFS + "range"), rng)):
+            for o in graph.objects(s, pred):
+                if isinstance(o, URIRef):
+                    bucket.append(compact(str(o)))
+                else:
+                    skipped_prop_refs += 1
+        winners, _ = _pick(literals(s, (pref, label_p)), lang)
+        b.add_property(
+            Property(
+                id=compact(str(s)),
+                label=winners[0] if winners else None,
+                domain=tuple(sorted(dom)),
+                range=tuple(sorted(rng)),
+            )
+        )
+    if skipped_prop_refs:
+        b.warn("skipped_anonymous_domain_range", count=skipped_prop_refs)
+
+    b.prefixes = dict(sorted(compact.used.items()))
+    builder_dangling = "drop" if dangling == "drop" else "error"
+    if not declared:
+        raise OntologyError(
+            "the ontology is empty: no owl:Class, rdfs:Class or skos:Concept and no "
+            "rdfs:subClassOf / skos:broader / skos:narrower statements were found",
+            source=source,
+        )
+    return b.build(dangling=builder_dangling, conflicts=conflicts)
+
+
+# ------------------------------------------------------------------ imports
+def _follow_imports(graph, imports: list[str], source: str, base_dir: Path | None) -> int:
+    """Parse ``owl:imports`` (transitively) into ``graph``; returns how many were read."""
+    from rdflib import URIRef
+
+    seen: set[str] = set()
+    todo = list(imports)
+    while todo:
+        iri = todo.pop(0)
+        if iri in seen:
+            continue
+        seen.add(iri)
+        data, name = _fetch_import(iri, source, base_dir)
+        syntax = _syntax_of_import(name, data, source)
+        sub = parse_graph(Path(name), syntax, data=data, source=name)
+        for t in sub:
+            graph.add(t)
+        for o in sub.objects(None, URIRef(_OWL + "imports")):
+            if str(o) not in seen:
+                todo.append(str(o))
+    return len(seen)
+
+
+def _fetch_import(iri: str, source: str, base_dir: Path | None) -> tuple[bytes, str]:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(iri)
+    if parsed.scheme in ("http", "https"):
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(iri, timeout=30) as resp:  # noqa: S310 - asked for
+                return resp.read(), iri
+        except OSError as exc:
+            raise InputError(f"cannot fetch owl:imports <{iri}>: {exc}", source=source) from None
+    if parsed.scheme == "file":
+        local = Path(unquote(parsed.path))
+    elif parsed.scheme == "":
+        local = (base_dir or Path.cwd()) / iri
+    else:
+        raise InputError(f"cannot follow owl:imports <{iri}>: unsupported scheme", source=source)
+    try:
+        return local.read_bytes(), str(local)
+    except OSError as exc:
+        raise InputError(f"cannot read owl:imports <{iri}>: {exc.strerror}", source=source) from None
+
+
+def _syntax_of_import(name: str, data: bytes, source: str) -> str:
+    suffix = Path(name.split("?")[0]).suffix.lower()
+    if suffix in _EXT_FORMATS:
+        return _EXT_FORMATS[suffix]
+    text = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if text == b"<":
+        return "xml"
+    if text == b"{" or text == b"[":
+        return "json-ld"
+    return "turtle"
+
+
+# ------------------------------------------------------------------ reasoning
+def _hermit_edges(graph, source: str, named: set, asserted: dict) -> tuple[list[tuple[Any, Any]], int]:
+    """Direct named superclasses inferred by HermiT, as (child, parent) rdflib IRIs."""
+    import io
+
+    from rdflib import Graph, URIRef
+
+    try:
+        import owlready2
+    except ImportError:
+        raise InputError(
+            "reasoner='hermit' needs owlready2: pip install 'kg-rageval[owl]'", source=source
+        ) from None
+    clean = Graph()
+    imports = URIRef(_OWL + "imports")
+    for t in graph:
+        if t[1] != imports:
+            clean.add(t)
+    data = clean.serialize(format="nt", encoding="utf-8")
+    world = owlready2.World()
+    try:
+        onto = world.get_ontology("http://kg-rageval.invalid/reasoned.owl").load(
+            fileobj=io.BytesIO(data), format="ntriples"
+        )
+        with onto:
+            owlready2.sync_reasoner_hermit(world, infer_property_values=False, debug=0)
+    except owlready2.OwlReadyInconsistentOntologyError:
+        raise OntologyError("HermiT: the ontology is inconsistent", source=source) from None
+    except FileNotFoundError as exc:
+        raise InputError(f"reasoner='hermit' needs Java on PATH ({exc})", source=source) from None
+    except Exception as exc:  # noqa: BLE001 - Java/owlready failures
+        raise OntologyError(f"HermiT failed: {str(exc).strip()[:500]}", source=source) from None
+    thing, nothing = owlready2.Thing, owlready2.Nothing
+    out: list[tuple[Any, Any]] = []
+    equivalent = 0
+    for cls in world.classes():
+        child = URIRef(cls.iri)
+        if cls is nothing:
+            continue
+        equivs = {e for e in cls.equivalent_to if isinstance(e, owlready2.ThingClass)}
+        equivalent += len(equivs)
+        for parent in cls.is_a:
+            if not isinstance(parent, owlready2.ThingClass) or parent in (thing, nothing):
+                continue
+            pi = URIRef(parent.iri)
+            if parent in equivs and (child, pi) not in asserted:
+                continue
+            out.append((child, pi))
+    return _transitive_reduction(out), equivalent // 2
+
+
+def _transitive_reduction(edges: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """Keep direct superclasses only: owlready2 keeps asserted parents beside inferred ones
+    (``Mother ⊑ Person`` stays after ``Mother ⊑ Parent ⊑ Person`` is inferred)."""
+    import networkx as nx
+
+    g = nx.DiGraph(edges)
+    if not nx.is_directed_acyclic_graph(g):
+        return edges  # the builder reports the cycle
+    kept = set(nx.transitive_reduction(g).edges())
+    return [e for e in dict.fromkeys(edges) if e in kept]

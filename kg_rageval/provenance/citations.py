@@ -1,0 +1,114 @@
+"""Citation completeness and citation precision / recall against gold evidence.
+
+**Claims and their citations** (first rule that applies):
+
+1. ``answer.claims``: a list of ``{"text": str, "citations": [doc id, ...]}`` — claim-level
+   citations given by the system;
+2. otherwise the sentences of ``answer.text`` (split as in
+   :func:`~kg_rageval.generation.verifiers.sentence_claims`); a sentence's citations are its
+   inline markers: ``[doc-12]`` naming a cited id, or ``[1]`` (1-based) indexing
+   ``answer.citations``. Several ids may share a bracket (``[doc-1, doc-2]`` or ``[1][2]``).
+   Only when the answer carries **no** inline marker at all is completeness left unscored
+   (``no claim-level citations``): answer-level citations cannot say which claim they support.
+
+``citation_completeness`` = Σ claims with ≥ 1 citation / Σ claims. A refused answer or one
+without claims adds nothing (it is counted in ``no_claims``).
+
+**Precision / recall** on records with ``retrieval.gold``: with C the set of cited ids
+(``answer.citations`` ∪ claim citations) and G the gold evidence,
+``citation_precision`` = Σ|C∩G| / Σ|C| and ``citation_recall`` = Σ|C∩G| / Σ|G|.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from ..errors import InputError
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
+from ..generation.verifiers import sentence_claims
+from ..records import Record, where
+
+_MARKER = re.compile(r"\[([^\[\]]+)\]")
+
+
+class CitationFamily(Family):
+    name = "citations"
+    version = "1"
+    stats = ("answers", "no_claims", "claims", "cited_claims", "with_gold", "cited", "cited_gold", "gold")
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        p = ratio("citation_precision", sums["cited_gold"], sums["cited"], missing="no citations on records with gold evidence")
+        r = ratio("citation_recall", sums["cited_gold"], sums["gold"], missing="no gold evidence")
+        return {
+            "citation_completeness": ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
+            "citation_precision": p,
+            "citation_recall": r,
+            "citation_f1": harmonic("citation_f1", p, r),
+            "no_claims": Metric("no_claims", sums["no_claims"]),
+        }
+
+
+def _inline(sentence: str, cites: list[str]) -> list[str]:
+    out: list[str] = []
+    for group in _MARKER.findall(sentence):
+        for tok in (t.strip() for t in group.split(",")):
+            if tok in cites:
+                out.append(tok)
+            elif tok.isdigit() and 1 <= int(tok) <= len(cites):
+                out.append(cites[int(tok) - 1])
+    return out
+
+
+def claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
+    """``[(claim, [cited ids])]`` by the rules of the module docstring; ``None`` when the answer
+    has no claim-level citation information."""
+    ans = section(record, "answer") or {}
+    if ans.get("claims") is not None:
+        raw = ans["claims"]
+        if not isinstance(raw, list):
+            raise InputError(f"expected a list, found {raw!r}", location=where(record, "answer.claims"))
+        out = []
+        for k, c in enumerate(raw):
+            ok = isinstance(c, dict) and isinstance(c.get("text"), str) and isinstance(c.get("citations", []), list)
+            if not ok or not all(isinstance(x, str) for x in c.get("citations", [])):
+                raise InputError(f"expected {{'text': str, 'citations': [str]}}, found {c!r}",
+                                 location=where(record, f"answer.claims[{k}]"))
+            out.append((c["text"], list(c.get("citations", []))))
+        return out
+    text = answer_text(record) or ""
+    cites = citations(record) or []
+    if not _MARKER.search(text):
+        return None
+    return [(s, _inline(s, cites)) for s in sentence_claims(text)]
+
+
+def score_citations(records: Iterable[Record]) -> Evaluation:
+    records = list(records)
+    rows, unscored = [], []
+    for r in records:
+        if section(r, "answer") is None:
+            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            continue
+        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "answers": 1}
+        refused = flag(r, "answer", "refused") is True
+        claims = [] if refused else claim_citations(r)
+        cited_ids = set(citations(r) or [])
+        if claims is None:
+            row["completeness"] = "no claim-level citations"
+            unscored.append({"record_id": r["id"], "reason": "no claim-level citations"})
+        elif not claims:
+            row["no_claims"] = 1
+        else:
+            row["claims"] = len(claims)
+            row["cited_claims"] = sum(1 for _, c in claims if c)
+            for _, c in claims:
+                cited_ids.update(c)
+        gold = gold_documents(r)
+        if gold is not None:
+            row.update(with_gold=1, cited=len(cited_ids), gold=len(gold), cited_gold=len(cited_ids & gold))
+        row["cited_ids"] = " ".join(sorted(cited_ids))
+        rows.append(row)
+    return build_evaluation(CitationFamily(), rows, keys=all_slice_keys(records),
+                            details=("cited_ids", "completeness"), unscored=unscored)

@@ -1,0 +1,358 @@
+"""Retrieval metrics: vectorised per-query kernels and the additive :class:`RetrievalFamily`.
+
+All metrics follow trec_eval (``-c``: a judged query missing from the run scores as an empty
+run, i.e. 0, and is *counted* as missing). Notation for one query: ``R`` relevant documents
+(grade >= 1), ``rel_i`` = 1 when the document at rank ``i`` is relevant, ``g_i`` its gain.
+
+* ``recall@k``    = Σ_{i<=k} rel_i / R                         (trec_eval ``recall_k``)
+* ``precision@k`` = Σ_{i<=k} rel_i / k  (k, not the run length) (``P_k``)
+* ``hit@k``       = 1 if Σ_{i<=k} rel_i > 0                    (``success_k``)
+* ``mrr``         = 1 / rank of the first relevant document, 0 if none (``recip_rank``);
+  ``mrr@k`` counts only ranks <= k
+* ``map``         = AP averaged over queries, AP = (1/R) Σ_{i: rel_i=1} precision@i over the
+  whole run (no cut-off: trec_eval's ``map``)
+* ``r_precision`` = Σ_{i<=R} rel_i / R                         (``Rprec``)
+* ``ndcg@k``      = DCG@k / IDCG@k, DCG@k = Σ_{i<=k} g_i / log2(i + 1) (``ndcg_cut_k``): the
+  gain is the relevance level (graded, the default) or 1 for every relevant document
+  (``gain="binary"``); negative grades give gain 0. IDCG@k sorts all judged gains of the
+  query in descending order.
+
+k counts unique document ids (see :mod:`.runs`); the ranking of a scored run is score
+descending, then document id descending (trec_eval's tie order). Queries with no relevant
+document are not scored as 0: they form the separate *answerability* slice (``n_no_gold``).
+Every mean has the scored queries as its denominator; with none it is missing evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..evaluation import Family, Metric, mean_of, ratio
+from .runs import Qrels, Run
+
+GAINS = ("graded", "binary")
+
+
+def normalise_ks(k: int | Sequence[int]) -> tuple[int, ...]:
+    """Sorted unique positive cut-offs; raises ``ValueError`` naming the bad value."""
+    ks = (k,) if isinstance(k, (int, np.integer)) else tuple(k)
+    if not ks:
+        raise ValueError("k: need at least one cut-off")
+    for v in ks:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+            raise ValueError(f"k must be positive integers, got {v!r}")
+    return tuple(sorted({int(v) for v in ks}))
+
+
+def metric_names(ks: Sequence[int]) -> list[str]:
+    """Per-query metric names in report order."""
+    names = []
+    for k in ks:
+        names += [f"recall@{k}", f"precision@{k}", f"hit@{k}", f"ndcg@{k}", f"mrr@{k}"]
+    return names + ["mrr", "map", "r_precision"]
+
+
+@dataclass
+class PerQuery:
+    """Per-query results over the *qrels* queries, in qrels order.
+
+    ``values[name]`` holds each metric (0 for missing runs; meaningless where ``n_rel == 0``,
+    which marks the answerability slice). ``run_only`` lists run queries without judgements.
+    """
+
+    qids: list[str]
+    n_rel: np.ndarray
+    missing: np.ndarray
+    values: dict[str, np.ndarray]
+    n_retrieved: np.ndarray
+    ks: tuple[int, ...]
+    run_only: list[str] = field(default_factory=list)
+
+    @property
+    def scored(self) -> np.ndarray:
+        return self.n_rel > 0
+
+    def mean(self, name: str) -> float | None:
+        """Mean over scored queries (trec_eval ``-c`` over judged queries with relevance)."""
+        m = self.scored
+        return float(self.values[name][m].mean()) if m.any() else None
+
+
+def _local_positions(ptr: np.ndarray) -> np.ndarray:
+    lens = np.diff(ptr)
+    n = int(ptr[-1])
+    return np.arange(n, dtype=np.int64) - np.repeat(ptr[:-1], lens)
+
+
+_DISC_CACHE: dict[int, np.ndarray] = {}
+
+
+def _discounts(n: int) -> np.ndarray:
+    """1 / log2(i + 2) for 0-based position i (rank i + 1)."""
+    size = 1 << max(10, int(n - 1).bit_length())
+    d = _DISC_CACHE.get(size)
+    if d is None:
+        d = 1.0 / np.log2(np.arange(size, dtype=np.float64) + 2.0)
+        _DISC_CACHE[size] = d
+    return d
+
+
+def lookup_grades(qrels: Qrels, run: Run, qrow_of_run: np.ndarray) -> np.ndarray:
+    """Relevance grade of every run entry against its query's judgements (0 when unjudged).
+
+    Vectorised: qrels keys ``row * V + doc`` are globally sorted, so one ``searchsorted``
+    finds every (query, doc) pair."""
+    n = len(run.docs)
+    if n == 0 or len(qrels.docs) == 0:
+        return np.zeros(n)
+    docs = run.docs
+    if run.vocab is not qrels.vocab:
+        docs = qrels.vocab.remap_from(run.vocab)[docs]
+    V = max(len(qrels.vocab), 1)
+    qlens = np.diff(qrels.ptr)
+    qkeys = np.repeat(np.arange(len(qrels), dtype=np.int64), qlens) * V + qrels.docs
+    rrow = np.repeat(qrow_of_run, np.diff(run.ptr))
+    rkeys = rrow * V + docs
+    pos = np.searchsorted(qkeys, rkeys)
+    np.minimum(pos, len(qkeys) - 1, out=pos)
+    hit = (qkeys[pos] == rkeys) & (rrow >= 0) & (docs >= 0)
+    return np.where(hit, qrels.grades[pos], 0.0)
+
+
+ENGINES = ("auto", "numpy", "numba")
+NUMBA_MIN_ENTRIES = 200_000
+"""``engine="auto"`` uses the numba kernel from this many run entries on (when importable)."""
+
+
+def evaluate_run(
+    qrels: Qrels,
+    run: Run,
+    k: int | Sequence[int] = (1, 5, 10),
+    *,
+    gain: str = "graded",
+    engine: str = "auto",
+) -> PerQuery:
+    """All metrics of the module docstring for every qrels query, in one vectorised pass.
+
+    Parameters
+    ----------
+    qrels, run : the judgements and the ranked run (see :mod:`.runs`).
+    k : cut-off(s) for recall/precision/hit/nDCG/MRR@k.
+    gain : ``"graded"`` (gain = relevance level, trec_eval ``ndcg_cut``) or ``"binary"``.
+    engine : ``"numpy"`` (cumulative sums and one ``searchsorted``), ``"numba"`` (one
+        parallel pass per query, :mod:`._kernels`) or ``"auto"`` (numba for large runs when it
+        is importable). Both give the same numbers.
+    """
+    ks = normalise_ks(k)
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    from . import _kernels
+
+    if engine == "auto":
+        engine = "numba" if (_kernels.HAVE_NUMBA and len(run.docs) >= NUMBA_MIN_ENTRIES) else "numpy"
+    if engine == "numba" and not _kernels.HAVE_NUMBA:
+        raise ValueError("engine='numba' needs the numba package (pip install numba)")
+    nq = len(qrels)
+    qrow_of_run = np.fromiter((qrels.qindex.get(q, -1) for q in run.qids), dtype=np.int64, count=len(run))
+    lens = np.diff(run.ptr)
+    binary = gain == "binary"
+
+    # ---- qrels side: R and the ideal DCG at every cut-off
+    qlens = np.diff(qrels.ptr)
+    qrow = np.repeat(np.arange(nq, dtype=np.int64), qlens)
+    qrel = qrels.grades >= 1.0
+    n_rel = np.bincount(qrow, weights=qrel, minlength=nq).astype(np.int64)
+    qg = qrel.astype(np.float64) if binary else np.maximum(qrels.grades, 0.0)
+    order = np.lexsort((-qg, qrow))
+    ideal = qg[order] * _discounts(int(qlens.max()) if nq else 1)[_local_positions(qrels.ptr)]
+    I = np.zeros(len(ideal) + 1)
+    np.cumsum(ideal, out=I[1:])
+    qs = qrels.ptr[:-1]
+    idcg = np.stack([I[qs + np.minimum(qlens, k)] - I[qs] for k in ks], axis=1) if nq else np.zeros((0, len(ks)))
+
+    # ---- run side: hits/DCG at every cut-off, first relevant rank, AP sum, R-precision hits
+    if engine == "numba":
+        docs = run.docs if run.vocab is qrels.vocab else qrels.vocab.remap_from(run.vocab)[run.docs]
+        disc = _discounts(int(lens.max()) if len(lens) else 1)
+        hits, dcg, rank1, ap_sum, rp_hits = _kernels.run_kernel(
+            run.ptr, docs, qrow_of_run, qrels.ptr, qrels.docs, qrels.grades, np.asarray(ks), binary, disc
+        )
+    else:
+        hits, dcg, rank1, ap_sum, rp_hits = _run_side_numpy(qrels, run, qrow_of_run, n_rel, ks, binary)
+
+    ok = qrow_of_run >= 0
+    rq = qrow_of_run[ok]
+    L = lens[ok]
+    R = n_rel[rq]
+    Rsafe = np.maximum(R, 1).astype(np.float64)
+    hits, dcg, rank1, ap_sum, rp_hits = hits[ok], dcg[ok], rank1[ok], ap_sum[ok], rp_hits[ok]
+    values: dict[str, np.ndarray] = {n: np.zeros(nq) for n in metric_names(ks)}
+    rr = np.where(rank1 > 0, 1.0 / np.maximum(rank1, 1), 0.0)
+    for j, k in enumerate(ks):
+        h = hits[:, j].astype(np.float64)
+        values[f"recall@{k}"][rq] = h / Rsafe
+        values[f"precision@{k}"][rq] = h / k
+        values[f"hit@{k}"][rq] = (h > 0).astype(np.float64)
+        ideal_k = idcg[rq, j]
+        values[f"ndcg@{k}"][rq] = np.where(ideal_k > 0, dcg[:, j] / np.where(ideal_k > 0, ideal_k, 1.0), 0.0)
+        values[f"mrr@{k}"][rq] = np.where((rank1 > 0) & (rank1 <= k), rr, 0.0)
+    values["mrr"][rq] = rr
+    values["map"][rq] = ap_sum / Rsafe
+    values["r_precision"][rq] = rp_hits / Rsafe
+
+    missing = np.ones(nq, dtype=bool)
+    missing[rq] = False
+    n_ret = np.zeros(nq, dtype=np.int64)
+    n_ret[rq] = L
+    run_only = [q for q, r in zip(run.qids, qrow_of_run.tolist()) if r < 0]
+    return PerQuery(list(qrels.qids), n_rel, missing, values, n_ret, ks, run_only)
+
+
+def _run_side_numpy(qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.ndarray,
+                    ks: tuple[int, ...], binary: bool):
+    """numpy path: prefix sums over the concatenated run give every cut-off in O(queries)."""
+    grades = lookup_grades(qrels, run, qrow_of_run)
+    rptr = run.ptr
+    starts = rptr[:-1]
+    lens = np.diff(rptr)
+    rel = grades >= 1.0
+    C = np.zeros(len(rel) + 1, dtype=np.int64)
+    np.cumsum(rel, out=C[1:])
+    pos = _local_positions(rptr)
+    disc = _discounts(int(lens.max()) if len(lens) else 1)[pos]
+    g = rel.astype(np.float64) if binary else np.maximum(grades, 0.0)
+    D = np.zeros(len(rel) + 1)
+    np.cumsum(g * disc, out=D[1:])
+    s, L = starts, lens
+    hits = np.stack([C[s + np.minimum(L, k)] - C[s] for k in ks], axis=1) if len(s) else np.zeros((0, len(ks)), np.int64)
+    dcg = np.stack([D[s + np.minimum(L, k)] - D[s] for k in ks], axis=1) if len(s) else np.zeros((0, len(ks)))
+    total = C[s + L] - C[s]
+    first = np.searchsorted(C, C[s] + 1, side="left")  # index of the first relevant entry + 1
+    rank1 = np.where(total > 0, first - s, 0)
+    rrow = np.repeat(np.arange(len(run), dtype=np.int64), lens)
+    local_hits = C[1:] - C[starts][rrow]
+    term = np.where(rel, local_hits / (pos + 1.0), 0.0)
+    ap_sum = np.bincount(rrow, weights=term, minlength=len(run))
+    R = np.where(qrow_of_run >= 0, n_rel[np.maximum(qrow_of_run, 0)], 0)
+    rp_hits = C[s + np.minimum(L, R)] - C[s]
+    return hits, dcg, rank1, ap_sum, rp_hits
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, float]],
+    run: Mapping[str, Mapping[str, float]] | Mapping[str, Sequence[str]],
+    k: int | Sequence[int] = (1, 5, 10),
+    *,
+    gain: str = "graded",
+    dedupe: bool = False,
+    engine: str = "auto",
+) -> dict[str, float | None]:
+    """Convenience: mean metrics from plain dicts (``{qid: {doc: grade}}`` and either
+    ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``). Means are over judged queries with at
+    least one relevant document (trec_eval ``-c``); ``None`` when there are none."""
+    q = Qrels.from_dict(qrels)
+    first = next(iter(run.values()), None)
+    if isinstance(first, Mapping):
+        r = Run.from_dict(run, vocab=q.vocab)  # type: ignore[arg-type]
+    else:
+        r = Run.from_lists(run, vocab=q.vocab, dedupe=dedupe)  # type: ignore[arg-type]
+    pq = evaluate_run(q, r, k, gain=gain, engine=engine)
+    return {name: pq.mean(name) for name in pq.values}
+
+
+# ---------------------------------------------------------------------------- the family
+
+FILTER_STATS = (
+    "n_gold_unknown",  # eligible relevant gold ids not in the corpus (scored, not replayable)
+    "n_filters_not_logged",  # queries with eligible gold in the corpus but no filters list
+    "n_gold_ineligible",  # gold documents removed by entitlement before scoring
+    "n_q_gold_all_ineligible",  # queries whose gold was all ineligible (entitlement slice)
+    "n_ineligible_retrieved",  # retrieved documents the principal may not see (leaks)
+    "fe_q_eligible",  # queries with >= 1 eligible gold doc and replayed filters
+    "fe_q_excluded",  # ... whose every eligible gold doc the relevance filters excluded
+    "fe_docs_eligible",
+    "fe_docs_excluded",
+    "att_q",  # queries with >= 1 eligible gold doc and replayed filters (attribution base)
+    "att_q_hit",  # an eligible gold doc in the top k_att
+    "att_q_filter",  # missed: every eligible gold doc excluded by the filters
+    "att_q_retriever",  # missed: some gold passed the filter, none was retrieved
+    "att_q_ranker",  # missed: some gold retrieved, all below k_att
+    "att_docs",
+    "att_docs_found",
+    "att_docs_filter",
+    "att_docs_retriever",
+    "att_docs_ranker",
+    "pred_tp",  # filter predicates matching a gold predicate
+    "pred_n",
+    "gold_n",
+)
+
+
+class RetrievalFamily(Family):
+    """Retrieval metrics as additive sums (see the module docstring for the formulas).
+
+    Stats per metric ``m``: ``m.sum`` over scored queries; ``n_scored`` (queries with >= 1
+    relevant, eligible gold document, missing runs included as 0), ``n_missing_run``,
+    ``n_no_gold`` (answerability slice), ``n_duplicates_removed``, plus the filter, attribution
+    and predicate counts of :data:`FILTER_STATS`. Every rate is a ratio of two sums; an empty
+    denominator is missing evidence (``value=None``), never 0.
+    """
+
+    name = "retrieval"
+    version = "1"
+
+    def __init__(self, k: int | Sequence[int] = (1, 5, 10), *, gain: str = "graded", attribution_k: int | None = None):
+        self.ks = normalise_ks(k)
+        self.gain = gain
+        self.attribution_k = int(attribution_k or max(self.ks))
+        self.metric_list = metric_names(self.ks)
+        self.stats = tuple(f"{m}.sum" for m in self.metric_list) + (
+            "n_scored",
+            "n_missing_run",
+            "n_no_gold",
+            "n_no_gold_nonempty_run",
+            "n_duplicates_removed",
+        ) + FILTER_STATS
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        n = sums.get("n_scored", 0.0)
+        out: dict[str, Metric] = {}
+        for m in self.metric_list:
+            out[m] = mean_of(m, sums.get(f"{m}.sum", 0.0), n, missing="no scored queries with relevant gold")
+        for c in ("n_scored", "n_missing_run", "n_no_gold", "n_no_gold_nonempty_run", "n_duplicates_removed",
+                  "n_gold_ineligible", "n_q_gold_all_ineligible", "n_ineligible_retrieved",
+                  "n_gold_unknown", "n_filters_not_logged", "fe_q_eligible", "fe_q_excluded"):
+            out[c] = Metric(c, float(sums.get(c, 0.0)))
+        out["missing_run_rate"] = ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
+                                        missing="no scored queries")
+        out["false_exclusion_rate"] = ratio(
+            "false_exclusion_rate", sums.get("fe_q_excluded", 0.0), sums.get("fe_q_eligible", 0.0),
+            missing="no queries with entitlement-eligible gold and replayed filters",
+        )
+        out["doc_exclusion_rate"] = ratio(
+            "doc_exclusion_rate", sums.get("fe_docs_excluded", 0.0), sums.get("fe_docs_eligible", 0.0),
+            missing="no entitlement-eligible gold documents with replayed filters",
+        )
+        ka = self.attribution_k
+        aq = sums.get("att_q", 0.0)
+        for part in ("hit", "filter", "retriever", "ranker"):
+            out[f"attribution@{ka}.{part}"] = ratio(
+                f"attribution@{ka}.{part}", sums.get(f"att_q_{part}", 0.0), aq,
+                missing="no queries with eligible gold and replayed filters",
+            )
+        ad = sums.get("att_docs", 0.0)
+        for part in ("found", "filter", "retriever", "ranker"):
+            out[f"doc_attribution@{ka}.{part}"] = ratio(
+                f"doc_attribution@{ka}.{part}", sums.get(f"att_docs_{part}", 0.0), ad,
+                missing="no eligible gold documents with replayed filters",
+            )
+        out["predicate_precision"] = ratio("predicate_precision", sums.get("pred_tp", 0.0), sums.get("pred_n", 0.0),
+                                           missing="no extracted filter predicates on records with gold_filters")
+        out["predicate_recall"] = ratio("predicate_recall", sums.get("pred_tp", 0.0), sums.get("gold_n", 0.0),
+                                        missing="no gold filter predicates")
+        return out

@@ -1,0 +1,310 @@
+"""Array forms of qrels and runs: the integer-id input of the retrieval kernels.
+
+Conventions (also in ``docs/retrieval.md``):
+
+* **Document ids** are interned into a :class:`Vocab` (string → int code). Qrels and runs that
+  were built against different vocabularies are remapped when they meet.
+* **Qrels** are CSR by query: ``ptr`` (n_queries + 1), ``docs`` (codes, ascending within a
+  query) and ``grades`` (float relevance levels). A document is *relevant* when its grade is
+  ``>= 1`` (trec_eval's default ``relevance_level``); grade 0 and negative grades are judged
+  non-relevant, and negative grades give gain 0 in nDCG.
+* **Runs** are CSR by query in *ranked order*: position 0 is rank 1. When a run comes with
+  scores, the ranked order is trec_eval's: score descending, then document id descending (string
+  comparison), whatever order the input listed. Without scores the given order is the ranking.
+* **Duplicates**: k counts unique document ids, so a query whose run repeats an id is rejected
+  with an :class:`~kg_rageval.errors.InputError` naming the query, unless ``dedupe=True``,
+  which keeps the first occurrence (in the input order) and counts what it removed
+  (``Run.n_duplicates_removed``, per query in ``Run.duplicates``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+
+
+class Vocab:
+    """Document id interning: ``index[id]`` gives a stable int code (first seen, first
+    numbered), ``strings[code]`` the id."""
+
+    def __init__(self, strings: Iterable[str] = ()):
+        self.index: dict[str, int] = {}
+        self._strings: list[str] = []
+        self._rank_key: np.ndarray | None = None
+        self._grow(strings)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def strings(self) -> list[str]:
+        if len(self._strings) != len(self.index):
+            self._strings = list(self.index)
+        return self._strings
+
+    def _grow(self, ids: Iterable[str]) -> None:
+        idx = self.index
+        new = list(itertools.filterfalse(idx.__contains__, dict.fromkeys(ids)))
+        if new:
+            idx.update(zip(new, itertools.count(len(idx))))
+
+    def add(self, s: str) -> int:
+        return self.index.setdefault(s, len(self.index))
+
+    def codes(self, ids: Sequence[str]) -> np.ndarray:
+        """Codes of many ids, adding unseen ones in first-seen order (int64 array)."""
+        self._grow(ids)
+        return np.fromiter(map(self.index.__getitem__, ids), dtype=np.int64, count=len(ids))
+
+    def lookup(self, ids: Sequence[str]) -> np.ndarray:
+        """Codes of many ids without adding: unknown ids get -1."""
+        get = self.index.get
+        return np.fromiter((get(s, -1) for s in ids), dtype=np.int64, count=len(ids))
+
+    def remap_from(self, other: "Vocab") -> np.ndarray:
+        """Array mapping ``other``'s codes to this vocabulary's codes (-1 when absent)."""
+        return self.lookup(other.strings)
+
+    @property
+    def rank_key(self) -> np.ndarray:
+        """Position of each code in the sorted order of the id strings (code-point order, as
+        trec_eval's ``strcmp`` on UTF-8); cached until the vocabulary grows."""
+        cached = self._rank_key
+        if cached is not None and len(cached) == len(self.index):
+            return cached
+        order = np.argsort(np.asarray(self.strings, dtype=str), kind="stable")
+        key = np.empty(len(order), dtype=np.int64)
+        key[order] = np.arange(len(order))
+        self._rank_key = key
+        return key
+
+
+def trec_order(ptr: np.ndarray, scores: np.ndarray, rank_key: np.ndarray) -> np.ndarray:
+    """Permutation sorting each CSR row by score descending, then document id descending
+    (``rank_key`` = the documents' positions in string order).
+
+    Rows of similar length are sorted as one padded 2-D array (one ``argsort`` per row); rows
+    with tied scores are re-sorted with the id tie-break; very uneven rows fall back to one
+    ``lexsort`` over (row, -score, -id)."""
+    n = len(ptr) - 1
+    lens = np.diff(ptr)
+    N = int(ptr[-1])
+    if N == 0:
+        return np.zeros(0, dtype=np.int64)
+    width = int(lens.max())
+    row = np.repeat(np.arange(n, dtype=np.int64), lens)
+    if n * width > 2 * N + 4096:
+        return np.lexsort((-rank_key, -scores, row))
+    col = np.arange(N, dtype=np.int64) - np.repeat(ptr[:-1], lens)
+    grid = np.full((n, width), np.inf)
+    grid[row, col] = -scores
+    o = np.argsort(grid, axis=1, kind="stable")
+    srt = np.take_along_axis(grid, o, axis=1)
+    tie = (srt[:, 1:] == srt[:, :-1]) & np.isfinite(srt[:, 1:])
+    tied_rows = np.flatnonzero(tie.any(axis=1))
+    if tied_rows.size:
+        rk = np.full((n, width), np.iinfo(np.int64).max)
+        rk[row, col] = -rank_key
+        sub = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
+        o[tied_rows] = sub
+    valid = np.arange(width)[None, :] < lens[:, None]
+    return (ptr[:-1, None] + o)[valid]
+
+
+def _csr(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+    ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(lengths, dtype=np.int64), out=ptr[1:])
+    return ptr
+
+
+@dataclass
+class Qrels:
+    """Relevance judgements per query (see the module docstring)."""
+
+    qids: list[str]
+    ptr: np.ndarray
+    docs: np.ndarray
+    grades: np.ndarray
+    vocab: Vocab = field(default_factory=Vocab)
+
+    def __post_init__(self) -> None:
+        self.qindex = {q: i for i, q in enumerate(self.qids)}
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+    @classmethod
+    def from_dict(cls, qrels: Mapping[str, Mapping[str, float] | Iterable[str]], *, vocab: Vocab | None = None) -> "Qrels":
+        """From ``{qid: {doc: grade}}`` (or ``{qid: [doc, ...]}`` for binary judgements)."""
+        vocab = vocab if vocab is not None else Vocab()
+        qids, lens, docs_parts, grade_parts = [], [], [], []
+        for q, judged in qrels.items():
+            if isinstance(judged, Mapping):
+                ids = list(judged.keys())
+                g = np.fromiter((float(v) for v in judged.values()), dtype=np.float64, count=len(ids))
+            else:
+                ids = list(dict.fromkeys(judged))
+                g = np.ones(len(ids))
+            codes = vocab.codes(ids)
+            order = np.argsort(codes, kind="stable")
+            qids.append(str(q))
+            lens.append(len(ids))
+            docs_parts.append(codes[order])
+            grade_parts.append(g[order])
+        return cls(
+            qids,
+            _csr(lens),
+            np.concatenate(docs_parts) if docs_parts else np.zeros(0, np.int64),
+            np.concatenate(grade_parts) if grade_parts else np.zeros(0),
+            vocab,
+        )
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        s = self.vocab.strings
+        out: dict[str, dict[str, float]] = {}
+        for i, q in enumerate(self.qids):
+            a, b = self.ptr[i], self.ptr[i + 1]
+            out[q] = {s[d]: float(g) for d, g in zip(self.docs[a:b].tolist(), self.grades[a:b].tolist())}
+        return out
+
+    @property
+    def n_relevant(self) -> np.ndarray:
+        """Relevant documents (grade >= 1) per query."""
+        rel = (self.grades >= 1).astype(np.int64)
+        return np.add.reduceat(rel, self.ptr[:-1]) * (np.diff(self.ptr) > 0) if len(rel) else np.zeros(len(self), np.int64)
+
+
+@dataclass
+class Run:
+    """Ranked documents per query (see the module docstring). ``scores`` is ``None`` for runs
+    given as ranked lists only. ``duplicates`` holds the removed-duplicate count per query."""
+
+    qids: list[str]
+    ptr: np.ndarray
+    docs: np.ndarray
+    scores: np.ndarray | None = None
+    vocab: Vocab = field(default_factory=Vocab)
+    duplicates: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.qindex = {q: i for i, q in enumerate(self.qids)}
+        if self.duplicates is None:
+            self.duplicates = np.zeros(len(self.qids), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+    @property
+    def n_duplicates_removed(self) -> int:
+        return int(self.duplicates.sum())
+
+    def ranked(self, qid: str) -> list[str]:
+        i = self.qindex[qid]
+        s = self.vocab.strings
+        return [s[d] for d in self.docs[self.ptr[i] : self.ptr[i + 1]].tolist()]
+
+    @classmethod
+    def from_lists(cls, run: Mapping[str, Sequence[str]], *, vocab: Vocab | None = None, dedupe: bool = False) -> "Run":
+        """From ``{qid: [doc, ...]}`` in ranked order."""
+        vocab = vocab if vocab is not None else Vocab()
+        qids, lens, parts, dups = [], [], [], []
+        for q, ranked in run.items():
+            ids = list(ranked)
+            uniq = list(dict.fromkeys(ids))
+            if len(uniq) != len(ids):
+                if not dedupe:
+                    raise InputError(_dup_message(q, ids))
+            qids.append(str(q))
+            lens.append(len(uniq))
+            dups.append(len(ids) - len(uniq))
+            parts.append(vocab.codes(uniq))
+        return cls(qids, _csr(lens), _cat(parts, np.int64), None, vocab, np.asarray(dups, dtype=np.int64))
+
+    @classmethod
+    def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, vocab: Vocab | None = None) -> "Run":
+        """From ``{qid: {doc: score}}`` (pytrec_eval's run shape); ranked by trec_eval's order."""
+        vocab = vocab if vocab is not None else Vocab()
+        qids = [str(q) for q in run]
+        lens = [len(d) for d in run.values()]
+        flat = list(itertools.chain.from_iterable(run.values()))
+        scores = np.fromiter(
+            itertools.chain.from_iterable(d.values() for d in run.values()), dtype=np.float64, count=len(flat)
+        )
+        return cls.from_columns(qids, _csr(lens), vocab.codes(flat), scores, vocab, check_duplicates=False)
+
+    @classmethod
+    def from_columns(
+        cls,
+        qids: list[str],
+        ptr: np.ndarray,
+        docs: np.ndarray,
+        scores: np.ndarray,
+        vocab: Vocab,
+        *,
+        dedupe: bool = False,
+        check_duplicates: bool = True,
+    ) -> "Run":
+        """Sort each query's (doc, score) rows into trec_eval's order: score descending, then
+        document id descending (:func:`trec_order`). ``check_duplicates=False`` skips the
+        duplicate check for inputs that cannot repeat an id (dict keys)."""
+        n = len(qids)
+        lens = np.diff(ptr)
+        qrow = np.repeat(np.arange(n, dtype=np.int64), lens)
+        dup = np.zeros(n, dtype=np.int64)
+        if len(docs) and check_duplicates:
+            # duplicates: same (query, doc) twice
+            key = qrow * max(len(vocab), 1) + docs
+            order = np.argsort(key, kind="stable")
+            sk = key[order]
+            same = np.flatnonzero(sk[1:] == sk[:-1]) + 1
+            if same.size:
+                bad_rows = order[same]
+                if not dedupe:
+                    q = qids[int(qrow[bad_rows[0]])]
+                    d = vocab.strings[int(docs[bad_rows[0]])]
+                    raise InputError(
+                        f"query {q!r}: run lists document {d!r} more than once; k counts unique "
+                        "document ids (pass dedupe=True to keep the first occurrence)"
+                    )
+                keep = np.ones(len(docs), dtype=bool)
+                keep[bad_rows] = False
+                dup = np.bincount(qrow[bad_rows], minlength=n).astype(np.int64)
+                qrow, docs, scores = qrow[keep], docs[keep], scores[keep]
+                ptr = _csr(np.bincount(qrow, minlength=n))
+        if len(docs):
+            order = trec_order(ptr, scores, vocab.rank_key[docs])
+            docs, scores = docs[order], scores[order]
+        return cls(list(qids), ptr, docs, scores, vocab, dup)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{qid: {doc: score}}``; a run without scores gets scores n, n-1, ..., 1 so that
+        trec_eval's ordering reproduces the ranking."""
+        s = self.vocab.strings
+        out: dict[str, dict[str, float]] = {}
+        for i, q in enumerate(self.qids):
+            a, b = int(self.ptr[i]), int(self.ptr[i + 1])
+            docs = self.docs[a:b].tolist()
+            sc = self.scores[a:b].tolist() if self.scores is not None else list(range(b - a, 0, -1))
+            out[q] = {s[d]: float(v) for d, v in zip(docs, sc)}
+        return out
+
+
+def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+
+def _dup_message(q: Any, ids: Sequence[str]) -> str:
+    seen: set[str] = set()
+    for d in ids:
+        if d in seen:
+            break
+        seen.add(d)
+    return (
+        f"query {q!r}: run lists document {d!r} more than once; k counts unique document ids "
+        "(pass dedupe=True to keep the first occurrence)"
+    )

@@ -1,0 +1,418 @@
+"""``score_retrieval``: the retrieval section of the records → one :class:`Evaluation`.
+
+Per record (``retrieval`` section, see ``docs/retrieval.md``)::
+
+    {"gold": {"doc-12": 2, "doc-40": 1} | ["doc-12", ...],   # graded or binary judgements
+     "run": ["doc-7", "doc-12"] | [["doc-7", 0.9], ...] | [{"id": .., "score": ..}] | {"doc-7": 0.9},
+     "filters": [{"field": "category", "op": "within", "value": "TA0006", "source": "predicted"}],
+     "gold_filters": [...],              # the correct predicates (predicate precision/recall)
+     "principal": {"tenant": "acme"},    # entitlements (with a corpus)
+     "gold_node": "TA0006"}              # optional: the gold category's ontology node
+
+Order of operations for one query:
+
+1. **Entitlement** (with a corpus): gold documents the principal may not see are removed from
+   the gold set *before* scoring and counted (``n_gold_ineligible``); a query whose relevant
+   gold is all ineligible is counted in ``n_q_gold_all_ineligible`` and not scored. Gold ids
+   not in the corpus stay in the gold set (``n_gold_unknown``) but cannot be replayed.
+   Retrieved documents the principal may not see are counted as ``n_ineligible_retrieved``.
+2. **Standard metrics** (:mod:`.metrics`) over the eligible gold; a missing ``run`` scores as
+   an empty run and is counted (``n_missing_run``); a query without relevant gold goes to the
+   answerability slice (``n_no_gold``), not scored as 0.
+3. **Filter replay** (with a corpus and a logged ``filters`` list, possibly empty; without the
+   list the query is counted in ``n_filters_not_logged``): false exclusion, per-document
+   exclusion and the attribution of every eligible relevant gold document at ``k_att``
+   (``attribution_k``, default the largest k): *found* (in the top k_att), *ranker* (retrieved
+   below k_att), *filter* (not retrieved and excluded by the filters), *retriever* (not
+   retrieved though it passes the filters). Per query: *hit* when one is found; otherwise
+   *filter* when every eligible gold document was excluded, *ranker* when one was retrieved
+   below k_att, else *retriever*. Both partitions add up to their base.
+4. **Category diagnosis**: for a falsely excluded query, the first filter that excluded its
+   gold. A category filter is related to the query's gold node with the confusion taxonomy
+   (``fe_cause`` = exact/parent/ancestor/child/descendant/sibling/cousin/unrelated;
+   ``fe_under`` = their deepest common ancestor); another filter gives ``fe_cause`` =
+   ``field:<name>``. :func:`category_diagnosis` tabulates them.
+
+Row keys: ``gold_node`` (``retrieval.gold_node``, else the deepest common ancestor of the
+eligible relevant gold documents' categories in the corpus, else ``None``) and ``slice:<name>``
+for every record slice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..evaluation import Evaluation
+from ..records import Record, where
+from .corpus import Corpus
+from .filters import Filter, parse_filters, predicate_counts, replay
+from .metrics import RetrievalFamily, evaluate_run
+from .runs import Qrels, Run, Vocab
+
+
+def _parse_gold(rec: Record, raw: Any) -> dict[str, float]:
+    if isinstance(raw, Mapping):
+        out = {}
+        for d, g in raw.items():
+            if isinstance(g, bool) or not isinstance(g, (int, float)):
+                raise InputError(f"{where(rec, f'retrieval.gold[{d!r}]')}: grade must be a number, found {g!r}")
+            out[str(d)] = float(g)
+        return out
+    if isinstance(raw, list):
+        for i, d in enumerate(raw):
+            if not isinstance(d, str):
+                raise InputError(f"{where(rec, f'retrieval.gold[{i}]')}: expected a document id, found {d!r}")
+        return {d: 1.0 for d in raw}
+    raise InputError(f"{where(rec, 'retrieval.gold')}: expected an object {{doc: grade}} or a list of ids, found {raw!r}")
+
+
+def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
+    """Ranked unique ids and the number of duplicates removed (see :mod:`.runs`)."""
+    scored: list[tuple[str, float]] | None = None
+    if isinstance(raw, Mapping):
+        scored = []
+        for d, s in raw.items():
+            if isinstance(s, bool) or not isinstance(s, (int, float)):
+                raise InputError(f"{where(rec, f'retrieval.run[{d!r}]')}: score must be a number, found {s!r}")
+            scored.append((str(d), float(s)))
+    elif isinstance(raw, list):
+        if raw and not isinstance(raw[0], str):
+            scored = []
+            for i, e in enumerate(raw):
+                if isinstance(e, Mapping) and isinstance(e.get("id"), str) and isinstance(e.get("score"), (int, float)):
+                    scored.append((e["id"], float(e["score"])))
+                elif isinstance(e, (list, tuple)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], (int, float)):
+                    scored.append((e[0], float(e[1])))
+                else:
+                    raise InputError(
+                        f"{where(rec, f'retrieval.run[{i}]')}: expected [id, score] or {{'id', 'score'}} "
+                        f"(a run is all ids or all scored entries), found {e!r}"
+                    )
+        else:
+            for i, e in enumerate(raw):
+                if not isinstance(e, str):
+                    raise InputError(f"{where(rec, f'retrieval.run[{i}]')}: expected a document id, found {e!r}")
+            ids = raw
+    else:
+        raise InputError(f"{where(rec, 'retrieval.run')}: expected a list of ids, scored entries or {{id: score}}, found {raw!r}")
+    if scored is not None:
+        ids = [d for d, _ in scored]
+    uniq = list(dict.fromkeys(ids))
+    if len(uniq) != len(ids) and not dedupe:
+        seen: set[str] = set()
+        dup = next(d for d in ids if d in seen or seen.add(d))  # type: ignore[func-returns-value]
+        raise InputError(
+            f"{where(rec, 'retrieval.run')}: query {rec.get('id')!r} lists document {dup!r} more than once; "
+            "k counts unique document ids (dedupe=True keeps the first occurrence)"
+        )
+    if scored is not None:
+        first: dict[str, float] = {}
+        for d, s in scored:
+            first.setdefault(d, s)
+        # trec_eval order: score descending, then doc id descending
+        ranked = sorted(first.items(), key=lambda x: x[0], reverse=True)
+        ranked.sort(key=lambda x: -x[1])
+        return [d for d, _ in ranked], len(ids) - len(uniq)
+    return uniq, len(ids) - len(uniq)
+
+
+def score_retrieval(
+    ontology,
+    records: Iterable[Record],
+    corpus: Corpus | None = None,
+    *,
+    k: int | Sequence[int] = (1, 5, 10),
+    gain: str = "graded",
+    dedupe: bool = False,
+    attribution_k: int | None = None,
+    entitlement_defaults: Mapping[str, Any] | None = None,
+    engine: str = "auto",
+) -> Evaluation:
+    """Score the ``retrieval`` section of ``records`` (see the module docstring).
+
+    Parameters
+    ----------
+    ontology : the compiled :class:`~kg_rageval.ontology.Ontology` (gold nodes, ``within``).
+    corpus : documents with categories and entitlement fields; needed for entitlement,
+        filter replay, attribution and gold nodes derived from categories.
+    k : cut-offs. gain : ``"graded"`` or ``"binary"`` nDCG gain.
+    dedupe : keep the first occurrence of a repeated run id (counted) instead of raising.
+    attribution_k : the cut-off of the filter/retriever/ranker attribution (default max k).
+    entitlement_defaults : principal fields applied to every record that does not set them
+        (e.g. ``{"status": "published"}``).
+    """
+    family = RetrievalFamily(k, gain=gain, attribution_k=attribution_k)
+    ks, katt = family.ks, family.attribution_k
+    records = list(records)
+    unscored: list[dict[str, str]] = []
+    rows: list[Record] = []
+    golds: list[dict[str, float]] = []
+    runs: list[list[str] | None] = []
+    dups: list[int] = []
+    filt: list[list[Filter] | None] = []
+    gold_filt: list[list[Filter] | None] = []
+    principals: list[Mapping[str, Any] | None] = []
+    cat_field = corpus.category_field if corpus is not None else "categories"
+    for rec in records:
+        sec = rec.get("retrieval")
+        if sec is None:
+            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section"})
+            continue
+        if not isinstance(sec, Mapping):
+            raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
+        if "gold" not in sec:
+            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold"})
+            continue
+        rows.append(rec)
+        golds.append(_parse_gold(rec, sec["gold"]))
+        if sec.get("run") is None:
+            runs.append(None)
+            dups.append(0)
+        else:
+            r, nd = _parse_run(rec, sec["run"], dedupe)
+            runs.append(r)
+            dups.append(nd)
+        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field)
+                    if sec.get("filters") is not None else None)
+        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field)
+                         if sec.get("gold_filters") is not None else None)
+        pr = sec.get("principal")
+        if pr is not None and not isinstance(pr, Mapping):
+            raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
+        if entitlement_defaults:
+            pr = {**entitlement_defaults, **(pr or {})}
+        if pr and corpus is not None:
+            corpus.check_principal(pr, where(rec, "retrieval.principal"))
+        principals.append(pr)
+
+    n = len(rows)
+    st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
+    details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source")}
+    details["missing_run"] = [r is None for r in runs]
+
+    # ---- entitlement: eligible gold (before scoring)
+    elig_gold: list[dict[str, float]] = []
+    gold_docs_idx: list[np.ndarray] = []  # corpus indices of eligible relevant gold (known docs)
+    unknown_gold = np.zeros(n)
+    for i in range(n):
+        g = golds[i]
+        if corpus is None:
+            elig_gold.append(g)
+            gold_docs_idx.append(np.zeros(0, dtype=np.int64))
+            continue
+        ids = list(g)
+        idx = corpus.lookup(ids)
+        known = idx >= 0
+        ok = np.ones(len(ids), dtype=bool)
+        if principals[i]:
+            ok[known] = corpus.eligible(idx[known], principals[i])
+        rel = np.asarray([g[d] >= 1 for d in ids], dtype=bool) if ids else np.zeros(0, dtype=bool)
+        st["n_gold_ineligible"][i] = float((~ok).sum())
+        if rel.any() and not (rel & ok).any():
+            st["n_q_gold_all_ineligible"][i] = 1.0
+        unknown_gold[i] = float((~known & ok & rel).sum())
+        elig_gold.append({d: g[d] for d, keep in zip(ids, ok.tolist()) if keep})
+        gold_docs_idx.append(idx[known & ok & rel])
+        if runs[i] and principals[i]:
+            ridx = corpus.lookup(runs[i])
+            rk = ridx >= 0
+            st["n_ineligible_retrieved"][i] = float((~corpus.eligible(ridx[rk], principals[i])).sum())
+
+    # ---- standard metrics, all queries at once
+    qids = [f"{i}" for i in range(n)]
+    vocab = Vocab()
+    qrels = Qrels.from_dict(dict(zip(qids, elig_gold)), vocab=vocab)
+    present = [i for i in range(n) if runs[i] is not None]
+    run = Run.from_lists({qids[i]: runs[i] for i in present}, vocab=vocab)
+    pq = evaluate_run(qrels, run, ks, gain=gain, engine=engine)
+    scored = pq.n_rel > 0
+    for m in family.metric_list:
+        st[f"{m}.sum"] = np.where(scored, pq.values[m], 0.0)
+    st["n_scored"] = scored.astype(float)
+    st["n_missing_run"] = (scored & pq.missing).astype(float)
+    no_gold = (~scored) & (st["n_q_gold_all_ineligible"] == 0)
+    st["n_no_gold"] = no_gold.astype(float)
+    st["n_no_gold_nonempty_run"] = (no_gold & (pq.n_retrieved > 0)).astype(float)
+    st["n_duplicates_removed"] = np.asarray(dups, dtype=float)
+    st["n_gold_unknown"] = unknown_gold
+
+    # ---- predicate precision / recall
+    for i in range(n):
+        if gold_filt[i] is not None:
+            tp, npred, ngold = predicate_counts(filt[i] or [], gold_filt[i])
+            st["pred_tp"][i], st["pred_n"][i], st["gold_n"][i] = tp, npred, ngold
+
+    # ---- gold nodes
+    gold_node: list[str | None] = [None] * n
+    for i, rec in enumerate(rows):
+        gn = rec["retrieval"].get("gold_node")
+        if gn is not None:
+            if not isinstance(gn, str):
+                raise InputError(f"{where(rec, 'retrieval.gold_node')}: expected an ontology id, found {gn!r}")
+            gold_node[i] = ontology.ids[ontology.index(gn)] if gn in ontology else _resolve(ontology, gn, rec)
+        elif corpus is not None and len(gold_docs_idx[i]):
+            cats = np.unique(np.concatenate([corpus.categories_of(int(d)) for d in gold_docs_idx[i]]))
+            if len(cats):
+                node = int(cats[0])
+                for c in cats[1:].tolist():
+                    node = ontology.lca_index(node, int(c))
+                gold_node[i] = ontology.ids[node]
+
+    # ---- filter replay, false exclusion and attribution
+    if corpus is not None:
+        logged = [i for i in range(n) if filt[i] is not None]
+        st["n_filters_not_logged"] = np.asarray([1.0 if (filt[i] is None and len(gold_docs_idx[i])) else 0.0 for i in range(n)])
+        pair_q = np.concatenate([np.full(len(gold_docs_idx[i]), j, dtype=np.int64) for j, i in enumerate(logged)]) if logged else np.zeros(0, np.int64)
+        pair_d = np.concatenate([gold_docs_idx[i] for i in logged]) if logged else np.zeros(0, np.int64)
+        passes, first_fail = replay(corpus, ontology, pair_q, pair_d, [filt[i] for i in logged],
+                                    where=[where(rows[i], "retrieval.filters") for i in logged])
+        off = 0
+        diag_pairs: list[tuple[int, int, Filter]] = []
+        for j, i in enumerate(logged):
+            m = len(gold_docs_idx[i])
+            if m == 0:
+                continue
+            p = passes[off : off + m]
+            ff = first_fail[off : off + m]
+            docs = gold_docs_idx[i]
+            off += m
+            rank = {d: r for r, d in enumerate(runs[i] or [], start=1)}
+            rk = np.asarray([rank.get(corpus.ids[int(d)], 0) for d in docs], dtype=np.int64)
+            found = (rk > 0) & (rk <= katt)
+            below = rk > katt
+            lost_filter = (rk == 0) & ~p
+            lost_retr = (rk == 0) & p
+            st["fe_q_eligible"][i] = 1.0
+            st["fe_docs_eligible"][i] = m
+            st["fe_docs_excluded"][i] = float((~p).sum())
+            st["att_q"][i] = 1.0
+            st["att_docs"][i] = m
+            st["att_docs_found"][i] = float(found.sum())
+            st["att_docs_ranker"][i] = float(below.sum())
+            st["att_docs_filter"][i] = float(lost_filter.sum())
+            st["att_docs_retriever"][i] = float(lost_retr.sum())
+            if found.any():
+                details["attribution"][i] = "hit"
+            elif not p.any():
+                details["attribution"][i] = "filter"
+            elif below.any():
+                details["attribution"][i] = "ranker"
+            else:
+                details["attribution"][i] = "retriever"
+            st[f"att_q_{details['attribution'][i]}"][i] = 1.0
+            if not p.any():
+                st["fe_q_excluded"][i] = 1.0
+                f = filt[i][int(ff[0])]
+                details["fe_filter"][i] = f"{f.field} {f.op} {','.join(f.values)}"
+                details["fe_filter_source"][i] = f.source
+                if f.field == corpus.category_field and f.op in ("within", "eq", "in") and gold_node[i] is not None:
+                    diag_pairs.append((i, ontology.index(gold_node[i]), f))
+                else:
+                    details["fe_cause"][i] = f"field:{f.field}"
+        _diagnose(ontology, diag_pairs, details)
+
+    keys: dict[str, list[Any]] = {"gold_node": gold_node}
+    slice_names = sorted({s for r in rows if isinstance(r.get("slices"), Mapping) for s in r["slices"]})
+    for s in slice_names:
+        keys[f"slice:{s}"] = [(r.get("slices") or {}).get(s) for r in rows]
+    meta = {
+        "k": list(ks), "gain": gain, "attribution_k": katt,
+        "conventions": "trec_eval -c; k counts unique ids; ties: score desc, doc id desc",
+        "n_run_queries_without_record": 0,
+    }
+    if corpus is not None:
+        meta["corpus"] = {"source": corpus.source, "documents": len(corpus),
+                          "entitlement_fields": list(corpus.entitlement_fields)}
+    return Evaluation(
+        family=family,
+        record_ids=np.asarray([r["id"] for r in rows], dtype=object),
+        stats=st,
+        keys={k_: np.asarray(v, dtype=object) for k_, v in keys.items()},
+        details={k_: np.asarray(v, dtype=object) for k_, v in details.items()},
+        unscored=unscored,
+        meta=meta,
+    )
+
+
+def _resolve(ontology, gn: str, rec: Record) -> str:
+    from ..errors import UnknownIdError
+
+    try:
+        return ontology.resolve(gn)
+    except UnknownIdError as exc:
+        raise UnknownIdError(gn, where=where(rec, "retrieval.gold_node"), hint=str(exc)) from None
+
+
+def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]]) -> None:
+    """Relation of each excluding category filter to the query's gold node (vectorised when
+    :func:`kg_rageval.hierarchy.relation_codes` is available)."""
+    if not pairs:
+        return
+    from ..ontology.model import RELATIONS
+
+    gold = np.asarray([g for _, g, _ in pairs], dtype=np.int64)
+    # a filter with several values: the value nearest to the gold node (first by relation order)
+    best: list[tuple[int, int]] = []
+    cand_g, cand_v, owner = [], [], []
+    for j, (_, g, f) in enumerate(pairs):
+        for v in f.values:
+            cand_g.append(g)
+            cand_v.append(ontology.index(v))
+            owner.append(j)
+    codes = _relation_codes(ontology, np.asarray(cand_g), np.asarray(cand_v))
+    chosen: dict[int, tuple[int, int]] = {}
+    for o, c, v in zip(owner, codes.tolist(), cand_v):
+        if o not in chosen or c < chosen[o][0]:
+            chosen[o] = (c, v)
+    del best, gold
+    for j, (i, g, f) in enumerate(pairs):
+        c, v = chosen[j]
+        details["fe_cause"][i] = RELATIONS[c]
+        details["fe_under"][i] = ontology.ids[ontology.lca_index(g, v)]
+
+
+def _relation_codes(ontology, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    try:
+        from ..hierarchy import relation_codes  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - depends on the other module being present
+        relation_codes = None
+    if relation_codes is not None:
+        return np.asarray(relation_codes(ontology, gold, pred), dtype=np.int64)
+    from ..ontology.model import RELATIONS  # pragma: no cover
+
+    return np.asarray([RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)])  # pragma: no cover
+
+
+def category_diagnosis(evaluation: Evaluation, ontology=None) -> dict[str, Any]:
+    """Where the false exclusions come from: counts and shares by cause and common ancestor.
+
+    Returns ``{"n_false_exclusions": N, "by_cause": [{"cause", "n", "share"}],
+    "by_cause_under": [{"cause", "under", "label", "n", "share"}], "sentences": [...]}``; shares
+    are of all falsely excluded queries. With none, the shares are missing (``None``)."""
+    cause = evaluation.details.get("fe_cause")
+    under = evaluation.details.get("fe_under")
+    excl = evaluation.stats["fe_q_excluded"] > 0
+    total = int(excl.sum())
+    out: dict[str, Any] = {"n_false_exclusions": total, "by_cause": [], "by_cause_under": [], "sentences": []}
+    if cause is None or total == 0:
+        out["missing"] = "no false exclusions" if total == 0 else "no diagnosis"
+        return out
+    by_c: dict[str, int] = {}
+    by_cu: dict[tuple[str, str | None], int] = {}
+    for c, u, e in zip(cause.tolist(), under.tolist(), excl.tolist()):
+        if not e:
+            continue
+        c = c or "unknown"
+        by_c[c] = by_c.get(c, 0) + 1
+        by_cu[(c, u)] = by_cu.get((c, u), 0) + 1
+    out["by_cause"] = [{"cause": c, "n": v, "share": v / total} for c, v in sorted(by_c.items(), key=lambda x: (-x[1], x[0]))]
+    for (c, u), v in sorted(by_cu.items(), key=lambda x: (-x[1], x[0][0], str(x[0][1]))):
+        label = ontology.labels[ontology.index(u)] if (ontology is not None and u is not None and u in ontology) else None
+        out["by_cause_under"].append({"cause": c, "under": u, "label": label, "n": v, "share": v / total})
+        kind = f"{c}-category filters" if not c.startswith("field:") else f"filters on {c[6:]!r}"
+        where_ = f" under {u}" + (f" ({label})" if label else "") if u else ""
+        out["sentences"].append(f"{100 * v / total:.0f}% of false exclusions ({v}/{total}) come from {kind}{where_}")
+    return out

@@ -1,0 +1,116 @@
+"""The demo KG-RAG system (kg_rageval.demo) and the README's `kg-rageval audit --demo`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kg_rageval.cli.main import main
+from kg_rageval.demo import build_demo, bundled_ontology
+from kg_rageval.demo.bm25 import BM25
+
+
+def test_bm25_by_hand():
+    idx = BM25(["xx yy", "yy zz zz"], k1=1.2, b=0.75)
+    # zz: df=1, N=2 → idf = ln(1 + 1.5/1.5) = ln 2; doc 1 has tf=2, |d|=3, avgdl=2.5
+    expected = math.log(2) * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 3 / 2.5))
+    s = idx.scores("zz")
+    assert s[0] == 0.0 and s[1] == pytest.approx(expected)
+    # yy is in both docs: idf = ln(1 + 0.5/2.5); the shorter doc scores higher
+    yy = idx.scores("yy")
+    assert yy[0] > yy[1] > 0
+    assert idx.search("yy", k=5, mask=np.array([False, True])) == [(1, pytest.approx(yy[1]))]
+    assert idx.search("unknownword") == []
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    built = build_demo(out, seed=0, bootstrap=200)
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    corpus = [json.loads(x) for x in (out / "corpus.jsonl").read_text().splitlines()]
+    return built, records, corpus
+
+
+def test_demo_is_deterministic(demo, tmp_path):
+    built, _, _ = demo
+    again = build_demo(tmp_path / "again", seed=0, bootstrap=200)
+    for name in ("records.jsonl", "corpus.jsonl", "audit.yaml", "schema.yaml"):
+        assert (built["out"] / name).read_bytes() == (again["out"] / name).read_bytes()
+    other = build_demo(tmp_path / "other", seed=1, bootstrap=200)
+    assert (other["out"] / "records.jsonl").read_bytes() != (built["out"] / "records.jsonl").read_bytes()
+
+
+def test_demo_records_have_the_hard_cases(demo):
+    from kg_rageval.ontology import load_ontology
+
+    built, records, corpus = demo
+    onto = load_ontology(bundled_ontology("doid-cancer-slim.obo"))
+    intents = {}
+    for r in records:
+        intents[r["slices"]["intent"]] = intents.get(r["slices"]["intent"], 0) + 1
+    assert intents == {"label_lookup": 150, "synonym_lookup": 80, "description": 100, "sibling_contrast": 50,
+                       "unknown_concept": len(built["held_out"])}
+    held = set(built["held_out"])
+    assert len(held) >= 10
+    doc_ids = {d["id"] for d in corpus}
+    assert not any(d["category"][0] in held for d in corpus)  # held-out concepts are not indexed
+    restricted = [d for d in corpus if d["tenants"] != ["acme", "globex"]]
+    assert 0.05 * len(corpus) < len(restricted) < 0.2 * len(corpus)
+    for r in records:
+        ret = r["retrieval"]
+        assert set(ret["run"]) <= doc_ids and len(ret["run"]) <= 10
+        if r["slices"]["intent"] == "unknown_concept":
+            assert r["mentions"]["gold"][0]["id"] is None and r["reference"]["answerable"] is False
+            assert "labels" not in r
+        else:
+            g = r["labels"]["gold"][0]
+            assert ret["gold"][f"doc:{g}:def"] == 2
+            q = r["query"]
+            for m in r.get("mentions", {}).get("gold", []):  # gold spans point at the concept's name
+                name = q[m["start"]:m["end"]].lower()
+                node = m["id"]
+                assert name == onto.label(node).lower() or name in {s.lower() for s in onto.synonyms[onto.index(node)]}
+        # the category filter is `within` the parent of the linked concept (or the concept itself)
+        pred = (r.get("labels") or {}).get("pred")
+        if pred is None:  # NIL queries: the longest linked predicted mention
+            linked = [m for m in r["mentions"]["pred"] if m["id"] is not None]
+            pred = [max(linked, key=lambda m: (m["end"] - m["start"], -m["start"]))["id"]] if linked else []
+        for f in ret["filters"]:
+            assert f["op"] == "within" and pred
+            assert f["value"] == pred[0] or f["value"] in onto.parents(pred[0])
+        if not r["answer"]["refused"]:
+            assert r["answer"]["citations"][0] == ret["run"][0]
+            assert "[1]" in r["answer"]["text"]
+
+
+@pytest.mark.slow
+def test_demo_audit_command(tmp_path, capsys):
+    out = tmp_path / "demo"
+    code = main(["audit", "--demo", "--out", str(out), "--quiet", "--format", "json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == payload["exit_code"] and code in (0, 1)
+    for f in ("report.json", "report.md", "report.html", "junit.xml", "manifest.json"):
+        assert (out / "report" / f).exists()
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    gates = {g["gate"]: g for g in payload["gates"]}
+    fams = payload["families"]
+    # faithfulness of the extractive judge, recomputed from the records: mean over judged answers
+    if fams.get("generation", {}).get("status") == "ran":
+        vals = [len(r["answer"]["judgment"]["supported"]) / len(r["answer"]["judgment"]["claims"])
+                for r in records if "judgment" in r["answer"]]
+        g = gates["generation.faithfulness >= 0.85"]
+        assert g["observed"] == pytest.approx(sum(vals) / len(vals))
+        assert g["status"] == "fail"  # templated "X is a kind of Y" claims are not in the documents
+    if fams.get("linking", {}).get("status") == "ran":
+        # every held-out (NIL) concept is linked or missed, never recognised as NIL by a dictionary
+        assert gates["linking.strong_nil_match_recall >= 0.5"]["status"] == "fail"
+    for name, fam in fams.items():  # a family that did not run leaves its gates missing, never passing
+        if fam["status"] != "ran":
+            assert all(g["status"] == "missing" for g in payload["gates"] if g["metric"].startswith(name + "."))
+    # the manifest reproduces the numbers
+    assert main(["audit", "--verify", str(out / "report" / "manifest.json"), "--quiet"]) == 0

@@ -1,0 +1,199 @@
+"""Provenance audits: citation completeness / precision / recall, provenance depth,
+reproducibility, run manifests, the PROV-O trail and its SHACL shape, and the CLI.
+
+Expected values are worked by hand from ``fixtures/generation/prov_*.jsonl`` and ``corpus.jsonl``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kg_rageval.errors import InputError
+from kg_rageval.provenance import (
+    Corpus,
+    check_manifest,
+    claim_citations,
+    compare_manifests,
+    export_prov,
+    file_hash,
+    is_stable_source_id,
+    read_corpus,
+    read_manifest,
+    score_citations,
+    score_depth,
+    score_reproducibility,
+    validate_prov,
+)
+from kg_rageval.records import read_records
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "generation"
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Corpus:
+    return read_corpus(FIX / "corpus.jsonl")
+
+
+@pytest.fixture(scope="module")
+def records():
+    return read_records(FIX / "prov_records.jsonl")
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    return read_manifest(FIX / "manifest.json")
+
+
+def test_stable_source_ids():
+    assert is_stable_source_id("https://example.org/a")
+    assert is_stable_source_id("attack:T1003.001")
+    assert not is_stable_source_id("sha256:" + "ab" * 32)
+    assert not is_stable_source_id("0123456789abcdef0123")  # bare chunk hash
+    assert not is_stable_source_id("") and not is_stable_source_id(None)
+
+
+def test_claim_citations_rules(records):
+    by = {r["id"]: r for r in records}
+    assert claim_citations(by["p1"]) == [("A sedan is a car [1].", ["doc-1"]), ("It has a closed body [1].", ["doc-1"])]
+    assert claim_citations(by["p2"]) == [("A hatchback is a car.", ["doc-2"]), ("It has a boot.", [])]
+    assert claim_citations({"id": "x", "answer": {"text": "No markers.", "citations": ["doc-1"]}}) is None
+    # several ids in one bracket; unknown markers are ignored
+    r = {"id": "y", "answer": {"text": "A [doc-1, doc-2]. B [3]. C [doc-7].", "citations": ["doc-1", "doc-2"]}}
+    assert claim_citations(r) == [("A [doc-1, doc-2].", ["doc-1", "doc-2"]), ("B [3].", []), ("C [doc-7].", [])]
+
+
+def test_citation_completeness_precision_recall(records):
+    ev = score_citations(records)
+    m = ev.metrics()
+    # p1 2/2, p2 1/2 (claim-level), p3 2/2, p4 refused → no claims
+    assert (m["citation_completeness"].numerator, m["citation_completeness"].denominator) == (5, 6)
+    # C∩G / C: p1 1/1, p2 1/2 (doc-1 has grade 0), p3 1/2 → 3/5; recall 3/3
+    assert (m["citation_precision"].numerator, m["citation_precision"].denominator) == (3, 5)
+    assert m["citation_recall"].value == 1.0
+    assert m["no_claims"].value == 1
+
+
+def test_answer_level_citations_leave_completeness_unscored():
+    ev = score_citations([{"id": "a", "answer": {"text": "One. Two.", "citations": ["d"]}, "retrieval": {"gold": ["d"]}}])
+    m = ev.metrics()
+    assert m["citation_completeness"].value is None  # never a reassuring 1.0
+    assert m["citation_precision"].value == 1.0
+    assert ev.unscored_counts == {"no claim-level citations": 1}
+
+
+def test_provenance_depth(records, corpus):
+    ev = score_depth(records, corpus)
+    m = ev.metrics()
+    # cited: doc-1 ok; doc-2 ok, doc-3 hash source id; doc-4 no source id, doc-9 not in corpus
+    assert (m["provenance_depth"].numerator, m["provenance_depth"].denominator) == (2, 5)
+    assert (m["citation_in_corpus_rate"].numerator, m["citation_in_corpus_rate"].denominator) == (4, 5)
+    rows = {r["record_id"]: r for r in ev.rows()}
+    assert rows["p3"]["unresolved"] == "doc-4 doc-9"
+    assert ev.meta["corpus_hash"] == file_hash(FIX / "corpus.jsonl")
+
+
+def test_depth_without_citations_is_missing(corpus):
+    m = score_depth([{"id": "a", "answer": {"text": "x"}}], corpus).metrics()
+    assert m["provenance_depth"].value is None and m["provenance_depth"].missing == "no citations"
+
+
+def test_reproducibility(records):
+    repeat = read_records(FIX / "prov_repeat.jsonl")
+    ev = score_reproducibility(records, [repeat, records])
+    m = ev.metrics()
+    # repeat 1: p1 same/same (trailing space stripped), p2 text differs/same set, p3 same/doc-9 dropped; p4 missing
+    # repeat 2 (the base itself): 4/4 identical
+    assert (m["identical_answer_rate"].numerator, m["identical_answer_rate"].denominator) == (6, 7)
+    assert (m["identical_citation_rate"].numerator, m["identical_citation_rate"].denominator) == (6, 7)
+    assert (m["identical_rate"].numerator, m["identical_rate"].denominator) == (5, 7)
+    assert ev.unscored_counts == {"missing in repeat 1": 1}
+    assert score_reproducibility(records, []).metrics()["identical_rate"].value is None
+
+
+def test_manifest_check(manifest, corpus):
+    from kg_rageval.ontology import load_ontology
+
+    onto = load_ontology(str(FIX / "vehicles.csv"))
+    ok = check_manifest(manifest, corpus_hash=corpus.hash, ontology_hash=onto.content_hash)
+    assert ok["complete"] and ok["missing"] == [] and ok["mismatched"] == []
+    broken = {**manifest, "seed": "1234", "decoding": {}, "model": {"name": "m"}}
+    bad = check_manifest(broken, corpus_hash="sha256:other")
+    assert not bad["complete"]
+    assert bad["missing"] == ["model.version", "decoding", "seed"]
+    assert [m["field"] for m in bad["mismatched"]] == ["corpus_hash"]
+    assert compare_manifests([manifest, manifest]) == {"same_configuration": True, "differing": []}
+    other = {**manifest, "seed": 7}
+    assert compare_manifests([manifest, other]) == {"same_configuration": False, "differing": ["seed"]}
+
+
+def test_read_manifest_errors(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text("[1]")
+    with pytest.raises(InputError, match="must be a JSON object"):
+        read_manifest(p)
+
+
+def test_corpus_reader_errors(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"id": "a"}\n{"id": "a"}\n')
+    with pytest.raises(InputError, match="line 2.*duplicate document id 'a'"):
+        read_corpus(p)
+
+
+# ---------------------------------------------------------------- PROV-O + SHACL
+def test_prov_trail_conforms(records, corpus, manifest):
+    good = [r for r in records if r["id"] in ("p1", "p4")]  # resolved citations and a refusal
+    g = export_prov(good, manifest=manifest, corpus=corpus)
+    res = validate_prov(g)
+    assert res["conforms"], res["messages"]
+    from rdflib import URIRef
+    from rdflib.namespace import PROV
+
+    ans = URIRef("urn:kg-rageval:answer:run-a:p1")
+    assert (ans, PROV.wasDerivedFrom, URIRef("urn:kg-rageval:doc:doc-1")) in g
+    assert (ans, PROV.wasGeneratedBy, URIRef("urn:kg-rageval:run:run-a")) in g
+    assert (URIRef("urn:kg-rageval:run:run-a"), PROV.wasAssociatedWith, None) in g
+
+
+def test_broken_trails_do_not_conform(records, corpus, manifest):
+    good = [r for r in records if r["id"] == "p1"]
+    # 1. a run without seed and decoding configuration
+    no_seed = {k: v for k, v in manifest.items() if k not in ("seed", "decoding")}
+    res = validate_prov(export_prov(good, manifest=no_seed, corpus=corpus))
+    assert not res["conforms"] and res["violations"] == 2
+    assert any("seed" in m for m in res["messages"]) and any("decodingConfig" in m for m in res["messages"])
+    # 2. an answer without any citation
+    uncited = [{"id": "u", "answer": {"text": "Claim."}}]
+    res = validate_prov(export_prov(uncited, manifest=manifest, corpus=corpus))
+    assert not res["conforms"] and any("at least one cited document" in m for m in res["messages"])
+    # 3. citations to a chunk-hash source, a document without source id and one not in the corpus
+    res = validate_prov(export_prov(records, manifest=manifest, corpus=corpus))
+    assert not res["conforms"] and res["violations"] == 3
+    assert all("stable source id" in m for m in res["messages"])
+    # 4. no manifest at all: the model run records nothing
+    res = validate_prov(export_prov(good, corpus=corpus))
+    assert not res["conforms"] and res["violations"] >= 5
+
+
+def test_cli_score_provenance_json(tmp_path):
+    from click.testing import CliRunner
+
+    from kg_rageval.cli.main import cli
+
+    trail = tmp_path / "trail.ttl"
+    res = CliRunner().invoke(cli, [
+        "score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
+        "--corpus", str(FIX / "corpus.jsonl"), "--repeat", str(FIX / "prov_repeat.jsonl"),
+        "--manifest", str(FIX / "manifest.json"), "--prov-out", str(trail), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    fam = out["families"]
+    assert fam["citations"]["metrics"]["citation_completeness"]["numerator"] == 5
+    assert fam["provenance_depth"]["metrics"]["provenance_depth"]["value"] == pytest.approx(0.4)
+    assert fam["reproducibility"]["metrics"]["identical_rate"]["value"] == pytest.approx(1 / 3)
+    assert out["manifest"]["all_complete"] is True
+    assert out["prov"]["conforms"] is False and out["prov"]["violations"] == 3
+    assert trail.exists() and "prov:wasDerivedFrom" in trail.read_text()
+    assert len(fam["citations"]["rows"]) == 4
