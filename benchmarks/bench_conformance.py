@@ -13,10 +13,13 @@ items). Times: the stock jsonschema Draft 2020-12 validator (on a sample, extrap
 ``check_schema`` with failure kinds), the pydantic model, full ``score_conformance``, and the
 lookup (pattern + set) schema.
 
+Part ``index``: the outlines_core ``Index`` over a 95-token vocabulary (printable ASCII, one
+character per token) for enums of ``--index-sizes`` ids and for a lookup pattern: build
+time, states, serialized size.
+
 Part ``large``: the SNOMED-shaped synthetic DAG (``benchmarks/synthetic.py``) with ``--large``
 ids in one field: derive time, JSON size, validator first-call time, pydantic model build
-time, outlines_core regex size/time, for the enum and the lookup schema; plus the
-outlines_core ``Index`` over a 95-token character vocabulary for enums of 100..10,000 ids.
+time, outlines_core regex size/time, for the enum and the lookup schema.
 Figures vary with machine load; compare ratios measured in one run.
 """
 
@@ -115,6 +118,11 @@ def part_validate(n: int, n_ids: int, stock_sample: int) -> dict:
     records = [{"id": str(i), "answer": {"output": o}} for i, o in enumerate(outs)]
     ev, t = timed(score_conformance, onto, records, d)
     res["score_conformance_s"] = round(t, 3)
+    ev2, t = timed(score_conformance, onto, records, d, engine="pydantic")
+    res["score_conformance_pydantic_engine_s"] = round(t, 3)
+    res["engines_agree"] = ev2.totals() == ev.totals()
+    _, t = timed(lambda: [check_schema(d, o, engine="pydantic") for o in outs])
+    res["pydantic_engine_check_schema_s"] = round(t, 3)
     res["schema_validity"] = round(ev.metrics()["schema_validity"].value, 4)
     dl = derive_schema(onto, parse_spec({**SPEC, "enum_threshold": 100}))
     res["lookup_schema_bytes"] = dl.size_bytes
@@ -162,11 +170,13 @@ def part_index(sizes=(100, 1000, 10_000)) -> dict:
         d = derive_schema(onto, parse_spec({"fields": {"concept": {"node_type": "concept", "required": True}},
                                             "enum_threshold": 10**7}))
         idx, t = timed(build_index, d, vocab, eos_token_id=0)
-        out[k] = {"index_s": round(t, 3), "states": len(idx.get_transitions())}
+        out[k] = {"index_s": round(t, 3), "states": len(idx.get_transitions()),
+                  "serialized_bytes": len(idx.__reduce__()[1][0])}
     d = derive_schema(flat_ontology(1000), parse_spec({"fields": {"concept": {"node_type": "concept", "required": True}},
                                                        "enum_threshold": 10}))
     idx, t = timed(build_index, d, vocab, eos_token_id=0)
-    out["lookup pattern"] = {"index_s": round(t, 3), "states": len(idx.get_transitions())}
+    out["lookup pattern"] = {"index_s": round(t, 3), "states": len(idx.get_transitions()),
+                             "serialized_bytes": len(idx.__reduce__()[1][0])}
     return out
 
 
@@ -177,11 +187,13 @@ def main() -> None:
     ap.add_argument("--enum", type=int, default=10_000)
     ap.add_argument("--stock-sample", type=int, default=1_000)
     ap.add_argument("--large", type=int, default=350_000)
+    ap.add_argument("--index-sizes", default="100,1000,10000", help="enum sizes for the outlines_core Index part")
     a = ap.parse_args()
     if a.part in ("validate", "all"):
         print("validate", json.dumps(part_validate(a.n, a.enum, a.stock_sample), indent=1), flush=True)
     if a.part in ("index", "all"):
-        print("index", json.dumps(part_index(), indent=1), flush=True)
+        sizes = tuple(int(x) for x in a.index_sizes.split(","))
+        print("index", json.dumps(part_index(sizes), indent=1), flush=True)
     if a.part in ("large", "all"):
         print("large", json.dumps(part_large(a.large), indent=1), flush=True)
 

@@ -460,3 +460,35 @@ def test_spec_as_path_or_mapping(attack, spec):
     assert a.totals() == b.totals()
     with pytest.raises(TypeError):
         score_conformance(attack, [], 42)
+
+
+@pytest.mark.parametrize("output, kinds", CASES)
+def test_pydantic_engine_same_failures(derived, output, kinds):
+    _, failures = check_schema(derived, output, engine="pydantic")
+    assert {f["kind"] for f in failures} == kinds
+
+
+def test_pydantic_engine_same_totals(attack, spec):
+    recs = read_records(FIX / "records.jsonl")
+    assert score_conformance(attack, recs, spec, engine="pydantic").totals() == score_conformance(attack, recs, spec).totals()
+    with pytest.raises(ValueError, match="engine must be one of jsonschema, pydantic"):
+        score_conformance(attack, recs, spec, engine="fast")
+
+
+def test_confusions_match_ontology_relation(attack, derived):
+    """Every (reference, prediction) pair of active techniques: the classified confusion is
+    Ontology.relation (the per-pair reference) whether or not the vectorised kernel is used."""
+    import numpy as np
+
+    from kg_rageval.conformance.metrics import relation_codes
+    from kg_rageval.ontology import RELATIONS
+
+    pairs = [(g, p) for g in TECHNIQUES for p in TECHNIQUES if g != p]
+    codes = relation_codes(attack, np.asarray([attack.index(g) for g, _ in pairs]), np.asarray([attack.index(p) for _, p in pairs]))
+    assert [RELATIONS[c] for c in codes] == [attack.relation(g, p) for g, p in pairs]
+    recs = [{"id": f"{g}>{p}", "answer": {"output": {"technique": p, "tactic": "TA0006"}},
+             "reference": {"output": {"technique": g}}} for g, p in pairs]
+    ev = score_conformance(attack, recs, derived)
+    got = [r["problems"]["confusions"][0]["relation"] for r in ev.rows()]
+    assert got == [attack.relation(g, p) for g, p in pairs]
+    assert sum(ev.totals()[f"conf_{r}"] for r in RELATIONS[1:]) == len(pairs) == 56

@@ -58,8 +58,8 @@ def test_demo_records_have_the_hard_cases(demo):
     held = set(built["held_out"])
     assert len(held) >= 10
     doc_ids = {d["id"] for d in corpus}
-    assert not any(d["category"][0] in held for d in corpus)  # held-out concepts are not indexed
-    restricted = [d for d in corpus if d["tenants"] != ["acme", "globex"]]
+    assert not any(d["categories"][0] in held for d in corpus)  # held-out concepts are not indexed
+    restricted = [d for d in corpus if d["tenant"] != ["acme", "globex"]]
     assert 0.05 * len(corpus) < len(restricted) < 0.2 * len(corpus)
     for r in records:
         ret = r["retrieval"]

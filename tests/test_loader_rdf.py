@@ -223,6 +223,7 @@ def test_hcrt_skos(shared_data):
     assert o.resolve("Audio Recording") == "hcrt:audio"
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_doid_owl_counts_and_closure_against_sparql(shared_data):
     """Reference check: every ancestor set equals rdflib's SPARQL ``rdfs:subClassOf+``."""

@@ -96,3 +96,18 @@ def test_loading_never_touches_the_network(onto_dir, no_network):
         o = load_ontology(onto_dir / name)
         assert o.diagnostics.get("owl_imports_not_followed") == 1, name
     assert not no_network
+
+
+def test_doctype_after_long_comment_and_odd_declarations(tmp_path):
+    f = tmp_path / "late.rdf"
+    f.write_text('<?xml version="1.0"?>\n<!-- ' + "c" * 100 + ' -->\n<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<r/>\n')
+    with pytest.raises(UnsafeInputError, match="line 3: external entity &x;"):
+        check_xml(f)
+    f.write_text('<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY\tx\n"ok"> <!ENTITYy "bad">]>\n<r/>\n')
+    with pytest.raises(UnsafeInputError, match="could not be read"):
+        check_xml(f)
+    f.write_text('<?xml version="1.0"?>\n<r><!-- <!DOCTYPE in a comment after the root --></r>\n')
+    assert check_xml(f) == {}
+    f.write_text("<?xml version='1.0'?>\n<!-- never closed " + "x" * 64)
+    with pytest.raises(UnsafeInputError, match="does not end"):
+        check_xml(f)

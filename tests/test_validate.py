@@ -109,6 +109,14 @@ def test_shapes_location_and_custom_shapes(onto_dir, tmp_path):
         validate_ontology(load_ontology(onto_dir / "clean.ttl"), shapes=tmp_path / "nope.ttl")
 
 
+def test_missing_bundled_shapes_is_a_clear_error(monkeypatch):
+    import kg_rageval.ontology.validate as v
+
+    monkeypatch.setattr(v, "SHAPES_FILE", "absent.ttl")
+    with pytest.raises(InputError, match="bundled SHACL shapes are missing.*pass shapes=PATH"):
+        v.bundled_shapes()
+
+
 @pytest.mark.shared_data
 def test_real_ontologies(shared_data):
     hcrt = validate_ontology(load_ontology(shared_data / "skos" / "hcrt.ttl"))

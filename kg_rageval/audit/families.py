@@ -64,7 +64,8 @@ for _spec in (
     FamilySpec("linking", "kg_rageval.linking.evaluate:score_linking", ("mentions",),
                description="entity linking F1, NIL precision/recall"),
     FamilySpec("retrieval", "kg_rageval.retrieval:score_retrieval", ("retrieval",),
-               extra=("corpus",), description="recall@k, MRR, nDCG, filter false exclusion"),
+               extra=("corpus",), description="recall@k, MRR, nDCG, filter false exclusion",
+               loaders=(("corpus", "kg_rageval.retrieval.corpus:read_corpus"),)),
     FamilySpec("conformance", "kg_rageval.conformance:score_conformance", ("answer",),
                extra=("spec",), description="schema validity, vocabulary conformance",
                loaders=(("spec", "kg_rageval.conformance.spec:load_spec"),)),
@@ -106,7 +107,11 @@ def family_inputs(spec: FamilySpec, inputs: Mapping[str, Any]) -> dict[str, Any]
             reader = getattr(importlib.import_module(module), func)
         except (ImportError, AttributeError):
             continue
-        out[name] = reader(path)
+        try:
+            takes_ontology = "ontology" in inspect.signature(reader).parameters
+        except (TypeError, ValueError):
+            takes_ontology = False
+        out[name] = reader(path, ontology=inputs["ontology"]) if takes_ontology else reader(path)
     return out
 
 

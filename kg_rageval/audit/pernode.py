@@ -31,6 +31,25 @@ def _mdict(ms: Mapping[str, Metric]) -> dict[str, Any]:
     return {k: m.to_dict() for k, m in ms.items()}
 
 
+def safe_rollup(ev: Any, ontology: Any, key: str = "gold_node") -> dict[str, dict[str, Any]]:
+    """:meth:`Evaluation.rollup`, or ``{}`` when no row's ``key`` is an ontology id (the
+    evaluation's rollup does not handle an empty selection); cached per evaluation and key
+    (in the attribute ``ev._audit_rollups``, which is not a dataclass field)."""
+    cache = getattr(ev, "_audit_rollups", None)
+    if cache is None:
+        cache = {}
+        ev._audit_rollups = cache
+    if key in cache:
+        return cache[key]
+    col = ev.keys.get(key)
+    if col is None or not any(isinstance(v, str) and v in ontology for v in col.tolist()):
+        out: dict[str, dict[str, Any]] = {}
+    else:
+        out = ev.rollup(ontology, key)
+    cache[key] = out
+    return out
+
+
 def slice_breakdowns(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, Any]]:
     """``{family: {"slice:intent": {value: {"n": rows, "metrics": {...}}}}}``."""
     out: dict[str, dict[str, Any]] = {}
@@ -55,7 +74,7 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any) -> dict[str, di
         for ev in run.evaluations:
             if "gold_node" not in ev.keys:
                 continue
-            for nid, g in ev.rollup(ontology, "gold_node").items():
+            for nid, g in safe_rollup(ev, ontology).items():
                 d = nodes.setdefault(nid, {"label": ontology.label(nid), "depth": g["depth"],
                                            "n": {}, "metrics": {}})
                 d["n"][fam] = max(d["n"].get(fam, 0), g["n"])
@@ -77,7 +96,7 @@ def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, conf
         if owner is None or "gold_node" not in owner.ev.keys:
             continue
         ev = owner.ev
-        for nid, row in ev.rollup(ontology, "gold_node").items():
+        for nid, row in safe_rollup(ev, ontology).items():
             if nid == ontology.root_id:
                 continue
             m = row["metrics"].get(owner.metric)
@@ -241,9 +260,10 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
                           corpus: list[dict] | None, ontology: Any, *, branch_of: Any = None) -> dict[str, Any]:
     """Gold documents excluded before ranking, attributed to the filter (or entitlement) that
     removed them. Filters are replayed: ``within X`` keeps documents with a category in X's
-    subtree (X included); ``eq``/``in`` compare the document field. Entitlement: a document
-    whose ``tenants``/``locales`` list does not include the principal's is excluded *for
-    entitlement* — counted apart, since it is correct behaviour, not a false exclusion."""
+    subtree (X included; the document's ``categories``); ``eq``/``in`` compare the document
+    field. Entitlement: a document that sets a principal's field (e.g. ``tenant``) without the
+    principal's value is excluded *for entitlement* — counted apart, since it is correct
+    behaviour, not a false exclusion."""
     if not corpus:
         return {}
     docs = {str(d["id"]): d for d in corpus}
@@ -286,10 +306,15 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
 
 
 def _entitlement_excluded(doc: Mapping[str, Any], principal: Mapping[str, Any]) -> bool:
-    for pkey, dkey in (("tenant", "tenants"), ("locale", "locales")):
-        want = principal.get(pkey)
-        allowed = doc.get(dkey)
-        if want is not None and isinstance(allowed, list) and allowed and want not in allowed:
+    """A document is hidden from a principal when, for some principal field, the document sets
+    that field (a value or a list of values) and the principal's value is not among them."""
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    for key, want in principal.items():
+        allowed = doc.get(key, meta.get(key))
+        if allowed is None or want is None:
+            continue
+        vals = allowed if isinstance(allowed, list) else [allowed]
+        if vals and want not in vals:
             return True
     return False
 
@@ -297,8 +322,8 @@ def _entitlement_excluded(doc: Mapping[str, Any], principal: Mapping[str, Any]) 
 def _keeps(doc: Mapping[str, Any], f: Mapping[str, Any], ontology: Any) -> bool:
     field_, op, value = f.get("field"), f.get("op", "eq"), f.get("value")
     dv = doc.get(field_)
-    if dv is None:
-        dv = doc.get("categories") if field_ == "category" else None
+    if dv is None and field_ in ("category", "categories"):
+        dv = doc.get("categories", doc.get("category"))
     vals = dv if isinstance(dv, list) else ([dv] if dv is not None else [])
     if op == "within":
         return any(isinstance(v, str) and v in ontology and (v == value or (value in ontology and ontology.is_ancestor(value, v))) for v in vals)

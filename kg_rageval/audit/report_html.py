@@ -30,6 +30,7 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 .heat td{text-align:center;min-width:28px}
 .c0{background:#f4c7c3}.c1{background:#fde7b0}.c2{background:#d7ecd9}
 details pre{white-space:pre-wrap;font-size:12px;background:#fff;border:1px solid #e1e4ea;padding:8px}
+.ctitle{font-weight:600;font-size:13px;margin:0 0 6px}
 svg text{font-family:system-ui,sans-serif;font-size:12px;fill:#1d2330}
 """
 
@@ -59,12 +60,12 @@ def bar_chart(items: list[tuple[str, float]], *, title: str, color: str = "#3b6f
         return f'<p class="sub">{escape(title)}: no data.</p>'
     width, label_w, row_h = 560, 190, 22
     top = max([v for _, v in items] + [max_value or 0]) or 1.0
-    h = row_h * len(items) + 30
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
+    h = row_h * len(items) + 8
+    parts = [f'<div class="ctitle">{escape(title)}</div>'
+             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
              f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
-    parts.append(f'<text x="0" y="14" font-weight="600">{escape(title)}</text>')
     for i, (lab, v) in enumerate(items):
-        y = 24 + i * row_h
+        y = 2 + i * row_h
         w = max(0.0, (width - label_w - 70) * (v / top))
         c = colors[i] if colors else color
         short = lab if len(lab) <= 28 else lab[:27] + "…"
@@ -79,24 +80,27 @@ def _primary_gate(result: "AuditResult"):
     """The global gate shown on the hierarchy plot: the first failing one with node data, else
     the first with node data."""
     cands = []
-    for r in result.gate_results:
+    for pos, r in enumerate(result.gate_results):
         g = r.gate
         if g.scope or g.metric.startswith("delta:") or g.metric.endswith("missing_run_rate"):
             continue
         for key in _node_metric_keys(result, g.metric):
-            cands.append((r.status == "pass", g, key))
+            with_value = sum(1 for d in result.nodes.values() if d["metrics"].get(key) is not None)
+            if with_value:
+                cands.append((r.status == "pass", pos, g, key))
             break
-    cands.sort(key=lambda c: c[0])
-    return cands[0] if cands else None
+    cands.sort(key=lambda c: (c[0], c[1]))
+    return (cands[0][0], cands[0][2], cands[0][3]) if cands else None
 
 
 def _node_metric_keys(result: "AuditResult", metric: str) -> list[str]:
-    keys: set[str] = set()
-    for d in result.nodes.values():
-        for k in d["metrics"]:
-            if k == metric or k.endswith("." + metric):
-                keys.add(k)
-    return sorted(keys)
+    cache = getattr(result, "_node_keys", None)
+    if cache is None:
+        cache = set()
+        for d in result.nodes.values():
+            cache.update(d["metrics"])
+        result._node_keys = cache  # type: ignore[attr-defined]
+    return sorted(k for k in cache if k == metric or k.endswith("." + metric))
 
 
 def hierarchy_plot(result: "AuditResult", max_rows: int = 45) -> str:
@@ -128,16 +132,16 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45) -> str:
 
     walk(0, 0, set())
     width, row_h, indent, label_w = 760, 20, 14, 300
-    h = row_h * len(order) + 40
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
-             f'aria-label="per-branch {escape(key)}"><title>{escape(key)} per ontology branch</title>',
-             f'<text x="0" y="14" font-weight="600">{escape(key)} per branch (gate: {escape(str(gate))}; '
-             f'red = violates the threshold; n = rows)</text>']
+    h = row_h * len(order) + 12
+    parts = [f'<div class="ctitle">{escape(key)} per branch (gate <code>{escape(str(gate))}</code>; '
+             f'red = violates the threshold, dashed line = threshold; n = rows)</div>'
+             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
+             f'aria-label="per-branch {escape(key)}"><title>{escape(key)} per ontology branch</title>']
     scale = width - label_w - 110
     tx = label_w + scale * max(0.0, min(1.0, gate.threshold))
     for i, (nid, depth) in enumerate(order):
         d = result.nodes[nid]
-        y = 26 + i * row_h
+        y = 2 + i * row_h
         v = d["metrics"].get(key)
         n = max(d["n"].values() or [0])
         lab = f"{d['label'] or nid}"
@@ -151,7 +155,7 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45) -> str:
         parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 7}" '
                      f'fill="{"#3b8f5a" if ok else "#c0392b"}"/>')
         parts.append(f'<text x="{label_w + scale + 8}" y="{y + 13}">{float(v):.3f} (n={n})</text>')
-    parts.append(f'<line x1="{tx:.1f}" y1="22" x2="{tx:.1f}" y2="{h - 6}" stroke="#1d2330" stroke-dasharray="4 3"/>')
+    parts.append(f'<line x1="{tx:.1f}" y1="0" x2="{tx:.1f}" y2="{h - 4}" stroke="#1d2330" stroke-dasharray="4 3"/>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -225,6 +229,14 @@ def html_report(result: "AuditResult") -> str:
     s.append("<div class='card'>" + bar_chart(ex_items, title=f"Gold documents excluded before ranking "
                                               f"(of {ex.get('gold_documents', 0)})", colors=ex_colors) + "</div>")
     s.append("</div>")
+    att = sorted((k, m) for k, m in result.metrics.items()
+                 if "doc_attribution@" in k and "[" not in k and k.count(".") >= 2 and m.value is not None)
+    if att:
+        stage_colors = {"found": "#1e7d45", "filter": "#c0392b", "retriever": "#a15c00", "ranker": "#3b6fb6"}
+        items = [(k.rsplit(".", 1)[-1], float(m.value)) for k, m in att]
+        s.append("<div class='card'>" + bar_chart(
+            items, title=f"Where gold documents were lost ({att[0][0].rsplit('.', 1)[0]}: share of eligible gold docs)",
+            value_fmt="{:.1%}", max_value=1.0, colors=[stage_colors.get(n, "#3b6fb6") for n, _ in items]) + "</div>")
     if ex.get("excluded_by_branch"):
         s.append("<div class='card'>" + bar_chart(
             [(f"{ont.label(b) or b}" if b in ont else b, float(v)) for b, v in list(ex["excluded_by_branch"].items())[:15]],

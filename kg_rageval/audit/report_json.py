@@ -31,6 +31,7 @@ def report_dict(result: "AuditResult") -> dict[str, Any]:
         "exit_code": result.exit_code,
         "summary": {**result.status_counts(), "gates": len(result.gate_results),
                     "records": result.n_records, "seconds": round(result.seconds, 3)},
+        "timings": result.timings,
         "ontology": {"source": str(ont.source), "nodes": len(ont), "root": ont.root_id,
                      "content_hash": ont.content_hash},
         "gates": [r.to_dict() for r in result.gate_results],
@@ -47,8 +48,8 @@ def report_dict(result: "AuditResult") -> dict[str, Any]:
     }
 
 
-def dumps(payload: Any) -> str:
-    return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False, default=_default)
+def dumps(payload: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(payload, indent=indent, ensure_ascii=False, allow_nan=False, default=_default)
 
 
 def _default(x: Any) -> Any:
@@ -63,6 +64,6 @@ def _default(x: Any) -> Any:
 
 def write_json(result: "AuditResult", path: str | Path) -> dict[str, Any]:
     d = report_dict(result)
-    text = dumps(d)
+    text = dumps(d, indent=None)  # complete and compact; `python -m json.tool` pretty-prints it
     Path(path).write_text(text + "\n", encoding="utf-8")
     return json.loads(text)

@@ -68,6 +68,7 @@ class AuditResult:
     counts: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -333,11 +334,21 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
               ) -> AuditResult:
     """Run the whole audit described by ``config`` and decide its gates."""
     t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    lap = [t0]
+
+    def tick(name: str) -> None:
+        now = time.perf_counter()
+        timings[name] = round(now - lap[0], 4)
+        lap[0] = now
+
     gates = config.all_gates()
     inputs = dict(inputs) if inputs is not None else load_inputs(config)
     ontology = inputs["ontology"]
     records = inputs["records"]
+    tick("load_inputs")
     runs = run_families(config, inputs, records, progress=progress)
+    tick("families")
     index = MetricIndex(runs)
 
     # missing-run budget per family
@@ -363,6 +374,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     baseline_metrics: dict[str, Metric] = {}
     if config.baseline is not None:
         baseline, baseline_metrics = _run_baseline(config, inputs, runs, progress)
+        tick("baseline")
 
     # the flat metric map: globals, slices, and whatever the gates ask for
     flat: dict[str, Metric] = {}
@@ -391,6 +403,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
         if m.ci is not None:
             flat[k] = m
 
+    tick("gates")
     result = AuditResult(
         config=config, ontology=ontology, n_records=len(records), families=runs, metrics=flat,
         gate_results=final, counts=counts, baseline=baseline,
@@ -405,10 +418,13 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     result.relations = pernode.relation_counts(runs)
     result.exclusions = pernode.exclusion_attribution(runs, records, inputs.get("corpus"), ontology,
                                                       branch_of=pernode.make_branch_of(ontology, config.coverage))
-    result.seconds = time.perf_counter() - t0
+    tick("per_node")
     from .manifest import build_manifest
 
     result.manifest = build_manifest(config, inputs, result)
+    tick("manifest")
+    result.seconds = time.perf_counter() - t0
+    result.timings = timings
     return result
 
 

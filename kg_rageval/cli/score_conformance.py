@@ -24,10 +24,13 @@ from .common import data_option, emit, format_option, load_ontology_cli, metrics
               help="Also validate the outputs rendered as RDF against these SHACL shapes (e.g. shapes/output-attack.ttl).")
 @click.option("--domain-semantics", type=click.Choice(["any", "all"]), default="any", show_default=True,
               help="Several declared domain/range classes: any one suffices (union) or each must hold (RDFS).")
+@click.option("--engine", type=click.Choice(["jsonschema", "pydantic"]), default="jsonschema", show_default=True,
+              help="Schema check: jsonschema on every output, or the equivalent pydantic model first "
+              "(faster) with jsonschema naming the failures of rejected outputs.")
 @click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
 @format_option
 def command(ontology_path, ontology_format, spec_path, data_path, export_path, export_flavor, shapes_path,
-            domain_semantics, rows, fmt) -> None:
+            domain_semantics, engine, rows, fmt) -> None:
     """Schema validity, vocabulary, status and domain/range conformance."""
     from ..conformance import derive_schema, load_spec, score_conformance
     from ..conformance.outlines_backend import export_schema
@@ -39,7 +42,7 @@ def command(ontology_path, ontology_format, spec_path, data_path, export_path, e
     if export_path:
         export_schema(derived, export_path, flavor=export_flavor)
     records = read_records(data_path)
-    ev = score_conformance(onto, records, derived, domain_semantics=domain_semantics)
+    ev = score_conformance(onto, records, derived, domain_semantics=domain_semantics, engine=engine)
     breakdowns = [f"slice:{k}" for k in slice_keys(records)]
     payload = {
         "command": "score conformance",

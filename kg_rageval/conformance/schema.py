@@ -230,6 +230,16 @@ class DerivedSchema:
 
         return Draft202012Validator(self.json_schema)
 
+    def accepts_fast(self, obj: Any) -> bool:
+        """Whether the pydantic model accepts ``obj`` (the fast path of ``engine="pydantic"``)."""
+        from pydantic import ValidationError
+
+        try:
+            self.pydantic_model().model_validate(obj)
+            return True
+        except ValidationError:
+            return False
+
     def pydantic_model(self):
         """The spec as a pydantic model class (cached); see :func:`build_pydantic_model`."""
         if "_model" not in self.__dict__:

@@ -36,7 +36,7 @@ DEMO_GATES = [
     "retrieval.recall@10 >= 0.85",
     "retrieval.mrr >= 0.6",
     "ci_low(retrieval.ndcg@10) >= 0.6",
-    "retrieval.filter_false_exclusion_rate <= 0.02",
+    "retrieval.false_exclusion_rate <= 0.02",
     "conformance.schema_validity >= 0.99",
     "generation.faithfulness >= 0.85",
     "generation.refusal_recall >= 0.5",
@@ -106,7 +106,7 @@ def run_system(ontology: Any, *, seed: int = 0, progress: bool = False) -> dict[
 
         items = tqdm(items, total=len(queries), desc="demo queries", file=sys.stderr, leave=False)
     for n, q in items:
-        principal = {"tenant": "acme" if rng.random() < 0.85 else "globex", "locale": "en"}
+        principal = {"tenant": "acme" if rng.random() < 0.85 else "globex"}
         out = system.answer(q["query"], principal)
         rec: dict[str, Any] = {"id": f"q-{n + 1:04d}", "query": q["query"],
                                "slices": {"intent": q["intent"]}}

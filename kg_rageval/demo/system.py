@@ -3,8 +3,9 @@
 **Corpus** (:func:`build_corpus`): one ``definition`` document per active concept with a
 definition ("<label>: <definition>") and one ``glossary`` document per concept with synonyms
 ("<label> is also known as <syn1>, <syn2>."). Each document carries its concept as
-``category``, a stable ``source_id`` (``<concept id>#definition``), and entitlement fields
-``tenants``/``locales``: about 10 % are restricted to one tenant.
+``categories``, a stable ``source_id`` (``<concept id>#definition``), an entitlement field
+``tenant`` (the tenants allowed to see it; about 10 % are restricted to one tenant) and a
+``locale``.
 
 **Held-out concepts** (NIL): a seeded sample of leaf concepts is removed from the linker's
 dictionary and their documents from the index — the system does not know them, as if they
@@ -93,7 +94,7 @@ def build_corpus(ontology: Any, rng: np.random.Generator, *, held_out_fraction: 
         cid, label = ontology.ids[i], ontology.labels[i]
         u = rng.random()
         tenants = [TENANTS[0]] if u < 0.07 else ([TENANTS[1]] if u < 0.10 else list(TENANTS))
-        base = {"category": [cid], "tenants": tenants, "locales": ["en"], "concept": cid}
+        base = {"categories": [cid], "tenant": tenants, "locale": "en", "concept": cid}
         if ontology.definitions[i]:
             docs.append({"id": f"doc:{cid}:def", "source_id": f"{cid}#definition", "type": "definition",
                          "title": label, "text": f"{label}: {ontology.definitions[i]}", **base})
@@ -192,8 +193,8 @@ class DemoSystem:
         self.index = BM25([f"{d['title']} {d['text']}" for d in self.docs])
         self.k = k
         self.refuse_below = refuse_below
-        self._cat = [self.ontology.index(d["category"][0]) for d in self.docs]
-        self._tenants = [set(d["tenants"]) for d in self.docs]
+        self._cat = [self.ontology.index(d["categories"][0]) for d in self.docs]
+        self._tenants = [set(d["tenant"]) for d in self.docs]
 
     def _within(self, node: str) -> np.ndarray:
         desc = set(self.ontology.descendant_indices(self.ontology.index(node), include_self=True).tolist())

@@ -180,7 +180,9 @@ class _Ids:
         if i is not None:
             return i
         if self.on_unknown == "error":
-            raise UnknownIdError(value, where=where(record, field),
+            src = record.get("_source")
+            loc = f"{src}, {where(record, field)}" if src else where(record, field)
+            raise UnknownIdError(value, where=loc,
                                  hint="pass on_unknown='count' (--on-unknown count) to count it")
         c = self.unknown.get(value)
         if c is None:

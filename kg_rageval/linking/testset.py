@@ -91,12 +91,15 @@ def build_linking_set(
     from .dictionary import normalize
 
     owners: dict[tuple[str, ...], set[int]] = {}
-    for i in eligible:
-        for f in (labels[i], *syns[i]):
+    for i in range(len(ids)):  # every node, deprecated and revoked ones included
+        if i == vroot:
+            continue
+        for f in ((labels[i],) if labels[i] else ()) + syns[i]:
             owners.setdefault(normalize(f), set()).add(i)
     leaves = [
         i for i in eligible
-        if child_ptr[i + 1] == child_ptr[i] and len(owners.get(normalize(labels[i]), ())) == 1
+        if child_ptr[i + 1] == child_ptr[i]
+        and all(len(owners.get(normalize(f), ())) == 1 for f in (labels[i], *syns[i]))
     ]
     rng.shuffle(eligible)
     total = len(eligible) if n is None else min(n, len(eligible))

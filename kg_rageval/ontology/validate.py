@@ -51,21 +51,19 @@ _KNOWN = {
 
 
 def bundled_shapes() -> Path:
-    """Path of the bundled ``ontology.ttl`` shapes.
+    """Path of the bundled ``ontology.ttl`` shapes, located by :mod:`kg_rageval.resources`
+    (``kg_rageval/data/shapes/``, else the repository's ``shapes/`` next to the package);
+    raises :class:`InputError` when it is missing."""
+    from ..errors import KgRagevalError
+    from ..resources import shape
 
-    Looked for in the package data (``kg_rageval/data/shapes/``) and then in the repository's
-    ``shapes/`` directory next to the package; raises :class:`InputError` when neither exists.
-    """
-    pkg = Path(__file__).resolve().parents[1]
-    candidates = [pkg / "data" / "shapes" / SHAPES_FILE, pkg.parent / "shapes" / SHAPES_FILE]
-    for c in candidates:
-        if c.is_file():
-            return c
-    raise InputError(
-        "the bundled SHACL shapes are missing (looked in "
-        + ", ".join(str(c) for c in candidates)
-        + "); pass shapes=PATH (CLI: --shapes PATH) or install kg-rageval from its repository"
-    )
+    try:
+        return shape(SHAPES_FILE)
+    except KgRagevalError as exc:
+        raise InputError(
+            f"the bundled SHACL shapes are missing ({exc}); pass shapes=PATH "
+            "(CLI: --shapes PATH) or reinstall kg-rageval"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,13 @@ from .citations import CitationFamily, claim_citations, score_citations
 from .corpus import Corpus, file_hash, is_stable_source_id, load_corpus, read_corpus
 from .depth import ProvenanceDepthFamily, cited_ids, score_depth
 from .manifest import REQUIRED, check_manifest, compare_manifests, read_manifest
-from .prov import KGR, SHAPES_PATH, export_prov, validate_prov
+from .prov import KGR, export_prov, validate_prov
 from .reproducibility import ReproducibilityFamily, score_reproducibility
 from .score import manifest_report, score_provenance
 
 __all__ = [
     "CitationFamily", "Corpus", "KGR", "ProvenanceDepthFamily", "REQUIRED", "ReproducibilityFamily",
-    "SHAPES_PATH", "check_manifest", "cited_ids", "claim_citations", "compare_manifests", "export_prov",
+    "check_manifest", "cited_ids", "claim_citations", "compare_manifests", "export_prov",
     "file_hash", "is_stable_source_id", "load_corpus", "manifest_report", "read_corpus", "read_manifest",
     "score_citations", "score_depth", "score_provenance", "score_reproducibility", "validate_prov",
 ]

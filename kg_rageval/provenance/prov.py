@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .corpus import Corpus
 
 KGR = "https://w3id.org/kg-rageval#"
-SHAPES_PATH = Path(__file__).resolve().parents[2] / "shapes" / "provenance.ttl"
 
 
 def _q(s: Any) -> str:
@@ -120,7 +119,11 @@ def validate_prov(graph: "rdflib.Graph", *, shapes: str | Path | None = None) ->
     from rdflib import Graph, Namespace
     from rdflib.namespace import RDF
 
-    path = Path(shapes) if shapes is not None else SHAPES_PATH
+    if shapes is None:
+        from ..resources import shape
+
+        shapes = shape("provenance.ttl")
+    path = Path(shapes)
     if not path.is_file():
         raise ConfigError(f"SHACL shapes file {str(path)!r} not found")
     sg = Graph().parse(path, format="turtle")

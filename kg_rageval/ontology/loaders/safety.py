@@ -54,12 +54,36 @@ def read_head(path: Path, limit: int = _HEAD_LIMIT) -> bytes:
 
 
 def _doctype_span(text: str) -> tuple[int, int] | None:
-    """Start and end of the ``<!DOCTYPE`` declaration (end after its ``>``), quote-aware."""
-    start = text.find("<!DOCTYPE")
-    if start < 0:
-        return None
+    """Start and end (after its ``>``) of the ``<!DOCTYPE`` declaration, found by scanning the
+    prolog (XML declaration, comments, processing instructions) up to the root element.
+
+    ``None`` when the root element comes first; ``(start, -1)`` when the prolog or the
+    declaration does not end within ``text``.
+    """
+    i = 0
+    n = len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n\ufeff":
+            i += 1
+        if i >= n:
+            return (i, -1)
+        if text.startswith("<?", i):
+            end = text.find("?>", i + 2)
+            if end < 0:
+                return (i, -1)
+            i = end + 2
+        elif text.startswith("<!--", i):
+            end = text.find("-->", i + 4)
+            if end < 0:
+                return (i, -1)
+            i = end + 3
+        elif text.startswith("<!DOCTYPE", i):
+            break
+        else:
+            return None  # the root element (or text that the parser will reject)
+    start = i
     depth, quote, i = 0, "", start + 9
-    while i < len(text):
+    while i < n:
         ch = text[i]
         if quote:
             if ch == quote:
@@ -96,7 +120,8 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
     start, end = span
     if end < 0:
         raise UnsafeInputError(
-            "the <!DOCTYPE declaration does not end within the first MiB; refusing to parse",
+            "the XML prolog or its <!DOCTYPE declaration does not end within the first MiB; "
+            "refusing to parse",
             source=str(p),
             location=_line_of(text, start),
         )
@@ -111,6 +136,13 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
             location=_line_of(text, start),
         )
     entities = list(_ENTITY.finditer(decl))
+    if len(entities) != decl.count("<!ENTITY"):
+        raise UnsafeInputError(
+            "an entity declaration could not be read; refusing to parse (only plain internal "
+            'entities such as <!ENTITY owl "http://www.w3.org/2002/07/owl#"> are allowed)',
+            source=str(p),
+            location=_line_of(text, start),
+        )
     if len(entities) > MAX_ENTITIES:
         raise UnsafeInputError(
             f"{len(entities)} entity declarations (at most {MAX_ENTITIES} are accepted)",

@@ -1,0 +1,107 @@
+"""``kg-rageval score retrieval``: trec_eval-equal retrieval metrics, entitlement, filter false
+exclusion and its attribution, per ontology node and slice (see ``docs/retrieval.md``)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import (
+    data_option,
+    emit,
+    format_option,
+    load_ontology_cli,
+    metrics_table,
+    ontology_format_option,
+    ontology_option,
+    table,
+)
+
+_HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "false_exclusion_rate", "doc_exclusion_rate")
+
+
+@click.command()
+@ontology_option
+@ontology_format_option
+@data_option
+@click.option("--corpus", "corpus_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Corpus JSONL (id, source_id, categories, entitlement and metadata fields): enables "
+                   "entitlement, filter replay, false exclusion and attribution.")
+@click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, default=(1, 5, 10), show_default=True,
+              help="Cut-off (repeatable).")
+@click.option("--gain", type=click.Choice(["graded", "binary"]), default="graded", show_default=True,
+              help="nDCG gain: the relevance level (trec_eval ndcg_cut) or 1 per relevant document.")
+@click.option("--dedupe", is_flag=True, help="Keep the first occurrence of a repeated run id (counted) "
+                                             "instead of rejecting the record.")
+@click.option("--attribution-k", type=click.IntRange(min=1), default=None,
+              help="Cut-off of the filter/retriever/ranker attribution (default: the largest --k).")
+@click.option("--entitlement-field", "entitlement_fields", multiple=True,
+              help="Corpus fields that decide eligibility (repeatable; default tenant, jurisdiction, status).")
+@click.option("--category-field", default="categories", show_default=True,
+              help="Corpus field holding each document's ontology categories.")
+@click.option("--breakdown", "breakdowns", multiple=True, metavar="KEY",
+              help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
+@click.option("--rollup/--no-rollup", default=True, show_default=True,
+              help="Metrics per ontology node, pooling each node's subtree (gold_node).")
+@click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-query rows in JSON.")
+@format_option
+def command(ontology_path, ontology_format, data_path, corpus_path, ks, gain, dedupe, attribution_k,
+            entitlement_fields, category_field, breakdowns, rollup, rows, fmt) -> None:
+    """Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval -c) and filter false exclusion."""
+    from ..records import read_records
+    from ..retrieval import category_diagnosis, read_corpus, score_retrieval
+    from ..retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS
+
+    onto = load_ontology_cli(ontology_path, ontology_format)
+    records = read_records(data_path)
+    corpus = None
+    if corpus_path:
+        corpus = read_corpus(corpus_path, onto, category_field=category_field,
+                             entitlement_fields=tuple(entitlement_fields) or DEFAULT_ENTITLEMENT_FIELDS)
+    ev = score_retrieval(onto, records, corpus, k=tuple(ks), gain=gain, dedupe=dedupe, attribution_k=attribution_k)
+    keys = list(dict.fromkeys([*breakdowns, *(k for k in ev.keys if k.startswith("slice:"))]))
+    for k in keys:
+        if k not in ev.keys:
+            raise click.BadParameter(f"no breakdown key {k!r}; available: {', '.join(sorted(ev.keys))}",
+                                     param_hint="--breakdown")
+    payload = {
+        "command": "score retrieval",
+        "data": data_path,
+        "corpus": corpus_path,
+        "n_records": len(records),
+        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        **ev.to_dict(rows=rows, breakdowns=keys),
+    }
+    if rollup:
+        payload["rollup"] = {
+            node: {"n": g["n"], "depth": g["depth"],
+                   "metrics": {m: v.to_dict() for m, v in g["metrics"].items()}}
+            for node, g in ev.rollup(onto).items()
+        }
+        payload["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
+    if corpus is not None:
+        payload["category_diagnosis"] = category_diagnosis(ev, onto)
+    emit(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks)))
+
+
+def _render(payload: dict, ev, keys: list[str], onto, kmax: int) -> str:
+    parts = [f"{payload['n_records']} records, {len(ev)} with a retrieval section"]
+    if ev.unscored:
+        parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    parts.append(metrics_table(ev.metrics()))
+    cols = [f"recall@{kmax}", f"ndcg@{kmax}", "mrr", "map", "false_exclusion_rate"]
+    for k in keys:
+        rows = [[str(v), g["n"], *(g["metrics"][c].value for c in cols)] for v, g in ev.breakdown(k).items()]
+        parts.append(f"\n== by {k}")
+        parts.append(table(rows, [k, "queries", *cols]))
+    if "rollup" in payload:
+        rows = []
+        for node, g in sorted(payload["rollup"].items(), key=lambda x: (x[1]["depth"], x[0]))[:40]:
+            m = g["metrics"]
+            rows.append([node, g["depth"], g["n"], *(m[c]["value"] for c in cols)])
+        parts.append("\n== by gold node (subtree roll-up, first 40 by depth)")
+        parts.append(table(rows, ["node", "depth", "queries", *cols]))
+    diag = payload.get("category_diagnosis")
+    if diag and diag.get("sentences"):
+        parts.append("\n== where false exclusions come from")
+        parts.extend(diag["sentences"])
+    return "\n".join(parts)

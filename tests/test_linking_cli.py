@@ -1,0 +1,93 @@
+"""``kg-rageval score linking`` and ``kg-rageval link``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kg_rageval.cli.main import main
+
+
+@pytest.fixture()
+def paths(fixtures_dir):
+    d = fixtures_dir / "linking"
+    return str(d / "vehicles.tsv"), str(d / "records.jsonl")
+
+
+def _json(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out
+
+
+def test_score_linking_json(paths, capsys):
+    onto, data = paths
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data, "--format", "json"])
+    assert code == 0, out.err
+    p = json.loads(out.out)
+    m = {k: v["value"] for k, v in p["metrics"].items()}
+    # strict: q1 2 pairs (1 correct, 1 parent error), q2 over-link, q3 [0,10) vs [0,9) unaligned
+    assert m["mention_precision"] == pytest.approx(4 / 5) and m["mention_recall"] == pytest.approx(4 / 5)
+    assert m["wrong_link_parent"] == 1.0 and m["over_links"] == 1 and m["abstentions"] == 1
+    assert m["over_link_near_rate"] == 1.0  # submarine is a child of boat
+    assert p["unscored"] == {"no mentions section": 1}
+    assert set(p["breakdowns"]) == {"slice:intent"}
+    assert p["confidence_sweep"][0]["n_pred"] == 5
+    assert "rows" not in p
+
+
+def test_score_linking_overlap_and_text(paths, capsys):
+    onto, data = paths
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data, "--overlap", "--format", "json",
+                               "--breakdown", "branch", "--rows"])
+    assert code == 0
+    p = json.loads(out.out)
+    assert p["metrics"]["mention_precision"]["value"] == 1.0
+    assert p["metrics"]["strong_all_match_recall"]["value"] == pytest.approx(2 / 5)
+    assert set(p["breakdowns"]["branch"]) == {"car", "boat", "None"}
+    assert len(p["rows"]) == 5
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data])
+    assert code == 0 and "strong_link_match_f1" in out.out and "confidence sweep" in out.out
+
+
+def test_score_linking_bad_input_exit_2(paths, capsys, tmp_path):
+    onto, _ = paths
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "mentions": {"gold": [], "pred": [{"start": 0, "end": 2, "id": "car"},'
+                   ' {"start": 0, "end": 2, "id": "boat"}]}}\n')
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad)])
+    assert code == 2 and "record 'a' (line 1), field mentions.pred[1]" in out.err
+    bad.write_text('{"id": "a", "mentions": {"gold": [{"start": 0, "end": 2, "id": "plane"}], "pred": []}}\n')
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad)])
+    assert code == 2 and "'plane'" in out.err and "bad.jsonl" in out.err
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--on-unknown", "count",
+                               "--format", "json"])
+    assert code == 0 and json.loads(out.out)["metrics"]["unknown_ids"]["value"] == 1
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--breakdown", "nope",
+                               "--on-unknown", "count"])
+    assert code == 2 and "no breakdown key" in out.err
+
+
+def test_link_text_and_records_then_score(paths, capsys, tmp_path):
+    onto, data = paths
+    txt = tmp_path / "q.txt"
+    txt.write_text("Is a SEDAN a car?\n\nnothing\n")
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt)])
+    assert code == 0
+    lines = [json.loads(x) for x in out.out.splitlines()]
+    assert lines[0] == {"id": "line-1", "query": "Is a SEDAN a car?", "mentions": {"pred": [
+        {"start": 5, "end": 10, "id": "sedan", "score": 1.0}, {"start": 13, "end": 16, "id": "car", "score": 1.0}]}}
+    assert lines[1]["id"] == "line-3" and lines[1]["mentions"]["pred"] == []
+    out_path = tmp_path / "pred.jsonl"
+    code, out = _json(capsys, ["link", "-O", onto, "--text", data, "--mode", "gold_spans", "-o", str(out_path),
+                               "--format", "json"])
+    assert code == 0 and json.loads(out.out)["records"] == 4
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(out_path), "--format", "json"])
+    m = {k: v["value"] for k, v in json.loads(out.out)["metrics"].items()}
+    # gold spans linked by the dictionary: sedan, car, "hovercraft" -> NIL, "Hatchbacks" -> NIL
+    # (no plural in the dictionary), "boats" -> NIL
+    assert m["mention_f1"] == 1.0 and m["strong_all_match_recall"] == pytest.approx(3 / 5)
+    assert m["correct_abstentions"] == 1 and m["abstentions"] == 2
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt), "--mode", "gold_spans"])
+    assert code == 2
