@@ -14,21 +14,31 @@ partitions computed in parallel all come from the same two operations: sum rows,
 
 Honest numbers: a ratio whose denominator is 0 becomes a :class:`Metric` with ``value=None``
 and a ``missing`` reason — never a 0 or 1. Records that could not be scored are kept in
-``Evaluation.unscored`` with their reason.
+``Evaluation.unscored`` with their reason. Stats must be finite (checked when the evaluation
+is built); NaN or infinity never reaches a report (:meth:`Evaluation.to_dict` raises).
+
+The full description, with worked examples, is ``docs/evaluation.md``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from .errors import MissingEvidence
+from .errors import InputError, MissingEvidence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ontology import Ontology
+
+_BOOTSTRAP_CELLS = 2_000_000
+"""Draws per bootstrap chunk (resamples x records); bounds memory, fixes the random stream."""
+
+_ROLLUP_CELLS = 4_000_000
+"""Ancestor entries gathered per roll-up chunk; bounds memory."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ class Metric:
         return Metric(self.name, self.value, self.numerator, self.denominator, self.missing, ci)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict; a non-finite number raises ``ValueError``."""
         d: dict[str, Any] = {"name": self.name, "value": _clean(self.value)}
         if self.numerator is not None:
             d["numerator"] = _clean(self.numerator)
@@ -75,16 +86,25 @@ class Metric:
 
 def ratio(name: str, numerator: float, denominator: float, *, missing: str) -> Metric:
     """``numerator / denominator`` as a :class:`Metric`; an empty denominator is missing
-    evidence (``value=None`` with the reason ``missing``), never 0 or 1."""
-    if denominator == 0:
-        return Metric(name, None, float(numerator), float(denominator), missing)
-    return Metric(name, float(numerator) / float(denominator), float(numerator), float(denominator))
+    evidence (``value=None`` with the reason ``missing``), never 0 or 1.
+
+    A NaN or infinite numerator or denominator raises ``ValueError`` (it is a bug upstream,
+    not a measurement)."""
+    num, den = float(numerator), float(denominator)
+    if not (math.isfinite(num) and math.isfinite(den)):
+        raise ValueError(f"{name}: non-finite ratio {numerator!r} / {denominator!r}")
+    if den == 0:
+        return Metric(name, None, num, den, missing)
+    return Metric(name, num / den, num, den)
 
 
 def harmonic(name: str, p: Metric, r: Metric) -> Metric:
-    """F1 = 2·P·R/(P+R); missing when P or R is; 0 when P + R = 0 (both measured as 0)."""
+    """F1 = 2·P·R/(P+R); missing when P or R is (with the reason of the first missing one);
+    0 when P + R = 0 (both measured as 0)."""
     if p.value is None or r.value is None:
-        return Metric(name, None, missing=p.missing or r.missing)
+        why = (p.missing if p.value is None else None) or (r.missing if r.value is None else None)
+        gone = p.name if p.value is None else r.name
+        return Metric(name, None, missing=why or f"{gone} is missing")
     if p.value + r.value == 0:
         return Metric(name, 0.0)
     return Metric(name, 2 * p.value * r.value / (p.value + r.value))
@@ -97,7 +117,7 @@ def mean_of(name: str, total: float, count: float, *, missing: str) -> Metric:
 
 def _clean(x: Any) -> Any:
     """JSON-safe number: NaN/inf never reach a report."""
-    if isinstance(x, (np.floating, np.integer)):
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
         x = x.item()
     if isinstance(x, float) and not math.isfinite(x):
         raise ValueError(f"non-finite number {x!r} in a metric")
@@ -107,7 +127,8 @@ def _clean(x: Any) -> Any:
 class Family:
     """A metric family: the names of its sufficient statistics and how sums become metrics.
 
-    Subclasses set ``name``, ``version`` and ``stats`` and implement :meth:`finalize`.
+    Subclasses set ``name``, ``version`` and ``stats`` and implement :meth:`finalize`, which
+    must return the same metric names for any sums (missing ones as ``value=None``).
     ``version`` goes into every report manifest, so a changed definition gets a new version.
     """
 
@@ -123,9 +144,123 @@ class Family:
         return f"kg_rageval.{self.name}.v{self.version}"
 
 
+# ---------------------------------------------------------------------- column helpers
+def _object_column(values: Any) -> np.ndarray:
+    """A 1-D object array of ``values`` (lists or tuples stay single cells)."""
+    seq = values.tolist() if isinstance(values, np.ndarray) and values.ndim == 1 else list(values)
+    arr = np.empty(len(seq), dtype=object)
+    arr[:] = seq
+    return arr
+
+
+def _column(values: Any, kind: str) -> np.ndarray:
+    """A stats column (float64) or a key/detail column (numeric/bool kept, else object)."""
+    if kind == "stats":
+        try:
+            arr = np.asarray(values, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"stats must be numbers ({exc})") from None
+        if arr.ndim != 1:
+            raise ValueError(f"stats must be 1-D, got shape {arr.shape}")
+        return arr
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values if values.dtype.kind in "biuf" or values.dtype == object else _object_column(values)
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is not None and arr.ndim == 1 and arr.dtype.kind in "biuf":
+        return arr
+    return _object_column(values)
+
+
+def _first_codes(values: list[Any]) -> np.ndarray:
+    """For each position, the position of the first equal value (dict equality)."""
+    first: dict[Any, int] = {}
+    return np.fromiter(map(first.setdefault, values, itertools.count()), dtype=np.int64,
+                       count=len(values))
+
+
+def _factorize(col: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """Group codes ``0..g-1`` for a 1-D column and the first-seen value of each group.
+
+    Numeric columns group by value (NaNs together); other columns by Python equality (so
+    ``None`` and ``"None"`` are different groups); unhashable cells group by their text. Codes
+    follow first appearance for object columns and ascending value for numeric ones."""
+    if col.dtype.kind in "biuf":
+        uniq, inv = np.unique(col, return_inverse=True)
+        return inv.reshape(-1).astype(np.int64, copy=False), uniq.tolist()
+    values = col.tolist()
+    try:
+        pos = _first_codes(values)
+    except TypeError:  # unhashable cells (lists, dicts)
+        pos = _first_codes([repr(v) for v in values])
+    starts, inv = np.unique(pos, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64, copy=False), [values[i] for i in starts.tolist()]
+
+
+def _is_none(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _py(v: Any) -> Any:
+    """A plain Python value for output (numpy scalars and arrays converted)."""
+    if isinstance(v, (np.floating, np.integer, np.bool_)):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+def _jsonable(v: Any, where: str) -> Any:
+    """``v`` with numpy values converted, tuples as lists; NaN/inf raise naming ``where``."""
+    v = _py(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"non-finite number {v!r} in {where}")
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x, f"{where}.{k}") for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        seq = sorted(v, key=str) if isinstance(v, (set, frozenset)) else v
+        return [_jsonable(x, where) for x in seq]
+    return v
+
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _out_column(col: np.ndarray, name: str, json_safe: bool, nan_is_none: bool = False) -> list[Any]:
+    """A column as plain Python values; with ``json_safe``, NaN/inf raise naming the column,
+    except NaN in a key column (``nan_is_none``), which is a missing key and comes out as
+    ``None``."""
+    vals = col.tolist()
+    if col.dtype.kind in "biu":
+        return vals
+    if col.dtype.kind == "f":
+        if json_safe and not np.isfinite(col).all():
+            bad = ~np.isfinite(col)
+            if nan_is_none and not np.isinf(col).any():
+                return [None if b else v for v, b in zip(vals, bad.tolist())]
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"non-finite number {vals[i]!r} in column {name!r}, row {i}")
+        return vals
+    if all(type(v) in _PLAIN for v in vals):
+        return vals
+    if json_safe:
+        if nan_is_none:
+            vals = [None if isinstance(v, float) and v != v else v for v in vals]
+        return [_jsonable(v, f"column {name!r}, row {i}") for i, v in enumerate(vals)]
+    return [_py(v) for v in vals]
+
+
 @dataclass
 class Evaluation:
-    """Scored rows of one family; see the module docstring."""
+    """Scored rows of one family; see the module docstring and ``docs/evaluation.md``.
+
+    Construction validates the columns: every column has one entry per row, stats are finite
+    numbers (``ValueError`` otherwise) and every stat the family declares is present. Columns
+    are normalised (stats to float64, keys/details to 1-D numeric or object arrays); the dicts
+    passed in are copied, never modified.
+    """
 
     family: Family
     record_ids: np.ndarray
@@ -136,15 +271,26 @@ class Evaluation:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.record_ids = np.asarray(self.record_ids, dtype=object)
+        rid = self.record_ids
+        self.record_ids = rid if isinstance(rid, np.ndarray) and rid.dtype == object and rid.ndim == 1 \
+            else _object_column(rid)
         n = len(self.record_ids)
+        self.stats, self.keys, self.details = dict(self.stats), dict(self.keys), dict(self.details)
         for kind, cols in (("stats", self.stats), ("keys", self.keys), ("details", self.details)):
             for k, v in list(cols.items()):
-                arr = np.asarray(v, dtype=float if kind == "stats" else None)
-                if kind != "stats" and arr.dtype.kind not in "biuf":
-                    arr = np.asarray(v, dtype=object)
+                try:
+                    arr = _column(v, kind)
+                except ValueError as exc:
+                    raise ValueError(f"{self.family.name}: {kind} column {k!r}: {exc}") from None
                 if len(arr) != n:
-                    raise ValueError(f"{kind} column {k!r} has {len(arr)} rows, expected {n}")
+                    raise ValueError(
+                        f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
+                if kind == "stats" and n and not np.isfinite(arr).all():
+                    bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+                    raise ValueError(
+                        f"{self.family.name}: stats column {k!r} has the non-finite value "
+                        f"{float(arr[bad])!r} at row {bad} (record {self.record_ids[bad]!r}); "
+                        "stats must be finite numbers")
                 cols[k] = arr
         missing = set(self.family.stats) - set(self.stats)
         if missing:
@@ -156,8 +302,11 @@ class Evaluation:
 
     @property
     def n_records(self) -> int:
-        """Distinct records with at least one scored row."""
-        return len(set(self.record_ids.tolist()))
+        """Distinct records with at least one scored row (ids compared as text, as in
+        :meth:`per_record_stats`)."""
+        if not len(self):
+            return 0
+        return len(_factorize(_object_column(map(str, self.record_ids.tolist())))[1])
 
     @property
     def unscored_counts(self) -> dict[str, int]:
@@ -168,67 +317,206 @@ class Evaluation:
 
     # ------------------------------------------------------------------ sums
     def totals(self, mask: np.ndarray | None = None) -> dict[str, float]:
+        """Sum of every stats column (over the rows where ``mask`` holds, if given)."""
         if mask is None:
             return {k: float(v.sum()) for k, v in self.stats.items()}
         return {k: float(v[mask].sum()) for k, v in self.stats.items()}
 
     def metrics(self) -> dict[str, Metric]:
+        """The family's metrics on the totals."""
         return self.family.finalize(self.totals())
+
+    def subset(self, mask: np.ndarray) -> "Evaluation":
+        """The rows where the boolean ``mask`` holds (same family and meta; ``unscored`` is
+        not carried, since it belongs to no row)."""
+        mask = np.asarray(mask)
+        if mask.dtype != bool or mask.shape != (len(self),):
+            raise ValueError(f"subset needs a boolean mask of {len(self)} rows")
+        meta = {k: v for k, v in self.meta.items() if k != "rollup_skipped"}
+        return Evaluation(
+            family=self.family,
+            record_ids=self.record_ids[mask],
+            stats={k: v[mask] for k, v in self.stats.items()},
+            keys={k: v[mask] for k, v in self.keys.items()},
+            details={k: v[mask] for k, v in self.details.items()},
+            meta=meta,
+        )
+
+    def _groups(self, col: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        """Breakdown groups of a key column: codes and group values, ``None`` (and NaN) as one
+        group, ordered by the values' text with ``None`` last."""
+        codes, uniq = _factorize(col)
+        none = [_is_none(u) for u in uniq]
+        order = sorted(range(len(uniq)), key=lambda g: (none[g], str(uniq[g]), type(uniq[g]).__name__))
+        remap = np.empty(len(uniq), dtype=np.int64)
+        values: list[Any] = []
+        none_group = -1
+        for g in order:
+            if none[g]:
+                if none_group < 0:
+                    none_group = len(values)
+                    values.append(None)
+                remap[g] = none_group
+            else:
+                remap[g] = len(values)
+                values.append(uniq[g])
+        return remap[codes] if len(codes) else codes, values
 
     def breakdown(self, key: str) -> dict[Any, dict[str, Any]]:
         """Metrics per value of the key column ``key``: ``{value: {"n": rows, "metrics": ...}}``.
 
-        Rows whose key is ``None`` are grouped under ``None``."""
+        Every row falls in exactly one group, so the groups' stats add up to the totals.
+        Values are compared as Python values (``None`` and the string ``"None"`` differ);
+        rows whose key is ``None`` (or NaN) are grouped under ``None``, which comes last;
+        the other groups are ordered by their text."""
         if key not in self.keys:
             raise KeyError(f"no breakdown key {key!r}; available: {sorted(self.keys)}")
-        col = self.keys[key]
-        values, inverse = np.unique(col.astype(str), return_inverse=True)
-        originals: dict[int, Any] = {}
-        for pos, g in enumerate(inverse.tolist()):
-            originals.setdefault(g, col[pos])
-        sums = {k: np.bincount(inverse, weights=v, minlength=len(values)) for k, v in self.stats.items()}
-        out: dict[Any, dict[str, Any]] = {}
-        counts = np.bincount(inverse, minlength=len(values))
-        for g in range(len(values)):
-            out[originals[g]] = {
-                "n": int(counts[g]),
-                "metrics": self.family.finalize({k: float(s[g]) for k, s in sums.items()}),
-            }
-        return out
+        codes, values = self._groups(self.keys[key])
+        g = len(values)
+        names = list(self.stats)
+        counts = np.bincount(codes, minlength=g).tolist()
+        sums = [np.bincount(codes, weights=self.stats[k], minlength=g) for k in names]
+        table = np.stack(sums, axis=1).tolist() if names else [[] for _ in range(g)]
+        fin = self.family.finalize
+        return {
+            values[i]: {"n": counts[i], "metrics": fin(dict(zip(names, table[i])))}
+            for i in range(g)
+        }
 
-    def rollup(self, ontology: "Ontology", key: str = "gold_node") -> dict[str, dict[str, Any]]:
+    def node_indices(self, ontology: "Ontology", key: str = "gold_node") -> np.ndarray:
+        """Ontology index of each row's ``key`` node; -1 where it is ``None``, not a string or
+        not an ontology id. Each distinct value is looked up once."""
+        if key not in self.keys:
+            raise KeyError(f"no key column {key!r}; available: {sorted(self.keys)}")
+        col = self.keys[key]
+        if not len(col):
+            return np.zeros(0, dtype=np.int64)
+        codes, uniq = _factorize(col)
+        get = ontology._index.get
+        node_of = np.fromiter((get(u, -1) if isinstance(u, str) else -1 for u in uniq),
+                              dtype=np.int64, count=len(uniq))
+        return node_of[codes]
+
+    def rollup(
+        self,
+        ontology: "Ontology",
+        key: str = "gold_node",
+        *,
+        min_rows: int = 1,
+        max_depth: int | None = None,
+    ) -> dict[str, dict[str, Any]]:
         """Metrics per ontology node, pooling every row whose ``key`` node lies in the node's
-        subtree (a row counts once per ancestor, also under several parents). Rows whose key is
-        ``None`` or not an ontology id are left out and counted in ``meta['rollup_skipped']``."""
-        col = self.keys[key]
-        idx = np.asarray([ontology._index.get(v, -1) if isinstance(v, str) else -1 for v in col])
-        ok = idx >= 0
-        rows = np.flatnonzero(ok)
-        self.meta["rollup_skipped"] = int((~ok).sum())
-        nodes = idx[ok]
-        lens = ontology.anc_ptr[nodes + 1] - ontology.anc_ptr[nodes]
-        from .ontology.builder import _gather
+        subtree: ``{node_id: {"n": rows, "depth": depth_min, "metrics": ...}}``.
 
-        anc = _gather(ontology.anc_ptr, ontology.anc_idx, nodes)
-        row_of = np.repeat(rows, lens)
-        n = len(ontology)
-        counts = np.bincount(anc, minlength=n)
-        sums = {k: np.bincount(anc, weights=v[row_of], minlength=n) for k, v in self.stats.items()}
+        A row counts once under each node of its node's ancestor-or-self set: a node with two
+        parents counts under both parents and once (not twice) under their common ancestors.
+        So a node's ``n`` is the number of rows in its subtree, and the nodes' numbers do not
+        add up to the total. Rows whose key is ``None``, not a string or not an ontology id
+        are left out and counted in ``meta['rollup_skipped']``. Only nodes with at least
+        ``min_rows`` rows (and, if given, ``depth_min <= max_depth``; root depth 0) are
+        reported, in ontology index order (topological: the root first)."""
+        node = self.node_indices(ontology, key)
+        ok = node >= 0
+        self.meta["rollup_skipped"] = int((~ok).sum())
+        nn = len(ontology)
+        node = node[ok]
+        names = list(self.stats)
+        own_n = np.bincount(node, minlength=nn).astype(float)
+        own = [np.bincount(node, weights=self.stats[k][ok], minlength=nn) for k in names]
+        present = np.flatnonzero(own_n)
+        counts = np.zeros(nn)
+        sums = [np.zeros(nn) for _ in names]
+        if present.size:
+            from .ontology.builder import _gather
+
+            lens = (ontology.anc_ptr[present + 1] - ontology.anc_ptr[present]).astype(np.int64)
+            ends = np.cumsum(lens)
+            lo = 0
+            while lo < present.size:  # chunks of about _ROLLUP_CELLS ancestor entries
+                base = ends[lo - 1] if lo else 0
+                hi = max(lo + 1, int(np.searchsorted(ends, base + _ROLLUP_CELLS, "right")))
+                part = present[lo:hi]
+                anc = _gather(ontology.anc_ptr, ontology.anc_idx, part)
+                rep = np.repeat(part, lens[lo:hi])
+                counts += np.bincount(anc, weights=own_n[rep], minlength=nn)
+                for s, o in zip(sums, own):
+                    s += np.bincount(anc, weights=o[rep], minlength=nn)
+                lo = hi
+        keep = counts >= max(min_rows, 1)
+        if max_depth is not None:
+            keep &= ontology.depth_min <= max_depth
+        nodes = np.flatnonzero(keep)
+        table = (np.stack([s[nodes] for s in sums], axis=1).tolist() if names
+                 else [[] for _ in range(nodes.size)])
+        ids, fin = ontology.ids, self.family.finalize
         out: dict[str, dict[str, Any]] = {}
-        for node in np.flatnonzero(counts).tolist():
-            out[ontology.ids[node]] = {
-                "n": int(counts[node]),
-                "depth": int(ontology.depth_min[node]),
-                "metrics": self.family.finalize({k: float(s[node]) for k, s in sums.items()}),
-            }
+        for i, c, d, row in zip(nodes.tolist(), counts[nodes].tolist(),
+                                ontology.depth_min[nodes].tolist(), table):
+            out[ids[i]] = {"n": int(c), "depth": int(d), "metrics": fin(dict(zip(names, row)))}
         return out
 
     def per_record_stats(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Stats summed per record: ``(record ids, {stat: array})``."""
-        ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
-        return ids, {
-            k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in self.stats.items()
+        """Stats summed per record: ``(record ids as text, sorted; {stat: array})``."""
+        text = np.asarray(list(map(str, self.record_ids.tolist())), dtype=str)
+        if not len(text):
+            return text, {k: np.zeros(0) for k in self.stats}
+        codes, uniq = _factorize(_object_column(text))
+        ids = np.asarray(uniq, dtype=str)
+        order = np.argsort(ids, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        codes = rank[codes]
+        return ids[order], {
+            k: np.bincount(codes, weights=v, minlength=len(ids)) for k, v in self.stats.items()
         }
+
+    def bootstrap_replicates(
+        self,
+        *,
+        n_resamples: int = 1000,
+        seed: int = 0,
+        metrics: Iterable[str] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Each metric's value in each of ``n_resamples`` bootstrap resamples (NaN where the
+        metric is missing in that resample).
+
+        A resample draws as many *records* as there are (with replacement, uniformly, from
+        ``np.random.default_rng(seed)``); all rows of a drawn record travel together, since
+        the resampled sums are ``Σ_r count_r · stats_r`` over per-record stat sums. The draws
+        depend only on the seed, the number of records and ``n_resamples``; records are
+        ordered by id, so row order and partitioning do not change the result. Unknown metric
+        names raise :class:`InputError`; no records give all-NaN replicates."""
+        if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+            raise InputError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
+        point = self.metrics()
+        wanted = list(metrics) if metrics is not None else list(point)
+        unknown = [m for m in wanted if m not in point]
+        if unknown:
+            raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} "
+                             f"has {sorted(point)}")
+        out = {m: np.full(n_resamples, np.nan) for m in wanted}
+        ids, per = self.per_record_stats()
+        n = len(ids)
+        if n == 0:
+            return out
+        rng = np.random.default_rng(seed)
+        names = list(per)
+        mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
+        fin = self.family.finalize
+        chunk = max(1, min(n_resamples, _BOOTSTRAP_CELLS // n))
+        for lo in range(0, n_resamples, chunk):
+            b = min(chunk, n_resamples - lo)
+            draws = rng.integers(0, n, size=(b, n))
+            draws += (np.arange(b, dtype=draws.dtype) * n)[:, None]
+            weights = np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(float)
+            del draws
+            for j, row in enumerate((weights @ mat).tolist()):
+                res = fin(dict(zip(names, row)))
+                for m in wanted:
+                    got = res.get(m)
+                    if got is not None and got.value is not None:
+                        out[m][lo + j] = got.value
+        return out
 
     def bootstrap(
         self,
@@ -239,83 +527,87 @@ class Evaluation:
         metrics: Iterable[str] | None = None,
     ) -> dict[str, tuple[float, float] | None]:
         """Percentile bootstrap intervals, resampling *records* (all rows of a record travel
-        together). A metric missing in a resample is skipped there; the interval is ``None``
-        when it is missing in more than half of them."""
-        ids, per = self.per_record_stats()
-        n = len(ids)
-        wanted = list(metrics) if metrics is not None else list(self.metrics())
-        if n == 0:
-            return {m: None for m in wanted}
-        rng = np.random.default_rng(seed)
-        names = list(per)
-        mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
-        samples: dict[str, list[float]] = {m: [] for m in wanted}
-        chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))
-        done = 0
-        while done < n_resamples:
-            b = min(chunk, n_resamples - done)
-            draws = rng.integers(0, n, size=(b, n))
-            weights = np.zeros((b, n))
-            np.add.at(weights, (np.repeat(np.arange(b), n), draws.ravel()), 1.0)
-            sums = weights @ mat
-            for row in sums:
-                res = self.family.finalize(dict(zip(names, row.tolist())))
-                for m in wanted:
-                    v = res[m].value if m in res else None
-                    if v is not None:
-                        samples[m].append(v)
-            done += b
+        together; see :meth:`bootstrap_replicates`).
+
+        The interval is the ``(1-level)/2`` and ``(1+level)/2`` quantiles (numpy's linear
+        interpolation) of the replicates where the metric is defined. It is ``None`` when the
+        metric is missing in more than half of the resamples (always so without records)."""
+        if not (isinstance(level, (int, float)) and 0 < level < 1):
+            raise InputError(f"bootstrap: level must be between 0 and 1, got {level!r}")
+        reps = self.bootstrap_replicates(n_resamples=n_resamples, seed=seed, metrics=metrics)
         alpha = (1 - level) / 2
         out: dict[str, tuple[float, float] | None] = {}
-        for m in wanted:
-            s = samples[m]
+        for m, s in reps.items():
+            s = s[~np.isnan(s)]
             if len(s) * 2 < n_resamples:
                 out[m] = None
             else:
-                lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
+                lo, hi = np.quantile(s, [alpha, 1 - alpha])
                 out[m] = (float(lo), float(hi))
         return out
 
     # ------------------------------------------------------------------ partitions
     def merge(self, other: "Evaluation") -> "Evaluation":
-        """Concatenate two partitions of the same family (the totals add)."""
-        if other.family.qualified_name != self.family.qualified_name:
-            raise ValueError("cannot merge evaluations of different families")
-        keys = set(self.keys) | set(other.keys)
-        details = set(self.details) | set(other.details)
+        """Concatenate two partitions of the same family (the totals add).
 
-        def cat(a: dict, b: dict, name: str, na: int, nb: int) -> np.ndarray:
-            left = a.get(name, np.full(na, None, dtype=object))
-            right = b.get(name, np.full(nb, None, dtype=object))
+        Key and detail columns present on one side only are filled with ``None`` on the
+        other; an extra stats column present on one side only is filled with 0 (it is
+        additive). ``unscored`` lists are concatenated; ``meta`` is combined with this
+        side's entries winning, except ``rollup_skipped``, which describes a past roll-up and
+        is dropped."""
+        if other.family.qualified_name != self.family.qualified_name:
+            raise ValueError(f"cannot merge evaluations of different families "
+                             f"({self.family.qualified_name} and {other.family.qualified_name})")
+        na, nb = len(self), len(other)
+
+        def cat(a: dict, b: dict, name: str, fill: Any) -> np.ndarray:
+            left = a[name] if name in a else np.full(na, fill, dtype=float if fill == 0 else object)
+            right = b[name] if name in b else np.full(nb, fill, dtype=float if fill == 0 else object)
             if left.dtype.kind in "biuf" and right.dtype.kind in "biuf":
                 return np.concatenate([left, right])
             return np.concatenate([left.astype(object), right.astype(object)])
 
-        na, nb = len(self), len(other)
+        def names(a: dict, b: dict) -> list[str]:
+            return list(a) + [k for k in b if k not in a]
+
+        meta = {**other.meta, **self.meta}
+        meta.pop("rollup_skipped", None)
         return Evaluation(
             family=self.family,
             record_ids=np.concatenate([self.record_ids, other.record_ids]),
-            stats={k: np.concatenate([self.stats[k], other.stats[k]]) for k in self.stats},
-            keys={k: cat(self.keys, other.keys, k, na, nb) for k in keys},
-            details={k: cat(self.details, other.details, k, na, nb) for k in details},
-            unscored=self.unscored + other.unscored,
-            meta={**other.meta, **self.meta},
+            stats={k: cat(self.stats, other.stats, k, 0) for k in names(self.stats, other.stats)},
+            keys={k: cat(self.keys, other.keys, k, None) for k in names(self.keys, other.keys)},
+            details={k: cat(self.details, other.details, k, None)
+                     for k in names(self.details, other.details)},
+            unscored=list(self.unscored) + list(other.unscored),
+            meta=meta,
         )
 
     # ------------------------------------------------------------------ output
     def rows(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Per-row results as dicts (record id, keys, details, stats)."""
-        n = len(self) if limit is None else min(limit, len(self))
-        cols = {"record_id": self.record_ids}
-        cols.update(self.keys)
-        cols.update(self.details)
-        cols.update(self.stats)
-        out = []
-        for i in range(n):
-            out.append({k: _py(v[i]) for k, v in cols.items()})
-        return out
+        """Per-row results as dicts: ``record_id``, then the keys, details and stats (plain
+        Python values: numpy scalars and arrays converted; a column named like an earlier one
+        overwrites it)."""
+        return self._rows(limit, json_safe=False)
+
+    def _rows(self, limit: int | None, *, json_safe: bool) -> list[dict[str, Any]]:
+        n = len(self) if limit is None else max(0, min(limit, len(self)))
+        if not n:
+            return []
+        cols: dict[str, list[Any]] = {"record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
+        for group in (self.keys, self.details, self.stats):
+            for k, v in group.items():
+                cols[k] = _out_column(v[:n], k, json_safe, nan_is_none=group is self.keys)
+        names = list(cols)
+        return [dict(zip(names, vals)) for vals in zip(*(cols[k] for k in names))]
 
     def to_dict(self, *, rows: bool = True, breakdowns: Iterable[str] = ()) -> dict[str, Any]:
+        """The evaluation as JSON-safe data (``json.dumps(..., allow_nan=False)`` works): family,
+        counts, metrics, sums, meta, the requested breakdowns (group values as text, ``None``
+        as ``"None"``; colliding texts get their type, see :func:`_group_labels`) and, with
+        ``rows``, the rows and unscored records. A NaN key is a missing key and is written as
+        ``null`` (as :meth:`breakdown` groups it under ``None``); any other NaN or infinite
+        number raises ``ValueError`` naming where it is."""
         d: dict[str, Any] = {
             "family": self.family.name,
             "version": self.family.qualified_name,
@@ -326,25 +618,34 @@ class Evaluation:
             "sums": {k: _clean(v) for k, v in self.totals().items()},
         }
         if self.meta:
-            d["meta"] = self.meta
+            d["meta"] = _jsonable(self.meta, "meta")
         bd = {}
         for key in breakdowns:
+            groups = self.breakdown(key)
+            labels = _group_labels(list(groups))
             bd[key] = {
-                str(v): {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
-                for v, g in self.breakdown(key).items()
+                labels[i]: {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
+                for i, g in enumerate(groups.values())
             }
         if bd:
             d["breakdowns"] = bd
         if rows:
-            d["rows"] = self.rows()
-            d["unscored_records"] = self.unscored
+            d["rows"] = self._rows(None, json_safe=True)
+            d["unscored_records"] = _jsonable(self.unscored, "unscored")
         return d
 
 
-def _py(v: Any) -> Any:
-    if isinstance(v, (np.floating, np.integer, np.bool_)):
-        return v.item()
-    return v
+def _group_labels(values: list[Any]) -> list[str]:
+    """Text labels of breakdown groups: ``str(value)`` (``None`` as ``"None"``); values whose
+    text collides with another group's (``1`` and ``"1"``, the string ``"None"`` and ``None``)
+    get their type appended, ``"1 (int)"``, ``"1 (str)"``, ``"None (str)"``; ``None`` keeps
+    ``"None"``."""
+    text = [str(v) for v in values]
+    seen: dict[str, int] = {}
+    for t in text:
+        seen[t] = seen.get(t, 0) + 1
+    return [t if seen[t] == 1 or v is None else f"{t} ({type(v).__name__})"
+            for t, v in zip(text, values)]
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:
@@ -362,15 +663,35 @@ def build_evaluation(
     meta: dict[str, Any] | None = None,
 ) -> Evaluation:
     """Convenience constructor from row dicts holding ``record_id``, the family's stats and
-    the named key/detail fields (absent fields become ``None``; absent stats 0)."""
+    the named key/detail fields (absent fields become ``None``; absent stats 0).
+
+    A row without ``record_id`` or with a stat that is not a finite number raises
+    :class:`InputError` naming the row and field."""
     rows = list(rows)
     keys, details = list(keys), list(details)
+    for i, r in enumerate(rows):
+        if "record_id" not in r:
+            raise InputError(f"{family.name}: row {i} has no 'record_id' (fields: {sorted(r)})")
+    stats: dict[str, np.ndarray] = {}
+    for s in family.stats:
+        col = np.zeros(len(rows))
+        for i, r in enumerate(rows):
+            v = r.get(s, 0.0)
+            try:
+                col[i] = float(v)
+            except (TypeError, ValueError):
+                raise InputError(f"{family.name}: row {i} (record {r['record_id']!r}): stat {s!r} "
+                                 f"is {v!r}, expected a number") from None
+            if not math.isfinite(col[i]):
+                raise InputError(f"{family.name}: row {i} (record {r['record_id']!r}): stat {s!r} "
+                                 f"is {v!r}, expected a finite number")
+        stats[s] = col
     return Evaluation(
         family=family,
-        record_ids=np.asarray([r["record_id"] for r in rows], dtype=object),
-        stats={s: np.asarray([float(r.get(s, 0.0)) for r in rows]) for s in family.stats},
-        keys={k: np.asarray([r.get(k) for r in rows], dtype=object) for k in keys},
-        details={k: np.asarray([r.get(k) for r in rows], dtype=object) for k in details},
+        record_ids=_object_column([r["record_id"] for r in rows]),
+        stats=stats,
+        keys={k: _object_column([r.get(k) for r in rows]) for k in keys},
+        details={k: _object_column([r.get(k) for r in rows]) for k in details},
         unscored=list(unscored or []),
         meta=dict(meta or {}),
     )

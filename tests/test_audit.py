@@ -302,3 +302,13 @@ def test_normalize_result_shapes(stub):
     assert normalize_result({"x": a, "y": [b, a]}) == [a, b]
     assert normalize_result(Res(a, {"k": b})) == [a, b]
     assert normalize_result(None) == [] and "stub" in REGISTRY
+
+
+def test_slices_option_limits_breakdowns(stub, workdir):
+    base = {"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
+            "missing_runs": {"budget": 0.5}, "gates": ["stub_accuracy >= 0"]}
+    res = run_audit(config_from_mapping(base, base_dir=workdir), progress=False)
+    lookup = res.slices["stub"]["slice:intent"]["lookup"]
+    assert lookup["n"] == 5 and lookup["metrics"]["stub_accuracy"]["value"] == pytest.approx(0.6)
+    res = run_audit(config_from_mapping({**base, "slices": ["region"]}, base_dir=workdir), progress=False)
+    assert res.slices == {}

@@ -104,3 +104,13 @@ def test_evaluate_statuses():
 def test_bound_without_interval_is_missing():
     res = evaluate_gates([parse_gate("ci_low(mrr) >= 0.1")], {"mrr": Metric("mrr", 0.9)})
     assert res[0].status == "missing" and "no confidence interval" in res[0].reason
+
+
+def test_non_finite_values_are_missing_not_compared():
+    from kg_rageval.audit.gates import metric_dict
+
+    nan = Metric("x", float("nan"))
+    res = evaluate_gates([parse_gate("x <= 1"), parse_gate("ci_low(y) >= 0")],
+                         {"x": nan, "y": Metric("y", 0.5, ci=(float("-inf"), 1.0))})
+    assert [r.status for r in res] == ["missing", "missing"]
+    assert metric_dict(nan)["value"] is None and "non-finite" in metric_dict(nan)["missing"]

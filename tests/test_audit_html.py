@@ -71,3 +71,18 @@ def test_html_renders_without_console_errors(report, tmp_path):
     assert proc.returncode == 0 and not _console_errors(proc.stderr)
     assert shot.exists() and shot.stat().st_size > 10_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_demo_html_report_in_browser(tmp_path):
+    from kg_rageval.demo import build_demo
+
+    built = build_demo(tmp_path / "demo", seed=0, bootstrap=50)
+    res = run_audit(load_config(built["config"]), progress=False)
+    page = Path(write_reports(res, tmp_path / "demo" / "report")["html"])
+    dom = _chromium(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0 and not _console_errors(dom.stderr), _console_errors(dom.stderr)
+    assert "Disease Ontology cancer slim" in dom.stdout and "Coverage: intent" in dom.stdout
+    shot = tmp_path / "demo-report.png"
+    proc = _chromium(page, tmp_path, "--window-size=1280,2400", f"--screenshot={shot}")
+    assert proc.returncode == 0 and shot.stat().st_size > 50_000

@@ -190,10 +190,59 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("engine", ["compiled", "jsonschema", "pydantic"])
 @pytest.mark.parametrize("output, kinds", CASES)
-def test_failure_kinds(derived, output, kinds):
-    _, failures = check_schema(derived, output)
+def test_failure_kinds(derived, output, kinds, engine):
+    _, failures = check_schema(derived, output, engine=engine)
     assert {f["kind"] for f in failures} == kinds
+
+
+def _random_outputs(n, seed=0):
+    import random
+
+    rng = random.Random(seed)
+    wrong = ["TA0002", "T1086", "T1064", "nope", "attack-pattern", None, 1, 2.5, True, [], {}, ["T1003"]]
+    good = {"technique": TECHNIQUES, "tactic": ["TA0002", "TA0005", "TA0006"], "related": TECHNIQUES,
+            "subject": ["G0007", "S0002", "T1003"], "predicate": ["uses", "achieves"], "object": ["T1003", "TA0006"]}
+
+    def pick(slot, p_ok=0.85):
+        return rng.choice(good[slot]) if rng.random() < p_ok else rng.choice(wrong)
+
+    out = []
+    for _ in range(n):
+        o = {}
+        if rng.random() < 0.9:
+            o["technique"] = pick("technique")
+        if rng.random() < 0.9:
+            o["tactic"] = pick("tactic")
+        if rng.random() < 0.4:
+            o["related"] = [pick("related") for _ in range(rng.randrange(5))] if rng.random() < 0.9 else pick("related")
+        if rng.random() < 0.4:
+            o["relations"] = [
+                {k: pick(k) for k in ("subject", "predicate", "object") if rng.random() < 0.95}
+                | ({"why": 1} if rng.random() < 0.05 else {})
+                for _ in range(rng.randrange(3))
+            ]
+        if rng.random() < 0.3:
+            o["confidence"] = rng.choice([0.5, 1, -3, 2.0, "high", True, None])
+        if rng.random() < 0.05:
+            o["extra"] = 1
+        out.append(o if rng.random() < 0.97 else rng.choice(wrong))
+    return out
+
+
+def test_engines_agree_on_random_outputs(derived):
+    """400 random outputs: the compiled checker gives jsonschema's (kind, path) failures, and
+    the pydantic model the same verdicts."""
+    outs = _random_outputs(400)
+    n_valid = 0
+    for o in outs:
+        _, a = check_schema(derived, o, engine="compiled")
+        _, b = check_schema(derived, o, engine="jsonschema")
+        assert {(f["kind"], f["path"]) for f in a} == {(f["kind"], f["path"]) for f in b}, o
+        assert derived.accepts_fast(o) is (not b), o
+        n_valid += not b
+    assert 100 < n_valid < 200  # both verdicts are well represented (133 valid)
 
 
 def test_validators_agree(derived):
@@ -470,8 +519,10 @@ def test_pydantic_engine_same_failures(derived, output, kinds):
 
 def test_pydantic_engine_same_totals(attack, spec):
     recs = read_records(FIX / "records.jsonl")
-    assert score_conformance(attack, recs, spec, engine="pydantic").totals() == score_conformance(attack, recs, spec).totals()
-    with pytest.raises(ValueError, match="engine must be one of jsonschema, pydantic"):
+    ref = score_conformance(attack, recs, spec, engine="jsonschema").totals()
+    assert score_conformance(attack, recs, spec, engine="pydantic").totals() == ref
+    assert score_conformance(attack, recs, spec).totals() == ref
+    with pytest.raises(ValueError, match="engine must be one of compiled, jsonschema, pydantic"):
         score_conformance(attack, recs, spec, engine="fast")
 
 
@@ -492,3 +543,24 @@ def test_confusions_match_ontology_relation(attack, derived):
     got = [r["problems"]["confusions"][0]["relation"] for r in ev.rows()]
     assert got == [attack.relation(g, p) for g, p in pairs]
     assert sum(ev.totals()[f"conf_{r}"] for r in RELATIONS[1:]) == len(pairs) == 56
+
+
+@pytest.mark.parametrize("engine", ["compiled", "jsonschema", "pydantic"])
+def test_integer_and_unique_items(attack, engine):
+    d = derive_schema(attack, parse_spec({"fields": {
+        "n": {"kind": "integer"},
+        "ids": {"kind": "list", "node_type": "tactic", "unique_items": True, "min_items": 1}}}))
+    cases = [({"n": 2}, set()), ({"n": 2.0}, set()), ({"n": 2.5}, {"wrong_type"}), ({"n": True}, {"wrong_type"}),
+             ({"n": "2"}, {"wrong_type"}), ({"ids": ["TA0002", "TA0002"]}, {"other"}), ({"ids": []}, {"other"}),
+             ({"ids": ["TA0002", "TA0006"]}, set()), ({"ids": ["TA0002", 3]}, {"wrong_type"})]
+    for output, kinds in cases:
+        assert {f["kind"] for f in check_schema(d, output, engine=engine)[1]} == kinds, output
+        assert d.accepts_fast(output) is (not kinds), output
+
+
+def test_compiled_checker_falls_back_to_jsonschema(attack, spec):
+    d = derive_schema(attack, spec)
+    d.json_schema["properties"]["technique"]["minLength"] = 6  # outside the derived subset
+    assert d.checker is None
+    _, failures = check_schema(d, {"technique": "T1003", "tactic": "TA0006"})
+    assert [(f["kind"], f["path"]) for f in failures] == [("other", "technique")]

@@ -100,6 +100,14 @@ def test_cli_json(kgro, tmp_path, capsys):
     from kg_rageval.ontology.cache import load_compiled
 
     assert exported == derive_schema(load_compiled(kgro), load_spec(FIX / "attack_spec.yaml")).json_schema
+    rc = main(["score", "conformance", "--ontology", kgro, "--schema-spec", str(FIX / "attack_spec.yaml"),
+               "--data", str(FIX / "records.jsonl"), "--format", "json", "--no-rows", "--engine", "jsonschema",
+               "--export-schema", str(out_schema), "--export-flavor", "openai"])
+    assert rc == 0
+    again = json.loads(capsys.readouterr().out)["families"]["conformance"]
+    assert again["sums"] == fam["sums"] and "rows" not in again
+    wrapped = json.loads(out_schema.read_text())
+    assert wrapped["type"] == "json_schema" and wrapped["json_schema"]["schema"]["required"] == ["technique", "tactic"]
 
 
 def test_cli_text_and_bad_spec(kgro, tmp_path, capsys):
@@ -147,3 +155,24 @@ def test_real_attack_bundle(shared_data):
         ev = score_conformance(onto, [{"id": "b", "answer": {"output": {"technique": "T1086"}}}], d)
         assert ev.rows()[0]["problems"]["inactive_ids"][0] == {
             "id": "T1086", "slot": "technique", "status": "revoked", "replacement": "T1059.001"}
+
+
+def test_real_attack_shacl(shared_data):
+    if importlib.util.find_spec("kg_rageval.ontology.loaders.stix") is None:
+        pytest.skip("the STIX loader (kg_rageval.ontology.loaders.stix) is not written yet")
+    from kg_rageval.conformance.shacl import score_shacl
+    from kg_rageval.ontology import load_ontology
+
+    onto = load_ontology(shared_data / "attack" / "enterprise-attack-techniques-18.1.json.gz")
+    spec = parse_spec({"fields": {"technique": {"node_type": ["technique", "sub-technique"], "required": True},
+                                  "tactic": {"node_type": "tactic", "required": True}}})
+    recs = [
+        {"id": "ok-sub", "answer": {"output": {"technique": "T1003.001", "tactic": "TA0006"}}},
+        {"id": "ok-tech", "answer": {"output": {"technique": "T1059", "tactic": "TA0002"}}},
+        {"id": "revoked", "answer": {"output": {"technique": "T1086", "tactic": "TA0002"}}},
+        {"id": "swapped", "answer": {"output": {"technique": "TA0006", "tactic": "T1003.001"}}},
+    ]
+    ev = score_shacl(onto, recs, SHAPES, spec)
+    assert {r["record_id"]: r["conforming"] for r in ev.rows()} == {"ok-sub": 1, "ok-tech": 1, "revoked": 0, "swapped": 0}
+    js = score_conformance(onto, recs, spec)
+    assert [r["valid"] for r in js.rows()] == [1, 1, 0, 0]  # JSON Schema and SHACL agree

@@ -51,6 +51,9 @@ MISSING_RUN_REASONS = ("missing", "timeout", "timed out", "invalid", "error", "n
                        "failed")
 
 
+MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate")
+
+
 class MissingRunsConfig(_Strict):
     """Budget of records a family could not score although their section is present (missing
     runs, timeouts, invalid judge outputs). Above it, every gate of that family is ``missing``."""
@@ -59,6 +62,9 @@ class MissingRunsConfig(_Strict):
     reasons: list[str] = Field(default_factory=lambda: list(MISSING_RUN_REASONS))
     """Substrings of a family's unscored reason that make it a missing run (case-insensitive);
     other unscored records (e.g. "no gold documents") are not applicable, not missing."""
+    metrics: list[str] = Field(default_factory=lambda: list(MISSING_RUN_METRICS))
+    """Family metrics whose *numerator* counts scored-but-missing outputs (a missing run scored
+    as an empty run, an invalid judge output); they count as missing runs too."""
 
 
 class BaselineConfig(_Strict):
@@ -115,6 +121,7 @@ class AuditConfig(_Strict):
     judgments: str | None = None
     families: dict[str, dict[str, Any]] = Field(default_factory=dict)
     slices: list[str] | None = None
+    """Slice names broken down in the report (``None``: every slice the records use)."""
     gates: list[str] = Field(default_factory=list)
     slice_gates: dict[str, list[str]] = Field(default_factory=dict)
     node_gates: dict[str, list[str]] = Field(default_factory=dict)
@@ -189,7 +196,7 @@ class AuditConfig(_Strict):
                 lower = metric in self.baseline.lower_is_better
                 op, thr = ("<=", budget) if lower else (">=", -budget)
                 try:
-                    gates.append(Gate(f"delta:{metric}", op, float(thr), None, self.baseline.use))
+                    gates.append(Gate(f"delta:{metric}", op, float(thr) + 0.0, None, self.baseline.use))
                 except ConfigError as exc:
                     errors.append(f"baseline.budgets.{metric}: {exc}")
         if errors:

@@ -229,6 +229,9 @@ def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list
         if m.value is None:
             out.append(GateResult(g, "missing", None, f"missing evidence: {m.missing or 'metric undefined'}"))
             continue
+        if not math.isfinite(m.value):
+            out.append(GateResult(g, "missing", None, f"missing evidence: non-finite value {m.value!r}"))
+            continue
         if g.use == "value":
             observed = float(m.value)
         elif m.ci is None:
@@ -238,6 +241,9 @@ def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list
             continue
         else:
             observed = float(m.ci[0] if g.use == "ci_low" else m.ci[1])
+            if not math.isfinite(observed):
+                out.append(GateResult(g, "missing", None, f"missing evidence: non-finite {g.use} {observed!r}"))
+                continue
         ok = g.compare(observed)
         frac = ""
         if m.numerator is not None and m.denominator is not None:
@@ -246,6 +252,19 @@ def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list
         reason = f"{what} {observed:.4f}{frac} {'meets' if ok else 'violates'} {g.op} {_fmt_threshold(g.threshold)}"
         out.append(GateResult(g, "pass" if ok else "fail", observed, reason))
     return out
+
+
+def metric_dict(m: Metric) -> dict:
+    """``Metric.to_dict()``, or — when a family produced a non-finite number — the metric as
+    missing with that reason (a report never carries NaN/inf, and never crashes on one)."""
+    try:
+        return m.to_dict()
+    except ValueError as exc:
+        return {"name": m.name, "value": None, "missing": f"non-finite value from the family ({exc})"}
+
+
+def finite_or_none(x: float | None) -> float | None:
+    return x if x is None or math.isfinite(x) else None
 
 
 def _n(x: float) -> str:

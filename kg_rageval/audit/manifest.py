@@ -19,6 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .gates import metric_dict
+
 if TYPE_CHECKING:  # pragma: no cover
     from .config import AuditConfig
     from .runner import AuditResult
@@ -55,7 +57,7 @@ def metrics_digest(payload: Mapping[str, Any]) -> str:
 def numbers_of(result: "AuditResult") -> dict[str, Any]:
     """The numbers that ``--verify`` compares: every metric (with CI) and every gate."""
     return {
-        "metrics": {k: m.to_dict() for k, m in sorted(result.metrics.items())},
+        "metrics": {k: metric_dict(m) for k, m in sorted(result.metrics.items())},
         "gates": [r.to_dict() for r in result.gate_results],
     }
 

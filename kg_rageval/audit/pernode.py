@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from ..evaluation import Metric
+from .gates import finite_or_none, metric_dict
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import AuditConfig, CoverageConfig
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _mdict(ms: Mapping[str, Metric]) -> dict[str, Any]:
-    return {k: m.to_dict() for k, m in ms.items()}
+    return {k: metric_dict(m) for k, m in ms.items()}
 
 
 def safe_rollup(ev: Any, ontology: Any, key: str = "gold_node") -> dict[str, dict[str, Any]]:
@@ -50,12 +51,14 @@ def safe_rollup(ev: Any, ontology: Any, key: str = "gold_node") -> dict[str, dic
     return out
 
 
-def slice_breakdowns(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, Any]]:
-    """``{family: {"slice:intent": {value: {"n": rows, "metrics": {...}}}}}``."""
+def slice_breakdowns(runs: Mapping[str, "FamilyRun"], only: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``{family: {"slice:intent": {value: {"n": rows, "metrics": {...}}}}}``; ``only`` limits
+    the slice names (the config's ``slices``; ``None`` = every slice the records use)."""
     out: dict[str, dict[str, Any]] = {}
+    wanted = None if only is None else {f"slice:{n}" for n in only}
     for fam, run in runs.items():
         for ev in run.evaluations:
-            for key in sorted(k for k in ev.keys if k.startswith("slice:")):
+            for key in sorted(k for k in ev.keys if k.startswith("slice:") and (wanted is None or k in wanted)):
                 bd = ev.breakdown(key)
                 dst = out.setdefault(fam, {}).setdefault(key, {})
                 for v, g in bd.items():
@@ -79,7 +82,7 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any) -> dict[str, di
                                            "n": {}, "metrics": {}})
                 d["n"][fam] = max(d["n"].get(fam, 0), g["n"])
                 for m, val in g["metrics"].items():
-                    d["metrics"][f"{fam}.{m}"] = val.value
+                    d["metrics"][f"{fam}.{m}"] = finite_or_none(val.value)
     return dict(sorted(nodes.items(), key=lambda kv: (kv[1]["depth"], kv[0])))
 
 
@@ -100,7 +103,7 @@ def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, conf
             if nid == ontology.root_id:
                 continue
             m = row["metrics"].get(owner.metric)
-            if m is None:
+            if m is None or finite_or_none(m.value) is None:
                 continue
             entry = {"gate": str(g), "node": nid, "label": ontology.label(nid), "depth": row["depth"],
                      "n": row["n"], "value": m.value}

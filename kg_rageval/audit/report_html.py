@@ -185,6 +185,18 @@ def coverage_heatmap(cov: dict[str, Any], max_branches: int = 40) -> str:
             f'(&lt; {thin})</span></p><div style="overflow-x:auto"><table class="heat">{head}{"".join(body)}</table></div>{more}')
 
 
+def _qualified_delta(key: str, result: "AuditResult") -> bool:
+    """``delta:<family>.<metric>`` keys (unique), not the unqualified or evaluation aliases."""
+    return key in set((result.baseline or {}).get("primary", ()))
+
+
+def _duplicate_key(key: str, result: "AuditResult") -> bool:
+    """An unqualified metric key whose ``family.metric`` twin is also in the table."""
+    if "[" in key or key.startswith("delta:") or key.split(".", 1)[0] in result.families:
+        return False
+    return any(f"{fam}.{key}" in result.metrics for fam in result.families)
+
+
 def html_report(result: "AuditResult") -> str:
     c = result.status_counts()
     verdict = "pass" if result.passed else "fail"
@@ -253,7 +265,7 @@ def html_report(result: "AuditResult") -> str:
         [f"<code>{escape(k)}</code>", _f(m.value),
          (f"{m.numerator:g}/{m.denominator:g}" if m.numerator is not None and m.denominator is not None else ""),
          (f"[{m.ci[0]:.4f}, {m.ci[1]:.4f}]" if m.ci else ""), escape(m.missing or "")]
-        for k, m in sorted(result.metrics.items()) if "." not in k.split("[")[0] or k.startswith("delta:")),
+        for k, m in sorted(result.metrics.items()) if not _duplicate_key(k, result)),
         num_cols=[1]))
     for fam, keys in result.slices.items():
         for key, groups in keys.items():
@@ -264,10 +276,18 @@ def html_report(result: "AuditResult") -> str:
                 for v, g in sorted(groups.items())), num_cols=range(1, len(names) + 2)))
     if result.baseline:
         s.append("<h2>Baseline comparison</h2>")
-        s.append(_table(["delta", "value", "CI"], (
-            [f"<code>{escape(k)}</code>", _f(d.get("value")),
+        s.append(f"<p class='sub'>candidate − baseline over the records both scored; baseline records "
+                 f"<code>{escape(result.baseline['records'])}</code></p>")
+        s.append(_table(["delta", "candidate", "baseline", "delta value", "paired CI"], (
+            [f"<code>{escape(k)}</code>", _f(d.get("candidate")), _f(d.get("baseline")), _f(d.get("value")),
              (f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else escape(d.get("missing") or ""))]
-            for k, d in result.baseline["deltas"].items() if k.count(".") == 0), num_cols=[1]))
+            for k, d in result.baseline["deltas"].items() if _qualified_delta(k, result)), num_cols=[1, 2, 3]))
+        for name, rows in result.baseline.get("worst_queries", {}).items():
+            if rows:
+                s.append(f"<h3>Per-query deltas of <code>{escape(name)}</code> (worst first)</h3>")
+                s.append(_table(["record", "candidate", "baseline", "delta"], (
+                    [escape(str(r["record_id"])), _f(r["candidate"]), _f(r["baseline"]), _f(r["delta"])]
+                    for r in rows[:15]), num_cols=[1, 2, 3]))
     import json
 
     s.append("<h2>Manifest</h2><details><summary>hashes, versions, seeds</summary><pre>"

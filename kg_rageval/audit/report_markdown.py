@@ -23,6 +23,13 @@ def _cell(s: Any) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def _primary(result: "AuditResult"):
+    from .report_html import _primary_gate
+
+    pick = _primary_gate(result)
+    return (pick[1], pick[2]) if pick else None
+
+
 def markdown(result: "AuditResult") -> str:
     c = result.status_counts()
     verdict = "PASSED" if result.passed else "FAILED"
@@ -54,17 +61,34 @@ def markdown(result: "AuditResult") -> str:
         for d in result.drivers[: result.config.report.top_branches]:
             lines.append(f"| `{_cell(d['gate'])}` | {d['node']} | {_cell(d['label'] or '')} | {d['depth']} | "
                          f"{d['n']} | {_f(d['value'])} | {_f(d['impact'])} |")
+    pick = _primary(result)
+    if pick is not None:
+        gate, key = pick
+        rows = [(nid, d) for nid, d in result.nodes.items() if 1 <= d["depth"] <= 2 and d["metrics"].get(key) is not None]
+        rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))
+        if rows:
+            lines += ["", f"## Per-branch `{key}` (gate `{gate}`)", "",
+                      "| node | label | depth | rows | value | meets gate |", "|---|---|---:|---:|---:|---|"]
+            for nid, d in rows[: max(15, result.config.report.top_branches)]:
+                v = d["metrics"][key]
+                lines.append(f"| {nid} | {_cell(d['label'] or '')} | {d['depth']} | {max(d['n'].values())} | "
+                             f"{_f(v)} | {'yes' if gate.compare(v) else 'no'} |")
     cov = result.coverage
     if cov:
         lines += ["", "## Coverage", "",
                   f"{cov['n_cells']} cells (intent × document type × branch): {cov['n_empty']} empty, "
                   f"{cov['n_thin']} thin (< {cov['thin_threshold']} records)."]
     if result.baseline:
-        lines += ["", "## Baseline deltas", "", "| metric | delta | CI |", "|---|---:|---|"]
+        from .report_html import _qualified_delta
+
+        lines += ["", "## Baseline deltas (candidate − baseline)", "",
+                  "| metric | candidate | baseline | delta | paired CI |", "|---|---:|---:|---:|---|"]
         for k, d in result.baseline["deltas"].items():
-            if k.count(".") == 0 or True:
-                ci = f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else ""
-                lines.append(f"| `{k}` | {_f(d.get('value'))} | {ci} |")
+            if not _qualified_delta(k, result):
+                continue
+            ci = f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else (d.get("missing") or "")
+            lines.append(f"| `{k}` | {_f(d.get('candidate'))} | {_f(d.get('baseline'))} | {_f(d.get('value'))} | "
+                         f"{_cell(ci)} |")
     lines += ["", f"Manifest metrics digest: `{result.manifest.get('metrics_digest', '')}`", ""]
     return "\n".join(lines)
 

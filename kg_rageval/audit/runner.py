@@ -45,7 +45,7 @@ from .families import (
     load_function,
     normalize_result,
 )
-from .gates import Gate, GateResult, evaluate_gates
+from .gates import Gate, GateResult, evaluate_gates, metric_dict
 
 
 @dataclass
@@ -268,14 +268,17 @@ class MetricIndex:
                     o = _Owner(fam, ev, m)
                     self.by_name.setdefault(m, []).append(o)
                     self.by_name.setdefault(f"{fam}.{m}", []).append(o)
+                    if ev.family.name != fam:  # a family returning several evaluations
+                        self.by_name.setdefault(f"{fam}.{ev.family.name}.{m}", []).append(o)
 
     def owner(self, name: str) -> tuple[_Owner | None, str]:
         owners = self.by_name.get(name)
         if owners is None:
             return None, self._absent_reason(name)
         if len(owners) > 1:
-            fams = sorted({f"{o.family}.{o.metric}" for o in owners})
-            return None, f"ambiguous metric {name!r}: produced by {', '.join(fams)}; name one"
+            names = sorted({f"{o.family}.{o.metric}" if len(self.by_name.get(f"{o.family}.{o.metric}", [])) == 1
+                            else f"{o.family}.{o.ev.family.name}.{o.metric}" for o in owners})
+            return None, f"ambiguous metric {name!r}: produced by {', '.join(names)}; name one"
         return owners[0], ""
 
     def _absent_reason(self, name: str) -> str:
@@ -356,16 +359,18 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     over_budget: dict[str, str] = {}
     counts: dict[str, Any] = {"records": len(records), "families": {}}
     for fam, run in runs.items():
-        c = _family_counts(run, records, config.missing_runs.reasons)
+        c = _family_counts(run, records, config.missing_runs.reasons, config.missing_runs.metrics)
         counts["families"][fam] = c
         if run.status != "ran" or run.n_with_section == 0:
             continue
         rate = c["missing_runs"] / run.n_with_section
         g = Gate(f"{fam}.missing_run_rate", "<=", float(config.missing_runs.budget))
         ok = rate <= config.missing_runs.budget + 1e-12
-        reason = (f"{c['missing_runs']}/{run.n_with_section} records with a {fam} section unscored "
+        detail = dict(c["unscored_reasons"])
+        detail.update({f"counted in {k}": v for k, v in c["missing_in_metrics"].items()})
+        reason = (f"{c['missing_runs']}/{run.n_with_section} records with a {fam} section are missing runs "
                   f"({rate:.2%}; budget {config.missing_runs.budget:.2%})"
-                  + (f": {_fmt_reasons(c['unscored_reasons'])}" if c["unscored_reasons"] else ""))
+                  + (f"; unscored or invalid: {_fmt_reasons(detail)}" if detail else ""))
         budget_results.append(GateResult(g, "pass" if ok else "fail", rate, reason))
         if not ok:
             over_budget[fam] = f"missing evidence: {fam} missing runs above budget ({reason})"
@@ -410,7 +415,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     )
     from . import pernode
 
-    result.slices = pernode.slice_breakdowns(runs)
+    result.slices = pernode.slice_breakdowns(runs, config.slices)
     if config.report.node_rollup:
         result.nodes = pernode.node_rollups(runs, ontology)
     result.drivers = pernode.failure_drivers(final, index, ontology, config)
@@ -432,11 +437,15 @@ def _fmt_reasons(reasons: Mapping[str, int]) -> str:
     return ", ".join(f"{k} ×{v}" for k, v in reasons.items())
 
 
-def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] = ()) -> dict[str, Any]:
+def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] = (),
+                   metric_names: Iterable[str] = ()) -> dict[str, Any]:
     """Scored, unscored (by reason) and missing-run counts of one family.
 
-    A missing run is a record that carries the family's section, was scored by none of the
-    family's evaluations, and was left unscored for a reason matching one of ``patterns``."""
+    A missing run is a record that carries the family's section and either was scored by none
+    of the family's evaluations and left unscored for a reason matching one of ``patterns``, or
+    is counted in the numerator of one of the family's ``metric_names`` (e.g. retrieval's
+    ``missing_run_rate``: a missing run scored as an empty run; generation's
+    ``invalid_judgment_rate``). The total is capped at the records with the section."""
     pats = [p.lower() for p in patterns]
     unscored_reasons: dict[str, int] = {}
     missing_ids: set[str] = set()
@@ -454,9 +463,17 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
             else:
                 anonymous += 1
         scored.update(str(x) for x in ev.record_ids.tolist())
+    in_metrics: dict[str, float] = {}
+    for ev in run.evaluations:
+        ms = ev.metrics()
+        for name in metric_names:
+            m = ms.get(name)
+            if m is not None and m.numerator:
+                in_metrics[name] = in_metrics.get(name, 0.0) + float(m.numerator)
     spec = REGISTRY.get(run.name)
     with_sec = {r["id"] for r in records if spec is None or has_section(r, spec)}
-    missing = min(len((missing_ids - scored) & with_sec) + anonymous, len(with_sec))
+    missing = min(len((missing_ids - scored) & with_sec) + anonymous + int(round(sum(in_metrics.values()))),
+                  len(with_sec))
     return {
         "status": run.status,
         "reason": run.reason,
@@ -464,6 +481,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
         "scored_records": len(scored),
         "missing_runs": missing,
         "unscored_reasons": dict(sorted(unscored_reasons.items())),
+        "missing_in_metrics": {k: int(round(v)) for k, v in sorted(in_metrics.items())},
         "rows": sum(len(ev) for ev in run.evaluations),
         "seconds": round(run.seconds, 4),
         "versions": run.versions,
@@ -486,13 +504,20 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
 
 
 # ---------------------------------------------------------------------- baseline
+def _delta_wanted(fam: str, ev: Evaluation, metric: str, delta_gates: set[str]) -> bool:
+    names = {metric, f"{fam}.{metric}", f"{fam}.{ev.family.name}.{metric}"}
+    return bool(names & delta_gates)
+
+
 def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[str, FamilyRun],
                   progress: bool) -> tuple[dict[str, Any], dict[str, Metric]]:
     """Paired comparison with a baseline run on the same records.
 
     For each evaluation the candidate and baseline per-record stats are aligned on the record
-    ids both scored; ``delta:m`` = m(candidate) − m(baseline) over those records, with a paired
-    percentile bootstrap (the same record draws for both systems)."""
+    ids both scored; ``delta:m`` = m(candidate) − m(baseline) over those records. For the
+    evaluations owning a metric with a delta gate (all with ``bootstrap.always``) a paired
+    percentile bootstrap (the same record draws for both systems) gives the intervals, and the
+    per-query deltas of the gated metrics are listed (worst first, 50 at most)."""
     from ..records import read_records
 
     bpath = config.path(config.baseline.records)
@@ -506,7 +531,10 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
     bruns = run_families(bcfg, binputs, base_records, progress=progress)
     b = config.bootstrap
+    delta_gates = {g.metric[len("delta:"):] for g in config.all_gates() if g.metric.startswith("delta:")}
     deltas: dict[str, Metric] = {}
+    pairs: dict[str, dict[str, Any]] = {}
+    primary: list[str] = []
     per_query: dict[str, list[dict[str, Any]]] = {}
     seen_names: dict[str, int] = {}
     for fam, run in runs.items():
@@ -530,7 +558,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             rng = np.random.default_rng(b.seed)
             n = len(common)
             samples: dict[str, list[float]] = {m: [] for m in tc}
-            for _ in range(b.n_resamples):
+            wanted = [m for m in tc if _delta_wanted(fam, ev, m, delta_gates)]
+            resamples = b.n_resamples if (wanted or b.always) else 0
+            for _ in range(resamples):
                 w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
                 rc = fin(dict(zip(names, (w @ mc).tolist())))
                 rb = fin(dict(zip(names, (w @ mb).tolist())))
@@ -548,35 +578,44 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                 else:
                     s = samples[m]
                     ci = None
-                    if len(s) * 2 >= b.n_resamples:
+                    if resamples and len(s) * 2 >= resamples:
                         lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
                         ci = (float(lo), float(hi))
-                    d = Metric(key, float(vc - vb), float(vc), float(vb), None, ci)
-                deltas[key] = d
-                deltas[f"delta:{fam}.{m}"] = d
-            # per-query deltas of each metric (for the report's regressions table)
-            for m in tc:
-                rows = []
+                    d = Metric(key, float(vc - vb), None, None, None, ci)
+                aliases = [key, f"delta:{fam}.{m}"]
+                if ev.family.name != fam:
+                    aliases.append(f"delta:{fam}.{ev.family.name}.{m}")
+                primary.append(aliases[1])
+                for a in aliases:
+                    deltas[a] = d
+                    pairs[a] = {"candidate": vc, "baseline": vb, "paired_records": n}
+            # per-query deltas (the report's regressions table) of the metrics with a delta gate:
+            # one finalize per record and system, every wanted metric read from it
+            if wanted:
+                rows_of: dict[str, list[dict[str, Any]]] = {m: [] for m in wanted}
                 for j, rid in enumerate(common.tolist()):
-                    c1 = fin(dict(zip(names, mc[j].tolist()))).get(m)
-                    b1 = fin(dict(zip(names, mb[j].tolist()))).get(m)
-                    if c1 is None or b1 is None or c1.value is None or b1.value is None:
-                        continue
-                    if c1.value != b1.value:
-                        rows.append({"record_id": rid, "candidate": c1.value, "baseline": b1.value,
-                                     "delta": c1.value - b1.value})
-                    if len(rows) > 5000:
-                        break
-                rows.sort(key=lambda r: r["delta"])
-                per_query[f"{fam}.{m}"] = rows[:50]
+                    fc = fin(dict(zip(names, mc[j].tolist())))
+                    fb = fin(dict(zip(names, mb[j].tolist())))
+                    for m in wanted:
+                        c1, b1 = fc.get(m), fb.get(m)
+                        if c1 is None or b1 is None or c1.value is None or b1.value is None:
+                            continue
+                        if c1.value != b1.value:
+                            rows_of[m].append({"record_id": rid, "candidate": c1.value, "baseline": b1.value,
+                                               "delta": c1.value - b1.value})
+                for m, rows in rows_of.items():
+                    rows.sort(key=lambda r: (r["delta"], r["record_id"]))
+                    per_query[f"{fam}.{m}"] = rows[:50]
     for key, cnt in seen_names.items():
         if cnt > 1:
             deltas[key] = Metric(key, None, missing=f"ambiguous: {cnt} families produce it; use delta:<family>.<metric>")
+            pairs.pop(key, None)
     info = {
         "records": str(bpath),
         "n_records": len(base_records),
         "families": {f: r.status for f, r in bruns.items()},
-        "deltas": {k: v.to_dict() for k, v in sorted(deltas.items())},
+        "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
+        "primary": sorted(set(primary)),
         "worst_queries": per_query,
     }
     return info, deltas

@@ -22,15 +22,17 @@ from .common import format_option, quiet_option
 @quiet_option
 @click.option("--verify", "verify_path", type=click.Path(dir_okay=False), default=None,
               help="Re-run the audit a manifest.json describes and confirm identical numbers.")
-@click.option("--demo", is_flag=True,
-              help="Build the bundled demo KG-RAG system (Disease Ontology cancer slim), run it and audit it.")
+@click.option("--demo", "demo", is_flag=False, flag_value="doid", default=None,
+              type=click.Choice(["doid", "attack"]), metavar="[doid|attack]",
+              help="Build the bundled demo KG-RAG system (default: Disease Ontology cancer slim; "
+                   "'attack': MITRE ATT&CK), run it and audit it.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the demo system.")
 def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, verify_path: str | None,
-          demo: bool, seed: int) -> None:
+          demo: str | None, seed: int) -> None:
     """Run every configured metric family, decide the gates and write the reports.
 
     A gate whose evidence is missing fails. With --demo (no config needed) the demo system is
-    built into --out (default ./kg-rageval-demo) and audited.
+    built into --out (default ./kg-rageval-demo) and audited; --demo attack uses ATT&CK.
     """
     from ..errors import KgRagevalError
 
@@ -54,8 +56,8 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed) -> int:
 
         from ..demo import build_demo
 
-        out = Path(out_dir or "kg-rageval-demo")
-        built = build_demo(out, seed=seed, progress=not quiet)
+        out = Path(out_dir or ("kg-rageval-demo" if demo == "doid" else f"kg-rageval-demo-{demo}"))
+        built = build_demo(out, seed=seed, progress=not quiet, profile=demo)
         config_path = str(built["config"])
         out_dir = str(out / "report")
         if not quiet and fmt == "text":

@@ -3,6 +3,7 @@
 * :mod:`.spec` — the user's schema spec (which output field holds which kind of node);
 * :mod:`.schema` — JSON Schema (draft 2020-12) and pydantic model derived from ontology + spec;
 * :mod:`.outlines_backend` — the constraints for a constrained decoder (Outlines) and export;
+* :mod:`.fastcheck` — the derived schema compiled to fast checking closures;
 * :mod:`.metrics` — schema validity, vocabulary, status, domain/range and semantic conformance;
 * :mod:`.shacl` — the same outputs rendered as RDF and validated against SHACL shapes.
 

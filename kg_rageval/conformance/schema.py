@@ -33,7 +33,7 @@ from typing import Any, Iterable, Literal
 import numpy as np
 
 from ..errors import ConfigError, UnknownIdError
-from ..ontology.model import ACTIVE, DEPRECATED, REVOKED, Ontology
+from ..ontology.model import DEPRECATED, REVOKED, Ontology
 from .spec import FieldSpec, NodeSelector, SchemaSpec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -221,6 +221,17 @@ class DerivedSchema:
             Draft202012Validator, {"enum": fast_enum, VOCAB_KEYWORD: vocab_keyword}
         )
         return cls(self.json_schema)
+
+    @cached_property
+    def checker(self):
+        """The compiled checker of :mod:`.fastcheck` (``None`` when the schema leaves the
+        derived subset, e.g. after hand edits)."""
+        from .fastcheck import Unsupported, compile_checker
+
+        try:
+            return compile_checker(self.json_schema, self.vocabularies)
+        except Unsupported:
+            return None
 
     @cached_property
     def stock_validator(self):

@@ -30,7 +30,7 @@ the longest mention (ties: the earliest); retrieval with BM25 pre-filtered by th
 entitlements and by the category filter ``within parent(linked concept)`` (the linked concept
 itself when it is top-level) → an extractive answer: a templated lead sentence from the
 ontology ("<label> is a kind of <parent> [1].") and the first sentence of the top document,
-each with an inline citation marker ``[1]`` (= ``answer.citations[0]``), a structured output ``{"disease", "parent"}``, a confidence (the top BM25
+each with an inline citation marker ``[1]`` (= ``answer.citations[0]``), a structured output ``{<output_field>, "parent"}``, a confidence (the top BM25
 score squashed to (0, 1)) and a refusal when nothing was linked and the best score is below
 a threshold.
 
@@ -81,6 +81,18 @@ def _active_concepts(ontology: Any) -> list[int]:
     return [i for i in range(start, len(ontology)) if int(ontology.status[i]) == 0 and ontology.labels[i]]
 
 
+_CITATION = re.compile(r"\(Citation:[^)]*\)")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_MDLINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+
+
+def clean_text(text: str) -> str:
+    """Definition text as prose: ATT&CK's ``(Citation: ...)`` markers, HTML tags and Markdown
+    links removed, whitespace collapsed."""
+    text = _MDLINK.sub(r"\1", _TAG.sub("", _CITATION.sub("", text)))
+    return re.sub(r"\s+", " ", text).strip()
+
+
 def build_corpus(ontology: Any, rng: np.random.Generator, *, held_out_fraction: float = 0.04) -> Corpus:
     """Documents from the ontology's definitions and synonyms; a sample of leaves held out."""
     concepts = _active_concepts(ontology)
@@ -97,7 +109,7 @@ def build_corpus(ontology: Any, rng: np.random.Generator, *, held_out_fraction: 
         base = {"categories": [cid], "tenant": tenants, "locale": "en", "concept": cid}
         if ontology.definitions[i]:
             docs.append({"id": f"doc:{cid}:def", "source_id": f"{cid}#definition", "type": "definition",
-                         "title": label, "text": f"{label}: {ontology.definitions[i]}", **base})
+                         "title": label, "text": f"{label}: {clean_text(ontology.definitions[i])}", **base})
         syns = [s for s in ontology.synonyms[i] if s and s.lower() != label.lower()]
         if syns:
             docs.append({"id": f"doc:{cid}:syn", "source_id": f"{cid}#synonyms", "type": "glossary",
@@ -108,15 +120,17 @@ def build_corpus(ontology: Any, rng: np.random.Generator, *, held_out_fraction: 
     return Corpus(docs, sorted(held_ids))
 
 
-def _strip_label(definition: str, label: str) -> str:
-    text = re.sub(re.escape(label), "this disease", definition, flags=re.IGNORECASE)
+def _strip_label(definition: str, label: str, noun: str = "disease") -> str:
+    text = re.sub(re.escape(label), f"this {noun}", definition, flags=re.IGNORECASE)
     text = text[0].lower() + text[1:] if text else text
     return re.sub(r"^an?\s+", "", text).rstrip(".")
 
 
 def generate_queries(ontology: Any, corpus: Corpus, rng: np.random.Generator, *, n_label: int = 150,
-                     n_synonym: int = 80, n_description: int = 100, n_sibling: int = 50) -> list[dict[str, Any]]:
-    """Labelled queries (see the module docstring); deterministic for a given ``rng`` state."""
+                     n_synonym: int = 80, n_description: int = 100, n_sibling: int = 50,
+                     noun: str = "disease") -> list[dict[str, Any]]:
+    """Labelled queries (see the module docstring); deterministic for a given ``rng`` state.
+    ``noun`` names the kind of concept in the description queries ("Which <noun> is ...")."""
     docs_of: dict[str, dict[str, str]] = {}
     for d in corpus.docs:
         docs_of.setdefault(d["concept"], {})[d["type"]] = d["id"]
@@ -156,8 +170,8 @@ def generate_queries(ontology: Any, corpus: Corpus, rng: np.random.Generator, *,
             gold_docs(cid))
     for i in pick(known, n_description):
         cid, label = ontology.ids[i], ontology.labels[i]
-        desc = _strip_label(_first_sentence(ontology.definitions[i]), label)
-        add("description", f"Which disease is {desc}?", cid, [], gold_docs(cid))
+        desc = _strip_label(_first_sentence(clean_text(ontology.definitions[i])), label, noun)
+        add("description", f"Which {noun} is {desc}?", cid, [], gold_docs(cid))
     pairs = []
     for i in known:
         for p in ontology.parent_indices(i).tolist():
@@ -182,9 +196,12 @@ def generate_queries(ontology: Any, corpus: Corpus, rng: np.random.Generator, *,
 
 
 class DemoSystem:
-    """The baseline pipeline: dictionary linker → filtered BM25 → extractive cited answer."""
+    """The baseline pipeline: dictionary linker → filtered BM25 → extractive cited answer.
+    ``use_filters=False`` drops the category filter (entitlements stay): the plain-BM25
+    system the demo compares against."""
 
-    def __init__(self, ontology: Any, corpus: Corpus, *, k: int = 10, refuse_below: float = 4.0):
+    def __init__(self, ontology: Any, corpus: Corpus, *, k: int = 10, refuse_below: float = 4.0,
+                 output_field: str = "disease", use_filters: bool = True):
         from ..linking.dictionary import DictionaryLinker
 
         self.ontology = ontology
@@ -193,6 +210,8 @@ class DemoSystem:
         self.index = BM25([f"{d['title']} {d['text']}" for d in self.docs])
         self.k = k
         self.refuse_below = refuse_below
+        self.output_field = output_field
+        self.use_filters = use_filters
         self._cat = [self.ontology.index(d["categories"][0]) for d in self.docs]
         self._tenants = [set(d["tenant"]) for d in self.docs]
 
@@ -213,7 +232,7 @@ class DemoSystem:
         mentions = [lk.to_mention() for lk in links]
         linked_links = [lk for lk in links if lk.id is not None]
         linked = max(linked_links, key=lambda lk: (lk.end - lk.start, -lk.start)).id if linked_links else None
-        filters = self.filter_for(linked)
+        filters = self.filter_for(linked) if self.use_filters else []
         mask = np.asarray([principal["tenant"] in t for t in self._tenants], dtype=bool)
         for f in filters:
             mask &= self._within(f["value"])
@@ -236,7 +255,7 @@ class DemoSystem:
             first = _first_sentence(top["text"]).rstrip()
             sentences.append(f"{first.rstrip('.')} [1].")
             ans.update(text=" ".join(sentences), citations=[top["id"]],
-                       output={"disease": concept, "parent": parents[0] if parents else None})
+                       output={self.output_field: concept, "parent": parents[0] if parents else None})
             if ans["output"]["parent"] is None:
                 del ans["output"]["parent"]
             ans["judgment"] = _extractive_judgment(sentences, top["text"])

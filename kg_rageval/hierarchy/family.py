@@ -221,7 +221,7 @@ def score_hierarchy(
         )
 
     # ---- resolve ids, collecting every problem before raising
-    unknown: list[str] = []
+    unknown: list[tuple[str, str]] = []
     inactive: list[str] = []
     replaced = 0
     resolved: list[tuple[list[int], list[str], list[int], list[str]]] = []
@@ -236,7 +236,7 @@ def score_hierarchy(
                 i = _lookup(ontology, node_id)
                 if i < 0:
                     unk.append(node_id)
-                    unknown.append(f"{node_id!r} ({where(rec, f'labels.{side}[{pos}]')})")
+                    unknown.append((node_id, where(rec, f"labels.{side}[{pos}]")))
                     continue
                 st = int(ontology.status[i])
                 if st != ACTIVE:
@@ -256,8 +256,10 @@ def score_hierarchy(
             sides.append((list(dict.fromkeys(known)), unk))
         resolved.append((sides[0][0], sides[0][1], sides[1][0], sides[1][1]))
     if unknown and on_unknown == "error":
+        first = unknown[0][1] + (f" and {len(unknown) - 1} more places" if len(unknown) > 1 else "")
         raise UnknownIdError(
-            unknown,
+            sorted({u for u, _ in unknown}),
+            where=first,
             hint="pass on_unknown='count' (CLI: --on-unknown count) to score them as a category",
         )
     if inactive:

@@ -69,14 +69,13 @@ def _sorted_block(cl: Closure, a: np.ndarray, b: np.ndarray, side: bool):
         ab[0::2] = a
         ab[1::2] = b
         S = np.take(cl.matrix, ab, axis=0).reshape(m, 2 * cl.width)
-        if side:
-            half = S.reshape(m, 2, cl.width)[:, 1, :]
-            half += (half != cl.pad).astype(cl.dtype)
+        if side:  # b's copies get side bit 1 (its padding becomes pad + 1: still filtered)
+            S.reshape(m, 2, cl.width)[:, 1, :] += 1
     else:
         A = cl.rows(a)
         B = cl.rows(b)
         if side:
-            B = B + (B != cl.pad).astype(cl.dtype)
+            B += 1
         S = np.concatenate([A, B], axis=1)
     S.sort(axis=1)
     tmax = max(2, int((cl.lens[a] + cl.lens[b]).max())) if m else 2
@@ -87,27 +86,33 @@ def _sorted_block(cl: Closure, a: np.ndarray, b: np.ndarray, side: bool):
 
 class _Dups:
     """Common ancestors of each pair of a chunk, as flat arrays over the duplicate cells of the
-    row-wise sorted block: ``r`` (pair within the chunk, ascending), ``x`` (the common
-    ancestor) and ``lo``/``hi`` (the payloads of its two copies, ``lo <= hi``; with
-    ``side=True`` bit 0 of a payload says whose copy it is: 0 = a, 1 = b)."""
+    row-wise sorted block: ``r`` (pair within the chunk, ascending) and ``lo``/``hi`` (the
+    encoded keys of the two copies, ``lo <= hi``). ``x = lo >> pbits`` is the common ancestor;
+    ``key & mask`` the payload (``dist << 2 | grand << 1 | side``, ``side`` 0 = a, 1 = b when
+    built with ``side=True``). Every pair has a cell: the root (or virtual root) is common."""
 
-    __slots__ = ("m", "r", "x", "lo", "hi")
+    __slots__ = ("cl", "m", "r", "lo", "hi")
 
     def __init__(self, cl: Closure, a: np.ndarray, b: np.ndarray, *, side: bool = False):
-        m = a.size
-        self.m = m
+        self.cl = cl
+        self.m = a.size
         T, d = _sorted_block(cl, a, b, side)
         r, c = np.nonzero(d)
         lo = T[r, c]
-        keep = lo < cl.pad
+        keep = lo < cl.pad  # padding cells pair up at the end of the shorter rows
         if not keep.all():
             r, c, lo = r[keep], c[keep], lo[keep]
-        hi = T[r, c + 1]
         self.r = r
-        self.x = (lo >> cl.pbits).astype(np.int64)
-        mask = (1 << cl.pbits) - 1
-        self.lo = (lo & mask).astype(np.int64)
-        self.hi = (hi & mask).astype(np.int64)
+        self.lo = lo
+        self.hi = T[r, c + 1]
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.lo >> self.cl.pbits
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.cl.pbits) - 1
 
     def any(self, flag: np.ndarray) -> np.ndarray:
         """Per pair: does some common ancestor satisfy ``flag``?"""
@@ -117,13 +122,15 @@ class _Dups:
         return np.bincount(self.r, minlength=self.m)
 
     def starts(self) -> np.ndarray:
-        """Index of each pair's first cell (every pair has one: the root is common)."""
+        """Index of each pair's first cell."""
         return np.searchsorted(self.r, np.arange(self.m))
 
-    def sides(self) -> tuple[np.ndarray, np.ndarray]:
-        """Payloads of a's and b's copy (needs ``side=True``)."""
-        lo_is_a = (self.lo & 1) == 0
-        return np.where(lo_is_a, self.lo, self.hi), np.where(lo_is_a, self.hi, self.lo)
+    def side_dists(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Upward distances from a and from b to the common ancestor of cells ``pos``
+        (needs ``side=True``)."""
+        lo, hi = self.lo[pos] & self.mask, self.hi[pos] & self.mask
+        lo_is_a = (lo & 1) == 0
+        return (np.where(lo_is_a, lo, hi) >> 2).astype(np.int64), (np.where(lo_is_a, hi, lo) >> 2).astype(np.int64)
 
 
 def _ordered_chunks(cl: Closure, a: np.ndarray, b: np.ndarray) -> Iterator[np.ndarray]:
@@ -162,19 +169,24 @@ def relation_codes(ontology: Ontology, gold_idx, pred_idx) -> np.ndarray:
 
 
 def _relation_codes(cl: Closure, a: np.ndarray, b: np.ndarray, dups: _Dups) -> np.ndarray:
-    r, x, lo, hi = dups.r, dups.x, dups.lo, dups.hi
-    dlo, dhi = lo >> 2, hi >> 2
-    code = np.full(a.size, UNRELATED, dtype=np.int8)
-    real = x != 0 if cl.excluded_root else np.ones(x.size, dtype=bool)
-    code[dups.any(real & ((lo & 2) != 0) & ((hi & 2) != 0))] = COUSIN
-    code[dups.any(real & (dlo == 1) & (dhi == 1))] = SIBLING
-    # a is a common ancestor: a is an ancestor-or-self of b; b's copy is the larger distance
-    at_a = x == a[r]
-    code[dups.any(at_a)] = DESCENDANT
-    code[dups.any(at_a & (dhi == 1))] = CHILD
-    at_b = x == b[r]
-    code[dups.any(at_b)] = ANCESTOR
-    code[dups.any(at_b & (dhi == 1))] = PARENT
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int8)
+    r, x, mask = dups.r, dups.x, dups.mask
+    lo, hi = dups.lo & mask, dups.hi & mask
+    # per common ancestor: a shared parent (both distances 1; lo <= hi) or a shared grandparent
+    sib = (lo >= 4) & (hi < 8)
+    cous = (lo & hi & 2) != 0
+    cell = np.where(sib, SIBLING, np.where(cous, COUSIN, UNRELATED)).astype(np.int8)
+    if cl.excluded_root:
+        cell[x == 0] = UNRELATED
+    code = np.minimum.reduceat(cell, dups.starts())
+    # a is a common ancestor: a is an ancestor-or-self of b; b's copy (hi) has the distance
+    pos = np.flatnonzero(x == a[r])
+    rows = r[pos]
+    code[rows] = np.where((hi[pos] >> 2) == 1, CHILD, DESCENDANT)
+    pos = np.flatnonzero(x == b[r])
+    rows = r[pos]
+    code[rows] = np.where((hi[pos] >> 2) == 1, PARENT, ANCESTOR)
     code[a == b] = EXACT
     return code
 
@@ -199,7 +211,8 @@ def path_length(ontology: Ontology, a_idx, b_idx) -> np.ndarray:
 
 def _min_path(cl: Closure, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     dups = _Dups(cl, a, b)
-    tot = (dups.lo >> 2) + (dups.hi >> 2)
+    mask = dups.mask
+    tot = ((dups.lo & mask) >> 2) + ((dups.hi & mask) >> 2)
     return np.minimum.reduceat(tot, dups.starts()).astype(np.int64)
 
 
@@ -420,39 +433,32 @@ def wu_palmer(
 
 
 def _wup_chunk(cl, a, b, rank_depth, score_of, dmin, dmax) -> np.ndarray:
+    if a.size == 0:
+        return np.zeros(0)
     dups = _Dups(cl, a, b, side=True)
     r, x = dups.r, dups.x
-    pa, pb = dups.sides()
-    da, db = pa >> 2, pb >> 2
     score = score_of[x]
-    starts = dups.starts()
-    best = np.maximum.reduceat(score, starts)
-    is_best = score == best[r]
+    best = np.maximum.reduceat(score, dups.starts())
+    jpos = np.flatnonzero(score == best[r])  # one cell per pair: scores are unique per node
+    s = x[jpos].astype(np.int64)
     # NLTK: ``self`` (a) is the subsumer when it is one of the deepest candidates
-    at_a = x == a[r]
-    a_common = dups.any(at_a)
-    s = np.zeros(a.size, dtype=np.int64)
-    s[r[is_best]] = x[is_best]
-    self_wins = a_common & (rank_depth[a] == rank_depth[s])
-    s = np.where(self_wins, a, s)
-    at_s = x == s[r]
-    da_s = np.zeros(a.size, dtype=np.int64)
-    db_s = np.zeros(a.size, dtype=np.int64)
-    da_s[r[at_s]] = da[at_s]
-    db_s[r[at_s]] = db[at_s]
-    # exact NLTK path lengths: min over x in A(s) of dist(a, x) + dist(s, x). The upward
-    # dist(a, s) is exact unless some other common ancestor x could beat it; a lower bound
-    # for x is dist(a, x) + max(1, depth_min(s) - depth_min(x)).
-    gap = np.maximum(1, dmin[s][r] - dmin[x])
-    other = ~at_s
-    need_a = dups.any(other & (da + gap < da_s[r]))
-    need_b = dups.any(other & (db + gap < db_s[r]))
-    len_a, len_b = da_s, db_s
-    if need_a.any():
-        k = np.flatnonzero(need_a)
-        len_a[k] = _min_path(cl, a[k], s[k])
-    if need_b.any():
-        k = np.flatnonzero(need_b)
-        len_b[k] = _min_path(cl, b[k], s[k])
+    apos = np.flatnonzero(x == a[r])
+    arow = r[apos]
+    wins = rank_depth[a[arow]] == rank_depth[s[arow]]
+    jpos[arow[wins]] = apos[wins]
+    s[arow[wins]] = a[arow[wins]]
+    len_a, len_b = dups.side_dists(jpos)
+    # NLTK's path length is min over x in A(s) of dist(a, x) + dist(s, x), usually dist(a, s).
+    # For x a proper ancestor of s: dist(a, x) + dist(s, x) >= depth_min(a) - depth_min(x) + 1
+    # >= depth_min(a) - depth_max(s) + 2, so dist(a, s) is exact unless it exceeds that bound;
+    # the few pairs over it get the exact merge.
+    bound = dmax[s] - 2
+    need = np.flatnonzero(len_a > dmin[a] - bound)
+    if need.size:
+        len_a[need] = _min_path(cl, a[need], s[need])
+    need = np.flatnonzero(len_b > dmin[b] - bound)
+    if need.size:
+        len_b[need] = _min_path(cl, b[need], s[need])
     depth = dmax[s] + 1
     return 2.0 * depth / (len_a + len_b + 2.0 * depth)
+

@@ -148,18 +148,26 @@ class LinkingFamily(Family):
 # ---------------------------------------------------------------------------- flattening
 @dataclass
 class _Side:
-    """Flat columns of all gold or all predicted mentions."""
+    """Flat columns of all gold or all predicted mentions (in record order)."""
 
-    rec: list[int]
-    pos: list[int]
+    rec: list[int]  # record index per mention
     start: list[int]
     end: list[int]
     code: list[int]
-    extra: list[Any]  # gold: (type, nearest code); pred: score or None
+    extra: list[Any]  # gold: mention type; pred: score or None
+    near: list[int]  # gold: nearest code, -1 when none is named
 
     @classmethod
     def empty(cls) -> "_Side":
         return cls([], [], [], [], [], [])
+
+    def pos(self, j: int) -> int:
+        """Position of flat mention ``j`` in its record's list."""
+        r = self.rec[j]
+        k = j
+        while k > 0 and self.rec[k - 1] == r:
+            k -= 1
+        return j - k
 
 
 class _Ids:
@@ -208,23 +216,30 @@ def _span(m: Any, record: Record, field: str, limit: int | None) -> tuple[int, i
 
 
 def _flatten(records: Sequence[Record], ids: _Ids):
+    """Validate and flatten every record's mentions (a tight loop: 1M mentions in ~1 s; any
+    mention that fails the fast checks is re-examined by the slow path, which raises)."""
     gold, pred = _Side.empty(), _Side.empty()
     scored: list[int] = []
     unscored: list[dict[str, str]] = []
+    get = ids.get
+    miss = object()
+    g_rec, g_s, g_e, g_c, g_t, g_n = (gold.rec.extend, gold.start.append, gold.end.append,
+                                      gold.code.append, gold.extra.append, gold.near.append)
+    p_rec, p_s, p_e, p_c, p_x = (pred.rec.extend, pred.start.append, pred.end.append,
+                                 pred.code.append, pred.extra.append)
     for ri, r in enumerate(records):
         m = r.get("mentions")
-        rid = str(r.get("id"))
         if m is None:
-            unscored.append({"record_id": rid, "reason": "no mentions section"})
+            unscored.append({"record_id": str(r.get("id")), "reason": "no mentions section"})
             continue
         if type(m) is not dict:
             raise _bad(r, "mentions", "must be an object with 'gold' and 'pred' lists")
         g_list, p_list = m.get("gold"), m.get("pred")
         if g_list is None:
-            unscored.append({"record_id": rid, "reason": "no gold mentions (mentions.gold absent)"})
+            unscored.append({"record_id": str(r.get("id")), "reason": "no gold mentions (mentions.gold absent)"})
             continue
         if p_list is None:
-            unscored.append({"record_id": rid, "reason": "no predictions (mentions.pred absent)"})
+            unscored.append({"record_id": str(r.get("id")), "reason": "no predictions (mentions.pred absent)"})
             continue
         if type(g_list) is not list:
             raise _bad(r, "mentions.gold", "must be a list of mentions")
@@ -233,36 +248,57 @@ def _flatten(records: Sequence[Record], ids: _Ids):
         text = r.get("text")
         if not isinstance(text, str):
             text = r.get("query")
-        limit = len(text) if isinstance(text, str) else None
+        limit = len(text) if isinstance(text, str) else 1 << 62
         scored.append(ri)
         for k, g in enumerate(g_list):
-            f = f"mentions.gold[{k}]"
-            s, e = _span(g, r, f, limit)
-            if "id" not in g:
-                raise _bad(r, f + ".id", "missing: give an ontology id or null for NIL")
-            gold.rec.append(ri)
-            gold.pos.append(k)
-            gold.start.append(s)
-            gold.end.append(e)
-            gold.code.append(ids.code(g["id"], r, f + ".id"))
-            t = g.get("type")
-            near = g.get("nearest")
-            gold.extra.append((t, ids.code(near, r, f + ".nearest") if near is not None else None))
+            if type(g) is not dict:
+                _span(g, r, f"mentions.gold[{k}]", limit)
+            s, e, i = g.get("start"), g.get("end"), g.get("id", miss)
+            if type(s) is not int or type(e) is not int or s < 0 or e <= s or e > limit or i is miss:
+                _slow(g, r, f"mentions.gold[{k}]", limit)
+            c = NIL if i is None else get(i, miss) if type(i) is str else miss
+            if c is miss:
+                c = ids.code(i, r, f"mentions.gold[{k}].id")
+            g_s(s)
+            g_e(e)
+            g_c(c)
+            if len(g) > 3:  # optional fields present
+                g_t(g.get("type"))
+                nr = g.get("nearest")
+                g_n(-1 if nr is None else ids.code(nr, r, f"mentions.gold[{k}].nearest"))
+            else:
+                g_t(None)
+                g_n(-1)
+        g_rec([ri] * len(g_list))
         for k, p in enumerate(p_list):
-            f = f"mentions.pred[{k}]"
-            s, e = _span(p, r, f, limit)
-            if "id" not in p:
-                raise _bad(r, f + ".id", "missing: give an ontology id or null for NIL")
-            sc = p.get("score")
-            if sc is not None and (type(sc) not in (int, float) or not math.isfinite(sc)):
-                raise _bad(r, f + ".score", f"must be a finite number, not {sc!r}")
-            pred.rec.append(ri)
-            pred.pos.append(k)
-            pred.start.append(s)
-            pred.end.append(e)
-            pred.code.append(ids.code(p["id"], r, f + ".id"))
-            pred.extra.append(sc)
+            if type(p) is not dict:
+                _span(p, r, f"mentions.pred[{k}]", limit)
+            s, e, i = p.get("start"), p.get("end"), p.get("id", miss)
+            if type(s) is not int or type(e) is not int or s < 0 or e <= s or e > limit or i is miss:
+                _slow(p, r, f"mentions.pred[{k}]", limit)
+            sc = p.get("score") if len(p) > 3 else None
+            if sc is not None and (type(sc) is not float or sc != sc or sc in _INF):
+                if type(sc) is not int:
+                    raise _bad(r, f"mentions.pred[{k}].score", f"must be a finite number, not {sc!r}")
+            c = NIL if i is None else get(i, miss) if type(i) is str else miss
+            if c is miss:
+                c = ids.code(i, r, f"mentions.pred[{k}].id")
+            p_s(s)
+            p_e(e)
+            p_c(c)
+            p_x(sc)
+        p_rec([ri] * len(p_list))
     return gold, pred, scored, unscored
+
+
+_INF = (math.inf, -math.inf)
+
+
+def _slow(m: dict, record: Record, field: str, limit: int) -> None:
+    """The detailed checks of one mention; raises the precise error."""
+    _span(m, record, field, None if limit == 1 << 62 else limit)
+    if "id" not in m:
+        raise _bad(record, field + ".id", "missing: give an ontology id or null for NIL")
 
 
 def _arrays(side: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -288,13 +324,13 @@ def _check_spans(records, side: _Side, rec, start, end, *, which: str, allow_ove
         k = int(np.flatnonzero(bad)[0])
         a, b = int(order[k]), int(order[k + 1])
         rec_ = records[int(r[k])]
-        msg = (f"span [{s[k + 1]}, {e[k + 1]}) {kind} mentions.{which}[{side.pos[a]}] "
+        msg = (f"span [{s[k + 1]}, {e[k + 1]}) {kind} mentions.{which}[{side.pos(a)}] "
                f"[{s[k]}, {e[k]})")
         if which == "pred":
             msg += "; duplicate predicted spans are rejected, not double-counted"
         else:
             msg += "; gold spans may not overlap (allow_overlapping_gold=True permits nesting)"
-        raise _bad(rec_, f"mentions.{which}[{side.pos[b]}]", msg)
+        raise _bad(rec_, f"mentions.{which}[{side.pos(b)}]", msg)
     return order
 
 
@@ -481,8 +517,7 @@ def score_linking(
     near = np.full(n, -1, np.int64)
     gi = np.flatnonzero(has_g)
     if gi.size:
-        nc = [gold.extra[j][1] for j in row_g[gi].tolist()]
-        near[gi] = [c if c is not None else -1 for c in nc]
+        near[gi] = np.asarray(gold.near, dtype=np.int64)[row_g[gi]]
     ol = st["over_links"]
     ol_near = ol & (near >= 0) & (pc >= 0)
     near_rel = np.full(n, -1, np.int8)
@@ -525,33 +560,33 @@ def score_linking(
     return Evaluation(LinkingFamily(), record_ids, stats, keys, details, unscored, meta)
 
 
+def _obj(values: list) -> np.ndarray:
+    out = np.empty(len(values), object)
+    out[:] = values
+    return out
+
+
 def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, has_p, gc, pc,
               rel, near, near_rel, matched, same, g_nil, p_nil):
     n = row_rec.size
-    inv_unknown = {c: s for s, c in ids.unknown.items()}
-    o_ids = ontology.ids
+    n_onto = len(ontology)
+    # id lookup table: ontology ids, then opaque (unknown) ids, then None for NIL / no mention
+    unknown = sorted(ids.unknown.items(), key=lambda kv: -kv[1])  # codes -2, -3, ...
+    lut = _obj(list(ontology.ids) + [u for u, _ in unknown] + [None])
 
-    def name(code: int):
-        if code >= 0:
-            return o_ids[code]
-        return inv_unknown.get(code)
+    def names(codes: np.ndarray) -> np.ndarray:
+        pos = np.where(codes >= 0, codes, np.where(codes <= -2, n_onto + (-2 - codes), lut.size - 1))
+        pos = np.where(codes == _NO_ROW, lut.size - 1, pos)
+        return lut[pos]
 
-    gcl, pcl = gc.tolist(), pc.tolist()
-    cache: dict[int, Any] = {}
-    gold_node = np.empty(n, object)
-    pred_node = np.empty(n, object)
-    gold_node[:] = [name(c) if c > _NO_ROW else None for c in gcl]
-    pred_node[:] = [name(c) if c > _NO_ROW else None for c in pcl]
+    gold_node, pred_node = names(gc), names(pc)
     node_type = np.empty(n, object)
     branch = np.empty(n, object)
-    branch_of = _branches(ontology)
-    for i, c in enumerate(gcl):
-        if c >= 0:
-            node_type[i] = ontology.node_types[c]
-            b = cache.get(c)
-            if b is None:
-                b = cache[c] = branch_of(c)
-            branch[i] = b
+    ok = gc >= 0
+    if ok.any():
+        uniq, inv = np.unique(gc[ok], return_inverse=True)
+        node_type[ok] = _obj(list(ontology.node_types))[uniq][inv]
+        branch[ok] = _branch_ids(ontology, uniq)[inv]
     outcome = np.empty(n, object)
     outcome[:] = "spurious"
     outcome[has_g & ~has_p] = "missed"
@@ -561,15 +596,14 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
     outcome[matched & ~g_nil & p_nil] = "abstention"
     outcome[matched & ~g_nil & ~p_nil & ~same] = "wrong_link"
     mtype = np.empty(n, object)
-    nearest = np.empty(n, object)
-    gl, pl = row_g.tolist(), row_p.tolist()
-    for i in np.flatnonzero(has_g).tolist():
-        t, nc = gold.extra[gl[i]]
-        mtype[i] = t
-        nearest[i] = name(nc) if nc is not None else None
     score = np.empty(n, object)
-    for i in np.flatnonzero(has_p).tolist():
-        score[i] = pred.extra[pl[i]]
+    gi, pi = np.flatnonzero(has_g), np.flatnonzero(has_p)
+    if gi.size:
+        mtype[gi] = _obj(gold.extra)[row_g[gi]]
+    near_names = names(np.where(near >= 0, near, _NO_ROW))
+    nearest = near_names
+    if pi.size:
+        score[pi] = _obj(pred.extra)[row_p[pi]]
     rel_names = np.asarray(list(RELATIONS) + [None], dtype=object)
     relation = rel_names[np.where(rel >= 0, rel, len(RELATIONS))]
     nearest_relation = rel_names[np.where(near_rel >= 0, near_rel, len(RELATIONS))]
@@ -604,21 +638,27 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
     return keys, details
 
 
-def _branches(ontology):
-    """``branch(i)``: the top-level concept above node ``i`` — the real root of a multi-root
-    ontology, otherwise the child of the root (the root itself for the root). Several
-    candidates (polyhierarchy): the lowest index (first in topological order)."""
-    top_depth = 1
-    depth = ontology.depth_min
+def _branch_ids(ontology, nodes: np.ndarray) -> np.ndarray:
+    """The *branch* of each node: its top-level concept — the real root of a multi-root
+    ontology, otherwise the child of the root on its ancestor path (the root is its own
+    branch). With several candidates (polyhierarchy) the lowest index (first in topological
+    order) wins. Object array of ids (``None`` when there is none)."""
+    from ..ontology.builder import _gather
 
-    def branch(i: int):
-        if depth[i] < top_depth:
-            return ontology.ids[i]
-        row = ontology.ancestor_indices(i)
-        cand = row[depth[row] == top_depth]
-        return ontology.ids[int(cand[0])] if cand.size else None
-
-    return branch
+    nodes = np.asarray(nodes, dtype=np.int64)
+    out = np.empty(nodes.size, object)
+    depth = np.asarray(ontology.depth_min)
+    top = depth[nodes] < 1
+    out[top] = _obj([ontology.ids[i] for i in nodes[top].tolist()])
+    lens = ontology.anc_ptr[nodes + 1] - ontology.anc_ptr[nodes]
+    owner = np.repeat(np.arange(nodes.size), lens)
+    anc = _gather(ontology.anc_ptr, ontology.anc_idx, nodes)
+    hit = depth[anc] == 1
+    own, first = np.unique(owner[hit], return_index=True)  # rows are sorted: lowest index first
+    cand = anc[hit][first]
+    keep = ~top[own]
+    out[own[keep]] = _obj([ontology.ids[i] for i in cand[keep].tolist()])
+    return out
 
 
 # ---------------------------------------------------------------------------- sweep

@@ -61,6 +61,40 @@ class Vocab:
         self._grow(ids)
         return np.fromiter(map(self.index.__getitem__, ids), dtype=np.int64, count=len(ids))
 
+    def codes_array(self, arr: np.ndarray) -> np.ndarray:
+        """Codes of a numpy string array, adding unseen ids (first-seen order among the new).
+
+        Vectorised for large inputs: a 64-bit FNV-style hash over the fixed-width characters,
+        one ``np.unique`` over the hashes, then dictionary work only for the distinct ids. A
+        hash collision (two different ids, one hash) is detected and falls back to
+        :meth:`codes`."""
+        n = len(arr)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        arr = np.ascontiguousarray(arr)
+        if arr.dtype.kind not in "US":
+            arr = arr.astype(str)
+        if arr.dtype.kind == "U":
+            width = arr.dtype.itemsize // 4
+            chars = arr.view(np.uint32).reshape(n, width)
+        else:  # UTF-8 bytes
+            width = arr.dtype.itemsize
+            chars = arr.view(np.uint8).reshape(n, width)
+        h = np.full(n, 1469598103934665603, dtype=np.uint64)
+        prime = np.uint64(1099511628211)
+        with np.errstate(over="ignore"):
+            for j in range(width):
+                h ^= chars[:, j].astype(np.uint64)
+                h *= prime
+        uh, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        # collision check: every row must equal the representative of its hash
+        if not np.array_equal(arr, arr[first][inv]):
+            return self.codes(_texts(arr.tolist()))
+        order = np.argsort(first, kind="stable")  # distinct ids in first-seen order
+        ucodes = np.empty(len(uh), dtype=np.int64)
+        ucodes[order] = self.codes(_texts(arr[first[order]].tolist()))
+        return ucodes[inv]
+
     def lookup(self, ids: Sequence[str]) -> np.ndarray:
         """Codes of many ids without adding: unknown ids get -1."""
         get = self.index.get
@@ -84,11 +118,12 @@ class Vocab:
         return key
 
 
-def trec_order(ptr: np.ndarray, scores: np.ndarray, rank_key: np.ndarray) -> np.ndarray:
+def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vocab") -> np.ndarray:
     """Permutation sorting each CSR row by score descending, then document id descending
-    (``rank_key`` = the documents' positions in string order).
+    (string order of ``vocab.strings[docs]``).
 
-    Rows of similar length are sorted as one padded 2-D array (one ``argsort`` per row); rows
+    Rows already strictly decreasing in score keep their order (checked in one pass). Rows of
+    similar length are sorted as one padded 2-D array (one ``argsort`` per row); rows
     with tied scores are re-sorted with the id tie-break; very uneven rows fall back to one
     ``lexsort`` over (row, -score, -id)."""
     n = len(ptr) - 1
@@ -98,8 +133,11 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, rank_key: np.ndarray) -> np.
         return np.zeros(0, dtype=np.int64)
     width = int(lens.max())
     row = np.repeat(np.arange(n, dtype=np.int64), lens)
+    same_row = row[1:] == row[:-1]
+    if not (same_row & (scores[1:] >= scores[:-1])).any():
+        return np.arange(N, dtype=np.int64)
     if n * width > 2 * N + 4096:
-        return np.lexsort((-rank_key, -scores, row))
+        return np.lexsort((-vocab.rank_key[docs], -scores, row))
     col = np.arange(N, dtype=np.int64) - np.repeat(ptr[:-1], lens)
     grid = np.full((n, width), np.inf)
     grid[row, col] = -scores
@@ -109,11 +147,15 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, rank_key: np.ndarray) -> np.
     tied_rows = np.flatnonzero(tie.any(axis=1))
     if tied_rows.size:
         rk = np.full((n, width), np.iinfo(np.int64).max)
-        rk[row, col] = -rank_key
+        rk[row, col] = -vocab.rank_key[docs]
         sub = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
         o[tied_rows] = sub
     valid = np.arange(width)[None, :] < lens[:, None]
     return (ptr[:-1, None] + o)[valid]
+
+
+def _texts(items: list) -> list[str]:
+    return [x.decode("utf-8") for x in items] if items and isinstance(items[0], bytes) else items
 
 
 def _csr(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -277,7 +319,7 @@ class Run:
                 qrow, docs, scores = qrow[keep], docs[keep], scores[keep]
                 ptr = _csr(np.bincount(qrow, minlength=n))
         if len(docs):
-            order = trec_order(ptr, scores, vocab.rank_key[docs])
+            order = trec_order(ptr, scores, docs, vocab)
             docs, scores = docs[order], scores[order]
         return cls(list(qids), ptr, docs, scores, vocab, dup)
 

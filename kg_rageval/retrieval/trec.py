@@ -4,9 +4,8 @@ Formats (whitespace-separated; blank lines are skipped):
 
 * TREC qrels: ``query_id iteration doc_id relevance`` (relevance an integer; the iteration
   column is ignored, as trec_eval does).
-* TREC run: ``query_id Q0 doc_id rank score run_tag``. The rank column is read and checked to be
-  an integer but, as in trec_eval, the ranking comes from the score (descending, then doc id
-  descending).
+* TREC run: ``query_id Q0 doc_id rank score run_tag``. As in trec_eval the rank column is not
+  used: the ranking comes from the score (descending, then doc id descending).
 * BEIR qrels: a TSV with the header ``query-id<TAB>corpus-id<TAB>score``.
 
 Errors name the file and line: a wrong number of columns, a non-numeric relevance, rank or
@@ -19,6 +18,7 @@ score, a document judged twice for one query, or a run listing a document twice 
 from __future__ import annotations
 
 import gzip
+import itertools
 from pathlib import Path
 from typing import Iterator
 
@@ -27,7 +27,11 @@ import numpy as np
 from ..errors import InputError
 from .runs import Qrels, Run, Vocab, _csr
 
-CHUNK_BYTES = 1 << 24
+CHUNK_BYTES = 1 << 26
+_WS = np.zeros(256, dtype=bool)
+_WS[[9, 10, 11, 12, 13, 32]] = True
+_TAB = np.zeros(256, dtype=bool)
+_TAB[[9, 10, 13]] = True
 
 
 def _open(path: Path, mode: str = "rt"):
@@ -36,127 +40,180 @@ def _open(path: Path, mode: str = "rt"):
     return open(path, mode, encoding="utf-8", newline="")
 
 
-def _chunks(path: Path, skip_header: bool = False) -> Iterator[tuple[int, list[str]]]:
-    """``(first line number, lines)`` blocks of whole lines."""
+def _blocks(path: Path, skip_header: bool = False) -> Iterator[tuple[int, bytes]]:
+    """``(first line number, bytes)``: blocks of whole lines, read in binary."""
     if not path.exists():
         raise InputError("no such file", source=str(path))
+    opener = gzip.open if path.suffix == ".gz" else open
     lineno = 1
-    rest = ""
-    first = True
-    with _open(path) as fh:
+    rest = b""
+    with opener(path, "rb") as fh:
+        if skip_header:
+            fh.readline()
+            lineno = 2
         while True:
             block = fh.read(CHUNK_BYTES)
             if not block:
                 break
             block = rest + block
-            cut = block.rfind("\n")
+            cut = block.rfind(b"\n")
             if cut < 0:
                 rest = block
                 continue
             rest = block[cut + 1 :]
-            lines = block[:cut].split("\n")
-            if first and skip_header:
-                lines = lines[1:]
-                lineno += 1
-                first = False
-            first = False
-            yield lineno, lines
-            lineno += len(lines)
+            body = block[: cut + 1]
+            yield lineno, body
+            lineno += body.count(b"\n")
         if rest:
-            lines = [rest]
-            if first and skip_header:
-                lines, lineno = [], lineno + 1
-            yield lineno, lines
+            yield lineno, rest
 
 
-def _columns(path: Path, start: int, lines: list[str], ncol: int, what: str, sep: str | None = None) -> list[list[str]]:
-    """Split lines into ``ncol`` columns; the fast path splits the whole block at once and
-    falls back to a per-line scan (for the line number) when the counts disagree."""
-    body = [ln for ln in lines if ln.strip()]
-    if sep is None:
-        tokens = "\n".join(body).split()
-        if len(tokens) == ncol * len(body):
-            cols = [tokens[i::ncol] for i in range(ncol)]
-            return cols
-    for off, ln in enumerate(lines):
-        if not ln.strip():
-            continue
-        parts = ln.rstrip("\r").split(sep) if sep else ln.split()
-        if len(parts) != ncol:
-            raise InputError(
-                f"expected {ncol} columns ({what}), found {len(parts)}: {ln.strip()[:80]!r}",
-                source=str(path),
-                location=f"line {start + off}",
-            )
-    rows = [(ln.rstrip("\r").split(sep) if sep else ln.split()) for ln in body]
-    return [list(c) for c in zip(*rows)] if rows else [[] for _ in range(ncol)]
+def _line_text(data: bytes, line: int) -> str:
+    lines = data.split(b"\n")
+    return lines[line].decode("utf-8", "replace").strip()[:80] if line < len(lines) else ""
 
 
-def _numbers(path: Path, start: int, lines: list[str], values: list[str], dtype, what: str, col: int, ncol: int) -> np.ndarray:
+def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np.ndarray):
+    """Vectorised split of a block into ``ncol`` columns without creating a Python object
+    per token: returns (token start offsets per column, end offsets per column, line index
+    of each row within the block, the padded byte buffer). Blank lines are skipped; any
+    other line must have exactly ``ncol`` fields, else the error names it."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    padded = np.empty(len(raw) + 2, dtype=np.uint8)
+    padded[0] = padded[-1] = 10
+    padded[1:-1] = raw
+    if sep is _WS:  # whitespace and control characters separate; ids never contain them
+        body = padded > 32
+    else:
+        body = (padded != 9) & (padded != 10) & (padded != 13)
+    edges = np.flatnonzero(body[1:] != body[:-1])
+    starts, ends = edges[0::2], edges[1::2]
+    nl = np.flatnonzero(raw == 10)
+    # tokens before each line end -> tokens per line (one searchsorted per line, not per token)
+    upto = np.searchsorted(starts, np.concatenate((nl, [len(raw)])))
+    counts = np.diff(np.concatenate(([0], upto)))
+    bad = np.flatnonzero((counts != 0) & (counts != ncol))
+    if bad.size:
+        ln = int(bad[0])
+        raise InputError(
+            f"expected {ncol} columns ({what}), found {int(counts[ln])}: {_line_text(data, ln)!r}",
+            source=str(path), location=f"line {start + ln}",
+        )
+    width = int((ends - starts).max()) if len(starts) else 1
+    buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
+    return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)],
+            np.flatnonzero(counts), buf)
+
+
+def _fixed(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Tokens as a fixed-width bytes array (``S<w>``): rows of a strided view of the (padded)
+    buffer, bytes past each token's end zeroed."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype="S1")
+    lens = ends - starts
+    w = int(lens.max())
+    view = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - w + 1, w), strides=(1, 1), writeable=False)
+    mat = view[starts]
+    if (lens != w).any():
+        mat[np.arange(w)[None, :] >= lens[:, None]] = 0
+    return mat.view(f"S{w}").ravel()
+
+
+def _to_float(path: Path, start: int, arr: np.ndarray, rows_line: np.ndarray, what: str) -> np.ndarray:
     try:
-        return np.asarray(values, dtype=dtype) if values else np.zeros(0, dtype=dtype)
+        return arr.astype(np.float64)
     except ValueError:
         pass
-    conv = int if dtype is np.int64 else float
-    body = [(start + off, ln) for off, ln in enumerate(lines) if ln.strip()]
-    for (lineno, ln), v in zip(body, values):
+    for i, v in enumerate(arr.tolist()):
         try:
-            conv(v)
+            float(v)
         except ValueError:
-            raise InputError(f"{what} is not a number: {v!r}", source=str(path), location=f"line {lineno}") from None
+            raise InputError(f"{what} is not a number: {v.decode('utf-8', 'replace')!r}", source=str(path),
+                             location=f"line {start + int(rows_line[i])}") from None
     raise InputError(f"unreadable {what} column", source=str(path))  # pragma: no cover
 
 
-def _line_numbers(start: int, lines: list[str]) -> np.ndarray:
-    nonblank = np.fromiter((bool(ln.strip()) for ln in lines), dtype=bool, count=len(lines))
-    return start + np.flatnonzero(nonblank)
+def _line_of_row(path: Path, row: int, skip_header: bool = False) -> int:
+    """Line number of the ``row``-th (0-based) data line: rescans the file (error path only)."""
+    seen = -1
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        for lineno, ln in enumerate(fh, start=1):
+            if skip_header and lineno == 1:
+                continue
+            if ln.strip():
+                seen += 1
+                if seen == row:
+                    return lineno
+    return -1  # pragma: no cover
 
 
-def _group(qids_col: list[str], *arrays: np.ndarray):
-    """Stable grouping by query id in first-seen order: (qids, ptr, permutation)."""
+def _group(groups: list[list]):
+    """Query grouping in first-seen order: (qids, ptr, permutation, row query codes). Files
+    usually list each query's lines together (one group per query); otherwise rows are
+    stably sorted by query."""
+    lens = np.fromiter((n for _, n in groups), dtype=np.int64, count=len(groups))
+    names = [k for k, _ in groups]
+    if len(set(names)) == len(names):
+        qcode = np.repeat(np.arange(len(groups), dtype=np.int64), lens)
+        return names, _csr(lens), np.arange(len(qcode)), qcode
     qv = Vocab()
-    qcode = qv.codes(qids_col)
-    if len(qcode) and np.all(qcode[1:] >= qcode[:-1]):
-        perm = np.arange(len(qcode))
-    else:
-        perm = np.argsort(qcode, kind="stable")
+    gcode = qv.codes(names)
+    qcode = np.repeat(gcode, lens)
+    perm = np.argsort(qcode, kind="stable")
     ptr = _csr(np.bincount(qcode, minlength=len(qv)))
     return qv.strings, ptr, perm, qcode
 
 
 def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False):
+    """Columns of a whitespace (or tab) separated table, block by block, vectorised: query
+    groups ``[[qid, n]]`` in file order (adjacent equal ids merged), documents as one
+    fixed-width bytes array, numeric columns as float arrays."""
     path = Path(path)
-    qs: list[str] = []
-    ds: list[str] = []
-    nums: dict[int, list[np.ndarray]] = {c: [] for c, _, _ in numeric_cols}
-    linenos: list[np.ndarray] = []
-    for start, lines in _chunks(path, skip_header=skip_header):
-        cols = _columns(path, start, lines, ncol, what, sep)
-        qs.extend(cols[q_i])
-        ds.extend(cols[d_i])
-        for c, dtype, name in numeric_cols:
-            nums[c].append(_numbers(path, start, lines, cols[c], dtype, name, c, ncol))
-        linenos.append(_line_numbers(start, lines))
+    sepmask = _WS if sep is None else _TAB
+    groups: list[list] = []
+    doc_parts: list[np.ndarray] = []
+    nums: dict[int, list[np.ndarray]] = {c: [] for c, _ in numeric_cols}
+    for start, data in _blocks(path, skip_header=skip_header):
+        st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask)
+        if len(rows_line) == 0:
+            continue
+        for c, name in numeric_cols:
+            nums[c].append(_to_float(path, start, _fixed(buf, st[c], en[c]), rows_line, name))
+        q = _fixed(buf, st[q_i], en[q_i])
+        cut = np.flatnonzero(q[1:] != q[:-1]) + 1
+        bounds = np.concatenate(([0], cut, [len(q)]))
+        names = [x.decode("utf-8") for x in q[bounds[:-1]].tolist()]
+        for k, cnt in zip(names, np.diff(bounds).tolist()):
+            if groups and groups[-1][0] == k:
+                groups[-1][1] += cnt
+            else:
+                groups.append([k, cnt])
+        doc_parts.append(_fixed(buf, st[d_i], en[d_i]))
     num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
-    return qs, ds, num, (np.concatenate(linenos) if linenos else np.zeros(0, np.int64))
+    docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype="S1")
+    return groups, docs, num
 
 
-def _duplicates(path: Path, qcode: np.ndarray, docs: np.ndarray, lines: np.ndarray, V: int, what: str, dedupe: bool):
+def _duplicates(path: Path, qcode: np.ndarray, docs: np.ndarray, V: int, what: str, dedupe: bool,
+                skip_header: bool = False):
     """Rows repeating a (query, doc) pair: error naming both lines, or a keep-mask."""
     key = qcode * max(V, 1) + docs
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
-    same = np.flatnonzero(sk[1:] == sk[:-1]) + 1
     keep = np.ones(len(key), dtype=bool)
-    if same.size:
+    sk = np.sort(key)
+    if len(sk) and (sk[1:] == sk[:-1]).any():
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        same = np.flatnonzero(sk[1:] == sk[:-1]) + 1
         if not dedupe:
             j = order[same[0]]
             first = order[np.searchsorted(sk, sk[same[0]])]
             raise InputError(
-                f"{what} (first on line {int(lines[first])}); k counts unique document ids "
-                "(pass dedupe=True to keep the first occurrence)",
+                f"{what} (first on line {_line_of_row(path, int(first), skip_header)}); k counts unique "
+                "document ids (pass dedupe=True to keep the first occurrence)",
                 source=str(path),
-                location=f"line {int(lines[j])}",
+                location=f"line {_line_of_row(path, int(j), skip_header)}",
             )
         keep[order[same]] = False
     return keep
@@ -183,12 +240,12 @@ def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
 def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=False) -> Qrels:
     path = Path(path)
     vocab = vocab if vocab is not None else Vocab()
-    qs, ds, num, lines = _read_pairs(path, ncol, q_i, d_i, "query, iteration, document, relevance" if ncol == 4
-                                     else "query-id, corpus-id, score", [(g_i, np.float64, "relevance")], sep, skip_header)
+    groups, ds, num = _read_pairs(path, ncol, q_i, d_i, "query, iteration, document, relevance" if ncol == 4
+                              else "query-id, corpus-id, score", [(g_i, "relevance")], sep, skip_header)
     grades = num[g_i]
-    qids, ptr, perm, qcode = _group(qs)
-    docs = vocab.codes(ds)
-    _duplicates(path, qcode, docs, lines, len(vocab), "document judged twice for one query", False)
+    qids, ptr, perm, qcode = _group(groups)
+    docs = vocab.codes_array(ds)
+    _duplicates(path, qcode, docs, len(vocab), "document judged twice for one query", False, skip_header)
     # within each query: ascending doc code
     order = np.lexsort((docs, qcode))
     return Qrels(list(qids), ptr, docs[order], grades[order], vocab)
@@ -199,12 +256,12 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
     path = Path(path)
     vocab = vocab if vocab is not None else Vocab()
-    qs, ds, num, lines = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag",
-                                     [(3, np.int64, "rank"), (4, np.float64, "score")])
+    groups, ds, num = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag",
+                              [(4, "score")])
     scores = num[4]
-    qids, ptr, perm, qcode = _group(qs)
-    docs = vocab.codes(ds)
-    keep = _duplicates(path, qcode, docs, lines, len(vocab), "run lists a document twice for one query", dedupe)
+    qids, ptr, perm, qcode = _group(groups)
+    docs = vocab.codes_array(ds)
+    keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)
     dup = np.zeros(len(qids), dtype=np.int64)
     if not keep.all():
         dup = np.bincount(qcode[~keep], minlength=len(qids)).astype(np.int64)

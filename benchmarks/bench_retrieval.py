@@ -1,0 +1,212 @@
+"""Retrieval benchmark: metrics vs pytrec_eval and ranx, TREC reading, filter replay.
+
+    .venv/bin/python benchmarks/bench_retrieval.py            # the issue's sizes
+    .venv/bin/python benchmarks/bench_retrieval.py --quick    # small smoke run
+
+1. **Metrics**: ``--queries`` × ``--depth`` ranked documents (random scores, 10 graded gold per
+   query), all metrics (Recall/Precision/Hit/nDCG/MRR@{1,5,10}, MRR, MAP, R-precision) in one
+   pass. Each library is timed warm on its own prepared input, in the same process:
+   ours ``evaluate_run(Qrels, Run)`` (numba kernel, compiled by a first call), ranx
+   ``evaluate(Qrels, Run, metrics)`` (second call, after numba compilation), pytrec_eval
+   ``RelevanceEvaluator.evaluate(run_dict)`` (its native input; includes its conversion into C
+   structures). Preparation (dicts → each library's structures) is reported separately.
+2. **TREC run reading**: ``--trec-lines`` lines, ours ``read_run`` vs ``pytrec_eval.parse_run``.
+3. **Filter replay**: the 350,000-concept synthetic ontology, a ``--corpus-docs`` corpus
+   (1-3 categories, tenant, locale), ``--queries`` queries with 1-5 gold documents, a
+   ``within`` filter and a locale filter each plus a tenant principal: entitlement +
+   replay + false-exclusion counts (what ``score_retrieval`` does per query, vectorised).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kg_rageval.retrieval import Corpus, Qrels, Run, evaluate_run, parse_filters, read_run, replay  # noqa: E402
+
+
+def timed(fn, repeat=1):
+    best = float("inf")
+    out = None
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def make_data(nq: int, depth: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    n_docs = 100 * depth
+    qrels, run = {}, {}
+    for q in range(nq):
+        docs = rng.choice(n_docs, depth, replace=False)
+        run[f"q{q}"] = dict(zip([f"d{x}" for x in docs], rng.random(depth).tolist()))
+        gold = np.concatenate([rng.choice(docs, 5, replace=False), rng.choice(n_docs, 5, replace=False)])
+        qrels[f"q{q}"] = {f"d{x}": int(rng.integers(1, 4)) for x in gold}
+    return qrels, run
+
+
+def bench_metrics(nq: int, depth: int, repeat: int) -> dict:
+    qrels, run = make_data(nq, depth)
+    res: dict = {"queries": nq, "depth": depth}
+    res["ours_prepare"], (q, r) = timed(lambda: (lambda q: (q, Run.from_dict(run, vocab=q.vocab)))(Qrels.from_dict(qrels)))
+    evaluate_run(q, r, (1, 5, 10))  # numba compile / warm-up
+    res["ours_eval"], pq = timed(lambda: evaluate_run(q, r, (1, 5, 10)), repeat)
+    import pytrec_eval
+
+    measures = {"P_1", "P_5", "P_10", "recall_1", "recall_5", "recall_10", "success_1", "success_5", "success_10",
+                "ndcg_cut_5", "ndcg_cut_10", "recip_rank", "map", "Rprec"}
+    res["pytrec_prepare"], ev = timed(lambda: pytrec_eval.RelevanceEvaluator(qrels, measures))
+    res["pytrec_eval"], ref = timed(lambda: ev.evaluate(run), repeat)
+    worst = 0.0
+    for name, theirs in (("map", "map"), ("ndcg@10", "ndcg_cut_10"), ("mrr", "recip_rank"), ("recall@5", "recall_5")):
+        for i, qid in enumerate(pq.qids[:2000]):
+            worst = max(worst, abs(pq.values[name][i] - ref[qid][theirs]))
+    res["max_abs_diff_vs_pytrec"] = worst
+    try:
+        import ranx
+
+        ms = [f"{m}@{k}" for k in (1, 5, 10) for m in ("recall", "precision", "hit_rate", "ndcg", "mrr")]
+        ms += ["mrr", "map", "r-precision"]
+        res["ranx_prepare"], (rq, rr) = timed(lambda: (ranx.Qrels(qrels), ranx.Run(run)))
+        ranx.evaluate(rq, rr, ms)  # numba compilation
+        res["ranx_eval"], rx = timed(lambda: ranx.evaluate(rq, rr, ms), repeat)
+        res["max_abs_diff_vs_ranx_map"] = abs(pq.mean("map") - rx["map"])
+    except ImportError:  # pragma: no cover
+        res["ranx_eval"] = None
+    return res
+
+
+def bench_trec(lines: int) -> dict:
+    import pytrec_eval
+
+    rng = np.random.default_rng(1)
+    per_q = 1000
+    nq = max(1, lines // per_q)
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "run.txt"
+        with open(p, "w") as fh:
+            for q in range(nq):
+                docs = rng.choice(100_000, per_q, replace=False)
+                sc = np.sort(rng.random(per_q))[::-1]
+                fh.write("".join(f"q{q} Q0 d{d} {i + 1} {s:.6f} bench\n" for i, (d, s) in enumerate(zip(docs, sc))))
+        size = p.stat().st_size
+
+        def theirs():
+            with open(p) as fh:
+                return pytrec_eval.parse_run(fh)
+
+        t_theirs, _ = timed(theirs, 2)
+        t_ours, r = timed(lambda: read_run(p), 2)
+    return {"lines": nq * per_q, "bytes": size, "ours_read_run": t_ours, "pytrec_parse_run": t_theirs}
+
+
+def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
+    from benchmarks.synthetic import build_ontology
+
+    out: dict = {"queries": nq, "corpus_docs": n_docs, "concepts": n_concepts}
+    out["ontology_build"], onto = timed(lambda: build_ontology(n_concepts))
+    rng = np.random.default_rng(2)
+    n = len(onto)
+    ncat = rng.integers(1, 4, n_docs)
+    cat_ptr = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(ncat, out=cat_ptr[1:])
+    cats = rng.integers(1, n, int(cat_ptr[-1]))
+    # ascending and unique within each document
+    row = np.repeat(np.arange(n_docs), ncat)
+    order = np.lexsort((cats, row))
+    cats = cats[order]
+    tenant = rng.integers(0, 10, n_docs)
+    locale = rng.integers(0, 5, n_docs)
+    one = np.arange(n_docs + 1, dtype=np.int64)
+    t0 = time.perf_counter()
+    corpus = Corpus.from_arrays(
+        [f"doc{i}" for i in range(n_docs)], cat_ptr, cats,
+        {"tenant": (one, tenant, [f"t{i}" for i in range(10)]),
+         "locale": (one, locale, ["en-US", "en-GB", "de-DE", "fr-FR", "nl-NL"])},
+    )
+    out["corpus_build"] = time.perf_counter() - t0
+    # queries: 1-5 gold docs; the within filter is an ancestor of a gold category (passes) or a
+    # random concept (usually excludes)
+    ng = rng.integers(1, 6, nq)
+    gold = rng.integers(0, n_docs, int(ng.sum()))
+    pair_q = np.repeat(np.arange(nq), ng)
+    filters = []
+    starts = np.concatenate(([0], np.cumsum(ng)[:-1]))
+    for q in range(nq):
+        d0 = int(gold[starts[q]])
+        c0 = int(cats[cat_ptr[d0]])
+        if rng.random() < 0.7:
+            anc = onto.ancestor_indices(c0)
+            x = int(anc[rng.integers(0, len(anc))])
+        else:
+            x = int(rng.integers(1, n))
+        loc = ["en-US", "en-GB", "de-DE", "fr-FR", "nl-NL"][int(rng.integers(0, 5))]
+        filters.append(parse_filters([{"field": "category", "op": "within", "value": onto.ids[x]},
+                                      {"field": "locale", "op": "in", "value": [loc, "en-US"]}], f"q{q}"))
+    principal = {"tenant": ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"]}
+
+    def work():
+        eligible = corpus.eligible(gold, principal)
+        keep = eligible
+        passes, _ = replay(corpus, onto, pair_q[keep], gold[keep], filters)
+        q_elig = np.bincount(pair_q[keep], minlength=nq)
+        q_pass = np.bincount(pair_q[keep][passes], minlength=nq)
+        excluded = int(((q_elig > 0) & (q_pass == 0)).sum())
+        return excluded, int((q_elig > 0).sum()), int(passes.sum()), int(keep.sum())
+
+    out["replay"], (excl, denom, npass, npairs) = timed(work, 2)
+    out["false_exclusion_rate"] = excl / denom
+    out["pairs"] = npairs
+    out["pairs_passing"] = npass
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--depth", type=int, default=1_000)
+    ap.add_argument("--trec-lines", type=int, default=1_000_000)
+    ap.add_argument("--corpus-docs", type=int, default=1_000_000)
+    ap.add_argument("--concepts", type=int, default=350_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    ap.add_argument("--skip", action="append", default=[], choices=["metrics", "trec", "filters"])
+    a = ap.parse_args()
+    if a.quick:
+        a.queries, a.depth, a.trec_lines, a.corpus_docs, a.concepts, a.repeat = 500, 100, 20_000, 20_000, 5_000, 1
+    if "metrics" not in a.skip:
+        m = bench_metrics(a.queries, a.depth, a.repeat)
+        print(f"metrics {m['queries']} queries x {m['depth']} docs (all metrics, warm):")
+        print(f"  ours evaluate_run      {m['ours_eval']:.3f} s   (prepare from dicts {m['ours_prepare']:.2f} s)")
+        print(f"  pytrec_eval evaluate   {m['pytrec_eval']:.3f} s   ({m['pytrec_eval'] / m['ours_eval']:.1f}x ours)")
+        if m.get("ranx_eval"):
+            print(f"  ranx evaluate          {m['ranx_eval']:.3f} s   ({m['ranx_eval'] / m['ours_eval']:.1f}x ours; "
+                  f"prepare {m['ranx_prepare']:.2f} s)")
+        print(f"  max |ours - pytrec_eval| = {m['max_abs_diff_vs_pytrec']:.2e}; "
+              f"|MAP ours - ranx| = {m.get('max_abs_diff_vs_ranx_map', float('nan')):.2e}")
+    if "trec" not in a.skip:
+        t = bench_trec(a.trec_lines)
+        print(f"TREC run reading, {t['lines']} lines ({t['bytes'] / 1e6:.0f} MB):")
+        print(f"  ours read_run          {t['ours_read_run']:.3f} s (parsed, interned, ranked)")
+        print(f"  pytrec_eval.parse_run  {t['pytrec_parse_run']:.3f} s ({t['pytrec_parse_run'] / t['ours_read_run']:.1f}x ours)")
+    if "filters" not in a.skip:
+        f = bench_filters(a.queries, a.corpus_docs, a.concepts)
+        print(f"filter replay: {f['queries']} queries, {f['corpus_docs']} docs, {f['concepts']} concepts:")
+        print(f"  entitlement + within/in replay + false exclusion  {f['replay']:.3f} s "
+              f"({f['pairs']} eligible gold pairs, {f['pairs_passing']} pass; FE rate {f['false_exclusion_rate']:.3f})")
+        print(f"  (setup: ontology build {f['ontology_build']:.1f} s, corpus arrays {f['corpus_build']:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()

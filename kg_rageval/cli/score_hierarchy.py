@@ -1,0 +1,90 @@
+"""``kg-rageval score hierarchy``: hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy
+over the ``labels`` section of a records file."""
+
+from __future__ import annotations
+
+import click
+
+from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option, table
+
+_HEADLINE = (
+    "hierarchical_precision",
+    "hierarchical_recall",
+    "hierarchical_f1",
+    "macro_hierarchical_precision",
+    "macro_hierarchical_recall",
+    "macro_hierarchical_f1",
+    "exact_accuracy",
+    "wu_palmer",
+    "errors",
+    "mean_error_distance",
+)
+
+
+@click.command()
+@ontology_option
+@ontology_format_option
+@data_option
+@click.option("--include-root", is_flag=True,
+              help="Count the root in the augmented sets (default: left out, it gives free credit).")
+@click.option("--lca-bounded", is_flag=True,
+              help="Kosmopoulos' LCA-bounded hP/hR (one gold and one predicted node per record).")
+@click.option("--on-unknown", type=click.Choice(["error", "count"]), default="error", show_default=True,
+              help="Ids the ontology lacks: fail, or score them as their own error category.")
+@click.option("--on-status", type=click.Choice(["error", "count", "replace"]), default="error",
+              show_default=True,
+              help="Deprecated/revoked ids: fail, count them as a category, or map to their replacement.")
+@click.option("--wup-lcs", type=click.Choice(["nltk", "max_depth"]), default="nltk", show_default=True,
+              help="Wu-Palmer subsumer: NLTK's (deepest min-depth) or the deepest max-depth.")
+@click.option("--branch-depth", type=int, default=2, show_default=True,
+              help="Per-branch breakdown down to this depth (root = 0).")
+@click.option("--top", type=int, default=10, show_default=True, help="Most frequent confused pairs shown.")
+@click.option("--rows", "with_rows", is_flag=True, help="JSON: include the per-record rows.")
+@format_option
+def command(ontology_path, ontology_format, data_path, include_root, lca_bounded, on_unknown,
+            on_status, wup_lcs, branch_depth, top, with_rows, fmt) -> None:
+    """Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section)."""
+    from ..hierarchy import confused_pairs, relation_counts, score_hierarchy
+    from ..records import read_records
+
+    onto = load_ontology_cli(ontology_path, ontology_format)
+    records = read_records(data_path)
+    ev = score_hierarchy(onto, records, include_root=include_root, lca_bounded=lca_bounded,
+                         on_unknown=on_unknown, on_status=on_status, wup_lcs=wup_lcs)
+    metrics = ev.metrics()
+    branches = {
+        node: {"n": g["n"], "depth": g["depth"],
+               "metrics": {k: g["metrics"][k].to_dict() for k in _HEADLINE}}
+        for node, g in ev.rollup(onto).items()
+        if g["depth"] <= branch_depth
+    }
+    slice_keys = [k for k in ev.keys if k.startswith("slice:")]
+    payload = ev.to_dict(rows=with_rows, breakdowns=slice_keys)
+    payload["relations"] = relation_counts(ev)
+    payload["confused_pairs"] = confused_pairs(ev, top=top)
+    payload["branches"] = branches
+    payload["ontology"] = {"source": onto.source, "content_hash": onto.content_hash}
+
+    def render(_: dict) -> str:
+        out = [f"hierarchy: {len(ev)} records scored from {data_path}"
+               + (f", {sum(ev.unscored_counts.values())} unscored" if ev.unscored else "")]
+        out.append(metrics_table({k: metrics[k] for k in _HEADLINE}))
+        rel = payload["relations"]
+        if rel:
+            n_err = metrics["errors"].value or 0
+            rows = [[name, cnt, (cnt / n_err) if (name != "exact" and n_err) else None]
+                    for name, cnt in rel.items()]
+            out.append("\nrelations (rate = count / errors):\n" + table(rows, ["relation", "count", "rate"]))
+        if payload["confused_pairs"]:
+            rows = [[p["gold"], p["pred"], p["relation"], p["count"]] for p in payload["confused_pairs"]]
+            out.append("\nmost frequent confusions:\n" + table(rows, ["gold", "pred", "relation", "count"]))
+        if branches:
+            rows = [["  " * b["depth"] + node, b["n"], b["metrics"]["hierarchical_f1"]["value"],
+                     b["metrics"]["exact_accuracy"]["value"]] for node, b in branches.items()]
+            out.append(f"\nper branch (depth <= {branch_depth}):\n"
+                       + table(rows, ["node", "rows", "hF1", "exact"]))
+        if ev.unscored:
+            out.append("\nunscored: " + ", ".join(f"{k}: {v}" for k, v in ev.unscored_counts.items()))
+        return "\n".join(out)
+
+    emit(payload, fmt, render)

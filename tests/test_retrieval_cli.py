@@ -1,0 +1,50 @@
+"""``kg-rageval score retrieval``: text and JSON output on the fixture files."""
+
+from __future__ import annotations
+
+import json
+
+from kg_rageval.cli.main import main
+
+
+def _run(capsys, *args):
+    code = main(["score", "retrieval", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_json_seed_metrics(fixtures_dir, capsys):
+    d = fixtures_dir / "retrieval"
+    code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(d / "seed_metrics.jsonl"),
+                        "--k", "5", "--format", "json")
+    assert code == 0
+    p = json.loads(out)
+    assert round(p["metrics"]["recall@5"]["value"], 3) == 0.750
+    assert round(p["metrics"]["ndcg@5"]["value"], 3) == 0.627
+    assert p["metrics"]["false_exclusion_rate"]["value"] is None
+
+
+def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
+    d = fixtures_dir / "retrieval"
+    args = ["--ontology", str(d / "attack-mini.tsv"), "--data", str(d / "category_records.jsonl"),
+            "--corpus", str(d / "category_corpus.jsonl")]
+    code, out, _ = _run(capsys, *args, "--format", "json")
+    assert code == 0
+    p = json.loads(out)
+    assert p["metrics"]["false_exclusion_rate"]["value"] == 0.5
+    assert p["rollup"]["T1562"]["metrics"]["false_exclusion_rate"]["value"] == 1.0
+    assert p["breakdowns"]["slice:intent"]["lookup"]["n"] == 4
+    assert p["category_diagnosis"]["sentences"][0].startswith("67% of false exclusions (2/3) come from sibling")
+    code, out, _ = _run(capsys, *args)
+    assert code == 0 and "false_exclusion_rate" in out and "under T1562 (Impair Defenses)" in out
+
+
+def test_cli_bad_input_exit_2(fixtures_dir, tmp_path, capsys):
+    d = fixtures_dir / "retrieval"
+    bad = tmp_path / "r.jsonl"
+    bad.write_text('{"id": "x", "retrieval": {"gold": ["a"], "run": ["b", "b"]}}\n')
+    code, _, err = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(bad))
+    assert code == 2 and "'b' more than once" in err
+    code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(bad), "--dedupe",
+                        "--format", "json")
+    assert code == 0 and json.loads(out)["metrics"]["n_duplicates_removed"]["value"] == 1
