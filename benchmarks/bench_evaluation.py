@@ -10,6 +10,11 @@ Measures, on a toy precision/recall family (stats ``tp``, ``n_pred``, ``n_gold``
 * ``rollup``: :meth:`Evaluation.rollup` of ``--rows`` rows onto the SNOMED-shaped synthetic
   ontology (``benchmarks/synthetic.py: build_ontology(--nodes)``, default 350,000 nodes);
   ~2 % of the rows carry ``None`` or an unknown id. Ontology construction is not timed.
+  ``rollup_core`` is the same with a family whose ``finalize`` returns nothing (the
+  framework's own cost); ``rollup`` includes the toy family's ``finalize`` for every node.
+
+Each figure is reported as wall-clock and as process CPU time (``time.process_time``), which
+is less distorted on a shared, overloaded machine.
 
 ``--baseline FILE`` also times a second copy of the module (e.g. the previous
 ``evaluation.py`` saved somewhere) in the same process on the same data and prints the
@@ -81,13 +86,15 @@ def toy_stats(n: int, seed: int) -> dict[str, np.ndarray]:
     return {"tp": tp, "n_pred": n_pred, "n_gold": n_gold}
 
 
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, out = [], None
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """Best wall-clock and best process CPU seconds of ``repeat`` calls, and the result."""
+    walls, cpus, out = [], [], None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
+        cpus.append(time.process_time() - c0)
+        walls.append(time.perf_counter() - t0)
+    return min(walls), min(cpus), out
 
 
 def peak_mb(fn: Callable[[], Any]) -> float:
@@ -99,6 +106,19 @@ def peak_mb(fn: Callable[[], Any]) -> float:
     return peak / 2**20
 
 
+def null_family(mod: ModuleType) -> Any:
+    """Same stats, no metrics: times the framework without any family's finalize cost."""
+
+    class Null(mod.Family):
+        name = "bench_null"
+        stats = ("tp", "n_pred", "n_gold")
+
+        def finalize(self, s):
+            return {}
+
+    return Null()
+
+
 def bench(mod: ModuleType, args: argparse.Namespace, only: set[str], onto: Any) -> dict[str, float]:
     fam = pr_family(mod)
     out: dict[str, float] = {}
@@ -106,10 +126,11 @@ def bench(mod: ModuleType, args: argparse.Namespace, only: set[str], onto: Any) 
         n = args.records
         ev = mod.Evaluation(fam, np.asarray([f"r{i}" for i in range(n)], dtype=object), toy_stats(n, 1))
         call = lambda: ev.bootstrap(n_resamples=args.resamples, seed=0)  # noqa: E731
-        out["bootstrap_s"], ci = best(call, args.repeat)
+        out["bootstrap_s"], out["bootstrap_cpu_s"], ci = best(call, args.repeat)
         out["bootstrap_peak_mb"] = peak_mb(call)
-        print(f"  bootstrap {n} records x {args.resamples}: {out['bootstrap_s']:.3f} s, "
-              f"peak {out['bootstrap_peak_mb']:.0f} MiB, f1 CI {ci['f1']}")
+        print(f"  bootstrap {n} records x {args.resamples}: {out['bootstrap_s']:.3f} s "
+              f"(cpu {out['bootstrap_cpu_s']:.3f} s), peak {out['bootstrap_peak_mb']:.0f} MiB, "
+              f"f1 CI {ci['f1']}")
     if "breakdown" in only:
         n = args.rows
         rng = np.random.default_rng(2)
@@ -117,8 +138,10 @@ def bench(mod: ModuleType, args: argparse.Namespace, only: set[str], onto: Any) 
         col = vals[np.minimum(rng.integers(0, 53, n), 50)]
         ev = mod.Evaluation(fam, np.asarray([f"r{i // 3}" for i in range(n)], dtype=object),
                             toy_stats(n, 3), keys={"slice:intent": col})
-        out["breakdown_s"], bd = best(lambda: ev.breakdown("slice:intent"), args.repeat)
-        print(f"  breakdown {n} rows: {out['breakdown_s']:.3f} s ({len(bd)} groups)")
+        out["breakdown_s"], out["breakdown_cpu_s"], bd = best(lambda: ev.breakdown("slice:intent"),
+                                                              args.repeat)
+        print(f"  breakdown {n} rows: {out['breakdown_s']:.3f} s (cpu {out['breakdown_cpu_s']:.3f} s, "
+              f"{len(bd)} groups)")
     if "rollup" in only and onto is not None:
         n = args.rows
         rng = np.random.default_rng(4)
@@ -127,13 +150,16 @@ def bench(mod: ModuleType, args: argparse.Namespace, only: set[str], onto: Any) 
         bad = rng.random(n)
         col[bad < 0.01] = None
         col[(bad >= 0.01) & (bad < 0.02)] = "SCT:unknown"
-        ev = mod.Evaluation(fam, np.asarray([f"r{i}" for i in range(n)], dtype=object),
-                            toy_stats(n, 5), keys={"gold_node": col})
-        out["rollup_s"], roll = best(lambda: ev.rollup(onto), args.repeat)
+        rid = np.asarray([f"r{i}" for i in range(n)], dtype=object)
+        stats = toy_stats(n, 5)
+        for label, family in (("rollup_core", null_family(mod)), ("rollup", fam)):
+            ev = mod.Evaluation(family, rid, stats, keys={"gold_node": col})
+            out[f"{label}_s"], out[f"{label}_cpu_s"], roll = best(lambda: ev.rollup(onto), args.repeat)
+            print(f"  {label} ({family.name}) {n} rows on {len(onto)} nodes: {out[f'{label}_s']:.3f} s "
+                  f"(cpu {out[f'{label}_cpu_s']:.3f} s; {len(roll)} nodes, "
+                  f"skipped {ev.meta['rollup_skipped']})")
         out["rollup_peak_mb"] = peak_mb(lambda: ev.rollup(onto))
-        print(f"  rollup {n} rows on {len(onto)} nodes: {out['rollup_s']:.3f} s, "
-              f"peak {out['rollup_peak_mb']:.0f} MiB ({len(roll)} nodes, "
-              f"skipped {ev.meta['rollup_skipped']})")
+        print(f"  rollup peak {out['rollup_peak_mb']:.0f} MiB")
     return out
 
 

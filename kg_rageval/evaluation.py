@@ -507,8 +507,9 @@ class Evaluation:
         for lo in range(0, n_resamples, chunk):
             b = min(chunk, n_resamples - lo)
             draws = rng.integers(0, n, size=(b, n))
-            draws += (np.arange(b, dtype=draws.dtype) * n)[:, None]
-            weights = np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(float)
+            weights = np.empty((b, n))
+            for j in range(b):  # one bincount per resample: its output stays in cache
+                weights[j] = np.bincount(draws[j], minlength=n)
             del draws
             for j, row in enumerate((weights @ mat).tolist()):
                 res = fin(dict(zip(names, row)))

@@ -89,15 +89,21 @@ def test_unknown_slice_or_node_is_missing(stub, workdir):
     cfg = config_from_mapping({
         "ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
         "missing_runs": {"budget": 0.5},
-        "gates": ["stub_accuracy[slice:intent=nosuch] >= 0.1", "stub_accuracy[node:nosuch] >= 0.1",
+        "gates": ["stub_accuracy[slice:intent=nosuch] >= 0.1", "stub_accuracy[node:sedan] >= 0.1",
                   "stub_accuracy[slice:region=eu] >= 0.1"],
     }, base_dir=workdir)
     res = run_audit(cfg, progress=False)
     reasons = [r.reason for r in res.gate_results[:3]]
-    assert [r.status for r in res.gate_results[:3]] == ["missing"] * 3
+    assert [r.status for r in res.gate_results[:3]] == ["missing", "pass", "missing"]
     assert "no stub rows in scope slice:intent=nosuch" in reasons[0]
-    assert "node 'nosuch' is not in the ontology" in reasons[1]
     assert "has no slice 'region'" in reasons[2]
+
+
+def test_gate_on_unknown_node_is_a_config_error(stub, workdir):
+    cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
+                               "node_gates": {"sedann": ["stub_accuracy >= 0.1"]}}, base_dir=workdir)
+    with pytest.raises(ConfigError, match="node 'sedann' is not in the ontology"):
+        run_audit(cfg, progress=False)
 
 
 def test_no_gates_fails(stub, workdir):
@@ -312,3 +318,11 @@ def test_slices_option_limits_breakdowns(stub, workdir):
     assert lookup["n"] == 5 and lookup["metrics"]["stub_accuracy"]["value"] == pytest.approx(0.6)
     res = run_audit(config_from_mapping({**base, "slices": ["region"]}, base_dir=workdir), progress=False)
     assert res.slices == {}
+
+
+def test_families_shorthands(workdir):
+    a = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "families": ["hierarchy", "retrieval"]})
+    b = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "families": {"hierarchy": None}})
+    assert a.families == {"hierarchy": {}, "retrieval": {}} and b.families == {"hierarchy": {}}
+    with pytest.raises(ConfigError, match="families.hierarchy"):
+        config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "families": {"hierarchy": 3}})

@@ -69,3 +69,19 @@ def test_missing_run_scored_by_the_family_counts_against_the_budget(tmp_path):
     assert by["retrieval.missing_run_rate <= 0.2"].observed == pytest.approx(0.25)
     assert by["retrieval.recall@10 >= 0.1"].status == "missing"
     assert "missing runs above budget" in by["retrieval.recall@10 >= 0.1"].reason
+
+
+def test_unknown_family_or_option_is_a_config_error(tmp_path):
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.errors import ConfigError
+
+    base = {"ontology": str(FIX / "vehicles.csv"), "records": str(FIX / "real_records.jsonl"),
+            "gates": ["retrieval.mrr >= 0"]}
+    with pytest.raises(ConfigError, match="families.retrieval: .*bogus"):
+        run_audit(config_from_mapping({**base, "families": {"retrieval": {"bogus": 1}}}), progress=False)
+    with pytest.raises(ConfigError, match="unknown family 'retreival'; known: .*retrieval"):
+        run_audit(config_from_mapping({**base, "families": {"retreival": {}}}), progress=False)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"ontology: {FIX / 'vehicles.csv'}\nrecords: {FIX / 'real_records.jsonl'}\n"
+                   "families: {retrieval: {bogus: 1}}\ngates: ['retrieval.mrr >= 0']\n")
+    assert main(["audit", "--config", str(cfg), "--quiet"]) == 2

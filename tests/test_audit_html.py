@@ -58,6 +58,7 @@ def report(tmp_path):
     return Path(write_reports(res, tmp_path / "out")["html"])
 
 
+@pytest.mark.slow
 def test_html_renders_without_console_errors(report, tmp_path):
     dom = _chromium(report, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]

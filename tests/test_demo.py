@@ -38,7 +38,7 @@ def demo(tmp_path_factory):
 def test_demo_is_deterministic(demo, tmp_path):
     built, _, _ = demo
     again = build_demo(tmp_path / "again", seed=0, bootstrap=200)
-    for name in ("records.jsonl", "corpus.jsonl", "audit.yaml", "schema.yaml"):
+    for name in ("records.jsonl", "baseline.jsonl", "corpus.jsonl", "audit.yaml", "schema.yaml"):
         assert (built["out"] / name).read_bytes() == (again["out"] / name).read_bytes()
     other = build_demo(tmp_path / "other", seed=1, bootstrap=200)
     assert (other["out"] / "records.jsonl").read_bytes() != (built["out"] / "records.jsonl").read_bytes()
@@ -114,6 +114,15 @@ def test_demo_audit_command(tmp_path, capsys):
         ex = payload["exclusions"]
         assert sum(ex["excluded_by_filter"].values()) == m["retrieval.doc_attribution@10.filter"]["numerator"]
         assert ex["excluded_by_entitlement"] == m["retrieval.n_gold_ineligible"]["value"]
+    if fams.get("retrieval", {}).get("status") == "ran":
+        # the baseline (same system without category filters): paired deltas over the same records
+        d = payload["baseline"]["deltas"]["delta:retrieval.recall@10"]
+        assert d["candidate"] == pytest.approx(payload["metrics"]["retrieval.recall@10"]["value"])
+        assert d["value"] == pytest.approx(d["candidate"] - d["baseline"]) and d["paired_records"] == len(records)
+        assert d["ci"][0] <= d["value"] <= d["ci"][1]
+        # without filters nothing is excluded by a filter
+        assert payload["baseline"]["deltas"]["delta:retrieval.doc_attribution@10.filter"]["baseline"] == 0.0
+        assert gates["delta:retrieval.recall@10 >= -0.02"]["status"] in ("pass", "fail")
     if fams.get("hierarchy", {}).get("status") == "ran":
         # exact matches and abstentions counted from the records = the hierarchy family's relations
         labelled = [r["labels"] for r in records if "labels" in r]

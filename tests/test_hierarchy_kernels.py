@@ -221,3 +221,38 @@ def test_input_validation(vehicles):
     with pytest.raises(InputError, match="integer"):
         relation_codes(o, np.array([0.5]), np.array([1.0]))
     assert relation_codes(o, np.array([], dtype=int), np.array([], dtype=int)).size == 0
+
+
+def _synthetic_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "synthetic.py"
+    spec = importlib.util.spec_from_file_location("kgr_bench_synthetic", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_kernels_on_the_benchmark_dag_sample():
+    """The SNOMED-shaped synthetic DAG of the benchmark (benchmarks/synthetic.py), small."""
+    o = _synthetic_module().build_ontology(6000)
+    assert o.multi_parent_count > 1000
+    rng = np.random.default_rng(11)
+    a = rng.integers(1, len(o), 3000)
+    b = rng.integers(1, len(o), 3000)
+    b[:1000] = o.parent_idx[o.parent_ptr[a[:1000]]]  # a parent of the gold node
+    cptr, cidx = o.child_ptr_idx
+    par = b[:500]
+    b[1000:1500] = cidx[cptr[par]]  # a child of that parent: sibling or the node itself
+    codes = relation_codes(o, a, b)
+    assert [RELATIONS[c] for c in codes] == [o.relation_index(int(x), int(y)) for x, y in zip(a, b)]
+    assert {RELATIONS[c] for c in codes} >= {"exact", "parent", "sibling", "cousin", "unrelated"}
+    k = slice(0, 3000, 6)
+    w = wu_palmer(o, a[k], b[k])
+    np.testing.assert_allclose(w, [nltk_wup(o, int(x), int(y)) for x, y in zip(a[k], b[k])],
+                               rtol=0, atol=1e-12)
+    inter, n_pred, n_gold = hierarchical_counts(o, a[k], b[k])
+    for i, (x, y) in enumerate(zip(a[k], b[k])):
+        gs, ps = aug(o, [x], include_root=False), aug(o, [y], include_root=False)
+        assert (inter[i], n_pred[i], n_gold[i]) == (len(gs & ps), len(ps), len(gs))

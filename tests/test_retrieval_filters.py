@@ -208,3 +208,34 @@ def test_hard_vs_soft(attack, fixtures_dir):
     with pytest.raises(MissingEvidence):
         hard_vs_soft([], corpus, {"field": "locale", "op": "eq", "value": "en-US"}, ontology=attack,
                      delta_min=0, epsilon=0, recall_loss_max=0)
+
+
+def test_batched_entitlement_matches_per_principal(attack):
+    rng = np.random.default_rng(9)
+    tenants = ["acme", "globex", "initech"]
+    docs = []
+    for i in range(200):
+        d = {"id": f"x{i}"}
+        if rng.random() < 0.9:
+            d["tenant"] = tenants[int(rng.integers(0, 3))]
+        if rng.random() < 0.5:
+            d["jurisdiction"] = list(rng.choice(["NL", "EU", "US"], int(rng.integers(1, 3)), replace=False))
+        docs.append(d)
+    c = Corpus.from_records(docs, attack)
+    principals = [None, {"tenant": "acme"}, {"tenant": ["acme", "globex"], "jurisdiction": "EU"},
+                  {"jurisdiction": ["US", "NL"]}, {"tenant": "nobody"}]
+    from kg_rageval.retrieval.corpus import eligible_pairs
+
+    grp = rng.integers(0, len(principals), 1000)
+    dd = rng.integers(0, 200, 1000)
+    got = eligible_pairs(c, grp, dd, principals)
+    for g, d, ok in zip(grp.tolist(), dd.tolist(), got.tolist()):
+        pr = principals[g] or {}
+        want = True
+        for f, v in pr.items():
+            vals = set(v if isinstance(v, list) else [v])
+            have = docs[d].get(f)
+            have = set(have if isinstance(have, list) else ([have] if have is not None else []))
+            want &= bool(vals & have)
+        assert ok == want
+    assert got.sum() > 200

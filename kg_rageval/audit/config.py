@@ -133,6 +133,16 @@ class AuditConfig(_Strict):
     seed: int = 0
     judge: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("families", mode="before")
+    @classmethod
+    def _families(cls, v: Any) -> Any:
+        """``families: [hierarchy, retrieval]`` or ``{hierarchy: }`` (no options) are accepted."""
+        if isinstance(v, list):
+            return {name: {} for name in v}
+        if isinstance(v, dict):
+            return {k: ({} if opts is None else opts) for k, opts in v.items()}
+        return v
+
     @field_validator("ontology", mode="before")
     @classmethod
     def _ontology_str(cls, v: Any) -> Any:

@@ -278,10 +278,12 @@ def html_report(result: "AuditResult") -> str:
         s.append("<h2>Baseline comparison</h2>")
         s.append(f"<p class='sub'>candidate − baseline over the records both scored; baseline records "
                  f"<code>{escape(result.baseline['records'])}</code></p>")
+        s.append("<details><summary>all paired deltas</summary>")
         s.append(_table(["delta", "candidate", "baseline", "delta value", "paired CI"], (
             [f"<code>{escape(k)}</code>", _f(d.get("candidate")), _f(d.get("baseline")), _f(d.get("value")),
              (f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else escape(d.get("missing") or ""))]
             for k, d in result.baseline["deltas"].items() if _qualified_delta(k, result)), num_cols=[1, 2, 3]))
+        s.append("</details>")
         for name, rows in result.baseline.get("worst_queries", {}).items():
             if rows:
                 s.append(f"<h3>Per-query deltas of <code>{escape(name)}</code> (worst first)</h3>")

@@ -81,11 +81,14 @@ def markdown(result: "AuditResult") -> str:
     if result.baseline:
         from .report_html import _qualified_delta
 
-        lines += ["", "## Baseline deltas (candidate − baseline)", "",
+        lines += ["", "## Baseline deltas (candidate − baseline; gated first, then the largest; all in the JSON)", "",
                   "| metric | candidate | baseline | delta | paired CI |", "|---|---:|---:|---:|---|"]
-        for k, d in result.baseline["deltas"].items():
-            if not _qualified_delta(k, result):
-                continue
+        gated = {r.gate.metric for r in result.gate_results if r.gate.metric.startswith("delta:")}
+        keys = [k for k in result.baseline["deltas"] if _qualified_delta(k, result)]
+        keys.sort(key=lambda k: (k not in gated and not any(k.endswith("." + g[6:]) for g in gated),
+                                 -abs(result.baseline["deltas"][k].get("value") or 0.0), k))
+        for k in keys[:20]:
+            d = result.baseline["deltas"][k]
             ci = f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else (d.get("missing") or "")
             lines.append(f"| `{k}` | {_f(d.get('candidate'))} | {_f(d.get('baseline'))} | {_f(d.get('value'))} | "
                          f"{_cell(ci)} |")

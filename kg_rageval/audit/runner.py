@@ -349,6 +349,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     inputs = dict(inputs) if inputs is not None else load_inputs(config)
     ontology = inputs["ontology"]
     records = inputs["records"]
+    _check_gate_nodes(gates, ontology, config)
     tick("load_inputs")
     runs = run_families(config, inputs, records, progress=progress)
     tick("families")
@@ -431,6 +432,21 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     result.seconds = time.perf_counter() - t0
     result.timings = timings
     return result
+
+
+def _check_gate_nodes(gates: Iterable[Gate], ontology: Any, config: AuditConfig) -> None:
+    """A node-scoped gate on an id the ontology lacks is an invalid config (exit 2), not
+    missing evidence: it would fail every audit for a typo."""
+    bad = []
+    for g in gates:
+        if g.scope and g.scope.startswith("node:"):
+            node = g.scope[len("node:"):]
+            if node not in ontology:
+                hint = ontology._suggest(node) if hasattr(ontology, "_suggest") else None
+                bad.append(f"{g}: node {node!r} is not in the ontology" + (f" (did you mean {hint!r}?)" if hint else ""))
+    if bad:
+        raise ConfigError(f"{len(bad)} gate{'s' if len(bad) > 1 else ''} on unknown ontology nodes:\n  "
+                          + "\n  ".join(bad), source=config.source)
 
 
 def _fmt_reasons(reasons: Mapping[str, int]) -> str:

@@ -30,7 +30,8 @@ from .closure import Closure, closure
 
 #: Codes of :data:`kg_rageval.ontology.RELATIONS` as int8 constants.
 EXACT, PARENT, ANCESTOR, CHILD, DESCENDANT, SIBLING, COUSIN, UNRELATED = range(8)
-assert RELATIONS[COUSIN] == "cousin"  # noqa: S101 - import-time consistency guard
+if RELATIONS[COUSIN] != "cousin" or len(RELATIONS) != 8:  # pragma: no cover
+    raise ImportError("kg_rageval.ontology.RELATIONS changed: update the hierarchy codes")
 
 _CELLS_PER_CHUNK = 1 << 20
 
@@ -61,8 +62,9 @@ def _pairs(ontology: Ontology, a, b, names=("a_idx", "b_idx"), *, allow_nil=Fals
 
 # ---------------------------------------------------------------------------- the merge
 def _sorted_block(cl: Closure, a: np.ndarray, b: np.ndarray, side: bool):
-    """The two ancestor rows of each pair side by side, sorted row-wise and cut after the
-    longest pair (``T``), and the mask of cells equal (up to payload) to their left neighbour."""
+    """The two ancestor rows of each pair side by side, sorted row-wise: ``S`` (``m`` rows),
+    ``tmax`` (the longest pair: later columns are padding) and the mask ``d`` (shape of ``S``)
+    of cells equal, up to payload, to their left neighbour within the first ``tmax`` columns."""
     m = a.size
     if cl.matrix is not None:
         ab = np.empty(2 * m, dtype=np.int64)
@@ -79,9 +81,9 @@ def _sorted_block(cl: Closure, a: np.ndarray, b: np.ndarray, side: bool):
         S = np.concatenate([A, B], axis=1)
     S.sort(axis=1)
     tmax = max(2, int((cl.lens[a] + cl.lens[b]).max())) if m else 2
-    T = S[:, :tmax]
-    d = (T[:, 1:] ^ T[:, :-1]) < (1 << cl.pbits)
-    return T, d
+    d = np.zeros(S.shape, dtype=bool)
+    np.less(S[:, 1:tmax] ^ S[:, : tmax - 1], 1 << cl.pbits, out=d[:, 1:tmax])
+    return S, tmax, d
 
 
 class _Dups:
@@ -91,20 +93,23 @@ class _Dups:
     ``key & mask`` the payload (``dist << 2 | grand << 1 | side``, ``side`` 0 = a, 1 = b when
     built with ``side=True``). Every pair has a cell: the root (or virtual root) is common."""
 
-    __slots__ = ("cl", "m", "r", "lo", "hi")
+    __slots__ = ("cl", "m", "r", "lo", "hi", "_starts")
 
     def __init__(self, cl: Closure, a: np.ndarray, b: np.ndarray, *, side: bool = False):
         self.cl = cl
-        self.m = a.size
-        T, d = _sorted_block(cl, a, b, side)
-        r, c = np.nonzero(d)
-        lo = T[r, c]
+        self.m = m = a.size
+        S, _, d = _sorted_block(cl, a, b, side)
+        flat = S.reshape(-1)
+        f = np.flatnonzero(d)  # the right-hand copy of each common ancestor
+        lo = flat[f - 1]
         keep = lo < cl.pad  # padding cells pair up at the end of the shorter rows
         if not keep.all():
-            r, c, lo = r[keep], c[keep], lo[keep]
-        self.r = r
+            f, lo = f[keep], lo[keep]
         self.lo = lo
-        self.hi = T[r, c + 1]
+        self.hi = flat[f]
+        starts = np.searchsorted(f, np.arange(m, dtype=np.int64) * S.shape[1])
+        self._starts = starts
+        self.r = np.repeat(np.arange(m, dtype=np.int64), np.diff(np.append(starts, f.size)))
 
     @property
     def x(self) -> np.ndarray:
@@ -123,7 +128,7 @@ class _Dups:
 
     def starts(self) -> np.ndarray:
         """Index of each pair's first cell."""
-        return np.searchsorted(self.r, np.arange(self.m))
+        return self._starts
 
     def side_dists(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Upward distances from a and from b to the common ancestor of cells ``pos``
@@ -139,7 +144,9 @@ def _ordered_chunks(cl: Closure, a: np.ndarray, b: np.ndarray) -> Iterator[np.nd
     n = a.size
     if n == 0:
         return
-    tot = (cl.lens[a] + cl.lens[b]).astype(np.int32)
+    tot = cl.lens[a] + cl.lens[b]
+    # small integer keys: NumPy's stable sort is a radix sort for 16-bit types
+    tot = tot.astype(np.int16 if 2 * cl.width < 2**15 else np.int64)
     order = np.argsort(tot, kind="stable")
     step = max(256, _CELLS_PER_CHUNK // max(1, 2 * cl.width))
     for start in range(0, n, step):
@@ -224,9 +231,9 @@ def common_ancestor_counts(ontology: Ontology, a_idx, b_idx) -> np.ndarray:
     out = np.empty(a.size, dtype=np.int64)
     for pos in _ordered_chunks(cl, a, b):
         aa, bb = a[pos], b[pos]
-        T, d = _sorted_block(cl, aa, bb, False)
-        pads = T.shape[1] - cl.lens[aa] - cl.lens[bb]  # padding cells left in T, all equal
-        out[pos] = d.sum(axis=1) - np.maximum(pads - 1, 0)
+        _, tmax, d = _sorted_block(cl, aa, bb, False)
+        pads = tmax - cl.lens[aa] - cl.lens[bb]  # padding cells among the first tmax, all equal
+        out[pos] = np.count_nonzero(d[:, :tmax], axis=1) - np.maximum(pads - 1, 0)
     return out
 
 

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # pragma: no cover - depends on the environment
-    import numba
+import importlib.util
 
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover
-    numba = None
-    HAVE_NUMBA = False
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+"""numba is imported only when a kernel is first used (importing it costs most of a second)."""
 
 _compiled = None
 
@@ -109,3 +106,69 @@ def run_kernel(rptr, rdocs, qrow_of_run, qptr, qdocs, qgrades, ks, binary, disc)
         np.asarray(ks, dtype=np.int64), bool(binary), disc, hits, dcg, rank1, ap, rprec,
     )
     return hits, dcg, rank1, ap, rprec
+
+
+_tokenizer = None
+
+
+def _build_tokenizer():
+    global _tokenizer
+    if _tokenizer is not None:
+        return _tokenizer
+    from numba import njit
+
+    @njit(cache=True, nogil=True)
+    def tokenize(raw, ws_mode, ncol):  # pragma: no cover - jitted
+        n = raw.shape[0]
+        ntok = 0
+        in_tok = False
+        for i in range(n):
+            c = raw[i]
+            body = c > 32 if ws_mode else (c != 9 and c != 10 and c != 13)
+            if body and not in_tok:
+                ntok += 1
+            in_tok = body
+        starts = np.empty(ntok, np.int64)
+        ends = np.empty(ntok, np.int64)
+        rows_line = np.empty(ntok // max(ncol, 1) + 1, np.int64)
+        t = 0
+        r = 0
+        line = 0
+        cnt = 0
+        in_tok = False
+        for i in range(n):
+            c = raw[i]
+            body = c > 32 if ws_mode else (c != 9 and c != 10 and c != 13)
+            if body and not in_tok:
+                starts[t] = i
+                cnt += 1
+            elif in_tok and not body:
+                ends[t] = i
+                t += 1
+            in_tok = body
+            if c == 10:
+                if cnt != 0:
+                    if cnt != ncol:
+                        return starts, ends, rows_line[:r], line, cnt
+                    rows_line[r] = line
+                    r += 1
+                line += 1
+                cnt = 0
+        if in_tok:
+            ends[t] = n
+            t += 1
+        if cnt != 0:
+            if cnt != ncol:
+                return starts, ends, rows_line[:r], line, cnt
+            rows_line[r] = line
+            r += 1
+        return starts, ends, rows_line[:r], -1, 0
+
+    _tokenizer = tokenize
+    return tokenize
+
+
+def tokenize(raw: np.ndarray, ws_mode: bool, ncol: int):
+    """Token (starts, ends), the line index of each row, and (bad line, its field count) or
+    (-1, 0): one compiled pass over the bytes (see :func:`kg_rageval.retrieval.trec._tokenize`)."""
+    return _build_tokenizer()(raw, ws_mode, ncol)

@@ -190,18 +190,53 @@ class Corpus:
         document must carry at least one of those values; a document without the field is *not*
         eligible (fail closed). Fields the principal does not name do not restrict. No principal
         (``None``) means every document is eligible."""
-        ok = np.ones(len(docs), dtype=bool)
+        docs = np.asarray(docs, dtype=np.int64)
         if not principal:
-            return ok
-        for f, want in principal.items():
-            vals = want if isinstance(want, list) else [want]
-            table = self.fields.get(f)
-            if table is None:
-                ok[:] = False
-                continue
-            codes = np.asarray(sorted({table.code(v) for v in vals} - {-1}), dtype=np.int64)
-            ok &= rows_contain_any(table.ptr, table.codes, docs, codes)
-        return ok
+            return np.ones(len(docs), dtype=bool)
+        return eligible_pairs(self, np.zeros(len(docs), dtype=np.int64), docs, [principal])
+
+
+def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarray,
+                   principals: Sequence[Mapping[str, Any] | None]) -> np.ndarray:
+    """:meth:`Corpus.eligible` for many (group, document) pairs at once, each group with its
+    own principal (``None``: everything eligible). Vectorised: for each entitlement field, the
+    allowed (group, value) keys are sorted once and every (pair, document value) is looked up
+    with one ``searchsorted``."""
+    pair_group = np.asarray(pair_group, dtype=np.int64)
+    pair_doc = np.asarray(pair_doc, dtype=np.int64)
+    ok = np.ones(len(pair_doc), dtype=bool)
+    fields: dict[str, None] = {}
+    for pr in principals:
+        if pr:
+            fields.update(dict.fromkeys(pr))
+    for f in fields:
+        table = corpus.fields.get(f)
+        restricted = np.zeros(len(principals), dtype=bool)
+        keys: list[int] = []
+        C = (len(table.values) + 1) if table is not None else 1
+        for g, pr in enumerate(principals):
+            if pr and f in pr:
+                restricted[g] = True
+                want = pr[f] if isinstance(pr[f], list) else [pr[f]]
+                if table is not None:
+                    keys.extend(g * C + c for c in {table.code(v) for v in want} if c >= 0)
+        sel = restricted[pair_group]
+        if table is None:
+            ok &= ~sel
+            continue
+        idx = np.flatnonzero(sel)
+        docs = pair_doc[idx]
+        lens = table.ptr[docs + 1] - table.ptr[docs]
+        rep = np.repeat(np.arange(len(idx)), lens)
+        offs = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        codes = table.codes[np.repeat(table.ptr[docs], lens) + offs]
+        allowed = np.unique(np.asarray(keys, dtype=np.int64))
+        want_keys = pair_group[idx][rep] * C + codes
+        pos = np.minimum(np.searchsorted(allowed, want_keys), max(len(allowed) - 1, 0))
+        hit = (allowed[pos] == want_keys) if len(allowed) else np.zeros(len(want_keys), dtype=bool)
+        any_hit = np.bincount(rep[hit], minlength=len(idx)) > 0
+        ok[idx] &= any_hit
+    return ok
 
 
 def rows_contain(ptr: np.ndarray, idx: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -132,10 +132,14 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vo
     if N == 0:
         return np.zeros(0, dtype=np.int64)
     width = int(lens.max())
-    row = np.repeat(np.arange(n, dtype=np.int64), lens)
-    same_row = row[1:] == row[:-1]
-    if not (same_row & (scores[1:] >= scores[:-1])).any():
+    viol = np.flatnonzero(scores[1:] >= scores[:-1]) + 1
+    if viol.size:
+        boundary = np.zeros(N + 1, dtype=bool)
+        boundary[ptr] = True
+        viol = viol[~boundary[viol]]
+    if not viol.size:  # every row already strictly decreasing
         return np.arange(N, dtype=np.int64)
+    row = np.repeat(np.arange(n, dtype=np.int64), lens)
     if n * width > 2 * N + 4096:
         return np.lexsort((-vocab.rank_key[docs], -scores, row))
     col = np.arange(N, dtype=np.int64) - np.repeat(ptr[:-1], lens)

@@ -47,7 +47,7 @@ import numpy as np
 from ..errors import InputError
 from ..evaluation import Evaluation
 from ..records import Record, where
-from .corpus import Corpus
+from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
 from .metrics import RetrievalFamily, evaluate_run
 from .runs import Qrels, Run, Vocab
@@ -197,29 +197,37 @@ def score_retrieval(
     elig_gold: list[dict[str, float]] = []
     gold_docs_idx: list[np.ndarray] = []  # corpus indices of eligible relevant gold (known docs)
     unknown_gold = np.zeros(n)
-    for i in range(n):
-        g = golds[i]
-        if corpus is None:
-            elig_gold.append(g)
-            gold_docs_idx.append(np.zeros(0, dtype=np.int64))
-            continue
-        ids = list(g)
-        idx = corpus.lookup(ids)
-        known = idx >= 0
-        ok = np.ones(len(ids), dtype=bool)
-        if principals[i]:
-            ok[known] = corpus.eligible(idx[known], principals[i])
-        rel = np.asarray([g[d] >= 1 for d in ids], dtype=bool) if ids else np.zeros(0, dtype=bool)
-        st["n_gold_ineligible"][i] = float((~ok).sum())
-        if rel.any() and not (rel & ok).any():
-            st["n_q_gold_all_ineligible"][i] = 1.0
-        unknown_gold[i] = float((~known & ok & rel).sum())
-        elig_gold.append({d: g[d] for d, keep in zip(ids, ok.tolist()) if keep})
-        gold_docs_idx.append(idx[known & ok & rel])
-        if runs[i] and principals[i]:
-            ridx = corpus.lookup(runs[i])
-            rk = ridx >= 0
-            st["n_ineligible_retrieved"][i] = float((~corpus.eligible(ridx[rk], principals[i])).sum())
+    if corpus is None:
+        elig_gold = list(golds)
+        gold_docs_idx = [np.zeros(0, dtype=np.int64) for _ in range(n)]
+    else:
+        # all (record, gold doc) and (record, retrieved doc) pairs in one vectorised pass
+        gids = [list(g) for g in golds]
+        glen = np.asarray([len(x) for x in gids], dtype=np.int64)
+        gflat = corpus.lookup([d for x in gids for d in x])
+        grec = np.repeat(np.arange(n, dtype=np.int64), glen)
+        grel = np.fromiter((golds[i][d] >= 1 for i, x in enumerate(gids) for d in x), dtype=bool, count=len(gflat))
+        gknown = gflat >= 0
+        gok = np.ones(len(gflat), dtype=bool)
+        gok[gknown] = eligible_pairs(corpus, grec[gknown], gflat[gknown], principals)
+        st["n_gold_ineligible"] = np.bincount(grec, weights=~gok, minlength=n)
+        any_rel = np.bincount(grec, weights=grel, minlength=n) > 0
+        any_rel_ok = np.bincount(grec, weights=grel & gok, minlength=n) > 0
+        st["n_q_gold_all_ineligible"] = (any_rel & ~any_rel_ok).astype(float)
+        unknown_gold = np.bincount(grec, weights=~gknown & gok & grel, minlength=n)
+        gptr = np.concatenate(([0], np.cumsum(glen)))
+        keep_mask = gknown & gok & grel
+        for i in range(n):
+            a_, b_ = gptr[i], gptr[i + 1]
+            okr = gok[a_:b_].tolist()
+            elig_gold.append({d: golds[i][d] for d, kk in zip(gids[i], okr) if kk})
+            gold_docs_idx.append(gflat[a_:b_][keep_mask[a_:b_]])
+        rlen = np.asarray([len(r) if (r and principals[i]) else 0 for i, r in enumerate(runs)], dtype=np.int64)
+        rflat = corpus.lookup([d for i, r in enumerate(runs) if r and principals[i] for d in r])
+        rrec = np.repeat(np.arange(n, dtype=np.int64), rlen)
+        rk = rflat >= 0
+        bad = ~eligible_pairs(corpus, rrec[rk], rflat[rk], principals)
+        st["n_ineligible_retrieved"] = np.bincount(rrec[rk], weights=bad, minlength=n).astype(float)
 
     # ---- standard metrics, all queries at once
     qids = [f"{i}" for i in range(n)]

@@ -28,6 +28,8 @@ from ..errors import InputError
 from .runs import Qrels, Run, Vocab, _csr
 
 CHUNK_BYTES = 1 << 26
+NUMBA_MIN_BYTES = 1 << 20
+"""Blocks of at least this many bytes are tokenized by the compiled kernel when numba is present."""
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 11, 12, 13, 32]] = True
 _TAB = np.zeros(256, dtype=bool)
@@ -79,6 +81,16 @@ def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np
     of each row within the block, the padded byte buffer). Blank lines are skipped; any
     other line must have exactly ``ncol`` fields, else the error names it."""
     raw = np.frombuffer(data, dtype=np.uint8)
+    from . import _kernels
+
+    if _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
+        starts, ends, rows_line, bad, cnt = _kernels.tokenize(raw, sep is _WS, ncol)
+        if bad >= 0:
+            raise InputError(f"expected {ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
+                             source=str(path), location=f"line {start + bad}")
+        width = int((ends - starts).max()) if len(starts) else 1
+        buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
+        return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)], rows_line, buf)
     padded = np.empty(len(raw) + 2, dtype=np.uint8)
     padded[0] = padded[-1] = 10
     padded[1:-1] = raw
