@@ -74,11 +74,13 @@ def peak_mib(fn, *args, **kw) -> float:
 
 # ------------------------------------------------------------------ obvious networkx versions
 def nx_counts(G, o, g, p):
+    import networkx as nx
+
     ids = o.ids
     out = []
     for a, b in zip(g.tolist(), p.tolist()):
-        A = __import__("networkx").ancestors(G, ids[a]) | {ids[a]}
-        B = __import__("networkx").ancestors(G, ids[b]) | {ids[b]}
+        A = nx.ancestors(G, ids[a]) | {ids[a]}
+        B = nx.ancestors(G, ids[b]) | {ids[b]}
         A.discard(ids[0])
         B.discard(ids[0])
         out.append((len(A & B), len(B), len(A)))

@@ -385,17 +385,20 @@ class Evaluation:
 
     def node_indices(self, ontology: "Ontology", key: str = "gold_node") -> np.ndarray:
         """Ontology index of each row's ``key`` node; -1 where it is ``None``, not a string or
-        not an ontology id. Each distinct value is looked up once."""
+        not an ontology id (one C-level dict lookup per row)."""
         if key not in self.keys:
             raise KeyError(f"no key column {key!r}; available: {sorted(self.keys)}")
         col = self.keys[key]
-        if not len(col):
-            return np.zeros(0, dtype=np.int64)
-        codes, uniq = _factorize(col)
+        if not len(col) or col.dtype.kind in "biuf":  # numbers are never ontology ids
+            return np.full(len(col), -1, dtype=np.int64)
         get = ontology._index.get
-        node_of = np.fromiter((get(u, -1) if isinstance(u, str) else -1 for u in uniq),
-                              dtype=np.int64, count=len(uniq))
-        return node_of[codes]
+        values = col.tolist()
+        try:
+            return np.fromiter(map(get, values, itertools.repeat(-1)), dtype=np.int64,
+                               count=len(values))
+        except TypeError:  # unhashable cells: look up the hashable strings only
+            return np.fromiter((get(v, -1) if isinstance(v, str) else -1 for v in values),
+                               dtype=np.int64, count=len(values))
 
     def rollup(
         self,

@@ -80,6 +80,8 @@ def test_polyhierarchy_augmented_set_is_the_full_closure(vehicles):
 
 def test_nil_in_single_node_arrays(vehicles):
     o = vehicles
+    as_list = hierarchical_counts(o, [o.index("sedan"), -1], [-1, o.index("car")])
+    assert [x.tolist() for x in as_list] == [[0, 0], [0, 1], [2, 0]]
     inter, n_pred, n_gold = hierarchical_counts(o, np.array([o.index("sedan"), -1]),
                                                 np.array([-1, o.index("car")]))
     assert inter.tolist() == [0, 0] and n_pred.tolist() == [0, 1] and n_gold.tolist() == [2, 0]

@@ -81,6 +81,23 @@ def test_round_trip_generated(tmp_path):
         np.testing.assert_allclose(a.values[name], b.values[name])
     with open(tmp_path / "r.txt") as fh:
         assert pytrec_eval.parse_run(fh) == r.to_dict()
+    # numbers from the written files equal trec_eval's on the same files
+    with open(tmp_path / "q.txt") as fh:
+        ref_q = pytrec_eval.parse_qrel(fh)
+    with open(tmp_path / "r.txt") as fh:
+        ref_r = pytrec_eval.parse_run(fh)
+    ref = pytrec_eval.RelevanceEvaluator(ref_q, {"ndcg_cut_10", "map", "P_5", "Rprec"}).evaluate(ref_r)
+    checked = 0
+    for qid, vals in ref.items():
+        i = q2.qindex[qid]
+        if b.n_rel[i] == 0:
+            continue
+        assert b.values["ndcg@10"][i] == pytest.approx(vals["ndcg_cut_10"], abs=1e-12)
+        assert b.values["map"][i] == pytest.approx(vals["map"], abs=1e-12)
+        assert b.values["precision@5"][i] == pytest.approx(vals["P_5"], abs=1e-12)
+        assert b.values["r_precision"][i] == pytest.approx(vals["Rprec"], abs=1e-12)
+        checked += 1
+    assert checked > 150
 
 
 def test_line_numbered_errors(tmp_path):
@@ -143,3 +160,45 @@ def test_ranx_agrees_where_conventions_match():
     theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), list(ours))
     for name, v in ours.items():
         assert v == pytest.approx(theirs[name], abs=1e-9), name
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_tokenizer_paths_agree(tmp_path, monkeypatch, compiled):
+    from kg_rageval.retrieval import _kernels, trec
+
+    if compiled and not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    monkeypatch.setattr(trec, "NUMBA_MIN_BYTES", 0 if compiled else 1 << 62)
+    monkeypatch.setattr(trec, "CHUNK_BYTES", 256)  # many blocks, lines cut at block ends
+    p = tmp_path / "r.txt"
+    lines = []
+    for i in range(300):
+        lines.append(f"q{i // 7}\tQ0  dök{i % 11}-{i} {i} {((i * 37) % 13) / 3:.4f} tag\r")
+        if i % 50 == 0:
+            lines.append("   ")
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = read_run(p)
+    ref = {}
+    for ln in lines:
+        parts = ln.split()
+        if parts:
+            ref.setdefault(parts[0], {})[parts[2]] = float(parts[4])
+    assert r.to_dict() == ref
+    assert r.ranked("q3") == [d for d, _ in sorted(ref["q3"].items(), key=lambda x: (-x[1], [-ord(c) for c in x[0]]))]
+    lines[123] = "q17 Q0 d1 1 0.5"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 124: expected 6 columns"):  # lines[123] is line 124
+        read_run(p)
+
+
+def test_codes_array_matches_dict_interning():
+    from kg_rageval.retrieval.runs import Vocab
+
+    rng = np.random.default_rng(4)
+    words = [f"doc-{i}" * int(rng.integers(1, 4)) for i in range(500)] + ["ü", "日本", "a", "a\u0301"]
+    ids = [words[int(i)] for i in rng.integers(0, len(words), 5000)]
+    v1, v2 = Vocab(["pre-existing", "doc-3"]), Vocab(["pre-existing", "doc-3"])
+    a = v1.codes(ids)
+    b = v2.codes_array(np.asarray(ids))
+    c = v2.codes_array(np.asarray([x.encode() for x in ids]))
+    assert v1.strings == v2.strings and (a == b).all() and (a == c).all()

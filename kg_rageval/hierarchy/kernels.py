@@ -276,6 +276,7 @@ def hierarchical_counts(
     empty denominator as missing evidence, never as 0 or 1.
     """
     excl = _root_excluded(ontology, include_root)
+    gold_sets, pred_sets = _flat_ints(gold_sets), _flat_ints(pred_sets)
     single = _single(gold_sets) and _single(pred_sets)
     if lca_bounded:
         if not single:
@@ -289,6 +290,13 @@ def hierarchical_counts(
         g, p = _pairs(ontology, gold_sets, pred_sets, ("gold_sets", "pred_sets"), allow_nil=True)
         return _single_counts(ontology, g, p, excl)
     return _set_counts(ontology, gold_sets, pred_sets, excl)
+
+
+def _flat_ints(x):
+    """A list/tuple of plain integers is one node per item: make it a 1-D array."""
+    if isinstance(x, (list, tuple)) and x and all(isinstance(v, (int, np.integer)) for v in x):
+        return np.asarray(x, dtype=np.int64)
+    return x
 
 
 def _single(x) -> bool:

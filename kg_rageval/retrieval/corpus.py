@@ -22,6 +22,7 @@ table of ontology indices, so filters replay vectorised (:mod:`.filters`).
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +77,7 @@ class Corpus:
 
     def lookup(self, ids: Sequence[str]) -> np.ndarray:
         """Corpus indices of document ids (-1 for ids not in the corpus)."""
-        get = self.index.get
-        return np.fromiter((get(d, -1) for d in ids), dtype=np.int64, count=len(ids))
+        return np.fromiter(map(self.index.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
 
     def categories_of(self, doc: int) -> np.ndarray:
         return self.cat_idx[self.cat_ptr[doc] : self.cat_ptr[doc + 1]]
@@ -214,12 +214,17 @@ def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarra
         restricted = np.zeros(len(principals), dtype=bool)
         keys: list[int] = []
         C = (len(table.values) + 1) if table is not None else 1
+        memo: dict[Any, list[int]] = {}
         for g, pr in enumerate(principals):
             if pr and f in pr:
                 restricted[g] = True
-                want = pr[f] if isinstance(pr[f], list) else [pr[f]]
                 if table is not None:
-                    keys.extend(g * C + c for c in {table.code(v) for v in want} if c >= 0)
+                    want = pr[f] if isinstance(pr[f], list) else [pr[f]]
+                    mk = tuple(value_key(v) for v in want)
+                    codes_ = memo.get(mk)
+                    if codes_ is None:
+                        codes_ = memo[mk] = sorted({table.code(v) for v in want} - {-1})
+                    keys.extend(g * C + c for c in codes_)
         sel = restricted[pair_group]
         if table is None:
             ok &= ~sel

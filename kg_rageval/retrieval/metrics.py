@@ -123,8 +123,9 @@ def lookup_grades(qrels: Qrels, run: Run, qrow_of_run: np.ndarray) -> np.ndarray
 
 
 ENGINES = ("auto", "numpy", "numba")
-NUMBA_MIN_ENTRIES = 200_000
-"""``engine="auto"`` uses the numba kernel from this many run entries on (when importable)."""
+NUMBA_MIN_ENTRIES = 3_000_000
+"""``engine="auto"`` uses the numba kernel from this many run entries on (when importable):
+below it the numpy path beats importing numba and loading the compiled kernel."""
 
 
 def evaluate_run(

@@ -188,27 +188,23 @@ class Qrels:
     def from_dict(cls, qrels: Mapping[str, Mapping[str, float] | Iterable[str]], *, vocab: Vocab | None = None) -> "Qrels":
         """From ``{qid: {doc: grade}}`` (or ``{qid: [doc, ...]}`` for binary judgements)."""
         vocab = vocab if vocab is not None else Vocab()
-        qids, lens, docs_parts, grade_parts = [], [], [], []
+        qids, lens, ids, grades = [], [], [], []
         for q, judged in qrels.items():
             if isinstance(judged, Mapping):
-                ids = list(judged.keys())
-                g = np.fromiter((float(v) for v in judged.values()), dtype=np.float64, count=len(ids))
+                ids.extend(judged.keys())
+                grades.extend(judged.values())
+                lens.append(len(judged))
             else:
-                ids = list(dict.fromkeys(judged))
-                g = np.ones(len(ids))
-            codes = vocab.codes(ids)
-            order = np.argsort(codes, kind="stable")
+                uniq = list(dict.fromkeys(judged))
+                ids.extend(uniq)
+                grades.extend([1.0] * len(uniq))
+                lens.append(len(uniq))
             qids.append(str(q))
-            lens.append(len(ids))
-            docs_parts.append(codes[order])
-            grade_parts.append(g[order])
-        return cls(
-            qids,
-            _csr(lens),
-            np.concatenate(docs_parts) if docs_parts else np.zeros(0, np.int64),
-            np.concatenate(grade_parts) if grade_parts else np.zeros(0),
-            vocab,
-        )
+        codes = vocab.codes(ids)
+        g = np.asarray(grades, dtype=np.float64) if grades else np.zeros(0)
+        row = np.repeat(np.arange(len(qids), dtype=np.int64), lens)
+        order = np.lexsort((codes, row))
+        return cls(qids, _csr(lens), codes[order], g[order], vocab)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         s = self.vocab.strings
@@ -260,16 +256,19 @@ class Run:
         vocab = vocab if vocab is not None else Vocab()
         qids, lens, parts, dups = [], [], [], []
         for q, ranked in run.items():
-            ids = list(ranked)
-            uniq = list(dict.fromkeys(ids))
-            if len(uniq) != len(ids):
+            ids = ranked if isinstance(ranked, list) else list(ranked)
+            if len(set(ids)) != len(ids):
                 if not dedupe:
                     raise InputError(_dup_message(q, ids))
+                uniq = list(dict.fromkeys(ids))
+            else:
+                uniq = ids
             qids.append(str(q))
             lens.append(len(uniq))
             dups.append(len(ids) - len(uniq))
-            parts.append(vocab.codes(uniq))
-        return cls(qids, _csr(lens), _cat(parts, np.int64), None, vocab, np.asarray(dups, dtype=np.int64))
+            parts.append(uniq)
+        codes = vocab.codes(list(itertools.chain.from_iterable(parts)))
+        return cls(qids, _csr(lens), codes, None, vocab, np.asarray(dups, dtype=np.int64))
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, vocab: Vocab | None = None) -> "Run":

@@ -329,7 +329,6 @@ def score_retrieval(
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
         "conventions": "trec_eval -c; k counts unique ids; ties: score desc, doc id desc",
-        "n_run_queries_without_record": 0,
     }
     if corpus is not None:
         meta["corpus"] = {"source": corpus.source, "documents": len(corpus),
@@ -360,10 +359,7 @@ def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str,
     if not pairs:
         return
     from ..ontology.model import RELATIONS
-
-    gold = np.asarray([g for _, g, _ in pairs], dtype=np.int64)
     # a filter with several values: the value nearest to the gold node (first by relation order)
-    best: list[tuple[int, int]] = []
     cand_g, cand_v, owner = [], [], []
     for j, (_, g, f) in enumerate(pairs):
         for v in f.values:
@@ -375,23 +371,32 @@ def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str,
     for o, c, v in zip(owner, codes.tolist(), cand_v):
         if o not in chosen or c < chosen[o][0]:
             chosen[o] = (c, v)
-    del best, gold
     for j, (i, g, f) in enumerate(pairs):
         c, v = chosen[j]
         details["fe_cause"][i] = RELATIONS[c]
         details["fe_under"][i] = ontology.ids[ontology.lca_index(g, v)]
 
 
+VECTOR_RELATIONS_MIN = 20_000
+"""Below this many pairs, and unless the hierarchy closure is already built, relations are
+computed pair by pair (building the closure of a large ontology costs seconds)."""
+
+
 def _relation_codes(ontology, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """Relation codes (indices into ``RELATIONS``) of (gold, pred) pairs: the vectorised
+    :func:`kg_rageval.hierarchy.relation_codes` when worthwhile, else ``Ontology.relation_index``
+    (the two are tested equal by the hierarchy module)."""
+    from ..ontology.model import RELATIONS
+
     try:
         from ..hierarchy import relation_codes  # type: ignore[attr-defined]
+        from ..hierarchy.closure import _CACHE
     except ImportError:  # pragma: no cover - depends on the other module being present
-        relation_codes = None
-    if relation_codes is not None:
+        relation_codes, _CACHE = None, {}
+    if relation_codes is not None and (len(gold) >= VECTOR_RELATIONS_MIN or ontology in _CACHE):
         return np.asarray(relation_codes(ontology, gold, pred), dtype=np.int64)
-    from ..ontology.model import RELATIONS  # pragma: no cover
-
-    return np.asarray([RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)])  # pragma: no cover
+    return np.asarray([RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)],
+                      dtype=np.int64)
 
 
 def category_diagnosis(evaluation: Evaluation, ontology=None) -> dict[str, Any]:
