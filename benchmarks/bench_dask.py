@@ -103,13 +103,27 @@ def specs(total: int, size: int, seed: int) -> Partitions:
 
 # ---------------------------------------------------------------------- timing
 def in_process(fn, ontology, parts) -> tuple[float, dict]:
+    """Wall time of scoring ``parts`` here one after another (also sets ``LAST_CPU``)."""
+    global LAST_CPU
     t0 = time.perf_counter()
+    c0 = time.process_time()
     sums: dict[str, float] = {}
     for spec in parts:
         ev = fn(ontology, spec)
         for k, v in ev.totals().items():
             sums[k] = sums.get(k, 0.0) + v
+    LAST_CPU = time.process_time() - c0
     return time.perf_counter() - t0, sums
+
+
+LAST_CPU = 0.0
+
+
+def _worker_cpu() -> float:
+    import psutil
+
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
 
 
 def on_cluster(fn, ontology, parts, workers: int) -> dict:
@@ -121,15 +135,22 @@ def on_cluster(fn, ontology, parts, workers: int) -> dict:
         t0 = time.perf_counter()
         score_totals(fn, ontology, Partitions([(0, 0, 10)] * workers), client=client)
         t_warm = time.perf_counter() - t0
+        cpu0 = client.run(_worker_cpu)
         t0 = time.perf_counter()
         family, sums, n_rows, _ = score_totals(fn, ontology, parts, client=client)
         t_run = time.perf_counter() - t0
+        cpu1 = client.run(_worker_cpu)
+        cpu = [cpu1[w] - cpu0[w] for w in cpu0]
     finally:
         cluster = client.cluster
         client.close()
         cluster.close()
+    # CPU seconds each worker spent in the run: on an idle machine with a core per worker the
+    # wall time would be about max(cpu); cpu_share = sum(cpu) / (workers x wall) says how much
+    # of its cores the cluster actually got on a shared machine
     return {"workers": workers, "cluster_start_s": t_start, "warmup_s": t_warm, "run_s": t_run,
-            "rows": n_rows, "sums": sums}
+            "rows": n_rows, "sums": sums, "worker_cpu_s": cpu, "idle_wall_est_s": max(cpu),
+            "cpu_share": sum(cpu) / (workers * t_run)}
 
 
 def main(argv=None) -> dict:
@@ -172,7 +193,9 @@ def main(argv=None) -> dict:
         per_rec = t_base / sum(p[2] for p in parts[:nb])
         w["in_process_s_per_1M"] = per_rec * 1e6
         w["in_process_est_s"] = per_rec * total
+        w["in_process_cpu_s_per_1M"] = LAST_CPU / sum(p[2] for p in parts[:nb]) * 1e6
         print(f"{name}: in-process {per_rec * 1e6:.1f} s per 1M records "
+              f"(CPU {w['in_process_cpu_s_per_1M']:.1f} s) "
               f"({nb} of {len(parts)} partitions measured)", flush=True)
         for k in workers:
             r = on_cluster(fn, onto, parts, k)
@@ -184,7 +207,9 @@ def main(argv=None) -> dict:
             w[f"dask_{k}"] = r
             print(f"{name}: dask {k} worker(s): {r['run_s']:.1f} s for {total:,} "
                   f"({r['records_per_s']:,.0f}/s, x{r['speedup_vs_in_process']:.2f} vs in-process; "
-                  f"cluster start {r['cluster_start_s']:.1f} s, warm-up {r['warmup_s']:.1f} s)", flush=True)
+                  f"cluster start {r['cluster_start_s']:.1f} s, warm-up {r['warmup_s']:.1f} s; "
+                  f"worker CPU {', '.join(f'{c:.1f}' for c in r['worker_cpu_s'])} s, "
+                  f"CPU share {r['cpu_share']:.2f})", flush=True)
         # rows mode: the full Evaluation comes back and equals the in-process one
         if args.rows_pairs:
             rp = specs(min(args.rows_pairs, total), max(1, min(args.rows_pairs, total) // 4), seed=7)

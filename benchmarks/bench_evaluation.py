@@ -11,7 +11,9 @@ Measures, on a toy precision/recall family (stats ``tp``, ``n_pred``, ``n_gold``
   ontology (``benchmarks/synthetic.py: build_ontology(--nodes)``, default 350,000 nodes);
   ~2 % of the rows carry ``None`` or an unknown id. Ontology construction is not timed.
   ``rollup_core`` is the same with a family whose ``finalize`` returns nothing (the
-  framework's own cost); ``rollup`` includes the toy family's ``finalize`` for every node.
+  framework's own cost); ``rollup`` includes the toy family's ``finalize`` for every node;
+  ``breakdown_nodes`` is :meth:`Evaluation.breakdown` of the same rows by ``gold_node``
+  (~330,000 groups).
 
 Each figure is reported as wall-clock and as process CPU time (``time.process_time``), which
 is less distorted on a shared, overloaded machine.
@@ -160,6 +162,10 @@ def bench(mod: ModuleType, args: argparse.Namespace, only: set[str], onto: Any) 
                   f"skipped {ev.meta['rollup_skipped']})")
         out["rollup_peak_mb"] = peak_mb(lambda: ev.rollup(onto))
         print(f"  rollup peak {out['rollup_peak_mb']:.0f} MiB")
+        out["breakdown_nodes_s"], out["breakdown_nodes_cpu_s"], bd = best(
+            lambda: ev.breakdown("gold_node"), args.repeat)
+        print(f"  breakdown by gold_node ({fam.name}) {n} rows: {out['breakdown_nodes_s']:.3f} s "
+              f"(cpu {out['breakdown_nodes_cpu_s']:.3f} s, {len(bd)} groups)")
     return out
 
 

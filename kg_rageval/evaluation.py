@@ -37,9 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 _BOOTSTRAP_CELLS = 2_000_000
 """Draws per bootstrap chunk (resamples x records); bounds memory, fixes the random stream."""
 
-_ROLLUP_CELLS = 4_000_000
-"""Ancestor entries gathered per roll-up chunk; bounds memory."""
-
 
 @dataclass(frozen=True)
 class Metric:
@@ -304,9 +301,7 @@ class Evaluation:
     def n_records(self) -> int:
         """Distinct records with at least one scored row (ids compared as text, as in
         :meth:`per_record_stats`)."""
-        if not len(self):
-            return 0
-        return len(_factorize(_object_column(map(str, self.record_ids.tolist())))[1])
+        return len(np.unique(self.record_ids.astype(str))) if len(self) else 0
 
     @property
     def unscored_counts(self) -> dict[str, int]:
@@ -344,10 +339,22 @@ class Evaluation:
 
     def _groups(self, col: np.ndarray) -> tuple[np.ndarray, list[Any]]:
         """Breakdown groups of a key column: codes and group values, ``None`` (and NaN) as one
-        group, ordered by the values' text with ``None`` last."""
+        group; numbers first in numeric order, then other values by their text, ``None``
+        last."""
         codes, uniq = _factorize(col)
+        if all(type(u) is str for u in uniq):  # the common case: sort the texts in C
+            order = np.argsort(np.asarray(uniq, dtype=str), kind="stable")
+            remap = np.empty(len(uniq), dtype=np.int64)
+            remap[order] = np.arange(len(uniq))
+            return remap[codes] if len(codes) else codes, [uniq[g] for g in order.tolist()]
         none = [_is_none(u) for u in uniq]
-        order = sorted(range(len(uniq)), key=lambda g: (none[g], str(uniq[g]), type(uniq[g]).__name__))
+
+        def rank(g: int) -> tuple:
+            u = uniq[g]
+            number = isinstance(u, (int, float)) and not none[g]
+            return (none[g], not number, u if number else 0, str(u), type(u).__name__)
+
+        order = sorted(range(len(uniq)), key=rank)
         remap = np.empty(len(uniq), dtype=np.int64)
         values: list[Any] = []
         none_group = -1
@@ -368,7 +375,7 @@ class Evaluation:
         Every row falls in exactly one group, so the groups' stats add up to the totals.
         Values are compared as Python values (``None`` and the string ``"None"`` differ);
         rows whose key is ``None`` (or NaN) are grouped under ``None``, which comes last;
-        the other groups are ordered by their text."""
+        numeric values come first in numeric order, other values follow by their text."""
         if key not in self.keys:
             raise KeyError(f"no breakdown key {key!r}; available: {sorted(self.keys)}")
         codes, values = self._groups(self.keys[key])
@@ -424,53 +431,46 @@ class Evaluation:
         nn = len(ontology)
         node = node[ok]
         names = list(self.stats)
-        own_n = np.bincount(node, minlength=nn).astype(float)
-        own = [np.bincount(node, weights=self.stats[k][ok], minlength=nn) for k in names]
-        present = np.flatnonzero(own_n)
-        counts = np.zeros(nn)
-        sums = [np.zeros(nn) for _ in names]
+        # own[v] = (rows, stat sums...) of the rows whose node is v
+        own = np.stack([np.bincount(node, minlength=nn).astype(float)]
+                       + [np.bincount(node, weights=self.stats[k][ok], minlength=nn) for k in names],
+                       axis=1)
+        present = np.flatnonzero(own[:, 0])
+        # pooled[a] = Σ own[v] over the nodes v whose ancestor-or-self set holds a: the product
+        # of the transposed ancestor-closure matrix (CSR anc_ptr/anc_idx, rows = nodes) with own
         if present.size:
-            from .ontology.builder import _gather
+            from scipy import sparse
 
-            lens = (ontology.anc_ptr[present + 1] - ontology.anc_ptr[present]).astype(np.int64)
-            ends = np.cumsum(lens)
-            lo = 0
-            while lo < present.size:  # chunks of about _ROLLUP_CELLS ancestor entries
-                base = ends[lo - 1] if lo else 0
-                hi = max(lo + 1, int(np.searchsorted(ends, base + _ROLLUP_CELLS, "right")))
-                part = present[lo:hi]
-                anc = _gather(ontology.anc_ptr, ontology.anc_idx, part)
-                rep = np.repeat(part, lens[lo:hi])
-                counts += np.bincount(anc, weights=own_n[rep], minlength=nn)
-                for s, o in zip(sums, own):
-                    s += np.bincount(anc, weights=o[rep], minlength=nn)
-                lo = hi
-        keep = counts >= max(min_rows, 1)
+            if present.size * 2 >= nn:  # most nodes have rows: use the closure as it is
+                ptr, idx, weights = ontology.anc_ptr, ontology.anc_idx, own
+            else:  # few nodes have rows: only their ancestor rows
+                from .ontology.builder import _gather
+
+                lens = ontology.anc_ptr[present + 1] - ontology.anc_ptr[present]
+                ptr = np.concatenate(([0], np.cumsum(lens)))
+                idx, weights = _gather(ontology.anc_ptr, ontology.anc_idx, present), own[present]
+            closure = sparse.csr_matrix((np.ones(len(idx)), idx, ptr), shape=(len(ptr) - 1, nn))
+            pooled = np.asarray(closure.T @ weights)
+        else:
+            pooled = np.zeros_like(own)
+        keep = pooled[:, 0] >= max(min_rows, 1)
         if max_depth is not None:
             keep &= ontology.depth_min <= max_depth
         nodes = np.flatnonzero(keep)
-        table = (np.stack([s[nodes] for s in sums], axis=1).tolist() if names
-                 else [[] for _ in range(nodes.size)])
+        counts = np.rint(pooled[nodes, 0]).astype(np.int64).tolist()
+        table = pooled[nodes, 1:].tolist()
         ids, fin = ontology.ids, self.family.finalize
         out: dict[str, dict[str, Any]] = {}
-        for i, c, d, row in zip(nodes.tolist(), counts[nodes].tolist(),
-                                ontology.depth_min[nodes].tolist(), table):
-            out[ids[i]] = {"n": int(c), "depth": int(d), "metrics": fin(dict(zip(names, row)))}
+        for i, c, d, row in zip(nodes.tolist(), counts, ontology.depth_min[nodes].tolist(), table):
+            out[ids[i]] = {"n": c, "depth": int(d), "metrics": fin(dict(zip(names, row)))}
         return out
 
     def per_record_stats(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Stats summed per record: ``(record ids as text, sorted; {stat: array})``."""
-        text = np.asarray(list(map(str, self.record_ids.tolist())), dtype=str)
-        if not len(text):
-            return text, {k: np.zeros(0) for k in self.stats}
-        codes, uniq = _factorize(_object_column(text))
-        ids = np.asarray(uniq, dtype=str)
-        order = np.argsort(ids, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        codes = rank[codes]
-        return ids[order], {
-            k: np.bincount(codes, weights=v, minlength=len(ids)) for k, v in self.stats.items()
+        ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return ids, {
+            k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in self.stats.items()
         }
 
     def bootstrap_replicates(

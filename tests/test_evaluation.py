@@ -208,6 +208,11 @@ def test_breakdown_numeric_keys_and_nan_as_none():
     assert bd[2.0]["metrics"]["precision"].value == pytest.approx(2 / 3)
     mixed = ev.breakdown("mixed")
     assert [g["n"] for g in mixed.values()] == [1, 1, 2]  # 1, "1", then None + NaN together
+    assert list(mixed)[:2] == [1, "1"] and type(list(mixed)[1]) is str
+    top = Evaluation(PR(), ["a", "b", "c"], {s: [1, 1, 1] for s in PR.stats},
+                     keys={"k": [10, 2, "x"], "n": [10, 2, 1]})
+    assert list(top.breakdown("k")) == [2, 10, "x"]  # numbers in numeric order, then text
+    assert list(top.breakdown("n")) == [1, 2, 10]
     assert list(mixed)[2] is None
     d = json.loads(json.dumps(ev.to_dict(breakdowns=["mixed"]), allow_nan=False))
     assert set(d["breakdowns"]["mixed"]) == {"1 (int)", "1 (str)", "None"}

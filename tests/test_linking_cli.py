@@ -91,3 +91,19 @@ def test_link_text_and_records_then_score(paths, capsys, tmp_path):
     assert m["correct_abstentions"] == 1 and m["abstentions"] == 2
     code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt), "--mode", "gold_spans"])
     assert code == 2
+
+
+@pytest.mark.slow
+def test_link_embedding_cli(paths, capsys, tmp_path):
+    pytest.importorskip("sentence_transformers")
+    onto, _ = paths
+    txt = tmp_path / "e.txt"
+    txt.write_text("submarines\nquarterly revenue figures\nIs a sedan a car?\n")
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt), "--linker", "embedding"])
+    assert code == 0
+    preds = [json.loads(x)["mentions"]["pred"] for x in out.out.splitlines()]
+    # no dictionary match: the whole line is the mention, re-ranked (plural -> submarine)
+    assert preds[0][0]["id"] == "submarine" and preds[0][0]["score"] > 0.8
+    assert preds[1] == [{"start": 0, "end": 25, "id": None, "score": preds[1][0]["score"]}]
+    assert preds[1][0]["score"] < 0.7  # below the NIL threshold
+    assert [(p["start"], p["id"]) for p in preds[2]] == [(5, "sedan"), (13, "car")]

@@ -430,3 +430,41 @@ def test_iob2_spans_strict():
         ("X", 0, 2), ("X", 5, 6), ("X", 6, 8)]
     with pytest.raises(InputError):
         iob2_spans(["B-X", "E-X"])
+
+
+def test_slice_values_that_are_lists_stay_one_column(kb):
+    recs = [{"id": f"r{k}", "slices": {"tags": ["a", "b"], "lang": "en"},
+             "mentions": {"gold": [m(0, 2, "E1")], "pred": [m(0, 2, "E1")]}} for k in range(2)]
+    ev = score_linking(kb, recs)
+    assert ev.keys["slice:tags"].shape == (2,) and ev.keys["slice:tags"][0] == ["a", "b"]
+    assert ev.breakdown("slice:lang")["en"]["n"] == 2
+
+
+def test_read_neleval_missing_file_is_named(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_neleval(str(tmp_path / "absent.tsv"))
+
+
+@pytest.mark.filterwarnings("ignore::Warning:neleval")
+@pytest.mark.parametrize("seed", [3, 4])
+def test_macro_over_records_agrees_with_neleval_by_doc(kb, tmp_path, seed):
+    """neleval's --by-doc macro average equals ours where both are defined: every document
+    with gold and predicted mentions (neleval scores an undefined ratio 0 and groups by the
+    gold documents only; we leave such records out of the affected average)."""
+    collections.Sequence = collections.abc.Sequence
+    from neleval.document import Reader
+    from neleval.evaluate import Evaluate
+    from neleval.utils import utf8_open
+
+    recs = [r for r in _random_records(seed, n_docs=60)
+            if r["mentions"]["gold"] and r["mentions"]["pred"]]
+    (tmp_path / "g.tsv").write_text(to_neleval(recs, "gold"))
+    (tmp_path / "s.tsv").write_text(to_neleval(recs, "pred"))
+    ev = Evaluate(list(Reader(utf8_open(str(tmp_path / "s.tsv")))),
+                  list(Reader(utf8_open(str(tmp_path / "g.tsv")))),
+                  measures=["strong_all_match"], fmt="none", group_by=["docid"])
+    ref = ev()["strong_all_match;docid=<macro>"]
+    ours = vals(score_linking(kb, recs))
+    assert ours["linking_macro_precision"] == pytest.approx(ref["precision"])
+    assert ours["linking_macro_recall"] == pytest.approx(ref["recall"])
+    assert ours["linking_macro_f1"] == pytest.approx(ref["fscore"])

@@ -287,3 +287,22 @@ def test_embedding_linker_reranks_and_abstains(med, minilm):
     assert all(med.ids[c] != "D:3" for c, _ in e.rank(["Hodgkin's lymphoma"])[0])
     links = e.find("Was it a heart attack or lung cancer?")
     assert [(lk.start, lk.id) for lk in links] == [(9, "D:5"), (25, "D:2")]
+
+
+def test_dictionary_follows_replacements():
+    b = OntologyBuilder("r")
+    b.add_node("r", label="root")
+    b.add_node("a", label="grippe", status="revoked", replaced_by="b")
+    b.add_node("b", label="flu", status="deprecated", replaced_by="c")
+    b.add_node("c", label="influenza")
+    b.add_node("x", label="loop one", status="revoked", replaced_by="y")
+    b.add_node("y", label="loop two", status="revoked", replaced_by="x")
+    for n in "abcxy":
+        b.add_edge(n, "r")
+    onto = b.build()
+    d = DictionaryLinker(onto)
+    assert d.link("grippe").id == "c" and d.link("flu").id == "c"
+    assert d.link("loop one").id == "y"  # the chain stops on the cycle
+    plain = DictionaryLinker(onto, follow_replacements=False)
+    assert plain.link("grippe").id == "a"
+    assert DictionaryLinker(onto, exclude=["c"]).link("grippe").id == "b"

@@ -202,3 +202,13 @@ def test_codes_array_matches_dict_interning():
     b = v2.codes_array(np.asarray(ids))
     c = v2.codes_array(np.asarray([x.encode() for x in ids]))
     assert v1.strings == v2.strings and (a == b).all() and (a == c).all()
+
+
+def test_gzip_files(tmp_path):
+    import gzip
+
+    p = tmp_path / "run.txt.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 2.0 t\nq2 Q0 c 1 1.0 t\n")
+    r = read_run(p)
+    assert r.ranked("q1") == ["b", "a"] and r.ranked("q2") == ["c"]

@@ -156,11 +156,13 @@ def score_totals(
 
 
 def local_client(n_workers: int = 2, threads_per_worker: int = 1, **kw: Any):
-    """A ``LocalCluster`` client on loopback without the dashboard (tests and benchmarks)."""
+    """A ``LocalCluster`` client bound to loopback (scheduler, workers and its HTTP server on
+    free ports), for tests and benchmarks."""
     from distributed import Client, LocalCluster
 
+    kw.setdefault("processes", True)
+    kw.setdefault("dashboard_address", ":0")
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                           processes=kw.pop("processes", True), dashboard_address=None,
                            host="127.0.0.1", **kw)
     return Client(cluster)
 

@@ -6,6 +6,18 @@ Heavy optional libraries (spaCy, sentence-transformers) are imported only by the
 need them (``dictionary.SpacyDictionaryLinker``, ``embedding``).
 """
 
+from .dictionary import DictionaryLinker, Link
 from .evaluate import LinkingFamily, confidence_sweep, score_linking
+from .refined import RefinedAdapter
+from .testset import build_linking_set, run_linker
 
-__all__ = ["LinkingFamily", "confidence_sweep", "score_linking"]
+__all__ = [
+    "DictionaryLinker",
+    "Link",
+    "LinkingFamily",
+    "RefinedAdapter",
+    "build_linking_set",
+    "confidence_sweep",
+    "run_linker",
+    "score_linking",
+]

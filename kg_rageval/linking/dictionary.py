@@ -12,7 +12,9 @@ e.g. ``T1003.001``). Forms that normalise to no token are skipped.
 **Ambiguous surface forms** (one normalised form, several nodes) are resolved in order:
 
 1. nodes whose *label* has the form beat nodes that only have it as a synonym;
-2. active nodes beat deprecated ones, which beat revoked ones;
+2. active nodes beat deprecated ones, which beat revoked ones. With ``follow_replacements``
+   (default) a deprecated or revoked node that names a replacement (``replaced_by``, followed
+   up to 10 steps) stands for that replacement: its forms link to the current node;
 3. if several nodes remain, ``ambiguous="abstain"`` (default) predicts NIL for the mention
    (a detected mention with no link, ``candidates`` listing the tie), ``"first"`` takes the
    lowest node index (topological order: ancestors first), ``"lca"`` takes their deepest
@@ -98,6 +100,8 @@ class DictionaryLinker:
         one-letter synonyms matching everywhere).
     exclude : iterable of str
         Node ids left out of the dictionary (held-out concepts in an evaluation).
+    follow_replacements : bool
+        Map the forms of a deprecated/revoked node with a replacement to the replacement.
     """
 
     name = "dictionary"
@@ -110,6 +114,7 @@ class DictionaryLinker:
         include_ids: bool = False,
         min_chars: int = 2,
         exclude: Iterable[str] = (),
+        follow_replacements: bool = True,
     ):
         if ambiguous not in ("abstain", "first", "lca"):
             raise ConfigError(f"ambiguous must be 'abstain', 'first' or 'lca', not {ambiguous!r}")
@@ -123,7 +128,8 @@ class DictionaryLinker:
         for i in range(len(ids)):
             if i == vroot or ids[i] in skip:
                 continue
-            st = _STATUS_RANK.get(int(status[i]), 2)
+            target = self._replacement(i, skip) if follow_replacements else i
+            st = _STATUS_RANK.get(int(status[target]), 2)
             names = []
             if labels[i]:
                 names.append((0, labels[i]))
@@ -134,7 +140,7 @@ class DictionaryLinker:
                 form = normalize(text)
                 if not form or sum(map(len, form)) < min_chars:
                     continue
-                raw.setdefault(form, []).append((kind, st, i))
+                raw.setdefault(form, []).append((kind, st, target))
         self._forms: dict[tuple[str, ...], tuple[int, float, tuple[int, ...]]] = {}
         for form, cands in raw.items():
             self._forms[form] = self._resolve(cands)
@@ -144,6 +150,22 @@ class DictionaryLinker:
             self.max_len = max(self.max_len, len(form))
             for k in range(1, len(form)):
                 self._prefixes.add(form[:k])
+
+    def _replacement(self, i: int, skip: set[str]) -> int:
+        """``i``, or the end of its ``replaced_by`` chain when ``i`` is not active (stops at
+        an active node, after 10 steps, on a cycle, or at an excluded node)."""
+        onto = self.ontology
+        seen = {i}
+        j = i
+        for _ in range(10):
+            if int(onto.status[j]) == 0:
+                break
+            r = int(onto.replaced_by[j])
+            if r < 0 or r in seen or onto.ids[r] in skip:
+                break
+            seen.add(r)
+            j = r
+        return j
 
     def _resolve(self, cands: list[tuple[int, int, int]]) -> tuple[int, float, tuple[int, ...]]:
         """(chosen node index or -1 for NIL, score, tied node indices)."""

@@ -75,7 +75,7 @@ class EmbeddingLinker:
         self,
         ontology,
         *,
-        nil_threshold: float = 0.6,
+        nil_threshold: float = 0.7,
         top_k: int = 10,
         definition_weight: float = 0.0,
         exclude: Iterable[str] = (),

@@ -43,7 +43,8 @@ prediction (``details['outcome']``). Row stats (all additive, see :class:`Linkin
   ``T1003.001`` is a ``parent`` error;
 * **hierarchical P/R/F1** (ancestor-or-self sets, Kosmopoulos et al.; the root is left out,
   it is in every set) and **Wu-Palmer** mean (NLTK's definition, root depth 1) over aligned
-  pairs whose gold and predicted ids are both ontology nodes.
+  pairs whose gold and predicted ids are both ontology nodes; an exact link scores 1 (the
+  kernel's ``identical="one"``).
 
 The hierarchy kernels are :mod:`kg_rageval.hierarchy`'s (``relation_codes``,
 ``hierarchical_counts``, ``wu_palmer``); when that package is absent a small fallback
@@ -391,7 +392,10 @@ def _hierarchy_backend():
         from ..hierarchy import hierarchical_counts, relation_codes, wu_palmer
     except ImportError:
         return "kg_rageval.linking._hier", _hier.relation_codes, _hier.hier_counts, _hier.wu_palmer
-    return "kg_rageval.hierarchy", relation_codes, hierarchical_counts, wu_palmer
+    def wup(onto, g, p):  # an exact link earns full credit (not NLTK's polyhierarchy oddity)
+        return wu_palmer(onto, g, p, identical="one")
+
+    return "kg_rageval.hierarchy", relation_codes, hierarchical_counts, wup
 
 
 def score_linking(
@@ -628,7 +632,7 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
                           if isinstance(records[i].get("slices"), dict)})
     for s in slice_names:
         vals = [(records[i].get("slices") or {}).get(s) for i in range(len(records))]
-        keys[f"slice:{s}"] = np.asarray([vals[i] for i in row_rec.tolist()] or [], dtype=object)
+        keys[f"slice:{s}"] = _obj([vals[i] for i in row_rec.tolist()])
     details = {
         "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
         "pred_score": score,

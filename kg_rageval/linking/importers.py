@@ -31,8 +31,12 @@ def _is_nil(kb: str | None) -> bool:
 
 
 def _lines(source: str | Path | Iterable[str]) -> tuple[str, Iterable[str]]:
-    if isinstance(source, (str, Path)) and "\n" not in str(source) and Path(source).exists():
-        return str(source), Path(source).read_text(encoding="utf-8").splitlines()
+    """A path (``Path``, or a string without tabs and newlines), annotation text, or lines."""
+    if isinstance(source, Path) or (isinstance(source, str) and not any(c in source for c in "\t\n")):
+        p = Path(source)
+        if not p.is_file():
+            raise InputError("no such file", source=str(p))
+        return str(p), p.read_text(encoding="utf-8").splitlines()
     if isinstance(source, str):
         return "<string>", source.splitlines()
     return "<lines>", source

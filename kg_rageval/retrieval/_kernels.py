@@ -172,3 +172,168 @@ def tokenize(raw: np.ndarray, ws_mode: bool, ncol: int):
     """Token (starts, ends), the line index of each row, and (bad line, its field count) or
     (-1, 0): one compiled pass over the bytes (see :func:`kg_rageval.retrieval.trec._tokenize`)."""
     return _build_tokenizer()(raw, ws_mode, ncol)
+
+
+_rowkeys = None
+
+
+def _build_rowkeys():
+    global _rowkeys
+    if _rowkeys is not None:
+        return _rowkeys
+    from numba import njit
+
+    @njit(cache=True, nogil=True)
+    def row_keys(raw, q_s, q_e, d_s, d_e):  # pragma: no cover - jitted
+        n = q_s.shape[0]
+        dhash = np.empty(n, np.uint64)
+        qnew = np.empty(n, np.bool_)
+        prime = np.uint64(1099511628211)
+        for i in range(n):
+            h = np.uint64(14695981039346656037)
+            for j in range(d_s[i], d_e[i]):
+                h = (h ^ np.uint64(raw[j])) * prime
+            dhash[i] = h
+            if i == 0:
+                qnew[i] = True
+            else:
+                a, b = q_s[i], q_e[i]
+                pa, pb = q_s[i - 1], q_e[i - 1]
+                same = (b - a) == (pb - pa)
+                if same:
+                    for t in range(b - a):
+                        if raw[a + t] != raw[pa + t]:
+                            same = False
+                            break
+                qnew[i] = not same
+        return dhash, qnew
+
+    @njit(cache=True, nogil=True)
+    def same_as(raw, s, e, rep):  # pragma: no cover - jitted
+        for i in range(s.shape[0]):
+            r = rep[i]
+            if r == i:
+                continue
+            if e[i] - s[i] != e[r] - s[r]:
+                return False
+            for t in range(e[i] - s[i]):
+                if raw[s[i] + t] != raw[s[r] + t]:
+                    return False
+        return True
+
+    _rowkeys = (row_keys, same_as)
+    return _rowkeys
+
+
+def row_keys(raw, q_s, q_e, d_s, d_e):
+    """Per row: a 64-bit FNV-1a hash of the document token and whether the query token differs
+    from the previous row's (one compiled pass, no Python objects)."""
+    return _build_rowkeys()[0](raw, q_s, q_e, d_s, d_e)
+
+
+def same_as(raw, s, e, rep) -> bool:
+    """Whether every token ``i`` equals token ``rep[i]`` byte for byte (hash-collision check)."""
+    return bool(_build_rowkeys()[1](raw, s, e, rep))
+
+
+_intern = None
+
+
+def _build_intern():
+    global _intern
+    if _intern is not None:
+        return _intern
+    from numba import njit
+
+    @njit(cache=True, nogil=True)
+    def intern_rows(raw, s, e, dhash):  # pragma: no cover - jitted
+        n = s.shape[0]
+        size = 1 << 12  # grows with the number of distinct ids (a small table stays in cache)
+        mask = np.uint64(size - 1)
+        table = np.full(size, -1, np.int64)  # slot -> code
+        first = np.empty(n, np.int64)  # code -> first row
+        codes = np.empty(n, np.int64)
+        # distinct ids are copied into a compact arena, so byte comparisons stay in cache
+        total = 0
+        for i in range(n):
+            total += e[i] - s[i]
+        arena = np.empty(total + n, np.uint8)  # distinct ids, each followed by a newline
+        a_start = np.empty(n + 1, np.int64)
+        a_start[0] = 0
+        chash = np.empty(n, np.uint64)  # code -> hash (compact)
+        m = 0
+        for i in range(n):
+            if 2 * (m + 1) > size:
+                size <<= 1
+                mask = np.uint64(size - 1)
+                table = np.full(size, -1, np.int64)
+                for c in range(m):
+                    sl = chash[c] & mask
+                    while table[sl] >= 0:
+                        sl = (sl + np.uint64(1)) & mask
+                    table[sl] = c
+            h = dhash[i]
+            ln = e[i] - s[i]
+            slot = h & mask
+            while True:
+                c = table[slot]
+                if c < 0:
+                    table[slot] = m
+                    first[m] = i
+                    chash[m] = h
+                    codes[i] = m
+                    base = a_start[m]
+                    for t in range(ln):
+                        arena[base + t] = raw[s[i] + t]
+                    arena[base + ln] = 10
+                    a_start[m + 1] = base + ln + 1
+                    m += 1
+                    break
+                if chash[c] == h and a_start[c + 1] - a_start[c] == ln + 1:
+                    base = a_start[c]
+                    same = True
+                    for t in range(ln):
+                        if raw[s[i] + t] != arena[base + t]:
+                            same = False
+                            break
+                    if same:
+                        codes[i] = c
+                        break
+                slot = (slot + np.uint64(1)) & mask
+        return codes, first[:m], arena[: a_start[m]]
+
+    _intern = intern_rows
+    return intern_rows
+
+
+def intern_rows(raw, s, e, dhash):
+    """Intern byte tokens in one compiled pass with an open-addressing table keyed by their
+    hash, comparing bytes on every hash match (collisions are resolved, not assumed away):
+    (code per row in first-seen order, first row of each code, the distinct ids as one
+    newline-separated byte array)."""
+    return _build_intern()(raw, s, e, dhash)
+
+
+_dups = None
+
+
+def later_duplicates(qcode, docs, n_docs):
+    """Rows whose (query, doc) pair appeared on an earlier row of the same query, for rows
+    grouped by query (one compiled pass with a last-seen-query table)."""
+    global _dups
+    if _dups is None:
+        from numba import njit
+
+        @njit(cache=True, nogil=True)
+        def kernel(qcode, docs, n_docs):  # pragma: no cover - jitted
+            last = np.full(n_docs, -1, np.int64)
+            out = np.zeros(qcode.shape[0], np.bool_)
+            for i in range(qcode.shape[0]):
+                d = docs[i]
+                if last[d] == qcode[i]:
+                    out[i] = True
+                last[d] = qcode[i]
+            return out
+
+        _dups = kernel
+    return _dups(qcode, docs, n_docs)

@@ -118,11 +118,12 @@ class Vocab:
         return key
 
 
-def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vocab") -> np.ndarray:
+def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vocab") -> np.ndarray | None:
     """Permutation sorting each CSR row by score descending, then document id descending
     (string order of ``vocab.strings[docs]``).
 
-    Rows already strictly decreasing in score keep their order (checked in one pass). Rows of
+    Rows already strictly decreasing in score keep their order (checked in one pass; the
+    result is then ``None``, the identity). Rows of
     similar length are sorted as one padded 2-D array (one ``argsort`` per row); rows
     with tied scores are re-sorted with the id tie-break; very uneven rows fall back to one
     ``lexsort`` over (row, -score, -id)."""
@@ -137,8 +138,8 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vo
         boundary = np.zeros(N + 1, dtype=bool)
         boundary[ptr] = True
         viol = viol[~boundary[viol]]
-    if not viol.size:  # every row already strictly decreasing
-        return np.arange(N, dtype=np.int64)
+    if not viol.size:  # every row already strictly decreasing: the identity
+        return None
     row = np.repeat(np.arange(n, dtype=np.int64), lens)
     if n * width > 2 * N + 4096:
         return np.lexsort((-vocab.rank_key[docs], -scores, row))
@@ -323,7 +324,8 @@ class Run:
                 ptr = _csr(np.bincount(qrow, minlength=n))
         if len(docs):
             order = trec_order(ptr, scores, docs, vocab)
-            docs, scores = docs[order], scores[order]
+            if order is not None:
+                docs, scores = docs[order], scores[order]
         return cls(list(qids), ptr, docs, scores, vocab, dup)
 
     def to_dict(self) -> dict[str, dict[str, float]]:

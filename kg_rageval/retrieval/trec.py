@@ -162,14 +162,14 @@ def _line_of_row(path: Path, row: int, skip_header: bool = False) -> int:
 
 
 def _group(groups: list[list]):
-    """Query grouping in first-seen order: (qids, ptr, permutation, row query codes). Files
+    """Query grouping in first-seen order: (qids, ptr, permutation or None, row codes). Files
     usually list each query's lines together (one group per query); otherwise rows are
     stably sorted by query."""
     lens = np.fromiter((n for _, n in groups), dtype=np.int64, count=len(groups))
     names = [k for k, _ in groups]
     if len(set(names)) == len(names):
         qcode = np.repeat(np.arange(len(groups), dtype=np.int64), lens)
-        return names, _csr(lens), np.arange(len(qcode)), qcode
+        return names, _csr(lens), None, qcode  # already grouped: identity permutation
     qv = Vocab()
     gcode = qv.codes(names)
     qcode = np.repeat(gcode, lens)
@@ -178,43 +178,65 @@ def _group(groups: list[list]):
     return qv.strings, ptr, perm, qcode
 
 
-def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False):
+def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False, vocab=None):
     """Columns of a whitespace (or tab) separated table, block by block, vectorised: query
-    groups ``[[qid, n]]`` in file order (adjacent equal ids merged), documents as one
-    fixed-width bytes array, numeric columns as float arrays."""
+    groups ``[[qid, n]]`` in file order (adjacent equal ids merged), document codes in
+    ``vocab`` (int64), numeric columns as float arrays. With numba, document ids are hashed
+    and query changes detected in one compiled pass; only distinct ids become Python strings."""
+    from . import _kernels
+
     path = Path(path)
+    vocab = vocab if vocab is not None else Vocab()
     sepmask = _WS if sep is None else _TAB
     groups: list[list] = []
     doc_parts: list[np.ndarray] = []
     nums: dict[int, list[np.ndarray]] = {c: [] for c, _ in numeric_cols}
     for start, data in _blocks(path, skip_header=skip_header):
         st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask)
-        if len(rows_line) == 0:
+        nrow = len(rows_line)
+        if nrow == 0:
             continue
         for c, name in numeric_cols:
             nums[c].append(_to_float(path, start, _fixed(buf, st[c], en[c]), rows_line, name))
-        q = _fixed(buf, st[q_i], en[q_i])
-        cut = np.flatnonzero(q[1:] != q[:-1]) + 1
-        bounds = np.concatenate(([0], cut, [len(q)]))
-        names = [x.decode("utf-8") for x in q[bounds[:-1]].tolist()]
-        for k, cnt in zip(names, np.diff(bounds).tolist()):
+        if _kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES:
+            dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
+            heads = np.flatnonzero(qnew)
+            names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
+            counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
+            local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
+            distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
+            ucodes = vocab.codes(distinct)
+            doc_parts.append(ucodes[local])
+        else:
+            q = _fixed(buf, st[q_i], en[q_i])
+            cut = np.flatnonzero(q[1:] != q[:-1]) + 1
+            bounds = np.concatenate(([0], cut, [len(q)]))
+            names = [x.decode("utf-8") for x in q[bounds[:-1]].tolist()]
+            counts = np.diff(bounds).tolist()
+            doc_parts.append(vocab.codes_array(_fixed(buf, st[d_i], en[d_i])))
+        for k, cnt in zip(names, counts):
             if groups and groups[-1][0] == k:
                 groups[-1][1] += cnt
             else:
                 groups.append([k, cnt])
-        doc_parts.append(_fixed(buf, st[d_i], en[d_i]))
     num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
-    docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype="S1")
+    docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=np.int64)
     return groups, docs, num
 
 
 def _duplicates(path: Path, qcode: np.ndarray, docs: np.ndarray, V: int, what: str, dedupe: bool,
                 skip_header: bool = False):
     """Rows repeating a (query, doc) pair: error naming both lines, or a keep-mask."""
+    from . import _kernels
+
     key = qcode * max(V, 1) + docs
     keep = np.ones(len(key), dtype=bool)
-    sk = np.sort(key)
-    if len(sk) and (sk[1:] == sk[:-1]).any():
+    if _kernels.HAVE_NUMBA and len(key) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
+        found = bool(_kernels.later_duplicates(qcode, docs, max(V, 1)).any())
+    else:
+        sk = np.sort(key)
+        found = bool(len(sk) and (sk[1:] == sk[:-1]).any())
+    if found:
         order = np.argsort(key, kind="stable")
         sk = key[order]
         same = np.flatnonzero(sk[1:] == sk[:-1]) + 1
@@ -252,11 +274,11 @@ def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
 def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=False) -> Qrels:
     path = Path(path)
     vocab = vocab if vocab is not None else Vocab()
-    groups, ds, num = _read_pairs(path, ncol, q_i, d_i, "query, iteration, document, relevance" if ncol == 4
-                              else "query-id, corpus-id, score", [(g_i, "relevance")], sep, skip_header)
+    groups, docs, num = _read_pairs(path, ncol, q_i, d_i, "query, iteration, document, relevance" if ncol == 4
+                                    else "query-id, corpus-id, score", [(g_i, "relevance")], sep, skip_header,
+                                    vocab)
     grades = num[g_i]
     qids, ptr, perm, qcode = _group(groups)
-    docs = vocab.codes_array(ds)
     _duplicates(path, qcode, docs, len(vocab), "document judged twice for one query", False, skip_header)
     # within each query: ascending doc code
     order = np.lexsort((docs, qcode))
@@ -268,11 +290,10 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
     path = Path(path)
     vocab = vocab if vocab is not None else Vocab()
-    groups, ds, num = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag",
-                              [(4, "score")])
+    groups, docs, num = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag",
+                                    [(4, "score")], vocab=vocab)
     scores = num[4]
     qids, ptr, perm, qcode = _group(groups)
-    docs = vocab.codes_array(ds)
     keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)
     dup = np.zeros(len(qids), dtype=np.int64)
     if not keep.all():
@@ -280,7 +301,9 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
         qcode, docs, scores = qcode[keep], docs[keep], scores[keep]
         perm = np.argsort(qcode, kind="stable")
         ptr = _csr(np.bincount(qcode, minlength=len(qids)))
-    run = Run.from_columns(list(qids), ptr, docs[perm], scores[perm], vocab, check_duplicates=False)
+    if perm is not None:
+        docs, scores = docs[perm], scores[perm]
+    run = Run.from_columns(list(qids), ptr, docs, scores, vocab, check_duplicates=False)
     run.duplicates = dup
     return run
 
