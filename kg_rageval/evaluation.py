@@ -342,23 +342,28 @@ class Evaluation:
         group; numbers first in numeric order, then other values by their text, ``None``
         last."""
         codes, uniq = _factorize(col)
-        if all(type(u) is str for u in uniq):  # the common case: sort the texts in C
-            order = np.argsort(np.asarray(uniq, dtype=str), kind="stable")
-            remap = np.empty(len(uniq), dtype=np.int64)
-            remap[order] = np.arange(len(uniq))
-            return remap[codes] if len(codes) else codes, [uniq[g] for g in order.tolist()]
         none = [_is_none(u) for u in uniq]
+        remap = np.empty(len(uniq), dtype=np.int64)
+        if all(type(u) is str or z for u, z in zip(uniq, none)):  # texts (and None): sort in C
+            texts = np.flatnonzero(~np.asarray(none, dtype=bool))
+            order = texts[np.argsort(np.asarray([uniq[g] for g in texts.tolist()], dtype=str),
+                                     kind="stable")]
+            remap[order] = np.arange(len(order))
+            values: list[Any] = [uniq[g] for g in order.tolist()]
+            if len(order) < len(uniq):
+                remap[np.asarray(none, dtype=bool)] = len(values)
+                values.append(None)
+            return remap[codes] if len(codes) else codes, values
 
         def rank(g: int) -> tuple:
             u = uniq[g]
             number = isinstance(u, (int, float)) and not none[g]
             return (none[g], not number, u if number else 0, str(u), type(u).__name__)
 
-        order = sorted(range(len(uniq)), key=rank)
-        remap = np.empty(len(uniq), dtype=np.int64)
-        values: list[Any] = []
+        values = []
+        for_order = sorted(range(len(uniq)), key=rank)
         none_group = -1
-        for g in order:
+        for g in for_order:
             if none[g]:
                 if none_group < 0:
                     none_group = len(values)

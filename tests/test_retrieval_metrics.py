@@ -184,3 +184,20 @@ def test_breakdown_and_slices(attack):
     assert roll["T1003"]["metrics"]["recall@1"].value == 0.5
     assert roll["TA0006"]["n"] == 3 and roll["TA0006"]["metrics"]["mrr"].value == pytest.approx((1 + 0 + 0.5) / 3)
     json.dumps(ev.to_dict(breakdowns=["slice:lane", "gold_node"]), allow_nan=False)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_evaluate_dicts_equals_array_path(engine):
+    if engine == "numba" and not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    from kg_rageval.retrieval.metrics import evaluate_dicts
+
+    qrels, run = _generate(800, seed=21, graded=True)
+    run["uneven"] = {f"d{i}": float(i % 3) for i in range(290)}  # ties, long row
+    qrels["uneven"] = {"d5": 2, "d8": 1}
+    q = Qrels.from_dict(qrels)
+    a = evaluate_run(q, Run.from_dict(run, vocab=q.vocab), (1, 5, 10), engine="numpy")
+    b = evaluate_dicts(qrels, run, (1, 5, 10), engine=engine)
+    assert a.qids == b.qids and (a.missing == b.missing).all() and sorted(a.run_only) == sorted(b.run_only)
+    for name in a.values:
+        np.testing.assert_allclose(a.values[name], b.values[name], atol=1e-12, err_msg=name)

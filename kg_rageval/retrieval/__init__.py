@@ -8,7 +8,7 @@ from .compare import PairedComparison, bootstrap_ci, paired_compare, permutation
 from .corpus import DEFAULT_ENTITLEMENT_FIELDS, Corpus, read_corpus
 from .filters import OPS, Filter, parse_filters, predicate_counts, replay
 from .fusion import rrf, rrf_runs
-from .metrics import PerQuery, RetrievalFamily, evaluate, evaluate_run, metric_names
+from .metrics import PerQuery, RetrievalFamily, evaluate, evaluate_dicts, evaluate_run, metric_names
 from .preference import HardSoftResult, hard_vs_soft
 from .runs import Qrels, Run, Vocab
 from .score import category_diagnosis, score_retrieval
@@ -17,7 +17,7 @@ from .trec import read_beir_qrels, read_qrels, read_run, write_beir_qrels, write
 __all__ = [
     "Corpus", "DEFAULT_ENTITLEMENT_FIELDS", "Filter", "HardSoftResult", "OPS", "PairedComparison",
     "PerQuery", "Qrels", "RetrievalFamily", "Run", "Vocab", "bootstrap_ci", "category_diagnosis",
-    "evaluate", "evaluate_run", "hard_vs_soft", "metric_names", "paired_compare", "parse_filters",
+    "evaluate", "evaluate_dicts", "evaluate_run", "hard_vs_soft", "metric_names", "paired_compare", "parse_filters",
     "permutation_p", "predicate_counts", "read_beir_qrels", "read_corpus", "read_qrels", "read_run",
     "replay", "rrf", "rrf_runs", "score_retrieval", "write_beir_qrels", "write_qrels", "write_run",
 ]

@@ -337,3 +337,65 @@ def later_duplicates(qcode, docs, n_docs):
 
         _dups = kernel
     return _dups(qcode, docs, n_docs)
+
+
+_gk = None
+
+
+def grades_kernel(rptr, grades, R, ks, binary, disc):
+    """Like :func:`run_kernel` for runs whose grades are already looked up (ranked order) and
+    whose relevant-document counts ``R`` are given per run query."""
+    global _gk
+    if _gk is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, cache=True, nogil=True)
+        def kernel(rptr, grades, R, ks, binary, disc, out_hits, out_dcg, out_rank1, out_ap, out_rprec):  # pragma: no cover
+            nk = ks.shape[0]
+            for i in prange(R.shape[0]):
+                s = rptr[i]
+                e = rptr[i + 1]
+                r_ = R[i]
+                hits = 0
+                dcg = 0.0
+                ap = 0.0
+                rank1 = 0
+                kk = 0
+                rprec = -1
+                for j in range(s, e):
+                    pos = j - s
+                    g = grades[j]
+                    if g >= 1.0:
+                        hits += 1
+                        if rank1 == 0:
+                            rank1 = pos + 1
+                        ap += hits / (pos + 1.0)
+                        dcg += (1.0 if binary else g) * disc[pos]
+                    elif g > 0.0 and not binary:
+                        dcg += g * disc[pos]
+                    while kk < nk and ks[kk] == pos + 1:
+                        out_hits[i, kk] = hits
+                        out_dcg[i, kk] = dcg
+                        kk += 1
+                    if pos + 1 == r_:
+                        rprec = hits
+                while kk < nk:
+                    out_hits[i, kk] = hits
+                    out_dcg[i, kk] = dcg
+                    kk += 1
+                if rprec < 0:
+                    rprec = hits
+                out_rank1[i] = rank1
+                out_ap[i] = ap
+                out_rprec[i] = rprec
+
+        _gk = kernel
+    n, nk = len(R), len(ks)
+    hits = np.zeros((n, nk), dtype=np.int64)
+    dcg = np.zeros((n, nk))
+    rank1 = np.zeros(n, dtype=np.int64)
+    ap = np.zeros(n)
+    rprec = np.zeros(n, dtype=np.int64)
+    _gk(rptr.astype(np.int64, copy=False), grades.astype(np.float64, copy=False), R.astype(np.int64, copy=False),
+        np.asarray(ks, dtype=np.int64), bool(binary), disc, hits, dcg, rank1, ap, rprec)
+    return hits, dcg, rank1, ap, rprec

@@ -158,12 +158,27 @@ def evaluate_run(
         engine = "numba" if (_kernels.HAVE_NUMBA and len(run.docs) >= NUMBA_MIN_ENTRIES) else "numpy"
     if engine == "numba" and not _kernels.HAVE_NUMBA:
         raise ValueError("engine='numba' needs the numba package (pip install numba)")
-    nq = len(qrels)
     qrow_of_run = np.fromiter((qrels.qindex.get(q, -1) for q in run.qids), dtype=np.int64, count=len(run))
     lens = np.diff(run.ptr)
     binary = gain == "binary"
+    n_rel, idcg = _qrels_side(qrels, ks, binary)
 
-    # ---- qrels side: R and the ideal DCG at every cut-off
+    # ---- run side: hits/DCG at every cut-off, first relevant rank, AP sum, R-precision hits
+    if engine == "numba":
+        docs = run.docs if run.vocab is qrels.vocab else qrels.vocab.remap_from(run.vocab)[run.docs]
+        disc = _discounts(int(lens.max()) if len(lens) else 1)
+        sides = _kernels.run_kernel(
+            run.ptr, docs, qrow_of_run, qrels.ptr, qrels.docs, qrels.grades, np.asarray(ks), binary, disc
+        )
+    else:
+        sides = _run_side_numpy(qrels, run, qrow_of_run, n_rel, ks, binary)
+    run_only = [q for q, r in zip(run.qids, qrow_of_run.tolist()) if r < 0]
+    return _assemble(qrels, ks, n_rel, idcg, qrow_of_run, lens, sides, run_only)
+
+
+def _qrels_side(qrels: Qrels, ks: tuple[int, ...], binary: bool) -> tuple[np.ndarray, np.ndarray]:
+    """R (relevant documents) per query and the ideal DCG at every cut-off."""
+    nq = len(qrels)
     qlens = np.diff(qrels.ptr)
     qrow = np.repeat(np.arange(nq, dtype=np.int64), qlens)
     qrel = qrels.grades >= 1.0
@@ -175,17 +190,13 @@ def evaluate_run(
     np.cumsum(ideal, out=I[1:])
     qs = qrels.ptr[:-1]
     idcg = np.stack([I[qs + np.minimum(qlens, k)] - I[qs] for k in ks], axis=1) if nq else np.zeros((0, len(ks)))
+    return n_rel, idcg
 
-    # ---- run side: hits/DCG at every cut-off, first relevant rank, AP sum, R-precision hits
-    if engine == "numba":
-        docs = run.docs if run.vocab is qrels.vocab else qrels.vocab.remap_from(run.vocab)[run.docs]
-        disc = _discounts(int(lens.max()) if len(lens) else 1)
-        hits, dcg, rank1, ap_sum, rp_hits = _kernels.run_kernel(
-            run.ptr, docs, qrow_of_run, qrels.ptr, qrels.docs, qrels.grades, np.asarray(ks), binary, disc
-        )
-    else:
-        hits, dcg, rank1, ap_sum, rp_hits = _run_side_numpy(qrels, run, qrow_of_run, n_rel, ks, binary)
 
+def _assemble(qrels, ks, n_rel, idcg, qrow_of_run, lens, sides, run_only) -> PerQuery:
+    """Per-query metric values from the run-side sums (see :func:`evaluate_run`)."""
+    nq = len(qrels)
+    hits, dcg, rank1, ap_sum, rp_hits = sides
     ok = qrow_of_run >= 0
     rq = qrow_of_run[ok]
     L = lens[ok]
@@ -210,15 +221,71 @@ def evaluate_run(
     missing[rq] = False
     n_ret = np.zeros(nq, dtype=np.int64)
     n_ret[rq] = L
-    run_only = [q for q, r in zip(run.qids, qrow_of_run.tolist()) if r < 0]
     return PerQuery(list(qrels.qids), n_rel, missing, values, n_ret, ks, run_only)
+
+
+def evaluate_dicts(
+    qrels: Mapping[str, Mapping[str, float]],
+    run: Mapping[str, Mapping[str, float]],
+    k: int | Sequence[int] = (1, 5, 10),
+    *,
+    gain: str = "graded",
+    engine: str = "auto",
+) -> PerQuery:
+    """:func:`evaluate_run` straight from pytrec_eval-style dicts (``{qid: {doc: grade}}`` and
+    ``{qid: {doc: score}}``), without interning document ids: each run query's grades are
+    looked up in its own judgements (small dictionaries), the run is ranked in trec_eval's
+    order (score descending, then doc id descending) and the same kernels run on the grades.
+    Same numbers as ``evaluate_run(Qrels.from_dict(qrels), Run.from_dict(run))``."""
+    import itertools
+
+    from .runs import _csr, trec_order
+
+    ks = normalise_ks(k)
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    from . import _kernels
+
+    q = Qrels.from_dict(qrels)
+    binary = gain == "binary"
+    n_rel, idcg = _qrels_side(q, ks, binary)
+    present = [qid for qid in q.qids if qid in run]
+    run_only = [str(x) for x in run if x not in q.qindex]
+    lens = np.fromiter((len(run[x]) for x in present), dtype=np.int64, count=len(present))
+    ptr = _csr(lens)
+    total = int(ptr[-1])
+    repeat0 = itertools.repeat(0.0)
+    grades = np.fromiter(
+        itertools.chain.from_iterable(map(qrels[x].get, run[x].keys(), repeat0) for x in present),
+        dtype=np.float64, count=total)
+    scores = np.fromiter(itertools.chain.from_iterable(run[x].values() for x in present), dtype=np.float64,
+                         count=total)
+    order = trec_order(ptr, scores, None, None, row_ids=lambda r: list(run[present[r]].keys()))
+    if order is not None:
+        grades = grades[order]
+    qrow_of_run = np.fromiter((q.qindex[x] for x in present), dtype=np.int64, count=len(present))
+    R = n_rel[qrow_of_run]
+    if engine == "auto":
+        engine = "numba" if (_kernels.HAVE_NUMBA and total >= NUMBA_MIN_ENTRIES) else "numpy"
+    if engine == "numba":
+        disc = _discounts(int(lens.max()) if len(lens) else 1)
+        sides = _kernels.grades_kernel(ptr, grades, R, np.asarray(ks), binary, disc)
+    else:
+        sides = _grades_side_numpy(ptr, grades, R, ks, binary)
+    return _assemble(q, ks, n_rel, idcg, qrow_of_run, lens, sides, run_only)
 
 
 def _run_side_numpy(qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.ndarray,
                     ks: tuple[int, ...], binary: bool):
     """numpy path: prefix sums over the concatenated run give every cut-off in O(queries)."""
     grades = lookup_grades(qrels, run, qrow_of_run)
-    rptr = run.ptr
+    R = np.where(qrow_of_run >= 0, n_rel[np.maximum(qrow_of_run, 0)], 0)
+    return _grades_side_numpy(run.ptr, grades, R, ks, binary)
+
+
+def _grades_side_numpy(rptr: np.ndarray, grades: np.ndarray, R: np.ndarray, ks: tuple[int, ...], binary: bool):
     starts = rptr[:-1]
     lens = np.diff(rptr)
     rel = grades >= 1.0
@@ -235,11 +302,11 @@ def _run_side_numpy(qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.n
     total = C[s + L] - C[s]
     first = np.searchsorted(C, C[s] + 1, side="left")  # index of the first relevant entry + 1
     rank1 = np.where(total > 0, first - s, 0)
-    rrow = np.repeat(np.arange(len(run), dtype=np.int64), lens)
+    nrun = len(starts)
+    rrow = np.repeat(np.arange(nrun, dtype=np.int64), lens)
     local_hits = C[1:] - C[starts][rrow]
     term = np.where(rel, local_hits / (pos + 1.0), 0.0)
-    ap_sum = np.bincount(rrow, weights=term, minlength=len(run))
-    R = np.where(qrow_of_run >= 0, n_rel[np.maximum(qrow_of_run, 0)], 0)
+    ap_sum = np.bincount(rrow, weights=term, minlength=nrun)
     rp_hits = C[s + np.minimum(L, R)] - C[s]
     return hits, dcg, rank1, ap_sum, rp_hits
 

@@ -118,9 +118,11 @@ class Vocab:
         return key
 
 
-def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vocab") -> np.ndarray | None:
+def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, vocab: "Vocab | None", *,
+               row_ids=None) -> np.ndarray | None:
     """Permutation sorting each CSR row by score descending, then document id descending
-    (string order of ``vocab.strings[docs]``).
+    (string order of ``vocab.strings[docs]``, or of ``row_ids(row)``, the ids of one row in
+    input order, when no vocabulary is given; rows needing a sort are then sorted in Python).
 
     Rows already strictly decreasing in score keep their order (checked in one pass; the
     result is then ``None``, the identity). Rows of
@@ -141,8 +143,20 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vo
     if not viol.size:  # every row already strictly decreasing: the identity
         return None
     row = np.repeat(np.arange(n, dtype=np.int64), lens)
+
+    def by_ids(r: int) -> np.ndarray:
+        a, b = int(ptr[r]), int(ptr[r + 1])
+        ids = row_ids(r)
+        sc = scores[a:b].tolist()
+        return np.asarray(sorted(range(b - a), key=lambda i: (sc[i], ids[i]), reverse=True), dtype=np.int64)
+
     if n * width > 2 * N + 4096:
-        return np.lexsort((-vocab.rank_key[docs], -scores, row))
+        if row_ids is None:
+            return np.lexsort((-vocab.rank_key[docs], -scores, row))
+        out = np.arange(N, dtype=np.int64)
+        for r in np.unique(row[viol]).tolist():
+            out[ptr[r]: ptr[r + 1]] = ptr[r] + by_ids(r)
+        return out
     col = np.arange(N, dtype=np.int64) - np.repeat(ptr[:-1], lens)
     grid = np.full((n, width), np.inf)
     grid[row, col] = -scores
@@ -151,10 +165,13 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray, vocab: "Vo
     tie = (srt[:, 1:] == srt[:, :-1]) & np.isfinite(srt[:, 1:])
     tied_rows = np.flatnonzero(tie.any(axis=1))
     if tied_rows.size:
-        rk = np.full((n, width), np.iinfo(np.int64).max)
-        rk[row, col] = -vocab.rank_key[docs]
-        sub = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
-        o[tied_rows] = sub
+        if row_ids is None:
+            rk = np.full((n, width), np.iinfo(np.int64).max)
+            rk[row, col] = -vocab.rank_key[docs]
+            o[tied_rows] = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
+        else:
+            for r in tied_rows.tolist():
+                o[r, : lens[r]] = by_ids(r)
     valid = np.arange(width)[None, :] < lens[:, None]
     return (ptr[:-1, None] + o)[valid]
 
