@@ -161,7 +161,8 @@ def _column(values: Any, kind: str) -> np.ndarray:
             raise ValueError(f"stats must be 1-D, got shape {arr.shape}")
         return arr
     if isinstance(values, np.ndarray) and values.ndim == 1:
-        return values if values.dtype.kind in "biuf" or values.dtype == object else _object_column(values)
+        keep = values.dtype.kind in "biuf" or values.dtype == object
+        return values if keep else _object_column(values)
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError):
@@ -494,8 +495,10 @@ class Evaluation:
         depend only on the seed, the number of records and ``n_resamples``; records are
         ordered by id, so row order and partitioning do not change the result. Unknown metric
         names raise :class:`InputError`; no records give all-NaN replicates."""
-        if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-            raise InputError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
+        whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
+        if not whole or n_resamples < 1:
+            raise InputError(
+                f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
         point = self.metrics()
         wanted = list(metrics) if metrics is not None else list(point)
         unknown = [m for m in wanted if m not in point]
@@ -603,7 +606,8 @@ class Evaluation:
         n = len(self) if limit is None else max(0, min(limit, len(self)))
         if not n:
             return []
-        cols: dict[str, list[Any]] = {"record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
+        cols: dict[str, list[Any]] = {
+            "record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
         for group in (self.keys, self.details, self.stats):
             for k, v in group.items():
                 cols[k] = _out_column(v[:n], k, json_safe, nan_is_none=group is self.keys)
@@ -683,17 +687,21 @@ def build_evaluation(
             raise InputError(f"{family.name}: row {i} has no 'record_id' (fields: {sorted(r)})")
     stats: dict[str, np.ndarray] = {}
     for s in family.stats:
-        col = np.zeros(len(rows))
-        for i, r in enumerate(rows):
-            v = r.get(s, 0.0)
-            try:
-                col[i] = float(v)
-            except (TypeError, ValueError):
-                raise InputError(f"{family.name}: row {i} (record {r['record_id']!r}): stat {s!r} "
-                                 f"is {v!r}, expected a number") from None
-            if not math.isfinite(col[i]):
-                raise InputError(f"{family.name}: row {i} (record {r['record_id']!r}): stat {s!r} "
-                                 f"is {v!r}, expected a finite number")
+        try:
+            col = np.asarray([float(r.get(s, 0.0)) for r in rows], dtype=float)
+            bad = np.flatnonzero(~np.isfinite(col))
+        except (TypeError, ValueError):
+            bad = None
+        if bad is None or bad.size:
+            for i, r in enumerate(rows):
+                v = r.get(s, 0.0)
+                try:
+                    ok = math.isfinite(float(v))
+                except (TypeError, ValueError):
+                    ok = False
+                if not ok:
+                    raise InputError(f"{family.name}: row {i} (record {r['record_id']!r}): stat "
+                                     f"{s!r} is {v!r}, expected a finite number")
         stats[s] = col
     return Evaluation(
         family=family,
