@@ -47,9 +47,8 @@ prediction (``details['outcome']``). Row stats (all additive, see :class:`Linkin
   kernel's ``identical="one"``).
 
 The hierarchy kernels are :mod:`kg_rageval.hierarchy`'s (``relation_codes``,
-``hierarchical_counts``, ``wu_palmer``); when that package is absent a small fallback
-(:mod:`kg_rageval.linking._hier`) gives the same relations and counts and a depth-only
-Wu-Palmer. ``Evaluation.meta['hierarchy_backend']`` says which one ran.
+``hierarchical_counts``, ``wu_palmer``), so linking and hierarchy reports give the same
+relation and Wu-Palmer for the same pair.
 
 Empty denominators give missing metrics (``value=None`` with a reason), never 0 or 1.
 """
@@ -66,7 +65,6 @@ from ..errors import InputError, UnknownIdError
 from ..evaluation import Evaluation, Family, Metric, harmonic, ratio
 from ..ontology import RELATIONS
 from ..records import Record, where
-from . import _hier
 
 NIL = -1
 """Code of a NIL id (``null``) in the integer id arrays."""
@@ -388,10 +386,8 @@ def _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------------------- scoring
 def _hierarchy_backend():
     """(name, relation_codes, hierarchical_counts, wu_palmer) over int64 index arrays."""
-    try:
-        from ..hierarchy import hierarchical_counts, relation_codes, wu_palmer
-    except ImportError:
-        return "kg_rageval.linking._hier", _hier.relation_codes, _hier.hier_counts, _hier.wu_palmer
+    from ..hierarchy import hierarchical_counts, relation_codes, wu_palmer
+
     def wup(onto, g, p):  # an exact link earns full credit (not NLTK's polyhierarchy oddity)
         return wu_palmer(onto, g, p, identical="one")
 
@@ -491,26 +487,16 @@ def score_linking(
     st["unknown_ids"] = (has_g & (gc <= -2)).astype(int) + (has_p & (pc <= -2)).astype(int)
 
     # hierarchy on pairs of ontology nodes
-    backend, rel_codes, h_counts, wup_fn = _hierarchy_backend()
+    _, rel_codes, h_counts, wup_fn = _hierarchy_backend()
     rel = np.full(n, -1, np.int8)
     kidx = np.flatnonzero(known)
     h_o, h_p, h_g = (np.zeros(n) for _ in range(3))
     wup = np.zeros(n)
-    backend_error = None
     if kidx.size:
         gk, pk = gc[kidx], pc[kidx]
-        try:
-            rel[kidx] = rel_codes(ontology, gk, pk)
-            h_o[kidx], h_p[kidx], h_g[kidx] = h_counts(ontology, gk, pk)
-            wup[kidx] = wup_fn(ontology, gk, pk)
-        except Exception as exc:  # noqa: BLE001 - recorded in meta, never silent
-            if backend == "kg_rageval.linking._hier":
-                raise
-            backend_error = f"{type(exc).__name__}: {exc}"
-            backend, rel_codes = "kg_rageval.linking._hier", _hier.relation_codes
-            rel[kidx] = rel_codes(ontology, gk, pk)
-            h_o[kidx], h_p[kidx], h_g[kidx] = _hier.hier_counts(ontology, gk, pk)
-            wup[kidx] = _hier.wu_palmer(ontology, gk, pk)
+        rel[kidx] = rel_codes(ontology, gk, pk)
+        h_o[kidx], h_p[kidx], h_g[kidx] = h_counts(ontology, gk, pk)
+        wup[kidx] = wup_fn(ontology, gk, pk)
     for c, name in enumerate(RELATIONS):
         st[f"rel_{name}"] = known & (rel == c)
     st["rel_exact"] = st["rel_exact"] | (both & same & ~known)  # opaque ids equal by string
@@ -529,7 +515,7 @@ def score_linking(
     if oidx.size:
         near_rel[oidx] = rel_codes(ontology, near[oidx], pc[oidx])
     st["over_links_with_nearest"] = ol_near
-    st["over_links_near"] = ol_near & (near_rel != _hier.UNRELATED)
+    st["over_links_near"] = ol_near & (near_rel != RELATIONS.index("unrelated"))
 
     # macro over records: the first row of each record carries the record's ratios
     rec_ids, first, inv = np.unique(row_rec, return_index=True, return_inverse=True)
@@ -555,10 +541,7 @@ def score_linking(
         "alignment": "overlap" if overlap else "strict",
         "records_scored": len(scored),
         "records_without_mentions": empty,
-        "hierarchy_backend": backend,
     }
-    if backend_error:
-        meta["hierarchy_backend_error"] = backend_error
     if ids.unknown:
         meta["unknown_ids"] = sorted(ids.unknown)[:50]
     return Evaluation(LinkingFamily(), record_ids, stats, keys, details, unscored, meta)
