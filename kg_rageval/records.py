@@ -58,34 +58,34 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                 ) from None
 
 
+def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """``(line number, id, object)`` for each line of a JSONL file of objects keyed by ``id``.
+
+    Each line must be a JSON object whose ``id`` is a non-empty string (an integer is taken as
+    its text); a duplicate id raises, naming the line of the first one. ``what`` names the
+    rows in that message (``"record"``, ``"document"``, ``"judgment"``). Shared by
+    :func:`read_records`, the provenance corpus reader and the judgments reader."""
+    seen: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        loc = f"line {lineno}"
+        if not isinstance(obj, dict):
+            raise InputError(f"expected a JSON object, found {type(obj).__name__}", source=str(path), location=loc)
+        rid = obj.get("id")
+        if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
+            raise InputError("field 'id' is missing or not a non-empty string", source=str(path), location=loc)
+        rid = str(rid)
+        if rid in seen:
+            raise InputError(f"duplicate {what} id {rid!r} (first on line {seen[rid]})", source=str(path), location=loc)
+        seen[rid] = lineno
+        yield lineno, rid, obj
+
+
 def read_records(path: str | Path) -> list[Record]:
     """All records of a JSONL file, each checked to be an object with a unique string ``id``.
 
     Each record gets ``_line`` (its line number) and ``_source`` for later error messages."""
     out: list[Record] = []
-    seen: dict[str, int] = {}
-    for lineno, obj in iter_jsonl(path):
-        if not isinstance(obj, dict):
-            raise InputError(
-                f"expected a JSON object, found {type(obj).__name__}",
-                source=str(path),
-                location=f"line {lineno}",
-            )
-        rid = obj.get("id")
-        if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
-            raise InputError(
-                "field 'id' is missing or not a non-empty string",
-                source=str(path),
-                location=f"line {lineno}",
-            )
-        rid = str(rid)
-        if rid in seen:
-            raise InputError(
-                f"duplicate record id {rid!r} (first on line {seen[rid]})",
-                source=str(path),
-                location=f"line {lineno}",
-            )
-        seen[rid] = lineno
+    for lineno, rid, obj in iter_objects(path):
         obj["id"] = rid
         obj["_line"] = lineno
         obj["_source"] = str(path)
@@ -93,11 +93,13 @@ def read_records(path: str | Path) -> list[Record]:
     return out
 
 
-def write_records(path: str | Path, records: Iterable[Record]) -> None:
-    """Write records as JSONL (private ``_``-prefixed fields are left out)."""
+def write_records(path: str | Path, records: Iterable[Record], *, sort_keys: bool = False) -> None:
+    """Write records as JSONL (private ``_``-prefixed fields are left out; ``sort_keys`` for
+    byte-stable files)."""
     with open(path, "w", encoding="utf-8") as fh:
         for r in records:
-            fh.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}, ensure_ascii=False))
+            fh.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}, ensure_ascii=False,
+                                sort_keys=sort_keys))
             fh.write("\n")
 
 
@@ -105,6 +107,29 @@ def where(record: Record, field: str) -> str:
     """``"record 'q-17' (line 3), field mentions.gold[0].end"`` for error messages."""
     line = f" (line {record['_line']})" if "_line" in record else ""
     return f"record {record.get('id')!r}{line}, field {field}"
+
+
+def located(record: Record, field: str) -> str:
+    """:func:`where` preceded by the record's file when it was read from one:
+    ``"data.jsonl, record 'q-17' (line 3), field labels.pred[0]"``."""
+    src = record.get("_source")
+    return f"{src}, {where(record, field)}" if src else where(record, field)
+
+
+def record_error(record: Record, field: str, message: str) -> InputError:
+    """An :class:`InputError` naming the record's file (``_source``), id, line and ``field``:
+    ``"data.jsonl, record 'q-17' (line 3), field answer.text: expected a string, found int"``."""
+    return InputError(message, source=record.get("_source"), location=where(record, field))
+
+
+def record_text(record: Record) -> str | None:
+    """The text a record's mention spans index: ``text`` when it is a string, else ``query``
+    when that is, else ``None`` (used by linking and ``kg-rageval link``)."""
+    for name in ("text", "query"):
+        value = record.get(name)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def slice_keys(records: Iterable[Record]) -> list[str]:

@@ -326,3 +326,18 @@ def test_families_shorthands(workdir):
     assert a.families == {"hierarchy": {}, "retrieval": {}} and b.families == {"hierarchy": {}}
     with pytest.raises(ConfigError, match="families.hierarchy"):
         config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "families": {"hierarchy": 3}})
+
+
+def test_config_errors_are_one_line_exit_2(tmp_path):
+    from click.testing import CliRunner
+
+    from kg_rageval.cli.main import cli
+
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(f'name: x\nontology: {FIX / "vehicles.csv"}\nrecords: {FIX / "records.jsonl"}\n'
+                   'families: {hierarchy: {}}\ngates: ["a >> 1", "b >= x"]\n')
+    res = CliRunner().invoke(cli, ["audit", "-c", str(cfg), "-o", str(tmp_path / "out"), "-q"])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {cfg}: 2 invalid gates: gates[0]: cannot parse gate 'a >> 1'")
+    assert "; gates[1]: cannot parse gate 'b >= x'" in lines[0]

@@ -80,3 +80,29 @@ def test_formats_lists_the_loaders(capsys):
     assert main(["ontology", "formats", "--format", "json"]) == 0
     names = {f["name"] for f in _json(capsys)}
     assert {"rdf", "owl", "obo", "stix", "table"} <= names
+
+
+def test_cli_error_paths_are_one_line_exit_2_and_bugs_exit_3(onto_dir, tmp_path, capsys, monkeypatch):
+    # an output path in a missing folder: exit 2 with one line, no traceback
+    code = main(["ontology", "compile", str(onto_dir / "animals.ttl"), "-o", str(tmp_path / "no" / "x.kgro")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "x.kgro" in err
+    # a multi-line parser message is folded onto one line
+    import kg_rageval.cli.ontology as cmd
+    from kg_rageval.errors import InputError
+
+    def multi_line(*a, **k):
+        raise InputError("2 problems:\n  a: bad\n  b: worse", source="f.yaml")
+
+    monkeypatch.setattr(cmd, "load_ontology_cli", multi_line)
+    code = main(["ontology", "inspect", str(onto_dir / "animals.ttl")])
+    assert code == 2 and capsys.readouterr().err == "error: f.yaml: 2 problems: a: bad; b: worse\n"
+
+    # a bug is exit 3 ("internal error"), never 1, which means a gate failed
+    def bug(*a, **k):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(cmd, "load_ontology_cli", bug)
+    code = main(["ontology", "inspect", str(onto_dir / "animals.ttl")])
+    err = capsys.readouterr().err
+    assert code == 3 and err.splitlines()[-1] == "error: internal error (please report): ZeroDivisionError: boom"

@@ -12,29 +12,16 @@ import pytest
 from kg_rageval.conformance import derive_schema, load_spec, parse_spec, score_conformance
 from kg_rageval.records import read_records
 
+from conformance_helpers import build_attack_like
+
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures" / "conformance"
 SHAPES = ROOT / "shapes" / "output-attack.ttl"
 
 
-def _attack_like():
-    from kg_rageval.ontology import OntologyBuilder, Property
-
-    d = json.loads((FIX / "attack_like.json").read_text())
-    b = OntologyBuilder("attack_like")
-    for n in d["nodes"]:
-        b.add_node(n["id"], label=n.get("label"), node_type=n.get("node_type"),
-                   status=n.get("status", "active"), replaced_by=n.get("replaced_by"))
-    for c, p in d["edges"]:
-        b.add_edge(c, p)
-    for p in d["properties"]:
-        b.add_property(Property(p["id"], p.get("label"), tuple(p.get("domain", ())), tuple(p.get("range", ()))))
-    return b.build()
-
-
 @pytest.fixture(scope="module")
 def attack():
-    return _attack_like()
+    return build_attack_like()
 
 
 # ---------------------------------------------------------------------- SHACL

@@ -33,7 +33,7 @@ from kg_rageval.generation import (
     sentence_claims,
     unseen_concepts,
 )
-from kg_rageval.generation.concepts import BuiltinDictionaryLinker
+from kg_rageval.generation.concepts import DictionaryConceptLinker
 from kg_rageval.ontology import OntologyBuilder
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "generation"
@@ -129,6 +129,22 @@ def test_judgments_file_takes_precedence(tmp_path):
     bad.write_text('{"id": "a"}\n')
     with pytest.raises(InputError, match="line 1.*'judgment' is missing"):
         load_judgments(bad)
+    bad.write_text('{"id": "a", "judgment": "x"}\n{"id": "a", "judgment": "y"}\n')
+    with pytest.raises(InputError, match=r"line 2: duplicate judgment id 'a' \(first on line 1\)"):
+        load_judgments(bad)
+
+
+def test_cli_warns_about_judgments_without_record(tmp_path):
+    from click.testing import CliRunner
+
+    from kg_rageval.cli.main import cli
+
+    j = tmp_path / "j.jsonl"
+    j.write_text('{"id": "zz", "judgment": {"claims": [], "supported": [], "unsupported": []}}\n')
+    res = CliRunner().invoke(cli, ["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d",
+                                   str(FIX / "records.jsonl"), "--judgments", str(j)])
+    assert res.exit_code == 0, res.output
+    assert "warning: 1 judgments name no record of the data file, e.g. 'zz'" in res.output
 
 
 # ---------------------------------------------------------------- judges
@@ -181,8 +197,8 @@ def places():
     return b.build()
 
 
-def test_builtin_linker_longest_match(places):
-    link = BuiltinDictionaryLinker(places)
+def test_concept_linker_longest_match(places):
+    link = DictionaryConceptLinker(places)
     assert link("The City of Light lies on the Seine.") == {"paris", "seine"}  # not "city"
     assert link("A city, London.") == {"city", "london"}
     assert link("Parisian") == frozenset()  # whole tokens only
@@ -286,13 +302,19 @@ def test_correctness_max_over_references_and_refusals(vehicles):
     assert ev.unscored_counts == {"no reference answer": 1, "unanswerable": 1}
 
 
-def test_own_hierarchical_counts_agree_with_shared_kernel(vehicles):
-    from kg_rageval.generation.hier import _own_counts, hierarchical_counts
+def test_concept_counts_agree_with_a_set_reference(vehicles):
+    from hierarchy_reference import aug
+
+    from kg_rageval.generation.hier import hierarchical_counts
 
     cases = [(["sedan"], ["hatchback"]), (["amphibious_car"], ["submarine"]), (["sedan", "boat"], ["amphibious_car"]),
              ([], ["car"]), (["vehicle"], ["vehicle"])]
     for pred, gold in cases:
-        assert hierarchical_counts(vehicles, pred, gold) == _own_counts(vehicles, pred, gold)
+        p = aug(vehicles, vehicles.indices(pred).tolist(), include_root=False)
+        t = aug(vehicles, vehicles.indices(gold).tolist(), include_root=False)
+        assert hierarchical_counts(vehicles, pred, gold) == (len(p & t), len(p), len(t))
+    # by hand: sedan vs hatchback share {car}; the root is left out
+    assert hierarchical_counts(vehicles, ["sedan"], ["hatchback"]) == (1, 2, 2)
 
 
 def test_concept_correctness_is_hierarchical(vehicles):
@@ -340,7 +362,7 @@ def test_no_refusals_is_missing_not_perfect():
 # ---------------------------------------------------------------- unseen-concept flag
 def test_seed_paris_example_cannot_be_caught(places):
     """The seed's case: the answer contradicts the context, yet names no unseen concept."""
-    link = BuiltinDictionaryLinker(places)
+    link = DictionaryConceptLinker(places)
     assert unseen_concepts("Paris was founded in 1994.", ["Paris was not founded in 1994."], link) == frozenset()
     ev = score_unseen([rec("p", answer={"text": "Paris was founded in 1994."},
                            retrieval={"contexts": ["Paris was not founded in 1994."]})], places)
@@ -474,3 +496,13 @@ def test_attack_concepts_end_to_end(shared_data):
     assert ev.rows()[0]["answer_concepts"] == "T1003.001"
     un = score_unseen([r], onto)
     assert un.rows()[0]["unseen"] == "T1003.001"
+
+
+def test_bad_field_errors_name_file_record_line_and_field(tmp_path, capsys):
+    from kg_rageval.cli.main import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "a", "answer": {"text": "ok"}}\n{"id": "b", "answer": {"text": 5}}\n')
+    code = main(["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(data)])
+    assert code == 2
+    assert capsys.readouterr().err == f"error: {data}, record 'b' (line 2), field answer.text: expected a string, found int\n"

@@ -38,6 +38,8 @@ def test_json_output(capsys, paths):
     assert d["branches"]["VH:hatchback"]["metrics"]["hierarchical_precision"]["value"] == pytest.approx(1 / 4)
     assert d["breakdowns"]["slice:intent"]["browse"]["n"] == 3
     assert {"gold": "VH:submarine", "pred": "VH:boat", "relation": "parent", "count": 1} in d["confused_pairs"]
+    # the same ontology reference as every other score command
+    assert set(d["ontology"]) == {"source", "hash"} and d["ontology"]["hash"].startswith("sha256:")
     assert "rows" not in d
     code, out, _ = run(capsys, "-O", onto, "-d", records, "--format", "json", "--include-root", "--rows")
     d = json.loads(out)
@@ -74,3 +76,29 @@ def test_records_without_labels_fail(capsys, paths, tmp_path):
     empty.write_text('{"id": "x", "query": "no labels"}\n')
     code, _, err = run(capsys, "-O", onto, "-d", str(empty))
     assert code != 0 and "labels section" in err
+
+
+def test_unknown_and_inactive_id_errors_name_the_file(paths, capsys):
+    onto, _, issues = paths
+    from kg_rageval.cli.main import main
+
+    code = main(["score", "hierarchy", "-O", onto, "-d", issues])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"error: {issues}, record 'r2' (line 2), field labels.pred[0]: "
+                                        "unknown ontology id 'VH:spaceship'")
+    code = main(["score", "hierarchy", "-O", onto, "-d", issues, "--on-unknown", "count"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"'VH:saloon' is deprecated (replaced by 'VH:sedan') ({issues}, record 'r1' (line 1)" in err
+
+
+def test_empty_file_and_no_labels_section_name_the_file(paths, capsys, tmp_path):
+    onto = paths[0]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["score", "hierarchy", "-O", onto, "-d", str(empty), "--format", "json"]) == 2
+    assert capsys.readouterr().err == f"error: {empty}: no records to score\n"
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text('{"id": "a", "query": "x"}\n{"id": "b"}\n')
+    assert main(["score", "hierarchy", "-O", onto, "-d", str(bare)]) == 2
+    assert capsys.readouterr().err == (f"error: {bare}: none of the 2 records has a labels section "
+                                       "with gold and pred lists\n")

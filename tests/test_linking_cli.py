@@ -107,3 +107,45 @@ def test_link_embedding_cli(paths, capsys, tmp_path):
     assert preds[1] == [{"start": 0, "end": 25, "id": None, "score": preds[1][0]["score"]}]
     assert preds[1][0]["score"] < 0.7  # below the NIL threshold
     assert [(p["start"], p["id"]) for p in preds[2]] == [(5, "sedan"), (13, "car")]
+
+
+def test_score_linking_counts_every_record_read(paths, capsys, tmp_path):
+    onto, data = paths
+    # 4 records: 3 with a mentions section, 1 without; the text header must say so
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data, "--no-sweep"])
+    assert code == 0 and out.out.startswith("4 records read, 3 scored, 6 rows")
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data, "--format", "json"])
+    p = json.loads(out.out)
+    assert p["records_read"] == 4 and p["n_records"] == 3 and p["meta"]["records_scored"] == 3
+
+
+def test_link_bad_and_empty_inputs_exit_2(paths, capsys, tmp_path):
+    onto, _ = paths
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(empty)])
+    assert code == 2 and "empty.txt: nothing to link" in out.err and out.out == ""
+    empty_records = tmp_path / "empty.jsonl"
+    empty_records.write_text("")
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(empty_records)])
+    assert code == 2 and "the file has no records" in out.err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "query": "a sedan", "mentions": [1]}\n')
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(bad)])
+    assert code == 2 and "record 'a' (line 1), field mentions: must be an object" in out.err
+    txt = tmp_path / "q.txt"
+    txt.write_text("a sedan\n")
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt), "-o", str(tmp_path / "no" / "x.jsonl")])
+    assert code == 2 and out.err.startswith("error: ") and "x.jsonl" in out.err and "Traceback" not in out.err
+
+
+def test_link_format_json_is_one_document(paths, capsys, tmp_path):
+    onto, _ = paths
+    txt = tmp_path / "q.txt"
+    txt.write_text("Is a SEDAN a car?\nboats\n")
+    code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt), "--format", "json"])
+    assert code == 0
+    p = json.loads(out.out)  # a single JSON document, not JSONL
+    assert p["records"] == 2 and p["mentions"] == 2 and p["nil"] == 0
+    assert [r["id"] for r in p["output_records"]] == ["line-1", "line-2"]
+    assert [m["id"] for m in p["output_records"][0]["mentions"]["pred"]] == ["sedan", "car"]

@@ -306,3 +306,20 @@ def test_dictionary_follows_replacements():
     plain = DictionaryLinker(onto, follow_replacements=False)
     assert plain.link("grippe").id == "a"
     assert DictionaryLinker(onto, exclude=["c"]).link("grippe").id == "b"
+
+
+def test_read_xref_missing_or_empty_file_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match=r"nope\.tsv: no such file"):
+        read_xref(tmp_path / "nope.tsv")
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("\n")
+    with pytest.raises(InputError, match=r"empty\.tsv: the cross-reference table is empty"):
+        read_xref(empty)
+
+
+def test_run_linker_names_the_record_without_text():
+    onto = OntologyBuilder("t")
+    onto.add_node("car", label="car")
+    linker = DictionaryLinker(onto.build())
+    with pytest.raises(InputError, match=r"record 'r1' \(line 4\), field text: needs a 'text' or 'query'"):
+        run_linker(linker, [{"id": "r1", "_line": 4, "mentions": {}}])

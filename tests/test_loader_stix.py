@@ -102,3 +102,12 @@ def test_attack_enterprise_counts(shared_data):
     assert s["multi_parent_nodes"] == 74 and s["max_depth"] == 3
     assert o.diagnostics == {"subtechniques_placed_by_id": 2}  # T1053.001, T1547.011
     assert VIRTUAL_ROOT_ID not in o
+
+
+def test_bytes_that_are_not_utf8_are_a_clear_error(tmp_path):
+    from kg_rageval.ontology.loaders.stix import read_json
+
+    p = tmp_path / "latin1.json"
+    p.write_bytes(b'{"type": "bundle", "objects": [], "x": "\xe9"}')
+    with pytest.raises(InputError, match=r"latin1\.json: not UTF-8 text: 'utf-8' codec can't decode byte 0xe9"):
+        read_json(p)

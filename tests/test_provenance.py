@@ -138,8 +138,30 @@ def test_read_manifest_errors(tmp_path):
 def test_corpus_reader_errors(tmp_path):
     p = tmp_path / "c.jsonl"
     p.write_text('{"id": "a"}\n{"id": "a"}\n')
-    with pytest.raises(InputError, match="line 2.*duplicate document id 'a'"):
+    with pytest.raises(InputError, match=r"line 2.*duplicate document id 'a' \(first on line 1\)"):
         read_corpus(p)
+
+
+def test_empty_corpus_is_bad_input_not_zero_depth(tmp_path):
+    # an empty snapshot would make every citation "unresolved" (depth 0/n): refuse it instead
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n")
+    with pytest.raises(InputError, match="c.jsonl: the corpus has no documents"):
+        read_corpus(p)
+    from kg_rageval.cli.main import main
+
+    code = main(["score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
+                 "--corpus", str(p)])
+    assert code == 2
+
+
+def test_cli_prov_out_in_missing_folder_exits_2(tmp_path, capsys):
+    from kg_rageval.cli.main import main
+
+    code = main(["score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
+                 "--corpus", str(FIX / "corpus.jsonl"), "--prov-out", str(tmp_path / "no" / "trail.ttl")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "trail.ttl" in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------- PROV-O + SHACL

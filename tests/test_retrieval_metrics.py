@@ -80,6 +80,12 @@ def test_agrees_with_pytrec_eval_on_generated_queries(graded, engine):
                 assert pq.values[ours][i] == pytest.approx(ref[qid][theirs], abs=1e-12), (qid, ours)
                 n_compared += 1
     assert n_compared > 2500 * 10
+    # the dict path (ranks of judged documents only) gives the same per-query numbers
+    from kg_rageval.retrieval.metrics import evaluate_dicts
+
+    pd_ = evaluate_dicts(qrels, run, ks)
+    for name in pq.values:
+        np.testing.assert_allclose(pd_.values[name], pq.values[name], atol=1e-12, err_msg=name)
     # trec_eval -c: judged queries missing from the run count as 0 and stay in the mean
     missing = pq.missing & (pq.n_rel > 0)
     assert missing.sum() > 100
@@ -186,11 +192,16 @@ def test_breakdown_and_slices(attack):
     json.dumps(ev.to_dict(breakdowns=["slice:lane", "gold_node"]), allow_nan=False)
 
 
-@pytest.mark.parametrize("engine", ["numpy", "numba"])
-def test_evaluate_dicts_equals_array_path(engine):
+@pytest.mark.parametrize("engine,tie_limit", [("numpy", None), ("numpy", 0), ("numba", 0)])
+def test_evaluate_dicts_equals_array_path(engine, tie_limit, monkeypatch):
+    """Sparse path (ranks of judged documents only) and the ranked fallback (tie_limit=0)."""
     if engine == "numba" and not _kernels.HAVE_NUMBA:
         pytest.skip("numba not installed")
+    from kg_rageval.retrieval import metrics
     from kg_rageval.retrieval.metrics import evaluate_dicts
+
+    if tie_limit is not None:
+        monkeypatch.setattr(metrics, "SPARSE_TIE_LIMIT", tie_limit)
 
     qrels, run = _generate(800, seed=21, graded=True)
     run["uneven"] = {f"d{i}": float(i % 3) for i in range(290)}  # ties, long row

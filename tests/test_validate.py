@@ -123,3 +123,15 @@ def test_real_ontologies(shared_data):
     assert hcrt.results == []
     doid = validate_ontology(load_ontology(shared_data / "doid" / "DO_cancer_slim.obo"))
     assert _triples(doid) == [("Warning", "DOID:0080191", "owl:deprecated", "true")]
+
+
+def test_one_shapes_loader_for_ontology_and_output_validation(onto_dir):
+    from kg_rageval.conformance import shacl
+    from kg_rageval.ontology import validate as v
+
+    assert shacl.load_shapes is v.load_shapes  # one reader, one set of errors
+    bad = onto_dir / "bad_syntax.ttl"
+    with pytest.raises(InputError, match=r"bad_syntax\.ttl: cannot parse the SHACL shapes: .*line 6"):
+        v.load_shapes(bad)
+    with pytest.raises(InputError, match="cannot parse the SHACL shapes"):
+        validate_ontology(load_ontology(onto_dir / "clean.ttl"), shapes=bad)

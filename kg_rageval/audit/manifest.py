@@ -31,14 +31,11 @@ MANIFEST_VERSION = 1
 
 
 def file_hash(path: str | Path | None) -> str | None:
-    """``sha256:<hex>`` of a file's bytes, ``None`` for no file."""
-    if path is None:
-        return None
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
+    """``sha256:<hex>`` of a file's bytes (:func:`kg_rageval.provenance.corpus.file_hash`, the
+    hash a run manifest records), ``None`` for no file."""
+    from ..provenance.corpus import file_hash as _sha256_of_file
+
+    return None if path is None else _sha256_of_file(path)
 
 
 def _version(dist: str) -> str | None:

@@ -218,23 +218,11 @@ def _progress(items: Iterable, desc: str, enabled: bool):
 
 
 # ---------------------------------------------------------------------- evaluation helpers
-def subset(ev: Evaluation, mask: np.ndarray) -> Evaluation:
-    """The rows of ``ev`` where ``mask`` holds (same family; unscored not carried)."""
-    return Evaluation(
-        family=ev.family,
-        record_ids=ev.record_ids[mask],
-        stats={k: v[mask] for k, v in ev.stats.items()},
-        keys={k: v[mask] for k, v in ev.keys.items()},
-        details={k: v[mask] for k, v in ev.details.items()},
-    )
-
-
 def node_mask(ev: Evaluation, ontology: Any, node_id: str, key: str = "gold_node") -> np.ndarray | None:
     """Rows whose ``key`` node lies in ``node_id``'s subtree; ``None`` when ``ev`` has no such key."""
     if key not in ev.keys:
         return None
-    col = ev.keys[key]
-    idx = np.asarray([ontology._index.get(v, -1) if isinstance(v, str) else -1 for v in col], dtype=np.int64)
+    idx = ev.node_indices(ontology, key)
     desc = ontology.descendant_indices(ontology.index(node_id), include_self=True)
     return np.isin(idx, desc) & (idx >= 0)
 
@@ -323,7 +311,7 @@ def _metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, config: AuditCo
                 return Metric(g.key, None, missing=f"family {owner.family!r} attaches no gold node to its rows")
         if not mask.any():
             return Metric(g.key, None, missing=f"no {owner.family} rows in scope {g.scope}")
-        ev = subset(ev, mask)
+        ev = ev.subset(mask)
         m = ev.metrics().get(owner.metric, Metric(owner.metric, None, missing="not produced on this scope"))
     if g.use != "value" and m.value is not None:
         b = config.bootstrap

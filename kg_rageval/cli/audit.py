@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from .common import format_option, quiet_option
+from .common import fail, format_option, quiet_option
 
 
 @click.command("audit")
@@ -43,9 +43,8 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
 
     try:
         code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed)
-    except KgRagevalError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    except (KgRagevalError, OSError) as exc:
+        fail(exc)
     if strict is None:
         strict = not demo
     if code == 1 and not strict:

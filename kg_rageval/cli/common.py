@@ -52,6 +52,16 @@ def emit(payload: Any, fmt: str, render_text: Callable[[Any], str]) -> None:
         click.echo(render_text(payload))
 
 
+def ontology_ref(onto: Any) -> dict[str, Any]:
+    """``{"source", "hash"}`` of the ontology a report was computed with (every command's JSON)."""
+    return {"source": onto.source, "hash": onto.content_hash}
+
+
+def payload_head(command: str, data_path: str, n_records: int, onto: Any) -> dict[str, Any]:
+    """The first keys of a ``score`` command's JSON: command, data file, records read, ontology."""
+    return {"command": command, "data": data_path, "n_records": n_records, "ontology": ontology_ref(onto)}
+
+
 def load_ontology_cli(path: str, fmt: str | None = None, **options: Any):
     from ..ontology import load_ontology
 
@@ -109,10 +119,33 @@ def metrics_table(metrics: dict[str, Any]) -> str:
     return table(rows, ["metric", "value", "num/den", "ci", "note"])
 
 
+def families_text(evals: dict[str, Any], rows_label: str = "rows") -> list[str]:
+    """One section per family of ``{name: Evaluation}``: a heading with the row count, the
+    metric table and the unscored counts (used by ``score generation``/``provenance``)."""
+    parts: list[str] = []
+    for name, ev in evals.items():
+        parts.append(f"\n== {name} ({len(ev)} {rows_label})")
+        parts.append(metrics_table(ev.metrics()))
+        if ev.unscored:
+            parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    return parts
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.3f}"
 
 
-def fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
+def error_line(exc: BaseException | str) -> str:
+    """``"error: <message>"`` on one line: a message's lines (parser messages and lists of
+    problems span several) are joined with ``"; "``, or a space after a line ending in ``:``."""
+    out = ""
+    for part in (p.strip() for p in str(exc).splitlines()):
+        if part:
+            out += part if not out else (" " if out.endswith(":") else "; ") + part
+    return "error: " + out
+
+
+def fail(message: BaseException | str, code: int = 2) -> None:
+    """Print :func:`error_line` to standard error and exit with ``code`` (2: bad input)."""
+    click.echo(error_line(message), err=True)
     sys.exit(code)

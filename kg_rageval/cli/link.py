@@ -33,23 +33,26 @@ def link(ontology_path, ontology_format, text_path, linker, mode, ambiguous, nil
     """Run a baseline linker and write predictions in the record format."""
     from ..errors import InputError
     from ..linking.testset import run_linker
-    from ..records import read_records, write_records
+    from ..records import read_records, record_error, record_text, write_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     if text_path.endswith((".jsonl", ".jsonl.gz")):
         records = read_records(text_path)
         for r in records:
-            text = r.get("text") if isinstance(r.get("text"), str) else r.get("query")
-            if not isinstance(text, str):
-                raise InputError("needs a 'text' or 'query' string to link", source=text_path,
-                                 location=f"record {r['id']!r} (line {r['_line']})")
-            r.setdefault("mentions", {}).setdefault("gold", [])
+            if record_text(r) is None:
+                raise record_error(r, "text", "needs a 'text' or 'query' string to link")
+            if not isinstance(r.setdefault("mentions", {}), dict):
+                raise record_error(r, "mentions", "must be an object with 'gold' and 'pred' lists")
+            r["mentions"].setdefault("gold", [])
     else:
         if mode == "gold_spans":
             raise click.BadParameter("gold_spans needs a records JSONL file with gold mentions", param_hint="--mode")
         with open(text_path, encoding="utf-8") as fh:
             lines = [ln.rstrip("\n") for ln in fh]
         records = [{"id": f"line-{k}", "query": t, "mentions": {}} for k, t in enumerate(lines, 1) if t.strip()]
+    if not records:
+        raise InputError("nothing to link: the file has no records" if text_path.endswith((".jsonl", ".jsonl.gz"))
+                         else "nothing to link: the file has no non-blank lines", source=text_path)
     if linker == "dictionary":
         from ..linking.dictionary import DictionaryLinker
 
@@ -72,7 +75,10 @@ def link(ontology_path, ontology_format, text_path, linker, mode, ambiguous, nil
             click.echo(json.dumps(summary, indent=2))
         else:
             click.echo(f"{len(out)} records, {n_mentions} predicted mentions ({n_nil} NIL) -> {output}")
-    else:
+    elif fmt == "json":  # one JSON document: the summary and the records
+        public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in out]
+        click.echo(json.dumps({**summary, "output_records": public}, indent=2, ensure_ascii=False))
+    else:  # JSONL on standard output (redirect it to a file for `score linking`)
         for r in out:
             sys.stdout.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")},
                                         ensure_ascii=False) + "\n")

@@ -98,6 +98,7 @@ def score() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, map errors to exit codes (2 bad input, 3 internal error)."""
     from ..errors import KgRagevalError
+    from .common import error_line
 
     try:
         cli.main(args=argv, prog_name="kg-rageval", standalone_mode=False)
@@ -109,11 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         click.echo("Aborted.", err=True)
         return 2
-    except KgRagevalError as exc:
-        click.echo(f"error: {exc}", err=True)
+    except (KgRagevalError, OSError) as exc:  # OSError: an output path in a missing folder, ...
+        click.echo(error_line(exc), err=True)
         return 2
     except SystemExit as exc:  # commands exit with their gate/validation code
         return int(exc.code or 0)
+    except Exception as exc:  # a bug: exit 3, never 1 (which means "a gate failed")
+        import traceback
+
+        traceback.print_exc()
+        click.echo(error_line(f"internal error (please report): {type(exc).__name__}: {exc}"), err=True)
+        return 3
     return 0
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option, table
+from .common import (data_option, emit, format_option, load_ontology_cli, metrics_table,
+                     ontology_format_option, ontology_option, payload_head, table)
 
 
 @click.command()
@@ -45,10 +46,7 @@ def command(ontology_path, ontology_format, spec_path, data_path, export_path, e
     ev = score_conformance(onto, records, derived, domain_semantics=domain_semantics, engine=engine)
     breakdowns = [f"slice:{k}" for k in slice_keys(records)]
     payload = {
-        "command": "score conformance",
-        "data": data_path,
-        "n_records": len(records),
-        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        **payload_head("score conformance", data_path, len(records), onto),
         "schema": {
             "spec": spec_path,
             "title": spec.title,

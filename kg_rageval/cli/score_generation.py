@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option
+from .common import (data_option, emit, families_text, format_option, load_ontology_cli,
+                     ontology_format_option, ontology_option, payload_head)
 
 
 @click.command()
@@ -41,10 +42,7 @@ def command(ontology_path, ontology_format, data_path, judgments_path, judge, nl
     evals = score_generation(records, onto, judgments=judgments, judge=judge_fn, n_bins=bins)
     keys = all_slice_keys(records)[1:]
     payload = {
-        "command": "score generation",
-        "data": data_path,
-        "n_records": len(records),
-        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        **payload_head("score generation", data_path, len(records), onto),
         "families": {name: ev.to_dict(rows=rows, breakdowns=keys) for name, ev in evals.items()},
     }
     emit(payload, fmt, lambda p: _render(p, evals))
@@ -52,9 +50,10 @@ def command(ontology_path, ontology_format, data_path, judgments_path, judge, nl
 
 def _render(payload: dict, evals: dict) -> str:
     parts = [f"{payload['n_records']} records, ontology {payload['ontology']['source']}"]
-    for name, ev in evals.items():
-        parts.append(f"\n== {name} ({len(ev)} scored rows)")
-        parts.append(metrics_table(ev.metrics()))
-        if ev.unscored:
-            parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    parts.extend(families_text(evals, "scored rows"))
+    for ev in evals.values():
+        orphan = ev.meta.get("n_judgments_without_record")
+        if orphan:
+            parts.append(f"warning: {orphan} judgments name no record of the data file, e.g. "
+                         + ", ".join(repr(i) for i in ev.meta["judgments_without_record"][:5]))
     return "\n".join(parts)

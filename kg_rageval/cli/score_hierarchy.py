@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option, table
+from .common import (data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option,
+                     ontology_option, ontology_ref, table)
 
 _HEADLINE = (
     "hierarchical_precision",
@@ -45,11 +46,9 @@ def command(ontology_path, ontology_format, data_path, include_root, lca_bounded
             on_status, wup_lcs, branch_depth, top, with_rows, fmt) -> None:
     """Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section)."""
     from ..hierarchy import confused_pairs, relation_counts, score_hierarchy
-    from ..records import read_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    records = read_records(data_path)
-    ev = score_hierarchy(onto, records, include_root=include_root, lca_bounded=lca_bounded,
+    ev = score_hierarchy(onto, data_path, include_root=include_root, lca_bounded=lca_bounded,
                          on_unknown=on_unknown, on_status=on_status, wup_lcs=wup_lcs)
     metrics = ev.metrics()
     branches = {
@@ -63,7 +62,7 @@ def command(ontology_path, ontology_format, data_path, include_root, lca_bounded
     payload["relations"] = relation_counts(ev)
     payload["confused_pairs"] = confused_pairs(ev, top=top)
     payload["branches"] = branches
-    payload["ontology"] = {"source": onto.source, "content_hash": onto.content_hash}
+    payload["ontology"] = ontology_ref(onto)
 
     def render(_: dict) -> str:
         out = [f"hierarchy: {len(ev)} records scored from {data_path}"

@@ -13,6 +13,7 @@ from .common import (
     metrics_table,
     ontology_format_option,
     ontology_option,
+    ontology_ref,
     table,
 )
 
@@ -51,9 +52,10 @@ def command(ontology_path, ontology_format, data_path, overlap, on_unknown, allo
     payload = {
         "command": "score linking",
         "data": data_path,
-        "n_records": len(records),
-        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        "ontology": ontology_ref(onto),
         **ev.to_dict(rows=rows, breakdowns=keys),
+        # after to_dict: its n_records counts records with rows; this counts the file's records
+        "records_read": len(records),
         "confidence_sweep": confidence_sweep(ev) if sweep else None,
     }
     emit(payload, fmt, lambda p: _render(p, ev, keys))
@@ -61,7 +63,7 @@ def command(ontology_path, ontology_format, data_path, overlap, on_unknown, allo
 
 def _render(payload: dict, ev, keys: list[str]) -> str:
     meta = payload.get("meta", {})
-    parts = [f"{payload['n_records']} records, {meta.get('records_scored', 0)} scored, "
+    parts = [f"{payload['records_read']} records read, {meta.get('records_scored', 0)} scored, "
              f"{len(ev)} rows ({meta.get('alignment')} alignment)"]
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))

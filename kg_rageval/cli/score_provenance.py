@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from .common import data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option, ontology_option
+from .common import (data_option, emit, families_text, format_option, load_ontology_cli,
+                     ontology_format_option, ontology_option, payload_head)
 
 
 @click.command()
@@ -37,10 +38,7 @@ def command(ontology_path, ontology_format, data_path, corpus_path, repeat_paths
     evals = score_provenance(records, corpus, repeats=repeats)
     keys = all_slice_keys(records)[1:]
     payload = {
-        "command": "score provenance",
-        "data": data_path,
-        "n_records": len(records),
-        "ontology": {"source": onto.source, "hash": onto.content_hash},
+        **payload_head("score provenance", data_path, len(records), onto),
         "corpus": {"source": corpus.source, "hash": corpus.hash, "documents": len(corpus)},
         "families": {name: ev.to_dict(rows=rows, breakdowns=keys) for name, ev in evals.items()},
         "manifest": manifest_report(manifests, corpus=corpus, ontology=onto) if manifests else None,
@@ -56,11 +54,7 @@ def command(ontology_path, ontology_format, data_path, corpus_path, repeat_paths
 
 def _render(payload: dict, evals: dict) -> str:
     parts = [f"{payload['n_records']} records, corpus {payload['corpus']['source']} ({payload['corpus']['documents']} documents)"]
-    for name, ev in evals.items():
-        parts.append(f"\n== {name} ({len(ev)} rows)")
-        parts.append(metrics_table(ev.metrics()))
-        if ev.unscored:
-            parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    parts.extend(families_text(evals))
     man = payload.get("manifest")
     if man:
         parts.append("\n== run manifests")

@@ -32,6 +32,7 @@ from urllib.parse import quote
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..ontology.model import STATUS_NAMES, Ontology
+from ..ontology.validate import load_shapes  # noqa: F401 - part of this module's API
 from .metrics import parse_output
 from .spec import SchemaSpec
 
@@ -162,22 +163,6 @@ def render_outputs(
     return g
 
 
-def load_shapes(path: str | Path):
-    """Parse a shapes file (any RDF syntax rdflib reads; the format from the extension)."""
-    from rdflib import Graph
-    from rdflib.util import guess_format
-
-    from ..errors import InputError
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such SHACL shapes file", source=str(p))
-    g = Graph()
-    try:
-        g.parse(p, format=guess_format(str(p)) or "turtle")
-    except Exception as exc:  # rdflib raises many parser-specific types
-        raise InputError(f"cannot parse the SHACL shapes: {exc}", source=str(p)) from None
-    return g
 
 
 def score_shacl(

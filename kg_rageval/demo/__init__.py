@@ -18,7 +18,6 @@ Everything is seeded: the same seed writes byte-identical files.
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -28,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..records import write_records
+from ..resources import bundled_ontology  # noqa: F401 - re-exported for the demo's users
 
 @dataclass(frozen=True)
 class DemoProfile:
@@ -95,18 +96,6 @@ PROFILES: dict[str, DemoProfile] = {
 }
 DEMO_ONTOLOGY = PROFILES["doid"].ontology
 DEMO_GATES = list(_COMMON_GATES)
-
-
-def bundled_ontology(name: str) -> Path:
-    """Path of a bundled ontology: ``kg_rageval/data/ontologies/<name>`` (installed package data)
-    or ``<repository>/ontologies/<name>`` (a source checkout / editable install)."""
-    import kg_rageval
-
-    pkg = Path(kg_rageval.__file__).resolve().parent
-    for cand in (pkg / "data" / "ontologies" / name, pkg.parent / "ontologies" / name):
-        if cand.exists():
-            return cand
-    raise InputError(f"bundled ontology {name!r} not found (looked in kg_rageval/data/ontologies and ./ontologies)")
 
 
 def demo_config(profile: str = "doid", *, bootstrap: int = 500) -> dict[str, Any]:
@@ -207,15 +196,8 @@ def build_demo(out_dir: str | Path, *, seed: int = 0, progress: bool = False, bo
     shutil.copyfile(src, onto_path)
     ontology = load_ontology(onto_path)
     built = run_system(ontology, seed=seed, progress=progress, profile=profile)
-    with open(out / "records.jsonl", "w", encoding="utf-8") as fh:
-        for r in built["records"]:
-            fh.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
-    with open(out / "baseline.jsonl", "w", encoding="utf-8") as fh:
-        for r in built["baseline"]:
-            fh.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
-    with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
-        for d in built["corpus"]:
-            fh.write(json.dumps(d, ensure_ascii=False, sort_keys=True) + "\n")
+    for name, rows in (("records", built["records"]), ("baseline", built["baseline"]), ("corpus", built["corpus"])):
+        write_records(out / f"{name}.jsonl", rows, sort_keys=True)
     (out / "schema.yaml").write_text(prof.schema, encoding="utf-8")
     cfg = demo_config(profile, bootstrap=bootstrap)
     (out / "audit.yaml").write_text(

@@ -2,7 +2,7 @@
 refusal behaviour, the unseen-concept flag and calibration. See ``docs/generation.md``."""
 
 from .calibration import CalibrationFamily, bin_index, score_calibration
-from .concepts import BuiltinDictionaryLinker, dictionary_linker
+from .concepts import DictionaryConceptLinker, dictionary_linker
 from .correctness import CorrectnessFamily, score_correctness
 from .faithfulness import FaithfulnessFamily, score_faithfulness
 from .judgment import INVALID, NO_CLAIMS, SCORED, Judgment, JudgmentOutcome, load_judgments, parse_judgment
@@ -19,7 +19,7 @@ from .verifiers import (
 )
 
 __all__ = [
-    "BuiltinDictionaryLinker", "CalibrationFamily", "CorrectnessFamily", "ExtractVerifyJudge",
+    "DictionaryConceptLinker", "CalibrationFamily", "CorrectnessFamily", "ExtractVerifyJudge",
     "FaithfulnessFamily", "INVALID", "Judgment", "JudgmentOutcome", "LLMJudge", "NLIVerifier",
     "NO_CLAIMS", "OntologyVerifier", "RefusalFamily", "SCORED", "UnseenConceptFamily", "bin_index",
     "dictionary_linker", "exact_match_score", "f1_score", "load_judgments", "normalize_answer",

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, ratio
-from ..records import Record, where
+from ..records import Record, record_error
 from .fields import all_slice_keys, answer_text, flag, section
 from .fields import row_keys
 from .squad import exact_match_score, metric_max_over_ground_truths
@@ -78,8 +78,7 @@ def _correct(record: Record) -> bool | None:
         return None
     refs = [refs] if isinstance(refs, str) else refs
     if not isinstance(refs, list) or not refs or not all(isinstance(x, str) for x in refs):
-        raise InputError(f"expected a string or a non-empty list of strings, found {ref.get('answer')!r}",
-                         location=where(record, "reference.answer"))
+        raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {ref.get('answer')!r}")
     pred = "" if flag(record, "answer", "refused") else (answer_text(record) or "")
     return bool(metric_max_over_ground_truths(exact_match_score, pred, refs))
 
@@ -95,7 +94,7 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
             unscored.append({"record_id": r["id"], "reason": "no confidence"})
             continue
         if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
-            raise InputError(f"expected a number in [0, 1], found {conf!r}", location=where(r, "answer.confidence"))
+            raise record_error(r, "answer.confidence", f"expected a number in [0, 1], found {conf!r}")
         ok = _correct(r)
         if ok is None:
             unscored.append({"record_id": r["id"], "reason": "no correctness label"})

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..errors import InputError
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, ratio
-from ..records import Record, where
+from ..records import Record, located, record_error
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section
 from .hier import hierarchical_counts
@@ -57,13 +56,13 @@ def _references(record: Record) -> list[str] | None:
         return [a]
     if isinstance(a, list) and a and all(isinstance(x, str) for x in a):
         return list(a)
-    raise InputError(f"expected a string or a non-empty list of strings, found {a!r}", location=where(record, "reference.answer"))
+    raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {a!r}")
 
 
 def _concepts(record: Record, sec: str, texts: list[str], ontology: "Ontology", linker: ConceptLinker) -> list[str]:
     given = id_list(record, sec, "concepts")
     if given is not None:
-        ontology.indices(given, where=where(record, f"{sec}.concepts"))
+        ontology.indices(given, where=located(record, f"{sec}.concepts"))
         return given
     return sorted(concepts_in(texts, linker))
 
@@ -101,7 +100,7 @@ def score_correctness(
             gold = _concepts(r, "reference", refs, ontology, linker)
             if gold:
                 pred_c = [] if refused else _concepts(r, "answer", [pred], ontology, linker)
-                inter, np_, ng = hierarchical_counts(ontology, pred_c, gold, where=where(r, "concepts"))
+                inter, np_, ng = hierarchical_counts(ontology, pred_c, gold, where=located(r, "concepts"))
                 row.update(concept_scored=1, h_inter=inter, h_pred=np_, h_gold=ng,
                            answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
         rows.append(row)

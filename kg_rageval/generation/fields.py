@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError
-from ..records import Record, where
+from ..records import Record, record_error
 
 
 def section(record: Record, name: str) -> dict[str, Any] | None:
@@ -28,7 +27,7 @@ def section(record: Record, name: str) -> dict[str, Any] | None:
     if s is None:
         return None
     if not isinstance(s, dict):
-        raise InputError(f"expected an object, found {type(s).__name__}", location=where(record, name))
+        raise record_error(record, name, f"expected an object, found {type(s).__name__}")
     return s
 
 
@@ -38,7 +37,7 @@ def answer_text(record: Record) -> str | None:
         return None
     t = a["text"]
     if not isinstance(t, str):
-        raise InputError(f"expected a string, found {type(t).__name__}", location=where(record, "answer.text"))
+        raise record_error(record, "answer.text", f"expected a string, found {type(t).__name__}")
     return t
 
 
@@ -48,7 +47,7 @@ def flag(record: Record, sec: str, name: str) -> bool | None:
         return None
     v = s[name]
     if not isinstance(v, bool):
-        raise InputError(f"expected true or false, found {v!r}", location=where(record, f"{sec}.{name}"))
+        raise record_error(record, f"{sec}.{name}", f"expected true or false, found {v!r}")
     return v
 
 
@@ -58,7 +57,7 @@ def id_list(record: Record, sec: str, name: str) -> list[str] | None:
         return None
     v = s[name]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise InputError(f"expected a list of strings, found {v!r}", location=where(record, f"{sec}.{name}"))
+        raise record_error(record, f"{sec}.{name}", f"expected a list of strings, found {v!r}")
     return list(v)
 
 
@@ -73,7 +72,7 @@ def contexts(record: Record) -> list[tuple[str | None, str]] | None:
         return None
     raw = s["contexts"]
     if not isinstance(raw, list):
-        raise InputError(f"expected a list, found {type(raw).__name__}", location=where(record, "retrieval.contexts"))
+        raise record_error(record, "retrieval.contexts", f"expected a list, found {type(raw).__name__}")
     out: list[tuple[str | None, str]] = []
     for k, c in enumerate(raw):
         if isinstance(c, str):
@@ -82,10 +81,7 @@ def contexts(record: Record) -> list[tuple[str | None, str]] | None:
             doc = c.get("id")
             out.append((str(doc) if doc is not None else None, c["text"]))
         else:
-            raise InputError(
-                f"expected a string or an object with a string 'text', found {c!r}",
-                location=where(record, f"retrieval.contexts[{k}]"),
-            )
+            raise record_error(record, f"retrieval.contexts[{k}]", f"expected a string or an object with a string 'text', found {c!r}")
     return out
 
 
@@ -115,9 +111,9 @@ def gold_documents(record: Record) -> set[str] | None:
     if isinstance(g, dict):
         bad = [k for k, v in g.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
         if bad:
-            raise InputError(f"grades must be numbers, found {g[bad[0]]!r} for {bad[0]!r}", location=where(record, "retrieval.gold"))
+            raise record_error(record, "retrieval.gold", f"grades must be numbers, found {g[bad[0]]!r} for {bad[0]!r}")
         return {k for k, v in g.items() if v > 0}
-    raise InputError(f"expected a list of ids or an id → grade map, found {g!r}", location=where(record, "retrieval.gold"))
+    raise record_error(record, "retrieval.gold", f"expected a list of ids or an id → grade map, found {g!r}")
 
 
 def row_keys(record: Record) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import InputError
-from ..records import iter_jsonl
+from ..records import iter_objects
 
 SCORED, NO_CLAIMS, INVALID = "scored", "no_claims", "invalid_judgment"
 
@@ -135,22 +135,13 @@ def load_judgments(path: str | Path) -> dict[str, Any]:
     :func:`parse_judgment`, so a bad judgment counts as ``invalid_judgment`` instead of
     aborting the run."""
     out: dict[str, Any] = {}
-    for lineno, obj in iter_jsonl(path):
-        loc = f"line {lineno}"
-        if not isinstance(obj, dict):
-            raise InputError(f"expected a JSON object, found {type(obj).__name__}", source=str(path), location=loc)
-        rid = obj.get("id")
-        if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
-            raise InputError("field 'id' is missing or not a non-empty string", source=str(path), location=loc)
+    for lineno, rid, obj in iter_objects(path, what="judgment"):
         if "judgment" not in obj:
             raise InputError(
                 "field 'judgment' is missing (an object following the judgment contract, or the "
                 "judge's raw text)",
                 source=str(path),
-                location=loc,
+                location=f"line {lineno}",
             )
-        rid = str(rid)
-        if rid in out:
-            raise InputError(f"duplicate judgment for record {rid!r}", source=str(path), location=loc)
         out[rid] = obj["judgment"]
     return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
-from ..records import Record, where
+from ..records import Record, located
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, contexts, id_list, row_keys
 
@@ -72,7 +72,7 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
                                "unseen": " ".join(sorted(flagged))}
         gold = id_list(r, "reference", "unseen_concepts")
         if gold is not None:
-            ontology.indices(gold, where=where(r, "reference.unseen_concepts"))
+            ontology.indices(gold, where=located(r, "reference.unseen_concepts"))
             g = set(gold)
             row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
         rows.append(row)

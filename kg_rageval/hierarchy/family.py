@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import InputError, MissingEvidence, UnknownIdError
 from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, ratio
 from ..ontology import ACTIVE, RELATIONS, STATUS_NAMES, Ontology
-from ..records import Record, read_records, where
+from ..records import Record, located, read_records, where
 from .kernels import hierarchical_counts, path_length, relation_codes, wu_palmer
 
 ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + ("nil_pred", "nil_gold", "multi", "unknown", "inactive")
@@ -192,11 +192,12 @@ def score_hierarchy(
         raise InputError(f"on_unknown must be one of {', '.join(ON_UNKNOWN)}, not {on_unknown!r}")
     if on_status not in ON_STATUS:
         raise InputError(f"on_status must be one of {', '.join(ON_STATUS)}, not {on_status!r}")
-    if isinstance(records, (str, Path)):
-        records = read_records(records)
+    source = str(records) if isinstance(records, (str, Path)) else None
+    if source is not None:
+        records = read_records(source)
     records = list(records)
     if not records:
-        raise InputError("no records to score")
+        raise InputError("no records to score", source=source)
 
     unscored: list[dict[str, str]] = []
     items: list[tuple[Record, list[str], list[str]]] = []
@@ -217,7 +218,8 @@ def score_hierarchy(
         items.append((rec, gold, pred))
     if not items:
         raise MissingEvidence(
-            f"none of the {len(records)} records has a labels section with gold and pred lists"
+            (f"{source}: " if source else "")
+            + f"none of the {len(records)} records has a labels section with gold and pred lists"
         )
 
     # ---- resolve ids, collecting every problem before raising
@@ -236,7 +238,7 @@ def score_hierarchy(
                 i = _lookup(ontology, node_id)
                 if i < 0:
                     unk.append(node_id)
-                    unknown.append((node_id, where(rec, f"labels.{side}[{pos}]")))
+                    unknown.append((node_id, located(rec, f"labels.{side}[{pos}]")))
                     continue
                 st = int(ontology.status[i])
                 if st != ACTIVE:
@@ -248,7 +250,7 @@ def score_hierarchy(
                         inactive.append(
                             f"{node_id!r} is {STATUS_NAMES[st]}"
                             + (f" (replaced by {ontology.ids[rep]!r})" if rep >= 0 else "")
-                            + f" ({where(rec, f'labels.{side}[{pos}]')})"
+                            + f" ({located(rec, f'labels.{side}[{pos}]')})"
                         )
                     else:
                         (gold_inactive if side == "gold" else pred_inactive)[k] = 1

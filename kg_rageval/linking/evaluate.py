@@ -64,7 +64,7 @@ import numpy as np
 from ..errors import InputError, UnknownIdError
 from ..evaluation import Evaluation, Family, Metric, harmonic, ratio
 from ..ontology import RELATIONS
-from ..records import Record, where
+from ..records import Record, located, record_error, record_text
 
 NIL = -1
 """Code of a NIL id (``null``) in the integer id arrays."""
@@ -181,15 +181,12 @@ class _Ids:
         if value is None:
             return NIL
         if type(value) is not str:
-            raise InputError(f"must be an ontology id string or null, not {value!r}",
-                             location=where(record, field))
+            raise record_error(record, field, f"must be an ontology id string or null, not {value!r}")
         i = self.get(value)
         if i is not None:
             return i
         if self.on_unknown == "error":
-            src = record.get("_source")
-            loc = f"{src}, {where(record, field)}" if src else where(record, field)
-            raise UnknownIdError(value, where=loc,
+            raise UnknownIdError(value, where=located(record, field),
                                  hint="pass on_unknown='count' (--on-unknown count) to count it")
         c = self.unknown.get(value)
         if c is None:
@@ -197,8 +194,7 @@ class _Ids:
         return c
 
 
-def _bad(record: Record, field: str, message: str) -> InputError:
-    return InputError(message, source=record.get("_source"), location=where(record, field))
+_bad = record_error  # file, record id, line and field (kg_rageval.records)
 
 
 def _span(m: Any, record: Record, field: str, limit: int | None) -> tuple[int, int]:
@@ -244,10 +240,8 @@ def _flatten(records: Sequence[Record], ids: _Ids):
             raise _bad(r, "mentions.gold", "must be a list of mentions")
         if type(p_list) is not list:
             raise _bad(r, "mentions.pred", "must be a list of mentions")
-        text = r.get("text")
-        if not isinstance(text, str):
-            text = r.get("query")
-        limit = len(text) if isinstance(text, str) else 1 << 62
+        text = record_text(r)
+        limit = len(text) if text is not None else 1 << 62
         scored.append(ri)
         for k, g in enumerate(g_list):
             if type(g) is not dict:

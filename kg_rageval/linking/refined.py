@@ -34,7 +34,11 @@ def read_xref(path: str | Path) -> dict[str, list[str]]:
     """A cross-reference table ``QID <TAB or comma> ontology id`` (header optional; several
     lines per QID allowed)."""
     p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", source=str(p))
     text = p.read_text(encoding="utf-8")
+    if not text.strip():
+        raise InputError("the cross-reference table is empty", source=str(p))
     dialect = "excel-tab" if "\t" in text.splitlines()[0] else "excel"
     out: dict[str, list[str]] = {}
     for lineno, row in enumerate(csv.reader(text.splitlines(), dialect=dialect), start=1):

@@ -24,6 +24,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..records import record_error, record_text
+
 TEMPLATES = (
     "What is {}?",
     "Tell me about {} please.",
@@ -133,11 +135,9 @@ def build_linking_set(
 
 
 def _text(r: dict[str, Any]) -> str:
-    t = r.get("text")
-    if not isinstance(t, str):
-        t = r.get("query")
-    if not isinstance(t, str):
-        raise ValueError(f"record {r.get('id')!r} has no 'text' or 'query' string to link")
+    t = record_text(r)
+    if t is None:
+        raise record_error(r, "text", "needs a 'text' or 'query' string to link")
     return t
 
 

@@ -237,20 +237,31 @@ def _short(term, back: dict[str, str]) -> str | None:
     return s
 
 
+def load_shapes(path: str | Path):
+    """Parse a SHACL shapes file (any RDF syntax rdflib reads, the format from the extension,
+    Turtle when it does not tell); a missing or unparsable file raises :class:`InputError`.
+    Used for ontology validation and by :mod:`kg_rageval.conformance.shacl`."""
+    from rdflib import Graph
+    from rdflib.util import guess_format
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such shapes file", source=str(p))
+    g = Graph()
+    try:
+        g.parse(p, format=guess_format(str(p)) or "turtle")
+    except Exception as exc:  # noqa: BLE001 - rdflib raises many parser-specific types
+        raise InputError(f"cannot parse the SHACL shapes: {exc}", source=str(p)) from None
+    return g
+
+
 def validate_ontology(ontology: Ontology, shapes: str | Path | None = None) -> ValidationReport:
     """Validate ``ontology`` against SHACL ``shapes`` (default: :func:`bundled_shapes`)."""
     from pyshacl import validate
-    from rdflib import Graph
     from rdflib.namespace import SH
 
     shapes_path = Path(shapes) if shapes is not None else bundled_shapes()
-    if not shapes_path.is_file():
-        raise InputError("no such shapes file", source=str(shapes_path))
-    sg = Graph()
-    try:
-        sg.parse(shapes_path, format="turtle" if shapes_path.suffix.lower() in (".ttl", ".turtle") else None)
-    except Exception as exc:  # noqa: BLE001
-        raise InputError(f"cannot read the SHACL shapes: {exc}", source=str(shapes_path)) from None
+    sg = load_shapes(shapes_path)
     data, back = ontology_to_graph(ontology)
     _, results_graph, _ = validate(
         data,

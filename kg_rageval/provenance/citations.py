@@ -24,11 +24,10 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from ..errors import InputError
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from ..generation.verifiers import sentence_claims
-from ..records import Record, where
+from ..records import Record, record_error
 
 _MARKER = re.compile(r"\[([^\[\]]+)\]")
 
@@ -68,13 +67,12 @@ def claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     if ans.get("claims") is not None:
         raw = ans["claims"]
         if not isinstance(raw, list):
-            raise InputError(f"expected a list, found {raw!r}", location=where(record, "answer.claims"))
+            raise record_error(record, "answer.claims", f"expected a list, found {raw!r}")
         out = []
         for k, c in enumerate(raw):
             ok = isinstance(c, dict) and isinstance(c.get("text"), str) and isinstance(c.get("citations", []), list)
             if not ok or not all(isinstance(x, str) for x in c.get("citations", [])):
-                raise InputError(f"expected {{'text': str, 'citations': [str]}}, found {c!r}",
-                                 location=where(record, f"answer.claims[{k}]"))
+                raise record_error(record, f"answer.claims[{k}]", f"expected {{'text': str, 'citations': [str]}}, found {c!r}")
             out.append((c["text"], list(c.get("citations", []))))
         return out
     text = answer_text(record) or ""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..records import iter_jsonl
+from ..records import iter_objects
 
 _HASHLIKE = re.compile(r"^(?:(?:sha1|sha256|sha512|md5|blake2b?)[:-])?[0-9a-fA-F]{16,}$")
 
@@ -61,22 +61,18 @@ def file_hash(path: str | Path) -> str:
 
 
 def read_corpus(path: str | Path) -> Corpus:
-    """Read a corpus JSONL file (see the module docstring); bad rows raise :class:`InputError`."""
+    """Read a corpus JSONL file (see the module docstring); bad rows and a file without documents
+    raise :class:`InputError`."""
     docs: dict[str, dict[str, Any]] = {}
-    for lineno, obj in iter_jsonl(path):
-        loc = f"line {lineno}"
-        if not isinstance(obj, dict):
-            raise InputError(f"expected a JSON object, found {type(obj).__name__}", source=str(path), location=loc)
-        did = obj.get("id")
-        if not isinstance(did, (str, int)) or isinstance(did, bool) or did == "":
-            raise InputError("field 'id' is missing or not a non-empty string", source=str(path), location=loc)
-        did = str(did)
-        if did in docs:
-            raise InputError(f"duplicate document id {did!r}", source=str(path), location=loc)
+    for lineno, did, obj in iter_objects(path, what="document"):
         sid = obj.get("source_id")
         if sid is not None and not isinstance(sid, str):
-            raise InputError(f"field 'source_id' must be a string, found {sid!r}", source=str(path), location=loc)
+            raise InputError(f"field 'source_id' must be a string, found {sid!r}", source=str(path),
+                             location=f"line {lineno}")
         docs[did] = obj
+    if not docs:
+        # every citation would silently count as unresolved: an empty snapshot is bad input
+        raise InputError("the corpus has no documents", source=str(path))
     return Corpus(docs, source=str(path), hash=file_hash(path))
 
 

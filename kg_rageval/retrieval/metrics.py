@@ -233,13 +233,13 @@ def evaluate_dicts(
     engine: str = "auto",
 ) -> PerQuery:
     """:func:`evaluate_run` straight from pytrec_eval-style dicts (``{qid: {doc: grade}}`` and
-    ``{qid: {doc: score}}``), without interning document ids: each run query's grades are
-    looked up in its own judgements (small dictionaries), the run is ranked in trec_eval's
-    order (score descending, then doc id descending) and the same kernels run on the grades.
-    Same numbers as ``evaluate_run(Qrels.from_dict(qrels), Run.from_dict(run))``."""
-    import itertools
-
-    from .runs import _csr, trec_order
+    ``{qid: {doc: score}}``), without interning document ids or sorting runs: only the judged
+    documents' ranks are computed (documents scoring higher, plus equal scores with a larger
+    id: trec_eval's order), and every metric follows from (rank, grade) of the judged
+    documents. With many tied judged documents every entry is ranked instead (``engine``
+    then picks the kernel). Same numbers as
+    ``evaluate_run(Qrels.from_dict(qrels), Run.from_dict(run))``."""
+    from .runs import _csr
 
     ks = normalise_ks(k)
     if gain not in GAINS:
@@ -256,6 +256,94 @@ def evaluate_dicts(
     lens = np.fromiter((len(run[x]) for x in present), dtype=np.int64, count=len(present))
     ptr = _csr(lens)
     total = int(ptr[-1])
+    qrow_of_run = np.fromiter((q.qindex[x] for x in present), dtype=np.int64, count=len(present))
+    R = n_rel[qrow_of_run]
+    sides = _sparse_sides(qrels, run, present, ptr, R, ks, binary)
+    if sides is None:  # many tied judged documents: rank every run entry instead
+        sides = _ranked_sides(qrels, run, present, ptr, lens, R, ks, binary, engine)
+    return _assemble(q, ks, n_rel, idcg, qrow_of_run, lens, sides, run_only)
+
+
+SPARSE_TIE_LIMIT = 20_000
+""":func:`evaluate_dicts` resolves up to this many judged documents with tied scores in
+Python; beyond it every run entry is ranked."""
+
+
+def _sparse_sides(qrels, run, present, ptr, R, ks, binary):
+    """Run-side sums from the ranks of the *judged* documents only: rank(d) = 1 + #(scores
+    above d's) + #(equal scores with a larger doc id), trec_eval's order without sorting the
+    run. Returns ``None`` when too many judged documents have tied scores."""
+    import itertools
+
+    nrun = len(present)
+    scores = np.fromiter(itertools.chain.from_iterable(run[x].values() for x in present), dtype=np.float64,
+                         count=int(ptr[-1]))
+    jr, js, jg, jd = [], [], [], []
+    for r, x in enumerate(present):
+        rq = run[x]
+        for d, g in qrels[x].items():
+            sc = rq.get(d)
+            if sc is not None:
+                jr.append(r)
+                js.append(float(sc))
+                jg.append(float(g))
+                jd.append(d)
+    jr_a = np.asarray(jr, dtype=np.int64)
+    js_a = np.asarray(js, dtype=np.float64)
+    jg_a = np.asarray(jg, dtype=np.float64)
+    rank = np.zeros(len(jr), dtype=np.int64)
+    ties = np.zeros(len(jr), dtype=np.int64)
+    bounds = np.flatnonzero(np.diff(np.concatenate(([-1], jr_a, [nrun])))) if len(jr) else np.zeros(0, np.int64)
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        r = int(jr_a[a])
+        row = scores[ptr[r]: ptr[r + 1]]
+        s_ = js_a[a:b, None]
+        rank[a:b] = 1 + (row[None, :] > s_).sum(axis=1)
+        ties[a:b] = (row[None, :] == s_).sum(axis=1) - 1
+    tied = np.flatnonzero(ties > 0)
+    if tied.size > SPARSE_TIE_LIMIT:
+        return None
+    for j in tied.tolist():  # equal scores: larger doc ids rank first (trec_eval)
+        d, sc = jd[j], js[j]
+        rank[j] += sum(1 for e, v in run[present[jr[j]]].items() if v == sc and e > d)
+    # per-row sums from (row, rank, grade), rows ordered by rank
+    order = np.lexsort((rank, jr_a))
+    jr_a, rank, jg_a = jr_a[order], rank[order], jg_a[order]
+    rel = jg_a >= 1.0
+    gain_ = rel.astype(np.float64) if binary else np.maximum(jg_a, 0.0)
+    width = int(np.diff(ptr).max()) if nrun else 1
+    disc = _discounts(width)[np.maximum(rank - 1, 0)]
+    hits = np.zeros((nrun, len(ks)), dtype=np.int64)
+    dcg = np.zeros((nrun, len(ks)))
+    for i, k in enumerate(ks):
+        inside = rank <= k
+        hits[:, i] = np.bincount(jr_a, weights=rel & inside, minlength=nrun).astype(np.int64)
+        dcg[:, i] = np.bincount(jr_a, weights=gain_ * disc * inside, minlength=nrun)
+    rr_idx = np.flatnonzero(rel)
+    rank1 = np.zeros(nrun, dtype=np.int64)
+    if rr_idx.size:
+        rows_rel = jr_a[rr_idx]
+        firsts = np.flatnonzero(np.concatenate(([True], rows_rel[1:] != rows_rel[:-1])))
+        rank1[rows_rel[firsts]] = rank[rr_idx[firsts]]
+        # AP: the i-th relevant document (by rank) of a row contributes i / rank
+        start_of = np.repeat(firsts, np.diff(np.concatenate((firsts, [len(rows_rel)]))))
+        ith = np.arange(len(rows_rel)) - start_of + 1
+        ap_sum = np.bincount(rows_rel, weights=ith / rank[rr_idx], minlength=nrun)
+        rp_hits = np.bincount(rows_rel, weights=rank[rr_idx] <= R[rows_rel], minlength=nrun).astype(np.int64)
+    else:
+        ap_sum = np.zeros(nrun)
+        rp_hits = np.zeros(nrun, dtype=np.int64)
+    return hits, dcg, rank1, ap_sum, rp_hits
+
+
+def _ranked_sides(qrels, run, present, ptr, lens, R, ks, binary, engine):
+    """Rank every run entry (trec_eval order) and run the grade kernels."""
+    import itertools
+
+    from . import _kernels
+    from .runs import trec_order
+
+    total = int(ptr[-1])
     repeat0 = itertools.repeat(0.0)
     grades = np.fromiter(
         itertools.chain.from_iterable(map(qrels[x].get, run[x].keys(), repeat0) for x in present),
@@ -265,16 +353,12 @@ def evaluate_dicts(
     order = trec_order(ptr, scores, None, None, row_ids=lambda r: list(run[present[r]].keys()))
     if order is not None:
         grades = grades[order]
-    qrow_of_run = np.fromiter((q.qindex[x] for x in present), dtype=np.int64, count=len(present))
-    R = n_rel[qrow_of_run]
     if engine == "auto":
         engine = "numba" if (_kernels.HAVE_NUMBA and total >= NUMBA_MIN_ENTRIES) else "numpy"
     if engine == "numba":
         disc = _discounts(int(lens.max()) if len(lens) else 1)
-        sides = _kernels.grades_kernel(ptr, grades, R, np.asarray(ks), binary, disc)
-    else:
-        sides = _grades_side_numpy(ptr, grades, R, ks, binary)
-    return _assemble(q, ks, n_rel, idcg, qrow_of_run, lens, sides, run_only)
+        return _kernels.grades_kernel(ptr, grades, R, np.asarray(ks), binary, disc)
+    return _grades_side_numpy(ptr, grades, R, ks, binary)
 
 
 def _run_side_numpy(qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.ndarray,

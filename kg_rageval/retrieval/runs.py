@@ -157,21 +157,31 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
         for r in np.unique(row[viol]).tolist():
             out[ptr[r]: ptr[r + 1]] = ptr[r] + by_ids(r)
         return out
-    col = np.arange(N, dtype=np.int64) - np.repeat(ptr[:-1], lens)
-    grid = np.full((n, width), np.inf)
-    grid[row, col] = -scores
-    o = np.argsort(grid, axis=1, kind="stable")
+    square = bool((lens == width).all())
+    if square:  # every row equally long: a reshape, no padding
+        col = None
+        grid = (-scores).reshape(n, width)
+    else:
+        col = np.arange(N, dtype=np.int64) - np.repeat(ptr[:-1], lens)
+        grid = np.full((n, width), np.inf)
+        grid[row, col] = -scores
+    o = np.argsort(grid, axis=1)  # ties are re-sorted below, so stability is not needed
     srt = np.take_along_axis(grid, o, axis=1)
     tie = (srt[:, 1:] == srt[:, :-1]) & np.isfinite(srt[:, 1:])
     tied_rows = np.flatnonzero(tie.any(axis=1))
     if tied_rows.size:
         if row_ids is None:
-            rk = np.full((n, width), np.iinfo(np.int64).max)
-            rk[row, col] = -vocab.rank_key[docs]
+            if square:
+                rk = (-vocab.rank_key[docs]).reshape(n, width)
+            else:
+                rk = np.full((n, width), np.iinfo(np.int64).max)
+                rk[row, col] = -vocab.rank_key[docs]
             o[tied_rows] = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
         else:
             for r in tied_rows.tolist():
                 o[r, : lens[r]] = by_ids(r)
+    if square:
+        return (ptr[:-1, None] + o).ravel()
     valid = np.arange(width)[None, :] < lens[:, None]
     return (ptr[:-1, None] + o)[valid]
 

@@ -209,6 +209,22 @@ def _remote_context(node: Any, trail: str) -> str | None:
     return None
 
 
+def decode_json(raw: bytes, source: str | Path, expected: str) -> Any:
+    """``json.loads(raw)`` with the file, line and column of a syntax error and a clear
+    message for bytes that are not UTF-8; ``expected`` names what the file should hold
+    ("a STIX 2.x bundle"). Shared by the JSON-LD and STIX loaders."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON: {exc.msg}; expected {expected}",
+            source=str(source),
+            location=f"line {exc.lineno}, column {exc.colno}",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: {exc}", source=str(source)) from None
+
+
 def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
     """Refuse JSON-LD whose ``@context`` / ``@import`` is a URL (resolving it would fetch it).
 
@@ -216,16 +232,7 @@ def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
     """
     p = Path(path)
     raw = data if data is not None else p.read_bytes()
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"malformed JSON: {exc.msg}; expected a JSON-LD document",
-            source=str(p),
-            location=f"line {exc.lineno}, column {exc.colno}",
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text: {exc}", source=str(p)) from None
+    doc = decode_json(raw, p, "a JSON-LD document")
     found = _remote_context(doc, "")
     if found:
         raise UnsafeInputError(

@@ -33,13 +33,13 @@ Mapping:
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from ..builder import OntologyBuilder
 from ..model import Ontology
+from .safety import decode_json
 
 
 def read_json(path: str | Path) -> Any:
@@ -51,16 +51,7 @@ def read_json(path: str | Path) -> Any:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as exc:
             raise InputError(f"corrupt gzip data: {exc}", source=str(p)) from None
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"malformed JSON: {exc.msg}; expected a STIX 2.x bundle",
-            source=str(p),
-            location=f"line {exc.lineno}, column {exc.colno}",
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 JSON: {exc}", source=str(p)) from None
+    return decode_json(raw, p, "a STIX 2.x bundle")
 
 
 def _attack_id(obj: dict, source_names: tuple[str, ...]) -> str | None:
