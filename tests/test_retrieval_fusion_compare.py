@@ -70,3 +70,19 @@ def test_paired_compare_input_checks():
         paired_compare([], [])
     r = paired_compare({"q1": 0.0, "q2": 1.0}, {"q2": 1.0, "q1": 1.0})
     assert r.mean_delta == 0.5 and r.n == 2
+
+
+def test_compare_runs_pairs_every_judged_query():
+    from kg_rageval.retrieval.compare import compare_runs
+
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}, "q4": {"x": 0}}
+    run_a = {"q1": {"z": 2.0, "a": 1.0}, "q2": {"b": 1.0}}  # q3 missing: scores 0
+    run_b = {"q1": {"a": 2.0, "z": 1.0}, "q2": {"b": 1.0}, "q3": {"c": 1.0}}
+    res = compare_runs(qrels, run_a, run_b, metric="mrr")
+    assert res.n == 3  # q4 has no relevant gold: not paired
+    assert (res.mean_a, res.mean_b) == (pytest.approx(0.5), pytest.approx(1.0))
+    assert (res.wins, res.losses, res.ties) == (2, 0, 1)
+    # exact sign-flip test: deltas (0.5, 0, 1); |±0.5 ±1|/3 >= 0.5 for 2 of the 4 sign pairs
+    assert res.p_value == pytest.approx(4 / 8)
+    with pytest.raises(InputError, match="unknown metric"):
+        compare_runs(qrels, run_a, run_b, metric="bpref")

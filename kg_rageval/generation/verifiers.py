@@ -181,7 +181,13 @@ class NLIVerifier:
                 raise ConfigError(
                     "the NLI verifier needs sentence-transformers: pip install 'kg-rageval[nlp]'"
                 ) from exc
-            model = CrossEncoder(str(p), local_files_only=True, device="cpu")
+            if not (p / "config.json").is_file():
+                raise ConfigError(f"{p}: not a model directory (no config.json); give a local "
+                                  "cross-encoder folder, e.g. one saved with CrossEncoder.save()")
+            try:
+                model = CrossEncoder(str(p), local_files_only=True, device="cpu")
+            except (OSError, ValueError) as exc:  # transformers' errors for a broken model folder
+                raise ConfigError(f"{p}: cannot load the NLI cross-encoder: {exc}") from None
         self.model = model
         self.threshold = float(threshold)
         self.batch_size = batch_size

@@ -4,7 +4,7 @@ filter replay with entitlement, false exclusion and its attribution, per ontolog
 See ``docs/retrieval.md``. Heavy pieces import lazily; this package imports only numpy.
 """
 
-from .compare import PairedComparison, bootstrap_ci, paired_compare, permutation_p
+from .compare import PairedComparison, bootstrap_ci, compare_runs, paired_compare, permutation_p
 from .corpus import DEFAULT_ENTITLEMENT_FIELDS, Corpus, read_corpus
 from .filters import OPS, Filter, parse_filters, predicate_counts, replay
 from .fusion import rrf, rrf_runs
@@ -16,7 +16,7 @@ from .trec import read_beir_qrels, read_qrels, read_run, write_beir_qrels, write
 
 __all__ = [
     "Corpus", "DEFAULT_ENTITLEMENT_FIELDS", "Filter", "HardSoftResult", "OPS", "PairedComparison",
-    "PerQuery", "Qrels", "RetrievalFamily", "Run", "Vocab", "bootstrap_ci", "category_diagnosis",
+    "PerQuery", "Qrels", "RetrievalFamily", "Run", "Vocab", "bootstrap_ci", "category_diagnosis", "compare_runs",
     "evaluate", "evaluate_dicts", "evaluate_run", "hard_vs_soft", "metric_names", "paired_compare", "parse_filters",
     "permutation_p", "predicate_counts", "read_beir_qrels", "read_corpus", "read_qrels", "read_run",
     "replay", "rrf", "rrf_runs", "score_retrieval", "write_beir_qrels", "write_qrels", "write_run",

@@ -126,3 +126,31 @@ def paired_compare(
         level=level, p_value=permutation_p(d, n_permutations=n_permutations, seed=seed),
         wins=int((d > 0).sum()), losses=int((d < 0).sum()), ties=int((d == 0).sum()), deltas=d, seed=seed,
     )
+
+
+def compare_runs(
+    qrels: Mapping[str, Mapping[str, float]],
+    run_a: Mapping[str, Mapping[str, float]],
+    run_b: Mapping[str, Mapping[str, float]],
+    *,
+    metric: str = "ndcg@10",
+    gain: str = "graded",
+    **kw: Any,
+) -> PairedComparison:
+    """Paired comparison of two runs (``{qid: {doc: score}}``) on the same judged queries.
+
+    Both runs are scored with :func:`~kg_rageval.retrieval.metrics.evaluate_dicts` over every
+    judged query with relevant gold (a query missing from a run scores 0, trec_eval ``-c``), so
+    the pairs are always complete; ``metric`` is any per-query name (``recall@5``, ``mrr``,
+    ``map``, ...) and its cut-off is taken from the name. Other keywords go to
+    :func:`paired_compare`."""
+    from .metrics import evaluate_dicts, metric_names
+
+    ks = sorted({int(m.split("@")[1]) for m in [metric] if "@" in m} or {10})
+    allowed = metric_names(ks)
+    if metric not in allowed:
+        raise InputError(f"compare_runs: unknown metric {metric!r}; allowed: {allowed}")
+    a = evaluate_dicts(qrels, run_a, ks, gain=gain)
+    b = evaluate_dicts(qrels, run_b, ks, gain=gain)
+    m = a.scored
+    return paired_compare(a.values[metric][m], b.values[metric][m], metric=metric, **kw)
