@@ -129,7 +129,7 @@ def main() -> None:
             "families": {f: {} for f in ("hierarchy", "linking", "retrieval", "conformance", "generation",
                                           "provenance")},
             "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(retrieval.recall@10) >= 0.8",
-                      "retrieval.false_exclusion_rate <= 0.02", "conformance.schema_validity >= 0.99",
+                      "retrieval.filter_false_exclusion_rate <= 0.02", "conformance.schema_validity >= 0.99",
                       "ci_low(generation.faithfulness) >= 0.8", "linking.linking_macro_f1 >= 0.8",
                       "provenance.citation_completeness >= 0.9"],
             "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},

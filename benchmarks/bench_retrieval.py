@@ -190,8 +190,8 @@ def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
             "filters": [{"field": f.field, "op": f.op, "value": list(f.values)} for f in fl],
             "principal": principal}})
     out["score_retrieval"], ev = timed(lambda: score_retrieval(onto, records, corpus, k=(1, 5, 10)))
-    out["score_retrieval_fe"] = ev.metrics()["false_exclusion_rate"].value
-    out["false_exclusion_rate"] = excl / denom
+    out["score_retrieval_fe"] = ev.metrics()["filter_false_exclusion_rate"].value
+    out["filter_false_exclusion_rate"] = excl / denom
     out["pairs"] = npairs
     out["pairs_passing"] = npass
     return out
@@ -232,7 +232,7 @@ def main() -> None:
         f = bench_filters(a.queries, a.corpus_docs, a.concepts)
         print(f"filter replay: {f['queries']} queries, {f['corpus_docs']} docs, {f['concepts']} concepts:")
         print(f"  entitlement + within/in replay + false exclusion  {f['replay']:.3f} s "
-              f"({f['pairs']} eligible gold pairs, {f['pairs_passing']} pass; FE rate {f['false_exclusion_rate']:.3f})")
+              f"({f['pairs']} eligible gold pairs, {f['pairs_passing']} pass; FE rate {f['filter_false_exclusion_rate']:.3f})")
         print(f"  score_retrieval end to end (100-doc runs, all metrics + replay + attribution)  "
               f"{f['score_retrieval']:.2f} s (FE rate {f['score_retrieval_fe']:.3f})")
         print(f"  (setup: ontology build {f['ontology_build']:.1f} s, corpus arrays {f['corpus_build']:.2f} s)")

@@ -21,7 +21,7 @@ def test_cli_json_seed_metrics(fixtures_dir, capsys):
     p = json.loads(out)
     assert round(p["metrics"]["recall@5"]["value"], 3) == 0.750
     assert round(p["metrics"]["ndcg@5"]["value"], 3) == 0.627
-    assert p["metrics"]["false_exclusion_rate"]["value"] is None
+    assert p["metrics"]["filter_false_exclusion_rate"]["value"] is None
 
 
 def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
@@ -31,12 +31,12 @@ def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
     code, out, _ = _run(capsys, *args, "--format", "json")
     assert code == 0
     p = json.loads(out)
-    assert p["metrics"]["false_exclusion_rate"]["value"] == 0.5
-    assert p["rollup"]["T1562"]["metrics"]["false_exclusion_rate"]["value"] == 1.0
+    assert p["metrics"]["filter_false_exclusion_rate"]["value"] == 0.5
+    assert p["rollup"]["T1562"]["metrics"]["filter_false_exclusion_rate"]["value"] == 1.0
     assert p["breakdowns"]["slice:intent"]["lookup"]["n"] == 4
     assert p["category_diagnosis"]["sentences"][0].startswith("67% of false exclusions (2/3) come from sibling")
     code, out, _ = _run(capsys, *args)
-    assert code == 0 and "false_exclusion_rate" in out and "under T1562 (Impair Defenses)" in out
+    assert code == 0 and "filter_false_exclusion_rate" in out and "under T1562 (Impair Defenses)" in out
 
 
 def test_cli_bad_input_exit_2(fixtures_dir, tmp_path, capsys):

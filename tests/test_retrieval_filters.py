@@ -37,8 +37,8 @@ def test_seed_filter_example(attack, seed):
     m = ev.metrics()
     # tenant isolation removes d3 (q2's second gold doc) before scoring: not a false exclusion
     assert m["n_gold_ineligible"].value == 1
-    assert m["false_exclusion_rate"].value == 0.5
-    assert (m["false_exclusion_rate"].numerator, m["false_exclusion_rate"].denominator) == (2, 4)
+    assert m["filter_false_exclusion_rate"].value == 0.5
+    assert (m["filter_false_exclusion_rate"].numerator, m["filter_false_exclusion_rate"].denominator) == (2, 4)
     assert m["doc_exclusion_rate"].value == 0.5
     # correct Recall@10 keeps the eligible gold as denominator: it drops to 50% ...
     assert m["recall@10"].value == 0.5 and m["recall@10"].denominator == 4
@@ -65,7 +65,7 @@ def test_category_example_by_hand(attack, fixtures_dir):
     assert m["n_q_gold_all_ineligible"].value == 1 and m["n_gold_ineligible"].value == 1
     assert m["n_ineligible_retrieved"].value == 1  # c6's run leaks k7 (globex)
     assert m["n_missing_run"].value == 1 and m["n_no_gold"].value == 1 and m["n_no_gold_nonempty_run"].value == 1
-    fe = m["false_exclusion_rate"]
+    fe = m["filter_false_exclusion_rate"]
     assert (fe.numerator, fe.denominator) == (3, 6)
     de = m["doc_exclusion_rate"]
     assert (de.numerator, de.denominator) == (3, 7)
@@ -87,10 +87,10 @@ def test_category_example_by_hand(attack, fixtures_dir):
                                     "under T1562 (Impair Defenses)")
     # per node, rolled up: a parent pools its subtree's queries
     roll = ev.rollup(attack)
-    assert roll["T1562"]["metrics"]["false_exclusion_rate"].value == 1.0
-    assert roll["TA0005"]["metrics"]["false_exclusion_rate"].value == pytest.approx(2 / 3)
-    assert roll["TA0006"]["metrics"]["false_exclusion_rate"].value == 0.5
-    assert roll["attack"]["metrics"]["false_exclusion_rate"].value == 0.5
+    assert roll["T1562"]["metrics"]["filter_false_exclusion_rate"].value == 1.0
+    assert roll["TA0005"]["metrics"]["filter_false_exclusion_rate"].value == pytest.approx(2 / 3)
+    assert roll["TA0006"]["metrics"]["filter_false_exclusion_rate"].value == 0.5
+    assert roll["attack"]["metrics"]["filter_false_exclusion_rate"].value == 0.5
     # attribution at a smaller cut-off: c5's gold at rank 3 becomes a ranker loss
     m1 = score_retrieval(attack, recs, corpus, attribution_k=1).metrics()
     assert {p: m1[f"attribution@1.{p}"].numerator for p in ("hit", "filter", "retriever", "ranker")} == \
@@ -101,13 +101,13 @@ def test_empty_denominator_is_missing_evidence(attack, seed):
     corpus, recs = seed
     no_filters = [{"id": r["id"], "retrieval": {k: v for k, v in r["retrieval"].items() if k != "filters"}} for r in recs]
     m = score_retrieval(attack, no_filters, corpus).metrics()
-    assert m["false_exclusion_rate"].value is None
-    assert "no queries with entitlement-eligible gold" in m["false_exclusion_rate"].missing
+    assert m["filter_false_exclusion_rate"].value is None
+    assert "no queries with entitlement-eligible gold" in m["filter_false_exclusion_rate"].missing
     assert m["n_filters_not_logged"].value == 4
     with pytest.raises(MissingEvidence):
-        m["false_exclusion_rate"].require()
+        m["filter_false_exclusion_rate"].require()
     # without a corpus nothing can be replayed: missing, not 0
-    assert score_retrieval(attack, recs).metrics()["false_exclusion_rate"].value is None
+    assert score_retrieval(attack, recs).metrics()["filter_false_exclusion_rate"].value is None
 
 
 def test_replay_operators_and_entitlement(attack):

@@ -16,7 +16,7 @@ from .common import (
     table,
 )
 
-_HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "false_exclusion_rate", "doc_exclusion_rate")
+_HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "filter_false_exclusion_rate", "doc_exclusion_rate")
 
 
 @click.command()
@@ -88,7 +88,7 @@ def _render(payload: dict, ev, keys: list[str], onto, kmax: int) -> str:
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
     parts.append(metrics_table(ev.metrics()))
-    cols = [f"recall@{kmax}", f"ndcg@{kmax}", "mrr", "map", "false_exclusion_rate"]
+    cols = [f"recall@{kmax}", f"ndcg@{kmax}", "mrr", "map", "filter_false_exclusion_rate"]
     for k in keys:
         rows = [[str(v), g["n"], *(g["metrics"][c].value for c in cols)] for v, g in ev.breakdown(k).items()]
         parts.append(f"\n== by {k}")

@@ -482,8 +482,8 @@ class RetrievalFamily(Family):
             out[c] = Metric(c, float(sums.get(c, 0.0)))
         out["missing_run_rate"] = ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
                                         missing="no scored queries")
-        out["false_exclusion_rate"] = ratio(
-            "false_exclusion_rate", sums.get("fe_q_excluded", 0.0), sums.get("fe_q_eligible", 0.0),
+        out["filter_false_exclusion_rate"] = ratio(
+            "filter_false_exclusion_rate", sums.get("fe_q_excluded", 0.0), sums.get("fe_q_eligible", 0.0),
             missing="no queries with entitlement-eligible gold and replayed filters",
         )
         out["doc_exclusion_rate"] = ratio(
