@@ -127,7 +127,7 @@ def _evidence(obj: Any, ontology: Any) -> _Evidence:
 
 def _scoped_metric(gate: Any, ev_: _Evidence):
     """The metric of a ``[slice:...]`` / ``[node:...]`` gate computed from the Evaluations."""
-    from kg_rageval.audit.runner import node_mask, slice_mask, subset
+    from kg_rageval.audit.runner import node_mask, slice_mask
 
     kind, _, rest = gate.scope.partition(":")
     for ev in ev_.evaluations:
@@ -143,7 +143,7 @@ def _scoped_metric(gate: Any, ev_: _Evidence):
             return None
         if mask is None:
             return None
-        return subset(ev, mask).metrics().get(name)
+        return ev.subset(mask).metrics().get(name)
     return None
 
 

@@ -32,10 +32,8 @@ from .errors import InputError
 Record = dict[str, Any]
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -44,12 +42,25 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", source=str(p))
-    with _open_text(p) as fh:
-        for lineno, line in enumerate(fh, start=1):
+    with _open_binary(p) as fh:
+        lineno = 0
+        while True:
+            try:
+                raw = fh.readline()
+            except (OSError, EOFError) as exc:  # gzip.BadGzipFile, a truncated .gz
+                raise InputError(f"cannot read the gzip file: {exc}", source=str(p)) from None
+            if not raw:
+                return
+            lineno += 1
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is fine
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text: {exc.reason} (byte 0x{raw[exc.start]:02x} at column "
+                                 f"{exc.start + 1})", source=str(p), location=f"line {lineno}") from None
             if not line.strip():
                 continue
             try:
-                yield lineno, json.loads(line)
+                yield lineno, json.loads(line.rstrip("\r\n"))  # so columns count within the line
             except json.JSONDecodeError as exc:
                 raise InputError(
                     f"not valid JSON: {exc.msg} (column {exc.colno})",

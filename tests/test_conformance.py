@@ -516,7 +516,7 @@ def test_pydantic_engine_same_totals(attack, spec):
 
 def test_confusions_match_ontology_relation(attack, derived):
     """Every (reference, prediction) pair of active techniques: the classified confusion is
-    Ontology.relation (the per-pair reference) whether or not the vectorised kernel is used."""
+    Ontology.relation (the per-pair reference) against the vectorised hierarchy kernel."""
     import numpy as np
 
     from kg_rageval.conformance.metrics import relation_codes

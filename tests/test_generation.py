@@ -255,6 +255,21 @@ def test_nli_verifier_refuses_hub_names():
         NLIVerifier("cross-encoder/nli-deberta-v3-large")
 
 
+@pytest.mark.slow  # imports transformers
+def test_nli_verifier_broken_model_folder_is_a_config_error(tmp_path, capsys):
+    pytest.importorskip("sentence_transformers")
+    with pytest.raises(ConfigError, match="not a model directory"):
+        NLIVerifier(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="cannot load the NLI cross-encoder"):
+        NLIVerifier(tmp_path)
+    from kg_rageval.cli.main import main
+
+    code = main(["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "records.jsonl"),
+                 "--judge", "nli", "--nli-model", str(tmp_path)])
+    assert code == 2 and capsys.readouterr().err.startswith(f"error: {tmp_path}: cannot load the NLI cross-encoder")
+
+
 @pytest.mark.slow
 def test_nli_verifier_loads_a_local_model_directory():
     """Real CrossEncoder loading from a local path (the packaged MiniLM; it is no NLI model, so

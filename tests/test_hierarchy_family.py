@@ -175,7 +175,8 @@ def test_merge_and_bootstrap(vehicles):
     both = a.merge(b)
     assert both.metrics()["hierarchical_precision"].value == pytest.approx(3 / 4)
     ci = both.bootstrap(n_resamples=50, metrics=["hierarchical_f1"])
-    assert ci["hierarchical_f1"] is not None
+    # a resample is {a, a} (F1 1/2), {a, b} (3/4) or {b, b} (1); 50 draws reach both ends
+    assert ci["hierarchical_f1"] == (pytest.approx(0.5), pytest.approx(1.0))
 
 
 # ------------------------------------------------------------------------ HiClass reference

@@ -529,15 +529,11 @@ class _Scorer:
 
 def relation_codes(ontology: Ontology, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """Relation codes (indices into ``RELATIONS``) of many (gold, pred) index pairs: the
-    vectorised :func:`kg_rageval.hierarchy.relation_codes` when it is installed, else
-    :meth:`Ontology.relation_index` pair by pair."""
-    try:
-        from ..hierarchy import relation_codes as vectorised
-    except ImportError:  # pragma: no cover - the hierarchy family ships with the package
-        vectorised = None
-    if vectorised is not None:
-        return np.asarray(vectorised(ontology, gold, pred), dtype=np.int64)
-    return np.asarray([RELATIONS.index(ontology.relation_index(int(g), int(p))) for g, p in zip(gold, pred)], dtype=np.int64)
+    hierarchy family's vectorised :func:`kg_rageval.hierarchy.relation_codes`, so conformance,
+    linking and hierarchy reports give the same relation for the same pair."""
+    from ..hierarchy import relation_codes as vectorised
+
+    return np.asarray(vectorised(ontology, gold, pred), dtype=np.int64)
 
 
 def score_conformance(
