@@ -104,6 +104,40 @@ def read_records(path: str | Path) -> list[Record]:
     return out
 
 
+STRUCTURED_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
+
+
+def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
+    """``(parsed document, raw bytes)`` of a YAML, JSON or TOML file, told apart by its
+    extension (the audit config, a schema spec). ``what`` names the file in errors, which are
+    :class:`~kg_rageval.errors.ConfigError`: ``"no such <what> file"``, ``"unknown <what> file
+    type '.ini'; use .yaml, .yml, .json or .toml"``, ``"cannot parse the <what>: <parser
+    message>"`` (not UTF-8, or a syntax error with its line)."""
+    from .errors import ConfigError
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"no such {what} file", source=str(p))
+    suffix = p.suffix.lower()
+    if suffix not in STRUCTURED_SUFFIXES:
+        raise ConfigError(f"unknown {what} file type {suffix or '(none)'!r}; use .yaml, .yml, .json or .toml",
+                          source=str(p))
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+        if suffix == ".toml":
+            import tomllib
+
+            return tomllib.loads(text), raw
+        if suffix == ".json":
+            return json.loads(text), raw
+        import yaml
+
+        return yaml.safe_load(text), raw
+    except Exception as exc:  # UnicodeDecodeError, tomllib.TOMLDecodeError, JSONDecodeError, yaml.YAMLError
+        raise ConfigError(f"cannot parse the {what}: {exc}", source=str(p)) from None
+
+
 def write_records(path: str | Path, records: Iterable[Record], *, sort_keys: bool = False) -> None:
     """Write records as JSONL (private ``_``-prefixed fields are left out; ``sort_keys`` for
     byte-stable files)."""

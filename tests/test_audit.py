@@ -169,10 +169,14 @@ def test_config_errors_name_file_and_key(tmp_path):
     assert "3 invalid gates" in msg and "gates[0]" in msg and "gates[2]" in msg and "slice_gates.intent" in msg
     bad = tmp_path / "b.toml"
     bad.write_text("ontology = [")
-    with pytest.raises(ConfigError, match="cannot parse config"):
+    with pytest.raises(ConfigError, match=r"b\.toml: cannot parse the config: Invalid value"):
         load_config(bad)
-    with pytest.raises(ConfigError, match="unknown config extension"):
-        load_config(tmp_path / "c.ini") if (tmp_path / "c.ini").write_text("x") else None
+    (tmp_path / "c.ini").write_text("x")
+    with pytest.raises(ConfigError, match="unknown config file type '.ini'; use .yaml, .yml, .json or .toml"):
+        load_config(tmp_path / "c.ini")
+    (tmp_path / "d.json").write_text('{"name": "x",}')
+    with pytest.raises(ConfigError, match=r"d\.json: cannot parse the config: Expecting property name .*line 1 column 14"):
+        load_config(tmp_path / "d.json")
 
 
 def test_cli_exit_codes(stub, tmp_path, capsys):

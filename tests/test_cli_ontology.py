@@ -106,3 +106,15 @@ def test_cli_error_paths_are_one_line_exit_2_and_bugs_exit_3(onto_dir, tmp_path,
     code = main(["ontology", "inspect", str(onto_dir / "animals.ttl")])
     err = capsys.readouterr().err
     assert code == 3 and err.splitlines()[-1] == "error: internal error (please report): ZeroDivisionError: boom"
+
+
+def test_usage_errors_are_one_line_with_a_help_hint(tmp_path, capsys):
+    missing = tmp_path / "nope.ttl"
+    assert main(["ontology", "inspect", str(missing)]) == 2
+    assert capsys.readouterr().err == (f"error: Invalid value for 'FILE': File '{missing}' does not exist. "
+                                       "(see 'kg-rageval ontology inspect --help')\n")
+    assert main(["ontology", "inspect", "--nope", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: No such option '--nope'") and err.count("\n") == 1
+    assert main(["ontology"]) == 2  # a bare group shows its commands
+    assert "inspect" in capsys.readouterr().err

@@ -83,12 +83,16 @@ def test_malformed_spec_names_file_and_field(data, needle):
 def test_malformed_spec_files(tmp_path):
     bad = tmp_path / "s.yaml"
     bad.write_text("fields: [unclosed\n")
-    with pytest.raises(ConfigError, match=r"s\.yaml: cannot parse the spec"):
+    with pytest.raises(ConfigError, match=r"(?s)s\.yaml: cannot parse the schema spec: while parsing a flow sequence.*line 1, column 9"):
         load_spec(bad)
     other = tmp_path / "s.ini"
     other.write_text("x")
-    with pytest.raises(ConfigError, match="unknown spec file type '.ini'"):
+    with pytest.raises(ConfigError, match="unknown schema spec file type '.ini'; use .yaml, .yml, .json or .toml"):
         load_spec(other)
+    latin = tmp_path / "s.json"
+    latin.write_bytes(b'{"title": "\xe9"}')
+    with pytest.raises(ConfigError, match=r"s\.json: cannot parse the schema spec: 'utf-8' codec can't decode"):
+        load_spec(latin)
     with pytest.raises(ConfigError, match="no such schema spec file"):
         load_spec(tmp_path / "absent.yaml")
 

@@ -218,27 +218,9 @@ class AuditConfig(_Strict):
 
 
 def _read_mapping(path: Path) -> tuple[dict[str, Any], bytes]:
-    if not path.exists():
-        raise ConfigError("no such config file", source=str(path))
-    raw = path.read_bytes()
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".toml":
-            import tomllib
+    from ..records import read_structured
 
-            data = tomllib.loads(raw.decode("utf-8"))
-        elif suffix in (".yaml", ".yml", ".json"):
-            import yaml
-
-            data = yaml.safe_load(raw.decode("utf-8"))
-        else:
-            raise ConfigError(
-                f"unknown config extension {suffix!r}; use .toml, .yaml, .yml or .json", source=str(path)
-            )
-    except ConfigError:
-        raise
-    except Exception as exc:  # tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError
-        raise ConfigError(f"cannot parse config: {exc}", source=str(path)) from None
+    data, raw = read_structured(path, what="config")
     if not isinstance(data, dict):
         raise ConfigError(f"config must be a mapping at the top level, got {type(data).__name__}",
                           source=str(path))

@@ -21,7 +21,6 @@ deltas as ``delta:m``.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import traceback
@@ -129,19 +128,9 @@ def _read_spec(path: Path, config: AuditConfig) -> Any:
     if not path.exists():
         raise InputError("schema spec file does not exist", source=config.source,
                          location=f"spec = {config.spec!r} (resolved to {path})")
-    text = path.read_text(encoding="utf-8")
-    try:
-        if path.suffix.lower() == ".toml":
-            import tomllib
+    from ..records import read_structured
 
-            return tomllib.loads(text)
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            return yaml.safe_load(text)
-        return json.loads(text)
-    except Exception as exc:
-        raise InputError(f"cannot parse schema spec: {exc}", source=str(path)) from None
+    return read_structured(path, what="schema spec")[0]
 
 
 # ---------------------------------------------------------------------- families

@@ -104,8 +104,13 @@ def main(argv: list[str] | None = None) -> int:
         cli.main(args=argv, prog_name="kg-rageval", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.ClickException as exc:
+    except getattr(click.exceptions, "NoArgsIsHelpError", ()) as exc:  # a bare group: its help
         exc.show()
+        return 2
+    except click.ClickException as exc:  # bad options, a missing input file: one line, exit 2
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if isinstance(exc, click.UsageError) and ctx else ""
+        click.echo(error_line(exc.format_message() + hint), err=True)
         return 2
     except click.Abort:
         click.echo("Aborted.", err=True)

@@ -29,7 +29,6 @@ naming the file and the field path (``fields.technique.within``) of every proble
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -238,29 +237,9 @@ def parse_spec(data: Any, *, source: str = "<memory>") -> SchemaSpec:
 
 
 def load_spec(path: str | Path) -> SchemaSpec:
-    """Read and validate a spec file (``.yaml``/``.yml``, ``.json`` or ``.toml``)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError("no such schema spec file", source=str(p))
-    text = p.read_text(encoding="utf-8")
-    suffix = p.suffix.lower()
-    try:
-        if suffix in (".yaml", ".yml"):
-            import yaml
+    """Read and validate a spec file (``.yaml``/``.yml``, ``.json`` or ``.toml``; see
+    :func:`kg_rageval.records.read_structured` for the file errors)."""
+    from ..records import read_structured
 
-            data = yaml.safe_load(text)
-        elif suffix == ".json":
-            data = json.loads(text)
-        elif suffix == ".toml":
-            import tomllib
-
-            data = tomllib.loads(text)
-        else:
-            raise ConfigError(
-                f"unknown spec file type {suffix or '(none)'!r}; use .yaml, .yml, .json or .toml", source=str(p)
-            )
-    except ConfigError:
-        raise
-    except Exception as exc:  # yaml.YAMLError, json.JSONDecodeError, tomllib.TOMLDecodeError
-        raise ConfigError(f"cannot parse the spec: {exc}", source=str(p)) from None
-    return parse_spec(data, source=str(p))
+    data, _ = read_structured(path, what="schema spec")
+    return parse_spec(data, source=str(path))
