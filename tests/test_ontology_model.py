@@ -145,3 +145,17 @@ def test_compiled_cache_round_trip(vehicles, tmp_path):
     assert again.content_hash == vehicles.content_hash
     assert np.array_equal(again.anc_idx, vehicles.anc_idx)
     assert again.relation("hatchback", "submarine") == "cousin"
+
+
+def test_resolve_full_iri_and_curie():
+    b = OntologyBuilder(prefixes={"DOID": "http://purl.obolibrary.org/obo/DOID_", "ex": "http://ex.org/"})
+    b.add_node("DOID:162", label="cancer")
+    b.add_node("http://ex.org/a", label="A")
+    o = b.build()
+    assert o.compact_iri("http://purl.obolibrary.org/obo/DOID_162") == "DOID:162"
+    assert o.resolve("http://purl.obolibrary.org/obo/DOID_162") == "DOID:162"
+    assert o.resolve("ex:a") == "http://ex.org/a"
+    assert o.resolve("Cancer") == "DOID:162"
+    assert o.compact_iri("http://other.org/x") == "http://other.org/x"
+    with pytest.raises(UnknownIdError):
+        o.resolve("http://purl.obolibrary.org/obo/DOID_999")

@@ -194,13 +194,27 @@ class Ontology:
         """Ids whose label or synonym equals ``text`` (case-insensitive), in index order."""
         return [self.ids[i] for i in self._label_index.get(text.casefold(), ())]
 
+    def compact_iri(self, iri: str) -> str:
+        """Compact a full IRI with the kept prefix map (the longest matching namespace wins;
+        unchanged when none matches): ``http://purl.obolibrary.org/obo/DOID_162`` → ``DOID:162``
+        when the map has ``DOID: http://purl.obolibrary.org/obo/DOID_``."""
+        best = ""
+        best_prefix = None
+        for prefix, ns in self.prefixes.items():
+            if ns and iri.startswith(ns) and len(ns) > len(best):
+                best, best_prefix = ns, prefix
+        if best_prefix is None:
+            return iri
+        return f"{best_prefix}:{iri[len(best):]}"
+
     def resolve(self, id_or_label: str) -> str:
-        """An id given as itself, as an expanded/compacted IRI, or as an unambiguous label."""
+        """An id given as itself, as a CURIE of a full-IRI id, as a full IRI of a CURIE id, or
+        as an unambiguous label (case-insensitive, labels and synonyms)."""
         if id_or_label in self._index:
             return id_or_label
-        expanded = self.expand_curie(id_or_label)
-        if expanded in self._index:
-            return expanded
+        for candidate in (self.expand_curie(id_or_label), self.compact_iri(id_or_label)):
+            if candidate in self._index:
+                return candidate
         found = self.find_by_label(id_or_label)
         if len(found) == 1:
             return found[0]
