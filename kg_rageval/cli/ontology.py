@@ -50,12 +50,15 @@ def _opts(fmt, reasoner, follow_imports, dangling) -> dict:
 
 
 @ontology.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", metavar="FILE_OR_URI")
 @_load_options
 @format_option
 def inspect(file, ontology_format, reasoner, follow_imports, dangling, fmt) -> None:
     """Counts and structure of an ontology: nodes, edges, roots, depth, multi-parent nodes,
-    deprecated/revoked concepts, properties and loader diagnostics."""
+    deprecated/revoked concepts, properties and loader diagnostics.
+
+    FILE_OR_URI is an ontology file or a graph database URI (bolt://, neo4j://; credentials
+    from KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD)."""
     t0 = time.perf_counter()
     onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
     summary = onto.summary()
@@ -92,7 +95,7 @@ def _render_inspect(s: dict) -> str:
 
 
 @ontology.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", metavar="FILE_OR_URI")
 @_load_options
 @click.option(
     "--shapes",
@@ -115,7 +118,7 @@ def validate(file, ontology_format, reasoner, follow_imports, dangling, shapes, 
 
 
 @ontology.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", metavar="FILE_OR_URI")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Cache path (default: FILE.kgro).")
 @_load_options
 @format_option
@@ -126,6 +129,10 @@ def compile(file, output, ontology_format, reasoner, follow_imports, dangling, f
     t0 = time.perf_counter()
     onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
     t1 = time.perf_counter()
+    if output is None and "://" in file:
+        from ..errors import InputError
+
+        raise InputError("give --output for the cache of an ontology loaded from a URI", source=file)
     path = save_compiled(onto, output or file + ".kgro")
     t2 = time.perf_counter()
     payload = {

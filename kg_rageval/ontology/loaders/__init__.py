@@ -111,6 +111,8 @@ def available_formats() -> dict[str, LoaderSpec]:
 
 def detect_format(path: str | Path) -> str:
     name = str(path).lower()
+    if name.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")):
+        return "neo4j"
     best: tuple[int, str] | None = None
     for spec in _REGISTRY.values():
         for ext in spec.extensions:
@@ -134,7 +136,7 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
     """
     _entry_points()
     p = Path(path)
-    fmt = format or detect_format(p)
+    fmt = format or detect_format(str(path))
     fmt = _ALIASES.get(fmt, fmt)
     if fmt not in _REGISTRY:
         raise InputError(
