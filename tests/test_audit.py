@@ -106,6 +106,14 @@ def test_gate_on_unknown_node_is_a_config_error(stub, workdir):
         run_audit(cfg, progress=False)
 
 
+def test_gate_on_a_metric_its_family_lacks_is_a_config_error(stub, workdir):
+    # the family ran and does not produce the name: a typo, not missing evidence
+    cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
+                               "gates": ["stub.stub_acuracy >= 0.1"]}, base_dir=workdir)
+    with pytest.raises(ConfigError, match="no family produces metric 'stub.stub_acuracy'.*stub.stub_accuracy"):
+        run_audit(cfg, progress=False)
+
+
 def test_no_gates_fails(stub, workdir):
     cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
                                "missing_runs": {"budget": 1.0}}, base_dir=workdir)

@@ -331,6 +331,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     runs = run_families(config, inputs, records, progress=progress)
     tick("families")
     index = MetricIndex(runs)
+    _check_gate_metrics(gates, index, config)
 
     # missing-run budget per family
     budget_results: list[GateResult] = []
@@ -423,6 +424,28 @@ def _check_gate_nodes(gates: Iterable[Gate], ontology: Any, config: AuditConfig)
                 bad.append(f"{g}: node {node!r} is not in the ontology" + (f" (did you mean {hint!r}?)" if hint else ""))
     if bad:
         raise ConfigError(f"{len(bad)} gate{'s' if len(bad) > 1 else ''} on unknown ontology nodes:\n  "
+                          + "\n  ".join(bad), source=config.source)
+
+
+def _check_gate_metrics(gates: Iterable[Gate], index: MetricIndex, config: AuditConfig) -> None:
+    """A gate on a metric name that no family can produce is an invalid config (exit 2), not
+    missing evidence. Decided only where it is knowable: the gate names its family
+    (``fam.metric``) and that family ran. A bare name stays ``missing`` when nothing produces it
+    (its family may simply not be configured, which is missing evidence)."""
+    import difflib
+
+    bad = []
+    for g in gates:
+        name = g.metric
+        if name.startswith("delta:") or name in index.by_name:
+            continue
+        fam = name.split(".", 1)[0] if "." in name else None
+        if fam in index.runs and index.runs[fam].status == "ran":
+            close = difflib.get_close_matches(name, list(index.by_name), n=3)
+            hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+            bad.append(f"{g}: no family produces metric {name!r}{hint}")
+    if bad:
+        raise ConfigError(f"{len(bad)} gate{'s' if len(bad) > 1 else ''} on unknown metrics:\n  "
                           + "\n  ".join(bad), source=config.source)
 
 
