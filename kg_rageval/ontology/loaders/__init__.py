@@ -121,7 +121,7 @@ def detect_format(path: str | Path) -> str:
     if best is None:
         known = ", ".join(sorted({e for s in _REGISTRY.values() for e in s.extensions}))
         raise InputError(
-            f"cannot tell the ontology format from the file name; pass format= one of "
+            f"cannot tell the ontology format from the file name; pass format= (CLI: --ontology-format) one of "
             f"{', '.join(sorted(_REGISTRY))} (known extensions: {known})",
             source=str(path),
         )

@@ -44,20 +44,19 @@ def load_table(
     except csv.Error as exc:
         raise InputError(f"malformed table: {exc}", source=str(p)) from None
     start = 0
+    auto_header = False
     if rows and header is not False:
         first = [c.strip().lower() for c in rows[0][:2]]
         looks = len(first) == 2 and first[0] in _CHILD_HEADERS and first[1] in _PARENT_HEADERS
-        if looks and header is None:
-            # "id,parent" is data, not a header, when those names are ids elsewhere in the table
-            used = {c.strip() for r in rows[1:] for c in r[:2]}
-            looks = rows[0][0].strip() not in used and rows[0][1].strip() not in used
+        auto_header = looks and header is None
         if header or looks:
             start = 1
     b = OntologyBuilder(str(p))
     parents_seen: list[tuple[str, int]] = []
-    for lineno, row in enumerate(rows[start:], start=start + 1):
+
+    def add_row(lineno: int, row: list[str]) -> None:
         if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
-            continue
+            return
         if len(row) < 2 and delimiter not in row[0]:
             # a single id on its own line declares a node without parents
             row = [row[0], ""]
@@ -76,6 +75,15 @@ def load_table(
         if parent:
             b.add_edge(child, parent, where=where)
             parents_seen.append((parent, lineno))
+
+    for lineno, row in enumerate(rows[start:], start=start + 1):
+        add_row(lineno, row)
+    if auto_header:
+        # "id,parent" is data, not a header, when those names are ids elsewhere in the table
+        h0, h1 = rows[0][0].strip(), rows[0][1].strip()
+        named = {q for q, _ in parents_seen}
+        if b.has_node(h0) or b.has_node(h1) or h0 in named or h1 in named:
+            add_row(1, rows[0])
     if dangling == "declare":
         for parent, lineno in parents_seen:
             if not b.has_node(parent):
