@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import click
 
@@ -149,3 +149,15 @@ def fail(message: BaseException | str, code: int = 2) -> None:
     """Print :func:`error_line` to standard error and exit with ``code`` (2: bad input)."""
     click.echo(error_line(message), err=True)
     sys.exit(code)
+
+
+def breakdown_keys(ev: Any, requested: Iterable[str] = ()) -> list[str]:
+    """The breakdown keys of a score command: those asked for with ``--breakdown`` plus every
+    ``slice:*`` key of the evaluation; an unknown requested key is a usage error (exit 2)."""
+    keys = list(dict.fromkeys([*requested, *(k for k in ev.keys if k.startswith("slice:"))]))
+    for k in keys:
+        if k not in ev.keys:
+            raise click.BadParameter(
+                f"no breakdown key {k!r}; available: {', '.join(sorted(ev.keys))}", param_hint="--breakdown"
+            )
+    return keys

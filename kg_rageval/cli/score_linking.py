@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from .common import (
+    breakdown_keys,
     data_option,
     emit,
     format_option,
@@ -44,11 +45,7 @@ def command(ontology_path, ontology_format, data_path, overlap, on_unknown, allo
     records = read_records(data_path)
     ev = score_linking(onto, records, overlap=overlap, on_unknown=on_unknown,
                        allow_overlapping_gold=allow_overlapping_gold)
-    keys = list(dict.fromkeys([*breakdowns, *(k for k in ev.keys if k.startswith("slice:"))]))
-    for k in keys:
-        if k not in ev.keys:
-            raise click.BadParameter(f"no breakdown key {k!r}; available: {', '.join(sorted(ev.keys))}",
-                                     param_hint="--breakdown")
+    keys = breakdown_keys(ev, breakdowns)
     payload = {
         "command": "score linking",
         "data": data_path,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from .common import (
+    breakdown_keys,
     data_option,
     emit,
     format_option,
@@ -58,11 +59,7 @@ def command(ontology_path, ontology_format, data_path, corpus_path, ks, gain, de
         corpus = read_corpus(corpus_path, onto, category_field=category_field,
                              entitlement_fields=tuple(entitlement_fields) or DEFAULT_ENTITLEMENT_FIELDS)
     ev = score_retrieval(onto, records, corpus, k=tuple(ks), gain=gain, dedupe=dedupe, attribution_k=attribution_k)
-    keys = list(dict.fromkeys([*breakdowns, *(k for k in ev.keys if k.startswith("slice:"))]))
-    for k in keys:
-        if k not in ev.keys:
-            raise click.BadParameter(f"no breakdown key {k!r}; available: {', '.join(sorted(ev.keys))}",
-                                     param_hint="--breakdown")
+    keys = breakdown_keys(ev, breakdowns)
     payload = {
         "command": "score retrieval",
         "data": data_path,
