@@ -79,6 +79,7 @@ def _render_inspect(s: dict) -> str:
         ["leaves", s["leaves"]],
         ["active / deprecated / revoked", f"{s['active']} / {s['deprecated']} / {s['revoked']}"],
         ["with replacement", s["with_replacement"]],
+        ["aliases (alternative ids)", s.get("aliases", 0)],
         ["labelled / synonyms / definitions", f"{s['labelled']} / {s['with_synonyms']} / {s['with_definition']}"],
         ["node types", ", ".join(f"{k}={v}" for k, v in s["node_types"].items()) or "—"],
         ["object properties", len(s["properties"])],

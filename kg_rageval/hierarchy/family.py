@@ -34,7 +34,7 @@ from .kernels import hierarchical_counts, path_length, relation_codes, wu_palmer
 ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + ("nil_pred", "nil_gold", "multi", "unknown", "inactive")
 """Every category an error row can fall in (its ``relation`` detail)."""
 
-ON_UNKNOWN = ("error", "count")
+ON_UNKNOWN = ("error", "count", "alias")
 ON_STATUS = ("error", "count", "replace")
 
 
@@ -170,7 +170,8 @@ def score_hierarchy(
         ``"error"`` (default): any id the ontology lacks raises :class:`UnknownIdError` listing
         every such id with its record and field. ``"count"``: an unknown id is scored as an
         isolated concept (augmented set = itself) and a wrong row with one is an ``unknown``
-        error.
+        error. ``"alias"``: an alternative id (:meth:`Ontology.canonical`) is scored as its
+        concept and counted in ``meta["n_aliased"]``; other unknown ids raise as under "error".
     on_status
         Deprecated or revoked ids. ``"error"`` (default) raises; ``"count"`` scores the node
         where it stands and files a wrong row whose prediction is inactive as ``inactive``;
@@ -226,6 +227,7 @@ def score_hierarchy(
     unknown: list[tuple[str, str]] = []
     inactive: list[str] = []
     replaced = 0
+    aliased = 0
     resolved: list[tuple[list[int], list[str], list[int], list[str]]] = []
     pred_inactive = np.zeros(len(items), dtype=np.int64)
     gold_inactive = np.zeros(len(items), dtype=np.int64)
@@ -236,6 +238,9 @@ def score_hierarchy(
             unk: list[str] = []
             for pos, node_id in enumerate(ids):
                 i = _lookup(ontology, node_id)
+                if i < 0 and on_unknown == "alias":
+                    i = ontology.aliases.get(node_id, -1)
+                    aliased += i >= 0
                 if i < 0:
                     unk.append(node_id)
                     unknown.append((node_id, located(rec, f"labels.{side}[{pos}]")))
@@ -257,12 +262,14 @@ def score_hierarchy(
                 known.append(i)
             sides.append((list(dict.fromkeys(known)), unk))
         resolved.append((sides[0][0], sides[0][1], sides[1][0], sides[1][1]))
-    if unknown and on_unknown == "error":
+    if unknown and on_unknown != "count":
         first = unknown[0][1] + (f" and {len(unknown) - 1} more places" if len(unknown) > 1 else "")
+        n_alt = len({u for u, _ in unknown if u in ontology.aliases})
         raise UnknownIdError(
             sorted({u for u, _ in unknown}),
             where=first,
-            hint="pass on_unknown='count' (CLI: --on-unknown count) to score them as a category",
+            hint="pass on_unknown='count' (CLI: --on-unknown count) to score them as a category"
+            + (f"; {n_alt} of them are alternative ids: on_unknown='alias' maps them" if n_alt else ""),
         )
     if inactive:
         shown = "; ".join(inactive[:10]) + (f" (and {len(inactive) - 10} more)" if len(inactive) > 10 else "")
@@ -271,10 +278,13 @@ def score_hierarchy(
             "(CLI: --on-status) to score them"
         )
 
-    return _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored,
-                  include_root=include_root, lca_bounded=lca_bounded, wup_lcs=wup_lcs,
-                  wup_identical=wup_identical, on_unknown=on_unknown, on_status=on_status,
-                  replaced=replaced)
+    ev = _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored,
+                include_root=include_root, lca_bounded=lca_bounded, wup_lcs=wup_lcs,
+                wup_identical=wup_identical, on_unknown=on_unknown, on_status=on_status,
+                replaced=replaced)
+    if on_unknown == "alias":
+        ev.meta["n_aliased"] = int(aliased)
+    return ev
 
 
 def _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored, *, include_root,

@@ -64,23 +64,29 @@ def _pairs(ontology: Ontology, a, b, names=("a_idx", "b_idx"), *, allow_nil=Fals
 def _sorted_block(cl: Closure, a: np.ndarray, b: np.ndarray, side: bool):
     """The two ancestor rows of each pair side by side, sorted row-wise: ``S`` (``m`` rows),
     ``tmax`` (the longest pair: later columns are padding) and the mask ``d`` (shape of ``S``)
-    of cells equal, up to payload, to their left neighbour within the first ``tmax`` columns."""
+    of cells equal, up to payload, to their left neighbour within the first ``tmax`` columns.
+
+    Only the first ``w`` columns of each padded row are taken (``w`` = the longest row in the
+    chunk), so that little padding is copied and sorted."""
     m = a.size
+    la, lb = cl.lens[a], cl.lens[b]
+    w = max(1, int(la.max()), int(lb.max())) if m else 1
     if cl.matrix is not None:
         ab = np.empty(2 * m, dtype=np.int64)
         ab[0::2] = a
         ab[1::2] = b
-        S = np.take(cl.matrix, ab, axis=0).reshape(m, 2 * cl.width)
+        M = cl.matrix if w == cl.width else cl.matrix[:, :w]
+        S = M[ab].reshape(m, 2 * w) if w != cl.width else np.take(M, ab, axis=0).reshape(m, 2 * w)
         if side:  # b's copies get side bit 1 (its padding becomes pad + 1: still filtered)
-            S.reshape(m, 2, cl.width)[:, 1, :] += 1
+            S.reshape(m, 2, w)[:, 1, :] += 1
     else:
-        A = cl.rows(a)
-        B = cl.rows(b)
+        A = cl.rows(a, w)
+        B = cl.rows(b, w)
         if side:
             B += 1
         S = np.concatenate([A, B], axis=1)
     S.sort(axis=1)
-    tmax = max(2, int((cl.lens[a] + cl.lens[b]).max())) if m else 2
+    tmax = max(2, int((la + lb).max())) if m else 2
     d = np.zeros(S.shape, dtype=bool)
     np.less(S[:, 1:tmax] ^ S[:, : tmax - 1], 1 << cl.pbits, out=d[:, 1:tmax])
     return S, tmax, d
@@ -88,12 +94,14 @@ def _sorted_block(cl: Closure, a: np.ndarray, b: np.ndarray, side: bool):
 
 class _Dups:
     """Common ancestors of each pair of a chunk, as flat arrays over the duplicate cells of the
-    row-wise sorted block: ``r`` (pair within the chunk, ascending) and ``lo``/``hi`` (the
-    encoded keys of the two copies, ``lo <= hi``). ``x = lo >> pbits`` is the common ancestor;
-    ``key & mask`` the payload (``dist << 2 | grand << 1 | side``, ``side`` 0 = a, 1 = b when
-    built with ``side=True``). Every pair has a cell: the root (or virtual root) is common."""
+    row-wise sorted block: ``lo``/``hi`` (the encoded keys of the two copies, ``lo <= hi``) and,
+    computed on demand, ``r`` (pair within the chunk, ascending). ``x = lo >> pbits`` is the
+    common ancestor; ``key & mask`` the payload (``dist << 2 | grand << 1 | side``, ``side`` 0 =
+    a, 1 = b when built with ``side=True``). Every pair has a cell: the root (or virtual root)
+    is common. With ``side=True`` a payload of 0 is ``a``'s own entry (``x == a``) and 1 is
+    ``b``'s (``x == b``), which spares the kernels a gather of ``a``/``b`` per cell."""
 
-    __slots__ = ("cl", "m", "r", "lo", "hi", "_starts")
+    __slots__ = ("cl", "m", "lo", "hi", "_starts", "_r")
 
     def __init__(self, cl: Closure, a: np.ndarray, b: np.ndarray, *, side: bool = False):
         self.cl = cl
@@ -107,9 +115,19 @@ class _Dups:
             f, lo = f[keep], lo[keep]
         self.lo = lo
         self.hi = flat[f]
-        starts = np.searchsorted(f, np.arange(m, dtype=np.int64) * S.shape[1])
-        self._starts = starts
-        self.r = np.repeat(np.arange(m, dtype=np.int64), np.diff(np.append(starts, f.size)))
+        self._starts = np.searchsorted(f, np.arange(m, dtype=np.int64) * S.shape[1])
+        self._r = None
+
+    @property
+    def r(self) -> np.ndarray:
+        if self._r is None:
+            self._r = np.repeat(np.arange(self.m, dtype=np.int64),
+                                np.diff(np.append(self._starts, self.lo.size)))
+        return self._r
+
+    def rows_of(self, pos: np.ndarray) -> np.ndarray:
+        """Pair of each cell in ``pos`` (without building :attr:`r`)."""
+        return np.searchsorted(self._starts, pos, side="right") - 1
 
     @property
     def x(self) -> np.ndarray:
@@ -124,7 +142,7 @@ class _Dups:
         return np.bincount(self.r[flag], minlength=self.m) > 0
 
     def count(self) -> np.ndarray:
-        return np.bincount(self.r, minlength=self.m)
+        return np.diff(np.append(self._starts, self.lo.size))
 
     def starts(self) -> np.ndarray:
         """Index of each pair's first cell."""
@@ -144,10 +162,15 @@ def _ordered_chunks(cl: Closure, a: np.ndarray, b: np.ndarray) -> Iterator[np.nd
     n = a.size
     if n == 0:
         return
-    tot = cl.lens[a] + cl.lens[b]
+    la, lb = cl.lens[a], cl.lens[b]
+    # group by the longer row (the block width), then by the pair's total (the scanned width);
     # small integer keys: NumPy's stable sort is a radix sort for 16-bit types
-    tot = tot.astype(np.int16 if 2 * cl.width < 2**15 else np.int64)
-    order = np.argsort(tot, kind="stable")
+    wide = 2 * cl.width + 1
+    if cl.width * wide + wide < 2**15:
+        key = (np.maximum(la, lb) * wide + la + lb).astype(np.int16)
+    else:
+        key = np.maximum(la, lb) * wide + la + lb
+    order = np.argsort(key, kind="stable")
     step = max(256, _CELLS_PER_CHUNK // max(1, 2 * cl.width))
     for start in range(0, n, step):
         yield order[start : start + step]
@@ -171,29 +194,31 @@ def relation_codes(ontology: Ontology, gold_idx, pred_idx) -> np.ndarray:
     out = np.empty(gold.size, dtype=np.int8)
     for pos in _ordered_chunks(cl, gold, pred):
         a, b = gold[pos], pred[pos]
-        out[pos] = _relation_codes(cl, a, b, _Dups(cl, a, b))
+        out[pos] = _relation_codes(cl, a, b, _Dups(cl, a, b, side=True))
     return out
 
 
 def _relation_codes(cl: Closure, a: np.ndarray, b: np.ndarray, dups: _Dups) -> np.ndarray:
+    """Codes of one chunk; ``dups`` built with ``side=True``."""
     if a.size == 0:
         return np.zeros(0, dtype=np.int8)
-    r, x, mask = dups.r, dups.x, dups.mask
+    mask = dups.mask
     lo, hi = dups.lo & mask, dups.hi & mask
     # per common ancestor: a shared parent (both distances 1; lo <= hi) or a shared grandparent
     sib = (lo >= 4) & (hi < 8)
     cous = (lo & hi & 2) != 0
-    cell = np.where(sib, SIBLING, np.where(cous, COUSIN, UNRELATED)).astype(np.int8)
+    cell = np.full(lo.size, UNRELATED, dtype=np.int8)
+    cell[cous] = COUSIN
+    cell[sib] = SIBLING
     if cl.excluded_root:
-        cell[x == 0] = UNRELATED
+        cell[dups.lo < (1 << cl.pbits)] = UNRELATED  # x == 0, the virtual root
     code = np.minimum.reduceat(cell, dups.starts())
-    # a is a common ancestor: a is an ancestor-or-self of b; b's copy (hi) has the distance
-    pos = np.flatnonzero(x == a[r])
-    rows = r[pos]
-    code[rows] = np.where((hi[pos] >> 2) == 1, CHILD, DESCENDANT)
-    pos = np.flatnonzero(x == b[r])
-    rows = r[pos]
-    code[rows] = np.where((hi[pos] >> 2) == 1, PARENT, ANCESTOR)
+    # payload 0: a's own entry (a is an ancestor-or-self of b; b's copy, hi, has the distance);
+    # payload 1: b's own entry with a's copy (hi) above it. a == b is set last.
+    pos = np.flatnonzero(lo == 0)
+    code[dups.rows_of(pos)] = np.where((hi[pos] >> 2) == 1, CHILD, DESCENDANT)
+    pos = np.flatnonzero(lo == 1)
+    code[dups.rows_of(pos)] = np.where((hi[pos] >> 2) == 1, PARENT, ANCESTOR)
     code[a == b] = EXACT
     return code
 
@@ -437,8 +462,9 @@ def wu_palmer(
     dmin = np.asarray(ontology.depth_min, dtype=np.int64)
     dmax = np.asarray(ontology.depth_max, dtype=np.int64)
     rank_depth = dmin if lcs == "nltk" else dmax
-    # score of a candidate: deeper first, then the smallest id string; padding scores -1
-    score_of = rank_depth * n + (n - 1 - cl.rank)
+    # score of a candidate: deeper first, then the smallest id string; shifted above 32 bits
+    # so that a cell's position can ride in the low bits (one max-reduction finds the cell)
+    score_of = (rank_depth * n + (n - 1 - cl.rank)) << 32
     out = np.empty(a.size, dtype=np.float64)
     for pos in _ordered_chunks(cl, a, b):
         out[pos] = _wup_chunk(cl, a[pos], b[pos], rank_depth, score_of, dmin, dmax)
@@ -451,14 +477,16 @@ def _wup_chunk(cl, a, b, rank_depth, score_of, dmin, dmax) -> np.ndarray:
     if a.size == 0:
         return np.zeros(0)
     dups = _Dups(cl, a, b, side=True)
-    r, x = dups.r, dups.x
-    score = score_of[x]
-    best = np.maximum.reduceat(score, dups.starts())
-    jpos = np.flatnonzero(score == best[r])  # one cell per pair: scores are unique per node
+    x = dups.x
+    # best candidate per pair: max of score << 32 | cell position (scores are unique per node)
+    key = score_of[x]
+    key |= np.arange(x.size, dtype=np.int64)
+    jpos = np.maximum.reduceat(key, dups.starts()) & 0xFFFFFFFF
     s = x[jpos].astype(np.int64)
-    # NLTK: ``self`` (a) is the subsumer when it is one of the deepest candidates
-    apos = np.flatnonzero(x == a[r])
-    arow = r[apos]
+    # NLTK: ``self`` (a) is the subsumer when it is one of the deepest candidates; a's own
+    # entry is the cell whose lower copy has payload 0
+    apos = np.flatnonzero((dups.lo & dups.mask) == 0)
+    arow = dups.rows_of(apos)
     wins = rank_depth[a[arow]] == rank_depth[s[arow]]
     jpos[arow[wins]] = apos[wins]
     s[arow[wins]] = a[arow[wins]]

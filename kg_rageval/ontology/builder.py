@@ -57,6 +57,10 @@ class OntologyBuilder:
         self._eparent: list[str] = []
         self._ewhere: list[str | None] = []
         self._properties: list[Property] = []
+        # aliases (alternative ids), in declaration order
+        self._alias: list[str] = []
+        self._alias_target: list[str] = []
+        self._alias_where: list[str | None] = []
         self._conflicts: list[str] = []
         self.diagnostics: dict[str, int] = {}
         self.warnings: list[str] = []
@@ -187,6 +191,98 @@ class OntologyBuilder:
         self._eparent.extend(parents)
         self._ewhere.extend(ws)
 
+    def add_alias(self, alias: str, target: str, *, where: str | None = None) -> None:
+        """Declare ``alias`` as an alternative id of the concept ``target`` (OBO ``alt_id``,
+        oboInOwl ``hasAlternativeId``, a merged concept).
+
+        Checked by :meth:`build`: an alias that is also a node id is a conflict (an error, or a
+        counted warning ``alias_conflicts`` with ``conflicts="keep-first"``, the alias dropped);
+        an alias whose target is not a node is dropped and counted (``unknown_alias_targets``);
+        an alias naming two different targets is always an error; an alias equal to its own
+        target is dropped and counted (``self_aliases_dropped``); repeats are merged.
+        """
+        if not alias or not isinstance(alias, str) or "\x00" in alias:
+            raise OntologyError(f"invalid alias {alias!r}", source=self.source, location=where)
+        self._alias.append(alias)
+        self._alias_target.append(target)
+        self._alias_where.append(where)
+
+    def add_aliases(
+        self,
+        aliases: Iterable[str],
+        targets: Iterable[str],
+        *,
+        where: Iterable[str | None] | None = None,
+    ) -> None:
+        """Declare many aliases at once (parallel sequences; rules of :meth:`add_alias`)."""
+        aliases, targets = list(aliases), list(targets)
+        if len(aliases) != len(targets):
+            raise ValueError(f"{len(aliases)} aliases but {len(targets)} targets")
+        ws = [None] * len(aliases) if where is None else list(where)
+        if len(ws) != len(aliases):
+            raise ValueError(f"where has {len(ws)} entries, aliases {len(aliases)}")
+        for a, w in zip(aliases, ws):
+            if not a or not isinstance(a, str) or "\x00" in a:
+                raise OntologyError(f"invalid alias {a!r}", source=self.source, location=w)
+        self._alias.extend(aliases)
+        self._alias_target.extend(targets)
+        self._alias_where.extend(ws)
+
+    @property
+    def n_aliases(self) -> int:
+        """Aliases declared so far (before the checks of :meth:`build`)."""
+        return len(self._alias)
+
+    def _check_aliases(self, conflicts: str) -> dict[str, int]:
+        """alias -> declaration position of its target, after the rules of :meth:`add_alias`."""
+        targets: dict[str, str] = {}
+        first_where: dict[str, str | None] = {}
+        clashes: list[str] = []
+        two: list[str] = []
+        for a, t, w in zip(self._alias, self._alias_target, self._alias_where):
+            if a == t:
+                self.warn("self_aliases_dropped", f"{a!r} is declared an alias of itself")
+                continue
+            if a in self._pos or a == VIRTUAL_ROOT_ID:
+                clashes.append(f"{a!r} (alias of {t!r}{', ' + w if w else ''}) is also a node id")
+                continue
+            known = targets.get(a)
+            if known is None:
+                targets[a] = t
+                first_where[a] = w
+            elif known != t:
+                two.append(
+                    f"{a!r} names {known!r} ({first_where[a] or 'first'}) and {t!r} ({w or 'later'})"
+                )
+        if two:
+            shown = "; ".join(two[:5]) + (f" (and {len(two) - 5} more)" if len(two) > 5 else "")
+            raise OntologyError(
+                f"{len(two)} alias(es) name two different concepts: {shown}", source=self.source
+            )
+        if clashes:
+            if conflicts == "error":
+                shown = "; ".join(clashes[:5])
+                more = f" (and {len(clashes) - 5} more)" if len(clashes) > 5 else ""
+                raise OntologyError(
+                    f"{len(clashes)} alias(es) equal to a node id: {shown}{more}; pass "
+                    "conflicts='keep-first' to drop them",
+                    source=self.source,
+                )
+            self.warn("alias_conflicts", count=len(clashes))
+            for c in clashes[:20]:
+                self.warn("alias_conflicts", c, count=0)
+        out: dict[str, int] = {}
+        for a, t in targets.items():
+            pos = self._pos.get(t)
+            if pos is None:
+                self.warn(
+                    "unknown_alias_targets",
+                    f"{a!r} is an alias of {t!r}, which is not in the ontology",
+                )
+            else:
+                out[a] = pos
+        return out
+
     def add_property(self, prop: Property) -> None:
         self._properties.append(prop)
 
@@ -210,7 +306,8 @@ class OntologyBuilder:
     def build(self, *, dangling: str = "error", conflicts: str = "error") -> Ontology:
         """Compile. ``dangling``: ``"error"`` (default) or ``"drop"`` (counted warning) for
         edges whose parent or child was never declared; ``conflicts``: ``"error"`` (default)
-        or ``"keep-first"`` for duplicate ids with different labels."""
+        or ``"keep-first"`` for duplicate ids with different labels and for aliases equal to a
+        node id (see :meth:`add_alias`)."""
         if dangling not in ("error", "drop"):
             raise ValueError("dangling must be 'error' or 'drop'")
         if conflicts not in ("error", "keep-first"):
@@ -226,6 +323,7 @@ class OntologyBuilder:
                     source=self.source,
                 )
             self.warn("conflicting_labels", count=len(self._conflicts))
+        alias_pos = self._check_aliases(conflicts) if self._alias else {}
 
         names = list(self._pos)  # declaration order
         get = self._pos.get
@@ -324,6 +422,11 @@ class OntologyBuilder:
                         f"property {prop.id!r} names {ref!r} in its domain/range, not a concept",
                     )
 
+        alias_ids = tuple(sorted(alias_pos))
+        alias_targets = np.asarray(
+            [int(new_of_old[alias_pos[a]]) for a in alias_ids], dtype=np.int32
+        )
+
         return Ontology(
             ids=ids,
             parent_ptr=parent_ptr,
@@ -344,6 +447,8 @@ class OntologyBuilder:
             source=self.source,
             diagnostics=dict(self.diagnostics),
             warnings=tuple(self.warnings),
+            alias_ids=alias_ids,
+            alias_targets=alias_targets,
         )
 
 

@@ -2,7 +2,9 @@
 
 The file is a NumPy ``.npz`` archive (no pickles: ``allow_pickle=False``) holding the CSR
 arrays, the depths and status, the strings as NUL-separated UTF-8 blobs, and a JSON header
-with the format version, prefixes, properties, diagnostics and the content hash. Reloading a
+with the format version, prefixes, properties, diagnostics and the content hash. Aliases,
+when there are any, are two more arrays (``alias_ids`` blob, ``alias_targets``); files without
+them (written before aliases existed) load unchanged, so the format version stays 1. Reloading a
 350,000-concept ontology takes a fraction of a second (``docs/performance.md``).
 """
 
@@ -53,6 +55,9 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     }
     syn_counts = np.asarray([len(s) for s in ontology.synonyms], dtype=np.int32)
     arrays = {name: getattr(ontology, name) for name in _ARRAYS}
+    if ontology.alias_ids:
+        arrays["alias_ids"] = _blob(ontology.alias_ids)
+        arrays["alias_targets"] = np.asarray(ontology.alias_targets, dtype=np.int32)
     with open(p, "wb") as fh:
         np.savez(
             fh,
@@ -107,6 +112,13 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
         ends = np.cumsum(counts).tolist()
         starts = [0] + ends[:-1]
         syns = tuple([tuple(flat[a:b]) if a != b else () for a, b in zip(starts, ends)])
+    aliases: dict = {}
+    if "alias_targets" in z.files:
+        targets = z["alias_targets"].astype(np.int32)
+        alias_ids = tuple(_unblob(z["alias_ids"], targets.size))
+        if len(alias_ids) != targets.size or (targets.size and (targets.min() < 0 or targets.max() >= n)):
+            raise InputError("corrupt alias arrays in the compiled ontology; recompile it", source=str(p))
+        aliases = {"alias_ids": alias_ids, "alias_targets": targets}
     return Ontology(
         ids=tuple(_unblob(z["ids"], n)),
         labels=masked("labels", "label_mask"),
@@ -123,4 +135,5 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
         warnings=tuple(header["warnings"]),
         stored_hash=header["content_hash"],
         **{name: z[name] for name in _ARRAYS},
+        **aliases,
     )

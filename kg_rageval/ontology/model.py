@@ -16,6 +16,11 @@ Conventions (also in ``docs/ontology.md``):
 * **Status.** ``active``, ``deprecated`` or ``revoked``; a revoked or deprecated node may name a
   replacement (``replaced_by``). Deprecated nodes stay in the hierarchy; metrics decide what to
   do with them (by default they raise, see each family's ``on_status`` option).
+* **Aliases.** Alternative ids (OBO ``alt_id``, oboInOwl ``hasAlternativeId``, merged
+  concepts) are stored apart from the nodes (``alias_ids`` sorted, ``alias_targets`` the target
+  index of each). :meth:`Ontology.index` does *not* accept them (metrics must not rewrite ids
+  quietly); it raises :class:`UnknownIdError` with a hint naming the concept. Map one
+  explicitly with :meth:`Ontology.canonical`; :meth:`Ontology.resolve` accepts them too.
 * **Relation of two nodes** (:meth:`Ontology.relation`), seen from the gold node ``g`` to the
   predicted node ``p``: ``exact``; ``parent`` (p is a direct parent of g: over-generalisation by
   one level); ``ancestor`` (p is a proper ancestor but not a parent); ``child``; ``descendant``;
@@ -29,7 +34,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Iterator, Sequence
+from types import MappingProxyType
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -92,6 +98,8 @@ class Ontology:
     diagnostics: dict[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     stored_hash: str | None = None
+    alias_ids: tuple[str, ...] = ()
+    alias_targets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -145,11 +153,55 @@ class Ontology:
 
     # ------------------------------------------------------------------ id mapping
     def index(self, node_id: str) -> int:
-        """Integer index of ``node_id``; raises :class:`UnknownIdError`."""
+        """Integer index of ``node_id``; raises :class:`UnknownIdError`.
+
+        An alias (alternative id) is *not* accepted: the error's hint names its concept (map it
+        with :meth:`canonical`)."""
         try:
             return self._index[node_id]
         except KeyError:
             raise UnknownIdError(node_id, hint=self._suggest(node_id)) from None
+
+    # ------------------------------------------------------------------ aliases
+    @cached_property
+    def _alias_index(self) -> dict[str, int]:
+        return dict(zip(self.alias_ids, self.alias_targets.tolist()))
+
+    @property
+    def aliases(self) -> Mapping[str, int]:
+        """Read-only mapping alias (alternative id) → index of its concept."""
+        return MappingProxyType(self._alias_index)
+
+    @property
+    def n_aliases(self) -> int:
+        return len(self.alias_ids)
+
+    def alias_of(self, node_id: str) -> str | None:
+        """The concept id that ``node_id`` is an alternative id of, or ``None`` when it is not
+        an alias (a real id, or an id the ontology does not know)."""
+        t = self._alias_index.get(node_id)
+        return None if t is None else self.ids[t]
+
+    def canonical(self, node_id: str) -> str:
+        """``node_id`` itself when it is a node id, the concept it names when it is an alias;
+        raises :class:`UnknownIdError` otherwise."""
+        if node_id in self._index:
+            return node_id
+        t = self._alias_index.get(node_id)
+        if t is not None:
+            return self.ids[t]
+        raise UnknownIdError(node_id, hint=self._suggest(node_id))
+
+    def _alias_hint(self, node_id: str) -> str | None:
+        t = self._alias_index.get(node_id)
+        if t is None:
+            return None
+        lab = self.labels[t]
+        return (
+            f"{node_id!r} is an alternative id of {self.ids[t]}"
+            + (f" ({lab})" if lab else "")
+            + "; map it with Ontology.canonical() (or a metric family's on_unknown option)"
+        )
 
     def indices(self, node_ids: Iterable[str], *, where: str | None = None) -> np.ndarray:
         """Indices of many ids (int32 array); all unknown ids are reported in one error."""
@@ -159,13 +211,25 @@ class Ontology:
         if arr.size and arr.min() < 0:
             node_ids = list(node_ids) if not isinstance(node_ids, Sequence) else node_ids
             bad = sorted({str(node_ids[k]) for k in np.flatnonzero(arr < 0)})
-            raise UnknownIdError(bad, where=where)
+            hint = None
+            aliased = [b for b in bad if b in self._alias_index]
+            if aliased:
+                shown = ", ".join(f"{a!r} → {self.alias_of(a)}" for a in aliased[:5])
+                more = f" (and {len(aliased) - 5} more)" if len(aliased) > 5 else ""
+                hint = (
+                    f"{len(aliased)} of them {'is an alternative id' if len(aliased) == 1 else 'are alternative ids'}"
+                    f" ({shown}{more}); map them with Ontology.canonical()"
+                )
+            raise UnknownIdError(bad, where=where, hint=hint)
         return arr
 
     def id_of(self, index: int) -> str:
         return self.ids[index]
 
     def _suggest(self, node_id: str) -> str | None:
+        alias = self._alias_hint(node_id)
+        if alias:
+            return alias
         found = self.find_by_label(node_id)
         if found:
             return f"did you mean {', '.join(found[:3])} (by label)?"
@@ -208,13 +272,19 @@ class Ontology:
         return f"{best_prefix}:{iri[len(best):]}"
 
     def resolve(self, id_or_label: str) -> str:
-        """An id given as itself, as a CURIE of a full-IRI id, as a full IRI of a CURIE id, or
+        """An id given as itself, as a CURIE of a full-IRI id, as a full IRI of a CURIE id, as
+        an alias (alternative id, in any of those spellings; the concept's id is returned), or
         as an unambiguous label (case-insensitive, labels and synonyms)."""
         if id_or_label in self._index:
             return id_or_label
-        for candidate in (self.expand_curie(id_or_label), self.compact_iri(id_or_label)):
+        candidates = (id_or_label, self.expand_curie(id_or_label), self.compact_iri(id_or_label))
+        for candidate in candidates[1:]:
             if candidate in self._index:
                 return candidate
+        for candidate in candidates:
+            t = self._alias_index.get(candidate)
+            if t is not None:
+                return self.ids[t]
         found = self.find_by_label(id_or_label)
         if len(found) == 1:
             return found[0]
@@ -393,7 +463,9 @@ class Ontology:
     @cached_property
     def content_hash(self) -> str:
         """sha256 of the ontology's content, independent of loading order: the sorted nodes
-        (id, label, status, replacement) and the sorted (child, parent) edges."""
+        (id, label, status, replacement), the sorted (child, parent) edges and, only when there
+        are any (so hashes of ontologies without aliases are unchanged), the sorted
+        (alias, target) pairs."""
         if self.stored_hash:
             return self.stored_hash
         ids, labels = self.ids, self.labels
@@ -417,6 +489,12 @@ class Ontology:
             f"E\x1f{ids[c]}\x1f{ids[p]}\n"
             for c, p in zip(child[srt].tolist(), parent[srt].tolist())
         )
+        if self.alias_ids:
+            targets = self.alias_targets.tolist()
+            parts.extend(
+                f"A\x1f{a}\x1f{ids[t]}\n"
+                for a, t in sorted(zip(self.alias_ids, targets))
+            )
         h = hashlib.sha256("".join(parts).encode())
         return "sha256:" + h.hexdigest()
 
@@ -439,6 +517,7 @@ class Ontology:
             "deprecated": int(status_counts[DEPRECATED]),
             "revoked": int(status_counts[REVOKED]),
             "with_replacement": int((self.replaced_by >= 0).sum()),
+            "aliases": self.n_aliases,
             "labelled": sum(1 for lab in self.labels if lab) - (1 if self.virtual_root else 0),
             "with_synonyms": sum(1 for s in self.synonyms if s),
             "with_definition": sum(1 for d in self.definitions if d),

@@ -4,7 +4,8 @@ Read from each ``[Term]`` stanza: ``id``, ``name`` (label), ``is_a`` (edges; tra
 ``{qualifiers}`` and ``! comment`` stripped), ``synonym: "text" SCOPE [TYPE] [xrefs]`` (scope
 ``EXACT``/``BROAD``/``NARROW``/``RELATED``), ``def: "text" [xrefs]``, ``is_obsolete: true``
 (deprecated), ``replaced_by`` (the replacement), ``consider`` (kept as a warning, not a
-replacement: the spec says "may be appropriate"), ``namespace`` and ``alt_id`` (counted).
+replacement: the spec says "may be appropriate"), ``namespace`` and ``alt_id`` (an alias of
+the term, :meth:`~kg_rageval.ontology.Ontology.canonical`; also counted as ``alt_ids``).
 ``[Typedef]`` stanzas become :class:`~kg_rageval.ontology.Property` (``domain``/``range``);
 ``[Instance]`` stanzas are skipped and counted. ``relationship:`` and ``intersection_of:`` lines
 are not hierarchy edges and are counted (``relationship_lines_ignored``,
@@ -200,13 +201,13 @@ def load_obo(
             prefixes[parts[0]] = parts[1]
     used: set[str] = set()
 
-    def clean_id(value: str, lineno: int, tag: str) -> str:
+    def clean_id(value: str, lineno: int, tag: str, *, record_prefix: bool = True) -> str:
         v = _unescape(_strip_comment_and_qualifiers(value)).strip()
         if not v or any(c.isspace() for c in v):
             raise InputError(
                 f"{tag}: expected one identifier, found {value[:60]!r}", source=src, location=f"line {lineno}"
             )
-        m = _ID_PREFIX.match(v)
+        m = _ID_PREFIX.match(v) if record_prefix else None
         if m:
             used.add(m.group(1))
         return v
@@ -283,7 +284,12 @@ def load_obo(
                 "obsolete_with_consider_only",
                 f"{node_id!r} is obsolete; consider {', '.join(consider)} (no replaced_by)",
             )
-        counts["alt_ids"] = counts.get("alt_ids", 0) + len(st.get("alt_id"))
+        alt_ids = st.get("alt_id")
+        counts["alt_ids"] = counts.get("alt_ids", 0) + len(alt_ids)
+        for value, lineno in alt_ids:
+            # the prefix of an alt_id is not recorded: prefixes stay those of the OWL release
+            b.add_alias(clean_id(value, lineno, "alt_id", record_prefix=False), node_id,
+                        where=f"line {lineno}")
         for tag in ("relationship", "intersection_of", "union_of"):
             n = len(st.get(tag))
             if n:

@@ -24,6 +24,9 @@ What becomes what:
 * **Definitions**: ``IAO:0000115`` and ``skos:definition`` (same language preference).
 * **Status**: ``owl:deprecated true`` → deprecated; ``IAO:0100001`` (term replaced by) or
   ``dcterms:isReplacedBy`` names the replacement.
+* **Aliases**: ``oboInOwl:hasAlternativeId`` (a literal CURIE such as ``"DOID:267"``, or an
+  IRI, compacted) makes an alternative id of the node
+  (:meth:`~kg_rageval.ontology.Ontology.canonical`), like the OBO ``alt_id``.
 * **Object properties**: ``owl:ObjectProperty`` (and ``rdf:Property`` with a domain or range)
   with their named ``rdfs:domain`` / ``rdfs:range`` become :class:`~kg_rageval.ontology.Property`.
 * **Ids**: IRIs are compacted to CURIEs with the file's own namespace bindings (and a
@@ -525,6 +528,7 @@ def graph_to_ontology(
     repl_ps = (U(IAO_REPLACED_BY), U(_DCT + "isReplacedBy"))
     syn_ps = tuple(U(x) for x in _SYNONYM_PREDICATES)
     obo_ns_p = U(_OIO + "hasOBONamespace")
+    alt_id_p = U(_OIO + "hasAlternativeId")
     non_literal_labels = 0
     nodes_sorted = sorted(node_type, key=str)
 
@@ -567,6 +571,10 @@ def graph_to_ontology(
         )
         for extra in winners[1:]:
             b.add_node(nid, label=extra, where=f"<{s}>")  # recorded as a label conflict
+        for o in graph.objects(s, alt_id_p):
+            alt = compact(str(o)) if isinstance(o, URIRef) else str(o).strip()
+            if alt:
+                b.add_alias(alt, nid, where=f"<{s}>")
     if non_literal_labels:
         b.warn("non_literal_labels_skipped", count=non_literal_labels)
 
