@@ -30,8 +30,9 @@ _HEADLINE = (
               help="Count the root in the augmented sets (default: left out, it gives free credit).")
 @click.option("--lca-bounded", is_flag=True,
               help="Kosmopoulos' LCA-bounded hP/hR (one gold and one predicted node per record).")
-@click.option("--on-unknown", type=click.Choice(["error", "count"]), default="error", show_default=True,
-              help="Ids the ontology lacks: fail, or score them as their own error category.")
+@click.option("--on-unknown", type=click.Choice(["error", "count", "alias"]), default="error", show_default=True,
+              help="Ids the ontology lacks: fail, score them as their own error category, or map "
+                   "alternative ids (OBO alt_id) to their concept and fail on the rest.")
 @click.option("--on-status", type=click.Choice(["error", "count", "replace"]), default="error",
               show_default=True,
               help="Deprecated/revoked ids: fail, count them as a category, or map to their replacement.")

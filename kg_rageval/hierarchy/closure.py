@@ -56,6 +56,20 @@ class Closure:
     def dist_mask(self) -> int:
         return (1 << (self.pbits - 2)) - 1
 
+    def matrix_rows(self, nodes: np.ndarray, w: int) -> np.ndarray:
+        """The first ``w`` columns of the padded key matrix at ``nodes`` (needs :attr:`matrix`).
+
+        Gathered as one fixed-size record per row (a void view with the matrix's row stride):
+        a 1-D fancy index copies each row prefix in one block, about twice as fast as
+        ``matrix[nodes, :w]`` and without copying the unused columns as ``np.take`` would."""
+        M = self.matrix
+        if w >= self.width:
+            return np.take(M, nodes, axis=0)
+        it = M.itemsize
+        rows = np.ndarray((M.shape[0],), dtype=np.dtype((np.void, it * w)), buffer=M,
+                          strides=(it * self.width,))
+        return rows[nodes].view(M.dtype).reshape(len(nodes), w)
+
     def rows(self, nodes: np.ndarray, width: int | None = None) -> np.ndarray:
         """Padded encoded ancestor rows of ``nodes`` as an ``(len(nodes), w)`` block; ``w`` is
         the longest of those rows (or ``width``). Padding cells hold :attr:`pad`."""
@@ -63,9 +77,7 @@ class Closure:
         w = int(lens.max()) if width is None and lens.size else (width or 0)
         w = max(w, 1)
         if self.matrix is not None:
-            if w == self.width:
-                return self.matrix[nodes]
-            return self.matrix[nodes, :w]
+            return self.matrix_rows(nodes, w)
         starts = self.ptr[nodes]
         cols = np.arange(w, dtype=np.int64)
         idx = starts[:, None] + cols[None, :]

@@ -75,8 +75,7 @@ def _sorted_block(cl: Closure, a: np.ndarray, b: np.ndarray, side: bool):
         ab = np.empty(2 * m, dtype=np.int64)
         ab[0::2] = a
         ab[1::2] = b
-        M = cl.matrix if w == cl.width else cl.matrix[:, :w]
-        S = M[ab].reshape(m, 2 * w) if w != cl.width else np.take(M, ab, axis=0).reshape(m, 2 * w)
+        S = cl.matrix_rows(ab, w).reshape(m, 2 * w)
         if side:  # b's copies get side bit 1 (its padding becomes pad + 1: still filtered)
             S.reshape(m, 2, w)[:, 1, :] += 1
     else:

@@ -244,7 +244,8 @@ class OntologyBuilder:
                 self.warn("self_aliases_dropped", f"{a!r} is declared an alias of itself")
                 continue
             if a in self._pos or a == VIRTUAL_ROOT_ID:
-                clashes.append(f"{a!r} (alias of {t!r}{', ' + w if w else ''}) is also a node id")
+                what = "a node id" if a in self._pos else "the reserved virtual-root id"
+                clashes.append(f"{a!r} (alias of {t!r}{', ' + w if w else ''}) is also {what}")
                 continue
             known = targets.get(a)
             if known is None:
