@@ -8,6 +8,7 @@ an ontology does not conform, 2 invalid input or configuration, 3 an internal er
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import click
