@@ -19,7 +19,10 @@ then the relation of the predicted to the gold node (``parent`` ... ``unrelated`
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -29,7 +32,8 @@ from ..errors import InputError, MissingEvidence, UnknownIdError
 from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, ratio
 from ..ontology import ACTIVE, RELATIONS, STATUS_NAMES, Ontology
 from ..records import Record, located, read_records, where
-from .kernels import hierarchical_counts, path_length, relation_codes, wu_palmer
+from .closure import closure
+from .kernels import _root_excluded, hierarchical_counts, pair_measures
 
 ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + ("nil_pred", "nil_gold", "multi", "unknown", "inactive")
 """Every category an error row can fall in (its ``relation`` detail)."""
@@ -200,8 +204,150 @@ def score_hierarchy(
     if not records:
         raise InputError("no records to score", source=source)
 
+    col = _collect(records)
+    if col is None:  # something is malformed: the per-record reader raises the first problem
+        col = _collect_checked(records)
+    if not col.items:
+        raise MissingEvidence(
+            (f"{source}: " if source else "")
+            + f"none of the {len(records)} records has a labels section with gold and pred lists"
+        )
+    res = _resolve(ontology, col, on_unknown=on_unknown, on_status=on_status)
+    return _score(ontology, col, res, include_root=include_root, lca_bounded=lca_bounded,
+                  wup_lcs=wup_lcs, wup_identical=wup_identical, on_unknown=on_unknown,
+                  on_status=on_status)
+
+
+# ---------------------------------------------------------------------------- collecting
+_ABSENT = object()
+
+
+class _Columns:
+    """The scorable records as flat columns: ``items`` (the records), per side the label lists
+    (``gold``/``pred``, strings deduplicated in order), their lengths and offsets and all their
+    ids in one flat list; ``slices`` (each record's ``slices`` value) and ``unscored``."""
+
+    __slots__ = ("items", "gold", "pred", "slices", "unscored", "flat")
+
+    def __init__(self, items, gold, pred, slices, unscored, flat=None):
+        #: per side, ``(lens, flat ids)`` when already computed
+        self.flat: dict[str, tuple[np.ndarray, list[str]]] = flat or {}
+        self.items: list[Record] = items
+        self.gold: list[list[str]] = gold
+        self.pred: list[list[str]] = pred
+        self.slices: list[Any] = slices
+        self.unscored: list[dict[str, str]] = unscored
+
+
+def _collect(records: list[Record]) -> _Columns | None:
+    """The records as :class:`_Columns`, or ``None`` when something is malformed.
+
+    Bulk path first: when every record's ``labels`` is a dict whose ``gold`` and ``pred`` are
+    lists, the columns are pulled out with C-level ``map`` calls (no per-record Python code);
+    otherwise :func:`_collect_loop` handles the absent sections and the NIL/string forms."""
+    if type(records) is not list or any(type(r) is not dict for r in records[:1]):
+        return _collect_loop(records)
+    try:
+        labels = list(map(dict.get, records, repeat("labels")))
+    except TypeError:
+        return _collect_loop(records)
+    if set(map(type, labels)) != {dict}:
+        return _collect_loop(records)
+    absent = _ABSENT
+    golds = list(map(dict.get, labels, repeat("gold"), repeat(absent)))
+    preds = list(map(dict.get, labels, repeat("pred"), repeat(absent)))
+    if set(map(type, golds)) != {list} or set(map(type, preds)) != {list}:
+        return _collect_loop(records)
+    done = {}
+    for name, side in (("gold", golds), ("pred", preds)):
+        lens = np.fromiter(map(len, side), dtype=np.int64, count=len(side))
+        multi = np.flatnonzero(lens > 1)
+        for k in multi.tolist():
+            try:
+                side[k] = list(dict.fromkeys(side[k]))
+            except TypeError:
+                return None
+        if multi.size:
+            lens[multi] = np.fromiter((len(side[k]) for k in multi.tolist()), dtype=np.int64,
+                                      count=multi.size)
+        flat = list(chain.from_iterable(side))
+        if flat and (set(map(type, flat)) != {str} or "" in flat):
+            return None
+        done[name] = (lens, flat)
+    slices = list(map(dict.get, records, repeat("slices")))
+    return _Columns(records, golds, preds, slices, [], done)
+
+
+def _collect_loop(records: list[Record]) -> _Columns | None:
+    """One pass over ``records`` for the common, well-formed case; ``None`` as soon as anything
+    is malformed (the caller then runs :func:`_collect_checked`, which raises the first problem
+    in record order with its message). Element types are checked afterwards, over the flat id
+    list, at C speed."""
+    items: list[Record] = []
+    golds: list[list[str]] = []
+    preds: list[list[str]] = []
+    slices: list[Any] = []
     unscored: list[dict[str, str]] = []
-    items: list[tuple[Record, list[str], list[str]]] = []
+    absent = _ABSENT
+    for rec in records:
+        labels = rec.get("labels")
+        if type(labels) is not dict:
+            if labels is None:
+                unscored.append({"record_id": str(rec.get("id")), "reason": "no labels section"})
+                continue
+            return None  # not an object (or a dict subclass): the checked path decides
+        gold = labels.get("gold", absent)
+        pred = labels.get("pred", absent)
+        if type(gold) is not list:
+            gold = _normalise(gold)
+            if gold is None:
+                return None
+        elif len(gold) > 1:
+            try:
+                gold = list(dict.fromkeys(gold))
+            except TypeError:
+                return None
+        if type(pred) is not list:
+            pred = _normalise(pred)
+            if pred is None:
+                return None
+        elif len(pred) > 1:
+            try:
+                pred = list(dict.fromkeys(pred))
+            except TypeError:
+                return None
+        if gold is absent or pred is absent:
+            unscored.append({"record_id": str(rec.get("id")),
+                             "reason": f"labels.{'gold' if gold is absent else 'pred'} is absent"})
+            continue
+        items.append(rec)
+        golds.append(gold)
+        preds.append(pred)
+        slices.append(rec.get("slices"))
+    for side in (golds, preds):
+        flat = list(chain.from_iterable(side))
+        if flat and (set(map(type, flat)) != {str} or "" in flat):
+            return None
+    return _Columns(items, golds, preds, slices, unscored)
+
+
+def _normalise(value: Any) -> Any:
+    """A non-list label value as a list (``None`` = NIL, a non-empty string = one id), the
+    absent marker unchanged, ``None`` when malformed."""
+    if value is _ABSENT:
+        return value
+    if value is None:
+        return []
+    if type(value) is str and value:
+        return [value]
+    return None
+
+
+def _collect_checked(records: list[Record]) -> _Columns:
+    """Per-record reading with full checks: raises :class:`InputError` at the first malformed
+    record (in record order)."""
+    items, golds, preds, slices = [], [], [], []
+    unscored: list[dict[str, str]] = []
     for rec in records:
         if not isinstance(rec.get("labels"), dict):
             reason = "no labels section" if rec.get("labels") is None else "labels is not an object"
@@ -216,110 +362,216 @@ def score_hierarchy(
             unscored.append({"record_id": str(rec.get("id")),
                              "reason": f"labels.{'gold' if gold is None else 'pred'} is absent"})
             continue
-        items.append((rec, gold, pred))
-    if not items:
-        raise MissingEvidence(
-            (f"{source}: " if source else "")
-            + f"none of the {len(records)} records has a labels section with gold and pred lists"
-        )
+        items.append(rec)
+        golds.append(gold)
+        preds.append(pred)
+        slices.append(rec.get("slices"))
+    return _Columns(items, golds, preds, slices, unscored)
 
-    # ---- resolve ids, collecting every problem before raising
-    unknown: list[tuple[str, str]] = []
-    inactive: list[str] = []
-    replaced = 0
-    aliased = 0
-    resolved: list[tuple[list[int], list[str], list[int], list[str]]] = []
-    pred_inactive = np.zeros(len(items), dtype=np.int64)
-    gold_inactive = np.zeros(len(items), dtype=np.int64)
-    for k, (rec, gold, pred) in enumerate(items):
-        sides = []
-        for side, ids in (("gold", gold), ("pred", pred)):
-            known: list[int] = []
-            unk: list[str] = []
-            for pos, node_id in enumerate(ids):
-                i = _lookup(ontology, node_id)
-                if i < 0 and on_unknown == "alias":
-                    i = ontology.aliases.get(node_id, -1)
-                    aliased += i >= 0
-                if i < 0:
-                    unk.append(node_id)
-                    unknown.append((node_id, located(rec, f"labels.{side}[{pos}]")))
-                    continue
-                st = int(ontology.status[i])
-                if st != ACTIVE:
-                    rep = int(ontology.replaced_by[i])
-                    if on_status == "replace" and rep >= 0:
-                        i = rep
-                        replaced += 1
-                    elif on_status == "error":
-                        inactive.append(
-                            f"{node_id!r} is {STATUS_NAMES[st]}"
-                            + (f" (replaced by {ontology.ids[rep]!r})" if rep >= 0 else "")
-                            + f" ({located(rec, f'labels.{side}[{pos}]')})"
-                        )
-                    else:
-                        (gold_inactive if side == "gold" else pred_inactive)[k] = 1
-                known.append(i)
-            sides.append((list(dict.fromkeys(known)), unk))
-        resolved.append((sides[0][0], sides[0][1], sides[1][0], sides[1][1]))
-    if unknown and on_unknown != "count":
-        first = unknown[0][1] + (f" and {len(unknown) - 1} more places" if len(unknown) > 1 else "")
-        n_alt = len({u for u, _ in unknown if u in ontology.aliases})
+
+# ---------------------------------------------------------------------------- resolving ids
+class _Side:
+    """One side (gold or pred) of every row, resolved: ``lens`` (ids per row), ``item`` (row of
+    each flat entry), ``idx`` (node index per flat entry, -1 = unknown), ``flat`` (the strings)."""
+
+    __slots__ = ("name", "lens", "starts", "item", "idx", "flat")
+
+    def __init__(self, name: str, lists: list[list[str]], done=None):
+        self.name = name
+        m = len(lists)
+        if done is None:
+            done = (np.fromiter(map(len, lists), dtype=np.int64, count=m),
+                    list(chain.from_iterable(lists)))
+        self.lens, self.flat = done
+        self.starts = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(self.lens, out=self.starts[1:])
+        self.item = np.repeat(np.arange(m, dtype=np.int64), self.lens)
+        self.idx = np.zeros(0, dtype=np.int64)
+
+    def pos(self, j: int) -> int:
+        """Position of flat entry ``j`` in its record's (deduplicated) list."""
+        return j - int(self.starts[self.item[j]])
+
+
+class _Resolved:
+    __slots__ = ("gold", "pred", "pred_inactive", "gold_inactive", "replaced", "aliased")
+
+
+def _lookup_all(o: Ontology, flat: list[str]) -> np.ndarray:
+    """Node index of every id (``Ontology._index``, then the CURIE expansion), -1 = unknown."""
+    idx = np.fromiter(map(o._index.get, flat, repeat(-1, len(flat))), dtype=np.int64,
+                      count=len(flat))
+    for j in np.flatnonzero(idx < 0).tolist():
+        idx[j] = _lookup(o, flat[j])
+    return idx
+
+
+def _resolve(o: Ontology, col: _Columns, *, on_unknown: str, on_status: str) -> _Resolved:
+    """Resolve every id, collecting every problem (in record, side, position order) before
+    raising: unknown ids (``on_unknown="error"``) first, then inactive ids
+    (``on_status="error"``)."""
+    m = len(col.items)
+    sides = (_Side("gold", col.gold, col.flat.get("gold")),
+             _Side("pred", col.pred, col.flat.get("pred")))
+    res = _Resolved()
+    res.gold, res.pred = sides
+    res.pred_inactive = np.zeros(m, dtype=np.int64)
+    res.gold_inactive = np.zeros(m, dtype=np.int64)
+    res.replaced = 0
+    res.aliased = 0
+    status = np.asarray(o.status)
+    replaced_by = np.asarray(o.replaced_by, dtype=np.int64)
+    unknown: list[tuple[int, int, int]] = []  # (row, side, flat entry)
+    inactive: list[tuple[int, int, int]] = []
+    for s_no, side in enumerate(sides):
+        side.idx = idx = _lookup_all(o, side.flat)
+        unk = np.flatnonzero(idx < 0)
+        if unk.size and on_unknown == "alias":  # an alternative id scores as its concept
+            aliases = o.aliases
+            for j in unk.tolist():
+                idx[j] = aliases.get(side.flat[j], -1)
+            res.aliased += int((idx[unk] >= 0).sum())
+            unk = unk[idx[unk] < 0]
+        if unk.size and on_unknown != "count":
+            unknown += [(int(side.item[j]), s_no, int(j)) for j in unk[:1]]
+            unknown += [(-1, s_no, int(j)) for j in unk[1:]]  # only the first place is shown
+        known = np.flatnonzero(idx >= 0)
+        bad = known[status[idx[known]] != ACTIVE]
+        if not bad.size:
+            continue
+        flag = res.gold_inactive if s_no == 0 else res.pred_inactive
+        if on_status == "error":
+            inactive += [(int(side.item[j]), s_no, int(j)) for j in bad]
+        elif on_status == "replace":
+            rep = replaced_by[idx[bad]]
+            has = rep >= 0
+            idx[bad[has]] = rep[has]
+            res.replaced += int(has.sum())
+            flag[side.item[bad[~has]]] = 1
+        else:
+            flag[side.item[bad]] = 1
+    if unknown:
+        first = min((u for u in unknown if u[0] >= 0), key=lambda u: u[:2])
+        side = sides[first[1]]
+        n_unknown = len(unknown)
+        where_first = located(col.items[first[0]], f"labels.{side.name}[{side.pos(first[2])}]")
+        where_first += f" and {n_unknown - 1} more places" if n_unknown > 1 else ""
+        names = sorted({s.flat[j] for s in sides for j in np.flatnonzero(s.idx < 0).tolist()})
+        n_alt = sum(1 for u in names if u in o.aliases)
         raise UnknownIdError(
-            sorted({u for u, _ in unknown}),
-            where=first,
+            names,
+            where=where_first,
             hint="pass on_unknown='count' (CLI: --on-unknown count) to score them as a category"
             + (f"; {n_alt} of them are alternative ids: on_unknown='alias' maps them" if n_alt else ""),
         )
     if inactive:
-        shown = "; ".join(inactive[:10]) + (f" (and {len(inactive) - 10} more)" if len(inactive) > 10 else "")
+        inactive.sort()
+        msgs = []
+        for row, s_no, j in inactive[:11]:
+            side = sides[s_no]
+            i = int(side.idx[j])
+            st = int(status[i])
+            rep = int(replaced_by[i])
+            msgs.append(
+                f"{side.flat[j]!r} is {STATUS_NAMES[st]}"
+                + (f" (replaced by {o.ids[rep]!r})" if rep >= 0 else "")
+                + f" ({located(col.items[row], f'labels.{side.name}[{side.pos(j)}]')})"
+            )
+        shown = "; ".join(msgs[:10]) + (f" (and {len(inactive) - 10} more)" if len(inactive) > 10 else "")
         raise InputError(
             f"deprecated or revoked ids: {shown}; pass on_status='count' or 'replace' "
             "(CLI: --on-status) to score them"
         )
-
-    ev = _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored,
-                include_root=include_root, lca_bounded=lca_bounded, wup_lcs=wup_lcs,
-                wup_identical=wup_identical, on_unknown=on_unknown, on_status=on_status,
-                replaced=replaced)
-    if on_unknown == "alias":
-        ev.meta["n_aliased"] = int(aliased)
-    return ev
+    return res
 
 
-def _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored, *, include_root,
-           lca_bounded, wup_lcs, wup_identical, on_unknown, on_status, replaced) -> Evaluation:
-    m = len(items)
-    gk = [r[0] for r in resolved]
-    gu = [r[1] for r in resolved]
-    pk = [r[2] for r in resolved]
-    pu = [r[3] for r in resolved]
-    single_g = np.array([len(g) == 1 and not u for g, u in zip(gk, gu)])
-    single_p = np.array([len(p) == 1 and not u for p, u in zip(pk, pu)])
-    all_single = bool(single_g.all() and single_p.all())
+# ---------------------------------------------------------------------------- scoring
+_IDS_CACHE: "weakref.WeakKeyDictionary[Ontology, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def _ids_array(o: Ontology) -> np.ndarray:
+    arr = _IDS_CACHE.get(o)
+    if arr is None:
+        arr = np.empty(len(o), dtype=object)
+        arr[:] = list(o.ids)
+        _IDS_CACHE[o] = arr
+    return arr
+
+
+#: Category codes of a row: the relation codes 0..7, then these.
+_CATEGORY_NAMES = RELATIONS + ("nil_pred", "nil_gold", "multi", "unknown", "inactive")
+_NIL_PRED, _NIL_GOLD, _MULTI, _UNKNOWN, _INACTIVE = range(len(RELATIONS), len(_CATEGORY_NAMES))
+
+
+def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded, wup_lcs,
+           wup_identical, on_unknown, on_status) -> Evaluation:
+    m = len(col.items)
+    G, P = res.gold, res.pred
+    ids = _ids_array(ontology)
+    # Per row: known/unknown counts per side, the single known node (or -1), exactness and the
+    # unknown-id overlap. Simple rows (at most one id per side, none unknown) are vectorised;
+    # the others (several ids on a side, or an unknown id) are worked out one by one.
+    g1 = np.full(m, -1, dtype=np.int64)
+    p1 = np.full(m, -1, dtype=np.int64)
+    for one_side, arr in ((G, g1), (P, p1)):
+        sel = (one_side.lens == 1)[one_side.item]
+        arr[one_side.item[sel]] = one_side.idx[sel]
+    complex_rows = (G.lens > 1) | (P.lens > 1)
+    complex_rows[G.item[G.idx < 0]] = True
+    complex_rows[P.item[P.idx < 0]] = True
+    n_gk = G.lens.copy()
+    n_pk = P.lens.copy()
+    n_gu = np.zeros(m, dtype=np.int64)
+    n_pu = np.zeros(m, dtype=np.int64)
+    exact = (g1 == p1) & (G.lens == P.lens)  # simple rows: same single node, or NIL = NIL
+    extra_i = np.zeros(m, dtype=np.int64)
+    crow = np.flatnonzero(complex_rows)
+    cplx: dict[int, tuple[list[int], list[str], list[int], list[str]]] = {}
+    for k in crow.tolist():
+        gk, gu = _row_side(G, k)
+        pk, pu = _row_side(P, k)
+        cplx[k] = (gk, gu, pk, pu)
+        n_gk[k], n_gu[k], n_pk[k], n_pu[k] = len(gk), len(gu), len(pk), len(pu)
+        g1[k] = gk[0] if len(gk) == 1 else -1
+        p1[k] = pk[0] if len(pk) == 1 else -1
+        exact[k] = set(gk) == set(pk) and set(gu) == set(pu)
+        extra_i[k] = len(set(gu) & set(pu))
+    single_g = (n_gk == 1) & (n_gu == 0)
+    single_p = (n_pk == 1) & (n_pu == 0)
+    # every pair kernel at once, over the rows with one known node on each side
+    one_one = np.flatnonzero((n_gk == 1) & (n_pk == 1))
+    measures = pair_measures(ontology, g1[one_one], p1[one_one], lcs=wup_lcs,
+                             identical=wup_identical)
+
     if lca_bounded:
-        ok_lca = np.array([len(g) + len(u) <= 1 and len(p) + len(v) <= 1
-                           for g, u, p, v in zip(gk, gu, pk, pu)])
-        if not ok_lca.all() or any(gu) or any(pu):
+        ok_lca = ((n_gk + n_gu) <= 1) & ((n_pk + n_pu) <= 1)
+        if not ok_lca.all() or n_gu.any() or n_pu.any():
             raise InputError(
                 "lca_bounded=True needs at most one known gold and one known predicted node "
                 f"per record ({int((~ok_lca).sum())} records have more, or unknown ids)"
             )
-        g1 = np.array([g[0] if g else -1 for g in gk], dtype=np.int64)
-        p1 = np.array([p[0] if p else -1 for p in pk], dtype=np.int64)
         inter, n_pred, n_gold = hierarchical_counts(ontology, g1, p1, include_root=include_root,
                                                     lca_bounded=True)
-    elif all_single:
-        g1 = np.array([g[0] for g in gk], dtype=np.int64)
-        p1 = np.array([p[0] for p in pk], dtype=np.int64)
-        inter, n_pred, n_gold = hierarchical_counts(ontology, g1, p1, include_root=include_root)
     else:
-        inter, n_pred, n_gold = hierarchical_counts(ontology, gk, pk, include_root=include_root)
+        # at most one known node a side: closure row lengths, and |A(g) ∩ A(p)| from the pair
+        # kernels below when both sides have one (minus the excluded root); several: sets
+        excl = _root_excluded(ontology, include_root)
+        lens = closure(ontology).lens
+        n_gold = np.where(n_gk == 1, lens[np.maximum(g1, 0)] - excl, 0).astype(np.int64)
+        n_pred = np.where(n_pk == 1, lens[np.maximum(p1, 0)] - excl, 0).astype(np.int64)
+        inter = np.zeros(m, dtype=np.int64)
+        one_one = np.flatnonzero((n_gk == 1) & (n_pk == 1))
+        inter[one_one] = measures[0] - excl
+        multi = np.flatnonzero((n_gk > 1) | (n_pk > 1))
+        if multi.size:
+            rows = multi.tolist()
+            mi, mp, mg = hierarchical_counts(ontology, [cplx[k][0] for k in rows],
+                                             [cplx[k][2] for k in rows], include_root=include_root)
+            inter[multi], n_pred[multi], n_gold[multi] = mi, mp, mg
     # unknown ids: isolated concepts, augmented set = the id itself
-    extra_i = np.array([len(set(u) & set(v)) for u, v in zip(gu, pu)], dtype=np.int64)
     inter = inter + extra_i
-    n_pred = n_pred + np.array([len(v) for v in pu], dtype=np.int64)
-    n_gold = n_gold + np.array([len(u) for u in gu], dtype=np.int64)
+    n_pred = n_pred + n_pu
+    n_gold = n_gold + n_gu
 
     f_inter = inter.astype(float)
     hp_n = (n_pred > 0).astype(float)
@@ -330,47 +582,34 @@ def _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored, *,
     hr_sum = np.divide(f_inter, n_gold, out=np.zeros(m), where=n_gold > 0)
     hf_sum = np.divide(2 * f_inter, hf_den, out=np.zeros(m), where=hf_den > 0)
 
-    exact = np.array([set(g) == set(p) and set(u) == set(v)
-                      for g, u, p, v in zip(gk, gu, pk, pu)])
-    both = np.flatnonzero(single_g & single_p)
-    g_both = np.array([gk[i][0] for i in both], dtype=np.int64)
-    p_both = np.array([pk[i][0] for i in both], dtype=np.int64)
-    relation = np.full(m, None, dtype=object)
+    sel = single_g[one_one] & single_p[one_one]  # no unknown id either
+    both = one_one[sel]
+    category = np.zeros(m, dtype=np.int64)
     wup = np.full(m, None, dtype=object)
     wup_sum = np.zeros(m)
     wup_n = np.zeros(m)
     dist_sum = np.zeros(m)
     dist_n = np.zeros(m)
     if both.size:
-        codes = relation_codes(ontology, g_both, p_both)
-        relation[both] = np.asarray(RELATIONS, dtype=object)[codes]
-        w = wu_palmer(ontology, g_both, p_both, lcs=wup_lcs, identical=wup_identical)
-        wup[both] = w.tolist()
+        _, codes, w, d = (x[sel] for x in measures)
+        category[both] = codes
+        wup[both] = w
         wup_sum[both] = w
         wup_n[both] = 1.0
         wrong = codes != 0
-        if wrong.any():
-            d = path_length(ontology, g_both[wrong], p_both[wrong])
-            dist_sum[both[wrong]] = d
-            dist_n[both[wrong]] = 1.0
+        dist_sum[both[wrong]] = d[wrong]
+        dist_n[both[wrong]] = 1.0
     errors = ~exact
-    for i in range(m):
-        if exact[i]:
-            relation[i] = "exact"
-            continue
-        g_any = bool(gk[i] or gu[i])
-        p_any = bool(pk[i] or pu[i])
-        if gu[i] or pu[i]:
-            relation[i] = "unknown"
-        elif pred_inactive[i]:
-            relation[i] = "inactive"
-        elif g_any and not p_any:
-            relation[i] = "nil_pred"
-        elif p_any and not g_any:
-            relation[i] = "nil_gold"
-        elif not (single_g[i] and single_p[i]):
-            relation[i] = "multi"
-        # else: the hierarchical relation set above
+    # the category of a wrong row, first match wins (assigned in reverse order of priority)
+    g_any = (n_gk + n_gu) > 0
+    p_any = (n_pk + n_pu) > 0
+    category[~(single_g & single_p)] = _MULTI
+    category[p_any & ~g_any] = _NIL_GOLD
+    category[g_any & ~p_any] = _NIL_PRED
+    category[res.pred_inactive > 0] = _INACTIVE
+    category[(n_gu > 0) | (n_pu > 0)] = _UNKNOWN
+    category[exact] = 0
+    relation = np.asarray(_CATEGORY_NAMES, dtype=object)[category]
     stats: dict[str, np.ndarray] = {
         "items": np.ones(m),
         "inter": f_inter,
@@ -388,33 +627,32 @@ def _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored, *,
         "errors": errors.astype(float),
         "dist_sum": dist_sum,
         "dist_n": dist_n,
-        "pred_inactive": pred_inactive.astype(float),
-        "gold_inactive": gold_inactive.astype(float),
+        "pred_inactive": res.pred_inactive.astype(float),
+        "gold_inactive": res.gold_inactive.astype(float),
     }
+    counts = np.bincount(category[errors], minlength=len(_CATEGORY_NAMES))
     for c in ERROR_CATEGORIES:
-        stats[f"err_{c}"] = (errors & (relation == c)).astype(float)
+        code = _CATEGORY_NAMES.index(c)
+        stats[f"err_{c}"] = (errors & (category == code)).astype(float) if counts[code] \
+            else np.zeros(m)
 
-    ids = ontology.ids
+    gold_node = np.full(m, None, dtype=object)
+    gold_node[single_g] = ids[g1[single_g]]
+    gold_str = gold_node.copy()
+    pred_str = np.full(m, None, dtype=object)
+    pred_str[single_p] = ids[p1[single_p]]
 
     def one(known: list[int], unk: list[str]) -> str | None:
         names = [ids[i] for i in known] + unk
         return names[0] if len(names) == 1 else ("|".join(names) if names else None)
 
-    keys: dict[str, np.ndarray] = {
-        "gold_node": np.asarray([ids[g[0]] if len(g) == 1 and not u else None
-                                 for g, u in zip(gk, gu)], dtype=object),
-    }
-    slice_names = sorted({k for rec, _, _ in items if isinstance(rec.get("slices"), dict)
-                          for k in rec["slices"]})
-    for name in slice_names:
-        keys[f"slice:{name}"] = np.asarray(
-            [_slice_value(rec, name) for rec, _, _ in items], dtype=object)
-    details = {
-        "relation": relation,
-        "gold": np.asarray([one(g, u) for g, u in zip(gk, gu)], dtype=object),
-        "pred_node": np.asarray([one(p, v) for p, v in zip(pk, pu)], dtype=object),
-        "wup": wup,
-    }
+    for k, (gk, gu, pk, pu) in cplx.items():
+        gold_str[k] = one(gk, gu)
+        pred_str[k] = one(pk, pu)
+    keys: dict[str, np.ndarray] = {"gold_node": gold_node}
+    for name, column in _slice_columns(col.slices).items():
+        keys[f"slice:{name}"] = column
+    details = {"relation": relation, "gold": gold_str, "pred_node": pred_str, "wup": wup}
     meta: dict[str, Any] = {
         "ontology": ontology.source,
         "ontology_hash": ontology.content_hash,
@@ -425,17 +663,54 @@ def _score(ontology, items, resolved, pred_inactive, gold_inactive, unscored, *,
         "wup_lcs": wup_lcs,
         "wup_identical": wup_identical,
     }
-    if replaced:
-        meta["replaced_ids"] = replaced
+    if res.replaced:
+        meta["replaced_ids"] = res.replaced
+    if on_unknown == "alias":
+        meta["n_aliased"] = int(res.aliased)
+    record_ids = np.empty(m, dtype=object)
+    record_ids[:] = list(map(str, map(itemgetter("id"), col.items)))
     return Evaluation(
         family=FAMILY,
-        record_ids=np.asarray([str(rec["id"]) for rec, _, _ in items], dtype=object),
+        record_ids=record_ids,
         stats=stats,
         keys=keys,
         details=details,
-        unscored=unscored,
+        unscored=col.unscored,
         meta=meta,
     )
+
+
+def _row_side(side: _Side, k: int) -> tuple[list[int], list[str]]:
+    """Known node indices (deduplicated, in order) and unknown ids of row ``k`` on one side."""
+    a, b = int(side.starts[k]), int(side.starts[k + 1])
+    idx = side.idx[a:b].tolist()
+    known = [i for i in idx if i >= 0]
+    unk = [s for s, i in zip(side.flat[a:b], idx) if i < 0]
+    return list(dict.fromkeys(known)), unk
+
+
+_PLAIN_SLICE = {str, int, float, bool, type(None)}
+
+
+def _slice_columns(slices: list[Any]) -> dict[str, np.ndarray]:
+    """One object column per slice name (sorted; names from every record's ``slices`` dict):
+    the record's value, ``None`` when absent, ``str(value)`` when not a plain scalar."""
+    all_dicts = set(map(type, slices)) == {dict}
+    dicts = slices if all_dicts else [s for s in slices if isinstance(s, dict)]
+    names = sorted(set().union(*dicts)) if dicts else []
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        if all_dicts:
+            vals = list(map(dict.get, slices, repeat(name)))
+        else:
+            vals = [s.get(name) if isinstance(s, dict) else None for s in slices]
+        if not set(map(type, vals)) <= _PLAIN_SLICE:
+            vals = [v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
+                    for v in vals]
+        arr = np.empty(len(vals), dtype=object)
+        arr[:] = vals
+        out[name] = arr
+    return out
 
 
 def _slice_value(rec: Record, name: str) -> Any:

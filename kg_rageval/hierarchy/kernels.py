@@ -161,14 +161,18 @@ def _ordered_chunks(cl: Closure, a: np.ndarray, b: np.ndarray) -> Iterator[np.nd
     n = a.size
     if n == 0:
         return
-    la, lb = cl.lens[a], cl.lens[b]
     # group by the longer row (the block width), then by the pair's total (the scanned width);
-    # small integer keys: NumPy's stable sort is a radix sort for 16-bit types
+    # small integer keys: NumPy's stable sort is a radix sort for 16-bit types, and 16-bit
+    # temporaries keep the peak memory down
     wide = 2 * cl.width + 1
-    if cl.width * wide + wide < 2**15:
-        key = (np.maximum(la, lb) * wide + la + lb).astype(np.int16)
-    else:
-        key = np.maximum(la, lb) * wide + la + lb
+    small = cl.width * wide + wide < 2**15
+    lens = cl.lens.astype(np.int16) if small else cl.lens
+    la, lb = lens[a], lens[b]
+    key = np.maximum(la, lb)
+    key *= wide
+    key += la
+    key += lb
+    del la, lb
     order = np.argsort(key, kind="stable")
     step = max(256, _CELLS_PER_CHUNK // max(1, 2 * cl.width))
     for start in range(0, n, step):
@@ -241,7 +245,10 @@ def path_length(ontology: Ontology, a_idx, b_idx) -> np.ndarray:
 
 
 def _min_path(cl: Closure, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    dups = _Dups(cl, a, b)
+    return _min_path_of(_Dups(cl, a, b))
+
+
+def _min_path_of(dups: _Dups) -> np.ndarray:
     mask = dups.mask
     tot = ((dups.lo & mask) >> 2) + ((dups.hi & mask) >> 2)
     return np.minimum.reduceat(tot, dups.starts()).astype(np.int64)
@@ -451,12 +458,23 @@ def wu_palmer(
     The virtual root of a multi-root ontology counts as a real level here (depth 1), which
     differs from NLTK's ``simulate_root`` for verbs. Returns float64 in (0, 1].
     """
+    a, b = _pairs(ontology, a_idx, b_idx)
+    cl = closure(ontology)
+    tables = _wup_tables(ontology, cl, lcs, identical)
+    out = np.empty(a.size, dtype=np.float64)
+    for pos in _ordered_chunks(cl, a, b):
+        out[pos] = _wup_chunk(cl, a[pos], b[pos], *tables)
+    if identical == "one":
+        out[a == b] = 1.0
+    return out
+
+
+def _wup_tables(ontology: Ontology, cl: Closure, lcs: str, identical: str):
+    """(rank_depth, score_of, depth_min, depth_max) for :func:`_wup_chunk`."""
     if lcs not in ("nltk", "max_depth"):
         raise InputError(f"lcs must be 'nltk' or 'max_depth', not {lcs!r}")
     if identical not in ("nltk", "one"):
         raise InputError(f"identical must be 'nltk' or 'one', not {identical!r}")
-    a, b = _pairs(ontology, a_idx, b_idx)
-    cl = closure(ontology)
     n = cl.n
     dmin = np.asarray(ontology.depth_min, dtype=np.int64)
     dmax = np.asarray(ontology.depth_max, dtype=np.int64)
@@ -464,18 +482,41 @@ def wu_palmer(
     # score of a candidate: deeper first, then the smallest id string; shifted above 32 bits
     # so that a cell's position can ride in the low bits (one max-reduction finds the cell)
     score_of = (rank_depth * n + (n - 1 - cl.rank)) << 32
-    out = np.empty(a.size, dtype=np.float64)
+    return rank_depth, score_of, dmin, dmax
+
+
+def pair_measures(
+    ontology: Ontology, a_idx, b_idx, *, lcs: str = "nltk", identical: str = "nltk"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """All pair kernels from one merge per chunk: ``(common, codes, wup, path)`` equal to
+    :func:`common_ancestor_counts`, :func:`relation_codes`, :func:`wu_palmer` (same ``lcs``
+    and ``identical``) and :func:`path_length` of the same pairs (``a`` = gold, ``b`` = pred
+    for the relation codes). The family uses it so that every pair is merged once, not four
+    times."""
+    a, b = _pairs(ontology, a_idx, b_idx)
+    cl = closure(ontology)
+    tables = _wup_tables(ontology, cl, lcs, identical)
+    common = np.empty(a.size, dtype=np.int64)
+    codes = np.empty(a.size, dtype=np.int8)
+    wup = np.empty(a.size, dtype=np.float64)
+    path = np.empty(a.size, dtype=np.int64)
     for pos in _ordered_chunks(cl, a, b):
-        out[pos] = _wup_chunk(cl, a[pos], b[pos], rank_depth, score_of, dmin, dmax)
+        aa, bb = a[pos], b[pos]
+        dups = _Dups(cl, aa, bb, side=True)
+        common[pos] = dups.count()
+        codes[pos] = _relation_codes(cl, aa, bb, dups)
+        wup[pos] = _wup_chunk(cl, aa, bb, *tables, dups=dups)
+        path[pos] = _min_path_of(dups)
     if identical == "one":
-        out[a == b] = 1.0
-    return out
+        wup[a == b] = 1.0
+    return common, codes, wup, path
 
 
-def _wup_chunk(cl, a, b, rank_depth, score_of, dmin, dmax) -> np.ndarray:
+def _wup_chunk(cl, a, b, rank_depth, score_of, dmin, dmax, dups=None) -> np.ndarray:
     if a.size == 0:
         return np.zeros(0)
-    dups = _Dups(cl, a, b, side=True)
+    if dups is None:
+        dups = _Dups(cl, a, b, side=True)
     x = dups.x
     # best candidate per pair: max of score << 32 | cell position (scores are unique per node)
     key = score_of[x]
