@@ -85,6 +85,13 @@ class AuditResult:
 
 
 # ---------------------------------------------------------------------- inputs
+def _require_file(path: Path, what: str, key: str, config: AuditConfig) -> None:
+    """An input file named by the config must exist: the error names the config key."""
+    if not path.exists():
+        raise InputError(f"{what} does not exist", source=config.source,
+                         location=f"{key} (resolved to {path})")
+
+
 def load_inputs(config: AuditConfig) -> dict[str, Any]:
     """Ontology, records, corpus, spec and judgments named by the config (InputError on any
     unreadable input: exit code 2)."""
@@ -92,21 +99,15 @@ def load_inputs(config: AuditConfig) -> dict[str, Any]:
     from ..records import read_records
 
     opath = config.path(config.ontology.path)
-    if not opath.exists():
-        raise InputError("ontology file does not exist", source=config.source,
-                         location=f"ontology.path = {config.ontology.path!r} (resolved to {opath})")
+    _require_file(opath, "ontology file", f"ontology.path = {config.ontology.path!r}", config)
     ontology = load_ontology(opath, format=config.ontology.format, **config.ontology.options)
     rpath = config.path(config.records)
-    if not rpath.exists():
-        raise InputError("records file does not exist", source=config.source,
-                         location=f"records = {config.records!r} (resolved to {rpath})")
+    _require_file(rpath, "records file", f"records = {config.records!r}", config)
     records = read_records(rpath)
     corpus = None
     if config.corpus:
         cpath = config.path(config.corpus)
-        if not cpath.exists():
-            raise InputError("corpus file does not exist", source=config.source,
-                             location=f"corpus = {config.corpus!r} (resolved to {cpath})")
+        _require_file(cpath, "corpus file", f"corpus = {config.corpus!r}", config)
         corpus = read_records(cpath)
     spec = None
     if config.spec:

@@ -446,27 +446,20 @@ class _Scorer:
                 st["dr_triples"] = st.get("dr_triples", 0) + 1
                 prop = self.props.get(p)
                 si, oi = idx.get(s), idx.get(ob)
-                dom = self.classes(prop.domain) if prop else np.zeros(0)
-                rng = self.classes(prop.range) if prop else np.zeros(0)
                 checked, ok = False, True
-                if prop is not None and si is not None and dom.size:
-                    checked = True
-                    st["domain_checked"] = st.get("domain_checked", 0) + 1
-                    if self.satisfies(si, dom):
-                        st["domain_ok"] = st.get("domain_ok", 0) + 1
-                    else:
-                        ok = False
-                        if len(violations) < MAX_DETAILS:
-                            violations.append({"triple": [s, p, ob], "side": "domain", "expected": list(prop.domain)})
-                if prop is not None and oi is not None and rng.size:
-                    checked = True
-                    st["range_checked"] = st.get("range_checked", 0) + 1
-                    if self.satisfies(oi, rng):
-                        st["range_ok"] = st.get("range_ok", 0) + 1
-                    else:
-                        ok = False
-                        if len(violations) < MAX_DETAILS:
-                            violations.append({"triple": [s, p, ob], "side": "range", "expected": list(prop.range)})
+                if prop is not None:
+                    for side, node, declared in (("domain", si, prop.domain), ("range", oi, prop.range)):
+                        classes = self.classes(declared)
+                        if node is None or not classes.size:
+                            continue
+                        checked = True
+                        st[f"{side}_checked"] = st.get(f"{side}_checked", 0) + 1
+                        if self.satisfies(node, classes):
+                            st[f"{side}_ok"] = st.get(f"{side}_ok", 0) + 1
+                        else:
+                            ok = False
+                            if len(violations) < MAX_DETAILS:
+                                violations.append({"triple": [s, p, ob], "side": side, "expected": list(declared)})
                 if checked:
                     st["dr_checked"] = st.get("dr_checked", 0) + 1
                     st["dr_ok"] = st.get("dr_ok", 0) + (1 if ok else 0)
