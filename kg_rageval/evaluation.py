@@ -164,11 +164,11 @@ def _column(values: Any, kind: str) -> np.ndarray:
         keep = values.dtype.kind in "biuf" or values.dtype == object
         return values if keep else _object_column(values)
     try:
-        arr = np.asarray(values)
+        col: np.ndarray | None = np.asarray(values)
     except (TypeError, ValueError):
-        arr = None
-    if arr is not None and arr.ndim == 1 and arr.dtype.kind in "biuf":
-        return arr
+        col = None
+    if col is not None and col.ndim == 1 and col.dtype.kind in "biuf":
+        return col
     return _object_column(values)
 
 

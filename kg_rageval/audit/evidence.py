@@ -91,7 +91,7 @@ class MetricIndex:
     def _absent_reason(self, shown: str, mn: MetricName) -> str:
         fam = mn.family
         also = f" ({mn.qualified})" if fam and shown != mn.qualified else ""
-        if fam in self.runs and self.runs[fam].status != "ran":
+        if fam is not None and fam in self.runs and self.runs[fam].status != "ran":
             r = self.runs[fam]
             return f"no family produced {shown!r}{also}: family {fam!r} did not run ({r.status}: {r.reason})"
         if fam is not None and fam not in self.runs:

@@ -390,7 +390,7 @@ def _check_gate_metrics(gates: Iterable[Gate], index: MetricIndex, config: Audit
         if mn.delta or mn.qualified in index.by_name or (mn.family is None and mn.metric in index.bare):
             continue
         fam = mn.family
-        if fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
+        if fam is not None and fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
             close = difflib.get_close_matches(name, list(index.by_name), n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
             bad.append(f"{g}: no family produces metric {name!r}{hint}")
@@ -487,6 +487,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     per-query deltas of the gated metrics are listed (worst first, 50 at most)."""
     from ..records import read_records
 
+    assert config.baseline is not None
     bpath = config.path(config.baseline.records)
     if not bpath.exists():
         raise InputError("baseline records file does not exist", source=config.source,
