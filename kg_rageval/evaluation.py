@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -119,6 +119,39 @@ def _clean(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         raise ValueError(f"non-finite number {x!r} in a metric")
     return x
+
+
+def bootstrap_weights(n: int, n_resamples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The one resampling scheme of every bootstrap in kg-rageval (intervals, paired deltas).
+
+    Yields ``(first resample, weights)`` chunks: ``weights[j, i]`` is how often record ``i``
+    (of ``n``, in a fixed order) is drawn in resample ``first + j``; each resample draws ``n``
+    records uniformly with replacement from ``np.random.default_rng(seed)``. Resampled sums
+    are ``weights @ per_record_stats``; applying the same weights to two systems' stats
+    aligned on the same record ids gives the paired bootstrap. Chunks bound memory to
+    ``_BOOTSTRAP_CELLS`` draws."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_resamples, _BOOTSTRAP_CELLS // max(n, 1)))
+    for lo in range(0, n_resamples, chunk):
+        b = min(chunk, n_resamples - lo)
+        draws = rng.integers(0, n, size=(b, n))
+        weights = np.empty((b, n))
+        for j in range(b):  # one bincount per resample: its output stays in cache
+            weights[j] = np.bincount(draws[j], minlength=n)
+        yield lo, weights
+
+
+def percentile_interval(samples: np.ndarray, n_resamples: int, level: float) -> tuple[float, float] | None:
+    """The ``(1-level)/2`` and ``(1+level)/2`` quantiles (numpy's linear interpolation) of the
+    defined (non-NaN) replicates; ``None`` when more than half of the ``n_resamples`` are
+    undefined."""
+    s = np.asarray(samples, dtype=float)
+    s = s[~np.isnan(s)]
+    if len(s) * 2 < n_resamples or len(s) == 0:
+        return None
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(s, [alpha, 1 - alpha])
+    return (float(lo), float(hi))
 
 
 class Family:
@@ -450,11 +483,9 @@ class Evaluation:
             if present.size * 2 >= nn:  # most nodes have rows: use the closure as it is
                 ptr, idx, weights = ontology.anc_ptr, ontology.anc_idx, own
             else:  # few nodes have rows: only their ancestor rows
-                from .ontology.builder import _gather
-
-                lens = ontology.anc_ptr[present + 1] - ontology.anc_ptr[present]
+                lens, idx = ontology.ancestor_rows(present)
                 ptr = np.concatenate(([0], np.cumsum(lens)))
-                idx, weights = _gather(ontology.anc_ptr, ontology.anc_idx, present), own[present]
+                weights = own[present]
             closure = sparse.csr_matrix((np.ones(len(idx)), idx, ptr), shape=(len(ptr) - 1, nn))
             pooled = np.asarray(closure.T @ weights)
         else:
@@ -510,18 +541,10 @@ class Evaluation:
         n = len(ids)
         if n == 0:
             return out
-        rng = np.random.default_rng(seed)
         names = list(per)
         mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
         fin = self.family.finalize
-        chunk = max(1, min(n_resamples, _BOOTSTRAP_CELLS // n))
-        for lo in range(0, n_resamples, chunk):
-            b = min(chunk, n_resamples - lo)
-            draws = rng.integers(0, n, size=(b, n))
-            weights = np.empty((b, n))
-            for j in range(b):  # one bincount per resample: its output stays in cache
-                weights[j] = np.bincount(draws[j], minlength=n)
-            del draws
+        for lo, weights in bootstrap_weights(n, n_resamples, seed):
             for j, row in enumerate((weights @ mat).tolist()):
                 res = fin(dict(zip(names, row)))
                 for m in wanted:
@@ -547,16 +570,7 @@ class Evaluation:
         if not (isinstance(level, (int, float)) and 0 < level < 1):
             raise InputError(f"bootstrap: level must be between 0 and 1, got {level!r}")
         reps = self.bootstrap_replicates(n_resamples=n_resamples, seed=seed, metrics=metrics)
-        alpha = (1 - level) / 2
-        out: dict[str, tuple[float, float] | None] = {}
-        for m, s in reps.items():
-            s = s[~np.isnan(s)]
-            if len(s) * 2 < n_resamples:
-                out[m] = None
-            else:
-                lo, hi = np.quantile(s, [alpha, 1 - alpha])
-                out[m] = (float(lo), float(hi))
-        return out
+        return {m: percentile_interval(s, n_resamples, level) for m, s in reps.items()}
 
     # ------------------------------------------------------------------ partitions
     def merge(self, other: "Evaluation") -> "Evaluation":

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
 from ..errors import ConfigError, InputError, KgRagevalError
-from ..evaluation import Evaluation, Metric
+from ..evaluation import Evaluation, Metric, bootstrap_weights, percentile_interval
 from .config import AuditConfig
 from .families import FamilyRun
 from .evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
@@ -528,19 +528,19 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             fin = ev.family.finalize
             tc = fin(dict(zip(names, mc.sum(0).tolist())))
             tb = fin(dict(zip(names, mb.sum(0).tolist())))
-            rng = np.random.default_rng(b.seed)
             n = len(common)
-            samples: dict[str, list[float]] = {m: [] for m in tc}
             wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
             resamples = b.n_resamples if (wanted or b.always) else 0
-            for _ in range(resamples):
-                w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
-                rc = fin(dict(zip(names, (w @ mc).tolist())))
-                rb = fin(dict(zip(names, (w @ mb).tolist())))
-                for m in tc:
-                    if rc[m].value is not None and rb.get(m) is not None and rb[m].value is not None:
-                        samples[m].append(rc[m].value - rb[m].value)
-            alpha = (1 - b.level) / 2
+            samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
+            # paired: the same record draws (records aligned by id above) for both systems
+            for lo, w in bootstrap_weights(n, resamples, b.seed) if resamples else ():
+                for j, (rowc, rowb) in enumerate(zip((w @ mc).tolist(), (w @ mb).tolist())):
+                    rc = fin(dict(zip(names, rowc)))
+                    rb = fin(dict(zip(names, rowb)))
+                    for m in tc:
+                        vc_, vb_ = rc[m].value, rb[m].value if rb.get(m) is not None else None
+                        if vc_ is not None and vb_ is not None:
+                            samples[m][lo + j] = vc_ - vb_
             for m in tc:
                 key = f"delta:{fam}.{m}"
                 vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
@@ -548,11 +548,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                     d = Metric(key, None, missing=f"{m} undefined for "
                                f"{'candidate' if vc is None else 'baseline'} on {n} paired records")
                 else:
-                    s = samples[m]
-                    ci = None
-                    if resamples and len(s) * 2 >= resamples:
-                        lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
-                        ci = (float(lo), float(hi))
+                    ci = percentile_interval(samples[m], resamples, b.level) if resamples else None
                     d = Metric(key, float(vc - vb), None, None, None, ci)
                 primary.append(key)
                 deltas[key] = d

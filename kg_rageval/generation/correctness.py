@@ -8,7 +8,9 @@ Scored records: ``reference.answerable`` is not ``false`` and ``reference.answer
 Concept-level correctness compares the ontology concepts of the answer (``answer.concepts`` or
 the dictionary linker over ``answer.text``) with those of the reference (``reference.concepts``
 or the linker over the reference strings, all of them pooled), by ancestor-augmented sets
-(:mod:`kg_rageval.generation.hier`). It is scored only when the reference names at least one
+without the root, counted by the hierarchy family's kernel
+(:func:`kg_rageval.hierarchy.hierarchical_counts`; Sedan vs Hatchback in the vehicle taxonomy
+share only {car}: hP = hR = 1/2). It is scored only when the reference names at least one
 concept (``concept_scored``); micro sums give ``concept_hP``, ``concept_hR``, ``concept_hF1``.
 
 Unscored: ``no reference answer``, ``unanswerable`` (refusal behaviour covers those),
@@ -23,7 +25,6 @@ from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic,
 from ..records import Record, located, record_error
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section
-from .hier import hierarchical_counts
 from .squad import exact_match_score, f1_score, metric_max_over_ground_truths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,7 +101,7 @@ def score_correctness(
             gold = _concepts(r, "reference", refs, ontology, linker)
             if gold:
                 pred_c = [] if refused else _concepts(r, "answer", [pred], ontology, linker)
-                inter, np_, ng = hierarchical_counts(ontology, pred_c, gold, where=located(r, "concepts"))
+                inter, np_, ng = _concept_counts(ontology, gold, pred_c, where=located(r, "concepts"))
                 row.update(concept_scored=1, h_inter=inter, h_pred=np_, h_gold=ng,
                            answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
         rows.append(row)
@@ -110,3 +111,14 @@ def score_correctness(
         details=("exact_match", "token_f1", "refused", "answer_concepts", "reference_concepts"),
         unscored=unscored, meta=meta,
     )
+
+
+def _concept_counts(ontology: "Ontology", gold: list[str], pred: list[str], *, where: str) -> tuple[int, int, int]:
+    """``(|P̂ ∩ T|, |P̂|, |T|)`` of one record by :func:`kg_rageval.hierarchy.hierarchical_counts`
+    (gold first, as there); unknown ids raise naming ``where``."""
+    from ..hierarchy import hierarchical_counts
+
+    gi = [ontology.indices(gold, where=where).tolist()]
+    pi = [ontology.indices(pred, where=where).tolist()]
+    inter, n_pred, n_gold = hierarchical_counts(ontology, gi, pi)
+    return int(inter[0]), int(n_pred[0]), int(n_gold[0])

@@ -624,16 +624,13 @@ def _branch_ids(ontology, nodes: np.ndarray) -> np.ndarray:
     ontology, otherwise the child of the root on its ancestor path (the root is its own
     branch). With several candidates (polyhierarchy) the lowest index (first in topological
     order) wins. Object array of ids (``None`` when there is none)."""
-    from ..ontology.builder import _gather
-
     nodes = np.asarray(nodes, dtype=np.int64)
     out = np.empty(nodes.size, object)
     depth = np.asarray(ontology.depth_min)
     top = depth[nodes] < 1
     out[top] = _obj([ontology.ids[i] for i in nodes[top].tolist()])
-    lens = ontology.anc_ptr[nodes + 1] - ontology.anc_ptr[nodes]
+    lens, anc = ontology.ancestor_rows(nodes)
     owner = np.repeat(np.arange(nodes.size), lens)
-    anc = _gather(ontology.anc_ptr, ontology.anc_idx, nodes)
     hit = depth[anc] == 1
     own, first = np.unique(owner[hit], return_index=True)  # rows are sorted: lowest index first
     cand = anc[hit][first]

@@ -26,6 +26,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .csr import csr_gather
+
 from ..errors import HierarchyCycleError, OntologyError
 from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 
@@ -467,7 +469,7 @@ def _levels(
     depth = 0
     while frontier.size:
         level[frontier] = depth
-        kids = _gather(ptr, kids_sorted, frontier)
+        kids = csr_gather(ptr, kids_sorted, frontier)
         if not kids.size:
             break
         np.subtract.at(indeg, kids, 1)
@@ -477,17 +479,6 @@ def _levels(
     if (level < 0).any():
         raise HierarchyCycleError(_find_cycle(level < 0, child, parent, names), source=source)
     return level
-
-
-def _gather(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Concatenate CSR rows ``rows`` of (ptr, values) without a Python loop."""
-    starts = ptr[rows]
-    lens = ptr[rows + 1] - starts
-    total = int(lens.sum())
-    if total == 0:
-        return values[:0]
-    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-    return values[offsets + np.arange(total)]
 
 
 def _find_cycle(stuck: np.ndarray, child, parent, names: list[str]) -> list[str]:
@@ -534,7 +525,7 @@ def _closure(
             seg_starts = np.concatenate(([0], np.cumsum(pcount)[:-1]))
             depth_min[s:e] = np.minimum.reduceat(depth_min[pars], seg_starts) + 1
             lens = anc_ptr[pars + 1] - anc_ptr[pars]
-            gathered = _gather(anc_ptr, buf, pars).astype(np.int64)
+            gathered = csr_gather(anc_ptr, buf, pars).astype(np.int64)
             owner = np.repeat(np.repeat(nodes - s, pcount), lens)
             if (pcount == 1).all():
                 keys_owner, keys_val = owner, gathered

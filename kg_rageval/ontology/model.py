@@ -328,6 +328,15 @@ class Ontology:
         """Sorted ancestor-or-self indices of node ``i`` (the row ends with ``i``)."""
         return self.anc_idx[self.anc_ptr[i] : self.anc_ptr[i + 1]]
 
+    def ancestor_rows(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Vectorised ancestor-or-self sets of many nodes: ``(lens, ancestors)`` where
+        ``ancestors`` concatenates each node's sorted ancestor-or-self row (the node last) and
+        ``lens[i]`` is the length of node ``indices[i]``'s row."""
+        from .csr import csr_gather
+
+        rows = np.asarray(indices, dtype=np.int64)
+        return self.anc_ptr[rows + 1] - self.anc_ptr[rows], csr_gather(self.anc_ptr, self.anc_idx, rows)
+
     def parents(self, node_id: str) -> list[str]:
         return [self.ids[p] for p in self.parent_indices(self.index(node_id))]
 
