@@ -437,7 +437,7 @@ class Evaluation:
         col = self.keys[key]
         if not len(col) or col.dtype.kind in "biuf":  # numbers are never ontology ids
             return np.full(len(col), -1, dtype=np.int64)
-        get = ontology._index.get
+        get = ontology.id_index.get
         values = col.tolist()
         try:
             return np.fromiter(map(get, values, itertools.repeat(-1)), dtype=np.int64,

@@ -213,3 +213,57 @@ def test_dask_equals_in_process_for_every_family(demo):
         cluster = client.cluster
         client.close()
         cluster.close()
+
+
+# ---------------------------------------------------------------------- one id resolver
+def _status_ontology():
+    from kg_rageval.ontology import OntologyBuilder
+
+    b = OntologyBuilder("status")
+    for n in ("root", "a", "b"):
+        b.add_node(n)
+    b.add_node("old", status="deprecated", replaced_by="a")
+    for c in ("a", "b", "old"):
+        b.add_edge(c, "root")
+    return b.build()
+
+
+def test_one_id_policy_in_hierarchy_and_linking():
+    """The same defaults everywhere: a predicted id the ontology lacks is counted
+    (not_in_ontology), a deprecated predicted id is flagged with its replacement, a deprecated
+    or unknown gold id is an input error naming the record and field."""
+    from kg_rageval.errors import InputError, UnknownIdError
+
+    o = _status_ontology()
+    lab = [{"id": "1", "labels": {"gold": ["a"], "pred": ["zz"]}},
+           {"id": "2", "labels": {"gold": ["b"], "pred": ["old"]}}]
+    men = [{"id": "1", "text": "xx yy", "mentions": {"gold": [{"start": 0, "end": 2, "id": "a"}],
+                                                     "pred": [{"start": 0, "end": 2, "id": "zz"}]}},
+           {"id": "2", "text": "xx yy", "mentions": {"gold": [{"start": 0, "end": 2, "id": "b"}],
+                                                     "pred": [{"start": 0, "end": 2, "id": "old"}]}}]
+    h = get_scorer("hierarchy").score(o, lab).metrics()
+    assert h["hierarchy.error_count_not_in_ontology"].value == 1 and h["hierarchy.error_count_inactive"].value == 1
+    ln = get_scorer("linking").score(o, men)
+    lm = ln.metrics()
+    assert lm["linking.unknown_ids"].value == 1 and lm["linking.inactive_ids"].value == 1
+    assert ln.single.details["replacement"].tolist() == [None, "a"]
+    bad_lab = [{"id": "3", "labels": {"gold": ["old"], "pred": ["a"]}}]
+    bad_men = [{"id": "3", "text": "xx", "mentions": {"gold": [{"start": 0, "end": 2, "id": "old"}], "pred": []}}]
+    for fam, recs, field in (("hierarchy", bad_lab, "labels.gold[0]"), ("linking", bad_men, "mentions.gold[0].id")):
+        with pytest.raises(InputError, match=rf"'old' is deprecated \(replaced by 'a'\).*record '3'.*{re_escape(field)}"):
+            get_scorer(fam).score(o, recs)
+        # the same option, the same name, in both families
+        get_scorer(fam).score(o, recs, on_status_gold="replace")
+    for fam, recs in (("hierarchy", [{"id": "4", "labels": {"gold": ["nope"], "pred": ["a"]}}]),
+                      ("linking", [{"id": "4", "text": "xx", "mentions": {"gold": [{"start": 0, "end": 2, "id": "nope"}],
+                                                                          "pred": []}}])):
+        with pytest.raises(UnknownIdError, match="record '4'.*unknown ontology id 'nope'"):
+            get_scorer(fam).score(o, recs)
+    assert [p.name for p in REGISTRY["hierarchy"].params if p.name.startswith(("on_", "aliases"))] == \
+        [p.name for p in REGISTRY["linking"].params if p.name.startswith(("on_", "aliases"))]
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return re.escape(text)

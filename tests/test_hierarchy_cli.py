@@ -57,17 +57,16 @@ def test_text_output(capsys, paths):
 
 def test_unknown_and_status_options(capsys, paths):
     onto, _, issues = paths
-    code, _, err = run(capsys, "-O", onto, "-d", issues)
+    code, _, err = run(capsys, "-O", onto, "-d", issues, "--on-unknown", "error")
     assert code == 2 and "VH:spaceship" in err and "--on-unknown count" in err
-    code, _, err = run(capsys, "-O", onto, "-d", issues, "--on-unknown", "count")
+    code, _, err = run(capsys, "-O", onto, "-d", issues, "--on-status", "error")
     assert code == 2 and "VH:saloon" in err and "deprecated" in err
-    code, out, _ = run(capsys, "-O", onto, "-d", issues, "--on-unknown", "count", "--on-status",
-                       "replace", "--format", "json")
+    code, out, _ = run(capsys, "-O", onto, "-d", issues, "--on-status", "replace", "--format", "json")
     d = json.loads(out)
-    assert code == 0 and d["relations"] == {"exact": 1, "child": 1, "unknown": 1}
-    code, out, _ = run(capsys, "-O", onto, "-d", issues, "--on-unknown", "count", "--on-status",
-                       "count", "--format", "json")
-    assert json.loads(out)["relations"] == {"child": 1, "unknown": 1, "inactive": 1}
+    assert code == 0 and d["relations"] == {"exact": 1, "child": 1, "not_in_ontology": 1}
+    # the defaults: a predicted id the ontology lacks is counted, an inactive one flagged
+    code, out, _ = run(capsys, "-O", onto, "-d", issues, "--format", "json")
+    assert code == 0 and json.loads(out)["relations"] == {"child": 1, "not_in_ontology": 1, "inactive": 1}
 
 
 def test_records_without_labels_fail(capsys, paths, tmp_path):
@@ -82,11 +81,11 @@ def test_unknown_and_inactive_id_errors_name_the_file(paths, capsys):
     onto, _, issues = paths
     from kg_rageval.cli.main import main
 
-    code = main(["score", "hierarchy", "-O", onto, "-d", issues])
+    code = main(["score", "hierarchy", "-O", onto, "-d", issues, "--on-unknown", "error"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith(f"error: {issues}, record 'r2' (line 2), field labels.pred[0]: "
                                         "unknown ontology id 'VH:spaceship'")
-    code = main(["score", "hierarchy", "-O", onto, "-d", issues, "--on-unknown", "count"])
+    code = main(["score", "hierarchy", "-O", onto, "-d", issues, "--on-status", "error"])
     err = capsys.readouterr().err
     assert code == 2 and f"'VH:saloon' is deprecated (replaced by 'VH:sedan') ({issues}, record 'r1' (line 1)" in err
 

@@ -146,7 +146,7 @@ def reference(o, records, *, include_root: bool, on_status: str):
         if exact:
             rel = "exact"
         elif gu or pu:
-            rel = "unknown"
+            rel = "not_in_ontology"
         elif row["pred_inactive"]:
             rel = "inactive"
         elif (gk or gu) and not (pk or pu):
@@ -215,12 +215,13 @@ def assert_same(ev, expected):
 def test_records_path_equals_per_record_reference(seed, roots, include_root, on_status):
     o = status_dag(150, seed=seed, roots=roots)
     records = random_records(o, 2000, seed=seed)
-    ev = score_hierarchy(o, records, include_root=include_root, on_unknown="count",
-                         on_status=on_status)
+    status = {"count": "flag", "replace": "replace"}[on_status]  # the same policy on both sides
+    ev = score_hierarchy(o, records, include_root=include_root, on_unknown="count", on_unknown_gold="count",
+                         on_status=status, on_status_gold=status)
     expected = reference(o, records, include_root=include_root, on_status=on_status)
     # the record set really exercises every branch
     rel = ev.details["relation"].tolist()
-    for c in ("exact", "unknown", "nil_pred", "nil_gold", "multi", "inactive", "parent", "unrelated"):
+    for c in ("exact", "not_in_ontology", "nil_pred", "nil_gold", "multi", "inactive", "parent", "unrelated"):
         assert rel.count(c) > 0, c
     assert len(ev.unscored) > 10
     assert_same(ev, expected)
@@ -231,7 +232,8 @@ def test_bulk_path_equals_reference():
     o = status_dag(150, seed=4, roots=2)
     records = [r for r in random_records(o, 2000, seed=4, malformed=False)
                if isinstance(r["labels"]["gold"], list) and isinstance(r["labels"]["pred"], list)]
-    ev = score_hierarchy(o, records, on_unknown="count", on_status="count")
+    ev = score_hierarchy(o, records, on_unknown="count", on_unknown_gold="count", on_status="flag",
+                         on_status_gold="flag")
     assert_same(ev, reference(o, records, include_root=False, on_status="count"))
 
 
@@ -260,7 +262,7 @@ def test_first_problem_is_reported_in_record_order():
     records = [good, {"id": "b", "labels": {"gold": [o.ids[5]], "pred": ["zz1"]}},
                {"id": "c", "labels": {"gold": ["zz0"], "pred": ["zz1"]}}]
     with pytest.raises(UnknownIdError) as err:
-        score_hierarchy(o, records)
+        score_hierarchy(o, records, on_unknown="error")
     assert err.value.ids == ["zz0", "zz1"]
     assert "record 'b', field labels.pred[0] and 2 more places" in str(err.value)
     # a malformed record after a record with only a NIL string form: the same message as the

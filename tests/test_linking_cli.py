@@ -61,11 +61,11 @@ def test_score_linking_bad_input_exit_2(paths, capsys, tmp_path):
     bad.write_text('{"id": "a", "mentions": {"gold": [{"start": 0, "end": 2, "id": "plane"}], "pred": []}}\n')
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad)])
     assert code == 2 and "'plane'" in out.err and "bad.jsonl" in out.err
-    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--on-unknown", "count",
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--on-unknown-gold", "count",
                                "--format", "json"])
     assert code == 0 and json.loads(out.out)["metrics"]["unknown_ids"]["value"] == 1
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--breakdown", "nope",
-                               "--on-unknown", "count"])
+                               "--on-unknown-gold", "count"])
     assert code == 2 and "no breakdown key" in out.err
 
 

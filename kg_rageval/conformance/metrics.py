@@ -229,7 +229,7 @@ class _Suggester:
         return self.cache[key]
 
     def _hit(self, i: str, how: str) -> dict[str, str]:
-        return {"id": i, "label": self.o.labels[self.o._index[i]] or "", "how": how}
+        return {"id": i, "label": self.o.labels[self.o.id_index[i]] or "", "how": how}
 
     def _sorted_names(self, vocab_ids: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
         key = id(vocab_ids)
@@ -238,7 +238,7 @@ class _Suggester:
             names: dict[str, str] = {}
             for i in vocab_ids:
                 names.setdefault(i.casefold(), i)
-                lab = o.labels[o._index[i]]
+                lab = o.labels[o.id_index[i]]
                 if lab:
                     names.setdefault(lab.casefold(), i)
             self._names[key] = (sorted(names), names)
@@ -253,7 +253,7 @@ class _Suggester:
             in_vocab = [f for f in found if f in set(vocab_ids)] or found
             return self._hit(in_vocab[0], "label")
         expanded = o.expand_curie(value)
-        if expanded in o._index:
+        if expanded in o.id_index:
             return self._hit(expanded, "curie")
         if self._casefold is None:
             self._casefold = {}
@@ -330,7 +330,7 @@ class _Scorer:
 
     def classes(self, ids: tuple[str, ...]) -> np.ndarray:
         if ids not in self._classes:
-            self._classes[ids] = np.asarray(sorted({self.o._index[i] for i in ids if i in self.o._index}), dtype=np.int64)
+            self._classes[ids] = np.asarray(sorted({self.o.id_index[i] for i in ids if i in self.o.id_index}), dtype=np.int64)
         return self._classes[ids]
 
     def satisfies(self, node: int, classes: np.ndarray) -> bool:
@@ -342,7 +342,7 @@ class _Scorer:
         """Classify every valid-but-wrong id of every row against its closest reference id
         (smallest relation code; ties to the smallest reference id) in one vectorised call, and
         add the ``conf_<relation>`` counts and ``confusions`` details to the rows."""
-        idx = self.o._index
+        idx = self.o.id_index
         items: list[tuple[int, str, str, tuple[str, ...]]] = []
         for pos, row in enumerate(rows):
             problems = row.get("problems") or {}
@@ -368,7 +368,7 @@ class _Scorer:
 
     # one record ------------------------------------------------------------
     def score(self, value: Any, reference: Any) -> tuple[dict[str, float], dict[str, Any]]:
-        d, o, idx = self.d, self.o, self.o._index
+        d, o, idx = self.d, self.o, self.o.id_index
         st: dict[str, float] = {"outputs": 1.0}
         det: dict[str, Any] = {}
         obj, failures = check_schema(d, value, engine=self.engine)
@@ -475,7 +475,7 @@ class _Scorer:
         return st, det
 
     def _semantic(self, obj: dict, reference: Any, st: dict[str, float], det: dict[str, Any]) -> None:
-        d, o, idx = self.d, self.o, self.o._index
+        d, o, idx = self.d, self.o, self.o.id_index
         ref, problem = parse_output(reference)
         if problem is not None or not isinstance(ref, dict):
             det["reference_problem"] = problem or f"reference.output is a {type(ref).__name__}, not an object"
@@ -572,7 +572,7 @@ def score_conformance(
         gold = None
         if first_node is not None:
             ref, _ = parse_output(ref_out) if ref_out is not None else (None, None)
-            if isinstance(ref, dict) and isinstance(ref.get(first_node), str) and ref[first_node] in ontology._index:
+            if isinstance(ref, dict) and isinstance(ref.get(first_node), str) and ref[first_node] in ontology.id_index:
                 gold = ref[first_node]
         row["gold_node"] = gold
         rows.append(row)

@@ -98,7 +98,7 @@ def render_outputs(
     g.bind("kgro", K)
     node_fields, triple_fields = _id_fields(spec)
     seen: set[str] = set()
-    idx = ontology._index
+    idx = ontology.id_index
 
     def describe(i: int) -> None:
         for a in ontology.ancestor_indices(i).tolist():

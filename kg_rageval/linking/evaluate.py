@@ -63,7 +63,7 @@ import numpy as np
 
 from ..errors import InputError, UnknownIdError
 from ..evaluation import Evaluation, Family, Metric, harmonic, ratio
-from ..ontology import RELATIONS
+from ..ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
 from ..records import Record, located, record_error, record_text
 
 NIL = -1
@@ -78,16 +78,16 @@ class LinkingFamily(Family):
     """Sufficient statistics and formulas of entity-linking evaluation (module docstring)."""
 
     name = "linking"
-    version = "1"
+    version = "2"
     stats = (
         "n_gold", "n_pred", "matched",
         "gold_inkb", "pred_inkb", "gold_nil", "pred_nil",
         "all_tp", "inkb_tp", "nil_tp",
         "matched_gold_inkb", "matched_gold_nil", "matched_pred_nil",
         "over_links", "over_links_with_nearest", "over_links_near", "abstentions",
-        "wrong_links", *(f"rel_{r}" for r in RELATIONS), "rel_unknown",
+        "wrong_links", *(f"rel_{r}" for r in RELATIONS), "rel_not_in_ontology",
         "h_overlap", "h_pred", "h_gold", "wup_sum", "wup_n",
-        "unknown_ids",
+        "unknown_ids", "inactive_ids",
         "rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n",
     )
 
@@ -140,7 +140,10 @@ class LinkingFamily(Family):
         out["hierarchical_f1"] = harmonic("hierarchical_f1", hp, hr)
         out["wu_palmer"] = ratio("wu_palmer", s["wup_sum"], s["wup_n"],
                                  missing="no linked pairs of ontology nodes")
+        out["wrong_link_not_in_ontology"] = ratio("wrong_link_not_in_ontology", s["rel_not_in_ontology"],
+                                                  s["wrong_links"], missing="no wrong links")
         out["unknown_ids"] = Metric("unknown_ids", s["unknown_ids"])
+        out["inactive_ids"] = Metric("inactive_ids", s.get("inactive_ids", 0.0))
         return out
 
 
@@ -170,12 +173,17 @@ class _Side:
 
 
 class _Ids:
-    """Maps id strings to ontology indices; unknown ids per ``on_unknown``."""
+    """Maps id strings to ontology indices by the one resolver's conventions
+    (:class:`~kg_rageval.ontology.IdResolver`: exact id, CURIE/IRI, aliases); an id the
+    ontology lacks is an error or an opaque counted code (``-2, -3, ...``) per the options of
+    its role (gold / predicted)."""
 
-    def __init__(self, ontology, on_unknown: str):
-        self.get = ontology._index.get
-        self.on_unknown = on_unknown
+    def __init__(self, ontology, opts: IdOptions):
+        self.get = ontology.id_index.get
+        self.resolver = IdResolver(ontology, opts)
+        self.opts = opts
         self.unknown: dict[str, int] = {}
+        self.aliased = 0
 
     def code(self, value: Any, record: Record, field: str) -> int:
         if value is None:
@@ -185,9 +193,17 @@ class _Ids:
         i = self.get(value)
         if i is not None:
             return i
-        if self.on_unknown == "error":
+        idx, n_alias = self.resolver.lookup([value])
+        if idx[0] >= 0:
+            self.aliased += n_alias
+            return int(idx[0])
+        gold = field.startswith("mentions.gold")
+        if (self.opts.on_unknown_gold if gold else self.opts.on_unknown) == "error":
+            opt = "on_unknown_gold" if gold else "on_unknown"
+            hint = self.resolver.ontology.suggest(value)
             raise UnknownIdError(value, where=located(record, field),
-                                 hint="pass on_unknown='count' (--on-unknown count) to count it")
+                                 hint=(f"{hint}; " if hint else "")
+                                 + f"pass {opt}='count' (--{opt.replace('_', '-')} count) to count it")
         c = self.unknown.get(value)
         if c is None:
             c = self.unknown[value] = -2 - len(self.unknown)
@@ -377,6 +393,39 @@ def _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.nda
     return np.asarray(gi_all, np.int64), np.asarray(pi_all, np.int64)
 
 
+def _apply_status(ontology, records, side: "_Side", rec: np.ndarray, codes: np.ndarray, mode: str,
+                  role: str) -> int:
+    """Deprecated/revoked ids of one side per the resolver convention: ``"error"`` raises
+    (every offending id, the first places), ``"replace"`` maps ids with a replacement (in
+    place; the others stay, flagged), ``"flag"`` leaves them. Returns how many were replaced."""
+    known = np.flatnonzero(codes >= 0)
+    if not known.size:
+        return 0
+    status = np.asarray(ontology.status)
+    bad = known[status[codes[known]] != 0]
+    if not bad.size:
+        return 0
+    replaced_by = np.asarray(ontology.replaced_by, dtype=np.int64)
+    if mode == "error":
+        msgs = []
+        for j in bad[:10].tolist():
+            i = int(codes[j])
+            r = int(replaced_by[i])
+            where_ = located(records[int(rec[j])], f"mentions.{role}[{side.pos(j)}].id")
+            msgs.append(f"{ontology.ids[i]!r} is {STATUS_NAMES[int(status[i])]}"
+                        + (f" (replaced by {ontology.ids[r]!r})" if r >= 0 else "") + f" ({where_})")
+        opt = "on_status_gold" if role == "gold" else "on_status"
+        more = f" (and {bad.size - 10} more)" if bad.size > 10 else ""
+        raise InputError(f"deprecated or revoked {role} ids: {'; '.join(msgs)}{more}; pass {opt}='replace' or "
+                         f"'flag' (--{opt.replace('_', '-')}) to score them")
+    if mode == "replace":
+        rep = replaced_by[codes[bad]]
+        has = rep >= 0
+        codes[bad[has]] = rep[has]
+        return int(has.sum())
+    return 0
+
+
 # ---------------------------------------------------------------------------- scoring
 def _hierarchy_backend():
     """(name, relation_codes, hierarchical_counts, wu_palmer) over int64 index arrays."""
@@ -393,7 +442,11 @@ def score_linking(
     records: Iterable[Record],
     *,
     overlap: bool = False,
-    on_unknown: str = "error",
+    on_unknown: str = "count",
+    on_unknown_gold: str = "error",
+    on_status: str = "flag",
+    on_status_gold: str = "error",
+    aliases: bool = True,
     allow_overlapping_gold: bool = False,
 ) -> Evaluation:
     """Score the ``mentions`` section of ``records`` (see the module docstring).
@@ -406,10 +459,14 @@ def score_linking(
         Records as read by :func:`kg_rageval.records.read_records`.
     overlap : bool
         Align overlapping spans (greedy one-to-one rule) instead of requiring identical spans.
-    on_unknown : "error" | "count"
-        An id that is not an ontology node raises :class:`UnknownIdError` naming the record and
-        field (``"error"``), or is kept as an opaque id — compared by string, left out of the
-        hierarchy measures — and counted in the ``unknown_ids`` metric (``"count"``).
+    on_unknown, on_unknown_gold, on_status, on_status_gold, aliases
+        The one id-resolution convention (:mod:`kg_rageval.ontology.resolver`). By default a
+        gold id the ontology lacks, or a deprecated/revoked gold id, raises naming record and
+        field; a predicted id the ontology lacks is kept as an opaque id — compared by string,
+        left out of the hierarchy measures, its wrong link filed as ``not_in_ontology`` — and
+        counted in ``unknown_ids``; a deprecated/revoked predicted id is flagged (the
+        ``inactive_ids`` count, its replacement in the ``replacement`` detail); alternative
+        ids resolve to their concept.
     allow_overlapping_gold : bool
         Permit nested/crossing gold spans (identical gold spans are always rejected).
 
@@ -430,13 +487,15 @@ def score_linking(
     UnknownIdError
         An id not in the ontology under ``on_unknown="error"``.
     """
-    if on_unknown not in ("error", "count"):
-        raise InputError(f"on_unknown must be 'error' or 'count', not {on_unknown!r}")
+    opts = IdOptions(on_unknown=on_unknown, on_unknown_gold=on_unknown_gold, on_status=on_status,
+                     on_status_gold=on_status_gold, aliases=aliases)
     records = records if isinstance(records, list) else list(records)
-    ids = _Ids(ontology, on_unknown)
+    ids = _Ids(ontology, opts)
     gold, pred, scored, unscored = _flatten(records, ids)
     g_rec, g_s, g_e, g_code = _arrays(gold)
     p_rec, p_s, p_e, p_code = _arrays(pred)
+    n_replaced = _apply_status(ontology, records, gold, g_rec, g_code, opts.on_status_gold, "gold")
+    n_replaced += _apply_status(ontology, records, pred, p_rec, p_code, opts.on_status, "pred")
     _check_spans(records, gold, g_rec, g_s, g_e, which="gold", allow_overlap=allow_overlapping_gold)
     _check_spans(records, pred, p_rec, p_s, p_e, which="pred", allow_overlap=True)
 
@@ -479,6 +538,9 @@ def score_linking(
     st["wrong_links"] = both & ~same
     known = both & (gc >= 0) & (pc >= 0)
     st["unknown_ids"] = (has_g & (gc <= -2)).astype(int) + (has_p & (pc <= -2)).astype(int)
+    status = np.asarray(ontology.status)
+    p_inactive = has_p & (pc >= 0) & (status[np.maximum(pc, 0)] != 0)
+    st["inactive_ids"] = p_inactive
 
     # hierarchy on pairs of ontology nodes
     _, rel_codes, h_counts, wup_fn = _hierarchy_backend()
@@ -494,7 +556,7 @@ def score_linking(
     for c, name in enumerate(RELATIONS):
         st[f"rel_{name}"] = known & (rel == c)
     st["rel_exact"] = st["rel_exact"] | (both & same & ~known)  # opaque ids equal by string
-    st["rel_unknown"] = st["wrong_links"] & ~known
+    st["rel_not_in_ontology"] = st["wrong_links"] & ~known
     st.update(h_overlap=h_o, h_pred=h_p, h_gold=h_g, wup_sum=wup, wup_n=known)
 
     # over-links against the gold mention's nearest concept
@@ -529,6 +591,11 @@ def score_linking(
     stats = {k: np.asarray(v, dtype=float) for k, v in st.items()}
     keys, details = _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g,
                               has_p, gc, pc, rel, near, near_rel, matched, same, g_nil, p_nil)
+    replacement = np.full(n, None, dtype=object)
+    if p_inactive.any():
+        rep = np.asarray(ontology.replaced_by, dtype=np.int64)[pc[p_inactive]]
+        replacement[p_inactive] = [ontology.ids[r] if r >= 0 else None for r in rep.tolist()]
+    details["replacement"] = replacement
     record_ids = np.asarray([str(records[i].get("id")) for i in row_rec.tolist()], dtype=object)
     empty = len(scored) - int(rec_ids.size)
     meta = {
@@ -538,6 +605,10 @@ def score_linking(
     }
     if ids.unknown:
         meta["unknown_ids"] = sorted(ids.unknown)[:50]
+    if ids.aliased:
+        meta["n_aliased"] = ids.aliased
+    if n_replaced:
+        meta["replaced_ids"] = n_replaced
     return Evaluation(LinkingFamily(), record_ids, stats, keys, details, unscored, meta)
 
 

@@ -162,6 +162,31 @@ class Ontology:
         except KeyError:
             raise UnknownIdError(node_id, hint=self._suggest(node_id)) from None
 
+    @property
+    def id_index(self) -> Mapping[str, int]:
+        """Read-only mapping id → index (exact ids; for tight per-id loops; do not modify)."""
+        return self._index
+
+    def lookup(self, node_ids: Sequence[str]) -> np.ndarray:
+        """Vectorised lookup: the index of every id (int64, ``-1`` where absent), trying each
+        id as given, then as its expanded CURIE, then as the compacted IRI. Aliases are not
+        followed (:class:`~kg_rageval.ontology.resolver.IdResolver` decides that)."""
+        get = self._index.get
+        idx = np.fromiter((get(i, -1) if isinstance(i, str) else -1 for i in node_ids), dtype=np.int64,
+                          count=len(node_ids))
+        miss = np.flatnonzero(idx < 0)
+        if miss.size and self.prefixes:
+            for j in miss.tolist():
+                v = node_ids[j]
+                if not isinstance(v, str):
+                    continue
+                i = get(self.expand_curie(v))
+                if i is None:
+                    i = get(self.compact_iri(v))
+                if i is not None:
+                    idx[j] = i
+        return idx
+
     # ------------------------------------------------------------------ aliases
     @cached_property
     def _alias_index(self) -> dict[str, int]:

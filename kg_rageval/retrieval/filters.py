@@ -122,7 +122,7 @@ def replay(
     np.cumsum(np.bincount(pair_query, minlength=nq), out=pptr[1:])
     # flatten filters into (query, position, group) and value alternatives
     groups: dict[tuple[str, str], tuple[list[int], list[int], list[int], list[bool]]] = {}
-    oindex = ontology._index
+    oindex = ontology.id_index
     cat = corpus.category_field
     for q, fl in enumerate(filters):
         if pptr[q + 1] == pptr[q]:
