@@ -346,8 +346,14 @@ def test_concept_correctness_is_hierarchical(vehicles):
     assert (m["concept_hP"].numerator, m["concept_hP"].denominator) == (1, 3)  # boat
     assert (m["concept_hR"].numerator, m["concept_hR"].denominator) == (1, 2)
     assert m["concept_hF1"].value == pytest.approx(2 * (1 / 3) * 0.5 / (1 / 3 + 0.5))
-    with pytest.raises(InputError, match="unknown ontology id 'nope'"):
-        score_correctness([rec("a", answer={"text": "x", "concepts": ["nope"]}, reference={"answer": "Sedan"})], vehicles)
+    # a predicted concept the ontology lacks is counted (an isolated concept), never an abort;
+    # a gold one is an input error naming the field
+    m = score_correctness([rec("a", answer={"text": "x", "concepts": ["nope", "sedan"]},
+                               reference={"answer": "Sedan"})], vehicles).metrics()
+    assert m["concepts_not_in_ontology"].value == 1
+    assert (m["concept_hP"].numerator, m["concept_hP"].denominator) == (2, 3)  # {car, sedan} of {car, sedan, nope}
+    with pytest.raises(InputError, match=r"reference.concepts\[0\].*unknown ontology id 'nope'"):
+        score_correctness([rec("a", answer={"text": "x"}, reference={"answer": "y", "concepts": ["nope"]})], vehicles)
 
 
 # ---------------------------------------------------------------- refusal

@@ -232,6 +232,7 @@ GENERATION = Scorer(
         _p("nli_model", "path", None, "Local NLI cross-encoder directory (for judge=nli; never downloaded).",
            nullable=True),
         _p("n_bins", "int", 10, "Calibration bins (equal width).", minimum=1, flags=("--bins",)),
+        *ID_PARAMS,
         _p("linker", "object", None, "Library only: the concept linker (default: the ontology's dictionary "
            "linker)."),
     ),
@@ -249,6 +250,7 @@ GENERATION = Scorer(
         ("concept_hP", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(answer concepts)|"),
         ("concept_hR", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(reference concepts)|"),
         ("concept_hF1", "higher", "2·hP·hR / (hP + hR) of the concepts"),
+        ("concepts_not_in_ontology", "none", "given concept ids the ontology lacks (count; predicted by default)"),
     ]) + metric_specs("generation", "refusal", [
         ("refusal_precision", "higher", "correct refusals / refusals"),
         ("refusal_recall", "higher", "correct refusals / records that should abstain"),

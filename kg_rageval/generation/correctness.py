@@ -28,13 +28,14 @@ from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, sectio
 from .squad import exact_match_score, f1_score, metric_max_over_ground_truths
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ontology import Ontology
+    from ..ontology import IdOptions, IdResolver, Ontology
 
 
 class CorrectnessFamily(Family):
     name = "correctness"
     version = "1"
-    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold")
+    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold",
+             "concepts_not_in_ontology")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         hp = ratio("concept_hP", sums["h_inter"], sums["h_pred"], missing="answers name no ontology concept")
@@ -43,6 +44,7 @@ class CorrectnessFamily(Family):
             "exact_match": mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
             "token_f1": mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
             "concept_hP": hp,
+            "concepts_not_in_ontology": Metric("concepts_not_in_ontology", sums.get("concepts_not_in_ontology", 0.0)),
             "concept_hR": hr,
             "concept_hF1": harmonic("concept_hF1", hp, hr),
         }
@@ -60,12 +62,19 @@ def _references(record: Record) -> list[str] | None:
     raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {a!r}")
 
 
-def _concepts(record: Record, sec: str, texts: list[str], ontology: "Ontology", linker: ConceptLinker) -> list[str]:
+def _concepts(record: Record, sec: str, texts: list[str], resolver: "IdResolver",
+              linker: ConceptLinker) -> tuple[list[str], int]:
+    """The concept ids of ``sec`` (given, resolved by the one id resolver — the reference's
+    as gold, the answer's as predicted — or linked from the texts) and how many given ids
+    the ontology lacks (kept out of the list; counted)."""
     given = id_list(record, sec, "concepts")
-    if given is not None:
-        ontology.indices(given, where=located(record, f"{sec}.concepts"))
-        return given
-    return sorted(concepts_in(texts, linker))
+    if given is None:
+        return sorted(concepts_in(texts, linker)), 0
+    role = "gold" if sec == "reference" else "pred"
+    res = resolver.resolve(given, role, lambda j: located(record, f"{sec}.concepts[{j}]"))
+    ids = resolver.ontology.ids
+    known = list(dict.fromkeys(ids[i] for i in res.idx.tolist() if i >= 0))
+    return known, int(res.unknown.sum())
 
 
 def score_correctness(
@@ -73,11 +82,16 @@ def score_correctness(
     ontology: "Ontology | None" = None,
     *,
     linker: ConceptLinker | None = None,
+    ids: "IdOptions | None" = None,
 ) -> Evaluation:
-    """EM / token F1 per record, plus concept-level counts when an ontology is given."""
+    """EM / token F1 per record, plus concept-level counts when an ontology is given (given
+    concept ids resolved by :class:`~kg_rageval.ontology.IdResolver` with ``ids``)."""
+    from ..ontology import IdOptions, IdResolver
+
     records = list(records)
     if ontology is not None and linker is None:
         linker = dictionary_linker(ontology)
+    resolver = IdResolver(ontology, ids or IdOptions()) if ontology is not None else None
     rows, unscored = [], []
     for r in records:
         refs = _references(r)
@@ -97,12 +111,14 @@ def score_correctness(
         f1 = metric_max_over_ground_truths(f1_score, pred, refs)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
                                "exact_match": em, "token_f1": f1, "refused": refused}
-        if ontology is not None and linker is not None:
-            gold = _concepts(r, "reference", refs, ontology, linker)
-            if gold:
-                pred_c = [] if refused else _concepts(r, "answer", [pred], ontology, linker)
-                inter, np_, ng = _concept_counts(ontology, gold, pred_c, where=located(r, "concepts"))
-                row.update(concept_scored=1, h_inter=inter, h_pred=np_, h_gold=ng,
+        if resolver is not None and linker is not None:
+            gold, g_unknown = _concepts(r, "reference", refs, resolver, linker)
+            if gold or g_unknown:
+                pred_c, p_unknown = ([], 0) if refused else _concepts(r, "answer", [pred], resolver, linker)
+                inter, np_, ng = _concept_counts(resolver.ontology, gold, pred_c, where=located(r, "concepts"))
+                # an id the ontology lacks is an isolated concept: it adds 1 to its side only
+                row.update(concept_scored=1, h_inter=inter, h_pred=np_ + p_unknown, h_gold=ng + g_unknown,
+                           concepts_not_in_ontology=p_unknown + g_unknown,
                            answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
         rows.append(row)
     meta = {"linker": linker_name(linker)} if linker is not None else {}

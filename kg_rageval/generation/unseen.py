@@ -52,7 +52,14 @@ class UnseenConceptFamily(Family):
         }
 
 
-def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: ConceptLinker | None = None) -> Evaluation:
+def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: ConceptLinker | None = None,
+                 ids: Any = None) -> Evaluation:
+    """Flag answer concepts absent from the context; ``reference.unseen_concepts`` (gold ids,
+    resolved by :class:`~kg_rageval.ontology.IdResolver` with the options ``ids``) gives
+    precision/recall of the flags."""
+    from ..ontology import IdOptions, IdResolver
+
+    resolver = IdResolver(ontology, ids or IdOptions())
     records = list(records)
     linker = linker or dictionary_linker(ontology)
     rows: list[dict[str, Any]] = []
@@ -72,8 +79,8 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
                                "unseen": " ".join(sorted(flagged))}
         gold = id_list(r, "reference", "unseen_concepts")
         if gold is not None:
-            ontology.indices(gold, where=located(r, "reference.unseen_concepts"))
-            g = set(gold)
+            res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))
+            g = {ontology.ids[i] if i >= 0 else gold[j] for j, i in enumerate(res.idx.tolist())}
             row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
         rows.append(row)
     return build_evaluation(UnseenConceptFamily(), rows, keys=all_slice_keys(records), details=("unseen",),
