@@ -628,6 +628,13 @@ class Evaluation:
         names = list(cols)
         return [dict(zip(names, vals)) for vals in zip(*(cols[k] for k in names))]
 
+    def to_pandas(self, what: str = "rows") -> Any:
+        """A ``pandas.DataFrame`` of the rows (``what="rows"``: ``record_id``, keys, details,
+        stats) or of the metrics (``what="metrics"``: one row per metric with ``value``,
+        ``numerator``, ``denominator``, ``missing``, ``ci_low``, ``ci_high``). pandas is
+        optional: without it this raises :class:`InputError` saying how to install it."""
+        return _frame(self.rows() if what == "rows" else _metric_rows(self.metrics()), what)
+
     def to_dict(self, *, rows: bool = True, breakdowns: Iterable[str] = ()) -> dict[str, Any]:
         """The evaluation as JSON-safe data (``json.dumps(..., allow_nan=False)`` works): family,
         counts, metrics, sums, meta, the requested breakdowns (group values as text, ``None``
@@ -785,6 +792,13 @@ class EvaluationSet(dict):
             raise ValueError(f"{self.family}: cannot merge results with members {sorted(self)} and {sorted(other)}")
         return EvaluationSet(self.family, {k: ev.merge(other[k]) for k, ev in self.items()})
 
+    def to_pandas(self, what: str = "rows") -> Any:
+        """Rows of every member (a ``member`` column first) or the canonical metrics, as a
+        ``pandas.DataFrame`` (see :meth:`Evaluation.to_pandas`)."""
+        if what == "rows":
+            return _frame([{"member": m, **r} for m, ev in self.items() for r in ev.rows()], what)
+        return _frame(_metric_rows(self.metrics()), what)
+
     @property
     def unscored_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -807,3 +821,20 @@ def as_evaluation_set(family: str, result: Any) -> EvaluationSet:
     if isinstance(result, (list, tuple)) and result and all(isinstance(v, Evaluation) for v in result):
         return EvaluationSet(family, {v.family.name: v for v in result})
     raise TypeError(f"family {family!r} returned {type(result).__name__}, not an Evaluation or a mapping of them")
+
+
+def _metric_rows(metrics: Mapping[str, Metric]) -> list[dict[str, Any]]:
+    return [{"metric": k, "value": m.value, "numerator": m.numerator, "denominator": m.denominator,
+             "missing": m.missing, "ci_low": m.ci[0] if m.ci else None, "ci_high": m.ci[1] if m.ci else None}
+            for k, m in metrics.items()]
+
+
+def _frame(rows: list[dict[str, Any]], what: str) -> Any:
+    if what not in ("rows", "metrics"):
+        raise InputError(f"to_pandas: what must be 'rows' or 'metrics', not {what!r}")
+    try:
+        import pandas as pd
+    except ImportError:
+        raise InputError("to_pandas needs pandas (pip install pandas)") from None
+    return pd.DataFrame(rows)
+

@@ -9,6 +9,8 @@ family; it is built once per module into a temporary directory."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kg_rageval.cli.main import main
@@ -267,3 +269,58 @@ def re_escape(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+# ---------------------------------------------------------------------- the same output everywhere
+SHAPE = {"command", "family", "data", "ontology", "counts", "metrics", "unscored", "breakdowns", "evaluations"}
+
+
+def _score_cli(name, demo, *extra):
+    import io
+    from contextlib import redirect_stdout
+
+    args = ["score", name, "-O", str(demo["dir"] / "doid-cancer-slim.obo"), "-d", str(demo["dir"] / "records.jsonl")]
+    for i in get_scorer(name).inputs:
+        if i.name in demo["inputs"]:
+            args += [i.flag, demo["inputs"][i.name]]
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = main(args + list(extra))
+    return code, buf.getvalue()
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_score_json_has_one_shape(name, demo):
+    code, out = _score_cli(name, demo, "--format", "json")
+    assert code == 0
+    p = json.loads(out)
+    assert SHAPE <= set(p) and "rows" not in p  # the same --rows default (off) everywhere
+    assert p["command"] == f"score {name}" and p["family"] == name
+    assert set(p["counts"]) == {"records", "scored_records", "rows", "unscored"}
+    assert p["counts"]["records"] == len(demo["records"])
+    assert all(k.startswith(f"{name}.") for k in p["metrics"])  # canonical names only
+    assert all(str(resolve_metric(k)) == k for k in p["metrics"])
+    code, out = _score_cli(name, demo, "--format", "json", "--rows", "--ci", "20")
+    p = json.loads(out)
+    assert p["rows"] and {"member", "record_id"} <= set(p["rows"][0])
+    with_ci = [m for m in p["metrics"].values() if m.get("ci")]
+    assert with_ci and all(m["ci"][0] <= m["value"] <= m["ci"][1] for m in with_ci)
+
+
+@pytest.mark.parametrize("name", ["retrieval", "generation"])
+def test_score_csv_and_to_pandas(name, demo):
+    import csv
+    import io
+
+    code, out = _score_cli(name, demo, "--format", "csv")
+    assert code == 0
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert set(table[0]) == {"metric", "value", "numerator", "denominator", "ci_low", "ci_high", "missing"}
+    res = get_scorer(name).score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    assert [r["metric"] for r in table] == list(res.metrics())
+    pd = pytest.importorskip("pandas")
+    frame = res.to_pandas()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == sum(len(ev) for ev in res.values())
+    assert list(res.to_pandas("metrics")["metric"]) == list(res.metrics())
+    code, out = _score_cli(name, demo, "--format", "csv", "--rows")
+    assert len(list(csv.DictReader(io.StringIO(out)))) == len(frame)

@@ -26,7 +26,8 @@ def test_json_output(capsys, paths):
     code, out, _ = run(capsys, "-O", onto, "-d", records, "--format", "json")
     assert code == 0
     d = json.loads(out)
-    m = d["metrics"]
+    m = {k.split(".", 1)[1]: v for k, v in d["metrics"].items()}  # canonical names: hierarchy.<metric>
+    assert set(d) >= {"command", "family", "ontology", "counts", "metrics", "unscored", "breakdowns"}
     # q1 sibling (1/2/2), q2 cousin (0/2/2), q3 exact (2/2/2), q4 parent (1/1/2),
     # q5 NIL prediction (0/0/3), q6 NIL gold (0/1/0): inter, |P̂|, |T̂|
     assert m["hierarchical_precision"]["numerator"] == 4 and m["hierarchical_precision"]["denominator"] == 8
@@ -43,7 +44,7 @@ def test_json_output(capsys, paths):
     assert "rows" not in d
     code, out, _ = run(capsys, "-O", onto, "-d", records, "--format", "json", "--include-root", "--rows")
     d = json.loads(out)
-    assert d["metrics"]["hierarchical_precision"]["denominator"] == 8 + 5  # the root in 5 predictions
+    assert d["metrics"]["hierarchy.hierarchical_precision"]["denominator"] == 8 + 5  # the root in 5 predictions
     assert len(d["rows"]) == 6
 
 

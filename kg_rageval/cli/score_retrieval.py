@@ -8,15 +8,18 @@ import click
 from .common import (
     breakdown_keys,
     data_option,
-    emit,
+    emit_score,
     family_kwargs,
     family_options,
-    format_option,
     load_ontology_cli,
     metrics_table,
     ontology_format_option,
     ontology_option,
+    score_output_options,
+    score_payload,
+    short_metrics,
     table,
+    with_intervals,
 )
 
 _HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "filter_false_exclusion_rate", "doc_exclusion_rate")
@@ -31,9 +34,9 @@ _HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "filter_false_exclusion_r
               help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
 @click.option("--rollup/--no-rollup", default=True, show_default=True,
               help="Metrics per ontology node, pooling each node's subtree (gold_node).")
-@click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-query rows in JSON.")
-@format_option
-def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows, fmt, **kwargs) -> None:
+@score_output_options
+def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows, fmt, ci, ci_level, seed,
+            **kwargs) -> None:
     """Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval -c) and filter false exclusion."""
     from ..contract import get_scorer
     from ..records import read_records
@@ -45,17 +48,14 @@ def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows,
     corpus_path = opts.get("corpus")
     bound = get_scorer("retrieval").bind(onto, where="score retrieval", **opts)
     corpus = bound.inputs.get("corpus")
-    ev = bound(records).single
+    result = bound(records)
+    ev = result.single
     ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
-    payload = {
-        "command": "score retrieval",
-        "data": data_path,
-        "corpus": corpus_path,
-        "n_records": len(records),
-        "ontology": {"source": onto.source, "hash": onto.content_hash},
-        **ev.to_dict(rows=rows, breakdowns=keys),
-    }
+    canonical = with_intervals(result, ci, ci_level, seed)
+    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=keys, metrics=canonical)
+    payload["corpus"] = corpus_path
     if rollup:
         payload["rollup"] = {
             node: {"n": g["n"], "depth": g["depth"],
@@ -65,14 +65,14 @@ def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows,
         payload["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
     if corpus is not None:
         payload["category_diagnosis"] = category_diagnosis(ev, onto)
-    emit(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks)))
+    emit_score(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks), short_metrics(canonical, "retrieval")))
 
 
-def _render(payload: dict, ev, keys: list[str], onto, kmax: int) -> str:
-    parts = [f"{payload['n_records']} records, {len(ev)} with a retrieval section"]
+def _render(payload: dict, ev, keys: list[str], onto, kmax: int, metrics: dict) -> str:
+    parts = [f"{payload['counts']['records']} records, {len(ev)} with a retrieval section"]
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
-    parts.append(metrics_table(ev.metrics()))
+    parts.append(metrics_table(metrics))
     cols = [f"recall@{kmax}", f"ndcg@{kmax}", "mrr", "map", "filter_false_exclusion_rate"]
     for k in keys:
         rows = [[str(v), g["n"], *(g["metrics"][c].value for c in cols)] for v, g in ev.breakdown(k).items()]
