@@ -324,3 +324,45 @@ def test_score_csv_and_to_pandas(name, demo):
     assert list(res.to_pandas("metrics")["metric"]) == list(res.metrics())
     code, out = _score_cli(name, demo, "--format", "csv", "--rows")
     assert len(list(csv.DictReader(io.StringIO(out)))) == len(frame)
+
+
+# ---------------------------------------------------------------------- no import circles
+def test_no_import_cycles_between_modules():
+    """No two modules of the package import each other, directly or through others (imports
+    under TYPE_CHECKING and inside functions count too; package ``__init__`` re-exports do not)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "kg_rageval"
+    mods = {}
+    for p in root.rglob("*.py"):
+        parts = list(p.relative_to(root.parent).with_suffix("").parts)
+        init = parts[-1] == "__init__"
+        mods[".".join(parts[:-1] if init else parts)] = (p, init)
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, (p, init) in mods.items():
+        pkg = m if init else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1] if node.level else []
+                tgt = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+                for c in [tgt] + [f"{tgt}.{a.name}" for a in node.names]:
+                    if c in mods and c != m and not mods[c][1]:
+                        edges[m].add(c)
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(v: str) -> None:
+        state[v] = 1
+        stack.append(v)
+        for w in edges[v]:
+            if state.get(w) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(w):] + [w]))
+            if w not in state:
+                visit(w)
+        stack.pop()
+        state[v] = 2
+
+    for m, (_, init) in mods.items():
+        if not init and m not in state:
+            visit(m)
