@@ -49,6 +49,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
 from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
@@ -193,7 +194,7 @@ def check_schema(derived: DerivedSchema, value: Any, *, engine: str = "compiled"
         if derived.accepts_fast(obj):
             return obj, []
     elif engine != "jsonschema":
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     failures = []
     for err in derived.validator.iter_errors(obj):
         failures.append({"kind": failure_kind(err), "path": _path(err), "message": _short(err.message)})
@@ -317,10 +318,10 @@ class _Scorer:
 
     def __init__(self, derived: DerivedSchema, domain_semantics: str, engine: str = "compiled"):
         if engine not in ENGINES:
-            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.engine = engine
         if domain_semantics not in ("any", "all"):
-            raise ValueError(f"domain_semantics must be 'any' or 'all', not {domain_semantics!r}")
+            raise ConfigError(f"domain_semantics must be 'any' or 'all', not {domain_semantics!r}")
         self.d = derived
         self.o = derived.ontology
         self.every = domain_semantics == "all"

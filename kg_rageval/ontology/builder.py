@@ -28,7 +28,7 @@ import numpy as np
 
 from .csr import csr_gather
 
-from ..errors import HierarchyCycleError, OntologyError
+from ..errors import ConfigError, HierarchyCycleError, OntologyError
 from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 
 _STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
@@ -312,9 +312,9 @@ class OntologyBuilder:
         or ``"keep-first"`` for duplicate ids with different labels and for aliases equal to a
         node id (see :meth:`add_alias`)."""
         if dangling not in ("error", "drop"):
-            raise ValueError("dangling must be 'error' or 'drop'")
+            raise ConfigError("dangling must be 'error' or 'drop'")
         if conflicts not in ("error", "keep-first"):
-            raise ValueError("conflicts must be 'error' or 'keep-first'")
+            raise ConfigError("conflicts must be 'error' or 'keep-first'")
         if not self._pos:
             raise OntologyError("the ontology is empty: no concepts were found", source=self.source)
         if self._conflicts:

@@ -39,7 +39,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UnknownIdError
+from ..errors import ConfigError, UnknownIdError
 
 VIRTUAL_ROOT_ID = "kgr:virtual-root"
 """Id of the virtual root added above several real roots."""
@@ -419,7 +419,7 @@ class Ontology:
             return int(self.depth_min[i])
         if kind == "max":
             return int(self.depth_max[i])
-        raise ValueError(f"kind must be 'min' or 'max', not {kind!r}")
+        raise ConfigError(f"kind must be 'min' or 'max', not {kind!r}")
 
     def common_ancestor_indices(self, a: int, b: int) -> np.ndarray:
         return np.intersect1d(

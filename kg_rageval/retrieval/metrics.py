@@ -30,6 +30,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..evaluation import Family, Metric, mean_of, ratio
 from .runs import Qrels, Run
 
@@ -40,10 +41,10 @@ def normalise_ks(k: int | Sequence[int]) -> tuple[int, ...]:
     """Sorted unique positive cut-offs; raises ``ValueError`` naming the bad value."""
     ks = (k,) if isinstance(k, (int, np.integer)) else tuple(k)
     if not ks:
-        raise ValueError("k: need at least one cut-off")
+        raise ConfigError("k: need at least one cut-off")
     for v in ks:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
-            raise ValueError(f"k must be positive integers, got {v!r}")
+            raise ConfigError(f"k must be positive integers, got {v!r}")
     return tuple(sorted({int(v) for v in ks}))
 
 
@@ -149,15 +150,15 @@ def evaluate_run(
     """
     ks = normalise_ks(k)
     if gain not in GAINS:
-        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
     if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
     from . import _kernels
 
     if engine == "auto":
         engine = "numba" if (_kernels.HAVE_NUMBA and len(run.docs) >= NUMBA_MIN_ENTRIES) else "numpy"
     if engine == "numba" and not _kernels.HAVE_NUMBA:
-        raise ValueError("engine='numba' needs the numba package (pip install numba)")
+        raise ConfigError("engine='numba' needs the numba package (pip install numba)")
     qrow_of_run = np.fromiter((qrels.qindex.get(q, -1) for q in run.qids), dtype=np.int64, count=len(run))
     lens = np.diff(run.ptr)
     binary = gain == "binary"
@@ -243,9 +244,9 @@ def evaluate_dicts(
 
     ks = normalise_ks(k)
     if gain not in GAINS:
-        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
     if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
     from . import _kernels
 
     q = Qrels.from_dict(qrels)
