@@ -107,6 +107,11 @@ def harmonic(name: str, p: Metric, r: Metric) -> Metric:
     return Metric(name, 2 * p.value * r.value / (p.value + r.value))
 
 
+def named(*metrics: Metric) -> dict[str, Metric]:
+    """``{m.name: m}`` in the given order: a family's ``finalize`` names each metric once."""
+    return {m.name: m for m in metrics}
+
+
 def mean_of(name: str, total: float, count: float, *, missing: str) -> Metric:
     """A mean of per-row values kept as (sum, count): same convention as :func:`ratio`."""
     return ratio(name, total, count, missing=missing)

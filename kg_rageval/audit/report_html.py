@@ -10,6 +10,8 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..fmt import fmt_value
+
 if TYPE_CHECKING:  # pragma: no cover
     from .result import AuditResult
 
@@ -36,11 +38,7 @@ svg text{font-family:system-ui,sans-serif;font-size:12px;fill:#1d2330}
 
 
 def _f(x: Any, nd: int = 4) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:.{nd}f}"
-    return escape(str(x))
+    return escape(fmt_value(x, nd))
 
 
 def _table(headers: list[str], rows: Iterable[list[str]], num_cols: Iterable[int] = ()) -> str:

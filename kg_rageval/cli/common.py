@@ -8,6 +8,8 @@ from typing import Any, Callable, Iterable
 
 import click
 
+from ..fmt import fmt_count, fmt_value
+
 format_option = click.option(
     "--format",
     "fmt",
@@ -94,12 +96,7 @@ def _is_num(s: str) -> bool:
         return False
 
 
-def _fmt(c: Any) -> str:
-    if c is None:
-        return "—"
-    if isinstance(c, float):
-        return f"{c:.4f}"
-    return str(c)
+_fmt = fmt_value
 
 
 def metrics_table(metrics: dict[str, Any]) -> str:
@@ -131,8 +128,7 @@ def families_text(evals: Any, rows_label: str = "rows", metrics: dict[str, Any] 
     return parts
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.3f}"
+_num = fmt_count
 
 
 def error_line(exc: BaseException | str) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, named, ratio
 from ..records import Record, located, record_error
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section
@@ -40,14 +40,14 @@ class CorrectnessFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         hp = ratio("concept_hP", sums["h_inter"], sums["h_pred"], missing="answers name no ontology concept")
         hr = ratio("concept_hR", sums["h_inter"], sums["h_gold"], missing="references name no ontology concept")
-        return {
-            "exact_match": mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
-            "token_f1": mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
-            "concept_hP": hp,
-            "concepts_not_in_ontology": Metric("concepts_not_in_ontology", sums.get("concepts_not_in_ontology", 0.0)),
-            "concept_hR": hr,
-            "concept_hF1": harmonic("concept_hF1", hp, hr),
-        }
+        return named(
+            mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            hp,
+            Metric("concepts_not_in_ontology", sums.get("concepts_not_in_ontology", 0.0)),
+            hr,
+            harmonic("concept_hF1", hp, hr),
+        )
 
 
 def _references(record: Record) -> list[str] | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..records import Record, located
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, contexts, id_list, row_keys
@@ -44,12 +44,12 @@ class UnseenConceptFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("unseen_precision", sums["tp"], sums["flagged_labelled"], missing="no flags on labelled records")
         r = ratio("unseen_recall", sums["tp"], sums["gold"], missing="no labelled unseen concepts")
-        return {
-            "flag_rate": ratio("flag_rate", sums["flagged_record"], sums["checked"], missing="no answers with context"),
-            "unseen_precision": p,
-            "unseen_recall": r,
-            "unseen_f1": harmonic("unseen_f1", p, r),
-        }
+        return named(
+            ratio("flag_rate", sums["flagged_record"], sums["checked"], missing="no answers with context"),
+            p,
+            r,
+            harmonic("unseen_f1", p, r),
+        )
 
 
 def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: ConceptLinker | None = None,

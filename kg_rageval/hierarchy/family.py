@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import InputError, MissingEvidence, UnknownIdError
-from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, ratio
+from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
 from ..ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
 from ..records import Record, located, read_records, where
 from .closure import closure
@@ -89,27 +89,27 @@ class HierarchyFamily(Family):
                    missing="no predicted nodes (every prediction is NIL or the root)")
         hr = ratio("hierarchical_recall", s["inter"], s["n_gold_aug"],
                    missing="no gold nodes (every gold answer is NIL or the root)")
-        out = {
-            "hierarchical_precision": hp,
-            "hierarchical_recall": hr,
-            "hierarchical_f1": harmonic("hierarchical_f1", hp, hr),
-            "macro_hierarchical_precision": mean_of(
+        out = named(
+            hp,
+            hr,
+            harmonic("hierarchical_f1", hp, hr),
+            mean_of(
                 "macro_hierarchical_precision", s["hp_sum"], s["hp_n"],
                 missing="no item with a predicted node"),
-            "macro_hierarchical_recall": mean_of(
+            mean_of(
                 "macro_hierarchical_recall", s["hr_sum"], s["hr_n"],
                 missing="no item with a gold node"),
-            "macro_hierarchical_f1": mean_of(
+            mean_of(
                 "macro_hierarchical_f1", s["hf_sum"], s["hf_n"],
                 missing="no item with a gold or predicted node"),
-            "exact_accuracy": ratio("exact_accuracy", s["exact"], s["items"], missing="no items"),
-            "wu_palmer": mean_of("wu_palmer", s["wup_sum"], s["wup_n"],
+            ratio("exact_accuracy", s["exact"], s["items"], missing="no items"),
+            mean_of("wu_palmer", s["wup_sum"], s["wup_n"],
                                  missing="no item with one gold and one predicted known node"),
-            "errors": Metric("errors", s["errors"]),
-            "mean_error_distance": mean_of(
+            Metric("errors", s["errors"]),
+            mean_of(
                 "mean_error_distance", s["dist_sum"], s["dist_n"],
                 missing="no error between two known single nodes"),
-        }
+        )
         for c in ERROR_CATEGORIES:
             out[f"error_count_{c}"] = Metric(f"error_count_{c}", s[f"err_{c}"])
         for c in ERROR_CATEGORIES:
