@@ -107,9 +107,19 @@ def harmonic(name: str, p: Metric, r: Metric) -> Metric:
     return Metric(name, 2 * p.value * r.value / (p.value + r.value))
 
 
-def named(*metrics: Metric) -> dict[str, Metric]:
-    """``{m.name: m}`` in the given order: a family's ``finalize`` names each metric once."""
-    return {m.name: m for m in metrics}
+class Metrics(dict):
+    """``{name: Metric}`` filled by :meth:`add`, which keys each metric by its own name (so a
+    family's ``finalize`` writes each name once)."""
+
+    def add(self, *metrics: Metric) -> "Metrics":
+        for m in metrics:
+            self[m.name] = m
+        return self
+
+
+def named(*metrics: Metric) -> Metrics:
+    """``{m.name: m}`` in the given order (a :class:`Metrics`)."""
+    return Metrics().add(*metrics)
 
 
 def mean_of(name: str, total: float, count: float, *, missing: str) -> Metric:

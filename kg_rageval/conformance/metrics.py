@@ -50,7 +50,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import ConfigError
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
 from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from .spec import SchemaSpec, load_spec, parse_spec
@@ -92,43 +92,41 @@ class ConformanceFamily(Family):
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         no_out = "no records with answer.output"
-        m: dict[str, Metric] = {
-            "schema_validity": ratio("schema_validity", s["valid"], s["outputs"], missing=no_out),
-        }
+        m = named(ratio("schema_validity", s["valid"], s["outputs"], missing=no_out))
         for k in FAILURE_KINDS:
-            m[f"failure_rate_{k}"] = ratio(f"failure_rate_{k}", s[k], s["outputs"], missing=no_out)
-        m["vocabulary_conformance"] = ratio(
+            m.add(ratio(f"failure_rate_{k}", s[k], s["outputs"], missing=no_out))
+        m.add(ratio(
             "vocabulary_conformance", s["ent_known"] + s["pred_known"], s["ent_n"] + s["pred_n"],
             missing="no entity ids or predicates in the outputs",
-        )
-        m["entity_vocabulary"] = ratio("entity_vocabulary", s["ent_known"], s["ent_n"], missing="no entity ids in the outputs")
-        m["predicate_vocabulary"] = ratio("predicate_vocabulary", s["pred_known"], s["pred_n"], missing="no predicates in the outputs")
-        m["field_conformance"] = ratio("field_conformance", s["ent_admitted"], s["ent_n"], missing="no entity ids in the outputs")
+        ))
+        m.add(ratio("entity_vocabulary", s["ent_known"], s["ent_n"], missing="no entity ids in the outputs"))
+        m.add(ratio("predicate_vocabulary", s["pred_known"], s["pred_n"], missing="no predicates in the outputs"))
+        m.add(ratio("field_conformance", s["ent_admitted"], s["ent_n"], missing="no entity ids in the outputs"))
         no_known = "no known ontology ids in the outputs"
-        m["status_conformance"] = ratio("status_conformance", s["ent_active"], s["ent_known"], missing=no_known)
-        m["deprecated_rate"] = ratio("deprecated_rate", s["ent_deprecated"], s["ent_known"], missing=no_known)
-        m["revoked_rate"] = ratio("revoked_rate", s["ent_revoked"], s["ent_known"], missing=no_known)
-        m["outputs_with_inactive_ids"] = ratio("outputs_with_inactive_ids", s["outputs_inactive"], s["outputs"], missing=no_out)
-        m["domain_range_conformance"] = ratio(
+        m.add(ratio("status_conformance", s["ent_active"], s["ent_known"], missing=no_known))
+        m.add(ratio("deprecated_rate", s["ent_deprecated"], s["ent_known"], missing=no_known))
+        m.add(ratio("revoked_rate", s["ent_revoked"], s["ent_known"], missing=no_known))
+        m.add(ratio("outputs_with_inactive_ids", s["outputs_inactive"], s["outputs"], missing=no_out))
+        m.add(ratio(
             "domain_range_conformance", s["dr_ok"], s["dr_checked"],
             missing="no triples with a checkable domain or range",
-        )
-        m["domain_conformance"] = ratio("domain_conformance", s["domain_ok"], s["domain_checked"], missing="no triples with a checkable domain")
-        m["range_conformance"] = ratio("range_conformance", s["range_ok"], s["range_checked"], missing="no triples with a checkable range")
-        m["semantic_precision"] = ratio(
+        ))
+        m.add(ratio("domain_conformance", s["domain_ok"], s["domain_checked"], missing="no triples with a checkable domain"))
+        m.add(ratio("range_conformance", s["range_ok"], s["range_checked"], missing="no triples with a checkable range"))
+        m.add(ratio(
             "semantic_precision", s["sem_exact"], s["sem_pred"],
             missing="no admitted predicted ids in fields that the reference output fills",
-        )
-        m["semantic_recall"] = ratio("semantic_recall", s["sem_gold_hit"], s["sem_gold"], missing="no reference ids")
+        ))
+        m.add(ratio("semantic_recall", s["sem_gold_hit"], s["sem_gold"], missing="no reference ids"))
         wrong = s["sem_pred"] - s["sem_exact"]
-        m["valid_but_wrong_rate"] = ratio(
+        m.add(ratio(
             "valid_but_wrong_rate", wrong, s["sem_pred"],
             missing="no admitted predicted ids in fields that the reference output fills",
-        )
+        ))
         for r in CONFUSIONS:
-            m[f"confusion_{r}"] = ratio(f"confusion_{r}", s[f"conf_{r}"], wrong, missing="no valid-but-wrong ids")
-        m["triple_precision"] = ratio("triple_precision", s["tr_match"], s["tr_pred"], missing="no predicted triples where the reference has triples")
-        m["triple_recall"] = ratio("triple_recall", s["tr_match"], s["tr_gold"], missing="no reference triples")
+            m.add(ratio(f"confusion_{r}", s[f"conf_{r}"], wrong, missing="no valid-but-wrong ids"))
+        m.add(ratio("triple_precision", s["tr_match"], s["tr_pred"], missing="no predicted triples where the reference has triples"))
+        m.add(ratio("triple_recall", s["tr_match"], s["tr_gold"], missing="no reference triples"))
         return m
 
 

@@ -111,10 +111,10 @@ class HierarchyFamily(Family):
                 missing="no error between two known single nodes"),
         )
         for c in ERROR_CATEGORIES:
-            out[f"error_count_{c}"] = Metric(f"error_count_{c}", s[f"err_{c}"])
+            out.add(Metric(f"error_count_{c}", s[f"err_{c}"]))
         for c in ERROR_CATEGORIES:
-            out[f"error_rate_{c}"] = ratio(f"error_rate_{c}", s[f"err_{c}"], s["errors"],
-                                           missing="no errors")
+            out.add(ratio(f"error_rate_{c}", s[f"err_{c}"], s["errors"],
+                                           missing="no errors"))
         return out
 
 

@@ -62,7 +62,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError, UnknownIdError
-from ..evaluation import Evaluation, Family, Metric, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, Metrics, harmonic, ratio
 from ..ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
 from ..records import Record, located, record_error, record_text
 
@@ -92,19 +92,19 @@ class LinkingFamily(Family):
     )
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
-        out: dict[str, Metric] = {}
+        out = Metrics()
 
         def prf(prefix: str, tp: float, n_pred: float, n_gold: float, what: str) -> None:
             p = ratio(f"{prefix}_precision", tp, n_pred, missing=f"no predicted {what}")
             r = ratio(f"{prefix}_recall", tp, n_gold, missing=f"no gold {what}")
             out[p.name], out[r.name] = p, r
-            out[f"{prefix}_f1"] = harmonic(f"{prefix}_f1", p, r)
+            out.add(harmonic(f"{prefix}_f1", p, r))
 
         prf("mention", s["matched"], s["n_pred"], s["n_gold"], "mentions")
-        out["disambiguation_accuracy"] = ratio(
+        out.add(ratio(
             "disambiguation_accuracy", s["inkb_tp"], s["matched_gold_inkb"],
             missing="no detected mentions with an in-ontology gold id",
-        )
+        ))
         prf("strong_all_match", s["all_tp"], s["n_pred"], s["n_gold"], "mentions")
         prf("strong_link_match", s["inkb_tp"], s["pred_inkb"], s["gold_inkb"], "in-KB mentions")
         prf("strong_nil_match", s["nil_tp"], s["pred_nil"], s["gold_nil"], "NIL mentions")
@@ -113,37 +113,37 @@ class LinkingFamily(Family):
         lr = ratio("linking_macro_recall", s["rec_r_sum"], s["rec_r_n"],
                    missing="no records with gold mentions")
         out[lp.name], out[lr.name] = lp, lr
-        out["linking_macro_f1"] = ratio("linking_macro_f1", s["rec_f1_sum"], s["rec_f1_n"],
-                                        missing="no records with mentions")
+        out.add(ratio("linking_macro_f1", s["rec_f1_sum"], s["rec_f1_n"],
+                                        missing="no records with mentions"))
         prf("nil", s["nil_tp"], s["matched_pred_nil"], s["matched_gold_nil"],
             "NIL decisions on detected mentions")
-        out["over_links"] = Metric("over_links", s["over_links"])
-        out["over_link_rate"] = ratio("over_link_rate", s["over_links"], s["matched_gold_nil"],
-                                      missing="no detected gold-NIL mentions")
-        out["over_link_near_rate"] = ratio(
+        out.add(Metric("over_links", s["over_links"]))
+        out.add(ratio("over_link_rate", s["over_links"], s["matched_gold_nil"],
+                                      missing="no detected gold-NIL mentions"))
+        out.add(ratio(
             "over_link_near_rate", s["over_links_near"], s["over_links_with_nearest"],
             missing="no over-links of gold mentions that name a nearest concept",
-        )
-        out["correct_abstentions"] = Metric("correct_abstentions", s["nil_tp"])
-        out["abstentions"] = Metric("abstentions", s["abstentions"])
-        out["abstention_rate"] = ratio("abstention_rate", s["abstentions"], s["matched_gold_inkb"],
-                                       missing="no detected in-KB gold mentions")
-        out["wrong_links"] = Metric("wrong_links", s["wrong_links"])
+        ))
+        out.add(Metric("correct_abstentions", s["nil_tp"]))
+        out.add(Metric("abstentions", s["abstentions"]))
+        out.add(ratio("abstention_rate", s["abstentions"], s["matched_gold_inkb"],
+                                       missing="no detected in-KB gold mentions"))
+        out.add(Metric("wrong_links", s["wrong_links"]))
         for r in RELATIONS[1:]:
-            out[f"wrong_link_{r}"] = ratio(f"wrong_link_{r}", s[f"rel_{r}"], s["wrong_links"],
-                                           missing="no wrong links")
+            out.add(ratio(f"wrong_link_{r}", s[f"rel_{r}"], s["wrong_links"],
+                                           missing="no wrong links"))
         hp = ratio("hierarchical_precision", s["h_overlap"], s["h_pred"],
                    missing="no linked pairs of ontology nodes")
         hr = ratio("hierarchical_recall", s["h_overlap"], s["h_gold"],
                    missing="no linked pairs of ontology nodes")
         out[hp.name], out[hr.name] = hp, hr
-        out["hierarchical_f1"] = harmonic("hierarchical_f1", hp, hr)
-        out["wu_palmer"] = ratio("wu_palmer", s["wup_sum"], s["wup_n"],
-                                 missing="no linked pairs of ontology nodes")
-        out["wrong_link_not_in_ontology"] = ratio("wrong_link_not_in_ontology", s["rel_not_in_ontology"],
-                                                  s["wrong_links"], missing="no wrong links")
-        out["unknown_ids"] = Metric("unknown_ids", s["unknown_ids"])
-        out["inactive_ids"] = Metric("inactive_ids", s.get("inactive_ids", 0.0))
+        out.add(harmonic("hierarchical_f1", hp, hr))
+        out.add(ratio("wu_palmer", s["wup_sum"], s["wup_n"],
+                                 missing="no linked pairs of ontology nodes"))
+        out.add(ratio("wrong_link_not_in_ontology", s["rel_not_in_ontology"],
+                                                  s["wrong_links"], missing="no wrong links"))
+        out.add(Metric("unknown_ids", s["unknown_ids"]))
+        out.add(Metric("inactive_ids", s.get("inactive_ids", 0.0)))
         return out
 
 

@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..evaluation import Family, Metric, mean_of, ratio
+from ..evaluation import Family, Metric, Metrics, mean_of, ratio
 from .runs import Qrels, Run
 
 GAINS = ("graded", "binary")
@@ -474,38 +474,38 @@ class RetrievalFamily(Family):
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         n = sums.get("n_scored", 0.0)
-        out: dict[str, Metric] = {}
+        out = Metrics()
         for m in self.metric_list:
             out[m] = mean_of(m, sums.get(f"{m}.sum", 0.0), n, missing="no scored queries with relevant gold")
         for c in ("n_scored", "n_missing_run", "n_no_gold", "n_no_gold_nonempty_run", "n_duplicates_removed",
                   "n_gold_ineligible", "n_q_gold_all_ineligible", "n_ineligible_retrieved",
                   "n_gold_unknown", "n_filters_not_logged", "fe_q_eligible", "fe_q_excluded"):
             out[c] = Metric(c, float(sums.get(c, 0.0)))
-        out["missing_run_rate"] = ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
-                                        missing="no scored queries")
-        out["filter_false_exclusion_rate"] = ratio(
+        out.add(ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
+                                        missing="no scored queries"))
+        out.add(ratio(
             "filter_false_exclusion_rate", sums.get("fe_q_excluded", 0.0), sums.get("fe_q_eligible", 0.0),
             missing="no queries with entitlement-eligible gold and replayed filters",
-        )
-        out["doc_exclusion_rate"] = ratio(
+        ))
+        out.add(ratio(
             "doc_exclusion_rate", sums.get("fe_docs_excluded", 0.0), sums.get("fe_docs_eligible", 0.0),
             missing="no entitlement-eligible gold documents with replayed filters",
-        )
+        ))
         ka = self.attribution_k
         aq = sums.get("att_q", 0.0)
         for part in ("hit", "filter", "retriever", "ranker"):
-            out[f"attribution@{ka}.{part}"] = ratio(
+            out.add(ratio(
                 f"attribution@{ka}.{part}", sums.get(f"att_q_{part}", 0.0), aq,
                 missing="no queries with eligible gold and replayed filters",
-            )
+            ))
         ad = sums.get("att_docs", 0.0)
         for part in ("found", "filter", "retriever", "ranker"):
-            out[f"doc_attribution@{ka}.{part}"] = ratio(
+            out.add(ratio(
                 f"doc_attribution@{ka}.{part}", sums.get(f"att_docs_{part}", 0.0), ad,
                 missing="no eligible gold documents with replayed filters",
-            )
-        out["predicate_precision"] = ratio("predicate_precision", sums.get("pred_tp", 0.0), sums.get("pred_n", 0.0),
-                                           missing="no extracted filter predicates on records with gold_filters")
-        out["predicate_recall"] = ratio("predicate_recall", sums.get("pred_tp", 0.0), sums.get("gold_n", 0.0),
-                                        missing="no gold filter predicates")
+            ))
+        out.add(ratio("predicate_precision", sums.get("pred_tp", 0.0), sums.get("pred_n", 0.0),
+                                           missing="no extracted filter predicates on records with gold_filters"))
+        out.add(ratio("predicate_recall", sums.get("pred_tp", 0.0), sums.get("gold_n", 0.0),
+                                        missing="no gold filter predicates"))
         return out
