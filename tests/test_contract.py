@@ -366,3 +366,16 @@ def test_no_import_cycles_between_modules():
     for m, (_, init) in mods.items():
         if not init and m not in state:
             visit(m)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_slice_keys_are_normalised_the_same_way(name, demo):
+    """``{"tier": 0}`` is the key ``slice:tier`` with the text ``"0"`` in every family."""
+    recs = [dict(r, slices={**(r.get("slices") or {}), "tier": i % 2, "flag": True})
+            for i, r in enumerate(demo["records"])]
+    res = get_scorer(name).score(demo["ontology"], recs, **_inputs(name, demo))
+    for ev in res.values():
+        if len(ev) and "slice:tier" in ev.keys:
+            assert set(ev.keys["slice:tier"].tolist()) <= {"0", "1"}
+            assert set(ev.keys["slice:flag"].tolist()) <= {"true"}
+    assert any("slice:tier" in ev.keys for ev in res.values())

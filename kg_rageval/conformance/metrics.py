@@ -51,6 +51,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
+from ..records import slice_text
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
 from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from .spec import SchemaSpec, load_spec, parse_spec
@@ -566,7 +567,7 @@ def score_conformance(
         slices = r.get("slices")
         if isinstance(slices, Mapping):
             for k, v in slices.items():
-                row[f"slice:{k}"] = v
+                row[f"slice:{k}"] = slice_text(v)
                 slice_names.add(f"slice:{k}")
         gold = None
         if first_node is not None:

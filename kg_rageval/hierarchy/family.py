@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import InputError, MissingEvidence, UnknownIdError
 from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
 from ..ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
-from ..records import Record, located, read_records, where
+from ..records import Record, located, read_records, slice_texts, where
 from .closure import closure
 from .kernels import _root_excluded, hierarchical_counts, pair_measures
 
@@ -675,12 +675,12 @@ def _row_side(side: _Side, k: int) -> tuple[list[int], list[str]]:
     return list(dict.fromkeys(known)), unk
 
 
-_PLAIN_SLICE = {str, int, float, bool, type(None)}
 
 
 def _slice_columns(slices: list[Any]) -> dict[str, np.ndarray]:
     """One object column per slice name (sorted; names from every record's ``slices`` dict):
-    the record's value, ``None`` when absent, ``str(value)`` when not a plain scalar."""
+    the value's text (:func:`kg_rageval.records.slice_text`, the one normalisation), ``None``
+    when absent."""
     all_dicts = set(map(type, slices)) == {dict}
     dicts = slices if all_dicts else [s for s in slices if isinstance(s, dict)]
     names = sorted(set().union(*dicts)) if dicts else []
@@ -690,21 +690,11 @@ def _slice_columns(slices: list[Any]) -> dict[str, np.ndarray]:
             vals = list(map(dict.get, slices, repeat(name)))
         else:
             vals = [s.get(name) if isinstance(s, dict) else None for s in slices]
-        if not set(map(type, vals)) <= _PLAIN_SLICE:
-            vals = [v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
-                    for v in vals]
+        vals = slice_texts(vals)
         arr = np.empty(len(vals), dtype=object)
         arr[:] = vals
         out[name] = arr
     return out
-
-
-def _slice_value(rec: Record, name: str) -> Any:
-    s = rec.get("slices")
-    if not isinstance(s, dict):
-        return None
-    v = s.get(name)
-    return v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
 
 
 # ---------------------------------------------------------------------------- summaries

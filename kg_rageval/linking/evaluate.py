@@ -64,7 +64,7 @@ import numpy as np
 from ..errors import InputError, UnknownIdError
 from ..evaluation import Evaluation, Family, Metric, Metrics, harmonic, ratio
 from ..ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
-from ..records import Record, located, record_error, record_text
+from ..records import Record, located, record_error, record_text, slice_texts
 
 NIL = -1
 """Code of a NIL id (``null``) in the integer id arrays."""
@@ -680,7 +680,7 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
                           if isinstance(records[i].get("slices"), dict)})
     for s in slice_names:
         vals = [(records[i].get("slices") or {}).get(s) for i in range(len(records))]
-        keys[f"slice:{s}"] = _obj([vals[i] for i in row_rec.tolist()])
+        keys[f"slice:{s}"] = _obj(slice_texts([vals[i] for i in row_rec.tolist()]))
     details = {
         "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
         "pred_score": score,

@@ -22,10 +22,10 @@ from ._io import (
     write_records,
 )
 from .reasons import MISSING_RUN_CODES, Reason, unscored
-from .slices import record_slices, slice_keys, slice_text, slice_values
+from .slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
 __all__ = [
     "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "iter_jsonl", "iter_objects", "located",
-    "read_records", "read_structured", "record_error", "record_slices", "record_text", "slice_keys", "slice_text",
+    "read_records", "read_structured", "record_error", "record_slices", "record_text", "slice_keys", "slice_text", "slice_texts",
     "slice_values", "unscored", "where", "write_records",
 ]

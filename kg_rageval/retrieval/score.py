@@ -46,7 +46,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..evaluation import Evaluation
-from ..records import Record, where
+from ..records import Record, slice_texts, where
 from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
 from .metrics import RetrievalFamily, evaluate_run
@@ -325,7 +325,7 @@ def score_retrieval(
     keys: dict[str, list[Any]] = {"gold_node": gold_node}
     slice_names = sorted({s for r in rows if isinstance(r.get("slices"), Mapping) for s in r["slices"]})
     for s in slice_names:
-        keys[f"slice:{s}"] = [(r.get("slices") or {}).get(s) for r in rows]
+        keys[f"slice:{s}"] = slice_texts([(r.get("slices") or {}).get(s) for r in rows])
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
         "conventions": "trec_eval -c; k counts unique ids; ties: score desc, doc id desc",
