@@ -379,3 +379,20 @@ def test_slice_keys_are_normalised_the_same_way(name, demo):
             assert set(ev.keys["slice:tier"].tolist()) <= {"0", "1"}
             assert set(ev.keys["slice:flag"].tolist()) <= {"true"}
     assert any("slice:tier" in ev.keys for ev in res.values())
+
+
+def test_ir_measures_name_without_a_retrieval_metric_says_so():
+    with pytest.raises(ConfigError, match=r"'Judged@10' is the ir_measures name of retrieval.judged@10"):
+        resolve_metric("Judged@10")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_is_reachable_from_the_pytest_plugin(name, demo):
+    """``assert_gates`` reads every family's result under the same canonical names."""
+    from kg_rageval.pytest_plugin import check_gates
+
+    res = get_scorer(name).score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    defined = [k for k, m in res.metrics().items() if m.value is not None][:5]
+    results, _ = check_gates(res, [f"{k} >= -1" for k in defined], ontology=demo["ontology"])
+    assert [r.observed for r in results] == [res.metrics()[k].value for k in defined]
+    assert all(r.status == "pass" for r in results)

@@ -36,7 +36,7 @@ def test_json_output(capsys, paths):
     assert d["relations"] == {"exact": 1, "parent": 1, "sibling": 1, "cousin": 1, "nil_pred": 1, "nil_gold": 1}
     assert d["unscored"] == {"no labels section": 1}
     assert d["branches"]["VH:car"]["n"] == 4  # q1, q2, q3, q5 have gold nodes under car
-    assert d["branches"]["VH:hatchback"]["metrics"]["hierarchical_precision"]["value"] == pytest.approx(1 / 4)
+    assert d["branches"]["VH:hatchback"]["metrics"]["hierarchy.hierarchical_precision"]["value"] == pytest.approx(1 / 4)
     assert d["breakdowns"]["slice:intent"]["browse"]["n"] == 3
     assert {"gold": "VH:submarine", "pred": "VH:boat", "relation": "parent", "count": 1} in d["confused_pairs"]
     # the same ontology reference as every other score command

@@ -32,7 +32,7 @@ def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
     assert code == 0
     p = json.loads(out)
     assert p["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] == 0.5
-    assert p["rollup"]["T1562"]["metrics"]["filter_false_exclusion_rate"]["value"] == 1.0
+    assert p["rollup"]["T1562"]["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] == 1.0
     assert p["breakdowns"]["slice:intent"]["lookup"]["n"] == 4
     assert p["category_diagnosis"]["sentences"][0].startswith("67% of false exclusions (2/3) come from sibling")
     code, out, _ = _run(capsys, *args)

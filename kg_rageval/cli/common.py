@@ -333,3 +333,11 @@ def short_metrics(metrics: dict[str, Any], family: str) -> dict[str, Any]:
     """``{bare name: Metric}`` of one family's canonical metrics (for text tables)."""
     pre = family + "."
     return {k[len(pre):] if k.startswith(pre) else k: m for k, m in metrics.items()}
+
+
+def canonical_dicts(family: str, metrics: dict[str, Any], only: Iterable[str] | None = None) -> dict[str, Any]:
+    """``{"<family>.<metric>": Metric.to_dict()}`` of a family's bare-named metrics (per-node
+    and per-branch tables use the same canonical names as the totals)."""
+    names = list(metrics) if only is None else list(only)
+    return {f"{family}.{k}": {**metrics[k].to_dict(), "name": f"{family}.{k}"} for k in names}
+

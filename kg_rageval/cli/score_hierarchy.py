@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
+from .common import (canonical_dicts, data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
                      ontology_format_option, ontology_option, score_output_options, score_payload, short_metrics,
                      table, with_intervals)
 
@@ -45,7 +45,7 @@ def command(ontology_path, ontology_format, data_path, branch_depth, top, rows, 
     metrics = short_metrics(canonical, "hierarchy")
     branches = {
         node: {"n": g["n"], "depth": g["depth"],
-               "metrics": {k: g["metrics"][k].to_dict() for k in _HEADLINE}}
+               "metrics": canonical_dicts("hierarchy", g["metrics"], _HEADLINE)}
         for node, g in ev.rollup(onto).items()
         if g["depth"] <= branch_depth
     }
@@ -71,8 +71,8 @@ def command(ontology_path, ontology_format, data_path, branch_depth, top, rows, 
             rows = [[p["gold"], p["pred"], p["relation"], p["count"]] for p in payload["confused_pairs"]]
             out.append("\nmost frequent confusions:\n" + table(rows, ["gold", "pred", "relation", "count"]))
         if branches:
-            rows = [["  " * b["depth"] + node, b["n"], b["metrics"]["hierarchical_f1"]["value"],
-                     b["metrics"]["exact_accuracy"]["value"]] for node, b in branches.items()]
+            rows = [["  " * b["depth"] + node, b["n"], b["metrics"]["hierarchy.hierarchical_f1"]["value"],
+                     b["metrics"]["hierarchy.exact_accuracy"]["value"]] for node, b in branches.items()]
             out.append(f"\nper branch (depth <= {branch_depth}):\n"
                        + table(rows, ["node", "rows", "hF1", "exact"]))
         if ev.unscored:

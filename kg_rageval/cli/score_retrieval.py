@@ -7,6 +7,7 @@ import click
 
 from .common import (
     breakdown_keys,
+    canonical_dicts,
     data_option,
     emit_score,
     family_kwargs,
@@ -59,7 +60,7 @@ def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows,
     if rollup:
         payload["rollup"] = {
             node: {"n": g["n"], "depth": g["depth"],
-                   "metrics": {m: v.to_dict() for m, v in g["metrics"].items()}}
+                   "metrics": canonical_dicts("retrieval", g["metrics"])}
             for node, g in ev.rollup(onto).items()
         }
         payload["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
@@ -82,7 +83,7 @@ def _render(payload: dict, ev, keys: list[str], onto, kmax: int, metrics: dict) 
         rows = []
         for node, g in sorted(payload["rollup"].items(), key=lambda x: (x[1]["depth"], x[0]))[:40]:
             m = g["metrics"]
-            rows.append([node, g["depth"], g["n"], *(m[c]["value"] for c in cols)])
+            rows.append([node, g["depth"], g["n"], *(m[f"retrieval.{c}"]["value"] for c in cols)])
         parts.append("\n== by gold node (subtree roll-up, first 40 by depth)")
         parts.append(table(rows, ["node", "depth", "queries", *cols]))
     diag = payload.get("category_diagnosis")

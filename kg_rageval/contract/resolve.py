@@ -70,6 +70,8 @@ def resolve_metric(name: MetricName | str, *, scope: Sequence[str] | None = None
     if mn.family is not None and mn.family in reg:
         return _resolve_in(reg[mn.family], mn, mn.metric, options, text=str(name))
     bare = mn.qualified  # no (registered) family prefix: a bare name, maybe with dots
+    if mn.family is None and IR_FAMILY in reg and ir_alias(bare) and _find(reg[IR_FAMILY], bare) is None:
+        return _resolve_in(reg[IR_FAMILY], mn, bare, options, text=str(name))  # says it is not computed
     hits: list[tuple["Scorer", str]] = []
     for fam, sc in reg.items():
         got = _find(sc, bare)
@@ -102,6 +104,9 @@ def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str,
     if not sc.metrics:
         return replace(mn, family=sc.name, metric=metric)
     got = _find(sc, metric)
+    if got is None and sc.name == IR_FAMILY and ir_alias(metric):
+        raise ConfigError(f"{text!r} is the ir_measures name of {sc.name}.{ir_alias(metric)}, which family "
+                          f"{sc.name!r} does not compute; see 'kg-rageval metrics --family {sc.name}'")
     if got is None:
         known = sc.metric_names((options or {}).get(sc.name))
         where = f" (in {text!r})" if text != f"{sc.name}.{metric}" else ""
