@@ -396,3 +396,21 @@ def test_every_family_is_reachable_from_the_pytest_plugin(name, demo):
     results, _ = check_gates(res, [f"{k} >= -1" for k in defined], ontology=demo["ontology"])
     assert [r.observed for r in results] == [res.metrics()[k].value for k in defined]
     assert all(r.status == "pass" for r in results)
+
+
+def test_conformance_follows_the_same_id_policy(demo):
+    from kg_rageval.errors import UnknownIdError
+
+    o, spec = demo["ontology"], demo["inputs"]["spec"]
+    good = next(i for i in o.ids if i.startswith("DOID:") and o.is_active(i))
+    recs = [{"id": "a", "answer": {"output": {"disease": "DOID:nope"}}, "reference": {"output": {"disease": good}}},
+            {"id": "b", "answer": {"output": {"disease": good}}, "reference": {"output": {"disease": good}}}]
+    m = get_scorer("conformance").score(o, recs, spec=spec).metrics()
+    assert m["conformance.entity_vocabulary"].numerator == 1 and m["conformance.entity_vocabulary"].denominator == 2
+    with pytest.raises(UnknownIdError, match=r"record 'a'.*answer.output.disease.*'DOID:nope'"):
+        get_scorer("conformance").score(o, recs, spec=spec, on_unknown="error")
+    bad_gold = [{"id": "c", "answer": {"output": {"disease": good}}, "reference": {"output": {"disease": "DOID:nope"}}}]
+    with pytest.raises(UnknownIdError, match=r"record 'c'.*reference.output.disease.*'DOID:nope'"):
+        get_scorer("conformance").score(o, bad_gold, spec=spec)
+    counted = get_scorer("conformance").score(o, bad_gold, spec=spec, on_unknown_gold="count")
+    assert counted.single.rows()[0]["problems"]["reference_unknown_ids"] == [{"value": "DOID:nope", "slot": "disease"}]

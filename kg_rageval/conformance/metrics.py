@@ -51,8 +51,9 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
-from ..records import slice_text
+from ..ontology import IdOptions, IdResolver
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
+from ..records import located, slice_text
 from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from .spec import SchemaSpec, load_spec, parse_spec
 
@@ -315,7 +316,8 @@ class _Scorer:
     """Scores one record at a time (:meth:`score`); confusions are classified for all rows at
     the end (:meth:`resolve_confusions`)."""
 
-    def __init__(self, derived: DerivedSchema, domain_semantics: str, engine: str = "compiled"):
+    def __init__(self, derived: DerivedSchema, domain_semantics: str, engine: str = "compiled",
+                 ids: IdOptions | None = None):
         if engine not in ENGINES:
             raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.engine = engine
@@ -327,6 +329,42 @@ class _Scorer:
         self.suggest = _Suggester(self.o)
         self.props = {p.id: p for p in self.o.properties}
         self._classes: dict[tuple[str, ...], np.ndarray] = {}
+        self.ids = ids or IdOptions()
+        self.resolver = IdResolver(self.o, self.ids)
+        self.n_aliased = 0
+        self.n_replaced = 0
+        self.record: Mapping[str, Any] = {}
+
+    # ids, by the one resolver's conventions --------------------------------
+    def _where(self, field: str) -> str:
+        return located(dict(self.record), field) if self.record else field
+
+    def canon(self, v: str, role: str, field: str, *, check: bool = True) -> str | None:
+        """The ontology id ``v`` stands for (itself, its CURIE/IRI spelling, the concept of an
+        alias, the replacement of an inactive id under ``on_status*="replace"``), or ``None``
+        when the ontology lacks it; with ``check``, the options' errors are raised naming the
+        record and ``field``."""
+        o, opt = self.o, self.ids
+        i = o.id_index.get(v)
+        if i is None:
+            idx, n_alias = self.resolver.lookup([v])
+            if idx[0] < 0:
+                if check and (opt.on_unknown_gold if role == "gold" else opt.on_unknown) == "error":
+                    raise self.resolver.unknown_error([v], np.zeros(1, dtype=np.int64), role,
+                                                      lambda j: self._where(field))
+                return None
+            i = int(idx[0])
+            self.n_aliased += n_alias if check else 0
+        if int(o.status[i]) != ACTIVE:
+            mode = opt.on_status_gold if role == "gold" else opt.on_status
+            if mode == "error" and check:
+                raise self.resolver.status_error([v], np.asarray([i]), np.zeros(1, dtype=np.int64), role,
+                                                 lambda j: self._where(field))
+            rep = int(o.replaced_by[i])
+            if mode == "replace" and rep >= 0:
+                self.n_replaced += 1 if check else 0
+                i = rep
+        return o.ids[i]
 
     def classes(self, ids: tuple[str, ...]) -> np.ndarray:
         if ids not in self._classes:
@@ -395,7 +433,8 @@ class _Scorer:
                 values = _strings(obj.get(vname))
             for v in values:
                 st["ent_n"] = st.get("ent_n", 0) + 1
-                i = idx.get(v)
+                cv = self.canon(v, "pred", f"answer.output.{path}")
+                i = idx.get(cv) if cv is not None else None
                 if i is None:
                     if len(unknown) < MAX_DETAILS:
                         unknown.append({"value": v, "slot": path, "suggestion": self.suggest(v, vocab.ids)})
@@ -411,7 +450,7 @@ class _Scorer:
                         rep = int(o.replaced_by[i])
                         inactive.append({"id": v, "slot": path, "status": STATUS_NAMES[code],
                                          "replacement": o.ids[rep] if rep >= 0 else None})
-                if v in vocab.members:
+                if cv in vocab.members:
                     st["ent_admitted"] = st.get("ent_admitted", 0) + 1
                 elif len(not_admitted) < MAX_DETAILS:
                     if code != ACTIVE and not d.spec.allows(f, STATUS_NAMES[code]):
@@ -495,12 +534,14 @@ class _Scorer:
                 continue
             gold_ids = []
             for g in _strings(ref[name]):
-                if g in idx:
-                    gold_ids.append(g)
+                cg = self.canon(g, "gold", f"reference.output.{name}")
+                if cg is not None:
+                    gold_ids.append(cg)
                 else:
                     ref_unknown.append({"value": g, "slot": name})
             gold_set = set(gold_ids)
-            pred_ids = list(dict.fromkeys(_strings(obj.get(name))))
+            pred_ids = list(dict.fromkeys(self.canon(p, "pred", name, check=False) or p
+                                          for p in _strings(obj.get(name))))
             members = d.vocabularies[name].members
             st["sem_gold"] = st.get("sem_gold", 0) + len(gold_set)
             st["sem_gold_hit"] = st.get("sem_gold_hit", 0) + len(gold_set & set(pred_ids))
@@ -536,6 +577,11 @@ def score_conformance(
     *,
     domain_semantics: str = "any",
     engine: str = "compiled",
+    on_unknown: str = "count",
+    on_unknown_gold: str = "error",
+    on_status: str = "flag",
+    on_status_gold: str = "error",
+    aliases: bool = True,
 ) -> Evaluation:
     """Score ``answer.output`` of each record against ``spec`` (a :class:`SchemaSpec`, a
     :class:`DerivedSchema`, a spec mapping or a spec file path). See the module docstring for
@@ -544,10 +590,20 @@ def score_conformance(
 
     ``engine``: how schema validity is checked (see :func:`check_schema`).
 
+    Ids are resolved by the one resolver's conventions (:mod:`kg_rageval.ontology.resolver`):
+    an output id the ontology lacks is counted (``entity_vocabulary``; ``on_unknown="error"``
+    raises), a deprecated/revoked one flagged with its replacement (``on_status``); a
+    ``reference.output`` id the ontology lacks or that is inactive is an input error naming the
+    record and field (``on_unknown_gold`` / ``on_status_gold``); aliases and CURIE/IRI
+    spellings resolve to their concept for the vocabulary and semantic checks (schema validity
+    still wants the exact id the schema lists).
+
     Keys: ``slice:<name>`` for each record slice and ``gold_node`` (the reference id of the
     first node field, when the reference output has one)."""
     derived = as_derived(ontology, spec)
-    scorer = _Scorer(derived, domain_semantics, engine)
+    scorer = _Scorer(derived, domain_semantics, engine,
+                     IdOptions(on_unknown=on_unknown, on_unknown_gold=on_unknown_gold, on_status=on_status,
+                               on_status_gold=on_status_gold, aliases=aliases))
     first_node = next((n for n, f in derived.spec.fields.items() if f.kind == "node"), None)
     rows: list[dict[str, Any]] = []
     unscored: list[dict[str, str]] = []
@@ -560,6 +616,7 @@ def score_conformance(
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None
+        scorer.record = r
         st, det = scorer.score(answer["output"], ref_out)
         row: dict[str, Any] = {"record_id": rid, **st}
         row["failure_kinds"] = ",".join(det.pop("failure_kinds")) or None
@@ -585,6 +642,8 @@ def score_conformance(
         "spec": derived.spec.source,
         "domain_semantics": domain_semantics,
         "engine": engine,
+        **({"n_aliased": scorer.n_aliased} if scorer.n_aliased else {}),
+        **({"replaced_ids": scorer.n_replaced} if scorer.n_replaced else {}),
         "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
     }
     return build_evaluation(

@@ -192,6 +192,7 @@ CONFORMANCE = Scorer(
         _p("engine", "str", "compiled", "Schema check: the compiled checker of the derived schema, the "
            "jsonschema Draft 2020-12 validator (reference), or the equivalent pydantic model.",
            choices=("compiled", "jsonschema", "pydantic")),
+        *ID_PARAMS,
     ),
     metrics=metric_specs("conformance", "conformance", [
         ("schema_validity", "higher", "outputs valid against the derived JSON Schema / outputs"),
