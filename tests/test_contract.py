@@ -414,3 +414,17 @@ def test_conformance_follows_the_same_id_policy(demo):
         get_scorer("conformance").score(o, bad_gold, spec=spec)
     counted = get_scorer("conformance").score(o, bad_gold, spec=spec, on_unknown_gold="count")
     assert counted.single.rows()[0]["problems"]["reference_unknown_ids"] == [{"value": "DOID:nope", "slot": "disease"}]
+
+
+def test_retrieval_filter_ids_follow_the_same_id_policy(demo):
+    from kg_rageval.errors import UnknownIdError
+
+    recs = [dict(r) for r in demo["records"] if (r.get("retrieval") or {}).get("filters")][:5]
+    assert recs, "the demo logs filters"
+    bad = dict(recs[0], retrieval={**recs[0]["retrieval"], "filters": [{"field": "category", "op": "within",
+                                                                       "value": "DOID:nope"}]})
+    recs[0] = bad
+    res = get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"])
+    assert res.single.meta["filter_ids_not_in_ontology"] == ["DOID:nope"]  # counted, matches nothing
+    with pytest.raises(UnknownIdError, match="'DOID:nope'"):
+        get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"], on_unknown="error")

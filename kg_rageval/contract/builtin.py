@@ -142,6 +142,7 @@ RETRIEVAL = Scorer(
            input="corpus"),
         _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
            "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+        *ID_PARAMS,
     ),
     template_values=_retrieval_values,
     metrics=metric_specs("retrieval", "retrieval", [
