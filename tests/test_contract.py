@@ -428,3 +428,15 @@ def test_retrieval_filter_ids_follow_the_same_id_policy(demo):
     assert res.single.meta["filter_ids_not_in_ontology"] == ["DOID:nope"]  # counted, matches nothing
     with pytest.raises(UnknownIdError, match="'DOID:nope'"):
         get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"], on_unknown="error")
+
+
+def test_audit_report_uses_canonical_names_only(demo):
+    """One name per number: every metric key of the demo audit is canonical (it had 755 keys,
+    most of them aliases of each other, before the one metric registry)."""
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.runner import run_audit
+
+    res = run_audit(load_config(demo["config"]), progress=False)
+    assert all(str(resolve_metric(k)) == k for k in res.metrics)
+    plain = [k for k in res.metrics if "[" not in k and not k.startswith("delta:")]
+    assert len(plain) == len(set(plain)) and len(res.metrics) < 400
