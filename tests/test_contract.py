@@ -243,8 +243,10 @@ def test_one_id_policy_in_hierarchy_and_linking():
                                                      "pred": [{"start": 0, "end": 2, "id": "zz"}]}},
            {"id": "2", "text": "xx yy", "mentions": {"gold": [{"start": 0, "end": 2, "id": "b"}],
                                                      "pred": [{"start": 0, "end": 2, "id": "old"}]}}]
-    h = get_scorer("hierarchy").score(o, lab).metrics()
+    hres = get_scorer("hierarchy").score(o, lab)
+    h = hres.metrics()
     assert h["hierarchy.error_count_not_in_ontology"].value == 1 and h["hierarchy.error_count_inactive"].value == 1
+    assert hres.single.details["replacement"].tolist() == [None, "a"]
     ln = get_scorer("linking").score(o, men)
     lm = ln.metrics()
     assert lm["linking.unknown_ids"].value == 1 and lm["linking.inactive_ids"].value == 1

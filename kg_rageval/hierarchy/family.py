@@ -635,7 +635,14 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     keys: dict[str, np.ndarray] = {"gold_node": gold_node}
     for name, column in _slice_columns(col.slices).items():
         keys[f"slice:{name}"] = column
-    details = {"relation": relation, "gold": gold_str, "pred_node": pred_str, "wup": wup}
+    # a deprecated/revoked predicted node is flagged with its replacement (the resolver's rule)
+    replacement = np.full(m, None, dtype=object)
+    flagged = np.flatnonzero((res.pred_inactive > 0) & single_p & (p1 >= 0))
+    if flagged.size:
+        rep = np.asarray(ontology.replaced_by, dtype=np.int64)[p1[flagged]]
+        replacement[flagged] = [ids[r] if r >= 0 else None for r in rep.tolist()]
+    details = {"relation": relation, "gold": gold_str, "pred_node": pred_str, "wup": wup,
+               "replacement": replacement}
     meta: dict[str, Any] = {
         "ontology": ontology.source,
         "ontology_hash": ontology.content_hash,
