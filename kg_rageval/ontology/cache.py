@@ -53,6 +53,8 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
         "warnings": list(ontology.warnings),
         "content_hash": ontology.content_hash,
     }
+    if ontology.placed_under_root:  # absent from older files: they load with ()
+        header["placed_under_root"] = list(ontology.placed_under_root)
     syn_counts = np.asarray([len(s) for s in ontology.synonyms], dtype=np.int32)
     arrays = {name: getattr(ontology, name) for name in _ARRAYS}
     if ontology.alias_ids:
@@ -134,6 +136,7 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
         diagnostics=header["diagnostics"],
         warnings=tuple(header["warnings"]),
         stored_hash=header["content_hash"],
+        placed_under_root=tuple(header.get("placed_under_root", ())),
         **{name: z[name] for name in _ARRAYS},
         **aliases,
     )

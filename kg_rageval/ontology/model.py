@@ -100,6 +100,9 @@ class Ontology:
     stored_hash: str | None = None
     alias_ids: tuple[str, ...] = ()
     alias_targets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    placed_under_root: tuple[str, ...] = ()
+    """Deprecated/revoked terms without parent or child that compiling placed under the root
+    (they are not roots of the hierarchy; see :meth:`OntologyBuilder.build`)."""
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -437,9 +440,11 @@ class Ontology:
 
     @cached_property
     def real_roots(self) -> list[str]:
-        """The roots of the source hierarchy (children of the virtual root, or the root)."""
+        """The roots of the source hierarchy (children of the virtual root, or the root);
+        obsolete terms placed under the root (:attr:`placed_under_root`) are not roots."""
         if self.virtual_root:
-            return self.children(self.ids[0])
+            placed = set(self.placed_under_root)
+            return [c for c in self.children(self.ids[0]) if c not in placed]
         return [self.ids[0]]
 
     def to_networkx(self):
@@ -505,7 +510,11 @@ class Ontology:
         return {
             "source": self.source,
             "nodes": n_real,
-            "edges": self.n_edges - (len(self.real_roots) if self.virtual_root else 0),
+            # without the links compiling added: to the virtual root, obsolete terms to the root
+            "edges": self.n_edges - (
+                int(self.parent_ptr[-1] - np.count_nonzero(self.parent_idx))
+                if self.virtual_root else len(self.placed_under_root)
+            ),
             "roots": self.real_roots[:20],
             "n_roots": len(self.real_roots),
             "virtual_root": self.virtual_root,
@@ -518,6 +527,7 @@ class Ontology:
             "revoked": int(status_counts[REVOKED]),
             "with_replacement": int((self.replaced_by >= 0).sum()),
             "aliases": self.n_aliases,
+            "placed_under_root": len(self.placed_under_root),
             "labelled": sum(1 for lab in self.labels if lab) - (1 if self.virtual_root else 0),
             "with_synonyms": sum(1 for s in self.synonyms if s),
             "with_definition": sum(1 for d in self.definitions if d),

@@ -292,6 +292,7 @@ def load_neo4j(
     driver: Any = None,
     dangling: str = "drop",
     conflicts: str = "keep-first",
+    strict: bool = False,
     **overrides: Any,
 ) -> Ontology:
     """Load and compile the ontology stored in the graph database at ``uri``.
@@ -314,11 +315,11 @@ def load_neo4j(
         if own:
             drv.close()
     source = f"{redact_uri(uri)}#{database or 'default'}:{m.node_label}"
-    return _compile(nodes, edges, m, source, dangling=dangling, conflicts=conflicts)
+    return _compile(nodes, edges, m, source, dangling=dangling, conflicts=conflicts, strict=strict)
 
 
 def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, Any]], m: GraphMapping,
-             source: str, *, dangling: str, conflicts: str) -> Ontology:
+             source: str, *, dangling: str, conflicts: str, strict: bool = False) -> Ontology:
     b = OntologyBuilder(source)
     label_cols = [f"l{k}" for k in range(len(m.label_properties))]
     syn_cols = [f"s{k}" for k in range(len(m.synonym_properties))]
@@ -353,4 +354,4 @@ def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, An
             b.warn("edges_without_id")
             continue
         b.add_edge(str(child), str(parent), where=f"{m.relationships[0]} edge")
-    return b.build(dangling=dangling, conflicts=conflicts)
+    return b.build(dangling=dangling, conflicts=conflicts, strict=strict)
