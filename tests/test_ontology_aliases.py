@@ -56,7 +56,7 @@ def test_alias_equal_to_node_id_is_a_counted_warning_and_strict_refuses():
     b = _tree()
     b.add_alias("D:1", "D:2", where="line 7")
     with pytest.raises(OntologyError, match=r"1 alias\(es\) equal to a node id: 'D:1' \(alias of 'D:2', line 7\) "
-                       r"is also a node id \(strict mode"):
+                       r"is also a node id \(refused in strict mode"):
         b.build(strict=True)
     for conflicts in ("error", "keep-first"):  # conflicts= governs label conflicts only
         o = b.build(conflicts=conflicts)

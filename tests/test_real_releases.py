@@ -66,7 +66,7 @@ def test_hpo_loads_with_counted_warnings(hpo, hp_obo):
     assert ("'HP:0000535' is replaced by 'HP:0045074', 'HP:0045075': ambiguous, no replacement "
             "recorded") in hpo.warnings
     assert hpo.replacement("HP:0000535") is None
-    with pytest.raises(OntologyError, match=r"387 alias\(es\) equal to a node id: 'HP:0001425'.*strict mode"):
+    with pytest.raises(OntologyError, match=r"387 alias\(es\) equal to a node id: 'HP:0001425'.*refused in strict mode"):
         load_ontology(hp_obo, strict=True)
 
 

@@ -293,8 +293,8 @@ class OntologyBuilder:
             if strict:
                 shown = "; ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else "")
                 raise OntologyError(
-                    f"{len(found)} {what}: {shown} (strict mode; without strict=True, CLI "
-                    f"--strict-ontology, they are counted warnings and {advice})",
+                    f"{len(found)} {what}: {shown} (refused in strict mode, strict=True or CLI "
+                    f"--strict-ontology; otherwise counted warnings: {advice})",
                     source=self.source,
                 )
             self.warn(kind, count=len(found))
@@ -542,8 +542,9 @@ class OntologyBuilder:
         if strict:
             shown = "; ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else "")
             raise OntologyError(
-                f"{len(found)} term(s) name several replacements: {shown} (strict mode; without "
-                "strict=True they are counted warnings and no replacement is recorded)",
+                f"{len(found)} term(s) name several replacements: {shown} (refused in strict mode, "
+                "strict=True or CLI --strict-ontology; otherwise counted warnings: no replacement "
+                "is recorded)",
                 source=self.source,
             )
         self.warn("multiple_replacements", count=len(found))
