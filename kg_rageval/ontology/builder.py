@@ -264,11 +264,11 @@ class OntologyBuilder:
             if a in self._pos or a == VIRTUAL_ROOT_ID:
                 if a in self._pos:
                     what = "a node id"
-                    pos = self._pos[a]
-                    code = self._status[pos]
+                    node_pos = self._pos[a]
+                    code = self._status[node_pos]
                     if code != ACTIVE:
                         what += f" ({STATUS_NAMES[code]}"
-                        rep = self._replaced.get(pos)
+                        rep = self._replaced.get(node_pos)
                         what += f", replaced by {rep!r})" if rep else ")"
                 else:
                     what = "the reserved virtual-root id"
@@ -387,15 +387,15 @@ class OntologyBuilder:
         n_missing = int(bad.sum())
         if n_missing:
             if dangling == "error":
-                shown = []
+                listed = []
                 for e in np.flatnonzero(bad)[:5].tolist():
                     unknown = self._echild[e] if child_all[e] < 0 else self._eparent[e]
                     w = self._ewhere[e]
-                    shown.append(f"{unknown!r}" + (f" ({w})" if w else ""))
+                    listed.append(f"{unknown!r}" + (f" ({w})" if w else ""))
                 more = f" (and {n_missing - 5} more)" if n_missing > 5 else ""
                 raise OntologyError(
                     f"{n_missing} edge(s) reference undeclared concepts: "
-                    f"{', '.join(shown)}{more}",
+                    f"{', '.join(listed)}{more}",
                     source=self.source,
                 )
             self.warn("dangling_edges_dropped", count=n_missing)

@@ -190,7 +190,7 @@ def read_mapping_file(path: str | os.PathLike) -> dict[str, Any]:
     Errors (no such file, syntax, not a mapping) are :class:`ConfigError` naming the file."""
     from ...records import read_structured
 
-    data, _ = read_structured(path, what="graph mapping")
+    data, _ = read_structured(os.fspath(path), what="graph mapping")
     if not isinstance(data, Mapping):
         raise ConfigError(f"a graph mapping file holds a mapping of fields, not {type(data).__name__}",
                           source=str(path))
