@@ -70,6 +70,21 @@ def test_cli_strict_and_source_names(onto_dir, capsys):
     assert json.loads(capsys.readouterr().out)["virtual_root"] is True
 
 
+def test_cli_imports_and_conflict_policy(onto_dir, capsys):
+    imp = str(onto_dir / "imports_main.ttl")
+    assert main(["ontology", "inspect", imp, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["diagnostics"] == {
+        "owl_imports_not_followed": 1, "parents_declared_from_edges": 1}
+    assert main(["ontology", "inspect", imp, "--follow-imports", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["diagnostics"] == {"owl_imports_followed": 1} and d["labelled"] == 2
+    conf = str(onto_dir / "conflicting_labels.ttl")
+    assert main(["ontology", "inspect", conf]) == 2
+    assert "1 duplicate id(s) with conflicting labels" in capsys.readouterr().err
+    assert main(["ontology", "inspect", conf, "--conflicts", "keep-first", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["diagnostics"]["conflicting_labels"] == 1
+
+
 def test_score_commands_take_loader_options(onto_dir, tmp_path, capsys):
     data = tmp_path / "r.jsonl"
     data.write_text(json.dumps({"id": "r1", "labels": {"gold": "DOID:1000001", "pred": "DOID:1000002"}}) + "\n")

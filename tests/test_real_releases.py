@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from kg_rageval.errors import OntologyError
-from kg_rageval.hierarchy import score_hierarchy, wu_palmer
+from kg_rageval.hierarchy import relation_codes, relation_names, score_hierarchy, wu_palmer
 from kg_rageval.ontology import VIRTUAL_ROOT_ID, load_ontology
 
 
@@ -79,6 +79,17 @@ def test_hpo_obsolete_terms_are_not_roots(hpo):
     assert hpo.depth("HP:0000001") == 0
     assert [hpo.depth(t) for t in ("HP:0000005", "HP:0000118", "HP:0012823")] == [1, 1, 1]
     assert hpo.depth("HP:0001250", kind="min") == 4  # Seizure
+    # the root holds them by compilation only: no sibling of the top-level branches
+    assert hpo.relation("HP:0000005", "HP:0000057") == "unrelated"
+    assert hpo.relation("HP:0000057", "HP:0000118") == "unrelated"
+    assert hpo.relation("HP:0000057", "HP:0000001") == "parent"
+    assert hpo.relation("HP:0000005", "HP:0000118") == "sibling"  # two real branches of the root
+    placed = hpo.indices(hpo.placed_under_root[:40])
+    top = hpo.indices(hpo.children("HP:0000001")[:60])
+    g, p = np.repeat(placed, top.size), np.tile(top, placed.size)
+    codes = relation_codes(hpo, np.concatenate([g, p]), np.concatenate([p, g]))
+    model = [hpo.relation_index(int(x), int(y)) for x, y in zip(np.concatenate([g, p]), np.concatenate([p, g]))]
+    assert relation_names(codes).tolist() == model
 
 
 def test_hpo_unrelated_pair_scores_zero(hpo):

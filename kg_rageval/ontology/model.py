@@ -26,7 +26,8 @@ Conventions (also in ``docs/ontology.md``):
   one level); ``ancestor`` (p is a proper ancestor but not a parent); ``child``; ``descendant``;
   ``sibling`` (they share a direct parent); ``cousin`` (they share a grandparent, i.e. a parent
   of a parent); ``unrelated``. The first matching rule wins in that order. The virtual root never
-  makes two nodes siblings or cousins: top-level concepts of a multi-root ontology are unrelated.
+  makes two nodes siblings or cousins: top-level concepts of a multi-root ontology are unrelated;
+  nor does the root make an obsolete term placed under it (``placed_under_root``) a sibling.
 """
 
 from __future__ import annotations
@@ -419,8 +420,8 @@ class Ontology:
         if self.is_ancestor_index(gold, pred):
             return "descendant"
         real = {int(x) for x in gp} & {int(x) for x in pp}
-        if self.virtual_root:
-            real.discard(0)
+        if self.virtual_root or self._placed_index & {gold, pred}:
+            real.discard(0)  # the (virtual) root that holds a placed obsolete term is no evidence
         if real:
             return "sibling"
         shared = self._grandparents(gold) & self._grandparents(pred)
@@ -437,6 +438,10 @@ class Ontology:
     @cached_property
     def multi_parent_count(self) -> int:
         return int((np.diff(self.parent_ptr) > 1).sum())
+
+    @cached_property
+    def _placed_index(self) -> set[int]:
+        return {self._index[i] for i in self.placed_under_root}
 
     @cached_property
     def real_roots(self) -> list[str]:
