@@ -70,6 +70,18 @@ def test_hpo_loads_with_counted_warnings(hpo, hp_obo):
         load_ontology(hp_obo, strict=True)
 
 
+def test_hpo_through_the_cli(hp_obo, capsys):
+    import json
+
+    from kg_rageval.cli.main import main
+
+    assert main(["ontology", "inspect", hp_obo, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["n_roots"], d["placed_under_root"], d["diagnostics"]["alias_conflicts"]) == (1, 450, 387)
+    assert main(["ontology", "inspect", hp_obo, "--strict-ontology"]) == 2
+    assert "387 alias(es) equal to a node id" in capsys.readouterr().err
+
+
 def test_hpo_obsolete_terms_are_not_roots(hpo):
     assert len(hpo.placed_under_root) == 450
     assert all(hpo.status_of(t) == "deprecated" for t in hpo.placed_under_root)

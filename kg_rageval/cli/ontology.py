@@ -45,6 +45,7 @@ def _render_inspect(s: dict) -> str:
         ["edges (parent links)", s["edges"]],
         ["roots", f"{s['n_roots']}: {', '.join(s['roots'][:5])}{' …' if s['n_roots'] > 5 else ''}"],
         ["virtual root added", "yes" if s["virtual_root"] else "no"],
+        ["obsolete terms placed under the root", s.get("placed_under_root", 0)],
         ["max depth (root = 0)", s["max_depth"]],
         ["multi-parent nodes", s["multi_parent_nodes"]],
         ["leaves", s["leaves"]],
