@@ -67,7 +67,8 @@ def given_loader_options() -> dict[str, Any]:
     return {**extra, **out}
 
 
-def _ontology_option(f: Callable) -> Callable:
+def ontology_option(f: Callable) -> Callable:
+    """``--ontology/-O FILE_OR_URI`` plus every loader option (:func:`loader_options`)."""
     f = loader_options(f)
     return click.option(
         "--ontology",
@@ -78,8 +79,6 @@ def _ontology_option(f: Callable) -> Callable:
              "or a graph database URI (bolt://, neo4j://) with --mapping.",
     )(f)
 
-
-ontology_option = _ontology_option
 
 ontology_format_option = click.option(
     "--ontology-format",
