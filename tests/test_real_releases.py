@@ -78,6 +78,9 @@ def test_hpo_through_the_cli(hp_obo, capsys):
     assert main(["ontology", "inspect", hp_obo, "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert (d["n_roots"], d["placed_under_root"], d["diagnostics"]["alias_conflicts"]) == (1, 450, 387)
+    assert sum("is also a node id" in w for w in d["warnings"]) == 387  # every affected id
+    assert main(["ontology", "inspect", hp_obo]) == 0
+    assert "more (--format json lists them all)" in capsys.readouterr().out
     assert main(["ontology", "inspect", hp_obo, "--strict-ontology"]) == 2
     assert "387 alias(es) equal to a node id" in capsys.readouterr().err
 

@@ -34,7 +34,7 @@ def inspect(file, ontology_format, fmt) -> None:
     onto = load_ontology_cli(file, ontology_format)
     summary = onto.summary()
     summary["load_seconds"] = round(time.perf_counter() - t0, 3)
-    summary["warnings"] = list(onto.warnings[:20])
+    summary["warnings"] = list(onto.warnings)  # every kept message (at most 1000): the affected ids
     emit(summary, fmt, _render_inspect)
 
 
@@ -63,7 +63,10 @@ def _render_inspect(s: dict) -> str:
     if s["diagnostics"]:
         out += "\n\nloader diagnostics:\n" + table([[k, v] for k, v in s["diagnostics"].items()])
     if s["warnings"]:
-        out += "\n\nfirst warnings:\n" + "\n".join(f"  - {w}" for w in s["warnings"])
+        shown = s["warnings"][:20]
+        out += "\n\nfirst warnings:\n" + "\n".join(f"  - {w}" for w in shown)
+        if len(s["warnings"]) > len(shown):
+            out += f"\n  … and {len(s['warnings']) - len(shown)} more (--format json lists them all)"
     return out
 
 
