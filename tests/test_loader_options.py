@@ -144,3 +144,17 @@ def test_mapping_files(tmp_path):
         resolve_mapping(str(tmp_path / "typo.yaml"))
     with pytest.raises(ConfigError, match="no such graph mapping file"):
         resolve_mapping(str(tmp_path / "absent.yml"))
+
+
+def test_compiled_cache_keeps_strict_and_refuses_other_options(onto_dir, tmp_path):
+    from kg_rageval.errors import OntologyError
+    from kg_rageval.ontology.cache import save_compiled
+
+    kgro = save_compiled(load_ontology(onto_dir / "do_rare_slim_shape.obo"), tmp_path / "rare")
+    assert load_ontology(kgro).diagnostics["ambiguous_aliases"] == 1
+    with pytest.raises(OntologyError, match=r"ambiguous_aliases: 1, multiple_replacements: 1\), refused in strict"):
+        load_ontology(kgro, strict=True)
+    with pytest.raises(InputError, match="the compiled loader does not take 'dangling'; its options: strict"):
+        load_ontology(kgro, dangling="drop")
+    clean = save_compiled(load_ontology(onto_dir / "mini.obo"), tmp_path / "mini")
+    assert len(load_ontology(clean, strict=True)) == 6
