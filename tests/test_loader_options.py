@@ -25,6 +25,11 @@ def test_an_option_the_loader_does_not_take_names_the_ones_it_does(onto_dir):
         load_ontology(onto_dir / "mini.obo", reasoner="hermit")
     with pytest.raises(InputError, match="the stix loader does not take 'follow_imports'"):
         load_ontology(onto_dir / "mini_attack.json", follow_imports=True)
+    from kg_rageval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"option.strict: expected true or false, got 'no'"):
+        load_ontology(onto_dir / "mini.obo", strict="no")
+    assert load_ontology(onto_dir / "mini_attack.json", source_names="mitre-attack").root_id == "mini-attack"
     # None means "not given"
     assert len(load_ontology(onto_dir / "mini.obo", reasoner=None, strict=None)) == 6
 
@@ -114,6 +119,10 @@ def test_audit_config_takes_the_same_options(onto_dir, tmp_path, capsys):
     assert code == 2 and "name two different concepts" in out.err
     code, out = _audit(tmp_path, onto_dir, {"reasoner": "hermit"}, capsys)
     assert code == 2 and "the obo loader does not take 'reasoner'" in out.err
+    code, out = _audit(tmp_path, onto_dir, {"strict": "yes"}, capsys)  # never truthy
+    assert code == 2 and "ontology.options.strict: expected true or false, got 'yes'" in out.err
+    code, out = _audit(tmp_path, onto_dir, {"conflicts": "keep_first"}, capsys)
+    assert code == 2 and "ontology.options.conflicts: 'keep_first' is not one of error, keep-first" in out.err
     code, out = _audit(tmp_path, onto_dir, {"auth": {"user": "u", "password": "p"}}, capsys)
     assert code == 2 and "credentials come from the environment only" in out.err
 

@@ -107,8 +107,14 @@ def config_mapping(config: AuditConfig, mapping: Any, key: str) -> Any:
 
 
 def ontology_options(config: AuditConfig) -> dict[str, Any]:
-    """The loader options of ``config.ontology``, a mapping file resolved against the config."""
-    options = dict(config.ontology.options)
+    """The loader options of ``config.ontology`` (values checked, errors naming
+    ``ontology.options.<key>``), a mapping file resolved against the config."""
+    from ..ontology.loaders.options import check_option_values
+
+    try:
+        options = check_option_values(config.ontology.options, where="ontology.options")
+    except ConfigError as exc:
+        raise ConfigError(str(exc), source=config.source) from None
     if "mapping" in options:
         options["mapping"] = config_mapping(config, options["mapping"], "ontology.options.mapping")
     return options

@@ -20,19 +20,32 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from ...contract.params import Param
 from ...errors import InputError
 
 
 @dataclass(frozen=True)
 class LoaderOption:
     """A loader keyword with its CLI flag. ``kind``: ``"flag"`` (boolean), ``"choice"``
-    (one of ``choices``), ``"multi"`` (repeatable flag, a tuple), ``"str"``."""
+    (one of ``choices``), ``"multi"`` (repeatable flag, a tuple), ``"str"``; ``"any"`` (a
+    value the loader checks itself, e.g. a graph mapping: a preset, a file or a dict)."""
 
     name: str
     flag: str
     kind: str
     help: str
     choices: tuple[str, ...] = ()
+
+    @property
+    def param(self) -> Param | None:
+        """The value check, as a :class:`~kg_rageval.contract.params.Param` (the contract's
+        one validation of option values); ``None`` for ``"any"``."""
+        if self.kind == "any":
+            return None
+        kind = {"flag": "bool", "choice": "str", "multi": "str_list", "str": "str"}[self.kind]
+        default = False if kind == "bool" else None
+        return Param(self.name, kind, default, self.help, choices=self.choices or None,
+                     nullable=default is None)
 
 
 LOADER_OPTIONS: tuple[LoaderOption, ...] = (
@@ -55,7 +68,7 @@ LOADER_OPTIONS: tuple[LoaderOption, ...] = (
                  "STIX: external_references source_name holding the ATT&CK ids, in order of "
                  "preference (repeatable; default mitre-attack, mitre-ics-attack, "
                  "mitre-mobile-attack)."),
-    LoaderOption("mapping", "--mapping", "str",
+    LoaderOption("mapping", "--mapping", "any",
                  "Graph database: a mapping preset (n10s-owl, n10s-skos, ...) or a mapping file "
                  "(YAML/JSON/TOML: node_label, id_property, label_properties, relationships, ...)."),
     LoaderOption("database", "--database", "str",
@@ -75,10 +88,27 @@ def accepted_options(loader: Callable[..., Any]) -> tuple[set[str], bool]:
     return names, any(p.kind is p.VAR_KEYWORD for p in params)
 
 
-def check_loader_options(fmt: str, loader: Callable[..., Any], options: Mapping[str, Any],
-                         *, source: str | None = None) -> dict[str, Any]:
-    """``options`` without ``None`` values, checked against what ``loader`` takes."""
+_BY_NAME = {o.name: o for o in LOADER_OPTIONS}
+
+
+def check_option_values(options: Mapping[str, Any], *, where: str = "option") -> dict[str, Any]:
+    """``options`` without ``None`` values, the declared ones checked and normalised by their
+    :class:`~kg_rageval.contract.params.Param` (errors name ``<where>.<option>``)."""
     given = {k: v for k, v in options.items() if v is not None}
+    for k, v in list(given.items()):
+        decl = _BY_NAME.get(k)
+        param = decl.param if decl is not None else None
+        if param is not None:
+            given[k] = param.coerce(v, f"{where}.{k}")
+    return given
+
+
+def check_loader_options(fmt: str, loader: Callable[..., Any], options: Mapping[str, Any],
+                         *, source: str | None = None, where: str = "option") -> dict[str, Any]:
+    """``options`` without ``None`` values, checked against what ``loader`` takes; values of
+    the declared options are checked too (``strict: "yes"`` is a
+    :class:`~kg_rageval.errors.ConfigError` naming ``<where>.strict``, never truthy)."""
+    given = check_option_values(options, where=where)
     names, var_kw = accepted_options(loader)
     unknown = sorted(k for k in given if k not in names)
     if unknown and not var_kw:
