@@ -269,7 +269,8 @@ class OntologyBuilder:
                     if code != ACTIVE:
                         what += f" ({STATUS_NAMES[code]}"
                         rep = self._replaced.get(node_pos)
-                        what += f", replaced by {rep!r})" if rep else ")"
+                        reps = [rep, *self._replaced_more.get(node_pos, [])] if rep else []
+                        what += f", replaced by {' or '.join(repr(r) for r in reps)})" if reps else ")"
                 else:
                     what = "the reserved virtual-root id"
                 clashes.append(f"{a!r} (alias of {t!r}{', ' + w if w else ''}) is also {what}")
