@@ -577,11 +577,7 @@ def score_conformance(
     *,
     domain_semantics: str = "any",
     engine: str = "compiled",
-    on_unknown: str = "count",
-    on_unknown_gold: str = "error",
-    on_status: str = "flag",
-    on_status_gold: str = "error",
-    aliases: bool = True,
+    **ids: Any,
 ) -> Evaluation:
     """Score ``answer.output`` of each record against ``spec`` (a :class:`SchemaSpec`, a
     :class:`DerivedSchema`, a spec mapping or a spec file path). See the module docstring for
@@ -602,8 +598,7 @@ def score_conformance(
     first node field, when the reference output has one)."""
     derived = as_derived(ontology, spec)
     scorer = _Scorer(derived, domain_semantics, engine,
-                     IdOptions(on_unknown=on_unknown, on_unknown_gold=on_unknown_gold, on_status=on_status,
-                               on_status_gold=on_status_gold, aliases=aliases))
+                     IdOptions.of(**ids))
     first_node = next((n for n, f in derived.spec.fields.items() if f.kind == "node"), None)
     rows: list[dict[str, Any]] = []
     unscored: list[dict[str, str]] = []

@@ -7,6 +7,8 @@ defaults, so the CLI and the audit config can offer them without importing NumPy
 
 from __future__ import annotations
 
+from typing import Any
+
 from .params import Param
 
 ON_UNKNOWN = ("count", "error")
@@ -28,3 +30,6 @@ ID_PARAMS: tuple[Param, ...] = (
     Param("aliases", "bool", True, "Resolve alternative ids (OBO alt_id, merged concepts) to their concept "
           "(counted in meta n_aliased)."),
 )
+ID_DEFAULTS: dict[str, Any] = {p.name: p.default for p in ID_PARAMS}
+"""The defaults, from the declaration (``IdOptions`` uses them: written once)."""
+

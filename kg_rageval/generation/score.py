@@ -28,11 +28,7 @@ def score_generation(
     nli_model: str | None = None,
     linker: ConceptLinker | None = None,
     n_bins: int = 10,
-    on_unknown: str = "count",
-    on_unknown_gold: str = "error",
-    on_status: str = "flag",
-    on_status_gold: str = "error",
-    aliases: bool = True,
+    **ids: Any,
 ) -> EvaluationSet:
     """``{"faithfulness", "correctness", "refusal", "unseen_concepts", "calibration"}`` →
     :class:`Evaluation` (an :class:`EvaluationSet` of family ``generation``), each with its own
@@ -45,16 +41,15 @@ def score_generation(
     options (:mod:`kg_rageval.ontology.resolver`)."""
     from ..ontology import IdOptions
 
-    ids = IdOptions(on_unknown=on_unknown, on_unknown_gold=on_unknown_gold, on_status=on_status,
-                    on_status_gold=on_status_gold, aliases=aliases)
+    id_opts = IdOptions.of(**ids)
     records = list(records)
     linker = linker or dictionary_linker(ontology)
     judge_fn = make_judge(ontology, judge, nli_model)
     return EvaluationSet("generation", {
         "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
-        "correctness": score_correctness(records, ontology, linker=linker, ids=ids),
+        "correctness": score_correctness(records, ontology, linker=linker, ids=id_opts),
         "refusal": score_refusal(records),
-        "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=ids),
+        "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=id_opts),
         "calibration": score_calibration(records, n_bins=n_bins),
     })
 

@@ -146,13 +146,9 @@ def score_hierarchy(
     *,
     include_root: bool = False,
     lca_bounded: bool = False,
-    on_unknown: str = "count",
-    on_unknown_gold: str = "error",
-    on_status: str = "flag",
-    on_status_gold: str = "error",
-    aliases: bool = True,
     wup_lcs: str = "nltk",
     wup_identical: str = "one",
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``labels`` section of ``records`` against ``ontology``.
 
@@ -184,8 +180,7 @@ def score_hierarchy(
     MissingEvidence
         No record has a scorable ``labels`` section: there is nothing to score.
     """
-    opts = IdOptions(on_unknown=on_unknown, on_unknown_gold=on_unknown_gold, on_status=on_status,
-                     on_status_gold=on_status_gold, aliases=aliases)
+    opts = IdOptions.of(**ids)
     source = str(records) if isinstance(records, (str, Path)) else None
     if source is not None:
         records = read_records(source)

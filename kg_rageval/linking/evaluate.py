@@ -442,12 +442,8 @@ def score_linking(
     records: Iterable[Record],
     *,
     overlap: bool = False,
-    on_unknown: str = "count",
-    on_unknown_gold: str = "error",
-    on_status: str = "flag",
-    on_status_gold: str = "error",
-    aliases: bool = True,
     allow_overlapping_gold: bool = False,
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``mentions`` section of ``records`` (see the module docstring).
 
@@ -487,8 +483,7 @@ def score_linking(
     UnknownIdError
         An id not in the ontology under ``on_unknown="error"``.
     """
-    opts = IdOptions(on_unknown=on_unknown, on_unknown_gold=on_unknown_gold, on_status=on_status,
-                     on_status_gold=on_status_gold, aliases=aliases)
+    opts = IdOptions.of(**ids)
     records = records if isinstance(records, list) else list(records)
     ids = _Ids(ontology, opts)
     gold, pred, scored, unscored = _flatten(records, ids)

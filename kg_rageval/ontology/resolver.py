@@ -36,7 +36,7 @@ from ..errors import InputError, UnknownIdError
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Ontology
 
-from ..contract.ids import NOT_IN_ONTOLOGY, ON_STATUS, ON_STATUS_GOLD, ON_UNKNOWN, ON_UNKNOWN_GOLD
+from ..contract.ids import ID_DEFAULTS, ID_PARAMS, NOT_IN_ONTOLOGY, ON_STATUS, ON_STATUS_GOLD, ON_UNKNOWN, ON_UNKNOWN_GOLD
 
 UNKNOWN = -1
 """Index of an id the ontology lacks (after CURIE/IRI and alias lookup)."""
@@ -46,11 +46,11 @@ UNKNOWN = -1
 class IdOptions:
     """The resolver's options (see the module docstring for their meaning and defaults)."""
 
-    on_unknown: str = "count"
-    on_unknown_gold: str = "error"
-    on_status: str = "flag"
-    on_status_gold: str = "error"
-    aliases: bool = True
+    on_unknown: str = ID_DEFAULTS["on_unknown"]
+    on_unknown_gold: str = ID_DEFAULTS["on_unknown_gold"]
+    on_status: str = ID_DEFAULTS["on_status"]
+    on_status_gold: str = ID_DEFAULTS["on_status_gold"]
+    aliases: bool = ID_DEFAULTS["aliases"]
 
     def __post_init__(self) -> None:
         for name, allowed in (("on_unknown", ON_UNKNOWN), ("on_unknown_gold", ON_UNKNOWN_GOLD),
@@ -60,9 +60,13 @@ class IdOptions:
                 raise InputError(f"{name} must be one of {', '.join(allowed)}, not {v!r}")
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> "IdOptions":
-        return cls(**{k: params[k] for k in ("on_unknown", "on_unknown_gold", "on_status", "on_status_gold",
-                                              "aliases") if k in params})
+    def of(cls, **options: Any) -> "IdOptions":
+        """The options from keywords (as a family function receives them); an unknown keyword or
+        a bad value is a :class:`~kg_rageval.errors.ConfigError` naming it (the declaration
+        :data:`~kg_rageval.contract.ids.ID_PARAMS` checks them)."""
+        from ..contract.params import validate_options
+
+        return cls(**validate_options(ID_PARAMS, options, where="ids"))
 
 
 @dataclass

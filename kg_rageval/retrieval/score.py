@@ -130,11 +130,7 @@ def score_retrieval(
     attribution_k: int | None = None,
     entitlement_defaults: Mapping[str, Any] | None = None,
     engine: str = "auto",
-    on_unknown: str = "count",
-    on_unknown_gold: str = "error",
-    on_status: str = "flag",
-    on_status_gold: str = "error",
-    aliases: bool = True,
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``retrieval`` section of ``records`` (see the module docstring).
 
@@ -156,9 +152,7 @@ def score_retrieval(
     """
     from ..ontology import IdOptions, IdResolver
 
-    resolver = IdResolver(ontology, IdOptions(on_unknown=on_unknown, on_unknown_gold=on_unknown_gold,
-                                              on_status=on_status, on_status_gold=on_status_gold,
-                                              aliases=aliases))
+    resolver = IdResolver(ontology, IdOptions.of(**ids))
     filter_unknown: list[str] = []
     family = RetrievalFamily(k, gain=gain, attribution_k=attribution_k)
     ks, katt = family.ks, family.attribution_k
