@@ -25,10 +25,10 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    formats = formats or result.config.report.formats
+    kinds: list[str] = list(formats or result.config.report.formats)
     written: dict[str, str] = {}
     writers = {"json": write_json, "markdown": write_markdown, "html": write_html, "junit": write_junit}
-    for f in formats:
+    for f in kinds:
         p = out / FILES[f]
         writers[f](result, p)
         written[f] = str(p)

@@ -63,7 +63,7 @@ class CalibrationFamily(Family):
             out.append({
                 "bin": m + 1, "lower": m / self.n_bins, "upper": (m + 1) / self.n_bins, "n": int(k),
                 "confidence": conf, "accuracy": acc,
-                "gap": None if conf is None else abs(acc - conf),
+                "gap": None if conf is None or acc is None else abs(acc - conf),
             })
         return out
 

@@ -106,7 +106,7 @@ def score_correctness(
         if text is None and not refused:
             unscored.append({"record_id": r["id"], "reason": "no answer"})
             continue
-        pred = "" if refused else text
+        pred = "" if refused or text is None else text
         em = metric_max_over_ground_truths(exact_match_score, pred, refs)
         f1 = metric_max_over_ground_truths(f1_score, pred, refs)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,

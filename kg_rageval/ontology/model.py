@@ -239,7 +239,7 @@ class Ontology:
         arr = np.asarray(out, dtype=np.int32)
         if arr.size and arr.min() < 0:
             node_ids = list(node_ids) if not isinstance(node_ids, Sequence) else node_ids
-            bad = sorted({str(node_ids[k]) for k in np.flatnonzero(arr < 0)})
+            bad = sorted({str(node_ids[int(k)]) for k in np.flatnonzero(arr < 0)})
             hint = None
             aliased = [b for b in bad if b in self._alias_index]
             if aliased:
