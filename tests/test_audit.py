@@ -274,7 +274,7 @@ def test_baseline_deltas_and_budget(stub, workdir):
         "ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
         "missing_runs": {"budget": 0.5}, "gates": ["stub_accuracy >= 0.5"],
         "baseline": {"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.1}},
-        "bootstrap": {"n_resamples": 300, "seed": 3},
+        "bootstrap": {"n_resamples": 300, "seed": 3, "min_units": 5},
     }, base_dir=workdir)
     res = run_audit(cfg, progress=False)
     d = res.metrics["delta:stub_accuracy"]

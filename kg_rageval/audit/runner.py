@@ -272,7 +272,7 @@ class MetricIndex:
 
 
 def _metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, config: AuditConfig,
-                     baseline_metrics: Mapping[str, Metric]) -> Metric:
+                     baseline_metrics: Mapping[str, Metric], ci_methods: dict[str, str] | None = None) -> Metric:
     """The Metric a gate is decided on (value=None + reason when evidence is missing)."""
     if g.metric.startswith("delta:"):
         m = baseline_metrics.get(g.metric if not g.scope else g.key)
@@ -304,16 +304,47 @@ def _metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, config: AuditCo
         ev = ev.subset(mask)
         m = ev.metrics().get(owner.metric, Metric(owner.metric, None, missing="not produced on this scope"))
     if g.use != "value" and m.value is not None:
-        b = config.bootstrap
-        ci = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed, metrics=[owner.metric])
-        m = m.with_ci(ci.get(owner.metric))
+        m = _bounded(g, m, ev, owner, config, {} if ci_methods is None else ci_methods)
     return Metric(g.key, m.value, m.numerator, m.denominator, m.missing, m.ci)
+
+
+def _bounded(g: Gate, m: Metric, ev: Evaluation, owner: "_Owner", config: AuditConfig,
+             ci_methods: dict[str, str]) -> Metric:
+    """``m`` with the confidence interval a ``ci_low``/``ci_high`` gate decides on, or missing
+    evidence: fewer than ``bootstrap.min_units`` records in scope, or no applicable interval
+    (``kg_rageval.audit.intervals``)."""
+    from .intervals import bound
+
+    b = config.bootstrap
+    units = int(np.unique(ev.record_ids.astype(str)).size)
+    if units < b.min_units:
+        return Metric(g.key, None, m.numerator, m.denominator,
+                      f"{g.use} needs at least {b.min_units} resampling units (records) and the scope has "
+                      f"{units} (bootstrap.min_units)")
+    method = (b.methods.get(f"{owner.family}.{owner.metric}") or b.methods.get(owner.metric) or b.method)
+    pct = None
+    if method in ("auto", "percentile"):
+        pct = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed,
+                           metrics=[owner.metric]).get(owner.metric)
+    ci, used, why = bound(m, method, b.level, pct)
+    if ci is None:
+        return Metric(g.key, None, m.numerator, m.denominator, why)
+    ci_methods[g.key] = used
+    return m.with_ci(ci)
 
 
 # ---------------------------------------------------------------------- the audit
 def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None
               ) -> AuditResult:
-    """Run the whole audit described by ``config`` and decide its gates."""
+    """Run the whole audit described by ``config`` and decide its gates (with the config's
+    ``limits`` in force)."""
+    from .. import limits
+
+    with limits.limits(config.limits):
+        return _run_audit(config, progress=progress, inputs=inputs)
+
+
+def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any] | None) -> AuditResult:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     lap = [t0]
@@ -370,11 +401,14 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
         _bootstrap_all(index, flat, config)
     flat.update(baseline_metrics)
     gate_metrics: dict[str, Metric] = {}
+    ci_methods: dict[str, str] = {}
     for g in _progress(gates, "gates", progress and len(gates) > 20):
-        gate_metrics[g.key] = _metric_for_gate(g, index, ontology, config, baseline_metrics)
+        gate_metrics[g.key] = _metric_for_gate(g, index, ontology, config, baseline_metrics, ci_methods)
     results = evaluate_gates(gates, gate_metrics)
     final: list[GateResult] = []
     for r in results:
+        if r.status != "missing" and r.gate.key in ci_methods and r.gate.use != "value":
+            r = GateResult(r.gate, r.status, r.observed, f"{r.reason} [{ci_methods[r.gate.key]}]")
         owner, _ = index.owner(r.gate.metric)
         if owner is not None and owner.family in over_budget:
             r = GateResult(r.gate, "missing", r.observed, over_budget[owner.family])
@@ -521,6 +555,20 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
 
 
 # ---------------------------------------------------------------------- baseline
+def _pairing_problem(paired: int, either: int, frac: float, dropped: list[str], bl: Any) -> str | None:
+    """Why a baseline comparison is missing evidence, or ``None`` when the pairing is sound:
+    the candidate dropped baseline records (more than ``max_dropped``), or the records both
+    systems scored are fewer than ``min_paired_fraction`` of those either scored."""
+    if len(dropped) > bl.max_dropped:
+        shown = ", ".join(repr(d) for d in dropped[:5]) + (" ..." if len(dropped) > 5 else "")
+        return (f"the candidate's records lack {len(dropped)} record(s) of the baseline ({shown}; "
+                f"baseline.max_dropped = {bl.max_dropped})")
+    if paired == 0 or frac < bl.min_paired_fraction:
+        return (f"only {paired} of {either} records are scored by both systems ({frac:.1%}; "
+                f"baseline.min_paired_fraction = {bl.min_paired_fraction:.0%})")
+    return None
+
+
 def _delta_wanted(fam: str, ev: Evaluation, metric: str, delta_gates: set[str]) -> bool:
     names = {metric, f"{fam}.{metric}", f"{fam}.{ev.family.name}.{metric}"}
     return bool(names & delta_gates)
@@ -554,6 +602,10 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     primary: list[str] = []
     per_query: dict[str, list[dict[str, Any]]] = {}
     seen_names: dict[str, int] = {}
+    cand_ids = {str(r["id"]) for r in inputs["records"]}
+    dropped = sorted(str(r["id"]) for r in base_records if str(r["id"]) not in cand_ids)
+    bl = config.baseline
+    pairing: dict[str, dict[str, Any]] = {}
     for fam, run in runs.items():
         brun = bruns.get(fam)
         if brun is None or run.status != "ran" or brun.status != "ran":
@@ -565,7 +617,31 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             ids_b, st_b = bev.per_record_stats()
             common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
             names = list(st_c)
-            if len(common) == 0:
+            union = np.union1d(ids_c, ids_b)
+            label = fam if ev.family.name == fam else f"{fam}.{ev.family.name}"
+            frac = len(common) / len(union) if len(union) else 0.0
+            unpaired = _pairing_problem(len(common), len(union), frac, dropped, bl)
+            pairing[label] = {
+                "paired_records": int(len(common)), "records_either": int(len(union)),
+                "paired_fraction": round(frac, 6),
+                "candidate_only": {"n": int(len(ids_c) - len(common)),
+                                   "ids": np.setdiff1d(ids_c, common)[:20].tolist()},
+                "baseline_only": {"n": int(len(ids_b) - len(common)),
+                                  "ids": np.setdiff1d(ids_b, common)[:20].tolist()},
+                "missing": unpaired,
+            }
+            if unpaired is not None:
+                for m in ev.family.finalize({k: 0.0 for k in names}):
+                    key = f"delta:{m}"
+                    seen_names[key] = seen_names.get(key, 0) + 1
+                    d = Metric(key, None, missing=unpaired)
+                    aliases = [key, f"delta:{fam}.{m}"]
+                    if ev.family.name != fam:
+                        aliases.append(f"delta:{fam}.{ev.family.name}.{m}")
+                    primary.append(aliases[1])
+                    for a in aliases:
+                        deltas[a] = d
+                        pairs[a] = {"candidate": None, "baseline": None, "paired_records": int(len(common))}
                 continue
             mc = np.stack([st_c[k][ic] for k in names], axis=1)
             mb = np.stack([st_b[k][ib] for k in names], axis=1)
@@ -595,7 +671,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                 else:
                     s = samples[m]
                     ci = None
-                    if resamples and len(s) * 2 >= resamples:
+                    if resamples and len(s) * 2 >= resamples and n >= b.min_units:
                         lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
                         ci = (float(lo), float(hi))
                     d = Metric(key, float(vc - vb), None, None, None, ci)
@@ -631,6 +707,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         "records": str(bpath),
         "n_records": len(base_records),
         "families": {f: r.status for f, r in bruns.items()},
+        "dropped_records": {"n": len(dropped), "ids": dropped[:50]},
+        "pairing": pairing,
         "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
         "primary": sorted(set(primary)),
         "worst_queries": per_query,

@@ -83,12 +83,26 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, table="", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kg-rageval")
-def cli() -> None:
+@click.option("--limit", "limit_opts", multiple=True, metavar="NAME=N",
+              help="Raise or lower an input-cost limit (repeatable), e.g. --limit max_gz_bytes=8GiB; "
+                   "names: max_gz_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
+                   "max_config_nodes, max_xml_expansion (docs/ontology.md).")
+def cli(limit_opts: tuple[str, ...] = ()) -> None:
     """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems.
 
     Every metric resolves through one compiled ontology. Use --format json on any command
     for machine-readable output.
     """
+    if limit_opts:
+        from ..limits import set_limits
+
+        values = {}
+        for opt in limit_opts:
+            name, eq, value = opt.partition("=")
+            if not eq:
+                raise click.BadParameter(f"expected NAME=N, got {opt!r}", param_hint="--limit")
+            values[name.strip()] = value.strip()
+        set_limits(values)
 
 
 @cli.command(cls=LazyGroup, table="score")

@@ -1,0 +1,281 @@
+"""Hostile inputs, part 1: no wrong PASS (issue #18).
+
+Each case runs the real ``kg-rageval`` entry point (or ``run_audit``) and asserts the exit
+code, the message and that no report (or no wrong report) is left behind. The stub family
+(``kg_rageval.audit.stub``) scores ``labels``: correct = first pred == first gold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kg_rageval.audit.config import config_from_mapping, load_config
+from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
+from kg_rageval.audit.intervals import clopper_pearson, is_count_proportion, wilson
+from kg_rageval.audit.runner import run_audit
+from kg_rageval.cli.main import main
+from kg_rageval.errors import ConfigError, InputError
+from kg_rageval.evaluation import Metric
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
+LEAVES = ["sedan", "hatchback", "submarine", "amphibious_car"]
+
+
+@pytest.fixture()
+def stub():
+    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
+    yield
+    unregister_family("stub")
+
+
+@pytest.fixture()
+def wd(tmp_path):
+    shutil.copy(FIX / "vehicles.csv", tmp_path / "vehicles.csv")
+    return tmp_path
+
+
+def _records(ids, correct=lambda i: True):
+    out = []
+    for k, rid in enumerate(ids):
+        g = LEAVES[k % 4]
+        out.append({"id": rid, "labels": {"gold": [g], "pred": [g if correct(k) else "vehicle"]}})
+    return out
+
+
+def _write(path: Path, records) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _config(wd: Path, **extra) -> Path:
+    cfg = {"name": "hostile", "ontology": "vehicles.csv", "records": "records.jsonl",
+           "families": {"stub": {}}, **extra}
+    p = wd / "audit.json"
+    p.write_text(json.dumps(cfg))
+    return p
+
+
+def _run_cli(args, capsys):
+    code = main(args)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+# ---------------------------------------------------------------------- baseline pairing
+def test_baseline_sharing_one_record_of_100_is_missing_evidence(stub, wd, capsys):
+    _write(wd / "records.jsonl", _records([f"q{i}" for i in range(100)]))
+    _write(wd / "baseline.jsonl", _records(["q0"] + [f"b{i}" for i in range(99)], correct=lambda k: False))
+    cfg = _config(wd, gates=["stub_accuracy >= 0.5"],
+                  baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}})
+    out = wd / "out"
+    code, stdout, _ = _run_cli(["audit", "-c", str(cfg), "--out", str(out), "-q"], capsys)
+    assert code == 1  # on main this PASSED: the delta on the one shared record is +1
+    report = json.loads((out / "report.json").read_text())
+    gate = next(g for g in report["gates"] if g["metric"] == "delta:stub_accuracy")
+    assert gate["status"] == "missing"
+    assert "lack 99 record(s) of the baseline" in gate["reason"]
+    pairing = report["baseline"]["pairing"]["stub"]
+    assert pairing["paired_records"] == 1 and pairing["records_either"] == 199
+    assert pairing["candidate_only"]["n"] == 99 and pairing["baseline_only"]["n"] == 99
+    assert report["baseline"]["dropped_records"]["n"] == 99
+    assert report["baseline"]["dropped_records"]["ids"][:2] == ["b0", "b1"]
+
+
+def test_candidate_lacking_baseline_queries_is_missing_evidence(stub, wd):
+    ids = [f"q{i:03d}" for i in range(100)]
+    _write(wd / "records.jsonl", _records(ids[:97]))  # dropped three (hard) queries
+    _write(wd / "baseline.jsonl", _records(ids))
+    cfg = load_config(_config(wd, gates=["stub_accuracy >= 0.5"],
+                              baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}}))
+    res = run_audit(cfg, progress=False)
+    st = {r.gate.metric: r for r in res.gate_results}
+    assert st["delta:stub_accuracy"].status == "missing"
+    assert "lack 3 record(s) of the baseline ('q097', 'q098', 'q099';" in st["delta:stub_accuracy"].reason
+    assert res.exit_code == 1
+    # tolerated when the config says so: 97/100 paired >= 95 %
+    cfg2 = load_config(_config(wd, gates=["stub_accuracy >= 0.5"],
+                               baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02},
+                                         "max_dropped": 3}))
+    res2 = run_audit(cfg2, progress=False)
+    assert {r.gate.metric: r.status for r in res2.gate_results}["delta:stub_accuracy"] == "pass"
+    assert res2.baseline["pairing"]["stub"]["paired_fraction"] == pytest.approx(0.97)
+
+
+def test_low_paired_fraction_is_missing_evidence(stub, wd):
+    ids = [f"q{i:03d}" for i in range(40)]
+    recs = _records(ids)
+    for r in recs[:10]:  # the candidate has no prediction for 10 records: unscored
+        r["labels"]["pred"] = None
+    _write(wd / "records.jsonl", recs)
+    _write(wd / "baseline.jsonl", _records(ids))
+    cfg = load_config(_config(wd, gates=["stub_accuracy >= 0.5"], missing_runs={"budget": 1.0},
+                              baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}}))
+    res = run_audit(cfg, progress=False)
+    r = {r.gate.metric: r for r in res.gate_results}["delta:stub_accuracy"]
+    assert r.status == "missing"
+    assert "only 30 of 40 records are scored by both systems (75.0%" in r.reason
+
+
+def test_paired_bootstrap_pairs_by_record_id(stub, wd):
+    ids = [f"q{i:03d}" for i in range(40)]
+    _write(wd / "records.jsonl", _records(ids, correct=lambda k: k % 3 != 0))
+    base = _records(ids, correct=lambda k: k % 2 == 0)
+    _write(wd / "b1.jsonl", base)
+    _write(wd / "b2.jsonl", list(reversed(base)))  # same records, other order
+    got = []
+    for name in ("b1.jsonl", "b2.jsonl"):
+        cfg = load_config(_config(wd, gates=["stub_accuracy >= 0"], bootstrap={"n_resamples": 200},
+                                  baseline={"records": name, "budgets": {"stub_accuracy": 1.0}, "use": "ci_low"}))
+        got.append(run_audit(cfg, progress=False).metrics["delta:stub_accuracy"])
+    # candidate 26/40 correct, baseline 20/40: delta = 0.15; identical pairing, identical CI
+    assert got[0].value == pytest.approx(26 / 40 - 20 / 40)
+    assert got[0].ci is not None and got[0].ci == got[1].ci and got[0].value == got[1].value
+
+
+# ---------------------------------------------------------------------- confidence bounds
+def test_ci_low_from_one_record_is_missing_evidence(stub, wd, capsys):
+    _write(wd / "records.jsonl", _records(["only"]))
+    cfg = _config(wd, gates=["ci_low(stub_accuracy) >= 0.9"])
+    code, stdout, _ = _run_cli(["audit", "-c", str(cfg), "-q"], capsys)
+    assert code == 1  # on main: the bootstrap of one correct record is [1, 1] and this PASSED
+    assert "MISSING" in stdout
+    assert "needs at least 30 resampling units (records) and the scope has 1 (bootstrap.min_units)" in stdout
+
+
+def test_all_ones_bound_is_exact_not_percentile(stub, wd):
+    _write(wd / "records.jsonl", _records(["a", "b", "c"]))
+    cfg = load_config(_config(wd, gates=["ci_low(stub_accuracy) >= 0.9"],
+                              bootstrap={"min_units": 3, "n_resamples": 100}))
+    res = run_audit(cfg, progress=False)
+    r = next(r for r in res.gate_results if r.gate.use == "ci_low")
+    assert r.status == "fail"
+    assert r.observed == pytest.approx(0.025 ** (1 / 3), abs=1e-9)  # 0.2924
+    assert "[auto (percentile ∪ clopper_pearson)]" in r.reason or "[clopper_pearson]" in r.reason
+    cfg_w = load_config(_config(wd, gates=["ci_low(stub_accuracy) >= 0.9"],
+                                bootstrap={"min_units": 3, "method": "wilson"}))
+    rw = next(r for r in run_audit(cfg_w, progress=False).gate_results if r.gate.use == "ci_low")
+    assert rw.observed == pytest.approx(0.43849, abs=1e-4) and rw.status == "fail"
+
+
+@pytest.mark.parametrize("k,n", [(0, 1), (3, 3), (7, 10), (1, 30), (29, 30), (50, 100), (0, 250)])
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_exact_and_wilson_bounds_match_scipy(k, n, level):
+    from scipy.stats import binomtest
+
+    ref = binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+    assert clopper_pearson(k, n, level) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    ref_w = binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+    assert wilson(k, n, level) == pytest.approx((ref_w.low, ref_w.high), abs=1e-12)
+
+
+def test_proportion_detection():
+    assert is_count_proportion(Metric("a", 0.75, 3, 4))
+    assert not is_count_proportion(Metric("ndcg", 0.61, 2.44, 4))  # a mean of graded gains
+    assert not is_count_proportion(Metric("f1", 0.5))
+    assert not is_count_proportion(Metric("a", None, 0, 0, "empty"))
+
+
+def test_percentile_method_override_per_metric(stub, wd):
+    _write(wd / "records.jsonl", _records([f"q{i}" for i in range(40)]))
+    cfg = load_config(_config(wd, gates=["ci_low(stub_accuracy) >= 0.5"],
+                              bootstrap={"methods": {"stub_accuracy": "percentile"}, "n_resamples": 100}))
+    r = next(r for r in run_audit(cfg, progress=False).gate_results if r.gate.use == "ci_low")
+    assert r.status == "pass" and r.observed == 1.0 and r.reason.endswith("[percentile]")
+
+
+# ---------------------------------------------------------------------- numbers
+@pytest.mark.parametrize("literal,why,field", [
+    ("NaN", "non-finite number NaN is not allowed", "retrieval.gold.d1"),
+    ("Infinity", "non-finite number Infinity is not allowed", "retrieval.gold.d1"),
+    ("-Infinity", "non-finite number -Infinity is not allowed", "retrieval.gold.d1"),
+    ("1e999", "number 1e999 overflows a float", "retrieval.gold.d1"),
+    ("1" * 5000, "integer with 5000 digits is beyond the accepted 300", "retrieval.gold.d1"),
+])
+def test_non_finite_and_huge_numbers_are_input_errors(wd, capsys, literal, why, field):
+    rec = wd / "r.jsonl"
+    rec.write_text('{"id": "ok", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}}\n'
+                   f'{{"id": "bad", "retrieval": {{"gold": {{"d1": {literal}}}, "run": ["d1"]}}}}\n')
+    code, out, err = _run_cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("error: ") and f"r.jsonl, line 2, field {field}: {why}" in err
+
+
+def test_non_finite_run_score(wd):
+    from kg_rageval.records import read_records
+
+    rec = wd / "r.jsonl"
+    rec.write_text('{"id": "a", "retrieval": {"gold": {"d1": 1}, "run": {"d1": NaN, "d2": 0.5}}}\n')
+    with pytest.raises(InputError, match=r"r\.jsonl, line 1, field retrieval\.run\.d1: non-finite number NaN"):
+        read_records(rec)
+
+
+# ---------------------------------------------------------------------- configs
+@pytest.mark.parametrize("name,text,message", [
+    ("c.yaml", "ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['stub_accuracy >= 0.9']\n"
+               "gates: ['stub_accuracy >= 0']\n", "duplicate key 'gates' (line 4; first on line 3)"),
+    ("c.json", '{"ontology": "vehicles.csv", "records": "r.jsonl", "gates": ["x >= 1"], "gates": []}',
+     "field gates: duplicate key 'gates'"),
+    ("c.toml", 'ontology = "vehicles.csv"\nrecords = "r.jsonl"\ngates = ["x >= 1"]\ngates = []\n',
+     "Cannot overwrite a value"),
+])
+def test_duplicate_config_keys_are_errors(wd, capsys, name, text, message):
+    p = wd / name
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        load_config(p)
+    code, out, err = _run_cli(["audit", "-c", str(p), "--out", str(wd / "out")], capsys)
+    assert code == 2 and err.count("\n") == 1 and not (wd / "out").exists()
+
+
+def test_yaml_bomb_is_refused_before_any_report(wd, capsys):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    bomb = "ontology: vehicles.csv\nrecords: r.jsonl\n" + bomb.replace("a: &a", "name: &a", 1)
+    assert len(bomb.encode()) < 700
+    p = wd / "bomb.yaml"
+    p.write_text(bomb)
+    code, out, err = _run_cli(["audit", "-c", str(p), "--out", str(wd / "out")], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "beyond the limit max_config_nodes = 200000" in err and "--limit max_config_nodes=N" in err
+    assert not (wd / "out").exists()
+
+
+def test_yaml_is_loaded_safely(wd):
+    p = wd / "evil.yaml"
+    p.write_text("name: !!python/object/apply:os.system ['echo pwned']\nontology: v.csv\nrecords: r.jsonl\n")
+    with pytest.raises(ConfigError, match="cannot parse the config: could not determine a constructor"):
+        load_config(p)
+
+
+def test_recursive_yaml_alias_is_bounded(wd):
+    p = wd / "loop.yaml"
+    p.write_text("ontology: v.csv\nrecords: r.jsonl\njudge: &j {model: x, again: *j}\n")
+    with pytest.raises(InputError, match="max_config_nodes|max_json_depth|cannot parse"):
+        load_config(p)
+
+
+def test_deep_json_config_is_a_limit_error(wd):
+    p = wd / "deep.json"
+    p.write_text('{"judge": ' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(InputError, match="beyond the limit max_json_depth = 200"):
+        load_config(p)
+
+
+def test_limits_option_and_env(wd, capsys, monkeypatch):
+    from kg_rageval import limits
+
+    assert limits.get("max_json_depth") == 200
+    monkeypatch.setenv("KG_RAGEVAL_MAX_JSON_DEPTH", "3")
+    assert limits.get("max_json_depth") == 3
+    with limits.limits({"max_json_depth": "1KiB"}):
+        assert limits.get("max_json_depth") == 1024
+    assert limits.get("max_json_depth") == 3
+    with pytest.raises(ConfigError, match="unknown limit 'max_foo'"):
+        limits.get("max_foo")
+    assert not math.isnan(limits.parse_value("x", "2GiB"))
