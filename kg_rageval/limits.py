@@ -110,8 +110,7 @@ def exceeded(name: str, found: str, *, source: str | None = None, location: str 
     """The error for an input beyond limit ``name``: what was found, the limit and how to raise it."""
     value = get(name)
     return LimitExceeded(
-        f"{found}: beyond the limit {name} = {value} ({LIMITS[name].what}); refused before reading "
-        f"further. Raise it with `kg-rageval --limit {name}=N ...`, the audit config's "
+        f"{found}: beyond the limit {name} = {value} ({LIMITS[name].what}); refused. Raise it with `kg-rageval --limit {name}=N ...`, the audit config's "
         f"`limits: {{{name}: N}}` or {env_name(name)}=N",
         source=source, location=location, limit=name)
 

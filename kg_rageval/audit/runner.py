@@ -99,6 +99,12 @@ def load_inputs(config: AuditConfig) -> dict[str, Any]:
     from ..records import read_records
 
     opath = config.path(config.ontology.path)
+    if "://" in config.ontology.path:  # a graph database uri is not a file (credentials redacted)
+        from ..redact import redact
+
+        raise InputError("ontology.path is a URI; the audit reads ontology files (graph databases: "
+                         "see docs/integrations.md)", source=config.source,
+                         location=f"ontology.path = {redact(config.ontology.path)!r}")
     _require_file(opath, "ontology file", f"ontology.path = {config.ontology.path!r}", config)
     ontology = load_ontology(opath, format=config.ontology.format, **config.ontology.options)
     rpath = config.path(config.records)

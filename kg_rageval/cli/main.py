@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: exit 3, never 1 (which means "a gate failed")
         import traceback
 
-        traceback.print_exc()
+        from ..redact import redact
+
+        click.echo(redact(traceback.format_exc()).rstrip(), err=True)
         click.echo(error_line(f"internal error (please report): {type(exc).__name__}: {exc}"), err=True)
         return 3
     return 0

@@ -27,7 +27,16 @@ def _load_options(f):
     f = click.option(
         "--follow-imports",
         is_flag=True,
-        help="Follow owl:imports (off by default: loading never reaches the network unasked).",
+        help="Follow owl:imports: only files under the ontology's folder (or an --import-path); "
+             "URLs only with --allow-network.",
+    )(f)
+    f = click.option(
+        "--allow-network", is_flag=True, expose_value=False, callback=_remember,
+        help="With --follow-imports: let http(s) imports be fetched (never otherwise).",
+    )(f)
+    f = click.option(
+        "--import-path", multiple=True, type=click.Path(file_okay=False), expose_value=False,
+        callback=_remember, help="With --follow-imports: a further folder imports may be read from.",
     )(f)
     f = click.option(
         "--dangling",
@@ -38,12 +47,22 @@ def _load_options(f):
     return f
 
 
+def _remember(ctx: click.Context, param: click.Parameter, value):
+    ctx.meta[f"kg_rageval.{param.name}"] = value
+    return value
+
+
 def _opts(fmt, reasoner, follow_imports, dangling) -> dict:
     opts: dict = {}
     if reasoner != "none":
         opts["reasoner"] = reasoner
     if follow_imports:
         opts["follow_imports"] = True
+        meta = click.get_current_context().meta
+        if meta.get("kg_rageval.allow_network"):
+            opts["allow_network"] = True
+        if meta.get("kg_rageval.import_path"):
+            opts["import_paths"] = list(meta["kg_rageval.import_path"])
     if dangling:
         opts["dangling"] = dangling
     return opts

@@ -6,6 +6,19 @@ with the format version, prefixes, properties, diagnostics and the content hash.
 when there are any, are two more arrays (``alias_ids`` blob, ``alias_targets``); files without
 them (written before aliases existed) load unchanged, so the format version stays 1. Reloading a
 350,000-concept ontology takes a fraction of a second (``docs/performance.md``).
+
+Strings are stored with their byte lengths (``<name>_len``), so a NUL or any other character
+in a label, definition or synonym survives the round trip unchanged (files without the
+lengths, written before, are split at NUL as before).
+
+**Verified on load.** A cache is evidence (its content hash goes into an audit manifest), so
+:func:`load_compiled` refuses one that does not match itself: the arrays must be well-formed
+(sizes, index ranges, level order), the content hash recomputed from the ids, labels, status,
+replacements, edges and aliases must equal the stored one, and the ancestor closure and depths
+recomputed from the parent arrays must equal the stored ones. A tampered cache (a FAIL
+turned into a PASS under the genuine hash) and a malformed one are a one-line
+:class:`~kg_rageval.errors.InputError` (exit 2), never a traceback. Definitions, synonyms and
+types are not part of the content hash; the audit manifest also records the file's sha256.
 """
 
 from __future__ import annotations
@@ -27,10 +40,21 @@ def _blob(values) -> np.ndarray:
     return np.frombuffer("\x00".join(v or "" for v in values).encode("utf-8"), dtype=np.uint8)
 
 
-def _unblob(arr: np.ndarray, n: int) -> list[str]:
+def _lengths(values) -> np.ndarray:
+    return np.asarray([len((v or "").encode("utf-8")) for v in values], dtype=np.int64)
+
+
+def _unblob(arr: np.ndarray, n: int, lengths: np.ndarray | None = None) -> list[str]:
     if n == 0:
         return []
-    return arr.tobytes().decode("utf-8").split("\x00")
+    raw = arr.tobytes()
+    if lengths is None:  # files before lengths were stored: NUL-separated
+        return raw.decode("utf-8").split("\x00")
+    if lengths.shape != (n,) or (lengths < 0).any() or int(lengths.sum()) + n - 1 != len(raw):
+        raise ValueError("string lengths do not match the string data")
+    ends = np.cumsum(lengths + 1) - 1
+    starts = ends - lengths
+    return [raw[a:b].decode("utf-8") for a, b in zip(starts.tolist(), ends.tolist())]
 
 
 def save_compiled(ontology: Ontology, path: str | Path) -> Path:
@@ -56,35 +80,41 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     syn_counts = np.asarray([len(s) for s in ontology.synonyms], dtype=np.int32)
     arrays = {name: getattr(ontology, name) for name in _ARRAYS}
     if ontology.alias_ids:
-        arrays["alias_ids"] = _blob(ontology.alias_ids)
         arrays["alias_targets"] = np.asarray(ontology.alias_targets, dtype=np.int32)
-    with open(p, "wb") as fh:
+    strings = {
+        "ids": ontology.ids, "labels": ontology.labels, "definitions": ontology.definitions,
+        "node_types": ontology.node_types, "synonyms": [s for syns in ontology.synonyms for s in syns],
+    }
+    if ontology.alias_ids:
+        strings["alias_ids"] = ontology.alias_ids
+    for name, values in strings.items():
+        arrays[name] = _blob(values)
+        arrays[f"{name}_len"] = _lengths(values)
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "wb") as fh:
         np.savez(
             fh,
             header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-            ids=_blob(ontology.ids),
-            labels=_blob(ontology.labels),
             label_mask=np.asarray([lab is not None for lab in ontology.labels]),
-            definitions=_blob(ontology.definitions),
             definition_mask=np.asarray([d is not None for d in ontology.definitions]),
-            node_types=_blob(ontology.node_types),
             type_mask=np.asarray([t is not None for t in ontology.node_types]),
-            synonyms=_blob([s for syns in ontology.synonyms for s in syns]),
             synonym_counts=syn_counts,
             **arrays,
         )
+    tmp.replace(p)  # atomic: a crash never leaves half a cache under the final name
     return p
 
 
 def load_compiled(path: str | Path, **_: object) -> Ontology:
-    """Reload an ontology written by :func:`save_compiled`."""
+    """Reload an ontology written by :func:`save_compiled`, verified (see the module
+    docstring); a malformed or tampered file raises :class:`InputError`."""
     p = Path(path)
     try:
         z = np.load(p, allow_pickle=False)
         header = json.loads(z["header"].tobytes().decode())
     except Exception as exc:  # zipfile/ValueError/KeyError: not our file
-        raise InputError(f"not a kg-rageval compiled ontology: {exc}", source=str(p)) from None
-    if header.get("format") != FORMAT:
+        raise InputError(f"not a kg-rageval compiled ontology ({type(exc).__name__})", source=str(p)) from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InputError("not a kg-rageval compiled ontology", source=str(p))
     if header.get("version") != VERSION:
         raise InputError(
@@ -92,11 +122,34 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
             f"version {VERSION}; recompile it with `kg-rageval ontology compile`",
             source=str(p),
         )
-    n = header["n"]
+    try:
+        onto = _read(z, header)
+        _verify(onto, header)
+    except InputError as exc:
+        if getattr(exc, "limit", None):
+            raise
+        raise InputError(f"{exc}; recompile it with `kg-rageval ontology compile`", source=str(p)) from None
+    except Exception as exc:  # KeyError, ValueError, IndexError, UnicodeDecodeError, zipfile errors
+        raise InputError(f"corrupt compiled ontology ({type(exc).__name__}: {str(exc)[:120]}); recompile it "
+                         "with `kg-rageval ontology compile`", source=str(p)) from None
+    return onto
+
+
+def _read(z, header: dict) -> Ontology:
+    n = int(header["n"])
+    files = set(z.files)
+
+    def strings(name: str, count: int) -> list[str]:
+        vals = _unblob(z[name], count, z[f"{name}_len"] if f"{name}_len" in files else None)
+        if len(vals) != count:
+            raise ValueError(f"{name}: {len(vals)} strings for {count} entries")
+        return vals
 
     def masked(name: str, mask: str) -> tuple:
-        vals = _unblob(z[name], n)
+        vals = strings(name, n)
         m = z[mask]
+        if m.shape != (n,):
+            raise ValueError(f"{mask}: wrong length")
         if m.all():
             return tuple(vals)
         if not m.any():
@@ -104,36 +157,87 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
         return tuple([v if ok else None for v, ok in zip(vals, m.tolist())])
 
     counts = z["synonym_counts"]
+    if counts.shape != (n,) or (counts < 0).any():
+        raise ValueError("synonym_counts: wrong length or negative")
     total = int(counts.sum())
     if total == 0:
         syns: tuple[tuple[str, ...], ...] = ((),) * n
     else:
-        flat = _unblob(z["synonyms"], total)
+        flat = strings("synonyms", total)
         ends = np.cumsum(counts).tolist()
         starts = [0] + ends[:-1]
         syns = tuple([tuple(flat[a:b]) if a != b else () for a, b in zip(starts, ends)])
     aliases: dict = {}
-    if "alias_targets" in z.files:
+    if "alias_targets" in files:
         targets = z["alias_targets"].astype(np.int32)
-        alias_ids = tuple(_unblob(z["alias_ids"], targets.size))
-        if len(alias_ids) != targets.size or (targets.size and (targets.min() < 0 or targets.max() >= n)):
-            raise InputError("corrupt alias arrays in the compiled ontology; recompile it", source=str(p))
+        alias_ids = tuple(strings("alias_ids", targets.size))
+        if targets.size and (targets.min() < 0 or targets.max() >= n):
+            raise InputError("corrupt alias arrays in the compiled ontology")
         aliases = {"alias_ids": alias_ids, "alias_targets": targets}
+    arrays = {name: z[name] for name in _ARRAYS}
+    _check_arrays(arrays, n)
     return Ontology(
-        ids=tuple(_unblob(z["ids"], n)),
+        ids=tuple(strings("ids", n)),
         labels=masked("labels", "label_mask"),
         definitions=masked("definitions", "definition_mask"),
         node_types=masked("node_types", "type_mask"),
         synonyms=syns,
-        virtual_root=header["virtual_root"],
-        prefixes=header["prefixes"],
+        virtual_root=bool(header["virtual_root"]),
+        prefixes=dict(header["prefixes"]),
         properties=tuple(
             Property(q["id"], q["label"], tuple(q["domain"]), tuple(q["range"])) for q in header["properties"]
         ),
-        source=header["source"],
-        diagnostics=header["diagnostics"],
+        source=str(header["source"]),
+        diagnostics=dict(header["diagnostics"]),
         warnings=tuple(header["warnings"]),
-        stored_hash=header["content_hash"],
-        **{name: z[name] for name in _ARRAYS},
+        stored_hash=None,
+        **arrays,
         **aliases,
     )
+
+
+def _check_arrays(a: dict[str, np.ndarray], n: int) -> None:
+    """Shapes, dtypes and index ranges, so that no later lookup reads out of bounds."""
+    for name in _ARRAYS:
+        if a[name].ndim != 1 or a[name].dtype.kind not in "iu":
+            raise InputError(f"array {name} is not a 1-d integer array")
+    for ptr, idx in (("parent_ptr", "parent_idx"), ("anc_ptr", "anc_idx")):
+        pp, ii = a[ptr], a[idx]
+        if pp.size != n + 1 or pp[0] != 0 or (np.diff(pp) < 0).any() or pp[-1] != ii.size:
+            raise InputError(f"array {ptr} is not a valid index pointer for {n} nodes")
+        if ii.size and (ii.min() < 0 or ii.max() >= n):
+            raise InputError(f"array {idx} points outside the {n} nodes")
+    for name in ("depth_min", "depth_max", "status", "replaced_by"):
+        if a[name].size != n:
+            raise InputError(f"array {name} has {a[name].size} entries for {n} nodes")
+    rb = a["replaced_by"]
+    if rb.size and (rb.min() < -1 or rb.max() >= n):
+        raise InputError("array replaced_by points outside the nodes")
+
+
+def _verify(onto: Ontology, header: dict) -> None:
+    """The stored content hash, closure and depths must be those of the stored nodes and edges."""
+    from .builder import _closure
+
+    n = len(onto)
+    if len(set(onto.ids)) != n:
+        raise InputError("duplicate ids in the compiled ontology")
+    stored = header.get("content_hash")
+    if stored is not None and onto.content_hash != stored:
+        raise InputError(f"content hash mismatch: the file says {stored} but its nodes and edges hash to "
+                         f"{onto.content_hash} (the cache was modified)")
+    level = onto.depth_max.astype(np.int64)
+    child = np.repeat(np.arange(n), np.diff(onto.parent_ptr))
+    par = onto.parent_idx.astype(np.int64)
+    if n and (level[0] != 0 or (np.diff(level) < 0).any()):
+        raise InputError("nodes are not stored in level order (the cache was modified)")
+    has_par = np.diff(onto.parent_ptr) > 0
+    top = np.full(n, -1, dtype=np.int64)
+    if child.size:
+        np.maximum.at(top, child, level[par])
+    if (level[has_par] != top[has_par] + 1).any() or (level[~has_par] != 0).any():
+        raise InputError("stored depths do not follow from the edges (the cache was modified)")
+    depth_min, anc_ptr, anc_idx = _closure(n, onto.parent_ptr.astype(np.int64), onto.parent_idx, level)
+    if not (np.array_equal(depth_min, onto.depth_min) and np.array_equal(anc_ptr, onto.anc_ptr)
+            and np.array_equal(anc_idx, onto.anc_idx)):
+        raise InputError("the stored ancestor closure does not follow from the edges (the cache was modified)")

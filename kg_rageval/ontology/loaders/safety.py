@@ -11,8 +11,13 @@ Rules (also in ``docs/ontology.md``):
   - parameter entities (``<!ENTITY % x ...>``);
   - internal entities whose value references another entity (``&a;`` inside a value): the
     building block of "billion laughs" expansion bombs;
+  - the same written with character references (``<!ENTITY b "&#38;a;&#38;a;">`` declares
+    ``&a;&a;``): values are checked after character references are decoded;
   - more than :data:`MAX_ENTITIES` entities or a value longer than :data:`MAX_ENTITY_VALUE`
-    characters (quadratic blow-up).
+    characters;
+  - quadratic blow-up within those limits: the references to internal entities in the whole
+    document may add at most the ``max_xml_expansion`` limit of characters
+    (:mod:`kg_rageval.limits`, default 10 MiB).
 
   Plain internal entities as Protégé writes them (``<!ENTITY owl
   "http://www.w3.org/2002/07/owl#">``) are allowed.
@@ -42,6 +47,7 @@ _ENTITY = re.compile(
     re.S,
 )
 _REF = re.compile(r"[&%][A-Za-z_:][\w.:-]*;")
+_CHARREF = re.compile(r"&#([0-9]+|[xX][0-9A-Fa-f]+);")
 
 
 def _line_of(text: str, pos: int) -> str:
@@ -173,9 +179,11 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
                 source=str(p),
                 location=where,
             )
-        if _REF.search(value):
+        decoded = _CHARREF.sub(_decode_charref, value)
+        if _REF.search(decoded):
             raise UnsafeInputError(
-                f"entity &{name}; references another entity ({_REF.search(value).group(0)}): "
+                f"entity &{name}; references another entity ({_REF.search(decoded).group(0)}"
+                f"{', written with character references' if not _REF.search(value) else ''}): "
                 "nested entities are how expansion bombs ('billion laughs') are built, so they "
                 "are refused",
                 source=str(p),
@@ -187,7 +195,39 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
                 source=str(p),
                 location=where,
             )
+    if entities:
+        _check_expansion(p, data if data is not None else None, entities)
     return {"xml_entities": len(entities)} if entities else {}
+
+
+def _decode_charref(m: re.Match) -> str:
+    body = m.group(1)
+    try:
+        code = int(body[1:], 16) if body[:1] in "xX" else int(body)
+        return chr(code)
+    except (ValueError, OverflowError):
+        return m.group(0)
+
+
+def _check_expansion(p: Path, data: bytes | None, entities: list[re.Match]) -> None:
+    """Quadratic blow-up within the per-entity limits: the references to internal entities in
+    the whole document may add at most ``max_xml_expansion`` characters to it."""
+    from ... import limits
+
+    if data is None:
+        data = p.read_bytes()
+    lengths = {}
+    for m in entities:
+        rest = m.group("rest").strip()
+        lengths[m.group("name")] = len(rest) - 2
+    names = "|".join(re.escape(n) for n in lengths)
+    counts: dict[str, int] = {}
+    for ref in re.finditer(rb"&(" + names.encode() + rb");", data):
+        k = ref.group(1).decode()
+        counts[k] = counts.get(k, 0) + 1
+    extra = sum(c * max(0, lengths[k] - len(k) - 2) for k, c in counts.items())
+    limits.check("max_xml_expansion", extra,
+                 f"entity references would add {extra} characters to the document", source=str(p))
 
 
 def _remote_context(node: Any, trail: str) -> str | None:
