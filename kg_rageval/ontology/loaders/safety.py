@@ -263,6 +263,10 @@ def decode_json(raw: bytes, source: str | Path, expected: str) -> Any:
         ) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text: {exc}", source=str(source)) from None
+    except RecursionError:
+        from ... import limits
+
+        raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=str(source)) from None
 
 
 def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
@@ -273,7 +277,12 @@ def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
     p = Path(path)
     raw = data if data is not None else p.read_bytes()
     doc = decode_json(raw, p, "a JSON-LD document")
-    found = _remote_context(doc, "")
+    try:
+        found = _remote_context(doc, "")
+    except RecursionError:
+        from ... import limits
+
+        raise limits.exceeded("max_json_depth", "JSON-LD nested too deeply", source=str(p)) from None
     if found:
         raise UnsafeInputError(
             f"remote JSON-LD context {found}: resolving it would fetch a URL, which loading "
