@@ -556,7 +556,7 @@ def score_conformance(
         rid = r.get("id")
         answer = r.get("answer")
         if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output"})
+            unscored.append({"record_id": rid, "reason": "no answer.output", "code": "missing_prediction"})
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None

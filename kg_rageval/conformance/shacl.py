@@ -188,7 +188,7 @@ def score_shacl(
         rid = str(r.get("id"))
         answer = r.get("answer")
         if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output"})
+            unscored.append({"record_id": rid, "reason": "no answer.output", "code": "missing_prediction"})
             continue
         obj, problem = parse_output(answer["output"])
         row = {"record_id": rid, "outputs": 1.0, "conforming": 1.0, "violations": 0.0, "unrenderable": 0.0, "results": []}

@@ -89,16 +89,17 @@ def score_faithfulness(
             raw, source = ans["judgment"], "record"
         elif judge is not None:
             if text is None:
-                unscored.append({"record_id": r["id"], "reason": "no answer"})
+                unscored.append({"record_id": r["id"], "reason": "no answer", "code": "missing_prediction"})
                 continue
             ctx = cited_context_texts(r)
             if ctx is None:
-                unscored.append({"record_id": r["id"], "reason": "no context"})
+                unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
                 continue
             raw, source = judge(text, ctx), getattr(judge, "name", type(judge).__name__)
         else:
+            # no answer: the system's missing run; no judgment: the judge's (both count)
             reason = "no answer" if text is None else "no judgment"
-            unscored.append({"record_id": r["id"], "reason": reason})
+            unscored.append({"record_id": r["id"], "reason": reason, "code": "missing_prediction"})
             continue
         rows.append(_row(r, parse_judgment(raw), source))
     known = set(judgments)

@@ -60,11 +60,11 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     for r in records:
         text = answer_text(r)
         if text is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": "missing_prediction"})
             continue
         ctx = contexts(r)
         if ctx is None:
-            unscored.append({"record_id": r["id"], "reason": "no context"})
+            unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
             continue
         flagged = unseen_concepts(text, [t for _, t in ctx], linker)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "checked": 1,

@@ -87,7 +87,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
     rows, unscored = [], []
     for r in records:
         if section(r, "answer") is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": "missing_prediction"})
             continue
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "answers": 1}
         refused = flag(r, "answer", "refused") is True
@@ -95,7 +95,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         cited_ids = set(citations(r) or [])
         if claims is None:
             row["completeness"] = "no claim-level citations"
-            unscored.append({"record_id": r["id"], "reason": "no claim-level citations"})
+            unscored.append({"record_id": r["id"], "reason": "no claim-level citations", "code": "not_applicable"})
         elif not claims:
             row["no_claims"] = 1
         else:

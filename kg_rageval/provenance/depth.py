@@ -51,7 +51,7 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     rows, unscored = [], []
     for r in records:
         if section(r, "answer") is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": "missing_prediction"})
             continue
         ids = cited_ids(r)
         inc = [c for c in ids if c in corpus]

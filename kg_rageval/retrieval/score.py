@@ -159,12 +159,12 @@ def score_retrieval(
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section"})
+            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"})
             continue
         if not isinstance(sec, Mapping):
             raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
         if "gold" not in sec:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold"})
+            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
             continue
         rows.append(rec)
         golds.append(_parse_gold(rec, sec["gold"]))
