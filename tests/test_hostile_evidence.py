@@ -357,7 +357,7 @@ def test_names_are_escaped_in_markdown_html_junit(stub, wd, capsys):
     cfg = wd / "evil.json"
     cfg.write_text(json.dumps({"name": evil_name, "ontology": "vehicles.csv", "records": "records.jsonl",
                                "families": {"stub": {}}, "gates": ["stub_accuracy >= 0.9"],
-                               "slice_gates": {"intent=a|b": ["stub_accuracy >= 0.1"]}}))
+                               "slice_gates": {"intent=<img src=x onerror=alert(1)>": ["stub_accuracy >= 0.1"]}}))
     code, stdout, err = _cli(["audit", "-c", str(cfg), "--out", str(wd / "out"), "-q"], capsys)
     assert code == 1, err
     md = (wd / "out" / "report.md").read_text()

@@ -27,13 +27,13 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import InputError
+from ..errors import InputError
 
 Record = dict[str, Any]
 
 
 def _open_binary(path: Path):
-    from .safe_io import open_binary
+    from ..safe_io import open_binary
 
     return open_binary(path)
 
@@ -42,7 +42,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
     by :mod:`kg_rageval.safe_io` (NaN/Infinity and overflowing numbers name their field)."""
-    from .safe_io import loads_json, read_line
+    from ..safe_io import loads_json, read_line
 
     p = Path(path)
     if not p.exists():
@@ -111,7 +111,7 @@ def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
     :class:`~kg_rageval.errors.ConfigError`: ``"no such <what> file"``, ``"unknown <what> file
     type '.ini'; use .yaml, .yml, .json or .toml"``, ``"cannot parse the <what>: <parser
     message>"`` (not UTF-8, or a syntax error with its line)."""
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     p = Path(path)
     if not p.is_file():
@@ -120,8 +120,8 @@ def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
     if suffix not in STRUCTURED_SUFFIXES:
         raise ConfigError(f"unknown {what} file type {suffix or '(none)'!r}; use .yaml, .yml, .json or .toml",
                           source=str(p))
-    from .errors import LimitExceeded
-    from .safe_io import load_structured_text
+    from ..errors import LimitExceeded
+    from ..safe_io import load_structured_text
 
     raw = p.read_bytes()
     try:
@@ -170,13 +170,3 @@ def record_text(record: Record) -> str | None:
         if isinstance(value, str):
             return value
     return None
-
-
-def slice_keys(records: Iterable[Record]) -> list[str]:
-    """All slice names used by any record, sorted."""
-    keys: set[str] = set()
-    for r in records:
-        s = r.get("slices")
-        if isinstance(s, dict):
-            keys.update(s)
-    return sorted(keys)
