@@ -279,3 +279,122 @@ def test_limits_option_and_env(wd, capsys, monkeypatch):
     with pytest.raises(ConfigError, match="unknown limit 'max_foo'"):
         limits.get("max_foo")
     assert not math.isnan(limits.parse_value("x", "2GiB"))
+
+
+# ---------------------------------------------------------------------- missing predictions
+def _labels(n_missing: int, n: int = 100):
+    out = []
+    for k in range(n):
+        g = LEAVES[k % 4]
+        lab = {"gold": [g]} if k < n_missing else {"gold": [g], "pred": [g]}
+        out.append({"id": f"q{k:03d}", "labels": lab})
+    return out
+
+
+def test_99_of_100_missing_predictions_fail(wd, capsys):
+    _write(wd / "records.jsonl", _labels(99))
+    cfg = _config(wd, families={"hierarchy": {}},
+                  gates=["hierarchy.hierarchical_precision >= 0.9", "hierarchy.exact_accuracy >= 0"])
+    out = wd / "out"
+    code, stdout, _ = _run_cli(["audit", "-c", str(cfg), "--out", str(out), "-q"], capsys)
+    assert code == 1  # on main this PASSED: 'labels.pred is absent' matched no missing-run pattern
+    report = json.loads((out / "report.json").read_text())
+    gates = {g["gate"]: g for g in report["gates"]}
+    assert gates["hierarchy.missing_run_rate <= 0"]["status"] == "fail"
+    assert gates["hierarchy.missing_run_rate <= 0"]["observed"] == pytest.approx(0.99)
+    assert "99/100 hierarchy records are missing runs" in gates["hierarchy.missing_run_rate <= 0"]["reason"]
+    assert "scored as an empty prediction ×99" in gates["hierarchy.missing_run_rate <= 0"]["reason"]
+    for g in ("hierarchy.hierarchical_precision >= 0.9", "hierarchy.exact_accuracy >= 0"):
+        assert gates[g]["status"] == "missing"
+    # the missing predictions count against recall: 1 of 100 gold labels found
+    assert report["metrics"]["hierarchy.hierarchical_recall"]["value"] == pytest.approx(
+        report["metrics"]["hierarchy.hierarchical_recall"]["numerator"]
+        / report["metrics"]["hierarchy.hierarchical_recall"]["denominator"])
+    assert report["metrics"]["hierarchy.exact_accuracy"]["value"] == pytest.approx(1 / 100)
+    assert report["families"]["hierarchy"]["missing_runs"] == 99
+
+
+def test_per_family_budget(wd):
+    _write(wd / "records.jsonl", _labels(3, n=10))
+    cfg = load_config(_config(wd, families={"hierarchy": {}}, gates=["hierarchy.exact_accuracy >= 0.5"],
+                              missing_runs={"budgets": {"hierarchy": 0.3}}))
+    res = run_audit(cfg, progress=False)
+    st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
+    assert st["hierarchy.missing_run_rate <= 0.3"] == ("pass", pytest.approx(0.3))
+    assert st["hierarchy.exact_accuracy >= 0.5"] == ("pass", pytest.approx(0.7))  # 3 missing count as wrong
+    with pytest.raises(ConfigError, match="missing_runs.budgets: 'hierarchie' is not a family of this audit"):
+        run_audit(load_config(_config(wd, families={"hierarchy": {}}, gates=["hierarchy.exact_accuracy >= 0.5"],
+                                      missing_runs={"budgets": {"hierarchie": 0.3}})), progress=False)
+
+
+def test_missing_linking_predictions_count(wd):
+    recs = []
+    for k in range(20):
+        m = {"gold": [{"start": 0, "end": 3, "id": LEAVES[k % 4]}]}
+        if k >= 5:
+            m["pred"] = [{"start": 0, "end": 3, "id": LEAVES[k % 4]}]
+        recs.append({"id": f"q{k}", "text": "abcdef", "mentions": m})
+    _write(wd / "records.jsonl", recs)
+    cfg = load_config(_config(wd, families={"linking": {}}, gates=["linking.strong_link_match_precision >= 0.9"]))
+    res = run_audit(cfg, progress=False)
+    st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
+    assert st["linking.missing_run_rate <= 0"] == ("fail", pytest.approx(5 / 20))
+    assert st["linking.strong_link_match_precision >= 0.9"][0] == "missing"
+    assert res.metrics["linking.strong_link_match_recall"].value == pytest.approx(15 / 20)
+
+
+def test_missing_answers_count_in_every_generation_member(wd):
+    recs = []
+    for k in range(10):
+        r = {"id": f"q{k}", "reference": {"answer": "sedan", "answerable": True}}
+        if k < 8:
+            r["answer"] = {"text": "sedan", "judgment": {"claims": ["sedan"], "supported": ["sedan"],
+                                                         "unsupported": []}}
+        recs.append(r)
+    recs[8]["answer"] = {"refused": False}  # an answer section without text: an empty answer
+    _write(wd / "records.jsonl", recs)
+    cfg = load_config(_config(wd, families={"generation": {}}, gates=["generation.exact_match >= 0.5"],
+                              missing_runs={"budget": 0.25}))
+    res = run_audit(cfg, progress=False)
+    c = res.counts["families"]["generation"]
+    # q8 (empty answer) and q9 (no answer at all) are missing in correctness, faithfulness and
+    # refusal; counted once each, although refusal scored both
+    assert c["missing_runs"] == 2 and c["family_records"] == 10
+    st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
+    assert st["generation.missing_run_rate <= 0.25"] == ("pass", pytest.approx(0.2))
+    assert st["generation.exact_match >= 0.5"] == ("pass", pytest.approx(0.8))  # 8 of 10, the 2 count as wrong
+
+
+def test_missing_is_decided_by_codes_not_text(wd, tmp_path, monkeypatch):
+    import types
+
+    from kg_rageval.evaluation import build_evaluation
+
+    from kg_rageval.audit.stub import StubFamily
+
+    def score_coded(ontology, records):
+        rows, unscored = [], []
+        for r in records:
+            if r["id"].startswith("na"):
+                unscored.append({"record_id": r["id"], "reason": "missing by design", "code": "not_applicable"})
+            elif r["id"].startswith("lost"):
+                unscored.append({"record_id": r["id"], "reason": "system said nothing", "code": "missing_prediction"})
+            else:
+                rows.append({"record_id": r["id"], "correct": 1.0, "n": 1.0})
+        return build_evaluation(StubFamily(), rows, unscored=unscored)
+
+    mod = types.ModuleType("coded_family")
+    mod.score_coded = score_coded
+    monkeypatch.setitem(__import__("sys").modules, "coded_family", mod)
+    register_family(FamilySpec("coded", "coded_family:score_coded", ("labels",)))
+    try:
+        _write(wd / "records.jsonl", [{"id": i, "labels": {"gold": ["car"]}}
+                                      for i in ("ok1", "ok2", "na1", "na2", "lost1")])
+        cfg = load_config(_config(wd, families={"coded": {}}, gates=["stub_accuracy >= 0.5"]))
+        res = run_audit(cfg, progress=False)
+        c = res.counts["families"]["coded"]
+        assert c["missing_runs"] == 1  # 'missing by design' (not_applicable) is not; 'said nothing' is
+        assert c["unscored_codes"] == {"missing_prediction": 1, "not_applicable": 2}
+        assert res.exit_code == 1
+    finally:
+        unregister_family("coded")

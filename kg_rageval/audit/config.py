@@ -63,13 +63,25 @@ MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate")
 
 
 class MissingRunsConfig(_Strict):
-    """Budget of records a family could not score although their section is present (missing
-    runs, timeouts, invalid judge outputs). Above it, every gate of that family is ``missing``."""
+    """The completeness check every family that runs carries: the share of its records that
+    are missing runs (a prediction absent, a timeout, an invalid output — decided by the
+    family's reason codes) may be at most ``budget`` (default 0: none), or the family's entry
+    in ``budgets``. Above it, every gate of that family is ``missing``."""
 
     budget: float = Field(0.0, ge=0.0, le=1.0)
+    budgets: dict[str, float] = Field(default_factory=dict)
+    """Per-family budgets (``{generation: 0.05}``); families not listed use ``budget``."""
     reasons: list[str] = Field(default_factory=lambda: list(MISSING_RUN_REASONS))
-    """Substrings of a family's unscored reason that make it a missing run (case-insensitive);
-    other unscored records (e.g. "no gold documents") are not applicable, not missing."""
+    """Only for unscored entries without a reason code (families written before codes):
+    substrings of the reason that make it a missing run (case-insensitive)."""
+
+    @field_validator("budgets")
+    @classmethod
+    def _fractions(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, b in v.items():
+            if not 0.0 <= float(b) <= 1.0:
+                raise ValueError(f"budget for family {k!r} must be between 0 and 1, got {b}")
+        return v
     metrics: list[str] = Field(default_factory=lambda: list(MISSING_RUN_METRICS))
     """Family metrics whose *numerator* counts scored-but-missing outputs (a missing run scored
     as an empty run, an invalid judge output); they count as missing runs too."""

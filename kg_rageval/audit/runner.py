@@ -263,22 +263,30 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     index = MetricIndex(runs, names)
     _check_gate_metrics(gates, index, config)
 
-    # missing-run budget per family
+    # the completeness check of every family that ran: missing-run budget per family
+    stray = sorted(set(config.missing_runs.budgets) - set(runs))
+    if stray:
+        raise ConfigError(f"missing_runs.budgets: {', '.join(map(repr, stray))} "
+                          f"{'is not a family' if len(stray) == 1 else 'are not families'} of this audit "
+                          f"(families: {', '.join(sorted(runs))})", source=config.source)
     budget_results: list[GateResult] = []
     over_budget: dict[str, str] = {}
     counts: dict[str, Any] = {"records": len(records), "families": {}}
     for fam, run in runs.items():
         c = _family_counts(run, records, config.missing_runs.reasons, config.missing_runs.metrics)
         counts["families"][fam] = c
-        if run.status != "ran" or run.n_with_section == 0:
+        if run.status != "ran" or c["family_records"] == 0:
             continue
-        rate = c["missing_runs"] / run.n_with_section
-        g = Gate(f"{fam}.missing_run_rate", "<=", float(config.missing_runs.budget))
-        ok = rate <= config.missing_runs.budget + 1e-12
+        budget = float(config.missing_runs.budgets.get(fam, config.missing_runs.budget))
+        rate = c["missing_runs"] / c["family_records"]
+        g = Gate(f"{fam}.missing_run_rate", "<=", budget)
+        ok = rate <= budget + 1e-12
         detail = dict(c["unscored_reasons"])
+        if c["scored_as_empty"]:
+            detail["scored as an empty prediction"] = c["scored_as_empty"]
         detail.update({f"counted in {k}": v for k, v in c["missing_in_metrics"].items()})
-        reason = (f"{c['missing_runs']}/{run.n_with_section} records with a {fam} section are missing runs "
-                  f"({rate:.2%}; budget {config.missing_runs.budget:.2%})"
+        reason = (f"{c['missing_runs']}/{c['family_records']} {fam} records are missing runs "
+                  f"({rate:.2%}; budget {budget:.2%})"
                   + (f"; unscored or invalid: {_fmt_reasons(detail)}" if detail else ""))
         budget_results.append(GateResult(g, "pass" if ok else "fail", rate, reason))
         if not ok:
@@ -422,23 +430,44 @@ def _fmt_reasons(reasons: Mapping[str, int]) -> str:
 
 def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] = (),
                    metric_names: Iterable[str] = ()) -> dict[str, Any]:
-    """Scored, unscored (by reason) and missing-run counts of one family.
+    """Scored, unscored (by reason and code) and missing-run counts of one family.
 
-    A missing run is a record that carries the family's section and either was scored by none
-    of the family's evaluations and left unscored for a reason matching one of ``patterns``, or
-    is counted in the numerator of one of the family's ``metric_names`` (e.g. retrieval's
-    ``missing_run_rate``: a missing run scored as an empty run; generation's
-    ``invalid_judgment_rate``). The total is capped at the records with the section."""
+    A missing run is a record of the family that **any** of its evaluations reports missing —
+    one evaluation scoring it does not hide another's missing run:
+
+    * unscored with a reason *code* in :data:`~kg_rageval.records.MISSING_RUN_CODES`
+      (``missing_prediction``, ``timeout``, ``invalid_output``): the family decides, the reason
+      text is never matched;
+    * scored as an empty prediction: its per-record ``n_missing_run`` stat is positive
+      (hierarchy, linking, retrieval, generation correctness and refusal);
+    * only for unscored entries without a code (a family written before codes): a reason
+      containing one of ``patterns`` (``missing_runs.reasons``);
+    * counted in the numerator of one of ``metric_names`` (``invalid_judgment_rate``) of an
+      evaluation without an ``n_missing_run`` stat (these have no record ids).
+
+    The family's records are those carrying its section plus every record it reports missing;
+    the missing-run rate is missing runs / family records."""
+    from ..records import MISSING_RUN_CODES
+
+    codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
     pats = [p.lower() for p in patterns]
     unscored_reasons: dict[str, int] = {}
+    unscored_codes: dict[str, int] = {}
     missing_ids: set[str] = set()
     anonymous = 0
     scored: set[str] = set()
+    scored_empty = 0
+    in_metrics: dict[str, float] = {}
     for ev in run.evaluations:
         for u in ev.unscored:
             reason = str(u.get("reason", "unscored"))
             unscored_reasons[reason] = unscored_reasons.get(reason, 0) + 1
-            if not any(p in reason.lower() for p in pats):
+            code = u.get("code")
+            if code is not None:
+                unscored_codes[str(code)] = unscored_codes.get(str(code), 0) + 1
+                if str(code) not in codes:
+                    continue
+            elif not any(p in reason.lower() for p in pats):
                 continue
             rid = u.get("record_id", u.get("id"))
             if rid is not None:
@@ -446,24 +475,31 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
             else:
                 anonymous += 1
         scored.update(str(x) for x in ev.record_ids.tolist())
-    in_metrics: dict[str, float] = {}
-    for ev in run.evaluations:
+        if "n_missing_run" in ev.stats:
+            ids, per = ev.per_record_stats()
+            empty = ids[per["n_missing_run"] > 0].tolist()
+            scored_empty += len(empty)
+            missing_ids.update(str(x) for x in empty)
+            continue
         ms = ev.metrics()
         for name in metric_names:
             m = ms.get(name)
             if m is not None and m.numerator:
                 in_metrics[name] = in_metrics.get(name, 0.0) + float(m.numerator)
     spec = REGISTRY.get(run.name)
-    with_sec = {r["id"] for r in records if spec is None or spec.has_section(r)}
-    missing = min(len((missing_ids - scored) & with_sec) + anonymous + int(round(sum(in_metrics.values()))),
-                  len(with_sec))
+    with_sec = {str(r["id"]) for r in records if spec is None or spec.has_section(r)}
+    family_records = with_sec | missing_ids
+    missing = min(len(missing_ids) + anonymous + int(round(sum(in_metrics.values()))), len(family_records))
     return {
         "status": run.status,
         "reason": run.reason,
         "with_section": run.n_with_section,
+        "family_records": len(family_records),
         "scored_records": len(scored),
         "missing_runs": missing,
+        "scored_as_empty": scored_empty,
         "unscored_reasons": dict(sorted(unscored_reasons.items())),
+        "unscored_codes": dict(sorted(unscored_codes.items())),
         "missing_in_metrics": {k: int(round(v)) for k, v in sorted(in_metrics.items())},
         "rows": sum(len(ev) for ev in run.evaluations),
         "seconds": round(run.seconds, 4),
