@@ -20,6 +20,39 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
+@pytest.fixture()
+def stub():
+    """The audit's stub family (``kg_rageval.audit.stub``, scores ``labels``) for one test."""
+    from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
+
+    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
+    yield
+    unregister_family("stub")
+
+
+@pytest.fixture()
+def workdir(tmp_path):
+    """A copy of ``fixtures/audit`` (vehicles taxonomy, records, configs) to audit in."""
+    import shutil
+
+    for f in (FIXTURES / "audit").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    return tmp_path
+
+
+@pytest.fixture()
+def cli(capsys):
+    """Run ``kg-rageval`` in-process: ``cli(args) -> (exit code, stdout, stderr)``."""
+    from kg_rageval.cli.main import main
+
+    def run(args):
+        code = main(list(args))
+        cap = capsys.readouterr()
+        return code, cap.out, cap.err
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -23,20 +22,6 @@ from kg_rageval.cli.main import main
 from kg_rageval.errors import ConfigError
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
-
-
-@pytest.fixture()
-def stub():
-    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
-    yield
-    unregister_family("stub")
-
-
-@pytest.fixture()
-def workdir(tmp_path):
-    for f in FIX.iterdir():
-        shutil.copy(f, tmp_path / f.name)
-    return tmp_path
 
 
 def _statuses(result):

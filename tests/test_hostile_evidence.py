@@ -18,35 +18,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
 from kg_rageval.audit.manifest import verify_manifest
 from kg_rageval.audit.reports import ALL_FILES, LOCK, out_lock, sha256_file
-from kg_rageval.cli.main import main
 from kg_rageval.errors import InputError
 from kg_rageval.ontology import OntologyBuilder, load_ontology
 from kg_rageval.ontology.cache import load_compiled, save_compiled
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
 
 
 @pytest.fixture()
-def stub():
-    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
-    yield
-    unregister_family("stub")
-
-
-@pytest.fixture()
-def wd(tmp_path):
-    for f in FIX.iterdir():
-        shutil.copy(f, tmp_path / f.name)
-    return tmp_path
-
-
-def _cli(args, capsys):
-    code = main(args)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
+def wd(workdir):
+    return workdir
 
 
 def _one_line_error(err: str) -> None:
@@ -69,7 +51,7 @@ def kgro(wd):
     return save_compiled(onto, wd / "vehicles.kgro"), onto
 
 
-def test_tampered_cache_edges_refused(stub, wd, kgro, capsys):
+def test_tampered_cache_edges_refused(stub, wd, kgro, cli):
     path, onto = kgro
     z = np.load(path)
     parent_idx = z["parent_idx"].copy()
@@ -82,7 +64,7 @@ def test_tampered_cache_edges_refused(stub, wd, kgro, capsys):
         load_compiled(bad)
     cfg = wd / "t.yaml"
     cfg.write_text((wd / "pass.yaml").read_text().replace("ontology: vehicles.csv", "ontology: tampered.kgro"))
-    code, out, err = _cli(["audit", "-c", str(cfg), "--out", str(wd / "out")], capsys)
+    code, out, err = cli(["audit", "-c", str(cfg), "--out", str(wd / "out")])
     assert code == 2 and out == ""
     _one_line_error(err)
     assert "the cache was modified" in err and "recompile it" in err
@@ -112,10 +94,10 @@ def test_tampered_closure_refused(kgro, wd):
     (lambda p: _rewrite(p, p, ids_len=np.array([1, 2], dtype=np.int64)), "string lengths do not match"),
     (lambda p: _rewrite(p, p, depth_min=np.zeros((2, 2), dtype=np.int32)), "not a 1-d integer array"),
 ])
-def test_malformed_cache_is_a_clear_error(kgro, capsys, make, message):
+def test_malformed_cache_is_a_clear_error(kgro, cli, make, message):
     path, _ = kgro
     make(path)
-    code, out, err = _cli(["ontology", "inspect", str(path)], capsys)
+    code, out, err = cli(["ontology", "inspect", str(path)])
     assert code == 2
     _one_line_error(err)
     assert message in err
@@ -135,10 +117,10 @@ def test_nul_and_control_characters_in_labels_round_trip(tmp_path):
     assert back.content_hash == onto.content_hash
 
 
-def test_control_character_in_id_refused_and_bidi_flagged(tmp_path, capsys):
+def test_control_character_in_id_refused_and_bidi_flagged(tmp_path, cli):
     p = tmp_path / "t.csv"
     p.write_text("child,parent\nroot,\nba\x01d,root\n")
-    code, out, err = _cli(["ontology", "inspect", str(p)], capsys)
+    code, out, err = cli(["ontology", "inspect", str(p)])
     assert code == 2
     _one_line_error(err)
     assert "control character U+0001" in err
@@ -148,11 +130,11 @@ def test_control_character_in_id_refused_and_bidi_flagged(tmp_path, capsys):
     assert any("bidirectional-override" in w for w in onto.warnings)
 
 
-def test_closure_limit_refuses_before_allocating(capsys, tmp_path):
+def test_closure_limit_refuses_before_allocating(cli, tmp_path):
     p = tmp_path / "chain.csv"
     n = 30_000
     p.write_text("child,parent\nc0,\n" + "".join(f"c{i},c{i - 1}\n" for i in range(1, n)))
-    code, out, err = _cli(["--limit", "max_closure_entries=1000000", "ontology", "inspect", str(p)], capsys)
+    code, out, err = cli(["--limit", "max_closure_entries=1000000", "ontology", "inspect", str(p)])
     assert code == 2
     _one_line_error(err)
     assert f"needs at least {n * (n + 1) // 2} (node, ancestor) pairs" in err
@@ -161,13 +143,13 @@ def test_closure_limit_refuses_before_allocating(capsys, tmp_path):
 
 
 # ---------------------------------------------------------------------- --verify
-def _audit(wd, capsys, config="pass.yaml", out="out"):
-    code, stdout, err = _cli(["audit", "-c", str(wd / config), "--out", str(wd / out), "-q"], capsys)
+def _audit(cli, wd, config="pass.yaml", out="out"):
+    code, stdout, err = cli(["audit", "-c", str(wd / config), "--out", str(wd / out), "-q"])
     return code, wd / out / "manifest.json"
 
 
-def test_manifest_hashes_every_report_file(stub, wd, capsys):
-    code, man = _audit(wd, capsys)
+def test_manifest_hashes_every_report_file(stub, wd, cli):
+    code, man = _audit(cli, wd)
     assert code == 0
     doc = json.loads(man.read_text())
     assert set(doc["reports"]) == {"report.json", "report.md", "report.html", "junit.xml"}
@@ -176,10 +158,10 @@ def test_manifest_hashes_every_report_file(stub, wd, capsys):
     assert doc["manifest"]["inputs"]["ontology"]["file_hash"].startswith("sha256:")
 
 
-def test_verify_exits_1_when_the_verified_audit_failed(stub, wd, capsys):
-    code, man = _audit(wd, capsys, config="fail.toml")
+def test_verify_exits_1_when_the_verified_audit_failed(stub, wd, cli):
+    code, man = _audit(cli, wd, config="fail.toml")
     assert code == 1
-    code, out, _ = _cli(["audit", "--verify", str(man), "-q"], capsys)
+    code, out, _ = cli(["audit", "--verify", str(man), "-q"])
     assert code == 1
     assert "identical numbers" in out and "but the verified audit FAILED its gates" in out
 
@@ -190,31 +172,31 @@ def test_verify_exits_1_when_the_verified_audit_failed(stub, wd, capsys):
     (lambda d: (d / "junit.xml").unlink(), "report file junit.xml is missing"),
     (lambda d: (d / "report.md").write_text("# Audit: PASSED\n"), "report file report.md was changed"),
 ])
-def test_verify_rejects_edited_reports(stub, wd, capsys, edit, expect):
-    _, man = _audit(wd, capsys)
+def test_verify_rejects_edited_reports(stub, wd, cli, edit, expect):
+    _, man = _audit(cli, wd)
     edit(wd / "out")
-    code, out, _ = _cli(["audit", "--verify", str(man), "-q"], capsys)
+    code, out, _ = cli(["audit", "--verify", str(man), "-q"])
     assert code == 1 and "NOT verified" in out and expect in out
 
 
-def test_verify_rejects_edited_manifest_numbers_and_missing_inputs(stub, wd, capsys):
-    _, man = _audit(wd, capsys)
+def test_verify_rejects_edited_manifest_numbers_and_missing_inputs(stub, wd, cli):
+    _, man = _audit(cli, wd)
     doc = json.loads(man.read_text())
     doc["numbers"]["gates"][0]["status"] = "pass"
     doc["numbers"]["gates"][0]["observed"] = 0.99
     del doc["manifest"]["inputs"]["corpus"]
     man.write_text(json.dumps(doc))
-    code, out, _ = _cli(["audit", "--verify", str(man), "-q"], capsys)
+    code, out, _ = cli(["audit", "--verify", str(man), "-q"])
     assert code == 1
     assert "the manifest's 'numbers' do not match its metrics_digest (edited)" in out
     assert "input corpus is read by the audit but not recorded in the manifest" in out
 
 
-def test_verify_shows_which_gates_changed(stub, wd, capsys):
-    _, man = _audit(wd, capsys)
+def test_verify_shows_which_gates_changed(stub, wd, cli):
+    _, man = _audit(cli, wd)
     rec = wd / "records.jsonl"
     rec.write_text(rec.read_text().replace('"pred": ["boat"]', '"pred": ["submarine"]'))
-    code, out, _ = _cli(["audit", "--verify", str(man), "-q"], capsys)
+    code, out, _ = cli(["audit", "--verify", str(man), "-q"])
     assert code == 1
     assert "input records changed" in out
     assert "    gate stub_accuracy[slice:intent=compare] > 0.6: pass 0.6666666666666666 -> fail 0.3333333333333333" in out
@@ -227,22 +209,22 @@ def test_verify_shows_which_gates_changed(stub, wd, capsys):
     ('{"manifest": 3}', "malformed manifest: 'manifest' is not an object"),
     ("[" * 100000 + "]" * 100000, "manifest"),
 ])
-def test_malformed_manifest_is_exit_2(tmp_path, capsys, content, message):
+def test_malformed_manifest_is_exit_2(tmp_path, cli, content, message):
     p = tmp_path / "manifest.json"
     p.write_text(content)
-    code, out, err = _cli(["audit", "--verify", str(p)], capsys)
+    code, out, err = cli(["audit", "--verify", str(p)])
     assert code == 2
     _one_line_error(err)
     assert message in err
 
 
 # ---------------------------------------------------------------------- atomic writes and lock
-def test_older_report_is_moved_aside_not_mixed(stub, wd, capsys):
-    code, man = _audit(wd, capsys, config="fail.toml")
+def test_older_report_is_moved_aside_not_mixed(stub, wd, cli):
+    code, man = _audit(cli, wd, config="fail.toml")
     old = json.loads(man.read_text())
     cfg = wd / "pass2.yaml"
     cfg.write_text((wd / "pass.yaml").read_text().replace("formats", "formats") + "report: {formats: [json]}\n")
-    code, man = _audit(wd, capsys, config="pass2.yaml")
+    code, man = _audit(cli, wd, config="pass2.yaml")
     assert code == 0
     out = wd / "out"
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["manifest.json", "previous",
@@ -250,15 +232,15 @@ def test_older_report_is_moved_aside_not_mixed(stub, wd, capsys):
     assert json.loads((out / "previous" / "manifest.json").read_text()) == old
     assert set(json.loads(man.read_text())["reports"]) == {"report.json"}
     assert not list(out.glob(".run-*"))
-    code, stdout, _ = _cli(["audit", "--verify", str(man), "-q"], capsys)
+    code, stdout, _ = cli(["audit", "--verify", str(man), "-q"])
     assert code == 0
 
 
-def test_two_audits_into_one_out_cannot_interleave(stub, wd, capsys):
+def test_two_audits_into_one_out_cannot_interleave(stub, wd, cli):
     out = wd / "out"
     out.mkdir()
     with out_lock(out):
-        code, stdout, err = _cli(["audit", "-c", str(wd / "pass.yaml"), "--out", str(out), "-q"], capsys)
+        code, stdout, err = cli(["audit", "-c", str(wd / "pass.yaml"), "--out", str(out), "-q"])
     assert code == 2
     _one_line_error(err)
     assert "another kg-rageval audit is writing reports into this directory" in err
@@ -346,7 +328,7 @@ def test_no_fault_yields_a_verified_report_that_differs_from_a_clean_run(stub, w
 
 
 # ---------------------------------------------------------------------- escaping
-def test_names_are_escaped_in_markdown_html_junit(stub, wd, capsys):
+def test_names_are_escaped_in_markdown_html_junit(stub, wd, cli):
     evil_name = "x\n# PASSED\n<!-- hidden --> | cell | <script>alert(1)</script>\x00\u202e"
     recs = []
     for i, line in enumerate((wd / "records.jsonl").read_text().splitlines()):
@@ -358,7 +340,7 @@ def test_names_are_escaped_in_markdown_html_junit(stub, wd, capsys):
     cfg.write_text(json.dumps({"name": evil_name, "ontology": "vehicles.csv", "records": "records.jsonl",
                                "families": {"stub": {}}, "gates": ["stub_accuracy >= 0.9"],
                                "slice_gates": {"intent=<img src=x onerror=alert(1)>": ["stub_accuracy >= 0.1"]}}))
-    code, stdout, err = _cli(["audit", "-c", str(cfg), "--out", str(wd / "out"), "-q"], capsys)
+    code, stdout, err = cli(["audit", "-c", str(cfg), "--out", str(wd / "out"), "-q"])
     assert code == 1, err
     md = (wd / "out" / "report.md").read_text()
     assert md.count("\n# ") == 0 and md.startswith("# Audit x \\# PASSED \\<\\!-- hidden --\\> \\| cell \\|")
@@ -375,26 +357,26 @@ def test_names_are_escaped_in_markdown_html_junit(stub, wd, capsys):
 
 
 # ---------------------------------------------------------------------- secrets
-def test_bolt_password_never_printed(stub, wd, capsys, monkeypatch):
+def test_bolt_password_never_printed(stub, wd, cli, monkeypatch):
     uri = "bolt://neo4j:hunter2-secret@127.0.0.1:1"
-    code, out, err = _cli(["ontology", "inspect", uri], capsys)
+    code, out, err = cli(["ontology", "inspect", uri])
     assert code == 2 and "hunter2" not in out + err
     cfg = wd / "s.yaml"
     cfg.write_text(f"ontology: {uri}\nrecords: records.jsonl\ngates: ['x >= 1']\n"
                    "judge: {model: m, api_key: sk-live-123, headers: {Authorization: Bearer abc}, "
                    "base_url: 'https://u:pw-9@judge.local/v1?token=zzz'}\n")
     for fmt in ("text", "json"):
-        code, out, err = _cli(["audit", "-c", str(cfg), "--format", fmt, "--out", str(wd / "o")], capsys)
+        code, out, err = cli(["audit", "-c", str(cfg), "--format", fmt, "--out", str(wd / "o")])
         assert code == 2 and "hunter2" not in out + err
         assert "bolt://neo4j:***@127.0.0.1:1" in err or "bolt://127.0.0.1:1" in err
 
 
-def test_judge_keys_redacted_in_manifest_and_reports(stub, wd, capsys):
+def test_judge_keys_redacted_in_manifest_and_reports(stub, wd, cli):
     cfg = wd / "j.yaml"
     cfg.write_text((wd / "pass.yaml").read_text()
                    + "judge: {model: m, api_key: sk-live-123, api_key_env: OPENAI_API_KEY, "
                      "headers: {Authorization: Bearer abc}, base_url: 'https://u:pw-9@judge.local/v1?token=zzz'}\n")
-    code, man = _audit(wd, capsys, config="j.yaml")
+    code, man = _audit(cli, wd, config="j.yaml")
     assert code == 0
     for name in ALL_FILES:
         text = (wd / "out" / name).read_text()
@@ -403,5 +385,5 @@ def test_judge_keys_redacted_in_manifest_and_reports(stub, wd, capsys):
     judge = json.loads(man.read_text())["manifest"]["judge"]
     assert judge == {"model": "m", "api_key": "***", "api_key_env": "OPENAI_API_KEY",
                      "headers": {"Authorization": "***"}, "base_url": "https://u:***@judge.local/v1?token=***"}
-    code, out, _ = _cli(["audit", "-c", str(cfg), "--format", "json", "-q"], capsys)
+    code, out, _ = cli(["audit", "-c", str(cfg), "--format", "json", "-q"])
     assert "sk-live-123" not in out and "pw-9" not in out

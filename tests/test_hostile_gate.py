@@ -9,34 +9,23 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kg_rageval.audit.config import config_from_mapping, load_config
+from kg_rageval.audit.config import load_config
 from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
 from kg_rageval.audit.intervals import clopper_pearson, is_count_proportion, wilson
 from kg_rageval.audit.runner import run_audit
-from kg_rageval.cli.main import main
 from kg_rageval.errors import ConfigError, InputError
 from kg_rageval.evaluation import Metric
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
 LEAVES = ["sedan", "hatchback", "submarine", "amphibious_car"]
 
 
 @pytest.fixture()
-def stub():
-    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
-    yield
-    unregister_family("stub")
-
-
-@pytest.fixture()
-def wd(tmp_path):
-    shutil.copy(FIX / "vehicles.csv", tmp_path / "vehicles.csv")
-    return tmp_path
+def wd(workdir):
+    return workdir
 
 
 def _records(ids, correct=lambda i: True):
@@ -60,20 +49,14 @@ def _config(wd: Path, **extra) -> Path:
     return p
 
 
-def _run_cli(args, capsys):
-    code = main(args)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 # ---------------------------------------------------------------------- baseline pairing
-def test_baseline_sharing_one_record_of_100_is_missing_evidence(stub, wd, capsys):
+def test_baseline_sharing_one_record_of_100_is_missing_evidence(stub, wd, cli):
     _write(wd / "records.jsonl", _records([f"q{i}" for i in range(100)]))
     _write(wd / "baseline.jsonl", _records(["q0"] + [f"b{i}" for i in range(99)], correct=lambda k: False))
     cfg = _config(wd, gates=["stub_accuracy >= 0.5"],
                   baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}})
     out = wd / "out"
-    code, stdout, _ = _run_cli(["audit", "-c", str(cfg), "--out", str(out), "-q"], capsys)
+    code, stdout, _ = cli(["audit", "-c", str(cfg), "--out", str(out), "-q"])
     assert code == 1  # on main this PASSED: the delta on the one shared record is +1
     report = json.loads((out / "report.json").read_text())
     gate = next(g for g in report["gates"] if g["metric"] == "delta:stub_accuracy")
@@ -138,10 +121,10 @@ def test_paired_bootstrap_pairs_by_record_id(stub, wd):
 
 
 # ---------------------------------------------------------------------- confidence bounds
-def test_ci_low_from_one_record_is_missing_evidence(stub, wd, capsys):
+def test_ci_low_from_one_record_is_missing_evidence(stub, wd, cli):
     _write(wd / "records.jsonl", _records(["only"]))
     cfg = _config(wd, gates=["ci_low(stub_accuracy) >= 0.9"])
-    code, stdout, _ = _run_cli(["audit", "-c", str(cfg), "-q"], capsys)
+    code, stdout, _ = cli(["audit", "-c", str(cfg), "-q"])
     assert code == 1  # on main: the bootstrap of one correct record is [1, 1] and this PASSED
     assert "MISSING" in stdout
     assert "needs at least 30 resampling units (records) and the scope has 1 (bootstrap.min_units)" in stdout
@@ -196,11 +179,11 @@ def test_percentile_method_override_per_metric(stub, wd):
     ("1e999", "number 1e999 overflows a float", "retrieval.gold.d1"),
     ("1" * 5000, "integer with 5000 digits is beyond the accepted 300", "retrieval.gold.d1"),
 ])
-def test_non_finite_and_huge_numbers_are_input_errors(wd, capsys, literal, why, field):
+def test_non_finite_and_huge_numbers_are_input_errors(wd, cli, literal, why, field):
     rec = wd / "r.jsonl"
     rec.write_text('{"id": "ok", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}}\n'
                    f'{{"id": "bad", "retrieval": {{"gold": {{"d1": {literal}}}, "run": ["d1"]}}}}\n')
-    code, out, err = _run_cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)], capsys)
+    code, out, err = cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)])
     assert code == 2 and out == ""
     assert err.count("\n") == 1
     assert err.startswith("error: ") and f"r.jsonl, line 2, field {field}: {why}" in err
@@ -224,23 +207,23 @@ def test_non_finite_run_score(wd):
     ("c.toml", 'ontology = "vehicles.csv"\nrecords = "r.jsonl"\ngates = ["x >= 1"]\ngates = []\n',
      "Cannot overwrite a value"),
 ])
-def test_duplicate_config_keys_are_errors(wd, capsys, name, text, message):
+def test_duplicate_config_keys_are_errors(wd, cli, name, text, message):
     p = wd / name
     p.write_text(text)
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         load_config(p)
-    code, out, err = _run_cli(["audit", "-c", str(p), "--out", str(wd / "out")], capsys)
+    code, out, err = cli(["audit", "-c", str(p), "--out", str(wd / "out")])
     assert code == 2 and err.count("\n") == 1 and not (wd / "out").exists()
 
 
-def test_yaml_bomb_is_refused_before_any_report(wd, capsys):
+def test_yaml_bomb_is_refused_before_any_report(wd, cli):
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
     bomb = "ontology: vehicles.csv\nrecords: r.jsonl\n" + bomb.replace("a: &a", "name: &a", 1)
     assert len(bomb.encode()) < 700
     p = wd / "bomb.yaml"
     p.write_text(bomb)
-    code, out, err = _run_cli(["audit", "-c", str(p), "--out", str(wd / "out")], capsys)
+    code, out, err = cli(["audit", "-c", str(p), "--out", str(wd / "out")])
     assert code == 2 and err.count("\n") == 1
     assert "beyond the limit max_config_nodes = 200000" in err and "--limit max_config_nodes=N" in err
     assert not (wd / "out").exists()
@@ -291,12 +274,12 @@ def _labels(n_missing: int, n: int = 100):
     return out
 
 
-def test_99_of_100_missing_predictions_fail(wd, capsys):
+def test_99_of_100_missing_predictions_fail(wd, cli):
     _write(wd / "records.jsonl", _labels(99))
     cfg = _config(wd, families={"hierarchy": {}},
                   gates=["hierarchy.hierarchical_precision >= 0.9", "hierarchy.exact_accuracy >= 0"])
     out = wd / "out"
-    code, stdout, _ = _run_cli(["audit", "-c", str(cfg), "--out", str(out), "-q"], capsys)
+    code, stdout, _ = cli(["audit", "-c", str(cfg), "--out", str(out), "-q"])
     assert code == 1  # on main this PASSED: 'labels.pred is absent' matched no missing-run pattern
     report = json.loads((out / "report.json").read_text())
     gates = {g["gate"]: g for g in report["gates"]}

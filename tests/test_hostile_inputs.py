@@ -15,18 +15,11 @@ from pathlib import Path
 import pytest
 
 from kg_rageval import limits
-from kg_rageval.cli.main import main
 from kg_rageval.errors import InputError, LimitExceeded, UnsafeInputError
 from kg_rageval.ontology import load_ontology
 from kg_rageval.records import read_records
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
-
-
-def _cli(args, capsys):
-    code = main(args)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def _one_line(err: str) -> None:
@@ -40,16 +33,17 @@ def vehicles(tmp_path):
 
 
 # ---------------------------------------------------------------------- gzip
-def test_gzip_bomb_records_refused(tmp_path, vehicles, capsys):
+def test_gzip_bomb_records_refused(tmp_path, vehicles, cli):
     p = tmp_path / "r.jsonl.gz"
     p.write_bytes(gzip.compress(b'{"id": "x", "labels": {"gold": ["car"]}}\n' + b" " * (8 << 20), 9))
     assert p.stat().st_size < 20_000
-    code, out, err = _cli(["--limit", "max_gz_bytes=1MiB", "score", "hierarchy", "-O", str(vehicles),
-                           "-d", str(p)], capsys)
+    code, out, err = cli(["--limit", "max_gz_bytes=1MiB", "score", "hierarchy", "-O", str(vehicles),
+                           "-d", str(p)])
     assert code == 2 and out == ""
     _one_line(err)
     assert "r.jsonl.gz: the gzip data decompresses to more than 1048576 bytes" in err
     assert "beyond the limit max_gz_bytes = 1048576" in err and "--limit max_gz_bytes=N" in err
+    assert limits.get("max_gz_bytes") == 2 << 30  # --limit lasts for that command only
 
 
 def test_gzip_bomb_stix_refused(tmp_path, capsys):
@@ -68,11 +62,11 @@ def test_corrupt_gzip_is_an_input_error(tmp_path):
 
 
 # ---------------------------------------------------------------------- JSON depth, line length
-def test_deep_json_record_is_a_limit_error(tmp_path, vehicles, capsys):
+def test_deep_json_record_is_a_limit_error(tmp_path, vehicles, cli):
     p = tmp_path / "r.jsonl"
     p.write_text('{"id": "a", "labels": {"gold": ["car"], "pred": ["car"]}}\n'
                  '{"id": "b", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
-    code, out, err = _cli(["score", "hierarchy", "-O", str(vehicles), "-d", str(p)], capsys)
+    code, out, err = cli(["score", "hierarchy", "-O", str(vehicles), "-d", str(p)])
     assert code == 2
     _one_line(err)
     assert "r.jsonl, line 2: JSON nested too deeply: beyond the limit max_json_depth = 200" in err
@@ -87,33 +81,33 @@ def test_moderately_deep_json_record_is_a_limit_error(tmp_path):
         assert read_records(p)[0]["id"] == "b"
 
 
-def test_overlong_record_line_refused(tmp_path, vehicles, capsys):
+def test_overlong_record_line_refused(tmp_path, vehicles, cli):
     p = tmp_path / "r.jsonl"
     p.write_text('{"id": "a"}\n{"id": "b", "text": "' + "x" * 5000 + '"}\n')
-    code, out, err = _cli(["--limit", "max_line_bytes=4096", "score", "hierarchy", "-O", str(vehicles),
-                           "-d", str(p)], capsys)
+    code, out, err = cli(["--limit", "max_line_bytes=4096", "score", "hierarchy", "-O", str(vehicles),
+                           "-d", str(p)])
     assert code == 2
     _one_line(err)
     assert "r.jsonl, line 2: a line longer than 4096 bytes: beyond the limit max_line_bytes = 4096" in err
 
 
-def test_bad_limit_option(capsys, vehicles):
-    code, out, err = _cli(["--limit", "max_nonsense=3", "ontology", "inspect", str(vehicles)], capsys)
+def test_bad_limit_option(cli, vehicles):
+    code, out, err = cli(["--limit", "max_nonsense=3", "ontology", "inspect", str(vehicles)])
     assert code == 2 and "unknown limit 'max_nonsense'" in err
-    code, out, err = _cli(["--limit", "max_gz_bytes=lots", "ontology", "inspect", str(vehicles)], capsys)
+    code, out, err = cli(["--limit", "max_gz_bytes=lots", "ontology", "inspect", str(vehicles)])
     assert code == 2 and "expected a positive integer" in err
 
 
-def test_audit_config_limits(tmp_path, vehicles, capsys):
+def test_audit_config_limits(tmp_path, vehicles, cli):
     (tmp_path / "r.jsonl").write_text('{"id": "b", "x": ' + "[" * 50 + "]" * 50 + "}\n")
     cfg = tmp_path / "a.yaml"
     cfg.write_text("ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['x >= 1']\nlimits: {max_json_depth: 20}\n")
-    code, out, err = _cli(["audit", "-c", str(cfg), "--out", str(tmp_path / "o")], capsys)
+    code, out, err = cli(["audit", "-c", str(cfg), "--out", str(tmp_path / "o")])
     assert code == 2
     _one_line(err)
     assert "beyond the limit max_json_depth = 20" in err and not (tmp_path / "o" / "manifest.json").exists()
     cfg.write_text("ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['x >= 1']\nlimits: {max_jsn_depth: 20}\n")
-    code, out, err = _cli(["audit", "-c", str(cfg)], capsys)
+    code, out, err = cli(["audit", "-c", str(cfg)])
     assert code == 2 and "unknown limit 'max_jsn_depth'" in err
 
 
@@ -123,28 +117,28 @@ LOL = '<?xml version="1.0"?>\n<!DOCTYPE rdf:RDF [\n{ents}]>\n' \
       'xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#">\n{body}</rdf:RDF>\n'
 
 
-def test_xml_bomb_through_character_references_refused(tmp_path, capsys):
+def test_xml_bomb_through_character_references_refused(tmp_path, cli):
     ents = '<!ENTITY lol "lol">\n<!ENTITY lol1 "&#38;lol;&#38;lol;&#38;lol;&#38;lol;">\n' \
            '<!ENTITY lol2 "&#x26;lol1;&#x26;lol1;&#x26;lol1;&#x26;lol1;">\n'
     p = tmp_path / "bomb.rdf"
     p.write_text(LOL.format(ents=ents, body='<rdf:Description rdf:about="http://x/a"><rdfs:label>&lol2;'
                                            '</rdfs:label></rdf:Description>\n'))
     t0 = time.perf_counter()
-    code, out, err = _cli(["ontology", "inspect", str(p)], capsys)
+    code, out, err = cli(["ontology", "inspect", str(p)])
     assert time.perf_counter() - t0 < 10
     assert code == 2
     _one_line(err)
     assert "entity &lol1; references another entity (&lol;, written with character references)" in err
 
 
-def test_xml_quadratic_expansion_refused(tmp_path, capsys):
+def test_xml_quadratic_expansion_refused(tmp_path, cli):
     value = "x" * 4000  # within the per-entity limit
     body = "".join(f'<rdf:Description rdf:about="http://x/n{i}"><rdfs:label>{"&big;" * 40}</rdfs:label>'
                    f"</rdf:Description>\n" for i in range(100))
     p = tmp_path / "quad.rdf"
     p.write_text(LOL.format(ents=f'<!ENTITY big "{value}">\n', body=body))
     assert p.stat().st_size < 100_000
-    code, out, err = _cli(["--limit", "max_xml_expansion=1MiB", "ontology", "inspect", str(p)], capsys)
+    code, out, err = cli(["--limit", "max_xml_expansion=1MiB", "ontology", "inspect", str(p)])
     assert code == 2
     _one_line(err)
     assert "entity references would add 15980000 characters to the document" in err
@@ -173,10 +167,10 @@ def test_external_entity_and_remote_context_still_refused(tmp_path):
         load_ontology(j)
 
 
-def test_deep_jsonld_is_a_limit_error(tmp_path, capsys):
+def test_deep_jsonld_is_a_limit_error(tmp_path, cli):
     j = tmp_path / "deep.jsonld"
     j.write_text('{"@graph": ' + "[" * 50_000 + "]" * 50_000 + "}")
-    code, out, err = _cli(["ontology", "inspect", str(j)], capsys)
+    code, out, err = cli(["ontology", "inspect", str(j)])
     assert code == 2
     _one_line(err)
     assert "max_json_depth" in err
@@ -193,16 +187,16 @@ def _importing(tmp_path: Path, target: str) -> Path:
     return main_ttl
 
 
-def test_follow_imports_confined_to_the_ontology_folder(tmp_path, capsys):
+def test_follow_imports_confined_to_the_ontology_folder(tmp_path, cli):
     secret = tmp_path / "secret.ttl"
     secret.write_text("root:x:0:0:root:/root:/bin/bash\nhunter2 ...\n")
     main_ttl = _importing(tmp_path, secret.as_uri())
-    code, out, err = _cli(["ontology", "inspect", "--follow-imports", str(main_ttl)], capsys)
+    code, out, err = cli(["ontology", "inspect", "--follow-imports", str(main_ttl)])
     assert code == 2
     _one_line(err)
     assert "points outside the ontology's folder" in err and "root:x" not in err
-    code, out, err = _cli(["ontology", "inspect", "--follow-imports", "--import-path", str(tmp_path),
-                           str(main_ttl)], capsys)
+    code, out, err = cli(["ontology", "inspect", "--follow-imports", "--import-path", str(tmp_path),
+                           str(main_ttl)])
     assert code == 2  # allowed now, but it does not parse: its content is never printed back
     _one_line(err)
     assert "malformed Turtle" in err and "root:x" not in err and "hunter2" not in err and "/bin/bash" not in err
@@ -225,7 +219,7 @@ def test_symlink_out_of_the_folder_refused(tmp_path):
         load_ontology(main_ttl, follow_imports=True)
 
 
-def test_network_imports_need_allow_network(tmp_path, capsys, monkeypatch):
+def test_network_imports_need_allow_network(tmp_path, cli, monkeypatch):
     import urllib.request
 
     def no_network(*a, **k):  # the test fails loudly if anything tries
@@ -233,7 +227,7 @@ def test_network_imports_need_allow_network(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
     main_ttl = _importing(tmp_path, "http://example.org/evil.ttl")
-    code, out, err = _cli(["ontology", "inspect", "--follow-imports", str(main_ttl)], capsys)
+    code, out, err = cli(["ontology", "inspect", "--follow-imports", str(main_ttl)])
     assert code == 2
     _one_line(err)
     assert "following it would reach the network; pass allow_network=True (CLI: --allow-network)" in err
@@ -250,10 +244,10 @@ def test_network_imports_need_allow_network(tmp_path, capsys, monkeypatch):
     ("bad.obo", "format-version: 1.2\n\n[Term]\nname: no id\n", "line"),
     ("bad.json", '{"type": "bundle", "objects": [', "malformed JSON"),
 ])
-def test_malformed_ontologies_one_line_exit_2(tmp_path, capsys, name, text, message):
+def test_malformed_ontologies_one_line_exit_2(tmp_path, cli, name, text, message):
     p = tmp_path / name
     p.write_text(text)
-    code, out, err = _cli(["ontology", "inspect", str(p)], capsys)
+    code, out, err = cli(["ontology", "inspect", str(p)])
     assert code == 2, err
     _one_line(err)
     assert message in err

@@ -115,10 +115,12 @@ def score() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, map errors to exit codes (2 bad input, 3 internal error)."""
     from ..errors import KgRagevalError
+    from ..limits import limits
     from .common import error_line
 
     try:
-        cli.main(args=argv, prog_name="kg-rageval", standalone_mode=False)
+        with limits({}):  # --limit overrides last for this command only
+            cli.main(args=argv, prog_name="kg-rageval", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except getattr(click.exceptions, "NoArgsIsHelpError", ()) as exc:  # a bare group: its help
