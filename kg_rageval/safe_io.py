@@ -123,7 +123,7 @@ def loads_json(text: str | bytes, *, source: str | None, location: str | None = 
     hooks = _Hooks()
     # the number hooks cost a Python call per number: only installed when a literal could
     # overflow (an exponent of 3 digits, or 300+ digits in a row); NaN/Infinity always checked
-    big = (_BIG_B if isinstance(text, bytes) else _BIG_S).search(text) is not None
+    big = (_BIG_B.search(text) if isinstance(text, bytes) else _BIG_S.search(text)) is not None
     try:
         doc = json.loads(text, parse_constant=hooks.constant, parse_float=hooks.float if big else None,
                          parse_int=hooks.int if big else None,

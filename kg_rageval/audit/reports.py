@@ -87,7 +87,7 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    formats = formats or result.config.report.formats
+    chosen: list[str] = list(formats or result.config.report.formats)
     writers = {"json": write_json, "markdown": write_markdown, "html": write_html, "junit": write_junit}
     with out_lock(out):
         for stale in out.glob(".run-*"):  # left by a crashed audit (we hold the lock)
@@ -96,7 +96,7 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
         run.mkdir()
         try:
             hashes: dict[str, str] = {}
-            for f in formats:
+            for f in chosen:
                 p = run / FILES[f]
                 writers[f](result, p)
                 _fsync(p)
@@ -112,7 +112,7 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
             os.replace(mp, out / MANIFEST)  # last: its presence means the set is complete
         finally:
             shutil.rmtree(run, ignore_errors=True)
-    written = {f: str(out / FILES[f]) for f in formats}
+    written = {f: str(out / FILES[f]) for f in chosen}
     written["manifest"] = str(out / MANIFEST)
     return written
 

@@ -218,8 +218,10 @@ class OntologyBuilder:
         an alias naming two different targets is always an error; an alias equal to its own
         target is dropped and counted (``self_aliases_dropped``); repeats are merged.
         """
-        if not alias or not isinstance(alias, str) or "\x00" in alias:
-            raise OntologyError(f"invalid alias {alias!r}", source=self.source, location=where)
+        if not alias or not isinstance(alias, str) or _CONTROL.search(alias):
+            raise OntologyError(f"invalid alias {alias!r}" + (": control characters are not allowed in ids"
+                                                             if isinstance(alias, str) and alias else ""),
+                                source=self.source, location=where)
         self._alias.append(alias)
         self._alias_target.append(target)
         self._alias_where.append(where)
@@ -239,7 +241,7 @@ class OntologyBuilder:
         if len(ws) != len(aliases):
             raise ValueError(f"where has {len(ws)} entries, aliases {len(aliases)}")
         for a, w in zip(aliases, ws):
-            if not a or not isinstance(a, str) or "\x00" in a:
+            if not a or not isinstance(a, str) or _CONTROL.search(a):
                 raise OntologyError(f"invalid alias {a!r}", source=self.source, location=w)
         self._alias.extend(aliases)
         self._alias_target.extend(targets)
