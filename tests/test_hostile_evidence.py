@@ -387,3 +387,49 @@ def test_judge_keys_redacted_in_manifest_and_reports(stub, wd, cli):
                      "headers": {"Authorization": "***"}, "base_url": "https://u:***@judge.local/v1?token=***"}
     code, out, _ = cli(["audit", "-c", str(cfg), "--format", "json", "-q"])
     assert "sk-live-123" not in out and "pw-9" not in out
+
+
+_AUDIT_SCRIPT = """
+import sys
+from kg_rageval.audit.families import FamilySpec, register_family
+register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
+from kg_rageval.cli.main import main
+sys.exit(main(["audit", "-c", sys.argv[1], "--out", sys.argv[2], "-q"]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.3, 0.6, 0.9, 1.2, 1.5, 2.0])
+def test_real_kill_9_never_leaves_an_accepted_mixed_report(stub, wd, delay):
+    """A real ``kill -9`` of an audit process at some moment while an older report set of
+    another audit sits in ``--out``: the set left behind is either verified and exactly one
+    run's, or refused by --verify."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time as _time
+
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.reports import write_reports
+    from kg_rageval.audit.runner import run_audit
+
+    out = wd / "out"
+    old = run_audit(load_config(wd / "fail.toml"), progress=False)
+    write_reports(old, out)
+    clean = run_audit(load_config(wd / "pass.yaml"), progress=False)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", _AUDIT_SCRIPT, str(wd / "pass.yaml"), str(out)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _time.sleep(delay)
+    finished = proc.poll() is not None
+    if not finished:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    try:
+        res = verify_manifest(out / "manifest.json")
+    except InputError:
+        return  # no manifest: clearly incomplete
+    assert res["ok"], res["differences"]
+    report = json.loads((out / "report.json").read_text())
+    assert report["gates"] in ([r.to_dict() for r in clean.gate_results], [r.to_dict() for r in old.gate_results])
