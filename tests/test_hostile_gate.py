@@ -381,3 +381,16 @@ def test_missing_is_decided_by_codes_not_text(wd, tmp_path, monkeypatch):
         assert res.exit_code == 1
     finally:
         unregister_family("coded")
+
+
+@pytest.mark.parametrize("name,text,message", [
+    ("qrels.txt", "q1 0 d1 1\nq1 0 d2 inf\n", "qrels.txt, line 2: relevance is not a finite number: 'inf'"),
+    ("run.txt", "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 nan r\n", "run.txt, line 2: score is not a finite number: 'nan'"),
+])
+def test_non_finite_trec_columns_are_input_errors(tmp_path, name, text, message):
+    from kg_rageval.retrieval.trec import read_qrels, read_run
+
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        (read_qrels if name.startswith("qrels") else read_run)(p)
