@@ -251,3 +251,16 @@ def test_malformed_ontologies_one_line_exit_2(tmp_path, cli, name, text, message
     assert code == 2, err
     _one_line(err)
     assert message in err
+
+
+def test_unknown_loader_option_is_exit_2_not_3(tmp_path, cli):
+    shutil.copy(FIX / "vehicles.csv", tmp_path / "vehicles.csv")
+    (tmp_path / "records.jsonl").write_text('{"id": "a", "labels": {"gold": ["car"], "pred": ["car"]}}\n')
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text("ontology: {path: vehicles.csv, options: {nonsense: 1}}\nrecords: records.jsonl\n"
+                   "gates: ['hierarchy.exact_accuracy >= 1']\n")
+    code, out, err = cli(["audit", "-c", str(cfg), "--out", str(tmp_path / "o")])
+    assert code == 2
+    _one_line(err)
+    assert "unknown option 'nonsense' for the table loader; accepted: delimiter, header, dangling" in err
+    assert not (tmp_path / "o" / "manifest.json").exists()

@@ -145,6 +145,29 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
         )
     if fmt != "neo4j" and not p.exists():
         raise InputError("no such file", source=str(p))
+    fn = _REGISTRY[fmt].load()
+    _check_options(fn, fmt, options, str(path))
     if fmt == "neo4j":
-        return _REGISTRY[fmt].load()(str(path), **options)
-    return _REGISTRY[fmt].load()(p, **options)
+        return fn(str(path), **options)
+    return fn(p, **options)
+
+
+def _check_options(fn: Any, fmt: str, options: dict[str, Any], source: str) -> None:
+    """An option the loader does not take is an input error naming it and the accepted ones
+    (not a ``TypeError`` traceback)."""
+    import inspect
+
+    from ...redact import redact
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY
+                or (p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and n not in ("path", "uri", "source"))]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise InputError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for the "
+                         f"{fmt} loader; accepted: {', '.join(accepted) or '(none)'}", source=redact(source))
