@@ -24,7 +24,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import re
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
@@ -36,8 +35,6 @@ MAX_INT_DIGITS = 300
 """Longest integer literal accepted in JSON (a float holds at most ~1.8e308)."""
 
 _CHUNK = 1 << 16
-_BIG_S = re.compile(r"[eE][+-]?\d{3}|\d{%d}" % (MAX_INT_DIGITS + 1))
-_BIG_B = re.compile(rb"[eE][+-]?\d{3}|\d{%d}" % (MAX_INT_DIGITS + 1))
 
 
 class _Bad:
@@ -111,23 +108,40 @@ class _Hooks:
         return out
 
 
+class _NonFinite(Exception):
+    pass
+
+
+def _raise_constant(name: str) -> None:
+    raise _NonFinite(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_raise_constant)
+"""Reused (``json.loads`` with any keyword builds a decoder per call): NaN/Infinity abort."""
+
+
 def loads_json(text: str | bytes, *, source: str | None, location: str | None = None,
                duplicates: bool = True, error: Callable[..., InputError] = InputError) -> Any:
     """``json.loads`` with the checks of this module; ``duplicates=False`` makes a repeated key
-    in one object an error. Errors name ``source``, ``location`` and the field path."""
-    depth_limit = limits.get("max_json_depth")
+    in one object an error. Errors name ``source``, ``location`` and the field path.
+
+    The common case costs one decode with a reused decoder and a bracket count: the field of a
+    ``NaN``/``Infinity`` or of an integer beyond Python's parser limit is located by a second,
+    hooked parse only when the first one fails. A float literal that overflows (``1e999``)
+    parses as ``inf`` here; the families refuse a non-finite number where they read one
+    (grades, scores, confidences), naming the record and field."""
     if isinstance(text, bytes):
-        brackets = text.count(b"[") + text.count(b"{")
-    else:
-        brackets = text.count("[") + text.count("{")
-    hooks = _Hooks()
-    # the number hooks cost a Python call per number: only installed when a literal could
-    # overflow (an exponent of 3 digits, or 300+ digits in a row); NaN/Infinity always checked
-    big = (_BIG_B.search(text) if isinstance(text, bytes) else _BIG_S.search(text)) is not None
+        text = text.decode("utf-8")
+    depth_limit = limits.get("max_json_depth")
+    brackets = text.count("[") + text.count("{")
     try:
-        doc = json.loads(text, parse_constant=hooks.constant, parse_float=hooks.float if big else None,
-                         parse_int=hooks.int if big else None,
-                         object_pairs_hook=None if duplicates else hooks.pairs)
+        if duplicates:
+            doc = _DECODER.decode(text)
+            suspicious = False
+        else:
+            doc, suspicious = None, True
+    except _NonFinite:
+        doc, suspicious = None, True
     except json.JSONDecodeError as exc:
         if location:  # one line of a JSONL file: the column within it
             raise error(f"not valid JSON: {exc.msg} (column {exc.colno})", source=source,
@@ -137,16 +151,27 @@ def loads_json(text: str | bytes, *, source: str | None, location: str | None = 
     except RecursionError:
         raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source,
                               location=location) from None
-    except ValueError as exc:  # Python's integer-string conversion limit
-        raise error(f"not valid JSON: {exc}", source=source, location=location) from None
+    except ValueError:  # Python's integer-string conversion limit (4300 digits)
+        suspicious = True
+    if suspicious:
+        hooks = _Hooks()
+        try:
+            doc = json.loads(text, parse_constant=hooks.constant, parse_float=hooks.float, parse_int=hooks.int,
+                             object_pairs_hook=None if duplicates else hooks.pairs)
+        except json.JSONDecodeError as exc:
+            raise error(f"not valid JSON: {exc.msg}", source=source,
+                        location=location or f"line {exc.lineno}, column {exc.colno}") from None
+        except RecursionError:
+            raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source,
+                                  location=location) from None
+        if hooks.seen:
+            bad = _find_bad(doc)
+            if bad is not None:
+                field, why = bad
+                loc = ", ".join(p for p in (location, f"field {field}") if p)
+                raise error(why, source=source, location=loc)
     if brackets > depth_limit and _depth_over(doc, depth_limit):
         raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source, location=location)
-    if hooks.seen:
-        bad = _find_bad(doc)
-        if bad is not None:
-            field, why = bad
-            loc = ", ".join(p for p in (location, f"field {field}") if p)
-            raise error(why, source=source, location=loc)
     return doc
 
 

@@ -176,7 +176,6 @@ def test_percentile_method_override_per_metric(stub, wd):
     ("NaN", "non-finite number NaN is not allowed", "retrieval.gold.d1"),
     ("Infinity", "non-finite number Infinity is not allowed", "retrieval.gold.d1"),
     ("-Infinity", "non-finite number -Infinity is not allowed", "retrieval.gold.d1"),
-    ("1e999", "number 1e999 overflows a float", "retrieval.gold.d1"),
     ("1" * 5000, "integer with 5000 digits is beyond the accepted 300", "retrieval.gold.d1"),
 ])
 def test_non_finite_and_huge_numbers_are_input_errors(wd, cli, literal, why, field):
@@ -187,6 +186,18 @@ def test_non_finite_and_huge_numbers_are_input_errors(wd, cli, literal, why, fie
     assert code == 2 and out == ""
     assert err.count("\n") == 1
     assert err.startswith("error: ") and f"r.jsonl, line 2, field {field}: {why}" in err
+
+
+def test_overflowing_grade_and_score_are_input_errors(wd, cli):
+    rec = wd / "r.jsonl"
+    rec.write_text('{"id": "ok", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}}\n'
+                   '{"id": "bad", "retrieval": {"gold": {"d1": 1e999}, "run": ["d1"]}}\n')
+    code, out, err = cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)])
+    assert code == 2 and err.count("\n") == 1
+    assert "record 'bad' (line 2), field retrieval.gold['d1']: grade must be a finite number, found inf" in err
+    rec.write_text('{"id": "bad", "retrieval": {"gold": {"d1": 1}, "run": {"d1": ' + "9" * 400 + '}}}\n')
+    code, out, err = cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)])
+    assert code == 2 and "field retrieval.run['d1']: score 99999999999999999999... is too large for a number" in err
 
 
 def test_non_finite_run_score(wd):
