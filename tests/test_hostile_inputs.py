@@ -264,3 +264,14 @@ def test_unknown_loader_option_is_exit_2_not_3(tmp_path, cli):
     _one_line(err)
     assert "unknown option 'nonsense' for the table loader; accepted: delimiter, header, dangling" in err
     assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("ext", ["nt", "ttl", "rdf", "jsonld", "json", "obo", "nq"])
+def test_parse_errors_never_print_the_file_back(tmp_path, cli, ext):
+    p = tmp_path / f"passwd.{ext}"
+    p.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:hunter2-secret:/usr/sbin\n")
+    code, out, err = cli(["ontology", "inspect", str(p)])
+    assert code == 2
+    _one_line(err)
+    for fragment in ("root:x", "/bin/bash", "hunter2", "daemon:x"):
+        assert fragment not in err, err

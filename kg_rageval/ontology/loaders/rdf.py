@@ -253,7 +253,14 @@ def _without_content(message: str, data: bytes) -> str:
         inner = m.group(0)[1:-1]
         return "'…'" if len(inner) > 2 and inner.encode("utf-8", "replace") in data else m.group(0)
 
-    return _QUOTED.sub(scrub, message)[:300]
+    message = _QUOTED.sub(scrub, message)
+
+    def unquoted(token: str) -> str:  # e.g. N-Triples' "Invalid line: <the line>"
+        core = token.strip(";,.")
+        risky = len(core) >= 12 or (len(core) >= 6 and not core.isalpha())
+        return "…" if risky and core.encode("utf-8", "replace") in data else token
+
+    return " ".join(unquoted(t) for t in message.split(" "))[:300]
 
 
 def _first_bad_ntriples_line(data: bytes, syntax: str) -> int | None:
