@@ -275,3 +275,14 @@ def test_parse_errors_never_print_the_file_back(tmp_path, cli, ext):
     _one_line(err)
     for fragment in ("root:x", "/bin/bash", "hunter2", "daemon:x"):
         assert fragment not in err, err
+
+
+def test_attlist_default_expansion_refused(tmp_path, cli):
+    ents = '<!ENTITY big "' + "x" * 4000 + '">\n<!ATTLIST rdf:Description rdfs:comment CDATA "&big;">\n'
+    body = "".join(f'<rdf:Description rdf:about="http://x/n{i}"/>\n' for i in range(1000))
+    p = tmp_path / "attlist.rdf"
+    p.write_text(LOL.format(ents=ents, body=body))
+    code, out, err = cli(["ontology", "inspect", str(p)])
+    assert code == 2
+    _one_line(err)
+    assert "an <!ATTLIST> default value that references an entity" in err

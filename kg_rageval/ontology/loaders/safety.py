@@ -15,6 +15,8 @@ Rules (also in ``docs/ontology.md``):
     ``&a;&a;``): values are checked after character references are decoded;
   - more than :data:`MAX_ENTITIES` entities or a value longer than :data:`MAX_ENTITY_VALUE`
     characters;
+  - an ``<!ATTLIST>`` default value that references an entity or is longer than
+    :data:`MAX_ATTLIST_DEFAULT` characters (it is copied into every element);
   - quadratic blow-up within those limits: the references to internal entities in the whole
     document may add at most the ``max_xml_expansion`` limit of characters
     (:mod:`kg_rageval.limits`, default 10 MiB).
@@ -40,7 +42,10 @@ MAX_ENTITIES = 256
 """Most entity declarations accepted in one DOCTYPE."""
 MAX_ENTITY_VALUE = 4096
 """Longest accepted internal entity value (characters)."""
+MAX_ATTLIST_DEFAULT = 256
+"""Longest accepted default value of an ``<!ATTLIST>`` declaration (copied into every element)."""
 _HEAD_LIMIT = 1 << 20  # the DOCTYPE must close within the first MiB
+_ATTLIST = re.compile(r"<!ATTLIST\s(?:\"[^\"]*\"|'[^']*'|[^>\"'])*>", re.S)
 
 _ENTITY = re.compile(
     r"<!ENTITY\s+(?P<pe>%\s+)?(?P<name>[^\s\"']+)\s+(?P<rest>(?:\"[^\"]*\"|'[^']*'|[^>\"'])*)>",
@@ -141,6 +146,14 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
             source=str(p),
             location=_line_of(text, start),
         )
+    for att in _ATTLIST.finditer(decl):
+        for default in re.findall(r"\"([^\"]*)\"|'([^']*)'", att.group(0)):
+            value = default[0] or default[1]
+            if "&" in value or len(value) > MAX_ATTLIST_DEFAULT:
+                raise UnsafeInputError(
+                    "an <!ATTLIST> default value that references an entity or is longer than "
+                    f"{MAX_ATTLIST_DEFAULT} characters is refused: it is copied into every element "
+                    "(another expansion bomb)", source=str(p), location=_line_of(text, start + att.start()))
     entities = list(_ENTITY.finditer(decl))
     if len(entities) != decl.count("<!ENTITY"):
         raise UnsafeInputError(
