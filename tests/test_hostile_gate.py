@@ -404,3 +404,40 @@ def test_non_finite_trec_columns_are_input_errors(tmp_path, name, text, message)
     p.write_text(text)
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
         (read_qrels if name.startswith("qrels") else read_run)(p)
+
+
+def test_records_without_answers_or_references_are_not_generation_missing_runs(wd):
+    recs = [{"id": f"r{k}", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}} for k in range(5)]
+    recs += [{"id": f"a{k}", "answer": {"text": "sedan", "refused": False},
+              "reference": {"answer": "sedan", "answerable": True}} for k in range(5)]
+    recs.append({"id": "lost", "reference": {"answer": "sedan", "answerable": True}})  # no answer: missing
+    _write(wd / "records.jsonl", recs)
+    cfg = load_config(_config(wd, families={"generation": {}, "retrieval": {}},
+                              gates=["generation.exact_match >= 0.5", "retrieval.recall@10 >= 0.5"]))
+    res = run_audit(cfg, progress=False)
+    c = res.counts["families"]["generation"]
+    assert c["missing_runs"] == 1 and c["family_records"] == 6  # the retrieval-only records are not about answers
+    assert c["unscored_codes"]["no_section"] >= 5
+    st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
+    assert st["generation.missing_run_rate <= 0"] == ("fail", pytest.approx(1 / 6))
+    assert st["retrieval.missing_run_rate <= 0"][0] == "pass"
+
+
+def test_unjudged_answers_count_once_judgments_are_in_use(wd):
+    judged = {"claims": ["sedan"], "supported": ["sedan"], "unsupported": []}
+    recs = [{"id": f"a{k}", "answer": {"text": "sedan", **({"judgment": judged} if k < 2 else {})},
+             "reference": {"answer": "sedan", "answerable": True}} for k in range(10)]
+    _write(wd / "records.jsonl", recs)
+    cfg = load_config(_config(wd, families={"generation": {}}, gates=["generation.faithfulness >= 0.9"]))
+    res = run_audit(cfg, progress=False)
+    # faithfulness 2/2 on the judged answers would PASS; 8 answers were never judged
+    assert res.counts["families"]["generation"]["missing_runs"] == 8
+    st = {str(r.gate): r.status for r in res.gate_results}
+    assert st["generation.faithfulness >= 0.9"] == "missing" and res.exit_code == 1
+    # with no judgment at all faithfulness is not measured (missing), not a missing run
+    for r in recs:
+        r["answer"].pop("judgment", None)
+    _write(wd / "records.jsonl", recs)
+    res = run_audit(cfg, progress=False)
+    assert res.counts["families"]["generation"]["missing_runs"] == 0
+    assert {str(r.gate): r.status for r in res.gate_results}["generation.faithfulness >= 0.9"] == "missing"

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
-from ..records import Record, located
+from ..records import Record, absent_answer_code, located
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, contexts, id_list, row_keys
 
@@ -60,7 +60,7 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     for r in records:
         text = answer_text(r)
         if text is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer", "code": "missing_prediction"})
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
         ctx = contexts(r)
         if ctx is None:
