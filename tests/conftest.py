@@ -15,6 +15,21 @@ FIXTURES = ROOT / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_key_home(tmp_path_factory):
+    """Compiled caches written by the tests are keyed with a key in a temporary config folder,
+    never in the user's ``~/.config`` (``kg_rageval.ontology.cache.cache_key``)."""
+    import os
+
+    old = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = old
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES

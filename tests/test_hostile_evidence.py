@@ -46,13 +46,25 @@ def _rewrite(src: Path, dst: Path, **changes) -> Path:
 
 
 @pytest.fixture()
-def kgro(wd):
+def kgro(wd, monkeypatch):
+    """A cache written under another machine's key: loading it runs every structural check."""
     onto = load_ontology(wd / "vehicles.csv")
-    return save_compiled(onto, wd / "vehicles.kgro"), onto
+    monkeypatch.setenv("KG_RAGEVAL_CACHE_KEY", "another machine")
+    path = save_compiled(onto, wd / "vehicles.kgro")
+    monkeypatch.delenv("KG_RAGEVAL_CACHE_KEY")
+    return path, onto
 
 
-def test_tampered_cache_edges_refused(stub, wd, kgro, cli):
-    path, onto = kgro
+@pytest.mark.parametrize("keyed", [True, False])
+def test_tampered_cache_edges_refused(stub, wd, cli, monkeypatch, keyed):
+    """A cache this machine wrote fails its keyed digest; one from elsewhere (another key) is
+    verified in full and fails its recomputed content hash."""
+    onto = load_ontology(wd / "vehicles.csv")
+    if not keyed:
+        monkeypatch.setenv("KG_RAGEVAL_CACHE_KEY", "a colleague's key")
+    path = save_compiled(onto, wd / "vehicles.kgro")
+    monkeypatch.delenv("KG_RAGEVAL_CACHE_KEY", raising=False)
+    assert load_compiled(path).content_hash == onto.content_hash  # genuine: loads either way
     z = np.load(path)
     parent_idx = z["parent_idx"].copy()
     i, j = onto.index("submarine"), onto.index("car")
@@ -60,7 +72,8 @@ def test_tampered_cache_edges_refused(stub, wd, kgro, cli):
     row = int(z["parent_ptr"][i])
     parent_idx[row] = j
     bad = _rewrite(path, wd / "tampered.kgro", parent_idx=parent_idx)
-    with pytest.raises(InputError, match="content hash mismatch: the file says sha256:"):
+    message = "keyed digest mismatch" if keyed else "content hash mismatch: the file says sha256:"
+    with pytest.raises(InputError, match=message):
         load_compiled(bad)
     cfg = wd / "t.yaml"
     cfg.write_text((wd / "pass.yaml").read_text().replace("ontology: vehicles.csv", "ontology: tampered.kgro"))
@@ -71,8 +84,11 @@ def test_tampered_cache_edges_refused(stub, wd, kgro, cli):
     assert not (wd / "out" / "manifest.json").exists()
 
 
-def test_tampered_closure_refused(kgro, wd):
-    path, onto = kgro
+def test_tampered_closure_refused(wd, monkeypatch):
+    onto = load_ontology(wd / "vehicles.csv")
+    monkeypatch.setenv("KG_RAGEVAL_CACHE_KEY", "another machine")  # no keyed shortcut: full check
+    path = save_compiled(onto, wd / "vehicles.kgro")
+    monkeypatch.delenv("KG_RAGEVAL_CACHE_KEY")
     z = np.load(path)
     anc = z["anc_idx"].copy()
     # make 'boat' an ancestor of 'sedan' in the closure only (edges and hash untouched)

@@ -15,7 +15,11 @@ lengths, written before, are split at NUL as before).
 :func:`load_compiled` refuses one that does not match itself: the arrays must be well-formed
 (sizes, index ranges, level order), the content hash recomputed from the ids, labels, status,
 replacements, edges and aliases must equal the stored one, and the ancestor closure and depths
-recomputed from the parent arrays must equal the stored ones. A tampered cache (a FAIL
+recomputed from the parent arrays must equal the stored ones. A cache this machine wrote
+carries a keyed digest (HMAC-SHA256 with the key of :func:`cache_key`) over its header and
+arrays; when it verifies, the full recomputation is skipped (reload stays a fraction of a
+second) — a modified cache no longer matches it, and without the key it cannot be forged. A
+cache from elsewhere (another key, or none) is verified in full. A tampered cache (a FAIL
 turned into a PASS under the genuine hash) and a malformed one are a one-line
 :class:`~kg_rageval.errors.InputError` (exit 2), never a traceback. Definitions, synonyms and
 types are not part of the content hash; the audit manifest also records the file's sha256.
@@ -23,7 +27,11 @@ types are not part of the content hash; the audit manifest also records the file
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
+import secrets
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +60,66 @@ def _unblob(arr: np.ndarray, n: int, lengths: np.ndarray | None = None) -> list[
         return raw.decode("utf-8").split("\x00")
     if lengths.shape != (n,) or (lengths < 0).any() or int(lengths.sum()) + n - 1 != len(raw):
         raise ValueError("string lengths do not match the string data")
+    if raw.count(b"\x00") == n - 1:  # no string holds a NUL: the split is exact (and fast)
+        return raw.decode("utf-8").split("\x00")
     ends = np.cumsum(lengths + 1) - 1
     starts = ends - lengths
     return [raw[a:b].decode("utf-8") for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+KEY_ENV = "KG_RAGEVAL_CACHE_KEY"
+
+
+def _key_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "kg-rageval" / "cache.key"
+
+
+def cache_key(*, create: bool = False) -> bytes | None:
+    """The secret key of this machine's caches: ``KG_RAGEVAL_CACHE_KEY`` (any text), else the
+    32 random bytes of ``$XDG_CONFIG_HOME/kg-rageval/cache.key`` (``~/.config/...``), created
+    (mode 0600) on the first :func:`save_compiled`; ``None`` when there is none (the folder is
+    not writable): caches are then verified in full on every load."""
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return env.encode("utf-8")
+    path = _key_path()
+    try:
+        key = path.read_bytes()
+        if len(key) >= 16:
+            return key
+    except OSError:
+        pass
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(32))
+        return path.read_bytes()
+    except OSError:
+        try:
+            return path.read_bytes() or None  # another process created it first
+        except OSError:
+            return None
+
+
+def _key_id(key: bytes) -> str:
+    return hashlib.sha256(b"kg-rageval cache key id\x00" + key).hexdigest()[:16]
+
+
+def _mac(key: bytes, header: dict, arrays: dict) -> str:
+    """HMAC-SHA256 over the header (without its ``mac``) and every array (name, dtype, shape,
+    bytes), in name order."""
+    h = hmac.new(key, digestmod=hashlib.sha256)
+    head = {k: v for k, v in header.items() if k != "mac"}
+    h.update(json.dumps(head, sort_keys=True).encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\x00{name}\x00{a.dtype.str}\x00{a.shape}\x00".encode())
+        h.update(memoryview(a).cast("B") if a.size else b"")
+    return h.hexdigest()
 
 
 def save_compiled(ontology: Ontology, path: str | Path) -> Path:
@@ -90,17 +155,17 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     for name, values in strings.items():
         arrays[name] = _blob(values)
         arrays[f"{name}_len"] = _lengths(values)
+    arrays["label_mask"] = np.asarray([lab is not None for lab in ontology.labels])
+    arrays["definition_mask"] = np.asarray([d is not None for d in ontology.definitions])
+    arrays["type_mask"] = np.asarray([t is not None for t in ontology.node_types])
+    arrays["synonym_counts"] = syn_counts
+    key = cache_key(create=True)
+    if key is not None:
+        header["mac_key"] = _key_id(key)
+        header["mac"] = _mac(key, header, {k: np.asarray(v) for k, v in arrays.items()})
     tmp = p.with_name(p.name + ".tmp")
     with open(tmp, "wb") as fh:
-        np.savez(
-            fh,
-            header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-            label_mask=np.asarray([lab is not None for lab in ontology.labels]),
-            definition_mask=np.asarray([d is not None for d in ontology.definitions]),
-            type_mask=np.asarray([t is not None for t in ontology.node_types]),
-            synonym_counts=syn_counts,
-            **arrays,
-        )
+        np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
     tmp.replace(p)  # atomic: a crash never leaves half a cache under the final name
     return p
 
@@ -123,8 +188,9 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
             source=str(p),
         )
     try:
-        onto = _read(z, header)
-        _verify(onto, header)
+        onto, trusted = _read(z, header)
+        if not trusted:
+            _verify(onto, header)
     except InputError as exc:
         if getattr(exc, "limit", None):
             raise
@@ -135,9 +201,17 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
     return onto
 
 
-def _read(z, header: dict) -> Ontology:
+def _read(z, header: dict) -> tuple[Ontology, bool]:
+    """The ontology and whether its keyed digest verified (then its stored hash is trusted)."""
     n = int(header["n"])
     files = set(z.files)
+    trusted = False
+    key = cache_key() if header.get("mac") else None
+    if key is not None and header.get("mac_key") == _key_id(key):
+        if not hmac.compare_digest(_mac(key, header, {k: z[k] for k in files if k != "header"}), str(header["mac"])):
+            raise InputError("keyed digest mismatch: the arrays or header differ from what this machine's "
+                             "kg-rageval wrote (the cache was modified)")
+        trusted = True
 
     def strings(name: str, count: int) -> list[str]:
         vals = _unblob(z[name], count, z[f"{name}_len"] if f"{name}_len" in files else None)
@@ -190,10 +264,10 @@ def _read(z, header: dict) -> Ontology:
         source=str(header["source"]),
         diagnostics=dict(header["diagnostics"]),
         warnings=tuple(header["warnings"]),
-        stored_hash=None,
+        stored_hash=str(header["content_hash"]) if trusted and header.get("content_hash") else None,
         **arrays,
         **aliases,
-    )
+    ), trusted
 
 
 def _check_arrays(a: dict[str, np.ndarray], n: int) -> None:
