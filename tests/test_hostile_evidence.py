@@ -384,7 +384,7 @@ def test_bolt_password_never_printed(stub, wd, cli, monkeypatch):
     for fmt in ("text", "json"):
         code, out, err = cli(["audit", "-c", str(cfg), "--format", fmt, "--out", str(wd / "o")])
         assert code == 2 and "hunter2" not in out + err
-        assert "bolt://neo4j:***@127.0.0.1:1" in err or "bolt://127.0.0.1:1" in err
+        assert "come from the environment only" in err  # a URI with credentials is refused, unprinted
 
 
 def test_judge_keys_redacted_in_manifest_and_reports(stub, wd, cli):

@@ -207,7 +207,7 @@ def test_relative_import_escaping_the_folder_refused(tmp_path):
     main_ttl = _importing(tmp_path, "../outside.ttl")
     with pytest.raises(UnsafeInputError, match="points outside the ontology's folder"):
         load_ontology(main_ttl, follow_imports=True)
-    onto = load_ontology(main_ttl, follow_imports=True, import_paths=[tmp_path])
+    onto = load_ontology(main_ttl, follow_imports=True, import_paths=[str(tmp_path)])
     assert "http://x/b" in onto
 
 
@@ -262,7 +262,7 @@ def test_unknown_loader_option_is_exit_2_not_3(tmp_path, cli):
     code, out, err = cli(["audit", "-c", str(cfg), "--out", str(tmp_path / "o")])
     assert code == 2
     _one_line(err)
-    assert "unknown option 'nonsense' for the table loader; accepted: delimiter, header, dangling" in err
+    assert "the table loader does not take 'nonsense'; its options: conflicts, dangling, delimiter" in err
     assert not (tmp_path / "o" / "manifest.json").exists()
 
 

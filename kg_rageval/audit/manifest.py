@@ -102,7 +102,8 @@ def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
     raw = config.ontology.path
     p = config.path(raw)
     entry: dict[str, Any] = {"path": redact(str(p) if "://" not in raw else raw),
-                             "content_hash": ont.content_hash, "nodes": len(ont)}
+                             "content_hash": ont.content_hash, "nodes": len(ont),
+                             "options": _jsonable(config.ontology.options)}
     if "://" not in raw and p is not None and p.is_file():
         entry["file_hash"] = file_hash(p)
     return entry

@@ -132,8 +132,12 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
     """Load and compile an ontology from ``path``.
 
     ``format`` is a registered loader name or alias; ``None`` detects it from the extension.
-    ``options`` go to the loader (e.g. ``dangling="drop"``, ``reasoner="hermit"``).
+    ``options`` go to the loader (e.g. ``dangling="drop"``, ``reasoner="hermit"``,
+    ``strict=True``); ``None`` values are dropped, and an option the loader does not take is an
+    :class:`InputError` naming the options it does take (:mod:`.options`).
     """
+    from .options import check_loader_options
+
     _entry_points()
     p = Path(path)
     fmt = format or detect_format(str(path))
@@ -145,29 +149,9 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
         )
     if fmt != "neo4j" and not p.exists():
         raise InputError("no such file", source=str(p))
-    fn = _REGISTRY[fmt].load()
-    _check_options(fn, fmt, options, str(path))
+    loader = _REGISTRY[fmt].load()
+    source = str(path) if fmt != "neo4j" else None  # a URI may carry credentials: not shown
+    options = check_loader_options(fmt, loader, options, source=source)
     if fmt == "neo4j":
-        return fn(str(path), **options)
-    return fn(p, **options)
-
-
-def _check_options(fn: Any, fmt: str, options: dict[str, Any], source: str) -> None:
-    """An option the loader does not take is an input error naming it and the accepted ones
-    (not a ``TypeError`` traceback)."""
-    import inspect
-
-    from ...redact import redact
-
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    accepted = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY
-                or (p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and n not in ("path", "uri", "source"))]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise InputError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for the "
-                         f"{fmt} loader; accepted: {', '.join(accepted) or '(none)'}", source=redact(source))
+        return loader(str(path), **options)
+    return loader(p, **options)
