@@ -300,47 +300,53 @@ def _faulty(monkeypatch, at: int, kind: str):
     return calls, real_rmtree
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(at=st.integers(min_value=1, max_value=11), kind=st.sampled_from(["kill", "disk_full"]),
-       older=st.booleans())
-def test_no_fault_yields_a_verified_report_that_differs_from_a_clean_run(stub, wd, capsys, at, kind, older):
+_ATTEMPT = st.tuples(st.sampled_from(["clean", "old"]), st.integers(min_value=0, max_value=11),
+                    st.sampled_from(["kill", "disk_full"]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(attempts=st.lists(_ATTEMPT, min_size=1, max_size=3))
+def test_no_fault_sequence_yields_a_verified_report_that_differs_from_a_clean_run(stub, wd, attempts):
+    """Audits written one after another into one --out, each killed or hitting a full disk at
+    any of its writes and renames (``at`` = 0: no fault): whatever is left is either refused
+    by --verify or exactly one run's complete report set — the last one when it finished."""
     from kg_rageval.audit.config import load_config
     from kg_rageval.audit.reports import write_reports
     from kg_rageval.audit.runner import run_audit
 
-    out = wd / f"out-{at}-{kind}-{older}"
+    runs = {"clean": run_audit(load_config(wd / "pass.yaml"), progress=False),
+            "old": run_audit(load_config(wd / "fail.toml"), progress=False)}
+    out = wd / ("out-" + "-".join(
+        f"{w}{a}{k[0]}" for w, a, k in attempts))
     shutil.rmtree(out, ignore_errors=True)
-    clean = run_audit(load_config(wd / "pass.yaml"), progress=False)
-    old = run_audit(load_config(wd / "fail.toml"), progress=False)
-    if older:  # an older report set of another audit in the same --out
-        write_reports(old, out)
-    with pytest.MonkeyPatch.context() as mp:
-        _faulty(mp, at, kind)
-        try:
-            write_reports(clean, out)
-            finished = True
-        except (OSError, Killed):
-            finished = False
+    finished = False
+    for which, at, kind in attempts:
+        with pytest.MonkeyPatch.context() as mp:
+            if at:
+                _faulty(mp, at, kind)
+            try:
+                write_reports(runs[which], out)
+                finished = True
+            except (OSError, Killed):
+                finished = False
     man = out / "manifest.json"
     try:
         res = verify_manifest(man)
     except InputError:
         assert not finished  # no manifest: clearly incomplete
         return
-    if res["ok"]:
-        # accepted: it must be exactly one run's complete report set, the clean one or (when
-        # the fault struck before anything was replaced) the older one, never a mix
-        report = json.loads((out / "report.json").read_text())
-        expected = clean if finished or not older else old
-        assert report["gates"] == [r.to_dict() for r in expected.gate_results]
-        assert report["passed"] == expected.passed
-        assert json.loads(man.read_text())["manifest"]["metrics_digest"] == expected.manifest["metrics_digest"]
-        for name, h in json.loads(man.read_text())["reports"].items():
-            assert sha256_file(out / name) == h
-        if not finished:
-            assert older and res["passed"] is False  # the older (failing) audit, intact
-    else:
-        assert not finished  # a clean finish is always verified
+    if not res["ok"]:
+        assert not finished  # a finished write is always verified
+        return
+    doc = json.loads(man.read_text())
+    report = json.loads((out / "report.json").read_text())
+    matches = [w for w, r in runs.items() if doc["manifest"]["metrics_digest"] == r.manifest["metrics_digest"]
+               and report["gates"] == [g.to_dict() for g in r.gate_results]]
+    assert len(matches) == 1  # one run's complete set, never a mix
+    if finished:
+        assert matches == [attempts[-1][0]]
+    for name, h in doc["reports"].items():
+        assert sha256_file(out / name) == h
 
 
 # ---------------------------------------------------------------------- escaping
