@@ -70,7 +70,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "judgments": config.path(config.judgments),
         "baseline": config.path(config.baseline.records) if config.baseline else None,
     }
-    return {
+    return redact_settings({
         "manifest_version": MANIFEST_VERSION,
         "tool": {"name": "kg-rageval", "version": __version__},
         "python": platform.python_version(),
@@ -79,9 +79,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "config": {"path": str(Path(config.source).resolve()) if config.source != "<memory>" else None,
                    "hash": config.content_hash},
         "inputs": {
-            "ontology": {"path": config.ontology.path if "://" in config.ontology.path
-                         else str(config.path(config.ontology.path)), "content_hash": ont.content_hash,
-                         "nodes": len(ont), "options": _jsonable(config.ontology.options)},
+            "ontology": _ontology_input(config, ont),
             **{k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
                for k, p in files.items()},
         },
@@ -91,9 +89,30 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         },
         "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
         "bootstrap": config.bootstrap.model_dump(),
-        "judge": _jsonable(config.judge),
+        "judge": redact_settings(_jsonable(config.judge)),
         "metrics_digest": metrics_digest(numbers_of(result)),
-    }
+    })
+
+
+def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
+    """The ontology's path (credentials redacted), content hash, node count and, for a file,
+    its sha256 (covers what the content hash does not: definitions, synonyms of a cache)."""
+    from ..redact import redact
+
+    raw = config.ontology.path
+    p = config.path(raw)
+    entry: dict[str, Any] = {"path": redact(str(p) if "://" not in raw else raw),
+                             "content_hash": ont.content_hash, "nodes": len(ont),
+                             "options": _jsonable(config.ontology.options)}
+    if "://" not in raw and p is not None and p.is_file():
+        entry["file_hash"] = file_hash(p)
+    return entry
+
+
+def redact_settings(x: Any) -> Any:
+    from ..redact import redact_settings as _r
+
+    return _r(x)
 
 
 def _jsonable(x: Any) -> Any:
