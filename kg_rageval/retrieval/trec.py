@@ -75,22 +75,51 @@ def _line_text(data: bytes, line: int) -> str:
     return lines[line].decode("utf-8", "replace").strip()[:80] if line < len(lines) else ""
 
 
-def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np.ndarray):
+def _blank_comments(data: bytes) -> bytes:
+    """``data`` with every comment line (first non-blank character ``#``, as trec_eval 10.0
+    skips them) overwritten by spaces, so line numbers stay right. Vectorised: only the
+    ``#`` bytes are inspected (document ids may contain ``#`` mid-line)."""
+    if b"#" not in data:
+        return data
+    raw = np.frombuffer(data, dtype=np.uint8)
+    hs = np.flatnonzero(raw == 35)
+    nl = np.flatnonzero(raw == 10)
+    line_start = np.concatenate(([0], nl + 1))[np.searchsorted(nl, hs)]
+    body = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum(raw > 32, out=body[1:])
+    lead = hs[body[hs] == body[line_start]]  # a '#' with only blanks before it on its line
+    if not lead.size:
+        return data
+    starts = np.unique(np.concatenate(([0], nl + 1))[np.searchsorted(nl, lead)])
+    ends = np.concatenate((nl, [len(raw)]))[np.searchsorted(nl, starts)]
+    mark = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.add.at(mark, starts, 1)
+    np.add.at(mark, ends, -1)
+    out = raw.copy()
+    out[np.cumsum(mark[:-1]) > 0] = 32
+    return out.tobytes()
+
+
+def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np.ndarray,
+              extra_ok: bool = False):
     """Vectorised split of a block into ``ncol`` columns without creating a Python object
     per token: returns (token start offsets per column, end offsets per column, line index
     of each row within the block, the padded byte buffer). Blank lines are skipped; any
-    other line must have exactly ``ncol`` fields, else the error names it."""
+    other line must have exactly ``ncol`` fields (at least ``ncol`` with ``extra_ok``, the
+    rest of the line ignored, as trec_eval reads runs), else the error names it."""
     raw = np.frombuffer(data, dtype=np.uint8)
     from . import _kernels
 
     if _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
         starts, ends, rows_line, bad, cnt = _kernels.tokenize(raw, sep is _WS, ncol)
-        if bad >= 0:
+        if bad < 0:
+            width = int((ends - starts).max()) if len(starts) else 1
+            buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
+            return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)], rows_line, buf)
+        if not (extra_ok and cnt > ncol):
             raise InputError(f"expected {ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
                              source=str(path), location=f"line {start + bad}")
-        width = int((ends - starts).max()) if len(starts) else 1
-        buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
-        return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)], rows_line, buf)
+        # lines with trailing columns: the numpy path below keeps the first ncol fields
     padded = np.empty(len(raw) + 2, dtype=np.uint8)
     padded[0] = padded[-1] = 10
     padded[1:-1] = raw
@@ -104,13 +133,19 @@ def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np
     # tokens before each line end -> tokens per line (one searchsorted per line, not per token)
     upto = np.searchsorted(starts, np.concatenate((nl, [len(raw)])))
     counts = np.diff(np.concatenate(([0], upto)))
-    bad = np.flatnonzero((counts != 0) & (counts != ncol))
+    bad = np.flatnonzero((counts != 0) & ((counts < ncol) if extra_ok else (counts != ncol)))
     if bad.size:
         ln = int(bad[0])
+        least = "at least " if extra_ok else ""
         raise InputError(
-            f"expected {ncol} columns ({what}), found {int(counts[ln])}: {_line_text(data, ln)!r}",
+            f"expected {least}{ncol} columns ({what}), found {int(counts[ln])}: {_line_text(data, ln)!r}",
             source=str(path), location=f"line {start + ln}",
         )
+    if extra_ok and (counts > ncol).any():  # keep the first ncol tokens of every line
+        first = np.repeat(np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        keep = (np.arange(len(starts)) - first) < ncol
+        starts, ends = starts[keep], ends[keep]
+        counts = np.minimum(counts, ncol)
     width = int((ends - starts).max()) if len(starts) else 1
     buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
     return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)],
@@ -154,7 +189,7 @@ def _line_of_row(path: Path, row: int, skip_header: bool = False) -> int:
         for lineno, ln in enumerate(fh, start=1):
             if skip_header and lineno == 1:
                 continue
-            if ln.strip():
+            if ln.strip() and not ln.lstrip().startswith(b"#"):
                 seen += 1
                 if seen == row:
                     return lineno
@@ -178,7 +213,8 @@ def _group(groups: list[list]):
     return qv.strings, ptr, perm, qcode
 
 
-def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False, vocab=None):
+def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False, vocab=None,
+                extra_ok=False):
     """Columns of a whitespace (or tab) separated table, block by block, vectorised: query
     groups ``[[qid, n]]`` in file order (adjacent equal ids merged), document codes in
     ``vocab`` (int64), numeric columns as float arrays. With numba, document ids are hashed
@@ -192,7 +228,8 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
     doc_parts: list[np.ndarray] = []
     nums: dict[int, list[np.ndarray]] = {c: [] for c, _ in numeric_cols}
     for start, data in _blocks(path, skip_header=skip_header):
-        st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask)
+        data = _blank_comments(data)
+        st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask, extra_ok)
         nrow = len(rows_line)
         if nrow == 0:
             continue
@@ -291,7 +328,7 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
     path = Path(path)
     vocab = vocab if vocab is not None else Vocab()
     groups, docs, num = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag",
-                                    [(4, "score")], vocab=vocab)
+                                    [(4, "score")], vocab=vocab, extra_ok=True)
     scores = num[4]
     qids, ptr, perm, qcode = _group(groups)
     keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)
