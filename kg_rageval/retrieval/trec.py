@@ -1,12 +1,16 @@
 """Readers and writers for TREC qrels, TREC run files and BEIR-style qrels.
 
-Formats (whitespace-separated; blank lines are skipped):
+Formats (whitespace-separated; blank lines and comment lines, whose first non-blank
+character is ``#``, are skipped, as trec_eval 10.0 does; ``#`` inside an id is kept):
 
-* TREC qrels: ``query_id iteration doc_id relevance`` (relevance an integer; the iteration
-  column is ignored, as trec_eval does).
-* TREC run: ``query_id Q0 doc_id rank score run_tag``. As in trec_eval the rank column is not
-  used: the ranking comes from the score (descending, then doc id descending).
+* TREC qrels: ``query_id iteration doc_id relevance`` (exactly four columns; relevance a
+  number, negative = in the pool but not judged; the iteration column is ignored).
+* TREC run: ``query_id Q0 doc_id rank score run_tag [anything]`` (six or more columns, the
+  rest of the line ignored, as trec_eval). The rank column is not used: the ranking comes
+  from the score (descending, then doc id descending).
 * BEIR qrels: a TSV with the header ``query-id<TAB>corpus-id<TAB>score``.
+* ranx / ir_measures JSON: ``{query: {document: grade-or-score}}`` (:func:`load_qrels`,
+  :func:`load_run` pick the format from the extension or the first bytes).
 
 Errors name the file and line: a wrong number of columns, a non-numeric relevance, rank or
 score, a document judged twice for one query, or a run listing a document twice for a query
@@ -379,3 +383,105 @@ def write_run(path: str | Path, run: Run, *, tag: str = "kg-rageval") -> None:
 
 def _num(g: float) -> str:
     return str(int(g)) if float(g).is_integer() else repr(float(g))
+
+
+# ------------------------------------------------------------------ JSON and format detection
+
+FORMATS = ("auto", "trec", "beir", "json")
+MAX_JSON_BYTES = 1 << 31
+"""JSON qrels/runs are parsed whole; files larger than this are refused (use TREC format)."""
+
+
+def _read_json(path: Path, what: str) -> dict:
+    import json
+
+    if not path.exists():
+        raise InputError("no such file", source=str(path))
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise InputError(f"{what} JSON larger than {MAX_JSON_BYTES} bytes; use the TREC format", source=str(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON: {exc}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object {{query: {{document: {what}}}}} (ranx / ir_measures), "
+                         f"found {type(data).__name__}", source=str(path))
+    for q, docs in data.items():
+        if not isinstance(docs, dict):
+            raise InputError(f"query {q!r}: expected an object {{document: {what}}}, found {type(docs).__name__}",
+                             source=str(path))
+        for d, v in docs.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(f"query {q!r}, document {d!r}: {what} must be a number, found {v!r}",
+                                 source=str(path))
+    return data
+
+
+def read_json_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
+    """ranx / ir_measures JSON qrels ``{query: {document: grade}}`` (``.json`` or ``.json.gz``)."""
+    return Qrels.from_dict(_read_json(Path(path), "relevance"), vocab=vocab)
+
+
+def read_json_run(path: str | Path, *, vocab: Vocab | None = None) -> Run:
+    """ranx / ir_measures JSON run ``{query: {document: score}}``, ranked in trec_eval's order."""
+    return Run.from_dict(_read_json(Path(path), "score"), vocab=vocab)
+
+
+def _sniff(path: Path) -> str:
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    if name.endswith(".json"):
+        return "json"
+    if not path.exists():
+        raise InputError("no such file", source=str(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        head = fh.read(4096)
+    first = head.lstrip()[:1]
+    if first == b"{":
+        return "json"
+    line = head.split(b"\n", 1)[0].rstrip(b"\r")
+    if line.split(b"\t")[:2] == [b"query-id", b"corpus-id"]:
+        return "beir"
+    return "trec"
+
+
+def load_qrels(path: str | Path, *, format: str = "auto", vocab: Vocab | None = None) -> Qrels:
+    """Qrels in any supported format: TREC (``qid iter doc rel``, ``#`` comments), BEIR TSV
+    (header ``query-id corpus-id score``) or ranx/ir_measures JSON; ``auto`` decides from the
+    extension (``.json``), then the first bytes (``{`` or the BEIR header)."""
+    p = Path(path)
+    fmt = _sniff(p) if format == "auto" else format
+    if fmt == "trec":
+        return read_qrels(p, vocab=vocab)
+    if fmt == "beir":
+        return read_beir_qrels(p, vocab=vocab)
+    if fmt == "json":
+        return read_json_qrels(p, vocab=vocab)
+    raise ValueError(f"qrels format must be one of {FORMATS}, got {format!r}")
+
+
+def load_run(path: str | Path, *, format: str = "auto", vocab: Vocab | None = None, dedupe: bool = False) -> Run:
+    """A run in TREC format (six or more columns, ``#`` comments) or ranx/ir_measures JSON."""
+    p = Path(path)
+    fmt = _sniff(p) if format == "auto" else format
+    if fmt in ("trec", "beir"):
+        return read_run(p, vocab=vocab, dedupe=dedupe)
+    if fmt == "json":
+        return read_json_run(p, vocab=vocab)
+    raise ValueError(f"run format must be one of {FORMATS}, got {format!r}")
+
+
+def run_tag(path: str | Path) -> str | None:
+    """The run tag (sixth column) of a TREC run's first data line, else ``None``."""
+    p = Path(path)
+    if _sniff(p) != "trec":
+        return None
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rb") as fh:
+        for ln in fh:
+            parts = ln.split()
+            if parts and not parts[0].startswith(b"#") and len(parts) >= 6:
+                return parts[5].decode("utf-8", "replace")
+    return None
