@@ -19,7 +19,7 @@ the trec_eval output name where trec_eval has the measure. Accepted spellings:
   ``mrr@k``, ``map``, ``r_precision``.
 
 Parameters: ``rel`` (relevance threshold, default the run-wide one, 1 unless ``-l``), ``p``
-(RBP persistence), ``beta`` (SetF), ``gmax`` (ERR's maximum grade), ``dcg`` (``log2`` or
+(RBP persistence; 0.8 by default as in ir_measures, trec_eval's ``rbp`` is 0.9), ``beta`` (SetF), ``gmax`` (ERR's maximum grade), ``dcg`` (``log2`` or
 ``exp-log2``, nDCG). Unknown names or parameters raise ``ValueError`` naming them.
 This module has no dependencies so it can move into a shared metric-name registry as is.
 """
@@ -99,7 +99,11 @@ class MeasureSpec:
         return dict(self.params).get(name, default)
 
     def __str__(self) -> str:
-        args = ([f"rel={self.rel}"] if self.rel is not None else []) + [f"{k}={_fmt(v)}" for k, v in self.params]
+        """ir_measures spelling, parameters in alphabetical order (``RBP(p=0.5,rel=1)``)."""
+        kv = dict(self.params)
+        if self.rel is not None:
+            kv["rel"] = self.rel
+        args = [f"{k}={_fmt(kv[k])}" for k in sorted(kv)]
         s = self.measure + (f"({','.join(args)})" if args else "")
         return s + (f"@{_fmt(self.cutoff)}" if self.cutoff is not None else "")
 
@@ -110,8 +114,9 @@ class MeasureSpec:
         if self.rel is not None:
             return None
         m, c = self.measure, self.cutoff
-        if self.params and not (m == "RBP" and self.params == (("p", 0.9),)) and not (
-                m == "SetF" and self.params == (("beta", 1.0),)):
+        if m == "RBP":
+            return "rbp" if self.params == (("p", 0.9),) else None
+        if self.params:
             return None
         if m == "IPrec":
             return f"iprec_at_recall_{float(c):.2f}"
@@ -176,10 +181,10 @@ def _spec(measure: str, cutoff_raw: str | None, kw: dict[str, object], name: str
     elif kind in ("int", "float"):
         raise ValueError(f"measure {name!r}: {measure} needs a cut-off ({measure}@k)")
     rel = kw.pop("rel", None)
-    if measure == "RBP":
-        kw.setdefault("p", 0.9)
-    if measure == "SetF":
-        kw.setdefault("beta", 1.0)
+    if measure == "RBP" and kw.get("p") == 0.8:
+        kw.pop("p")  # ir_measures' default, left out of the name as ir_measures does (trec_eval's rbp: 0.9)
+    if measure == "SetF" and kw.get("beta") == 1.0:
+        kw.pop("beta")
     if measure == "nDCG" and kw.get("dcg") == "log2":
         kw.pop("dcg")
     return MeasureSpec(measure, cutoff, rel if rel is None else int(rel), tuple(sorted(kw.items())))  # type: ignore[arg-type]
@@ -193,7 +198,7 @@ def parse_measure(name: str) -> MeasureSpec:
     # trec_eval names first (case-sensitive, as trec_eval spells them)
     if s in _TREC_FIXED:
         m, c = _TREC_FIXED[s]
-        return _spec(m, c, {}, name)
+        return _spec(m, c, {"p": 0.9} if m == "RBP" else {}, name)
     if s.startswith("iprec_at_recall_"):
         return _spec("IPrec", s[len("iprec_at_recall_"):], {}, name)
     mt = re.match(r"^(P|recall|map_cut|ndcg_cut|success|unj)_(\d+)$", s)

@@ -52,7 +52,7 @@ from .runs import Qrels, Run
 DEFAULT_MEASURES = (
     "P@1", "P@5", "P@10", "R@5", "R@10", "R@100", "nDCG@5", "nDCG@10", "nDCG", "AP", "RR", "RR@10",
     "Rprec", "Success@1", "Success@5", "Success@10", "Bpref", "infAP", "Judged@10", "ERR@10",
-    "RBP(p=0.8)", "NumRet", "NumRel", "NumRelRet",
+    "RBP", "NumRet", "NumRel", "NumRelRet",
 )
 """What ``kg-rageval score retrieval --qrels`` computes when no ``--measure`` is given."""
 
@@ -308,7 +308,7 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         term = rho * stop_before / (ctx.pos + 1.0) * (ctx.pos < k)
         return ctx.bc(term)
     if m == "RBP":
-        p = float(spec.param("p", 0.9))
+        p = float(spec.param("p", 0.8))
         if spec.rel is not None:
             gain = d["rel"].astype(np.float64)
         else:
