@@ -58,6 +58,22 @@ def test_equals_trec_eval_expected_output(fixtures_dir, qf, rf, of, opts, measur
         assert {k[1] for k in ours if k[1] != "all"} == qids
 
 
+def test_measure_parameters_equal_trec_eval(fixtures_dir):
+    """out.test.meas_params: trec_eval -q with -m P.5,7,3 -m recall.20,2000 -m success.2,5,20
+    -m ndcg_cut.10,20,23.4 -m iprec_at_recall..10,.20,.25,.75,.50 (our cut-offs and recall
+    levels as measure parameters)."""
+    d = fixtures_dir / "trec_eval"
+    q = read_qrels(d / "qrels.test")
+    measures = ["P@3", "P@5", "P@7", "R@20", "R@2000", "Success@2", "Success@5", "Success@20", "nDCG@10",
+                "nDCG@20", "nDCG@23", "IPrec@0.1", "IPrec@0.2", "IPrec@0.25", "IPrec@0.5", "IPrec@0.75"]
+    pq = compute(q, read_run(d / "results.test", vocab=q.vocab), measures)
+    expected = _table(open(d / "out.test.meas_params", encoding="utf-8"))
+    ours = _table(trec_eval_lines(pq, run_id="STANDARD", per_query=True))
+    del ours[("runid", "all")]
+    assert len(ours) == 16 * 4
+    assert {k: v for k, v in ours.items() if expected[k] != v} == {}
+
+
 def test_trec_eval_mode_vs_default_on_comment_data(fixtures_dir):
     """The issue's example: trec_eval -c averages the zero-relevance query in as 0 (MAP 0.2689
     over 31 queries); the default keeps it in the answerability slice (0.2779 over 30)."""
