@@ -11,7 +11,7 @@ documents); a repeated id raises :class:`~kg_rageval.errors.InputError` naming t
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 
@@ -121,14 +121,14 @@ def alpha_sweep(qrels: Mapping[str, Mapping[str, float]], a: Mapping[str, Mappin
 
     grid = list(alphas) if alphas is not None else [i / 10 for i in range(11)]
     q = Qrels.from_dict(qrels)
-    out = []
+    out: list[dict[str, Any]] = []
     for al in grid:
         fused = convex_runs(a, b, float(al), norm=norm)
         pq = compute(q, Run.from_dict(fused, vocab=q.vocab), [measure], rel_level=rel_level)
         agg = aggregate(pq)
         name = str(pq.specs[0])
         out.append({"alpha": float(al), "value": agg.values[name], "n": agg.n[name]})
-    lanes = {}
+    lanes: dict[str, Any] = {}
     for key, run in (("lane_a", a), ("lane_b", b)):
         pq = compute(q, Run.from_dict(run, vocab=q.vocab), [measure], rel_level=rel_level)
         lanes[key] = aggregate(pq).values[str(pq.specs[0])]

@@ -119,7 +119,7 @@ class MeasureSpec:
         if self.params:
             return None
         if m == "IPrec":
-            return f"iprec_at_recall_{float(c):.2f}"
+            return f"iprec_at_recall_{float(c or 0.0):.2f}"
         cut = {"P": "P", "R": "recall", "AP": "map_cut", "nDCG": "ndcg_cut", "Success": "success", "Unjudged": "unj"}
         if c is not None:
             return f"{cut[m]}_{c}" if m in cut else None
@@ -187,7 +187,7 @@ def _spec(measure: str, cutoff_raw: str | None, kw: dict[str, object], name: str
         kw.pop("beta")
     if measure == "nDCG" and kw.get("dcg") == "log2":
         kw.pop("dcg")
-    return MeasureSpec(measure, cutoff, rel if rel is None else int(rel), tuple(sorted(kw.items())))  # type: ignore[arg-type]
+    return MeasureSpec(measure, cutoff, rel if rel is None else int(rel), tuple(sorted(kw.items())))  # type: ignore[arg-type, call-overload]
 
 
 def parse_measure(name: str) -> MeasureSpec:
@@ -208,10 +208,10 @@ def parse_measure(name: str) -> MeasureSpec:
     ml = re.match(r"^(recall|precision|hit|ndcg|mrr)@(\d+)$", s)
     if ml:
         return _spec(_LEGACY_CUT[ml.group(1)], ml.group(2), {}, name)
-    m = _IR_RE.match(s)
-    if not m:
+    mi = _IR_RE.match(s)
+    if not mi:
         raise ValueError(f"cannot parse measure name {name!r} (expected e.g. nDCG@10, P(rel=2)@10, AP, RR)")
-    base, args, cut = m.group(1), m.group(2), m.group(3)
+    base, args, cut = mi.group(1), mi.group(2), mi.group(3)
     measure = _ALIASES.get(base.lower())
     if measure is None:
         raise ValueError(f"unknown measure {base!r} in {name!r}; known: {', '.join(sorted(MEASURES))}")

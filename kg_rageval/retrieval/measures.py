@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -231,7 +231,8 @@ def _suffix_max_by_row(row: np.ndarray, vals: np.ndarray) -> np.ndarray:
 
 
 def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
-    m, k = spec.measure, spec.cutoff
+    m = spec.measure
+    k: Any = spec.cutoff
     d = ctx.t(spec.rel)
     R = d["R"]
     if m == "P":

@@ -38,18 +38,18 @@ CORRECTIONS = ("holm", "bonferroni", "none")
 
 def holm(p: Sequence[float]) -> list[float]:
     """Holm–Bonferroni step-down adjusted p-values (same order as ``p``)."""
-    p = np.asarray(p, dtype=float)
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order])) if m else p
+    pa = np.asarray(p, dtype=float)
+    m = len(pa)
+    order = np.argsort(pa, kind="stable")
+    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * pa[order])) if m else pa
     out = np.empty(m)
     out[order] = adj
     return out.tolist()
 
 
 def bonferroni(p: Sequence[float]) -> list[float]:
-    p = np.asarray(p, dtype=float)
-    return np.minimum(1.0, p * len(p)).tolist()
+    pa = np.asarray(p, dtype=float)
+    return np.minimum(1.0, pa * len(pa)).tolist()
 
 
 def adjust(p: Sequence[float], method: str) -> list[float]:
@@ -65,7 +65,7 @@ def adjust(p: Sequence[float], method: str) -> list[float]:
 def t_test_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided paired Student's t-test p-value (scipy ``ttest_rel``); 1.0 when every delta
     is 0 (no evidence of a difference), ``nan`` never reaches a report."""
-    from scipy import stats
+    from scipy import stats  # type: ignore[import-untyped]
 
     d = b - a
     if len(d) < 2:
@@ -77,7 +77,7 @@ def t_test_p(a: np.ndarray, b: np.ndarray) -> float:
 
 def wilcoxon_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value (scipy ``wilcoxon``); 1.0 when every delta is 0."""
-    from scipy import stats
+    from scipy import stats  # type: ignore[import-untyped]
 
     d = b - a
     if not np.any(d != 0):
