@@ -215,3 +215,38 @@ def test_cli_compare_records(fixtures_dir, tmp_path, capsys):
     assert code == 0, err
     p = json.loads(out)
     assert p["comparisons"][0]["measure"] == "mrr" and p["meta"]["n_paired"] == len(recs)
+
+
+def test_cli_files_rollup_with_corpus_equals_records_rollup(fixtures_dir, tmp_path, capsys):
+    """The same queries as TREC files with a corpus roll up per node exactly as the records
+    path does (gold node = deepest common ancestor of the relevant documents' categories)."""
+    d = fixtures_dir / "retrieval"
+    recs = [json.loads(x) for x in (d / "category_records.jsonl").read_text().splitlines() if x.strip()]
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    with open(qrels, "w") as fq, open(run, "w") as fr:
+        for r in recs:
+            sec = r["retrieval"]
+            gold = sec["gold"] if isinstance(sec["gold"], dict) else {g: 1 for g in sec["gold"]}
+            for doc, g in gold.items():
+                fq.write(f"{r['id']} 0 {doc} {g}\n")
+            for i, e in enumerate(sec.get("run") or []):
+                doc, sc = (e, 100 - i) if isinstance(e, str) else (e[0], e[1])
+                fr.write(f"{r['id']} Q0 {doc} {i + 1} {sc} sys\n")
+    onto, corpus = str(d / "attack-mini.tsv"), str(d / "category_corpus.jsonl")
+    code, out, err = _cli(capsys, "score", "retrieval", "--qrels", str(qrels), "--run", str(run), "-m", "RR",
+                          "--ontology", onto, "--corpus", corpus, "--format", "json")
+    assert code == 0, err
+    files_roll = json.loads(out)["runs"][0]["rollup"]
+    # records path, without filters/principals (entitlement could remove gold there)
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("\n".join(json.dumps({"id": r["id"], "retrieval": {"gold": r["retrieval"]["gold"],
+                                                                       "run": r["retrieval"].get("run")}})
+                               for r in recs) + "\n")
+    code, out, err = _cli(capsys, "score", "retrieval", "--data", str(plain), "--ontology", onto, "--corpus", corpus,
+                          "--format", "json")
+    assert code == 0, err
+    rec_roll = json.loads(out)["rollup"]
+    assert files_roll and set(files_roll) == set(rec_roll)
+    for node, g in rec_roll.items():
+        assert files_roll[node]["n"] == g["n"]
+        assert files_roll[node]["metrics"]["RR"]["value"] == pytest.approx(g["metrics"]["mrr"]["value"])
