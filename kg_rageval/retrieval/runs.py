@@ -95,6 +95,33 @@ class Vocab:
         ucodes[order] = self.codes(_texts(arr[first[order]].tolist()))
         return ucodes[inv]
 
+    def codes_distinct(self, ids: list[str]) -> np.ndarray:
+        """:meth:`codes` for ids known to be distinct (e.g. one block's interned ids): one
+        C-level lookup per id, and the unseen ones added in order without a dedupe pass."""
+        idx = self.index
+        n0 = len(idx)
+        codes = np.fromiter(map(idx.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
+        new = codes < 0
+        if new.any():
+            fresh = list(itertools.compress(ids, new.tolist()))
+            idx.update(zip(fresh, itertools.count(n0)))
+            codes[new] = np.arange(n0, n0 + len(fresh), dtype=np.int64)
+        return codes
+
+    def rank_key_of(self, codes: np.ndarray) -> np.ndarray:
+        """For the given codes, their positions in the string order of the ids *among
+        themselves* (same order as :attr:`rank_key` restricted to them): sorts only these."""
+        if self._rank_key is not None and len(self._rank_key) == len(self.index):
+            return self._rank_key[codes]
+        uniq, inv = np.unique(codes, return_inverse=True)
+        if len(uniq) * 4 >= len(self.index):
+            return self.rank_key[codes]
+        s = self.strings
+        order = np.argsort(np.asarray([s[c] for c in uniq.tolist()], dtype=str), kind="stable")
+        key = np.empty(len(uniq), dtype=np.int64)
+        key[order] = np.arange(len(uniq))
+        return key[inv.reshape(-1)]
+
     def lookup(self, ids: Sequence[str]) -> np.ndarray:
         """Codes of many ids without adding: unknown ids get -1."""
         get = self.index.get
@@ -171,11 +198,15 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
     tied_rows = np.flatnonzero(tie.any(axis=1))
     if tied_rows.size:
         if row_ids is None:
+            # string order of the ids in the tied rows only (not the whole vocabulary)
+            in_tied = np.zeros(n, dtype=bool)
+            in_tied[tied_rows] = True
+            sel = in_tied[row]
+            rk = np.full((n, width), np.iinfo(np.int64).max)
             if square:
-                rk = (-vocab.rank_key[docs]).reshape(n, width)
+                rk.reshape(-1)[sel] = -vocab.rank_key_of(docs[sel])
             else:
-                rk = np.full((n, width), np.iinfo(np.int64).max)
-                rk[row, col] = -vocab.rank_key[docs]
+                rk[row[sel], col[sel]] = -vocab.rank_key_of(docs[sel])
             o[tied_rows] = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
         else:
             for r in tied_rows.tolist():

@@ -121,7 +121,8 @@ def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np
             buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
             return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)], rows_line, buf)
         if not (extra_ok and cnt > ncol):
-            raise InputError(f"expected {ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
+            least = "at least " if extra_ok else ""
+            raise InputError(f"expected {least}{ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
                              source=str(path), location=f"line {start + bad}")
         # lines with trailing columns: the numpy path below keeps the first ncol fields
     padded = np.empty(len(raw) + 2, dtype=np.uint8)
@@ -246,7 +247,7 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
             counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
             local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
             distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
-            ucodes = vocab.codes(distinct)
+            ucodes = vocab.codes_distinct(distinct)
             doc_parts.append(ucodes[local])
         else:
             q = _fixed(buf, st[q_i], en[q_i])
