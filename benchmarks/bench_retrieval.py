@@ -165,7 +165,7 @@ def bench_files(lines: int, nq: int, repeat: int) -> dict:
 
         def ours(measures):
             q = load_qrels(qp)
-            r = load_run(rp, vocab=q.vocab)
+            r = load_run(rp)
             pq = compute(q, r, measures)
             return aggregate(pq, "trec_eval")
 

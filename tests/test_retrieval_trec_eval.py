@@ -310,3 +310,37 @@ def test_agrees_with_ir_measures():
             assert ours == pytest.approx(theirs[key], abs=1e-12), key
             n += 1
     assert n > 1500
+
+
+def test_lazy_vocabulary_across_blocks_hash_join_and_float_fast_path(tmp_path, monkeypatch):
+    """Without a vocabulary, a run file gets its own (compiled interning across blocks, no
+    dict); mapping it onto the qrels' ids by the hash join gives the dictionary's answer; the
+    compiled float parser equals Python's float, exponents and bad numbers included."""
+    from kg_rageval.retrieval import _kernels, trec
+    from kg_rageval.retrieval.runs import LazyVocab, Vocab
+
+    if not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(4)
+    lines = []
+    for q in range(300):
+        for j, d in enumerate(rng.choice(30000, 60, replace=False).tolist()):
+            sc = f"{rng.random():.6f}" if j % 7 else f"{rng.random():.3e}"
+            lines.append(f"q{q} Q0 doc{d} {j + 1} {sc} t")
+    p = tmp_path / "run.txt"
+    p.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(trec, "CHUNK_BYTES", 1 << 16)  # many blocks: ids recur across blocks
+    lazy = read_run(p)
+    plain = read_run(p, vocab=Vocab())
+    assert isinstance(lazy.vocab, LazyVocab) and lazy.vocab._index is None
+    assert len(lazy.vocab) == len(plain.vocab) == len(set(ln.split()[2] for ln in lines))
+    assert lazy.to_dict() == plain.to_dict() == {
+        q: {d: float(s) for d, s in v.items()} for q, v in plain.to_dict().items()}
+    assert all(lazy.ranked(q) == plain.ranked(q) for q in plain.qids)
+    qv = Vocab([f"doc{i}" for i in range(0, 30000, 97)] + ["not-in-run"])
+    assert len(lazy.vocab) > 4 * len(qv) + 10_000  # the hash join, not the dictionary
+    assert np.array_equal(qv.remap_from(lazy.vocab), qv.lookup(lazy.vocab.strings))
+    bad = tmp_path / "bad.txt"
+    bad.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 1e-3 t\nq1 Q0 d3 3 1,5 t\n")
+    with pytest.raises(InputError, match=r"line 3: score is not a number: '1,5'"):
+        read_run(bad)

@@ -104,7 +104,7 @@ def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level,
     per_query, masks = {}, {}
     missing = {}
     for path, name in zip(run_paths, sys_names):
-        pq = compute(qrels, load_run(path, vocab=qrels.vocab), specs, rel_level=rel_level, depth=depth)
+        pq = compute(qrels, load_run(path), specs, rel_level=rel_level, depth=depth)
         per_query[name] = {str(s): pq.values[str(s)] for s in specs}
         missing[name] = int(pq.ranked.missing.sum())
         masks = {str(s): scored_mask(pq, s, mode) for s in specs}

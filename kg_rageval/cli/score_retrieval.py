@@ -151,7 +151,7 @@ def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, 
     names = _run_names(run_paths)
     scores = []
     for path, name in zip(run_paths, names):
-        run = load_run(path, format=run_format, vocab=qrels.vocab, dedupe=dedupe)
+        run = load_run(path, format=run_format, dedupe=dedupe)
         scores.append((path, score_run(qrels, run, specs, name=name, mode=mode, rel_level=rel_level, depth=depth,
                                        complete=complete)))
     if fmt == "text" and trec_eval:

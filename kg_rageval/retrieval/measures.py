@@ -186,6 +186,21 @@ class _Ctx:
             self._t[t] = d
         return d
 
+    def iprec_table(self, rel: int | None) -> np.ndarray:
+        """Per relevant retrieved document (global order): the interpolated precision at its
+        rank, max over ranks at or below it of precision. Precision only rises at relevant
+        documents, so the maximum is taken over the relevant ones (a few per query)."""
+        d = self.t(rel)
+        v = d.get("iprec")
+        if v is None:
+            C = d["C"]
+            ri = np.flatnonzero(d["rel"])
+            rows = self.row[ri]
+            prec = (C[ri + 1] - C[self.s][rows]) / (self.pos[ri] + 1.0)
+            v = _suffix_max_by_row(rows, prec)
+            d["iprec"] = v
+        return v
+
     def hits(self, d, k: int | None) -> np.ndarray:
         if k is None:
             return d["tot"]
@@ -323,19 +338,16 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         return (1.0 - p) * ctx.bc(gain * np.power(p, ctx.pos.astype(np.float64)))
     if m in ("IPrec", "11ptAvg"):
         levels = (float(k),) if m == "IPrec" else _IPREC11
-        C = d["C"]
-        prec = (C[1:] - C[ctx.s][ctx.row]) / (ctx.pos + 1.0) if ctx.N else np.zeros(0)
-        smax = _suffix_max_by_row(ctx.row, prec)
-        tot = d["tot"]
+        C, tot = d["C"], d["tot"]
+        smax = ctx.iprec_table(spec.rel)
         out = np.zeros(ctx.nq)
         for r in levels:
-            c = np.floor(r * R + 0.5).astype(np.int64)
+            c = np.floor(r * R + 0.5).astype(np.int64)  # lround(r * R), trec_eval 10.0
             c1 = np.maximum(c, 1)
-            ok = (tot >= c1) & (tot > 0) & (c <= tot)
-            idx = np.searchsorted(C, C[ctx.s] + c1, side="left") - 1
+            ok = (tot > 0) & (c <= tot)
             val = np.zeros(ctx.nq)
             if ok.any():
-                val[ok] = smax[idx[ok]]
+                val[ok] = smax[C[ctx.s][ok] + c1[ok] - 1]
             out += val
         return out / len(levels)
     if m == "SetP":

@@ -219,15 +219,22 @@ def _group(groups: list[list]):
 
 
 def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False, vocab=None,
-                extra_ok=False):
+                extra_ok=False, lazy=False):
     """Columns of a whitespace (or tab) separated table, block by block, vectorised: query
     groups ``[[qid, n]]`` in file order (adjacent equal ids merged), document codes in
     ``vocab`` (int64), numeric columns as float arrays. With numba, document ids are hashed
-    and query changes detected in one compiled pass; only distinct ids become Python strings."""
+    and query changes detected in one compiled pass; only distinct ids become Python strings.
+
+    ``lazy`` (numba only, no ``vocab``): the file's own vocabulary, interned by the compiled
+    hash table across blocks, is returned as a :class:`~.runs.LazyVocab` (no dict is built:
+    returns ``(groups, docs, num, vocab)``)."""
     from . import _kernels
 
     path = Path(path)
+    lazy = lazy and vocab is None and _kernels.HAVE_NUMBA
     vocab = vocab if vocab is not None else Vocab()
+    arenas: list[np.ndarray] = []
+    n_distinct: list[int] = []
     sepmask = _WS if sep is None else _TAB
     groups: list[list] = []
     doc_parts: list[np.ndarray] = []
@@ -239,16 +246,28 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
         if nrow == 0:
             continue
         for c, name in numeric_cols:
-            nums[c].append(_to_float(path, start, _fixed(buf, st[c], en[c]), rows_line, name))
-        if _kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES:
+            if _kernels.HAVE_NUMBA and (lazy or len(data) >= NUMBA_MIN_BYTES):
+                vals, ok = _kernels.parse_floats(buf, st[c], en[c])
+                if not ok.all():
+                    bad = np.flatnonzero(~ok)
+                    vals[bad] = _to_float(path, start, _fixed(buf, st[c][bad], en[c][bad]), rows_line[bad], name)
+                nums[c].append(vals)
+            else:
+                nums[c].append(_to_float(path, start, _fixed(buf, st[c], en[c]), rows_line, name))
+        if lazy or (_kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES):
             dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
             heads = np.flatnonzero(qnew)
             names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
             counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
             local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
-            distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
-            ucodes = vocab.codes_distinct(distinct)
-            doc_parts.append(ucodes[local])
+            if lazy:
+                arenas.append(arena)
+                n_distinct.append(len(first))
+                doc_parts.append(local)
+            else:
+                distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
+                ucodes = vocab.codes_distinct(distinct)
+                doc_parts.append(ucodes[local])
         else:
             q = _fixed(buf, st[q_i], en[q_i])
             cut = np.flatnonzero(q[1:] != q[:-1]) + 1
@@ -262,8 +281,35 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
             else:
                 groups.append([k, cnt])
     num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
+    if lazy:
+        docs, lv = _merge_arenas(arenas, n_distinct, doc_parts)
+        return groups, docs, num, lv
     docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=np.int64)
     return groups, docs, num
+
+
+def _merge_arenas(arenas: list[np.ndarray], n_distinct: list[int], local: list[np.ndarray]):
+    """One vocabulary from the blocks' distinct ids (each arena: ids separated by newlines):
+    re-interned by the compiled hash table (byte comparison on every hash match), so an id
+    seen in two blocks gets one code. Returns (codes of every row, :class:`LazyVocab`)."""
+    from . import _kernels
+    from .runs import LazyVocab
+
+    if not arenas:
+        return np.zeros(0, dtype=np.int64), LazyVocab([])
+    if len(arenas) == 1:
+        strings = arenas[0].tobytes().decode("utf-8").split("\n")[: n_distinct[0]]
+        return local[0], LazyVocab(strings, arenas[0])
+    allb = np.concatenate(arenas)
+    nl = np.flatnonzero(allb == 10)
+    s = np.concatenate(([0], nl[:-1] + 1)).astype(np.int64)
+    e = nl.astype(np.int64)
+    dh, _ = _kernels.row_keys(allb, s, e, s, e)
+    gcodes, gfirst, garena = _kernels.intern_rows(allb, s, e, dh)
+    off = np.concatenate(([0], np.cumsum(n_distinct)))
+    docs = np.concatenate([gcodes[off[i] + loc] for i, loc in enumerate(local)])
+    strings = garena.tobytes().decode("utf-8").split("\n")[: len(gfirst)]
+    return docs, LazyVocab(strings, garena)
 
 
 def _duplicates(path: Path, qcode: np.ndarray, docs: np.ndarray, V: int, what: str, dedupe: bool,
@@ -331,9 +377,13 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
     """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
     path = Path(path)
-    vocab = vocab if vocab is not None else Vocab()
-    groups, docs, num = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag",
-                                    [(4, "score")], vocab=vocab, extra_ok=True)
+    res = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag", [(4, "score")], vocab=vocab,
+                      extra_ok=True, lazy=vocab is None)
+    if len(res) == 4:
+        groups, docs, num, vocab = res
+    else:
+        groups, docs, num = res
+        vocab = vocab if vocab is not None else Vocab()
     scores = num[4]
     qids, ptr, perm, qcode = _group(groups)
     keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)
