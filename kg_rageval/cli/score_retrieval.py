@@ -11,6 +11,8 @@ from .common import (
     breakdown_keys,
     emit,
     fail,
+    family_kwargs,
+    family_options,
     format_option,
     load_ontology_cli,
     metrics_table,
@@ -47,22 +49,7 @@ from .common import (
 @click.option("--per-query", "-q", "per_query", is_flag=True, help="Per-query values too (trec_eval -q).")
 @click.option("--query-nodes", type=click.Path(exists=True, dir_okay=False), default=None,
               help="With --qrels and --ontology: a query<TAB>node table giving each query's ontology node.")
-@click.option("--corpus", "corpus_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Corpus JSONL (id, source_id, categories, entitlement and metadata fields): enables "
-                   "entitlement, filter replay, false exclusion and attribution (records), and document "
-                   "categories for the per-node roll-up (--qrels).")
-@click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, default=(1, 5, 10), show_default=True,
-              help="Cut-off (repeatable; records path).")
-@click.option("--gain", type=click.Choice(["graded", "binary"]), default="graded", show_default=True,
-              help="nDCG gain (records path): the relevance level (trec_eval ndcg_cut) or 1 per relevant document.")
-@click.option("--dedupe", is_flag=True, help="Keep the first occurrence of a repeated run id (counted) "
-                                             "instead of rejecting the record or file.")
-@click.option("--attribution-k", type=click.IntRange(min=1), default=None,
-              help="Cut-off of the filter/retriever/ranker attribution (default: the largest --k).")
-@click.option("--entitlement-field", "entitlement_fields", multiple=True,
-              help="Corpus fields that decide eligibility (repeatable; default tenant, jurisdiction, status).")
-@click.option("--category-field", default="categories", show_default=True,
-              help="Corpus field holding each document's ontology categories.")
+@family_options("retrieval")
 @click.option("--breakdown", "breakdowns", multiple=True, metavar="KEY",
               help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
 @click.option("--rollup/--no-rollup", default=True, show_default=True,
@@ -70,8 +57,8 @@ from .common import (
 @click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-query rows in JSON.")
 @format_option
 def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qrels_format, run_format, measures,
-            trec_eval, complete, rel_level, depth, per_query, query_nodes, corpus_path, ks, gain, dedupe,
-            attribution_k, entitlement_fields, category_field, breakdowns, rollup, rows, fmt) -> None:
+            trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rows, fmt,
+            **kwargs) -> None:
     """Retrieval metrics: from records (Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision, filter false
     exclusion) or from TREC/BEIR/JSON qrels and runs (every ir_measures/trec_eval measure)."""
     if qrels_path or run_paths:
@@ -79,24 +66,27 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
             fail("give either --data (records) or --qrels with --run, not both")
         if not (qrels_path and run_paths):
             fail("--qrels needs at least one --run (and --run needs --qrels)")
+        opts = family_kwargs("retrieval", kwargs)
         _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
-               complete, rel_level, depth, per_query, query_nodes, corpus_path, category_field, dedupe, rollup, fmt)
+               complete, rel_level, depth, per_query, query_nodes, opts.get("corpus"),
+               opts.get("category_field", "categories"), bool(opts.get("dedupe")), rollup, fmt)
         return
     if not data_path:
         fail("give --data RECORDS (with --ontology) or --qrels QRELS --run RUN")
     if not ontology_path:
         fail("--data needs --ontology (records are scored against the ontology)")
+    from ..contract import get_scorer
     from ..records import read_records
-    from ..retrieval import category_diagnosis, read_corpus, score_retrieval
-    from ..retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS
+    from ..retrieval import category_diagnosis
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    corpus = None
-    if corpus_path:
-        corpus = read_corpus(corpus_path, onto, category_field=category_field,
-                             entitlement_fields=tuple(entitlement_fields) or DEFAULT_ENTITLEMENT_FIELDS)
-    ev = score_retrieval(onto, records, corpus, k=tuple(ks), gain=gain, dedupe=dedupe, attribution_k=attribution_k)
+    opts = family_kwargs("retrieval", kwargs)
+    corpus_path = opts.get("corpus")
+    bound = get_scorer("retrieval").bind(onto, where="score retrieval", **opts)
+    corpus = bound.inputs.get("corpus")
+    ev = bound(records).single
+    ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
     payload = {
         "command": "score retrieval",
