@@ -132,12 +132,14 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     if total and len(qrels.docs):
         V = max(len(qrels.vocab), 1)
         qkeys = np.repeat(np.arange(nq, dtype=np.int64), np.diff(qrels.ptr)) * V + qrels.docs
-        rrow = np.repeat(np.arange(nq, dtype=np.int64), lens)
-        rkeys = rrow * V + docs
+        sel = np.flatnonzero(docs >= 0)  # ids the qrels know at all (a run's own ids map to -1 otherwise)
+        rrow = np.repeat(np.arange(nq, dtype=np.int64), lens)[sel]
+        rkeys = rrow * V + docs[sel]
         pos = np.searchsorted(qkeys, rkeys)
         np.minimum(pos, len(qkeys) - 1, out=pos)
-        inq = (qkeys[pos] == rkeys) & (docs >= 0)
-        grade = np.where(inq, qrels.grades[pos], 0.0)
+        hit = qkeys[pos] == rkeys
+        inq[sel[hit]] = True
+        grade[sel[hit]] = qrels.grades[pos[hit]]
     dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
     return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)
 

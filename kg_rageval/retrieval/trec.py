@@ -239,6 +239,18 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
     groups: list[list] = []
     doc_parts: list[np.ndarray] = []
     nums: dict[int, list[np.ndarray]] = {c: [] for c, _ in numeric_cols}
+    if lazy:
+        for names, counts, bnums, local, arena, nd in _lazy_blocks(path, ncol, q_i, d_i, what, numeric_cols,
+                                                                   sepmask, skip_header, extra_ok):
+            for c, v in bnums.items():
+                nums[c].append(v)
+            arenas.append(arena)
+            n_distinct.append(nd)
+            doc_parts.append(local)
+            _add_groups(groups, names, counts)
+        num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
+        docs, lv = _merge_arenas(arenas, n_distinct, doc_parts)
+        return groups, docs, num, lv
     for start, data in _blocks(path, skip_header=skip_header):
         data = _blank_comments(data)
         st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask, extra_ok)
@@ -246,7 +258,7 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
         if nrow == 0:
             continue
         for c, name in numeric_cols:
-            if _kernels.HAVE_NUMBA and (lazy or len(data) >= NUMBA_MIN_BYTES):
+            if _kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES:
                 vals, ok = _kernels.parse_floats(buf, st[c], en[c])
                 if not ok.all():
                     bad = np.flatnonzero(~ok)
@@ -254,20 +266,14 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
                 nums[c].append(vals)
             else:
                 nums[c].append(_to_float(path, start, _fixed(buf, st[c], en[c]), rows_line, name))
-        if lazy or (_kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES):
+        if _kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES:
             dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
             heads = np.flatnonzero(qnew)
             names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
             counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
             local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
-            if lazy:
-                arenas.append(arena)
-                n_distinct.append(len(first))
-                doc_parts.append(local)
-            else:
-                distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
-                ucodes = vocab.codes_distinct(distinct)
-                doc_parts.append(ucodes[local])
+            distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
+            doc_parts.append(vocab.codes_distinct(distinct)[local])
         else:
             q = _fixed(buf, st[q_i], en[q_i])
             cut = np.flatnonzero(q[1:] != q[:-1]) + 1
@@ -275,17 +281,73 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
             names = [x.decode("utf-8") for x in q[bounds[:-1]].tolist()]
             counts = np.diff(bounds).tolist()
             doc_parts.append(vocab.codes_array(_fixed(buf, st[d_i], en[d_i])))
-        for k, cnt in zip(names, counts):
-            if groups and groups[-1][0] == k:
-                groups[-1][1] += cnt
-            else:
-                groups.append([k, cnt])
+        _add_groups(groups, names, counts)
     num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
-    if lazy:
-        docs, lv = _merge_arenas(arenas, n_distinct, doc_parts)
-        return groups, docs, num, lv
     docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=np.int64)
     return groups, docs, num
+
+
+def _add_groups(groups: list[list], names: list[str], counts: list[int]) -> None:
+    for k, cnt in zip(names, counts):
+        if groups and groups[-1][0] == k:
+            groups[-1][1] += cnt
+        else:
+            groups.append([k, cnt])
+
+
+READ_THREADS = 2
+"""Blocks of a large file are parsed by this many threads at once (the compiled kernels
+release the GIL); results are consumed in file order."""
+
+
+def _lazy_blocks(path, ncol, q_i, d_i, what, numeric_cols, sepmask, skip_header, extra_ok):
+    """Per block, in file order: (query names, their row counts, numeric columns, local doc
+    codes, distinct-id arena, number of distinct ids); blocks after the first are parsed by
+    :data:`READ_THREADS` threads (bounded look-ahead, so memory stays a few blocks)."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import _kernels
+
+    def one(start: int, data: bytes):
+        data = _blank_comments(data)
+        st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask, extra_ok)
+        nrow = len(rows_line)
+        if nrow == 0:
+            return None
+        bnums = {}
+        for c, name in numeric_cols:
+            vals, ok = _kernels.parse_floats(buf, st[c], en[c])
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                vals[bad] = _to_float(path, start, _fixed(buf, st[c][bad], en[c][bad]), rows_line[bad], name)
+            bnums[c] = vals
+        dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
+        heads = np.flatnonzero(qnew)
+        names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
+        counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
+        local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
+        return names, counts, bnums, local, arena, len(first)
+
+    blocks = _blocks(path, skip_header=skip_header)
+    first_block = next(blocks, None)
+    if first_block is None:
+        return
+    r = one(*first_block)  # compiles / loads every kernel before threads share them
+    if r is not None:
+        yield r
+    with ThreadPoolExecutor(max(1, READ_THREADS)) as ex:
+        pending: deque = deque()
+        for start, data in blocks:
+            pending.append(ex.submit(one, start, data))
+            if len(pending) > READ_THREADS:
+                r = pending.popleft().result()
+                if r is not None:
+                    yield r
+        while pending:
+            r = pending.popleft().result()
+            if r is not None:
+                yield r
 
 
 def _merge_arenas(arenas: list[np.ndarray], n_distinct: list[int], local: list[np.ndarray]):
