@@ -340,6 +340,10 @@ def test_lazy_vocabulary_across_blocks_hash_join_and_float_fast_path(tmp_path, m
     qv = Vocab([f"doc{i}" for i in range(0, 30000, 97)] + ["not-in-run"])
     assert len(lazy.vocab) > 4 * len(qv) + 10_000  # the hash join, not the dictionary
     assert np.array_equal(qv.remap_from(lazy.vocab), qv.lookup(lazy.vocab.strings))
+    lines[12345] = "q205 Q0 docX 1 0.5"  # an error in a block parsed by a worker thread
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"line 12346: expected at least 6 columns"):
+        read_run(p)
     bad = tmp_path / "bad.txt"
     bad.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 1e-3 t\nq1 Q0 d3 3 1,5 t\n")
     with pytest.raises(InputError, match=r"line 3: score is not a number: '1,5'"):

@@ -164,6 +164,7 @@ class _Ctx:
         self._t: dict[int, dict[str, np.ndarray]] = {}
         self._disc: np.ndarray | None = None
         self._idcg: dict[tuple, np.ndarray] = {}
+        self._cache: dict[tuple, Any] = {}
 
     def bc(self, w, rows=None) -> np.ndarray:
         return np.bincount(self.row if rows is None else rows, weights=w, minlength=self.nq)
@@ -184,9 +185,18 @@ class _Ctx:
             np.cumsum(relf, out=C[1:])
             R = np.bincount(self.qrow, weights=g >= max(t, 0), minlength=self.nq).astype(np.int64)
             Nn = np.bincount(self.qrow, weights=(g >= 0) & (g < t), minlength=self.nq).astype(np.int64)
-            d = {"rel": relf, "C": C, "R": R, "Nn": Nn, "tot": C[self.s + self.L] - C[self.s]}
+            ri = np.flatnonzero(relf)
+            d = {"rel": relf, "C": C, "R": R, "Nn": Nn, "tot": C[self.s + self.L] - C[self.s], "ri": ri,
+                 "rrow": self.row[ri]}
             self._t[t] = d
         return d
+
+    def cached(self, key, make):
+        v = self._cache.get(key)
+        if v is None:
+            v = make()
+            self._cache[key] = v
+        return v
 
     def iprec_table(self, rel: int | None) -> np.ndarray:
         """Per relevant retrieved document (global order): the interpolated precision at its
@@ -247,6 +257,45 @@ def _suffix_max_by_row(row: np.ndarray, vals: np.ndarray) -> np.ndarray:
     return uniq[(np.maximum.accumulate(key) % m)[::-1]]
 
 
+def _rel_prefix(ctx: "_Ctx", d: dict, term: np.ndarray) -> np.ndarray:
+    """Prefix sums over the relevant entries (global order: by query, then rank)."""
+    T = np.zeros(len(term) + 1)
+    np.cumsum(term, out=T[1:])
+    return T
+
+
+def _before(ctx: "_Ctx", flags: np.ndarray, ri: np.ndarray, rrow: np.ndarray) -> np.ndarray:
+    """For the entries ``ri``: how many entries above them in their query have ``flags``."""
+    c = np.zeros(ctx.N + 1, dtype=np.int64)
+    np.cumsum(flags, out=c[1:])
+    return c[ri] - c[ctx.s][rrow]
+
+
+def _dcg_prefix(ctx: "_Ctx", exp: bool):
+    """Entries with a positive judged grade, their prefix count per entry and the prefix sums
+    of their discounted gains: DCG@k of a query is a difference of two prefix values."""
+    gp = ctx.judged & (ctx.rk.grade > 0)
+    gi = np.flatnonzero(gp)
+    Cg = np.zeros(ctx.N + 1, dtype=np.int64)
+    np.cumsum(gp, out=Cg[1:])
+    g = ctx.rk.grade[gi]
+    if exp:
+        g = np.exp2(g) - 1.0
+    w = g * ctx.disc(int(ctx.L.max()) if ctx.nq else 1)[ctx.pos[gi]] if len(gi) else np.zeros(0)
+    D = np.zeros(len(gi) + 1)
+    np.cumsum(w, out=D[1:])
+    return gi, Cg, D
+
+
+def _bpref(ctx: "_Ctx", d: dict) -> np.ndarray:
+    ri, rrow, R = d["ri"], d["rrow"], d["R"]
+    nr = _before(ctx, ctx.judged & ~d["rel"], ri, rrow)
+    Rr, Nr = R[rrow], d["Nn"][rrow]
+    frac = _safe_div(np.minimum(nr, Rr), np.minimum(Nr, Rr))
+    term = np.where(nr > 0, 1.0 - frac, 1.0)
+    return _safe_div(np.bincount(rrow, weights=term, minlength=ctx.nq), R)
+
+
 def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
     m = spec.measure
     k: Any = spec.cutoff
@@ -259,12 +308,11 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
     if m == "Success":
         return (ctx.hits(d, k) > 0).astype(np.float64)
     if m in ("AP", "GMAP"):
-        relf, C = d["rel"], d["C"]
-        local = C[1:] - C[ctx.s][ctx.row] if ctx.N else np.zeros(0)
-        term = np.where(relf, local / (ctx.pos + 1.0), 0.0)
-        if k is not None:
-            term = term * (ctx.pos < k)
-        return _safe_div(ctx.bc(term), R)
+        # per relevant entry: (relevant so far) / rank; summed up to the relevant ones in the top k
+        T = ctx.cached(("apT", spec.rel), lambda: _rel_prefix(ctx, d, (d["C"][d["ri"] + 1] - d["C"][ctx.s][d["rrow"]])
+                                                              / (ctx.pos[d["ri"]] + 1.0)))
+        base = d["C"][ctx.s]
+        return _safe_div(T[base + ctx.hits(d, k)] - T[base], R)
     if m == "RR":
         C = d["C"]
         first = np.searchsorted(C, C[ctx.s] + 1, side="left") - ctx.s  # 1-based rank of first relevant
@@ -274,41 +322,22 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         return _safe_div(d["C"][ctx.s + np.minimum(ctx.L, R)] - d["C"][ctx.s], R)
     if m == "nDCG":
         exp = spec.param("dcg") == "exp-log2"
-        g = np.where(ctx.judged & (ctx.rk.grade > 0), ctx.rk.grade, 0.0)
-        if exp:
-            g = np.where(g > 0, np.exp2(g) - 1.0, 0.0)
-        w = g * ctx.disc(int(ctx.L.max()) if ctx.nq else 1)[ctx.pos] if ctx.N else np.zeros(0)
-        if k is not None:
-            w = w * (ctx.pos < k)
-        return _safe_div(ctx.bc(w), ctx.idcg(k, exp))
+        gi, Cg, D = ctx.cached(("dcg", exp), lambda: _dcg_prefix(ctx, exp))
+        end = ctx.s + (ctx.L if k is None else np.minimum(ctx.L, k))
+        return _safe_div(D[Cg[end]] - D[Cg[ctx.s]], ctx.idcg(k, exp))
     if m in ("Bpref", "GMBpref"):
-        relf = d["rel"]
-        nonrel = ctx.judged & ~relf
-        NRc = np.zeros(ctx.N + 1, dtype=np.int64)
-        np.cumsum(nonrel, out=NRc[1:])
-        nr = NRc[:-1] - NRc[ctx.s][ctx.row] if ctx.N else np.zeros(0, np.int64)
-        Rr, Nr = R[ctx.row], d["Nn"][ctx.row]
-        frac = _safe_div(np.minimum(nr, Rr), np.minimum(Nr, Rr))
-        term = np.where(relf, np.where(nr > 0, 1.0 - frac, 1.0), 0.0)
-        return _safe_div(ctx.bc(term), R)
+        return ctx.cached(("bpref", spec.rel), lambda: _bpref(ctx, d))
     if m == "infAP":
-        relf = d["rel"]
-        nonrel = ctx.judged & ~relf
-        unj = ctx.rk.inq & (ctx.rk.grade < 0)
-
-        def before(x):
-            c = np.zeros(ctx.N + 1, dtype=np.int64)
-            np.cumsum(x, out=c[1:])
-            return c[:-1] - c[ctx.s][ctx.row]
-
+        ri, rrow = d["ri"], d["rrow"]
+        nr = _before(ctx, ctx.judged & ~d["rel"], ri, rrow)
+        pu = _before(ctx, ctx.rk.inq & (ctx.rk.grade < 0), ri, rrow)
         eps = 0.00001
-        rs = before(relf) + 1  # relevant so far, this one included
-        nr, pu = before(nonrel), before(unj)
-        j = ctx.pos.astype(np.float64)
+        rs = d["C"][ri] - d["C"][ctx.s][rrow] + 1  # relevant so far, this one included
+        j = ctx.pos[ri].astype(np.float64)
         jj = np.where(j > 0, j, 1.0)
         term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rs - 1 + nr + pu) / jj) * ((rs - 1 + eps) / (rs - 1 + nr + 2 * eps))
-        term = np.where(relf, np.where(ctx.pos == 0, 1.0, term), 0.0)
-        return _safe_div(ctx.bc(term), R)
+        term = np.where(j == 0, 1.0, term)
+        return _safe_div(np.bincount(rrow, weights=term, minlength=ctx.nq), R)
     if m == "Judged":
         kk = ctx.L if k is None else np.minimum(ctx.L, k)
         inside = ctx.pos < kk[ctx.row] if ctx.N else np.zeros(0, bool)
@@ -327,17 +356,17 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         return ctx.bc(term)
     if m == "RBP":
         p = float(spec.param("p", 0.8))
-        if spec.rel is not None:
-            gain = d["rel"].astype(np.float64)
-        else:
+        if spec.rel is not None:  # binary: the relevant entries
+            idx, gain = d["ri"], np.ones(len(d["ri"]))
+        else:  # graded: gain g / max(1, the query's largest judged grade), trec_eval's rbp
             q = ctx.rk.qrels
-            top = np.full(ctx.nq, 0.0)
+            top = np.zeros(ctx.nq)
             if len(q.grades):
-                jg = np.where(q.grades >= 0, q.grades, 0.0)
-                np.maximum.at(top, ctx.qrow, jg)
-            scale = np.maximum(top, 1.0)
-            gain = np.where(ctx.judged & (ctx.rk.grade > 0), ctx.rk.grade, 0.0) / (scale[ctx.row] if ctx.N else 1.0)
-        return (1.0 - p) * ctx.bc(gain * np.power(p, ctx.pos.astype(np.float64)))
+                np.maximum.at(top, ctx.qrow, np.where(q.grades >= 0, q.grades, 0.0))
+            idx = ctx.cached(("dcg", False), lambda: _dcg_prefix(ctx, False))[0]
+            gain = ctx.rk.grade[idx] / np.maximum(top, 1.0)[ctx.row[idx]]
+        return (1.0 - p) * np.bincount(ctx.row[idx], weights=gain * np.power(p, ctx.pos[idx].astype(np.float64)),
+                                       minlength=ctx.nq)
     if m in ("IPrec", "11ptAvg"):
         levels = (float(k),) if m == "IPrec" else _IPREC11
         C, tot = d["C"], d["tot"]
