@@ -126,11 +126,12 @@ def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level,
 
 
 def _from_records(data_paths, sys_names, measures, onto, corpus_path):
+    from ..contract import get_scorer
     from ..records import read_records
-    from ..retrieval import read_corpus, score_retrieval
 
-    corpus = read_corpus(corpus_path, onto) if corpus_path else None
-    evs = [score_retrieval(onto, read_records(p), corpus) for p in data_paths]
+    opts = {"corpus": corpus_path} if corpus_path else {}
+    bound = get_scorer("retrieval").bind(onto, where="compare", **opts)
+    evs = [bound(read_records(p)).single for p in data_paths]
     fam = evs[0].family
     wanted = list(measures) or [m for m in fam.metric_list]
     for m in wanted:
