@@ -353,7 +353,9 @@ def score_retrieval(
         keys[f"slice:{s}"] = slice_texts([(r.get("slices") or {}).get(s) for r in rows])
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
-        "conventions": "trec_eval -c; k counts unique ids; ties: score desc, doc id desc",
+        "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "
+                       "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
+                       "doc id desc",
     }
     if filter_unknown:
         meta["filter_ids_not_in_ontology"] = sorted(set(filter_unknown))[:50]
