@@ -298,6 +298,81 @@ def _out_column(col: np.ndarray, name: str, json_safe: bool, nan_is_none: bool =
     return [_py(v) for v in vals]
 
 
+_ROLLUP_CHUNK = 4_000_000
+"""Ancestor entries gathered per roll-up chunk; bounds the roll-up's working memory."""
+
+
+def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray],
+                keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Subtree sums of per-row columns for the nodes where ``keep`` holds.
+
+    ``node`` is each row's ontology index (all valid), ``columns`` per-row values. Returns
+    ``(kept, pooled)``: the kept node indices with at least one row in their subtree, in index
+    order, and ``pooled[j] = (rows, Σ column...)`` over the rows whose node has ``kept[j]`` in
+    its ancestor-or-self set. One pass: rows are summed per distinct node (``bincount``), then
+    each distinct node's sums are added to its kept ancestors (``np.repeat`` over the ancestor
+    closure rows, ``bincount`` onto the kept nodes), in chunks of about ``_ROLLUP_CHUNK``
+    ancestor entries. Work is rows + Σ ancestors of the nodes with rows, never nodes × rows."""
+    width = len(columns) + 1
+    if not len(node) or not keep.any():
+        return np.zeros(0, dtype=np.int64), np.zeros((0, width))
+    present, inv = np.unique(node, return_inverse=True)
+    inv = inv.reshape(-1)
+    own = np.stack([np.bincount(inv, minlength=len(present)).astype(float)]
+                   + [np.bincount(inv, weights=c, minlength=len(present)) for c in columns], axis=1)
+    pos = np.cumsum(keep) - 1  # kept node index -> column of the pooled table
+    n_keep = int(pos[-1]) + 1
+    pooled = np.zeros((n_keep, width))
+    lens = ontology.anc_ptr[present + 1] - ontology.anc_ptr[present]
+    ends = np.cumsum(lens)
+    lo = 0
+    while lo < len(present):
+        hi = int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + _ROLLUP_CHUNK, "right"))
+        hi = max(hi, lo + 1)
+        chunk_lens, anc = ontology.ancestor_rows(present[lo:hi])
+        src = np.repeat(np.arange(lo, hi), chunk_lens)
+        sel = keep[anc]
+        src, tgt = src[sel], pos[anc[sel]]
+        for j in range(width):
+            pooled[:, j] += np.bincount(tgt, weights=own[src, j], minlength=n_keep)
+        lo = hi
+    kept = np.flatnonzero(keep)
+    has = pooled[:, 0] > 0
+    return kept[has], pooled[has]
+
+
+class LazyMetrics(Mapping):
+    """A read-only ``{metric name: Metric}`` that finalizes its sums on first access (per-node
+    roll-ups: a node that is never shown builds no :class:`Metric`)."""
+
+    __slots__ = ("_fin", "_names", "_row", "_metrics")
+
+    def __init__(self, finalize: Callable[[Mapping[str, float]], dict[str, Metric]],
+                 names: list[str], row: list[float]):
+        self._fin, self._names, self._row = finalize, names, row
+        self._metrics: dict[str, Metric] | None = None
+
+    def _get(self) -> dict[str, Metric]:
+        if self._metrics is None:
+            self._metrics = self._fin(dict(zip(self._names, self._row)))
+        return self._metrics
+
+    def __getitem__(self, name: str) -> Metric:
+        return self._get()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+    def __reduce__(self):  # pickles (Dask) as the finalized dict
+        return (dict, (self._get(),))
+
+
 @dataclass
 class Evaluation:
     """Scored rows of one family; see the module docstring and ``docs/evaluation.md``.
@@ -468,6 +543,7 @@ class Evaluation:
         *,
         min_rows: int = 1,
         max_depth: int | None = None,
+        nodes: Iterable[str] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Metrics per ontology node, pooling every row whose ``key`` node lies in the node's
         subtree: ``{node_id: {"n": rows, "depth": depth_min, "metrics": ...}}``.
@@ -477,44 +553,34 @@ class Evaluation:
         So a node's ``n`` is the number of rows in its subtree, and the nodes' numbers do not
         add up to the total. Rows whose key is ``None``, not a string or not an ontology id
         are left out and counted in ``meta['rollup_skipped']``. Only nodes with at least
-        ``min_rows`` rows (and, if given, ``depth_min <= max_depth``; root depth 0) are
-        reported, in ontology index order (topological: the root first)."""
+        ``min_rows`` rows (and, if given, ``depth_min <= max_depth``; root depth 0; and, if
+        given, among the ids ``nodes``) are reported, in ontology index order (topological:
+        the root first).
+
+        Cost: one pass over the rows and the ancestor rows of the nodes that have rows
+        (:func:`rollup_sums`); only the kept nodes are summed. ``metrics`` of an entry is a
+        read-only mapping that calls ``Family.finalize`` on first access, so nodes that are
+        never looked at build no :class:`Metric`."""
         node = self.node_indices(ontology, key)
         ok = node >= 0
         self.meta["rollup_skipped"] = int((~ok).sum())
-        nn = len(ontology)
-        node = node[ok]
-        names = list(self.stats)
-        # own[v] = (rows, stat sums...) of the rows whose node is v
-        own = np.stack([np.bincount(node, minlength=nn).astype(float)]
-                       + [np.bincount(node, weights=self.stats[k][ok], minlength=nn) for k in names],
-                       axis=1)
-        present = np.flatnonzero(own[:, 0])
-        # pooled[a] = Σ own[v] over the nodes v whose ancestor-or-self set holds a: the product
-        # of the transposed ancestor-closure matrix (CSR anc_ptr/anc_idx, rows = nodes) with own
-        if present.size:
-            from scipy import sparse
-
-            if present.size * 2 >= nn:  # most nodes have rows: use the closure as it is
-                ptr, idx, weights = ontology.anc_ptr, ontology.anc_idx, own
-            else:  # few nodes have rows: only their ancestor rows
-                lens, idx = ontology.ancestor_rows(present)
-                ptr = np.concatenate(([0], np.cumsum(lens)))
-                weights = own[present]
-            closure = sparse.csr_matrix((np.ones(len(idx)), idx, ptr), shape=(len(ptr) - 1, nn))
-            pooled = np.asarray(closure.T @ weights)
-        else:
-            pooled = np.zeros_like(own)
-        keep = pooled[:, 0] >= max(min_rows, 1)
+        keep = np.ones(len(ontology), dtype=bool)
         if max_depth is not None:
             keep &= ontology.depth_min <= max_depth
-        nodes = np.flatnonzero(keep)
-        counts = np.rint(pooled[nodes, 0]).astype(np.int64).tolist()
-        table = pooled[nodes, 1:].tolist()
+        if nodes is not None:
+            wanted = np.zeros(len(ontology), dtype=bool)
+            wanted[[ontology.index(n) for n in nodes]] = True
+            keep &= wanted
+        names = list(self.stats)
+        kept, pooled = rollup_sums(ontology, node[ok], [self.stats[k][ok] for k in names], keep)
+        sel = pooled[:, 0] >= max(min_rows, 1)
+        kept, pooled = kept[sel], pooled[sel]
+        counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
+        table = pooled[:, 1:].tolist()
         ids, fin = ontology.ids, self.family.finalize
         out: dict[str, dict[str, Any]] = {}
-        for i, c, d, row in zip(nodes.tolist(), counts, ontology.depth_min[nodes].tolist(), table):
-            out[ids[i]] = {"n": c, "depth": int(d), "metrics": fin(dict(zip(names, row)))}
+        for i, c, d, row in zip(kept.tolist(), counts, ontology.depth_min[kept].tolist(), table):
+            out[ids[i]] = {"n": c, "depth": int(d), "metrics": LazyMetrics(fin, names, row)}
         return out
 
     def per_record_stats(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -46,8 +46,7 @@ def command(ontology_path, ontology_format, data_path, branch_depth, top, rows, 
     branches = {
         node: {"n": g["n"], "depth": g["depth"],
                "metrics": canonical_dicts("hierarchy", g["metrics"], _HEADLINE)}
-        for node, g in ev.rollup(onto).items()
-        if g["depth"] <= branch_depth
+        for node, g in ev.rollup(onto, max_depth=branch_depth).items()
     }
     slice_keys = [k for k in ev.keys if k.startswith("slice:")]
     n_read = len(ev) + len(ev.unscored)
