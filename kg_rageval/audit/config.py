@@ -191,7 +191,11 @@ class WriteBackConfig(_Strict):
 class ReportConfig(_Strict):
     formats: list[ReportFormat] = Field(default_factory=lambda: list(REPORT_FORMATS))
     top_branches: int = Field(10, ge=1)
-    node_rollup: bool = True
+    node_rollup: bool | Literal["all"] = True
+    """Per-node section of the report: ``true`` = the nodes shown (``depth_min <= node_depth``),
+    the nodes gated and the failure drivers; ``"all"`` = every node with rows; ``false`` = none."""
+    node_depth: int = Field(3, ge=0)
+    """Deepest level (root = 0) of the per-node section when ``node_rollup`` is ``true``."""
     write_back: WriteBackConfig | None = None
 
 

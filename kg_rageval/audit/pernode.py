@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -33,9 +34,9 @@ def _mdict(ms: Mapping[str, Metric]) -> dict[str, Any]:
 
 
 def safe_rollup(ev: Any, ontology: Any, key: str = "gold_node") -> dict[str, dict[str, Any]]:
-    """:meth:`Evaluation.rollup`, or ``{}`` when no row's ``key`` is an ontology id (the
-    evaluation's rollup does not handle an empty selection); cached per evaluation and key
-    (in the attribute ``ev._audit_rollups``, which is not a dataclass field)."""
+    """:meth:`Evaluation.rollup` over every node, or ``{}`` when no row's ``key`` is an ontology
+    id; cached per evaluation and key (in the attribute ``ev._audit_rollups``, which is not a
+    dataclass field). Entries' metrics are finalized when read (:class:`LazyMetrics`)."""
     cache = getattr(ev, "_audit_rollups", None)
     if cache is None:
         cache = {}
@@ -43,12 +44,27 @@ def safe_rollup(ev: Any, ontology: Any, key: str = "gold_node") -> dict[str, dic
     if key in cache:
         return cache[key]
     col = ev.keys.get(key)
-    if col is None or not any(isinstance(v, str) and v in ontology for v in col.tolist()):
+    if col is None:
         out: dict[str, dict[str, Any]] = {}
     else:
         out = ev.rollup(ontology, key)
     cache[key] = out
     return out
+
+
+def shown_nodes(config: "AuditConfig", ontology: Any, drivers: list[dict[str, Any]]) -> set[str]:
+    """The nodes the report's per-node section keeps (``report.node_rollup: true``): every
+    node with ``depth_min <= report.node_depth`` (the markdown table shows depth 1-2, the HTML
+    plot depth <= 3), each node a gate is scoped to (``node_gates``, ``[node:X]``) and each
+    failure driver."""
+    keep = {ontology.ids[i] for i in np.flatnonzero(ontology.depth_min <= config.report.node_depth).tolist()}
+    keep.update(n for n in config.node_gates if n in ontology)
+    for text in config.gates:
+        for m in re.finditer(r"\[\s*node:([^\]]+?)\s*\]", text):
+            if m.group(1) in ontology:
+                keep.add(m.group(1))
+    keep.update(d["node"] for d in drivers)
+    return keep
 
 
 def slice_breakdowns(runs: Mapping[str, "FamilyRun"], only: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -70,14 +86,18 @@ def slice_breakdowns(runs: Mapping[str, "FamilyRun"], only: list[str] | None = N
     return out
 
 
-def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any) -> dict[str, dict[str, Any]]:
-    """``{node id: {"label", "depth", "n": {family: rows}, "metrics": {family.metric: value}}}``."""
+def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """``{node id: {"label", "depth", "n": {family: rows}, "metrics": {family.metric: value}}}``
+    for every node with rows, or only the nodes in ``only`` (see :func:`shown_nodes`)."""
     nodes: dict[str, dict[str, Any]] = {}
     for fam, run in runs.items():
         for ev in run.evaluations:
             if "gold_node" not in ev.keys:
                 continue
             for nid, g in safe_rollup(ev, ontology).items():
+                if only is not None and nid not in only:
+                    continue
                 d = nodes.setdefault(nid, {"label": ontology.label(nid), "depth": g["depth"],
                                            "n": {}, "metrics": {}})
                 d["n"][fam] = max(d["n"].get(fam, 0), g["n"])

@@ -343,9 +343,10 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     from . import pernode
 
     result.slices = pernode.slice_breakdowns(runs, config.slices)
-    if config.report.node_rollup:
-        result.nodes = pernode.node_rollups(runs, ontology)
     result.drivers = pernode.failure_drivers(final, index, ontology, config)
+    if config.report.node_rollup:
+        only = None if config.report.node_rollup == "all" else pernode.shown_nodes(config, ontology, result.drivers)
+        result.nodes = pernode.node_rollups(runs, ontology, only)
     result.coverage = pernode.coverage_matrix(records, ontology, inputs.get("corpus"), config.coverage)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = pernode.exclusion_attribution(runs, records, inputs.get("corpus"), ontology,

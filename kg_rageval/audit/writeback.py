@@ -61,12 +61,17 @@ def write_back(result: "AuditResult") -> dict[str, Any]:
         mapping = config_mapping(config, wb.mapping, "report.write_back.mapping")
     else:
         mapping = onto_opts.get("mapping")
-    if not result.nodes:
+    nodes = result.nodes
+    if nodes and config.report.node_rollup != "all":  # the report keeps the shown nodes only
+        from .pernode import node_rollups
+
+        nodes = node_rollups(result.families, result.ontology)
+    if not nodes:
         raise ConfigError("report.write_back: the audit has no per-node roll-up (report.node_rollup is off, "
                           "or no family keys its rows by gold_node)", source=config.source)
     run_id = wb.run_id or f"{config.name}-{config.content_hash.split(':')[-1][:12]}"
     summary = write_results(
-        uri, rollup_rows(result.nodes, wb.metrics), run_id=run_id, mapping=mapping, mode=wb.mode,
+        uri, rollup_rows(nodes, wb.metrics), run_id=run_id, mapping=mapping, mode=wb.mode,
         prefix=wb.prefix, database=wb.database or onto_opts.get("database"), family="audit",
     )
     out = summary.to_dict()
