@@ -312,7 +312,10 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray
     its ancestor-or-self set. One pass: rows are summed per distinct node (``bincount``), then
     each distinct node's sums are added to its kept ancestors (``np.repeat`` over the ancestor
     closure rows, ``bincount`` onto the kept nodes), in chunks of about ``_ROLLUP_CHUNK``
-    ancestor entries. Work is rows + Σ ancestors of the nodes with rows, never nodes × rows."""
+    ancestor entries. Work is rows + Σ ancestors of the nodes with rows, never nodes × rows.
+    Each node's sum adds its descendants' sums in index order, whatever the chunking (the
+    running sums go first into the next chunk's ``bincount``), so the floats are the same as
+    the closure-matrix product ``closure.T @ own``."""
     width = len(columns) + 1
     if not len(node) or not keep.any():
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
@@ -333,8 +336,12 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray
         src = np.repeat(np.arange(lo, hi), chunk_lens)
         sel = keep[anc]
         src, tgt = src[sel], pos[anc[sel]]
+        if lo:  # carry the running sums in front, so every node's sum is added in one order
+            tgt = np.concatenate((np.arange(n_keep), tgt))
         for j in range(width):
-            pooled[:, j] += np.bincount(tgt, weights=own[src, j], minlength=n_keep)
+            w = own[src, j]
+            pooled[:, j] = np.bincount(tgt, weights=np.concatenate((pooled[:, j], w)) if lo else w,
+                                       minlength=n_keep)
         lo = hi
     kept = np.flatnonzero(keep)
     has = pooled[:, 0] > 0

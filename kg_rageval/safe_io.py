@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
@@ -119,11 +120,36 @@ def _raise_constant(name: str) -> None:
 _DECODER = json.JSONDecoder(parse_constant=_raise_constant)
 """Reused (``json.loads`` with any keyword builds a decoder per call): NaN/Infinity abort."""
 
+try:  # the optional fast reader (``pip install kg-rageval[fast]``); the stdlib is the reference
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is in the dev extras
+    _orjson = None
+
+_LONG_DIGITS = re.compile(r"\d{20}")
+"""orjson reads an integer beyond 64 bits as a float; a text with 20 digits in a row goes to the
+stdlib parser, which keeps it an integer."""
+
+_UNSET: Any = object()
+
+
+def fast_json_reader() -> str:
+    """``"orjson"`` when the fast reader is in use, else ``"json"`` (the standard library)."""
+    return "orjson" if _orjson is not None else "json"
+
 
 def loads_json(text: str | bytes, *, source: str | None, location: str | None = None,
-               duplicates: bool = True, error: Callable[..., InputError] = InputError) -> Any:
+               duplicates: bool = True, error: Callable[..., InputError] = InputError,
+               depth_limit: int | None = None) -> Any:
     """``json.loads`` with the checks of this module; ``duplicates=False`` makes a repeated key
     in one object an error. Errors name ``source``, ``location`` and the field path.
+    ``depth_limit`` is the ``max_json_depth`` limit when the caller has read it already (one
+    look-up per file, not per line).
+
+    With orjson installed, a text orjson accepts is taken from it (same values: orjson refuses
+    NaN/Infinity, overflowing floats, lone surrogates and nesting beyond 1024, and a text with
+    a 20-digit run, which orjson would turn into a float, is not given to it); every text it
+    refuses goes through the standard-library path below, so errors and accepted values are
+    those of the stdlib parser (``tests/test_json_reader.py``).
 
     The common case costs one decode with a reused decoder and a bracket count: the field of a
     ``NaN``/``Infinity`` or of an integer beyond Python's parser limit is located by a second,
@@ -132,10 +158,19 @@ def loads_json(text: str | bytes, *, source: str | None, location: str | None = 
     (grades, scores, confidences), naming the record and field."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    depth_limit = limits.get("max_json_depth")
+    if depth_limit is None:
+        depth_limit = limits.get("max_json_depth")
     brackets = text.count("[") + text.count("{")
+    doc = _UNSET
+    if duplicates and _orjson is not None and not _LONG_DIGITS.search(text):
+        try:
+            doc = _orjson.loads(text)
+        except _orjson.JSONDecodeError:  # the stdlib path says why (or accepts what orjson does not)
+            doc = _UNSET
     try:
-        if duplicates:
+        if doc is not _UNSET:
+            suspicious = False
+        elif duplicates:
             doc = _DECODER.decode(text)
             suspicious = False
         else:
@@ -255,9 +290,11 @@ def decompress_bounded(raw: bytes, source: str) -> bytes:
     return bytes(out)
 
 
-def read_line(fh: BinaryIO, source: str, lineno: int) -> bytes:
-    """One line of ``fh`` (bytes, with its newline), refusing one longer than ``max_line_bytes``."""
-    limit = limits.get("max_line_bytes")
+def read_line(fh: BinaryIO, source: str, lineno: int, limit: int | None = None) -> bytes:
+    """One line of ``fh`` (bytes, with its newline), refusing one longer than ``max_line_bytes``
+    (``limit``, when the caller has read it already)."""
+    if limit is None:
+        limit = limits.get("max_line_bytes")
     raw = fh.readline(limit + 1)
     if len(raw) > limit and not raw.endswith(b"\n"):
         raise limits.exceeded("max_line_bytes", f"a line longer than {limit} bytes", source=source,

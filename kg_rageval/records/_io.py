@@ -42,16 +42,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
     by :mod:`kg_rageval.safe_io` (NaN/Infinity and overflowing numbers name their field)."""
+    from .. import limits
     from ..safe_io import loads_json, read_line
 
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", source=str(p))
+    line_limit, depth_limit = limits.get("max_line_bytes"), limits.get("max_json_depth")  # once per file
     with _open_binary(p) as fh:
         lineno = 0
         while True:
             try:
-                raw = read_line(fh, str(p), lineno + 1)
+                raw = read_line(fh, str(p), lineno + 1, line_limit)
             except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile, a truncated .gz
                 raise InputError(f"cannot read the gzip file: {exc}", source=str(p)) from None
             if not raw:
@@ -64,7 +66,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                                  f"{exc.start + 1})", source=str(p), location=f"line {lineno}") from None
             if not line.strip():
                 continue
-            yield lineno, loads_json(line.rstrip("\r\n"), source=str(p), location=f"line {lineno}")
+            yield lineno, loads_json(line.rstrip("\r\n"), source=str(p), location=f"line {lineno}",
+                                     depth_limit=depth_limit)
 
 
 def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[int, str, dict[str, Any]]]:
