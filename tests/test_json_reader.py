@@ -115,3 +115,21 @@ def test_records_file_read_the_same_both_ways(tmp_path, monkeypatch):
     with pytest.raises(InputError) as fast_err:
         read_records(p)
     assert str(fast_err.value) == str(std_err.value)
+
+
+def test_read_records_restores_the_garbage_collector(tmp_path):
+    import gc
+
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"id": "a"}\n{"id": "a"}\n', encoding="utf-8")
+    assert gc.isenabled()
+    with pytest.raises(InputError, match="duplicate record id 'a'"):
+        read_records(p)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        p.write_text('{"id": "a"}\n', encoding="utf-8")
+        assert read_records(p)[0]["id"] == "a"
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
