@@ -149,7 +149,13 @@ def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[d
     for name in bar:
         spec = REGISTRY[name]
         opts = dict(config.families.get(name) or {})
-        runs[name] = _run_one(spec, inputs, records, opts)
+        try:
+            runs[name] = _run_one(spec, inputs, records, opts)
+        except ConfigError as exc:
+            if exc.source is not None or str(exc).startswith("families."):
+                raise
+            # a family option it rejected by name (e.g. "judge: unknown judge 'x'"): name the key
+            raise ConfigError(f"families.{name}.{exc}", source=config.source) from None
     return runs
 
 
