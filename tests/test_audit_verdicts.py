@@ -72,3 +72,71 @@ def test_unknown_judge_is_exit_2_naming_the_key(tmp_path, name):
         run_audit(config_from_mapping(cfg, base_dir=tmp_path), progress=False)
     (tmp_path / "a.json").write_text(json.dumps(cfg))
     assert main(["audit", "--config", str(tmp_path / "a.json"), "--quiet"]) == 2
+
+
+# ---------------------------------------------------------------- conformance: expected outputs
+CONF = ROOT / "fixtures" / "conformance"
+
+
+def _conf_records() -> list[dict]:
+    from kg_rageval.records import read_records
+
+    base = {r["id"]: r for r in read_records(CONF / "records.jsonl")}
+    keep = [{k: v for k, v in base[i].items() if not k.startswith("_")} for i in ("r1", "r3")]
+    keep[0]["labels"] = {"gold": ["T1003"]}  # the branch comes from labels.gold first
+    refusals = [{"id": f"no{i}", "answer": {"text": "I cannot answer.", "refused": True},
+                 "reference": {"answerable": False}} for i in range(2)]
+    return keep + refusals
+
+
+def _conf_audit(tmp_path: Path, records: list[dict], **extra):
+    from conformance_helpers import build_attack_like
+
+    from kg_rageval.audit.runner import load_inputs
+
+    _write(tmp_path / "r.jsonl", records)
+    (tmp_path / "o.csv").write_text("child,parent,label\nx,,X\n")  # replaced by the ATT&CK-like ontology
+    cfg = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "spec": str(CONF / "attack_spec.yaml"),
+                               "families": {"conformance": {}}, "gates": ["conformance.schema_validity >= 0.5"],
+                               **extra}, base_dir=tmp_path)
+    inputs = load_inputs(cfg)
+    inputs["ontology"] = build_attack_like()
+    return run_audit(cfg, progress=False, inputs=inputs)
+
+
+def test_correct_refusals_are_not_missing_structured_outputs(tmp_path):
+    """Two correct refusals used to match the missing-run reason "no answer" as a substring of
+    "no answer.output" and turn schema validity into MISSING; now they are out of scope."""
+    res = _conf_audit(tmp_path, _conf_records())
+    g = _by_gate(res)
+    # r1 valid, r3 invalid (revoked technique, label as tactic): 1/2
+    assert g["conformance.schema_validity >= 0.5"].status == "pass"
+    assert g["conformance.schema_validity >= 0.5"].observed == 0.5
+    assert g["conformance.missing_run_rate <= 0"].status == "pass"
+    c = res.counts["families"]["conformance"]
+    assert c["missing_runs"] == 0 and c["unscored_reasons"] == {"correct refusal": 2}
+    # rows carry the branch: labels.gold for r1, the reference output's technique for r3
+    ev = res.families["conformance"].evaluations[0]
+    assert dict(zip(ev.record_ids.tolist(), ev.keys["gold_node"].tolist())) == {"r1": "T1003", "r3": "T1059.001"}
+
+
+def test_expected_but_absent_output_is_a_missing_run(tmp_path):
+    recs = _conf_records() + [{"id": "silent", "answer": {"text": "T1003"}},
+                              {"id": "over", "answer": {"refused": True}, "reference": {"answerable": True}}]
+    res = _conf_audit(tmp_path, recs)
+    c = res.counts["families"]["conformance"]
+    assert c["missing_runs"] == 2 and c["unscored_reasons"] == {"correct refusal": 2, "missing output": 2}
+    g = _by_gate(res)
+    assert g["conformance.missing_run_rate <= 0"].status == "fail"
+    assert g["conformance.missing_run_rate <= 0"].observed == pytest.approx(2 / 6)
+    assert g["conformance.schema_validity >= 0.5"].status == "missing"
+
+
+def test_missing_run_reasons_match_exactly_never_as_substrings(tmp_path):
+    # "no answer" configured: "correct refusal" and "missing output" are not that reason
+    res = _conf_audit(tmp_path, _conf_records() + [{"id": "silent", "answer": {"text": "x"}}],
+                      missing_runs={"reasons": ["no answer", "output"]})
+    assert res.counts["families"]["conformance"]["missing_runs"] == 0
+    res = _conf_audit(tmp_path, _conf_records() + [{"id": "silent", "answer": {"text": "x"}}],
+                      missing_runs={"reasons": ["Missing Output "]})
+    assert res.counts["families"]["conformance"]["missing_runs"] == 1

@@ -108,7 +108,8 @@ def test_reproducibility(records):
     assert (m["identical_answer_rate"].numerator, m["identical_answer_rate"].denominator) == (6, 7)
     assert (m["identical_citation_rate"].numerator, m["identical_citation_rate"].denominator) == (6, 7)
     assert (m["identical_rate"].numerator, m["identical_rate"].denominator) == (5, 7)
-    assert ev.unscored_counts == {"missing in repeat 1": 1}
+    assert ev.unscored_counts == {"missing in repeat": 1}
+    assert ev.unscored[0]["repeat"] == 1
     assert score_reproducibility(records, []).metrics()["identical_rate"].value is None
 
 

@@ -47,8 +47,11 @@ class BootstrapConfig(_Strict):
     always: bool = False
 
 
-MISSING_RUN_REASONS = ("missing", "timeout", "timed out", "invalid", "error", "no run", "no answer",
-                       "failed")
+MISSING_RUN_REASONS = ("missing run", "missing output", "missing in repeat", "no run", "no answer",
+                       "timeout", "timed out", "invalid", "invalid output", "error", "failed")
+"""The families' unscored reasons that mean "the system produced nothing to score" (matched
+exactly, case-insensitively; never as substrings: ``no answer`` must not match the
+conformance family's ``correct refusal`` or a former ``no answer.output``)."""
 
 
 MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate")
@@ -60,8 +63,9 @@ class MissingRunsConfig(_Strict):
 
     budget: float = Field(0.0, ge=0.0, le=1.0)
     reasons: list[str] = Field(default_factory=lambda: list(MISSING_RUN_REASONS))
-    """Substrings of a family's unscored reason that make it a missing run (case-insensitive);
-    other unscored records (e.g. "no gold documents") are not applicable, not missing."""
+    """Unscored reasons that make a record a missing run, matched **exactly** (case-insensitive,
+    surrounding whitespace ignored), never as substrings; other unscored records (e.g. "no
+    retrieval.gold", "correct refusal") are not applicable, not missing."""
     metrics: list[str] = Field(default_factory=lambda: list(MISSING_RUN_METRICS))
     """Family metrics whose *numerator* counts scored-but-missing outputs (a missing run scored
     as an empty run, an invalid judge output); they count as missing runs too."""

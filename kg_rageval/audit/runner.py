@@ -465,11 +465,12 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
     """Scored, unscored (by reason) and missing-run counts of one family.
 
     A missing run is a record that carries the family's section and either was scored by none
-    of the family's evaluations and left unscored for a reason matching one of ``patterns``, or
+    of the family's evaluations and left unscored for a reason equal to one of ``patterns``
+    (case-insensitive; never a substring match), or
     is counted in the numerator of one of the family's ``metric_names`` (e.g. retrieval's
     ``missing_run_rate``: a missing run scored as an empty run; generation's
     ``invalid_judgment_rate``). The total is capped at the records with the section."""
-    pats = [p.lower() for p in patterns]
+    pats = {p.strip().lower() for p in patterns}
     unscored_reasons: dict[str, int] = {}
     missing_ids: set[str] = set()
     anonymous = 0
@@ -478,7 +479,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
         for u in ev.unscored:
             reason = str(u.get("reason", "unscored"))
             unscored_reasons[reason] = unscored_reasons.get(reason, 0) + 1
-            if not any(p in reason.lower() for p in pats):
+            if reason.strip().lower() not in pats:  # exact reasons, never substrings
                 continue
             rid = u.get("record_id", u.get("id"))
             if rid is not None:

@@ -1,8 +1,18 @@
 """Conformance of structured outputs (``answer.output``) to an ontology-derived schema.
 
-One row per record with an ``answer.output``; records without one go to ``unscored``
-(reason ``"no answer.output"``). ``answer.output`` is a JSON object or a string that should
-parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
+One row per record with an ``answer.output``. Only records that were expected to produce an
+output are held against the system (:func:`output_expectation`): a record without
+``answer.output`` goes to ``unscored`` with the exact reason
+
+* ``"missing output"`` — an output was expected (the answer did not refuse, or refused a record
+  labelled ``reference.answerable: true``): a missing run of the family, counted against the
+  audit's missing-run budget;
+* ``"correct refusal"`` — the answer refused and the record is labelled unanswerable;
+* ``"refused"`` — the answer refused and the record carries no answerability label (refusal
+  behaviour is judged by the generation family, not here);
+* ``"no output expected"`` — the record is labelled unanswerable and has no ``reference.output``.
+
+``answer.output`` is a JSON object or a string that should parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
 missing evidence (``value=None``), never 0 or 1.
 
 * **Schema validity** = valid outputs / outputs. A string that does not parse is ``not_json``;
@@ -135,6 +145,46 @@ FAMILY = ConformanceFamily()
 
 
 # ---------------------------------------------------------------------- helpers
+MISSING_OUTPUT = "missing output"
+
+
+def output_expectation(record: Mapping[str, Any]) -> str | None:
+    """``None`` when the record has an ``answer.output`` to score, else the exact unscored
+    reason (see the module docstring): ``"missing output"`` when one was expected."""
+    answer = record.get("answer")
+    if isinstance(answer, Mapping) and "output" in answer:
+        return None
+    ref = record.get("reference")
+    ref = ref if isinstance(ref, Mapping) else {}
+    answerable = ref.get("answerable")
+    refused = isinstance(answer, Mapping) and answer.get("refused") is True
+    if refused:
+        if answerable is False:
+            return "correct refusal"
+        return MISSING_OUTPUT if answerable is True else "refused"
+    if answerable is False and ref.get("output") is None:
+        return "no output expected"
+    return MISSING_OUTPUT
+
+
+def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_node: str | None = None) -> str | None:
+    """The ontology branch of a record, as every family attaches it: the record's ``gold_node``,
+    else its single ``labels.gold`` id, else ``reference_node`` (the reference output's first
+    node field); ids the ontology lacks give ``None``."""
+    cands: list[Any] = [record.get("gold_node")]
+    labels = record.get("labels")
+    if isinstance(labels, Mapping):
+        gold = labels.get("gold")
+        if isinstance(gold, list) and len(gold) == 1:
+            gold = gold[0]
+        cands.append(gold)
+    cands.append(reference_node)
+    for c in cands:
+        if isinstance(c, str) and c in ontology._index:
+            return c
+    return None
+
+
 def parse_output(value: Any) -> tuple[Any, str | None]:
     """``(parsed value, problem)``: a string is parsed as JSON; problem is ``None`` or why it
     is not JSON."""
@@ -544,8 +594,9 @@ def score_conformance(
 
     ``engine``: how schema validity is checked (see :func:`check_schema`).
 
-    Keys: ``slice:<name>`` for each record slice and ``gold_node`` (the reference id of the
-    first node field, when the reference output has one)."""
+    Keys: ``slice:<name>`` for each record slice and ``gold_node`` (:func:`record_gold_node`:
+    the record's ``gold_node``, else ``labels.gold``, else the reference id of the first node
+    field)."""
     derived = as_derived(ontology, spec)
     scorer = _Scorer(derived, domain_semantics, engine)
     first_node = next((n for n, f in derived.spec.fields.items() if f.kind == "node"), None)
@@ -555,8 +606,9 @@ def score_conformance(
     for r in records:
         rid = r.get("id")
         answer = r.get("answer")
-        if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output"})
+        why = output_expectation(r)
+        if why is not None:
+            unscored.append({"record_id": rid, "reason": why})
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None
@@ -569,12 +621,12 @@ def score_conformance(
             for k, v in slices.items():
                 row[f"slice:{k}"] = v
                 slice_names.add(f"slice:{k}")
-        gold = None
+        ref_node = None
         if first_node is not None:
             ref, _ = parse_output(ref_out) if ref_out is not None else (None, None)
-            if isinstance(ref, dict) and isinstance(ref.get(first_node), str) and ref[first_node] in ontology._index:
-                gold = ref[first_node]
-        row["gold_node"] = gold
+            if isinstance(ref, dict) and isinstance(ref.get(first_node), str):
+                ref_node = ref[first_node]
+        row["gold_node"] = record_gold_node(r, ontology, ref_node)
         rows.append(row)
     scorer.resolve_confusions(rows)
     for row in rows:

@@ -33,7 +33,7 @@ from urllib.parse import quote
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..ontology.model import STATUS_NAMES, Ontology
 from ..ontology.validate import load_shapes  # noqa: F401 - part of this module's API
-from .metrics import parse_output
+from .metrics import output_expectation, parse_output
 from .spec import SchemaSpec
 
 KGRO = "urn:kg-rageval:output#"
@@ -187,8 +187,9 @@ def score_shacl(
     for r in records:
         rid = str(r.get("id"))
         answer = r.get("answer")
-        if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output"})
+        why = output_expectation(r)
+        if why is not None or not isinstance(answer, Mapping):
+            unscored.append({"record_id": rid, "reason": why or "missing output"})
             continue
         obj, problem = parse_output(answer["output"])
         row = {"record_id": rid, "outputs": 1.0, "conforming": 1.0, "violations": 0.0, "unrenderable": 0.0, "results": []}
