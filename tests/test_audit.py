@@ -258,7 +258,7 @@ def test_coverage_and_exclusions(stub):
     assert cov["n_cells"] == 18 and cov["n_empty"] == 11 and cov["n_thin"] == 7
     ex = res.exclusions
     assert ex == {"gold_documents": 3, "excluded_by_filter": {"category": 1}, "excluded_by_branch": {"car": 1},
-                  "excluded_by_entitlement": 1}
+                  "excluded_by_entitlement": 1, "inconsistent_filter_log": 0, "inconsistent_examples": []}
 
 
 def test_baseline_deltas_and_budget(stub, workdir):

@@ -140,3 +140,27 @@ def test_missing_run_reasons_match_exactly_never_as_substrings(tmp_path):
     res = _conf_audit(tmp_path, _conf_records() + [{"id": "silent", "answer": {"text": "x"}}],
                       missing_runs={"reasons": ["Missing Output "]})
     assert res.counts["families"]["conformance"]["missing_runs"] == 1
+
+
+# ---------------------------------------------------------------- filter replay in the audit
+def test_audit_shows_an_inconsistent_filter_log(tmp_path):
+    (tmp_path / "o.csv").write_text("child,parent,label\nroot,,Root\na,root,A\nb,root,B\n")
+    _write(tmp_path / "c.jsonl", [{"id": "x", "categories": ["a"]}, {"id": "y", "categories": ["b"]}])
+    within_a = [{"field": "category", "op": "within", "value": "a"}]
+    _write(tmp_path / "r.jsonl", [
+        {"id": "q1", "retrieval": {"gold": ["y"], "run": ["y"], "filters": within_a}},  # retrieved, log excludes it
+        {"id": "q2", "retrieval": {"gold": ["y"], "run": ["x"], "filters": within_a}},  # a real exclusion
+    ])
+    cfg = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "corpus": "c.jsonl",
+                               "families": {"retrieval": {"k": [10]}},
+                               "gates": ["filter_false_exclusion_rate <= 0.4"]}, base_dir=tmp_path)
+    res = run_audit(cfg, progress=False)
+    assert res.exclusions["inconsistent_filter_log"] == 1
+    assert res.exclusions["inconsistent_examples"] == [["q1", "y"]]
+    assert res.exclusions["excluded_by_filter"] == {"category": 1}
+    g = _by_gate(res)["filter_false_exclusion_rate <= 0.4"]
+    assert g.status == "fail" and g.observed == 0.5  # q2 only: 1/2
+    assert res.metrics["filter_log_inconsistency_rate"].value == 0.5
+    from kg_rageval.audit.report_html import html_report
+
+    assert "inconsistent filter log" in html_report(res)

@@ -239,3 +239,64 @@ def test_batched_entitlement_matches_per_principal(attack):
             want &= bool(vals & have)
         assert ok == want
     assert got.sum() > 200
+
+
+@pytest.fixture(scope="module")
+def two_roots():
+    from kg_rageval.ontology import OntologyBuilder
+
+    b = OntologyBuilder("two-roots")
+    for node, parent in (("A", None), ("a1", "A"), ("a2", "A"), ("B", None), ("b1", "B")):
+        b.add_node(node, label=node.upper())
+        if parent:
+            b.add_edge(node, parent)
+    return b.build()
+
+
+def test_retrieved_gold_excluded_by_the_log_is_an_inconsistent_filter_log(two_roots):
+    """Issue #19: a gold doc retrieved although the logged filter excludes it is counted as an
+    inconsistent filter log, not as a false exclusion and a hit at the same time."""
+    c = Corpus.from_records([{"id": "x", "categories": ["a1"]}, {"id": "y", "categories": ["b1"]},
+                             {"id": "z", "categories": ["b1"]}], two_roots)
+    within_a = [{"field": "category", "op": "within", "value": "A"}]
+    recs = [
+        {"id": "q1", "retrieval": {"gold": ["y"], "run": ["y", "x"], "filters": within_a}},       # inconsistent
+        {"id": "q2", "retrieval": {"gold": ["y", "z"], "run": ["x", "z"], "filters": within_a}},  # z inconsistent, y excluded
+        {"id": "q3", "retrieval": {"gold": ["x"], "run": ["x"], "filters": within_a}},            # consistent hit
+    ]
+    ev = score_retrieval(two_roots, recs, c, k=10)
+    m = ev.metrics()
+    assert (m["filter_log_inconsistency_rate"].numerator, m["filter_log_inconsistency_rate"].denominator) == (2, 3)
+    assert m["fe_docs_inconsistent"].value == 2
+    # no query is a false exclusion: each retrieved a gold doc the log says it excluded
+    assert (m["filter_false_exclusion_rate"].numerator, m["filter_false_exclusion_rate"].denominator) == (0, 3)
+    # documents: only q2's y (not retrieved, excluded) is an exclusion
+    assert (m["doc_exclusion_rate"].numerator, m["doc_exclusion_rate"].denominator) == (1, 4)
+    assert list(ev.details["attribution"]) == ["hit", "hit", "hit"]
+    assert list(ev.details["filter_inconsistent"]) == ["y", "z", None]
+    assert m["doc_attribution@10.filter"].numerator == 1
+
+
+def test_filter_on_an_entitlement_field_is_refused(attack):
+    c = Corpus.from_records([{"id": "a", "categories": ["T1003"], "tenant": "acme"}], attack)
+    rec = {"id": "q", "retrieval": {"gold": ["a"], "run": ["a"], "filters": [{"field": "tenant", "op": "eq", "value": "acme"}]}}
+    with pytest.raises(InputError, match=r"record 'q'.*retrieval.filters\[0\].field: 'tenant' is an entitlement field"):
+        score_retrieval(attack, [rec], c)
+    # without a corpus the default entitlement fields apply
+    with pytest.raises(InputError, match="'jurisdiction' is an entitlement field"):
+        score_retrieval(attack, [{"id": "q", "retrieval": {"gold": ["a"], "run": [], "gold_filters": [
+            {"field": "jurisdiction", "op": "eq", "value": "EU"}]}}])
+
+
+def test_category_diagnosis_never_names_the_virtual_root(two_roots):
+    assert two_roots.virtual_root
+    c = Corpus.from_records([{"id": "x", "categories": ["a1"]}, {"id": "y", "categories": ["b1"]}], two_roots)
+    recs = [{"id": "q1", "retrieval": {"gold": ["y"], "run": ["x"], "filters": [{"field": "category", "op": "within", "value": "a1"}]}},
+            {"id": "q2", "retrieval": {"gold": ["x"], "run": [], "filters": [{"field": "category", "op": "within", "value": "a2"}]}}]
+    ev = score_retrieval(two_roots, recs, c)
+    assert list(ev.details["fe_cause"]) == ["unrelated", "sibling"]
+    assert list(ev.details["fe_under"]) == [None, "A"]
+    diag = category_diagnosis(ev, two_roots)
+    assert "kgr:virtual-root" not in str(diag)
+    assert diag["sentences"] == ["50% of false exclusions (1/2) come from sibling-category filters under A (A)",
+                                 "50% of false exclusions (1/2) come from unrelated-category filters"]

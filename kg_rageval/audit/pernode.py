@@ -266,7 +266,9 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     subtree (X included; the document's ``categories``); ``eq``/``in`` compare the document
     field. Entitlement: a document that sets a principal's field (e.g. ``tenant``) without the
     principal's value is excluded *for entitlement* — counted apart, since it is correct
-    behaviour, not a false exclusion."""
+    behaviour, not a false exclusion. A gold document the record's run retrieved although its
+    logged filters exclude it is an *inconsistent filter log* (``inconsistent_filter_log``,
+    with up to 20 ``(record, document)`` examples), never also counted as excluded."""
     if not corpus:
         return {}
     docs = {str(d["id"]): d for d in corpus}
@@ -274,6 +276,8 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     by_branch: dict[str, int] = {}
     entitlement = 0
     n_gold = 0
+    inconsistent = 0
+    examples: list[list[str]] = []
     for r in records:
         ret = r.get("retrieval")
         if not isinstance(ret, dict):
@@ -282,6 +286,8 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
         gold_ids = list(gold) if isinstance(gold, (dict, list)) else []
         filters = ret.get("filters") or []
         principal = ret.get("principal") or {}
+        run = ret.get("run")
+        retrieved = _run_ids(run)
         for gid in gold_ids:
             doc = docs.get(str(gid))
             if doc is None:
@@ -294,6 +300,11 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
                 if not isinstance(f, dict):
                     continue
                 if not _keeps(doc, f, ontology):
+                    if str(gid) in retrieved:  # the run proves the document passed
+                        inconsistent += 1
+                        if len(examples) < 20:
+                            examples.append([str(r.get("id")), str(gid)])
+                        break
                     fld = str(f.get("field"))
                     by_field[fld] = by_field.get(fld, 0) + 1
                     node = gold_node_of(r)
@@ -305,7 +316,22 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
         "excluded_by_filter": dict(sorted(by_field.items(), key=lambda kv: -kv[1])),
         "excluded_by_branch": dict(sorted(by_branch.items(), key=lambda kv: -kv[1])),
         "excluded_by_entitlement": entitlement,
+        "inconsistent_filter_log": inconsistent,
+        "inconsistent_examples": examples,
     }
+
+
+def _run_ids(run: Any) -> set[str]:
+    """The document ids of a logged run in any of its shapes (ids, [id, score], {"id"}, {id: score})."""
+    out: set[str] = set()
+    for d in run if isinstance(run, (list, dict)) else []:
+        if isinstance(d, str):
+            out.add(d)
+        elif isinstance(d, dict) and isinstance(d.get("id"), str):
+            out.add(d["id"])
+        elif isinstance(d, (list, tuple)) and d and isinstance(d[0], str):
+            out.add(d[0])
+    return out
 
 
 def _entitlement_excluded(doc: Mapping[str, Any], principal: Mapping[str, Any]) -> bool:

@@ -237,7 +237,10 @@ def html_report(result: "AuditResult") -> str:
     ex_items = [(f"filter: {k}", float(v)) for k, v in (ex.get("excluded_by_filter") or {}).items()]
     if ex:
         ex_items.append(("entitlement (correct)", float(ex.get("excluded_by_entitlement", 0))))
-    ex_colors = ["#7f8c8d" if lab.startswith("entitlement") else "#c0392b" for lab, _ in ex_items]
+        if ex.get("inconsistent_filter_log"):
+            ex_items.append(("inconsistent filter log", float(ex["inconsistent_filter_log"])))
+    ex_colors = ["#7f8c8d" if lab.startswith("entitlement") else "#a15c00" if lab.startswith("inconsistent")
+                 else "#c0392b" for lab, _ in ex_items]
     s.append("<div class='card'>" + bar_chart(ex_items, title=f"Gold documents excluded before ranking "
                                               f"(of {ex.get('gold_documents', 0)})", colors=ex_colors) + "</div>")
     s.append("</div>")
