@@ -104,17 +104,22 @@ def _render_inspect(s: dict) -> str:
     default=None,
     help="SHACL shapes file (default: the bundled shapes/ontology.ttl).",
 )
-@click.option("--allow-warnings", is_flag=True, help="Exit 0 when only sh:Warning results are found.")
+@click.option("--fail-on-warnings", is_flag=True,
+              help="Exit 1 on sh:Warning results too (default: warnings are shown, exit 0).")
+@click.option("--allow-warnings", is_flag=True, hidden=True,
+              help="Accepted for compatibility: warnings never fail without --fail-on-warnings.")
 @format_option
-def validate(file, ontology_format, reasoner, follow_imports, dangling, shapes, allow_warnings, fmt) -> None:
+def validate(file, ontology_format, reasoner, follow_imports, dangling, shapes, fail_on_warnings, allow_warnings,
+             fmt) -> None:
     """Check an ontology against SHACL shapes (every class labelled, no self-subclass,
-    deprecated classes flagged, ...). Exit code 1 on violations."""
+    deprecated classes flagged, ...). Exit code 1 on sh:Violation results only; warnings (e.g.
+    deprecated classes in a published release) are shown and exit 0 unless --fail-on-warnings."""
     from ..ontology.validate import validate_ontology
 
     onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
     report = validate_ontology(onto, shapes=shapes)
     emit(report.to_dict(), fmt, lambda _: report.to_text())
-    if not report.passes(allow_warnings=allow_warnings):
+    if not report.passes(allow_warnings=not fail_on_warnings):
         sys.exit(1)
 
 
