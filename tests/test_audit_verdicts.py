@@ -164,3 +164,61 @@ def test_audit_shows_an_inconsistent_filter_log(tmp_path):
     from kg_rageval.audit.report_html import html_report
 
     assert "inconsistent filter log" in html_report(res)
+
+
+# ---------------------------------------------------------------- provenance in the audit
+def _prov_cfg(tmp_path: Path, **fam) -> dict:
+    other = json.loads((GEN / "manifest.json").read_text())
+    other.update(run_id="run-b", seed=7)
+    (tmp_path / "run-b.json").write_text(json.dumps(other))
+    return {"ontology": str(GEN / "vehicles.csv"), "records": str(GEN / "prov_records.jsonl"),
+            "corpus": str(GEN / "corpus.jsonl"),
+            "families": {"provenance": {"repeats": [str(GEN / "prov_repeat.jsonl")],
+                                        "manifests": [str(GEN / "manifest.json"), "run-b.json"], **fam}},
+            "gates": ["provenance.identical_rate >= 0.5", "provenance.manifest_completeness >= 1",
+                      "provenance.manifest_consistency >= 1", "provenance.prov_trail_conforms >= 1"]}
+
+
+def test_audit_runs_reproducibility_manifests_and_the_prov_trail(tmp_path):
+    from kg_rageval.audit.reports import write_reports
+
+    res = run_audit(config_from_mapping(_prov_cfg(tmp_path), base_dir=tmp_path), progress=False)
+    assert res.families["provenance"].status == "ran"
+    g = _by_gate(res)
+    # repeat 1 (tests/test_provenance.py): p1 identical, p2 text differs, p3 citation dropped; p4 absent
+    assert g["provenance.identical_rate >= 0.5"].status == "fail"
+    assert g["provenance.identical_rate >= 0.5"].observed == pytest.approx(1 / 3)
+    assert res.metrics["provenance.identical_answer_rate"].numerator == 2
+    # both manifests complete and matching the snapshot; run-b pins another seed
+    assert g["provenance.manifest_completeness >= 1"].status == "pass"
+    assert res.metrics["provenance.manifest_hash_match_rate"].value == 1.0
+    assert g["provenance.manifest_consistency >= 1"].status == "fail"
+    assert g["provenance.manifest_consistency >= 1"].observed == 0.0
+    # the trail of run-a: p3 cites doc-4 (no source id) and doc-9 (not in the corpus) → not conforming
+    trail = g["provenance.prov_trail_conforms >= 1"]
+    assert trail.status == "fail" and trail.observed == 0.0
+    assert res.metrics["provenance.prov_violations"].value > 0
+    # "missing in repeat" is not a missing run of the family: p4 was scored by the citations check
+    assert res.counts["families"]["provenance"]["missing_runs"] == 0
+    out = write_reports(res, tmp_path / "report")
+    ttl = Path(out["prov"]).read_text()
+    assert Path(out["prov"]).name == "prov.ttl" and "urn:kg-rageval:run:run-a" in ttl
+    from rdflib import Graph
+
+    assert len(Graph().parse(data=ttl, format="turtle")) == res.families["provenance"].evaluations[-1].meta["triples"]
+
+
+def test_audit_provenance_repeats_relative_to_the_config(tmp_path):
+    import shutil
+
+    shutil.copy(GEN / "prov_repeat.jsonl", tmp_path / "rep.jsonl")
+    cfg = _prov_cfg(tmp_path, repeats=["rep.jsonl"], trail=False)
+    cfg["gates"] = ["provenance.identical_rate >= 0.3"]
+    res = run_audit(config_from_mapping(cfg, base_dir=tmp_path), progress=False)
+    assert _by_gate(res)["provenance.identical_rate >= 0.3"].status == "pass"
+    assert "prov_trail" not in {ev.family.name for ev in res.families["provenance"].evaluations}
+    cfg["families"]["provenance"]["repeats"] = ["nope.jsonl"]
+    from kg_rageval.errors import InputError
+
+    with pytest.raises(InputError, match="nope.jsonl"):
+        run_audit(config_from_mapping(cfg, base_dir=tmp_path), progress=False)

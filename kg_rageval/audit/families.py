@@ -40,6 +40,9 @@ class FamilySpec:
     loaders: tuple[tuple[str, str], ...] = ()
     """``(input name, "module:function")``: the family's own reader for that input file, called
     on its path (else the audit's generic reading — JSONL records, parsed JSON/YAML — is passed)."""
+    defaults: tuple[tuple[str, Any], ...] = ()
+    """Options the audit passes unless the config sets them (provenance: ``trail=True``, so
+    the audit always writes and validates the PROV-O trail)."""
 
     def load(self) -> Callable[..., Any]:
         module, _, func = self.target.partition(":")
@@ -73,9 +76,10 @@ for _spec in (
                extra=("corpus", "judgments"), description="faithfulness, correctness, refusal",
                loaders=(("judgments", "kg_rageval.generation.judgment:load_judgments"),)),
     FamilySpec("provenance", "kg_rageval.provenance:score_provenance", ("answer",),
-               extra=("corpus",), requires=("corpus",),
-               description="citation completeness, provenance depth",
-               loaders=(("corpus", "kg_rageval.provenance.corpus:read_corpus"),)),
+               extra=("corpus", "base_dir"), requires=("corpus",),
+               description="citation completeness, provenance depth, reproducibility, run manifests, PROV-O trail",
+               loaders=(("corpus", "kg_rageval.provenance.corpus:read_corpus"),),
+               defaults=(("trail", True),)),
 ):
     register_family(_spec)
 

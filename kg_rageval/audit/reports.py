@@ -14,9 +14,19 @@ if TYPE_CHECKING:  # pragma: no cover
 FILES = {"json": "report.json", "markdown": "report.md", "html": "report.html", "junit": "junit.xml"}
 
 
+def prov_trail_turtle(result: "AuditResult") -> str | None:
+    """The PROV-O trail (Turtle) the provenance family built for the audited run, if any."""
+    run = result.families.get("provenance")
+    for ev in run.evaluations if run is not None else []:
+        if ev.family.name == "prov_trail" and isinstance(ev.meta.get("turtle"), str):
+            return ev.meta["turtle"]
+    return None
+
+
 def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str] | None = None) -> dict[str, str]:
     """Write ``report.json``, ``report.md``, ``report.html``, ``junit.xml`` (as configured) and
-    always ``manifest.json`` (manifest + the numbers ``--verify`` compares). Returns
+    always ``manifest.json`` (manifest + the numbers ``--verify`` compares), and ``prov.ttl``
+    (the PROV-O trail) when the provenance family built one. Returns
     ``{kind: path}``."""
     from .report_html import write_html
     from .report_json import dumps, write_json
@@ -32,6 +42,11 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
         p = out / FILES[f]
         writers[f](result, p)
         written[f] = str(p)
+    trail = prov_trail_turtle(result)
+    if trail is not None:
+        tp = out / "prov.ttl"
+        tp.write_text(trail, encoding="utf-8")
+        written["prov"] = str(tp)
     mp = out / "manifest.json"
     mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result)}) + "\n", encoding="utf-8")
     written["manifest"] = str(mp)

@@ -148,7 +148,7 @@ def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[d
     bar = _progress(names, "families", progress)
     for name in bar:
         spec = REGISTRY[name]
-        opts = dict(config.families.get(name) or {})
+        opts = {**dict(spec.defaults), **(config.families.get(name) or {})}
         try:
             runs[name] = _run_one(spec, inputs, records, opts)
         except ConfigError as exc:
@@ -331,6 +331,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
 
     gates = config.all_gates()
     inputs = dict(inputs) if inputs is not None else load_inputs(config)
+    inputs.setdefault("base_dir", config._base_dir)  # relative paths in family options
     ontology = inputs["ontology"]
     records = inputs["records"]
     _check_gate_nodes(gates, ontology, config)
@@ -553,6 +554,11 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     binputs["records"] = base_records
     bcfg = config.model_copy()
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
+    # the PROV-O trail describes the audited run only; the baseline needs none
+    bfams = {n: dict(config.families.get(n) or {}) for n in (list(config.families) or list(REGISTRY))}
+    if "provenance" in bfams:
+        bfams["provenance"]["trail"] = False
+    bcfg.families = bfams
     bruns = run_families(bcfg, binputs, base_records, progress=progress)
     b = config.bootstrap
     delta_gates = {g.metric[len("delta:"):] for g in config.all_gates() if g.metric.startswith("delta:")}

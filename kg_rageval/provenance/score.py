@@ -1,8 +1,9 @@
-"""All provenance checks over one run (and its repeats)."""
+"""All provenance checks over one run (and its repeats, its run manifests, its PROV-O trail)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..evaluation import Evaluation
 from ..records import Record
@@ -16,17 +17,47 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..ontology import Ontology
 
 
+def _resolve(path: str | Path, base_dir: str | Path | None) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() or base_dir is None else Path(base_dir) / p
+
+
 def score_provenance(
     records: Iterable[Record],
     corpus: Corpus,
     *,
-    repeats: Sequence[Iterable[Record]] = (),
+    repeats: Sequence[Iterable[Record] | str | Path] = (),
+    manifests: Sequence[Mapping[str, Any] | str | Path] = (),
+    trail: bool = False,
+    ontology: "Ontology | None" = None,
+    base_dir: str | Path | None = None,
 ) -> dict[str, Evaluation]:
-    """``{"citations", "provenance_depth"}`` plus ``"reproducibility"`` when repeats are given."""
+    """``{"citations", "provenance_depth"}`` plus ``"reproducibility"`` when repeats are given,
+    ``"run_manifests"`` when manifests are given and ``"prov_trail"`` with ``trail=True``
+    (:mod:`.audit_trail`).
+
+    ``repeats``: record lists or paths of repeated runs' records files; ``manifests``: manifest
+    objects or paths (the first describes ``records``); paths are relative to ``base_dir`` (the
+    audit passes its config's directory). ``ontology``: the audited ontology, whose content hash
+    the manifests must record."""
+    from ..records import read_records
+    from .audit_trail import score_manifests, score_trail
+    from .manifest import read_manifest
+
     records = list(records)
     out = {"citations": score_citations(records), "provenance_depth": score_depth(records, corpus)}
-    if repeats:
-        out["reproducibility"] = score_reproducibility(records, [list(r) for r in repeats])
+    if isinstance(repeats, (str, Path)):
+        repeats = [repeats]
+    if isinstance(manifests, (str, Path)):
+        manifests = [manifests]
+    runs = [read_records(_resolve(r, base_dir)) if isinstance(r, (str, Path)) else list(r) for r in repeats]
+    if runs:
+        out["reproducibility"] = score_reproducibility(records, runs)
+    mans = [read_manifest(_resolve(m, base_dir)) if isinstance(m, (str, Path)) else dict(m) for m in manifests]
+    if mans:
+        out["run_manifests"] = score_manifests(mans, corpus=corpus, ontology=ontology)
+    if trail:
+        out["prov_trail"] = score_trail(records, manifest=mans[0] if mans else None, corpus=corpus)
     return out
 
 
