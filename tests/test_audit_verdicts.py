@@ -222,3 +222,54 @@ def test_audit_provenance_repeats_relative_to_the_config(tmp_path):
 
     with pytest.raises(InputError, match="nope.jsonl"):
         run_audit(config_from_mapping(cfg, base_dir=tmp_path), progress=False)
+
+
+# ---------------------------------------------------------------- hard filter vs soft boost in the audit
+def test_audit_runs_hard_vs_soft_with_a_per_query_preference(tmp_path, fixtures_dir):
+    """The records of tests/test_retrieval_filters.py::PER_QUERY: hard 1/3 vs soft 2/3 recall@1."""
+    from test_retrieval_filters import PER_QUERY
+
+    _write(tmp_path / "r.jsonl", PER_QUERY)
+    _write(tmp_path / "c.jsonl", [{"id": "a1", "categories": ["T1003.001"]}, {"id": "a2", "categories": ["T1003.002"]},
+                                  {"id": "b1", "categories": ["T1562.001"]}, {"id": "b2", "categories": ["T1562.002"]}])
+    cfg = {"ontology": {"path": str(fixtures_dir / "retrieval" / "attack-mini.tsv")}, "records": "r.jsonl",
+           "corpus": "c.jsonl", "missing_runs": {"budget": 0.5},
+           "families": {"preference": {"preference": {"field": "category", "op": "within",
+                                                      "value": {"from": "labels.pred"}}, "k": 1}},
+           "gates": ["ci_low(preference.precision_gain) >= 0", "preference.exclusion_rate <= 0.05",
+                     "preference.recall_delta >= -0.02"]}
+    res = run_audit(config_from_mapping(cfg, base_dir=tmp_path), progress=False)
+    g = _by_gate(res)
+    assert g["preference.exclusion_rate <= 0.05"].observed == pytest.approx(2 / 3)
+    assert g["preference.recall_delta >= -0.02"].observed == pytest.approx(-1 / 3)
+    assert g["ci_low(preference.precision_gain) >= 0"].status == "fail"
+    assert all(r.status == "fail" for r in res.gate_results if r.gate.metric.startswith("preference.")
+               and "missing_run" not in r.gate.metric)
+    # opt-in: "all families" does not run it
+    _write(tmp_path / "r2.jsonl", [{k: v for k, v in r.items() if k != "labels"} for r in PER_QUERY])
+    cfg2 = {**cfg, "records": "r2.jsonl", "families": {}, "gates": ["retrieval.recall@1 >= 0"]}
+    assert "preference" not in run_audit(config_from_mapping(cfg2, base_dir=tmp_path), progress=False).families
+
+
+def test_cli_score_preference(tmp_path, fixtures_dir, capsys):
+    from test_retrieval_filters import PER_QUERY
+
+    from kg_rageval.cli.main import main
+
+    _write(tmp_path / "r.jsonl", PER_QUERY)
+    _write(tmp_path / "c.jsonl", [{"id": "a1", "categories": ["T1003.001"]}, {"id": "a2", "categories": ["T1003.002"]},
+                                  {"id": "b1", "categories": ["T1562.001"]}, {"id": "b2", "categories": ["T1562.002"]}])
+    args = ["score", "preference", "-O", str(fixtures_dir / "retrieval" / "attack-mini.tsv"), "-d", str(tmp_path / "r.jsonl"),
+            "--corpus", str(tmp_path / "c.jsonl"), "--field", "category", "--op", "within", "--value-from", "labels.pred",
+            "--k", "1", "--delta-min", "0", "--epsilon", "0.5", "--recall-loss-max", "0.1", "--format", "json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    r = out["result"]
+    assert r["recommendation"] == "soft" and r["n_queries"] == 3 and r["n_without_preference"] == 1
+    assert r["hard_recall"] == pytest.approx(1 / 3) and r["exclusion_rate"] == pytest.approx(2 / 3)
+    assert main(args[:-2]) == 0
+    text = capsys.readouterr().out
+    assert "recommendation: soft" in text and "category within {labels.pred}" in text
+    # an entitlement field is never a preference: exit 2
+    bad = [a if a != "category" else "tenant" for a in args]
+    assert main(bad) == 2

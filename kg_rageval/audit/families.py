@@ -40,6 +40,8 @@ class FamilySpec:
     loaders: tuple[tuple[str, str], ...] = ()
     """``(input name, "module:function")``: the family's own reader for that input file, called
     on its path (else the audit's generic reading — JSONL records, parsed JSON/YAML — is passed)."""
+    opt_in: bool = False
+    """Run only when the config's ``families`` names it (not in "all families")."""
     defaults: tuple[tuple[str, Any], ...] = ()
     """Options the audit passes unless the config sets them (provenance: ``trail=True``, so
     the audit always writes and validates the PROV-O trail)."""
@@ -80,6 +82,10 @@ for _spec in (
                description="citation completeness, provenance depth, reproducibility, run manifests, PROV-O trail",
                loaders=(("corpus", "kg_rageval.provenance.corpus:read_corpus"),),
                defaults=(("trail", True),)),
+    FamilySpec("preference", "kg_rageval.retrieval.preference:score_preference", ("retrieval",),
+               extra=("corpus",), requires=("corpus",), opt_in=True,
+               description="hard filter vs soft boost for a relevance preference (per query)",
+               loaders=(("corpus", "kg_rageval.retrieval.corpus:read_corpus"),)),
 ):
     register_family(_spec)
 

@@ -137,8 +137,9 @@ def _read_spec(path: Path, config: AuditConfig) -> Any:
 # ---------------------------------------------------------------------- families
 def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[dict],
                  *, progress: bool = True) -> dict[str, FamilyRun]:
-    """Run every configured family (all registered ones when ``families`` is empty)."""
-    names = list(config.families) or list(REGISTRY)
+    """Run every configured family (all registered ones but the opt-in ones when ``families``
+    is empty)."""
+    names = list(config.families) or [n for n, s in REGISTRY.items() if not s.opt_in]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise ConfigError(f"families: unknown famil{'ies' if len(unknown) > 1 else 'y'} "
@@ -555,7 +556,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     bcfg = config.model_copy()
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
     # the PROV-O trail describes the audited run only; the baseline needs none
-    bfams = {n: dict(config.families.get(n) or {}) for n in (list(config.families) or list(REGISTRY))}
+    bfams = {n: dict(config.families.get(n) or {})
+             for n in (list(config.families) or [n for n, s in REGISTRY.items() if not s.opt_in])}
     if "provenance" in bfams:
         bfams["provenance"]["trail"] = False
     bcfg.families = bfams

@@ -30,6 +30,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "conformance": "kg_rageval.cli.score_conformance:command",
         "generation": "kg_rageval.cli.score_generation:command",
         "provenance": "kg_rageval.cli.score_provenance:command",
+        "preference": "kg_rageval.cli.score_preference:command",
     },
 }
 
@@ -44,6 +45,7 @@ HELP = {
     "conformance": "Schema validity, vocabulary, status and domain/range conformance.",
     "generation": "Faithfulness, answer correctness, refusal and calibration.",
     "provenance": "Citation completeness, provenance depth and reproducibility.",
+    "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
 }
 
 

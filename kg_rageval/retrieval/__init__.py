@@ -9,15 +9,15 @@ from .corpus import DEFAULT_ENTITLEMENT_FIELDS, Corpus, read_corpus
 from .filters import OPS, Filter, parse_filters, predicate_counts, replay
 from .fusion import rrf, rrf_runs
 from .metrics import PerQuery, RetrievalFamily, evaluate, evaluate_dicts, evaluate_run, metric_names
-from .preference import HardSoftResult, hard_vs_soft
+from .preference import HardSoftResult, PreferenceFamily, hard_vs_soft, score_preference
 from .runs import Qrels, Run, Vocab
 from .score import category_diagnosis, score_retrieval
 from .trec import read_beir_qrels, read_qrels, read_run, write_beir_qrels, write_qrels, write_run
 
 __all__ = [
-    "Corpus", "DEFAULT_ENTITLEMENT_FIELDS", "Filter", "HardSoftResult", "OPS", "PairedComparison",
+    "Corpus", "DEFAULT_ENTITLEMENT_FIELDS", "Filter", "HardSoftResult", "OPS", "PairedComparison", "PreferenceFamily",
     "PerQuery", "Qrels", "RetrievalFamily", "Run", "Vocab", "bootstrap_ci", "category_diagnosis", "compare_runs",
     "evaluate", "evaluate_dicts", "evaluate_run", "hard_vs_soft", "metric_names", "paired_compare", "parse_filters",
     "permutation_p", "predicate_counts", "read_beir_qrels", "read_corpus", "read_qrels", "read_run",
-    "replay", "rrf", "rrf_runs", "score_retrieval", "write_beir_qrels", "write_qrels", "write_run",
+    "replay", "rrf", "rrf_runs", "score_preference", "score_retrieval", "write_beir_qrels", "write_qrels", "write_run",
 ]
