@@ -67,9 +67,16 @@ def test_fail_config(stub):
         "stub_accuracy[slice:intent=lookup] >= 0.5": "pass",
         "stub.missing_run_rate <= 0.2": "pass",
     }
-    # drivers: branches whose own accuracy violates >= 0.7, ranked by rows × shortfall
+    # drivers: branches worse than the global 5/8, ranked by impact = rows × (0.625 − value):
+    # hatchback 1 × 0.625, submarine 2 × (0.625 − 0.5), car 5 × (0.625 − 0.6); the root
+    # (everything, 0.625) and boat (0.75) drive nothing
     drivers = [(d["node"], round(d["impact"], 6)) for d in res.drivers]
-    assert drivers == [("hatchback", 0.7), ("car", 0.5), ("submarine", 0.4)]
+    assert drivers == [("hatchback", 0.625), ("submarine", 0.25), ("car", 0.125)]
+    car = res.drivers[2]
+    # car lacks 5 × (0.7 − 0.6) = 0.5 of the 8 × (0.7 − 0.625) = 0.6 missing units: 5/6 of the
+    # deficit, for 5/8 of the rows
+    assert car["deficit"] == pytest.approx(0.5) and car["deficit_share"] == pytest.approx(5 / 6)
+    assert car["size_share"] == pytest.approx(5 / 8)
 
 
 def test_missing_evidence_fails(stub):

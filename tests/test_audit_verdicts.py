@@ -273,3 +273,55 @@ def test_cli_score_preference(tmp_path, fixtures_dir, capsys):
     # an entitlement field is never a preference: exit 2
     bad = [a if a != "category" else "tenant" for a in args]
     assert main(bad) == 2
+
+
+# ---------------------------------------------------------------- reports: branches driving the failures
+def _stub_audit(tmp_path: Path, edges: list[tuple[str, str | None]], outcomes: dict[str, tuple[int, int]],
+                gates: list[str], **extra):
+    """A stub-family audit over an in-memory ontology: ``outcomes[node] = (correct, wrong)`` rows."""
+    from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
+    from kg_rageval.audit.runner import load_inputs
+    from kg_rageval.ontology import OntologyBuilder
+
+    b = OntologyBuilder("t")
+    for node, parent in edges:
+        b.add_node(node, label=node.upper())
+        if parent:
+            b.add_edge(node, parent)
+    onto = b.build()
+    recs, k = [], 0
+    for node, (ok, bad) in outcomes.items():
+        for i in range(ok + bad):
+            k += 1
+            wrong = next(n for n, _ in edges if n != node)
+            recs.append({"id": f"r{k:03d}", "query": f"query {k}", "labels": {"gold": [node], "pred": [node if i < ok else wrong]}})
+    _write(tmp_path / "r.jsonl", recs)
+    (tmp_path / "o.csv").write_text("child,parent,label\nx,,X\n")
+    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
+    try:
+        cfg = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "families": {"stub": {}},
+                                   "gates": gates, **extra}, base_dir=tmp_path)
+        inputs = load_inputs(cfg)
+        inputs["ontology"] = onto
+        return run_audit(cfg, progress=False, inputs=inputs)
+    finally:
+        unregister_family("stub")
+
+
+TREE = [("R1", None), ("big", "R1"), ("big1", "big"), ("big2", "big"), ("X", "R1"), ("x1", "X"), ("x2", "X"),
+        ("R2", None)]
+
+
+def test_drivers_rank_contribution_beyond_size_not_size(tmp_path):
+    """A large, uniformly mediocre branch (big: 12/20 at 0.6, like its children) fails the gate
+    but is better than the whole (14/24 = 0.583): it does not drive the failure. x1 (0/2) does;
+    its parent X (2/4) carries it; R1 contains every row (0.583) and is never a driver, although
+    under rows × shortfall it came first (24 × 0.117 = 2.8)."""
+    res = _stub_audit(tmp_path, TREE, {"big1": (6, 4), "big2": (6, 4), "x1": (0, 2), "x2": (2, 0)},
+                      ["stub_accuracy >= 0.7"])
+    assert res.ontology.virtual_root
+    v = 14 / 24
+    got = [(d["node"], round(d["impact"], 9)) for d in res.drivers]
+    assert got == [("x1", round(2 * v, 9)), ("X", round(4 * (v - 0.5), 9))]
+    x1 = res.drivers[0]
+    assert x1["deficit"] == pytest.approx(2 * 0.7) and x1["deficit_share"] == pytest.approx(1.4 / (24 * (0.7 - v)))
