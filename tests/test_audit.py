@@ -249,7 +249,9 @@ def test_reports_round_trip_and_junit(stub, tmp_path):
     md = Path(written["markdown"]).read_text()
     assert md.startswith("# Audit vehicles-missing: FAILED") and "| MISSING | `faithfulness >= 0.5`" in md
     html = Path(written["html"]).read_text()
-    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    # self-contained: one inline script (table sorting/filtering), nothing loaded from elsewhere
+    assert html.count("<script") == 1 and "<script>" in html and " src=" not in html
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
 
 
 def test_coverage_and_exclusions(stub):
@@ -292,6 +294,15 @@ def test_baseline_deltas_and_budget(stub, workdir):
     worst = res.baseline["worst_queries"]["stub.stub_accuracy"]
     # per-query deltas, worst first: r2 and r6 regress (0 - 1), r1 improves (1 - 0)
     assert [(w["record_id"], w["delta"]) for w in worst] == [("r2", -1.0), ("r6", -1.0), ("r1", 1.0)]
+    # HTML: delta rows sit in the baseline section (gated ones shown), not in the metrics table
+    from kg_rageval.audit.report_html import html_report
+
+    html = html_report(res)
+    metrics_part = html.split("<h2>Metrics</h2>", 1)[1].split("<h2>Baseline comparison</h2>", 1)[0]
+    baseline_part = html.split("<h2>Baseline comparison</h2>", 1)[1]
+    assert "delta:" not in metrics_part
+    assert "<th>gated delta</th>" in baseline_part and "<code>delta:stub.stub_accuracy</code>" in baseline_part
+    assert "-0.1250" in baseline_part.split("</table>", 1)[0]
 
 
 def test_manifest_verify(stub, workdir, capsys):

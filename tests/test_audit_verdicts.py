@@ -325,3 +325,145 @@ def test_drivers_rank_contribution_beyond_size_not_size(tmp_path):
     assert got == [("x1", round(2 * v, 9)), ("X", round(4 * (v - 0.5), 9))]
     x1 = res.drivers[0]
     assert x1["deficit"] == pytest.approx(2 * 0.7) and x1["deficit_share"] == pytest.approx(1.4 / (24 * (0.7 - v)))
+
+
+# ---------------------------------------------------------------- reports lead to the failing cases
+AUDIT = ROOT / "fixtures" / "audit"
+
+
+@pytest.fixture(scope="module")
+def real_reports(tmp_path_factory):
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.reports import write_reports
+
+    res = run_audit(load_config(AUDIT / "real.yaml"), progress=False)
+    out = write_reports(res, tmp_path_factory.mktemp("real") / "report")
+    return res, out
+
+
+def test_failing_gates_list_their_records_worst_first(real_reports):
+    """fixtures/audit/real.yaml: MRR per record a 1, b 1/2, c 0, d 1 against >= 0.7; the
+    hierarchy's b: gold {car, hatchback}, predicted {car}: hR 1/2 with weight 2."""
+    res, out = real_reports
+    doc = json.loads(Path(out["json"]).read_text())
+    by = {f["gate"]: f for f in doc["failing_records"]}
+    mrr = by["retrieval.mrr >= 0.7"]
+    assert mrr["n_driving"] == 2 and [r["id"] for r in mrr["records"]] == ["c", "b"]
+    c, b = mrr["records"]
+    assert (c["value"], c["deficit"]) == (0.0, pytest.approx(0.7)) and c["gold"] == ["d3"]
+    assert (b["value"], b["deficit"]) == (0.5, pytest.approx(0.2)) and b["prediction"] == ["d1", "d2"]
+    hr = by["hierarchy.hierarchical_recall >= 0.8"]["records"]
+    assert [(r["id"], r["value"], r["weight"]) for r in hr] == [("b", 0.5, 2.0)]
+    assert hr[0]["deficit"] == pytest.approx(0.6) and hr[0]["gold"] == ["hatchback"] and hr[0]["prediction"] == ["car"]
+    assert "relation: parent" in hr[0]["reason"]
+    # a scoped gate lists only its slice's records
+    assert [r["id"] for r in by["retrieval.recall@10[slice:intent=compare] > 0.25"]["records"]] == ["c"]
+    # passing gates list nothing
+    assert "retrieval.recall@10 >= 0.6" not in by
+    md = Path(out["markdown"]).read_text()
+    assert "## Records driving the failing gates" in md
+    assert "### `retrieval.mrr >= 0.7` — fail: 2 of 2 records, worst first" in md
+    assert '| c |' in md and '| b | — | ["hatchback"] | ["car"] | 0.5000 | relation: parent' in md
+    html = Path(out["html"]).read_text()
+    assert "Records driving the failing gates" in html and "<code>retrieval.mrr &gt;= 0.7</code>" in html
+
+
+def test_html_shows_the_hierarchy_view_for_every_failed_gate(real_reports):
+    res, out = real_reports
+    html = Path(out["html"]).read_text()
+    assert "(2 failed gates)" in html
+    assert "retrieval.mrr per branch (gate <code>retrieval.mrr &gt;= 0.7</code>" in html
+    assert "hierarchy.hierarchical_recall per branch (gate <code>hierarchy.hierarchical_recall &gt;= 0.8</code>" in html
+
+
+def test_failing_records_count_is_configurable(tmp_path):
+    from kg_rageval.audit.config import load_config
+
+    cfg = load_config(AUDIT / "real.yaml")
+    cfg.report.failing_records = 1
+    res = run_audit(cfg, progress=False)
+    by = {f["gate"]: f for f in res.failing}
+    assert [r["id"] for r in by["retrieval.mrr >= 0.7"]["records"]] == ["c"] and by["retrieval.mrr >= 0.7"]["n_driving"] == 2
+    cfg.report.failing_records = 0
+    assert run_audit(cfg, progress=False).failing == []
+
+
+def test_missing_runs_budget_gate_lists_the_missing_runs(tmp_path):
+    res = _conf_audit(tmp_path, _conf_records() + [{"id": "silent", "query": "which technique?", "answer": {"text": "T1003"}}])
+    by = {f["gate"]: f for f in res.failing}
+    recs = by["conformance.missing_run_rate <= 0"]["records"]
+    assert [(r["id"], r["reason"], r["query"]) for r in recs] == [("silent", "missing output", "which technique?")]
+    # the conformance gate is missing evidence: its family's unscored records, missing runs first
+    miss = by["conformance.schema_validity >= 0.5"]
+    assert miss["status"] == "missing" and [r["id"] for r in miss["records"]] == ["silent", "no0", "no1"]
+
+
+def test_html_metrics_grouped_by_family_sortable_filterable(real_reports):
+    import re
+
+    res, out = real_reports
+    html = Path(out["html"]).read_text()
+    fams = re.findall(r"<section class='metric-family' data-family='([^']+)'>", html)
+    # in family order; linking ran on no evidence: only its gate's metric, missing with the reason
+    assert fams == ["hierarchy", "retrieval", "linking"]
+    lk = html.split("data-family='linking'>", 1)[1].split("</section>", 1)[0]
+    assert "(1 metrics)" in lk and "did not run" in lk
+    assert "<table class='sortable'>" in html and "id='metric-filter'" in html
+    sec = html.split("data-family='retrieval'>", 1)[1].split("</section>", 1)[0]
+    assert "<code>retrieval.mrr</code>" in sec and '<td class="num" data-v="0.625">0.6250</td>' in sec
+    assert "hierarchy." not in sec and "delta:" not in html.split("<h2>Metrics</h2>", 1)[1]
+
+
+FAKE_DOM = r"""
+function El(tag){this.tag=tag;this.attrs={};this.children=[];this.listeners={};this.hidden=false;this._text='';}
+El.prototype.getAttribute=function(k){return k in this.attrs?this.attrs[k]:null;};
+El.prototype.setAttribute=function(k,v){this.attrs[k]=String(v);};
+El.prototype.removeAttribute=function(k){delete this.attrs[k];};
+El.prototype.addEventListener=function(t,f){this.listeners[t]=f;};
+El.prototype.appendChild=function(c){var i=this.children.indexOf(c);if(i>=0){this.children.splice(i,1);}this.children.push(c);c.parent=this;};
+Object.defineProperty(El.prototype,'textContent',{get:function(){return this._text+this.children.map(function(c){return c.textContent;}).join(' ');}});
+Object.defineProperty(El.prototype,'rows',{get:function(){return this.children;}});
+Object.defineProperty(El.prototype,'cells',{get:function(){return this.children;}});
+var spec=JSON.parse(process.argv[2]);var tables=[],sections=[];
+spec.forEach(function(g){var sec=new El('section');sec.setAttribute('data-family',g.family);
+ var t=new El('table');var head=new El('thead');var hr=new El('tr');['metric','value'].forEach(function(h){var th=new El('th');th._text=h;hr.appendChild(th);});
+ head.appendChild(hr);var body=new El('tbody');g.rows.forEach(function(r){var tr=new El('tr');var a=new El('td');a._text=r[0];var b=new El('td');b._text=r[1];b.setAttribute('data-v',r[2]);tr.appendChild(a);tr.appendChild(b);body.appendChild(tr);});
+ t.tHead=head;t.tBodies=[body];sec.body=body;sec.querySelectorAll=function(){return body.children;};tables.push(t);sections.push(sec);});
+var filter=new El('input');filter.value='';
+global.document={querySelectorAll:function(sel){return sel==='table.sortable'?tables:sections;},getElementById:function(){return filter;}};
+eval(require('fs').readFileSync(process.argv[3],'utf8'));
+var out={};
+tables[0].tHead.rows[0].cells[1].listeners.click();
+out.asc=tables[0].tBodies[0].rows.map(function(r){return r.cells[0]._text;});
+tables[0].tHead.rows[0].cells[1].listeners.click();
+out.desc=tables[0].tBodies[0].rows.map(function(r){return r.cells[0]._text;});
+out.sort=tables[0].tHead.rows[0].cells[1].getAttribute('aria-sort');
+filter.value='RECALL';filter.listeners.input();
+out.visible=sections.map(function(s){return s.hidden?null:s.body.children.filter(function(r){return !r.hidden;}).map(function(r){return r.cells[0]._text;});});
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="node is not installed")
+def test_metrics_table_script_sorts_and_filters(tmp_path):
+    """The inline script, run by node on a minimal DOM of the same structure: a click on the
+    value header sorts numerically (missing values last), a second click reverses, the filter
+    hides non-matching rows and empty families."""
+    import subprocess
+
+    from kg_rageval.audit.report_html import SCRIPT
+
+    js = tmp_path / "script.js"
+    js.write_text(SCRIPT)
+    dom = tmp_path / "dom.js"
+    dom.write_text(FAKE_DOM)
+    spec = [{"family": "retrieval", "rows": [["retrieval.mrr", "0.625", "0.625"], ["retrieval.recall@10", "0.1", "0.1"],
+                                             ["retrieval.map", "—", ""], ["retrieval.recall@1", "0.75", "0.75"]]},
+            {"family": "hierarchy", "rows": [["hierarchy.hierarchical_f1", "0.8", "0.8"]]}]
+    proc = subprocess.run(["node", str(dom), json.dumps(spec), str(js)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["asc"] == ["retrieval.recall@10", "retrieval.mrr", "retrieval.recall@1", "retrieval.map"]
+    assert got["desc"] == ["retrieval.recall@1", "retrieval.mrr", "retrieval.recall@10", "retrieval.map"]
+    assert got["sort"] == "descending"
+    assert got["visible"] == [["retrieval.recall@1", "retrieval.recall@10"], None]  # in the sorted order

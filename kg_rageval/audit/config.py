@@ -112,6 +112,8 @@ class ReportConfig(_Strict):
     )
     top_branches: int = Field(10, ge=1)
     node_rollup: bool = True
+    failing_records: int = Field(10, ge=0, le=10_000)
+    """Records listed per failing gate (worst first; 0 lists none; see ``audit/failing.py``)."""
 
 
 class AuditConfig(_Strict):

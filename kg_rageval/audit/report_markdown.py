@@ -61,6 +61,7 @@ def markdown(result: "AuditResult") -> str:
         for d in result.drivers[: result.config.report.top_branches]:
             lines.append(f"| `{_cell(d['gate'])}` | {d['node']} | {_cell(d['label'] or '')} | {d['depth']} | "
                          f"{d['n']} | {_f(d['value'])} | {_f(d['impact'])} |")
+    lines += failing_records_markdown(result)
     pick = _primary(result)
     if pick is not None:
         gate, key = pick
@@ -94,6 +95,31 @@ def markdown(result: "AuditResult") -> str:
                          f"{_cell(ci)} |")
     lines += ["", f"Manifest metrics digest: `{result.manifest.get('metrics_digest', '')}`", ""]
     return "\n".join(lines)
+
+
+def _val(x: Any) -> str:
+    if isinstance(x, (list, dict)):
+        import json
+
+        x = json.dumps(x, ensure_ascii=False, default=str)
+    return _cell(_f(x))
+
+
+def failing_records_markdown(result: "AuditResult") -> list[str]:
+    """Per failing gate, the records driving it (worst first; ``report.failing_records``)."""
+    blocks = [f for f in result.failing if f["records"]]
+    if not blocks:
+        return []
+    lines = ["", "## Records driving the failing gates", ""]
+    for f in blocks:
+        lines += [f"### `{_cell(f['gate'])}` — {f['status']}: {len(f['records'])} of {f['n_driving']} "
+                  f"records, worst first", "",
+                  "| record | query | gold | prediction | value | reason |", "|---|---|---|---|---:|---|"]
+        for r in f["records"]:
+            lines.append(f"| {_cell(r['id'])} | {_val(r['query'])} | {_val(r['gold'])} | {_val(r['prediction'])} | "
+                         f"{_f(r['value'])} | {_cell(r['reason'] or '')} |")
+        lines.append("")
+    return lines
 
 
 def write_markdown(result: "AuditResult", path: str | Path) -> None:

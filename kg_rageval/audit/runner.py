@@ -60,6 +60,7 @@ class AuditResult:
     slices: dict[str, dict[str, Any]] = field(default_factory=dict)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     drivers: list[dict[str, Any]] = field(default_factory=list)
+    failing: list[dict[str, Any]] = field(default_factory=list)
     coverage: dict[str, Any] = field(default_factory=dict)
     relations: dict[str, dict[str, int]] = field(default_factory=dict)
     exclusions: dict[str, Any] = field(default_factory=dict)
@@ -407,6 +408,10 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     if config.report.node_rollup:
         result.nodes = pernode.node_rollups(runs, ontology)
     result.drivers = pernode.failure_drivers(final, index, ontology, config)
+    from .failing import failing_records
+
+    result.failing = failing_records(final, index, ontology, records, config,
+                                     budget_gates={str(r.gate) for r in budget_results})
     result.coverage = pernode.coverage_matrix(records, ontology, inputs.get("corpus"), config.coverage)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = pernode.exclusion_attribution(runs, records, inputs.get("corpus"), ontology,

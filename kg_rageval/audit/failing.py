@@ -1,0 +1,203 @@
+"""The records that drive each failing gate (the report's "Records driving the failures").
+
+For a failed gate ``m OP t`` on the evaluation that owns ``m`` (restricted to the gate's
+slice or branch), each record is finalized alone (its stats summed over its rows) and gets
+
+* ``value`` = ``m`` on that record alone (records where ``m`` is undefined are left out: they
+  do not move it), ``weight`` = its denominator (1 for a mean);
+* ``deficit`` = ``weight·(t − value)`` for ``>=``/``>`` (``weight·(value − t)`` for
+  ``<=``/``<``): how many numerator units the record lacks to meet the threshold on its own.
+
+Listed: the records with deficit > 0, worst first (largest deficit, then record id), at most
+``report.failing_records`` per gate. For a gate that is *missing* evidence, and for a failed
+``<family>.missing_run_rate`` budget gate, the records are the family's unscored ones with their
+reasons (missing runs first). Each entry carries the record's ``id``, ``query``, ``gold`` and
+``prediction`` (read from the family's section, shortened) and ``reason`` (the family's
+per-row details for that record, e.g. the confusion relation, the attribution, the schema
+failure kinds, or the unscored reason).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import AuditConfig
+    from .gates import GateResult
+
+MAX_TEXT = 240
+MAX_ITEMS = 10
+
+
+def _short(value: Any) -> Any:
+    """A JSON value cut to a readable size (strings, lists, mappings)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
+    if isinstance(value, (list, tuple)):
+        out = [_short(v) for v in list(value)[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            out.append(f"… {len(value) - MAX_ITEMS} more")
+        return out
+    if isinstance(value, Mapping):
+        text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+        return value if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+    return _short(str(value))
+
+
+def _sec(record: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    s = record.get(name)
+    return s if isinstance(s, Mapping) else {}
+
+
+def _ids(items: Any) -> Any:
+    if isinstance(items, list):
+        return [m.get("id") if isinstance(m, Mapping) else m for m in items]
+    if isinstance(items, Mapping):
+        return list(items)
+    return items
+
+
+def _run_ids(run: Any) -> Any:
+    if isinstance(run, Mapping):
+        return list(run)
+    if isinstance(run, list):
+        return [e if isinstance(e, str) else (e.get("id") if isinstance(e, Mapping) else
+                                              (e[0] if isinstance(e, (list, tuple)) and e else e)) for e in run]
+    return run
+
+
+def gold_and_prediction(family: str, record: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What the family compares on one record: ``(gold, prediction)``."""
+    ans, ref, ret = _sec(record, "answer"), _sec(record, "reference"), _sec(record, "retrieval")
+    if family == "linking":
+        m = _sec(record, "mentions")
+        return _ids(m.get("gold")), _ids(m.get("pred"))
+    if family in ("retrieval", "preference"):
+        return _ids(ret.get("gold")), _run_ids(ret.get("run"))
+    if family == "conformance":
+        return ref.get("output"), ans.get("output")
+    if family == "provenance":
+        return _ids(ret.get("gold")), ans.get("citations") if ans.get("citations") is not None else ans.get("text")
+    if family == "generation":
+        pred = "(refused)" if ans.get("refused") is True else ans.get("text")
+        gold = ref.get("answer")
+        if gold is None and ref.get("answerable") is False:
+            gold = "(unanswerable)"
+        return gold, pred
+    labels = _sec(record, "labels")
+    if labels:
+        return labels.get("gold"), labels.get("pred")
+    return None, None
+
+
+def _reason(ev: Any, rows: np.ndarray) -> str:
+    parts: list[str] = []
+    for name, col in ev.details.items():
+        vals = []
+        for v in col[rows].tolist():
+            if v is None or v == "" or v is False or (isinstance(v, float) and v != v):
+                continue
+            txt = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str, sort_keys=True)
+            if txt not in vals:
+                vals.append(txt)
+        if vals:
+            parts.append(f"{name}: {', '.join(vals[:3])}")
+    return _short("; ".join(parts)) if parts else ""
+
+
+def _entry(family: str, rid: str, record: Mapping[str, Any] | None, **extra: Any) -> dict[str, Any]:
+    rec = record or {}
+    gold, pred = gold_and_prediction(family, rec)
+    query = rec.get("query", rec.get("text"))
+    return {"id": rid, "query": _short(query), "gold": _short(gold), "prediction": _short(pred), **extra}
+
+
+def _unscored(family: str, run: Any, by_id: Mapping[str, Any], limit: int, patterns: set[str]) -> list[dict]:
+    seen: set[str] = set()
+    items: list[tuple[int, str, str]] = []
+    for ev in run.evaluations:
+        for u in ev.unscored:
+            rid = str(u.get("record_id", u.get("id")))
+            if rid in seen:
+                continue
+            seen.add(rid)
+            reason = str(u.get("reason", "unscored"))
+            items.append((0 if reason.strip().lower() in patterns else 1, rid, reason))
+    items.sort()
+    return [_entry(family, rid, by_id.get(rid), value=None, deficit=None, reason=reason,
+                   missing_run=missing == 0) for missing, rid, reason in items[:limit]]
+
+
+def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: list[dict],
+                    config: "AuditConfig", budget_gates: set[str] = frozenset()) -> list[dict[str, Any]]:
+    """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
+    that did not pass (see the module docstring); ``budget_gates``: the texts of the audit's
+    own ``<family>.missing_run_rate`` budget gates."""
+    from .runner import node_mask, slice_mask
+
+    limit = config.report.failing_records
+    if limit <= 0:
+        return []
+    by_id = {str(r.get("id")): r for r in records}
+    patterns = {p.strip().lower() for p in config.missing_runs.reasons}
+    out: list[dict[str, Any]] = []
+    for res in results:
+        g = res.gate
+        if res.status == "pass" or g.metric.startswith("delta:") or g.metric == "gates_configured":
+            continue
+        head = {"gate": str(g), "status": res.status}
+        fam_budget = g.metric[: -len(".missing_run_rate")] if str(g) in budget_gates else None
+        if fam_budget is not None and fam_budget in index.runs:
+            run = index.runs[fam_budget]
+            recs = [e for e in _unscored(fam_budget, run, by_id, 10 ** 9, patterns) if e["missing_run"]]
+            out.append({**head, "family": fam_budget, "metric": "missing_run_rate", "n_driving": len(recs),
+                        "records": recs[:limit]})
+            continue
+        owner, _ = index.owner(g.metric)
+        if owner is None:
+            continue
+        ev = owner.ev
+        if g.scope is not None:
+            kind, _, rest = g.scope.partition(":")
+            if kind == "slice":
+                name, _, value = rest.partition("=")
+                mask = slice_mask(ev, name, value)
+            else:
+                mask = node_mask(ev, ontology, rest) if rest in ontology else None
+            if mask is None or not mask.any():
+                out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": 0, "records": []})
+                continue
+            ev = ev.subset(mask)
+        if res.status == "missing" or res.observed is None:
+            recs = _unscored(owner.family, index.runs[owner.family], by_id, limit, patterns)
+            out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(recs),
+                        "records": recs})
+            continue
+        ids, stats = ev.per_record_stats()
+        names = list(stats)
+        mat = np.stack([stats[k] for k in names], axis=1) if names else np.zeros((len(ids), 0))
+        sign = 1.0 if g.op in (">=", ">") else -1.0
+        scored: list[tuple[float, str, float, float]] = []
+        for j, rid in enumerate(ids.tolist()):
+            m = ev.family.finalize(dict(zip(names, mat[j].tolist()))).get(owner.metric)
+            if m is None or m.value is None or not np.isfinite(m.value):
+                continue
+            w = float(m.denominator) if m.denominator else 1.0
+            deficit = sign * w * (g.threshold - float(m.value))
+            if deficit > 1e-12:
+                scored.append((-deficit, rid, float(m.value), w))
+        scored.sort()
+        row_ids = ev.record_ids.astype(str)
+        recs = []
+        for neg, rid, value, w in scored[:limit]:
+            rows = np.flatnonzero(row_ids == rid)
+            recs.append(_entry(owner.family, rid, by_id.get(rid), value=value, weight=w, deficit=-neg,
+                               reason=_reason(ev, rows)))
+        out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(scored),
+                    "records": recs})
+    return out
