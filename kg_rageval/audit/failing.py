@@ -20,7 +20,7 @@ failure kinds, or the unscored reason).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -134,12 +134,13 @@ def _unscored(family: str, run: Any, by_id: Mapping[str, Any], limit: int, patte
 
 
 def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: list[dict],
-                    config: "AuditConfig", budget_gates: set[str] = frozenset()) -> list[dict[str, Any]]:
+                    config: "AuditConfig", budget_gates: Iterable[str] = ()) -> list[dict[str, Any]]:
     """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
     that did not pass (see the module docstring); ``budget_gates``: the texts of the audit's
     own ``<family>.missing_run_rate`` budget gates."""
     from .runner import node_mask, slice_mask
 
+    budget_gates = set(budget_gates)
     limit = config.report.failing_records
     if limit <= 0:
         return []
@@ -165,8 +166,8 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
         if g.scope is not None:
             kind, _, rest = g.scope.partition(":")
             if kind == "slice":
-                name, _, value = rest.partition("=")
-                mask = slice_mask(ev, name, value)
+                name, _, wanted = rest.partition("=")
+                mask = slice_mask(ev, name, wanted)
             else:
                 mask = node_mask(ev, ontology, rest) if rest in ontology else None
             if mask is None or not mask.any():

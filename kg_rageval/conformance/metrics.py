@@ -607,8 +607,8 @@ def score_conformance(
         rid = r.get("id")
         answer = r.get("answer")
         why = output_expectation(r)
-        if why is not None:
-            unscored.append({"record_id": rid, "reason": why})
+        if why is not None or not isinstance(answer, Mapping):
+            unscored.append({"record_id": rid, "reason": why or MISSING_OUTPUT})
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None

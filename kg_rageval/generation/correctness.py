@@ -98,7 +98,7 @@ def score_correctness(
         if text is None and not refused:
             unscored.append({"record_id": r["id"], "reason": "no answer"})
             continue
-        pred = "" if refused else text
+        pred: str = "" if refused else (text or "")
         if strip_citations and pred:
             pred = strip_citation_markers(pred)
         em = metric_max_over_ground_truths(exact_match_score, pred, refs)

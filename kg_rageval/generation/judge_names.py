@@ -53,6 +53,7 @@ def resolve_judge(judge: Any, ontology: "Ontology", *, nli_model: str | None = N
         raise ConfigError(f"{key}: unknown judge {judge!r}; use one of {', '.join(JUDGE_NAMES)} "
                           "or a plugin 'module:callable'")
     module, _, attr = judge.partition(":")
+    obj: Any
     try:
         obj = getattr(importlib.import_module(module), attr)
     except ImportError as exc:
@@ -60,11 +61,12 @@ def resolve_judge(judge: Any, ontology: "Ontology", *, nli_model: str | None = N
     except AttributeError:
         raise ConfigError(f"{key}: judge plugin {judge!r}: {module!r} has no attribute {attr!r}") from None
     if inspect.isclass(obj):
+        cls: Any = obj
         try:
-            takes = "ontology" in inspect.signature(obj).parameters
+            takes = "ontology" in inspect.signature(cls).parameters
         except (TypeError, ValueError):
             takes = False
-        obj = obj(ontology=ontology) if takes else obj()
+        obj = cls(ontology=ontology) if takes else cls()
     if not callable(obj):
         raise ConfigError(f"{key}: judge plugin {judge!r} is not callable ({type(obj).__name__})")
     return obj

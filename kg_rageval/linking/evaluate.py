@@ -98,6 +98,8 @@ class LinkingFamily(Family):
         self.overlap = overlap
         self.match_prefix = "overlap" if overlap else "strong"
         """``strong`` (neleval's identical-span measures) or ``overlap`` (overlap alignment)."""
+        if overlap:  # other metric names, another definition: never merged or paired with strict
+            self.version = "1-overlap"
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         out: dict[str, Metric] = {}

@@ -271,7 +271,8 @@ def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ont
         soft_top = _rank([(d, s + (boost if d in passed else 0.0)) for d, s in cands])[:k]
         h = len(gold_set.intersection(hard_top))
         s_ = len(gold_set.intersection(soft_top))
-        slices = rec.get("slices") if isinstance(rec.get("slices"), Mapping) else {}
+        raw_slices = rec.get("slices")
+        slices: Mapping[str, Any] = raw_slices if isinstance(raw_slices, Mapping) else {}
         rows.append({"record_id": str(rec.get("id")), "n": 1,
                      "hard_recall_sum": h / len(gold_set), "soft_recall_sum": s_ / len(gold_set),
                      "hard_precision_sum": h / k, "soft_precision_sum": s_ / k,
