@@ -467,3 +467,21 @@ def test_metrics_table_script_sorts_and_filters(tmp_path):
     assert got["desc"] == ["retrieval.recall@1", "retrieval.mrr", "retrieval.recall@10", "retrieval.map"]
     assert got["sort"] == "descending"
     assert got["visible"] == [["retrieval.recall@1", "retrieval.recall@10"], None]  # in the sorted order
+
+
+def test_markdown_shows_drivers_formula_and_inconsistent_filter_logs(tmp_path):
+    from kg_rageval.audit.report_markdown import markdown
+
+    res = _stub_audit(tmp_path, TREE, {"big1": (6, 4), "big2": (6, 4), "x1": (0, 2), "x2": (2, 0)},
+                      ["stub_accuracy >= 0.7"])
+    md = markdown(res)
+    # x1 lacks 2 × 0.7 = 1.4 of the 24 × (0.7 − 14/24) = 2.8 missing units; depth 3 under the virtual root
+    assert "| `stub_accuracy >= 0.7` | x1 | X1 | 3 | 2 | 0.0000 | 0.5000 | 1.1667 |" in md
+    (tmp_path / "o.csv").write_text("child,parent,label\nroot,,Root\na,root,A\nb,root,B\n")
+    _write(tmp_path / "c.jsonl", [{"id": "x", "categories": ["a"]}, {"id": "y", "categories": ["b"]}])
+    _write(tmp_path / "r.jsonl", [{"id": "q1", "retrieval": {"gold": ["y"], "run": ["y"],
+                                                            "filters": [{"field": "category", "op": "within", "value": "a"}]}}])
+    cfg = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "corpus": "c.jsonl",
+                               "families": {"retrieval": {}}, "gates": ["recall@10 >= 0"]}, base_dir=tmp_path)
+    md = markdown(run_audit(cfg, progress=False))
+    assert "inconsistent filter logs (retrieved although the logged filters exclude them): 1." in md

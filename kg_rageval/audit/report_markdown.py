@@ -57,10 +57,13 @@ def markdown(result: "AuditResult") -> str:
                      f"{cnt['missing_runs']} | {_cell(reasons)} |")
     if result.drivers:
         lines += ["", "## Branches driving the failures", "",
-                  "| gate | node | label | depth | rows | value | impact |", "|---|---|---|---:|---:|---:|---:|"]
+                  "impact = weight × (global value − branch value): the shortfall a branch carries beyond "
+                  "its size (docs/audit.md).", "",
+                  "| gate | node | label | depth | rows | value | deficit share | impact |",
+                  "|---|---|---|---:|---:|---:|---:|---:|"]
         for d in result.drivers[: result.config.report.top_branches]:
             lines.append(f"| `{_cell(d['gate'])}` | {d['node']} | {_cell(d['label'] or '')} | {d['depth']} | "
-                         f"{d['n']} | {_f(d['value'])} | {_f(d['impact'])} |")
+                         f"{d['n']} | {_f(d['value'])} | {_f(d.get('deficit_share'))} | {_f(d['impact'])} |")
     lines += failing_records_markdown(result)
     pick = _primary(result)
     if pick is not None:
@@ -74,6 +77,14 @@ def markdown(result: "AuditResult") -> str:
                 v = d["metrics"][key]
                 lines.append(f"| {nid} | {_cell(d['label'] or '')} | {d['depth']} | {max(d['n'].values())} | "
                              f"{_f(v)} | {'yes' if gate.compare(v) else 'no'} |")
+    ex = result.exclusions or {}
+    if ex:
+        by = ", ".join(f"{k} {v}" for k, v in (ex.get("excluded_by_filter") or {}).items()) or "none"
+        lines += ["", "## Gold documents excluded before ranking", "",
+                  f"Of {ex.get('gold_documents', 0)} gold documents in the corpus: excluded by filters: {_cell(by)}; "
+                  f"hidden by entitlement (correct): {ex.get('excluded_by_entitlement', 0)}; "
+                  f"inconsistent filter logs (retrieved although the logged filters exclude them): "
+                  f"{ex.get('inconsistent_filter_log', 0)}."]
     cov = result.coverage
     if cov:
         lines += ["", "## Coverage", "",
