@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..evaluation import Evaluation
+from ..evaluation import EvaluationSet
 from ..records import Record
 from .calibration import score_calibration
 from .concepts import ConceptLinker, dictionary_linker
@@ -20,28 +20,38 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def score_generation(
-    records: Iterable[Record],
     ontology: "Ontology",
+    records: Iterable[Record],
     *,
     judgments: Mapping[str, Any] | None = None,
-    judge: Judge | str | None = None,
+    judge: Judge | str | None = "none",
     nli_model: str | None = None,
     linker: ConceptLinker | None = None,
     n_bins: int = 10,
     strip_citations: bool = True,
-) -> dict[str, Evaluation]:
+) -> EvaluationSet:
     """``{"faithfulness", "correctness", "refusal", "unseen_concepts", "calibration"}`` →
-    :class:`Evaluation`, each with its own rows and unscored records.
+    :class:`Evaluation` (an :class:`EvaluationSet` of family ``generation``), each with its own
+    rows and unscored records.
 
-    ``judge``: a judge object or a name (``none``, ``ontology``, ``nli`` with ``nli_model``, or a
-    plugin ``"module:callable"``; :func:`~kg_rageval.generation.judge_names.resolve_judge`)."""
+    ``judge``: a :class:`Judge` callable, or by name ``"none"`` (only recorded judgments),
+    ``"ontology"`` (the deterministic :class:`OntologyVerifier`), ``"nli"`` (a local NLI
+    cross-encoder at ``nli_model``; never downloaded) or a plugin ``"module:callable"``
+    (:func:`~kg_rageval.generation.judge_names.resolve_judge`). ``strip_citations``: remove
+    inline citation markers from answers before exact match / token F1."""
     records = list(records)
-    judge = resolve_judge(judge, ontology, nli_model=nli_model)
     linker = linker or dictionary_linker(ontology)
-    return {
-        "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge),
+    judge_fn = make_judge(ontology, judge, nli_model)
+    return EvaluationSet("generation", {
+        "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
         "correctness": score_correctness(records, ontology, linker=linker, strip_citations=strip_citations),
         "refusal": score_refusal(records),
         "unseen_concepts": score_unseen(records, ontology, linker=linker),
         "calibration": score_calibration(records, n_bins=n_bins),
-    }
+    })
+
+
+def make_judge(ontology: "Ontology", judge: Judge | str | None, nli_model: str | None = None) -> Judge | None:
+    """The faithfulness judge named ``judge`` (a callable is returned as it is): see
+    :func:`~kg_rageval.generation.judge_names.resolve_judge`."""
+    return resolve_judge(judge, ontology, nli_model=nli_model)

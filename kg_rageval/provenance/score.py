@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..evaluation import Evaluation
+from ..evaluation import EvaluationSet
 from ..records import Record
 from .citations import score_citations
 from .corpus import Corpus
@@ -17,43 +17,38 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..ontology import Ontology
 
 
-def _resolve(path: str | Path, base_dir: str | Path | None) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() or base_dir is None else Path(base_dir) / p
-
-
 def score_provenance(
+    ontology: "Ontology | None",
     records: Iterable[Record],
-    corpus: Corpus,
     *,
+    corpus: Corpus,
     repeats: Sequence[Iterable[Record] | str | Path] = (),
     manifests: Sequence[Mapping[str, Any] | str | Path] = (),
     trail: bool = False,
-    ontology: "Ontology | None" = None,
-    base_dir: str | Path | None = None,
-) -> dict[str, Evaluation]:
+) -> EvaluationSet:
     """``{"citations", "provenance_depth"}`` plus ``"reproducibility"`` when repeats are given,
     ``"run_manifests"`` when manifests are given and ``"prov_trail"`` with ``trail=True``
-    (:mod:`.audit_trail`).
+    (:mod:`.audit_trail`): an :class:`EvaluationSet` of family ``provenance``.
 
-    ``repeats``: record lists or paths of repeated runs' records files; ``manifests``: manifest
-    objects or paths (the first describes ``records``); paths are relative to ``base_dir`` (the
-    audit passes its config's directory). ``ontology``: the audited ontology, whose content hash
-    the manifests must record."""
+    ``repeats``: record lists or paths of repeated runs' records files (read with
+    :func:`~kg_rageval.records.read_records`); ``manifests``: manifest objects or paths (the
+    first describes ``records``), checked against ``corpus`` and the ontology's content hash
+    (the audit resolves paths against its config's directory)."""
     from ..records import read_records
     from .audit_trail import score_manifests, score_trail
     from .manifest import read_manifest
 
     records = list(records)
-    out = {"citations": score_citations(records), "provenance_depth": score_depth(records, corpus)}
+    out = EvaluationSet("provenance", {"citations": score_citations(records),
+                                       "provenance_depth": score_depth(records, corpus)})
     if isinstance(repeats, (str, Path)):
         repeats = [repeats]
     if isinstance(manifests, (str, Path)):
         manifests = [manifests]
-    runs = [read_records(_resolve(r, base_dir)) if isinstance(r, (str, Path)) else list(r) for r in repeats]
+    runs = [read_records(r) if isinstance(r, (str, Path)) else list(r) for r in repeats]
     if runs:
         out["reproducibility"] = score_reproducibility(records, runs)
-    mans = [read_manifest(_resolve(m, base_dir)) if isinstance(m, (str, Path)) else dict(m) for m in manifests]
+    mans = [read_manifest(m) if isinstance(m, (str, Path)) else dict(m) for m in manifests]
     if mans:
         out["run_manifests"] = score_manifests(mans, corpus=corpus, ontology=ontology)
     if trail:
