@@ -160,7 +160,7 @@ def test_audit_shows_an_inconsistent_filter_log(tmp_path):
     assert res.exclusions["excluded_by_filter"] == {"category": 1}
     g = _by_gate(res)["filter_false_exclusion_rate <= 0.4"]
     assert g.status == "fail" and g.observed == 0.5  # q2 only: 1/2
-    assert res.metrics["filter_log_inconsistency_rate"].value == 0.5
+    assert res.metrics["retrieval.filter_log_inconsistency_rate"].value == 0.5
     from kg_rageval.audit.report_html import html_report
 
     assert "inconsistent filter log" in html_report(res)
@@ -176,7 +176,7 @@ def _prov_cfg(tmp_path: Path, **fam) -> dict:
             "families": {"provenance": {"repeats": [str(GEN / "prov_repeat.jsonl")],
                                         "manifests": [str(GEN / "manifest.json"), "run-b.json"], **fam}},
             "gates": ["provenance.identical_rate >= 0.5", "provenance.manifest_completeness >= 1",
-                      "provenance.manifest_consistency >= 1", "provenance.prov_trail_conforms >= 1"]}
+                      "provenance.manifest_consistency >= 1", "provenance.prov_traceable_rate >= 1"]}
 
 
 def test_audit_runs_reproducibility_manifests_and_the_prov_trail(tmp_path):
@@ -194,10 +194,23 @@ def test_audit_runs_reproducibility_manifests_and_the_prov_trail(tmp_path):
     assert res.metrics["provenance.manifest_hash_match_rate"].value == 1.0
     assert g["provenance.manifest_consistency >= 1"].status == "fail"
     assert g["provenance.manifest_consistency >= 1"].observed == 0.0
-    # the trail of run-a: p3 cites doc-4 (no source id) and doc-9 (not in the corpus) → not conforming
-    trail = g["provenance.prov_trail_conforms >= 1"]
-    assert trail.status == "fail" and trail.observed == 0.0
-    assert res.metrics["provenance.prov_violations"].value > 0
+    # the trail of run-a: p1 and the refusal p4 are traceable; p2 cites doc-3 (a chunk-hash source
+    # id), p3 doc-4 (no source id) and doc-9 (not in the corpus): 2/4
+    trail = g["provenance.prov_traceable_rate >= 1"]
+    assert trail.status == "fail" and trail.observed == 0.5
+    ev = res.families["provenance"].result["prov_trail"]
+    assert dict(zip(ev.record_ids.tolist(), ev.details["untraceable_at"].tolist())) == {
+        "p1": None, "p2": "urn:kg-rageval:doc:doc-3", "p3": "urn:kg-rageval:doc:doc-4 urn:kg-rageval:doc:doc-9",
+        "p4": None}
+    # a run whose manifest lacks its seed makes every answer untraceable
+    from kg_rageval.provenance.audit_trail import score_trail
+    from kg_rageval.provenance import read_corpus
+    from kg_rageval.records import read_records
+
+    man = json.loads((GEN / "manifest.json").read_text())
+    del man["seed"]
+    bad = score_trail(read_records(GEN / "prov_records.jsonl"), manifest=man, corpus=read_corpus(GEN / "corpus.jsonl"))
+    assert bad.metrics()["prov_traceable_rate"].value == 0.0
     # "missing in repeat" is not a missing run of the family: p4 was scored by the citations check
     assert res.counts["families"]["provenance"]["missing_runs"] == 0
     out = write_reports(res, tmp_path / "report")

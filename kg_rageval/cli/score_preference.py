@@ -6,23 +6,21 @@ from __future__ import annotations
 
 import click
 
-from .common import data_option, emit, format_option, load_ontology_cli, ontology_format_option, ontology_option
+from .common import (data_option, emit, family_kwargs, family_options, format_option, load_ontology_cli,
+                     ontology_format_option, ontology_option)
 
 
 @click.command()
 @ontology_option
 @ontology_format_option
 @data_option
-@click.option("--corpus", "corpus_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Corpus JSONL (categories, entitlement and metadata fields) to replay the preference on.")
-@click.option("--field", "field_", default=None, help="The preference's field (e.g. locale, category).")
-@click.option("--op", type=click.Choice(["eq", "in", "ne", "not_in", "within"]), default="eq", show_default=True)
-@click.option("--value", "values", multiple=True, help="The preference's value (repeatable: a list).")
+@family_options("preference")
+@click.option("--field", "field_", default=None, help="Shorthand for --preference: the preference's field.")
+@click.option("--op", type=click.Choice(["eq", "in", "ne", "not_in", "within"]), default="eq", show_default=True,
+              help="With --field: the operator.")
+@click.option("--value", "values", multiple=True, help="With --field: the value (repeatable: a list).")
 @click.option("--value-from", default=None, metavar="PATH",
-              help="Read each query's value from this record path (labels.pred, mentions.pred, ...).")
-@click.option("--per-record", is_flag=True, help="Use each record's own retrieval.preference filter.")
-@click.option("--k", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--boost", type=float, default=0.1, show_default=True, help="Soft: score + boost for passing documents.")
+              help="With --field: read each query's value from this record path (labels.pred, mentions.pred, ...).")
 @click.option("--delta-min", type=float, required=True, help="Pre-registered: least lower CI bound of the precision gain.")
 @click.option("--epsilon", type=float, required=True, help="Pre-registered: largest acceptable exclusion rate.")
 @click.option("--recall-loss-max", type=float, required=True, help="Pre-registered: largest acceptable recall loss.")
@@ -30,33 +28,38 @@ from .common import data_option, emit, format_option, load_ontology_cli, ontolog
 @click.option("--resamples", type=click.IntRange(min=1), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @format_option
-def command(ontology_path, ontology_format, data_path, corpus_path, field_, op, values, value_from, per_record, k,
-            boost, delta_min, epsilon, recall_loss_max, level, resamples, seed, fmt) -> None:
+def command(ontology_path, ontology_format, data_path, field_, op, values, value_from, delta_min, epsilon,
+            recall_loss_max, level, resamples, seed, fmt, **kwargs) -> None:
     """Hard filter or soft boost for a relevance preference: paired precision gain, recall
-    delta, exclusion rate and the recommendation from your pre-registered thresholds."""
+    delta, exclusion rate and the recommendation from your pre-registered thresholds. The
+    preference: --preference JSON, or --field F --op OP (--value V ... | --value-from PATH); with
+    neither, each record's retrieval.preference."""
+    from ..contract import get_scorer
     from ..errors import ConfigError
     from ..records import read_records
-    from ..retrieval import hard_vs_soft, read_corpus
+    from ..retrieval import hard_vs_soft
 
-    chosen = [bool(values), bool(value_from), per_record]
-    if sum(chosen) != 1:
-        raise ConfigError("give exactly one of --value, --value-from PATH or --per-record")
-    if not per_record and not field_:
-        raise ConfigError("--field is needed with --value / --value-from")
+    opts = family_kwargs("preference", kwargs)
+    if field_ is not None:
+        if opts.get("preference") is not None:
+            raise ConfigError("give --preference JSON or --field/--op/--value, not both")
+        if bool(values) == bool(value_from):
+            raise ConfigError("--field needs exactly one of --value or --value-from PATH")
+        if value_from:
+            opts["preference"] = {"field": field_, "op": op, "value": {"from": value_from}}
+        else:
+            opts["preference"] = {"field": field_, "op": op,
+                                  "value": list(values) if len(values) > 1 or op in ("in", "not_in") else values[0]}
+    elif values or value_from:
+        raise ConfigError("--value / --value-from need --field")
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    corpus = read_corpus(corpus_path, onto)
-    if per_record:
-        preference = None
-    elif value_from:
-        preference = {"field": field_, "op": op, "value": {"from": value_from}}
-    else:
-        preference = {"field": field_, "op": op, "value": list(values) if len(values) > 1 or op in ("in", "not_in")
-                      else values[0]}
-    res = hard_vs_soft(records, corpus, preference, ontology=onto, k=k, boost=boost, delta_min=delta_min,
-                       epsilon=epsilon, recall_loss_max=recall_loss_max, level=level, n_resamples=resamples,
-                       seed=seed)
-    payload = {"command": "score preference", "data": data_path, "corpus": corpus_path, "n_records": len(records),
+    bound = get_scorer("preference").bind(onto, where="score preference", **opts)
+    o = bound.options
+    res = hard_vs_soft(records, bound.inputs["corpus"], o["preference"], ontology=onto, k=o["k"], boost=o["boost"],
+                       delta_min=delta_min, epsilon=epsilon, recall_loss_max=recall_loss_max, level=level,
+                       n_resamples=resamples, seed=seed)
+    payload = {"command": "score preference", "data": data_path, "n_records": len(records),
                "ontology": {"source": onto.source, "hash": onto.content_hash}, "result": res.to_dict()}
     emit(payload, fmt, lambda p: _render(p))
 

@@ -65,13 +65,19 @@ HIERARCHY = Scorer(
 )
 
 # ---------------------------------------------------------------------- linking
-_PRF = (("mention", "mentions (span detection)"), ("strong_all_match", "span + id (NIL included)"),
-        ("strong_link_match", "span + id of in-KB gold"), ("strong_nil_match", "span of NIL gold + NIL "
-                                                                                 "prediction"),
-        ("overlap_all_match", "overlapping span + id (NIL included; overlap=true)"),
-        ("overlap_link_match", "overlapping span + id of in-KB gold (overlap=true)"),
-        ("overlap_nil_match", "overlapping span of NIL gold + NIL prediction (overlap=true)"),
-        ("nil", "NIL decisions"))
+_PRF = (("mention", "mentions (span detection)"), ("nil", "NIL decisions"))
+_MATCH = (("all_match", "span + id (NIL included)"), ("link_match", "span + id of in-KB gold"),
+          ("nil_match", "span of NIL gold + NIL prediction"))
+"""neleval's *strong* measures (identical spans); with ``overlap: true`` the same counts are
+``overlap_*`` (a pair shares a character), never under neleval's names."""
+
+
+def _prf_rows(prefix: str, what: str) -> list[tuple[str, str, str]]:
+    return [(f"{prefix}_precision", "higher", f"matched {what} / predicted"),
+            (f"{prefix}_recall", "higher", f"matched {what} / gold"),
+            (f"{prefix}_f1", "higher", f"2·P·R / (P + R) of {prefix}")]
+
+
 LINKING = Scorer(
     name="linking",
     target="kg_rageval.linking.evaluate:score_linking",
@@ -84,10 +90,12 @@ LINKING = Scorer(
         _p("allow_overlapping_gold", "bool", False, "Permit nested or crossing gold spans."),
     ),
     metrics=metric_specs("linking", "linking", [
-        row for prefix, what in _PRF for row in (
-            (f"{prefix}_precision", "higher", f"matched {what} / predicted"),
-            (f"{prefix}_recall", "higher", f"matched {what} / gold"),
-            (f"{prefix}_f1", "higher", f"2·P·R / (P + R) of {prefix}"))
+        row for m, what in _MATCH for row in _prf_rows(f"strong_{m}", what)], when=(("overlap", False),))
+    + metric_specs("linking", "linking", [
+        row for m, what in _MATCH for row in _prf_rows(f"overlap_{m}", "overlapping " + what)],
+        when=(("overlap", True),))
+    + metric_specs("linking", "linking", [
+        row for prefix, what in _PRF for row in _prf_rows(prefix, what)
     ] + [
         ("linking_macro_precision", "higher", "mean over records of the per-record link precision"),
         ("linking_macro_recall", "higher", "mean over records of the per-record link recall"),
@@ -321,8 +329,8 @@ PROVENANCE = Scorer(
         ("manifest_consistency", "higher", "later manifests pinning the first one's configuration / later "
          "manifests"),
     ]) + metric_specs("provenance", "prov_trail", [
-        ("prov_trail_conforms", "higher", "1 when the PROV-O trail conforms to shapes/provenance.ttl, else 0"),
-        ("prov_violations", "none", "SHACL violations of the trail (count)"),
+        ("prov_traceable_rate", "higher", "answers whose PROV-O trail (answer, cited documents, run) conforms "
+         "to shapes/provenance.ttl / answers"),
     ]),
 )
 

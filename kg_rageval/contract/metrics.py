@@ -23,6 +23,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -64,6 +65,13 @@ class MetricSpec:
     formula: str
     member: str | None = None
     family: str = ""
+    when: tuple[tuple[str, Any], ...] = ()
+    """Options under which the family produces this metric (``(("overlap", True),)``: only with
+    ``overlap: true``); empty: always."""
+
+    def applies(self, options: Mapping[str, Any]) -> bool:
+        """Whether the family produces this metric under the (validated) ``options``."""
+        return all(options.get(k) == v for k, v in self.when)
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -98,9 +106,11 @@ class MetricSpec:
                 "direction": self.direction, "formula": self.formula, "parameters": list(self.placeholders)}
 
 
-def metric_specs(family: str, member: str | None, rows: Iterable[tuple[str, str, str]]) -> tuple[MetricSpec, ...]:
-    """``(name, direction, formula)`` rows as specs of ``family`` (produced by ``member``)."""
-    return tuple(MetricSpec(n, d, f, member, family) for n, d, f in rows)
+def metric_specs(family: str, member: str | None, rows: Iterable[tuple[str, str, str]],
+                 when: tuple[tuple[str, Any], ...] = ()) -> tuple[MetricSpec, ...]:
+    """``(name, direction, formula)`` rows as specs of ``family`` (produced by ``member``, under
+    the options ``when``)."""
+    return tuple(MetricSpec(n, d, f, member, family, when) for n, d, f in rows)
 
 
 def ir_alias(metric: str) -> str | None:
@@ -190,6 +200,12 @@ def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str,
         raise ConfigError(f"family {sc.name!r} has no metric {metric!r}" + did_you_mean(metric, known) + where
                           + f"; see 'kg-rageval metrics --family {sc.name}'")
     canonical, values = got
+    spec = sc.find_metric(canonical)
+    if spec is not None and spec[0].when and options is not None and sc.name in options:
+        opts = sc.validate(options[sc.name] or {})
+        if not spec[0].applies(opts):
+            need = ", ".join(f"families.{sc.name}.{k} = {json.dumps(v)}" for k, v in spec[0].when)
+            raise ConfigError(f"{sc.name}.{canonical} is produced only with {need}")
     if values and sc.template_values is not None:
         opts = sc.validate((options or {}).get(sc.name) or {})
         allowed = sc.template_values(opts)

@@ -127,7 +127,8 @@ class Scorer:
         values = self.template_values(opts) if self.template_values else {}
         out: list[str] = []
         for spec in self.metrics:
-            out.extend(spec.expand(values))
+            if spec.applies(opts):
+                out.extend(spec.expand(values))
         return out
 
     def has_section(self, record: Mapping[str, Any]) -> bool:

@@ -6,11 +6,15 @@
   whose recorded corpus and ontology hashes equal the snapshot's / manifests recording both;
   ``manifest_consistency`` = later manifests pinning the same required fields as the first /
   later manifests (missing with fewer than two). Row details: ``missing``, ``mismatched``.
-* **trail** (family ``prov_trail``): one row, the PROV-O graph of the audited run
+* **trail** (family ``prov_trail``): the PROV-O graph of the audited run
   (:func:`~kg_rageval.provenance.prov.export_prov` with the first manifest) validated by
-  :func:`~kg_rageval.provenance.prov.validate_prov`: ``prov_trail_conforms`` = conforming
-  trails / trails (0 or 1), ``prov_violations`` (count). ``meta["turtle"]`` holds the trail,
-  which the audit writes beside its reports (``prov.ttl``).
+  :func:`~kg_rageval.provenance.prov.validate_prov`, one row per answer:
+  ``prov_traceable_rate`` = answers whose trail conforms / answers, where an answer's trail is
+  the answer node, the documents it cites and its run (with the model agent): a violation on
+  any of them makes the answer untraceable (so a run missing its seed makes every answer
+  untraceable). The per-answer verdict does not depend on how the records are partitioned,
+  so the rate is a sum like every metric. ``meta["turtle"]`` holds the trail, which the audit
+  writes beside its reports (``prov.ttl``); ``meta["messages"]`` the SHACL messages.
 """
 
 from __future__ import annotations
@@ -46,13 +50,11 @@ class ManifestFamily(Family):
 class ProvTrailFamily(Family):
     name = "prov_trail"
     version = "1"
-    stats = ("trails", "conforming", "violations")
+    stats = ("answers", "traceable")
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
-        return {
-            "prov_trail_conforms": ratio("prov_trail_conforms", s["conforming"], s["trails"], missing="no trail"),
-            "prov_violations": Metric("prov_violations", s["violations"]),
-        }
+        return {"prov_traceable_rate": ratio("prov_traceable_rate", s["traceable"], s["answers"],
+                                             missing="no answers in the trail")}
 
 
 def _pinned(m: Mapping[str, Any]) -> list[str]:
@@ -82,12 +84,26 @@ def score_manifests(manifests: Sequence[Mapping[str, Any]], *, corpus: "Corpus |
 def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None,
                 corpus: "Corpus | None" = None) -> Evaluation:
     """Export and validate the PROV-O trail of the audited run (see the module docstring)."""
-    from .prov import export_prov, validate_prov
+    from ..generation.fields import section
+    from .depth import cited_ids
+    from .prov import _q, export_prov, validate_prov
 
+    records = list(records)
     graph = export_prov(records, manifest=dict(manifest) if manifest is not None else None, corpus=corpus)
     result = validate_prov(graph)
-    row = {"record_id": "trail", "trails": 1, "conforming": int(result["conforms"]),
-           "violations": result["violations"], "messages": "; ".join(result["messages"][:10]) or None}
-    return build_evaluation(ProvTrailFamily(), [row], details=("messages",),
+    bad = set(result["focus_nodes"])
+    run_id = (manifest or {}).get("run_id") or "run"
+    answer_pre, doc_pre = f"urn:kg-rageval:answer:{_q(run_id)}:", "urn:kg-rageval:doc:"
+    run_level = sorted(f for f in bad if not f.startswith((answer_pre, doc_pre)))
+    rows = []
+    for r in records:
+        if section(r, "answer") is None:
+            continue
+        own = [answer_pre + _q(r["id"])] + [doc_pre + _q(c) for c in cited_ids(r)]
+        why = [f for f in own if f in bad] + run_level
+        rows.append({"record_id": r["id"], "answers": 1, "traceable": int(not why),
+                     "untraceable_at": " ".join(why[:5]) or None})
+    return build_evaluation(ProvTrailFamily(), rows, details=("untraceable_at",),
                             meta={"turtle": graph.serialize(format="turtle"), "triples": len(graph),
+                                  "conforms": result["conforms"], "violations": result["violations"],
                                   "messages": result["messages"]})
