@@ -131,6 +131,14 @@ _R_ATTR = (("hit", "queries whose gold is in the top k"),
            ("ranker", "queries whose gold was retrieved below k"))
 _R_DOC_ATTR = (("found", "gold documents in the top k"), ("filter", "gold documents the filters excluded"),
                ("retriever", "gold documents never retrieved"), ("ranker", "gold documents retrieved below k"))
+_CORPUS_PARAMS = (
+    _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
+       input="corpus"),
+    _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
+       "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+)
+"""Options of the retrieval corpus reader (retrieval and preference families)."""
+
 RETRIEVAL = Scorer(
     name="retrieval",
     target="kg_rageval.retrieval:score_retrieval",
@@ -151,10 +159,7 @@ RETRIEVAL = Scorer(
            "set them (JSON object, e.g. {\"status\": \"published\"}).", nullable=True),
         _p("engine", "str", "auto", "Metric kernel: numpy, numba, or auto (numba on large runs).",
            choices=("auto", "numpy", "numba")),
-        _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
-           input="corpus"),
-        _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
-           "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+        *_CORPUS_PARAMS,
     ),
     template_values=_retrieval_values,
     metrics=metric_specs("retrieval", "retrieval", [
@@ -350,10 +355,7 @@ PREFERENCE = Scorer(
            "retrieval.preference.", nullable=True),
         _p("k", "int", 10, "Cut-off of the comparison.", minimum=1),
         _p("boost", "float", 0.1, "Soft: score + boost for the documents passing the preference.", minimum=0),
-        _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
-           input="corpus"),
-        _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
-           "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+        *_CORPUS_PARAMS,
     ),
     metrics=metric_specs("preference", "preference", [
         ("hard_recall", "higher", "mean over compared queries of recall@k with the preference as a hard filter"),
