@@ -498,3 +498,17 @@ def test_markdown_shows_drivers_formula_and_inconsistent_filter_logs(tmp_path):
                                "families": {"retrieval": {}}, "gates": ["recall@10 >= 0"]}, base_dir=tmp_path)
     md = markdown(run_audit(cfg, progress=False))
     assert "inconsistent filter logs (retrieved although the logged filters exclude them): 1." in md
+
+
+def test_conformance_unscored_entries_carry_reason_codes(tmp_path):
+    from conformance_helpers import build_attack_like
+
+    from kg_rageval.conformance import score_conformance
+    from kg_rageval.conformance.spec import load_spec
+
+    recs = _conf_records() + [{"id": "silent", "answer": {"text": "T1003"}},
+                              {"id": "unk", "answer": {"refused": True}}]
+    ev = score_conformance(build_attack_like(), recs, load_spec(CONF / "attack_spec.yaml"))
+    assert {u["record_id"]: (u["reason"], u["code"]) for u in ev.unscored} == {
+        "no0": ("correct refusal", "not_applicable"), "no1": ("correct refusal", "not_applicable"),
+        "silent": ("missing output", "missing_prediction"), "unk": ("refused", "not_applicable")}

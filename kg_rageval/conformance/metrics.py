@@ -148,6 +148,15 @@ FAMILY = ConformanceFamily()
 MISSING_OUTPUT = "missing output"
 
 
+def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
+    """The unscored entry of a record without ``answer.output``: code ``missing_prediction``
+    for ``missing output`` (a missing run), ``not_applicable`` for the others."""
+    from ..records.reasons import Reason, unscored
+
+    return unscored(record_id, reason, Reason.MISSING_PREDICTION if reason == MISSING_OUTPUT
+                    else Reason.NOT_APPLICABLE)
+
+
 def output_expectation(record: Mapping[str, Any]) -> str | None:
     """``None`` when the record has an ``answer.output`` to score, else the exact unscored
     reason (see the module docstring): ``"missing output"`` when one was expected."""
@@ -608,7 +617,7 @@ def score_conformance(
         answer = r.get("answer")
         why = output_expectation(r)
         if why is not None or not isinstance(answer, Mapping):
-            unscored.append({"record_id": rid, "reason": why or MISSING_OUTPUT})
+            unscored.append(unscored_output(rid, why or MISSING_OUTPUT))
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None

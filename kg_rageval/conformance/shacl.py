@@ -33,7 +33,7 @@ from urllib.parse import quote
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..ontology.model import STATUS_NAMES, Ontology
 from ..ontology.validate import load_shapes  # noqa: F401 - part of this module's API
-from .metrics import output_expectation, parse_output
+from .metrics import MISSING_OUTPUT, output_expectation, parse_output, unscored_output
 from .spec import SchemaSpec
 
 KGRO = "urn:kg-rageval:output#"
@@ -189,7 +189,7 @@ def score_shacl(
         answer = r.get("answer")
         why = output_expectation(r)
         if why is not None or not isinstance(answer, Mapping):
-            unscored.append({"record_id": rid, "reason": why or "missing output"})
+            unscored.append(unscored_output(rid, why or MISSING_OUTPUT))
             continue
         obj, problem = parse_output(answer["output"])
         row = {"record_id": rid, "outputs": 1.0, "conforming": 1.0, "violations": 0.0, "unrenderable": 0.0, "results": []}

@@ -20,6 +20,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..generation.fields import all_slice_keys, answer_text, flag, row_keys
 from ..records import Record
+from ..records.reasons import Reason
+from ..records.reasons import unscored as unscored_entry
 from .depth import cited_ids
 
 
@@ -52,7 +54,8 @@ def score_reproducibility(base: Iterable[Record], repeats: Sequence[Iterable[Rec
         for r in base:
             other = by_id.get(r["id"])
             if other is None:
-                unscored.append({"record_id": r["id"], "reason": "missing in repeat", "repeat": n})
+                unscored.append({**unscored_entry(r["id"], "missing in repeat", Reason.MISSING_PREDICTION),
+                                 "repeat": n})
                 continue
             sa = _answer_key(r) == _answer_key(other)
             sc = set(cited_ids(r)) == set(cited_ids(other))
