@@ -512,3 +512,28 @@ def test_conformance_unscored_entries_carry_reason_codes(tmp_path):
     assert {u["record_id"]: (u["reason"], u["code"]) for u in ev.unscored} == {
         "no0": ("correct refusal", "not_applicable"), "no1": ("correct refusal", "not_applicable"),
         "silent": ("missing output", "missing_prediction"), "unk": ("refused", "not_applicable")}
+
+
+def test_per_record_values_vectorised_equals_record_by_record():
+    """A ratio of sums (hR) is computed for all records at once, F1 (not a ratio) one by one:
+    both equal finalizing each record alone."""
+    import numpy as np
+
+    from kg_rageval.audit.failing import per_record_values
+    from kg_rageval.audit.config import load_config
+
+    res = run_audit(load_config(AUDIT / "real.yaml"), progress=False)
+    for fam in ("hierarchy", "retrieval"):
+        ev = res.families[fam].evaluations[0]
+        ids, stats = ev.per_record_stats()
+        names = list(stats)
+        mat = np.stack([stats[k] for k in names], axis=1)
+        for metric in ("hierarchical_recall", "hierarchical_f1") if fam == "hierarchy" else ("mrr", "recall@10"):
+            values, weights = per_record_values(ev.family.finalize, metric, names, mat)
+            for j in range(len(ids)):
+                m = ev.family.finalize(dict(zip(names, mat[j].tolist())))[metric]
+                if m.value is None:
+                    assert np.isnan(values[j])
+                else:
+                    assert values[j] == pytest.approx(m.value)
+                    assert weights[j] == pytest.approx(m.denominator or 1.0)

@@ -4,7 +4,8 @@ For a failed gate ``m OP t`` on the evaluation that owns ``m`` (restricted to th
 slice or branch), each record is finalized alone (its stats summed over its rows) and gets
 
 * ``value`` = ``m`` on that record alone (records where ``m`` is undefined are left out: they
-  do not move it), ``weight`` = its denominator (1 for a mean);
+  do not move it), ``weight`` = its denominator (1 for a mean); for a ratio of sums this is
+  computed for all records at once (:func:`per_record_values`);
 * ``deficit`` = ``weight·(t − value)`` for ``>=``/``>`` (``weight·(value − t)`` for
   ``<=``/``<``): how many numerator units the record lacks to meet the threshold on its own.
 
@@ -133,6 +134,61 @@ def _unscored(family: str, run: Any, by_id: Mapping[str, Any], limit: int, patte
                    missing_run=missing == 0) for missing, rid, reason in items[:limit]]
 
 
+MAX_NONLINEAR = 20_000
+"""Records finalized one by one for a metric that is not a ratio of two linear sums."""
+
+
+def per_record_values(finalize: Any, metric: str, names: list[str], mat: np.ndarray
+                      ) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(value, weight)`` of ``metric`` on each row of ``mat`` (one record's summed stats per
+    row; NaN where undefined). A metric whose numerator and denominator are linear in the
+    stats (every ``ratio``/``mean_of`` metric: checked on the basis vectors and on sample
+    records) is computed for all records at once; any other is finalized record by record, up
+    to :data:`MAX_NONLINEAR` records (else ``(None, ...)``). The weight is the record's
+    denominator (1 without one)."""
+    n, k = mat.shape
+
+    def nd(vec: np.ndarray) -> tuple[float | None, float | None, float | None]:
+        m = finalize(dict(zip(names, vec.tolist()))).get(metric)
+        if m is None:
+            return None, None, None
+        return m.numerator, m.denominator, m.value
+
+    zero = nd(np.zeros(k))
+    linear = zero[0] is not None and zero[1] is not None
+    if linear:
+        basis = [nd(row) for row in np.eye(k)]
+        linear = all(b[0] is not None and b[1] is not None for b in basis)
+    if linear:
+        a = np.asarray([b[0] for b in basis], dtype=float) - float(zero[0])
+        b = np.asarray([b[1] for b in basis], dtype=float) - float(zero[1])
+        num, den = mat @ a + float(zero[0]), mat @ b + float(zero[1])
+        rng = np.random.default_rng(0)
+        for j in ([0, n - 1] + rng.integers(0, n, 3).tolist()) if n else []:
+            got = nd(mat[j])
+            exp_v = num[j] / den[j] if den[j] else None
+            same = (got[0] is not None and got[1] is not None and abs(got[0] - num[j]) <= 1e-9 * max(1, abs(num[j]))
+                    and abs(got[1] - den[j]) <= 1e-9 * max(1, abs(den[j]))
+                    and ((got[2] is None) == (exp_v is None))
+                    and (got[2] is None or abs(got[2] - exp_v) <= 1e-9 * max(1, abs(exp_v))))
+            if not same:
+                linear = False
+                break
+    if linear:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
+        return values, np.where(den != 0, den, 1.0)
+    if n > MAX_NONLINEAR:
+        return None, np.ones(n)
+    values, weights = np.full(n, np.nan), np.ones(n)
+    for j in range(n):
+        m = finalize(dict(zip(names, mat[j].tolist()))).get(metric)
+        if m is not None and m.value is not None and np.isfinite(m.value):
+            values[j] = float(m.value)
+            weights[j] = float(m.denominator) if m.denominator else 1.0
+    return values, weights
+
+
 def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: list[dict],
                     config: "AuditConfig", budget_gates: Iterable[str] = ()) -> list[dict[str, Any]]:
     """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
@@ -182,16 +238,18 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
         ids, stats = ev.per_record_stats()
         names = list(stats)
         mat = np.stack([stats[k] for k in names], axis=1) if names else np.zeros((len(ids), 0))
+        values, weights = per_record_values(ev.family.finalize, owner.metric, names, mat)
         sign = 1.0 if g.op in (">=", ">") else -1.0
         scored: list[tuple[float, str, float, float]] = []
-        for j, rid in enumerate(ids.tolist()):
-            m = ev.family.finalize(dict(zip(names, mat[j].tolist()))).get(owner.metric)
-            if m is None or m.value is None or not np.isfinite(m.value):
-                continue
-            w = float(m.denominator) if m.denominator else 1.0
-            deficit = sign * w * (g.threshold - float(m.value))
-            if deficit > 1e-12:
-                scored.append((-deficit, rid, float(m.value), w))
+        if values is None:
+            out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": None, "records": [],
+                        "note": f"not ranked: {len(ids)} records and {owner.metric!r} is not a ratio of sums "
+                                f"(at most {MAX_NONLINEAR} records are finalized one by one)"})
+            continue
+        ok = np.isfinite(values)
+        deficit = np.where(ok, sign * weights * (g.threshold - np.where(ok, values, 0.0)), 0.0)
+        for j in np.flatnonzero(ok & (deficit > 1e-12)).tolist():
+            scored.append((-float(deficit[j]), str(ids[j]), float(values[j]), float(weights[j])))
         scored.sort()
         row_ids = ev.record_ids.astype(str)
         recs = []
