@@ -311,7 +311,7 @@ def failing_records_html(result: "AuditResult") -> str:
             x = json.dumps(x, ensure_ascii=False, default=str)
         return _f(x)
 
-    blocks = [f for f in result.failing if f["records"]]
+    blocks = [f for f in result.failing if f["records"] or f.get("note")]
     if not blocks:
         return ""
     out = ["<h2>Records driving the failing gates</h2>",
@@ -320,7 +320,10 @@ def failing_records_html(result: "AuditResult") -> str:
     for f in blocks:
         out.append(f"<h3><code>{escape(f['gate'])}</code> <span class='tag {escape(f['status'])}'>"
                    f"{escape(f['status'].upper())}</span> <span class='sub'>{len(f['records'])} of "
-                   f"{f['n_driving']} records</span></h3>")
+                   f"{f['n_driving']} records</span></h3>" if f["records"] else
+                   f"<h3><code>{escape(f['gate'])}</code> <span class='sub'>{escape(f['note'])}</span></h3>")
+        if not f["records"]:
+            continue
         out.append(_table(["record", "query", "gold", "prediction", "value", "reason"], (
             [escape(str(r["id"])), cell(r["query"]), cell(r["gold"]), cell(r["prediction"]), _f(r["value"]),
              escape(r["reason"] or "")] for r in f["records"]), num_cols=[4]))

@@ -118,11 +118,14 @@ def _val(x: Any) -> str:
 
 def failing_records_markdown(result: "AuditResult") -> list[str]:
     """Per failing gate, the records driving it (worst first; ``report.failing_records``)."""
-    blocks = [f for f in result.failing if f["records"]]
+    blocks = [f for f in result.failing if f["records"] or f.get("note")]
     if not blocks:
         return []
     lines = ["", "## Records driving the failing gates", ""]
     for f in blocks:
+        if not f["records"]:
+            lines += [f"### `{_cell(f['gate'])}` — {f['status']}: {_cell(f['note'])}", ""]
+            continue
         lines += [f"### `{_cell(f['gate'])}` — {f['status']}: {len(f['records'])} of {f['n_driving']} "
                   f"records, worst first", "",
                   "| record | query | gold | prediction | value | reason |", "|---|---|---|---|---:|---|"]
