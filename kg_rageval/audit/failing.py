@@ -96,9 +96,19 @@ def gold_and_prediction(family: str, record: Mapping[str, Any]) -> tuple[Any, An
     return None, None
 
 
+REASON_FIRST = ("outcome", "relation", "attribution", "fe_cause", "fe_filter", "filter_inconsistent",
+                "failure_kinds", "failure_mode", "completeness", "reason", "status", "untraceable_at")
+"""Detail (or key) columns that say why a record failed, shown first in the ``reason`` text;
+positions and scores (``*_start``, ``*_end``, ``*_score``) are left out."""
+
+
 def _reason(ev: Any, rows: np.ndarray) -> str:
     parts: list[str] = []
-    for name, col in ev.details.items():
+    cols = {**{n: ev.keys[n] for n in REASON_FIRST if n in ev.keys}, **ev.details}  # linking's outcome is a key
+    names = [n for n in REASON_FIRST if n in cols] + [
+        n for n in cols if n not in REASON_FIRST and not n.endswith(("_start", "_end", "_score"))]
+    for name in names:
+        col = cols[name]
         vals = []
         for v in col[rows].tolist():
             if v is None or v == "" or v is False or (isinstance(v, float) and v != v):
