@@ -537,3 +537,19 @@ def test_per_record_values_vectorised_equals_record_by_record():
                 else:
                     assert values[j] == pytest.approx(m.value)
                     assert weights[j] == pytest.approx(m.denominator or 1.0)
+
+
+def test_gate_on_a_linking_name_the_alignment_does_not_produce_is_exit_2(tmp_path):
+    from kg_rageval.audit.runner import run_audit as run
+
+    _write(tmp_path / "r.jsonl", [{"id": "a", "text": "a sedan", "mentions": {"gold": [{"start": 2, "end": 7, "id": "sedan"}],
+                                                                              "pred": [{"start": 0, "end": 7, "id": "sedan"}]}}])
+    base = {"ontology": str(GEN / "vehicles.csv"), "records": "r.jsonl"}
+    for opts, gate in (({"overlap": True}, "linking.strong_all_match_f1 >= 0.5"),
+                       ({}, "linking.overlap_all_match_f1 >= 0.5")):
+        cfg = {**base, "families": {"linking": opts}, "gates": [gate]}
+        with pytest.raises(ConfigError, match=r"is produced only with families\.linking\.overlap = "):
+            run(config_from_mapping(cfg, base_dir=tmp_path), progress=False)
+    cfg = {**base, "families": {"linking": {"overlap": True}}, "gates": ["linking.overlap_all_match_f1 >= 0.5"]}
+    res = run(config_from_mapping(cfg, base_dir=tmp_path), progress=False)
+    assert _by_gate(res)["linking.overlap_all_match_f1 >= 0.5"].observed == 1.0  # [0,7) overlaps [2,7)

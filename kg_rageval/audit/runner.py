@@ -147,8 +147,7 @@ def family_options(config: AuditConfig, name: str) -> dict[str, Any]:
 
 def configured_families(config: AuditConfig) -> list[str]:
     """The families the audit runs (all registered ones but the opt-in ones when ``families``
-    is empty); an
-    unknown name raises :class:`ConfigError` with a "did you mean"."""
+    is empty); an unknown name raises :class:`ConfigError` with a "did you mean"."""
     names = list(config.families) or [n for n, sc in REGISTRY.items() if not sc.opt_in]
     for n in names:
         try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -116,8 +117,6 @@ class Param:
             if not isinstance(value, str) or (k == "path" and not value):
                 raise ConfigError(f"{where}: expected a {'path' if k == 'path' else 'string'}, got {value!r}")
             if self.choices is not None and value not in self.choices:
-                import re
-
                 if self.pattern is not None and re.fullmatch(self.pattern, value):
                     return value
                 extra = f" or {self.pattern_text or self.pattern}" if self.pattern else ""
