@@ -103,7 +103,8 @@ class MetricSpec:
 
     def describe(self) -> dict[str, Any]:
         return {"name": f"{self.family}.{self.name}", "family": self.family, "member": self.member,
-                "direction": self.direction, "formula": self.formula, "parameters": list(self.placeholders)}
+                "direction": self.direction, "formula": self.formula, "parameters": list(self.placeholders),
+                **({"when": dict(self.when)} if self.when else {})}
 
 
 def metric_specs(family: str, member: str | None, rows: Iterable[tuple[str, str, str]],
