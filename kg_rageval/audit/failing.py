@@ -158,30 +158,31 @@ def per_record_values(finalize: Any, metric: str, names: list[str], mat: np.ndar
     denominator (1 without one)."""
     n, k = mat.shape
 
-    def nd(vec: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    def nd(vec: np.ndarray) -> tuple[float, float, float | None] | None:
+        """``(numerator, denominator, value)`` of the metric on summed stats ``vec``."""
         m = finalize(dict(zip(names, vec.tolist()))).get(metric)
-        if m is None:
-            return None, None, None
-        return m.numerator, m.denominator, m.value
+        if m is None or m.numerator is None or m.denominator is None:
+            return None
+        return float(m.numerator), float(m.denominator), m.value
+
+    def close(x: float, y: float) -> bool:
+        return abs(x - y) <= 1e-9 * max(1.0, abs(y))
 
     zero = nd(np.zeros(k))
-    linear = zero[0] is not None and zero[1] is not None
-    if linear:
-        basis = [nd(row) for row in np.eye(k)]
-        linear = all(b[0] is not None and b[1] is not None for b in basis)
-    if linear:
-        a = np.asarray([b[0] for b in basis], dtype=float) - float(zero[0])
-        b = np.asarray([b[1] for b in basis], dtype=float) - float(zero[1])
-        num, den = mat @ a + float(zero[0]), mat @ b + float(zero[1])
+    basis = [nd(row) for row in np.eye(k)] if zero is not None else []
+    linear = zero is not None and all(t is not None for t in basis)
+    num = den = np.zeros(n)
+    if linear and zero is not None:
+        a = np.asarray([t[0] for t in basis if t is not None]) - zero[0]
+        b = np.asarray([t[1] for t in basis if t is not None]) - zero[1]
+        num, den = mat @ a + zero[0], mat @ b + zero[1]
         rng = np.random.default_rng(0)
         for j in ([0, n - 1] + rng.integers(0, n, 3).tolist()) if n else []:
             got = nd(mat[j])
-            exp_v = num[j] / den[j] if den[j] else None
-            same = (got[0] is not None and got[1] is not None and abs(got[0] - num[j]) <= 1e-9 * max(1, abs(num[j]))
-                    and abs(got[1] - den[j]) <= 1e-9 * max(1, abs(den[j]))
-                    and ((got[2] is None) == (exp_v is None))
-                    and (got[2] is None or abs(got[2] - exp_v) <= 1e-9 * max(1, abs(exp_v))))
-            if not same:
+            want = float(num[j] / den[j]) if den[j] else None
+            if (got is None or not close(got[0], float(num[j])) or not close(got[1], float(den[j]))
+                    or (got[2] is None) != (want is None)
+                    or (got[2] is not None and want is not None and not close(got[2], want))):
                 linear = False
                 break
     if linear:
