@@ -298,6 +298,9 @@ def test_category_diagnosis_never_names_the_virtual_root(two_roots):
     assert list(ev.details["fe_under"]) == [None, "A"]
     diag = category_diagnosis(ev, two_roots)
     assert "kgr:virtual-root" not in str(diag)
+    # gold spanning two real roots has no gold node (not the virtual root)
+    span = score_retrieval(two_roots, [{"id": "q", "retrieval": {"gold": ["x", "y"], "run": []}}], c)
+    assert list(span.keys["gold_node"]) == [None]
     assert diag["sentences"] == ["50% of false exclusions (1/2) come from sibling-category filters under A (A)",
                                  "50% of false exclusions (1/2) come from unrelated-category filters"]
 

@@ -39,7 +39,8 @@ Order of operations for one query:
    ``field:<name>``. :func:`category_diagnosis` tabulates them.
 
 Row keys: ``gold_node`` (``retrieval.gold_node``, else the deepest common ancestor of the
-eligible relevant gold documents' categories in the corpus, else ``None``) and ``slice:<name>``
+eligible relevant gold documents' categories in the corpus — ``None`` when that is the virtual
+root, i.e. the gold spans several real roots — else ``None``) and ``slice:<name>``
 for every record slice.
 """
 
@@ -278,7 +279,8 @@ def score_retrieval(
                 node = int(cats[0])
                 for c in cats[1:].tolist():
                     node = ontology.lca_index(node, int(c))
-                gold_node[i] = ontology.ids[node]
+                # gold under several real roots has no branch: the virtual root is no gold node
+                gold_node[i] = None if (ontology.virtual_root and node == 0) else ontology.ids[node]
 
     # ---- filter replay, false exclusion and attribution
     if corpus is not None:
