@@ -310,6 +310,11 @@ def test_baseline_deltas_and_budget(stub, workdir):
     assert "delta:" not in metrics_part
     assert "<th>gated delta</th>" in baseline_part and "<code>delta:stub.stub_accuracy</code>" in baseline_part
     assert "-0.1250" in baseline_part.split("</table>", 1)[0]
+    # the failed delta gate lists the records that regressed: r2 and r6 (1 → 0), not r1 (0 → 1)
+    (fd,) = [f for f in res.failing if f["gate"].startswith("delta:")]
+    assert [(r["id"], r["value"], r["baseline"], r["deficit"]) for r in fd["records"]] == [
+        ("r2", 0.0, 1.0, 1.0), ("r6", 0.0, 1.0, 1.0)]
+    assert fd["n_driving"] == 2 and fd["records"][0]["gold"] == ["hatchback"]
 
 
 def test_manifest_verify(stub, workdir, capsys):

@@ -200,8 +200,28 @@ def per_record_values(finalize: Any, metric: str, names: list[str], mat: np.ndar
     return values, weights
 
 
+def _delta_records(g: Any, baseline: Mapping[str, Any] | None, by_id: Mapping[str, Any], limit: int
+                   ) -> tuple[str | None, int, list[dict[str, Any]]]:
+    """The records driving a failed ``delta:`` gate: the paired per-query deltas in the failing
+    direction (regressions first), from the baseline comparison's ``worst_queries``."""
+    worst = (baseline or {}).get("worst_queries") or {}
+    name = g.metric[len("delta:"):]
+    key = name if name in worst else next((k for k in worst if k.endswith("." + name)), None)
+    if key is None:
+        return None, 0, []
+    fam = key.split(".", 1)[0]
+    higher = g.op in (">=", ">")
+    rows = [r for r in worst[key] if (r["delta"] < 0 if higher else r["delta"] > 0)]
+    rows.sort(key=lambda r: (r["delta"] if higher else -r["delta"], r["record_id"]))
+    out = [_entry(fam, str(r["record_id"]), by_id.get(str(r["record_id"])), value=r["candidate"],
+                  baseline=r["baseline"], deficit=abs(r["delta"]),
+                  reason=f"candidate {r['candidate']:.4g} vs baseline {r['baseline']:.4g}") for r in rows[:limit]]
+    return key, len(rows), out
+
+
 def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: list[dict],
-                    config: "AuditConfig", budget_gates: Iterable[str] = ()) -> list[dict[str, Any]]:
+                    config: "AuditConfig", budget_gates: Iterable[str] = (),
+                    baseline: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
     that did not pass (see the module docstring); ``budget_gates``: the texts of the audit's
     own ``<family>.missing_run_rate`` budget gates."""
@@ -216,9 +236,15 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
     out: list[dict[str, Any]] = []
     for res in results:
         g = res.gate
-        if res.status == "pass" or g.metric.startswith("delta:") or g.metric == "gates_configured":
+        if res.status == "pass" or g.metric == "gates_configured":
             continue
         head = {"gate": str(g), "status": res.status}
+        if g.metric.startswith("delta:"):
+            key, n, recs = _delta_records(g, baseline, by_id, limit)
+            if key is not None:
+                out.append({**head, "family": key.split(".", 1)[0], "metric": g.metric, "n_driving": n,
+                            "records": recs, "note": "paired per-query deltas (the 50 largest changes)"})
+            continue
         fam_budget = g.metric[: -len(".missing_run_rate")] if str(g) in budget_gates else None
         if fam_budget is not None and fam_budget in index.runs:
             run = index.runs[fam_budget]

@@ -330,7 +330,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     from .failing import failing_records
 
     result.failing = failing_records(final, index, ontology, records, config,
-                                     budget_gates={str(r.gate) for r in budget_results})
+                                     budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
     result.coverage = pernode.coverage_matrix(records, ontology, inputs.get("corpus"), config.coverage)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = pernode.exclusion_attribution(runs, records, inputs.get("corpus"), ontology,
