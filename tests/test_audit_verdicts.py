@@ -553,3 +553,16 @@ def test_gate_on_a_linking_name_the_alignment_does_not_produce_is_exit_2(tmp_pat
     cfg = {**base, "families": {"linking": {"overlap": True}}, "gates": ["linking.overlap_all_match_f1 >= 0.5"]}
     res = run(config_from_mapping(cfg, base_dir=tmp_path), progress=False)
     assert _by_gate(res)["linking.overlap_all_match_f1 >= 0.5"].observed == 1.0  # [0,7) overlaps [2,7)
+
+
+def test_shacl_rows_carry_the_branch_and_slices():
+    from conformance_helpers import build_attack_like
+
+    from kg_rageval.conformance.shacl import score_shacl
+    from kg_rageval.conformance.spec import load_spec
+
+    ev = score_shacl(build_attack_like(), _conf_records(), ROOT / "shapes" / "output-attack.ttl",
+                     load_spec(CONF / "attack_spec.yaml"))
+    assert dict(zip(ev.record_ids.tolist(), ev.keys["gold_node"].tolist())) == {"r1": "T1003", "r3": "T1059.001"}
+    assert ev.keys["slice:intent"].tolist() == ["technique_lookup", "technique_lookup"]
+    assert ev.unscored_counts == {"correct refusal": 2}
