@@ -30,6 +30,10 @@ def test_validate_exit_codes(onto_dir, capsys):
     assert "0 violation(s), 1 warning(s)" in out and "Warning" in out
     assert main(["ontology", "validate", "--fail-on-warnings", str(onto_dir / "deprecated_warning.ttl")]) == 1
     capsys.readouterr()
+    assert main(["ontology", "validate", "--format", "json", str(onto_dir / "deprecated_warning.ttl")]) == 0
+    d = _json(capsys)
+    assert d["counts"] == {"Violation": 0, "Warning": 1, "Info": 0} and d["exit_code"] == 0
+    assert d["fail_on_warnings"] is False
     assert main(["ontology", "validate", "--allow-warnings", str(onto_dir / "deprecated_warning.ttl")]) == 0
     capsys.readouterr()
 

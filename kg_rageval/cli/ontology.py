@@ -118,8 +118,10 @@ def validate(file, ontology_format, reasoner, follow_imports, dangling, shapes, 
 
     onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
     report = validate_ontology(onto, shapes=shapes)
-    emit(report.to_dict(), fmt, lambda _: report.to_text())
-    if not report.passes(allow_warnings=not fail_on_warnings):
+    code = 0 if report.passes(allow_warnings=not fail_on_warnings) else 1
+    payload = {**report.to_dict(), "exit_code": code, "fail_on_warnings": bool(fail_on_warnings)}
+    emit(payload, fmt, lambda _: report.to_text())
+    if code:
         sys.exit(1)
 
 
