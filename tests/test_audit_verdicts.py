@@ -566,3 +566,15 @@ def test_shacl_rows_carry_the_branch_and_slices():
     assert dict(zip(ev.record_ids.tolist(), ev.keys["gold_node"].tolist())) == {"r1": "T1003", "r3": "T1059.001"}
     assert ev.keys["slice:intent"].tolist() == ["technique_lookup", "technique_lookup"]
     assert ev.unscored_counts == {"correct refusal": 2}
+
+
+def test_failing_records_are_escaped_in_html_and_markdown(tmp_path):
+    from kg_rageval.audit.report_html import html_report
+    from kg_rageval.audit.report_markdown import markdown
+
+    res = _stub_audit(tmp_path, TREE, {"x1": (0, 1), "x2": (1, 0)}, ["stub_accuracy >= 0.9"])
+    res.failing[0]["records"][0]["query"] = "<img src=x onerror=alert(1)> | pipe"
+    html = html_report(res)
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt; | pipe" in html
+    assert "&lt;img src=x onerror=alert(1)&gt; \\| pipe" not in html
+    assert "\\| pipe |" in markdown(res)  # a pipe cannot break the Markdown table
