@@ -578,3 +578,17 @@ def test_failing_records_are_escaped_in_html_and_markdown(tmp_path):
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt; | pipe" in html
     assert "&lt;img src=x onerror=alert(1)&gt; \\| pipe" not in html
     assert "\\| pipe |" in markdown(res)  # a pipe cannot break the Markdown table
+
+
+def test_html_hierarchy_view_for_a_failed_node_gate_shows_its_subtree(tmp_path):
+    import re
+
+    from kg_rageval.audit.report_html import html_report
+
+    res = _stub_audit(tmp_path, TREE, {"big1": (6, 4), "big2": (6, 4), "x1": (0, 2), "x2": (2, 0)},
+                      ["stub_accuracy >= 0.7"], node_gates={"X": ["stub_accuracy >= 0.9"]})
+    html = html_report(res)
+    assert "(2 failed gates)" in html
+    sub = html.split("stub.stub_accuracy per branch under X (gate", 1)[1].split("</svg>", 1)[0]
+    shown = re.findall(r"<title>([^<]+)</title>", sub)[1:]  # the svg title, then one per node
+    assert shown == ["X", "x1", "x2"]

@@ -134,33 +134,44 @@ def _node_metric_keys(result: "AuditResult", metric: str) -> list[str]:
     return sorted(k for k in cache if k == metric or k.endswith("." + metric))
 
 
-def failed_gate_views(result: "AuditResult") -> list[tuple[Any, str]]:
-    """``(gate, node metric key)`` of every failed or missing global gate whose metric has
-    per-node evidence, in gate order; the hierarchy view is drawn for each."""
+def failed_gate_views(result: "AuditResult") -> list[tuple[Any, str, str | None]]:
+    """``(gate, node metric key, subtree root)`` of every failed or missing gate whose metric has
+    per-node evidence, in gate order: global gates over the whole hierarchy, ``node:X`` gates
+    over X's subtree (slice gates have no per-node view: the roll-up is not per slice)."""
     out = []
     for r in result.gate_results:
         g = r.gate
-        if r.status == "pass" or g.scope or g.metric.startswith("delta:") or g.metric.endswith("missing_run_rate"):
+        if r.status == "pass" or g.metric.startswith("delta:") or g.metric.endswith("missing_run_rate"):
+            continue
+        root = g.scope[len("node:"):] if g.scope and g.scope.startswith("node:") else None
+        if g.scope and root is None:
             continue
         for key in _node_metric_keys(result, g.metric):
             if any(d["metrics"].get(key) is not None for d in result.nodes.values()):
-                out.append((g, key))
+                out.append((g, key, root))
             break
     return out
 
 
-def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, key: str | None = None) -> str:
-    """Per-branch scores as an indented tree (depth ≤ 3) with one bar per node, for ``gate``
-    (default: the first failing gate with per-node evidence, else the first with any)."""
+def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, key: str | None = None,
+                   root: str | None = None) -> str:
+    """Per-branch scores as an indented tree (3 levels) with one bar per node, for ``gate``
+    (default: the first failing gate with per-node evidence, else the first with any), over
+    the whole hierarchy or the subtree of ``root``."""
     if gate is None or key is None:
         pick = _primary_gate(result)
         if pick is None or not result.nodes:
             return '<p class="sub">No metric with per-node evidence (no family attached gold nodes to its rows).</p>'
         _, gate, key = pick
     ont = result.ontology
+    start = ont.index(root) if root is not None and root in ont else 0
+    top = result.nodes.get(ont.ids[start], {}).get("depth", 0) if start else 0
+    inside = set(ont.descendant_indices(start, include_self=True).tolist()) if start else None
     rows = [(nid, d) for nid, d in result.nodes.items() if d["metrics"].get(key) is not None or key in d["metrics"]]
+    if inside is not None:
+        rows = [r for r in rows if ont._index.get(r[0]) in inside]
     # keep the most populated nodes of the top levels, shown in tree (pre-)order
-    rows = [r for r in rows if r[1]["depth"] <= 3]
+    rows = [r for r in rows if r[1]["depth"] <= top + 3]
     rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))
     keep = {nid for nid, _ in rows[:max_rows]}
     order: list[tuple[str, int]] = []
@@ -178,10 +189,11 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, 
             if ont.ids[c] in keep or depth < 3:
                 walk(c, depth + 1, seen)
 
-    walk(0, 0, set())
+    walk(start, 0, set())
     width, row_h, indent, label_w = 760, 20, 14, 300
     h = row_h * len(order) + 12
-    parts = [f'<div class="ctitle">{escape(key)} per branch (gate <code>{escape(str(gate))}</code>; '
+    under = f" under {escape(ont.label(root) or root)}" if root is not None else ""
+    parts = [f'<div class="ctitle">{escape(key)} per branch{under} (gate <code>{escape(str(gate))}</code>; '
              f'red = violates the threshold, dashed line = threshold; n = rows)</div>'
              f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
              f'aria-label="per-branch {escape(key)}"><title>{escape(key)} per ontology branch</title>']
@@ -349,7 +361,8 @@ def html_report(result: "AuditResult") -> str:
     views = failed_gate_views(result)
     if views:
         s.append(f"<h2>Per-branch scores on the hierarchy ({len(views)} failed gate{'s' if len(views) > 1 else ''})</h2>")
-        s.extend("<div class='card'>" + hierarchy_plot(result, gate=g, key=k) + "</div>" for g, k in views)
+        s.extend("<div class='card'>" + hierarchy_plot(result, gate=g, key=k, root=root) + "</div>"
+                 for g, k, root in views)
     else:
         s.append("<h2>Per-branch scores on the hierarchy</h2><div class='card'>" + hierarchy_plot(result) + "</div>")
     s.append("<h2>Branches driving the failures</h2>")
