@@ -592,3 +592,14 @@ def test_html_hierarchy_view_for_a_failed_node_gate_shows_its_subtree(tmp_path):
     sub = html.split("stub.stub_accuracy per branch under X (gate", 1)[1].split("</svg>", 1)[0]
     shown = re.findall(r"<title>([^<]+)</title>", sub)[1:]  # the svg title, then one per node
     assert shown == ["X", "x1", "x2"]
+
+
+def test_markdown_per_branch_table_for_every_failed_gate(tmp_path):
+    from kg_rageval.audit.report_markdown import markdown
+
+    res = _stub_audit(tmp_path, TREE, {"big1": (6, 4), "big2": (6, 4), "x1": (0, 2), "x2": (2, 0)},
+                      ["stub_accuracy >= 0.7"], node_gates={"X": ["stub_accuracy >= 0.9"]})
+    md = markdown(res)
+    assert "## Per-branch `stub.stub_accuracy` (gate `stub_accuracy >= 0.7`)" in md
+    sub = md.split("## Per-branch `stub.stub_accuracy` under X (gate ", 1)[1].split("\n\n", 2)[1]
+    assert [line.split(" | ")[0][2:] for line in sub.splitlines()[2:]] == ["X", "x1", "x2"]

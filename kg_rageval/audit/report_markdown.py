@@ -65,13 +65,26 @@ def markdown(result: "AuditResult") -> str:
             lines.append(f"| `{_cell(d['gate'])}` | {d['node']} | {_cell(d['label'] or '')} | {d['depth']} | "
                          f"{d['n']} | {_f(d['value'])} | {_f(d.get('deficit_share'))} | {_f(d['impact'])} |")
     lines += failing_records_markdown(result)
-    pick = _primary(result)
-    if pick is not None:
-        gate, key = pick
-        rows = [(nid, d) for nid, d in result.nodes.items() if 1 <= d["depth"] <= 2 and d["metrics"].get(key) is not None]
+    from .report_html import failed_gate_views
+
+    views = failed_gate_views(result)
+    if not views:
+        pick = _primary(result)
+        views = [(pick[0], pick[1], None)] if pick is not None else []
+    ont = result.ontology
+    for gate, key, root in views:
+        if root is not None and root in ont:
+            top = int(ont.depth_min[ont.index(root)])
+            inside = set(ont.descendant_indices(ont.index(root), include_self=True).tolist())
+            rows = [(nid, d) for nid, d in result.nodes.items() if ont._index.get(nid) in inside
+                    and top <= d["depth"] <= top + 2 and d["metrics"].get(key) is not None]
+        else:
+            rows = [(nid, d) for nid, d in result.nodes.items()
+                    if 1 <= d["depth"] <= 2 and d["metrics"].get(key) is not None]
         rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))
         if rows:
-            lines += ["", f"## Per-branch `{key}` (gate `{gate}`)", "",
+            under = f" under {root}" if root is not None else ""
+            lines += ["", f"## Per-branch `{key}`{under} (gate `{_cell(gate)}`)", "",
                       "| node | label | depth | rows | value | meets gate |", "|---|---|---:|---:|---:|---|"]
             for nid, d in rows[: max(15, result.config.report.top_branches)]:
                 v = d["metrics"][key]
