@@ -10,7 +10,8 @@ output are held against the system (:func:`output_expectation`): a record withou
 * ``"correct refusal"`` — the answer refused and the record is labelled unanswerable;
 * ``"refused"`` — the answer refused and the record carries no answerability label (refusal
   behaviour is judged by the generation family, not here);
-* ``"no output expected"`` — the record is labelled unanswerable and has no ``reference.output``.
+* ``"no output expected"`` — the record is labelled unanswerable and has no ``reference.output``;
+* ``"no answer section"`` — the record has no ``answer`` at all (not this family's evidence).
 
 ``answer.output`` is a JSON object or a string that should parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
 missing evidence (``value=None``), never 0 or 1.
@@ -146,6 +147,7 @@ FAMILY = ConformanceFamily()
 
 # ---------------------------------------------------------------------- helpers
 MISSING_OUTPUT = "missing output"
+NO_ANSWER = "no answer section"
 
 
 def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
@@ -153,8 +155,8 @@ def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
     for ``missing output`` (a missing run), ``not_applicable`` for the others."""
     from ..records.reasons import Reason, unscored
 
-    return unscored(record_id, reason, Reason.MISSING_PREDICTION if reason == MISSING_OUTPUT
-                    else Reason.NOT_APPLICABLE)
+    code = {MISSING_OUTPUT: Reason.MISSING_PREDICTION, NO_ANSWER: Reason.NO_SECTION}.get(reason, Reason.NOT_APPLICABLE)
+    return unscored(record_id, reason, code)
 
 
 def output_expectation(record: Mapping[str, Any]) -> str | None:
@@ -163,6 +165,8 @@ def output_expectation(record: Mapping[str, Any]) -> str | None:
     answer = record.get("answer")
     if isinstance(answer, Mapping) and "output" in answer:
         return None
+    if answer is None:
+        return NO_ANSWER
     ref = record.get("reference")
     ref = ref if isinstance(ref, Mapping) else {}
     answerable = ref.get("answerable")
