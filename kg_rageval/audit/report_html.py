@@ -10,9 +10,11 @@ baseline section only.
 
 from __future__ import annotations
 
-from html import escape
+from html import escape as _html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
+
+from .escape import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import AuditResult
@@ -64,6 +66,12 @@ Array.prototype.forEach.call(sec.querySelectorAll('tbody tr'),function(r){
 var ok=!q||fam.indexOf(q)>=0||r.textContent.toLowerCase().indexOf(q)>=0;r.hidden=!ok;if(ok){shown++;}});
 sec.hidden=shown===0;});});}
 })();"""
+
+
+def escape(s: Any, quote: bool = True) -> str:
+    """HTML-escape an input-derived string; control characters removed and bidi overrides
+    shown (:mod:`kg_rageval.audit.escape`)."""
+    return _html_escape(xml_text(s, multiline=True), quote=quote)
 
 
 def _f(x: Any, nd: int = 4) -> str:

@@ -11,7 +11,8 @@ output are held against the system (:func:`output_expectation`): a record withou
 * ``"refused"`` — the answer refused and the record carries no answerability label (refusal
   behaviour is judged by the generation family, not here);
 * ``"no output expected"`` — the record is labelled unanswerable and has no ``reference.output``;
-* ``"no answer section"`` — the record has no ``answer`` at all (not this family's evidence).
+* ``"no answer section"`` — the record has no ``answer`` at all and no ``reference.output``
+  (not this family's evidence; with a ``reference.output`` it is a ``missing output``).
 
 ``answer.output`` is a JSON object or a string that should parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
 missing evidence (``value=None``), never 0 or 1.
@@ -165,10 +166,10 @@ def output_expectation(record: Mapping[str, Any]) -> str | None:
     answer = record.get("answer")
     if isinstance(answer, Mapping) and "output" in answer:
         return None
-    if answer is None:
-        return NO_ANSWER
     ref = record.get("reference")
     ref = ref if isinstance(ref, Mapping) else {}
+    if answer is None:  # no answer at all: missing only where a reference output expects one
+        return MISSING_OUTPUT if ref.get("output") is not None else NO_ANSWER
     answerable = ref.get("answerable")
     refused = isinstance(answer, Mapping) and answer.get("refused") is True
     if refused:
