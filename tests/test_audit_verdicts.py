@@ -133,13 +133,17 @@ def test_expected_but_absent_output_is_a_missing_run(tmp_path):
 
 
 def test_missing_run_reasons_match_exactly_never_as_substrings(tmp_path):
-    # "no answer" configured: "correct refusal" and "missing output" are not that reason
+    """Codes decide (conformance's "missing output" is missing_prediction whatever the reasons
+    list says); only an entry without a code (the stub family's "missing run") falls back to
+    missing_runs.reasons, matched exactly: "missing" is not "missing run"."""
     res = _conf_audit(tmp_path, _conf_records() + [{"id": "silent", "answer": {"text": "x"}}],
-                      missing_runs={"reasons": ["no answer", "output"]})
-    assert res.counts["families"]["conformance"]["missing_runs"] == 0
-    res = _conf_audit(tmp_path, _conf_records() + [{"id": "silent", "answer": {"text": "x"}}],
-                      missing_runs={"reasons": ["Missing Output "]})
+                      missing_runs={"reasons": ["no answer", "output"], "budget": 0.5})
     assert res.counts["families"]["conformance"]["missing_runs"] == 1
+    for reasons, missing in ((["missing"], 0), (["no run", "Missing Run "], 1)):
+        res = _stub_audit(tmp_path, TREE, {}, ["stub_accuracy >= 0"], missing_runs={"reasons": reasons, "budget": 1.0},
+                          records=[{"id": "a", "labels": {"gold": ["x1"], "pred": ["x1"]}},
+                                   {"id": "b", "labels": {"gold": ["x1"]}}])
+        assert res.counts["families"]["stub"]["missing_runs"] == missing, reasons
 
 
 # ---------------------------------------------------------------- filter replay in the audit
@@ -175,6 +179,7 @@ def _prov_cfg(tmp_path: Path, **fam) -> dict:
             "corpus": str(GEN / "corpus.jsonl"),
             "families": {"provenance": {"repeats": [str(GEN / "prov_repeat.jsonl")],
                                         "manifests": [str(GEN / "manifest.json"), "run-b.json"], **fam}},
+            "missing_runs": {"budgets": {"provenance": 0.25}},  # p4 is absent from the repeat: a missing run
             "gates": ["provenance.identical_rate >= 0.5", "provenance.manifest_completeness >= 1",
                       "provenance.manifest_consistency >= 1", "provenance.prov_traceable_rate >= 1"]}
 
@@ -211,8 +216,8 @@ def test_audit_runs_reproducibility_manifests_and_the_prov_trail(tmp_path):
     del man["seed"]
     bad = score_trail(read_records(GEN / "prov_records.jsonl"), manifest=man, corpus=read_corpus(GEN / "corpus.jsonl"))
     assert bad.metrics()["prov_traceable_rate"].value == 0.0
-    # "missing in repeat" is not a missing run of the family: p4 was scored by the citations check
-    assert res.counts["families"]["provenance"]["missing_runs"] == 0
+    # p4 is missing from the repeat: a missing run (1/4, within the budget of 0.25)
+    assert res.counts["families"]["provenance"]["missing_runs"] == 1
     out = write_reports(res, tmp_path / "report")
     ttl = Path(out["prov"]).read_text()
     assert Path(out["prov"]).name == "prov.ttl" and "urn:kg-rageval:run:run-a" in ttl
@@ -255,9 +260,9 @@ def test_audit_runs_hard_vs_soft_with_a_per_query_preference(tmp_path, fixtures_
     g = _by_gate(res)
     assert g["preference.exclusion_rate <= 0.05"].observed == pytest.approx(2 / 3)
     assert g["preference.recall_delta >= -0.02"].observed == pytest.approx(-1 / 3)
-    assert g["ci_low(preference.precision_gain) >= 0"].status == "fail"
-    assert all(r.status == "fail" for r in res.gate_results if r.gate.metric.startswith("preference.")
-               and "missing_run" not in r.gate.metric)
+    # 3 compared queries are fewer than bootstrap.min_units (30): the bound is missing evidence
+    assert g["ci_low(preference.precision_gain) >= 0"].status == "missing"
+    assert g["preference.exclusion_rate <= 0.05"].status == g["preference.recall_delta >= -0.02"].status == "fail"
     # opt-in: "all families" does not run it
     _write(tmp_path / "r2.jsonl", [{k: v for k, v in r.items() if k != "labels"} for r in PER_QUERY])
     cfg2 = {**cfg, "records": "r2.jsonl", "families": {}, "gates": ["retrieval.recall@1 >= 0"]}
@@ -290,7 +295,7 @@ def test_cli_score_preference(tmp_path, fixtures_dir, capsys):
 
 # ---------------------------------------------------------------- reports: branches driving the failures
 def _stub_audit(tmp_path: Path, edges: list[tuple[str, str | None]], outcomes: dict[str, tuple[int, int]],
-                gates: list[str], **extra):
+                gates: list[str], records: list[dict] | None = None, **extra):
     """A stub-family audit over an in-memory ontology: ``outcomes[node] = (correct, wrong)`` rows."""
     from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
     from kg_rageval.audit.runner import load_inputs
@@ -308,7 +313,7 @@ def _stub_audit(tmp_path: Path, edges: list[tuple[str, str | None]], outcomes: d
             k += 1
             wrong = next(n for n, _ in edges if n != node)
             recs.append({"id": f"r{k:03d}", "query": f"query {k}", "labels": {"gold": [node], "pred": [node if i < ok else wrong]}})
-    _write(tmp_path / "r.jsonl", recs)
+    _write(tmp_path / "r.jsonl", recs if records is None else records)
     (tmp_path / "o.csv").write_text("child,parent,label\nx,,X\n")
     register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
     try:
@@ -376,7 +381,8 @@ def test_failing_gates_list_their_records_worst_first(real_reports):
     md = Path(out["markdown"]).read_text()
     assert "## Records driving the failing gates" in md
     assert "### `retrieval.mrr >= 0.7` — fail: 2 of 2 records, worst first" in md
-    assert '| c |' in md and '| b | — | ["hatchback"] | ["car"] | 0.5000 | relation: parent' in md
+    assert '| c | — | `["d3"]` | `["d1", "d2"]` | 0.0000 |' in md
+    assert '| b | — | `["hatchback"]` | `["car"]` | 0.5000 | relation: parent' in md
     html = Path(out["html"]).read_text()
     assert "Records driving the failing gates" in html and "<code>retrieval.mrr &gt;= 0.7</code>" in html
 

@@ -124,10 +124,11 @@ def markdown(result: "AuditResult") -> str:
 
 
 def _val(x: Any) -> str:
+    """A record value in a table cell: JSON (lists, objects) as a code span, text escaped."""
     if isinstance(x, (list, dict)):
         import json
 
-        x = json.dumps(x, ensure_ascii=False, default=str)
+        return md_code(json.dumps(x, ensure_ascii=False, default=str))
     return _cell(_f(x))
 
 
