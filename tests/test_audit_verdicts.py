@@ -609,3 +609,18 @@ def test_markdown_per_branch_table_for_every_failed_gate(tmp_path):
     assert "## Per-branch `stub.stub_accuracy` (gate `stub_accuracy >= 0.7`)" in md
     sub = md.split("## Per-branch `stub.stub_accuracy` under X (gate ", 1)[1].split("\n\n", 2)[1]
     assert [line.split(" | ")[0][2:] for line in sub.splitlines()[2:]] == ["X", "x1", "x2"]
+
+
+def test_prov_ttl_is_part_of_the_atomic_report_set(tmp_path):
+    from kg_rageval.audit.reports import sha256_file, write_reports
+
+    res = run_audit(config_from_mapping(_prov_cfg(tmp_path), base_dir=tmp_path), progress=False)
+    out = tmp_path / "out"
+    written = write_reports(res, out)
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["reports"]["prov.ttl"] == sha256_file(Path(written["prov"]))
+    cfg = _prov_cfg(tmp_path, trail=False)
+    write_reports(run_audit(config_from_mapping(cfg, base_dir=tmp_path), progress=False), out)
+    # the new set has no trail: the old one moved aside with the old set, not left beside it
+    assert not (out / "prov.ttl").exists() and (out / "previous" / "prov.ttl").exists()
+    assert "prov.ttl" not in json.loads((out / "manifest.json").read_text())["reports"]

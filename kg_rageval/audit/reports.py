@@ -40,7 +40,7 @@ PROV = "prov.ttl"
 """The PROV-O trail of the audited run (the provenance family's ``trail``)."""
 LOCK = ".kg-rageval.lock"
 PREVIOUS = "previous"
-ALL_FILES = (*FILES.values(), PROV, MANIFEST)
+ALL_FILES = (*FILES.values(), MANIFEST)
 
 
 def sha256_file(path: Path) -> str:
@@ -140,7 +140,7 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
 def _move_aside(out: Path) -> None:
     """Move an older report set out of the way into ``out/previous/`` (manifest first, so a
     crash in between leaves no manifest vouching for a partial set)."""
-    present = [n for n in ALL_FILES if (out / n).exists()]
+    present = [n for n in (*ALL_FILES, PROV) if (out / n).exists()]
     if not present:
         return
     prev = out / PREVIOUS
