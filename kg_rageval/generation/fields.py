@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..records import Record, record_error
+from ..records import Record, record_error, slice_text
 
 CITATION_MARKER = re.compile(r"\s*\[\s*[\w.:/#@-]+(?:\s*,\s*[\w.:/#@-]+)*\s*\]")
 """An inline citation marker: a bracket holding one or more comma-separated tokens without
@@ -137,7 +137,7 @@ def row_keys(record: Record) -> dict[str, Any]:
     slices = record.get("slices")
     if isinstance(slices, dict):
         for k, v in slices.items():
-            keys[f"slice:{k}"] = None if v is None else str(v)
+            keys[f"slice:{k}"] = slice_text(v)
     return keys
 
 

@@ -29,6 +29,7 @@ def score_generation(
     linker: ConceptLinker | None = None,
     n_bins: int = 10,
     strip_citations: bool = True,
+    **ids: Any,
 ) -> EvaluationSet:
     """``{"faithfulness", "correctness", "refusal", "unseen_concepts", "calibration"}`` →
     :class:`Evaluation` (an :class:`EvaluationSet` of family ``generation``), each with its own
@@ -38,15 +39,21 @@ def score_generation(
     ``"ontology"`` (the deterministic :class:`OntologyVerifier`), ``"nli"`` (a local NLI
     cross-encoder at ``nli_model``; never downloaded) or a plugin ``"module:callable"``
     (:func:`~kg_rageval.generation.judge_names.resolve_judge`). ``strip_citations``: remove
-    inline citation markers from answers before exact match / token F1."""
+    inline citation markers from answers before exact match / token F1. Given concept ids
+    (``answer.concepts``, ``reference.concepts``) are resolved by the one id resolver with the
+    ``on_*`` / ``aliases`` options (:mod:`kg_rageval.ontology.resolver`)."""
+    from ..ontology import IdOptions
+
+    id_opts = IdOptions.of(**ids)
     records = list(records)
     linker = linker or dictionary_linker(ontology)
     judge_fn = make_judge(ontology, judge, nli_model)
     return EvaluationSet("generation", {
         "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
-        "correctness": score_correctness(records, ontology, linker=linker, strip_citations=strip_citations),
+        "correctness": score_correctness(records, ontology, linker=linker, ids=id_opts,
+                                         strip_citations=strip_citations),
         "refusal": score_refusal(records),
-        "unseen_concepts": score_unseen(records, ontology, linker=linker),
+        "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=id_opts),
         "calibration": score_calibration(records, n_bins=n_bins),
     })
 

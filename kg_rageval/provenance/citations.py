@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from ..generation.verifiers import sentence_claims
 from ..records import Record, absent_answer_code, record_error
@@ -45,15 +45,14 @@ class CitationFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("citation_precision", sums["cited_gold"], sums["cited"], missing="no citations on records with gold evidence")
         r = ratio("citation_recall", sums["cited_gold"], sums["gold"], missing="no gold evidence")
-        return {
-            "citation_completeness": ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
-            "citation_precision": p,
-            "citation_recall": r,
-            "citation_f1": harmonic("citation_f1", p, r),
-            "uncited_answer_rate": ratio("uncited_answer_rate", sums["uncited"], sums["with_claims"],
-                                         missing="no answers with claims"),
-            "no_claims": Metric("no_claims", sums["no_claims"]),
-        }
+        return named(
+            ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
+            p,
+            r,
+            harmonic("citation_f1", p, r),
+            ratio("uncited_answer_rate", sums["uncited"], sums["with_claims"], missing="no answers with claims"),
+            Metric("no_claims", sums["no_claims"]),
+        )
 
 
 def _inline(sentence: str, cites: list[str]) -> list[str]:
