@@ -282,9 +282,14 @@ def test_cli_score_preference(tmp_path, fixtures_dir, capsys):
             "--k", "1", "--delta-min", "0", "--epsilon", "0.5", "--recall-loss-max", "0.1", "--format", "json"]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
-    r = out["result"]
+    assert out["family"] == "preference" and out["metrics"]["preference.hard_recall"]["value"] == pytest.approx(1 / 3)
+    r = out["recommendation"]
     assert r["recommendation"] == "soft" and r["n_queries"] == 3 and r["n_without_preference"] == 1
     assert r["hard_recall"] == pytest.approx(1 / 3) and r["exclusion_rate"] == pytest.approx(2 / 3)
+    # without the thresholds: the family's metrics only
+    assert main(args[:-8] + ["--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "recommendation" not in out and out["metrics"]["preference.exclusion_rate"]["numerator"] == 2
     assert main(args[:-2]) == 0
     text = capsys.readouterr().out
     assert "recommendation: soft" in text and "category within {labels.pred}" in text

@@ -225,7 +225,7 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
     """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
     that did not pass (see the module docstring); ``budget_gates``: the texts of the audit's
     own ``<family>.missing_run_rate`` budget gates."""
-    from .runner import node_mask, slice_mask
+    from .evidence import node_mask, slice_mask
 
     budget_gates = set(budget_gates)
     limit = config.report.failing_records

@@ -30,7 +30,10 @@ Replaying F on a fixed candidate list approximates a system that filters before 
   each query from a record path (dotted, ``[i]`` indexes a list; a list of objects with ``id``,
   such as ``mentions.pred``, gives their ids; ``null`` ids are skipped): e.g. *within each
   query's linked concept*;
-* ``preference=None`` reads each record's own ``retrieval.preference`` filter object.
+* ``preference=None`` reads each record's own ``retrieval.preference`` (a filter object or a
+  list of them), else the relevance filters it logged (``retrieval.filters``): the question is
+  then whether the system's own filters should have been hard filters or soft boosts. Several
+  filters are a conjunction (hard: passes all; soft: boosted when it passes all).
 
 A query whose preference is absent (no value at the path) is not in the comparison and is
 counted (``n_without_preference``); a ``within``/category value that is not an ontology id (a
@@ -200,26 +203,33 @@ class _Preferences:
             return f"{f.field} {f.op} {','.join(f.values)}"
         if self.template is not None:
             return f"{self.template.get('field')} {self.template.get('op')} {{{self.path}}}"
-        return "each record's retrieval.preference"
+        return "each record's retrieval.preference, else its logged retrieval.filters"
 
-    def of(self, rec: Record) -> Filter | None:
+    def of(self, rec: Record) -> list[Filter] | None:
+        """The preference filters of one record (a conjunction), ``None`` when it has none."""
         if self.fixed is not None:
-            return self.fixed
+            return [self.fixed]
         cat = self.corpus.category_field
         if self.template is not None:
             vals = _values_at(rec, self.path or "")
             if not vals:
                 return None
-            f = parse_filter({**self.template, "value": vals if len(vals) > 1 else vals[0]},
-                             where(rec, f"preference (value from {self.path})"), category_field=cat)
+            fl = [parse_filter({**self.template, "value": vals if len(vals) > 1 else vals[0]},
+                               where(rec, f"preference (value from {self.path})"), category_field=cat)]
         else:
             sec = rec.get("retrieval")
-            raw = sec.get("preference") if isinstance(sec, Mapping) else None
-            if raw is None:
+            sec = sec if isinstance(sec, Mapping) else {}
+            raw, field_name = sec.get("preference"), "retrieval.preference"
+            if raw is None:  # the relevance filters the system logged are the preference under test
+                raw, field_name = sec.get("filters"), "retrieval.filters"
+            if raw is None or raw == []:
                 return None
-            f = parse_filter(raw, where(rec, "retrieval.preference"), category_field=cat)
-        self._check(f)
-        return f
+            items = raw if isinstance(raw, list) else [raw]
+            fl = [parse_filter(x, where(rec, f"{field_name}[{i}]" if isinstance(raw, list) else field_name),
+                               category_field=cat) for i, x in enumerate(items)]
+        for f in fl:
+            self._check(f)
+        return fl
 
 
 def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ontology, k: int,
@@ -256,12 +266,12 @@ def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ont
         cands = [c for c, kp in zip(cands, keep.tolist()) if kp]
         cidx = cidx[keep]
         both = np.concatenate([cidx, gidx])
-        unknown = (pref.op == "within" or pref.field == corpus.category_field) and any(
-            v not in ontology._index for v in pref.values)
+        unknown = any((f.op == "within" or f.field == corpus.category_field)
+                      and any(v not in ontology._index for v in f.values) for f in pref)
         if unknown:  # a filter on a concept the ontology lacks passes nothing
             ok = np.zeros(len(both), dtype=bool)
         else:
-            ok, _ = replay(corpus, ontology, np.zeros(len(both), dtype=np.int64), both, [[pref]],
+            ok, _ = replay(corpus, ontology, np.zeros(len(both), dtype=np.int64), both, [pref],
                            where=[where(rec, "preference")])
         cpass, gpass = ok[: len(cidx)], ok[len(cidx):]
         gold_set = {corpus.ids[int(d)] for d in gidx}
@@ -271,14 +281,13 @@ def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ont
         soft_top = _rank([(d, s + (boost if d in passed else 0.0)) for d, s in cands])[:k]
         h = len(gold_set.intersection(hard_top))
         s_ = len(gold_set.intersection(soft_top))
-        raw_slices = rec.get("slices")
-        slices: Mapping[str, Any] = raw_slices if isinstance(raw_slices, Mapping) else {}
+        from ..records import record_slices
         rows.append({"record_id": str(rec.get("id")), "n": 1,
                      "hard_recall_sum": h / len(gold_set), "soft_recall_sum": s_ / len(gold_set),
                      "hard_precision_sum": h / k, "soft_precision_sum": s_ / k,
                      "excluded": 0.0 if gpass.any() else 1.0, "unknown_preference": int(unknown),
-                     "preference": f"{pref.field} {pref.op} {','.join(pref.values)}",
-                     **{f"slice:{a}": (None if b is None else str(b)) for a, b in slices.items()}})
+                     "preference": " and ".join(f"{f.field} {f.op} {','.join(f.values)}" for f in pref),
+                     **record_slices(rec)})
     return rows, without
 
 
@@ -300,8 +309,10 @@ def score_preference(
     records = list(records)
     prefs = _Preferences(preference, corpus)
     rows, without = _compare(records, corpus, prefs, ontology, k, boost)
-    slice_keys = sorted({key for r in rows for key in r if key.startswith("slice:")})
-    return build_evaluation(PreferenceFamily(), rows, keys=slice_keys, details=("preference",),
+    from ..records import slice_keys
+
+    return build_evaluation(PreferenceFamily(), rows, keys=[f"slice:{k}" for k in slice_keys(records)],
+                            details=("preference",),
                             meta={"preference": prefs.description, "k": k, "boost": boost,
                                   "n_without_preference": without})
 
