@@ -4,7 +4,9 @@ The file is a NumPy ``.npz`` archive (no pickles: ``allow_pickle=False``) holdin
 arrays, the depths and status, the strings as NUL-separated UTF-8 blobs, and a JSON header
 with the format version, prefixes, properties, diagnostics and the content hash. Aliases,
 when there are any, are two more arrays (``alias_ids`` blob, ``alias_targets``); files without
-them (written before aliases existed) load unchanged, so the format version stays 1. Reloading a
+them (written before aliases existed) load unchanged, so the format version stays 1. The same
+holds for the knowledge graph (instances and triples): ``kg_*`` arrays, present only when the
+ontology has instances or triples. Reloading a
 350,000-concept ontology takes a fraction of a second (``docs/performance.md``).
 """
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from .graph import EMPTY_GRAPH, KnowledgeGraph
 from .model import Ontology, Property
 
 FORMAT = "kg-rageval-ontology"
@@ -44,10 +47,7 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
         "n": len(ontology),
         "virtual_root": ontology.virtual_root,
         "prefixes": ontology.prefixes,
-        "properties": [
-            {"id": q.id, "label": q.label, "domain": list(q.domain), "range": list(q.range)}
-            for q in ontology.properties
-        ],
+        "properties": [q.as_dict() for q in ontology.properties],
         "source": ontology.source,
         "diagnostics": ontology.diagnostics,
         "warnings": list(ontology.warnings),
@@ -60,6 +60,7 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     if ontology.alias_ids:
         arrays["alias_ids"] = _blob(ontology.alias_ids)
         arrays["alias_targets"] = np.asarray(ontology.alias_targets, dtype=np.int32)
+    arrays.update(_graph_arrays(ontology))
     with open(p, "wb") as fh:
         np.savez(
             fh,
@@ -151,7 +152,8 @@ def _load_compiled(path: str | Path) -> Ontology:
         virtual_root=header["virtual_root"],
         prefixes=header["prefixes"],
         properties=tuple(
-            Property(q["id"], q["label"], tuple(q["domain"]), tuple(q["range"])) for q in header["properties"]
+            Property(q["id"], q["label"], tuple(q["domain"]), tuple(q["range"]), q.get("max_cardinality"))
+            for q in header["properties"]
         ),
         source=header["source"],
         diagnostics=header["diagnostics"],
@@ -160,4 +162,54 @@ def _load_compiled(path: str | Path) -> Ontology:
         placed_under_root=tuple(header.get("placed_under_root", ())),
         **{name: z[name] for name in _ARRAYS},
         **aliases,
+        graph=_load_graph(z, n, p),
+    )
+
+
+# ---------------------------------------------------------------------- knowledge graph
+_KG_ARRAYS = ("instance_status", "instance_replaced_by", "type_ptr", "type_idx", "s", "p", "o")
+
+
+def _graph_arrays(ontology: Ontology) -> dict[str, np.ndarray]:
+    """The ``kg_*`` arrays of the instances and triples; none for an ontology without them
+    (files without them load with an empty graph, so the format version stays 1)."""
+    g = ontology.graph
+    if not g:
+        return {}
+    out = {f"kg_{name}": getattr(g, name) for name in _KG_ARRAYS}
+    out["kg_instance_ids"] = _blob(g.instance_ids)
+    out["kg_instance_labels"] = _blob(g.instance_labels)
+    out["kg_label_mask"] = np.asarray([x is not None for x in g.instance_labels], dtype=bool)
+    out["kg_instance_kinds"] = _blob(g.instance_kinds)
+    out["kg_kind_mask"] = np.asarray([x is not None for x in g.instance_kinds], dtype=bool)
+    out["kg_predicates"] = _blob(g.predicates)
+    out["kg_sizes"] = np.asarray([len(g.instance_ids), len(g.predicates)], dtype=np.int64)
+    return out
+
+
+def _load_graph(z, n: int, p: Path) -> KnowledgeGraph:
+    if "kg_sizes" not in z.files:
+        return EMPTY_GRAPH
+    m, n_pred = (int(x) for x in z["kg_sizes"])
+    arrays = {name: z[f"kg_{name}"] for name in _KG_ARRAYS}
+
+    def masked(name: str, mask: str) -> tuple:
+        vals = _unblob(z[name], m)
+        return tuple(v if ok else None for v, ok in zip(vals, z[mask].tolist()))
+
+    ids = tuple(_unblob(z["kg_instance_ids"], m))
+    preds = tuple(_unblob(z["kg_predicates"], n_pred))
+    e = n + m
+    s, q, o = arrays["s"], arrays["p"], arrays["o"]
+    if (len(ids) != m or arrays["type_ptr"].size != m + 1 or not (s.size == q.size == o.size)
+            or (s.size and (min(s.min(), o.min(), q.min()) < 0 or max(s.max(), o.max()) >= e or q.max() >= n_pred))
+            or (arrays["type_idx"].size and (arrays["type_idx"].min() < 0 or arrays["type_idx"].max() >= n))):
+        raise InputError("corrupt knowledge-graph arrays in the compiled ontology; recompile it", source=str(p))
+    return KnowledgeGraph(
+        n_nodes=n,
+        instance_ids=ids,
+        instance_labels=masked("kg_instance_labels", "kg_label_mask"),
+        instance_kinds=masked("kg_instance_kinds", "kg_kind_mask"),
+        predicates=preds,
+        **arrays,
     )
