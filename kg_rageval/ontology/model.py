@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
 
@@ -428,10 +429,18 @@ class Ontology:
 
     def entity_indices(self, entity_ids: Iterable[str]) -> np.ndarray:
         """Entity indices (int64), -1 for ids that are neither a node nor an instance."""
-        node, inst = self._index.get, self.graph._instance_index.get
-        return np.fromiter(
-            (node(e, inst(e, -1)) if isinstance(e, str) else -1 for e in entity_ids), dtype=np.int64
-        )
+        ids = entity_ids if isinstance(entity_ids, list) else list(entity_ids)
+        get = self._entity_index.get
+        try:
+            return np.fromiter(map(get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
+        except TypeError:  # an unhashable id
+            return np.asarray([get(e, -1) if isinstance(e, str) else -1 for e in ids], dtype=np.int64)
+
+    @cached_property
+    def _entity_index(self) -> dict[str, int]:
+        if not self.graph:
+            return self._index
+        return {**self.graph._instance_index, **self._index}
 
     def entity_id(self, e: int) -> str:
         n = len(self.ids)
@@ -442,7 +451,7 @@ class Ontology:
         return self.labels[e] if e < n else self.graph.instance_labels[e - n]
 
     def is_entity(self, entity_id: str) -> bool:
-        return entity_id in self._index or entity_id in self.graph._instance_index
+        return entity_id in self._entity_index
 
     @cached_property
     def _entity_kinds(self) -> tuple[tuple[str, ...], np.ndarray]:

@@ -53,12 +53,13 @@ without a ``relations`` section is unscored (``no_section``).
 
 from __future__ import annotations
 
+from itertools import chain, repeat
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from ..errors import InputError
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, harmonic, ratio
 from ..ontology.graph import satisfies
 from ..ontology.model import RELATIONS, Ontology
 from ..records import Reason, record_error, record_slices, unscored
@@ -132,19 +133,28 @@ FAMILY = RelationsFamily()
 
 
 # ---------------------------------------------------------------------- reading
-def _triples(rec: Mapping[str, Any], sec: Mapping[str, Any], key: str) -> list[tuple[str, str, str]] | None:
+def _triples(rec: Mapping[str, Any], sec: Mapping[str, Any], key: str) -> list | None:
+    """The triples under ``key`` as a list of 3-item lists of non-empty strings (``None`` when
+    absent); objects ``{"subject", "predicate", "object"}`` are accepted too."""
     v = sec.get(key)
     if v is None:
         return None
-    if not isinstance(v, list):
+    if type(v) is not list:
         raise record_error(rec, f"{SECTION}.{key}", f"expected a list of [subject, predicate, object], found {type(v).__name__}")
+    # fast path: lists of three strings (checked over the flattened items)
+    if not v:
+        return v
+    if set(map(type, v)) == {list} and set(map(len, v)) == {3}:
+        flat = list(chain.from_iterable(v))
+        if all(flat) and set(map(type, flat)) == {str}:
+            return v
     out = []
     for i, t in enumerate(v):
         if isinstance(t, Mapping):
             t = [t.get("subject"), t.get("predicate"), t.get("object")]
         if not (isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) and x for x in t)):
             raise record_error(rec, f"{SECTION}.{key}[{i}]", "expected [subject, predicate, object] (three non-empty strings)")
-        out.append((t[0], t[1], t[2]))
+        out.append(list(t))
     return out
 
 
@@ -176,8 +186,20 @@ class _Codes:
         return e
 
     def predicates(self, ids: list[str]) -> np.ndarray:
-        get = self.pred.setdefault
-        return np.fromiter((get(q, len(self.pred)) for q in ids), dtype=np.int64, count=len(ids))
+        out = np.fromiter(map(self.pred.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
+        for k in np.flatnonzero(out < 0).tolist():
+            out[k] = self.pred.setdefault(ids[k], len(self.pred))
+        return out
+
+
+def _unique_first(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique keys and the position of each one's first occurrence (by sorting: NumPy
+    2's hash-based ``unique`` is slower on large int64 arrays)."""
+    order = np.argsort(key, kind="stable")
+    srt = key[order]
+    keep = np.ones(srt.size, dtype=bool)
+    keep[1:] = srt[1:] != srt[:-1]
+    return srt[keep], order[keep]
 
 
 def _key(rec, p, s, o, dims):
@@ -325,29 +347,32 @@ def score_relations(
     *,
     partial_credit: float = 0.5,
 ) -> Evaluation:
-    """Score the ``relations`` section of each record (see the module docstring)."""
+    """Score the ``relations`` section of each record (see the module docstring).
+
+    Columnar: the triples of all records are scored together (vectorised), one row per
+    scored record."""
     if not 0.0 <= float(partial_credit) <= 1.0:
         raise InputError(f"partial_credit must lie in [0, 1], not {partial_credit!r}")
     onto = ontology
     codes = _Codes(onto)
-    rows: list[dict[str, Any]] = []
     lost: list[dict[str, str]] = []
-    slice_names: set[str] = set()
-    # flat triple columns: (row, subject, predicate, object, answer?) collected over records
-    tri_rec: list[int] = []
-    tri_s: list[str] = []
-    tri_p: list[str] = []
-    tri_o: list[str] = []
-    tri_side: list[bool] = []
-    claims_rec: list[int] = []
-    claims: list[tuple[str, str, str]] = []
+    rids: list[Any] = []
+    scored: list[Mapping[str, Any]] = []
+    slices: list[dict[str, str]] = []
+    gold_lists: list[list] = []   # per triple record: its gold list, then its answer list
+    ans_lists: list[list] = []
+    tri_rows: list[int] = []
+    set_rows: list[dict[str, float]] = []
+    set_at: list[int] = []
+    claim_lists: list[list] = []
+    claim_rows: list[int] = []
     for r in records:
         rid = r.get("id")
         sec = r.get(SECTION)
         if sec is None:
             lost.append(unscored(rid, f"no {SECTION} section", Reason.NO_SECTION))
             continue
-        if not isinstance(sec, Mapping):
+        if type(sec) is not dict and not isinstance(sec, Mapping):
             raise record_error(r, SECTION, f"expected an object, found {type(sec).__name__}")
         gold, answer = _triples(r, sec, "gold"), _triples(r, sec, "answer")
         gold_a, answers = _ids(r, sec, "gold_answers"), _ids(r, sec, "answers")
@@ -358,135 +383,149 @@ def score_relations(
         if gold is None and gold_a is None and cl is None:
             lost.append(unscored(rid, "no gold, gold_answers or claims", Reason.NO_GOLD))
             continue
-        k = len(rows)
-        row: dict[str, Any] = {"record_id": rid}
-        for name, v in record_slices(r).items():
-            row[f"slice:{name}"] = v
-            slice_names.add(f"slice:{name}")
+        k = len(rids)
+        rids.append(rid)
+        scored.append(r)
+        slices.append(record_slices(r) if r.get("slices") is not None else {})
         if gold is not None:
-            for i, (s, p, o) in enumerate(gold):
-                for end, x in (("subject", s), ("object", o)):
-                    if not onto.is_entity(x):
-                        raise record_error(r, f"{SECTION}.gold[{i}].{end}",
-                                           f"gold id {x!r} is neither a node nor an instance of the ontology"
-                                           + (f" ({onto.suggest(x)})" if onto.suggest(x) else ""))
-                if p not in codes.pred:
-                    raise record_error(r, f"{SECTION}.gold[{i}].predicate", f"gold predicate {p!r} is not in the ontology")
-            for t in gold:
-                tri_rec.append(k); tri_s.append(t[0]); tri_p.append(t[1]); tri_o.append(t[2]); tri_side.append(False)
-            for t in answer or ():
-                tri_rec.append(k); tri_s.append(t[0]); tri_p.append(t[1]); tri_o.append(t[2]); tri_side.append(True)
-            row["_gold_n"] = len(set(gold))
+            tri_rows.append(k)
+            gold_lists.append(gold)
+            ans_lists.append(answer or [])
         if gold_a is not None:
-            for i, x in enumerate(gold_a):
-                if not onto.is_entity(x):
-                    raise record_error(r, f"{SECTION}.gold_answers[{i}]",
-                                       f"gold id {x!r} is neither a node nor an instance of the ontology")
-            _answer_set(onto, row, set(gold_a), answers or [])
+            bad = [x for x in gold_a if not onto.is_entity(x)]
+            if bad:
+                raise record_error(r, f"{SECTION}.gold_answers[{gold_a.index(bad[0])}]",
+                                   f"gold id {bad[0]!r} is neither a node nor an instance of the ontology")
+            set_at.append(k)
+            set_rows.append(_answer_set(onto, set(gold_a), answers or []))
         if cl is not None:
-            claims_rec.extend([k] * len(cl))
-            claims.extend(cl)
-        rows.append(row)
-    _score_triples(onto, codes, rows, tri_rec, tri_s, tri_p, tri_o, tri_side, float(partial_credit))
-    _score_claims(onto, codes, rows, claims_rec, claims)
-    for row in rows:
-        row.pop("_gold_n", None)
-    return build_evaluation(FAMILY, rows, keys=sorted(slice_names), details=["wrong"], unscored=lost,
-                            meta={"partial_credit": float(partial_credit)})
+            claim_rows.append(k)
+            claim_lists.append(cl)
+    n = len(rids)
+    cols: dict[str, np.ndarray] = {name: np.zeros(n) for name in FAMILY.stats}
+    wrong = np.full(n, None, dtype=object)
+    if tri_rows:
+        _check_gold(onto, codes, scored, tri_rows, gold_lists)
+        _score_triples(onto, codes, n, cols, wrong, tri_rows, gold_lists, ans_lists, float(partial_credit))
+    for k, st in zip(set_at, set_rows):
+        for name, v in st.items():
+            cols[name][k] = v
+    if claim_rows:
+        _score_claims(onto, codes, cols, claim_rows, claim_lists)
+    names = sorted({name for sl in slices for name in sl})
+    keys = {name: np.asarray([sl.get(name) for sl in slices], dtype=object) for name in names}
+    return Evaluation(FAMILY, np.asarray(rids, dtype=object), cols, keys=keys, details={"wrong": wrong},
+                      unscored=lost, meta={"partial_credit": float(partial_credit)})
 
 
-def _answer_set(onto: Ontology, row: dict, gold: set[str], answers: list[str]) -> None:
+def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], list[str], list[str]]:
+    lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = list(chain.from_iterable(chain.from_iterable(lists)))
+    return np.repeat(np.asarray(rows, dtype=np.int64), lens), flat[0::3], flat[1::3], flat[2::3]
+
+
+def _check_gold(onto, codes, scored, rows, gold_lists) -> None:
+    """A gold id or predicate the ontology lacks is an input error (first one named)."""
+    rec, s, p, o = _flat(gold_lists, rows)
+    bad_s = onto.entity_indices(s) < 0
+    bad_o = onto.entity_indices(o) < 0
+    bad_p = np.fromiter((q not in codes.pred for q in p), dtype=bool, count=len(p))
+    bad = bad_s | bad_o | bad_p
+    if not bad.any():
+        return
+    j = int(np.flatnonzero(bad)[0])
+    k = int(rec[j])
+    i = j - int(np.flatnonzero(rec == k)[0])
+    if bad_p[j]:
+        raise record_error(scored[k], f"{SECTION}.gold[{i}].predicate", f"gold predicate {p[j]!r} is not in the ontology")
+    end, x = ("subject", s[j]) if bad_s[j] else ("object", o[j])
+    hint = onto.suggest(x)
+    raise record_error(scored[k], f"{SECTION}.gold[{i}].{end}",
+                       f"gold id {x!r} is neither a node nor an instance of the ontology" + (f" ({hint})" if hint else ""))
+
+
+def _answer_set(onto: Ontology, gold: set[str], answers: list[str]) -> dict[str, float]:
     pred = set(answers)
     hit = len(gold & pred)
-    row["as_unknown"] = sum(1 for a in pred if not onto.is_entity(a))
-    row["as_pred"] = len(pred)
+    row: dict[str, float] = {"as_unknown": sum(1 for a in pred if not onto.is_entity(a)), "as_pred": len(pred)}
     if not gold:
         row["as_nil_q"] = 1
         row["as_nil_correct" if not pred else "as_nil_over"] = 1
-        return
+        return row
     row["as_gold"], row["as_hit"], row["as_q"] = len(gold), hit, 1
     rr = hit / len(gold)
     row["as_r_sum"] = rr
     if not pred:
         row["as_abstain"] = 1
-        return
+        return row
     pp = hit / len(pred)
     row["as_p_sum"], row["as_p_q"] = pp, 1
     row["as_f_sum"] = 2 * pp * rr / (pp + rr) if pp + rr else 0.0
+    return row
 
 
-def _score_triples(onto, codes, rows, rec_l, s_l, p_l, o_l, side_l, partial_credit) -> None:
-    if not rec_l:
-        return
-    rec = np.asarray(rec_l, dtype=np.int64)
-    side = np.asarray(side_l, dtype=bool)
-    s = codes.entities(s_l)
-    o = codes.entities(o_l)
-    p = codes.predicates(p_l)
-    dims = (len(rows), max(len(codes.pred), 1), codes.n_ent + len(codes.extra) + 1)
+def _score_triples(onto, codes, n_rows, cols, wrong_col, rows, gold_lists, ans_lists, partial_credit) -> None:
+    g_rec, g_s, g_p, g_o = _flat(gold_lists, rows)
+    a_rec, a_s, a_p, a_o = _flat(ans_lists, rows)
+    gs, go, gp = codes.entities(g_s), codes.entities(g_o), codes.predicates(g_p)
+    as_, ao, ap = codes.entities(a_s), codes.entities(a_o), codes.predicates(a_p)
+    dims = (n_rows, max(len(codes.pred), 1), codes.n_ent + len(codes.extra) + 1)
     if float(dims[0]) * dims[1] * dims[2] * dims[2] >= 2.0 ** 62:
         raise InputError("too many records × entities to key the triples in 64 bits; score in partitions")
-    n_rows = len(rows)
-    A_all = (rec[side], s[side], p[side], o[side])
-    G_all = (rec[~side], s[~side], p[~side], o[~side])
-    unknown_ids = (A_all[1] >= codes.n_ent) | (A_all[3] >= codes.n_ent)
-    unknown_pred = A_all[2] >= codes.n_known_pred
+    unknown_ids = (as_ >= codes.n_ent) | (ao >= codes.n_ent)
+    unknown_pred = ap >= codes.n_known_pred
     # unique per record (repeats count once)
-    ka = _key(A_all[0], A_all[2], A_all[1], A_all[3], dims)
-    kg = _key(G_all[0], G_all[2], G_all[1], G_all[3], dims)
-    ua, first_a = np.unique(ka, return_index=True)
-    ug = np.unique(kg)
-    dup = np.bincount(A_all[0], minlength=n_rows) - np.bincount(A_all[0][first_a], minlength=n_rows)
-    A = tuple(x[first_a] for x in A_all)
+    ka = _key(a_rec, ap, as_, ao, dims)
+    kg = _key(g_rec, gp, gs, go, dims)
+    ua, first_a = _unique_first(ka)
+    ug = _unique_first(kg)[0]
+    dup = np.bincount(a_rec, minlength=n_rows) - np.bincount(a_rec[first_a], minlength=n_rows)
+    A = (a_rec[first_a], as_[first_a], ap[first_a], ao[first_a])
     unk_ids, unk_pred = unknown_ids[first_a], unknown_pred[first_a]
-    n_g = ug.size
-    G = (ug // (dims[1] * dims[2] * dims[2]), (ug // dims[2]) % dims[2], (ug // (dims[2] * dims[2])) % dims[1], ug % dims[2])
+    e2 = dims[2] * dims[2]
+    G = (ug // (dims[1] * e2), (ug // dims[2]) % dims[2], (ug // e2) % dims[1], ug % dims[2])
     a_hit, g_hit = _match(ua, ug)
     # NIL records (empty gold): answers there are over-answers, not in the micro counts
-    gold_n = np.bincount(G[0], minlength=n_rows) if n_g else np.zeros(n_rows, dtype=np.int64)
-    has_gold_rec = np.asarray(["_gold_n" in r for r in rows], dtype=bool)
-    nil_rec = has_gold_rec & (gold_n == 0)
+    gold_n = np.bincount(G[0], minlength=n_rows)
+    is_tri = np.zeros(n_rows, dtype=bool)
+    is_tri[np.asarray(rows, dtype=np.int64)] = True
+    nil_rec = is_tri & (gold_n == 0)
     a_open = ~a_hit & ~unk_ids & ~unk_pred & ~nil_rec[A[0]]
     a_rows, g_rows, credit = _partial(onto, A, G, a_open, ~g_hit, dims, partial_credit)
     wrong = ~a_hit & ~nil_rec[A[0]]
     wrong_rows, end_side, end_code = _end_relations(onto, A, G, wrong, dims)
     pred_n = np.bincount(A[0], minlength=n_rows)
     exact = np.bincount(A[0][a_hit], minlength=n_rows)
-    cred = np.bincount(A[0][a_rows], weights=credit, minlength=n_rows) if a_rows.size else np.zeros(n_rows)
-    part = np.bincount(A[0][a_rows], minlength=n_rows) if a_rows.size else np.zeros(n_rows, dtype=np.int64)
-    u_ids = np.bincount(A[0][unk_ids], minlength=n_rows)
-    u_pred = np.bincount(A[0][unk_pred & ~unk_ids], minlength=n_rows)
-    end_counts: dict[str, np.ndarray] = {}
+    live = is_tri & ~nil_rec
+    cols["tr_dup"][:] = dup
+    cols["tr_unknown_ids"][:] = np.bincount(A[0][unk_ids], minlength=n_rows)
+    cols["tr_unknown_pred"][:] = np.bincount(A[0][unk_pred & ~unk_ids], minlength=n_rows)
+    cols["tr_nil_q"][:] = nil_rec
+    cols["tr_nil_correct"][:] = nil_rec & (pred_n == 0)
+    cols["tr_nil_over"][:] = nil_rec & (pred_n > 0)
+    cols["tr_gold"][:] = np.where(live, gold_n, 0)
+    cols["tr_pred"][:] = np.where(live, pred_n, 0)
+    cols["tr_exact"][:] = np.where(live, exact, 0)
+    cols["tr_q"][:] = live
+    if a_rows.size:
+        cols["tr_credit"][:] = np.bincount(A[0][a_rows], weights=credit, minlength=n_rows)
+        cols["tr_partial"][:] = np.bincount(A[0][a_rows], minlength=n_rows)
     for sd, name in ((0, "subject"), (1, "object")):
         for c, rel in enumerate(RELATIONS):
-            if rel == "exact":
-                continue
-            sel = (end_side == sd) & (end_code == c)
-            end_counts[f"tr_{name}_{rel}"] = np.bincount(A[0][wrong_rows[sel]], minlength=n_rows)
-    unanchored = np.bincount(A[0][wrong_rows[end_side < 0]], minlength=n_rows)
-    for k, row in enumerate(rows):
-        if "_gold_n" not in row:
-            continue
-        g, pn = int(gold_n[k]), int(pred_n[k])
-        row["tr_dup"] = int(dup[k])
-        row["tr_unknown_ids"], row["tr_unknown_pred"] = int(u_ids[k]), int(u_pred[k])
-        if g == 0:
-            row["tr_nil_q"] = 1
-            row["tr_nil_correct" if pn == 0 else "tr_nil_over"] = 1
-            continue
-        e = int(exact[k])
-        row.update(tr_gold=g, tr_pred=pn, tr_exact=e, tr_credit=float(cred[k]), tr_partial=int(part[k]), tr_q=1,
-                   tr_unanchored=int(unanchored[k]))
-        for name, col in end_counts.items():
-            if col[k]:
-                row[name] = int(col[k])
-        rr = e / g
-        row["tr_r_sum"] = rr
-        if pn:
-            pp = e / pn
-            row["tr_p_sum"], row["tr_p_q"] = pp, 1
-            row["tr_f_sum"] = 2 * pp * rr / (pp + rr) if pp + rr else 0.0
-    # a few wrong triples per row as details
+            if rel != "exact":
+                sel = (end_side == sd) & (end_code == c)
+                cols[f"tr_{name}_{rel}"][:] = np.bincount(A[0][wrong_rows[sel]], minlength=n_rows)
+    cols["tr_unanchored"][:] = np.bincount(A[0][wrong_rows[end_side < 0]], minlength=n_rows)
+    g_live = np.maximum(gold_n, 1)
+    rr = np.where(live, exact / g_live, 0.0)
+    answered = live & (pred_n > 0)
+    pp = np.where(answered, exact / np.maximum(pred_n, 1), 0.0)
+    cols["tr_r_sum"][:] = rr
+    cols["tr_p_sum"][:] = pp
+    cols["tr_p_q"][:] = answered
+    den = pp + rr
+    cols["tr_f_sum"][:] = np.where(answered & (den > 0), 2 * pp * rr / np.where(den > 0, den, 1), 0.0)
+    # a few wrong triples per record as details
     inv_e = {v: kk for kk, v in codes.extra.items()}
     inv_p = {v: kk for kk, v in codes.pred.items()}
     shown: dict[int, list] = {}
@@ -499,55 +538,46 @@ def _score_triples(onto, codes, rows, rec_l, s_l, p_l, o_l, side_l, partial_cred
                         "wrong_end": ("subject", "object")[sd] if sd >= 0 else None,
                         "relation": RELATIONS[c] if sd >= 0 else "unanchored"})
     for k, lst in shown.items():
-        rows[k]["wrong"] = lst
+        wrong_col[k] = lst
 
 
 def _name(onto, codes, inv: dict, e: int) -> str:
     return onto.entity_id(e) if e < codes.n_ent else inv.get(e - codes.n_ent, "?")
 
 
-def _score_claims(onto: Ontology, codes: _Codes, rows: list[dict], rec_l: list[int], claims: list) -> None:
-    if not claims:
-        return
-    rec = np.asarray(rec_l, dtype=np.int64)
-    s = onto.entity_indices([c[0] for c in claims])
-    o = onto.entity_indices([c[2] for c in claims])
+def _score_claims(onto: Ontology, codes: _Codes, cols: dict, rows: list[int], claim_lists: list) -> None:
+    rec, cs, cp, co = _flat(claim_lists, rows)
+    n = cols["fa_claims"].size
+    s = onto.entity_indices(cs)
+    o = onto.entity_indices(co)
     g = onto.graph
-    p = np.fromiter((g.predicate_index(c[1]) for c in claims), dtype=np.int64, count=len(claims))
-    known_pred = np.asarray([c[1] in codes.pred for c in claims], dtype=bool)
+    p = np.fromiter((g.predicate_index(q) for q in cp), dtype=np.int64, count=len(cp))
+    known_pred = np.fromiter((q in codes.pred for q in cp), dtype=bool, count=len(cp))
     known = (s >= 0) & (o >= 0) & known_pred
     supported = g.contains(s, p, o) & known
-    bad_dom = np.zeros(len(claims), dtype=bool)
-    bad_rng = np.zeros(len(claims), dtype=bool)
-    bad_card = np.zeros(len(claims), dtype=bool)
-    for q in {c[1] for c in claims}:
+    bad_dom = np.zeros(len(cp), dtype=bool)
+    bad_rng = np.zeros(len(cp), dtype=bool)
+    bad_card = np.zeros(len(cp), dtype=bool)
+    cp_arr = np.asarray(cp, dtype=object)
+    for q in set(cp):
         prop = onto.property(q)
         if prop is None:
             continue
-        sel = np.flatnonzero(known & ~supported & np.asarray([c[1] == q for c in claims]))
+        sel = np.flatnonzero(known & ~supported & (cp_arr == q))
         if not sel.size:
             continue
         if prop.domain:
             bad_dom[sel] = ~satisfies(onto, s[sel], prop.domain)
         if prop.range:
             bad_rng[sel] = ~satisfies(onto, o[sel], prop.range)
-        if prop.max_cardinality is not None and g.predicate_index(q) >= 0:
-            pi = g.predicate_index(q)
-            filled = np.asarray([g.positions(subject=int(x), predicate=pi).size for x in s[sel].tolist()])
-            bad_card[sel] = filled >= prop.max_cardinality
+        pi = g.predicate_index(q)
+        if prop.max_cardinality is not None and pi >= 0:
+            pos = g.positions(predicate=pi)
+            filled = np.bincount(g.s[pos], minlength=g.n_entities)
+            bad_card[sel] = filled[s[sel]] >= prop.max_cardinality
     contradicted = known & ~supported & (bad_dom | bad_rng | bad_card)
-    n = len(rows)
-    cols = {
-        "fa_claims": np.bincount(rec, minlength=n),
-        "fa_supported": np.bincount(rec[supported], minlength=n),
-        "fa_contradicted": np.bincount(rec[contradicted], minlength=n),
-        "fa_not_in_graph": np.bincount(rec[~supported & ~contradicted], minlength=n),
-        "fa_unknown": np.bincount(rec[~known], minlength=n),
-        "fa_domain": np.bincount(rec[contradicted & bad_dom], minlength=n),
-        "fa_range": np.bincount(rec[contradicted & bad_rng], minlength=n),
-        "fa_cardinality": np.bincount(rec[contradicted & bad_card], minlength=n),
-    }
-    for k, row in enumerate(rows):
-        for name, col in cols.items():
-            if col[k]:
-                row[name] = int(col[k])
+    for name, mask in (("fa_claims", None), ("fa_supported", supported), ("fa_contradicted", contradicted),
+                       ("fa_not_in_graph", ~supported & ~contradicted), ("fa_unknown", ~known),
+                       ("fa_domain", contradicted & bad_dom), ("fa_range", contradicted & bad_rng),
+                       ("fa_cardinality", contradicted & bad_card)):
+        cols[name][:] = np.bincount(rec if mask is None else rec[mask], minlength=n)
