@@ -167,3 +167,15 @@ def test_cli_score_relations(onto, tmp_path):
     data = tmp_path / "r.jsonl"
     data.write_text(json.dumps({"id": "q", "relations": {"gold": [["g1", "uses", "x1"]], "answer": [["g1", "uses", "x1"]]}}) + "\n")
     assert main(["score", "relations", "--ontology", str(path), "--data", str(data), "--format", "json"]) == 0
+
+
+def test_rows_attach_to_the_node_of_their_subject(onto):
+    recs = [{"id": "a", "relations": {"gold": [["T1.1", "uses", "T2"]], "answer": [["T1.1", "uses", "T2"]]}},
+            {"id": "b", "relations": {"gold": [["g1", "uses", "T1.1"]], "answer": []}},
+            {"id": "c", "relations": {"node": "T2", "gold_answers": ["g1"], "answers": ["g1"]}}]
+    ev = score(onto, recs)
+    assert ev.keys["gold_node"].tolist() == ["T1.1", "T1.1", "T2"]
+    roll = ev.rollup(onto)
+    assert roll["T1"]["n"] == 2 and roll["T1"]["metrics"]["triple_recall"].value == 0.5
+    with pytest.raises(InputError, match="relations.node"):
+        score(onto, [{"id": "x", "relations": {"node": "g1", "claims": []}}])

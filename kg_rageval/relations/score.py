@@ -46,6 +46,10 @@ graph* (unknown ids or predicate included: ``claims_unknown``). ``kg_faithfulnes
 supported / claims, ``kg_contradiction_rate`` = contradicted / claims,
 ``kg_not_in_graph_rate`` = not in the graph / claims.
 
+Rows carry the key ``gold_node`` (``relations.node``, else the first gold triple's subject or
+object that is a hierarchy node), so roll-ups and the per-node report attach relation answers
+to a node of the hierarchy.
+
 A record whose section has a gold (``gold`` or ``gold_answers``) but no ``answer`` /
 ``answers`` key is unscored as a missing prediction (code ``missing_prediction``); a record
 without a ``relations`` section is unscored (``no_section``).
@@ -366,6 +370,7 @@ def score_relations(
     set_at: list[int] = []
     claim_lists: list[list] = []
     claim_rows: list[int] = []
+    nodes: list[str | None] = []
     for r in records:
         rid = r.get("id")
         sec = r.get(SECTION)
@@ -386,6 +391,7 @@ def score_relations(
         k = len(rids)
         rids.append(rid)
         scored.append(r)
+        nodes.append(_node_of(onto, r, sec, gold, gold_a))
         slices.append(record_slices(r) if r.get("slices") is not None else {})
         if gold is not None:
             tri_rows.append(k)
@@ -414,8 +420,26 @@ def score_relations(
         _score_claims(onto, codes, cols, claim_rows, claim_lists)
     names = sorted({name for sl in slices for name in sl})
     keys = {name: np.asarray([sl.get(name) for sl in slices], dtype=object) for name in names}
+    keys["gold_node"] = np.asarray(nodes, dtype=object)
     return Evaluation(FAMILY, np.asarray(rids, dtype=object), cols, keys=keys, details={"wrong": wrong},
                       unscored=lost, meta={"partial_credit": float(partial_credit)})
+
+
+def _node_of(onto: Ontology, r: Mapping[str, Any], sec: Mapping[str, Any], gold, gold_a) -> str | None:
+    """The hierarchy node a record's row is attached to (key ``gold_node``, for roll-ups and
+    the per-node report): ``relations.node`` when given (it must be a node), else the subject
+    of the first gold triple when it is a hierarchy node, else that triple's object when it is
+    one, else ``None``."""
+    node = sec.get("node")
+    if node is not None:
+        if not isinstance(node, str) or node not in onto:
+            raise record_error(r, f"{SECTION}.node", f"{node!r} is not a node of the ontology's hierarchy")
+        return node
+    if gold:
+        for x in (gold[0][0], gold[0][2]):
+            if x in onto:
+                return x
+    return None
 
 
 def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], list[str], list[str]]:
