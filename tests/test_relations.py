@@ -179,3 +179,25 @@ def test_rows_attach_to_the_node_of_their_subject(onto):
     assert roll["T1"]["n"] == 2 and roll["T1"]["metrics"]["triple_recall"].value == 0.5
     with pytest.raises(InputError, match="relations.node"):
         score(onto, [{"id": "x", "relations": {"node": "g1", "claims": []}}])
+
+
+def test_audit_gates_on_relations(tmp_path, fixtures_dir):
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.audit.runner import run_audit
+    from kg_rageval.ontology.cache import save_compiled
+
+    d = fixtures_dir / "ontology"
+    onto = load_ontology(d / "kg_catalogue.csv", triples=str(d / "kg_triples.csv"))
+    save_compiled(onto, tmp_path / "cat.kgro")
+    cfg = config_from_mapping({
+        "ontology": str(tmp_path / "cat.kgro"), "records": str(fixtures_dir / "relations" / "catalogue.jsonl"),
+        "families": {"relations": {"partial_credit": 0.5}},
+        "gates": ["relations.triple_f1 >= 0.4", "relations.kg_faithfulness >= 0.9", "relations.answer_nil_accuracy >= 1"],
+    })
+    res = run_audit(cfg, progress=False)
+    by = {str(r.gate): r for r in res.gate_results}
+    assert by["relations.triple_f1 >= 0.4"].status == "pass" and by["relations.triple_f1 >= 0.4"].observed == pytest.approx(0.4)
+    assert by["relations.kg_faithfulness >= 0.9"].status == "fail"
+    assert by["relations.kg_faithfulness >= 0.9"].observed == pytest.approx(0.5)
+    assert by["relations.answer_nil_accuracy >= 1"].status == "pass"
+    assert res.exit_code == 1
