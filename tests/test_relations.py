@@ -201,3 +201,16 @@ def test_audit_gates_on_relations(tmp_path, fixtures_dir):
     assert by["relations.kg_faithfulness >= 0.9"].observed == pytest.approx(0.5)
     assert by["relations.answer_nil_accuracy >= 1"].status == "pass"
     assert res.exit_code == 1
+
+
+def test_triples_as_objects_equal_triples_as_lists(onto):
+    as_list = [{"id": "q", "relations": {"gold": [["g1", "uses", "x1"]], "answer": [["g1", "uses", "x1"], ["g2", "uses", "T1"]],
+                                         "claims": [["g1", "uses", "x1"]]}}]
+    obj = lambda s, p, o: {"subject": s, "predicate": p, "object": o}  # noqa: E731
+    as_obj = [{"id": "q", "relations": {"gold": [obj("g1", "uses", "x1")],
+                                        "answer": [obj("g1", "uses", "x1"), obj("g2", "uses", "T1")],
+                                        "claims": [obj("g1", "uses", "x1")]}}]
+    a, b = values(score(onto, as_list)), values(score(onto, as_obj))
+    assert a == b and a["triple_precision"] == 0.5 and a["kg_faithfulness"] == 1.0
+    with pytest.raises(InputError, match="relations.claims\\[0\\]"):
+        score(onto, [{"id": "q", "relations": {"claims": [["g1", "uses"]]}}])

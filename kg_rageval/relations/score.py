@@ -137,16 +137,18 @@ FAMILY = RelationsFamily()
 
 
 # ---------------------------------------------------------------------- reading
-def _triples(rec: Mapping[str, Any], sec: Mapping[str, Any], key: str) -> list | None:
+def _triples(rec: Mapping[str, Any], sec: Mapping[str, Any], key: str, fast: bool = True) -> list | None:
     """The triples under ``key`` as a list of 3-item lists of non-empty strings (``None`` when
-    absent); objects ``{"subject", "predicate", "object"}`` are accepted too."""
+    absent); objects ``{"subject", "predicate", "object"}`` are accepted too. ``fast=False``
+    returns the list unchecked when it is a list (the caller checks all records at once in
+    :func:`_flat` and calls this again, checked, to locate a bad one)."""
     v = sec.get(key)
     if v is None:
         return None
     if type(v) is not list:
         raise record_error(rec, f"{SECTION}.{key}", f"expected a list of [subject, predicate, object], found {type(v).__name__}")
     # fast path: lists of three strings (checked over the flattened items)
-    if not v:
+    if not v or not fast:
         return v
     if set(map(type, v)) == {list} and set(map(len, v)) == {3}:
         flat = list(chain.from_iterable(v))
@@ -379,9 +381,9 @@ def score_relations(
             continue
         if type(sec) is not dict and not isinstance(sec, Mapping):
             raise record_error(r, SECTION, f"expected an object, found {type(sec).__name__}")
-        gold, answer = _triples(r, sec, "gold"), _triples(r, sec, "answer")
+        gold, answer = _triples(r, sec, "gold", False), _triples(r, sec, "answer", False)
         gold_a, answers = _ids(r, sec, "gold_answers"), _ids(r, sec, "answers")
-        cl = _triples(r, sec, "claims")
+        cl = _triples(r, sec, "claims", False)
         if (gold is not None and answer is None) or (gold_a is not None and answers is None):
             lost.append(unscored(rid, "gold relations but no answer (answer/answers missing)", Reason.MISSING_PREDICTION))
             continue
@@ -407,17 +409,21 @@ def score_relations(
         if cl is not None:
             claim_rows.append(k)
             claim_lists.append(cl)
+    g_flat, a_flat = _flat(gold_lists, tri_rows), _flat(ans_lists, tri_rows)
+    if g_flat is None or a_flat is None:  # objects, or a bad item: check record by record
+        gold_lists = [_triples(scored[k], scored[k][SECTION], "gold") or [] for k in tri_rows]
+        ans_lists = [_triples(scored[k], scored[k][SECTION], "answer") or [] for k in tri_rows]
+        g_flat, a_flat = _flat(gold_lists, tri_rows), _flat(ans_lists, tri_rows)
     n = len(rids)
     cols: dict[str, np.ndarray] = {name: np.zeros(n) for name in FAMILY.stats}
     wrong = np.full(n, None, dtype=object)
     if tri_rows:
-        _check_gold(onto, codes, scored, tri_rows, gold_lists)
-        _score_triples(onto, codes, n, cols, wrong, tri_rows, gold_lists, ans_lists, float(partial_credit))
+        _score_triples(onto, codes, scored, n, cols, wrong, tri_rows, g_flat, a_flat, float(partial_credit))
     for k, st in zip(set_at, set_rows):
         for name, v in st.items():
             cols[name][k] = v
     if claim_rows:
-        _score_claims(onto, codes, cols, claim_rows, claim_lists)
+        _score_claims(onto, codes, scored, cols, claim_rows, claim_lists)
     names = sorted({name for sl in slices for name in sl})
     keys = {name: np.asarray([sl.get(name) for sl in slices], dtype=object) for name in names}
     keys["gold_node"] = np.asarray(nodes, dtype=object)
@@ -436,24 +442,32 @@ def _node_of(onto: Ontology, r: Mapping[str, Any], sec: Mapping[str, Any], gold,
             raise record_error(r, f"{SECTION}.node", f"{node!r} is not a node of the ontology's hierarchy")
         return node
     if gold:
-        for x in (gold[0][0], gold[0][2]):
-            if x in onto:
+        t = gold[0]
+        ends = (t.get("subject"), t.get("object")) if isinstance(t, Mapping) else (t[0], t[2]) if \
+            isinstance(t, (list, tuple)) and len(t) == 3 else ()
+        for x in ends:
+            if isinstance(x, str) and x in onto:
                 return x
     return None
 
 
-def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], list[str], list[str]]:
+def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], list[str], list[str]] | None:
+    """Record index, subjects, predicates and objects of all triples of ``lists`` (one list per
+    row of ``rows``), or ``None`` when an item is not a list of three non-empty strings (checked
+    with C-level passes over the flattened items)."""
+    items = list(chain.from_iterable(lists))
+    if items and (set(map(type, items)) != {list} or set(map(len, items)) != {3}):
+        return None
+    flat = list(chain.from_iterable(items))
+    if flat and not (all(flat) and set(map(type, flat)) == {str}):
+        return None
     lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-    flat = list(chain.from_iterable(chain.from_iterable(lists)))
     return np.repeat(np.asarray(rows, dtype=np.int64), lens), flat[0::3], flat[1::3], flat[2::3]
 
 
-def _check_gold(onto, codes, scored, rows, gold_lists) -> None:
+def _check_gold(onto, codes, scored, rec, s, p, o, gs, gp, go) -> None:
     """A gold id or predicate the ontology lacks is an input error (first one named)."""
-    rec, s, p, o = _flat(gold_lists, rows)
-    bad_s = onto.entity_indices(s) < 0
-    bad_o = onto.entity_indices(o) < 0
-    bad_p = np.fromiter((q not in codes.pred for q in p), dtype=bool, count=len(p))
+    bad_s, bad_o, bad_p = gs >= codes.n_ent, go >= codes.n_ent, gp >= codes.n_known_pred
     bad = bad_s | bad_o | bad_p
     if not bad.any():
         return
@@ -488,10 +502,11 @@ def _answer_set(onto: Ontology, gold: set[str], answers: list[str]) -> dict[str,
     return row
 
 
-def _score_triples(onto, codes, n_rows, cols, wrong_col, rows, gold_lists, ans_lists, partial_credit) -> None:
-    g_rec, g_s, g_p, g_o = _flat(gold_lists, rows)
-    a_rec, a_s, a_p, a_o = _flat(ans_lists, rows)
+def _score_triples(onto, codes, scored, n_rows, cols, wrong_col, rows, g_flat, a_flat, partial_credit) -> None:
+    g_rec, g_s, g_p, g_o = g_flat
+    a_rec, a_s, a_p, a_o = a_flat
     gs, go, gp = codes.entities(g_s), codes.entities(g_o), codes.predicates(g_p)
+    _check_gold(onto, codes, scored, g_rec, g_s, g_p, g_o, gs, gp, go)
     as_, ao, ap = codes.entities(a_s), codes.entities(a_o), codes.predicates(a_p)
     dims = (n_rows, max(len(codes.pred), 1), codes.n_ent + len(codes.extra) + 1)
     if float(dims[0]) * dims[1] * dims[2] * dims[2] >= 2.0 ** 62:
@@ -569,8 +584,11 @@ def _name(onto, codes, inv: dict, e: int) -> str:
     return onto.entity_id(e) if e < codes.n_ent else inv.get(e - codes.n_ent, "?")
 
 
-def _score_claims(onto: Ontology, codes: _Codes, cols: dict, rows: list[int], claim_lists: list) -> None:
-    rec, cs, cp, co = _flat(claim_lists, rows)
+def _score_claims(onto: Ontology, codes: _Codes, scored: list, cols: dict, rows: list[int], claim_lists: list) -> None:
+    flat = _flat(claim_lists, rows)
+    if flat is None:  # objects, or a bad item: check record by record
+        flat = _flat([_triples(scored[k], scored[k][SECTION], "claims") or [] for k in rows], rows)
+    rec, cs, cp, co = flat  # type: ignore[misc]
     n = cols["fa_claims"].size
     s = onto.entity_indices(cs)
     o = onto.entity_indices(co)
