@@ -68,3 +68,23 @@ def test_table_with_a_triples_file(fixtures_dir):
                                    ("acme-x1", "in-category", "laptops")]
     assert o.diagnostics["duplicate_triples"] == 1
     assert len(o) == 3 and o.summary()["instances_by_kind"] == {"product": 2}
+
+
+def test_graph_database_relation_types_by_mapping():
+    from kg_rageval.ontology.loaders.neo4j import _compile, resolve_mapping
+
+    m = resolve_mapping({"node_label": "Technique", "id_property": "id", "label_properties": ["name"],
+                         "relationships": ["SUB_OF"], "relation_types": ["USES"]})
+    assert m.triple_query() == (
+        "MATCH (s)-[r:`USES`]->(o) WHERE s.`id` IS NOT NULL AND o.`id` IS NOT NULL RETURN s.`id` AS subject, "
+        "labels(s)[0] AS subject_kind, type(r) AS predicate, o.`id` AS object, labels(o)[0] AS object_kind")
+    nodes = [{"id": "T1003", "l0": "OS Credential Dumping"}, {"id": "T1003.001", "l0": "LSASS Memory"}]
+    edges = [{"child": "T1003.001", "parent": "T1003"}]
+    triples = [{"subject": "G0022", "subject_kind": "Group", "predicate": "USES", "object": "T1003.001", "object_kind": "Technique"},
+               {"subject": "G0022", "subject_kind": "Group", "predicate": "USES", "object": "S0002", "object_kind": "Software"}]
+    o = _compile(nodes, edges, m, "bolt://x", dangling="drop", conflicts="keep-first", triples=triples)
+    assert o.graph.instance_ids == ("G0022", "S0002") and o.graph.instance_kinds == ("Group", "Software")
+    assert sorted(o.triples()) == [("G0022", "USES", "S0002"), ("G0022", "USES", "T1003.001")]
+    assert resolve_mapping("n10s-owl").triple_query() is None
+    with pytest.raises(Exception, match="invalid relationship type"):
+        resolve_mapping({"relation_types": ["USES`) DETACH DELETE n //"]})
