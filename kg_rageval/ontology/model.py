@@ -77,7 +77,8 @@ class Property:
     max_cardinality: int | None = None
 
     def as_dict(self) -> dict:
-        d = {"id": self.id, "label": self.label, "domain": list(self.domain), "range": list(self.range)}
+        d: dict[str, object] = {"id": self.id, "label": self.label, "domain": list(self.domain),
+                                "range": list(self.range)}
         if self.max_cardinality is not None:
             d["max_cardinality"] = self.max_cardinality
         return d

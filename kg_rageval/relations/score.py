@@ -137,7 +137,7 @@ FAMILY = RelationsFamily()
 
 
 # ---------------------------------------------------------------------- reading
-def _triples(rec: Mapping[str, Any], sec: Mapping[str, Any], key: str, fast: bool = True) -> list | None:
+def _triples(rec: Any, sec: Mapping[str, Any], key: str, fast: bool = True) -> list | None:
     """The triples under ``key`` as a list of 3-item lists of non-empty strings (``None`` when
     absent); objects ``{"subject", "predicate", "object"}`` are accepted too. ``fast=False``
     returns the list unchecked when it is a list (the caller checks all records at once in
@@ -164,7 +164,7 @@ def _triples(rec: Mapping[str, Any], sec: Mapping[str, Any], key: str, fast: boo
     return out
 
 
-def _ids(rec: Mapping[str, Any], sec: Mapping[str, Any], key: str) -> list[str] | None:
+def _ids(rec: Any, sec: Mapping[str, Any], key: str) -> list[str] | None:
     v = sec.get(key)
     if v is None:
         return None
@@ -349,7 +349,7 @@ def _end_relations(onto, A, G, wrong, dims):
 # ---------------------------------------------------------------------- scoring
 def score_relations(
     ontology: Ontology,
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[Any],
     *,
     partial_credit: float = 0.5,
 ) -> Evaluation:
@@ -363,7 +363,7 @@ def score_relations(
     codes = _Codes(onto)
     lost: list[dict[str, str]] = []
     rids: list[Any] = []
-    scored: list[Mapping[str, Any]] = []
+    scored: list[Any] = []
     slices: list[dict[str, str]] = []
     gold_lists: list[list] = []   # per triple record: its gold list, then its answer list
     ans_lists: list[list] = []
@@ -431,7 +431,7 @@ def score_relations(
                       unscored=lost, meta={"partial_credit": float(partial_credit)})
 
 
-def _node_of(onto: Ontology, r: Mapping[str, Any], sec: Mapping[str, Any], gold, gold_a) -> str | None:
+def _node_of(onto: Ontology, r: Any, sec: Mapping[str, Any], gold, gold_a) -> str | None:
     """The hierarchy node a record's row is attached to (key ``gold_node``, for roll-ups and
     the per-node report): ``relations.node`` when given (it must be a node), else the subject
     of the first gold triple when it is a hierarchy node, else that triple's object when it is
