@@ -200,3 +200,25 @@ def test_attack_loads_fast_and_caches(attack, tmp_path, shared_data):
     assert set(back.triples()) == set(o.triples()) and back.graph.counts_by_kind() == o.graph.counts_by_kind()
     plain = load_ontology(SHARED_DATA / KG, instances=False)
     assert not plain.graph and plain.ids == o.ids
+
+
+def test_a_tampered_graph_in_a_cache_is_refused(tmp_path):
+    from kg_rageval.errors import InputError
+
+    o = small().build()
+    path = save_compiled(o, tmp_path / "s.kgro")
+    z = dict(np.load(path, allow_pickle=False))
+    z["kg_o"] = z["kg_o"].copy()
+    z["kg_o"][0] = (z["kg_o"][0] + 1) % (len(o) + o.graph.n_instances)  # another triple object
+    for name, drop_mac in (("keyed.kgro", False), ("foreign.kgro", True)):
+        arrays = dict(z)
+        if drop_mac:  # a cache from elsewhere: no digest, verified in full (content hash)
+            import json
+
+            head = json.loads(arrays["header"].tobytes().decode())
+            head.pop("mac", None), head.pop("mac_key", None)
+            arrays["header"] = np.frombuffer(json.dumps(head).encode(), dtype=np.uint8)
+        with open(tmp_path / name, "wb") as fh:
+            np.savez(fh, **arrays)
+        with pytest.raises(InputError):
+            load_compiled(tmp_path / name)
