@@ -55,3 +55,25 @@ def test_cardinality_when_declared(kg):
     card = [v for v in ev.rows()[0]["problems"]["domain_range_violations"] if v["side"] == "cardinality"]
     assert card == [{"subject": camp[0], "predicate": "attributed-to", "side": "cardinality",
                      "objects": sorted({camp[2], "G0016"}), "max_cardinality": 1}]
+
+
+@pytest.mark.shared_data
+def test_triple_slots_admit_instances_by_kind(kg):
+    spec = {"title": "Uses", "fields": {"relations": {
+        "kind": "triples", "predicates": ["uses"],
+        "subject": {"node_type": ["intrusion-set", "campaign"]},
+        "object": {"node_type": ["technique", "sub-technique", "malware", "tool"]}}}}
+    out = {"relations": [T("G0022", "uses", "T1003.001"), T("G0022", "uses", "S0002"), T("T1003", "uses", "G0022"),
+                         T("G0057", "uses", "T1003")]}  # G0057 is a revoked group
+    ev = score_conformance(kg, [{"id": "r", "answer": {"output": out}}], spec)
+    m = {k: v.value for k, v in ev.metrics().items()}
+    assert m["entity_vocabulary"] == 1.0  # instance ids are known entities
+    # admitted: G0022 ×2 (subjects), T1003.001, S0002, T1003 (objects) — not T1003 as a subject,
+    # not G0022 as an object, not the revoked G0057
+    assert m["field_conformance"] == pytest.approx(5 / 8)
+    assert [x["value"] for x in ev.rows()[0]["problems"]["not_admitted"]] == ["T1003", "G0057", "G0022"]
+    assert m["revoked_rate"] == pytest.approx(1 / 8)
+    problems = ev.rows()[0]["problems"]
+    assert {x["id"]: x["replacement"] for x in problems["inactive_ids"]} == {"G0057": kg.entity_id(
+        int(kg.graph.instance_replaced_by[kg.entity_index("G0057") - len(kg)]))}
+    assert m["schema_validity"] == 0.0  # the wrong kinds and the revoked group fail the schema's enum

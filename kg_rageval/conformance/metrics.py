@@ -346,6 +346,7 @@ class _Scorer:
         self.props = {p.id: p for p in self.o.properties}
         self.graph = bool(self.o.graph.n_triples)
         self.entity = self.o._entity_index
+        self.status = self.o.entity_status
         self._classes: dict[tuple[str, ...], np.ndarray] = {}
 
     def classes(self, ids: tuple[str, ...]) -> np.ndarray:
@@ -433,24 +434,25 @@ class _Scorer:
                 values = [v for v in values if isinstance(v, str)]
             else:
                 values = _strings(obj.get(vname))
+            lookup = self.entity if f.kind == "triples" else idx  # triple ends may be instances
             for v in values:
                 st["ent_n"] = st.get("ent_n", 0) + 1
-                i = idx.get(v)
+                i = lookup.get(v)
                 if i is None:
                     if len(unknown) < MAX_DETAILS:
                         unknown.append({"value": v, "slot": path, "suggestion": self.suggest(v, vocab.ids)})
                     continue
                 st["ent_known"] = st.get("ent_known", 0) + 1
-                code = int(o.status[i])
+                code = int(self.status[i])
                 if code == ACTIVE:
                     st["ent_active"] = st.get("ent_active", 0) + 1
                 else:
                     key = "ent_deprecated" if code == DEPRECATED else "ent_revoked"
                     st[key] = st.get(key, 0) + 1
                     if len(inactive) < MAX_DETAILS:
-                        rep = int(o.replaced_by[i])
+                        rep = int(o.replaced_by[i]) if i < len(o) else int(o.graph.instance_replaced_by[i - len(o)])
                         inactive.append({"id": v, "slot": path, "status": STATUS_NAMES[code],
-                                         "replacement": o.ids[rep] if rep >= 0 else None})
+                                         "replacement": o.entity_id(rep) if rep >= 0 else None})
                 if v in vocab.members:
                     st["ent_admitted"] = st.get("ent_admitted", 0) + 1
                 elif len(not_admitted) < MAX_DETAILS:
