@@ -32,6 +32,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "conformance": "kg_rageval.cli.score_conformance:command",
         "generation": "kg_rageval.cli.score_generation:command",
         "provenance": "kg_rageval.cli.score_provenance:command",
+        "relations": "kg_rageval.cli.score_relations:command",
     },
 }
 
@@ -48,6 +49,7 @@ HELP = {
     "conformance": "Schema validity, vocabulary, status and domain/range conformance.",
     "generation": "Faithfulness, answer correctness, refusal and calibration.",
     "provenance": "Citation completeness, provenance depth and reproducibility.",
+    "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
 }
 
 
