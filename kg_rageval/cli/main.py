@@ -23,6 +23,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "link": "kg_rageval.cli.link:link",
         "audit": "kg_rageval.cli.audit:audit",
         "metrics": "kg_rageval.cli.metrics:metrics",
+        "testset": "kg_rageval.cli.testset:testset",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -40,6 +41,7 @@ HELP = {
     "link": "Run a baseline entity linker and write predictions as records.",
     "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
     "metrics": "List every metric: family, formula, parameters, direction.",
+    "testset": "Build, plan, split and check ontology-driven test sets.",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Recall@k, MRR, nDCG, MAP and filter false exclusion (retrieval section).",
