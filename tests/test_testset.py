@@ -393,3 +393,23 @@ def test_cli_build_plan_split_check(tmp_path, capsys):
     assert "LEAKAGE" in capsys.readouterr().out
     assert main(["testset", "build", *args, "--out", str(out), "--config", str(tmp_path / "docs.jsonl")]) == 2
     assert "unknown test-set config file type" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_audit_cites_the_testset_manifest(tmp_path):
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.runner import run_audit
+    from kg_rageval.demo import build_demo
+    from kg_rageval.records import read_records
+    from kg_rageval.testset.store import write_json
+
+    built = build_demo(tmp_path / "demo", bootstrap=20)
+    out = built["out"]
+    recs = read_records(out / "records.jsonl")
+    man = make_manifest({"release": (out / "records.jsonl", recs)}, policy={"seed": 0})
+    write_json(out / "testset-manifest.json", man)
+    with open(built["config"], "a", encoding="utf-8") as fh:
+        fh.write("testset_manifest: testset-manifest.json\n")
+    result = run_audit(load_config(built["config"]))
+    cited = result.manifest["testset"]
+    assert cited["hash"] == man["hash"] and cited["sha256"] == result.manifest["inputs"]["testset_manifest"]["hash"]
