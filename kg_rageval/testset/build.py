@@ -364,19 +364,17 @@ def c_field(b: _Builder) -> str:
 
 
 def _kind_out_of_scope(b: _Builder, rng, n: int) -> None:
-    """Half: concepts in the ontology without any document (the corpus cannot answer); the rest
-    (all, when every concept is documented): off-topic questions."""
-    undocumented = b.usable & (b.c.n_docs() == 0)
-    picked = _draw(rng, b.pool(undocumented))[: n // 2]
-    for i in picked:
+    """Half: concepts in the ontology without any document (the corpus cannot answer); the rest:
+    off-topic questions (more undocumented concepts once the off-topic list is used up; all
+    off-topic when every concept is documented)."""
+    undocumented = _draw(rng, b.pool(b.usable & (b.c.n_docs() == 0)))
+    topics = list(b.cfg.off_topic if b.cfg.off_topic is not None else OFF_TOPIC)
+    n_topics = min(len(topics), n - min(n // 2, len(undocumented)))
+    for i in undocumented[: n - n_topics]:
         b.add("out_of_scope", "out_of_scope", {"label": b.label(i)}, {"label": i}, gold=[i], docs={},
               answerable=False, extra={"reason": "no document in the corpus"})
-    topics = list(b.cfg.off_topic if b.cfg.off_topic is not None else OFF_TOPIC)
-    rest = n - len(picked)
-    if not topics or rest <= 0:
-        return
     order = rng.permutation(len(topics)).tolist()
-    for k in range(min(rest, len(topics))):
+    for k in range(n_topics):
         q = topics[order[k]]
         rec_id = f"{b.cfg.id_prefix}{len(b.records) + 1:06d}"
         b.records.append({"id": rec_id, "query": q,

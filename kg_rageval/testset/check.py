@@ -11,9 +11,10 @@
   buckets at ``threshold``, each pair kept when its estimated Jaccard similarity is
   ``>= threshold``. Pairs inside one set are counted apart (not leakage); exact duplicates are
   not counted again, nor are *template siblings* — two built cases from one template about
-  different concepts (``testset.template`` equal, ``testset.concepts`` different). A bucket with more than :data:`BIG_BUCKET` members adds a star and a chain
-  of pairs (bounded cost; a near-duplicate pair in such a bucket may be reported through a
-  third query instead).
+  different concepts (``testset.template`` equal, ``testset.concepts`` different). In an LSH bucket with more than :data:`BIG_BUCKET` members, template
+  siblings are not paired at all (bounded cost), and members without a template pair with
+  every member; only more than :data:`BIG_BUCKET` members without a template fall back to a
+  star and a chain of pairs (a pair there may be reported through a third query instead).
 
 **Manifest** (:func:`testset_manifest`): sha256 of each set file, of the gold labels of every
 set (canonical JSON of each record's gold sections, sorted by id), of the corpus file, the
@@ -66,8 +67,52 @@ def _datasketch():
     return datasketch
 
 
-def near_duplicates(texts: Sequence[str], set_of: np.ndarray, cfg: CheckConfig) -> dict[str, Any]:
-    """Cross-set and within-set near-duplicate pairs (module docstring)."""
+def _all_pairs(ms: list[int], pairs: set[tuple[int, int]]) -> None:
+    if len(ms) > BIG_BUCKET:  # bounded cost: a star and a chain instead of all pairs
+        pairs.update((ms[0], m) for m in ms[1:])
+        pairs.update(zip(ms[1:-1], ms[2:]))
+        return
+    for a in range(len(ms)):
+        for b in range(a + 1, len(ms)):
+            pairs.add((ms[a], ms[b]))
+
+
+def _bucket_pairs(ms: list[int], templates: Sequence[tuple[str, str] | None], pairs: set[tuple[int, int]]) -> None:
+    """Candidate pairs of a large bucket without its template siblings: members of one template
+    pair only when they name the same concepts; other members pair with everyone."""
+    by_t: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    free: list[int] = []
+    for m in ms:
+        t = templates[m]
+        if t is None:
+            free.append(m)
+        else:
+            by_t[t[0]][t[1]].append(m)
+    _all_pairs(free, pairs)
+    templated = [m for m in ms if templates[m] is not None]
+    for f in free:
+        pairs.update((min(f, m), max(f, m)) for m in templated)
+    groups = list(by_t.values())
+    for g in groups:
+        for same in g.values():
+            _all_pairs(same, pairs)
+    flat = [[m for same in g.values() for m in same] for g in groups]
+    for x in range(len(flat)):
+        for y in range(x + 1, len(flat)):
+            pairs.update((min(a, b), max(a, b)) for a in flat[x] for b in flat[y])
+
+
+def _template_key(rec: Mapping[str, Any]) -> tuple[str, str] | None:
+    ts = rec.get("testset")
+    if not isinstance(ts, Mapping) or not ts.get("template"):
+        return None
+    return str(ts["template"]), json.dumps(ts.get("concepts"), sort_keys=True)
+
+
+def near_duplicates(texts: Sequence[str], set_of: np.ndarray, cfg: CheckConfig, *,
+                    templates: Sequence[tuple[str, str] | None] | None = None) -> dict[str, Any]:
+    """Cross-set and within-set near-duplicate pairs (module docstring); ``templates``: the
+    ``(template, concepts)`` key of each built case (``None`` for others)."""
     ds = _datasketch()
     sigs = ds.MinHash.bulk([shingles(t, cfg.shingle) for t in texts], num_perm=cfg.num_perm, seed=1)
     hv = np.vstack([m.hashvalues for m in sigs]) if sigs else np.zeros((0, cfg.num_perm), dtype=np.uint64)
@@ -82,13 +127,10 @@ def near_duplicates(texts: Sequence[str], set_of: np.ndarray, cfg: CheckConfig) 
             if len(members) < 2:
                 continue
             ms = sorted(int(x) for x in members)
-            if len(ms) > BIG_BUCKET:  # bounded cost: a star and a chain instead of all pairs
-                pairs.update((ms[0], m) for m in ms[1:])
-                pairs.update(zip(ms[1:-1], ms[2:]))
-                continue
-            for a in range(len(ms)):
-                for b in range(a + 1, len(ms)):
-                    pairs.add((ms[a], ms[b]))
+            if len(ms) <= BIG_BUCKET or templates is None:
+                _all_pairs(ms, pairs)
+            else:
+                _bucket_pairs(ms, templates, pairs)
     cross: list[tuple[float, int, int]] = []
     within = 0
     if pairs:
@@ -151,7 +193,7 @@ def check_leakage(sets: Mapping[str, Sequence[Mapping[str, Any]]], cfg: CheckCon
     }
     leaks = len(shared) + len(exact)
     if near:
-        nd = near_duplicates(texts, set_of, cfg)
+        nd = near_duplicates(texts, set_of, cfg, templates=[_template_key(r) for r in recs])
         cross, siblings = [], 0
         for c in nd["cross"]:
             if normalise(texts[c[1]]) == normalise(texts[c[2]]):
