@@ -18,7 +18,7 @@ case was made from, the session, distractor documents, the nearest concept of a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -145,7 +145,7 @@ class _Builder:
     def add(self, kind: str, tkey: str, slots: dict[str, str], concepts: dict[str, int | None], *,
             gold: list[int] | None, docs: dict[int, int], answerable: bool, extra: dict[str, Any] | None = None,
             filters: list[dict[str, Any]] | None = None, nearest: int | None = None,
-            more_sources: list[int] = (), session: str | None = None, slices: dict[str, str] | None = None) -> None:
+            more_sources: Sequence[int] = (), session: str | None = None, slices: dict[str, str] | None = None) -> None:
         o = self.o
         text, spans = fill(TEMPLATES[tkey], {"noun": self.cfg.noun, **slots})
         mentions = []

@@ -60,7 +60,7 @@ def shingles(text: str, k: int) -> set[bytes]:
 
 def _datasketch():
     try:
-        import datasketch
+        import datasketch  # type: ignore[import-untyped]
     except ImportError:
         raise InputError("near-duplicate detection needs datasketch: pip install 'kg-rageval[testset]' "
                          "(or pip install datasketch)") from None
@@ -179,7 +179,7 @@ def check_leakage(sets: Mapping[str, Sequence[Mapping[str, Any]]], cfg: CheckCon
     for r, t in enumerate(texts):
         if t:
             norm[normalise(t)].append(r)
-    exact = []
+    exact: list[dict[str, Any]] = []
     for key, rows in norm.items():
         in_sets = {int(set_of[r]) for r in rows}
         if len(in_sets) > 1:

@@ -81,7 +81,7 @@ def plan_testset(records: Sequence[Mapping[str, Any]], ontology: Any, cfg: PlanC
 
     cfg = cfg or PlanConfig()
     cov_cfg = CoverageConfig(branch_depth=cfg.branch_depth, branches=cfg.branches, thin=cfg.thin)
-    coverage = coverage_matrix(list(records), ontology, corpus, cov_cfg)
+    coverage = coverage_matrix([dict(r) for r in records], ontology, corpus, cov_cfg)
     need_ci = n_for_half_width(cfg.half_width, cfg.p, cfg.level)
     need_delta = n_for_delta(cfg.delta, cfg.p, alpha=cfg.alpha, power=cfg.power, rho=cfg.rho)
     branch_of = make_branch_of(ontology, cov_cfg)
@@ -90,7 +90,7 @@ def plan_testset(records: Sequence[Mapping[str, Any]], ontology: Any, cfg: PlanC
         counts[("branch", b)] = 0
     for r in records:
         counts[("branch", branch_of(gold_node_of(r)))] = counts.get(("branch", branch_of(gold_node_of(r))), 0) + 1
-        sl = r.get("slices") if isinstance(r.get("slices"), Mapping) else {}
+        sl: Mapping[str, Any] = r["slices"] if isinstance(r.get("slices"), Mapping) else {}
         for name in cfg.slices:
             if name in sl:
                 key = (f"slice:{name}", str(sl[name]))

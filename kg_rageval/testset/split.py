@@ -24,10 +24,10 @@ from .config import SETS
 
 def record_sources(rec: Mapping[str, Any], source_of: Mapping[str, str] | None = None) -> list[str]:
     """The source ids a record was made from (module docstring)."""
-    ts = rec.get("testset") if isinstance(rec.get("testset"), Mapping) else {}
+    ts: Mapping[str, Any] = rec["testset"] if isinstance(rec.get("testset"), Mapping) else {}
     if isinstance(ts.get("sources"), list):
         return [str(s) for s in ts["sources"]]
-    ret = rec.get("retrieval") if isinstance(rec.get("retrieval"), Mapping) else {}
+    ret: Mapping[str, Any] = rec["retrieval"] if isinstance(rec.get("retrieval"), Mapping) else {}
     gold = ret.get("gold")
     ids = list(gold) if isinstance(gold, (dict, list)) else []
     src = source_of or {}
@@ -35,8 +35,8 @@ def record_sources(rec: Mapping[str, Any], source_of: Mapping[str, str] | None =
 
 
 def record_session(rec: Mapping[str, Any]) -> str | None:
-    ts = rec.get("testset") if isinstance(rec.get("testset"), Mapping) else {}
-    sl = rec.get("slices") if isinstance(rec.get("slices"), Mapping) else {}
+    ts: Mapping[str, Any] = rec["testset"] if isinstance(rec.get("testset"), Mapping) else {}
+    sl: Mapping[str, Any] = rec["slices"] if isinstance(rec.get("slices"), Mapping) else {}
     for v in (ts.get("session"), rec.get("session"), sl.get("session")):
         if v not in (None, ""):
             return str(v)
@@ -45,8 +45,8 @@ def record_session(rec: Mapping[str, Any]) -> str | None:
 
 def groups(records: Sequence[Mapping[str, Any]], source_of: Mapping[str, str] | None = None) -> np.ndarray:
     """Group label per record: connected components over shared sources and sessions."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+    from scipy.sparse.csgraph import connected_components  # type: ignore[import-untyped]
 
     keys: dict[str, int] = {}
     rows: list[int] = []
@@ -85,8 +85,8 @@ def assign(sizes: np.ndarray, proportions: Mapping[str, float], seed: int) -> np
     return out
 
 
-def split_testset(records: Sequence[Mapping[str, Any]], proportions: Mapping[str, float], *, seed: int = 0,
-                  source_of: Mapping[str, str] | None = None) -> dict[str, list[Mapping[str, Any]]]:
+def split_testset(records: Sequence[dict[str, Any]], proportions: Mapping[str, float], *, seed: int = 0,
+                  source_of: Mapping[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """``{set name: records}`` in input order (module docstring)."""
     if not records:
         return {s: [] for s in SETS}
