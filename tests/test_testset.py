@@ -159,8 +159,10 @@ def test_every_case_is_what_its_kind_promises(built):
 def test_heldout_copy_equals_a_rebuild(built):
     onto, _docs, res = built
     held = set(res.held_out)
-    if not held:
-        pytest.skip("no leaf could be held out")
+    if not held:  # the SKOS vocabulary is flat: no leaf has a real parent to be the nearest concept
+        assert all(onto.parents(c) == [onto.root_id] for c in onto.ids[1:]) and onto.virtual_root
+        assert res.produced["nil_probe"] == 0 and res.shortfall["nil_probe"] == 20
+        return
     ref = _rebuild_without(onto, held)
     copy = res.heldout_ontology
     assert copy.ids == ref.ids or sorted(copy.ids) == sorted(ref.ids)
@@ -240,6 +242,49 @@ def test_paraphrase_callable_relocates_mentions(tmp_path, monkeypatch):
     sys.modules.pop("para_mod", None)
     with pytest.raises(ConfigError, match="cannot import"):
         build_testset(onto, corpus, Config(counts={"label_lookup": 1}, paraphrase={"callable": "nope_x:f"}))
+
+
+def test_paraphrase_endpoint(monkeypatch):
+    """An OpenAI-compatible endpoint (a local test server): prompt, model and seed are sent and
+    recorded; the key comes from the environment and is sent as a bearer token only."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, self.headers.get("Authorization"), body))
+            text = body["messages"][1]["content"]
+            out = json.dumps({"choices": [{"message": {"content": "Tell me, " + text[0].lower() + text[1:]}}]})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(out.encode())
+
+        def log_message(self, *a):
+            pass
+
+    srv = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("TS_KEY", "s3cret")
+    try:
+        onto = load_ontology(bundled_ontology("doid-cancer-slim.obo"))
+        corpus = Corpus.from_docs(_corpus_docs(onto), onto)
+        cfg = Config(counts={"label_lookup": 3}, paraphrase={
+            "endpoint": f"http://127.0.0.1:{srv.server_port}/v1", "model": "para-1", "seed": 11,
+            "api_key_env": "TS_KEY"})
+        res = build_testset(onto, corpus, cfg)
+    finally:
+        srv.shutdown()
+    assert [s[0] for s in seen] == ["/v1/chat/completions"] * 3 and seen[0][1] == "Bearer s3cret"
+    assert [s[2]["seed"] for s in seen] == [11, 12, 13] and seen[0][2]["model"] == "para-1"
+    assert seen[0][2]["messages"][0]["content"] == cfg.paraphrase.prompt
+    assert "s3cret" not in json.dumps(res.paraphrase) and "s3cret" not in json.dumps(res.records)
+    for r in res.records:
+        m = r["mentions"]["gold"][0]
+        assert r["query"].startswith("Tell me, what is ") and r["query"][m["start"]:m["end"]] == onto.label(m["id"])
 
 
 # ------------------------------------------------------------------ split
