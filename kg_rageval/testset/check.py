@@ -224,11 +224,10 @@ def sha256_bytes(b: bytes) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
+    """``sha256:<hex>`` of a file (the one file hash the audit and run manifests use)."""
+    from ..provenance.corpus import file_hash
+
+    return file_hash(path)
 
 
 GOLD_SECTIONS = ("slices", "gold_node")

@@ -40,6 +40,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _only(keys: Any, allowed: tuple[str, ...], what: str) -> None:
+    """Raise (pydantic reports it with the key path) when ``keys`` holds a name not in ``allowed``."""
+    unknown = sorted(set(keys) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown {what}(s) {', '.join(unknown)}; known: {', '.join(allowed)}")
+
+
 class ParaphraseConfig(_Strict):
     """An optional paraphrase generator: a Python callable ``module:function`` called as
     ``fn(text, *, seed, kind, prompt, model) -> str``, or an OpenAI-compatible endpoint
@@ -66,9 +73,7 @@ class SplitConfig(_Strict):
     @field_validator("proportions")
     @classmethod
     def _props(cls, v: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(v) - set(SETS))
-        if unknown:
-            raise ValueError(f"unknown set(s) {', '.join(unknown)}; the sets are {', '.join(SETS)}")
+        _only(v, SETS, "set")
         if any(x < 0 for x in v.values()) or sum(v.values()) <= 0:
             raise ValueError("proportions must be >= 0 with a positive sum")
         return {k: float(v.get(k, 0.0)) for k in SETS}
@@ -129,9 +134,7 @@ class TestsetConfig(_Strict):
     @field_validator("counts")
     @classmethod
     def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        unknown = sorted(set(v) - set(KINDS))
-        if unknown:
-            raise ValueError(f"unknown case kind(s) {', '.join(unknown)}; kinds: {', '.join(KINDS)}")
+        _only(v, KINDS, "case kind")
         if any(int(x) < 0 for x in v.values()):
             raise ValueError("counts must be >= 0")
         return {k: int(v.get(k, 0)) for k in KINDS}
@@ -139,9 +142,7 @@ class TestsetConfig(_Strict):
     @field_validator("intents")
     @classmethod
     def _intents(cls, v: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(v) - set(KINDS))
-        if unknown:
-            raise ValueError(f"unknown case kind(s) {', '.join(unknown)}; kinds: {', '.join(KINDS)}")
+        _only(v, KINDS, "case kind")
         return v
 
     def scaled(self, total: int) -> "TestsetConfig":
