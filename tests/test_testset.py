@@ -239,9 +239,31 @@ def test_paraphrase_callable_relocates_mentions(tmp_path, monkeypatch):
         assert r["query"].startswith("Please tell me: ")
         assert r["query"][m["start"]:m["end"]] == onto.label(m["id"])
         assert r["testset"]["paraphrase"]["original"] == r["query"][len("Please tell me: "):]
+    man = make_manifest({"all": (tmp_path / "para_mod.py", res.records)})
+    assert man["paraphrase"] == [{"generator": "para_mod:rewrite", "model": "m1", "records": 5, "seeds": [7, 11],
+                                  "prompt_sha256": res.paraphrase["prompt_sha256"]}]
     sys.modules.pop("para_mod", None)
     with pytest.raises(ConfigError, match="cannot import"):
         build_testset(onto, corpus, Config(counts={"label_lookup": 1}, paraphrase={"callable": "nope_x:f"}))
+
+
+def test_paraphrase_keeps_mention_order():
+    from kg_rageval.testset.config import ParaphraseConfig
+    from kg_rageval.testset.paraphrase import Paraphraser
+
+    rec = {"id": "x", "query": "How does chronic leukemia differ from leukemia?",
+           "mentions": {"gold": [{"start": 9, "end": 25, "id": "A"}, {"start": 38, "end": 46, "id": "B"}]},
+           "testset": {"kind": "sibling_contrast"}}
+    para = Paraphraser(lambda t, **kw: "Compare chronic leukemia with leukemia, please.", name="t",
+                       cfg=ParaphraseConfig())
+    info = para.apply([rec])
+    q = rec["query"]
+    spans = [(q[m["start"]:m["end"]], m["id"]) for m in rec["mentions"]["gold"]]
+    assert spans == [("chronic leukemia", "A"), ("leukemia", "B")] and rec["mentions"]["gold"][1]["start"] == 30
+    rec2 = {"id": "y", "query": "What is sarcoma?", "mentions": {"gold": [{"start": 8, "end": 15, "id": "C"}]},
+            "testset": {"kind": "label_lookup"}}
+    info = Paraphraser(lambda t, **kw: "Explain that tumour type.", name="t", cfg=ParaphraseConfig()).apply([rec2])
+    assert info["n_mentions_dropped"] == 1 and "mentions" not in rec2
 
 
 def test_paraphrase_endpoint(monkeypatch):
@@ -438,6 +460,8 @@ def test_cli_build_plan_split_check(tmp_path, capsys):
     assert "LEAKAGE" in capsys.readouterr().out
     assert main(["testset", "build", *args, "--out", str(out), "--config", str(tmp_path / "docs.jsonl")]) == 2
     assert "unknown test-set config file type" in capsys.readouterr().err
+    assert main(["testset", "plan", *args[:2], "--records", str(out / "records.jsonl"), "--half-width", "1"]) == 2
+    assert "half_width" in capsys.readouterr().err
 
 
 @pytest.mark.slow

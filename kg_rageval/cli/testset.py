@@ -87,11 +87,10 @@ def plan(ontology_path, ontology_format, records_path, corpus_path, config_path,
     from ..testset import load_testset_config
     from ..testset.plan import plan_testset
 
+    from ..testset.config import with_overrides
+
     cfg = load_testset_config(config_path)
-    over = {k: v for k, v in {"p": p, "half_width": half_width, "delta": delta, "branch_depth": branch_depth}.items()
-            if v is not None}
-    pcfg = cfg.plan.model_copy(update=over)
-    type(pcfg).model_validate(pcfg.model_dump())
+    pcfg = with_overrides(cfg.plan, p=p, half_width=half_width, delta=delta, branch_depth=branch_depth)
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(records_path)
     corpus = [obj for _l, _r, obj in iter_objects(corpus_path)] if corpus_path else None
@@ -168,33 +167,26 @@ def split(records_path, out_dir, corpus_path, config_path, seed, fmt) -> None:
 def check(sets, ontology_path, ontology_format, corpus_path, config_path, manifest_path, threshold, fmt) -> None:
     """Leakage between sets (shared source documents/sessions, exact and near-duplicate queries)
     and the hashed test-set manifest. Exit 1 when anything leaks."""
-    import json
     import sys
 
     from ..testset import load_testset_config
     from ..testset.check import check_leakage, testset_manifest
     from ..testset.store import MANIFEST_NAME, read_sets, source_map, write_json
 
+    from ..testset.config import with_overrides
+
     cfg = load_testset_config(config_path)
-    ccfg = cfg.check if threshold is None else cfg.check.model_copy(update={"threshold": threshold})
+    ccfg = with_overrides(cfg.check, threshold=threshold)
     loaded = read_sets(sets)
     src = source_map(corpus_path)
     report = check_leakage({k: v[1] for k, v in loaded.items()}, ccfg, source_of=src)
     onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
     if manifest_path is None and len(sets) == 1 and Path(sets[0]).is_dir():
         manifest_path = str(Path(sets[0]) / MANIFEST_NAME)
-    paraphrase = None
-    for _name, (p, _recs) in loaded.items():
-        built = p.parent / MANIFEST_NAME
-        if built.exists() and built != Path(manifest_path or ""):
-            try:
-                paraphrase = json.loads(built.read_text(encoding="utf-8")).get("paraphrase")
-            except ValueError:
-                paraphrase = None
     manifest = None
     if manifest_path:
         manifest = testset_manifest(loaded, ontology=onto, corpus=corpus_path, n_documents=len(src) if src else None,
-                                    policy=cfg.policy(), paraphrase=paraphrase, leakage=report)
+                                    policy=cfg.policy(), leakage=report)
         write_json(Path(manifest_path), manifest)
     payload = {"command": "testset check", **report, "manifest": manifest_path,
                "manifest_hash": manifest["hash"] if manifest else None}

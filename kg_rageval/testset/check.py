@@ -19,7 +19,8 @@
 **Manifest** (:func:`testset_manifest`): sha256 of each set file, of the gold labels of every
 set (canonical JSON of each record's gold sections, sorted by id), of the corpus file, the
 ontology's order-independent content hash, the policy (the configuration as canonical JSON)
-and the paraphrase generator (prompt, model, seed). ``hash`` is sha256 over the canonical JSON
+and the paraphrase generator (prompt, model, seed — from the build; else the generators, models,
+prompt hashes and seed ranges the records name). ``hash`` is sha256 over the canonical JSON
 of everything else, so an audit that cites it (``testset_manifest`` in the audit config) pins
 the exact test set.
 """
@@ -252,6 +253,22 @@ def labels_hash(records: Sequence[Mapping[str, Any]]) -> str:
     return sha256_bytes(b"\n".join(_canon(r) for r in rows))
 
 
+def paraphrase_of(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """The paraphrase generators the records name (``testset.paraphrase``): generator, model,
+    prompt sha256, how many records and their seed range; ``None`` when no record was rewritten."""
+    found: dict[tuple[Any, Any, Any], list[int]] = {}
+    for r in records:
+        ts = r.get("testset")
+        para = ts.get("paraphrase") if isinstance(ts, Mapping) else None
+        if isinstance(para, Mapping):
+            key = (para.get("generator"), para.get("model"), para.get("prompt_sha256"))
+            found.setdefault(key, []).append(int(para.get("seed") or 0))
+    if not found:
+        return None
+    return [{"generator": g, "model": m, "prompt_sha256": h, "records": len(s), "seeds": [min(s), max(s)]}
+            for (g, m, h), s in sorted(found.items(), key=lambda kv: str(kv[0]))]
+
+
 def testset_manifest(sets: Mapping[str, tuple[str | Path, Sequence[Mapping[str, Any]]]], *, ontology: Any = None,
                      corpus: str | Path | None = None, n_documents: int | None = None,
                      policy: Mapping[str, Any] | None = None, paraphrase: Mapping[str, Any] | None = None,
@@ -273,7 +290,7 @@ def testset_manifest(sets: Mapping[str, tuple[str | Path, Sequence[Mapping[str, 
                         "labels_sha256": labels_hash(recs)} for name, (path, recs) in sets.items()},
         "labels_sha256": labels_hash(all_recs),
         "policy": ({"sha256": sha256_bytes(_canon(policy)), "config": dict(policy)} if policy is not None else None),
-        "paraphrase": dict(paraphrase) if paraphrase else None,
+        "paraphrase": dict(paraphrase) if paraphrase else paraphrase_of(all_recs),
         "leakage": ({"leaks": leakage["leaks"], "shared_sources": leakage["shared_sources"]["count"],
                      "exact_duplicates": leakage["exact_duplicates"]["count"],
                      "near_duplicates": (leakage.get("near_duplicates") or {}).get("count")}

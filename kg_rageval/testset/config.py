@@ -162,6 +162,17 @@ class TestsetConfig(_Strict):
         return self.model_dump(mode="json")
 
 
+def with_overrides(model: BaseModel, **over: Any) -> Any:
+    """``model`` with the non-``None`` overrides applied and validated (a bad value is a
+    :class:`ConfigError` naming the key)."""
+    data = {**model.model_dump(), **{k: v for k, v in over.items() if v is not None}}
+    try:
+        return type(model).model_validate(data)
+    except ValidationError as exc:
+        errs = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(errs) from None
+
+
 def load_testset_config(path: str | Path | None = None, **overrides: Any) -> TestsetConfig:
     """Read ``testset.toml`` (also ``.yaml``/``.json``; ``None``: the defaults); errors name the
     file and key."""

@@ -3,7 +3,8 @@
 A paraphraser rewrites each templated query; the record keeps the original
 (``testset.paraphrase.original``) and the generator's name, model, prompt hash and seed, and the
 test-set manifest records the prompt, model and seed. Gold mentions are re-located in the new
-text (case-insensitive, first occurrence); a mention whose surface form the generator did not
+text (case-insensitive; in their order, so "leukemia" after "chronic leukemia" is not placed
+inside it; spans never overlap); a mention whose surface form the generator did not
 keep is dropped and counted (``n_mentions_dropped``) — never left pointing at the wrong span.
 
 Two generators:
@@ -61,15 +62,17 @@ class Paraphraser:
             rec["query"] = new
             ment = rec.get("mentions")
             if ment:
-                kept = []
+                kept: list[dict[str, Any]] = []
                 low = new.lower()
-                for m in ment["gold"]:
-                    surface = old[m["start"]:m["end"]].lower()
-                    pos = low.find(surface)
+                after = 0
+                for m in sorted(ment["gold"], key=lambda m: m["start"]):
+                    pos = _locate(low, old[m["start"]:m["end"]].lower(), after, kept)
                     if pos < 0:
                         dropped += 1
                         continue
-                    kept.append({**m, "start": pos, "end": pos + len(surface)})
+                    end = pos + (m["end"] - m["start"])
+                    kept.append({**m, "start": pos, "end": end})
+                    after = end
                 if kept:
                     ment["gold"] = kept
                 else:
@@ -77,6 +80,20 @@ class Paraphraser:
             ts["paraphrase"] = {"original": old, "generator": self.name, "model": self.cfg.model, "seed": seed,
                                 "prompt_sha256": hashlib.sha256(self.cfg.prompt.encode()).hexdigest()}
         return {**self.describe(), "n_changed": changed, "n_mentions_dropped": dropped}
+
+
+def _locate(text: str, surface: str, after: int, taken: list[dict[str, Any]]) -> int:
+    """Where ``surface`` occurs in ``text``: first after ``after`` (mentions keep their order),
+    else anywhere not overlapping a span already placed; -1 when it is gone."""
+    pos = text.find(surface, after)
+    if pos >= 0:
+        return pos
+    pos = text.find(surface)
+    while pos >= 0:
+        if all(pos + len(surface) <= t["start"] or pos >= t["end"] for t in taken):
+            return pos
+        pos = text.find(surface, pos + 1)
+    return -1
 
 
 def load_callable(spec: str) -> Callable[..., str]:
