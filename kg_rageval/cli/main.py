@@ -24,6 +24,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "audit": "kg_rageval.cli.audit:audit",
         "compare": "kg_rageval.cli.compare:command",
         "metrics": "kg_rageval.cli.metrics:metrics",
+        "testset": "kg_rageval.cli.testset:testset",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -33,6 +34,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "generation": "kg_rageval.cli.score_generation:command",
         "provenance": "kg_rageval.cli.score_provenance:command",
         "preference": "kg_rageval.cli.score_preference:command",
+        "relations": "kg_rageval.cli.score_relations:command",
     },
 }
 
@@ -43,6 +45,7 @@ HELP = {
     "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
     "compare": "Compare N retrieval systems: paired tests, corrections, CIs, per ontology branch.",
     "metrics": "List every metric: family, formula, parameters, direction.",
+    "testset": "Build, plan, split and check ontology-driven test sets.",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",
@@ -50,6 +53,7 @@ HELP = {
     "generation": "Faithfulness, answer correctness, refusal and calibration.",
     "provenance": "Citation completeness, provenance depth and reproducibility.",
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
+    "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
 }
 
 
