@@ -1,4 +1,4 @@
-"""``kg-rageval ontology inspect|validate|compile|formats``."""
+"""``kg-rageval ontology inspect|validate|compile|formats|diff|stability``."""
 
 from __future__ import annotations
 
@@ -156,3 +156,13 @@ def formats(fmt) -> None:
     specs = available_formats()
     payload = [{"name": s.name, "extensions": list(s.extensions), "description": s.description} for s in specs.values()]
     emit(payload, fmt, lambda p: table([[x["name"], " ".join(x["extensions"]), x["description"]] for x in p], ["format", "extensions", "description"]))
+
+
+def _drift_commands() -> None:
+    from .drift import diff, stability
+
+    ontology.add_command(diff)
+    ontology.add_command(stability)
+
+
+_drift_commands()

@@ -64,6 +64,7 @@ class OntologyBuilder:
         self._conflicts: list[str] = []
         self.diagnostics: dict[str, int] = {}
         self.warnings: list[str] = []
+        self.version: str | None = None  # the release the source declares (Ontology.version)
 
     # ------------------------------------------------------------------ collecting
     def _new_node(self, node_id: str, where: str | None) -> int:
@@ -270,7 +271,7 @@ class OntologyBuilder:
                     source=self.source,
                 )
             self.warn("alias_conflicts", count=len(clashes))
-            for c in clashes[:20]:
+            for c in clashes:  # every one named: re-basing reads them (kg_rageval.drift)
                 self.warn("alias_conflicts", c, count=0)
         out: dict[str, int] = {}
         for a, t in targets.items():
@@ -450,6 +451,7 @@ class OntologyBuilder:
             warnings=tuple(self.warnings),
             alias_ids=alias_ids,
             alias_targets=alias_targets,
+            version=self.version,
         )
 
 

@@ -52,6 +52,7 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
         "diagnostics": ontology.diagnostics,
         "warnings": list(ontology.warnings),
         "content_hash": ontology.content_hash,
+        "release_version": ontology.version,
     }
     syn_counts = np.asarray([len(s) for s in ontology.synonyms], dtype=np.int32)
     arrays = {name: getattr(ontology, name) for name in _ARRAYS}
@@ -134,6 +135,7 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
         diagnostics=header["diagnostics"],
         warnings=tuple(header["warnings"]),
         stored_hash=header["content_hash"],
+        version=header.get("release_version"),
         **{name: z[name] for name in _ARRAYS},
         **aliases,
     )

@@ -100,6 +100,11 @@ class Ontology:
     stored_hash: str | None = None
     alias_ids: tuple[str, ...] = ()
     alias_targets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    version: str | None = None
+    """The release the source declares (OBO ``data-version``, ``owl:versionInfo`` /
+    ``owl:versionIRI``, the ATT&CK collection's ``x_mitre_version``); ``None`` when it declares
+    none. Not part of :attr:`content_hash` (two files with the same content are the same
+    ontology whatever they call themselves)."""
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -529,6 +534,7 @@ class Ontology:
             "prefixes": dict(self.prefixes),
             "ancestor_closure_entries": int(self.anc_idx.size),
             "diagnostics": dict(self.diagnostics),
+            "version": self.version,
             "content_hash": self.content_hash,
         }
 

@@ -11,7 +11,8 @@ the term, :meth:`~kg_rageval.ontology.Ontology.canonical`; also counted as ``alt
 are not hierarchy edges and are counted (``relationship_lines_ignored``,
 ``intersection_of_lines_ignored``).
 
-Header tags: ``ontology:`` and ``idspace: PREFIX URI`` (kept in ``Ontology.prefixes``). Every
+Header tags: ``ontology:``, ``idspace: PREFIX URI`` (kept in ``Ontology.prefixes``) and
+``data-version:`` (``Ontology.version``; ``date:`` when there is no data-version). Every
 other prefix used in an id maps to the OBO PURL ``http://purl.obolibrary.org/obo/PREFIX_``, so
 an OBO file and its OWL release produce the same ids and prefix map.
 
@@ -199,6 +200,8 @@ def load_obo(
                     location=f"line {lineno}",
                 )
             prefixes[parts[0]] = parts[1]
+        elif tag == "data-version" or (tag == "date" and b.version is None):
+            b.version = value.strip() or b.version
     used: set[str] = set()
 
     def clean_id(value: str, lineno: int, tag: str, *, record_prefix: bool = True) -> str:

@@ -619,6 +619,11 @@ def graph_to_ontology(
         b.warn("skipped_anonymous_domain_range", count=skipped_prop_refs)
 
     b.prefixes = dict(sorted(compact.used.items()))
+    for onto_node in sorted(graph.subjects(rdf_type, U(_OWL + "Ontology")), key=str):
+        ver = graph.value(onto_node, U(_OWL + "versionInfo")) or graph.value(onto_node, U(_OWL + "versionIRI"))
+        if ver is not None:
+            b.version = str(ver).strip() or None
+            break
     builder_dangling = "drop" if dangling == "drop" else "error"
     if not declared:
         raise OntologyError(
