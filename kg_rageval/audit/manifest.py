@@ -1,6 +1,7 @@
 """Reproducibility manifest of an audit, and ``--verify``.
 
-The manifest records content hashes (ontology :attr:`Ontology.content_hash`, sha256 of the
+The manifest records content hashes (ontology :attr:`Ontology.content_hash` and the release it
+declares, :attr:`Ontology.version`; the baseline's release when a baseline is compared; sha256 of the
 records, corpus, spec, judgments, baseline and config files), the tool, Python and dependency
 versions, each family's versioned name (``Family.qualified_name``) and options, the seeds and
 bootstrap settings, the judge/model configuration from the config, and a *metrics digest*:
@@ -80,7 +81,8 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
                    "hash": config.content_hash},
         "inputs": {
             "ontology": {"path": str(config.path(config.ontology.path)), "content_hash": ont.content_hash,
-                         "nodes": len(ont)},
+                         "version": getattr(ont, "version", None), "nodes": len(ont)},
+            "baseline_ontology": ((result.baseline or {}).get("release") or {}).get("baseline_ontology"),
             **{k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
                for k, p in files.items()},
         },

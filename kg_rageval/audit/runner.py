@@ -542,8 +542,13 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         raise InputError("baseline records file does not exist", source=config.source,
                          location=f"baseline.records = {config.baseline.records!r}")
     base_records = read_records(bpath)
+    from ..drift.release import baseline_release, load_baseline_ontology
+
+    release = baseline_release(config, inputs["ontology"], base_records, inputs["records"],
+                               load_baseline_ontology(config))  # refuses another release
     binputs = dict(inputs)
     binputs["records"] = base_records
+    binputs["ontology"] = release.ontology
     bcfg = config.model_copy()
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
     bruns = run_families(bcfg, binputs, base_records, progress=progress)
@@ -564,6 +569,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             ids_c, st_c = ev.per_record_stats()
             ids_b, st_b = bev.per_record_stats()
             common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
+            if release.keep is not None:  # another release: only the comparable records
+                sel = np.isin(common.astype(str), np.asarray(sorted(release.keep), dtype=str))
+                common, ic, ib = common[sel], ic[sel], ib[sel]
             names = list(st_c)
             if len(common) == 0:
                 continue
@@ -634,5 +642,6 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
         "primary": sorted(set(primary)),
         "worst_queries": per_query,
+        "release": release.to_dict(),
     }
     return info, deltas

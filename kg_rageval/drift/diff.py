@@ -210,10 +210,36 @@ class OntologyDiff:
             stable[0] = False
         return stable
 
-    def stable_ids(self) -> frozenset[str]:
-        """Ids of the stable nodes (see :attr:`stable_new`)."""
+    @cached_property
+    def subtree_stable_new(self) -> np.ndarray:
+        """Boolean mask over NEW's nodes: stable, and nothing in the subtree changed in either
+        release (no node below was added, removed, merged, moved or changed status) — what a
+        ``within`` category filter on the node needs to select the same nodes in both."""
+        from ..ontology.builder import _gather
+
+        new, old = self.new, self.old
+        marked = np.zeros(len(new), dtype=bool)
+        bad = np.flatnonzero(self._bad_new)
+        if bad.size:
+            marked[_gather(new.anc_ptr, new.anc_idx, bad)] = True
+        old_bad = [self.kinds["removed"], self.kinds["merged"]]
+        for k in ("moved", "deprecated", "revoked", "reactivated", "replacement_changed"):
+            old_bad.append(self.new_to_old[self.kinds[k]])
+        ob = np.unique(np.concatenate(old_bad)) if old_bad else np.zeros(0, dtype=np.int64)
+        ob = ob[ob >= 0]
+        if ob.size:
+            anc_old = _gather(old.anc_ptr, old.anc_idx, ob).astype(np.int64)
+            mapped = self.old_to_new[anc_old]
+            marked[mapped[mapped >= 0]] = True
+        out = self.stable_new & ~marked
+        return out
+
+    def stable_ids(self, *, subtree: bool = False) -> frozenset[str]:
+        """Ids of the stable nodes (:attr:`stable_new`; with ``subtree``,
+        :attr:`subtree_stable_new`)."""
         ids = self.new.ids
-        return frozenset(ids[i] for i in np.flatnonzero(self.stable_new).tolist())
+        mask = self.subtree_stable_new if subtree else self.stable_new
+        return frozenset(ids[i] for i in np.flatnonzero(mask).tolist())
 
     # ------------------------------------------------------------------ entries
     def _lab(self, o: Ontology, i: int) -> str | None:
