@@ -229,31 +229,44 @@ class _Touch:
 
 
 class _Rebaser:
-    """Re-bases one record in place; collects changes and flags."""
+    """Re-bases records in place; collects the changes and flags of the current record in
+    ``touches`` (reset by the caller). The fast path — an id that is an active node of NEW
+    and did not move — allocates nothing."""
 
     def __init__(self, mapping: IdMapping):
         self.m = mapping
         self.touches: list[_Touch] = []
+        self._nt = mapping.nontrivial
+        self._active = mapping._active_new
+        self._moved = mapping._moved
 
     def one(self, value: Any, fld: str, side: str, *, typed: bool = True) -> Any:
-        if not isinstance(value, str) or not value:
+        if value.__class__ is not str or not value:
             return value
-        r = self.m.resolve(value)
-        if r.outcome == "unknown" and not typed:
-            return value
-        if r.outcome != "same" or (side == "gold" and self.m.moved(value)):
-            self.touches.append(_Touch(fld, value, r, side))
+        r = self._nt.get(value)
+        if r is None:
+            if value in self._active:
+                if side == "gold" and value in self._moved:
+                    self.touches.append(_Touch(fld, value, Resolution(value, "same", (value,)), side))
+                return value
+            if not typed:
+                return value
+            r = Resolution(value, "unknown", (value,))
+        self.touches.append(_Touch(fld, value, r, side))
         return r.to
 
     def many(self, value: Any, fld: str, side: str) -> Any:
-        if isinstance(value, str):
+        if value.__class__ is str:
             return self.one(value, fld, side)
         if not isinstance(value, list):
             return value
+        one = self.one
+        if len(value) == 1:
+            return [one(value[0], f"{fld}[0]", side)]
         out: list[Any] = []
         seen: set[str] = set()
         for k, v in enumerate(value):
-            nv = self.one(v, f"{fld}[{k}]", side)
+            nv = one(v, f"{fld}[{k}]", side)
             if isinstance(nv, str):
                 if nv in seen:
                     self.touches.append(_Touch(f"{fld}[{k}]", v, Resolution(nv, "collapsed", (v, nv)), side))
@@ -383,8 +396,9 @@ def rebase_records(
     rep = RebaseReport(old=rel(mapping.old), new=rel(mapping.new), input={"path": source})
     occ: dict[str, dict[str, int]] = {"gold": {}, "pred": {}}
     old_hash, new_hash = mapping.old.content_hash, mapping.new.content_hash
+    rb = _Rebaser(mapping)
     for _, rid, r in records:
-        rb = _Rebaser(mapping)
+        rb.touches = []
         rb.record(r)
         rep.n_records += 1
         if rb.touches:
@@ -448,11 +462,11 @@ def rebase_file(
         raise InputError("--out must differ from --data (the input is read while the output is written)",
                          source=str(outp))
     buf: list[str] = []
-    dumps = json.dumps
+    dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     opener = gzip.open if outp.suffix == ".gz" else open
     with opener(outp, "wt", encoding="utf-8") as fh:
         def write(rec: dict[str, Any]) -> None:
-            buf.append(dumps(rec, ensure_ascii=False))
+            buf.append(dumps(rec))
             if len(buf) >= 10000:
                 fh.write("\n".join(buf) + "\n")
                 buf.clear()
