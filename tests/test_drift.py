@@ -86,6 +86,8 @@ def test_diff_every_kind(releases):
     # stable: same place/status/labels and no changed node above. root, A and B are unchanged
     # but the root's and A's rows... A itself is stable; a1 relabelled; b3 stable; b2 moved
     assert sorted(d.stable_ids()) == ["A", "B", "b3", "root"]
+    # subtree-stable (for `within` filters): nothing changed below either; only the leaf b3
+    assert sorted(d.stable_ids(subtree=True)) == ["b3"]
     p = d.to_dict(limit=1)
     assert p["old"]["version"] == "2024-01" and p["new"]["version"] == "2025-01"
     assert p["old"]["content_hash"] == old.content_hash and p["new"]["content_hash"] == new.content_hash
@@ -113,8 +115,8 @@ def test_diff_identical_and_virtual_root(vehicles):
 
 def test_mapping_chains_cycles_forks():
     old = _build([("r", "R"), ("p", "P"), ("q", "Q"), ("s", "S"), ("t", "T"), ("u", "U"), ("f", "F"),
-                  ("g", "G"), ("gone", "Gone")],
-                 [(x, "r") for x in "pqstufg"] + [("gone", "r")], aliases=[("oldalt", "s")])
+                  ("g", "G"), ("w", "W"), ("gone", "Gone")],
+                 [(x, "r") for x in "pqstufgw"] + [("gone", "r")], aliases=[("oldalt", "s")])
     new = _build(
         [("r", "R"),
          ("p", "P", {"status": "deprecated", "replaced_by": "q"}),  # p → q → s (transitive)
@@ -124,8 +126,9 @@ def test_mapping_chains_cycles_forks():
          ("u", "U", {"status": "deprecated", "replaced_by": "t"}),
          ("f", "F", {"status": "revoked"}),  # revoked by g and s: a fork (loader warning)
          ("g", "G", {"status": "deprecated"}),  # retired: no replacement
+         ("w", "W", {"status": "deprecated", "replaced_by": "g"}),  # w → g, retired
          ("h", "H")],
-        [(x, "r") for x in "pqstufgh"], aliases=[("z", "h")],
+        [(x, "r") for x in "pqstufghw"], aliases=[("z", "h")],
         warnings=["'f' is revoked by g, s; using g"],
     )
     m = build_mapping(old, new)
@@ -140,6 +143,14 @@ def test_mapping_chains_cycles_forks():
     assert (r["oldalt"].outcome, r["oldalt"].to) == ("merged", "s")  # OLD alias → s, active in NEW
     assert (r["z"].outcome, r["z"].to) == ("merged", "h")
     assert r["nope"].outcome == "unknown"
+    w = m.resolve("w")
+    assert (w.outcome, w.to, w.path) == ("retired", "g", ("w", "g"))
+    out: list[dict] = []
+    rebase_records([(1, "q", {"id": "q", "labels": {"gold": ["w"], "pred": ["p"]}})], m, out.append)
+    assert out[0]["labels"] == {"gold": ["g"], "pred": ["s"]}
+    assert out[0]["rebase"]["flags"] == [{"field": "labels.gold[0]", "id": "w", "kind": "retired", "side": "gold",
+                                          "to": "g"}]
+    assert out[0]["rebase"]["changes"] == [{"field": "labels.pred[0]", "from": "p", "to": "s", "kind": "replaced"}]
     assert all(r[x].flagged for x in ("t", "f", "g", "gone", "nope")) and not r["p"].flagged
 
 

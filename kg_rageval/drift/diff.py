@@ -49,6 +49,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..ontology.builder import _sorted_unique
 from ..ontology.model import STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology
 
 CHANGE_KINDS = (
@@ -88,6 +89,16 @@ def match_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     pos_c = np.minimum(pos, sb.size - 1)
     hit = sb[pos_c] == a
     return np.where(hit, order[pos_c], -1).astype(np.int64)
+
+
+def _sorted_xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Values in exactly one of ``a`` and ``b`` (sort-based: NumPy 2's hash-based unique, which
+    ``setxor1d`` uses, is several times slower on large int arrays)."""
+    aux = np.sort(np.concatenate([_sorted_unique(a), _sorted_unique(b)]))
+    if aux.size == 0:
+        return aux
+    flag = np.concatenate(([True], aux[1:] != aux[:-1], [True]))
+    return aux[flag[1:] & flag[:-1]]
 
 
 def _edges(o: Ontology) -> tuple[np.ndarray, np.ndarray]:
@@ -381,8 +392,7 @@ def diff_ontologies(old: Ontology, new: Ontology, *, branch_depth: int = 1) -> O
     keys_old = oc_n[keep] * m + op_n
     keep_n = n2o[nc] >= 0
     keys_new = nc[keep_n] * m + np_[keep_n]
-    diff_keys = np.setxor1d(keys_old, keys_new, assume_unique=False)
-    moved = np.unique(diff_keys // m)
+    moved = _sorted_unique(_sorted_xor(keys_old, keys_new) // m)
     kinds["moved"] = moved[common_new[moved]] if moved.size else moved
 
     # labels and synonyms of common nodes

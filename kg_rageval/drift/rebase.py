@@ -31,7 +31,8 @@ In the filter values and outputs only strings that one of the releases knows as 
 once (``collapsed``). Every other field, known or not, is written back unchanged.
 
 **Flags**: a record with a change gets ``"rebase": {"status": "rebased"|"flagged", "changes":
-[{"field", "from", "to", "kind"}], "flags": [{"field", "id", "kind", "side"}]}`` (a record
+[{"field", "from", "to", "kind"}], "flags": [{"field", "id", "kind", "side"[, "to"]}]}`` (``to``
+when a chain ended on a retired id other than the one read: the field now holds that id) (a record
 that already had a ``rebase`` field keeps it under ``rebase.previous``); unchanged records are
 written as they were read. A record is never dropped: an id that could not be mapped stays,
 and the record is flagged. The report (:class:`RebaseReport`) lists every gold id that moved in
@@ -342,7 +343,7 @@ class RebaseReport:
     gold: dict[str, dict[str, Any]] = field(default_factory=dict)
     pred: dict[str, dict[str, Any]] = field(default_factory=dict)
     flagged_records: list[str] = field(default_factory=list)
-    mapping: dict[str, int] = field(default_factory=dict)
+    mapping: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -410,7 +411,10 @@ def rebase_records(
                 side[name] = side.get(name, 0) + 1
                 _note(rep.gold if t.side == "gold" else rep.pred, t, rid, mapping.old, moved)
                 if t.res.flagged:
-                    flags.append({"field": t.field, "id": t.old, "kind": t.res.outcome, "side": t.side})
+                    flag = {"field": t.field, "id": t.old, "kind": t.res.outcome, "side": t.side}
+                    if t.res.to != t.old:  # a chain that ended on a retired id: the field holds it
+                        flag["to"] = t.res.to
+                    flags.append(flag)
                 elif t.res.outcome != "same":
                     changes.append({"field": t.field, "from": t.old, "to": t.res.to, "kind": t.res.outcome})
             if changes or flags:
@@ -430,7 +434,7 @@ def rebase_records(
                     rep.records_rebased += 1
         write(r)
     rep.ids = occ
-    rep.mapping = mapping.counts()
+    rep.mapping = dict(mapping.counts())
     rep.seconds = time.perf_counter() - t0
     return rep
 

@@ -70,9 +70,8 @@ def stability(
         keep_old.append(r)
         keep_new.append(nr)
     names = tuple(metrics or DEFAULT_METRICS)
-    opts = {"on_status": "count", "on_unknown": "count"}
-    ev_old = score_hierarchy(old, keep_old, **opts) if keep_old else None
-    ev_new = score_hierarchy(new, keep_new, **opts) if keep_new else None
+    ev_old = score_hierarchy(old, keep_old, on_status="count", on_unknown="count") if keep_old else None
+    ev_new = score_hierarchy(new, keep_new, on_status="count", on_unknown="count") if keep_new else None
     both = 0
     if ev_old is not None and ev_new is not None:
         common = np.intersect1d(ev_old.record_ids.astype(str), ev_new.record_ids.astype(str))
