@@ -59,6 +59,7 @@ def _stix_status(path: Path) -> tuple[dict[str, int], dict[str, list[str]]]:
     return status, revoked_by
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("a,b", [("15.1", "17.1"), ("17.1", "18.1"), ("15.1", "18.1")])
 def test_attack_diff_counts_match_stix(shared_data, a, b):
     pa, pb = _attack_path(shared_data, a), _attack_path(shared_data, b)
@@ -79,6 +80,7 @@ def test_attack_diff_counts_match_stix(shared_data, a, b):
         assert d.entries("revoked")[0]["replaced_by"] == "T1574.001"
 
 
+@pytest.mark.shared_data
 def test_attack_revoked_chains_resolve(shared_data):
     p15, p18 = _attack_path(shared_data, "15.1"), _attack_path(shared_data, "18.1")
     s15, rb15 = _stix_status(p15)
@@ -115,6 +117,7 @@ def test_attack_revoked_chains_resolve(shared_data):
     assert all(m.resolve(x).outcome == "replaced" for x, s in s15.items() if s == 2)
 
 
+@pytest.mark.shared_data
 def test_attack_rebase_cli(shared_data, tmp_path):
     from kg_rageval.cli.main import main
 
@@ -216,6 +219,7 @@ def _expected(x: str, old: dict, new: dict, alt_old: dict, alt_new: dict) -> tup
         c = nxt
 
 
+@pytest.mark.slow
 def test_hpo_rebase_matches_independent_reading(hpo_obo, tmp_path):
     po, pn = hpo_obo["3.0.0"], hpo_obo["4.0.0"]
     # both files list alt_ids that are obsolete terms of their own (248 and 387): on main they
@@ -263,6 +267,7 @@ def test_hpo_rebase_matches_independent_reading(hpo_obo, tmp_path):
         assert m.resolve(x).outcome == "fork"
 
 
+@pytest.mark.slow
 def test_hpo_diff(hpo_obo):
     old = load_ontology(hpo_obo["3.0.0"], conflicts="keep-first")
     new = load_ontology(hpo_obo["4.0.0"], conflicts="keep-first")

@@ -70,6 +70,7 @@ def inspect(file, ontology_format, reasoner, follow_imports, dangling, fmt) -> N
 def _render_inspect(s: dict) -> str:
     rows = [
         ["source", s["source"]],
+        ["version (declared)", s.get("version") or "—"],
         ["nodes", s["nodes"]],
         ["edges (parent links)", s["edges"]],
         ["roots", f"{s['n_roots']}: {', '.join(s['roots'][:5])}{' …' if s['n_roots'] > 5 else ''}"],

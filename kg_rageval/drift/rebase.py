@@ -229,6 +229,10 @@ class _Touch:
     side: str
 
 
+def _path(fld: Any) -> str:
+    return fld if fld.__class__ is str else fld[0].format(*fld[1:])
+
+
 class _Rebaser:
     """Re-bases records in place; collects the changes and flags of the current record in
     ``touches`` (reset by the caller). The fast path — an id that is an active node of NEW
@@ -241,19 +245,20 @@ class _Rebaser:
         self._active = mapping._active_new
         self._moved = mapping._moved
 
-    def one(self, value: Any, fld: str, side: str, *, typed: bool = True) -> Any:
+    def one(self, value: Any, fld: Any, side: str, *, typed: bool = True) -> Any:
+        """``fld``: the field path, or ``(format, *args)`` formatted only when the id changes."""
         if value.__class__ is not str or not value:
             return value
         r = self._nt.get(value)
         if r is None:
             if value in self._active:
                 if side == "gold" and value in self._moved:
-                    self.touches.append(_Touch(fld, value, Resolution(value, "same", (value,)), side))
+                    self.touches.append(_Touch(_path(fld), value, Resolution(value, "same", (value,)), side))
                 return value
             if not typed:
                 return value
             r = Resolution(value, "unknown", (value,))
-        self.touches.append(_Touch(fld, value, r, side))
+        self.touches.append(_Touch(_path(fld), value, r, side))
         return r.to
 
     def many(self, value: Any, fld: str, side: str) -> Any:
@@ -263,11 +268,11 @@ class _Rebaser:
             return value
         one = self.one
         if len(value) == 1:
-            return [one(value[0], f"{fld}[0]", side)]
+            return [one(value[0], ("{}[0]", fld), side)]
         out: list[Any] = []
         seen: set[str] = set()
         for k, v in enumerate(value):
-            nv = one(v, f"{fld}[{k}]", side)
+            nv = one(v, ("{}[{}]", fld, k), side)
             if isinstance(nv, str):
                 if nv in seen:
                     self.touches.append(_Touch(f"{fld}[{k}]", v, Resolution(nv, "collapsed", (v, nv)), side))
@@ -301,7 +306,8 @@ class _Rebaser:
                         if isinstance(mention, dict):
                             for key in ("id", "nearest") if side == "gold" else ("id",):
                                 if key in mention:
-                                    mention[key] = self.one(mention[key], f"mentions.{side}[{k}].{key}", side)
+                                    mention[key] = self.one(mention[key], ("mentions.{}[{}].{}", side, k, key),
+                                                            side)
         if "gold_node" in r:
             r["gold_node"] = self.one(r["gold_node"], "gold_node", "gold")
         ret = r.get("retrieval")

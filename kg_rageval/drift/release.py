@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ConfigError
-from .rebase import _Rebaser
+from .rebase import _path, _Rebaser
 
 
 class _Collector(_Rebaser):
@@ -43,8 +43,8 @@ class _Collector(_Rebaser):
         self._knows = knows
         self.touches = []
 
-    def _add(self, value: str, fld: str) -> None:
-        (self.filter_ids if "filters[" in fld else self.ids).add(value)
+    def _add(self, value: str, fld: Any) -> None:
+        (self.filter_ids if "filters[" in _path(fld) else self.ids).add(value)
 
     def one(self, value: Any, fld: str, side: str, *, typed: bool = True) -> Any:
         if isinstance(value, str) and value:
