@@ -260,6 +260,8 @@ def test_stability_same_predictions(releases, capsys):
     assert rows["B"]["metrics"]["hierarchical_f1"] == {"old": 0.5, "new": None, "delta": None,
                                                        "missing": rows["B"]["metrics"]["hierarchical_f1"]["missing"]}
     assert rows["B"]["rows"] == {"old": 1, "new": 0}
+    assert rows["B"]["changes"] == {"moved": 1, "merged": 1, "revoked": 1, "added": 1, "alias_added": 1}
+    assert rows["B"]["changed_nodes"] == 5
     assert rows["A"]["rows"] == {"old": 1, "new": 2}
     assert rows["A"]["metrics"]["hierarchical_precision"]["old"] == 1.0
     assert rows["A"]["metrics"]["hierarchical_precision"]["new"] == pytest.approx(2 / 4)

@@ -79,6 +79,7 @@ def stability(
         ev_new = ev_new.subset(np.isin(ev_new.record_ids.astype(str), common))
         both = int(common.size)
     branches_changed = d.branches_changed()
+    by_kind = d.by_branch()
     rows: list[dict[str, Any]] = []
     total: dict[str, Any] = {}
     if ev_old is not None and ev_new is not None and both:
@@ -94,6 +95,7 @@ def stability(
             rows.append({
                 "branch": b, "label": lab,
                 "changed_nodes": branches_changed.get(b, 0),
+                "changes": {k: per[b] for k, per in by_kind.items() if per.get(b)},
                 "rows": {"old": vo["n"] if vo else 0, "new": vn["n"] if vn else 0},
                 "metrics": {m: _metric_pair(mo.get(m), mn.get(m)) for m in names},
             })
