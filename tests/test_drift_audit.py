@@ -102,6 +102,8 @@ def test_unchanged_nodes_comparison(work):
     assert main(["audit", "--config", str(_write(d, manifest="base-manifest.json")), "--baseline-ontology",
                  str(d / "old.kgro"), "--out", str(out), "--quiet", "--format", "json"]) == 0
     man = json.loads((out / "manifest.json").read_text())["manifest"]
+    md = (out / "report.md").read_text()
+    assert "compared on the nodes unchanged between the releases; 1 of 4 baseline records left out (25.0%)" in md
     assert man["inputs"]["ontology"]["content_hash"] == new.content_hash
     assert man["inputs"]["ontology"]["version"] == "v2"
 

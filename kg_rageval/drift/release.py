@@ -224,3 +224,18 @@ def set_baseline_ontology(config: Any, path: str) -> None:
     from ..audit.config import OntologyInput
 
     config.baseline.ontology = OntologyInput(path=str(Path(path).resolve()))
+
+
+def release_note(release: dict[str, Any] | None) -> str | None:
+    """One line for the reports when the baseline is on another release: the mode and the
+    excluded share (``None`` for the same release)."""
+    if not release or release.get("mode") in (None, "same"):
+        return None
+    b = release.get("baseline_ontology") or {}
+    how = ("baseline records re-based onto this release" if release["mode"] == "rebased"
+           else "compared on the nodes unchanged between the releases")
+    share = release.get("excluded_share")
+    return (f"Baseline audited on another ontology release ({b.get('version') or 'no version'}, "
+            f"{b.get('content_hash')}): {how}; {release.get('excluded_records')} of "
+            f"{release.get('considered_records')} baseline records left out"
+            + (f" ({share:.1%})." if share is not None else "."))
