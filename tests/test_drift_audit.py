@@ -93,8 +93,8 @@ def test_unchanged_nodes_comparison(work):
     assert (rel["excluded_records"], rel["considered_records"], rel["excluded_share"]) == (1, 4, 0.25)
     kept = ("c1", "c3", "c4")
     want = _f1(new, [r for r in CAND if r[0] in kept]) - _f1(old, [r for r in BASE if r[0] in kept])
-    assert res.metrics["delta:hierarchical_f1"].value == pytest.approx(want)
-    assert res.baseline["deltas"]["delta:hierarchical_f1"]["paired_records"] == 3
+    assert res.metrics["delta:hierarchy.hierarchical_f1"].value == pytest.approx(want)
+    assert res.baseline["deltas"]["delta:hierarchy.hierarchical_f1"]["paired_records"] == 3
     assert res.manifest["inputs"]["ontology"]["version"] == "v2"
     assert res.manifest["inputs"]["baseline_ontology"]["content_hash"] == old.content_hash
     # the CLI flag does the same
@@ -115,7 +115,7 @@ def test_rebased_baseline_is_accepted(work):
     rel = res.baseline["release"]
     assert rel["mode"] == "rebased" and rel["excluded_records"] == 0
     want = _f1(new, CAND) - _f1(new, BASE)
-    assert res.metrics["delta:hierarchical_f1"].value == pytest.approx(want)
+    assert res.metrics["delta:hierarchy.hierarchical_f1"].value == pytest.approx(want)
     # a re-based file edited afterwards no longer matches its report: refused
     p = d / "rebased.jsonl"
     p.write_text(p.read_text().replace('"pred": ["car"]', '"pred": ["sedan"]'))

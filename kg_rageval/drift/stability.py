@@ -49,7 +49,7 @@ def stability(
 ) -> dict[str, Any]:
     """The stability view (module docstring) as a JSON-ready dict: both releases, record
     counts, per-branch changed nodes, rows and metric deltas (largest |delta| first)."""
-    from ..hierarchy import score_hierarchy
+    from ..contract import score
     from ..records import read_records
 
     recs = read_records(records) if isinstance(records, (str, Path)) else list(records)
@@ -70,8 +70,11 @@ def stability(
         keep_old.append(r)
         keep_new.append(nr)
     names = tuple(metrics or DEFAULT_METRICS)
-    ev_old = score_hierarchy(old, keep_old, on_status="count", on_unknown="count") if keep_old else None
-    ev_new = score_hierarchy(new, keep_new, on_status="count", on_unknown="count") if keep_new else None
+    def run(onto: Ontology, recs_: list[dict[str, Any]]):  # the family, through the one contract
+        return score("hierarchy", onto, recs_, on_status="count", on_unknown="count").single
+
+    ev_old = run(old, keep_old) if keep_old else None
+    ev_new = run(new, keep_new) if keep_new else None
     both = 0
     if ev_old is not None and ev_new is not None:
         common = np.intersect1d(ev_old.record_ids.astype(str), ev_new.record_ids.astype(str))
