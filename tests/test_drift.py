@@ -237,6 +237,14 @@ def test_rebase_file_cli_and_previous(tmp_path, releases):
                  "--out", str(tmp_path / "o2.jsonl"), "--strict"]) == 1
     assert main(["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(data),
                  "--out", str(data)]) == 2
+    gz = tmp_path / "o.jsonl.gz"  # gzip in and out
+    import gzip
+
+    gz_in = tmp_path / "r.jsonl.gz"
+    gz_in.write_bytes(gzip.compress(data.read_bytes()))
+    assert main(["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(gz_in),
+                 "--out", str(gz)]) == 0
+    assert [json.loads(x) for x in gzip.decompress(gz.read_bytes()).decode().splitlines()] == lines
     assert main(["ontology", "diff", str(po), str(pn), "--exit-code"]) == 1
     assert main(["ontology", "diff", str(po), str(po), "--exit-code"]) == 0
 

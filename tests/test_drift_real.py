@@ -281,3 +281,17 @@ def test_hpo_diff(hpo_obo):
     assert c["deprecated"] == sum(1 for k, t in sn.items() if k in so and t["obsolete"] and not so[k]["obsolete"])
     assert c["reactivated"] == sum(1 for k, t in sn.items() if k in so and not t["obsolete"] and so[k]["obsolete"])
     assert c["moved"] > 0 and c["relabelled"] > 0 and c["synonyms_changed"] > 0
+
+
+@pytest.mark.shared_data
+def test_diff_across_formats(shared_data):
+    """The DO cancer slim as OBO and as OWL: two formats, one release — no change, and each
+    file's declared release (data-version / owl:versionIRI) is read."""
+    obo, owl = shared_data / "doid" / "DO_cancer_slim.obo", shared_data / "doid" / "DO_cancer_slim.owl"
+    if not (obo.exists() and owl.exists()):
+        pytest.skip("the DO cancer slim OBO/OWL pair is absent")
+    a, b = load_ontology(obo), load_ontology(owl)
+    d = diff_ontologies(a, b)
+    assert not d.changed and d.to_dict()["identical"]
+    assert a.version.endswith("DO_cancer_slim.obo") and b.version.endswith("DO_cancer_slim.owl")
+    assert a.version.split("releases/")[1].split("/")[0] == b.version.split("releases/")[1].split("/")[0]
