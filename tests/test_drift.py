@@ -169,6 +169,13 @@ def test_shadowed_alias_is_a_merge():
     old = _build([("HP:1", "root"), ("HP:3", "obsolete")], [("HP:3", "HP:1")])
     r = build_mapping(old, new).resolve("HP:3")
     assert (r.to, r.outcome) == ("HP:2", "merged")
+    assert build_mapping(old, new).notes() == []
+    # a loader that named fewer conflicts than it counted: the mapping says what it cannot see
+    from dataclasses import replace
+
+    blind = replace(new, warnings=())
+    assert build_mapping(old, blind).resolve("HP:3").outcome == "retired"
+    assert "alias conflicts but names only 0" in build_mapping(old, blind).notes()[0]
 
 
 def test_rebase_records_fields_and_flags(releases):

@@ -189,7 +189,7 @@ def rebase(old, new, data_path, out_path, report_path, old_format, new_format, c
     d = rep.to_dict()
     summary = {k: d[k] for k in ("from", "to", "input", "output", "records", "records_rebased",
                                  "records_flagged", "records_unchanged", "id_occurrences",
-                                 "gold_ids_by_outcome", "seconds")}
+                                 "gold_ids_by_outcome", "notes", "seconds")}
     summary["report"] = rep.output.get("report")
     emit(summary, fmt, _render_rebase)
     if strict and rep.records_flagged:
@@ -205,5 +205,6 @@ def _render_rebase(s: dict) -> str:
         lines.append(table(rows, ["side", "outcome", "id occurrences"]))
     if s["gold_ids_by_outcome"]:
         lines.append("gold ids by outcome: " + ", ".join(f"{k} {v}" for k, v in s["gold_ids_by_outcome"].items()))
+    lines.extend(f"note: {n}" for n in s["notes"])
     lines.append(f"wrote {s['output']['path']} and the report {s['report']}")
     return "\n".join(lines)

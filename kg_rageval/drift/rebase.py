@@ -133,6 +133,24 @@ class IdMapping:
         """Whether ``node_id`` (a NEW id) has other direct parents than in OLD."""
         return node_id in self._moved
 
+    def notes(self) -> list[str]:
+        """Limits of what the mapping could see (the loaders keep at most 1,000 warnings: alias
+        conflicts or several replacements beyond them are not named, so such ids come out
+        retired, flagged, instead of merged or fork)."""
+        out = []
+        for o, name in ((self.old, "OLD"), (self.new, "NEW")):
+            named = sum(1 for w in o.warnings if _SHADOWED.match(w))
+            shadowed = int(o.diagnostics.get("alias_conflicts", 0))
+            if shadowed > named:
+                out.append(f"{name} has {shadowed} alias conflicts but names only {named} in its warnings: "
+                           f"the other obsolete ids shadowing an alias are reported retired, not merged")
+            forks = sum(1 for w in o.warnings if _SEVERAL.match(w))
+            several = int(o.diagnostics.get("multiple_replacements", o.diagnostics.get("several_revoked_by", 0)))
+            if several > forks:
+                out.append(f"{name} has {several} ids with several replacements but names only {forks}: "
+                           f"the others are not reported as forks")
+        return out
+
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(OUTCOMES, 0)
         for r in self.nontrivial.values():
@@ -350,6 +368,7 @@ class RebaseReport:
     pred: dict[str, dict[str, Any]] = field(default_factory=dict)
     flagged_records: list[str] = field(default_factory=list)
     mapping: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -373,6 +392,7 @@ class RebaseReport:
             "pred_ids": dict(sorted(self.pred.items())),
             "flagged_records": self.flagged_records,
             "mapping": self.mapping,
+            "notes": self.notes,
             "seconds": round(self.seconds, 3),
         }
 
@@ -441,6 +461,7 @@ def rebase_records(
         write(r)
     rep.ids = occ
     rep.mapping = dict(mapping.counts())
+    rep.notes = mapping.notes()
     rep.seconds = time.perf_counter() - t0
     return rep
 
