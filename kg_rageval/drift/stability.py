@@ -8,7 +8,8 @@ scorings and counted, so both sides score exactly the same records. Each side's 
 its own hierarchy (:meth:`Evaluation.rollup`): a branch is a node at ``branch_depth`` and pools
 the rows whose gold node lies in its subtree *in that release* (a node that moved to another
 branch moves its rows with it). ``delta`` = metric under NEW − metric under OLD; a metric
-undefined on one side is ``None`` with the reason, never 0. Deprecated or revoked ids are
+undefined on one side is ``None`` with the reason, never 0. Branches that changed but hold no
+record are listed too (rows 0, metrics missing). Deprecated or revoked ids are
 scored where they stand (``on_status="count"``) on both sides.
 """
 
@@ -84,24 +85,29 @@ def stability(
     branches_changed = d.branches_changed()
     by_kind = d.by_branch()
     rows: list[dict[str, Any]] = []
-    total: dict[str, Any] = {}
-    if ev_old is not None and ev_new is not None and both:
+    scored = ev_old is not None and ev_new is not None and both > 0
+    at_o: dict[str, Any] = {}
+    at_n: dict[str, Any] = {}
+    if scored and ev_old is not None and ev_new is not None:
         ro = ev_old.rollup(old, "gold_node", max_depth=branch_depth)
         rn = ev_new.rollup(new, "gold_node", max_depth=branch_depth)
         at_o = {k: v for k, v in ro.items() if v["depth"] == branch_depth}
         at_n = {k: v for k, v in rn.items() if v["depth"] == branch_depth}
-        for b in sorted(set(at_o) | set(at_n)):
-            vo, vn = at_o.get(b), at_n.get(b)
-            mo = vo["metrics"] if vo else {}
-            mn = vn["metrics"] if vn else {}
-            lab = new.labels[new._index[b]] if b in new._index else old.labels[old._index[b]]
-            rows.append({
-                "branch": b, "label": lab,
-                "changed_nodes": branches_changed.get(b, 0),
-                "changes": {k: per[b] for k, per in by_kind.items() if per.get(b)},
-                "rows": {"old": vo["n"] if vo else 0, "new": vn["n"] if vn else 0},
-                "metrics": {m: _metric_pair(mo.get(m), mn.get(m)) for m in names},
-            })
+    # every branch with rows under either release, and every branch that changed
+    for b in sorted(set(at_o) | set(at_n) | set(branches_changed)):
+        vo, vn = at_o.get(b), at_n.get(b)
+        mo = vo["metrics"] if vo else {}
+        mn = vn["metrics"] if vn else {}
+        lab = new.labels[new._index[b]] if b in new._index else (
+            old.labels[old._index[b]] if b in old._index else None)
+        rows.append({
+            "branch": b, "label": lab,
+            "changed_nodes": branches_changed.get(b, 0),
+            "changes": {k: per[b] for k, per in by_kind.items() if per.get(b)},
+            "rows": {"old": vo["n"] if vo else 0, "new": vn["n"] if vn else 0},
+            "metrics": {m: _metric_pair(mo.get(m), mn.get(m)) for m in names},
+        })
+    if scored and ev_old is not None and ev_new is not None:
         tm_o, tm_n = ev_old.metrics(), ev_new.metrics()
         total = {m: _metric_pair(tm_o.get(m), tm_n.get(m)) for m in names}
     else:
