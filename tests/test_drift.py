@@ -292,3 +292,15 @@ def test_match_ids_numpy():
     assert match_ids(a, b).tolist() == [1, 2, -1, 0]
     assert match_ids(np.asarray([], dtype=str), b).tolist() == []
     assert match_ids(a, np.asarray([], dtype=str)).tolist() == [-1] * 4
+
+
+def test_stability_lists_changed_branches_without_rows(releases):
+    from kg_rageval.drift.stability import stability
+
+    old, new = releases
+    res = stability(old, new, [{"id": "2", "labels": {"gold": ["a1"], "pred": ["a1"]}}])
+    rows = {b["branch"]: b for b in res["branches"]}
+    assert set(rows) == {"A", "B"}
+    assert rows["B"]["rows"] == {"old": 0, "new": 0} and rows["B"]["changed_nodes"] == 5
+    assert rows["B"]["metrics"]["hierarchical_f1"]["delta"] is None
+    assert rows["A"]["metrics"]["hierarchical_f1"] == {"old": 1.0, "new": 1.0, "delta": 0.0}
