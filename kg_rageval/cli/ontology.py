@@ -12,7 +12,7 @@ from .common import emit, format_option, load_ontology_cli, ontology_format_opti
 
 @click.group()
 def ontology() -> None:
-    """Inspect, validate and compile ontologies."""
+    """Inspect, validate, compile and diff ontologies."""
 
 
 def _load_options(f):
