@@ -222,10 +222,11 @@ def _expected(x: str, old: dict, new: dict, alt_old: dict, alt_new: dict) -> tup
 @pytest.mark.slow
 def test_hpo_rebase_matches_independent_reading(hpo_obo, tmp_path):
     po, pn = hpo_obo["3.0.0"], hpo_obo["4.0.0"]
-    # both files list alt_ids that are obsolete terms of their own (248 and 387): on main they
-    # load only with conflicts="keep-first" (the node wins, every clash is named in a warning)
-    old = load_ontology(po, conflicts="keep-first")
-    new = load_ontology(pn, conflicts="keep-first")
+    # both files list alt_ids that are obsolete terms of their own (248 and 387): they load as
+    # counted warnings (the node wins, every clash is named in a warning the re-base reads)
+    old = load_ontology(po)
+    new = load_ontology(pn)
+    assert (old.diagnostics["alias_conflicts"], new.diagnostics["alias_conflicts"]) == (248, 387)
     assert (old.version, new.version) == (HPO["3.0.0"], HPO["4.0.0"])
     so, sn = _stanzas(po), _stanzas(pn)
     alt_o = {a: k for k, t in so.items() for a in t["alt"]}
@@ -237,8 +238,6 @@ def test_hpo_rebase_matches_independent_reading(hpo_obo, tmp_path):
     for x in sorted(set(so) | set(alt_o)):
         exp = _expected(x, so, sn, alt_o, alt_n)
         r = m.resolve(x)
-        if x in fork_ids and "multiple_replacements" not in new.diagnostics:
-            continue  # checked below
         got[exp[0]] = got.get(exp[0], 0) + 1
         if (r.outcome, r.to) != exp:
             mismatches.append((x, exp, (r.outcome, r.to)))
@@ -260,17 +259,15 @@ def test_hpo_rebase_matches_independent_reading(hpo_obo, tmp_path):
         assert r["labels"]["gold"] == [exp[1]]
         assert r["rebase"]["status"] == ("flagged" if exp[0] == "retired" else "rebased")
     assert rep.records_flagged == sum(1 for x in moved if m.resolve(x).outcome == "retired")
-    for x in fork_ids:  # one term of 4.0.0 names two replaced_by
-        if "multiple_replacements" not in new.diagnostics:
-            pytest.xfail(f"{x} names several replaced_by; main's OBO loader keeps the first (h/realdata "
-                         "flags them as multiple_replacements, then this is a fork)")
-        assert m.resolve(x).outcome == "fork"
+    assert fork_ids == {"HP:0000535"}  # the one term of 4.0.0 naming two replaced_by: a fork
+    assert new.diagnostics["multiple_replacements"] == 1
+    assert m.resolve("HP:0000535").outcome == "fork" and m.resolve("HP:0000535").flagged
 
 
 @pytest.mark.slow
 def test_hpo_diff(hpo_obo):
-    old = load_ontology(hpo_obo["3.0.0"], conflicts="keep-first")
-    new = load_ontology(hpo_obo["4.0.0"], conflicts="keep-first")
+    old = load_ontology(hpo_obo["3.0.0"])
+    new = load_ontology(hpo_obo["4.0.0"])
     so, sn = _stanzas(hpo_obo["3.0.0"]), _stanzas(hpo_obo["4.0.0"])
     d = diff_ontologies(old, new)
     c = d.counts()

@@ -8,33 +8,20 @@ from typing import Any
 
 import click
 
-from .common import emit, format_option, load_ontology_cli, table
+from .common import emit, format_option, load_ontology_cli, loader_options, table
 
 
 def _release_options(f):
-    """Options that load the two releases (OLD and NEW may be of different formats)."""
+    """Options that load the two releases (OLD and NEW may be of different formats); every
+    loader option (``--strict-ontology``, ``--conflicts``, ``--dangling``, ...) applies to both."""
+    f = loader_options(f)
     f = click.option("--old-format", default=None, help="Loader of OLD when its extension does not tell.")(f)
     f = click.option("--new-format", default=None, help="Loader of NEW when its extension does not tell.")(f)
-    f = click.option(
-        "--conflicts", type=click.Choice(["error", "keep-first"]), default=None,
-        help="Both releases: duplicate labels / alternative ids equal to a node id "
-             "(default: the loader's, an error).",
-    )(f)
-    f = click.option(
-        "--dangling", type=click.Choice(["error", "drop"]), default=None,
-        help="Both releases: edges to undeclared concepts (default: the loader's).",
-    )(f)
     return f
 
 
-def load_releases(old: str, new: str, old_format: str | None, new_format: str | None,
-                  conflicts: str | None, dangling: str | None) -> tuple[Any, Any]:
-    opts: dict[str, Any] = {}
-    if conflicts:
-        opts["conflicts"] = conflicts
-    if dangling:
-        opts["dangling"] = dangling
-    return load_ontology_cli(old, old_format, **opts), load_ontology_cli(new, new_format, **opts)
+def load_releases(old: str, new: str, old_format: str | None, new_format: str | None) -> tuple[Any, Any]:
+    return load_ontology_cli(old, old_format), load_ontology_cli(new, new_format)
 
 
 # ---------------------------------------------------------------------- ontology diff
@@ -48,14 +35,14 @@ def load_releases(old: str, new: str, old_format: str | None, new_format: str | 
               help="Entries listed per kind (0: all).")
 @click.option("--exit-code", is_flag=True, help="Exit 1 when the releases differ (like diff(1)).")
 @format_option
-def diff(old, new, old_format, new_format, conflicts, dangling, branch_depth, limit, exit_code, fmt) -> None:
+def diff(old, new, old_format, new_format, branch_depth, limit, exit_code, fmt) -> None:
     """What changed from release OLD to release NEW: added, removed, merged, deprecated,
     revoked (with replacements), moved, relabelled, synonyms changed; counts per kind and per
     branch, and both content hashes. OLD and NEW are any two loadable sources."""
     from ..drift import diff_ontologies
 
     t0 = time.perf_counter()
-    o, n = load_releases(old, new, old_format, new_format, conflicts, dangling)
+    o, n = load_releases(old, new, old_format, new_format)
     t1 = time.perf_counter()
     d = diff_ontologies(o, n, branch_depth=branch_depth)
     payload = d.to_dict(limit=limit or None)
@@ -125,14 +112,13 @@ def _entry_text(kind: str, e: dict) -> str:
               help="Hierarchy metrics to compare (default: hierarchical_f1, hierarchical_precision, "
                    "hierarchical_recall, exact_accuracy).")
 @format_option
-def stability(old, new, data_path, old_format, new_format, conflicts, dangling, branch_depth, metrics,
-              fmt) -> None:
+def stability(old, new, data_path, old_format, new_format, branch_depth, metrics, fmt) -> None:
     """Per branch: how many nodes changed between OLD and NEW and how much the hierarchy
     metrics moved because of the ontology alone (the same predictions scored under both
     releases, re-based onto NEW)."""
     from ..drift.stability import stability as run
 
-    o, n = load_releases(old, new, old_format, new_format, conflicts, dangling)
+    o, n = load_releases(old, new, old_format, new_format)
     res = run(o, n, data_path, branch_depth=branch_depth, metrics=metrics or None)
     emit(res, fmt, _render_stability)
 
@@ -176,15 +162,14 @@ def records() -> None:
 @_release_options
 @click.option("--strict", is_flag=True, help="Exit 1 when a record is flagged (an id could not be mapped).")
 @format_option
-def rebase(old, new, data_path, out_path, report_path, old_format, new_format, conflicts, dangling, strict,
-           fmt) -> None:
+def rebase(old, new, data_path, out_path, report_path, old_format, new_format, strict, fmt) -> None:
     """Re-base every ontology id of the records from OLD to NEW through replacement and merge
     chains (followed transitively; cycles and forks reported). Gold ids that moved, were merged
     or retired are listed in the report; records with an id that could not be mapped are
     flagged (field "rebase"), never dropped."""
     from ..drift.rebase import rebase_file
 
-    o, n = load_releases(old, new, old_format, new_format, conflicts, dangling)
+    o, n = load_releases(old, new, old_format, new_format)
     rep = rebase_file(o, n, data_path, out_path, report=report_path)
     d = rep.to_dict()
     summary = {k: d[k] for k in ("from", "to", "input", "output", "records", "records_rebased",
