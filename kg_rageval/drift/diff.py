@@ -4,7 +4,8 @@ Both releases are compiled :class:`~kg_rageval.ontology.Ontology` indexes, so th
 may be of different formats (an OBO file against its OWL release, a ``.kgro`` cache against a
 STIX bundle). Nodes are matched by id; the virtual root (``kgr:virtual-root``) is never a
 change and an edge to it is no parent (a release that gains a second root does not "move" the
-first). Every kind is computed with NumPy over the two indexes (sorted id arrays, edge keys):
+first) — nor is the edge to the root of an obsolete term that compiling placed there
+(:attr:`Ontology.placed_under_root`: the source states no parent). Every kind is computed with NumPy over the two indexes (sorted id arrays, edge keys):
 
 ==================== ===============================================================
 kind                 a node ...
@@ -31,7 +32,9 @@ entry names its replacement (``replaced_by``, ``None`` when there is none).
 **Per branch**: each changed node counts once under every ancestor-or-self at
 ``branch_depth`` (depth from the root, root = 0; with a virtual root, depth 1 are the real
 roots) — in OLD for ``removed``, ``merged`` and ``alias_removed``, in NEW otherwise (``moved``:
-under the branches of both releases). A node shallower than ``branch_depth`` is its own branch.
+under the branches of both releases). A node shallower than ``branch_depth`` is its own branch;
+an obsolete term placed under the root counts in its branch of the other release (where it
+still had its place), else under ``(obsolete, unplaced)``.
 
 **Stable nodes** (:meth:`OntologyDiff.stable_new`): a node of NEW is stable when it is in
 OLD with the same status, replacement, label and synonyms, and no node of its
@@ -101,14 +104,36 @@ def _sorted_xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return aux[flag[1:] & flag[:-1]]
 
 
+def placed_mask(o: Ontology) -> np.ndarray:
+    """Nodes that compiling placed under the root (obsolete terms with neither parent nor
+    child, :attr:`Ontology.placed_under_root`): their edge to the root is no parent."""
+    mask = np.zeros(len(o), dtype=bool)
+    placed = getattr(o, "placed_under_root", ())
+    if placed:
+        idx = o._index
+        mask[[idx[x] for x in placed if x in idx]] = True
+    return mask
+
+
 def _edges(o: Ontology) -> tuple[np.ndarray, np.ndarray]:
-    """(child, parent) index arrays without the edges to the virtual root."""
+    """(child, parent) index arrays without the edges to the virtual root and the edges of
+    obsolete terms placed under the root."""
     child = np.repeat(np.arange(len(o), dtype=np.int64), np.diff(o.parent_ptr))
     parent = o.parent_idx.astype(np.int64)
-    if o.virtual_root:
-        keep = parent != 0
-        child, parent = child[keep], parent[keep]
+    drop = parent == 0 if o.virtual_root else np.zeros(parent.size, dtype=bool)
+    placed = placed_mask(o)
+    if placed.any():
+        drop |= placed[child] & (parent == 0)
+    if drop.any():
+        child, parent = child[~drop], parent[~drop]
     return child, parent
+
+
+def _parents(o: Ontology, node_id: str) -> list[str]:
+    """Direct parents as the source states them (no virtual root, no placement under the root)."""
+    if node_id in getattr(o, "placed_under_root", ()):
+        return []
+    return [p for p in o.parents(node_id) if p != VIRTUAL_ROOT_ID]
 
 
 def branch_counts(o: Ontology, nodes: np.ndarray, depth: int) -> dict[str, int]:
@@ -178,16 +203,33 @@ class OntologyDiff:
                 idx = onto.alias_targets[idx].astype(np.int64) if idx.size else idx
                 out[k] = branch_counts(onto, idx, d)
             elif k in _IN_OLD:
-                out[k] = branch_counts(self.old, idx, d)
+                out[k] = self._side_branches(idx, new_side=False)
             elif k == "moved":
-                merged = dict(branch_counts(self.new, idx, d))
-                old_side = self.new_to_old[idx]
-                for b, c in branch_counts(self.old, old_side, d).items():
+                merged = self._side_branches(idx, new_side=True)
+                for b, c in self._side_branches(self.new_to_old[idx], new_side=False).items():
                     merged[b] = max(merged.get(b, 0), c)
                 out[k] = dict(sorted(merged.items(), key=lambda kv: (-kv[1], kv[0])))
             else:
-                out[k] = branch_counts(self.new, idx, d)
+                out[k] = self._side_branches(idx, new_side=True)
         return out
+
+    def _side_branches(self, idx: np.ndarray, *, new_side: bool) -> dict[str, int]:
+        """Branch counts of nodes of one release; an obsolete term that release placed under
+        the root counts in its branch of the other release, else under ``(obsolete, unplaced)``."""
+        d = self.branch_depth
+        this, other = (self.new, self.old) if new_side else (self.old, self.new)
+        to_other = self.new_to_old if new_side else self.old_to_new
+        placed = placed_mask(this)[idx] if idx.size else np.zeros(0, dtype=bool)
+        out = dict(branch_counts(this, idx[~placed], d))
+        if placed.any():
+            there = to_other[idx[placed]]
+            ok = there >= 0
+            ok[ok] = ~placed_mask(other)[there[ok]]
+            for b, c in branch_counts(other, there[ok], d).items():
+                out[b] = out.get(b, 0) + c
+            if (~ok).sum():
+                out["(obsolete, unplaced)"] = int((~ok).sum())
+        return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def branches_changed(self) -> dict[str, int]:
         """Changed nodes per branch, all kinds together (a node once per branch and kind)."""
@@ -276,9 +318,9 @@ class OntologyDiff:
             e: dict[str, Any] = {"id": nid, "label": onto.labels[i]}
             if kind == "added":
                 e["status"] = STATUS_NAMES[int(new.status[i])]
-                e["parents"] = [p for p in new.parents(nid) if p != VIRTUAL_ROOT_ID]
+                e["parents"] = _parents(new, nid)
             elif kind == "removed":
-                e["parents"] = [p for p in old.parents(nid) if p != VIRTUAL_ROOT_ID]
+                e["parents"] = _parents(old, nid)
                 e["status"] = STATUS_NAMES[int(old.status[i])]
                 r = int(old.replaced_by[i])
                 e["replaced_by"] = old.ids[r] if r >= 0 else None
@@ -296,8 +338,8 @@ class OntologyDiff:
                     e["old_replaced_by"] = old.ids[ro] if ro >= 0 else None
             elif kind == "moved":
                 j = int(self.new_to_old[i])
-                e["old_parents"] = [p for p in old.parents(old.ids[j]) if p != VIRTUAL_ROOT_ID]
-                e["new_parents"] = [p for p in new.parents(nid) if p != VIRTUAL_ROOT_ID]
+                e["old_parents"] = _parents(old, old.ids[j])
+                e["new_parents"] = _parents(new, nid)
             elif kind == "relabelled":
                 j = int(self.new_to_old[i])
                 e["old_label"] = old.labels[j]
