@@ -304,3 +304,22 @@ def test_stability_lists_changed_branches_without_rows(releases):
     assert rows["B"]["rows"] == {"old": 0, "new": 0} and rows["B"]["changed_nodes"] == 5
     assert rows["B"]["metrics"]["hierarchical_f1"]["delta"] is None
     assert rows["A"]["metrics"]["hierarchical_f1"] == {"old": 1.0, "new": 1.0, "delta": 0.0}
+
+
+def test_toy_fixture_releases(fixtures_dir):
+    """fixtures/drift (docs/drift.md's example): HP:4 obsoleted (replaced by HP:8, no is_a any
+    more: placed under the root, which is no parent), HP:7 merged into HP:6, HP:3 moved."""
+    from kg_rageval.ontology import load_ontology
+
+    old = load_ontology(fixtures_dir / "drift" / "old.obo")
+    new = load_ontology(fixtures_dir / "drift" / "new.obo")
+    assert (old.version, new.version) == ("toy/releases/2024-01-15", "toy/releases/2025-01-16")
+    d = diff_ontologies(old, new)
+    assert {k: v for k, v in d.counts().items() if v} == {
+        "added": 3, "merged": 1, "deprecated": 1, "moved": 2, "relabelled": 1, "synonyms_changed": 1}
+    moved = {e["id"]: (e["old_parents"], e["new_parents"]) for e in d.entries("moved")}
+    assert moved == {"HP:3": (["HP:2"], ["HP:10"]), "HP:4": (["HP:2"], [])}
+    assert d.by_branch()["moved"] == {"HP:2": 2} and d.by_branch()["deprecated"] == {"HP:2": 1}
+    m = build_mapping(old, new)
+    assert [(m.resolve(x).outcome, m.resolve(x).to) for x in ("HP:4", "HP:7", "HP:3")] == [
+        ("replaced", "HP:8"), ("merged", "HP:6"), ("same", "HP:3")]
