@@ -95,6 +95,16 @@ class BaselineRelease:
     considered: int = 0
     notes: list[str] = field(default_factory=list)
 
+    def restrict(self, ids: Any, stats: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """Per-record ``(ids, stats)`` of an evaluation, only the records :attr:`keep` names
+        (all when ``keep`` is ``None``)."""
+        if self.keep is None:
+            return ids, stats
+        import numpy as np
+
+        sel = np.isin(np.asarray(ids).astype(str), np.asarray(sorted(self.keep), dtype=str))
+        return ids[sel], {k: v[sel] for k, v in stats.items()}
+
     def to_dict(self) -> dict[str, Any]:
         share = (self.excluded / self.considered) if self.considered else None
         return {"mode": self.mode, "candidate_ontology": self.candidate, "baseline_ontology": self.baseline,

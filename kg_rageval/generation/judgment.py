@@ -116,6 +116,8 @@ def parse_judgment(raw: Any) -> JudgmentOutcome:
             raw = json.loads(text[start : end + 1])
         except json.JSONDecodeError as exc:
             return JudgmentOutcome(None, f"judge output is not valid JSON: {exc.msg}")
+        except (RecursionError, ValueError) as exc:  # nested too deeply; an over-long integer
+            return JudgmentOutcome(None, f"judge output is not valid JSON: {type(exc).__name__}")
     if not isinstance(raw, dict):
         return JudgmentOutcome(None, f"judgment must be an object, found {type(raw).__name__}")
     try:
