@@ -323,3 +323,12 @@ def test_toy_fixture_releases(fixtures_dir):
     m = build_mapping(old, new)
     assert [(m.resolve(x).outcome, m.resolve(x).to) for x in ("HP:4", "HP:7", "HP:3")] == [
         ("replaced", "HP:8"), ("merged", "HP:6"), ("same", "HP:3")]
+    # a full-IRI spelling is written as the id (through the shared lookup), then mapped
+    out: list[dict] = []
+    iri = "http://purl.obolibrary.org/obo/HP_"
+    rebase_records([(1, "x", {"id": "x", "labels": {"gold": [iri + "3", iri + "4"], "pred": [iri + "99"]}})],
+                   m, out.append)
+    assert out[0]["labels"] == {"gold": ["HP:3", "HP:8"], "pred": [iri + "99"]}
+    kinds = [(c["kind"], c["to"]) for c in out[0]["rebase"]["changes"]]
+    assert kinds == [("respelled", "HP:3"), ("replaced", "HP:8")]
+    assert out[0]["rebase"]["flags"][0]["kind"] == "unknown"

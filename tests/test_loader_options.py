@@ -96,7 +96,7 @@ def test_score_commands_take_loader_options(onto_dir, tmp_path, capsys):
     rare = str(onto_dir / "do_rare_slim_shape.obo")
     assert main(["score", "hierarchy", "--ontology", rare, "--data", str(data), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["metrics"]["hierarchical_precision"]["value"] == 0.0  # unrelated: the root gives nothing
+    assert d["metrics"]["hierarchy.hierarchical_precision"]["value"] == 0.0  # unrelated: the root gives nothing
     assert main(["score", "hierarchy", "--ontology", rare, "--strict-ontology", "--data", str(data)]) == 2
     assert "name two different concepts" in capsys.readouterr().err
 

@@ -34,11 +34,10 @@ import numpy as np
 
 from ..errors import ConfigError, UnknownIdError
 from ..ontology.model import DEPRECATED, REVOKED, Ontology
+from .keywords import VOCAB_KEYWORD, VOCABS_KEYWORD  # noqa: F401 (re-exported)
 from .spec import FieldSpec, NodeSelector, SchemaSpec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-VOCAB_KEYWORD = "x-kg-rageval-vocabulary"
-VOCABS_KEYWORD = "x-kg-rageval-vocabularies"
 MAX_SHAPES = 32
 
 

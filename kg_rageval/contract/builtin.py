@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .ids import ID_PARAMS, NOT_IN_ONTOLOGY
 from .metrics import MetricSpec, metric_specs
 from .params import Param
 from .scorer import Input, Scorer
@@ -24,7 +25,7 @@ def _p(name: str, kind: str, default: Any, help: str, **kw: Any) -> Param:
 
 
 # ---------------------------------------------------------------------- hierarchy
-_H_ERR = HIER_RELATIONS + ("inactive", "multi", "nil_gold", "nil_pred", "unknown")
+_H_ERR = HIER_RELATIONS + ("inactive", "multi", "nil_gold", "nil_pred", NOT_IN_ONTOLOGY)
 HIERARCHY = Scorer(
     name="hierarchy",
     target="kg_rageval.hierarchy:score_hierarchy",
@@ -35,11 +36,7 @@ HIERARCHY = Scorer(
            "free credit)."),
         _p("lca_bounded", "bool", False, "Kosmopoulos' LCA-bounded hP/hR (one gold and one predicted node per "
            "record)."),
-        _p("on_unknown", "str", "error", "Ids the ontology lacks: fail, score them as their own error "
-           "category, or map alternative ids (OBO alt_id) to their concept and fail on the rest.",
-           choices=("error", "count", "alias")),
-        _p("on_status", "str", "error", "Deprecated/revoked ids: fail, count them as a category, or map to "
-           "their replacement.", choices=("error", "count", "replace")),
+        *ID_PARAMS,
         _p("wup_lcs", "str", "nltk", "Wu-Palmer subsumer: NLTK's (deepest min-depth) or the deepest "
            "max-depth.", choices=("nltk", "max_depth")),
         _p("wup_identical", "str", "one", "Wu-Palmer of a node with itself: 1, or NLTK's value (may be "
@@ -78,8 +75,7 @@ LINKING = Scorer(
     description="Entity linking and NIL evaluation (mentions section).",
     params=(
         _p("overlap", "bool", False, "Align overlapping spans (greedy one-to-one) instead of identical spans."),
-        _p("on_unknown", "str", "error", "An id not in the ontology: stop with an error, or count it "
-           "(unknown_ids).", choices=("error", "count")),
+        *ID_PARAMS,
         _p("allow_overlapping_gold", "bool", False, "Permit nested or crossing gold spans."),
     ),
     metrics=metric_specs("linking", "linking", [
@@ -99,7 +95,9 @@ LINKING = Scorer(
         ("correct_abstentions", "none", "NIL gold spans predicted NIL (count)"),
         ("abstention_rate", "lower", "abstentions / matched in-KB gold spans"),
         ("wrong_links", "none", "matched in-KB spans linked to another node (count)"),
-        ("unknown_ids", "none", "predicted ids not in the ontology (count, on_unknown='count')"),
+        ("unknown_ids", "none", "ids not in the ontology, counted (predicted by default; gold with "
+         "on_unknown_gold='count')"),
+        ("inactive_ids", "none", "predicted deprecated/revoked ids, flagged with their replacement (count)"),
         ("missing_run_rate", "lower", "records with gold mentions but no mentions.pred (scored as no "
          "predicted mentions) / records with gold mentions"),
         ("hierarchical_precision", "higher", "Σ|anc(pred) ∩ anc(gold)| / Σ|anc(pred)| over matched links"),
@@ -107,7 +105,7 @@ LINKING = Scorer(
         ("hierarchical_f1", "higher", "2·hP·hR / (hP + hR)"),
         ("wu_palmer", "higher", "mean Wu-Palmer similarity of matched links"),
     ] + [(f"wrong_link_{r}", "lower", f"wrong links whose relation is {r!r} / wrong links")
-         for r in HIER_RELATIONS]),
+         for r in HIER_RELATIONS + (NOT_IN_ONTOLOGY,)]),
 )
 
 # ---------------------------------------------------------------------- retrieval
@@ -149,6 +147,7 @@ RETRIEVAL = Scorer(
            input="corpus"),
         _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
            "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+        *ID_PARAMS,
     ),
     template_values=_retrieval_values,
     metrics=metric_specs("retrieval", "retrieval", [
@@ -199,6 +198,7 @@ CONFORMANCE = Scorer(
         _p("engine", "str", "compiled", "Schema check: the compiled checker of the derived schema, the "
            "jsonschema Draft 2020-12 validator (reference), or the equivalent pydantic model.",
            choices=("compiled", "jsonschema", "pydantic")),
+        *ID_PARAMS,
     ),
     metrics=metric_specs("conformance", "conformance", [
         ("schema_validity", "higher", "outputs valid against the derived JSON Schema / outputs"),
@@ -239,6 +239,7 @@ GENERATION = Scorer(
         _p("nli_model", "path", None, "Local NLI cross-encoder directory (for judge=nli; never downloaded).",
            nullable=True),
         _p("n_bins", "int", 10, "Calibration bins (equal width).", minimum=1, flags=("--bins",)),
+        *ID_PARAMS,
         _p("linker", "object", None, "Library only: the concept linker (default: the ontology's dictionary "
            "linker)."),
     ),
@@ -256,6 +257,7 @@ GENERATION = Scorer(
         ("concept_hP", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(answer concepts)|"),
         ("concept_hR", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(reference concepts)|"),
         ("concept_hF1", "higher", "2·hP·hR / (hP + hR) of the concepts"),
+        ("concepts_not_in_ontology", "none", "given concept ids the ontology lacks (count; predicted by default)"),
     ]) + metric_specs("generation", "refusal", [
         ("refusal_precision", "higher", "correct refusals / refusals"),
         ("refusal_recall", "higher", "correct refusals / records that should abstain"),

@@ -17,7 +17,10 @@ Chains are followed transitively; a chain that comes back to an id already visit
 *cycle*, and an id for which the sources name several different replacements (ATT&CK objects
 revoked by several objects: the loader's ``several_revoked_by`` warning) is a *fork*: both
 are reported and flag the record, the id is left as it was. An id neither release knows is
-*unknown* (flagged where the field must hold an ontology id). The outcome of an id is
+*unknown* (flagged where the field must hold an ontology id) — unless it is a CURIE / full-IRI
+spelling of an id of either release (the shared lookup of
+:class:`~kg_rageval.ontology.resolver.IdResolver`): then it is written as that id
+(``respelled``, or the outcome of that id). The outcome of an id is
 ``same`` (nothing to do), ``replaced`` (a chain of replacements), ``merged`` (the chain took an
 alternative id), ``retired``, ``removed``, ``cycle``, ``fork`` or ``unknown``.
 
@@ -53,7 +56,7 @@ import numpy as np
 from ..ontology.model import ACTIVE, Ontology
 from .diff import OntologyDiff, diff_ontologies
 
-OUTCOMES = ("same", "replaced", "merged", "retired", "removed", "cycle", "fork", "unknown")
+OUTCOMES = ("same", "respelled", "replaced", "merged", "retired", "removed", "cycle", "fork", "unknown")
 FLAGGING = frozenset({"retired", "removed", "cycle", "fork", "unknown"})
 
 _SEVERAL = re.compile(r"^'(?P<id>[^']+)' is (?:revoked|replaced) by (?P<targets>.+?)(?:; using |: ambiguous)")
@@ -115,6 +118,21 @@ class IdMapping:
             return r
         if node_id in self._active_new:
             return Resolution(node_id, "same", (node_id,))
+        return Resolution(node_id, "unknown", (node_id,))
+
+    def respelled(self, node_id: str) -> Resolution:
+        """An id neither release knows as written: tried as a CURIE / IRI spelling of an id of
+        OLD, then of NEW (the shared lookup, :meth:`IdResolver.lookup`, aliases aside); mapped
+        as that id, else ``unknown``."""
+        from ..ontology.resolver import IdResolver
+
+        for o in (self.old, self.new):
+            i = int(IdResolver(o, aliases=False).lookup([node_id])[0][0])
+            if i >= 0 and o.ids[i] != node_id:
+                r = self.resolve(o.ids[i])
+                if r.outcome != "unknown":
+                    return Resolution(r.to, "respelled" if r.outcome == "same" else r.outcome,
+                                      (node_id, *r.path))
         return Resolution(node_id, "unknown", (node_id,))
 
     def knows(self, node_id: str) -> bool:
@@ -275,7 +293,7 @@ class _Rebaser:
                 return value
             if not typed:
                 return value
-            r = Resolution(value, "unknown", (value,))
+            r = self.m.respelled(value)
         self.touches.append(_Touch(_path(fld), value, r, side))
         return r.to
 

@@ -10,7 +10,7 @@ the rows whose gold node lies in its subtree *in that release* (a node that move
 branch moves its rows with it). ``delta`` = metric under NEW − metric under OLD; a metric
 undefined on one side is ``None`` with the reason, never 0. Branches that changed but hold no
 record are listed too (rows 0, metrics missing). Deprecated or revoked ids are
-scored where they stand (``on_status="count"``) on both sides.
+scored where they stand (``on_status="flag"``, ``on_status_gold="flag"``) on both sides.
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def stability(
         keep_new.append(nr)
     names = tuple(metrics or DEFAULT_METRICS)
     def run(onto: Ontology, recs_: list[dict[str, Any]]):  # the family, through the one contract
-        return score("hierarchy", onto, recs_, on_status="count", on_unknown="count").single
+        return score("hierarchy", onto, recs_, on_status="flag", on_status_gold="flag", on_unknown="count",
+                     on_unknown_gold="count").single
 
     ev_old = run(old, keep_old) if keep_old else None
     ev_new = run(new, keep_new) if keep_new else None

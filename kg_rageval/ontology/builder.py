@@ -28,7 +28,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import HierarchyCycleError, OntologyError
+from .csr import csr_gather
+
+from ..errors import ConfigError, HierarchyCycleError, OntologyError
 from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 
 _STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
@@ -380,9 +382,9 @@ class OntologyBuilder:
 
     def _build(self, dangling: str, conflicts: str, strict: bool) -> Ontology:
         if dangling not in ("error", "drop"):
-            raise ValueError("dangling must be 'error' or 'drop'")
+            raise ConfigError("dangling must be 'error' or 'drop'")
         if conflicts not in ("error", "keep-first"):
-            raise ValueError("conflicts must be 'error' or 'keep-first'")
+            raise ConfigError("conflicts must be 'error' or 'keep-first'")
         if not self._pos:
             raise OntologyError("the ontology is empty: no concepts were found", source=self.source)
         if self._conflicts:
@@ -589,7 +591,7 @@ def _levels(
     depth = 0
     while frontier.size:
         level[frontier] = depth
-        kids = _gather(ptr, kids_sorted, frontier)
+        kids = csr_gather(ptr, kids_sorted, frontier)
         if not kids.size:
             break
         np.subtract.at(indeg, kids, 1)
@@ -599,17 +601,6 @@ def _levels(
     if (level < 0).any():
         raise HierarchyCycleError(_find_cycle(level < 0, child, parent, names), source=source)
     return level
-
-
-def _gather(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Concatenate CSR rows ``rows`` of (ptr, values) without a Python loop."""
-    starts = ptr[rows]
-    lens = ptr[rows + 1] - starts
-    total = int(lens.sum())
-    if total == 0:
-        return values[:0]
-    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-    return values[offsets + np.arange(total)]
 
 
 def _find_cycle(stuck: np.ndarray, child, parent, names: list[str]) -> list[str]:
@@ -673,7 +664,7 @@ def _closure(
                     "max_closure_entries", f"the ancestor closure grows past {max_entries} (node, ancestor) "
                     f"pairs at depth {int(level[s])} (a chain or lattice this deep would need "
                     f"{_human(8 * (int(anc_ptr[s]) + int(lens.sum())))} or more)", source=source)
-            gathered = _gather(anc_ptr, buf, pars).astype(np.int64)
+            gathered = csr_gather(anc_ptr, buf, pars).astype(np.int64)
             owner = np.repeat(np.repeat(nodes - s, pcount), lens)
             if (pcount == 1).all():
                 keys_owner, keys_val = owner, gathered

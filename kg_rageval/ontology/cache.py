@@ -118,7 +118,7 @@ def _mac(key: bytes, header: dict, arrays: dict) -> str:
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"\x00{name}\x00{a.dtype.str}\x00{a.shape}\x00".encode())
-        h.update(memoryview(a).cast("B") if a.size else b"")
+        h.update(a.data.cast("B") if a.size else b"")
     return h.hexdigest()
 
 

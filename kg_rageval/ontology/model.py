@@ -40,7 +40,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UnknownIdError
+from ..errors import ConfigError, UnknownIdError
 
 VIRTUAL_ROOT_ID = "kgr:virtual-root"
 """Id of the virtual root added above several real roots."""
@@ -171,6 +171,31 @@ class Ontology:
         except KeyError:
             raise UnknownIdError(node_id, hint=self._suggest(node_id)) from None
 
+    @property
+    def id_index(self) -> Mapping[str, int]:
+        """Read-only mapping id → index (exact ids; for tight per-id loops; do not modify)."""
+        return self._index
+
+    def lookup(self, node_ids: Sequence[str]) -> np.ndarray:
+        """Vectorised lookup: the index of every id (int64, ``-1`` where absent), trying each
+        id as given, then as its expanded CURIE, then as the compacted IRI. Aliases are not
+        followed (:class:`~kg_rageval.ontology.resolver.IdResolver` decides that)."""
+        get = self._index.get
+        idx = np.fromiter((get(i, -1) if isinstance(i, str) else -1 for i in node_ids), dtype=np.int64,
+                          count=len(node_ids))
+        miss = np.flatnonzero(idx < 0)
+        if miss.size and self.prefixes:
+            for j in miss.tolist():
+                v = node_ids[j]
+                if not isinstance(v, str):
+                    continue
+                i = get(self.expand_curie(v))
+                if i is None:
+                    i = get(self.compact_iri(v))
+                if i is not None:
+                    idx[j] = i
+        return idx
+
     # ------------------------------------------------------------------ aliases
     @cached_property
     def _alias_index(self) -> dict[str, int]:
@@ -219,7 +244,7 @@ class Ontology:
         arr = np.asarray(out, dtype=np.int32)
         if arr.size and arr.min() < 0:
             node_ids = list(node_ids) if not isinstance(node_ids, Sequence) else node_ids
-            bad = sorted({str(node_ids[k]) for k in np.flatnonzero(arr < 0)})
+            bad = sorted({str(node_ids[int(k)]) for k in np.flatnonzero(arr < 0)})
             hint = None
             aliased = [b for b in bad if b in self._alias_index]
             if aliased:
@@ -337,6 +362,15 @@ class Ontology:
         """Sorted ancestor-or-self indices of node ``i`` (the row ends with ``i``)."""
         return self.anc_idx[self.anc_ptr[i] : self.anc_ptr[i + 1]]
 
+    def ancestor_rows(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Vectorised ancestor-or-self sets of many nodes: ``(lens, ancestors)`` where
+        ``ancestors`` concatenates each node's sorted ancestor-or-self row (the node last) and
+        ``lens[i]`` is the length of node ``indices[i]``'s row."""
+        from .csr import csr_gather
+
+        rows = np.asarray(indices, dtype=np.int64)
+        return self.anc_ptr[rows + 1] - self.anc_ptr[rows], csr_gather(self.anc_ptr, self.anc_idx, rows)
+
     def parents(self, node_id: str) -> list[str]:
         return [self.ids[p] for p in self.parent_indices(self.index(node_id))]
 
@@ -394,7 +428,7 @@ class Ontology:
             return int(self.depth_min[i])
         if kind == "max":
             return int(self.depth_max[i])
-        raise ValueError(f"kind must be 'min' or 'max', not {kind!r}")
+        raise ConfigError(f"kind must be 'min' or 'max', not {kind!r}")
 
     def common_ancestor_indices(self, a: int, b: int) -> np.ndarray:
         return np.intersect1d(
