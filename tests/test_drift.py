@@ -191,6 +191,8 @@ def test_rebase_records_fields_and_flags(releases):
         "answer": {"text": "a2 is fine", "output": {"technique": "b1", "note": "a2 b1"}, "concepts": ["b4"]},
         "reference": {"concepts": ["a2"], "output": {"technique": "b3"}},
         "gold_node": "b2",
+        "relations": {"gold": [["a2", "treats", "kg:entity-1"]], "answers": ["b4", "kg:entity-2"],
+                      "claims": [{"subject": "b1", "predicate": "p", "object": "x"}], "node": "a2"},
     }
     out: list[dict] = []
     rep = rebase_records([(1, "q1", rec), (2, "q2", {"id": "q2", "labels": {"gold": ["a3"], "pred": ["a1"]}}),
@@ -204,6 +206,8 @@ def test_rebase_records_fields_and_flags(releases):
     assert r1["answer"] == {"text": "a2 is fine", "output": {"technique": "b3", "note": "a2 b1"}, "concepts": ["b5"]}
     assert r1["reference"] == {"concepts": ["a1"], "output": {"technique": "b3"}}
     assert r1["custom"] == {"keep": ["a2"]} and r1["gold_node"] == "b2"  # b2 moved: same id, reported
+    assert r1["relations"] == {"gold": [["a1", "treats", "kg:entity-1"]], "answers": ["b5", "kg:entity-2"],
+                               "claims": [{"subject": "b3", "predicate": "p", "object": "x"}], "node": "a1"}
     assert r1["rebase"]["status"] == "rebased" and r1["rebase"]["to"] == new.content_hash
     kinds = {c["field"]: c["kind"] for c in r1["rebase"]["changes"]}
     assert kinds["labels.gold[0]"] == "replaced" and kinds["labels.gold[1]"] == "collapsed"
@@ -216,9 +220,9 @@ def test_rebase_records_fields_and_flags(releases):
     assert (d["records"], d["records_rebased"], d["records_flagged"], d["records_unchanged"]) == (3, 1, 1, 1)
     assert d["flagged_records"] == ["q2"]
     g = d["gold_ids"]
-    assert g["a2"]["outcome"] == "replaced" and g["a2"]["records"] == ["q1"] and g["a2"]["occurrences"] == 3
+    assert g["a2"]["outcome"] == "replaced" and g["a2"]["records"] == ["q1"] and g["a2"]["occurrences"] == 5
     assert g["b2"]["outcome"] == "moved" and g["a3"]["outcome"] == "removed" and g["b4"]["outcome"] == "merged"
-    assert d["pred_ids"]["b1"]["occurrences"] == 4
+    assert d["pred_ids"]["b1"]["occurrences"] == 5
 
 
 def test_rebase_file_cli_and_previous(tmp_path, releases):

@@ -232,6 +232,9 @@ class AuditConfig(_Strict):
     report: ReportConfig = Field(default_factory=ReportConfig)
     seed: int = 0
     judge: dict[str, Any] = Field(default_factory=dict)
+    testset_manifest: str | None = None
+    """A test-set manifest (``kg-rageval testset check``): its file hash and stated ``hash`` are
+    cited in the audit manifest."""
     limits: dict[str, int | str] = Field(default_factory=dict)
     """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.limits`)."""
 

@@ -70,6 +70,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "spec": config.path(config.spec),
         "judgments": config.path(config.judgments),
         "baseline": config.path(config.baseline.records) if config.baseline else None,
+        "testset_manifest": config.path(config.testset_manifest) if config.testset_manifest else None,
     }
     return redact_settings({
         "manifest_version": MANIFEST_VERSION,
@@ -92,6 +93,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
         "bootstrap": config.bootstrap.model_dump(),
         "judge": redact_settings(_jsonable(config.judge)),
+        **({"testset": testset_citation(files["testset_manifest"])} if files["testset_manifest"] else {}),
         "metrics_digest": metrics_digest(numbers_of(result)),
     })
 
@@ -115,6 +117,18 @@ def redact_settings(x: Any) -> Any:
     from ..redact import redact_settings as _r
 
     return _r(x)
+
+
+def testset_citation(path: Path) -> dict[str, Any]:
+    """``{"path", "hash", "sha256"}`` of a test-set manifest: the hash it states (over its
+    content) and the file's sha256; a missing or unreadable manifest is a config error."""
+    from ..errors import ConfigError
+
+    try:
+        stated = json.loads(Path(path).read_text(encoding="utf-8")).get("hash")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"testset_manifest: cannot read the test-set manifest: {exc}", source=str(path)) from None
+    return {"path": str(path), "hash": stated, "sha256": file_hash(path)}
 
 
 def _jsonable(x: Any) -> Any:

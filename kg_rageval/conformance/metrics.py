@@ -29,7 +29,15 @@ missing evidence (``value=None``), never 0 or 1.
   schema.org ``domainIncludes``); ``"all"`` asks for each (RDFS's reading of several
   ``rdfs:domain`` statements). ``domain_range_conformance`` = triples passing every checked
   side / triples with at least one checkable side; triples with an unknown id or predicate, or
-  a predicate without declared domain and range, are counted as ``dr_unchecked``.
+  a predicate without declared domain and range, are counted as ``dr_unchecked``. Over an
+  ontology with a knowledge graph, triple ends may be instances and declared ids may be kinds
+  (:func:`kg_rageval.ontology.graph.satisfies`, a union).
+* **Relation checks** over a knowledge graph (``docs/relations.md``): ``edge_support`` =
+  output triples the graph holds / output triples whose ends are entities and whose predicate
+  is known; the others are *hallucinated edges* (``hallucinated_edges``,
+  ``hallucinated_edge_rate``, listed in the row details). ``cardinality_conformance`` = (subject,
+  predicate) pairs of an output within the predicate's ``max_cardinality`` / pairs of a
+  predicate that declares one.
 * **Semantic conformance** against ``reference.output`` (node and list fields the reference
   fills; an output that is not a JSON object predicts nothing there, so its reference ids
   count as missed): each admitted predicted id is ``exact`` when the reference holds it, else a
@@ -90,6 +98,7 @@ class ConformanceFamily(Family):
         + ("sem_pred", "sem_exact", "sem_gold", "sem_gold_hit", "sem_invalid")
         + tuple(f"conf_{r}" for r in CONFUSIONS)
         + ("tr_pred", "tr_gold", "tr_match")
+        + ("edge_checked", "edge_in_graph", "card_checked", "card_ok")
     )
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
@@ -129,6 +138,13 @@ class ConformanceFamily(Family):
             m.add(ratio(f"confusion_{r}", s[f"conf_{r}"], wrong, missing="no valid-but-wrong ids"))
         m.add(ratio("triple_precision", s["tr_match"], s["tr_pred"], missing="no predicted triples where the reference has triples"))
         m.add(ratio("triple_recall", s["tr_match"], s["tr_gold"], missing="no reference triples"))
+        no_edges = "no output triples with known ends and predicate over a graph with relations"
+        m.add(ratio("edge_support", s["edge_in_graph"], s["edge_checked"], missing=no_edges))
+        m.add(ratio("hallucinated_edge_rate", s["edge_checked"] - s["edge_in_graph"], s["edge_checked"], missing=no_edges))
+        m.add(Metric("hallucinated_edges", s["edge_checked"] - s["edge_in_graph"]) if s["edge_checked"]
+              else Metric("hallucinated_edges", None, missing=no_edges))
+        m.add(ratio("cardinality_conformance", s["card_ok"], s["card_checked"],
+                    missing="no (subject, predicate) with a declared max cardinality"))
         return m
 
 
@@ -328,6 +344,9 @@ class _Scorer:
         self.every = domain_semantics == "all"
         self.suggest = _Suggester(self.o)
         self.props = {p.id: p for p in self.o.properties}
+        self.graph = bool(self.o.graph.n_triples)
+        self.entity = self.o._entity_index
+        self.status = self.o.entity_status
         self._classes: dict[tuple[str, ...], np.ndarray] = {}
         self.ids = ids or IdOptions()
         self.resolver = IdResolver(self.o, self.ids)
@@ -371,10 +390,30 @@ class _Scorer:
             self._classes[ids] = np.asarray(sorted({self.o.id_index[i] for i in ids if i in self.o.id_index}), dtype=np.int64)
         return self._classes[ids]
 
-    def satisfies(self, node: int, classes: np.ndarray) -> bool:
-        anc = self.o.ancestor_indices(node)
-        hit = np.isin(classes, anc)
-        return bool(hit.all() if self.every else hit.any())
+    def satisfies(self, node: int, classes: np.ndarray, declared: tuple[str, ...] = ()) -> bool:
+        """``node`` (an entity index) satisfies the declared classes. A hierarchy node: by
+        subsumption (``all`` or ``any`` of them); an instance, or declared kinds, through the
+        graph (:func:`kg_rageval.ontology.graph.satisfies`: a union)."""
+        if node < len(self.o) and (classes.size == len(declared) or not self.graph):
+            anc = self.o.ancestor_indices(node)
+            hit = np.isin(classes, anc)
+            return bool(hit.all() if self.every else hit.any())
+        from ..ontology.graph import satisfies
+
+        return bool(satisfies(self.o, np.array([node]), declared)[0])
+
+    def _edge(self, si: int | None, p: str, oi: int | None, st: dict, edges: list, triple: list) -> None:
+        """Count an output triple against the graph: known ends and predicate are checked, and
+        one the graph lacks is a hallucinated edge."""
+        g = self.o.graph
+        pi = g.predicate_index(p)
+        if si is None or oi is None or (pi < 0 and p not in self.props):
+            return
+        st["edge_checked"] = st.get("edge_checked", 0) + 1
+        if pi >= 0 and g.contains(np.array([si]), np.array([pi]), np.array([oi]))[0]:
+            st["edge_in_graph"] = st.get("edge_in_graph", 0) + 1
+        elif len(edges) < MAX_DETAILS:
+            edges.append(triple)
 
     def resolve_confusions(self, rows: list[dict[str, Any]]) -> None:
         """Classify every valid-but-wrong id of every row against its closest reference id
@@ -431,25 +470,29 @@ class _Scorer:
                 values = [v for v in values if isinstance(v, str)]
             else:
                 values = _strings(obj.get(vname))
+            lookup = self.entity if f.kind == "triples" else idx  # triple ends may be instances
             for v in values:
                 st["ent_n"] = st.get("ent_n", 0) + 1
-                cv = self.canon(v, "pred", f"answer.output.{path}")
-                i = idx.get(cv) if cv is not None else None
+                if lookup is not idx and v not in idx and v in lookup:
+                    cv: str | None = v  # an instance (a triple end): the graph's id, not the hierarchy's
+                else:
+                    cv = self.canon(v, "pred", f"answer.output.{path}")
+                i = lookup.get(cv) if cv is not None else None
                 if i is None:
                     if len(unknown) < MAX_DETAILS:
                         unknown.append({"value": v, "slot": path, "suggestion": self.suggest(v, vocab.ids)})
                     continue
                 st["ent_known"] = st.get("ent_known", 0) + 1
-                code = int(o.status[i])
+                code = int(self.status[i])
                 if code == ACTIVE:
                     st["ent_active"] = st.get("ent_active", 0) + 1
                 else:
                     key = "ent_deprecated" if code == DEPRECATED else "ent_revoked"
                     st[key] = st.get(key, 0) + 1
                     if len(inactive) < MAX_DETAILS:
-                        rep = int(o.replaced_by[i])
+                        rep = int(o.replaced_by[i]) if i < len(o) else int(o.graph.instance_replaced_by[i - len(o)])
                         inactive.append({"id": v, "slot": path, "status": STATUS_NAMES[code],
-                                         "replacement": o.ids[rep] if rep >= 0 else None})
+                                         "replacement": o.entity_id(rep) if rep >= 0 else None})
                 if cv in vocab.members:
                     st["ent_admitted"] = st.get("ent_admitted", 0) + 1
                 elif len(not_admitted) < MAX_DETAILS:
@@ -468,6 +511,8 @@ class _Scorer:
             det["inactive_ids"] = inactive
 
         violations, pred_unknown = [], []
+        edges: list[list[str]] = []
+        per_subject: dict[tuple[int, str], set[str]] = {}
         for name, f in d.spec.fields.items():
             if f.kind != "triples":
                 continue
@@ -485,15 +530,20 @@ class _Scorer:
                 st["dr_triples"] = st.get("dr_triples", 0) + 1
                 prop = self.props.get(p)
                 si, oi = idx.get(s), idx.get(ob)
+                if self.graph:
+                    si, oi = self.entity.get(s, si), self.entity.get(ob, oi)
+                    self._edge(si, p, oi, st, edges, [s, p, ob])
+                    if prop is not None and prop.max_cardinality is not None and si is not None:
+                        per_subject.setdefault((si, p), set()).add(ob)
                 checked, ok = False, True
                 if prop is not None:
                     for side, node, declared in (("domain", si, prop.domain), ("range", oi, prop.range)):
                         classes = self.classes(declared)
-                        if node is None or not classes.size:
+                        if node is None or not (classes.size or (self.graph and declared)):
                             continue
                         checked = True
                         st[f"{side}_checked"] = st.get(f"{side}_checked", 0) + 1
-                        if self.satisfies(node, classes):
+                        if self.satisfies(node, classes, declared):
                             st[f"{side}_ok"] = st.get(f"{side}_ok", 0) + 1
                         else:
                             ok = False
@@ -504,6 +554,16 @@ class _Scorer:
                     st["dr_ok"] = st.get("dr_ok", 0) + (1 if ok else 0)
                 else:
                     st["dr_unchecked"] = st.get("dr_unchecked", 0) + 1
+        for (si, p), objs in per_subject.items():
+            st["card_checked"] = st.get("card_checked", 0) + 1
+            cap = self.props[p].max_cardinality or 0
+            if len(objs) <= cap:
+                st["card_ok"] = st.get("card_ok", 0) + 1
+            elif len(violations) < MAX_DETAILS:
+                violations.append({"subject": self.o.entity_id(si), "predicate": p, "side": "cardinality",
+                                   "objects": sorted(objs), "max_cardinality": cap})
+        if edges:
+            det["hallucinated_edges"] = edges
         if pred_unknown:
             det["unknown_predicates"] = pred_unknown
         if violations:

@@ -213,6 +213,10 @@ CONFORMANCE = Scorer(
         ("domain_conformance", "higher", "triples whose subject satisfies the predicate's domain / checkable"),
         ("range_conformance", "higher", "triples whose object satisfies the predicate's range / checkable"),
         ("domain_range_conformance", "higher", "triples satisfying domain and range / checkable triples"),
+        ("edge_support", "higher", "output triples the knowledge graph holds / triples with known ends and predicate"),
+        ("hallucinated_edge_rate", "lower", "output triples the graph lacks / triples with known ends and predicate"),
+        ("hallucinated_edges", "lower", "output triples the graph lacks (count)"),
+        ("cardinality_conformance", "higher", "(subject, predicate) pairs within max_cardinality / pairs checked"),
         ("semantic_precision", "higher", "predicted ids equal to the reference's / predicted ids"),
         ("semantic_recall", "higher", "reference ids predicted / reference ids"),
         ("valid_but_wrong_rate", "lower", "valid known ids that differ from the reference / compared ids"),
@@ -305,7 +309,58 @@ PROVENANCE = Scorer(
     ]),
 )
 
-BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE)
-DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance")
+
+# ---------------------------------------------------------------------- relations
+_END_RELS = ("parent", "ancestor", "child", "descendant", "sibling", "cousin", "unrelated")
+RELATIONS = Scorer(
+    name="relations",
+    target="kg_rageval.relations:score_relations",
+    sections=("relations",),
+    description="Relation answers against the knowledge graph: triple P/R/F1 with hierarchy-aware partial "
+                "credit, QALD answer sets with NIL, KG-grounded faithfulness (relations section).",
+    params=(
+        _p("partial_credit", "float", 0.5, "Credit of a triple end one level apart in the hierarchy (a technique "
+           "for its sub-technique); a triple's credit is the product over its ends; 0 disables soft matching.",
+           minimum=0.0),
+    ),
+    metrics=metric_specs("relations", "relations", [
+        ("triple_precision", "higher", "Σ exact answer triples / Σ answer triples (records with non-empty gold)"),
+        ("triple_recall", "higher", "Σ exact answer triples / Σ gold triples"),
+        ("triple_f1", "higher", "2·P·R / (P + R) of the triples"),
+        ("soft_triple_precision", "higher", "(Σ exact + Σ partial credit) / Σ answer triples"),
+        ("soft_triple_recall", "higher", "(Σ exact + Σ partial credit) / Σ gold triples"),
+        ("soft_triple_f1", "higher", "2·P·R / (P + R) of the soft triple P and R"),
+        ("triple_macro_precision", "higher", "mean over records with gold and answer triples of exact / answer"),
+        ("triple_macro_recall", "higher", "mean over records with gold triples of exact / gold"),
+        ("triple_macro_f1", "higher", "mean over records with gold triples of the per-record F1"),
+        ("partial_matches", "none", "answer triples matched with partial credit (count)"),
+        ("triple_nil_accuracy", "higher", "records with empty gold and empty answer / records with empty gold"),
+        ("triple_nil_correct", "none", "records with empty gold and empty answer (correct abstentions)"),
+        ("triple_nil_over_answered", "lower", "records with empty gold and a non-empty answer (count)"),
+        ("triple_unknown_ids", "lower", "answer triples naming an id that is neither node nor instance (count)"),
+        ("triple_unknown_predicates", "lower", "answer triples with a predicate the ontology lacks (count)"),
+        ("wrong_unanchored", "none", "wrong answer triples sharing no predicate + end with a gold triple (count)"),
+    ] + [(f"wrong_{side}_{r}", "none", f"wrong {side} ends whose relation to the gold end is {r!r} / wrong ends")
+         for side in ("subject", "object") for r in _END_RELS] + [
+        ("answer_macro_precision", "higher", "mean over answered questions with gold of |A ∩ G| / |A|"),
+        ("answer_macro_recall", "higher", "mean over questions with gold of |A ∩ G| / |G|"),
+        ("answer_macro_f1", "higher", "mean over questions with gold of the per-question F1 (abstention 0)"),
+        ("answer_micro_precision", "higher", "Σ |A ∩ G| / Σ |A| over all questions"),
+        ("answer_micro_recall", "higher", "Σ |A ∩ G| / Σ |G|"),
+        ("answer_micro_f1", "higher", "2·P·R / (P + R) of the micro answer P and R"),
+        ("answer_abstentions", "none", "questions with gold answers and an empty answer (count)"),
+        ("answer_nil_accuracy", "higher", "NIL questions answered empty / NIL questions"),
+        ("answer_nil_correct", "none", "NIL questions answered empty (count)"),
+        ("answer_nil_over_answered", "lower", "NIL questions with a non-empty answer (count)"),
+        ("answer_unknown_ids", "lower", "answer ids that are neither node nor instance (count)"),
+        ("kg_faithfulness", "higher", "claims the graph holds / claims"),
+        ("kg_contradiction_rate", "lower", "claims the graph rules out (domain, range, cardinality) / claims"),
+        ("kg_not_in_graph_rate", "lower", "claims neither held nor ruled out / claims"),
+        ("claims_unknown", "lower", "claims naming an unknown id or predicate (count)"),
+    ]),
+)
+
+BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE, RELATIONS)
+DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance", "relations")
 
 __all__ = ["BUILTIN", "DETERMINISTIC", "MetricSpec"]

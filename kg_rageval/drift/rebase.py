@@ -27,9 +27,11 @@ alternative id), ``retired``, ``removed``, ``cycle``, ``fork`` or ``unknown``.
 **Fields re-based** (``docs/drift.md``): gold — ``labels.gold``, ``mentions.gold[].id`` and
 ``.nearest``, ``gold_node``, ``retrieval.gold_node``, ``retrieval.gold_filters[].value``,
 ``reference.concepts``, ``reference.unseen_concepts``, string values inside
-``reference.output``; predicted — ``labels.pred``, ``mentions.pred[].id``,
-``retrieval.filters[].value``, ``answer.concepts``, string values inside ``answer.output``.
-In the filter values and outputs only strings that one of the releases knows as an id are ids
+``reference.output``, ``relations.node``, ids inside ``relations.gold`` and
+``relations.gold_answers``; predicted — ``labels.pred``, ``mentions.pred[].id``,
+``retrieval.filters[].value``, ``answer.concepts``, string values inside ``answer.output``, ids
+inside ``relations.answer``, ``relations.answers`` and ``relations.claims``.
+In the filter values, outputs and relation triples / answer sets only strings that one of the releases knows as an id are ids
 (free text is left alone). A list of labels or concepts in which two ids become one keeps it
 once (``collapsed``). Every other field, known or not, is written back unchanged.
 
@@ -356,6 +358,14 @@ class _Rebaser:
                     for k, f in enumerate(fs):
                         if isinstance(f, dict) and "value" in f:
                             f["value"] = self.deep(f["value"], f"retrieval.{key}[{k}].value", side)
+        rel = r.get("relations")
+        if isinstance(rel, dict):  # triples and answer sets: their ends may be KG entities, not ids
+            for key, side in (("gold", "gold"), ("gold_answers", "gold"), ("answer", "pred"),
+                              ("answers", "pred"), ("claims", "pred")):
+                if key in rel:
+                    rel[key] = self.deep(rel[key], f"relations.{key}", side)
+            if "node" in rel:
+                rel["node"] = self.one(rel["node"], "relations.node", "gold")
         for sec, side in (("answer", "pred"), ("reference", "gold")):
             s = r.get(sec)
             if not isinstance(s, dict):
