@@ -139,6 +139,21 @@ class BaselineConfig(_Strict):
     max_dropped: int = Field(0, ge=0)
     """Baseline records the candidate's records file lacks that are tolerated (default none):
     a candidate must not drop the queries it is compared on."""
+    # the baseline's ontology release (docs/drift.md): another release than the candidate's is
+    # refused unless the records were re-based or the comparison is on the unchanged nodes
+    ontology: OntologyInput | None = None
+    """The release the baseline was audited on (CLI ``--baseline-ontology``): compare on the
+    nodes unchanged between it and ``ontology``."""
+    manifest: str | None = None
+    """The baseline audit's ``manifest.json``: it names the baseline's release."""
+    rebase_report: str | None = None
+    """The ``kg-rageval records rebase`` report of the baseline records (default
+    ``<records>.rebase.json``)."""
+
+    @field_validator("ontology", mode="before")
+    @classmethod
+    def _ontology_str(cls, v: Any) -> Any:
+        return {"path": v} if isinstance(v, str) else v
 
     @field_validator("budgets")
     @classmethod

@@ -104,8 +104,13 @@ def markdown(result: "AuditResult") -> str:
     if result.baseline:
         from .report_html import _qualified_delta
 
-        lines += ["", "## Baseline deltas (candidate − baseline; gated first, then the largest; all in the JSON)", "",
-                  "| metric | candidate | baseline | delta | paired CI |", "|---|---:|---:|---:|---|"]
+        lines += ["", "## Baseline deltas (candidate − baseline; gated first, then the largest; all in the JSON)", ""]
+        from ..drift.release import release_note
+
+        note = release_note(result.baseline.get("release"))
+        if note:
+            lines += [_cell(note), ""]
+        lines += ["| metric | candidate | baseline | delta | paired CI |", "|---|---:|---:|---:|---|"]
         gated = {r.gate.metric for r in result.gate_results if r.gate.metric.startswith("delta:")}
         keys = [k for k in result.baseline["deltas"] if _qualified_delta(k, result)]
         keys.sort(key=lambda k: (k not in gated and not any(k.endswith("." + g[6:]) for g in gated),

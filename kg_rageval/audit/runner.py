@@ -576,8 +576,13 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         raise InputError("baseline records file does not exist", source=config.source,
                          location=f"baseline.records = {config.baseline.records!r}")
     base_records = read_records(bpath)
+    from ..drift.release import baseline_release, load_baseline_ontology
+
+    release = baseline_release(config, inputs["ontology"], base_records, inputs["records"],
+                               load_baseline_ontology(config))  # refuses another release
     binputs = dict(inputs)
     binputs["records"] = base_records
+    binputs["ontology"] = release.ontology
     bcfg = config.model_copy()
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
     # the PROV-O trail describes the audited run only; the baseline needs none
@@ -609,8 +614,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             bev = brun.result.get(member)
             if bev is None or ev.family.qualified_name != bev.family.qualified_name:
                 continue
-            ids_c, st_c = ev.per_record_stats()
-            ids_b, st_b = bev.per_record_stats()
+            # another ontology release: only the comparable records take part (drift.release)
+            ids_c, st_c = release.restrict(*ev.per_record_stats())
+            ids_b, st_b = release.restrict(*bev.per_record_stats())
             common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
             names = list(st_c)
             union = np.union1d(ids_c, ids_b)
@@ -690,5 +696,6 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
         "primary": sorted(set(primary)),
         "worst_queries": per_query,
+        "release": release.to_dict(),
     }
     return info, deltas

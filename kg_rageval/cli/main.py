@@ -22,6 +22,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "score": "kg_rageval.cli.main:score",
         "link": "kg_rageval.cli.link:link",
         "audit": "kg_rageval.cli.audit:audit",
+        "records": "kg_rageval.cli.drift:records",
         "compare": "kg_rageval.cli.compare:command",
         "metrics": "kg_rageval.cli.metrics:metrics",
         "testset": "kg_rageval.cli.testset:testset",
@@ -39,10 +40,11 @@ COMMANDS: dict[str, dict[str, str]] = {
 }
 
 HELP = {
-    "ontology": "Inspect, validate and compile ontologies.",
+    "ontology": "Inspect, validate, compile and diff ontologies.",
     "score": "Score one metric family over a records file.",
     "link": "Run a baseline entity linker and write predictions as records.",
     "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
+    "records": "Re-base records onto a new ontology release.",
     "compare": "Compare N retrieval systems: paired tests, corrections, CIs, per ontology branch.",
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",

@@ -1,4 +1,4 @@
-"""``kg-rageval ontology inspect|validate|compile|formats``."""
+"""``kg-rageval ontology inspect|validate|compile|formats|diff|stability``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .common import emit, format_option, load_ontology_cli, loader_options, onto
 
 @click.group()
 def ontology() -> None:
-    """Inspect, validate and compile ontologies."""
+    """Inspect, validate, compile and diff ontologies."""
 
 
 def _load_options(f):
@@ -42,6 +42,7 @@ def inspect(file, ontology_format, fmt) -> None:
 def _render_inspect(s: dict) -> str:
     rows = [
         ["source", s["source"]],
+        ["version (declared)", s.get("version") or "—"],
         ["nodes", s["nodes"]],
         ["edges (parent links)", s["edges"]],
         ["roots", f"{s['n_roots']}: {', '.join(s['roots'][:5])}{' …' if s['n_roots'] > 5 else ''}"],
@@ -142,3 +143,13 @@ def formats(fmt) -> None:
     specs = available_formats()
     payload = [{"name": s.name, "extensions": list(s.extensions), "description": s.description} for s in specs.values()]
     emit(payload, fmt, lambda p: table([[x["name"], " ".join(x["extensions"]), x["description"]] for x in p], ["format", "extensions", "description"]))
+
+
+def _drift_commands() -> None:
+    from .drift import diff, stability
+
+    ontology.add_command(diff)
+    ontology.add_command(stability)
+
+
+_drift_commands()
