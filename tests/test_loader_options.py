@@ -21,7 +21,7 @@ def onto_dir(fixtures_dir):
 
 def test_an_option_the_loader_does_not_take_names_the_ones_it_does(onto_dir):
     with pytest.raises(InputError, match=r"mini.obo: the obo loader does not take 'reasoner'; "
-                                         r"its options: conflicts, dangling, strict"):
+                                         r"its options: conflicts, dangling, hierarchy_relations, relationships, strict"):
         load_ontology(onto_dir / "mini.obo", reasoner="hermit")
     with pytest.raises(InputError, match="the stix loader does not take 'follow_imports'"):
         load_ontology(onto_dir / "mini_attack.json", follow_imports=True)

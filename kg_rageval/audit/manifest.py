@@ -1,6 +1,7 @@
 """Reproducibility manifest of an audit, and ``--verify``.
 
-The manifest records content hashes (ontology :attr:`Ontology.content_hash`, sha256 of the
+The manifest records content hashes (ontology :attr:`Ontology.content_hash` and the release it
+declares, :attr:`Ontology.version`; the baseline's release when a baseline is compared; sha256 of the
 records, corpus, spec, judgments, baseline and config files), the tool, Python and dependency
 versions, each family's versioned name (``Family.qualified_name``) and options, the seeds and
 bootstrap settings, the judge/model configuration from the config, and a *metrics digest*:
@@ -69,6 +70,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "spec": config.path(config.spec),
         "judgments": config.path(config.judgments),
         "baseline": config.path(config.baseline.records) if config.baseline else None,
+        "testset_manifest": config.path(config.testset_manifest) if config.testset_manifest else None,
     }
     return redact_settings({
         "manifest_version": MANIFEST_VERSION,
@@ -80,6 +82,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
                    "hash": config.content_hash},
         "inputs": {
             "ontology": _ontology_input(config, ont),
+            "baseline_ontology": ((result.baseline or {}).get("release") or {}).get("baseline_ontology"),
             **{k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
                for k, p in files.items()},
         },
@@ -90,6 +93,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
         "bootstrap": config.bootstrap.model_dump(),
         "judge": redact_settings(_jsonable(config.judge)),
+        **({"testset": testset_citation(files["testset_manifest"])} if files["testset_manifest"] else {}),
         "metrics_digest": metrics_digest(numbers_of(result)),
     })
 
@@ -102,8 +106,8 @@ def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
     raw = config.ontology.path
     p = config.path(raw)
     entry: dict[str, Any] = {"path": redact(str(p) if "://" not in raw else raw),
-                             "content_hash": ont.content_hash, "nodes": len(ont),
-                             "options": _jsonable(config.ontology.options)}
+                             "content_hash": ont.content_hash, "version": getattr(ont, "version", None),
+                             "nodes": len(ont), "options": _jsonable(config.ontology.options)}
     if "://" not in raw and p is not None and p.is_file():
         entry["file_hash"] = file_hash(p)
     return entry
@@ -113,6 +117,18 @@ def redact_settings(x: Any) -> Any:
     from ..redact import redact_settings as _r
 
     return _r(x)
+
+
+def testset_citation(path: Path) -> dict[str, Any]:
+    """``{"path", "hash", "sha256"}`` of a test-set manifest: the hash it states (over its
+    content) and the file's sha256; a missing or unreadable manifest is a config error."""
+    from ..errors import ConfigError
+
+    try:
+        stated = json.loads(Path(path).read_text(encoding="utf-8")).get("hash")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"testset_manifest: cannot read the test-set manifest: {exc}", source=str(path)) from None
+    return {"path": str(path), "hash": stated, "sha256": file_hash(path)}
 
 
 def _jsonable(x: Any) -> Any:
