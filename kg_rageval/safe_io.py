@@ -120,6 +120,7 @@ def _raise_constant(name: str) -> None:
 _DECODER = json.JSONDecoder(parse_constant=_raise_constant)
 """Reused (``json.loads`` with any keyword builds a decoder per call): NaN/Infinity abort."""
 
+_orjson: Any
 try:  # the optional fast reader (``pip install kg-rageval[fast]``); the stdlib is the reference
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is in the dev extras
