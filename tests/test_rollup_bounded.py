@@ -127,3 +127,28 @@ def test_rollup_metrics_are_finalized_only_when_read(doid, scored, monkeypatch):
     _ = root["exact_accuracy"], len(root), list(root)
     assert len(calls) == 2  # one for scored.metrics(), one for the root, cached after
     assert close(values(dict(root)), values(scored.metrics()))  # np.sum vs bincount order
+
+
+def test_confused_pairs_equal_the_full_sort(doid):
+    """The top-k selection gives what sorting every pair gave (ties in first-seen order)."""
+    from collections import Counter
+
+    from kg_rageval.hierarchy import confused_pairs
+
+    rng = np.random.default_rng(5)
+    ids = doid.ids
+    g = rng.integers(1, 40, 4000)
+    p = rng.integers(1, 40, 4000)
+    ev = score_hierarchy(doid, [{"id": f"r{i}", "labels": {"gold": [ids[a]], "pred": [ids[b]]}}
+                                for i, (a, b) in enumerate(zip(g.tolist(), p.tolist()))],
+                        on_status_gold="flag")
+
+    def full_sort(top):
+        rel, gold, pred = ev.details["relation"], ev.details.get("gold", ev.keys["gold_node"]), ev.details["pred_node"]
+        counts = Counter((a, b, r) for a, b, r in zip(gold.tolist(), pred.tolist(), rel.tolist()) if r != "exact")
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0][0]), str(kv[0][1])))
+        return [{"gold": a, "pred": b, "relation": r, "count": c} for (a, b, r), c in ranked[:top]]
+
+    for top in (0, 1, 10, 500, 10_000, -3):
+        assert confused_pairs(ev, top=top) == full_sort(top)
+    assert len(confused_pairs(ev, top=10)) == 10
