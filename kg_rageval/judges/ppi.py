@@ -11,7 +11,8 @@ with ``σ̂²_f = Var_N(λ·ŷ_u)`` and ``σ̂²_r = Var_n(y − λ·ŷ_l)`` (po
 ``ppi_py``), ``z`` the standard normal ``(1+level)/2`` quantile. ``λ = 1`` is plain PPI; ``λ =
 0`` the classical interval of the labelled items alone; ``lam="auto"`` picks the variance-
 minimising ``λ̂ = Cov_n(y, ŷ) / ((1 + n/N) · Var(ŷ))`` (PPI++, Angelopoulos, Duchi and Zrnic
-2023; ``Var(ŷ)`` pooled over both sets), clipped to [0, 1].
+2023; ``Var(ŷ)`` pooled over both sets with ddof 1, ``Cov`` with ddof 0, as ``ppi_py``),
+clipped to [0, 1].
 
 Everything is a function of additive sums (:data:`PPI_STATS`), so the estimate attaches to
 slices and ontology branches like every other metric. It needs ``n >= 2`` and ``N >= 1``.
@@ -78,7 +79,8 @@ def ppi_from_sums(s: Mapping[str, float], *, level: float = 0.95, lam: float | s
     cov = s["ppi_sum_y_yhat"] / n - my * myh
     if lam == "auto":
         m_all = (s["ppi_sum_yhat_l"] + s["ppi_sum_yhat_u"]) / (n + N)
-        var_all = max(0.0, (s["ppi_sum_yhat2_l"] + s["ppi_sum_yhat2_u"]) / (n + N) - m_all * m_all)
+        var_all = max(0.0, (s["ppi_sum_yhat2_l"] + s["ppi_sum_yhat2_u"]) / (n + N) - m_all * m_all) \
+            * (n + N) / (n + N - 1)  # sample variance (ddof 1), as ppi_py
         lam_v = 0.0 if var_all == 0 else min(1.0, max(0.0, cov / ((1 + n / N) * var_all)))
     elif isinstance(lam, (int, float)) and not isinstance(lam, bool) and math.isfinite(lam):
         lam_v = float(lam)
