@@ -51,7 +51,8 @@ MISSING_RUN_REASONS = ("missing", "timeout", "timed out", "invalid", "error", "n
                        "failed")
 
 
-MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate")
+MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate", "invalid_output_rate", "failed_call_rate",
+                       "unscorable_rate")
 
 
 class MissingRunsConfig(_Strict):

@@ -76,6 +76,12 @@ for _spec in (
                extra=("corpus",), requires=("corpus",),
                description="citation completeness, provenance depth",
                loaders=(("corpus", "kg_rageval.provenance.corpus:read_corpus"),)),
+    FamilySpec("judge", "kg_rageval.judges:score_judges", ("judges",),
+               description="judge calibration vs human labels, PPI, position bias, judge agreement"),
+    FamilySpec("system", "kg_rageval.system:score_system", ("system",),
+               description="latency quantiles per stage, cost per query, tokens, cache hit rates"),
+    FamilySpec("context", "kg_rageval.system:score_context", ("context", "retrieval"),
+               description="citation coverage of the context, lost-in-the-middle, compression"),
 ):
     register_family(_spec)
 
