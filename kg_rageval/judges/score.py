@@ -111,13 +111,33 @@ def _family_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str
 
 
 def score_judges(records: Iterable[Record], ontology: Any = None, *, level: float = 0.95,
-                 ppi_lambda: float | str = 1.0, length_bins: tuple[int, ...] = (50, 150)
+                 ppi_lambda: float | str = 1.0, length_bins: tuple[int, ...] = (50, 150),
+                 endpoint: str | None = None, model: str | None = None, rubrics: Iterable[str] = (),
+                 judge_name: str | None = None, client_options: Mapping[str, Any] | None = None
                  ) -> dict[str, Evaluation]:
     """Every evaluation the ``judges`` sections support, by name: one calibration evaluation
     per rubric (``rubric`` or ``rubric@judge`` when several judges gave it),
     ``position_bias`` (per judge: ``position_bias@judge`` when several pairwise judges) and
     ``<rubric>_agreement@<a>/<b>`` for each two judges of one rubric. ``ontology`` is not
-    needed (the rows carry ``gold_node`` for roll-ups)."""
+    needed (the rows carry ``gold_node`` for roll-ups).
+
+    With ``endpoint`` and ``model`` the records are first judged live for each of ``rubrics``
+    (:func:`kg_rageval.judges.run.judge_records`; ``client_options`` go to
+    :class:`~kg_rageval.judges.client.ChatClient`, e.g. ``api_key_env``, ``cache_dir``,
+    ``prices``); the client's settings (key redacted) and token/cost totals are in each
+    evaluation's ``meta["judge_usage"]``, which the audit manifest records."""
+    usage = None
+    if endpoint is not None or model is not None:
+        from ..errors import ConfigError
+        from .client import ChatClient
+        from .run import judge_records
+
+        if not endpoint or not model or not list(rubrics):
+            raise ConfigError("judges: a live judge needs endpoint, model and rubrics")
+        client = ChatClient(endpoint, model, **dict(client_options or {}))
+        for rub in rubrics:
+            records = judge_records(records, rub, client, name=judge_name)
+        usage = {"settings": client.settings(), "usage": client.usage()}
     if not 0 < level < 1:
         raise InputError(f"judges: level must lie in (0, 1), not {level!r}")
     if any(b <= 0 for b in length_bins) or list(length_bins) != sorted(set(length_bins)):
@@ -162,6 +182,9 @@ def score_judges(records: Iterable[Record], ontology: Any = None, *, level: floa
                                      meta={"rubric": rub, "judge": judge, "level": level, "ppi_lambda": ppi_lambda})
     out.update(_position_bias(parsed))
     out.update(_agreement(parsed))
+    if usage is not None:
+        for ev in out.values():
+            ev.meta["judge_usage"] = usage
     return out
 
 
