@@ -68,5 +68,5 @@ def test_score_system_records_and_traces(tmp_path, capsys):
     capsys.readouterr()
     assert main(["score", "system", "-d", data, "--bootstrap", "0"]) in (0, None)
     text = capsys.readouterr().out
-    assert "no record has: latency.generate_ms, latency.rerank_ms, latency.retrieve_ms" in text
+    assert "no record has: cost.usd_per_query, latency.generate_ms, latency.rerank_ms, latency.retrieve_ms" in text
     assert "latency.total_ms.p95" in text and "latency.rerank_ms.p95" not in text
