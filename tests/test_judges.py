@@ -262,3 +262,31 @@ def test_ppi_in_the_calibration_family_matches_arrays():
     assert (m["ppi_ci_low"].value, m["ppi_ci_high"].value) == (pytest.approx(r.low), pytest.approx(r.high))
     few = score_judges(recs[:1] + recs[100:])["refusal"].metrics()
     assert few["ppi_approval_rate"].missing == "PPI needs at least 2 human-labelled items, has 1"
+
+
+def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.audit.runner import run_audit
+
+    judge = ["correct"] * 8 + ["incorrect"] * 2 + ["correct"] * 10
+    human = ["correct"] * 7 + ["incorrect"] * 3 + [None] * 10
+    recs = _calibration_records(judge, human, node=["sedan"] * 10 + ["submarine"] * 10)
+    recs.append({"id": "broken", "judges": [{"rubric": "answer_correctness", "judge": "j1", "output": "??"}]})
+    cfg = config_from_mapping({"ontology": "x.csv", "records": "r.jsonl", "families": ["judge"],
+                               "missing_runs": {"budget": 0.1},
+                               "gates": ["judge.false_approval_rate <= 0.05", "judge.accuracy >= 0.8",
+                                         "judge.ppi_ci_low >= 0.5", "judge.invalid_output_rate <= 0.1",
+                                         "false_approval_rate[node:car] <= 0.5"]}, base_dir=tmp_path)
+    res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
+    by = {str(r.gate): r for r in res.gate_results}
+    assert by["judge.false_approval_rate <= 0.05"].status == "fail"
+    assert by["judge.false_approval_rate <= 0.05"].observed == pytest.approx(1 / 3)
+    assert by["judge.accuracy >= 0.8"].observed == pytest.approx(0.9)
+    from kg_rageval.judges import ppi_mean
+
+    r = ppi_mean([1] * 7 + [0] * 3, [1] * 8 + [0] * 2, [1] * 10)
+    assert by["judge.ppi_ci_low >= 0.5"].observed == pytest.approx(r.low)
+    assert by["judge.invalid_output_rate <= 0.1"].observed == pytest.approx(1 / 21)
+    assert by["false_approval_rate[node:car] <= 0.5"].status == "pass"
+    assert res.counts["families"]["judge"]["missing_runs"] == 1  # the invalid output counts as a missing run
+    assert res.manifest["families"]["judge"]["status"] == "ran"

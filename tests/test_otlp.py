@@ -110,3 +110,23 @@ def test_bad_otlp_names_the_span(tmp_path):
     p.write_text('{"resourceSpans": []}\n{oops\n')
     with pytest.raises(InputError, match="line 2"):
         import_otlp(p)
+
+
+def test_audit_reads_traces_and_gates_latency(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.audit.runner import run_audit
+
+    src = _export(tmp_path)
+    shutil.copy(src, tmp_path / "traces.otlp.json")
+    shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "audit" / "vehicles.csv", tmp_path / "v.csv")
+    cfg = config_from_mapping({"ontology": "v.csv", "records": "traces.otlp.json", "families": ["system"],
+                               "gates": ["p95(latency.total_ms) <= 1500", "cache.llm_prompt.hit_rate >= 0.5"]},
+                              base_dir=tmp_path)
+    res = run_audit(cfg, progress=False)
+    by = {str(r.gate): r for r in res.gate_results}
+    assert by["latency.total_ms.p95 <= 1500"].status == "fail"
+    assert by["latency.total_ms.p95 <= 1500"].observed == pytest.approx(940 + 0.95 * 600)
+    assert by["cache.llm_prompt.hit_rate >= 0.5"].status == "pass"
