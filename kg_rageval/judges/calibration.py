@@ -77,7 +77,7 @@ class JudgeCalibrationFamily(Family):
             m, lo, hi = rate_with_wilson(name, k, n, missing=why, level=self.level)
             out[name], out[lo.name], out[hi.name] = m, lo, hi
         p = ppi_from_sums(s, level=self.level, lam=self.ppi_lambda)
-        if p.estimate is None:
+        if p.estimate is None or p.low is None or p.high is None:
             for name in ("ppi_approval_rate", "ppi_ci_low", "ppi_ci_high"):
                 out[name] = Metric(name, None, missing=p.missing)
         else:

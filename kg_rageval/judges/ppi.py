@@ -46,7 +46,7 @@ class PPIResult:
 
 
 def z_value(level: float) -> float:
-    from scipy.stats import norm
+    from scipy.stats import norm  # type: ignore[import-untyped]
 
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), not {level!r}")
@@ -55,12 +55,12 @@ def z_value(level: float) -> float:
 
 def ppi_sums(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequence[float]) -> dict[str, float]:
     """The additive sums PPI needs, from arrays."""
-    y, yh, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
-    if y.shape != yh.shape:
-        raise ValueError(f"y and yhat differ in length ({len(y)} vs {len(yh)})")
-    return {"ppi_n": float(len(y)), "ppi_sum_y": float(y.sum()), "ppi_sum_y2": float((y * y).sum()),
+    ya, yh, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
+    if ya.shape != yh.shape:
+        raise ValueError(f"y and yhat differ in length ({len(ya)} vs {len(yh)})")
+    return {"ppi_n": float(len(ya)), "ppi_sum_y": float(ya.sum()), "ppi_sum_y2": float((ya * ya).sum()),
             "ppi_sum_yhat_l": float(yh.sum()), "ppi_sum_yhat2_l": float((yh * yh).sum()),
-            "ppi_sum_y_yhat": float((y * yh).sum()), "ppi_N": float(len(yu)),
+            "ppi_sum_y_yhat": float((ya * yh).sum()), "ppi_N": float(len(yu)),
             "ppi_sum_yhat_u": float(yu.sum()), "ppi_sum_yhat2_u": float((yu * yu).sum())}
 
 
@@ -106,5 +106,5 @@ def ppi_mean(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequenc
 def classical_mean(y: Sequence[float], *, level: float = 0.95) -> PPIResult:
     """The classical normal interval of the labelled items alone (PPI with ``λ = 0``), for
     comparison: how much the judge labels narrow the interval."""
-    y = np.asarray(y, dtype=float)
-    return ppi_mean(y, np.zeros_like(y), [0.0], level=level, lam=0.0)
+    ya = np.asarray(y, dtype=float)
+    return ppi_mean(ya.tolist(), [0.0] * len(ya), [0.0], level=level, lam=0.0)

@@ -69,7 +69,8 @@ class ContextFamily(Family):
             gone = [p for p in POSITIONS if acc[p].value is None]
             out["middle_gap"] = Metric("middle_gap", None, missing=f"no labelled record with the gold chunk {gone[0]}")
         else:
-            out["middle_gap"] = Metric("middle_gap", (acc["first"].value + acc["last"].value) / 2 - acc["middle"].value)
+            first, middle, last = (acc[p].require() for p in POSITIONS)
+            out["middle_gap"] = Metric("middle_gap", (first + last) / 2 - middle)
         return out
 
 
