@@ -291,3 +291,8 @@ def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
     assert by["false_approval_rate[node:car] <= 0.5"].status == "pass"
     assert res.counts["families"]["judge"]["missing_runs"] == 1  # the invalid output counts as a missing run
     assert res.manifest["families"]["judge"]["status"] == "ran"
+
+
+def test_no_entries_give_missing_evidence_not_an_error():
+    out = score_judges([{"id": "a", "judges": []}])
+    assert list(out) == ["judges"] and out["judges"].metrics()["n_judge_outputs"].value is None

@@ -185,3 +185,13 @@ def test_context_position_derived_from_gold_and_bad_positions():
     assert score_context([rec]).metrics()["accuracy_gold_last"].value == 1.0
     with pytest.raises(InputError, match="gold_position: 5 is not below the 3 chunks"):
         score_context([_ctx("a", ["c1", "c2", "c3"], [], True, pos=5)])
+
+
+def test_quantile_gate_syntax_round_trips():
+    from kg_rageval.audit.gates import parse_gate
+
+    g = parse_gate("p95(latency.total_ms)[node:car] <= 1.5e3")
+    assert (g.metric, g.scope, g.threshold) == ("latency.total_ms.p95", "node:car", 1500.0)
+    assert parse_gate(str(g)) == g
+    b = parse_gate("ci_high(p99(system.latency.ttft_ms)) < 800")
+    assert (b.metric, b.use) == ("system.latency.ttft_ms.p99", "ci_high")

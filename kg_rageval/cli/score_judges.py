@@ -56,21 +56,20 @@ def command(data_path, ontology_path, ontology_format, level, ppi_lambda, endpoi
     client_options = {"api_key_env": api_key_env, "cache_dir": cache_dir, "concurrency": concurrency,
                       "timeout": timeout, "max_retries": max_retries,
                       "prices": {"prompt": price_prompt, "completion": price_completion}}
-    if endpoint and write_records:
-        from ..judges.run import judge_records
-        from ..judges.client import ChatClient
-        from ..records import write_records as write
+    usage = None
+    if endpoint or model:
+        from ..judges.run import live_judge
 
-        client = ChatClient(endpoint, model or "", **client_options)
-        for rub in rubrics:
-            records = judge_records(records, rub, client, name=judge_name)
-        write(write_records, [{k: v for k, v in r.items() if not k.startswith("_")} for r in records])
-        evals = score_judges(records, level=level, ppi_lambda=lam)
+        records, usage = live_judge(records, endpoint=endpoint, model=model, rubrics=rubrics,
+                                    judge_name=judge_name, client_options=client_options)
+        if write_records:
+            from ..records import write_records as write
+
+            write(write_records, records)
+    evals = score_judges(records, level=level, ppi_lambda=lam)
+    if usage is not None:
         for ev in evals.values():
-            ev.meta["judge_usage"] = {"settings": client.settings(), "usage": client.usage()}
-    else:
-        evals = score_judges(records, level=level, ppi_lambda=lam, endpoint=endpoint, model=model,
-                             rubrics=rubrics, judge_name=judge_name, client_options=client_options)
+            ev.meta["judge_usage"] = usage
     payload = {"command": "score judges", "data": data_path, "n_records": len(records),
                "ontology": ontology_ref(onto) if onto is not None else None, "families": {}}
     for name, ev in evals.items():

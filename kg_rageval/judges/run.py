@@ -17,7 +17,7 @@ A record that already has an entry of this rubric from this judge is not judged 
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..records import Record
 from .client import ChatClient
@@ -88,3 +88,20 @@ def judge_records(records: Iterable[Record], rubric: str, client: ChatClient, *,
             entry["lengths"] = item["lengths"]
         out[i].setdefault("judges", []).append(entry)
     return out
+
+
+def live_judge(records: Iterable[Record], *, endpoint: str | None, model: str | None, rubrics: Iterable[str],
+               judge_name: str | None = None, client_options: Mapping[str, Any] | None = None
+               ) -> tuple[list[Record], dict[str, Any]]:
+    """Judge ``records`` for each of ``rubrics`` with a new :class:`ChatClient`; returns the
+    judged records and ``{"settings", "usage"}`` (key redacted) for the manifest."""
+    from ..errors import ConfigError
+
+    rubrics = list(rubrics)
+    if not endpoint or not model or not rubrics:
+        raise ConfigError("judges: a live judge needs an endpoint, a model and at least one rubric")
+    client = ChatClient(endpoint, model, **dict(client_options or {}))
+    out = list(records)
+    for rub in rubrics:
+        out = judge_records(out, rub, client, name=judge_name)
+    return out, {"settings": client.settings(), "usage": client.usage()}

@@ -22,12 +22,24 @@ import itertools
 from typing import Any, Iterable, Mapping
 
 from ..errors import InputError
-from ..evaluation import Evaluation, build_evaluation
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, empty_evaluation
 from ..records import Record, record_error
 from .calibration import JudgeAgreementFamily, JudgeCalibrationFamily, PositionBiasFamily
 from .contracts import INVALID, SCORED, UNSCORABLE, RUBRICS, Verdict, parse_verdict
 
 FAILED = "failed"
+
+
+class NoJudgeOutputs(Family):
+    """What ``score_judges`` returns when the ``judges`` sections hold no entry: every gate on
+    a judge metric is then missing evidence."""
+
+    name = "judges"
+    version = "1"
+    stats = ("n_outputs",)
+
+    def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        return {"n_judge_outputs": Metric("n_judge_outputs", None, missing="no judge entries in the records")}
 _SWAP = {"A": "B", "B": "A", "tie": "tie"}
 
 
@@ -128,16 +140,10 @@ def score_judges(records: Iterable[Record], ontology: Any = None, *, level: floa
     evaluation's ``meta["judge_usage"]``, which the audit manifest records."""
     usage = None
     if endpoint is not None or model is not None:
-        from ..errors import ConfigError
-        from .client import ChatClient
-        from .run import judge_records
+        from .run import live_judge
 
-        if not endpoint or not model or not list(rubrics):
-            raise ConfigError("judges: a live judge needs endpoint, model and rubrics")
-        client = ChatClient(endpoint, model, **dict(client_options or {}))
-        for rub in rubrics:
-            records = judge_records(records, rub, client, name=judge_name)
-        usage = {"settings": client.settings(), "usage": client.usage()}
+        records, usage = live_judge(records, endpoint=endpoint, model=model, rubrics=rubrics,
+                                    judge_name=judge_name, client_options=client_options)
     if not 0 < level < 1:
         raise InputError(f"judges: level must lie in (0, 1), not {level!r}")
     if any(b <= 0 for b in length_bins) or list(length_bins) != sorted(set(length_bins)):
@@ -182,6 +188,8 @@ def score_judges(records: Iterable[Record], ontology: Any = None, *, level: floa
                                      meta={"rubric": rub, "judge": judge, "level": level, "ppi_lambda": ppi_lambda})
     out.update(_position_bias(parsed))
     out.update(_agreement(parsed))
+    if not out:
+        out["judges"] = empty_evaluation(NoJudgeOutputs())
     if usage is not None:
         for ev in out.values():
             ev.meta["judge_usage"] = usage
