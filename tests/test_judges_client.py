@@ -162,3 +162,26 @@ def test_bad_settings():
         ChatClient("file:///etc/passwd", "m")
     with pytest.raises(ConfigError, match="prices"):
         ChatClient("http://x/v1", "m", prices={"input": 1})
+
+
+def test_audit_live_judge_usage_in_manifest(tmp_path, monkeypatch, vehicles):
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.audit.runner import run_audit
+
+    monkeypatch.setenv("KGR_AUDIT_KEY", "sk-audit-secret-999")
+    recs = [{"id": f"r{i}", "query": f"q{i}", "answer": {"text": "Paris"}, "reference": {"answer": "Paris"},
+             "judges": []} for i in range(3)]  # distinct prompts: no cache hit among them
+    with FakeServer({"verdict": "correct", "score": 1.0}) as srv:
+        cfg = config_from_mapping({
+            "ontology": "x.csv", "records": "r.jsonl", "gates": ["judge.judge_approval_rate >= 0.9"],
+            "families": {"judge": {"endpoint": srv.base_url, "model": "m", "rubrics": ["answer_correctness"],
+                                   "client_options": {"api_key_env": "KGR_AUDIT_KEY", "prices": {"prompt": 1.0},
+                                                      "cache_dir": str(tmp_path / "cache")}}}},
+            base_dir=tmp_path)
+        res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
+    assert res.passed
+    fam = res.manifest["families"]["judge"]
+    assert fam["judge_usage"]["usage"]["requests"] == 3
+    assert fam["judge_usage"]["usage"]["cost_usd"] == pytest.approx(300 / 1e6)
+    assert fam["judge_usage"]["settings"]["api_key"] == "<redacted>"
+    assert "sk-audit-secret-999" not in json.dumps(res.manifest)
