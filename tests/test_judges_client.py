@@ -72,12 +72,12 @@ def test_retries_exhausted_and_non_retryable():
 
 def test_timeout_is_retried_then_fails():
     with FakeServer() as srv:
-        srv.script = [("delay", 1.0), ("content", '{"verdict": "incorrect", "wrong_facts": ["x"]}')]
-        c = client(srv.base_url, timeout=0.2, max_retries=1)
+        srv.script = [("delay", 2.5), ("content", '{"verdict": "incorrect", "wrong_facts": ["x"]}')]
+        c = client(srv.base_url, timeout=1.0, max_retries=1)
         got = c.complete("q")
         assert got.attempts == 2 and json.loads(got.content)["verdict"] == "incorrect"
-        srv.script = [("delay", 1.0), ("delay", 1.0)]
-        with pytest.raises(BackendError, match="timed out after 0.2 s"):
+        srv.script = [("delay", 2.5), ("delay", 2.5)]
+        with pytest.raises(BackendError, match="timed out after 1 s"):
             c.complete("q2")
     assert c.usage()["http_status"]["timeout"] == 3
 
