@@ -40,21 +40,32 @@ QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 def weighted_quantile(values: np.ndarray, q: float, weights: np.ndarray | None = None) -> float | None:
     """Type-7 quantile of ``values`` where each value counts ``weights`` times (integers);
     equal to ``np.quantile(np.repeat(values, weights), q)``; ``None`` on no values."""
-    if weights is None:
-        return float(np.quantile(values, q)) if len(values) else None
-    keep = weights > 0
-    v, w = values[keep], weights[keep]
-    total = int(round(w.sum()))
+    order = np.argsort(values, kind="stable")
+    return sorted_quantiles(values[order], [q], None if weights is None else weights[order])[0]
+
+
+def sorted_quantiles(v: np.ndarray, qs: Iterable[float], w: np.ndarray | None = None) -> list[float | None]:
+    """Type-7 quantiles of the **ascending** values ``v`` (each counted ``w`` times, integer
+    weights); ``None`` for each when nothing is counted."""
+    qs = list(qs)
+    if w is None:
+        n = len(v)
+        if not n:
+            return [None] * len(qs)
+        h = (n - 1) * np.asarray(qs, dtype=float)
+        lo = np.floor(h).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        return [float(x) for x in v[lo] + (h - lo) * (v[hi] - v[lo])]
+    cw = np.cumsum(w)
+    total = int(round(cw[-1])) if len(cw) else 0
     if total == 0:
-        return None
-    order = np.argsort(v, kind="stable")
-    v, cw = v[order], np.cumsum(w[order])
-    h = (total - 1) * q
-    lo = int(np.floor(h))
-    hi = min(lo + 1, total - 1)
+        return [None] * len(qs)
+    h = (total - 1) * np.asarray(qs, dtype=float)
+    lo = np.floor(h)
+    hi = np.minimum(lo + 1, total - 1)
     x_lo = v[np.searchsorted(cw, lo, side="right")]
     x_hi = v[np.searchsorted(cw, hi, side="right")]
-    return float(x_lo + (h - lo) * (x_hi - x_lo))
+    return [float(x) for x in x_lo + (h - lo) * (x_hi - x_lo)]
 
 
 class RowFamily(Family):
@@ -89,6 +100,7 @@ class QuantileEvaluation(Evaluation):
         return out
 
     def _metrics_of(self, mask: np.ndarray) -> dict[str, Metric]:
+        """Metrics of the rows a boolean mask or an index array selects."""
         out = self.family.finalize(self.totals(mask))
         out.update(self._row_metrics(mask))
         return out
@@ -108,11 +120,26 @@ class QuantileEvaluation(Evaluation):
 
     def rollup(self, ontology: Any, key: str = "gold_node", *, min_rows: int = 1,
                max_depth: int | None = None) -> dict[str, dict[str, Any]]:
+        """Per node, the metrics over the rows of its subtree (each row once). The rows of
+        every node come from one pass over the ancestor closure: (ancestor, row) pairs sorted
+        by ancestor, so the cost is the sum of the subtree sizes, not nodes × rows."""
         base = super().rollup(ontology, key, min_rows=min_rows, max_depth=max_depth)
+        if not base:
+            return base
+        from ..ontology.builder import _gather
+
         idx = self.node_indices(ontology, key)
+        rows = np.flatnonzero(idx >= 0)
+        nodes = idx[rows]
+        lens = ontology.anc_ptr[nodes + 1] - ontology.anc_ptr[nodes]
+        anc = _gather(ontology.anc_ptr, ontology.anc_idx, nodes)
+        pair_rows = np.repeat(rows, lens)
+        order = np.argsort(anc, kind="stable")
+        anc, pair_rows = anc[order], pair_rows[order]
         for node_id, entry in base.items():
-            desc = ontology.descendant_indices(ontology.index(node_id), include_self=True)
-            entry["metrics"] = self._metrics_of(np.isin(idx, desc) & (idx >= 0))
+            i = ontology.index(node_id)
+            lo, hi = np.searchsorted(anc, [i, i + 1])
+            entry["metrics"] = self._metrics_of(np.sort(pair_rows[lo:hi]))
         return base
 
     def bootstrap_replicates(self, *, n_resamples: int = 1000, seed: int = 0,

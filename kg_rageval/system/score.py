@@ -30,7 +30,7 @@ import numpy as np
 from ..evaluation import Metric, mean_of, ratio
 from ..records import Record, record_error
 from .fields import row_keys
-from .quantiles import QUANTILES, QuantileEvaluation, RowFamily, weighted_quantile
+from .quantiles import QUANTILES, QuantileEvaluation, RowFamily, sorted_quantiles
 
 STAGES = ("retrieve", "rerank", "generate", "total", "ttft")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -50,6 +50,7 @@ class SystemFamily(RowFamily):
         self.layers = tuple(layers)
         self.quantities = tuple(f"latency.{s}_ms" for s in self.stages) + ("cost.usd_per_query",) + tuple(
             f"tokens.{t}" for t in self.tokens)
+        self._order_cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.stats = ("n",) + tuple(x for q in self.quantities for x in (q, f"has:{q}")) + tuple(
             f"cache.{c}.{k}" for c in self.layers for k in ("hits", "lookups"))
 
@@ -84,23 +85,35 @@ class SystemFamily(RowFamily):
                                                missing=f"no record reports the {c} cache")
         return out
 
+    def _present_sorted(self, stats: Mapping[str, np.ndarray], q: str) -> tuple[np.ndarray, np.ndarray]:
+        """The present values of ``q`` in ascending order and their row indices (cached per
+        stats column object: a bootstrap reuses the order across resamples)."""
+        col = stats[q]
+        hit = self._order_cache.get(q)
+        if hit is not None and hit[0] is col:
+            return hit[1], hit[2]
+        rows = np.flatnonzero(stats[f"has:{q}"] > 0)
+        order = rows[np.argsort(col[rows], kind="stable")]
+        self._order_cache[q] = (col, col[order], order)
+        return col[order], order
+
     def row_metrics(self, stats: Mapping[str, np.ndarray], weights: np.ndarray | None = None,
                     only: set[str] | None = None) -> dict[str, Metric]:
         out: dict[str, Metric] = {}
         for q in self.quantities:
-            if only is not None and not any(f"{q}.{r}" in only for r in self._row_names(q)):
+            names = self._row_names(q)
+            if only is not None and not any(f"{q}.{r}" in only for r in names):
                 continue
-            has = stats[f"has:{q}"] > 0
-            vals = stats[q][has]
-            w = None if weights is None else weights[has]
-            for r in self._row_names(q):
-                name = f"{q}.{r}"
-                if r == "max":
-                    keep = vals if w is None else vals[w > 0]
-                    v = float(keep.max()) if len(keep) else None
-                else:
-                    v = weighted_quantile(vals, QUANTILES[r], w)
-                out[name] = Metric(name, v, missing=None if v is not None else f"no record has {q}")
+            vals, rows = self._present_sorted(stats, q)
+            w = None if weights is None else weights[rows]
+            qs = [r for r in names if r != "max"]
+            got = dict(zip(qs, sorted_quantiles(vals, [QUANTILES[r] for r in qs], w)))
+            if "max" in names:
+                keep = vals if w is None else vals[w > 0]
+                got["max"] = float(keep[-1]) if len(keep) else None
+            for r in names:
+                v = got[r]
+                out[f"{q}.{r}"] = Metric(f"{q}.{r}", v, missing=None if v is not None else f"no record has {q}")
         return out
 
 
