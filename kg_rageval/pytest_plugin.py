@@ -66,11 +66,12 @@ class _Evidence:
     """Flat metrics plus what is known per node (for the worst-branch listing)."""
 
     def __init__(self, metrics: dict, *, evaluations: list | None = None, ontology: Any = None,
-                 nodes: Mapping[str, Any] | None = None):
+                 nodes: Mapping[str, Any] | None = None, families: dict[str, list] | None = None):
         self.metrics = metrics
         self.evaluations = evaluations or []
         self.ontology = ontology
         self.nodes = nodes
+        self.families = families
 
 
 def _as_metric(name: str, v: Any):
@@ -95,21 +96,23 @@ def _is_evaluation(x: Any) -> bool:
     return hasattr(x, "family") and hasattr(x, "stats") and hasattr(x, "metrics") and hasattr(x, "rollup")
 
 
+def _family_of(ev: Any) -> str:
+    from kg_rageval.contract import family_of_member
+
+    return family_of_member(ev.family.name) or ev.family.name
+
+
 def _evidence(obj: Any, ontology: Any) -> _Evidence:
     if _is_evaluation(obj):
         obj = [obj]
+    if isinstance(obj, Mapping) and hasattr(obj, "family") and obj and all(_is_evaluation(e) for e in obj.values()):
+        return _Evidence({}, evaluations=list(obj.values()), ontology=ontology,
+                         families={obj.family: list(obj.values())})  # an EvaluationSet
     if isinstance(obj, (list, tuple)) and obj and all(_is_evaluation(e) for e in obj):
-        metrics: dict = {}
-        counts: dict[str, int] = {}
+        fams: dict[str, list] = {}
         for ev in obj:
-            for name, m in ev.metrics().items():
-                metrics[f"{ev.family.name}.{name}"] = m
-                counts[name] = counts.get(name, 0) + 1
-                metrics.setdefault(name, m)
-        for name, c in counts.items():  # a bare name produced by two families is ambiguous
-            if c > 1:
-                metrics.pop(name, None)
-        return _Evidence(metrics, evaluations=list(obj), ontology=ontology)
+            fams.setdefault(_family_of(ev), []).append(ev)
+        return _Evidence({}, evaluations=list(obj), ontology=ontology, families=fams)
     if hasattr(obj, "gate_results") and hasattr(obj, "metrics"):  # an AuditResult
         return _Evidence(dict(obj.metrics), ontology=getattr(obj, "ontology", ontology),
                          nodes=getattr(obj, "nodes", None))
@@ -120,31 +123,60 @@ def _evidence(obj: Any, ontology: Any) -> _Evidence:
                              ontology=ontology)
         return _Evidence({k: _as_metric(k, v) for k, v in obj.items()}, ontology=ontology)
     raise TypeError(
-        "assert_gates needs an Evaluation, a list of Evaluations, an AuditResult, a report dict "
-        f"or a {{metric: value}} mapping, not {type(obj).__name__}"
+        "assert_gates needs an Evaluation, a list of Evaluations, an EvaluationSet, an AuditResult, a report "
+        f"dict or a {{metric: value}} mapping, not {type(obj).__name__}"
     )
 
 
-def _scoped_metric(gate: Any, ev_: _Evidence):
-    """The metric of a ``[slice:...]`` / ``[node:...]`` gate computed from the Evaluations."""
-    from kg_rageval.audit.runner import node_mask, slice_mask
+def _canonical(name: str, present: Mapping[str, Any], scope: list[str] | None) -> str:
+    """The key a gate's metric is found under: as written when present, else its canonical
+    name from the metric registry (``nDCG@10`` finds ``retrieval.ndcg@10``); a name the
+    registry does not know stays as written (a plain mapping may use any names)."""
+    from kg_rageval.contract import resolve_metric
+    from kg_rageval.errors import ConfigError
 
-    kind, _, rest = gate.scope.partition(":")
+    if name in present:
+        return name
+    try:
+        mn = resolve_metric(name, scope=scope)
+    except ConfigError:
+        return name
+    return mn.key if mn.family is not None else name
+
+
+def _decide_from_evaluations(parsed: list, ev_: _Evidence, bootstrap: Any) -> dict:
+    """``{gate key: Metric}`` computed exactly as the audit does (:mod:`kg_rageval.audit.evidence`)."""
+    from kg_rageval.audit.evidence import MetricIndex, metric_for_gate
+    from kg_rageval.audit.families import FamilyRun
+    from kg_rageval.contract import resolve_metric
+
+    runs = {f: FamilyRun(f, "ran", evaluations=evs) for f, evs in (ev_.families or {}).items()}
+    names = {g.metric: resolve_metric(g.metric, scope=list(runs)) for g in parsed}
+    index = MetricIndex(runs, names)
+    _check_slices(parsed, ev_)
+    return {g.key: metric_for_gate(g, index, ev_.ontology, bootstrap, {}) for g in parsed}
+
+
+def _check_slices(parsed: list, ev_: _Evidence) -> None:
+    """A slice name or value no evaluation row has is a typo: ConfigError, as in the audit."""
+    from kg_rageval.contract import did_you_mean, parse_scope
+    from kg_rageval.errors import ConfigError
+    from kg_rageval.records import slice_text
+
+    values: dict[str, set[str]] = {}
     for ev in ev_.evaluations:
-        name = gate.metric.split(".", 1)[1] if gate.metric.startswith(ev.family.name + ".") else gate.metric
-        if name not in ev.family.finalize({k: 0.0 for k in ev.family.stats}):
+        for k, col in ev.keys.items():
+            if k.startswith("slice:"):
+                values.setdefault(k[6:], set()).update(t for t in map(slice_text, col.tolist()) if t is not None)
+    for g in parsed:
+        if not g.scope or not g.scope.startswith("slice:"):
             continue
-        if kind == "slice":
-            sname, _, value = rest.partition("=")
-            mask = slice_mask(ev, sname.strip(), value.strip())
-        elif ev_.ontology is not None:
-            mask = node_mask(ev, ev_.ontology, rest.strip())
-        else:
-            return None
-        if mask is None:
-            return None
-        return ev.subset(mask).metrics().get(name)
-    return None
+        _, name, value = parse_scope(g.scope)
+        if name not in values:
+            raise ConfigError(f"{g}: no row has the slice {name!r}{did_you_mean(name, values)}")
+        if value not in values[name]:
+            raise ConfigError(f"{g}: no row has {name}={value!r}{did_you_mean(value, values[name])}; values: "
+                              + ", ".join(sorted(values[name])[:20]))
 
 
 # ---------------------------------------------------------------------- branches
@@ -210,18 +242,30 @@ def _fmt_branch(b: dict) -> str:
 
 # ---------------------------------------------------------------------- public API
 def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str] | str, *,
-                ontology: Any = None, top: int = TOP_BRANCHES) -> tuple[list, dict]:
-    """Decide ``gates`` without raising: ``(results, worst branches per failed gate text)``."""
+                ontology: Any = None, top: int = TOP_BRANCHES, bootstrap: Any = None) -> tuple[list, dict]:
+    """Decide ``gates`` without raising: ``(results, worst branches per failed gate text)``.
+
+    On Evaluations the gates are decided exactly as the audit decides them (the same metric
+    resolution, scopes and bootstrap; ``bootstrap`` defaults to the audit's defaults). A
+    misspelt metric name or slice raises :class:`~kg_rageval.errors.ConfigError` with a "did
+    you mean"."""
     from kg_rageval.audit.gates import evaluate_gates, parse_gate
+
+    from kg_rageval.audit.config import BootstrapConfig
+    from kg_rageval.errors import ConfigError
 
     parsed = [parse_gate(t) for t in _gate_texts(gates)]
     if not parsed:
-        raise ValueError("assert_gates: no gates given (an empty gate set proves nothing)")
+        raise ConfigError("assert_gates: no gates given (an empty gate set proves nothing)")
     ev_ = _evidence(report_or_metrics, ontology)
-    metrics = dict(ev_.metrics)
-    for g in parsed:
-        if g.scope is not None and g.key not in metrics and ev_.evaluations:
-            m = _scoped_metric(g, ev_)
+    if ev_.families is not None:
+        metrics = _decide_from_evaluations(parsed, ev_, bootstrap or BootstrapConfig())
+    else:
+        metrics = {}
+        for g in parsed:
+            key = _canonical(g.metric, ev_.metrics, None)
+            full = f"{key}[{g.scope}]" if g.scope else key
+            m = ev_.metrics.get(full if full in ev_.metrics else g.key)
             if m is not None:
                 metrics[g.key] = m
     results = evaluate_gates(parsed, metrics)

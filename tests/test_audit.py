@@ -53,7 +53,7 @@ def test_pass_config_exact_values(stub):
     assert obs["stub_accuracy[node:car] == 0.6"] == pytest.approx(3 / 5)
     assert obs["stub.missing_run_rate <= 0.2"] == pytest.approx(1 / 9)
     # the CI bound was computed (seeded) and lies within [0, 1]
-    m = res.metrics["stub_accuracy"]
+    m = res.metrics["stub.stub_accuracy"]
     assert m.value == pytest.approx(0.625) and m.numerator == 5 and m.denominator == 8
     assert res.counts["families"]["stub"]["missing_runs"] == 1
     assert res.counts["families"]["stub"]["unscored_reasons"] == {"missing run": 1}
@@ -85,18 +85,25 @@ def test_missing_evidence_fails(stub):
     assert "no family produced 'faithfulness'" in by["faithfulness >= 0.5"].reason
 
 
-def test_unknown_slice_or_node_is_missing(stub, workdir):
-    cfg = config_from_mapping({
-        "ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
-        "missing_runs": {"budget": 0.5},
-        "gates": ["stub_accuracy[slice:intent=nosuch] >= 0.1", "stub_accuracy[node:sedan] >= 0.1",
-                  "stub_accuracy[slice:region=eu] >= 0.1"],
-    }, base_dir=workdir)
-    res = run_audit(cfg, progress=False)
-    reasons = [r.reason for r in res.gate_results[:3]]
-    assert [r.status for r in res.gate_results[:3]] == ["missing", "pass", "missing"]
-    assert "no stub rows in scope slice:intent=nosuch" in reasons[0]
-    assert "has no slice 'region'" in reasons[2]
+def test_unknown_slice_name_or_value_is_a_config_error(stub, workdir):
+    """A slice the records do not have is a typo (exit 2 with a "did you mean"), decided before
+    any family runs; a known slice value and node are fine."""
+    base = {"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
+            "missing_runs": {"budget": 0.5}}
+    res = run_audit(config_from_mapping({**base, "gates": ["stub_accuracy[node:sedan] >= 0.1",
+                                                           "stub_accuracy[slice:intent=lookup] >= 0.1"]},
+                                        base_dir=workdir), progress=False)
+    assert [r.status for r in res.gate_results[:2]] == ["pass", "pass"]
+    with pytest.raises(ConfigError, match=r"no record has intent='lookp' \(did you mean 'lookup'\?\); values: compare, lookup"):
+        run_audit(config_from_mapping({**base, "gates": ["stub_accuracy[slice:intent=lookp] >= 0.1"]},
+                                      base_dir=workdir), progress=False)
+    with pytest.raises(ConfigError, match=r"no record has the slice 'intnt' \(did you mean 'intent'\?\)"):
+        run_audit(config_from_mapping({**base, "gates": ["stub_accuracy[slice:intnt=lookup] >= 0.1"]},
+                                      base_dir=workdir), progress=False)
+    cfg = workdir / "bad.yaml"
+    cfg.write_text("ontology: vehicles.csv\nrecords: records.jsonl\nfamilies: {stub: {}}\n"
+                   "gates: ['stub_accuracy[slice:intent=nosuch] >= 0.1']\n")
+    assert main(["audit", "--config", str(cfg), "--quiet"]) == 2
 
 
 def test_gate_on_unknown_node_is_a_config_error(stub, workdir):
@@ -277,7 +284,7 @@ def test_baseline_deltas_and_budget(stub, workdir):
         "bootstrap": {"n_resamples": 300, "seed": 3},
     }, base_dir=workdir)
     res = run_audit(cfg, progress=False)
-    d = res.metrics["delta:stub_accuracy"]
+    d = res.metrics["delta:stub.stub_accuracy"]
     assert d.value == pytest.approx(5 / 8 - 6 / 8)
     assert d.ci is not None and d.ci[0] <= d.value <= d.ci[1]
     st = _statuses(res)

@@ -79,7 +79,7 @@ def test_unknown_family_or_option_is_a_config_error(tmp_path):
             "gates": ["retrieval.mrr >= 0"]}
     with pytest.raises(ConfigError, match="families.retrieval: .*bogus"):
         run_audit(config_from_mapping({**base, "families": {"retrieval": {"bogus": 1}}}), progress=False)
-    with pytest.raises(ConfigError, match="unknown family 'retreival'; known: .*retrieval"):
+    with pytest.raises(ConfigError, match=r"unknown family 'retreival' \(did you mean 'retrieval'\?\); known: .*retrieval"):
         run_audit(config_from_mapping({**base, "families": {"retreival": {}}}), progress=False)
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"ontology: {FIX / 'vehicles.csv'}\nrecords: {FIX / 'real_records.jsonl'}\n"

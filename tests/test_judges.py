@@ -83,8 +83,10 @@ def test_kappa_and_rates_match_sklearn_and_hand_counts():
     labels = ["correct", "partially_correct", "incorrect"]
     human = rng.choice(labels, 120, p=[0.5, 0.2, 0.3])
     judge = np.where(rng.random(120) < 0.7, human, rng.choice(labels, 120))
-    ev = score_judges(_calibration_records(judge.tolist(), human.tolist()))["answer_correctness"]
+    ev = score_judges(None, _calibration_records(judge.tolist(), human.tolist()))["calibration"]
     m = ev.metrics()
+    assert m["answer_correctness.cohen_kappa"].value == m["cohen_kappa"].value
+    assert m["refusal.cohen_kappa"].missing == "no items labelled by both raters"
     assert m["cohen_kappa"].value == pytest.approx(cohen_kappa_score(judge, human))
     assert m["accuracy"].value == pytest.approx(float(np.mean(judge == human)))
     ja, ha = judge == "correct", human == "correct"
@@ -115,7 +117,7 @@ def test_invalid_unscorable_and_failed_are_counted_never_scored():
                                 "human": "incorrect"}]},
         {"id": "d", "judges": [{"rubric": "refusal", "error": "timed out after 60 s", "human": "incorrect"}]},
     ]
-    ev = score_judges(recs)["refusal"]
+    ev = score_judges(None, recs)["calibration"]
     m = ev.metrics()
     assert [m[k].value for k in ("invalid_output_rate", "unscorable_rate", "failed_call_rate")] == [0.25] * 3
     assert m["accuracy"].denominator == 1 and m["false_approval_rate"].value is None
@@ -129,7 +131,7 @@ def test_bool_human_labels_count_for_approval_only():
                                         else {"verdict": v, "claim": "c"}, "human": h}]}
             for i, (v, h) in enumerate([("supported", True), ("supported", False), ("not_supported", False),
                                         ("partially_supported", True)])]
-    m = score_judges(recs)["citation_support"].metrics()
+    m = score_judges(None, recs)["calibration"].metrics()
     assert m["accuracy"].value is None  # no label from the rubric's set
     assert (m["false_approval_rate"].numerator, m["false_approval_rate"].denominator) == (1, 2)
     assert (m["false_rejection_rate"].numerator, m["false_rejection_rate"].denominator) == (1, 2)
@@ -140,7 +142,7 @@ def test_rollup_per_branch(vehicles):
     recs = _calibration_records(["correct", "correct", "incorrect", "correct"],
                                 ["correct", "incorrect", "incorrect", "incorrect"],
                                 node=["sedan", "sedan", "submarine", "submarine"])
-    ev = score_judges(recs)["answer_correctness"]
+    ev = score_judges(None, recs)["calibration"]
     roll = ev.rollup(vehicles)
     assert roll["car"]["metrics"]["false_approval_rate"].value == 1.0
     assert roll["boat"]["metrics"]["false_approval_rate"].value == 0.5
@@ -149,11 +151,11 @@ def test_rollup_per_branch(vehicles):
 
 def test_bad_judges_section_is_an_input_error():
     with pytest.raises(InputError, match=r"judges\[0\]\.rubric"):
-        score_judges([{"id": "a", "judges": [{"rubric": "vibes", "output": {}}]}])
+        score_judges(None, [{"id": "a", "judges": [{"rubric": "vibes", "output": {}}]}])
     with pytest.raises(InputError, match=r"judges\[0\]\.human"):
-        score_judges([{"id": "a", "judges": [{"rubric": "pairwise", "output": {"verdict": "A"}, "human": "C"}]}])
+        score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise", "output": {"verdict": "A"}, "human": "C"}]}])
     with pytest.raises(InputError, match="needs 'output'"):
-        score_judges([{"id": "a", "judges": [{"rubric": "pairwise"}]}])
+        score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise"}]}])
 
 
 # ------------------------------------------------------------------ pairwise: position, length, two judges
@@ -173,11 +175,11 @@ def test_position_bias_after_swap():
         {"id": "p3", "judges": [_pair("p3", "j", "AB", "A"), _pair("p3", "j", "BA", "A")]},
         {"id": "p4", "judges": [_pair("p4", "j", "AB", "tie")]},  # one order only: not a swapped pair
     ]
-    out = score_judges(recs)
+    out = score_judges(None, recs)
     m = out["position_bias"].metrics()
     assert m["position_consistency"].value == pytest.approx(1 / 3)
     assert (m["first_position_win_rate"].numerator, m["first_position_win_rate"].denominator) == (5, 6)
-    cal = out["pairwise"].metrics()  # BA verdicts mapped back: p1 both A; p2/p3 AB→A, BA→B
+    cal = out["calibration"].metrics()  # BA verdicts mapped back: p1 both A; p2/p3 AB→A, BA→B
     assert cal["accuracy"].denominator == 7
     assert cal["accuracy"].numerator == 4
 
@@ -186,16 +188,24 @@ def test_length_view_and_two_judge_agreement():
     L = {"A": 300, "B": 100}
     recs = [{"id": f"q{i}", "judges": [_pair("", "j1", "AB", v1, human=h, lengths=L), _pair("", "j2", "AB", v2, human=h, lengths=L)]}
             for i, (v1, v2, h) in enumerate([("A", "A", "B"), ("A", "B", "B"), ("B", "B", "B"), ("A", "A", "A")])]
-    out = score_judges(recs)
-    assert set(out) == {"pairwise@j1", "pairwise@j2", "pairwise_agreement@j1/j2"}
-    m1 = out["pairwise@j1"].metrics()
+    from kg_rageval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"verdicts of 2 judges \(j1, j2\); choose the one to calibrate"):
+        score_judges(None, recs)
+    out = score_judges(None, recs, judge="j1")
+    assert list(out) == ["calibration", "position_bias", "agreement"]
+    assert out["agreement"].meta["second_judge"] == "j2"
+    m1 = out["calibration"].metrics()
     assert m1["judge_longer_win_rate"].value == 0.75 and m1["human_longer_win_rate"].value == 0.25
     from sklearn.metrics import cohen_kappa_score
 
-    ag = out["pairwise_agreement@j1/j2"].metrics()
-    assert ag["agreement"].value == 0.75
-    assert ag["cohen_kappa"].value == pytest.approx(cohen_kappa_score(["A", "A", "B", "A"], ["A", "B", "B", "A"]))
-    assert list(out["pairwise@j1"].breakdown("length_bin")) == ["A longer"]
+    ag = out["agreement"].metrics()
+    assert ag["judge_agreement"].value == 0.75
+    assert ag["judge_agreement_kappa"].value == pytest.approx(
+        cohen_kappa_score(["A", "A", "B", "A"], ["A", "B", "B", "A"]))
+    assert list(out["calibration"].breakdown("length_bin")) == ["A longer"]
+    with pytest.raises(ConfigError, match="second_judge='j9' gave no verdict"):
+        score_judges(None, recs, judge="j1", second_judge="j9")
 
 
 # ------------------------------------------------------------------ PPI
@@ -257,11 +267,11 @@ def test_ppi_in_the_calibration_family_matches_arrays():
         else:
             yu.append(float(j))
         recs.append({"id": str(i), "judges": [e]})
-    m = score_judges(recs)["refusal"].metrics()
+    m = score_judges(None, recs)["calibration"].metrics()
     r = ppi_mean(y, yh, yu)
     assert m["ppi_approval_rate"].value == pytest.approx(r.estimate)
     assert (m["ppi_ci_low"].value, m["ppi_ci_high"].value) == (pytest.approx(r.low), pytest.approx(r.high))
-    few = score_judges(recs[:1] + recs[100:])["refusal"].metrics()
+    few = score_judges(None, recs[:1] + recs[100:])["calibration"].metrics()
     assert few["ppi_approval_rate"].missing == "PPI needs at least 2 human-labelled items, has 1"
 
 
@@ -294,5 +304,29 @@ def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
 
 
 def test_no_entries_give_missing_evidence_not_an_error():
-    out = score_judges([{"id": "a", "judges": []}])
-    assert list(out) == ["judges"] and out["judges"].metrics()["n_judge_outputs"].value is None
+    out = score_judges(None, [{"id": "a", "judges": []}])
+    m = out["calibration"].metrics()
+    assert m["false_approval_rate"].value is None and m["accuracy"].missing == "no judge outputs"
+
+
+def test_pooled_label_metrics_need_one_rubric():
+    recs = _calibration_records(["correct", "incorrect"], ["correct", "correct"])
+    recs.append({"id": "x", "judges": [{"rubric": "pairwise", "judge": "j1", "output": {"verdict": "A"},
+                                        "human": "B"}]})
+    m = score_judges(None, recs)["calibration"].metrics()
+    assert m["accuracy"].missing.startswith("pools the rubrics pairwise, answer_correctness")
+    assert m["answer_correctness.accuracy"].value == 0.5 and m["pairwise.accuracy"].value == 0.0
+    assert (m["false_approval_rate"].numerator, m["false_approval_rate"].denominator) == (1, 1)
+
+
+def test_declared_metrics_are_produced():
+    from kg_rageval.contract import REGISTRY
+    from kg_rageval.contract.quality import RUBRIC_NAMES
+    from kg_rageval.judges.contracts import RUBRICS
+
+    assert set(RUBRIC_NAMES) == set(RUBRICS)
+    out = score_judges(None, _calibration_records(["correct"], ["correct"]))
+    produced = {f"judge.{k}" for ev in out.values() for k in ev.metrics()}
+    sc = REGISTRY["judge"]
+    assert produced == {f"judge.{m.name}" for m in sc.metrics}
+    assert {m.member for m in sc.metrics} == set(out)

@@ -149,7 +149,7 @@ def test_rubric_judge_entries_are_scored_like_file_entries():
     assert [("output" in e, "error" in e) for e in entries] == [(True, False), (True, False), (False, True)]
     records = [{"id": f"r{i}", "judges": [dict(e, human=h)]}
                for i, (e, h) in enumerate(zip(entries, ["correct", "incorrect", "correct"]))]
-    ev = score_judges(records)["answer_correctness"]
+    ev = score_judges(None, records)["calibration"]
     m = ev.metrics()
     assert (m["invalid_output_rate"].value, m["failed_call_rate"].value) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
     assert m["accuracy"].value == 1.0 and m["accuracy"].denominator == 1
@@ -175,8 +175,8 @@ def test_audit_live_judge_usage_in_manifest(tmp_path, monkeypatch, vehicles):
         cfg = config_from_mapping({
             "ontology": "x.csv", "records": "r.jsonl", "gates": ["judge.judge_approval_rate >= 0.9"],
             "families": {"judge": {"endpoint": srv.base_url, "model": "m", "rubrics": ["answer_correctness"],
-                                   "client_options": {"api_key_env": "KGR_AUDIT_KEY", "prices": {"prompt": 1.0},
-                                                      "cache_dir": str(tmp_path / "cache")}}}},
+                                   "api_key_env": "KGR_AUDIT_KEY", "price_prompt": 1.0,
+                                   "cache_dir": str(tmp_path / "cache")}}},
             base_dir=tmp_path)
         res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
     assert res.passed

@@ -29,8 +29,9 @@ def test_score_judges_json_and_rollup(tmp_path, capsys, fixtures_dir):
     onto = fixtures_dir / "audit" / "vehicles.csv"
     assert main(["score", "judges", "-d", data, "-O", str(onto), "--format", "json"]) in (0, None)
     out = json.loads(capsys.readouterr().out)
-    fam = out["families"]["refusal"]
+    fam = out["families"]["calibration"]
     assert fam["metrics"]["false_approval_rate"]["value"] == 0.5
+    assert fam["metrics"]["refusal.false_approval_rate"]["value"] == 0.5
     assert fam["metrics"]["false_approval_rate"]["ci"][1] > 0.5
     assert fam["rollup"]["car"]["metrics"]["false_approval_rate"]["value"] == 1.0
     assert main(["score", "judges", "-d", data, "--ppi-lambda", "x"]) == 2
@@ -50,7 +51,7 @@ def test_score_judges_live_endpoint_writes_records(tmp_path, capsys, monkeypatch
     text = capsys.readouterr().out
     assert code in (0, None) and "sk-very-secret" not in text
     out = json.loads(text)
-    usage = out["families"]["answer_correctness"]["meta"]["judge_usage"]
+    usage = out["families"]["calibration"]["meta"]["judge_usage"]
     assert usage["usage"]["requests"] == 2 and usage["usage"]["cost_usd"] == pytest.approx(2 * 140 / 1e6)
     assert usage["settings"]["api_key"] == "<redacted>"
     judged = [json.loads(x) for x in out_path.read_text().splitlines()]

@@ -70,7 +70,7 @@ def test_sdk_export_to_records_and_system_metrics(tmp_path):
     assert r0["retrieval"]["run"] == [["doc-0", 1.0], ["doc-1", 0.9]]
     assert recs[1]["retrieval"]["contexts"][2] == {"id": "doc-2", "text": "text 2"}
     assert r0["trace"]["spans"] == 3 and len(r0["trace"]["trace_id"]) == 32
-    m = score_system(recs).metrics()
+    m = score_system(None, recs).metrics()
     assert m["latency.total_ms.p50"].value == pytest.approx((940 + 1540) / 2)
     assert m["cache.llm_prompt.hit_rate"].value == 0.5
     assert m["cost.usd_total"].value == pytest.approx(0.004)

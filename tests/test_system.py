@@ -24,7 +24,7 @@ def test_quantiles_match_numpy_and_missing_timings_are_counted():
     recs = _records(lat.tolist())
     recs.append({"id": "no-timing", "system": {"cost_usd": 0.0}})
     recs.append({"id": "no-section"})
-    ev = score_system(recs)
+    ev = score_system(None, recs)
     assert isinstance(ev, QuantileEvaluation)
     m = ev.metrics()
     for q in (50, 95, 99):
@@ -48,7 +48,7 @@ def test_breakdown_and_rollup_use_the_group_rows(vehicles):
     lat = [100, 200, 300, 400, 1000, 2000]
     nodes = ["sedan", "sedan", "hatchback", "submarine", "amphibious_car", "submarine"]
     recs = [dict(r, gold_node=n) for r, n in zip(_records(lat), nodes)]
-    ev = score_system(recs)
+    ev = score_system(None, recs)
     by = ev.breakdown("slice:intent")
     a = [lat[i] for i in range(6) if i % 2]
     assert by["a"]["metrics"]["latency.total_ms.p95"].value == pytest.approx(np.quantile(a, 0.95))
@@ -60,7 +60,7 @@ def test_breakdown_and_rollup_use_the_group_rows(vehicles):
     assert roll["vehicle"]["n"] == 6
     assert roll["vehicle"]["metrics"]["latency.total_ms.p99"].value == pytest.approx(np.quantile(lat, 0.99))
     # merge of partitions = scored at once
-    left, right = score_system(recs[:3]), score_system(recs[3:])
+    left, right = score_system(None, recs[:3]), score_system(None, recs[3:])
     merged = left.merge(right)
     assert isinstance(merged, QuantileEvaluation)
     assert merged.metrics()["latency.total_ms.p95"].value == ev.metrics()["latency.total_ms.p95"].value
@@ -80,7 +80,7 @@ def test_weighted_quantile_equals_repeat():
 def test_bootstrap_ci_on_quantiles_matches_hand_resampling():
     rng = np.random.default_rng(7)
     lat = rng.exponential(300, 120)
-    ev = score_system(_records(lat.tolist()))
+    ev = score_system(None, _records(lat.tolist()))
     reps = ev.bootstrap_replicates(n_resamples=300, seed=4, metrics=["latency.total_ms.p95"])
     ids = np.unique(np.asarray([f"q{i}" for i in range(120)]))  # record ids sorted as text
     vals = {f"q{i}": lat[i] for i in range(120)}
@@ -100,7 +100,7 @@ def test_bootstrap_quantile_ci_coverage():
     true = -300 * np.log(0.05)
     hits = 0
     for k in range(100):
-        ev = score_system(_records(rng.exponential(300, 300).tolist()))
+        ev = score_system(None, _records(rng.exponential(300, 300).tolist()))
         reps = ev.bootstrap_replicates(n_resamples=200, seed=k, metrics=["latency.total_ms.p95"])
         lo, hi = np.quantile(reps["latency.total_ms.p95"], [0.025, 0.975])
         hits += lo <= true <= hi
@@ -109,13 +109,13 @@ def test_bootstrap_quantile_ci_coverage():
 
 def test_bad_system_fields():
     with pytest.raises(InputError, match=r"system\.latency_ms\.total: expected a finite non-negative"):
-        score_system([{"id": "a", "system": {"latency_ms": {"total": -1}}}])
+        score_system(None, [{"id": "a", "system": {"latency_ms": {"total": -1}}}])
     with pytest.raises(InputError, match=r"system\.cache\.llm"):
-        score_system([{"id": "a", "system": {"cache": {"llm": "yes"}}}])
+        score_system(None, [{"id": "a", "system": {"cache": {"llm": "yes"}}}])
     with pytest.raises(InputError, match=r"system\.latency: unknown field"):
-        score_system([{"id": "a", "system": {"latency": {}}}])
+        score_system(None, [{"id": "a", "system": {"latency": {}}}])
     with pytest.raises(InputError, match=r"system\.tokens\.prompt: expected a non-negative integer"):
-        score_system([{"id": "a", "system": {"tokens": {"prompt": 1.5}}}])
+        score_system(None, [{"id": "a", "system": {"tokens": {"prompt": 1.5}}}])
 
 
 def test_quantile_gate_in_the_audit(tmp_path, vehicles):
@@ -163,7 +163,7 @@ def test_context_coverage_positions_and_compression():
         {"id": "e", "retrieval": {"contexts": []}, "answer": {"text": "x"}, "reference": {"correct": True}},
         {"id": "f", "retrieval": {"run": ["x"]}},
     ]
-    ev = score_context(recs)
+    ev = score_context(None, recs)
     m = ev.metrics()
     assert (m["citation_coverage"].numerator, m["citation_coverage"].denominator) == (4, 12)
     assert m["citation_coverage_macro"].value == pytest.approx((2 / 4 + 1 / 2 + 0 + 1 / 3) / 4)
@@ -182,9 +182,9 @@ def test_context_coverage_positions_and_compression():
 def test_context_position_derived_from_gold_and_bad_positions():
     rec = _ctx("a", ["c1", "c2", "c3"], [], True)
     rec["retrieval"]["gold"] = ["c3"]
-    assert score_context([rec]).metrics()["accuracy_gold_last"].value == 1.0
+    assert score_context(None, [rec]).metrics()["accuracy_gold_last"].value == 1.0
     with pytest.raises(InputError, match="gold_position: 5 is not below the 3 chunks"):
-        score_context([_ctx("a", ["c1", "c2", "c3"], [], True, pos=5)])
+        score_context(None, [_ctx("a", ["c1", "c2", "c3"], [], True, pos=5)])
 
 
 def test_quantile_gate_syntax_round_trips():
@@ -195,3 +195,18 @@ def test_quantile_gate_syntax_round_trips():
     assert parse_gate(str(g)) == g
     b = parse_gate("ci_high(p99(system.latency.ttft_ms)) < 800")
     assert (b.metric, b.use) == ("system.latency.ttft_ms.p99", "ci_high")
+
+
+def test_system_metric_names_resolve_through_the_registry():
+    from kg_rageval.contract import REGISTRY, resolve_metric
+    from kg_rageval.errors import ConfigError
+
+    assert str(resolve_metric("latency.total_ms.p95")) == "system.latency.total_ms.p95"
+    assert str(resolve_metric("latency.my_stage_ms.p50")) == "system.latency.my_stage_ms.p50"
+    assert str(resolve_metric("ci_high(cache.llm.hit_rate)")) == "ci_high(system.cache.llm.hit_rate)"
+    with pytest.raises(ConfigError, match="did you mean 'system.latency.{stage}_ms.p99'"):
+        resolve_metric("latency.total_ms.p96")
+    ev = score_system(None, _records([1.0, 2.0]))
+    sc = REGISTRY["system"]
+    for name in ev.metrics():  # every produced metric is declared
+        assert sc.find_metric(name) is not None, name

@@ -174,6 +174,22 @@ class AuditConfig(_Strict):
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
+    def check_families(self) -> None:
+        """Each ``families.<name>`` is a registered family and its options are declared
+        parameters with valid values (:meth:`Scorer.validate`): an unknown key or a bad value
+        is a :class:`ConfigError` naming ``families.<name>.<key>`` with a "did you mean"."""
+        from ..contract import get_scorer
+
+        errors: list[str] = []
+        for name, opts in self.families.items():
+            try:
+                get_scorer(name).validate(opts)
+            except ConfigError as exc:
+                errors.append(f"families: {exc}" if "unknown family" in str(exc) else str(exc))
+        if errors:
+            raise ConfigError(f"{len(errors)} invalid famil{'ies' if len(errors) > 1 else 'y'} option"
+                              f"{'s' if len(errors) > 1 else ''}:\n  " + "\n  ".join(errors), source=self._source)
+
     def all_gates(self) -> list[Gate]:
         """Global, slice and node gates as :class:`Gate` objects, all parse errors at once."""
         errors: list[str] = []
@@ -252,6 +268,7 @@ def config_from_mapping(data: dict[str, Any], *, base_dir: str | Path = ".", sou
     if raw is not None:
         cfg._raw_hash = "sha256:" + hashlib.sha256(raw).hexdigest()
     cfg.all_gates()  # fail early on bad gates
+    cfg.check_families()
     return cfg
 
 

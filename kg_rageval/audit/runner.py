@@ -13,10 +13,13 @@ Decision rules (also in ``docs/audit.md``):
 * Exit codes: 0 every gate passes; 1 a gate failed or is missing; 2 invalid inputs or config
   (raised as :class:`~kg_rageval.errors.InputError` before any decision is made).
 
-Metric keys: a family's metric ``m`` is available as ``m`` (when no other family produces the
-same name) and always as ``<family>.m``; scoped as ``m[slice:<name>=<value>]`` and
-``m[node:<id>]`` (rows whose gold node lies in that node's subtree, each row once); baseline
-deltas as ``delta:m``.
+Metric names: every number has one canonical name (:class:`~kg_rageval.contract.MetricName`):
+``<family>.<metric>``, scoped ``<family>.<metric>[slice:<name>=<value>]`` /
+``[node:<id>]`` (rows whose gold node lies in that node's subtree, each row once), baseline
+deltas ``delta:<family>.<metric>``. Gates may use the accepted aliases (a bare name only one
+configured family declares, ir_measures names); they are resolved through the metric registry
+before any family runs, so a misspelt metric, slice value or node is exit 2 with a "did you
+mean" whether or not its family ran.
 """
 
 from __future__ import annotations
@@ -30,20 +33,12 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
 from ..errors import ConfigError, InputError, KgRagevalError
 from ..evaluation import Evaluation, Metric
 from .config import AuditConfig
-from .families import (
-    REGISTRY,
-    FamilyRun,
-    FamilySpec,
-    FamilyUnavailable,
-    call_family,
-    family_inputs,
-    has_section,
-    load_function,
-    normalize_result,
-)
+from .families import FamilyRun
+from .evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
 from .gates import Gate, GateResult, evaluate_gates, metric_dict
 
 
@@ -140,29 +135,57 @@ def _read_spec(path: Path, config: AuditConfig) -> Any:
 
 
 # ---------------------------------------------------------------------- families
+def family_options(config: AuditConfig, name: str) -> dict[str, Any]:
+    """The validated options of family ``name`` (declared defaults filled in; path options
+    resolved against the config file's directory)."""
+    sc = get_scorer(name)
+    opts = sc.validate(dict(config.families.get(name) or {}))
+    for p in sc.params:
+        v = opts.get(p.name)
+        if p.kind == "path" and v is not None:
+            opts[p.name] = str(config.path(v))
+        elif p.kind == "path_list" and v:
+            opts[p.name] = tuple(str(config.path(x)) for x in v)
+    return opts
+
+
+def configured_families(config: AuditConfig) -> list[str]:
+    """The families the audit runs (all registered ones when ``families`` is empty); an
+    unknown name raises :class:`ConfigError` with a "did you mean"."""
+    names = list(config.families) or list(REGISTRY)
+    for n in names:
+        try:
+            get_scorer(n)
+        except ConfigError as exc:
+            raise ConfigError(f"families: {exc}", source=config.source) from None
+    return names
+
+
 def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[dict],
                  *, progress: bool = True) -> dict[str, FamilyRun]:
     """Run every configured family (all registered ones when ``families`` is empty)."""
-    names = list(config.families) or list(REGISTRY)
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise ConfigError(f"families: unknown famil{'ies' if len(unknown) > 1 else 'y'} "
-                          f"{', '.join(map(repr, unknown))}; known: {', '.join(sorted(REGISTRY))}",
-                          source=config.source)
+    names = configured_families(config)
     runs: dict[str, FamilyRun] = {}
     bar = _progress(names, "families", progress)
     for name in bar:
-        spec = REGISTRY[name]
-        opts = dict(config.families.get(name) or {})
-        runs[name] = _run_one(spec, inputs, records, opts)
+        runs[name] = _run_one(get_scorer(name), inputs, records, family_options(config, name),
+                              dict(config.families.get(name) or {}))
     return runs
 
 
-def _run_one(spec: FamilySpec, inputs: Mapping[str, Any], records: list[dict],
-             opts: dict[str, Any]) -> FamilyRun:
-    n_sec = sum(1 for r in records if has_section(r, spec))
-    run = FamilyRun(spec.name, "ran", n_with_section=n_sec, options=opts)
-    missing_inputs = [i for i in spec.requires if inputs.get(i) is None]
+def _family_input(name: str, inputs: Mapping[str, Any]) -> Any:
+    """An input by path when the config named a file (the family reads it with its own
+    reader), else the object given to :func:`run_audit` (``inputs=``)."""
+    path = (inputs.get("paths") or {}).get(name)
+    return path if path is not None else inputs.get(name)
+
+
+def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
+             opts: dict[str, Any], given: dict[str, Any]) -> FamilyRun:
+    n_sec = sum(1 for r in records if spec.has_section(r))
+    run = FamilyRun(spec.name, "ran", n_with_section=n_sec, options=given)
+    family_in = {i.name: _family_input(i.name, inputs) for i in spec.inputs}
+    missing_inputs = [i for i in spec.required_inputs if family_in.get(i) is None]
     if missing_inputs:
         run.status, run.reason = "missing_input", f"needs {', '.join(missing_inputs)} (not in config)"
         return run
@@ -171,28 +194,23 @@ def _run_one(spec: FamilySpec, inputs: Mapping[str, Any], records: list[dict],
         run.reason = f"no record has a {' or '.join(repr(s) for s in spec.sections)} section"
         return run
     try:
-        fn = load_function(spec)
+        spec.load()
     except FamilyUnavailable as exc:
         run.status, run.reason = "unavailable", str(exc)
         return run
     t0 = time.perf_counter()
     try:
-        finputs = family_inputs(spec, inputs)
-        result = call_family(fn, inputs["ontology"], records, finputs, spec, opts)
+        bound = spec.bind(inputs["ontology"], where=f"families.{spec.name}",
+                          **{k: v for k, v in family_in.items() if v is not None}, **opts)
+        result = bound(records)
     except KgRagevalError:
         raise  # invalid input: exit 2
-    except TypeError as exc:
-        if "unexpected keyword" in str(exc) or "got an unexpected" in str(exc):
-            raise ConfigError(f"families.{spec.name}: {exc}") from None
-        run.status, run.reason = "error", _short_tb(exc)
-        return run
     except Exception as exc:  # a family bug: report it, its gates are missing
         run.status, run.reason = "error", _short_tb(exc)
         return run
     run.seconds = time.perf_counter() - t0
-    run.evaluations = normalize_result(result)
-    if not run.evaluations:
-        run.status, run.reason = "error", f"{spec.target} returned no Evaluation ({type(result).__name__})"
+    run.result = result
+    run.evaluations = result.evaluations
     return run
 
 
@@ -212,109 +230,6 @@ def _progress(items: Iterable, desc: str, enabled: bool):
     return tqdm(list(items), desc=desc, file=sys.stderr, leave=False, disable=not enabled)
 
 
-# ---------------------------------------------------------------------- evaluation helpers
-def node_mask(ev: Evaluation, ontology: Any, node_id: str, key: str = "gold_node") -> np.ndarray | None:
-    """Rows whose ``key`` node lies in ``node_id``'s subtree; ``None`` when ``ev`` has no such key."""
-    if key not in ev.keys:
-        return None
-    idx = ev.node_indices(ontology, key)
-    desc = ontology.descendant_indices(ontology.index(node_id), include_self=True)
-    return np.isin(idx, desc) & (idx >= 0)
-
-
-def slice_mask(ev: Evaluation, name: str, value: str) -> np.ndarray | None:
-    col = ev.keys.get(f"slice:{name}")
-    if col is None:
-        return None
-    return np.asarray([v is not None and str(v) == value for v in col], dtype=bool)
-
-
-@dataclass
-class _Owner:
-    family: str
-    ev: Evaluation
-    metric: str
-
-
-class MetricIndex:
-    """Which evaluation produces which metric name, with ambiguity tracking."""
-
-    def __init__(self, runs: Mapping[str, FamilyRun]):
-        self.runs = runs
-        self.by_name: dict[str, list[_Owner]] = {}
-        self.totals: dict[tuple[int, str], Metric] = {}
-        for fam, run in runs.items():
-            for ev in run.evaluations:
-                ms = ev.metrics()
-                for m, val in ms.items():
-                    self.totals[(id(ev), m)] = val
-                    o = _Owner(fam, ev, m)
-                    self.by_name.setdefault(m, []).append(o)
-                    self.by_name.setdefault(f"{fam}.{m}", []).append(o)
-                    if ev.family.name != fam:  # a family returning several evaluations
-                        self.by_name.setdefault(f"{fam}.{ev.family.name}.{m}", []).append(o)
-
-    def owner(self, name: str) -> tuple[_Owner | None, str]:
-        owners = self.by_name.get(name)
-        if owners is None:
-            return None, self._absent_reason(name)
-        if len(owners) > 1:
-            names = sorted({f"{o.family}.{o.metric}" if len(self.by_name.get(f"{o.family}.{o.metric}", [])) == 1
-                            else f"{o.family}.{o.ev.family.name}.{o.metric}" for o in owners})
-            return None, f"ambiguous metric {name!r}: produced by {', '.join(names)}; name one"
-        return owners[0], ""
-
-    def _absent_reason(self, name: str) -> str:
-        fam_prefix = name.split(".", 1)[0] if "." in name else None
-        not_run = {f: r for f, r in self.runs.items() if r.status != "ran"}
-        if fam_prefix in self.runs and self.runs[fam_prefix].status != "ran":
-            r = self.runs[fam_prefix]
-            return f"family {fam_prefix!r} did not run ({r.status}: {r.reason})"
-        if not_run:
-            why = ", ".join(f"{f} ({r.status})" for f, r in sorted(not_run.items()))
-            return f"no family produced {name!r}; not run: {why} (see the families table)"
-        return f"no family produced {name!r}"
-
-
-def _metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, config: AuditConfig,
-                     baseline_metrics: Mapping[str, Metric]) -> Metric:
-    """The Metric a gate is decided on (value=None + reason when evidence is missing)."""
-    if g.metric.startswith("delta:"):
-        m = baseline_metrics.get(g.metric if not g.scope else g.key)
-        if m is None:
-            why = "no baseline configured" if config.baseline is None else f"no paired delta for {g.metric!r}"
-            return Metric(g.key, None, missing=why)
-        return m
-    owner, why = index.owner(g.metric)
-    if owner is None:
-        return Metric(g.key, None, missing=why)
-    ev = owner.ev
-    if g.scope is None:
-        m = index.totals[(id(ev), owner.metric)]
-    else:
-        kind, _, rest = g.scope.partition(":")
-        if kind == "slice":
-            name, _, value = rest.partition("=")
-            mask = slice_mask(ev, name, value)
-            if mask is None:
-                return Metric(g.key, None, missing=f"family {owner.family!r} has no slice {name!r}")
-        else:
-            if rest not in ontology:
-                return Metric(g.key, None, missing=f"node {rest!r} is not in the ontology")
-            mask = node_mask(ev, ontology, rest)
-            if mask is None:
-                return Metric(g.key, None, missing=f"family {owner.family!r} attaches no gold node to its rows")
-        if not mask.any():
-            return Metric(g.key, None, missing=f"no {owner.family} rows in scope {g.scope}")
-        ev = ev.subset(mask)
-        m = ev.metrics().get(owner.metric, Metric(owner.metric, None, missing="not produced on this scope"))
-    if g.use != "value" and m.value is not None:
-        b = config.bootstrap
-        ci = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed, metrics=[owner.metric])
-        m = m.with_ci(ci.get(owner.metric))
-    return Metric(g.key, m.value, m.numerator, m.denominator, m.missing, m.ci)
-
-
 # ---------------------------------------------------------------------- the audit
 def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None
               ) -> AuditResult:
@@ -332,11 +247,11 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     inputs = dict(inputs) if inputs is not None else load_inputs(config)
     ontology = inputs["ontology"]
     records = inputs["records"]
-    _check_gate_nodes(gates, ontology, config)
+    names = resolve_gates(gates, config, records, ontology)
     tick("load_inputs")
     runs = run_families(config, inputs, records, progress=progress)
     tick("families")
-    index = MetricIndex(runs)
+    index = MetricIndex(runs, names)
     _check_gate_metrics(gates, index, config)
 
     # missing-run budget per family
@@ -375,8 +290,11 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
         _bootstrap_all(index, flat, config)
     flat.update(baseline_metrics)
     gate_metrics: dict[str, Metric] = {}
+    canonical: dict[str, str] = {}
     for g in _progress(gates, "gates", progress and len(gates) > 20):
-        gate_metrics[g.key] = _metric_for_gate(g, index, ontology, config, baseline_metrics)
+        gate_metrics[g.key] = metric_for_gate(g, index, ontology, config.bootstrap, baseline_metrics,
+                                              has_baseline=config.baseline is not None)
+        canonical[g.key] = gate_key(g, index)
     results = evaluate_gates(gates, gate_metrics)
     final: list[GateResult] = []
     for r in results:
@@ -388,10 +306,11 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     if not gates:
         final.append(GateResult(Gate("gates_configured", ">=", 1.0), "missing", 0.0,
                                 "missing evidence: the config defines no gates"))
-    for k, m in gate_metrics.items():
-        flat.setdefault(k, m)
-        if m.ci is not None:
-            flat[k] = m
+    for k, m in gate_metrics.items():  # scoped gates and intervals, under their canonical names
+        ck = canonical[k]
+        m = Metric(ck, m.value, m.numerator, m.denominator, m.missing, m.ci)
+        if ck not in flat or m.ci is not None:
+            flat[ck] = m
 
     tick("gates")
     result = AuditResult(
@@ -418,19 +337,48 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     return result
 
 
-def _check_gate_nodes(gates: Iterable[Gate], ontology: Any, config: AuditConfig) -> None:
-    """A node-scoped gate on an id the ontology lacks is an invalid config (exit 2), not
-    missing evidence: it would fail every audit for a typo."""
-    bad = []
+def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: list[dict], ontology: Any
+                  ) -> dict[str, MetricName]:
+    """Resolve every gate's metric name through the metric registry and check its scope,
+    before any family runs: an unknown metric (or one the family options do not produce), an
+    unknown slice name or value, or a node the ontology lacks is an invalid config (exit 2)
+    with a "did you mean" — never missing evidence, which would fail every audit for a typo.
+    Returns ``{gate metric text: MetricName}``."""
+    from ..records import slice_values
+
+    fams = configured_families(config)
+    options = {f: family_options(config, f) for f in fams}
+    values = slice_values(records)
+    names: dict[str, MetricName] = {}
+    bad: list[str] = []
     for g in gates:
-        if g.scope and g.scope.startswith("node:"):
-            node = g.scope[len("node:"):]
+        try:
+            names.setdefault(g.metric, resolve_metric(g.metric, scope=fams, options=options))
+        except ConfigError as exc:
+            bad.append(f"{g}: {exc}")
+            continue
+        if not g.scope:
+            continue
+        kind, _, rest = g.scope.partition(":")
+        if kind == "node":
+            node = rest.strip()
             if node not in ontology:
-                hint = ontology._suggest(node) if hasattr(ontology, "_suggest") else None
-                bad.append(f"{g}: node {node!r} is not in the ontology" + (f" (did you mean {hint!r}?)" if hint else ""))
+                hint = ontology.suggest(node)
+                bad.append(f"{g}: node {node!r} is not in the ontology" + (f" ({hint})" if hint else ""))
+        else:
+            name, _, value = rest.partition("=")
+            name, value = name.strip(), value.strip()
+            if name not in values:
+                bad.append(f"{g}: no record has the slice {name!r}{did_you_mean(name, values)}"
+                           + (f"; slices: {', '.join(sorted(values))}" if values else "; the records have no slices"))
+            elif value not in values[name]:
+                known = sorted(values[name])
+                bad.append(f"{g}: no record has {name}={value!r}{did_you_mean(value, known)}; values: "
+                           + ", ".join(known[:20]) + (" ..." if len(known) > 20 else ""))
     if bad:
-        raise ConfigError(f"{len(bad)} gate{'s' if len(bad) > 1 else ''} on unknown ontology nodes:\n  "
-                          + "\n  ".join(bad), source=config.source)
+        raise ConfigError(f"{len(bad)} invalid gate{'s' if len(bad) > 1 else ''}:\n  " + "\n  ".join(bad),
+                          source=config.source)
+    return names
 
 
 def _check_gate_metrics(gates: Iterable[Gate], index: MetricIndex, config: AuditConfig) -> None:
@@ -443,10 +391,11 @@ def _check_gate_metrics(gates: Iterable[Gate], index: MetricIndex, config: Audit
     bad = []
     for g in gates:
         name = g.metric
-        if name.startswith("delta:") or name in index.by_name:
+        mn = index.name_of(name)
+        if mn.delta or mn.qualified in index.by_name or (mn.family is None and mn.metric in index.bare):
             continue
-        fam = name.split(".", 1)[0] if "." in name else None
-        if fam in index.runs and index.runs[fam].status == "ran":
+        fam = mn.family
+        if fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
             close = difflib.get_close_matches(name, list(index.by_name), n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
             bad.append(f"{g}: no family produces metric {name!r}{hint}")
@@ -493,7 +442,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
             if m is not None and m.numerator:
                 in_metrics[name] = in_metrics.get(name, 0.0) + float(m.numerator)
     spec = REGISTRY.get(run.name)
-    with_sec = {r["id"] for r in records if spec is None or has_section(r, spec)}
+    with_sec = {r["id"] for r in records if spec is None or spec.has_section(r)}
     missing = min(len((missing_ids - scored) & with_sec) + anonymous + int(round(sum(in_metrics.values()))),
                   len(with_sec))
     return {
@@ -526,9 +475,10 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
 
 
 # ---------------------------------------------------------------------- baseline
-def _delta_wanted(fam: str, ev: Evaluation, metric: str, delta_gates: set[str]) -> bool:
-    names = {metric, f"{fam}.{metric}", f"{fam}.{ev.family.name}.{metric}"}
-    return bool(names & delta_gates)
+def _delta_wanted(fam: str, metric: str, delta_gates: set[str]) -> bool:
+    """Whether a delta gate reads ``fam.metric`` (a gate on an undeclared family's metric may
+    be unresolved: its bare name)."""
+    return bool({metric, f"{fam}.{metric}"} & delta_gates)
 
 
 def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[str, FamilyRun],
@@ -553,18 +503,23 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
     bruns = run_families(bcfg, binputs, base_records, progress=progress)
     b = config.bootstrap
-    delta_gates = {g.metric[len("delta:"):] for g in config.all_gates() if g.metric.startswith("delta:")}
+    fams = configured_families(config)
+    options = {f: family_options(config, f) for f in fams}
+    delta_gates = {resolve_metric(g.metric, scope=fams, options=options).qualified
+                   for g in config.all_gates() if g.metric.startswith("delta:")}
     deltas: dict[str, Metric] = {}
     pairs: dict[str, dict[str, Any]] = {}
     primary: list[str] = []
     per_query: dict[str, list[dict[str, Any]]] = {}
-    seen_names: dict[str, int] = {}
     for fam, run in runs.items():
         brun = bruns.get(fam)
         if brun is None or run.status != "ran" or brun.status != "ran":
             continue
-        for ev, bev in zip(run.evaluations, brun.evaluations):
-            if ev.family.qualified_name != bev.family.qualified_name:
+        if run.result is None or brun.result is None:
+            continue
+        for member, ev in run.result.items():  # paired by member, then by record id
+            bev = brun.result.get(member)
+            if bev is None or ev.family.qualified_name != bev.family.qualified_name:
                 continue
             ids_c, st_c = ev.per_record_stats()
             ids_b, st_b = bev.per_record_stats()
@@ -580,7 +535,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             rng = np.random.default_rng(b.seed)
             n = len(common)
             samples: dict[str, list[float]] = {m: [] for m in tc}
-            wanted = [m for m in tc if _delta_wanted(fam, ev, m, delta_gates)]
+            wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
             resamples = b.n_resamples if (wanted or b.always) else 0
             for _ in range(resamples):
                 w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
@@ -591,8 +546,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                         samples[m].append(rc[m].value - rb[m].value)
             alpha = (1 - b.level) / 2
             for m in tc:
-                key = f"delta:{m}"
-                seen_names[key] = seen_names.get(key, 0) + 1
+                key = f"delta:{fam}.{m}"
                 vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
                 if vc is None or vb is None:
                     d = Metric(key, None, missing=f"{m} undefined for "
@@ -604,13 +558,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                         lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
                         ci = (float(lo), float(hi))
                     d = Metric(key, float(vc - vb), None, None, None, ci)
-                aliases = [key, f"delta:{fam}.{m}"]
-                if ev.family.name != fam:
-                    aliases.append(f"delta:{fam}.{ev.family.name}.{m}")
-                primary.append(aliases[1])
-                for a in aliases:
-                    deltas[a] = d
-                    pairs[a] = {"candidate": vc, "baseline": vb, "paired_records": n}
+                primary.append(key)
+                deltas[key] = d
+                pairs[key] = {"candidate": vc, "baseline": vb, "paired_records": n}
             # per-query deltas (the report's regressions table) of the metrics with a delta gate:
             # one finalize per record and system, every wanted metric read from it
             if wanted:
@@ -628,10 +578,6 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                 for m, rows in rows_of.items():
                     rows.sort(key=lambda r: (r["delta"], r["record_id"]))
                     per_query[f"{fam}.{m}"] = rows[:50]
-    for key, cnt in seen_names.items():
-        if cnt > 1:
-            deltas[key] = Metric(key, None, missing=f"ambiguous: {cnt} families produce it; use delta:<family>.<metric>")
-            pairs.pop(key, None)
     info = {
         "records": str(bpath),
         "n_records": len(base_records),

@@ -161,3 +161,67 @@ def breakdown_keys(ev: Any, requested: Iterable[str] = ()) -> list[str]:
                 f"no breakdown key {k!r}; available: {', '.join(sorted(ev.keys))}", param_hint="--breakdown"
             )
     return keys
+
+
+# ---------------------------------------------------------------------- family options
+def _click_option(p: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click option of a declared :class:`~kg_rageval.contract.Param`."""
+    flags = [p.flag, *p.flags]
+    kw: dict[str, Any] = {"help": p.help, "show_default": p.default not in (None, ())}
+    if p.kind == "bool":
+        neg = "--no-" + p.flag[2:]
+        return click.option(f"{p.flag}/{neg}", *p.flags, p.name, default=bool(p.default), **kw)
+    if p.kind in ("int_list", "str_list", "path_list"):
+        kw["multiple"] = True
+        kw["default"] = tuple(p.default or ())
+    else:
+        kw["default"] = p.default
+    if p.choices:
+        kw["type"] = click.Choice(list(p.choices))
+    elif p.kind in ("int", "int_list"):
+        kw["type"] = click.IntRange(min=int(p.minimum)) if p.minimum is not None else click.INT
+    elif p.kind == "float":
+        kw["type"] = click.FloatRange(min=p.minimum) if p.minimum is not None else click.FLOAT
+    elif p.kind in ("path", "path_list"):
+        kw["type"] = click.Path(exists=True)
+    elif p.kind == "mapping":
+        kw["metavar"] = "JSON"
+    return click.option(*flags, p.name, **kw)
+
+
+def family_options(family: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator adding one click option per declared input and parameter of ``family``
+    (derived from its :class:`~kg_rageval.contract.Scorer`; nothing written twice)."""
+    from ..contract import get_scorer
+
+    sc = get_scorer(family)
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for p in reversed([p for p in sc.params if p.exposed]):
+            fn = _click_option(p)(fn)
+        for i in reversed(sc.inputs):
+            fn = click.option(i.flag, *i.flags, i.name, type=click.Path(exists=True, dir_okay=False),
+                              required=i.required, default=None, help=i.help)(fn)
+        return fn
+
+    return deco
+
+
+def family_kwargs(family: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Pop the inputs and parameters of ``family`` out of a command's ``kwargs`` (inputs that
+    were not given are left out)."""
+    from ..contract import get_scorer
+
+    sc = get_scorer(family)
+    out: dict[str, Any] = {}
+    for i in sc.inputs:
+        v = kwargs.pop(i.name, None)
+        if v is not None:
+            out[i.name] = v
+    for p in sc.params:
+        if p.exposed and p.name in kwargs:
+            v = kwargs.pop(p.name)
+            if p.kind in ("int_list", "str_list", "path_list") and v == ():
+                v = p.default
+            out[p.name] = v
+    return out

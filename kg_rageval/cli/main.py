@@ -22,6 +22,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "score": "kg_rageval.cli.main:score",
         "link": "kg_rageval.cli.link:link",
         "audit": "kg_rageval.cli.audit:audit",
+        "metrics": "kg_rageval.cli.metrics:metrics",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -40,6 +41,7 @@ HELP = {
     "score": "Score one metric family over a records file.",
     "link": "Run a baseline entity linker and write predictions as records.",
     "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
+    "metrics": "List every metric: family, formula, parameters, direction.",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Recall@k, MRR, nDCG, MAP and filter false exclusion (retrieval section).",

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, format_option, load_ontology_cli, metrics_table,
+from .common import (data_option, emit, family_kwargs, family_options, format_option, load_ontology_cli, metrics_table,
                      ontology_format_option, ontology_option, payload_head, table)
 
 
 @click.command()
 @ontology_option
 @ontology_format_option
-@click.option("--schema-spec", "spec_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Output schema spec (YAML, JSON or TOML): which field holds which kind of node.")
 @data_option
 @click.option("--export-schema", "export_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the derived JSON Schema (draft 2020-12) here.")
@@ -23,27 +21,28 @@ from .common import (data_option, emit, format_option, load_ontology_cli, metric
               "openai: wrapped as a response_format.")
 @click.option("--shapes", "shapes_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Also validate the outputs rendered as RDF against these SHACL shapes (e.g. shapes/output-attack.ttl).")
-@click.option("--domain-semantics", type=click.Choice(["any", "all"]), default="any", show_default=True,
-              help="Several declared domain/range classes: any one suffices (union) or each must hold (RDFS).")
-@click.option("--engine", type=click.Choice(["compiled", "jsonschema", "pydantic"]), default="compiled", show_default=True,
-              help="Schema check: the compiled checker of the derived schema, the jsonschema Draft 2020-12 "
-              "validator (reference), or the equivalent pydantic model (jsonschema names its rejections).")
+@family_options("conformance")
 @click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
 @format_option
-def command(ontology_path, ontology_format, spec_path, data_path, export_path, export_flavor, shapes_path,
-            domain_semantics, engine, rows, fmt) -> None:
+def command(ontology_path, ontology_format, data_path, export_path, export_flavor, shapes_path,
+            rows, fmt, **kwargs) -> None:
     """Schema validity, vocabulary, status and domain/range conformance."""
-    from ..conformance import derive_schema, load_spec, score_conformance
+    from ..conformance import derive_schema
     from ..conformance.outlines_backend import export_schema
+    from ..contract import get_scorer
     from ..records import read_records, slice_keys
 
-    spec = load_spec(spec_path)
+    opts = family_kwargs("conformance", kwargs)
+    spec_path = opts["spec"]
     onto = load_ontology_cli(ontology_path, ontology_format)
+    bound = get_scorer("conformance").bind(onto, where="score conformance", **opts)
+    spec = bound.inputs["spec"]
     derived = derive_schema(onto, spec)
+    bound.inputs["spec"] = derived
     if export_path:
         export_schema(derived, export_path, flavor=export_flavor)
     records = read_records(data_path)
-    ev = score_conformance(onto, records, derived, domain_semantics=domain_semantics, engine=engine)
+    ev = bound(records).single
     breakdowns = [f"slice:{k}" for k in slice_keys(records)]
     payload = {
         **payload_head("score conformance", data_path, len(records), onto),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, families_text, format_option, load_ontology_cli,
+from .common import (data_option, emit, families_text, family_kwargs, family_options, format_option, load_ontology_cli,
                      ontology_format_option, ontology_option, payload_head)
 
 
@@ -13,33 +13,19 @@ from .common import (data_option, emit, families_text, format_option, load_ontol
 @ontology_option
 @ontology_format_option
 @data_option
-@click.option("--judgments", "judgments_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help='Faithfulness judgments JSONL: {"id": record id, "judgment": object or raw judge text}.')
-@click.option("--judge", type=click.Choice(["none", "ontology", "nli"]), default="none", show_default=True,
-              help="Judge records without a judgment: the deterministic ontology verifier or an NLI cross-encoder.")
-@click.option("--nli-model", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Local NLI cross-encoder directory (for --judge nli; never downloaded).")
-@click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True, help="Calibration bins (equal width).")
+@family_options("generation")
 @click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
 @format_option
-def command(ontology_path, ontology_format, data_path, judgments_path, judge, nli_model, bins, rows, fmt) -> None:
+def command(ontology_path, ontology_format, data_path, rows, fmt, **kwargs) -> None:
     """Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration."""
-    from ..errors import ConfigError
-    from ..generation import ExtractVerifyJudge, NLIVerifier, OntologyVerifier, load_judgments, score_generation
+    from ..contract import get_scorer
     from ..generation.fields import all_slice_keys
     from ..records import read_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    judgments = load_judgments(judgments_path) if judgments_path else None
-    judge_fn = None
-    if judge == "ontology":
-        judge_fn = ExtractVerifyJudge(OntologyVerifier(onto))
-    elif judge == "nli":
-        if not nli_model:
-            raise ConfigError("--judge nli needs --nli-model DIR (a local cross-encoder)")
-        judge_fn = ExtractVerifyJudge(NLIVerifier(nli_model))
-    evals = score_generation(records, onto, judgments=judgments, judge=judge_fn, n_bins=bins)
+    evals = get_scorer("generation").score(onto, records, where="score generation",
+                                           **family_kwargs("generation", kwargs))
     keys = all_slice_keys(records)[1:]
     payload = {
         **payload_head("score generation", data_path, len(records), onto),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, format_option, load_ontology_cli, metrics_table, ontology_format_option,
+from .common import (data_option, emit, family_kwargs, family_options, format_option, load_ontology_cli, metrics_table, ontology_format_option,
                      ontology_option, ontology_ref, table)
 
 _HEADLINE = (
@@ -26,31 +26,19 @@ _HEADLINE = (
 @ontology_option
 @ontology_format_option
 @data_option
-@click.option("--include-root", is_flag=True,
-              help="Count the root in the augmented sets (default: left out, it gives free credit).")
-@click.option("--lca-bounded", is_flag=True,
-              help="Kosmopoulos' LCA-bounded hP/hR (one gold and one predicted node per record).")
-@click.option("--on-unknown", type=click.Choice(["error", "count", "alias"]), default="error", show_default=True,
-              help="Ids the ontology lacks: fail, score them as their own error category, or map "
-                   "alternative ids (OBO alt_id) to their concept and fail on the rest.")
-@click.option("--on-status", type=click.Choice(["error", "count", "replace"]), default="error",
-              show_default=True,
-              help="Deprecated/revoked ids: fail, count them as a category, or map to their replacement.")
-@click.option("--wup-lcs", type=click.Choice(["nltk", "max_depth"]), default="nltk", show_default=True,
-              help="Wu-Palmer subsumer: NLTK's (deepest min-depth) or the deepest max-depth.")
+@family_options("hierarchy")
 @click.option("--branch-depth", type=int, default=2, show_default=True,
               help="Per-branch breakdown down to this depth (root = 0).")
 @click.option("--top", type=int, default=10, show_default=True, help="Most frequent confused pairs shown.")
 @click.option("--rows", "with_rows", is_flag=True, help="JSON: include the per-record rows.")
 @format_option
-def command(ontology_path, ontology_format, data_path, include_root, lca_bounded, on_unknown,
-            on_status, wup_lcs, branch_depth, top, with_rows, fmt) -> None:
+def command(ontology_path, ontology_format, data_path, branch_depth, top, with_rows, fmt, **kwargs) -> None:
     """Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section)."""
-    from ..hierarchy import confused_pairs, relation_counts, score_hierarchy
+    from ..contract import get_scorer
+    from ..hierarchy import confused_pairs, relation_counts
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    ev = score_hierarchy(onto, data_path, include_root=include_root, lca_bounded=lca_bounded,
-                         on_unknown=on_unknown, on_status=on_status, wup_lcs=wup_lcs)
+    ev = get_scorer("hierarchy").score(onto, data_path, **family_kwargs("hierarchy", kwargs)).single
     metrics = ev.metrics()
     branches = {
         node: {"n": g["n"], "depth": g["depth"],

@@ -9,6 +9,8 @@ from .common import (
     breakdown_keys,
     data_option,
     emit,
+    family_kwargs,
+    family_options,
     format_option,
     load_ontology_cli,
     metrics_table,
@@ -23,11 +25,7 @@ from .common import (
 @ontology_option
 @ontology_format_option
 @data_option
-@click.option("--overlap", is_flag=True,
-              help="Align overlapping spans (greedy one-to-one) instead of identical spans.")
-@click.option("--on-unknown", type=click.Choice(["error", "count"]), default="error", show_default=True,
-              help="An id not in the ontology: stop with an error, or count it (unknown_ids).")
-@click.option("--allow-overlapping-gold", is_flag=True, help="Permit nested or crossing gold spans.")
+@family_options("linking")
 @click.option("--breakdown", "breakdowns", multiple=True, metavar="KEY",
               help="Metrics per value of a row key: gold_node, node_type, branch, mention_type, "
                    "outcome or slice:<name> (repeatable). Slices are included by default.")
@@ -35,16 +33,15 @@ from .common import (
               help="Confidence sweep (P/R at score thresholds) when every prediction has a score.")
 @click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-mention rows in JSON output.")
 @format_option
-def command(ontology_path, ontology_format, data_path, overlap, on_unknown, allow_overlapping_gold,
-            breakdowns, sweep, rows, fmt) -> None:
+def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, fmt, **kwargs) -> None:
     """Mention detection, disambiguation, strong_*_match, NIL handling and hierarchy-aware errors."""
-    from ..linking import confidence_sweep, score_linking
+    from ..contract import get_scorer
+    from ..linking import confidence_sweep
     from ..records import read_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    ev = score_linking(onto, records, overlap=overlap, on_unknown=on_unknown,
-                       allow_overlapping_gold=allow_overlapping_gold)
+    ev = get_scorer("linking").score(onto, records, **family_kwargs("linking", kwargs)).single
     keys = breakdown_keys(ev, breakdowns)
     payload = {
         "command": "score linking",

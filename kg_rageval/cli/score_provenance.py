@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, families_text, format_option, load_ontology_cli,
+from .common import (data_option, emit, families_text, family_kwargs, family_options, format_option, load_ontology_cli,
                      ontology_format_option, ontology_option, payload_head)
 
 
@@ -14,28 +14,26 @@ from .common import (data_option, emit, families_text, format_option, load_ontol
 @ontology_option
 @ontology_format_option
 @data_option
-@click.option("--corpus", "corpus_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help='Corpus snapshot JSONL: {"id", "source_id", "categories", ...} per document.')
-@click.option("--repeat", "repeat_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Records of a repeated run of the same queries (repeatable).")
+@family_options("provenance")
 @click.option("--manifest", "manifest_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Run manifest JSON (first = the --data run; repeatable, one per run).")
 @click.option("--prov-out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the PROV-O audit trail (Turtle) here and validate it with shapes/provenance.ttl.")
 @click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
 @format_option
-def command(ontology_path, ontology_format, data_path, corpus_path, repeat_paths, manifest_paths, prov_out, rows, fmt) -> None:
+def command(ontology_path, ontology_format, data_path, manifest_paths, prov_out, rows, fmt, **kwargs) -> None:
     """Citation completeness, provenance depth, reproducibility and the PROV-O trail."""
+    from ..contract import get_scorer
     from ..generation.fields import all_slice_keys
-    from ..provenance import export_prov, manifest_report, read_corpus, read_manifest, score_provenance, validate_prov
+    from ..provenance import export_prov, manifest_report, read_manifest, validate_prov
     from ..records import read_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    corpus = read_corpus(corpus_path)
-    repeats = [read_records(p) for p in repeat_paths]
+    bound = get_scorer("provenance").bind(onto, where="score provenance", **family_kwargs("provenance", kwargs))
+    corpus = bound.inputs["corpus"]
     manifests = [read_manifest(p) for p in manifest_paths]
-    evals = score_provenance(records, corpus, repeats=repeats)
+    evals = bound(records)
     keys = all_slice_keys(records)[1:]
     payload = {
         **payload_head("score provenance", data_path, len(records), onto),

@@ -9,6 +9,8 @@ from .common import (
     breakdown_keys,
     data_option,
     emit,
+    family_kwargs,
+    family_options,
     format_option,
     load_ontology_cli,
     metrics_table,
@@ -24,41 +26,27 @@ _HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "filter_false_exclusion_r
 @ontology_option
 @ontology_format_option
 @data_option
-@click.option("--corpus", "corpus_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Corpus JSONL (id, source_id, categories, entitlement and metadata fields): enables "
-                   "entitlement, filter replay, false exclusion and attribution.")
-@click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, default=(1, 5, 10), show_default=True,
-              help="Cut-off (repeatable).")
-@click.option("--gain", type=click.Choice(["graded", "binary"]), default="graded", show_default=True,
-              help="nDCG gain: the relevance level (trec_eval ndcg_cut) or 1 per relevant document.")
-@click.option("--dedupe", is_flag=True, help="Keep the first occurrence of a repeated run id (counted) "
-                                             "instead of rejecting the record.")
-@click.option("--attribution-k", type=click.IntRange(min=1), default=None,
-              help="Cut-off of the filter/retriever/ranker attribution (default: the largest --k).")
-@click.option("--entitlement-field", "entitlement_fields", multiple=True,
-              help="Corpus fields that decide eligibility (repeatable; default tenant, jurisdiction, status).")
-@click.option("--category-field", default="categories", show_default=True,
-              help="Corpus field holding each document's ontology categories.")
+@family_options("retrieval")
 @click.option("--breakdown", "breakdowns", multiple=True, metavar="KEY",
               help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
 @click.option("--rollup/--no-rollup", default=True, show_default=True,
               help="Metrics per ontology node, pooling each node's subtree (gold_node).")
 @click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-query rows in JSON.")
 @format_option
-def command(ontology_path, ontology_format, data_path, corpus_path, ks, gain, dedupe, attribution_k,
-            entitlement_fields, category_field, breakdowns, rollup, rows, fmt) -> None:
+def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows, fmt, **kwargs) -> None:
     """Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval -c) and filter false exclusion."""
+    from ..contract import get_scorer
     from ..records import read_records
-    from ..retrieval import category_diagnosis, read_corpus, score_retrieval
-    from ..retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS
+    from ..retrieval import category_diagnosis
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    corpus = None
-    if corpus_path:
-        corpus = read_corpus(corpus_path, onto, category_field=category_field,
-                             entitlement_fields=tuple(entitlement_fields) or DEFAULT_ENTITLEMENT_FIELDS)
-    ev = score_retrieval(onto, records, corpus, k=tuple(ks), gain=gain, dedupe=dedupe, attribution_k=attribution_k)
+    opts = family_kwargs("retrieval", kwargs)
+    corpus_path = opts.get("corpus")
+    bound = get_scorer("retrieval").bind(onto, where="score retrieval", **opts)
+    corpus = bound.inputs.get("corpus")
+    ev = bound(records).single
+    ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
     payload = {
         "command": "score retrieval",

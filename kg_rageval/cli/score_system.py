@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit, format_option
+from .common import emit, family_kwargs, family_options, format_option
 
 
 @click.command()
@@ -20,6 +20,7 @@ from .common import emit, format_option
 @click.option("--ontology", "-O", "ontology_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Ontology, for the per-branch roll-up (optional).")
 @click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
+@family_options("system")
 @click.option("--bootstrap", "n_resamples", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples (by record) for the quantile intervals; 0 = none.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
@@ -27,10 +28,12 @@ from .common import emit, format_option
 @click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-record rows in JSON output.")
 @format_option
 def command(data_path, traces_path, id_attribute, write_records, ontology_path, ontology_format, n_resamples,
-            level, seed, rows, fmt) -> None:
+            level, seed, rows, fmt, **kwargs) -> None:
     """Latency p50/p95/p99 per stage, $/query, tokens, cache hit rates, context coverage."""
     from ..errors import ConfigError
     from ..records import read_records
+
+    stages = family_kwargs("system", kwargs).get("stages")
     from ..system import score_context, score_system
     from .common import load_ontology_cli, ontology_ref
 
@@ -46,7 +49,7 @@ def command(data_path, traces_path, id_attribute, write_records, ontology_path, 
     else:
         records = read_records(data_path)
     onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
-    evals = {"system": score_system(records), "context": score_context(records)}
+    evals = {"system": score_system(onto, records, stages=stages or None), "context": score_context(onto, records)}
     payload = {"command": "score system", "data": data_path or traces_path, "n_records": len(records),
                "ontology": ontology_ref(onto) if onto is not None else None, "families": {}}
     intervals: dict[str, dict[str, tuple[float, float]]] = {}

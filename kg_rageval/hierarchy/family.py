@@ -201,6 +201,8 @@ def score_hierarchy(
     if source is not None:
         records = read_records(source)
     records = list(records)
+    if source is None and records and isinstance(records[0], Mapping):
+        source = records[0].get("_source")  # read from a file: name it
     if not records:
         raise InputError("no records to score", source=source)
 

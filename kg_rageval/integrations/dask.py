@@ -6,10 +6,14 @@ statistics, so scoring partitions independently and concatenating them
 order, the same totals, breakdowns, roll-ups and bootstrap intervals (records are split into
 *contiguous* partitions and merged back in partition order).
 
-``score_distributed(score_fn, ontology, records, client=client)`` works with any scoring
-function ``f(ontology, records, **opts) -> Evaluation``; the ontology is scattered once to every
-worker (``broadcast=True``) and each partition is scored where its records are. Two result
-shapes:
+``score_distributed("generation", ontology, records, client=client, judgments=...)`` scores any
+registered family by name (or a :class:`~kg_rageval.contract.Scorer`): its options are
+validated and its inputs (corpus, spec, judgments) read once on the client, exactly as
+``Scorer.score`` does, and the merged :class:`~kg_rageval.evaluation.EvaluationSet` equals the
+in-process ``scorer.score(ontology, records, **opts)``. A plain scoring function
+``f(ontology, records, **opts) -> Evaluation`` works too. The ontology is scattered once to
+every worker (``broadcast=True``) and each partition is scored where its records are. Two
+result shapes:
 
 * ``collect="rows"`` (default): the merged :class:`Evaluation`, identical to
   ``score_fn(ontology, records, **opts)``;
@@ -28,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from ..evaluation import Evaluation
+from ..contract.scorer import BoundScorer
+from ..evaluation import Evaluation, EvaluationSet
 
 ScoreFn = Callable[..., Evaluation]
 
@@ -50,7 +55,7 @@ def partition(records: Sequence[Any], npartitions: int) -> list[Sequence[Any]]:
     return out or [records[:0]]
 
 
-def merge_all(evaluations: Sequence[Evaluation]) -> Evaluation:
+def merge_all(evaluations: Sequence[Any]) -> Any:
     """Merge partitions in order; the same as folding :meth:`Evaluation.merge` left to right
     (done as a balanced tree, so each row is copied O(log k) times, not O(k))."""
     items = list(evaluations)
@@ -64,8 +69,22 @@ def merge_all(evaluations: Sequence[Evaluation]) -> Evaluation:
     return items[0]
 
 
-def _score_part(score_fn: ScoreFn, ontology: Any, records: Any, opts: dict) -> Evaluation:
+def _score_part(score_fn: ScoreFn, ontology: Any, records: Any, opts: dict) -> Any:
+    if isinstance(score_fn, BoundScorer):
+        return score_fn(records, ontology)
     return score_fn(ontology, records, **opts)
+
+
+def _as_fn(score_fn: Any, ontology: Any, opts: dict) -> tuple[Any, dict]:
+    """A family name or Scorer becomes a :class:`BoundScorer` (options validated, inputs read
+    once, without the ontology, which travels separately); a function stays as it is."""
+    from ..contract import Scorer, get_scorer
+
+    if isinstance(score_fn, (str, Scorer)):
+        bound = get_scorer(score_fn).bind(ontology, **opts)
+        bound.ontology = None
+        return bound, {}
+    return score_fn, opts
 
 
 @dataclass
@@ -79,7 +98,9 @@ class PartTotals:
 
 
 def _score_part_totals(score_fn: ScoreFn, ontology: Any, records: Any, opts: dict) -> PartTotals:
-    ev = score_fn(ontology, records, **opts)
+    ev = _score_part(score_fn, ontology, records, opts)
+    if isinstance(ev, EvaluationSet):
+        ev = ev.single
     return PartTotals(ev.family, ev.totals(), len(ev), list(ev.unscored))
 
 
@@ -92,6 +113,7 @@ def _default_npartitions(client: Any) -> int:
 
 
 def _submit(score_fn, ontology, records, *, client, npartitions, part_fn, opts):
+    score_fn, opts = _as_fn(score_fn, ontology, opts)
     if client is None:
         from distributed import get_client
 
@@ -114,15 +136,16 @@ def _is_partitioned(records: Any) -> bool:
 
 
 def score_distributed(
-    score_fn: ScoreFn,
+    score_fn: ScoreFn | str | Any,
     ontology: Any,
     records: Sequence[Any] | Partitions,
     *,
     client: Any = None,
     npartitions: int | None = None,
     **opts: Any,
-) -> Evaluation:
-    """Score ``records`` with ``score_fn(ontology, part, **opts)`` on a Dask cluster and merge.
+) -> Any:
+    """Score ``records`` with a family (a registered name or a Scorer: the result is an
+    :class:`EvaluationSet`) or ``score_fn(ontology, part, **opts)`` on a Dask cluster, and merge.
 
     ``client``: a ``distributed.Client`` (default: the current one). ``records``: a sequence
     (split into ``npartitions`` contiguous slices, default twice the worker threads) or a

@@ -21,32 +21,58 @@ def _label_stats(labels: tuple[str, ...], a: str, b: str) -> tuple[str, ...]:
     return tuple(f"{a}:{x}" for x in labels) + tuple(f"{b}:{x}" for x in labels)
 
 
+BASE_STATS = COUNT_STATS + (
+    "judge_approvals", "n_labelled", "approval_agree", "false_approvals", "false_rejections", "human_approvals",
+    "n_label_pairs", "agree") + PPI_STATS + ("len_decisive", "judge_longer", "human_len_decisive", "human_longer")
+
+
 class JudgeCalibrationFamily(Family):
-    """One rubric judge against human labels (see the module docstring).
+    """One judge against human labels, every rubric at once (member ``calibration``).
 
-    Counts: ``n_outputs`` judge entries, of which ``n_scored`` valid verdicts, ``n_invalid``
-    (not JSON / breaks the contract), ``n_unscorable`` (the judge declined) and ``n_failed``
-    (the call failed: timeout, HTTP error). Among the scored ones with a human label:
-    ``n_labelled`` items, ``approval_agree``, ``false_approvals`` (judge approves, human does
-    not), ``false_rejections`` (human approves, judge does not), ``human_approvals``; with a
-    human label from the rubric's label set also ``n_label_pairs``, ``agree`` and per-label
-    counts ``judge:<label>`` / ``human:<label>`` (for Cohen's κ)."""
+    Stats are kept per rubric (``<rubric>:<stat>``). Counts: ``n_outputs`` judge entries, of
+    which ``n_scored`` valid verdicts, ``n_invalid`` (not JSON / breaks the contract),
+    ``n_unscorable`` (the judge declined) and ``n_failed`` (the call failed: timeout, HTTP
+    error). Among the scored ones with a human label: ``n_labelled``, ``approval_agree``,
+    ``false_approvals`` (judge approves, human does not), ``false_rejections`` (human
+    approves, judge does not), ``human_approvals``; with a human label from the rubric's label
+    set also ``n_label_pairs``, ``agree`` and per-label counts ``judge:<label>`` /
+    ``human:<label>`` (for Cohen's κ).
 
-    version = "1"
+    Metrics: ``<rubric>.<metric>`` per rubric, and ``<metric>`` pooled over the rubrics
+    present (approval-based metrics add up across rubrics; ``accuracy`` and ``cohen_kappa``,
+    whose label sets differ, are pooled only when one rubric is present)."""
 
-    def __init__(self, schema: type[Verdict], *, name: str | None = None, level: float = 0.95,
-                 ppi_lambda: float | str = 1.0):
-        self.schema = schema
-        self.name = name or schema.RUBRIC
-        self.labels = schema.LABELS
+    name = "calibration"
+    version = "2"
+
+    def __init__(self, rubrics: Mapping[str, type[Verdict]], *, level: float = 0.95, ppi_lambda: float | str = 1.0):
+        self.rubrics = dict(rubrics)
         self.level = level
         self.ppi_lambda = ppi_lambda
-        self.stats = COUNT_STATS + (
-            "judge_approvals", "n_labelled", "approval_agree", "false_approvals", "false_rejections",
-            "human_approvals", "n_label_pairs", "agree") + _label_stats(self.labels, "judge", "human") + PPI_STATS + (
-            "len_decisive", "judge_longer", "human_len_decisive", "human_longer")
+        self.stats = tuple(f"{r}:{x}" for r, sc in self.rubrics.items()
+                           for x in BASE_STATS + _label_stats(sc.LABELS, "judge", "human"))
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        per = {r: {x: s[f"{r}:{x}"] for x in BASE_STATS + _label_stats(sc.LABELS, "judge", "human")}
+               for r, sc in self.rubrics.items()}
+        used = [r for r in self.rubrics if per[r]["n_outputs"] > 0]
+        pooled = {x: sum(per[r][x] for r in self.rubrics) for x in BASE_STATS}
+        if len(used) == 1:
+            labels: tuple[str, ...] | str = self.rubrics[used[0]].LABELS
+            pooled.update({k: v for k, v in per[used[0]].items() if k not in pooled})
+        else:
+            labels = (f"pools the rubrics {', '.join(used)} (their labels differ): use judge.<rubric>.<metric>"
+                      if used else "no judge outputs")
+        out = self._metrics(pooled, labels)
+        for r, sc in self.rubrics.items():
+            for k, m in self._metrics(per[r], sc.LABELS).items():
+                key = f"{r}.{k}"
+                out[key] = Metric(key, m.value, m.numerator, m.denominator, m.missing, m.ci)
+        return out
+
+    def _metrics(self, s: Mapping[str, float], labels: tuple[str, ...] | str) -> dict[str, Metric]:
+        """The metrics of one rubric's (or the pooled) sums; ``labels`` is the label set for
+        accuracy and κ, or the reason they are missing."""
         out: dict[str, Metric] = {}
         n_out = s["n_outputs"]
         for stat, metric in (("n_invalid", "invalid_output_rate"), ("n_unscorable", "unscorable_rate"),
@@ -59,15 +85,18 @@ class JudgeCalibrationFamily(Family):
                                            missing="no scored verdicts with a human label")
         out["approval_accuracy"] = ratio("approval_accuracy", s["approval_agree"], nl,
                                          missing="no scored verdicts with a human label")
-        npair = s["n_label_pairs"]
-        out["accuracy"] = ratio("accuracy", s["agree"], npair,
-                                missing="no scored verdicts with a human label from the rubric's labels")
-        out["cohen_kappa"] = cohen_kappa("cohen_kappa", npair, s["agree"],
-                                         [s[f"judge:{x}"] for x in self.labels],
-                                         [s[f"human:{x}"] for x in self.labels])
+        if isinstance(labels, str):
+            out["accuracy"] = Metric("accuracy", None, missing=labels)
+            out["cohen_kappa"] = Metric("cohen_kappa", None, missing=labels)
+        else:
+            npair = s["n_label_pairs"]
+            out["accuracy"] = ratio("accuracy", s["agree"], npair,
+                                    missing="no scored verdicts with a human label from the rubric's labels")
+            out["cohen_kappa"] = cohen_kappa("cohen_kappa", npair, s["agree"], [s[f"judge:{x}"] for x in labels],
+                                             [s[f"human:{x}"] for x in labels])
         # binary κ on approve / not approve
-        ja = s["approval_agree"] - (nl - s["human_approvals"] - s["false_approvals"])  # both approve
-        j_app = ja + s["false_approvals"]
+        both_approve = s["approval_agree"] - (nl - s["human_approvals"] - s["false_approvals"])
+        j_app = both_approve + s["false_approvals"]
         out["approval_kappa"] = cohen_kappa("approval_kappa", nl, s["approval_agree"],
                                             [j_app, nl - j_app], [s["human_approvals"], nl - s["human_approvals"]])
         n_rej = nl - s["human_approvals"]
@@ -114,19 +143,23 @@ class PositionBiasFamily(Family):
 
 
 class JudgeAgreementFamily(Family):
-    """Two judges on the same items: ``agreement = agree / n`` and Cohen's κ over the rubric's
-    labels (``a:<label>``, ``b:<label>`` counts)."""
+    """Two judges on the same items (same record, item and order), over every rubric:
+    ``judge_agreement = agree / n`` and ``judge_agreement_kappa``, Cohen's κ over the labels
+    (``a:<label>`` / ``b:<label>`` counts; label texts of different rubrics do not mix:
+    ``<rubric>/<label>``)."""
 
-    version = "1"
+    name = "agreement"
+    version = "2"
 
-    def __init__(self, schema: type[Verdict], name: str):
-        self.name = name
-        self.labels = schema.LABELS
+    def __init__(self, rubrics: Mapping[str, type[Verdict]]):
+        self.labels = tuple(f"{r}/{x}" for r, sc in rubrics.items() for x in sc.LABELS)
         self.stats = ("n", "agree") + _label_stats(self.labels, "a", "b")
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        why = "no item both judges scored (set second_judge, or give the records two judges' verdicts)"
         return {
-            "agreement": ratio("agreement", s["agree"], s["n"], missing="no item both judges scored"),
-            "cohen_kappa": cohen_kappa("cohen_kappa", s["n"], s["agree"], [s[f"a:{x}"] for x in self.labels],
-                                       [s[f"b:{x}"] for x in self.labels], missing="no item both judges scored"),
+            "judge_agreement": ratio("judge_agreement", s["agree"], s["n"], missing=why),
+            "judge_agreement_kappa": cohen_kappa("judge_agreement_kappa", s["n"], s["agree"],
+                                                 [s[f"a:{x}"] for x in self.labels],
+                                                 [s[f"b:{x}"] for x in self.labels], missing=why),
         }

@@ -18,28 +18,14 @@ an entry shown swapped (``order: "BA"``) has its verdict mapped back before scor
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Iterable, Mapping
 
-from ..errors import InputError
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, empty_evaluation
+from ..evaluation import Evaluation, EvaluationSet, build_evaluation
 from ..records import Record, record_error
 from .calibration import JudgeAgreementFamily, JudgeCalibrationFamily, PositionBiasFamily
 from .contracts import INVALID, SCORED, UNSCORABLE, RUBRICS, Verdict, parse_verdict
 
 FAILED = "failed"
-
-
-class NoJudgeOutputs(Family):
-    """What ``score_judges`` returns when the ``judges`` sections hold no entry: every gate on
-    a judge metric is then missing evidence."""
-
-    name = "judges"
-    version = "1"
-    stats = ("n_outputs",)
-
-    def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
-        return {"n_judge_outputs": Metric("n_judge_outputs", None, missing="no judge entries in the records")}
 _SWAP = {"A": "B", "B": "A", "tie": "tie"}
 
 
@@ -112,43 +98,104 @@ def _passage(record: Record, citation: Any) -> str | None:
     return None
 
 
-def _family_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """``rubric`` when one judge gave that rubric's verdicts, else ``rubric@judge``."""
-    by_rubric: dict[str, list[str]] = {}
-    for rub, judge in pairs:
-        by_rubric.setdefault(rub, [])
-        if judge not in by_rubric[rub]:
-            by_rubric[rub].append(judge)
-    return {(r, j): (r if len(js) == 1 else f"{r}@{j}") for r, js in by_rubric.items() for j in js}
+def _select(judges: list[str], judge: str | None, second: str | None) -> tuple[str | None, str | None]:
+    """The judge calibrated and the one it is compared with (see :func:`score_judges`)."""
+    from ..errors import ConfigError
+
+    for name, value in (("judge", judge), ("second_judge", second)):
+        if value is not None and value not in judges:
+            raise ConfigError(f"judges: {name}={value!r} gave no verdict in the records; judges: "
+                              f"{', '.join(judges) or 'none'}")
+    if judge is None:
+        if len(judges) > 1:
+            raise ConfigError(f"judges: the records hold verdicts of {len(judges)} judges ({', '.join(judges)}); "
+                              "choose the one to calibrate with judge=<name> (second_judge=<name> for their "
+                              "agreement)")
+        judge = judges[0] if judges else None
+    if second is None and judge is not None and len(judges) == 2:
+        second = next(j for j in judges if j != judge)
+    if second is not None and second == judge:
+        raise ConfigError(f"judges: second_judge is the judge calibrated ({judge!r})")
+    return judge, second
 
 
-def score_judges(records: Iterable[Record], ontology: Any = None, *, level: float = 0.95,
-                 ppi_lambda: float | str = 1.0, length_bins: tuple[int, ...] = (50, 150),
-                 endpoint: str | None = None, model: str | None = None, rubrics: Iterable[str] = (),
-                 judge_name: str | None = None, client_options: Mapping[str, Any] | None = None
-                 ) -> dict[str, Evaluation]:
-    """Every evaluation the ``judges`` sections support, by name: one calibration evaluation
-    per rubric (``rubric`` or ``rubric@judge`` when several judges gave it),
-    ``position_bias`` (per judge: ``position_bias@judge`` when several pairwise judges) and
-    ``<rubric>_agreement@<a>/<b>`` for each two judges of one rubric. ``ontology`` is not
-    needed (the rows carry ``gold_node`` for roll-ups).
+def score_judges(ontology: Any, records: Iterable[Record], *, level: float = 0.95,
+                 ppi_lambda: float | str = 1.0, length_bins: Iterable[int] = (50, 150),
+                 judge: str | None = None, second_judge: str | None = None,
+                 endpoint: str | None = None, model: str | None = None,
+                 rubrics: Iterable[str] = ("answer_correctness",), judge_name: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", cache_dir: str | None = None, concurrency: int = 4,
+                 timeout: float = 60.0, max_retries: int = 4, price_prompt: float = 0.0,
+                 price_completion: float = 0.0) -> EvaluationSet:
+    """The ``judges`` sections scored: members ``calibration`` (the judge ``judge`` against
+    the human labels, every rubric), ``position_bias`` (its pairwise verdicts shown in both
+    orders) and ``agreement`` (with ``second_judge`` on the same items).
+
+    ``judge`` may be left out when one judge gave every verdict; ``second_judge`` when there
+    are exactly two. ``ontology`` is not needed (rows carry ``gold_node`` for roll-ups).
+    ``ppi_lambda``: a number (1 = PPI, 0 = human labels only) or ``"auto"`` (PPI++).
 
     With ``endpoint`` and ``model`` the records are first judged live for each of ``rubrics``
-    (:func:`kg_rageval.judges.run.judge_records`; ``client_options`` go to
-    :class:`~kg_rageval.judges.client.ChatClient`, e.g. ``api_key_env``, ``cache_dir``,
-    ``prices``); the client's settings (key redacted) and token/cost totals are in each
-    evaluation's ``meta["judge_usage"]``, which the audit manifest records."""
+    (:func:`kg_rageval.judges.run.live_judge`; ``api_key_env``, ``cache_dir``, ``concurrency``,
+    ``timeout``, ``max_retries`` and the prices in USD per million tokens go to the
+    :class:`~kg_rageval.judges.client.ChatClient`); the client's settings (key redacted) and
+    token / cost totals are in every member's ``meta["judge_usage"]``, which the audit
+    manifest records."""
+    from ..errors import ConfigError
+
+    lam = _ppi_lambda(ppi_lambda)
+    bins = tuple(int(b) for b in length_bins)
+    if not 0 < level < 1:
+        raise ConfigError(f"judges: level must lie in (0, 1), not {level!r}")
+    if any(b <= 0 for b in bins) or list(bins) != sorted(set(bins)):
+        raise ConfigError(f"judges: length_bins must be increasing positive word counts, not {list(bins)!r}")
     usage = None
     if endpoint is not None or model is not None:
         from .run import live_judge
 
+        opts = {"api_key_env": api_key_env, "cache_dir": cache_dir, "concurrency": concurrency, "timeout": timeout,
+                "max_retries": max_retries, "prices": {"prompt": price_prompt, "completion": price_completion}}
         records, usage = live_judge(records, endpoint=endpoint, model=model, rubrics=rubrics,
-                                    judge_name=judge_name, client_options=client_options)
-    if not 0 < level < 1:
-        raise InputError(f"judges: level must lie in (0, 1), not {level!r}")
-    if any(b <= 0 for b in length_bins) or list(length_bins) != sorted(set(length_bins)):
-        raise InputError(f"judges: length_bins must be increasing positive word counts, not {length_bins!r}")
-    records = list(records)
+                                    judge_name=judge_name, client_options=opts)
+    parsed = _parse_all(list(records))
+    chosen, second = _select(sorted({p["judge"] for _, _, p in parsed}), judge, second_judge)
+    mine = [(rec, keys, p) for rec, keys, p in parsed if p["judge"] == chosen]
+    cal = JudgeCalibrationFamily(RUBRICS, level=level, ppi_lambda=lam)
+    rows = [_calibration_row(rec, keys, p, RUBRICS[p["rubric"]], bins) for rec, keys, p in mine]
+    meta = {"judge": chosen, "second_judge": second, "level": level, "ppi_lambda": lam,
+            "judges_in_records": sorted({p["judge"] for _, _, p in parsed})}
+    out = EvaluationSet("judge", {
+        "calibration": build_evaluation(cal, rows, keys=_key_names(rows) + ["length_bin"],
+                                        details=["rubric", "judge", "item", "order", "status", "error", "label",
+                                                 "human"], meta=dict(meta)),
+        "position_bias": _position_bias(mine, meta),
+        "agreement": _agreement(parsed, chosen, second, meta),
+    })
+    if usage is not None:
+        for ev in out.values():
+            ev.meta["judge_usage"] = usage
+    return out
+
+
+def _ppi_lambda(value: Any) -> float | str:
+    from ..errors import ConfigError
+
+    if value == "auto":
+        return "auto"
+    try:
+        lam = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"judges: ppi_lambda must be a number or 'auto', not {value!r}") from None
+    if not 0 <= lam <= 1:
+        raise ConfigError(f"judges: ppi_lambda must lie in [0, 1], not {lam!r}")
+    return lam
+
+
+def _key_names(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted({k for r in rows for k in r if k == "gold_node" or k.startswith("slice:")})
+
+
+def _parse_all(records: list[Record]) -> list[tuple[Record, dict[str, Any], dict[str, Any]]]:
     parsed: list[tuple[Record, dict[str, Any], dict[str, Any]]] = []
     for rec in records:
         keys = _row_keys(rec)
@@ -175,35 +222,18 @@ def score_judges(records: Iterable[Record], ontology: Any = None, *, level: floa
                 "label": jlabel, "human": label, "human_approves": app, "order": order,
                 "item": str(e.get("item", e.get("pair", e.get("citation", "")))),
                 "lengths": e.get("lengths"), "where": where}))
-    names = _family_names((p["rubric"], p["judge"]) for _, _, p in parsed)
-    out: dict[str, Evaluation] = {}
-    for (rub, judge), name in names.items():
-        schema = RUBRICS[rub]
-        fam = JudgeCalibrationFamily(schema, name=name, level=level, ppi_lambda=ppi_lambda)
-        rows = [_calibration_row(rec, keys, p, schema, length_bins)
-                for rec, keys, p in parsed if p["rubric"] == rub and p["judge"] == judge]
-        key_names = sorted({k for r in rows for k in r if k == "gold_node" or k.startswith("slice:")}) + ["length_bin"]
-        out[name] = build_evaluation(fam, rows, keys=key_names, details=["judge", "item", "order", "status", "error",
-                                                                        "label", "human"],
-                                     meta={"rubric": rub, "judge": judge, "level": level, "ppi_lambda": ppi_lambda})
-    out.update(_position_bias(parsed))
-    out.update(_agreement(parsed))
-    if not out:
-        out["judges"] = empty_evaluation(NoJudgeOutputs())
-    if usage is not None:
-        for ev in out.values():
-            ev.meta["judge_usage"] = usage
-    return out
+    return parsed
 
 
 def _calibration_row(rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any], schema: type[Verdict],
                      bins: tuple[int, ...]) -> dict[str, Any]:
     status, label, human, happ = p["status"], p["label"], p["human"], p["human_approves"]
-    row: dict[str, Any] = {"record_id": rec["id"], **keys, "judge": p["judge"], "item": p["item"],
+    r = schema.RUBRIC
+    stats: dict[str, Any] = {"n_outputs": 1, "n_scored": status == SCORED, "n_invalid": status == INVALID,
+                             "n_unscorable": status == UNSCORABLE, "n_failed": status == FAILED}
+    row: dict[str, Any] = {"record_id": rec["id"], **keys, "rubric": r, "judge": p["judge"], "item": p["item"],
                            "order": p["order"], "status": status, "error": p["error"], "label": label,
-                           "human": human if human is not None else happ,
-                           "n_outputs": 1, "n_scored": status == SCORED, "n_invalid": status == INVALID,
-                           "n_unscorable": status == UNSCORABLE, "n_failed": status == FAILED}
+                           "human": human if human is not None else happ}
     lengths = p["lengths"]
     if schema.RUBRIC == "pairwise":
         la = lb = None
@@ -216,9 +246,9 @@ def _calibration_row(rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any],
             longer = "A" if la > lb else "B"
             row["length_bin"] = "A longer" if longer == "A" else "B longer"
             if status == SCORED and label in ("A", "B"):
-                row["len_decisive"], row["judge_longer"] = 1, label == longer
+                stats["len_decisive"], stats["judge_longer"] = 1, label == longer
             if human in ("A", "B"):
-                row["human_len_decisive"], row["human_longer"] = 1, human == longer
+                stats["human_len_decisive"], stats["human_longer"] = 1, human == longer
         else:
             row["length_bin"] = None if la is None or lb is None else "equal"
     else:
@@ -227,75 +257,62 @@ def _calibration_row(rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any],
             a = rec.get("answer")
             n = _words(a.get("text")) if isinstance(a, dict) else None
         row["length_bin"] = _length_bin(n, bins)
-    if status != SCORED:
-        return row
+    if status == SCORED:
+        _scored_stats(stats, label, human, happ, schema)
+    row.update({f"{r}:{k}": float(v) for k, v in stats.items()})
+    return row
+
+
+def _scored_stats(stats: dict[str, Any], label: Any, human: Any, happ: bool | None, schema: type[Verdict]) -> None:
     japp = label == schema.APPROVE
-    row["judge_approvals"] = japp
+    stats["judge_approvals"] = japp
     if happ is None:
-        row.update(ppi_N=1, ppi_sum_yhat_u=float(japp), ppi_sum_yhat2_u=float(japp))
-        return row
-    row.update(n_labelled=1, approval_agree=japp == happ, false_approvals=japp and not happ,
+        stats.update(ppi_N=1, ppi_sum_yhat_u=float(japp), ppi_sum_yhat2_u=float(japp))
+        return
+    stats.update(n_labelled=1, approval_agree=japp == happ, false_approvals=japp and not happ,
                false_rejections=happ and not japp, human_approvals=happ,
                ppi_n=1, ppi_sum_y=float(happ), ppi_sum_y2=float(happ), ppi_sum_yhat_l=float(japp),
                ppi_sum_yhat2_l=float(japp), ppi_sum_y_yhat=float(happ and japp))
     if human is not None:
-        row.update({"n_label_pairs": 1, "agree": label == human, f"judge:{label}": 1, f"human:{human}": 1})
-    return row
+        stats.update({"n_label_pairs": 1, "agree": label == human, f"judge:{label}": 1, f"human:{human}": 1})
 
 
-def _position_bias(parsed: list) -> dict[str, Evaluation]:
-    groups: dict[tuple[str, str, str], dict[str, tuple[Record, Mapping[str, Any], Mapping[str, Any]]]] = {}
-    for rec, keys, p in parsed:
+def _position_bias(mine: list, meta: Mapping[str, Any]) -> Evaluation:
+    """Pairs the calibrated judge saw in both orders (AB and BA)."""
+    groups: dict[tuple[str, str], dict[str, tuple[Record, Mapping[str, Any], Mapping[str, Any]]]] = {}
+    for rec, keys, p in mine:
         if p["rubric"] == "pairwise" and p["status"] == SCORED:
-            groups.setdefault((p["judge"], str(rec["id"]), p["item"]), {}).setdefault(p["order"], (rec, keys, p))
-    judges = sorted({j for j, _, _ in groups})
-    out = {}
-    for judge in judges:
-        rows = []
-        for (j, _, item), by_order in groups.items():
-            if j != judge or len(by_order) < 2:
-                continue
-            rec, keys, ab = by_order["AB"]
-            ba = by_order["BA"][2]
-            verdicts = [ab["label"], _SWAP[ba["label"]]]  # as shown: AB's label, BA's shown label
-            first = [v == "A" for v in verdicts]  # shown first won: "A" as shown in both orders
-            decisive = [v != "tie" for v in verdicts]
-            rows.append({"record_id": rec["id"], **keys, "judge": judge, "item": item, "n_pairs": 1,
-                         "consistent": ab["label"] == ba["label"], "n_verdicts": 2, "n_decisive": sum(decisive),
-                         "first_position_wins": sum(f and d for f, d in zip(first, decisive)),
-                         "verdicts": f"AB:{ab['label']} BA:{ba['label']}"})
-        if not rows:
+            groups.setdefault((str(rec["id"]), p["item"]), {}).setdefault(p["order"], (rec, keys, p))
+    rows = []
+    for (_, item), by_order in groups.items():
+        if len(by_order) < 2:
             continue
-        name = "position_bias" if len(judges) == 1 else f"position_bias@{judge}"
-        fam = PositionBiasFamily()
-        fam.name = name
-        key_names = sorted({k for r in rows for k in r if k == "gold_node" or k.startswith("slice:")})
-        out[name] = build_evaluation(fam, rows, keys=key_names, details=["judge", "item", "verdicts"],
-                                     meta={"judge": judge})
-    return out
+        rec, keys, ab = by_order["AB"]
+        ba = by_order["BA"][2]
+        verdicts = [ab["label"], _SWAP[ba["label"]]]  # as shown: AB's label, BA's shown label
+        decisive = [v != "tie" for v in verdicts]
+        rows.append({"record_id": rec["id"], **keys, "item": item, "n_pairs": 1,
+                     "consistent": ab["label"] == ba["label"], "n_verdicts": 2, "n_decisive": sum(decisive),
+                     "first_position_wins": sum(v == "A" for v in verdicts),  # "A" as shown = shown first
+                     "verdicts": f"AB:{ab['label']} BA:{ba['label']}"})
+    return build_evaluation(PositionBiasFamily(), rows, keys=_key_names(rows), details=["item", "verdicts"],
+                            meta=dict(meta))
 
 
-def _agreement(parsed: list) -> dict[str, Evaluation]:
-    by: dict[str, dict[str, dict[tuple[str, str, str], tuple[Record, Mapping[str, Any], str]]]] = {}
+def _agreement(parsed: list, a: str | None, b: str | None, meta: Mapping[str, Any]) -> Evaluation:
+    """Items both judges scored (same record, rubric, item and order)."""
+    fam = JudgeAgreementFamily(RUBRICS)
+    by: dict[str, dict[tuple[str, str, str, str], tuple[Record, Mapping[str, Any], str]]] = {}
     for rec, keys, p in parsed:
-        if p["status"] == SCORED:
-            by.setdefault(p["rubric"], {}).setdefault(p["judge"], {}).setdefault(
-                (str(rec["id"]), p["item"], p["order"]), (rec, keys, p["label"]))
-    out = {}
-    for rub, judges in by.items():
-        schema = RUBRICS[rub]
-        for a, b in itertools.combinations(sorted(judges), 2):
-            rows = []
-            for k, (rec, keys, la) in judges[a].items():
-                if k not in judges[b]:
-                    continue
-                lb = judges[b][k][2]
-                rows.append({"record_id": rec["id"], **keys, "item": k[1], "n": 1, "agree": la == lb,
-                             f"a:{la}": 1, f"b:{lb}": 1, "labels": f"{la}/{lb}"})
-            if not rows:
+        if p["status"] == SCORED and p["judge"] in (a, b):
+            by.setdefault(p["judge"], {}).setdefault((str(rec["id"]), p["rubric"], p["item"], p["order"]),
+                                                     (rec, keys, p["label"]))
+    rows = []
+    if a is not None and b is not None:
+        for k, (rec, keys, la) in by.get(a, {}).items():
+            if k not in by.get(b, {}):
                 continue
-            name = f"{rub}_agreement@{a}/{b}"
-            key_names = sorted({k for r in rows for k in r if k == "gold_node" or k.startswith("slice:")})
-            out[name] = build_evaluation(JudgeAgreementFamily(schema, name), rows, keys=key_names,
-                                         details=["item", "labels"], meta={"judges": [a, b], "rubric": rub})
-    return out
+            lb = by[b][k][2]
+            rows.append({"record_id": rec["id"], **keys, "rubric": k[1], "item": k[2], "n": 1, "agree": la == lb,
+                         f"a:{k[1]}/{la}": 1, f"b:{k[1]}/{lb}": 1, "labels": f"{la}/{lb}"})
+    return build_evaluation(fam, rows, keys=_key_names(rows), details=["rubric", "item", "labels"], meta=dict(meta))

@@ -226,6 +226,17 @@ class Ontology:
     def id_of(self, index: int) -> str:
         return self.ids[index]
 
+    def suggest(self, node_id: str) -> str | None:
+        """A "did you mean" hint for an id the ontology lacks (its concept when it is an
+        alternative id, ids with that label, else the closest ids by spelling), or ``None``."""
+        hint = self._suggest(node_id)
+        if hint:
+            return hint
+        import difflib
+
+        close = difflib.get_close_matches(node_id, self.ids, n=3, cutoff=0.75)
+        return f"did you mean {', '.join(repr(c) for c in close)}?" if close else None
+
     def _suggest(self, node_id: str) -> str | None:
         alias = self._alias_hint(node_id)
         if alias:

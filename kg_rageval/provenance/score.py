@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..evaluation import Evaluation
+from pathlib import Path
+
+from ..evaluation import EvaluationSet
 from ..records import Record
 from .citations import score_citations
 from .corpus import Corpus
@@ -17,16 +19,24 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def score_provenance(
+    ontology: "Ontology | None",
     records: Iterable[Record],
-    corpus: Corpus,
     *,
-    repeats: Sequence[Iterable[Record]] = (),
-) -> dict[str, Evaluation]:
-    """``{"citations", "provenance_depth"}`` plus ``"reproducibility"`` when repeats are given."""
+    corpus: Corpus,
+    repeats: Sequence[Iterable[Record] | str | Path] = (),
+) -> EvaluationSet:
+    """``{"citations", "provenance_depth"}`` plus ``"reproducibility"`` when repeats are given
+    (an :class:`EvaluationSet` of family ``provenance``). A repeat given as a path is read with
+    :func:`~kg_rageval.records.read_records`. The ontology is not used (the family's evidence
+    is the corpus); it is the first argument like every family's."""
+    from ..records import read_records
+
     records = list(records)
-    out = {"citations": score_citations(records), "provenance_depth": score_depth(records, corpus)}
+    out = EvaluationSet("provenance", {"citations": score_citations(records),
+                                       "provenance_depth": score_depth(records, corpus)})
     if repeats:
-        out["reproducibility"] = score_reproducibility(records, [list(r) for r in repeats])
+        runs = [read_records(r) if isinstance(r, (str, Path)) else list(r) for r in repeats]
+        out["reproducibility"] = score_reproducibility(records, runs)
     return out
 
 

@@ -94,9 +94,9 @@ def compression_bin(ratio_: float) -> str:
     return ">0.75"
 
 
-def score_context(records: Iterable[Record], ontology: Any = None) -> Evaluation:
+def score_context(ontology: Any, records: Iterable[Record]) -> Evaluation:
     """One row per record with ``retrieval.contexts`` or a ``context`` section (others:
-    unscored ``no context``)."""
+    unscored ``no context``). ``ontology`` is not needed (rows carry ``gold_node``)."""
     from ..generation.calibration import _correct
     from ..generation.fields import citations, contexts, gold_documents, section
 

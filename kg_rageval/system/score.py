@@ -165,11 +165,11 @@ def system_values(record: Record) -> dict[str, Any] | None:
     return {"latency": lat, "tokens": tok, "cost": cost, "cache": cache}
 
 
-def score_system(records: Iterable[Record], ontology: Any = None, *, stages: Iterable[str] | None = None
+def score_system(ontology: Any, records: Iterable[Record], *, stages: Iterable[str] | None = None
                  ) -> QuantileEvaluation:
     """One row per record with a ``system`` section (others: unscored ``no system section``).
     ``stages``: the latency stages to report (default: the standard five plus any other stage
-    a record names)."""
+    a record names). ``ontology`` is not needed (rows carry ``gold_node`` for roll-ups)."""
     records = list(records)
     parsed = [(r, system_values(r)) for r in records]
     seen_stages = {k for _, v in parsed if v for k in v["latency"]}

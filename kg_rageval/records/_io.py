@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import InputError
+from ..errors import InputError
 
 Record = dict[str, Any]
 
@@ -113,7 +113,7 @@ def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
     :class:`~kg_rageval.errors.ConfigError`: ``"no such <what> file"``, ``"unknown <what> file
     type '.ini'; use .yaml, .yml, .json or .toml"``, ``"cannot parse the <what>: <parser
     message>"`` (not UTF-8, or a syntax error with its line)."""
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     p = Path(path)
     if not p.is_file():
@@ -175,13 +175,3 @@ def record_text(record: Record) -> str | None:
         if isinstance(value, str):
             return value
     return None
-
-
-def slice_keys(records: Iterable[Record]) -> list[str]:
-    """All slice names used by any record, sorted."""
-    keys: set[str] = set()
-    for r in records:
-        s = r.get("slices")
-        if isinstance(s, dict):
-            keys.update(s)
-    return sorted(keys)

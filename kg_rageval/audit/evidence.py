@@ -1,0 +1,166 @@
+"""How a gate finds its number: the one implementation shared by ``kg-rageval audit`` and the
+pytest plugin's ``assert_gates`` (so a gate evaluates identically in both).
+
+:class:`MetricIndex` maps canonical metric names (``family.metric``) to the evaluation that
+produces them; :func:`metric_for_gate` computes the metric a gate reads — the total, the
+metric on a slice or node scope, and its bootstrap interval when the gate bounds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from ..contract import MetricName
+from ..evaluation import Evaluation, Metric
+from .gates import Gate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .families import FamilyRun
+
+
+def node_mask(ev: Evaluation, ontology: Any, node_id: str, key: str = "gold_node") -> np.ndarray | None:
+    """Rows whose ``key`` node lies in ``node_id``'s subtree; ``None`` when ``ev`` has no such key."""
+    if key not in ev.keys:
+        return None
+    idx = ev.node_indices(ontology, key)
+    desc = ontology.descendant_indices(ontology.index(node_id), include_self=True)
+    return np.isin(idx, desc) & (idx >= 0)
+
+
+def slice_mask(ev: Evaluation, name: str, value: str) -> np.ndarray | None:
+    """Rows whose ``slice:<name>`` key has the text ``value`` (:func:`~kg_rageval.records.slice_text`)."""
+    from ..records import slice_text
+
+    col = ev.keys.get(f"slice:{name}")
+    if col is None:
+        return None
+    return np.asarray([v is not None and slice_text(v) == value for v in col.tolist()], dtype=bool)
+
+
+@dataclass
+class _Owner:
+    family: str
+    ev: Evaluation
+    metric: str
+
+    @property
+    def canonical(self) -> str:
+        return f"{self.family}.{self.metric}"
+
+
+class MetricIndex:
+    """Which evaluation produces which canonical metric name (``family.metric``).
+
+    ``names`` maps the metric texts of the gates to their resolved
+    :class:`~kg_rageval.contract.MetricName`; a text left unresolved (a family that declares
+    no metrics) is looked up by its bare name among the families that ran."""
+
+    def __init__(self, runs: Mapping[str, FamilyRun], names: Mapping[str, MetricName] | None = None):
+        self.runs = runs
+        self.names = dict(names or {})
+        self.by_name: dict[str, list[_Owner]] = {}
+        self.bare: dict[str, list[_Owner]] = {}
+        self.totals: dict[tuple[int, str], Metric] = {}
+        for fam, run in runs.items():
+            for ev in run.evaluations:
+                for m, val in ev.metrics().items():
+                    self.totals[(id(ev), m)] = val
+                    o = _Owner(fam, ev, m)
+                    self.by_name.setdefault(o.canonical, []).append(o)
+                    self.bare.setdefault(m, []).append(o)
+
+    def name_of(self, text: str | MetricName) -> MetricName:
+        if isinstance(text, MetricName):
+            return text
+        return self.names.get(text) or MetricName.parse(text)
+
+    def owner(self, text: str | MetricName) -> tuple[_Owner | None, str]:
+        mn = self.name_of(text).unscoped()
+        shown = str(text) if isinstance(text, str) else mn.qualified
+        owners = self.bare.get(mn.metric) if mn.family is None else self.by_name.get(mn.qualified)
+        if owners is None:
+            return None, self._absent_reason(shown, mn)
+        if len(owners) > 1:
+            names = sorted({o.canonical for o in owners})
+            return None, f"ambiguous metric {shown!r}: produced by {', '.join(names)}; name one"
+        return owners[0], ""
+
+    def _absent_reason(self, shown: str, mn: MetricName) -> str:
+        fam = mn.family
+        also = f" ({mn.qualified})" if fam and shown != mn.qualified else ""
+        if fam in self.runs and self.runs[fam].status != "ran":
+            r = self.runs[fam]
+            return f"no family produced {shown!r}{also}: family {fam!r} did not run ({r.status}: {r.reason})"
+        if fam is not None and fam not in self.runs:
+            return f"no family produced {shown!r}{also}: family {fam!r} is not in the audit's families"
+        not_run = {f: r for f, r in self.runs.items() if r.status != "ran"}
+        if not_run:
+            why = ", ".join(f"{f} ({r.status})" for f, r in sorted(not_run.items()))
+            return f"no family produced {shown!r}; not run: {why} (see the families table)"
+        return f"no family produced {shown!r}"
+
+
+def metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, bootstrap: Any,
+                    baseline_metrics: Mapping[str, Metric], *, has_baseline: bool = False) -> Metric:
+    """The Metric a gate is decided on (value=None + reason when evidence is missing): the
+    family total, or the metric recomputed on the rows of the gate's scope; with a CI bound,
+    the percentile bootstrap interval of :meth:`Evaluation.bootstrap` under ``bootstrap``
+    (``n_resamples``, ``level``, ``seed``). The audit and ``assert_gates`` both decide gates
+    with this function."""
+    if g.metric.startswith("delta:"):
+        mn = index.name_of(g.metric)
+        if mn.family is None:  # an undeclared family's metric: its owner names the family
+            owner, _ = index.owner(mn.metric)
+            if owner is not None:
+                mn = MetricName(owner.family, owner.metric, delta=True)
+        m = baseline_metrics.get(mn.key if not g.scope else f"{mn.key}[{g.scope}]")
+        if m is None:
+            why = "no baseline configured" if not has_baseline else f"no paired delta for {g.metric!r}"
+            return Metric(g.key, None, missing=why)
+        return m
+    owner, why = index.owner(g.metric)
+    if owner is None:
+        return Metric(g.key, None, missing=why)
+    ev = owner.ev
+    if g.scope is None:
+        m = index.totals[(id(ev), owner.metric)]
+    else:
+        kind, _, rest = g.scope.partition(":")
+        if kind == "slice":
+            name, _, value = rest.partition("=")
+            mask = slice_mask(ev, name, value)
+            if mask is None:
+                return Metric(g.key, None, missing=f"family {owner.family!r} has no slice {name!r}")
+        else:
+            if ontology is None:
+                return Metric(g.key, None, missing="a node scope needs the ontology (ontology=...)")
+            if rest not in ontology:
+                return Metric(g.key, None, missing=f"node {rest!r} is not in the ontology")
+            mask = node_mask(ev, ontology, rest)
+            if mask is None:
+                return Metric(g.key, None, missing=f"family {owner.family!r} attaches no gold node to its rows")
+        if not mask.any():
+            return Metric(g.key, None, missing=f"no {owner.family} rows in scope {g.scope}")
+        ev = ev.subset(mask)
+        m = ev.metrics().get(owner.metric, Metric(owner.metric, None, missing="not produced on this scope"))
+    if g.use != "value" and m.value is not None:
+        b = bootstrap
+        ci = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed, metrics=[owner.metric])
+        m = m.with_ci(ci.get(owner.metric))
+    return Metric(g.key, m.value, m.numerator, m.denominator, m.missing, m.ci)
+
+
+def gate_key(g: Gate, index: "MetricIndex") -> str:
+    """The canonical name of the number a gate reads (without its bound)."""
+    mn = index.name_of(g.metric)
+    if mn.family is None and not mn.delta:
+        owner, _ = index.owner(g.metric)
+        if owner is not None:
+            mn = MetricName(owner.family, owner.metric, delta=mn.delta)
+    base = mn.unscoped().key
+    return f"{base}[{g.scope}]" if g.scope else base
+
+

@@ -1,0 +1,63 @@
+"""``kg-rageval metrics``: every metric of every registered family, with its formula,
+parameters and direction (from the one metric registry, :mod:`kg_rageval.contract`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .common import emit, format_option, table
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--family", "families", multiple=True, metavar="NAME",
+              help="Only these families (repeatable).")
+@format_option
+def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None:
+    """List metrics (canonical name, family, direction, formula) and family parameters.
+
+    With NAMES, resolve each name as a gate would (aliases such as nDCG@10, P@10, AP or a bare
+    name are accepted) and print its canonical form; an unknown name is exit 2 with a "did you
+    mean"."""
+    from ..contract import REGISTRY, get_scorer, resolve_metric
+
+    fams = [get_scorer(f).name for f in families] or list(REGISTRY)
+    if names:
+        rows = []
+        for n in names:
+            mn = resolve_metric(n)
+            sc = get_scorer(mn.family) if mn.family else None
+            found = sc.find_metric(mn.metric) if sc is not None else None
+            spec = found[0] if found else None
+            rows.append({"input": n, "canonical": str(mn), "family": mn.family,
+                         "direction": spec.direction if spec else None, "formula": spec.formula if spec else None})
+        emit({"command": "metrics", "resolved": rows}, fmt,
+             lambda p: table([[r["input"], r["canonical"], r["direction"] or "", r["formula"] or ""]
+                              for r in p["resolved"]], ["input", "canonical", "direction", "formula"]))
+        return
+    payload: dict[str, Any] = {"command": "metrics", "families": {}}
+    for f in fams:
+        sc = REGISTRY[f]
+        payload["families"][f] = {
+            "description": sc.description,
+            "sections": list(sc.sections),
+            "inputs": [{"name": i.name, "required": i.required, "flag": i.flag, "help": i.help} for i in sc.inputs],
+            "parameters": [p.describe() for p in sc.params if p.exposed],
+            "metrics": [m.describe() for m in sc.metrics],
+        }
+
+    def render(p: dict[str, Any]) -> str:
+        out = []
+        for f, d in p["families"].items():
+            out.append(f"== {f}: {d['description']}")
+            if d["parameters"]:
+                out.append(table([[q["name"], q["type"], q["default"], q["help"]] for q in d["parameters"]],
+                                 ["parameter", "type", "default", "help"]))
+            out.append(table([[m["name"], m["direction"], m["formula"]] for m in d["metrics"]],
+                             ["metric", "better", "formula"]))
+            out.append("")
+        return "\n".join(out)
+
+    emit(payload, fmt, render)

@@ -1,0 +1,304 @@
+"""The declarations of the built-in metric families: parameters, inputs and metrics.
+
+This is the one place where a family's options, defaults, allowed values, inputs and metric
+names are written. ``kg-rageval score <family>`` flags, the audit config's
+``families.<family>`` keys, the pytest plugin, ``score_distributed`` and ``kg-rageval metrics``
+are derived from it. Standard library only (imported by the CLI at start-up).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .metrics import MetricSpec, metric_specs
+from .params import Param
+from .scorer import Input, Scorer
+
+# ---------------------------------------------------------------------- shared options
+HIER_RELATIONS = ("parent", "child", "ancestor", "descendant", "sibling", "cousin", "unrelated")
+"""Confusion relations of a wrong prediction (:meth:`Ontology.relation`)."""
+
+
+def _p(name: str, kind: str, default: Any, help: str, **kw: Any) -> Param:
+    return Param(name, kind, default, help, **kw)
+
+
+# ---------------------------------------------------------------------- hierarchy
+_H_ERR = HIER_RELATIONS + ("inactive", "multi", "nil_gold", "nil_pred", "unknown")
+HIERARCHY = Scorer(
+    name="hierarchy",
+    target="kg_rageval.hierarchy:score_hierarchy",
+    sections=("labels",),
+    description="Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
+    params=(
+        _p("include_root", "bool", False, "Count the root in the augmented sets (default: left out, it gives "
+           "free credit)."),
+        _p("lca_bounded", "bool", False, "Kosmopoulos' LCA-bounded hP/hR (one gold and one predicted node per "
+           "record)."),
+        _p("on_unknown", "str", "error", "Ids the ontology lacks: fail, score them as their own error "
+           "category, or map alternative ids (OBO alt_id) to their concept and fail on the rest.",
+           choices=("error", "count", "alias")),
+        _p("on_status", "str", "error", "Deprecated/revoked ids: fail, count them as a category, or map to "
+           "their replacement.", choices=("error", "count", "replace")),
+        _p("wup_lcs", "str", "nltk", "Wu-Palmer subsumer: NLTK's (deepest min-depth) or the deepest "
+           "max-depth.", choices=("nltk", "max_depth")),
+        _p("wup_identical", "str", "one", "Wu-Palmer of a node with itself: 1, or NLTK's value (may be "
+           "below 1 in a polyhierarchy).", choices=("one", "nltk")),
+    ),
+    metrics=metric_specs("hierarchy", "hierarchy", (
+        ("hierarchical_precision", "higher", "hP = Σ|Â_pred ∩ Â_gold| / Σ|Â_pred| over records (augmented "
+         "ancestor sets, root left out by default)"),
+        ("hierarchical_recall", "higher", "hR = Σ|Â_pred ∩ Â_gold| / Σ|Â_gold|"),
+        ("hierarchical_f1", "higher", "hF1 = 2·hP·hR / (hP + hR)"),
+        ("macro_hierarchical_precision", "higher", "mean over records of |Â_pred ∩ Â_gold| / |Â_pred|"),
+        ("macro_hierarchical_recall", "higher", "mean over records of |Â_pred ∩ Â_gold| / |Â_gold|"),
+        ("macro_hierarchical_f1", "higher", "mean over records of the per-record hF1"),
+        ("exact_accuracy", "higher", "items whose prediction equals the gold / items"),
+        ("wu_palmer", "higher", "mean Wu-Palmer similarity 2·depth(lcs) / (depth(a) + depth(b))"),
+        ("errors", "none", "count of wrong items"),
+        ("mean_error_distance", "lower", "mean path length gold → prediction over wrong items"),
+    )) + metric_specs("hierarchy", "hierarchy", [
+        (f"error_count_{c}", "none", f"wrong items whose confusion category is {c!r}") for c in _H_ERR
+    ] + [
+        (f"error_rate_{c}", "lower", f"wrong items of category {c!r} / wrong items") for c in _H_ERR
+    ]),
+)
+
+# ---------------------------------------------------------------------- linking
+_PRF = (("mention", "mentions (span detection)"), ("strong_all_match", "span + id (NIL included)"),
+        ("strong_link_match", "span + id of in-KB gold"), ("strong_nil_match", "span of NIL gold + NIL "
+                                                                                 "prediction"),
+        ("nil", "NIL decisions"))
+LINKING = Scorer(
+    name="linking",
+    target="kg_rageval.linking.evaluate:score_linking",
+    sections=("mentions",),
+    description="Entity linking and NIL evaluation (mentions section).",
+    params=(
+        _p("overlap", "bool", False, "Align overlapping spans (greedy one-to-one) instead of identical spans."),
+        _p("on_unknown", "str", "error", "An id not in the ontology: stop with an error, or count it "
+           "(unknown_ids).", choices=("error", "count")),
+        _p("allow_overlapping_gold", "bool", False, "Permit nested or crossing gold spans."),
+    ),
+    metrics=metric_specs("linking", "linking", [
+        row for prefix, what in _PRF for row in (
+            (f"{prefix}_precision", "higher", f"matched {what} / predicted"),
+            (f"{prefix}_recall", "higher", f"matched {what} / gold"),
+            (f"{prefix}_f1", "higher", f"2·P·R / (P + R) of {prefix}"))
+    ] + [
+        ("linking_macro_precision", "higher", "mean over records of the per-record link precision"),
+        ("linking_macro_recall", "higher", "mean over records of the per-record link recall"),
+        ("linking_macro_f1", "higher", "mean over records of the per-record link F1"),
+        ("disambiguation_accuracy", "higher", "correct ids / matched in-KB gold spans"),
+        ("over_links", "none", "NIL gold spans linked to a node (count)"),
+        ("over_link_rate", "lower", "over-links / matched NIL gold spans"),
+        ("over_link_near_rate", "lower", "over-links to a node near the gold's nearest node / over-links"),
+        ("abstentions", "none", "in-KB gold spans predicted NIL (count)"),
+        ("correct_abstentions", "none", "NIL gold spans predicted NIL (count)"),
+        ("abstention_rate", "lower", "abstentions / matched in-KB gold spans"),
+        ("wrong_links", "none", "matched in-KB spans linked to another node (count)"),
+        ("unknown_ids", "none", "predicted ids not in the ontology (count, on_unknown='count')"),
+        ("hierarchical_precision", "higher", "Σ|anc(pred) ∩ anc(gold)| / Σ|anc(pred)| over matched links"),
+        ("hierarchical_recall", "higher", "Σ|anc(pred) ∩ anc(gold)| / Σ|anc(gold)| over matched links"),
+        ("hierarchical_f1", "higher", "2·hP·hR / (hP + hR)"),
+        ("wu_palmer", "higher", "mean Wu-Palmer similarity of matched links"),
+    ] + [(f"wrong_link_{r}", "lower", f"wrong links whose relation is {r!r} / wrong links")
+         for r in HIER_RELATIONS]),
+)
+
+# ---------------------------------------------------------------------- retrieval
+
+
+def _retrieval_values(opts: Mapping[str, Any]) -> dict[str, set[str]]:
+    ks = {str(k) for k in opts["k"]}
+    return {"k": ks, "attribution_k": {str(opts["attribution_k"] or max(int(k) for k in ks))}}
+
+
+_R_ATTR = (("hit", "queries whose gold is in the top k"),
+           ("filter", "queries whose gold the filters excluded"),
+           ("retriever", "queries whose gold the retriever never returned"),
+           ("ranker", "queries whose gold was retrieved below k"))
+_R_DOC_ATTR = (("found", "gold documents in the top k"), ("filter", "gold documents the filters excluded"),
+               ("retriever", "gold documents never retrieved"), ("ranker", "gold documents retrieved below k"))
+RETRIEVAL = Scorer(
+    name="retrieval",
+    target="kg_rageval.retrieval:score_retrieval",
+    sections=("retrieval",),
+    description="Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval -c) and filter false exclusion.",
+    inputs=(Input("corpus", "Corpus JSONL (id, source_id, categories, entitlement and metadata fields): "
+                  "enables entitlement, filter replay, false exclusion and attribution.",
+                  loader="kg_rageval.contract.loaders:retrieval_corpus"),),
+    params=(
+        _p("k", "int_list", (1, 5, 10), "Cut-offs.", minimum=1),
+        _p("gain", "str", "graded", "nDCG gain: the relevance level (trec_eval ndcg_cut) or 1 per relevant "
+           "document.", choices=("graded", "binary")),
+        _p("dedupe", "bool", False, "Keep the first occurrence of a repeated run id (counted) instead of "
+           "rejecting the record."),
+        _p("attribution_k", "int", None, "Cut-off of the filter/retriever/ranker attribution (default: the "
+           "largest k).", minimum=1, nullable=True),
+        _p("entitlement_defaults", "mapping", None, "Principal fields applied to every record that does not "
+           "set them (JSON object, e.g. {\"status\": \"published\"}).", nullable=True),
+        _p("engine", "str", "auto", "Metric kernel: numpy, numba, or auto (numba on large runs).",
+           choices=("auto", "numpy", "numba")),
+        _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
+           input="corpus"),
+        _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
+           "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+    ),
+    template_values=_retrieval_values,
+    metrics=metric_specs("retrieval", "retrieval", [
+        ("recall@{k}", "higher", "mean over scored queries of |relevant ∩ top k| / |relevant|"),
+        ("precision@{k}", "higher", "mean over scored queries of |relevant ∩ top k| / k"),
+        ("hit@{k}", "higher", "share of scored queries with a relevant document in the top k"),
+        ("ndcg@{k}", "higher", "mean of DCG@k / IDCG@k, DCG = Σ gain_i / log2(i + 1)"),
+        ("mrr@{k}", "higher", "mean of 1 / rank of the first relevant document within the top k (0 if none)"),
+        ("mrr", "higher", "mean of 1 / rank of the first relevant document (0 if none)"),
+        ("map", "higher", "mean average precision: mean over queries of Σ P@rank(rel) / |relevant|"),
+        ("r_precision", "higher", "mean of precision at R = |relevant|"),
+        ("n_scored", "none", "queries scored (with relevant gold)"),
+        ("n_missing_run", "none", "queries with gold but no run (scored as an empty run)"),
+        ("n_no_gold", "none", "queries without relevant gold (not scored)"),
+        ("n_no_gold_nonempty_run", "none", "queries without gold whose run is not empty"),
+        ("n_duplicates_removed", "none", "repeated run ids removed (dedupe)"),
+        ("n_filters_not_logged", "none", "queries whose filters were not logged"),
+        ("n_gold_ineligible", "none", "gold documents the principal may not see"),
+        ("n_gold_unknown", "none", "gold documents not in the corpus"),
+        ("n_ineligible_retrieved", "none", "retrieved documents the principal may not see"),
+        ("n_q_gold_all_ineligible", "none", "queries whose every gold document is ineligible"),
+        ("fe_q_eligible", "none", "queries with an eligible gold document and logged filters"),
+        ("fe_q_excluded", "none", "of those, queries whose filters exclude an eligible gold document"),
+        ("missing_run_rate", "lower", "n_missing_run / queries with gold"),
+        ("filter_false_exclusion_rate", "lower", "fe_q_excluded / fe_q_eligible"),
+        ("doc_exclusion_rate", "lower", "eligible gold documents the filters exclude / eligible gold documents"),
+        ("predicate_precision", "higher", "filter predicates matching the gold's categories / predicted predicates"),
+        ("predicate_recall", "higher", "filter predicates matching the gold's categories / gold predicates"),
+    ] + [(f"attribution@{{attribution_k}}.{part}", "none" if part != "hit" else "higher",
+          f"share of queries: {what}") for part, what in _R_ATTR]
+      + [(f"doc_attribution@{{attribution_k}}.{part}", "none" if part != "found" else "higher",
+          f"share of gold documents: {what}") for part, what in _R_DOC_ATTR]),
+)
+
+# ---------------------------------------------------------------------- conformance
+_C_FAIL = ("not_json", "missing_field", "extra_field", "wrong_type", "enum_violation", "other")
+CONFORMANCE = Scorer(
+    name="conformance",
+    target="kg_rageval.conformance:score_conformance",
+    sections=("answer",),
+    description="Schema validity, vocabulary, status and domain/range conformance of answer.output.",
+    inputs=(Input("spec", "Output schema spec (YAML, JSON or TOML): which field holds which kind of node.",
+                  loader="kg_rageval.contract.loaders:conformance_spec", required=True,
+                  flags=("--schema-spec",)),),
+    params=(
+        _p("domain_semantics", "str", "any", "Several declared domain/range classes: any one suffices (union) "
+           "or each must hold (RDFS).", choices=("any", "all")),
+        _p("engine", "str", "compiled", "Schema check: the compiled checker of the derived schema, the "
+           "jsonschema Draft 2020-12 validator (reference), or the equivalent pydantic model.",
+           choices=("compiled", "jsonschema", "pydantic")),
+    ),
+    metrics=metric_specs("conformance", "conformance", [
+        ("schema_validity", "higher", "outputs valid against the derived JSON Schema / outputs"),
+        ("entity_vocabulary", "higher", "entity ids in the ontology / entity ids"),
+        ("predicate_vocabulary", "higher", "predicates in the ontology / predicates"),
+        ("field_conformance", "higher", "entity ids admitted by their field's node kind / entity ids"),
+        ("vocabulary_conformance", "higher", "known ids (entities and predicates) / ids"),
+        ("status_conformance", "higher", "active ids / known ids"),
+        ("deprecated_rate", "lower", "deprecated ids / known ids"),
+        ("revoked_rate", "lower", "revoked ids / known ids"),
+        ("outputs_with_inactive_ids", "lower", "outputs naming a deprecated or revoked id / outputs"),
+        ("domain_conformance", "higher", "triples whose subject satisfies the predicate's domain / checkable"),
+        ("range_conformance", "higher", "triples whose object satisfies the predicate's range / checkable"),
+        ("domain_range_conformance", "higher", "triples satisfying domain and range / checkable triples"),
+        ("semantic_precision", "higher", "predicted ids equal to the reference's / predicted ids"),
+        ("semantic_recall", "higher", "reference ids predicted / reference ids"),
+        ("valid_but_wrong_rate", "lower", "valid known ids that differ from the reference / compared ids"),
+        ("triple_precision", "higher", "predicted triples in the reference / predicted triples"),
+        ("triple_recall", "higher", "reference triples predicted / reference triples"),
+    ] + [(f"failure_rate_{k}", "lower", f"outputs failing the schema with {k!r} / outputs") for k in _C_FAIL]
+      + [(f"confusion_{r}", "lower", f"valid-but-wrong ids whose relation to the reference is {r!r} / "
+          "valid-but-wrong ids") for r in HIER_RELATIONS]),
+)
+
+# ---------------------------------------------------------------------- generation
+GENERATION = Scorer(
+    name="generation",
+    target="kg_rageval.generation:score_generation",
+    sections=("answer",),
+    description="Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration.",
+    members=("faithfulness", "correctness", "refusal", "unseen_concepts", "calibration"),
+    inputs=(Input("judgments", 'Faithfulness judgments JSONL: {"id": record id, "judgment": object or raw '
+                  'judge text}.', loader="kg_rageval.contract.loaders:generation_judgments"),),
+    params=(
+        _p("judge", "str", "none", "Judge records without a judgment: none, the deterministic ontology "
+           "verifier, or a local NLI cross-encoder (library: a Judge object).",
+           choices=("none", "ontology", "nli"), accepts_object=True),
+        _p("nli_model", "path", None, "Local NLI cross-encoder directory (for judge=nli; never downloaded).",
+           nullable=True),
+        _p("n_bins", "int", 10, "Calibration bins (equal width).", minimum=1, flags=("--bins",)),
+        _p("linker", "object", None, "Library only: the concept linker (default: the ontology's dictionary "
+           "linker)."),
+    ),
+    metrics=metric_specs("generation", "faithfulness", [
+        ("faithfulness", "higher", "mean over judged answers of supported claims / claims"),
+        ("faithfulness_micro", "higher", "Σ supported claims / Σ claims"),
+        ("answers_scored", "none", "answers with a valid judgment (count)"),
+        ("invalid_judgment", "none", "judge outputs that could not be parsed (count)"),
+        ("invalid_judgment_rate", "lower", "invalid judgments / judgments"),
+        ("no_claims", "none", "answers the judge found no claims in (count)"),
+        ("no_claims_rate", "none", "no-claim answers / valid judgments"),
+    ]) + metric_specs("generation", "correctness", [
+        ("exact_match", "higher", "mean SQuAD exact match over answerable records with a reference"),
+        ("token_f1", "higher", "mean SQuAD token F1 over answerable records with a reference"),
+        ("concept_hP", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(answer concepts)|"),
+        ("concept_hR", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(reference concepts)|"),
+        ("concept_hF1", "higher", "2·hP·hR / (hP + hR) of the concepts"),
+    ]) + metric_specs("generation", "refusal", [
+        ("refusal_precision", "higher", "correct refusals / refusals"),
+        ("refusal_recall", "higher", "correct refusals / records that should abstain"),
+        ("refusal_f1", "higher", "2·P·R / (P + R) of refusals"),
+        ("over_refusal_rate", "lower", "refusals of answerable records / answerable records"),
+    ]) + metric_specs("generation", "unseen_concepts", [
+        ("flag_rate", "none", "answers naming a concept absent from their context / answers with context"),
+        ("unseen_precision", "higher", "flagged concepts a human marked unseen / flags on labelled records"),
+        ("unseen_recall", "higher", "flagged concepts a human marked unseen / marked concepts"),
+        ("unseen_f1", "higher", "2·P·R / (P + R) of unseen-concept flags"),
+    ]) + metric_specs("generation", "calibration", [
+        ("ece", "lower", "expected calibration error Σ_bins |conf − acc| · n_bin / n"),
+        ("accuracy", "higher", "correct answers / calibrated answers"),
+        ("mean_confidence", "none", "mean stated confidence"),
+        ("brier", "lower", "mean (confidence − correct)²"),
+    ]),
+)
+
+# ---------------------------------------------------------------------- provenance
+PROVENANCE = Scorer(
+    name="provenance",
+    target="kg_rageval.provenance:score_provenance",
+    sections=("answer",),
+    description="Citation completeness and precision/recall, provenance depth and reproducibility.",
+    members=("citations", "provenance_depth", "reproducibility"),
+    inputs=(Input("corpus", 'Corpus snapshot JSONL: {"id", "source_id", "categories", ...} per document.',
+                  loader="kg_rageval.contract.loaders:provenance_corpus", required=True),),
+    params=(
+        _p("repeats", "path_list", (), "Records of repeated runs of the same queries (reproducibility).",
+           flags=("--repeat",)),
+    ),
+    metrics=metric_specs("provenance", "citations", [
+        ("citation_completeness", "higher", "claims with a citation / claims"),
+        ("citation_precision", "higher", "cited gold documents / cited documents"),
+        ("citation_recall", "higher", "cited gold documents / gold documents"),
+        ("citation_f1", "higher", "2·P·R / (P + R) of citations"),
+        ("no_claims", "none", "answers without claims (count)"),
+    ]) + metric_specs("provenance", "provenance_depth", [
+        ("provenance_depth", "higher", "citations resolving to a stable source id / citations"),
+        ("citation_in_corpus_rate", "higher", "citations naming a corpus document / citations"),
+    ]) + metric_specs("provenance", "reproducibility", [
+        ("identical_answer_rate", "higher", "repeated runs with the same answer text / pairs"),
+        ("identical_citation_rate", "higher", "repeated runs with the same citations / pairs"),
+        ("identical_rate", "higher", "repeated runs identical in answer and citations / pairs"),
+    ]),
+)
+
+BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE)
+DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance")
+
+__all__ = ["BUILTIN", "DETERMINISTIC", "MetricSpec"]

@@ -1,0 +1,34 @@
+"""Readers of the families' extra inputs, all with one signature: ``(path, ontology, options)``.
+
+``options`` are the family's validated parameters (loader options such as retrieval's
+``category_field`` are declared there, with ``input="corpus"``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+
+def retrieval_corpus(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
+    from ..retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS, read_corpus
+
+    return read_corpus(path, ontology, category_field=options.get("category_field", "categories"),
+                       entitlement_fields=tuple(options.get("entitlement_fields") or DEFAULT_ENTITLEMENT_FIELDS))
+
+
+def provenance_corpus(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
+    from ..provenance.corpus import read_corpus
+
+    return read_corpus(path)
+
+
+def conformance_spec(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
+    from ..conformance.spec import load_spec
+
+    return load_spec(path)
+
+
+def generation_judgments(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
+    from ..generation.judgment import load_judgments
+
+    return load_judgments(path)

@@ -1,0 +1,31 @@
+"""The evaluation record format: its one owner (see ``docs/records.md``).
+
+* reading and writing JSONL records (:func:`read_records`, :func:`iter_objects`,
+  :func:`iter_jsonl`, :func:`write_records`, :func:`read_structured`);
+* field access and error locations (:func:`where`, :func:`located`, :func:`record_error`,
+  :func:`record_text`);
+* slice keys, one normalisation for every family (:mod:`.slices`);
+* structured reasons for unscored records (:mod:`.reasons`).
+"""
+
+from ._io import (
+    STRUCTURED_SUFFIXES,
+    Record,
+    iter_jsonl,
+    iter_objects,
+    located,
+    read_records,
+    read_structured,
+    record_error,
+    record_text,
+    where,
+    write_records,
+)
+from .reasons import MISSING_RUN_CODES, Reason, unscored
+from .slices import record_slices, slice_keys, slice_text, slice_values
+
+__all__ = [
+    "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "iter_jsonl", "iter_objects", "located",
+    "read_records", "read_structured", "record_error", "record_slices", "record_text", "slice_keys", "slice_text",
+    "slice_values", "unscored", "where", "write_records",
+]

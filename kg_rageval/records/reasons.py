@@ -1,0 +1,40 @@
+"""Why a record was not scored: structured reason codes shared by every family.
+
+An unscored record is ``{"record_id": id, "reason": <text>, "code": <Reason>}``. The
+``reason`` text is for people (it stays as each family words it); ``code`` is one of the
+:class:`Reason` values, for programs — the audit's missing-run budget and completeness checks
+read it instead of matching text. :func:`unscored` builds the entry.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+
+class Reason(str, Enum):
+    """Reason codes of unscored records (``str`` values, so they serialise as text)."""
+
+    NO_SECTION = "no_section"
+    """The record has no section for this family: not applicable, not missing."""
+    NO_GOLD = "no_gold"
+    """The section has no gold / reference to score against: not applicable."""
+    MISSING_PREDICTION = "missing_prediction"
+    """Gold is present but the system produced nothing (a missing run)."""
+    TIMEOUT = "timeout"
+    """The system timed out on this record (a missing run)."""
+    INVALID_OUTPUT = "invalid_output"
+    """The system or judge output could not be parsed (a missing run)."""
+    NOT_APPLICABLE = "not_applicable"
+    """The metric does not apply (e.g. an unanswerable question for answer correctness)."""
+    MISSING_INPUT = "missing_input"
+    """An input the metric needs is absent from the record (a context, a confidence)."""
+
+
+MISSING_RUN_CODES = frozenset({Reason.MISSING_PREDICTION, Reason.TIMEOUT, Reason.INVALID_OUTPUT})
+"""The codes that count against the audit's missing-run budget."""
+
+
+def unscored(record_id: Any, reason: str, code: Reason) -> dict[str, str]:
+    """One unscored entry: ``{"record_id", "reason", "code"}``."""
+    return {"record_id": str(record_id), "reason": reason, "code": code.value}
