@@ -287,7 +287,9 @@ def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
                                "missing_runs": {"budget": 0.1},
                                "gates": ["judge.false_approval_rate <= 0.05", "judge.accuracy >= 0.8",
                                          "judge.ppi_ci_low >= 0.5", "judge.invalid_output_rate <= 0.1",
-                                         "false_approval_rate[node:car] <= 0.5"]}, base_dir=tmp_path)
+                                         "false_approval_rate[node:car] <= 0.5",
+                                         "judge.answer_correctness.accuracy >= 0.8",
+                                         "judge.position_consistency >= 0.9"]}, base_dir=tmp_path)
     res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
     by = {str(r.gate): r for r in res.gate_results}
     assert by["judge.false_approval_rate <= 0.05"].status == "fail"
@@ -299,6 +301,9 @@ def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
     assert by["judge.ppi_ci_low >= 0.5"].observed == pytest.approx(r.low)
     assert by["judge.invalid_output_rate <= 0.1"].observed == pytest.approx(1 / 21)
     assert by["false_approval_rate[node:car] <= 0.5"].status == "pass"
+    assert by["judge.answer_correctness.accuracy >= 0.8"].observed == pytest.approx(0.9)
+    assert by["judge.position_consistency >= 0.9"].status == "missing"
+    assert "no pair judged in both orders" in by["judge.position_consistency >= 0.9"].reason
     assert res.counts["families"]["judge"]["missing_runs"] == 1  # the invalid output counts as a missing run
     assert res.manifest["families"]["judge"]["status"] == "ran"
 
