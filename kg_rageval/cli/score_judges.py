@@ -9,9 +9,6 @@ import click
 
 from .common import data_option, emit, families_text, family_kwargs, family_options, format_option
 
-_LIVE = ("endpoint", "model", "rubrics", "judge_name", "api_key_env", "cache_dir", "concurrency", "timeout",
-         "max_retries", "price_prompt", "price_completion")
-
 
 @click.command()
 @data_option
@@ -34,14 +31,9 @@ def command(data_path, ontology_path, ontology_format, write_records, rows, fmt,
     onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
     usage = None
     if opts.get("endpoint") or opts.get("model"):
-        from ..judges.run import live_judge
+        from ..judges.run import LIVE_PARAMS, live_judge
 
-        live = {k: opts.pop(k) for k in _LIVE if k in opts}
-        client = {k: live[k] for k in ("api_key_env", "cache_dir", "concurrency", "timeout", "max_retries") if k in live}
-        client["prices"] = {"prompt": live.get("price_prompt", 0.0), "completion": live.get("price_completion", 0.0)}
-        records, usage = live_judge(records, endpoint=live.get("endpoint"), model=live.get("model"),
-                                    rubrics=live.get("rubrics", ("answer_correctness",)),
-                                    judge_name=live.get("judge_name"), client_options=client)
+        records, usage = live_judge(records, **{k: opts.pop(k) for k in LIVE_PARAMS if k in opts})
         if write_records:
             from ..records import write_records as write
 

@@ -17,7 +17,7 @@ A record that already has an entry of this rubric from this judge is not judged 
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from ..records import Record
 from .client import ChatClient
@@ -90,17 +90,27 @@ def judge_records(records: Iterable[Record], rubric: str, client: ChatClient, *,
     return out
 
 
-def live_judge(records: Iterable[Record], *, endpoint: str | None, model: str | None, rubrics: Iterable[str],
-               judge_name: str | None = None, client_options: Mapping[str, Any] | None = None
-               ) -> tuple[list[Record], dict[str, Any]]:
-    """Judge ``records`` for each of ``rubrics`` with a new :class:`ChatClient`; returns the
-    judged records and ``{"settings", "usage"}`` (key redacted) for the manifest."""
+LIVE_PARAMS = ("endpoint", "model", "rubrics", "judge_name", "api_key_env", "cache_dir", "concurrency", "timeout",
+               "max_retries", "price_prompt", "price_completion")
+"""The judge family's parameters that configure a live judge (``kg_rageval.contract.quality``)."""
+
+
+def live_judge(records: Iterable[Record], *, endpoint: str | None, model: str | None,
+               rubrics: Iterable[str] = ("answer_correctness",), judge_name: str | None = None,
+               api_key_env: str | None = "OPENAI_API_KEY", cache_dir: str | None = None, concurrency: int = 4,
+               timeout: float = 60.0, max_retries: int = 4, price_prompt: float = 0.0,
+               price_completion: float = 0.0) -> tuple[list[Record], dict[str, Any]]:
+    """Judge ``records`` for each of ``rubrics`` with a new :class:`ChatClient` (prices in USD
+    per million tokens); returns the judged records and ``{"settings", "usage"}`` (key
+    redacted) for the manifest."""
     from ..errors import ConfigError
 
     rubrics = list(rubrics)
     if not endpoint or not model or not rubrics:
         raise ConfigError("judges: a live judge needs an endpoint, a model and at least one rubric")
-    client = ChatClient(endpoint, model, **dict(client_options or {}))
+    client = ChatClient(endpoint, model, api_key_env=api_key_env, cache_dir=cache_dir, concurrency=concurrency,
+                        timeout=timeout, max_retries=max_retries,
+                        prices={"prompt": price_prompt, "completion": price_completion})
     out = list(records)
     for rub in rubrics:
         out = judge_records(out, rub, client, name=judge_name)

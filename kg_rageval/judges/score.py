@@ -153,10 +153,10 @@ def score_judges(ontology: Any, records: Iterable[Record], *, level: float = 0.9
     if endpoint is not None or model is not None:
         from .run import live_judge
 
-        opts = {"api_key_env": api_key_env, "cache_dir": cache_dir, "concurrency": concurrency, "timeout": timeout,
-                "max_retries": max_retries, "prices": {"prompt": price_prompt, "completion": price_completion}}
-        records, usage = live_judge(records, endpoint=endpoint, model=model, rubrics=rubrics,
-                                    judge_name=judge_name, client_options=opts)
+        records, usage = live_judge(records, endpoint=endpoint, model=model, rubrics=rubrics, judge_name=judge_name,
+                                    api_key_env=api_key_env, cache_dir=cache_dir, concurrency=concurrency,
+                                    timeout=timeout, max_retries=max_retries, price_prompt=price_prompt,
+                                    price_completion=price_completion)
     parsed = _parse_all(list(records))
     chosen, second = _select(sorted({p["judge"] for _, _, p in parsed}), judge, second_judge)
     mine = [(rec, keys, p) for rec, keys, p in parsed if p["judge"] == chosen]
