@@ -78,7 +78,7 @@ def bench_score(n_mentions: int, modes: tuple[bool, ...] = (False,)) -> None:
         print(f"score_linking overlap={overlap}: {n_g:,} gold + {n_p:,} predicted mentions in {dt:.2f} s "
               f"wall, {dc:.2f} s CPU ({(n_g + n_p) / dt:,.0f} mentions/s wall); rows={len(ev):,}; "
               f"strong_all_match_f1={m['strong_all_match_f1'].value:.4f} "
-              f"wrong_links={m['wrong_links'].value:,.0f} backend={ev.meta['hierarchy_backend']}")
+              f"wrong_links={m['wrong_links'].value:,.0f} backend={ev.meta.get('hierarchy_backend', 'kernels')}")
     t = time.perf_counter()
     ev.metrics()
     ev.breakdown("outcome")
@@ -145,7 +145,7 @@ def bench_dictionary(n_queries: int) -> None:
     qs = [f"what is concept {rng.randrange(350_000)} and how does it relate to concept {rng.randrange(350_000)}?"
           for _ in range(n_queries)]
     qps, found = _throughput(d, qs)
-    print(f"[concept <n>] pure Python find: {qps:,.0f} queries/s ({found:,} mentions in {len(qs):,} queries)")
+    print(f"[concept <n>] find, {d.backend} backend: {qps:,.0f} queries/s ({found:,} mentions in {len(qs):,} queries)")
 
     onto2, labels, vocab = _build_realistic(350_000)
     t = time.perf_counter()
@@ -154,7 +154,12 @@ def bench_dictionary(n_queries: int) -> None:
           f"longest form {d2.max_len} tokens")
     qs2 = _queries(labels, vocab, n_queries)
     qps, found = _throughput(d2, qs2)
-    print(f"[realistic] pure Python find: {qps:,.0f} queries/s ({found:,} mentions in {len(qs2):,} queries)")
+    print(f"[realistic] find, {d2.backend} backend: {qps:,.0f} queries/s ({found:,} mentions in {len(qs2):,} queries)")
+    ref = DictionaryLinker(onto2, backend="python")
+    qps_py, found_py = _throughput(ref, qs2)
+    print(f"[realistic] find, python backend: {qps_py:,.0f} queries/s (same links: "
+          f"{[ref.find(q) for q in qs2[:2000]] == [d2.find(q) for q in qs2[:2000]]})")
+    _anchors(onto2, qs2, qps)
     try:
         t = time.perf_counter()
         sp = SpacyDictionaryLinker(onto2)
@@ -164,6 +169,41 @@ def bench_dictionary(n_queries: int) -> None:
               f"(agrees on the sample: {[sp.find(q) for q in qs2[:200]] == [d2.find(q) for q in qs2[:200]]})")
     except ImportError as exc:
         print(f"spaCy backend skipped: {exc}")
+
+
+def _anchors(onto, queries, qps_ours: float) -> None:
+    """Reference matchers on the same queries, timed in the same run: a bare pyahocorasick
+    automaton over lower-cased, space-padded labels and synonyms scanning the lower-cased
+    query (no tokenising, no offsets, no resolution), and flashtext if installed."""
+    forms = [t for i in range(len(onto)) for t in (onto.labels[i], *onto.synonyms[i]) if t]
+    try:
+        import ahocorasick
+    except ImportError:
+        print("pyahocorasick anchor skipped: not installed")
+    else:
+        a = ahocorasick.Automaton()
+        for f in forms:
+            a.add_word(" " + f.lower().replace("-", " ") + " ", 1)
+        a.make_automaton()
+        t = time.process_time()
+        found = 0
+        for q in queries:
+            found += sum(1 for _ in a.iter(" " + q.lower().replace("?", " ") + " "))
+        qps = len(queries) / (time.process_time() - t)
+        print(f"[realistic] anchor pyahocorasick (bare scan): {qps:,.0f} queries/s ({found:,} raw matches); "
+              f"ours / anchor = {qps_ours / qps:.2f}")
+    try:
+        from flashtext import KeywordProcessor
+    except ImportError:
+        print("flashtext anchor skipped: not installed")
+    else:
+        kp = KeywordProcessor()
+        for f in forms:
+            kp.add_keyword(f.lower().replace("-", " "))
+        t = time.process_time()
+        found = sum(len(kp.extract_keywords(q.lower())) for q in queries)
+        qps = len(queries) / (time.process_time() - t)
+        print(f"[realistic] anchor flashtext: {qps:,.0f} queries/s ({found:,} matches); ours / anchor = {qps_ours / qps:.2f}")
 
 
 def bench_quality(embedding: bool) -> None:

@@ -20,8 +20,12 @@ e.g. ``T1003.001``). Forms that normalise to no token are skipped.
    lowest node index (topological order: ancestors first), ``"lca"`` takes their deepest
    common ancestor (:meth:`Ontology.lca`, over-generalising rather than guessing).
 
-**Detection** (:meth:`DictionaryLinker.find`): every token position is tried against every
-form (a prefix set stops the extension early); overlapping matches are then resolved
+**Detection** (:meth:`DictionaryLinker.find`): every token sequence of the text that is a
+surface form is found — by an Aho–Corasick automaton over the space-joined normalised tokens
+(``backend="automaton"``, the default when ``pyahocorasick`` is installed; each form is a key
+enclosed in a separator character no token holds, so only whole-token matches are reported), or by trying
+every token position against a prefix set (``backend="python"``, the reference; both find
+the same matches, tested). Overlapping matches are then resolved
 longest first, ties to the earlier start — the rule of :func:`spacy.util.filter_spans`, so the
 spaCy backend (:class:`SpacyDictionaryLinker`) agrees exactly. Text where nothing matches
 yields no mention. :meth:`DictionaryLinker.link` links one given mention text: the whole text
@@ -37,12 +41,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..errors import ConfigError
 
 _TOKEN = re.compile(r"[^\W_]+")
+_SEP = "\x1f"  # joins tokens for the automaton: a control character, never part of a token
 
 
 def _fold(tok: str) -> str:
@@ -102,6 +108,10 @@ class DictionaryLinker:
         Node ids left out of the dictionary (held-out concepts in an evaluation).
     follow_replacements : bool
         Map the forms of a deprecated/revoked node with a replacement to the replacement.
+    backend : "auto" | "automaton" | "python"
+        How :meth:`find` detects forms (module docstring): ``"auto"`` uses the Aho–Corasick
+        automaton when ``pyahocorasick`` is importable, else the pure-Python scan; the links are
+        identical either way.
     """
 
     name = "dictionary"
@@ -115,7 +125,10 @@ class DictionaryLinker:
         min_chars: int = 2,
         exclude: Iterable[str] = (),
         follow_replacements: bool = True,
+        backend: str = "auto",
     ):
+        if backend not in ("auto", "automaton", "python"):
+            raise ConfigError(f"backend must be 'auto', 'automaton' or 'python', not {backend!r}")
         if ambiguous not in ("abstain", "first", "lca"):
             raise ConfigError(f"ambiguous must be 'abstain', 'first' or 'lca', not {ambiguous!r}")
         self.ontology = ontology
@@ -150,6 +163,29 @@ class DictionaryLinker:
             self.max_len = max(self.max_len, len(form))
             for k in range(1, len(form)):
                 self._prefixes.add(form[:k])
+        self._made: dict[tuple[str, ...], tuple[str | None, float, tuple[str, ...]]] = {}
+        self._automaton = self._build_automaton(backend)
+        self.backend = "automaton" if self._automaton is not None else "python"
+
+    def _build_automaton(self, backend: str):
+        """An Aho–Corasick automaton whose keys are the form's tokens joined and enclosed by
+        ``_SEP`` (a control character no token can hold, even after NFKD), and whose
+        values are the form's number of tokens; ``None`` for the pure-Python backend."""
+        if backend == "python":
+            return None
+        try:
+            import ahocorasick
+        except ImportError:
+            if backend == "automaton":
+                raise ImportError("backend='automaton' needs pyahocorasick: pip install pyahocorasick") from None
+            return None
+        automaton = ahocorasick.Automaton()
+        for form in self._forms:
+            automaton.add_word(_SEP + _SEP.join(form) + _SEP, len(form))
+        if len(automaton) == 0:
+            return None
+        automaton.make_automaton()
+        return automaton
 
     def _replacement(self, i: int, skip: set[str]) -> int:
         """``i``, or the end of its ``replaced_by`` chain when ``i`` is not active (stops at
@@ -213,6 +249,15 @@ class DictionaryLinker:
         return Link(s, e, ids[node] if node >= 0 else None, score, form,
                     tuple(ids[i] for i in tied))
 
+    def _resolved(self, key: tuple[str, ...]) -> tuple[str | None, float, tuple[str, ...]]:
+        """``(id or None, score, candidate ids)`` of a surface form, memoised per form."""
+        got = self._made.get(key)
+        if got is None:
+            node, score, tied = self._forms[key]
+            ids = self.ontology.ids
+            got = self._made[key] = (ids[node] if node >= 0 else None, score, tuple(ids[i] for i in tied))
+        return got
+
     def _all_matches(self, toks: list[str]) -> list[tuple[int, int]]:
         """Every (first token, last token + 1) whose tokens form a surface form."""
         forms, prefixes, maxlen = self._forms, self._prefixes, self.max_len
@@ -227,15 +272,28 @@ class DictionaryLinker:
                     break
         return out
 
+    def _automaton_matches(self, toks: list[str]) -> list[tuple[int, int]]:
+        """:meth:`_all_matches` through the automaton: the tokens joined and enclosed by
+        ``_SEP`` are scanned once; a key ending at the separator after token ``i`` spans ``n``
+        tokens ending at ``i``. No token holds ``_SEP``, so keys match whole tokens only."""
+        if not toks:
+            return []
+        joined = _SEP + _SEP.join(toks) + _SEP
+        # position of the separator that follows token i -> i
+        token_at = dict(zip(accumulate(map(len, toks), lambda acc, n: acc + n + 1, initial=0), range(-1, len(toks))))
+        return [(token_at[end] - n + 1, token_at[end] + 1) for end, n in self._automaton.iter(joined)]
+
     def find(self, text: str) -> list[Link]:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
         toks, starts, ends = tokenize(text)
-        spans = filter_spans(self._all_matches(toks))
-        forms = self._forms
-        return [
-            self._make(starts[a], ends[b - 1], forms[tuple(toks[a:b])], text[starts[a]:ends[b - 1]])
-            for a, b in spans
-        ]
+        matches = self._automaton_matches(toks) if self._automaton is not None else self._all_matches(toks)
+        spans = filter_spans(matches)
+        out = []
+        for a, b in spans:
+            s, e = starts[a], ends[b - 1]
+            node, score, cands = self._resolved(tuple(toks[a:b]))
+            out.append(Link(s, e, node, score, text[s:e], cands))
+        return out
 
     def predict(self, text: str) -> list[dict[str, Any]]:
         """:meth:`find` as predicted mentions in the record format."""
