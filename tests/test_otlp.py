@@ -130,3 +130,41 @@ def test_audit_reads_traces_and_gates_latency(tmp_path):
     assert by["latency.total_ms.p95 <= 1500"].status == "fail"
     assert by["latency.total_ms.p95 <= 1500"].observed == pytest.approx(940 + 0.95 * 600)
     assert by["cache.llm_prompt.hit_rate >= 0.5"].status == "pass"
+
+
+def test_phoenix_span_json(tmp_path):
+    """Spans in the shape the OpenInference spec documents (and Phoenix's REST API returns),
+    with nested attributes and UUID-like ids."""
+    spans = [
+        {"name": "query", "context": {"trace_id": "ed7b336d-e71a", "span_id": "f89e-root"}, "parent_id": None,
+         "start_time": "2023-09-07T12:54:47.293922-06:00", "end_time": "2023-09-07T12:54:49.322066-06:00",
+         "status_code": "OK", "attributes": {"openinference.span.kind": "CHAIN", "input.value": "Hello?",
+                                             "output.value": "I am here."}, "events": []},
+        {"name": "retrieve", "context": {"trace_id": "ed7b336d-e71a", "span_id": "r1"}, "parent_id": "f89e-root",
+         "start_time": "2023-09-07T18:54:47.300000Z", "end_time": "2023-09-07T18:54:47.500000Z",
+         "attributes": {"openinference": {"span": {"kind": "RETRIEVER"}},
+                        "retrieval": {"documents": [{"document": {"id": "d1", "score": 0.9, "content": "x"}},
+                                                    {"document": {"id": "d2", "score": 0.5, "content": "y"}}]}}},
+        {"name": "llm", "context": {"trace_id": "ed7b336d-e71a", "span_id": "l1"}, "parent_id": "f89e-root",
+         "start_time": "2023-09-07T18:54:47.600000+00:00", "end_time": "2023-09-07T18:54:49.300000+00:00",
+         "status_code": "ERROR",
+         "attributes": {"openinference.span.kind": "LLM", "llm.token_count.prompt": 12},
+         "events": [{"name": "First Token Stream Event", "timestamp": "2023-09-07T18:54:48.000000+00:00"}]},
+    ]
+    p = tmp_path / "phoenix.json"
+    p.write_text(json.dumps({"data": spans}))
+    (rec,) = import_otlp(p)
+    assert rec["id"] == "ed7b336d-e71a" and rec["answer"] == {"text": "I am here."}
+    lat = rec["system"]["latency_ms"]
+    assert lat["total"] == pytest.approx(2028.144)
+    assert (lat["retrieve"], lat["generate"]) == (pytest.approx(200.0), pytest.approx(1700.0))
+    assert lat["ttft"] == pytest.approx(706.078)
+    assert rec["retrieval"]["run"] == [["d1", 0.9], ["d2", 0.5]]
+    assert rec["trace"]["error_spans"] == 1 and rec["system"]["tokens"] == {"prompt": 12}
+    jl = tmp_path / "phoenix.jsonl"
+    jl.write_text("".join(json.dumps(s) + "\n" for s in spans))
+    assert import_otlp(jl) == [rec]
+    spans[0]["start_time"] = "2023-09-07T12:54:47"
+    p.write_text(json.dumps(spans))
+    with pytest.raises(InputError, match="has no time zone"):
+        import_otlp(p)

@@ -1,9 +1,12 @@
 """Import OpenTelemetry / OpenInference traces (OTLP JSON) into evaluation records.
 
-Input: OTLP JSON as an OpenTelemetry collector's file exporter or Arize Phoenix writes it — one
-``ExportTraceServiceRequest`` object (``{"resourceSpans": [...]}``) per file or per line. Both
+Input: OTLP JSON as an OpenTelemetry collector's file exporter writes it — one
+``ExportTraceServiceRequest`` object (``{"resourceSpans": [...]}``) per file or per line; both
 the OTLP/JSON spelling (camelCase, hex trace and span ids) and protobuf's own JSON mapping
-(``resource_spans``, base64 ids, as ``google.protobuf.json_format`` writes) are read.
+(``resource_spans``, base64 ids, as ``google.protobuf.json_format`` writes) are read — or spans
+in Phoenix's / OpenInference's JSON shape (``{"name", "context": {"trace_id", "span_id"},
+"parent_id", "start_time", "end_time", "attributes", "events"}``; a list, ``{"data": [...]}``
+as Phoenix's REST API returns it, or one span per line).
 
 One record per trace; the trace's **root span** is the query. From the OpenInference semantic
 conventions (``openinference.span.kind`` = ``CHAIN`` / ``RETRIEVER`` / ``RERANKER`` / ``LLM`` /
@@ -166,8 +169,76 @@ def spans_from_request(obj: Any, *, where: str = "") -> Iterator[Span]:
                            code in (2, "STATUS_CODE_ERROR", "ERROR"))
 
 
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    """Nested attribute objects/lists as OpenInference's dot paths (``retrieval.documents.0.
+    document.id``); flat keys pass through."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        for i, v in enumerate(value):
+            _flatten(v, f"{prefix}.{i}", out)
+    else:
+        out[prefix] = value
+
+
+def _iso_nanos(raw: Any, where: str) -> int:
+    from datetime import datetime, timezone
+
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return _nanos(int(raw), where)
+    try:
+        dt = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{where}: expected an ISO 8601 time, found {raw!r}") from None
+    if dt.tzinfo is None:
+        raise ValueError(f"{where}: time {raw!r} has no time zone")
+    delta = dt - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def span_from_phoenix(obj: dict[str, Any], *, where: str = "") -> Span:
+    """One span in Phoenix's / OpenInference's JSON shape: ``{"name", "context": {"trace_id",
+    "span_id"}, "parent_id", "start_time", "end_time" (ISO 8601 with a zone), "status_code",
+    "attributes" (flat dot keys or nested), "events": [{"name", "timestamp"}]}``. Ids are kept
+    as given (Phoenix also uses UUID-like ids)."""
+    ctx = obj.get("context") or {}
+    w = f"{where}span {obj.get('name')!r}"
+    trace, span = ctx.get("trace_id"), ctx.get("span_id")
+    if not isinstance(trace, str) or not trace or not isinstance(span, str) or not span:
+        raise ValueError(f"{w}: context needs string trace_id and span_id")
+    start = _iso_nanos(obj.get("start_time"), f"{w} start_time")
+    end = _iso_nanos(obj.get("end_time"), f"{w} end_time")
+    if end < start:
+        raise ValueError(f"{w}: ends before it starts")
+    attrs: dict[str, Any] = {}
+    _flatten(obj.get("attributes") or {}, "", attrs)
+    events = [(str(e.get("name", "")), _iso_nanos(e.get("timestamp"), f"{w} event timestamp"))
+              for e in obj.get("events") or [] if isinstance(e, dict)]
+    parent = obj.get("parent_id")
+    return Span(trace, span, parent if isinstance(parent, str) and parent else None, str(obj.get("name", "")),
+                start, end, attrs, events, str(obj.get("status_code", "")).upper() == "ERROR")
+
+
+def _spans_of(doc: Any, where: str) -> Iterator[Span]:
+    """The spans of one parsed JSON document: an OTLP request, a Phoenix span, a list of
+    Phoenix spans, or ``{"data": [...]}`` (Phoenix's REST response)."""
+    if isinstance(doc, dict) and isinstance(doc.get("data"), list):
+        doc = doc["data"]
+    if isinstance(doc, list):
+        for i, sp in enumerate(doc):
+            if not isinstance(sp, dict):
+                raise ValueError(f"{where}item {i}: expected a span object, found {type(sp).__name__}")
+            yield span_from_phoenix(sp, where=f"{where}item {i}, ")
+    elif isinstance(doc, dict) and "context" in doc and "resourceSpans" not in doc and "resource_spans" not in doc:
+        yield span_from_phoenix(doc, where=where)
+    else:
+        yield from spans_from_request(doc, where=where)
+
+
 def read_spans(path: str | Path, *, max_spans: int = 1_000_000) -> list[Span]:
-    """Spans from an OTLP JSON file: one request object, or one per line (JSONL)."""
+    """Spans from a trace file: OTLP JSON (one request object, or one per line), or Phoenix /
+    OpenInference span JSON (a list of spans, ``{"data": [...]}``, or one span per line)."""
     p = Path(path)
     text = p.read_text(encoding="utf-8-sig")
     try:
@@ -184,7 +255,7 @@ def read_spans(path: str | Path, *, max_spans: int = 1_000_000) -> list[Span]:
     out: list[Span] = []
     for loc, doc in docs:
         try:
-            for s in spans_from_request(doc):
+            for s in _spans_of(doc, ""):
                 out.append(s)
                 if len(out) > max_spans:
                     raise InputError(f"more than {max_spans} spans; raise max_spans to read them", source=str(p))
