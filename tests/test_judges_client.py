@@ -185,3 +185,15 @@ def test_audit_live_judge_usage_in_manifest(tmp_path, monkeypatch, vehicles):
     assert fam["judge_usage"]["usage"]["cost_usd"] == pytest.approx(300 / 1e6)
     assert fam["judge_usage"]["settings"]["api_key"] == "<redacted>"
     assert "sk-audit-secret-999" not in json.dumps(res.manifest)
+
+
+def test_identical_requests_in_a_batch_are_sent_once():
+    with FakeServer("echo") as srv:
+        c = client(srv.base_url, concurrency=4, prices={"prompt": 1.0, "completion": 1.0})
+        out = c.complete_many(["a", "b", "a", "a"])
+        n = len(srv.requests)
+    assert n == 2 and [o.content for o in out] == ["a", "b", "a", "a"]
+    assert [o.cached for o in out] == [False, False, True, True]
+    u = c.usage()
+    assert (u["requests"], u["cache_hits"], u["http_calls"]) == (4, 2, 2)
+    assert u["cost_usd"] == pytest.approx(2 * 120 / 1e6)

@@ -238,15 +238,33 @@ class ChatClient:
                       schema: Mapping[str, Any] | None = None, schema_name: str = "verdict"
                       ) -> list[Completion | BackendError]:
         """Many completions, at most ``concurrency`` at a time; each result is a
-        :class:`Completion` or the :class:`BackendError` of that request, in input order."""
+        :class:`Completion` or the :class:`BackendError` of that request, in input order.
+        Identical requests in one batch are sent once; the repeats are answered like cache
+        hits (``cached=True``, no cost)."""
         def one(req: Sequence[Message] | str) -> Completion | BackendError:
             try:
                 return self.complete(req, schema=schema, schema_name=schema_name)
             except BackendError as exc:
                 return exc
 
+        keys = [self.cache_key(self.body(r, schema, schema_name)) for r in requests]
+        first: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        unique = sorted(first.values())
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(one, requests))
+            done = dict(zip(unique, pool.map(one, [requests[i] for i in unique])))
+        out: list[Completion | BackendError] = []
+        for i, k in enumerate(keys):
+            j = first[k]
+            res = done[j]
+            if i != j:
+                self._count(requests=1)
+                if isinstance(res, Completion):
+                    self._count(cache_hits=1)
+                    res = Completion(res.content, res.prompt_tokens, res.completion_tokens, 0.0, True, 0, res.model)
+            out.append(res)
+        return out
 
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "Accept": "application/json"}
