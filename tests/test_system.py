@@ -210,3 +210,28 @@ def test_system_metric_names_resolve_through_the_registry():
     sc = REGISTRY["system"]
     for name in ev.metrics():  # every produced metric is declared
         assert sc.find_metric(name) is not None, name
+
+
+def test_merge_of_partitions_with_different_quantities():
+    recs = _records([100.0, 200.0, 300.0, 400.0])
+    recs[3]["system"]["tokens"]["reasoning"] = 7
+    recs[3]["system"]["cache"] = {"llm": True}
+    recs[3]["system"]["latency_ms"]["guardrail"] = 5.0
+    whole = score_system(None, recs)
+    merged = score_system(None, recs[:2]).merge(score_system(None, recs[2:]))
+    a, b = whole.metrics(), merged.metrics()
+    assert set(a) == set(b)
+    for k in a:
+        assert (a[k].value, a[k].missing) == (b[k].value, b[k].missing), k
+    assert b["latency.guardrail_ms.p50"].value == 5.0 and b["cache.llm.hit_rate"].value == 1.0
+
+
+def test_assert_gates_on_system_evaluations():
+    from kg_rageval.pytest_plugin import assert_gates
+
+    ev = score_system(None, _records([100.0] * 19 + [3000.0]))
+    assert_gates(ev, ["p50(latency.total_ms) <= 150", "system.cache.retrieval.hit_rate >= 0.25"])
+    from kg_rageval.pytest_plugin import GateFailure
+
+    with pytest.raises(GateFailure, match="latency.total_ms.p99"):
+        assert_gates(ev, ["p99(latency.total_ms) <= 1500"])

@@ -109,7 +109,16 @@ class QuantileEvaluation(Evaluation):
         return self._with(super().subset(mask))
 
     def merge(self, other: Evaluation) -> "QuantileEvaluation":
-        return self._with(super().merge(other))
+        """Concatenated rows; a family whose quantities follow the data (``union``) becomes the
+        union of both sides' (a stage only one partition saw is absent on the other's rows)."""
+        merged = self._with(super().merge(other))
+        union = getattr(self.family, "union", None)
+        if union is None:
+            return merged
+        fam = union(other.family)
+        stats = {k: merged.stats.get(k, np.zeros(len(merged))) for k in fam.stats}
+        return QuantileEvaluation(family=fam, record_ids=merged.record_ids, stats=stats, keys=merged.keys,
+                                  details=merged.details, unscored=merged.unscored, meta=merged.meta)
 
     def breakdown(self, key: str) -> dict[Any, dict[str, Any]]:
         base = super().breakdown(key)

@@ -54,6 +54,14 @@ class SystemFamily(RowFamily):
         self.stats = ("n",) + tuple(x for q in self.quantities for x in (q, f"has:{q}")) + tuple(
             f"cache.{c}.{k}" for c in self.layers for k in ("hits", "lookups"))
 
+    def union(self, other: "SystemFamily") -> "SystemFamily":
+        """The family of two merged partitions: every stage, token kind and cache layer either
+        side has (standard stages first, the others sorted, as :func:`score_system` orders)."""
+        extra = sorted((set(self.stages) | set(other.stages)) - set(STAGES))
+        std = [st for st in STAGES if st in self.stages or st in other.stages]
+        return SystemFamily(std + extra, sorted(set(self.tokens) | set(other.tokens)),
+                            sorted(set(self.layers) | set(other.layers)))
+
     def _row_names(self, q: str) -> tuple[str, ...]:
         if q.startswith("latency."):
             return tuple(QUANTILES) + ("max",)
