@@ -197,6 +197,7 @@ def test_length_view_and_two_judge_agreement():
     assert out["agreement"].meta["second_judge"] == "j2"
     m1 = out["calibration"].metrics()
     assert m1["judge_longer_win_rate"].value == 0.75 and m1["human_longer_win_rate"].value == 0.25
+    assert m1["length_balanced_win_rate"].missing == "no pair where B is longer"
     from sklearn.metrics import cohen_kappa_score
 
     ag = out["agreement"].metrics()
@@ -335,3 +336,15 @@ def test_declared_metrics_are_produced():
     sc = REGISTRY["judge"]
     assert produced == {f"judge.{m.name}" for m in sc.metrics}
     assert {m.member for m in sc.metrics} == set(out)
+
+
+def test_length_balanced_win_rate():
+    recs = []
+    for i, (v, la, lb) in enumerate([("A", 300, 100), ("A", 300, 100), ("B", 300, 100), ("tie", 300, 100),
+                                     ("A", 100, 300), ("B", 100, 300)]):
+        recs.append({"id": f"p{i}", "judges": [{"rubric": "pairwise", "output": {"verdict": v},
+                                                 "lengths": {"A": la, "B": lb}}]})
+    m = score_judges(None, recs)["calibration"].metrics()
+    # A longer: (1 + 1 + 0 + 0.5) / 4; B longer: (1 + 0) / 2
+    assert m["length_balanced_win_rate"].value == pytest.approx((2.5 / 4 + 0.5) / 2)
+    assert m["judge_approval_rate"].value == pytest.approx(3 / 6)  # A's plain win rate

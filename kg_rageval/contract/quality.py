@@ -42,6 +42,8 @@ CALIBRATION_METRICS: tuple[tuple[str, str, str], ...] = (
      "unequal lengths"),
     ("human_longer_win_rate", "none", "pairwise: humans pick the longer answer / decisive human labels on "
      "unequal lengths"),
+    ("length_balanced_win_rate", "none", "pairwise: mean of A's win rate (ties 1/2) over pairs where A is longer "
+     "and over pairs where B is longer (length-controlled)"),
 )
 
 

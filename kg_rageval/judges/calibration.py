@@ -23,7 +23,8 @@ def _label_stats(labels: tuple[str, ...], a: str, b: str) -> tuple[str, ...]:
 
 BASE_STATS = COUNT_STATS + (
     "judge_approvals", "n_labelled", "approval_agree", "false_approvals", "false_rejections", "human_approvals",
-    "n_label_pairs", "agree") + PPI_STATS + ("len_decisive", "judge_longer", "human_len_decisive", "human_longer")
+    "n_label_pairs", "agree") + PPI_STATS + ("len_decisive", "judge_longer", "human_len_decisive", "human_longer",
+                                         "lc_n_a_longer", "lc_a_wins_a_longer", "lc_n_b_longer", "lc_a_wins_b_longer")
 
 
 class JudgeCalibrationFamily(Family):
@@ -117,6 +118,13 @@ class JudgeCalibrationFamily(Family):
                                              missing="no decisive pairwise verdict on answers of unequal length")
         out["human_longer_win_rate"] = ratio("human_longer_win_rate", s["human_longer"], s["human_len_decisive"],
                                              missing="no decisive human preference on answers of unequal length")
+        wa = ratio("w", s["lc_a_wins_a_longer"], s["lc_n_a_longer"], missing="no pair where A is longer")
+        wb = ratio("w", s["lc_a_wins_b_longer"], s["lc_n_b_longer"], missing="no pair where B is longer")
+        if wa.value is None or wb.value is None:
+            out["length_balanced_win_rate"] = Metric("length_balanced_win_rate", None,
+                                                     missing=wa.missing or wb.missing)
+        else:
+            out["length_balanced_win_rate"] = Metric("length_balanced_win_rate", (wa.value + wb.value) / 2)
         return out
 
 

@@ -245,6 +245,9 @@ def _calibration_row(rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any],
         if la is not None and lb is not None and la != lb:
             longer = "A" if la > lb else "B"
             row["length_bin"] = "A longer" if longer == "A" else "B longer"
+            if status == SCORED:
+                stats[f"lc_n_{longer.lower()}_longer"] = 1
+                stats[f"lc_a_wins_{longer.lower()}_longer"] = {"A": 1.0, "tie": 0.5}.get(label, 0.0)
             if status == SCORED and label in ("A", "B"):
                 stats["len_decisive"], stats["judge_longer"] = 1, label == longer
             if human in ("A", "B"):
