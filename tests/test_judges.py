@@ -154,6 +154,10 @@ def test_bad_judges_section_is_an_input_error():
         score_judges(None, [{"id": "a", "judges": [{"rubric": "vibes", "output": {}}]}])
     with pytest.raises(InputError, match=r"judges\[0\]\.human"):
         score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise", "output": {"verdict": "A"}, "human": "C"}]}])
+    with pytest.raises(InputError, match=r"judges\[0\]\.lengths: expected"):
+        score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise", "output": {}, "lengths": [1, 2]}]}])
+    with pytest.raises(InputError, match=r"judges\[0\]\.citation: expected a string"):
+        score_judges(None, [{"id": "a", "judges": [{"rubric": "citation_support", "output": {}, "citation": ["d"]}]}])
     with pytest.raises(InputError, match="needs 'output'"):
         score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise"}]}])
 

@@ -56,6 +56,12 @@ def _entries(record: Record) -> list[tuple[int, dict[str, Any]]]:
         order = e.get("order", "AB")
         if order not in ("AB", "BA"):
             raise record_error(record, f"{where}.order", f"expected 'AB' or 'BA', found {order!r}")
+        if e.get("lengths") is not None and not isinstance(e["lengths"], dict):
+            raise record_error(record, f"{where}.lengths", f"expected {{\"A\": words, \"B\": words}}, found {e['lengths']!r}")
+        for name in ("citation", "item", "pair"):
+            v = e.get(name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (str, int))):
+                raise record_error(record, f"{where}.{name}", f"expected a string, found {v!r}")
         out.append((i, e))
     return out
 
