@@ -235,3 +235,18 @@ def test_assert_gates_on_system_evaluations():
 
     with pytest.raises(GateFailure, match="latency.total_ms.p99"):
         assert_gates(ev, ["p99(latency.total_ms) <= 1500"])
+
+
+def test_a_record_without_total_latency_is_a_missing_run(vehicles, tmp_path):
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.audit.runner import run_audit
+
+    recs = _records([100.0] * 9)
+    recs.append({"id": "timed-out", "system": {"latency_ms": {"retrieve": 30.0}}})
+    cfg = config_from_mapping({"ontology": "x.csv", "records": "r.jsonl", "families": ["system"],
+                               "gates": ["p95(latency.total_ms) <= 1500"]}, base_dir=tmp_path)
+    res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
+    by = {str(r.gate): r for r in res.gate_results}
+    assert by["latency.total_ms.p95 <= 1500"].status == "missing"  # never a PASS that hides the timeout
+    assert by["system.missing_run_rate <= 0"].status == "fail"
+    assert res.counts["families"]["system"]["missing_runs"] == 1

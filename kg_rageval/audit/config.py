@@ -52,7 +52,9 @@ MISSING_RUN_REASONS = ("missing", "timeout", "timed out", "invalid", "error", "n
 
 
 MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate", "invalid_output_rate", "failed_call_rate",
-                       "unscorable_rate")
+                       "unscorable_rate", "latency.total_ms.n_missing")
+"""``latency.total_ms.n_missing``: a record with a system section but no total latency (a timed-out
+or crashed run) is a missing run of the system family."""
 
 
 class MissingRunsConfig(_Strict):
