@@ -21,7 +21,10 @@ def mini(onto_dir):
 
 def test_terms_edges_and_text(mini):
     o = mini
-    assert sorted(o.ids) == sorted([VIRTUAL_ROOT_ID] + [f"EX:000{i}" for i in range(1, 7)])
+    # the obsolete parentless EX:0005 and EX:0006 are not roots: no virtual root
+    assert sorted(o.ids) == [f"EX:000{i}" for i in range(1, 7)] and VIRTUAL_ROOT_ID not in o
+    assert o.root_id == "EX:0001" and o.placed_under_root == ("EX:0005", "EX:0006")
+    assert o.parents("EX:0005") == ["EX:0001"] and o.depth("EX:0002") == 1
     assert o.parents("EX:0004") == ["EX:0002", "EX:0003"]  # `! plant` comment stripped
     assert o.parents("EX:0003") == ["EX:0001"]  # {qualifier} stripped; relationship: not an edge
     assert o.label("EX:0002") == "animal"
@@ -40,6 +43,7 @@ def test_obsolete_replaced_by_and_consider(mini):
         "alt_ids": 1,
         "relationship_lines_ignored": 1,
         "instances_skipped": 1,
+        "obsolete_terms_placed_under_root": 2,
     }
 
 
@@ -105,11 +109,13 @@ def test_doid_obo_agrees_with_owl(shared_data):
     obo = load_ontology(shared_data / "doid" / "DO_cancer_slim.obo")
     owl = load_ontology(shared_data / "doid" / "DO_cancer_slim.owl")
     so = obo.summary()
-    assert (so["nodes"], so["edges"], so["n_roots"], so["deprecated"]) == (730, 657, 76, 1)
+    assert (so["nodes"], so["edges"], so["n_roots"], so["deprecated"]) == (730, 657, 75, 1)
     assert set(obo.edges()) == set(owl.edges())
     assert obo.labels == owl.labels and obo.definitions == owl.definitions
     assert [set(s) for s in obo.synonyms] == [set(s) for s in owl.synonyms]
     assert obo.prefixes == owl.prefixes == {"DOID": "http://purl.obolibrary.org/obo/DOID_"}
     assert obo.content_hash == owl.content_hash
     assert obo.replacement("DOID:0080191") is None  # DOID:0050657 is outside the slim
-    assert obo.diagnostics == {"alt_ids": 209, "unknown_replacements": 1}
+    assert obo.diagnostics == {"alt_ids": 209, "unknown_replacements": 1,
+                               "obsolete_terms_placed_under_root": 1}
+    assert obo.placed_under_root == owl.placed_under_root == ("DOID:0080191",)  # not a root

@@ -232,13 +232,15 @@ def test_doid_owl_counts_and_closure_against_sparql(shared_data):
     path = shared_data / "doid" / "DO_cancer_slim.owl"
     o = load_ontology(path)
     s = o.summary()
-    assert (s["nodes"], s["edges"], s["n_roots"], s["multi_parent_nodes"]) == (730, 657, 76, 3)
+    assert (s["nodes"], s["edges"], s["n_roots"], s["multi_parent_nodes"]) == (730, 657, 75, 3)
     assert (s["deprecated"], s["labelled"], s["with_definition"]) == (1, 730, 582)
     assert o.label("DOID:0001816") == "angiosarcoma"
     assert o.synonyms[o.index("DOID:0001816")] == ("hemangiosarcoma",)
     assert o.parents("DOID:0001816") == ["DOID:162"]
     assert o.status_of("DOID:0080191") == "deprecated"
-    assert o.diagnostics == {"unknown_replacements": 1}  # replaced by a DOID outside the slim
+    # replaced by a DOID outside the slim; parentless, childless and obsolete: not a root
+    assert o.diagnostics == {"unknown_replacements": 1, "obsolete_terms_placed_under_root": 1}
+    assert o.placed_under_root == ("DOID:0080191",) and "DOID:0080191" not in o.real_roots
 
     g = rdflib.Graph()
     g.parse(path, format="xml")

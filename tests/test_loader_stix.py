@@ -50,7 +50,9 @@ def test_revoked_and_deprecated(mini):
 
 def test_without_matrix_root_uses_virtual_root(onto_dir):
     o = load_stix(onto_dir / "mini_attack.json", matrix_root=False)
-    assert o.virtual_root and sorted(o.real_roots) == ["T1099", "TA0004", "TA0006"]
+    # the revoked T1099 (no tactic, no children) hangs under the virtual root but is no root
+    assert o.virtual_root and sorted(o.real_roots) == ["TA0004", "TA0006"]
+    assert o.placed_under_root == ("T1099",) and o.parents("T1099") == [VIRTUAL_ROOT_ID]
     assert o.depth("T1003.001") == 3
 
 

@@ -322,3 +322,90 @@ def test_writer_refuses_bad_options(vehicles):
         write_query("nodes", GraphMapping(), result_label="Eval Result")
     with pytest.raises(ConfigError, match="needs the ontology"):
         write_results("bolt://127.0.0.1:1", _toy_eval(), run_id="r")
+
+
+# ---------------------------------------------------------------------- end to end: CLI and audit
+def _mapping_file(tmp_path, label):
+    p = tmp_path / "mapping.yaml"
+    p.write_text(f"node_label: {label}\nid_property: code\nlabel_properties: [name]\n"
+                 "synonym_properties: [aka]\nrelationships: [IS_A]\n")
+    return p
+
+
+def _env_credentials(monkeypatch, graph):
+    if graph["auth"] is not None:
+        monkeypatch.setenv("KG_RAGEVAL_NEO4J_USER", graph["auth"][0])
+        monkeypatch.setenv("KG_RAGEVAL_NEO4J_PASSWORD", graph["auth"][1])
+
+
+@pytest.mark.slow
+def test_ontology_commands_take_a_bolt_uri_and_mapping_file(graph, vehicles, tmp_path, monkeypatch, capsys):
+    import json
+
+    from kg_rageval.cli.main import main
+    from kg_rageval.ontology.cache import load_compiled
+
+    _store_vehicles(graph)
+    _env_credentials(monkeypatch, graph)
+    mapping = _mapping_file(tmp_path, graph["label"])
+    db = ["--database", graph["database"]] if graph["database"] else []
+    assert main(["ontology", "inspect", graph["uri"], "--mapping", str(mapping), *db, "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    d = json.loads(out)
+    assert (d["nodes"], d["edges"], d["roots"]) == (7, 7, ["vehicle"])
+    assert d["content_hash"] == vehicles.content_hash
+    if graph["auth"]:
+        assert graph["auth"][1] not in out  # the password is never printed
+    assert main(["ontology", "validate", graph["uri"], "--mapping", str(mapping), *db]) == 0
+    capsys.readouterr()
+    kgro = tmp_path / "v.kgro"
+    assert main(["ontology", "compile", graph["uri"], "--mapping", str(mapping), *db, "-o", str(kgro)]) == 0
+    capsys.readouterr()
+    assert load_compiled(kgro).content_hash == vehicles.content_hash
+    # a preset name that does not exist, a mapping file that does not exist: exit 2
+    assert main(["ontology", "inspect", graph["uri"], "--mapping", "n10s-nope", *db]) == 2
+    assert "unknown graph mapping preset 'n10s-nope'" in capsys.readouterr().err
+    assert main(["ontology", "inspect", graph["uri"], "--mapping", str(tmp_path / "no.yaml"), *db]) == 2
+    assert "no such graph mapping file" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_audit_reads_the_graph_and_writes_back(graph, tmp_path, monkeypatch, capsys):
+    import json
+
+    from kg_rageval.cli.main import main
+
+    _store_vehicles(graph)
+    _env_credentials(monkeypatch, graph)
+    _mapping_file(tmp_path, graph["label"])
+    records = [("r1", "sedan", "sedan"), ("r2", "sedan", "hatchback"), ("r3", "submarine", "boat"),
+               ("r4", "hatchback", "hatchback")]
+    (tmp_path / "records.jsonl").write_text("".join(
+        json.dumps({"id": i, "labels": {"gold": g, "pred": p}}) + "\n" for i, g, p in records))
+    run_id = graph["label"] + "-audit"
+    opts = {"mapping": "mapping.yaml"}  # relative to the config file
+    if graph["database"]:
+        opts["database"] = graph["database"]
+    config = {"name": "graph", "ontology": {"path": graph["uri"], "options": opts},
+              "records": "records.jsonl", "families": {"hierarchy": {}},
+              "gates": ["hierarchy.exact_accuracy >= 0.5"],
+              "report": {"formats": ["json"], "write_back": {"mode": "properties", "run_id": run_id}}}
+    cfg = tmp_path / "audit.json"
+    cfg.write_text(json.dumps(config))
+    assert main(["audit", "--config", str(cfg), "--format", "json", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    payload = json.loads(out)
+    wb = payload["write_back"]
+    assert wb["mode"] == "properties" and wb["run_id"] == run_id and wb["family"] == "audit"
+    assert wb["written"] == 6 and wb["n_not_found"] == 0  # the 6 nodes with gold rows under them
+    if graph["auth"]:
+        assert graph["auth"][1] not in out
+    car = graph["run"](f"MATCH (c:`{graph['label']}` {{code: 'car'}}) RETURN c")[0]["c"]
+    # car pools r1 (exact), r2 (sibling), r4 (exact): 2 of 3
+    assert car["kgr_hierarchy_exact_accuracy"] == pytest.approx(2 / 3) and car["kgr_n"] == 3
+    assert car["kgr_run_id"] == run_id and car["kgr_family"] == "audit"
+    # credentials in the config are refused
+    config["ontology"]["options"]["password"] = "x"
+    cfg.write_text(json.dumps(config))
+    assert main(["audit", "--config", str(cfg), "--quiet"]) == 2
+    assert "credentials come from the environment only" in capsys.readouterr().err

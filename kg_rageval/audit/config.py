@@ -32,9 +32,40 @@ class _Strict(BaseModel):
 
 
 class OntologyInput(_Strict):
+    """``path`` is a file (relative to the config) or a graph database URI (``bolt://``,
+    ``neo4j://``: ``format`` defaults to ``neo4j``); ``options`` are the loader options
+    (:mod:`kg_rageval.ontology.loaders.options`: ``strict``, ``conflicts``, ``dangling``,
+    ``follow_imports``, ``reasoner``, ``source_names``, ``mapping`` — a preset or a mapping
+    file relative to the config —, ``database``, ...), checked against the loader."""
+
     path: str
     format: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from ..ontology.loaders.options import SECRET_OPTIONS
+
+        bad = sorted(k for k in v if k in SECRET_OPTIONS)
+        if bad:
+            raise ValueError(f"{', '.join(bad)}: credentials come from the environment only "
+                             "(KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD), never from the config")
+        return v
+
+    @field_validator("path")
+    @classmethod
+    def _no_uri_credentials(cls, v: str) -> str:
+        return _refuse_uri_credentials(v)
+
+
+def _refuse_uri_credentials(uri: str | None) -> str | None:
+    from ..ontology.loaders.neo4j import redact_uri
+
+    if uri and "://" in uri and redact_uri(uri) != uri:
+        raise ValueError("the URI holds credentials (user:password@); they come from the environment "
+                         "only (KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD)")
+    return uri
 
 
 class BootstrapConfig(_Strict):
@@ -105,12 +136,37 @@ class CoverageConfig(_Strict):
     thin: int = Field(5, ge=1)
 
 
+class WriteBackConfig(_Strict):
+    """Write the per-node roll-up back into a graph database (``report.write_back``).
+
+    ``uri`` defaults to the ontology's when it was loaded from a graph database, ``mapping``
+    and ``database`` likewise; credentials come from ``KG_RAGEVAL_NEO4J_USER`` /
+    ``KG_RAGEVAL_NEO4J_PASSWORD`` only (a URI with ``user:password@`` is refused). ``mode``:
+    ``nodes`` (``(:EvalResult)-[:EVALUATES]->(concept)``) or ``properties`` (``<prefix><metric>``
+    on the concept nodes); ``run_id`` defaults to ``<name>-<config hash prefix>``."""
+
+    uri: str | None = None
+    mapping: str | dict[str, Any] | None = None
+    database: str | None = None
+    mode: Literal["nodes", "properties"] = "nodes"
+    run_id: str | None = None
+    prefix: str = "kgr_"
+    metrics: list[str] | None = None
+    """``family.metric`` names to write (default: every metric of the roll-up)."""
+
+    @field_validator("uri")
+    @classmethod
+    def _no_uri_credentials(cls, v: str | None) -> str | None:
+        return _refuse_uri_credentials(v)
+
+
 class ReportConfig(_Strict):
     formats: list[Literal["json", "markdown", "html", "junit"]] = Field(
         default_factory=lambda: ["json", "markdown", "html", "junit"]
     )
     top_branches: int = Field(10, ge=1)
     node_rollup: bool = True
+    write_back: WriteBackConfig | None = None
 
 
 class AuditConfig(_Strict):

@@ -79,8 +79,9 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "config": {"path": str(Path(config.source).resolve()) if config.source != "<memory>" else None,
                    "hash": config.content_hash},
         "inputs": {
-            "ontology": {"path": str(config.path(config.ontology.path)), "content_hash": ont.content_hash,
-                         "nodes": len(ont)},
+            "ontology": {"path": config.ontology.path if "://" in config.ontology.path
+                         else str(config.path(config.ontology.path)), "content_hash": ont.content_hash,
+                         "nodes": len(ont), "options": _jsonable(config.ontology.options)},
             **{k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
                for k, p in files.items()},
         },

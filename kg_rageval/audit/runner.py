@@ -87,15 +87,60 @@ def _require_file(path: Path, what: str, key: str, config: AuditConfig) -> None:
                          location=f"{key} (resolved to {path})")
 
 
+def is_graph_uri(path: str) -> bool:
+    """Whether an ontology path is a graph database URI (the ``neo4j`` loader's)."""
+    from ..ontology.loaders import detect_format
+
+    return "://" in path and detect_format(path) == "neo4j"
+
+
+def config_mapping(config: AuditConfig, mapping: Any, key: str) -> Any:
+    """A graph ``mapping`` named in the config: a mapping file path resolved against the
+    config's directory (it must exist); presets and dicts unchanged."""
+    from ..ontology.loaders.neo4j import MAPPING_FILE_SUFFIXES, PRESETS
+
+    if isinstance(mapping, str) and mapping not in PRESETS and mapping.lower().endswith(MAPPING_FILE_SUFFIXES):
+        mpath = config.path(mapping)
+        _require_file(mpath, "graph mapping file", f"{key} = {mapping!r}", config)
+        return str(mpath)
+    return mapping
+
+
+def ontology_options(config: AuditConfig) -> dict[str, Any]:
+    """The loader options of ``config.ontology`` (values checked, errors naming
+    ``ontology.options.<key>``), a mapping file resolved against the config."""
+    from ..ontology.loaders.options import check_option_values
+
+    try:
+        options = check_option_values(config.ontology.options, where="ontology.options")
+    except ConfigError as exc:
+        raise ConfigError(str(exc), source=config.source) from None
+    if "mapping" in options:
+        options["mapping"] = config_mapping(config, options["mapping"], "ontology.options.mapping")
+    return options
+
+
+def load_config_ontology(config: AuditConfig) -> Any:
+    """The ontology ``config.ontology`` names: a file relative to the config, or a graph
+    database URI (format ``neo4j`` unless given) with its mapping; loader options checked
+    against the loader (an unknown one is exit 2 naming it)."""
+    from ..ontology import load_ontology
+
+    raw = config.ontology.path
+    options = ontology_options(config)
+    if is_graph_uri(raw):
+        return load_ontology(raw, format=config.ontology.format or "neo4j", **options)
+    opath = config.path(raw)
+    _require_file(opath, "ontology file", f"ontology.path = {raw!r}", config)
+    return load_ontology(opath, format=config.ontology.format, **options)
+
+
 def load_inputs(config: AuditConfig) -> dict[str, Any]:
     """Ontology, records, corpus, spec and judgments named by the config (InputError on any
     unreadable input: exit code 2)."""
-    from ..ontology import load_ontology
     from ..records import read_records
 
-    opath = config.path(config.ontology.path)
-    _require_file(opath, "ontology file", f"ontology.path = {config.ontology.path!r}", config)
-    ontology = load_ontology(opath, format=config.ontology.format, **config.ontology.options)
+    ontology = load_config_ontology(config)
     rpath = config.path(config.records)
     _require_file(rpath, "records file", f"records = {config.records!r}", config)
     if rpath.name.endswith((".otlp.json", ".otlp.jsonl")):  # traces: one record per trace (docs/system.md)

@@ -83,14 +83,25 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed) -> int:
         from ..audit.reports import write_reports
 
         written = write_reports(result, out_dir)
+    wrote_back = None
+    if config.report.write_back is not None:
+        from ..audit.writeback import write_back
+
+        wrote_back = write_back(result)
     if fmt == "json":
         from ..audit.report_json import dumps, report_dict
 
         payload = report_dict(result)
         payload["written"] = written
+        if wrote_back is not None:
+            payload["write_back"] = wrote_back
         click.echo(dumps(payload))
     else:
         click.echo(_text(result, written, quiet))
+        if wrote_back is not None:
+            click.echo(f"wrote back {wrote_back['written']} node(s) to {wrote_back['uri']} "
+                       f"(run {wrote_back['run_id']}, mode {wrote_back['mode']}; "
+                       f"{wrote_back['n_not_found']} not found in the graph)")
     return result.exit_code
 
 

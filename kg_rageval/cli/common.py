@@ -17,14 +17,68 @@ format_option = click.option(
     help="Output format: a human table or machine-readable JSON.",
 )
 
-ontology_option = click.option(
-    "--ontology",
-    "-O",
-    "ontology_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Ontology file (RDF/OWL/SKOS, OBO, STIX JSON, CSV/TSV edge table or compiled .kgro).",
-)
+_LOADER_META = "kg_rageval.loader_options"
+_LOADER_DEST = "ontology_loader_"
+
+
+def loader_options(f: Callable) -> Callable:
+    """Add every loader option (:data:`~kg_rageval.ontology.loaders.options.LOADER_OPTIONS`)
+    plus ``--ontology-option KEY=VALUE`` to a command; the wrapped callback receives none of
+    them: they are kept for :func:`load_ontology_cli` (one derivation for every command)."""
+    import functools
+
+    from ..ontology.loaders.options import LOADER_OPTIONS
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {k[len(_LOADER_DEST):]: kwargs.pop(k) for k in list(kwargs) if k.startswith(_LOADER_DEST)}
+        click.get_current_context().meta[_LOADER_META] = given
+        return f(*args, **kwargs)
+
+    w: Callable = wrapper
+    w = click.option(
+        "--ontology-option", _LOADER_DEST + "extra", multiple=True, metavar="KEY=VALUE",
+        help="Any other loader option (JSON values), e.g. lang=de, matrix_root=false, node_label=Concept.",
+    )(w)
+    for opt in reversed(LOADER_OPTIONS):
+        dest = _LOADER_DEST + opt.name
+        if opt.kind == "flag":
+            w = click.option(opt.flag, dest, is_flag=True, default=None, help=opt.help)(w)
+        elif opt.kind == "choice":
+            w = click.option(opt.flag, dest, type=click.Choice(list(opt.choices)), default=None, help=opt.help)(w)
+        elif opt.kind == "multi":
+            w = click.option(opt.flag, dest, multiple=True, help=opt.help)(w)
+        else:
+            w = click.option(opt.flag, dest, default=None, help=opt.help)(w)
+    return w
+
+
+def given_loader_options() -> dict[str, Any]:
+    """The loader options of the running command (``None``/empty ones dropped)."""
+    from ..ontology.loaders.options import ontology_option_kwargs
+
+    ctx = click.get_current_context(silent=True)
+    given = dict(ctx.meta.get(_LOADER_META, {})) if ctx is not None else {}
+    extra = ontology_option_kwargs(given.pop("extra", ()) or ())
+    out = {k: (tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in given.items()}
+    out = {k: v for k, v in out.items() if v is not None and v != () and v is not False}
+    if out.get("reasoner") == "none":
+        del out["reasoner"]
+    return {**extra, **out}
+
+
+def ontology_option(f: Callable) -> Callable:
+    """``--ontology/-O FILE_OR_URI`` plus every loader option (:func:`loader_options`)."""
+    f = loader_options(f)
+    return click.option(
+        "--ontology",
+        "-O",
+        "ontology_path",
+        required=True,
+        help="Ontology file (RDF/OWL/SKOS, OBO, STIX JSON, CSV/TSV edge table or compiled .kgro) "
+             "or a graph database URI (bolt://, neo4j://) with --mapping.",
+    )(f)
+
 
 ontology_format_option = click.option(
     "--ontology-format",
@@ -63,9 +117,11 @@ def payload_head(command: str, data_path: str, n_records: int, onto: Any) -> dic
 
 
 def load_ontology_cli(path: str, fmt: str | None = None, **options: Any):
+    """Load ``path`` with the command's loader options (see :func:`loader_options`);
+    ``options`` given here win."""
     from ..ontology import load_ontology
 
-    return load_ontology(path, format=fmt, **options)
+    return load_ontology(path, format=fmt, **{**given_loader_options(), **options})
 
 
 def table(rows: list[list[Any]], headers: list[str] | None = None) -> str:

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .common import emit, format_option, load_ontology_cli, ontology_format_option, table
+from .common import emit, format_option, load_ontology_cli, loader_options, ontology_format_option, table
 
 
 @click.group()
@@ -16,54 +16,25 @@ def ontology() -> None:
 
 
 def _load_options(f):
-    f = ontology_format_option(f)
-    f = click.option(
-        "--reasoner",
-        type=click.Choice(["none", "hermit"]),
-        default="none",
-        show_default=True,
-        help="OWL only: infer the class hierarchy with owlready2 + HermiT (needs Java).",
-    )(f)
-    f = click.option(
-        "--follow-imports",
-        is_flag=True,
-        help="Follow owl:imports (off by default: loading never reaches the network unasked).",
-    )(f)
-    f = click.option(
-        "--dangling",
-        type=click.Choice(["error", "drop"]),
-        default=None,
-        help="What to do with edges to undeclared concepts (default: the loader's).",
-    )(f)
-    return f
-
-
-def _opts(fmt, reasoner, follow_imports, dangling) -> dict:
-    opts: dict = {}
-    if reasoner != "none":
-        opts["reasoner"] = reasoner
-    if follow_imports:
-        opts["follow_imports"] = True
-    if dangling:
-        opts["dangling"] = dangling
-    return opts
+    return loader_options(ontology_format_option(f))
 
 
 @ontology.command()
 @click.argument("file", metavar="FILE_OR_URI")
 @_load_options
 @format_option
-def inspect(file, ontology_format, reasoner, follow_imports, dangling, fmt) -> None:
+def inspect(file, ontology_format, fmt) -> None:
     """Counts and structure of an ontology: nodes, edges, roots, depth, multi-parent nodes,
     deprecated/revoked concepts, properties and loader diagnostics.
 
-    FILE_OR_URI is an ontology file or a graph database URI (bolt://, neo4j://; credentials
-    from KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD)."""
+    FILE_OR_URI is an ontology file or a graph database URI (bolt://, neo4j://) read with
+    --mapping (a preset or a mapping file); credentials come from KG_RAGEVAL_NEO4J_USER /
+    KG_RAGEVAL_NEO4J_PASSWORD only."""
     t0 = time.perf_counter()
-    onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
+    onto = load_ontology_cli(file, ontology_format)
     summary = onto.summary()
     summary["load_seconds"] = round(time.perf_counter() - t0, 3)
-    summary["warnings"] = list(onto.warnings[:20])
+    summary["warnings"] = list(onto.warnings)  # every kept message (at most 1000): the affected ids
     emit(summary, fmt, _render_inspect)
 
 
@@ -74,6 +45,7 @@ def _render_inspect(s: dict) -> str:
         ["edges (parent links)", s["edges"]],
         ["roots", f"{s['n_roots']}: {', '.join(s['roots'][:5])}{' …' if s['n_roots'] > 5 else ''}"],
         ["virtual root added", "yes" if s["virtual_root"] else "no"],
+        ["obsolete terms placed under the root", s.get("placed_under_root", 0)],
         ["max depth (root = 0)", s["max_depth"]],
         ["multi-parent nodes", s["multi_parent_nodes"]],
         ["leaves", s["leaves"]],
@@ -91,7 +63,10 @@ def _render_inspect(s: dict) -> str:
     if s["diagnostics"]:
         out += "\n\nloader diagnostics:\n" + table([[k, v] for k, v in s["diagnostics"].items()])
     if s["warnings"]:
-        out += "\n\nfirst warnings:\n" + "\n".join(f"  - {w}" for w in s["warnings"])
+        shown = s["warnings"][:20]
+        out += "\n\nfirst warnings:\n" + "\n".join(f"  - {w}" for w in shown)
+        if len(s["warnings"]) > len(shown):
+            out += f"\n  … and {len(s['warnings']) - len(shown)} more (--format json lists them all)"
     return out
 
 
@@ -106,12 +81,12 @@ def _render_inspect(s: dict) -> str:
 )
 @click.option("--allow-warnings", is_flag=True, help="Exit 0 when only sh:Warning results are found.")
 @format_option
-def validate(file, ontology_format, reasoner, follow_imports, dangling, shapes, allow_warnings, fmt) -> None:
+def validate(file, ontology_format, shapes, allow_warnings, fmt) -> None:
     """Check an ontology against SHACL shapes (every class labelled, no self-subclass,
     deprecated classes flagged, ...). Exit code 1 on violations."""
     from ..ontology.validate import validate_ontology
 
-    onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
+    onto = load_ontology_cli(file, ontology_format)
     report = validate_ontology(onto, shapes=shapes)
     emit(report.to_dict(), fmt, lambda _: report.to_text())
     if not report.passes(allow_warnings=allow_warnings):
@@ -123,12 +98,12 @@ def validate(file, ontology_format, reasoner, follow_imports, dangling, shapes, 
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Cache path (default: FILE.kgro).")
 @_load_options
 @format_option
-def compile(file, output, ontology_format, reasoner, follow_imports, dangling, fmt) -> None:
+def compile(file, output, ontology_format, fmt) -> None:
     """Compile an ontology into a cache (.kgro) that reloads fast; any command accepts it."""
     from ..ontology.cache import save_compiled
 
     t0 = time.perf_counter()
-    onto = load_ontology_cli(file, ontology_format, **_opts(ontology_format, reasoner, follow_imports, dangling))
+    onto = load_ontology_cli(file, ontology_format)
     t1 = time.perf_counter()
     if output is None and "://" in file:
         from ..errors import InputError

@@ -51,6 +51,7 @@ class Closure:
     matrix: np.ndarray | None  # (n, width) padded encoded rows, or None when too large
     rank: np.ndarray  # rank of each id string in sorted order (NLTK's tie-break by name)
     excluded_root: bool  # the root (index 0) is virtual
+    placed: np.ndarray | None = None  # bool per node: an obsolete term the compiler placed under the root
 
     @property
     def dist_mask(self) -> int:
@@ -134,7 +135,17 @@ def _build(o: Ontology) -> Closure:
         matrix=matrix,
         rank=rank,
         excluded_root=bool(o.virtual_root),
+        placed=_placed_mask(o),
     )
+
+
+def _placed_mask(o: Ontology) -> np.ndarray | None:
+    """Nodes of :attr:`Ontology.placed_under_root` (their link to the root is no evidence)."""
+    if not o.placed_under_root:
+        return None
+    mask = np.zeros(len(o), dtype=bool)
+    mask[o.indices(o.placed_under_root)] = True
+    return mask
 
 
 def _payloads(o: Ontology, ptr: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,8 @@ Conventions (see ``docs/hierarchy.md``):
 * depth: the ontology's ``depth_min``/``depth_max`` count edges from the root (root 0);
   Wu-Palmer uses NLTK's ``depth + 1`` (root depth 1);
 * the *virtual root* (several real roots) never counts in the augmented sets of hierarchical
-  P/R/F1 and never makes two nodes siblings or cousins; a *real* root counts only with
+  P/R/F1 and never makes two nodes siblings or cousins; nor does the root make an obsolete term
+  it holds only by compilation (:attr:`Ontology.placed_under_root`) a sibling; a *real* root counts only with
   ``include_root=True`` (by default it is left out: every node has it, so it gives free
   credit);
 * a polyhierarchy node's augmented set is its full ancestor closure (all parents);
@@ -215,6 +216,10 @@ def _relation_codes(cl: Closure, a: np.ndarray, b: np.ndarray, dups: _Dups) -> n
     cell[sib] = SIBLING
     if cl.excluded_root:
         cell[dups.lo < (1 << cl.pbits)] = UNRELATED  # x == 0, the virtual root
+    elif cl.placed is not None:  # the root is no shared parent of an obsolete term placed under it
+        at_root = np.flatnonzero(dups.lo < (1 << cl.pbits))
+        rows = dups.rows_of(at_root)
+        cell[at_root[cl.placed[a[rows]] | cl.placed[b[rows]]]] = UNRELATED
     code = np.minimum.reduceat(cell, dups.starts())
     # payload 0: a's own entry (a is an ancestor-or-self of b; b's copy, hi, has the distance);
     # payload 1: b's own entry with a's copy (hi) above it. a == b is set last.

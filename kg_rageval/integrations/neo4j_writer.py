@@ -144,11 +144,13 @@ def write_results(
     database: str | None = None,
     auth: Any = None,
     batch_size: int = 1000,
+    family: str | None = None,
 ) -> WriteSummary:
     """Write per-node results to the graph at ``target`` (a Bolt uri or an open ``neo4j``
     driver, which is left open). ``mapping`` says how concepts are found (label and id
     property, as for :func:`~kg_rageval.ontology.loaders.neo4j.load_neo4j`). Batches of
-    ``batch_size`` rows go in one write transaction each."""
+    ``batch_size`` rows go in one write transaction each. ``family`` names the results
+    (default: the Evaluation's family, ``"results"`` for a roll-up mapping)."""
     if not isinstance(run_id, str) or not run_id.strip():
         raise ConfigError("run_id must be a non-empty string (it identifies this evaluation run)")
     if mode not in MODES:
@@ -156,8 +158,9 @@ def write_results(
     if batch_size < 1:
         raise ConfigError("batch_size must be at least 1")
     m = resolve_mapping(mapping)
-    family, rows = result_rows(results, ontology, key=key, metrics=metrics,
-                               prefix=prefix if mode == "properties" else "")
+    found_family, rows = result_rows(results, ontology, key=key, metrics=metrics,
+                                     prefix=prefix if mode == "properties" else "")
+    family = family or found_family
     summary = WriteSummary(run_id=run_id, family=family, mode=mode)
     kept = []
     for row in rows:

@@ -51,6 +51,7 @@ class OntologyBuilder:
         self._synonyms: dict[int, list[str]] = {}
         self._definitions: dict[int, str] = {}
         self._replaced: dict[int, str] = {}
+        self._replaced_more: dict[int, list[str]] = {}  # nodes naming several replacements
         self._types: dict[int, str] = {}
         # edges, in declaration order
         self._echild: list[str] = []
@@ -83,7 +84,7 @@ class OntologyBuilder:
         synonyms: Iterable[str] = (),
         definition: str | None = None,
         status: str = "active",
-        replaced_by: str | None = None,
+        replaced_by: str | Iterable[str] | None = None,
         node_type: str | None = None,
         where: str | None = None,
     ) -> None:
@@ -91,8 +92,10 @@ class OntologyBuilder:
 
         A second declaration with a *different* non-empty label is a conflict (reported by
         :meth:`build`); synonyms are merged; the first definition and node type win; the
-        status only moves towards ``revoked`` (active < deprecated < revoked); the last
-        ``replaced_by`` wins.
+        status only moves towards ``revoked`` (active < deprecated < revoked).
+        ``replaced_by`` is one id or several: a node that names two or more *different*
+        replacements (over all its declarations) is ambiguous; :meth:`build` flags it and
+        leaves it without a replacement (an error with ``strict=True``), never picking one.
         """
         code = _STATUS_CODES.get(status) if status != "active" else ACTIVE
         if code is None:
@@ -127,7 +130,16 @@ class OntologyBuilder:
         if code > self._status[pos]:
             self._status[pos] = code
         if replaced_by:
-            self._replaced[pos] = replaced_by
+            for ref in (replaced_by,) if isinstance(replaced_by, str) else replaced_by:
+                if not ref:
+                    continue
+                known_ref = self._replaced.get(pos)
+                if known_ref is None:
+                    self._replaced[pos] = ref
+                elif ref != known_ref:
+                    more = self._replaced_more.setdefault(pos, [])
+                    if ref not in more:
+                        more.append(ref)
         if node_type and pos not in self._types:
             self._types[pos] = node_type
 
@@ -233,18 +245,34 @@ class OntologyBuilder:
         """Aliases declared so far (before the checks of :meth:`build`)."""
         return len(self._alias)
 
-    def _check_aliases(self, conflicts: str) -> dict[str, int]:
-        """alias -> declaration position of its target, after the rules of :meth:`add_alias`."""
+    def _check_aliases(self, strict: bool) -> dict[str, int]:
+        """alias -> declaration position of its target, after the rules of :meth:`add_alias`.
+
+        Upstream data errors — an alias equal to a node id (HPO declares 387 ``alt_id``s that
+        are also obsolete terms of their own), an alias naming two concepts (the DO
+        rare-disease slim) — are counted warnings that name every affected id (the node
+        wins; an ambiguous alias is dropped, so it resolves to neither concept); with
+        ``strict=True`` they are errors."""
         targets: dict[str, str] = {}
         first_where: dict[str, str | None] = {}
         clashes: list[str] = []
-        two: list[str] = []
+        two: dict[str, list[str]] = {}
         for a, t, w in zip(self._alias, self._alias_target, self._alias_where):
             if a == t:
                 self.warn("self_aliases_dropped", f"{a!r} is declared an alias of itself")
                 continue
             if a in self._pos or a == VIRTUAL_ROOT_ID:
-                what = "a node id" if a in self._pos else "the reserved virtual-root id"
+                if a in self._pos:
+                    what = "a node id"
+                    node_pos = self._pos[a]
+                    code = self._status[node_pos]
+                    if code != ACTIVE:
+                        what += f" ({STATUS_NAMES[code]}"
+                        rep = self._replaced.get(node_pos)
+                        reps = [rep, *self._replaced_more.get(node_pos, [])] if rep else []
+                        what += f", replaced by {' or '.join(repr(r) for r in reps)})" if reps else ")"
+                else:
+                    what = "the reserved virtual-root id"
                 clashes.append(f"{a!r} (alias of {t!r}{', ' + w if w else ''}) is also {what}")
                 continue
             known = targets.get(a)
@@ -252,26 +280,29 @@ class OntologyBuilder:
                 targets[a] = t
                 first_where[a] = w
             elif known != t:
-                two.append(
-                    f"{a!r} names {known!r} ({first_where[a] or 'first'}) and {t!r} ({w or 'later'})"
-                )
-        if two:
-            shown = "; ".join(two[:5]) + (f" (and {len(two) - 5} more)" if len(two) > 5 else "")
-            raise OntologyError(
-                f"{len(two)} alias(es) name two different concepts: {shown}", source=self.source
-            )
-        if clashes:
-            if conflicts == "error":
-                shown = "; ".join(clashes[:5])
-                more = f" (and {len(clashes) - 5} more)" if len(clashes) > 5 else ""
+                names = two.setdefault(a, [f"{known!r} ({first_where[a] or 'first'})"])
+                names.append(f"{t!r} ({w or 'later'})")
+        ambiguous = [f"{a!r} names " + " and ".join(names) for a, names in two.items()]
+        for what, found, kind, advice in (
+            ("alias(es) equal to a node id", clashes, "alias_conflicts",
+             "the node wins and the alias is dropped"),
+            ("alias(es) name two different concepts", ambiguous, "ambiguous_aliases",
+             "the alias is dropped (it resolves to neither)"),
+        ):
+            if not found:
+                continue
+            if strict:
+                shown = "; ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else "")
                 raise OntologyError(
-                    f"{len(clashes)} alias(es) equal to a node id: {shown}{more}; pass "
-                    "conflicts='keep-first' to drop them",
+                    f"{len(found)} {what}: {shown} (refused in strict mode, strict=True or CLI "
+                    f"--strict-ontology; otherwise counted warnings: {advice})",
                     source=self.source,
                 )
-            self.warn("alias_conflicts", count=len(clashes))
-            for c in clashes[:20]:
-                self.warn("alias_conflicts", c, count=0)
+            self.warn(kind, count=len(found))
+            for c in found:
+                self.warn(kind, f"{c}: {advice}", count=0)
+        for a in two:
+            del targets[a]
         out: dict[str, int] = {}
         for a, t in targets.items():
             pos = self._pos.get(t)
@@ -304,11 +335,30 @@ class OntologyBuilder:
         return len(self._echild)
 
     # ------------------------------------------------------------------ compiling
-    def build(self, *, dangling: str = "error", conflicts: str = "error") -> Ontology:
+    def build(self, *, dangling: str = "error", conflicts: str = "error", strict: bool = False) -> Ontology:
         """Compile. ``dangling``: ``"error"`` (default) or ``"drop"`` (counted warning) for
         edges whose parent or child was never declared; ``conflicts``: ``"error"`` (default)
-        or ``"keep-first"`` for duplicate ids with different labels and for aliases equal to a
-        node id (see :meth:`add_alias`)."""
+        or ``"keep-first"`` for duplicate ids with different labels.
+
+        Upstream data errors that do not make the hierarchy ambiguous — aliases equal to a node
+        id or naming two concepts (see :meth:`add_alias`), a node naming several replacements
+        (see :meth:`add_node`) — are counted warnings naming the affected ids; ``strict=True``
+        makes each of them an error.
+
+        Obsolete terms are not roots: a deprecated or revoked node with neither parent nor
+        child (HPO keeps 450 such stanzas) is placed under the root of the rest of the
+        hierarchy — the one real root, or the virtual root when there are several — counted
+        as ``obsolete_terms_placed_under_root`` and listed in
+        :attr:`Ontology.placed_under_root`. So it never creates a virtual root, never turns
+        the real root into a shared ancestor of unrelated concepts, and shifts no depth."""
+        # building twice (e.g. strict, then not) must not count the same diagnostics twice
+        diagnostics, warnings = dict(self.diagnostics), list(self.warnings)
+        try:
+            return self._build(dangling, conflicts, strict)
+        finally:
+            self.diagnostics, self.warnings = diagnostics, warnings
+
+    def _build(self, dangling: str, conflicts: str, strict: bool) -> Ontology:
         if dangling not in ("error", "drop"):
             raise ValueError("dangling must be 'error' or 'drop'")
         if conflicts not in ("error", "keep-first"):
@@ -324,7 +374,7 @@ class OntologyBuilder:
                     source=self.source,
                 )
             self.warn("conflicting_labels", count=len(self._conflicts))
-        alias_pos = self._check_aliases(conflicts) if self._alias else {}
+        alias_pos = self._check_aliases(strict) if self._alias else {}
 
         names = list(self._pos)  # declaration order
         get = self._pos.get
@@ -338,15 +388,15 @@ class OntologyBuilder:
         n_missing = int(bad.sum())
         if n_missing:
             if dangling == "error":
-                shown = []
+                listed = []
                 for e in np.flatnonzero(bad)[:5].tolist():
                     unknown = self._echild[e] if child_all[e] < 0 else self._eparent[e]
                     w = self._ewhere[e]
-                    shown.append(f"{unknown!r}" + (f" ({w})" if w else ""))
+                    listed.append(f"{unknown!r}" + (f" ({w})" if w else ""))
                 more = f" (and {n_missing - 5} more)" if n_missing > 5 else ""
                 raise OntologyError(
                     f"{n_missing} edge(s) reference undeclared concepts: "
-                    f"{', '.join(shown)}{more}",
+                    f"{', '.join(listed)}{more}",
                     source=self.source,
                 )
             self.warn("dangling_edges_dropped", count=n_missing)
@@ -362,8 +412,24 @@ class OntologyBuilder:
                 self.warn("duplicate_edges", count=int(dup))
             child_arr, parent_arr = key // n, key % n
 
-        level = _levels(n, child_arr, parent_arr, names, self.source)
+        placed = self._lone_obsolete(n, child_arr, parent_arr)
         roots = np.flatnonzero(np.bincount(child_arr, minlength=n) == 0)
+        if placed.size and roots.size - placed.size == 1:  # one real root: hang them under it
+            real = np.setdiff1d(roots, placed)
+            child_arr = np.concatenate([child_arr, placed])
+            parent_arr = np.concatenate([parent_arr, np.full(placed.size, int(real[0]))])
+            roots = real
+        if placed.size:
+            shown = ", ".join(repr(names[i]) for i in placed[:10].tolist())
+            more = f" (and {placed.size - 10} more)" if placed.size > 10 else ""
+            where = repr(names[int(roots[0])]) if roots.size == 1 else "the virtual root"
+            self.warn(
+                "obsolete_terms_placed_under_root",
+                f"{placed.size} deprecated/revoked term(s) without parent or child are not roots; "
+                f"placed under {where}: {shown}{more}",
+                count=int(placed.size),
+            )
+        level = _levels(n, child_arr, parent_arr, names, self.source)
         virtual = roots.size > 1
         if virtual:
             names.append(VIRTUAL_ROOT_ID)
@@ -403,8 +469,11 @@ class OntologyBuilder:
                 out[int(new_of_old[pos])] = convert(value)
             return tuple(out)
 
+        ambiguous = self._ambiguous_replacements(names, strict)
         replaced = np.full(n, -1, dtype=np.int32)
         for pos, ref in sorted(self._replaced.items(), key=lambda kv: int(new_of_old[kv[0]])):
+            if pos in ambiguous:
+                continue
             r = self._pos.get(ref)
             if r is not None:
                 replaced[new_of_old[pos]] = new_of_old[r]
@@ -450,7 +519,39 @@ class OntologyBuilder:
             warnings=tuple(self.warnings),
             alias_ids=alias_ids,
             alias_targets=alias_targets,
+            placed_under_root=tuple(names[i] for i in placed.tolist()),
         )
+
+    def _lone_obsolete(self, n: int, child: np.ndarray, parent: np.ndarray) -> np.ndarray:
+        """Declaration positions of deprecated/revoked nodes with neither parent nor child,
+        when some other node is a root (otherwise nothing is moved)."""
+        status = np.frombuffer(bytes(self._status), dtype=np.int8)
+        parentless = np.bincount(child, minlength=n) == 0
+        lone = parentless & (np.bincount(parent, minlength=n) == 0) & (status != ACTIVE)
+        if not lone.any() or not (parentless & ~lone).any():
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(lone)
+
+    def _ambiguous_replacements(self, names: list[str], strict: bool) -> set[int]:
+        """Nodes that name several different replacements: flagged, none of them recorded."""
+        if not self._replaced_more:
+            return set()
+        found = [
+            f"{names[pos]!r} is replaced by " + ", ".join(repr(r) for r in [self._replaced[pos], *more])
+            for pos, more in self._replaced_more.items()
+        ]
+        if strict:
+            shown = "; ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else "")
+            raise OntologyError(
+                f"{len(found)} term(s) name several replacements: {shown} (refused in strict mode, "
+                "strict=True or CLI --strict-ontology; otherwise counted warnings: no replacement "
+                "is recorded)",
+                source=self.source,
+            )
+        self.warn("multiple_replacements", count=len(found))
+        for f in found:
+            self.warn("multiple_replacements", f"{f}: ambiguous, no replacement recorded", count=0)
+        return set(self._replaced_more)
 
 
 def _levels(

@@ -53,6 +53,8 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
         "warnings": list(ontology.warnings),
         "content_hash": ontology.content_hash,
     }
+    if ontology.placed_under_root:  # absent from older files: they load with ()
+        header["placed_under_root"] = list(ontology.placed_under_root)
     syn_counts = np.asarray([len(s) for s in ontology.synonyms], dtype=np.int32)
     arrays = {name: getattr(ontology, name) for name in _ARRAYS}
     if ontology.alias_ids:
@@ -76,8 +78,29 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     return p
 
 
-def load_compiled(path: str | Path, **_: object) -> Ontology:
-    """Reload an ontology written by :func:`save_compiled`."""
+STRICT_KINDS = ("alias_conflicts", "ambiguous_aliases", "multiple_replacements")
+"""Diagnostics that ``strict=True`` refuses (see :meth:`OntologyBuilder.build`)."""
+
+
+def load_compiled(path: str | Path, *, strict: bool = False) -> Ontology:
+    """Reload an ontology written by :func:`save_compiled`. The loader options were applied
+    when it was compiled; ``strict=True`` still refuses a cache whose source had upstream data
+    errors (its counted :data:`STRICT_KINDS` diagnostics), as loading the source would."""
+    onto = _load_compiled(path)
+    found = {k: onto.diagnostics[k] for k in STRICT_KINDS if onto.diagnostics.get(k)}
+    if strict and found:
+        from ..errors import OntologyError
+
+        raise OntologyError(
+            "compiled from a source with upstream data errors ("
+            + ", ".join(f"{k}: {v}" for k, v in found.items())
+            + "), refused in strict mode; see `kg-rageval ontology inspect` for the ids",
+            source=str(path),
+        )
+    return onto
+
+
+def _load_compiled(path: str | Path) -> Ontology:
     p = Path(path)
     try:
         z = np.load(p, allow_pickle=False)
@@ -134,6 +157,7 @@ def load_compiled(path: str | Path, **_: object) -> Ontology:
         diagnostics=header["diagnostics"],
         warnings=tuple(header["warnings"]),
         stored_hash=header["content_hash"],
+        placed_under_root=tuple(header.get("placed_under_root", ())),
         **{name: z[name] for name in _ARRAYS},
         **aliases,
     )

@@ -26,7 +26,8 @@ Conventions (also in ``docs/ontology.md``):
   one level); ``ancestor`` (p is a proper ancestor but not a parent); ``child``; ``descendant``;
   ``sibling`` (they share a direct parent); ``cousin`` (they share a grandparent, i.e. a parent
   of a parent); ``unrelated``. The first matching rule wins in that order. The virtual root never
-  makes two nodes siblings or cousins: top-level concepts of a multi-root ontology are unrelated.
+  makes two nodes siblings or cousins: top-level concepts of a multi-root ontology are unrelated;
+  nor does the root make an obsolete term placed under it (``placed_under_root``) a sibling.
 """
 
 from __future__ import annotations
@@ -100,6 +101,9 @@ class Ontology:
     stored_hash: str | None = None
     alias_ids: tuple[str, ...] = ()
     alias_targets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    placed_under_root: tuple[str, ...] = ()
+    """Deprecated/revoked terms without parent or child that compiling placed under the root
+    (they are not roots of the hierarchy; see :meth:`OntologyBuilder.build`)."""
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -427,8 +431,8 @@ class Ontology:
         if self.is_ancestor_index(gold, pred):
             return "descendant"
         real = {int(x) for x in gp} & {int(x) for x in pp}
-        if self.virtual_root:
-            real.discard(0)
+        if self.virtual_root or self._placed_index & {gold, pred}:
+            real.discard(0)  # the (virtual) root that holds a placed obsolete term is no evidence
         if real:
             return "sibling"
         shared = self._grandparents(gold) & self._grandparents(pred)
@@ -447,10 +451,16 @@ class Ontology:
         return int((np.diff(self.parent_ptr) > 1).sum())
 
     @cached_property
+    def _placed_index(self) -> set[int]:
+        return {self._index[i] for i in self.placed_under_root}
+
+    @cached_property
     def real_roots(self) -> list[str]:
-        """The roots of the source hierarchy (children of the virtual root, or the root)."""
+        """The roots of the source hierarchy (children of the virtual root, or the root);
+        obsolete terms placed under the root (:attr:`placed_under_root`) are not roots."""
         if self.virtual_root:
-            return self.children(self.ids[0])
+            placed = set(self.placed_under_root)
+            return [c for c in self.children(self.ids[0]) if c not in placed]
         return [self.ids[0]]
 
     def to_networkx(self):
@@ -516,7 +526,11 @@ class Ontology:
         return {
             "source": self.source,
             "nodes": n_real,
-            "edges": self.n_edges - (len(self.real_roots) if self.virtual_root else 0),
+            # without the links compiling added: to the virtual root, obsolete terms to the root
+            "edges": self.n_edges - (
+                int(self.parent_ptr[-1] - np.count_nonzero(self.parent_idx))
+                if self.virtual_root else len(self.placed_under_root)
+            ),
             "roots": self.real_roots[:20],
             "n_roots": len(self.real_roots),
             "virtual_root": self.virtual_root,
@@ -529,6 +543,7 @@ class Ontology:
             "revoked": int(status_counts[REVOKED]),
             "with_replacement": int((self.replaced_by >= 0).sum()),
             "aliases": self.n_aliases,
+            "placed_under_root": len(self.placed_under_root),
             "labelled": sum(1 for lab in self.labels if lab) - (1 if self.virtual_root else 0),
             "with_synonyms": sum(1 for s in self.synonyms if s),
             "with_definition": sum(1 for d in self.definitions if d),

@@ -181,6 +181,7 @@ def ontology_to_graph(ontology: Ontology):
     g.bind("kgr", KGR)
     iri = _iri_of(ontology)
     skip = 0 if ontology.virtual_root else -1
+    placed = set(ontology.placed_under_root)  # their link to the root is the compiler's, not the source's
     refs = [URIRef(iri(i)) for i in ontology.ids]
     back = {str(r): i for r, i in zip(refs, ontology.ids)}
     status_p, type_p = URIRef(KGR + "status"), URIRef(KGR + "nodeType")
@@ -205,6 +206,8 @@ def ontology_to_graph(ontology: Ontology):
             g.add((node, DCTERMS.isReplacedBy, refs[rep]))
         if ontology.node_types[k]:
             g.add((node, type_p, Literal(ontology.node_types[k])))
+        if ontology.ids[k] in placed:
+            continue
         for p in ontology.parent_indices(k):
             if int(p) != skip:
                 g.add((node, RDFS.subClassOf, refs[int(p)]))

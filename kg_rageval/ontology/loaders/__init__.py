@@ -132,8 +132,12 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
     """Load and compile an ontology from ``path``.
 
     ``format`` is a registered loader name or alias; ``None`` detects it from the extension.
-    ``options`` go to the loader (e.g. ``dangling="drop"``, ``reasoner="hermit"``).
+    ``options`` go to the loader (e.g. ``dangling="drop"``, ``reasoner="hermit"``,
+    ``strict=True``); ``None`` values are dropped, and an option the loader does not take is an
+    :class:`InputError` naming the options it does take (:mod:`.options`).
     """
+    from .options import check_loader_options
+
     _entry_points()
     p = Path(path)
     fmt = format or detect_format(str(path))
@@ -145,6 +149,9 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
         )
     if fmt != "neo4j" and not p.exists():
         raise InputError("no such file", source=str(p))
+    loader = _REGISTRY[fmt].load()
+    source = str(path) if fmt != "neo4j" else None  # a URI may carry credentials: not shown
+    options = check_loader_options(fmt, loader, options, source=source)
     if fmt == "neo4j":
-        return _REGISTRY[fmt].load()(str(path), **options)
-    return _REGISTRY[fmt].load()(p, **options)
+        return loader(str(path), **options)
+    return loader(p, **options)

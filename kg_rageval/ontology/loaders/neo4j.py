@@ -174,21 +174,57 @@ PRESETS: dict[str, GraphMapping] = {
 """Mappings for the common shapes: neosemantics imports of OWL and SKOS."""
 
 
-def resolve_mapping(mapping: GraphMapping | str | Mapping[str, Any] | None = None,
+MAPPING_FILE_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
+
+
+def read_mapping_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The fields of a mapping file (YAML, JSON or TOML), e.g.::
+
+        preset: n10s-owl          # optional base: a PRESETS name
+        node_label: Disease
+        id_property: doid
+        label_properties: [name]
+        relationships: [IS_A]
+        direction: child_to_parent
+
+    Errors (no such file, syntax, not a mapping) are :class:`ConfigError` naming the file."""
+    from ...records import read_structured
+
+    data, _ = read_structured(os.fspath(path), what="graph mapping")
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"a graph mapping file holds a mapping of fields, not {type(data).__name__}",
+                          source=str(path))
+    return dict(data)
+
+
+def resolve_mapping(mapping: GraphMapping | str | os.PathLike | Mapping[str, Any] | None = None,
                     **overrides: Any) -> GraphMapping:
-    """A :class:`GraphMapping` from an instance, a preset name, or a dict of its fields, with
-    ``overrides`` (field names) applied on top. Unknown names raise :class:`ConfigError`."""
+    """A :class:`GraphMapping` from an instance, a preset name, a mapping file (``.yaml``,
+    ``.yml``, ``.json``, ``.toml``; see :func:`read_mapping_file`) or a dict of its fields —
+    a dict or file may name a ``preset`` to start from — with ``overrides`` (field names)
+    applied on top. Unknown names raise :class:`ConfigError`."""
+    if isinstance(mapping, os.PathLike) or (
+        isinstance(mapping, str) and mapping not in PRESETS and mapping.lower().endswith(MAPPING_FILE_SUFFIXES)
+    ):
+        mapping = read_mapping_file(mapping)
     if mapping is None:
         base = GraphMapping()
     elif isinstance(mapping, GraphMapping):
         base = mapping
     elif isinstance(mapping, str):
         if mapping not in PRESETS:
-            raise ConfigError(f"unknown graph mapping preset {mapping!r}; known: {', '.join(PRESETS)}")
+            raise ConfigError(
+                f"unknown graph mapping preset {mapping!r}; known: {', '.join(PRESETS)} "
+                f"(or a mapping file ending in {', '.join(MAPPING_FILE_SUFFIXES)})"
+            )
         base = PRESETS[mapping]
     elif isinstance(mapping, Mapping):
-        overrides = {**dict(mapping), **overrides}
-        base = GraphMapping()
+        fields_ = dict(mapping)
+        preset = fields_.pop("preset", None)
+        if preset is not None and (not isinstance(preset, str) or preset not in PRESETS):
+            raise ConfigError(f"unknown graph mapping preset {preset!r}; known: {', '.join(PRESETS)}")
+        base = PRESETS[preset] if preset is not None else GraphMapping()
+        overrides = {**fields_, **overrides}
     else:
         raise ConfigError(f"mapping must be a GraphMapping, a preset name or a dict, not {type(mapping).__name__}")
     known = {f.name for f in fields(GraphMapping)}
@@ -292,6 +328,7 @@ def load_neo4j(
     driver: Any = None,
     dangling: str = "drop",
     conflicts: str = "keep-first",
+    strict: bool = False,
     **overrides: Any,
 ) -> Ontology:
     """Load and compile the ontology stored in the graph database at ``uri``.
@@ -314,11 +351,11 @@ def load_neo4j(
         if own:
             drv.close()
     source = f"{redact_uri(uri)}#{database or 'default'}:{m.node_label}"
-    return _compile(nodes, edges, m, source, dangling=dangling, conflicts=conflicts)
+    return _compile(nodes, edges, m, source, dangling=dangling, conflicts=conflicts, strict=strict)
 
 
 def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, Any]], m: GraphMapping,
-             source: str, *, dangling: str, conflicts: str) -> Ontology:
+             source: str, *, dangling: str, conflicts: str, strict: bool = False) -> Ontology:
     b = OntologyBuilder(source)
     label_cols = [f"l{k}" for k in range(len(m.label_properties))]
     syn_cols = [f"s{k}" for k in range(len(m.synonym_properties))]
@@ -353,4 +390,4 @@ def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, An
             b.warn("edges_without_id")
             continue
         b.add_edge(str(child), str(parent), where=f"{m.relationships[0]} edge")
-    return b.build(dangling=dangling, conflicts=conflicts)
+    return b.build(dangling=dangling, conflicts=conflicts, strict=strict)

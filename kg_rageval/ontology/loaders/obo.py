@@ -3,7 +3,7 @@
 Read from each ``[Term]`` stanza: ``id``, ``name`` (label), ``is_a`` (edges; trailing
 ``{qualifiers}`` and ``! comment`` stripped), ``synonym: "text" SCOPE [TYPE] [xrefs]`` (scope
 ``EXACT``/``BROAD``/``NARROW``/``RELATED``), ``def: "text" [xrefs]``, ``is_obsolete: true``
-(deprecated), ``replaced_by`` (the replacement), ``consider`` (kept as a warning, not a
+(deprecated), ``replaced_by`` (the replacement; several are flagged, not resolved), ``consider`` (kept as a warning, not a
 replacement: the spec says "may be appropriate"), ``namespace`` and ``alt_id`` (an alias of
 the term, :meth:`~kg_rageval.ontology.Ontology.canonical`; also counted as ``alt_ids``).
 ``[Typedef]`` stanzas become :class:`~kg_rageval.ontology.Property` (``domain``/``range``);
@@ -182,8 +182,11 @@ def load_obo(
     *,
     dangling: str = "error",
     conflicts: str = "error",
+    strict: bool = False,
 ) -> Ontology:
-    """Load an OBO 1.4 file (see the module docstring)."""
+    """Load an OBO 1.4 file (see the module docstring). ``strict=True`` refuses upstream data
+    errors that otherwise load as counted warnings (an ``alt_id`` that is also a term id or
+    names two terms, several ``replaced_by``; see :meth:`OntologyBuilder.build`)."""
     p = Path(path)
     src = str(p)
     header, stanzas = read_obo(p)
@@ -276,8 +279,9 @@ def load_obo(
                 )
             if flag == "true":
                 status = "deprecated"
-        replaced = _one(st, "replaced_by", src)
-        replaced_id = clean_id(*replaced, "replaced_by") if replaced else None
+        # several replaced_by lines are ambiguous: the builder flags them (never the first wins)
+        replaced_ids = [clean_id(v, ln, "replaced_by") for v, ln in st.get("replaced_by")]
+        replaced_id = replaced_ids[0] if replaced_ids else None
         consider = [clean_id(v, ln, "consider") for v, ln in st.get("consider")]
         if status == "deprecated" and not replaced_id and consider:
             b.warn(
@@ -301,7 +305,7 @@ def load_obo(
             synonyms=synonyms,
             definition=definition,
             status=status,
-            replaced_by=replaced_id,
+            replaced_by=replaced_ids,
             node_type=ns[0] if ns else None,
             where=where,
         )
@@ -312,4 +316,4 @@ def load_obo(
         if n:
             b.warn(kind, count=n)
     b.prefixes = {pre: prefixes.get(pre, f"{OBO_PURL}{pre}_") for pre in sorted(used)}
-    return b.build(dangling=dangling, conflicts=conflicts)
+    return b.build(dangling=dangling, conflicts=conflicts, strict=strict)

@@ -304,6 +304,7 @@ def load_rdf(
     lang: str = "en",
     reasoner: str = "none",
     syntax: str | None = None,
+    strict: bool = False,
 ) -> Ontology:
     """Load an RDF/RDFS/OWL/SKOS ontology (see the module docstring for the mapping).
 
@@ -320,6 +321,10 @@ def load_rdf(
         ``"declare"`` | ``"error"`` | ``"drop"`` for parents that are never declared.
     conflicts:
         ``"error"`` | ``"keep-first"`` for two different preferred labels of one node.
+    strict:
+        Refuse the upstream data errors that otherwise load as counted warnings (an
+        alternative id that is a class of its own or names two classes, several
+        replacements; see :meth:`OntologyBuilder.build`).
     lang:
         Preferred label language.
     reasoner:
@@ -340,6 +345,7 @@ def load_rdf(
         lang=lang,
         reasoner=reasoner,
         base_dir=p.resolve().parent,
+        strict=strict,
     )
 
 
@@ -353,6 +359,7 @@ def load_owl(
     conflicts: str = "error",
     lang: str = "en",
     syntax: str | None = None,
+    strict: bool = False,
 ) -> Ontology:
     """Load an OWL ontology (RDF/XML or Turtle).
 
@@ -377,6 +384,7 @@ def load_owl(
         conflicts=conflicts,
         lang=lang,
         reasoner=reasoner,
+        strict=strict,
     )
 
 
@@ -420,6 +428,7 @@ def graph_to_ontology(
     lang: str = "en",
     reasoner: str = "none",
     base_dir: Path | None = None,
+    strict: bool = False,
 ) -> Ontology:
     """Compile an rdflib ``Graph`` (see the module docstring)."""
     from rdflib import BNode, Literal, URIRef
@@ -549,16 +558,14 @@ def graph_to_ontology(
         syns = [str(o).strip() for _, o in literals(s, syn_ps)]
         defs, _ = _pick(literals(s, (iao_def, defn)), lang)
         status = "active"
-        replaced = None
         obo_ns = next((str(o) for o in graph.objects(s, obo_ns_p) if isinstance(o, Literal)), None)
         if any(_is_true(o) for o in graph.objects(s, deprecated_p) if isinstance(o, Literal)):
             status = "deprecated"
-        for rp in repl_ps:
-            for o in graph.objects(s, rp):
-                replaced = compact(str(o)) if isinstance(o, URIRef) else str(o).strip()
-                break
-            if replaced:
-                break
+        # every stated replacement: several different ones are flagged by the builder
+        replaced = sorted({
+            compact(str(o)) if isinstance(o, URIRef) else str(o).strip()
+            for rp in repl_ps for o in graph.objects(s, rp)
+        } - {""})
         b.add_node(
             nid,
             label=winners[0] if winners else None,
@@ -626,7 +633,7 @@ def graph_to_ontology(
             "rdfs:subClassOf / skos:broader / skos:narrower statements were found",
             source=source,
         )
-    return b.build(dangling=builder_dangling, conflicts=conflicts)
+    return b.build(dangling=builder_dangling, conflicts=conflicts, strict=strict)
 
 
 # ------------------------------------------------------------------ imports

@@ -3,9 +3,11 @@
 Mapping:
 
 * **Ids** are the ATT&CK external ids (``TA0006``, ``T1003``, ``T1003.001``) from the
-  ``external_references`` entry whose ``source_name`` is in ``source_names`` (default
-  ``mitre-attack``). An object without one keeps its STIX id (counted,
-  ``objects_without_attack_id``).
+  ``external_references`` entry whose ``source_name`` is in ``source_names``, the first of
+  them that the object carries (default :data:`SOURCE_NAMES`: ``mitre-attack``, then
+  ``mitre-ics-attack`` and ``mitre-mobile-attack``, which deprecated ICS and Mobile objects
+  still use — ICS 18.1 has 12 such techniques, ``T0850`` among them). An object without one
+  keeps its STIX id (counted, ``objects_without_attack_id``, one warning naming each).
 * **Root**: the ``x-mitre-matrix`` (id ``enterprise-attack``, node type ``matrix``) is the one
   real root and its ``tactic_refs`` are its children, so depths are matrix 0, tactic 1,
   technique 2, sub-technique 3. With ``matrix_root=False``, or a bundle without a matrix, the
@@ -20,7 +22,8 @@ Mapping:
   or deprecated sub-techniques) the parent is the technique named by the id before the dot
   (``T1053.001`` → ``T1053``), counted as ``subtechniques_placed_by_id``.
 * **Status**: ``revoked: true`` → revoked, with the target of its ``revoked-by`` relationship as
-  the replacement; ``x_mitre_deprecated: true`` → deprecated. Revoked and deprecated objects
+  the replacement (revoked by several: flagged ``multiple_replacements``, none recorded);
+  ``x_mitre_deprecated: true`` → deprecated. Revoked and deprecated objects
   keep their last published place (their tactics or parent technique), so they remain loadable
   ids that metrics can flag. One with no tactic and no parent technique is placed directly
   under the root (the matrix, else the virtual root) and counted as
@@ -54,10 +57,22 @@ def read_json(path: str | Path) -> Any:
     return decode_json(raw, p, "a STIX 2.x bundle")
 
 
+SOURCE_NAMES = ("mitre-attack", "mitre-ics-attack", "mitre-mobile-attack")
+"""``source_name``s whose ``external_id`` is an ATT&CK id, in order of preference: deprecated
+ICS and Mobile objects keep their ids under their domain's old source name."""
+
+
 def _attack_id(obj: dict, source_names: tuple[str, ...]) -> str | None:
+    """The ``external_id`` under the first of ``source_names`` the object carries."""
+    found: dict[str, str] = {}
     for ref in obj.get("external_references") or ():
-        if isinstance(ref, dict) and ref.get("source_name") in source_names and ref.get("external_id"):
-            return str(ref["external_id"])
+        if isinstance(ref, dict) and ref.get("external_id"):
+            name = ref.get("source_name")
+            if name in source_names and name not in found:
+                found[name] = str(ref["external_id"])
+    for name in source_names:
+        if name in found:
+            return found[name]
     return None
 
 
@@ -65,11 +80,19 @@ def load_stix(
     path: str | Path,
     *,
     matrix_root: bool = True,
-    source_names: tuple[str, ...] = ("mitre-attack",),
+    source_names: tuple[str, ...] | list[str] | str = SOURCE_NAMES,
     dangling: str = "error",
     conflicts: str = "error",
+    strict: bool = False,
 ) -> Ontology:
-    """Load a STIX 2.x ATT&CK bundle (see the module docstring for the mapping)."""
+    """Load a STIX 2.x ATT&CK bundle (see the module docstring for the mapping).
+    ``source_names``: one name or several, in order of preference; ``strict=True`` refuses
+    an object revoked by several others instead of flagging it."""
+    if isinstance(source_names, str):
+        source_names = (source_names,)
+    source_names = tuple(source_names)
+    if not source_names or not all(isinstance(x, str) and x for x in source_names):
+        raise InputError(f"source_names must name at least one source, got {source_names!r}", source=str(path))
     p = Path(path)
     src = str(p)
     doc = read_json(p)
@@ -101,6 +124,9 @@ def load_stix(
             if aid is None:
                 no_attack_id += 1
                 aid = obj["id"]
+                b.warn("objects_without_attack_id",
+                       f"{aid!r} has no external_id under {', '.join(source_names)}; kept its STIX id",
+                       count=0)
             ids[obj["id"]] = aid
     if no_attack_id:
         b.warn("objects_without_attack_id", count=no_attack_id)
@@ -134,18 +160,15 @@ def load_stix(
 
     def node(obj: dict, node_type: str) -> str:
         nid = ids[obj["id"]]
-        repl = sorted(revoked_by.get(nid, []))
         b.add_node(
             nid,
             label=(obj.get("name") or "").strip() or None,
             definition=(obj.get("description") or "").strip() or None,
             status=status_of(obj),
-            replaced_by=repl[0] if repl else None,
+            replaced_by=sorted(revoked_by.get(nid, [])),  # several: flagged by the builder
             node_type=node_type,
             where=obj["id"],
         )
-        if len(repl) > 1:
-            b.warn("several_revoked_by", f"{nid!r} is revoked by {', '.join(repl)}; using {repl[0]}")
         return nid
 
     matrices = [o for o in objects if o["type"] == "x-mitre-matrix"] if matrix_root else []
@@ -213,4 +236,4 @@ def load_stix(
             "the bundle has no x-mitre-tactic, attack-pattern or x-mitre-matrix objects: nothing to load",
             source=src,
         )
-    return b.build(dangling=dangling, conflicts=conflicts)
+    return b.build(dangling=dangling, conflicts=conflicts, strict=strict)

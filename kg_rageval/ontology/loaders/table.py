@@ -32,6 +32,7 @@ def load_table(
     dangling: str = "declare",
     conflicts: str = "error",
     encoding: str = "utf-8",
+    strict: bool = False,
 ) -> Ontology:
     p = Path(path)
     if delimiter is None:
@@ -90,4 +91,4 @@ def load_table(
                 b.add_node(parent, where=f"line {lineno}")
                 b.warn("parents_declared_from_edges")
         dangling = "error"
-    return b.build(dangling=dangling, conflicts=conflicts)
+    return b.build(dangling=dangling, conflicts=conflicts, strict=strict)
