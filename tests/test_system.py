@@ -250,3 +250,20 @@ def test_a_record_without_total_latency_is_a_missing_run(vehicles, tmp_path):
     assert by["latency.total_ms.p95 <= 1500"].status == "missing"  # never a PASS that hides the timeout
     assert by["system.missing_run_rate <= 0"].status == "fail"
     assert res.counts["families"]["system"]["missing_runs"] == 1
+
+
+def test_rollup_nodes_counts_and_sum_metrics_match_the_framework(vehicles):
+    from kg_rageval.evaluation import Evaluation
+
+    nodes = ["sedan", "amphibious_car", "submarine", "boat", None, "not-a-node", "hatchback", "amphibious_car"]
+    recs = [dict(r, gold_node=n) if n else r for r, n in zip(_records([float(10 * i + 5) for i in range(8)]), nodes)]
+    ev = score_system(None, recs)
+    plain = Evaluation(ev.family, ev.record_ids, ev.stats, ev.keys)
+    for kw in ({}, {"min_rows": 2}, {"max_depth": 1}):
+        mine, ref = ev.rollup(vehicles, **kw), Evaluation.rollup(plain, vehicles, **kw)
+        assert list(mine) == list(ref), kw
+        assert ev.meta["rollup_skipped"] == plain.meta["rollup_skipped"] == 2
+        for node in ref:
+            assert (mine[node]["n"], mine[node]["depth"]) == (ref[node]["n"], ref[node]["depth"])
+            for name in ("latency.total_ms.mean", "cache.retrieval.hit_rate", "cost.usd_total"):
+                assert mine[node]["metrics"][name].value == pytest.approx(ref[node]["metrics"][name].value)

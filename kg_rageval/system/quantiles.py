@@ -129,27 +129,34 @@ class QuantileEvaluation(Evaluation):
 
     def rollup(self, ontology: Any, key: str = "gold_node", *, min_rows: int = 1,
                max_depth: int | None = None) -> dict[str, dict[str, Any]]:
-        """Per node, the metrics over the rows of its subtree (each row once). The rows of
-        every node come from one pass over the ancestor closure: (ancestor, row) pairs sorted
-        by ancestor, so the cost is the sum of the subtree sizes, not nodes × rows."""
-        base = super().rollup(ontology, key, min_rows=min_rows, max_depth=max_depth)
-        if not base:
-            return base
+        """Per node, the metrics over the rows of its subtree (each row once), in ontology
+        index order, with ``n``, ``depth``, ``min_rows``, ``max_depth`` and
+        ``meta["rollup_skipped"]`` as :meth:`Evaluation.rollup`. The rows of every node come
+        from one pass over the ancestor closure: (ancestor, row) pairs sorted by ancestor, so
+        the cost is the sum of the subtree sizes, not nodes × rows."""
         from ..ontology.builder import _gather
 
         idx = self.node_indices(ontology, key)
-        rows = np.flatnonzero(idx >= 0)
+        ok = idx >= 0
+        self.meta["rollup_skipped"] = int((~ok).sum())
+        rows = np.flatnonzero(ok)
         nodes = idx[rows]
         lens = ontology.anc_ptr[nodes + 1] - ontology.anc_ptr[nodes]
         anc = _gather(ontology.anc_ptr, ontology.anc_idx, nodes)
         pair_rows = np.repeat(rows, lens)
         order = np.argsort(anc, kind="stable")
         anc, pair_rows = anc[order], pair_rows[order]
-        for node_id, entry in base.items():
-            i = ontology.index(node_id)
-            lo, hi = np.searchsorted(anc, [i, i + 1])
-            entry["metrics"] = self._metrics_of(np.sort(pair_rows[lo:hi]))
-        return base
+        counts = np.bincount(anc, minlength=len(ontology))
+        keep = counts >= max(min_rows, 1)
+        if max_depth is not None:
+            keep &= ontology.depth_min <= max_depth
+        starts = np.concatenate(([0], np.cumsum(counts)))
+        out: dict[str, dict[str, Any]] = {}
+        ids = ontology.ids
+        for i in np.flatnonzero(keep).tolist():
+            sel = np.sort(pair_rows[starts[i]:starts[i + 1]])
+            out[ids[i]] = {"n": int(counts[i]), "depth": int(ontology.depth_min[i]), "metrics": self._metrics_of(sel)}
+        return out
 
     def bootstrap_replicates(self, *, n_resamples: int = 1000, seed: int = 0,
                              metrics: Iterable[str] | None = None) -> dict[str, np.ndarray]:
