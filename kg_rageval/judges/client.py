@@ -31,6 +31,7 @@ import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -138,6 +139,10 @@ class ChatClient:
         self.seed = seed
         self.strict_schema = strict_schema
         self._sleep = sleep
+        host = urllib.parse.urlsplit(self.base_url).hostname or ""
+        # a local server (vLLM, Ollama, llama.cpp on this machine) is never reached through a proxy
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({})) \
+            if host in ("127.0.0.1", "localhost", "::1") else urllib.request.build_opener()
         self._lock = threading.Lock()
         self._usage = Usage()
 
@@ -293,7 +298,7 @@ class ChatClient:
             req = urllib.request.Request(url, data=payload, headers=self._headers(), method="POST")
             retry_after = None
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - user-given endpoint
+                with self._opener.open(req, timeout=self.timeout) as resp:
                     self._count(status=resp.status)
                     raw = resp.read(16 * 1024 * 1024 + 1)
                 if len(raw) > 16 * 1024 * 1024:
