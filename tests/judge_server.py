@@ -52,6 +52,9 @@ class FakeServer:
                         headers = {"Retry-After": "0"} if arg == 429 else {}
                         self._send(arg, {"error": {"message": f"status {arg}"}}, headers)
                         return
+                    if kind == "raw":  # a 200 response with this JSON body
+                        self._send(200, arg)
+                        return
                     if kind == "delay":  # slow but successful
                         time.sleep(arg)
                         arg = None

@@ -197,3 +197,14 @@ def test_identical_requests_in_a_batch_are_sent_once():
     u = c.usage()
     assert (u["requests"], u["cache_hits"], u["http_calls"]) == (4, 2, 2)
     assert u["cost_usd"] == pytest.approx(2 * 120 / 1e6)
+
+
+def test_a_response_without_content_is_a_counted_failure():
+    with FakeServer() as srv:
+        c = client(srv.base_url)
+        srv.script = [("raw", {"choices": []}), ("raw", {"choices": [{"message": {"content": None}}]})]
+        with pytest.raises(BackendError, match="no choices"):
+            c.complete("q1")
+        with pytest.raises(BackendError, match="content is NoneType"):
+            c.complete("q2")
+    assert c.usage()["failures"] == 2 and c.usage()["http_calls"] == 2

@@ -225,10 +225,10 @@ class ChatClient:
                 pass  # a damaged cache entry is ignored and overwritten
         try:
             data, attempts = self._post(body)
+            content, pt, ct = self._parse(data)
         except BackendError:
             self._count(failures=1)
             raise
-        content, pt, ct = self._parse(data)
         cost = (pt * self.prices["prompt"] + ct * self.prices["completion"]) / 1e6
         self._count(prompt_tokens=pt, completion_tokens=ct, cost_usd=cost)
         if path is not None:
