@@ -110,6 +110,12 @@ def test_bad_otlp_names_the_span(tmp_path):
     p.write_text('{"resourceSpans": []}\n{oops\n')
     with pytest.raises(InputError, match="line 2"):
         import_otlp(p)
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="nested too deeply"):
+        import_otlp(p)
+    p.write_bytes(b'{"resourceSpans": [\xff]}')
+    with pytest.raises(InputError, match="not UTF-8"):
+        import_otlp(p)
 
 
 def test_audit_reads_traces_and_gates_latency(tmp_path):

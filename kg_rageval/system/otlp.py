@@ -240,15 +240,22 @@ def read_spans(path: str | Path, *, max_spans: int = 1_000_000) -> list[Span]:
     """Spans from a trace file: OTLP JSON (one request object, or one per line), or Phoenix /
     OpenInference span JSON (a list of spans, ``{"data": [...]}``, or one span per line)."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8-sig")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", source=str(p)) from None
     try:
         docs: list[tuple[str, Any]] = [("", json.loads(text))]
+    except RecursionError:
+        raise InputError("JSON nested too deeply", source=str(p)) from None
     except json.JSONDecodeError:
         docs = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     docs.append((f"line {n}", json.loads(line)))
+                except RecursionError:
+                    raise InputError("JSON nested too deeply", source=str(p), location=f"line {n}") from None
                 except json.JSONDecodeError as exc:
                     raise InputError(f"not JSON: {exc.msg} (column {exc.colno})", source=str(p),
                                      location=f"line {n}") from None
@@ -261,6 +268,8 @@ def read_spans(path: str | Path, *, max_spans: int = 1_000_000) -> list[Span]:
                     raise InputError(f"more than {max_spans} spans; raise max_spans to read them", source=str(p))
         except ValueError as exc:
             raise InputError(str(exc), source=str(p), location=loc or None) from None
+        except RecursionError:
+            raise InputError("span attributes nested too deeply", source=str(p), location=loc or None) from None
     return out
 
 
