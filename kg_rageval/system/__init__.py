@@ -3,8 +3,9 @@
 construction (:mod:`.context`). See ``docs/system.md``."""
 
 from .context import ContextFamily, score_context
+from .otlp import import_otlp, read_spans, records_from_spans
 from .quantiles import QUANTILES, QuantileEvaluation, RowFamily, weighted_quantile
 from .score import STAGES, SystemFamily, score_system, system_values
 
-__all__ = ["ContextFamily", "QUANTILES", "QuantileEvaluation", "RowFamily", "STAGES", "SystemFamily",
+__all__ = ["ContextFamily", "QUANTILES", "import_otlp", "read_spans", "records_from_spans", "QuantileEvaluation", "RowFamily", "STAGES", "SystemFamily",
            "score_context", "score_system", "system_values", "weighted_quantile"]
