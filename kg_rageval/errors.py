@@ -57,6 +57,16 @@ class UnsafeInputError(InputError):
     """The input asks for something we refuse to do unasked: fetch a URL, expand external entities."""
 
 
+class LimitExceeded(UnsafeInputError):
+    """An input beyond one of the configured cost limits (:mod:`kg_rageval.limits`); ``limit``
+    names it."""
+
+    def __init__(self, message: str, *, source: str | None = None, location: str | None = None,
+                 limit: str = ""):
+        self.limit = limit
+        super().__init__(message, source=source, location=location)
+
+
 class MissingEvidence(KgRagevalError):
     """A metric cannot be computed because its denominator is empty.
 

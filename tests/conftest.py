@@ -15,9 +15,57 @@ FIXTURES = ROOT / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_key_home(tmp_path_factory):
+    """Compiled caches written by the tests are keyed with a key in a temporary config folder,
+    never in the user's ``~/.config`` (``kg_rageval.ontology.cache.cache_key``)."""
+    import os
+
+    old = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = old
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture()
+def stub():
+    """The audit's stub family (``kg_rageval.audit.stub``, scores ``labels``) for one test."""
+    from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
+
+    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
+    yield
+    unregister_family("stub")
+
+
+@pytest.fixture()
+def workdir(tmp_path):
+    """A copy of ``fixtures/audit`` (vehicles taxonomy, records, configs) to audit in."""
+    import shutil
+
+    for f in (FIXTURES / "audit").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    return tmp_path
+
+
+@pytest.fixture()
+def cli(capsys):
+    """Run ``kg-rageval`` in-process: ``cli(args) -> (exit code, stdout, stderr)``."""
+    from kg_rageval.cli.main import main
+
+    def run(args):
+        code = main(list(args))
+        cap = capsys.readouterr()
+        return code, cap.out, cap.err
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -23,20 +22,6 @@ from kg_rageval.cli.main import main
 from kg_rageval.errors import ConfigError
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
-
-
-@pytest.fixture()
-def stub():
-    register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
-    yield
-    unregister_family("stub")
-
-
-@pytest.fixture()
-def workdir(tmp_path):
-    for f in FIX.iterdir():
-        shutil.copy(f, tmp_path / f.name)
-    return tmp_path
 
 
 def _statuses(result):
@@ -281,7 +266,7 @@ def test_baseline_deltas_and_budget(stub, workdir):
         "ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
         "missing_runs": {"budget": 0.5}, "gates": ["stub_accuracy >= 0.5"],
         "baseline": {"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.1}},
-        "bootstrap": {"n_resamples": 300, "seed": 3},
+        "bootstrap": {"n_resamples": 300, "seed": 3, "min_units": 5},
     }, base_dir=workdir)
     res = run_audit(cfg, progress=False)
     d = res.metrics["delta:stub.stub_accuracy"]

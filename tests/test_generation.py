@@ -356,16 +356,21 @@ def test_refusal_rates_by_hand():
         rec("d", answer={"text": "x", "refused": False}, reference={"answerable": True}),
         rec("e", answer={"text": "x"}, reference={"answerable": True}),
         rec("f", answer={"text": "x"}),
-        rec("g", reference={"answerable": True}),
+        rec("g", reference={"answerable": True}),                           # no answer: a missing run
     ]
     ev = score_refusal(records)
     m = ev.metrics()
     assert (m["refusal_precision"].numerator, m["refusal_precision"].denominator) == (1, 2)
     assert (m["refusal_recall"].numerator, m["refusal_recall"].denominator) == (1, 2)
-    assert m["over_refusal_rate"].value == pytest.approx(1 / 3)
+    assert m["over_refusal_rate"].value == pytest.approx(1 / 4)  # c of the answerable c, d, e, g
     assert m["refusal_f1"].value == pytest.approx(0.5)
-    assert ev.unscored_counts == {"no answer": 1, "no answerable label": 1}
-    assert [r["outcome"] for r in ev.rows()] == ["correct_refusal", "missed_refusal", "over_refusal", "answered", "answered"]
+    assert ev.unscored_counts == {"no answerable label": 1}
+    assert [r["outcome"] for r in ev.rows()] == ["correct_refusal", "missed_refusal", "over_refusal", "answered",
+                                                 "answered", "answered"]
+    assert ev.stats["n_missing_run"].tolist() == [0, 0, 0, 0, 0, 1]
+    # an unanswerable question left without an answer is a missed refusal, not a pass
+    m2 = score_refusal([rec("h", reference={"answerable": False})]).metrics()
+    assert m2["refusal_recall"].value == 0.0 and m2["refusal_recall"].denominator == 1
 
 
 def test_no_refusals_is_missing_not_perfect():

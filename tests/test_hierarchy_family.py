@@ -42,25 +42,26 @@ def test_hand_worked_vehicle_records(vehicles):
     ]
     ev = score_hierarchy(vehicles, records)
     m = {k: v.value for k, v in ev.metrics().items()}
-    # augmented sets without the root: inter 1+0+0+0+2+2, |P̂| 2+2+0+1+2+2, |T̂| 2+2+2+0+2+3
+    # augmented sets without the root: inter 1+0+0+0+2+2, |P̂| 2+2+0+1+2+2, |T̂| 2+2+2+0+2+3;
+    # record 9 has gold but no prediction: scored as an empty prediction (|T̂| + 1, a miss)
     assert m["hierarchical_precision"] == pytest.approx(5 / 9)
-    assert m["hierarchical_recall"] == pytest.approx(5 / 11)
-    assert m["hierarchical_f1"] == pytest.approx(2 * (5 / 9) * (5 / 11) / (5 / 9 + 5 / 11))
+    assert m["hierarchical_recall"] == pytest.approx(5 / 12)
+    assert m["hierarchical_f1"] == pytest.approx(2 * (5 / 9) * (5 / 12) / (5 / 9 + 5 / 12))
+    assert m["missing_run_rate"] == pytest.approx(1 / 8)
     # macro: hP over items with a prediction (1, 2, 4, 5, 6): (1/2 + 0 + 0 + 1 + 1) / 5
     assert m["macro_hierarchical_precision"] == pytest.approx(2.5 / 5)
-    # hR over items with gold (1, 2, 3, 5, 6): (1/2 + 0 + 0 + 1 + 2/3) / 5
-    assert m["macro_hierarchical_recall"] == pytest.approx((0.5 + 1 + 2 / 3) / 5)
-    # hF1 = 2·inter/(|P̂|+|T̂|) over items 1-6 (item 7 is NIL = NIL: no denominator)
-    assert m["macro_hierarchical_f1"] == pytest.approx((0.5 + 0 + 0 + 0 + 1 + 0.8) / 6)
-    assert m["exact_accuracy"] == pytest.approx(2 / 7)  # items 5 and 7 (NIL = NIL)
+    # hR over items with gold (1, 2, 3, 5, 6, 9): (1/2 + 0 + 0 + 1 + 2/3 + 0) / 6
+    assert m["macro_hierarchical_recall"] == pytest.approx((0.5 + 1 + 2 / 3) / 6)
+    # hF1 = 2·inter/(|P̂|+|T̂|) over items 1-6 and 9 (item 7 is NIL = NIL: no denominator)
+    assert m["macro_hierarchical_f1"] == pytest.approx((0.5 + 0 + 0 + 0 + 1 + 0.8 + 0) / 7)
+    assert m["exact_accuracy"] == pytest.approx(2 / 8)  # items 5 and 7 (NIL = NIL)
     assert m["wu_palmer"] == pytest.approx((2 / 3 + 1 / 3 + 1) / 3)
-    assert m["errors"] == 5
+    assert m["errors"] == 6
     assert m["mean_error_distance"] == pytest.approx((2 + 4) / 2)
     counts = relation_counts(ev)
-    assert counts == {"exact": 2, "sibling": 1, "cousin": 1, "nil_pred": 1, "nil_gold": 1, "multi": 1}
-    assert m["error_rate_sibling"] == pytest.approx(1 / 5) and m["error_count_nil_pred"] == 1
-    assert ev.unscored == [{"record_id": "8", "reason": "no labels section"},
-                           {"record_id": "9", "reason": "labels.pred is absent"}]
+    assert counts == {"exact": 2, "sibling": 1, "cousin": 1, "nil_pred": 2, "nil_gold": 1, "multi": 1}
+    assert m["error_rate_sibling"] == pytest.approx(1 / 6) and m["error_count_nil_pred"] == 2
+    assert ev.unscored == [{"record_id": "8", "reason": "no labels section", "code": "no_section"}]
     # per-row keys and details
     rows = {r["record_id"]: r for r in ev.rows()}
     assert rows["1"]["gold_node"] == "hatchback" and rows["1"]["relation"] == "sibling"
@@ -71,12 +72,14 @@ def test_hand_worked_vehicle_records(vehicles):
     assert by_slice["a"]["metrics"]["hierarchical_precision"].value == pytest.approx(1 / 4)
     assert by_slice["b"]["metrics"]["hierarchical_precision"].value is None  # NIL prediction only
     roll = ev.rollup(vehicles)
-    assert roll["car"]["n"] == 4 and roll["vehicle"]["n"] == 4  # rows 1, 2, 3, 5
+    assert rows["9"]["missing_run"] is True and rows["1"]["missing_run"] is False
+    assert roll["car"]["n"] == 5 and roll["vehicle"]["n"] == 5  # rows 1, 2, 3, 5, 9
     assert "boat" not in roll  # no row has a single gold node under boat
     assert roll["hatchback"]["metrics"]["hierarchical_recall"].value == pytest.approx(1 / 6)
     pairs = confused_pairs(ev)
     assert {"gold": "hatchback", "pred": "sedan", "relation": "sibling", "count": 1} in pairs
-    assert len(pairs) == 5
+    assert {"gold": "car", "pred": None, "relation": "nil_pred", "count": 1} in pairs  # row 9: missing run
+    assert len(pairs) == 6
     json.dumps(ev.to_dict(breakdowns=["slice:intent"]), allow_nan=False)
 
 

@@ -108,18 +108,24 @@ def reference(o, records, *, include_root: bool, on_status: str):
     for rec in records:
         labels = rec.get("labels")
         if labels is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no labels section"})
+            unscored.append({"record_id": str(rec.get("id")), "reason": "no labels section", "code": "no_section"})
             continue
         lists = {}
         for side in ("gold", "pred"):
             v = labels.get(side, "<absent>")
             v = [] if v is None else [v] if isinstance(v, str) and v != "<absent>" else v
             lists[side] = None if v == "<absent>" else list(dict.fromkeys(v))
-        if lists["gold"] is None or lists["pred"] is None:
-            side = "gold" if lists["gold"] is None else "pred"
-            unscored.append({"record_id": str(rec.get("id")), "reason": f"labels.{side} is absent"})
+        missing_run = 0.0
+        if lists["gold"] is None:
+            unscored.append({"record_id": str(rec.get("id")), "reason": "labels.gold is absent", "code": "no_gold"})
             continue
-        row = {"pred_inactive": 0.0, "gold_inactive": 0.0}
+        if lists["pred"] is None:  # gold but no prediction: scored as the empty prediction
+            if not lists["gold"]:
+                unscored.append({"record_id": str(rec.get("id")), "code": "missing_prediction",
+                                 "reason": "labels.pred is absent (NIL gold: not scored as a NIL prediction)"})
+                continue
+            lists["pred"], missing_run = [], 1.0
+        row = {"pred_inactive": 0.0, "gold_inactive": 0.0, "n_missing_run": missing_run}
         sides = {}
         for side, names in lists.items():
             known, unk = [], []

@@ -141,10 +141,17 @@ def test_unscored_records_are_kept(kb):
     recs = [{"id": "a"}, {"id": "b", "mentions": {"gold": [m(0, 1, "E1")]}},
             {"id": "c", "mentions": {"pred": []}}]
     ev = score_linking(kb, recs)
-    assert ev.unscored_counts == {
-        "no gold mentions (mentions.gold absent)": 1, "no mentions section": 1,
-        "no predictions (mentions.pred absent)": 1,
-    }
+    assert ev.unscored_counts == {"no gold mentions (mentions.gold absent)": 1, "no mentions section": 1}
+    assert {u["code"] for u in ev.unscored} == {"no_gold", "no_section"}
+    # b has a gold mention and no prediction: scored as no predicted mentions, a missed mention
+    ms = ev.metrics()
+    assert ms["mention_recall"].value == 0.0 and ms["mention_recall"].denominator == 1
+    assert ms["missing_run_rate"].value == 1.0
+    assert ev.record_ids.tolist() == ["b"] and ev.stats["n_missing_run"].tolist() == [1.0]
+    # with no gold mentions an absent prediction is not a correct empty answer: unscored
+    ev2 = score_linking(kb, [{"id": "d", "mentions": {"gold": []}}, {"id": "e", "mentions": {"gold": [], "pred": []}}])
+    assert ev2.unscored == [{"record_id": "d", "code": "missing_prediction",
+                             "reason": "no predictions (mentions.pred absent; no gold mentions to miss)"}]
 
 
 def test_breakdowns_rollup_bootstrap(vehicles):

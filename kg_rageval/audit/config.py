@@ -76,6 +76,14 @@ class BootstrapConfig(_Strict):
     level: float = Field(0.95, gt=0.0, lt=1.0)
     seed: int = 0
     always: bool = False
+    min_units: int = Field(30, ge=1)
+    """Fewest resampling units (records; paired records for ``delta:``) a ``ci_low``/``ci_high``
+    gate needs; below it the gate is missing evidence."""
+    method: Literal["auto", "percentile", "clopper_pearson", "wilson"] = "auto"
+    """How bounds are computed (``kg_rageval.audit.intervals``): ``auto`` widens the percentile
+    bootstrap to the Clopper–Pearson interval for proportions of whole counts."""
+    methods: dict[str, Literal["auto", "percentile", "clopper_pearson", "wilson"]] = Field(default_factory=dict)
+    """Per-metric override of ``method`` (keys: ``metric`` or ``family.metric``)."""
 
 
 MISSING_RUN_REASONS = ("missing", "timeout", "timed out", "invalid", "error", "no run", "no answer",
@@ -89,13 +97,25 @@ or crashed run) is a missing run of the system family."""
 
 
 class MissingRunsConfig(_Strict):
-    """Budget of records a family could not score although their section is present (missing
-    runs, timeouts, invalid judge outputs). Above it, every gate of that family is ``missing``."""
+    """The completeness check every family that runs carries: the share of its records that
+    are missing runs (a prediction absent, a timeout, an invalid output — decided by the
+    family's reason codes) may be at most ``budget`` (default 0: none), or the family's entry
+    in ``budgets``. Above it, every gate of that family is ``missing``."""
 
     budget: float = Field(0.0, ge=0.0, le=1.0)
+    budgets: dict[str, float] = Field(default_factory=dict)
+    """Per-family budgets (``{generation: 0.05}``); families not listed use ``budget``."""
     reasons: list[str] = Field(default_factory=lambda: list(MISSING_RUN_REASONS))
-    """Substrings of a family's unscored reason that make it a missing run (case-insensitive);
-    other unscored records (e.g. "no gold documents") are not applicable, not missing."""
+    """Only for unscored entries without a reason code (families written before codes):
+    substrings of the reason that make it a missing run (case-insensitive)."""
+
+    @field_validator("budgets")
+    @classmethod
+    def _fractions(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, b in v.items():
+            if not 0.0 <= float(b) <= 1.0:
+                raise ValueError(f"budget for family {k!r} must be between 0 and 1, got {b}")
+        return v
     metrics: list[str] = Field(default_factory=lambda: list(MISSING_RUN_METRICS))
     """Family metrics whose *numerator* counts scored-but-missing outputs (a missing run scored
     as an empty run, an invalid judge output); they count as missing runs too."""
@@ -111,6 +131,12 @@ class BaselineConfig(_Strict):
     budgets: dict[str, float] = Field(default_factory=dict)
     use: Literal["value", "ci_low", "ci_high"] = "value"
     lower_is_better: list[str] = Field(default_factory=list)
+    min_paired_fraction: float = Field(0.95, ge=0.0, le=1.0)
+    """Paired records (scored by both systems) over the records either scored, per evaluation;
+    below it every delta of that evaluation is missing evidence."""
+    max_dropped: int = Field(0, ge=0)
+    """Baseline records the candidate's records file lacks that are tolerated (default none):
+    a candidate must not drop the queries it is compared on."""
 
     @field_validator("budgets")
     @classmethod
@@ -191,6 +217,18 @@ class AuditConfig(_Strict):
     report: ReportConfig = Field(default_factory=ReportConfig)
     seed: int = 0
     judge: dict[str, Any] = Field(default_factory=dict)
+    limits: dict[str, int | str] = Field(default_factory=dict)
+    """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.limits`)."""
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, v: dict[str, int | str]) -> dict[str, int | str]:
+        from .. import limits as _lim
+
+        for name, value in v.items():
+            _lim._check_name(name)
+            _lim.parse_value(name, value)
+        return v
 
     @field_validator("families", mode="before")
     @classmethod

@@ -104,12 +104,13 @@ class MetricIndex:
 
 
 def metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, bootstrap: Any,
-                    baseline_metrics: Mapping[str, Metric], *, has_baseline: bool = False) -> Metric:
+                    baseline_metrics: Mapping[str, Metric], *, has_baseline: bool = False,
+                    ci_methods: dict[str, str] | None = None) -> Metric:
     """The Metric a gate is decided on (value=None + reason when evidence is missing): the
     family total, or the metric recomputed on the rows of the gate's scope; with a CI bound,
-    the percentile bootstrap interval of :meth:`Evaluation.bootstrap` under ``bootstrap``
-    (``n_resamples``, ``level``, ``seed``). The audit and ``assert_gates`` both decide gates
-    with this function."""
+    the interval of :func:`bounded` under ``bootstrap`` (``n_resamples``, ``level``, ``seed``,
+    ``min_units``, ``method``, ``methods``; ``ci_methods`` receives the method used per gate).
+    The audit and ``assert_gates`` both decide gates with this function."""
     if g.metric.startswith("delta:"):
         mn = index.name_of(g.metric)
         if mn.family is None:  # an undeclared family's metric: its owner names the family
@@ -147,10 +148,36 @@ def metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, bootstrap: Any,
         ev = ev.subset(mask)
         m = ev.metrics().get(owner.metric, Metric(owner.metric, None, missing="not produced on this scope"))
     if g.use != "value" and m.value is not None:
-        b = bootstrap
-        ci = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed, metrics=[owner.metric])
-        m = m.with_ci(ci.get(owner.metric))
+        m = bounded(g, m, ev, owner, bootstrap, {} if ci_methods is None else ci_methods)
     return Metric(g.key, m.value, m.numerator, m.denominator, m.missing, m.ci)
+
+
+def bounded(g: Gate, m: Metric, ev: Evaluation, owner: _Owner, bootstrap: Any,
+            ci_methods: dict[str, str]) -> Metric:
+    """``m`` with the confidence interval a ``ci_low``/``ci_high`` gate decides on, or missing
+    evidence: fewer than ``bootstrap.min_units`` records in scope (default 30), or no
+    applicable interval (``kg_rageval.audit.intervals``: percentile bootstrap widened to the
+    Clopper–Pearson interval for count proportions by default)."""
+    from .intervals import bound
+
+    b = bootstrap
+    min_units = getattr(b, "min_units", 30)
+    units = int(np.unique(ev.record_ids.astype(str)).size)
+    if units < min_units:
+        return Metric(g.key, None, m.numerator, m.denominator,
+                      f"{g.use} needs at least {min_units} resampling units (records) and the scope has "
+                      f"{units} (bootstrap.min_units)")
+    methods = getattr(b, "methods", None) or {}
+    method = methods.get(owner.canonical) or methods.get(owner.metric) or getattr(b, "method", "auto")
+    pct = None
+    if method in ("auto", "percentile"):
+        pct = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed,
+                           metrics=[owner.metric]).get(owner.metric)
+    ci, used, why = bound(m, method, b.level, pct)
+    if ci is None:
+        return Metric(g.key, None, m.numerator, m.denominator, why)
+    ci_methods[g.key] = used
+    return m.with_ci(ci)
 
 
 def gate_key(g: Gate, index: "MetricIndex") -> str:

@@ -249,7 +249,7 @@ def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list
         elif m.ci is None:
             out.append(GateResult(g, "missing", None,
                                   f"missing evidence: no confidence interval for {g.key!r} "
-                                  f"(bootstrap disabled or too few records)"))
+                                  f"(bootstrap disabled, or fewer records than bootstrap.min_units)"))
             continue
         else:
             observed = float(m.ci[0] if g.use == "ci_low" else m.ci[1])

@@ -6,9 +6,11 @@ threshold), confusion relation bars, exclusion attribution bars and a coverage h
 
 from __future__ import annotations
 
-from html import escape
+from html import escape as _html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
+
+from .escape import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import AuditResult
@@ -33,6 +35,12 @@ details pre{white-space:pre-wrap;font-size:12px;background:#fff;border:1px solid
 .ctitle{font-weight:600;font-size:13px;margin:0 0 6px}
 svg text{font-family:system-ui,sans-serif;font-size:12px;fill:#1d2330}
 """
+
+
+def escape(s: Any, quote: bool = True) -> str:
+    """HTML-escape an input-derived string; control characters removed and bidi overrides
+    shown (:mod:`kg_rageval.audit.escape`)."""
+    return _html_escape(xml_text(s, multiline=True), quote=quote)
 
 
 def _f(x: Any, nd: int = 4) -> str:

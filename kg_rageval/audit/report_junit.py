@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
+from .escape import xml_text
+
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import AuditResult
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def junit_xml(result: "AuditResult") -> str:
     counts = result.status_counts()
     suite = ET.Element("testsuite", {
-        "name": f"kg-rageval audit: {result.config.name}",
+        "name": xml_text(f"kg-rageval audit: {result.config.name}"),
         "tests": str(len(result.gate_results)),
         "failures": str(counts["fail"] + counts["missing"]),
         "errors": "0",
@@ -23,17 +25,17 @@ def junit_xml(result: "AuditResult") -> str:
     })
     for r in result.gate_results:
         family = r.gate.metric.split(".", 1)[0] if "." in r.gate.metric else "gates"
-        case = ET.SubElement(suite, "testcase", {"classname": f"audit.{family}", "name": str(r.gate),
+        case = ET.SubElement(suite, "testcase", {"classname": xml_text(f"audit.{family}"), "name": xml_text(r.gate),
                                                  "time": "0"})
         if r.status == "fail":
-            f = ET.SubElement(case, "failure", {"type": "gate-failed", "message": r.reason})
-            f.text = f"{r.gate}: observed {r.observed}\n{r.reason}"
+            f = ET.SubElement(case, "failure", {"type": "gate-failed", "message": xml_text(r.reason)})
+            f.text = f"{xml_text(r.gate)}: observed {r.observed}\n{xml_text(r.reason)}"
         elif r.status == "missing":
-            f = ET.SubElement(case, "failure", {"type": "missing-evidence", "message": r.reason})
-            f.text = f"{r.gate}: {r.reason}"
+            f = ET.SubElement(case, "failure", {"type": "missing-evidence", "message": xml_text(r.reason)})
+            f.text = f"{xml_text(r.gate)}: {xml_text(r.reason)}"
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = r.reason
+            out.text = xml_text(r.reason)
     root = ET.Element("testsuites", {"name": "kg-rageval"})
     root.append(suite)
     ET.indent(root)

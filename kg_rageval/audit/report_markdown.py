@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .escape import md, md_code
+
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import AuditResult
 
@@ -20,7 +22,7 @@ def _f(x: Any) -> str:
 
 
 def _cell(s: Any) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
+    return md(s)
 
 
 def _primary(result: "AuditResult"):
@@ -34,10 +36,10 @@ def markdown(result: "AuditResult") -> str:
     c = result.status_counts()
     verdict = "PASSED" if result.passed else "FAILED"
     lines = [
-        f"# Audit {result.config.name}: {verdict}",
+        f"# Audit {md(result.config.name)}: {verdict}",
         "",
         f"{len(result.gate_results)} gates: {c['pass']} pass, {c['fail']} fail, {c['missing']} missing "
-        f"evidence. {result.n_records} records, ontology `{result.ontology.source}` "
+        f"evidence. {result.n_records} records, ontology {md_code(result.ontology.source)} "
         f"({len(result.ontology)} nodes, `{result.ontology.content_hash[:19]}…`).",
         "",
         "## Gates",
@@ -47,19 +49,19 @@ def markdown(result: "AuditResult") -> str:
     ]
     order = {"missing": 0, "fail": 1, "pass": 2}
     for r in sorted(result.gate_results, key=lambda r: order[r.status]):
-        lines.append(f"| {_ICON[r.status]} | `{_cell(r.gate)}` | {_f(r.observed)} | {_cell(r.reason)} |")
+        lines.append(f"| {_ICON[r.status]} | {md_code(r.gate)} | {_f(r.observed)} | {_cell(r.reason)} |")
     lines += ["", "## Families", "", "| family | status | records with section | scored | missing runs | unscored reasons |",
               "|---|---|---:|---:|---:|---|"]
     for fam, cnt in result.counts.get("families", {}).items():
         status = cnt["status"] + (f" ({cnt['reason']})" if cnt["reason"] else "")
         reasons = ", ".join(f"{k}: {v}" for k, v in cnt["unscored_reasons"].items())
-        lines.append(f"| {fam} | {_cell(status)} | {cnt['with_section']} | {cnt['scored_records']} | "
+        lines.append(f"| {md(fam)} | {_cell(status)} | {cnt['with_section']} | {cnt['scored_records']} | "
                      f"{cnt['missing_runs']} | {_cell(reasons)} |")
     if result.drivers:
         lines += ["", "## Branches driving the failures", "",
                   "| gate | node | label | depth | rows | value | impact |", "|---|---|---|---:|---:|---:|---:|"]
         for d in result.drivers[: result.config.report.top_branches]:
-            lines.append(f"| `{_cell(d['gate'])}` | {d['node']} | {_cell(d['label'] or '')} | {d['depth']} | "
+            lines.append(f"| {md_code(d['gate'])} | {md(d['node'])} | {_cell(d['label'] or '')} | {d['depth']} | "
                          f"{d['n']} | {_f(d['value'])} | {_f(d['impact'])} |")
     pick = _primary(result)
     if pick is not None:
@@ -67,11 +69,11 @@ def markdown(result: "AuditResult") -> str:
         rows = [(nid, d) for nid, d in result.nodes.items() if 1 <= d["depth"] <= 2 and d["metrics"].get(key) is not None]
         rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))
         if rows:
-            lines += ["", f"## Per-branch `{key}` (gate `{gate}`)", "",
+            lines += ["", f"## Per-branch {md_code(key)} (gate {md_code(gate)})", "",
                       "| node | label | depth | rows | value | meets gate |", "|---|---|---:|---:|---:|---|"]
             for nid, d in rows[: max(15, result.config.report.top_branches)]:
                 v = d["metrics"][key]
-                lines.append(f"| {nid} | {_cell(d['label'] or '')} | {d['depth']} | {max(d['n'].values())} | "
+                lines.append(f"| {md(nid)} | {_cell(d['label'] or '')} | {d['depth']} | {max(d['n'].values())} | "
                              f"{_f(v)} | {'yes' if gate.compare(v) else 'no'} |")
     cov = result.coverage
     if cov:
@@ -90,7 +92,7 @@ def markdown(result: "AuditResult") -> str:
         for k in keys[:20]:
             d = result.baseline["deltas"][k]
             ci = f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else (d.get("missing") or "")
-            lines.append(f"| `{k}` | {_f(d.get('candidate'))} | {_f(d.get('baseline'))} | {_f(d.get('value'))} | "
+            lines.append(f"| {md_code(k)} | {_f(d.get('candidate'))} | {_f(d.get('baseline'))} | {_f(d.get('value'))} | "
                          f"{_cell(ci)} |")
     lines += ["", f"Manifest metrics digest: `{result.manifest.get('metrics_digest', '')}`", ""]
     return "\n".join(lines)

@@ -1,22 +1,84 @@
-"""Write every configured report of an audit into one directory."""
+"""Write every configured report of an audit into one directory, atomically and under a lock.
+
+The report set is evidence, so it is either complete and consistent or clearly incomplete:
+
+1. an exclusive lock (``DIR/.kg-rageval.lock``, ``flock``: released by the kernel when the
+   process dies, even on ``kill -9``) keeps two audits from writing into one ``--out``; a
+   second one fails at once (exit 2) naming the directory;
+2. every file is written into a fresh run directory ``DIR/.run-<id>/`` and flushed to disk;
+   ``manifest.json`` is written last and holds the sha256 of every report file;
+3. an older report set in ``DIR`` is moved aside into ``DIR/previous/`` (its manifest first), the
+   new files are renamed into ``DIR`` and the new manifest last.
+
+A crash, ``kill -9``, a full disk or a read-only directory at any point leaves either the old
+set moved aside and no ``manifest.json`` (incomplete: ``--verify`` refuses it), or a manifest
+whose file hashes vouch for exactly the files beside it; the temporary run directory of a
+crashed audit is removed by the next one. A report never mixes files of two runs without
+``--verify`` noticing, since it checks every hash.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
+import shutil
+import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
+from ..errors import InputError
 from .manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import AuditResult
 
 FILES = {"json": "report.json", "markdown": "report.md", "html": "report.html", "junit": "junit.xml"}
+MANIFEST = "manifest.json"
+LOCK = ".kg-rageval.lock"
+PREVIOUS = "previous"
+ALL_FILES = (*FILES.values(), MANIFEST)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+@contextlib.contextmanager
+def out_lock(out: Path) -> Iterator[None]:
+    """Exclusive, non-blocking lock on ``out`` (an :class:`InputError` when another audit
+    holds it)."""
+    import fcntl
+
+    fh = open(out / LOCK, "a+")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError("another kg-rageval audit is writing reports into this directory; "
+                             "wait for it or use another --out", source=str(out)) from None
+        yield
+    finally:
+        fh.close()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str] | None = None) -> dict[str, str]:
     """Write ``report.json``, ``report.md``, ``report.html``, ``junit.xml`` (as configured) and
-    always ``manifest.json`` (manifest + the numbers ``--verify`` compares). Returns
+    always ``manifest.json`` (manifest + the numbers ``--verify`` compares + the sha256 of
+    every report file), atomically as described in the module docstring. Returns
     ``{kind: path}``."""
     from .report_html import write_html
     from .report_json import dumps, write_json
@@ -25,15 +87,45 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    formats = formats or result.config.report.formats
-    written: dict[str, str] = {}
+    chosen: list[str] = list(formats or result.config.report.formats)
     writers = {"json": write_json, "markdown": write_markdown, "html": write_html, "junit": write_junit}
-    for f in formats:
-        p = out / FILES[f]
-        writers[f](result, p)
-        written[f] = str(p)
-    mp = out / "manifest.json"
-    mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result)}) + "\n", encoding="utf-8")
-    written["manifest"] = str(mp)
-    json.loads(mp.read_text(encoding="utf-8"))
+    with out_lock(out):
+        for stale in out.glob(".run-*"):  # left by a crashed audit (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        run = out / f".run-{uuid.uuid4().hex[:12]}"
+        run.mkdir()
+        try:
+            hashes: dict[str, str] = {}
+            for f in chosen:
+                p = run / FILES[f]
+                writers[f](result, p)
+                _fsync(p)
+                hashes[FILES[f]] = sha256_file(p)
+            mp = run / MANIFEST
+            mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result),
+                                 "reports": hashes}) + "\n", encoding="utf-8")
+            _fsync(mp)
+            json.loads(mp.read_text(encoding="utf-8"))
+            _move_aside(out)
+            for name in hashes:
+                os.replace(run / name, out / name)
+            os.replace(mp, out / MANIFEST)  # last: its presence means the set is complete
+        finally:
+            shutil.rmtree(run, ignore_errors=True)
+    written = {f: str(out / FILES[f]) for f in chosen}
+    written["manifest"] = str(out / MANIFEST)
     return written
+
+
+def _move_aside(out: Path) -> None:
+    """Move an older report set out of the way into ``out/previous/`` (manifest first, so a
+    crash in between leaves no manifest vouching for a partial set)."""
+    present = [n for n in ALL_FILES if (out / n).exists()]
+    if not present:
+        return
+    prev = out / PREVIOUS
+    if prev.exists():
+        shutil.rmtree(prev)
+    prev.mkdir()
+    for name in sorted(present, key=lambda n: n != MANIFEST):
+        os.replace(out / name, prev / name)

@@ -278,7 +278,15 @@ def _progress(items: Iterable, desc: str, enabled: bool):
 # ---------------------------------------------------------------------- the audit
 def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None
               ) -> AuditResult:
-    """Run the whole audit described by ``config`` and decide its gates."""
+    """Run the whole audit described by ``config`` and decide its gates (with the config's
+    ``limits`` in force)."""
+    from .. import limits
+
+    with limits.limits(config.limits):
+        return _run_audit(config, progress=progress, inputs=inputs)
+
+
+def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any] | None) -> AuditResult:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     lap = [t0]
@@ -299,22 +307,30 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     index = MetricIndex(runs, names)
     _check_gate_metrics(gates, index, config)
 
-    # missing-run budget per family
+    # the completeness check of every family that ran: missing-run budget per family
+    stray = sorted(set(config.missing_runs.budgets) - set(runs))
+    if stray:
+        raise ConfigError(f"missing_runs.budgets: {', '.join(map(repr, stray))} "
+                          f"{'is not a family' if len(stray) == 1 else 'are not families'} of this audit "
+                          f"(families: {', '.join(sorted(runs))})", source=config.source)
     budget_results: list[GateResult] = []
     over_budget: dict[str, str] = {}
     counts: dict[str, Any] = {"records": len(records), "families": {}}
     for fam, run in runs.items():
         c = _family_counts(run, records, config.missing_runs.reasons, config.missing_runs.metrics)
         counts["families"][fam] = c
-        if run.status != "ran" or run.n_with_section == 0:
+        if run.status != "ran" or c["family_records"] == 0:
             continue
-        rate = c["missing_runs"] / run.n_with_section
-        g = Gate(f"{fam}.missing_run_rate", "<=", float(config.missing_runs.budget))
-        ok = rate <= config.missing_runs.budget + 1e-12
+        budget = float(config.missing_runs.budgets.get(fam, config.missing_runs.budget))
+        rate = c["missing_runs"] / c["family_records"]
+        g = Gate(f"{fam}.missing_run_rate", "<=", budget)
+        ok = rate <= budget + 1e-12
         detail = dict(c["unscored_reasons"])
+        if c["scored_as_empty"]:
+            detail["scored as an empty prediction"] = c["scored_as_empty"]
         detail.update({f"counted in {k}": v for k, v in c["missing_in_metrics"].items()})
-        reason = (f"{c['missing_runs']}/{run.n_with_section} records with a {fam} section are missing runs "
-                  f"({rate:.2%}; budget {config.missing_runs.budget:.2%})"
+        reason = (f"{c['missing_runs']}/{c['family_records']} {fam} records are missing runs "
+                  f"({rate:.2%}; budget {budget:.2%})"
                   + (f"; unscored or invalid: {_fmt_reasons(detail)}" if detail else ""))
         budget_results.append(GateResult(g, "pass" if ok else "fail", rate, reason))
         if not ok:
@@ -336,13 +352,16 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     flat.update(baseline_metrics)
     gate_metrics: dict[str, Metric] = {}
     canonical: dict[str, str] = {}
+    ci_methods: dict[str, str] = {}
     for g in _progress(gates, "gates", progress and len(gates) > 20):
         gate_metrics[g.key] = metric_for_gate(g, index, ontology, config.bootstrap, baseline_metrics,
-                                              has_baseline=config.baseline is not None)
+                                              has_baseline=config.baseline is not None, ci_methods=ci_methods)
         canonical[g.key] = gate_key(g, index)
     results = evaluate_gates(gates, gate_metrics)
     final: list[GateResult] = []
     for r in results:
+        if r.status != "missing" and r.gate.key in ci_methods and r.gate.use != "value":
+            r = GateResult(r.gate, r.status, r.observed, f"{r.reason} [{ci_methods[r.gate.key]}]")
         owner, _ = index.owner(r.gate.metric)
         if owner is not None and owner.family in over_budget:
             r = GateResult(r.gate, "missing", r.observed, over_budget[owner.family])
@@ -455,23 +474,44 @@ def _fmt_reasons(reasons: Mapping[str, int]) -> str:
 
 def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] = (),
                    metric_names: Iterable[str] = ()) -> dict[str, Any]:
-    """Scored, unscored (by reason) and missing-run counts of one family.
+    """Scored, unscored (by reason and code) and missing-run counts of one family.
 
-    A missing run is a record that carries the family's section and either was scored by none
-    of the family's evaluations and left unscored for a reason matching one of ``patterns``, or
-    is counted in the numerator of one of the family's ``metric_names`` (e.g. retrieval's
-    ``missing_run_rate``: a missing run scored as an empty run; generation's
-    ``invalid_judgment_rate``). The total is capped at the records with the section."""
+    A missing run is a record of the family that **any** of its evaluations reports missing —
+    one evaluation scoring it does not hide another's missing run:
+
+    * unscored with a reason *code* in :data:`~kg_rageval.records.MISSING_RUN_CODES`
+      (``missing_prediction``, ``timeout``, ``invalid_output``): the family decides, the reason
+      text is never matched;
+    * scored as an empty prediction: its per-record ``n_missing_run`` stat is positive
+      (hierarchy, linking, retrieval, generation correctness and refusal);
+    * only for unscored entries without a code (a family written before codes): a reason
+      containing one of ``patterns`` (``missing_runs.reasons``);
+    * counted in the numerator of one of ``metric_names`` (``invalid_judgment_rate``) of an
+      evaluation without an ``n_missing_run`` stat (these have no record ids).
+
+    The family's records are those carrying its section plus every record it reports missing;
+    the missing-run rate is missing runs / family records."""
+    from ..records import MISSING_RUN_CODES
+
+    codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
     pats = [p.lower() for p in patterns]
     unscored_reasons: dict[str, int] = {}
+    unscored_codes: dict[str, int] = {}
     missing_ids: set[str] = set()
     anonymous = 0
     scored: set[str] = set()
+    scored_empty = 0
+    in_metrics: dict[str, float] = {}
     for ev in run.evaluations:
         for u in ev.unscored:
             reason = str(u.get("reason", "unscored"))
             unscored_reasons[reason] = unscored_reasons.get(reason, 0) + 1
-            if not any(p in reason.lower() for p in pats):
+            code = u.get("code")
+            if code is not None:
+                unscored_codes[str(code)] = unscored_codes.get(str(code), 0) + 1
+                if str(code) not in codes:
+                    continue
+            elif not any(p in reason.lower() for p in pats):
                 continue
             rid = u.get("record_id", u.get("id"))
             if rid is not None:
@@ -479,24 +519,31 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
             else:
                 anonymous += 1
         scored.update(str(x) for x in ev.record_ids.tolist())
-    in_metrics: dict[str, float] = {}
-    for ev in run.evaluations:
+        if "n_missing_run" in ev.stats:
+            ids, per = ev.per_record_stats()
+            empty = ids[per["n_missing_run"] > 0].tolist()
+            scored_empty += len(empty)
+            missing_ids.update(str(x) for x in empty)
+            continue
         ms = ev.metrics()
         for name in metric_names:
             m = ms.get(name)
             if m is not None and m.numerator:
                 in_metrics[name] = in_metrics.get(name, 0.0) + float(m.numerator)
     spec = REGISTRY.get(run.name)
-    with_sec = {r["id"] for r in records if spec is None or spec.has_section(r)}
-    missing = min(len((missing_ids - scored) & with_sec) + anonymous + int(round(sum(in_metrics.values()))),
-                  len(with_sec))
+    with_sec = {str(r["id"]) for r in records if spec is None or spec.has_section(r)}
+    family_records = with_sec | missing_ids
+    missing = min(len(missing_ids) + anonymous + int(round(sum(in_metrics.values()))), len(family_records))
     return {
         "status": run.status,
         "reason": run.reason,
         "with_section": run.n_with_section,
+        "family_records": len(family_records),
         "scored_records": len(scored),
         "missing_runs": missing,
+        "scored_as_empty": scored_empty,
         "unscored_reasons": dict(sorted(unscored_reasons.items())),
+        "unscored_codes": dict(sorted(unscored_codes.items())),
         "missing_in_metrics": {k: int(round(v)) for k, v in sorted(in_metrics.items())},
         "rows": sum(len(ev) for ev in run.evaluations),
         "seconds": round(run.seconds, 4),
@@ -520,6 +567,20 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
 
 
 # ---------------------------------------------------------------------- baseline
+def _pairing_problem(paired: int, either: int, frac: float, dropped: list[str], bl: Any) -> str | None:
+    """Why a baseline comparison is missing evidence, or ``None`` when the pairing is sound:
+    the candidate dropped baseline records (more than ``max_dropped``), or the records both
+    systems scored are fewer than ``min_paired_fraction`` of those either scored."""
+    if len(dropped) > bl.max_dropped:
+        shown = ", ".join(repr(d) for d in dropped[:5]) + (" ..." if len(dropped) > 5 else "")
+        return (f"the candidate's records lack {len(dropped)} record(s) of the baseline ({shown}; "
+                f"baseline.max_dropped = {bl.max_dropped})")
+    if paired == 0 or frac < bl.min_paired_fraction:
+        return (f"only {paired} of {either} records are scored by both systems ({frac:.1%}; "
+                f"baseline.min_paired_fraction = {bl.min_paired_fraction:.0%})")
+    return None
+
+
 def _delta_wanted(fam: str, metric: str, delta_gates: set[str]) -> bool:
     """Whether a delta gate reads ``fam.metric`` (a gate on an undeclared family's metric may
     be unresolved: its bare name)."""
@@ -556,6 +617,10 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     pairs: dict[str, dict[str, Any]] = {}
     primary: list[str] = []
     per_query: dict[str, list[dict[str, Any]]] = {}
+    cand_ids = {str(r["id"]) for r in inputs["records"]}
+    dropped = sorted(str(r["id"]) for r in base_records if str(r["id"]) not in cand_ids)
+    bl = config.baseline
+    pairing: dict[str, dict[str, Any]] = {}
     for fam, run in runs.items():
         brun = bruns.get(fam)
         if brun is None or run.status != "ran" or brun.status != "ran":
@@ -570,7 +635,25 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             ids_b, st_b = bev.per_record_stats()
             common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
             names = list(st_c)
-            if len(common) == 0:
+            union = np.union1d(ids_c, ids_b)
+            label = fam if len(run.result) == 1 else f"{fam}.{member}"
+            frac = len(common) / len(union) if len(union) else 0.0
+            unpaired = _pairing_problem(len(common), len(union), frac, dropped, bl)
+            pairing[label] = {
+                "paired_records": int(len(common)), "records_either": int(len(union)),
+                "paired_fraction": round(frac, 6),
+                "candidate_only": {"n": int(len(ids_c) - len(common)),
+                                   "ids": np.setdiff1d(ids_c, common)[:20].tolist()},
+                "baseline_only": {"n": int(len(ids_b) - len(common)),
+                                  "ids": np.setdiff1d(ids_b, common)[:20].tolist()},
+                "missing": unpaired,
+            }
+            if unpaired is not None:
+                for m in ev.family.finalize({k: 0.0 for k in names}):
+                    key = f"delta:{fam}.{m}"
+                    primary.append(key)
+                    deltas[key] = Metric(key, None, missing=unpaired)
+                    pairs[key] = {"candidate": None, "baseline": None, "paired_records": int(len(common))}
                 continue
             mc = np.stack([st_c[k][ic] for k in names], axis=1)
             mb = np.stack([st_b[k][ib] for k in names], axis=1)
@@ -599,7 +682,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                 else:
                     s = samples[m]
                     ci = None
-                    if resamples and len(s) * 2 >= resamples:
+                    if resamples and len(s) * 2 >= resamples and n >= b.min_units:
                         lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
                         ci = (float(lo), float(hi))
                     d = Metric(key, float(vc - vb), None, None, None, ci)
@@ -627,6 +710,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         "records": str(bpath),
         "n_records": len(base_records),
         "families": {f: r.status for f, r in bruns.items()},
+        "dropped_records": {"n": len(dropped), "ids": dropped[:50]},
+        "pairing": pairing,
         "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
         "primary": sorted(set(primary)),
         "worst_queries": per_query,

@@ -1,7 +1,8 @@
 """``kg-rageval audit``: the release gate.
 
 Exit codes: 0 every gate passes; 1 a gate failed or its evidence is missing (also: ``--verify``
-found different numbers); 2 invalid inputs or config.
+found a difference, or the audit it verified failed); 2 invalid inputs or config (also: a
+malformed manifest).
 """
 
 from __future__ import annotations
@@ -134,8 +135,11 @@ def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> in
 
         click.echo(dumps(res))
     else:
-        if res["ok"]:
+        if res["ok"] and res["passed"]:
             click.echo(f"verified: identical numbers ({res['digest']['rerun']})")
+        elif res["ok"]:
+            click.echo(f"verified: identical numbers ({res['digest']['rerun']}), but the verified audit FAILED "
+                       "its gates")
         else:
             click.echo("NOT verified:\n  " + "\n  ".join(res["differences"]))
-    return 0 if res["ok"] else 1
+    return 0 if res["ok"] and res["passed"] else 1

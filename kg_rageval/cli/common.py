@@ -193,9 +193,12 @@ def _num(x: float) -> str:
 
 def error_line(exc: BaseException | str) -> str:
     """``"error: <message>"`` on one line: a message's lines (parser messages and lists of
-    problems span several) are joined with ``"; "``, or a space after a line ending in ``:``."""
+    problems span several) are joined with ``"; "``, or a space after a line ending in ``:``.
+    Credentials in URIs are redacted (:func:`kg_rageval.redact.redact`)."""
+    from ..redact import redact
+
     out = ""
-    for part in (p.strip() for p in str(exc).splitlines()):
+    for part in (p.strip() for p in redact(str(exc)).splitlines()):
         if part:
             out += part if not out else (" " if out.endswith(":") else "; ") + part
     return "error: " + out

@@ -89,12 +89,26 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, table="", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kg-rageval")
-def cli() -> None:
+@click.option("--limit", "limit_opts", multiple=True, metavar="NAME=N",
+              help="Raise or lower an input-cost limit (repeatable), e.g. --limit max_gz_bytes=8GiB; "
+                   "names: max_gz_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
+                   "max_config_nodes, max_xml_expansion (docs/ontology.md).")
+def cli(limit_opts: tuple[str, ...] = ()) -> None:
     """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems.
 
     Every metric resolves through one compiled ontology. Use --format json on any command
     for machine-readable output.
     """
+    if limit_opts:
+        from ..limits import set_limits
+
+        values = {}
+        for opt in limit_opts:
+            name, eq, value = opt.partition("=")
+            if not eq:
+                raise click.BadParameter(f"expected NAME=N, got {opt!r}", param_hint="--limit")
+            values[name.strip()] = value.strip()
+        set_limits(values)
 
 
 @cli.command(cls=LazyGroup, table="score")
@@ -105,10 +119,12 @@ def score() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, map errors to exit codes (2 bad input, 3 internal error)."""
     from ..errors import KgRagevalError
+    from ..limits import limits
     from .common import error_line
 
     try:
-        cli.main(args=argv, prog_name="kg-rageval", standalone_mode=False)
+        with limits({}):  # --limit overrides last for this command only
+            cli.main(args=argv, prog_name="kg-rageval", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except getattr(click.exceptions, "NoArgsIsHelpError", ()) as exc:  # a bare group: its help
@@ -130,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: exit 3, never 1 (which means "a gate failed")
         import traceback
 
-        traceback.print_exc()
+        from ..redact import redact
+
+        click.echo(redact(traceback.format_exc()).rstrip(), err=True)
         click.echo(error_line(f"internal error (please report): {type(exc).__name__}: {exc}"), err=True)
         return 3
     return 0

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
+from ..records import absent_answer_code
 from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from .spec import SchemaSpec, load_spec, parse_spec
 
@@ -556,7 +557,7 @@ def score_conformance(
         rid = r.get("id")
         answer = r.get("answer")
         if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output"})
+            unscored.append({"record_id": rid, "reason": "no answer.output", "code": absent_answer_code(r).value})
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None

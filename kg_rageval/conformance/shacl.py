@@ -32,6 +32,7 @@ from urllib.parse import quote
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..ontology.model import STATUS_NAMES, Ontology
+from ..records import absent_answer_code
 from ..ontology.validate import load_shapes  # noqa: F401 - part of this module's API
 from .metrics import parse_output
 from .spec import SchemaSpec
@@ -188,7 +189,7 @@ def score_shacl(
         rid = str(r.get("id"))
         answer = r.get("answer")
         if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output"})
+            unscored.append({"record_id": rid, "reason": "no answer.output", "code": absent_answer_code(r).value})
             continue
         obj, problem = parse_output(answer["output"])
         row = {"record_id": rid, "outputs": 1.0, "conforming": 1.0, "violations": 0.0, "unrenderable": 0.0, "results": []}

@@ -57,6 +57,8 @@ HIERARCHY = Scorer(
         ("wu_palmer", "higher", "mean Wu-Palmer similarity 2·depth(lcs) / (depth(a) + depth(b))"),
         ("errors", "none", "count of wrong items"),
         ("mean_error_distance", "lower", "mean path length gold → prediction over wrong items"),
+        ("missing_run_rate", "lower", "records with gold but no prediction (scored as an empty prediction) "
+         "/ items"),
     )) + metric_specs("hierarchy", "hierarchy", [
         (f"error_count_{c}", "none", f"wrong items whose confusion category is {c!r}") for c in _H_ERR
     ] + [
@@ -98,6 +100,8 @@ LINKING = Scorer(
         ("abstention_rate", "lower", "abstentions / matched in-KB gold spans"),
         ("wrong_links", "none", "matched in-KB spans linked to another node (count)"),
         ("unknown_ids", "none", "predicted ids not in the ontology (count, on_unknown='count')"),
+        ("missing_run_rate", "lower", "records with gold mentions but no mentions.pred (scored as no "
+         "predicted mentions) / records with gold mentions"),
         ("hierarchical_precision", "higher", "Σ|anc(pred) ∩ anc(gold)| / Σ|anc(pred)| over matched links"),
         ("hierarchical_recall", "higher", "Σ|anc(pred) ∩ anc(gold)| / Σ|anc(gold)| over matched links"),
         ("hierarchical_f1", "higher", "2·hP·hR / (hP + hR)"),

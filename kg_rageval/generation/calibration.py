@@ -91,13 +91,13 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
         ans = section(r, "answer")
         conf = None if ans is None else ans.get("confidence")
         if conf is None:
-            unscored.append({"record_id": r["id"], "reason": "no confidence"})
+            unscored.append({"record_id": r["id"], "reason": "no confidence", "code": "missing_input"})
             continue
         if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
             raise record_error(r, "answer.confidence", f"expected a number in [0, 1], found {conf!r}")
         ok = _correct(r)
         if ok is None:
-            unscored.append({"record_id": r["id"], "reason": "no correctness label"})
+            unscored.append({"record_id": r["id"], "reason": "no correctness label", "code": "no_gold"})
             continue
         m = bin_index(float(conf), n_bins)
         acc = float(ok)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class CorrectnessFamily(Family):
     name = "correctness"
     version = "1"
-    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold")
+    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold", "n_missing_run")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         hp = ratio("concept_hP", sums["h_inter"], sums["h_pred"], missing="answers name no ontology concept")
@@ -81,21 +81,20 @@ def score_correctness(
     for r in records:
         refs = _references(r)
         if flag(r, "reference", "answerable") is False:
-            unscored.append({"record_id": r["id"], "reason": "unanswerable"})
+            unscored.append({"record_id": r["id"], "reason": "unanswerable", "code": "not_applicable"})
             continue
         if refs is None:
-            unscored.append({"record_id": r["id"], "reason": "no reference answer"})
+            unscored.append({"record_id": r["id"], "reason": "no reference answer", "code": "no_gold"})
             continue
         refused = flag(r, "answer", "refused") is True
         text = answer_text(r)
-        if text is None and not refused:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
-            continue
-        pred = "" if refused else text
+        missing = text is None and not refused  # a reference but no answer: scored as empty, counted
+        pred = "" if refused or missing else text
         em = metric_max_over_ground_truths(exact_match_score, pred, refs)
         f1 = metric_max_over_ground_truths(f1_score, pred, refs)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
-                               "exact_match": em, "token_f1": f1, "refused": refused}
+                               "exact_match": em, "token_f1": f1, "refused": refused,
+                               "n_missing_run": float(missing)}
         if ontology is not None and linker is not None:
             gold = _concepts(r, "reference", refs, ontology, linker)
             if gold:

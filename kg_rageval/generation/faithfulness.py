@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, ratio
-from ..records import Record
+from ..records import Record, absent_answer_code
 from .fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
 from .judgment import INVALID, NO_CLAIMS, SCORED, JudgmentOutcome, parse_judgment
 from .verifiers import Judge
@@ -89,18 +89,24 @@ def score_faithfulness(
             raw, source = ans["judgment"], "record"
         elif judge is not None:
             if text is None:
-                unscored.append({"record_id": r["id"], "reason": "no answer"})
+                unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
                 continue
             ctx = cited_context_texts(r)
             if ctx is None:
-                unscored.append({"record_id": r["id"], "reason": "no context"})
+                unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
                 continue
             raw, source = judge(text, ctx), getattr(judge, "name", type(judge).__name__)
         else:
+            # no answer: the system's missing run; no judgment: decided below
             reason = "no answer" if text is None else "no judgment"
-            unscored.append({"record_id": r["id"], "reason": reason})
+            code = absent_answer_code(r).value if text is None else "missing_input"
+            unscored.append({"record_id": r["id"], "reason": reason, "code": code})
             continue
         rows.append(_row(r, parse_judgment(raw), source))
+    if rows:  # judgments are in use: an answer left unjudged is the judge's missing run
+        for u in unscored:
+            if u["reason"] == "no judgment":
+                u["code"] = "missing_prediction"
     known = set(judgments)
     orphan = sorted(known - {r["id"] for r in records})
     meta: dict[str, Any] = {}

@@ -10,7 +10,9 @@ R = refusals, U = records that should abstain (answerable false), A = answerable
 * ``refusal_f1`` = harmonic mean of the first two.
 
 The label says whether the *provided evidence* allows an answer (the seed's definition), not
-whether the whole corpus does. Unscored: ``no answerable label``, ``no answer``.
+whether the whole corpus does. Unscored: ``no answerable label`` (code ``no_gold``). A
+labelled record without an ``answer`` section is scored as an answer that did not refuse and
+counted in ``n_missing_run`` (a missing run the audit's completeness check counts).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .fields import all_slice_keys, flag, row_keys, section
 class RefusalFamily(Family):
     name = "refusal"
     version = "1"
-    stats = ("refused", "should_abstain", "answerable", "correct_refusal", "over_refusal")
+    stats = ("refused", "should_abstain", "answerable", "correct_refusal", "over_refusal", "n_missing_run")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("refusal_precision", sums["correct_refusal"], sums["refused"], missing="no refusals")
@@ -45,11 +47,11 @@ def score_refusal(records: Iterable[Record]) -> Evaluation:
     for r in records:
         answerable = flag(r, "reference", "answerable")
         if answerable is None:
-            unscored.append({"record_id": r["id"], "reason": "no answerable label"})
+            unscored.append({"record_id": r["id"], "reason": "no answerable label", "code": "no_gold"})
             continue
-        if section(r, "answer") is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
-            continue
+        # no answer section: scored as an answer that did not refuse (a missed refusal when the
+        # record should abstain) and counted as a missing run
+        missing = section(r, "answer") is None
         refused = flag(r, "answer", "refused") is True
         outcome = (
             "correct_refusal" if refused and not answerable
@@ -61,5 +63,6 @@ def score_refusal(records: Iterable[Record]) -> Evaluation:
             "record_id": r["id"], **row_keys(r), "outcome": outcome,
             "refused": int(refused), "should_abstain": int(not answerable), "answerable": int(answerable),
             "correct_refusal": int(refused and not answerable), "over_refusal": int(refused and answerable),
+            "n_missing_run": int(missing),
         })
     return build_evaluation(RefusalFamily(), rows, keys=all_slice_keys(records), details=("outcome",), unscored=unscored)

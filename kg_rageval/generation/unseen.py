@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
-from ..records import Record, located
+from ..records import Record, absent_answer_code, located
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, contexts, id_list, row_keys
 
@@ -60,11 +60,11 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     for r in records:
         text = answer_text(r)
         if text is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
         ctx = contexts(r)
         if ctx is None:
-            unscored.append({"record_id": r["id"], "reason": "no context"})
+            unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
             continue
         flagged = unseen_concepts(text, [t for _, t in ctx], linker)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "checked": 1,

@@ -3,7 +3,14 @@
 One row per record that has a ``labels`` section with both ``gold`` and ``pred`` lists
 (``{"labels": {"gold": ["T1003.001"], "pred": ["T1003"]}}``; an empty ``pred`` list is a NIL
 prediction, an empty ``gold`` list says the gold answer is NIL). Records without the section,
-or with ``gold``/``pred`` absent, are kept in ``Evaluation.unscored`` with the reason.
+or with ``gold`` absent, are kept in ``Evaluation.unscored`` with the reason and its code
+(:mod:`kg_rageval.records` reason codes: ``no_section``, ``no_gold``).
+
+**A missing prediction counts.** A record with gold nodes but no ``pred`` (the key absent: the
+system produced nothing) is scored as an empty prediction — every gold node is missed, so it
+lowers recall — and counted in ``n_missing_run`` (metric ``missing_run_rate``), which the
+audit's completeness check reads. With NIL gold an absent prediction cannot be scored as
+empty (that would be a correct NIL): the record is unscored with code ``missing_prediction``.
 
 Stats per row (all additive, see :class:`HierarchyFamily`): the sums behind micro hP/hR/hF1,
 the per-item (macro) values and their counts, exact matches, Wu-Palmer, one error counter per
@@ -84,6 +91,7 @@ class HierarchyFamily(Family):
         "dist_n",
         "pred_inactive",
         "gold_inactive",
+        "n_missing_run",
     ) + tuple(f"err_{c}" for c in ERROR_CATEGORIES)
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
@@ -113,6 +121,7 @@ class HierarchyFamily(Family):
                 "mean_error_distance", s["dist_sum"], s["dist_n"],
                 missing="no error between two known single nodes"),
         }
+        out["missing_run_rate"] = ratio("missing_run_rate", s["n_missing_run"], s["items"], missing="no items")
         for c in ERROR_CATEGORIES:
             out[f"error_count_{c}"] = Metric(f"error_count_{c}", s[f"err_{c}"])
         for c in ERROR_CATEGORIES:
@@ -229,9 +238,11 @@ class _Columns:
     (``gold``/``pred``, strings deduplicated in order), their lengths and offsets and all their
     ids in one flat list; ``slices`` (each record's ``slices`` value) and ``unscored``."""
 
-    __slots__ = ("items", "gold", "pred", "slices", "unscored", "flat")
+    __slots__ = ("items", "gold", "pred", "slices", "unscored", "flat", "missing")
 
-    def __init__(self, items, gold, pred, slices, unscored, flat=None):
+    def __init__(self, items, gold, pred, slices, unscored, flat=None, missing=None):
+        #: positions (in ``items``) of records scored as an empty prediction: ``pred`` absent
+        self.missing: list[int] = missing or []
         #: per side, ``(lens, flat ids)`` when already computed
         self.flat: dict[str, tuple[np.ndarray, list[str]]] = flat or {}
         self.items: list[Record] = items
@@ -290,12 +301,13 @@ def _collect_loop(records: list[Record]) -> _Columns | None:
     preds: list[list[str]] = []
     slices: list[Any] = []
     unscored: list[dict[str, str]] = []
+    missing: list[int] = []
     absent = _ABSENT
     for rec in records:
         labels = rec.get("labels")
         if type(labels) is not dict:
             if labels is None:
-                unscored.append({"record_id": str(rec.get("id")), "reason": "no labels section"})
+                unscored.append(_unscored(rec, "no labels section", "no_section"))
                 continue
             return None  # not an object (or a dict subclass): the checked path decides
         gold = labels.get("gold", absent)
@@ -319,9 +331,9 @@ def _collect_loop(records: list[Record]) -> _Columns | None:
             except TypeError:
                 return None
         if gold is absent or pred is absent:
-            unscored.append({"record_id": str(rec.get("id")),
-                             "reason": f"labels.{'gold' if gold is absent else 'pred'} is absent"})
-            continue
+            pred = _absent_pred(rec, gold, pred, absent, unscored, missing, len(items))
+            if pred is absent:
+                continue
         items.append(rec)
         golds.append(gold)
         preds.append(pred)
@@ -330,7 +342,26 @@ def _collect_loop(records: list[Record]) -> _Columns | None:
         flat = list(chain.from_iterable(side))
         if flat and (set(map(type, flat)) != {str} or "" in flat):
             return None
-    return _Columns(items, golds, preds, slices, unscored)
+    return _Columns(items, golds, preds, slices, unscored, missing=missing)
+
+
+def _unscored(rec: Record, reason: str, code: str) -> dict[str, str]:
+    return {"record_id": str(rec.get("id")), "reason": reason, "code": code}
+
+
+def _absent_pred(rec: Record, gold: Any, pred: Any, absent: Any, unscored: list, missing: list[int],
+                 position: int) -> Any:
+    """A record whose ``gold`` or ``pred`` is absent: unscored (returns ``absent``) or, with gold
+    nodes but no prediction, scored as the empty prediction (returns ``[]``, position noted)."""
+    if gold is absent:
+        unscored.append(_unscored(rec, "labels.gold is absent", "no_gold"))
+        return absent
+    if gold:
+        missing.append(position)
+        return []
+    unscored.append(_unscored(rec, "labels.pred is absent (NIL gold: not scored as a NIL prediction)",
+                              "missing_prediction"))
+    return absent
 
 
 def _normalise(value: Any) -> Any:
@@ -350,25 +381,27 @@ def _collect_checked(records: list[Record]) -> _Columns:
     record (in record order)."""
     items, golds, preds, slices = [], [], [], []
     unscored: list[dict[str, str]] = []
+    missing: list[int] = []
     for rec in records:
         if not isinstance(rec.get("labels"), dict):
             reason = "no labels section" if rec.get("labels") is None else "labels is not an object"
             if reason != "no labels section":
                 raise InputError(f"expected an object, found {rec['labels']!r}",
                                  source=rec.get("_source"), location=where(rec, "labels"))
-            unscored.append({"record_id": str(rec.get("id")), "reason": reason})
+            unscored.append(_unscored(rec, reason, "no_section"))
             continue
         gold = _label_list(rec, "gold")
         pred = _label_list(rec, "pred")
         if gold is None or pred is None:
-            unscored.append({"record_id": str(rec.get("id")),
-                             "reason": f"labels.{'gold' if gold is None else 'pred'} is absent"})
-            continue
+            pred = _absent_pred(rec, _ABSENT if gold is None else gold, _ABSENT if pred is None else pred,
+                                _ABSENT, unscored, missing, len(items))
+            if pred is _ABSENT:
+                continue
         items.append(rec)
         golds.append(gold)
         preds.append(pred)
         slices.append(rec.get("slices"))
-    return _Columns(items, golds, preds, slices, unscored)
+    return _Columns(items, golds, preds, slices, unscored, missing=missing)
 
 
 # ---------------------------------------------------------------------------- resolving ids
@@ -612,6 +645,8 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     category[(n_gu > 0) | (n_pu > 0)] = _UNKNOWN
     category[exact] = 0
     relation = np.asarray(_CATEGORY_NAMES, dtype=object)[category]
+    missing_run = np.zeros(m, dtype=bool)
+    missing_run[col.missing] = True
     stats: dict[str, np.ndarray] = {
         "items": np.ones(m),
         "inter": f_inter,
@@ -631,6 +666,7 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
         "dist_n": dist_n,
         "pred_inactive": res.pred_inactive.astype(float),
         "gold_inactive": res.gold_inactive.astype(float),
+        "n_missing_run": missing_run.astype(float),
     }
     counts = np.bincount(category[errors], minlength=len(_CATEGORY_NAMES))
     for c in ERROR_CATEGORIES:
@@ -654,7 +690,8 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     keys: dict[str, np.ndarray] = {"gold_node": gold_node}
     for name, column in _slice_columns(col.slices).items():
         keys[f"slice:{name}"] = column
-    details = {"relation": relation, "gold": gold_str, "pred_node": pred_str, "wup": wup}
+    details = {"relation": relation, "gold": gold_str, "pred_node": pred_str, "wup": wup,
+               "missing_run": missing_run}
     meta: dict[str, Any] = {
         "ontology": ontology.source,
         "ontology_hash": ontology.content_hash,

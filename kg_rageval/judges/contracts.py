@@ -58,6 +58,8 @@ def json_object(raw: Any) -> tuple[Any, str | None]:
         return json.loads(text[start : end + 1]), None
     except json.JSONDecodeError as exc:
         return None, f"judge output is not valid JSON: {exc.msg}"
+    except (RecursionError, ValueError) as exc:  # nested too deeply; an over-long integer
+        return None, f"judge output is not valid JSON: {type(exc).__name__}"
 
 
 def validation_message(exc: ValidationError, what: str) -> str:

@@ -89,6 +89,7 @@ class LinkingFamily(Family):
         "h_overlap", "h_pred", "h_gold", "wup_sum", "wup_n",
         "unknown_ids",
         "rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n",
+        "n_missing_run",
     )
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
@@ -141,6 +142,8 @@ class LinkingFamily(Family):
         out["wu_palmer"] = ratio("wu_palmer", s["wup_sum"], s["wup_n"],
                                  missing="no linked pairs of ontology nodes")
         out["unknown_ids"] = Metric("unknown_ids", s["unknown_ids"])
+        out["missing_run_rate"] = ratio("missing_run_rate", s.get("n_missing_run", 0.0), s["rec_r_n"],
+                                        missing="no records with gold mentions")
         return out
 
 
@@ -216,6 +219,7 @@ def _flatten(records: Sequence[Record], ids: _Ids):
     gold, pred = _Side.empty(), _Side.empty()
     scored: list[int] = []
     unscored: list[dict[str, str]] = []
+    missing_recs: list[int] = []
     get = ids.get
     miss = object()
     g_rec, g_s, g_e, g_c, g_t, g_n = (gold.rec.extend, gold.start.append, gold.end.append,
@@ -225,17 +229,23 @@ def _flatten(records: Sequence[Record], ids: _Ids):
     for ri, r in enumerate(records):
         m = r.get("mentions")
         if m is None:
-            unscored.append({"record_id": str(r.get("id")), "reason": "no mentions section"})
+            unscored.append({"record_id": str(r.get("id")), "reason": "no mentions section", "code": "no_section"})
             continue
         if type(m) is not dict:
             raise _bad(r, "mentions", "must be an object with 'gold' and 'pred' lists")
         g_list, p_list = m.get("gold"), m.get("pred")
         if g_list is None:
-            unscored.append({"record_id": str(r.get("id")), "reason": "no gold mentions (mentions.gold absent)"})
+            unscored.append({"record_id": str(r.get("id")), "reason": "no gold mentions (mentions.gold absent)",
+                             "code": "no_gold"})
             continue
-        if p_list is None:
-            unscored.append({"record_id": str(r.get("id")), "reason": "no predictions (mentions.pred absent)"})
-            continue
+        if p_list is None:  # the system produced nothing: scored as no predicted mentions
+            if type(g_list) is list and g_list:
+                p_list = []
+                missing_recs.append(ri)
+            else:
+                unscored.append({"record_id": str(r.get("id")), "code": "missing_prediction",
+                                 "reason": "no predictions (mentions.pred absent; no gold mentions to miss)"})
+                continue
         if type(g_list) is not list:
             raise _bad(r, "mentions.gold", "must be a list of mentions")
         if type(p_list) is not list:
@@ -281,7 +291,7 @@ def _flatten(records: Sequence[Record], ids: _Ids):
             p_c(c)
             p_x(sc)
         p_rec([ri] * len(p_list))
-    return gold, pred, scored, unscored
+    return gold, pred, scored, unscored, missing_recs
 
 
 _INF = (math.inf, -math.inf)
@@ -420,7 +430,11 @@ def score_linking(
         ``gold_node``, ``pred_node``, ``node_type``, ``branch``, ``mention_type``,
         ``outcome``, ``slice:<name>``. Details: ``relation``, ``nearest``,
         ``nearest_relation``, ``pred_score``, span offsets. Records without a ``mentions``
-        section (or without its ``gold``/``pred`` list) are in ``unscored``.
+        section or its ``gold`` list are in ``unscored`` (codes ``no_section``, ``no_gold``).
+        A record with gold mentions but no ``pred`` list (the system produced nothing) is
+        scored as no predicted mentions — each gold mention is missed — and counted in
+        ``n_missing_run`` (metric ``missing_run_rate`` = such records / records with gold
+        mentions); without gold mentions it is unscored with code ``missing_prediction``.
 
     Raises
     ------
@@ -434,7 +448,7 @@ def score_linking(
         raise InputError(f"on_unknown must be 'error' or 'count', not {on_unknown!r}")
     records = records if isinstance(records, list) else list(records)
     ids = _Ids(ontology, on_unknown)
-    gold, pred, scored, unscored = _flatten(records, ids)
+    gold, pred, scored, unscored, missing_recs = _flatten(records, ids)
     g_rec, g_s, g_e, g_code = _arrays(gold)
     p_rec, p_s, p_e, p_code = _arrays(pred)
     _check_spans(records, gold, g_rec, g_s, g_e, which="gold", allow_overlap=allow_overlapping_gold)
@@ -525,6 +539,10 @@ def score_linking(
         st["rec_r_n"][first] = ng_r > 0
         st["rec_f1_sum"][first] = np.where(ng_r + np_r > 0, 2 * tp_r / np.maximum(ng_r + np_r, 1), 0)
         st["rec_f1_n"][first] = ng_r + np_r > 0
+    # a record with gold mentions but no predictions: counted once, on its first row
+    st["n_missing_run"] = np.zeros(n)
+    if missing_recs:
+        st["n_missing_run"][first[np.isin(rec_ids, missing_recs)]] = 1.0
 
     stats = {k: np.asarray(v, dtype=float) for k, v in st.items()}
     keys, details = _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g,

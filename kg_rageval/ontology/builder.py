@@ -21,6 +21,8 @@ that already hold whole columns use :meth:`OntologyBuilder.add_nodes` and
 
 from __future__ import annotations
 
+import re
+
 from itertools import repeat
 from typing import Iterable, Sequence
 
@@ -30,6 +32,13 @@ from ..errors import HierarchyCycleError, OntologyError
 from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 
 _STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Control characters refused in node ids (NUL would split an id in the compiled cache)."""
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional formatting characters: flagged in ids (``bidi_ids``), since they make an id
+display as another ("Trojan Source")."""
 
 
 class OntologyBuilder:
@@ -68,8 +77,16 @@ class OntologyBuilder:
 
     # ------------------------------------------------------------------ collecting
     def _new_node(self, node_id: str, where: str | None) -> int:
-        if not node_id or not isinstance(node_id, str) or "\x00" in node_id:
+        if not node_id or not isinstance(node_id, str):
             raise OntologyError(f"invalid node id {node_id!r}", source=self.source, location=where)
+        bad = _CONTROL.search(node_id)
+        if bad:
+            raise OntologyError(f"invalid node id {node_id!r}: control character U+{ord(bad.group()):04X} "
+                                "(ids may not hold NUL or other control characters)",
+                                source=self.source, location=where)
+        if _BIDI.search(node_id):
+            self.warn("bidi_ids", f"node id {node_id!r} holds a bidirectional-override character: "
+                      "it may display as another id" + (f" ({where})" if where else ""))
         pos = self._pos[node_id] = len(self._labels)
         self._labels.append(None)
         self._where.append(where)
@@ -213,8 +230,10 @@ class OntologyBuilder:
         an alias naming two different targets is always an error; an alias equal to its own
         target is dropped and counted (``self_aliases_dropped``); repeats are merged.
         """
-        if not alias or not isinstance(alias, str) or "\x00" in alias:
-            raise OntologyError(f"invalid alias {alias!r}", source=self.source, location=where)
+        if not alias or not isinstance(alias, str) or _CONTROL.search(alias):
+            raise OntologyError(f"invalid alias {alias!r}" + (": control characters are not allowed in ids"
+                                                             if isinstance(alias, str) and alias else ""),
+                                source=self.source, location=where)
         self._alias.append(alias)
         self._alias_target.append(target)
         self._alias_where.append(where)
@@ -234,7 +253,7 @@ class OntologyBuilder:
         if len(ws) != len(aliases):
             raise ValueError(f"where has {len(ws)} entries, aliases {len(aliases)}")
         for a, w in zip(aliases, ws):
-            if not a or not isinstance(a, str) or "\x00" in a:
+            if not a or not isinstance(a, str) or _CONTROL.search(a):
                 raise OntologyError(f"invalid alias {a!r}", source=self.source, location=w)
         self._alias.extend(aliases)
         self._alias_target.extend(targets)
@@ -451,7 +470,7 @@ class OntologyBuilder:
         np.cumsum(np.bincount(child_new, minlength=n), out=parent_ptr[1:])
         parent_idx = parent_new.astype(np.int32)
 
-        depth_min, anc_ptr, anc_idx = _closure(n, parent_ptr, parent_idx, level_new)
+        depth_min, anc_ptr, anc_idx = _closure(n, parent_ptr, parent_idx, level_new, self.source)
 
         # node attributes, permuted into the new numbering (sparse ones touch only their rows)
         order_list = order.tolist()
@@ -611,13 +630,25 @@ def _find_cycle(stuck: np.ndarray, child, parent, names: list[str]) -> list[str]
 
 
 def _closure(
-    n: int, parent_ptr: np.ndarray, parent_idx: np.ndarray, level: np.ndarray
+    n: int, parent_ptr: np.ndarray, parent_idx: np.ndarray, level: np.ndarray, source: str | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``depth_min`` and the ancestor-or-self closure as CSR, filled level by level.
 
     Nodes are numbered in level order, so every level is a contiguous index range and all
-    parents of a level lie in earlier levels, whose rows are already in the buffer.
+    parents of a level lie in earlier levels, whose rows are already in the buffer. The
+    closure's size is checked against the ``max_closure_entries`` limit before each level is
+    gathered (:class:`~kg_rageval.errors.LimitExceeded`, never a ``MemoryError``).
     """
+    from .. import limits
+
+    max_entries = limits.get("max_closure_entries")
+    # every node has at least its longest path's nodes as ancestors: a lower bound, known
+    # before anything is allocated (a 100,000-deep chain needs 5·10^9 pairs)
+    lower = int(np.asarray(level, dtype=np.int64).sum()) + n
+    if lower > max_entries:
+        raise limits.exceeded(
+            "max_closure_entries", f"the ancestor closure needs at least {lower} (node, ancestor) pairs "
+            f"({_human(4 * lower)}; hierarchy depth {int(np.max(level)) if n else 0})", source=source)
     depth_min = np.zeros(n, dtype=np.int32)
     bounds = np.flatnonzero(np.diff(level)) + 1
     starts = np.concatenate(([0], bounds)).tolist()
@@ -635,6 +666,11 @@ def _closure(
             seg_starts = np.concatenate(([0], np.cumsum(pcount)[:-1]))
             depth_min[s:e] = np.minimum.reduceat(depth_min[pars], seg_starts) + 1
             lens = anc_ptr[pars + 1] - anc_ptr[pars]
+            if int(anc_ptr[s]) + int(lens.sum()) + (e - s) > max_entries:
+                raise limits.exceeded(
+                    "max_closure_entries", f"the ancestor closure grows past {max_entries} (node, ancestor) "
+                    f"pairs at depth {int(level[s])} (a chain or lattice this deep would need "
+                    f"{_human(8 * (int(anc_ptr[s]) + int(lens.sum())))} or more)", source=source)
             gathered = _gather(anc_ptr, buf, pars).astype(np.int64)
             owner = np.repeat(np.repeat(nodes - s, pcount), lens)
             if (pcount == 1).all():
@@ -659,6 +695,13 @@ def _closure(
         buf[base:need] = out
         anc_ptr[s + 1 : e + 1] = base + row_ptr[1:]
     return depth_min, anc_ptr, buf[: int(anc_ptr[-1])].copy()
+
+
+def _human(nbytes: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{nbytes} bytes"
 
 
 def _sorted_unique(a: np.ndarray) -> np.ndarray:

@@ -6,11 +6,32 @@ with the format version, prefixes, properties, diagnostics and the content hash.
 when there are any, are two more arrays (``alias_ids`` blob, ``alias_targets``); files without
 them (written before aliases existed) load unchanged, so the format version stays 1. Reloading a
 350,000-concept ontology takes a fraction of a second (``docs/performance.md``).
+
+Strings are stored with their byte lengths (``<name>_len``), so a NUL or any other character
+in a label, definition or synonym survives the round trip unchanged (files without the
+lengths, written before, are split at NUL as before).
+
+**Verified on load.** A cache is evidence (its content hash goes into an audit manifest), so
+:func:`load_compiled` refuses one that does not match itself: the arrays must be well-formed
+(sizes, index ranges, level order), the content hash recomputed from the ids, labels, status,
+replacements, edges and aliases must equal the stored one, and the ancestor closure and depths
+recomputed from the parent arrays must equal the stored ones. A cache this machine wrote
+carries a keyed digest (HMAC-SHA256 with the key of :func:`cache_key`) over its header and
+arrays; when it verifies, the full recomputation is skipped (reload stays a fraction of a
+second) — a modified cache no longer matches it, and without the key it cannot be forged. A
+cache from elsewhere (another key, or none) is verified in full. A tampered cache (a FAIL
+turned into a PASS under the genuine hash) and a malformed one are a one-line
+:class:`~kg_rageval.errors.InputError` (exit 2), never a traceback. Definitions, synonyms and
+types are not part of the content hash; the audit manifest also records the file's sha256.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
+import secrets
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +48,78 @@ def _blob(values) -> np.ndarray:
     return np.frombuffer("\x00".join(v or "" for v in values).encode("utf-8"), dtype=np.uint8)
 
 
-def _unblob(arr: np.ndarray, n: int) -> list[str]:
+def _lengths(values) -> np.ndarray:
+    return np.asarray([len((v or "").encode("utf-8")) for v in values], dtype=np.int64)
+
+
+def _unblob(arr: np.ndarray, n: int, lengths: np.ndarray | None = None) -> list[str]:
     if n == 0:
         return []
-    return arr.tobytes().decode("utf-8").split("\x00")
+    raw = arr.tobytes()
+    if lengths is None:  # files before lengths were stored: NUL-separated
+        return raw.decode("utf-8").split("\x00")
+    if lengths.shape != (n,) or (lengths < 0).any() or int(lengths.sum()) + n - 1 != len(raw):
+        raise ValueError("string lengths do not match the string data")
+    if raw.count(b"\x00") == n - 1:  # no string holds a NUL: the split is exact (and fast)
+        return raw.decode("utf-8").split("\x00")
+    ends = np.cumsum(lengths + 1) - 1
+    starts = ends - lengths
+    return [raw[a:b].decode("utf-8") for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+KEY_ENV = "KG_RAGEVAL_CACHE_KEY"
+
+
+def _key_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "kg-rageval" / "cache.key"
+
+
+def cache_key(*, create: bool = False) -> bytes | None:
+    """The secret key of this machine's caches: ``KG_RAGEVAL_CACHE_KEY`` (any text), else the
+    32 random bytes of ``$XDG_CONFIG_HOME/kg-rageval/cache.key`` (``~/.config/...``), created
+    (mode 0600) on the first :func:`save_compiled`; ``None`` when there is none (the folder is
+    not writable): caches are then verified in full on every load."""
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return env.encode("utf-8")
+    path = _key_path()
+    try:
+        key = path.read_bytes()
+        if len(key) >= 16:
+            return key
+    except OSError:
+        pass
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(32))
+        return path.read_bytes()
+    except OSError:
+        try:
+            return path.read_bytes() or None  # another process created it first
+        except OSError:
+            return None
+
+
+def _key_id(key: bytes) -> str:
+    return hashlib.sha256(b"kg-rageval cache key id\x00" + key).hexdigest()[:16]
+
+
+def _mac(key: bytes, header: dict, arrays: dict) -> str:
+    """HMAC-SHA256 over the header (without its ``mac``) and every array (name, dtype, shape,
+    bytes), in name order."""
+    h = hmac.new(key, digestmod=hashlib.sha256)
+    head = {k: v for k, v in header.items() if k != "mac"}
+    h.update(json.dumps(head, sort_keys=True).encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\x00{name}\x00{a.dtype.str}\x00{a.shape}\x00".encode())
+        h.update(memoryview(a).cast("B") if a.size else b"")
+    return h.hexdigest()
 
 
 def save_compiled(ontology: Ontology, path: str | Path) -> Path:
@@ -58,23 +147,28 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     syn_counts = np.asarray([len(s) for s in ontology.synonyms], dtype=np.int32)
     arrays = {name: getattr(ontology, name) for name in _ARRAYS}
     if ontology.alias_ids:
-        arrays["alias_ids"] = _blob(ontology.alias_ids)
         arrays["alias_targets"] = np.asarray(ontology.alias_targets, dtype=np.int32)
-    with open(p, "wb") as fh:
-        np.savez(
-            fh,
-            header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-            ids=_blob(ontology.ids),
-            labels=_blob(ontology.labels),
-            label_mask=np.asarray([lab is not None for lab in ontology.labels]),
-            definitions=_blob(ontology.definitions),
-            definition_mask=np.asarray([d is not None for d in ontology.definitions]),
-            node_types=_blob(ontology.node_types),
-            type_mask=np.asarray([t is not None for t in ontology.node_types]),
-            synonyms=_blob([s for syns in ontology.synonyms for s in syns]),
-            synonym_counts=syn_counts,
-            **arrays,
-        )
+    strings = {
+        "ids": ontology.ids, "labels": ontology.labels, "definitions": ontology.definitions,
+        "node_types": ontology.node_types, "synonyms": [s for syns in ontology.synonyms for s in syns],
+    }
+    if ontology.alias_ids:
+        strings["alias_ids"] = ontology.alias_ids
+    for name, values in strings.items():
+        arrays[name] = _blob(values)
+        arrays[f"{name}_len"] = _lengths(values)
+    arrays["label_mask"] = np.asarray([lab is not None for lab in ontology.labels])
+    arrays["definition_mask"] = np.asarray([d is not None for d in ontology.definitions])
+    arrays["type_mask"] = np.asarray([t is not None for t in ontology.node_types])
+    arrays["synonym_counts"] = syn_counts
+    key = cache_key(create=True)
+    if key is not None:
+        header["mac_key"] = _key_id(key)
+        header["mac"] = _mac(key, header, {k: np.asarray(v) for k, v in arrays.items()})
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
+    tmp.replace(p)  # atomic: a crash never leaves half a cache under the final name
     return p
 
 
@@ -83,9 +177,11 @@ STRICT_KINDS = ("alias_conflicts", "ambiguous_aliases", "multiple_replacements")
 
 
 def load_compiled(path: str | Path, *, strict: bool = False) -> Ontology:
-    """Reload an ontology written by :func:`save_compiled`. The loader options were applied
-    when it was compiled; ``strict=True`` still refuses a cache whose source had upstream data
-    errors (its counted :data:`STRICT_KINDS` diagnostics), as loading the source would."""
+    """Reload an ontology written by :func:`save_compiled`, verified (see the module
+    docstring: a malformed or tampered file raises :class:`InputError`). The loader options
+    were applied when it was compiled; ``strict=True`` still refuses a cache whose source had
+    upstream data errors (its counted :data:`STRICT_KINDS` diagnostics), as loading the source
+    would."""
     onto = _load_compiled(path)
     found = {k: onto.diagnostics[k] for k in STRICT_KINDS if onto.diagnostics.get(k)}
     if strict and found:
@@ -106,8 +202,8 @@ def _load_compiled(path: str | Path) -> Ontology:
         z = np.load(p, allow_pickle=False)
         header = json.loads(z["header"].tobytes().decode())
     except Exception as exc:  # zipfile/ValueError/KeyError: not our file
-        raise InputError(f"not a kg-rageval compiled ontology: {exc}", source=str(p)) from None
-    if header.get("format") != FORMAT:
+        raise InputError(f"not a kg-rageval compiled ontology ({type(exc).__name__})", source=str(p)) from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InputError("not a kg-rageval compiled ontology", source=str(p))
     if header.get("version") != VERSION:
         raise InputError(
@@ -115,11 +211,43 @@ def _load_compiled(path: str | Path) -> Ontology:
             f"version {VERSION}; recompile it with `kg-rageval ontology compile`",
             source=str(p),
         )
-    n = header["n"]
+    try:
+        onto, trusted = _read(z, header)
+        if not trusted:
+            _verify(onto, header)
+    except InputError as exc:
+        if getattr(exc, "limit", None):
+            raise
+        raise InputError(f"{exc}; recompile it with `kg-rageval ontology compile`", source=str(p)) from None
+    except Exception as exc:  # KeyError, ValueError, IndexError, UnicodeDecodeError, zipfile errors
+        raise InputError(f"corrupt compiled ontology ({type(exc).__name__}: {str(exc)[:120]}); recompile it "
+                         "with `kg-rageval ontology compile`", source=str(p)) from None
+    return onto
+
+
+def _read(z, header: dict) -> tuple[Ontology, bool]:
+    """The ontology and whether its keyed digest verified (then its stored hash is trusted)."""
+    n = int(header["n"])
+    files = set(z.files)
+    trusted = False
+    key = cache_key() if header.get("mac") else None
+    if key is not None and header.get("mac_key") == _key_id(key):
+        if not hmac.compare_digest(_mac(key, header, {k: z[k] for k in files if k != "header"}), str(header["mac"])):
+            raise InputError("keyed digest mismatch: the arrays or header differ from what this machine's "
+                             "kg-rageval wrote (the cache was modified)")
+        trusted = True
+
+    def strings(name: str, count: int) -> list[str]:
+        vals = _unblob(z[name], count, z[f"{name}_len"] if f"{name}_len" in files else None)
+        if len(vals) != count:
+            raise ValueError(f"{name}: {len(vals)} strings for {count} entries")
+        return vals
 
     def masked(name: str, mask: str) -> tuple:
-        vals = _unblob(z[name], n)
+        vals = strings(name, n)
         m = z[mask]
+        if m.shape != (n,):
+            raise ValueError(f"{mask}: wrong length")
         if m.all():
             return tuple(vals)
         if not m.any():
@@ -127,37 +255,88 @@ def _load_compiled(path: str | Path) -> Ontology:
         return tuple([v if ok else None for v, ok in zip(vals, m.tolist())])
 
     counts = z["synonym_counts"]
+    if counts.shape != (n,) or (counts < 0).any():
+        raise ValueError("synonym_counts: wrong length or negative")
     total = int(counts.sum())
     if total == 0:
         syns: tuple[tuple[str, ...], ...] = ((),) * n
     else:
-        flat = _unblob(z["synonyms"], total)
+        flat = strings("synonyms", total)
         ends = np.cumsum(counts).tolist()
         starts = [0] + ends[:-1]
         syns = tuple([tuple(flat[a:b]) if a != b else () for a, b in zip(starts, ends)])
     aliases: dict = {}
-    if "alias_targets" in z.files:
+    if "alias_targets" in files:
         targets = z["alias_targets"].astype(np.int32)
-        alias_ids = tuple(_unblob(z["alias_ids"], targets.size))
-        if len(alias_ids) != targets.size or (targets.size and (targets.min() < 0 or targets.max() >= n)):
-            raise InputError("corrupt alias arrays in the compiled ontology; recompile it", source=str(p))
+        alias_ids = tuple(strings("alias_ids", targets.size))
+        if targets.size and (targets.min() < 0 or targets.max() >= n):
+            raise InputError("corrupt alias arrays in the compiled ontology")
         aliases = {"alias_ids": alias_ids, "alias_targets": targets}
+    arrays = {name: z[name] for name in _ARRAYS}
+    _check_arrays(arrays, n)
     return Ontology(
-        ids=tuple(_unblob(z["ids"], n)),
+        ids=tuple(strings("ids", n)),
         labels=masked("labels", "label_mask"),
         definitions=masked("definitions", "definition_mask"),
         node_types=masked("node_types", "type_mask"),
         synonyms=syns,
-        virtual_root=header["virtual_root"],
-        prefixes=header["prefixes"],
+        virtual_root=bool(header["virtual_root"]),
+        prefixes=dict(header["prefixes"]),
         properties=tuple(
             Property(q["id"], q["label"], tuple(q["domain"]), tuple(q["range"])) for q in header["properties"]
         ),
-        source=header["source"],
-        diagnostics=header["diagnostics"],
+        source=str(header["source"]),
+        diagnostics=dict(header["diagnostics"]),
         warnings=tuple(header["warnings"]),
-        stored_hash=header["content_hash"],
+        stored_hash=str(header["content_hash"]) if trusted and header.get("content_hash") else None,
         placed_under_root=tuple(header.get("placed_under_root", ())),
-        **{name: z[name] for name in _ARRAYS},
+        **arrays,
         **aliases,
-    )
+    ), trusted
+
+
+def _check_arrays(a: dict[str, np.ndarray], n: int) -> None:
+    """Shapes, dtypes and index ranges, so that no later lookup reads out of bounds."""
+    for name in _ARRAYS:
+        if a[name].ndim != 1 or a[name].dtype.kind not in "iu":
+            raise InputError(f"array {name} is not a 1-d integer array")
+    for ptr, idx in (("parent_ptr", "parent_idx"), ("anc_ptr", "anc_idx")):
+        pp, ii = a[ptr], a[idx]
+        if pp.size != n + 1 or pp[0] != 0 or (np.diff(pp) < 0).any() or pp[-1] != ii.size:
+            raise InputError(f"array {ptr} is not a valid index pointer for {n} nodes")
+        if ii.size and (ii.min() < 0 or ii.max() >= n):
+            raise InputError(f"array {idx} points outside the {n} nodes")
+    for name in ("depth_min", "depth_max", "status", "replaced_by"):
+        if a[name].size != n:
+            raise InputError(f"array {name} has {a[name].size} entries for {n} nodes")
+    rb = a["replaced_by"]
+    if rb.size and (rb.min() < -1 or rb.max() >= n):
+        raise InputError("array replaced_by points outside the nodes")
+
+
+def _verify(onto: Ontology, header: dict) -> None:
+    """The stored content hash, closure and depths must be those of the stored nodes and edges."""
+    from .builder import _closure
+
+    n = len(onto)
+    if len(set(onto.ids)) != n:
+        raise InputError("duplicate ids in the compiled ontology")
+    stored = header.get("content_hash")
+    if stored is not None and onto.content_hash != stored:
+        raise InputError(f"content hash mismatch: the file says {stored} but its nodes and edges hash to "
+                         f"{onto.content_hash} (the cache was modified)")
+    level = onto.depth_max.astype(np.int64)
+    child = np.repeat(np.arange(n), np.diff(onto.parent_ptr))
+    par = onto.parent_idx.astype(np.int64)
+    if n and (level[0] != 0 or (np.diff(level) < 0).any()):
+        raise InputError("nodes are not stored in level order (the cache was modified)")
+    has_par = np.diff(onto.parent_ptr) > 0
+    top = np.full(n, -1, dtype=np.int64)
+    if child.size:
+        np.maximum.at(top, child, level[par])
+    if (level[has_par] != top[has_par] + 1).any() or (level[~has_par] != 0).any():
+        raise InputError("stored depths do not follow from the edges (the cache was modified)")
+    depth_min, anc_ptr, anc_idx = _closure(n, onto.parent_ptr.astype(np.int64), onto.parent_idx, level)
+    if not (np.array_equal(depth_min, onto.depth_min) and np.array_equal(anc_ptr, onto.anc_ptr)
+            and np.array_equal(anc_idx, onto.anc_idx)):
+        raise InputError("the stored ancestor closure does not follow from the edges (the cache was modified)")

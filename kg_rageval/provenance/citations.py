@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from ..generation.verifiers import sentence_claims
-from ..records import Record, record_error
+from ..records import Record, absent_answer_code, record_error
 
 _MARKER = re.compile(r"\[([^\[\]]+)\]")
 
@@ -87,7 +87,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
     rows, unscored = [], []
     for r in records:
         if section(r, "answer") is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "answers": 1}
         refused = flag(r, "answer", "refused") is True
@@ -95,7 +95,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         cited_ids = set(citations(r) or [])
         if claims is None:
             row["completeness"] = "no claim-level citations"
-            unscored.append({"record_id": r["id"], "reason": "no claim-level citations"})
+            unscored.append({"record_id": r["id"], "reason": "no claim-level citations", "code": "not_applicable"})
         elif not claims:
             row["no_claims"] = 1
         else:

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
 from ..generation.fields import all_slice_keys, citations, row_keys, section
-from ..records import Record
+from ..records import Record, absent_answer_code
 from .citations import claim_citations
 from .corpus import Corpus, is_stable_source_id
 
@@ -51,7 +51,7 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     rows, unscored = [], []
     for r in records:
         if section(r, "answer") is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer"})
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
         ids = cited_ids(r)
         inc = [c for c in ids if c in corpus]

@@ -52,7 +52,7 @@ def score_reproducibility(base: Iterable[Record], repeats: Sequence[Iterable[Rec
         for r in base:
             other = by_id.get(r["id"])
             if other is None:
-                unscored.append({"record_id": r["id"], "reason": f"missing in repeat {n}"})
+                unscored.append({"record_id": r["id"], "reason": f"missing in repeat {n}", "code": "missing_prediction"})
                 continue
             sa = _answer_key(r) == _answer_key(other)
             sc = set(cited_ids(r)) == set(cited_ids(other))

@@ -22,8 +22,8 @@ duplicate ``id`` raise :class:`~kg_rageval.errors.InputError` naming the file an
 
 from __future__ import annotations
 
-import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -33,12 +33,17 @@ Record = dict[str, Any]
 
 
 def _open_binary(path: Path):
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    from ..safe_io import open_binary
+
+    return open_binary(path)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
-    file, line and column."""
+    file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
+    by :mod:`kg_rageval.safe_io` (NaN/Infinity and overflowing numbers name their field)."""
+    from ..safe_io import loads_json, read_line
+
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", source=str(p))
@@ -46,8 +51,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
         lineno = 0
         while True:
             try:
-                raw = fh.readline()
-            except (OSError, EOFError) as exc:  # gzip.BadGzipFile, a truncated .gz
+                raw = read_line(fh, str(p), lineno + 1)
+            except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile, a truncated .gz
                 raise InputError(f"cannot read the gzip file: {exc}", source=str(p)) from None
             if not raw:
                 return
@@ -59,14 +64,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                                  f"{exc.start + 1})", source=str(p), location=f"line {lineno}") from None
             if not line.strip():
                 continue
-            try:
-                yield lineno, json.loads(line.rstrip("\r\n"))  # so columns count within the line
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"not valid JSON: {exc.msg} (column {exc.colno})",
-                    source=str(p),
-                    location=f"line {lineno}",
-                ) from None
+            yield lineno, loads_json(line.rstrip("\r\n"), source=str(p), location=f"line {lineno}")
 
 
 def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[int, str, dict[str, Any]]]:
@@ -122,18 +120,15 @@ def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
     if suffix not in STRUCTURED_SUFFIXES:
         raise ConfigError(f"unknown {what} file type {suffix or '(none)'!r}; use .yaml, .yml, .json or .toml",
                           source=str(p))
+    from ..errors import LimitExceeded
+    from ..safe_io import load_structured_text
+
     raw = p.read_bytes()
     try:
         text = raw.decode("utf-8-sig")
-        if suffix == ".toml":
-            import tomllib
-
-            return tomllib.loads(text), raw
-        if suffix == ".json":
-            return json.loads(text), raw
-        import yaml
-
-        return yaml.safe_load(text), raw
+        return load_structured_text(text, suffix, str(p), what), raw
+    except (ConfigError, LimitExceeded):
+        raise
     except Exception as exc:  # UnicodeDecodeError, tomllib.TOMLDecodeError, JSONDecodeError, yaml.YAMLError
         raise ConfigError(f"cannot parse the {what}: {exc}", source=str(p)) from None
 

@@ -35,6 +35,17 @@ MISSING_RUN_CODES = frozenset({Reason.MISSING_PREDICTION, Reason.TIMEOUT, Reason
 """The codes that count against the audit's missing-run budget."""
 
 
+def absent_answer_code(record: Any) -> Reason:
+    """The code of a record whose answer (or its text/output) is absent: a missing prediction
+    when the record has an ``answer`` or a ``reference`` section (there was something to
+    answer), else ``no_section`` (the record is not about answers at all: a retrieval-only
+    record in a mixed file)."""
+    get = getattr(record, "get", None)
+    if get is not None and (get("answer") is not None or get("reference") is not None):
+        return Reason.MISSING_PREDICTION
+    return Reason.NO_SECTION
+
+
 def unscored(record_id: Any, reason: str, code: Reason) -> dict[str, str]:
     """One unscored entry: ``{"record_id", "reason", "code"}``."""
     return {"record_id": str(record_id), "reason": reason, "code": code.value}

@@ -40,6 +40,8 @@ for every record slice.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -53,13 +55,25 @@ from .metrics import RetrievalFamily, evaluate_run
 from .runs import Qrels, Run, Vocab
 
 
+def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
+    """``float(value)``; an integer too large for a float or a non-finite number is an input
+    error naming the record and field (NaN/inf are not measurements)."""
+    try:
+        x = float(value)
+    except OverflowError:
+        raise InputError(f"{where(rec, field)}: {what} {str(value)[:20]}... is too large for a number") from None
+    if not math.isfinite(x):
+        raise InputError(f"{where(rec, field)}: {what} must be a finite number, found {x!r}")
+    return x
+
+
 def _parse_gold(rec: Record, raw: Any) -> dict[str, float]:
     if isinstance(raw, Mapping):
         out = {}
         for d, g in raw.items():
             if isinstance(g, bool) or not isinstance(g, (int, float)):
                 raise InputError(f"{where(rec, f'retrieval.gold[{d!r}]')}: grade must be a number, found {g!r}")
-            out[str(d)] = float(g)
+            out[str(d)] = _finite(rec, f"retrieval.gold[{d!r}]", g, "grade")
         return out
     if isinstance(raw, list):
         for i, d in enumerate(raw):
@@ -77,15 +91,15 @@ def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
         for d, s in raw.items():
             if isinstance(s, bool) or not isinstance(s, (int, float)):
                 raise InputError(f"{where(rec, f'retrieval.run[{d!r}]')}: score must be a number, found {s!r}")
-            scored.append((str(d), float(s)))
+            scored.append((str(d), _finite(rec, f"retrieval.run[{d!r}]", s, "score")))
     elif isinstance(raw, list):
         if raw and not isinstance(raw[0], str):
             scored = []
             for i, e in enumerate(raw):
                 if isinstance(e, Mapping) and isinstance(e.get("id"), str) and isinstance(e.get("score"), (int, float)):
-                    scored.append((e["id"], float(e["score"])))
+                    scored.append((e["id"], _finite(rec, f"retrieval.run[{i}].score", e["score"], "score")))
                 elif isinstance(e, (list, tuple)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], (int, float)):
-                    scored.append((e[0], float(e[1])))
+                    scored.append((e[0], _finite(rec, f"retrieval.run[{i}][1]", e[1], "score")))
                 else:
                     raise InputError(
                         f"{where(rec, f'retrieval.run[{i}]')}: expected [id, score] or {{'id', 'score'}} "
@@ -159,12 +173,12 @@ def score_retrieval(
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section"})
+            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"})
             continue
         if not isinstance(sec, Mapping):
             raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
         if "gold" not in sec:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold"})
+            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
             continue
         rows.append(rec)
         golds.append(_parse_gold(rec, sec["gold"]))

@@ -133,10 +133,19 @@ def _fixed(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 def _to_float(path: Path, start: int, arr: np.ndarray, rows_line: np.ndarray, what: str) -> np.ndarray:
+    """The column as floats; a value that is not a number, or not finite (``nan``, ``inf``:
+    not a measurement), raises naming the file, line and column."""
     try:
-        return arr.astype(np.float64)
+        out = arr.astype(np.float64)
     except ValueError:
         pass
+    else:
+        bad = np.flatnonzero(~np.isfinite(out))
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"{what} is not a finite number: {arr[i].decode('utf-8', 'replace')!r}",
+                             source=str(path), location=f"line {start + int(rows_line[i])}")
+        return out
     for i, v in enumerate(arr.tolist()):
         try:
             float(v)

@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable, Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ...errors import ConfigError, InputError
 from ..builder import OntologyBuilder
@@ -268,6 +268,12 @@ def auth_from_env(auth: Any = None) -> Any:
     return (user or "neo4j", password or "")
 
 
+def redact(text: str) -> str:
+    from ...redact import redact as _redact
+
+    return _redact(text)
+
+
 def open_driver(uri: str, auth: Any = None):
     """A ``neo4j`` driver for ``uri`` with credentials from :func:`auth_from_env`; connection
     and authentication failures become :class:`InputError` naming the (redacted) uri only."""
@@ -278,14 +284,24 @@ def open_driver(uri: str, auth: Any = None):
         raise InputError("the neo4j loader needs the `neo4j` package: pip install 'kg-rageval[neo4j]'") from None
     shown = redact_uri(uri)
     try:
-        driver = neo4j.GraphDatabase.driver(uri, auth=auth_from_env(auth))
+        parts = urlsplit(uri)
+        if parts.username is not None and auth is None:  # user:password@ in the uri: use, never print
+            auth = (unquote(parts.username), unquote(parts.password or ""))
+    except ValueError:
+        parts = None
+    try:
+        driver = neo4j.GraphDatabase.driver(shown if parts is not None else uri, auth=auth_from_env(auth))
         driver.verify_connectivity()
+    except neo4j.exceptions.ConfigurationError as exc:
+        raise InputError(f"invalid Bolt uri or driver setting: {redact(str(exc))}", source=shown) from None
     except AuthError:
         raise InputError("authentication failed (check KG_RAGEVAL_NEO4J_USER/PASSWORD)", source=shown) from None
     except ServiceUnavailable as exc:
         raise InputError(f"cannot reach the graph database: {type(exc).__name__}", source=shown) from None
     except ValueError as exc:  # malformed uri
-        raise InputError(f"invalid Bolt uri: {exc}", source=shown) from None
+        raise InputError(f"invalid Bolt uri: {redact(str(exc))}", source=shown) from None
+    except OSError as exc:
+        raise InputError(f"cannot reach the graph database: {type(exc).__name__}", source=shown) from None
     return driver
 
 

@@ -59,8 +59,13 @@ LOADER_OPTIONS: tuple[LoaderOption, ...] = (
                  "Edges to undeclared concepts: refuse, drop (counted) or declare the parent "
                  "(RDF, tables). Default: the loader's.", ("error", "drop", "declare")),
     LoaderOption("follow_imports", "--follow-imports", "flag",
-                 "RDF/OWL: follow owl:imports (off by default: loading never reaches the network "
-                 "unasked)."),
+                 "RDF/OWL: follow owl:imports, confined to files under the ontology's folder (or an "
+                 "--import-path); URLs only with --allow-network."),
+    LoaderOption("allow_network", "--allow-network", "flag",
+                 "RDF/OWL with --follow-imports: let http(s) imports be fetched (never otherwise)."),
+    LoaderOption("import_paths", "--import-path", "multi",
+                 "RDF/OWL with --follow-imports: a further folder imports may be read from "
+                 "(repeatable)."),
     LoaderOption("reasoner", "--reasoner", "choice",
                  "OWL only: infer the class hierarchy with owlready2 + HermiT (needs Java).",
                  ("none", "hermit")),

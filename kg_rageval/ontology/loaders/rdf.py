@@ -228,7 +228,7 @@ def _parse_error(exc: Exception, src: str, syntax: str, data: bytes) -> InputErr
             line = text.count("\n", 0, pos) + 1
             col = pos - (text.rfind("\n", 0, pos) + 1) + 1
             location = f"line {line}, column {col}"
-            message = f"{args[4]} (near {text[pos:pos + 30]!r})"
+            message = str(args[4])
     elif getattr(exc, "lineno", None):  # json.JSONDecodeError
         location = f"line {exc.lineno}, column {getattr(exc, 'colno', '?')}"
         message = getattr(exc, "msg", message)
@@ -236,7 +236,31 @@ def _parse_error(exc: Exception, src: str, syntax: str, data: bytes) -> InputErr
         line = _first_bad_ntriples_line(data, syntax)
         if line:
             location = f"line {line}"
+    message = _without_content(message, data)
     return InputError(f"malformed {name}: {message}; expected valid {name}", source=src, location=location)
+
+
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|<[^<>\n]*>")
+
+
+def _without_content(message: str, data: bytes) -> str:
+    """A parser message with every quoted fragment that occurs in the file replaced by
+    ``'…'``: the content of a file that failed to parse (which may be ``/etc/passwd`` reached
+    through an import) is never printed back."""
+    message = message.splitlines()[0] if message else message
+
+    def scrub(m: re.Match) -> str:
+        inner = m.group(0)[1:-1]
+        return "'…'" if len(inner) > 2 and inner.encode("utf-8", "replace") in data else m.group(0)
+
+    message = _QUOTED.sub(scrub, message)
+
+    def unquoted(token: str) -> str:  # e.g. N-Triples' "Invalid line: <the line>"
+        core = token.strip(";,.")
+        risky = len(core) >= 12 or (len(core) >= 6 and not core.isalpha())
+        return "…" if risky and core.encode("utf-8", "replace") in data else token
+
+    return " ".join(unquoted(t) for t in message.split(" "))[:300]
 
 
 def _first_bad_ntriples_line(data: bytes, syntax: str) -> int | None:
@@ -299,6 +323,8 @@ def load_rdf(
     *,
     format: str | None = None,
     follow_imports: bool = False,
+    allow_network: bool = False,
+    import_paths: Any = (),
     dangling: str = "declare",
     conflicts: str = "error",
     lang: str = "en",
@@ -314,9 +340,14 @@ def load_rdf(
         rdflib syntax name or alias (``turtle``, ``xml``, ``nt``, ``json-ld``, ...); ``None``
         takes it from the extension.
     follow_imports:
-        Parse ``owl:imports`` too (local ``file:`` IRIs and paths relative to the file, or
-        ``http(s)`` URLs, each checked like the main file). Off by default: loading never
-        reaches the network unasked.
+        Parse ``owl:imports`` too (local ``file:`` IRIs and paths relative to the file, each
+        checked like the main file). Off by default. Confined: a local import must lie under
+        the ontology's folder or one of ``import_paths``; an ``http(s)`` import is refused
+        unless ``allow_network=True`` (CLI ``--allow-network``).
+    allow_network:
+        Let ``follow_imports`` fetch ``http(s)`` imports (never otherwise).
+    import_paths:
+        More folders (besides the ontology's own) that local imports may come from.
     dangling:
         ``"declare"`` | ``"error"`` | ``"drop"`` for parents that are never declared.
     conflicts:
@@ -340,6 +371,8 @@ def load_rdf(
         graph,
         source=str(p),
         follow_imports=follow_imports,
+        allow_network=allow_network,
+        import_paths=import_paths,
         dangling=dangling,
         conflicts=conflicts,
         lang=lang,
@@ -355,6 +388,8 @@ def load_owl(
     reasoner: str = "none",
     format: str | None = None,
     follow_imports: bool = False,
+    allow_network: bool = False,
+    import_paths: Any = (),
     dangling: str = "declare",
     conflicts: str = "error",
     lang: str = "en",
@@ -380,6 +415,8 @@ def load_owl(
         path,
         format=syntax or format,
         follow_imports=follow_imports,
+        allow_network=allow_network,
+        import_paths=import_paths,
         dangling=dangling,
         conflicts=conflicts,
         lang=lang,
@@ -423,6 +460,8 @@ def graph_to_ontology(
     *,
     source: str,
     follow_imports: bool = False,
+    allow_network: bool = False,
+    import_paths: Any = (),
     dangling: str = "declare",
     conflicts: str = "error",
     lang: str = "en",
@@ -442,7 +481,8 @@ def graph_to_ontology(
     imports = sorted({str(o) for o in graph.objects(None, U(_OWL + "imports"))})
     diagnostics_pre: list[tuple[str, str | None, int]] = []
     if imports and follow_imports:
-        followed = _follow_imports(graph, imports, source, base_dir)
+        followed = _follow_imports(graph, imports, source, base_dir, allow_network=allow_network,
+                                   import_paths=import_paths)
         diagnostics_pre.append(("owl_imports_followed", None, followed))
     elif imports:
         for iri in imports:
@@ -637,10 +677,15 @@ def graph_to_ontology(
 
 
 # ------------------------------------------------------------------ imports
-def _follow_imports(graph, imports: list[str], source: str, base_dir: Path | None) -> int:
+def _follow_imports(graph, imports: list[str], source: str, base_dir: Path | None, *,
+                    allow_network: bool = False, import_paths: Any = ()) -> int:
     """Parse ``owl:imports`` (transitively) into ``graph``; returns how many were read."""
     from rdflib import URIRef
 
+    roots = [Path(base_dir or Path.cwd()).resolve()]
+    if isinstance(import_paths, (str, Path)):
+        import_paths = [import_paths]
+    roots += [Path(x).expanduser().resolve() for x in import_paths or ()]
     seen: set[str] = set()
     todo = list(imports)
     while todo:
@@ -648,7 +693,7 @@ def _follow_imports(graph, imports: list[str], source: str, base_dir: Path | Non
         if iri in seen:
             continue
         seen.add(iri)
-        data, name = _fetch_import(iri, source, base_dir)
+        data, name = _fetch_import(iri, source, base_dir, allow_network=allow_network, roots=roots)
         syntax = _syntax_of_import(name, data, source)
         sub = parse_graph(Path(name), syntax, data=data, source=name)
         for t in sub:
@@ -659,26 +704,44 @@ def _follow_imports(graph, imports: list[str], source: str, base_dir: Path | Non
     return len(seen)
 
 
-def _fetch_import(iri: str, source: str, base_dir: Path | None) -> tuple[bytes, str]:
+def _fetch_import(iri: str, source: str, base_dir: Path | None, *, allow_network: bool = False,
+                  roots: list[Path] | None = None) -> tuple[bytes, str]:
+    """The bytes of one import, confined: ``http(s)`` only with ``allow_network``; a local
+    file only under one of ``roots`` (symbolic links resolved first)."""
     from urllib.parse import unquote, urlparse
+
+    from ... import limits
 
     parsed = urlparse(iri)
     if parsed.scheme in ("http", "https"):
+        if not allow_network:
+            raise UnsafeInputError(f"owl:imports <{iri}> is a URL: following it would reach the network; "
+                                   "pass allow_network=True (CLI: --allow-network) to fetch it",
+                                   source=source)
         import urllib.request
 
+        cap = limits.get("max_gz_bytes")
         try:
             with urllib.request.urlopen(iri, timeout=30) as resp:  # noqa: S310 - asked for
-                return resp.read(), iri
+                body = resp.read(cap + 1)
         except OSError as exc:
             raise InputError(f"cannot fetch owl:imports <{iri}>: {exc}", source=source) from None
+        limits.check("max_gz_bytes", len(body), f"owl:imports <{iri}> is larger than {cap} bytes", source=source)
+        return body, iri
     if parsed.scheme == "file":
         local = Path(unquote(parsed.path))
     elif parsed.scheme == "":
         local = (base_dir or Path.cwd()) / iri
     else:
         raise InputError(f"cannot follow owl:imports <{iri}>: unsupported scheme", source=source)
+    real = local.resolve()
+    allowed = roots or [Path(base_dir or Path.cwd()).resolve()]
+    if not any(real == r or r in real.parents for r in allowed):
+        raise UnsafeInputError(
+            f"owl:imports <{iri}> points outside the ontology's folder ({allowed[0]}); imports are read "
+            "only from there or from the folders given as import_paths", source=source)
     try:
-        return local.read_bytes(), str(local)
+        return real.read_bytes(), str(real)
     except OSError as exc:
         raise InputError(f"cannot read owl:imports <{iri}>: {exc.strerror}", source=source) from None
 

@@ -11,8 +11,15 @@ Rules (also in ``docs/ontology.md``):
   - parameter entities (``<!ENTITY % x ...>``);
   - internal entities whose value references another entity (``&a;`` inside a value): the
     building block of "billion laughs" expansion bombs;
+  - the same written with character references (``<!ENTITY b "&#38;a;&#38;a;">`` declares
+    ``&a;&a;``): values are checked after character references are decoded;
   - more than :data:`MAX_ENTITIES` entities or a value longer than :data:`MAX_ENTITY_VALUE`
-    characters (quadratic blow-up).
+    characters;
+  - an ``<!ATTLIST>`` default value that references an entity or is longer than
+    :data:`MAX_ATTLIST_DEFAULT` characters (it is copied into every element);
+  - quadratic blow-up within those limits: the references to internal entities in the whole
+    document may add at most the ``max_xml_expansion`` limit of characters
+    (:mod:`kg_rageval.limits`, default 10 MiB).
 
   Plain internal entities as Protégé writes them (``<!ENTITY owl
   "http://www.w3.org/2002/07/owl#">``) are allowed.
@@ -35,13 +42,17 @@ MAX_ENTITIES = 256
 """Most entity declarations accepted in one DOCTYPE."""
 MAX_ENTITY_VALUE = 4096
 """Longest accepted internal entity value (characters)."""
+MAX_ATTLIST_DEFAULT = 256
+"""Longest accepted default value of an ``<!ATTLIST>`` declaration (copied into every element)."""
 _HEAD_LIMIT = 1 << 20  # the DOCTYPE must close within the first MiB
+_ATTLIST = re.compile(r"<!ATTLIST\s(?:\"[^\"]*\"|'[^']*'|[^>\"'])*>", re.S)
 
 _ENTITY = re.compile(
     r"<!ENTITY\s+(?P<pe>%\s+)?(?P<name>[^\s\"']+)\s+(?P<rest>(?:\"[^\"]*\"|'[^']*'|[^>\"'])*)>",
     re.S,
 )
 _REF = re.compile(r"[&%][A-Za-z_:][\w.:-]*;")
+_CHARREF = re.compile(r"&#([0-9]+|[xX][0-9A-Fa-f]+);")
 
 
 def _line_of(text: str, pos: int) -> str:
@@ -135,6 +146,14 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
             source=str(p),
             location=_line_of(text, start),
         )
+    for att in _ATTLIST.finditer(decl):
+        for default in re.findall(r"\"([^\"]*)\"|'([^']*)'", att.group(0)):
+            value = default[0] or default[1]
+            if "&" in value or len(value) > MAX_ATTLIST_DEFAULT:
+                raise UnsafeInputError(
+                    "an <!ATTLIST> default value that references an entity or is longer than "
+                    f"{MAX_ATTLIST_DEFAULT} characters is refused: it is copied into every element "
+                    "(another expansion bomb)", source=str(p), location=_line_of(text, start + att.start()))
     entities = list(_ENTITY.finditer(decl))
     if len(entities) != decl.count("<!ENTITY"):
         raise UnsafeInputError(
@@ -173,9 +192,11 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
                 source=str(p),
                 location=where,
             )
-        if _REF.search(value):
+        decoded = _CHARREF.sub(_decode_charref, value)
+        if _REF.search(decoded):
             raise UnsafeInputError(
-                f"entity &{name}; references another entity ({_REF.search(value).group(0)}): "
+                f"entity &{name}; references another entity ({_REF.search(decoded).group(0)}"
+                f"{', written with character references' if not _REF.search(value) else ''}): "
                 "nested entities are how expansion bombs ('billion laughs') are built, so they "
                 "are refused",
                 source=str(p),
@@ -187,7 +208,39 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
                 source=str(p),
                 location=where,
             )
+    if entities:
+        _check_expansion(p, data if data is not None else None, entities)
     return {"xml_entities": len(entities)} if entities else {}
+
+
+def _decode_charref(m: re.Match) -> str:
+    body = m.group(1)
+    try:
+        code = int(body[1:], 16) if body[:1] in "xX" else int(body)
+        return chr(code)
+    except (ValueError, OverflowError):
+        return m.group(0)
+
+
+def _check_expansion(p: Path, data: bytes | None, entities: list[re.Match]) -> None:
+    """Quadratic blow-up within the per-entity limits: the references to internal entities in
+    the whole document may add at most ``max_xml_expansion`` characters to it."""
+    from ... import limits
+
+    if data is None:
+        data = p.read_bytes()
+    lengths = {}
+    for m in entities:
+        rest = m.group("rest").strip()
+        lengths[m.group("name")] = len(rest) - 2
+    names = "|".join(re.escape(n) for n in lengths)
+    counts: dict[str, int] = {}
+    for ref in re.finditer(rb"&(" + names.encode() + rb");", data):
+        k = ref.group(1).decode()
+        counts[k] = counts.get(k, 0) + 1
+    extra = sum(c * max(0, lengths[k] - len(k) - 2) for k, c in counts.items())
+    limits.check("max_xml_expansion", extra,
+                 f"entity references would add {extra} characters to the document", source=str(p))
 
 
 def _remote_context(node: Any, trail: str) -> str | None:
@@ -223,6 +276,10 @@ def decode_json(raw: bytes, source: str | Path, expected: str) -> Any:
         ) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text: {exc}", source=str(source)) from None
+    except RecursionError:
+        from ... import limits
+
+        raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=str(source)) from None
 
 
 def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
@@ -233,7 +290,12 @@ def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
     p = Path(path)
     raw = data if data is not None else p.read_bytes()
     doc = decode_json(raw, p, "a JSON-LD document")
-    found = _remote_context(doc, "")
+    try:
+        found = _remote_context(doc, "")
+    except RecursionError:
+        from ... import limits
+
+        raise limits.exceeded("max_json_depth", "JSON-LD nested too deeply", source=str(p)) from None
     if found:
         raise UnsafeInputError(
             f"remote JSON-LD context {found}: resolving it would fetch a URL, which loading "

@@ -35,7 +35,6 @@ Mapping:
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +49,9 @@ def read_json(path: str | Path) -> Any:
     p = Path(path)
     raw = p.read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"corrupt gzip data: {exc}", source=str(p)) from None
+        from ...safe_io import decompress_bounded
+
+        raw = decompress_bounded(raw, str(p))  # refuses past the max_gz_bytes limit
     return decode_json(raw, p, "a STIX 2.x bundle")
 
 
