@@ -132,7 +132,7 @@ def test_api_key_from_env_never_in_settings_or_cache(tmp_path, monkeypatch):
         auth = srv.headers[0].get("Authorization")
     assert auth == f"Bearer {secret}"
     dump = json.dumps(c.settings()) + repr(c) + json.dumps(c.usage())
-    assert secret not in dump and c.settings()["api_key"] == "<redacted>"
+    assert secret not in dump and c.settings()["api_key"] == "***"
     assert all(secret not in f.read_text() for f in tmp_path.rglob("*.json"))
     assert not hasattr(c, "api_key")
 
@@ -183,7 +183,7 @@ def test_audit_live_judge_usage_in_manifest(tmp_path, monkeypatch, vehicles):
     fam = res.manifest["families"]["judge"]
     assert fam["judge_usage"]["usage"]["requests"] == 3
     assert fam["judge_usage"]["usage"]["cost_usd"] == pytest.approx(300 / 1e6)
-    assert fam["judge_usage"]["settings"]["api_key"] == "<redacted>"
+    assert fam["judge_usage"]["settings"]["api_key"] == "***"
     assert "sk-audit-secret-999" not in json.dumps(res.manifest)
 
 
@@ -208,3 +208,16 @@ def test_a_response_without_content_is_a_counted_failure():
         with pytest.raises(BackendError, match="content is NoneType"):
             c.complete("q2")
     assert c.usage()["failures"] == 2 and c.usage()["http_calls"] == 2
+
+
+def test_credentials_in_the_url_are_masked():
+    c = ChatClient("https://user:hunter2@llm.example/v1?api_key=sk-zzz", "m")
+    text = json.dumps(c.settings()) + repr(c)
+    assert "hunter2" not in text and "sk-zzz" not in text
+    with FakeServer() as srv:
+        host = srv.base_url.replace("http://", "http://u:pw-secret@")
+        c2 = client(host + "?api_key=sk-zzz", max_retries=0)
+        srv.script = [("status", 400)]
+        with pytest.raises(BackendError) as ei:
+            c2.complete("q")
+    assert "pw-secret" not in str(ei.value) and "sk-zzz" not in str(ei.value)

@@ -53,7 +53,7 @@ def test_score_judges_live_endpoint_writes_records(tmp_path, capsys, monkeypatch
     out = json.loads(text)
     usage = out["families"]["calibration"]["meta"]["judge_usage"]
     assert usage["usage"]["requests"] == 2 and usage["usage"]["cost_usd"] == pytest.approx(2 * 140 / 1e6)
-    assert usage["settings"]["api_key"] == "<redacted>"
+    assert usage["settings"]["api_key"] == "***"
     judged = [json.loads(x) for x in out_path.read_text().splitlines()]
     assert [len(r["judges"]) for r in judged] == [1, 1] and "sk-very-secret" not in out_path.read_text()
 

@@ -122,8 +122,8 @@ def test_quantile_gate_in_the_audit(tmp_path, vehicles):
     from kg_rageval.audit.config import config_from_mapping
     from kg_rageval.audit.runner import run_audit
 
-    lat = [100.0] * 18 + [5000.0, 6000.0]
-    recs = [dict(r, gold_node="sedan" if i < 10 else "submarine") for i, r in enumerate(_records(lat))]
+    lat = [100.0] * 36 + [5000.0, 6000.0, 5500.0, 7000.0]  # 40 records: enough units for an interval
+    recs = [dict(r, gold_node="sedan" if i < 20 else "submarine") for i, r in enumerate(_records(lat))]
     cfg = config_from_mapping({"ontology": "x.csv", "records": "r.jsonl", "families": ["system"],
                                "gates": ["p95(latency.total_ms) <= 1500", "p50(system.latency.total_ms) <= 150",
                                          "latency.total_ms.p95[node:car] <= 1500",

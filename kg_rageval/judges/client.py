@@ -19,7 +19,8 @@ llama.cpp server, LiteLLM). What it adds to a bare HTTP call:
 
 The API key is read from the environment variable ``api_key_env`` at request time; it is never
 stored on the client, printed, logged, cached or written into a manifest
-(:meth:`ChatClient.settings` shows only whether it is set).
+(:meth:`ChatClient.settings` shows only whether it is set, as ``"***"``); a password or key in
+the URL itself is masked in settings and error messages (:mod:`kg_rageval.redact`).
 """
 
 from __future__ import annotations
@@ -149,10 +150,12 @@ class ChatClient:
     # ------------------------------------------------------------------ settings
     def settings(self) -> dict[str, Any]:
         """The client's settings for a manifest; the key itself never appears."""
+        from ..redact import MASK, redact
+
         key_set = bool(self.api_key_env and os.environ.get(self.api_key_env))
         return {
-            "base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-            "api_key": "<redacted>" if key_set else None, "timeout": self.timeout,
+            "base_url": redact(self.base_url), "model": self.model, "api_key_env": self.api_key_env,
+            "api_key": MASK if key_set else None, "timeout": self.timeout,
             "max_retries": self.max_retries, "backoff": self.backoff, "max_backoff": self.max_backoff,
             "concurrency": self.concurrency, "cache_dir": str(self.cache_dir) if self.cache_dir else None,
             "prices_usd_per_million_tokens": dict(self.prices), "temperature": self.temperature,
@@ -160,7 +163,9 @@ class ChatClient:
         }
 
     def __repr__(self) -> str:
-        return f"ChatClient(base_url={self.base_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
+        from ..redact import redact
+
+        return f"ChatClient(base_url={redact(self.base_url)!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
 
     def usage(self) -> dict[str, Any]:
         """Totals so far: requests, HTTP calls, retries, cache hits, failures, tokens, cost."""
@@ -287,7 +292,10 @@ class ChatClient:
         return min(self.max_backoff, self.backoff * (2 ** attempt))
 
     def _post(self, body: Mapping[str, Any]) -> tuple[Any, int]:
+        from ..redact import redact
+
         url = f"{self.base_url}/chat/completions"
+        shown = redact(url)  # what error messages name (no userinfo password, no ?api_key=)
         payload = json.dumps(body).encode("utf-8")
         last = ""
         status: int | None = None
@@ -302,11 +310,11 @@ class ChatClient:
                     self._count(status=resp.status)
                     raw = resp.read(16 * 1024 * 1024 + 1)
                 if len(raw) > 16 * 1024 * 1024:
-                    raise BackendError(f"{url}: response larger than 16 MiB", status=200, attempts=attempt + 1)
+                    raise BackendError(f"{shown}: response larger than 16 MiB", status=200, attempts=attempt + 1)
                 try:
                     return json.loads(raw.decode("utf-8")), attempt + 1
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise BackendError(f"{url}: response is not JSON ({exc})", status=200,
+                    raise BackendError(f"{shown}: response is not JSON ({exc})", status=200,
                                        attempts=attempt + 1) from None
             except urllib.error.HTTPError as exc:
                 status = exc.code
@@ -315,7 +323,7 @@ class ChatClient:
                 detail = exc.read(500).decode("utf-8", "replace").strip()
                 last = f"HTTP {status}" + (f": {detail}" if detail else "")
                 if status not in RETRY_STATUS and status < 500:
-                    raise BackendError(f"{url}: {last}", status=status, attempts=attempt + 1) from None
+                    raise BackendError(f"{shown}: {redact(last)}", status=status, attempts=attempt + 1) from None
             except (TimeoutError, socket.timeout):
                 status, last = None, f"timed out after {self.timeout:g} s"
                 self._count(status="timeout")
@@ -332,7 +340,7 @@ class ChatClient:
                 self._count(status="connection_error")
             if attempt < self.max_retries:
                 self._sleep(self._wait(attempt, retry_after))
-        raise BackendError(f"{url}: {last} (after {self.max_retries + 1} attempts)", status=status,
+        raise BackendError(f"{shown}: {redact(last)} (after {self.max_retries + 1} attempts)", status=status,
                            attempts=self.max_retries + 1)
 
     @staticmethod
