@@ -12,7 +12,13 @@
    structures). Preparation (dicts → each library's structures) is reported separately, and
    ours also straight from pytrec_eval's input dicts (``evaluate_dicts``: no interning).
 2. **TREC run reading**: ``--trec-lines`` lines, ours ``read_run`` vs ``pytrec_eval.parse_run``.
-3. **Filter replay**: the 350,000-concept synthetic ontology, a ``--corpus-docs`` corpus
+3. **Files end to end** (``--files-lines`` run lines over ``--files-queries`` queries): read a
+   TREC qrels and run file and compute the common measures (P@5, P@10, R@100, nDCG@10, AP,
+   RR, R-prec, bpref, success@5) — ours ``load_qrels`` + ``load_run`` + ``compute`` +
+   ``aggregate``; pytrec_eval ``parse_qrel`` + ``parse_run`` + ``RelevanceEvaluator``; ranx
+   ``Qrels.from_file`` + ``Run.from_file`` + ``evaluate`` — and ours with every measure of
+   ``TREC_ALL`` (73 values per query). Same files, same process, best of ``--repeat``.
+4. **Filter replay**: the 350,000-concept synthetic ontology, a ``--corpus-docs`` corpus
    (1-3 categories, tenant, locale), ``--queries`` queries with 1-5 gold documents, a
    ``within`` filter and a locale filter each plus a tenant principal: entitlement +
    replay + false-exclusion counts (what ``score_retrieval`` does per query, vectorised).
@@ -121,6 +127,91 @@ def bench_trec(lines: int) -> dict:
     return {"lines": nq * per_q, "bytes": size, "ours_read_run": t_ours, "pytrec_parse_run": t_theirs}
 
 
+COMMON = {  # ours -> (pytrec_eval, ranx)
+    "P@5": ("P_5", "precision@5"), "P@10": ("P_10", "precision@10"), "R@100": ("recall_100", "recall@100"),
+    "nDCG@10": ("ndcg_cut_10", "ndcg@10"), "AP": ("map", "map"), "RR": ("recip_rank", "mrr"),
+    "Rprec": ("Rprec", "r-precision"), "Bpref": ("bpref", "bpref"), "Success@5": ("success_5", "hit_rate@5"),
+}
+
+
+def bench_files(lines: int, nq: int, repeat: int) -> dict:
+    """End to end from TREC files (see the module docstring, item 3)."""
+    import pytrec_eval
+
+    from kg_rageval.retrieval.measures import TREC_ALL, aggregate, compute
+    from kg_rageval.retrieval.trec import load_qrels, load_run
+
+    rng = np.random.default_rng(5)
+    depth = max(1, lines // nq)
+    out: dict = {"lines": depth * nq, "queries": nq, "depth": depth}
+    with tempfile.TemporaryDirectory() as tmp:
+        qp, rp = Path(tmp) / "qrels.txt", Path(tmp) / "run.txt"
+        n_docs = 1_000_000
+        with open(qp, "w") as fq, open(rp, "w") as fr:
+            for lo in range(0, nq, 5000):
+                hi = min(nq, lo + 5000)
+                docs = rng.integers(0, n_docs, size=(hi - lo, depth))
+                sc = -np.sort(-rng.random((hi - lo, depth)), axis=1)
+                fr.write("".join(
+                    f"q{lo + i} Q0 d{d} {j + 1} {s:.6f} bench\n"
+                    for i in range(hi - lo) for j, (d, s) in enumerate(zip(np.unique(docs[i]).tolist(), sc[i].tolist()))))
+                gold = rng.integers(0, n_docs, size=(hi - lo, 5))
+                fq.write("".join(
+                    f"q{lo + i} 0 d{d} {g}\n" for i in range(hi - lo)
+                    for d, g in zip(np.unique(np.concatenate((docs[i, :5], gold[i]))).tolist(),
+                                    rng.integers(0, 4, 10).tolist())))
+        out["bytes"] = rp.stat().st_size
+        specs = list(COMMON)
+
+        def ours(measures):
+            q = load_qrels(qp)
+            r = load_run(rp)
+            pq = compute(q, r, measures)
+            return aggregate(pq, "trec_eval")
+
+        def theirs_pytrec():
+            with open(qp) as fh:
+                q = pytrec_eval.parse_qrel(fh)
+            with open(rp) as fh:
+                r = pytrec_eval.parse_run(fh)
+            res = pytrec_eval.RelevanceEvaluator(q, {v[0] for v in COMMON.values()}).evaluate(r)
+            return {m: float(np.mean([x[m] for x in res.values()])) for m in {v[0] for v in COMMON.values()}}
+
+        try:
+            import ranx
+
+            def theirs_ranx():
+                q = ranx.Qrels.from_file(str(qp), kind="trec")
+                r = ranx.Run.from_file(str(rp), kind="trec")
+                return ranx.evaluate(q, r, [v[1] for v in COMMON.values()])
+        except ImportError:  # pragma: no cover
+            theirs_ranx = None
+        ours(specs)  # warm: numba kernels compile (cached on disk afterwards)
+        if theirs_ranx is not None:
+            theirs_ranx()  # numba compilation
+        best: dict[str, float] = {}
+        cpu: dict[str, float] = {}
+        runs = [("ours", lambda: ours(specs)), ("ours_all", lambda: ours(TREC_ALL)), ("pytrec_eval", theirs_pytrec)]
+        if theirs_ranx is not None:
+            runs.append(("ranx", theirs_ranx))
+        res: dict[str, object] = {}
+        for _ in range(repeat):  # interleaved rounds, best of each: the machine is shared
+            for name, fn in runs:
+                gc.collect()
+                c0, t0 = time.process_time(), time.perf_counter()
+                res[name] = fn()
+                t, c = time.perf_counter() - t0, time.process_time() - c0
+                if t < best.get(name, float("inf")):
+                    best[name], cpu[name] = t, c
+        out.update(best)
+        out.update({f"{k}_cpu": v for k, v in cpu.items()})
+        agg, py = res["ours"], res["pytrec_eval"]
+        out["max_diff_vs_pytrec_eval"] = max(abs(agg.values[k] - py[v[0]]) for k, v in COMMON.items())  # type: ignore
+        if "ranx" in res:
+            out["max_diff_vs_ranx_map"] = abs(agg.values["AP"] - res["ranx"]["map"])  # type: ignore
+    return out
+
+
 def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
     from benchmarks.synthetic import build_ontology
 
@@ -203,13 +294,16 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=1_000)
     ap.add_argument("--trec-lines", type=int, default=1_000_000)
     ap.add_argument("--corpus-docs", type=int, default=1_000_000)
+    ap.add_argument("--files-lines", type=int, default=10_000_000)
+    ap.add_argument("--files-queries", type=int, default=100_000)
     ap.add_argument("--concepts", type=int, default=350_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    ap.add_argument("--skip", action="append", default=[], choices=["metrics", "trec", "filters"])
+    ap.add_argument("--skip", action="append", default=[], choices=["metrics", "trec", "files", "filters"])
     a = ap.parse_args()
     if a.quick:
         a.queries, a.depth, a.trec_lines, a.corpus_docs, a.concepts, a.repeat = 500, 100, 20_000, 20_000, 5_000, 1
+        a.files_lines, a.files_queries = 50_000, 1_000
     if "metrics" not in a.skip:
         m = bench_metrics(a.queries, a.depth, a.repeat)
         print(f"metrics {m['queries']} queries x {m['depth']} docs (all metrics, warm):")
@@ -228,6 +322,19 @@ def main() -> None:
         print(f"TREC run reading, {t['lines']} lines ({t['bytes'] / 1e6:.0f} MB):")
         print(f"  ours read_run          {t['ours_read_run']:.3f} s (parsed, interned, ranked)")
         print(f"  pytrec_eval.parse_run  {t['pytrec_parse_run']:.3f} s ({t['pytrec_parse_run'] / t['ours_read_run']:.1f}x ours)")
+    if "files" not in a.skip:
+        f = bench_files(a.files_lines, a.files_queries, a.repeat)
+        print(f"files end to end: {f['lines']} run lines ({f['bytes'] / 1e6:.0f} MB), {f['queries']} queries "
+              f"x {f['depth']}, read + 9 common measures + means:")
+        print(f"  ours load + compute + aggregate   {f['ours']:.2f} s wall, {f['ours_cpu']:.2f} s CPU   "
+              f"(all {len(TREC_ALL_NAMES)} TREC_ALL measures: {f['ours_all']:.2f} s)")
+        print(f"  pytrec_eval parse + evaluate      {f['pytrec_eval']:.2f} s wall, {f['pytrec_eval_cpu']:.2f} s CPU   "
+              f"({f['pytrec_eval'] / f['ours']:.1f}x ours)")
+        if "ranx" in f:
+            print(f"  ranx from_file + evaluate         {f['ranx']:.2f} s wall, {f['ranx_cpu']:.2f} s CPU   "
+                  f"({f['ranx'] / f['ours']:.1f}x ours)")
+        print(f"  max |mean ours - pytrec_eval| = {f['max_diff_vs_pytrec_eval']:.1e}; "
+              f"|MAP ours - ranx| = {f.get('max_diff_vs_ranx_map', float('nan')):.1e}")
     if "filters" not in a.skip:
         f = bench_filters(a.queries, a.corpus_docs, a.concepts)
         print(f"filter replay: {f['queries']} queries, {f['corpus_docs']} docs, {f['concepts']} concepts:")
@@ -237,6 +344,8 @@ def main() -> None:
               f"{f['score_retrieval']:.2f} s (FE rate {f['score_retrieval_fe']:.3f})")
         print(f"  (setup: ontology build {f['ontology_build']:.1f} s, corpus arrays {f['corpus_build']:.2f} s)")
 
+
+from kg_rageval.retrieval.measures import TREC_ALL as TREC_ALL_NAMES  # noqa: E402
 
 if __name__ == "__main__":
     main()

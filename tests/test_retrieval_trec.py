@@ -103,7 +103,7 @@ def test_round_trip_generated(tmp_path):
 def test_line_numbered_errors(tmp_path):
     p = tmp_path / "r.txt"
     p.write_text("q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 2 0.4\n")
-    with pytest.raises(InputError, match=r"r.txt, line 3: expected 6 columns"):
+    with pytest.raises(InputError, match=r"r.txt, line 3: expected at least 6 columns"):
         read_run(p)
     p.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 high t\n")
     with pytest.raises(InputError, match=r"line 2: score is not a number: 'high'"):
@@ -132,7 +132,7 @@ def test_chunked_reading_keeps_line_numbers(tmp_path, monkeypatch):
     lines = [f"q{i % 3} Q0 d{i} {i} {1.0 / (i + 1)} t" for i in range(40)]
     lines[33] = "q1 Q0 d33 33 0.1"
     p.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match="line 34: expected 6 columns"):
+    with pytest.raises(InputError, match="line 34: expected at least 6 columns"):
         read_run(p)
     lines[33] = "q1 Q0 d33 33 0.1 t"
     p.write_text("\n".join(lines))  # no trailing newline
@@ -187,7 +187,7 @@ def test_tokenizer_paths_agree(tmp_path, monkeypatch, compiled):
     assert r.ranked("q3") == [d for d, _ in sorted(ref["q3"].items(), key=lambda x: (-x[1], [-ord(c) for c in x[0]]))]
     lines[123] = "q17 Q0 d1 1 0.5"
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"line 124: expected 6 columns"):  # lines[123] is line 124
+    with pytest.raises(InputError, match=r"line 124: expected at least 6 columns"):  # lines[123] is line 124
         read_run(p)
 
 

@@ -1,5 +1,7 @@
-"""``kg-rageval score retrieval``: trec_eval-equal retrieval metrics, entitlement, filter false
-exclusion and its attribution, per ontology node and slice (see ``docs/retrieval.md``)."""
+"""``kg-rageval score retrieval``: retrieval metrics from a records file (entitlement, filter
+false exclusion and its attribution, per ontology node and slice) or straight from TREC/BEIR/JSON
+qrels and runs (``--qrels``/``--run``; ontology optional; ``--trec-eval`` reproduces trec_eval
+``-c``). See ``docs/retrieval.md``."""
 
 from __future__ import annotations
 
@@ -7,25 +9,46 @@ import click
 
 from .common import (
     breakdown_keys,
-    data_option,
     emit,
+    fail,
     family_kwargs,
     family_options,
     format_option,
     load_ontology_cli,
     metrics_table,
     ontology_format_option,
-    ontology_option,
     table,
 )
 
-_HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "filter_false_exclusion_rate", "doc_exclusion_rate")
-
-
 @click.command()
-@ontology_option
+@click.option("--ontology", "-O", "ontology_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Ontology file; required with --data, optional with --qrels (then metrics per node).")
 @ontology_format_option
-@data_option
+@click.option("--data", "-d", "data_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Records file (JSONL, see docs/records.md); or give --qrels and --run.")
+@click.option("--qrels", "qrels_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Qrels: TREC (qid iter doc rel, '#' comments, .gz), BEIR TSV or ranx/ir_measures JSON.")
+@click.option("--run", "run_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Run: TREC (six or more columns, '#' comments, .gz) or ranx/ir_measures JSON (repeatable).")
+@click.option("--qrels-format", type=click.Choice(["auto", "trec", "beir", "json"]), default="auto", show_default=True)
+@click.option("--run-format", type=click.Choice(["auto", "trec", "json"]), default="auto", show_default=True)
+@click.option("--measure", "-m", "measures", multiple=True, metavar="NAME",
+              help="Measure (repeatable or comma-separated): ir_measures names (nDCG@10, P(rel=2)@10, AP, RR, "
+                   "R@100, Judged@10, Bpref, infAP, ERR@10, RBP(p=0.8), Success@5) or trec_eval names "
+                   "(map, ndcg_cut_10, P_5); default: a standard set (all_trec's with --trec-eval).")
+@click.option("--trec-eval", "trec_eval", is_flag=True,
+              help="Aggregate exactly as trec_eval -c (every judged query counts, zero-relevance ones as 0) "
+                   "and print trec_eval's output format.")
+@click.option("--complete/--no-complete", "complete", default=True, show_default=True,
+              help="With --trec-eval: -c (missing runs score 0); --no-complete stops at a missing query "
+                   "as trec_eval 10.0 does.")
+@click.option("--rel-level", "-l", "rel_level", type=int, default=1, show_default=True,
+              help="Relevance threshold: grade >= this is relevant (trec_eval -l).")
+@click.option("--depth", "-M", "depth", type=click.IntRange(min=1), default=None,
+              help="Evaluate only the first N ranked documents per query (trec_eval -M).")
+@click.option("--per-query", "-q", "per_query", is_flag=True, help="Per-query values too (trec_eval -q).")
+@click.option("--query-nodes", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="With --qrels and --ontology: a query<TAB>node table giving each query's ontology node.")
 @family_options("retrieval")
 @click.option("--breakdown", "breakdowns", multiple=True, metavar="KEY",
               help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
@@ -33,8 +56,25 @@ _HEADLINE = ("n_scored", "n_missing_run", "n_no_gold", "filter_false_exclusion_r
               help="Metrics per ontology node, pooling each node's subtree (gold_node).")
 @click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-query rows in JSON.")
 @format_option
-def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows, fmt, **kwargs) -> None:
-    """Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval -c) and filter false exclusion."""
+def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qrels_format, run_format, measures,
+            trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rows, fmt,
+            **kwargs) -> None:
+    """Retrieval metrics: from records (Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision, filter false
+    exclusion) or from TREC/BEIR/JSON qrels and runs (every ir_measures/trec_eval measure)."""
+    if qrels_path or run_paths:
+        if data_path:
+            fail("give either --data (records) or --qrels with --run, not both")
+        if not (qrels_path and run_paths):
+            fail("--qrels needs at least one --run (and --run needs --qrels)")
+        opts = family_kwargs("retrieval", kwargs)
+        _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
+               complete, rel_level, depth, per_query, query_nodes, opts.get("corpus"),
+               opts.get("category_field", "categories"), bool(opts.get("dedupe")), rollup, fmt)
+        return
+    if not data_path:
+        fail("give --data RECORDS (with --ontology) or --qrels QRELS --run RUN")
+    if not ontology_path:
+        fail("--data needs --ontology (records are scored against the ontology)")
     from ..contract import get_scorer
     from ..records import read_records
     from ..retrieval import category_diagnosis
@@ -66,6 +106,105 @@ def command(ontology_path, ontology_format, data_path, breakdowns, rollup, rows,
     if corpus is not None:
         payload["category_diagnosis"] = category_diagnosis(ev, onto)
     emit(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks)))
+
+
+def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
+           complete, rel_level, depth, per_query, query_nodes, corpus_path, category_field, dedupe, rollup, fmt):
+    """The ``--qrels``/``--run`` path (see :mod:`kg_rageval.retrieval.files`)."""
+    from pathlib import Path
+
+    from ..retrieval.files import query_gold_nodes, read_query_nodes, score_run, to_evaluation
+    from ..retrieval.measure_names import parse_measures
+    from ..retrieval.measures import DEFAULT_MEASURES, TREC_ALL, trec_eval_lines
+    from ..retrieval.trec import load_qrels, load_run, run_tag
+
+    mode = "trec_eval" if trec_eval else "default"
+    try:
+        specs = parse_measures(measures or (TREC_ALL if trec_eval else DEFAULT_MEASURES))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--measure") from None
+    qrels = load_qrels(qrels_path, format=qrels_format)
+    nodes = onto = None
+    if ontology_path:
+        onto = load_ontology_cli(ontology_path, ontology_format)
+        corpus = None
+        if corpus_path:
+            from ..retrieval import read_corpus
+
+            corpus = read_corpus(corpus_path, onto, category_field=category_field)
+        table_ = read_query_nodes(query_nodes, onto) if query_nodes else None
+        if corpus is None and table_ is None:
+            fail("--ontology with --qrels needs --corpus (document categories) or --query-nodes")
+        nodes = query_gold_nodes(qrels, onto, corpus=corpus, table=table_, rel_level=rel_level)
+    elif query_nodes or corpus_path:
+        fail("--query-nodes and --corpus with --qrels need --ontology")
+    names = _run_names(run_paths)
+    scores = []
+    for path, name in zip(run_paths, names):
+        run = load_run(path, format=run_format, dedupe=dedupe)
+        scores.append((path, score_run(qrels, run, specs, name=name, mode=mode, rel_level=rel_level, depth=depth,
+                                       complete=complete)))
+    if fmt == "text" and trec_eval:
+        out = []
+        for path, sc in scores:
+            tag = run_tag(path) or Path(path).name
+            out.extend(trec_eval_lines(sc.per_query, run_id=tag, per_query=per_query, complete=complete))
+        click.echo("\n".join(out))
+        return
+    payload: dict = {"command": "score retrieval", "qrels": qrels_path, "mode": mode,
+                     "rel_level": rel_level, "depth": depth,
+                     "measures": [str(s) for s in specs], "runs": []}
+    rolls = {}
+    for path, sc in scores:
+        d = sc.to_dict(per_query=per_query)
+        d["file"] = path
+        if onto is not None and rollup:
+            ev = to_evaluation(sc, mode, nodes=nodes)
+            d["rollup"] = {node: {"n": g["n"], "depth": g["depth"],
+                                  "metrics": {m: v.to_dict() for m, v in g["metrics"].items()}}
+                           for node, g in ev.rollup(onto).items()}
+            d["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
+            rolls[sc.name] = d["rollup"]
+        payload["runs"].append(d)
+    if onto is not None:
+        payload["ontology"] = {"source": onto.source, "hash": onto.content_hash}
+    emit(payload, fmt, lambda p: _render_files(p, specs))
+
+
+def _run_names(paths) -> list[str]:
+    from pathlib import Path
+
+    names = [Path(p).name for p in paths]
+    if len(set(names)) != len(names):
+        names = [str(p) for p in paths]
+    return names
+
+
+def _render_files(payload: dict, specs) -> str:
+    runs = payload["runs"]
+    mode_note = ("trec_eval -c: every judged query in every mean, zero-relevance queries as 0"
+                 if payload["mode"] == "trec_eval" else
+                 "default: means over queries with a relevant document; queries without one are the "
+                 "answerability slice (counted, not averaged)")
+    parts = [f"mode: {mode_note}"]
+    headers = ["measure", *[r["run"] for r in runs]]
+    rows = []
+    for s in specs:
+        name = str(s)
+        rows.append([name, *[r["values"][name] for r in runs]])
+    parts.append(table(rows, headers))
+    cnt = [[c, *[r[c] for r in runs]] for c in ("n_queries", "n_missing_run", "n_no_gold", "n_no_gold_nonempty_run",
+                                                 "n_run_only", "n_duplicates_removed")]
+    parts.append("")
+    parts.append(table(cnt, ["queries", *[r["run"] for r in runs]]))
+    for r in runs:
+        if "rollup" in r:
+            cols = [str(s) for s in specs][:5]
+            rr = [[node, g["depth"], g["n"], *(g["metrics"][c]["value"] for c in cols)]
+                  for node, g in sorted(r["rollup"].items(), key=lambda x: (x[1]["depth"], x[0]))[:40]]
+            parts.append(f"\n== {r['run']} by ontology node (subtree roll-up, first 40 by depth)")
+            parts.append(table(rr, ["node", "depth", "queries", *cols]))
+    return "\n".join(parts)
 
 
 def _render(payload: dict, ev, keys: list[str], onto, kmax: int) -> str:

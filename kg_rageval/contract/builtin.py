@@ -128,7 +128,8 @@ RETRIEVAL = Scorer(
     name="retrieval",
     target="kg_rageval.retrieval:score_retrieval",
     sections=("retrieval",),
-    description="Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval -c) and filter false exclusion.",
+    description="Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval's per-query formulas; queries "
+                "without relevant gold are a separate slice, not averaged in) and filter false exclusion.",
     inputs=(Input("corpus", "Corpus JSONL (id, source_id, categories, entitlement and metadata fields): "
                   "enables entitlement, filter replay, false exclusion and attribution.",
                   loader="kg_rageval.contract.loaders:retrieval_corpus"),),

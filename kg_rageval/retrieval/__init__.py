@@ -1,4 +1,5 @@
-"""Retrieval evaluation: trec_eval-equal metrics, TREC/BEIR I/O, fusion, paired comparison,
+"""Retrieval evaluation: trec_eval's measures (exact under the ``trec_eval`` aggregation),
+TREC/BEIR/JSON I/O, fusion, N-system comparison, reranking delta,
 filter replay with entitlement, false exclusion and its attribution, per ontology node.
 
 See ``docs/retrieval.md``. Heavy pieces import lazily; this package imports only numpy.
@@ -7,14 +8,25 @@ See ``docs/retrieval.md``. Heavy pieces import lazily; this package imports only
 from .compare import PairedComparison, bootstrap_ci, compare_runs, paired_compare, permutation_p
 from .corpus import DEFAULT_ENTITLEMENT_FIELDS, Corpus, read_corpus
 from .filters import OPS, Filter, parse_filters, predicate_counts, replay
-from .fusion import rrf, rrf_runs
+from .files import MeasuresFamily, RunScore, query_gold_nodes, read_query_nodes, score_run, to_evaluation
+from .fusion import alpha_sweep, convex, convex_runs, normalise, rrf, rrf_runs
+from .measure_names import MeasureSpec, parse_measure, parse_measures
+from .measures import Aggregate, PerQueryMeasures, aggregate, compute, trec_eval_lines
+from .rerank import rerank_delta
+from .significance import Comparison, branch_masks, compare_systems, html_section, render
 from .metrics import PerQuery, RetrievalFamily, evaluate, evaluate_dicts, evaluate_run, metric_names
 from .preference import HardSoftResult, hard_vs_soft
 from .runs import Qrels, Run, Vocab
 from .score import category_diagnosis, score_retrieval
-from .trec import read_beir_qrels, read_qrels, read_run, write_beir_qrels, write_qrels, write_run
+from .trec import (load_qrels, load_run, read_beir_qrels, read_json_qrels, read_json_run, read_qrels, read_run,
+                   write_beir_qrels, write_qrels, write_run)
 
 __all__ = [
+    "Aggregate", "Comparison", "MeasureSpec", "MeasuresFamily", "PerQueryMeasures", "RunScore", "aggregate",
+    "alpha_sweep", "branch_masks", "compare_systems", "compute", "convex", "convex_runs", "html_section",
+    "load_qrels", "load_run", "normalise", "parse_measure", "parse_measures", "query_gold_nodes",
+    "read_json_qrels", "read_json_run", "read_query_nodes", "render", "rerank_delta", "score_run",
+    "to_evaluation", "trec_eval_lines",
     "Corpus", "DEFAULT_ENTITLEMENT_FIELDS", "Filter", "HardSoftResult", "OPS", "PairedComparison",
     "PerQuery", "Qrels", "RetrievalFamily", "Run", "Vocab", "bootstrap_ci", "category_diagnosis", "compare_runs",
     "evaluate", "evaluate_dicts", "evaluate_run", "hard_vs_soft", "metric_names", "paired_compare", "parse_filters",

@@ -399,3 +399,67 @@ def grades_kernel(rptr, grades, R, ks, binary, disc):
     _gk(rptr.astype(np.int64, copy=False), grades.astype(np.float64, copy=False), R.astype(np.int64, copy=False),
         np.asarray(ks, dtype=np.int64), bool(binary), disc, hits, dcg, rank1, ap, rprec)
     return hits, dcg, rank1, ap, rprec
+
+
+_floats = None
+
+
+def parse_floats(raw, starts, ends):
+    """Decimal tokens ``[+-]digits[.digits]`` → float64 in one compiled pass, exactly as
+    ``strtod``: the digits form an integer m < 2^53 and the value is m / 10^k with k <= 22,
+    both exact doubles, so the one IEEE division is correctly rounded (Clinger's fast path).
+    Returns (values, ok); tokens outside the fast path (exponents, long mantissas, inf/nan)
+    have ok = False and are parsed by numpy."""
+    global _floats
+    if _floats is None:
+        from numba import njit
+
+        @njit(cache=True, nogil=True)
+        def kernel(raw, starts, ends):  # pragma: no cover - jitted
+            n = starts.shape[0]
+            out = np.empty(n, np.float64)
+            ok = np.ones(n, np.bool_)
+            pow10 = np.empty(23, np.float64)
+            p = 1.0
+            for i in range(23):
+                pow10[i] = p
+                p *= 10.0
+            limit = 9007199254740992  # 2^53
+            for i in range(n):
+                j = starts[i]
+                e = ends[i]
+                neg = False
+                if j < e and (raw[j] == 45 or raw[j] == 43):
+                    neg = raw[j] == 45
+                    j += 1
+                m = 0
+                k = 0
+                nd = 0
+                dot = False
+                good = j < e
+                while j < e:
+                    c = raw[j]
+                    if 48 <= c <= 57:
+                        m = m * 10 + (c - 48)
+                        nd += 1
+                        if dot:
+                            k += 1
+                        if m >= limit:
+                            good = False
+                            break
+                    elif c == 46 and not dot:
+                        dot = True
+                    else:
+                        good = False
+                        break
+                    j += 1
+                if not good or nd == 0 or k > 22:
+                    ok[i] = False
+                    out[i] = 0.0
+                    continue
+                v = m / pow10[k]
+                out[i] = -v if neg else v
+            return out, ok
+
+        _floats = kernel
+    return _floats(raw, starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False))

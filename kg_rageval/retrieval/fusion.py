@@ -11,7 +11,7 @@ documents); a repeated id raises :class:`~kg_rageval.errors.InputError` naming t
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 
@@ -56,3 +56,83 @@ def rrf_runs(lanes: Mapping[str, Mapping[str, Sequence[str]]], k: float = 60, *,
     for q in qids:
         out[q] = [d for d, _ in rrf([run.get(q, []) for run in lanes.values()], k, depth=depth)]
     return out
+
+
+# ------------------------------------------------------------ score fusion (convex combination)
+
+NORMS = ("minmax", "zscore")
+
+
+def normalise(scores: Mapping[str, float], method: str = "minmax") -> dict[str, float]:
+    """Per-query score normalisation: ``minmax`` (s − min) / (max − min) (all equal: 1.0 each),
+    ``zscore`` (s − mean) / sd (population sd; all equal: 0.0 each)."""
+    if method not in NORMS:
+        raise InputError(f"normalisation must be one of {NORMS}, got {method!r}")
+    if not scores:
+        return {}
+    import math
+
+    v = list(scores.values())
+    for d, s in scores.items():
+        if not isinstance(s, (int, float)) or isinstance(s, bool) or not math.isfinite(s):
+            raise InputError(f"document {d!r}: score must be a finite number, found {s!r}")
+    if method == "minmax":
+        lo, hi = min(v), max(v)
+        if hi == lo:
+            return {d: 1.0 for d in scores}
+        return {d: (s - lo) / (hi - lo) for d, s in scores.items()}
+    mu = sum(v) / len(v)
+    sd = math.sqrt(sum((x - mu) ** 2 for x in v) / len(v))
+    if sd == 0:
+        return {d: 0.0 for d in scores}
+    return {d: (s - mu) / sd for d, s in scores.items()}
+
+
+def convex(a: Mapping[str, float], b: Mapping[str, float], alpha: float, *, norm: str = "minmax",
+           missing: float | None = None) -> dict[str, float]:
+    """``alpha · norm(a) + (1 − alpha) · norm(b)`` per document (one query's scored lanes). A
+    document only one lane returned gets ``missing`` for the other (default: that lane's
+    minimum normalised score, i.e. 0 for min-max)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise InputError(f"alpha must lie in [0, 1], got {alpha!r}")
+    na, nb = normalise(a, norm), normalise(b, norm)
+    fa = missing if missing is not None else (min(na.values()) if na else 0.0)
+    fb = missing if missing is not None else (min(nb.values()) if nb else 0.0)
+    docs = dict.fromkeys([*na, *nb])
+    return {d: alpha * na.get(d, fa) + (1.0 - alpha) * nb.get(d, fb) for d in docs}
+
+
+def convex_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]], alpha: float, *,
+                norm: str = "minmax") -> dict[str, dict[str, float]]:
+    """:func:`convex` for every query of either run (``{qid: {doc: score}}``)."""
+    return {q: convex(a.get(q, {}), b.get(q, {}), alpha, norm=norm) for q in dict.fromkeys([*a, *b])}
+
+
+def alpha_sweep(qrels: Mapping[str, Mapping[str, float]], a: Mapping[str, Mapping[str, float]],
+                b: Mapping[str, Mapping[str, float]], *, measure: str = "nDCG@10", norm: str = "minmax",
+                alphas: Sequence[float] | None = None, rel_level: int = 1) -> dict:
+    """Evaluate the convex fusion for each α on the labelled queries (those in ``qrels``):
+    ``{"measure", "norm", "alphas": [{"alpha", "value", "n"}], "best": {...},
+    "lane_a": value, "lane_b": value}``. α = 1 is lane A alone, α = 0 lane B (after the same
+    normalisation, so the same ranking). Means follow the default aggregation (queries with
+    a relevant document). Pick α on tuning queries and report on held-out ones."""
+    from .measures import aggregate, compute
+    from .runs import Qrels, Run
+
+    grid = list(alphas) if alphas is not None else [i / 10 for i in range(11)]
+    q = Qrels.from_dict(qrels)
+    out: list[dict[str, Any]] = []
+    for al in grid:
+        fused = convex_runs(a, b, float(al), norm=norm)
+        pq = compute(q, Run.from_dict(fused, vocab=q.vocab), [measure], rel_level=rel_level)
+        agg = aggregate(pq)
+        name = str(pq.specs[0])
+        out.append({"alpha": float(al), "value": agg.values[name], "n": agg.n[name]})
+    lanes: dict[str, Any] = {}
+    for key, run in (("lane_a", a), ("lane_b", b)):
+        pq = compute(q, Run.from_dict(run, vocab=q.vocab), [measure], rel_level=rel_level)
+        lanes[key] = aggregate(pq).values[str(pq.specs[0])]
+    valid = [r for r in out if r["value"] is not None]
+    best = max(valid, key=lambda r: (r["value"], -abs(r["alpha"] - 0.5))) if valid else None
+    return {"measure": measure, "norm": norm, "alphas": out, "best": best, **lanes,
+            "beats_both_lanes": bool(best and all(v is not None and best["value"] > v for v in lanes.values()))}

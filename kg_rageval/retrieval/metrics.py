@@ -1,7 +1,9 @@
 """Retrieval metrics: vectorised per-query kernels and the additive :class:`RetrievalFamily`.
 
-All metrics follow trec_eval (``-c``: a judged query missing from the run scores as an empty
-run, i.e. 0, and is *counted* as missing). Notation for one query: ``R`` relevant documents
+Each per-query value is trec_eval's formula; a judged query missing from the run scores as an
+empty run, i.e. 0, and is *counted* as missing (as trec_eval ``-c``). The means are NOT
+trec_eval's when a judged query has no relevant document (see below and the two aggregation
+modes of :mod:`.measures`). Notation for one query: ``R`` relevant documents
 (grade >= 1), ``rel_i`` = 1 when the document at rank ``i`` is relevant, ``g_i`` its gain.
 
 * ``recall@k``    = Σ_{i<=k} rel_i / R                         (trec_eval ``recall_k``)
@@ -76,7 +78,8 @@ class PerQuery:
         return self.n_rel > 0
 
     def mean(self, name: str) -> float | None:
-        """Mean over scored queries (trec_eval ``-c`` over judged queries with relevance)."""
+        """Mean over scored queries (judged queries with a relevant document; trec_eval -c would
+        also average in the zero-relevance queries as 0)."""
         m = self.scored
         return float(self.values[name][m].mean()) if m.any() else None
 

@@ -95,27 +95,124 @@ class Vocab:
         ucodes[order] = self.codes(_texts(arr[first[order]].tolist()))
         return ucodes[inv]
 
+    def codes_distinct(self, ids: list[str]) -> np.ndarray:
+        """:meth:`codes` for ids known to be distinct (e.g. one block's interned ids): one
+        C-level lookup per id, and the unseen ones added in order without a dedupe pass."""
+        idx = self.index
+        n0 = len(idx)
+        codes = np.fromiter(map(idx.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
+        new = codes < 0
+        if new.any():
+            fresh = list(itertools.compress(ids, new.tolist()))
+            idx.update(zip(fresh, itertools.count(n0)))
+            codes[new] = np.arange(n0, n0 + len(fresh), dtype=np.int64)
+        return codes
+
+    def rank_key_of(self, codes: np.ndarray) -> np.ndarray:
+        """For the given codes, their positions in the string order of the ids *among
+        themselves* (same order as :attr:`rank_key` restricted to them): sorts only these."""
+        if self._rank_key is not None and len(self._rank_key) == len(self):
+            return self._rank_key[codes]
+        uniq, inv = np.unique(codes, return_inverse=True)
+        if len(uniq) * 4 >= len(self):
+            return self.rank_key[codes]
+        s = self.strings
+        order = np.argsort(np.asarray([s[c] for c in uniq.tolist()], dtype=str), kind="stable")
+        key = np.empty(len(uniq), dtype=np.int64)
+        key[order] = np.arange(len(uniq))
+        return key[inv.reshape(-1)]
+
     def lookup(self, ids: Sequence[str]) -> np.ndarray:
         """Codes of many ids without adding: unknown ids get -1."""
         get = self.index.get
         return np.fromiter((get(s, -1) for s in ids), dtype=np.int64, count=len(ids))
 
     def remap_from(self, other: "Vocab") -> np.ndarray:
-        """Array mapping ``other``'s codes to this vocabulary's codes (-1 when absent)."""
+        """Array mapping ``other``'s codes to this vocabulary's codes (-1 when absent).
+
+        From a :class:`LazyVocab` with its byte arena (a run file's ids) and numba: a hash
+        join — 64-bit FNV-1a hashes of both sides, one ``searchsorted``, and a string
+        comparison only for the hash matches (collisions cannot map wrongly)."""
+        arena = getattr(other, "arena", None)
+        if arena is not None and len(other) > 4 * len(self) + 10_000:
+            from . import _kernels
+
+            if _kernels.HAVE_NUMBA:
+                return self._hash_join(other, arena)
         return self.lookup(other.strings)
+
+    def _hash_join(self, other: "Vocab", arena: np.ndarray) -> np.ndarray:
+        from . import _kernels
+
+        def hashes(buf: np.ndarray) -> np.ndarray:
+            nl = np.flatnonzero(buf == 10)
+            s = np.concatenate(([0], nl[:-1] + 1)).astype(np.int64)
+            return _kernels.row_keys(buf, s, nl.astype(np.int64), s, nl.astype(np.int64))[0]
+
+        out = np.full(len(other), -1, dtype=np.int64)
+        mine = self.strings
+        if not mine or not len(other):
+            return out
+        own = np.frombuffer(("\n".join(mine) + "\n").encode("utf-8"), dtype=np.uint8)
+        h_self, h_other = hashes(own), hashes(arena)
+        order = np.argsort(h_self, kind="stable")
+        hs = h_self[order]
+        pos = np.minimum(np.searchsorted(hs, h_other), len(hs) - 1)
+        cand = np.flatnonzero(hs[pos] == h_other)
+        theirs = other.strings
+        for i, j in zip(cand.tolist(), order[pos[cand]].tolist()):
+            if theirs[i] == mine[j]:
+                out[i] = j
+            else:  # a hash collision: resolve by the dictionary
+                out[i] = self.index.get(theirs[i], -1)
+        return out
 
     @property
     def rank_key(self) -> np.ndarray:
         """Position of each code in the sorted order of the id strings (code-point order, as
         trec_eval's ``strcmp`` on UTF-8); cached until the vocabulary grows."""
         cached = self._rank_key
-        if cached is not None and len(cached) == len(self.index):
+        if cached is not None and len(cached) == len(self):
             return cached
         order = np.argsort(np.asarray(self.strings, dtype=str), kind="stable")
         key = np.empty(len(order), dtype=np.int64)
         key[order] = np.arange(len(order))
         self._rank_key = key
         return key
+
+
+class LazyVocab(Vocab):
+    """A :class:`Vocab` whose ids are already distinct and numbered (a run file's own ids,
+    interned by the compiled reader): the id → code dict is built only if something needs it
+    (``index``, :meth:`codes`, :meth:`lookup`); ``strings``, ``len`` and the tie-break order
+    work without it. Scoring against qrels maps these codes once
+    (:meth:`Vocab.remap_from`)."""
+
+    def __init__(self, strings: list[str], arena: np.ndarray | None = None):
+        self._lazy_strings = strings
+        self.arena = arena  # the ids as UTF-8, each followed by a newline (hash join)
+        self._index: dict[str, int] | None = None
+        self._strings = strings
+        self._rank_key = None
+
+    @property  # type: ignore[override]
+    def index(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = dict(zip(self._lazy_strings, itertools.count()))
+        return self._index
+
+    @index.setter
+    def index(self, value: dict[str, int]) -> None:
+        self._index = value
+
+    def __len__(self) -> int:
+        return len(self._index) if self._index is not None else len(self._lazy_strings)
+
+    @property
+    def strings(self) -> list[str]:
+        if self._index is None:
+            return self._lazy_strings
+        return Vocab.strings.fget(self)  # type: ignore[attr-defined]
 
 
 def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, vocab: "Vocab | None", *,
@@ -143,6 +240,18 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
     if not viol.size:  # every row already strictly decreasing: the identity
         return None
     row = np.repeat(np.arange(n, dtype=np.int64), lens)
+    if row_ids is None and n > 64:
+        bad = np.unique(row[viol])
+        if len(bad) * 4 < n:  # most rows already ranked: sort only the others
+            blens = lens[bad]
+            bptr = np.zeros(len(bad) + 1, dtype=np.int64)
+            np.cumsum(blens, out=bptr[1:])
+            idx = np.repeat(ptr[:-1][bad] - bptr[:-1], blens) + np.arange(int(bptr[-1]), dtype=np.int64)
+            sub = trec_order(bptr, scores[idx], docs[idx] if docs is not None else None, vocab)
+            out = np.arange(N, dtype=np.int64)
+            if sub is not None:
+                out[idx] = idx[sub]
+            return out
 
     def by_ids(r: int) -> np.ndarray:
         a, b = int(ptr[r]), int(ptr[r + 1])
@@ -171,11 +280,15 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
     tied_rows = np.flatnonzero(tie.any(axis=1))
     if tied_rows.size:
         if row_ids is None:
+            # string order of the ids in the tied rows only (not the whole vocabulary)
+            in_tied = np.zeros(n, dtype=bool)
+            in_tied[tied_rows] = True
+            sel = in_tied[row]
+            rk = np.full((n, width), np.iinfo(np.int64).max)
             if square:
-                rk = (-vocab.rank_key[docs]).reshape(n, width)
+                rk.reshape(-1)[sel] = -vocab.rank_key_of(docs[sel])
             else:
-                rk = np.full((n, width), np.iinfo(np.int64).max)
-                rk[row, col] = -vocab.rank_key[docs]
+                rk[row[sel], col[sel]] = -vocab.rank_key_of(docs[sel])
             o[tied_rows] = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
         else:
             for r in tied_rows.tolist():

@@ -342,7 +342,9 @@ def score_retrieval(
         keys[f"slice:{s}"] = [(r.get("slices") or {}).get(s) for r in rows]
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
-        "conventions": "trec_eval -c; k counts unique ids; ties: score desc, doc id desc",
+        "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "
+                       "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
+                       "doc id desc",
     }
     if corpus is not None:
         meta["corpus"] = {"source": corpus.source, "documents": len(corpus),
