@@ -76,11 +76,11 @@ def test_cli_json(kgro, tmp_path, capsys):
                "--shapes", str(SHAPES)])
     assert rc == 0
     payload = json.loads(capsys.readouterr().out)
-    fam = payload["families"]["conformance"]
-    assert fam["metrics"]["schema_validity"]["numerator"] == 2 and fam["metrics"]["schema_validity"]["denominator"] == 5
-    assert fam["metrics"]["triple_precision"]["value"] == 0.5
-    assert fam["breakdowns"]["slice:intent"]["relations"]["n"] == 2
-    assert payload["families"]["conformance_shacl"]["metrics"]["shacl_conformance"]["numerator"] == 2
+    m = payload["metrics"]
+    assert m["conformance.schema_validity"]["numerator"] == 2 and m["conformance.schema_validity"]["denominator"] == 5
+    assert m["conformance.triple_precision"]["value"] == 0.5
+    assert payload["breakdowns"]["slice:intent"]["relations"]["n"] == 2
+    assert payload["shacl"]["metrics"]["shacl_conformance"]["numerator"] == 2
     assert payload["schema"]["vocabularies"]["technique"] == {"size": 8, "mode": "enum"}
     exported = json.loads(out_schema.read_text())
     from kg_rageval.ontology.cache import load_compiled
@@ -90,8 +90,9 @@ def test_cli_json(kgro, tmp_path, capsys):
                "--data", str(FIX / "records.jsonl"), "--format", "json", "--no-rows", "--engine", "jsonschema",
                "--export-schema", str(out_schema), "--export-flavor", "openai"])
     assert rc == 0
-    again = json.loads(capsys.readouterr().out)["families"]["conformance"]
-    assert again["sums"] == fam["sums"] and "rows" not in again
+    again = json.loads(capsys.readouterr().out)
+    assert again["evaluations"]["conformance"]["sums"] == payload["evaluations"]["conformance"]["sums"]
+    assert "rows" not in again
     wrapped = json.loads(out_schema.read_text())
     assert wrapped["type"] == "json_schema" and wrapped["json_schema"]["schema"]["required"] == ["technique", "tactic"]
 

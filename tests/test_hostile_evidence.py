@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kg_rageval.audit.manifest import verify_manifest
+from kg_rageval.audit.verify import verify_manifest
 from kg_rageval.audit.reports import ALL_FILES, LOCK, out_lock, sha256_file
 from kg_rageval.errors import InputError
 from kg_rageval.ontology import OntologyBuilder, load_ontology

@@ -226,11 +226,17 @@ def test_unknown_ids_error_or_count(kb):
                                    "pred": [m(0, 2, "YY"), m(3, 4, "ZZ")]}}
     msg = _err(kb, rec, UnknownIdError)
     assert "'ZZ'" in msg and "mentions.gold[1].id" in msg and "record 'q'" in msg
-    ev = score_linking(kb, [rec], on_unknown="count")
+    # a predicted id the ontology lacks is counted by default, never an abort
+    only_pred = {"id": "p", "mentions": {"gold": [m(0, 2, "E1")], "pred": [m(0, 2, "YY")]}}
+    v = vals(score_linking(kb, [only_pred]))
+    assert v["unknown_ids"] == 1 and v["wrong_link_not_in_ontology"] == 1.0
+    with pytest.raises(UnknownIdError, match="'YY'.*on_unknown='count'"):
+        score_linking(kb, [only_pred], on_unknown="error")
+    ev = score_linking(kb, [rec], on_unknown_gold="count")
     v = vals(ev)
     assert v["unknown_ids"] == 3  # gold ZZ, pred YY, pred ZZ
     assert v["strong_link_match_recall"] == 0.5  # ZZ = ZZ by string
-    assert v["wrong_links"] == 1 and ev.stats["rel_unknown"].sum() == 1
+    assert v["wrong_links"] == 1 and ev.stats["rel_not_in_ontology"].sum() == 1
     assert v["hierarchical_precision"] is None  # no pair of ontology nodes
     with pytest.raises(InputError):
         score_linking(kb, [rec], on_unknown="ignore")
@@ -421,7 +427,8 @@ def test_slice_values_that_are_lists_stay_one_column(kb):
     recs = [{"id": f"r{k}", "slices": {"tags": ["a", "b"], "lang": "en"},
              "mentions": {"gold": [m(0, 2, "E1")], "pred": [m(0, 2, "E1")]}} for k in range(2)]
     ev = score_linking(kb, recs)
-    assert ev.keys["slice:tags"].shape == (2,) and ev.keys["slice:tags"][0] == ["a", "b"]
+    # one column; its value is the slice's text, as in every family (records.slice_text)
+    assert ev.keys["slice:tags"].shape == (2,) and ev.keys["slice:tags"][0] == '["a", "b"]'
     assert ev.breakdown("slice:lang")["en"]["n"] == 2
 
 

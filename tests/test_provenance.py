@@ -208,14 +208,14 @@ def test_cli_score_provenance_json(tmp_path):
     res = CliRunner().invoke(cli, [
         "score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
         "--corpus", str(FIX / "corpus.jsonl"), "--repeat", str(FIX / "prov_repeat.jsonl"),
-        "--manifest", str(FIX / "manifest.json"), "--prov-out", str(trail), "--format", "json"])
+        "--manifest", str(FIX / "manifest.json"), "--prov-out", str(trail), "--format", "json", "--rows"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    fam = out["families"]
-    assert fam["citations"]["metrics"]["citation_completeness"]["numerator"] == 5
-    assert fam["provenance_depth"]["metrics"]["provenance_depth"]["value"] == pytest.approx(0.4)
-    assert fam["reproducibility"]["metrics"]["identical_rate"]["value"] == pytest.approx(1 / 3)
+    m = out["metrics"]
+    assert m["provenance.citation_completeness"]["numerator"] == 5
+    assert m["provenance.provenance_depth"]["value"] == pytest.approx(0.4)
+    assert m["provenance.identical_rate"]["value"] == pytest.approx(1 / 3)
     assert out["manifest"]["all_complete"] is True
     assert out["prov"]["conforms"] is False and out["prov"]["violations"] == 3
     assert trail.exists() and "prov:wasDerivedFrom" in trail.read_text()
-    assert len(fam["citations"]["rows"]) == 4
+    assert len([r for r in out["rows"] if r["member"] == "citations"]) == 4

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,7 +56,8 @@ class OntologyInput(_Strict):
     @field_validator("path")
     @classmethod
     def _no_uri_credentials(cls, v: str) -> str:
-        return _refuse_uri_credentials(v)
+        _refuse_uri_credentials(v)
+        return v
 
 
 def _refuse_uri_credentials(uri: str | None) -> str | None:
@@ -162,6 +163,10 @@ class CoverageConfig(_Strict):
     thin: int = Field(5, ge=1)
 
 
+ReportFormat = Literal["json", "markdown", "html", "junit"]
+REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "html", "junit")
+
+
 class WriteBackConfig(_Strict):
     """Write the per-node roll-up back into a graph database (``report.write_back``).
 
@@ -187,9 +192,7 @@ class WriteBackConfig(_Strict):
 
 
 class ReportConfig(_Strict):
-    formats: list[Literal["json", "markdown", "html", "junit"]] = Field(
-        default_factory=lambda: ["json", "markdown", "html", "junit"]
-    )
+    formats: list[ReportFormat] = Field(default_factory=lambda: list(REPORT_FORMATS))
     top_branches: int = Field(10, ge=1)
     node_rollup: bool = True
     write_back: WriteBackConfig | None = None
@@ -217,6 +220,9 @@ class AuditConfig(_Strict):
     report: ReportConfig = Field(default_factory=ReportConfig)
     seed: int = 0
     judge: dict[str, Any] = Field(default_factory=dict)
+    testset_manifest: str | None = None
+    """A test-set manifest (``kg-rageval testset check``): its file hash and stated ``hash`` are
+    cited in the audit manifest."""
     limits: dict[str, int | str] = Field(default_factory=dict)
     """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.limits`)."""
 
@@ -251,6 +257,12 @@ class AuditConfig(_Strict):
     _raw_hash: str = ""
 
     # ---------------------------------------------------------------- helpers
+    @overload
+    def path(self, value: str) -> Path: ...
+
+    @overload
+    def path(self, value: None) -> None: ...
+
     def path(self, value: str | None) -> Path | None:
         """A config path resolved against the config file's directory."""
         if value is None:

@@ -145,7 +145,7 @@ def _branch_of(ontology: Any, node: str | None, depth: int) -> str:
     shallower than ``depth``."""
     if node is None:
         return "(no gold node)"
-    i = ontology._index.get(node)
+    i = ontology.id_index.get(node)
     if i is None:
         return "(not in ontology)"
     want = depth
@@ -172,7 +172,7 @@ def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
     def branch_of(node: str | None) -> str:
         if node is None:
             return "(no gold node)"
-        i = ontology._index.get(node)
+        i = ontology.id_index.get(node)
         if i is None:
             return "(not in ontology)"
         return next((b for b, sub in subtrees if i in sub), "(other)")

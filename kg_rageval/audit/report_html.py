@@ -10,10 +10,11 @@ from html import escape as _html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..fmt import fmt_value
 from .escape import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -44,11 +45,7 @@ def escape(s: Any, quote: bool = True) -> str:
 
 
 def _f(x: Any, nd: int = 4) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:.{nd}f}"
-    return escape(str(x))
+    return escape(fmt_value(x, nd))
 
 
 def _table(headers: list[str], rows: Iterable[list[str]], num_cols: Iterable[int] = ()) -> str:

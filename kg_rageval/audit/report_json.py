@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 REPORT_VERSION = 1
 

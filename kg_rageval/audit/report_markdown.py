@@ -5,20 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..fmt import fmt_value
 from .escape import md, md_code
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 _ICON = {"pass": "PASS", "fail": "FAIL", "missing": "MISSING"}
 
 
-def _f(x: Any) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:.4f}"
-    return str(x)
+_f = fmt_value
 
 
 def _cell(s: Any) -> str:

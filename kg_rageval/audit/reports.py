@@ -32,7 +32,7 @@ from ..errors import InputError
 from .manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 FILES = {"json": "report.json", "markdown": "report.md", "html": "report.html", "junit": "junit.xml"}
 MANIFEST = "manifest.json"

@@ -35,48 +35,12 @@ import numpy as np
 
 from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
 from ..errors import ConfigError, InputError, KgRagevalError
-from ..evaluation import Evaluation, Metric
+from ..evaluation import Evaluation, Metric, bootstrap_weights, percentile_interval
 from .config import AuditConfig
 from .families import FamilyRun
 from .evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
 from .gates import Gate, GateResult, evaluate_gates, metric_dict
-
-
-@dataclass
-class AuditResult:
-    """Everything an audit decided and measured; reports render this object."""
-
-    config: AuditConfig
-    ontology: Any
-    n_records: int
-    families: dict[str, FamilyRun]
-    metrics: dict[str, Metric]
-    gate_results: list[GateResult]
-    slices: dict[str, dict[str, Any]] = field(default_factory=dict)
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    drivers: list[dict[str, Any]] = field(default_factory=list)
-    coverage: dict[str, Any] = field(default_factory=dict)
-    relations: dict[str, dict[str, int]] = field(default_factory=dict)
-    exclusions: dict[str, Any] = field(default_factory=dict)
-    baseline: dict[str, Any] | None = None
-    counts: dict[str, Any] = field(default_factory=dict)
-    manifest: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.gate_results) and all(r.status == "pass" for r in self.gate_results)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.passed else 1
-
-    def status_counts(self) -> dict[str, int]:
-        out = {"pass": 0, "fail": 0, "missing": 0}
-        for r in self.gate_results:
-            out[r.status] += 1
-        return out
+from .result import AuditResult
 
 
 # ---------------------------------------------------------------------- inputs
@@ -459,7 +423,7 @@ def _check_gate_metrics(gates: Iterable[Gate], index: MetricIndex, config: Audit
         if mn.delta or mn.qualified in index.by_name or (mn.family is None and mn.metric in index.bare):
             continue
         fam = mn.family
-        if fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
+        if fam is not None and fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
             close = difflib.get_close_matches(name, list(index.by_name), n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
             bad.append(f"{g}: no family produces metric {name!r}{hint}")
@@ -598,6 +562,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     per-query deltas of the gated metrics are listed (worst first, 50 at most)."""
     from ..records import read_records
 
+    assert config.baseline is not None
     bpath = config.path(config.baseline.records)
     if not bpath.exists():
         raise InputError("baseline records file does not exist", source=config.source,
@@ -660,19 +625,19 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             fin = ev.family.finalize
             tc = fin(dict(zip(names, mc.sum(0).tolist())))
             tb = fin(dict(zip(names, mb.sum(0).tolist())))
-            rng = np.random.default_rng(b.seed)
             n = len(common)
-            samples: dict[str, list[float]] = {m: [] for m in tc}
             wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
             resamples = b.n_resamples if (wanted or b.always) else 0
-            for _ in range(resamples):
-                w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
-                rc = fin(dict(zip(names, (w @ mc).tolist())))
-                rb = fin(dict(zip(names, (w @ mb).tolist())))
-                for m in tc:
-                    if rc[m].value is not None and rb.get(m) is not None and rb[m].value is not None:
-                        samples[m].append(rc[m].value - rb[m].value)
-            alpha = (1 - b.level) / 2
+            samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
+            # paired: the same record draws (records aligned by id above) for both systems
+            for lo, w in bootstrap_weights(n, resamples, b.seed) if resamples else ():
+                for j, (rowc, rowb) in enumerate(zip((w @ mc).tolist(), (w @ mb).tolist())):
+                    rc = fin(dict(zip(names, rowc)))
+                    rb = fin(dict(zip(names, rowb)))
+                    for m in tc:
+                        vc_, vb_ = rc[m].value, rb[m].value if rb.get(m) is not None else None
+                        if vc_ is not None and vb_ is not None:
+                            samples[m][lo + j] = vc_ - vb_
             for m in tc:
                 key = f"delta:{fam}.{m}"
                 vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
@@ -680,11 +645,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                     d = Metric(key, None, missing=f"{m} undefined for "
                                f"{'candidate' if vc is None else 'baseline'} on {n} paired records")
                 else:
-                    s = samples[m]
-                    ci = None
-                    if resamples and len(s) * 2 >= resamples and n >= b.min_units:
-                        lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
-                        ci = (float(lo), float(hi))
+                    ci = (percentile_interval(samples[m], resamples, b.level)
+                          if resamples and n >= b.min_units else None)
                     d = Metric(key, float(vc - vb), None, None, None, ci)
                 primary.append(key)
                 deltas[key] = d

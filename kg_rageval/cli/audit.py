@@ -127,7 +127,7 @@ def _text(result, written: dict[str, str], quiet: bool) -> str:
 
 
 def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> int:
-    from ..audit.manifest import verify_manifest
+    from ..audit.verify import verify_manifest
 
     res = verify_manifest(manifest, config_path=config_path, progress=not quiet)
     if fmt == "json":

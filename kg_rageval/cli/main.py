@@ -24,6 +24,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "audit": "kg_rageval.cli.audit:audit",
         "compare": "kg_rageval.cli.compare:command",
         "metrics": "kg_rageval.cli.metrics:metrics",
+        "testset": "kg_rageval.cli.testset:testset",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -34,6 +35,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "provenance": "kg_rageval.cli.score_provenance:command",
         "judges": "kg_rageval.cli.score_judges:command",
         "system": "kg_rageval.cli.score_system:command",
+        "relations": "kg_rageval.cli.score_relations:command",
     },
 }
 
@@ -44,6 +46,7 @@ HELP = {
     "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
     "compare": "Compare N retrieval systems: paired tests, corrections, CIs, per ontology branch.",
     "metrics": "List every metric: family, formula, parameters, direction.",
+    "testset": "Build, plan, split and check ontology-driven test sets.",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",
@@ -52,6 +55,7 @@ HELP = {
     "provenance": "Citation completeness, provenance depth and reproducibility.",
     "judges": "Judge calibration vs human labels, PPI, position bias, judge agreement.",
     "system": "Latency quantiles, cost, tokens, cache hits, context coverage (records or OTLP traces).",
+    "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
 }
 
 

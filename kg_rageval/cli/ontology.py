@@ -25,7 +25,8 @@ def _load_options(f):
 @format_option
 def inspect(file, ontology_format, fmt) -> None:
     """Counts and structure of an ontology: nodes, edges, roots, depth, multi-parent nodes,
-    deprecated/revoked concepts, properties and loader diagnostics.
+    deprecated/revoked concepts, properties, instances by kind, relation triples by predicate
+    and loader diagnostics.
 
     FILE_OR_URI is an ontology file or a graph database URI (bolt://, neo4j://) read with
     --mapping (a preset or a mapping file); credentials come from KG_RAGEVAL_NEO4J_USER /
@@ -55,6 +56,10 @@ def _render_inspect(s: dict) -> str:
         ["labelled / synonyms / definitions", f"{s['labelled']} / {s['with_synonyms']} / {s['with_definition']}"],
         ["node types", ", ".join(f"{k}={v}" for k, v in s["node_types"].items()) or "—"],
         ["object properties", len(s["properties"])],
+        ["instances", f"{s.get('instances', 0)}" + (": " + ", ".join(f"{k}={v}" for k, v in s["instances_by_kind"].items())
+                                                      if s.get("instances_by_kind") else "")],
+        ["relation triples", f"{s.get('relations', 0)}" + (": " + ", ".join(f"{k}={v}" for k, v in s["relations_by_predicate"].items())
+                                                            if s.get("relations_by_predicate") else "")],
         ["ancestor closure entries", s["ancestor_closure_entries"]],
         ["content hash", s["content_hash"]],
         ["load time (s)", s["load_seconds"]],

@@ -8,16 +8,18 @@ import click
 from .common import (
     breakdown_keys,
     data_option,
-    emit,
+    emit_score,
     family_kwargs,
     family_options,
-    format_option,
     load_ontology_cli,
     metrics_table,
     ontology_format_option,
     ontology_option,
-    ontology_ref,
+    score_output_options,
+    score_payload,
+    short_metrics,
     table,
+    with_intervals,
 )
 
 
@@ -31,9 +33,9 @@ from .common import (
                    "outcome or slice:<name> (repeatable). Slices are included by default.")
 @click.option("--sweep/--no-sweep", default=True, show_default=True,
               help="Confidence sweep (P/R at score thresholds) when every prediction has a score.")
-@click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-mention rows in JSON output.")
-@format_option
-def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, fmt, **kwargs) -> None:
+@score_output_options
+def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, fmt, ci, ci_level, seed,
+            **kwargs) -> None:
     """Mention detection, disambiguation, strong_*_match, NIL handling and hierarchy-aware errors."""
     from ..contract import get_scorer
     from ..linking import confidence_sweep
@@ -41,27 +43,23 @@ def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, 
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    ev = get_scorer("linking").score(onto, records, **family_kwargs("linking", kwargs)).single
+    result = get_scorer("linking").score(onto, records, **family_kwargs("linking", kwargs))
+    ev = result.single
     keys = breakdown_keys(ev, breakdowns)
-    payload = {
-        "command": "score linking",
-        "data": data_path,
-        "ontology": ontology_ref(onto),
-        **ev.to_dict(rows=rows, breakdowns=keys),
-        # after to_dict: its n_records counts records with rows; this counts the file's records
-        "records_read": len(records),
-        "confidence_sweep": confidence_sweep(ev) if sweep else None,
-    }
-    emit(payload, fmt, lambda p: _render(p, ev, keys))
+    canonical = with_intervals(result, ci, ci_level, seed)
+    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=keys, metrics=canonical)
+    payload["confidence_sweep"] = confidence_sweep(ev) if sweep else None
+    emit_score(payload, fmt, lambda p: _render(p, ev, keys, short_metrics(canonical, "linking")))
 
 
-def _render(payload: dict, ev, keys: list[str]) -> str:
-    meta = payload.get("meta", {})
-    parts = [f"{payload['records_read']} records read, {meta.get('records_scored', 0)} scored, "
+def _render(payload: dict, ev, keys: list[str], metrics: dict) -> str:
+    meta = ev.meta
+    parts = [f"{payload['counts']['records']} records read, {meta.get('records_scored', 0)} scored, "
              f"{len(ev)} rows ({meta.get('alignment')} alignment)"]
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
-    parts.append(metrics_table(ev.metrics()))
+    parts.append(metrics_table(metrics))
     for k in keys:
         rows = []
         for value, g in ev.breakdown(k).items():

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
 from ..ontology.model import STATUS_NAMES, Ontology
 from ..records import absent_answer_code
 from ..ontology.validate import load_shapes  # noqa: F401 - part of this module's API
@@ -52,11 +52,11 @@ class ShaclFamily(Family):
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         miss = "no records with answer.output"
-        return {
-            "shacl_conformance": ratio("shacl_conformance", s["conforming"], s["outputs"], missing=miss),
-            "violations_per_output": ratio("violations_per_output", s["violations"], s["outputs"], missing=miss),
-            "unrenderable_rate": ratio("unrenderable_rate", s["unrenderable"], s["outputs"], missing=miss),
-        }
+        return named(
+            ratio("shacl_conformance", s["conforming"], s["outputs"], missing=miss),
+            ratio("violations_per_output", s["violations"], s["outputs"], missing=miss),
+            ratio("unrenderable_rate", s["unrenderable"], s["outputs"], missing=miss),
+        )
 
 
 SHACL_FAMILY = ShaclFamily()
@@ -99,7 +99,7 @@ def render_outputs(
     g.bind("kgro", K)
     node_fields, triple_fields = _id_fields(spec)
     seen: set[str] = set()
-    idx = ontology._index
+    idx = ontology.id_index
 
     def describe(i: int) -> None:
         for a in ontology.ancestor_indices(i).tolist():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .ids import ID_PARAMS, NOT_IN_ONTOLOGY
 from .metrics import MetricSpec, metric_specs
 from .params import Param
 from .scorer import Input, Scorer
@@ -24,7 +25,7 @@ def _p(name: str, kind: str, default: Any, help: str, **kw: Any) -> Param:
 
 
 # ---------------------------------------------------------------------- hierarchy
-_H_ERR = HIER_RELATIONS + ("inactive", "multi", "nil_gold", "nil_pred", "unknown")
+_H_ERR = HIER_RELATIONS + ("inactive", "multi", "nil_gold", "nil_pred", NOT_IN_ONTOLOGY)
 HIERARCHY = Scorer(
     name="hierarchy",
     target="kg_rageval.hierarchy:score_hierarchy",
@@ -35,11 +36,7 @@ HIERARCHY = Scorer(
            "free credit)."),
         _p("lca_bounded", "bool", False, "Kosmopoulos' LCA-bounded hP/hR (one gold and one predicted node per "
            "record)."),
-        _p("on_unknown", "str", "error", "Ids the ontology lacks: fail, score them as their own error "
-           "category, or map alternative ids (OBO alt_id) to their concept and fail on the rest.",
-           choices=("error", "count", "alias")),
-        _p("on_status", "str", "error", "Deprecated/revoked ids: fail, count them as a category, or map to "
-           "their replacement.", choices=("error", "count", "replace")),
+        *ID_PARAMS,
         _p("wup_lcs", "str", "nltk", "Wu-Palmer subsumer: NLTK's (deepest min-depth) or the deepest "
            "max-depth.", choices=("nltk", "max_depth")),
         _p("wup_identical", "str", "one", "Wu-Palmer of a node with itself: 1, or NLTK's value (may be "
@@ -78,8 +75,7 @@ LINKING = Scorer(
     description="Entity linking and NIL evaluation (mentions section).",
     params=(
         _p("overlap", "bool", False, "Align overlapping spans (greedy one-to-one) instead of identical spans."),
-        _p("on_unknown", "str", "error", "An id not in the ontology: stop with an error, or count it "
-           "(unknown_ids).", choices=("error", "count")),
+        *ID_PARAMS,
         _p("allow_overlapping_gold", "bool", False, "Permit nested or crossing gold spans."),
     ),
     metrics=metric_specs("linking", "linking", [
@@ -99,7 +95,9 @@ LINKING = Scorer(
         ("correct_abstentions", "none", "NIL gold spans predicted NIL (count)"),
         ("abstention_rate", "lower", "abstentions / matched in-KB gold spans"),
         ("wrong_links", "none", "matched in-KB spans linked to another node (count)"),
-        ("unknown_ids", "none", "predicted ids not in the ontology (count, on_unknown='count')"),
+        ("unknown_ids", "none", "ids not in the ontology, counted (predicted by default; gold with "
+         "on_unknown_gold='count')"),
+        ("inactive_ids", "none", "predicted deprecated/revoked ids, flagged with their replacement (count)"),
         ("missing_run_rate", "lower", "records with gold mentions but no mentions.pred (scored as no "
          "predicted mentions) / records with gold mentions"),
         ("hierarchical_precision", "higher", "Σ|anc(pred) ∩ anc(gold)| / Σ|anc(pred)| over matched links"),
@@ -107,7 +105,7 @@ LINKING = Scorer(
         ("hierarchical_f1", "higher", "2·hP·hR / (hP + hR)"),
         ("wu_palmer", "higher", "mean Wu-Palmer similarity of matched links"),
     ] + [(f"wrong_link_{r}", "lower", f"wrong links whose relation is {r!r} / wrong links")
-         for r in HIER_RELATIONS]),
+         for r in HIER_RELATIONS + (NOT_IN_ONTOLOGY,)]),
 )
 
 # ---------------------------------------------------------------------- retrieval
@@ -149,6 +147,7 @@ RETRIEVAL = Scorer(
            input="corpus"),
         _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
            "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+        *ID_PARAMS,
     ),
     template_values=_retrieval_values,
     metrics=metric_specs("retrieval", "retrieval", [
@@ -199,6 +198,7 @@ CONFORMANCE = Scorer(
         _p("engine", "str", "compiled", "Schema check: the compiled checker of the derived schema, the "
            "jsonschema Draft 2020-12 validator (reference), or the equivalent pydantic model.",
            choices=("compiled", "jsonschema", "pydantic")),
+        *ID_PARAMS,
     ),
     metrics=metric_specs("conformance", "conformance", [
         ("schema_validity", "higher", "outputs valid against the derived JSON Schema / outputs"),
@@ -213,6 +213,10 @@ CONFORMANCE = Scorer(
         ("domain_conformance", "higher", "triples whose subject satisfies the predicate's domain / checkable"),
         ("range_conformance", "higher", "triples whose object satisfies the predicate's range / checkable"),
         ("domain_range_conformance", "higher", "triples satisfying domain and range / checkable triples"),
+        ("edge_support", "higher", "output triples the knowledge graph holds / triples with known ends and predicate"),
+        ("hallucinated_edge_rate", "lower", "output triples the graph lacks / triples with known ends and predicate"),
+        ("hallucinated_edges", "lower", "output triples the graph lacks (count)"),
+        ("cardinality_conformance", "higher", "(subject, predicate) pairs within max_cardinality / pairs checked"),
         ("semantic_precision", "higher", "predicted ids equal to the reference's / predicted ids"),
         ("semantic_recall", "higher", "reference ids predicted / reference ids"),
         ("valid_but_wrong_rate", "lower", "valid known ids that differ from the reference / compared ids"),
@@ -239,6 +243,7 @@ GENERATION = Scorer(
         _p("nli_model", "path", None, "Local NLI cross-encoder directory (for judge=nli; never downloaded).",
            nullable=True),
         _p("n_bins", "int", 10, "Calibration bins (equal width).", minimum=1, flags=("--bins",)),
+        *ID_PARAMS,
         _p("linker", "object", None, "Library only: the concept linker (default: the ontology's dictionary "
            "linker)."),
     ),
@@ -256,6 +261,7 @@ GENERATION = Scorer(
         ("concept_hP", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(answer concepts)|"),
         ("concept_hR", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(reference concepts)|"),
         ("concept_hF1", "higher", "2·hP·hR / (hP + hR) of the concepts"),
+        ("concepts_not_in_ontology", "none", "given concept ids the ontology lacks (count; predicted by default)"),
     ]) + metric_specs("generation", "refusal", [
         ("refusal_precision", "higher", "correct refusals / refusals"),
         ("refusal_recall", "higher", "correct refusals / records that should abstain"),
@@ -303,7 +309,58 @@ PROVENANCE = Scorer(
     ]),
 )
 
-BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE)
-DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance")
+
+# ---------------------------------------------------------------------- relations
+_END_RELS = ("parent", "ancestor", "child", "descendant", "sibling", "cousin", "unrelated")
+RELATIONS = Scorer(
+    name="relations",
+    target="kg_rageval.relations:score_relations",
+    sections=("relations",),
+    description="Relation answers against the knowledge graph: triple P/R/F1 with hierarchy-aware partial "
+                "credit, QALD answer sets with NIL, KG-grounded faithfulness (relations section).",
+    params=(
+        _p("partial_credit", "float", 0.5, "Credit of a triple end one level apart in the hierarchy (a technique "
+           "for its sub-technique); a triple's credit is the product over its ends; 0 disables soft matching.",
+           minimum=0.0),
+    ),
+    metrics=metric_specs("relations", "relations", [
+        ("triple_precision", "higher", "Σ exact answer triples / Σ answer triples (records with non-empty gold)"),
+        ("triple_recall", "higher", "Σ exact answer triples / Σ gold triples"),
+        ("triple_f1", "higher", "2·P·R / (P + R) of the triples"),
+        ("soft_triple_precision", "higher", "(Σ exact + Σ partial credit) / Σ answer triples"),
+        ("soft_triple_recall", "higher", "(Σ exact + Σ partial credit) / Σ gold triples"),
+        ("soft_triple_f1", "higher", "2·P·R / (P + R) of the soft triple P and R"),
+        ("triple_macro_precision", "higher", "mean over records with gold and answer triples of exact / answer"),
+        ("triple_macro_recall", "higher", "mean over records with gold triples of exact / gold"),
+        ("triple_macro_f1", "higher", "mean over records with gold triples of the per-record F1"),
+        ("partial_matches", "none", "answer triples matched with partial credit (count)"),
+        ("triple_nil_accuracy", "higher", "records with empty gold and empty answer / records with empty gold"),
+        ("triple_nil_correct", "none", "records with empty gold and empty answer (correct abstentions)"),
+        ("triple_nil_over_answered", "lower", "records with empty gold and a non-empty answer (count)"),
+        ("triple_unknown_ids", "lower", "answer triples naming an id that is neither node nor instance (count)"),
+        ("triple_unknown_predicates", "lower", "answer triples with a predicate the ontology lacks (count)"),
+        ("wrong_unanchored", "none", "wrong answer triples sharing no predicate + end with a gold triple (count)"),
+    ] + [(f"wrong_{side}_{r}", "none", f"wrong {side} ends whose relation to the gold end is {r!r} / wrong ends")
+         for side in ("subject", "object") for r in _END_RELS] + [
+        ("answer_macro_precision", "higher", "mean over answered questions with gold of |A ∩ G| / |A|"),
+        ("answer_macro_recall", "higher", "mean over questions with gold of |A ∩ G| / |G|"),
+        ("answer_macro_f1", "higher", "mean over questions with gold of the per-question F1 (abstention 0)"),
+        ("answer_micro_precision", "higher", "Σ |A ∩ G| / Σ |A| over all questions"),
+        ("answer_micro_recall", "higher", "Σ |A ∩ G| / Σ |G|"),
+        ("answer_micro_f1", "higher", "2·P·R / (P + R) of the micro answer P and R"),
+        ("answer_abstentions", "none", "questions with gold answers and an empty answer (count)"),
+        ("answer_nil_accuracy", "higher", "NIL questions answered empty / NIL questions"),
+        ("answer_nil_correct", "none", "NIL questions answered empty (count)"),
+        ("answer_nil_over_answered", "lower", "NIL questions with a non-empty answer (count)"),
+        ("answer_unknown_ids", "lower", "answer ids that are neither node nor instance (count)"),
+        ("kg_faithfulness", "higher", "claims the graph holds / claims"),
+        ("kg_contradiction_rate", "lower", "claims the graph rules out (domain, range, cardinality) / claims"),
+        ("kg_not_in_graph_rate", "lower", "claims neither held nor ruled out / claims"),
+        ("claims_unknown", "lower", "claims naming an unknown id or predicate (count)"),
+    ]),
+)
+
+BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE, RELATIONS)
+DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance", "relations")
 
 __all__ = ["BUILTIN", "DETERMINISTIC", "MetricSpec"]

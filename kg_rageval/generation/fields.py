@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import Record, record_error
+from ..records import Record, record_error, slice_text
 
 
 def section(record: Record, name: str) -> dict[str, Any] | None:
@@ -126,7 +126,7 @@ def row_keys(record: Record) -> dict[str, Any]:
     slices = record.get("slices")
     if isinstance(slices, dict):
         for k, v in slices.items():
-            keys[f"slice:{k}"] = None if v is None else str(v)
+            keys[f"slice:{k}"] = slice_text(v)
     return keys
 
 

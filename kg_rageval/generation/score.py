@@ -28,6 +28,7 @@ def score_generation(
     nli_model: str | None = None,
     linker: ConceptLinker | None = None,
     n_bins: int = 10,
+    **ids: Any,
 ) -> EvaluationSet:
     """``{"faithfulness", "correctness", "refusal", "unseen_concepts", "calibration"}`` →
     :class:`Evaluation` (an :class:`EvaluationSet` of family ``generation``), each with its own
@@ -35,15 +36,20 @@ def score_generation(
 
     ``judge``: a :class:`Judge` callable, or by name ``"none"`` (only recorded judgments),
     ``"ontology"`` (the deterministic :class:`OntologyVerifier`) or ``"nli"`` (a local NLI
-    cross-encoder at ``nli_model``; never downloaded)."""
+    cross-encoder at ``nli_model``; never downloaded). Given concept ids (``answer.concepts``,
+    ``reference.concepts``) are resolved by the one id resolver with the ``on_*`` / ``aliases``
+    options (:mod:`kg_rageval.ontology.resolver`)."""
+    from ..ontology import IdOptions
+
+    id_opts = IdOptions.of(**ids)
     records = list(records)
     linker = linker or dictionary_linker(ontology)
     judge_fn = make_judge(ontology, judge, nli_model)
     return EvaluationSet("generation", {
         "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
-        "correctness": score_correctness(records, ontology, linker=linker),
+        "correctness": score_correctness(records, ontology, linker=linker, ids=id_opts),
         "refusal": score_refusal(records),
-        "unseen_concepts": score_unseen(records, ontology, linker=linker),
+        "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=id_opts),
         "calibration": score_calibration(records, n_bins=n_bins),
     })
 

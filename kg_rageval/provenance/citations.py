@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from ..generation.verifiers import sentence_claims
 from ..records import Record, absent_answer_code, record_error
@@ -40,13 +40,13 @@ class CitationFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("citation_precision", sums["cited_gold"], sums["cited"], missing="no citations on records with gold evidence")
         r = ratio("citation_recall", sums["cited_gold"], sums["gold"], missing="no gold evidence")
-        return {
-            "citation_completeness": ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
-            "citation_precision": p,
-            "citation_recall": r,
-            "citation_f1": harmonic("citation_f1", p, r),
-            "no_claims": Metric("no_claims", sums["no_claims"]),
-        }
+        return named(
+            ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
+            p,
+            r,
+            harmonic("citation_f1", p, r),
+            Metric("no_claims", sums["no_claims"]),
+        )
 
 
 def _inline(sentence: str, cites: list[str]) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, flag, row_keys
 from ..records import Record
 from .depth import cited_ids
@@ -30,11 +30,11 @@ class ReproducibilityFamily(Family):
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         miss = "no repeated records"
-        return {
-            "identical_answer_rate": ratio("identical_answer_rate", sums["same_answer"], sums["pairs"], missing=miss),
-            "identical_citation_rate": ratio("identical_citation_rate", sums["same_citations"], sums["pairs"], missing=miss),
-            "identical_rate": ratio("identical_rate", sums["same_both"], sums["pairs"], missing=miss),
-        }
+        return named(
+            ratio("identical_answer_rate", sums["same_answer"], sums["pairs"], missing=miss),
+            ratio("identical_citation_rate", sums["same_citations"], sums["pairs"], missing=miss),
+            ratio("identical_rate", sums["same_both"], sums["pairs"], missing=miss),
+        )
 
 
 def _answer_key(r: Record) -> tuple[str | None, bool]:

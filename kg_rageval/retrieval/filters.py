@@ -93,8 +93,15 @@ def replay(
     filters: Sequence[Sequence[Filter]],
     *,
     where: Sequence[str] | None = None,
+    resolver: Any = None,
+    unknown: list[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Replay each query's filters on its (query, document) pairs.
+
+    Ontology ids in category and ``within`` filters are the system's (predicted) values,
+    resolved by ``resolver`` (a :class:`~kg_rageval.ontology.IdResolver`: CURIE/IRI, aliases);
+    one the ontology lacks raises :class:`UnknownIdError` unless the resolver's ``on_unknown``
+    is ``"count"``: then it matches no document and is appended to ``unknown``.
 
     Parameters
     ----------
@@ -122,7 +129,7 @@ def replay(
     np.cumsum(np.bincount(pair_query, minlength=nq), out=pptr[1:])
     # flatten filters into (query, position, group) and value alternatives
     groups: dict[tuple[str, str], tuple[list[int], list[int], list[int], list[bool]]] = {}
-    oindex = ontology._index
+    oindex = ontology.id_index
     cat = corpus.category_field
     for q, fl in enumerate(filters):
         if pptr[q + 1] == pptr[q]:
@@ -139,9 +146,16 @@ def replay(
                     code = t.values.get(v, -1) if t is not None else -1
                 else:
                     code = oindex.get(v, -1)
+                    if code < 0 and resolver is not None:
+                        code = int(resolver.lookup([v])[0][0])
                     if code < 0:
-                        loc = where[q] if where is not None else f"query {q}"
-                        raise UnknownIdError(v, where=f"{loc}, filter on {f.field!r}")
+                        if resolver is None or resolver.options.on_unknown == "error":
+                            loc = where[q] if where is not None else f"query {q}"
+                            raise UnknownIdError(v, where=f"{loc}, filter on {f.field!r}",
+                                                 hint="on_unknown='count' counts a filter value the ontology "
+                                                      "lacks (it matches no document)")
+                        if unknown is not None:
+                            unknown.append(v)
                 fq.append(q)
                 fj.append(j)
                 fv.append(code)

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..evaluation import Evaluation
-from ..records import Record, where
+from ..records import Record, slice_texts, where
 from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
 from .metrics import RetrievalFamily, evaluate_run
@@ -144,6 +144,7 @@ def score_retrieval(
     attribution_k: int | None = None,
     entitlement_defaults: Mapping[str, Any] | None = None,
     engine: str = "auto",
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``retrieval`` section of ``records`` (see the module docstring).
 
@@ -157,7 +158,16 @@ def score_retrieval(
     attribution_k : the cut-off of the filter/retriever/ranker attribution (default max k).
     entitlement_defaults : principal fields applied to every record that does not set them
         (e.g. ``{"status": "published"}``).
+    on_unknown, on_unknown_gold, on_status, on_status_gold, aliases : the one id-resolution
+        convention (:mod:`kg_rageval.ontology.resolver`). The ontology ids of the logged
+        filters are the system's: one the ontology lacks matches no document and is counted
+        (``meta["filter_ids_not_in_ontology"]``; ``on_unknown="error"`` raises). The corpus
+        categories are data: the corpus reader of the family applies ``on_unknown_gold``.
     """
+    from ..ontology import IdOptions, IdResolver
+
+    resolver = IdResolver(ontology, IdOptions.of(**ids))
+    filter_unknown: list[str] = []
     family = RetrievalFamily(k, gain=gain, attribution_k=attribution_k)
     ks, katt = family.ks, family.attribution_k
     records = list(records)
@@ -290,7 +300,8 @@ def score_retrieval(
         pair_q = np.concatenate([np.full(len(gold_docs_idx[i]), j, dtype=np.int64) for j, i in enumerate(logged)]) if logged else np.zeros(0, np.int64)
         pair_d = np.concatenate([gold_docs_idx[i] for i in logged]) if logged else np.zeros(0, np.int64)
         passes, first_fail = replay(corpus, ontology, pair_q, pair_d, [filt[i] for i in logged],
-                                    where=[where(rows[i], "retrieval.filters") for i in logged])
+                                    where=[where(rows[i], "retrieval.filters") for i in logged],
+                                    resolver=resolver, unknown=filter_unknown)
         off = 0
         diag_pairs: list[tuple[int, int, Filter]] = []
         for j, i in enumerate(logged):
@@ -334,18 +345,21 @@ def score_retrieval(
                     diag_pairs.append((i, ontology.index(gold_node[i]), f))
                 else:
                     details["fe_cause"][i] = f"field:{f.field}"
-        _diagnose(ontology, diag_pairs, details)
+        _diagnose(ontology, diag_pairs, details, resolver)
 
     keys: dict[str, list[Any]] = {"gold_node": gold_node}
     slice_names = sorted({s for r in rows if isinstance(r.get("slices"), Mapping) for s in r["slices"]})
     for s in slice_names:
-        keys[f"slice:{s}"] = [(r.get("slices") or {}).get(s) for r in rows]
+        keys[f"slice:{s}"] = slice_texts([(r.get("slices") or {}).get(s) for r in rows])
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
         "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "
                        "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
                        "doc id desc",
     }
+    if filter_unknown:
+        meta["filter_ids_not_in_ontology"] = sorted(set(filter_unknown))[:50]
+        meta["n_filter_ids_not_in_ontology"] = len(filter_unknown)
     if corpus is not None:
         meta["corpus"] = {"source": corpus.source, "documents": len(corpus),
                           "entitlement_fields": list(corpus.entitlement_fields)}
@@ -369,25 +383,39 @@ def _resolve(ontology, gn: str, rec: Record) -> str:
         raise UnknownIdError(gn, where=where(rec, "retrieval.gold_node"), hint=str(exc)) from None
 
 
-def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]]) -> None:
+def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]],
+              resolver: Any = None) -> None:
     """Relation of each excluding category filter to the query's gold node (vectorised when
-    :func:`kg_rageval.hierarchy.relation_codes` is available)."""
+    :func:`kg_rageval.hierarchy.relation_codes` is available); a filter whose values the
+    ontology lacks (counted, see :func:`score_retrieval`) has the cause ``not_in_ontology``."""
     if not pairs:
         return
+    from ..ontology import NOT_IN_ONTOLOGY
     from ..ontology.model import RELATIONS
     # a filter with several values: the value nearest to the gold node (first by relation order)
     cand_g, cand_v, owner = [], [], []
-    for j, (_, g, f) in enumerate(pairs):
-        for v in f.values:
+    for j, (i, g, f) in enumerate(pairs):
+        vals = list(f.values)
+        idx = resolver.lookup(vals)[0] if resolver is not None else np.asarray([ontology.index(v) for v in vals])
+        known = [int(x) for x in idx.tolist() if x >= 0]
+        if not known:
+            details["fe_cause"][i] = NOT_IN_ONTOLOGY
+            details["fe_under"][i] = None
+            continue
+        for v in known:
             cand_g.append(g)
-            cand_v.append(ontology.index(v))
+            cand_v.append(v)
             owner.append(j)
+    if not owner:
+        return
     codes = _relation_codes(ontology, np.asarray(cand_g), np.asarray(cand_v))
     chosen: dict[int, tuple[int, int]] = {}
     for o, c, v in zip(owner, codes.tolist(), cand_v):
         if o not in chosen or c < chosen[o][0]:
             chosen[o] = (c, v)
     for j, (i, g, f) in enumerate(pairs):
+        if j not in chosen:
+            continue
         c, v = chosen[j]
         details["fe_cause"][i] = RELATIONS[c]
         details["fe_under"][i] = ontology.ids[ontology.lca_index(g, v)]
