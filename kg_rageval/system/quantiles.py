@@ -134,15 +134,11 @@ class QuantileEvaluation(Evaluation):
         ``meta["rollup_skipped"]`` as :meth:`Evaluation.rollup`. The rows of every node come
         from one pass over the ancestor closure: (ancestor, row) pairs sorted by ancestor, so
         the cost is the sum of the subtree sizes, not nodes × rows."""
-        from ..ontology.builder import _gather
-
         idx = self.node_indices(ontology, key)
         ok = idx >= 0
         self.meta["rollup_skipped"] = int((~ok).sum())
         rows = np.flatnonzero(ok)
-        nodes = idx[rows]
-        lens = ontology.anc_ptr[nodes + 1] - ontology.anc_ptr[nodes]
-        anc = _gather(ontology.anc_ptr, ontology.anc_idx, nodes)
+        lens, anc = ontology.ancestor_rows(idx[rows])
         pair_rows = np.repeat(rows, lens)
         order = np.argsort(anc, kind="stable")
         anc, pair_rows = anc[order], pair_rows[order]
