@@ -33,7 +33,7 @@ def test_shacl_shapes_on_fixture_records(attack):
     # checks no domain/range here); r5 lacks the technique and has an extra field
     assert {k: r["conforming"] for k, r in rows.items()} == {"r1": 1, "r2": 0, "r3": 0, "r4": 1, "r5": 0}
     assert rows["r2"]["unrenderable"] == 1
-    assert ev.unscored_counts == {"no answer.output": 1}
+    assert ev.unscored_counts == {"missing output": 1}
     assert ev.metrics()["shacl_conformance"].numerator == 2
     comps = {(r["path"], r["constraint"]) for r in rows["r5"]["results"]}
     assert comps == {("kgro:technique", "sh:MinCountConstraintComponent"), ("kgro:rationale", "sh:ClosedConstraintComponent")}

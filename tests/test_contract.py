@@ -98,8 +98,10 @@ def test_declared_metrics_are_the_metrics_produced(name, demo):
     result = sc.score(demo["ontology"], demo["records"], **_inputs(name, demo))
     produced = set(result.metrics())
     declared = {f"{name}.{m.name}" for m in sc.metrics if m.member in result}
-    values = sc.template_values(sc.validate({})) if sc.template_values else {}
-    declared = {f"{name}.{n}" for m in sc.metrics if m.member in result for n in m.expand(values)}
+    opts = sc.validate({})
+    values = sc.template_values(opts) if sc.template_values else {}
+    declared = {f"{name}.{n}" for m in sc.metrics if m.member in result and m.applies(opts)
+                for n in m.expand(values)}
     assert produced == declared
     for key in produced:  # every produced name resolves to itself
         assert str(resolve_metric(key)) == key

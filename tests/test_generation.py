@@ -532,3 +532,21 @@ def test_bad_field_errors_name_file_record_line_and_field(tmp_path, capsys):
     code = main(["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(data)])
     assert code == 2
     assert capsys.readouterr().err == f"error: {data}, record 'b' (line 2), field answer.text: expected a string, found int\n"
+
+
+def test_correctness_strips_citation_markers_before_em_and_f1():
+    """Issue #19: "90 days [logs]." equals "90 days"; [1] and [doc-1, doc-2] go too."""
+    records = [
+        rec("a", answer={"text": "90 days [logs]."}, reference={"answer": "90 days", "answerable": True}),
+        rec("b", answer={"text": "Paris [1][doc-12]"}, reference={"answer": "Paris"}),
+        rec("c", answer={"text": "Lyon [doc-1, doc-2]."}, reference={"answer": "Paris"}),
+    ]
+    rows = {r["record_id"]: r for r in score_correctness(records).rows()}
+    assert [rows[k]["exact_match"] for k in "abc"] == [1.0, 1.0, 0.0]
+    kept = {r["record_id"]: r for r in score_correctness(records, strip_citations=False).rows()}
+    # "90 days logs" vs "90 days": P 2/3, R 1 → F1 0.8; "paris 1doc12" vs "paris": 2·½·1/1.5
+    assert kept["a"]["exact_match"] == 0.0 and kept["a"]["token_f1"] == pytest.approx(0.8)
+    assert kept["b"]["token_f1"] == pytest.approx(2 / 3)
+    # a bracket of words (with spaces) is text, not a marker
+    plain = score_correctness([rec("d", answer={"text": "90 days [see below]"}, reference={"answer": "90 days"})])
+    assert plain.rows()[0]["exact_match"] == 0.0

@@ -44,7 +44,8 @@ def test_score_linking_overlap_and_text(paths, capsys):
     assert code == 0
     p = json.loads(out.out)
     assert p["metrics"]["linking.mention_precision"]["value"] == 1.0
-    assert p["metrics"]["linking.strong_all_match_recall"]["value"] == pytest.approx(2 / 5)
+    assert p["metrics"]["linking.overlap_all_match_recall"]["value"] == pytest.approx(2 / 5)
+    assert "linking.strong_all_match_recall" not in p["metrics"]
     assert set(p["breakdowns"]["branch"]) == {"car", "boat", "None"}
     assert len(p["rows"]) == 5
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data])

@@ -1,6 +1,7 @@
 """Reproducibility manifest of an audit, and ``--verify``.
 
-The manifest records content hashes (ontology :attr:`Ontology.content_hash`, sha256 of the
+The manifest records content hashes (ontology :attr:`Ontology.content_hash` and the release it
+declares, :attr:`Ontology.version`; the baseline's release when a baseline is compared; sha256 of the
 records, corpus, spec, judgments, baseline and config files), the tool, Python and dependency
 versions, each family's versioned name (``Family.qualified_name``) and options, the seeds and
 bootstrap settings, the judge/model configuration from the config, and a *metrics digest*:
@@ -81,6 +82,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
                    "hash": config.content_hash},
         "inputs": {
             "ontology": _ontology_input(config, ont),
+            "baseline_ontology": ((result.baseline or {}).get("release") or {}).get("baseline_ontology"),
             **{k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
                for k, p in files.items()},
         },
@@ -105,8 +107,8 @@ def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
     raw = config.ontology.path
     p = config.path(raw)
     entry: dict[str, Any] = {"path": redact(str(p) if "://" not in raw else raw),
-                             "content_hash": ont.content_hash, "nodes": len(ont),
-                             "options": _jsonable(config.ontology.options)}
+                             "content_hash": ont.content_hash, "version": getattr(ont, "version", None),
+                             "nodes": len(ont), "options": _jsonable(config.ontology.options)}
     if "://" not in raw and p is not None and p.is_file():
         entry["file_hash"] = file_hash(p)
     return entry

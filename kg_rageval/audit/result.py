@@ -25,6 +25,7 @@ class AuditResult:
     slices: dict[str, dict[str, Any]] = field(default_factory=dict)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     drivers: list[dict[str, Any]] = field(default_factory=list)
+    failing: list[dict[str, Any]] = field(default_factory=list)
     coverage: dict[str, Any] = field(default_factory=dict)
     relations: dict[str, dict[str, int]] = field(default_factory=dict)
     exclusions: dict[str, Any] = field(default_factory=dict)

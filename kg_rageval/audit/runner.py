@@ -159,9 +159,9 @@ def family_options(config: AuditConfig, name: str) -> dict[str, Any]:
 
 
 def configured_families(config: AuditConfig) -> list[str]:
-    """The families the audit runs (all registered ones when ``families`` is empty); an
-    unknown name raises :class:`ConfigError` with a "did you mean"."""
-    names = list(config.families) or list(REGISTRY)
+    """The families the audit runs (all registered ones but the opt-in ones when ``families``
+    is empty); an unknown name raises :class:`ConfigError` with a "did you mean"."""
+    names = list(config.families) or [n for n, sc in REGISTRY.items() if not sc.opt_in]
     for n in names:
         try:
             get_scorer(n)
@@ -172,13 +172,21 @@ def configured_families(config: AuditConfig) -> list[str]:
 
 def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[dict],
                  *, progress: bool = True) -> dict[str, FamilyRun]:
-    """Run every configured family (all registered ones when ``families`` is empty)."""
+    """Run every configured family (all registered ones but the opt-in ones when ``families``
+    is empty)."""
     names = configured_families(config)
     runs: dict[str, FamilyRun] = {}
     bar = _progress(names, "families", progress)
     for name in bar:
-        runs[name] = _run_one(get_scorer(name), inputs, records, family_options(config, name),
-                              dict(config.families.get(name) or {}))
+        try:
+            runs[name] = _run_one(get_scorer(name), inputs, records, family_options(config, name),
+                                  dict(config.families.get(name) or {}))
+        except ConfigError as exc:
+            if exc.source is not None or str(exc).startswith("families."):
+                raise
+            # an option value the family rejected when it ran (e.g. a judge plugin that does not
+            # import: "judge: ..."): name the config key
+            raise ConfigError(f"families.{name}.{exc}", source=config.source) from None
     return runs
 
 
@@ -351,6 +359,10 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     if config.report.node_rollup:
         result.nodes = pernode.node_rollups(runs, ontology)
     result.drivers = pernode.failure_drivers(final, index, ontology, config)
+    from .failing import failing_records
+
+    result.failing = failing_records(final, index, ontology, records, config,
+                                     budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
     result.coverage = pernode.coverage_matrix(records, ontology, inputs.get("corpus"), config.coverage)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = pernode.exclusion_attribution(runs, records, inputs.get("corpus"), ontology,
@@ -449,7 +461,8 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
     * scored as an empty prediction: its per-record ``n_missing_run`` stat is positive
       (hierarchy, linking, retrieval, generation correctness and refusal);
     * only for unscored entries without a code (a family written before codes): a reason
-      containing one of ``patterns`` (``missing_runs.reasons``);
+      equal to one of ``patterns`` (``missing_runs.reasons``; case-insensitive, never a
+      substring match);
     * counted in the numerator of one of ``metric_names`` (``invalid_judgment_rate``) of an
       evaluation without an ``n_missing_run`` stat (these have no record ids).
 
@@ -458,7 +471,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
     from ..records import MISSING_RUN_CODES
 
     codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
-    pats = [p.lower() for p in patterns]
+    pats = {p.strip().lower() for p in patterns}
     unscored_reasons: dict[str, int] = {}
     unscored_codes: dict[str, int] = {}
     missing_ids: set[str] = set()
@@ -475,7 +488,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
                 unscored_codes[str(code)] = unscored_codes.get(str(code), 0) + 1
                 if str(code) not in codes:
                     continue
-            elif not any(p in reason.lower() for p in pats):
+            elif reason.strip().lower() not in pats:  # exact reasons, never substrings
                 continue
             rid = u.get("record_id", u.get("id"))
             if rid is not None:
@@ -568,10 +581,20 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         raise InputError("baseline records file does not exist", source=config.source,
                          location=f"baseline.records = {config.baseline.records!r}")
     base_records = read_records(bpath)
+    from ..drift.release import baseline_release, load_baseline_ontology
+
+    release = baseline_release(config, inputs["ontology"], base_records, inputs["records"],
+                               load_baseline_ontology(config))  # refuses another release
     binputs = dict(inputs)
     binputs["records"] = base_records
+    binputs["ontology"] = release.ontology
     bcfg = config.model_copy()
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
+    # the PROV-O trail describes the audited run only; the baseline needs none
+    bfams = {n: dict(config.families.get(n) or {}) for n in configured_families(config)}
+    if "provenance" in bfams:
+        bfams["provenance"]["trail"] = False
+    bcfg.families = bfams
     bruns = run_families(bcfg, binputs, base_records, progress=progress)
     b = config.bootstrap
     fams = configured_families(config)
@@ -596,8 +619,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             bev = brun.result.get(member)
             if bev is None or ev.family.qualified_name != bev.family.qualified_name:
                 continue
-            ids_c, st_c = ev.per_record_stats()
-            ids_b, st_b = bev.per_record_stats()
+            # another ontology release: only the comparable records take part (drift.release)
+            ids_c, st_c = release.restrict(*ev.per_record_stats())
+            ids_b, st_b = release.restrict(*bev.per_record_stats())
             common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
             names = list(st_c)
             union = np.union1d(ids_c, ids_b)
@@ -677,5 +701,6 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
         "primary": sorted(set(primary)),
         "worst_queries": per_query,
+        "release": release.to_dict(),
     }
     return info, deltas

@@ -231,7 +231,9 @@ def _click_option(p: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         kw["default"] = tuple(p.default or ())
     else:
         kw["default"] = p.default
-    if p.choices:
+    if p.choices and p.pattern:  # checked by the declaration when the family binds
+        kw["metavar"] = "|".join(p.choices) + "|" + (p.pattern_text or "PATTERN").upper()
+    elif p.choices:
         kw["type"] = click.Choice(list(p.choices))
     elif p.kind in ("int", "int_list"):
         kw["type"] = click.IntRange(min=int(p.minimum)) if p.minimum is not None else click.INT

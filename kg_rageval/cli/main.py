@@ -22,6 +22,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "score": "kg_rageval.cli.main:score",
         "link": "kg_rageval.cli.link:link",
         "audit": "kg_rageval.cli.audit:audit",
+        "records": "kg_rageval.cli.drift:records",
         "compare": "kg_rageval.cli.compare:command",
         "metrics": "kg_rageval.cli.metrics:metrics",
         "testset": "kg_rageval.cli.testset:testset",
@@ -35,15 +36,17 @@ COMMANDS: dict[str, dict[str, str]] = {
         "provenance": "kg_rageval.cli.score_provenance:command",
         "judges": "kg_rageval.cli.score_judges:command",
         "system": "kg_rageval.cli.score_system:command",
+        "preference": "kg_rageval.cli.score_preference:command",
         "relations": "kg_rageval.cli.score_relations:command",
     },
 }
 
 HELP = {
-    "ontology": "Inspect, validate and compile ontologies.",
+    "ontology": "Inspect, validate, compile and diff ontologies.",
     "score": "Score one metric family over a records file.",
     "link": "Run a baseline entity linker and write predictions as records.",
     "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
+    "records": "Re-base records onto a new ontology release.",
     "compare": "Compare N retrieval systems: paired tests, corrections, CIs, per ontology branch.",
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",
@@ -55,6 +58,7 @@ HELP = {
     "provenance": "Citation completeness, provenance depth and reproducibility.",
     "judges": "Judge calibration vs human labels, PPI, position bias, judge agreement.",
     "system": "Latency quantiles, cost, tokens, cache hits, context coverage (records or OTLP traces).",
+    "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
 }
 

@@ -36,7 +36,7 @@ from .common import (
 @score_output_options
 def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, fmt, ci, ci_level, seed,
             **kwargs) -> None:
-    """Mention detection, disambiguation, strong_*_match, NIL handling and hierarchy-aware errors."""
+    """Mention detection, disambiguation, strong_*_match (overlap_*_match with --overlap), NIL handling and hierarchy-aware errors."""
     from ..contract import get_scorer
     from ..linking import confidence_sweep
     from ..records import read_records
@@ -60,19 +60,20 @@ def _render(payload: dict, ev, keys: list[str], metrics: dict) -> str:
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
     parts.append(metrics_table(metrics))
+    mp = ev.family.match_prefix  # "strong" (identical spans) or "overlap"
     for k in keys:
         rows = []
         for value, g in ev.breakdown(k).items():
             m = g["metrics"]
-            rows.append([str(value), g["n"], m["mention_f1"].value, m["strong_all_match_f1"].value,
-                         m["strong_link_match_f1"].value, m["over_links"].value, m["abstentions"].value])
+            rows.append([str(value), g["n"], m["mention_f1"].value, m[f"{mp}_all_match_f1"].value,
+                         m[f"{mp}_link_match_f1"].value, m["over_links"].value, m["abstentions"].value])
         parts.append(f"\n== by {k}")
         parts.append(table(rows, [k, "rows", "mention_f1", "all_f1", "link_f1", "over_links", "abstentions"]))
     sweep = payload.get("confidence_sweep")
     if sweep:
         step = max(1, len(sweep) // 10)
-        rows = [[s["threshold"], s["n_pred"], s["strong_all_match_precision"], s["strong_all_match_recall"],
-                 s["strong_link_match_precision"], s["strong_link_match_recall"]] for s in sweep[::step]]
+        rows = [[s["threshold"], s["n_pred"], s[f"{mp}_all_match_precision"], s[f"{mp}_all_match_recall"],
+                 s[f"{mp}_link_match_precision"], s[f"{mp}_link_match_recall"]] for s in sweep[::step]]
         parts.append("\n== confidence sweep (predictions with score >= threshold)")
         parts.append(table(rows, ["threshold", "n_pred", "all_P", "all_R", "link_P", "link_R"]))
     return "\n".join(parts)

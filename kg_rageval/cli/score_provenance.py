@@ -15,12 +15,10 @@ from .common import (data_option, emit_score, families_text, family_kwargs, fami
 @ontology_format_option
 @data_option
 @family_options("provenance")
-@click.option("--manifest", "manifest_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Run manifest JSON (first = the --data run; repeatable, one per run).")
 @click.option("--prov-out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the PROV-O audit trail (Turtle) here and validate it with shapes/provenance.ttl.")
 @score_output_options
-def command(ontology_path, ontology_format, data_path, manifest_paths, prov_out, rows, fmt, ci, ci_level, seed,
+def command(ontology_path, ontology_format, data_path, prov_out, rows, fmt, ci, ci_level, seed,
             **kwargs) -> None:
     """Citation completeness, provenance depth, reproducibility and the PROV-O trail."""
     from ..contract import get_scorer
@@ -32,7 +30,7 @@ def command(ontology_path, ontology_format, data_path, manifest_paths, prov_out,
     records = read_records(data_path)
     bound = get_scorer("provenance").bind(onto, where="score provenance", **family_kwargs("provenance", kwargs))
     corpus = bound.inputs["corpus"]
-    manifests = [read_manifest(p) for p in manifest_paths]
+    manifests = [read_manifest(p) for p in bound.options.get("manifests") or ()]
     evals = bound(records)
     keys = all_slice_keys(records)[1:]
     canonical = with_intervals(evals, ci, ci_level, seed)
@@ -41,10 +39,17 @@ def command(ontology_path, ontology_format, data_path, manifest_paths, prov_out,
     payload["corpus"] = {"source": corpus.source, "hash": corpus.hash, "documents": len(corpus)}
     payload["manifest"] = manifest_report(manifests, corpus=corpus, ontology=onto) if manifests else None
     if prov_out:
-        graph = export_prov(records, manifest=manifests[0] if manifests else None, corpus=corpus)
-        graph.serialize(destination=prov_out, format="turtle")
-        result = validate_prov(graph)
-        payload["prov"] = {"path": prov_out, "triples": len(graph), "conforms": result["conforms"],
+        trail = evals.get("prov_trail")
+        if trail is not None:  # built and validated by the family already (trail: true)
+            from pathlib import Path
+
+            Path(prov_out).write_text(trail.meta["turtle"], encoding="utf-8")
+            result, triples = trail.meta, trail.meta["triples"]
+        else:
+            graph = export_prov(records, manifest=manifests[0] if manifests else None, corpus=corpus)
+            graph.serialize(destination=prov_out, format="turtle")
+            result, triples = validate_prov(graph), len(graph)
+        payload["prov"] = {"path": prov_out, "triples": triples, "conforms": result["conforms"],
                            "violations": result["violations"], "messages": result["messages"]}
     emit_score(payload, fmt, lambda p: _render(p, evals, canonical))
 

@@ -1,8 +1,20 @@
 """Conformance of structured outputs (``answer.output``) to an ontology-derived schema.
 
-One row per record with an ``answer.output``; records without one go to ``unscored``
-(reason ``"no answer.output"``). ``answer.output`` is a JSON object or a string that should
-parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
+One row per record with an ``answer.output``. Only records that were expected to produce an
+output are held against the system (:func:`output_expectation`): a record without
+``answer.output`` goes to ``unscored`` with the exact reason
+
+* ``"missing output"`` — an output was expected (the answer did not refuse, or refused a record
+  labelled ``reference.answerable: true``): a missing run of the family, counted against the
+  audit's missing-run budget;
+* ``"correct refusal"`` — the answer refused and the record is labelled unanswerable;
+* ``"refused"`` — the answer refused and the record carries no answerability label (refusal
+  behaviour is judged by the generation family, not here);
+* ``"no output expected"`` — the record is labelled unanswerable and has no ``reference.output``;
+* ``"no answer section"`` — the record has no ``answer`` at all and no ``reference.output``
+  (not this family's evidence; with a ``reference.output`` it is a ``missing output``).
+
+``answer.output`` is a JSON object or a string that should parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
 missing evidence (``value=None``), never 0 or 1.
 
 * **Schema validity** = valid outputs / outputs. A string that does not parse is ``not_json``;
@@ -61,7 +73,7 @@ from ..errors import ConfigError
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
 from ..ontology import IdOptions, IdResolver
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
-from ..records import absent_answer_code, located, slice_text
+from ..records import located, slice_text
 from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from .spec import SchemaSpec, load_spec, parse_spec
 
@@ -152,6 +164,58 @@ FAMILY = ConformanceFamily()
 
 
 # ---------------------------------------------------------------------- helpers
+MISSING_OUTPUT = "missing output"
+NO_ANSWER = "no answer section"
+
+
+def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
+    """The unscored entry of a record without ``answer.output``: code ``missing_prediction``
+    for ``missing output`` (a missing run), ``not_applicable`` for the others."""
+    from ..records.reasons import Reason, unscored
+
+    code = {MISSING_OUTPUT: Reason.MISSING_PREDICTION, NO_ANSWER: Reason.NO_SECTION}.get(reason, Reason.NOT_APPLICABLE)
+    return unscored(record_id, reason, code)
+
+
+def output_expectation(record: Mapping[str, Any]) -> str | None:
+    """``None`` when the record has an ``answer.output`` to score, else the exact unscored
+    reason (see the module docstring): ``"missing output"`` when one was expected."""
+    answer = record.get("answer")
+    if isinstance(answer, Mapping) and "output" in answer:
+        return None
+    ref = record.get("reference")
+    ref = ref if isinstance(ref, Mapping) else {}
+    if answer is None:  # no answer at all: missing only where a reference output expects one
+        return MISSING_OUTPUT if ref.get("output") is not None else NO_ANSWER
+    answerable = ref.get("answerable")
+    refused = isinstance(answer, Mapping) and answer.get("refused") is True
+    if refused:
+        if answerable is False:
+            return "correct refusal"
+        return MISSING_OUTPUT if answerable is True else "refused"
+    if answerable is False and ref.get("output") is None:
+        return "no output expected"
+    return MISSING_OUTPUT
+
+
+def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_node: str | None = None) -> str | None:
+    """The ontology branch of a record, as every family attaches it: the record's ``gold_node``,
+    else its single ``labels.gold`` id, else ``reference_node`` (the reference output's first
+    node field); ids the ontology lacks give ``None``."""
+    cands: list[Any] = [record.get("gold_node")]
+    labels = record.get("labels")
+    if isinstance(labels, Mapping):
+        gold = labels.get("gold")
+        if isinstance(gold, list) and len(gold) == 1:
+            gold = gold[0]
+        cands.append(gold)
+    cands.append(reference_node)
+    for c in cands:
+        if isinstance(c, str) and c in ontology._index:
+            return c
+    return None
+
+
 def parse_output(value: Any) -> tuple[Any, str | None]:
     """``(parsed value, problem)``: a string is parsed as JSON; problem is ``None`` or why it
     is not JSON."""
@@ -654,8 +718,9 @@ def score_conformance(
     spellings resolve to their concept for the vocabulary and semantic checks (schema validity
     still wants the exact id the schema lists).
 
-    Keys: ``slice:<name>`` for each record slice and ``gold_node`` (the reference id of the
-    first node field, when the reference output has one)."""
+    Keys: ``slice:<name>`` for each record slice and ``gold_node`` (:func:`record_gold_node`:
+    the record's ``gold_node``, else ``labels.gold``, else the reference id of the first node
+    field)."""
     derived = as_derived(ontology, spec)
     scorer = _Scorer(derived, domain_semantics, engine,
                      IdOptions.of(**ids))
@@ -666,8 +731,9 @@ def score_conformance(
     for r in records:
         rid = r.get("id")
         answer = r.get("answer")
-        if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output", "code": absent_answer_code(r).value})
+        why = output_expectation(r)
+        if why is not None or not isinstance(answer, Mapping):
+            unscored.append(unscored_output(rid, why or MISSING_OUTPUT))
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None
@@ -681,12 +747,12 @@ def score_conformance(
             for k, v in slices.items():
                 row[f"slice:{k}"] = slice_text(v)
                 slice_names.add(f"slice:{k}")
-        gold = None
+        ref_node = None
         if first_node is not None:
             ref, _ = parse_output(ref_out) if ref_out is not None else (None, None)
-            if isinstance(ref, dict) and isinstance(ref.get(first_node), str) and ref[first_node] in ontology.id_index:
-                gold = ref[first_node]
-        row["gold_node"] = gold
+            if isinstance(ref, dict) and isinstance(ref.get(first_node), str):
+                ref_node = ref[first_node]
+        row["gold_node"] = record_gold_node(r, ontology, ref_node)
         rows.append(row)
     scorer.resolve_confusions(rows)
     for row in rows:

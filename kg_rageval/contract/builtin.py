@@ -64,10 +64,19 @@ HIERARCHY = Scorer(
 )
 
 # ---------------------------------------------------------------------- linking
-_PRF = (("mention", "mentions (span detection)"), ("strong_all_match", "span + id (NIL included)"),
-        ("strong_link_match", "span + id of in-KB gold"), ("strong_nil_match", "span of NIL gold + NIL "
-                                                                                 "prediction"),
-        ("nil", "NIL decisions"))
+_PRF = (("mention", "mentions (span detection)"), ("nil", "NIL decisions"))
+_MATCH = (("all_match", "span + id (NIL included)"), ("link_match", "span + id of in-KB gold"),
+          ("nil_match", "span of NIL gold + NIL prediction"))
+"""neleval's *strong* measures (identical spans); with ``overlap: true`` the same counts are
+``overlap_*`` (a pair shares a character), never under neleval's names."""
+
+
+def _prf_rows(prefix: str, what: str) -> list[tuple[str, str, str]]:
+    return [(f"{prefix}_precision", "higher", f"matched {what} / predicted"),
+            (f"{prefix}_recall", "higher", f"matched {what} / gold"),
+            (f"{prefix}_f1", "higher", f"2·P·R / (P + R) of {prefix}")]
+
+
 LINKING = Scorer(
     name="linking",
     target="kg_rageval.linking.evaluate:score_linking",
@@ -79,10 +88,12 @@ LINKING = Scorer(
         _p("allow_overlapping_gold", "bool", False, "Permit nested or crossing gold spans."),
     ),
     metrics=metric_specs("linking", "linking", [
-        row for prefix, what in _PRF for row in (
-            (f"{prefix}_precision", "higher", f"matched {what} / predicted"),
-            (f"{prefix}_recall", "higher", f"matched {what} / gold"),
-            (f"{prefix}_f1", "higher", f"2·P·R / (P + R) of {prefix}"))
+        row for m, what in _MATCH for row in _prf_rows(f"strong_{m}", what)], when=(("overlap", False),))
+    + metric_specs("linking", "linking", [
+        row for m, what in _MATCH for row in _prf_rows(f"overlap_{m}", "overlapping " + what)],
+        when=(("overlap", True),))
+    + metric_specs("linking", "linking", [
+        row for prefix, what in _PRF for row in _prf_rows(prefix, what)
     ] + [
         ("linking_macro_precision", "higher", "mean over records of the per-record link precision"),
         ("linking_macro_recall", "higher", "mean over records of the per-record link recall"),
@@ -122,6 +133,14 @@ _R_ATTR = (("hit", "queries whose gold is in the top k"),
            ("ranker", "queries whose gold was retrieved below k"))
 _R_DOC_ATTR = (("found", "gold documents in the top k"), ("filter", "gold documents the filters excluded"),
                ("retriever", "gold documents never retrieved"), ("ranker", "gold documents retrieved below k"))
+_CORPUS_PARAMS = (
+    _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
+       input="corpus"),
+    _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
+       "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+)
+"""Options of the retrieval corpus reader (retrieval and preference families)."""
+
 RETRIEVAL = Scorer(
     name="retrieval",
     target="kg_rageval.retrieval:score_retrieval",
@@ -143,10 +162,7 @@ RETRIEVAL = Scorer(
            "set them (JSON object, e.g. {\"status\": \"published\"}).", nullable=True),
         _p("engine", "str", "auto", "Metric kernel: numpy, numba, or auto (numba on large runs).",
            choices=("auto", "numpy", "numba")),
-        _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
-           input="corpus"),
-        _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
-           "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+        *_CORPUS_PARAMS,
         *ID_PARAMS,
     ),
     template_values=_retrieval_values,
@@ -171,6 +187,10 @@ RETRIEVAL = Scorer(
         ("n_q_gold_all_ineligible", "none", "queries whose every gold document is ineligible"),
         ("fe_q_eligible", "none", "queries with an eligible gold document and logged filters"),
         ("fe_q_excluded", "none", "of those, queries whose filters exclude an eligible gold document"),
+        ("fe_q_inconsistent", "none", "queries that retrieved a gold document their logged filters exclude"),
+        ("fe_docs_inconsistent", "none", "gold documents retrieved although the logged filters exclude them"),
+        ("filter_log_inconsistency_rate", "lower", "fe_q_inconsistent / fe_q_eligible (the log does not "
+         "describe what the system did)"),
         ("missing_run_rate", "lower", "n_missing_run / queries with gold"),
         ("filter_false_exclusion_rate", "lower", "fe_q_excluded / fe_q_eligible"),
         ("doc_exclusion_rate", "lower", "eligible gold documents the filters exclude / eligible gold documents"),
@@ -238,11 +258,15 @@ GENERATION = Scorer(
                   'judge text}.', loader="kg_rageval.contract.loaders:generation_judgments"),),
     params=(
         _p("judge", "str", "none", "Judge records without a judgment: none, the deterministic ontology "
-           "verifier, or a local NLI cross-encoder (library: a Judge object).",
-           choices=("none", "ontology", "nli"), accepts_object=True),
+           "verifier, a local NLI cross-encoder, or a plugin module:callable (a class is instantiated, "
+           "with ontology= when it takes it; library: a Judge object).",
+           choices=("none", "ontology", "nli"), accepts_object=True,
+           pattern=r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", pattern_text="module:callable"),
         _p("nli_model", "path", None, "Local NLI cross-encoder directory (for judge=nli; never downloaded).",
            nullable=True),
         _p("n_bins", "int", 10, "Calibration bins (equal width).", minimum=1, flags=("--bins",)),
+        _p("strip_citations", "bool", True, "Remove inline citation markers ([doc-12], [1]) from answers "
+           "before exact match and token F1."),
         *ID_PARAMS,
         _p("linker", "object", None, "Library only: the concept linker (default: the ontology's dictionary "
            "linker)."),
@@ -285,16 +309,23 @@ PROVENANCE = Scorer(
     name="provenance",
     target="kg_rageval.provenance:score_provenance",
     sections=("answer",),
-    description="Citation completeness and precision/recall, provenance depth and reproducibility.",
-    members=("citations", "provenance_depth", "reproducibility"),
+    description="Citation completeness and precision/recall, provenance depth, reproducibility, run "
+                "manifests and the PROV-O trail.",
+    members=("citations", "provenance_depth", "reproducibility", "run_manifests", "prov_trail"),
     inputs=(Input("corpus", 'Corpus snapshot JSONL: {"id", "source_id", "categories", ...} per document.',
                   loader="kg_rageval.contract.loaders:provenance_corpus", required=True),),
     params=(
         _p("repeats", "path_list", (), "Records of repeated runs of the same queries (reproducibility).",
            flags=("--repeat",)),
+        _p("manifests", "path_list", (), "Run manifests (JSON; the first describes the scored run): checked "
+           "against the corpus and ontology hashes and compared.", flags=("--manifest",)),
+        _p("trail", "bool", True, "Build the PROV-O trail of the run and validate it with "
+           "shapes/provenance.ttl (the audit writes it as prov.ttl)."),
     ),
     metrics=metric_specs("provenance", "citations", [
-        ("citation_completeness", "higher", "claims with a citation / claims"),
+        ("citation_completeness", "higher", "claims with a citation / claims (an answer citing nothing: "
+         "every claim uncited)"),
+        ("uncited_answer_rate", "lower", "non-refused answers with claims and no citation / answers with claims"),
         ("citation_precision", "higher", "cited gold documents / cited documents"),
         ("citation_recall", "higher", "cited gold documents / gold documents"),
         ("citation_f1", "higher", "2·P·R / (P + R) of citations"),
@@ -306,6 +337,16 @@ PROVENANCE = Scorer(
         ("identical_answer_rate", "higher", "repeated runs with the same answer text / pairs"),
         ("identical_citation_rate", "higher", "repeated runs with the same citations / pairs"),
         ("identical_rate", "higher", "repeated runs identical in answer and citations / pairs"),
+    ]) + metric_specs("provenance", "run_manifests", [
+        ("manifest_completeness", "higher", "manifests with every required field and no hash differing "
+         "from the snapshot / manifests"),
+        ("manifest_hash_match_rate", "higher", "manifests whose corpus and ontology hashes equal the "
+         "snapshot's / manifests recording both"),
+        ("manifest_consistency", "higher", "later manifests pinning the first one's configuration / later "
+         "manifests"),
+    ]) + metric_specs("provenance", "prov_trail", [
+        ("prov_traceable_rate", "higher", "answers whose PROV-O trail (answer, cited documents, run) conforms "
+         "to shapes/provenance.ttl / answers"),
     ]),
 )
 
@@ -360,7 +401,39 @@ RELATIONS = Scorer(
     ]),
 )
 
-BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE, RELATIONS)
+
+# ---------------------------------------------------------------------- hard filter vs soft boost
+PREFERENCE = Scorer(
+    name="preference",
+    target="kg_rageval.retrieval.preference:score_preference",
+    sections=("retrieval",),
+    description="Hard filter or soft boost for a relevance preference, one per query or global "
+                "(seed Part 5).",
+    opt_in=True,
+    inputs=(Input("corpus", "Corpus JSONL (categories, entitlement and metadata fields) to replay the "
+                  "preference on.", loader="kg_rageval.contract.loaders:retrieval_corpus", required=True),),
+    params=(
+        _p("preference", "mapping", None, "The preference filter {field, op, value}; value {\"from\": "
+           "\"labels.pred\"} reads it per query from a record path; absent: each record's "
+           "retrieval.preference.", nullable=True),
+        _p("k", "int", 10, "Cut-off of the comparison.", minimum=1),
+        _p("boost", "float", 0.1, "Soft: score + boost for the documents passing the preference.", minimum=0),
+        *_CORPUS_PARAMS,
+    ),
+    metrics=metric_specs("preference", "preference", [
+        ("hard_recall", "higher", "mean over compared queries of recall@k with the preference as a hard filter"),
+        ("soft_recall", "higher", "mean recall@k with the preference as a soft boost"),
+        ("hard_precision", "higher", "mean precision@k, hard filter"),
+        ("soft_precision", "higher", "mean precision@k, soft boost"),
+        ("precision_gain", "higher", "mean paired hard − soft precision@k (gate its ci_low)"),
+        ("recall_delta", "higher", "mean hard − soft recall@k"),
+        ("exclusion_rate", "lower", "queries whose every eligible gold document fails the preference / queries"),
+        ("unknown_preference", "none", "queries whose preference names a concept the ontology lacks (count)"),
+    ]),
+)
+
+BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE, RELATIONS,
+                               PREFERENCE)
 DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance", "relations")
 
 __all__ = ["BUILTIN", "DETERMINISTIC", "MetricSpec"]

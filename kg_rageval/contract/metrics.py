@@ -48,6 +48,13 @@ class MetricSpec:
     formula: str
     member: str | None = None
     family: str = ""
+    when: tuple[tuple[str, Any], ...] = ()
+    """Options under which the family produces this metric (``(("overlap", True),)``: only with
+    ``overlap: true``); empty: always."""
+
+    def applies(self, options: Mapping[str, Any]) -> bool:
+        """Whether the family produces this metric under the (validated) ``options``."""
+        return all(options.get(k) == v for k, v in self.when)
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -95,12 +102,15 @@ class MetricSpec:
 
     def describe(self) -> dict[str, Any]:
         return {"name": f"{self.family}.{self.name}", "family": self.family, "member": self.member,
-                "direction": self.direction, "formula": self.formula, "parameters": list(self.placeholders)}
+                "direction": self.direction, "formula": self.formula, "parameters": list(self.placeholders),
+                **({"when": dict(self.when)} if self.when else {})}
 
 
-def metric_specs(family: str, member: str | None, rows: Iterable[tuple[str, str, str]]) -> tuple[MetricSpec, ...]:
-    """``(name, direction, formula)`` rows as specs of ``family`` (produced by ``member``)."""
-    return tuple(MetricSpec(n, d, f, member, family) for n, d, f in rows)
+def metric_specs(family: str, member: str | None, rows: Iterable[tuple[str, str, str]],
+                 when: tuple[tuple[str, Any], ...] = ()) -> tuple[MetricSpec, ...]:
+    """``(name, direction, formula)`` rows as specs of ``family`` (produced by ``member``, under
+    the options ``when``)."""
+    return tuple(MetricSpec(n, d, f, member, family, when) for n, d, f in rows)
 
 
 def ir_alias(metric: str) -> str | None:

@@ -18,6 +18,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -113,6 +114,12 @@ def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str,
         raise ConfigError(f"family {sc.name!r} has no metric {metric!r}" + did_you_mean(metric, known) + where
                           + f"; see 'kg-rageval metrics --family {sc.name}'")
     canonical, values = got
+    spec = sc.find_metric(canonical)
+    if spec is not None and spec[0].when and options is not None and sc.name in options:
+        opts = sc.validate(options[sc.name] or {})
+        if not spec[0].applies(opts):
+            need = ", ".join(f"families.{sc.name}.{k} = {json.dumps(v)}" for k, v in spec[0].when)
+            raise ConfigError(f"{sc.name}.{canonical} is produced only with {need}")
     if values and sc.template_values is not None:
         opts = sc.validate((options or {}).get(sc.name) or {})
         allowed = sc.template_values(opts)

@@ -5,6 +5,11 @@ Scored records: ``reference.answerable`` is not ``false`` and ``reference.answer
 (a string or a list of acceptable strings; the max over them is taken). A refused answer
 (``answer.refused`` true) on such a record is scored as the empty string: EM 0 and F1 0.
 
+Inline citation markers (``[doc-12]``, ``[1]``, ``[doc-1, doc-2]``: a bracket of tokens without
+spaces, :data:`~kg_rageval.generation.fields.CITATION_MARKER`) are removed from the answer
+before EM and token F1 (``strip_citations=True``, the default), so ``"90 days [logs]."``
+equals the reference ``"90 days"``; ``strip_citations=False`` scores the text as written.
+
 Concept-level correctness compares the ontology concepts of the answer (``answer.concepts`` or
 the dictionary linker over ``answer.text``) with those of the reference (``reference.concepts``
 or the linker over the reference strings, all of them pooled), by ancestor-augmented sets
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, named, ratio
 from ..records import Record, located, record_error
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
-from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section
+from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section, strip_citation_markers
 from .squad import exact_match_score, f1_score, metric_max_over_ground_truths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,9 +88,11 @@ def score_correctness(
     *,
     linker: ConceptLinker | None = None,
     ids: "IdOptions | None" = None,
+    strip_citations: bool = True,
 ) -> Evaluation:
     """EM / token F1 per record, plus concept-level counts when an ontology is given (given
-    concept ids resolved by :class:`~kg_rageval.ontology.IdResolver` with ``ids``)."""
+    concept ids resolved by :class:`~kg_rageval.ontology.IdResolver` with ``ids``);
+    ``strip_citations``: remove inline citation markers from the answer first."""
     from ..ontology import IdOptions, IdResolver
 
     records = list(records)
@@ -104,7 +111,9 @@ def score_correctness(
         refused = flag(r, "answer", "refused") is True
         text = answer_text(r)
         missing = text is None and not refused  # a reference but no answer: scored as empty, counted
-        pred = "" if refused or missing or text is None else text
+        pred: str = "" if refused or missing or text is None else text
+        if strip_citations and pred:
+            pred = strip_citation_markers(pred)
         em = metric_max_over_ground_truths(exact_match_score, pred, refs)
         f1 = metric_max_over_ground_truths(f1_score, pred, refs)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
@@ -120,7 +129,8 @@ def score_correctness(
                            concepts_not_in_ontology=p_unknown + g_unknown,
                            answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
         rows.append(row)
-    meta = {"linker": linker_name(linker)} if linker is not None else {}
+    meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
+    meta["strip_citations"] = strip_citations
     return build_evaluation(
         CorrectnessFamily(), rows, keys=all_slice_keys(records),
         details=("exact_match", "token_f1", "refused", "answer_concepts", "reference_concepts"),

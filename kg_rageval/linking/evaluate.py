@@ -27,7 +27,10 @@ prediction (``details['outcome']``). Row stats (all additive, see :class:`Linkin
 * **neleval/TAC measures**: ``strong_all_match`` (span and id equal, NIL = NIL) — this is the
   micro end-to-end linking P/R/F1; ``strong_link_match`` (the same over in-KB mentions only:
   gold and predicted ids non-NIL on both sides); ``strong_nil_match`` (span match over NIL
-  mentions only);
+  mentions only). neleval's *strong* measures require identical spans, so with
+  ``overlap=True`` the same counts are reported under this package's own names
+  ``overlap_all_match_*``, ``overlap_link_match_*``, ``overlap_nil_match_*`` (a pair only
+  needs to share a character), never under neleval's names with a different meaning;
 * **macro end-to-end linking** over records: per record ``P = tp/pred``, ``R = tp/gold``,
   ``F1 = 2·tp/(gold + pred)``; each is averaged over the records where its denominator is
   non-zero (a record without gold and predicted mentions has no F1);
@@ -92,6 +95,13 @@ class LinkingFamily(Family):
         "n_missing_run",
     )
 
+    def __init__(self, overlap: bool = False):
+        self.overlap = overlap
+        self.match_prefix = "overlap" if overlap else "strong"
+        """``strong`` (neleval's identical-span measures) or ``overlap`` (overlap alignment)."""
+        if overlap:  # other metric names, another definition: never merged or paired with strict
+            self.version = "1-overlap"
+
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         out = Metrics()
 
@@ -106,9 +116,10 @@ class LinkingFamily(Family):
             "disambiguation_accuracy", s["inkb_tp"], s["matched_gold_inkb"],
             missing="no detected mentions with an in-ontology gold id",
         ))
-        prf("strong_all_match", s["all_tp"], s["n_pred"], s["n_gold"], "mentions")
-        prf("strong_link_match", s["inkb_tp"], s["pred_inkb"], s["gold_inkb"], "in-KB mentions")
-        prf("strong_nil_match", s["nil_tp"], s["pred_nil"], s["gold_nil"], "NIL mentions")
+        mp = self.match_prefix
+        prf(f"{mp}_all_match", s["all_tp"], s["n_pred"], s["n_gold"], "mentions")
+        prf(f"{mp}_link_match", s["inkb_tp"], s["pred_inkb"], s["gold_inkb"], "in-KB mentions")
+        prf(f"{mp}_nil_match", s["nil_tp"], s["pred_nil"], s["gold_nil"], "NIL mentions")
         lp = ratio("linking_macro_precision", s["rec_p_sum"], s["rec_p_n"],
                    missing="no records with predicted mentions")
         lr = ratio("linking_macro_recall", s["rec_r_sum"], s["rec_r_n"],
@@ -622,7 +633,7 @@ def score_linking(
         meta["n_aliased"] = ids.aliased
     if n_replaced:
         meta["replaced_ids"] = n_replaced
-    return Evaluation(LinkingFamily(), record_ids, stats, keys, details, unscored, meta)
+    return Evaluation(LinkingFamily(overlap=overlap), record_ids, stats, keys, details, unscored, meta)
 
 
 def _obj(values: list) -> np.ndarray:
@@ -731,7 +742,8 @@ def confidence_sweep(
 
     At threshold ``t`` a prediction is kept when ``score >= t`` (a dropped prediction turns its
     aligned gold mention into a miss). For each ``t`` the row holds ``n_pred`` and the
-    ``strong_all_match`` and ``strong_link_match`` precision, recall and F1 (``None`` when the
+    ``strong_all_match`` and ``strong_link_match`` (``overlap_*`` with overlap alignment)
+    precision, recall and F1 (``None`` when the
     denominator is empty). ``thresholds`` defaults to the distinct scores (at most 101
     quantiles of them). Returns ``None`` when any prediction lacks a score (a sweep over part of
     the predictions would mislead) or no prediction has one.
@@ -749,14 +761,15 @@ def confidence_sweep(
         thresholds = uniq if uniq.size <= 101 else np.quantile(uniq, np.linspace(0, 1, 101))
     n_gold = st["n_gold"].sum()
     n_gold_inkb = st["gold_inkb"].sum()
+    mp = getattr(evaluation.family, "match_prefix", "strong")
     out = []
     for t in np.asarray(thresholds, dtype=float).tolist():
         keep = has_p & (sc >= t)
         n_pred = float(keep.sum())
         fam = {}
         for prefix, tp_col, pred_col, ng in (
-            ("strong_all_match", "all_tp", "n_pred", n_gold),
-            ("strong_link_match", "inkb_tp", "pred_inkb", n_gold_inkb),
+            (f"{mp}_all_match", "all_tp", "n_pred", n_gold),
+            (f"{mp}_link_match", "inkb_tp", "pred_inkb", n_gold_inkb),
         ):
             tp = float(st[tp_col][keep].sum())
             npd = float(st[pred_col][keep].sum())

@@ -88,6 +88,7 @@ class OntologyBuilder:
         self._conflicts: list[str] = []
         self.diagnostics: dict[str, int] = {}
         self.warnings: list[str] = []
+        self.version: str | None = None  # the release the source declares (Ontology.version)
 
     # ------------------------------------------------------------------ collecting
     def _new_node(self, node_id: str, where: str | None) -> int:
@@ -710,6 +711,7 @@ class OntologyBuilder:
             warnings=tuple(self.warnings),
             alias_ids=alias_ids,
             alias_targets=alias_targets,
+            version=self.version,
             placed_under_root=tuple(names[i] for i in placed.tolist()),
             graph=graph,
         )

@@ -144,6 +144,7 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
         "diagnostics": ontology.diagnostics,
         "warnings": list(ontology.warnings),
         "content_hash": ontology.content_hash,
+        "release_version": ontology.version,
     }
     if ontology.placed_under_root:  # absent from older files: they load with ()
         header["placed_under_root"] = list(ontology.placed_under_root)
@@ -294,6 +295,7 @@ def _read(z, header: dict) -> tuple[Ontology, bool]:
         diagnostics=dict(header["diagnostics"]),
         warnings=tuple(header["warnings"]),
         stored_hash=str(header["content_hash"]) if trusted and header.get("content_hash") else None,
+        version=str(header["release_version"]) if header.get("release_version") is not None else None,
         placed_under_root=tuple(header.get("placed_under_root", ())),
         **arrays,
         **aliases,

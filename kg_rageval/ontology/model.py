@@ -114,6 +114,11 @@ class Ontology:
     stored_hash: str | None = None
     alias_ids: tuple[str, ...] = ()
     alias_targets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    version: str | None = None
+    """The release the source declares (OBO ``data-version``, ``owl:versionInfo`` /
+    ``owl:versionIRI``, the ATT&CK collection's ``x_mitre_version``); ``None`` when it declares
+    none. Not part of :attr:`content_hash` (two files with the same content are the same
+    ontology whatever they call themselves)."""
     placed_under_root: tuple[str, ...] = ()
     """Deprecated/revoked terms without parent or child that compiling placed under the root
     (they are not roots of the hierarchy; see :meth:`OntologyBuilder.build`)."""
@@ -733,6 +738,7 @@ class Ontology:
             "prefixes": dict(self.prefixes),
             "ancestor_closure_entries": int(self.anc_idx.size),
             "diagnostics": dict(self.diagnostics),
+            "version": self.version,
             "content_hash": self.content_hash,
         }
 

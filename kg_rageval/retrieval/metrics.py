@@ -433,6 +433,8 @@ FILTER_STATS = (
     "fe_q_excluded",  # ... whose every eligible gold doc the relevance filters excluded
     "fe_docs_eligible",
     "fe_docs_excluded",
+    "fe_q_inconsistent",  # queries with a gold doc retrieved although their logged filters exclude it
+    "fe_docs_inconsistent",  # ... those gold docs (an inconsistent filter log, not an exclusion)
     "att_q",  # queries with >= 1 eligible gold doc and replayed filters (attribution base)
     "att_q_hit",  # an eligible gold doc in the top k_att
     "att_q_filter",  # missed: every eligible gold doc excluded by the filters
@@ -482,7 +484,8 @@ class RetrievalFamily(Family):
             out[m] = mean_of(m, sums.get(f"{m}.sum", 0.0), n, missing="no scored queries with relevant gold")
         for c in ("n_scored", "n_missing_run", "n_no_gold", "n_no_gold_nonempty_run", "n_duplicates_removed",
                   "n_gold_ineligible", "n_q_gold_all_ineligible", "n_ineligible_retrieved",
-                  "n_gold_unknown", "n_filters_not_logged", "fe_q_eligible", "fe_q_excluded"):
+                  "n_gold_unknown", "n_filters_not_logged", "fe_q_eligible", "fe_q_excluded",
+                  "fe_q_inconsistent", "fe_docs_inconsistent"):
             out[c] = Metric(c, float(sums.get(c, 0.0)))
         out.add(ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
                                         missing="no scored queries"))
@@ -493,6 +496,10 @@ class RetrievalFamily(Family):
         out.add(ratio(
             "doc_exclusion_rate", sums.get("fe_docs_excluded", 0.0), sums.get("fe_docs_eligible", 0.0),
             missing="no entitlement-eligible gold documents with replayed filters",
+        ))
+        out.add(ratio(
+            "filter_log_inconsistency_rate", sums.get("fe_q_inconsistent", 0.0), sums.get("fe_q_eligible", 0.0),
+            missing="no queries with entitlement-eligible gold and replayed filters",
         ))
         ka = self.attribution_k
         aq = sums.get("att_q", 0.0)

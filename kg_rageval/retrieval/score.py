@@ -24,7 +24,12 @@ Order of operations for one query:
    exclusion and the attribution of every eligible relevant gold document at ``k_att``
    (``attribution_k``, default the largest k): *found* (in the top k_att), *ranker* (retrieved
    below k_att), *filter* (not retrieved and excluded by the filters), *retriever* (not
-   retrieved though it passes the filters). Per query: *hit* when one is found; otherwise
+   retrieved though it passes the filters). A gold document that was **retrieved although the
+   logged filters exclude it** shows that the log does not describe what the system did: it is
+   an *inconsistent filter log* (``fe_docs_inconsistent``, ``fe_q_inconsistent``,
+   ``filter_log_inconsistency_rate``, row detail ``filter_inconsistent``), counted and shown,
+   and it is never at the same time a false exclusion (it passed, as the run proves) and a hit.
+   Filters on entitlement fields are refused (:mod:`.filters`). Per query: *hit* when one is found; otherwise
    *filter* when every eligible gold document was excluded, *ranker* when one was retrieved
    below k_att, else *retriever*. Both partitions add up to their base.
 4. **Category diagnosis**: for a falsely excluded query, the first filter that excluded its
@@ -34,7 +39,8 @@ Order of operations for one query:
    ``field:<name>``. :func:`category_diagnosis` tabulates them.
 
 Row keys: ``gold_node`` (``retrieval.gold_node``, else the deepest common ancestor of the
-eligible relevant gold documents' categories in the corpus, else ``None``) and ``slice:<name>``
+eligible relevant gold documents' categories in the corpus — ``None`` when that is the virtual
+root, i.e. the gold spans several real roots — else ``None``) and ``slice:<name>``
 for every record slice.
 """
 
@@ -180,6 +186,9 @@ def score_retrieval(
     gold_filt: list[list[Filter] | None] = []
     principals: list[Mapping[str, Any] | None] = []
     cat_field = corpus.category_field if corpus is not None else "categories"
+    from .corpus import DEFAULT_ENTITLEMENT_FIELDS
+
+    ent_fields = tuple(corpus.entitlement_fields) if corpus is not None else DEFAULT_ENTITLEMENT_FIELDS
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
@@ -199,9 +208,11 @@ def score_retrieval(
             r, nd = _parse_run(rec, sec["run"], dedupe)
             runs.append(r)
             dups.append(nd)
-        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field)
+        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field,
+                                  entitlement_fields=ent_fields)
                     if sec.get("filters") is not None else None)
-        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field)
+        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field,
+                                       entitlement_fields=ent_fields)
                          if sec.get("gold_filters") is not None else None)
         pr = sec.get("principal")
         if pr is not None and not isinstance(pr, Mapping):
@@ -214,7 +225,8 @@ def score_retrieval(
 
     n = len(rows)
     st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
-    details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source")}
+    details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source",
+                                                        "filter_inconsistent")}
     details["missing_run"] = [r is None for r in runs]
 
     # ---- entitlement: eligible gold (before scoring)
@@ -291,7 +303,8 @@ def score_retrieval(
                 node = int(cats[0])
                 for c in cats[1:].tolist():
                     node = ontology.lca_index(node, int(c))
-                gold_node[i] = ontology.ids[node]
+                # gold under several real roots has no branch: the virtual root is no gold node
+                gold_node[i] = None if (ontology.virtual_root and node == 0) else ontology.ids[node]
 
     # ---- filter replay, false exclusion and attribution
     if corpus is not None:
@@ -316,11 +329,17 @@ def score_retrieval(
             rk = np.asarray([rank.get(corpus.ids[int(d)], 0) for d in docs], dtype=np.int64)
             found = (rk > 0) & (rk <= katt)
             below = rk > katt
+            inconsistent = (rk > 0) & ~p  # retrieved, yet the logged filters exclude it
+            p = p | (rk > 0)  # it passed whatever filter the system really applied
             lost_filter = (rk == 0) & ~p
             lost_retr = (rk == 0) & p
             st["fe_q_eligible"][i] = 1.0
             st["fe_docs_eligible"][i] = m
             st["fe_docs_excluded"][i] = float((~p).sum())
+            if inconsistent.any():
+                st["fe_q_inconsistent"][i] = 1.0
+                st["fe_docs_inconsistent"][i] = float(inconsistent.sum())
+                details["filter_inconsistent"][i] = " ".join(corpus.ids[int(d)] for d in docs[inconsistent])
             st["att_q"][i] = 1.0
             st["att_docs"][i] = m
             st["att_docs_found"][i] = float(found.sum())
@@ -418,7 +437,9 @@ def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str,
             continue
         c, v = chosen[j]
         details["fe_cause"][i] = RELATIONS[c]
-        details["fe_under"][i] = ontology.ids[ontology.lca_index(g, v)]
+        lca = ontology.lca_index(g, v)
+        # the virtual root is no place exclusions come from: no common ancestor
+        details["fe_under"][i] = None if (ontology.virtual_root and lca == 0) else ontology.ids[lca]
 
 
 VECTOR_RELATIONS_MIN = 20_000

@@ -13,7 +13,8 @@ graph) or ``"hierarchy"`` (``part_of`` — or the ``hierarchy_relations`` given 
 edges, the others triples); ``intersection_of:`` lines are not hierarchy edges and are counted
 (``intersection_of_lines_ignored``).
 
-Header tags: ``ontology:`` and ``idspace: PREFIX URI`` (kept in ``Ontology.prefixes``). Every
+Header tags: ``ontology:``, ``idspace: PREFIX URI`` (kept in ``Ontology.prefixes``) and
+``data-version:`` (``Ontology.version``; ``date:`` when there is no data-version). Every
 other prefix used in an id maps to the OBO PURL ``http://purl.obolibrary.org/obo/PREFIX_``, so
 an OBO file and its OWL release produce the same ids and prefix map.
 
@@ -216,6 +217,8 @@ def load_obo(
                     location=f"line {lineno}",
                 )
             prefixes[parts[0]] = parts[1]
+        elif tag == "data-version" or (tag == "date" and b.version is None):
+            b.version = value.strip() or b.version
     used: set[str] = set()
 
     def clean_id(value: str, lineno: int, tag: str, *, record_prefix: bool = True) -> str:

@@ -668,6 +668,11 @@ def graph_to_ontology(
     _individuals(graph, b, compact, declared, props, dangling, lang, literals)
 
     b.prefixes = dict(sorted(compact.used.items()))
+    for onto_node in sorted(graph.subjects(rdf_type, U(_OWL + "Ontology")), key=str):
+        ver = graph.value(onto_node, U(_OWL + "versionInfo")) or graph.value(onto_node, U(_OWL + "versionIRI"))
+        if ver is not None:
+            b.version = str(ver).strip() or None
+            break
     builder_dangling = "drop" if dangling == "drop" else "error"
     if not declared:
         raise OntologyError(

@@ -29,6 +29,8 @@ Mapping:
   under the root (the matrix, else the virtual root) and counted as
   ``unplaced_objects_under_root``; an *active* technique in that situation gets the same
   placement and a warning naming it.
+* **Version** (``Ontology.version``): the ``x_mitre_version`` of the bundle's
+  ``x-mitre-collection`` object, when it has one.
 * **Labels** are ``name``, **definitions** ``description``. Relationships, tactics or phases
   that name objects the bundle lacks are counted, never silently dropped.
 * **Instances** (``instances=True``, the default): every other domain object — groups
@@ -143,6 +145,10 @@ def load_stix(
             source=src,
         )
     b = OntologyBuilder(src)
+    for obj in objects:  # the release: an x-mitre-collection's version, when the bundle has one
+        if isinstance(obj, dict) and obj.get("type") == "x-mitre-collection" and obj.get("x_mitre_version"):
+            b.version = str(obj["x_mitre_version"])
+            break
     by_stix: dict[str, dict] = {}
     for k, obj in enumerate(objects):
         if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
