@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -107,6 +107,21 @@ def harmonic(name: str, p: Metric, r: Metric) -> Metric:
     return Metric(name, 2 * p.value * r.value / (p.value + r.value))
 
 
+class Metrics(dict):
+    """``{name: Metric}`` filled by :meth:`add`, which keys each metric by its own name (so a
+    family's ``finalize`` writes each name once)."""
+
+    def add(self, *metrics: Metric) -> "Metrics":
+        for m in metrics:
+            self[m.name] = m
+        return self
+
+
+def named(*metrics: Metric) -> Metrics:
+    """``{m.name: m}`` in the given order (a :class:`Metrics`)."""
+    return Metrics().add(*metrics)
+
+
 def mean_of(name: str, total: float, count: float, *, missing: str) -> Metric:
     """A mean of per-row values kept as (sum, count): same convention as :func:`ratio`."""
     return ratio(name, total, count, missing=missing)
@@ -119,6 +134,39 @@ def _clean(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         raise ValueError(f"non-finite number {x!r} in a metric")
     return x
+
+
+def bootstrap_weights(n: int, n_resamples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The one resampling scheme of every bootstrap in kg-rageval (intervals, paired deltas).
+
+    Yields ``(first resample, weights)`` chunks: ``weights[j, i]`` is how often record ``i``
+    (of ``n``, in a fixed order) is drawn in resample ``first + j``; each resample draws ``n``
+    records uniformly with replacement from ``np.random.default_rng(seed)``. Resampled sums
+    are ``weights @ per_record_stats``; applying the same weights to two systems' stats
+    aligned on the same record ids gives the paired bootstrap. Chunks bound memory to
+    ``_BOOTSTRAP_CELLS`` draws."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_resamples, _BOOTSTRAP_CELLS // max(n, 1)))
+    for lo in range(0, n_resamples, chunk):
+        b = min(chunk, n_resamples - lo)
+        draws = rng.integers(0, n, size=(b, n))
+        weights = np.empty((b, n))
+        for j in range(b):  # one bincount per resample: its output stays in cache
+            weights[j] = np.bincount(draws[j], minlength=n)
+        yield lo, weights
+
+
+def percentile_interval(samples: np.ndarray, n_resamples: int, level: float) -> tuple[float, float] | None:
+    """The ``(1-level)/2`` and ``(1+level)/2`` quantiles (numpy's linear interpolation) of the
+    defined (non-NaN) replicates; ``None`` when more than half of the ``n_resamples`` are
+    undefined."""
+    s = np.asarray(samples, dtype=float)
+    s = s[~np.isnan(s)]
+    if len(s) * 2 < n_resamples or len(s) == 0:
+        return None
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(s, [alpha, 1 - alpha])
+    return (float(lo), float(hi))
 
 
 class Family:
@@ -164,11 +212,11 @@ def _column(values: Any, kind: str) -> np.ndarray:
         keep = values.dtype.kind in "biuf" or values.dtype == object
         return values if keep else _object_column(values)
     try:
-        arr = np.asarray(values)
+        col: np.ndarray | None = np.asarray(values)
     except (TypeError, ValueError):
-        arr = None
-    if arr is not None and arr.ndim == 1 and arr.dtype.kind in "biuf":
-        return arr
+        col = None
+    if col is not None and col.ndim == 1 and col.dtype.kind in "biuf":
+        return col
     return _object_column(values)
 
 
@@ -416,7 +464,7 @@ class Evaluation:
         col = self.keys[key]
         if not len(col) or col.dtype.kind in "biuf":  # numbers are never ontology ids
             return np.full(len(col), -1, dtype=np.int64)
-        get = ontology._index.get
+        get = ontology.id_index.get
         values = col.tolist()
         try:
             return np.fromiter(map(get, values, itertools.repeat(-1)), dtype=np.int64,
@@ -460,11 +508,9 @@ class Evaluation:
             if present.size * 2 >= nn:  # most nodes have rows: use the closure as it is
                 ptr, idx, weights = ontology.anc_ptr, ontology.anc_idx, own
             else:  # few nodes have rows: only their ancestor rows
-                from .ontology.builder import _gather
-
-                lens = ontology.anc_ptr[present + 1] - ontology.anc_ptr[present]
+                lens, idx = ontology.ancestor_rows(present)
                 ptr = np.concatenate(([0], np.cumsum(lens)))
-                idx, weights = _gather(ontology.anc_ptr, ontology.anc_idx, present), own[present]
+                weights = own[present]
             pooled = _pool_over_ancestors(ptr, idx, weights, nn)
         else:
             pooled = np.zeros_like(own)
@@ -519,18 +565,10 @@ class Evaluation:
         n = len(ids)
         if n == 0:
             return out
-        rng = np.random.default_rng(seed)
         names = list(per)
         mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
         fin = self.family.finalize
-        chunk = max(1, min(n_resamples, _BOOTSTRAP_CELLS // n))
-        for lo in range(0, n_resamples, chunk):
-            b = min(chunk, n_resamples - lo)
-            draws = rng.integers(0, n, size=(b, n))
-            weights = np.empty((b, n))
-            for j in range(b):  # one bincount per resample: its output stays in cache
-                weights[j] = np.bincount(draws[j], minlength=n)
-            del draws
+        for lo, weights in bootstrap_weights(n, n_resamples, seed):
             for j, row in enumerate((weights @ mat).tolist()):
                 res = fin(dict(zip(names, row)))
                 for m in wanted:
@@ -556,16 +594,7 @@ class Evaluation:
         if not (isinstance(level, (int, float)) and 0 < level < 1):
             raise InputError(f"bootstrap: level must be between 0 and 1, got {level!r}")
         reps = self.bootstrap_replicates(n_resamples=n_resamples, seed=seed, metrics=metrics)
-        alpha = (1 - level) / 2
-        out: dict[str, tuple[float, float] | None] = {}
-        for m, s in reps.items():
-            s = s[~np.isnan(s)]
-            if len(s) * 2 < n_resamples:
-                out[m] = None
-            else:
-                lo, hi = np.quantile(s, [alpha, 1 - alpha])
-                out[m] = (float(lo), float(hi))
-        return out
+        return {m: percentile_interval(s, n_resamples, level) for m, s in reps.items()}
 
     # ------------------------------------------------------------------ partitions
     def merge(self, other: "Evaluation") -> "Evaluation":
@@ -622,6 +651,13 @@ class Evaluation:
                 cols[k] = _out_column(v[:n], k, json_safe, nan_is_none=group is self.keys)
         names = list(cols)
         return [dict(zip(names, vals)) for vals in zip(*(cols[k] for k in names))]
+
+    def to_pandas(self, what: str = "rows") -> Any:
+        """A ``pandas.DataFrame`` of the rows (``what="rows"``: ``record_id``, keys, details,
+        stats) or of the metrics (``what="metrics"``: one row per metric with ``value``,
+        ``numerator``, ``denominator``, ``missing``, ``ci_low``, ``ci_high``). pandas is
+        optional: without it this raises :class:`InputError` saying how to install it."""
+        return _frame(self.rows() if what == "rows" else _metric_rows(self.metrics()), what)
 
     def to_dict(self, *, rows: bool = True, breakdowns: Iterable[str] = ()) -> dict[str, Any]:
         """The evaluation as JSON-safe data (``json.dumps(..., allow_nan=False)`` works): family,
@@ -780,6 +816,13 @@ class EvaluationSet(dict):
             raise ValueError(f"{self.family}: cannot merge results with members {sorted(self)} and {sorted(other)}")
         return EvaluationSet(self.family, {k: ev.merge(other[k]) for k, ev in self.items()})
 
+    def to_pandas(self, what: str = "rows") -> Any:
+        """Rows of every member (a ``member`` column first) or the canonical metrics, as a
+        ``pandas.DataFrame`` (see :meth:`Evaluation.to_pandas`)."""
+        if what == "rows":
+            return _frame([{"member": m, **r} for m, ev in self.items() for r in ev.rows()], what)
+        return _frame(_metric_rows(self.metrics()), what)
+
     @property
     def unscored_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -802,3 +845,20 @@ def as_evaluation_set(family: str, result: Any) -> EvaluationSet:
     if isinstance(result, (list, tuple)) and result and all(isinstance(v, Evaluation) for v in result):
         return EvaluationSet(family, {v.family.name: v for v in result})
     raise TypeError(f"family {family!r} returned {type(result).__name__}, not an Evaluation or a mapping of them")
+
+
+def _metric_rows(metrics: Mapping[str, Metric]) -> list[dict[str, Any]]:
+    return [{"metric": k, "value": m.value, "numerator": m.numerator, "denominator": m.denominator,
+             "missing": m.missing, "ci_low": m.ci[0] if m.ci else None, "ci_high": m.ci[1] if m.ci else None}
+            for k, m in metrics.items()]
+
+
+def _frame(rows: list[dict[str, Any]], what: str) -> Any:
+    if what not in ("rows", "metrics"):
+        raise InputError(f"to_pandas: what must be 'rows' or 'metrics', not {what!r}")
+    try:
+        import pandas as pd
+    except ImportError:
+        raise InputError("to_pandas needs pandas (pip install pandas)") from None
+    return pd.DataFrame(rows)
+

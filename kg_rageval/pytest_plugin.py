@@ -107,7 +107,7 @@ def _evidence(obj: Any, ontology: Any) -> _Evidence:
         obj = [obj]
     if isinstance(obj, Mapping) and hasattr(obj, "family") and obj and all(_is_evaluation(e) for e in obj.values()):
         return _Evidence({}, evaluations=list(obj.values()), ontology=ontology,
-                         families={obj.family: list(obj.values())})  # an EvaluationSet
+                         families={getattr(obj, "family"): list(obj.values())})  # an EvaluationSet
     if isinstance(obj, (list, tuple)) and obj and all(_is_evaluation(e) for e in obj):
         fams: dict[str, list] = {}
         for ev in obj:
@@ -171,7 +171,8 @@ def _check_slices(parsed: list, ev_: _Evidence) -> None:
     for g in parsed:
         if not g.scope or not g.scope.startswith("slice:"):
             continue
-        _, name, value = parse_scope(g.scope)
+        _, name, scope_value = parse_scope(g.scope)
+        value = scope_value or ""
         if name not in values:
             raise ConfigError(f"{g}: no row has the slice {name!r}{did_you_mean(name, values)}")
         if value not in values[name]:

@@ -52,9 +52,16 @@ def test_fail_config(stub):
         "stub_accuracy[slice:intent=lookup] >= 0.5": "pass",
         "stub.missing_run_rate <= 0.2": "pass",
     }
-    # drivers: branches whose own accuracy violates >= 0.7, ranked by rows × shortfall
+    # drivers: branches worse than the global 5/8, ranked by impact = rows × (0.625 − value):
+    # hatchback 1 × 0.625, submarine 2 × (0.625 − 0.5), car 5 × (0.625 − 0.6); the root
+    # (everything, 0.625) and boat (0.75) drive nothing
     drivers = [(d["node"], round(d["impact"], 6)) for d in res.drivers]
-    assert drivers == [("hatchback", 0.7), ("car", 0.5), ("submarine", 0.4)]
+    assert drivers == [("hatchback", 0.625), ("submarine", 0.25), ("car", 0.125)]
+    car = res.drivers[2]
+    # car lacks 5 × (0.7 − 0.6) = 0.5 of the 8 × (0.7 − 0.625) = 0.6 missing units: 5/6 of the
+    # deficit, for 5/8 of the rows
+    assert car["deficit"] == pytest.approx(0.5) and car["deficit_share"] == pytest.approx(5 / 6)
+    assert car["size_share"] == pytest.approx(5 / 8)
 
 
 def test_missing_evidence_fails(stub):
@@ -234,7 +241,9 @@ def test_reports_round_trip_and_junit(stub, tmp_path):
     md = Path(written["markdown"]).read_text()
     assert md.startswith("# Audit vehicles-missing: FAILED") and "| MISSING | `faithfulness >= 0.5`" in md
     html = Path(written["html"]).read_text()
-    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    # self-contained: one inline script (table sorting/filtering), nothing loaded from elsewhere
+    assert html.count("<script") == 1 and "<script>" in html and " src=" not in html
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
 
 
 def test_coverage_and_exclusions(stub):
@@ -250,7 +259,7 @@ def test_coverage_and_exclusions(stub):
     assert cov["n_cells"] == 18 and cov["n_empty"] == 11 and cov["n_thin"] == 7
     ex = res.exclusions
     assert ex == {"gold_documents": 3, "excluded_by_filter": {"category": 1}, "excluded_by_branch": {"car": 1},
-                  "excluded_by_entitlement": 1}
+                  "excluded_by_entitlement": 1, "inconsistent_filter_log": 0, "inconsistent_examples": []}
 
 
 def test_baseline_deltas_and_budget(stub, workdir):
@@ -277,6 +286,20 @@ def test_baseline_deltas_and_budget(stub, workdir):
     worst = res.baseline["worst_queries"]["stub.stub_accuracy"]
     # per-query deltas, worst first: r2 and r6 regress (0 - 1), r1 improves (1 - 0)
     assert [(w["record_id"], w["delta"]) for w in worst] == [("r2", -1.0), ("r6", -1.0), ("r1", 1.0)]
+    # HTML: delta rows sit in the baseline section (gated ones shown), not in the metrics table
+    from kg_rageval.audit.report_html import html_report
+
+    html = html_report(res)
+    metrics_part = html.split("<h2>Metrics</h2>", 1)[1].split("<h2>Baseline comparison</h2>", 1)[0]
+    baseline_part = html.split("<h2>Baseline comparison</h2>", 1)[1]
+    assert "delta:" not in metrics_part
+    assert "<th>gated delta</th>" in baseline_part and "<code>delta:stub.stub_accuracy</code>" in baseline_part
+    assert "-0.1250" in baseline_part.split("</table>", 1)[0]
+    # the failed delta gate lists the records that regressed: r2 and r6 (1 → 0), not r1 (0 → 1)
+    (fd,) = [f for f in res.failing if f["gate"].startswith("delta:")]
+    assert [(r["id"], r["value"], r["baseline"], r["deficit"]) for r in fd["records"]] == [
+        ("r2", 0.0, 1.0, 1.0), ("r6", 0.0, 1.0, 1.0)]
+    assert fd["n_driving"] == 2 and fd["records"][0]["gold"] == ["hatchback"]
 
 
 def test_manifest_verify(stub, workdir, capsys):

@@ -87,3 +87,29 @@ def test_demo_html_report_in_browser(tmp_path):
     shot = tmp_path / "demo-report.png"
     proc = _chromium(page, tmp_path, "--window-size=1280,2400", f"--screenshot={shot}")
     assert proc.returncode == 0 and shot.stat().st_size > 50_000
+
+
+_PROBE = """<script>(function(){
+var t=document.querySelector('table.sortable');var th=t.tHead.rows[0].cells[1];
+th.click();var asc=Array.prototype.map.call(t.tBodies[0].rows,function(r){return r.cells[1].getAttribute('data-v');});
+var f=document.getElementById('metric-filter');f.value='accuracy';f.dispatchEvent(new Event('input'));
+var shown=Array.prototype.filter.call(document.querySelectorAll('.metric-family tbody tr'),function(r){return !r.hidden;}).length;
+var out=document.createElement('pre');out.id='probe';out.textContent=JSON.stringify({asc:asc,sort:th.getAttribute('aria-sort'),shown:shown});
+document.body.appendChild(out);})();</script>"""
+
+
+@pytest.mark.slow
+def test_html_metrics_table_sorts_and_filters_in_the_browser(report, tmp_path):
+    """The inline script in a real browser: a click on the value header sorts ascending
+    (missing values last), the filter box hides the rows that do not match."""
+    import json as _json
+
+    page = tmp_path / "probe.html"
+    page.write_text(report.read_text().replace("</body>", _PROBE + "</body>"))
+    dom = _chromium(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0 and not _console_errors(dom.stderr), _console_errors(dom.stderr)
+    probe = _json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    nums = [float(v) for v in probe["asc"] if v]
+    assert probe["sort"] == "ascending" and nums == sorted(nums)
+    assert all(v for v in probe["asc"][: len(nums)])  # numbers first, missing values last
+    assert probe["shown"] >= 1

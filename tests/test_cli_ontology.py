@@ -24,8 +24,16 @@ def test_validate_exit_codes(onto_dir, capsys):
     assert "3 violation(s)" in out and "ex:Unlabelled [rdfs:label]" in out
     assert main(["ontology", "validate", str(onto_dir / "clean.ttl")]) == 0
     assert "conforms" in capsys.readouterr().out
-    assert main(["ontology", "validate", str(onto_dir / "deprecated_warning.ttl")]) == 1
+    # SHACL warnings only (a deprecated class): shown, exit 0; --fail-on-warnings makes them fail
+    assert main(["ontology", "validate", str(onto_dir / "deprecated_warning.ttl")]) == 0
+    out = capsys.readouterr().out
+    assert "0 violation(s), 1 warning(s)" in out and "Warning" in out
+    assert main(["ontology", "validate", "--fail-on-warnings", str(onto_dir / "deprecated_warning.ttl")]) == 1
     capsys.readouterr()
+    assert main(["ontology", "validate", "--format", "json", str(onto_dir / "deprecated_warning.ttl")]) == 0
+    d = _json(capsys)
+    assert d["counts"] == {"Violation": 0, "Warning": 1, "Info": 0} and d["exit_code"] == 0
+    assert d["fail_on_warnings"] is False
     assert main(["ontology", "validate", "--allow-warnings", str(onto_dir / "deprecated_warning.ttl")]) == 0
     capsys.readouterr()
 

@@ -377,7 +377,7 @@ def _m(ev, name):
 
 
 def test_schema_validity_and_failure_counts(scored):
-    assert len(scored) == 5 and scored.unscored_counts == {"no answer.output": 1}
+    assert len(scored) == 5 and scored.unscored_counts == {"missing output": 1}
     assert _m(scored, "schema_validity") == (2, 5)
     counts = {k: _m(scored, f"failure_rate_{k}")[0] for k in FAILURE_KINDS}
     assert counts == {"not_json": 1, "missing_field": 1, "wrong_type": 0, "extra_field": 1, "enum_violation": 1, "other": 0}

@@ -33,7 +33,7 @@ def test_shacl_shapes_on_fixture_records(attack):
     # checks no domain/range here); r5 lacks the technique and has an extra field
     assert {k: r["conforming"] for k, r in rows.items()} == {"r1": 1, "r2": 0, "r3": 0, "r4": 1, "r5": 0}
     assert rows["r2"]["unrenderable"] == 1
-    assert ev.unscored_counts == {"no answer.output": 1}
+    assert ev.unscored_counts == {"missing output": 1}
     assert ev.metrics()["shacl_conformance"].numerator == 2
     comps = {(r["path"], r["constraint"]) for r in rows["r5"]["results"]}
     assert comps == {("kgro:technique", "sh:MinCountConstraintComponent"), ("kgro:rationale", "sh:ClosedConstraintComponent")}
@@ -76,11 +76,11 @@ def test_cli_json(kgro, tmp_path, capsys):
                "--shapes", str(SHAPES)])
     assert rc == 0
     payload = json.loads(capsys.readouterr().out)
-    fam = payload["families"]["conformance"]
-    assert fam["metrics"]["schema_validity"]["numerator"] == 2 and fam["metrics"]["schema_validity"]["denominator"] == 5
-    assert fam["metrics"]["triple_precision"]["value"] == 0.5
-    assert fam["breakdowns"]["slice:intent"]["relations"]["n"] == 2
-    assert payload["families"]["conformance_shacl"]["metrics"]["shacl_conformance"]["numerator"] == 2
+    m = payload["metrics"]
+    assert m["conformance.schema_validity"]["numerator"] == 2 and m["conformance.schema_validity"]["denominator"] == 5
+    assert m["conformance.triple_precision"]["value"] == 0.5
+    assert payload["breakdowns"]["slice:intent"]["relations"]["n"] == 2
+    assert payload["shacl"]["metrics"]["shacl_conformance"]["numerator"] == 2
     assert payload["schema"]["vocabularies"]["technique"] == {"size": 8, "mode": "enum"}
     exported = json.loads(out_schema.read_text())
     from kg_rageval.ontology.cache import load_compiled
@@ -90,8 +90,9 @@ def test_cli_json(kgro, tmp_path, capsys):
                "--data", str(FIX / "records.jsonl"), "--format", "json", "--no-rows", "--engine", "jsonschema",
                "--export-schema", str(out_schema), "--export-flavor", "openai"])
     assert rc == 0
-    again = json.loads(capsys.readouterr().out)["families"]["conformance"]
-    assert again["sums"] == fam["sums"] and "rows" not in again
+    again = json.loads(capsys.readouterr().out)
+    assert again["evaluations"]["conformance"]["sums"] == payload["evaluations"]["conformance"]["sums"]
+    assert "rows" not in again
     wrapped = json.loads(out_schema.read_text())
     assert wrapped["type"] == "json_schema" and wrapped["json_schema"]["schema"]["required"] == ["technique", "tactic"]
 

@@ -9,6 +9,8 @@ family; it is built once per module into a temporary directory."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kg_rageval.cli.main import main
@@ -28,9 +30,25 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     built = build_demo(out, bootstrap=20)
     onto = load_ontology(out / "doid-cancer-slim.obo")
+    _add_relation_questions(out / "records.jsonl", onto)
     return {"dir": out, "config": built["config"], "ontology": onto,
             "records": read_records(out / "records.jsonl"),
             "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml")}}
+
+
+def _add_relation_questions(path, onto) -> None:
+    """The demo has no relation answers: give each record with a gold concept a list question
+    ("which subtypes of <gold>?", answered with the first subtype) so the relations family
+    meets the same records as every other family."""
+    lines = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        gold = ((rec.get("labels") or {}).get("gold") or [None])[0]
+        if gold in onto:
+            subtypes = onto.children(gold) or [gold]
+            rec["relations"] = {"node": gold, "gold_answers": subtypes, "answers": subtypes[:1]}
+        lines.append(json.dumps(rec))
+    path.write_text("\n".join(lines) + "\n")
 
 
 def _inputs(name: str, demo) -> dict:
@@ -80,8 +98,10 @@ def test_declared_metrics_are_the_metrics_produced(name, demo):
     result = sc.score(demo["ontology"], demo["records"], **_inputs(name, demo))
     produced = set(result.metrics())
     declared = {f"{name}.{m.name}" for m in sc.metrics if m.member in result}
-    values = sc.template_values(sc.validate({})) if sc.template_values else {}
-    declared = {f"{name}.{n}" for m in sc.metrics if m.member in result for n in m.expand(values)}
+    opts = sc.validate({})
+    values = sc.template_values(opts) if sc.template_values else {}
+    declared = {f"{name}.{n}" for m in sc.metrics if m.member in result and m.applies(opts)
+                for n in m.expand(values)}
     assert produced == declared
     for key in produced:  # every produced name resolves to itself
         assert str(resolve_metric(key)) == key
@@ -213,3 +233,230 @@ def test_dask_equals_in_process_for_every_family(demo):
         cluster = client.cluster
         client.close()
         cluster.close()
+
+
+# ---------------------------------------------------------------------- one id resolver
+def _status_ontology():
+    from kg_rageval.ontology import OntologyBuilder
+
+    b = OntologyBuilder("status")
+    for n in ("root", "a", "b"):
+        b.add_node(n)
+    b.add_node("old", status="deprecated", replaced_by="a")
+    for c in ("a", "b", "old"):
+        b.add_edge(c, "root")
+    return b.build()
+
+
+def test_one_id_policy_in_hierarchy_and_linking():
+    """The same defaults everywhere: a predicted id the ontology lacks is counted
+    (not_in_ontology), a deprecated predicted id is flagged with its replacement, a deprecated
+    or unknown gold id is an input error naming the record and field."""
+    from kg_rageval.errors import InputError, UnknownIdError
+
+    o = _status_ontology()
+    lab = [{"id": "1", "labels": {"gold": ["a"], "pred": ["zz"]}},
+           {"id": "2", "labels": {"gold": ["b"], "pred": ["old"]}}]
+    men = [{"id": "1", "text": "xx yy", "mentions": {"gold": [{"start": 0, "end": 2, "id": "a"}],
+                                                     "pred": [{"start": 0, "end": 2, "id": "zz"}]}},
+           {"id": "2", "text": "xx yy", "mentions": {"gold": [{"start": 0, "end": 2, "id": "b"}],
+                                                     "pred": [{"start": 0, "end": 2, "id": "old"}]}}]
+    hres = get_scorer("hierarchy").score(o, lab)
+    h = hres.metrics()
+    assert h["hierarchy.error_count_not_in_ontology"].value == 1 and h["hierarchy.error_count_inactive"].value == 1
+    assert hres.single.details["replacement"].tolist() == [None, "a"]
+    ln = get_scorer("linking").score(o, men)
+    lm = ln.metrics()
+    assert lm["linking.unknown_ids"].value == 1 and lm["linking.inactive_ids"].value == 1
+    assert ln.single.details["replacement"].tolist() == [None, "a"]
+    bad_lab = [{"id": "3", "labels": {"gold": ["old"], "pred": ["a"]}}]
+    bad_men = [{"id": "3", "text": "xx", "mentions": {"gold": [{"start": 0, "end": 2, "id": "old"}], "pred": []}}]
+    for fam, recs, field in (("hierarchy", bad_lab, "labels.gold[0]"), ("linking", bad_men, "mentions.gold[0].id")):
+        with pytest.raises(InputError, match=rf"'old' is deprecated \(replaced by 'a'\).*record '3'.*{re_escape(field)}"):
+            get_scorer(fam).score(o, recs)
+        # the same option, the same name, in both families
+        get_scorer(fam).score(o, recs, on_status_gold="replace")
+    for fam, recs in (("hierarchy", [{"id": "4", "labels": {"gold": ["nope"], "pred": ["a"]}}]),
+                      ("linking", [{"id": "4", "text": "xx", "mentions": {"gold": [{"start": 0, "end": 2, "id": "nope"}],
+                                                                          "pred": []}}])):
+        with pytest.raises(UnknownIdError, match="record '4'.*unknown ontology id 'nope'"):
+            get_scorer(fam).score(o, recs)
+    assert [p.name for p in REGISTRY["hierarchy"].params if p.name.startswith(("on_", "aliases"))] == \
+        [p.name for p in REGISTRY["linking"].params if p.name.startswith(("on_", "aliases"))]
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+# ---------------------------------------------------------------------- the same output everywhere
+SHAPE = {"command", "family", "data", "ontology", "counts", "metrics", "unscored", "breakdowns", "evaluations"}
+
+
+def _score_cli(name, demo, *extra):
+    import io
+    from contextlib import redirect_stdout
+
+    args = ["score", name, "-O", str(demo["dir"] / "doid-cancer-slim.obo"), "-d", str(demo["dir"] / "records.jsonl")]
+    for i in get_scorer(name).inputs:
+        if i.name in demo["inputs"]:
+            args += [i.flag, demo["inputs"][i.name]]
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = main(args + list(extra))
+    return code, buf.getvalue()
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_score_json_has_one_shape(name, demo):
+    code, out = _score_cli(name, demo, "--format", "json")
+    assert code == 0
+    p = json.loads(out)
+    assert SHAPE <= set(p) and "rows" not in p  # the same --rows default (off) everywhere
+    assert p["command"] == f"score {name}" and p["family"] == name
+    assert set(p["counts"]) == {"records", "scored_records", "rows", "unscored"}
+    assert p["counts"]["records"] == len(demo["records"])
+    assert all(k.startswith(f"{name}.") for k in p["metrics"])  # canonical names only
+    assert all(str(resolve_metric(k)) == k for k in p["metrics"])
+    code, out = _score_cli(name, demo, "--format", "json", "--rows", "--ci", "20")
+    p = json.loads(out)
+    assert p["rows"] and {"member", "record_id"} <= set(p["rows"][0])
+    with_ci = [m for m in p["metrics"].values() if m.get("ci")]
+    assert with_ci and all(m["ci"][0] <= m["value"] <= m["ci"][1] for m in with_ci)
+
+
+@pytest.mark.parametrize("name", ["retrieval", "generation"])
+def test_score_csv_and_to_pandas(name, demo):
+    import csv
+    import io
+
+    code, out = _score_cli(name, demo, "--format", "csv")
+    assert code == 0
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert set(table[0]) == {"metric", "value", "numerator", "denominator", "ci_low", "ci_high", "missing"}
+    res = get_scorer(name).score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    assert [r["metric"] for r in table] == list(res.metrics())
+    pd = pytest.importorskip("pandas")
+    frame = res.to_pandas()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == sum(len(ev) for ev in res.values())
+    assert list(res.to_pandas("metrics")["metric"]) == list(res.metrics())
+    code, out = _score_cli(name, demo, "--format", "csv", "--rows")
+    assert len(list(csv.DictReader(io.StringIO(out)))) == len(frame)
+
+
+# ---------------------------------------------------------------------- no import circles
+def test_no_import_cycles_between_modules():
+    """No two modules of the package import each other, directly or through others (imports
+    under TYPE_CHECKING and inside functions count too; package ``__init__`` re-exports do not)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "kg_rageval"
+    mods = {}
+    for p in root.rglob("*.py"):
+        parts = list(p.relative_to(root.parent).with_suffix("").parts)
+        init = parts[-1] == "__init__"
+        mods[".".join(parts[:-1] if init else parts)] = (p, init)
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, (p, init) in mods.items():
+        pkg = m if init else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1] if node.level else []
+                tgt = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+                for c in [tgt] + [f"{tgt}.{a.name}" for a in node.names]:
+                    if c in mods and c != m and not mods[c][1]:
+                        edges[m].add(c)
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(v: str) -> None:
+        state[v] = 1
+        stack.append(v)
+        for w in edges[v]:
+            if state.get(w) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(w):] + [w]))
+            if w not in state:
+                visit(w)
+        stack.pop()
+        state[v] = 2
+
+    for m, (_, init) in mods.items():
+        if not init and m not in state:
+            visit(m)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_slice_keys_are_normalised_the_same_way(name, demo):
+    """``{"tier": 0}`` is the key ``slice:tier`` with the text ``"0"`` in every family."""
+    recs = [dict(r, slices={**(r.get("slices") or {}), "tier": i % 2, "flag": True})
+            for i, r in enumerate(demo["records"])]
+    res = get_scorer(name).score(demo["ontology"], recs, **_inputs(name, demo))
+    for ev in res.values():
+        if len(ev) and "slice:tier" in ev.keys:
+            assert set(ev.keys["slice:tier"].tolist()) <= {"0", "1"}
+            assert set(ev.keys["slice:flag"].tolist()) <= {"true"}
+    assert any("slice:tier" in ev.keys for ev in res.values())
+
+
+def test_ir_measures_name_without_a_retrieval_metric_says_so():
+    with pytest.raises(ConfigError, match=r"'Judged@10' is the ir_measures name of retrieval.judged@10"):
+        resolve_metric("Judged@10")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_is_reachable_from_the_pytest_plugin(name, demo):
+    """``assert_gates`` reads every family's result under the same canonical names."""
+    from kg_rageval.pytest_plugin import check_gates
+
+    res = get_scorer(name).score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    defined = [k for k, m in res.metrics().items() if m.value is not None][:5]
+    results, _ = check_gates(res, [f"{k} >= -1" for k in defined], ontology=demo["ontology"])
+    assert [r.observed for r in results] == [res.metrics()[k].value for k in defined]
+    assert all(r.status == "pass" for r in results)
+
+
+def test_conformance_follows_the_same_id_policy(demo):
+    from kg_rageval.errors import UnknownIdError
+
+    o, spec = demo["ontology"], demo["inputs"]["spec"]
+    good = next(i for i in o.ids if i.startswith("DOID:") and o.is_active(i))
+    recs = [{"id": "a", "answer": {"output": {"disease": "DOID:nope"}}, "reference": {"output": {"disease": good}}},
+            {"id": "b", "answer": {"output": {"disease": good}}, "reference": {"output": {"disease": good}}}]
+    m = get_scorer("conformance").score(o, recs, spec=spec).metrics()
+    assert m["conformance.entity_vocabulary"].numerator == 1 and m["conformance.entity_vocabulary"].denominator == 2
+    with pytest.raises(UnknownIdError, match=r"record 'a'.*answer.output.disease.*'DOID:nope'"):
+        get_scorer("conformance").score(o, recs, spec=spec, on_unknown="error")
+    bad_gold = [{"id": "c", "answer": {"output": {"disease": good}}, "reference": {"output": {"disease": "DOID:nope"}}}]
+    with pytest.raises(UnknownIdError, match=r"record 'c'.*reference.output.disease.*'DOID:nope'"):
+        get_scorer("conformance").score(o, bad_gold, spec=spec)
+    counted = get_scorer("conformance").score(o, bad_gold, spec=spec, on_unknown_gold="count")
+    assert counted.single.rows()[0]["problems"]["reference_unknown_ids"] == [{"value": "DOID:nope", "slot": "disease"}]
+
+
+def test_retrieval_filter_ids_follow_the_same_id_policy(demo):
+    from kg_rageval.errors import UnknownIdError
+
+    recs = [dict(r) for r in demo["records"] if (r.get("retrieval") or {}).get("filters")][:5]
+    assert recs, "the demo logs filters"
+    bad = dict(recs[0], retrieval={**recs[0]["retrieval"], "filters": [{"field": "category", "op": "within",
+                                                                       "value": "DOID:nope"}]})
+    recs[0] = bad
+    res = get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"])
+    assert res.single.meta["filter_ids_not_in_ontology"] == ["DOID:nope"]  # counted, matches nothing
+    with pytest.raises(UnknownIdError, match="'DOID:nope'"):
+        get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"], on_unknown="error")
+
+
+def test_audit_report_uses_canonical_names_only(demo):
+    """One name per number: every metric key of the demo audit is canonical (it had 755 keys,
+    most of them aliases of each other, before the one metric registry)."""
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.runner import run_audit
+
+    res = run_audit(load_config(demo["config"]), progress=False)
+    assert all(str(resolve_metric(k)) == k for k in res.metrics)
+    plain = [k for k in res.metrics if "[" not in k and not k.startswith("delta:")]
+    assert len(plain) == len(set(plain)) and len(res.metrics) < 400

@@ -320,7 +320,10 @@ def test_correctness_max_over_references_and_refusals(vehicles):
 def test_concept_counts_agree_with_a_set_reference(vehicles):
     from hierarchy_reference import aug
 
-    from kg_rageval.generation.hier import hierarchical_counts
+    from kg_rageval.generation.correctness import _concept_counts
+
+    def hierarchical_counts(onto, pred, gold):
+        return _concept_counts(onto, gold, pred, where="test")
 
     cases = [(["sedan"], ["hatchback"]), (["amphibious_car"], ["submarine"]), (["sedan", "boat"], ["amphibious_car"]),
              ([], ["car"]), (["vehicle"], ["vehicle"])]
@@ -343,8 +346,14 @@ def test_concept_correctness_is_hierarchical(vehicles):
     assert (m["concept_hP"].numerator, m["concept_hP"].denominator) == (1, 3)  # boat
     assert (m["concept_hR"].numerator, m["concept_hR"].denominator) == (1, 2)
     assert m["concept_hF1"].value == pytest.approx(2 * (1 / 3) * 0.5 / (1 / 3 + 0.5))
-    with pytest.raises(InputError, match="unknown ontology id 'nope'"):
-        score_correctness([rec("a", answer={"text": "x", "concepts": ["nope"]}, reference={"answer": "Sedan"})], vehicles)
+    # a predicted concept the ontology lacks is counted (an isolated concept), never an abort;
+    # a gold one is an input error naming the field
+    m = score_correctness([rec("a", answer={"text": "x", "concepts": ["nope", "sedan"]},
+                               reference={"answer": "Sedan"})], vehicles).metrics()
+    assert m["concepts_not_in_ontology"].value == 1
+    assert (m["concept_hP"].numerator, m["concept_hP"].denominator) == (2, 3)  # {car, sedan} of {car, sedan, nope}
+    with pytest.raises(InputError, match=r"reference.concepts\[0\].*unknown ontology id 'nope'"):
+        score_correctness([rec("a", answer={"text": "x"}, reference={"answer": "y", "concepts": ["nope"]})], vehicles)
 
 
 # ---------------------------------------------------------------- refusal
@@ -451,24 +460,21 @@ def test_cli_score_generation_json():
     from kg_rageval.cli.main import cli
 
     res = CliRunner().invoke(cli, ["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "records.jsonl"),
-                                   "--judgments", str(FIX / "judgments.jsonl"), "--format", "json"])
+                                   "--judgments", str(FIX / "judgments.jsonl"), "--format", "json", "--rows"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    fam = out["families"]
-    f = fam["faithfulness"]["metrics"]
+    m = {k.split(".", 1)[1]: v for k, v in out["metrics"].items()}  # generation.<metric>
+    f = c = r = u = m
     assert f["faithfulness"]["value"] == 0.25 and f["faithfulness_micro"]["denominator"] == 3
     assert f["invalid_judgment"]["value"] == 1 and f["no_claims"]["value"] == 1
-    c = fam["correctness"]["metrics"]
     assert c["token_f1"]["value"] == pytest.approx(0.125)  # g1: P 1/7 R 1 → 0.25; g2: 0
     # g1: {car, sedan} vs {car, sedan} → 2/2; g2: {car, sedan} vs {car, hatchback} → 1/2
     assert c["concept_hP"]["numerator"] == 3 and c["concept_hP"]["denominator"] == 4
-    r = fam["refusal"]["metrics"]
     assert r["refusal_precision"]["value"] == 1.0 and r["refusal_recall"]["value"] == 0.5
-    u = fam["unseen_concepts"]["metrics"]
     assert u["unseen_precision"]["value"] == 0.5 and u["flag_rate"]["value"] == 0.5
-    assert fam["calibration"]["metrics"]["ece"]["value"] == pytest.approx(0.75)
-    assert len(fam["faithfulness"]["rows"]) == 4
-    assert "slice:intent" in fam["refusal"]["breakdowns"]
+    assert m["ece"]["value"] == pytest.approx(0.75)
+    assert len([r for r in out["rows"] if r["member"] == "faithfulness"]) == 4
+    assert "generation.refusal_recall" in out["breakdowns"]["slice:intent"]["lookup"]["metrics"]
 
 
 def test_cli_ontology_judge_text_output():
@@ -526,3 +532,21 @@ def test_bad_field_errors_name_file_record_line_and_field(tmp_path, capsys):
     code = main(["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(data)])
     assert code == 2
     assert capsys.readouterr().err == f"error: {data}, record 'b' (line 2), field answer.text: expected a string, found int\n"
+
+
+def test_correctness_strips_citation_markers_before_em_and_f1():
+    """Issue #19: "90 days [logs]." equals "90 days"; [1] and [doc-1, doc-2] go too."""
+    records = [
+        rec("a", answer={"text": "90 days [logs]."}, reference={"answer": "90 days", "answerable": True}),
+        rec("b", answer={"text": "Paris [1][doc-12]"}, reference={"answer": "Paris"}),
+        rec("c", answer={"text": "Lyon [doc-1, doc-2]."}, reference={"answer": "Paris"}),
+    ]
+    rows = {r["record_id"]: r for r in score_correctness(records).rows()}
+    assert [rows[k]["exact_match"] for k in "abc"] == [1.0, 1.0, 0.0]
+    kept = {r["record_id"]: r for r in score_correctness(records, strip_citations=False).rows()}
+    # "90 days logs" vs "90 days": P 2/3, R 1 → F1 0.8; "paris 1doc12" vs "paris": 2·½·1/1.5
+    assert kept["a"]["exact_match"] == 0.0 and kept["a"]["token_f1"] == pytest.approx(0.8)
+    assert kept["b"]["token_f1"] == pytest.approx(2 / 3)
+    # a bracket of words (with spaces) is text, not a marker
+    plain = score_correctness([rec("d", answer={"text": "90 days [see below]"}, reference={"answer": "90 days"})])
+    assert plain.rows()[0]["exact_match"] == 0.0

@@ -126,16 +126,22 @@ def test_malformed_labels_raise(vehicles):
 
 def test_unknown_ids(vehicles):
     records = [rec(1, ["sedan"], ["spaceship"]), rec(2, ["rocket"], ["car"])]
+    # default: a gold id the ontology lacks is an input error; a predicted one is counted
     with pytest.raises(UnknownIdError) as err:
         score_hierarchy(vehicles, records)
+    assert err.value.ids == ["rocket"] and "record '2'" in str(err.value) and "on_unknown_gold" in str(err.value)
+    pred_only = score_hierarchy(vehicles, records[:1]).metrics()
+    assert pred_only["error_count_not_in_ontology"].value == 1
+    with pytest.raises(UnknownIdError) as err:
+        score_hierarchy(vehicles, records, on_unknown="error")
     assert err.value.ids == ["rocket", "spaceship"] and "record '1'" in str(err.value)
-    ev = score_hierarchy(vehicles, records, on_unknown="count")
+    ev = score_hierarchy(vehicles, records, on_unknown_gold="count")
     m = ev.metrics()
     # an unknown id is an isolated concept: {spaceship} and {rocket} add 1 to |P̂| and |T̂|
     assert m["hierarchical_precision"].value == pytest.approx(0 / (1 + 1))
     assert m["hierarchical_recall"].value == pytest.approx(0 / (2 + 1))
-    assert m["error_count_unknown"].value == 2 and m["wu_palmer"].value is None
-    same = score_hierarchy(vehicles, [rec(1, ["rocket"], ["rocket"])], on_unknown="count")
+    assert m["error_count_not_in_ontology"].value == 2 and m["wu_palmer"].value is None
+    same = score_hierarchy(vehicles, [rec(1, ["rocket"], ["rocket"])], on_unknown_gold="count")
     assert same.metrics()["exact_accuracy"].value == 1.0
 
 
@@ -155,13 +161,19 @@ def test_status_options():
     o = _status_ontology()
     records = [rec(1, ["a"], ["old"]), rec(2, ["a"], ["gone"]), rec(3, ["b"], ["b"])]
     with pytest.raises(InputError, match=r"'old' is deprecated \(replaced by 'a'\).*'gone' is revoked"):
-        score_hierarchy(o, records)
-    counted = score_hierarchy(o, records, on_status="count")
+        score_hierarchy(o, records, on_status="error")
+    # default: inactive predicted ids are flagged and scored where they stand
+    counted = score_hierarchy(o, records)
     assert relation_counts(counted) == {"exact": 1, "inactive": 2}
     assert counted.totals()["pred_inactive"] == 2
     replaced = score_hierarchy(o, records, on_status="replace")
     assert relation_counts(replaced) == {"exact": 2, "inactive": 1}  # 'gone' has no replacement
     assert replaced.meta["replaced_ids"] == 1
+    # an inactive gold id is an input error unless asked otherwise
+    gold_old = [rec(1, ["old"], ["a"])]
+    with pytest.raises(InputError, match=r"'old' is deprecated.*on_status_gold"):
+        score_hierarchy(o, gold_old)
+    assert relation_counts(score_hierarchy(o, gold_old, on_status_gold="replace")) == {"exact": 1}
 
 
 def test_family_declares_every_category():

@@ -26,7 +26,7 @@ def test_score_linking_json(paths, capsys):
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data, "--format", "json"])
     assert code == 0, out.err
     p = json.loads(out.out)
-    m = {k: v["value"] for k, v in p["metrics"].items()}
+    m = {k.split(".", 1)[1]: v["value"] for k, v in p["metrics"].items()}
     # strict: q1 2 pairs (1 correct, 1 parent error), q2 over-link, q3 [0,10) vs [0,9) unaligned
     assert m["mention_precision"] == pytest.approx(4 / 5) and m["mention_recall"] == pytest.approx(4 / 5)
     assert m["wrong_link_parent"] == 1.0 and m["over_links"] == 1 and m["abstentions"] == 1
@@ -43,8 +43,9 @@ def test_score_linking_overlap_and_text(paths, capsys):
                                "--breakdown", "branch", "--rows"])
     assert code == 0
     p = json.loads(out.out)
-    assert p["metrics"]["mention_precision"]["value"] == 1.0
-    assert p["metrics"]["strong_all_match_recall"]["value"] == pytest.approx(2 / 5)
+    assert p["metrics"]["linking.mention_precision"]["value"] == 1.0
+    assert p["metrics"]["linking.overlap_all_match_recall"]["value"] == pytest.approx(2 / 5)
+    assert "linking.strong_all_match_recall" not in p["metrics"]
     assert set(p["breakdowns"]["branch"]) == {"car", "boat", "None"}
     assert len(p["rows"]) == 5
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data])
@@ -61,11 +62,11 @@ def test_score_linking_bad_input_exit_2(paths, capsys, tmp_path):
     bad.write_text('{"id": "a", "mentions": {"gold": [{"start": 0, "end": 2, "id": "plane"}], "pred": []}}\n')
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad)])
     assert code == 2 and "'plane'" in out.err and "bad.jsonl" in out.err
-    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--on-unknown", "count",
+    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--on-unknown-gold", "count",
                                "--format", "json"])
-    assert code == 0 and json.loads(out.out)["metrics"]["unknown_ids"]["value"] == 1
+    assert code == 0 and json.loads(out.out)["metrics"]["linking.unknown_ids"]["value"] == 1
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--breakdown", "nope",
-                               "--on-unknown", "count"])
+                               "--on-unknown-gold", "count"])
     assert code == 2 and "no breakdown key" in out.err
 
 
@@ -84,7 +85,7 @@ def test_link_text_and_records_then_score(paths, capsys, tmp_path):
                                "--format", "json"])
     assert code == 0 and json.loads(out.out)["records"] == 4
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(out_path), "--format", "json"])
-    m = {k: v["value"] for k, v in json.loads(out.out)["metrics"].items()}
+    m = {k.split(".", 1)[1]: v["value"] for k, v in json.loads(out.out)["metrics"].items()}
     # gold spans linked by the dictionary: sedan, car, "hovercraft" -> NIL, "Hatchbacks" -> NIL
     # (no plural in the dictionary), "boats" -> NIL
     assert m["mention_f1"] == 1.0 and m["strong_all_match_recall"] == pytest.approx(3 / 5)
@@ -116,7 +117,8 @@ def test_score_linking_counts_every_record_read(paths, capsys, tmp_path):
     assert code == 0 and out.out.startswith("4 records read, 3 scored, 6 rows")
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data, "--format", "json"])
     p = json.loads(out.out)
-    assert p["records_read"] == 4 and p["n_records"] == 3 and p["meta"]["records_scored"] == 3
+    assert p["counts"]["records"] == 4 and p["counts"]["scored_records"] == 3
+    assert p["evaluations"]["linking"]["meta"]["records_scored"] == 3
 
 
 def test_link_bad_and_empty_inputs_exit_2(paths, capsys, tmp_path):

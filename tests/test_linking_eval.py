@@ -112,7 +112,12 @@ def test_overlap_alignment_greedy_rule(kb):
     ev = score_linking(kb, [rec], overlap=True)
     v = vals(ev)
     # Q-B first (8 shared chars), then P-A (5 shared chars; B is taken)
-    assert v["mention_precision"] == 1.0 and v["strong_all_match_f1"] == 1.0
+    assert v["mention_precision"] == 1.0 and v["overlap_all_match_f1"] == 1.0
+    # neleval's strong_* names mean identical spans: never reported for an overlap alignment
+    assert not any(k.startswith("strong_") for k in v)
+    assert {k for k in v if k.startswith("overlap_")} == {
+        f"overlap_{m}_match_{x}" for m in ("all", "link", "nil") for x in ("precision", "recall", "f1")}
+    assert strict["strong_all_match_f1"] == 0.0 and not any(k.startswith("overlap_") for k in strict)
     pairs = {(r["gold_start"], r["pred_start"]) for r in ev.rows()}
     assert pairs == {(0, 5), (10, 12)}
     assert ev.meta["alignment"] == "overlap"
@@ -124,7 +129,7 @@ def test_overlap_tie_break_boundary_difference(kb):
                                    "pred": [m(0, 6, "E2"), m(0, 4, "E1")]}}
     ev = score_linking(kb, [rec], overlap=True)
     v = vals(ev)
-    assert v["strong_all_match_recall"] == 1.0 and v["mention_precision"] == 0.5
+    assert v["overlap_all_match_recall"] == 1.0 and v["mention_precision"] == 0.5
 
 
 def test_empty_denominators_are_missing(kb):
@@ -226,11 +231,17 @@ def test_unknown_ids_error_or_count(kb):
                                    "pred": [m(0, 2, "YY"), m(3, 4, "ZZ")]}}
     msg = _err(kb, rec, UnknownIdError)
     assert "'ZZ'" in msg and "mentions.gold[1].id" in msg and "record 'q'" in msg
-    ev = score_linking(kb, [rec], on_unknown="count")
+    # a predicted id the ontology lacks is counted by default, never an abort
+    only_pred = {"id": "p", "mentions": {"gold": [m(0, 2, "E1")], "pred": [m(0, 2, "YY")]}}
+    v = vals(score_linking(kb, [only_pred]))
+    assert v["unknown_ids"] == 1 and v["wrong_link_not_in_ontology"] == 1.0
+    with pytest.raises(UnknownIdError, match="'YY'.*on_unknown='count'"):
+        score_linking(kb, [only_pred], on_unknown="error")
+    ev = score_linking(kb, [rec], on_unknown_gold="count")
     v = vals(ev)
     assert v["unknown_ids"] == 3  # gold ZZ, pred YY, pred ZZ
     assert v["strong_link_match_recall"] == 0.5  # ZZ = ZZ by string
-    assert v["wrong_links"] == 1 and ev.stats["rel_unknown"].sum() == 1
+    assert v["wrong_links"] == 1 and ev.stats["rel_not_in_ontology"].sum() == 1
     assert v["hierarchical_precision"] is None  # no pair of ontology nodes
     with pytest.raises(InputError):
         score_linking(kb, [rec], on_unknown="ignore")
@@ -421,7 +432,8 @@ def test_slice_values_that_are_lists_stay_one_column(kb):
     recs = [{"id": f"r{k}", "slices": {"tags": ["a", "b"], "lang": "en"},
              "mentions": {"gold": [m(0, 2, "E1")], "pred": [m(0, 2, "E1")]}} for k in range(2)]
     ev = score_linking(kb, recs)
-    assert ev.keys["slice:tags"].shape == (2,) and ev.keys["slice:tags"][0] == ["a", "b"]
+    # one column; its value is the slice's text, as in every family (records.slice_text)
+    assert ev.keys["slice:tags"].shape == (2,) and ev.keys["slice:tags"][0] == '["a", "b"]'
     assert ev.breakdown("slice:lang")["en"]["n"] == 2
 
 

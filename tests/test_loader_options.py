@@ -21,7 +21,7 @@ def onto_dir(fixtures_dir):
 
 def test_an_option_the_loader_does_not_take_names_the_ones_it_does(onto_dir):
     with pytest.raises(InputError, match=r"mini.obo: the obo loader does not take 'reasoner'; "
-                                         r"its options: conflicts, dangling, strict"):
+                                         r"its options: conflicts, dangling, hierarchy_relations, relationships, strict"):
         load_ontology(onto_dir / "mini.obo", reasoner="hermit")
     with pytest.raises(InputError, match="the stix loader does not take 'follow_imports'"):
         load_ontology(onto_dir / "mini_attack.json", follow_imports=True)
@@ -96,7 +96,7 @@ def test_score_commands_take_loader_options(onto_dir, tmp_path, capsys):
     rare = str(onto_dir / "do_rare_slim_shape.obo")
     assert main(["score", "hierarchy", "--ontology", rare, "--data", str(data), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["metrics"]["hierarchical_precision"]["value"] == 0.0  # unrelated: the root gives nothing
+    assert d["metrics"]["hierarchy.hierarchical_precision"]["value"] == 0.0  # unrelated: the root gives nothing
     assert main(["score", "hierarchy", "--ontology", rare, "--strict-ontology", "--data", str(data)]) == 2
     assert "name two different concepts" in capsys.readouterr().err
 

@@ -125,3 +125,9 @@ def test_bulk_builder_checks():
     assert o.diagnostics == {"self_loops_dropped": 1} and b.n_edges == 4
     with pytest.raises(KgRagevalError, match="control character"):
         OntologyBuilder("m").add_nodes_bulk(["ok", "bad\x00"])
+
+
+def test_with_a_triples_table(fixtures_dir, reader):
+    d = next(p.parent for p in fixtures_dir.rglob("kg_triples.csv"))
+    out = _same(d / "kg_catalogue.csv", triples=str(d / "kg_triples.csv"))
+    assert out[0] == "ok"

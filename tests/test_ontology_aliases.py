@@ -245,11 +245,12 @@ def test_hierarchy_on_unknown_alias(tree):
         {"id": "r1", "labels": {"gold": ["D:3"], "pred": ["D:98"]}},  # alias of D:3: exact
         {"id": "r2", "labels": {"gold": ["D:3"], "pred": ["D:90"]}},  # alias of D:2: parent
     ]
-    with pytest.raises(UnknownIdError, match="2 of them are alternative ids: on_unknown='alias'"):
-        score_hierarchy(tree, records)
-    ev = score_hierarchy(tree, records, on_unknown="alias")
+    # aliases resolve to their concept by default (the one resolver's convention)
+    ev = score_hierarchy(tree, records)
     assert ev.meta["n_aliased"] == 2
     assert list(ev.details["relation"]) == ["exact", "parent"]
+    with pytest.raises(UnknownIdError, match="'D:98'"):
+        score_hierarchy(tree, records, aliases=False, on_unknown="error")
     with pytest.raises(UnknownIdError, match="'D:404'"):
         score_hierarchy(tree, records + [{"id": "r3", "labels": {"gold": ["D:3"], "pred": ["D:404"]}}],
-                        on_unknown="alias")
+                        on_unknown="error")

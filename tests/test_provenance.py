@@ -108,7 +108,8 @@ def test_reproducibility(records):
     assert (m["identical_answer_rate"].numerator, m["identical_answer_rate"].denominator) == (6, 7)
     assert (m["identical_citation_rate"].numerator, m["identical_citation_rate"].denominator) == (6, 7)
     assert (m["identical_rate"].numerator, m["identical_rate"].denominator) == (5, 7)
-    assert ev.unscored_counts == {"missing in repeat 1": 1}
+    assert ev.unscored_counts == {"missing in repeat": 1}
+    assert ev.unscored[0]["repeat"] == 1
     assert score_reproducibility(records, []).metrics()["identical_rate"].value is None
 
 
@@ -208,14 +209,34 @@ def test_cli_score_provenance_json(tmp_path):
     res = CliRunner().invoke(cli, [
         "score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
         "--corpus", str(FIX / "corpus.jsonl"), "--repeat", str(FIX / "prov_repeat.jsonl"),
-        "--manifest", str(FIX / "manifest.json"), "--prov-out", str(trail), "--format", "json"])
+        "--manifest", str(FIX / "manifest.json"), "--prov-out", str(trail), "--format", "json", "--rows"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    fam = out["families"]
-    assert fam["citations"]["metrics"]["citation_completeness"]["numerator"] == 5
-    assert fam["provenance_depth"]["metrics"]["provenance_depth"]["value"] == pytest.approx(0.4)
-    assert fam["reproducibility"]["metrics"]["identical_rate"]["value"] == pytest.approx(1 / 3)
+    m = out["metrics"]
+    assert m["provenance.citation_completeness"]["numerator"] == 5
+    assert m["provenance.provenance_depth"]["value"] == pytest.approx(0.4)
+    assert m["provenance.identical_rate"]["value"] == pytest.approx(1 / 3)
     assert out["manifest"]["all_complete"] is True
     assert out["prov"]["conforms"] is False and out["prov"]["violations"] == 3
     assert trail.exists() and "prov:wasDerivedFrom" in trail.read_text()
-    assert len(fam["citations"]["rows"]) == 4
+    assert len([r for r in out["rows"] if r["member"] == "citations"]) == 4
+
+
+def test_uncited_answers_count_as_zero_and_fail_the_gate():
+    """Issue #19: 12 of 14 answers cite nothing; completeness is 2/14, not 1/1 — the gate fails."""
+    from kg_rageval.audit.gates import evaluate_gates, parse_gate
+
+    recs = [{"id": f"c{i}", "answer": {"text": "Sepsis is an infection [1].", "citations": ["doc-1"]}}
+            for i in range(2)]
+    recs += [{"id": f"u{i}", "answer": {"text": "Sepsis is an infection."}} for i in range(12)]
+    recs.append({"id": "r", "answer": {"text": "I cannot answer.", "refused": True}})
+    ev = score_citations(recs)
+    m = ev.metrics()
+    assert (m["citation_completeness"].numerator, m["citation_completeness"].denominator) == (2, 14)
+    assert (m["uncited_answer_rate"].numerator, m["uncited_answer_rate"].denominator) == (12, 14)
+    assert m["no_claims"].value == 1 and ev.unscored == []
+    (res,) = evaluate_gates([parse_gate("citation_completeness >= 0.95")], m)
+    assert res.status == "fail" and res.observed == pytest.approx(2 / 14)
+    # two sentences without any citation: two uncited claims
+    m2 = score_citations([{"id": "a", "answer": {"text": "One. Two."}}]).metrics()
+    assert (m2["citation_completeness"].numerator, m2["citation_completeness"].denominator) == (0, 2)

@@ -19,9 +19,9 @@ def test_cli_json_seed_metrics(fixtures_dir, capsys):
                         "--k", "5", "--format", "json")
     assert code == 0
     p = json.loads(out)
-    assert round(p["metrics"]["recall@5"]["value"], 3) == 0.750
-    assert round(p["metrics"]["ndcg@5"]["value"], 3) == 0.627
-    assert p["metrics"]["filter_false_exclusion_rate"]["value"] is None
+    assert round(p["metrics"]["retrieval.recall@5"]["value"], 3) == 0.750
+    assert round(p["metrics"]["retrieval.ndcg@5"]["value"], 3) == 0.627
+    assert p["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] is None
 
 
 def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
@@ -31,8 +31,8 @@ def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
     code, out, _ = _run(capsys, *args, "--format", "json")
     assert code == 0
     p = json.loads(out)
-    assert p["metrics"]["filter_false_exclusion_rate"]["value"] == 0.5
-    assert p["rollup"]["T1562"]["metrics"]["filter_false_exclusion_rate"]["value"] == 1.0
+    assert p["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] == 0.5
+    assert p["rollup"]["T1562"]["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] == 1.0
     assert p["breakdowns"]["slice:intent"]["lookup"]["n"] == 4
     assert p["category_diagnosis"]["sentences"][0].startswith("67% of false exclusions (2/3) come from sibling")
     code, out, _ = _run(capsys, *args)
@@ -47,4 +47,4 @@ def test_cli_bad_input_exit_2(fixtures_dir, tmp_path, capsys):
     assert code == 2 and "'b' more than once" in err
     code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(bad), "--dedupe",
                         "--format", "json")
-    assert code == 0 and json.loads(out)["metrics"]["n_duplicates_removed"]["value"] == 1
+    assert code == 0 and json.loads(out)["metrics"]["retrieval.n_duplicates_removed"]["value"] == 1

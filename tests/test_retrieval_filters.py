@@ -239,3 +239,117 @@ def test_batched_entitlement_matches_per_principal(attack):
             want &= bool(vals & have)
         assert ok == want
     assert got.sum() > 200
+
+
+@pytest.fixture(scope="module")
+def two_roots():
+    from kg_rageval.ontology import OntologyBuilder
+
+    b = OntologyBuilder("two-roots")
+    for node, parent in (("A", None), ("a1", "A"), ("a2", "A"), ("B", None), ("b1", "B")):
+        b.add_node(node, label=node.upper())
+        if parent:
+            b.add_edge(node, parent)
+    return b.build()
+
+
+def test_retrieved_gold_excluded_by_the_log_is_an_inconsistent_filter_log(two_roots):
+    """Issue #19: a gold doc retrieved although the logged filter excludes it is counted as an
+    inconsistent filter log, not as a false exclusion and a hit at the same time."""
+    c = Corpus.from_records([{"id": "x", "categories": ["a1"]}, {"id": "y", "categories": ["b1"]},
+                             {"id": "z", "categories": ["b1"]}], two_roots)
+    within_a = [{"field": "category", "op": "within", "value": "A"}]
+    recs = [
+        {"id": "q1", "retrieval": {"gold": ["y"], "run": ["y", "x"], "filters": within_a}},       # inconsistent
+        {"id": "q2", "retrieval": {"gold": ["y", "z"], "run": ["x", "z"], "filters": within_a}},  # z inconsistent, y excluded
+        {"id": "q3", "retrieval": {"gold": ["x"], "run": ["x"], "filters": within_a}},            # consistent hit
+    ]
+    ev = score_retrieval(two_roots, recs, c, k=10)
+    m = ev.metrics()
+    assert (m["filter_log_inconsistency_rate"].numerator, m["filter_log_inconsistency_rate"].denominator) == (2, 3)
+    assert m["fe_docs_inconsistent"].value == 2
+    # no query is a false exclusion: each retrieved a gold doc the log says it excluded
+    assert (m["filter_false_exclusion_rate"].numerator, m["filter_false_exclusion_rate"].denominator) == (0, 3)
+    # documents: only q2's y (not retrieved, excluded) is an exclusion
+    assert (m["doc_exclusion_rate"].numerator, m["doc_exclusion_rate"].denominator) == (1, 4)
+    assert list(ev.details["attribution"]) == ["hit", "hit", "hit"]
+    assert list(ev.details["filter_inconsistent"]) == ["y", "z", None]
+    assert m["doc_attribution@10.filter"].numerator == 1
+
+
+def test_filter_on_an_entitlement_field_is_refused(attack):
+    c = Corpus.from_records([{"id": "a", "categories": ["T1003"], "tenant": "acme"}], attack)
+    rec = {"id": "q", "retrieval": {"gold": ["a"], "run": ["a"], "filters": [{"field": "tenant", "op": "eq", "value": "acme"}]}}
+    with pytest.raises(InputError, match=r"record 'q'.*retrieval.filters\[0\].field: 'tenant' is an entitlement field"):
+        score_retrieval(attack, [rec], c)
+    # without a corpus the default entitlement fields apply
+    with pytest.raises(InputError, match="'jurisdiction' is an entitlement field"):
+        score_retrieval(attack, [{"id": "q", "retrieval": {"gold": ["a"], "run": [], "gold_filters": [
+            {"field": "jurisdiction", "op": "eq", "value": "EU"}]}}])
+
+
+def test_category_diagnosis_never_names_the_virtual_root(two_roots):
+    assert two_roots.virtual_root
+    c = Corpus.from_records([{"id": "x", "categories": ["a1"]}, {"id": "y", "categories": ["b1"]}], two_roots)
+    recs = [{"id": "q1", "retrieval": {"gold": ["y"], "run": ["x"], "filters": [{"field": "category", "op": "within", "value": "a1"}]}},
+            {"id": "q2", "retrieval": {"gold": ["x"], "run": [], "filters": [{"field": "category", "op": "within", "value": "a2"}]}}]
+    ev = score_retrieval(two_roots, recs, c)
+    assert list(ev.details["fe_cause"]) == ["unrelated", "sibling"]
+    assert list(ev.details["fe_under"]) == [None, "A"]
+    diag = category_diagnosis(ev, two_roots)
+    assert "kgr:virtual-root" not in str(diag)
+    # gold spanning two real roots has no gold node (not the virtual root)
+    span = score_retrieval(two_roots, [{"id": "q", "retrieval": {"gold": ["x", "y"], "run": []}}], c)
+    assert list(span.keys["gold_node"]) == [None]
+    assert diag["sentences"] == ["50% of false exclusions (1/2) come from sibling-category filters under A (A)",
+                                 "50% of false exclusions (1/2) come from unrelated-category filters"]
+
+
+PER_QUERY = [
+    # linked T1003: a1, a2 pass; hard top-1 a1 (hit), soft top-1 b1 (1.0 > 0.667 + 0.1)
+    {"id": "q1", "labels": {"pred": ["T1003"]}, "retrieval": {"gold": ["a1"], "run": ["b1", "a1", "a2"]}},
+    # wrongly linked T1003: gold b2 fails it; hard top-1 a1 (miss), soft b2 (1.0 > 0.5 + 0.1)
+    {"id": "q2", "labels": {"pred": ["T1003"]}, "retrieval": {"gold": ["b2"], "run": ["b2", "a1"]}},
+    # nothing linked: no preference for this query (counted, not compared)
+    {"id": "q3", "retrieval": {"gold": ["a2"], "run": ["a2"]}},
+    # linked to an id the ontology lacks: a filter that passes nothing (counted)
+    {"id": "q4", "labels": {"pred": ["T9999"]}, "retrieval": {"gold": ["a1"], "run": ["a1", "b1"]}},
+]
+
+
+@pytest.fixture(scope="module")
+def pq_corpus(attack):
+    return Corpus.from_records([{"id": "a1", "categories": ["T1003.001"]}, {"id": "a2", "categories": ["T1003.002"]},
+                                {"id": "b1", "categories": ["T1562.001"]}, {"id": "b2", "categories": ["T1562.002"]}],
+                               attack)
+
+
+def test_hard_vs_soft_with_a_per_query_preference(attack, pq_corpus):
+    from kg_rageval.retrieval import score_preference
+
+    pref = {"field": "category", "op": "within", "value": {"from": "labels.pred"}}
+    ev = score_preference(attack, PER_QUERY, pq_corpus, preference=pref, k=1, boost=0.1)
+    m = ev.metrics()
+    assert list(ev.record_ids) == ["q1", "q2", "q4"] and ev.meta["n_without_preference"] == 1
+    assert (m["hard_recall"].value, m["soft_recall"].value) == (pytest.approx(1 / 3), pytest.approx(2 / 3))
+    assert m["precision_gain"].value == pytest.approx(-1 / 3) and m["recall_delta"].value == pytest.approx(-1 / 3)
+    assert (m["exclusion_rate"].numerator, m["exclusion_rate"].denominator) == (2, 3)
+    assert m["unknown_preference"].value == 1
+    assert list(ev.details["preference"]) == ["categories within T1003", "categories within T1003",
+                                              "categories within T9999"]
+    res = hard_vs_soft(PER_QUERY, pq_corpus, pref, ontology=attack, k=1, delta_min=0.0, epsilon=0.5,
+                       recall_loss_max=0.1, n_resamples=200)
+    assert res.n_queries == 3 and res.n_without_preference == 1 and res.n_unknown_preference == 1
+    assert res.preference == "category within {labels.pred}" and res.recommendation == "soft"
+    assert res.precision_gain == pytest.approx(-1 / 3)
+    # each record's own retrieval.preference; mentions.pred ids through a path
+    own = [{**r, "retrieval": {**r["retrieval"], "preference": {"field": "category", "op": "within", "value": "T1003"}}}
+           for r in PER_QUERY[:2]]
+    assert score_preference(attack, own, pq_corpus, k=1).metrics()["hard_recall"].value == 0.5
+    ment = [{"id": "m", "mentions": {"pred": [{"start": 0, "end": 1, "id": None}, {"start": 2, "end": 3, "id": "T1003"}]},
+             "retrieval": {"gold": ["a1"], "run": ["b1", "a1"]}}]
+    ev = score_preference(attack, ment, pq_corpus, k=1,
+                          preference={"field": "category", "op": "within", "value": {"from": "mentions.pred"}})
+    assert ev.metrics()["hard_recall"].value == 1.0 and list(ev.details["preference"]) == ["categories within T1003"]
+    with pytest.raises(InputError, match="entitlement fields are always hard"):
+        score_preference(attack, PER_QUERY, pq_corpus, preference={"field": "tenant", "op": "eq", "value": {"from": "x"}})

@@ -249,4 +249,4 @@ def test_cli_files_rollup_with_corpus_equals_records_rollup(fixtures_dir, tmp_pa
     assert files_roll and set(files_roll) == set(rec_roll)
     for node, g in rec_roll.items():
         assert files_roll[node]["n"] == g["n"]
-        assert files_roll[node]["metrics"]["RR"]["value"] == pytest.approx(g["metrics"]["mrr"]["value"])
+        assert files_roll[node]["metrics"]["RR"]["value"] == pytest.approx(g["metrics"]["retrieval.mrr"]["value"])

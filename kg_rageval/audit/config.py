@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,7 +56,8 @@ class OntologyInput(_Strict):
     @field_validator("path")
     @classmethod
     def _no_uri_credentials(cls, v: str) -> str:
-        return _refuse_uri_credentials(v)
+        _refuse_uri_credentials(v)
+        return v
 
 
 def _refuse_uri_credentials(uri: str | None) -> str | None:
@@ -86,8 +87,11 @@ class BootstrapConfig(_Strict):
     """Per-metric override of ``method`` (keys: ``metric`` or ``family.metric``)."""
 
 
-MISSING_RUN_REASONS = ("missing", "timeout", "timed out", "invalid", "error", "no run", "no answer",
-                       "failed")
+MISSING_RUN_REASONS = ("missing run", "missing output", "missing in repeat", "no run", "no answer",
+                       "timeout", "timed out", "invalid", "invalid output", "error", "failed")
+"""The families' unscored reasons that mean "the system produced nothing to score" (matched
+exactly, case-insensitively; never as substrings: ``no answer`` must not match the
+conformance family's ``correct refusal`` or a former ``no answer.output``)."""
 
 
 MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate")
@@ -103,8 +107,9 @@ class MissingRunsConfig(_Strict):
     budgets: dict[str, float] = Field(default_factory=dict)
     """Per-family budgets (``{generation: 0.05}``); families not listed use ``budget``."""
     reasons: list[str] = Field(default_factory=lambda: list(MISSING_RUN_REASONS))
-    """Only for unscored entries without a reason code (families written before codes):
-    substrings of the reason that make it a missing run (case-insensitive)."""
+    """Only for unscored entries without a reason code (families written before codes): the
+    reasons that make it a missing run, matched **exactly** (case-insensitive, surrounding
+    whitespace ignored), never as substrings (``no answer`` is not ``no answer.output``)."""
 
     @field_validator("budgets")
     @classmethod
@@ -134,6 +139,21 @@ class BaselineConfig(_Strict):
     max_dropped: int = Field(0, ge=0)
     """Baseline records the candidate's records file lacks that are tolerated (default none):
     a candidate must not drop the queries it is compared on."""
+    # the baseline's ontology release (docs/drift.md): another release than the candidate's is
+    # refused unless the records were re-based or the comparison is on the unchanged nodes
+    ontology: OntologyInput | None = None
+    """The release the baseline was audited on (CLI ``--baseline-ontology``): compare on the
+    nodes unchanged between it and ``ontology``."""
+    manifest: str | None = None
+    """The baseline audit's ``manifest.json``: it names the baseline's release."""
+    rebase_report: str | None = None
+    """The ``kg-rageval records rebase`` report of the baseline records (default
+    ``<records>.rebase.json``)."""
+
+    @field_validator("ontology", mode="before")
+    @classmethod
+    def _ontology_str(cls, v: Any) -> Any:
+        return {"path": v} if isinstance(v, str) else v
 
     @field_validator("budgets")
     @classmethod
@@ -157,6 +177,10 @@ class CoverageConfig(_Strict):
     branch_depth: int = Field(1, ge=1)
     branches: list[str] | None = None
     thin: int = Field(5, ge=1)
+
+
+ReportFormat = Literal["json", "markdown", "html", "junit"]
+REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "html", "junit")
 
 
 class WriteBackConfig(_Strict):
@@ -184,11 +208,11 @@ class WriteBackConfig(_Strict):
 
 
 class ReportConfig(_Strict):
-    formats: list[Literal["json", "markdown", "html", "junit"]] = Field(
-        default_factory=lambda: ["json", "markdown", "html", "junit"]
-    )
+    formats: list[ReportFormat] = Field(default_factory=lambda: list(REPORT_FORMATS))
     top_branches: int = Field(10, ge=1)
     node_rollup: bool = True
+    failing_records: int = Field(10, ge=0, le=10_000)
+    """Records listed per failing gate (worst first; 0 lists none; see ``audit/failing.py``)."""
     write_back: WriteBackConfig | None = None
 
 
@@ -214,6 +238,9 @@ class AuditConfig(_Strict):
     report: ReportConfig = Field(default_factory=ReportConfig)
     seed: int = 0
     judge: dict[str, Any] = Field(default_factory=dict)
+    testset_manifest: str | None = None
+    """A test-set manifest (``kg-rageval testset check``): its file hash and stated ``hash`` are
+    cited in the audit manifest."""
     limits: dict[str, int | str] = Field(default_factory=dict)
     """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.limits`)."""
 
@@ -248,6 +275,12 @@ class AuditConfig(_Strict):
     _raw_hash: str = ""
 
     # ---------------------------------------------------------------- helpers
+    @overload
+    def path(self, value: str) -> Path: ...
+
+    @overload
+    def path(self, value: None) -> None: ...
+
     def path(self, value: str | None) -> Path | None:
         """A config path resolved against the config file's directory."""
         if value is None:

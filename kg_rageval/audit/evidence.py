@@ -91,7 +91,7 @@ class MetricIndex:
     def _absent_reason(self, shown: str, mn: MetricName) -> str:
         fam = mn.family
         also = f" ({mn.qualified})" if fam and shown != mn.qualified else ""
-        if fam in self.runs and self.runs[fam].status != "ran":
+        if fam is not None and fam in self.runs and self.runs[fam].status != "ran":
             r = self.runs[fam]
             return f"no family produced {shown!r}{also}: family {fam!r} did not run ({r.status}: {r.reason})"
         if fam is not None and fam not in self.runs:
@@ -168,7 +168,7 @@ def bounded(g: Gate, m: Metric, ev: Evaluation, owner: _Owner, bootstrap: Any,
                       f"{g.use} needs at least {min_units} resampling units (records) and the scope has "
                       f"{units} (bootstrap.min_units)")
     methods = getattr(b, "methods", None) or {}
-    method = methods.get(owner.canonical) or methods.get(owner.metric) or getattr(b, "method", "auto")
+    method = str(methods.get(owner.canonical) or methods.get(owner.metric) or getattr(b, "method", "auto"))
     pct = None
     if method in ("auto", "percentile"):
         pct = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed,

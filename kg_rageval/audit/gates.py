@@ -33,10 +33,11 @@ from typing import Iterable, Literal, Mapping
 
 from ..errors import ConfigError
 from ..evaluation import Metric
+from ..contract.names import SCOPE_KINDS, check_scope
+from ..fmt import fmt_count
 
 OPS: tuple[str, ...] = (">=", ">", "<=", "<", "==")
 USES: tuple[str, ...] = ("value", "ci_low", "ci_high")
-SCOPE_KINDS: tuple[str, ...] = ("slice", "node")
 EQ_TOLERANCE = 1e-12
 
 Status = Literal["pass", "fail", "missing"]
@@ -84,7 +85,7 @@ class Gate:
         if not re.fullmatch(_METRIC, self.metric or ""):
             raise ConfigError(f"gate metric name {self.metric!r} is not a valid metric name")
         if self.scope is not None:
-            _check_scope(self.scope)
+            check_scope(self.scope)
 
     @property
     def key(self) -> str:
@@ -138,18 +139,6 @@ class GateResult:
 def _fmt_threshold(x: float) -> str:
     r = repr(float(x))
     return r[:-2] if r.endswith(".0") else r
-
-
-def _check_scope(scope: str) -> None:
-    kind, sep, rest = scope.partition(":")
-    if not sep or kind not in SCOPE_KINDS or not rest.strip():
-        raise ConfigError(
-            f"gate scope {scope!r} must be 'slice:<name>=<value>' or 'node:<ontology id>'"
-        )
-    if kind == "slice":
-        name, eq, value = rest.partition("=")
-        if not eq or not name.strip() or not value.strip():
-            raise ConfigError(f"slice scope {scope!r} must look like 'slice:<name>=<value>'")
 
 
 def _parse_number(text: str) -> float:
@@ -267,8 +256,7 @@ def finite_or_none(x: float | None) -> float | None:
     return x if x is None or math.isfinite(x) else None
 
 
-def _n(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.3f}"
+_n = fmt_count
 
 
 __all__ = [

@@ -1,12 +1,13 @@
 """Reproducibility manifest of an audit, and ``--verify``.
 
-The manifest records content hashes (ontology :attr:`Ontology.content_hash`, sha256 of the
+The manifest records content hashes (ontology :attr:`Ontology.content_hash` and the release it
+declares, :attr:`Ontology.version`; the baseline's release when a baseline is compared; sha256 of the
 records, corpus, spec, judgments, baseline and config files), the tool, Python and dependency
 versions, each family's versioned name (``Family.qualified_name``) and options, the seeds and
 bootstrap settings, the judge/model configuration from the config, and a *metrics digest*:
 sha256 over the canonical JSON of every metric and gate decision.
 
-:func:`verify_manifest` re-runs the audit from the config the manifest names and compares the
+:func:`kg_rageval.audit.verify.verify_manifest` re-runs the audit from the config the manifest names and compares the
 input hashes and the digest: identical numbers → ``ok``.
 """
 
@@ -23,7 +24,7 @@ from .gates import metric_dict
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import AuditConfig
-    from .runner import AuditResult
+    from .result import AuditResult
 
 DEPENDENCIES = ("numpy", "scipy", "networkx", "rdflib", "pydantic", "jsonschema", "pyshacl", "click",
                 "tqdm", "pyyaml")
@@ -69,6 +70,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "spec": config.path(config.spec),
         "judgments": config.path(config.judgments),
         "baseline": config.path(config.baseline.records) if config.baseline else None,
+        "testset_manifest": config.path(config.testset_manifest) if config.testset_manifest else None,
     }
     return redact_settings({
         "manifest_version": MANIFEST_VERSION,
@@ -80,6 +82,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
                    "hash": config.content_hash},
         "inputs": {
             "ontology": _ontology_input(config, ont),
+            "baseline_ontology": ((result.baseline or {}).get("release") or {}).get("baseline_ontology"),
             **{k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
                for k, p in files.items()},
         },
@@ -90,6 +93,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
         "bootstrap": config.bootstrap.model_dump(),
         "judge": redact_settings(_jsonable(config.judge)),
+        **({"testset": testset_citation(files["testset_manifest"])} if files["testset_manifest"] else {}),
         "metrics_digest": metrics_digest(numbers_of(result)),
     })
 
@@ -102,8 +106,8 @@ def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
     raw = config.ontology.path
     p = config.path(raw)
     entry: dict[str, Any] = {"path": redact(str(p) if "://" not in raw else raw),
-                             "content_hash": ont.content_hash, "nodes": len(ont),
-                             "options": _jsonable(config.ontology.options)}
+                             "content_hash": ont.content_hash, "version": getattr(ont, "version", None),
+                             "nodes": len(ont), "options": _jsonable(config.ontology.options)}
     if "://" not in raw and p is not None and p.is_file():
         entry["file_hash"] = file_hash(p)
     return entry
@@ -115,151 +119,17 @@ def redact_settings(x: Any) -> Any:
     return _r(x)
 
 
+def testset_citation(path: Path) -> dict[str, Any]:
+    """``{"path", "hash", "sha256"}`` of a test-set manifest: the hash it states (over its
+    content) and the file's sha256; a missing or unreadable manifest is a config error."""
+    from ..errors import ConfigError
+
+    try:
+        stated = json.loads(Path(path).read_text(encoding="utf-8")).get("hash")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"testset_manifest: cannot read the test-set manifest: {exc}", source=str(path)) from None
+    return {"path": str(path), "hash": stated, "sha256": file_hash(path)}
+
+
 def _jsonable(x: Any) -> Any:
     return json.loads(json.dumps(x, default=str))
-
-
-def _load_manifest(mpath: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(document, manifest)`` of a manifest file; anything malformed is an InputError (exit 2)."""
-    from ..errors import InputError
-
-    if not mpath.is_file():
-        raise InputError("no such manifest (an audit that did not finish writing its reports leaves none)",
-                         source=str(mpath))
-    try:
-        doc = json.loads(mpath.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"manifest is not JSON: {exc}", source=str(mpath)) from None
-    except RecursionError:
-        raise InputError("manifest is nested too deeply", source=str(mpath)) from None
-    if not isinstance(doc, dict):
-        raise InputError(f"manifest must be a JSON object, found {type(doc).__name__}", source=str(mpath))
-    man = doc.get("manifest", doc)
-    problems = []
-    if not isinstance(man, dict):
-        problems.append("'manifest' is not an object")
-    else:
-        if not isinstance(man.get("metrics_digest"), str):
-            problems.append("'metrics_digest' is missing or not a string")
-        for key in ("inputs", "config", "families"):
-            if not isinstance(man.get(key), dict):
-                problems.append(f"{key!r} is missing or not an object")
-    for key in ("numbers", "reports"):
-        if key in doc and not isinstance(doc[key], dict):
-            problems.append(f"{key!r} is not an object")
-    if problems:
-        raise InputError("malformed manifest: " + "; ".join(problems), source=str(mpath))
-    return doc, man
-
-
-def verify_manifest(manifest_path: str | Path, *, config_path: str | Path | None = None,
-                    progress: bool = False) -> dict[str, Any]:
-    """Re-run the audit a manifest describes and compare.
-
-    Returns ``{"ok": bool, "differences": [...], "digest": {...}, "exit_code": int,
-    "passed": bool}``. A difference is: a report file beside the manifest whose sha256 is not
-    the one recorded (or that is missing, or a manifest that vouches for no report file), a
-    ``numbers`` block that does not match the manifest's own digest, a ``report.json`` whose
-    verdict or gates differ from the re-run, an input the re-run reads that the manifest does
-    not record, a changed input hash, a changed family version, a changed number or gate
-    decision (each listed). ``ok`` needs no difference; the CLI also exits 1 when the verified
-    audit failed its gates."""
-    from ..errors import InputError
-    from .config import load_config
-    from .reports import sha256_file
-    from .runner import run_audit
-
-    mpath = Path(manifest_path)
-    doc, man = _load_manifest(mpath)
-    diffs: list[str] = []
-    reports = doc.get("reports")
-    if not reports:
-        diffs.append("the manifest vouches for no report file (no 'reports' hashes)")
-    for name, h in sorted((reports or {}).items()):
-        p = mpath.parent / str(name)
-        if Path(str(name)).name != str(name):
-            diffs.append(f"report entry {name!r} is not a file name")
-        elif not p.is_file():
-            diffs.append(f"report file {name} is missing")
-        elif sha256_file(p) != h:
-            diffs.append(f"report file {name} was changed after the audit wrote it (sha256 differs)")
-    numbers = doc.get("numbers")
-    if isinstance(numbers, dict):
-        try:
-            own = metrics_digest(numbers)
-        except (TypeError, ValueError):
-            own = None
-        if own != man.get("metrics_digest"):
-            diffs.append("the manifest's 'numbers' do not match its metrics_digest (edited)")
-    cpath = config_path or (man.get("config") or {}).get("path")
-    if not cpath:
-        raise InputError("manifest names no config file; pass --config", source=str(mpath))
-    config = load_config(cpath)
-    result = run_audit(config, progress=progress)
-    new = result.manifest
-    now = numbers_of(result)
-    if (man.get("config") or {}).get("hash") != new["config"]["hash"]:
-        diffs.append("config file content changed")
-    old_inputs = man.get("inputs") or {}
-    for k, nv in new["inputs"].items():
-        v = old_inputs.get(k)
-        if nv is not None and not v:
-            diffs.append(f"input {k} is read by the audit but not recorded in the manifest")
-            continue
-        old_h = _input_hash(v)
-        new_h = _input_hash(nv)
-        if old_h != new_h:
-            diffs.append(f"input {k} changed: {old_h} -> {new_h}")
-        if isinstance(v, dict) and isinstance(nv, dict) and "file_hash" in nv and v.get("file_hash") != nv["file_hash"]:
-            diffs.append(f"input {k} file changed: {v.get('file_hash')} -> {nv['file_hash']}")
-    for k in old_inputs:
-        if k not in new["inputs"]:
-            diffs.append(f"input {k} is in the manifest but not read by the audit")
-    for fam, info in (man.get("families") or {}).items():
-        ninfo = new["families"].get(fam) or {}
-        if not isinstance(info, dict) or info.get("versions") != ninfo.get("versions"):
-            old_v = info.get("versions") if isinstance(info, dict) else info
-            diffs.append(f"family {fam} version changed: {old_v} -> {ninfo.get('versions')}")
-    if man.get("metrics_digest") != new["metrics_digest"]:
-        diffs.append("metric values or gate decisions differ")
-        if isinstance(numbers, dict):
-            diffs.extend(_number_diffs(numbers, now))
-    report_json = mpath.parent / "report.json"
-    if "report.json" in (reports or {}) and report_json.is_file():
-        try:
-            rj = json.loads(report_json.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            rj = None
-        if not isinstance(rj, dict) or rj.get("passed") != result.passed or rj.get("gates") != now["gates"]:
-            diffs.append("report.json's verdict or gates differ from the re-run")
-    return {"ok": not diffs, "differences": diffs,
-            "digest": {"manifest": man.get("metrics_digest"), "rerun": new["metrics_digest"]},
-            "exit_code": result.exit_code, "passed": result.passed}
-
-
-def _input_hash(v: Any) -> Any:
-    if not isinstance(v, dict):
-        return None
-    return v.get("content_hash") or v.get("hash")
-
-
-def _number_diffs(old: Mapping[str, Any], now: Mapping[str, Any], limit: int = 40) -> list[str]:
-    """Each differing gate decision and metric, ``  key: old -> new``."""
-    out: list[str] = []
-    old_gates = {g.get("gate"): g for g in old.get("gates", []) if isinstance(g, dict)}
-    for g in now["gates"]:
-        o = old_gates.pop(g["gate"], None)
-        if o is None:
-            out.append(f"  gate {g['gate']}: (absent) -> {g['status']}")
-        elif (o.get("status"), o.get("observed")) != (g["status"], g["observed"]):
-            out.append(f"  gate {g['gate']}: {o.get('status')} {o.get('observed')} -> {g['status']} {g['observed']}")
-    for name, o in old_gates.items():
-        out.append(f"  gate {name}: {o.get('status')} -> (absent)")
-    old_metrics = old.get("metrics", {}) if isinstance(old.get("metrics"), dict) else {}
-    for k, m in now["metrics"].items():
-        if old_metrics.get(k) != m:
-            out.append(f"  {k}: {old_metrics.get(k)} -> {m}")
-        if len(out) >= limit:
-            out.append("  ...")
-            break
-    return out

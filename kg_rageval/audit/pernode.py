@@ -2,9 +2,9 @@
 
 * :func:`node_rollups` — every metric of every family whose rows carry a ``gold_node`` key,
   rolled up the hierarchy (:meth:`Evaluation.rollup`: a row counts once under each ancestor).
-* :func:`failure_drivers` — for each global gate that failed or is missing, the ontology
-  branches whose own value violates the gate, ranked by *impact* = rows × shortfall (how much
-  of the global miss the branch carries), deepest-first among ties.
+* :func:`failure_drivers` — for each failed global gate, the ontology branches that drive the
+  failure, ranked by their contribution to the shortfall **beyond their size** (see
+  :func:`branch_impact`), deepest first among ties; the root is never a driver.
 * :func:`coverage_matrix` — records per (intent × document type × ontology branch) cell; a cell
   with 0 records is *empty*, one with fewer than ``thin`` is *thin*.
 * :func:`relation_counts` — the confusion relations (exact, parent, sibling, ...) counted from
@@ -86,35 +86,66 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any) -> dict[str, di
     return dict(sorted(nodes.items(), key=lambda kv: (kv[1]["depth"], kv[0])))
 
 
+def branch_impact(value: float, weight: float, global_value: float, threshold: float, op: str
+                  ) -> dict[str, float]:
+    """How much of a failing gate's shortfall a branch carries beyond its size.
+
+    For a gate ``m >= t`` (``>``: the same; ``<=``/``<``: signs reversed) failing globally at
+    ``V``, and a branch with value ``v`` and weight ``w`` (the metric's denominator on the
+    branch, else its rows; ``W`` the global weight):
+
+    * deficit ``d = w·(t − v)``: numerator units the branch lacks to meet the threshold;
+    * the total deficit ``D = W·(t − V)``, so the branch's size-proportional share of it is
+      ``(w/W)·D = w·(t − V)``;
+    * **impact** = ``d − (w/W)·D = w·(V − v)``: the deficit beyond that share, i.e. rows (or
+      denominator units) × how much worse than the global value the branch is.
+
+    A branch as bad as the whole (a uniformly bad one, or the root, which contains everything,
+    ``v = V``) has impact 0 and is no driver; a branch better than the global value has a
+    negative impact. Drivers are the branches with impact > 0."""
+    sign = 1.0 if op in (">=", ">") else -1.0
+    return {"deficit": sign * weight * (threshold - value),
+            "impact": sign * weight * (global_value - value)}
+
+
 def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig"
                     ) -> list[dict[str, Any]]:
-    """Branches driving each failed/missing global value gate, most impact first."""
+    """Branches driving each failed global value gate, most impact first (:func:`branch_impact`)."""
     out: list[dict[str, Any]] = []
     thin = config.coverage.thin
+    roots = {ontology.root_id}
     for r in results:
         g = r.gate
-        if r.status == "pass" or g.scope is not None or g.metric.startswith("delta:"):
+        if r.status != "fail" or g.scope is not None or g.metric.startswith("delta:") or g.op == "==":
             continue
         owner, _ = index.owner(g.metric)
         if owner is None or "gold_node" not in owner.ev.keys:
             continue
+        total = index.totals.get((id(owner.ev), owner.metric))
+        if total is None or finite_or_none(total.value) is None:
+            continue
+        gv = float(total.value)
         ev = owner.ev
         for nid, row in safe_rollup(ev, ontology).items():
-            if nid == ontology.root_id:
+            if nid in roots:
                 continue
             m = row["metrics"].get(owner.metric)
             if m is None or finite_or_none(m.value) is None:
-                continue
-            entry = {"gate": str(g), "node": nid, "label": ontology.label(nid), "depth": row["depth"],
-                     "n": row["n"], "value": m.value}
-            if m.value is None:  # undefined on this branch: not a driver of the failure
-                continue
+                continue  # undefined on this branch: not a driver of the failure
             if g.compare(m.value):
                 continue
-            shortfall = abs(m.value - g.threshold)
-            entry.update(status="fail", shortfall=shortfall, impact=shortfall * row["n"],
-                         thin=row["n"] < thin)
-            out.append(entry)
+            weight = float(m.denominator) if m.denominator else float(row["n"])
+            imp = branch_impact(float(m.value), weight, gv, g.threshold, g.op)
+            if imp["impact"] <= 1e-12:
+                continue
+            total_w = float(total.denominator) if total.denominator else float(len(ev))
+            total_def = branch_impact(gv, total_w, gv, g.threshold, g.op)["deficit"]
+            out.append({"gate": str(g), "node": nid, "label": ontology.label(nid), "depth": row["depth"],
+                        "n": row["n"], "value": m.value, "status": "fail", "weight": weight,
+                        "shortfall": abs(m.value - g.threshold), "deficit": imp["deficit"],
+                        "deficit_share": imp["deficit"] / total_def if total_def else None,
+                        "size_share": weight / total_w if total_w else None,
+                        "impact": imp["impact"], "thin": row["n"] < thin})
     out.sort(key=lambda e: (-e["impact"], -e["depth"], e["node"]))
     return out[: max(config.report.top_branches * 5, 50)]
 
@@ -145,7 +176,7 @@ def _branch_of(ontology: Any, node: str | None, depth: int) -> str:
     shallower than ``depth``."""
     if node is None:
         return "(no gold node)"
-    i = ontology._index.get(node)
+    i = ontology.id_index.get(node)
     if i is None:
         return "(not in ontology)"
     want = depth
@@ -172,7 +203,7 @@ def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
     def branch_of(node: str | None) -> str:
         if node is None:
             return "(no gold node)"
-        i = ontology._index.get(node)
+        i = ontology.id_index.get(node)
         if i is None:
             return "(not in ontology)"
         return next((b for b, sub in subtrees if i in sub), "(other)")
@@ -266,7 +297,9 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     subtree (X included; the document's ``categories``); ``eq``/``in`` compare the document
     field. Entitlement: a document that sets a principal's field (e.g. ``tenant``) without the
     principal's value is excluded *for entitlement* — counted apart, since it is correct
-    behaviour, not a false exclusion."""
+    behaviour, not a false exclusion. A gold document the record's run retrieved although its
+    logged filters exclude it is an *inconsistent filter log* (``inconsistent_filter_log``,
+    with up to 20 ``(record, document)`` examples), never also counted as excluded."""
     if not corpus:
         return {}
     docs = {str(d["id"]): d for d in corpus}
@@ -274,6 +307,8 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     by_branch: dict[str, int] = {}
     entitlement = 0
     n_gold = 0
+    inconsistent = 0
+    examples: list[list[str]] = []
     for r in records:
         ret = r.get("retrieval")
         if not isinstance(ret, dict):
@@ -282,6 +317,8 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
         gold_ids = list(gold) if isinstance(gold, (dict, list)) else []
         filters = ret.get("filters") or []
         principal = ret.get("principal") or {}
+        run = ret.get("run")
+        retrieved = _run_ids(run)
         for gid in gold_ids:
             doc = docs.get(str(gid))
             if doc is None:
@@ -294,6 +331,11 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
                 if not isinstance(f, dict):
                     continue
                 if not _keeps(doc, f, ontology):
+                    if str(gid) in retrieved:  # the run proves the document passed
+                        inconsistent += 1
+                        if len(examples) < 20:
+                            examples.append([str(r.get("id")), str(gid)])
+                        break
                     fld = str(f.get("field"))
                     by_field[fld] = by_field.get(fld, 0) + 1
                     node = gold_node_of(r)
@@ -305,7 +347,22 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
         "excluded_by_filter": dict(sorted(by_field.items(), key=lambda kv: -kv[1])),
         "excluded_by_branch": dict(sorted(by_branch.items(), key=lambda kv: -kv[1])),
         "excluded_by_entitlement": entitlement,
+        "inconsistent_filter_log": inconsistent,
+        "inconsistent_examples": examples,
     }
+
+
+def _run_ids(run: Any) -> set[str]:
+    """The document ids of a logged run in any of its shapes (ids, [id, score], {"id"}, {id: score})."""
+    out: set[str] = set()
+    for d in run if isinstance(run, (list, dict)) else []:
+        if isinstance(d, str):
+            out.add(d)
+        elif isinstance(d, dict) and isinstance(d.get("id"), str):
+            out.add(d["id"])
+        elif isinstance(d, (list, tuple)) and d and isinstance(d[0], str):
+            out.add(d[0])
+    return out
 
 
 def _entitlement_excluded(doc: Mapping[str, Any], principal: Mapping[str, Any]) -> bool:

@@ -1,7 +1,11 @@
-"""A self-contained HTML audit report: inline CSS and SVG, no scripts, no external assets.
+"""A self-contained HTML audit report: inline CSS, SVG and one small inline script (sorting
+and filtering the metrics table); no external assets.
 
-Plots: per-branch scores on the hierarchy (an indented tree of bars, red below the gate's
-threshold), confusion relation bars, exclusion attribution bars and a coverage heat-map.
+Plots: per-branch scores on the hierarchy for every failed gate (an indented tree of bars, red
+below the gate's threshold), confusion relation bars, exclusion attribution bars and a
+coverage heat-map. The records driving each failing gate are listed; the metrics table is
+grouped by family, sortable (click a header) and filterable; paired ``delta:`` rows are in the
+baseline section only.
 """
 
 from __future__ import annotations
@@ -10,10 +14,11 @@ from html import escape as _html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..fmt import fmt_value
 from .escape import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -34,7 +39,34 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 details pre{white-space:pre-wrap;font-size:12px;background:#fff;border:1px solid #e1e4ea;padding:8px}
 .ctitle{font-weight:600;font-size:13px;margin:0 0 6px}
 svg text{font-family:system-ui,sans-serif;font-size:12px;fill:#1d2330}
+table.sortable th{cursor:pointer;user-select:none}
+table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
+table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
+.metric-family h3{margin:14px 0 4px;font-size:15px}
+input.filter{padding:4px 8px;font-size:13px;width:320px;margin:4px 0 8px}
 """
+
+SCRIPT = """(function(){
+function key(td){var v=td.getAttribute('data-v');if(v!==null&&v!==''){return parseFloat(v);}
+return td.textContent.trim().toLowerCase();}
+function sortBy(table,col,th){var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+var asc=th.getAttribute('aria-sort')!=='ascending';
+Array.prototype.forEach.call(table.tHead.rows[0].cells,function(c){c.removeAttribute('aria-sort');});
+th.setAttribute('aria-sort',asc?'ascending':'descending');
+rows.sort(function(a,b){var x=key(a.cells[col]),y=key(b.cells[col]);var nx=typeof x==='number',ny=typeof y==='number';
+if(nx&&ny){return asc?x-y:y-x;}if(nx!==ny){return nx?-1:1;}
+return asc?(x<y?-1:(x>y?1:0)):(x<y?1:(x>y?-1:0));});
+rows.forEach(function(r){body.appendChild(r);});}
+Array.prototype.forEach.call(document.querySelectorAll('table.sortable'),function(t){
+Array.prototype.forEach.call(t.tHead.rows[0].cells,function(th,i){th.addEventListener('click',function(){sortBy(t,i,th);});});});
+var f=document.getElementById('metric-filter');
+if(f){f.addEventListener('input',function(){var q=f.value.trim().toLowerCase();
+Array.prototype.forEach.call(document.querySelectorAll('.metric-family'),function(sec){var shown=0;
+var fam=(sec.getAttribute('data-family')||'').toLowerCase();
+Array.prototype.forEach.call(sec.querySelectorAll('tbody tr'),function(r){
+var ok=!q||fam.indexOf(q)>=0||r.textContent.toLowerCase().indexOf(q)>=0;r.hidden=!ok;if(ok){shown++;}});
+sec.hidden=shown===0;});});}
+})();"""
 
 
 def escape(s: Any, quote: bool = True) -> str:
@@ -44,11 +76,7 @@ def escape(s: Any, quote: bool = True) -> str:
 
 
 def _f(x: Any, nd: int = 4) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:.{nd}f}"
-    return escape(str(x))
+    return escape(fmt_value(x, nd))
 
 
 def _table(headers: list[str], rows: Iterable[list[str]], num_cols: Iterable[int] = ()) -> str:
@@ -111,16 +139,44 @@ def _node_metric_keys(result: "AuditResult", metric: str) -> list[str]:
     return sorted(k for k in cache if k == metric or k.endswith("." + metric))
 
 
-def hierarchy_plot(result: "AuditResult", max_rows: int = 45) -> str:
-    """Per-branch scores as an indented tree (depth ≤ 3) with one bar per node."""
-    pick = _primary_gate(result)
-    if pick is None or not result.nodes:
-        return '<p class="sub">No metric with per-node evidence (no family attached gold nodes to its rows).</p>'
-    _, gate, key = pick
+def failed_gate_views(result: "AuditResult") -> list[tuple[Any, str, str | None]]:
+    """``(gate, node metric key, subtree root)`` of every failed or missing gate whose metric has
+    per-node evidence, in gate order: global gates over the whole hierarchy, ``node:X`` gates
+    over X's subtree (slice gates have no per-node view: the roll-up is not per slice)."""
+    out = []
+    for r in result.gate_results:
+        g = r.gate
+        if r.status == "pass" or g.metric.startswith("delta:") or g.metric.endswith("missing_run_rate"):
+            continue
+        root = g.scope[len("node:"):] if g.scope and g.scope.startswith("node:") else None
+        if g.scope and root is None:
+            continue
+        for key in _node_metric_keys(result, g.metric):
+            if any(d["metrics"].get(key) is not None for d in result.nodes.values()):
+                out.append((g, key, root))
+            break
+    return out
+
+
+def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, key: str | None = None,
+                   root: str | None = None) -> str:
+    """Per-branch scores as an indented tree (3 levels) with one bar per node, for ``gate``
+    (default: the first failing gate with per-node evidence, else the first with any), over
+    the whole hierarchy or the subtree of ``root``."""
+    if gate is None or key is None:
+        pick = _primary_gate(result)
+        if pick is None or not result.nodes:
+            return '<p class="sub">No metric with per-node evidence (no family attached gold nodes to its rows).</p>'
+        _, gate, key = pick
     ont = result.ontology
+    start = ont.index(root) if root is not None and root in ont else 0
+    top = result.nodes.get(ont.ids[start], {}).get("depth", 0) if start else 0
+    inside = set(ont.descendant_indices(start, include_self=True).tolist()) if start else None
     rows = [(nid, d) for nid, d in result.nodes.items() if d["metrics"].get(key) is not None or key in d["metrics"]]
+    if inside is not None:
+        rows = [r for r in rows if ont._index.get(r[0]) in inside]
     # keep the most populated nodes of the top levels, shown in tree (pre-)order
-    rows = [r for r in rows if r[1]["depth"] <= 3]
+    rows = [r for r in rows if r[1]["depth"] <= top + 3]
     rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))
     keep = {nid for nid, _ in rows[:max_rows]}
     order: list[tuple[str, int]] = []
@@ -138,10 +194,11 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45) -> str:
             if ont.ids[c] in keep or depth < 3:
                 walk(c, depth + 1, seen)
 
-    walk(0, 0, set())
+    walk(start, 0, set())
     width, row_h, indent, label_w = 760, 20, 14, 300
     h = row_h * len(order) + 12
-    parts = [f'<div class="ctitle">{escape(key)} per branch (gate <code>{escape(str(gate))}</code>; '
+    under = f" under {escape(ont.label(root) or root)}" if root is not None else ""
+    parts = [f'<div class="ctitle">{escape(key)} per branch{under} (gate <code>{escape(str(gate))}</code>; '
              f'red = violates the threshold, dashed line = threshold; n = rows)</div>'
              f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
              f'aria-label="per-branch {escape(key)}"><title>{escape(key)} per ontology branch</title>']
@@ -205,6 +262,91 @@ def _duplicate_key(key: str, result: "AuditResult") -> bool:
     return any(f"{fam}.{key}" in result.metrics for fam in result.families)
 
 
+def _delta_row(k: str, d: dict[str, Any]) -> list[str]:
+    return [f"<code>{escape(k)}</code>", _f(d.get("candidate")), _f(d.get("baseline")), _f(d.get("value")),
+            (f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else escape(d.get("missing") or ""))]
+
+
+def _gated_delta(key: str, result: "AuditResult") -> bool:
+    gated = {r.gate.metric for r in result.gate_results if r.gate.metric.startswith("delta:")}
+    return key in gated or any(key.endswith("." + g[len("delta:"):]) for g in gated)
+
+
+def metric_family(key: str, result: "AuditResult") -> str:
+    """The family a metric key belongs to (``fam.m``, ``fam.eval.m``, scoped keys, bare names)."""
+    base = key.split("[", 1)[0]
+    head = base.split(".", 1)[0]
+    if head in result.families:
+        return head
+    owners = [f for f in result.families if f"{f}.{base}" in result.metrics]
+    return owners[0] if len(owners) == 1 else "other"
+
+
+def _num_attr(x: Any) -> str:
+    return f"{float(x)!r}" if isinstance(x, (int, float)) and x == x else ""
+
+
+def metrics_html(result: "AuditResult") -> str:
+    """Every metric (``delta:`` keys are in the baseline section), one sortable table per family,
+    with a filter box; unqualified duplicates of ``family.metric`` keys are left out."""
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for k, m in sorted(result.metrics.items()):
+        if k.startswith("delta:") or _duplicate_key(k, result):
+            continue
+        groups.setdefault(metric_family(k, result), []).append((k, m))
+    if not groups:
+        return "<h2>Metrics</h2><p class='sub'>No metrics.</p>"
+    out = ["<h2>Metrics</h2>",
+           "<input id='metric-filter' class='filter' type='search' placeholder='filter metrics (name, family, value)' "
+           "aria-label='filter metrics'>"]
+    order = [f for f in result.families if f in groups] + sorted(set(groups) - set(result.families))
+    for fam in order:
+        rows = groups[fam]
+        body = "".join(
+            "<tr>"
+            f"<td><code>{escape(k)}</code></td>"
+            f'<td class="num" data-v="{_num_attr(m.value)}">{_f(m.value)}</td>'
+            f'<td class="num" data-v="{_num_attr(m.denominator)}">'
+            + (f"{m.numerator:g}/{m.denominator:g}" if m.numerator is not None and m.denominator is not None else "")
+            + "</td>"
+            f"<td>{(f'[{m.ci[0]:.4f}, {m.ci[1]:.4f}]' if m.ci else '')}</td>"
+            f"<td>{escape(m.missing or '')}</td></tr>"
+            for k, m in rows)
+        out.append(f"<section class='metric-family' data-family='{escape(fam, quote=True)}'>"
+                   f"<h3>{escape(fam)} <span class='sub'>({len(rows)} metrics)</span></h3>"
+                   "<table class='sortable'><thead><tr><th>metric</th><th>value</th><th>num/den</th><th>CI</th>"
+                   f"<th>missing</th></tr></thead><tbody>{body}</tbody></table></section>")
+    return "".join(out)
+
+
+def failing_records_html(result: "AuditResult") -> str:
+    """Per failing gate, the records driving it (worst first)."""
+    import json
+
+    def cell(x: Any) -> str:
+        if isinstance(x, (list, dict)):
+            x = json.dumps(x, ensure_ascii=False, default=str)
+        return _f(x)
+
+    blocks = [f for f in result.failing if f["records"] or f.get("note")]
+    if not blocks:
+        return ""
+    out = ["<h2>Records driving the failing gates</h2>",
+           f"<p class='sub'>worst first: the records furthest below the threshold on their own "
+           f"(at most {result.config.report.failing_records} per gate; all counts in the JSON report)</p>"]
+    for f in blocks:
+        out.append(f"<h3><code>{escape(f['gate'])}</code> <span class='tag {escape(f['status'])}'>"
+                   f"{escape(f['status'].upper())}</span> <span class='sub'>{len(f['records'])} of "
+                   f"{f['n_driving']} records</span></h3>" if f["records"] else
+                   f"<h3><code>{escape(f['gate'])}</code> <span class='sub'>{escape(f['note'])}</span></h3>")
+        if not f["records"]:
+            continue
+        out.append(_table(["record", "query", "gold", "prediction", "value", "reason"], (
+            [escape(str(r["id"])), cell(r["query"]), cell(r["gold"]), cell(r["prediction"]), _f(r["value"]),
+             escape(r["reason"] or "")] for r in f["records"]), num_cols=[4]))
+    return "".join(out)
+
+
 def html_report(result: "AuditResult") -> str:
     c = result.status_counts()
     verdict = "pass" if result.passed else "fail"
@@ -221,15 +363,24 @@ def html_report(result: "AuditResult") -> str:
         [f"<span class='tag {r.status}'>{r.status.upper()}</span>", f"<code>{escape(str(r.gate))}</code>",
          _f(r.observed), escape(r.reason)]
         for r in sorted(result.gate_results, key=lambda r: order[r.status])), num_cols=[2]))
-    s.append("<h2>Per-branch scores on the hierarchy</h2><div class='card'>" + hierarchy_plot(result) + "</div>")
+    views = failed_gate_views(result)
+    if views:
+        s.append(f"<h2>Per-branch scores on the hierarchy ({len(views)} failed gate{'s' if len(views) > 1 else ''})</h2>")
+        s.extend("<div class='card'>" + hierarchy_plot(result, gate=g, key=k, root=root) + "</div>"
+                 for g, k, root in views)
+    else:
+        s.append("<h2>Per-branch scores on the hierarchy</h2><div class='card'>" + hierarchy_plot(result) + "</div>")
     s.append("<h2>Branches driving the failures</h2>")
     if result.drivers:
-        s.append(_table(["gate", "node", "label", "depth", "rows", "value", "impact"], (
+        s.append("<p class='sub'>impact = weight × (global value − branch value): the branch's share of the "
+                 "shortfall beyond its size (docs/audit.md)</p>")
+        s.append(_table(["gate", "node", "label", "depth", "rows", "value", "deficit share", "impact"], (
             [f"<code>{escape(d['gate'])}</code>", escape(d["node"]), escape(d["label"] or ""), str(d["depth"]),
-             str(d["n"]), _f(d["value"]), _f(d["impact"], 2)]
-            for d in result.drivers[: result.config.report.top_branches]), num_cols=[3, 4, 5, 6]))
+             str(d["n"]), _f(d["value"]), _f(d.get("deficit_share")), _f(d["impact"], 3)]
+            for d in result.drivers[: result.config.report.top_branches]), num_cols=[3, 4, 5, 6, 7]))
     else:
         s.append("<p class='sub'>No failing global gate with per-node evidence.</p>")
+    s.append(failing_records_html(result))
     s.append("<div class='grid'>")
     rel_items: list[tuple[str, float]] = []
     for fam, rel in result.relations.items():
@@ -245,7 +396,10 @@ def html_report(result: "AuditResult") -> str:
     ex_items = [(f"filter: {k}", float(v)) for k, v in (ex.get("excluded_by_filter") or {}).items()]
     if ex:
         ex_items.append(("entitlement (correct)", float(ex.get("excluded_by_entitlement", 0))))
-    ex_colors = ["#7f8c8d" if lab.startswith("entitlement") else "#c0392b" for lab, _ in ex_items]
+        if ex.get("inconsistent_filter_log"):
+            ex_items.append(("inconsistent filter log", float(ex["inconsistent_filter_log"])))
+    ex_colors = ["#7f8c8d" if lab.startswith("entitlement") else "#a15c00" if lab.startswith("inconsistent")
+                 else "#c0392b" for lab, _ in ex_items]
     s.append("<div class='card'>" + bar_chart(ex_items, title=f"Gold documents excluded before ranking "
                                               f"(of {ex.get('gold_documents', 0)})", colors=ex_colors) + "</div>")
     s.append("</div>")
@@ -268,13 +422,7 @@ def html_report(result: "AuditResult") -> str:
          str(cnt["scored_records"]), str(cnt["missing_runs"]),
          escape(", ".join(f"{k}: {v}" for k, v in cnt["unscored_reasons"].items())), escape(", ".join(cnt["versions"]))]
         for f, cnt in result.counts.get("families", {}).items()), num_cols=[2, 3, 4]))
-    s.append("<h2>Metrics</h2>")
-    s.append(_table(["metric", "value", "num/den", "CI", "missing"], (
-        [f"<code>{escape(k)}</code>", _f(m.value),
-         (f"{m.numerator:g}/{m.denominator:g}" if m.numerator is not None and m.denominator is not None else ""),
-         (f"[{m.ci[0]:.4f}, {m.ci[1]:.4f}]" if m.ci else ""), escape(m.missing or "")]
-        for k, m in sorted(result.metrics.items()) if not _duplicate_key(k, result)),
-        num_cols=[1]))
+    s.append(metrics_html(result))
     for fam, keys in result.slices.items():
         for key, groups in keys.items():
             names = sorted({m for g in groups.values() for m in g["metrics"]})[:8]
@@ -286,11 +434,14 @@ def html_report(result: "AuditResult") -> str:
         s.append("<h2>Baseline comparison</h2>")
         s.append(f"<p class='sub'>candidate − baseline over the records both scored; baseline records "
                  f"<code>{escape(result.baseline['records'])}</code></p>")
+        gated = [k for k in result.baseline["deltas"] if _qualified_delta(k, result) and _gated_delta(k, result)]
+        if gated:
+            s.append(_table(["gated delta", "candidate", "baseline", "delta value", "paired CI"], (
+                _delta_row(k, result.baseline["deltas"][k]) for k in gated), num_cols=[1, 2, 3]))
         s.append("<details><summary>all paired deltas</summary>")
         s.append(_table(["delta", "candidate", "baseline", "delta value", "paired CI"], (
-            [f"<code>{escape(k)}</code>", _f(d.get("candidate")), _f(d.get("baseline")), _f(d.get("value")),
-             (f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else escape(d.get("missing") or ""))]
-            for k, d in result.baseline["deltas"].items() if _qualified_delta(k, result)), num_cols=[1, 2, 3]))
+            _delta_row(k, d) for k, d in result.baseline["deltas"].items() if _qualified_delta(k, result)),
+            num_cols=[1, 2, 3]))
         s.append("</details>")
         for name, rows in result.baseline.get("worst_queries", {}).items():
             if rows:
@@ -306,7 +457,7 @@ def html_report(result: "AuditResult") -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>kg-rageval audit: {escape(result.config.name)}</title><style>{CSS}</style></head>"
-            f"<body><main>{body}</main></body></html>\n")
+            f"<body><main>{body}</main><script>{SCRIPT}</script></body></html>\n")
 
 
 def write_html(result: "AuditResult", path: str | Path) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 REPORT_VERSION = 1
 
@@ -21,7 +21,8 @@ def report_dict(result: "AuditResult") -> dict[str, Any]:
     (gate status counts), ``gates`` (one entry per gate: gate text, status, observed value,
     reason), ``metrics`` (flat ``{key: Metric.to_dict()}``), ``families`` (status, counts,
     unscored reasons, versions), ``slices``, ``nodes`` (per-node roll-up), ``drivers``
-    (branches behind failures), ``coverage``, ``relations``, ``exclusions``, ``baseline``,
+    (branches behind failures), ``failing_records`` (per failing gate, the records driving it),
+    ``coverage``, ``relations``, ``exclusions``, ``baseline``,
     ``manifest``."""
     ont = result.ontology
     return {
@@ -40,6 +41,7 @@ def report_dict(result: "AuditResult") -> dict[str, Any]:
         "slices": result.slices,
         "nodes": result.nodes,
         "drivers": result.drivers,
+        "failing_records": result.failing,
         "coverage": result.coverage,
         "relations": result.relations,
         "exclusions": result.exclusions,

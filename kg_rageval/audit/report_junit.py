@@ -10,7 +10,7 @@ from xml.etree import ElementTree as ET
 from .escape import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 
 def junit_xml(result: "AuditResult") -> str:

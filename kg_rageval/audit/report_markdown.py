@@ -5,20 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..fmt import fmt_value
 from .escape import md, md_code
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 _ICON = {"pass": "PASS", "fail": "FAIL", "missing": "MISSING"}
 
 
-def _f(x: Any) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:.4f}"
-    return str(x)
+_f = fmt_value
 
 
 def _cell(s: Any) -> str:
@@ -59,22 +55,47 @@ def markdown(result: "AuditResult") -> str:
                      f"{cnt['missing_runs']} | {_cell(reasons)} |")
     if result.drivers:
         lines += ["", "## Branches driving the failures", "",
-                  "| gate | node | label | depth | rows | value | impact |", "|---|---|---|---:|---:|---:|---:|"]
+                  "impact = weight × (global value − branch value): the shortfall a branch carries beyond "
+                  "its size (docs/audit.md).", "",
+                  "| gate | node | label | depth | rows | value | deficit share | impact |",
+                  "|---|---|---|---:|---:|---:|---:|---:|"]
         for d in result.drivers[: result.config.report.top_branches]:
             lines.append(f"| {md_code(d['gate'])} | {md(d['node'])} | {_cell(d['label'] or '')} | {d['depth']} | "
-                         f"{d['n']} | {_f(d['value'])} | {_f(d['impact'])} |")
-    pick = _primary(result)
-    if pick is not None:
-        gate, key = pick
-        rows = [(nid, d) for nid, d in result.nodes.items() if 1 <= d["depth"] <= 2 and d["metrics"].get(key) is not None]
+                         f"{d['n']} | {_f(d['value'])} | {_f(d.get('deficit_share'))} | {_f(d['impact'])} |")
+    lines += failing_records_markdown(result)
+    from .report_html import failed_gate_views
+
+    views = failed_gate_views(result)
+    if not views:
+        pick = _primary(result)
+        views = [(pick[0], pick[1], None)] if pick is not None else []
+    ont = result.ontology
+    for gate, key, root in views:
+        if root is not None and root in ont:
+            top = int(ont.depth_min[ont.index(root)])
+            inside = set(ont.descendant_indices(ont.index(root), include_self=True).tolist())
+            rows = [(nid, d) for nid, d in result.nodes.items() if ont._index.get(nid) in inside
+                    and top <= d["depth"] <= top + 2 and d["metrics"].get(key) is not None]
+        else:
+            rows = [(nid, d) for nid, d in result.nodes.items()
+                    if 1 <= d["depth"] <= 2 and d["metrics"].get(key) is not None]
         rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))
         if rows:
-            lines += ["", f"## Per-branch {md_code(key)} (gate {md_code(gate)})", "",
+            under = f" under {root}" if root is not None else ""
+            lines += ["", f"## Per-branch {md_code(key)}{md(under)} (gate {md_code(gate)})", "",
                       "| node | label | depth | rows | value | meets gate |", "|---|---|---:|---:|---:|---|"]
             for nid, d in rows[: max(15, result.config.report.top_branches)]:
                 v = d["metrics"][key]
                 lines.append(f"| {md(nid)} | {_cell(d['label'] or '')} | {d['depth']} | {max(d['n'].values())} | "
                              f"{_f(v)} | {'yes' if gate.compare(v) else 'no'} |")
+    ex = result.exclusions or {}
+    if ex:
+        by = ", ".join(f"{k} {v}" for k, v in (ex.get("excluded_by_filter") or {}).items()) or "none"
+        lines += ["", "## Gold documents excluded before ranking", "",
+                  f"Of {ex.get('gold_documents', 0)} gold documents in the corpus: excluded by filters: {_cell(by)}; "
+                  f"hidden by entitlement (correct): {ex.get('excluded_by_entitlement', 0)}; "
+                  f"inconsistent filter logs (retrieved although the logged filters exclude them): "
+                  f"{ex.get('inconsistent_filter_log', 0)}."]
     cov = result.coverage
     if cov:
         lines += ["", "## Coverage", "",
@@ -83,8 +104,13 @@ def markdown(result: "AuditResult") -> str:
     if result.baseline:
         from .report_html import _qualified_delta
 
-        lines += ["", "## Baseline deltas (candidate − baseline; gated first, then the largest; all in the JSON)", "",
-                  "| metric | candidate | baseline | delta | paired CI |", "|---|---:|---:|---:|---|"]
+        lines += ["", "## Baseline deltas (candidate − baseline; gated first, then the largest; all in the JSON)", ""]
+        from ..drift.release import release_note
+
+        note = release_note(result.baseline.get("release"))
+        if note:
+            lines += [_cell(note), ""]
+        lines += ["| metric | candidate | baseline | delta | paired CI |", "|---|---:|---:|---:|---|"]
         gated = {r.gate.metric for r in result.gate_results if r.gate.metric.startswith("delta:")}
         keys = [k for k in result.baseline["deltas"] if _qualified_delta(k, result)]
         keys.sort(key=lambda k: (k not in gated and not any(k.endswith("." + g[6:]) for g in gated),
@@ -96,6 +122,35 @@ def markdown(result: "AuditResult") -> str:
                          f"{_cell(ci)} |")
     lines += ["", f"Manifest metrics digest: `{result.manifest.get('metrics_digest', '')}`", ""]
     return "\n".join(lines)
+
+
+def _val(x: Any) -> str:
+    """A record value in a table cell: JSON (lists, objects) as a code span, text escaped."""
+    if isinstance(x, (list, dict)):
+        import json
+
+        return md_code(json.dumps(x, ensure_ascii=False, default=str))
+    return _cell(_f(x))
+
+
+def failing_records_markdown(result: "AuditResult") -> list[str]:
+    """Per failing gate, the records driving it (worst first; ``report.failing_records``)."""
+    blocks = [f for f in result.failing if f["records"] or f.get("note")]
+    if not blocks:
+        return []
+    lines = ["", "## Records driving the failing gates", ""]
+    for f in blocks:
+        if not f["records"]:
+            lines += [f"### {md_code(f['gate'])} — {f['status']}: {_cell(f['note'])}", ""]
+            continue
+        lines += [f"### {md_code(f['gate'])} — {f['status']}: {len(f['records'])} of {f['n_driving']} "
+                  f"records, worst first", "",
+                  "| record | query | gold | prediction | value | reason |", "|---|---|---|---|---:|---|"]
+        for r in f["records"]:
+            lines.append(f"| {_cell(r['id'])} | {_val(r['query'])} | {_val(r['gold'])} | {_val(r['prediction'])} | "
+                         f"{_f(r['value'])} | {_cell(r['reason'] or '')} |")
+        lines.append("")
+    return lines
 
 
 def write_markdown(result: "AuditResult", path: str | Path) -> None:

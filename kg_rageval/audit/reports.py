@@ -32,10 +32,12 @@ from ..errors import InputError
 from .manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from .result import AuditResult
 
 FILES = {"json": "report.json", "markdown": "report.md", "html": "report.html", "junit": "junit.xml"}
 MANIFEST = "manifest.json"
+PROV = "prov.ttl"
+"""The PROV-O trail of the audited run (the provenance family's ``trail``)."""
 LOCK = ".kg-rageval.lock"
 PREVIOUS = "previous"
 ALL_FILES = (*FILES.values(), MANIFEST)
@@ -75,10 +77,20 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def prov_trail_turtle(result: "AuditResult") -> str | None:
+    """The PROV-O trail (Turtle) the provenance family built for the audited run, if any."""
+    run = result.families.get("provenance")
+    for ev in run.evaluations if run is not None else []:
+        if ev.family.name == "prov_trail" and isinstance(ev.meta.get("turtle"), str):
+            return ev.meta["turtle"]
+    return None
+
+
 def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str] | None = None) -> dict[str, str]:
     """Write ``report.json``, ``report.md``, ``report.html``, ``junit.xml`` (as configured) and
     always ``manifest.json`` (manifest + the numbers ``--verify`` compares + the sha256 of
-    every report file), atomically as described in the module docstring. Returns
+    every report file), and ``prov.ttl`` (the PROV-O trail) when the provenance family built
+    one, atomically as described in the module docstring. Returns
     ``{kind: path}``."""
     from .report_html import write_html
     from .report_json import dumps, write_json
@@ -101,6 +113,12 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
                 writers[f](result, p)
                 _fsync(p)
                 hashes[FILES[f]] = sha256_file(p)
+            trail = prov_trail_turtle(result)
+            if trail is not None:
+                tp = run / PROV
+                tp.write_text(trail, encoding="utf-8")
+                _fsync(tp)
+                hashes[PROV] = sha256_file(tp)
             mp = run / MANIFEST
             mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result),
                                  "reports": hashes}) + "\n", encoding="utf-8")
@@ -113,6 +131,8 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
         finally:
             shutil.rmtree(run, ignore_errors=True)
     written = {f: str(out / FILES[f]) for f in chosen}
+    if PROV in hashes:
+        written["prov"] = str(out / PROV)
     written["manifest"] = str(out / MANIFEST)
     return written
 
@@ -120,7 +140,7 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
 def _move_aside(out: Path) -> None:
     """Move an older report set out of the way into ``out/previous/`` (manifest first, so a
     crash in between leaves no manifest vouching for a partial set)."""
-    present = [n for n in ALL_FILES if (out / n).exists()]
+    present = [n for n in (*ALL_FILES, PROV) if (out / n).exists()]
     if not present:
         return
     prev = out / PREVIOUS

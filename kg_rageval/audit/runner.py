@@ -35,48 +35,12 @@ import numpy as np
 
 from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
 from ..errors import ConfigError, InputError, KgRagevalError
-from ..evaluation import Evaluation, Metric
+from ..evaluation import Evaluation, Metric, bootstrap_weights, percentile_interval
 from .config import AuditConfig
 from .families import FamilyRun
 from .evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
 from .gates import Gate, GateResult, evaluate_gates, metric_dict
-
-
-@dataclass
-class AuditResult:
-    """Everything an audit decided and measured; reports render this object."""
-
-    config: AuditConfig
-    ontology: Any
-    n_records: int
-    families: dict[str, FamilyRun]
-    metrics: dict[str, Metric]
-    gate_results: list[GateResult]
-    slices: dict[str, dict[str, Any]] = field(default_factory=dict)
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    drivers: list[dict[str, Any]] = field(default_factory=list)
-    coverage: dict[str, Any] = field(default_factory=dict)
-    relations: dict[str, dict[str, int]] = field(default_factory=dict)
-    exclusions: dict[str, Any] = field(default_factory=dict)
-    baseline: dict[str, Any] | None = None
-    counts: dict[str, Any] = field(default_factory=dict)
-    manifest: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.gate_results) and all(r.status == "pass" for r in self.gate_results)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.passed else 1
-
-    def status_counts(self) -> dict[str, int]:
-        out = {"pass": 0, "fail": 0, "missing": 0}
-        for r in self.gate_results:
-            out[r.status] += 1
-        return out
+from .result import AuditResult
 
 
 # ---------------------------------------------------------------------- inputs
@@ -190,9 +154,9 @@ def family_options(config: AuditConfig, name: str) -> dict[str, Any]:
 
 
 def configured_families(config: AuditConfig) -> list[str]:
-    """The families the audit runs (all registered ones when ``families`` is empty); an
-    unknown name raises :class:`ConfigError` with a "did you mean"."""
-    names = list(config.families) or list(REGISTRY)
+    """The families the audit runs (all registered ones but the opt-in ones when ``families``
+    is empty); an unknown name raises :class:`ConfigError` with a "did you mean"."""
+    names = list(config.families) or [n for n, sc in REGISTRY.items() if not sc.opt_in]
     for n in names:
         try:
             get_scorer(n)
@@ -203,13 +167,21 @@ def configured_families(config: AuditConfig) -> list[str]:
 
 def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[dict],
                  *, progress: bool = True) -> dict[str, FamilyRun]:
-    """Run every configured family (all registered ones when ``families`` is empty)."""
+    """Run every configured family (all registered ones but the opt-in ones when ``families``
+    is empty)."""
     names = configured_families(config)
     runs: dict[str, FamilyRun] = {}
     bar = _progress(names, "families", progress)
     for name in bar:
-        runs[name] = _run_one(get_scorer(name), inputs, records, family_options(config, name),
-                              dict(config.families.get(name) or {}))
+        try:
+            runs[name] = _run_one(get_scorer(name), inputs, records, family_options(config, name),
+                                  dict(config.families.get(name) or {}))
+        except ConfigError as exc:
+            if exc.source is not None or str(exc).startswith("families."):
+                raise
+            # an option value the family rejected when it ran (e.g. a judge plugin that does not
+            # import: "judge: ..."): name the config key
+            raise ConfigError(f"families.{name}.{exc}", source=config.source) from None
     return runs
 
 
@@ -382,6 +354,10 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     if config.report.node_rollup:
         result.nodes = pernode.node_rollups(runs, ontology)
     result.drivers = pernode.failure_drivers(final, index, ontology, config)
+    from .failing import failing_records
+
+    result.failing = failing_records(final, index, ontology, records, config,
+                                     budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
     result.coverage = pernode.coverage_matrix(records, ontology, inputs.get("corpus"), config.coverage)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = pernode.exclusion_attribution(runs, records, inputs.get("corpus"), ontology,
@@ -454,7 +430,7 @@ def _check_gate_metrics(gates: Iterable[Gate], index: MetricIndex, config: Audit
         if mn.delta or mn.qualified in index.by_name or (mn.family is None and mn.metric in index.bare):
             continue
         fam = mn.family
-        if fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
+        if fam is not None and fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
             close = difflib.get_close_matches(name, list(index.by_name), n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
             bad.append(f"{g}: no family produces metric {name!r}{hint}")
@@ -480,7 +456,8 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
     * scored as an empty prediction: its per-record ``n_missing_run`` stat is positive
       (hierarchy, linking, retrieval, generation correctness and refusal);
     * only for unscored entries without a code (a family written before codes): a reason
-      containing one of ``patterns`` (``missing_runs.reasons``);
+      equal to one of ``patterns`` (``missing_runs.reasons``; case-insensitive, never a
+      substring match);
     * counted in the numerator of one of ``metric_names`` (``invalid_judgment_rate``) of an
       evaluation without an ``n_missing_run`` stat (these have no record ids).
 
@@ -489,7 +466,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
     from ..records import MISSING_RUN_CODES
 
     codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
-    pats = [p.lower() for p in patterns]
+    pats = {p.strip().lower() for p in patterns}
     unscored_reasons: dict[str, int] = {}
     unscored_codes: dict[str, int] = {}
     missing_ids: set[str] = set()
@@ -506,7 +483,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
                 unscored_codes[str(code)] = unscored_codes.get(str(code), 0) + 1
                 if str(code) not in codes:
                     continue
-            elif not any(p in reason.lower() for p in pats):
+            elif reason.strip().lower() not in pats:  # exact reasons, never substrings
                 continue
             rid = u.get("record_id", u.get("id"))
             if rid is not None:
@@ -593,15 +570,26 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     per-query deltas of the gated metrics are listed (worst first, 50 at most)."""
     from ..records import read_records
 
+    assert config.baseline is not None
     bpath = config.path(config.baseline.records)
     if not bpath.exists():
         raise InputError("baseline records file does not exist", source=config.source,
                          location=f"baseline.records = {config.baseline.records!r}")
     base_records = read_records(bpath)
+    from ..drift.release import baseline_release, load_baseline_ontology
+
+    release = baseline_release(config, inputs["ontology"], base_records, inputs["records"],
+                               load_baseline_ontology(config))  # refuses another release
     binputs = dict(inputs)
     binputs["records"] = base_records
+    binputs["ontology"] = release.ontology
     bcfg = config.model_copy()
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
+    # the PROV-O trail describes the audited run only; the baseline needs none
+    bfams = {n: dict(config.families.get(n) or {}) for n in configured_families(config)}
+    if "provenance" in bfams:
+        bfams["provenance"]["trail"] = False
+    bcfg.families = bfams
     bruns = run_families(bcfg, binputs, base_records, progress=progress)
     b = config.bootstrap
     fams = configured_families(config)
@@ -626,8 +614,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             bev = brun.result.get(member)
             if bev is None or ev.family.qualified_name != bev.family.qualified_name:
                 continue
-            ids_c, st_c = ev.per_record_stats()
-            ids_b, st_b = bev.per_record_stats()
+            # another ontology release: only the comparable records take part (drift.release)
+            ids_c, st_c = release.restrict(*ev.per_record_stats())
+            ids_b, st_b = release.restrict(*bev.per_record_stats())
             common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
             names = list(st_c)
             union = np.union1d(ids_c, ids_b)
@@ -655,19 +644,19 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             fin = ev.family.finalize
             tc = fin(dict(zip(names, mc.sum(0).tolist())))
             tb = fin(dict(zip(names, mb.sum(0).tolist())))
-            rng = np.random.default_rng(b.seed)
             n = len(common)
-            samples: dict[str, list[float]] = {m: [] for m in tc}
             wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
             resamples = b.n_resamples if (wanted or b.always) else 0
-            for _ in range(resamples):
-                w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
-                rc = fin(dict(zip(names, (w @ mc).tolist())))
-                rb = fin(dict(zip(names, (w @ mb).tolist())))
-                for m in tc:
-                    if rc[m].value is not None and rb.get(m) is not None and rb[m].value is not None:
-                        samples[m].append(rc[m].value - rb[m].value)
-            alpha = (1 - b.level) / 2
+            samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
+            # paired: the same record draws (records aligned by id above) for both systems
+            for lo, w in bootstrap_weights(n, resamples, b.seed) if resamples else ():
+                for j, (rowc, rowb) in enumerate(zip((w @ mc).tolist(), (w @ mb).tolist())):
+                    rc = fin(dict(zip(names, rowc)))
+                    rb = fin(dict(zip(names, rowb)))
+                    for m in tc:
+                        vc_, vb_ = rc[m].value, rb[m].value if rb.get(m) is not None else None
+                        if vc_ is not None and vb_ is not None:
+                            samples[m][lo + j] = vc_ - vb_
             for m in tc:
                 key = f"delta:{fam}.{m}"
                 vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
@@ -675,11 +664,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                     d = Metric(key, None, missing=f"{m} undefined for "
                                f"{'candidate' if vc is None else 'baseline'} on {n} paired records")
                 else:
-                    s = samples[m]
-                    ci = None
-                    if resamples and len(s) * 2 >= resamples and n >= b.min_units:
-                        lo, hi = np.quantile(np.asarray(s), [alpha, 1 - alpha])
-                        ci = (float(lo), float(hi))
+                    ci = (percentile_interval(samples[m], resamples, b.level)
+                          if resamples and n >= b.min_units else None)
                     d = Metric(key, float(vc - vb), None, None, None, ci)
                 primary.append(key)
                 deltas[key] = d
@@ -710,5 +696,6 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
         "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
         "primary": sorted(set(primary)),
         "worst_queries": per_query,
+        "release": release.to_dict(),
     }
     return info, deltas

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..evaluation import Family, Metric, build_evaluation, ratio
+from ..records import slice_text
 
 
 class StubFamily(Family):
@@ -39,7 +40,7 @@ def score_stub(ontology: Any, records: Iterable[dict]) -> Any:
         row: dict[str, Any] = {"record_id": r["id"], "correct": float(g == p), "n": 1.0, "gold_node": g,
                                "relation": ontology.relation(g, p)}
         for k, v in (r.get("slices") or {}).items():
-            row[f"slice:{k}"] = v
+            row[f"slice:{k}"] = slice_text(v)
             slice_names.add(f"slice:{k}")
         rows.append(row)
     return build_evaluation(StubFamily(), rows, keys=["gold_node", *sorted(slice_names)],

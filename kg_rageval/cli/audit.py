@@ -31,8 +31,11 @@ from .common import fail, format_option, quiet_option
 @click.option("--strict/--no-strict", default=None,
               help="Exit with the gate verdict (1 when a gate fails). On by default; --demo turns it "
                    "off, since the demo is a showcase whose baseline fails some gates on purpose.")
+@click.option("--baseline-ontology", "baseline_ontology", type=click.Path(dir_okay=False), default=None,
+              help="The ontology release the baseline was audited on: compare with it on the nodes "
+                   "unchanged between the two releases (docs/drift.md).")
 def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, verify_path: str | None,
-          demo: str | None, seed: int, strict: bool | None) -> None:
+          demo: str | None, seed: int, strict: bool | None, baseline_ontology: str | None = None) -> None:
     """Run every configured metric family, decide the gates and write the reports.
 
     A gate whose evidence is missing fails. With --demo (no config needed) the demo system is
@@ -43,7 +46,7 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
     from ..errors import KgRagevalError
 
     try:
-        code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed)
+        code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology)
     except (KgRagevalError, OSError) as exc:
         fail(exc)
     if strict is None:
@@ -56,7 +59,7 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
     sys.exit(code)
 
 
-def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed) -> int:
+def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology=None) -> int:
     from ..audit.config import load_config
     from ..audit.runner import run_audit
     from ..errors import ConfigError
@@ -78,6 +81,10 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed) -> int:
     if not config_path:
         raise ConfigError("give --config CONFIG (or --demo, or --verify MANIFEST)")
     config = load_config(config_path)
+    if baseline_ontology:
+        from ..drift.release import set_baseline_ontology
+
+        set_baseline_ontology(config, baseline_ontology)
     result = run_audit(config, progress=not quiet)
     written = {}
     if out_dir:
@@ -127,7 +134,7 @@ def _text(result, written: dict[str, str], quiet: bool) -> str:
 
 
 def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> int:
-    from ..audit.manifest import verify_manifest
+    from ..audit.verify import verify_manifest
 
     res = verify_manifest(manifest, config_path=config_path, progress=not quiet)
     if fmt == "json":

@@ -8,6 +8,8 @@ from typing import Any, Callable, Iterable
 
 import click
 
+from ..fmt import fmt_count, fmt_value
+
 format_option = click.option(
     "--format",
     "fmt",
@@ -111,11 +113,6 @@ def ontology_ref(onto: Any) -> dict[str, Any]:
     return {"source": onto.source, "hash": onto.content_hash}
 
 
-def payload_head(command: str, data_path: str, n_records: int, onto: Any) -> dict[str, Any]:
-    """The first keys of a ``score`` command's JSON: command, data file, records read, ontology."""
-    return {"command": command, "data": data_path, "n_records": n_records, "ontology": ontology_ref(onto)}
-
-
 def load_ontology_cli(path: str, fmt: str | None = None, **options: Any):
     """Load ``path`` with the command's loader options (see :func:`loader_options`);
     ``options`` given here win."""
@@ -155,12 +152,7 @@ def _is_num(s: str) -> bool:
         return False
 
 
-def _fmt(c: Any) -> str:
-    if c is None:
-        return "—"
-    if isinstance(c, float):
-        return f"{c:.4f}"
-    return str(c)
+_fmt = fmt_value
 
 
 def metrics_table(metrics: dict[str, Any]) -> str:
@@ -175,20 +167,24 @@ def metrics_table(metrics: dict[str, Any]) -> str:
     return table(rows, ["metric", "value", "num/den", "ci", "note"])
 
 
-def families_text(evals: dict[str, Any], rows_label: str = "rows") -> list[str]:
-    """One section per family of ``{name: Evaluation}``: a heading with the row count, the
-    metric table and the unscored counts (used by ``score generation``/``provenance``)."""
+def families_text(evals: Any, rows_label: str = "rows", metrics: dict[str, Any] | None = None) -> list[str]:
+    """One section per member of an :class:`EvaluationSet`: a heading with the row count, the
+    metric table (``metrics``: the set's canonical metrics, with intervals when asked for) and
+    the unscored counts (used by ``score generation``/``provenance``)."""
     parts: list[str] = []
+    fam = getattr(evals, "family", "")
     for name, ev in evals.items():
         parts.append(f"\n== {name} ({len(ev)} {rows_label})")
-        parts.append(metrics_table(ev.metrics()))
+        own = ev.metrics()
+        if metrics is not None:
+            own = {k: metrics.get(f"{fam}.{k}", m) for k, m in own.items()}
+        parts.append(metrics_table(own))
         if ev.unscored:
             parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
     return parts
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.3f}"
+_num = fmt_count
 
 
 def error_line(exc: BaseException | str) -> str:
@@ -235,7 +231,9 @@ def _click_option(p: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         kw["default"] = tuple(p.default or ())
     else:
         kw["default"] = p.default
-    if p.choices:
+    if p.choices and p.pattern:  # checked by the declaration when the family binds
+        kw["metavar"] = "|".join(p.choices) + "|" + (p.pattern_text or "PATTERN").upper()
+    elif p.choices:
         kw["type"] = click.Choice(list(p.choices))
     elif p.kind in ("int", "int_list"):
         kw["type"] = click.IntRange(min=int(p.minimum)) if p.minimum is not None else click.INT
@@ -284,3 +282,123 @@ def family_kwargs(family: str, kwargs: dict[str, Any]) -> dict[str, Any]:
                 v = p.default
             out[p.name] = v
     return out
+
+
+# ---------------------------------------------------------------------- one output shape
+def score_output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The output options every ``score <family>`` command shares: ``--format
+    text|json|csv``, ``--rows/--no-rows`` (default off), ``--ci N`` (bootstrap intervals over
+    records, N resamples; 0 = none), ``--ci-level``, ``--seed``."""
+    fn = click.option("--seed", type=int, default=0, show_default=True,
+                      help="Seed of the bootstrap resampling (--ci).")(fn)
+    fn = click.option("--ci-level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+                      show_default=True, help="Confidence level of the --ci intervals.")(fn)
+    fn = click.option("--ci", "ci", type=click.IntRange(min=0), default=0, show_default=True,
+                      help="Percentile bootstrap intervals over records with this many resamples (fills the "
+                           "ci column; 0: none).")(fn)
+    fn = click.option("--rows/--no-rows", "rows", default=False, show_default=True,
+                      help="Include the per-row results (JSON: 'rows'; CSV: the rows instead of the metrics).")(fn)
+    fn = click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
+                      show_default=True, help="Output: a human table, JSON (the same shape for every family) "
+                                              "or CSV.")(fn)
+    return fn
+
+
+def with_intervals(result: Any, n_resamples: int, level: float, seed: int) -> dict[str, Any]:
+    """The canonical metrics of an :class:`EvaluationSet`, with bootstrap intervals when
+    ``n_resamples`` > 0 (each member resamples its own records)."""
+    metrics = result.metrics()
+    if n_resamples > 0:
+        for member, ev in result.items():
+            cis = ev.bootstrap(n_resamples=n_resamples, level=level, seed=seed)
+            for name, ci in cis.items():
+                key = f"{result.family}.{name}"
+                if ci is not None and metrics[key].value is not None:
+                    metrics[key] = metrics[key].with_ci(ci)
+    return metrics
+
+
+def score_payload(result: Any, *, data_path: str, n_records: int, onto: Any, rows: bool,
+                  breakdowns: Iterable[str] = (), metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one JSON shape of every ``score <family>`` command (docs/evaluation.md):
+    ``command``, ``family``, ``data``, ``ontology``, ``counts``, ``metrics`` (canonical names),
+    ``unscored`` (reason → records), ``breakdowns`` (key → value → ``{"n", "metrics"}``),
+    ``evaluations`` (each member's version, sums and meta) and, with ``rows``, ``rows`` and
+    ``unscored_records``. ``metrics``: the canonical metrics when already computed (with
+    intervals, :func:`with_intervals`). A family adds its own extra keys after these."""
+    fam = result.family
+    metrics = result.metrics() if metrics is None else metrics
+    scored: set[str] = set()
+    for ev in result.values():
+        scored.update(str(x) for x in ev.record_ids.tolist())
+    bd: dict[str, Any] = {}
+    for key in breakdowns:
+        for member, ev in result.items():
+            if key not in ev.keys:
+                continue
+            d = ev.to_dict(rows=False, breakdowns=[key]).get("breakdowns", {}).get(key, {})
+            dst = bd.setdefault(key, {})
+            for value, g in d.items():
+                cell = dst.setdefault(value, {"n": 0, "metrics": {}})
+                cell["n"] += g["n"]  # rows, over the members that have the key
+                cell["metrics"].update({f"{fam}.{k}": {**m, "name": f"{fam}.{k}"} for k, m in g["metrics"].items()})
+    payload: dict[str, Any] = {
+        "command": f"score {fam}",
+        "family": fam,
+        "data": data_path,
+        "ontology": ontology_ref(onto),
+        "counts": {"records": n_records, "scored_records": len(scored),
+                   "rows": {m: len(ev) for m, ev in result.items()},
+                   "unscored": sum(result.unscored_counts.values())},
+        "metrics": {k: m.to_dict() for k, m in metrics.items()},
+        "unscored": result.unscored_counts,
+        "breakdowns": bd,
+        "evaluations": {m: {k: v for k, v in ev.to_dict(rows=False).items() if k in ("version", "sums", "meta",
+                                                                                    "n_rows", "n_records")}
+                        for m, ev in result.items()},
+    }
+    if rows:
+        payload["rows"] = [{"member": m, **r} for m, ev in result.items() for r in ev.to_dict(rows=True)["rows"]]
+        payload["unscored_records"] = [{"member": m, **u} for m, ev in result.items()
+                                       for u in ev.to_dict(rows=True)["unscored_records"]]
+    return payload
+
+
+def emit_score(payload: dict[str, Any], fmt: str, render_text: Callable[[Any], str]) -> None:
+    """Print a score payload as text, JSON, or CSV (the metrics; with ``--rows`` the rows)."""
+    if fmt != "csv":
+        emit(payload, fmt, render_text)
+        return
+    import csv
+    import io
+
+    buf = io.StringIO()
+    if "rows" in payload:
+        rows = payload["rows"]
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()})
+    else:
+        w2 = csv.writer(buf, lineterminator="\n")
+        w2.writerow(["metric", "value", "numerator", "denominator", "ci_low", "ci_high", "missing"])
+        for name, m in payload["metrics"].items():
+            ci = m.get("ci") or [None, None]
+            w2.writerow([name, m.get("value"), m.get("numerator"), m.get("denominator"), ci[0], ci[1],
+                         m.get("missing", "")])
+    click.echo(buf.getvalue(), nl=False)
+
+
+def short_metrics(metrics: dict[str, Any], family: str) -> dict[str, Any]:
+    """``{bare name: Metric}`` of one family's canonical metrics (for text tables)."""
+    pre = family + "."
+    return {k[len(pre):] if k.startswith(pre) else k: m for k, m in metrics.items()}
+
+
+def canonical_dicts(family: str, metrics: dict[str, Any], only: Iterable[str] | None = None) -> dict[str, Any]:
+    """``{"<family>.<metric>": Metric.to_dict()}`` of a family's bare-named metrics (per-node
+    and per-branch tables use the same canonical names as the totals)."""
+    names = list(metrics) if only is None else list(only)
+    return {f"{family}.{k}": {**metrics[k].to_dict(), "name": f"{family}.{k}"} for k in names}
+

@@ -22,8 +22,10 @@ COMMANDS: dict[str, dict[str, str]] = {
         "score": "kg_rageval.cli.main:score",
         "link": "kg_rageval.cli.link:link",
         "audit": "kg_rageval.cli.audit:audit",
+        "records": "kg_rageval.cli.drift:records",
         "compare": "kg_rageval.cli.compare:command",
         "metrics": "kg_rageval.cli.metrics:metrics",
+        "testset": "kg_rageval.cli.testset:testset",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -32,22 +34,28 @@ COMMANDS: dict[str, dict[str, str]] = {
         "conformance": "kg_rageval.cli.score_conformance:command",
         "generation": "kg_rageval.cli.score_generation:command",
         "provenance": "kg_rageval.cli.score_provenance:command",
+        "preference": "kg_rageval.cli.score_preference:command",
+        "relations": "kg_rageval.cli.score_relations:command",
     },
 }
 
 HELP = {
-    "ontology": "Inspect, validate and compile ontologies.",
+    "ontology": "Inspect, validate, compile and diff ontologies.",
     "score": "Score one metric family over a records file.",
     "link": "Run a baseline entity linker and write predictions as records.",
     "audit": "Run the release gate: all families, thresholds, reports, exit codes.",
+    "records": "Re-base records onto a new ontology release.",
     "compare": "Compare N retrieval systems: paired tests, corrections, CIs, per ontology branch.",
     "metrics": "List every metric: family, formula, parameters, direction.",
+    "testset": "Build, plan, split and check ontology-driven test sets.",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",
     "conformance": "Schema validity, vocabulary, status and domain/range conformance.",
     "generation": "Faithfulness, answer correctness, refusal and calibration.",
     "provenance": "Citation completeness, provenance depth and reproducibility.",
+    "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
+    "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
 }
 
 

@@ -55,7 +55,9 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
             if d["parameters"]:
                 out.append(table([[q["name"], q["type"], q["default"], q["help"]] for q in d["parameters"]],
                                  ["parameter", "type", "default", "help"]))
-            out.append(table([[m["name"], m["direction"], m["formula"]] for m in d["metrics"]],
+            out.append(table([[m["name"], m["direction"], m["formula"] + (
+                " (only with " + ", ".join(f"{k}={v}" for k, v in m["when"].items()) + ")" if m.get("when") else "")]
+                for m in d["metrics"]],
                              ["metric", "better", "formula"]))
             out.append("")
         return "\n".join(out)

@@ -1,4 +1,4 @@
-"""``kg-rageval ontology inspect|validate|compile|formats``."""
+"""``kg-rageval ontology inspect|validate|compile|formats|diff|stability``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .common import emit, format_option, load_ontology_cli, loader_options, onto
 
 @click.group()
 def ontology() -> None:
-    """Inspect, validate and compile ontologies."""
+    """Inspect, validate, compile and diff ontologies."""
 
 
 def _load_options(f):
@@ -25,7 +25,8 @@ def _load_options(f):
 @format_option
 def inspect(file, ontology_format, fmt) -> None:
     """Counts and structure of an ontology: nodes, edges, roots, depth, multi-parent nodes,
-    deprecated/revoked concepts, properties and loader diagnostics.
+    deprecated/revoked concepts, properties, instances by kind, relation triples by predicate
+    and loader diagnostics.
 
     FILE_OR_URI is an ontology file or a graph database URI (bolt://, neo4j://) read with
     --mapping (a preset or a mapping file); credentials come from KG_RAGEVAL_NEO4J_USER /
@@ -41,6 +42,7 @@ def inspect(file, ontology_format, fmt) -> None:
 def _render_inspect(s: dict) -> str:
     rows = [
         ["source", s["source"]],
+        ["version (declared)", s.get("version") or "—"],
         ["nodes", s["nodes"]],
         ["edges (parent links)", s["edges"]],
         ["roots", f"{s['n_roots']}: {', '.join(s['roots'][:5])}{' …' if s['n_roots'] > 5 else ''}"],
@@ -55,6 +57,10 @@ def _render_inspect(s: dict) -> str:
         ["labelled / synonyms / definitions", f"{s['labelled']} / {s['with_synonyms']} / {s['with_definition']}"],
         ["node types", ", ".join(f"{k}={v}" for k, v in s["node_types"].items()) or "—"],
         ["object properties", len(s["properties"])],
+        ["instances", f"{s.get('instances', 0)}" + (": " + ", ".join(f"{k}={v}" for k, v in s["instances_by_kind"].items())
+                                                      if s.get("instances_by_kind") else "")],
+        ["relation triples", f"{s.get('relations', 0)}" + (": " + ", ".join(f"{k}={v}" for k, v in s["relations_by_predicate"].items())
+                                                            if s.get("relations_by_predicate") else "")],
         ["ancestor closure entries", s["ancestor_closure_entries"]],
         ["content hash", s["content_hash"]],
         ["load time (s)", s["load_seconds"]],
@@ -79,17 +85,23 @@ def _render_inspect(s: dict) -> str:
     default=None,
     help="SHACL shapes file (default: the bundled shapes/ontology.ttl).",
 )
-@click.option("--allow-warnings", is_flag=True, help="Exit 0 when only sh:Warning results are found.")
+@click.option("--fail-on-warnings", is_flag=True,
+              help="Exit 1 on sh:Warning results too (default: warnings are shown, exit 0).")
+@click.option("--allow-warnings", is_flag=True, hidden=True,
+              help="Accepted for compatibility: warnings never fail without --fail-on-warnings.")
 @format_option
-def validate(file, ontology_format, shapes, allow_warnings, fmt) -> None:
+def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fmt) -> None:
     """Check an ontology against SHACL shapes (every class labelled, no self-subclass,
-    deprecated classes flagged, ...). Exit code 1 on violations."""
+    deprecated classes flagged, ...). Exit code 1 on sh:Violation results only; warnings (e.g.
+    deprecated classes in a published release) are shown and exit 0 unless --fail-on-warnings."""
     from ..ontology.validate import validate_ontology
 
     onto = load_ontology_cli(file, ontology_format)
     report = validate_ontology(onto, shapes=shapes)
-    emit(report.to_dict(), fmt, lambda _: report.to_text())
-    if not report.passes(allow_warnings=allow_warnings):
+    code = 0 if report.passes(allow_warnings=not fail_on_warnings) else 1
+    payload = {**report.to_dict(), "exit_code": code, "fail_on_warnings": bool(fail_on_warnings)}
+    emit(payload, fmt, lambda _: report.to_text())
+    if code:
         sys.exit(1)
 
 
@@ -131,3 +143,13 @@ def formats(fmt) -> None:
     specs = available_formats()
     payload = [{"name": s.name, "extensions": list(s.extensions), "description": s.description} for s in specs.values()]
     emit(payload, fmt, lambda p: table([[x["name"], " ".join(x["extensions"]), x["description"]] for x in p], ["format", "extensions", "description"]))
+
+
+def _drift_commands() -> None:
+    from .drift import diff, stability
+
+    ontology.add_command(diff)
+    ontology.add_command(stability)
+
+
+_drift_commands()

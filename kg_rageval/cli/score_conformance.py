@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, family_kwargs, family_options, format_option, load_ontology_cli, metrics_table,
-                     ontology_format_option, ontology_option, payload_head, table)
+from .common import (data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
+                     ontology_format_option, ontology_option, score_output_options, score_payload, short_metrics,
+                     table, with_intervals)
 
 
 @click.command()
@@ -22,10 +23,9 @@ from .common import (data_option, emit, family_kwargs, family_options, format_op
 @click.option("--shapes", "shapes_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Also validate the outputs rendered as RDF against these SHACL shapes (e.g. shapes/output-attack.ttl).")
 @family_options("conformance")
-@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
-@format_option
+@score_output_options
 def command(ontology_path, ontology_format, data_path, export_path, export_flavor, shapes_path,
-            rows, fmt, **kwargs) -> None:
+            rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Schema validity, vocabulary, status and domain/range conformance."""
     from ..conformance import derive_schema
     from ..conformance.outlines_backend import export_schema
@@ -42,37 +42,37 @@ def command(ontology_path, ontology_format, data_path, export_path, export_flavo
     if export_path:
         export_schema(derived, export_path, flavor=export_flavor)
     records = read_records(data_path)
-    ev = bound(records).single
+    result = bound(records)
+    ev = result.single
     breakdowns = [f"slice:{k}" for k in slice_keys(records)]
-    payload = {
-        **payload_head("score conformance", data_path, len(records), onto),
-        "schema": {
-            "spec": spec_path,
-            "title": spec.title,
-            "size_bytes": derived.size_bytes,
-            "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
-            "exported_to": export_path,
-        },
-        "families": {"conformance": ev.to_dict(rows=rows, breakdowns=breakdowns)},
+    canonical = with_intervals(result, ci, ci_level, seed)
+    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=breakdowns, metrics=canonical)
+    payload["schema"] = {
+        "spec": spec_path,
+        "title": spec.title,
+        "size_bytes": derived.size_bytes,
+        "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
+        "exported_to": export_path,
     }
     shacl_ev = None
     if shapes_path:
         from ..conformance.shacl import score_shacl
 
         shacl_ev = score_shacl(onto, records, shapes_path, spec)
-        payload["families"]["conformance_shacl"] = shacl_ev.to_dict(rows=rows)
-    emit(payload, fmt, lambda p: _render(p, ev, shacl_ev))
+        payload["shacl"] = shacl_ev.to_dict(rows=rows)
+    emit_score(payload, fmt, lambda p: _render(p, ev, shacl_ev, short_metrics(canonical, "conformance")))
 
 
-def _render(payload: dict, ev, shacl_ev) -> str:
+def _render(payload: dict, ev, shacl_ev, metrics: dict) -> str:
     s = payload["schema"]
     vocab = ", ".join(f"{k}={v['size']}{'' if v['mode'] == 'enum' else ' (lookup)'}" for k, v in s["vocabularies"].items())
     parts = [
-        f"{payload['n_records']} records; schema {s['title']} ({s['size_bytes']} bytes; {vocab})",
+        f"{payload['counts']['records']} records; schema {s['title']} ({s['size_bytes']} bytes; {vocab})",
     ]
     if s["exported_to"]:
         parts.append(f"schema written to {s['exported_to']}")
-    parts.append(metrics_table(ev.metrics()))
+    parts.append(metrics_table(metrics))
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
     problems = []

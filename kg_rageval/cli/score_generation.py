@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, families_text, family_kwargs, family_options, format_option, load_ontology_cli,
-                     ontology_format_option, ontology_option, payload_head)
+from .common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
+                     ontology_format_option, ontology_option, score_output_options, score_payload, with_intervals)
 
 
 @click.command()
@@ -14,9 +14,8 @@ from .common import (data_option, emit, families_text, family_kwargs, family_opt
 @ontology_format_option
 @data_option
 @family_options("generation")
-@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
-@format_option
-def command(ontology_path, ontology_format, data_path, rows, fmt, **kwargs) -> None:
+@score_output_options
+def command(ontology_path, ontology_format, data_path, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration."""
     from ..contract import get_scorer
     from ..generation.fields import all_slice_keys
@@ -27,16 +26,15 @@ def command(ontology_path, ontology_format, data_path, rows, fmt, **kwargs) -> N
     evals = get_scorer("generation").score(onto, records, where="score generation",
                                            **family_kwargs("generation", kwargs))
     keys = all_slice_keys(records)[1:]
-    payload = {
-        **payload_head("score generation", data_path, len(records), onto),
-        "families": {name: ev.to_dict(rows=rows, breakdowns=keys) for name, ev in evals.items()},
-    }
-    emit(payload, fmt, lambda p: _render(p, evals))
+    canonical = with_intervals(evals, ci, ci_level, seed)
+    payload = score_payload(evals, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=keys, metrics=canonical)
+    emit_score(payload, fmt, lambda p: _render(p, evals, canonical))
 
 
-def _render(payload: dict, evals: dict) -> str:
-    parts = [f"{payload['n_records']} records, ontology {payload['ontology']['source']}"]
-    parts.extend(families_text(evals, "scored rows"))
+def _render(payload: dict, evals, metrics: dict) -> str:
+    parts = [f"{payload['counts']['records']} records, ontology {payload['ontology']['source']}"]
+    parts.extend(families_text(evals, "scored rows", metrics))
     for ev in evals.values():
         orphan = ev.meta.get("n_judgments_without_record")
         if orphan:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, family_kwargs, family_options, format_option, load_ontology_cli, metrics_table, ontology_format_option,
-                     ontology_option, ontology_ref, table)
+from .common import (canonical_dicts, data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
+                     ontology_format_option, ontology_option, score_output_options, score_payload, short_metrics,
+                     table, with_intervals)
 
 _HEADLINE = (
     "hierarchical_precision",
@@ -30,28 +31,31 @@ _HEADLINE = (
 @click.option("--branch-depth", type=int, default=2, show_default=True,
               help="Per-branch breakdown down to this depth (root = 0).")
 @click.option("--top", type=int, default=10, show_default=True, help="Most frequent confused pairs shown.")
-@click.option("--rows", "with_rows", is_flag=True, help="JSON: include the per-record rows.")
-@format_option
-def command(ontology_path, ontology_format, data_path, branch_depth, top, with_rows, fmt, **kwargs) -> None:
+@score_output_options
+def command(ontology_path, ontology_format, data_path, branch_depth, top, rows, fmt, ci, ci_level, seed,
+            **kwargs) -> None:
     """Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section)."""
     from ..contract import get_scorer
     from ..hierarchy import confused_pairs, relation_counts
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    ev = get_scorer("hierarchy").score(onto, data_path, **family_kwargs("hierarchy", kwargs)).single
-    metrics = ev.metrics()
+    result = get_scorer("hierarchy").score(onto, data_path, **family_kwargs("hierarchy", kwargs))
+    ev = result.single
+    canonical = with_intervals(result, ci, ci_level, seed)
+    metrics = short_metrics(canonical, "hierarchy")
     branches = {
         node: {"n": g["n"], "depth": g["depth"],
-               "metrics": {k: g["metrics"][k].to_dict() for k in _HEADLINE}}
+               "metrics": canonical_dicts("hierarchy", g["metrics"], _HEADLINE)}
         for node, g in ev.rollup(onto).items()
         if g["depth"] <= branch_depth
     }
     slice_keys = [k for k in ev.keys if k.startswith("slice:")]
-    payload = ev.to_dict(rows=with_rows, breakdowns=slice_keys)
+    n_read = len(ev) + len(ev.unscored)
+    payload = score_payload(result, data_path=data_path, n_records=n_read, onto=onto, rows=rows,
+                            breakdowns=slice_keys, metrics=canonical)
     payload["relations"] = relation_counts(ev)
     payload["confused_pairs"] = confused_pairs(ev, top=top)
     payload["branches"] = branches
-    payload["ontology"] = ontology_ref(onto)
 
     def render(_: dict) -> str:
         out = [f"hierarchy: {len(ev)} records scored from {data_path}"
@@ -67,12 +71,12 @@ def command(ontology_path, ontology_format, data_path, branch_depth, top, with_r
             rows = [[p["gold"], p["pred"], p["relation"], p["count"]] for p in payload["confused_pairs"]]
             out.append("\nmost frequent confusions:\n" + table(rows, ["gold", "pred", "relation", "count"]))
         if branches:
-            rows = [["  " * b["depth"] + node, b["n"], b["metrics"]["hierarchical_f1"]["value"],
-                     b["metrics"]["exact_accuracy"]["value"]] for node, b in branches.items()]
+            rows = [["  " * b["depth"] + node, b["n"], b["metrics"]["hierarchy.hierarchical_f1"]["value"],
+                     b["metrics"]["hierarchy.exact_accuracy"]["value"]] for node, b in branches.items()]
             out.append(f"\nper branch (depth <= {branch_depth}):\n"
                        + table(rows, ["node", "rows", "hF1", "exact"]))
         if ev.unscored:
             out.append("\nunscored: " + ", ".join(f"{k}: {v}" for k, v in ev.unscored_counts.items()))
         return "\n".join(out)
 
-    emit(payload, fmt, render)
+    emit_score(payload, fmt, render)

@@ -8,16 +8,18 @@ import click
 from .common import (
     breakdown_keys,
     data_option,
-    emit,
+    emit_score,
     family_kwargs,
     family_options,
-    format_option,
     load_ontology_cli,
     metrics_table,
     ontology_format_option,
     ontology_option,
-    ontology_ref,
+    score_output_options,
+    score_payload,
+    short_metrics,
     table,
+    with_intervals,
 )
 
 
@@ -31,50 +33,47 @@ from .common import (
                    "outcome or slice:<name> (repeatable). Slices are included by default.")
 @click.option("--sweep/--no-sweep", default=True, show_default=True,
               help="Confidence sweep (P/R at score thresholds) when every prediction has a score.")
-@click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-mention rows in JSON output.")
-@format_option
-def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, fmt, **kwargs) -> None:
-    """Mention detection, disambiguation, strong_*_match, NIL handling and hierarchy-aware errors."""
+@score_output_options
+def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, fmt, ci, ci_level, seed,
+            **kwargs) -> None:
+    """Mention detection, disambiguation, strong_*_match (overlap_*_match with --overlap), NIL handling and hierarchy-aware errors."""
     from ..contract import get_scorer
     from ..linking import confidence_sweep
     from ..records import read_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)
-    ev = get_scorer("linking").score(onto, records, **family_kwargs("linking", kwargs)).single
+    result = get_scorer("linking").score(onto, records, **family_kwargs("linking", kwargs))
+    ev = result.single
     keys = breakdown_keys(ev, breakdowns)
-    payload = {
-        "command": "score linking",
-        "data": data_path,
-        "ontology": ontology_ref(onto),
-        **ev.to_dict(rows=rows, breakdowns=keys),
-        # after to_dict: its n_records counts records with rows; this counts the file's records
-        "records_read": len(records),
-        "confidence_sweep": confidence_sweep(ev) if sweep else None,
-    }
-    emit(payload, fmt, lambda p: _render(p, ev, keys))
+    canonical = with_intervals(result, ci, ci_level, seed)
+    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=keys, metrics=canonical)
+    payload["confidence_sweep"] = confidence_sweep(ev) if sweep else None
+    emit_score(payload, fmt, lambda p: _render(p, ev, keys, short_metrics(canonical, "linking")))
 
 
-def _render(payload: dict, ev, keys: list[str]) -> str:
-    meta = payload.get("meta", {})
-    parts = [f"{payload['records_read']} records read, {meta.get('records_scored', 0)} scored, "
+def _render(payload: dict, ev, keys: list[str], metrics: dict) -> str:
+    meta = ev.meta
+    parts = [f"{payload['counts']['records']} records read, {meta.get('records_scored', 0)} scored, "
              f"{len(ev)} rows ({meta.get('alignment')} alignment)"]
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
-    parts.append(metrics_table(ev.metrics()))
+    parts.append(metrics_table(metrics))
+    mp = ev.family.match_prefix  # "strong" (identical spans) or "overlap"
     for k in keys:
         rows = []
         for value, g in ev.breakdown(k).items():
             m = g["metrics"]
-            rows.append([str(value), g["n"], m["mention_f1"].value, m["strong_all_match_f1"].value,
-                         m["strong_link_match_f1"].value, m["over_links"].value, m["abstentions"].value])
+            rows.append([str(value), g["n"], m["mention_f1"].value, m[f"{mp}_all_match_f1"].value,
+                         m[f"{mp}_link_match_f1"].value, m["over_links"].value, m["abstentions"].value])
         parts.append(f"\n== by {k}")
         parts.append(table(rows, [k, "rows", "mention_f1", "all_f1", "link_f1", "over_links", "abstentions"]))
     sweep = payload.get("confidence_sweep")
     if sweep:
         step = max(1, len(sweep) // 10)
-        rows = [[s["threshold"], s["n_pred"], s["strong_all_match_precision"], s["strong_all_match_recall"],
-                 s["strong_link_match_precision"], s["strong_link_match_recall"]] for s in sweep[::step]]
+        rows = [[s["threshold"], s["n_pred"], s[f"{mp}_all_match_precision"], s[f"{mp}_all_match_recall"],
+                 s[f"{mp}_link_match_precision"], s[f"{mp}_link_match_recall"]] for s in sweep[::step]]
         parts.append("\n== confidence sweep (predictions with score >= threshold)")
         parts.append(table(rows, ["threshold", "n_pred", "all_P", "all_R", "link_P", "link_R"]))
     return "\n".join(parts)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit, families_text, family_kwargs, family_options, format_option, load_ontology_cli,
-                     ontology_format_option, ontology_option, payload_head)
+from .common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
+                     ontology_format_option, ontology_option, score_output_options, score_payload, with_intervals)
 
 
 @click.command()
@@ -15,13 +15,11 @@ from .common import (data_option, emit, families_text, family_kwargs, family_opt
 @ontology_format_option
 @data_option
 @family_options("provenance")
-@click.option("--manifest", "manifest_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Run manifest JSON (first = the --data run; repeatable, one per run).")
 @click.option("--prov-out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the PROV-O audit trail (Turtle) here and validate it with shapes/provenance.ttl.")
-@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-record rows in JSON output.")
-@format_option
-def command(ontology_path, ontology_format, data_path, manifest_paths, prov_out, rows, fmt, **kwargs) -> None:
+@score_output_options
+def command(ontology_path, ontology_format, data_path, prov_out, rows, fmt, ci, ci_level, seed,
+            **kwargs) -> None:
     """Citation completeness, provenance depth, reproducibility and the PROV-O trail."""
     from ..contract import get_scorer
     from ..generation.fields import all_slice_keys
@@ -32,27 +30,33 @@ def command(ontology_path, ontology_format, data_path, manifest_paths, prov_out,
     records = read_records(data_path)
     bound = get_scorer("provenance").bind(onto, where="score provenance", **family_kwargs("provenance", kwargs))
     corpus = bound.inputs["corpus"]
-    manifests = [read_manifest(p) for p in manifest_paths]
+    manifests = [read_manifest(p) for p in bound.options.get("manifests") or ()]
     evals = bound(records)
     keys = all_slice_keys(records)[1:]
-    payload = {
-        **payload_head("score provenance", data_path, len(records), onto),
-        "corpus": {"source": corpus.source, "hash": corpus.hash, "documents": len(corpus)},
-        "families": {name: ev.to_dict(rows=rows, breakdowns=keys) for name, ev in evals.items()},
-        "manifest": manifest_report(manifests, corpus=corpus, ontology=onto) if manifests else None,
-    }
+    canonical = with_intervals(evals, ci, ci_level, seed)
+    payload = score_payload(evals, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=keys, metrics=canonical)
+    payload["corpus"] = {"source": corpus.source, "hash": corpus.hash, "documents": len(corpus)}
+    payload["manifest"] = manifest_report(manifests, corpus=corpus, ontology=onto) if manifests else None
     if prov_out:
-        graph = export_prov(records, manifest=manifests[0] if manifests else None, corpus=corpus)
-        graph.serialize(destination=prov_out, format="turtle")
-        result = validate_prov(graph)
-        payload["prov"] = {"path": prov_out, "triples": len(graph), "conforms": result["conforms"],
+        trail = evals.get("prov_trail")
+        if trail is not None:  # built and validated by the family already (trail: true)
+            from pathlib import Path
+
+            Path(prov_out).write_text(trail.meta["turtle"], encoding="utf-8")
+            result, triples = trail.meta, trail.meta["triples"]
+        else:
+            graph = export_prov(records, manifest=manifests[0] if manifests else None, corpus=corpus)
+            graph.serialize(destination=prov_out, format="turtle")
+            result, triples = validate_prov(graph), len(graph)
+        payload["prov"] = {"path": prov_out, "triples": triples, "conforms": result["conforms"],
                            "violations": result["violations"], "messages": result["messages"]}
-    emit(payload, fmt, lambda p: _render(p, evals))
+    emit_score(payload, fmt, lambda p: _render(p, evals, canonical))
 
 
-def _render(payload: dict, evals: dict) -> str:
-    parts = [f"{payload['n_records']} records, corpus {payload['corpus']['source']} ({payload['corpus']['documents']} documents)"]
-    parts.extend(families_text(evals))
+def _render(payload: dict, evals, metrics: dict) -> str:
+    parts = [f"{payload['counts']['records']} records, corpus {payload['corpus']['source']} ({payload['corpus']['documents']} documents)"]
+    parts.extend(families_text(evals, metrics=metrics))
     man = payload.get("manifest")
     if man:
         parts.append("\n== run manifests")

@@ -9,15 +9,20 @@ import click
 
 from .common import (
     breakdown_keys,
+    canonical_dicts,
     emit,
+    emit_score,
     fail,
     family_kwargs,
     family_options,
-    format_option,
     load_ontology_cli,
     metrics_table,
     ontology_format_option,
+    score_output_options,
+    score_payload,
+    short_metrics,
     table,
+    with_intervals,
 )
 
 @click.command()
@@ -54,11 +59,10 @@ from .common import (
               help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
 @click.option("--rollup/--no-rollup", default=True, show_default=True,
               help="Metrics per ontology node, pooling each node's subtree (gold_node).")
-@click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-query rows in JSON.")
-@format_option
+@score_output_options
 def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qrels_format, run_format, measures,
-            trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rows, fmt,
-            **kwargs) -> None:
+            trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rows, fmt, ci,
+            ci_level, seed, **kwargs) -> None:
     """Retrieval metrics: from records (Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision, filter false
     exclusion) or from TREC/BEIR/JSON qrels and runs (every ir_measures/trec_eval measure)."""
     if qrels_path or run_paths:
@@ -66,6 +70,8 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
             fail("give either --data (records) or --qrels with --run, not both")
         if not (qrels_path and run_paths):
             fail("--qrels needs at least one --run (and --run needs --qrels)")
+        if fmt == "csv" or ci or rows:
+            fail("--format csv, --ci and --rows apply to --data records; with --qrels use --per-query")
         opts = family_kwargs("retrieval", kwargs)
         _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
                complete, rel_level, depth, per_query, query_nodes, opts.get("corpus"),
@@ -85,27 +91,24 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
     corpus_path = opts.get("corpus")
     bound = get_scorer("retrieval").bind(onto, where="score retrieval", **opts)
     corpus = bound.inputs.get("corpus")
-    ev = bound(records).single
+    result = bound(records)
+    ev = result.single
     ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
-    payload = {
-        "command": "score retrieval",
-        "data": data_path,
-        "corpus": corpus_path,
-        "n_records": len(records),
-        "ontology": {"source": onto.source, "hash": onto.content_hash},
-        **ev.to_dict(rows=rows, breakdowns=keys),
-    }
+    canonical = with_intervals(result, ci, ci_level, seed)
+    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=keys, metrics=canonical)
+    payload["corpus"] = corpus_path
     if rollup:
         payload["rollup"] = {
             node: {"n": g["n"], "depth": g["depth"],
-                   "metrics": {m: v.to_dict() for m, v in g["metrics"].items()}}
+                   "metrics": canonical_dicts("retrieval", g["metrics"])}
             for node, g in ev.rollup(onto).items()
         }
         payload["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
     if corpus is not None:
         payload["category_diagnosis"] = category_diagnosis(ev, onto)
-    emit(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks)))
+    emit_score(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks), short_metrics(canonical, "retrieval")))
 
 
 def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
@@ -207,11 +210,11 @@ def _render_files(payload: dict, specs) -> str:
     return "\n".join(parts)
 
 
-def _render(payload: dict, ev, keys: list[str], onto, kmax: int) -> str:
-    parts = [f"{payload['n_records']} records, {len(ev)} with a retrieval section"]
+def _render(payload: dict, ev, keys: list[str], onto, kmax: int, metrics: dict) -> str:
+    parts = [f"{payload['counts']['records']} records, {len(ev)} with a retrieval section"]
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
-    parts.append(metrics_table(ev.metrics()))
+    parts.append(metrics_table(metrics))
     cols = [f"recall@{kmax}", f"ndcg@{kmax}", "mrr", "map", "filter_false_exclusion_rate"]
     for k in keys:
         rows = [[str(v), g["n"], *(g["metrics"][c].value for c in cols)] for v, g in ev.breakdown(k).items()]
@@ -221,7 +224,7 @@ def _render(payload: dict, ev, keys: list[str], onto, kmax: int) -> str:
         rows = []
         for node, g in sorted(payload["rollup"].items(), key=lambda x: (x[1]["depth"], x[0]))[:40]:
             m = g["metrics"]
-            rows.append([node, g["depth"], g["n"], *(m[c]["value"] for c in cols)])
+            rows.append([node, g["depth"], g["n"], *(m[f"retrieval.{c}"]["value"] for c in cols)])
         parts.append("\n== by gold node (subtree roll-up, first 40 by depth)")
         parts.append(table(rows, ["node", "depth", "queries", *cols]))
     diag = payload.get("category_diagnosis")

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any, Callable, Mapping
 
-from .schema import VOCAB_KEYWORD, VOCABS_KEYWORD
+from .keywords import VOCAB_KEYWORD, VOCABS_KEYWORD
 
 Failure = tuple[str, tuple, str]
 Check = Callable[[Any, tuple, list], None]

@@ -1,8 +1,20 @@
 """Conformance of structured outputs (``answer.output``) to an ontology-derived schema.
 
-One row per record with an ``answer.output``; records without one go to ``unscored``
-(reason ``"no answer.output"``). ``answer.output`` is a JSON object or a string that should
-parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
+One row per record with an ``answer.output``. Only records that were expected to produce an
+output are held against the system (:func:`output_expectation`): a record without
+``answer.output`` goes to ``unscored`` with the exact reason
+
+* ``"missing output"`` — an output was expected (the answer did not refuse, or refused a record
+  labelled ``reference.answerable: true``): a missing run of the family, counted against the
+  audit's missing-run budget;
+* ``"correct refusal"`` — the answer refused and the record is labelled unanswerable;
+* ``"refused"`` — the answer refused and the record carries no answerability label (refusal
+  behaviour is judged by the generation family, not here);
+* ``"no output expected"`` — the record is labelled unanswerable and has no ``reference.output``;
+* ``"no answer section"`` — the record has no ``answer`` at all and no ``reference.output``
+  (not this family's evidence; with a ``reference.output`` it is a ``missing output``).
+
+``answer.output`` is a JSON object or a string that should parse as one. Every metric is a ratio of summed row statistics; an empty denominator is
 missing evidence (``value=None``), never 0 or 1.
 
 * **Schema validity** = valid outputs / outputs. A string that does not parse is ``not_json``;
@@ -29,7 +41,15 @@ missing evidence (``value=None``), never 0 or 1.
   schema.org ``domainIncludes``); ``"all"`` asks for each (RDFS's reading of several
   ``rdfs:domain`` statements). ``domain_range_conformance`` = triples passing every checked
   side / triples with at least one checkable side; triples with an unknown id or predicate, or
-  a predicate without declared domain and range, are counted as ``dr_unchecked``.
+  a predicate without declared domain and range, are counted as ``dr_unchecked``. Over an
+  ontology with a knowledge graph, triple ends may be instances and declared ids may be kinds
+  (:func:`kg_rageval.ontology.graph.satisfies`, a union).
+* **Relation checks** over a knowledge graph (``docs/relations.md``): ``edge_support`` =
+  output triples the graph holds / output triples whose ends are entities and whose predicate
+  is known; the others are *hallucinated edges* (``hallucinated_edges``,
+  ``hallucinated_edge_rate``, listed in the row details). ``cardinality_conformance`` = (subject,
+  predicate) pairs of an output within the predicate's ``max_cardinality`` / pairs of a
+  predicate that declares one.
 * **Semantic conformance** against ``reference.output`` (node and list fields the reference
   fills; an output that is not a JSON object predicts nothing there, so its reference ids
   count as missed): each admitted predicted id is ``exact`` when the reference holds it, else a
@@ -49,9 +69,11 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..errors import ConfigError
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
+from ..ontology import IdOptions, IdResolver
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
-from ..records import absent_answer_code
+from ..records import located, slice_text
 from .schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from .spec import SchemaSpec, load_spec, parse_spec
 
@@ -88,47 +110,53 @@ class ConformanceFamily(Family):
         + ("sem_pred", "sem_exact", "sem_gold", "sem_gold_hit", "sem_invalid")
         + tuple(f"conf_{r}" for r in CONFUSIONS)
         + ("tr_pred", "tr_gold", "tr_match")
+        + ("edge_checked", "edge_in_graph", "card_checked", "card_ok")
     )
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         no_out = "no records with answer.output"
-        m: dict[str, Metric] = {
-            "schema_validity": ratio("schema_validity", s["valid"], s["outputs"], missing=no_out),
-        }
+        m = named(ratio("schema_validity", s["valid"], s["outputs"], missing=no_out))
         for k in FAILURE_KINDS:
-            m[f"failure_rate_{k}"] = ratio(f"failure_rate_{k}", s[k], s["outputs"], missing=no_out)
-        m["vocabulary_conformance"] = ratio(
+            m.add(ratio(f"failure_rate_{k}", s[k], s["outputs"], missing=no_out))
+        m.add(ratio(
             "vocabulary_conformance", s["ent_known"] + s["pred_known"], s["ent_n"] + s["pred_n"],
             missing="no entity ids or predicates in the outputs",
-        )
-        m["entity_vocabulary"] = ratio("entity_vocabulary", s["ent_known"], s["ent_n"], missing="no entity ids in the outputs")
-        m["predicate_vocabulary"] = ratio("predicate_vocabulary", s["pred_known"], s["pred_n"], missing="no predicates in the outputs")
-        m["field_conformance"] = ratio("field_conformance", s["ent_admitted"], s["ent_n"], missing="no entity ids in the outputs")
+        ))
+        m.add(ratio("entity_vocabulary", s["ent_known"], s["ent_n"], missing="no entity ids in the outputs"))
+        m.add(ratio("predicate_vocabulary", s["pred_known"], s["pred_n"], missing="no predicates in the outputs"))
+        m.add(ratio("field_conformance", s["ent_admitted"], s["ent_n"], missing="no entity ids in the outputs"))
         no_known = "no known ontology ids in the outputs"
-        m["status_conformance"] = ratio("status_conformance", s["ent_active"], s["ent_known"], missing=no_known)
-        m["deprecated_rate"] = ratio("deprecated_rate", s["ent_deprecated"], s["ent_known"], missing=no_known)
-        m["revoked_rate"] = ratio("revoked_rate", s["ent_revoked"], s["ent_known"], missing=no_known)
-        m["outputs_with_inactive_ids"] = ratio("outputs_with_inactive_ids", s["outputs_inactive"], s["outputs"], missing=no_out)
-        m["domain_range_conformance"] = ratio(
+        m.add(ratio("status_conformance", s["ent_active"], s["ent_known"], missing=no_known))
+        m.add(ratio("deprecated_rate", s["ent_deprecated"], s["ent_known"], missing=no_known))
+        m.add(ratio("revoked_rate", s["ent_revoked"], s["ent_known"], missing=no_known))
+        m.add(ratio("outputs_with_inactive_ids", s["outputs_inactive"], s["outputs"], missing=no_out))
+        m.add(ratio(
             "domain_range_conformance", s["dr_ok"], s["dr_checked"],
             missing="no triples with a checkable domain or range",
-        )
-        m["domain_conformance"] = ratio("domain_conformance", s["domain_ok"], s["domain_checked"], missing="no triples with a checkable domain")
-        m["range_conformance"] = ratio("range_conformance", s["range_ok"], s["range_checked"], missing="no triples with a checkable range")
-        m["semantic_precision"] = ratio(
+        ))
+        m.add(ratio("domain_conformance", s["domain_ok"], s["domain_checked"], missing="no triples with a checkable domain"))
+        m.add(ratio("range_conformance", s["range_ok"], s["range_checked"], missing="no triples with a checkable range"))
+        m.add(ratio(
             "semantic_precision", s["sem_exact"], s["sem_pred"],
             missing="no admitted predicted ids in fields that the reference output fills",
-        )
-        m["semantic_recall"] = ratio("semantic_recall", s["sem_gold_hit"], s["sem_gold"], missing="no reference ids")
+        ))
+        m.add(ratio("semantic_recall", s["sem_gold_hit"], s["sem_gold"], missing="no reference ids"))
         wrong = s["sem_pred"] - s["sem_exact"]
-        m["valid_but_wrong_rate"] = ratio(
+        m.add(ratio(
             "valid_but_wrong_rate", wrong, s["sem_pred"],
             missing="no admitted predicted ids in fields that the reference output fills",
-        )
+        ))
         for r in CONFUSIONS:
-            m[f"confusion_{r}"] = ratio(f"confusion_{r}", s[f"conf_{r}"], wrong, missing="no valid-but-wrong ids")
-        m["triple_precision"] = ratio("triple_precision", s["tr_match"], s["tr_pred"], missing="no predicted triples where the reference has triples")
-        m["triple_recall"] = ratio("triple_recall", s["tr_match"], s["tr_gold"], missing="no reference triples")
+            m.add(ratio(f"confusion_{r}", s[f"conf_{r}"], wrong, missing="no valid-but-wrong ids"))
+        m.add(ratio("triple_precision", s["tr_match"], s["tr_pred"], missing="no predicted triples where the reference has triples"))
+        m.add(ratio("triple_recall", s["tr_match"], s["tr_gold"], missing="no reference triples"))
+        no_edges = "no output triples with known ends and predicate over a graph with relations"
+        m.add(ratio("edge_support", s["edge_in_graph"], s["edge_checked"], missing=no_edges))
+        m.add(ratio("hallucinated_edge_rate", s["edge_checked"] - s["edge_in_graph"], s["edge_checked"], missing=no_edges))
+        m.add(Metric("hallucinated_edges", s["edge_checked"] - s["edge_in_graph"]) if s["edge_checked"]
+              else Metric("hallucinated_edges", None, missing=no_edges))
+        m.add(ratio("cardinality_conformance", s["card_ok"], s["card_checked"],
+                    missing="no (subject, predicate) with a declared max cardinality"))
         return m
 
 
@@ -136,6 +164,58 @@ FAMILY = ConformanceFamily()
 
 
 # ---------------------------------------------------------------------- helpers
+MISSING_OUTPUT = "missing output"
+NO_ANSWER = "no answer section"
+
+
+def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
+    """The unscored entry of a record without ``answer.output``: code ``missing_prediction``
+    for ``missing output`` (a missing run), ``not_applicable`` for the others."""
+    from ..records.reasons import Reason, unscored
+
+    code = {MISSING_OUTPUT: Reason.MISSING_PREDICTION, NO_ANSWER: Reason.NO_SECTION}.get(reason, Reason.NOT_APPLICABLE)
+    return unscored(record_id, reason, code)
+
+
+def output_expectation(record: Mapping[str, Any]) -> str | None:
+    """``None`` when the record has an ``answer.output`` to score, else the exact unscored
+    reason (see the module docstring): ``"missing output"`` when one was expected."""
+    answer = record.get("answer")
+    if isinstance(answer, Mapping) and "output" in answer:
+        return None
+    ref = record.get("reference")
+    ref = ref if isinstance(ref, Mapping) else {}
+    if answer is None:  # no answer at all: missing only where a reference output expects one
+        return MISSING_OUTPUT if ref.get("output") is not None else NO_ANSWER
+    answerable = ref.get("answerable")
+    refused = isinstance(answer, Mapping) and answer.get("refused") is True
+    if refused:
+        if answerable is False:
+            return "correct refusal"
+        return MISSING_OUTPUT if answerable is True else "refused"
+    if answerable is False and ref.get("output") is None:
+        return "no output expected"
+    return MISSING_OUTPUT
+
+
+def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_node: str | None = None) -> str | None:
+    """The ontology branch of a record, as every family attaches it: the record's ``gold_node``,
+    else its single ``labels.gold`` id, else ``reference_node`` (the reference output's first
+    node field); ids the ontology lacks give ``None``."""
+    cands: list[Any] = [record.get("gold_node")]
+    labels = record.get("labels")
+    if isinstance(labels, Mapping):
+        gold = labels.get("gold")
+        if isinstance(gold, list) and len(gold) == 1:
+            gold = gold[0]
+        cands.append(gold)
+    cands.append(reference_node)
+    for c in cands:
+        if isinstance(c, str) and c in ontology._index:
+            return c
+    return None
+
+
 def parse_output(value: Any) -> tuple[Any, str | None]:
     """``(parsed value, problem)``: a string is parsed as JSON; problem is ``None`` or why it
     is not JSON."""
@@ -194,7 +274,7 @@ def check_schema(derived: DerivedSchema, value: Any, *, engine: str = "compiled"
         if derived.accepts_fast(obj):
             return obj, []
     elif engine != "jsonschema":
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     failures = []
     for err in derived.validator.iter_errors(obj):
         failures.append({"kind": failure_kind(err), "path": _path(err), "message": _short(err.message)})
@@ -230,7 +310,7 @@ class _Suggester:
         return self.cache[key]
 
     def _hit(self, i: str, how: str) -> dict[str, str]:
-        return {"id": i, "label": self.o.labels[self.o._index[i]] or "", "how": how}
+        return {"id": i, "label": self.o.labels[self.o.id_index[i]] or "", "how": how}
 
     def _sorted_names(self, vocab_ids: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
         key = id(vocab_ids)
@@ -239,7 +319,7 @@ class _Suggester:
             names: dict[str, str] = {}
             for i in vocab_ids:
                 names.setdefault(i.casefold(), i)
-                lab = o.labels[o._index[i]]
+                lab = o.labels[o.id_index[i]]
                 if lab:
                     names.setdefault(lab.casefold(), i)
             self._names[key] = (sorted(names), names)
@@ -254,7 +334,7 @@ class _Suggester:
             in_vocab = [f for f in found if f in set(vocab_ids)] or found
             return self._hit(in_vocab[0], "label")
         expanded = o.expand_curie(value)
-        if expanded in o._index:
+        if expanded in o.id_index:
             return self._hit(expanded, "curie")
         if self._casefold is None:
             self._casefold = {}
@@ -316,34 +396,94 @@ class _Scorer:
     """Scores one record at a time (:meth:`score`); confusions are classified for all rows at
     the end (:meth:`resolve_confusions`)."""
 
-    def __init__(self, derived: DerivedSchema, domain_semantics: str, engine: str = "compiled"):
+    def __init__(self, derived: DerivedSchema, domain_semantics: str, engine: str = "compiled",
+                 ids: IdOptions | None = None):
         if engine not in ENGINES:
-            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.engine = engine
         if domain_semantics not in ("any", "all"):
-            raise ValueError(f"domain_semantics must be 'any' or 'all', not {domain_semantics!r}")
+            raise ConfigError(f"domain_semantics must be 'any' or 'all', not {domain_semantics!r}")
         self.d = derived
         self.o = derived.ontology
         self.every = domain_semantics == "all"
         self.suggest = _Suggester(self.o)
         self.props = {p.id: p for p in self.o.properties}
+        self.graph = bool(self.o.graph.n_triples)
+        self.entity = self.o._entity_index
+        self.status = self.o.entity_status
         self._classes: dict[tuple[str, ...], np.ndarray] = {}
+        self.ids = ids or IdOptions()
+        self.resolver = IdResolver(self.o, self.ids)
+        self.n_aliased = 0
+        self.n_replaced = 0
+        self.record: Mapping[str, Any] = {}
+
+    # ids, by the one resolver's conventions --------------------------------
+    def _where(self, field: str) -> str:
+        return located(dict(self.record), field) if self.record else field
+
+    def canon(self, v: str, role: str, field: str, *, check: bool = True) -> str | None:
+        """The ontology id ``v`` stands for (itself, its CURIE/IRI spelling, the concept of an
+        alias, the replacement of an inactive id under ``on_status*="replace"``), or ``None``
+        when the ontology lacks it; with ``check``, the options' errors are raised naming the
+        record and ``field``."""
+        o, opt = self.o, self.ids
+        i = o.id_index.get(v)
+        if i is None:
+            idx, n_alias = self.resolver.lookup([v])
+            if idx[0] < 0:
+                if check and (opt.on_unknown_gold if role == "gold" else opt.on_unknown) == "error":
+                    raise self.resolver.unknown_error([v], np.zeros(1, dtype=np.int64), role,
+                                                      lambda j: self._where(field))
+                return None
+            i = int(idx[0])
+            self.n_aliased += n_alias if check else 0
+        if int(o.status[i]) != ACTIVE:
+            mode = opt.on_status_gold if role == "gold" else opt.on_status
+            if mode == "error" and check:
+                raise self.resolver.status_error([v], np.asarray([i]), np.zeros(1, dtype=np.int64), role,
+                                                 lambda j: self._where(field))
+            rep = int(o.replaced_by[i])
+            if mode == "replace" and rep >= 0:
+                self.n_replaced += 1 if check else 0
+                i = rep
+        return o.ids[i]
 
     def classes(self, ids: tuple[str, ...]) -> np.ndarray:
         if ids not in self._classes:
-            self._classes[ids] = np.asarray(sorted({self.o._index[i] for i in ids if i in self.o._index}), dtype=np.int64)
+            self._classes[ids] = np.asarray(sorted({self.o.id_index[i] for i in ids if i in self.o.id_index}), dtype=np.int64)
         return self._classes[ids]
 
-    def satisfies(self, node: int, classes: np.ndarray) -> bool:
-        anc = self.o.ancestor_indices(node)
-        hit = np.isin(classes, anc)
-        return bool(hit.all() if self.every else hit.any())
+    def satisfies(self, node: int, classes: np.ndarray, declared: tuple[str, ...] = ()) -> bool:
+        """``node`` (an entity index) satisfies the declared classes. A hierarchy node: by
+        subsumption (``all`` or ``any`` of them); an instance, or declared kinds, through the
+        graph (:func:`kg_rageval.ontology.graph.satisfies`: a union)."""
+        if node < len(self.o) and (classes.size == len(declared) or not self.graph):
+            anc = self.o.ancestor_indices(node)
+            hit = np.isin(classes, anc)
+            return bool(hit.all() if self.every else hit.any())
+        from ..ontology.graph import satisfies
+
+        return bool(satisfies(self.o, np.array([node]), declared)[0])
+
+    def _edge(self, si: int | None, p: str, oi: int | None, st: dict, edges: list, triple: list) -> None:
+        """Count an output triple against the graph: known ends and predicate are checked, and
+        one the graph lacks is a hallucinated edge."""
+        g = self.o.graph
+        pi = g.predicate_index(p)
+        if si is None or oi is None or (pi < 0 and p not in self.props):
+            return
+        st["edge_checked"] = st.get("edge_checked", 0) + 1
+        if pi >= 0 and g.contains(np.array([si]), np.array([pi]), np.array([oi]))[0]:
+            st["edge_in_graph"] = st.get("edge_in_graph", 0) + 1
+        elif len(edges) < MAX_DETAILS:
+            edges.append(triple)
 
     def resolve_confusions(self, rows: list[dict[str, Any]]) -> None:
         """Classify every valid-but-wrong id of every row against its closest reference id
         (smallest relation code; ties to the smallest reference id) in one vectorised call, and
         add the ``conf_<relation>`` counts and ``confusions`` details to the rows."""
-        idx = self.o._index
+        idx = self.o.id_index
         items: list[tuple[int, str, str, tuple[str, ...]]] = []
         for pos, row in enumerate(rows):
             problems = row.get("problems") or {}
@@ -369,7 +509,7 @@ class _Scorer:
 
     # one record ------------------------------------------------------------
     def score(self, value: Any, reference: Any) -> tuple[dict[str, float], dict[str, Any]]:
-        d, o, idx = self.d, self.o, self.o._index
+        d, o, idx = self.d, self.o, self.o.id_index
         st: dict[str, float] = {"outputs": 1.0}
         det: dict[str, Any] = {}
         obj, failures = check_schema(d, value, engine=self.engine)
@@ -394,25 +534,30 @@ class _Scorer:
                 values = [v for v in values if isinstance(v, str)]
             else:
                 values = _strings(obj.get(vname))
+            lookup = self.entity if f.kind == "triples" else idx  # triple ends may be instances
             for v in values:
                 st["ent_n"] = st.get("ent_n", 0) + 1
-                i = idx.get(v)
+                if lookup is not idx and v not in idx and v in lookup:
+                    cv: str | None = v  # an instance (a triple end): the graph's id, not the hierarchy's
+                else:
+                    cv = self.canon(v, "pred", f"answer.output.{path}")
+                i = lookup.get(cv) if cv is not None else None
                 if i is None:
                     if len(unknown) < MAX_DETAILS:
                         unknown.append({"value": v, "slot": path, "suggestion": self.suggest(v, vocab.ids)})
                     continue
                 st["ent_known"] = st.get("ent_known", 0) + 1
-                code = int(o.status[i])
+                code = int(self.status[i])
                 if code == ACTIVE:
                     st["ent_active"] = st.get("ent_active", 0) + 1
                 else:
                     key = "ent_deprecated" if code == DEPRECATED else "ent_revoked"
                     st[key] = st.get(key, 0) + 1
                     if len(inactive) < MAX_DETAILS:
-                        rep = int(o.replaced_by[i])
+                        rep = int(o.replaced_by[i]) if i < len(o) else int(o.graph.instance_replaced_by[i - len(o)])
                         inactive.append({"id": v, "slot": path, "status": STATUS_NAMES[code],
-                                         "replacement": o.ids[rep] if rep >= 0 else None})
-                if v in vocab.members:
+                                         "replacement": o.entity_id(rep) if rep >= 0 else None})
+                if cv in vocab.members:
                     st["ent_admitted"] = st.get("ent_admitted", 0) + 1
                 elif len(not_admitted) < MAX_DETAILS:
                     if code != ACTIVE and not d.spec.allows(f, STATUS_NAMES[code]):
@@ -430,6 +575,8 @@ class _Scorer:
             det["inactive_ids"] = inactive
 
         violations, pred_unknown = [], []
+        edges: list[list[str]] = []
+        per_subject: dict[tuple[int, str], set[str]] = {}
         for name, f in d.spec.fields.items():
             if f.kind != "triples":
                 continue
@@ -447,15 +594,20 @@ class _Scorer:
                 st["dr_triples"] = st.get("dr_triples", 0) + 1
                 prop = self.props.get(p)
                 si, oi = idx.get(s), idx.get(ob)
+                if self.graph:
+                    si, oi = self.entity.get(s, si), self.entity.get(ob, oi)
+                    self._edge(si, p, oi, st, edges, [s, p, ob])
+                    if prop is not None and prop.max_cardinality is not None and si is not None:
+                        per_subject.setdefault((si, p), set()).add(ob)
                 checked, ok = False, True
                 if prop is not None:
                     for side, node, declared in (("domain", si, prop.domain), ("range", oi, prop.range)):
                         classes = self.classes(declared)
-                        if node is None or not classes.size:
+                        if node is None or not (classes.size or (self.graph and declared)):
                             continue
                         checked = True
                         st[f"{side}_checked"] = st.get(f"{side}_checked", 0) + 1
-                        if self.satisfies(node, classes):
+                        if self.satisfies(node, classes, declared):
                             st[f"{side}_ok"] = st.get(f"{side}_ok", 0) + 1
                         else:
                             ok = False
@@ -466,6 +618,16 @@ class _Scorer:
                     st["dr_ok"] = st.get("dr_ok", 0) + (1 if ok else 0)
                 else:
                     st["dr_unchecked"] = st.get("dr_unchecked", 0) + 1
+        for (si, p), objs in per_subject.items():
+            st["card_checked"] = st.get("card_checked", 0) + 1
+            cap = self.props[p].max_cardinality or 0
+            if len(objs) <= cap:
+                st["card_ok"] = st.get("card_ok", 0) + 1
+            elif len(violations) < MAX_DETAILS:
+                violations.append({"subject": self.o.entity_id(si), "predicate": p, "side": "cardinality",
+                                   "objects": sorted(objs), "max_cardinality": cap})
+        if edges:
+            det["hallucinated_edges"] = edges
         if pred_unknown:
             det["unknown_predicates"] = pred_unknown
         if violations:
@@ -476,7 +638,7 @@ class _Scorer:
         return st, det
 
     def _semantic(self, obj: dict, reference: Any, st: dict[str, float], det: dict[str, Any]) -> None:
-        d, o, idx = self.d, self.o, self.o._index
+        d, o, idx = self.d, self.o, self.o.id_index
         ref, problem = parse_output(reference)
         if problem is not None or not isinstance(ref, dict):
             det["reference_problem"] = problem or f"reference.output is a {type(ref).__name__}, not an object"
@@ -496,12 +658,14 @@ class _Scorer:
                 continue
             gold_ids = []
             for g in _strings(ref[name]):
-                if g in idx:
-                    gold_ids.append(g)
+                cg = self.canon(g, "gold", f"reference.output.{name}")
+                if cg is not None:
+                    gold_ids.append(cg)
                 else:
                     ref_unknown.append({"value": g, "slot": name})
             gold_set = set(gold_ids)
-            pred_ids = list(dict.fromkeys(_strings(obj.get(name))))
+            pred_ids = list(dict.fromkeys(self.canon(p, "pred", name, check=False) or p
+                                          for p in _strings(obj.get(name))))
             members = d.vocabularies[name].members
             st["sem_gold"] = st.get("sem_gold", 0) + len(gold_set)
             st["sem_gold_hit"] = st.get("sem_gold_hit", 0) + len(gold_set & set(pred_ids))
@@ -537,6 +701,7 @@ def score_conformance(
     *,
     domain_semantics: str = "any",
     engine: str = "compiled",
+    **ids: Any,
 ) -> Evaluation:
     """Score ``answer.output`` of each record against ``spec`` (a :class:`SchemaSpec`, a
     :class:`DerivedSchema`, a spec mapping or a spec file path). See the module docstring for
@@ -545,10 +710,20 @@ def score_conformance(
 
     ``engine``: how schema validity is checked (see :func:`check_schema`).
 
-    Keys: ``slice:<name>`` for each record slice and ``gold_node`` (the reference id of the
-    first node field, when the reference output has one)."""
+    Ids are resolved by the one resolver's conventions (:mod:`kg_rageval.ontology.resolver`):
+    an output id the ontology lacks is counted (``entity_vocabulary``; ``on_unknown="error"``
+    raises), a deprecated/revoked one flagged with its replacement (``on_status``); a
+    ``reference.output`` id the ontology lacks or that is inactive is an input error naming the
+    record and field (``on_unknown_gold`` / ``on_status_gold``); aliases and CURIE/IRI
+    spellings resolve to their concept for the vocabulary and semantic checks (schema validity
+    still wants the exact id the schema lists).
+
+    Keys: ``slice:<name>`` for each record slice and ``gold_node`` (:func:`record_gold_node`:
+    the record's ``gold_node``, else ``labels.gold``, else the reference id of the first node
+    field)."""
     derived = as_derived(ontology, spec)
-    scorer = _Scorer(derived, domain_semantics, engine)
+    scorer = _Scorer(derived, domain_semantics, engine,
+                     IdOptions.of(**ids))
     first_node = next((n for n, f in derived.spec.fields.items() if f.kind == "node"), None)
     rows: list[dict[str, Any]] = []
     unscored: list[dict[str, str]] = []
@@ -556,11 +731,13 @@ def score_conformance(
     for r in records:
         rid = r.get("id")
         answer = r.get("answer")
-        if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output", "code": absent_answer_code(r).value})
+        why = output_expectation(r)
+        if why is not None or not isinstance(answer, Mapping):
+            unscored.append(unscored_output(rid, why or MISSING_OUTPUT))
             continue
         reference = r.get("reference")
         ref_out = reference.get("output") if isinstance(reference, Mapping) else None
+        scorer.record = r
         st, det = scorer.score(answer["output"], ref_out)
         row: dict[str, Any] = {"record_id": rid, **st}
         row["failure_kinds"] = ",".join(det.pop("failure_kinds")) or None
@@ -568,14 +745,14 @@ def score_conformance(
         slices = r.get("slices")
         if isinstance(slices, Mapping):
             for k, v in slices.items():
-                row[f"slice:{k}"] = v
+                row[f"slice:{k}"] = slice_text(v)
                 slice_names.add(f"slice:{k}")
-        gold = None
+        ref_node = None
         if first_node is not None:
             ref, _ = parse_output(ref_out) if ref_out is not None else (None, None)
-            if isinstance(ref, dict) and isinstance(ref.get(first_node), str) and ref[first_node] in ontology._index:
-                gold = ref[first_node]
-        row["gold_node"] = gold
+            if isinstance(ref, dict) and isinstance(ref.get(first_node), str):
+                ref_node = ref[first_node]
+        row["gold_node"] = record_gold_node(r, ontology, ref_node)
         rows.append(row)
     scorer.resolve_confusions(rows)
     for row in rows:
@@ -586,6 +763,8 @@ def score_conformance(
         "spec": derived.spec.source,
         "domain_semantics": domain_semantics,
         "engine": engine,
+        **({"n_aliased": scorer.n_aliased} if scorer.n_aliased else {}),
+        **({"replaced_ids": scorer.n_replaced} if scorer.n_replaced else {}),
         "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
     }
     return build_evaluation(

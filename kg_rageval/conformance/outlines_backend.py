@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..errors import ConfigError
 from .schema import DerivedSchema
 
 
@@ -119,7 +120,7 @@ def export_schema(schema: DerivedSchema | Mapping[str, Any], path: str | Path, *
     elif flavor == "openai":
         payload = openai_response_format(schema)
     else:
-        raise ValueError(f"flavor must be 'json-schema', 'decoder' or 'openai', not {flavor!r}")
+        raise ConfigError(f"flavor must be 'json-schema', 'decoder' or 'openai', not {flavor!r}")
     p = Path(path)
     p.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return p

@@ -34,11 +34,10 @@ import numpy as np
 
 from ..errors import ConfigError, UnknownIdError
 from ..ontology.model import DEPRECATED, REVOKED, Ontology
+from .keywords import VOCAB_KEYWORD, VOCABS_KEYWORD  # noqa: F401 (re-exported)
 from .spec import FieldSpec, NodeSelector, SchemaSpec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-VOCAB_KEYWORD = "x-kg-rageval-vocabulary"
-VOCABS_KEYWORD = "x-kg-rageval-vocabularies"
 MAX_SHAPES = 32
 
 
@@ -89,6 +88,77 @@ def _resolve(ontology: Ontology, value: str, where: str, source: str) -> int:
         return ontology.index(ontology.resolve(value))
     except UnknownIdError as exc:
         raise ConfigError(f"field {where}: {exc}", source=source) from None
+
+
+def select_entities(
+    ontology: Ontology,
+    selector: NodeSelector | None,
+    *,
+    allow_deprecated: bool,
+    allow_revoked: bool,
+    where: str,
+    source: str = "<memory>",
+) -> tuple[str, ...]:
+    """Sorted ids of the nodes *and instances* a triple slot's ``selector`` admits, over an
+    ontology with a knowledge graph: ``node_type`` may name node types or instance kinds
+    (``intrusion-set``); ``within: C`` admits the nodes under ``C`` and the instances with a
+    class under ``C``; ``ids`` may list instance ids; the status rules apply to both."""
+    g = ontology.graph
+    kinds = {k for k in g.instance_kinds if k}
+    node_kinds = {t for t in ontology.node_types if t}
+    inst_ids = set(g.instance_ids)
+    no_nodes = False
+    node_sel = selector
+    if selector is not None:
+        update: dict[str, Any] = {}
+        if selector.node_type:
+            unknown = [t for t in selector.node_type if t not in kinds | node_kinds]
+            if unknown:
+                raise ConfigError(
+                    f"field {where}.node_type: unknown node type(s) or instance kind(s) "
+                    f"{', '.join(map(repr, unknown))}; the ontology has {', '.join(sorted(node_kinds | kinds))}",
+                    source=source,
+                )
+            update["node_type"] = [t for t in selector.node_type if t in node_kinds] or None
+            no_nodes |= update["node_type"] is None
+        if selector.ids:
+            update["ids"] = [i for i in selector.ids if i not in inst_ids] or None
+            no_nodes |= update["ids"] is None
+        node_sel = selector.model_copy(update=update)
+    nodes: list[str] = []
+    if not no_nodes:
+        try:
+            idx = select_nodes(ontology, node_sel, allow_deprecated=allow_deprecated, allow_revoked=allow_revoked,
+                               where=where, source=source)
+            nodes = [ontology.ids[i] for i in idx.tolist()]
+        except ConfigError as exc:
+            if "admit no" not in str(exc):
+                raise
+    m = g.n_instances
+    mask = np.ones(m, dtype=bool)
+    if selector is not None:
+        if selector.node_type:
+            mask &= np.isin(np.asarray([k or "" for k in g.instance_kinds], dtype=object), selector.node_type)
+        if selector.within:
+            from ..ontology.graph import satisfies
+
+            classes = tuple(_resolve(ontology, v, f"{where}.within", source) for v in selector.within)
+            mask &= satisfies(ontology, np.arange(len(ontology), len(ontology) + m), tuple(ontology.ids[c] for c in classes))
+        if selector.ids:
+            mask &= np.isin(np.asarray(g.instance_ids, dtype=object), [i for i in selector.ids if i in inst_ids])
+    st = g.instance_status
+    if not allow_deprecated:
+        mask &= st != DEPRECATED
+    if not allow_revoked:
+        mask &= st != REVOKED
+    out = tuple(sorted(nodes + [g.instance_ids[k] for k in np.flatnonzero(mask).tolist()]))
+    if not out:
+        raise ConfigError(
+            f"field {where}: the selectors {selector.describe() if selector else {}} admit no "
+            f"{'active ' if not (allow_deprecated or allow_revoked) else ''}node or instance",
+            source=source,
+        )
+    return out
 
 
 def select_nodes(
@@ -295,13 +365,17 @@ def derive_schema(ontology: Ontology, spec: SchemaSpec) -> DerivedSchema:
     vocabs: dict[str, Vocabulary] = {}
     src = spec.source
 
-    def make(name: str, f: FieldSpec, sel: NodeSelector | None) -> Vocabulary:
+    def make(name: str, f: FieldSpec, sel: NodeSelector | None, entities: bool = False) -> Vocabulary:
         allow_dep, allow_rev = spec.allows(f, "deprecated"), spec.allows(f, "revoked")
-        idx = select_nodes(
-            ontology, sel, allow_deprecated=allow_dep, allow_revoked=allow_rev,
-            where=f"fields.{name}", source=src,
-        )
-        ids = tuple(sorted(ontology.ids[i] for i in idx.tolist()))
+        if entities and ontology.graph.n_instances:
+            ids = select_entities(ontology, sel, allow_deprecated=allow_dep, allow_revoked=allow_rev,
+                                  where=f"fields.{name}", source=src)
+        else:
+            idx = select_nodes(
+                ontology, sel, allow_deprecated=allow_dep, allow_revoked=allow_rev,
+                where=f"fields.{name}", source=src,
+            )
+            ids = tuple(sorted(ontology.ids[i] for i in idx.tolist()))
         mode = "enum" if len(ids) <= spec.enum_threshold else "lookup"
         pattern = None
         if mode == "lookup":
@@ -321,8 +395,8 @@ def derive_schema(ontology: Ontology, spec: SchemaSpec) -> DerivedSchema:
             v = make(name, f, f)
             props[name] = _node_schema(v, f.description) if f.kind == "node" else _array(_node_schema(v), f)
         elif f.kind == "triples":
-            s = make(f"{name}.subject", f, f.subject)
-            o = make(f"{name}.object", f, f.object)
+            s = make(f"{name}.subject", f, f.subject, entities=True)
+            o = make(f"{name}.object", f, f.object, entities=True)
             preds = _predicates(ontology, f.predicates, f"fields.{name}", src)
             vocabs[f"{name}.predicate"] = Vocabulary(f"{name}.predicate", preds, "enum", {"predicates": list(preds)})
             item = {

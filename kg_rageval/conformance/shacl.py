@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
 from ..ontology.model import STATUS_NAMES, Ontology
-from ..records import absent_answer_code
 from ..ontology.validate import load_shapes  # noqa: F401 - part of this module's API
-from .metrics import parse_output
+from .metrics import MISSING_OUTPUT, output_expectation, parse_output, record_gold_node, unscored_output
 from .spec import SchemaSpec
 
 KGRO = "urn:kg-rageval:output#"
@@ -52,11 +51,11 @@ class ShaclFamily(Family):
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         miss = "no records with answer.output"
-        return {
-            "shacl_conformance": ratio("shacl_conformance", s["conforming"], s["outputs"], missing=miss),
-            "violations_per_output": ratio("violations_per_output", s["violations"], s["outputs"], missing=miss),
-            "unrenderable_rate": ratio("unrenderable_rate", s["unrenderable"], s["outputs"], missing=miss),
-        }
+        return named(
+            ratio("shacl_conformance", s["conforming"], s["outputs"], missing=miss),
+            ratio("violations_per_output", s["violations"], s["outputs"], missing=miss),
+            ratio("unrenderable_rate", s["unrenderable"], s["outputs"], missing=miss),
+        )
 
 
 SHACL_FAMILY = ShaclFamily()
@@ -99,7 +98,7 @@ def render_outputs(
     g.bind("kgro", K)
     node_fields, triple_fields = _id_fields(spec)
     seen: set[str] = set()
-    idx = ontology._index
+    idx = ontology.id_index
 
     def describe(i: int) -> None:
         for a in ontology.ancestor_indices(i).tolist():
@@ -175,7 +174,9 @@ def score_shacl(
     """Validate every ``answer.output`` against ``shapes`` (a path or an ``rdflib.Graph``) with
     pySHACL (no inference) in one run, and map each validation result back to its record
     (results whose focus node is a triple node go to the triple's output). Per-row details list
-    the results: path, value, message, constraint component, severity."""
+    the results: path, value, message, constraint component, severity. Keys: ``gold_node``
+    (:func:`~kg_rageval.conformance.metrics.record_gold_node`, the reference's first node field
+    read through ``spec``) and ``slice:<name>``, as for :func:`score_conformance`."""
     import pyshacl
     from rdflib import BNode, URIRef
     from rdflib.namespace import RDF, SH
@@ -185,14 +186,25 @@ def score_shacl(
     order: list[str] = []
     unscored: list[dict[str, str]] = []
     renderable: list[tuple[Any, dict]] = []
+    first_node = next((n for n, f in spec.fields.items() if f.kind == "node"), None) if spec is not None else None
+    slice_names: set[str] = set()
     for r in records:
         rid = str(r.get("id"))
         answer = r.get("answer")
-        if not isinstance(answer, Mapping) or "output" not in answer:
-            unscored.append({"record_id": rid, "reason": "no answer.output", "code": absent_answer_code(r).value})
+        why = output_expectation(r)
+        if why is not None or not isinstance(answer, Mapping):
+            unscored.append(unscored_output(rid, why or MISSING_OUTPUT))
             continue
         obj, problem = parse_output(answer["output"])
-        row = {"record_id": rid, "outputs": 1.0, "conforming": 1.0, "violations": 0.0, "unrenderable": 0.0, "results": []}
+        row: dict[str, Any] = {"record_id": rid, "outputs": 1.0, "conforming": 1.0, "violations": 0.0,
+                               "unrenderable": 0.0, "results": []}
+        ref = r.get("reference")
+        ref_out, _ = parse_output(ref.get("output")) if isinstance(ref, Mapping) else (None, None)
+        ref_node = ref_out.get(first_node) if isinstance(ref_out, dict) and first_node else None
+        row["gold_node"] = record_gold_node(r, ontology, ref_node if isinstance(ref_node, str) else None)
+        for k, v in (r.get("slices") or {}).items() if isinstance(r.get("slices"), Mapping) else ():
+            row[f"slice:{k}"] = v
+            slice_names.add(f"slice:{k}")
         if problem is not None or not isinstance(obj, dict):
             row.update(conforming=0.0, unrenderable=1.0)
             row["results"] = [{"message": problem or f"the output is a {type(obj).__name__}, not an object"}]
@@ -232,7 +244,8 @@ def score_shacl(
         row = rows[rid]
         row["results"] = row["results"] or None
         out_rows.append(row)
-    return build_evaluation(SHACL_FAMILY, out_rows, details=["results"], unscored=unscored)
+    return build_evaluation(SHACL_FAMILY, out_rows, keys=["gold_node", *sorted(slice_names)], details=["results"],
+                            unscored=unscored)
 
 
 def _n3(term: Any, graph: Any) -> str | None:

@@ -11,7 +11,8 @@ Everything here imports only the standard library; NumPy and the families load w
 family scores.
 """
 
-from .metrics import IR_MEASURES, MetricSpec, all_metric_names, ir_alias, resolve_metric
+from .metrics import IR_MEASURES, MetricSpec, ir_alias
+from .resolve import all_metric_names, resolve_metric
 from .names import MetricName, parse_scope
 from .params import Param, did_you_mean, validate_options
 from .registry import REGISTRY, family_of_member, get_scorer, register, score, unregister

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .ids import ID_PARAMS, NOT_IN_ONTOLOGY
 from .metrics import MetricSpec, metric_specs
 from .params import Param
 from .scorer import Input, Scorer
@@ -24,7 +25,7 @@ def _p(name: str, kind: str, default: Any, help: str, **kw: Any) -> Param:
 
 
 # ---------------------------------------------------------------------- hierarchy
-_H_ERR = HIER_RELATIONS + ("inactive", "multi", "nil_gold", "nil_pred", "unknown")
+_H_ERR = HIER_RELATIONS + ("inactive", "multi", "nil_gold", "nil_pred", NOT_IN_ONTOLOGY)
 HIERARCHY = Scorer(
     name="hierarchy",
     target="kg_rageval.hierarchy:score_hierarchy",
@@ -35,11 +36,7 @@ HIERARCHY = Scorer(
            "free credit)."),
         _p("lca_bounded", "bool", False, "Kosmopoulos' LCA-bounded hP/hR (one gold and one predicted node per "
            "record)."),
-        _p("on_unknown", "str", "error", "Ids the ontology lacks: fail, score them as their own error "
-           "category, or map alternative ids (OBO alt_id) to their concept and fail on the rest.",
-           choices=("error", "count", "alias")),
-        _p("on_status", "str", "error", "Deprecated/revoked ids: fail, count them as a category, or map to "
-           "their replacement.", choices=("error", "count", "replace")),
+        *ID_PARAMS,
         _p("wup_lcs", "str", "nltk", "Wu-Palmer subsumer: NLTK's (deepest min-depth) or the deepest "
            "max-depth.", choices=("nltk", "max_depth")),
         _p("wup_identical", "str", "one", "Wu-Palmer of a node with itself: 1, or NLTK's value (may be "
@@ -67,10 +64,19 @@ HIERARCHY = Scorer(
 )
 
 # ---------------------------------------------------------------------- linking
-_PRF = (("mention", "mentions (span detection)"), ("strong_all_match", "span + id (NIL included)"),
-        ("strong_link_match", "span + id of in-KB gold"), ("strong_nil_match", "span of NIL gold + NIL "
-                                                                                 "prediction"),
-        ("nil", "NIL decisions"))
+_PRF = (("mention", "mentions (span detection)"), ("nil", "NIL decisions"))
+_MATCH = (("all_match", "span + id (NIL included)"), ("link_match", "span + id of in-KB gold"),
+          ("nil_match", "span of NIL gold + NIL prediction"))
+"""neleval's *strong* measures (identical spans); with ``overlap: true`` the same counts are
+``overlap_*`` (a pair shares a character), never under neleval's names."""
+
+
+def _prf_rows(prefix: str, what: str) -> list[tuple[str, str, str]]:
+    return [(f"{prefix}_precision", "higher", f"matched {what} / predicted"),
+            (f"{prefix}_recall", "higher", f"matched {what} / gold"),
+            (f"{prefix}_f1", "higher", f"2·P·R / (P + R) of {prefix}")]
+
+
 LINKING = Scorer(
     name="linking",
     target="kg_rageval.linking.evaluate:score_linking",
@@ -78,15 +84,16 @@ LINKING = Scorer(
     description="Entity linking and NIL evaluation (mentions section).",
     params=(
         _p("overlap", "bool", False, "Align overlapping spans (greedy one-to-one) instead of identical spans."),
-        _p("on_unknown", "str", "error", "An id not in the ontology: stop with an error, or count it "
-           "(unknown_ids).", choices=("error", "count")),
+        *ID_PARAMS,
         _p("allow_overlapping_gold", "bool", False, "Permit nested or crossing gold spans."),
     ),
     metrics=metric_specs("linking", "linking", [
-        row for prefix, what in _PRF for row in (
-            (f"{prefix}_precision", "higher", f"matched {what} / predicted"),
-            (f"{prefix}_recall", "higher", f"matched {what} / gold"),
-            (f"{prefix}_f1", "higher", f"2·P·R / (P + R) of {prefix}"))
+        row for m, what in _MATCH for row in _prf_rows(f"strong_{m}", what)], when=(("overlap", False),))
+    + metric_specs("linking", "linking", [
+        row for m, what in _MATCH for row in _prf_rows(f"overlap_{m}", "overlapping " + what)],
+        when=(("overlap", True),))
+    + metric_specs("linking", "linking", [
+        row for prefix, what in _PRF for row in _prf_rows(prefix, what)
     ] + [
         ("linking_macro_precision", "higher", "mean over records of the per-record link precision"),
         ("linking_macro_recall", "higher", "mean over records of the per-record link recall"),
@@ -99,7 +106,9 @@ LINKING = Scorer(
         ("correct_abstentions", "none", "NIL gold spans predicted NIL (count)"),
         ("abstention_rate", "lower", "abstentions / matched in-KB gold spans"),
         ("wrong_links", "none", "matched in-KB spans linked to another node (count)"),
-        ("unknown_ids", "none", "predicted ids not in the ontology (count, on_unknown='count')"),
+        ("unknown_ids", "none", "ids not in the ontology, counted (predicted by default; gold with "
+         "on_unknown_gold='count')"),
+        ("inactive_ids", "none", "predicted deprecated/revoked ids, flagged with their replacement (count)"),
         ("missing_run_rate", "lower", "records with gold mentions but no mentions.pred (scored as no "
          "predicted mentions) / records with gold mentions"),
         ("hierarchical_precision", "higher", "Σ|anc(pred) ∩ anc(gold)| / Σ|anc(pred)| over matched links"),
@@ -107,7 +116,7 @@ LINKING = Scorer(
         ("hierarchical_f1", "higher", "2·hP·hR / (hP + hR)"),
         ("wu_palmer", "higher", "mean Wu-Palmer similarity of matched links"),
     ] + [(f"wrong_link_{r}", "lower", f"wrong links whose relation is {r!r} / wrong links")
-         for r in HIER_RELATIONS]),
+         for r in HIER_RELATIONS + (NOT_IN_ONTOLOGY,)]),
 )
 
 # ---------------------------------------------------------------------- retrieval
@@ -124,6 +133,14 @@ _R_ATTR = (("hit", "queries whose gold is in the top k"),
            ("ranker", "queries whose gold was retrieved below k"))
 _R_DOC_ATTR = (("found", "gold documents in the top k"), ("filter", "gold documents the filters excluded"),
                ("retriever", "gold documents never retrieved"), ("ranker", "gold documents retrieved below k"))
+_CORPUS_PARAMS = (
+    _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
+       input="corpus"),
+    _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
+       "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+)
+"""Options of the retrieval corpus reader (retrieval and preference families)."""
+
 RETRIEVAL = Scorer(
     name="retrieval",
     target="kg_rageval.retrieval:score_retrieval",
@@ -145,10 +162,8 @@ RETRIEVAL = Scorer(
            "set them (JSON object, e.g. {\"status\": \"published\"}).", nullable=True),
         _p("engine", "str", "auto", "Metric kernel: numpy, numba, or auto (numba on large runs).",
            choices=("auto", "numpy", "numba")),
-        _p("category_field", "str", "categories", "Corpus field holding each document's ontology categories.",
-           input="corpus"),
-        _p("entitlement_fields", "str_list", ("tenant", "jurisdiction", "status"),
-           "Corpus fields that decide eligibility.", flags=("--entitlement-field",), input="corpus"),
+        *_CORPUS_PARAMS,
+        *ID_PARAMS,
     ),
     template_values=_retrieval_values,
     metrics=metric_specs("retrieval", "retrieval", [
@@ -172,6 +187,10 @@ RETRIEVAL = Scorer(
         ("n_q_gold_all_ineligible", "none", "queries whose every gold document is ineligible"),
         ("fe_q_eligible", "none", "queries with an eligible gold document and logged filters"),
         ("fe_q_excluded", "none", "of those, queries whose filters exclude an eligible gold document"),
+        ("fe_q_inconsistent", "none", "queries that retrieved a gold document their logged filters exclude"),
+        ("fe_docs_inconsistent", "none", "gold documents retrieved although the logged filters exclude them"),
+        ("filter_log_inconsistency_rate", "lower", "fe_q_inconsistent / fe_q_eligible (the log does not "
+         "describe what the system did)"),
         ("missing_run_rate", "lower", "n_missing_run / queries with gold"),
         ("filter_false_exclusion_rate", "lower", "fe_q_excluded / fe_q_eligible"),
         ("doc_exclusion_rate", "lower", "eligible gold documents the filters exclude / eligible gold documents"),
@@ -199,6 +218,7 @@ CONFORMANCE = Scorer(
         _p("engine", "str", "compiled", "Schema check: the compiled checker of the derived schema, the "
            "jsonschema Draft 2020-12 validator (reference), or the equivalent pydantic model.",
            choices=("compiled", "jsonschema", "pydantic")),
+        *ID_PARAMS,
     ),
     metrics=metric_specs("conformance", "conformance", [
         ("schema_validity", "higher", "outputs valid against the derived JSON Schema / outputs"),
@@ -213,6 +233,10 @@ CONFORMANCE = Scorer(
         ("domain_conformance", "higher", "triples whose subject satisfies the predicate's domain / checkable"),
         ("range_conformance", "higher", "triples whose object satisfies the predicate's range / checkable"),
         ("domain_range_conformance", "higher", "triples satisfying domain and range / checkable triples"),
+        ("edge_support", "higher", "output triples the knowledge graph holds / triples with known ends and predicate"),
+        ("hallucinated_edge_rate", "lower", "output triples the graph lacks / triples with known ends and predicate"),
+        ("hallucinated_edges", "lower", "output triples the graph lacks (count)"),
+        ("cardinality_conformance", "higher", "(subject, predicate) pairs within max_cardinality / pairs checked"),
         ("semantic_precision", "higher", "predicted ids equal to the reference's / predicted ids"),
         ("semantic_recall", "higher", "reference ids predicted / reference ids"),
         ("valid_but_wrong_rate", "lower", "valid known ids that differ from the reference / compared ids"),
@@ -234,11 +258,16 @@ GENERATION = Scorer(
                   'judge text}.', loader="kg_rageval.contract.loaders:generation_judgments"),),
     params=(
         _p("judge", "str", "none", "Judge records without a judgment: none, the deterministic ontology "
-           "verifier, or a local NLI cross-encoder (library: a Judge object).",
-           choices=("none", "ontology", "nli"), accepts_object=True),
+           "verifier, a local NLI cross-encoder, or a plugin module:callable (a class is instantiated, "
+           "with ontology= when it takes it; library: a Judge object).",
+           choices=("none", "ontology", "nli"), accepts_object=True,
+           pattern=r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", pattern_text="module:callable"),
         _p("nli_model", "path", None, "Local NLI cross-encoder directory (for judge=nli; never downloaded).",
            nullable=True),
         _p("n_bins", "int", 10, "Calibration bins (equal width).", minimum=1, flags=("--bins",)),
+        _p("strip_citations", "bool", True, "Remove inline citation markers ([doc-12], [1]) from answers "
+           "before exact match and token F1."),
+        *ID_PARAMS,
         _p("linker", "object", None, "Library only: the concept linker (default: the ontology's dictionary "
            "linker)."),
     ),
@@ -256,6 +285,7 @@ GENERATION = Scorer(
         ("concept_hP", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(answer concepts)|"),
         ("concept_hR", "higher", "Σ|anc(answer concepts) ∩ anc(reference concepts)| / Σ|anc(reference concepts)|"),
         ("concept_hF1", "higher", "2·hP·hR / (hP + hR) of the concepts"),
+        ("concepts_not_in_ontology", "none", "given concept ids the ontology lacks (count; predicted by default)"),
     ]) + metric_specs("generation", "refusal", [
         ("refusal_precision", "higher", "correct refusals / refusals"),
         ("refusal_recall", "higher", "correct refusals / records that should abstain"),
@@ -279,16 +309,23 @@ PROVENANCE = Scorer(
     name="provenance",
     target="kg_rageval.provenance:score_provenance",
     sections=("answer",),
-    description="Citation completeness and precision/recall, provenance depth and reproducibility.",
-    members=("citations", "provenance_depth", "reproducibility"),
+    description="Citation completeness and precision/recall, provenance depth, reproducibility, run "
+                "manifests and the PROV-O trail.",
+    members=("citations", "provenance_depth", "reproducibility", "run_manifests", "prov_trail"),
     inputs=(Input("corpus", 'Corpus snapshot JSONL: {"id", "source_id", "categories", ...} per document.',
                   loader="kg_rageval.contract.loaders:provenance_corpus", required=True),),
     params=(
         _p("repeats", "path_list", (), "Records of repeated runs of the same queries (reproducibility).",
            flags=("--repeat",)),
+        _p("manifests", "path_list", (), "Run manifests (JSON; the first describes the scored run): checked "
+           "against the corpus and ontology hashes and compared.", flags=("--manifest",)),
+        _p("trail", "bool", True, "Build the PROV-O trail of the run and validate it with "
+           "shapes/provenance.ttl (the audit writes it as prov.ttl)."),
     ),
     metrics=metric_specs("provenance", "citations", [
-        ("citation_completeness", "higher", "claims with a citation / claims"),
+        ("citation_completeness", "higher", "claims with a citation / claims (an answer citing nothing: "
+         "every claim uncited)"),
+        ("uncited_answer_rate", "lower", "non-refused answers with claims and no citation / answers with claims"),
         ("citation_precision", "higher", "cited gold documents / cited documents"),
         ("citation_recall", "higher", "cited gold documents / gold documents"),
         ("citation_f1", "higher", "2·P·R / (P + R) of citations"),
@@ -300,10 +337,103 @@ PROVENANCE = Scorer(
         ("identical_answer_rate", "higher", "repeated runs with the same answer text / pairs"),
         ("identical_citation_rate", "higher", "repeated runs with the same citations / pairs"),
         ("identical_rate", "higher", "repeated runs identical in answer and citations / pairs"),
+    ]) + metric_specs("provenance", "run_manifests", [
+        ("manifest_completeness", "higher", "manifests with every required field and no hash differing "
+         "from the snapshot / manifests"),
+        ("manifest_hash_match_rate", "higher", "manifests whose corpus and ontology hashes equal the "
+         "snapshot's / manifests recording both"),
+        ("manifest_consistency", "higher", "later manifests pinning the first one's configuration / later "
+         "manifests"),
+    ]) + metric_specs("provenance", "prov_trail", [
+        ("prov_traceable_rate", "higher", "answers whose PROV-O trail (answer, cited documents, run) conforms "
+         "to shapes/provenance.ttl / answers"),
     ]),
 )
 
-BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE)
-DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance")
+
+# ---------------------------------------------------------------------- relations
+_END_RELS = ("parent", "ancestor", "child", "descendant", "sibling", "cousin", "unrelated")
+RELATIONS = Scorer(
+    name="relations",
+    target="kg_rageval.relations:score_relations",
+    sections=("relations",),
+    description="Relation answers against the knowledge graph: triple P/R/F1 with hierarchy-aware partial "
+                "credit, QALD answer sets with NIL, KG-grounded faithfulness (relations section).",
+    params=(
+        _p("partial_credit", "float", 0.5, "Credit of a triple end one level apart in the hierarchy (a technique "
+           "for its sub-technique); a triple's credit is the product over its ends; 0 disables soft matching.",
+           minimum=0.0),
+    ),
+    metrics=metric_specs("relations", "relations", [
+        ("triple_precision", "higher", "Σ exact answer triples / Σ answer triples (records with non-empty gold)"),
+        ("triple_recall", "higher", "Σ exact answer triples / Σ gold triples"),
+        ("triple_f1", "higher", "2·P·R / (P + R) of the triples"),
+        ("soft_triple_precision", "higher", "(Σ exact + Σ partial credit) / Σ answer triples"),
+        ("soft_triple_recall", "higher", "(Σ exact + Σ partial credit) / Σ gold triples"),
+        ("soft_triple_f1", "higher", "2·P·R / (P + R) of the soft triple P and R"),
+        ("triple_macro_precision", "higher", "mean over records with gold and answer triples of exact / answer"),
+        ("triple_macro_recall", "higher", "mean over records with gold triples of exact / gold"),
+        ("triple_macro_f1", "higher", "mean over records with gold triples of the per-record F1"),
+        ("partial_matches", "none", "answer triples matched with partial credit (count)"),
+        ("triple_nil_accuracy", "higher", "records with empty gold and empty answer / records with empty gold"),
+        ("triple_nil_correct", "none", "records with empty gold and empty answer (correct abstentions)"),
+        ("triple_nil_over_answered", "lower", "records with empty gold and a non-empty answer (count)"),
+        ("triple_unknown_ids", "lower", "answer triples naming an id that is neither node nor instance (count)"),
+        ("triple_unknown_predicates", "lower", "answer triples with a predicate the ontology lacks (count)"),
+        ("wrong_unanchored", "none", "wrong answer triples sharing no predicate + end with a gold triple (count)"),
+    ] + [(f"wrong_{side}_{r}", "none", f"wrong {side} ends whose relation to the gold end is {r!r} / wrong ends")
+         for side in ("subject", "object") for r in _END_RELS] + [
+        ("answer_macro_precision", "higher", "mean over answered questions with gold of |A ∩ G| / |A|"),
+        ("answer_macro_recall", "higher", "mean over questions with gold of |A ∩ G| / |G|"),
+        ("answer_macro_f1", "higher", "mean over questions with gold of the per-question F1 (abstention 0)"),
+        ("answer_micro_precision", "higher", "Σ |A ∩ G| / Σ |A| over all questions"),
+        ("answer_micro_recall", "higher", "Σ |A ∩ G| / Σ |G|"),
+        ("answer_micro_f1", "higher", "2·P·R / (P + R) of the micro answer P and R"),
+        ("answer_abstentions", "none", "questions with gold answers and an empty answer (count)"),
+        ("answer_nil_accuracy", "higher", "NIL questions answered empty / NIL questions"),
+        ("answer_nil_correct", "none", "NIL questions answered empty (count)"),
+        ("answer_nil_over_answered", "lower", "NIL questions with a non-empty answer (count)"),
+        ("answer_unknown_ids", "lower", "answer ids that are neither node nor instance (count)"),
+        ("kg_faithfulness", "higher", "claims the graph holds / claims"),
+        ("kg_contradiction_rate", "lower", "claims the graph rules out (domain, range, cardinality) / claims"),
+        ("kg_not_in_graph_rate", "lower", "claims neither held nor ruled out / claims"),
+        ("claims_unknown", "lower", "claims naming an unknown id or predicate (count)"),
+    ]),
+)
+
+
+# ---------------------------------------------------------------------- hard filter vs soft boost
+PREFERENCE = Scorer(
+    name="preference",
+    target="kg_rageval.retrieval.preference:score_preference",
+    sections=("retrieval",),
+    description="Hard filter or soft boost for a relevance preference, one per query or global "
+                "(seed Part 5).",
+    opt_in=True,
+    inputs=(Input("corpus", "Corpus JSONL (categories, entitlement and metadata fields) to replay the "
+                  "preference on.", loader="kg_rageval.contract.loaders:retrieval_corpus", required=True),),
+    params=(
+        _p("preference", "mapping", None, "The preference filter {field, op, value}; value {\"from\": "
+           "\"labels.pred\"} reads it per query from a record path; absent: each record's "
+           "retrieval.preference.", nullable=True),
+        _p("k", "int", 10, "Cut-off of the comparison.", minimum=1),
+        _p("boost", "float", 0.1, "Soft: score + boost for the documents passing the preference.", minimum=0),
+        *_CORPUS_PARAMS,
+    ),
+    metrics=metric_specs("preference", "preference", [
+        ("hard_recall", "higher", "mean over compared queries of recall@k with the preference as a hard filter"),
+        ("soft_recall", "higher", "mean recall@k with the preference as a soft boost"),
+        ("hard_precision", "higher", "mean precision@k, hard filter"),
+        ("soft_precision", "higher", "mean precision@k, soft boost"),
+        ("precision_gain", "higher", "mean paired hard − soft precision@k (gate its ci_low)"),
+        ("recall_delta", "higher", "mean hard − soft recall@k"),
+        ("exclusion_rate", "lower", "queries whose every eligible gold document fails the preference / queries"),
+        ("unknown_preference", "none", "queries whose preference names a concept the ontology lacks (count)"),
+    ]),
+)
+
+BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE, RELATIONS,
+                               PREFERENCE)
+DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance", "relations")
 
 __all__ = ["BUILTIN", "DETERMINISTIC", "MetricSpec"]

@@ -12,8 +12,12 @@ from typing import Any, Mapping
 def retrieval_corpus(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
     from ..retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS, read_corpus
 
+    # the corpus is data (gold): a category the ontology lacks is an error unless on_unknown_gold
+    # is "count" (then it is dropped and counted by the reader)
+    unknown = "ignore" if options.get("on_unknown_gold") == "count" else "error"
     return read_corpus(path, ontology, category_field=options.get("category_field", "categories"),
-                       entitlement_fields=tuple(options.get("entitlement_fields") or DEFAULT_ENTITLEMENT_FIELDS))
+                       entitlement_fields=tuple(options.get("entitlement_fields") or DEFAULT_ENTITLEMENT_FIELDS),
+                       unknown_categories=unknown)
 
 
 def provenance_corpus(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:

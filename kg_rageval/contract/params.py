@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -60,6 +61,10 @@ class Param:
     input: str | None = None
     accepts_object: bool = False
     """A library call may pass a callable instead of one of the ``choices`` (e.g. a judge)."""
+    pattern: str | None = None
+    """A ``str`` value matching this regular expression is allowed besides the ``choices``
+    (e.g. a judge plugin ``"module:callable"``); ``pattern_text`` names it in messages."""
+    pattern_text: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -81,7 +86,7 @@ class Param:
     @property
     def type_text(self) -> str:
         if self.choices:
-            return " | ".join(self.choices)
+            return " | ".join(self.choices) + (f" | {self.pattern_text or self.pattern}" if self.pattern else "")
         return {"int_list": "list of int", "str_list": "list of str", "path_list": "list of paths"}.get(
             self.kind, self.kind)
 
@@ -112,7 +117,10 @@ class Param:
             if not isinstance(value, str) or (k == "path" and not value):
                 raise ConfigError(f"{where}: expected a {'path' if k == 'path' else 'string'}, got {value!r}")
             if self.choices is not None and value not in self.choices:
-                raise ConfigError(f"{where}: {value!r} is not one of {', '.join(self.choices)}"
+                if self.pattern is not None and re.fullmatch(self.pattern, value):
+                    return value
+                extra = f" or {self.pattern_text or self.pattern}" if self.pattern else ""
+                raise ConfigError(f"{where}: {value!r} is not one of {', '.join(self.choices)}{extra}"
                                   + did_you_mean(value, self.choices))
             return value
         if k in ("int_list", "str_list", "path_list"):

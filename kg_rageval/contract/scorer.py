@@ -87,6 +87,8 @@ class Scorer:
     metrics: tuple[MetricSpec, ...] = ()
     description: str = ""
     members: tuple[str, ...] = ()
+    opt_in: bool = False
+    """Run by the audit only when its config's ``families`` names it (not in "all families")."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
         default=None, compare=False)
 
@@ -125,7 +127,8 @@ class Scorer:
         values = self.template_values(opts) if self.template_values else {}
         out: list[str] = []
         for spec in self.metrics:
-            out.extend(spec.expand(values))
+            if spec.applies(opts):
+                out.extend(spec.expand(values))
         return out
 
     def has_section(self, record: Mapping[str, Any]) -> bool:

@@ -16,6 +16,8 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
+from ..errors import ConfigError
+
 _TOKEN = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the this to was were "
@@ -32,7 +34,7 @@ class BM25:
 
     def __init__(self, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75):
         if k1 < 0 or not 0 <= b <= 1:
-            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+            raise ConfigError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.vocab: dict[str, int] = {}
         rows, cols, vals = [], [], []
         lengths = np.zeros(len(texts))

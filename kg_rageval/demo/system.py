@@ -12,7 +12,8 @@ dictionary and their documents from the index — the system does not know them,
 were missing from the ontology it was built on. Queries about them should end in NIL links
 and refusals.
 
-**Queries** (:func:`generate_queries`), each labelled with its gold concept, gold mentions
+**Queries** (:func:`generate_queries`, built with the test-set builder
+:func:`kg_rageval.testset.build_testset`; see ``docs/testset.md``), each labelled with its gold concept, gold mentions
 (where the text contains them verbatim), gold documents and a reference answer; intents:
 
 * ``label_lookup`` — "What is <label>?";
@@ -20,9 +21,9 @@ and refusals.
 * ``description`` — the concept's definition with its own label removed ("Which disease is
   <definition>?"), a hard case: the text names *other* concepts (its parent, an organ);
 * ``sibling_contrast`` — "How does <label> differ from <sibling label>?": the gold is the
-  first concept, the sibling's document is relevant at grade 1;
-* ``unknown_concept`` — "What is <held-out label>?": a NIL concept (gold mention id null,
-  reference not answerable).
+  first concept, the sibling's documents are relevant at grade 1;
+* ``unknown_concept`` — "What is <held-out label>?": a NIL concept (gold mention id null with
+  its nearest in-ontology concept as ``nearest``, reference not answerable).
 
 **Pipeline** (:class:`DemoSystem`): dictionary linking (the linking family's
 :class:`~kg_rageval.linking.dictionary.DictionaryLinker`, pure Python) → the linked concept is
@@ -47,19 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from ..testset.kinds import clean_text
+from ..testset.kinds import first_sentence as _first_sentence
 from .bm25 import BM25
 
 TENANTS = ("acme", "globex")
-QUERY_TEMPLATES = {
-    "label_lookup": "What is {label}?",
-    "synonym_lookup": "What is {label}?",
-    "unknown_concept": "What is {label}?",
-}
-
-
-def _first_sentence(text: str) -> str:
-    m = re.search(r"(?<=[.!?])\s+(?=[A-Z])", text)
-    return text[: m.start()] if m else text
 
 
 def _squash(score: float) -> float:
@@ -79,18 +72,6 @@ class Corpus:
 def _active_concepts(ontology: Any) -> list[int]:
     start = 1 if ontology.virtual_root else 0
     return [i for i in range(start, len(ontology)) if int(ontology.status[i]) == 0 and ontology.labels[i]]
-
-
-_CITATION = re.compile(r"\(Citation:[^)]*\)")
-_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-_MDLINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-
-
-def clean_text(text: str) -> str:
-    """Definition text as prose: ATT&CK's ``(Citation: ...)`` markers, HTML tags and Markdown
-    links removed, whitespace collapsed."""
-    text = _MDLINK.sub(r"\1", _TAG.sub("", _CITATION.sub("", text)))
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def build_corpus(ontology: Any, rng: np.random.Generator, *, held_out_fraction: float = 0.04) -> Corpus:
@@ -120,78 +101,27 @@ def build_corpus(ontology: Any, rng: np.random.Generator, *, held_out_fraction: 
     return Corpus(docs, sorted(held_ids))
 
 
-def _strip_label(definition: str, label: str, noun: str = "disease") -> str:
-    text = re.sub(re.escape(label), f"this {noun}", definition, flags=re.IGNORECASE)
-    text = text[0].lower() + text[1:] if text else text
-    return re.sub(r"^an?\s+", "", text).rstrip(".")
-
-
 def generate_queries(ontology: Any, corpus: Corpus, rng: np.random.Generator, *, n_label: int = 150,
                      n_synonym: int = 80, n_description: int = 100, n_sibling: int = 50,
                      noun: str = "disease") -> list[dict[str, Any]]:
-    """Labelled queries (see the module docstring); deterministic for a given ``rng`` state.
-    ``noun`` names the kind of concept in the description queries ("Which <noun> is ...")."""
-    docs_of: dict[str, dict[str, str]] = {}
-    for d in corpus.docs:
-        docs_of.setdefault(d["concept"], {})[d["type"]] = d["id"]
-    held = set(corpus.held_out)
-    known = [i for i in _active_concepts(ontology) if ontology.ids[i] not in held
-             and "definition" in docs_of.get(ontology.ids[i], {})]
-    queries: list[dict[str, Any]] = []
+    """Labelled queries built with the test-set builder (:func:`kg_rageval.testset.build_testset`):
+    label, synonym and definition lookups, sibling contrasts and one NIL probe per held-out
+    concept; deterministic for a given ``rng`` state (one draw seeds the builder). ``noun`` names
+    the kind of concept in the description queries ("Which <noun> is ...")."""
+    from ..testset import TestsetConfig, TestsetCorpus, build_testset
 
-    def pick(pool: list[int], n: int) -> list[int]:
-        if not pool:
-            return []
-        return [pool[k] for k in sorted(rng.choice(len(pool), size=min(n, len(pool)), replace=False).tolist())]
-
-    def gold_docs(cid: str, extra: dict[str, int] | None = None) -> dict[str, int]:
-        g = {docs_of[cid]["definition"]: 2}
-        if "glossary" in docs_of.get(cid, {}):
-            g[docs_of[cid]["glossary"]] = 1
-        g.update(extra or {})
-        return g
-
-    def add(intent: str, text: str, cid: str | None, mentions: list[dict[str, Any]], gold: dict[str, int] | None,
-            *, answerable: bool = True) -> None:
-        q: dict[str, Any] = {"intent": intent, "query": text, "gold_node": cid, "gold_mentions": mentions,
-                             "gold_docs": gold, "answerable": answerable}
-        queries.append(q)
-
-    for i in pick(known, n_label):
-        cid, label = ontology.ids[i], ontology.labels[i]
-        text = f"What is {label}?"
-        add("label_lookup", text, cid, [{"start": 8, "end": 8 + len(label), "id": cid}], gold_docs(cid))
-    with_syn = [i for i in known if any(s.lower() != (ontology.labels[i] or "").lower() for s in ontology.synonyms[i])]
-    for i in pick(with_syn, n_synonym):
-        cid = ontology.ids[i]
-        syns = [s for s in ontology.synonyms[i] if s.lower() != ontology.labels[i].lower()]
-        syn = syns[int(rng.integers(len(syns)))]
-        add("synonym_lookup", f"What is {syn}?", cid, [{"start": 8, "end": 8 + len(syn), "id": cid}],
-            gold_docs(cid))
-    for i in pick(known, n_description):
-        cid, label = ontology.ids[i], ontology.labels[i]
-        desc = _strip_label(_first_sentence(clean_text(ontology.definitions[i])), label, noun)
-        add("description", f"Which {noun} is {desc}?", cid, [], gold_docs(cid))
-    pairs = []
-    for i in known:
-        for p in ontology.parent_indices(i).tolist():
-            sibs = [c for c in ontology.child_indices(p).tolist() if c != i and c in set(known)]
-            if sibs:
-                pairs.append((i, sibs[0]))
-                break
-    for k in pick(list(range(len(pairs))), n_sibling):
-        i, s = pairs[k]
-        cid, sid = ontology.ids[i], ontology.ids[s]
-        a, b = ontology.labels[i], ontology.labels[s]
-        text = f"How does {a} differ from {b}?"
-        start_b = 9 + len(a) + len(" differ from ")
-        add("sibling_contrast", text, cid,
-            [{"start": 9, "end": 9 + len(a), "id": cid}, {"start": start_b, "end": start_b + len(b), "id": sid}],
-            gold_docs(cid, {docs_of[sid]["definition"]: 1}))
-    for cid in corpus.held_out:
-        label = ontology.label(cid)
-        add("unknown_concept", f"What is {label}?", None, [{"start": 8, "end": 8 + len(label), "id": None}],
-            None, answerable=False)
+    cfg = TestsetConfig(
+        seed=int(rng.integers(2**31)), noun=noun, require_type="definition", held_out=list(corpus.held_out),
+        grades={"definition": 2, "glossary": 1}, partner_grade=1, id_prefix="q-",
+        counts={"label_lookup": n_label, "synonym_lookup": n_synonym, "definition_lookup": n_description,
+                "sibling_contrast": n_sibling, "nil_probe": len(corpus.held_out)})
+    built = build_testset(ontology, TestsetCorpus.from_docs(corpus.docs, ontology), cfg)
+    queries = []
+    for r in built.records:
+        gold = (r.get("labels") or {}).get("gold")
+        queries.append({"intent": r["slices"]["intent"], "query": r["query"], "gold_node": gold[0] if gold else None,
+                        "gold_mentions": (r.get("mentions") or {}).get("gold", []),
+                        "gold_docs": r["retrieval"]["gold"] or None, "answerable": r["reference"]["answerable"]})
     return queries
 
 

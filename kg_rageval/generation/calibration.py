@@ -20,7 +20,7 @@ import math
 from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, named, ratio
 from ..records import Record, record_error
 from .fields import all_slice_keys, answer_text, flag, section
 from .fields import row_keys
@@ -46,12 +46,12 @@ class CalibrationFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         n = sums["n"]
         gap = sum(abs(sums[f"bin{m}_acc"] - sums[f"bin{m}_conf"]) for m in range(self.n_bins))
-        return {
-            "ece": ratio("ece", gap, n, missing="no answers with confidence and a correctness label"),
-            "accuracy": ratio("accuracy", sums["correct"], n, missing="no calibrated answers"),
-            "mean_confidence": mean_of("mean_confidence", sums["conf_sum"], n, missing="no calibrated answers"),
-            "brier": mean_of("brier", sums["brier_sum"], n, missing="no calibrated answers"),
-        }
+        return named(
+            ratio("ece", gap, n, missing="no answers with confidence and a correctness label"),
+            ratio("accuracy", sums["correct"], n, missing="no calibrated answers"),
+            mean_of("mean_confidence", sums["conf_sum"], n, missing="no calibrated answers"),
+            mean_of("brier", sums["brier_sum"], n, missing="no calibrated answers"),
+        )
 
     def reliability_table(self, sums: Mapping[str, float]) -> list[dict[str, Any]]:
         """One row per bin: bounds, count, mean confidence, accuracy, gap (None when empty)."""
@@ -63,7 +63,7 @@ class CalibrationFamily(Family):
             out.append({
                 "bin": m + 1, "lower": m / self.n_bins, "upper": (m + 1) / self.n_bins, "n": int(k),
                 "confidence": conf, "accuracy": acc,
-                "gap": None if conf is None else abs(acc - conf),
+                "gap": None if conf is None or acc is None else abs(acc - conf),
             })
         return out
 

@@ -5,10 +5,17 @@ Scored records: ``reference.answerable`` is not ``false`` and ``reference.answer
 (a string or a list of acceptable strings; the max over them is taken). A refused answer
 (``answer.refused`` true) on such a record is scored as the empty string: EM 0 and F1 0.
 
+Inline citation markers (``[doc-12]``, ``[1]``, ``[doc-1, doc-2]``: a bracket of tokens without
+spaces, :data:`~kg_rageval.generation.fields.CITATION_MARKER`) are removed from the answer
+before EM and token F1 (``strip_citations=True``, the default), so ``"90 days [logs]."``
+equals the reference ``"90 days"``; ``strip_citations=False`` scores the text as written.
+
 Concept-level correctness compares the ontology concepts of the answer (``answer.concepts`` or
 the dictionary linker over ``answer.text``) with those of the reference (``reference.concepts``
 or the linker over the reference strings, all of them pooled), by ancestor-augmented sets
-(:mod:`kg_rageval.generation.hier`). It is scored only when the reference names at least one
+without the root, counted by the hierarchy family's kernel
+(:func:`kg_rageval.hierarchy.hierarchical_counts`; Sedan vs Hatchback in the vehicle taxonomy
+share only {car}: hP = hR = 1/2). It is scored only when the reference names at least one
 concept (``concept_scored``); micro sums give ``concept_hP``, ``concept_hR``, ``concept_hF1``.
 
 Unscored: ``no reference answer``, ``unanswerable`` (refusal behaviour covers those),
@@ -19,32 +26,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, named, ratio
 from ..records import Record, located, record_error
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
-from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section
-from .hier import hierarchical_counts
+from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section, strip_citation_markers
 from .squad import exact_match_score, f1_score, metric_max_over_ground_truths
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ontology import Ontology
+    from ..ontology import IdOptions, IdResolver, Ontology
 
 
 class CorrectnessFamily(Family):
     name = "correctness"
     version = "1"
-    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold", "n_missing_run")
+    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold", "n_missing_run",
+             "concepts_not_in_ontology")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         hp = ratio("concept_hP", sums["h_inter"], sums["h_pred"], missing="answers name no ontology concept")
         hr = ratio("concept_hR", sums["h_inter"], sums["h_gold"], missing="references name no ontology concept")
-        return {
-            "exact_match": mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
-            "token_f1": mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
-            "concept_hP": hp,
-            "concept_hR": hr,
-            "concept_hF1": harmonic("concept_hF1", hp, hr),
-        }
+        return named(
+            mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            hp,
+            Metric("concepts_not_in_ontology", sums.get("concepts_not_in_ontology", 0.0)),
+            hr,
+            harmonic("concept_hF1", hp, hr),
+        )
 
 
 def _references(record: Record) -> list[str] | None:
@@ -59,12 +67,19 @@ def _references(record: Record) -> list[str] | None:
     raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {a!r}")
 
 
-def _concepts(record: Record, sec: str, texts: list[str], ontology: "Ontology", linker: ConceptLinker) -> list[str]:
+def _concepts(record: Record, sec: str, texts: list[str], resolver: "IdResolver",
+              linker: ConceptLinker) -> tuple[list[str], int]:
+    """The concept ids of ``sec`` (given, resolved by the one id resolver — the reference's
+    as gold, the answer's as predicted — or linked from the texts) and how many given ids
+    the ontology lacks (kept out of the list; counted)."""
     given = id_list(record, sec, "concepts")
-    if given is not None:
-        ontology.indices(given, where=located(record, f"{sec}.concepts"))
-        return given
-    return sorted(concepts_in(texts, linker))
+    if given is None:
+        return sorted(concepts_in(texts, linker)), 0
+    role = "gold" if sec == "reference" else "pred"
+    res = resolver.resolve(given, role, lambda j: located(record, f"{sec}.concepts[{j}]"))
+    ids = resolver.ontology.ids
+    known = list(dict.fromkeys(ids[i] for i in res.idx.tolist() if i >= 0))
+    return known, int(res.unknown.sum())
 
 
 def score_correctness(
@@ -72,11 +87,18 @@ def score_correctness(
     ontology: "Ontology | None" = None,
     *,
     linker: ConceptLinker | None = None,
+    ids: "IdOptions | None" = None,
+    strip_citations: bool = True,
 ) -> Evaluation:
-    """EM / token F1 per record, plus concept-level counts when an ontology is given."""
+    """EM / token F1 per record, plus concept-level counts when an ontology is given (given
+    concept ids resolved by :class:`~kg_rageval.ontology.IdResolver` with ``ids``);
+    ``strip_citations``: remove inline citation markers from the answer first."""
+    from ..ontology import IdOptions, IdResolver
+
     records = list(records)
     if ontology is not None and linker is None:
         linker = dictionary_linker(ontology)
+    resolver = IdResolver(ontology, ids or IdOptions()) if ontology is not None else None
     rows, unscored = [], []
     for r in records:
         refs = _references(r)
@@ -89,23 +111,39 @@ def score_correctness(
         refused = flag(r, "answer", "refused") is True
         text = answer_text(r)
         missing = text is None and not refused  # a reference but no answer: scored as empty, counted
-        pred = "" if refused or missing else text
+        pred: str = "" if refused or missing or text is None else text
+        if strip_citations and pred:
+            pred = strip_citation_markers(pred)
         em = metric_max_over_ground_truths(exact_match_score, pred, refs)
         f1 = metric_max_over_ground_truths(f1_score, pred, refs)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
                                "exact_match": em, "token_f1": f1, "refused": refused,
                                "n_missing_run": float(missing)}
-        if ontology is not None and linker is not None:
-            gold = _concepts(r, "reference", refs, ontology, linker)
-            if gold:
-                pred_c = [] if refused else _concepts(r, "answer", [pred], ontology, linker)
-                inter, np_, ng = hierarchical_counts(ontology, pred_c, gold, where=located(r, "concepts"))
-                row.update(concept_scored=1, h_inter=inter, h_pred=np_, h_gold=ng,
+        if resolver is not None and linker is not None:
+            gold, g_unknown = _concepts(r, "reference", refs, resolver, linker)
+            if gold or g_unknown:
+                pred_c, p_unknown = ([], 0) if refused else _concepts(r, "answer", [pred], resolver, linker)
+                inter, np_, ng = _concept_counts(resolver.ontology, gold, pred_c, where=located(r, "concepts"))
+                # an id the ontology lacks is an isolated concept: it adds 1 to its side only
+                row.update(concept_scored=1, h_inter=inter, h_pred=np_ + p_unknown, h_gold=ng + g_unknown,
+                           concepts_not_in_ontology=p_unknown + g_unknown,
                            answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
         rows.append(row)
-    meta = {"linker": linker_name(linker)} if linker is not None else {}
+    meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
+    meta["strip_citations"] = strip_citations
     return build_evaluation(
         CorrectnessFamily(), rows, keys=all_slice_keys(records),
         details=("exact_match", "token_f1", "refused", "answer_concepts", "reference_concepts"),
         unscored=unscored, meta=meta,
     )
+
+
+def _concept_counts(ontology: "Ontology", gold: list[str], pred: list[str], *, where: str) -> tuple[int, int, int]:
+    """``(|P̂ ∩ T|, |P̂|, |T|)`` of one record by :func:`kg_rageval.hierarchy.hierarchical_counts`
+    (gold first, as there); unknown ids raise naming ``where``."""
+    from ..hierarchy import hierarchical_counts
+
+    gi = [ontology.indices(gold, where=where).tolist()]
+    pi = [ontology.indices(pred, where=where).tolist()]
+    inter, n_pred, n_gold = hierarchical_counts(ontology, gi, pi)
+    return int(inter[0]), int(n_pred[0]), int(n_gold[0])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, named, ratio
 from ..records import Record, absent_answer_code
 from .fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
 from .judgment import INVALID, NO_CLAIMS, SCORED, JudgmentOutcome, parse_judgment
@@ -32,21 +32,21 @@ class FaithfulnessFamily(Family):
     stats = ("attempted", "judged", "invalid_judgment", "no_claims", "scored", "claims", "supported", "faithfulness_sum")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
-        return {
-            "faithfulness": mean_of(
+        return named(
+            mean_of(
                 "faithfulness", sums["faithfulness_sum"], sums["scored"], missing="no judged answer has claims"
             ),
-            "faithfulness_micro": ratio(
+            ratio(
                 "faithfulness_micro", sums["supported"], sums["claims"], missing="no extracted claims"
             ),
-            "no_claims_rate": ratio("no_claims_rate", sums["no_claims"], sums["judged"], missing="no valid judgments"),
-            "invalid_judgment_rate": ratio(
+            ratio("no_claims_rate", sums["no_claims"], sums["judged"], missing="no valid judgments"),
+            ratio(
                 "invalid_judgment_rate", sums["invalid_judgment"], sums["attempted"], missing="no judgments"
             ),
-            "answers_scored": Metric("answers_scored", sums["scored"]),
-            "no_claims": Metric("no_claims", sums["no_claims"]),
-            "invalid_judgment": Metric("invalid_judgment", sums["invalid_judgment"]),
-        }
+            Metric("answers_scored", sums["scored"]),
+            Metric("no_claims", sums["no_claims"]),
+            Metric("invalid_judgment", sums["invalid_judgment"]),
+        )
 
 
 def _row(record: Record, outcome: JudgmentOutcome, source: str) -> dict[str, Any]:

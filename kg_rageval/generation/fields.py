@@ -17,9 +17,20 @@ reason):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ..records import Record, record_error
+from ..records import Record, record_error, slice_text
+
+CITATION_MARKER = re.compile(r"\s*\[\s*[\w.:/#@-]+(?:\s*,\s*[\w.:/#@-]+)*\s*\]")
+"""An inline citation marker: a bracket holding one or more comma-separated tokens without
+spaces (``[1]``, ``[doc-12]``, ``[doc-1, doc-2]``, ``[logs]``), with the whitespace before it."""
+
+
+def strip_citation_markers(text: str) -> str:
+    """``text`` without inline citation markers (:data:`CITATION_MARKER`):
+    ``"90 days [logs]."`` → ``"90 days."``."""
+    return CITATION_MARKER.sub("", text)
 
 
 def section(record: Record, name: str) -> dict[str, Any] | None:
@@ -126,7 +137,7 @@ def row_keys(record: Record) -> dict[str, Any]:
     slices = record.get("slices")
     if isinstance(slices, dict):
         for k, v in slices.items():
-            keys[f"slice:{k}"] = None if v is None else str(v)
+            keys[f"slice:{k}"] = slice_text(v)
     return keys
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..records import Record
 from .fields import all_slice_keys, flag, row_keys, section
 
@@ -32,12 +32,12 @@ class RefusalFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("refusal_precision", sums["correct_refusal"], sums["refused"], missing="no refusals")
         r = ratio("refusal_recall", sums["correct_refusal"], sums["should_abstain"], missing="no records that should abstain")
-        return {
-            "refusal_precision": p,
-            "refusal_recall": r,
-            "refusal_f1": harmonic("refusal_f1", p, r),
-            "over_refusal_rate": ratio("over_refusal_rate", sums["over_refusal"], sums["answerable"], missing="no answerable records"),
-        }
+        return named(
+            p,
+            r,
+            harmonic("refusal_f1", p, r),
+            ratio("over_refusal_rate", sums["over_refusal"], sums["answerable"], missing="no answerable records"),
+        )
 
 
 def score_refusal(records: Iterable[Record]) -> Evaluation:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..records import Record, absent_answer_code, located
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
 from .fields import all_slice_keys, answer_text, contexts, id_list, row_keys
@@ -44,15 +44,22 @@ class UnseenConceptFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("unseen_precision", sums["tp"], sums["flagged_labelled"], missing="no flags on labelled records")
         r = ratio("unseen_recall", sums["tp"], sums["gold"], missing="no labelled unseen concepts")
-        return {
-            "flag_rate": ratio("flag_rate", sums["flagged_record"], sums["checked"], missing="no answers with context"),
-            "unseen_precision": p,
-            "unseen_recall": r,
-            "unseen_f1": harmonic("unseen_f1", p, r),
-        }
+        return named(
+            ratio("flag_rate", sums["flagged_record"], sums["checked"], missing="no answers with context"),
+            p,
+            r,
+            harmonic("unseen_f1", p, r),
+        )
 
 
-def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: ConceptLinker | None = None) -> Evaluation:
+def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: ConceptLinker | None = None,
+                 ids: Any = None) -> Evaluation:
+    """Flag answer concepts absent from the context; ``reference.unseen_concepts`` (gold ids,
+    resolved by :class:`~kg_rageval.ontology.IdResolver` with the options ``ids``) gives
+    precision/recall of the flags."""
+    from ..ontology import IdOptions, IdResolver
+
+    resolver = IdResolver(ontology, ids or IdOptions())
     records = list(records)
     linker = linker or dictionary_linker(ontology)
     rows: list[dict[str, Any]] = []
@@ -72,8 +79,8 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
                                "unseen": " ".join(sorted(flagged))}
         gold = id_list(r, "reference", "unseen_concepts")
         if gold is not None:
-            ontology.indices(gold, where=located(r, "reference.unseen_concepts"))
-            g = set(gold)
+            res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))
+            g = {ontology.ids[i] if i >= 0 else gold[j] for j, i in enumerate(res.idx.tolist())}
             row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
         rows.append(row)
     return build_evaluation(UnseenConceptFamily(), rows, keys=all_slice_keys(records), details=("unseen",),

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ontology import Ontology
+from ..ontology.csr import csr_gather, csr_positions
 
 _CACHE: "weakref.WeakKeyDictionary[Ontology, Closure]" = weakref.WeakKeyDictionary()
 
@@ -168,10 +169,10 @@ def _payloads(o: Ontology, ptr: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray
             continue
         nodes = np.sort(nodes)
         npar = pptr[nodes + 1] - pptr[nodes]
-        par = _gather(pptr, pidx, nodes)
+        par = csr_gather(pptr, pidx, nodes)
         child_local = np.repeat(np.arange(nodes.size, dtype=np.int64), npar)
         plen = ptr[par + 1] - ptr[par]
-        pos = _gather_pos(ptr, par)
+        pos = csr_positions(ptr, par)
         x = anc[pos]
         d = dist[pos].astype(np.int64) + 1
         gp = (dist[pos] == 1).astype(np.int64)
@@ -189,7 +190,7 @@ def _payloads(o: Ontology, ptr: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray
         gor = np.zeros(int(first.sum()), dtype=bool)
         np.logical_or.at(gor, group, gp[srt].astype(bool))
         # destination: each node's closure row without its last entry (the node itself)
-        dest = _gather_pos(ptr, nodes, drop_last=True)
+        dest = csr_positions(ptr, nodes, drop_last=True)
         if dest.size != dmin.size:  # pragma: no cover - closure inconsistent with parents
             raise RuntimeError("ancestor closure does not match the parent links")
         dist[dest] = dmin
@@ -198,18 +199,3 @@ def _payloads(o: Ontology, ptr: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray
     return dist.astype(np.int16 if dmax < 2**15 else np.int32), grand
 
 
-def _gather(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    return values[_gather_pos(ptr, rows)]
-
-
-def _gather_pos(ptr: np.ndarray, rows: np.ndarray, *, drop_last: bool = False) -> np.ndarray:
-    """Positions of the concatenated CSR rows ``rows`` (optionally without each row's last)."""
-    starts = ptr[rows]
-    lens = ptr[rows + 1] - starts - (1 if drop_last else 0)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    csum = np.cumsum(lens)
-    offsets = np.repeat(starts - (csum - lens), lens)
-    offsets += np.arange(total, dtype=np.int64)
-    return offsets

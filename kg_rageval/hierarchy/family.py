@@ -16,9 +16,9 @@ Stats per row (all additive, see :class:`HierarchyFamily`): the sums behind micr
 the per-item (macro) values and their counts, exact matches, Wu-Palmer, one error counter per
 confusion category and the hierarchy distance of errors.
 
-Confusion categories of a wrong row, first match wins: ``unknown`` (an id the ontology lacks,
-with ``on_unknown="count"``), ``inactive`` (a deprecated/revoked predicted id, with
-``on_status="count"``), ``nil_pred`` (gold names nodes, the prediction is NIL), ``nil_gold``
+Confusion categories of a wrong row, first match wins: ``not_in_ontology`` (an id the
+ontology lacks: a predicted one by default, a gold one with ``on_unknown_gold="count"``),
+``inactive`` (a deprecated/revoked predicted id, ``on_status="flag"``, the default), ``nil_pred`` (gold names nodes, the prediction is NIL), ``nil_gold``
 (gold is NIL, a node was predicted), ``multi`` (several nodes on a side: no single relation),
 then the relation of the predicted to the gold node (``parent`` ... ``unrelated``, see
 :func:`~kg_rageval.hierarchy.relation_codes`).
@@ -36,17 +36,14 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import InputError, MissingEvidence, UnknownIdError
-from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, ratio
-from ..ontology import ACTIVE, RELATIONS, STATUS_NAMES, Ontology
-from ..records import Record, located, read_records, where
+from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
+from ..ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
+from ..records import Record, located, read_records, slice_texts, where
 from .closure import closure
 from .kernels import _root_excluded, hierarchical_counts, pair_measures
 
-ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + ("nil_pred", "nil_gold", "multi", "unknown", "inactive")
+ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + ("nil_pred", "nil_gold", "multi", NOT_IN_ONTOLOGY, "inactive")
 """Every category an error row can fall in (its ``relation`` detail)."""
-
-ON_UNKNOWN = ("error", "count", "alias")
-ON_STATUS = ("error", "count", "replace")
 
 
 class HierarchyFamily(Family):
@@ -71,7 +68,7 @@ class HierarchyFamily(Family):
     """
 
     name = "hierarchy"
-    version = "1"
+    version = "2"
     stats = (
         "items",
         "inter",
@@ -100,33 +97,33 @@ class HierarchyFamily(Family):
                    missing="no predicted nodes (every prediction is NIL or the root)")
         hr = ratio("hierarchical_recall", s["inter"], s["n_gold_aug"],
                    missing="no gold nodes (every gold answer is NIL or the root)")
-        out = {
-            "hierarchical_precision": hp,
-            "hierarchical_recall": hr,
-            "hierarchical_f1": harmonic("hierarchical_f1", hp, hr),
-            "macro_hierarchical_precision": mean_of(
+        out = named(
+            hp,
+            hr,
+            harmonic("hierarchical_f1", hp, hr),
+            mean_of(
                 "macro_hierarchical_precision", s["hp_sum"], s["hp_n"],
                 missing="no item with a predicted node"),
-            "macro_hierarchical_recall": mean_of(
+            mean_of(
                 "macro_hierarchical_recall", s["hr_sum"], s["hr_n"],
                 missing="no item with a gold node"),
-            "macro_hierarchical_f1": mean_of(
+            mean_of(
                 "macro_hierarchical_f1", s["hf_sum"], s["hf_n"],
                 missing="no item with a gold or predicted node"),
-            "exact_accuracy": ratio("exact_accuracy", s["exact"], s["items"], missing="no items"),
-            "wu_palmer": mean_of("wu_palmer", s["wup_sum"], s["wup_n"],
+            ratio("exact_accuracy", s["exact"], s["items"], missing="no items"),
+            mean_of("wu_palmer", s["wup_sum"], s["wup_n"],
                                  missing="no item with one gold and one predicted known node"),
-            "errors": Metric("errors", s["errors"]),
-            "mean_error_distance": mean_of(
+            Metric("errors", s["errors"]),
+            mean_of(
                 "mean_error_distance", s["dist_sum"], s["dist_n"],
                 missing="no error between two known single nodes"),
-        }
-        out["missing_run_rate"] = ratio("missing_run_rate", s["n_missing_run"], s["items"], missing="no items")
+        )
+        out.add(ratio("missing_run_rate", s["n_missing_run"], s["items"], missing="no items"))
         for c in ERROR_CATEGORIES:
-            out[f"error_count_{c}"] = Metric(f"error_count_{c}", s[f"err_{c}"])
+            out.add(Metric(f"error_count_{c}", s[f"err_{c}"]))
         for c in ERROR_CATEGORIES:
-            out[f"error_rate_{c}"] = ratio(f"error_rate_{c}", s[f"err_{c}"], s["errors"],
-                                           missing="no errors")
+            out.add(ratio(f"error_rate_{c}", s[f"err_{c}"], s["errors"],
+                                           missing="no errors"))
         return out
 
 
@@ -152,23 +149,15 @@ def _label_list(record: Record, side: str) -> list[str] | None:
     return list(dict.fromkeys(value))
 
 
-def _lookup(o: Ontology, node_id: str) -> int:
-    i = o._index.get(node_id)
-    if i is None:
-        i = o._index.get(o.expand_curie(node_id), -1)
-    return i
-
-
 def score_hierarchy(
     ontology: Ontology,
     records: Iterable[Record] | str | Path,
     *,
     include_root: bool = False,
     lca_bounded: bool = False,
-    on_unknown: str = "error",
-    on_status: str = "error",
     wup_lcs: str = "nltk",
     wup_identical: str = "one",
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``labels`` section of ``records`` against ``ontology``.
 
@@ -179,17 +168,15 @@ def score_hierarchy(
     include_root, lca_bounded
         Augmented-set conventions of :func:`~kg_rageval.hierarchy.hierarchical_counts`
         (default: the root is left out, it gives free credit; full ancestor closure).
-    on_unknown
-        ``"error"`` (default): any id the ontology lacks raises :class:`UnknownIdError` listing
-        every such id with its record and field. ``"count"``: an unknown id is scored as an
-        isolated concept (augmented set = itself) and a wrong row with one is an ``unknown``
-        error. ``"alias"``: an alternative id (:meth:`Ontology.canonical`) is scored as its
-        concept and counted in ``meta["n_aliased"]``; other unknown ids raise as under "error".
-    on_status
-        Deprecated or revoked ids. ``"error"`` (default) raises; ``"count"`` scores the node
-        where it stands and files a wrong row whose prediction is inactive as ``inactive``;
-        ``"replace"`` maps each inactive id that has a replacement (``replaced_by``) to it,
-        and counts those without one as under ``"count"``.
+    on_unknown, on_unknown_gold, on_status, on_status_gold, aliases
+        How ids are resolved: the one convention of every family
+        (:mod:`kg_rageval.ontology.resolver`). By default a gold id the ontology lacks, or a
+        deprecated/revoked gold id, raises naming file, line and field; a predicted id the
+        ontology lacks is scored as an isolated concept (augmented set = itself) and a wrong
+        row with one is a ``not_in_ontology`` error; a deprecated/revoked predicted id is
+        scored where it stands and a wrong row with one is ``inactive``; alternative ids
+        (aliases) score as their concept (``meta["n_aliased"]``); ``"replace"`` maps inactive
+        ids with a replacement to it (``meta["replaced_ids"]``).
     wup_lcs, wup_identical
         Wu-Palmer conventions (:func:`~kg_rageval.hierarchy.wu_palmer`); by default an exact
         match scores 1 (``wup_identical="one"``), the deliberate departure from NLTK, whose
@@ -202,10 +189,7 @@ def score_hierarchy(
     MissingEvidence
         No record has a scorable ``labels`` section: there is nothing to score.
     """
-    if on_unknown not in ON_UNKNOWN:
-        raise InputError(f"on_unknown must be one of {', '.join(ON_UNKNOWN)}, not {on_unknown!r}")
-    if on_status not in ON_STATUS:
-        raise InputError(f"on_status must be one of {', '.join(ON_STATUS)}, not {on_status!r}")
+    opts = IdOptions.of(**ids)
     source = str(records) if isinstance(records, (str, Path)) else None
     if source is not None:
         records = read_records(source)
@@ -223,10 +207,9 @@ def score_hierarchy(
             (f"{source}: " if source else "")
             + f"none of the {len(records)} records has a labels section with gold and pred lists"
         )
-    res = _resolve(ontology, col, on_unknown=on_unknown, on_status=on_status)
+    res = _resolve(ontology, col, opts)
     return _score(ontology, col, res, include_root=include_root, lca_bounded=lca_bounded,
-                  wup_lcs=wup_lcs, wup_identical=wup_identical, on_unknown=on_unknown,
-                  on_status=on_status)
+                  wup_lcs=wup_lcs, wup_identical=wup_identical, opts=opts)
 
 
 # ---------------------------------------------------------------------------- collecting
@@ -432,19 +415,10 @@ class _Resolved:
     __slots__ = ("gold", "pred", "pred_inactive", "gold_inactive", "replaced", "aliased")
 
 
-def _lookup_all(o: Ontology, flat: list[str]) -> np.ndarray:
-    """Node index of every id (``Ontology._index``, then the CURIE expansion), -1 = unknown."""
-    idx = np.fromiter(map(o._index.get, flat, repeat(-1, len(flat))), dtype=np.int64,
-                      count=len(flat))
-    for j in np.flatnonzero(idx < 0).tolist():
-        idx[j] = _lookup(o, flat[j])
-    return idx
-
-
-def _resolve(o: Ontology, col: _Columns, *, on_unknown: str, on_status: str) -> _Resolved:
-    """Resolve every id, collecting every problem (in record, side, position order) before
-    raising: unknown ids (``on_unknown="error"``) first, then inactive ids
-    (``on_status="error"``)."""
+def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
+    """Resolve every id through the :class:`~kg_rageval.ontology.IdResolver` conventions,
+    collecting every problem (in record, side, position order) before raising: unknown ids
+    that the options make an error first, then inactive ones."""
     m = len(col.items)
     sides = (_Side("gold", col.gold, col.flat.get("gold")),
              _Side("pred", col.pred, col.flat.get("pred")))
@@ -454,35 +428,34 @@ def _resolve(o: Ontology, col: _Columns, *, on_unknown: str, on_status: str) -> 
     res.gold_inactive = np.zeros(m, dtype=np.int64)
     res.replaced = 0
     res.aliased = 0
+    resolver = IdResolver(o, opts)
     status = np.asarray(o.status)
     replaced_by = np.asarray(o.replaced_by, dtype=np.int64)
     unknown: list[tuple[int, int, int]] = []  # (row, side, flat entry)
     inactive: list[tuple[int, int, int]] = []
     for s_no, side in enumerate(sides):
-        side.idx = idx = _lookup_all(o, side.flat)
+        gold = s_no == 0
+        side.idx, n_alias = resolver.lookup(side.flat)
+        idx = side.idx
+        res.aliased += n_alias
         unk = np.flatnonzero(idx < 0)
-        if unk.size and on_unknown == "alias":  # an alternative id scores as its concept
-            aliases = o.aliases
-            for j in unk.tolist():
-                idx[j] = aliases.get(side.flat[j], -1)
-            res.aliased += int((idx[unk] >= 0).sum())
-            unk = unk[idx[unk] < 0]
-        if unk.size and on_unknown != "count":
+        if unk.size and (opts.on_unknown_gold if gold else opts.on_unknown) == "error":
             unknown += [(int(side.item[j]), s_no, int(j)) for j in unk[:1]]
             unknown += [(-1, s_no, int(j)) for j in unk[1:]]  # only the first place is shown
         known = np.flatnonzero(idx >= 0)
         bad = known[status[idx[known]] != ACTIVE]
         if not bad.size:
             continue
-        flag = res.gold_inactive if s_no == 0 else res.pred_inactive
-        if on_status == "error":
-            inactive += [(int(side.item[j]), s_no, int(j)) for j in bad]
-        elif on_status == "replace":
+        flag = res.gold_inactive if gold else res.pred_inactive
+        mode = opts.on_status_gold if gold else opts.on_status
+        if mode == "replace":
             rep = replaced_by[idx[bad]]
             has = rep >= 0
             idx[bad[has]] = rep[has]
             res.replaced += int(has.sum())
-            flag[side.item[bad[~has]]] = 1
+            bad = bad[~has]  # without a replacement: flagged
+        if mode == "error":
+            inactive += [(int(side.item[j]), s_no, int(j)) for j in bad]
         else:
             flag[side.item[bad]] = 1
     if unknown:
@@ -491,13 +464,14 @@ def _resolve(o: Ontology, col: _Columns, *, on_unknown: str, on_status: str) -> 
         n_unknown = len(unknown)
         where_first = located(col.items[first[0]], f"labels.{side.name}[{side.pos(first[2])}]")
         where_first += f" and {n_unknown - 1} more places" if n_unknown > 1 else ""
-        names = sorted({s.flat[j] for s in sides for j in np.flatnonzero(s.idx < 0).tolist()})
-        n_alt = sum(1 for u in names if u in o.aliases)
+        names = sorted({s.flat[j] for k, s in enumerate(sides) for j in np.flatnonzero(s.idx < 0).tolist()
+                        if (opts.on_unknown_gold if k == 0 else opts.on_unknown) == "error"})
+        opt = "on_unknown_gold" if any(u[1] == 0 for u in unknown) else "on_unknown"
         raise UnknownIdError(
             names,
             where=where_first,
-            hint="pass on_unknown='count' (CLI: --on-unknown count) to score them as a category"
-            + (f"; {n_alt} of them are alternative ids: on_unknown='alias' maps them" if n_alt else ""),
+            hint=f"pass {opt}='count' (CLI: --{opt.replace('_', '-')} count) to score them as the category "
+                 f"{NOT_IN_ONTOLOGY!r}",
         )
     if inactive:
         inactive.sort()
@@ -513,9 +487,11 @@ def _resolve(o: Ontology, col: _Columns, *, on_unknown: str, on_status: str) -> 
                 + f" ({located(col.items[row], f'labels.{side.name}[{side.pos(j)}]')})"
             )
         shown = "; ".join(msgs[:10]) + (f" (and {len(inactive) - 10} more)" if len(inactive) > 10 else "")
+        gold_side = any(s_no == 0 for _, s_no, _ in inactive)
+        opt = "on_status_gold" if gold_side else "on_status"
         raise InputError(
-            f"deprecated or revoked ids: {shown}; pass on_status='count' or 'replace' "
-            "(CLI: --on-status) to score them"
+            f"deprecated or revoked ids: {shown}; pass {opt}='flag' or 'replace' "
+            f"(CLI: --{opt.replace('_', '-')}) to score them"
         )
     return res
 
@@ -534,12 +510,12 @@ def _ids_array(o: Ontology) -> np.ndarray:
 
 
 #: Category codes of a row: the relation codes 0..7, then these.
-_CATEGORY_NAMES = RELATIONS + ("nil_pred", "nil_gold", "multi", "unknown", "inactive")
-_NIL_PRED, _NIL_GOLD, _MULTI, _UNKNOWN, _INACTIVE = range(len(RELATIONS), len(_CATEGORY_NAMES))
+_CATEGORY_NAMES = RELATIONS + ("nil_pred", "nil_gold", "multi", NOT_IN_ONTOLOGY, "inactive")
+_NIL_PRED, _NIL_GOLD, _MULTI, _NOT_IN_ONTOLOGY, _INACTIVE = range(len(RELATIONS), len(_CATEGORY_NAMES))
 
 
 def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded, wup_lcs,
-           wup_identical, on_unknown, on_status) -> Evaluation:
+           wup_identical, opts: IdOptions) -> Evaluation:
     m = len(col.items)
     G, P = res.gold, res.pred
     ids = _ids_array(ontology)
@@ -642,7 +618,7 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     category[p_any & ~g_any] = _NIL_GOLD
     category[g_any & ~p_any] = _NIL_PRED
     category[res.pred_inactive > 0] = _INACTIVE
-    category[(n_gu > 0) | (n_pu > 0)] = _UNKNOWN
+    category[(n_gu > 0) | (n_pu > 0)] = _NOT_IN_ONTOLOGY
     category[exact] = 0
     relation = np.asarray(_CATEGORY_NAMES, dtype=object)[category]
     missing_run = np.zeros(m, dtype=bool)
@@ -690,21 +666,30 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     keys: dict[str, np.ndarray] = {"gold_node": gold_node}
     for name, column in _slice_columns(col.slices).items():
         keys[f"slice:{name}"] = column
+    # a deprecated/revoked predicted node is flagged with its replacement (the resolver's rule)
+    replacement = np.full(m, None, dtype=object)
+    flagged = np.flatnonzero((res.pred_inactive > 0) & single_p & (p1 >= 0))
+    if flagged.size:
+        rep = np.asarray(ontology.replaced_by, dtype=np.int64)[p1[flagged]]
+        replacement[flagged] = [ids[r] if r >= 0 else None for r in rep.tolist()]
     details = {"relation": relation, "gold": gold_str, "pred_node": pred_str, "wup": wup,
-               "missing_run": missing_run}
+               "missing_run": missing_run, "replacement": replacement}
     meta: dict[str, Any] = {
         "ontology": ontology.source,
         "ontology_hash": ontology.content_hash,
         "include_root": include_root,
         "lca_bounded": lca_bounded,
-        "on_unknown": on_unknown,
-        "on_status": on_status,
+        "on_unknown": opts.on_unknown,
+        "on_unknown_gold": opts.on_unknown_gold,
+        "on_status": opts.on_status,
+        "on_status_gold": opts.on_status_gold,
+        "aliases": opts.aliases,
         "wup_lcs": wup_lcs,
         "wup_identical": wup_identical,
     }
     if res.replaced:
         meta["replaced_ids"] = res.replaced
-    if on_unknown == "alias":
+    if res.aliased:
         meta["n_aliased"] = int(res.aliased)
     record_ids = np.empty(m, dtype=object)
     record_ids[:] = list(map(str, map(itemgetter("id"), col.items)))
@@ -728,12 +713,12 @@ def _row_side(side: _Side, k: int) -> tuple[list[int], list[str]]:
     return list(dict.fromkeys(known)), unk
 
 
-_PLAIN_SLICE = {str, int, float, bool, type(None)}
 
 
 def _slice_columns(slices: list[Any]) -> dict[str, np.ndarray]:
     """One object column per slice name (sorted; names from every record's ``slices`` dict):
-    the record's value, ``None`` when absent, ``str(value)`` when not a plain scalar."""
+    the value's text (:func:`kg_rageval.records.slice_text`, the one normalisation), ``None``
+    when absent."""
     all_dicts = set(map(type, slices)) == {dict}
     dicts = slices if all_dicts else [s for s in slices if isinstance(s, dict)]
     names = sorted(set().union(*dicts)) if dicts else []
@@ -743,21 +728,11 @@ def _slice_columns(slices: list[Any]) -> dict[str, np.ndarray]:
             vals = list(map(dict.get, slices, repeat(name)))
         else:
             vals = [s.get(name) if isinstance(s, dict) else None for s in slices]
-        if not set(map(type, vals)) <= _PLAIN_SLICE:
-            vals = [v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
-                    for v in vals]
+        vals = slice_texts(vals)
         arr = np.empty(len(vals), dtype=object)
         arr[:] = vals
         out[name] = arr
     return out
-
-
-def _slice_value(rec: Record, name: str) -> Any:
-    s = rec.get("slices")
-    if not isinstance(s, dict):
-        return None
-    v = s.get(name)
-    return v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
 
 
 # ---------------------------------------------------------------------------- summaries

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from ..errors import ConfigError
 from ..contract.scorer import BoundScorer
 from ..evaluation import Evaluation, EvaluationSet
 
@@ -42,7 +43,7 @@ def partition(records: Sequence[Any], npartitions: int) -> list[Sequence[Any]]:
     """Split ``records`` into ``npartitions`` contiguous, nearly equal slices (order kept;
     empty slices are dropped)."""
     if npartitions < 1:
-        raise ValueError("npartitions must be at least 1")
+        raise ConfigError("npartitions must be at least 1")
     n = len(records)
     npartitions = min(npartitions, max(n, 1))
     base, extra = divmod(n, npartitions)
@@ -193,7 +194,7 @@ def local_client(n_workers: int = 2, threads_per_worker: int = 1, **kw: Any):
 def iter_partitions(records: Iterable[Any], size: int) -> Partitions:
     """Chunk an iterable (e.g. a JSONL reader) into :class:`Partitions` of ``size`` records."""
     if size < 1:
-        raise ValueError("size must be at least 1")
+        raise ConfigError("size must be at least 1")
     out, cur = Partitions(), []
     for r in records:
         cur.append(r)

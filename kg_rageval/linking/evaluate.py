@@ -27,7 +27,10 @@ prediction (``details['outcome']``). Row stats (all additive, see :class:`Linkin
 * **neleval/TAC measures**: ``strong_all_match`` (span and id equal, NIL = NIL) — this is the
   micro end-to-end linking P/R/F1; ``strong_link_match`` (the same over in-KB mentions only:
   gold and predicted ids non-NIL on both sides); ``strong_nil_match`` (span match over NIL
-  mentions only);
+  mentions only). neleval's *strong* measures require identical spans, so with
+  ``overlap=True`` the same counts are reported under this package's own names
+  ``overlap_all_match_*``, ``overlap_link_match_*``, ``overlap_nil_match_*`` (a pair only
+  needs to share a character), never under neleval's names with a different meaning;
 * **macro end-to-end linking** over records: per record ``P = tp/pred``, ``R = tp/gold``,
   ``F1 = 2·tp/(gold + pred)``; each is averaged over the records where its denominator is
   non-zero (a record without gold and predicted mentions has no F1);
@@ -62,9 +65,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError, UnknownIdError
-from ..evaluation import Evaluation, Family, Metric, harmonic, ratio
-from ..ontology import RELATIONS
-from ..records import Record, located, record_error, record_text
+from ..evaluation import Evaluation, Family, Metric, Metrics, harmonic, ratio
+from ..ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
+from ..records import Record, located, record_error, record_text, slice_texts
 
 NIL = -1
 """Code of a NIL id (``null``) in the integer id arrays."""
@@ -78,72 +81,83 @@ class LinkingFamily(Family):
     """Sufficient statistics and formulas of entity-linking evaluation (module docstring)."""
 
     name = "linking"
-    version = "1"
+    version = "2"
     stats = (
         "n_gold", "n_pred", "matched",
         "gold_inkb", "pred_inkb", "gold_nil", "pred_nil",
         "all_tp", "inkb_tp", "nil_tp",
         "matched_gold_inkb", "matched_gold_nil", "matched_pred_nil",
         "over_links", "over_links_with_nearest", "over_links_near", "abstentions",
-        "wrong_links", *(f"rel_{r}" for r in RELATIONS), "rel_unknown",
+        "wrong_links", *(f"rel_{r}" for r in RELATIONS), "rel_not_in_ontology",
         "h_overlap", "h_pred", "h_gold", "wup_sum", "wup_n",
-        "unknown_ids",
+        "unknown_ids", "inactive_ids",
         "rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n",
         "n_missing_run",
     )
 
+    def __init__(self, overlap: bool = False):
+        self.overlap = overlap
+        self.match_prefix = "overlap" if overlap else "strong"
+        """``strong`` (neleval's identical-span measures) or ``overlap`` (overlap alignment)."""
+        if overlap:  # other metric names, another definition: never merged or paired with strict
+            self.version = "1-overlap"
+
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
-        out: dict[str, Metric] = {}
+        out = Metrics()
 
         def prf(prefix: str, tp: float, n_pred: float, n_gold: float, what: str) -> None:
             p = ratio(f"{prefix}_precision", tp, n_pred, missing=f"no predicted {what}")
             r = ratio(f"{prefix}_recall", tp, n_gold, missing=f"no gold {what}")
             out[p.name], out[r.name] = p, r
-            out[f"{prefix}_f1"] = harmonic(f"{prefix}_f1", p, r)
+            out.add(harmonic(f"{prefix}_f1", p, r))
 
         prf("mention", s["matched"], s["n_pred"], s["n_gold"], "mentions")
-        out["disambiguation_accuracy"] = ratio(
+        out.add(ratio(
             "disambiguation_accuracy", s["inkb_tp"], s["matched_gold_inkb"],
             missing="no detected mentions with an in-ontology gold id",
-        )
-        prf("strong_all_match", s["all_tp"], s["n_pred"], s["n_gold"], "mentions")
-        prf("strong_link_match", s["inkb_tp"], s["pred_inkb"], s["gold_inkb"], "in-KB mentions")
-        prf("strong_nil_match", s["nil_tp"], s["pred_nil"], s["gold_nil"], "NIL mentions")
+        ))
+        mp = self.match_prefix
+        prf(f"{mp}_all_match", s["all_tp"], s["n_pred"], s["n_gold"], "mentions")
+        prf(f"{mp}_link_match", s["inkb_tp"], s["pred_inkb"], s["gold_inkb"], "in-KB mentions")
+        prf(f"{mp}_nil_match", s["nil_tp"], s["pred_nil"], s["gold_nil"], "NIL mentions")
         lp = ratio("linking_macro_precision", s["rec_p_sum"], s["rec_p_n"],
                    missing="no records with predicted mentions")
         lr = ratio("linking_macro_recall", s["rec_r_sum"], s["rec_r_n"],
                    missing="no records with gold mentions")
         out[lp.name], out[lr.name] = lp, lr
-        out["linking_macro_f1"] = ratio("linking_macro_f1", s["rec_f1_sum"], s["rec_f1_n"],
-                                        missing="no records with mentions")
+        out.add(ratio("linking_macro_f1", s["rec_f1_sum"], s["rec_f1_n"],
+                                        missing="no records with mentions"))
         prf("nil", s["nil_tp"], s["matched_pred_nil"], s["matched_gold_nil"],
             "NIL decisions on detected mentions")
-        out["over_links"] = Metric("over_links", s["over_links"])
-        out["over_link_rate"] = ratio("over_link_rate", s["over_links"], s["matched_gold_nil"],
-                                      missing="no detected gold-NIL mentions")
-        out["over_link_near_rate"] = ratio(
+        out.add(Metric("over_links", s["over_links"]))
+        out.add(ratio("over_link_rate", s["over_links"], s["matched_gold_nil"],
+                                      missing="no detected gold-NIL mentions"))
+        out.add(ratio(
             "over_link_near_rate", s["over_links_near"], s["over_links_with_nearest"],
             missing="no over-links of gold mentions that name a nearest concept",
-        )
-        out["correct_abstentions"] = Metric("correct_abstentions", s["nil_tp"])
-        out["abstentions"] = Metric("abstentions", s["abstentions"])
-        out["abstention_rate"] = ratio("abstention_rate", s["abstentions"], s["matched_gold_inkb"],
-                                       missing="no detected in-KB gold mentions")
-        out["wrong_links"] = Metric("wrong_links", s["wrong_links"])
+        ))
+        out.add(Metric("correct_abstentions", s["nil_tp"]))
+        out.add(Metric("abstentions", s["abstentions"]))
+        out.add(ratio("abstention_rate", s["abstentions"], s["matched_gold_inkb"],
+                                       missing="no detected in-KB gold mentions"))
+        out.add(Metric("wrong_links", s["wrong_links"]))
         for r in RELATIONS[1:]:
-            out[f"wrong_link_{r}"] = ratio(f"wrong_link_{r}", s[f"rel_{r}"], s["wrong_links"],
-                                           missing="no wrong links")
+            out.add(ratio(f"wrong_link_{r}", s[f"rel_{r}"], s["wrong_links"],
+                                           missing="no wrong links"))
         hp = ratio("hierarchical_precision", s["h_overlap"], s["h_pred"],
                    missing="no linked pairs of ontology nodes")
         hr = ratio("hierarchical_recall", s["h_overlap"], s["h_gold"],
                    missing="no linked pairs of ontology nodes")
         out[hp.name], out[hr.name] = hp, hr
-        out["hierarchical_f1"] = harmonic("hierarchical_f1", hp, hr)
-        out["wu_palmer"] = ratio("wu_palmer", s["wup_sum"], s["wup_n"],
-                                 missing="no linked pairs of ontology nodes")
-        out["unknown_ids"] = Metric("unknown_ids", s["unknown_ids"])
-        out["missing_run_rate"] = ratio("missing_run_rate", s.get("n_missing_run", 0.0), s["rec_r_n"],
-                                        missing="no records with gold mentions")
+        out.add(harmonic("hierarchical_f1", hp, hr))
+        out.add(ratio("wu_palmer", s["wup_sum"], s["wup_n"],
+                                 missing="no linked pairs of ontology nodes"))
+        out.add(ratio("wrong_link_not_in_ontology", s["rel_not_in_ontology"],
+                                                  s["wrong_links"], missing="no wrong links"))
+        out.add(Metric("unknown_ids", s["unknown_ids"]))
+        out.add(Metric("inactive_ids", s.get("inactive_ids", 0.0)))
+        out.add(ratio("missing_run_rate", s.get("n_missing_run", 0.0), s["rec_r_n"],
+                      missing="no records with gold mentions"))
         return out
 
 
@@ -173,12 +187,17 @@ class _Side:
 
 
 class _Ids:
-    """Maps id strings to ontology indices; unknown ids per ``on_unknown``."""
+    """Maps id strings to ontology indices by the one resolver's conventions
+    (:class:`~kg_rageval.ontology.IdResolver`: exact id, CURIE/IRI, aliases); an id the
+    ontology lacks is an error or an opaque counted code (``-2, -3, ...``) per the options of
+    its role (gold / predicted)."""
 
-    def __init__(self, ontology, on_unknown: str):
-        self.get = ontology._index.get
-        self.on_unknown = on_unknown
+    def __init__(self, ontology, opts: IdOptions):
+        self.get = ontology.id_index.get
+        self.resolver = IdResolver(ontology, opts)
+        self.opts = opts
         self.unknown: dict[str, int] = {}
+        self.aliased = 0
 
     def code(self, value: Any, record: Record, field: str) -> int:
         if value is None:
@@ -188,9 +207,17 @@ class _Ids:
         i = self.get(value)
         if i is not None:
             return i
-        if self.on_unknown == "error":
+        idx, n_alias = self.resolver.lookup([value])
+        if idx[0] >= 0:
+            self.aliased += n_alias
+            return int(idx[0])
+        gold = field.startswith("mentions.gold")
+        if (self.opts.on_unknown_gold if gold else self.opts.on_unknown) == "error":
+            opt = "on_unknown_gold" if gold else "on_unknown"
+            hint = self.resolver.ontology.suggest(value)
             raise UnknownIdError(value, where=located(record, field),
-                                 hint="pass on_unknown='count' (--on-unknown count) to count it")
+                                 hint=(f"{hint}; " if hint else "")
+                                 + f"pass {opt}='count' (--{opt.replace('_', '-')} count) to count it")
         c = self.unknown.get(value)
         if c is None:
             c = self.unknown[value] = -2 - len(self.unknown)
@@ -387,6 +414,39 @@ def _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.nda
     return np.asarray(gi_all, np.int64), np.asarray(pi_all, np.int64)
 
 
+def _apply_status(ontology, records, side: "_Side", rec: np.ndarray, codes: np.ndarray, mode: str,
+                  role: str) -> int:
+    """Deprecated/revoked ids of one side per the resolver convention: ``"error"`` raises
+    (every offending id, the first places), ``"replace"`` maps ids with a replacement (in
+    place; the others stay, flagged), ``"flag"`` leaves them. Returns how many were replaced."""
+    known = np.flatnonzero(codes >= 0)
+    if not known.size:
+        return 0
+    status = np.asarray(ontology.status)
+    bad = known[status[codes[known]] != 0]
+    if not bad.size:
+        return 0
+    replaced_by = np.asarray(ontology.replaced_by, dtype=np.int64)
+    if mode == "error":
+        msgs = []
+        for j in bad[:10].tolist():
+            i = int(codes[j])
+            r = int(replaced_by[i])
+            where_ = located(records[int(rec[j])], f"mentions.{role}[{side.pos(j)}].id")
+            msgs.append(f"{ontology.ids[i]!r} is {STATUS_NAMES[int(status[i])]}"
+                        + (f" (replaced by {ontology.ids[r]!r})" if r >= 0 else "") + f" ({where_})")
+        opt = "on_status_gold" if role == "gold" else "on_status"
+        more = f" (and {bad.size - 10} more)" if bad.size > 10 else ""
+        raise InputError(f"deprecated or revoked {role} ids: {'; '.join(msgs)}{more}; pass {opt}='replace' or "
+                         f"'flag' (--{opt.replace('_', '-')}) to score them")
+    if mode == "replace":
+        rep = replaced_by[codes[bad]]
+        has = rep >= 0
+        codes[bad[has]] = rep[has]
+        return int(has.sum())
+    return 0
+
+
 # ---------------------------------------------------------------------------- scoring
 def _hierarchy_backend():
     """(name, relation_codes, hierarchical_counts, wu_palmer) over int64 index arrays."""
@@ -403,8 +463,8 @@ def score_linking(
     records: Iterable[Record],
     *,
     overlap: bool = False,
-    on_unknown: str = "error",
     allow_overlapping_gold: bool = False,
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``mentions`` section of ``records`` (see the module docstring).
 
@@ -416,10 +476,14 @@ def score_linking(
         Records as read by :func:`kg_rageval.records.read_records`.
     overlap : bool
         Align overlapping spans (greedy one-to-one rule) instead of requiring identical spans.
-    on_unknown : "error" | "count"
-        An id that is not an ontology node raises :class:`UnknownIdError` naming the record and
-        field (``"error"``), or is kept as an opaque id — compared by string, left out of the
-        hierarchy measures — and counted in the ``unknown_ids`` metric (``"count"``).
+    on_unknown, on_unknown_gold, on_status, on_status_gold, aliases
+        The one id-resolution convention (:mod:`kg_rageval.ontology.resolver`). By default a
+        gold id the ontology lacks, or a deprecated/revoked gold id, raises naming record and
+        field; a predicted id the ontology lacks is kept as an opaque id — compared by string,
+        left out of the hierarchy measures, its wrong link filed as ``not_in_ontology`` — and
+        counted in ``unknown_ids``; a deprecated/revoked predicted id is flagged (the
+        ``inactive_ids`` count, its replacement in the ``replacement`` detail); alternative
+        ids resolve to their concept.
     allow_overlapping_gold : bool
         Permit nested/crossing gold spans (identical gold spans are always rejected).
 
@@ -444,13 +508,14 @@ def score_linking(
     UnknownIdError
         An id not in the ontology under ``on_unknown="error"``.
     """
-    if on_unknown not in ("error", "count"):
-        raise InputError(f"on_unknown must be 'error' or 'count', not {on_unknown!r}")
+    opts = IdOptions.of(**ids)
     records = records if isinstance(records, list) else list(records)
-    ids = _Ids(ontology, on_unknown)
+    ids = _Ids(ontology, opts)
     gold, pred, scored, unscored, missing_recs = _flatten(records, ids)
     g_rec, g_s, g_e, g_code = _arrays(gold)
     p_rec, p_s, p_e, p_code = _arrays(pred)
+    n_replaced = _apply_status(ontology, records, gold, g_rec, g_code, opts.on_status_gold, "gold")
+    n_replaced += _apply_status(ontology, records, pred, p_rec, p_code, opts.on_status, "pred")
     _check_spans(records, gold, g_rec, g_s, g_e, which="gold", allow_overlap=allow_overlapping_gold)
     _check_spans(records, pred, p_rec, p_s, p_e, which="pred", allow_overlap=True)
 
@@ -493,6 +558,9 @@ def score_linking(
     st["wrong_links"] = both & ~same
     known = both & (gc >= 0) & (pc >= 0)
     st["unknown_ids"] = (has_g & (gc <= -2)).astype(int) + (has_p & (pc <= -2)).astype(int)
+    status = np.asarray(ontology.status)
+    p_inactive = has_p & (pc >= 0) & (status[np.maximum(pc, 0)] != 0)
+    st["inactive_ids"] = p_inactive
 
     # hierarchy on pairs of ontology nodes
     _, rel_codes, h_counts, wup_fn = _hierarchy_backend()
@@ -508,7 +576,7 @@ def score_linking(
     for c, name in enumerate(RELATIONS):
         st[f"rel_{name}"] = known & (rel == c)
     st["rel_exact"] = st["rel_exact"] | (both & same & ~known)  # opaque ids equal by string
-    st["rel_unknown"] = st["wrong_links"] & ~known
+    st["rel_not_in_ontology"] = st["wrong_links"] & ~known
     st.update(h_overlap=h_o, h_pred=h_p, h_gold=h_g, wup_sum=wup, wup_n=known)
 
     # over-links against the gold mention's nearest concept
@@ -547,6 +615,11 @@ def score_linking(
     stats = {k: np.asarray(v, dtype=float) for k, v in st.items()}
     keys, details = _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g,
                               has_p, gc, pc, rel, near, near_rel, matched, same, g_nil, p_nil)
+    replacement = np.full(n, None, dtype=object)
+    if p_inactive.any():
+        rep = np.asarray(ontology.replaced_by, dtype=np.int64)[pc[p_inactive]]
+        replacement[p_inactive] = [ontology.ids[r] if r >= 0 else None for r in rep.tolist()]
+    details["replacement"] = replacement
     record_ids = np.asarray([str(records[i].get("id")) for i in row_rec.tolist()], dtype=object)
     empty = len(scored) - int(rec_ids.size)
     meta = {
@@ -556,7 +629,11 @@ def score_linking(
     }
     if ids.unknown:
         meta["unknown_ids"] = sorted(ids.unknown)[:50]
-    return Evaluation(LinkingFamily(), record_ids, stats, keys, details, unscored, meta)
+    if ids.aliased:
+        meta["n_aliased"] = ids.aliased
+    if n_replaced:
+        meta["replaced_ids"] = n_replaced
+    return Evaluation(LinkingFamily(overlap=overlap), record_ids, stats, keys, details, unscored, meta)
 
 
 def _obj(values: list) -> np.ndarray:
@@ -627,7 +704,7 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
                           if isinstance(records[i].get("slices"), dict)})
     for s in slice_names:
         vals = [(records[i].get("slices") or {}).get(s) for i in range(len(records))]
-        keys[f"slice:{s}"] = _obj([vals[i] for i in row_rec.tolist()])
+        keys[f"slice:{s}"] = _obj(slice_texts([vals[i] for i in row_rec.tolist()]))
     details = {
         "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
         "pred_score": score,
@@ -642,16 +719,13 @@ def _branch_ids(ontology, nodes: np.ndarray) -> np.ndarray:
     ontology, otherwise the child of the root on its ancestor path (the root is its own
     branch). With several candidates (polyhierarchy) the lowest index (first in topological
     order) wins. Object array of ids (``None`` when there is none)."""
-    from ..ontology.builder import _gather
-
     nodes = np.asarray(nodes, dtype=np.int64)
     out = np.empty(nodes.size, object)
     depth = np.asarray(ontology.depth_min)
     top = depth[nodes] < 1
     out[top] = _obj([ontology.ids[i] for i in nodes[top].tolist()])
-    lens = ontology.anc_ptr[nodes + 1] - ontology.anc_ptr[nodes]
+    lens, anc = ontology.ancestor_rows(nodes)
     owner = np.repeat(np.arange(nodes.size), lens)
-    anc = _gather(ontology.anc_ptr, ontology.anc_idx, nodes)
     hit = depth[anc] == 1
     own, first = np.unique(owner[hit], return_index=True)  # rows are sorted: lowest index first
     cand = anc[hit][first]
@@ -668,7 +742,8 @@ def confidence_sweep(
 
     At threshold ``t`` a prediction is kept when ``score >= t`` (a dropped prediction turns its
     aligned gold mention into a miss). For each ``t`` the row holds ``n_pred`` and the
-    ``strong_all_match`` and ``strong_link_match`` precision, recall and F1 (``None`` when the
+    ``strong_all_match`` and ``strong_link_match`` (``overlap_*`` with overlap alignment)
+    precision, recall and F1 (``None`` when the
     denominator is empty). ``thresholds`` defaults to the distinct scores (at most 101
     quantiles of them). Returns ``None`` when any prediction lacks a score (a sweep over part of
     the predictions would mislead) or no prediction has one.
@@ -686,14 +761,15 @@ def confidence_sweep(
         thresholds = uniq if uniq.size <= 101 else np.quantile(uniq, np.linspace(0, 1, 101))
     n_gold = st["n_gold"].sum()
     n_gold_inkb = st["gold_inkb"].sum()
+    mp = getattr(evaluation.family, "match_prefix", "strong")
     out = []
     for t in np.asarray(thresholds, dtype=float).tolist():
         keep = has_p & (sc >= t)
         n_pred = float(keep.sum())
         fam = {}
         for prefix, tp_col, pred_col, ng in (
-            ("strong_all_match", "all_tp", "n_pred", n_gold),
-            ("strong_link_match", "inkb_tp", "pred_inkb", n_gold_inkb),
+            (f"{mp}_all_match", "all_tp", "n_pred", n_gold),
+            (f"{mp}_link_match", "inkb_tp", "pred_inkb", n_gold_inkb),
         ):
             tp = float(st[tp_col][keep].sum())
             npd = float(st[pred_col][keep].sum())

@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..errors import ConfigError
 from ..records import record_error, record_text
 
 TEMPLATES = (
@@ -150,7 +151,7 @@ def run_linker(linker, records: list[dict[str, Any]], *, mode: str = "detect") -
     ``link_many``), so only the link decision (node or NIL) is evaluated.
     """
     if mode not in ("detect", "gold_spans"):
-        raise ValueError(f"mode must be 'detect' or 'gold_spans', not {mode!r}")
+        raise ConfigError(f"mode must be 'detect' or 'gold_spans', not {mode!r}")
     out = []
     texts_of = [_text(r) for r in records]
     if mode == "gold_spans":

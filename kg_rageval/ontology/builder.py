@@ -28,7 +28,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import HierarchyCycleError, OntologyError
+from ..errors import ConfigError, HierarchyCycleError, OntologyError
+from .csr import csr_gather
+from .graph import EMPTY_GRAPH, KnowledgeGraph
 from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 
 _STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
@@ -73,9 +75,22 @@ class OntologyBuilder:
         self._alias: list[str] = []
         self._alias_target: list[str] = []
         self._alias_where: list[str | None] = []
+        # instances and relation triples (kg_rageval.ontology.graph), in declaration order
+        self._ipos: dict[str, int] = {}
+        self._ilabels: list[str | None] = []
+        self._ikinds: list[str | None] = []
+        self._istatus = bytearray()
+        self._itypes: dict[int, list[str]] = {}
+        self._ireplaced: dict[int, str] = {}
+        self._iwhere: list[str | None] = []
+        self._ts: list[str] = []
+        self._tp: list[str] = []
+        self._to: list[str] = []
+        self._twhere: list[str | None] = []
         self._conflicts: list[str] = []
         self.diagnostics: dict[str, int] = {}
         self.warnings: list[str] = []
+        self.version: str | None = None  # the release the source declares (Ontology.version)
 
     # ------------------------------------------------------------------ collecting
     def _new_node(self, node_id: str, where: str | None) -> int:
@@ -397,6 +412,162 @@ class OntologyBuilder:
                 out[a] = pos
         return out
 
+    # ------------------------------------------------------------------ instances, triples
+    def add_instance(
+        self,
+        instance_id: str,
+        *,
+        label: str | None = None,
+        kind: str | None = None,
+        types: Iterable[str] = (),
+        status: str = "active",
+        replaced_by: str | None = None,
+        where: str | None = None,
+    ) -> None:
+        """Declare an instance (an entity that is not a class: an ATT&CK group, an OWL named
+        individual, a catalogue product) or add to one already declared: ``kind`` is its
+        source's type tag (first one wins), ``types`` its classes (hierarchy node ids, merged),
+        ``status`` only moves towards revoked, ``replaced_by`` an entity id (first wins).
+        :meth:`build` checks that the classes are nodes (unknown ones are dropped and counted,
+        ``instance_types_unknown``) and that the id is not also a node id (the node wins,
+        counted ``instances_also_nodes``)."""
+        if not instance_id or not isinstance(instance_id, str) or "\x00" in instance_id:
+            raise OntologyError(f"invalid instance id {instance_id!r}", source=self.source, location=where)
+        code = _STATUS_CODES.get(status)
+        if code is None:
+            raise OntologyError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}",
+                                source=self.source, location=where)
+        k = self._ipos.get(instance_id)
+        if k is None:
+            k = self._ipos[instance_id] = len(self._ilabels)
+            self._ilabels.append(None)
+            self._ikinds.append(None)
+            self._istatus.append(ACTIVE)
+            self._iwhere.append(where)
+        if label and not self._ilabels[k]:
+            self._ilabels[k] = label
+        if kind and not self._ikinds[k]:
+            self._ikinds[k] = kind
+        for t in types:
+            known = self._itypes.setdefault(k, [])
+            if t and t not in known:
+                known.append(t)
+        if code > self._istatus[k]:
+            self._istatus[k] = code
+        if replaced_by and k not in self._ireplaced:
+            self._ireplaced[k] = replaced_by
+
+    def has_instance(self, instance_id: str) -> bool:
+        return instance_id in self._ipos
+
+    def add_triple(self, subject: str, predicate: str, object: str, *, where: str | None = None) -> None:
+        """Declare the relation triple (subject, predicate, object) between entities (node or
+        instance ids). Repeats are merged (``duplicate_triples``); an end that is neither a
+        node nor an instance follows ``dangling`` of :meth:`build`."""
+        if not predicate or not isinstance(predicate, str) or "\x00" in predicate:
+            raise OntologyError(f"invalid predicate {predicate!r}", source=self.source, location=where)
+        self._ts.append(subject)
+        self._tp.append(predicate)
+        self._to.append(object)
+        self._twhere.append(where)
+
+    @property
+    def n_instances(self) -> int:
+        return len(self._ilabels)
+
+    @property
+    def n_triples(self) -> int:
+        """Triples declared so far (before the checks of :meth:`build`)."""
+        return len(self._ts)
+
+    def _build_graph(self, n: int, new_of_old: np.ndarray, dangling: str) -> KnowledgeGraph:
+        """Compile instances and triples against the renumbered nodes (``n`` nodes)."""
+        if not self._ipos and not self._ts:
+            return EMPTY_GRAPH
+        keep = [iid for iid in self._ipos if iid not in self._pos and iid != VIRTUAL_ROOT_ID]
+        if len(keep) < len(self._ipos):
+            clash = [iid for iid in self._ipos if iid in self._pos]
+            self.warn("instances_also_nodes", count=len(self._ipos) - len(keep))
+            for iid in clash[:20]:
+                self.warn("instances_also_nodes", f"{iid!r} is declared a node and an instance; the node wins", count=0)
+        inst_index = {iid: n + j for j, iid in enumerate(keep)}
+        olds = [self._ipos[i] for i in keep]
+        type_ptr = np.zeros(len(keep) + 1, dtype=np.int64)
+        type_idx: list[int] = []
+        for j, k in enumerate(olds):
+            for t in self._itypes.get(k, ()):
+                pos = self._pos.get(t)
+                if pos is None:
+                    self.warn("instance_types_unknown", f"instance {keep[j]!r} has type {t!r}, which is not a class")
+                    continue
+                type_idx.append(int(new_of_old[pos]))
+            type_ptr[j + 1] = len(type_idx)
+
+        def entity(x: str) -> int:
+            pos = self._pos.get(x)
+            if pos is not None:
+                return int(new_of_old[pos])
+            return inst_index.get(x, -1)
+
+        replaced = np.full(len(keep), -1, dtype=np.int32)
+        for j, k in enumerate(olds):
+            ref = self._ireplaced.get(k)
+            if ref is not None:
+                e = entity(ref)
+                if e < 0:
+                    self.warn("unknown_replacements", f"{keep[j]!r} is replaced by {ref!r}, which is not in the ontology")
+                replaced[j] = e
+        m = len(self._ts)
+        s_all = np.fromiter(map(entity, self._ts), dtype=np.int64, count=m)
+        o_all = np.fromiter(map(entity, self._to), dtype=np.int64, count=m)
+        bad = (s_all < 0) | (o_all < 0)
+        n_bad = int(bad.sum())
+        if n_bad:
+            if dangling != "drop":
+                listed = []
+                for t in np.flatnonzero(bad)[:5].tolist():
+                    unknown = self._ts[t] if s_all[t] < 0 else self._to[t]
+                    w = self._twhere[t]
+                    listed.append(f"{unknown!r} in ({self._ts[t]}, {self._tp[t]}, {self._to[t]})" + (f" ({w})" if w else ""))
+                raise OntologyError(
+                    f"{n_bad} triple(s) name an entity that is neither a node nor an instance: "
+                    + ", ".join(listed) + (f" (and {n_bad - 5} more)" if n_bad > 5 else ""),
+                    source=self.source,
+                )
+            self.warn("dangling_triples_dropped", count=n_bad)
+        preds = tuple(sorted(set(self._tp)))
+        pcode = {q: c for c, q in enumerate(preds)}
+        p_all = np.fromiter((pcode[q] for q in self._tp), dtype=np.int64, count=m)
+        ok = ~bad
+        big_e, big_p = max(n + len(keep), 1), max(len(preds), 1)
+        key = _sorted_unique((s_all[ok] * big_p + p_all[ok]) * big_e + o_all[ok])
+        if int(ok.sum()) - key.size:
+            self.warn("duplicate_triples", count=int(ok.sum()) - key.size)
+        used = np.unique((key // big_e) % big_p) if key.size else np.zeros(0, dtype=np.int64)
+        if used.size < len(preds):  # predicates of dropped triples only: renumber
+            remap = np.full(len(preds), -1, dtype=np.int64)
+            remap[used] = np.arange(used.size)
+            preds = tuple(preds[int(u)] for u in used)
+            s_k, p_k, o_k = key // (big_p * big_e), remap[(key // big_e) % big_p], key % big_e
+        else:
+            s_k, p_k, o_k = key // (big_p * big_e), (key // big_e) % big_p, key % big_e
+        status = np.frombuffer(bytes(self._istatus), dtype=np.int8)[np.asarray(olds, dtype=np.int64)] \
+            if olds else np.zeros(0, dtype=np.int8)
+        return KnowledgeGraph(
+            n_nodes=n,
+            instance_ids=tuple(keep),
+            instance_labels=tuple(self._ilabels[k] for k in olds),
+            instance_kinds=tuple(self._ikinds[k] for k in olds),
+            instance_status=status.copy(),
+            instance_replaced_by=replaced,
+            type_ptr=type_ptr,
+            type_idx=np.asarray(type_idx, dtype=np.int32),
+            predicates=preds,
+            s=s_k.astype(np.int32),
+            p=p_k.astype(np.int32),
+            o=o_k.astype(np.int32),
+        )
+
     def add_property(self, prop: Property) -> None:
         self._properties.append(prop)
 
@@ -442,9 +613,9 @@ class OntologyBuilder:
 
     def _build(self, dangling: str, conflicts: str, strict: bool) -> Ontology:
         if dangling not in ("error", "drop"):
-            raise ValueError("dangling must be 'error' or 'drop'")
+            raise ConfigError("dangling must be 'error' or 'drop'")
         if conflicts not in ("error", "keep-first"):
-            raise ValueError("conflicts must be 'error' or 'keep-first'")
+            raise ConfigError("conflicts must be 'error' or 'keep-first'")
         if not self._pos:
             raise OntologyError("the ontology is empty: no concepts were found", source=self.source)
         if self._conflicts:
@@ -569,12 +740,14 @@ class OntologyBuilder:
                     "unknown_replacements",
                     f"{names[pos]!r} is replaced by {ref!r}, which is not in the ontology",
                 )
+        graph = self._build_graph(n, new_of_old, dangling)
+        kinds = set(self._types.values()) | {k for k in self._ikinds if k}
         for prop in self._properties:
             for ref in prop.domain + prop.range:
-                if ref not in self._pos and not (virtual and ref == VIRTUAL_ROOT_ID):
+                if ref not in self._pos and ref not in kinds and not (virtual and ref == VIRTUAL_ROOT_ID):
                     self.warn(
                         "property_refs_unknown",
-                        f"property {prop.id!r} names {ref!r} in its domain/range, not a concept",
+                        f"property {prop.id!r} names {ref!r} in its domain/range, not a concept or kind",
                     )
 
         alias_ids = tuple(sorted(alias_pos))
@@ -604,7 +777,9 @@ class OntologyBuilder:
             warnings=tuple(self.warnings),
             alias_ids=alias_ids,
             alias_targets=alias_targets,
+            version=self.version,
             placed_under_root=tuple(names[i] for i in placed.tolist()),
+            graph=graph,
         )
 
     def _lone_obsolete(self, n: int, child: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -653,7 +828,7 @@ def _levels(
     depth = 0
     while frontier.size:
         level[frontier] = depth
-        kids = _gather(ptr, kids_sorted, frontier)
+        kids = csr_gather(ptr, kids_sorted, frontier)
         if not kids.size:
             break
         np.subtract.at(indeg, kids, 1)
@@ -663,17 +838,6 @@ def _levels(
     if (level < 0).any():
         raise HierarchyCycleError(_find_cycle(level < 0, child, parent, names), source=source)
     return level
-
-
-def _gather(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Concatenate CSR rows ``rows`` of (ptr, values) without a Python loop."""
-    starts = ptr[rows]
-    lens = ptr[rows + 1] - starts
-    total = int(lens.sum())
-    if total == 0:
-        return values[:0]
-    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-    return values[offsets + np.arange(total)]
 
 
 def _find_cycle(stuck: np.ndarray, child, parent, names: list[str]) -> list[str]:
@@ -737,7 +901,7 @@ def _closure(
                     "max_closure_entries", f"the ancestor closure grows past {max_entries} (node, ancestor) "
                     f"pairs at depth {int(level[s])} (a chain or lattice this deep would need "
                     f"{_human(8 * (int(anc_ptr[s]) + int(lens.sum())))} or more)", source=source)
-            gathered = _gather(anc_ptr, buf, pars).astype(np.int64)
+            gathered = csr_gather(anc_ptr, buf, pars).astype(np.int64)
             owner = np.repeat(np.repeat(nodes - s, pcount), lens)
             if (pcount == 1).all():
                 keys_owner, keys_val = owner, gathered

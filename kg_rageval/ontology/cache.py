@@ -4,7 +4,9 @@ The file is a NumPy ``.npz`` archive (no pickles: ``allow_pickle=False``) holdin
 arrays, the depths and status, the strings as NUL-separated UTF-8 blobs, and a JSON header
 with the format version, prefixes, properties, diagnostics and the content hash. Aliases,
 when there are any, are two more arrays (``alias_ids`` blob, ``alias_targets``); files without
-them (written before aliases existed) load unchanged, so the format version stays 1. Reloading a
+them (written before aliases existed) load unchanged, so the format version stays 1. The same
+holds for the knowledge graph (instances and triples): ``kg_*`` arrays, present only when the
+ontology has instances or triples. Reloading a
 350,000-concept ontology takes a fraction of a second (``docs/performance.md``).
 
 Strings are stored with their byte lengths (``<name>_len``), so a NUL or any other character
@@ -23,6 +25,9 @@ cache from elsewhere (another key, or none) is verified in full. A tampered cach
 turned into a PASS under the genuine hash) and a malformed one are a one-line
 :class:`~kg_rageval.errors.InputError` (exit 2), never a traceback. Definitions, synonyms and
 types are not part of the content hash; the audit manifest also records the file's sha256.
+The knowledge graph's arrays (``kg_*``) are covered by the keyed digest, checked for sizes and
+index ranges on every load, and their content (instances, triples) is part of the content
+hash, so a full verification recomputes it too.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from .graph import EMPTY_GRAPH, KnowledgeGraph
 from .model import Ontology, Property
 
 FORMAT = "kg-rageval-ontology"
@@ -118,7 +124,7 @@ def _mac(key: bytes, header: dict, arrays: dict) -> str:
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"\x00{name}\x00{a.dtype.str}\x00{a.shape}\x00".encode())
-        h.update(memoryview(a).cast("B") if a.size else b"")
+        h.update(a.data.cast("B") if a.size else b"")
     return h.hexdigest()
 
 
@@ -133,14 +139,12 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
         "n": len(ontology),
         "virtual_root": ontology.virtual_root,
         "prefixes": ontology.prefixes,
-        "properties": [
-            {"id": q.id, "label": q.label, "domain": list(q.domain), "range": list(q.range)}
-            for q in ontology.properties
-        ],
+        "properties": [q.as_dict() for q in ontology.properties],
         "source": ontology.source,
         "diagnostics": ontology.diagnostics,
         "warnings": list(ontology.warnings),
         "content_hash": ontology.content_hash,
+        "release_version": ontology.version,
     }
     if ontology.placed_under_root:  # absent from older files: they load with ()
         header["placed_under_root"] = list(ontology.placed_under_root)
@@ -161,6 +165,7 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     arrays["definition_mask"] = np.asarray([d is not None for d in ontology.definitions])
     arrays["type_mask"] = np.asarray([t is not None for t in ontology.node_types])
     arrays["synonym_counts"] = syn_counts
+    arrays.update(_graph_arrays(ontology))  # knowledge graph: only when there is one
     key = cache_key(create=True)
     if key is not None:
         header["mac_key"] = _key_id(key)
@@ -283,16 +288,88 @@ def _read(z, header: dict) -> tuple[Ontology, bool]:
         virtual_root=bool(header["virtual_root"]),
         prefixes=dict(header["prefixes"]),
         properties=tuple(
-            Property(q["id"], q["label"], tuple(q["domain"]), tuple(q["range"])) for q in header["properties"]
+            Property(q["id"], q["label"], tuple(q["domain"]), tuple(q["range"]), q.get("max_cardinality"))
+            for q in header["properties"]
         ),
         source=str(header["source"]),
         diagnostics=dict(header["diagnostics"]),
         warnings=tuple(header["warnings"]),
         stored_hash=str(header["content_hash"]) if trusted and header.get("content_hash") else None,
+        version=str(header["release_version"]) if header.get("release_version") is not None else None,
         placed_under_root=tuple(header.get("placed_under_root", ())),
         **arrays,
         **aliases,
+        graph=_read_graph(z, n),
     ), trusted
+
+
+# ---------------------------------------------------------------------- knowledge graph
+_KG_ARRAYS = ("instance_status", "instance_replaced_by", "type_ptr", "type_idx", "s", "p", "o")
+
+
+def _graph_arrays(ontology: Ontology) -> dict[str, np.ndarray]:
+    """The ``kg_*`` arrays of the instances and triples (strings with their byte lengths); none
+    for an ontology without them (files without them load with an empty graph, so the format
+    version stays 1). They are covered by the keyed digest like every other array."""
+    g = ontology.graph
+    if not g:
+        return {}
+    out = {f"kg_{name}": np.asarray(getattr(g, name)) for name in _KG_ARRAYS}
+    for name, values in (("kg_instance_ids", g.instance_ids), ("kg_instance_labels", g.instance_labels),
+                         ("kg_instance_kinds", g.instance_kinds), ("kg_predicates", g.predicates)):
+        out[name] = _blob(values)
+        out[f"{name}_len"] = _lengths(values)
+    out["kg_label_mask"] = np.asarray([x is not None for x in g.instance_labels], dtype=bool)
+    out["kg_kind_mask"] = np.asarray([x is not None for x in g.instance_kinds], dtype=bool)
+    out["kg_sizes"] = np.asarray([len(g.instance_ids), len(g.predicates)], dtype=np.int64)
+    return out
+
+
+def _read_graph(z, n: int) -> KnowledgeGraph:
+    """The knowledge graph of a cache, its arrays checked (sizes, index ranges, sorted unique
+    triples) so that no lookup reads out of bounds; the content hash covers its content."""
+    files = set(z.files)
+    if "kg_sizes" not in files:
+        return EMPTY_GRAPH
+    m, n_pred = (int(x) for x in z["kg_sizes"])
+    arrays = {name: z[f"kg_{name}"] for name in _KG_ARRAYS}
+    for name, a in arrays.items():
+        if a.ndim != 1 or a.dtype.kind not in "iu":
+            raise InputError(f"array kg_{name} is not a 1-d integer array")
+
+    def strings(name: str, count: int) -> list[str]:
+        vals = _unblob(z[name], count, z[f"{name}_len"] if f"{name}_len" in files else None)
+        if len(vals) != count:
+            raise ValueError(f"{name}: {len(vals)} strings for {count} entries")
+        return vals
+
+    def masked(name: str, mask: str) -> tuple:
+        vals = strings(name, m)
+        mk = z[mask]
+        if mk.shape != (m,):
+            raise ValueError(f"{mask}: wrong length")
+        return tuple(v if ok else None for v, ok in zip(vals, mk.tolist()))
+
+    s, q, o, tp, ti = arrays["s"], arrays["p"], arrays["o"], arrays["type_ptr"], arrays["type_idx"]
+    e = n + m
+    if (tp.size != m + 1 or tp[0] != 0 or (np.diff(tp) < 0).any() or tp[-1] != ti.size
+            or arrays["instance_status"].size != m or arrays["instance_replaced_by"].size != m
+            or not (s.size == q.size == o.size)
+            or (s.size and (min(int(s.min()), int(o.min()), int(q.min())) < 0 or max(int(s.max()), int(o.max())) >= e
+                            or int(q.max()) >= n_pred))
+            or (ti.size and (ti.min() < 0 or ti.max() >= n))):
+        raise InputError("corrupt knowledge-graph arrays in the compiled ontology")
+    key = (s.astype(np.int64) * max(n_pred, 1) + q) * max(e, 1) + o
+    if key.size > 1 and not (np.diff(key) > 0).all():
+        raise InputError("knowledge-graph triples are not sorted and unique (the cache was modified)")
+    return KnowledgeGraph(
+        n_nodes=n,
+        instance_ids=tuple(strings("kg_instance_ids", m)),
+        instance_labels=masked("kg_instance_labels", "kg_label_mask"),
+        instance_kinds=masked("kg_instance_kinds", "kg_kind_mask"),
+        predicates=tuple(strings("kg_predicates", n_pred)),
+        **arrays,
+    )
 
 
 def _check_arrays(a: dict[str, np.ndarray], n: int) -> None:

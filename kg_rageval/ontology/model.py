@@ -35,12 +35,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UnknownIdError
+from ..errors import ConfigError, UnknownIdError
+from .graph import EMPTY_GRAPH, KnowledgeGraph
 
 VIRTUAL_ROOT_ID = "kgr:virtual-root"
 """Id of the virtual root added above several real roots."""
@@ -63,12 +65,23 @@ RELATIONS = (
 
 @dataclass(frozen=True)
 class Property:
-    """An object property of the ontology with its declared domain and range (node ids)."""
+    """An object property (a relation predicate) with its declared domain and range: node
+    ids (classes, checked by subsumption) or kinds (node types / instance kinds, see
+    :mod:`kg_rageval.ontology.graph`); several are a union. ``max_cardinality``: at most that
+    many objects per subject (OWL ``FunctionalProperty`` → 1), ``None`` when not declared."""
 
     id: str
     label: str | None = None
     domain: tuple[str, ...] = ()
     range: tuple[str, ...] = ()
+    max_cardinality: int | None = None
+
+    def as_dict(self) -> dict:
+        d: dict[str, object] = {"id": self.id, "label": self.label, "domain": list(self.domain),
+                                "range": list(self.range)}
+        if self.max_cardinality is not None:
+            d["max_cardinality"] = self.max_cardinality
+        return d
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,9 +114,17 @@ class Ontology:
     stored_hash: str | None = None
     alias_ids: tuple[str, ...] = ()
     alias_targets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    version: str | None = None
+    """The release the source declares (OBO ``data-version``, ``owl:versionInfo`` /
+    ``owl:versionIRI``, the ATT&CK collection's ``x_mitre_version``); ``None`` when it declares
+    none. Not part of :attr:`content_hash` (two files with the same content are the same
+    ontology whatever they call themselves)."""
     placed_under_root: tuple[str, ...] = ()
     """Deprecated/revoked terms without parent or child that compiling placed under the root
     (they are not roots of the hierarchy; see :meth:`OntologyBuilder.build`)."""
+    graph: KnowledgeGraph = EMPTY_GRAPH
+    """Typed instances and relation triples (:mod:`kg_rageval.ontology.graph`); empty for a
+    pure taxonomy."""
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -166,6 +187,31 @@ class Ontology:
         except KeyError:
             raise UnknownIdError(node_id, hint=self._suggest(node_id)) from None
 
+    @property
+    def id_index(self) -> Mapping[str, int]:
+        """Read-only mapping id → index (exact ids; for tight per-id loops; do not modify)."""
+        return self._index
+
+    def lookup(self, node_ids: Sequence[str]) -> np.ndarray:
+        """Vectorised lookup: the index of every id (int64, ``-1`` where absent), trying each
+        id as given, then as its expanded CURIE, then as the compacted IRI. Aliases are not
+        followed (:class:`~kg_rageval.ontology.resolver.IdResolver` decides that)."""
+        get = self._index.get
+        idx = np.fromiter((get(i, -1) if isinstance(i, str) else -1 for i in node_ids), dtype=np.int64,
+                          count=len(node_ids))
+        miss = np.flatnonzero(idx < 0)
+        if miss.size and self.prefixes:
+            for j in miss.tolist():
+                v = node_ids[j]
+                if not isinstance(v, str):
+                    continue
+                i = get(self.expand_curie(v))
+                if i is None:
+                    i = get(self.compact_iri(v))
+                if i is not None:
+                    idx[j] = i
+        return idx
+
     # ------------------------------------------------------------------ aliases
     @cached_property
     def _alias_index(self) -> dict[str, int]:
@@ -214,7 +260,7 @@ class Ontology:
         arr = np.asarray(out, dtype=np.int32)
         if arr.size and arr.min() < 0:
             node_ids = list(node_ids) if not isinstance(node_ids, Sequence) else node_ids
-            bad = sorted({str(node_ids[k]) for k in np.flatnonzero(arr < 0)})
+            bad = sorted({str(node_ids[int(k)]) for k in np.flatnonzero(arr < 0)})
             hint = None
             aliased = [b for b in bad if b in self._alias_index]
             if aliased:
@@ -332,6 +378,15 @@ class Ontology:
         """Sorted ancestor-or-self indices of node ``i`` (the row ends with ``i``)."""
         return self.anc_idx[self.anc_ptr[i] : self.anc_ptr[i + 1]]
 
+    def ancestor_rows(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Vectorised ancestor-or-self sets of many nodes: ``(lens, ancestors)`` where
+        ``ancestors`` concatenates each node's sorted ancestor-or-self row (the node last) and
+        ``lens[i]`` is the length of node ``indices[i]``'s row."""
+        from .csr import csr_gather
+
+        rows = np.asarray(indices, dtype=np.int64)
+        return self.anc_ptr[rows + 1] - self.anc_ptr[rows], csr_gather(self.anc_ptr, self.anc_idx, rows)
+
     def parents(self, node_id: str) -> list[str]:
         return [self.ids[p] for p in self.parent_indices(self.index(node_id))]
 
@@ -382,6 +437,118 @@ class Ontology:
         """True when ``ancestor`` is a proper ancestor of ``descendant``."""
         return self.is_ancestor_index(self.index(ancestor), self.index(descendant))
 
+    @cached_property
+    def _anc_keys(self) -> np.ndarray:
+        n = max(len(self.ids), 1)
+        owner = np.repeat(np.arange(len(self.ids), dtype=np.int64), np.diff(self.anc_ptr))
+        return owner * n + self.anc_idx
+
+    def is_ancestor_or_self_many(self, anc: np.ndarray, desc: np.ndarray) -> np.ndarray:
+        """Vectorised: ``anc[k]`` is an ancestor-or-self of ``desc[k]`` (node indices), by
+        binary search in the flattened, sorted closure."""
+        a = np.asarray(anc, dtype=np.int64)
+        d = np.asarray(desc, dtype=np.int64)
+        if not a.size:
+            return np.zeros(0, dtype=bool)
+        keys = self._anc_keys
+        key = d * max(len(self.ids), 1) + a
+        pos = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+        return keys[pos] == key
+
+    # ------------------------------------------------------------------ entities (graph)
+    def entity_index(self, entity_id: str) -> int:
+        """Entity index of a node id (its node index) or an instance id (``len(self) + k``);
+        raises :class:`UnknownIdError` (aliases are not accepted, as for :meth:`index`)."""
+        i = self._index.get(entity_id)
+        if i is not None:
+            return i
+        k = self.graph._instance_index.get(entity_id)
+        if k is not None:
+            return k
+        raise UnknownIdError(entity_id, hint=self._suggest(entity_id))
+
+    def entity_indices(self, entity_ids: Iterable[str]) -> np.ndarray:
+        """Entity indices (int64), -1 for ids that are neither a node nor an instance."""
+        ids = entity_ids if isinstance(entity_ids, list) else list(entity_ids)
+        get = self._entity_index.get
+        try:
+            return np.fromiter(map(get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
+        except TypeError:  # an unhashable id
+            return np.asarray([get(e, -1) if isinstance(e, str) else -1 for e in ids], dtype=np.int64)
+
+    @cached_property
+    def _entity_index(self) -> dict[str, int]:
+        if not self.graph:
+            return self._index
+        return {**self.graph._instance_index, **self._index}
+
+    def entity_id(self, e: int) -> str:
+        n = len(self.ids)
+        return self.ids[e] if e < n else self.graph.instance_ids[e - n]
+
+    def entity_label(self, e: int) -> str | None:
+        n = len(self.ids)
+        return self.labels[e] if e < n else self.graph.instance_labels[e - n]
+
+    def is_entity(self, entity_id: str) -> bool:
+        return entity_id in self._entity_index
+
+    @cached_property
+    def _entity_kinds(self) -> tuple[tuple[str, ...], np.ndarray]:
+        kinds = list(self.node_types) + list(self.graph.instance_kinds)
+        names = tuple(sorted({k for k in kinds if k}))
+        code = {k: c for c, k in enumerate(names)}
+        return names, np.asarray([code.get(k, -1) if k else -1 for k in kinds], dtype=np.int32)
+
+    @property
+    def entity_kind_names(self) -> tuple[str, ...]:
+        """Sorted kinds of the entities (node types and instance kinds)."""
+        return self._entity_kinds[0]
+
+    @property
+    def entity_kind_codes(self) -> np.ndarray:
+        """Kind code (index into :attr:`entity_kind_names`, -1 none) of every entity."""
+        return self._entity_kinds[1]
+
+    def entity_kind(self, e: int) -> str | None:
+        c = int(self.entity_kind_codes[e])
+        return self.entity_kind_names[c] if c >= 0 else None
+
+    @cached_property
+    def entity_status(self) -> np.ndarray:
+        """Status code of every entity (nodes, then instances)."""
+        return np.concatenate([self.status.astype(np.int8), self.graph.instance_status.astype(np.int8)])
+
+    def property(self, predicate: str) -> Property | None:
+        """The declared :class:`Property` ``predicate``, or ``None``."""
+        return self._properties.get(predicate)
+
+    @cached_property
+    def _properties(self) -> dict[str, Property]:
+        return {q.id: q for q in self.properties}
+
+    def triples(self, subject: str | None = None, predicate: str | None = None,
+                object: str | None = None) -> list[tuple[str, str, str]]:
+        """Relation triples as id tuples, filtered by any of subject/predicate/object ids
+        (unknown ids match nothing)."""
+        g = self.graph
+        if predicate is not None and g.predicate_index(predicate) < 0:
+            return []
+        try:
+            si = None if subject is None else self.entity_index(subject)
+            oi = None if object is None else self.entity_index(object)
+        except UnknownIdError:
+            return []
+        pi = None if predicate is None else g.predicate_index(predicate)
+        pos = g.positions(subject=si, predicate=pi, object=oi)
+        return [(self.entity_id(a), g.predicates[b], self.entity_id(c))
+                for a, b, c in zip(g.s[pos].tolist(), g.p[pos].tolist(), g.o[pos].tolist())]
+
+    def has_triple(self, subject: str, predicate: str, object: str) -> bool:
+        s, o = self.entity_indices([subject, object]).tolist()
+        return bool(self.graph.contains(np.array([s]), np.array([self.graph.predicate_index(predicate)]),
+                                        np.array([o]))[0])
+
     def depth(self, node_id: str, *, kind: str = "min") -> int:
         """Edges from the root (root depth 0); ``kind`` is ``"min"`` or ``"max"``."""
         i = self.index(node_id)
@@ -389,7 +556,7 @@ class Ontology:
             return int(self.depth_min[i])
         if kind == "max":
             return int(self.depth_max[i])
-        raise ValueError(f"kind must be 'min' or 'max', not {kind!r}")
+        raise ConfigError(f"kind must be 'min' or 'max', not {kind!r}")
 
     def common_ancestor_indices(self, a: int, b: int) -> np.ndarray:
         return np.intersect1d(
@@ -485,8 +652,9 @@ class Ontology:
     def content_hash(self) -> str:
         """sha256 of the ontology's content, independent of loading order: the sorted nodes
         (id, label, status, replacement), the sorted (child, parent) edges and, only when there
-        are any (so hashes of ontologies without aliases are unchanged), the sorted
-        (alias, target) pairs."""
+        are any (so hashes of ontologies without aliases, instances or triples are unchanged),
+        the sorted (alias, target) pairs, the sorted instances (id, label, kind, status,
+        classes) and the sorted (subject, predicate, object) triples."""
         if self.stored_hash:
             return self.stored_hash
         ids, labels = self.ids, self.labels
@@ -516,6 +684,20 @@ class Ontology:
                 f"A\x1f{a}\x1f{ids[t]}\n"
                 for a, t in sorted(zip(self.alias_ids, targets))
             )
+        g = self.graph
+        if g:
+            gi = g.instance_ids
+            st = g.instance_status.tolist()
+            parts.extend(sorted(
+                f"I\x1f{gi[k]}\x1f{g.instance_labels[k] or ''}\x1f{g.instance_kinds[k] or ''}\x1f{st[k]}"
+                f"\x1f{','.join(sorted(ids[c] for c in g.instance_types(k).tolist()))}\n"
+                for k in range(len(gi))
+            ))
+            eid = self.entity_id
+            parts.extend(sorted(
+                f"T\x1f{eid(a)}\x1f{g.predicates[b]}\x1f{eid(c)}\n"
+                for a, b, c in zip(g.s.tolist(), g.p.tolist(), g.o.tolist())
+            ))
         h = hashlib.sha256("".join(parts).encode())
         return "sha256:" + h.hexdigest()
 
@@ -548,13 +730,15 @@ class Ontology:
             "with_synonyms": sum(1 for s in self.synonyms if s),
             "with_definition": sum(1 for d in self.definitions if d),
             "node_types": _count(t for t in self.node_types if t),
-            "properties": [
-                {"id": p.id, "label": p.label, "domain": list(p.domain), "range": list(p.range)}
-                for p in self.properties
-            ],
+            "properties": [p.as_dict() for p in self.properties],
+            "instances": self.graph.n_instances,
+            "instances_by_kind": self.graph.counts_by_kind(),
+            "relations": self.graph.n_triples,
+            "relations_by_predicate": self.graph.counts_by_predicate(),
             "prefixes": dict(self.prefixes),
             "ancestor_closure_entries": int(self.anc_idx.size),
             "diagnostics": dict(self.diagnostics),
+            "version": self.version,
             "content_hash": self.content_hash,
         }
 

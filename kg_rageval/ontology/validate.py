@@ -221,10 +221,13 @@ def ontology_to_graph(ontology: Ontology):
         g.add((pr, RDF.type, OWL.ObjectProperty))
         if prop.label:
             g.add((pr, RDFS.label, Literal(prop.label)))
+        # kinds (STIX types of the knowledge graph) are no classes: only node ids are rendered
         for d in prop.domain:
-            g.add((pr, RDFS.domain, URIRef(iri(d))))
+            if d in ontology:
+                g.add((pr, RDFS.domain, URIRef(iri(d))))
         for r in prop.range:
-            g.add((pr, RDFS.range, URIRef(iri(r))))
+            if r in ontology:
+                g.add((pr, RDFS.range, URIRef(iri(r))))
     return g, back
 
 

@@ -8,11 +8,15 @@
    :func:`~kg_rageval.generation.verifiers.sentence_claims`); a sentence's citations are its
    inline markers: ``[doc-12]`` naming a cited id, or ``[1]`` (1-based) indexing
    ``answer.citations``. Several ids may share a bracket (``[doc-1, doc-2]`` or ``[1][2]``).
-   Only when the answer carries **no** inline marker at all is completeness left unscored
-   (``no claim-level citations``): answer-level citations cannot say which claim they support.
+   An answer that cites nothing at all (no inline marker, no ``answer.citations``, no
+   ``answer.claims``) is **uncited**: every sentence is a claim without a citation (it counts
+   0 towards completeness, it is not left out). Only an answer with answer-level citations but
+   no inline marker is left unscored (``no claim-level citations``): answer-level citations
+   cannot say which claim they support.
 
 ``citation_completeness`` = Σ claims with ≥ 1 citation / Σ claims. A refused answer or one
-without claims adds nothing (it is counted in ``no_claims``).
+without claims (no text) adds nothing (it is counted in ``no_claims``); ``uncited_answers`` =
+non-refused answers with claims and no citation at all / answers with claims.
 
 **Precision / recall** on records with ``retrieval.gold``: with C the set of cited ids
 (``answer.citations`` ∪ claim citations) and G the gold evidence,
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from ..generation.verifiers import sentence_claims
 from ..records import Record, absent_answer_code, record_error
@@ -35,18 +39,20 @@ _MARKER = re.compile(r"\[([^\[\]]+)\]")
 class CitationFamily(Family):
     name = "citations"
     version = "1"
-    stats = ("answers", "no_claims", "claims", "cited_claims", "with_gold", "cited", "cited_gold", "gold")
+    stats = ("answers", "no_claims", "claims", "cited_claims", "with_claims", "uncited", "with_gold", "cited",
+             "cited_gold", "gold")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("citation_precision", sums["cited_gold"], sums["cited"], missing="no citations on records with gold evidence")
         r = ratio("citation_recall", sums["cited_gold"], sums["gold"], missing="no gold evidence")
-        return {
-            "citation_completeness": ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
-            "citation_precision": p,
-            "citation_recall": r,
-            "citation_f1": harmonic("citation_f1", p, r),
-            "no_claims": Metric("no_claims", sums["no_claims"]),
-        }
+        return named(
+            ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
+            p,
+            r,
+            harmonic("citation_f1", p, r),
+            ratio("uncited_answer_rate", sums["uncited"], sums["with_claims"], missing="no answers with claims"),
+            Metric("no_claims", sums["no_claims"]),
+        )
 
 
 def _inline(sentence: str, cites: list[str]) -> list[str]:
@@ -78,7 +84,9 @@ def claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     text = answer_text(record) or ""
     cites = citations(record) or []
     if not _MARKER.search(text):
-        return None
+        if cites:
+            return None  # answer-level citations only: which claim do they support?
+        return [(s, []) for s in sentence_claims(text)]  # cites nothing: every claim uncited
     return [(s, _inline(s, cites)) for s in sentence_claims(text)]
 
 
@@ -101,6 +109,10 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         else:
             row["claims"] = len(claims)
             row["cited_claims"] = sum(1 for _, c in claims if c)
+            row["with_claims"] = 1
+            if row["cited_claims"] == 0 and not cited_ids:
+                row["uncited"] = 1
+                row["completeness"] = "uncited answer"
             for _, c in claims:
                 cited_ids.update(c)
         gold = gold_documents(r)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
 from ..generation.fields import all_slice_keys, citations, row_keys, section
 from ..records import Record, absent_answer_code
 from .citations import claim_citations
@@ -30,10 +30,10 @@ class ProvenanceDepthFamily(Family):
     stats = ("citations", "in_corpus", "resolved")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
-        return {
-            "provenance_depth": ratio("provenance_depth", sums["resolved"], sums["citations"], missing="no citations"),
-            "citation_in_corpus_rate": ratio("citation_in_corpus_rate", sums["in_corpus"], sums["citations"], missing="no citations"),
-        }
+        return named(
+            ratio("provenance_depth", sums["resolved"], sums["citations"], missing="no citations"),
+            ratio("citation_in_corpus_rate", sums["in_corpus"], sums["citations"], missing="no citations"),
+        )
 
 
 def cited_ids(record: Record) -> list[str]:

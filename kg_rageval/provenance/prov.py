@@ -114,7 +114,8 @@ def export_prov(
 
 def validate_prov(graph: "rdflib.Graph", *, shapes: str | Path | None = None) -> dict[str, Any]:
     """Validate a trail against the SHACL shape: ``{"conforms", "violations", "messages",
-    "report"}`` (``messages``: up to 50 ``focus node: message`` strings)."""
+    "report", "focus_nodes"}`` (``messages``: up to 50 ``focus node: message`` strings;
+    ``focus_nodes``: the IRIs of every node with a violation)."""
     import pyshacl
     from rdflib import Graph, Namespace
     from rdflib.namespace import RDF
@@ -137,4 +138,6 @@ def validate_prov(graph: "rdflib.Graph", *, shapes: str | Path | None = None) ->
         msg = report_graph.value(res, sh.resultMessage)
         pathv = report_graph.value(res, sh.resultPath)
         msgs.append(f"{focus}: {pathv}: {msg}")
-    return {"conforms": bool(conforms), "violations": len(results), "messages": sorted(msgs), "report": report_text}
+    focus = sorted({str(report_graph.value(res, sh.focusNode)) for res in results})
+    return {"conforms": bool(conforms), "violations": len(results), "messages": sorted(msgs), "report": report_text,
+            "focus_nodes": focus}

@@ -9,7 +9,7 @@ For every record of the base run and every repeat run that holds the same record
 * ``same_both`` — both.
 
 ``identical_answer_rate`` = Σ same_answer / Σ pairs (likewise for citations and both). A base
-record absent from a repeat run is unscored (``missing in repeat <n>``); repeat records unknown to
+record absent from a repeat run is unscored (reason ``missing in repeat``, with ``repeat`` = n); repeat records unknown to
 the base run are counted in ``meta['extra_in_repeat']``.
 """
 
@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, flag, row_keys
 from ..records import Record
+from ..records.reasons import Reason
+from ..records.reasons import unscored as unscored_entry
 from .depth import cited_ids
 
 
@@ -30,11 +32,11 @@ class ReproducibilityFamily(Family):
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         miss = "no repeated records"
-        return {
-            "identical_answer_rate": ratio("identical_answer_rate", sums["same_answer"], sums["pairs"], missing=miss),
-            "identical_citation_rate": ratio("identical_citation_rate", sums["same_citations"], sums["pairs"], missing=miss),
-            "identical_rate": ratio("identical_rate", sums["same_both"], sums["pairs"], missing=miss),
-        }
+        return named(
+            ratio("identical_answer_rate", sums["same_answer"], sums["pairs"], missing=miss),
+            ratio("identical_citation_rate", sums["same_citations"], sums["pairs"], missing=miss),
+            ratio("identical_rate", sums["same_both"], sums["pairs"], missing=miss),
+        )
 
 
 def _answer_key(r: Record) -> tuple[str | None, bool]:
@@ -52,7 +54,8 @@ def score_reproducibility(base: Iterable[Record], repeats: Sequence[Iterable[Rec
         for r in base:
             other = by_id.get(r["id"])
             if other is None:
-                unscored.append({"record_id": r["id"], "reason": f"missing in repeat {n}", "code": "missing_prediction"})
+                unscored.append({**unscored_entry(r["id"], "missing in repeat", Reason.MISSING_PREDICTION),
+                                 "repeat": n})
                 continue
             sa = _answer_key(r) == _answer_key(other)
             sc = set(cited_ids(r)) == set(cited_ids(other))

@@ -1,10 +1,9 @@
-"""All provenance checks over one run (and its repeats)."""
+"""All provenance checks over one run (and its repeats, its run manifests, its PROV-O trail)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
-
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..evaluation import EvaluationSet
 from ..records import Record
@@ -24,19 +23,36 @@ def score_provenance(
     *,
     corpus: Corpus,
     repeats: Sequence[Iterable[Record] | str | Path] = (),
+    manifests: Sequence[Mapping[str, Any] | str | Path] = (),
+    trail: bool = False,
 ) -> EvaluationSet:
-    """``{"citations", "provenance_depth"}`` plus ``"reproducibility"`` when repeats are given
-    (an :class:`EvaluationSet` of family ``provenance``). A repeat given as a path is read with
-    :func:`~kg_rageval.records.read_records`. The ontology is not used (the family's evidence
-    is the corpus); it is the first argument like every family's."""
+    """``{"citations", "provenance_depth"}`` plus ``"reproducibility"`` when repeats are given,
+    ``"run_manifests"`` when manifests are given and ``"prov_trail"`` with ``trail=True``
+    (:mod:`.audit_trail`): an :class:`EvaluationSet` of family ``provenance``.
+
+    ``repeats``: record lists or paths of repeated runs' records files (read with
+    :func:`~kg_rageval.records.read_records`); ``manifests``: manifest objects or paths (the
+    first describes ``records``), checked against ``corpus`` and the ontology's content hash
+    (the audit resolves paths against its config's directory)."""
     from ..records import read_records
+    from .audit_trail import score_manifests, score_trail
+    from .manifest import read_manifest
 
     records = list(records)
     out = EvaluationSet("provenance", {"citations": score_citations(records),
                                        "provenance_depth": score_depth(records, corpus)})
-    if repeats:
-        runs = [read_records(r) if isinstance(r, (str, Path)) else list(r) for r in repeats]
+    if isinstance(repeats, (str, Path)):
+        repeats = [repeats]
+    if isinstance(manifests, (str, Path)):
+        manifests = [manifests]
+    runs = [read_records(r) if isinstance(r, (str, Path)) else list(r) for r in repeats]
+    if runs:
         out["reproducibility"] = score_reproducibility(records, runs)
+    mans = [read_manifest(m) if isinstance(m, (str, Path)) else dict(m) for m in manifests]
+    if mans:
+        out["run_manifests"] = score_manifests(mans, corpus=corpus, ontology=ontology)
+    if trail:
+        out["prov_trail"] = score_trail(records, manifest=mans[0] if mans else None, corpus=corpus)
     return out
 
 

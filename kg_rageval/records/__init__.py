@@ -22,10 +22,11 @@ from ._io import (
     write_records,
 )
 from .reasons import MISSING_RUN_CODES, Reason, absent_answer_code, unscored
-from .slices import record_slices, slice_keys, slice_text, slice_values
+from .slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
 __all__ = [
-    "MISSING_RUN_CODES", "Reason", "Record", "absent_answer_code", "STRUCTURED_SUFFIXES", "iter_jsonl", "iter_objects", "located",
-    "read_records", "read_structured", "record_error", "record_slices", "record_text", "slice_keys", "slice_text",
+    "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "iter_jsonl",
+    "iter_objects", "located", "read_records", "read_structured", "record_error", "record_slices", "record_text",
+    "slice_keys", "slice_text", "slice_texts",
     "slice_values", "unscored", "where", "write_records",
 ]

@@ -27,6 +27,13 @@ def slice_text(value: Any) -> str | None:
         return str(value)
 
 
+def slice_texts(values: list[Any]) -> list[str | None]:
+    """:func:`slice_text` of each value (a list of texts and ``None`` is returned as it is)."""
+    if set(map(type, values)) <= {str, type(None)}:
+        return values
+    return [slice_text(v) for v in values]
+
+
 def record_slices(record: Mapping[str, Any]) -> dict[str, str]:
     """``{"slice:<name>": text}`` for a record's slices (``None`` values and a missing or
     non-object ``slices`` give no keys)."""

@@ -15,7 +15,7 @@ from .measures import Aggregate, PerQueryMeasures, aggregate, compute, trec_eval
 from .rerank import rerank_delta
 from .significance import Comparison, branch_masks, compare_systems, html_section, render
 from .metrics import PerQuery, RetrievalFamily, evaluate, evaluate_dicts, evaluate_run, metric_names
-from .preference import HardSoftResult, hard_vs_soft
+from .preference import HardSoftResult, PreferenceFamily, hard_vs_soft, score_preference
 from .runs import Qrels, Run, Vocab
 from .score import category_diagnosis, score_retrieval
 from .trec import (load_qrels, load_run, read_beir_qrels, read_json_qrels, read_json_run, read_qrels, read_run,
@@ -27,9 +27,9 @@ __all__ = [
     "load_qrels", "load_run", "normalise", "parse_measure", "parse_measures", "query_gold_nodes",
     "read_json_qrels", "read_json_run", "read_query_nodes", "render", "rerank_delta", "score_run",
     "to_evaluation", "trec_eval_lines",
-    "Corpus", "DEFAULT_ENTITLEMENT_FIELDS", "Filter", "HardSoftResult", "OPS", "PairedComparison",
+    "Corpus", "DEFAULT_ENTITLEMENT_FIELDS", "Filter", "HardSoftResult", "OPS", "PairedComparison", "PreferenceFamily",
     "PerQuery", "Qrels", "RetrievalFamily", "Run", "Vocab", "bootstrap_ci", "category_diagnosis", "compare_runs",
     "evaluate", "evaluate_dicts", "evaluate_run", "hard_vs_soft", "metric_names", "paired_compare", "parse_filters",
     "permutation_p", "predicate_counts", "read_beir_qrels", "read_corpus", "read_qrels", "read_run",
-    "replay", "rrf", "rrf_runs", "score_retrieval", "write_beir_qrels", "write_qrels", "write_run",
+    "replay", "rrf", "rrf_runs", "score_preference", "score_retrieval", "write_beir_qrels", "write_qrels", "write_run",
 ]

@@ -1,8 +1,8 @@
-"""Optional numba kernel for :func:`kg_rageval.retrieval.metrics.evaluate_run`.
+"""Optional numba kernels for :func:`kg_rageval.retrieval.metrics.evaluate_run`.
 
-One pass over each run query (parallel over queries): look up every ranked document's grade
-by binary search in the query's sorted judgements and accumulate hits and DCG at every cut-off,
-the first relevant rank, the AP sum and the R-precision hits. The numpy path in
+Parallel over run queries: look up every ranked document's grade by binary search in the
+query's sorted judgements, then (one accumulation loop, :func:`grades_kernel`) accumulate hits
+and DCG at every cut-off, the first relevant rank, the AP sum and the R-precision hits. The numpy path in
 :mod:`.metrics` computes the same numbers; tests hold them equal. numba is optional: without
 it (or for small inputs, where compiling would cost more than it saves) the numpy path runs.
 """
@@ -16,41 +16,30 @@ import importlib.util
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 """numba is imported only when a kernel is first used (importing it costs most of a second)."""
 
-_compiled = None
+_lookup = None
 
 
-def _build():
-    global _compiled
-    if _compiled is not None:
-        return _compiled
+def _build_lookup():
+    global _lookup
+    if _lookup is not None:
+        return _lookup
     from numba import njit, prange
 
     @njit(parallel=True, cache=True, nogil=True)
-    def kernel(rptr, rdocs, qrow_of_run, qptr, qdocs, qgrades, ks, binary, disc,
-               out_hits, out_dcg, out_rank1, out_ap, out_rprec):  # pragma: no cover - jitted
-        nk = ks.shape[0]
+    def kernel(rptr, rdocs, qrow_of_run, qptr, qdocs, qgrades, out_grades, out_R):  # pragma: no cover - jitted
         for i in prange(qrow_of_run.shape[0]):
             r = qrow_of_run[i]
             if r < 0:
-                continue
+                continue  # grades stay 0: every accumulated number of the row is 0
             a = qptr[r]
             b = qptr[r + 1]
             R = 0
             for t in range(a, b):
                 if qgrades[t] >= 1.0:
                     R += 1
-            s = rptr[i]
-            e = rptr[i + 1]
-            hits = 0
-            dcg = 0.0
-            ap = 0.0
-            rank1 = 0
-            kk = 0
-            rprec = -1
-            for j in range(s, e):
+            out_R[i] = R
+            for j in range(rptr[i], rptr[i + 1]):
                 d = rdocs[j]
-                pos = j - s
-                g = 0.0
                 if d >= 0:
                     lo = a
                     hi = b
@@ -61,51 +50,25 @@ def _build():
                         else:
                             hi = mid
                     if lo < b and qdocs[lo] == d:
-                        g = qgrades[lo]
-                if g >= 1.0:
-                    hits += 1
-                    if rank1 == 0:
-                        rank1 = pos + 1
-                    ap += hits / (pos + 1.0)
-                    dcg += (1.0 if binary else g) * disc[pos]
-                elif g > 0.0 and not binary:
-                    dcg += g * disc[pos]
-                while kk < nk and ks[kk] == pos + 1:
-                    out_hits[i, kk] = hits
-                    out_dcg[i, kk] = dcg
-                    kk += 1
-                if pos + 1 == R:
-                    rprec = hits
-            while kk < nk:
-                out_hits[i, kk] = hits
-                out_dcg[i, kk] = dcg
-                kk += 1
-            if rprec < 0:
-                rprec = hits
-            out_rank1[i] = rank1
-            out_ap[i] = ap
-            out_rprec[i] = rprec
+                        out_grades[j] = qgrades[lo]
 
-    _compiled = kernel
+    _lookup = kernel
     return kernel
 
 
 def run_kernel(rptr, rdocs, qrow_of_run, qptr, qdocs, qgrades, ks, binary, disc):
-    """Per run query: (hits[n, nk], dcg[n, nk], rank1[n], ap_sum[n], rprec_hits[n])."""
-    kernel = _build()
-    n, nk = len(qrow_of_run), len(ks)
-    hits = np.zeros((n, nk), dtype=np.int64)
-    dcg = np.zeros((n, nk))
-    rank1 = np.zeros(n, dtype=np.int64)
-    ap = np.zeros(n)
-    rprec = np.zeros(n, dtype=np.int64)
-    kernel(
-        rptr.astype(np.int64, copy=False), rdocs.astype(np.int64, copy=False),
-        qrow_of_run.astype(np.int64, copy=False), qptr.astype(np.int64, copy=False),
-        qdocs.astype(np.int64, copy=False), qgrades.astype(np.float64, copy=False),
-        np.asarray(ks, dtype=np.int64), bool(binary), disc, hits, dcg, rank1, ap, rprec,
-    )
-    return hits, dcg, rank1, ap, rprec
+    """Per run query: (hits[n, nk], dcg[n, nk], rank1[n], ap_sum[n], rprec_hits[n]).
+
+    Two compiled passes: each ranked document's grade by binary search in its query's sorted
+    judgements (and each query's relevant count R), then the one accumulation loop of
+    :func:`grades_kernel`."""
+    rptr = rptr.astype(np.int64, copy=False)
+    grades = np.zeros(len(rdocs))
+    R = np.zeros(len(qrow_of_run), dtype=np.int64)
+    _build_lookup()(rptr, rdocs.astype(np.int64, copy=False), qrow_of_run.astype(np.int64, copy=False),
+                    qptr.astype(np.int64, copy=False), qdocs.astype(np.int64, copy=False),
+                    qgrades.astype(np.float64, copy=False), grades, R)
+    return grades_kernel(rptr, grades, R, ks, binary, disc)
 
 
 _tokenizer = None

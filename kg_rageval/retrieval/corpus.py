@@ -103,7 +103,7 @@ class Corpus:
         cats: list[int] = []
         field_rows: dict[str, tuple[list[int], list[int], dict[str, int]]] = {}
         seen: dict[str, int] = {}
-        oindex = ontology._index
+        oindex = ontology.id_index
         n_unknown = 0
         for pos, d in enumerate(docs):
             loc = f"line {_lines[pos]}" if _lines is not None else f"document {pos}"

@@ -12,7 +12,11 @@ produced it). Operators:
   of its categories has V in its ancestor-or-self row. ``within`` is only allowed on the
   category field (``"category"`` or the corpus's ``category_field``).
 
-``eq``/``in`` on the category field compare category ids exactly (no descendants). A document
+``eq``/``in`` on the category field compare category ids exactly (no descendants). A filter on
+an **entitlement field** (``tenant``, ``jurisdiction``, ``status`` by default: the corpus's
+``entitlement_fields``) is refused as a relevance filter: who may see a document is the
+principal's business (``retrieval.principal``, judged apart), not a search predicate, and
+replaying it would count correct access control as false exclusion. A document
 passes a query's filters when it passes every one of them (conjunction). A field no document
 has makes ``eq``/``in``/``within`` exclude everything (that is what the system would do).
 
@@ -51,12 +55,18 @@ class Filter:
         return (self.field, op, tuple(sorted(set(self.values))))
 
 
-def parse_filter(raw: Any, where: str, *, category_field: str = "categories") -> Filter:
+def parse_filter(raw: Any, where: str, *, category_field: str = "categories",
+                 entitlement_fields: Sequence[str] = ()) -> Filter:
     if not isinstance(raw, Mapping):
         raise InputError(f"{where}: a filter must be an object with field, op, value; found {raw!r}")
     f, op, v = raw.get("field"), raw.get("op"), raw.get("value", raw.get("values"))
     if not isinstance(f, str) or not f:
         raise InputError(f"{where}.field: expected a field name, found {f!r}")
+    if f in entitlement_fields:
+        raise InputError(
+            f"{where}.field: {f!r} is an entitlement field; entitlement is not a relevance filter "
+            "(put the principal's access in retrieval.principal, which is judged apart)"
+        )
     if op not in OPS:
         raise InputError(f"{where}.op: {op!r} is not an operator; allowed: {list(OPS)}")
     if v is None:
@@ -79,10 +89,12 @@ def parse_filter(raw: Any, where: str, *, category_field: str = "categories") ->
     return Filter(f, op, tuple(value_key(x) for x in vals), src if isinstance(src, str) else None)
 
 
-def parse_filters(raw: Any, where: str, *, category_field: str = "categories") -> list[Filter]:
+def parse_filters(raw: Any, where: str, *, category_field: str = "categories",
+                  entitlement_fields: Sequence[str] = ()) -> list[Filter]:
     if not isinstance(raw, list):
         raise InputError(f"{where}: expected a list of filters, found {type(raw).__name__}")
-    return [parse_filter(x, f"{where}[{i}]", category_field=category_field) for i, x in enumerate(raw)]
+    return [parse_filter(x, f"{where}[{i}]", category_field=category_field, entitlement_fields=entitlement_fields)
+            for i, x in enumerate(raw)]
 
 
 def replay(
@@ -93,8 +105,15 @@ def replay(
     filters: Sequence[Sequence[Filter]],
     *,
     where: Sequence[str] | None = None,
+    resolver: Any = None,
+    unknown: list[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Replay each query's filters on its (query, document) pairs.
+
+    Ontology ids in category and ``within`` filters are the system's (predicted) values,
+    resolved by ``resolver`` (a :class:`~kg_rageval.ontology.IdResolver`: CURIE/IRI, aliases);
+    one the ontology lacks raises :class:`UnknownIdError` unless the resolver's ``on_unknown``
+    is ``"count"``: then it matches no document and is appended to ``unknown``.
 
     Parameters
     ----------
@@ -122,7 +141,7 @@ def replay(
     np.cumsum(np.bincount(pair_query, minlength=nq), out=pptr[1:])
     # flatten filters into (query, position, group) and value alternatives
     groups: dict[tuple[str, str], tuple[list[int], list[int], list[int], list[bool]]] = {}
-    oindex = ontology._index
+    oindex = ontology.id_index
     cat = corpus.category_field
     for q, fl in enumerate(filters):
         if pptr[q + 1] == pptr[q]:
@@ -139,9 +158,16 @@ def replay(
                     code = t.values.get(v, -1) if t is not None else -1
                 else:
                     code = oindex.get(v, -1)
+                    if code < 0 and resolver is not None:
+                        code = int(resolver.lookup([v])[0][0])
                     if code < 0:
-                        loc = where[q] if where is not None else f"query {q}"
-                        raise UnknownIdError(v, where=f"{loc}, filter on {f.field!r}")
+                        if resolver is None or resolver.options.on_unknown == "error":
+                            loc = where[q] if where is not None else f"query {q}"
+                            raise UnknownIdError(v, where=f"{loc}, filter on {f.field!r}",
+                                                 hint="on_unknown='count' counts a filter value the ontology "
+                                                      "lacks (it matches no document)")
+                        if unknown is not None:
+                            unknown.append(v)
                 fq.append(q)
                 fj.append(j)
                 fv.append(code)

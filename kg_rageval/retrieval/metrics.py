@@ -32,7 +32,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..evaluation import Family, Metric, mean_of, ratio
+from ..errors import ConfigError
+from ..evaluation import Family, Metric, Metrics, mean_of, ratio
 from .runs import Qrels, Run
 
 GAINS = ("graded", "binary")
@@ -42,10 +43,10 @@ def normalise_ks(k: int | Sequence[int]) -> tuple[int, ...]:
     """Sorted unique positive cut-offs; raises ``ValueError`` naming the bad value."""
     ks = (k,) if isinstance(k, (int, np.integer)) else tuple(k)
     if not ks:
-        raise ValueError("k: need at least one cut-off")
+        raise ConfigError("k: need at least one cut-off")
     for v in ks:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
-            raise ValueError(f"k must be positive integers, got {v!r}")
+            raise ConfigError(f"k must be positive integers, got {v!r}")
     return tuple(sorted({int(v) for v in ks}))
 
 
@@ -152,15 +153,15 @@ def evaluate_run(
     """
     ks = normalise_ks(k)
     if gain not in GAINS:
-        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
     if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
     from . import _kernels
 
     if engine == "auto":
         engine = "numba" if (_kernels.HAVE_NUMBA and len(run.docs) >= NUMBA_MIN_ENTRIES) else "numpy"
     if engine == "numba" and not _kernels.HAVE_NUMBA:
-        raise ValueError("engine='numba' needs the numba package (pip install numba)")
+        raise ConfigError("engine='numba' needs the numba package (pip install numba)")
     qrow_of_run = np.fromiter((qrels.qindex.get(q, -1) for q in run.qids), dtype=np.int64, count=len(run))
     lens = np.diff(run.ptr)
     binary = gain == "binary"
@@ -246,9 +247,9 @@ def evaluate_dicts(
 
     ks = normalise_ks(k)
     if gain not in GAINS:
-        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
     if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
     from . import _kernels
 
     q = Qrels.from_dict(qrels)
@@ -432,6 +433,8 @@ FILTER_STATS = (
     "fe_q_excluded",  # ... whose every eligible gold doc the relevance filters excluded
     "fe_docs_eligible",
     "fe_docs_excluded",
+    "fe_q_inconsistent",  # queries with a gold doc retrieved although their logged filters exclude it
+    "fe_docs_inconsistent",  # ... those gold docs (an inconsistent filter log, not an exclusion)
     "att_q",  # queries with >= 1 eligible gold doc and replayed filters (attribution base)
     "att_q_hit",  # an eligible gold doc in the top k_att
     "att_q_filter",  # missed: every eligible gold doc excluded by the filters
@@ -476,38 +479,43 @@ class RetrievalFamily(Family):
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         n = sums.get("n_scored", 0.0)
-        out: dict[str, Metric] = {}
+        out = Metrics()
         for m in self.metric_list:
             out[m] = mean_of(m, sums.get(f"{m}.sum", 0.0), n, missing="no scored queries with relevant gold")
         for c in ("n_scored", "n_missing_run", "n_no_gold", "n_no_gold_nonempty_run", "n_duplicates_removed",
                   "n_gold_ineligible", "n_q_gold_all_ineligible", "n_ineligible_retrieved",
-                  "n_gold_unknown", "n_filters_not_logged", "fe_q_eligible", "fe_q_excluded"):
+                  "n_gold_unknown", "n_filters_not_logged", "fe_q_eligible", "fe_q_excluded",
+                  "fe_q_inconsistent", "fe_docs_inconsistent"):
             out[c] = Metric(c, float(sums.get(c, 0.0)))
-        out["missing_run_rate"] = ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
-                                        missing="no scored queries")
-        out["filter_false_exclusion_rate"] = ratio(
+        out.add(ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
+                                        missing="no scored queries"))
+        out.add(ratio(
             "filter_false_exclusion_rate", sums.get("fe_q_excluded", 0.0), sums.get("fe_q_eligible", 0.0),
             missing="no queries with entitlement-eligible gold and replayed filters",
-        )
-        out["doc_exclusion_rate"] = ratio(
+        ))
+        out.add(ratio(
             "doc_exclusion_rate", sums.get("fe_docs_excluded", 0.0), sums.get("fe_docs_eligible", 0.0),
             missing="no entitlement-eligible gold documents with replayed filters",
-        )
+        ))
+        out.add(ratio(
+            "filter_log_inconsistency_rate", sums.get("fe_q_inconsistent", 0.0), sums.get("fe_q_eligible", 0.0),
+            missing="no queries with entitlement-eligible gold and replayed filters",
+        ))
         ka = self.attribution_k
         aq = sums.get("att_q", 0.0)
         for part in ("hit", "filter", "retriever", "ranker"):
-            out[f"attribution@{ka}.{part}"] = ratio(
+            out.add(ratio(
                 f"attribution@{ka}.{part}", sums.get(f"att_q_{part}", 0.0), aq,
                 missing="no queries with eligible gold and replayed filters",
-            )
+            ))
         ad = sums.get("att_docs", 0.0)
         for part in ("found", "filter", "retriever", "ranker"):
-            out[f"doc_attribution@{ka}.{part}"] = ratio(
+            out.add(ratio(
                 f"doc_attribution@{ka}.{part}", sums.get(f"att_docs_{part}", 0.0), ad,
                 missing="no eligible gold documents with replayed filters",
-            )
-        out["predicate_precision"] = ratio("predicate_precision", sums.get("pred_tp", 0.0), sums.get("pred_n", 0.0),
-                                           missing="no extracted filter predicates on records with gold_filters")
-        out["predicate_recall"] = ratio("predicate_recall", sums.get("pred_tp", 0.0), sums.get("gold_n", 0.0),
-                                        missing="no gold filter predicates")
+            ))
+        out.add(ratio("predicate_precision", sums.get("pred_tp", 0.0), sums.get("pred_n", 0.0),
+                                           missing="no extracted filter predicates on records with gold_filters"))
+        out.add(ratio("predicate_recall", sums.get("pred_tp", 0.0), sums.get("gold_n", 0.0),
+                                        missing="no gold filter predicates"))
         return out

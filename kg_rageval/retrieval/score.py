@@ -24,7 +24,12 @@ Order of operations for one query:
    exclusion and the attribution of every eligible relevant gold document at ``k_att``
    (``attribution_k``, default the largest k): *found* (in the top k_att), *ranker* (retrieved
    below k_att), *filter* (not retrieved and excluded by the filters), *retriever* (not
-   retrieved though it passes the filters). Per query: *hit* when one is found; otherwise
+   retrieved though it passes the filters). A gold document that was **retrieved although the
+   logged filters exclude it** shows that the log does not describe what the system did: it is
+   an *inconsistent filter log* (``fe_docs_inconsistent``, ``fe_q_inconsistent``,
+   ``filter_log_inconsistency_rate``, row detail ``filter_inconsistent``), counted and shown,
+   and it is never at the same time a false exclusion (it passed, as the run proves) and a hit.
+   Filters on entitlement fields are refused (:mod:`.filters`). Per query: *hit* when one is found; otherwise
    *filter* when every eligible gold document was excluded, *ranker* when one was retrieved
    below k_att, else *retriever*. Both partitions add up to their base.
 4. **Category diagnosis**: for a falsely excluded query, the first filter that excluded its
@@ -34,7 +39,8 @@ Order of operations for one query:
    ``field:<name>``. :func:`category_diagnosis` tabulates them.
 
 Row keys: ``gold_node`` (``retrieval.gold_node``, else the deepest common ancestor of the
-eligible relevant gold documents' categories in the corpus, else ``None``) and ``slice:<name>``
+eligible relevant gold documents' categories in the corpus — ``None`` when that is the virtual
+root, i.e. the gold spans several real roots — else ``None``) and ``slice:<name>``
 for every record slice.
 """
 
@@ -48,7 +54,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..evaluation import Evaluation
-from ..records import Record, where
+from ..records import Record, slice_texts, where
 from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
 from .metrics import RetrievalFamily, evaluate_run
@@ -144,6 +150,7 @@ def score_retrieval(
     attribution_k: int | None = None,
     entitlement_defaults: Mapping[str, Any] | None = None,
     engine: str = "auto",
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``retrieval`` section of ``records`` (see the module docstring).
 
@@ -157,7 +164,16 @@ def score_retrieval(
     attribution_k : the cut-off of the filter/retriever/ranker attribution (default max k).
     entitlement_defaults : principal fields applied to every record that does not set them
         (e.g. ``{"status": "published"}``).
+    on_unknown, on_unknown_gold, on_status, on_status_gold, aliases : the one id-resolution
+        convention (:mod:`kg_rageval.ontology.resolver`). The ontology ids of the logged
+        filters are the system's: one the ontology lacks matches no document and is counted
+        (``meta["filter_ids_not_in_ontology"]``; ``on_unknown="error"`` raises). The corpus
+        categories are data: the corpus reader of the family applies ``on_unknown_gold``.
     """
+    from ..ontology import IdOptions, IdResolver
+
+    resolver = IdResolver(ontology, IdOptions.of(**ids))
+    filter_unknown: list[str] = []
     family = RetrievalFamily(k, gain=gain, attribution_k=attribution_k)
     ks, katt = family.ks, family.attribution_k
     records = list(records)
@@ -170,6 +186,9 @@ def score_retrieval(
     gold_filt: list[list[Filter] | None] = []
     principals: list[Mapping[str, Any] | None] = []
     cat_field = corpus.category_field if corpus is not None else "categories"
+    from .corpus import DEFAULT_ENTITLEMENT_FIELDS
+
+    ent_fields = tuple(corpus.entitlement_fields) if corpus is not None else DEFAULT_ENTITLEMENT_FIELDS
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
@@ -189,9 +208,11 @@ def score_retrieval(
             r, nd = _parse_run(rec, sec["run"], dedupe)
             runs.append(r)
             dups.append(nd)
-        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field)
+        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field,
+                                  entitlement_fields=ent_fields)
                     if sec.get("filters") is not None else None)
-        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field)
+        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field,
+                                       entitlement_fields=ent_fields)
                          if sec.get("gold_filters") is not None else None)
         pr = sec.get("principal")
         if pr is not None and not isinstance(pr, Mapping):
@@ -204,7 +225,8 @@ def score_retrieval(
 
     n = len(rows)
     st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
-    details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source")}
+    details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source",
+                                                        "filter_inconsistent")}
     details["missing_run"] = [r is None for r in runs]
 
     # ---- entitlement: eligible gold (before scoring)
@@ -281,7 +303,8 @@ def score_retrieval(
                 node = int(cats[0])
                 for c in cats[1:].tolist():
                     node = ontology.lca_index(node, int(c))
-                gold_node[i] = ontology.ids[node]
+                # gold under several real roots has no branch: the virtual root is no gold node
+                gold_node[i] = None if (ontology.virtual_root and node == 0) else ontology.ids[node]
 
     # ---- filter replay, false exclusion and attribution
     if corpus is not None:
@@ -290,7 +313,8 @@ def score_retrieval(
         pair_q = np.concatenate([np.full(len(gold_docs_idx[i]), j, dtype=np.int64) for j, i in enumerate(logged)]) if logged else np.zeros(0, np.int64)
         pair_d = np.concatenate([gold_docs_idx[i] for i in logged]) if logged else np.zeros(0, np.int64)
         passes, first_fail = replay(corpus, ontology, pair_q, pair_d, [filt[i] for i in logged],
-                                    where=[where(rows[i], "retrieval.filters") for i in logged])
+                                    where=[where(rows[i], "retrieval.filters") for i in logged],
+                                    resolver=resolver, unknown=filter_unknown)
         off = 0
         diag_pairs: list[tuple[int, int, Filter]] = []
         for j, i in enumerate(logged):
@@ -305,11 +329,17 @@ def score_retrieval(
             rk = np.asarray([rank.get(corpus.ids[int(d)], 0) for d in docs], dtype=np.int64)
             found = (rk > 0) & (rk <= katt)
             below = rk > katt
+            inconsistent = (rk > 0) & ~p  # retrieved, yet the logged filters exclude it
+            p = p | (rk > 0)  # it passed whatever filter the system really applied
             lost_filter = (rk == 0) & ~p
             lost_retr = (rk == 0) & p
             st["fe_q_eligible"][i] = 1.0
             st["fe_docs_eligible"][i] = m
             st["fe_docs_excluded"][i] = float((~p).sum())
+            if inconsistent.any():
+                st["fe_q_inconsistent"][i] = 1.0
+                st["fe_docs_inconsistent"][i] = float(inconsistent.sum())
+                details["filter_inconsistent"][i] = " ".join(corpus.ids[int(d)] for d in docs[inconsistent])
             st["att_q"][i] = 1.0
             st["att_docs"][i] = m
             st["att_docs_found"][i] = float(found.sum())
@@ -334,18 +364,21 @@ def score_retrieval(
                     diag_pairs.append((i, ontology.index(gold_node[i]), f))
                 else:
                     details["fe_cause"][i] = f"field:{f.field}"
-        _diagnose(ontology, diag_pairs, details)
+        _diagnose(ontology, diag_pairs, details, resolver)
 
     keys: dict[str, list[Any]] = {"gold_node": gold_node}
     slice_names = sorted({s for r in rows if isinstance(r.get("slices"), Mapping) for s in r["slices"]})
     for s in slice_names:
-        keys[f"slice:{s}"] = [(r.get("slices") or {}).get(s) for r in rows]
+        keys[f"slice:{s}"] = slice_texts([(r.get("slices") or {}).get(s) for r in rows])
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
         "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "
                        "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
                        "doc id desc",
     }
+    if filter_unknown:
+        meta["filter_ids_not_in_ontology"] = sorted(set(filter_unknown))[:50]
+        meta["n_filter_ids_not_in_ontology"] = len(filter_unknown)
     if corpus is not None:
         meta["corpus"] = {"source": corpus.source, "documents": len(corpus),
                           "entitlement_fields": list(corpus.entitlement_fields)}
@@ -369,28 +402,44 @@ def _resolve(ontology, gn: str, rec: Record) -> str:
         raise UnknownIdError(gn, where=where(rec, "retrieval.gold_node"), hint=str(exc)) from None
 
 
-def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]]) -> None:
+def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]],
+              resolver: Any = None) -> None:
     """Relation of each excluding category filter to the query's gold node (vectorised when
-    :func:`kg_rageval.hierarchy.relation_codes` is available)."""
+    :func:`kg_rageval.hierarchy.relation_codes` is available); a filter whose values the
+    ontology lacks (counted, see :func:`score_retrieval`) has the cause ``not_in_ontology``."""
     if not pairs:
         return
+    from ..ontology import NOT_IN_ONTOLOGY
     from ..ontology.model import RELATIONS
     # a filter with several values: the value nearest to the gold node (first by relation order)
     cand_g, cand_v, owner = [], [], []
-    for j, (_, g, f) in enumerate(pairs):
-        for v in f.values:
+    for j, (i, g, f) in enumerate(pairs):
+        vals = list(f.values)
+        idx = resolver.lookup(vals)[0] if resolver is not None else np.asarray([ontology.index(v) for v in vals])
+        known = [int(x) for x in idx.tolist() if x >= 0]
+        if not known:
+            details["fe_cause"][i] = NOT_IN_ONTOLOGY
+            details["fe_under"][i] = None
+            continue
+        for v in known:
             cand_g.append(g)
-            cand_v.append(ontology.index(v))
+            cand_v.append(v)
             owner.append(j)
+    if not owner:
+        return
     codes = _relation_codes(ontology, np.asarray(cand_g), np.asarray(cand_v))
     chosen: dict[int, tuple[int, int]] = {}
     for o, c, v in zip(owner, codes.tolist(), cand_v):
         if o not in chosen or c < chosen[o][0]:
             chosen[o] = (c, v)
     for j, (i, g, f) in enumerate(pairs):
+        if j not in chosen:
+            continue
         c, v = chosen[j]
         details["fe_cause"][i] = RELATIONS[c]
-        details["fe_under"][i] = ontology.ids[ontology.lca_index(g, v)]
+        lca = ontology.lca_index(g, v)
+        # the virtual root is no place exclusions come from: no common ancestor
+        details["fe_under"][i] = None if (ontology.virtual_root and lca == 0) else ontology.ids[lca]
 
 
 VECTOR_RELATIONS_MIN = 20_000

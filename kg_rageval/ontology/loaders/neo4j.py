@@ -66,7 +66,10 @@ class GraphMapping:
     ``relationships``: hierarchy relationship type(s); ``direction``: ``"child_to_parent"``
     when the relationship points from the narrower to the broader concept
     (``(child)-[:SCO]->(parent)``, ``skos:broader``), ``"parent_to_child"`` otherwise
-    (``skos:narrower``).
+    (``skos:narrower``). ``relation_types``: relationship types read as relation triples of
+    the knowledge graph (``(s)-[:USES]->(o)`` → ``(s, "USES", o)``, between any nodes holding
+    ``id_property``); an end that is not a concept node becomes an instance whose kind is its
+    first label. Empty (the default): no triples are read.
     """
 
     node_label: str = "Class"
@@ -79,9 +82,10 @@ class GraphMapping:
     type_property: str | None = None
     relationships: tuple[str, ...] = ("SCO",)
     direction: str = "child_to_parent"
+    relation_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for f in ("label_properties", "synonym_properties", "relationships"):
+        for f in ("label_properties", "synonym_properties", "relationships", "relation_types"):
             v = getattr(self, f)
             if isinstance(v, str):
                 object.__setattr__(self, f, (v,))
@@ -105,7 +109,7 @@ class GraphMapping:
                   self.type_property):
             if p is not None:
                 quote_identifier(p, "property")
-        for r in self.relationships:
+        for r in self.relationships + self.relation_types:
             quote_identifier(r, "relationship type")
 
     # ------------------------------------------------------------------ queries
@@ -133,6 +137,17 @@ class GraphMapping:
         key = quote_identifier(self.id_property)
         arrow = f"-[:{rels}]->" if self.direction == "child_to_parent" else f"<-[:{rels}]-"
         return f"MATCH (c:{label}){arrow}(p:{label}) RETURN c.{key} AS child, p.{key} AS parent"
+
+
+    def triple_query(self) -> str | None:
+        """The query of the relation triples (``None`` without ``relation_types``)."""
+        if not self.relation_types:
+            return None
+        rels = "|".join(quote_identifier(r) for r in self.relation_types)
+        key = quote_identifier(self.id_property)
+        return (f"MATCH (s)-[r:{rels}]->(o) WHERE s.{key} IS NOT NULL AND o.{key} IS NOT NULL "
+                f"RETURN s.{key} AS subject, labels(s)[0] AS subject_kind, type(r) AS predicate, "
+                f"o.{key} AS object, labels(o)[0] AS object_kind")
 
 
 PRESETS: dict[str, GraphMapping] = {
@@ -363,15 +378,19 @@ def load_neo4j(
     try:
         nodes = run_read(drv, m.node_query(), database=database)
         edges = run_read(drv, m.edge_query(), database=database)
+        tq = m.triple_query()
+        triples = run_read(drv, tq, database=database) if tq else []
     finally:
         if own:
             drv.close()
     source = f"{redact_uri(uri)}#{database or 'default'}:{m.node_label}"
-    return _compile(nodes, edges, m, source, dangling=dangling, conflicts=conflicts, strict=strict)
+    return _compile(nodes, edges, m, source, dangling=dangling, conflicts=conflicts, strict=strict,
+                    triples=triples)
 
 
 def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, Any]], m: GraphMapping,
-             source: str, *, dangling: str, conflicts: str, strict: bool = False) -> Ontology:
+             source: str, *, dangling: str, conflicts: str, strict: bool = False,
+             triples: Iterable[Mapping[str, Any]] = ()) -> Ontology:
     b = OntologyBuilder(source)
     label_cols = [f"l{k}" for k in range(len(m.label_properties))]
     syn_cols = [f"s{k}" for k in range(len(m.synonym_properties))]
@@ -406,4 +425,19 @@ def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, An
             b.warn("edges_without_id")
             continue
         b.add_edge(str(child), str(parent), where=f"{m.relationships[0]} edge")
+    for row in triples:
+        ends = []
+        for end in ("subject", "object"):
+            x = row.get(end)
+            if isinstance(x, (list, tuple)):
+                x = x[0] if x else None
+            ends.append(None if x is None else str(x))
+        pred = row.get("predicate")
+        if None in ends or not isinstance(pred, str):
+            b.warn("triples_without_id")
+            continue
+        for x, kind in zip(ends, (row.get("subject_kind"), row.get("object_kind"))):
+            if not b.has_node(x):
+                b.add_instance(x, kind=kind if isinstance(kind, str) else None, where=f"{pred} relationship")
+        b.add_triple(ends[0], pred, ends[1], where=f"{pred} relationship")
     return b.build(dangling=dangling, conflicts=conflicts, strict=strict)

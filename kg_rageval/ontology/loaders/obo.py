@@ -7,11 +7,14 @@ Read from each ``[Term]`` stanza: ``id``, ``name`` (label), ``is_a`` (edges; tra
 replacement: the spec says "may be appropriate"), ``namespace`` and ``alt_id`` (an alias of
 the term, :meth:`~kg_rageval.ontology.Ontology.canonical`; also counted as ``alt_ids``).
 ``[Typedef]`` stanzas become :class:`~kg_rageval.ontology.Property` (``domain``/``range``);
-``[Instance]`` stanzas are skipped and counted. ``relationship:`` and ``intersection_of:`` lines
-are not hierarchy edges and are counted (``relationship_lines_ignored``,
-``intersection_of_lines_ignored``).
+``[Instance]`` stanzas are skipped and counted. ``relationship:`` lines are counted
+(``relationship_lines_ignored``) unless ``relationships="relation"`` (triples of the knowledge
+graph) or ``"hierarchy"`` (``part_of`` — or the ``hierarchy_relations`` given — as hierarchy
+edges, the others triples); ``intersection_of:`` lines are not hierarchy edges and are counted
+(``intersection_of_lines_ignored``).
 
-Header tags: ``ontology:`` and ``idspace: PREFIX URI`` (kept in ``Ontology.prefixes``). Every
+Header tags: ``ontology:``, ``idspace: PREFIX URI`` (kept in ``Ontology.prefixes``) and
+``data-version:`` (``Ontology.version``; ``date:`` when there is no data-version). Every
 other prefix used in an id maps to the OBO PURL ``http://purl.obolibrary.org/obo/PREFIX_``, so
 an OBO file and its OWL release produce the same ids and prefix map.
 
@@ -183,10 +186,22 @@ def load_obo(
     dangling: str = "error",
     conflicts: str = "error",
     strict: bool = False,
+    relationships: str = "ignore",
+    hierarchy_relations: tuple[str, ...] | list[str] | str = ("part_of",),
 ) -> Ontology:
     """Load an OBO 1.4 file (see the module docstring). ``strict=True`` refuses upstream data
     errors that otherwise load as counted warnings (an ``alt_id`` that is also a term id or
-    names two terms, several ``replaced_by``; see :meth:`OntologyBuilder.build`)."""
+    names two terms, several ``replaced_by``; see :meth:`OntologyBuilder.build`).
+
+    ``relationships``: what ``relationship: TYPE TARGET`` lines become — ``"ignore"`` (the
+    default: counted ``relationship_lines_ignored``, so the hierarchy and content hash equal
+    the OWL release's), ``"relation"`` (a triple ``(term, TYPE, TARGET)`` of the knowledge
+    graph) or ``"hierarchy"`` (a hierarchy edge for the types in ``hierarchy_relations``,
+    default ``part_of``; other types become triples)."""
+    if relationships not in ("ignore", "relation", "hierarchy"):
+        raise InputError(f"relationships must be 'ignore', 'relation' or 'hierarchy', not {relationships!r}",
+                         source=str(path))
+    as_edges = {hierarchy_relations} if isinstance(hierarchy_relations, str) else set(hierarchy_relations)
     p = Path(path)
     src = str(p)
     header, stanzas = read_obo(p)
@@ -202,6 +217,8 @@ def load_obo(
                     location=f"line {lineno}",
                 )
             prefixes[parts[0]] = parts[1]
+        elif tag == "data-version" or (tag == "date" and b.version is None):
+            b.version = value.strip() or b.version
     used: set[str] = set()
 
     def clean_id(value: str, lineno: int, tag: str, *, record_prefix: bool = True) -> str:
@@ -294,7 +311,16 @@ def load_obo(
             # the prefix of an alt_id is not recorded: prefixes stay those of the OWL release
             b.add_alias(clean_id(value, lineno, "alt_id", record_prefix=False), node_id,
                         where=f"line {lineno}")
+        for value, lineno in st.get("relationship") if relationships != "ignore" else ():
+            rtype, _, rest = value.strip().partition(" ")
+            target = clean_id(rest, lineno, "relationship")
+            if relationships == "hierarchy" and rtype in as_edges:
+                b.add_edge(node_id, target, where=f"line {lineno}")
+            else:
+                b.add_triple(node_id, rtype, target, where=f"line {lineno}")
         for tag in ("relationship", "intersection_of", "union_of"):
+            if tag == "relationship" and relationships != "ignore":
+                continue
             n = len(st.get(tag))
             if n:
                 counts[f"{tag}_lines_ignored"] = counts.get(f"{tag}_lines_ignored", 0) + n

@@ -735,12 +735,19 @@ def graph_to_ontology(
                 label=winners[0] if winners else None,
                 domain=tuple(sorted(dom)),
                 range=tuple(sorted(rng)),
+                max_cardinality=1 if (s, rdf_type, U(_OWL + "FunctionalProperty")) in graph else None,
             )
         )
     if skipped_prop_refs:
         b.warn("skipped_anonymous_domain_range", count=skipped_prop_refs)
+    _individuals(graph, b, compact, declared, props, dangling, lang, literals)
 
     b.prefixes = dict(sorted(compact.used.items()))
+    for onto_node in sorted(graph.subjects(rdf_type, U(_OWL + "Ontology")), key=str):
+        ver = graph.value(onto_node, U(_OWL + "versionInfo")) or graph.value(onto_node, U(_OWL + "versionIRI"))
+        if ver is not None:
+            b.version = str(ver).strip() or None
+            break
     builder_dangling = "drop" if dangling == "drop" else "error"
     if not declared:
         raise OntologyError(
@@ -749,6 +756,57 @@ def graph_to_ontology(
             source=source,
         )
     return b.build(dangling=builder_dangling, conflicts=conflicts, strict=strict)
+
+
+# ------------------------------------------------------------------ individuals
+def _individuals(graph, b, compact, classes: set, props: dict, dangling: str, lang: str, literals) -> None:
+    """Named individuals and object-property assertions (``docs/ontology.md``, "Instances and
+    relations"): an individual is a named subject typed ``owl:NamedIndividual`` or typed by a
+    class of the hierarchy (kind ``individual``; its classes are its ``rdf:type`` objects that
+    are nodes); an assertion ``s p o`` of a declared object property between named entities is
+    a triple. An end that is neither a node nor an individual follows ``dangling``:
+    ``"declare"`` makes it an untyped individual (counted ``individuals_declared_from_triples``),
+    ``"drop"`` drops the triple (counted), ``"error"`` refuses the file."""
+    from rdflib import URIRef
+
+    rdf_type = URIRef(_RDF + "type")
+    named = URIRef(_OWL + "NamedIndividual")
+    inds: dict[Any, list] = {}
+    for s, o in graph.subject_objects(rdf_type):
+        if not isinstance(s, URIRef) or s in classes or s in props:
+            continue
+        if o == named:
+            inds.setdefault(s, [])
+        elif o in classes:
+            inds.setdefault(s, []).append(o)
+    pref, label_p = URIRef(_SKOS + "prefLabel"), URIRef(_RDFS + "label")
+    for s in sorted(inds, key=str):
+        winners, _ = _pick(literals(s, (pref, label_p)), lang)
+        b.add_instance(compact(str(s)), label=winners[0] if winners else None, kind="individual",
+                       types=sorted(compact(str(c)) for c in inds[s]), where=f"<{s}>")
+    entities = classes | set(inds)
+    from_triples: set = set()
+    dropped = 0
+    for prop in sorted(props, key=str):
+        pid = compact(str(prop))
+        for s, o in graph.subject_objects(prop):
+            if not (isinstance(s, URIRef) and isinstance(o, URIRef)):
+                b.warn("skipped_anonymous_assertions")
+                continue
+            missing = [x for x in (s, o) if x not in entities]
+            if missing and dangling == "drop":
+                dropped += 1
+                continue
+            if missing and dangling == "declare":
+                for x in missing:
+                    entities.add(x)
+                    from_triples.add(x)
+                    b.add_instance(compact(str(x)), kind="individual", where=f"<{x}>")
+            b.add_triple(compact(str(s)), pid, compact(str(o)), where=f"<{s}>")
+    if dropped:
+        b.warn("dangling_triples_dropped", count=dropped)
+    if from_triples:
+        b.warn("individuals_declared_from_triples", count=len(from_triples))
 
 
 # ------------------------------------------------------------------ imports

@@ -29,8 +29,28 @@ Mapping:
   under the root (the matrix, else the virtual root) and counted as
   ``unplaced_objects_under_root``; an *active* technique in that situation gets the same
   placement and a warning naming it.
+* **Version** (``Ontology.version``): the ``x_mitre_version`` of the bundle's
+  ``x-mitre-collection`` object, when it has one.
 * **Labels** are ``name``, **definitions** ``description``. Relationships, tactics or phases
   that name objects the bundle lacks are counted, never silently dropped.
+* **Instances** (``instances=True``, the default): every other domain object — groups
+  (``intrusion-set``), software (``malware``, ``tool``), mitigations (``course-of-action``),
+  campaigns, data sources and components, detection strategies, analytics, … — is an instance
+  of the knowledge graph (:mod:`kg_rageval.ontology.graph`) whose *kind* is its STIX type, with
+  its ATT&CK id (``G0016``, ``S0002``, ``M1036``, ``C0001``, ``DS0014``, ``DC0084``), label,
+  and status (revoked with its ``revoked-by`` target as replacement, deprecated) as for
+  techniques. Bookkeeping objects (:data:`NOT_ENTITIES`: identities, marking definitions,
+  collections) are not entities (counted ``stix_objects_not_entities``).
+* **Relations**: every relationship (``uses``, ``mitigates``, ``detects``,
+  ``subtechnique-of``, ``revoked-by``, ``attributed-to``, …) is a triple ``(source,
+  relationship_type, target)``; ``subtechnique-of`` and ``revoked-by`` *also* build the
+  hierarchy and status as above. A relationship end the bundle lacks (Enterprise 18.1's 691
+  ``detects`` come from ``x-mitre-detection-strategy`` objects the bundle does not carry) is
+  declared an instance with its STIX id and the kind its id's prefix names, counted
+  ``instances_declared_from_refs``. An object whose ATT&CK id is already taken (the 224
+  deprecated pre-2019 mitigations of Enterprise 18.1 reuse their technique's id, ``T1003``)
+  keeps its STIX id, counted ``instance_ids_taken_kept_stix_id``. Withdrawn (revoked/deprecated) relationships are skipped
+  and counted. The predicates' domain and range are ATT&CK's (:data:`RELATION_TYPES`), by kind.
 """
 
 from __future__ import annotations
@@ -60,6 +80,24 @@ SOURCE_NAMES = ("mitre-attack", "mitre-ics-attack", "mitre-mobile-attack")
 ICS and Mobile objects keep their ids under their domain's old source name."""
 
 
+NOT_ENTITIES = frozenset({"identity", "marking-definition", "x-mitre-collection", "relationship",
+                          "extension-definition", "language-content"})
+"""STIX object types that are bookkeeping, not entities of the graph."""
+
+_TECHNIQUE_KINDS = ("technique", "sub-technique")
+RELATION_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "uses": (("intrusion-set", "campaign", "malware", "tool"), _TECHNIQUE_KINDS + ("malware", "tool")),
+    "mitigates": (("course-of-action",), _TECHNIQUE_KINDS),
+    "detects": (("x-mitre-detection-strategy", "x-mitre-data-component"), _TECHNIQUE_KINDS),
+    "subtechnique-of": (("sub-technique",), ("technique",)),
+    "attributed-to": (("campaign",), ("intrusion-set",)),
+    "revoked-by": ((), ()),
+}
+"""Domain and range (kinds) of ATT&CK's relationship types (ATT&CK data model: groups,
+campaigns and software use techniques and software; mitigations mitigate techniques; detection
+strategies and data components detect techniques; campaigns are attributed to groups)."""
+
+
 def _attack_id(obj: dict, source_names: tuple[str, ...]) -> str | None:
     """The ``external_id`` under the first of ``source_names`` the object carries."""
     found: dict[str, str] = {}
@@ -82,10 +120,12 @@ def load_stix(
     dangling: str = "error",
     conflicts: str = "error",
     strict: bool = False,
+    instances: bool = True,
 ) -> Ontology:
     """Load a STIX 2.x ATT&CK bundle (see the module docstring for the mapping).
     ``source_names``: one name or several, in order of preference; ``strict=True`` refuses
-    an object revoked by several others instead of flagging it."""
+    an object revoked by several others instead of flagging it; ``instances=False`` loads the
+    hierarchy only (no instances, no triples)."""
     if isinstance(source_names, str):
         source_names = (source_names,)
     source_names = tuple(source_names)
@@ -105,6 +145,10 @@ def load_stix(
             source=src,
         )
     b = OntologyBuilder(src)
+    for obj in objects:  # the release: an x-mitre-collection's version, when the bundle has one
+        if isinstance(obj, dict) and obj.get("type") == "x-mitre-collection" and obj.get("x_mitre_version"):
+            b.version = str(obj["x_mitre_version"])
+            break
     by_stix: dict[str, dict] = {}
     for k, obj in enumerate(objects):
         if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
@@ -126,6 +170,33 @@ def load_stix(
                        f"{aid!r} has no external_id under {', '.join(source_names)}; kept its STIX id",
                        count=0)
             ids[obj["id"]] = aid
+    inst_objs: list[dict] = []
+    if instances:
+        not_entities = collided = 0
+        taken = set(ids.values())
+        for obj in objects:
+            t = obj["type"]
+            if t in kinds:
+                continue
+            if t in NOT_ENTITIES:
+                not_entities += t != "relationship"
+                continue
+            aid = _attack_id(obj, source_names)
+            if aid is None:
+                no_attack_id += 1
+                aid = obj["id"]
+            elif aid in taken:  # pre-2019 mitigations reuse their technique's id (T1003)
+                collided += 1
+                aid = obj["id"]
+            taken.add(aid)
+            ids[obj["id"]] = aid
+            inst_objs.append(obj)
+        if collided:
+            b.warn("instance_ids_taken_kept_stix_id",
+                   f"{collided} object(s) whose ATT&CK id is already a technique's or another object's "
+                   "id keep their STIX id", count=collided)
+        if not_entities:
+            b.warn("stix_objects_not_entities", count=not_entities)
     if no_attack_id:
         b.warn("objects_without_attack_id", count=no_attack_id)
 
@@ -140,17 +211,27 @@ def load_stix(
     sub_of: dict[str, list[str]] = {}
     revoked_by: dict[str, list[str]] = {}
     unknown_refs = 0
+    from_refs: dict[str, str] = {}  # stix id -> kind of relationship ends the bundle lacks
+    triples: list[tuple[str, str, str, str]] = []
     for k, obj in enumerate(objects):
         if obj["type"] != "relationship":
             continue
         rtype, s, t = obj.get("relationship_type"), obj.get("source_ref"), obj.get("target_ref")
+        if not (isinstance(rtype, str) and rtype and isinstance(s, str) and isinstance(t, str)):
+            raise InputError("a relationship needs relationship_type, source_ref and target_ref",
+                             source=src, location=f"objects[{k}] ({obj['id']})")
+        if obj.get("revoked") or obj.get("x_mitre_deprecated"):
+            b.warn("withdrawn_relationships_ignored")
+            continue
+        if instances:
+            for ref in (s, t):
+                if ref not in ids and ref not in by_stix and "--" in ref:
+                    from_refs.setdefault(ref, ref.partition("--")[0])
+            triples.append((s, rtype, t, obj["id"]))
         if rtype not in ("subtechnique-of", "revoked-by"):
             continue
         if s not in ids or t not in ids:
             unknown_refs += 1
-            continue
-        if obj.get("revoked") or obj.get("x_mitre_deprecated"):
-            b.warn("withdrawn_relationships_ignored")
             continue
         (sub_of if rtype == "subtechnique-of" else revoked_by).setdefault(ids[s], []).append(ids[t])
     if unknown_refs:
@@ -229,6 +310,30 @@ def load_stix(
             b.add_edge(nid, par, where=obj["id"])
     if unknown_phase:
         b.warn("unknown_kill_chain_phases", count=unknown_phase)
+    for obj in inst_objs:
+        nid = ids[obj["id"]]
+        reps = sorted(set(revoked_by.get(nid, [])))
+        if len(reps) > 1:
+            b.warn("multiple_replacements", f"{nid!r} is revoked by {', '.join(map(repr, reps))}: ambiguous, "
+                   "no replacement recorded")
+        b.add_instance(nid, label=(obj.get("name") or "").strip() or None, kind=obj["type"],
+                       status=status_of(obj), replaced_by=reps[0] if len(reps) == 1 else None,
+                       where=obj["id"])
+    for ref, kind in from_refs.items():
+        ids[ref] = ref
+        b.add_instance(ref, kind=kind, where="relationship end")
+    if from_refs:
+        b.warn("instances_declared_from_refs",
+               f"{len(from_refs)} relationship end(s) the bundle lacks declared as instances by their "
+               f"STIX id (kinds: {', '.join(sorted(set(from_refs.values())))})", count=len(from_refs))
+    for s_ref, rtype, t_ref, where in triples:
+        b.add_triple(ids.get(s_ref, s_ref), rtype, ids.get(t_ref, t_ref), where=where)
+    if instances:
+        from ..model import Property
+
+        for rtype in sorted({t[1] for t in triples}):
+            dom, rng = RELATION_TYPES.get(rtype, ((), ()))
+            b.add_property(Property(rtype, rtype, dom, rng))
     if not ids:
         raise InputError(
             "the bundle has no x-mitre-tactic, attack-pattern or x-mitre-matrix objects: nothing to load",

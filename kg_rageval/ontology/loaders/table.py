@@ -48,17 +48,22 @@ def load_table(
     conflicts: str = "error",
     encoding: str = "utf-8",
     strict: bool = False,
+    triples: str | Path | None = None,
 ) -> Ontology:
-    """Load an edge table (see the module docstring for the format and the two paths)."""
+    """Load an edge table (see the module docstring for the format and the two paths).
+    ``triples``: a second table of relation triples, ``subject, predicate, object[,
+    subject_kind[, object_kind]]`` per line (same delimiter rule, optional header
+    ``subject,predicate,object``): ends that are not nodes of the edge table become instances
+    of the given kind (or untyped)."""
     p = Path(path)
     if delimiter is None:
         delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
     if len(delimiter) == 1 and delimiter not in "\"\r\n":
-        onto = _load_columns(p, delimiter, header, dangling, conflicts, encoding, strict)
+        onto = _load_columns(p, delimiter, header, dangling, conflicts, encoding, strict, triples)
         if onto is not None:
             return onto
     return load_table_rows(p, delimiter=delimiter, header=header, dangling=dangling,
-                           conflicts=conflicts, encoding=encoding, strict=strict)
+                           conflicts=conflicts, encoding=encoding, strict=strict, triples=triples)
 
 
 class _Fallback(Exception):
@@ -110,7 +115,7 @@ def _factorize(values: list[str]) -> tuple[np.ndarray, list[str]]:
 
 def _load_columns(
     p: Path, delimiter: str, header: bool | None, dangling: str, conflicts: str, encoding: str,
-    strict: bool,
+    strict: bool, triples: str | Path | None = None,
 ) -> Ontology | None:
     """The column path; ``None`` hands the table to the row path (see the module docstring)."""
     try:
@@ -206,6 +211,8 @@ def _load_columns(
     b.add_edges_bulk(pos[child_code[edge_rows]], pos[parent_code])
     if n_declared:
         b.warn("parents_declared_from_edges", count=n_declared)
+    if triples is not None:
+        _read_triples(b, Path(triples), delimiter, encoding)
     return b.build(dangling="error", conflicts=conflicts, strict=strict)
 
 
@@ -218,6 +225,7 @@ def load_table_rows(
     conflicts: str = "error",
     encoding: str = "utf-8",
     strict: bool = False,
+    triples: str | Path | None = None,
 ) -> Ontology:
     """The row path: one row at a time (the reference for the column path)."""
     p = Path(path)
@@ -281,4 +289,33 @@ def load_table_rows(
                 b.add_node(parent, where=f"line {lineno}")
                 b.warn("parents_declared_from_edges")
         dangling = "error"
+    if triples is not None:
+        _read_triples(b, Path(triples), delimiter, encoding)
     return b.build(dangling=dangling, conflicts=conflicts, strict=strict)
+
+
+def _read_triples(b: OntologyBuilder, path: Path, delimiter: str, encoding: str) -> None:
+    """Add the triples of ``path`` (``subject, predicate, object[, subject_kind[, object_kind]]``)."""
+    try:
+        with open(path, newline="", encoding=encoding) as fh:
+            rows = list(csv.reader(fh, delimiter="\t" if path.suffix.lower() in (".tsv", ".tab") else delimiter))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not {encoding} text: {exc}", source=str(path)) from None
+    except csv.Error as exc:
+        raise InputError(f"malformed table: {exc}", source=str(path)) from None
+    start = 1 if rows and [c.strip().lower() for c in rows[0][:3]] == ["subject", "predicate", "object"] else 0
+    pending: list[tuple[str, str | None, str]] = []
+    for lineno, row in enumerate(rows[start:], start=start + 1):
+        if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
+            continue
+        cells = [c.strip() for c in row]
+        if not 3 <= len(cells) <= 5 or not all(cells[:3]):
+            raise InputError(f"expected subject, predicate, object[, subject_kind[, object_kind]], found {row!r}",
+                             source=str(path), location=f"line {lineno}")
+        s, q, o = cells[:3]
+        kinds = (cells[3] if len(cells) > 3 and cells[3] else None, cells[4] if len(cells) > 4 and cells[4] else None)
+        b.add_triple(s, q, o, where=f"{path.name} line {lineno}")
+        pending.extend([(s, kinds[0], f"{path.name} line {lineno}"), (o, kinds[1], f"{path.name} line {lineno}")])
+    for x, kind, where in pending:
+        if not b.has_node(x):
+            b.add_instance(x, kind=kind, where=where)

@@ -1,0 +1,299 @@
+"""The records that drive each failing gate (the report's "Records driving the failures").
+
+For a failed gate ``m OP t`` on the evaluation that owns ``m`` (restricted to the gate's
+slice or branch), each record is finalized alone (its stats summed over its rows) and gets
+
+* ``value`` = ``m`` on that record alone (records where ``m`` is undefined are left out: they
+  do not move it), ``weight`` = its denominator (1 for a mean); for a ratio of sums this is
+  computed for all records at once (:func:`per_record_values`);
+* ``deficit`` = ``weight·(t − value)`` for ``>=``/``>`` (``weight·(value − t)`` for
+  ``<=``/``<``): how many numerator units the record lacks to meet the threshold on its own.
+
+Listed: the records with deficit > 0, worst first (largest deficit, then record id), at most
+``report.failing_records`` per gate. For a gate that is *missing* evidence, and for a failed
+``<family>.missing_run_rate`` budget gate, the records are the family's unscored ones with their
+reasons (missing runs first). Each entry carries the record's ``id``, ``query``, ``gold`` and
+``prediction`` (read from the family's section, shortened) and ``reason`` (the family's
+per-row details for that record, e.g. the confusion relation, the attribution, the schema
+failure kinds, or the unscored reason).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import AuditConfig
+    from .gates import GateResult
+
+MAX_TEXT = 240
+MAX_ITEMS = 10
+
+
+def _short(value: Any) -> Any:
+    """A JSON value cut to a readable size (strings, lists, mappings)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
+    if isinstance(value, (list, tuple)):
+        out = [_short(v) for v in list(value)[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            out.append(f"… {len(value) - MAX_ITEMS} more")
+        return out
+    if isinstance(value, Mapping):
+        text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+        return value if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+    return _short(str(value))
+
+
+def _sec(record: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    s = record.get(name)
+    return s if isinstance(s, Mapping) else {}
+
+
+def _ids(items: Any) -> Any:
+    if isinstance(items, list):
+        return [m.get("id") if isinstance(m, Mapping) else m for m in items]
+    if isinstance(items, Mapping):
+        return list(items)
+    return items
+
+
+def _run_ids(run: Any) -> Any:
+    if isinstance(run, Mapping):
+        return list(run)
+    if isinstance(run, list):
+        return [e if isinstance(e, str) else (e.get("id") if isinstance(e, Mapping) else
+                                              (e[0] if isinstance(e, (list, tuple)) and e else e)) for e in run]
+    return run
+
+
+def gold_and_prediction(family: str, record: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What the family compares on one record: ``(gold, prediction)``."""
+    ans, ref, ret = _sec(record, "answer"), _sec(record, "reference"), _sec(record, "retrieval")
+    if family == "linking":
+        m = _sec(record, "mentions")
+        return _ids(m.get("gold")), _ids(m.get("pred"))
+    if family in ("retrieval", "preference"):
+        return _ids(ret.get("gold")), _run_ids(ret.get("run"))
+    if family == "conformance":
+        return ref.get("output"), ans.get("output")
+    if family == "provenance":
+        return _ids(ret.get("gold")), ans.get("citations") if ans.get("citations") is not None else ans.get("text")
+    if family == "generation":
+        pred = "(refused)" if ans.get("refused") is True else ans.get("text")
+        gold = ref.get("answer")
+        if gold is None and ref.get("answerable") is False:
+            gold = "(unanswerable)"
+        return gold, pred
+    labels = _sec(record, "labels")
+    if labels:
+        return labels.get("gold"), labels.get("pred")
+    return None, None
+
+
+REASON_FIRST = ("outcome", "relation", "attribution", "fe_cause", "fe_filter", "filter_inconsistent",
+                "failure_kinds", "failure_mode", "completeness", "reason", "status", "untraceable_at")
+"""Detail (or key) columns that say why a record failed, shown first in the ``reason`` text;
+positions and scores (``*_start``, ``*_end``, ``*_score``) are left out."""
+
+
+def _reason(ev: Any, rows: np.ndarray) -> str:
+    parts: list[str] = []
+    cols = {**{n: ev.keys[n] for n in REASON_FIRST if n in ev.keys}, **ev.details}  # linking's outcome is a key
+    names = [n for n in REASON_FIRST if n in cols] + [
+        n for n in cols if n not in REASON_FIRST and not n.endswith(("_start", "_end", "_score"))]
+    for name in names:
+        col = cols[name]
+        vals = []
+        for v in col[rows].tolist():
+            if v is None or v == "" or v is False or (isinstance(v, float) and v != v):
+                continue
+            txt = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str, sort_keys=True)
+            if txt not in vals:
+                vals.append(txt)
+        if vals:
+            parts.append(f"{name}: {', '.join(vals[:3])}")
+    return _short("; ".join(parts)) if parts else ""
+
+
+def _entry(family: str, rid: str, record: Mapping[str, Any] | None, **extra: Any) -> dict[str, Any]:
+    rec = record or {}
+    gold, pred = gold_and_prediction(family, rec)
+    query = rec.get("query", rec.get("text"))
+    return {"id": rid, "query": _short(query), "gold": _short(gold), "prediction": _short(pred), **extra}
+
+
+def _unscored(family: str, run: Any, by_id: Mapping[str, Any], limit: int, patterns: set[str]) -> list[dict]:
+    seen: set[str] = set()
+    items: list[tuple[int, str, str]] = []
+    for ev in run.evaluations:
+        for u in ev.unscored:
+            rid = str(u.get("record_id", u.get("id")))
+            if rid in seen:
+                continue
+            seen.add(rid)
+            reason = str(u.get("reason", "unscored"))
+            items.append((0 if reason.strip().lower() in patterns else 1, rid, reason))
+    items.sort()
+    return [_entry(family, rid, by_id.get(rid), value=None, deficit=None, reason=reason,
+                   missing_run=missing == 0) for missing, rid, reason in items[:limit]]
+
+
+MAX_NONLINEAR = 20_000
+"""Records finalized one by one for a metric that is not a ratio of two linear sums."""
+
+
+def per_record_values(finalize: Any, metric: str, names: list[str], mat: np.ndarray
+                      ) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(value, weight)`` of ``metric`` on each row of ``mat`` (one record's summed stats per
+    row; NaN where undefined). A metric whose numerator and denominator are linear in the
+    stats (every ``ratio``/``mean_of`` metric: checked on the basis vectors and on sample
+    records) is computed for all records at once; any other is finalized record by record, up
+    to :data:`MAX_NONLINEAR` records (else ``(None, ...)``). The weight is the record's
+    denominator (1 without one)."""
+    n, k = mat.shape
+
+    def nd(vec: np.ndarray) -> tuple[float, float, float | None] | None:
+        """``(numerator, denominator, value)`` of the metric on summed stats ``vec``."""
+        m = finalize(dict(zip(names, vec.tolist()))).get(metric)
+        if m is None or m.numerator is None or m.denominator is None:
+            return None
+        return float(m.numerator), float(m.denominator), m.value
+
+    def close(x: float, y: float) -> bool:
+        return abs(x - y) <= 1e-9 * max(1.0, abs(y))
+
+    zero = nd(np.zeros(k))
+    basis = [nd(row) for row in np.eye(k)] if zero is not None else []
+    linear = zero is not None and all(t is not None for t in basis)
+    num = den = np.zeros(n)
+    if linear and zero is not None:
+        a = np.asarray([t[0] for t in basis if t is not None]) - zero[0]
+        b = np.asarray([t[1] for t in basis if t is not None]) - zero[1]
+        num, den = mat @ a + zero[0], mat @ b + zero[1]
+        rng = np.random.default_rng(0)
+        for j in ([0, n - 1] + rng.integers(0, n, 3).tolist()) if n else []:
+            got = nd(mat[j])
+            want = float(num[j] / den[j]) if den[j] else None
+            if (got is None or not close(got[0], float(num[j])) or not close(got[1], float(den[j]))
+                    or (got[2] is None) != (want is None)
+                    or (got[2] is not None and want is not None and not close(got[2], want))):
+                linear = False
+                break
+    if linear:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
+        return values, np.where(den != 0, den, 1.0)
+    if n > MAX_NONLINEAR:
+        return None, np.ones(n)
+    values, weights = np.full(n, np.nan), np.ones(n)
+    for j in range(n):
+        m = finalize(dict(zip(names, mat[j].tolist()))).get(metric)
+        if m is not None and m.value is not None and np.isfinite(m.value):
+            values[j] = float(m.value)
+            weights[j] = float(m.denominator) if m.denominator else 1.0
+    return values, weights
+
+
+def _delta_records(g: Any, baseline: Mapping[str, Any] | None, by_id: Mapping[str, Any], limit: int
+                   ) -> tuple[str | None, int, list[dict[str, Any]]]:
+    """The records driving a failed ``delta:`` gate: the paired per-query deltas in the failing
+    direction (regressions first), from the baseline comparison's ``worst_queries``."""
+    worst = (baseline or {}).get("worst_queries") or {}
+    name = g.metric[len("delta:"):]
+    key = name if name in worst else next((k for k in worst if k.endswith("." + name)), None)
+    if key is None:
+        return None, 0, []
+    fam = key.split(".", 1)[0]
+    higher = g.op in (">=", ">")
+    rows = [r for r in worst[key] if (r["delta"] < 0 if higher else r["delta"] > 0)]
+    rows.sort(key=lambda r: (r["delta"] if higher else -r["delta"], r["record_id"]))
+    out = [_entry(fam, str(r["record_id"]), by_id.get(str(r["record_id"])), value=r["candidate"],
+                  baseline=r["baseline"], deficit=abs(r["delta"]),
+                  reason=f"candidate {r['candidate']:.4g} vs baseline {r['baseline']:.4g}") for r in rows[:limit]]
+    return key, len(rows), out
+
+
+def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: list[dict],
+                    config: "AuditConfig", budget_gates: Iterable[str] = (),
+                    baseline: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
+    that did not pass (see the module docstring); ``budget_gates``: the texts of the audit's
+    own ``<family>.missing_run_rate`` budget gates."""
+    from .evidence import node_mask, slice_mask
+
+    budget_gates = set(budget_gates)
+    limit = config.report.failing_records
+    if limit <= 0:
+        return []
+    by_id = {str(r.get("id")): r for r in records}
+    patterns = {p.strip().lower() for p in config.missing_runs.reasons}
+    out: list[dict[str, Any]] = []
+    for res in results:
+        g = res.gate
+        if res.status == "pass" or g.metric == "gates_configured":
+            continue
+        head = {"gate": str(g), "status": res.status}
+        if g.metric.startswith("delta:"):
+            key, n, recs = _delta_records(g, baseline, by_id, limit)
+            if key is not None:
+                out.append({**head, "family": key.split(".", 1)[0], "metric": g.metric, "n_driving": n,
+                            "records": recs, "note": "paired per-query deltas (the 50 largest changes)"})
+            continue
+        fam_budget = g.metric[: -len(".missing_run_rate")] if str(g) in budget_gates else None
+        if fam_budget is not None and fam_budget in index.runs:
+            run = index.runs[fam_budget]
+            recs = [e for e in _unscored(fam_budget, run, by_id, 10 ** 9, patterns) if e["missing_run"]]
+            out.append({**head, "family": fam_budget, "metric": "missing_run_rate", "n_driving": len(recs),
+                        "records": recs[:limit]})
+            continue
+        owner, _ = index.owner(g.metric)
+        if owner is None:
+            continue
+        ev = owner.ev
+        if g.scope is not None:
+            kind, _, rest = g.scope.partition(":")
+            if kind == "slice":
+                name, _, wanted = rest.partition("=")
+                mask = slice_mask(ev, name, wanted)
+            else:
+                mask = node_mask(ev, ontology, rest) if rest in ontology else None
+            if mask is None or not mask.any():
+                out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": 0, "records": []})
+                continue
+            ev = ev.subset(mask)
+        if res.status == "missing" or res.observed is None:
+            recs = _unscored(owner.family, index.runs[owner.family], by_id, limit, patterns)
+            out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(recs),
+                        "records": recs})
+            continue
+        ids, stats = ev.per_record_stats()
+        names = list(stats)
+        mat = np.stack([stats[k] for k in names], axis=1) if names else np.zeros((len(ids), 0))
+        values, weights = per_record_values(ev.family.finalize, owner.metric, names, mat)
+        sign = 1.0 if g.op in (">=", ">") else -1.0
+        scored: list[tuple[float, str, float, float]] = []
+        if values is None:
+            out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": None, "records": [],
+                        "note": f"not ranked: {len(ids)} records and {owner.metric!r} is not a ratio of sums "
+                                f"(at most {MAX_NONLINEAR} records are finalized one by one)"})
+            continue
+        ok = np.isfinite(values)
+        deficit = np.where(ok, sign * weights * (g.threshold - np.where(ok, values, 0.0)), 0.0)
+        for j in np.flatnonzero(ok & (deficit > 1e-12)).tolist():
+            scored.append((-float(deficit[j]), str(ids[j]), float(values[j]), float(weights[j])))
+        scored.sort()
+        row_ids = ev.record_ids.astype(str)
+        recs = []
+        for neg, rid, value, w in scored[:limit]:
+            rows = np.flatnonzero(row_ids == rid)
+            recs.append(_entry(owner.family, rid, by_id.get(rid), value=value, weight=w, deficit=-neg,
+                               reason=_reason(ev, rows)))
+        out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(scored),
+                    "records": recs})
+    return out

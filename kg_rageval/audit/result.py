@@ -1,0 +1,52 @@
+"""The result of an audit (what reports render); its own module so that the runner, the
+manifest and the report writers import it without importing each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..evaluation import Metric
+from .config import AuditConfig
+from .families import FamilyRun
+from .gates import GateResult
+
+
+@dataclass
+class AuditResult:
+    """Everything an audit decided and measured; reports render this object."""
+
+    config: AuditConfig
+    ontology: Any
+    n_records: int
+    families: dict[str, FamilyRun]
+    metrics: dict[str, Metric]
+    gate_results: list[GateResult]
+    slices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    drivers: list[dict[str, Any]] = field(default_factory=list)
+    failing: list[dict[str, Any]] = field(default_factory=list)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    relations: dict[str, dict[str, int]] = field(default_factory=dict)
+    exclusions: dict[str, Any] = field(default_factory=dict)
+    baseline: dict[str, Any] | None = None
+    counts: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.gate_results) and all(r.status == "pass" for r in self.gate_results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def status_counts(self) -> dict[str, int]:
+        out = {"pass": 0, "fail": 0, "missing": 0}
+        for r in self.gate_results:
+            out[r.status] += 1
+        return out
+
+

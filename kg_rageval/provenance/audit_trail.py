@@ -1,0 +1,109 @@
+"""Run-manifest checks and the PROV-O trail as Evaluations, so the audit can gate them.
+
+* **manifests** (family ``run_manifests``): one row per run manifest (the first names the audited
+  run). ``manifest_completeness`` = manifests with every required field recorded and no hash
+  differing from the audited snapshot / manifests; ``manifest_hash_match_rate`` = manifests
+  whose recorded corpus and ontology hashes equal the snapshot's / manifests recording both;
+  ``manifest_consistency`` = later manifests pinning the same required fields as the first /
+  later manifests (missing with fewer than two). Row details: ``missing``, ``mismatched``.
+* **trail** (family ``prov_trail``): the PROV-O graph of the audited run
+  (:func:`~kg_rageval.provenance.prov.export_prov` with the first manifest) validated by
+  :func:`~kg_rageval.provenance.prov.validate_prov`, one row per answer:
+  ``prov_traceable_rate`` = answers whose trail conforms / answers, where an answer's trail is
+  the answer node, the documents it cites and its run (with the model agent): a violation on
+  any of them makes the answer untraceable (so a run missing its seed makes every answer
+  untraceable). The per-answer verdict does not depend on how the records are partitioned,
+  so the rate is a sum like every metric. ``meta["turtle"]`` holds the trail, which the audit
+  writes beside its reports (``prov.ttl``); ``meta["messages"]`` the SHACL messages.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+from ..records import Record
+from .manifest import REQUIRED, _get, check_manifest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ontology import Ontology
+    from .corpus import Corpus
+
+
+class ManifestFamily(Family):
+    name = "run_manifests"
+    version = "1"
+    stats = ("manifests", "complete", "with_hashes", "hashes_match", "later", "same_as_first")
+
+    def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        return {
+            "manifest_completeness": ratio("manifest_completeness", s["complete"], s["manifests"],
+                                           missing="no run manifests"),
+            "manifest_hash_match_rate": ratio("manifest_hash_match_rate", s["hashes_match"], s["with_hashes"],
+                                              missing="no run manifest records both hashes"),
+            "manifest_consistency": ratio("manifest_consistency", s["same_as_first"], s["later"],
+                                          missing="fewer than two run manifests"),
+        }
+
+
+class ProvTrailFamily(Family):
+    name = "prov_trail"
+    version = "1"
+    stats = ("answers", "traceable")
+
+    def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        return {"prov_traceable_rate": ratio("prov_traceable_rate", s["traceable"], s["answers"],
+                                             missing="no answers in the trail")}
+
+
+def _pinned(m: Mapping[str, Any]) -> list[str]:
+    return [json.dumps(_get(dict(m), f), sort_keys=True) for f in REQUIRED]
+
+
+def score_manifests(manifests: Sequence[Mapping[str, Any]], *, corpus: "Corpus | None" = None,
+                    ontology: "Ontology | None" = None) -> Evaluation:
+    """The manifest checks as rows (see the module docstring)."""
+    rows = []
+    first = _pinned(manifests[0]) if manifests else None
+    for k, m in enumerate(manifests):
+        chk = check_manifest(dict(m), corpus_hash=corpus.hash if corpus is not None else None,
+                             ontology_hash=ontology.content_hash if ontology is not None else None)
+        both = all(isinstance(_get(dict(m), f), str) and _get(dict(m), f) for f in ("corpus_hash", "ontology_hash"))
+        rows.append({
+            "record_id": str(m.get("run_id") or m.get("_source") or f"manifest {k + 1}"),
+            "manifests": 1, "complete": int(chk["complete"]),
+            "with_hashes": int(both), "hashes_match": int(both and not chk["mismatched"]),
+            "later": int(k > 0), "same_as_first": int(k > 0 and _pinned(m) == first),
+            "missing": " ".join(chk["missing"]) or None,
+            "mismatched": " ".join(x["field"] for x in chk["mismatched"]) or None,
+        })
+    return build_evaluation(ManifestFamily(), rows, details=("missing", "mismatched"))
+
+
+def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None,
+                corpus: "Corpus | None" = None) -> Evaluation:
+    """Export and validate the PROV-O trail of the audited run (see the module docstring)."""
+    from ..generation.fields import section
+    from .depth import cited_ids
+    from .prov import _q, export_prov, validate_prov
+
+    records = list(records)
+    graph = export_prov(records, manifest=dict(manifest) if manifest is not None else None, corpus=corpus)
+    result = validate_prov(graph)
+    bad = set(result["focus_nodes"])
+    run_id = (manifest or {}).get("run_id") or "run"
+    answer_pre, doc_pre = f"urn:kg-rageval:answer:{_q(run_id)}:", "urn:kg-rageval:doc:"
+    run_level = sorted(f for f in bad if not f.startswith((answer_pre, doc_pre)))
+    rows = []
+    for r in records:
+        if section(r, "answer") is None:
+            continue
+        own = [answer_pre + _q(r["id"])] + [doc_pre + _q(c) for c in cited_ids(r)]
+        why = [f for f in own if f in bad] + run_level
+        rows.append({"record_id": r["id"], "answers": 1, "traceable": int(not why),
+                     "untraceable_at": " ".join(why[:5]) or None})
+    return build_evaluation(ProvTrailFamily(), rows, details=("untraceable_at",),
+                            meta={"turtle": graph.serialize(format="turtle"), "triples": len(graph),
+                                  "conforms": result["conforms"], "violations": result["violations"],
+                                  "messages": result["messages"]})
