@@ -781,7 +781,7 @@ def build_evaluation(
     *,
     keys: Iterable[str] = (),
     details: Iterable[str] = (),
-    unscored: list[dict[str, str]] | None = None,
+    unscored: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Evaluation:
     """Convenience constructor from row dicts holding ``record_id``, the family's stats and

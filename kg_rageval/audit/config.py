@@ -94,7 +94,10 @@ exactly, case-insensitively; never as substrings: ``no answer`` must not match t
 conformance family's ``correct refusal`` or a former ``no answer.output``)."""
 
 
-MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate")
+MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate", "invalid_output_rate", "failed_call_rate",
+                       "unscorable_rate", "latency.total_ms.n_missing")
+"""``latency.total_ms.n_missing``: a record with a system section but no total latency (a timed-out
+or crashed run) is a missing run of the system family."""
 
 
 class MissingRunsConfig(_Strict):

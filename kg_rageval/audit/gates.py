@@ -10,7 +10,11 @@ Grammar (whitespace is free around tokens)::
     METRIC  := letters, digits and  _ @ . - / :   (e.g. recall@10, delta:mrr)
     SCOPE   := "slice:<name>=<value>" | "node:<ontology id>"
 
-Examples: ``recall@10 >= 0.85``, ``hierarchical_f1[node:TA0005] >= 0.7``,
+A quantile may be written as a function: ``p95(latency.total_ms)`` is the metric
+``latency.total_ms.p95`` (``p50``/``p95``/``p99``, any ``p<1-2 digits>``; ``docs/system.md``),
+also inside a bound: ``ci_high(p95(latency.total_ms))``.
+
+Examples: ``recall@10 >= 0.85``, ``p95(latency.total_ms) <= 1500``, ``hierarchical_f1[node:TA0005] >= 0.7``,
 ``ci_low(faithfulness) >= 0.8``, ``mrr[slice:intent=lookup] > 0.5``.
 
 ``str(gate)`` is canonical and :func:`parse_gate` reads it back to an equal :class:`Gate`
@@ -147,12 +151,20 @@ def _parse_number(text: str) -> float:
     return float(text)
 
 
+_QUANTILE_CALL = re.compile(rf"\b(p\d{{1,2}})\s*\(\s*({_METRIC})\s*(\[[^\[\]]*\])?\s*\)")
+
+
+def _quantile_sugar(text: str) -> str:
+    """``p95(m)`` → ``m.p95`` (and ``p95(m[scope])`` → ``m.p95[scope]``)."""
+    return _QUANTILE_CALL.sub(lambda m: f"{m.group(2)}.{m.group(1)}{m.group(3) or ''}", text)
+
+
 def parse_gate(text: str) -> Gate:
     """Parse one gate expression (see the module docstring); raises :class:`ConfigError`
     naming the expression and what was expected."""
     if not isinstance(text, str):
         raise ConfigError(f"gate must be a string like 'recall@10 >= 0.85', got {text!r}")
-    m = _GATE_RE.match(text)
+    m = _GATE_RE.match(_quantile_sugar(text))
     if not m:
         hint = ""
         if "=" in text and not any(op in text for op in OPS):

@@ -87,7 +87,8 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
                for k, p in files.items()},
         },
         "families": {
-            name: {"status": run.status, "versions": run.versions, "options": _jsonable(run.options)}
+            name: {"status": run.status, "versions": run.versions, "options": _jsonable(run.options),
+                   **_judge_usage(run)}
             for name, run in result.families.items()
         },
         "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
@@ -117,6 +118,15 @@ def redact_settings(x: Any) -> Any:
     from ..redact import redact_settings as _r
 
     return _r(x)
+
+
+def _judge_usage(run: Any) -> dict[str, Any]:
+    """``{"judge_usage": ...}`` (client settings with the key redacted, tokens, cost) when the
+    family called a live judge, else nothing."""
+    for ev in run.evaluations:
+        if "judge_usage" in ev.meta:
+            return {"judge_usage": _jsonable(ev.meta["judge_usage"])}
+    return {}
 
 
 def testset_citation(path: Path) -> dict[str, Any]:

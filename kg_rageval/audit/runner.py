@@ -107,7 +107,12 @@ def load_inputs(config: AuditConfig) -> dict[str, Any]:
     ontology = load_config_ontology(config)
     rpath = config.path(config.records)
     _require_file(rpath, "records file", f"records = {config.records!r}", config)
-    records = read_records(rpath)
+    if rpath.name.endswith((".otlp.json", ".otlp.jsonl")):  # traces: one record per trace (docs/system.md)
+        from ..system.otlp import import_otlp
+
+        records = import_otlp(rpath)
+    else:
+        records = read_records(rpath)
     corpus = None
     if config.corpus:
         cpath = config.path(config.corpus)

@@ -34,6 +34,8 @@ COMMANDS: dict[str, dict[str, str]] = {
         "conformance": "kg_rageval.cli.score_conformance:command",
         "generation": "kg_rageval.cli.score_generation:command",
         "provenance": "kg_rageval.cli.score_provenance:command",
+        "judges": "kg_rageval.cli.score_judges:command",
+        "system": "kg_rageval.cli.score_system:command",
         "preference": "kg_rageval.cli.score_preference:command",
         "relations": "kg_rageval.cli.score_relations:command",
     },
@@ -54,6 +56,8 @@ HELP = {
     "conformance": "Schema validity, vocabulary, status and domain/range conformance.",
     "generation": "Faithfulness, answer correctness, refusal and calibration.",
     "provenance": "Citation completeness, provenance depth and reproducibility.",
+    "judges": "Judge calibration vs human labels, PPI, position bias, judge agreement.",
+    "system": "Latency quantiles, cost, tokens, cache hits, context coverage (records or OTLP traces).",
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
 }

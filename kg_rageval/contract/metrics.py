@@ -17,7 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 DIRECTIONS = ("higher", "lower", "none")
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::(word))?\}")
+"""``{k}``: a number bound to the family's options; ``{stage:word}``: a name the records decide
+(letters, digits, ``_``), accepted as written (e.g. ``latency.{stage:word}_ms.p95``)."""
 
 IR_MEASURES: tuple[tuple[str, str], ...] = (
     (r"nDCG@(\d+)", r"ndcg@\1"),
@@ -60,26 +62,42 @@ class MetricSpec:
 
     @property
     def placeholders(self) -> tuple[str, ...]:
-        return tuple(_PLACEHOLDER.findall(self.name))
+        return tuple(name for name, _ in _PLACEHOLDER.findall(self.name))
+
+    @property
+    def word_placeholders(self) -> tuple[str, ...]:
+        return tuple(name for name, kind in _PLACEHOLDER.findall(self.name) if kind)
 
     @property
     def _regex(self) -> re.Pattern[str]:
-        parts = _PLACEHOLDER.split(self.name)
-        pat = "".join(re.escape(p) if i % 2 == 0 else rf"(?P<{p}>\d+)" for i, p in enumerate(parts))
-        return re.compile(pat + r"\Z")
+        pat, pos = "", 0
+        for m in _PLACEHOLDER.finditer(self.name):
+            pat += re.escape(self.name[pos:m.start()])
+            pat += rf"(?P<{m.group(1)}>[A-Za-z0-9_]+?)" if m.group(2) else rf"(?P<{m.group(1)}>\d+)"
+            pos = m.end()
+        return re.compile(pat + re.escape(self.name[pos:]) + r"\Z")
 
     def match(self, metric: str) -> dict[str, str] | None:
         if not self.placeholders:
             return {} if metric == self.name else None
         m = self._regex.match(metric)
-        return {k: str(int(v)) for k, v in m.groupdict().items()} if m else None
+        if not m:
+            return None
+        words = self.word_placeholders
+        return {k: v if k in words else str(int(v)) for k, v in m.groupdict().items()}
 
     def expand(self, values: Mapping[str, Iterable[Any]]) -> list[str]:
-        """Concrete names for every combination of placeholder values."""
+        """Concrete names for every combination of placeholder values (a word placeholder
+        without values stays as the template text, ``{stage}``)."""
         names = [self.name]
-        for ph in self.placeholders:
-            vals = sorted({int(v) for v in values.get(ph, ())})
-            names = [n.replace("{" + ph + "}", str(v)) for n in names for v in vals]
+        for m in _PLACEHOLDER.finditer(self.name):
+            ph, word = m.group(1), bool(m.group(2))
+            given = list(values.get(ph, ()))
+            if word and not given:
+                names = [n.replace(m.group(0), "{" + ph + "}") for n in names]
+                continue
+            vals = sorted({str(v) for v in given}) if word else [str(v) for v in sorted({int(v) for v in given})]
+            names = [n.replace(m.group(0), v) for n in names for v in vals]
         return names
 
     def describe(self) -> dict[str, Any]:

@@ -58,8 +58,9 @@ def family_of_member(member: str) -> str | None:
 
 def _register_builtins() -> None:
     from .builtin import BUILTIN
+    from .quality import QUALITY
 
-    for sc in BUILTIN:
+    for sc in BUILTIN + QUALITY:
         register(sc)
 
 

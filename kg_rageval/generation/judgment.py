@@ -22,7 +22,6 @@ else the record's ``answer.judgment`` (same two forms).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import InputError
+from ..judges.contracts import json_object, validation_message
 from ..records import iter_objects
 
 SCORED, NO_CLAIMS, INVALID = "scored", "no_claims", "invalid_judgment"
@@ -107,26 +107,15 @@ def parse_judgment(raw: Any) -> JudgmentOutcome:
     ``{...}`` is parsed). Never raises on bad judge output; returns the reason instead."""
     if isinstance(raw, Judgment):
         return JudgmentOutcome(raw)
-    if isinstance(raw, str):
-        text = raw.strip()
-        start, end = text.find("{"), text.rfind("}")
-        if start < 0 or end < start:
-            return JudgmentOutcome(None, "judge output holds no JSON object")
-        try:
-            raw = json.loads(text[start : end + 1])
-        except json.JSONDecodeError as exc:
-            return JudgmentOutcome(None, f"judge output is not valid JSON: {exc.msg}")
-        except (RecursionError, ValueError) as exc:  # nested too deeply; an over-long integer
-            return JudgmentOutcome(None, f"judge output is not valid JSON: {type(exc).__name__}")
+    raw, err = json_object(raw)
+    if err:
+        return JudgmentOutcome(None, err)
     if not isinstance(raw, dict):
         return JudgmentOutcome(None, f"judgment must be an object, found {type(raw).__name__}")
     try:
         return JudgmentOutcome(Judgment.model_validate(raw))
     except ValidationError as exc:
-        msgs = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'judgment'}: {e['msg']}" for e in exc.errors()
-        )
-        return JudgmentOutcome(None, f"judgment breaks the contract: {msgs}")
+        return JudgmentOutcome(None, f"judgment breaks the contract: {validation_message(exc, 'judgment')}")
 
 
 def load_judgments(path: str | Path) -> dict[str, Any]:

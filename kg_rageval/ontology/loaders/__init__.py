@@ -138,10 +138,13 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
     """
     from .options import check_loader_options
 
-    _entry_points()
     p = Path(path)
     fmt = format or detect_format(str(path))
     fmt = _ALIASES.get(fmt, fmt)
+    if fmt not in _REGISTRY:
+        # plugins are reached by name only (they declare no extensions), so the entry-point
+        # scan (importlib.metadata, ~30 ms) runs only for a name the built-ins do not know
+        _entry_points()
     if fmt not in _REGISTRY:
         raise InputError(
             f"unknown ontology format {fmt!r}; known: {', '.join(sorted(_REGISTRY))}",

@@ -1,0 +1,91 @@
+"""``kg-rageval score judges``: judge calibration against human labels, PPI estimates,
+position bias and agreement between judges over the records' ``judges`` sections; optionally
+judging the records first with a live OpenAI-compatible endpoint (see ``docs/judges.md``).
+The flags come from the family's declaration (:mod:`kg_rageval.contract.quality`)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import data_option, emit, families_text, family_kwargs, family_options, format_option
+
+
+@click.command()
+@data_option
+@click.option("--ontology", "-O", "ontology_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Ontology, for the per-branch roll-up (optional).")
+@click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
+@family_options("judge")
+@click.option("--write-records", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="With --endpoint: write the records with the live judge's entries here (JSONL).")
+@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-row results in JSON output.")
+@format_option
+def command(data_path, ontology_path, ontology_format, write_records, rows, fmt, **kwargs) -> None:
+    """Judge calibration: accuracy, Cohen's kappa, false approvals/rejections, PPI, position bias."""
+    from ..contract import get_scorer
+    from ..records import read_records
+    from .common import load_ontology_cli, ontology_ref
+
+    opts = family_kwargs("judge", kwargs)
+    records = read_records(data_path)
+    onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
+    usage = None
+    if opts.get("endpoint") or opts.get("model"):
+        from ..judges.run import LIVE_PARAMS, live_judge
+
+        records, usage = live_judge(records, **{k: opts.pop(k) for k in LIVE_PARAMS if k in opts})
+        if write_records:
+            from ..records import write_records as write
+
+            write(write_records, records)
+    evals = get_scorer("judge").score(onto, records, where="score judges", **opts)
+    if usage is not None:
+        for ev in evals.values():
+            ev.meta["judge_usage"] = usage
+    payload = {"command": "score judges", "data": data_path, "n_records": len(records),
+               "ontology": ontology_ref(onto) if onto is not None else None, "families": {}}
+    for name, ev in evals.items():
+        keys = [k for k in ev.keys if k.startswith("slice:") or k == "length_bin"]
+        d = ev.to_dict(rows=rows, breakdowns=keys)
+        if onto is not None:
+            d["rollup"] = _rollup(ev, onto)
+        payload["families"][name] = d
+    emit(payload, fmt, lambda p: _render(p, evals))
+
+
+def _rollup(ev, onto) -> dict:
+    from ..audit.gates import metric_dict
+    from ..audit.pernode import safe_rollup
+
+    return {n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
+            for n, e in safe_rollup(ev, onto).items()}
+
+
+def _render(payload: dict, evals: dict) -> str:
+    cal = evals["calibration"]
+    parts = [f"{payload['n_records']} records; judge {cal.meta.get('judge')!r} calibrated"
+             + (f", compared with {cal.meta['second_judge']!r}" if cal.meta.get("second_judge") else "")]
+    shown = {name: _Shown(ev) for name, ev in evals.items()}
+    parts.extend(families_text(shown, "rows"))
+    usage = cal.meta.get("judge_usage")
+    if usage:
+        u = usage["usage"]
+        parts.append(f"\nlive judge {u['model']}: {u['requests']} requests, {u['cache_hits']} cache hits, "
+                     f"{u['retries']} retries, {u['failures']} failures, {u['total_tokens']} tokens, "
+                     f"${u['cost_usd']:.6f}")
+    return "\n".join(parts)
+
+
+class _Shown:
+    """An evaluation whose per-rubric metrics of absent rubrics are left out of the table."""
+
+    def __init__(self, ev) -> None:
+        self.ev, self.unscored, self.unscored_counts = ev, ev.unscored, ev.unscored_counts
+
+    def __len__(self) -> int:
+        return len(self.ev)
+
+    def metrics(self) -> dict:
+        ms = self.ev.metrics()
+        absent = {k.split(".", 1)[0] for k, m in ms.items() if k.endswith(".invalid_output_rate") and m.value is None}
+        return {k: m for k, m in ms.items() if k.split(".", 1)[0] not in absent or "." not in k}

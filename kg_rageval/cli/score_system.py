@@ -1,0 +1,94 @@
+"""``kg-rageval score system``: latency quantiles per stage (with bootstrap intervals), cost per
+query, tokens, cache hit rates and context construction, from records or from OTLP traces
+(see ``docs/system.md``)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit, family_kwargs, family_options, format_option
+
+
+@click.command()
+@click.option("--data", "-d", "data_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Records file (JSONL, see docs/records.md).")
+@click.option("--traces", "traces_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="OTLP JSON traces (OpenTelemetry / OpenInference, e.g. a Phoenix export) instead of records.")
+@click.option("--id-attribute", default=None, help="Root-span attribute holding the record id (traces; default: trace id).")
+@click.option("--write-records", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the records imported from --traces here (JSONL).")
+@click.option("--ontology", "-O", "ontology_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Ontology, for the per-branch roll-up (optional).")
+@click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
+@family_options("system")
+@click.option("--bootstrap", "n_resamples", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples (by record) for the quantile intervals; 0 = none.")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-record rows in JSON output.")
+@format_option
+def command(data_path, traces_path, id_attribute, write_records, ontology_path, ontology_format, n_resamples,
+            level, seed, rows, fmt, **kwargs) -> None:
+    """Latency p50/p95/p99 per stage, $/query, tokens, cache hit rates, context coverage."""
+    from ..errors import ConfigError
+    from ..records import read_records
+
+    stages = family_kwargs("system", kwargs).get("stages")
+    from ..system import score_context, score_system
+    from .common import load_ontology_cli, ontology_ref
+
+    if (data_path is None) == (traces_path is None):
+        raise ConfigError("give exactly one of --data (records) and --traces (OTLP JSON)")
+    if traces_path:
+        from ..records import write_records as write
+        from ..system.otlp import import_otlp
+
+        records = import_otlp(traces_path, id_attribute=id_attribute)
+        if write_records:
+            write(write_records, records)
+    else:
+        records = read_records(data_path)
+    onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
+    evals = {"system": score_system(onto, records, stages=stages or None), "context": score_context(onto, records)}
+    payload = {"command": "score system", "data": data_path or traces_path, "n_records": len(records),
+               "ontology": ontology_ref(onto) if onto is not None else None, "families": {}}
+    intervals: dict[str, dict[str, tuple[float, float]]] = {}
+    for name, ev in evals.items():
+        keys = [k for k in ev.keys if k.startswith("slice:")] + (
+            ["gold_position_bucket", "compression_bin"] if name == "context" else [])
+        d = ev.to_dict(rows=rows, breakdowns=keys)
+        if n_resamples and len(ev):
+            wanted = [m for m, v in d["metrics"].items() if v["value"] is not None
+                      and (name != "system" or m.rsplit(".", 1)[-1] in ("p50", "p95", "p99", "mean"))]
+            cis = ev.bootstrap(n_resamples=n_resamples, level=level, seed=seed, metrics=wanted)
+            intervals[name] = {m: ci for m, ci in cis.items() if ci is not None}
+            for m, ci in intervals[name].items():
+                d["metrics"][m]["ci"] = list(ci)
+        if onto is not None and "gold_node" in ev.keys:
+            from ..audit.gates import metric_dict
+            from ..audit.pernode import safe_rollup
+
+            d["rollup"] = {n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
+                           for n, e in safe_rollup(ev, onto).items()}
+        payload["families"][name] = d
+    emit(payload, fmt, lambda p: _render(p, evals, intervals))
+
+
+def _render(payload: dict, evals: dict, intervals: dict) -> str:
+    from .common import metrics_table
+
+    parts = [f"{payload['n_records']} records"]
+    for name, ev in evals.items():
+        ms = ev.metrics()
+        absent = sorted({k.rsplit(".", 1)[0] for k, m in ms.items()
+                         if k.endswith(".n_missing") and m.numerator == m.denominator and m.denominator})
+        cis = intervals.get(name, {})
+        shown = {k: (m.with_ci(cis[k]) if k in cis else m) for k, m in ms.items()
+                 if not any(k.startswith(a + ".") for a in absent)}
+        parts.append(f"\n== {name} ({len(ev)} records)")
+        parts.append(metrics_table(shown))
+        if absent:
+            parts.append("no record has: " + ", ".join(absent))
+        if ev.unscored:
+            parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
+    return "\n".join(parts)
