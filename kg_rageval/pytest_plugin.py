@@ -17,8 +17,10 @@ standard library and pytest; kg-rageval's audit and NumPy are imported when a ga
   evidence** (metric absent, empty denominator, no interval) raises :class:`GateFailure` (an
   ``AssertionError``) listing every such gate with its observed value and reason, and — when
   per-node evidence is available (an Evaluation with ``ontology=``, an audit result or report)
-  — its worst ontology branches: nodes whose subtree misses the threshold, ordered by
-  ``shortfall × rows`` (ties: deeper first, then id).
+  — its worst ontology branches: the branches driving the failure, ranked as the audit ranks
+  them (:func:`kg_rageval.audit.pernode.branch_impact`: impact ``w·(V − v)``, the branch's
+  weight times how much worse than the global value it is; the root, branches as bad as the
+  whole and branches without a value are no drivers; ties: deeper first, then id).
 
 * ``@pytest.mark.kg_rageval_audit("audit.toml")``: after the test body passes, runs the audit
   described by the config (a path relative to the test file, else to the rootdir) and fails the
@@ -190,18 +192,26 @@ def _branches_from_evaluations(gate: Any, ev_: _Evidence, top: int) -> list[dict
         name = gate.metric.split(".", 1)[1] if gate.metric.startswith(ev.family.name + ".") else gate.metric
         if "gold_node" not in ev.keys:
             continue
+        total = ev.metrics().get(name)
+        if total is None or total.value is None:
+            continue
         for nid, row in ev.rollup(onto, "gold_node").items():
             if nid == onto.root_id:
                 continue
             m = row["metrics"].get(name)
-            if m is None:
+            if m is None or m.value is None:
                 continue
-            out.append(_branch(gate, nid, onto.label(nid), row["depth"], row["n"], m.value, m.missing))
+            weight = float(m.denominator) if m.denominator else float(row["n"])
+            out.append(_branch(gate, nid, onto.label(nid), row["depth"], row["n"], m.value, weight, total.value))
     return _worst(out, top)
 
 
 def _branches_from_nodes(gate: Any, ev_: _Evidence, top: int) -> list[dict]:
     if not ev_.nodes or gate.scope is not None or gate.use != "value":
+        return []
+    total = ev_.metrics.get(gate.metric)
+    global_value = getattr(total, "value", total)
+    if not isinstance(global_value, (int, float)):
         return []
     root = getattr(ev_.ontology, "root_id", None) if ev_.ontology is not None else None
     out = []
@@ -210,27 +220,27 @@ def _branches_from_nodes(gate: Any, ev_: _Evidence, top: int) -> list[dict]:
             continue
         mets = d.get("metrics", {})
         keys = [k for k in mets if k == gate.metric or k.endswith("." + gate.metric)]
-        if len(keys) != 1:
+        if len(keys) != 1 or mets[keys[0]] is None:
             continue
         fam = keys[0].split(".", 1)[0]
         n = d.get("n", {})
         n = n.get(fam, 0) if isinstance(n, Mapping) else int(n or 0)
-        out.append(_branch(gate, nid, d.get("label"), d.get("depth", 0), n, mets[keys[0]], None))
+        out.append(_branch(gate, nid, d.get("label"), d.get("depth", 0), n, mets[keys[0]], float(n),
+                           float(global_value)))
     return _worst(out, top)
 
 
-def _branch(gate, nid, label, depth, n, value, missing) -> dict:
-    if value is None:
-        return {"node": nid, "label": label, "depth": depth, "n": n, "value": None, "status": "missing",
-                "impact": float(n), "reason": missing or "missing evidence"}
+def _branch(gate, nid, label, depth, n, value, weight, global_value) -> dict:
+    from kg_rageval.audit.pernode import branch_impact
+
     ok = gate.compare(float(value))
-    shortfall = abs(float(value) - gate.threshold)
+    impact = branch_impact(float(value), weight, float(global_value), gate.threshold, gate.op)["impact"]
     return {"node": nid, "label": label, "depth": depth, "n": n, "value": float(value),
-            "status": "pass" if ok else "fail", "impact": shortfall * n}
+            "status": "pass" if ok else "fail", "impact": impact}
 
 
 def _worst(rows: list[dict], top: int) -> list[dict]:
-    bad = [r for r in rows if r["status"] != "pass"]
+    bad = [r for r in rows if r["status"] != "pass" and r["impact"] > 1e-12]
     bad.sort(key=lambda r: (-r["impact"], -r["depth"], r["node"]))
     return bad[:top]
 

@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+try:  # imported once, up front: pytester's in-process runs (tests/test_pytest_plugin.py) drop
+    import pandas  # noqa: F401  modules first imported inside them, and pandas' C extension
+except ImportError:  # breaks when imported a second time in one process ("dtype str ...")
+    pass
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -109,3 +114,15 @@ def vehicles():
     ]:
         b.add_edge(child, parent)
     return b.build()
+
+
+@pytest.fixture(autouse=True)
+def _family_registry_restored():
+    """Families a test registers (stubs, a pytester conftest run in-process) never leak into
+    the next test: the registry is restored after each one."""
+    from kg_rageval.contract.registry import REGISTRY
+
+    saved = dict(REGISTRY)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(saved)

@@ -70,9 +70,12 @@ def test_evaluation_worst_branches(vehicles):
     with pytest.raises(GateFailure) as exc:
         assert_gates(ev, {"stub_accuracy": ">= 0.9"}, ontology=vehicles, top=4)
     branches = exc.value.branches["stub_accuracy >= 0.9"]
-    # impact = shortfall x rows: submarine .9x1, sedan .4x2 (deeper than boat), boat .4x2, car .15x4
-    assert [b["node"] for b in branches] == ["submarine", "sedan", "boat", "car"]
-    assert [b["value"] for b in branches] == [0.0, 0.5, 0.5, 0.75]
+    # the audit's ranking, impact = w·(V − v) with V = 0.6: submarine 1·0.6, sedan 2·0.1 (deeper
+    # than boat), boat 2·0.1; car (0.75 over 4 rows) fails the gate but is better than the whole,
+    # so it does not drive the failure
+    assert [b["node"] for b in branches] == ["submarine", "sedan", "boat"]
+    assert [b["value"] for b in branches] == [0.0, 0.5, 0.5]
+    assert [round(b["impact"], 12) for b in branches] == [0.6, 0.2, 0.2]
     msg = str(exc.value)
     assert "value 0.6000 (3/5) violates >= 0.9" in msg
     assert "- submarine 'Submarine' (depth 2, n=1): 0.0000" in msg
