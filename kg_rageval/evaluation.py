@@ -302,6 +302,19 @@ _ROLLUP_CHUNK = 4_000_000
 """Ancestor entries gathered per roll-up chunk; bounds the roll-up's working memory."""
 
 
+def rollup_mask(ontology: "Ontology", keep: np.ndarray, max_depth: int | None = None,
+                nodes: Iterable[str] | None = None) -> np.ndarray:
+    """``keep`` narrowed to the nodes a bounded roll-up reports: depth (``depth_min``, root =
+    0) at most ``max_depth``, and only ``nodes`` when given (an unknown id raises)."""
+    if max_depth is not None:
+        keep = keep & (ontology.depth_min <= max_depth)
+    if nodes is not None:
+        wanted = np.zeros(len(ontology), dtype=bool)
+        wanted[[ontology.index(n) for n in nodes]] = True
+        keep = keep & wanted
+    return keep
+
+
 def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray],
                 keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Subtree sums of per-row columns for the nodes where ``keep`` holds.
@@ -571,13 +584,7 @@ class Evaluation:
         node = self.node_indices(ontology, key)
         ok = node >= 0
         self.meta["rollup_skipped"] = int((~ok).sum())
-        keep = np.ones(len(ontology), dtype=bool)
-        if max_depth is not None:
-            keep &= ontology.depth_min <= max_depth
-        if nodes is not None:
-            wanted = np.zeros(len(ontology), dtype=bool)
-            wanted[[ontology.index(n) for n in nodes]] = True
-            keep &= wanted
+        keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
         names = list(self.stats)
         kept, pooled = rollup_sums(ontology, node[ok], [self.stats[k][ok] for k in names], keep)
         sel = pooled[:, 0] >= max(min_rows, 1)

@@ -38,6 +38,7 @@ import json
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -243,21 +244,10 @@ def _read(z, header: dict) -> tuple[Ontology, bool]:
         trusted = True
 
     def strings(name: str, count: int) -> list[str]:
-        vals = _unblob(z[name], count, z[f"{name}_len"] if f"{name}_len" in files else None)
-        if len(vals) != count:
-            raise ValueError(f"{name}: {len(vals)} strings for {count} entries")
-        return vals
+        return _strings(z, files, name, count)
 
     def masked(name: str, mask: str) -> tuple:
-        vals = strings(name, n)
-        m = z[mask]
-        if m.shape != (n,):
-            raise ValueError(f"{mask}: wrong length")
-        if m.all():
-            return tuple(vals)
-        if not m.any():
-            return (None,) * n
-        return tuple([v if ok else None for v, ok in zip(vals, m.tolist())])
+        return _masked(z, files, name, mask, n)
 
     counts = z["synonym_counts"]
     if counts.shape != (n,) or (counts < 0).any():
@@ -325,6 +315,27 @@ def _graph_arrays(ontology: Ontology) -> dict[str, np.ndarray]:
     return out
 
 
+def _strings(z: Any, files: set[str], name: str, count: int) -> list[str]:
+    """``count`` strings stored as blob ``name`` (with ``name_len`` lengths when present)."""
+    vals = _unblob(z[name], count, z[f"{name}_len"] if f"{name}_len" in files else None)
+    if len(vals) != count:
+        raise ValueError(f"{name}: {len(vals)} strings for {count} entries")
+    return vals
+
+
+def _masked(z: Any, files: set[str], name: str, mask: str, count: int) -> tuple:
+    """:func:`_strings` with ``None`` where the boolean array ``mask`` is false."""
+    vals = _strings(z, files, name, count)
+    m = z[mask]
+    if m.shape != (count,):
+        raise ValueError(f"{mask}: wrong length")
+    if m.all():
+        return tuple(vals)
+    if not m.any():
+        return (None,) * count
+    return tuple([v if ok else None for v, ok in zip(vals, m.tolist())])
+
+
 def _read_graph(z, n: int) -> KnowledgeGraph:
     """The knowledge graph of a cache, its arrays checked (sizes, index ranges, sorted unique
     triples) so that no lookup reads out of bounds; the content hash covers its content."""
@@ -338,17 +349,10 @@ def _read_graph(z, n: int) -> KnowledgeGraph:
             raise InputError(f"array kg_{name} is not a 1-d integer array")
 
     def strings(name: str, count: int) -> list[str]:
-        vals = _unblob(z[name], count, z[f"{name}_len"] if f"{name}_len" in files else None)
-        if len(vals) != count:
-            raise ValueError(f"{name}: {len(vals)} strings for {count} entries")
-        return vals
+        return _strings(z, files, name, count)
 
     def masked(name: str, mask: str) -> tuple:
-        vals = strings(name, m)
-        mk = z[mask]
-        if mk.shape != (m,):
-            raise ValueError(f"{mask}: wrong length")
-        return tuple(v if ok else None for v, ok in zip(vals, mk.tolist()))
+        return _masked(z, files, name, mask, m)
 
     s, q, o, tp, ti = arrays["s"], arrays["p"], arrays["o"], arrays["type_ptr"], arrays["type_idx"]
     e = n + m

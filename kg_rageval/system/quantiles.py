@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import InputError
-from ..evaluation import Evaluation, Family, Metric
+from ..evaluation import Evaluation, Family, Metric, rollup_mask
 
 QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 
@@ -143,13 +143,7 @@ class QuantileEvaluation(Evaluation):
         order = np.argsort(anc, kind="stable")
         anc, pair_rows = anc[order], pair_rows[order]
         counts = np.bincount(anc, minlength=len(ontology))
-        keep = counts >= max(min_rows, 1)
-        if max_depth is not None:
-            keep &= ontology.depth_min <= max_depth
-        if nodes is not None:
-            wanted = np.zeros(len(ontology), dtype=bool)
-            wanted[[ontology.index(n) for n in nodes]] = True
-            keep &= wanted
+        keep = rollup_mask(ontology, counts >= max(min_rows, 1), max_depth, nodes)
         starts = np.concatenate(([0], np.cumsum(counts)))
         out: dict[str, dict[str, Any]] = {}
         ids = ontology.ids
