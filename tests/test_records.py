@@ -86,3 +86,29 @@ def test_write_records_round_trip(tmp_path):
     write_records(p, [{"id": "b", "z": 1, "a": 2, "_line": 9}], sort_keys=True)
     assert p.read_text() == '{"a": 2, "id": "b", "z": 1}\n'
     assert read_records(p)[0]["z"] == 1
+
+
+def test_iter_record_chunks_streams_in_file_order_and_checks_across_chunks(tmp_path):
+    from kg_rageval.records import iter_record_chunks, read_records
+
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(f'{{"id": "q{i}"}}\n' + ("\n" if i == 2 else "") for i in range(7)))
+    chunks = list(iter_record_chunks(path, size=3))
+    assert [[r["id"] for r in c] for c in chunks] == [["q0", "q1", "q2"], ["q3", "q4", "q5"], ["q6"]]
+    # line numbers count the blank line after q2; every record names its file
+    assert [r["_line"] for c in chunks for r in c] == [1, 2, 3, 5, 6, 7, 8]
+    assert {r["_source"] for c in chunks for r in c} == {str(path)}
+    assert [r for c in chunks for r in c] == read_records(path)
+    assert [len(c) for c in iter_record_chunks(path, size=7)] == [7]  # exact multiple: no empty chunk
+
+    (tmp_path / "empty.jsonl").write_text("\n")
+    assert list(iter_record_chunks(tmp_path / "empty.jsonl")) == []
+
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text('{"id": "a"}\n{"id": "b"}\n{"id": "a"}\n')
+    stream = iter_record_chunks(dup, size=2)
+    assert [r["id"] for r in next(stream)] == ["a", "b"]
+    with pytest.raises(InputError, match=r"duplicate record id 'a' \(first on line 1\)"):
+        next(stream)
+    with pytest.raises(ValueError, match="at least 1"):
+        next(iter_record_chunks(path, size=0))

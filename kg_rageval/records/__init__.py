@@ -1,6 +1,7 @@
 """The evaluation record format: its one owner (see ``docs/records.md``).
 
-* reading and writing JSONL records (:func:`read_records`, :func:`iter_objects`,
+* reading and writing JSONL records (:func:`read_records`, :func:`iter_record_chunks` (streaming),
+  :func:`iter_objects`,
   :func:`iter_jsonl`, :func:`write_records`, :func:`read_structured`);
 * field access and error locations (:func:`where`, :func:`located`, :func:`record_error`,
   :func:`record_text`);
@@ -10,9 +11,11 @@
 
 from ._io import (
     STRUCTURED_SUFFIXES,
+    DEFAULT_CHUNK_SIZE,
     Record,
     iter_jsonl,
     iter_objects,
+    iter_record_chunks,
     located,
     read_records,
     read_structured,
@@ -25,8 +28,8 @@ from .reasons import MISSING_RUN_CODES, Reason, absent_answer_code, unscored
 from .slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
 __all__ = [
-    "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "iter_jsonl",
-    "iter_objects", "located", "read_records", "read_structured", "record_error", "record_slices", "record_text",
+    "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "iter_jsonl",
+    "iter_objects", "iter_record_chunks", "located", "read_records", "read_structured", "record_error", "record_slices", "record_text",
     "slice_keys", "slice_text", "slice_texts",
     "slice_values", "unscored", "where", "write_records",
 ]

@@ -93,29 +93,57 @@ def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[in
         yield lineno, rid, obj
 
 
+DEFAULT_CHUNK_SIZE = 65_536
+"""Records per chunk of :func:`iter_record_chunks` (about 60 MB of parsed dicts for records of
+a few hundred bytes)."""
+
+
+def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iterator[list[Record]]:
+    """The records of a JSONL file in consecutive lists of at most ``size`` (file order), each
+    record checked as :func:`read_records` checks it (an object with a unique string ``id``;
+    duplicates are found across chunks) and given ``_line`` and ``_source``.
+
+    This is the streaming form of :func:`read_records`: a consumer that scores each chunk and
+    keeps only the (columnar) results holds one chunk of dicts at a time. An empty file yields
+    nothing. The cyclic garbage collector is paused while a chunk is filled (and restored
+    before it is handed out, also on an error): parsed JSON holds no reference cycles, and the
+    collector's repeated passes over a growing list of fresh dicts cost about as much as the
+    parsing itself."""
+    if size < 1:
+        raise ValueError("chunk size must be at least 1")
+    source = str(path)
+    objects = iter_objects(path)
+    while True:
+        chunk: list[Record] = []
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            for lineno, rid, obj in objects:
+                obj["id"] = rid
+                obj["_line"] = lineno
+                obj["_source"] = source
+                chunk.append(obj)
+                if len(chunk) >= size:
+                    break
+        finally:
+            if paused:
+                gc.enable()
+        if not chunk:
+            return
+        yield chunk
+        if len(chunk) < size:
+            return
+
+
 def read_records(path: str | Path) -> list[Record]:
     """All records of a JSONL file, each checked to be an object with a unique string ``id``.
 
     Each record gets ``_line`` (its line number) and ``_source`` for later error messages.
-
-    The cyclic garbage collector is paused while the list is built (and restored after, also
-    on an error): parsed JSON holds no reference cycles, and the collector's repeated passes
-    over a growing list of a million fresh dicts cost about as much as the parsing itself."""
-    out: list[Record] = []
-    source = str(path)
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        for lineno, rid, obj in iter_objects(path):
-            obj["id"] = rid
-            obj["_line"] = lineno
-            obj["_source"] = source
-            out.append(obj)
-    finally:
-        if paused:
-            gc.enable()
-    return out
+    The whole file in one list: :func:`iter_record_chunks` with no chunk limit."""
+    for chunk in iter_record_chunks(path, size=2 ** 62):
+        return chunk
+    return []
 
 
 STRUCTURED_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
