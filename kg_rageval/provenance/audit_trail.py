@@ -88,9 +88,7 @@ def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
     shape by :func:`~kg_rageval.provenance.trail.check_trail` (the verdicts pySHACL's
     :func:`~kg_rageval.provenance.prov.validate_prov` gives on the exported graph) and
     written as Turtle without building an rdflib graph."""
-    from ..generation.fields import section
-    from .depth import cited_ids
-    from .trail import _q, build_trail, check_trail, trail_turtle
+    from .trail import build_trail, check_trail, trail_turtle
 
     records = list(records)
     trail = build_trail(records, manifest=dict(manifest) if manifest is not None else None, corpus=corpus)
@@ -99,12 +97,9 @@ def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
     answer_pre, doc_pre = trail.answer_prefix, trail.doc_prefix
     run_level = sorted(f for f in bad if not f.startswith((answer_pre, doc_pre)))
     rows = []
-    for r in records:
-        if section(r, "answer") is None:
-            continue
-        own = [answer_pre + _q(r["id"])] + [doc_pre + _q(c) for c in cited_ids(r)]
-        why = [f for f in own if f in bad] + run_level
-        rows.append({"record_id": r["id"], "answers": 1, "traceable": int(not why),
+    for rid, own in trail.answers:  # the answer's node and its cited documents' nodes
+        why = [f for f in own if f in bad] + run_level if bad else []
+        rows.append({"record_id": rid, "answers": 1, "traceable": int(not why),
                      "untraceable_at": " ".join(why[:5]) or None})
     return build_evaluation(ProvTrailFamily(), rows, details=("untraceable_at",),
                             meta={"turtle": trail_turtle(trail), "triples": len(trail),

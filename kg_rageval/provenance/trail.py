@@ -60,6 +60,8 @@ class Trail:
     so a repeated triple is stored once, as in an RDF graph)."""
 
     subjects: dict[str, dict[str, dict[Term, None]]] = field(default_factory=dict)
+    answers: list[tuple[Any, list[str]]] = field(default_factory=list)
+    """``(record id, [answer IRI, cited document IRIs...])`` per record with an answer."""
     run: str = ""
     answer_prefix: str = ""
     doc_prefix: str = "urn:kg-rageval:doc:"
@@ -122,8 +124,11 @@ def build_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
         if text is not None:
             add(ans, PROV + "value", (text, None))
         add(ans, PROV + "wasGeneratedBy", run)
+        own = [ans]
+        t.answers.append((r["id"], own))
         for c in cited_ids(r):
             doc = t.doc_prefix + _q(c)
+            own.append(doc)
             if c not in seen_docs:
                 seen_docs.add(c)
                 add(doc, RDF_TYPE, PROV + "Entity")
@@ -143,7 +148,22 @@ _NEEDS_ESC = re.compile(r'[\\"\n\r\t\b\f]')
 _LOCAL = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
+_SHORT: dict[str, str] = {}
+
+
 def _short(iri: str) -> str:
+    got = _SHORT.get(iri)
+    if got is not None:
+        return got
+    if iri.startswith("urn:"):  # the trail's own IRIs: never prefixed, not memoised
+        return f"<{iri}>"
+    out = _prefixed(iri)
+    if len(_SHORT) < 10_000:
+        _SHORT[iri] = out
+    return out
+
+
+def _prefixed(iri: str) -> str:
     for pre, ns in PREFIXES.items():
         if iri.startswith(ns) and _LOCAL.match(iri[len(ns):]):
             return f"{pre}:{iri[len(ns):]}"
@@ -233,16 +253,19 @@ def _check_property(focus: str, prop: Mapping[str, Any], trail: Trail) -> list[s
     """The messages of the violations of one property shape on one focus node (pySHACL: one
     per constraint for counts, one per value node for value constraints)."""
     path = prop["path"]
-    values = list(trail.subjects.get(focus, {}).get(path, {}))
+    values = trail.subjects.get(focus, {}).get(path, {})
     own = prop.get("message")
-    shown = f"<{focus}>->{_short(path)}"
     msgs: list[str] = []
+
+    def shown() -> str:
+        return f"<{focus}>->{_short(path)}"
+
     if "hasValue" in prop and prop["hasValue"] not in values:
-        msgs.append(own or f"Node {shown} does not contain a value in the set: ['{_short(prop['hasValue'])}']")
+        msgs.append(own or f"Node {shown()} does not contain a value in the set: ['{_short(prop['hasValue'])}']")
     if "minCount" in prop and len(values) < prop["minCount"]:
-        msgs.append(own or f"Less than {prop['minCount']} values on {shown}")
+        msgs.append(own or f"Less than {prop['minCount']} values on {shown()}")
     if "maxCount" in prop and len(values) > prop["maxCount"]:
-        msgs.append(own or f"More than {prop['maxCount']} values on {shown}")
+        msgs.append(own or f"More than {prop['maxCount']} values on {shown()}")
     for v in values:
         if "datatype" in prop:
             dt = prop["datatype"]
