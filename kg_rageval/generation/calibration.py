@@ -24,7 +24,7 @@ from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, 
 from ..records import Record, record_error
 from .fields import all_slice_keys, answer_text, flag, section
 from .fields import row_keys
-from .squad import exact_match_score, metric_max_over_ground_truths
+from .squad import SquadScorer
 
 
 def bin_index(confidence: float, n_bins: int) -> int:
@@ -68,7 +68,7 @@ class CalibrationFamily(Family):
         return out
 
 
-def _correct(record: Record) -> bool | None:
+def _correct(record: Record, squad: SquadScorer | None = None) -> bool | None:
     label = flag(record, "reference", "correct")
     if label is not None:
         return label
@@ -80,12 +80,13 @@ def _correct(record: Record) -> bool | None:
     if not isinstance(refs, list) or not refs or not all(isinstance(x, str) for x in refs):
         raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {ref.get('answer')!r}")
     pred = "" if flag(record, "answer", "refused") else (answer_text(record) or "")
-    return bool(metric_max_over_ground_truths(exact_match_score, pred, refs))
+    return bool((squad or SquadScorer()).exact_match(pred, refs))
 
 
 def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluation:
     records = list(records)
     fam = CalibrationFamily(n_bins)
+    squad = SquadScorer()
     rows, unscored = [], []
     for r in records:
         ans = section(r, "answer")
@@ -95,7 +96,7 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
             continue
         if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
             raise record_error(r, "answer.confidence", f"expected a number in [0, 1], found {conf!r}")
-        ok = _correct(r)
+        ok = _correct(r, squad)
         if ok is None:
             unscored.append({"record_id": r["id"], "reason": "no correctness label", "code": "no_gold"})
             continue
