@@ -320,14 +320,15 @@ def test_correctness_max_over_references_and_refusals(vehicles):
 def test_concept_counts_agree_with_a_set_reference(vehicles):
     from hierarchy_reference import aug
 
-    from kg_rageval.generation.correctness import _add_concept_counts
+    from kg_rageval.generation.correctness import _concept_stats
 
     def batched(onto, cases):
-        """All cases' counts from ONE kernel call, as score_correctness makes it."""
-        rows = [({}, 0, 0) for _ in cases]
-        _add_concept_counts(onto, rows, [onto.indices(g).tolist() for _, g in cases],
-                            [onto.indices(p).tolist() for p, _ in cases])
-        return [(r["h_inter"], r["h_pred"], r["h_gold"]) for r, _, _ in rows]
+        """All cases' counts from ONE kernel call, as score_correctness makes it (row 0 unscored)."""
+        n = len(cases)
+        st = _concept_stats(onto, n + 1, list(range(1, n + 1)), [onto.indices(g).tolist() for _, g in cases],
+                            [onto.indices(p).tolist() for p, _ in cases], [0] * n, [0] * n)
+        assert st["concept_scored"].tolist() == [0] + [1] * n and st["h_gold"][0] == 0
+        return [(int(st["h_inter"][k]), int(st["h_pred"][k]), int(st["h_gold"][k])) for k in range(1, n + 1)]
 
     cases = [(["sedan"], ["hatchback"]), (["amphibious_car"], ["submarine"]), (["sedan", "boat"], ["amphibious_car"]),
              ([], ["car"]), (["vehicle"], ["vehicle"])]

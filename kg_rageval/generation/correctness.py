@@ -26,8 +26,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, named, ratio
+import numpy as np
+
+from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
 from ..records import Record, located, record_error
+from .columns import column_evaluation
 from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
 from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section, strip_citation_markers
 from .squad import SquadScorer
@@ -108,12 +111,16 @@ def score_correctness(
     link = memoised(linker) if linker is not None else None
     resolver = IdResolver(ontology, ids or IdOptions()) if ontology is not None else None
     squad = SquadScorer()
-    rows: list[dict[str, Any]] = []
     unscored = []
-    # concept-scored rows, with their gold / predicted index lists, counted in one kernel call
-    concept_rows: list[tuple[dict[str, Any], int, int]] = []
+    ids, key_rows, em, f1, refused_col, missing_col = [], [], [], [], [], []
+    # concept-scored rows: positions, ids, index lists and unknown counts (one kernel call)
+    pos: list[int] = []
+    answer_c: list[str] = []
+    reference_c: list[str] = []
     gold_idx: list[list[int]] = []
     pred_idx: list[list[int]] = []
+    p_unknown: list[int] = []
+    g_unknown: list[int] = []
     for r in records:
         refs = _references(r)
         if flag(r, "reference", "answerable") is False:
@@ -128,40 +135,58 @@ def score_correctness(
         pred: str = "" if refused or missing or text is None else text
         if strip_citations and pred:
             pred = strip_citation_markers(pred)
-        em, f1 = squad.scores(pred, refs)
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
-                               "exact_match": em, "token_f1": f1, "refused": refused,
-                               "n_missing_run": float(missing)}
+        e, f = squad.scores(pred, refs)
+        ids.append(r["id"])
+        key_rows.append(row_keys(r))
+        em.append(e)
+        f1.append(f)
+        refused_col.append(refused)
+        missing_col.append(float(missing))
         if resolver is not None and link is not None:
-            gold, gi, g_unknown = _concepts(r, "reference", refs, resolver, link)
-            if gold or g_unknown:
-                pred_c, pi, p_unknown = ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link)
-                row.update(concept_scored=1, concepts_not_in_ontology=p_unknown + g_unknown,
-                           answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
-                concept_rows.append((row, p_unknown, g_unknown))
+            gold, gi, gu = _concepts(r, "reference", refs, resolver, link)
+            if gold or gu:
+                pred_c, pi, pu = ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link)
+                pos.append(len(ids) - 1)
+                answer_c.append(" ".join(pred_c))
+                reference_c.append(" ".join(gold))
                 gold_idx.append(gi)
                 pred_idx.append(pi)
-        rows.append(row)
-    if concept_rows and resolver is not None:
-        _add_concept_counts(resolver.ontology, concept_rows, gold_idx, pred_idx)
+                p_unknown.append(pu)
+                g_unknown.append(gu)
+    n = len(ids)
+    stats: dict[str, Any] = {"qa_scored": np.ones(n), "em_sum": em, "f1_sum": f1, "n_missing_run": missing_col}
+    answer_concepts: list[str | None] = [None] * n
+    reference_concepts: list[str | None] = [None] * n
+    if pos and resolver is not None:
+        stats.update(_concept_stats(resolver.ontology, n, pos, gold_idx, pred_idx, p_unknown, g_unknown))
+        for k, p in enumerate(pos):
+            answer_concepts[p], reference_concepts[p] = answer_c[k], reference_c[k]
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
-    return build_evaluation(
-        CorrectnessFamily(), rows, keys=all_slice_keys(records),
-        details=("exact_match", "token_f1", "refused", "answer_concepts", "reference_concepts"),
+    return column_evaluation(
+        CorrectnessFamily(), ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
+        details={"exact_match": em, "token_f1": f1, "refused": refused_col, "answer_concepts": answer_concepts,
+                 "reference_concepts": reference_concepts},
         unscored=unscored, meta=meta,
     )
 
 
-def _add_concept_counts(ontology: "Ontology", concept_rows: list[tuple[dict[str, Any], int, int]],
-                        gold_idx: list[list[int]], pred_idx: list[list[int]]) -> None:
-    """Set ``h_inter``, ``h_pred``, ``h_gold`` of every concept-scored row from ONE call of
-    :func:`kg_rageval.hierarchy.hierarchical_counts` over all rows' (gold, predicted) index
-    lists: ``(|P̂ ∩ T̂|, |P̂|, |T̂|)``. An id the ontology lacks is an isolated concept: it adds 1
-    to its side only (``p_unknown`` / ``g_unknown``)."""
+def _concept_stats(ontology: "Ontology", n_rows: int, pos: list[int], gold_idx: list[list[int]],
+                   pred_idx: list[list[int]], p_unknown: list[int], g_unknown: list[int]) -> dict[str, np.ndarray]:
+    """The concept stats columns of ``n_rows`` rows, of which the rows ``pos`` are scored with
+    gold / predicted index lists ``gold_idx`` / ``pred_idx``: ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of
+    them from ONE call of :func:`kg_rageval.hierarchy.hierarchical_counts`. An id the ontology
+    lacks is an isolated concept: it adds 1 to its side only (``p_unknown`` / ``g_unknown``);
+    the other rows are 0."""
     from ..hierarchy import hierarchical_counts
 
     inter, n_pred, n_gold = hierarchical_counts(ontology, gold_idx, pred_idx)
-    for (row, p_unknown, g_unknown), a, b, c in zip(concept_rows, inter.tolist(), n_pred.tolist(),
-                                                    n_gold.tolist()):
-        row.update(h_inter=a, h_pred=b + p_unknown, h_gold=c + g_unknown)
+    pu, gu = np.asarray(p_unknown, dtype=np.int64), np.asarray(g_unknown, dtype=np.int64)
+    at = np.asarray(pos, dtype=np.int64)
+    out = {}
+    for name, values in (("concept_scored", 1), ("h_inter", inter), ("h_pred", n_pred + pu),
+                         ("h_gold", n_gold + gu), ("concepts_not_in_ontology", pu + gu)):
+        col = np.zeros(n_rows)
+        col[at] = values
+        out[name] = col
+    return out
