@@ -112,7 +112,7 @@ def score_correctness(
     resolver = IdResolver(ontology, ids or IdOptions()) if ontology is not None else None
     squad = SquadScorer()
     unscored = []
-    ids, key_rows, em, f1, refused_col, missing_col = [], [], [], [], [], []
+    rec_ids, key_rows, em, f1, refused_col, missing_col = [], [], [], [], [], []
     # concept-scored rows: positions, ids, index lists and unknown counts (one kernel call)
     pos: list[int] = []
     answer_c: list[str] = []
@@ -136,7 +136,7 @@ def score_correctness(
         if strip_citations and pred:
             pred = strip_citation_markers(pred)
         e, f = squad.scores(pred, refs)
-        ids.append(r["id"])
+        rec_ids.append(r["id"])
         key_rows.append(row_keys(r))
         em.append(e)
         f1.append(f)
@@ -146,14 +146,14 @@ def score_correctness(
             gold, gi, gu = _concepts(r, "reference", refs, resolver, link)
             if gold or gu:
                 pred_c, pi, pu = ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link)
-                pos.append(len(ids) - 1)
+                pos.append(len(rec_ids) - 1)
                 answer_c.append(" ".join(pred_c))
                 reference_c.append(" ".join(gold))
                 gold_idx.append(gi)
                 pred_idx.append(pi)
                 p_unknown.append(pu)
                 g_unknown.append(gu)
-    n = len(ids)
+    n = len(rec_ids)
     stats: dict[str, Any] = {"qa_scored": np.ones(n), "em_sum": em, "f1_sum": f1, "n_missing_run": missing_col}
     answer_concepts: list[str | None] = [None] * n
     reference_concepts: list[str | None] = [None] * n
@@ -164,7 +164,7 @@ def score_correctness(
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
     return column_evaluation(
-        CorrectnessFamily(), ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
+        CorrectnessFamily(), rec_ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
         details={"exact_match": em, "token_f1": f1, "refused": refused_col, "answer_concepts": answer_concepts,
                  "reference_concepts": reference_concepts},
         unscored=unscored, meta=meta,
