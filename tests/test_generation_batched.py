@@ -173,6 +173,25 @@ def test_memo_linker_links_each_distinct_text_once():
     texts = ["A sedan.", "A boat", "A sedan."]
     assert concepts_in(texts, memo) == concepts_in(texts, dictionary_linker(onto)) == {"sedan", "boat"}
     assert memo("A sedan.") == {"sedan"} and calls == ["A sedan.", "A boat"]
+    # bounded: a full memo forgets everything, then links again (same answers)
+    small = MemoLinker(linker, max_size=2)
+    calls.clear()
+    assert [small(t) for t in ["A sedan.", "A boat", "A car", "A sedan."]] == [
+        {"sedan"}, {"boat"}, {"car"}, {"sedan"}]
+    assert calls == ["A sedan.", "A boat", "A car", "A sedan."] and len(small._seen) == 2
+
+
+def test_bounded_caches_give_the_same_evaluations(monkeypatch):
+    import kg_rageval.generation.concepts as concepts
+    import kg_rageval.generation.squad as squad
+
+    onto = load_ontology(ATTACK)
+    recs = generated(onto, 200, 5)
+    full = as_json(score_generation(onto, recs, on_unknown_gold="count"))
+    monkeypatch.setattr(squad.SquadScorer.__init__, "__defaults__", (3,))
+    monkeypatch.setattr(concepts.MemoLinker.__init__, "__defaults__", (3,))
+    assert SquadScorer().max_size == 3
+    assert as_json(score_generation(onto, recs, on_unknown_gold="count")) == full
 
 
 def test_a_linked_id_the_ontology_lacks_still_names_the_record():

@@ -63,17 +63,21 @@ def linker_name(linker: ConceptLinker) -> str:
 
 class MemoLinker:
     """``linker`` called once per distinct text: the first call's id set is returned for every
-    later call with the same text. Make one per scoring call (it keeps every text it saw);
-    ``name`` is the wrapped linker's."""
+    later call with the same text. It remembers at most ``max_size`` texts (forgets them all
+    when full: bounded memory, same results). Make one per scoring call; ``name`` is the
+    wrapped linker's."""
 
-    def __init__(self, linker: ConceptLinker):
+    def __init__(self, linker: ConceptLinker, max_size: int = 1 << 16):
         self.linker = linker
         self.name = linker_name(linker)
+        self.max_size = max_size
         self._seen: dict[str, frozenset[str]] = {}
 
     def __call__(self, text: str) -> frozenset[str]:
         got = self._seen.get(text)
         if got is None:
+            if len(self._seen) >= self.max_size:
+                self._seen.clear()
             got = self._seen[text] = frozenset(self.linker(text))
         return got
 

@@ -68,16 +68,21 @@ def metric_max_over_ground_truths(
 
 class SquadScorer:
     """Exact match and token F1 of many (prediction, references) pairs, each distinct string
-    normalised once (a cache that lives as long as the scorer: make one per scoring call)."""
+    normalised once: a cache of at most ``max_size`` strings (emptied when full, so memory stays
+    bounded on millions of distinct answers; the scores never depend on it). Make one per
+    scoring call."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_size: int = 1 << 16) -> None:
         self._tokens: dict[str, list[str]] = {}
+        self.max_size = max_size
 
     def tokens(self, s: str) -> list[str]:
         """The whitespace tokens of ``normalize_answer(s)`` (``" ".join`` of them is the
         normalised string)."""
         got = self._tokens.get(s)
         if got is None:
+            if len(self._tokens) >= self.max_size:
+                self._tokens.clear()
             got = self._tokens[s] = normalize_answer(s).split()
         return got
 
