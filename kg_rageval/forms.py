@@ -223,11 +223,11 @@ def metric_values(finalize: Finalize, names: list[str], rows: np.ndarray, metric
             for j, row in enumerate(rows.tolist()):
                 res = finalize(dict(zip(names, row)))
                 for m in loop:
-                    g = res.get(m)
-                    if g is not None and g.value is not None:
-                        vals_l[m][j] = g.value
-                        if g.denominator is not None:
-                            dens_l[m][j] = g.denominator
+                    got_m: Any = res.get(m)
+                    if got_m is not None and got_m.value is not None:
+                        vals_l[m][j] = got_m.value
+                        if got_m.denominator is not None:
+                            dens_l[m][j] = got_m.denominator
             out.update({m: (vals_l[m], dens_l[m]) for m in loop})
     return {m: out[m] for m in wanted}
 
@@ -313,7 +313,7 @@ class Projection:
         return np.stack(cols, axis=1) if cols else np.zeros((len(mat), 0))
 
     def _col(self, sums: np.ndarray, v: np.ndarray | None) -> np.ndarray:
-        return sums[:, self._keys[tuple(v.tolist())]]  # type: ignore[union-attr]
+        return sums[:, self._keys[tuple(v.tolist())]]  # type: ignore[union-attr, index]
 
     def values(self, metric: str, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """``(values, denominators or None)`` of a metric on rows of summed projections."""

@@ -91,7 +91,7 @@ def build_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
     add = t.add
     add(run, RDF_TYPE, PROV + "Activity")
     add(run, RDF_TYPE, KGR + "ModelRun")
-    model = m.get("model") if isinstance(m.get("model"), dict) else {}
+    model: dict[str, Any] = m["model"] if isinstance(m.get("model"), dict) else {}
     if model.get("name") or model.get("version"):
         agent = f"urn:kg-rageval:model:{_q(model.get('name', ''))}:{_q(model.get('version', ''))}"
         add(agent, RDF_TYPE, PROV + "SoftwareAgent")
