@@ -6,7 +6,7 @@ predicate → ordered set of objects; IRIs are ``str``, literals ``(lexical, dat
 None)``). :func:`~kg_rageval.provenance.prov.export_prov` builds its rdflib graph from it,
 :func:`trail_turtle` writes it as Turtle without rdflib, and :func:`check_trail` decides the
 bundled shape ``shapes/provenance.ttl`` on it directly — the same verdicts, violation count,
-focus nodes and messages as pySHACL on the exported graph (``tests/test_prov_trail_fast.py``
+focus nodes and messages as pySHACL on the exported graph (``tests/test_provenance.py``
 compares them on conforming and broken trails), at a few microseconds per answer instead of
 pySHACL's milliseconds. :func:`~kg_rageval.provenance.prov.validate_prov` stays the
 general validator (any shapes file).
