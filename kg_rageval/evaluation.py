@@ -647,7 +647,8 @@ class Evaluation:
 
         names = list(per)
         mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
-        return replicate_values(self.family.finalize, names, [mat], wanted, n_resamples, seed)[0]
+        return replicate_values(self.family.finalize, names, [mat], wanted, n_resamples, seed,
+                                bootstrap_weights)[0]
 
     def bootstrap(
         self,

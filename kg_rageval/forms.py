@@ -246,20 +246,19 @@ def _sample_rows(rows: np.ndarray) -> np.ndarray:
 
 
 def replicate_values(finalize: Finalize, names: list[str], mats: list[np.ndarray], metrics: Iterable[str],
-                     n_resamples: int, seed: int) -> list[dict[str, np.ndarray]]:
+                     n_resamples: int, seed: int, weights_of: Callable[[int, int, int], Any]
+                     ) -> list[dict[str, np.ndarray]]:
     """Each metric's value in each of ``n_resamples`` bootstrap resamples (NaN where
     undefined), for each of the aligned per-record stat matrices ``mats`` (one row per record,
     the same records in the same order: the same draws for every matrix — the paired
     bootstrap).
 
-    The resampled sums are ``weights @ stats`` over the weight blocks of
-    :func:`~kg_rageval.evaluation.bootstrap_weights` (the draws, and so the replicates, are
-    those of a per-resample ``finalize``). A metric with a verified :class:`Form` reads only
+    The resampled sums are ``weights @ stats`` over the weight blocks ``weights_of(n,
+    n_resamples, seed)`` yields (:func:`~kg_rageval.evaluation.bootstrap_weights`: the draws,
+    and so the replicates, are those of a per-resample ``finalize``). A metric with a verified :class:`Form` reads only
     its projections of the stats (one matrix product per block over a few columns) and is
     computed for the whole block at once; the others are finalized per resample. The forms
     are checked on the first block's first and last resample against ``finalize``."""
-    from .evaluation import bootstrap_weights
-
     wanted = list(metrics)
     out = [{m: np.full(n_resamples, np.nan) for m in wanted} for _ in mats]
     n = len(mats[0]) if mats else 0
@@ -271,7 +270,7 @@ def replicate_values(finalize: Finalize, names: list[str], mats: list[np.ndarray
         for dst in out:
             for arr in dst.values():
                 arr.fill(np.nan)
-        done = _replicates(finalize, names, mats, wanted, forms, n_resamples, seed, out, bootstrap_weights)
+        done = _replicates(finalize, names, mats, wanted, forms, n_resamples, seed, out, weights_of)
         if done:
             return out
 

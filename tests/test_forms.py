@@ -116,8 +116,9 @@ def test_paired_replicates_use_the_same_draws(audit_result):
     ev = audit_result.families["hierarchy"].evaluations[0]
     _, names, mat = _matrix(ev)
     other = mat[::-1].copy()
-    a, b = replicate_values(ev.family.finalize, names, [mat, other], ["hierarchical_f1", "exact_accuracy"], 100, 2)
-    alone = replicate_values(ev.family.finalize, names, [other], ["hierarchical_f1", "exact_accuracy"], 100, 2)[0]
+    wanted = ["hierarchical_f1", "exact_accuracy"]
+    a, b = replicate_values(ev.family.finalize, names, [mat, other], wanted, 100, 2, bootstrap_weights)
+    alone = replicate_values(ev.family.finalize, names, [other], wanted, 100, 2, bootstrap_weights)[0]
     ref = ev.bootstrap_replicates(n_resamples=100, seed=2, metrics=["hierarchical_f1", "exact_accuracy"])
     for m in ("hierarchical_f1", "exact_accuracy"):
         assert np.array_equal(a[m], ref[m], equal_nan=True)

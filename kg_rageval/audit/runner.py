@@ -35,7 +35,7 @@ import numpy as np
 
 from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
 from ..errors import ConfigError, InputError, KgRagevalError
-from ..evaluation import Evaluation, Metric, percentile_interval
+from ..evaluation import Evaluation, Metric, bootstrap_weights, percentile_interval
 from ..forms import metric_values, replicate_values
 from .config import AuditConfig
 from .families import FamilyRun
@@ -677,7 +677,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             resamples = b.n_resamples if (wanted or b.always) else 0
             samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
             if resamples:  # paired: the same record draws (records aligned by id above) for both systems
-                rc, rb = replicate_values(fin, names, [mc, mb], list(tc), resamples, b.seed)
+                rc, rb = replicate_values(fin, names, [mc, mb], list(tc), resamples, b.seed, bootstrap_weights)
                 samples = {m: rc[m] - rb[m] for m in tc}  # NaN where either is undefined
             for m in tc:
                 key = f"delta:{fam}.{m}"
