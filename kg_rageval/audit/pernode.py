@@ -155,8 +155,8 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
     return dict(sorted(nodes.items(), key=lambda kv: (kv[1]["depth"], kv[0])))
 
 
-def branch_impact(value: float, weight: float, global_value: float, threshold: float, op: str
-                  ) -> dict[str, float]:
+def branch_impact(value: Any, weight: Any, global_value: float, threshold: float, op: str
+                  ) -> dict[str, Any]:
     """How much of a failing gate's shortfall a branch carries beyond its size.
 
     For a gate ``m >= t`` (``>``: the same; ``<=``/``<``: signs reversed) failing globally at
@@ -171,7 +171,8 @@ def branch_impact(value: float, weight: float, global_value: float, threshold: f
 
     A branch as bad as the whole (a uniformly bad one, or the root, which contains everything,
     ``v = V``) has impact 0 and is no driver; a branch better than the global value has a
-    negative impact. Drivers are the branches with impact > 0."""
+    negative impact. Drivers are the branches with impact > 0. ``value`` and ``weight`` may be
+    numpy arrays (one entry per branch): the results are then arrays."""
     sign = 1.0 if op in (">=", ">") else -1.0
     return {"deficit": sign * weight * (threshold - value),
             "impact": sign * weight * (global_value - value)}
