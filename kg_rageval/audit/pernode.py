@@ -234,11 +234,29 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
         cols = [c[ok] for c in proj.columns(rows_mat)]
         kept, pooled = rollup_sums(ontology, node[ok], cols, keep)
         values, den = proj.values(metric, pooled[:, 1:])
-        return kept, pooled[:, 0], values, den if den is not None else np.full(len(kept), np.nan)
+        if _form_holds(ev, ontology, node, ok, metric, kept, values):
+            return kept, pooled[:, 0], values, den if den is not None else np.full(len(kept), np.nan)
     kept, pooled = rollup_sums(ontology, node[ok], [ev.stats[k][ok] for k in names], keep)
     got = metric_values(ev.family.finalize, names, pooled[:, 1:], [metric], forms=forms)[metric]
     assert got is not None
     return kept, pooled[:, 0], got[0], got[1]
+
+
+def _form_holds(ev: Any, ontology: Any, node: np.ndarray, ok: np.ndarray, metric: str, kept: np.ndarray,
+                values: np.ndarray) -> bool:
+    """The form's values against ``finalize`` on the full sums of three sample nodes (the
+    first, a middle and the last kept node): a form that does not hold there is not used."""
+    if not len(kept):
+        return True
+    for j in sorted({0, len(kept) // 2, len(kept) - 1}):
+        sub = ontology.descendant_indices(int(kept[j]), include_self=True)
+        rows = ok & np.isin(node, sub)
+        m = ev.family.finalize(ev.totals(rows)).get(metric)
+        got = None if not np.isfinite(values[j]) else float(values[j])
+        want = None if m is None or m.value is None else float(m.value)
+        if (got is None) != (want is None) or (got is not None and abs(got - want) > 1e-9 * max(1.0, abs(want))):
+            return False
+    return True
 
 
 def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig"
