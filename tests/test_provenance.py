@@ -263,6 +263,10 @@ def _trail_cases(records, manifest):
     yield "name only", records, {**manifest, "model": {"name": "m"}}
     yield "version not text", records, {**manifest, "model": {"name": "m", "version": 3}}
     yield "good time", records[:2], {**manifest, "started_at": "2026-01-02T03:04:05+01:00"}
+    # one record id twice: the graph merges the two answers (one uncited, one citing doc-1)
+    yield "repeated id", [{"id": "d", "answer": {"text": "x"}}, {"id": "d", "answer": {"text": "y [1]",
+                                                                                      "citations": ["doc-1"]}},
+                          {"id": "d", "answer": {"text": "z", "refused": True}}], manifest
 
 
 def test_turtle_is_the_exported_graph(records, corpus, manifest):

@@ -54,26 +54,79 @@ def _lexical(v: Any) -> str:
     return str(v)
 
 
+Preds = dict[str, dict[Term, None]]
+
+
 @dataclass
 class Trail:
     """Triples by subject: ``{subject: {predicate: {object: None}}}`` (insertion-ordered sets,
-    so a repeated triple is stored once, as in an RDF graph)."""
+    so a repeated triple is stored once, as in an RDF graph).
 
-    subjects: dict[str, dict[str, dict[Term, None]]] = field(default_factory=dict)
+    The run, its agent and the documents are in ``subjects``; each answer is one compact row
+    in ``answers`` (its predicates are built when it is read: :meth:`items`), so a trail of
+    100,000 answers holds 100,000 small tuples, not 600,000 dict entries. An answer IRI that
+    comes twice (two records with one id) is merged into ``subjects``, as a graph merges it."""
+
+    subjects: dict[str, Preds] = field(default_factory=dict)
     answers: list[tuple[Any, list[str]]] = field(default_factory=list)
     """``(record id, [answer IRI, cited document IRIs...])`` per record with an answer."""
+    rows: list[tuple[str, str, str, str | None] | None] = field(default_factory=list)
+    """Compact answers: ``(IRI, type IRI, record id lexical form, text or None)``; the cited
+    documents are the IRIs after the first in the same position of ``answers``; ``None`` for
+    an answer merged into ``subjects``."""
     run: str = ""
     answer_prefix: str = ""
     doc_prefix: str = "urn:kg-rageval:doc:"
+    _row_of: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add(self, s: str, p: str, o: Term) -> None:
         self.subjects.setdefault(s, {}).setdefault(p, {})[o] = None
 
+    def add_answer(self, rid: Any, iri: str, kind: str, lexical: str, text: str | None, docs: list[str]) -> None:
+        own = [iri, *docs]
+        self.answers.append((rid, own))
+        if iri in self._row_of or iri in self.subjects:  # the same answer node again: merge
+            k = self._row_of.pop(iri, None)
+            if k is not None:
+                self._merge(k)
+            self.rows.append(None)
+            for p, objs in self._answer_preds(iri, kind, lexical, text, docs).items():
+                for o in objs:
+                    self.add(iri, p, o)
+            return
+        self._row_of[iri] = len(self.rows)
+        self.rows.append((iri, kind, lexical, text))
+
+    def _merge(self, k: int) -> None:
+        row = self.rows[k]
+        assert row is not None
+        for p, objs in self._answer_preds(*row, self.answers[k][1][1:]).items():
+            for o in objs:
+                self.add(row[0], p, o)
+        self.rows[k] = None
+
+    def _answer_preds(self, iri: str, kind: str, lexical: str, text: str | None, docs: list[str]) -> Preds:
+        preds: Preds = {RDF_TYPE: {PROV + "Entity": None, kind: None},
+                        KGR + "recordId": {(lexical, XSD + "string"): None}}
+        if text is not None:
+            preds[PROV + "value"] = {(text, None): None}
+        preds[PROV + "wasGeneratedBy"] = {self.run: None}
+        if docs:
+            preds[PROV + "wasDerivedFrom"] = dict.fromkeys(docs)
+        return preds
+
+    def items(self) -> Iterable[tuple[str, Preds]]:
+        """``(subject, predicates)`` of every subject: the others, then the answers."""
+        yield from self.subjects.items()
+        for row, (_, own) in zip(self.rows, self.answers):
+            if row is not None:
+                yield row[0], self._answer_preds(*row, own[1:])
+
     def __len__(self) -> int:
-        return sum(len(objs) for preds in self.subjects.values() for objs in preds.values())
+        return sum(len(objs) for _, preds in self.items() for objs in preds.values())
 
     def triples(self) -> Iterable[tuple[str, str, Term]]:
-        for s, preds in self.subjects.items():
+        for s, preds in self.items():
             for p, objs in preds.items():
                 for o in objs:
                     yield s, p, o
@@ -110,35 +163,31 @@ def build_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
     if isinstance(m.get("started_at"), str) and m["started_at"]:
         add(run, PROV + "startedAtTime", (m["started_at"], XSD + "dateTime"))
 
-    seen_docs: set[str] = set()
+    seen_docs: dict[str, str] = {}
     ans_pre = t.answer_prefix
     for r in records:
         if section(r, "answer") is None:
             continue
         refused = flag(r, "answer", "refused") is True
         ans = ans_pre + _q(r["id"])
-        add(ans, RDF_TYPE, PROV + "Entity")
-        add(ans, RDF_TYPE, KGR + ("Refusal" if refused else "Answer"))
-        add(ans, KGR + "recordId", (_lexical(r["id"]), XSD + "string"))
+        kind = KGR + ("Refusal" if refused else "Answer")
         text = answer_text(r)
-        if text is not None:
-            add(ans, PROV + "value", (text, None))
-        add(ans, PROV + "wasGeneratedBy", run)
-        own = [ans]
-        t.answers.append((r["id"], own))
+        docs: list[str] = []
         for c in cited_ids(r):
-            doc = t.doc_prefix + _q(c)
-            own.append(doc)
-            if c not in seen_docs:
-                seen_docs.add(c)
-                add(doc, RDF_TYPE, PROV + "Entity")
-                add(doc, RDF_TYPE, KGR + "Document")
-                add(doc, KGR + "documentId", (_lexical(c), XSD + "string"))
-                sid = corpus.source_id(c) if corpus is not None else None
-                if isinstance(sid, str) and sid:
-                    add(doc, KGR + "sourceId", (sid, XSD + "string"))
-                add(run, PROV + "used", doc)
-            add(ans, PROV + "wasDerivedFrom", doc)
+            doc = seen_docs.get(c)
+            if doc is not None:
+                docs.append(doc)
+                continue
+            doc = seen_docs[c] = t.doc_prefix + _q(c)  # one IRI object per document
+            docs.append(doc)
+            add(doc, RDF_TYPE, PROV + "Entity")
+            add(doc, RDF_TYPE, KGR + "Document")
+            add(doc, KGR + "documentId", (_lexical(c), XSD + "string"))
+            sid = corpus.source_id(c) if corpus is not None else None
+            if isinstance(sid, str) and sid:
+                add(doc, KGR + "sourceId", (sid, XSD + "string"))
+            add(run, PROV + "used", doc)
+        t.add_answer(r["id"], ans, kind, _lexical(r["id"]), text, docs)
     return t
 
 
@@ -183,7 +232,7 @@ def trail_turtle(trail: Trail) -> str:
     subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``."""
     out = [f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()]
     out.append("")
-    for s, preds in trail.subjects.items():
+    for s, preds in trail.items():
         parts = []
         for p, objs in preds.items():
             pred = "a" if p == RDF_TYPE else _short(p)
@@ -249,11 +298,13 @@ def _well_typed(lex: str, dt: str) -> bool:
     return not Literal(lex, datatype=URIRef(dt)).ill_typed
 
 
-def _check_property(focus: str, prop: Mapping[str, Any], trail: Trail) -> list[str]:
-    """The messages of the violations of one property shape on one focus node (pySHACL: one
-    per constraint for counts, one per value node for value constraints)."""
+def _check_property(focus: str, preds: Preds, prop: Mapping[str, Any], trail: Trail) -> list[str]:
+    """The messages of the violations of one property shape on one focus node with predicates
+    ``preds`` (pySHACL: one per constraint for counts, one per value node for value
+    constraints). ``sh:class`` reads the value's types from ``trail.subjects`` (the run, the
+    agent and the documents: answers are never the value of a property)."""
     path = prop["path"]
-    values = trail.subjects.get(focus, {}).get(path, {})
+    values = preds.get(path, {})
     own = prop.get("message")
     msgs: list[str] = []
 
@@ -288,13 +339,13 @@ def check_trail(trail: Trail) -> dict[str, Any]:
     "focus_nodes"}`` as :func:`~kg_rageval.provenance.prov.validate_prov` returns them
     (``messages``: ``focus node: path: message``, sorted, at most 50)."""
     found: list[tuple[str, str, str]] = []
-    for s, preds in trail.subjects.items():
+    for s, preds in trail.items():
         types = preds.get(RDF_TYPE, {})
         for cls, props in SHAPES.items():
             if cls not in types:
                 continue
             for prop in props:
-                for msg in _check_property(s, prop, trail):
+                for msg in _check_property(s, preds, prop, trail):
                     found.append((s, prop["path"], msg))
     msgs = sorted(f"{f}: {p}: {m}" for f, p, m in found)
     return {"conforms": not found, "violations": len(found), "messages": msgs[:50],
