@@ -299,6 +299,13 @@ def cases(d: Path, rec: dict, dag: dict, rel: Path | None, n: int, nodes: int) -
     return cs
 
 
+class _Any(dict):
+    """Stands for the data paths when only the command names are wanted."""
+
+    def __missing__(self, key: str):
+        return ["-"] * 3 if key == "runs" else "-"
+
+
 def slug(name: str) -> str:
     """``score retrieval (TREC files)`` -> ``score-retrieval-trec-files``."""
     return "-".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())
@@ -402,6 +409,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if not args.no_pyc_cache:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(d / "pycache")
+        only = {s for s in args.only.split(",") if s}
+        skip = {s for s in args.skip.split(",") if s}
+        names = [c.name for c in cases(d, _Any(), _Any(), "-", args.n, nodes)]  # before any work
+        unknown = {sel for sel in only | skip if not any(selected(name, {sel}) for name in names)}
+        if unknown:
+            raise SystemExit(f"no command matches {sorted(unknown)}; commands: {', '.join(map(slug, names))}")
         t0 = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--generate-into", str(d), "--n", str(args.n), "--nodes", str(nodes),
                         "--seed", str(args.seed)], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -409,12 +422,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rec, dag, rel = paths["records"], paths["dag"], paths["relations"]
         log(f"data: {time.perf_counter() - t0:.1f} s in {d}")
         cs = cases(d, rec, dag, rel, args.n, nodes)
-        only = {s for s in args.only.split(",") if s}
-        skip = {s for s in args.skip.split(",") if s}
-        unknown = {sel for sel in only | skip if not any(selected(c.name, {sel}) for c in cs)}
-        if unknown:
-            known = ", ".join(slug(c.name) for c in cs)
-            raise SystemExit(f"no command matches {sorted(unknown)}; commands: {known}")
         cs = [c for c in cs if (not only or selected(c.name, only)) and not selected(c.name, skip)]
         rows = run_cases(cs, d, env, args.repeat, args.startup_repeat, not args.no_warmup, log)
         meta = {"n": args.n, "nodes": nodes, "repeat": args.repeat, "load_avg": round(os.getloadavg()[0], 1),
