@@ -18,7 +18,8 @@ when ``--repeat`` > 1; the best of the repeats is kept):
 * ``ontology compile/inspect`` of Turtle: pyoxigraph's and rdflib's parse of the file; of an
   edge table: the stdlib ``csv`` reader; of a ``.kgro``: ``import numpy``;
 * start-up (``metrics``, a 7-record ``score hierarchy``): ``python -c pass`` and ``python -c
-  'import numpy'``, best of ``--startup-repeat`` (7) interleaved runs.
+  'import numpy'`` (also with ``OPENBLAS_THREAD_TIMEOUT=16``, which the console script sets
+  unless the user did), best of ``--startup-repeat`` (7) interleaved runs.
 
 Data is generated into a temporary directory (kept with ``--keep DIR``): ``--n`` records on
 the bundled ATT&CK ontology with every section (``benchmarks/bench_audit.py``'s generator: labels,
@@ -29,8 +30,9 @@ judgments; a corpus of two documents per technique), the same queries as TREC qr
 ``records rebase`` and a test-set corpus. ``score relations`` needs the ATT&CK knowledge graph
 in ``../shared/data`` and is left out without it. Anchors whose library is not installed are
 left out, and said so. Children get a bytecode cache under the temporary directory (this
-machine sets ``PYTHONDONTWRITEBYTECODE``; an installed package has its ``.pyc`` files), and each
-command runs once unmeasured first to fill it (``--no-warmup`` to skip).
+machine sets ``PYTHONDONTWRITEBYTECODE``; an installed package has its ``.pyc`` files), filled by
+``compileall`` before the first measurement; ``--warmup`` also runs each command and anchor once
+unmeasured first (numba caches, the page cache).
 
 Output: a Markdown table (command, n, CPU s, peak MB, anchor, anchor CPU s, ratio) on stdout and
 in ``--out``; ``--json`` writes the raw figures.
@@ -62,6 +64,7 @@ KG = [sys.executable, "-m", "kg_rageval.cli.main"]
 ANCHOR_CODE = {
     "python -c pass": "pass",
     "import numpy": "import numpy",
+    "import numpy, short BLAS spin": "import os\nos.environ.setdefault('OPENBLAS_THREAD_TIMEOUT', '16')\nimport numpy",
     "json.loads": "import json, sys\nwith open(sys.argv[1], 'rb') as f:\n    rows = [json.loads(l) for l in f]",
     "orjson.loads": "import orjson, sys\nwith open(sys.argv[1], 'rb') as f:\n    rows = [orjson.loads(l) for l in f]",
     "csv reader": "import csv, sys\nwith open(sys.argv[1], newline='') as f:\n"
@@ -250,7 +253,7 @@ def make_relations_data(d: Path, n: int) -> Path | None:
 def cases(d: Path, rec: dict, dag: dict, rel: Path | None, n: int, nodes: int) -> list[Case]:
     o, r = str(ATTACK), str(rec["records"])
     js = [("json.loads", [r]), ("orjson.loads", [r])]
-    start = [("python -c pass", []), ("import numpy", [])]
+    start = [("python -c pass", []), ("import numpy", []), ("import numpy, short BLAS spin", [])]
     trec = [str(rec["qrels"]), str(rec["runs"][0])]
     out = lambda name: str(d / "out" / name)  # noqa: E731
     cs = [
@@ -328,7 +331,7 @@ def run_cases(cs: list[Case], d: Path, env: dict, repeat: int, startup_repeat: i
         reps = startup_repeat if c.startup else repeat
         anchors = [(a, args) for a, args in c.anchors
                    if a not in ANCHOR_NEEDS or importlib.util.find_spec(ANCHOR_NEEDS[a]) is not None]
-        if warmup:  # fills the bytecode (and numba) caches of the command and its anchors
+        if warmup or c.startup:  # the caches (numba, pages) of the command and its anchors
             measure(KG + c.argv, d, env)
             for a, args in anchors:
                 if (a, tuple(args)) not in anchor_best:
@@ -388,7 +391,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     ap.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     ap.add_argument("--keep", type=Path, default=None, help="generate the data into this directory and keep it")
-    ap.add_argument("--no-warmup", action="store_true")
+    ap.add_argument("--warmup", action="store_true", help="run each command and anchor once unmeasured first")
     ap.add_argument("--no-pyc-cache", action="store_true", help="children compile the package on every run")
     ap.add_argument("--generate-into", type=Path, default=None, help=argparse.SUPPRESS)  # the data child
     args = ap.parse_args(argv)
@@ -423,7 +426,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         log(f"data: {time.perf_counter() - t0:.1f} s in {d}")
         cs = cases(d, rec, dag, rel, args.n, nodes)
         cs = [c for c in cs if (not only or selected(c.name, only)) and not selected(c.name, skip)]
-        rows = run_cases(cs, d, env, args.repeat, args.startup_repeat, not args.no_warmup, log)
+        if not args.no_pyc_cache:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kg_rageval")], check=True, env=env,
+                           stdout=subprocess.DEVNULL)
+        rows = run_cases(cs, d, env, args.repeat, args.startup_repeat, args.warmup, log)
         meta = {"n": args.n, "nodes": nodes, "repeat": args.repeat, "load_avg": round(os.getloadavg()[0], 1),
                 "python": sys.version.split()[0], "relations": rel is not None}
         table = markdown(rows, meta)
