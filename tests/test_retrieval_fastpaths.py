@@ -1,0 +1,141 @@
+"""The vectorised input paths of retrieval equal the per-id dictionary paths they replace:
+interning (``Vocab.codes`` through pandas' string hash table vs one ``setdefault`` per id),
+``Qrels.from_dict`` / ``Run.from_dict`` / ``Run.from_lists`` arrays, ``evaluate_dicts``'s
+sparse ranks — on generated data with tied scores, unjudged and missing documents, a shared
+vocabulary that already holds ids, and non-string ids (which take the dictionary path)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kg_rageval.retrieval import Qrels, Run, Vocab, evaluate_dicts, evaluate_run
+from kg_rageval.retrieval import runs as runs_mod
+
+pytest.importorskip("pandas")
+
+
+def _generate(n_queries: int, seed: int, n_docs: int = 400):
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for q in range(n_queries):
+        judged = rng.choice(n_docs, int(rng.integers(1, 30)), replace=False)
+        qrels[f"q{q}"] = {f"d{d}": int(g) for d, g in zip(judged, rng.integers(-1, 4, len(judged)))}
+        if rng.random() < 0.9:
+            docs = rng.choice(n_docs, int(rng.integers(0, 150)), replace=False)
+            # integer scores: many ties, decided by the document id (trec_eval's order)
+            run[f"q{q}"] = {f"d{d}": float(s) for d, s in zip(docs, rng.integers(0, 8, len(docs)))}
+    run["only-in-run"] = {"d1": 1.0, "zz-unjudged": 0.5}
+    return qrels, run
+
+
+def _dict_path(monkeypatch):
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 10**12)
+
+
+def _same_qrels(a: Qrels, b: Qrels) -> None:
+    assert a.qids == b.qids and a.vocab.strings == b.vocab.strings
+    np.testing.assert_array_equal(a.ptr, b.ptr)
+    np.testing.assert_array_equal(a.docs, b.docs)
+    np.testing.assert_array_equal(a.grades, b.grades)
+
+
+def _same_run(a: Run, b: Run) -> None:
+    assert a.qids == b.qids and a.vocab.strings == b.vocab.strings
+    for f in ("ptr", "docs", "scores", "duplicates"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert (x is None) == (y is None), f
+        if x is not None:
+            np.testing.assert_array_equal(x, y, err_msg=f)
+
+
+def test_factorize_codes_first_seen():
+    ids = ["b", "a", "b", "c", "a", "é", "x\x00y", "x\x00z", "x"]
+    codes, distinct = runs_mod.factorize(ids)
+    assert distinct == ["b", "a", "c", "é", "x\x00y", "x\x00z", "x"]
+    assert codes.tolist() == [0, 1, 0, 2, 1, 3, 4, 5, 6]
+    assert runs_mod.factorize(["a", 1, "b"]) is None  # not all strings: the dictionary path
+    assert runs_mod.factorize(["a", None]) is None
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 5000])
+def test_vocab_codes_equal_dict_path(n, monkeypatch):
+    rng = np.random.default_rng(n)
+    ids = [f"d{x}" for x in rng.integers(0, max(n // 3, 1), n)]
+    seed = ["d3", "zzz", "d1"]
+    fast = Vocab(seed)
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    got = fast.codes(ids)
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 10**12)
+    slow = Vocab(seed)
+    want = slow.codes(ids)
+    np.testing.assert_array_equal(got, want)
+    assert fast.strings == slow.strings and fast.index == slow.index
+
+
+def test_vocab_codes_non_string_ids_fall_back(monkeypatch):
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    v = Vocab()
+    assert v.codes([1, "1", 2, 1]).tolist() == [0, 1, 2, 0]
+    assert v.strings == [1, "1", 2]
+
+
+def test_from_dict_arrays_equal_dict_path(monkeypatch):
+    qrels, run = _generate(600, seed=3)
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    q1 = Qrels.from_dict(qrels)
+    r1 = Run.from_dict(run, vocab=q1.vocab)
+    r1_own = Run.from_dict(run)
+    l1 = Run.from_lists({q: list(d) + list(d)[:2] for q, d in run.items()}, vocab=Vocab(["d5"]), dedupe=True)
+    _dict_path(monkeypatch)
+    q2 = Qrels.from_dict(qrels)
+    r2 = Run.from_dict(run, vocab=q2.vocab)
+    r2_own = Run.from_dict(run)
+    l2 = Run.from_lists({q: list(d) + list(d)[:2] for q, d in run.items()}, vocab=Vocab(["d5"]), dedupe=True)
+    _same_qrels(q1, q2)
+    _same_run(r1, r2)
+    _same_run(r1_own, r2_own)
+    _same_run(l1, l2)
+    assert l1.n_duplicates_removed == l2.n_duplicates_removed > 0
+
+
+def test_binary_and_mixed_qrels_shapes(monkeypatch):
+    qrels = {"a": ["d1", "d2", "d1"], "b": {"d3": 2}, 7: {"d1": 1}}
+    q = Qrels.from_dict(qrels)
+    assert q.qids == ["a", "b", "7"] and q.to_dict() == {"a": {"d1": 1.0, "d2": 1.0}, "b": {"d3": 2.0},
+                                                           "7": {"d1": 1.0}}
+
+
+@pytest.mark.parametrize("uneven", [False, True])  # the padded score grid / one query at a time
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_evaluate_paths_equal(engine, uneven, monkeypatch):
+    from kg_rageval.retrieval import _kernels
+
+    if engine == "numba" and not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    qrels, run = _generate(700, seed=11)
+    if uneven:
+        run["uneven"] = {f"d{i}": float(i % 4) for i in range(380)}  # a long row with ties
+        qrels["uneven"] = {"d5": 2, "d8": 1, "d9": 0}
+    q = Qrels.from_dict(qrels)
+    ref = evaluate_run(q, Run.from_dict(run, vocab=q.vocab), (1, 3, 5, 10), engine=engine)
+    _dict_path(monkeypatch)
+    q2 = Qrels.from_dict(qrels)
+    old = evaluate_run(q2, Run.from_dict(run, vocab=q2.vocab), (1, 3, 5, 10), engine=engine)
+    for chunk in (10**9, 37):  # the sparse ranks in one grid or in small chunks
+        monkeypatch.setattr("kg_rageval.retrieval.metrics._SPARSE_CHUNK", chunk)
+        fast = evaluate_dicts(qrels, run, (1, 3, 5, 10), engine=engine)
+        assert fast.qids == ref.qids and sorted(fast.run_only) == sorted(ref.run_only)
+        np.testing.assert_array_equal(fast.missing, ref.missing)
+        for name in ref.values:
+            np.testing.assert_array_equal(ref.values[name], old.values[name], err_msg=name)
+            np.testing.assert_allclose(fast.values[name], ref.values[name], rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_evaluate_dicts_nan_scores_take_the_ranked_path():
+    qrels = {"q": {"a": 1, "b": 1}}
+    run = {"q": {"a": float("nan"), "b": 0.5, "c": 0.9}}
+    pq = evaluate_dicts(qrels, run, (1, 2))
+    ref = evaluate_run(Qrels.from_dict(qrels), Run.from_dict(run), (1, 2))
+    for name in ref.values:
+        np.testing.assert_allclose(pq.values[name], ref.values[name], atol=1e-12, err_msg=name)
