@@ -139,3 +139,106 @@ def test_evaluate_dicts_nan_scores_take_the_ranked_path():
     ref = evaluate_run(Qrels.from_dict(qrels), Run.from_dict(run), (1, 2))
     for name in ref.values:
         np.testing.assert_allclose(pq.values[name], ref.values[name], atol=1e-12, err_msg=name)
+
+
+# ------------------------------------------------------------------ the records path
+
+def _records(n: int, seed: int, docs: list[str], nodes: list[str]) -> list[dict]:
+    """Every run shape, ties, repeated ids (with dedupe), unjudged and unknown documents,
+    missing runs, records without relevant gold, slices and gold nodes."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        pick = lambda m: [docs[j] for j in rng.choice(len(docs), min(m, len(docs)), replace=False)]  # noqa: E731
+        gold_ids = pick(int(rng.integers(1, 4))) + (["unknown-doc"] if i % 11 == 0 else [])
+        gold = ({d: int(g) for d, g in zip(gold_ids, rng.integers(0, 3, len(gold_ids)))} if i % 3
+                else gold_ids)
+        ranked = pick(int(rng.integers(0, 9))) + (["never-judged"] if i % 5 == 0 else [])
+        sc = rng.integers(0, 3, len(ranked)).tolist()  # integer scores: ties
+        shape = i % 6
+        if shape == 0:
+            run = ranked
+        elif shape == 1:
+            run = [[d, float(s)] for d, s in zip(ranked, sc)]
+        elif shape == 2:
+            run = {d: s for d, s in zip(ranked, sc)}
+        elif shape == 3:
+            run = [{"id": d, "score": s} for d, s in zip(ranked, sc)]
+        elif shape == 4:
+            run = ranked + ranked[:2]  # repeated ids (dedupe)
+        else:
+            run = None if i % 4 else ranked
+        sec = {"gold": gold}
+        if run is not None:
+            sec["run"] = run
+        if i % 7 == 0:
+            sec["gold_node"] = nodes[i % len(nodes)]
+        rec = {"id": f"r{i}", "retrieval": sec, "slices": {"lane": ["a", "b", None][i % 3]}}
+        if i % 13 == 0:
+            rec = {"id": f"r{i}"}  # unscored: no retrieval section
+        out.append(rec)
+    return out
+
+
+def _same_evaluation(a, b) -> None:
+    assert a.record_ids.tolist() == b.record_ids.tolist()
+    assert set(a.stats) == set(b.stats)
+    for k in a.stats:
+        np.testing.assert_allclose(a.stats[k], b.stats[k], rtol=0, atol=1e-12, err_msg=k)
+    assert {k: v.tolist() for k, v in a.keys.items()} == {k: v.tolist() for k, v in b.keys.items()}
+    assert {k: v.tolist() for k, v in a.details.items()} == {k: v.tolist() for k, v in b.details.items()}
+    assert a.unscored == b.unscored and a.meta == b.meta
+
+
+@pytest.mark.parametrize("with_corpus", [False, True])
+@pytest.mark.parametrize("many", [False, True])  # many: the factorised interning (FACTORIZE_MIN lowered)
+def test_score_retrieval_equals_reference(with_corpus, many, fixtures_dir, monkeypatch):
+    import retrieval_reference as ref
+
+    from kg_rageval.ontology.loaders.table import load_table
+    from kg_rageval.retrieval import read_corpus, score_retrieval
+
+    d = fixtures_dir / "retrieval"
+    onto = load_table(d / "attack-mini.tsv")
+    corpus = read_corpus(d / "category_corpus.jsonl", onto) if with_corpus else None
+    docs = list(corpus.ids) if corpus is not None else [f"d{i}" for i in range(40)]
+    recs = _records(400, seed=5, docs=docs, nodes=["T1003", "TA0006", "T1562.001"])
+    if many:
+        monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    principal = {"tenant": "acme", "status": "published"} if with_corpus else None
+    if principal:
+        for r in recs:
+            if "retrieval" in r and int(r["id"][1:]) % 2:
+                r["retrieval"]["principal"] = principal
+                r["retrieval"]["filters"] = [{"field": "category", "op": "within", "value": "TA0006"}]
+    for gain in ("graded", "binary"):
+        got = score_retrieval(onto, recs, corpus, k=(1, 3, 5), gain=gain, dedupe=True)
+        want = ref.score_retrieval(onto, recs, corpus, k=(1, 3, 5), gain=gain, dedupe=True)
+        _same_evaluation(got, want)
+    assert got.stats["n_duplicates_removed"].sum() > 0 and got.stats["n_missing_run"].sum() > 0
+
+
+@pytest.mark.parametrize("sec,msg", [
+    ({"gold": {"a": 1}, "run": ["b", "b"]}, "'b' more than once"),
+    ({"gold": {"a": 1}, "run": [["b", 1.0], ["c", "x"]]}, "retrieval.run[1]"),
+    ({"gold": {"a": 1}, "run": {"b": float("nan")}}, "finite"),
+    ({"gold": {"a": 1}, "run": [["b", 10 ** 400]]}, "too large"),
+    ({"gold": {"a": float("inf")}, "run": ["a"]}, "finite"),
+    ({"gold": {"a": 10 ** 400}, "run": ["a"]}, "too large"),
+    ({"gold": ["a", 3], "run": ["a"]}, "retrieval.gold[1]"),
+    ({"gold": {"a": 1}, "run": ["a", 3]}, "retrieval.run[1]"),
+])
+def test_score_retrieval_bad_input_same_error(sec, msg, fixtures_dir):
+    import retrieval_reference as ref
+
+    from kg_rageval.errors import InputError
+    from kg_rageval.ontology.loaders.table import load_table
+    from kg_rageval.retrieval import score_retrieval
+
+    onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
+    recs = [{"id": "ok", "retrieval": {"gold": ["a"], "run": ["a"]}}, {"id": "bad", "retrieval": sec}]
+    with pytest.raises(InputError) as got:
+        score_retrieval(onto, recs)
+    with pytest.raises(InputError) as want:
+        ref.score_retrieval(onto, recs)
+    assert str(got.value) == str(want.value) and msg in str(got.value)

@@ -46,8 +46,9 @@ for every record slice.
 
 from __future__ import annotations
 
+import itertools
 import math
-
+from operator import itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -58,7 +59,7 @@ from ..records import Record, slice_texts, where
 from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
 from .metrics import RetrievalFamily, evaluate_run
-from .runs import Qrels, Run, Vocab
+from .runs import Qrels, Run, Vocab, _csr, trec_order
 
 
 def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
@@ -139,6 +140,133 @@ def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
     return uniq, len(ids) - len(uniq)
 
 
+_STR = {str}
+_NUM = {int, float}
+
+
+def _parse_golds(rows: list[Record], raws: list[Any]) -> list[Mapping[str, float]]:
+    """:func:`_parse_gold` of every record, with the per-id work in C-level passes: a
+    ``{doc: grade}`` object of string keys and numeric grades is used as it is (grades become
+    floats where they are read), a list of string ids becomes ``dict.fromkeys(ids, 1.0)``;
+    anything else, and every record when some grade is too large or not finite, goes through
+    the checked parser (which names the record and field)."""
+    out: list[Mapping[str, float]] = []
+    fast: list[dict] = []
+    for rec, raw in zip(rows, raws):
+        t = type(raw)
+        if t is dict and set(map(type, raw)) <= _STR and set(map(type, raw.values())) <= _NUM:
+            out.append(raw)
+            fast.append(raw)
+        elif t is list and set(map(type, raw)) <= _STR:
+            out.append(dict.fromkeys(raw, 1.0))
+        else:
+            out.append(_parse_gold(rec, raw))
+    if fast:
+        try:
+            ok = bool(np.isfinite(np.fromiter(itertools.chain.from_iterable(map(dict.values, fast)),
+                                              dtype=np.float64)).all())
+        except OverflowError:
+            ok = False
+        if not ok:
+            for rec, raw in zip(rows, raws):
+                _parse_gold(rec, raw)  # raises, naming the first bad grade
+    return out
+
+
+class _Ranked:
+    """Every record's run as one CSR array of document codes in ranked order (see
+    :func:`_parse_runs`)."""
+
+    def __init__(self, present: list[bool], ptr: np.ndarray, docs: np.ndarray, duplicates: np.ndarray,
+                 vocab: Vocab):
+        self.present, self.ptr, self.docs, self.vocab = present, ptr, docs, vocab
+        self.duplicates = duplicates
+
+    def run(self, qids: list[str]) -> Run:
+        """The :class:`Run` of the records that have a run (``qids`` in record order)."""
+        rows = np.flatnonzero(np.asarray(self.present, dtype=bool))
+        lens = np.diff(self.ptr)[rows]
+        return Run(qids, _csr(lens), self.docs, None, self.vocab, self.duplicates[rows].astype(np.int64))
+
+    def lists(self) -> list[list[str] | None]:
+        """Ranked unique ids per record (``None`` without a run)."""
+        strings = self.vocab.strings
+        flat = [strings[c] for c in self.docs.tolist()]
+        p = self.ptr.tolist()
+        return [flat[p[i]: p[i + 1]] if has else None for i, has in enumerate(self.present)]
+
+
+def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool, vocab: Vocab) -> _Ranked:
+    """:func:`_parse_run` of every record, vectorised over all records: the ids of the common
+    shapes (a list of ids, ``[[id, score], ...]``, ``{id: score}``) are type-checked with
+    C-level passes, interned at once (:meth:`Vocab.codes`), the scored runs put in
+    trec_eval's order by one :func:`trec_order` (a ranked list keeps its order), and a run
+    with a repeated id, another shape or a bad score goes through the checked parser (which
+    raises, naming the record, or dedupes). Same ranking as :func:`_parse_run`."""
+    n = len(raws)
+    present = [r is not None for r in raws]
+    ids: list[list[str]] = []
+    scores: list[list[float] | None] = []
+    dups = np.zeros(n, dtype=np.int64)
+    first = itemgetter(0)
+    second = itemgetter(1)
+    for i, (rec, raw) in enumerate(zip(rows, raws)):
+        if raw is None:
+            continue
+        t = type(raw)
+        sc = None
+        if t is list:
+            kinds = set(map(type, raw))
+            if kinds <= _STR:
+                got = raw
+            elif kinds <= {list} and set(map(len, raw)) == {2}:
+                got = list(map(first, raw))
+                sc = list(map(second, raw))
+                if not (set(map(type, got)) <= _STR and set(map(type, sc)) <= _NUM):
+                    got = None
+            else:
+                got = None
+        elif t is dict and set(map(type, raw)) <= _STR and set(map(type, raw.values())) <= _NUM:
+            got, sc = list(raw), list(raw.values())
+        else:
+            got = None
+        if got is not None and len(set(got)) != len(got):
+            got = None
+        if got is None:  # another shape, a bad entry or a repeated id: the checked parser
+            got, dups[i] = _parse_run(rec, raw, dedupe)
+            sc = None
+        ids.append(got)
+        scores.append(sc)
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    ptr = _csr(lens)
+    total = int(ptr[-1])
+    docs = vocab.codes(np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=total))
+    scored = np.fromiter((x is not None for x in scores), dtype=bool, count=len(scores))
+    if scored.any():
+        # a ranked list gets strictly decreasing scores (its order is kept); scored rows are sorted
+        pos = np.arange(total, dtype=np.float64) - np.repeat(ptr[:-1], lens)
+        flat = -pos
+        sel = np.repeat(scored, lens)
+        try:
+            vals = np.fromiter(itertools.chain.from_iterable(itertools.compress(scores, scored.tolist())),
+                               dtype=np.float64, count=int(sel.sum()))
+            finite = bool(np.isfinite(vals).all())
+        except OverflowError:
+            finite = False
+        if not finite:
+            for rec, raw in zip(rows, raws):
+                if raw is not None:
+                    _parse_run(rec, raw, dedupe)  # raises, naming the first bad score
+        flat[sel] = vals
+        order = trec_order(ptr, flat, docs, vocab)
+        if order is not None:
+            docs = docs[order]
+    full = np.zeros(n + 1, dtype=np.int64)
+    full[1:][np.asarray(present, dtype=bool)] = lens
+    np.cumsum(full, out=full)
+    return _Ranked(present, full, docs, dups, vocab)
+
+
 def score_retrieval(
     ontology,
     records: Iterable[Record],
@@ -179,9 +307,6 @@ def score_retrieval(
     records = list(records)
     unscored: list[dict[str, str]] = []
     rows: list[Record] = []
-    golds: list[dict[str, float]] = []
-    runs: list[list[str] | None] = []
-    dups: list[int] = []
     filt: list[list[Filter] | None] = []
     gold_filt: list[list[Filter] | None] = []
     principals: list[Mapping[str, Any] | None] = []
@@ -189,6 +314,8 @@ def score_retrieval(
     from .corpus import DEFAULT_ENTITLEMENT_FIELDS
 
     ent_fields = tuple(corpus.entitlement_fields) if corpus is not None else DEFAULT_ENTITLEMENT_FIELDS
+    gold_raw: list[Any] = []
+    run_raw: list[Any] = []
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
@@ -200,20 +327,14 @@ def score_retrieval(
             unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
             continue
         rows.append(rec)
-        golds.append(_parse_gold(rec, sec["gold"]))
-        if sec.get("run") is None:
-            runs.append(None)
-            dups.append(0)
-        else:
-            r, nd = _parse_run(rec, sec["run"], dedupe)
-            runs.append(r)
-            dups.append(nd)
-        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field,
-                                  entitlement_fields=ent_fields)
-                    if sec.get("filters") is not None else None)
-        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field,
-                                       entitlement_fields=ent_fields)
-                         if sec.get("gold_filters") is not None else None)
+        gold_raw.append(sec["gold"])
+        run_raw.append(sec.get("run"))
+        f = sec.get("filters")
+        filt.append(parse_filters(f, where(rec, "retrieval.filters"), category_field=cat_field,
+                                  entitlement_fields=ent_fields) if f is not None else None)
+        f = sec.get("gold_filters")
+        gold_filt.append(parse_filters(f, where(rec, "retrieval.gold_filters"), category_field=cat_field,
+                                       entitlement_fields=ent_fields) if f is not None else None)
         pr = sec.get("principal")
         if pr is not None and not isinstance(pr, Mapping):
             raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
@@ -222,12 +343,18 @@ def score_retrieval(
         if pr and corpus is not None:
             corpus.check_principal(pr, where(rec, "retrieval.principal"))
         principals.append(pr)
+    golds = _parse_golds(rows, gold_raw)
+    vocab = Vocab()
+    ranked = _parse_runs(rows, run_raw, dedupe, vocab)
+    dups = ranked.duplicates
+    has_run = ranked.present
+    runs: list[list[str] | None] = ranked.lists() if corpus is not None else []
 
     n = len(rows)
     st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
     details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source",
                                                         "filter_inconsistent")}
-    details["missing_run"] = [r is None for r in runs]
+    details["missing_run"] = [not x for x in has_run]
 
     # ---- entitlement: eligible gold (before scoring)
     elig_gold: list[dict[str, float]] = []
@@ -267,10 +394,11 @@ def score_retrieval(
 
     # ---- standard metrics, all queries at once
     qids = [f"{i}" for i in range(n)]
-    vocab = Vocab()
     qrels = Qrels.from_dict(dict(zip(qids, elig_gold)), vocab=vocab)
-    present = [i for i in range(n) if runs[i] is not None]
-    run = Run.from_lists({qids[i]: runs[i] for i in present}, vocab=vocab)
+    if len(qrels.grades) and not np.isfinite(qrels.grades).all():  # NaN/inf grades: the checked parser names one
+        for rec, raw in zip(rows, gold_raw):
+            _parse_gold(rec, raw)
+    run = ranked.run([qids[i] for i in range(n) if has_run[i]])
     pq = evaluate_run(qrels, run, ks, gain=gain, engine=engine)
     scored = pq.n_rel > 0
     for m in family.metric_list:
@@ -280,7 +408,7 @@ def score_retrieval(
     no_gold = (~scored) & (st["n_q_gold_all_ineligible"] == 0)
     st["n_no_gold"] = no_gold.astype(float)
     st["n_no_gold_nonempty_run"] = (no_gold & (pq.n_retrieved > 0)).astype(float)
-    st["n_duplicates_removed"] = np.asarray(dups, dtype=float)
+    st["n_duplicates_removed"] = dups.astype(float)
     st["n_gold_unknown"] = unknown_gold
 
     # ---- predicate precision / recall
