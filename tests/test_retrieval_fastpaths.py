@@ -143,7 +143,7 @@ def test_evaluate_dicts_nan_scores_take_the_ranked_path():
 
 # ------------------------------------------------------------------ the records path
 
-def _records(n: int, seed: int, docs: list[str], nodes: list[str]) -> list[dict]:
+def _records(n: int, seed: int, docs: list[str], nodes: list[str], repeats: bool = True) -> list[dict]:
     """Every run shape, ties, repeated ids (with dedupe), unjudged and unknown documents,
     missing runs, records without relevant gold, slices and gold nodes."""
     rng = np.random.default_rng(seed)
@@ -162,10 +162,10 @@ def _records(n: int, seed: int, docs: list[str], nodes: list[str]) -> list[dict]
             run = [[d, float(s)] for d, s in zip(ranked, sc)]
         elif shape == 2:
             run = {d: s for d, s in zip(ranked, sc)}
-        elif shape == 3:
-            run = [{"id": d, "score": s} for d, s in zip(ranked, sc)]
+        elif shape == 3:  # only the common shapes when not repeats (the unchecked large-input path)
+            run = [{"id": d, "score": s} if repeats else [d, s] for d, s in zip(ranked, sc)]
         elif shape == 4:
-            run = ranked + ranked[:2]  # repeated ids (dedupe)
+            run = ranked + ranked[:2] if repeats else ranked[::-1]  # repeated ids (dedupe)
         else:
             run = None if i % 4 else ranked
         sec = {"gold": gold}
@@ -190,9 +190,10 @@ def _same_evaluation(a, b) -> None:
     assert a.unscored == b.unscored and a.meta == b.meta
 
 
+@pytest.mark.parametrize("repeats", [True, False])  # repeated ids / another shape: every run checked
 @pytest.mark.parametrize("with_corpus", [False, True])
 @pytest.mark.parametrize("many", [False, True])  # many: the factorised interning (FACTORIZE_MIN lowered)
-def test_score_retrieval_equals_reference(with_corpus, many, fixtures_dir, monkeypatch):
+def test_score_retrieval_equals_reference(with_corpus, many, repeats, fixtures_dir, monkeypatch):
     import retrieval_reference as ref
 
     from kg_rageval.ontology.loaders.table import load_table
@@ -202,7 +203,7 @@ def test_score_retrieval_equals_reference(with_corpus, many, fixtures_dir, monke
     onto = load_table(d / "attack-mini.tsv")
     corpus = read_corpus(d / "category_corpus.jsonl", onto) if with_corpus else None
     docs = list(corpus.ids) if corpus is not None else [f"d{i}" for i in range(40)]
-    recs = _records(400, seed=5, docs=docs, nodes=["T1003", "TA0006", "T1562.001"])
+    recs = _records(400, seed=5, docs=docs, nodes=["T1003", "TA0006", "T1562.001"], repeats=repeats)
     if many:
         monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
     principal = {"tenant": "acme", "status": "published"} if with_corpus else None
@@ -215,7 +216,7 @@ def test_score_retrieval_equals_reference(with_corpus, many, fixtures_dir, monke
         got = score_retrieval(onto, recs, corpus, k=(1, 3, 5), gain=gain, dedupe=True)
         want = ref.score_retrieval(onto, recs, corpus, k=(1, 3, 5), gain=gain, dedupe=True)
         _same_evaluation(got, want)
-    assert got.stats["n_duplicates_removed"].sum() > 0 and got.stats["n_missing_run"].sum() > 0
+    assert (got.stats["n_duplicates_removed"].sum() > 0) == repeats and got.stats["n_missing_run"].sum() > 0
 
 
 @pytest.mark.parametrize("sec,msg", [
@@ -228,7 +229,8 @@ def test_score_retrieval_equals_reference(with_corpus, many, fixtures_dir, monke
     ({"gold": ["a", 3], "run": ["a"]}, "retrieval.gold[1]"),
     ({"gold": {"a": 1}, "run": ["a", 3]}, "retrieval.run[1]"),
 ])
-def test_score_retrieval_bad_input_same_error(sec, msg, fixtures_dir):
+@pytest.mark.parametrize("many", [False, True])
+def test_score_retrieval_bad_input_same_error(sec, msg, many, fixtures_dir, monkeypatch):
     import retrieval_reference as ref
 
     from kg_rageval.errors import InputError
@@ -237,8 +239,29 @@ def test_score_retrieval_bad_input_same_error(sec, msg, fixtures_dir):
 
     onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
     recs = [{"id": "ok", "retrieval": {"gold": ["a"], "run": ["a"]}}, {"id": "bad", "retrieval": sec}]
+    if many:
+        monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
     with pytest.raises(InputError) as got:
         score_retrieval(onto, recs)
     with pytest.raises(InputError) as want:
         ref.score_retrieval(onto, recs)
     assert str(got.value) == str(want.value) and msg in str(got.value)
+
+
+def test_unchecked_large_path_is_taken(monkeypatch):
+    from kg_rageval.retrieval import score as score_mod
+
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    recs = [{"id": "a", "retrieval": {"gold": ["x"], "run": ["y", "x"]}}]
+    assert score_mod._runs_unchecked(recs, [recs[0]["retrieval"]["run"]], [True], False, Vocab()) is not None
+    recs[0]["retrieval"]["run"] = ["x", "x"]
+    assert score_mod._runs_unchecked(recs, [recs[0]["retrieval"]["run"]], [True], False, Vocab()) is None
+
+
+def test_row_duplicates():
+    ptr = np.array([0, 3, 5, 5, 9])
+    codes = np.array([1, 2, 1, 4, 5, 7, 8, 9, 8])
+    assert runs_mod.row_duplicates(ptr, codes).tolist() == [True, False, False, True]
+    uneven = np.array([0, 1, 2, 40])
+    c = np.concatenate([[3, 3], np.arange(37), [5]])
+    assert runs_mod.row_duplicates(uneven, c).tolist() == [False, False, True]

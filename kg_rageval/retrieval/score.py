@@ -59,6 +59,7 @@ from ..records import Record, slice_texts, where
 from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
 from .metrics import RetrievalFamily, evaluate_run
+from . import runs as _runs
 from .runs import Qrels, Run, Vocab, _csr, trec_order
 
 
@@ -202,35 +203,25 @@ def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool, vocab: Vocab)
     C-level passes, interned at once (:meth:`Vocab.codes`), the scored runs put in
     trec_eval's order by one :func:`trec_order` (a ranked list keeps its order), and a run
     with a repeated id, another shape or a bad score goes through the checked parser (which
-    raises, naming the record, or dedupes). Same ranking as :func:`_parse_run`."""
+    raises, naming the record, or dedupes). Same ranking as :func:`_parse_run`.
+
+    Large inputs (with pandas) take one pass fewer over the ids: the string hash table marks
+    a non-string id and the repeated ids are found from the codes (:func:`row_duplicates`);
+    when either occurs, every run goes through the per-record checks."""
     n = len(raws)
     present = [r is not None for r in raws]
+    if sum(len(r) for r in raws if r is not None) >= _runs.FACTORIZE_MIN:
+        fast = _runs_unchecked(rows, raws, present, dedupe, vocab)
+        if fast is not None:
+            return fast
     ids: list[list[str]] = []
     scores: list[list[float] | None] = []
     dups = np.zeros(n, dtype=np.int64)
-    first = itemgetter(0)
-    second = itemgetter(1)
     for i, (rec, raw) in enumerate(zip(rows, raws)):
         if raw is None:
             continue
-        t = type(raw)
-        sc = None
-        if t is list:
-            kinds = set(map(type, raw))
-            if kinds <= _STR:
-                got = raw
-            elif kinds <= {list} and set(map(len, raw)) == {2}:
-                got = list(map(first, raw))
-                sc = list(map(second, raw))
-                if not (set(map(type, got)) <= _STR and set(map(type, sc)) <= _NUM):
-                    got = None
-            else:
-                got = None
-        elif t is dict and set(map(type, raw)) <= _STR and set(map(type, raw.values())) <= _NUM:
-            got, sc = list(raw), list(raw.values())
-        else:
-            got = None
-        if got is not None and len(set(got)) != len(got):
+        got, sc = _shape(raw)
+        if got is not None and not (set(map(type, got)) <= _STR and len(set(got)) == len(got)):
             got = None
         if got is None:  # another shape, a bad entry or a repeated id: the checked parser
             got, dups[i] = _parse_run(rec, raw, dedupe)
@@ -238,14 +229,66 @@ def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool, vocab: Vocab)
         ids.append(got)
         scores.append(sc)
     lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    docs = vocab.codes(np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=int(lens.sum())))
+    return _ranked(rows, raws, dedupe, vocab, present, lens, docs, scores, dups)
+
+
+def _shape(raw: Any) -> tuple[list | None, list | None]:
+    """(ids, scores or None) of a run in a common shape with numeric scores, else (None, None);
+    the ids are not checked here."""
+    t = type(raw)
+    if t is list:
+        if not raw or type(raw[0]) is str:
+            return raw, None
+        if type(raw[0]) is list and set(map(len, raw)) == {2}:
+            sc = list(map(_SECOND, raw))
+            if set(map(type, sc)) <= _NUM:
+                return list(map(_FIRST, raw)), sc
+        return None, None
+    if t is dict and set(map(type, raw.values())) <= _NUM:
+        return list(raw), list(raw.values())
+    return None, None
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _runs_unchecked(rows: list[Record], raws: list[Any], present: list[bool], dedupe: bool,
+                    vocab: Vocab) -> _Ranked | None:
+    """The large-input path of :func:`_parse_runs`; ``None`` when some run needs the checks."""
+    from .runs import factorize, row_duplicates
+
+    ids: list[list] = []
+    scores: list[list[float] | None] = []
+    for raw in raws:
+        if raw is None:
+            continue
+        got, sc = _shape(raw)
+        if got is None:
+            return None
+        ids.append(got)
+        scores.append(sc)
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=int(lens.sum()))
+    f = factorize(flat, allow_missing=True)
+    if f is None:
+        return None
+    local, distinct = f
+    if local.min() < 0 or row_duplicates(_csr(lens), local).any():
+        return None
+    docs = vocab.codes_distinct(distinct)[local]
+    return _ranked(rows, raws, dedupe, vocab, present, lens, docs, scores, np.zeros(len(raws), dtype=np.int64))
+
+
+def _ranked(rows, raws, dedupe, vocab, present, lens, docs, scores, dups) -> _Ranked:
+    """Sort the scored runs into trec_eval's order (a ranked list keeps its order: it gets
+    strictly decreasing scores); a score too large or not finite is named by the checked
+    parser."""
     ptr = _csr(lens)
     total = int(ptr[-1])
-    docs = vocab.codes(np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=total))
     scored = np.fromiter((x is not None for x in scores), dtype=bool, count=len(scores))
     if scored.any():
-        # a ranked list gets strictly decreasing scores (its order is kept); scored rows are sorted
-        pos = np.arange(total, dtype=np.float64) - np.repeat(ptr[:-1], lens)
-        flat = -pos
+        flat = -(np.arange(total, dtype=np.float64) - np.repeat(ptr[:-1], lens))
         sel = np.repeat(scored, lens)
         try:
             vals = np.fromiter(itertools.chain.from_iterable(itertools.compress(scores, scored.tolist())),
@@ -261,7 +304,7 @@ def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool, vocab: Vocab)
         order = trec_order(ptr, flat, docs, vocab)
         if order is not None:
             docs = docs[order]
-    full = np.zeros(n + 1, dtype=np.int64)
+    full = np.zeros(len(present) + 1, dtype=np.int64)
     full[1:][np.asarray(present, dtype=bool)] = lens
     np.cumsum(full, out=full)
     return _Ranked(present, full, docs, dups, vocab)
