@@ -354,17 +354,17 @@ def row_duplicates(ptr: np.ndarray, codes: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.zeros(n, dtype=bool)
     width = int(lens.max())
-    row = np.repeat(np.arange(n, dtype=np.int64), lens)
     if n * width <= 2 * total + 4096:
         if (lens == width).all():
             grid = codes.reshape(n, width).copy()
         else:
+            row = np.repeat(np.arange(n, dtype=np.int64), lens)
             grid = np.full((n, width), -1, dtype=np.int64)
             grid[row, np.arange(total, dtype=np.int64) - np.repeat(ptr[:-1], lens)] = codes
         grid.sort(axis=1)
         return ((grid[:, 1:] == grid[:, :-1]) & (grid[:, 1:] >= 0)).any(axis=1)
     v = int(codes.max()) + 1
-    key = np.sort(row * v + codes)
+    key = np.sort(np.repeat(np.arange(n, dtype=np.int64), lens) * v + codes)
     out = np.zeros(n, dtype=bool)
     out[key[1:][key[1:] == key[:-1]] // v] = True
     return out

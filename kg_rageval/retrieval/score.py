@@ -146,32 +146,30 @@ _NUM = {int, float}
 
 
 def _parse_golds(rows: list[Record], raws: list[Any]) -> list[Mapping[str, float]]:
-    """:func:`_parse_gold` of every record, with the per-id work in C-level passes: a
-    ``{doc: grade}`` object of string keys and numeric grades is used as it is (grades become
-    floats where they are read), a list of string ids becomes ``dict.fromkeys(ids, 1.0)``;
-    anything else, and every record when some grade is too large or not finite, goes through
-    the checked parser (which names the record and field)."""
-    out: list[Mapping[str, float]] = []
-    fast: list[dict] = []
-    for rec, raw in zip(rows, raws):
-        t = type(raw)
-        if t is dict and set(map(type, raw)) <= _STR and set(map(type, raw.values())) <= _NUM:
-            out.append(raw)
-            fast.append(raw)
-        elif t is list and set(map(type, raw)) <= _STR:
-            out.append(dict.fromkeys(raw, 1.0))
-        else:
-            out.append(_parse_gold(rec, raw))
-    if fast:
-        try:
-            ok = bool(np.isfinite(np.fromiter(itertools.chain.from_iterable(map(dict.values, fast)),
-                                              dtype=np.float64)).all())
-        except OverflowError:
-            ok = False
-        if not ok:
-            for rec, raw in zip(rows, raws):
-                _parse_gold(rec, raw)  # raises, naming the first bad grade
-    return out
+    """:func:`_parse_gold` of every record, with the per-id work in C-level passes over all
+    records: ``{doc: grade}`` objects whose keys are all strings and grades all numbers are
+    used as they are (grades become floats where they are read), lists of string ids become
+    ``dict.fromkeys(ids, 1.0)``. When some record has another shape, a non-string id, a
+    non-numeric, too large or non-finite grade, every record goes through the checked parser
+    (which names the record and field of the first bad one)."""
+    kinds = list(map(type, raws))
+    dicts = [r for r, t in zip(raws, kinds) if t is dict]
+    lists = [r for r, t in zip(raws, kinds) if t is list]
+    ok = len(dicts) + len(lists) == len(raws)
+    if ok and dicts:
+        ok = (set(map(type, itertools.chain.from_iterable(dicts))) <= _STR
+              and set(map(type, itertools.chain.from_iterable(map(dict.values, dicts)))) <= _NUM)
+        if ok:
+            try:
+                ok = bool(np.isfinite(np.fromiter(itertools.chain.from_iterable(map(dict.values, dicts)),
+                                                  dtype=np.float64)).all())
+            except OverflowError:
+                ok = False
+    if ok and lists:
+        ok = set(map(type, itertools.chain.from_iterable(lists))) <= _STR
+    if not ok:
+        return [_parse_gold(rec, raw) for rec, raw in zip(rows, raws)]
+    return [raw if t is dict else dict.fromkeys(raw, 1.0) for raw, t in zip(raws, kinds)]
 
 
 class _Ranked:
@@ -364,7 +362,7 @@ def score_retrieval(
         if sec is None:
             unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"})
             continue
-        if not isinstance(sec, Mapping):
+        if type(sec) is not dict and not isinstance(sec, Mapping):
             raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
         if "gold" not in sec:
             unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
@@ -379,7 +377,7 @@ def score_retrieval(
         gold_filt.append(parse_filters(f, where(rec, "retrieval.gold_filters"), category_field=cat_field,
                                        entitlement_fields=ent_fields) if f is not None else None)
         pr = sec.get("principal")
-        if pr is not None and not isinstance(pr, Mapping):
+        if pr is not None and type(pr) is not dict and not isinstance(pr, Mapping):
             raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
         if entitlement_defaults:
             pr = {**entitlement_defaults, **(pr or {})}
@@ -462,8 +460,10 @@ def score_retrieval(
 
     # ---- gold nodes
     gold_node: list[str | None] = [None] * n
-    for i, rec in enumerate(rows):
-        gn = rec["retrieval"].get("gold_node")
+    given = [rec["retrieval"].get("gold_node") for rec in rows]
+    todo = range(n) if corpus is not None else [i for i, g in enumerate(given) if g is not None]
+    for i in todo:
+        rec, gn = rows[i], given[i]
         if gn is not None:
             if not isinstance(gn, str):
                 raise InputError(f"{where(rec, 'retrieval.gold_node')}: expected an ontology id, found {gn!r}")
@@ -538,9 +538,12 @@ def score_retrieval(
         _diagnose(ontology, diag_pairs, details, resolver)
 
     keys: dict[str, list[Any]] = {"gold_node": gold_node}
-    slice_names = sorted({s for r in rows if isinstance(r.get("slices"), Mapping) for s in r["slices"]})
+    sl = [r.get("slices") for r in rows]
+    sl = [x if type(x) is dict or isinstance(x, Mapping) else None for x in sl] if set(map(type, sl)) - {dict, type(None)} else sl
+    slice_names = sorted(set(itertools.chain.from_iterable(filter(None, sl))))
+    empty: dict = {}
     for s in slice_names:
-        keys[f"slice:{s}"] = slice_texts([(r.get("slices") or {}).get(s) for r in rows])
+        keys[f"slice:{s}"] = slice_texts([(x or empty).get(s) for x in sl])
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
         "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "
