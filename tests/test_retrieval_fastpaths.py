@@ -162,7 +162,7 @@ def _records(n: int, seed: int, docs: list[str], nodes: list[str], repeats: bool
             run = [[d, float(s)] for d, s in zip(ranked, sc)]
         elif shape == 2:
             run = {d: s for d, s in zip(ranked, sc)}
-        elif shape == 3:  # only the common shapes when not repeats (the unchecked large-input path)
+        elif shape == 3:  # the checked parser's shape, or a common one
             run = [{"id": d, "score": s} if repeats else [d, s] for d, s in zip(ranked, sc)]
         elif shape == 4:
             run = ranked + ranked[:2] if repeats else ranked[::-1]  # repeated ids (dedupe)
@@ -190,10 +190,10 @@ def _same_evaluation(a, b) -> None:
     assert a.unscored == b.unscored and a.meta == b.meta
 
 
-@pytest.mark.parametrize("repeats", [True, False])  # repeated ids / another shape: every run checked
+@pytest.mark.parametrize("repeats", [True, False])  # repeated ids and the {"id", "score"} shape, or not
 @pytest.mark.parametrize("with_corpus", [False, True])
-@pytest.mark.parametrize("many", [False, True])  # many: the factorised interning (FACTORIZE_MIN lowered)
-def test_score_retrieval_equals_reference(with_corpus, many, repeats, fixtures_dir, monkeypatch):
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_score_retrieval_equals_reference(with_corpus, engine, repeats, fixtures_dir):
     import retrieval_reference as ref
 
     from kg_rageval.ontology.loaders.table import load_table
@@ -204,8 +204,8 @@ def test_score_retrieval_equals_reference(with_corpus, many, repeats, fixtures_d
     corpus = read_corpus(d / "category_corpus.jsonl", onto) if with_corpus else None
     docs = list(corpus.ids) if corpus is not None else [f"d{i}" for i in range(40)]
     recs = _records(400, seed=5, docs=docs, nodes=["T1003", "TA0006", "T1562.001"], repeats=repeats)
-    if many:
-        monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    if engine == "numba":
+        pytest.importorskip("numba")
     principal = {"tenant": "acme", "status": "published"} if with_corpus else None
     if principal:
         for r in recs:
@@ -213,7 +213,7 @@ def test_score_retrieval_equals_reference(with_corpus, many, repeats, fixtures_d
                 r["retrieval"]["principal"] = principal
                 r["retrieval"]["filters"] = [{"field": "category", "op": "within", "value": "TA0006"}]
     for gain in ("graded", "binary"):
-        got = score_retrieval(onto, recs, corpus, k=(1, 3, 5), gain=gain, dedupe=True)
+        got = score_retrieval(onto, recs, corpus, k=(1, 3, 5), gain=gain, dedupe=True, engine=engine)
         want = ref.score_retrieval(onto, recs, corpus, k=(1, 3, 5), gain=gain, dedupe=True)
         _same_evaluation(got, want)
     assert (got.stats["n_duplicates_removed"].sum() > 0) == repeats and got.stats["n_missing_run"].sum() > 0
@@ -229,8 +229,7 @@ def test_score_retrieval_equals_reference(with_corpus, many, repeats, fixtures_d
     ({"gold": ["a", 3], "run": ["a"]}, "retrieval.gold[1]"),
     ({"gold": {"a": 1}, "run": ["a", 3]}, "retrieval.run[1]"),
 ])
-@pytest.mark.parametrize("many", [False, True])
-def test_score_retrieval_bad_input_same_error(sec, msg, many, fixtures_dir, monkeypatch):
+def test_score_retrieval_bad_input_same_error(sec, msg, fixtures_dir):
     import retrieval_reference as ref
 
     from kg_rageval.errors import InputError
@@ -239,8 +238,6 @@ def test_score_retrieval_bad_input_same_error(sec, msg, many, fixtures_dir, monk
 
     onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
     recs = [{"id": "ok", "retrieval": {"gold": ["a"], "run": ["a"]}}, {"id": "bad", "retrieval": sec}]
-    if many:
-        monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
     with pytest.raises(InputError) as got:
         score_retrieval(onto, recs)
     with pytest.raises(InputError) as want:
@@ -248,20 +245,17 @@ def test_score_retrieval_bad_input_same_error(sec, msg, many, fixtures_dir, monk
     assert str(got.value) == str(want.value) and msg in str(got.value)
 
 
-def test_unchecked_large_path_is_taken(monkeypatch):
-    from kg_rageval.retrieval import score as score_mod
+def test_evaluate_lists_equals_evaluate_run():
+    from kg_rageval.retrieval.metrics import evaluate_lists
 
-    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
-    recs = [{"id": "a", "retrieval": {"gold": ["x"], "run": ["y", "x"]}}]
-    assert score_mod._runs_unchecked(recs, [recs[0]["retrieval"]["run"]], [True], False, Vocab()) is not None
-    recs[0]["retrieval"]["run"] = ["x", "x"]
-    assert score_mod._runs_unchecked(recs, [recs[0]["retrieval"]["run"]], [True], False, Vocab()) is None
-
-
-def test_row_duplicates():
-    ptr = np.array([0, 3, 5, 5, 9])
-    codes = np.array([1, 2, 1, 4, 5, 7, 8, 9, 8])
-    assert runs_mod.row_duplicates(ptr, codes).tolist() == [True, False, False, True]
-    uneven = np.array([0, 1, 2, 40])
-    c = np.concatenate([[3, 3], np.arange(37), [5]])
-    assert runs_mod.row_duplicates(uneven, c).tolist() == [False, False, True]
+    qrels, run = _generate(300, seed=2)
+    qids = list(qrels)
+    golds = [qrels[q] for q in qids]
+    ranked = [list(run[q]) if q in run else None for q in qids]
+    got = evaluate_lists(golds, ranked, (1, 4, 10))
+    q = Qrels.from_dict(dict(zip(map(str, range(len(qids))), golds)))
+    want = evaluate_run(q, Run.from_lists({str(i): r for i, r in enumerate(ranked) if r is not None}, vocab=q.vocab),
+                        (1, 4, 10))
+    np.testing.assert_array_equal(got.missing, want.missing)
+    for name in want.values:
+        np.testing.assert_allclose(got.values[name], want.values[name], rtol=0, atol=1e-12, err_msg=name)

@@ -270,6 +270,54 @@ def evaluate_dicts(
 _SPARSE_CHUNK = 4_000_000
 """Score-grid cells compared per chunk in :func:`_sparse_sides` (32 MB of float64)."""
 
+def evaluate_lists(
+    golds: Sequence[Mapping[str, float]],
+    ranked: Sequence[Sequence[str] | None],
+    k: int | Sequence[int] = (1, 5, 10),
+    *,
+    gain: str = "graded",
+    engine: str = "auto",
+) -> PerQuery:
+    """:func:`evaluate_run` for queries given as parallel lists — judgements ``{doc: grade}``
+    and ranked unique ids (``None``: a missing run) — without interning any id: each run
+    entry's grade is one C-level ``dict.get`` on its own query's judgements, and the metrics
+    follow from the grades in rank order. Query ids are the positions (``"0"``, ``"1"``, ...).
+    Same numbers as ``evaluate_run(Qrels.from_dict(...), Run.from_lists(...))``; the caller
+    guarantees unique ids per run (k counts unique ids)."""
+    import itertools
+
+    from . import _kernels
+    from .runs import _csr
+
+    ks = normalise_ks(k)
+    if gain not in GAINS:
+        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    n = len(golds)
+    q = _grades_only(dict(zip(map(str, range(n)), golds)))
+    binary = gain == "binary"
+    n_rel, idcg = _qrels_side(q, ks, binary)
+    rows = [i for i, r in enumerate(ranked) if r is not None]
+    runs = [ranked[i] for i in rows]
+    lens = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+    ptr = _csr(lens)
+    total = int(ptr[-1])
+    zero = itertools.repeat(0.0)
+    grades = np.fromiter(itertools.chain.from_iterable(map(golds[i].get, r, zero) for i, r in zip(rows, runs)),
+                         dtype=np.float64, count=total)
+    qrow = np.asarray(rows, dtype=np.int64)
+    R = n_rel[qrow]
+    if engine == "auto":
+        engine = "numba" if (_kernels.HAVE_NUMBA and total >= NUMBA_MIN_ENTRIES) else "numpy"
+    if engine == "numba":
+        sides = _kernels.grades_kernel(ptr, grades, R, np.asarray(ks), binary,
+                                       _discounts(int(lens.max()) if len(lens) else 1))
+    else:
+        sides = _grades_side_numpy(ptr, grades, R, ks, binary)
+    return _assemble(q, ks, n_rel, idcg, qrow, lens, sides, [])
+
+
 def _grades_only(qrels: Mapping[str, Mapping[str, float]]) -> Qrels:
     """The judgements' grades per query, without interning document ids (``docs`` is a
     placeholder): all :func:`_qrels_side` and :func:`_assemble` read."""

@@ -313,14 +313,13 @@ FACTORIZE_MIN = 50_000
 before touching the dictionary."""
 
 
-def factorize(ids: Sequence[str], *, allow_missing: bool = False) -> tuple[np.ndarray, list[str]] | None:
+def factorize(ids: Sequence[str]) -> tuple[np.ndarray, list[str]] | None:
     """``(codes, distinct)`` of a sequence of string ids: ``distinct`` in first-seen order and
     ``distinct[codes[i]] == ids[i]``, by pandas' C string hash table (one pass over the UTF-8
     of each id; about 7x faster than a dict ``setdefault`` per id).
 
     Returns ``None`` when pandas is not importable or an id is not a ``str`` (the table maps
-    those to -1; with ``allow_missing=True`` the codes are returned with those -1s);
-    callers then use the dictionary path.
+    those to -1); callers then use the dictionary path.
     Two equal ids with different codes (which the table does not produce) would only repeat
     an entry of ``distinct``, which :meth:`Vocab.codes_distinct` maps to one code."""
     try:
@@ -335,39 +334,12 @@ def factorize(ids: Sequence[str], *, allow_missing: bool = False) -> tuple[np.nd
         uniq, codes = _ht.StringHashTable(max(n // 4, 16)).factorize(arr)
     except (TypeError, ValueError):  # pragma: no cover - a pandas without this table signature
         return None
-    if not all(type(x) is str for x in uniq):  # pragma: no cover - the table maps non-strings to -1
+    if codes.min() < 0 or not all(type(x) is str for x in uniq):  # a non-string id
         return None
-    if codes.min() < 0:
-        return None if not allow_missing else (codes.astype(np.int64, copy=False), uniq.tolist())
     probe = np.linspace(0, n - 1, min(n, 4096)).astype(np.int64)  # a cheap sanity check of the table
     if not bool((arr[probe] == uniq[codes[probe]]).all()):  # pragma: no cover - a broken pandas
         return None
     return codes.astype(np.int64, copy=False), uniq.tolist()
-
-
-def row_duplicates(ptr: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Per CSR row, whether some code occurs twice in it (codes >= 0). Rows of similar length
-    are sorted as one padded grid (each row's sort stays in cache); very uneven rows by one
-    sort of ``row * V + code``."""
-    lens = np.diff(ptr)
-    n, total = len(lens), int(ptr[-1])
-    if total == 0:
-        return np.zeros(n, dtype=bool)
-    width = int(lens.max())
-    if n * width <= 2 * total + 4096:
-        if (lens == width).all():
-            grid = codes.reshape(n, width).copy()
-        else:
-            row = np.repeat(np.arange(n, dtype=np.int64), lens)
-            grid = np.full((n, width), -1, dtype=np.int64)
-            grid[row, np.arange(total, dtype=np.int64) - np.repeat(ptr[:-1], lens)] = codes
-        grid.sort(axis=1)
-        return ((grid[:, 1:] == grid[:, :-1]) & (grid[:, 1:] >= 0)).any(axis=1)
-    v = int(codes.max()) + 1
-    key = np.sort(np.repeat(np.arange(n, dtype=np.int64), lens) * v + codes)
-    out = np.zeros(n, dtype=bool)
-    out[key[1:][key[1:] == key[:-1]] // v] = True
-    return out
 
 
 def _texts(items: list) -> list[str]:

@@ -58,9 +58,8 @@ from ..evaluation import Evaluation
 from ..records import Record, slice_texts, where
 from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
-from .metrics import RetrievalFamily, evaluate_run
-from . import runs as _runs
-from .runs import Qrels, Run, Vocab, _csr, trec_order
+from .metrics import RetrievalFamily, evaluate_lists
+from .runs import _csr, trec_order
 
 
 def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
@@ -172,63 +171,66 @@ def _parse_golds(rows: list[Record], raws: list[Any]) -> list[Mapping[str, float
     return [raw if t is dict else dict.fromkeys(raw, 1.0) for raw, t in zip(raws, kinds)]
 
 
-class _Ranked:
-    """Every record's run as one CSR array of document codes in ranked order (see
-    :func:`_parse_runs`)."""
-
-    def __init__(self, present: list[bool], ptr: np.ndarray, docs: np.ndarray, duplicates: np.ndarray,
-                 vocab: Vocab):
-        self.present, self.ptr, self.docs, self.vocab = present, ptr, docs, vocab
-        self.duplicates = duplicates
-
-    def run(self, qids: list[str]) -> Run:
-        """The :class:`Run` of the records that have a run (``qids`` in record order)."""
-        rows = np.flatnonzero(np.asarray(self.present, dtype=bool))
-        lens = np.diff(self.ptr)[rows]
-        return Run(qids, _csr(lens), self.docs, None, self.vocab, self.duplicates[rows].astype(np.int64))
-
-    def lists(self) -> list[list[str] | None]:
-        """Ranked unique ids per record (``None`` without a run)."""
-        strings = self.vocab.strings
-        flat = [strings[c] for c in self.docs.tolist()]
-        p = self.ptr.tolist()
-        return [flat[p[i]: p[i + 1]] if has else None for i, has in enumerate(self.present)]
-
-
-def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool, vocab: Vocab) -> _Ranked:
-    """:func:`_parse_run` of every record, vectorised over all records: the ids of the common
-    shapes (a list of ids, ``[[id, score], ...]``, ``{id: score}``) are type-checked with
-    C-level passes, interned at once (:meth:`Vocab.codes`), the scored runs put in
-    trec_eval's order by one :func:`trec_order` (a ranked list keeps its order), and a run
-    with a repeated id, another shape or a bad score goes through the checked parser (which
-    raises, naming the record, or dedupes). Same ranking as :func:`_parse_run`.
-
-    Large inputs (with pandas) take one pass fewer over the ids: the string hash table marks
-    a non-string id and the repeated ids are found from the codes (:func:`row_duplicates`);
-    when either occurs, every run goes through the per-record checks."""
+def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool) -> tuple[list[list[str] | None], np.ndarray]:
+    """:func:`_parse_run` of every record — ranked unique ids (``None`` without a run) and the
+    duplicates removed per record — with the per-id work in C-level passes over all records:
+    the common shapes (a list of ids, ``[[id, score], ...]``, ``{id: score}``) are unpacked,
+    every id type-checked in one pass, repeats found with one ``set`` per run, and the scored
+    runs put in trec_eval's order by one :func:`trec_order` (score descending, then id
+    descending; a ranked list keeps its order). A run in another shape, with a repeated id or
+    a bad entry goes through the checked parser (which raises, naming the record and field,
+    or dedupes); so does every run when some id is not a string or a score is too large or
+    not finite. Same result as :func:`_parse_run` per record."""
     n = len(raws)
-    present = [r is not None for r in raws]
-    if sum(len(r) for r in raws if r is not None) >= _runs.FACTORIZE_MIN:
-        fast = _runs_unchecked(rows, raws, present, dedupe, vocab)
-        if fast is not None:
-            return fast
-    ids: list[list[str]] = []
-    scores: list[list[float] | None] = []
+    out: list[list[str] | None] = [None] * n
+    scores: dict[int, list] = {}
     dups = np.zeros(n, dtype=np.int64)
+    for i, raw in enumerate(raws):
+        if raw is not None:
+            got, sc = _shape(raw)
+            out[i] = got
+            if sc is not None:
+                scores[i] = sc
+    shaped = [x for x in out if x is not None]
+    ok = set(map(type, itertools.chain.from_iterable(shaped))) <= _STR
+    vals = None
+    if ok and scores:
+        try:
+            vals = np.fromiter(itertools.chain.from_iterable(scores.values()), dtype=np.float64)
+            ok = bool(np.isfinite(vals).all())
+        except OverflowError:
+            ok = False
+    if not ok:  # the checked parser names the first bad record and field
+        for i, (rec, raw) in enumerate(zip(rows, raws)):
+            if raw is not None:
+                out[i], dups[i] = _parse_run(rec, raw, dedupe)
+        return out, dups
     for i, (rec, raw) in enumerate(zip(rows, raws)):
-        if raw is None:
-            continue
-        got, sc = _shape(raw)
-        if got is not None and not (set(map(type, got)) <= _STR and len(set(got)) == len(got)):
-            got = None
-        if got is None:  # another shape, a bad entry or a repeated id: the checked parser
-            got, dups[i] = _parse_run(rec, raw, dedupe)
-            sc = None
-        ids.append(got)
-        scores.append(sc)
+        x = out[i]
+        if raw is not None and (x is None or len(set(x)) != len(x)):  # another shape or a repeated id
+            out[i], dups[i] = _parse_run(rec, raw, dedupe)
+            if i in scores:
+                del scores[i]
+    if scores:
+        _rank_scored(out, scores)
+    return out, dups
+
+
+def _rank_scored(out: list[Any], scores: dict[int, list]) -> None:
+    """Replace each scored run ``out[i]`` (ids in input order, ``scores[i]`` their scores) by
+    its ids in trec_eval's order, all runs sorted by one :func:`trec_order`."""
+    rows = list(scores)
+    ids = [out[i] for i in rows]
     lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    docs = vocab.codes(np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=int(lens.sum())))
-    return _ranked(rows, raws, dedupe, vocab, present, lens, docs, scores, dups)
+    ptr = _csr(lens)
+    flat = np.fromiter(itertools.chain.from_iterable(scores[i] for i in rows), dtype=np.float64, count=int(ptr[-1]))
+    order = trec_order(ptr, flat, None, None, row_ids=lambda r: ids[r])
+    if order is None:
+        return
+    docs = np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=int(ptr[-1]))[order].tolist()
+    p = ptr.tolist()
+    for j, i in enumerate(rows):
+        out[i] = docs[p[j]: p[j + 1]]
 
 
 def _shape(raw: Any) -> tuple[list | None, list | None]:
@@ -249,63 +251,6 @@ def _shape(raw: Any) -> tuple[list | None, list | None]:
 
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-
-
-def _runs_unchecked(rows: list[Record], raws: list[Any], present: list[bool], dedupe: bool,
-                    vocab: Vocab) -> _Ranked | None:
-    """The large-input path of :func:`_parse_runs`; ``None`` when some run needs the checks."""
-    from .runs import factorize, row_duplicates
-
-    ids: list[list] = []
-    scores: list[list[float] | None] = []
-    for raw in raws:
-        if raw is None:
-            continue
-        got, sc = _shape(raw)
-        if got is None:
-            return None
-        ids.append(got)
-        scores.append(sc)
-    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=int(lens.sum()))
-    f = factorize(flat, allow_missing=True)
-    if f is None:
-        return None
-    local, distinct = f
-    if local.min() < 0 or row_duplicates(_csr(lens), local).any():
-        return None
-    docs = vocab.codes_distinct(distinct)[local]
-    return _ranked(rows, raws, dedupe, vocab, present, lens, docs, scores, np.zeros(len(raws), dtype=np.int64))
-
-
-def _ranked(rows, raws, dedupe, vocab, present, lens, docs, scores, dups) -> _Ranked:
-    """Sort the scored runs into trec_eval's order (a ranked list keeps its order: it gets
-    strictly decreasing scores); a score too large or not finite is named by the checked
-    parser."""
-    ptr = _csr(lens)
-    total = int(ptr[-1])
-    scored = np.fromiter((x is not None for x in scores), dtype=bool, count=len(scores))
-    if scored.any():
-        flat = -(np.arange(total, dtype=np.float64) - np.repeat(ptr[:-1], lens))
-        sel = np.repeat(scored, lens)
-        try:
-            vals = np.fromiter(itertools.chain.from_iterable(itertools.compress(scores, scored.tolist())),
-                               dtype=np.float64, count=int(sel.sum()))
-            finite = bool(np.isfinite(vals).all())
-        except OverflowError:
-            finite = False
-        if not finite:
-            for rec, raw in zip(rows, raws):
-                if raw is not None:
-                    _parse_run(rec, raw, dedupe)  # raises, naming the first bad score
-        flat[sel] = vals
-        order = trec_order(ptr, flat, docs, vocab)
-        if order is not None:
-            docs = docs[order]
-    full = np.zeros(len(present) + 1, dtype=np.int64)
-    full[1:][np.asarray(present, dtype=bool)] = lens
-    np.cumsum(full, out=full)
-    return _Ranked(present, full, docs, dups, vocab)
 
 
 def score_retrieval(
@@ -385,17 +330,13 @@ def score_retrieval(
             corpus.check_principal(pr, where(rec, "retrieval.principal"))
         principals.append(pr)
     golds = _parse_golds(rows, gold_raw)
-    vocab = Vocab()
-    ranked = _parse_runs(rows, run_raw, dedupe, vocab)
-    dups = ranked.duplicates
-    has_run = ranked.present
-    runs: list[list[str] | None] = ranked.lists() if corpus is not None else []
+    runs, dups = _parse_runs(rows, run_raw, dedupe)
 
     n = len(rows)
     st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
     details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source",
                                                         "filter_inconsistent")}
-    details["missing_run"] = [not x for x in has_run]
+    details["missing_run"] = [r is None for r in runs]
 
     # ---- entitlement: eligible gold (before scoring)
     elig_gold: list[dict[str, float]] = []
@@ -434,13 +375,7 @@ def score_retrieval(
         st["n_ineligible_retrieved"] = np.bincount(rrec[rk], weights=bad, minlength=n).astype(float)
 
     # ---- standard metrics, all queries at once
-    qids = [f"{i}" for i in range(n)]
-    qrels = Qrels.from_dict(dict(zip(qids, elig_gold)), vocab=vocab)
-    if len(qrels.grades) and not np.isfinite(qrels.grades).all():  # NaN/inf grades: the checked parser names one
-        for rec, raw in zip(rows, gold_raw):
-            _parse_gold(rec, raw)
-    run = ranked.run([qids[i] for i in range(n) if has_run[i]])
-    pq = evaluate_run(qrels, run, ks, gain=gain, engine=engine)
+    pq = evaluate_lists(elig_gold, runs, ks, gain=gain, engine=engine)
     scored = pq.n_rel > 0
     for m in family.metric_list:
         st[f"{m}.sum"] = np.where(scored, pq.values[m], 0.0)
