@@ -189,11 +189,12 @@ def _qrels_side(qrels: Qrels, ks: tuple[int, ...], binary: bool) -> tuple[np.nda
     n_rel = np.bincount(qrow, weights=qrel, minlength=nq).astype(np.int64)
     qg = qrel.astype(np.float64) if binary else np.maximum(qrels.grades, 0.0)
     order = np.lexsort((-qg, qrow))
-    ideal = qg[order] * _discounts(int(qlens.max()) if nq else 1)[_local_positions(qrels.ptr)]
-    I = np.zeros(len(ideal) + 1)
-    np.cumsum(ideal, out=I[1:])
-    qs = qrels.ptr[:-1]
-    idcg = np.stack([I[qs + np.minimum(qlens, k)] - I[qs] for k in ks], axis=1) if nq else np.zeros((0, len(ks)))
+    pos = _local_positions(qrels.ptr)
+    ideal = qg[order] * _discounts(int(qlens.max()) if nq else 1)[pos]
+    # per-query sums in rank order from 0 (bincount adds in input order): a query's value does
+    # not depend on the other queries of the batch
+    idcg = (np.stack([np.bincount(qrow[pos < k], weights=ideal[pos < k], minlength=nq) for k in ks], axis=1)
+            if nq else np.zeros((0, len(ks))))
     return n_rel, idcg
 
 
@@ -469,24 +470,28 @@ def _run_side_numpy(qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.n
 
 
 def _grades_side_numpy(rptr: np.ndarray, grades: np.ndarray, R: np.ndarray, ks: tuple[int, ...], binary: bool):
+    """Run-side sums from grades in rank order. Integer counts come from prefix sums; the float
+    sums (DCG, AP) are added per query in rank order starting from 0 (``bincount`` adds its
+    weights in input order), as the numba kernels do: the same floats whatever the engine and
+    whatever other queries share the batch."""
     starts = rptr[:-1]
     lens = np.diff(rptr)
     rel = grades >= 1.0
     C = np.zeros(len(rel) + 1, dtype=np.int64)
     np.cumsum(rel, out=C[1:])
     pos = _local_positions(rptr)
-    disc = _discounts(int(lens.max()) if len(lens) else 1)[pos]
-    g = rel.astype(np.float64) if binary else np.maximum(grades, 0.0)
-    D = np.zeros(len(rel) + 1)
-    np.cumsum(g * disc, out=D[1:])
     s, L = starts, lens
+    nrun = len(starts)
+    rrow = np.repeat(np.arange(nrun, dtype=np.int64), lens)
+    top = np.flatnonzero(pos < max(ks)) if len(ks) else np.zeros(0, np.int64)
+    g_top = rel[top].astype(np.float64) if binary else np.maximum(grades[top], 0.0)
+    gd = g_top * _discounts(int(lens.max()) if len(lens) else 1)[pos[top]]
     hits = np.stack([C[s + np.minimum(L, k)] - C[s] for k in ks], axis=1) if len(s) else np.zeros((0, len(ks)), np.int64)
-    dcg = np.stack([D[s + np.minimum(L, k)] - D[s] for k in ks], axis=1) if len(s) else np.zeros((0, len(ks)))
+    dcg = (np.stack([np.bincount(rrow[top], weights=np.where(pos[top] < k, gd, 0.0), minlength=nrun) for k in ks],
+                    axis=1) if len(s) else np.zeros((0, len(ks))))
     total = C[s + L] - C[s]
     first = np.searchsorted(C, C[s] + 1, side="left")  # index of the first relevant entry + 1
     rank1 = np.where(total > 0, first - s, 0)
-    nrun = len(starts)
-    rrow = np.repeat(np.arange(nrun, dtype=np.int64), lens)
     local_hits = C[1:] - C[starts][rrow]
     term = np.where(rel, local_hits / (pos + 1.0), 0.0)
     ap_sum = np.bincount(rrow, weights=term, minlength=nrun)
