@@ -28,7 +28,7 @@ Every mean has the scored queries as its denominator; with none it is missing ev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -300,7 +300,7 @@ def evaluate_lists(
     binary = gain == "binary"
     n_rel, idcg = _qrels_side(q, ks, binary)
     rows = [i for i, r in enumerate(ranked) if r is not None]
-    runs = [ranked[i] for i in rows]
+    runs: list[Sequence[str]] = [ranked[i] for i in rows]  # type: ignore[misc]
     lens = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
     ptr = _csr(lens)
     total = int(ptr[-1])
@@ -326,7 +326,7 @@ def _grades_only(qrels: Mapping[str, Mapping[str, float]]) -> Qrels:
 
     from .runs import _csr
 
-    vals = list(qrels.values())
+    vals: list[Any] = list(qrels.values())
     lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
     total = int(lens.sum())
     it = (itertools.chain.from_iterable(map(dict.values, vals)) if set(map(type, vals)) <= {dict}
