@@ -22,6 +22,11 @@
    (1-3 categories, tenant, locale), ``--queries`` queries with 1-5 gold documents, a
    ``within`` filter and a locale filter each plus a tenant principal: entitlement +
    replay + false-exclusion counts (what ``score_retrieval`` does per query, vectorised).
+5. **Entry points** (``--only entry``, sizes ``--entry-sizes 10000x1000,100000x100``): the same
+   judgements and runs as TREC files, Python dicts and JSONL records, each read and evaluated
+   as a user does it by ours, pytrec_eval and ranx (readers, conversions and evaluator
+   construction included), the 14 measures they share, CPU time, interleaved, best of
+   ``--repeat`` (:func:`bench_entry`).
 """
 
 from __future__ import annotations
