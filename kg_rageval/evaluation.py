@@ -180,6 +180,11 @@ class Family:
     name: str = "family"
     version: str = "1"
     stats: tuple[str, ...] = ()
+    additive_meta: tuple[str, ...] = ()
+    """``meta`` entries that describe the rows, so partitions combine them when merged (see
+    :func:`concat_evaluations`): a number is summed, a list of ids becomes the sorted union
+    (its first :data:`META_ID_LIST` entries, as the families write them). They are written
+    after the other entries, in this order (the order a family writes them in)."""
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
@@ -669,40 +674,15 @@ class Evaluation:
 
     # ------------------------------------------------------------------ partitions
     def merge(self, other: "Evaluation") -> "Evaluation":
-        """Concatenate two partitions of the same family (the totals add).
+        """Concatenate two partitions of the same family (the totals add):
+        ``concat_evaluations([self, other])``.
 
         Key and detail columns present on one side only are filled with ``None`` on the
         other; an extra stats column present on one side only is filled with 0 (it is
         additive). ``unscored`` lists are concatenated; ``meta`` is combined with this
-        side's entries winning, except ``rollup_skipped``, which describes a past roll-up and
-        is dropped."""
-        if other.family.qualified_name != self.family.qualified_name:
-            raise ValueError(f"cannot merge evaluations of different families "
-                             f"({self.family.qualified_name} and {other.family.qualified_name})")
-        na, nb = len(self), len(other)
-
-        def cat(a: dict, b: dict, name: str, fill: Any) -> np.ndarray:
-            left = a[name] if name in a else np.full(na, fill, dtype=float if fill == 0 else object)
-            right = b[name] if name in b else np.full(nb, fill, dtype=float if fill == 0 else object)
-            if left.dtype.kind in "biuf" and right.dtype.kind in "biuf":
-                return np.concatenate([left, right])
-            return np.concatenate([left.astype(object), right.astype(object)])
-
-        def names(a: dict, b: dict) -> list[str]:
-            return list(a) + [k for k in b if k not in a]
-
-        meta = {**other.meta, **self.meta}
-        meta.pop("rollup_skipped", None)
-        return Evaluation(
-            family=self.family,
-            record_ids=np.concatenate([self.record_ids, other.record_ids]),
-            stats={k: cat(self.stats, other.stats, k, 0) for k in names(self.stats, other.stats)},
-            keys={k: cat(self.keys, other.keys, k, None) for k in names(self.keys, other.keys)},
-            details={k: cat(self.details, other.details, k, None)
-                     for k in names(self.details, other.details)},
-            unscored=list(self.unscored) + list(other.unscored),
-            meta=meta,
-        )
+        side's entries winning, except the family's :attr:`Family.additive_meta` (summed or
+        united) and ``rollup_skipped``, which describes a past roll-up and is dropped."""
+        return _concat([self, other])
 
     # ------------------------------------------------------------------ output
     def rows(self, limit: int | None = None) -> list[dict[str, Any]]:
@@ -775,6 +755,139 @@ def _group_labels(values: list[Any]) -> list[str]:
         seen[t] = seen.get(t, 0) + 1
     return [t if seen[t] == 1 or v is None else f"{t} ({type(v).__name__})"
             for t, v in zip(text, values)]
+
+
+META_ID_LIST = 50
+"""How many ids a family lists in a ``meta`` id list (``unknown_ids``, ...): the first ones in
+sorted order."""
+
+
+def _merged_names(parts: list[list[str]]) -> list[str]:
+    """Column names of concatenated partitions, in an order consistent with every partition's
+    own order (a column before another in one partition stays before it), so the order of a
+    whole-input result is kept whichever partition a column first appears in. Columns that
+    never stand side by side are taken by the first partition that has them, ``slice:*``
+    keys by name (every family writes its slice keys sorted)."""
+    if all(p == parts[0] for p in parts[1:]):
+        return list(parts[0])
+    import heapq
+
+    rank: dict[str, tuple[int, str, int]] = {}
+    preds: dict[str, set[str]] = {}
+    for i, names in enumerate(parts):
+        for j, name in enumerate(names):
+            if name not in rank:
+                rank[name] = (i, name if name.startswith("slice:") else "", j)
+                preds[name] = set()
+            if j:
+                preds[name].add(names[j - 1])
+    succ: dict[str, list[str]] = {n: [] for n in rank}
+    for n, ps in preds.items():
+        for q in ps:
+            succ[q].append(n)
+    left = {n: len(ps) for n, ps in preds.items()}
+    ready = [(rank[n], n) for n, k in left.items() if k == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for m in succ[n]:
+            left[m] -= 1
+            if left[m] == 0:
+                heapq.heappush(ready, (rank[m], m))
+    if len(out) < len(rank):  # the partitions disagree on an order: first-seen order
+        return list(rank)
+    return out
+
+
+def _concat_column(cols: list[np.ndarray]) -> np.ndarray:
+    """Concatenate column pieces as folding :meth:`Evaluation.merge` pairwise would: numeric
+    pieces keep a numeric dtype; from the first non-numeric piece on, everything is an object
+    column (the numeric prefix converted after its numeric concatenation)."""
+    numeric = [c.dtype.kind in "biuf" for c in cols]
+    if all(numeric):
+        return np.concatenate(cols) if len(cols) > 1 else cols[0]
+    j = numeric.index(False)
+    head = [np.concatenate(cols[:j]).astype(object)] if j else []
+    return np.concatenate(head + [c.astype(object) for c in cols[j:]])
+
+
+def _merge_meta(family: Family, metas: list[dict[str, Any]]) -> dict[str, Any]:
+    """``meta`` of concatenated partitions: the first partition's value of an entry wins (the
+    pairwise ``{**other, **self}``), the family's :attr:`Family.additive_meta` are summed or
+    united and written last, ``rollup_skipped`` is dropped."""
+    meta = dict(metas[-1])
+    for m in reversed(metas[:-1]):
+        meta.update(m)
+    meta.pop("rollup_skipped", None)
+    for key in family.additive_meta:
+        values = [m[key] for m in metas if key in m]
+        meta.pop(key, None)
+        if not values:
+            continue
+        if all(isinstance(v, (list, tuple)) for v in values):
+            meta[key] = sorted(set().union(*values))[:META_ID_LIST]
+        else:
+            meta[key] = sum(values)
+    return meta
+
+
+def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) -> Evaluation:
+    """Concatenate partitions of one family in order: the same as folding
+    :meth:`Evaluation.merge` left to right, with each column copied once (not once per
+    partition). Column order: :func:`_merged_names`; a column missing in a partition is
+    filled with 0 (stats) or ``None`` (keys, details); ``unscored`` lists are concatenated;
+    ``meta``: :func:`_merge_meta`. A single partition is returned as it is.
+
+    ``consume=True`` lets the columns of ``parts`` go as soon as they are copied (the parts are
+    emptied), so peak memory is the result plus one column, not twice the result.
+
+    An evaluation class with its own :meth:`Evaluation.merge` (the system family's quantiles)
+    is merged with it, pairwise as a balanced tree (each row copied O(log k) times)."""
+    items = list(parts)
+    if not items:
+        raise ValueError("nothing to concatenate")
+    if any(type(p).merge is not Evaluation.merge for p in items):
+        while len(items) > 1:
+            nxt = [items[i].merge(items[i + 1]) for i in range(0, len(items) - 1, 2)]
+            if len(items) % 2:
+                nxt.append(items[-1])
+            items = nxt
+        return items[0]
+    return _concat(items, consume=consume)
+
+
+def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    for p in parts[1:]:
+        if p.family.qualified_name != first.family.qualified_name:
+            raise ValueError(f"cannot merge evaluations of different families "
+                             f"({first.family.qualified_name} and {p.family.qualified_name})")
+    sizes = [len(p) for p in parts]
+    record_ids = np.concatenate([p.record_ids for p in parts])
+    groups: list[dict[str, np.ndarray]] = []
+    for attr, fill in (("stats", 0), ("keys", None), ("details", None)):
+        dicts = [getattr(p, attr) for p in parts]
+        out: dict[str, np.ndarray] = {}
+        for name in _merged_names([list(d) for d in dicts]):
+            cols = [d[name] if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
+                    for d, n in zip(dicts, sizes)]
+            out[name] = _concat_column(cols)
+            del cols
+            if consume:
+                for d in dicts:
+                    d.pop(name, None)
+        groups.append(out)
+    unscored = [u for p in parts for u in p.unscored]
+    meta = _merge_meta(first.family, [p.meta for p in parts])
+    if consume:
+        for p in parts:
+            p.record_ids = p.record_ids[:0]
+    return Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
+                      details=groups[2], unscored=unscored, meta=meta)
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:
@@ -883,9 +996,7 @@ class EvaluationSet(dict):
         return out
 
     def merge(self, other: "EvaluationSet") -> "EvaluationSet":
-        if set(self) != set(other):
-            raise ValueError(f"{self.family}: cannot merge results with members {sorted(self)} and {sorted(other)}")
-        return EvaluationSet(self.family, {k: ev.merge(other[k]) for k, ev in self.items()})
+        return concat_sets([self, other])
 
     def to_pandas(self, what: str = "rows") -> Any:
         """Rows of every member (a ``member`` column first) or the canonical metrics, as a
@@ -901,6 +1012,22 @@ class EvaluationSet(dict):
             for k, v in ev.unscored_counts.items():
                 out[k] = out.get(k, 0) + v
         return dict(sorted(out.items()))
+
+
+def concat_sets(parts: Iterable[EvaluationSet], *, consume: bool = False) -> EvaluationSet:
+    """Member-wise :func:`concat_evaluations` of partitions' :class:`EvaluationSet` objects
+    (every partition must have the same members)."""
+    parts = list(parts)
+    if not parts:
+        raise ValueError("nothing to concatenate")
+    first = parts[0]
+    for p in parts[1:]:
+        if set(p) != set(first):
+            raise ValueError(f"{first.family}: cannot merge results with members {sorted(first)} and {sorted(p)}")
+    if len(parts) == 1:
+        return first
+    return EvaluationSet(first.family, {k: concat_evaluations([p[k] for p in parts], consume=consume)
+                                        for k in first})
 
 
 def as_evaluation_set(family: str, result: Any) -> EvaluationSet:

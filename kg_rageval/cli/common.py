@@ -97,6 +97,17 @@ data_option = click.option(
     help="Records file (JSONL, see docs/records.md).",
 )
 
+chunk_size_option = click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Records read and scored at a time (default 65536); the result does not depend on it, "
+         "memory does.",
+)
+"""``--chunk-size``: how many records a streamable family scores at a time
+(:meth:`~kg_rageval.contract.BoundScorer.score_path`)."""
+
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes.")
 
 

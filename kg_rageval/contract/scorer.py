@@ -16,6 +16,14 @@ defaults filled in), so the declaration is the only place a default lives.
 :meth:`Scorer.bind` validates the options and reads the inputs once, and returns a
 :class:`BoundScorer` — a picklable ``records -> EvaluationSet`` callable used for partitions
 (Dask) and for the baseline run of an audit.
+
+**Streaming.** Given a JSONL path, a :class:`BoundScorer` reads it in chunks
+(:func:`kg_rageval.records.iter_record_chunks`), scores each chunk and concatenates the chunk
+results (:func:`kg_rageval.evaluation.concat_sets`), so one chunk of record dicts is held at a
+time, not the file. The result equals scoring the whole list at once (rows, stats, keys,
+unscored records, meta, errors): every family's rows depend only on their own record. A
+family whose result depends on several records at once declares ``streamable=False`` and
+gets the whole list.
 """
 
 from __future__ import annotations
@@ -89,6 +97,11 @@ class Scorer:
     members: tuple[str, ...] = ()
     opt_in: bool = False
     """Run by the audit only when its config's ``families`` names it (not in "all families")."""
+    streamable: bool = True
+    """The function's result on a list of records equals the concatenation of its results on
+    consecutive chunks of it (each row depends on its own record; ``meta`` combines as
+    :attr:`Family.additive_meta` says). ``False``: a JSONL path is read whole and scored in
+    one call (results that compare or group records, or read extra inputs per run)."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
         default=None, compare=False)
 
@@ -160,32 +173,111 @@ class Scorer:
         fn_opts = {p.name: opts[p.name] for p in self.params if p.input is None}
         return BoundScorer(self, ontology, loaded, fn_opts)
 
-    def score(self, ontology: Any, records: Any, **kwargs: Any) -> "EvaluationSet":
-        """Score ``records`` (dicts, or a JSONL path): ``bind(ontology, **kwargs)(records)``."""
-        return self.bind(ontology, **kwargs)(records)
+    def score(self, ontology: Any, records: Any, *, chunk_size: int | None = None,
+              **kwargs: Any) -> "EvaluationSet":
+        """Score ``records`` (dicts, or a JSONL path, read in chunks of ``chunk_size``):
+        ``bind(ontology, **kwargs)(records, chunk_size=chunk_size)``."""
+        return self.bind(ontology, **kwargs)(records, chunk_size=chunk_size)
 
 
 @dataclass
 class BoundScorer:
     """A family with validated options and loaded inputs: ``bound(records) -> EvaluationSet``.
-    Picklable (Dask sends it to the workers)."""
+    Picklable (Dask sends it to the workers).
+
+    ``records``: a list of record dicts (scored in one call) or a JSONL path, streamed in
+    chunks of ``chunk_size`` records (default
+    :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`) when the family is ``streamable``
+    (see :meth:`score_path`)."""
 
     scorer: Scorer
     ontology: Any
     inputs: dict[str, Any]
     options: dict[str, Any]
 
-    def __call__(self, records: Any, ontology: Any = None) -> "EvaluationSet":
+    def __call__(self, records: Any, ontology: Any = None, *,
+                 chunk_size: int | None = None) -> "EvaluationSet":
+        if isinstance(records, (str, Path)):
+            return self.score_path(records, ontology, chunk_size=chunk_size)
+        return self._call(records, ontology)
+
+    def _call(self, records: Any, ontology: Any) -> "EvaluationSet":
         from ..evaluation import as_evaluation_set
 
-        if isinstance(records, (str, Path)):
-            from ..errors import InputError
-            from ..records import read_records
-
-            path, records = records, read_records(records)
-            if not records:
-                raise InputError("no records to score", source=str(path))
         fn = self.scorer.load()
         onto = self.ontology if ontology is None else ontology
         result = fn(onto, records, **self.inputs, **self.options)
         return as_evaluation_set(self.scorer.name, result)
+
+    def score_whole(self, path: str | Path, ontology: Any = None) -> "EvaluationSet":
+        """Read every record of ``path`` (:func:`~kg_rageval.records.read_records`) and score
+        them in one call; an empty file raises :class:`InputError` ("no records to score")."""
+        from ..errors import InputError
+        from ..records import read_records
+
+        records = read_records(path)
+        if not records:
+            raise InputError("no records to score", source=str(path))
+        return self._call(records, ontology)
+
+    def score_path(self, path: str | Path, ontology: Any = None, *,
+                   chunk_size: int | None = None) -> "EvaluationSet":
+        """Score a JSONL file chunk by chunk; the result equals :meth:`score_whole`'s.
+
+        Each chunk of ``chunk_size`` records is scored on its own and the chunk results are
+        concatenated once at the end (:func:`~kg_rageval.evaluation.concat_sets`, each column
+        copied once), so the record dicts of one chunk are held at a time. Equality with the
+        whole-file call:
+
+        * reading errors (bad JSON, missing or duplicate ids) are raised as the whole-file
+          reader raises them (:func:`~kg_rageval.records.iter_record_chunks`);
+        * a chunk without evidence (the family raises
+          :class:`~kg_rageval.errors.MissingEvidence`, e.g. no record has the section) is
+          scored together with the next chunk, or with the last scored one at the end of the
+          file; a file without evidence raises the whole-file error;
+        * any other input error of a family (an unknown id, a malformed section) makes the
+          whole file be scored at once, so the error is the one the whole-file call raises
+          (families check all records in phases: the first malformed record in the file,
+          then ids, counting every place);
+        * a family that is not ``streamable`` is scored with :meth:`score_whole`.
+        """
+        from ..errors import InputError, KgRagevalError, MissingEvidence
+        from ..evaluation import concat_sets
+        from ..records import DEFAULT_CHUNK_SIZE, iter_record_chunks
+
+        size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"chunk_size must be a positive integer, not {chunk_size!r}")
+        if not self.scorer.streamable:
+            return self.score_whole(path, ontology)
+        results: list[EvaluationSet] = []
+        held: list[Any] = []  # records of the last scored chunk (an evidence-less tail joins it)
+        pending: list[Any] = []  # records of chunks without evidence, scored with the next one
+        for chunk in iter_record_chunks(path, size):  # reading errors propagate from here
+            batch = pending + chunk if pending else chunk
+            del chunk
+            try:
+                res = self._call(batch, ontology)
+            except MissingEvidence:
+                pending = batch
+                continue
+            except KgRagevalError:
+                break  # scored whole below: the error is the one the whole-file call raises
+            results.append(res)
+            held, pending = batch, []
+        else:
+            if not pending:
+                if not results:
+                    raise InputError("no records to score", source=str(path))
+                del held
+                return concat_sets(results, consume=True)
+            if not results:  # no chunk had evidence: ``pending`` is the whole file
+                return self._call(pending, ontology)
+            try:
+                results[-1] = self._call(held + pending, ontology)
+                del held, pending
+                return concat_sets(results, consume=True)
+            except KgRagevalError:
+                pass
+        del held, pending, results
+        return self.score_whole(path, ontology)

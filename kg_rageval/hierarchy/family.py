@@ -92,6 +92,7 @@ class HierarchyFamily(Family):
         "gold_inactive",
         "n_missing_run",
     ) + tuple(f"err_{c}" for c in ERROR_CATEGORIES)
+    additive_meta = ("replaced_ids", "n_aliased")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         s = {k: float(sums.get(k, 0.0)) for k in self.stats}

@@ -94,6 +94,7 @@ class LinkingFamily(Family):
         "rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n",
         "n_missing_run",
     )
+    additive_meta = ("records_scored", "records_without_mentions", "unknown_ids", "n_aliased", "replaced_ids")
 
     def __init__(self, overlap: bool = False):
         self.overlap = overlap
