@@ -203,9 +203,22 @@ def _object_column(values: Any) -> np.ndarray:
     return arr
 
 
+def record_id_texts(record_ids: np.ndarray) -> set[str]:
+    """The distinct record ids as text (``str`` of each, as :meth:`Evaluation.per_record_stats`
+    compares them): a C-level ``set`` when every id is already a string (the usual case:
+    readers give string ids), else numpy's text conversion."""
+    values = record_ids.tolist()
+    if set(map(type, values)) <= {str}:
+        return set(values)
+    return set(np.asarray(record_ids).astype(str).tolist())
+
+
 def _column(values: Any, kind: str) -> np.ndarray:
-    """A stats column (float64) or a key/detail column (numeric/bool kept, else object)."""
+    """A stats column (float64; a boolean array stays bool, 1 byte a row, its sums are the
+    same) or a key/detail column (numeric/bool kept, else object)."""
     if kind == "stats":
+        if isinstance(values, np.ndarray) and values.dtype == bool and values.ndim == 1:
+            return values
         try:
             arr = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -404,8 +417,9 @@ class Evaluation:
 
     Construction validates the columns: every column has one entry per row, stats are finite
     numbers (``ValueError`` otherwise) and every stat the family declares is present. Columns
-    are normalised (stats to float64, keys/details to 1-D numeric or object arrays); the dicts
-    passed in are copied, never modified.
+    are normalised (stats to float64, except boolean arrays, which stay bool: 1 byte a row,
+    the same sums, written as 0.0/1.0 in rows; keys/details to 1-D numeric or object arrays);
+    the dicts passed in are copied, never modified.
     """
 
     family: Family
@@ -431,7 +445,7 @@ class Evaluation:
                 if len(arr) != n:
                     raise ValueError(
                         f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
-                if kind == "stats" and n and not np.isfinite(arr).all():
+                if kind == "stats" and n and arr.dtype != bool and not np.isfinite(arr).all():
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
@@ -450,7 +464,7 @@ class Evaluation:
     def n_records(self) -> int:
         """Distinct records with at least one scored row (ids compared as text, as in
         :meth:`per_record_stats`)."""
-        return len(np.unique(self.record_ids.astype(str))) if len(self) else 0
+        return len(record_id_texts(self.record_ids)) if len(self) else 0
 
     @property
     def unscored_counts(self) -> dict[str, int]:
@@ -591,7 +605,9 @@ class Evaluation:
         self.meta["rollup_skipped"] = int((~ok).sum())
         keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
         names = list(self.stats)
-        kept, pooled = rollup_sums(ontology, node[ok], [self.stats[k][ok] for k in names], keep)
+        every = bool(ok.all())  # the usual case: no masked copy of every stats column
+        kept, pooled = rollup_sums(ontology, node if every else node[ok],
+                                   [self.stats[k] if every else self.stats[k][ok] for k in names], keep)
         sel = pooled[:, 0] >= max(min_rows, 1)
         kept, pooled = kept[sel], pooled[sel]
         counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
@@ -699,7 +715,8 @@ class Evaluation:
             "record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
         for group in (self.keys, self.details, self.stats):
             for k, v in group.items():
-                cols[k] = _out_column(v[:n], k, json_safe, nan_is_none=group is self.keys)
+                v = v[:n].astype(float) if group is self.stats and v.dtype == bool else v[:n]
+                cols[k] = _out_column(v, k, json_safe, nan_is_none=group is self.keys)
         names = list(cols)
         return [dict(zip(names, vals)) for vals in zip(*(cols[k] for k in names))]
 
@@ -728,20 +745,22 @@ class Evaluation:
         }
         if self.meta:
             d["meta"] = _jsonable(self.meta, "meta")
-        bd = {}
-        for key in breakdowns:
-            groups = self.breakdown(key)
-            labels = _group_labels(list(groups))
-            bd[key] = {
-                labels[i]: {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
-                for i, g in enumerate(groups.values())
-            }
+        bd = {key: breakdown_dicts(self, key) for key in breakdowns}
         if bd:
             d["breakdowns"] = bd
         if rows:
             d["rows"] = self._rows(None, json_safe=True)
             d["unscored_records"] = _jsonable(self.unscored, "unscored")
         return d
+
+
+def breakdown_dicts(ev: Evaluation, key: str) -> dict[str, Any]:
+    """One breakdown as :meth:`Evaluation.to_dict` writes it: ``{label: {"n", "metrics"}}``
+    (labels by :func:`_group_labels`, metrics as dicts)."""
+    groups = ev.breakdown(key)
+    labels = _group_labels(list(groups))
+    return {labels[i]: {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
+            for i, g in enumerate(groups.values())}
 
 
 def _group_labels(values: list[Any]) -> list[str]:

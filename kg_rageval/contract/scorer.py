@@ -240,16 +240,33 @@ class BoundScorer:
           (families check all records in phases: the first malformed record in the file,
           then ids, counting every place);
         * a family that is not ``streamable`` is scored with :meth:`score_whole`.
+
+        The cyclic garbage collector is paused meanwhile (restored afterwards, also on an
+        error), as :func:`~kg_rageval.records.iter_record_chunks` pauses it while reading.
         """
-        from ..errors import InputError, KgRagevalError, MissingEvidence
-        from ..evaluation import concat_sets
-        from ..records import DEFAULT_CHUNK_SIZE, iter_record_chunks
+        from ..records import DEFAULT_CHUNK_SIZE
 
         size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigError(f"chunk_size must be a positive integer, not {chunk_size!r}")
         if not self.scorer.streamable:
             return self.score_whole(path, ontology)
+        import gc
+
+        paused = gc.isenabled()
+        if paused:  # as while reading: record dicts hold no cycles, and the collector's passes
+            gc.disable()  # over each fresh chunk cost as much as scoring it
+        try:
+            return self._stream(path, ontology, size)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _stream(self, path: str | Path, ontology: Any, size: int) -> "EvaluationSet":
+        from ..errors import InputError, KgRagevalError, MissingEvidence
+        from ..evaluation import concat_sets
+        from ..records import iter_record_chunks
+
         results: list[EvaluationSet] = []
         held: list[Any] = []  # records of the last scored chunk (an evidence-less tail joins it)
         pending: list[Any] = []  # records of chunks without evidence, scored with the next one
