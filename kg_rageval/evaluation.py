@@ -909,6 +909,102 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
                       details=groups[2], unscored=unscored, meta=meta)
 
 
+class _Column:
+    """One column being appended to: a buffer with spare capacity (grown by half, so each
+    value is copied O(1) times) and the dtype folding pairwise merges would give (numeric
+    pieces promote, from the first non-numeric piece on an object column)."""
+
+    __slots__ = ("buf", "size")
+
+    def __init__(self, first: np.ndarray):
+        self.buf = first.copy()
+        self.size = len(first)
+
+    def append(self, piece: np.ndarray) -> None:
+        buf, n, m = self.buf, self.size, len(piece)
+        numeric = buf.dtype.kind in "biuf" and piece.dtype.kind in "biuf"
+        dtype = np.result_type(buf.dtype, piece.dtype) if numeric else np.dtype(object)
+        if dtype != buf.dtype:
+            buf = buf[:n].astype(dtype)
+        if n + m > len(buf):
+            grown = np.empty(max(n + m, len(buf) + len(buf) // 2 + 1024), dtype=dtype)
+            grown[:n] = buf[:n]
+            buf = grown
+        buf[n:n + m] = piece if piece.dtype == dtype else piece.astype(dtype)
+        self.buf, self.size = buf, n + m
+
+    def array(self) -> np.ndarray:
+        out = self.buf[:self.size].copy() if len(self.buf) != self.size else self.buf
+        self.buf = self.buf[:0]
+        return out
+
+
+class Concatenation:
+    """Partitions of one family appended in order as they are scored; :meth:`result` equals
+    :func:`concat_evaluations` of them (and so the pairwise fold of :meth:`Evaluation.merge`),
+    but a partition's columns are copied into growing buffers when it is added and can be
+    dropped at once: memory is the result plus one partition, never all partitions and the
+    result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.family: Family | None = None
+        self.only: Evaluation | None = None  # the partition, while there is one
+        self.custom: list[Evaluation] = []
+        self.record_ids: _Column | None = None
+        self.cols: tuple[dict[str, _Column], ...] = ({}, {}, {})
+        self.names: tuple[list[list[str]], ...] = ([], [], [])
+        self.unscored: list[dict[str, Any]] = []
+        self.metas: list[dict[str, Any]] = []
+
+    def add(self, ev: Evaluation) -> None:
+        if self.family is None:
+            self.family = ev.family
+            if type(ev).merge is not Evaluation.merge:
+                self.custom.append(ev)
+                return
+        elif ev.family.qualified_name != self.family.qualified_name:
+            raise ValueError(f"cannot merge evaluations of different families "
+                             f"({self.family.qualified_name} and {ev.family.qualified_name})")
+        if self.custom:
+            self.custom.append(ev)
+            return
+        self.only = ev if not self.metas else None
+        m = len(ev)
+        if self.record_ids is None:
+            self.record_ids = _Column(ev.record_ids)
+        else:
+            self.record_ids.append(ev.record_ids)
+        for g, (group, fill) in enumerate(((ev.stats, 0), (ev.keys, None), (ev.details, None))):
+            cols = self.cols[g]
+            self.names[g].append(list(group))
+            for name, col in group.items():
+                have = cols.get(name)
+                if have is None:
+                    have = cols[name] = _Column(np.full(self.n, fill, dtype=float if fill == 0 else object))
+                have.append(col)
+            for name, have in cols.items():
+                if name not in group:
+                    have.append(np.full(m, fill, dtype=float if fill == 0 else object))
+        self.unscored.extend(ev.unscored)
+        self.metas.append(ev.meta)
+        self.n += m
+
+    def result(self) -> Evaluation:
+        if self.family is None:
+            raise ValueError("nothing to concatenate")
+        if self.custom:
+            return concat_evaluations(self.custom)
+        if self.only is not None:  # one partition: itself, as concat_evaluations returns it
+            return self.only
+        assert self.record_ids is not None
+        groups = [{name: self.cols[g][name].array() for name in _merged_names(self.names[g])}
+                  for g in range(3)]
+        return Evaluation(family=self.family, record_ids=self.record_ids.array(), stats=groups[0],
+                          keys=groups[1], details=groups[2], unscored=self.unscored,
+                          meta=_merge_meta(self.family, self.metas))
+
+
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:
     """An evaluation with no scored rows (its metrics all report missing evidence)."""
     return Evaluation(family, np.asarray([], dtype=object), {k: np.zeros(0) for k in family.stats}, **kw)

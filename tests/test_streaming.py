@@ -272,3 +272,56 @@ def test_concat_equals_the_pairwise_fold_and_combines_meta():
         assert got.meta == whole.meta
         assert got.to_dict() == whole.to_dict()
     assert isinstance(cat, Evaluation)
+
+
+# ---------------------------------------------------------------------- against the outputs before streaming
+GOLDEN = Path(__file__).resolve().parent / "golden_stream"
+_GOLDEN_CASES = {  # tests/golden_stream/<name>: the output of `main` before streaming (commit 299cca2)
+    "hierarchy_records.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "
+                              "fixtures/hierarchy/records.jsonl --format json --rows --ci 30",
+    "hierarchy_issues_count.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "
+                                   "fixtures/hierarchy/records_issues.jsonl --format json --rows --on-unknown-gold count",
+    "hierarchy_audit.txt": "score hierarchy --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
+                           "--format text",
+    "linking_records.json": "score linking --ontology fixtures/linking/vehicles.tsv --data fixtures/linking/records.jsonl "
+                            "--format json --rows --ci 30",
+    "linking_records_overlap.json": "score linking --ontology fixtures/linking/vehicles.tsv --data "
+                                    "fixtures/linking/records.jsonl --format json --rows --overlap",
+    "linking_audit.json": "score linking --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
+                          "--format json --rows --breakdown outcome",
+    "linking_audit.txt": "score linking --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
+                         "--format text --breakdown branch",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_GOLDEN_CASES))
+@pytest.mark.parametrize("chunk", [None, 2])
+def test_output_is_byte_identical_to_before_streaming(name, chunk, monkeypatch, capsys):
+    monkeypatch.chdir(FIXTURES.parent)
+    args = _GOLDEN_CASES[name].split() + ([] if chunk is None else ["--chunk-size", str(chunk)])
+    assert main(args) == 0
+    assert capsys.readouterr().out == (GOLDEN / name).read_text()
+
+
+def test_confidence_sweep_equals_per_threshold_masks():
+    """The suffix-sum sweep equals counting the kept predictions at each threshold."""
+    from kg_rageval.linking import confidence_sweep
+    from kg_rageval.linking.evaluate import score_linking
+    from kg_rageval.ontology import load_ontology
+    from kg_rageval.records import read_records
+
+    ev = score_linking(load_ontology(FIXTURES / "linking/vehicles.tsv"),
+                       read_records(FIXTURES / "linking/records.jsonl"))
+    st = ev.stats
+    sc = np.asarray([np.nan if s is None else s for s in ev.details["pred_score"]], dtype=float)
+    has_p = st["n_pred"] > 0
+    for t_list in (None, [0.0, 0.3, 0.55, 0.9, 5.0]):
+        got = confidence_sweep(ev, t_list)
+        ts = t_list or np.unique(sc[has_p]).tolist()
+        assert [g["threshold"] for g in got] == ts
+        for g, t in zip(got, ts):
+            keep = has_p & (sc >= t)
+            assert g["n_pred"] == int(keep.sum())
+            tp, npd = float(st["all_tp"][keep].sum()), float(st["n_pred"][keep].sum())
+            assert g["strong_all_match_precision"] == (tp / npd if npd else None)
+            assert g["strong_all_match_recall"] == tp / float(st["n_gold"].sum())

@@ -29,6 +29,7 @@ gets the whole list.
 from __future__ import annotations
 
 import importlib
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -224,17 +225,18 @@ class BoundScorer:
                    chunk_size: int | None = None) -> "EvaluationSet":
         """Score a JSONL file chunk by chunk; the result equals :meth:`score_whole`'s.
 
-        Each chunk of ``chunk_size`` records is scored on its own and the chunk results are
-        concatenated once at the end (:func:`~kg_rageval.evaluation.concat_sets`, each column
-        copied once), so the record dicts of one chunk are held at a time. Equality with the
-        whole-file call:
+        Each chunk of ``chunk_size`` records is scored on its own and its result appended to
+        growing columns (:class:`~kg_rageval.evaluation.Concatenation`, equal to
+        :func:`~kg_rageval.evaluation.concat_evaluations` of the chunk results), so the record
+        dicts of one chunk and the columns of the result are held, not the file. Equality with
+        the whole-file call:
 
         * reading errors (bad JSON, missing or duplicate ids) are raised as the whole-file
           reader raises them (:func:`~kg_rageval.records.iter_record_chunks`);
         * a chunk without evidence (the family raises
           :class:`~kg_rageval.errors.MissingEvidence`, e.g. no record has the section) is
-          scored together with the next chunk, or with the last scored one at the end of the
-          file; a file without evidence raises the whole-file error;
+          scored together with the next chunk, or at the end of the file with the last scored
+          one (read again); a file without evidence raises the whole-file error;
         * any other input error of a family (an unknown id, a malformed section) makes the
           whole file be scored at once, so the error is the one the whole-file call raises
           (families check all records in phases: the first malformed record in the file,
@@ -264,13 +266,15 @@ class BoundScorer:
 
     def _stream(self, path: str | Path, ontology: Any, size: int) -> "EvaluationSet":
         from ..errors import InputError, KgRagevalError, MissingEvidence
-        from ..evaluation import concat_sets
         from ..records import iter_record_chunks
 
-        results: list[EvaluationSet] = []
-        held: list[Any] = []  # records of the last scored chunk (an evidence-less tail joins it)
+        out = _SetConcatenation()
+        last: tuple[Any, int, int] | None = None  # (result, first chunk, last chunk), not yet added
         pending: list[Any] = []  # records of chunks without evidence, scored with the next one
-        for chunk in iter_record_chunks(path, size):  # reading errors propagate from here
+        start = 0
+        for k, chunk in enumerate(iter_record_chunks(path, size)):  # reading errors propagate
+            if not pending:
+                start = k
             batch = pending + chunk if pending else chunk
             del chunk
             try:
@@ -279,22 +283,51 @@ class BoundScorer:
                 pending = batch
                 continue
             except KgRagevalError:
-                break  # scored whole below: the error is the one the whole-file call raises
-            results.append(res)
-            held, pending = batch, []
-        else:
-            if not pending:
-                if not results:
-                    raise InputError("no records to score", source=str(path))
-                del held
-                return concat_sets(results, consume=True)
-            if not results:  # no chunk had evidence: ``pending`` is the whole file
+                out = last = batch = pending = None  # type: ignore[assignment]  # freed first
+                return self.score_whole(path, ontology)  # the whole-file error
+            if last is not None:
+                out.add(last[0])
+            last, pending = (res, start, k), []
+            del batch, res
+        if pending:
+            if last is None:  # no chunk had evidence: ``pending`` is the whole file
                 return self._call(pending, ontology)
+            # an evidence-less tail joins the last scored records (read again: not held meanwhile)
+            _, first, end = last
+            again = [r for ch in itertools.islice(iter_record_chunks(path, size), first, end + 1) for r in ch]
             try:
-                results[-1] = self._call(held + pending, ontology)
-                del held, pending
-                return concat_sets(results, consume=True)
+                last = (self._call(again + pending, ontology), first, end)
             except KgRagevalError:
-                pass
-        del held, pending, results
-        return self.score_whole(path, ontology)
+                out = last = again = pending = None  # type: ignore[assignment]
+                return self.score_whole(path, ontology)
+            del again, pending
+        if last is None:
+            raise InputError("no records to score", source=str(path))
+        out.add(last[0])
+        del last
+        return out.result(self.scorer.name)
+
+
+class _SetConcatenation:
+    """Member-wise :class:`~kg_rageval.evaluation.Concatenation` of chunk results."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, Any] | None = None
+        self.family = ""
+
+    def add(self, result: "EvaluationSet") -> None:
+        from ..evaluation import Concatenation
+
+        if self.members is None:
+            self.members = {m: Concatenation() for m in result}
+        elif set(result) != set(self.members):
+            raise ValueError(f"{result.family}: cannot merge results with members {sorted(self.members)} "
+                             f"and {sorted(result)}")
+        for m, ev in result.items():
+            self.members[m].add(ev)
+
+    def result(self, family: str) -> "EvaluationSet":
+        from ..evaluation import EvaluationSet
+
+        assert self.members is not None
+        return EvaluationSet(family, {m: c.result() for m, c in self.members.items()})

@@ -600,7 +600,7 @@ def score_linking(
     ng_r = np.bincount(inv, weights=has_g, minlength=rec_ids.size)
     np_r = np.bincount(inv, weights=has_p, minlength=rec_ids.size)
     for name in ("rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n"):
-        st[name] = np.zeros(n)
+        st[name] = np.zeros(n, dtype=bool if name.endswith("_n") else float)  # counts 0/1: bool
     with np.errstate(divide="ignore", invalid="ignore"):
         st["rec_p_sum"][first] = np.where(np_r > 0, tp_r / np.maximum(np_r, 1), 0)
         st["rec_p_n"][first] = np_r > 0
@@ -609,9 +609,9 @@ def score_linking(
         st["rec_f1_sum"][first] = np.where(ng_r + np_r > 0, 2 * tp_r / np.maximum(ng_r + np_r, 1), 0)
         st["rec_f1_n"][first] = ng_r + np_r > 0
     # a record with gold mentions but no predictions: counted once, on its first row
-    st["n_missing_run"] = np.zeros(n)
+    st["n_missing_run"] = np.zeros(n, dtype=bool)
     if missing_recs:
-        st["n_missing_run"][first[np.isin(rec_ids, missing_recs)]] = 1.0
+        st["n_missing_run"][first[np.isin(rec_ids, missing_recs)]] = True
 
     stats = {k: v if isinstance(v, np.ndarray) and v.dtype == bool else np.asarray(v, dtype=float)
              for k, v in st.items()}  # 0/1 columns stay bool (1 byte a row)
