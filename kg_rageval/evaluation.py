@@ -910,9 +910,10 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
 
 
 class _Column:
-    """One column being appended to: a buffer with spare capacity (grown by half, so each
-    value is copied O(1) times) and the dtype folding pairwise merges would give (numeric
-    pieces promote, from the first non-numeric piece on an object column)."""
+    """One column being appended to: a buffer with spare capacity (grown by a quarter, so
+    each value is copied O(1) times and at most a fifth of the buffer is spare) and the dtype
+    folding pairwise merges would give (numeric pieces promote, from the first non-numeric
+    piece on an object column)."""
 
     __slots__ = ("buf", "size")
 
@@ -927,16 +928,20 @@ class _Column:
         if dtype != buf.dtype:
             buf = buf[:n].astype(dtype)
         if n + m > len(buf):
-            grown = np.empty(max(n + m, len(buf) + len(buf) // 2 + 1024), dtype=dtype)
+            grown = np.empty(max(n + m, len(buf) + len(buf) // 4 + 1024), dtype=dtype)
             grown[:n] = buf[:n]
             buf = grown
         buf[n:n + m] = piece if piece.dtype == dtype else piece.astype(dtype)
         self.buf, self.size = buf, n + m
 
     def array(self) -> np.ndarray:
-        out = self.buf[:self.size].copy() if len(self.buf) != self.size else self.buf
-        self.buf = self.buf[:0]
-        return out
+        buf, self.buf = self.buf, np.empty(0, dtype=self.buf.dtype)
+        if len(buf) == self.size:
+            return buf
+        if buf.dtype.kind in "biuf" and buf.base is None:
+            buf.resize(self.size, refcheck=False)  # realloc: shrinks in place, no copy
+            return buf
+        return buf[:self.size].copy()
 
 
 class Concatenation:
@@ -980,9 +985,13 @@ class Concatenation:
             self.names[g].append(list(group))
             for name, col in group.items():
                 have = cols.get(name)
-                if have is None:
+                if have is None and not self.n:
+                    cols[name] = _Column(col)
+                elif have is None:  # first seen here: the earlier rows get the fill value
                     have = cols[name] = _Column(np.full(self.n, fill, dtype=float if fill == 0 else object))
-                have.append(col)
+                    have.append(col)
+                else:
+                    have.append(col)
             for name, have in cols.items():
                 if name not in group:
                     have.append(np.full(m, fill, dtype=float if fill == 0 else object))

@@ -325,3 +325,26 @@ def test_confidence_sweep_equals_per_threshold_masks():
             tp, npd = float(st["all_tp"][keep].sum()), float(st["n_pred"][keep].sum())
             assert g["strong_all_match_precision"] == (tp / npd if npd else None)
             assert g["strong_all_match_recall"] == tp / float(st["n_gold"].sum())
+
+
+def test_concatenation_equals_concat_evaluations():
+    """The growing-column accumulator of the streaming path equals the one-shot concatenation
+    (columns first seen later, dtype promotion bool -> float -> object, meta)."""
+    from kg_rageval.evaluation import Concatenation
+    from kg_rageval.hierarchy import score_hierarchy
+
+    o = _vehicles()
+    recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:saloon" if i % 3 else "VH:car"]},
+             "slices": {f"s{i // 4}": i % 2}} for i in range(13)]
+    parts = [score_hierarchy(o, recs[a:b], on_status="replace") for a, b in ((0, 1), (1, 6), (6, 13))]
+    parts[1].stats["items"] = parts[1].stats["items"].astype(float)  # bool then float pieces
+    parts[2].details["wup"] = parts[2].details["wup"].astype(object)
+    acc = Concatenation()
+    for p in parts:
+        acc.add(p)
+    got, want = acc.result(), concat_evaluations(parts)
+    assert list(got.keys) == list(want.keys) and got.meta == want.meta
+    for g in ("stats", "keys", "details"):
+        for k, v in getattr(want, g).items():
+            assert getattr(got, g)[k].dtype == v.dtype and getattr(got, g)[k].tolist() == v.tolist(), (g, k)
+    assert got.to_dict() == want.to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
