@@ -116,7 +116,7 @@ def test_chunked_equals_whole_for_every_family(name, demo, calls):
 
 def test_streamable_families_are_declared():
     """The families whose result depends on several records at once take the whole list."""
-    assert {n for n, sc in REGISTRY.items() if sc.streamable} == {"hierarchy", "linking", "relations", "context"}
+    assert {n for n, sc in REGISTRY.items() if sc.streamable} == {"hierarchy", "linking", "relations", "context", "retrieval"}
 
 
 def test_chunked_scoring_keeps_the_whole_file_key_order(demo):

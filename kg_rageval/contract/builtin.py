@@ -144,7 +144,7 @@ _CORPUS_PARAMS = (
 RETRIEVAL = Scorer(
     name="retrieval",
     target="kg_rageval.retrieval:score_retrieval",
-    streamable=False,  # per-row nDCG differs in the last bits with the batch; the numba engine is chosen by run size
+    streamable=True,  # per-query sums in rank order: a query's value does not depend on its batch
     sections=("retrieval",),
     description="Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval's per-query formulas; queries "
                 "without relevant gold are a separate slice, not averaged in) and filter false exclusion.",
