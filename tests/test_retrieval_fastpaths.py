@@ -285,3 +285,87 @@ def test_per_query_values_do_not_depend_on_engine_or_batch(fixtures_dir):
         parts = [score_retrieval(onto, recs[a:b], k=(1, 3, 5), engine=engine) for a, b in ((0, 7), (7, 150), (150, 300))]
         for k_ in whole.stats:
             np.testing.assert_array_equal(np.concatenate([p.stats[k_] for p in parts]), whole.stats[k_], err_msg=k_)
+
+
+def _filter_records(n: int, seed: int, docs: list[str]) -> list[dict]:
+    """Records exercising the corpus paths: every filter operator (on a metadata field, on the
+    category field, ``within`` with several values, a value the ontology lacks), filter lists
+    shared by many records and unique ones, inconsistent logs (a retrieved gold document the
+    logged filters exclude), unlogged filters, gold filters, restricted and absent principals,
+    gold documents not in the corpus, gold of several categories and given gold nodes."""
+    rng = np.random.default_rng(seed)
+    filters = [
+        [{"field": "category", "op": "within", "value": "TA0006"}],
+        [{"field": "category", "op": "within", "value": ["TA0005", "T1003"], "source": "predicted"}],
+        [{"field": "categories", "op": "eq", "value": "T1003.001"}],
+        [{"field": "category", "op": "in", "value": ["T1110", "T1070"]}, {"field": "kind", "op": "ne", "value": "proc"}],
+        [{"field": "kind", "op": "in", "value": ["desc", "faq"]}],
+        [{"field": "kind", "op": "not_in", "value": ["desc"]}, {"field": "category", "op": "within", "value": "T1562"}],
+        [{"field": "kind", "op": "eq", "value": "proc"}],
+        [{"field": "nowhere", "op": "eq", "value": "x"}],
+        [],
+    ]
+    out = []
+    for i in range(n):
+        pick = [docs[j] for j in rng.choice(len(docs), int(rng.integers(1, 4)), replace=False)]
+        gold = {d: int(g) for d, g in zip(pick + (["not-in-corpus"] if i % 9 == 0 else []), rng.integers(0, 3, 4))}
+        run = [docs[j] for j in rng.choice(len(docs), int(rng.integers(0, 6)), replace=False)]
+        sec: dict = {"gold": gold if i % 4 else list(gold), "run": run}
+        if i % 10:
+            f = filters[i % len(filters)]
+            sec["filters"] = [dict(x) for x in f] if i % 3 else f  # equal content, new objects, or shared
+        if i % 5 == 0:
+            sec["gold_filters"] = filters[(i // 5) % len(filters)]
+        if i % 3:
+            sec["principal"] = {"tenant": ["acme"] if i % 7 == 0 else "acme"} if i % 6 else {"status": "published"}
+        if i % 17 == 0:
+            sec["gold_node"] = "T1562"
+        out.append({"id": f"q{i}", "retrieval": sec, "slices": {"lane": "ab"[i % 2]}})
+    return out
+
+
+@pytest.mark.parametrize("on_unknown", ["error", "count"])
+def test_score_retrieval_corpus_paths_equal_reference(on_unknown, fixtures_dir):
+    """The vectorised entitlement, gold-node, replay and attribution passes equal the
+    per-record reference on every filter operator, inconsistent logs and shared filters."""
+    import json
+
+    import retrieval_reference as ref
+
+    from kg_rageval.ontology.loaders.table import load_table
+    from kg_rageval.retrieval import score_retrieval
+    from kg_rageval.retrieval.corpus import Corpus
+
+    d = fixtures_dir / "retrieval"
+    onto = load_table(d / "attack-mini.tsv")
+    docs = [json.loads(x) for x in (d / "category_corpus.jsonl").read_text().splitlines()]
+    for j, doc in enumerate(docs):
+        doc["kind"] = ["desc", "proc", ["desc", "faq"]][j % 3]
+    corpus = Corpus.from_records(docs, onto)
+    recs = _filter_records(600, seed=11, docs=[x["id"] for x in docs])
+    if on_unknown == "count":
+        for r in recs[1::25]:
+            r["retrieval"]["filters"] = [{"field": "category", "op": "within", "value": "T9999"}]
+    got = score_retrieval(onto, recs, corpus, k=(1, 3), on_unknown=on_unknown)
+    want = ref.score_retrieval(onto, recs, corpus, k=(1, 3), on_unknown=on_unknown)
+    _same_evaluation(got, want)
+    st = got.stats  # every partition is exercised
+    for name in ("fe_q_excluded", "fe_q_inconsistent", "att_q_hit", "att_q_filter", "att_q_ranker",
+                 "att_q_retriever", "n_gold_ineligible", "n_filters_not_logged", "pred_tp"):
+        assert st[name].sum() > 0, name
+    assert {c for c in got.details["fe_cause"].tolist() if c} >= {"field:kind"}
+    assert (got.meta.get("n_filter_ids_not_in_ontology", 0) > 0) == (on_unknown == "count")
+
+
+def test_score_retrieval_bad_filter_names_the_record(fixtures_dir):
+    from kg_rageval.errors import InputError
+    from kg_rageval.ontology.loaders.table import load_table
+    from kg_rageval.retrieval import score_retrieval
+
+    onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
+    good = [{"field": "category", "op": "within", "value": "TA0006"}]
+    recs = [{"id": f"q{i}", "retrieval": {"gold": ["a"], "run": ["a"], "filters": good}} for i in range(3)]
+    recs.append({"id": "bad", "_line": 4, "retrieval": {"gold": ["a"], "filters": [{"field": "category", "op": "near",
+                                                                                   "value": "x"}]}})
+    with pytest.raises(InputError, match=r"record 'bad' \(line 4\), field retrieval.filters\[0\].op: 'near'"):
+        score_retrieval(onto, recs)

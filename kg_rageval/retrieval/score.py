@@ -253,6 +253,34 @@ def _shape(raw: Any) -> tuple[list | None, list | None]:
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
+def _filters(raw: Any, rec: Record, field: str, memo: dict[Any, list[Filter]], category_field: str,
+             entitlement_fields: Sequence[str]) -> list[Filter]:
+    """:func:`parse_filters` of one record's filter list, memoised on its content when every
+    filter is an object of string values (the common logged shape; the parsed filters are
+    immutable and shared, read-only): records repeat a few filters many times. The record's
+    location is formatted only when the list is bad (the checked parse is run again with it,
+    so the error is the same)."""
+    key = None
+    if type(raw) is list:
+        try:
+            if set(map(type, itertools.chain.from_iterable(map(dict.values, raw)))) <= _STR:
+                key = tuple([tuple(d.items()) for d in raw])
+        except TypeError:  # an entry that is not a dict: the checked parse names it
+            key = None
+        if key is not None:
+            got = memo.get(key)
+            if got is not None:
+                return got
+    try:
+        got = parse_filters(raw, field, category_field=category_field, entitlement_fields=entitlement_fields)
+    except InputError:
+        parse_filters(raw, where(rec, field), category_field=category_field, entitlement_fields=entitlement_fields)
+        raise  # pragma: no cover - the located parse raises the same error
+    if key is not None:
+        memo[key] = got
+    return got
+
+
 def score_retrieval(
     ontology,
     records: Iterable[Record],
@@ -302,6 +330,7 @@ def score_retrieval(
     ent_fields = tuple(corpus.entitlement_fields) if corpus is not None else DEFAULT_ENTITLEMENT_FIELDS
     gold_raw: list[Any] = []
     run_raw: list[Any] = []
+    memo: dict[Any, list[Filter]] = {}
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
@@ -316,11 +345,10 @@ def score_retrieval(
         gold_raw.append(sec["gold"])
         run_raw.append(sec.get("run"))
         f = sec.get("filters")
-        filt.append(parse_filters(f, where(rec, "retrieval.filters"), category_field=cat_field,
-                                  entitlement_fields=ent_fields) if f is not None else None)
+        filt.append(_filters(f, rec, "retrieval.filters", memo, cat_field, ent_fields) if f is not None else None)
         f = sec.get("gold_filters")
-        gold_filt.append(parse_filters(f, where(rec, "retrieval.gold_filters"), category_field=cat_field,
-                                       entitlement_fields=ent_fields) if f is not None else None)
+        gold_filt.append(_filters(f, rec, "retrieval.gold_filters", memo, cat_field, ent_fields)
+                         if f is not None else None)
         pr = sec.get("principal")
         if pr is not None and type(pr) is not dict and not isinstance(pr, Mapping):
             raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
@@ -339,19 +367,21 @@ def score_retrieval(
     details["missing_run"] = [r is None for r in runs]
 
     # ---- entitlement: eligible gold (before scoring)
-    elig_gold: list[dict[str, float]] = []
-    gold_docs_idx: list[np.ndarray] = []  # corpus indices of eligible relevant gold (known docs)
+    # kept: corpus indices of the eligible relevant gold documents (known docs), CSR by record
+    kept = np.zeros(0, dtype=np.int64)
+    kept_rec = np.zeros(0, dtype=np.int64)
     unknown_gold = np.zeros(n)
     if corpus is None:
-        elig_gold = list(golds)
-        gold_docs_idx = [np.zeros(0, dtype=np.int64) for _ in range(n)]
+        elig_gold: list[Mapping[str, float]] = list(golds)
     else:
         # all (record, gold doc) and (record, retrieved doc) pairs in one vectorised pass
         gids = [list(g) for g in golds]
-        glen = np.asarray([len(x) for x in gids], dtype=np.int64)
-        gflat = corpus.lookup([d for x in gids for d in x])
+        glen = np.fromiter(map(len, gids), dtype=np.int64, count=n)
+        gflat = corpus.lookup(list(itertools.chain.from_iterable(gids)))
         grec = np.repeat(np.arange(n, dtype=np.int64), glen)
-        grel = np.fromiter((golds[i][d] >= 1 for i, x in enumerate(gids) for d in x), dtype=bool, count=len(gflat))
+        grel = np.fromiter(itertools.chain.from_iterable(map(dict.values, golds)), dtype=np.float64,
+                           count=len(gflat)) >= 1 if all(type(g) is dict for g in golds) else \
+            np.fromiter((golds[i][d] >= 1 for i, x in enumerate(gids) for d in x), dtype=bool, count=len(gflat))
         gknown = gflat >= 0
         gok = np.ones(len(gflat), dtype=bool)
         gok[gknown] = eligible_pairs(corpus, grec[gknown], gflat[gknown], principals)
@@ -360,19 +390,21 @@ def score_retrieval(
         any_rel_ok = np.bincount(grec, weights=grel & gok, minlength=n) > 0
         st["n_q_gold_all_ineligible"] = (any_rel & ~any_rel_ok).astype(float)
         unknown_gold = np.bincount(grec, weights=~gknown & gok & grel, minlength=n)
-        gptr = np.concatenate(([0], np.cumsum(glen)))
         keep_mask = gknown & gok & grel
-        for i in range(n):
-            a_, b_ = gptr[i], gptr[i + 1]
-            okr = gok[a_:b_].tolist()
-            elig_gold.append({d: golds[i][d] for d, kk in zip(gids[i], okr) if kk})
-            gold_docs_idx.append(gflat[a_:b_][keep_mask[a_:b_]])
+        kept, kept_rec = gflat[keep_mask], grec[keep_mask]
+        # a record whose gold is all eligible keeps its gold mapping (read-only) as it is
+        gptr = _csr(glen).tolist()
+        some_out = (st["n_gold_ineligible"] > 0).tolist()
+        gok_l = gok.tolist()
+        elig_gold = [{d: golds[i][d] for d, kk in zip(gids[i], gok_l[gptr[i]: gptr[i + 1]]) if kk}
+                     if some_out[i] else golds[i] for i in range(n)]
         rlen = np.asarray([len(r) if (r and principals[i]) else 0 for i, r in enumerate(runs)], dtype=np.int64)
         rflat = corpus.lookup([d for i, r in enumerate(runs) if r and principals[i] for d in r])
         rrec = np.repeat(np.arange(n, dtype=np.int64), rlen)
         rk = rflat >= 0
         bad = ~eligible_pairs(corpus, rrec[rk], rflat[rk], principals)
         st["n_ineligible_retrieved"] = np.bincount(rrec[rk], weights=bad, minlength=n).astype(float)
+    kcount = np.bincount(kept_rec, minlength=n)
 
     # ---- standard metrics, all queries at once
     pq = evaluate_lists(elig_gold, runs, ks, gain=gain, engine=engine)
@@ -396,74 +428,73 @@ def score_retrieval(
     # ---- gold nodes
     gold_node: list[str | None] = [None] * n
     given = [rec["retrieval"].get("gold_node") for rec in rows]
-    todo = range(n) if corpus is not None else [i for i, g in enumerate(given) if g is not None]
-    for i in todo:
+    for i in [i for i, g in enumerate(given) if g is not None]:
         rec, gn = rows[i], given[i]
-        if gn is not None:
-            if not isinstance(gn, str):
-                raise InputError(f"{where(rec, 'retrieval.gold_node')}: expected an ontology id, found {gn!r}")
-            gold_node[i] = ontology.ids[ontology.index(gn)] if gn in ontology else _resolve(ontology, gn, rec)
-        elif corpus is not None and len(gold_docs_idx[i]):
-            cats = np.unique(np.concatenate([corpus.categories_of(int(d)) for d in gold_docs_idx[i]]))
-            if len(cats):
-                node = int(cats[0])
-                for c in cats[1:].tolist():
-                    node = ontology.lca_index(node, int(c))
-                # gold under several real roots has no branch: the virtual root is no gold node
-                gold_node[i] = None if (ontology.virtual_root and node == 0) else ontology.ids[node]
+        if not isinstance(gn, str):
+            raise InputError(f"{where(rec, 'retrieval.gold_node')}: expected an ontology id, found {gn!r}")
+        gold_node[i] = ontology.ids[ontology.index(gn)] if gn in ontology else _resolve(ontology, gn, rec)
+    if corpus is not None and len(kept):
+        _derived_gold_nodes(ontology, corpus, kept, kept_rec, given, gold_node)
 
     # ---- filter replay, false exclusion and attribution
     if corpus is not None:
-        logged = [i for i in range(n) if filt[i] is not None]
-        st["n_filters_not_logged"] = np.asarray([1.0 if (filt[i] is None and len(gold_docs_idx[i])) else 0.0 for i in range(n)])
-        pair_q = np.concatenate([np.full(len(gold_docs_idx[i]), j, dtype=np.int64) for j, i in enumerate(logged)]) if logged else np.zeros(0, np.int64)
-        pair_d = np.concatenate([gold_docs_idx[i] for i in logged]) if logged else np.zeros(0, np.int64)
-        passes, first_fail = replay(corpus, ontology, pair_q, pair_d, [filt[i] for i in logged],
-                                    where=[where(rows[i], "retrieval.filters") for i in logged],
+        is_logged = np.fromiter((f is not None for f in filt), dtype=bool, count=n)
+        logged = np.flatnonzero(is_logged)
+        st["n_filters_not_logged"] = (~is_logged & (kcount > 0)).astype(float)
+        sel = is_logged[kept_rec]
+        pair_rec, pair_d = kept_rec[sel], kept[sel]
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[logged] = np.arange(len(logged))
+        lfilt = [filt[i] for i in logged.tolist()]
+        passes, first_fail = replay(corpus, ontology, pos[pair_rec], pair_d, lfilt,
+                                    where=_Where(rows, logged, "retrieval.filters"),
                                     resolver=resolver, unknown=filter_unknown)
-        off = 0
+        rk = _ranks(corpus, runs, logged, pair_rec, pair_d)
+        found = (rk > 0) & (rk <= katt)
+        below = rk > katt
+        inconsistent = (rk > 0) & ~passes  # retrieved, yet the logged filters exclude it
+        p = passes | (rk > 0)  # it passed whatever filter the system really applied
+        lost_filter = (rk == 0) & ~p
+        lost_retr = (rk == 0) & p
+
+        def per_q(x: np.ndarray) -> np.ndarray:
+            return np.bincount(pair_rec, weights=x, minlength=n)
+
+        m = np.bincount(pair_rec, minlength=n).astype(float)
+        q = m > 0  # logged records with eligible relevant gold in the corpus
+        n_pass, n_incons = per_q(p), per_q(inconsistent)
+        n_found, n_below = per_q(found), per_q(below)
+        st["fe_q_eligible"] = q.astype(float)
+        st["fe_docs_eligible"] = m
+        st["fe_docs_excluded"] = m - n_pass
+        st["fe_q_inconsistent"] = (n_incons > 0).astype(float)
+        st["fe_docs_inconsistent"] = n_incons
+        st["att_q"] = q.astype(float)
+        st["att_docs"] = m.copy()
+        st["att_docs_found"] = n_found
+        st["att_docs_ranker"] = n_below
+        st["att_docs_filter"] = per_q(lost_filter)
+        st["att_docs_retriever"] = per_q(lost_retr)
+        excluded = q & (n_pass == 0)
+        label = np.where(n_found > 0, 0, np.where(excluded, 1, np.where(n_below > 0, 2, 3)))
+        for c, name in enumerate(_ATTRIBUTION):
+            st[f"att_q_{name}"] = (q & (label == c)).astype(float)
+        att = details["attribution"]
+        for i, c in zip(np.flatnonzero(q).tolist(), label[q].tolist()):
+            att[i] = _ATTRIBUTION[c]
+        if inconsistent.any():
+            ids_ = corpus.ids
+            got: dict[int, list[str]] = {}
+            for i, d in zip(pair_rec[inconsistent].tolist(), pair_d[inconsistent].tolist()):
+                got.setdefault(i, []).append(ids_[d])
+            for i, ds in got.items():
+                details["filter_inconsistent"][i] = " ".join(ds)
+        st["fe_q_excluded"] = excluded.astype(float)
         diag_pairs: list[tuple[int, int, Filter]] = []
-        for j, i in enumerate(logged):
-            m = len(gold_docs_idx[i])
-            if m == 0:
-                continue
-            p = passes[off : off + m]
-            ff = first_fail[off : off + m]
-            docs = gold_docs_idx[i]
-            off += m
-            rank = {d: r for r, d in enumerate(runs[i] or [], start=1)}
-            rk = np.asarray([rank.get(corpus.ids[int(d)], 0) for d in docs], dtype=np.int64)
-            found = (rk > 0) & (rk <= katt)
-            below = rk > katt
-            inconsistent = (rk > 0) & ~p  # retrieved, yet the logged filters exclude it
-            p = p | (rk > 0)  # it passed whatever filter the system really applied
-            lost_filter = (rk == 0) & ~p
-            lost_retr = (rk == 0) & p
-            st["fe_q_eligible"][i] = 1.0
-            st["fe_docs_eligible"][i] = m
-            st["fe_docs_excluded"][i] = float((~p).sum())
-            if inconsistent.any():
-                st["fe_q_inconsistent"][i] = 1.0
-                st["fe_docs_inconsistent"][i] = float(inconsistent.sum())
-                details["filter_inconsistent"][i] = " ".join(corpus.ids[int(d)] for d in docs[inconsistent])
-            st["att_q"][i] = 1.0
-            st["att_docs"][i] = m
-            st["att_docs_found"][i] = float(found.sum())
-            st["att_docs_ranker"][i] = float(below.sum())
-            st["att_docs_filter"][i] = float(lost_filter.sum())
-            st["att_docs_retriever"][i] = float(lost_retr.sum())
-            if found.any():
-                details["attribution"][i] = "hit"
-            elif not p.any():
-                details["attribution"][i] = "filter"
-            elif below.any():
-                details["attribution"][i] = "ranker"
-            else:
-                details["attribution"][i] = "retriever"
-            st[f"att_q_{details['attribution'][i]}"][i] = 1.0
-            if not p.any():
-                st["fe_q_excluded"][i] = 1.0
-                f = filt[i][int(ff[0])]
+        if excluded.any():
+            starts = _csr(np.bincount(pair_rec, minlength=n))
+            for i in np.flatnonzero(excluded).tolist():
+                f = filt[i][int(first_fail[starts[i]])]  # type: ignore[index]
                 details["fe_filter"][i] = f"{f.field} {f.op} {','.join(f.values)}"
                 details["fe_filter_source"][i] = f.source
                 if f.field == corpus.category_field and f.op in ("within", "eq", "in") and gold_node[i] is not None:
@@ -500,6 +531,74 @@ def score_retrieval(
         unscored=unscored,
         meta=meta,
     )
+
+
+_ATTRIBUTION = ("hit", "filter", "ranker", "retriever")
+"""Per-query attribution labels, in the order they are decided (see the module docstring)."""
+
+
+class _Where(Sequence[str]):
+    """The record locations of the logged queries, formatted only when an error names one."""
+
+    def __init__(self, rows: list[Record], logged: np.ndarray, field: str) -> None:
+        self.rows, self.logged, self.field = rows, logged, field
+
+    def __len__(self) -> int:
+        return len(self.logged)
+
+    def __getitem__(self, q):  # type: ignore[override]
+        return where(self.rows[int(self.logged[q])], self.field)
+
+
+def _ranks(corpus: Corpus, runs: list[list[str] | None], logged: np.ndarray, pair_rec: np.ndarray,
+           pair_doc: np.ndarray) -> np.ndarray:
+    """The 1-based rank of each (record, corpus document) pair's document in the record's run
+    (0: not retrieved): the run ids of the ``logged`` records are looked up in the corpus in
+    one pass and the pairs found with one ``searchsorted`` (run ids are unique per record)."""
+    lruns = [runs[i] or [] for i in logged.tolist()]
+    lens = np.fromiter(map(len, lruns), dtype=np.int64, count=len(lruns))
+    doc = corpus.lookup(list(itertools.chain.from_iterable(lruns)))
+    rec = np.repeat(logged.astype(np.int64), lens)
+    start = np.repeat(_csr(lens)[:-1], lens)
+    rank = np.arange(len(doc), dtype=np.int64) - start + 1
+    ok = doc >= 0
+    nd = max(len(corpus), 1)
+    key = rec[ok] * nd + doc[ok]
+    order = np.argsort(key, kind="stable")
+    key, rank = key[order], rank[ok][order]
+    want = pair_rec * nd + pair_doc
+    out = np.zeros(len(want), dtype=np.int64)
+    if len(key):
+        at = np.minimum(np.searchsorted(key, want), len(key) - 1)
+        hit = key[at] == want
+        out[hit] = rank[at[hit]]
+    return out
+
+
+def _derived_gold_nodes(ontology, corpus: Corpus, kept: np.ndarray, kept_rec: np.ndarray,
+                        given: list[Any], gold_node: list[str | None]) -> None:
+    """``gold_node[i]`` of each record without a given ``gold_node``: the deepest common
+    ancestor (:meth:`Ontology.lca_index`, folded over the ascending category indices) of the
+    corpus categories of its eligible relevant gold documents (``kept``, by ``kept_rec``);
+    the virtual root is no gold node. One category (the common case) needs no fold."""
+    clen = corpus.cat_ptr[kept + 1] - corpus.cat_ptr[kept]
+    crec = np.repeat(kept_rec, clen)
+    offs = np.arange(int(clen.sum())) - np.repeat(np.cumsum(clen) - clen, clen)
+    cats = corpus.cat_idx[np.repeat(corpus.cat_ptr[kept], clen) + offs]
+    no = max(len(ontology), 1)
+    u = np.unique(crec * no + cats)
+    urec, ucat = (u // no).tolist(), (u % no).tolist()
+    vroot = ontology.virtual_root
+    ids = ontology.ids
+    j, m = 0, len(urec)
+    while j < m:
+        i, node = urec[j], ucat[j]
+        j += 1
+        while j < m and urec[j] == i:
+            node = ontology.lca_index(node, ucat[j])
+            j += 1
+        if given[i] is None:
+            gold_node[i] = None if (vroot and node == 0) else ids[node]
 
 
 def _resolve(ontology, gn: str, rec: Record) -> str:
