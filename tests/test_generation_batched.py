@@ -208,3 +208,32 @@ def test_a_linked_id_the_ontology_lacks_still_names_the_record():
     with pytest.raises(UnknownIdError, match="ghost") as exc:
         ref.score_correctness(recs, onto, linker=linker, ids=None)
     assert "bad" in str(exc.value)
+
+
+def test_shared_row_keys_equal_each_family_on_its_own():
+    """score_generation reads each record's breakdown keys and slice names once for all five
+    families (``fields.shared_row_keys``); every family called on its own gives the same."""
+    from kg_rageval.generation import fields, score_calibration, score_faithfulness, score_refusal, score_unseen
+    from kg_rageval.generation.concepts import dictionary_linker
+
+    onto = load_ontology(ATTACK)
+    recs = generated(onto, 300, 7)
+    for i, r in enumerate(recs):  # records with and without slices, several slice names
+        if i % 4 == 0:
+            r.pop("slices", None)
+        elif i % 4 == 1:
+            r["slices"] = {"intent": "lookup", "lane": ["a", "b"]}
+    got = as_json(score_generation(onto, recs))
+    assert fields._KEYS_MEMO.get() is None  # the shared keys live only during the call
+    linker = dictionary_linker(onto)
+    alone = {"faithfulness": score_faithfulness(recs), "correctness": score_correctness(recs, onto, linker=linker),
+             "refusal": score_refusal(recs), "unseen_concepts": score_unseen(recs, onto, linker=linker),
+             "calibration": score_calibration(recs)}
+    for name, ev in alone.items():
+        keys = [k for k in ("gold_node", "slice:intent", "slice:lane") if k in ev.keys]
+        assert keys[-1] == "slice:lane"
+        want = json.loads(json.dumps(ev.to_dict(rows=True, breakdowns=keys), allow_nan=False))
+        full = score_generation(onto, recs)[name]
+        assert list(full.keys) == list(ev.keys)
+        assert json.loads(json.dumps(full.to_dict(rows=True, breakdowns=keys), allow_nan=False)) == want, name
+    assert set(got) == set(alone)

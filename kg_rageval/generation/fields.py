@@ -18,7 +18,10 @@ reason):
 from __future__ import annotations
 
 import re
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from operator import is_
+from typing import Any, Iterator
 
 from ..records import Record, record_error, slice_text
 
@@ -127,9 +130,34 @@ def gold_documents(record: Record) -> set[str] | None:
     raise record_error(record, "retrieval.gold", f"expected a list of ids or an id → grade map, found {g!r}")
 
 
+_KEYS_MEMO: ContextVar[dict[int, Any] | None] = ContextVar("generation_row_keys", default=None)
+
+
+@contextmanager
+def shared_row_keys(records: list[Record]) -> Iterator[None]:
+    """Within the block, :func:`row_keys` of each record of ``records`` (held alive by the
+    caller) is computed once and shared by the families that read it (the generation families
+    of one call each key their rows by it); the families copy it, never change it."""
+    token = _KEYS_MEMO.set({})
+    try:
+        yield
+    finally:
+        _KEYS_MEMO.reset(token)
+
+
 def row_keys(record: Record) -> dict[str, Any]:
     """Breakdown keys: ``gold_node`` (the single ``labels.gold`` id, else None) and one
     ``slice:<name>`` per record slice."""
+    memo = _KEYS_MEMO.get()
+    if memo is not None:
+        got = memo.get(id(record))
+        if got is None:
+            got = memo[id(record)] = _row_keys(record)
+        return got
+    return _row_keys(record)
+
+
+def _row_keys(record: Record) -> dict[str, Any]:
     keys: dict[str, Any] = {}
     labels = record.get("labels")
     gold = labels.get("gold") if isinstance(labels, dict) else None
@@ -142,6 +170,17 @@ def row_keys(record: Record) -> dict[str, Any]:
 
 
 def all_slice_keys(records: list[Record]) -> list[str]:
+    """``gold_node`` and one ``slice:<name>`` per slice name of ``records``; within
+    :func:`shared_row_keys`, computed once for the records of the call (each family passes its
+    own list of the same record objects)."""
     from ..records import slice_keys
 
-    return ["gold_node"] + [f"slice:{k}" for k in slice_keys(records)]
+    memo = _KEYS_MEMO.get()
+    if memo is not None:
+        seen = memo.get(-1)
+        if seen is not None and len(seen[0]) == len(records) and all(map(is_, seen[0], records)):
+            return list(seen[1])
+    out = ["gold_node"] + [f"slice:{k}" for k in slice_keys(records)]
+    if memo is not None:
+        memo[-1] = (list(records), tuple(out))  # key -1: no id() is negative
+    return out

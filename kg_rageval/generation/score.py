@@ -10,6 +10,7 @@ from .calibration import score_calibration
 from .concepts import ConceptLinker, dictionary_linker, memoised
 from .correctness import score_correctness
 from .faithfulness import score_faithfulness
+from .fields import shared_row_keys
 from .judge_names import resolve_judge
 from .refusal import score_refusal
 from .unseen import score_unseen
@@ -53,14 +54,15 @@ def score_generation(
     records = list(records)
     linker = memoised(linker or dictionary_linker(ontology))  # each distinct text linked once
     judge_fn = make_judge(ontology, judge, nli_model)
-    return EvaluationSet("generation", {
-        "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
-        "correctness": score_correctness(records, ontology, linker=linker, ids=id_opts,
-                                         strip_citations=strip_citations),
-        "refusal": score_refusal(records),
-        "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=id_opts),
-        "calibration": score_calibration(records, n_bins=n_bins),
-    })
+    with shared_row_keys(records):  # each record's breakdown keys read once, not per family
+        return EvaluationSet("generation", {
+            "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
+            "correctness": score_correctness(records, ontology, linker=linker, ids=id_opts,
+                                             strip_citations=strip_citations),
+            "refusal": score_refusal(records),
+            "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=id_opts),
+            "calibration": score_calibration(records, n_bins=n_bins),
+        })
 
 
 def make_judge(ontology: "Ontology", judge: Judge | str | None, nli_model: str | None = None) -> Judge | None:

@@ -74,6 +74,7 @@ class SquadScorer:
 
     def __init__(self, max_size: int = 1 << 16) -> None:
         self._tokens: dict[str, list[str]] = {}
+        self._scores: dict[tuple[str, tuple[str, ...]], tuple[float, float]] = {}
         self.max_size = max_size
 
     def tokens(self, s: str) -> list[str]:
@@ -92,7 +93,15 @@ class SquadScorer:
         return float(any(p == self.tokens(gt) for gt in ground_truths))
 
     def scores(self, prediction: str, ground_truths: Sequence[str]) -> tuple[float, float]:
-        """``(max exact match, max token F1)`` over the references."""
-        p = self.tokens(prediction)
-        refs = [self.tokens(gt) for gt in ground_truths]
-        return float(any(p == r for r in refs)), max(_token_f1(p, r) for r in refs)
+        """``(max exact match, max token F1)`` over the references; each distinct
+        (prediction, references) pair is scored once (a bounded cache like the tokens')."""
+        key = (prediction, tuple(ground_truths))
+        got = self._scores.get(key)
+        if got is None:
+            p = self.tokens(prediction)
+            refs = [self.tokens(gt) for gt in ground_truths]
+            got = float(any(p == r for r in refs)), max(_token_f1(p, r) for r in refs)
+            if len(self._scores) >= self.max_size:
+                self._scores.clear()
+            self._scores[key] = got
+        return got
