@@ -1021,6 +1021,9 @@ def empty_evaluation(family: Family, **kw: Any) -> Evaluation:
     return Evaluation(family, np.asarray([], dtype=object), {k: np.zeros(0) for k in family.stats}, **kw)
 
 
+_PLAIN_NUMBERS = {float, int, bool}
+
+
 def build_evaluation(
     family: Family,
     rows: Iterable[Mapping[str, Any]],
@@ -1043,7 +1046,10 @@ def build_evaluation(
     stats: dict[str, np.ndarray] = {}
     for s in family.stats:
         try:
-            col = np.asarray([float(r.get(s, 0.0)) for r in rows], dtype=float)
+            vals = [r.get(s, 0.0) for r in rows]
+            # plain numbers (the common case) convert in one C-level pass, as float() would
+            col = np.asarray(vals if set(map(type, vals)) <= _PLAIN_NUMBERS else [float(v) for v in vals],
+                             dtype=float)
             bad = np.flatnonzero(~np.isfinite(col))
         except (TypeError, ValueError):
             bad = None

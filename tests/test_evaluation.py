@@ -181,6 +181,19 @@ def test_build_evaluation_errors_name_the_row():
         build_evaluation(PR(), [{"record_id": "a", "tp": "many"}])
     with pytest.raises(InputError, match="finite"):
         build_evaluation(PR(), [{"record_id": "a", "tp": math.inf}])
+    with pytest.raises(InputError, match=r"row 1 \(record 'b'\): stat 'tp' is None"):
+        build_evaluation(PR(), [{"record_id": "a", "tp": 1}, {"record_id": "b", "tp": None}])
+
+
+def test_build_evaluation_stat_columns_as_float_of_each_value():
+    """Plain numbers take the one-pass conversion, other numeric values float() each: same columns."""
+    import fractions
+
+    rows = [{"record_id": "a", "tp": True, "n_pred": 2 ** 60 + 1, "n_gold": 0.1},
+            {"record_id": "b", "tp": 3, "n_pred": "2.5", "n_gold": fractions.Fraction(1, 3)}, {"record_id": "c"}]
+    ev = build_evaluation(PR(), rows)
+    for s in ("tp", "n_pred", "n_gold"):
+        assert ev.stats[s].tolist() == [float(r.get(s, 0.0)) for r in rows], s
 
 
 # ---------------------------------------------------------------------- breakdown

@@ -177,18 +177,23 @@ def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
     return unscored(record_id, reason, code)
 
 
+def _is_map(x: Any) -> bool:
+    """``isinstance(x, Mapping)``, a plain ``dict`` (every JSON object) without the ABC check."""
+    return type(x) is dict or isinstance(x, Mapping)
+
+
 def output_expectation(record: Mapping[str, Any]) -> str | None:
     """``None`` when the record has an ``answer.output`` to score, else the exact unscored
     reason (see the module docstring): ``"missing output"`` when one was expected."""
     answer = record.get("answer")
-    if isinstance(answer, Mapping) and "output" in answer:
+    if _is_map(answer) and "output" in answer:
         return None
     ref = record.get("reference")
-    ref = ref if isinstance(ref, Mapping) else {}
+    ref = ref if _is_map(ref) else {}
     if answer is None:  # no answer at all: missing only where a reference output expects one
         return MISSING_OUTPUT if ref.get("output") is not None else NO_ANSWER
     answerable = ref.get("answerable")
-    refused = isinstance(answer, Mapping) and answer.get("refused") is True
+    refused = _is_map(answer) and answer.get("refused") is True
     if refused:
         if answerable is False:
             return "correct refusal"
@@ -204,7 +209,7 @@ def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_no
     node field); ids the ontology lacks give ``None``."""
     cands: list[Any] = [record.get("gold_node")]
     labels = record.get("labels")
-    if isinstance(labels, Mapping):
+    if _is_map(labels):
         gold = labels.get("gold")
         if isinstance(gold, list) and len(gold) == 1:
             gold = gold[0]
@@ -732,18 +737,18 @@ def score_conformance(
         rid = r.get("id")
         answer = r.get("answer")
         why = output_expectation(r)
-        if why is not None or not isinstance(answer, Mapping):
+        if why is not None or not _is_map(answer):
             unscored.append(unscored_output(rid, why or MISSING_OUTPUT))
             continue
         reference = r.get("reference")
-        ref_out = reference.get("output") if isinstance(reference, Mapping) else None
+        ref_out = reference.get("output") if _is_map(reference) else None
         scorer.record = r
         st, det = scorer.score(answer["output"], ref_out)
         row: dict[str, Any] = {"record_id": rid, **st}
         row["failure_kinds"] = ",".join(det.pop("failure_kinds")) or None
         row["problems"] = det or None
         slices = r.get("slices")
-        if isinstance(slices, Mapping):
+        if _is_map(slices):
             for k, v in slices.items():
                 row[f"slice:{k}"] = slice_text(v)
                 slice_names.add(f"slice:{k}")
