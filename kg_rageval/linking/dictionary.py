@@ -41,9 +41,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from itertools import accumulate
+from itertools import accumulate, repeat
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
+
+import numpy as np
 
 from ..errors import ConfigError
 
@@ -56,6 +58,52 @@ def _fold(tok: str) -> str:
     if t.isascii():
         return t
     return "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
+
+
+class _Memo(dict):
+    """``memo[key]`` computes ``fn(key)`` once (a dict with ``__missing__``, so ``map(memo.
+    __getitem__, keys)`` runs at C speed for keys already seen); cleared at ``limit`` entries."""
+
+    def __init__(self, fn, limit: int = 1 << 18):
+        super().__init__()
+        self.fn, self.limit = fn, limit
+
+    def __missing__(self, key):
+        if len(self) >= self.limit:
+            self.clear()
+        v = self[key] = self.fn(key)
+        return v
+
+
+_FOLDED = _Memo(_fold)  # token -> folded token, for texts that are not pure ASCII
+_IS_WORD = _Memo(lambda cp: _TOKEN.fullmatch(chr(cp)) is not None)  # non-ASCII code point -> token char?
+_ASCII_WORD = np.array([_TOKEN.fullmatch(chr(c)) is not None for c in range(128)], dtype=bool)
+
+
+def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Folded tokens of ``big`` with their character ``starts`` and ``ends`` (int64 arrays):
+    the same as :func:`tokenize`, computed with C-level string methods and NumPy. Token
+    characters are classified once per code point (``[^\\W_]`` is a per-character class), so
+    token boundaries come from one boolean array; ASCII text is folded by one ``lower()``
+    (``casefold`` equals ``lower`` on ASCII), other text token by token through a memo."""
+    if big.isascii():
+        toks = _TOKEN.findall(big.lower())
+        word = _ASCII_WORD[np.frombuffer(big.encode("ascii"), dtype=np.uint8)]
+    else:
+        toks = list(map(_FOLDED.__getitem__, _TOKEN.findall(big)))
+        cp = np.frombuffer(big.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        low = cp < 128
+        word = np.zeros(cp.size, dtype=bool)
+        word[low] = _ASCII_WORD[cp[low]]
+        high = ~low
+        if high.any():
+            uniq, inv = np.unique(cp[high], return_inverse=True)
+            word[high] = np.fromiter(map(_IS_WORD.__getitem__, uniq.tolist()), dtype=bool, count=uniq.size)[inv]
+    edge = np.diff(word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    if len(toks) != starts.size:  # pragma: no cover - the two tokenisations are one definition
+        raise AssertionError("token table out of step with the token pattern")
+    return toks, starts, ends
 
 
 def tokenize(text: str) -> tuple[list[str], list[int], list[int]]:
@@ -127,8 +175,8 @@ class DictionaryLinker:
         follow_replacements: bool = True,
         backend: str = "auto",
     ):
-        if backend not in ("auto", "automaton", "python"):
-            raise ConfigError(f"backend must be 'auto', 'automaton' or 'python', not {backend!r}")
+        if backend not in ("auto", "trie", "automaton", "python"):
+            raise ConfigError(f"backend must be 'auto', 'trie', 'automaton' or 'python', not {backend!r}")
         if ambiguous not in ("abstain", "first", "lca"):
             raise ConfigError(f"ambiguous must be 'abstain', 'first' or 'lca', not {ambiguous!r}")
         self.ontology = ontology
@@ -157,15 +205,49 @@ class DictionaryLinker:
         self._forms: dict[tuple[str, ...], tuple[int, float, tuple[int, ...]]] = {}
         for form, cands in raw.items():
             self._forms[form] = self._resolve(cands)
-        self._prefixes: set[tuple[str, ...]] = set()
-        self.max_len = 0
-        for form in self._forms:
-            self.max_len = max(self.max_len, len(form))
-            for k in range(1, len(form)):
-                self._prefixes.add(form[:k])
+        self.max_len = max(map(len, self._forms), default=0)
         self._made: dict[tuple[str, ...], tuple[str | None, float, tuple[str, ...]]] = {}
-        self._automaton = self._build_automaton(backend)
-        self.backend = "automaton" if self._automaton is not None else "python"
+        self._made_f: dict[int, tuple[str | None, float, tuple[str, ...]]] = {}
+        self._automaton = self._build_automaton(backend) if backend == "automaton" else None
+        self.backend = "trie" if backend == "auto" else backend
+        self._prefixes: set[tuple[str, ...]] = set()
+        if self.backend == "python":
+            for form in self._forms:
+                for k in range(1, len(form)):
+                    self._prefixes.add(form[:k])
+        self._build_trie()
+
+    def _build_trie(self) -> None:
+        """The token trie of the ``trie`` backend, as arrays: every token of a surface form
+        gets an id (``_vocab``); trie node ``0`` is the root; the edge from node ``u`` on token
+        ``t`` is the key ``u * V + t`` in the sorted ``_keys`` with target ``_child``;
+        ``_first[t]`` is the node after a first token ``t``; ``_term[u]`` is the index of the
+        form (in ``_keys_of``) that ends at ``u``, ``-1`` if none."""
+        vocab: dict[str, int] = {}
+        edges: dict[tuple[int, int], int] = {}
+        term = [-1]
+        self._keys_of = list(self._forms)
+        for f, form in enumerate(self._keys_of):
+            u = 0
+            for tok in form:
+                t = vocab.setdefault(tok, len(vocab))
+                v = edges.get((u, t))
+                if v is None:
+                    v = edges[(u, t)] = len(term)
+                    term.append(-1)
+                u = v
+            term[u] = f
+        nv = max(len(vocab), 1)
+        pairs = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
+        child = np.fromiter(edges.values(), dtype=np.int64, count=len(edges))
+        keys = pairs[:, 0] * nv + pairs[:, 1]
+        order = np.argsort(keys)
+        root = pairs[:, 0] == 0
+        self._vocab, self._nv = vocab, nv
+        self._first = np.full(nv, -1, dtype=np.int64)
+        self._first[pairs[root, 1]] = child[root]
+        self._keys, self._child = keys[order], child[order]
+        self._term = np.asarray(term, dtype=np.int64)
 
     def _build_automaton(self, backend: str):
         """An Aho–Corasick automaton whose keys are the form's tokens joined and enclosed by
@@ -276,17 +358,127 @@ class DictionaryLinker:
         """:meth:`_all_matches` through the automaton: the tokens joined and enclosed by
         ``_SEP`` are scanned once; a key ending at the separator after token ``i`` spans ``n``
         tokens ending at ``i``. No token holds ``_SEP``, so keys match whole tokens only."""
-        if not toks:
+        if not toks or self._automaton is None:
             return []
         joined = _SEP + _SEP.join(toks) + _SEP
         # position of the separator that follows token i -> i
         token_at = dict(zip(accumulate(map(len, toks), lambda acc, n: acc + n + 1, initial=0), range(-1, len(toks))))
         return [(token_at[end] - n + 1, token_at[end] + 1) for end, n in self._automaton.iter(joined)]
 
+    def _trie_spans(self, texts: Sequence[str]):
+        """The kept spans of every text at once (the ``trie`` backend).
+
+        The texts are joined by ``"\\n"`` (never a token character) and tokenised in one pass
+        (:func:`_token_table`); tokens become vocabulary ids (``-1``: in no form). The trie is
+        walked from every token position at once, one token deeper per step, NumPy over all
+        live positions (a step looks the edges up with ``searchsorted``); a walk stops at an
+        unknown token, at the end of its text or when no form continues. Overlaps are then
+        resolved per length, longest first (:func:`_greedy_same_length`). Returns, in text
+        order, ``(text index, char start, char end, form index)`` as lists."""
+        offsets = list(accumulate((len(t) + 1 for t in texts), initial=0))
+        big = "\n".join(texts)
+        toks, starts, ends = _token_table(big)
+        n = len(toks)
+        empty: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        if n == 0 or not self._keys_of:
+            return empty
+        ids = np.fromiter(map(self._vocab.get, toks, repeat(-1)), dtype=np.int64, count=n)
+        offs = np.asarray(offsets, dtype=np.int64)
+        text_of = np.searchsorted(offs, starts, side="right") - 1
+        # token j continues the text of token j - 1 and is in the vocabulary
+        cont = np.zeros(n + 1, dtype=bool)
+        cont[1:n] = text_of[1:] == text_of[:-1]
+        cont[:n] &= ids >= 0
+        keys, child, term, nv = self._keys, self._child, self._term, self._nv
+        pos = np.flatnonzero(ids >= 0)
+        state = self._first[ids[pos]]
+        live = state >= 0
+        pos, state = pos[live], state[live]
+        found: list[tuple[int, np.ndarray, np.ndarray]] = []
+        length = 1
+        while pos.size:
+            f = term[state]
+            hit = f >= 0
+            if hit.any():
+                found.append((length, pos[hit], f[hit]))
+            if length == self.max_len:
+                break
+            nxt = pos + length
+            live = cont[nxt]
+            pos, state, nxt = pos[live], state[live], nxt[live]
+            key = state * nv + ids[nxt]
+            k = np.searchsorted(keys, key)
+            k[k == keys.size] = 0
+            live = keys[k] == key
+            pos, state = pos[live], child[k[live]]
+            length += 1
+        if not found:
+            return empty
+        taken = np.zeros(n, dtype=bool)
+        kept_a, kept_l, kept_f = [], [], []
+        for length, a, f in reversed(found):  # longest first
+            free = ~(taken[a] | taken[a + length - 1])
+            a, f = a[free], f[free]
+            if a.size == 0:
+                continue
+            keep = _greedy_same_length(a, length)
+            a, f = a[keep], f[keep]
+            for d in range(length):
+                taken[a + d] = True
+            kept_a.append(a)
+            kept_l.append(np.full(a.size, length, dtype=np.int64))
+            kept_f.append(f)
+        a = np.concatenate(kept_a)
+        order = np.argsort(a, kind="stable")
+        a, ln, f = a[order], np.concatenate(kept_l)[order], np.concatenate(kept_f)[order]
+        q = text_of[a]
+        base = offs[q]
+        return q.tolist(), (starts[a] - base).tolist(), (ends[a + ln - 1] - base).tolist(), f.tolist()
+
+    def _resolved_form(self, f: int) -> tuple[str | None, float, tuple[str, ...]]:
+        return self._resolved(self._keys_of[f])
+
+    def find_many(self, texts: Iterable[str]) -> list[list[Link]]:
+        """:meth:`find` of every text, as one batched call (the same links as one
+        :meth:`find` per text; faster, since the ``trie`` backend scans all texts at once)."""
+        texts = list(texts)
+        if self.backend != "trie":
+            return [self._find_one(t) for t in texts]
+        out: list[list[Link]] = [[] for _ in texts]
+        made, resolved = self._made_f, self._resolved_form
+        for q, s, e, f in zip(*self._trie_spans(texts)):
+            got = made.get(f)
+            if got is None:
+                got = made[f] = resolved(f)
+            text = texts[q]
+            out[q].append(Link(s, e, got[0], got[1], text[s:e], got[2]))
+        return out
+
+    def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
+        """:meth:`predict` of every text in one batched call (mention dicts without
+        :class:`Link` objects in between)."""
+        texts = list(texts)
+        if self.backend != "trie":
+            return [self.predict(t) for t in texts]
+        out: list[list[dict[str, Any]]] = [[] for _ in texts]
+        made, resolved = self._made_f, self._resolved_form
+        for q, s, e, f in zip(*self._trie_spans(texts)):
+            got = made.get(f)
+            if got is None:
+                got = made[f] = resolved(f)
+            out[q].append({"start": s, "end": e, "id": got[0], "score": round(got[1], 6)})
+        return out
+
     def find(self, text: str) -> list[Link]:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
+        if self.backend == "trie":
+            return self.find_many((text,))[0]
+        return self._find_one(text)
+
+    def _find_one(self, text: str) -> list[Link]:
+        """:meth:`find` through the ``automaton`` or ``python`` backend."""
         toks, starts, ends = tokenize(text)
-        matches = self._automaton_matches(toks) if self._automaton is not None else self._all_matches(toks)
+        matches = self._automaton_matches(toks) if self.backend == "automaton" else self._all_matches(toks)
         spans = filter_spans(matches)
         out = []
         for a, b in spans:
@@ -298,6 +490,27 @@ class DictionaryLinker:
     def predict(self, text: str) -> list[dict[str, Any]]:
         """:meth:`find` as predicted mentions in the record format."""
         return [lk.to_mention() for lk in self.find(text)]
+
+
+def _greedy_same_length(a: np.ndarray, length: int) -> np.ndarray:
+    """Which of the sorted starts ``a`` of spans of one ``length`` a left-to-right greedy
+    pass keeps (a span is kept unless it overlaps a kept span on its left). Vectorised in
+    rounds: a span that does not overlap its live left neighbour is kept (nothing earlier
+    can overlap it); spans overlapping the kept span on their left are dropped; the rest
+    go to the next round."""
+    keep = np.zeros(a.size, dtype=bool)
+    idx = np.arange(a.size)
+    while idx.size:
+        s = a[idx]
+        head = np.ones(idx.size, dtype=bool)
+        head[1:] = s[1:] - s[:-1] >= length
+        keep[idx[head]] = True
+        if head.all():
+            break
+        last = np.maximum.accumulate(np.where(head, np.arange(idx.size), 0))
+        rest = ~head & (s >= s[last] + length)
+        idx = idx[rest]
+    return keep
 
 
 def filter_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -339,6 +552,12 @@ class SpacyDictionaryLinker(DictionaryLinker):
         patterns = [Doc(self._nlp.vocab, words=list(f)) for f in self._forms]
         self._matcher.add("FORM", patterns)
         self._filter = spacy.util.filter_spans
+
+    def find_many(self, texts: Iterable[str]) -> list[list[Link]]:
+        return [self.find(t) for t in texts]
+
+    def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
+        return [self.predict(t) for t in texts]
 
     def find(self, text: str) -> list[Link]:
         toks, starts, ends = tokenize(text)
