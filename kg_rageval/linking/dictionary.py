@@ -39,11 +39,12 @@ The core needs only the standard library and the ontology; spaCy is optional.
 
 from __future__ import annotations
 
+import gc
 import re
 import unicodedata
+from contextlib import contextmanager
 from itertools import accumulate, repeat
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -78,6 +79,24 @@ class _Memo(dict):
 _FOLDED = _Memo(_fold)  # token -> folded token, for texts that are not pure ASCII
 _IS_WORD = _Memo(lambda cp: _TOKEN.fullmatch(chr(cp)) is not None)  # non-ASCII code point -> token char?
 _ASCII_WORD = np.array([_TOKEN.fullmatch(chr(c)) is not None for c in range(128)], dtype=bool)
+# every ASCII character that is not a token character -> " " (so ``str.split`` cuts tokens)
+_SMALL = 8  # batches of at most this many texts take the plain-Python walk
+_ASCII_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not _ASCII_WORD[c]})
+
+
+@contextmanager
+def _no_gc(n: int):
+    """The cyclic garbage collector paused while ``n`` (> 10,000) acyclic result objects are
+    made: each collection would walk every live object (the ontology and the dictionary
+    included), and none of these objects can form a cycle. Restored afterwards."""
+    paused = n > 10_000 and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -87,7 +106,7 @@ def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     token boundaries come from one boolean array; ASCII text is folded by one ``lower()``
     (``casefold`` equals ``lower`` on ASCII), other text token by token through a memo."""
     if big.isascii():
-        toks = _TOKEN.findall(big.lower())
+        toks = big.lower().translate(_ASCII_SPLIT).split()
         word = _ASCII_WORD[np.frombuffer(big.encode("ascii"), dtype=np.uint8)]
     else:
         toks = list(map(_FOLDED.__getitem__, _TOKEN.findall(big)))
@@ -121,16 +140,16 @@ def normalize(text: str) -> tuple[str, ...]:
     return tuple(_fold(t) for t in _TOKEN.findall(text))
 
 
-@dataclass(frozen=True)
-class Link:
-    """A linked (or NIL) mention: character span, node id or ``None``, score, matched form."""
+class Link(NamedTuple):
+    """A linked (or NIL) mention: character span, node id or ``None``, score, matched form,
+    tied candidate ids. Immutable and hashable (a named tuple: cheap to make in bulk)."""
 
     start: int
     end: int
     id: str | None
     score: float
     form: str = ""
-    candidates: tuple[str, ...] = field(default=())
+    candidates: tuple[str, ...] = ()
 
     def to_mention(self) -> dict[str, Any]:
         return {"start": self.start, "end": self.end, "id": self.id, "score": round(self.score, 6)}
@@ -207,7 +226,6 @@ class DictionaryLinker:
             self._forms[form] = self._resolve(cands)
         self.max_len = max(map(len, self._forms), default=0)
         self._made: dict[tuple[str, ...], tuple[str | None, float, tuple[str, ...]]] = {}
-        self._made_f: dict[int, tuple[str | None, float, tuple[str, ...]]] = {}
         self._automaton = self._build_automaton(backend) if backend == "automaton" else None
         self.backend = "trie" if backend == "auto" else backend
         self._prefixes: set[tuple[str, ...]] = set()
@@ -218,56 +236,46 @@ class DictionaryLinker:
         self._build_trie()
 
     def _build_trie(self) -> None:
-        """The token trie of the ``trie`` backend, as arrays: every token of a surface form
-        gets an id (``_vocab``); trie node ``0`` is the root; the edge from node ``u`` on token
-        ``t`` is the key ``u * V + t`` in the sorted ``_keys`` with target ``_child``;
-        ``_first[t]`` is the node after a first token ``t``; ``_term[u]`` is the index of the
-        form (in ``_keys_of``) that ends at ``u``, ``-1`` if none."""
-        vocab: dict[str, int] = {}
-        edges: dict[tuple[int, int], int] = {}
-        term = [-1]
+        """The token trie of the ``trie`` backend. Every token of a surface form gets an id
+        (``_vocab``, ``V`` ids); trie node ``0`` is the root; the edge from node ``u`` on
+        token ``t`` has the key ``u * V + t``: in ``_edge`` (a dict, for small calls) and in
+        the sorted array ``_keys`` with targets ``_child`` (for batches); ``_first[t]`` is the
+        node after a first token ``t``; ``_term[u]`` the index of the form (in ``_keys_of``)
+        that ends at node ``u``, ``-1`` if none."""
         self._keys_of = list(self._forms)
+        vocab: dict[str, int] = {}
+        for form in self._keys_of:
+            for tok in form:
+                if tok not in vocab:
+                    vocab[tok] = len(vocab)
+        nv = max(len(vocab), 1)
+        edge: dict[int, int] = {}
+        term = [-1]
         for f, form in enumerate(self._keys_of):
             u = 0
             for tok in form:
-                t = vocab.setdefault(tok, len(vocab))
-                v = edges.get((u, t))
+                key = u * nv + vocab[tok]
+                v = edge.get(key)
                 if v is None:
-                    v = edges[(u, t)] = len(term)
+                    v = edge[key] = len(term)
                     term.append(-1)
                 u = v
             term[u] = f
-        nv = max(len(vocab), 1)
-        pairs = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
-        child = np.fromiter(edges.values(), dtype=np.int64, count=len(edges))
-        keys = pairs[:, 0] * nv + pairs[:, 1]
+        keys = np.fromiter(edge, dtype=np.int64, count=len(edge))
+        child = np.fromiter(edge.values(), dtype=np.int64, count=len(edge))
         order = np.argsort(keys)
-        root = pairs[:, 0] == 0
-        self._vocab, self._nv = vocab, nv
+        self._vocab, self._nv, self._edge, self._term_list = vocab, nv, edge, term
         self._first = np.full(nv, -1, dtype=np.int64)
-        self._first[pairs[root, 1]] = child[root]
+        root = keys < nv
+        self._first[keys[root]] = child[root]
         self._keys, self._child = keys[order], child[order]
         self._term = np.asarray(term, dtype=np.int64)
+        self._res = _Memo(self._resolution, limit=1 << 62)
 
-    def _build_automaton(self, backend: str):
-        """An Aho–Corasick automaton whose keys are the form's tokens joined and enclosed by
-        ``_SEP`` (a control character no token can hold, even after NFKD), and whose
-        values are the form's number of tokens; ``None`` for the pure-Python backend."""
-        if backend == "python":
-            return None
-        try:
-            import ahocorasick
-        except ImportError:
-            if backend == "automaton":
-                raise ImportError("backend='automaton' needs pyahocorasick: pip install pyahocorasick") from None
-            return None
-        automaton = ahocorasick.Automaton()
-        for form in self._forms:
-            automaton.add_word(_SEP + _SEP.join(form) + _SEP, len(form))
-        if len(automaton) == 0:
-            return None
-        automaton.make_automaton()
-        return automaton
+    def _resolution(self, f: int) -> tuple[str | None, float, tuple[str, ...], float]:
+        """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``."""
+        node, score, cands = self._resolved(self._keys_of[f])
+        return node, score, cands, round(score, 6)
 
     def _replacement(self, i: int, skip: set[str]) -> int:
         """``i``, or the end of its ``replaced_by`` chain when ``i`` is not active (stops at
@@ -382,7 +390,7 @@ class DictionaryLinker:
         empty: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         if n == 0 or not self._keys_of:
             return empty
-        ids = np.fromiter(map(self._vocab.get, toks, repeat(-1)), dtype=np.int64, count=n)
+        ids = np.array(list(map(self._vocab.get, toks, repeat(-1))), dtype=np.int64)
         offs = np.asarray(offsets, dtype=np.int64)
         text_of = np.searchsorted(offs, starts, side="right") - 1
         # token j continues the text of token j - 1 and is in the vocabulary
@@ -435,8 +443,56 @@ class DictionaryLinker:
         base = offs[q]
         return q.tolist(), (starts[a] - base).tolist(), (ends[a + ln - 1] - base).tolist(), f.tolist()
 
-    def _resolved_form(self, f: int) -> tuple[str | None, float, tuple[str, ...]]:
-        return self._resolved(self._keys_of[f])
+    def _small_spans(self, texts: Sequence[str]):
+        """:meth:`_trie_spans` for a few texts: the same walk and the same overlap rule in
+        plain Python over the ``_edge`` dict (no NumPy call overhead per text)."""
+        vocab, edge, term, nv = self._vocab, self._edge, self._term_list, self._nv
+        qs: list[int] = []
+        ss: list[int] = []
+        es: list[int] = []
+        fs: list[int] = []
+        for q, text in enumerate(texts):
+            if text.isascii():
+                spans = [m.span() for m in _TOKEN.finditer(text)]
+                ids = [vocab.get(t, -1) for t in text.lower().translate(_ASCII_SPLIT).split()]
+            else:
+                toks, starts, ends = tokenize(text)
+                spans = list(zip(starts, ends))
+                ids = [vocab.get(t, -1) for t in toks]
+            n = len(ids)
+            hits = []
+            for a in range(n):
+                t = ids[a]
+                u = edge.get(t) if t >= 0 else None
+                b = a + 1
+                while u is not None:
+                    f = term[u]
+                    if f >= 0:
+                        hits.append((a - b, a, b, f))  # longest first, then earliest
+                    if b == n or ids[b] < 0:
+                        break
+                    u = edge.get(u * nv + ids[b])
+                    b += 1
+            if not hits:
+                continue
+            hits.sort()
+            taken: set[int] = set()
+            kept = []
+            for _, a, b, f in hits:
+                if a in taken or b - 1 in taken:
+                    continue
+                taken.update(range(a, b))
+                kept.append((a, b, f))
+            kept.sort()
+            for a, b, f in kept:
+                qs.append(q)
+                ss.append(spans[a][0])
+                es.append(spans[b - 1][1])
+                fs.append(f)
+        return qs, ss, es, fs
+
+    def _spans(self, texts: Sequence[str]):
+        return self._trie_spans(texts) if len(texts) > _SMALL else self._small_spans(texts)
 
     def find_many(self, texts: Iterable[str]) -> list[list[Link]]:
         """:meth:`find` of every text, as one batched call (the same links as one
@@ -445,13 +501,11 @@ class DictionaryLinker:
         if self.backend != "trie":
             return [self._find_one(t) for t in texts]
         out: list[list[Link]] = [[] for _ in texts]
-        made, resolved = self._made_f, self._resolved_form
-        for q, s, e, f in zip(*self._trie_spans(texts)):
-            got = made.get(f)
-            if got is None:
-                got = made[f] = resolved(f)
-            text = texts[q]
-            out[q].append(Link(s, e, got[0], got[1], text[s:e], got[2]))
+        new = tuple.__new__
+        qs, ss, es, fs = self._spans(texts)
+        with _no_gc(len(qs)):
+            for q, s, e, r in zip(qs, ss, es, map(self._res.__getitem__, fs)):
+                out[q].append(new(Link, (s, e, r[0], r[1], texts[q][s:e], r[2])))
         return out
 
     def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
@@ -461,12 +515,10 @@ class DictionaryLinker:
         if self.backend != "trie":
             return [self.predict(t) for t in texts]
         out: list[list[dict[str, Any]]] = [[] for _ in texts]
-        made, resolved = self._made_f, self._resolved_form
-        for q, s, e, f in zip(*self._trie_spans(texts)):
-            got = made.get(f)
-            if got is None:
-                got = made[f] = resolved(f)
-            out[q].append({"start": s, "end": e, "id": got[0], "score": round(got[1], 6)})
+        qs, ss, es, fs = self._spans(texts)
+        with _no_gc(len(qs)):
+            for q, s, e, r in zip(qs, ss, es, map(self._res.__getitem__, fs)):
+                out[q].append({"start": s, "end": e, "id": r[0], "score": r[3]})
         return out
 
     def find(self, text: str) -> list[Link]:
