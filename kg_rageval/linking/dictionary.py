@@ -84,6 +84,61 @@ _SMALL = 8  # batches of at most this many texts take the plain-Python walk
 _ASCII_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not _ASCII_WORD[c]})
 
 
+class _HashTable:
+    """An open-addressing hash table of non-negative int64 keys to int64 values, looked up
+    for a whole array of keys at once (NumPy): Fibonacci hashing to a power-of-two table at
+    most 2/3 full, linear probing; each probing round handles every key still unresolved."""
+
+    _MUL = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray):
+        bits = max(4, (len(keys) * 3 // 2).bit_length())
+        size = 1 << bits
+        self._shift, self._mask = np.uint64(64 - bits), size - 1
+        self._keys = np.full(size, -1, dtype=np.int64)
+        self._values = np.full(size, -1, dtype=np.int64)
+        slot = self._slot(keys)
+        pending = np.arange(len(keys))
+        while pending.size:
+            at = slot[pending]
+            free = self._keys[at] == -1
+            won_slot, first = np.unique(at[free], return_index=True)
+            won = pending[free][first]  # the first key claiming each free slot takes it
+            self._keys[won_slot], self._values[won_slot] = keys[won], values[won]
+            placed = np.zeros(len(keys), dtype=bool)
+            placed[won] = True
+            pending = pending[~placed[pending]]
+            slot[pending] = (slot[pending] + 1) & self._mask
+
+    def _slot(self, keys: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return ((keys.astype(np.uint64) * self._MUL) >> self._shift).astype(np.int64)
+
+    def get(self, keys: np.ndarray) -> np.ndarray:
+        """The value of every key, ``-1`` where a key is absent."""
+        out = np.full(keys.size, -1, dtype=np.int64)
+        slot = self._slot(keys)
+        idx = np.arange(keys.size)
+        while idx.size:
+            found = self._keys[slot]
+            hit = found == keys[idx]
+            out[idx[hit]] = self._values[slot[hit]]
+            more = ~hit & (found != -1)
+            idx, slot = idx[more], (slot[more] + 1) & self._mask
+        return out
+
+
+def _per_text(flat: list, qs: list[int], n: int) -> list[list]:
+    """``flat`` (in text order, item ``i`` from text ``qs[i]``) cut into one list per text."""
+    if n <= _SMALL:
+        out: list[list] = [[] for _ in range(n)]
+        for q, x in zip(qs, flat):
+            out[q].append(x)
+        return out
+    bounds = np.searchsorted(np.asarray(qs, dtype=np.int64), np.arange(n + 1)).tolist()
+    return [flat[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
 @contextmanager
 def _no_gc(n: int):
     """The cyclic garbage collector paused while ``n`` (> 10,000) acyclic result objects are
@@ -239,7 +294,7 @@ class DictionaryLinker:
         """The token trie of the ``trie`` backend. Every token of a surface form gets an id
         (``_vocab``, ``V`` ids); trie node ``0`` is the root; the edge from node ``u`` on
         token ``t`` has the key ``u * V + t``: in ``_edge`` (a dict, for small calls) and in
-        the sorted array ``_keys`` with targets ``_child`` (for batches); ``_first[t]`` is the
+        ``_table`` (a :class:`_HashTable`, for batches); ``_first[t]`` is the
         node after a first token ``t``; ``_term[u]`` the index of the form (in ``_keys_of``)
         that ends at node ``u``, ``-1`` if none."""
         self._keys_of = list(self._forms)
@@ -263,12 +318,11 @@ class DictionaryLinker:
             term[u] = f
         keys = np.fromiter(edge, dtype=np.int64, count=len(edge))
         child = np.fromiter(edge.values(), dtype=np.int64, count=len(edge))
-        order = np.argsort(keys)
         self._vocab, self._nv, self._edge, self._term_list = vocab, nv, edge, term
         self._first = np.full(nv, -1, dtype=np.int64)
         root = keys < nv
         self._first[keys[root]] = child[root]
-        self._keys, self._child = keys[order], child[order]
+        self._table = _HashTable(keys, child)
         self._term = np.asarray(term, dtype=np.int64)
         self._res = _Memo(self._resolution, limit=1 << 62)
 
@@ -276,6 +330,26 @@ class DictionaryLinker:
         """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``."""
         node, score, cands = self._resolved(self._keys_of[f])
         return node, score, cands, round(score, 6)
+
+    def _build_automaton(self, backend: str):
+        """An Aho–Corasick automaton whose keys are the form's tokens joined and enclosed by
+        ``_SEP`` (a control character no token can hold, even after NFKD), and whose
+        values are the form's number of tokens; ``None`` for the pure-Python backend."""
+        if backend == "python":
+            return None
+        try:
+            import ahocorasick
+        except ImportError:
+            if backend == "automaton":
+                raise ImportError("backend='automaton' needs pyahocorasick: pip install pyahocorasick") from None
+            return None
+        automaton = ahocorasick.Automaton()
+        for form in self._forms:
+            automaton.add_word(_SEP + _SEP.join(form) + _SEP, len(form))
+        if len(automaton) == 0:
+            return None
+        automaton.make_automaton()
+        return automaton
 
     def _replacement(self, i: int, skip: set[str]) -> int:
         """``i``, or the end of its ``replaced_by`` chain when ``i`` is not active (stops at
@@ -397,7 +471,7 @@ class DictionaryLinker:
         cont = np.zeros(n + 1, dtype=bool)
         cont[1:n] = text_of[1:] == text_of[:-1]
         cont[:n] &= ids >= 0
-        keys, child, term, nv = self._keys, self._child, self._term, self._nv
+        term, nv = self._term, self._nv
         pos = np.flatnonzero(ids >= 0)
         state = self._first[ids[pos]]
         live = state >= 0
@@ -414,11 +488,9 @@ class DictionaryLinker:
             nxt = pos + length
             live = cont[nxt]
             pos, state, nxt = pos[live], state[live], nxt[live]
-            key = state * nv + ids[nxt]
-            k = np.searchsorted(keys, key)
-            k[k == keys.size] = 0
-            live = keys[k] == key
-            pos, state = pos[live], child[k[live]]
+            state = self._table.get(state * nv + ids[nxt])
+            live = state >= 0
+            pos, state = pos[live], state[live]
             length += 1
         if not found:
             return empty
@@ -500,13 +572,13 @@ class DictionaryLinker:
         texts = list(texts)
         if self.backend != "trie":
             return [self._find_one(t) for t in texts]
-        out: list[list[Link]] = [[] for _ in texts]
-        new = tuple.__new__
         qs, ss, es, fs = self._spans(texts)
+        new = tuple.__new__
         with _no_gc(len(qs)):
-            for q, s, e, r in zip(qs, ss, es, map(self._res.__getitem__, fs)):
-                out[q].append(new(Link, (s, e, r[0], r[1], texts[q][s:e], r[2])))
-        return out
+            forms = map(str.__getitem__, map(texts.__getitem__, qs), map(slice, ss, es))
+            flat = [new(Link, (s, e, r[0], r[1], f, r[2]))
+                    for s, e, r, f in zip(ss, es, map(self._res.__getitem__, fs), forms)]
+            return _per_text(flat, qs, len(texts))
 
     def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
         """:meth:`predict` of every text in one batched call (mention dicts without
@@ -514,12 +586,11 @@ class DictionaryLinker:
         texts = list(texts)
         if self.backend != "trie":
             return [self.predict(t) for t in texts]
-        out: list[list[dict[str, Any]]] = [[] for _ in texts]
         qs, ss, es, fs = self._spans(texts)
         with _no_gc(len(qs)):
-            for q, s, e, r in zip(qs, ss, es, map(self._res.__getitem__, fs)):
-                out[q].append({"start": s, "end": e, "id": r[0], "score": r[3]})
-        return out
+            flat = [{"start": s, "end": e, "id": r[0], "score": r[3]}
+                    for s, e, r in zip(ss, es, map(self._res.__getitem__, fs))]
+            return _per_text(flat, qs, len(texts))
 
     def find(self, text: str) -> list[Link]:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
