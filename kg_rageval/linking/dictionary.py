@@ -20,12 +20,17 @@ e.g. ``T1003.001``). Forms that normalise to no token are skipped.
    lowest node index (topological order: ancestors first), ``"lca"`` takes their deepest
    common ancestor (:meth:`Ontology.lca`, over-generalising rather than guessing).
 
-**Detection** (:meth:`DictionaryLinker.find`): every token sequence of the text that is a
-surface form is found — by an Aho–Corasick automaton over the space-joined normalised tokens
-(``backend="automaton"``, the default when ``pyahocorasick`` is installed; each form is a key
-enclosed in a separator character no token holds, so only whole-token matches are reported), or by trying
-every token position against a prefix set (``backend="python"``, the reference; both find
-the same matches, tested). Overlapping matches are then resolved
+**Detection** (:meth:`DictionaryLinker.find`, :meth:`~DictionaryLinker.find_many` for many
+texts in one call): every token sequence of the text that is a surface form is found — by a
+token trie (``backend="trie"``, the default; NumPy only): forms are sequences of vocabulary
+ids, the trie's edges ``node * V + token`` sit in a hash table, and a batch of texts is
+tokenised in one pass and walked from every token position at once, one token deeper per
+step (a few texts take the same walk in plain Python); by an Aho–Corasick automaton over the
+separator-joined normalised tokens (``backend="automaton"``, needs ``pyahocorasick``; each
+form is a key enclosed in a separator character no token holds, so only whole-token
+matches are reported); or by trying every token position against a prefix set
+(``backend="python"``, the reference). All find the same matches (tested).
+Overlapping matches are then resolved
 longest first, ties to the earlier start — the rule of :func:`spacy.util.filter_spans`, so the
 spaCy backend (:class:`SpacyDictionaryLinker`) agrees exactly. Text where nothing matches
 yields no mention. :meth:`DictionaryLinker.link` links one given mention text: the whole text
@@ -34,7 +39,7 @@ must be a surface form, otherwise the answer is NIL (abstention).
 **Scores**: 1.0 for a label match, 0.9 for a synonym match, ``1/k`` for an ambiguous form
 resolved among ``k`` nodes by ``"first"``/``"lca"``; ``0.0`` for NIL.
 
-The core needs only the standard library and the ontology; spaCy is optional.
+The core needs only NumPy and the ontology; pyahocorasick and spaCy are optional.
 """
 
 from __future__ import annotations
@@ -230,10 +235,10 @@ class DictionaryLinker:
         Node ids left out of the dictionary (held-out concepts in an evaluation).
     follow_replacements : bool
         Map the forms of a deprecated/revoked node with a replacement to the replacement.
-    backend : "auto" | "automaton" | "python"
-        How :meth:`find` detects forms (module docstring): ``"auto"`` uses the Aho–Corasick
-        automaton when ``pyahocorasick`` is importable, else the pure-Python scan; the links are
-        identical either way.
+    backend : "auto" | "trie" | "automaton" | "python"
+        How :meth:`find` detects forms (module docstring): ``"auto"`` is ``"trie"`` (NumPy,
+        batched); ``"automaton"`` needs ``pyahocorasick``; ``"python"`` is the reference scan.
+        The links are identical whichever is used.
     """
 
     name = "dictionary"
@@ -594,9 +599,11 @@ class DictionaryLinker:
 
     def find(self, text: str) -> list[Link]:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
-        if self.backend == "trie":
-            return self.find_many((text,))[0]
-        return self._find_one(text)
+        if self.backend != "trie":
+            return self._find_one(text)
+        _, ss, es, fs = self._small_spans((text,))
+        res = self._res
+        return [Link(s, e, r[0], r[1], text[s:e], r[2]) for s, e, r in zip(ss, es, map(res.__getitem__, fs))]
 
     def _find_one(self, text: str) -> list[Link]:
         """:meth:`find` through the ``automaton`` or ``python`` backend."""
