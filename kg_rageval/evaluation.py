@@ -445,7 +445,12 @@ class Evaluation:
     def n_records(self) -> int:
         """Distinct records with at least one scored row (ids compared as text, as in
         :meth:`per_record_stats`)."""
-        return len(np.unique(self.record_ids.astype(str))) if len(self) else 0
+        if not len(self):
+            return 0
+        # a sort and a neighbour compare: the count of np.unique, without the numpy.ma import
+        # that NumPy 2's plain np.unique performs (a tiny ``score`` command's start-up)
+        ids = np.sort(self.record_ids.astype(str))
+        return int(np.count_nonzero(ids[1:] != ids[:-1])) + 1
 
     @property
     def unscored_counts(self) -> dict[str, int]:
@@ -620,7 +625,14 @@ class Evaluation:
         the resampled sums are ``Σ_r count_r · stats_r`` over per-record stat sums. The draws
         depend only on the seed, the number of records and ``n_resamples``; records are
         ordered by id, so row order and partitioning do not change the result. Unknown metric
-        names raise :class:`InputError`; no records give all-NaN replicates."""
+        names raise :class:`InputError`; no records give all-NaN replicates.
+
+        Computed by :func:`kg_rageval.forms.replicate_values`: a ratio, count or F1 metric
+        reads only its numerator and denominator projections of the resampled sums (one
+        matrix product per block of resamples) and is evaluated for the whole block at once;
+        any other metric is finalized per resample. Same draws and the same replicates as a
+        ``finalize`` per resample (to the last bits where a numerator or denominator is a sum
+        of several stats)."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
             raise InputError(
@@ -636,17 +648,12 @@ class Evaluation:
         n = len(ids)
         if n == 0:
             return out
+        from .forms import replicate_values
+
         names = list(per)
         mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
-        fin = self.family.finalize
-        for lo, weights in bootstrap_weights(n, n_resamples, seed):
-            for j, row in enumerate((weights @ mat).tolist()):
-                res = fin(dict(zip(names, row)))
-                for m in wanted:
-                    got = res.get(m)
-                    if got is not None and got.value is not None:
-                        out[m][lo + j] = got.value
-        return out
+        return replicate_values(self.family.finalize, names, [mat], wanted, n_resamples, seed,
+                                bootstrap_weights)[0]
 
     def bootstrap(
         self,

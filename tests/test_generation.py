@@ -320,19 +320,26 @@ def test_correctness_max_over_references_and_refusals(vehicles):
 def test_concept_counts_agree_with_a_set_reference(vehicles):
     from hierarchy_reference import aug
 
-    from kg_rageval.generation.correctness import _concept_counts
+    from kg_rageval.generation.correctness import _concept_stats
 
-    def hierarchical_counts(onto, pred, gold):
-        return _concept_counts(onto, gold, pred, where="test")
+    def batched(onto, cases):
+        """All cases' counts from ONE kernel call, as score_correctness makes it (row 0 unscored)."""
+        n = len(cases)
+        st = _concept_stats(onto, n + 1, list(range(1, n + 1)), [onto.indices(g).tolist() for _, g in cases],
+                            [onto.indices(p).tolist() for p, _ in cases], [0] * n, [0] * n)
+        assert st["concept_scored"].tolist() == [0] + [1] * n and st["h_gold"][0] == 0
+        return [(int(st["h_inter"][k]), int(st["h_pred"][k]), int(st["h_gold"][k])) for k in range(1, n + 1)]
 
     cases = [(["sedan"], ["hatchback"]), (["amphibious_car"], ["submarine"]), (["sedan", "boat"], ["amphibious_car"]),
              ([], ["car"]), (["vehicle"], ["vehicle"])]
+    expected = []
     for pred, gold in cases:
         p = aug(vehicles, vehicles.indices(pred).tolist(), include_root=False)
         t = aug(vehicles, vehicles.indices(gold).tolist(), include_root=False)
-        assert hierarchical_counts(vehicles, pred, gold) == (len(p & t), len(p), len(t))
+        expected.append((len(p & t), len(p), len(t)))
+    assert batched(vehicles, cases) == expected
     # by hand: sedan vs hatchback share {car}; the root is left out
-    assert hierarchical_counts(vehicles, ["sedan"], ["hatchback"]) == (1, 2, 2)
+    assert batched(vehicles, [(["sedan"], ["hatchback"])]) == [(1, 2, 2)]
 
 
 def test_concept_correctness_is_hierarchical(vehicles):

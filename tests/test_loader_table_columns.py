@@ -16,6 +16,7 @@ import pytest
 
 from kg_rageval.errors import KgRagevalError
 from kg_rageval.ontology.builder import OntologyBuilder
+from kg_rageval.ontology.loaders import table
 from kg_rageval.ontology.loaders.table import load_table, load_table_rows
 
 
@@ -23,9 +24,22 @@ from kg_rageval.ontology.loaders.table import load_table, load_table_rows
 def reader(request, monkeypatch):
     if request.param == "pandas":
         pytest.importorskip("pandas")
+        monkeypatch.setattr(table, "_PANDAS_MIN_BYTES", 0)  # pandas for the tiny tables too
     else:
         monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas -> ImportError
     return request.param
+
+
+def test_small_table_is_read_without_pandas(tmp_path, monkeypatch):
+    """Below ``_PANDAS_MIN_BYTES`` the column path uses the stdlib reader (no pandas import,
+    a tiny command stays fast); at or above it, pandas (when installed)."""
+    small = tmp_path / "small.tsv"
+    small.write_text("child\tparent\na\t\nb\ta\n")
+    assert table._PANDAS_MIN_BYTES == 1 << 20
+    assert table._pandas(small) is None
+    monkeypatch.setattr(table, "_PANDAS_MIN_BYTES", small.stat().st_size)
+    pd = pytest.importorskip("pandas")
+    assert table._pandas(small) is pd
 
 
 def _outcome(fn, path, **kw):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 
 import click
@@ -128,6 +129,8 @@ def score() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, map errors to exit codes (2 bad input, 3 internal error)."""
+    if argv is None:  # the console script (or ``python -m``): NumPy is not imported yet
+        _short_blas_spin()
     from ..errors import KgRagevalError
     from ..limits import limits
     from .common import error_line
@@ -164,6 +167,23 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(error_line(f"internal error (please report): {type(exc).__name__}: {exc}"), err=True)
         return 3
     return 0
+
+
+# OpenBLAS's idle worker threads busy-wait 2**N cycles before they sleep (default N = 28, about
+# 0.1 s): started by ``import numpy``, they burn that on another core during every command's
+# start-up (0.06 s CPU of a 0.14 s ``import numpy`` on the 2-core development machine, and
+# wall time too when the cores are shared; docs/performance.md). N = 16 (~20 µs) keeps every
+# thread for the BLAS products (bootstrap), which wake them as they need them.
+BLAS_SPIN_ENV = {"OPENBLAS_THREAD_TIMEOUT": "16"}
+
+
+def _short_blas_spin() -> None:
+    """Set :data:`BLAS_SPIN_ENV` for this process and its children, only where the user has
+    not set the variable and before NumPy (hence OpenBLAS) is loaded; results are unchanged."""
+    if "numpy" in sys.modules:
+        return
+    for name, value in BLAS_SPIN_ENV.items():
+        os.environ.setdefault(name, value)
 
 
 def _skip_shutdown_collection() -> None:

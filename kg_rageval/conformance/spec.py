@@ -56,7 +56,7 @@ def _as_list(v: Any) -> Any:
 class NodeSelector(BaseModel):
     """Which ontology nodes a value may name: the intersection of the selectors given."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     within: list[str] | None = Field(
         default=None, description="node ids (or labels): each node and its descendants; several = union"
@@ -139,7 +139,7 @@ class FieldSpec(NodeSelector):
 class SchemaSpec(BaseModel):
     """The whole spec; see the module docstring."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     title: str = "Output"
     description: str | None = None

@@ -19,12 +19,14 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
 from ..errors import ConfigError
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, named, ratio
+from ..evaluation import Evaluation, Family, Metric, mean_of, named, ratio
 from ..records import Record, record_error
-from .fields import all_slice_keys, answer_text, flag, section
-from .fields import row_keys
-from .squad import exact_match_score, metric_max_over_ground_truths
+from .columns import column_evaluation
+from .fields import all_slice_keys, answer_text, flag, row_keys, section
+from .squad import SquadScorer
 
 
 def bin_index(confidence: float, n_bins: int) -> int:
@@ -68,7 +70,7 @@ class CalibrationFamily(Family):
         return out
 
 
-def _correct(record: Record) -> bool | None:
+def _correct(record: Record, squad: SquadScorer | None = None) -> bool | None:
     label = flag(record, "reference", "correct")
     if label is not None:
         return label
@@ -80,13 +82,15 @@ def _correct(record: Record) -> bool | None:
     if not isinstance(refs, list) or not refs or not all(isinstance(x, str) for x in refs):
         raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {ref.get('answer')!r}")
     pred = "" if flag(record, "answer", "refused") else (answer_text(record) or "")
-    return bool(metric_max_over_ground_truths(exact_match_score, pred, refs))
+    return bool((squad or SquadScorer()).exact_match(pred, refs))
 
 
 def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluation:
     records = list(records)
     fam = CalibrationFamily(n_bins)
-    rows, unscored = [], []
+    squad = SquadScorer()
+    unscored = []
+    ids, key_rows, confs, oks, bins = [], [], [], [], []
     for r in records:
         ans = section(r, "answer")
         conf = None if ans is None else ans.get("confidence")
@@ -95,17 +99,29 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
             continue
         if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
             raise record_error(r, "answer.confidence", f"expected a number in [0, 1], found {conf!r}")
-        ok = _correct(r)
+        ok = _correct(r, squad)
         if ok is None:
             unscored.append({"record_id": r["id"], "reason": "no correctness label", "code": "no_gold"})
             continue
-        m = bin_index(float(conf), n_bins)
-        acc = float(ok)
-        rows.append({"record_id": r["id"], **row_keys(r), "n": 1, "correct": acc, "conf_sum": conf,
-                     "brier_sum": (conf - acc) ** 2, f"bin{m}_n": 1, f"bin{m}_conf": conf, f"bin{m}_acc": acc,
-                     "confidence": float(conf), "is_correct": bool(ok), "bin": m + 1})
-    ev = build_evaluation(fam, rows, keys=all_slice_keys(records), details=("confidence", "is_correct", "bin"),
-                          unscored=unscored)
+        c = float(conf)
+        ids.append(r["id"])
+        key_rows.append(row_keys(r))
+        confs.append(c)
+        oks.append(ok)
+        bins.append(bin_index(c, n_bins))
+    accs = [float(ok) for ok in oks]
+    conf_a, acc_a, m = np.asarray(confs, dtype=float), np.asarray(accs, dtype=float), np.asarray(bins, dtype=np.int64)
+    stats = {"n": np.ones(len(ids)), "correct": acc_a, "conf_sum": conf_a,
+             "brier_sum": [(c - a) ** 2 for c, a in zip(confs, accs)]}
+    for k in range(n_bins):  # row i adds to its bin m_i only
+        hit = m == k
+        stats[f"bin{k}_n"] = hit
+        stats[f"bin{k}_conf"] = np.where(hit, conf_a, 0.0)
+        stats[f"bin{k}_acc"] = np.where(hit, acc_a, 0.0)
+    ev = column_evaluation(fam, ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
+                           details={"confidence": confs, "is_correct": oks,
+                                    "bin": (m + 1).tolist()},
+                           unscored=unscored)
     ev.meta["reliability"] = fam.reliability_table(ev.totals())
     ev.meta["n_bins"] = n_bins
     ev.meta["bin_convention"] = "equal-width, right-closed ((m-1)/M, m/M], 0 in the first bin"

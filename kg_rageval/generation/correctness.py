@@ -13,7 +13,7 @@ equals the reference ``"90 days"``; ``strip_citations=False`` scores the text as
 Concept-level correctness compares the ontology concepts of the answer (``answer.concepts`` or
 the dictionary linker over ``answer.text``) with those of the reference (``reference.concepts``
 or the linker over the reference strings, all of them pooled), by ancestor-augmented sets
-without the root, counted by the hierarchy family's kernel
+without the root, counted by the hierarchy family's kernel in one call over all records
 (:func:`kg_rageval.hierarchy.hierarchical_counts`; Sedan vs Hatchback in the vehicle taxonomy
 share only {car}: hP = hR = 1/2). It is scored only when the reference names at least one
 concept (``concept_scored``); micro sums give ``concept_hP``, ``concept_hR``, ``concept_hF1``.
@@ -26,11 +26,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, mean_of, named, ratio
+import numpy as np
+
+from ..evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
 from ..records import Record, located, record_error
-from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
+from .columns import column_evaluation
+from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
 from .fields import all_slice_keys, answer_text, flag, id_list, row_keys, section, strip_citation_markers
-from .squad import exact_match_score, f1_score, metric_max_over_ground_truths
+from .squad import SquadScorer
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ontology import IdOptions, IdResolver, Ontology
@@ -68,18 +71,25 @@ def _references(record: Record) -> list[str] | None:
 
 
 def _concepts(record: Record, sec: str, texts: list[str], resolver: "IdResolver",
-              linker: ConceptLinker) -> tuple[list[str], int]:
+              linker: ConceptLinker) -> tuple[list[str], list[int], int]:
     """The concept ids of ``sec`` (given, resolved by the one id resolver — the reference's
-    as gold, the answer's as predicted — or linked from the texts) and how many given ids
-    the ontology lacks (kept out of the list; counted)."""
+    as gold, the answer's as predicted — or linked from the texts), their ontology indices and
+    how many given ids the ontology lacks (kept out of the list; counted). A linked id the
+    ontology lacks raises :class:`~kg_rageval.errors.UnknownIdError` naming the record."""
     given = id_list(record, sec, "concepts")
+    o = resolver.ontology
     if given is None:
-        return sorted(concepts_in(texts, linker)), 0
+        linked = sorted(concepts_in(texts, linker))
+        get = o.id_index.get
+        idx = [get(c, -1) for c in linked]
+        if -1 in idx:
+            o.indices(linked, where=located(record, "concepts"))  # raises, naming the ids
+        return linked, idx, 0
     role = "gold" if sec == "reference" else "pred"
     res = resolver.resolve(given, role, lambda j: located(record, f"{sec}.concepts[{j}]"))
-    ids = resolver.ontology.ids
-    known = list(dict.fromkeys(ids[i] for i in res.idx.tolist() if i >= 0))
-    return known, int(res.unknown.sum())
+    known = list(dict.fromkeys(i for i in res.idx.tolist() if i >= 0))
+    ids = o.ids
+    return [ids[i] for i in known], known, int(res.unknown.sum())
 
 
 def score_correctness(
@@ -98,8 +108,19 @@ def score_correctness(
     records = list(records)
     if ontology is not None and linker is None:
         linker = dictionary_linker(ontology)
+    link = memoised(linker) if linker is not None else None
     resolver = IdResolver(ontology, ids or IdOptions()) if ontology is not None else None
-    rows, unscored = [], []
+    squad = SquadScorer()
+    unscored = []
+    rec_ids, key_rows, em, f1, refused_col, missing_col = [], [], [], [], [], []
+    # concept-scored rows: positions, ids, index lists and unknown counts (one kernel call)
+    pos: list[int] = []
+    answer_c: list[str] = []
+    reference_c: list[str] = []
+    gold_idx: list[list[int]] = []
+    pred_idx: list[list[int]] = []
+    p_unknown: list[int] = []
+    g_unknown: list[int] = []
     for r in records:
         refs = _references(r)
         if flag(r, "reference", "answerable") is False:
@@ -114,36 +135,58 @@ def score_correctness(
         pred: str = "" if refused or missing or text is None else text
         if strip_citations and pred:
             pred = strip_citation_markers(pred)
-        em = metric_max_over_ground_truths(exact_match_score, pred, refs)
-        f1 = metric_max_over_ground_truths(f1_score, pred, refs)
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
-                               "exact_match": em, "token_f1": f1, "refused": refused,
-                               "n_missing_run": float(missing)}
-        if resolver is not None and linker is not None:
-            gold, g_unknown = _concepts(r, "reference", refs, resolver, linker)
-            if gold or g_unknown:
-                pred_c, p_unknown = ([], 0) if refused else _concepts(r, "answer", [pred], resolver, linker)
-                inter, np_, ng = _concept_counts(resolver.ontology, gold, pred_c, where=located(r, "concepts"))
-                # an id the ontology lacks is an isolated concept: it adds 1 to its side only
-                row.update(concept_scored=1, h_inter=inter, h_pred=np_ + p_unknown, h_gold=ng + g_unknown,
-                           concepts_not_in_ontology=p_unknown + g_unknown,
-                           answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
-        rows.append(row)
+        e, f = squad.scores(pred, refs)
+        rec_ids.append(r["id"])
+        key_rows.append(row_keys(r))
+        em.append(e)
+        f1.append(f)
+        refused_col.append(refused)
+        missing_col.append(float(missing))
+        if resolver is not None and link is not None:
+            gold, gi, gu = _concepts(r, "reference", refs, resolver, link)
+            if gold or gu:
+                pred_c, pi, pu = ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link)
+                pos.append(len(rec_ids) - 1)
+                answer_c.append(" ".join(pred_c))
+                reference_c.append(" ".join(gold))
+                gold_idx.append(gi)
+                pred_idx.append(pi)
+                p_unknown.append(pu)
+                g_unknown.append(gu)
+    n = len(rec_ids)
+    stats: dict[str, Any] = {"qa_scored": np.ones(n), "em_sum": em, "f1_sum": f1, "n_missing_run": missing_col}
+    answer_concepts: list[str | None] = [None] * n
+    reference_concepts: list[str | None] = [None] * n
+    if pos and resolver is not None:
+        stats.update(_concept_stats(resolver.ontology, n, pos, gold_idx, pred_idx, p_unknown, g_unknown))
+        for k, p in enumerate(pos):
+            answer_concepts[p], reference_concepts[p] = answer_c[k], reference_c[k]
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
-    return build_evaluation(
-        CorrectnessFamily(), rows, keys=all_slice_keys(records),
-        details=("exact_match", "token_f1", "refused", "answer_concepts", "reference_concepts"),
+    return column_evaluation(
+        CorrectnessFamily(), rec_ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
+        details={"exact_match": em, "token_f1": f1, "refused": refused_col, "answer_concepts": answer_concepts,
+                 "reference_concepts": reference_concepts},
         unscored=unscored, meta=meta,
     )
 
 
-def _concept_counts(ontology: "Ontology", gold: list[str], pred: list[str], *, where: str) -> tuple[int, int, int]:
-    """``(|P̂ ∩ T|, |P̂|, |T|)`` of one record by :func:`kg_rageval.hierarchy.hierarchical_counts`
-    (gold first, as there); unknown ids raise naming ``where``."""
+def _concept_stats(ontology: "Ontology", n_rows: int, pos: list[int], gold_idx: list[list[int]],
+                   pred_idx: list[list[int]], p_unknown: list[int], g_unknown: list[int]) -> dict[str, np.ndarray]:
+    """The concept stats columns of ``n_rows`` rows, of which the rows ``pos`` are scored with
+    gold / predicted index lists ``gold_idx`` / ``pred_idx``: ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of
+    them from ONE call of :func:`kg_rageval.hierarchy.hierarchical_counts`. An id the ontology
+    lacks is an isolated concept: it adds 1 to its side only (``p_unknown`` / ``g_unknown``);
+    the other rows are 0."""
     from ..hierarchy import hierarchical_counts
 
-    gi = [ontology.indices(gold, where=where).tolist()]
-    pi = [ontology.indices(pred, where=where).tolist()]
-    inter, n_pred, n_gold = hierarchical_counts(ontology, gi, pi)
-    return int(inter[0]), int(n_pred[0]), int(n_gold[0])
+    inter, n_pred, n_gold = hierarchical_counts(ontology, gold_idx, pred_idx)
+    pu, gu = np.asarray(p_unknown, dtype=np.int64), np.asarray(g_unknown, dtype=np.int64)
+    at = np.asarray(pos, dtype=np.int64)
+    out = {}
+    for name, values in (("concept_scored", 1), ("h_inter", inter), ("h_pred", n_pred + pu),
+                         ("h_gold", n_gold + gu), ("concepts_not_in_ontology", pu + gu)):
+        col = np.zeros(n_rows)
+        col[at] = values
+        out[name] = col
+    return out

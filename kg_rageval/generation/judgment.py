@@ -50,14 +50,19 @@ class Judgment(BaseModel):
 
     @model_validator(mode="after")
     def _partition(self) -> "Judgment":
+        sets = []
         for name in ("claims", "supported", "unsupported"):
             items = getattr(self, name)
-            if any(not c.strip() for c in items):
+            if not all(map(str.strip, items)):
                 raise ValueError(f"{name} contains an empty claim")
-            dup = sorted({c for c in items if items.count(c) > 1})
-            if dup:
+            distinct = set(items)
+            if len(distinct) != len(items):
+                dup = sorted({c for c in items if items.count(c) > 1})
                 raise ValueError(f"{name} repeats claim(s) {dup!r}; claims must be distinct")
-        claims, sup, uns = set(self.claims), set(self.supported), set(self.unsupported)
+            sets.append(distinct)
+        claims, sup, uns = sets
+        if not sup & uns and sup | uns == claims:  # a complete, disjoint partition
+            return self
         both = sorted(sup & uns)
         if both:
             raise ValueError(f"claim(s) {both!r} are both supported and unsupported")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..evaluation import EvaluationSet
 from ..records import Record
 from .calibration import score_calibration
-from .concepts import ConceptLinker, dictionary_linker
+from .concepts import ConceptLinker, dictionary_linker, memoised
 from .correctness import score_correctness
 from .faithfulness import score_faithfulness
 from .judge_names import resolve_judge
@@ -41,12 +41,17 @@ def score_generation(
     (:func:`~kg_rageval.generation.judge_names.resolve_judge`). ``strip_citations``: remove
     inline citation markers from answers before exact match / token F1. Given concept ids
     (``answer.concepts``, ``reference.concepts``) are resolved by the one id resolver with the
-    ``on_*`` / ``aliases`` options (:mod:`kg_rageval.ontology.resolver`)."""
+    ``on_*`` / ``aliases`` options (:mod:`kg_rageval.ontology.resolver`).
+
+    Batched: the concept-level counts of all records are one
+    :func:`~kg_rageval.hierarchy.hierarchical_counts` call, each distinct text is linked once
+    (correctness and unseen concepts share the linker's results) and each distinct string
+    SQuAD-normalised once per family."""
     from ..ontology import IdOptions
 
     id_opts = IdOptions.of(**ids)
     records = list(records)
-    linker = linker or dictionary_linker(ontology)
+    linker = memoised(linker or dictionary_linker(ontology))  # each distinct text linked once
     judge_fn = make_judge(ontology, judge, nli_model)
     return EvaluationSet("generation", {
         "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),

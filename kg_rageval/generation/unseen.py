@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..records import Record, absent_answer_code, located
-from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name
+from .concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
 from .fields import all_slice_keys, answer_text, contexts, id_list, row_keys
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,6 +62,7 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     resolver = IdResolver(ontology, ids or IdOptions())
     records = list(records)
     linker = linker or dictionary_linker(ontology)
+    link = memoised(linker)
     rows: list[dict[str, Any]] = []
     unscored = []
     for r in records:
@@ -73,7 +74,7 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
         if ctx is None:
             unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
             continue
-        flagged = unseen_concepts(text, [t for _, t in ctx], linker)
+        flagged = unseen_concepts(text, [t for _, t in ctx], link)
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "checked": 1,
                                "flagged_record": int(bool(flagged)), "flagged": len(flagged),
                                "unseen": " ".join(sorted(flagged))}

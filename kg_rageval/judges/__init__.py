@@ -1,20 +1,51 @@
 """Judges you can trust: rubric contracts, an OpenAI-compatible backend, calibration against
-human labels, prediction-powered estimates. See ``docs/judges.md``."""
+human labels, prediction-powered estimates. See ``docs/judges.md``.
 
-from .calibration import JudgeAgreementFamily, JudgeCalibrationFamily, PositionBiasFamily
-from .client import BackendError, ChatClient, Completion
-from .contracts import (INVALID, RUBRICS, SCORED, UNSCORABLE, AnswerCorrectness, CitationSupport,
-                        PairwisePreference, RefusalCorrectness, Verdict, VerdictOutcome, json_object,
-                        parse_verdict, response_schema, rubric)
-from .llm import PROMPTS, RubricJudge
-from .ppi import PPIResult, classical_mean, ppi_from_sums, ppi_mean, ppi_sums
-from .score import score_judges
-from .stats import cohen_kappa, wilson
+The names below are imported from their submodules on first use (PEP 562), so that a
+module needing only the rubric contracts (the generation family) does not pay for the HTTP
+client (``urllib.request``, ``ssl``) and the calibration families."""
 
-__all__ = [
-    "AnswerCorrectness", "BackendError", "ChatClient", "CitationSupport", "Completion", "INVALID",
-    "JudgeAgreementFamily", "JudgeCalibrationFamily", "PROMPTS", "PPIResult", "PairwisePreference",
-    "PositionBiasFamily", "RUBRICS", "RefusalCorrectness", "RubricJudge", "SCORED", "UNSCORABLE",
-    "Verdict", "VerdictOutcome", "classical_mean", "cohen_kappa", "json_object", "parse_verdict",
-    "ppi_from_sums", "ppi_mean", "ppi_sums", "response_schema", "rubric", "score_judges", "wilson",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    ".calibration": ("JudgeAgreementFamily", "JudgeCalibrationFamily", "PositionBiasFamily"),
+    ".client": ("BackendError", "ChatClient", "Completion"),
+    ".contracts": ("INVALID", "RUBRICS", "SCORED", "UNSCORABLE", "AnswerCorrectness", "CitationSupport",
+                   "PairwisePreference", "RefusalCorrectness", "Verdict", "VerdictOutcome", "json_object",
+                   "parse_verdict", "response_schema", "rubric"),
+    ".llm": ("PROMPTS", "RubricJudge"),
+    ".ppi": ("PPIResult", "classical_mean", "ppi_from_sums", "ppi_mean", "ppi_sums"),
+    ".score": ("score_judges",),
+    ".stats": ("cohen_kappa", "wilson"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from .calibration import JudgeAgreementFamily, JudgeCalibrationFamily, PositionBiasFamily
+    from .client import BackendError, ChatClient, Completion
+    from .contracts import (INVALID, RUBRICS, SCORED, UNSCORABLE, AnswerCorrectness, CitationSupport,
+                            PairwisePreference, RefusalCorrectness, Verdict, VerdictOutcome, json_object,
+                            parse_verdict, response_schema, rubric)
+    from .llm import PROMPTS, RubricJudge
+    from .ppi import PPIResult, classical_mean, ppi_from_sums, ppi_mean, ppi_sums
+    from .score import score_judges
+    from .stats import cohen_kappa, wilson

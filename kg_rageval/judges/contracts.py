@@ -78,7 +78,7 @@ class Verdict(BaseModel):
     """Base of every rubric verdict: ``verdict`` (one of ``LABELS`` or ``"unscorable"``) and
     ``rationale`` (shown, never scored; required when the verdict is ``unscorable``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     RUBRIC: ClassVar[str] = ""
     LABELS: ClassVar[tuple[str, ...]] = ()

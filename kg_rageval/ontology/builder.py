@@ -832,7 +832,7 @@ def _levels(
         if not kids.size:
             break
         np.subtract.at(indeg, kids, 1)
-        cand = np.unique(kids)
+        cand = _sorted_unique(kids)  # sorted like np.unique, without its numpy.ma import
         frontier = cand[indeg[cand] == 0]
         depth += 1
     if (level < 0).any():

@@ -14,7 +14,9 @@ Two paths build the same :class:`Ontology` (same ids in the same order, labels, 
 diagnostics and content hash; tested on generated tables and the fixtures):
 
 * the **column path** (default): the table is read by a C tokenizer — pandas' C parser when
-  pandas is installed (extra ``fast``), the stdlib ``csv`` module otherwise — and handled as
+  pandas is installed (extra ``fast``) and the file has at least ``_PANDAS_MIN_BYTES``
+  (1 MiB: importing pandas costs more than reading a smaller table), the stdlib ``csv``
+  module otherwise — and handled as
   whole columns: ids are factorised once, nodes and edges go into the builder through
   :meth:`OntologyBuilder.add_nodes_bulk` / :meth:`OntologyBuilder.add_edges_bulk`;
 * the **row path**: one row at a time. The column path hands over to it whenever a table
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +40,10 @@ from ..model import Ontology
 
 _CHILD_HEADERS = {"child", "id", "node", "concept", "child_id", "node_id", "concept_id", "subclass"}
 _PARENT_HEADERS = {"parent", "broader", "is_a", "parent_id", "superclass", "parents"}
+
+# below this file size the column path reads with the stdlib (importing pandas, ~0.2 s CPU,
+# would cost more than the table: a tiny ``score`` command stays near NumPy's start-up)
+_PANDAS_MIN_BYTES = 1 << 20
 
 
 def load_table(
@@ -70,15 +77,26 @@ class _Fallback(Exception):
     """The column path cannot decide this table: the row path takes over."""
 
 
-def _read_columns(p: Path, delimiter: str, encoding: str) -> tuple[list[str], list[str], list[str]]:
-    """The table's first three cells per row (missing cells ""), by a C tokenizer."""
-    with open(p, "rb") as fh:
-        if fh.read(4).startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
-            raise _Fallback  # a BOM: the row path keeps it in the first cell, as it always has
+def _pandas(p: Path) -> Any:
+    """pandas when installed and the table is large enough to repay its import, else None."""
+    try:
+        if p.stat().st_size < _PANDAS_MIN_BYTES:
+            return None
+    except OSError:
+        return None  # the reader below raises the error the row path names
     try:
         import pandas as pd
     except ImportError:
-        pd = None
+        return None
+    return pd
+
+
+def _read_columns(p: Path, delimiter: str, encoding: str, pd: Any) -> tuple[list[str], list[str], list[str]]:
+    """The table's first three cells per row (missing cells ""), by a C tokenizer (pandas'
+    when ``pd`` is given, else the stdlib ``csv`` module)."""
+    with open(p, "rb") as fh:
+        if fh.read(4).startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+            raise _Fallback  # a BOM: the row path keeps it in the first cell, as it always has
     if pd is not None:
         try:
             df = pd.read_csv(
@@ -100,11 +118,9 @@ def _read_columns(p: Path, delimiter: str, encoding: str) -> tuple[list[str], li
             [r[2] if len(r) > 2 else "" for r in rows])
 
 
-def _factorize(values: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Codes (in order of first appearance) and the distinct values."""
-    try:
-        import pandas as pd
-    except ImportError:
+def _factorize(values: list[str], pd: Any) -> tuple[np.ndarray, list[str]]:
+    """Codes (in order of first appearance) and the distinct values (``pd``: pandas or None)."""
+    if pd is None:
         table: dict[str, int] = {}
         codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64,
                             count=len(values))
@@ -118,8 +134,9 @@ def _load_columns(
     strict: bool, triples: str | Path | None = None,
 ) -> Ontology | None:
     """The column path; ``None`` hands the table to the row path (see the module docstring)."""
+    pd = _pandas(p)
     try:
-        raw0, raw1, raw2 = _read_columns(p, delimiter, encoding)
+        raw0, raw1, raw2 = _read_columns(p, delimiter, encoding, pd)
     except _Fallback:
         return None
     if not raw0:
@@ -167,7 +184,7 @@ def _load_columns(
     # one factorisation over children, then parents: children get codes in first-appearance
     # order, then the parents never seen as a child, in first-appearance order (the row
     # path's declaration order)
-    codes, uniques = _factorize(child + parents)
+    codes, uniques = _factorize(child + parents, pd)
     child_code, parent_code = codes[: len(child)], codes[len(child) :]
     n_children = int(child_code.max()) + 1
     n_declared = len(uniques) - n_children
@@ -182,7 +199,7 @@ def _load_columns(
     else:
         labelled, labels_kept = np.arange(len(label)), label
     if labelled.size:
-        lab_codes, lab_uniques = _factorize(labels_kept)
+        lab_codes, lab_uniques = _factorize(labels_kept, pd)
         owners = child_code[labelled]
         chosen = np.full(len(uniques), -1, dtype=np.int64)
         chosen[owners] = lab_codes
