@@ -68,3 +68,20 @@ def test_cli_rollup_bounded_equals_full_on_kept_nodes(fixtures_dir, capsys):
     assert set(both) == set(top["rollup"]) | {node} and both[node] == full[node]
     code, _, err = _run(capsys, *args, "--rollup-node", "NOPE")
     assert code == 2 and "NOPE" in err
+
+
+def test_cli_streams_records_and_counts_every_record(fixtures_dir, tmp_path, capsys):
+    """``--data`` is scored in chunks; the output equals the one-chunk output and the record
+    count includes the record without a retrieval section (unscored)."""
+    d = fixtures_dir / "retrieval"
+    data = tmp_path / "r.jsonl"
+    data.write_text((d / "seed_metrics.jsonl").read_text() + '{"id": "no-retrieval", "query": "q"}\n')
+    outs = []
+    for size in ("1", "2", "65536"):
+        code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(data), "--k", "5",
+                            "--chunk-size", size, "--rows", "--format", "json")
+        assert code == 0
+        outs.append(json.loads(out))
+    assert outs[0] == outs[1] == outs[2]
+    assert outs[0]["counts"]["records"] == 5 and outs[0]["counts"]["unscored"] == 1
+    assert round(outs[0]["metrics"]["retrieval.recall@5"]["value"], 3) == 0.750

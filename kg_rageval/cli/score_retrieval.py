@@ -9,6 +9,7 @@ import click
 
 from .common import (
     breakdown_keys,
+    chunk_size_option,
     canonical_dicts,
     emit,
     emit_score,
@@ -64,10 +65,11 @@ from .common import (
                    "added whatever their depth.")
 @click.option("--rollup-node", "rollup_nodes", multiple=True, metavar="ID",
               help="Also roll up this ontology node (repeatable).")
+@chunk_size_option
 @score_output_options
 def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qrels_format, run_format, measures,
             trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rollup_depth,
-            rollup_nodes, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
+            rollup_nodes, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Retrieval metrics: from records (Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision, filter false
     exclusion) or from TREC/BEIR/JSON qrels and runs (every ir_measures/trec_eval measure)."""
     if qrels_path or run_paths:
@@ -88,21 +90,19 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
     if not ontology_path:
         fail("--data needs --ontology (records are scored against the ontology)")
     from ..contract import get_scorer
-    from ..records import read_records
     from ..retrieval import category_diagnosis
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    records = read_records(data_path)
     opts = family_kwargs("retrieval", kwargs)
     corpus_path = opts.get("corpus")
     bound = get_scorer("retrieval").bind(onto, where="score retrieval", **opts)
     corpus = bound.inputs.get("corpus")
-    result = bound(records)
+    result = bound(data_path, chunk_size=chunk_size)  # streamed in chunks (one chunk of dicts held)
     ev = result.single
     ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
     canonical = with_intervals(result, ci, ci_level, seed)
-    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+    payload = score_payload(result, data_path=data_path, n_records=len(ev) + len(ev.unscored), onto=onto, rows=rows,
                             breakdowns=keys, metrics=canonical)
     payload["corpus"] = corpus_path
     if rollup:
