@@ -19,7 +19,7 @@ rdflib's ``Literal``).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_STRING = XSD + "string"
@@ -36,6 +36,9 @@ CORE_BINDINGS = (
 )
 
 
+_NONE: dict = {}
+
+
 class BNode(str):
     """A blank node of a :class:`TripleStore` (its pyoxigraph id)."""
 
@@ -47,23 +50,24 @@ class Lit(str):
     ``None`` or the (lower-cased) tag; ``datatype`` ``None`` for a plain literal (a
     language-tagged one or ``xsd:string``, as rdflib's parsers make them) or the IRI."""
 
-    __slots__ = ("language", "datatype", "_key")
+    __slots__ = ("language", "datatype")
+    language: str | None
+    datatype: str | None
 
     def __new__(cls, value: str, language: str | None = None, datatype: str | None = None) -> "Lit":
         self = super().__new__(cls, value)
         self.language = language
         self.datatype = datatype
-        self._key = (value, language, datatype)
         return self
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is Lit and self._key == other._key  # type: ignore[attr-defined]
+        return (type(other) is Lit and str.__eq__(self, other)  # type: ignore[return-value]
+                and self.language == other.language and self.datatype == other.datatype)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __hash__(self) -> int:
-        return hash(self._key)
+    __hash__ = str.__hash__  # equal literals have equal text; an IRI of the same text is unequal
 
 
 def literal_is_true(lit: Any) -> bool:
@@ -114,6 +118,7 @@ class TripleStore:
             return Lit(t.value, None, dt)
 
         get = terms.get
+        added: dict[Any, list[tuple[Any, Any]]] = {}  # predicate -> new (s, o) in parse order
         for q in quads:
             s, p, o = q.subject, q.predicate, q.object
             ts = get(s)
@@ -122,26 +127,24 @@ class TripleStore:
             tp = get(p)
             if tp is None:
                 tp = terms[p] = p.value
+                added[tp] = []
             to = get(o)
             if to is None:
                 to = terms[o] = term(o)
             by_p = spo.get(ts)
             if by_p is None:
-                by_p = spo[ts] = {}
-            objs = by_p.get(tp)
-            if objs is None:
-                objs = by_p[tp] = {}
-            if to in objs:
-                continue
-            objs[to] = None
-            by_o = pos.get(tp)
-            if by_o is None:
-                by_o = pos[tp] = {}
-            subs = by_o.get(to)
-            if subs is None:
-                subs = by_o[to] = {}
-            subs[ts] = None
+                spo[ts] = {tp: {to: None}}
+            else:
+                objs = by_p.get(tp)
+                if objs is None:
+                    by_p[tp] = {to: None}
+                elif to in objs:
+                    continue
+                else:
+                    objs[to] = None
+            added[tp].append((ts, to))
         self._spo = spo
+        self._added = added
         self._pos = pos
         self._bindings = bindings
 
@@ -169,23 +172,40 @@ class TripleStore:
         return list(self._bindings)
 
     def has_predicate(self, p: str) -> bool:
-        return p in self._pos
+        return p in self._added
+
+    def _by_object(self, p: Any) -> dict[Any, dict[Any, None]]:
+        """Object -> subjects of ``p`` (rdflib's ``pos`` index), built on first use."""
+        by_o = self._pos.get(p)
+        if by_o is None:
+            by_o = self._pos[p] = {}
+            for s, o in self._added.get(p, ()):
+                subs = by_o.get(o)
+                if subs is None:
+                    by_o[o] = {s: None}
+                else:
+                    subs[s] = None
+        return by_o
 
     def objects(self, s: Any, p: Any) -> Iterator[Any]:
-        return iter(self._spo.get(s, {}).get(p, ()))
+        return iter(self._spo.get(s, _NONE).get(p, ()))
+
+    def po(self, s: Any) -> Mapping[Any, Iterable[Any]]:
+        """Predicate → objects of ``s`` (read-only)."""
+        return self._spo.get(s, _NONE)
 
     def all_objects(self, p: Any) -> Iterator[Any]:
-        for o, subs in self._pos.get(p, {}).items():
+        for o, subs in self._by_object(p).items():
             for _ in subs:
                 yield o
 
     def subjects(self, p: Any, o: Any = None) -> Iterator[Any]:
         if o is None:
             return (s for s, _ in self.subject_objects(p))
-        return iter(self._pos.get(p, {}).get(o, ()))
+        return iter(self._by_object(p).get(o, ()))
 
     def subject_objects(self, p: Any) -> Iterator[tuple[Any, Any]]:
-        for o, subs in self._pos.get(p, {}).items():
+        for o, subs in self._by_object(p).items():
             for s in subs:
                 yield s, o
 
@@ -231,6 +251,13 @@ class GraphView:
 
     def objects(self, s: Any, p: Any) -> Iterator[Any]:
         return self.graph.objects(s, p)
+
+    def po(self, s: Any) -> Mapping[Any, Iterable[Any]]:
+        """Predicate → objects of ``s``, each list in ``objects(s, p)``'s order."""
+        out: dict[Any, list[Any]] = {}
+        for p, o in self.graph.predicate_objects(s):
+            out.setdefault(p, []).append(o)
+        return out
 
     def all_objects(self, p: Any) -> Iterator[Any]:
         return self.graph.objects(None, p)

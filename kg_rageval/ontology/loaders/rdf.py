@@ -730,30 +730,34 @@ def walk(
     non_literal_labels = 0
     nodes_sorted = sorted(node_type, key=str)
 
-    def literals(s, preds):
+    def literals_of(po, preds):
         nonlocal non_literal_labels
         out = []
         for rank, pr in enumerate(preds):
-            for o in graph.objects(s, pr):
+            for o in po.get(pr, ()):
                 if is_literal(o):
                     out.append((rank, o))
                 else:
                     non_literal_labels += 1
         return out
 
+    def literals(s, preds):
+        return literals_of(graph.po(s), preds)
+
     for s in nodes_sorted:
         nid = compact(str(s))
-        winners, others = _pick(literals(s, (pref, label_p)), lang)
-        syns = [str(o).strip() for _, o in literals(s, syn_ps)]
-        defs, _ = _pick(literals(s, (iao_def, defn)), lang)
+        po = graph.po(s)  # predicate -> objects of s, each in the order objects(s, p) gives
+        winners, others = _pick(literals_of(po, (pref, label_p)), lang)
+        syns = [str(o).strip() for _, o in literals_of(po, syn_ps)]
+        defs, _ = _pick(literals_of(po, (iao_def, defn)), lang)
         status = "active"
-        obo_ns = next((str(o) for o in graph.objects(s, obo_ns_p) if is_literal(o)), None)
-        if any(graph.is_true(o) for o in graph.objects(s, deprecated_p) if is_literal(o)):
+        obo_ns = next((str(o) for o in po.get(obo_ns_p, ()) if is_literal(o)), None)
+        if any(graph.is_true(o) for o in po.get(deprecated_p, ()) if is_literal(o)):
             status = "deprecated"
         # every stated replacement: several different ones are flagged by the builder
         replaced = sorted({
             compact(str(o)) if is_iri(o) else str(o).strip()
-            for rp in repl_ps for o in graph.objects(s, rp)
+            for rp in repl_ps for o in po.get(rp, ())
         } - {""})
         b.add_node(
             nid,
@@ -767,7 +771,7 @@ def walk(
         )
         for extra in winners[1:]:
             b.add_node(nid, label=extra, where=f"<{s}>")  # recorded as a label conflict
-        for o in graph.objects(s, alt_id_p):
+        for o in po.get(alt_id_p, ()):
             alt = compact(str(o)) if is_iri(o) else str(o).strip()
             if alt:
                 b.add_alias(alt, nid, where=f"<{s}>")
