@@ -118,16 +118,18 @@ class TripleStore:
             return Lit(t.value, None, dt)
 
         get = terms.get
+        preds: dict[Any, str] = {}
+        pred = preds.get
         added: dict[Any, list[tuple[Any, Any]]] = {}  # predicate -> new (s, o) in parse order
         for q in quads:
             s, p, o = q.subject, q.predicate, q.object
             ts = get(s)
             if ts is None:
                 ts = terms[s] = term(s)
-            tp = get(p)
+            tp = pred(p)
             if tp is None:
-                tp = terms[p] = p.value
-                added[tp] = []
+                tp = preds[p] = p.value
+                added.setdefault(tp, [])
             to = get(o)
             if to is None:
                 to = terms[o] = term(o)
