@@ -268,3 +268,22 @@ def test_bindings_as_rdflib_binds_them(override):
             g.bind(prefix, ns, override=override)
         want = sorted((p, str(n)) for p, n in g.namespaces())
         assert sorted(rdflib_bindings(declared, override=override)) == want, declared
+
+
+def test_xml_literal_left_to_rdflib(tmp_path, monkeypatch):
+    """An rdf:XMLLiteral (rdflib parses its markup) sends the file down the rdflib path."""
+    owl = tmp_path / "xmllit.rdf"
+    owl.write_text(
+        '<?xml version="1.0"?>\n'
+        '<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+        'xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#" xmlns:owl="http://www.w3.org/2002/07/owl#" '
+        'xmlns="http://example.org/x#" xmlns:x="http://example.org/x#">\n'
+        '  <owl:Class rdf:about="http://example.org/x#A"><rdfs:label>A</rdfs:label>'
+        '<rdfs:comment rdf:parseType="Literal"><b>bold</b></rdfs:comment></owl:Class>\n'
+        '  <owl:Class rdf:about="http://example.org/x#B"><rdfs:subClassOf rdf:resource="http://example.org/x#A"/>'
+        '</owl:Class>\n</rdf:RDF>\n', encoding="utf-8")
+    out, used = _three(owl, monkeypatch)
+    assert out[0] == "ok" and used == [False]
+    # xmlns="…#" bound first keeps the namespace on the empty prefix (rdflib, override=False),
+    # which ids never use: the IRIs stay whole, on every path
+    assert dict(out[2])["ids"] == ("http://example.org/x#A", "http://example.org/x#B")
