@@ -309,10 +309,10 @@ def rdflib_bindings(declared: list[tuple[str | None, str]], *, override: bool) -
             ns_of[coalesce(bound_prefix, prefix)] = coalesce(bound_namespace, default=namespace)
 
     try:
-        for prefix, namespace in declared:  # NamespaceManager.bind
-            if not namespace or (prefix is not None and " " in prefix):
+        for given, namespace in declared:  # NamespaceManager.bind
+            if not namespace or (given is not None and " " in given):
                 return None
-            prefix = prefix or ""
+            prefix = given or ""
             bound_namespace = ns_of.get(prefix)
             if bound_namespace and bound_namespace != namespace:
                 base = prefix or "default"

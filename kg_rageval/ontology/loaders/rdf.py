@@ -40,6 +40,12 @@ Safety: XML is checked by :mod:`.safety` before parsing (external entities and e
 refused), JSON-LD with a remote ``@context`` is refused, and ``owl:imports`` are counted and
 listed (``owl_imports_not_followed``) but followed only with ``follow_imports=True``.
 
+Parsers: with pyoxigraph installed (extra ``fast``), RDF/XML, Turtle and N-Triples are parsed by
+it and :func:`walk` reads its triples as plain strings (:mod:`._triples`, no rdflib graph);
+everything else — other syntaxes, a parse error (rdflib's message), an XML literal,
+``follow_imports=True`` with imports present, ``reasoner="hermit"`` — goes through an rdflib
+``Graph`` and the same :func:`walk`, so both give the same ontology.
+
 The syntax comes from the extension (``.ttl`` Turtle, ``.nt`` N-Triples, ``.n3``, ``.rdf``/
 ``.xml`` RDF/XML, ``.jsonld`` JSON-LD, ``.trig``, ``.nq``); ``.owl`` files are RDF/XML or
 Turtle, told apart by their first non-blank character. Anything else needs ``format=``; there is
