@@ -2,7 +2,7 @@
 deterministic family (hierarchy, linking, retrieval, conformance, generation with recorded
 judgments, provenance), bootstrap intervals for the bounded gates, and all four reports.
 
-    .venv/bin/python benchmarks/bench_audit.py [--n 10000] [--seed 0] [--bootstrap 1000]
+    .venv/bin/python benchmarks/bench_audit.py [--n 10000] [--seed 0] [--bootstrap 1000] [--keep DIR]
 
 Records are generated from the ontology: the gold is a random technique/sub-technique; the
 prediction is the gold (60 %), its parent, a sibling or a random node; the query names the
@@ -10,13 +10,16 @@ gold's label (a gold mention) and the prediction's span; the corpus has two docu
 (with tenant entitlements, ~10 % restricted); the run is 10 documents with the gold document
 at a random rank (or absent), with a category filter ``within`` the predicted node's tactic;
 the answer has a structured output ``{technique, tactic}``, inline citations and a recorded
-faithfulness judgment. Prints the time of each phase and of each family.
+faithfulness judgment. Prints the time of each phase and of each family, the process's CPU
+time and peak RSS, and the size of ``report.json``; ``--keep DIR`` writes the data, the config
+(``audit.yaml``, for ``kg-rageval audit -c``) and the reports there instead of a temporary folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -109,6 +112,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--keep", type=Path, default=None, help="write data, config and reports here")
     args = ap.parse_args()
 
     from kg_rageval.audit.config import config_from_mapping
@@ -118,12 +122,13 @@ def main() -> None:
 
     onto_path = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
+        out = Path(tmp) if args.keep is None else args.keep
+        out.mkdir(parents=True, exist_ok=True)
         onto = load_ontology(onto_path)
         t0 = time.perf_counter()
         generate(onto, args.n, args.seed, out)
         t_gen = time.perf_counter() - t0
-        cfg = config_from_mapping({
+        mapping = {
             "name": f"bench-{args.n}",
             "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl", "spec": "spec.yaml",
             "families": {f: {} for f in ("hierarchy", "linking", "retrieval", "conformance", "generation",
@@ -136,7 +141,9 @@ def main() -> None:
             "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
             "missing_runs": {"budget": 0.05},
             "bootstrap": {"n_resamples": args.bootstrap, "seed": 0},
-        }, base_dir=out)
+        }
+        (out / "audit.yaml").write_text(json.dumps(mapping, indent=1))  # JSON is YAML
+        cfg = config_from_mapping(mapping, base_dir=out)
         t0, c0 = time.perf_counter(), time.process_time()
         res = run_audit(cfg, progress=False)
         t_audit, c_audit = time.perf_counter() - t0, time.process_time() - c0
@@ -151,6 +158,10 @@ def main() -> None:
             print(f"  family {fam:12s} {c['seconds']:7.2f} s  status={c['status']} scored={c['scored_records']}")
         print(f"reports (4 + manifest) {t_rep:5.2f} s")
         print(f"total audit + reports {t_audit + t_rep:6.2f} s   gates: {res.status_counts()}")
+        size = (out / "report" / "report.json").stat().st_size
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"process CPU {time.process_time():.2f} s (data generation included), peak RSS {peak:.0f} MB, "
+              f"report.json {size / 2**20:.2f} MB")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,11 @@
    (1-3 categories, tenant, locale), ``--queries`` queries with 1-5 gold documents, a
    ``within`` filter and a locale filter each plus a tenant principal: entitlement +
    replay + false-exclusion counts (what ``score_retrieval`` does per query, vectorised).
+5. **Entry points** (``--only entry``, sizes ``--entry-sizes 10000x1000,100000x100``): the same
+   judgements and runs as TREC files, Python dicts and JSONL records, each read and evaluated
+   as a user does it by ours, pytrec_eval and ranx (readers, conversions and evaluator
+   construction included), the 14 measures they share, CPU time, interleaved, best of
+   ``--repeat`` (:func:`bench_entry`).
 """
 
 from __future__ import annotations
@@ -212,6 +217,147 @@ def bench_files(lines: int, nq: int, repeat: int) -> dict:
     return out
 
 
+# ---------------------------------------------------------------- entry points (issue #20)
+
+ENTRY_MEASURES = {  # ours (evaluate_run / score_retrieval name, compute name) -> pytrec_eval, ranx
+    "precision@1": ("P@1", "P_1", "precision@1"), "precision@5": ("P@5", "P_5", "precision@5"),
+    "precision@10": ("P@10", "P_10", "precision@10"), "recall@1": ("R@1", "recall_1", "recall@1"),
+    "recall@5": ("R@5", "recall_5", "recall@5"), "recall@10": ("R@10", "recall_10", "recall@10"),
+    "hit@1": ("Success@1", "success_1", "hit_rate@1"), "hit@5": ("Success@5", "success_5", "hit_rate@5"),
+    "hit@10": ("Success@10", "success_10", "hit_rate@10"), "ndcg@5": ("nDCG@5", "ndcg_cut_5", "ndcg@5"),
+    "ndcg@10": ("nDCG@10", "ndcg_cut_10", "ndcg@10"), "mrr": ("RR", "recip_rank", "mrr"),
+    "map": ("AP", "map", "map"), "r_precision": ("Rprec", "Rprec", "r-precision"),
+}
+"""The 14 measures all three tools compute, under each tool's name."""
+
+
+def _entry_files(qrels: dict, run: dict, tmp: Path) -> tuple[Path, Path, Path]:
+    """The same judgements and runs as TREC qrels/run files and as JSONL records (the run as a
+    ranked list in trec_eval's order: score descending, then document id descending)."""
+    import json
+
+    qp, rp, jp = tmp / "qrels.txt", tmp / "run.txt", tmp / "records.jsonl"
+    with open(qp, "w") as fq, open(rp, "w") as fr, open(jp, "w") as fj:
+        for q, judged in qrels.items():
+            fq.write("".join(f"{q} 0 {d} {g}\n" for d, g in judged.items()))
+            ranked = sorted(run[q].items(), key=lambda x: x[0], reverse=True)
+            ranked.sort(key=lambda x: -x[1])
+            fr.write("".join(f"{q} Q0 {d} {i + 1} {sc!r} bench\n" for i, (d, sc) in enumerate(ranked)))
+            fj.write(json.dumps({"id": q, "retrieval": {"gold": judged, "run": [d for d, _ in ranked]}}) + "\n")
+    return qp, rp, jp
+
+
+def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
+    """Retrieval from the inputs users have — TREC files, Python dicts, JSONL records — ours
+    against pytrec_eval and ranx on the same inputs, the 14 measures of ``ENTRY_MEASURES``,
+    CPU time (``time.process_time``) of each whole call as a user makes it (ranx's and
+    pytrec_eval's own readers, dict conversions and evaluator construction included), rounds
+    interleaved, best of ``repeat``; every library warmed up first (numba compilation)."""
+    import json
+
+    import pytrec_eval
+
+    from kg_rageval.ontology.loaders.table import load_table
+    from kg_rageval.records import read_records
+    from kg_rageval.retrieval import score_retrieval
+    from kg_rageval.retrieval.measures import aggregate, compute
+    from kg_rageval.retrieval.metrics import evaluate_dicts
+    from kg_rageval.retrieval.trec import load_qrels, load_run
+
+    ranx = None
+    if "ranx" in tools:
+        import ranx
+    onto = load_table(Path(__file__).resolve().parents[1] / "fixtures" / "retrieval" / "attack-mini.tsv")
+    qrels, run = make_data(nq, depth)
+    ks = (1, 5, 10)
+    trec_names = {v[1] for v in ENTRY_MEASURES.values()}
+    ranx_names = [v[2] for v in ENTRY_MEASURES.values()]
+    specs = [v[0] for v in ENTRY_MEASURES.values()]
+    out: dict = {"queries": nq, "depth": depth, "entries": nq * depth, "cpu": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        qp, rp, jp = _entry_files(qrels, run, Path(tmp))
+        out["bytes"] = {"qrels": qp.stat().st_size, "run": rp.stat().st_size, "records": jp.stat().st_size}
+
+        def records_dicts():  # what a pytrec_eval/ranx user does with the records file
+            qd, rd = {}, {}
+            with open(jp) as fh:
+                for line in fh:
+                    r = json.loads(line)
+                    sec = r["retrieval"]
+                    qd[r["id"]] = sec["gold"]
+                    n = len(sec["run"])
+                    rd[r["id"]] = {d: float(n - i) for i, d in enumerate(sec["run"])}
+            return qd, rd
+
+        def pytrec_means(res):
+            return {m: float(np.mean([x[m] for x in res.values()])) for m in trec_names}
+
+        calls = {
+            ("files", "ours"): lambda: aggregate(compute(load_qrels(qp), load_run(rp), specs), "trec_eval").values,
+            ("files", "pytrec_eval"): lambda: pytrec_means(_pytrec_files(pytrec_eval, qp, rp, trec_names)),
+            ("dicts", "ours"): lambda: _means(evaluate_run(*_from_dicts(qrels, run), ks)),
+            ("dicts", "ours_evaluate_dicts"): lambda: _means(evaluate_dicts(qrels, run, ks)),
+            ("dicts", "pytrec_eval"): lambda: pytrec_means(
+                pytrec_eval.RelevanceEvaluator(qrels, trec_names).evaluate(run)),
+            ("records", "ours"): lambda: {m: v.value for m, v in
+                                          score_retrieval(onto, read_records(jp), k=ks).metrics().items()},
+            ("records", "pytrec_eval"): lambda: pytrec_means(
+                (lambda qd, rd: pytrec_eval.RelevanceEvaluator(qd, trec_names).evaluate(rd))(*records_dicts())),
+        }
+        if ranx is not None:
+            calls[("files", "ranx")] = lambda: ranx.evaluate(
+                ranx.Qrels.from_file(str(qp), kind="trec"), ranx.Run.from_file(str(rp), kind="trec"), ranx_names)
+            calls[("dicts", "ranx")] = lambda: ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), ranx_names)
+            calls[("records", "ranx")] = lambda: (lambda qd, rd: ranx.evaluate(ranx.Qrels(qd), ranx.Run(rd),
+                                                                                ranx_names))(*records_dicts())
+            ranx.evaluate(ranx.Qrels({"q": {"a": 1}}), ranx.Run({"q": {"a": 1.0}}), ranx_names)  # numba compile
+        small_q, small_r = make_data(50, 10, seed=9)
+        evaluate_run(*_from_dicts(small_q, small_r), ks, engine="numba")  # numba kernels compile
+        evaluate_dicts(small_q, small_r, ks, engine="numba")
+        results: dict = {}
+        best: dict = {}
+        for _ in range(repeat):  # interleaved rounds: the machine is shared
+            for key, fn in calls.items():
+                gc.collect()
+                c0 = time.process_time()
+                results[key] = fn()
+                c = time.process_time() - c0
+                best[key] = min(best.get(key, float("inf")), c)
+                print(f"    {key[0]:8s} {key[1]:20s} {c:7.2f} s CPU", flush=True)
+        out["cpu"] = {f"{a}.{b}": v for (a, b), v in best.items()}
+        # agreement of the means (ours' per-entry-point names -> each tool's)
+        worst = 0.0
+        for entry in ("files", "dicts", "records"):
+            ours = results[(entry, "ours")]
+            for name, (spec, trec, rx) in ENTRY_MEASURES.items():
+                mine = ours[spec] if entry == "files" else ours[name]
+                worst = max(worst, abs(mine - results[(entry, "pytrec_eval")][trec]))
+                if ranx is not None:
+                    out.setdefault("max_diff_vs_ranx", 0.0)
+                    out["max_diff_vs_ranx"] = max(out["max_diff_vs_ranx"], abs(mine - results[(entry, "ranx")][rx]))
+        ed = results[("dicts", "ours_evaluate_dicts")]
+        worst = max([worst] + [abs(ed[m] - results[("dicts", "ours")][m]) for m in ENTRY_MEASURES])
+        out["max_diff_vs_pytrec_eval"] = worst
+    return out
+
+
+def _from_dicts(qrels, run):
+    q = Qrels.from_dict(qrels)
+    return q, Run.from_dict(run, vocab=q.vocab)
+
+
+def _means(pq) -> dict:
+    return {m: pq.mean(m) for m in pq.values}
+
+
+def _pytrec_files(pytrec_eval, qp, rp, names):
+    with open(qp) as fh:
+        q = pytrec_eval.parse_qrel(fh)
+    with open(rp) as fh:
+        r = pytrec_eval.parse_run(fh)
+    return pytrec_eval.RelevanceEvaluator(q, names).evaluate(r)
+
+
 def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
     from benchmarks.synthetic import build_ontology
 
@@ -299,11 +445,21 @@ def main() -> None:
     ap.add_argument("--concepts", type=int, default=350_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    ap.add_argument("--skip", action="append", default=[], choices=["metrics", "trec", "files", "filters"])
+    ap.add_argument("--skip", action="append", default=[], choices=["metrics", "trec", "files", "filters", "entry"])
+    ap.add_argument("--only", choices=["metrics", "trec", "files", "filters", "entry"], default=None,
+                    help="run this part only")
+    ap.add_argument("--entry-sizes", default="10000x1000,100000x100",
+                    help="QUERIESxDEPTH list for the entry-point comparison")
+    ap.add_argument("--entry-tools", default="pytrec_eval,ranx")
+    ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args()
+    if a.only:
+        a.skip = [p for p in ("metrics", "trec", "files", "filters", "entry") if p != a.only]
+    figures: dict = {}
     if a.quick:
         a.queries, a.depth, a.trec_lines, a.corpus_docs, a.concepts, a.repeat = 500, 100, 20_000, 20_000, 5_000, 1
         a.files_lines, a.files_queries = 50_000, 1_000
+        a.entry_sizes = "300x100,1000x20"
     if "metrics" not in a.skip:
         m = bench_metrics(a.queries, a.depth, a.repeat)
         print(f"metrics {m['queries']} queries x {m['depth']} docs (all metrics, warm):")
@@ -335,6 +491,25 @@ def main() -> None:
                   f"({f['ranx'] / f['ours']:.1f}x ours)")
         print(f"  max |mean ours - pytrec_eval| = {f['max_diff_vs_pytrec_eval']:.1e}; "
               f"|MAP ours - ranx| = {f.get('max_diff_vs_ranx_map', float('nan')):.1e}")
+    if "entry" not in a.skip:
+        figures["entry"] = []
+        for size in a.entry_sizes.split(","):
+            nq, depth = (int(x) for x in size.split("x"))
+            print(f"entry points, {nq} queries x {depth} docs (CPU s, best of {a.repeat}, same run):", flush=True)
+            e = bench_entry(nq, depth, a.repeat, a.entry_tools.split(","))
+            figures["entry"].append(e)
+            cpu = e["cpu"]
+            for entry in ("files", "dicts", "records"):
+                mine = cpu[f"{entry}.ours"]
+                line = f"  {entry:8s} ours {mine:6.2f}"
+                for tool in ("pytrec_eval", "ranx"):
+                    if f"{entry}.{tool}" in cpu:
+                        line += f"   {tool} {cpu[f'{entry}.{tool}']:6.2f} ({cpu[f'{entry}.{tool}'] / mine:.2f}x)"
+                if entry == "dicts":
+                    line += f"   ours evaluate_dicts {cpu['dicts.ours_evaluate_dicts']:6.2f}"
+                print(line)
+            print(f"  max |mean ours - pytrec_eval| = {e['max_diff_vs_pytrec_eval']:.1e}; "
+                  f"vs ranx {e.get('max_diff_vs_ranx', float('nan')):.1e}")
     if "filters" not in a.skip:
         f = bench_filters(a.queries, a.corpus_docs, a.concepts)
         print(f"filter replay: {f['queries']} queries, {f['corpus_docs']} docs, {f['concepts']} concepts:")
@@ -343,6 +518,10 @@ def main() -> None:
         print(f"  score_retrieval end to end (100-doc runs, all metrics + replay + attribution)  "
               f"{f['score_retrieval']:.2f} s (FE rate {f['score_retrieval_fe']:.3f})")
         print(f"  (setup: ontology build {f['ontology_build']:.1f} s, corpus arrays {f['corpus_build']:.2f} s)")
+    if a.json:
+        import json
+
+        Path(a.json).write_text(json.dumps(figures, indent=1))
 
 
 from kg_rageval.retrieval.measures import TREC_ALL as TREC_ALL_NAMES  # noqa: E402

@@ -180,6 +180,11 @@ class Family:
     name: str = "family"
     version: str = "1"
     stats: tuple[str, ...] = ()
+    additive_meta: tuple[str, ...] = ()
+    """``meta`` entries that describe the rows, so partitions combine them when merged (see
+    :func:`concat_evaluations`): a number is summed, a list of ids becomes the sorted union
+    (its first :data:`META_ID_LIST` entries, as the families write them). They are written
+    after the other entries, in this order (the order a family writes them in)."""
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
@@ -198,9 +203,22 @@ def _object_column(values: Any) -> np.ndarray:
     return arr
 
 
+def record_id_texts(record_ids: np.ndarray) -> set[str]:
+    """The distinct record ids as text (``str`` of each, as :meth:`Evaluation.per_record_stats`
+    compares them): a C-level ``set`` when every id is already a string (the usual case:
+    readers give string ids), else numpy's text conversion."""
+    values = record_ids.tolist()
+    if set(map(type, values)) <= {str}:
+        return set(values)
+    return set(np.asarray(record_ids).astype(str).tolist())
+
+
 def _column(values: Any, kind: str) -> np.ndarray:
-    """A stats column (float64) or a key/detail column (numeric/bool kept, else object)."""
+    """A stats column (float64; a boolean array stays bool, 1 byte a row, its sums are the
+    same) or a key/detail column (numeric/bool kept, else object)."""
     if kind == "stats":
+        if isinstance(values, np.ndarray) and values.dtype == bool and values.ndim == 1:
+            return values
         try:
             arr = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -399,8 +417,9 @@ class Evaluation:
 
     Construction validates the columns: every column has one entry per row, stats are finite
     numbers (``ValueError`` otherwise) and every stat the family declares is present. Columns
-    are normalised (stats to float64, keys/details to 1-D numeric or object arrays); the dicts
-    passed in are copied, never modified.
+    are normalised (stats to float64, except boolean arrays, which stay bool: 1 byte a row,
+    the same sums, written as 0.0/1.0 in rows; keys/details to 1-D numeric or object arrays);
+    the dicts passed in are copied, never modified.
     """
 
     family: Family
@@ -426,7 +445,7 @@ class Evaluation:
                 if len(arr) != n:
                     raise ValueError(
                         f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
-                if kind == "stats" and n and not np.isfinite(arr).all():
+                if kind == "stats" and n and arr.dtype != bool and not np.isfinite(arr).all():
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
@@ -445,12 +464,7 @@ class Evaluation:
     def n_records(self) -> int:
         """Distinct records with at least one scored row (ids compared as text, as in
         :meth:`per_record_stats`)."""
-        if not len(self):
-            return 0
-        # a sort and a neighbour compare: the count of np.unique, without the numpy.ma import
-        # that NumPy 2's plain np.unique performs (a tiny ``score`` command's start-up)
-        ids = np.sort(self.record_ids.astype(str))
-        return int(np.count_nonzero(ids[1:] != ids[:-1])) + 1
+        return len(record_id_texts(self.record_ids)) if len(self) else 0
 
     @property
     def unscored_counts(self) -> dict[str, int]:
@@ -591,7 +605,9 @@ class Evaluation:
         self.meta["rollup_skipped"] = int((~ok).sum())
         keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
         names = list(self.stats)
-        kept, pooled = rollup_sums(ontology, node[ok], [self.stats[k][ok] for k in names], keep)
+        every = bool(ok.all())  # the usual case: no masked copy of every stats column
+        kept, pooled = rollup_sums(ontology, node if every else node[ok],
+                                   [self.stats[k] if every else self.stats[k][ok] for k in names], keep)
         sel = pooled[:, 0] >= max(min_rows, 1)
         kept, pooled = kept[sel], pooled[sel]
         counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
@@ -625,7 +641,14 @@ class Evaluation:
         the resampled sums are ``Σ_r count_r · stats_r`` over per-record stat sums. The draws
         depend only on the seed, the number of records and ``n_resamples``; records are
         ordered by id, so row order and partitioning do not change the result. Unknown metric
-        names raise :class:`InputError`; no records give all-NaN replicates."""
+        names raise :class:`InputError`; no records give all-NaN replicates.
+
+        Computed by :func:`kg_rageval.forms.replicate_values`: a ratio, count or F1 metric
+        reads only its numerator and denominator projections of the resampled sums (one
+        matrix product per block of resamples) and is evaluated for the whole block at once;
+        any other metric is finalized per resample. Same draws and the same replicates as a
+        ``finalize`` per resample (to the last bits where a numerator or denominator is a sum
+        of several stats)."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
             raise InputError(
@@ -641,17 +664,12 @@ class Evaluation:
         n = len(ids)
         if n == 0:
             return out
+        from .forms import replicate_values
+
         names = list(per)
         mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
-        fin = self.family.finalize
-        for lo, weights in bootstrap_weights(n, n_resamples, seed):
-            for j, row in enumerate((weights @ mat).tolist()):
-                res = fin(dict(zip(names, row)))
-                for m in wanted:
-                    got = res.get(m)
-                    if got is not None and got.value is not None:
-                        out[m][lo + j] = got.value
-        return out
+        return replicate_values(self.family.finalize, names, [mat], wanted, n_resamples, seed,
+                                bootstrap_weights)[0]
 
     def bootstrap(
         self,
@@ -674,40 +692,15 @@ class Evaluation:
 
     # ------------------------------------------------------------------ partitions
     def merge(self, other: "Evaluation") -> "Evaluation":
-        """Concatenate two partitions of the same family (the totals add).
+        """Concatenate two partitions of the same family (the totals add):
+        ``concat_evaluations([self, other])``.
 
         Key and detail columns present on one side only are filled with ``None`` on the
         other; an extra stats column present on one side only is filled with 0 (it is
         additive). ``unscored`` lists are concatenated; ``meta`` is combined with this
-        side's entries winning, except ``rollup_skipped``, which describes a past roll-up and
-        is dropped."""
-        if other.family.qualified_name != self.family.qualified_name:
-            raise ValueError(f"cannot merge evaluations of different families "
-                             f"({self.family.qualified_name} and {other.family.qualified_name})")
-        na, nb = len(self), len(other)
-
-        def cat(a: dict, b: dict, name: str, fill: Any) -> np.ndarray:
-            left = a[name] if name in a else np.full(na, fill, dtype=float if fill == 0 else object)
-            right = b[name] if name in b else np.full(nb, fill, dtype=float if fill == 0 else object)
-            if left.dtype.kind in "biuf" and right.dtype.kind in "biuf":
-                return np.concatenate([left, right])
-            return np.concatenate([left.astype(object), right.astype(object)])
-
-        def names(a: dict, b: dict) -> list[str]:
-            return list(a) + [k for k in b if k not in a]
-
-        meta = {**other.meta, **self.meta}
-        meta.pop("rollup_skipped", None)
-        return Evaluation(
-            family=self.family,
-            record_ids=np.concatenate([self.record_ids, other.record_ids]),
-            stats={k: cat(self.stats, other.stats, k, 0) for k in names(self.stats, other.stats)},
-            keys={k: cat(self.keys, other.keys, k, None) for k in names(self.keys, other.keys)},
-            details={k: cat(self.details, other.details, k, None)
-                     for k in names(self.details, other.details)},
-            unscored=list(self.unscored) + list(other.unscored),
-            meta=meta,
-        )
+        side's entries winning, except the family's :attr:`Family.additive_meta` (summed or
+        united) and ``rollup_skipped``, which describes a past roll-up and is dropped."""
+        return _concat([self, other])
 
     # ------------------------------------------------------------------ output
     def rows(self, limit: int | None = None) -> list[dict[str, Any]]:
@@ -724,7 +717,8 @@ class Evaluation:
             "record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
         for group in (self.keys, self.details, self.stats):
             for k, v in group.items():
-                cols[k] = _out_column(v[:n], k, json_safe, nan_is_none=group is self.keys)
+                v = v[:n].astype(float) if group is self.stats and v.dtype == bool else v[:n]
+                cols[k] = _out_column(v, k, json_safe, nan_is_none=group is self.keys)
         names = list(cols)
         return [dict(zip(names, vals)) for vals in zip(*(cols[k] for k in names))]
 
@@ -753,20 +747,22 @@ class Evaluation:
         }
         if self.meta:
             d["meta"] = _jsonable(self.meta, "meta")
-        bd = {}
-        for key in breakdowns:
-            groups = self.breakdown(key)
-            labels = _group_labels(list(groups))
-            bd[key] = {
-                labels[i]: {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
-                for i, g in enumerate(groups.values())
-            }
+        bd = {key: breakdown_dicts(self, key) for key in breakdowns}
         if bd:
             d["breakdowns"] = bd
         if rows:
             d["rows"] = self._rows(None, json_safe=True)
             d["unscored_records"] = _jsonable(self.unscored, "unscored")
         return d
+
+
+def breakdown_dicts(ev: Evaluation, key: str) -> dict[str, Any]:
+    """One breakdown as :meth:`Evaluation.to_dict` writes it: ``{label: {"n", "metrics"}}``
+    (labels by :func:`_group_labels`, metrics as dicts)."""
+    groups = ev.breakdown(key)
+    labels = _group_labels(list(groups))
+    return {labels[i]: {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
+            for i, g in enumerate(groups.values())}
 
 
 def _group_labels(values: list[Any]) -> list[str]:
@@ -780,6 +776,244 @@ def _group_labels(values: list[Any]) -> list[str]:
         seen[t] = seen.get(t, 0) + 1
     return [t if seen[t] == 1 or v is None else f"{t} ({type(v).__name__})"
             for t, v in zip(text, values)]
+
+
+META_ID_LIST = 50
+"""How many ids a family lists in a ``meta`` id list (``unknown_ids``, ...): the first ones in
+sorted order."""
+
+
+def _merged_names(parts: list[list[str]]) -> list[str]:
+    """Column names of concatenated partitions, in an order consistent with every partition's
+    own order (a column before another in one partition stays before it), so the order of a
+    whole-input result is kept whichever partition a column first appears in. Columns that
+    never stand side by side are taken by the first partition that has them, ``slice:*``
+    keys by name (every family writes its slice keys sorted)."""
+    if all(p == parts[0] for p in parts[1:]):
+        return list(parts[0])
+    import heapq
+
+    rank: dict[str, tuple[int, str, int]] = {}
+    preds: dict[str, set[str]] = {}
+    for i, names in enumerate(parts):
+        for j, name in enumerate(names):
+            if name not in rank:
+                rank[name] = (i, name if name.startswith("slice:") else "", j)
+                preds[name] = set()
+            if j:
+                preds[name].add(names[j - 1])
+    succ: dict[str, list[str]] = {n: [] for n in rank}
+    for n, ps in preds.items():
+        for q in ps:
+            succ[q].append(n)
+    left = {n: len(ps) for n, ps in preds.items()}
+    ready = [(rank[n], n) for n, k in left.items() if k == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for m in succ[n]:
+            left[m] -= 1
+            if left[m] == 0:
+                heapq.heappush(ready, (rank[m], m))
+    if len(out) < len(rank):  # the partitions disagree on an order: first-seen order
+        return list(rank)
+    return out
+
+
+def _concat_column(cols: list[np.ndarray]) -> np.ndarray:
+    """Concatenate column pieces as folding :meth:`Evaluation.merge` pairwise would: numeric
+    pieces keep a numeric dtype; from the first non-numeric piece on, everything is an object
+    column (the numeric prefix converted after its numeric concatenation)."""
+    numeric = [c.dtype.kind in "biuf" for c in cols]
+    if all(numeric):
+        return np.concatenate(cols) if len(cols) > 1 else cols[0]
+    j = numeric.index(False)
+    head = [np.concatenate(cols[:j]).astype(object)] if j else []
+    return np.concatenate(head + [c.astype(object) for c in cols[j:]])
+
+
+def _merge_meta(family: Family, metas: list[dict[str, Any]]) -> dict[str, Any]:
+    """``meta`` of concatenated partitions: the first partition's value of an entry wins (the
+    pairwise ``{**other, **self}``), the family's :attr:`Family.additive_meta` are summed or
+    united and written last, ``rollup_skipped`` is dropped."""
+    meta = dict(metas[-1])
+    for m in reversed(metas[:-1]):
+        meta.update(m)
+    meta.pop("rollup_skipped", None)
+    for key in family.additive_meta:
+        values = [m[key] for m in metas if key in m]
+        meta.pop(key, None)
+        if not values:
+            continue
+        if all(isinstance(v, (list, tuple)) for v in values):
+            meta[key] = sorted(set().union(*values))[:META_ID_LIST]
+        else:
+            meta[key] = sum(values)
+    return meta
+
+
+def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) -> Evaluation:
+    """Concatenate partitions of one family in order: the same as folding
+    :meth:`Evaluation.merge` left to right, with each column copied once (not once per
+    partition). Column order: :func:`_merged_names`; a column missing in a partition is
+    filled with 0 (stats) or ``None`` (keys, details); ``unscored`` lists are concatenated;
+    ``meta``: :func:`_merge_meta`. A single partition is returned as it is.
+
+    ``consume=True`` lets the columns of ``parts`` go as soon as they are copied (the parts are
+    emptied), so peak memory is the result plus one column, not twice the result.
+
+    An evaluation class with its own :meth:`Evaluation.merge` (the system family's quantiles)
+    is merged with it, pairwise as a balanced tree (each row copied O(log k) times)."""
+    items = list(parts)
+    if not items:
+        raise ValueError("nothing to concatenate")
+    if any(type(p).merge is not Evaluation.merge for p in items):
+        while len(items) > 1:
+            nxt = [items[i].merge(items[i + 1]) for i in range(0, len(items) - 1, 2)]
+            if len(items) % 2:
+                nxt.append(items[-1])
+            items = nxt
+        return items[0]
+    return _concat(items, consume=consume)
+
+
+def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    for p in parts[1:]:
+        if p.family.qualified_name != first.family.qualified_name:
+            raise ValueError(f"cannot merge evaluations of different families "
+                             f"({first.family.qualified_name} and {p.family.qualified_name})")
+    sizes = [len(p) for p in parts]
+    record_ids = np.concatenate([p.record_ids for p in parts])
+    groups: list[dict[str, np.ndarray]] = []
+    for attr, fill in (("stats", 0), ("keys", None), ("details", None)):
+        dicts = [getattr(p, attr) for p in parts]
+        out: dict[str, np.ndarray] = {}
+        for name in _merged_names([list(d) for d in dicts]):
+            cols = [d[name] if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
+                    for d, n in zip(dicts, sizes)]
+            out[name] = _concat_column(cols)
+            del cols
+            if consume:
+                for d in dicts:
+                    d.pop(name, None)
+        groups.append(out)
+    unscored = [u for p in parts for u in p.unscored]
+    meta = _merge_meta(first.family, [p.meta for p in parts])
+    if consume:
+        for p in parts:
+            p.record_ids = p.record_ids[:0]
+    return Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
+                      details=groups[2], unscored=unscored, meta=meta)
+
+
+class _Column:
+    """One column being appended to: a buffer with spare capacity (grown by a quarter, so
+    each value is copied O(1) times and at most a fifth of the buffer is spare) and the dtype
+    folding pairwise merges would give (numeric pieces promote, from the first non-numeric
+    piece on an object column)."""
+
+    __slots__ = ("buf", "size")
+
+    def __init__(self, first: np.ndarray):
+        self.buf = first.copy()
+        self.size = len(first)
+
+    def append(self, piece: np.ndarray) -> None:
+        buf, n, m = self.buf, self.size, len(piece)
+        numeric = buf.dtype.kind in "biuf" and piece.dtype.kind in "biuf"
+        dtype = np.result_type(buf.dtype, piece.dtype) if numeric else np.dtype(object)
+        if dtype != buf.dtype:
+            buf = buf[:n].astype(dtype)
+        if n + m > len(buf):
+            grown = np.empty(max(n + m, len(buf) + len(buf) // 4 + 1024), dtype=dtype)
+            grown[:n] = buf[:n]
+            buf = grown
+        buf[n:n + m] = piece if piece.dtype == dtype else piece.astype(dtype)
+        self.buf, self.size = buf, n + m
+
+    def array(self) -> np.ndarray:
+        buf, self.buf = self.buf, np.empty(0, dtype=self.buf.dtype)
+        if len(buf) == self.size:
+            return buf
+        if buf.dtype.kind in "biuf" and buf.base is None:
+            buf.resize(self.size, refcheck=False)  # realloc: shrinks in place, no copy
+            return buf
+        return buf[:self.size].copy()
+
+
+class Concatenation:
+    """Partitions of one family appended in order as they are scored; :meth:`result` equals
+    :func:`concat_evaluations` of them (and so the pairwise fold of :meth:`Evaluation.merge`),
+    but a partition's columns are copied into growing buffers when it is added and can be
+    dropped at once: memory is the result plus one partition, never all partitions and the
+    result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.family: Family | None = None
+        self.only: Evaluation | None = None  # the partition, while there is one
+        self.custom: list[Evaluation] = []
+        self.record_ids: _Column | None = None
+        self.cols: tuple[dict[str, _Column], ...] = ({}, {}, {})
+        self.names: tuple[list[list[str]], ...] = ([], [], [])
+        self.unscored: list[dict[str, Any]] = []
+        self.metas: list[dict[str, Any]] = []
+
+    def add(self, ev: Evaluation) -> None:
+        if self.family is None:
+            self.family = ev.family
+            if type(ev).merge is not Evaluation.merge:
+                self.custom.append(ev)
+                return
+        elif ev.family.qualified_name != self.family.qualified_name:
+            raise ValueError(f"cannot merge evaluations of different families "
+                             f"({self.family.qualified_name} and {ev.family.qualified_name})")
+        if self.custom:
+            self.custom.append(ev)
+            return
+        self.only = ev if not self.metas else None
+        m = len(ev)
+        if self.record_ids is None:
+            self.record_ids = _Column(ev.record_ids)
+        else:
+            self.record_ids.append(ev.record_ids)
+        for g, (group, fill) in enumerate(((ev.stats, 0), (ev.keys, None), (ev.details, None))):
+            cols = self.cols[g]
+            self.names[g].append(list(group))
+            for name, col in group.items():
+                have = cols.get(name)
+                if have is None and not self.n:
+                    cols[name] = _Column(col)
+                elif have is None:  # first seen here: the earlier rows get the fill value
+                    have = cols[name] = _Column(np.full(self.n, fill, dtype=float if fill == 0 else object))
+                    have.append(col)
+                else:
+                    have.append(col)
+            for name, have in cols.items():
+                if name not in group:
+                    have.append(np.full(m, fill, dtype=float if fill == 0 else object))
+        self.unscored.extend(ev.unscored)
+        self.metas.append(ev.meta)
+        self.n += m
+
+    def result(self) -> Evaluation:
+        if self.family is None:
+            raise ValueError("nothing to concatenate")
+        if self.custom:
+            return concat_evaluations(self.custom)
+        if self.only is not None:  # one partition: itself, as concat_evaluations returns it
+            return self.only
+        assert self.record_ids is not None
+        groups = [{name: self.cols[g][name].array() for name in _merged_names(self.names[g])}
+                  for g in range(3)]
+        return Evaluation(family=self.family, record_ids=self.record_ids.array(), stats=groups[0],
+                          keys=groups[1], details=groups[2], unscored=self.unscored,
+                          meta=_merge_meta(self.family, self.metas))
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:
@@ -888,9 +1122,7 @@ class EvaluationSet(dict):
         return out
 
     def merge(self, other: "EvaluationSet") -> "EvaluationSet":
-        if set(self) != set(other):
-            raise ValueError(f"{self.family}: cannot merge results with members {sorted(self)} and {sorted(other)}")
-        return EvaluationSet(self.family, {k: ev.merge(other[k]) for k, ev in self.items()})
+        return concat_sets([self, other])
 
     def to_pandas(self, what: str = "rows") -> Any:
         """Rows of every member (a ``member`` column first) or the canonical metrics, as a
@@ -906,6 +1138,22 @@ class EvaluationSet(dict):
             for k, v in ev.unscored_counts.items():
                 out[k] = out.get(k, 0) + v
         return dict(sorted(out.items()))
+
+
+def concat_sets(parts: Iterable[EvaluationSet], *, consume: bool = False) -> EvaluationSet:
+    """Member-wise :func:`concat_evaluations` of partitions' :class:`EvaluationSet` objects
+    (every partition must have the same members)."""
+    parts = list(parts)
+    if not parts:
+        raise ValueError("nothing to concatenate")
+    first = parts[0]
+    for p in parts[1:]:
+        if set(p) != set(first):
+            raise ValueError(f"{first.family}: cannot merge results with members {sorted(first)} and {sorted(p)}")
+    if len(parts) == 1:
+        return first
+    return EvaluationSet(first.family, {k: concat_evaluations([p[k] for p in parts], consume=consume)
+                                        for k in first})
 
 
 def as_evaluation_set(family: str, result: Any) -> EvaluationSet:

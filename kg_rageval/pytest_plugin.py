@@ -195,14 +195,25 @@ def _branches_from_evaluations(gate: Any, ev_: _Evidence, top: int) -> list[dict
         total = ev.metrics().get(name)
         if total is None or total.value is None:
             continue
-        for nid, row in ev.rollup(onto, "gold_node").items():
-            if nid == onto.root_id:
-                continue
-            m = row["metrics"].get(name)
-            if m is None or m.value is None:
-                continue
-            weight = float(m.denominator) if m.denominator else float(row["n"])
-            out.append(_branch(gate, nid, onto.label(nid), row["depth"], row["n"], m.value, weight, total.value))
+        import numpy as np
+
+        from kg_rageval.audit.pernode import branch_impact, node_metric
+
+        got = node_metric(ev, onto, name)  # the metric on every node at once
+        if got is None:
+            continue
+        kept, n_rows, values, den = got
+        defined = np.isfinite(values) & (kept != onto.index(onto.root_id))
+        weight = np.where(np.isnan(den) | (den == 0), n_rows, den)
+        with np.errstate(invalid="ignore"):
+            fails = defined & ~np.asarray(gate.compare(np.where(defined, values, 0.0)), dtype=bool)
+        impact = branch_impact(np.where(defined, values, 0.0), weight, float(total.value), gate.threshold,
+                               gate.op)["impact"]
+        for j in np.flatnonzero(fails & (impact > 1e-12)).tolist():  # only the worst are ranked
+            i = int(kept[j])
+            nid = onto.ids[i]
+            out.append(_branch(gate, nid, onto.label(nid), int(onto.depth_min[i]), int(round(float(n_rows[j]))),
+                               float(values[j]), float(weight[j]), total.value))
     return _worst(out, top)
 
 

@@ -156,6 +156,19 @@ def test_exact_and_wilson_bounds_match_scipy(k, n, level):
     assert wilson(k, n, level) == pytest.approx((ref_w.low, ref_w.high), abs=1e-12)
 
 
+def test_exact_bounds_equal_scipy_stats_beta_bit_for_bit():
+    """clopper_pearson reads the Beta quantiles from scipy.special (no scipy.stats import): the
+    same floats as scipy.stats.beta.ppf, on the audit's sizes too."""
+    from scipy.stats import beta
+
+    for k, n in [(0, 30), (1, 30), (17, 30), (8770, 9711), (99_000, 100_000), (3, 1_000_000)]:
+        for level in (0.9, 0.95):
+            a = 1 - level
+            want = (0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1)),
+                    1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k)))
+            assert clopper_pearson(k, n, level) == want
+
+
 def test_proportion_detection():
     assert is_count_proportion(Metric("a", 0.75, 3, 4))
     assert not is_count_proportion(Metric("ndcg", 0.61, 2.44, 4))  # a mean of graded gains

@@ -48,3 +48,40 @@ def test_cli_bad_input_exit_2(fixtures_dir, tmp_path, capsys):
     code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(bad), "--dedupe",
                         "--format", "json")
     assert code == 0 and json.loads(out)["metrics"]["retrieval.n_duplicates_removed"]["value"] == 1
+
+
+def test_cli_rollup_bounded_equals_full_on_kept_nodes(fixtures_dir, capsys):
+    """``--rollup-depth`` keeps the nodes down to that depth (plus ``--rollup-node``), each with
+    the same numbers as the full roll-up (``--rollup-depth`` large enough for every node)."""
+    d = fixtures_dir / "retrieval"
+    args = ["--ontology", str(d / "attack-mini.tsv"), "--data", str(d / "category_records.jsonl"),
+            "--corpus", str(d / "category_corpus.jsonl"), "--format", "json"]
+    full = json.loads(_run(capsys, *args, "--rollup-depth", "99")[1])["rollup"]
+    deep = {n: g for n, g in full.items() if g["depth"] >= 1}
+    assert deep and len(full) > len(deep)
+    top = json.loads(_run(capsys, *args, "--rollup-depth", "0")[1])
+    assert top["rollup_depth"] == 0
+    assert set(top["rollup"]) == {n for n, g in full.items() if g["depth"] == 0}
+    assert all(top["rollup"][n] == full[n] for n in top["rollup"])
+    node = next(iter(deep))
+    both = json.loads(_run(capsys, *args, "--rollup-depth", "0", "--rollup-node", node)[1])["rollup"]
+    assert set(both) == set(top["rollup"]) | {node} and both[node] == full[node]
+    code, _, err = _run(capsys, *args, "--rollup-node", "NOPE")
+    assert code == 2 and "NOPE" in err
+
+
+def test_cli_streams_records_and_counts_every_record(fixtures_dir, tmp_path, capsys):
+    """``--data`` is scored in chunks; the output equals the one-chunk output and the record
+    count includes the record without a retrieval section (unscored)."""
+    d = fixtures_dir / "retrieval"
+    data = tmp_path / "r.jsonl"
+    data.write_text((d / "seed_metrics.jsonl").read_text() + '{"id": "no-retrieval", "query": "q"}\n')
+    outs = []
+    for size in ("1", "2", "65536"):
+        code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(data), "--k", "5",
+                            "--chunk-size", size, "--rows", "--format", "json")
+        assert code == 0
+        outs.append(json.loads(out))
+    assert outs[0] == outs[1] == outs[2]
+    assert outs[0]["counts"]["records"] == 5 and outs[0]["counts"]["unscored"] == 1
+    assert round(outs[0]["metrics"]["retrieval.recall@5"]["value"], 3) == 0.750

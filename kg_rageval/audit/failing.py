@@ -151,53 +151,17 @@ MAX_NONLINEAR = 20_000
 def per_record_values(finalize: Any, metric: str, names: list[str], mat: np.ndarray
                       ) -> tuple[np.ndarray | None, np.ndarray]:
     """``(value, weight)`` of ``metric`` on each row of ``mat`` (one record's summed stats per
-    row; NaN where undefined). A metric whose numerator and denominator are linear in the
-    stats (every ``ratio``/``mean_of`` metric: checked on the basis vectors and on sample
-    records) is computed for all records at once; any other is finalized record by record, up
-    to :data:`MAX_NONLINEAR` records (else ``(None, ...)``). The weight is the record's
-    denominator (1 without one)."""
-    n, k = mat.shape
+    row; NaN where undefined). A metric with a verified form (a ratio or mean of linear sums,
+    a count, an F1 of two such ratios: :mod:`kg_rageval.forms`) is computed for all records at
+    once; any other is finalized record by record, up to :data:`MAX_NONLINEAR` records (else
+    ``(None, ...)``). The weight is the record's denominator (1 without one)."""
+    from ..forms import metric_values
 
-    def nd(vec: np.ndarray) -> tuple[float, float, float | None] | None:
-        """``(numerator, denominator, value)`` of the metric on summed stats ``vec``."""
-        m = finalize(dict(zip(names, vec.tolist()))).get(metric)
-        if m is None or m.numerator is None or m.denominator is None:
-            return None
-        return float(m.numerator), float(m.denominator), m.value
-
-    def close(x: float, y: float) -> bool:
-        return abs(x - y) <= 1e-9 * max(1.0, abs(y))
-
-    zero = nd(np.zeros(k))
-    basis = [nd(row) for row in np.eye(k)] if zero is not None else []
-    linear = zero is not None and all(t is not None for t in basis)
-    num = den = np.zeros(n)
-    if linear and zero is not None:
-        a = np.asarray([t[0] for t in basis if t is not None]) - zero[0]
-        b = np.asarray([t[1] for t in basis if t is not None]) - zero[1]
-        num, den = mat @ a + zero[0], mat @ b + zero[1]
-        rng = np.random.default_rng(0)
-        for j in ([0, n - 1] + rng.integers(0, n, 3).tolist()) if n else []:
-            got = nd(mat[j])
-            want = float(num[j] / den[j]) if den[j] else None
-            if (got is None or not close(got[0], float(num[j])) or not close(got[1], float(den[j]))
-                    or (got[2] is None) != (want is None)
-                    or (got[2] is not None and want is not None and not close(got[2], want))):
-                linear = False
-                break
-    if linear:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            values = np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
-        return values, np.where(den != 0, den, 1.0)
-    if n > MAX_NONLINEAR:
-        return None, np.ones(n)
-    values, weights = np.full(n, np.nan), np.ones(n)
-    for j in range(n):
-        m = finalize(dict(zip(names, mat[j].tolist()))).get(metric)
-        if m is not None and m.value is not None and np.isfinite(m.value):
-            values[j] = float(m.value)
-            weights[j] = float(m.denominator) if m.denominator else 1.0
-    return values, weights
+    got = metric_values(finalize, names, mat, [metric], loop_limit=MAX_NONLINEAR)[metric]
+    if got is None:
+        return None, np.ones(len(mat))
+    values, den = got
+    return values, np.where(np.isnan(den) | (den == 0), 1.0, den)
 
 
 def _delta_records(g: Any, baseline: Mapping[str, Any] | None, by_id: Mapping[str, Any], limit: int

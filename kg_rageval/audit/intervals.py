@@ -41,14 +41,16 @@ def is_count_proportion(m: Metric) -> bool:
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact two-sided binomial interval (equal to ``scipy.stats.binomtest(k, n)
-    .proportion_ci(level, method="exact")``)."""
-    from scipy.stats import beta
+    .proportion_ci(level, method="exact")``). The Beta quantiles come from
+    ``scipy.special.betaincinv`` (what ``scipy.stats.beta.ppf`` computes, without importing
+    ``scipy.stats``: 0.17 s instead of 0.7 s)."""
+    from scipy.special import betaincinv
 
     if n <= 0 or not 0 <= k <= n:
         raise ValueError(f"clopper_pearson: need 0 <= k <= n, n > 0; got k={k}, n={n}")
     alpha = 1 - level
-    lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    lo = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2))
+    hi = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1 - alpha / 2))
     return lo, hi
 
 

@@ -96,25 +96,67 @@ def slice_breakdowns(runs: Mapping[str, "FamilyRun"], only: list[str] | None = N
 def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] | None = None
                  ) -> dict[str, dict[str, Any]]:
     """``{node id: {"label", "depth", "n": {family: rows}, "metrics": {family.metric: value}}}``
-    for every node with rows, or only the nodes in ``only`` (see :func:`shown_nodes`)."""
+    for every node with rows, or only the nodes in ``only`` (see :func:`shown_nodes`).
+
+    Only the kept nodes are rolled up (:func:`~kg_rageval.evaluation.rollup_sums` with those
+    nodes), and each metric is computed for all of them at once where it has a verified form
+    (:func:`~kg_rageval.forms.metric_values`), so no :class:`Metric` is built per node and
+    metric; an evaluation with its own roll-up (quantiles) is finalized node by node."""
+    from ..evaluation import rollup_sums
+    from ..forms import metric_values
+
     nodes: dict[str, dict[str, Any]] = {}
+    keep = np.ones(len(ontology), dtype=bool)
+    if only is not None:
+        keep = np.zeros(len(ontology), dtype=bool)
+        keep[[ontology.index(n) for n in only if n in ontology]] = True
+    ids = ontology.ids
+
+    def entry(i: int) -> dict[str, Any]:
+        nid = ids[i]
+        d = nodes.get(nid)
+        if d is None:
+            d = nodes[nid] = {"label": ontology.label(nid), "depth": int(ontology.depth_min[i]), "n": {}, "metrics": {}}
+        return d
+
     for fam, run in runs.items():
         for ev in run.evaluations:
             if "gold_node" not in ev.keys:
                 continue
-            for nid, g in safe_rollup(ev, ontology).items():
-                if only is not None and nid not in only:
-                    continue
-                d = nodes.setdefault(nid, {"label": ontology.label(nid), "depth": g["depth"],
-                                           "n": {}, "metrics": {}})
-                d["n"][fam] = max(d["n"].get(fam, 0), g["n"])
-                for m, val in g["metrics"].items():
-                    d["metrics"][f"{fam}.{m}"] = finite_or_none(val.value)
+            if not sums_rollup(ev):
+                for nid, g in safe_rollup(ev, ontology).items():
+                    if only is not None and nid not in only:
+                        continue
+                    d = entry(ontology.index(nid))
+                    d["n"][fam] = max(d["n"].get(fam, 0), g["n"])
+                    for m, val in g["metrics"].items():
+                        d["metrics"][f"{fam}.{m}"] = finite_or_none(val.value)
+                continue
+            node = ev.node_indices(ontology, "gold_node")
+            ok = node >= 0
+            names = list(ev.stats)
+            kept, pooled = rollup_sums(ontology, node[ok], [ev.stats[k][ok] for k in names], keep)
+            if not len(kept):
+                continue
+            metrics = list(ev.metrics())
+            vals = metric_values(ev.family.finalize, names, pooled[:, 1:], metrics)
+            counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
+            cols = []
+            for m in metrics:
+                v = vals[m][0]  # type: ignore[index]
+                cols.append([None if not np.isfinite(x) else x for x in v.tolist()])
+            keys = [f"{fam}.{m}" for m in metrics]
+            for j, i in enumerate(kept.tolist()):
+                d = entry(i)
+                d["n"][fam] = max(d["n"].get(fam, 0), counts[j])
+                dm = d["metrics"]
+                for key, col in zip(keys, cols):
+                    dm[key] = col[j]
     return dict(sorted(nodes.items(), key=lambda kv: (kv[1]["depth"], kv[0])))
 
 
-def branch_impact(value: float, weight: float, global_value: float, threshold: float, op: str
-                  ) -> dict[str, float]:
+def branch_impact(value: Any, weight: Any, global_value: float, threshold: float, op: str
+                  ) -> dict[str, Any]:
     """How much of a failing gate's shortfall a branch carries beyond its size.
 
     For a gate ``m >= t`` (``>``: the same; ``<=``/``<``: signs reversed) failing globally at
@@ -129,18 +171,103 @@ def branch_impact(value: float, weight: float, global_value: float, threshold: f
 
     A branch as bad as the whole (a uniformly bad one, or the root, which contains everything,
     ``v = V``) has impact 0 and is no driver; a branch better than the global value has a
-    negative impact. Drivers are the branches with impact > 0."""
+    negative impact. Drivers are the branches with impact > 0. ``value`` and ``weight`` may be
+    numpy arrays (one entry per branch): the results are then arrays."""
     sign = 1.0 if op in (">=", ">") else -1.0
     return {"deficit": sign * weight * (threshold - value),
             "impact": sign * weight * (global_value - value)}
 
 
+def sums_rollup(ev: Any) -> bool:
+    """Whether ``ev``'s roll-up is the sums roll-up of :class:`~kg_rageval.evaluation.Evaluation`
+    (a subclass such as the system family's quantiles rolls up its own way)."""
+    from ..evaluation import Evaluation
+
+    return getattr(type(ev), "rollup", None) is Evaluation.rollup
+
+
+def _table_of(rollup: Mapping[str, Mapping[str, Any]], ontology: Any, metric: str
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`node_metric`'s arrays from a finalized roll-up (one entry per node)."""
+    if not rollup:
+        return None
+    idx, n, val, den = [], [], [], []
+    for nid, row in rollup.items():
+        m = row["metrics"].get(metric)
+        v = None if m is None else finite_or_none(m.value)
+        idx.append(ontology.index(nid))
+        n.append(float(row["n"]))
+        val.append(np.nan if v is None else float(v))
+        den.append(float(m.denominator) if m is not None and m.denominator is not None else np.nan)
+    return np.asarray(idx), np.asarray(n), np.asarray(val), np.asarray(den)
+
+
+def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(node indices, rows, values, denominators)`` of one metric on every node with rows in
+    its subtree (the roll-up of :meth:`Evaluation.rollup`, in index order; NaN where the metric
+    is undefined or has no denominator), or ``None`` when no row's ``key`` is an ontology id.
+
+    Vectorised over the nodes: a metric with a verified form (:mod:`kg_rageval.forms`) rolls up
+    only the stat projections it reads (for a ratio of two stats: those two columns, so the
+    sums are the full roll-up's bit for bit) and is evaluated on all nodes at once; any other
+    metric rolls up every stat and is finalized node by node."""
+    from ..evaluation import rollup_sums
+    from ..forms import Projection, _sample_rows, metric_forms, metric_values
+
+    if key not in ev.keys:
+        return None
+    if not sums_rollup(ev):  # its own roll-up (quantiles): finalized node by node
+        return _table_of(safe_rollup(ev, ontology, key), ontology, metric)
+    node = ev.node_indices(ontology, key)
+    ok = node >= 0
+    if not ok.any():
+        return None
+    names = list(ev.stats)
+    keep = np.ones(len(ontology), dtype=bool)
+    ids, per = ev.per_record_stats()
+    mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((len(ids), 0))
+    forms = metric_forms(ev.family.finalize, names, [metric], _sample_rows(mat))
+    if forms.get(metric) is not None:
+        proj = Projection(forms, [metric])
+        rows_mat = np.stack([ev.stats[k] for k in names], axis=1) if names else np.zeros((len(ev), 0))
+        cols = [c[ok] for c in proj.columns(rows_mat)]
+        kept, pooled = rollup_sums(ontology, node[ok], cols, keep)
+        values, den = proj.values(metric, pooled[:, 1:])
+        if _form_holds(ev, ontology, node, ok, metric, kept, values):
+            return kept, pooled[:, 0], values, den if den is not None else np.full(len(kept), np.nan)
+    kept, pooled = rollup_sums(ontology, node[ok], [ev.stats[k][ok] for k in names], keep)
+    got = metric_values(ev.family.finalize, names, pooled[:, 1:], [metric], forms=forms)[metric]
+    assert got is not None
+    return kept, pooled[:, 0], got[0], got[1]
+
+
+def _form_holds(ev: Any, ontology: Any, node: np.ndarray, ok: np.ndarray, metric: str, kept: np.ndarray,
+                values: np.ndarray) -> bool:
+    """The form's values against ``finalize`` on the full sums of three sample nodes (the
+    first, a middle and the last kept node): a form that does not hold there is not used."""
+    if not len(kept):
+        return True
+    for j in sorted({0, len(kept) // 2, len(kept) - 1}):
+        sub = ontology.descendant_indices(int(kept[j]), include_self=True)
+        rows = ok & np.isin(node, sub)
+        m = ev.family.finalize(ev.totals(rows)).get(metric)
+        got = None if not np.isfinite(values[j]) else float(values[j])
+        want = None if m is None or m.value is None else float(m.value)
+        if (got is None) != (want is None) or (got is not None and abs(got - want) > 1e-9 * max(1.0, abs(want))):
+            return False
+    return True
+
+
 def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig"
                     ) -> list[dict[str, Any]]:
-    """Branches driving each failed global value gate, most impact first (:func:`branch_impact`)."""
+    """Branches driving each failed global value gate, most impact first (:func:`branch_impact`).
+
+    The metric is computed on every node at once (:func:`node_metric`); only the drivers
+    (impact > 0) become entries."""
     out: list[dict[str, Any]] = []
     thin = config.coverage.thin
-    roots = {ontology.root_id}
+    root = ontology.index(ontology.root_id) if ontology.root_id in ontology else -1
     for r in results:
         g = r.gate
         if r.status != "fail" or g.scope is not None or g.metric.startswith("delta:") or g.op == "==":
@@ -153,26 +280,27 @@ def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, conf
             continue
         gv = float(total.value)
         ev = owner.ev
-        for nid, row in safe_rollup(ev, ontology).items():
-            if nid in roots:
-                continue
-            m = row["metrics"].get(owner.metric)
-            if m is None or finite_or_none(m.value) is None:
-                continue  # undefined on this branch: not a driver of the failure
-            if g.compare(m.value):
-                continue
-            weight = float(m.denominator) if m.denominator else float(row["n"])
-            imp = branch_impact(float(m.value), weight, gv, g.threshold, g.op)
-            if imp["impact"] <= 1e-12:
-                continue
-            total_w = float(total.denominator) if total.denominator else float(len(ev))
-            total_def = branch_impact(gv, total_w, gv, g.threshold, g.op)["deficit"]
-            out.append({"gate": str(g), "node": nid, "label": ontology.label(nid), "depth": row["depth"],
-                        "n": row["n"], "value": m.value, "status": "fail", "weight": weight,
-                        "shortfall": abs(m.value - g.threshold), "deficit": imp["deficit"],
-                        "deficit_share": imp["deficit"] / total_def if total_def else None,
-                        "size_share": weight / total_w if total_w else None,
-                        "impact": imp["impact"], "thin": row["n"] < thin})
+        got = node_metric(ev, ontology, owner.metric)
+        if got is None:
+            continue
+        kept, n_rows, values, den = got
+        defined = np.isfinite(values) & (kept != root)  # undefined on a branch: not a driver
+        with np.errstate(invalid="ignore"):
+            fails = defined & ~np.asarray(g.compare(np.where(defined, values, 0.0)), dtype=bool)
+        weight = np.where(np.isnan(den) | (den == 0), n_rows, den)
+        imp = branch_impact(np.where(fails, values, 0.0), weight, gv, g.threshold, g.op)
+        total_w = float(total.denominator) if total.denominator else float(len(ev))
+        total_def = branch_impact(gv, total_w, gv, g.threshold, g.op)["deficit"]
+        for j in np.flatnonzero(fails & (imp["impact"] > 1e-12)).tolist():
+            i, v, w, n = int(kept[j]), float(values[j]), float(weight[j]), int(round(float(n_rows[j])))
+            nid = ontology.ids[i]
+            deficit, impact = float(imp["deficit"][j]), float(imp["impact"][j])
+            out.append({"gate": str(g), "node": nid, "label": ontology.label(nid),
+                        "depth": int(ontology.depth_min[i]), "n": n, "value": v, "status": "fail",
+                        "weight": w, "shortfall": abs(v - g.threshold), "deficit": deficit,
+                        "deficit_share": deficit / total_def if total_def else None,
+                        "size_share": w / total_w if total_w else None,
+                        "impact": impact, "thin": n < thin})
     out.sort(key=lambda e: (-e["impact"], -e["depth"], e["node"]))
     return out[: max(config.report.top_branches * 5, 50)]
 

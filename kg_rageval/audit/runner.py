@@ -36,6 +36,7 @@ import numpy as np
 from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
 from ..errors import ConfigError, InputError, KgRagevalError
 from ..evaluation import Evaluation, Metric, bootstrap_weights, percentile_interval
+from ..forms import metric_values, replicate_values
 from .config import AuditConfig
 from .families import FamilyRun
 from .evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
@@ -565,6 +566,27 @@ def _delta_wanted(fam: str, metric: str, delta_gates: set[str]) -> bool:
     return bool({metric, f"{fam}.{metric}"} & delta_gates)
 
 
+def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, mc: np.ndarray, mb: np.ndarray,
+                      wanted: list[str], limit: int = 50) -> dict[str, list[dict[str, Any]]]:
+    """The paired per-record deltas of the ``wanted`` metrics (records where both systems
+    define the metric and differ), most negative first, at most ``limit`` per metric:
+    ``{fam.metric: [{"record_id", "candidate", "baseline", "delta"}]}``. Each system's
+    per-record values come from :func:`~kg_rageval.forms.metric_values` (vectorised over the
+    records where the metric has a verified form, else one ``finalize`` per record)."""
+    vc = metric_values(fin, names, mc, wanted)
+    vb = metric_values(fin, names, mb, wanted)
+    out: dict[str, list[dict[str, Any]]] = {}
+    ids = common.tolist()
+    for m in wanted:
+        c, bl = vc[m][0], vb[m][0]  # type: ignore[index]
+        d = c - bl
+        sel = np.flatnonzero(~np.isnan(c) & ~np.isnan(bl) & (c != bl))
+        order = sorted(sel.tolist(), key=lambda j: (float(d[j]), ids[j]))[:limit]
+        out[f"{fam}.{m}"] = [{"record_id": ids[j], "candidate": float(c[j]), "baseline": float(bl[j]),
+                              "delta": float(c[j]) - float(bl[j])} for j in order]
+    return out
+
+
 def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[str, FamilyRun],
                   progress: bool) -> tuple[dict[str, Any], dict[str, Metric]]:
     """Paired comparison with a baseline run on the same records.
@@ -654,15 +676,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
             resamples = b.n_resamples if (wanted or b.always) else 0
             samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
-            # paired: the same record draws (records aligned by id above) for both systems
-            for lo, w in bootstrap_weights(n, resamples, b.seed) if resamples else ():
-                for j, (rowc, rowb) in enumerate(zip((w @ mc).tolist(), (w @ mb).tolist())):
-                    rc = fin(dict(zip(names, rowc)))
-                    rb = fin(dict(zip(names, rowb)))
-                    for m in tc:
-                        vc_, vb_ = rc[m].value, rb[m].value if rb.get(m) is not None else None
-                        if vc_ is not None and vb_ is not None:
-                            samples[m][lo + j] = vc_ - vb_
+            if resamples:  # paired: the same record draws (records aligned by id above) for both systems
+                rc, rb = replicate_values(fin, names, [mc, mb], list(tc), resamples, b.seed, bootstrap_weights)
+                samples = {m: rc[m] - rb[m] for m in tc}  # NaN where either is undefined
             for m in tc:
                 key = f"delta:{fam}.{m}"
                 vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
@@ -679,20 +695,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             # per-query deltas (the report's regressions table) of the metrics with a delta gate:
             # one finalize per record and system, every wanted metric read from it
             if wanted:
-                rows_of: dict[str, list[dict[str, Any]]] = {m: [] for m in wanted}
-                for j, rid in enumerate(common.tolist()):
-                    fc = fin(dict(zip(names, mc[j].tolist())))
-                    fb = fin(dict(zip(names, mb[j].tolist())))
-                    for m in wanted:
-                        c1, b1 = fc.get(m), fb.get(m)
-                        if c1 is None or b1 is None or c1.value is None or b1.value is None:
-                            continue
-                        if c1.value != b1.value:
-                            rows_of[m].append({"record_id": rid, "candidate": c1.value, "baseline": b1.value,
-                                               "delta": c1.value - b1.value})
-                for m, rows in rows_of.items():
-                    rows.sort(key=lambda r: (r["delta"], r["record_id"]))
-                    per_query[f"{fam}.{m}"] = rows[:50]
+                per_query.update(_per_query_deltas(fam, fin, names, common, mc, mb, wanted))
     info = {
         "records": str(bpath),
         "n_records": len(base_records),

@@ -97,6 +97,17 @@ data_option = click.option(
     help="Records file (JSONL, see docs/records.md).",
 )
 
+chunk_size_option = click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Records read and scored at a time (default 65536); the result does not depend on it, "
+         "memory does.",
+)
+"""``--chunk-size``: how many records a streamable family scores at a time
+(:meth:`~kg_rageval.contract.BoundScorer.score_path`)."""
+
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes.")
 
 
@@ -326,17 +337,19 @@ def score_payload(result: Any, *, data_path: str, n_records: int, onto: Any, row
     ``evaluations`` (each member's version, sums and meta) and, with ``rows``, ``rows`` and
     ``unscored_records``. ``metrics``: the canonical metrics when already computed (with
     intervals, :func:`with_intervals`). A family adds its own extra keys after these."""
+    from ..evaluation import breakdown_dicts, record_id_texts
+
     fam = result.family
     metrics = result.metrics() if metrics is None else metrics
     scored: set[str] = set()
     for ev in result.values():
-        scored.update(str(x) for x in ev.record_ids.tolist())
+        scored.update(record_id_texts(ev.record_ids))
     bd: dict[str, Any] = {}
     for key in breakdowns:
         for member, ev in result.items():
             if key not in ev.keys:
                 continue
-            d = ev.to_dict(rows=False, breakdowns=[key]).get("breakdowns", {}).get(key, {})
+            d = breakdown_dicts(ev, key)
             dst = bd.setdefault(key, {})
             for value, g in d.items():
                 cell = dst.setdefault(value, {"n": 0, "metrics": {}})

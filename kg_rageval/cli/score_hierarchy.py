@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (canonical_dicts, data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
+from .common import (canonical_dicts, chunk_size_option, data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
                      ontology_format_option, ontology_option, score_output_options, score_payload, short_metrics,
                      table, with_intervals)
 
@@ -31,15 +31,17 @@ _HEADLINE = (
 @click.option("--branch-depth", type=int, default=2, show_default=True,
               help="Per-branch breakdown down to this depth (root = 0).")
 @click.option("--top", type=int, default=10, show_default=True, help="Most frequent confused pairs shown.")
+@chunk_size_option
 @score_output_options
-def command(ontology_path, ontology_format, data_path, branch_depth, top, rows, fmt, ci, ci_level, seed,
-            **kwargs) -> None:
+def command(ontology_path, ontology_format, data_path, branch_depth, top, chunk_size, rows, fmt, ci, ci_level,
+            seed, **kwargs) -> None:
     """Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section)."""
     from ..contract import get_scorer
     from ..hierarchy import confused_pairs, relation_counts
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    result = get_scorer("hierarchy").score(onto, data_path, **family_kwargs("hierarchy", kwargs))
+    result = get_scorer("hierarchy").score(onto, data_path, chunk_size=chunk_size,
+                                           **family_kwargs("hierarchy", kwargs))
     ev = result.single
     canonical = with_intervals(result, ci, ci_level, seed)
     metrics = short_metrics(canonical, "hierarchy")

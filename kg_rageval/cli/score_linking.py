@@ -7,6 +7,7 @@ import click
 
 from .common import (
     breakdown_keys,
+    chunk_size_option,
     data_option,
     emit_score,
     family_kwargs,
@@ -33,21 +34,20 @@ from .common import (
                    "outcome or slice:<name> (repeatable). Slices are included by default.")
 @click.option("--sweep/--no-sweep", default=True, show_default=True,
               help="Confidence sweep (P/R at score thresholds) when every prediction has a score.")
+@chunk_size_option
 @score_output_options
-def command(ontology_path, ontology_format, data_path, breakdowns, sweep, rows, fmt, ci, ci_level, seed,
-            **kwargs) -> None:
+def command(ontology_path, ontology_format, data_path, breakdowns, sweep, chunk_size, rows, fmt, ci, ci_level,
+            seed, **kwargs) -> None:
     """Mention detection, disambiguation, strong_*_match (overlap_*_match with --overlap), NIL handling and hierarchy-aware errors."""
     from ..contract import get_scorer
     from ..linking import confidence_sweep
-    from ..records import read_records
-
     onto = load_ontology_cli(ontology_path, ontology_format)
-    records = read_records(data_path)
-    result = get_scorer("linking").score(onto, records, **family_kwargs("linking", kwargs))
+    result = get_scorer("linking").score(onto, data_path, chunk_size=chunk_size, **family_kwargs("linking", kwargs))
     ev = result.single
     keys = breakdown_keys(ev, breakdowns)
     canonical = with_intervals(result, ci, ci_level, seed)
-    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+    n_read = ev.meta["records_scored"] + len(ev.unscored)  # every record is scored or unscored
+    payload = score_payload(result, data_path=data_path, n_records=n_read, onto=onto, rows=rows,
                             breakdowns=keys, metrics=canonical)
     payload["confidence_sweep"] = confidence_sweep(ev) if sweep else None
     emit_score(payload, fmt, lambda p: _render(p, ev, keys, short_metrics(canonical, "linking")))

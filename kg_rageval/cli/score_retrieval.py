@@ -9,6 +9,7 @@ import click
 
 from .common import (
     breakdown_keys,
+    chunk_size_option,
     canonical_dicts,
     emit,
     emit_score,
@@ -59,10 +60,16 @@ from .common import (
               help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
 @click.option("--rollup/--no-rollup", default=True, show_default=True,
               help="Metrics per ontology node, pooling each node's subtree (gold_node).")
+@click.option("--rollup-depth", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Roll up only the nodes down to this depth (root = 0); the nodes of --rollup-node are "
+                   "added whatever their depth.")
+@click.option("--rollup-node", "rollup_nodes", multiple=True, metavar="ID",
+              help="Also roll up this ontology node (repeatable).")
+@chunk_size_option
 @score_output_options
 def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qrels_format, run_format, measures,
-            trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rows, fmt, ci,
-            ci_level, seed, **kwargs) -> None:
+            trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rollup_depth,
+            rollup_nodes, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Retrieval metrics: from records (Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision, filter false
     exclusion) or from TREC/BEIR/JSON qrels and runs (every ir_measures/trec_eval measure)."""
     if qrels_path or run_paths:
@@ -75,44 +82,45 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
         opts = family_kwargs("retrieval", kwargs)
         _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
                complete, rel_level, depth, per_query, query_nodes, opts.get("corpus"),
-               opts.get("category_field", "categories"), bool(opts.get("dedupe")), rollup, fmt)
+               opts.get("category_field", "categories"), bool(opts.get("dedupe")), rollup, fmt,
+               (rollup_depth, rollup_nodes))
         return
     if not data_path:
         fail("give --data RECORDS (with --ontology) or --qrels QRELS --run RUN")
     if not ontology_path:
         fail("--data needs --ontology (records are scored against the ontology)")
     from ..contract import get_scorer
-    from ..records import read_records
     from ..retrieval import category_diagnosis
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    records = read_records(data_path)
     opts = family_kwargs("retrieval", kwargs)
     corpus_path = opts.get("corpus")
     bound = get_scorer("retrieval").bind(onto, where="score retrieval", **opts)
     corpus = bound.inputs.get("corpus")
-    result = bound(records)
+    result = bound(data_path, chunk_size=chunk_size)  # streamed in chunks (one chunk of dicts held)
     ev = result.single
     ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
     canonical = with_intervals(result, ci, ci_level, seed)
-    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+    payload = score_payload(result, data_path=data_path, n_records=len(ev) + len(ev.unscored), onto=onto, rows=rows,
                             breakdowns=keys, metrics=canonical)
     payload["corpus"] = corpus_path
     if rollup:
         payload["rollup"] = {
             node: {"n": g["n"], "depth": g["depth"],
                    "metrics": canonical_dicts("retrieval", g["metrics"])}
-            for node, g in ev.rollup(onto).items()
+            for node, g in bounded_rollup(ev, onto, rollup_depth, rollup_nodes).items()
         }
         payload["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
+        payload["rollup_depth"] = rollup_depth
     if corpus is not None:
         payload["category_diagnosis"] = category_diagnosis(ev, onto)
     emit_score(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks), short_metrics(canonical, "retrieval")))
 
 
 def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
-           complete, rel_level, depth, per_query, query_nodes, corpus_path, category_field, dedupe, rollup, fmt):
+           complete, rel_level, depth, per_query, query_nodes, corpus_path, category_field, dedupe, rollup, fmt,
+           rollup_bound=(2, ())):
     """The ``--qrels``/``--run`` path (see :mod:`kg_rageval.retrieval.files`)."""
     from pathlib import Path
 
@@ -165,13 +173,25 @@ def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, 
             ev = to_evaluation(sc, mode, nodes=nodes)
             d["rollup"] = {node: {"n": g["n"], "depth": g["depth"],
                                   "metrics": {m: v.to_dict() for m, v in g["metrics"].items()}}
-                           for node, g in ev.rollup(onto).items()}
+                           for node, g in bounded_rollup(ev, onto, *rollup_bound).items()}
             d["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
             rolls[sc.name] = d["rollup"]
         payload["runs"].append(d)
     if onto is not None:
         payload["ontology"] = {"source": onto.source, "hash": onto.content_hash}
     emit(payload, fmt, lambda p: _render_files(p, specs))
+
+
+def bounded_rollup(ev, onto, max_depth: int, nodes=()) -> dict:
+    """The roll-up the command shows: nodes down to ``max_depth`` plus the requested
+    ``nodes`` (each subtree pooled as in the full roll-up; ontology index order)."""
+    out = ev.rollup(onto, max_depth=max_depth)
+    if nodes:
+        extra = ev.rollup(onto, nodes=list(nodes))  # an unknown id raises UnknownIdError (exit 2)
+        order = {i: n for n, i in ((n, onto.index(n)) for n in {**out, **extra})}
+        merged = {**out, **extra}
+        out = {order[i]: merged[order[i]] for i in sorted(order)}
+    return out
 
 
 def _run_names(paths) -> list[str]:

@@ -60,6 +60,7 @@ def _p(name: str, kind: str, default, help: str, **kw) -> Param:  # type: ignore
 JUDGE = Scorer(
     name="judge",
     target="kg_rageval.judges:score_judges",
+    streamable=False,  # the judges are chosen from all records; PPI and kappa pool every item
     sections=("judges",),
     description="Judge calibration vs human labels (accuracy, Cohen's kappa, false approvals/rejections with "
                 "Wilson CIs), PPI estimates, position bias, two-judge agreement.",
@@ -102,6 +103,7 @@ JUDGE = Scorer(
 SYSTEM = Scorer(
     name="system",
     target="kg_rageval.system:score_system",
+    streamable=False,  # quantiles over all records
     sections=("system",),
     description="Latency p50/p95/p99 per stage (bootstrap CIs by record), $/query, tokens, cache hit rates "
                 "(metric names follow the stages, token kinds and cache layers of the records).",

@@ -16,11 +16,20 @@ defaults filled in), so the declaration is the only place a default lives.
 :meth:`Scorer.bind` validates the options and reads the inputs once, and returns a
 :class:`BoundScorer` — a picklable ``records -> EvaluationSet`` callable used for partitions
 (Dask) and for the baseline run of an audit.
+
+**Streaming.** Given a JSONL path, a :class:`BoundScorer` reads it in chunks
+(:func:`kg_rageval.records.iter_record_chunks`), scores each chunk and concatenates the chunk
+results (:func:`kg_rageval.evaluation.concat_sets`), so one chunk of record dicts is held at a
+time, not the file. The result equals scoring the whole list at once (rows, stats, keys,
+unscored records, meta, errors): every family's rows depend only on their own record. A
+family whose result depends on several records at once declares ``streamable=False`` and
+gets the whole list.
 """
 
 from __future__ import annotations
 
 import importlib
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -89,6 +98,11 @@ class Scorer:
     members: tuple[str, ...] = ()
     opt_in: bool = False
     """Run by the audit only when its config's ``families`` names it (not in "all families")."""
+    streamable: bool = True
+    """The function's result on a list of records equals the concatenation of its results on
+    consecutive chunks of it (each row depends on its own record; ``meta`` combines as
+    :attr:`Family.additive_meta` says). ``False``: a JSONL path is read whole and scored in
+    one call (results that compare or group records, or read extra inputs per run)."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
         default=None, compare=False)
 
@@ -160,32 +174,181 @@ class Scorer:
         fn_opts = {p.name: opts[p.name] for p in self.params if p.input is None}
         return BoundScorer(self, ontology, loaded, fn_opts)
 
-    def score(self, ontology: Any, records: Any, **kwargs: Any) -> "EvaluationSet":
-        """Score ``records`` (dicts, or a JSONL path): ``bind(ontology, **kwargs)(records)``."""
-        return self.bind(ontology, **kwargs)(records)
+    def score(self, ontology: Any, records: Any, *, chunk_size: int | None = None,
+              **kwargs: Any) -> "EvaluationSet":
+        """Score ``records`` (dicts, or a JSONL path, read in chunks of ``chunk_size``):
+        ``bind(ontology, **kwargs)(records, chunk_size=chunk_size)``."""
+        return self.bind(ontology, **kwargs)(records, chunk_size=chunk_size)
 
 
 @dataclass
 class BoundScorer:
     """A family with validated options and loaded inputs: ``bound(records) -> EvaluationSet``.
-    Picklable (Dask sends it to the workers)."""
+    Picklable (Dask sends it to the workers).
+
+    ``records``: a list of record dicts (scored in one call) or a JSONL path, streamed in
+    chunks of ``chunk_size`` records (default
+    :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`) when the family is ``streamable``
+    (see :meth:`score_path`)."""
 
     scorer: Scorer
     ontology: Any
     inputs: dict[str, Any]
     options: dict[str, Any]
 
-    def __call__(self, records: Any, ontology: Any = None) -> "EvaluationSet":
+    def __call__(self, records: Any, ontology: Any = None, *,
+                 chunk_size: int | None = None) -> "EvaluationSet":
+        if isinstance(records, (str, Path)):
+            return self.score_path(records, ontology, chunk_size=chunk_size)
+        return self._call(records, ontology)
+
+    def _call(self, records: Any, ontology: Any) -> "EvaluationSet":
         from ..evaluation import as_evaluation_set
 
-        if isinstance(records, (str, Path)):
-            from ..errors import InputError
-            from ..records import read_records
-
-            path, records = records, read_records(records)
-            if not records:
-                raise InputError("no records to score", source=str(path))
         fn = self.scorer.load()
         onto = self.ontology if ontology is None else ontology
         result = fn(onto, records, **self.inputs, **self.options)
         return as_evaluation_set(self.scorer.name, result)
+
+    def score_whole(self, path: str | Path, ontology: Any = None) -> "EvaluationSet":
+        """Read every record of ``path`` (:func:`~kg_rageval.records.read_records`) and score
+        them in one call; an empty file raises :class:`InputError` ("no records to score")."""
+        from ..errors import InputError
+        from ..records import read_records
+
+        records = read_records(path)
+        if not records:
+            raise InputError("no records to score", source=str(path))
+        return self._call(records, ontology)
+
+    def score_path(self, path: str | Path, ontology: Any = None, *,
+                   chunk_size: int | None = None) -> "EvaluationSet":
+        """Score a JSONL file chunk by chunk; the result equals :meth:`score_whole`'s.
+
+        Each chunk of ``chunk_size`` records is scored on its own and its result appended to
+        growing columns (:class:`~kg_rageval.evaluation.Concatenation`, equal to
+        :func:`~kg_rageval.evaluation.concat_evaluations` of the chunk results), so the record
+        dicts of one chunk and the columns of the result are held, not the file. Equality with
+        the whole-file call:
+
+        * reading errors (bad JSON, missing or duplicate ids) are raised as the whole-file
+          reader raises them (:func:`~kg_rageval.records.iter_record_chunks`);
+        * a chunk without evidence (the family raises
+          :class:`~kg_rageval.errors.MissingEvidence`, e.g. no record has the section) is
+          scored together with the next chunk, or at the end of the file with the last scored
+          one (read again); a file without evidence raises the whole-file error;
+        * any other input error of a family (an unknown id, a malformed section) makes the
+          whole file be scored at once, so the error is the one the whole-file call raises
+          (families check all records in phases: the first malformed record in the file,
+          then ids, counting every place);
+        * a family that is not ``streamable`` is scored with :meth:`score_whole`.
+
+        The cyclic garbage collector is paused meanwhile (restored afterwards, also on an
+        error), as :func:`~kg_rageval.records.iter_record_chunks` pauses it while reading.
+        """
+        from ..records import DEFAULT_CHUNK_SIZE
+
+        size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"chunk_size must be a positive integer, not {chunk_size!r}")
+        if not self.scorer.streamable:
+            return self.score_whole(path, ontology)
+        import gc
+
+        paused = gc.isenabled()
+        if paused:  # as while reading: record dicts hold no cycles, and the collector's passes
+            gc.disable()  # over each fresh chunk cost as much as scoring it
+        try:
+            return self._stream(path, ontology, size)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _stream(self, path: str | Path, ontology: Any, size: int) -> "EvaluationSet":
+        from ..errors import InputError, KgRagevalError, MissingEvidence
+        from ..records import iter_record_chunks
+
+        out = _SetConcatenation()
+        last: tuple[Any, int, int] | None = None  # (result, first chunk, last chunk), not yet added
+        pending: list[Any] = []  # records of chunks without evidence, scored with the next one
+        start = 0
+        for k, chunk in enumerate(iter_record_chunks(path, size)):  # reading errors propagate
+            if not pending:
+                start = k
+            batch = pending + chunk if pending else chunk
+            del chunk
+            try:
+                res = self._call(batch, ontology)
+            except MissingEvidence:
+                pending = batch
+                continue
+            except KgRagevalError:
+                out = last = batch = pending = None  # type: ignore[assignment]  # freed first
+                return self.score_whole(path, ontology)  # the whole-file error
+            if last is not None:
+                out.add(last[0])
+            last, pending = (res, start, k), []
+            del batch, res
+            _trim_heap()
+        if pending:
+            if last is None:  # no chunk had evidence: ``pending`` is the whole file
+                return self._call(pending, ontology)
+            # an evidence-less tail joins the last scored records (read again: not held meanwhile)
+            _, first, end = last
+            again = [r for ch in itertools.islice(iter_record_chunks(path, size), first, end + 1) for r in ch]
+            try:
+                last = (self._call(again + pending, ontology), first, end)
+            except KgRagevalError:
+                out = last = again = pending = None  # type: ignore[assignment]
+                return self.score_whole(path, ontology)
+            del again, pending
+        if last is None:
+            raise InputError("no records to score", source=str(path))
+        out.add(last[0])
+        del last
+        return out.result(self.scorer.name)
+
+
+def _trim_heap() -> None:
+    """Give the memory freed with a chunk back to the system (glibc's ``malloc_trim``; a no-op
+    elsewhere). Without it a chunk's freed record dicts and arrays stay in the heap, and the
+    result's columns, which grow in fresh memory, come on top: peak memory would be about the
+    result twice over instead of once."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM: Any = None
+
+
+class _SetConcatenation:
+    """Member-wise :class:`~kg_rageval.evaluation.Concatenation` of chunk results."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, Any] | None = None
+        self.family = ""
+
+    def add(self, result: "EvaluationSet") -> None:
+        from ..evaluation import Concatenation
+
+        if self.members is None:
+            self.members = {m: Concatenation() for m in result}
+        elif set(result) != set(self.members):
+            raise ValueError(f"{result.family}: cannot merge results with members {sorted(self.members)} "
+                             f"and {sorted(result)}")
+        for m, ev in result.items():
+            self.members[m].add(ev)
+
+    def result(self, family: str) -> "EvaluationSet":
+        from ..evaluation import EvaluationSet
+
+        assert self.members is not None
+        return EvaluationSet(family, {m: c.result() for m, c in self.members.items()})

@@ -27,7 +27,7 @@ then the relation of the predicted to the gold node (``parent`` ... ``unrelated`
 from __future__ import annotations
 
 import heapq
-
+import itertools
 import weakref
 from collections import Counter
 from itertools import chain, repeat
@@ -92,6 +92,7 @@ class HierarchyFamily(Family):
         "gold_inactive",
         "n_missing_run",
     ) + tuple(f"err_{c}" for c in ERROR_CATEGORIES)
+    additive_meta = ("replaced_ids", "n_aliased")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         s = {k: float(sums.get(k, 0.0)) for k in self.stats}
@@ -587,10 +588,10 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     n_gold = n_gold + n_gu
 
     f_inter = inter.astype(float)
-    hp_n = (n_pred > 0).astype(float)
-    hr_n = (n_gold > 0).astype(float)
+    hp_n = n_pred > 0  # 0/1 stats stay bool (1 byte a row; Evaluation keeps them)
+    hr_n = n_gold > 0
     hf_den = (n_pred + n_gold).astype(float)
-    hf_n = (hf_den > 0).astype(float)
+    hf_n = hf_den > 0
     hp_sum = np.divide(f_inter, n_pred, out=np.zeros(m), where=n_pred > 0)
     hr_sum = np.divide(f_inter, n_gold, out=np.zeros(m), where=n_gold > 0)
     hf_sum = np.divide(2 * f_inter, hf_den, out=np.zeros(m), where=hf_den > 0)
@@ -600,18 +601,18 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     category = np.zeros(m, dtype=np.int64)
     wup = np.full(m, None, dtype=object)
     wup_sum = np.zeros(m)
-    wup_n = np.zeros(m)
+    wup_n = np.zeros(m, dtype=bool)
     dist_sum = np.zeros(m)
-    dist_n = np.zeros(m)
+    dist_n = np.zeros(m, dtype=bool)
     if both.size:
         _, codes, w, d = (x[sel] for x in measures)
         category[both] = codes
         wup[both] = w
         wup_sum[both] = w
-        wup_n[both] = 1.0
+        wup_n[both] = True
         wrong = codes != 0
         dist_sum[both[wrong]] = d[wrong]
-        dist_n[both[wrong]] = 1.0
+        dist_n[both[wrong]] = True
     errors = ~exact
     # the category of a wrong row, first match wins (assigned in reverse order of priority)
     g_any = (n_gk + n_gu) > 0
@@ -626,7 +627,7 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     missing_run = np.zeros(m, dtype=bool)
     missing_run[col.missing] = True
     stats: dict[str, np.ndarray] = {
-        "items": np.ones(m),
+        "items": np.ones(m, dtype=bool),
         "inter": f_inter,
         "n_pred_aug": n_pred.astype(float),
         "n_gold_aug": n_gold.astype(float),
@@ -636,21 +637,20 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
         "hr_n": hr_n,
         "hf_sum": hf_sum,
         "hf_n": hf_n,
-        "exact": exact.astype(float),
+        "exact": exact,
         "wup_sum": wup_sum,
         "wup_n": wup_n,
-        "errors": errors.astype(float),
+        "errors": errors,
         "dist_sum": dist_sum,
         "dist_n": dist_n,
-        "pred_inactive": res.pred_inactive.astype(float),
-        "gold_inactive": res.gold_inactive.astype(float),
-        "n_missing_run": missing_run.astype(float),
+        "pred_inactive": res.pred_inactive > 0,
+        "gold_inactive": res.gold_inactive > 0,
+        "n_missing_run": missing_run,
     }
     counts = np.bincount(category[errors], minlength=len(_CATEGORY_NAMES))
     for c in ERROR_CATEGORIES:
         code = _CATEGORY_NAMES.index(c)
-        stats[f"err_{c}"] = (errors & (category == code)).astype(float) if counts[code] \
-            else np.zeros(m)
+        stats[f"err_{c}"] = (errors & (category == code)) if counts[code] else np.zeros(m, dtype=bool)
 
     gold_node = np.full(m, None, dtype=object)
     gold_node[single_g] = ids[g1[single_g]]
@@ -747,13 +747,49 @@ def relation_counts(evaluation: Evaluation) -> dict[str, int]:
 
 def confused_pairs(evaluation: Evaluation, top: int = 10) -> list[dict[str, Any]]:
     """The most frequent (gold, predicted) pairs among wrong rows, with their relation and
-    count; ties by gold then predicted id. NIL sides show as ``None``."""
+    count; ties by gold then predicted id (as text), then first appearance. NIL sides show as
+    ``None``.
+
+    Vectorised: each column is coded by first appearance (one C-level dict pass), the
+    (gold, pred, relation) codes are counted with ``np.unique``, and only the pairs that can
+    reach the top (count at least the ``top``-th largest) are ranked by their texts."""
     rel = evaluation.details["relation"]
     gold = evaluation.details.get("gold", evaluation.keys["gold_node"])
     pred = evaluation.details["pred_node"]
-    wrong = np.asarray(rel != "exact", dtype=bool)  # one vectorised comparison, then C-level counting
-    counts = Counter(zip(gold[wrong].tolist(), pred[wrong].tolist(), rel[wrong].tolist()))
-    # heapq.nsmallest is sorted(...)[:top] (ties kept in first-seen order) in O(pairs log top)
+    wrong = np.flatnonzero(np.asarray(rel != "exact", dtype=bool))
+    if top == 0 or not wrong.size:
+        return []
+    cols = [c[wrong] for c in (gold, pred, rel)]
+    codes = [_first_seen(c) for c in cols]
+    n, n_rel = wrong.size, int(codes[2].max()) + 1
+    if n * n * n_rel >= 2 ** 63:  # the combined code would overflow int64: count the tuples
+        return _confused_pairs_counter(cols, top)
+    key = (codes[0] * n + codes[1]) * n_rel + codes[2]
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    if top > 0 and counts.size > top:
+        floor = np.partition(counts, counts.size - top)[counts.size - top]  # the top-th largest
+        above = np.flatnonzero(counts > floor)
+        tied = np.flatnonzero(counts == floor)
+        # of the pairs tied at the floor, the (top - above) first by gold, pred text, appearance
+        g, p = (c[first[tied]].tolist() for c in cols[:2])
+        picked = heapq.nsmallest(top - above.size, zip(map(str, g), map(str, p), first[tied].tolist()))
+        sel = np.concatenate([first[above], np.asarray([t[2] for t in picked], dtype=np.int64)])
+        sel_counts = np.concatenate([counts[above], np.full(len(picked), floor, dtype=counts.dtype)])
+        first, counts = sel, sel_counts
+    g, p, r = (c[first].tolist() for c in cols)
+    ranked = sorted(zip((-counts).tolist(), map(str, g), map(str, p), first.tolist(), g, p, r))
+    ranked = ranked[:top]  # top < 0 drops the last pairs, as sorted(...)[:top] does
+    return [{"gold": gg, "pred": pp, "relation": rr, "count": -c} for c, _, _, _, gg, pp, rr in ranked]
+
+
+def _first_seen(col: np.ndarray) -> np.ndarray:
+    """For each cell, the position of the first equal cell (int64)."""
+    first: dict[Any, int] = {}
+    return np.fromiter(map(first.setdefault, col.tolist(), itertools.count()), dtype=np.int64, count=len(col))
+
+
+def _confused_pairs_counter(cols: list[np.ndarray], top: int) -> list[dict[str, Any]]:
+    counts = Counter(zip(*(c.tolist() for c in cols)))
     key = lambda kv: (-kv[1], str(kv[0][0]), str(kv[0][1]))  # noqa: E731
     ranked = heapq.nsmallest(top, counts.items(), key=key) if top >= 0 else sorted(counts.items(), key=key)[:top]
     return [{"gold": g, "pred": p, "relation": r, "count": c} for (g, p, r), c in ranked]

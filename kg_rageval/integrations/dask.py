@@ -58,16 +58,15 @@ def partition(records: Sequence[Any], npartitions: int) -> list[Sequence[Any]]:
 
 def merge_all(evaluations: Sequence[Any]) -> Any:
     """Merge partitions in order; the same as folding :meth:`Evaluation.merge` left to right
-    (done as a balanced tree, so each row is copied O(log k) times, not O(k))."""
+    (:func:`~kg_rageval.evaluation.concat_evaluations`: each column copied once)."""
+    from ..evaluation import concat_evaluations, concat_sets
+
     items = list(evaluations)
     if not items:
         raise ValueError("nothing to merge")
-    while len(items) > 1:
-        nxt = [items[i].merge(items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        if len(items) % 2:
-            nxt.append(items[-1])
-        items = nxt
-    return items[0]
+    if isinstance(items[0], EvaluationSet):
+        return concat_sets(items)
+    return concat_evaluations(items)
 
 
 def _score_part(score_fn: ScoreFn, ontology: Any, records: Any, opts: dict) -> Any:

@@ -94,6 +94,7 @@ class LinkingFamily(Family):
         "rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n",
         "n_missing_run",
     )
+    additive_meta = ("records_scored", "records_without_mentions", "unknown_ids", "n_aliased", "replaced_ids")
 
     def __init__(self, overlap: bool = False):
         self.overlap = overlap
@@ -599,7 +600,7 @@ def score_linking(
     ng_r = np.bincount(inv, weights=has_g, minlength=rec_ids.size)
     np_r = np.bincount(inv, weights=has_p, minlength=rec_ids.size)
     for name in ("rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n"):
-        st[name] = np.zeros(n)
+        st[name] = np.zeros(n, dtype=bool if name.endswith("_n") else float)  # counts 0/1: bool
     with np.errstate(divide="ignore", invalid="ignore"):
         st["rec_p_sum"][first] = np.where(np_r > 0, tp_r / np.maximum(np_r, 1), 0)
         st["rec_p_n"][first] = np_r > 0
@@ -608,11 +609,12 @@ def score_linking(
         st["rec_f1_sum"][first] = np.where(ng_r + np_r > 0, 2 * tp_r / np.maximum(ng_r + np_r, 1), 0)
         st["rec_f1_n"][first] = ng_r + np_r > 0
     # a record with gold mentions but no predictions: counted once, on its first row
-    st["n_missing_run"] = np.zeros(n)
+    st["n_missing_run"] = np.zeros(n, dtype=bool)
     if missing_recs:
-        st["n_missing_run"][first[np.isin(rec_ids, missing_recs)]] = 1.0
+        st["n_missing_run"][first[np.isin(rec_ids, missing_recs)]] = True
 
-    stats = {k: np.asarray(v, dtype=float) for k, v in st.items()}
+    stats = {k: v if isinstance(v, np.ndarray) and v.dtype == bool else np.asarray(v, dtype=float)
+             for k, v in st.items()}  # 0/1 columns stay bool (1 byte a row)
     keys, details = _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g,
                               has_p, gc, pc, rel, near, near_rel, matched, same, g_nil, p_nil)
     replacement = np.full(n, None, dtype=object)
@@ -620,7 +622,7 @@ def score_linking(
         rep = np.asarray(ontology.replaced_by, dtype=np.int64)[pc[p_inactive]]
         replacement[p_inactive] = [ontology.ids[r] if r >= 0 else None for r in rep.tolist()]
     details["replacement"] = replacement
-    record_ids = np.asarray([str(records[i].get("id")) for i in row_rec.tolist()], dtype=object)
+    record_ids = _obj([str(r.get("id")) for r in records])[row_rec]  # one str() per record
     empty = len(scored) - int(rec_ids.size)
     meta = {
         "alignment": "overlap" if overlap else "strict",
@@ -699,12 +701,14 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
         "gold_node": gold_node, "pred_node": pred_node, "node_type": node_type,
         "branch": branch, "mention_type": mtype, "outcome": outcome,
     }
-    slice_names = sorted({k for i in set(row_rec.tolist())
-                          for k in (records[i].get("slices") or {})
-                          if isinstance(records[i].get("slices"), dict)})
-    for s in slice_names:
-        vals = [(records[i].get("slices") or {}).get(s) for i in range(len(records))]
-        keys[f"slice:{s}"] = _obj(slice_texts([vals[i] for i in row_rec.tolist()]))
+    slices = [r.get("slices") for r in records]
+    with_rows = np.zeros(len(records), dtype=bool)
+    with_rows[row_rec] = True
+    slice_names = sorted({k for i in np.flatnonzero(with_rows).tolist() if isinstance(slices[i], dict)
+                          for k in slices[i]})
+    for s in slice_names:  # one text per record, then one per row (a C-level take)
+        vals = [(sl or {}).get(s) for sl in slices]
+        keys[f"slice:{s}"] = _obj(slice_texts(vals))[row_rec]
     details = {
         "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
         "pred_score": score,
@@ -753,26 +757,38 @@ def confidence_sweep(
     has_p = st["n_pred"] > 0
     if not has_p.any():
         return None
-    sc = np.asarray([s if s is not None else np.nan for s in score], dtype=float)
+    sc = score.astype(float)  # None -> NaN
     if np.isnan(sc[has_p]).any():
         return None
     if thresholds is None:
         uniq = np.unique(sc[has_p])
         thresholds = uniq if uniq.size <= 101 else np.quantile(uniq, np.linspace(0, 1, 101))
-    n_gold = st["n_gold"].sum()
-    n_gold_inkb = st["gold_inkb"].sum()
+    n_gold = float(st["n_gold"].sum())
+    n_gold_inkb = float(st["gold_inkb"].sum())
     mp = getattr(evaluation.family, "match_prefix", "strong")
+    # rows with a prediction by ascending score; the rows kept at a threshold t are a suffix
+    # (score >= t), so every count is a suffix sum (0/1 columns: exact integers in any order)
+    rows = np.flatnonzero(has_p)
+    order = rows[np.argsort(sc[rows], kind="stable")]
+    sorted_sc = sc[order]
+
+    def suffix(col: str) -> np.ndarray:
+        c = np.zeros(order.size + 1)
+        c[:-1] = np.cumsum(np.asarray(st[col], dtype=float)[order][::-1])[::-1]
+        return c
+
+    sums = {c: suffix(c) for c in ("all_tp", "n_pred", "inkb_tp", "pred_inkb")}
     out = []
     for t in np.asarray(thresholds, dtype=float).tolist():
-        keep = has_p & (sc >= t)
-        n_pred = float(keep.sum())
+        at = int(np.searchsorted(sorted_sc, t, "left"))  # first row with score >= t
+        n_pred = float(order.size - at)
         fam = {}
         for prefix, tp_col, pred_col, ng in (
             (f"{mp}_all_match", "all_tp", "n_pred", n_gold),
             (f"{mp}_link_match", "inkb_tp", "pred_inkb", n_gold_inkb),
         ):
-            tp = float(st[tp_col][keep].sum())
-            npd = float(st[pred_col][keep].sum())
+            tp = float(sums[tp_col][at])
+            npd = float(sums[pred_col][at])
             p = ratio("p", tp, npd, missing="no predictions at this threshold")
             r = ratio("r", tp, ng, missing="no gold mentions")
             f = harmonic("f", p, r)

@@ -7,8 +7,8 @@
   ``manifest_consistency`` = later manifests pinning the same required fields as the first /
   later manifests (missing with fewer than two). Row details: ``missing``, ``mismatched``.
 * **trail** (family ``prov_trail``): the PROV-O graph of the audited run
-  (:func:`~kg_rageval.provenance.prov.export_prov` with the first manifest) validated by
-  :func:`~kg_rageval.provenance.prov.validate_prov`, one row per answer:
+  (:func:`~kg_rageval.provenance.trail.build_trail` with the first manifest) checked against
+  ``shapes/provenance.ttl`` (:func:`~kg_rageval.provenance.trail.check_trail`: pySHACL's verdicts), one row per answer:
   ``prov_traceable_rate`` = answers whose trail conforms / answers, where an answer's trail is
   the answer node, the documents it cites and its run (with the model agent): a violation on
   any of them makes the answer untraceable (so a run missing its seed makes every answer
@@ -83,27 +83,25 @@ def score_manifests(manifests: Sequence[Mapping[str, Any]], *, corpus: "Corpus |
 
 def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None,
                 corpus: "Corpus | None" = None) -> Evaluation:
-    """Export and validate the PROV-O trail of the audited run (see the module docstring)."""
-    from ..generation.fields import section
-    from .depth import cited_ids
-    from .prov import _q, export_prov, validate_prov
+    """Build and check the PROV-O trail of the audited run (see the module docstring): the
+    triples of :func:`~kg_rageval.provenance.trail.build_trail`, checked against the bundled
+    shape by :func:`~kg_rageval.provenance.trail.check_trail` (the verdicts pySHACL's
+    :func:`~kg_rageval.provenance.prov.validate_prov` gives on the exported graph) and
+    written as Turtle without building an rdflib graph."""
+    from .trail import build_trail, check_trail, trail_turtle
 
     records = list(records)
-    graph = export_prov(records, manifest=dict(manifest) if manifest is not None else None, corpus=corpus)
-    result = validate_prov(graph)
+    trail = build_trail(records, manifest=dict(manifest) if manifest is not None else None, corpus=corpus)
+    result = check_trail(trail)
     bad = set(result["focus_nodes"])
-    run_id = (manifest or {}).get("run_id") or "run"
-    answer_pre, doc_pre = f"urn:kg-rageval:answer:{_q(run_id)}:", "urn:kg-rageval:doc:"
+    answer_pre, doc_pre = trail.answer_prefix, trail.doc_prefix
     run_level = sorted(f for f in bad if not f.startswith((answer_pre, doc_pre)))
     rows = []
-    for r in records:
-        if section(r, "answer") is None:
-            continue
-        own = [answer_pre + _q(r["id"])] + [doc_pre + _q(c) for c in cited_ids(r)]
-        why = [f for f in own if f in bad] + run_level
-        rows.append({"record_id": r["id"], "answers": 1, "traceable": int(not why),
+    for rid, own in trail.answers:  # the answer's node and its cited documents' nodes
+        why = [f for f in own if f in bad] + run_level if bad else []
+        rows.append({"record_id": rid, "answers": 1, "traceable": int(not why),
                      "untraceable_at": " ".join(why[:5]) or None})
     return build_evaluation(ProvTrailFamily(), rows, details=("untraceable_at",),
-                            meta={"turtle": graph.serialize(format="turtle"), "triples": len(graph),
+                            meta={"turtle": trail_turtle(trail), "triples": len(trail),
                                   "conforms": result["conforms"], "violations": result["violations"],
                                   "messages": result["messages"]})

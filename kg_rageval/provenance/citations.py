@@ -26,7 +26,9 @@ non-refused answers with claims and no citation at all / answers with claims.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
@@ -66,9 +68,37 @@ def _inline(sentence: str, cites: list[str]) -> list[str]:
     return out
 
 
+_MEMO: ContextVar[dict[int, tuple[Record, Any]] | None] = ContextVar("claim_citations_memo", default=None)
+
+
+@contextmanager
+def memo_claims() -> Iterator[None]:
+    """Within the block, :func:`claim_citations` reads each record once (the provenance family's
+    members all read the claims of every record). The memo holds the records it saw, so an
+    ``id()`` is never reused while it is alive; it is dropped at the end of the block."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
 def claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     """``[(claim, [cited ids])]`` by the rules of the module docstring; ``None`` when the answer
-    has no claim-level citation information."""
+    has no claim-level citation information. (Do not modify the result: inside
+    :func:`memo_claims` it is shared.)"""
+    memo = _MEMO.get()
+    if memo is None:
+        return _claim_citations(record)
+    hit = memo.get(id(record))
+    if hit is not None and hit[0] is record:
+        return hit[1]
+    out = _claim_citations(record)
+    memo[id(record)] = (record, out)
+    return out
+
+
+def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     ans = section(record, "answer") or {}
     if ans.get("claims") is not None:
         raw = ans["claims"]

@@ -24,26 +24,18 @@ percent-encoded into the IRIs.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
-from urllib.parse import quote
 
 from ..errors import ConfigError
-from ..generation.fields import answer_text, flag, section
 from ..records import Record
-from .depth import cited_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     import rdflib
 
     from .corpus import Corpus
 
-KGR = "https://w3id.org/kg-rageval#"
-
-
-def _q(s: Any) -> str:
-    return quote(str(s), safe="")
+from .trail import KGR  # noqa: E402 (re-exported)
 
 
 def export_prov(
@@ -52,63 +44,19 @@ def export_prov(
     manifest: dict[str, Any] | None = None,
     corpus: "Corpus | None" = None,
 ) -> "rdflib.Graph":
-    """Build the PROV-O graph of one run (see the module docstring)."""
-    from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
+    """Build the PROV-O graph of one run (see the module docstring): the triples of
+    :func:`~kg_rageval.provenance.trail.build_trail` as an rdflib graph."""
+    from rdflib import Graph, Literal, URIRef
     from rdflib.namespace import PROV
 
-    kgr = Namespace(KGR)
+    from .trail import build_trail
+
     g = Graph()
     g.bind("prov", PROV)
-    g.bind("kgr", kgr)
-    m = manifest or {}
-    run_id = m.get("run_id") or "run"
-    run = URIRef(f"urn:kg-rageval:run:{_q(run_id)}")
-    g.add((run, RDF.type, PROV.Activity))
-    g.add((run, RDF.type, kgr.ModelRun))
-    model = m.get("model") if isinstance(m.get("model"), dict) else {}
-    if model.get("name") or model.get("version"):
-        agent = URIRef(f"urn:kg-rageval:model:{_q(model.get('name', ''))}:{_q(model.get('version', ''))}")
-        g.add((agent, RDF.type, PROV.SoftwareAgent))
-        g.add((run, PROV.wasAssociatedWith, agent))
-        if isinstance(model.get("name"), str) and model["name"]:
-            g.add((agent, kgr.modelName, Literal(model["name"], datatype=XSD.string)))
-        if isinstance(model.get("version"), str) and model["version"]:
-            g.add((agent, kgr.modelVersion, Literal(model["version"], datatype=XSD.string)))
-    if isinstance(m.get("decoding"), dict) and m["decoding"]:
-        g.add((run, kgr.decodingConfig, Literal(json.dumps(m["decoding"], sort_keys=True), datatype=XSD.string)))
-    if isinstance(m.get("seed"), int) and not isinstance(m.get("seed"), bool):
-        g.add((run, kgr.seed, Literal(m["seed"], datatype=XSD.integer)))
-    for key, prop in (("corpus_hash", kgr.corpusHash), ("ontology_hash", kgr.ontologyHash), ("runtime", kgr.runtime)):
-        if isinstance(m.get(key), str) and m[key]:
-            g.add((run, prop, Literal(m[key], datatype=XSD.string)))
-    if isinstance(m.get("started_at"), str) and m["started_at"]:
-        g.add((run, PROV.startedAtTime, Literal(m["started_at"], datatype=XSD.dateTime)))
-
-    docs: dict[str, URIRef] = {}
-    for r in records:
-        if section(r, "answer") is None:
-            continue
-        refused = flag(r, "answer", "refused") is True
-        ans = URIRef(f"urn:kg-rageval:answer:{_q(run_id)}:{_q(r['id'])}")
-        g.add((ans, RDF.type, PROV.Entity))
-        g.add((ans, RDF.type, kgr.Refusal if refused else kgr.Answer))
-        g.add((ans, kgr.recordId, Literal(r["id"], datatype=XSD.string)))
-        text = answer_text(r)
-        if text is not None:
-            g.add((ans, PROV.value, Literal(text)))
-        g.add((ans, PROV.wasGeneratedBy, run))
-        for c in cited_ids(r):
-            doc = docs.get(c)
-            if doc is None:
-                doc = docs[c] = URIRef(f"urn:kg-rageval:doc:{_q(c)}")
-                g.add((doc, RDF.type, PROV.Entity))
-                g.add((doc, RDF.type, kgr.Document))
-                g.add((doc, kgr.documentId, Literal(c, datatype=XSD.string)))
-                sid = corpus.source_id(c) if corpus is not None else None
-                if isinstance(sid, str) and sid:
-                    g.add((doc, kgr.sourceId, Literal(sid, datatype=XSD.string)))
-                g.add((run, PROV.used, doc))
-            g.add((ans, PROV.wasDerivedFrom, doc))
+    g.bind("kgr", KGR)
+    for s, p, o in build_trail(records, manifest=manifest, corpus=corpus).triples():
+        obj = URIRef(o) if isinstance(o, str) else Literal(o[0], datatype=URIRef(o[1]) if o[1] else None)
+        g.add((URIRef(s), URIRef(p), obj))
     return g
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..evaluation import EvaluationSet
 from ..records import Record
-from .citations import score_citations
+from .citations import memo_claims, score_citations
 from .corpus import Corpus
 from .depth import score_depth
 from .manifest import check_manifest, compare_manifests
@@ -34,11 +34,17 @@ def score_provenance(
     :func:`~kg_rageval.records.read_records`); ``manifests``: manifest objects or paths (the
     first describes ``records``), checked against ``corpus`` and the ontology's content hash
     (the audit resolves paths against its config's directory)."""
+    with memo_claims():  # every member reads each record's claims: once
+        return _score_provenance(ontology, list(records), corpus=corpus, repeats=repeats,
+                                 manifests=manifests, trail=trail)
+
+
+def _score_provenance(ontology: "Ontology | None", records: list[Record], *, corpus: Corpus,
+                      repeats: Any, manifests: Any, trail: bool) -> EvaluationSet:
     from ..records import read_records
     from .audit_trail import score_manifests, score_trail
     from .manifest import read_manifest
 
-    records = list(records)
     out = EvaluationSet("provenance", {"citations": score_citations(records),
                                        "provenance_depth": score_depth(records, corpus)})
     if isinstance(repeats, (str, Path)):

@@ -28,7 +28,7 @@ Every mean has the scored queries as its denominator; with none it is missing ev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -189,11 +189,12 @@ def _qrels_side(qrels: Qrels, ks: tuple[int, ...], binary: bool) -> tuple[np.nda
     n_rel = np.bincount(qrow, weights=qrel, minlength=nq).astype(np.int64)
     qg = qrel.astype(np.float64) if binary else np.maximum(qrels.grades, 0.0)
     order = np.lexsort((-qg, qrow))
-    ideal = qg[order] * _discounts(int(qlens.max()) if nq else 1)[_local_positions(qrels.ptr)]
-    I = np.zeros(len(ideal) + 1)
-    np.cumsum(ideal, out=I[1:])
-    qs = qrels.ptr[:-1]
-    idcg = np.stack([I[qs + np.minimum(qlens, k)] - I[qs] for k in ks], axis=1) if nq else np.zeros((0, len(ks)))
+    pos = _local_positions(qrels.ptr)
+    ideal = qg[order] * _discounts(int(qlens.max()) if nq else 1)[pos]
+    # per-query sums in rank order from 0 (bincount adds in input order): a query's value does
+    # not depend on the other queries of the batch
+    idcg = (np.stack([np.bincount(qrow[pos < k], weights=ideal[pos < k], minlength=nq) for k in ks], axis=1)
+            if nq else np.zeros((0, len(ks))))
     return n_rel, idcg
 
 
@@ -252,20 +253,86 @@ def evaluate_dicts(
         raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
     from . import _kernels
 
-    q = Qrels.from_dict(qrels)
+    q = _grades_only(qrels)
     binary = gain == "binary"
     n_rel, idcg = _qrels_side(q, ks, binary)
-    present = [qid for qid in q.qids if qid in run]
+    present = list(filter(run.__contains__, q.qids))
     run_only = [str(x) for x in run if x not in q.qindex]
-    lens = np.fromiter((len(run[x]) for x in present), dtype=np.int64, count=len(present))
+    lens = np.fromiter(map(len, map(run.__getitem__, present)), dtype=np.int64, count=len(present))
     ptr = _csr(lens)
-    total = int(ptr[-1])
-    qrow_of_run = np.fromiter((q.qindex[x] for x in present), dtype=np.int64, count=len(present))
+    qrow_of_run = np.fromiter(map(q.qindex.__getitem__, present), dtype=np.int64, count=len(present))
     R = n_rel[qrow_of_run]
     sides = _sparse_sides(qrels, run, present, ptr, R, ks, binary)
     if sides is None:  # many tied judged documents: rank every run entry instead
         sides = _ranked_sides(qrels, run, present, ptr, lens, R, ks, binary, engine)
     return _assemble(q, ks, n_rel, idcg, qrow_of_run, lens, sides, run_only)
+
+
+_SPARSE_CHUNK = 4_000_000
+"""Score-grid cells compared per chunk in :func:`_sparse_sides` (32 MB of float64)."""
+
+def evaluate_lists(
+    golds: Sequence[Mapping[str, float]],
+    ranked: Sequence[Sequence[str] | None],
+    k: int | Sequence[int] = (1, 5, 10),
+    *,
+    gain: str = "graded",
+    engine: str = "auto",
+) -> PerQuery:
+    """:func:`evaluate_run` for queries given as parallel lists — judgements ``{doc: grade}``
+    and ranked unique ids (``None``: a missing run) — without interning any id: each run
+    entry's grade is one C-level ``dict.get`` on its own query's judgements, and the metrics
+    follow from the grades in rank order. Query ids are the positions (``"0"``, ``"1"``, ...).
+    Same numbers as ``evaluate_run(Qrels.from_dict(...), Run.from_lists(...))``; the caller
+    guarantees unique ids per run (k counts unique ids)."""
+    import itertools
+
+    from . import _kernels
+    from .runs import _csr
+
+    ks = normalise_ks(k)
+    if gain not in GAINS:
+        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    n = len(golds)
+    q = _grades_only(dict(zip(map(str, range(n)), golds)))
+    binary = gain == "binary"
+    n_rel, idcg = _qrels_side(q, ks, binary)
+    rows = [i for i, r in enumerate(ranked) if r is not None]
+    runs: list[Sequence[str]] = [ranked[i] for i in rows]  # type: ignore[misc]
+    lens = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+    ptr = _csr(lens)
+    total = int(ptr[-1])
+    zero = itertools.repeat(0.0)
+    grades = np.fromiter(itertools.chain.from_iterable(map(golds[i].get, r, zero) for i, r in zip(rows, runs)),
+                         dtype=np.float64, count=total)
+    qrow = np.asarray(rows, dtype=np.int64)
+    R = n_rel[qrow]
+    if engine == "auto":
+        engine = "numba" if (_kernels.HAVE_NUMBA and total >= NUMBA_MIN_ENTRIES) else "numpy"
+    if engine == "numba":
+        sides = _kernels.grades_kernel(ptr, grades, R, np.asarray(ks), binary,
+                                       _discounts(int(lens.max()) if len(lens) else 1))
+    else:
+        sides = _grades_side_numpy(ptr, grades, R, ks, binary)
+    return _assemble(q, ks, n_rel, idcg, qrow, lens, sides, [])
+
+
+def _grades_only(qrels: Mapping[str, Mapping[str, float]]) -> Qrels:
+    """The judgements' grades per query, without interning document ids (``docs`` is a
+    placeholder): all :func:`_qrels_side` and :func:`_assemble` read."""
+    import itertools
+
+    from .runs import _csr
+
+    vals: list[Any] = list(qrels.values())
+    lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
+    total = int(lens.sum())
+    it = (itertools.chain.from_iterable(map(dict.values, vals)) if set(map(type, vals)) <= {dict}
+          else itertools.chain.from_iterable(v.values() for v in vals))
+    grades = np.fromiter(it, dtype=np.float64, count=total)
+    return Qrels(list(map(str, qrels)), _csr(lens), np.zeros(total, dtype=np.int64), grades)
 
 
 SPARSE_TIE_LIMIT = 20_000
@@ -276,40 +343,69 @@ Python; beyond it every run entry is ranked."""
 def _sparse_sides(qrels, run, present, ptr, R, ks, binary):
     """Run-side sums from the ranks of the *judged* documents only: rank(d) = 1 + #(scores
     above d's) + #(equal scores with a larger doc id), trec_eval's order without sorting the
-    run. Returns ``None`` when too many judged documents have tied scores."""
+    run. Returns ``None`` when too many judged documents have tied scores, or a run score is
+    NaN (the ranked path then decides).
+
+    Vectorised: each judged document's score comes from one C-level ``dict.get`` pass per
+    query; the counts compare it with its query's row of a padded score grid (NaN padding
+    compares false), in chunks of about ``_SPARSE_CHUNK`` cells."""
     import itertools
 
     nrun = len(present)
-    scores = np.fromiter(itertools.chain.from_iterable(run[x].values() for x in present), dtype=np.float64,
-                         count=int(ptr[-1]))
-    jr, js, jg, jd = [], [], [], []
-    for r, x in enumerate(present):
-        rq = run[x]
-        for d, g in qrels[x].items():
-            sc = rq.get(d)
-            if sc is not None:
-                jr.append(r)
-                js.append(float(sc))
-                jg.append(float(g))
-                jd.append(d)
-    jr_a = np.asarray(jr, dtype=np.int64)
-    js_a = np.asarray(js, dtype=np.float64)
-    jg_a = np.asarray(jg, dtype=np.float64)
-    rank = np.zeros(len(jr), dtype=np.int64)
-    ties = np.zeros(len(jr), dtype=np.int64)
-    bounds = np.flatnonzero(np.diff(np.concatenate(([-1], jr_a, [nrun])))) if len(jr) else np.zeros(0, np.int64)
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        r = int(jr_a[a])
-        row = scores[ptr[r]: ptr[r + 1]]
-        s_ = js_a[a:b, None]
-        rank[a:b] = 1 + (row[None, :] > s_).sum(axis=1)
-        ties[a:b] = (row[None, :] == s_).sum(axis=1) - 1
+    total = int(ptr[-1])
+    rrows = list(map(run.__getitem__, present))
+    scores = np.fromiter(itertools.chain.from_iterable(map(dict.values, rrows) if set(map(type, rrows)) <= {dict}
+                                                       else (r.values() for r in rrows)),
+                         dtype=np.float64, count=total)
+    if np.isnan(scores).any():
+        return None
+    judged = list(map(qrels.__getitem__, present))
+    jlens = np.fromiter(map(len, judged), dtype=np.int64, count=nrun)
+    nj = int(jlens.sum())
+    nan = itertools.repeat(float("nan"))
+    js_all = np.fromiter(itertools.chain.from_iterable(map(r.get, j, nan) for r, j in zip(rrows, judged)),
+                         dtype=np.float64, count=nj)
+    jg_all = np.fromiter(itertools.chain.from_iterable(map(dict.values, judged)) if all(
+        type(j) is dict for j in judged) else itertools.chain.from_iterable(j.values() for j in judged),
+                         dtype=np.float64, count=nj)
+    found = ~np.isnan(js_all)
+    jr_all = np.repeat(np.arange(nrun, dtype=np.int64), jlens)
+    jr_a, js_a, jg_a = jr_all[found], js_all[found], jg_all[found]
+    nf = len(jr_a)
+    rank = np.zeros(nf, dtype=np.int64)
+    ties = np.zeros(nf, dtype=np.int64)
+    lens = np.diff(ptr)
+    width = int(lens.max()) if nrun else 0
+    if nf and nrun * width <= 2 * total + 4096:  # rows of similar length: one padded grid
+        grid = np.full((nrun, width), np.nan)
+        grid[np.repeat(np.arange(nrun, dtype=np.int64), lens), _local_positions(ptr)] = scores
+        step = max(1, _SPARSE_CHUNK // max(width, 1))
+        for lo in range(0, nf, step):
+            hi = min(nf, lo + step)
+            rows = grid[jr_a[lo:hi]]
+            s_ = js_a[lo:hi, None]
+            rank[lo:hi] = 1 + (rows > s_).sum(axis=1)
+            ties[lo:hi] = (rows == s_).sum(axis=1) - 1
+    elif nf:  # very uneven rows: one query at a time
+        bounds = np.flatnonzero(np.diff(np.concatenate(([-1], jr_a, [nrun]))))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            r = int(jr_a[a])
+            row = scores[ptr[r]: ptr[r + 1]]
+            s_ = js_a[a:b, None]
+            rank[a:b] = 1 + (row[None, :] > s_).sum(axis=1)
+            ties[a:b] = (row[None, :] == s_).sum(axis=1) - 1
     tied = np.flatnonzero(ties > 0)
     if tied.size > SPARSE_TIE_LIMIT:
         return None
-    for j in tied.tolist():  # equal scores: larger doc ids rank first (trec_eval)
-        d, sc = jd[j], js[j]
-        rank[j] += sum(1 for e, v in run[present[jr[j]]].items() if v == sc and e > d)
+    if tied.size:  # equal scores: larger doc ids rank first (trec_eval)
+        jd = list(itertools.compress(itertools.chain.from_iterable(judged), found.tolist()))
+        for j in tied.tolist():
+            r = int(jr_a[j])
+            a = int(ptr[r])
+            eq = np.flatnonzero(scores[a: int(ptr[r + 1])] == js_a[j]).tolist()
+            keys = list(run[present[r]])
+            d = jd[j]
+            rank[j] += sum(1 for e in eq if keys[e] > d)
     # per-row sums from (row, rank, grade), rows ordered by rank
     order = np.lexsort((rank, jr_a))
     jr_a, rank, jg_a = jr_a[order], rank[order], jg_a[order]
@@ -374,24 +470,28 @@ def _run_side_numpy(qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.n
 
 
 def _grades_side_numpy(rptr: np.ndarray, grades: np.ndarray, R: np.ndarray, ks: tuple[int, ...], binary: bool):
+    """Run-side sums from grades in rank order. Integer counts come from prefix sums; the float
+    sums (DCG, AP) are added per query in rank order starting from 0 (``bincount`` adds its
+    weights in input order), as the numba kernels do: the same floats whatever the engine and
+    whatever other queries share the batch."""
     starts = rptr[:-1]
     lens = np.diff(rptr)
     rel = grades >= 1.0
     C = np.zeros(len(rel) + 1, dtype=np.int64)
     np.cumsum(rel, out=C[1:])
     pos = _local_positions(rptr)
-    disc = _discounts(int(lens.max()) if len(lens) else 1)[pos]
-    g = rel.astype(np.float64) if binary else np.maximum(grades, 0.0)
-    D = np.zeros(len(rel) + 1)
-    np.cumsum(g * disc, out=D[1:])
     s, L = starts, lens
+    nrun = len(starts)
+    rrow = np.repeat(np.arange(nrun, dtype=np.int64), lens)
+    top = np.flatnonzero(pos < max(ks)) if len(ks) else np.zeros(0, np.int64)
+    g_top = rel[top].astype(np.float64) if binary else np.maximum(grades[top], 0.0)
+    gd = g_top * _discounts(int(lens.max()) if len(lens) else 1)[pos[top]]
     hits = np.stack([C[s + np.minimum(L, k)] - C[s] for k in ks], axis=1) if len(s) else np.zeros((0, len(ks)), np.int64)
-    dcg = np.stack([D[s + np.minimum(L, k)] - D[s] for k in ks], axis=1) if len(s) else np.zeros((0, len(ks)))
+    dcg = (np.stack([np.bincount(rrow[top], weights=np.where(pos[top] < k, gd, 0.0), minlength=nrun) for k in ks],
+                    axis=1) if len(s) else np.zeros((0, len(ks))))
     total = C[s + L] - C[s]
     first = np.searchsorted(C, C[s] + 1, side="left")  # index of the first relevant entry + 1
     rank1 = np.where(total > 0, first - s, 0)
-    nrun = len(starts)
-    rrow = np.repeat(np.arange(nrun, dtype=np.int64), lens)
     local_hits = C[1:] - C[starts][rrow]
     term = np.where(rel, local_hits / (pos + 1.0), 0.0)
     ap_sum = np.bincount(rrow, weights=term, minlength=nrun)

@@ -57,7 +57,16 @@ class Vocab:
         return self.index.setdefault(s, len(self.index))
 
     def codes(self, ids: Sequence[str]) -> np.ndarray:
-        """Codes of many ids, adding unseen ones in first-seen order (int64 array)."""
+        """Codes of many ids, adding unseen ones in first-seen order (int64 array).
+
+        Large inputs are factorised first (:func:`factorize`: a C-level hash table), so the
+        dictionary sees each distinct id once; the codes are the same as one
+        ``setdefault`` per id in input order."""
+        if len(ids) >= FACTORIZE_MIN:
+            f = factorize(ids)
+            if f is not None:
+                local, distinct = f
+                return self.codes_distinct(distinct)[local]
         self._grow(ids)
         return np.fromiter(map(self.index.__getitem__, ids), dtype=np.int64, count=len(ids))
 
@@ -299,6 +308,40 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
     return (ptr[:-1, None] + o)[valid]
 
 
+FACTORIZE_MIN = 50_000
+"""From this many ids on, :meth:`Vocab.codes` factorises them with pandas (when importable)
+before touching the dictionary."""
+
+
+def factorize(ids: Sequence[str]) -> tuple[np.ndarray, list[str]] | None:
+    """``(codes, distinct)`` of a sequence of string ids: ``distinct`` in first-seen order and
+    ``distinct[codes[i]] == ids[i]``, by pandas' C string hash table (one pass over the UTF-8
+    of each id; about 7x faster than a dict ``setdefault`` per id).
+
+    Returns ``None`` when pandas is not importable or an id is not a ``str`` (the table maps
+    those to -1); callers then use the dictionary path.
+    Two equal ids with different codes (which the table does not produce) would only repeat
+    an entry of ``distinct``, which :meth:`Vocab.codes_distinct` maps to one code."""
+    try:
+        from pandas._libs import hashtable as _ht
+    except ImportError:  # pragma: no cover - pandas is in the [fast] extra
+        return None
+    n = len(ids)
+    arr = ids if isinstance(ids, np.ndarray) and ids.dtype == object else np.fromiter(ids, dtype=object, count=n)
+    if arr.ndim != 1 or n == 0:
+        return None
+    try:
+        uniq, codes = _ht.StringHashTable(max(n // 4, 16)).factorize(arr)
+    except (TypeError, ValueError):  # pragma: no cover - a pandas without this table signature
+        return None
+    if codes.min() < 0 or not all(type(x) is str for x in uniq):  # a non-string id
+        return None
+    probe = np.linspace(0, n - 1, min(n, 4096)).astype(np.int64)  # a cheap sanity check of the table
+    if not bool((arr[probe] == uniq[codes[probe]]).all()):  # pragma: no cover - a broken pandas
+        return None
+    return codes.astype(np.int64, copy=False), uniq.tolist()
+
+
 def _texts(items: list) -> list[str]:
     return [x.decode("utf-8") for x in items] if items and isinstance(items[0], bytes) else items
 
@@ -329,6 +372,15 @@ class Qrels:
     def from_dict(cls, qrels: Mapping[str, Mapping[str, float] | Iterable[str]], *, vocab: Vocab | None = None) -> "Qrels":
         """From ``{qid: {doc: grade}}`` (or ``{qid: [doc, ...]}`` for binary judgements)."""
         vocab = vocab if vocab is not None else Vocab()
+        vals = list(qrels.values())
+        if set(map(type, vals)) <= {dict}:  # the common shape: one C-level pass over all judgements
+            lens_a = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
+            total = int(lens_a.sum())
+            codes = vocab.codes(list(itertools.chain.from_iterable(vals)))
+            g = np.fromiter(itertools.chain.from_iterable(map(dict.values, vals)), dtype=np.float64, count=total)
+            row = np.repeat(np.arange(len(vals), dtype=np.int64), lens_a)
+            order = np.lexsort((codes, row))
+            return cls(list(map(str, qrels)), _csr(lens_a), codes[order], g[order], vocab)
         qids, lens, ids, grades = [], [], [], []
         for q, judged in qrels.items():
             if isinstance(judged, Mapping):
@@ -416,11 +468,12 @@ class Run:
         """From ``{qid: {doc: score}}`` (pytrec_eval's run shape); ranked by trec_eval's order."""
         vocab = vocab if vocab is not None else Vocab()
         qids = [str(q) for q in run]
-        lens = [len(d) for d in run.values()]
-        flat = list(itertools.chain.from_iterable(run.values()))
-        scores = np.fromiter(
-            itertools.chain.from_iterable(d.values() for d in run.values()), dtype=np.float64, count=len(flat)
-        )
+        vals = list(run.values())
+        lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
+        total = int(lens.sum())
+        flat = np.fromiter(itertools.chain.from_iterable(vals), dtype=object, count=total)
+        values = (map(dict.values, vals) if set(map(type, vals)) <= {dict} else (d.values() for d in vals))
+        scores = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64, count=total)
         return cls.from_columns(qids, _csr(lens), vocab.codes(flat), scores, vocab, check_duplicates=False)
 
     @classmethod

@@ -46,8 +46,9 @@ for every record slice.
 
 from __future__ import annotations
 
+import itertools
 import math
-
+from operator import itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -57,8 +58,8 @@ from ..evaluation import Evaluation
 from ..records import Record, slice_texts, where
 from .corpus import Corpus, eligible_pairs
 from .filters import Filter, parse_filters, predicate_counts, replay
-from .metrics import RetrievalFamily, evaluate_run
-from .runs import Qrels, Run, Vocab
+from .metrics import RetrievalFamily, evaluate_lists
+from .runs import _csr, trec_order
 
 
 def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
@@ -139,6 +140,119 @@ def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
     return uniq, len(ids) - len(uniq)
 
 
+_STR = {str}
+_NUM = {int, float}
+
+
+def _parse_golds(rows: list[Record], raws: list[Any]) -> list[Mapping[str, float]]:
+    """:func:`_parse_gold` of every record, with the per-id work in C-level passes over all
+    records: ``{doc: grade}`` objects whose keys are all strings and grades all numbers are
+    used as they are (grades become floats where they are read), lists of string ids become
+    ``dict.fromkeys(ids, 1.0)``. When some record has another shape, a non-string id, a
+    non-numeric, too large or non-finite grade, every record goes through the checked parser
+    (which names the record and field of the first bad one)."""
+    kinds = list(map(type, raws))
+    dicts = [r for r, t in zip(raws, kinds) if t is dict]
+    lists = [r for r, t in zip(raws, kinds) if t is list]
+    ok = len(dicts) + len(lists) == len(raws)
+    if ok and dicts:
+        ok = (set(map(type, itertools.chain.from_iterable(dicts))) <= _STR
+              and set(map(type, itertools.chain.from_iterable(map(dict.values, dicts)))) <= _NUM)
+        if ok:
+            try:
+                ok = bool(np.isfinite(np.fromiter(itertools.chain.from_iterable(map(dict.values, dicts)),
+                                                  dtype=np.float64)).all())
+            except OverflowError:
+                ok = False
+    if ok and lists:
+        ok = set(map(type, itertools.chain.from_iterable(lists))) <= _STR
+    if not ok:
+        return [_parse_gold(rec, raw) for rec, raw in zip(rows, raws)]
+    return [raw if t is dict else dict.fromkeys(raw, 1.0) for raw, t in zip(raws, kinds)]
+
+
+def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool) -> tuple[list[list[str] | None], np.ndarray]:
+    """:func:`_parse_run` of every record — ranked unique ids (``None`` without a run) and the
+    duplicates removed per record — with the per-id work in C-level passes over all records:
+    the common shapes (a list of ids, ``[[id, score], ...]``, ``{id: score}``) are unpacked,
+    every id type-checked in one pass, repeats found with one ``set`` per run, and the scored
+    runs put in trec_eval's order by one :func:`trec_order` (score descending, then id
+    descending; a ranked list keeps its order). A run in another shape, with a repeated id or
+    a bad entry goes through the checked parser (which raises, naming the record and field,
+    or dedupes); so does every run when some id is not a string or a score is too large or
+    not finite. Same result as :func:`_parse_run` per record."""
+    n = len(raws)
+    out: list[list[str] | None] = [None] * n
+    scores: dict[int, list] = {}
+    dups = np.zeros(n, dtype=np.int64)
+    for i, raw in enumerate(raws):
+        if raw is not None:
+            got, sc = _shape(raw)
+            out[i] = got
+            if sc is not None:
+                scores[i] = sc
+    shaped = [x for x in out if x is not None]
+    ok = set(map(type, itertools.chain.from_iterable(shaped))) <= _STR
+    vals = None
+    if ok and scores:
+        try:
+            vals = np.fromiter(itertools.chain.from_iterable(scores.values()), dtype=np.float64)
+            ok = bool(np.isfinite(vals).all())
+        except OverflowError:
+            ok = False
+    if not ok:  # the checked parser names the first bad record and field
+        for i, (rec, raw) in enumerate(zip(rows, raws)):
+            if raw is not None:
+                out[i], dups[i] = _parse_run(rec, raw, dedupe)
+        return out, dups
+    for i, (rec, raw) in enumerate(zip(rows, raws)):
+        x = out[i]
+        if raw is not None and (x is None or len(set(x)) != len(x)):  # another shape or a repeated id
+            out[i], dups[i] = _parse_run(rec, raw, dedupe)
+            if i in scores:
+                del scores[i]
+    if scores:
+        _rank_scored(out, scores)
+    return out, dups
+
+
+def _rank_scored(out: list[Any], scores: dict[int, list]) -> None:
+    """Replace each scored run ``out[i]`` (ids in input order, ``scores[i]`` their scores) by
+    its ids in trec_eval's order, all runs sorted by one :func:`trec_order`."""
+    rows = list(scores)
+    ids = [out[i] for i in rows]
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    ptr = _csr(lens)
+    flat = np.fromiter(itertools.chain.from_iterable(scores[i] for i in rows), dtype=np.float64, count=int(ptr[-1]))
+    order = trec_order(ptr, flat, None, None, row_ids=lambda r: ids[r])
+    if order is None:
+        return
+    docs = np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=int(ptr[-1]))[order].tolist()
+    p = ptr.tolist()
+    for j, i in enumerate(rows):
+        out[i] = docs[p[j]: p[j + 1]]
+
+
+def _shape(raw: Any) -> tuple[list | None, list | None]:
+    """(ids, scores or None) of a run in a common shape with numeric scores, else (None, None);
+    the ids are not checked here."""
+    t = type(raw)
+    if t is list:
+        if not raw or type(raw[0]) is str:
+            return raw, None
+        if type(raw[0]) is list and set(map(len, raw)) == {2}:
+            sc = list(map(_SECOND, raw))
+            if set(map(type, sc)) <= _NUM:
+                return list(map(_FIRST, raw)), sc
+        return None, None
+    if t is dict and set(map(type, raw.values())) <= _NUM:
+        return list(raw), list(raw.values())
+    return None, None
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
 def score_retrieval(
     ontology,
     records: Iterable[Record],
@@ -179,9 +293,6 @@ def score_retrieval(
     records = list(records)
     unscored: list[dict[str, str]] = []
     rows: list[Record] = []
-    golds: list[dict[str, float]] = []
-    runs: list[list[str] | None] = []
-    dups: list[int] = []
     filt: list[list[Filter] | None] = []
     gold_filt: list[list[Filter] | None] = []
     principals: list[Mapping[str, Any] | None] = []
@@ -189,39 +300,37 @@ def score_retrieval(
     from .corpus import DEFAULT_ENTITLEMENT_FIELDS
 
     ent_fields = tuple(corpus.entitlement_fields) if corpus is not None else DEFAULT_ENTITLEMENT_FIELDS
+    gold_raw: list[Any] = []
+    run_raw: list[Any] = []
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
             unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"})
             continue
-        if not isinstance(sec, Mapping):
+        if type(sec) is not dict and not isinstance(sec, Mapping):
             raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
         if "gold" not in sec:
             unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
             continue
         rows.append(rec)
-        golds.append(_parse_gold(rec, sec["gold"]))
-        if sec.get("run") is None:
-            runs.append(None)
-            dups.append(0)
-        else:
-            r, nd = _parse_run(rec, sec["run"], dedupe)
-            runs.append(r)
-            dups.append(nd)
-        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field,
-                                  entitlement_fields=ent_fields)
-                    if sec.get("filters") is not None else None)
-        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field,
-                                       entitlement_fields=ent_fields)
-                         if sec.get("gold_filters") is not None else None)
+        gold_raw.append(sec["gold"])
+        run_raw.append(sec.get("run"))
+        f = sec.get("filters")
+        filt.append(parse_filters(f, where(rec, "retrieval.filters"), category_field=cat_field,
+                                  entitlement_fields=ent_fields) if f is not None else None)
+        f = sec.get("gold_filters")
+        gold_filt.append(parse_filters(f, where(rec, "retrieval.gold_filters"), category_field=cat_field,
+                                       entitlement_fields=ent_fields) if f is not None else None)
         pr = sec.get("principal")
-        if pr is not None and not isinstance(pr, Mapping):
+        if pr is not None and type(pr) is not dict and not isinstance(pr, Mapping):
             raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
         if entitlement_defaults:
             pr = {**entitlement_defaults, **(pr or {})}
         if pr and corpus is not None:
             corpus.check_principal(pr, where(rec, "retrieval.principal"))
         principals.append(pr)
+    golds = _parse_golds(rows, gold_raw)
+    runs, dups = _parse_runs(rows, run_raw, dedupe)
 
     n = len(rows)
     st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
@@ -266,12 +375,7 @@ def score_retrieval(
         st["n_ineligible_retrieved"] = np.bincount(rrec[rk], weights=bad, minlength=n).astype(float)
 
     # ---- standard metrics, all queries at once
-    qids = [f"{i}" for i in range(n)]
-    vocab = Vocab()
-    qrels = Qrels.from_dict(dict(zip(qids, elig_gold)), vocab=vocab)
-    present = [i for i in range(n) if runs[i] is not None]
-    run = Run.from_lists({qids[i]: runs[i] for i in present}, vocab=vocab)
-    pq = evaluate_run(qrels, run, ks, gain=gain, engine=engine)
+    pq = evaluate_lists(elig_gold, runs, ks, gain=gain, engine=engine)
     scored = pq.n_rel > 0
     for m in family.metric_list:
         st[f"{m}.sum"] = np.where(scored, pq.values[m], 0.0)
@@ -280,7 +384,7 @@ def score_retrieval(
     no_gold = (~scored) & (st["n_q_gold_all_ineligible"] == 0)
     st["n_no_gold"] = no_gold.astype(float)
     st["n_no_gold_nonempty_run"] = (no_gold & (pq.n_retrieved > 0)).astype(float)
-    st["n_duplicates_removed"] = np.asarray(dups, dtype=float)
+    st["n_duplicates_removed"] = dups.astype(float)
     st["n_gold_unknown"] = unknown_gold
 
     # ---- predicate precision / recall
@@ -291,8 +395,10 @@ def score_retrieval(
 
     # ---- gold nodes
     gold_node: list[str | None] = [None] * n
-    for i, rec in enumerate(rows):
-        gn = rec["retrieval"].get("gold_node")
+    given = [rec["retrieval"].get("gold_node") for rec in rows]
+    todo = range(n) if corpus is not None else [i for i, g in enumerate(given) if g is not None]
+    for i in todo:
+        rec, gn = rows[i], given[i]
         if gn is not None:
             if not isinstance(gn, str):
                 raise InputError(f"{where(rec, 'retrieval.gold_node')}: expected an ontology id, found {gn!r}")
@@ -367,9 +473,12 @@ def score_retrieval(
         _diagnose(ontology, diag_pairs, details, resolver)
 
     keys: dict[str, list[Any]] = {"gold_node": gold_node}
-    slice_names = sorted({s for r in rows if isinstance(r.get("slices"), Mapping) for s in r["slices"]})
+    sl = [r.get("slices") for r in rows]
+    sl = [x if type(x) is dict or isinstance(x, Mapping) else None for x in sl] if set(map(type, sl)) - {dict, type(None)} else sl
+    slice_names = sorted(set(itertools.chain.from_iterable(filter(None, sl))))
+    empty: dict = {}
     for s in slice_names:
-        keys[f"slice:{s}"] = slice_texts([(r.get("slices") or {}).get(s) for r in rows])
+        keys[f"slice:{s}"] = slice_texts([(x or empty).get(s) for x in sl])
     meta = {
         "k": list(ks), "gain": gain, "attribution_k": katt,
         "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "

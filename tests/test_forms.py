@@ -1,0 +1,155 @@
+"""``kg_rageval.forms`` against the loop it replaces: every metric of every audited family on
+many rows of summed stats equals ``finalize`` row by row; bootstrap replicates and paired
+deltas equal a ``finalize`` per resample over the same weights (bit for bit); failure drivers
+and per-node roll-ups equal the finalized full roll-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kg_rageval.evaluation import Evaluation, Family, Metric, bootstrap_weights, named, ratio
+from kg_rageval.forms import metric_forms, metric_values, replicate_values
+
+AUDIT = Path(__file__).resolve().parents[1] / "fixtures" / "audit"
+
+
+@pytest.fixture(scope="module")
+def audit_result():
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.runner import run_audit
+
+    return run_audit(load_config(AUDIT / "real.yaml"), progress=False)
+
+
+def _evaluations(res):
+    for fam, run in res.families.items():
+        for ev in run.evaluations:
+            if len(ev):
+                yield fam, ev
+
+
+def _matrix(ev):
+    ids, per = ev.per_record_stats()
+    names = list(per)
+    return ids, names, np.stack([per[k] for k in names], axis=1)
+
+
+def _loop_replicates(ev, n_resamples, seed):
+    """The previous implementation: one finalize per resample."""
+    ids, names, mat = _matrix(ev)
+    out = {m: np.full(n_resamples, np.nan) for m in ev.metrics()}
+    for lo, w in bootstrap_weights(len(ids), n_resamples, seed):
+        for j, row in enumerate((w @ mat).tolist()):
+            res = ev.family.finalize(dict(zip(names, row)))
+            for m in out:
+                if res[m].value is not None:
+                    out[m][lo + j] = res[m].value
+    return out
+
+
+def test_metric_values_equal_finalize_per_row(audit_result):
+    n_forms = 0
+    for fam, ev in _evaluations(audit_result):
+        _, names, mat = _matrix(ev)
+        metrics = list(ev.metrics())
+        got = metric_values(ev.family.finalize, names, mat, metrics)
+        forms = metric_forms(ev.family.finalize, names, metrics, mat[:3])
+        n_forms += sum(f is not None for m, f in forms.items() if m in metrics)
+        for j in range(len(mat)):
+            res = ev.family.finalize(dict(zip(names, mat[j].tolist())))
+            for m in metrics:
+                v, d = got[m][0][j], got[m][1][j]
+                if res[m].value is None:
+                    assert np.isnan(v), (fam, m, j)
+                else:
+                    assert v == pytest.approx(res[m].value, rel=1e-12, abs=1e-12), (fam, m, j)
+                if res[m].denominator is not None and res[m].value is not None:
+                    assert d == pytest.approx(res[m].denominator), (fam, m, j)
+    assert n_forms > 50  # most metrics are vectorised, not finalized row by row
+
+
+def test_bootstrap_replicates_equal_the_loop_bit_for_bit(audit_result):
+    for fam, ev in _evaluations(audit_result):
+        want = _loop_replicates(ev, 200, 7)
+        got = ev.bootstrap_replicates(n_resamples=200, seed=7)
+        for m in want:
+            assert np.array_equal(want[m], got[m], equal_nan=True), (fam, m)
+
+
+class Gated(Family):
+    """Precision defined only with >= 12 predictions (not a ratio form), an F1, a count."""
+
+    name = "gated"
+    stats = ("tp", "n_pred", "n_gold")
+
+    def finalize(self, s):
+        p = ratio("precision", s["tp"], s["n_pred"], missing="no predictions")
+        if s["n_pred"] < 12:
+            p = Metric("precision", None, missing="fewer than 12 predictions")
+        r = ratio("recall", s["tp"], s["n_gold"], missing="no gold")
+        f = 0.0 if not (p.value or r.value) else None
+        return named(p, r, Metric("f1", None if p.value is None else
+                                  (f if f is not None else 2 * p.value * r.value / (p.value + r.value))),
+                     Metric("tp", s["tp"]))
+
+
+def test_non_ratio_metrics_fall_back_to_finalize():
+    rng = np.random.default_rng(3)
+    n = 10  # about 10 predictions per resample: precision is missing in a part of them
+    stats = {"tp": rng.integers(0, 2, n), "n_pred": rng.integers(0, 3, n), "n_gold": np.ones(n)}
+    ev = Evaluation(Gated(), [f"r{i}" for i in range(n)], stats)
+    _, names, mat = _matrix(ev)
+    forms = metric_forms(ev.family.finalize, names, ["precision", "recall", "f1", "tp"], mat[:3])
+    assert forms["precision"] is None and forms["f1"] is None  # thresholded: no form
+    assert forms["recall"].kind == "ratio" and forms["tp"].kind == "linear"
+    want = _loop_replicates(ev, 300, 1)
+    got = ev.bootstrap_replicates(n_resamples=300, seed=1)
+    for m in want:
+        assert np.array_equal(want[m], got[m], equal_nan=True), m
+    assert np.isnan(got["precision"]).any() and not np.isnan(got["precision"]).all()
+
+
+def test_paired_replicates_use_the_same_draws(audit_result):
+    ev = audit_result.families["hierarchy"].evaluations[0]
+    _, names, mat = _matrix(ev)
+    other = mat[::-1].copy()
+    wanted = ["hierarchical_f1", "exact_accuracy"]
+    a, b = replicate_values(ev.family.finalize, names, [mat, other], wanted, 100, 2, bootstrap_weights)
+    alone = replicate_values(ev.family.finalize, names, [other], wanted, 100, 2, bootstrap_weights)[0]
+    ref = ev.bootstrap_replicates(n_resamples=100, seed=2, metrics=["hierarchical_f1", "exact_accuracy"])
+    for m in ("hierarchical_f1", "exact_accuracy"):
+        assert np.array_equal(a[m], ref[m], equal_nan=True)
+        assert np.array_equal(b[m], alone[m], equal_nan=True)
+
+
+def test_failure_drivers_and_node_rollups_equal_the_finalized_rollup(audit_result):
+    from kg_rageval.audit.pernode import node_metric, node_rollups
+
+    onto = audit_result.ontology
+    checked = 0
+    for fam, ev in _evaluations(audit_result):
+        if "gold_node" not in ev.keys:
+            continue
+        full = ev.rollup(onto)
+        for metric in list(ev.metrics())[:12]:
+            kept, n_rows, values, den = node_metric(ev, onto, metric)
+            assert [onto.ids[i] for i in kept.tolist()] == list(full)
+            for j, nid in enumerate(full):
+                m = full[nid]["metrics"][metric]
+                assert n_rows[j] == full[nid]["n"]
+                if m.value is None:
+                    assert np.isnan(values[j])
+                else:
+                    assert values[j] == m.value  # the same floats
+                    checked += 1
+    assert checked > 100
+    nodes = node_rollups(audit_result.families, onto)
+    for fam, ev in _evaluations(audit_result):
+        if "gold_node" not in ev.keys:
+            continue
+        for nid, row in ev.rollup(onto).items():
+            for m, val in row["metrics"].items():
+                assert nodes[nid]["metrics"][f"{fam}.{m}"] == val.value

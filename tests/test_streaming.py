@@ -1,0 +1,350 @@
+"""Streaming a records file through a family in chunks (``BoundScorer.score_path``) equals
+scoring the whole file at once: rows, stats, keys, details, unscored records and their codes,
+meta, metrics, the JSON of the evaluation and of the ``score`` commands, and the errors (file,
+line, field, counts of places) — for every registered family, at tiny chunk sizes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kg_rageval.cli.main import main
+from kg_rageval.contract import REGISTRY, BoundScorer, get_scorer
+from kg_rageval.errors import InputError, KgRagevalError, MissingEvidence
+from kg_rageval.evaluation import Evaluation, EvaluationSet, concat_evaluations
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The bundled demo (a section for every family) plus relation questions, with slices that
+    only some records have (a slice first seen in a later chunk; keys must keep the
+    whole-file order)."""
+    from kg_rageval.demo import build_demo
+    from kg_rageval.ontology import load_ontology
+
+    out = tmp_path_factory.mktemp("stream_demo")
+    build_demo(out, bootstrap=20)
+    onto = load_ontology(out / "doid-cancer-slim.obo")
+    _add_relation_questions(out / "records.jsonl", onto)
+    lines = []
+    for i, line in enumerate((out / "records.jsonl").read_text().splitlines()):
+        rec = json.loads(line)
+        if 7 <= i < 20:
+            rec.setdefault("slices", {})["late"] = "x" if i % 2 else "y"
+        if i >= 100:
+            rec.setdefault("slices", {})["aaa"] = i % 3
+        lines.append(json.dumps(rec))
+    (out / "records.jsonl").write_text("\n".join(lines) + "\n")
+    return {"dir": out, "ontology": onto, "path": out / "records.jsonl",
+            "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml")}}
+
+
+def _add_relation_questions(path, onto) -> None:
+    """As in tests/test_contract.py: a list question per record with a gold concept, so the
+    relations family meets the same records as every other family."""
+    lines = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        gold = ((rec.get("labels") or {}).get("gold") or [None])[0]
+        if gold in onto:
+            subtypes = onto.children(gold) or [gold]
+            rec["relations"] = {"node": gold, "gold_answers": subtypes, "answers": subtypes[:1]}
+        lines.append(json.dumps(rec))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _inputs(name: str, demo) -> dict:
+    return {i.name: demo["inputs"][i.name] for i in get_scorer(name).inputs if i.name in demo["inputs"]}
+
+
+def _json(result: EvaluationSet) -> str:
+    return json.dumps({m: ev.to_dict(rows=True, breakdowns=list(ev.keys)) for m, ev in result.items()},
+                      allow_nan=False)
+
+
+def _assert_same(a: EvaluationSet, b: EvaluationSet) -> None:
+    assert list(a) == list(b)
+    for m in a:
+        x, y = a[m], b[m]
+        assert x.record_ids.tolist() == y.record_ids.tolist(), m
+        assert list(x.stats) == list(y.stats) and list(x.keys) == list(y.keys), m
+        assert list(x.details) == list(y.details), m
+        for k in x.stats:
+            assert np.array_equal(x.stats[k], y.stats[k]), (m, k)  # bit for bit
+        assert x.unscored == y.unscored and x.meta == y.meta, m
+    assert _json(a) == _json(b)
+
+
+@pytest.fixture()
+def calls(monkeypatch):
+    """Counts the family calls of every bound scorer."""
+    n = {"calls": 0}
+    orig = BoundScorer._call
+
+    def counted(self, records, ontology):
+        n["calls"] += 1
+        return orig(self, records, ontology)
+
+    monkeypatch.setattr(BoundScorer, "_call", counted)
+    return n
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_chunked_equals_whole_for_every_family(name, demo, calls):
+    bound = get_scorer(name).bind(demo["ontology"], **_inputs(name, demo))
+    try:
+        whole = bound.score_whole(demo["path"])
+    except KgRagevalError as exc:  # a family without evidence in the demo raises the same error
+        with pytest.raises(type(exc)) as got:
+            bound(demo["path"], chunk_size=3)
+        assert str(got.value) == str(exc)
+        return
+    n_records = sum(1 for _ in open(demo["path"]))
+    for size in (3, 7, 64):
+        calls["calls"] = 0
+        _assert_same(bound(demo["path"], chunk_size=size), whole)
+        if get_scorer(name).streamable:  # it really streamed
+            assert calls["calls"] >= -(-n_records // size), (name, size)
+        else:
+            assert calls["calls"] == 1
+
+
+def test_streamable_families_are_declared():
+    """The families whose result depends on several records at once take the whole list."""
+    assert {n for n, sc in REGISTRY.items() if sc.streamable} == {"hierarchy", "linking", "relations", "context", "retrieval"}
+
+
+def test_chunked_scoring_keeps_the_whole_file_key_order(demo):
+    res = get_scorer("hierarchy").score(demo["ontology"], demo["path"], chunk_size=5).single
+    assert list(res.keys)[:1] == ["gold_node"]
+    assert [k for k in res.keys if k.startswith("slice:")] == sorted(k for k in res.keys if k.startswith("slice:"))
+    assert "slice:late" in res.keys and "slice:aaa" in res.keys
+    rel = get_scorer("relations").score(demo["ontology"], demo["path"], chunk_size=5).single
+    assert list(rel.keys)[-1] == "gold_node"  # relations writes its slices first
+
+
+# ---------------------------------------------------------------------- bundled fixtures
+@pytest.mark.parametrize("family,onto,data,opts", [
+    ("hierarchy", "hierarchy/vehicles.obo", "hierarchy/records.jsonl", {}),
+    ("hierarchy", "hierarchy/vehicles.obo", "hierarchy/records_issues.jsonl", {"on_unknown_gold": "count"}),
+    ("hierarchy", "audit/vehicles.csv", "audit/records.jsonl", {}),
+    ("linking", "linking/vehicles.tsv", "linking/records.jsonl", {}),
+    ("linking", "linking/vehicles.tsv", "linking/records.jsonl", {"overlap": True}),
+    ("linking", "audit/vehicles.csv", "audit/records.jsonl", {}),
+    ("relations", "audit/vehicles.csv", "audit/records.jsonl", {}),
+])
+def test_chunked_equals_whole_on_fixtures(family, onto, data, opts):
+    from kg_rageval.ontology import load_ontology
+
+    o = load_ontology(FIXTURES / onto)
+    bound = get_scorer(family).bind(o, **opts)
+    path = FIXTURES / data
+    try:
+        whole = bound.score_whole(path)
+    except KgRagevalError as exc:
+        with pytest.raises(type(exc)) as got:
+            bound(path, chunk_size=1)
+        assert str(got.value) == str(exc)
+        return
+    for size in (1, 2, 3):
+        _assert_same(bound(path, chunk_size=size), whole)
+
+
+@pytest.mark.parametrize("family,extra", [("hierarchy", ["--on-unknown-gold", "count"]),
+                                          ("linking", ["--breakdown", "outcome"])])
+def test_score_command_json_does_not_depend_on_the_chunk_size(family, extra, demo, capsys):
+    base = ["score", family, "--ontology", str(demo["dir"] / "doid-cancer-slim.obo"), "--data",
+            str(demo["path"]), "--format", "json", "--rows", "--ci", "20", *extra]
+    assert main(base) == 0
+    whole = capsys.readouterr().out
+    assert main(base + ["--chunk-size", "3"]) == 0
+    assert capsys.readouterr().out == whole
+    payload = json.loads(whole)
+    assert payload["counts"]["records"] == sum(1 for _ in open(demo["path"]))
+
+
+# ---------------------------------------------------------------------- errors and edge cases
+def _vehicles():
+    from kg_rageval.ontology import load_ontology
+
+    return load_ontology(FIXTURES / "hierarchy/vehicles.obo")
+
+
+def _write(tmp_path: Path, records: list, name: str = "r.jsonl") -> Path:
+    p = tmp_path / name
+    p.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return p
+
+
+def _lab(i: int, gold="VH:sedan", pred="VH:car") -> dict:
+    return {"id": f"q{i}", "labels": {"gold": [gold], "pred": [pred]}}
+
+
+def _same_outcome(bound, path, size: int = 3):
+    """The streamed call and the whole-file call give the same result or the same error."""
+    try:
+        want = bound.score_whole(path)
+    except KgRagevalError as exc:
+        with pytest.raises(type(exc)) as got:
+            bound(path, chunk_size=size)
+        assert str(got.value) == str(exc)
+        return str(exc)
+    _assert_same(bound(path, chunk_size=size), want)
+    return want
+
+
+def test_unknown_ids_error_counts_every_place_in_the_file(tmp_path):
+    recs = [_lab(i) for i in range(12)]
+    for i in (2, 5, 10):
+        recs[i] = _lab(i, gold=f"VH:ghost{i}")
+    msg = _same_outcome(get_scorer("hierarchy").bind(_vehicles()), _write(tmp_path, recs))
+    assert "r.jsonl, record 'q2' (line 3), field labels.gold[0]" in msg and "and 2 more places" in msg
+    assert "'VH:ghost10'" in msg
+
+
+def test_first_malformed_record_in_the_file_wins_over_an_earlier_unknown_id(tmp_path):
+    recs = [_lab(i) for i in range(12)]
+    recs[1] = _lab(1, gold="VH:ghost")
+    recs[9] = {"id": "q9", "labels": {"gold": [3], "pred": ["VH:car"]}}
+    msg = _same_outcome(get_scorer("hierarchy").bind(_vehicles()), _write(tmp_path, recs))
+    assert "record 'q9' (line 10), field labels.gold" in msg
+
+
+def test_linking_span_error_names_file_and_line(tmp_path):
+    recs = [{"id": f"m{i}", "text": "a sedan and a car",
+             "mentions": {"gold": [{"start": 2, "end": 7, "id": "VH:sedan"}],
+                          "pred": [{"start": 2, "end": 7, "id": "VH:car"}]}} for i in range(10)]
+    recs[7]["mentions"]["pred"][0]["end"] = 99
+    msg = _same_outcome(get_scorer("linking").bind(_vehicles()), _write(tmp_path, recs))
+    assert "r.jsonl, record 'm7' (line 8), field mentions.pred[0]" in msg
+
+
+def test_reading_errors_are_the_whole_file_reader_errors(tmp_path):
+    bound = get_scorer("hierarchy").bind(_vehicles())
+    dup = [_lab(i) for i in range(8)] + [_lab(1)]
+    assert "duplicate record id 'q1' (first on line 2)" in _same_outcome(bound, _write(tmp_path, dup, "d.jsonl"))
+    bad = [_lab(i) for i in range(6)] + ["{not json"]
+    assert "line 7" in _same_outcome(bound, _write(tmp_path, bad, "b.jsonl"))
+    with pytest.raises(InputError, match="no records to score"):
+        bound(_write(tmp_path, [], "e.jsonl"), chunk_size=2)
+
+
+def test_chunks_without_evidence_join_their_neighbours(tmp_path):
+    bound = get_scorer("hierarchy").bind(_vehicles())
+    bare = [{"id": f"n{i}"} for i in range(20)]
+    labelled = [_lab(i) for i in range(4)]
+    for recs in (bare[:7] + labelled + bare[7:], labelled + bare, bare + labelled, labelled[:1] + bare):
+        res = _same_outcome(bound, _write(tmp_path, recs), size=3)
+        assert res.single.unscored_counts == {"no labels section": 20}
+        assert [u["code"] for u in res.single.unscored] == ["no_section"] * 20
+    with pytest.raises(MissingEvidence, match="none of the 20 records"):
+        bound(_write(tmp_path, bare), chunk_size=3)
+
+
+def test_chunk_size_must_be_positive(tmp_path):
+    from kg_rageval.errors import ConfigError
+
+    path = _write(tmp_path, [_lab(1)])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ConfigError, match="chunk_size must be a positive integer"):
+            get_scorer("hierarchy").score(_vehicles(), path, chunk_size=bad)
+
+
+# ---------------------------------------------------------------------- concatenation
+def test_concat_equals_the_pairwise_fold_and_combines_meta():
+    o = _vehicles()
+    recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:saloon" if i % 3 else "VH:car"]},
+             **({"slices": {"s1": "a"}} if i < 4 else {"slices": {"s0": "b"}})} for i in range(9)]
+    from kg_rageval.hierarchy import score_hierarchy
+
+    o_aliases = o
+    parts = [score_hierarchy(o_aliases, recs[a:b], on_status="replace") for a, b in ((0, 2), (2, 6), (6, 9))]
+    whole = score_hierarchy(o_aliases, recs, on_status="replace")
+    fold = parts[0].merge(parts[1]).merge(parts[2])
+    cat = concat_evaluations(parts)
+    for got in (fold, cat):
+        assert list(got.keys) == list(whole.keys) == ["gold_node", "slice:s0", "slice:s1"]
+        assert got.meta == whole.meta
+        assert got.to_dict() == whole.to_dict()
+    assert isinstance(cat, Evaluation)
+
+
+# ---------------------------------------------------------------------- against the outputs before streaming
+GOLDEN = Path(__file__).resolve().parent / "golden_stream"
+_GOLDEN_CASES = {  # tests/golden_stream/<name>: the output of `main` before streaming (commit 299cca2)
+    "hierarchy_records.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "
+                              "fixtures/hierarchy/records.jsonl --format json --rows --ci 30",
+    "hierarchy_issues_count.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "
+                                   "fixtures/hierarchy/records_issues.jsonl --format json --rows --on-unknown-gold count",
+    "hierarchy_audit.txt": "score hierarchy --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
+                           "--format text",
+    "linking_records.json": "score linking --ontology fixtures/linking/vehicles.tsv --data fixtures/linking/records.jsonl "
+                            "--format json --rows --ci 30",
+    "linking_records_overlap.json": "score linking --ontology fixtures/linking/vehicles.tsv --data "
+                                    "fixtures/linking/records.jsonl --format json --rows --overlap",
+    "linking_audit.json": "score linking --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
+                          "--format json --rows --breakdown outcome",
+    "linking_audit.txt": "score linking --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
+                         "--format text --breakdown branch",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_GOLDEN_CASES))
+@pytest.mark.parametrize("chunk", [None, 2])
+def test_output_is_byte_identical_to_before_streaming(name, chunk, monkeypatch, capsys):
+    monkeypatch.chdir(FIXTURES.parent)
+    args = _GOLDEN_CASES[name].split() + ([] if chunk is None else ["--chunk-size", str(chunk)])
+    assert main(args) == 0
+    assert capsys.readouterr().out == (GOLDEN / name).read_text()
+
+
+def test_confidence_sweep_equals_per_threshold_masks():
+    """The suffix-sum sweep equals counting the kept predictions at each threshold."""
+    from kg_rageval.linking import confidence_sweep
+    from kg_rageval.linking.evaluate import score_linking
+    from kg_rageval.ontology import load_ontology
+    from kg_rageval.records import read_records
+
+    ev = score_linking(load_ontology(FIXTURES / "linking/vehicles.tsv"),
+                       read_records(FIXTURES / "linking/records.jsonl"))
+    st = ev.stats
+    sc = np.asarray([np.nan if s is None else s for s in ev.details["pred_score"]], dtype=float)
+    has_p = st["n_pred"] > 0
+    for t_list in (None, [0.0, 0.3, 0.55, 0.9, 5.0]):
+        got = confidence_sweep(ev, t_list)
+        ts = t_list or np.unique(sc[has_p]).tolist()
+        assert [g["threshold"] for g in got] == ts
+        for g, t in zip(got, ts):
+            keep = has_p & (sc >= t)
+            assert g["n_pred"] == int(keep.sum())
+            tp, npd = float(st["all_tp"][keep].sum()), float(st["n_pred"][keep].sum())
+            assert g["strong_all_match_precision"] == (tp / npd if npd else None)
+            assert g["strong_all_match_recall"] == tp / float(st["n_gold"].sum())
+
+
+def test_concatenation_equals_concat_evaluations():
+    """The growing-column accumulator of the streaming path equals the one-shot concatenation
+    (columns first seen later, dtype promotion bool -> float -> object, meta)."""
+    from kg_rageval.evaluation import Concatenation
+    from kg_rageval.hierarchy import score_hierarchy
+
+    o = _vehicles()
+    recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:saloon" if i % 3 else "VH:car"]},
+             "slices": {f"s{i // 4}": i % 2}} for i in range(13)]
+    parts = [score_hierarchy(o, recs[a:b], on_status="replace") for a, b in ((0, 1), (1, 6), (6, 13))]
+    parts[1].stats["items"] = parts[1].stats["items"].astype(float)  # bool then float pieces
+    parts[2].details["wup"] = parts[2].details["wup"].astype(object)
+    acc = Concatenation()
+    for p in parts:
+        acc.add(p)
+    got, want = acc.result(), concat_evaluations(parts)
+    assert list(got.keys) == list(want.keys) and got.meta == want.meta
+    for g in ("stats", "keys", "details"):
+        for k, v in getattr(want, g).items():
+            assert getattr(got, g)[k].dtype == v.dtype and getattr(got, g)[k].tolist() == v.tolist(), (g, k)
+    assert got.to_dict() == want.to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
