@@ -472,8 +472,8 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     n_gold = 0
     inconsistent = 0
     examples: list[list[str]] = []
-    hidden = _Memo(_entitlement_excluded)  # (document, principal) and (document, filter) verdicts,
-    keeps = _Memo(_keeps, ontology)  # read once per distinct pair (records repeat them)
+    hidden = _Memo(_entitlement_excluded, _principal_key)  # (document, principal) and (document, filter) verdicts,
+    keeps = _Memo(_keeps, _filter_key, ontology)  # read once per distinct pair (records repeat them)
     for r in records:
         ret = r.get("retrieval")
         if not isinstance(ret, dict):
@@ -517,24 +517,46 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     }
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _frozen(x: Any) -> Any:
-    """A hashable stand-in for a JSON value (dicts and lists as sorted / ordered tuples)."""
+    """A hashable stand-in for a JSON value (dicts and lists as sorted / ordered tuples), typed
+    so that ``1``, ``1.0`` and ``True`` stay apart."""
+    if type(x) in _SCALARS:
+        return (type(x), x)
     if isinstance(x, Mapping):
-        return ("{}", tuple(sorted((str(k), _frozen(v)) for k, v in x.items())))
+        return (dict, tuple(sorted((str(k), _frozen(v)) for k, v in x.items())))
     if isinstance(x, (list, tuple)):
-        return ("[]", tuple(_frozen(v) for v in x))
-    return (type(x).__name__, x)
+        return (list, tuple(_frozen(v) for v in x))
+    return (type(x), id(x))  # anything else: never shared
+
+
+def _filter_key(f: Mapping[str, Any]) -> Any:
+    """What :func:`_keeps` reads of a filter: its field, op and value."""
+    v = f.get("value")
+    return (f.get("field"), f.get("op", "eq"), type(v), v) if type(v) in _SCALARS else \
+        (f.get("field"), f.get("op", "eq"), _frozen(v))
+
+
+def _principal_key(principal: Mapping[str, Any]) -> Any:
+    """What :func:`_entitlement_excluded` reads of a principal: its items."""
+    items = tuple(principal.items())
+    if all(type(v) in _SCALARS and type(k) is str for k, v in items):
+        return tuple((k, type(v), v) for k, v in items)
+    return _frozen(principal)
 
 
 class _Memo:
-    """``fn(doc, arg, *extra)`` memoised on ``(document id, arg)``: a corpus document's verdict for
-    one principal or one filter is the same on every record that repeats them."""
+    """``fn(doc, arg, *extra)`` memoised on ``(document id, key(arg))``: a corpus document's
+    verdict for one principal or one filter is the same on every record that repeats them."""
 
-    def __init__(self, fn: Any, *extra: Any) -> None:
-        self.fn, self.extra, self.cache = fn, extra, {}
+    def __init__(self, fn: Any, key: Any, *extra: Any) -> None:
+        self.fn, self.key, self.extra = fn, key, extra
+        self.cache: dict[Any, bool] = {}
 
     def __call__(self, doc_id: str, doc: Mapping[str, Any], arg: Mapping[str, Any]) -> bool:
-        key = (doc_id, _frozen(arg))
+        key = (doc_id, self.key(arg))
         got = self.cache.get(key)
         if got is None:
             got = self.cache[key] = bool(self.fn(doc, arg, *self.extra))
