@@ -126,3 +126,50 @@ def test_memoised_exclusions_equal_the_previous_code(generated):
         got = exclusion_attribution({}, records, corpus, onto, branch_of=branch_of)
         assert got == ref_exclusions(records, corpus, onto, branch_of)
         assert got["excluded_by_filter"] and got["excluded_by_entitlement"] > 0
+
+
+def _no_timings(x):
+    if isinstance(x, dict):
+        return {k: _no_timings(v) for k, v in x.items() if k not in ("seconds", "timings")}
+    if isinstance(x, list):
+        return [_no_timings(v) for v in x]
+    return x
+
+
+def test_audit_freezes_its_inputs_only_while_it_runs(generated):
+    """The loaded inputs are out of the garbage collector's reach while the audit runs and back
+    after it; a caller's own :func:`gc.freeze` is left alone; the report is the same."""
+    import gc
+
+    from kg_rageval.audit import runner
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.audit.report_json import dumps, report_dict
+
+    _, _, _, tmp = generated
+    cfg = config_from_mapping({
+        "name": "gc", "ontology": str(ONTO), "records": "records.jsonl", "corpus": "corpus.jsonl",
+        "spec": "spec.yaml", "families": {f: {} for f in ("hierarchy", "retrieval", "provenance")},
+        "gates": ["hierarchy.hierarchical_f1 >= 0.9", "provenance.citation_completeness >= 0.9"],
+    }, base_dir=tmp)
+    seen = []
+    real = runner.run_families
+
+    def spy(*a, **k):
+        seen.append(gc.get_freeze_count())
+        return real(*a, **k)
+
+    runner.run_families = spy
+    try:
+        assert gc.get_freeze_count() == 0
+        a = runner.run_audit(cfg, progress=False)
+        assert seen[-1] > 0 and gc.get_freeze_count() == 0  # frozen while the families ran, then released
+        gc.freeze()
+        before = gc.get_freeze_count()
+        try:
+            b = runner.run_audit(cfg, progress=False)
+            assert gc.get_freeze_count() > before // 2  # the caller's freeze: not undone (a frozen object may die)
+        finally:
+            gc.unfreeze()
+    finally:
+        runner.run_families = real
+    assert dumps(_no_timings(report_dict(a))) == dumps(_no_timings(report_dict(b)))
