@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from family_demo import add_relation_questions, family_inputs
 from kg_rageval.cli.main import main
 from kg_rageval.contract import REGISTRY, MetricName, get_scorer, resolve_metric
 from kg_rageval.contract.builtin import BUILTIN
@@ -30,29 +31,10 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     built = build_demo(out, bootstrap=20)
     onto = load_ontology(out / "doid-cancer-slim.obo")
-    _add_relation_questions(out / "records.jsonl", onto)
+    add_relation_questions(out / "records.jsonl", onto)
     return {"dir": out, "config": built["config"], "ontology": onto,
             "records": read_records(out / "records.jsonl"),
             "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml")}}
-
-
-def _add_relation_questions(path, onto) -> None:
-    """The demo has no relation answers: give each record with a gold concept a list question
-    ("which subtypes of <gold>?", answered with the first subtype) so the relations family
-    meets the same records as every other family."""
-    lines = []
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        gold = ((rec.get("labels") or {}).get("gold") or [None])[0]
-        if gold in onto:
-            subtypes = onto.children(gold) or [gold]
-            rec["relations"] = {"node": gold, "gold_answers": subtypes, "answers": subtypes[:1]}
-        lines.append(json.dumps(rec))
-    path.write_text("\n".join(lines) + "\n")
-
-
-def _inputs(name: str, demo) -> dict:
-    return {i.name: demo["inputs"][i.name] for i in get_scorer(name).inputs if i.name in demo["inputs"]}
 
 
 # ---------------------------------------------------------------------- declarations
@@ -95,7 +77,7 @@ def test_declared_metrics_are_the_metrics_produced(name, demo):
     """The declaration is the truth: the family produces exactly its declared metric names
     (members that need an input absent here, such as reproducibility, are left out)."""
     sc = REGISTRY[name]
-    result = sc.score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    result = sc.score(demo["ontology"], demo["records"], **family_inputs(name, demo))
     produced = set(result.metrics())
     declared = {f"{name}.{m.name}" for m in sc.metrics if m.member in result}
     opts = sc.validate({})
@@ -197,11 +179,11 @@ def test_gate_is_decided_identically_in_audit_and_assert_gates(demo):
 def test_every_family_is_called_the_same_way(name, demo):
     from kg_rageval.evaluation import EvaluationSet
 
-    res = get_scorer(name).score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    res = get_scorer(name).score(demo["ontology"], demo["records"], **family_inputs(name, demo))
     assert isinstance(res, EvaluationSet) and res.family == name
     assert list(res)[: len(res)] == [m for m in REGISTRY[name].member_names if m in res]
     with pytest.raises(ConfigError, match=f"{name}: unknown option 'bogus'"):
-        get_scorer(name).score(demo["ontology"], demo["records"], bogus=1, **_inputs(name, demo))
+        get_scorer(name).score(demo["ontology"], demo["records"], bogus=1, **family_inputs(name, demo))
 
 
 @pytest.mark.slow
@@ -215,7 +197,7 @@ def test_dask_equals_in_process_for_every_family(demo):
         pytest.skip(f"cannot start a LocalCluster: {exc}")
     try:
         for name in FAMILIES:
-            kw = _inputs(name, demo)
+            kw = family_inputs(name, demo)
             single = get_scorer(name).score(demo["ontology"], demo["records"], **kw)
             dist = score_distributed(name, demo["ontology"], demo["records"], client=client, npartitions=3, **kw)
             assert list(dist) == list(single), name
@@ -336,7 +318,7 @@ def test_score_csv_and_to_pandas(name, demo):
     assert code == 0
     table = list(csv.DictReader(io.StringIO(out)))
     assert set(table[0]) == {"metric", "value", "numerator", "denominator", "ci_low", "ci_high", "missing"}
-    res = get_scorer(name).score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    res = get_scorer(name).score(demo["ontology"], demo["records"], **family_inputs(name, demo))
     assert [r["metric"] for r in table] == list(res.metrics())
     pd = pytest.importorskip("pandas")
     frame = res.to_pandas()
@@ -393,7 +375,7 @@ def test_slice_keys_are_normalised_the_same_way(name, demo):
     """``{"tier": 0}`` is the key ``slice:tier`` with the text ``"0"`` in every family."""
     recs = [dict(r, slices={**(r.get("slices") or {}), "tier": i % 2, "flag": True})
             for i, r in enumerate(demo["records"])]
-    res = get_scorer(name).score(demo["ontology"], recs, **_inputs(name, demo))
+    res = get_scorer(name).score(demo["ontology"], recs, **family_inputs(name, demo))
     for ev in res.values():
         if len(ev) and "slice:tier" in ev.keys:
             assert set(ev.keys["slice:tier"].tolist()) <= {"0", "1"}
@@ -411,7 +393,7 @@ def test_every_family_is_reachable_from_the_pytest_plugin(name, demo):
     """``assert_gates`` reads every family's result under the same canonical names."""
     from kg_rageval.pytest_plugin import check_gates
 
-    res = get_scorer(name).score(demo["ontology"], demo["records"], **_inputs(name, demo))
+    res = get_scorer(name).score(demo["ontology"], demo["records"], **family_inputs(name, demo))
     defined = [k for k, m in res.metrics().items() if m.value is not None][:5]
     results, _ = check_gates(res, [f"{k} >= -1" for k in defined], ontology=demo["ontology"])
     assert [r.observed for r in results] == [res.metrics()[k].value for k in defined]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from family_demo import add_relation_questions, family_inputs
 from kg_rageval.cli.main import main
 from kg_rageval.contract import REGISTRY, BoundScorer, get_scorer
 from kg_rageval.errors import InputError, KgRagevalError, MissingEvidence
@@ -30,7 +31,7 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("stream_demo")
     build_demo(out, bootstrap=20)
     onto = load_ontology(out / "doid-cancer-slim.obo")
-    _add_relation_questions(out / "records.jsonl", onto)
+    add_relation_questions(out / "records.jsonl", onto)
     lines = []
     for i, line in enumerate((out / "records.jsonl").read_text().splitlines()):
         rec = json.loads(line)
@@ -42,24 +43,6 @@ def demo(tmp_path_factory):
     (out / "records.jsonl").write_text("\n".join(lines) + "\n")
     return {"dir": out, "ontology": onto, "path": out / "records.jsonl",
             "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml")}}
-
-
-def _add_relation_questions(path, onto) -> None:
-    """As in tests/test_contract.py: a list question per record with a gold concept, so the
-    relations family meets the same records as every other family."""
-    lines = []
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        gold = ((rec.get("labels") or {}).get("gold") or [None])[0]
-        if gold in onto:
-            subtypes = onto.children(gold) or [gold]
-            rec["relations"] = {"node": gold, "gold_answers": subtypes, "answers": subtypes[:1]}
-        lines.append(json.dumps(rec))
-    path.write_text("\n".join(lines) + "\n")
-
-
-def _inputs(name: str, demo) -> dict:
-    return {i.name: demo["inputs"][i.name] for i in get_scorer(name).inputs if i.name in demo["inputs"]}
 
 
 def _json(result: EvaluationSet) -> str:
@@ -96,7 +79,7 @@ def calls(monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_chunked_equals_whole_for_every_family(name, demo, calls):
-    bound = get_scorer(name).bind(demo["ontology"], **_inputs(name, demo))
+    bound = get_scorer(name).bind(demo["ontology"], **family_inputs(name, demo))
     try:
         whole = bound.score_whole(demo["path"])
     except KgRagevalError as exc:  # a family without evidence in the demo raises the same error

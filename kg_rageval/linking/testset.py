@@ -146,7 +146,8 @@ def run_linker(linker, records: list[dict[str, Any]], *, mode: str = "detect") -
     """Copies of ``records`` with ``mentions.pred`` filled by ``linker``.
 
     ``mode="detect"``: the linker finds mentions in ``text`` (else ``query``) with
-    ``linker.find``.
+    ``linker.predict_many`` over all texts when it has one (the dictionary linker), else
+    ``linker.find`` per text.
     ``mode="gold_spans"``: the linker links each gold span's text (``linker.link`` /
     ``link_many``), so only the link decision (node or NIL) is evaluated.
     """
@@ -154,6 +155,8 @@ def run_linker(linker, records: list[dict[str, Any]], *, mode: str = "detect") -
         raise ConfigError(f"mode must be 'detect' or 'gold_spans', not {mode!r}")
     out = []
     texts_of = [_text(r) for r in records]
+    if mode == "detect" and hasattr(linker, "predict_many"):  # one batched call (the dictionary linker)
+        batched = linker.predict_many(texts_of)
     if mode == "gold_spans":
         spans = [(k, g) for k, r in enumerate(records) for g in r["mentions"]["gold"]]
         texts = [texts_of[k][g["start"]:g["end"]] for k, g in spans]
@@ -168,7 +171,8 @@ def run_linker(linker, records: list[dict[str, Any]], *, mode: str = "detect") -
     for k, r in enumerate(records):
         r2 = {**r, "mentions": {**(r.get("mentions") or {})}}
         if mode == "detect":
-            r2["mentions"]["pred"] = [lk.to_mention() for lk in linker.find(texts_of[k])]
+            r2["mentions"]["pred"] = (batched[k] if hasattr(linker, "predict_many")
+                                      else [lk.to_mention() for lk in linker.find(texts_of[k])])
         else:
             r2["mentions"]["pred"] = preds.get(k, [])
         out.append(r2)

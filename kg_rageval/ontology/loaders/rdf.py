@@ -40,6 +40,12 @@ Safety: XML is checked by :mod:`.safety` before parsing (external entities and e
 refused), JSON-LD with a remote ``@context`` is refused, and ``owl:imports`` are counted and
 listed (``owl_imports_not_followed``) but followed only with ``follow_imports=True``.
 
+Parsers: with pyoxigraph installed (extra ``fast``), RDF/XML, Turtle and N-Triples are parsed by
+it and :func:`walk` reads its triples as plain strings (:mod:`._triples`, no rdflib graph);
+everything else — other syntaxes, a parse error (rdflib's message), an XML literal,
+``follow_imports=True`` with imports present, ``reasoner="hermit"`` — goes through an rdflib
+``Graph`` and the same :func:`walk`, so both give the same ontology.
+
 The syntax comes from the extension (``.ttl`` Turtle, ``.nt`` N-Triples, ``.n3``, ``.rdf``/
 ``.xml`` RDF/XML, ``.jsonld`` JSON-LD, ``.trig``, ``.nq``); ``.owl`` files are RDF/XML or
 Turtle, told apart by their first non-blank character. Anything else needs ``format=``; there is
@@ -191,15 +197,7 @@ def parse_graph(path: str | Path, syntax: str, *, data: bytes | None = None, sou
 
     p = Path(path)
     src = source or str(p)
-    if data is None:
-        try:
-            data = p.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=src) from None
-    if syntax in ("xml", "trix"):
-        safety.check_xml(src, data)
-    elif syntax == "json-ld":
-        safety.check_jsonld(src, data)
+    data = _read_checked(p, syntax, data, src)
     g = Graph(bind_namespaces="core")
     public_id = p.resolve().as_uri() if source is None else source
     if syntax in _OXIGRAPH_FORMATS and _parse_oxigraph(g, data, syntax, public_id):
@@ -213,6 +211,72 @@ def parse_graph(path: str | Path, syntax: str, *, data: bytes | None = None, sou
     except Exception as exc:  # noqa: BLE001 - every parser error becomes an InputError
         raise _parse_error(exc, src, syntax, data) from None
     return g
+
+
+def _read_checked(p: Path, syntax: str, data: bytes | None, src: str) -> bytes:
+    """The bytes of the document, after the safety checks of its syntax (XXE and entity
+    expansion for XML, remote contexts for JSON-LD), whichever parser reads it."""
+    if data is None:
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=src) from None
+    if syntax in ("xml", "trix"):
+        safety.check_xml(src, data)
+    elif syntax == "json-ld":
+        safety.check_jsonld(src, data)
+    return data
+
+
+def _oxigraph_store(p: Path, syntax: str):
+    """pyoxigraph's parse of ``p`` as a :class:`._triples.TripleStore` (no rdflib), after the
+    same safety checks as :func:`parse_graph`; ``None`` sends the file down the rdflib path
+    exactly as before: pyoxigraph absent, a syntax pyoxigraph does not read here (N3, JSON-LD,
+    TriG, N-Quads, TriX), a parse error (the message is rdflib's), an XML literal, or prefix
+    declarations rdflib would refuse (an empty namespace, a prefix with a space)."""
+    if syntax not in _OXIGRAPH_FORMATS:
+        return None
+    try:
+        import pyoxigraph as ox
+    except ImportError:
+        return None
+    from ._triples import NotPlain, TripleStore, rdflib_bindings
+
+    data = _read_checked(p, syntax, None, str(p))
+    try:
+        parser = ox.parse(data, format=getattr(ox.RdfFormat, _OXIGRAPH_FORMATS[syntax]),
+                          base_iri=p.resolve().as_uri())
+        quads = list(parser)
+    except (SyntaxError, ValueError, OSError):
+        return None
+    if syntax == "xml":
+        declared = _xml_namespaces(data)
+        if declared is None:
+            return None
+    else:
+        declared = list((parser.prefixes or {}).items())
+    bindings = rdflib_bindings(declared, override=syntax != "xml")
+    if bindings is None:
+        return None
+    try:
+        return TripleStore(quads, bindings)
+    except NotPlain:
+        return None
+
+
+def _xml_namespaces(data: bytes) -> list[tuple[str | None, str]] | None:
+    """The ``xmlns`` declarations of an RDF/XML document in document order, read by expat as
+    rdflib's SAX handler sees them; ``None`` when expat refuses the document."""
+    import xml.parsers.expat
+
+    declared: list[tuple[str | None, str]] = []
+    reader = xml.parsers.expat.ParserCreate(namespace_separator=" ")
+    reader.StartNamespaceDeclHandler = lambda prefix, uri: declared.append((prefix, uri))
+    try:
+        reader.Parse(data, True)
+    except xml.parsers.expat.ExpatError:
+        return None
+    return declared
 
 
 _OXIGRAPH_FORMATS = {"xml": "RDF_XML", "turtle": "TURTLE", "nt": "N_TRIPLES"}
@@ -265,14 +329,8 @@ def _parse_oxigraph(g, data: bytes, syntax: str, base: str) -> bool:
     except _NotPlain:
         return False
     if syntax == "xml":
-        import xml.parsers.expat
-
-        declared: list[tuple[str | None, str]] = []
-        reader = xml.parsers.expat.ParserCreate(namespace_separator=" ")
-        reader.StartNamespaceDeclHandler = lambda prefix, uri: declared.append((prefix, uri))
-        try:
-            reader.Parse(data, True)
-        except xml.parsers.expat.ExpatError:
+        declared = _xml_namespaces(data)
+        if declared is None:
             return False
         for prefix, uri in declared:
             g.bind(prefix, uri or "", override=False)
@@ -441,7 +499,13 @@ def load_rdf(
         the loader).
     """
     p = Path(path)
-    graph = parse_graph(p, rdf_syntax(p, syntax or format))
+    rdf_format = rdf_syntax(p, syntax or format)
+    if reasoner == "none":
+        store = _oxigraph_store(p, rdf_format)
+        if store is not None and not (follow_imports and store.has_predicate(_OWL + "imports")):
+            return walk(store, source=str(p), dangling=dangling, conflicts=conflicts, lang=lang,
+                        base_dir=p.resolve().parent, strict=strict)
+    graph = parse_graph(p, rdf_format)
     return graph_to_ontology(
         graph,
         source=str(p),
@@ -522,14 +586,6 @@ def _pick(cands: list[tuple[int, Any]], lang: str) -> tuple[list[str], list[str]
     return winners, others
 
 
-def _is_true(lit: Any) -> bool:
-    try:
-        value = lit.toPython()
-    except Exception:  # noqa: BLE001
-        value = str(lit)
-    return value is True or str(value).strip().lower() in ("true", "1")
-
-
 def graph_to_ontology(
     graph,
     *,
@@ -545,18 +601,42 @@ def graph_to_ontology(
     strict: bool = False,
 ) -> Ontology:
     """Compile an rdflib ``Graph`` (see the module docstring)."""
-    from rdflib import BNode, Literal, URIRef
+    from ._triples import GraphView
+
+    return walk(GraphView(graph), source=source, follow_imports=follow_imports,
+                allow_network=allow_network, import_paths=import_paths, dangling=dangling,
+                conflicts=conflicts, lang=lang, reasoner=reasoner, base_dir=base_dir, strict=strict)
+
+
+def walk(
+    graph,
+    *,
+    source: str,
+    follow_imports: bool = False,
+    allow_network: bool = False,
+    import_paths: Any = (),
+    dangling: str = "declare",
+    conflicts: str = "error",
+    lang: str = "en",
+    reasoner: str = "none",
+    base_dir: Path | None = None,
+    strict: bool = False,
+) -> Ontology:
+    """Compile the triples of a view (:mod:`._triples`: pyoxigraph's parse as plain strings,
+    or an rdflib ``Graph``); the one walk both parsers' results go through. Following
+    ``owl:imports`` and ``reasoner="hermit"`` need the rdflib view."""
+    U = graph.iri
+    is_iri, is_bnode, is_literal = graph.is_iri, graph.is_bnode, graph.is_literal
 
     if dangling not in ("declare", "error", "drop"):
         raise InputError(f"dangling must be 'declare', 'error' or 'drop', not {dangling!r}", source=source)
     if reasoner not in ("none", "hermit"):
         raise InputError(f"reasoner must be 'none' or 'hermit', not {reasoner!r}", source=source)
     lang = lang.lower()
-    U = URIRef
-    imports = sorted({str(o) for o in graph.objects(None, U(_OWL + "imports"))})
+    imports = sorted({str(o) for o in graph.all_objects(U(_OWL + "imports"))})
     diagnostics_pre: list[tuple[str, str | None, int]] = []
     if imports and follow_imports:
-        followed = _follow_imports(graph, imports, source, base_dir, allow_network=allow_network,
+        followed = _follow_imports(graph.graph, imports, source, base_dir, allow_network=allow_network,
                                    import_paths=import_paths)
         diagnostics_pre.append(("owl_imports_followed", None, followed))
     elif imports:
@@ -565,8 +645,8 @@ def graph_to_ontology(
                 ("owl_imports_not_followed", f"owl:imports <{iri}> not followed (pass follow_imports=True)", 1)
             )
 
-    bindings = [(prefix, str(ns)) for prefix, ns in graph.namespaces()]
-    for subj in graph.subjects(U(_VANN + "preferredNamespacePrefix"), None):
+    bindings = list(graph.namespaces())
+    for subj in graph.subjects(U(_VANN + "preferredNamespacePrefix")):
         prefix = graph.value(subj, U(_VANN + "preferredNamespacePrefix"))
         uri = graph.value(subj, U(_VANN + "preferredNamespaceUri"))
         if prefix is not None and uri is not None:
@@ -581,7 +661,7 @@ def graph_to_ontology(
     anonymous = 0
     for type_iri, tname in ((_OWL + "Class", "class"), (_RDFS + "Class", "class"), (_SKOS + "Concept", "concept")):
         for s in graph.subjects(U(_RDF + "type"), U(type_iri)):
-            if isinstance(s, URIRef):
+            if is_iri(s):
                 if s not in skip:
                     node_type.setdefault(s, tname)
             else:
@@ -595,14 +675,14 @@ def graph_to_ontology(
     rdf_type = U(_RDF + "type")
     thing_parents = 0
     for s, o in graph.subject_objects(U(_RDFS + "subClassOf")):
-        if not isinstance(s, URIRef):
+        if not is_iri(s):
             counts["skipped_anonymous_subclasses"] += 1
-        elif isinstance(o, BNode):
-            if (o, rdf_type, restriction) in graph:
+        elif is_bnode(o):
+            if graph.has(o, rdf_type, restriction):
                 counts["skipped_restrictions"] += 1
             else:
                 counts["skipped_anonymous_superclasses"] += 1
-        elif isinstance(o, Literal):
+        elif is_literal(o):
             b.warn("invalid_subclass_objects", f"<{s}> rdfs:subClassOf a literal {str(o)[:60]!r}")
         elif s in skip:
             continue
@@ -613,13 +693,13 @@ def graph_to_ontology(
             node_type.setdefault(s, "class")
             edges[(s, o)] = None
     for s, o in graph.subject_objects(U(_SKOS + "broader")):
-        if isinstance(s, URIRef) and isinstance(o, URIRef):
+        if is_iri(s) and is_iri(o):
             node_type.setdefault(s, "concept")
             edges[(s, o)] = None
         else:
             b.warn("skipped_anonymous_skos_links")
     for s, o in graph.subject_objects(U(_SKOS + "narrower")):
-        if isinstance(s, URIRef) and isinstance(o, URIRef):
+        if is_iri(s) and is_iri(o):
             node_type.setdefault(o, "concept")
             edges[(o, s)] = None
         else:
@@ -631,11 +711,11 @@ def graph_to_ontology(
         b.warn("owl_thing_parents_dropped", count=thing_parents)
 
     if reasoner == "hermit":
-        class_edges, equivalent = _hermit_edges(graph, source, set(node_type), edges)
+        class_edges, equivalent = _hermit_edges(graph.graph, source, set(node_type), edges)
         skos_edges = {
             e: None
             for e in edges
-            if not (node_type.get(e[0]) == "class" and (e[0], U(_RDFS + "subClassOf"), e[1]) in graph)
+            if not (node_type.get(e[0]) == "class" and graph.has(e[0], U(_RDFS + "subClassOf"), e[1]))
         }
         asserted_class = len(edges) - len(skos_edges)
         edges = dict(skos_edges)
@@ -656,30 +736,34 @@ def graph_to_ontology(
     non_literal_labels = 0
     nodes_sorted = sorted(node_type, key=str)
 
-    def literals(s, preds):
+    def literals_of(po, preds):
         nonlocal non_literal_labels
         out = []
         for rank, pr in enumerate(preds):
-            for o in graph.objects(s, pr):
-                if isinstance(o, Literal):
+            for o in po.get(pr, ()):
+                if is_literal(o):
                     out.append((rank, o))
                 else:
                     non_literal_labels += 1
         return out
 
+    def literals(s, preds):
+        return literals_of(graph.po(s), preds)
+
     for s in nodes_sorted:
         nid = compact(str(s))
-        winners, others = _pick(literals(s, (pref, label_p)), lang)
-        syns = [str(o).strip() for _, o in literals(s, syn_ps)]
-        defs, _ = _pick(literals(s, (iao_def, defn)), lang)
+        po = graph.po(s)  # predicate -> objects of s, each in the order objects(s, p) gives
+        winners, others = _pick(literals_of(po, (pref, label_p)), lang)
+        syns = [str(o).strip() for _, o in literals_of(po, syn_ps)]
+        defs, _ = _pick(literals_of(po, (iao_def, defn)), lang)
         status = "active"
-        obo_ns = next((str(o) for o in graph.objects(s, obo_ns_p) if isinstance(o, Literal)), None)
-        if any(_is_true(o) for o in graph.objects(s, deprecated_p) if isinstance(o, Literal)):
+        obo_ns = next((str(o) for o in po.get(obo_ns_p, ()) if is_literal(o)), None)
+        if any(graph.is_true(o) for o in po.get(deprecated_p, ()) if is_literal(o)):
             status = "deprecated"
         # every stated replacement: several different ones are flagged by the builder
         replaced = sorted({
-            compact(str(o)) if isinstance(o, URIRef) else str(o).strip()
-            for rp in repl_ps for o in graph.objects(s, rp)
+            compact(str(o)) if is_iri(o) else str(o).strip()
+            for rp in repl_ps for o in po.get(rp, ())
         } - {""})
         b.add_node(
             nid,
@@ -693,8 +777,8 @@ def graph_to_ontology(
         )
         for extra in winners[1:]:
             b.add_node(nid, label=extra, where=f"<{s}>")  # recorded as a label conflict
-        for o in graph.objects(s, alt_id_p):
-            alt = compact(str(o)) if isinstance(o, URIRef) else str(o).strip()
+        for o in po.get(alt_id_p, ()):
+            alt = compact(str(o)) if is_iri(o) else str(o).strip()
             if alt:
                 b.add_alias(alt, nid, where=f"<{s}>")
     if non_literal_labels:
@@ -712,10 +796,10 @@ def graph_to_ontology(
     # ---------------------------------------------------------------- properties
     props: dict[Any, str] = {}
     for s in graph.subjects(rdf_type, U(_OWL + "ObjectProperty")):
-        if isinstance(s, URIRef):
+        if is_iri(s):
             props[s] = "object"
     for s in graph.subjects(rdf_type, U(_RDF + "Property")):
-        if isinstance(s, URIRef) and (
+        if is_iri(s) and (
             graph.value(s, U(_RDFS + "domain")) is not None or graph.value(s, U(_RDFS + "range")) is not None
         ):
             props.setdefault(s, "rdf")
@@ -724,7 +808,7 @@ def graph_to_ontology(
         dom, rng = [], []
         for pred, bucket in ((U(_RDFS + "domain"), dom), (U(_RDFS + "range"), rng)):
             for o in graph.objects(s, pred):
-                if isinstance(o, URIRef):
+                if is_iri(o):
                     bucket.append(compact(str(o)))
                 else:
                     skipped_prop_refs += 1
@@ -735,7 +819,7 @@ def graph_to_ontology(
                 label=winners[0] if winners else None,
                 domain=tuple(sorted(dom)),
                 range=tuple(sorted(rng)),
-                max_cardinality=1 if (s, rdf_type, U(_OWL + "FunctionalProperty")) in graph else None,
+                max_cardinality=1 if graph.has(s, rdf_type, U(_OWL + "FunctionalProperty")) else None,
             )
         )
     if skipped_prop_refs:
@@ -767,13 +851,12 @@ def _individuals(graph, b, compact, classes: set, props: dict, dangling: str, la
     a triple. An end that is neither a node nor an individual follows ``dangling``:
     ``"declare"`` makes it an untyped individual (counted ``individuals_declared_from_triples``),
     ``"drop"`` drops the triple (counted), ``"error"`` refuses the file."""
-    from rdflib import URIRef
-
+    URIRef, is_iri = graph.iri, graph.is_iri
     rdf_type = URIRef(_RDF + "type")
     named = URIRef(_OWL + "NamedIndividual")
     inds: dict[Any, list] = {}
     for s, o in graph.subject_objects(rdf_type):
-        if not isinstance(s, URIRef) or s in classes or s in props:
+        if not is_iri(s) or s in classes or s in props:
             continue
         if o == named:
             inds.setdefault(s, [])
@@ -790,7 +873,7 @@ def _individuals(graph, b, compact, classes: set, props: dict, dangling: str, la
     for prop in sorted(props, key=str):
         pid = compact(str(prop))
         for s, o in graph.subject_objects(prop):
-            if not (isinstance(s, URIRef) and isinstance(o, URIRef)):
+            if not (is_iri(s) and is_iri(o)):
                 b.warn("skipped_anonymous_assertions")
                 continue
             missing = [x for x in (s, o) if x not in entities]
