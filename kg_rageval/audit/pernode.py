@@ -346,7 +346,15 @@ def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
     """``node id -> branch id``: the first of ``cfg.branches`` whose subtree holds the node
     (``(other)`` for none), else the node's ancestor at ``cfg.branch_depth``."""
     if not cfg.branches:
-        return lambda node: _branch_of(ontology, node, cfg.branch_depth)
+        memo: dict[str | None, str] = {}
+
+        def at_depth(node: str | None) -> str:  # once per distinct node
+            got = memo.get(node)
+            if got is None:
+                got = memo[node] = _branch_of(ontology, node, cfg.branch_depth)
+            return got
+
+        return at_depth
     unknown = [b for b in cfg.branches if b not in ontology]
     if unknown:
         from ..errors import ConfigError
@@ -464,6 +472,8 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     n_gold = 0
     inconsistent = 0
     examples: list[list[str]] = []
+    hidden = _Memo(_entitlement_excluded, _principal_key)  # (document, principal) and (document, filter) verdicts,
+    keeps = _Memo(_keeps, _filter_key, ontology)  # read once per distinct pair (records repeat them)
     for r in records:
         ret = r.get("retrieval")
         if not isinstance(ret, dict):
@@ -479,13 +489,13 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
             if doc is None:
                 continue
             n_gold += 1
-            if _entitlement_excluded(doc, principal):
+            if hidden(str(gid), doc, principal):
                 entitlement += 1
                 continue
             for f in filters:
                 if not isinstance(f, dict):
                     continue
-                if not _keeps(doc, f, ontology):
+                if not keeps(str(gid), doc, f):
                     if str(gid) in retrieved:  # the run proves the document passed
                         inconsistent += 1
                         if len(examples) < 20:
@@ -505,6 +515,52 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
         "inconsistent_filter_log": inconsistent,
         "inconsistent_examples": examples,
     }
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _frozen(x: Any) -> Any:
+    """A hashable stand-in for a JSON value (dicts and lists as sorted / ordered tuples), typed
+    so that ``1``, ``1.0`` and ``True`` stay apart."""
+    if type(x) in _SCALARS:
+        return (type(x), x)
+    if isinstance(x, Mapping):
+        return (dict, tuple(sorted((str(k), _frozen(v)) for k, v in x.items())))
+    if isinstance(x, (list, tuple)):
+        return (list, tuple(_frozen(v) for v in x))
+    return (type(x), id(x))  # anything else: never shared
+
+
+def _filter_key(f: Mapping[str, Any]) -> Any:
+    """What :func:`_keeps` reads of a filter: its field, op and value."""
+    v = f.get("value")
+    return (f.get("field"), f.get("op", "eq"), type(v), v) if type(v) in _SCALARS else \
+        (f.get("field"), f.get("op", "eq"), _frozen(v))
+
+
+def _principal_key(principal: Mapping[str, Any]) -> Any:
+    """What :func:`_entitlement_excluded` reads of a principal: its items."""
+    items = tuple(principal.items())
+    if all(type(v) in _SCALARS and type(k) is str for k, v in items):
+        return tuple((k, type(v), v) for k, v in items)
+    return _frozen(principal)
+
+
+class _Memo:
+    """``fn(doc, arg, *extra)`` memoised on ``(document id, key(arg))``: a corpus document's
+    verdict for one principal or one filter is the same on every record that repeats them."""
+
+    def __init__(self, fn: Any, key: Any, *extra: Any) -> None:
+        self.fn, self.key, self.extra = fn, key, extra
+        self.cache: dict[Any, bool] = {}
+
+    def __call__(self, doc_id: str, doc: Mapping[str, Any], arg: Mapping[str, Any]) -> bool:
+        key = (doc_id, self.key(arg))
+        got = self.cache.get(key)
+        if got is None:
+            got = self.cache[key] = bool(self.fn(doc, arg, *self.extra))
+        return got
 
 
 def _run_ids(run: Any) -> set[str]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
@@ -68,14 +68,15 @@ def _inline(sentence: str, cites: list[str]) -> list[str]:
     return out
 
 
-_MEMO: ContextVar[dict[int, tuple[Record, Any]] | None] = ContextVar("claim_citations_memo", default=None)
+_MEMO: ContextVar[dict[tuple[int, str], tuple[Record, Any]] | None] = ContextVar("claim_citations_memo", default=None)
 
 
 @contextmanager
 def memo_claims() -> Iterator[None]:
-    """Within the block, :func:`claim_citations` reads each record once (the provenance family's
-    members all read the claims of every record). The memo holds the records it saw, so an
-    ``id()`` is never reused while it is alive; it is dropped at the end of the block."""
+    """Within the block, :func:`claim_citations` (and :func:`memoised` readers such as
+    :func:`~kg_rageval.provenance.depth.cited_ids`) read each record once (the provenance
+    family's members all read the claims of every record). The memo holds the records it saw,
+    so an ``id()`` is never reused while it is alive; it is dropped at the end of the block."""
     token = _MEMO.set({})
     try:
         yield
@@ -83,19 +84,31 @@ def memo_claims() -> Iterator[None]:
         _MEMO.reset(token)
 
 
+def memoised(record: Record, slot: str, read: Callable[[Record], Any]) -> Any:
+    """``read(record)``, computed once per record and ``slot`` inside :func:`memo_claims`
+    (outside it: every time). The result is shared: callers must not modify it."""
+    memo = _MEMO.get()
+    if memo is None:
+        return read(record)
+    key = (id(record), slot)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is record:
+        return hit[1]
+    out = read(record)
+    memo[key] = (record, out)
+    return out
+
+
+def answer_citations(record: Record) -> list[str] | None:
+    """:func:`~kg_rageval.generation.fields.citations`, memoised (do not modify the result)."""
+    return memoised(record, "citations", citations)
+
+
 def claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     """``[(claim, [cited ids])]`` by the rules of the module docstring; ``None`` when the answer
     has no claim-level citation information. (Do not modify the result: inside
     :func:`memo_claims` it is shared.)"""
-    memo = _MEMO.get()
-    if memo is None:
-        return _claim_citations(record)
-    hit = memo.get(id(record))
-    if hit is not None and hit[0] is record:
-        return hit[1]
-    out = _claim_citations(record)
-    memo[id(record)] = (record, out)
-    return out
+    return memoised(record, "claims", _claim_citations)
 
 
 def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
@@ -112,7 +125,7 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
             out.append((c["text"], list(c.get("citations", []))))
         return out
     text = answer_text(record) or ""
-    cites = citations(record) or []
+    cites = answer_citations(record) or []
     if not _MARKER.search(text):
         if cites:
             return None  # answer-level citations only: which claim do they support?
@@ -130,7 +143,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "answers": 1}
         refused = flag(r, "answer", "refused") is True
         claims = [] if refused else claim_citations(r)
-        cited_ids = set(citations(r) or [])
+        cited_ids = set(answer_citations(r) or [])
         if claims is None:
             row["completeness"] = "no claim-level citations"
             unscored.append({"record_id": r["id"], "reason": "no claim-level citations", "code": "not_applicable"})

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
-from ..generation.fields import all_slice_keys, citations, row_keys, section
+from ..generation.fields import all_slice_keys, row_keys, section
 from ..records import Record, absent_answer_code
-from .citations import claim_citations
+from .citations import answer_citations, claim_citations, memoised
 from .corpus import Corpus, is_stable_source_id
 
 
@@ -37,8 +37,14 @@ class ProvenanceDepthFamily(Family):
 
 
 def cited_ids(record: Record) -> list[str]:
-    """Distinct cited ids in first-seen order (answer-level, then claim-level)."""
-    out = list(dict.fromkeys(citations(record) or []))
+    """Distinct cited ids in first-seen order (answer-level, then claim-level); read once per
+    record inside :func:`~kg_rageval.provenance.citations.memo_claims` (do not modify the
+    result there: it is shared)."""
+    return memoised(record, "cited_ids", _cited_ids)
+
+
+def _cited_ids(record: Record) -> list[str]:
+    out = list(dict.fromkeys(answer_citations(record) or []))
     for _, cs in claim_citations(record) or []:
         for c in cs:
             if c not in out:
@@ -49,13 +55,22 @@ def cited_ids(record: Record) -> list[str]:
 def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     records = list(records)
     rows, unscored = [], []
+    known: dict[str, tuple[bool, bool]] = {}  # cited id -> (in the corpus, with a stable source id)
+
+    def check(c: str) -> tuple[bool, bool]:
+        got = known.get(c)
+        if got is None:
+            inside = c in corpus
+            got = known[c] = (inside, inside and is_stable_source_id(corpus.source_id(c)))
+        return got
+
     for r in records:
         if section(r, "answer") is None:
             unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
         ids = cited_ids(r)
-        inc = [c for c in ids if c in corpus]
-        stable = [c for c in inc if is_stable_source_id(corpus.source_id(c))]
+        inc = [c for c in ids if check(c)[0]]
+        stable = [c for c in inc if check(c)[1]]
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "citations": len(ids), "in_corpus": len(inc),
                                "resolved": len(stable),
                                "unresolved": " ".join(c for c in ids if c not in stable)}
