@@ -26,6 +26,7 @@ from kg_rageval.evaluation import (
     Evaluation,
     Family,
     Metric,
+    bootstrap_weights,
     build_evaluation,
     empty_evaluation,
     harmonic,
@@ -433,6 +434,39 @@ def test_bootstrap_resamples_records_not_rows():
     assert 0.3 < w < 0.6
     assert narrow["precision"][1] - narrow["precision"][0] < 0.2
 
+
+
+@pytest.mark.parametrize("n, n_resamples", [(1, 3), (2, 5), (7, 9), (1001, 4), (200_001, 23)])
+def test_bootstrap_weights_are_the_int64_draws_bit_for_bit(n, n_resamples):
+    # reference: the same scheme written out independently with numpy's default (int64)
+    # index draws, resample by resample within the same blocks (one integers() call a block)
+    from kg_rageval import evaluation as E
+
+    rng = np.random.default_rng(11)
+    chunk = max(1, min(n_resamples, E._BOOTSTRAP_CELLS // n))
+    ref = []
+    for lo in range(0, n_resamples, chunk):
+        draws = rng.integers(0, n, size=(min(chunk, n_resamples - lo), n))
+        for row in draws:  # small n: count each record by hand; large n: numpy's bincount
+            ref.append([float(np.count_nonzero(row == i)) for i in range(n)] if n < 50
+                       else np.bincount(row, minlength=n).astype(float))
+    got = np.vstack([w for _, w in E.bootstrap_weights(n, n_resamples, 11)])
+    assert got.shape == (n_resamples, n)
+    assert np.array_equal(got, np.asarray(ref, dtype=float).reshape(n_resamples, n))
+
+
+def test_bootstrap_weights_have_multinomial_marginals():
+    # each resample is multinomial(n, 1/n): rows sum to n; a record's count has mean 1 and
+    # variance (n-1)/n. 2000 resamples x 500 records = 1e6 counts: the standard error of the
+    # mean is ~0.001 and of the variance ~0.0015 (fourth central moment of Binomial(n, 1/n) ~ 4)
+    n, b = 500, 2000
+    w = np.vstack([w for _, w in bootstrap_weights(n, b, 7)])
+    assert (w.sum(axis=1) == n).all() and (w >= 0).all()
+    assert abs(w.mean() - 1.0) < 0.005
+    assert abs(w.var() - (n - 1) / n) < 0.01
+    # the covariance between two records' counts is -1/n (multinomial), not 0
+    c = np.cov(w[:, 0], w[:, 1])[0, 1]
+    assert abs(c + 1 / n) < 0.05
 
 class Thresholded(PR):
     """Precision, reported only with at least ``need`` predictions."""
