@@ -556,3 +556,53 @@ def test_compiled_checker_falls_back_to_jsonschema(attack, spec):
     assert d.checker is None
     _, failures = check_schema(d, {"technique": "T1003", "tactic": "TA0006"})
     assert [(f["kind"], f["path"]) for f in failures] == [("other", "technique")]
+
+
+def test_memo_per_distinct_output_equals_scoring_each_record(attack, derived, monkeypatch):
+    # every record of the fixture three times (new ids, interleaved) plus exact-equality edge
+    # cases: 1 vs 1.0 vs True, key order; a repeat must get its own rows and details (the
+    # confusions of a repeated wrong id are not appended twice to one shared list)
+    import kg_rageval.conformance.metrics as M
+
+    base = list(read_records(FIX / "records.jsonl"))
+    recs = [{**r, "id": f"{r['id']}#{k}"} for k in range(3) for r in base]
+    recs += [{"id": f"e{i}", "answer": {"output": o}, "reference": {"output": {"technique": "T1003"}}}
+             for i, o in enumerate([{"technique": "T1059", "tactic": "TA0006"},
+                                    {"tactic": "TA0006", "technique": "T1059"},
+                                    {"technique": "T1059", "tactic": "TA0006"},
+                                    {"technique": 1}, {"technique": 1.0}, {"technique": True}])]
+    memo = score_conformance(attack, recs, derived)
+    monkeypatch.setattr(M, "_MEMO_MAX", 0)
+    plain = score_conformance(attack, recs, derived)
+    assert memo.rows() == plain.rows()
+    assert memo.meta == plain.meta
+    assert {k: m.value for k, m in memo.metrics().items()} == {k: m.value for k, m in plain.metrics().items()}
+    assert M._exact_key({"a": 1}) != M._exact_key({"a": 1.0}) != M._exact_key({"a": True})
+    assert M._exact_key({"a": 1, "b": 2}) != M._exact_key({"b": 2, "a": 1})
+    assert M._exact_key({"a": {1, 2}}) is None
+
+
+def test_memo_counts_aliases_and_replacements_per_record(derived, monkeypatch):
+    # a repeat adds the first call's alias/replacement counts (meta n_aliased, replaced_ids)
+    # again, without scoring again, and gets its own copies
+    from kg_rageval.conformance.metrics import _Scorer
+    from kg_rageval.ontology import IdOptions
+
+    calls = []
+
+    def fake(self, value, reference):
+        calls.append(value)
+        self.n_aliased += 2
+        self.n_replaced += 1
+        return {"outputs": 1.0}, {"failure_kinds": [], "_pending": [("technique", "T1059", ("T1003",))]}
+
+    monkeypatch.setattr(_Scorer, "score", fake)
+    s = _Scorer(derived, "any", "compiled", IdOptions.of())
+    out = {"technique": "T1059", "tactic": "TA0006"}
+    a = s.score_memo(out, {"technique": "T1003"})
+    b = s.score_memo(dict(out), {"technique": "T1003"})
+    c = s.score_memo({"tactic": "TA0006", "technique": "T1059"}, {"technique": "T1003"})
+    assert len(calls) == 2 and (s.n_aliased, s.n_replaced) == (6, 3)
+    assert a == b and a[0] is not b[0] and a[1] is not b[1] and a[1]["_pending"] is not b[1]["_pending"]
+    b[1].pop("_pending")
+    assert s.score_memo(out, {"technique": "T1003"})[1]["_pending"] == [("technique", "T1059", ("T1003",))]

@@ -422,6 +422,7 @@ class _Scorer:
         self.n_aliased = 0
         self.n_replaced = 0
         self.record: Mapping[str, Any] = {}
+        self._memo: dict[Any, tuple[dict[str, float], dict[str, Any], int, int]] = {}
 
     # ids, by the one resolver's conventions --------------------------------
     def _where(self, field: str) -> str:
@@ -513,6 +514,28 @@ class _Scorer:
                 conf.append({"field": name, "pred": p, "gold": g, "relation": rel})
 
     # one record ------------------------------------------------------------
+    def score_memo(self, value: Any, reference: Any) -> tuple[dict[str, float], dict[str, Any]]:
+        """:meth:`score`, computed once per distinct ``(value, reference)`` pair (exactly equal:
+        same types, keys in the same order, same values; see :func:`_exact_key`); a repeat gets
+        fresh copies of the stats and details (whose lists the caller extends) and adds the
+        alias/replacement counts of the first call again. Errors name the first record with the
+        pair, which is the record being scored when they are raised. At most ``_MEMO_MAX``
+        pairs are kept; values that are not plain JSON (dict/list/str/number/bool/None) are
+        scored without the memo."""
+        key = _exact_key((value, reference))
+        hit = self._memo.get(key) if key is not None else None
+        if hit is None:
+            a0, r0 = self.n_aliased, self.n_replaced
+            st, det = self.score(value, reference)
+            if key is not None and len(self._memo) < _MEMO_MAX:
+                self._memo[key] = (st, det, self.n_aliased - a0, self.n_replaced - r0)
+                return dict(st), _copy_details(det)
+            return st, det
+        st, det, da, dr = hit
+        self.n_aliased += da
+        self.n_replaced += dr
+        return dict(st), _copy_details(det)
+
     def score(self, value: Any, reference: Any) -> tuple[dict[str, float], dict[str, Any]]:
         d, o, idx = self.d, self.o, self.o.id_index
         st: dict[str, float] = {"outputs": 1.0}
@@ -699,6 +722,43 @@ def relation_codes(ontology: Ontology, gold: np.ndarray, pred: np.ndarray) -> np
     return np.asarray(vectorised(ontology, gold, pred), dtype=np.int64)
 
 
+_MEMO_MAX = 200_000
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _exact_key(x: Any) -> Any:
+    """A hashable key equal for two JSON-like values exactly when they are equal with the same
+    types everywhere (``1``, ``1.0`` and ``True`` differ; a dict's key order counts, since
+    details list problems in field order); ``None`` for anything else (a tuple, a set, ...)."""
+    t = type(x)
+    if t in _PLAIN:
+        return (t, x)
+    if t is dict:
+        items = []
+        for k, v in x.items():
+            kv = _exact_key(v)
+            if type(k) is not str or kv is None:
+                return None
+            items.append((k, kv))
+        return ("d", tuple(items))
+    if t is list or t is tuple:
+        out = []
+        for v in x:
+            kv = _exact_key(v)
+            if kv is None:
+                return None
+            out.append(kv)
+        return ("l" if t is list else "t", tuple(out))
+    return None
+
+
+def _copy_details(det: dict[str, Any]) -> dict[str, Any]:
+    """A row's own copy of memoised details: the dict and its lists (the caller pops from the
+    dict and :meth:`_Scorer.resolve_confusions` adds to it); the list items are not changed
+    later and are shared."""
+    return {k: list(v) if type(v) is list else v for k, v in det.items()}
+
+
 def score_conformance(
     ontology: Ontology,
     records: Iterable[Mapping[str, Any]],
@@ -743,7 +803,7 @@ def score_conformance(
         reference = r.get("reference")
         ref_out = reference.get("output") if _is_map(reference) else None
         scorer.record = r
-        st, det = scorer.score(answer["output"], ref_out)
+        st, det = scorer.score_memo(answer["output"], ref_out)
         row: dict[str, Any] = {"record_id": rid, **st}
         row["failure_kinds"] = ",".join(det.pop("failure_kinds")) or None
         row["problems"] = det or None
