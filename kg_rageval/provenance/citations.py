@@ -68,7 +68,12 @@ def _inline(sentence: str, cites: list[str]) -> list[str]:
     return out
 
 
-_MEMO: ContextVar[dict[tuple[int, str], tuple[Record, Any]] | None] = ContextVar("claim_citations_memo", default=None)
+_MEMO: ContextVar[dict[str, dict[int, tuple[Record, Any]]] | None] = ContextVar("claim_citations_memo", default=None)
+_TEXTS: ContextVar[dict[tuple[str, tuple[str, ...]], list[tuple[str, list[str]]]] | None] = ContextVar(
+    "claim_citations_texts", default=None)
+TEXT_MEMO_SIZE = 100_000
+"""At most this many distinct (answer text, answer citations) pairs keep their claims inside
+:func:`memo_claims` (a bound on the memo's memory; texts past it are split every time)."""
 
 
 @contextmanager
@@ -76,11 +81,16 @@ def memo_claims() -> Iterator[None]:
     """Within the block, :func:`claim_citations` (and :func:`memoised` readers such as
     :func:`~kg_rageval.provenance.depth.cited_ids`) read each record once (the provenance
     family's members all read the claims of every record). The memo holds the records it saw,
-    so an ``id()`` is never reused while it is alive; it is dropped at the end of the block."""
+    so an ``id()`` is never reused while it is alive; it is dropped at the end of the block.
+    Claims split from ``answer.text`` are also shared between records with the same text and
+    answer citations (at most :data:`TEXT_MEMO_SIZE` distinct pairs): the sentences and their
+    resolved markers depend on nothing else."""
     token = _MEMO.set({})
+    texts = _TEXTS.set({})
     try:
         yield
     finally:
+        _TEXTS.reset(texts)
         _MEMO.reset(token)
 
 
@@ -90,12 +100,14 @@ def memoised(record: Record, slot: str, read: Callable[[Record], Any]) -> Any:
     memo = _MEMO.get()
     if memo is None:
         return read(record)
-    key = (id(record), slot)
-    hit = memo.get(key)
+    by_id = memo.get(slot)
+    if by_id is None:
+        by_id = memo[slot] = {}
+    hit = by_id.get(id(record))
     if hit is not None and hit[0] is record:
         return hit[1]
     out = read(record)
-    memo[key] = (record, out)
+    by_id[id(record)] = (record, out)
     return out
 
 
@@ -126,6 +138,23 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
         return out
     text = answer_text(record) or ""
     cites = answer_citations(record) or []
+    texts = _TEXTS.get()
+    if texts is None:
+        return _text_claims(text, cites)
+    key = (text, tuple(cites))
+    got = texts.get(key, _NONE)
+    if got is _NONE:
+        got = _text_claims(text, cites)
+        if len(texts) < TEXT_MEMO_SIZE:
+            texts[key] = got
+    return got
+
+
+_NONE: Any = object()
+
+
+def _text_claims(text: str, cites: list[str]) -> list[tuple[str, list[str]]] | None:
+    """The claims of ``answer.text`` with answer citations ``cites`` (rule 2)."""
     if not _MARKER.search(text):
         if cites:
             return None  # answer-level citations only: which claim do they support?

@@ -43,8 +43,14 @@ PREFIXES = {"prov": PROV, "kgr": KGR, "rdf": "http://www.w3.org/1999/02/22-rdf-s
 Term = Any  # str (IRI) | tuple[str, str | None] (literal: lexical form, datatype IRI)
 
 
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
 def _q(s: Any) -> str:
-    return quote(str(s), safe="")
+    """``quote(str(s), safe="")``; a string of unreserved characters only (which ``quote``
+    leaves as it is) is returned without the call."""
+    s = str(s)
+    return s if _UNRESERVED.fullmatch(s) else quote(s, safe="")
 
 
 def _lexical(v: Any) -> str:
@@ -123,7 +129,14 @@ class Trail:
                 yield row[0], self._answer_preds(*row, own[1:])
 
     def __len__(self) -> int:
-        return sum(len(objs) for _, preds in self.items() for objs in preds.values())
+        """The number of triples: those of ``subjects`` plus, per compact answer, its two
+        types, record id, run, value (when it has text) and distinct cited documents (the
+        count of :meth:`_answer_preds`, without building them)."""
+        n = sum(len(objs) for preds in self.subjects.values() for objs in preds.values())
+        for row, (_, own) in zip(self.rows, self.answers):
+            if row is not None:
+                n += 4 + (row[3] is not None) + len(set(own[1:]))
+        return n
 
     def triples(self) -> Iterable[tuple[str, str, Term]]:
         for s, preds in self.items():
