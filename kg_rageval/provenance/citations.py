@@ -57,22 +57,10 @@ class CitationFamily(Family):
         )
 
 
-def _inline(sentence: str, cites: list[str]) -> list[str]:
-    out: list[str] = []
-    for group in _MARKER.findall(sentence):
-        for tok in (t.strip() for t in group.split(",")):
-            if tok in cites:
-                out.append(tok)
-            elif tok.isdigit() and 1 <= int(tok) <= len(cites):
-                out.append(cites[int(tok) - 1])
-    return out
-
-
 _MEMO: ContextVar[dict[str, dict[int, tuple[Record, Any]]] | None] = ContextVar("claim_citations_memo", default=None)
-_TEXTS: ContextVar[dict[tuple[str, tuple[str, ...]], list[tuple[str, list[str]]]] | None] = ContextVar(
-    "claim_citations_texts", default=None)
+_TEXTS: ContextVar[dict[str, "_Split"] | None] = ContextVar("claim_citations_texts", default=None)
 TEXT_MEMO_SIZE = 100_000
-"""At most this many distinct (answer text, answer citations) pairs keep their claims inside
+"""At most this many distinct answer texts keep their sentences and markers inside
 :func:`memo_claims` (a bound on the memo's memory; texts past it are split every time)."""
 
 
@@ -82,9 +70,9 @@ def memo_claims() -> Iterator[None]:
     :func:`~kg_rageval.provenance.depth.cited_ids`) read each record once (the provenance
     family's members all read the claims of every record). The memo holds the records it saw,
     so an ``id()`` is never reused while it is alive; it is dropped at the end of the block.
-    Claims split from ``answer.text`` are also shared between records with the same text and
-    answer citations (at most :data:`TEXT_MEMO_SIZE` distinct pairs): the sentences and their
-    resolved markers depend on nothing else."""
+    The sentences of an ``answer.text`` and the marker tokens in each are also split once per
+    distinct text (at most :data:`TEXT_MEMO_SIZE` texts); each record resolves the tokens
+    against its own ``answer.citations``."""
     token = _MEMO.set({})
     texts = _TEXTS.set({})
     try:
@@ -140,26 +128,44 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     cites = answer_citations(record) or []
     texts = _TEXTS.get()
     if texts is None:
-        return _text_claims(text, cites)
-    key = (text, tuple(cites))
-    got = texts.get(key, _NONE)
-    if got is _NONE:
-        got = _text_claims(text, cites)
-        if len(texts) < TEXT_MEMO_SIZE:
-            texts[key] = got
-    return got
-
-
-_NONE: Any = object()
-
-
-def _text_claims(text: str, cites: list[str]) -> list[tuple[str, list[str]]] | None:
-    """The claims of ``answer.text`` with answer citations ``cites`` (rule 2)."""
-    if not _MARKER.search(text):
+        split = _split(text)
+    else:
+        split = texts.get(text)
+        if split is None:
+            split = _split(text)
+            if len(texts) < TEXT_MEMO_SIZE:
+                texts[text] = split
+    marked, sentences = split
+    if not marked:
         if cites:
             return None  # answer-level citations only: which claim do they support?
-        return [(s, []) for s in sentence_claims(text)]  # cites nothing: every claim uncited
-    return [(s, _inline(s, cites)) for s in sentence_claims(text)]
+        return [(s, []) for s, _ in sentences]  # cites nothing: every claim uncited
+    return [(s, _resolve(tokens, cites) if tokens else []) for s, tokens in sentences]
+
+
+_Split = tuple[bool, list[tuple[str, tuple[str, ...]]]]
+
+
+def _split(text: str) -> _Split:
+    """Whether ``text`` has an inline marker, and its sentences
+    (:func:`~kg_rageval.generation.verifiers.sentence_claims`), each with the stripped tokens of
+    its markers in order (``[doc-1, doc-2][3]`` → ``doc-1``, ``doc-2``, ``3``)."""
+    if not _MARKER.search(text):
+        return False, [(s, ()) for s in sentence_claims(text)]
+    return True, [(s, tuple(t.strip() for group in _MARKER.findall(s) for t in group.split(",")))
+                  for s in sentence_claims(text)]
+
+
+def _resolve(tokens: tuple[str, ...], cites: list[str]) -> list[str]:
+    """The cited ids of marker ``tokens``: a token naming an answer citation is that id, a
+    1-based number within ``answer.citations`` indexes it; other tokens are ignored."""
+    out: list[str] = []
+    for tok in tokens:
+        if tok in cites:
+            out.append(tok)
+        elif tok.isdigit() and 1 <= int(tok) <= len(cites):
+            out.append(cites[int(tok) - 1])
+    return out
 
 
 def score_citations(records: Iterable[Record]) -> Evaluation:

@@ -242,16 +242,52 @@ def _term(o: Term) -> str:
 
 def trail_turtle(trail: Trail) -> str:
     """The trail as Turtle (prefixes ``prov:``, ``kgr:``, ``rdf:``, ``xsd:``; one block per
-    subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``."""
+    subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``.
+    Compact answers are written by :func:`_answer_block` without building their predicates
+    (the same text as :func:`_block` on :meth:`Trail._answer_preds`)."""
     out = [f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()]
     out.append("")
-    for s, preds in trail.items():
-        parts = []
-        for p, objs in preds.items():
-            pred = "a" if p == RDF_TYPE else _short(p)
-            parts.append(f"{pred} " + ", ".join(_term(o) for o in objs))
-        out.append(f"<{s}> " + " ;\n    ".join(parts) + " .\n")
+    for s, preds in trail.subjects.items():
+        out.append(_block(s, preds))
+    write = _answer_block(trail.run)
+    for row, (_, own) in zip(trail.rows, trail.answers):
+        if row is not None:
+            out.append(write(row, own))
     return "\n".join(out)
+
+
+def _block(s: str, preds: Preds) -> str:
+    """One subject's Turtle block."""
+    parts = []
+    for p, objs in preds.items():
+        pred = "a" if p == RDF_TYPE else _short(p)
+        parts.append(f"{pred} " + ", ".join(_term(o) for o in objs))
+    return f"<{s}> " + " ;\n    ".join(parts) + " .\n"
+
+
+def _answer_block(run: str) -> Any:
+    """A writer of a compact answer's block ``(row, [IRI, documents...]) -> str``, the text
+    :func:`_block` gives for its predicates (type, record id, value, run, documents)."""
+    sep = " ;\n    "
+    types = "a " + _short(PROV + "Entity") + ", "
+    rid = sep + _short(KGR + "recordId") + " "
+    value = sep + _short(PROV + "value") + " "
+    tail = sep + _short(PROV + "wasGeneratedBy") + " " + _term(run)
+    derived = sep + _short(PROV + "wasDerivedFrom") + " "
+    string = XSD + "string"
+
+    def write(row: tuple[str, str, str, str | None], own: list[str]) -> str:
+        iri, kind, lexical, text = row
+        block = [f"<{iri}> ", types, _short(kind), rid, _term((lexical, string))]
+        if text is not None:
+            block += [value, _term((text, None))]
+        block.append(tail)
+        if len(own) > 1:
+            block += [derived, ", ".join(_term(d) for d in dict.fromkeys(own[1:]))]
+        block.append(" .\n")
+        return "".join(block)
+
+    return write
 
 
 # ---------------------------------------------------------------------- the compiled shape
