@@ -127,14 +127,10 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     text = answer_text(record) or ""
     cites = answer_citations(record) or []
     texts = _TEXTS.get()
-    if texts is None:
-        split = _split(text)
-    else:
-        split = texts.get(text)
-        if split is None:
-            split = _split(text)
-            if len(texts) < TEXT_MEMO_SIZE:
-                texts[text] = split
+    hit = texts.get(text) if texts is not None else None
+    split = hit if hit is not None else _split(text)
+    if hit is None and texts is not None and len(texts) < TEXT_MEMO_SIZE:
+        texts[text] = split
     marked, sentences = split
     if not marked:
         if cites:
