@@ -57,18 +57,11 @@ class CitationFamily(Family):
         )
 
 
-def _inline(sentence: str, cites: list[str]) -> list[str]:
-    out: list[str] = []
-    for group in _MARKER.findall(sentence):
-        for tok in (t.strip() for t in group.split(",")):
-            if tok in cites:
-                out.append(tok)
-            elif tok.isdigit() and 1 <= int(tok) <= len(cites):
-                out.append(cites[int(tok) - 1])
-    return out
-
-
-_MEMO: ContextVar[dict[tuple[int, str], tuple[Record, Any]] | None] = ContextVar("claim_citations_memo", default=None)
+_MEMO: ContextVar[dict[str, dict[int, tuple[Record, Any]]] | None] = ContextVar("claim_citations_memo", default=None)
+_TEXTS: ContextVar[dict[str, "_Split"] | None] = ContextVar("claim_citations_texts", default=None)
+TEXT_MEMO_SIZE = 100_000
+"""At most this many distinct answer texts keep their sentences and markers inside
+:func:`memo_claims` (a bound on the memo's memory; texts past it are split every time)."""
 
 
 @contextmanager
@@ -76,11 +69,16 @@ def memo_claims() -> Iterator[None]:
     """Within the block, :func:`claim_citations` (and :func:`memoised` readers such as
     :func:`~kg_rageval.provenance.depth.cited_ids`) read each record once (the provenance
     family's members all read the claims of every record). The memo holds the records it saw,
-    so an ``id()`` is never reused while it is alive; it is dropped at the end of the block."""
+    so an ``id()`` is never reused while it is alive; it is dropped at the end of the block.
+    The sentences of an ``answer.text`` and the marker tokens in each are also split once per
+    distinct text (at most :data:`TEXT_MEMO_SIZE` texts); each record resolves the tokens
+    against its own ``answer.citations``."""
     token = _MEMO.set({})
+    texts = _TEXTS.set({})
     try:
         yield
     finally:
+        _TEXTS.reset(texts)
         _MEMO.reset(token)
 
 
@@ -90,12 +88,14 @@ def memoised(record: Record, slot: str, read: Callable[[Record], Any]) -> Any:
     memo = _MEMO.get()
     if memo is None:
         return read(record)
-    key = (id(record), slot)
-    hit = memo.get(key)
+    by_id = memo.get(slot)
+    if by_id is None:
+        by_id = memo[slot] = {}
+    hit = by_id.get(id(record))
     if hit is not None and hit[0] is record:
         return hit[1]
     out = read(record)
-    memo[key] = (record, out)
+    by_id[id(record)] = (record, out)
     return out
 
 
@@ -126,11 +126,42 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
         return out
     text = answer_text(record) or ""
     cites = answer_citations(record) or []
-    if not _MARKER.search(text):
+    texts = _TEXTS.get()
+    hit = texts.get(text) if texts is not None else None
+    split = hit if hit is not None else _split(text)
+    if hit is None and texts is not None and len(texts) < TEXT_MEMO_SIZE:
+        texts[text] = split
+    marked, sentences = split
+    if not marked:
         if cites:
             return None  # answer-level citations only: which claim do they support?
-        return [(s, []) for s in sentence_claims(text)]  # cites nothing: every claim uncited
-    return [(s, _inline(s, cites)) for s in sentence_claims(text)]
+        return [(s, []) for s, _ in sentences]  # cites nothing: every claim uncited
+    return [(s, _resolve(tokens, cites) if tokens else []) for s, tokens in sentences]
+
+
+_Split = tuple[bool, list[tuple[str, tuple[str, ...]]]]
+
+
+def _split(text: str) -> _Split:
+    """Whether ``text`` has an inline marker, and its sentences
+    (:func:`~kg_rageval.generation.verifiers.sentence_claims`), each with the stripped tokens of
+    its markers in order (``[doc-1, doc-2][3]`` → ``doc-1``, ``doc-2``, ``3``)."""
+    if not _MARKER.search(text):
+        return False, [(s, ()) for s in sentence_claims(text)]
+    return True, [(s, tuple(t.strip() for group in _MARKER.findall(s) for t in group.split(",")))
+                  for s in sentence_claims(text)]
+
+
+def _resolve(tokens: tuple[str, ...], cites: list[str]) -> list[str]:
+    """The cited ids of marker ``tokens``: a token naming an answer citation is that id, a
+    1-based number within ``answer.citations`` indexes it; other tokens are ignored."""
+    out: list[str] = []
+    for tok in tokens:
+        if tok in cites:
+            out.append(tok)
+        elif tok.isdigit() and 1 <= int(tok) <= len(cites):
+            out.append(cites[int(tok) - 1])
+    return out
 
 
 def score_citations(records: Iterable[Record]) -> Evaluation:

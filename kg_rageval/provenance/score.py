@@ -34,8 +34,11 @@ def score_provenance(
     :func:`~kg_rageval.records.read_records`); ``manifests``: manifest objects or paths (the
     first describes ``records``), checked against ``corpus`` and the ontology's content hash
     (the audit resolves paths against its config's directory)."""
-    with memo_claims():  # every member reads each record's claims: once
-        return _score_provenance(ontology, list(records), corpus=corpus, repeats=repeats,
+    from ..generation.fields import shared_row_keys
+
+    records = list(records)
+    with memo_claims(), shared_row_keys(records):  # every member reads each record's claims: once
+        return _score_provenance(ontology, records, corpus=corpus, repeats=repeats,
                                  manifests=manifests, trail=trail)
 
 

@@ -43,8 +43,14 @@ PREFIXES = {"prov": PROV, "kgr": KGR, "rdf": "http://www.w3.org/1999/02/22-rdf-s
 Term = Any  # str (IRI) | tuple[str, str | None] (literal: lexical form, datatype IRI)
 
 
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
 def _q(s: Any) -> str:
-    return quote(str(s), safe="")
+    """``quote(str(s), safe="")``; a string of unreserved characters only (which ``quote``
+    leaves as it is) is returned without the call."""
+    s = str(s)
+    return s if _UNRESERVED.fullmatch(s) else quote(s, safe="")
 
 
 def _lexical(v: Any) -> str:
@@ -123,7 +129,14 @@ class Trail:
                 yield row[0], self._answer_preds(*row, own[1:])
 
     def __len__(self) -> int:
-        return sum(len(objs) for _, preds in self.items() for objs in preds.values())
+        """The number of triples: those of ``subjects`` plus, per compact answer, its two
+        types, record id, run, value (when it has text) and distinct cited documents (the
+        count of :meth:`_answer_preds`, without building them)."""
+        n = sum(len(objs) for preds in self.subjects.values() for objs in preds.values())
+        for row, (_, own) in zip(self.rows, self.answers):
+            if row is not None:
+                n += 4 + (row[3] is not None) + len(set(own[1:]))
+        return n
 
     def triples(self) -> Iterable[tuple[str, str, Term]]:
         for s, preds in self.items():
@@ -229,16 +242,52 @@ def _term(o: Term) -> str:
 
 def trail_turtle(trail: Trail) -> str:
     """The trail as Turtle (prefixes ``prov:``, ``kgr:``, ``rdf:``, ``xsd:``; one block per
-    subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``."""
+    subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``.
+    Compact answers are written by :func:`_answer_block` without building their predicates
+    (the same text as :func:`_block` on :meth:`Trail._answer_preds`)."""
     out = [f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()]
     out.append("")
-    for s, preds in trail.items():
-        parts = []
-        for p, objs in preds.items():
-            pred = "a" if p == RDF_TYPE else _short(p)
-            parts.append(f"{pred} " + ", ".join(_term(o) for o in objs))
-        out.append(f"<{s}> " + " ;\n    ".join(parts) + " .\n")
+    for s, preds in trail.subjects.items():
+        out.append(_block(s, preds))
+    write = _answer_block(trail.run)
+    for row, (_, own) in zip(trail.rows, trail.answers):
+        if row is not None:
+            out.append(write(row, own))
     return "\n".join(out)
+
+
+def _block(s: str, preds: Preds) -> str:
+    """One subject's Turtle block."""
+    parts = []
+    for p, objs in preds.items():
+        pred = "a" if p == RDF_TYPE else _short(p)
+        parts.append(f"{pred} " + ", ".join(_term(o) for o in objs))
+    return f"<{s}> " + " ;\n    ".join(parts) + " .\n"
+
+
+def _answer_block(run: str) -> Any:
+    """A writer of a compact answer's block ``(row, [IRI, documents...]) -> str``, the text
+    :func:`_block` gives for its predicates (type, record id, value, run, documents)."""
+    sep = " ;\n    "
+    types = "a " + _short(PROV + "Entity") + ", "
+    rid = sep + _short(KGR + "recordId") + " "
+    value = sep + _short(PROV + "value") + " "
+    tail = sep + _short(PROV + "wasGeneratedBy") + " " + _term(run)
+    derived = sep + _short(PROV + "wasDerivedFrom") + " "
+    string = XSD + "string"
+
+    def write(row: tuple[str, str, str, str | None], own: list[str]) -> str:
+        iri, kind, lexical, text = row
+        block = [f"<{iri}> ", types, _short(kind), rid, _term((lexical, string))]
+        if text is not None:
+            block += [value, _term((text, None))]
+        block.append(tail)
+        if len(own) > 1:
+            block += [derived, ", ".join(_term(d) for d in dict.fromkeys(own[1:]))]
+        block.append(" .\n")
+        return "".join(block)
+
+    return write
 
 
 # ---------------------------------------------------------------------- the compiled shape

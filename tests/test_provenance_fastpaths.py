@@ -1,0 +1,97 @@
+"""The fast paths of the provenance family against the plain computations they replace.
+
+* claims of ``answer.text``: split once per distinct text inside ``memo_claims`` and resolved
+  per record, against the previous per-record ``_inline`` resolution (kept below);
+* ``_q``: the unreserved-characters shortcut against ``urllib.parse.quote``;
+* the Turtle of compact answers and the trail's triple count against the generic writer on
+  the built predicates (a merged duplicate answer, a refusal, no text, escapes, several
+  documents)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+
+from kg_rageval.generation.verifiers import sentence_claims
+from kg_rageval.provenance.citations import claim_citations, memo_claims
+from kg_rageval.provenance.trail import Trail, _block, _q, build_trail, trail_turtle
+
+_MARKER = re.compile(r"\[([^\[\]]+)\]")
+
+
+def _old_inline(sentence: str, cites: list[str]) -> list[str]:
+    out: list[str] = []
+    for group in _MARKER.findall(sentence):
+        for tok in (t.strip() for t in group.split(",")):
+            if tok in cites:
+                out.append(tok)
+            elif tok.isdigit() and 1 <= int(tok) <= len(cites):
+                out.append(cites[int(tok) - 1])
+    return out
+
+
+def _old_text_claims(text: str, cites: list[str]):
+    if not _MARKER.search(text):
+        return None if cites else [(s, []) for s in sentence_claims(text)]
+    return [(s, _old_inline(s, cites)) for s in sentence_claims(text)]
+
+
+TEXTS = ["A [1]. B [2]. C.", "A [1]. B [2]. C.", "X [d1, 2][3]! Y [ d2 ]? X [d1, 2][3]!", "No markers. At all.",
+         "Out of range [0] [9] [x].", "", "Tail [1]", "A [1].  A [1]. [2, d9]"]
+CITES = [["d1", "d2"], ["d2"], [], ["d1", "d2", "d3"], ["d2", "d1"]]
+
+
+def _records():
+    k = 0
+    for t in TEXTS:
+        for c in CITES:
+            k += 1
+            ans = {"text": t}
+            if c:
+                ans["citations"] = c
+            yield {"id": f"r{k}", "answer": ans}
+
+
+@pytest.mark.parametrize("memo", [True, False])
+def test_text_claims_equal_per_record_resolution(memo):
+    recs = list(_records())
+    if memo:
+        with memo_claims():
+            got = [claim_citations(r) for r in recs]
+    else:
+        got = [claim_citations(r) for r in recs]
+    want = [_old_text_claims(r["answer"]["text"], r["answer"].get("citations", [])) for r in recs]
+    assert got == want
+    # one text, other citations: the shared split resolves against each record's own list
+    assert got[0] == [("A [1].", ["d1"]), ("B [2].", ["d2"]), ("C.", [])]
+    assert got[1] == [("A [1].", ["d2"]), ("B [2].", []), ("C.", [])]
+    assert got[2] == [("A [1].", []), ("B [2].", []), ("C.", [])]
+
+
+@pytest.mark.parametrize("s", ["q000001", "T1583.005:desc", "a~b_c-d.e", "", "with space", "ü/é", "a#b?c",
+                               "100%", 42, "-", "~"])
+def test_q_equals_quote(s):
+    assert _q(s) == quote(str(s), safe="")
+
+
+def test_compact_turtle_and_length_equal_generic_writer():
+    recs = [
+        {"id": "a1", "answer": {"text": 'He said "hi"\n\tthere [1].', "citations": ["d 1", "d2"]}},
+        {"id": "a2", "answer": {"text": "Refused.", "refused": True}},
+        {"id": "a3", "answer": {"citations": ["d2"]}},
+        {"id": "a1", "answer": {"text": "Again [1].", "citations": ["d3"]}},  # merged with the first a1
+        {"id": "a 4/ü", "answer": {"text": "Two [1][2].", "citations": ["d2", "d 1"]}},
+    ]
+    m = {"run_id": "run 1", "model": {"name": "m", "version": "1"}, "seed": 3}
+    with memo_claims():
+        t = build_trail(recs, manifest=m)
+    assert isinstance(t, Trail) and sum(r is None for r in t.rows) == 2
+    generic = "\n".join([*(f"@prefix {p}: <{ns}> ." for p, ns in
+                           {"prov": "http://www.w3.org/ns/prov#", "kgr": "https://w3id.org/kg-rageval#",
+                            "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+                            "xsd": "http://www.w3.org/2001/XMLSchema#"}.items()), "",
+                         *(_block(s, preds) for s, preds in t.items())])
+    assert trail_turtle(t) == generic
+    assert len(t) == sum(1 for _ in t.triples()) == len({(s, p, o) for s, p, o in t.triples()})
