@@ -586,26 +586,12 @@ def _pick(cands: list[tuple[int, Any]], lang: str) -> tuple[list[str], list[str]
     return winners, others
 
 
-def graph_to_ontology(
-    graph,
-    *,
-    source: str,
-    follow_imports: bool = False,
-    allow_network: bool = False,
-    import_paths: Any = (),
-    dangling: str = "declare",
-    conflicts: str = "error",
-    lang: str = "en",
-    reasoner: str = "none",
-    base_dir: Path | None = None,
-    strict: bool = False,
-) -> Ontology:
-    """Compile an rdflib ``Graph`` (see the module docstring)."""
+def graph_to_ontology(graph, **options: Any) -> Ontology:
+    """Compile an rdflib ``Graph`` (see the module docstring); ``options`` are those of
+    :func:`walk` (``source`` required)."""
     from ._triples import GraphView
 
-    return walk(GraphView(graph), source=source, follow_imports=follow_imports,
-                allow_network=allow_network, import_paths=import_paths, dangling=dangling,
-                conflicts=conflicts, lang=lang, reasoner=reasoner, base_dir=base_dir, strict=strict)
+    return walk(GraphView(graph), **options)
 
 
 def walk(
