@@ -132,6 +132,17 @@ NUMBA_MIN_ENTRIES = 3_000_000
 below it the numpy path beats importing numba and loading the compiled kernel."""
 
 
+def _checked_options(k: int | Sequence[int], gain: str, engine: str) -> tuple[int, ...]:
+    """The cutoffs of ``k`` (:func:`normalise_ks`, checked first), then ``gain`` and ``engine``
+    checked (a :class:`ConfigError` naming the allowed values)."""
+    ks = normalise_ks(k)
+    if gain not in GAINS:
+        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    return ks
+
+
 def evaluate_run(
     qrels: Qrels,
     run: Run,
@@ -151,11 +162,7 @@ def evaluate_run(
         parallel pass per query, :mod:`._kernels`) or ``"auto"`` (numba for large runs when it
         is importable). Both give the same numbers.
     """
-    ks = normalise_ks(k)
-    if gain not in GAINS:
-        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
-    if engine not in ENGINES:
-        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    ks = _checked_options(k, gain, engine)
     from . import _kernels
 
     if engine == "auto":
@@ -246,11 +253,7 @@ def evaluate_dicts(
     ``evaluate_run(Qrels.from_dict(qrels), Run.from_dict(run))``."""
     from .runs import _csr
 
-    ks = normalise_ks(k)
-    if gain not in GAINS:
-        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
-    if engine not in ENGINES:
-        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    ks = _checked_options(k, gain, engine)
     from . import _kernels
 
     q = _grades_only(qrels)
@@ -290,11 +293,7 @@ def evaluate_lists(
     from . import _kernels
     from .runs import _csr
 
-    ks = normalise_ks(k)
-    if gain not in GAINS:
-        raise ConfigError(f"gain must be one of {GAINS}, got {gain!r}")
-    if engine not in ENGINES:
-        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    ks = _checked_options(k, gain, engine)
     n = len(golds)
     q = _grades_only(dict(zip(map(str, range(n)), golds)))
     binary = gain == "binary"
