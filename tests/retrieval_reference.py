@@ -15,10 +15,60 @@ import numpy as np
 from kg_rageval.errors import InputError
 from kg_rageval.evaluation import Evaluation
 from kg_rageval.records import Record, slice_texts, where
-from kg_rageval.retrieval.corpus import Corpus, eligible_pairs
+from kg_rageval.retrieval.corpus import Corpus, value_key
 from kg_rageval.retrieval.filters import Filter, parse_filters, predicate_counts, replay
 from kg_rageval.retrieval.metrics import RetrievalFamily, evaluate_run
 from kg_rageval.retrieval.runs import Qrels, Run, Vocab
+
+
+def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarray,
+                   principals: Sequence[Mapping[str, Any] | None]) -> np.ndarray:
+    """The per-group loop it was before principal classes (issue #20).
+
+    :meth:`Corpus.eligible` for many (group, document) pairs at once, each group with its
+    own principal (``None``: everything eligible). Vectorised: for each entitlement field, the
+    allowed (group, value) keys are sorted once and every (pair, document value) is looked up
+    with one ``searchsorted``."""
+    pair_group = np.asarray(pair_group, dtype=np.int64)
+    pair_doc = np.asarray(pair_doc, dtype=np.int64)
+    ok = np.ones(len(pair_doc), dtype=bool)
+    fields: dict[str, None] = {}
+    for pr in principals:
+        if pr:
+            fields.update(dict.fromkeys(pr))
+    for f in fields:
+        table = corpus.fields.get(f)
+        restricted = np.zeros(len(principals), dtype=bool)
+        keys: list[int] = []
+        C = (len(table.values) + 1) if table is not None else 1
+        memo: dict[Any, list[int]] = {}
+        for g, pr in enumerate(principals):
+            if pr and f in pr:
+                restricted[g] = True
+                if table is not None:
+                    want = pr[f] if isinstance(pr[f], list) else [pr[f]]
+                    mk = tuple(value_key(v) for v in want)
+                    codes_ = memo.get(mk)
+                    if codes_ is None:
+                        codes_ = memo[mk] = sorted({table.code(v) for v in want} - {-1})
+                    keys.extend(g * C + c for c in codes_)
+        sel = restricted[pair_group]
+        if table is None:
+            ok &= ~sel
+            continue
+        idx = np.flatnonzero(sel)
+        docs = pair_doc[idx]
+        lens = table.ptr[docs + 1] - table.ptr[docs]
+        rep = np.repeat(np.arange(len(idx)), lens)
+        offs = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        codes = table.codes[np.repeat(table.ptr[docs], lens) + offs]
+        allowed = np.unique(np.asarray(keys, dtype=np.int64))
+        want_keys = pair_group[idx][rep] * C + codes
+        pos = np.minimum(np.searchsorted(allowed, want_keys), max(len(allowed) - 1, 0))
+        hit = (allowed[pos] == want_keys) if len(allowed) else np.zeros(len(want_keys), dtype=bool)
+        any_hit = np.bincount(rep[hit], minlength=len(idx)) > 0
+        ok[idx] &= any_hit
+    return ok
 
 
 def _finite(rec: Record, field: str, value: float | int, what: str) -> float:

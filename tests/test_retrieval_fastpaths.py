@@ -369,3 +369,20 @@ def test_score_retrieval_bad_filter_names_the_record(fixtures_dir):
                                                                                    "value": "x"}]}})
     with pytest.raises(InputError, match=r"record 'bad' \(line 4\), field retrieval.filters\[0\].op: 'near'"):
         score_retrieval(onto, recs)
+
+
+def test_score_retrieval_bad_principal_names_the_record(fixtures_dir):
+    """The principal's fields are checked against the entitlement fields once per record
+    without formatting its location; a bad one still raises naming the record and field."""
+    from kg_rageval.errors import InputError
+    from kg_rageval.ontology.loaders.table import load_table
+    from kg_rageval.retrieval import Corpus, score_retrieval
+
+    onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
+    corpus = Corpus.from_records([{"id": "a", "tenant": "acme"}, {"id": "b"}], onto)
+    recs = [{"id": "ok", "retrieval": {"gold": ["a"], "run": ["a", "b"], "principal": {"tenant": "acme"}}},
+            {"id": "bad", "retrieval": {"gold": ["a"], "run": ["a"], "principal": {"tenant": "acme", "locale": "en"}}}]
+    got = score_retrieval(onto, recs[:1], corpus)
+    assert got.stats["n_ineligible_retrieved"].tolist() == [1.0]
+    with pytest.raises(InputError, match=r"'bad'.*retrieval\.principal.*\['locale'\] are not entitlement fields"):
+        score_retrieval(onto, recs, corpus)

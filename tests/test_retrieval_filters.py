@@ -353,3 +353,44 @@ def test_hard_vs_soft_with_a_per_query_preference(attack, pq_corpus):
     assert ev.metrics()["hard_recall"].value == 1.0 and list(ev.details["preference"]) == ["categories within T1003"]
     with pytest.raises(InputError, match="entitlement fields are always hard"):
         score_preference(attack, PER_QUERY, pq_corpus, preference={"field": "tenant", "op": "eq", "value": {"from": "x"}})
+
+
+def test_principal_classes_equal_the_per_principal_loop(attack):
+    """``eligible_pairs`` groups the principals by their value per field; the result equals
+    the frozen per-principal loop on values of every shape: strings, lists, numbers and
+    booleans (compared in their JSON spelling), an empty list, ``None``, a missing field, a
+    field the corpus lacks, no principal and an empty one."""
+    import retrieval_reference as ref
+
+    from kg_rageval.retrieval.corpus import eligible_pairs
+
+    rng = np.random.default_rng(11)
+    docs = []
+    for i in range(300):
+        d = {"id": f"x{i}"}
+        u = rng.random()
+        if u < 0.8:
+            d["tenant"] = ["acme", "globex", "1", "true", "null"][int(rng.integers(0, 5))]
+        if rng.random() < 0.5:
+            d["jurisdiction"] = list(rng.choice(["NL", "EU", "US"], int(rng.integers(1, 3)), replace=False))
+        docs.append(d)
+    c = Corpus.from_records(docs, attack, entitlement_fields=("tenant", "jurisdiction", "status"))
+    values = ["acme", ["acme", "globex"], 1, True, None, [], ["1", 1], "nobody", ["EU"]]
+    principals = [None, {}]
+    for _ in range(60):
+        pr = {}
+        if rng.random() < 0.8:
+            pr["tenant"] = values[int(rng.integers(0, len(values)))]
+        if rng.random() < 0.4:
+            pr["jurisdiction"] = values[int(rng.integers(0, len(values)))]
+        if rng.random() < 0.1:
+            pr["status"] = "published"  # no document has the field: fail closed
+        principals.append(pr or None)
+    grp = rng.integers(0, len(principals), 5000)
+    dd = rng.integers(0, len(docs), 5000)
+    got = eligible_pairs(c, grp, dd, principals)
+    want = ref.eligible_pairs(c, grp, dd, principals)
+    assert np.array_equal(got, want)
+    assert 500 < got.sum() < 4500
+    assert eligible_pairs(c, grp[:0], dd[:0], principals).shape == (0,)
+    assert eligible_pairs(c, grp, dd, [None] * len(principals)).all()

@@ -199,36 +199,31 @@ class Corpus:
 def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarray,
                    principals: Sequence[Mapping[str, Any] | None]) -> np.ndarray:
     """:meth:`Corpus.eligible` for many (group, document) pairs at once, each group with its
-    own principal (``None``: everything eligible). Vectorised: for each entitlement field, the
-    allowed (group, value) keys are sorted once and every (pair, document value) is looked up
-    with one ``searchsorted``."""
+    own principal (``None``: everything eligible). Vectorised: for each entitlement field the
+    groups' principals fall into a few classes (the same values for that field: records repeat
+    a few principals), each class's allowed value codes are resolved once, and every (pair,
+    document value) is looked up among the allowed (class, value) keys with one
+    ``searchsorted``."""
     pair_group = np.asarray(pair_group, dtype=np.int64)
     pair_doc = np.asarray(pair_doc, dtype=np.int64)
     ok = np.ones(len(pair_doc), dtype=bool)
-    fields: dict[str, None] = {}
-    for pr in principals:
-        if pr:
-            fields.update(dict.fromkeys(pr))
-    for f in fields:
+    given = [pr for pr in principals if pr]
+    if not given or not len(pair_doc):
+        return ok
+    fields = set(itertools.chain.from_iterable(given))  # ``ok &=`` per field: any order
+    for f in sorted(fields):
         table = corpus.fields.get(f)
-        restricted = np.zeros(len(principals), dtype=bool)
-        keys: list[int] = []
-        C = (len(table.values) + 1) if table is not None else 1
-        memo: dict[Any, list[int]] = {}
-        for g, pr in enumerate(principals):
-            if pr and f in pr:
-                restricted[g] = True
-                if table is not None:
-                    want = pr[f] if isinstance(pr[f], list) else [pr[f]]
-                    mk = tuple(value_key(v) for v in want)
-                    codes_ = memo.get(mk)
-                    if codes_ is None:
-                        codes_ = memo[mk] = sorted({table.code(v) for v in want} - {-1})
-                    keys.extend(g * C + c for c in codes_)
-        sel = restricted[pair_group]
+        # the class of each group's value for f: NOT_GIVEN (unrestricted) or its value keys
+        classes: dict[Any, int] = {_NOT_GIVEN: 0}
+        cls = np.fromiter((classes.setdefault(_class_key(pr, f), len(classes)) for pr in principals),
+                          dtype=np.int64, count=len(principals))
+        sel = cls[pair_group] > 0
         if table is None:
             ok &= ~sel
             continue
+        C = len(table.values) + 1
+        keys = [c * C + code for key, c in classes.items() if c
+                for code in sorted({table.code(v) for v in _class_values(key)} - {-1})]
         idx = np.flatnonzero(sel)
         docs = pair_doc[idx]
         lens = table.ptr[docs + 1] - table.ptr[docs]
@@ -236,12 +231,33 @@ def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarra
         offs = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
         codes = table.codes[np.repeat(table.ptr[docs], lens) + offs]
         allowed = np.unique(np.asarray(keys, dtype=np.int64))
-        want_keys = pair_group[idx][rep] * C + codes
+        want_keys = cls[pair_group[idx]][rep] * C + codes
         pos = np.minimum(np.searchsorted(allowed, want_keys), max(len(allowed) - 1, 0))
         hit = (allowed[pos] == want_keys) if len(allowed) else np.zeros(len(want_keys), dtype=bool)
         any_hit = np.bincount(rep[hit], minlength=len(idx)) > 0
         ok[idx] &= any_hit
     return ok
+
+
+_NOT_GIVEN = object()
+"""The class of a principal that does not name a field (or no principal): unrestricted."""
+
+
+def _class_key(pr: Mapping[str, Any] | None, f: str) -> Any:
+    """What a principal's value for entitlement field ``f`` is compared as: a string value is
+    its own key; a list the tuple of its :func:`value_key` strings; another value the 1-tuple
+    of its key (so ``1`` and ``"1"``, compared as the same string, may be two classes with the
+    same codes)."""
+    if not pr or f not in pr:
+        return _NOT_GIVEN
+    v = pr[f]
+    if type(v) is str:
+        return v
+    return tuple(map(value_key, v)) if isinstance(v, list) else (value_key(v),)
+
+
+def _class_values(key: Any) -> tuple[str, ...]:
+    return (key,) if type(key) is str else key
 
 
 def rows_contain(ptr: np.ndarray, idx: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:

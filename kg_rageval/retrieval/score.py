@@ -328,6 +328,7 @@ def score_retrieval(
     from .corpus import DEFAULT_ENTITLEMENT_FIELDS
 
     ent_fields = tuple(corpus.entitlement_fields) if corpus is not None else DEFAULT_ENTITLEMENT_FIELDS
+    ent_set = frozenset(ent_fields)
     gold_raw: list[Any] = []
     run_raw: list[Any] = []
     memo: dict[Any, list[Filter]] = {}
@@ -354,8 +355,8 @@ def score_retrieval(
             raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
         if entitlement_defaults:
             pr = {**entitlement_defaults, **(pr or {})}
-        if pr and corpus is not None:
-            corpus.check_principal(pr, where(rec, "retrieval.principal"))
+        if pr and corpus is not None and not ent_set.issuperset(pr):
+            corpus.check_principal(pr, where(rec, "retrieval.principal"))  # raises, naming the record
         principals.append(pr)
     golds = _parse_golds(rows, gold_raw)
     runs, dups = _parse_runs(rows, run_raw, dedupe)
@@ -375,16 +376,26 @@ def score_retrieval(
         elig_gold: list[Mapping[str, float]] = list(golds)
     else:
         # all (record, gold doc) and (record, retrieved doc) pairs in one vectorised pass
-        gids = [list(g) for g in golds]
-        glen = np.fromiter(map(len, gids), dtype=np.int64, count=n)
-        gflat = corpus.lookup(list(itertools.chain.from_iterable(gids)))
+        glen = np.fromiter(map(len, golds), dtype=np.int64, count=n)
+        gflat = corpus.lookup(list(itertools.chain.from_iterable(golds)))
         grec = np.repeat(np.arange(n, dtype=np.int64), glen)
         grel = np.fromiter(itertools.chain.from_iterable(map(dict.values, golds)), dtype=np.float64,
                            count=len(gflat)) >= 1 if all(type(g) is dict for g in golds) else \
-            np.fromiter((golds[i][d] >= 1 for i, x in enumerate(gids) for d in x), dtype=bool, count=len(gflat))
+            np.fromiter((g[d] >= 1 for g in golds for d in g), dtype=bool, count=len(gflat))
         gknown = gflat >= 0
+        # every run's ids looked up once (entitlement here, ranks in the filter replay)
+        run_len = np.fromiter((len(r) if r else 0 for r in runs), dtype=np.int64, count=n)
+        run_doc = corpus.lookup(list(itertools.chain.from_iterable(filter(None, runs))))
+        run_rec = np.repeat(np.arange(n, dtype=np.int64), run_len)
+        has_pr = np.fromiter(map(bool, principals), dtype=bool, count=n)
+        rsel = has_pr[run_rec] & (run_doc >= 0)
+        rrec, rflat = run_rec[rsel], run_doc[rsel]
+        # the gold and the retrieved pairs in one pass over the principals
+        ng = int(gknown.sum())
+        eligible = eligible_pairs(corpus, np.concatenate([grec[gknown], rrec]),
+                                  np.concatenate([gflat[gknown], rflat]), principals)
         gok = np.ones(len(gflat), dtype=bool)
-        gok[gknown] = eligible_pairs(corpus, grec[gknown], gflat[gknown], principals)
+        gok[gknown] = eligible[:ng]
         st["n_gold_ineligible"] = np.bincount(grec, weights=~gok, minlength=n)
         any_rel = np.bincount(grec, weights=grel, minlength=n) > 0
         any_rel_ok = np.bincount(grec, weights=grel & gok, minlength=n) > 0
@@ -396,14 +407,9 @@ def score_retrieval(
         gptr = _csr(glen).tolist()
         some_out = (st["n_gold_ineligible"] > 0).tolist()
         gok_l = gok.tolist()
-        elig_gold = [{d: golds[i][d] for d, kk in zip(gids[i], gok_l[gptr[i]: gptr[i + 1]]) if kk}
+        elig_gold = [{d: golds[i][d] for d, kk in zip(golds[i], gok_l[gptr[i]: gptr[i + 1]]) if kk}
                      if some_out[i] else golds[i] for i in range(n)]
-        rlen = np.asarray([len(r) if (r and principals[i]) else 0 for i, r in enumerate(runs)], dtype=np.int64)
-        rflat = corpus.lookup([d for i, r in enumerate(runs) if r and principals[i] for d in r])
-        rrec = np.repeat(np.arange(n, dtype=np.int64), rlen)
-        rk = rflat >= 0
-        bad = ~eligible_pairs(corpus, rrec[rk], rflat[rk], principals)
-        st["n_ineligible_retrieved"] = np.bincount(rrec[rk], weights=bad, minlength=n).astype(float)
+        st["n_ineligible_retrieved"] = np.bincount(rrec, weights=~eligible[ng:], minlength=n).astype(float)
     kcount = np.bincount(kept_rec, minlength=n)
 
     # ---- standard metrics, all queries at once
@@ -449,7 +455,7 @@ def score_retrieval(
         passes, first_fail = replay(corpus, ontology, pos[pair_rec], pair_d, lfilt,
                                     where=_Where(rows, logged, "retrieval.filters"),
                                     resolver=resolver, unknown=filter_unknown)
-        rk = _ranks(corpus, runs, logged, pair_rec, pair_d)
+        rk = _ranks(corpus, is_logged[run_rec], run_rec, run_doc, run_len, pair_rec, pair_d)
         found = (rk > 0) & (rk <= katt)
         below = rk > katt
         inconsistent = (rk > 0) & ~passes  # retrieved, yet the logged filters exclude it
@@ -550,20 +556,17 @@ class _Where(Sequence[str]):
         return where(self.rows[int(self.logged[q])], self.field)
 
 
-def _ranks(corpus: Corpus, runs: list[list[str] | None], logged: np.ndarray, pair_rec: np.ndarray,
-           pair_doc: np.ndarray) -> np.ndarray:
+def _ranks(corpus: Corpus, logged: np.ndarray, run_rec: np.ndarray, run_doc: np.ndarray, run_len: np.ndarray,
+           pair_rec: np.ndarray, pair_doc: np.ndarray) -> np.ndarray:
     """The 1-based rank of each (record, corpus document) pair's document in the record's run
-    (0: not retrieved): the run ids of the ``logged`` records are looked up in the corpus in
-    one pass and the pairs found with one ``searchsorted`` (run ids are unique per record)."""
-    lruns = [runs[i] or [] for i in logged.tolist()]
-    lens = np.fromiter(map(len, lruns), dtype=np.int64, count=len(lruns))
-    doc = corpus.lookup(list(itertools.chain.from_iterable(lruns)))
-    rec = np.repeat(logged.astype(np.int64), lens)
-    start = np.repeat(_csr(lens)[:-1], lens)
-    rank = np.arange(len(doc), dtype=np.int64) - start + 1
-    ok = doc >= 0
+    (0: not retrieved), from every run's ids looked up in the corpus (``run_doc``, -1 for an id
+    it lacks; ``run_rec`` the record of each entry, ``run_len`` each run's length; ``logged``:
+    the entries of the records with logged filters): the pairs are found with one
+    ``searchsorted`` (run ids are unique per record)."""
+    rank = np.arange(len(run_doc), dtype=np.int64) - np.repeat(_csr(run_len)[:-1], run_len) + 1
+    ok = logged & (run_doc >= 0)
     nd = max(len(corpus), 1)
-    key = rec[ok] * nd + doc[ok]
+    key = run_rec[ok] * nd + run_doc[ok]
     order = np.argsort(key, kind="stable")
     key, rank = key[order], rank[ok][order]
     want = pair_rec * nd + pair_doc
