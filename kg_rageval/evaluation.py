@@ -169,6 +169,41 @@ def percentile_interval(samples: np.ndarray, n_resamples: int, level: float) -> 
     return (float(lo), float(hi))
 
 
+
+def bootstrap_many(requests: Iterable[tuple["Evaluation", Iterable[str] | None]], *, n_resamples: int = 1000,
+                   level: float = 0.95, seed: int = 0) -> list[dict[str, tuple[float, float] | None]]:
+    """:meth:`Evaluation.bootstrap` of every ``(evaluation, metrics)`` request (``None``: all
+    its metrics), the same intervals bit for bit, with the weights of the evaluations that
+    have the same number of records drawn once for all of them: the draws depend only on the
+    number of records, ``n_resamples`` and ``seed`` (:func:`bootstrap_weights`), so one pass
+    over the weight blocks serves every such evaluation
+    (:func:`kg_rageval.forms.replicate_jobs`) and no weights are kept. An evaluation with its
+    own :meth:`~Evaluation.bootstrap_replicates` (the system family's quantiles) is
+    bootstrapped on its own."""
+    from .forms import replicate_jobs
+
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise InputError(f"bootstrap: level must be between 0 and 1, got {level!r}")
+    reqs = list(requests)
+    reps: list[dict[str, np.ndarray] | None] = [None] * len(reqs)
+    by_n: dict[int, list[tuple[int, Any]]] = {}
+    for i, (ev, metrics) in enumerate(reqs):
+        if type(ev).bootstrap_replicates is not Evaluation.bootstrap_replicates:
+            reps[i] = ev.bootstrap_replicates(n_resamples=n_resamples, seed=seed, metrics=metrics)
+            continue
+        job = ev._replicate_job(n_resamples, metrics)
+        if isinstance(job, dict):
+            reps[i] = job
+        else:
+            by_n.setdefault(len(job.mats[0]), []).append((i, job))
+    for group in by_n.values():
+        for (i, _), got in zip(group, replicate_jobs([job for _, job in group], n_resamples, seed,
+                                                     bootstrap_weights)):
+            reps[i] = got[0]
+    return [{m: percentile_interval(s, n_resamples, level) for m, s in r.items()}  # type: ignore[union-attr]
+            for r in reps]
+
+
 class Family:
     """A metric family: the names of its sufficient statistics and how sums become metrics.
 
@@ -649,6 +684,18 @@ class Evaluation:
         any other metric is finalized per resample. Same draws and the same replicates as a
         ``finalize`` per resample (to the last bits where a numerator or denominator is a sum
         of several stats)."""
+        job = self._replicate_job(n_resamples, metrics)
+        if isinstance(job, dict):
+            return job
+        from .forms import replicate_values
+
+        return replicate_values(job.finalize, job.names, job.mats, job.metrics, n_resamples, seed,
+                                bootstrap_weights)[0]
+
+    def _replicate_job(self, n_resamples: Any, metrics: Iterable[str] | None) -> Any:
+        """The checked arguments of :meth:`bootstrap_replicates` as a
+        :class:`~kg_rageval.forms.Replicates` job over the per-record stats, or the all-NaN
+        replicates when there are no records."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
             raise InputError(
@@ -659,17 +706,15 @@ class Evaluation:
         if unknown:
             raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} "
                              f"has {sorted(point)}")
-        out = {m: np.full(n_resamples, np.nan) for m in wanted}
         ids, per = self.per_record_stats()
         n = len(ids)
         if n == 0:
-            return out
-        from .forms import replicate_values
+            return {m: np.full(n_resamples, np.nan) for m in wanted}
+        from .forms import Replicates
 
         names = list(per)
         mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
-        return replicate_values(self.family.finalize, names, [mat], wanted, n_resamples, seed,
-                                bootstrap_weights)[0]
+        return Replicates(self.family.finalize, names, [mat], wanted)
 
     def bootstrap(
         self,
@@ -685,10 +730,7 @@ class Evaluation:
         The interval is the ``(1-level)/2`` and ``(1+level)/2`` quantiles (numpy's linear
         interpolation) of the replicates where the metric is defined. It is ``None`` when the
         metric is missing in more than half of the resamples (always so without records)."""
-        if not (isinstance(level, (int, float)) and 0 < level < 1):
-            raise InputError(f"bootstrap: level must be between 0 and 1, got {level!r}")
-        reps = self.bootstrap_replicates(n_resamples=n_resamples, seed=seed, metrics=metrics)
-        return {m: percentile_interval(s, n_resamples, level) for m, s in reps.items()}
+        return bootstrap_many([(self, metrics)], n_resamples=n_resamples, level=level, seed=seed)[0]
 
     # ------------------------------------------------------------------ partitions
     def merge(self, other: "Evaluation") -> "Evaluation":

@@ -258,21 +258,66 @@ def replicate_values(finalize: Finalize, names: list[str], mats: list[np.ndarray
     and so the replicates, are those of a per-resample ``finalize``). A metric with a verified :class:`Form` reads only
     its projections of the stats (one matrix product per block over a few columns) and is
     computed for the whole block at once; the others are finalized per resample. The forms
-    are checked on the first block's first and last resample against ``finalize``."""
-    wanted = list(metrics)
-    out = [{m: np.full(n_resamples, np.nan) for m in wanted} for _ in mats]
-    n = len(mats[0]) if mats else 0
-    if n == 0 or not wanted:
-        return out
-    probes = np.vstack([np.vstack([mat.sum(axis=0)[None, :], mat[_sample_index(n)]]) for mat in mats])
-    forms: dict[str, Form | None] = dict(metric_forms(finalize, names, wanted, probes))
-    while True:
-        for dst in out:
+    are checked on the first block's first and last resample against ``finalize``.
+    :func:`replicate_jobs` computes several of these from one pass over the weights."""
+    return replicate_jobs([Replicates(finalize, names, mats, metrics)], n_resamples, seed, weights_of)[0]
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """One bootstrapped evaluation for :func:`replicate_jobs`: its ``finalize``, stat
+    ``names``, aligned per-record stat matrices ``mats`` and the ``metrics`` wanted."""
+
+    finalize: Finalize
+    names: list[str]
+    mats: list[np.ndarray]
+    metrics: Iterable[str]
+
+
+def replicate_jobs(jobs: list[Replicates], n_resamples: int, seed: int,
+                   weights_of: Callable[[int, int, int], Any]) -> list[list[dict[str, np.ndarray]]]:
+    """:func:`replicate_values` of every job, whose matrices all have the same number of rows
+    ``n``, from **one** pass over the weight blocks of ``(n, n_resamples, seed)``: the draws
+    are made once for all of them, and each job's replicates are those it gets alone (the
+    weights depend only on ``n``, ``n_resamples`` and the seed). A job whose forms fail the
+    first-block check is computed again, alone, without them."""
+    states = [_Job(job, n_resamples) for job in jobs]
+    ns = {len(s.mats[0]) for s in states if s.runs}
+    if len(ns) > 1:
+        raise ValueError(f"replicate_jobs: the jobs' matrices have different numbers of rows {sorted(ns)}")
+    pending = [s for s in states if s.runs]
+    while pending:
+        for s in pending:
+            s.reset()
+        _replicates(pending, n_resamples, seed, weights_of)
+        pending = [s for s in pending if not s.done]
+    return [s.out for s in states]
+
+
+class _Job:
+    """A job's forms, projections and output while :func:`_replicates` runs it."""
+
+    def __init__(self, job: Replicates, n_resamples: int):
+        self.finalize, self.names, self.mats = job.finalize, job.names, job.mats
+        self.wanted = list(job.metrics)
+        n = len(self.mats[0]) if self.mats else 0
+        self.out: list[dict[str, np.ndarray]] = [{m: np.full(n_resamples, np.nan) for m in self.wanted}
+                                                 for _ in self.mats]
+        self.runs = bool(n and self.wanted)
+        self.forms: dict[str, Form | None] = {}
+        if self.runs:
+            probes = np.vstack([np.vstack([mat.sum(axis=0)[None, :], mat[_sample_index(n)]]) for mat in self.mats])
+            self.forms = dict(metric_forms(self.finalize, self.names, self.wanted, probes))
+        self.done = not self.runs
+
+    def reset(self) -> None:
+        for dst in self.out:
             for arr in dst.values():
                 arr.fill(np.nan)
-        done = _replicates(finalize, names, mats, wanted, forms, n_resamples, seed, out, weights_of)
-        if done:
-            return out
+        self.proj = Projection(self.forms, self.wanted)
+        self.loop = [m for m in self.wanted if self.forms.get(m) is None]
+        self.projs = [self.proj.matrix(mat) for mat in self.mats]
+        self.done = True
 
 
 class Projection:
@@ -327,44 +372,53 @@ class Projection:
         return harmonic_values(p, r), None
 
 
-def _replicates(finalize: Finalize, names: list[str], mats: list[np.ndarray], wanted: list[str],
-                forms: dict[str, Form | None], n_resamples: int, seed: int,
-                out: list[dict[str, np.ndarray]], weights_of: Any) -> bool:
-    """One pass over the weight blocks; ``False`` (with the failing forms dropped) when a form
-    does not reproduce ``finalize`` on the first block."""
-    k = len(names)
-    proj = Projection(forms, wanted)
-    vec_metrics = proj.metrics
-    loop = [m for m in wanted if forms.get(m) is None]
-    projs = [proj.matrix(mat) for mat in mats]
-
+def _replicates(jobs: list[_Job], n_resamples: int, seed: int, weights_of: Any) -> None:
+    """One pass over the weight blocks for every job; a job whose forms do not reproduce
+    ``finalize`` on the first block drops the failing forms, is marked not ``done`` and is
+    left out of the rest of the pass."""
+    live = list(jobs)
     first = True
-    for lo, w in weights_of(len(mats[0]), n_resamples, seed):
+    for lo, w in weights_of(len(jobs[0].mats[0]), n_resamples, seed):
         hi = lo + len(w)
-        for mat, pmat, dst in zip(mats, projs, out):
-            sums = w @ pmat  # the columns of w @ mat, bit for bit
-            for m in vec_metrics:
-                dst[m][lo:hi] = proj.values(m, sums)[0]
-            if first:  # the forms against finalize on real resamples
-                bad = set()
-                for j in sorted({0, len(w) - 1}):
-                    res = finalize(dict(zip(names, (w[j] @ mat).tolist())))
-                    for m in vec_metrics:
-                        g = res.get(m)
-                        v = dst[m][lo + j]
-                        if not _close(None if g is None else g.value, None if np.isnan(v) else float(v)):
-                            bad.add(m)
-                if bad:
-                    for m in bad:
-                        forms[m] = None
-                    return False
-            if loop:
-                full = (w @ mat).tolist() if k else [[] for _ in range(len(w))]
-                for j, row in enumerate(full):
-                    res = finalize(dict(zip(names, row)))
-                    for m in loop:
-                        g = res.get(m)
-                        if g is not None and g.value is not None:
-                            dst[m][lo + j] = g.value
+        for job in live:
+            if not _block(job, w, lo, hi, first):
+                job.done = False
+        if first:
+            live = [job for job in live if job.done]
+            if not live:
+                return
         first = False
+
+
+def _block(job: _Job, w: np.ndarray, lo: int, hi: int, first: bool) -> bool:
+    """One block of resamples ``lo:hi`` (weights ``w``) of one job; ``False`` (with the
+    failing forms dropped) when a form does not reproduce ``finalize`` on the first block."""
+    names, finalize, proj = job.names, job.finalize, job.proj
+    k = len(names)
+    vec_metrics = proj.metrics
+    for mat, pmat, dst in zip(job.mats, job.projs, job.out):
+        sums = w @ pmat  # the columns of w @ mat, bit for bit
+        for m in vec_metrics:
+            dst[m][lo:hi] = proj.values(m, sums)[0]
+        if first:  # the forms against finalize on real resamples
+            bad = set()
+            for j in sorted({0, len(w) - 1}):
+                res = finalize(dict(zip(names, (w[j] @ mat).tolist())))
+                for m in vec_metrics:
+                    g = res.get(m)
+                    v = dst[m][lo + j]
+                    if not _close(None if g is None else g.value, None if np.isnan(v) else float(v)):
+                        bad.add(m)
+            if bad:
+                for m in bad:
+                    job.forms[m] = None
+                return False
+        if job.loop:
+            full = (w @ mat).tolist() if k else [[] for _ in range(len(w))]
+            for j, row in enumerate(full):
+                res = finalize(dict(zip(names, row)))
+                for m in job.loop:
+                    g = res.get(m)
+                    if g is not None and g.value is not None:
+                        dst[m][lo + j] = g.value
     return True

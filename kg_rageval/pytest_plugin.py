@@ -148,7 +148,7 @@ def _canonical(name: str, present: Mapping[str, Any], scope: list[str] | None) -
 
 def _decide_from_evaluations(parsed: list, ev_: _Evidence, bootstrap: Any) -> dict:
     """``{gate key: Metric}`` computed exactly as the audit does (:mod:`kg_rageval.audit.evidence`)."""
-    from kg_rageval.audit.evidence import MetricIndex, metric_for_gate
+    from kg_rageval.audit.evidence import MetricIndex, gate_metrics
     from kg_rageval.audit.families import FamilyRun
     from kg_rageval.contract import resolve_metric
 
@@ -156,7 +156,7 @@ def _decide_from_evaluations(parsed: list, ev_: _Evidence, bootstrap: Any) -> di
     names = {g.metric: resolve_metric(g.metric, scope=list(runs)) for g in parsed}
     index = MetricIndex(runs, names)
     _check_slices(parsed, ev_)
-    return {g.key: metric_for_gate(g, index, ev_.ontology, bootstrap, {}) for g in parsed}
+    return {g.key: m for g, m in zip(parsed, gate_metrics(parsed, index, ev_.ontology, bootstrap, {}))}
 
 
 def _check_slices(parsed: list, ev_: _Evidence) -> None:

@@ -153,3 +153,100 @@ def test_failure_drivers_and_node_rollups_equal_the_finalized_rollup(audit_resul
         for nid, row in ev.rollup(onto).items():
             for m, val in row["metrics"].items():
                 assert nodes[nid]["metrics"][f"{fam}.{m}"] == val.value
+
+
+class Acc(Family):
+    name = "acc_family"
+    stats = ("a", "b")
+
+    def finalize(self, s):
+        return named(ratio("acc", s["a"], s["b"], missing="no rows"), Metric("a", s["a"]))
+
+
+class Drifting(Family):
+    """A ratio on every probe (the total, single records, basis vectors), not on resamples
+    whose ratio is above the total's: its form passes the probes and fails the first block."""
+
+    name = "drifting"
+    stats = ("a", "b")
+
+    def __init__(self, t):
+        self.t = t
+
+    def finalize(self, s):
+        v = ratio("acc", s["a"], s["b"], missing="no rows")
+        if s["b"] > 10 and v.value is not None and v.value > self.t:
+            v = Metric("acc", v.value + 1e-3, v.numerator, v.denominator)
+        return named(v)
+
+
+def _acc_ev(family, n, seed):
+    rng = np.random.default_rng(seed)
+    return Evaluation(family, [f"r{i}" for i in range(n)],
+                      {"a": rng.integers(0, 2, n).astype(float), "b": np.ones(n)})
+
+
+def _counting_weights(monkeypatch):
+    import kg_rageval.evaluation as evaluation
+
+    calls = []
+    orig = evaluation.bootstrap_weights
+
+    def counting(n, n_resamples, seed):
+        calls.append(n)
+        yield from orig(n, n_resamples, seed)
+
+    monkeypatch.setattr(evaluation, "bootstrap_weights", counting)
+    return calls
+
+
+def test_bootstrap_many_draws_once_per_number_of_records(monkeypatch):
+    """Evaluations with the same number of records share one pass over the weights; every
+    interval equals the evaluation's own bootstrap (and the per-resample loop) bit for bit; a
+    job whose form fails on the first block is computed again alone, without it."""
+    from kg_rageval.evaluation import bootstrap_many
+
+    e1, e2, e3 = _acc_ev(Acc(), 400, 1), _acc_ev(Acc(), 400, 2), _acc_ev(Acc(), 250, 3)
+    base = _acc_ev(Acc(), 400, 4)
+    e4 = Evaluation(Drifting(base.metrics()["acc"].value), base.record_ids, base.stats)
+    _, names, mat = _matrix(e4)
+    assert metric_forms(e4.family.finalize, names, ["acc"], np.vstack([mat.sum(axis=0), mat[:5]]))["acc"] is not None
+    evs = (e1, e2, e3, e4)
+    want = [e.bootstrap(n_resamples=300, seed=3) for e in evs]
+    loops = [_loop_replicates(e, 300, 3) for e in evs]
+    for e, loop in zip(evs, loops):
+        reps = e.bootstrap_replicates(n_resamples=300, seed=3)
+        assert all(np.array_equal(reps[m], loop[m], equal_nan=True) for m in loop)
+    calls = _counting_weights(monkeypatch)
+    got = bootstrap_many([(e1, None), (e2, ["acc"]), (e3, None), (e4, None)], n_resamples=300, seed=3)
+    assert got == [want[0], {"acc": want[1]["acc"]}, want[2], want[3]]
+    assert sorted(calls) == [250, 400, 400]  # 400: e1, e2 and e4 at once, then e4 alone without its form
+    assert bootstrap_many([], n_resamples=10) == []
+    with pytest.raises(Exception, match="level"):
+        bootstrap_many([(e1, None)], level=1.5)
+
+
+def test_gate_metrics_equal_metric_for_gate_with_one_draw_per_number_of_records(monkeypatch):
+    from types import SimpleNamespace
+
+    from kg_rageval.audit.evidence import MetricIndex, gate_metrics, metric_for_gate
+    from kg_rageval.audit.families import FamilyRun
+    from kg_rageval.audit.gates import parse_gate
+
+    runs = {"hierarchy": FamilyRun("hierarchy", "ran", evaluations=[_acc_ev(Acc(), 400, 1)]),
+            "retrieval": FamilyRun("retrieval", "ran", evaluations=[_acc_ev(Acc(), 400, 2)]),
+            "linking": FamilyRun("linking", "ran", evaluations=[_acc_ev(Acc(), 20, 3)])}
+    gates = [parse_gate(t) for t in ("ci_low(hierarchy.acc) >= 0.4", "ci_high(hierarchy.acc) <= 0.9",
+                                     "ci_low(retrieval.acc) >= 0.45", "retrieval.acc >= 0.5",
+                                     "ci_low(linking.acc) >= 0.1", "ci_low(retrieval.nope) >= 0.1")]
+    boot = SimpleNamespace(n_resamples=300, level=0.95, seed=3, min_units=30, method="auto", methods={})
+    index = MetricIndex(runs)
+    want_methods: dict = {}
+    want = [metric_for_gate(g, index, None, boot, {}, ci_methods=want_methods) for g in gates]
+    calls = _counting_weights(monkeypatch)
+    methods: dict = {}
+    got = gate_metrics(gates, index, None, boot, {}, ci_methods=methods)
+    assert got == want and methods == want_methods
+    assert calls == [400]  # hierarchy and retrieval (400 records each) from one pass; linking: too few units
+    assert got[0].ci is not None and got[0].ci == got[1].ci and got[3].ci is None
+    assert "resampling units" in got[4].missing and "no family produced" in got[5].missing

@@ -9,7 +9,7 @@ metric on a slice or node scope, and its bootstrap interval when the gate bounds
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -108,9 +108,105 @@ def metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, bootstrap: Any,
                     ci_methods: dict[str, str] | None = None) -> Metric:
     """The Metric a gate is decided on (value=None + reason when evidence is missing): the
     family total, or the metric recomputed on the rows of the gate's scope; with a CI bound,
-    the interval of :func:`bounded` under ``bootstrap`` (``n_resamples``, ``level``, ``seed``,
+    its confidence interval (:class:`_Bound`) under ``bootstrap`` (``n_resamples``, ``level``, ``seed``,
     ``min_units``, ``method``, ``methods``; ``ci_methods`` receives the method used per gate).
-    The audit and ``assert_gates`` both decide gates with this function."""
+    The audit and ``assert_gates`` both decide gates with this function (or
+    :func:`gate_metrics`, the same for many gates at once)."""
+    return gate_metrics([g], index, ontology, bootstrap, baseline_metrics, has_baseline=has_baseline,
+                        ci_methods=ci_methods)[0]
+
+
+def gate_metrics(gates: Iterable[Gate], index: MetricIndex, ontology: Any, bootstrap: Any,
+                 baseline_metrics: Mapping[str, Metric], *, has_baseline: bool = False,
+                 ci_methods: dict[str, str] | None = None) -> list[Metric]:
+    """:func:`metric_for_gate` of every gate, in order, with every percentile bootstrap the
+    bounded gates need computed together (:func:`~kg_rageval.evaluation.bootstrap_many`):
+    each (evaluation, metric) once, and the evaluations with the same number of records —
+    two families' totals over the same records, a metric bounded from below and above —
+    from one pass over the weight blocks, drawn once. The intervals are those of
+    :func:`metric_for_gate` gate by gate, bit for bit."""
+    from ..evaluation import bootstrap_many
+
+    methods_out = {} if ci_methods is None else ci_methods
+    staged = [_scoped(g, index, ontology, baseline_metrics, has_baseline) for g in gates]
+    b = bootstrap
+    requests: dict[int, tuple[Evaluation, list[str]]] = {}
+    for st in staged:
+        if isinstance(st, _Bound):
+            st.prepare(b)
+            if st.percentile:
+                ev_metrics = requests.setdefault(id(st.ev), (st.ev, []))[1]
+                if st.owner.metric not in ev_metrics:
+                    ev_metrics.append(st.owner.metric)
+    cis: dict[tuple[int, str], Any] = {}
+    if requests:
+        got = bootstrap_many(requests.values(), n_resamples=b.n_resamples, level=b.level, seed=b.seed)
+        for (key, (_, ms)), ci in zip(requests.items(), got):
+            cis.update({(key, m): ci.get(m) for m in ms})
+    out = []
+    for st in staged:
+        fin = st.finish(cis.get((id(st.ev), st.owner.metric)), b, methods_out) if isinstance(st, _Bound) else st
+        out.append(Metric(fin.g.key, fin.m.value, fin.m.numerator, fin.m.denominator, fin.m.missing, fin.m.ci)
+                   if fin.rekey else fin.m)
+    return out
+
+
+@dataclass
+class _Final:
+    """A gate's metric as decided; ``rekey``: named after the gate (a paired delta keeps the
+    baseline comparison's name)."""
+
+    g: Gate
+    m: Metric
+    rekey: bool = True
+
+
+@dataclass
+class _Bound:
+    """A ``ci_low``/``ci_high`` gate whose value is known: its confidence interval, or missing
+    evidence — fewer than ``bootstrap.min_units`` records in scope (default 30), or no
+    applicable interval (``kg_rageval.audit.intervals``: the percentile bootstrap widened to the
+    Clopper–Pearson interval for count proportions by default)."""
+
+    g: Gate
+    m: Metric
+    ev: Evaluation
+    owner: _Owner
+    missing: Metric | None = None
+    method: str = "auto"
+    percentile: bool = False
+
+    def prepare(self, b: Any) -> None:
+        """The resampling units check and the interval method; whether a percentile
+        bootstrap is needed."""
+        min_units = getattr(b, "min_units", 30)
+        units = int(np.unique(self.ev.record_ids.astype(str)).size)
+        if units < min_units:
+            self.missing = Metric(self.g.key, None, self.m.numerator, self.m.denominator,
+                                  f"{self.g.use} needs at least {min_units} resampling units (records) and the "
+                                  f"scope has {units} (bootstrap.min_units)")
+            return
+        methods = getattr(b, "methods", None) or {}
+        self.method = str(methods.get(self.owner.canonical) or methods.get(self.owner.metric)
+                          or getattr(b, "method", "auto"))
+        self.percentile = self.method in ("auto", "percentile")
+
+    def finish(self, pct: Any, b: Any, ci_methods: dict[str, str]) -> _Final:
+        from .intervals import bound
+
+        if self.missing is not None:
+            return _Final(self.g, self.missing)
+        ci, used, why = bound(self.m, self.method, b.level, pct if self.percentile else None)
+        if ci is None:
+            return _Final(self.g, Metric(self.g.key, None, self.m.numerator, self.m.denominator, why))
+        ci_methods[self.g.key] = used
+        return _Final(self.g, self.m.with_ci(ci))
+
+
+def _scoped(g: Gate, index: MetricIndex, ontology: Any, baseline_metrics: Mapping[str, Metric],
+            has_baseline: bool) -> _Final | _Bound:
+    """The gate's metric on its scope (or missing evidence); a bounded gate's interval is left
+    to :class:`_Bound`."""
     if g.metric.startswith("delta:"):
         mn = index.name_of(g.metric)
         if mn.family is None:  # an undeclared family's metric: its owner names the family
@@ -120,11 +216,11 @@ def metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, bootstrap: Any,
         m = baseline_metrics.get(mn.key if not g.scope else f"{mn.key}[{g.scope}]")
         if m is None:
             why = "no baseline configured" if not has_baseline else f"no paired delta for {g.metric!r}"
-            return Metric(g.key, None, missing=why)
-        return m
+            return _Final(g, Metric(g.key, None, missing=why))
+        return _Final(g, m, rekey=False)
     owner, why = index.owner(g.metric)
     if owner is None:
-        return Metric(g.key, None, missing=why)
+        return _Final(g, Metric(g.key, None, missing=why))
     ev = owner.ev
     if g.scope is None:
         m = index.totals[(id(ev), owner.metric)]
@@ -134,50 +230,23 @@ def metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, bootstrap: Any,
             name, _, value = rest.partition("=")
             mask = slice_mask(ev, name, value)
             if mask is None:
-                return Metric(g.key, None, missing=f"family {owner.family!r} has no slice {name!r}")
+                return _Final(g, Metric(g.key, None, missing=f"family {owner.family!r} has no slice {name!r}"))
         else:
             if ontology is None:
-                return Metric(g.key, None, missing="a node scope needs the ontology (ontology=...)")
+                return _Final(g, Metric(g.key, None, missing="a node scope needs the ontology (ontology=...)"))
             if rest not in ontology:
-                return Metric(g.key, None, missing=f"node {rest!r} is not in the ontology")
+                return _Final(g, Metric(g.key, None, missing=f"node {rest!r} is not in the ontology"))
             mask = node_mask(ev, ontology, rest)
             if mask is None:
-                return Metric(g.key, None, missing=f"family {owner.family!r} attaches no gold node to its rows")
+                return _Final(g, Metric(g.key, None,
+                                        missing=f"family {owner.family!r} attaches no gold node to its rows"))
         if not mask.any():
-            return Metric(g.key, None, missing=f"no {owner.family} rows in scope {g.scope}")
+            return _Final(g, Metric(g.key, None, missing=f"no {owner.family} rows in scope {g.scope}"))
         ev = ev.subset(mask)
         m = ev.metrics().get(owner.metric, Metric(owner.metric, None, missing="not produced on this scope"))
     if g.use != "value" and m.value is not None:
-        m = bounded(g, m, ev, owner, bootstrap, {} if ci_methods is None else ci_methods)
-    return Metric(g.key, m.value, m.numerator, m.denominator, m.missing, m.ci)
-
-
-def bounded(g: Gate, m: Metric, ev: Evaluation, owner: _Owner, bootstrap: Any,
-            ci_methods: dict[str, str]) -> Metric:
-    """``m`` with the confidence interval a ``ci_low``/``ci_high`` gate decides on, or missing
-    evidence: fewer than ``bootstrap.min_units`` records in scope (default 30), or no
-    applicable interval (``kg_rageval.audit.intervals``: percentile bootstrap widened to the
-    Clopper–Pearson interval for count proportions by default)."""
-    from .intervals import bound
-
-    b = bootstrap
-    min_units = getattr(b, "min_units", 30)
-    units = int(np.unique(ev.record_ids.astype(str)).size)
-    if units < min_units:
-        return Metric(g.key, None, m.numerator, m.denominator,
-                      f"{g.use} needs at least {min_units} resampling units (records) and the scope has "
-                      f"{units} (bootstrap.min_units)")
-    methods = getattr(b, "methods", None) or {}
-    method = str(methods.get(owner.canonical) or methods.get(owner.metric) or getattr(b, "method", "auto"))
-    pct = None
-    if method in ("auto", "percentile"):
-        pct = ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed,
-                           metrics=[owner.metric]).get(owner.metric)
-    ci, used, why = bound(m, method, b.level, pct)
-    if ci is None:
-        return Metric(g.key, None, m.numerator, m.denominator, why)
-    ci_methods[g.key] = used
-    return m.with_ci(ci)
+        return _Bound(g, m, ev, owner)
+    return _Final(g, m)
 
 
 def gate_key(g: Gate, index: "MetricIndex") -> str:
