@@ -317,7 +317,48 @@ class _Job:
         self.proj = Projection(self.forms, self.wanted)
         self.loop = [m for m in self.wanted if self.forms.get(m) is None]
         self.projs = [self.proj.matrix(mat) for mat in self.mats]
+        n = len(self.mats[0])
+        self.exact = all(exact_sums(pmat, n) for pmat in self.projs)
         self.done = True
+
+
+def exact_sums(mat: np.ndarray, n: int) -> bool:
+    """Whether every resampled sum ``Σ_i w_i · mat[i, c]`` (whole weights ``w_i >= 0`` with
+    ``Σ w_i = n``) is exact in float64 whatever the order of its additions: every value is
+    finite and a multiple of ``2^-s`` (``s <= 16``) with ``n · max|value| · 2^s < 2^53``, so each
+    product and partial sum is a whole number of ``2^-s`` units below ``2^53`` (counts, recall
+    of two gold documents, ...). Such sums are the same bits from any BLAS kernel and any
+    split over threads."""
+    if not mat.size:
+        return True
+    if not np.isfinite(mat).all():
+        return False
+    top = float(np.abs(mat).max())
+    if top == 0.0:
+        return True
+    for shift in (0, 1, 2, 3, 4, 6, 8, 12, 16):
+        scaled = np.ldexp(mat, shift)
+        if np.array_equal(scaled, np.trunc(scaled)):
+            return top * 2.0 ** shift * n < 2.0 ** 53
+    return False
+
+
+_CONTROLLER: list[Any] = []
+
+
+def _single_blas_thread() -> Any:
+    """A context running numpy's BLAS on one thread (``threadpoolctl``), or ``None`` without
+    it. Only exact sums (:func:`exact_sums`) are computed under it: the bits of other sums may
+    depend on how OpenBLAS splits a product over its threads."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLER.append(ThreadpoolController())
+        except ImportError:  # pragma: no cover - the same sums, only more CPU time
+            _CONTROLLER.append(None)
+    ctl = _CONTROLLER[0]
+    return None if ctl is None else ctl.limit(limits=1, user_api="blas")
 
 
 class Projection:
@@ -397,7 +438,12 @@ def _block(job: _Job, w: np.ndarray, lo: int, hi: int, first: bool) -> bool:
     k = len(names)
     vec_metrics = proj.metrics
     for mat, pmat, dst in zip(job.mats, job.projs, job.out):
-        sums = w @ pmat  # the columns of w @ mat, bit for bit
+        one = _single_blas_thread() if job.exact else None
+        if one is not None:  # exact sums: one thread, no busy-waiting BLAS threads between blocks
+            with one:
+                sums = w @ pmat
+        else:
+            sums = w @ pmat  # the columns of w @ mat, bit for bit
         for m in vec_metrics:
             dst[m][lo:hi] = proj.values(m, sums)[0]
         if first:  # the forms against finalize on real resamples

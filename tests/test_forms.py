@@ -250,3 +250,30 @@ def test_gate_metrics_equal_metric_for_gate_with_one_draw_per_number_of_records(
     assert calls == [400]  # hierarchy and retrieval (400 records each) from one pass; linking: too few units
     assert got[0].ci is not None and got[0].ci == got[1].ci and got[3].ci is None
     assert "resampling units" in got[4].missing and "no family produced" in got[5].missing
+
+
+def test_exact_sums_decide_which_products_run_on_one_blas_thread():
+    """Counts and halves are exact resampled sums in any order of the additions (so a product
+    on one BLAS thread gives the threaded product's bits); thirds, non-finite values and values
+    too large for ``n`` draws are not."""
+    from kg_rageval.forms import _single_blas_thread, exact_sums
+
+    rng = np.random.default_rng(2)
+    n = 100_000
+    counts = rng.integers(0, 5, (n, 2)).astype(float)
+    halves = rng.integers(0, 3, (n, 1)) * 0.5
+    assert exact_sums(counts, n) and exact_sums(halves, n) and exact_sums(np.zeros((n, 1)), n)
+    assert exact_sums(np.zeros((0, 3)), 0)
+    assert not exact_sums(rng.integers(0, 3, (n, 1)) / 3.0, n)
+    assert not exact_sums(np.array([[1.0], [np.inf]]), 2)
+    assert not exact_sums(np.array([[2.0 ** 40]]), 2 ** 13)
+    assert exact_sums(np.array([[2.0 ** 40]]), 2 ** 12 - 1)
+    w = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(20)]).astype(float)
+    mat = np.hstack([counts, halves])
+    threaded = w @ mat
+    one = _single_blas_thread()
+    if one is not None:
+        with one:
+            single = w @ mat
+        assert threaded.tobytes() == single.tobytes()
+    assert np.array_equal(threaded[:, 0], w @ counts[:, 0])

@@ -38,40 +38,51 @@ def strip_citation_markers(text: str) -> str:
 
 def section(record: Record, name: str) -> dict[str, Any] | None:
     s = record.get(name)
-    if s is None:
-        return None
+    if s is None or type(s) is dict:  # the common cases first: no isinstance call
+        return s
     if not isinstance(s, dict):
         raise record_error(record, name, f"expected an object, found {type(s).__name__}")
     return s
 
 
 def answer_text(record: Record) -> str | None:
-    a = section(record, "answer")
-    if a is None or a.get("text") is None:
+    a = record.get("answer")
+    if a is None:
         return None
-    t = a["text"]
+    if type(a) is not dict:
+        a = section(record, "answer")  # raises unless a dict subclass
+    t = a.get("text")  # type: ignore[union-attr]
+    if t is None or type(t) is str:
+        return t
     if not isinstance(t, str):
         raise record_error(record, "answer.text", f"expected a string, found {type(t).__name__}")
     return t
 
 
 def flag(record: Record, sec: str, name: str) -> bool | None:
-    s = section(record, sec)
-    if s is None or s.get(name) is None:
+    s = record.get(sec)
+    if s is None:
         return None
-    v = s[name]
-    if not isinstance(v, bool):
-        raise record_error(record, f"{sec}.{name}", f"expected true or false, found {v!r}")
-    return v
+    if type(s) is not dict:
+        s = section(record, sec)  # raises unless a dict subclass
+    v = s.get(name)  # type: ignore[union-attr]
+    if v is None or v is True or v is False:  # bool has no subclasses
+        return v
+    raise record_error(record, f"{sec}.{name}", f"expected true or false, found {v!r}")
 
 
 def id_list(record: Record, sec: str, name: str) -> list[str] | None:
-    s = section(record, sec)
-    if s is None or s.get(name) is None:
+    s = record.get(sec)
+    if s is None:
         return None
-    v = s[name]
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise record_error(record, f"{sec}.{name}", f"expected a list of strings, found {v!r}")
+    if type(s) is not dict:
+        s = section(record, sec)  # raises unless a dict subclass
+    v = s.get(name)  # type: ignore[union-attr]
+    if v is None:
+        return None
+    if type(v) is not list or not all(type(x) is str for x in v):
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise record_error(record, f"{sec}.{name}", f"expected a list of strings, found {v!r}")
     return list(v)
 
 
