@@ -170,10 +170,11 @@ def percentile_interval(samples: np.ndarray, n_resamples: int, level: float) -> 
 
 
 
-def bootstrap_many(requests: Iterable[tuple["Evaluation", Iterable[str] | None]], *, n_resamples: int = 1000,
+def bootstrap_many(requests: Iterable[tuple[Any, ...]], *, n_resamples: int = 1000,
                    level: float = 0.95, seed: int = 0) -> list[dict[str, tuple[float, float] | None]]:
     """:meth:`Evaluation.bootstrap` of every ``(evaluation, metrics)`` request (``None``: all
-    its metrics), the same intervals bit for bit, with the weights of the evaluations that
+    its metrics; a third item, when given, is the evaluation's :meth:`~Evaluation.per_record_stats`
+    the caller already has), the same intervals bit for bit, with the weights of the evaluations that
     have the same number of records drawn once for all of them: the draws depend only on the
     number of records, ``n_resamples`` and ``seed`` (:func:`bootstrap_weights`), so one pass
     over the weight blocks serves every such evaluation
@@ -187,11 +188,11 @@ def bootstrap_many(requests: Iterable[tuple["Evaluation", Iterable[str] | None]]
     reqs = list(requests)
     reps: list[dict[str, np.ndarray] | None] = [None] * len(reqs)
     by_n: dict[int, list[tuple[int, Any]]] = {}
-    for i, (ev, metrics) in enumerate(reqs):
+    for i, (ev, metrics, *given) in enumerate(reqs):
         if type(ev).bootstrap_replicates is not Evaluation.bootstrap_replicates:
             reps[i] = ev.bootstrap_replicates(n_resamples=n_resamples, seed=seed, metrics=metrics)
             continue
-        job = ev._replicate_job(n_resamples, metrics)
+        job = ev._replicate_job(n_resamples, metrics, given[0] if given else None)
         if isinstance(job, dict):
             reps[i] = job
         else:
@@ -692,10 +693,12 @@ class Evaluation:
         return replicate_values(job.finalize, job.names, job.mats, job.metrics, n_resamples, seed,
                                 bootstrap_weights)[0]
 
-    def _replicate_job(self, n_resamples: Any, metrics: Iterable[str] | None) -> Any:
+    def _replicate_job(self, n_resamples: Any, metrics: Iterable[str] | None,
+                       per_record: tuple[np.ndarray, dict[str, np.ndarray]] | None = None) -> Any:
         """The checked arguments of :meth:`bootstrap_replicates` as a
-        :class:`~kg_rageval.forms.Replicates` job over the per-record stats, or the all-NaN
-        replicates when there are no records."""
+        :class:`~kg_rageval.forms.Replicates` job over the per-record stats (``per_record``:
+        :meth:`per_record_stats` when the caller has it), or the all-NaN replicates when there
+        are no records."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
             raise InputError(
@@ -706,7 +709,7 @@ class Evaluation:
         if unknown:
             raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} "
                              f"has {sorted(point)}")
-        ids, per = self.per_record_stats()
+        ids, per = self.per_record_stats() if per_record is None else per_record
         n = len(ids)
         if n == 0:
             return {m: np.full(n_resamples, np.nan) for m in wanted}

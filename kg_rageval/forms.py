@@ -393,6 +393,21 @@ class Projection:
             out.append(mat[:, nz[0]] if len(nz) == 1 and v[nz[0]] == 1.0 else mat @ v)
         return out
 
+    def columns_of(self, stats: list[np.ndarray]) -> list[np.ndarray]:
+        """:meth:`columns` of ``np.stack(stats, axis=1)`` (one array per stat, in the names'
+        order), stacked only when some projection is not a stat column itself."""
+        out: list[np.ndarray] = []
+        mat = None
+        for v in self.vectors:
+            nz = np.flatnonzero(v)
+            if len(nz) == 1 and v[nz[0]] == 1.0:
+                out.append(stats[int(nz[0])])
+                continue
+            if mat is None:
+                mat = np.stack(stats, axis=1)
+            out.append(mat @ v)
+        return out
+
     def matrix(self, mat: np.ndarray) -> np.ndarray:
         cols = self.columns(mat)
         return np.stack(cols, axis=1) if cols else np.zeros((len(mat), 0))

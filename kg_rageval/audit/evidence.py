@@ -130,18 +130,18 @@ def gate_metrics(gates: Iterable[Gate], index: MetricIndex, ontology: Any, boots
     methods_out = {} if ci_methods is None else ci_methods
     staged = [_scoped(g, index, ontology, baseline_metrics, has_baseline) for g in gates]
     b = bootstrap
-    requests: dict[int, tuple[Evaluation, list[str]]] = {}
+    requests: dict[int, tuple[Evaluation, list[str], Any]] = {}
     for st in staged:
         if isinstance(st, _Bound):
             st.prepare(b)
             if st.percentile:
-                ev_metrics = requests.setdefault(id(st.ev), (st.ev, []))[1]
+                ev_metrics = requests.setdefault(id(st.ev), (st.ev, [], st.per_record))[1]
                 if st.owner.metric not in ev_metrics:
                     ev_metrics.append(st.owner.metric)
     cis: dict[tuple[int, str], Any] = {}
     if requests:
         got = bootstrap_many(requests.values(), n_resamples=b.n_resamples, level=b.level, seed=b.seed)
-        for (key, (_, ms)), ci in zip(requests.items(), got):
+        for (key, (_, ms, _)), ci in zip(requests.items(), got):
             cis.update({(key, m): ci.get(m) for m in ms})
     out = []
     for st in staged:
@@ -175,12 +175,14 @@ class _Bound:
     missing: Metric | None = None
     method: str = "auto"
     percentile: bool = False
+    per_record: Any = None
 
     def prepare(self, b: Any) -> None:
         """The resampling units check and the interval method; whether a percentile
         bootstrap is needed."""
         min_units = getattr(b, "min_units", 30)
-        units = int(np.unique(self.ev.record_ids.astype(str)).size)
+        self.per_record = self.ev.per_record_stats()  # read again by the bootstrap
+        units = len(self.per_record[0])  # distinct record ids
         if units < min_units:
             self.missing = Metric(self.g.key, None, self.m.numerator, self.m.denominator,
                                   f"{self.g.use} needs at least {min_units} resampling units (records) and the "

@@ -135,7 +135,9 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
             node = ev.node_indices(ontology, "gold_node")
             ok = node >= 0
             names = list(ev.stats)
-            kept, pooled = rollup_sums(ontology, node[ok], [ev.stats[k][ok] for k in names], keep)
+            every = bool(ok.all())  # the usual case: no masked copy of every stats column
+            kept, pooled = rollup_sums(ontology, node if every else node[ok],
+                                       [ev.stats[k] if every else ev.stats[k][ok] for k in names], keep)
             if not len(kept):
                 continue
             metrics = list(ev.metrics())
@@ -230,8 +232,8 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     forms = metric_forms(ev.family.finalize, names, [metric], _sample_rows(mat))
     if forms.get(metric) is not None:
         proj = Projection(forms, [metric])
-        rows_mat = np.stack([ev.stats[k] for k in names], axis=1) if names else np.zeros((len(ev), 0))
-        cols = [c[ok] for c in proj.columns(rows_mat)]
+        every = bool(ok.all())  # the usual case: no masked copies
+        cols = [c if every else c[ok] for c in proj.columns_of([ev.stats[k] for k in names])]
         kept, pooled = rollup_sums(ontology, node[ok], cols, keep)
         values, den = proj.values(metric, pooled[:, 1:])
         if _form_holds(ev, ontology, node, ok, metric, kept, values):
