@@ -32,12 +32,16 @@ def node_mask(ev: Evaluation, ontology: Any, node_id: str, key: str = "gold_node
 
 def slice_mask(ev: Evaluation, name: str, value: str) -> np.ndarray | None:
     """Rows whose ``slice:<name>`` key has the text ``value`` (:func:`~kg_rageval.records.slice_text`)."""
-    from ..records import slice_text
+    import itertools
+    import operator
+
+    from ..records import slice_texts
 
     col = ev.keys.get(f"slice:{name}")
     if col is None:
         return None
-    return np.asarray([v is not None and slice_text(v) == value for v in col.tolist()], dtype=bool)
+    texts = slice_texts(col.tolist())  # texts and None as they are (the families' keys)
+    return np.fromiter(map(operator.eq, texts, itertools.repeat(value)), dtype=bool, count=len(texts))
 
 
 @dataclass
