@@ -100,6 +100,7 @@ class ConformanceFamily(Family):
 
     name = "conformance"
     version = "1"
+    additive_meta = ("n_aliased", "replaced_ids")  # written before "vocabularies"
     stats = (
         ("outputs", "valid")
         + FAILURE_KINDS
