@@ -580,6 +580,16 @@ def test_memo_per_distinct_output_equals_scoring_each_record(attack, derived, mo
     assert M._exact_key({"a": 1}) != M._exact_key({"a": 1.0}) != M._exact_key({"a": True})
     assert M._exact_key({"a": 1, "b": 2}) != M._exact_key({"b": 2, "a": 1})
     assert M._exact_key({"a": {1, 2}}) is None
+    # the flat-strings key of (output, reference): exact too, and never an _exact_key
+
+    class S(str):
+        pass
+
+    flat = M._pair_key({"a": "x", "b": "y"}, {"a": "x"})
+    assert flat == M._pair_key({"a": "x", "b": "y"}, {"a": "x"}) != M._pair_key({"b": "y", "a": "x"}, {"a": "x"})
+    assert flat != M._pair_key({"a": "x", "b": "y"}, {"a": "x", "c": "x"})
+    assert M._pair_key({"a": S("x")}, {}) is None and M._pair_key({S("a"): "x"}, {}) is None
+    assert M._pair_key({"a": 1}, {}) == M._exact_key(({"a": 1}, {})) != M._pair_key({"a": "1"}, {})
 
 
 def test_memo_counts_aliases_and_replacements_per_record(attack, derived, monkeypatch):

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from itertools import chain
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -208,17 +209,19 @@ def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_no
     """The ontology branch of a record, as every family attaches it: the record's ``gold_node``,
     else its single ``labels.gold`` id, else ``reference_node`` (the reference output's first
     node field); ids the ontology lacks give ``None``."""
-    cands: list[Any] = [record.get("gold_node")]
+    index = ontology._index
+    c = record.get("gold_node")
+    if isinstance(c, str) and c in index:
+        return c
     labels = record.get("labels")
     if _is_map(labels):
         gold = labels.get("gold")
         if isinstance(gold, list) and len(gold) == 1:
             gold = gold[0]
-        cands.append(gold)
-    cands.append(reference_node)
-    for c in cands:
-        if isinstance(c, str) and c in ontology._index:
-            return c
+        if isinstance(gold, str) and gold in index:
+            return gold
+    if isinstance(reference_node, str) and reference_node in index:
+        return reference_node
     return None
 
 
@@ -528,7 +531,7 @@ class _Scorer:
         :func:`_exact_key`). Errors name the first record with the pair, which is the record
         being scored when they are raised. At most ``_MEMO_MAX`` pairs are remembered; values
         that are not plain JSON (dict/list/str/number/bool/None) are scored every time."""
-        key = _exact_key((value, reference))
+        key = _pair_key(value, reference)
         hit = self._memo.get(key) if key is not None else None
         if hit is not None:
             return hit
@@ -731,6 +734,20 @@ def relation_codes(ontology: Ontology, gold: np.ndarray, pred: np.ndarray) -> np
 
 _MEMO_MAX = 200_000
 _PLAIN = (str, int, float, bool, type(None))
+
+
+_STR_ONLY = {str}
+
+
+def _pair_key(value: Any, reference: Any) -> Any:
+    """:func:`_exact_key` of ``(value, reference)``; for two flat objects of strings (the usual
+    structured output and its reference) their items, checked by C-level type scans (no
+    collision with an :func:`_exact_key`, which is a tuple starting with a tag string)."""
+    if type(value) is dict and type(reference) is dict:
+        items_v, items_r = tuple(value.items()), tuple(reference.items())
+        if set(map(type, chain.from_iterable(items_v + items_r))) <= _STR_ONLY:  # keys and values
+            return (items_v, items_r)
+    return _exact_key((value, reference))
 
 
 def _exact_key(x: Any) -> Any:
