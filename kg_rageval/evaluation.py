@@ -186,6 +186,24 @@ class Family:
     (its first :data:`META_ID_LIST` entries, as the families write them). They are written
     after the other entries, in this order (the order a family writes them in)."""
 
+    def merge_meta(self, metas: list[dict[str, Any]]) -> dict[str, Any]:
+        """``meta`` of concatenated partitions, given each partition's in order (at least
+        two): :func:`_merge_meta` (the first partition's value of an entry wins,
+        :attr:`additive_meta` are summed or united). A family whose ``meta`` describes all its
+        records at once (the PROV-O trail's Turtle) overrides it so that the merged ``meta``
+        equals the one of a single call on all the records."""
+        return _merge_meta(self, metas)
+
+    def complete(self, evaluation: "Evaluation") -> None:
+        """Set, in place, the parts of ``evaluation`` that depend on all its rows at once
+        (the row order of a family that writes its rows grouped by something other than the
+        record, rows that describe the run rather than a record). The family's scoring
+        function calls it on its result, and a concatenation of partitions calls it again on
+        the concatenated result (:func:`concat_evaluations`, :class:`Concatenation`,
+        :meth:`Evaluation.merge`), so streamed and partitioned results equal the one-call
+        result. It must depend only on the evaluation and give the same result when called
+        twice. Default: nothing to do."""
+
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
 
@@ -699,7 +717,9 @@ class Evaluation:
         other; an extra stats column present on one side only is filled with 0 (it is
         additive). ``unscored`` lists are concatenated; ``meta`` is combined with this
         side's entries winning, except the family's :attr:`Family.additive_meta` (summed or
-        united) and ``rollup_skipped``, which describes a past roll-up and is dropped."""
+        united) and ``rollup_skipped``, which describes a past roll-up and is dropped (a
+        family may combine its ``meta`` and complete the result itself:
+        :meth:`Family.merge_meta`, :meth:`Family.complete`)."""
         return _concat([self, other])
 
     # ------------------------------------------------------------------ output
@@ -859,7 +879,8 @@ def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) ->
     :meth:`Evaluation.merge` left to right, with each column copied once (not once per
     partition). Column order: :func:`_merged_names`; a column missing in a partition is
     filled with 0 (stats) or ``None`` (keys, details); ``unscored`` lists are concatenated;
-    ``meta``: :func:`_merge_meta`. A single partition is returned as it is.
+    ``meta``: the family's :meth:`Family.merge_meta` (default :func:`_merge_meta`); then the
+    family's :meth:`Family.complete`. A single partition is returned as it is.
 
     ``consume=True`` lets the columns of ``parts`` go as soon as they are copied (the parts are
     emptied), so peak memory is the result plus one column, not twice the result.
@@ -903,12 +924,28 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
                     d.pop(name, None)
         groups.append(out)
     unscored = [u for p in parts for u in p.unscored]
-    meta = _merge_meta(first.family, [p.meta for p in parts])
+    meta = first.family.merge_meta([p.meta for p in parts])
     if consume:
         for p in parts:
             p.record_ids = p.record_ids[:0]
-    return Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
-                      details=groups[2], unscored=unscored, meta=meta)
+    return _completed(Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
+                                 details=groups[2], unscored=unscored, meta=meta))
+
+
+def take_rows(ev: Evaluation, index: np.ndarray) -> None:
+    """Keep ``ev``'s rows that the integer (or boolean) ``index`` selects, in its order, in
+    place: every column; ``meta`` and ``unscored`` unchanged (for :meth:`Family.complete`)."""
+    ev.record_ids = ev.record_ids[index]
+    for group in (ev.stats, ev.keys, ev.details):
+        for k in group:
+            group[k] = group[k][index]
+
+
+def _completed(ev: "Evaluation") -> "Evaluation":
+    """``ev`` after its family's :meth:`Family.complete` (concatenated partitions)."""
+    if type(ev.family).complete is not Family.complete:
+        ev.family.complete(ev)
+    return ev
 
 
 class _Column:
@@ -1011,9 +1048,9 @@ class Concatenation:
         assert self.record_ids is not None
         groups = [{name: self.cols[g][name].array() for name in _merged_names(self.names[g])}
                   for g in range(3)]
-        return Evaluation(family=self.family, record_ids=self.record_ids.array(), stats=groups[0],
-                          keys=groups[1], details=groups[2], unscored=self.unscored,
-                          meta=_merge_meta(self.family, self.metas))
+        return _completed(Evaluation(family=self.family, record_ids=self.record_ids.array(), stats=groups[0],
+                                     keys=groups[1], details=groups[2], unscored=self.unscored,
+                                     meta=self.family.merge_meta(self.metas)))
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:

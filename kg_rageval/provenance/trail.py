@@ -240,20 +240,29 @@ def _term(o: Term) -> str:
     return text if dt is None else f"{text}^^{_short(dt)}"
 
 
+HEAD = "\n".join(f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()) + "\n\n"
+"""The prefix lines and the blank line before the first block."""
+
+
 def trail_turtle(trail: Trail) -> str:
     """The trail as Turtle (prefixes ``prov:``, ``kgr:``, ``rdf:``, ``xsd:``; one block per
     subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``.
     Compact answers are written by :func:`_answer_block` without building their predicates
-    (the same text as :func:`_block` on :meth:`Trail._answer_preds`)."""
-    out = [f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()]
-    out.append("")
-    for s, preds in trail.subjects.items():
-        out.append(_block(s, preds))
+    (the same text as :func:`_block` on :meth:`Trail._answer_preds`). Layout:
+    :data:`HEAD`, then the blocks of ``subjects`` and of the compact answers, one blank line
+    between blocks."""
+    return HEAD + "\n".join(subject_blocks(trail) + answer_blocks(trail))
+
+
+def subject_blocks(trail: Trail) -> list[str]:
+    """The Turtle blocks of ``trail.subjects`` (the run first), in order."""
+    return [_block(s, preds) for s, preds in trail.subjects.items()]
+
+
+def answer_blocks(trail: Trail) -> list[str]:
+    """The Turtle blocks of the compact answers, in order."""
     write = _answer_block(trail.run)
-    for row, (_, own) in zip(trail.rows, trail.answers):
-        if row is not None:
-            out.append(write(row, own))
-    return "\n".join(out)
+    return [write(row, own) for row, (_, own) in zip(trail.rows, trail.answers) if row is not None]
 
 
 def _block(s: str, preds: Preds) -> str:
@@ -387,6 +396,14 @@ def check_trail(trail: Trail) -> dict[str, Any]:
     """The bundled shape on the trail: ``{"conforms", "violations", "messages",
     "focus_nodes"}`` as :func:`~kg_rageval.provenance.prov.validate_prov` returns them
     (``messages``: ``focus node: path: message``, sorted, at most 50)."""
+    found = trail_violations(trail)
+    msgs = sorted(f"{f}: {p}: {m}" for f, p, m in found)
+    return {"conforms": not found, "violations": len(found), "messages": msgs[:50],
+            "focus_nodes": sorted({f for f, _, _ in found})}
+
+
+def trail_violations(trail: Trail) -> list[tuple[str, str, str]]:
+    """Every violation of the bundled shape on the trail: ``(focus node, path, message)``."""
     found: list[tuple[str, str, str]] = []
     for s, preds in trail.items():
         types = preds.get(RDF_TYPE, {})
@@ -396,6 +413,4 @@ def check_trail(trail: Trail) -> dict[str, Any]:
             for prop in props:
                 for msg in _check_property(s, preds, prop, trail):
                     found.append((s, prop["path"], msg))
-    msgs = sorted(f"{f}: {p}: {m}" for f, p, m in found)
-    return {"conforms": not found, "violations": len(found), "messages": msgs[:50],
-            "focus_nodes": sorted({f for f, _, _ in found})}
+    return found
