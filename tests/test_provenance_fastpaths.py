@@ -95,3 +95,36 @@ def test_compact_turtle_and_length_equal_generic_writer():
                          *(_block(s, preds) for s, preds in t.items())])
     assert trail_turtle(t) == generic
     assert len(t) == sum(1 for _ in t.triples()) == len({(s, p, o) for s, p, o in t.triples()})
+
+
+def _generic_violations(trail):
+    """The check before the compact-answer rule: every property shape on every subject."""
+    from kg_rageval.provenance.trail import RDF_TYPE, SHAPES, _check_property
+
+    return [(s, prop["path"], msg) for s, preds in trail.items() for cls, props in SHAPES.items()
+            if cls in preds.get(RDF_TYPE, {}) for prop in props for msg in _check_property(s, preds, prop, trail)]
+
+
+@pytest.mark.parametrize("manifest", [None, {"run_id": "r", "model": {"name": "m", "version": "1"}, "seed": 3,
+                                             "decoding": {"t": 0}, "corpus_hash": "c", "ontology_hash": "o"}])
+def test_compact_answer_rule_equals_every_property_shape(manifest):
+    """trail_violations decides compact answers by their one possible violation (an answer
+    citing nothing); with a broken run or documents it falls back to every property shape."""
+    from kg_rageval.provenance.trail import KGR, RDF_TYPE, trail_violations
+
+    recs = [
+        {"id": "a1", "answer": {"text": "Cites [1].", "citations": ["d1"]}},
+        {"id": "a2", "answer": {"text": "Nothing."}},
+        {"id": "a3", "answer": {"text": "Refused.", "refused": True}},
+        {"id": "a4", "answer": {"citations": ["d1", "d2"]}},
+        {"id": "a2", "answer": {"text": "Again [1].", "citations": ["d3"]}},  # merged with the first a2
+        {"id": "a5", "answer": {}},
+    ]
+    with memo_claims():
+        t = build_trail(recs, manifest=manifest)
+    assert sorted(trail_violations(t)) == sorted(_generic_violations(t))
+    assert any(p.endswith("wasDerivedFrom") for _, p, _ in trail_violations(t))
+    t.subjects["urn:kg-rageval:doc:d1"][RDF_TYPE].pop(KGR + "Document")  # a document that is not one
+    assert sorted(trail_violations(t)) == sorted(_generic_violations(t))
+    t.subjects[t.run][RDF_TYPE].pop(KGR + "ModelRun")  # nor is the run
+    assert sorted(trail_violations(t)) == sorted(_generic_violations(t))

@@ -40,9 +40,12 @@ def score_provenance(
     them (the family streams): rows per record, and the per-run members combine as one call
     gives them (see docs/provenance.md, "Streaming")."""
     from ..generation.fields import shared_row_keys
+    from ..records import collector_paused
 
     records = list(records)
-    with memo_claims(), shared_row_keys(records):  # every member reads each record's claims: once
+    # every member reads each record's claims: once; the rows, claims and trail triples made
+    # from the records are acyclic, so the collector's passes over them are pure cost
+    with memo_claims(), shared_row_keys(records), collector_paused():
         return _score_provenance(ontology, records, corpus=corpus, repeats=repeats,
                                  manifests=manifests, trail=trail)
 

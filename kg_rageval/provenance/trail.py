@@ -403,14 +403,49 @@ def check_trail(trail: Trail) -> dict[str, Any]:
 
 
 def trail_violations(trail: Trail) -> list[tuple[str, str, str]]:
-    """Every violation of the bundled shape on the trail: ``(focus node, path, message)``."""
+    """Every violation of the bundled shape on the trail: ``(focus node, path, message)``.
+
+    A compact answer (:meth:`Trail.add_answer`) has one record id (an ``xsd:string``), the
+    run and its cited documents, so when the run is a ``kgr:ModelRun`` and each document a
+    ``kgr:Document`` (as :func:`build_trail` makes them) its only possible violation is an
+    answer (not a refusal) citing nothing: that is decided without building its predicates.
+    Otherwise, and for every other subject, each property shape is checked
+    (:func:`_check_property`)."""
     found: list[tuple[str, str, str]] = []
-    for s, preds in trail.items():
-        types = preds.get(RDF_TYPE, {})
-        for cls, props in SHAPES.items():
-            if cls not in types:
-                continue
-            for prop in props:
-                for msg in _check_property(s, preds, prop, trail):
-                    found.append((s, prop["path"], msg))
+    for s, preds in trail.subjects.items():
+        _check_subject(s, preds, trail, found)
+    subjects = trail.subjects
+    run_ok = KGR + "ModelRun" in subjects.get(trail.run, {}).get(RDF_TYPE, {})
+    answer, document = KGR + "Answer", KGR + "Document"
+    typed: dict[str, bool] = {}
+    for row, (_, own) in zip(trail.rows, trail.answers):
+        if row is None:
+            continue
+        ok = run_ok
+        for d in own[1:] if ok else ():
+            t = typed.get(d)
+            if t is None:
+                t = typed[d] = document in subjects.get(d, {}).get(RDF_TYPE, {})
+            if not t:
+                ok = False
+                break
+        if not ok:
+            _check_subject(row[0], trail._answer_preds(*row, own[1:]), trail, found)
+        elif len(own) == 1 and row[1] == answer:
+            found.append((row[0], _DERIVED[0], _DERIVED[1]))
     return found
+
+
+def _check_subject(s: str, preds: Preds, trail: Trail, found: list[tuple[str, str, str]]) -> None:
+    """Append the violations of every shape targeting ``s``'s types to ``found``."""
+    types = preds.get(RDF_TYPE, {})
+    for cls, props in SHAPES.items():
+        if cls not in types:
+            continue
+        for prop in props:
+            for msg in _check_property(s, preds, prop, trail):
+                found.append((s, prop["path"], msg))
+
+
+_DERIVED = next((p["path"], p["message"]) for p in SHAPES[KGR + "Answer"] if p["path"] == PROV + "wasDerivedFrom")
+"""The path and message of an answer's ``prov:wasDerivedFrom`` count (an answer citing nothing)."""
