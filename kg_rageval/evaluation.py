@@ -1112,6 +1112,36 @@ def build_evaluation(
     )
 
 
+def columns_evaluation(
+    family: Family,
+    record_ids: list[Any],
+    stats: Iterable[Iterable[float]],
+    *,
+    keys: Mapping[str, list[Any]] | None = None,
+    details: Mapping[str, list[Any]] | None = None,
+    unscored: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Evaluation:
+    """What :func:`build_evaluation` makes of row dicts, from columns: ``stats`` holds one
+    sequence of finite numbers per name of ``family.stats``, in that order (a family building
+    its rows as tuples passes ``zip(*rows)``); ``keys`` and ``details`` one list of values each.
+    The same columns (float stats, object ids, keys and details), without a dict per row."""
+    cols = list(stats)
+    if not cols and not record_ids:  # zip(*[]) of no rows
+        cols = [()] * len(family.stats)
+    if len(cols) != len(family.stats):
+        raise ValueError(f"{family.name}: {len(cols)} stats columns for {len(family.stats)} stats")
+    return Evaluation(
+        family=family,
+        record_ids=_object_column(record_ids),
+        stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
+        keys={k: _object_column(v) for k, v in (keys or {}).items()},
+        details={k: _object_column(v) for k, v in (details or {}).items()},
+        unscored=list(unscored or []),
+        meta=dict(meta or {}),
+    )
+
+
 MetricFn = Callable[[Mapping[str, float]], Metric]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
+from ..evaluation import Evaluation, Family, Metric, columns_evaluation, named, ratio
 from ..generation.fields import all_slice_keys, row_keys, section
 from ..records import Record, absent_answer_code
 from .citations import answer_citations, claim_citations, memoised
@@ -44,17 +44,16 @@ def cited_ids(record: Record) -> list[str]:
 
 
 def _cited_ids(record: Record) -> list[str]:
-    out = list(dict.fromkeys(answer_citations(record) or []))
-    for _, cs in claim_citations(record) or []:
-        for c in cs:
-            if c not in out:
-                out.append(c)
-    return out
+    seen = dict.fromkeys(answer_citations(record) or ())
+    for _, cs in claim_citations(record) or ():
+        if cs:
+            seen.update(dict.fromkeys(cs))  # keeps the first position of an id seen before
+    return list(seen)
 
 
 def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     records = list(records)
-    rows, unscored = [], []
+    unscored = []
     known: dict[str, tuple[bool, bool]] = {}  # cited id -> (in the corpus, with a stable source id)
 
     def check(c: str) -> tuple[bool, bool]:
@@ -64,16 +63,29 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
             got = known[c] = (inside, inside and is_stable_source_id(corpus.source_id(c)))
         return got
 
+    row_ids: list[Any] = []
+    row_key_dicts: list[dict[str, Any]] = []
+    stats: list[tuple[int, int, int]] = []  # (citations, in_corpus, resolved) per row
+    unresolved: list[str] = []
     for r in records:
         if section(r, "answer") is None:
             unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
         ids = cited_ids(r)
-        inc = [c for c in ids if check(c)[0]]
-        stable = [c for c in inc if check(c)[1]]
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "citations": len(ids), "in_corpus": len(inc),
-                               "resolved": len(stable),
-                               "unresolved": " ".join(c for c in ids if c not in stable)}
-        rows.append(row)
-    return build_evaluation(ProvenanceDepthFamily(), rows, keys=all_slice_keys(records), details=("unresolved",),
-                            unscored=unscored, meta={"corpus": corpus.source, "corpus_hash": corpus.hash, "corpus_documents": len(corpus)})
+        row_key_dicts.append(row_keys(r))
+        row_ids.append(r["id"])
+        n_in = n_stable = 0
+        bad = []
+        for c in ids:
+            inside, stable = check(c)
+            n_in += inside
+            n_stable += stable
+            if not stable:
+                bad.append(c)
+        stats.append((len(ids), n_in, n_stable))
+        unresolved.append(" ".join(bad))
+    return columns_evaluation(ProvenanceDepthFamily(), row_ids, zip(*stats),
+                              keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+                              details={"unresolved": unresolved}, unscored=unscored,
+                              meta={"corpus": corpus.source, "corpus_hash": corpus.hash,
+                                    "corpus_documents": len(corpus)})

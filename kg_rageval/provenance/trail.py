@@ -236,7 +236,7 @@ def _term(o: Term) -> str:
     if isinstance(o, str):
         return _short(o)
     lex, dt = o
-    text = '"' + (_NEEDS_ESC.sub(lambda m: _ESC[m.group()], lex) if _NEEDS_ESC.search(lex) else lex) + '"'
+    text = '"' + (_escape(lex) if _NEEDS_ESC.search(lex) else lex) + '"'
     return text if dt is None else f"{text}^^{_short(dt)}"
 
 
@@ -247,7 +247,7 @@ HEAD = "\n".join(f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()) + "\n\n
 def trail_turtle(trail: Trail) -> str:
     """The trail as Turtle (prefixes ``prov:``, ``kgr:``, ``rdf:``, ``xsd:``; one block per
     subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``.
-    Compact answers are written by :func:`_answer_block` without building their predicates
+    Compact answers are written by :func:`answer_blocks` without building their predicates
     (the same text as :func:`_block` on :meth:`Trail._answer_preds`). Layout:
     :data:`HEAD`, then the blocks of ``subjects`` and of the compact answers, one blank line
     between blocks."""
@@ -260,9 +260,43 @@ def subject_blocks(trail: Trail) -> list[str]:
 
 
 def answer_blocks(trail: Trail) -> list[str]:
-    """The Turtle blocks of the compact answers, in order."""
-    write = _answer_block(trail.run)
-    return [write(row, own) for row, (_, own) in zip(trail.rows, trail.answers) if row is not None]
+    """The Turtle blocks of the compact answers, in order: the text :func:`_block` gives for
+    their predicates (types, record id, value, run, documents), written in one loop (the record id and text escaped only when they hold a character to escape;
+    the documents are the trail's own ``urn:`` IRIs, which :func:`_short` writes as ``<IRI>``)."""
+    sep = " ;\n    "
+    types = "a " + _short(PROV + "Entity") + ", "
+    rid = sep + _short(KGR + "recordId") + ' "'
+    string = '"^^' + _short(XSD + "string")
+    value = sep + _short(PROV + "value") + ' "'
+    tail = sep + _short(PROV + "wasGeneratedBy") + " " + _term(trail.run)
+    derived = tail + sep + _short(PROV + "wasDerivedFrom") + " <"
+    heads: dict[str, str] = {}
+    search, esc = _NEEDS_ESC.search, _escape
+    out: list[str] = []
+    append = out.append
+    for row, (_, own) in zip(trail.rows, trail.answers):
+        if row is None:
+            continue
+        iri, kind, lexical, text = row
+        head = heads.get(kind)
+        if head is None:
+            head = heads[kind] = types + _short(kind) + rid
+        lex = esc(lexical) if search(lexical) else lexical
+        if text is None:
+            body = ""
+        else:
+            body = value + (esc(text) if search(text) else text) + '"'
+        if len(own) == 1:
+            append(f"<{iri}> {head}{lex}{string}{body}{tail} .\n")
+        elif len(own) == 2:
+            append(f"<{iri}> {head}{lex}{string}{body}{derived}{own[1]}> .\n")
+        else:
+            append(f"<{iri}> {head}{lex}{string}{body}{derived}" + ">, <".join(dict.fromkeys(own[1:])) + "> .\n")
+    return out
+
+
+def _escape(lex: str) -> str:
+    return _NEEDS_ESC.sub(lambda m: _ESC[m.group()], lex)
 
 
 def _block(s: str, preds: Preds) -> str:
@@ -272,31 +306,6 @@ def _block(s: str, preds: Preds) -> str:
         pred = "a" if p == RDF_TYPE else _short(p)
         parts.append(f"{pred} " + ", ".join(_term(o) for o in objs))
     return f"<{s}> " + " ;\n    ".join(parts) + " .\n"
-
-
-def _answer_block(run: str) -> Any:
-    """A writer of a compact answer's block ``(row, [IRI, documents...]) -> str``, the text
-    :func:`_block` gives for its predicates (type, record id, value, run, documents)."""
-    sep = " ;\n    "
-    types = "a " + _short(PROV + "Entity") + ", "
-    rid = sep + _short(KGR + "recordId") + " "
-    value = sep + _short(PROV + "value") + " "
-    tail = sep + _short(PROV + "wasGeneratedBy") + " " + _term(run)
-    derived = sep + _short(PROV + "wasDerivedFrom") + " "
-    string = XSD + "string"
-
-    def write(row: tuple[str, str, str, str | None], own: list[str]) -> str:
-        iri, kind, lexical, text = row
-        block = [f"<{iri}> ", types, _short(kind), rid, _term((lexical, string))]
-        if text is not None:
-            block += [value, _term((text, None))]
-        block.append(tail)
-        if len(own) > 1:
-            block += [derived, ", ".join(_term(d) for d in dict.fromkeys(own[1:]))]
-        block.append(" .\n")
-        return "".join(block)
-
-    return write
 
 
 # ---------------------------------------------------------------------- the compiled shape

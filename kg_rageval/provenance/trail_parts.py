@@ -101,7 +101,7 @@ def trail_text(trail: Trail, found: Sequence[tuple[str, str, str]]) -> TrailText
     run_messages = tuple(by_focus.pop(trail.run, ()))
     answers = answer_blocks(trail)
     head = HEAD + "\n".join(blocks)
-    text = head + "".join("\n" + a for a in answers)
+    text = head + "\n" + "\n".join(answers) if answers else head
     rest = [m for ms in by_focus.values() for m in ms]  # the compact answers' violations
     n_subject = sum(t for _, t, _ in others.values())
     parts = TrailParts(
