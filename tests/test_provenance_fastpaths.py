@@ -209,3 +209,22 @@ def test_citation_and_depth_columns_equal_the_row_dicts():
                     got = getattr(new, g)[k]
                     assert got.dtype == v.dtype and np.array_equal(got, v) if g == "stats" else got.tolist() == v.tolist()
             assert new.to_dict(rows=True) == old.to_dict(rows=True)
+
+
+def test_the_collector_is_paused_during_the_family_call_and_restored(monkeypatch):
+    import gc
+
+    import kg_rageval.provenance.score as score
+    from kg_rageval.provenance import Corpus
+
+    seen = []
+    real = score.score_citations
+    monkeypatch.setattr(score, "score_citations", lambda recs: seen.append(gc.isenabled()) or real(recs))
+    recs = [{"id": "a", "answer": {"text": "x"}}]
+    assert gc.isenabled()
+    score.score_provenance(None, recs, corpus=Corpus({"d": {}}))
+    assert seen == [False] and gc.isenabled()
+    monkeypatch.setattr(score, "score_citations", lambda recs: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        score.score_provenance(None, recs, corpus=Corpus({"d": {}}))
+    assert gc.isenabled()  # restored on an error too

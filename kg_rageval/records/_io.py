@@ -132,10 +132,7 @@ def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iter
     objects = iter_objects(path)
     while True:
         chunk: list[Record] = []
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
+        with collector_paused():
             for lineno, rid, obj in objects:
                 obj["id"] = rid
                 obj["_line"] = lineno
@@ -143,9 +140,6 @@ def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iter
                 chunk.append(obj)
                 if len(chunk) >= size:
                     break
-        finally:
-            if paused:
-                gc.enable()
         if not chunk:
             return
         yield chunk
