@@ -456,3 +456,19 @@ def test_trail_text_pickles_with_its_parts():
     assert all(isinstance(b, TrailText) and b.parts == t.parts for b, t in zip(back, texts))
     whole = build_trail(recs)
     assert join_trails(back) == trail_text(whole, trail_violations(whole))
+
+
+@pytest.mark.parametrize("recs,where", [
+    ([{"id": "r0", "answer": {"text": "x [1].", "citations": ["d1"]}}, {"id": "r1", "answer": {"refused": True, "claims": "bad"}},
+      {"id": "r2", "answer": {"text": "y", "citations": "bad"}}], "record 'r2' (line 3), field answer.citations"),
+    ([{"id": "r0", "answer": {"refused": True, "claims": [{"text": "a"}], "text": 5}}, {"id": "r1", "answer": {"text": "ok"}}],
+     "record 'r0' (line 1), field answer.text"),
+])
+def test_provenance_errors_are_the_whole_file_errors(recs, where, tmp_path):
+    """The citations member reads every record first; a refusal's claims are read after it
+    (by the depth and trail members), so the first error is the whole-file one in every chunking."""
+    corpus = _write(tmp_path, [{"id": "d1", "source_id": "s1"}], "corpus.jsonl")
+    bound = get_scorer("provenance").bind(_vehicles(), corpus=str(corpus))
+    path = _write(tmp_path, recs + [{"id": f"ok{i}", "answer": {"text": "z"}} for i in range(5)])
+    for size in (1, 2):
+        assert where in _same_outcome(bound, path, size=size)

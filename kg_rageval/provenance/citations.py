@@ -165,6 +165,8 @@ def _resolve(tokens: tuple[str, ...], cites: list[str]) -> list[str]:
 
 
 def score_citations(records: Iterable[Record]) -> Evaluation:
+    from .depth import cited_ids as ordered_cited_ids
+
     records = list(records)
     ids: list[Any] = []
     row_key_dicts: list[dict[str, Any]] = []
@@ -179,7 +181,10 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         keys = row_keys(r)
         refused = flag(r, "answer", "refused") is True
         claims = [] if refused else claim_citations(r)
-        cited_ids = set(answer_citations(r) or ())
+        # the distinct cited ids, answer-level then claim-level: a refusal's claims are not read
+        # here (its answer-level citations only); otherwise the ordered list depth and the trail
+        # read again (memoised), made of what was read already
+        cited = list(dict.fromkeys(answer_citations(r) or ())) if refused else ordered_cited_ids(r)
         no_claims = n_claims = n_cited = with_claims = uncited = 0
         why = None
         if claims is None:
@@ -190,19 +195,17 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         else:
             n_claims, with_claims = len(claims), 1
             n_cited = sum(1 for _, c in claims if c)
-            if n_cited == 0 and not cited_ids:
+            if n_cited == 0 and not cited:  # no claim cites: the cited ids are the answer-level ones
                 uncited, why = 1, "uncited answer"
-            for _, c in claims:
-                cited_ids.update(c)
         gold = gold_documents(r)
         if gold is None:
             stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0))
         else:
-            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 1, len(cited_ids),
-                          len(cited_ids & gold), len(gold)))
+            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 1, len(cited),
+                          sum(1 for c in cited if c in gold), len(gold)))
         ids.append(r["id"])
         row_key_dicts.append(keys)
-        cited_col.append(" ".join(sorted(cited_ids)))
+        cited_col.append(" ".join(sorted(cited)))
         completeness.append(why)
     return columns_evaluation(CitationFamily(), ids, zip(*stats),
                               keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
