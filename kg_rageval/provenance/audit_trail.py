@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio, take_rows
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, columns_evaluation, ratio, take_rows
 from ..records import Record
 from .manifest import REQUIRED, _get, check_manifest
 
@@ -130,10 +130,12 @@ def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
     bad = {f for f, _, _ in found}
     answer_pre, doc_pre = trail.answer_prefix, trail.doc_prefix
     run_level = sorted(f for f in bad if not f.startswith((answer_pre, doc_pre)))
-    rows = []
-    for rid, own in trail.answers:  # the answer's node and its cited documents' nodes
+    ids = [rid for rid, _ in trail.answers]
+    traceable: list[int] = []
+    at: list[str | None] = []
+    for _, own in trail.answers:  # the answer's node and its cited documents' nodes
         why = [f for f in own if f in bad] + run_level if bad else []
-        rows.append({"record_id": rid, "answers": 1, "traceable": int(not why),
-                     "untraceable_at": " ".join(why[:5]) or None})
-    return build_evaluation(ProvTrailFamily(), rows, details=("untraceable_at",),
-                            meta=trail_meta(trail_text(trail, found)))
+        traceable.append(0 if why else 1)
+        at.append(" ".join(why[:5]) or None)
+    return columns_evaluation(ProvTrailFamily(), ids, ([1] * len(ids), traceable),
+                              details={"untraceable_at": at}, meta=trail_meta(trail_text(trail, found)))

@@ -178,12 +178,12 @@ def build_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
 
     seen_docs: dict[str, str] = {}
     ans_pre = t.answer_prefix
+    refusal, answer = KGR + "Refusal", KGR + "Answer"
     for r in records:
         if section(r, "answer") is None:
             continue
-        refused = flag(r, "answer", "refused") is True
+        kind = refusal if flag(r, "answer", "refused") is True else answer
         ans = ans_pre + _q(r["id"])
-        kind = KGR + ("Refusal" if refused else "Answer")
         text = answer_text(r)
         docs: list[str] = []
         for c in cited_ids(r):
