@@ -183,8 +183,21 @@ class Family:
     additive_meta: tuple[str, ...] = ()
     """``meta`` entries that describe the rows, so partitions combine them when merged (see
     :func:`concat_evaluations`): a number is summed, a list of ids becomes the sorted union
-    (its first :data:`META_ID_LIST` entries, as the families write them). They are written
-    after the other entries, in this order (the order a family writes them in)."""
+    (its first :data:`META_ID_LIST` entries, as the families write them). Declared in the
+    order the family writes them in: a merge keeps every partition's order of entries and
+    this one (see :func:`_merge_meta`)."""
+
+    def complete(self, evaluation: "Evaluation") -> None:
+        """Set the parts of ``evaluation`` that depend on all its rows at once (``meta``
+        computed from the totals, such as calibration's reliability table; ``unscored`` codes
+        that depend on whether any row was scored; the row order of a family that writes its
+        rows grouped by something other than the record, as reproducibility by repeat; rows
+        that describe the run rather than a record, as run manifests), in place. The family's
+        scoring function calls it on its result, and a concatenation of partitions calls it
+        again on the concatenated result (:func:`concat_evaluations`, :class:`Concatenation`,
+        :meth:`Evaluation.merge`), so streamed and partitioned results equal the one-call
+        result. It must depend only on the evaluation (rows, totals, meta, unscored) and give
+        the same result when called twice. Default: nothing to do."""
 
     def merge_meta(self, metas: list[dict[str, Any]]) -> dict[str, Any]:
         """``meta`` of concatenated partitions, given each partition's in order (at least
@@ -193,16 +206,6 @@ class Family:
         records at once (the PROV-O trail's Turtle) overrides it so that the merged ``meta``
         equals the one of a single call on all the records."""
         return _merge_meta(self, metas)
-
-    def complete(self, evaluation: "Evaluation") -> None:
-        """Set, in place, the parts of ``evaluation`` that depend on all its rows at once
-        (the row order of a family that writes its rows grouped by something other than the
-        record, rows that describe the run rather than a record). The family's scoring
-        function calls it on its result, and a concatenation of partitions calls it again on
-        the concatenated result (:func:`concat_evaluations`, :class:`Concatenation`,
-        :meth:`Evaluation.merge`), so streamed and partitioned results equal the one-call
-        result. It must depend only on the evaluation and give the same result when called
-        twice. Default: nothing to do."""
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
@@ -857,21 +860,35 @@ def _concat_column(cols: list[np.ndarray]) -> np.ndarray:
 def _merge_meta(family: Family, metas: list[dict[str, Any]]) -> dict[str, Any]:
     """``meta`` of concatenated partitions: the first partition's value of an entry wins (the
     pairwise ``{**other, **self}``), the family's :attr:`Family.additive_meta` are summed or
-    united and written last, ``rollup_skipped`` is dropped."""
-    meta = dict(metas[-1])
-    for m in reversed(metas[:-1]):
-        meta.update(m)
-    meta.pop("rollup_skipped", None)
-    for key in family.additive_meta:
-        values = [m[key] for m in metas if key in m]
-        meta.pop(key, None)
-        if not values:
+    united, ``rollup_skipped`` is dropped. Entries are in an order consistent with every
+    partition's own order and with the declared order of ``additive_meta``
+    (:func:`_merged_names`, as for columns), so an entry that only some partitions write (a
+    count of aliased ids) stands where the whole-input call writes it."""
+    if len(metas) == 1 or all(list(m) == list(metas[0]) for m in metas[1:]):
+        order = list(metas[0])
+    else:
+        present = {k for m in metas for k in m}
+        declared = [k for k in family.additive_meta if k in present]
+        order = _merged_names([list(m) for m in metas] + [declared])
+    meta: dict[str, Any] = {}
+    for key in order:
+        if key == "rollup_skipped":
             continue
-        if all(isinstance(v, (list, tuple)) for v in values):
+        values = [m[key] for m in metas if key in m]
+        if key not in family.additive_meta:
+            meta[key] = values[0]
+        elif all(isinstance(v, (list, tuple)) for v in values):
             meta[key] = sorted(set().union(*values))[:META_ID_LIST]
         else:
             meta[key] = sum(values)
     return meta
+
+
+def _completed(ev: "Evaluation") -> "Evaluation":
+    """``ev`` after its family's :meth:`Family.complete` (concatenated partitions)."""
+    if type(ev.family).complete is not Family.complete:
+        ev.family.complete(ev)
+    return ev
 
 
 def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) -> Evaluation:
@@ -939,13 +956,6 @@ def take_rows(ev: Evaluation, index: np.ndarray) -> None:
     for group in (ev.stats, ev.keys, ev.details):
         for k in group:
             group[k] = group[k][index]
-
-
-def _completed(ev: "Evaluation") -> "Evaluation":
-    """``ev`` after its family's :meth:`Family.complete` (concatenated partitions)."""
-    if type(ev.family).complete is not Family.complete:
-        ev.family.complete(ev)
-    return ev
 
 
 class _Column:

@@ -99,8 +99,8 @@ def test_chunked_equals_whole_for_every_family(name, demo, calls):
 
 def test_streamable_families_are_declared():
     """The families whose result depends on several records at once take the whole list."""
-    assert {n for n, sc in REGISTRY.items() if sc.streamable} == {"hierarchy", "linking", "relations", "context", "retrieval",
-                                                                  "provenance"}
+    assert {n for n, sc in REGISTRY.items() if sc.streamable} == {
+        "hierarchy", "linking", "relations", "context", "retrieval", "conformance", "generation", "provenance"}
 
 
 def test_chunked_scoring_keeps_the_whole_file_key_order(demo):
@@ -472,3 +472,142 @@ def test_provenance_errors_are_the_whole_file_errors(recs, where, tmp_path):
     path = _write(tmp_path, recs + [{"id": f"ok{i}", "answer": {"text": "z"}} for i in range(5)])
     for size in (1, 2):
         assert where in _same_outcome(bound, path, size=size)
+
+
+# ---------------------------------------------------------------------- conformance and generation
+def _aliases_onto():
+    from kg_rageval.ontology import load_ontology
+
+    return load_ontology(FIXTURES / "ontology/aliases.obo")
+
+
+def test_conformance_meta_counts_of_some_chunks_stand_where_the_whole_call_writes_them(tmp_path):
+    """Aliased and replaced output ids in a few chunks only: the summed counts, and their place
+    before ``vocabularies`` (the key order of the JSON), equal the whole-file call's."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("title: Answer\nfields:\n  disease: {kind: node, required: true}\n")
+    out = {5: "EX:0090", 6: "EX:0091", 10: "EX:0004", 11: "EX:0098"}
+    recs = [{"id": f"c{i}", "slices": {"s": i % 2} if i > 8 else {},
+             "answer": {"output": {"disease": out.get(i, "EX:0002")}},
+             "reference": {"output": {"disease": "EX:0003"}}} for i in range(13)]
+    recs.insert(3, {"id": "bare"})  # an unscored record in the first chunk
+    path = _write(tmp_path, recs)
+    bound = get_scorer("conformance").bind(_aliases_onto(), spec=str(spec), on_status="replace")
+    for size in (1, 3, 7):
+        whole = _same_outcome(bound, path, size)
+    meta = whole.single.meta
+    assert (meta["n_aliased"], meta["replaced_ids"]) == (3, 1)
+    assert list(meta)[-3:] == ["n_aliased", "replaced_ids", "vocabularies"]
+    assert whole.single.unscored == [{"record_id": "bare", "reason": "no answer section", "code": "no_section"}]
+
+
+def test_merge_keeps_the_declared_order_of_additive_meta():
+    """Entries only some partitions write: each partition's order and the declared order of
+    ``additive_meta`` (linking writes ``unknown_ids`` before ``n_aliased``)."""
+    from kg_rageval.evaluation import _merge_meta
+    from kg_rageval.linking.evaluate import LinkingFamily
+
+    metas = [{"alignment": "strict", "records_scored": 2, "n_aliased": 1},
+             {"alignment": "strict", "records_scored": 3, "unknown_ids": ["b", "a"]},
+             {"alignment": "strict", "records_scored": 1, "unknown_ids": ["c"], "rollup_skipped": 9}]
+    got = _merge_meta(LinkingFamily(), metas)
+    assert list(got.items()) == [("alignment", "strict"), ("records_scored", 6),
+                                 ("unknown_ids", ["a", "b", "c"]), ("n_aliased", 1)]
+
+
+def _generation_records() -> list[dict]:
+    """Records for every generation member, with what depends on all records: answers without
+    a judgment only in the first chunks (their code is ``missing_prediction`` once any answer
+    is judged), calibration bins filled by different chunks, slices seen late."""
+    recs = []
+    for i in range(17):
+        ans = {"text": f"A sedan is a car {i}.", "confidence": round((i * 0.137) % 1, 3)}
+        if i >= 6:
+            ans["judgment"] = {"claims": ["A sedan is a car."], "supported": ["A sedan is a car."] if i % 3 else [],
+                               "unsupported": [] if i % 3 else ["A sedan is a car."]}
+        if i in (4, 9):
+            ans.update(refused=True, text="")
+        rec = {"id": f"g{i:02d}", "answer": ans,
+               "retrieval": {"contexts": [{"id": f"d{i}", "text": "A sedan is a car with a closed body."}]},
+               "reference": {"answer": "a sedan" if i % 4 else "a car", "answerable": i != 9}}
+        if i >= 11:
+            rec["slices"] = {"late": "x" if i % 2 else "y"}
+        recs.append(rec)
+    recs.insert(2, {"id": "nothing"})
+    return recs
+
+
+def test_generation_streams_judgment_codes_orphans_and_calibration(tmp_path):
+    o = _vehicles()
+    path = _write(tmp_path, _generation_records())
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text("".join(json.dumps({"id": j, "judgment": {"claims": ["x"], "supported": ["x"],
+                                                                   "unsupported": []}}) + "\n"
+                                 for j in ("g03", "zz-1", "g12", "aa-2", "zz-0")))
+    for opts in ({}, {"judgments": str(judgments)}, {"n_bins": 3}):
+        bound = get_scorer("generation").bind(o, **opts)
+        for size in (1, 3, 7, 64):
+            whole = _same_outcome(bound, path, size)
+        faith = whole["faithfulness"]
+        codes = {u["record_id"]: u["code"] for u in faith.unscored}
+        assert codes["g00"] == codes["g05"] == "missing_prediction"  # unjudged, first chunks
+        reliability = whole["calibration"].meta["reliability"]
+        assert sum(b["n"] for b in reliability) == int(whole["calibration"].totals()["n"]) == 16
+        if "judgments" in opts:
+            assert faith.meta == {"judgments_without_record": ["aa-2", "zz-0", "zz-1"],
+                                  "n_judgments_without_record": 3}
+            assert "g03" not in codes
+        else:
+            assert faith.meta == {}
+
+
+def test_generation_without_any_judgment_keeps_missing_input(tmp_path):
+    recs = [r for r in _generation_records()[:8]]
+    for r in recs:
+        r.get("answer", {}).pop("judgment", None)
+    path = _write(tmp_path, recs)
+    whole = _same_outcome(get_scorer("generation").bind(_vehicles()), path, 2)
+    assert {u["code"] for u in whole["faithfulness"].unscored if u["reason"] == "no judgment"} == {"missing_input"}
+
+
+def test_merged_calibration_recomputes_the_reliability_table():
+    """Partitions merged (Dask, ``EvaluationSet.merge``) get the table of all their rows."""
+    from kg_rageval.generation import score_calibration
+
+    recs = [r for r in _generation_records() if "answer" in r]
+    parts = [score_calibration(recs[a:b], n_bins=4) for a, b in ((0, 5), (5, 11), (11, len(recs)))]
+    whole = score_calibration(recs, n_bins=4)
+    assert concat_evaluations(parts).meta == parts[0].merge(parts[1]).merge(parts[2]).meta == whole.meta
+    assert parts[0].meta["reliability"] != whole.meta["reliability"]
+
+
+@pytest.mark.parametrize("family,onto,data,opts", [
+    ("conformance", "demo", "demo", {}),
+    ("generation", "generation/vehicles.csv", "generation/records.jsonl", {}),
+    ("generation", "generation/vehicles.csv", "generation/records.jsonl",
+     {"judgments": "generation/judgments.jsonl", "judge": "ontology"}),
+])
+def test_conformance_and_generation_on_fixtures(family, onto, data, opts, demo):
+    from kg_rageval.ontology import load_ontology
+
+    if onto == "demo":
+        o, path, opts = demo["ontology"], demo["path"], {"spec": demo["inputs"]["spec"]}
+    else:
+        o, path = load_ontology(FIXTURES / onto), FIXTURES / data
+        opts = {k: str(FIXTURES / v) if k == "judgments" else v for k, v in opts.items()}
+    bound = get_scorer(family).bind(o, **opts)
+    for size in (1, 2, 3):
+        _same_outcome(bound, path, size)
+
+
+@pytest.mark.parametrize("family", ["conformance", "generation"])
+def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(family, demo, capsys):
+    base = ["score", family, "--ontology", str(demo["dir"] / "doid-cancer-slim.obo"), "--data",
+            str(demo["path"]), "--format", "json", "--rows", "--ci", "20"]
+    if family == "conformance":
+        base += ["--spec", demo["inputs"]["spec"]]
+    assert main(base) == 0
+    whole = capsys.readouterr().out
+    for size in ("1", "3"):
+        assert main(base + ["--chunk-size", size]) == 0
+        assert capsys.readouterr().out == whole
