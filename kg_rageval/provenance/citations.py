@@ -67,7 +67,7 @@ TEXT_MEMO_SIZE = 100_000
 @contextmanager
 def memo_claims() -> Iterator[None]:
     """Within the block, :func:`claim_citations` (and :func:`memoised` readers such as
-    :func:`~kg_rageval.provenance.depth.cited_ids`) read each record once (the provenance
+    :func:`cited_ids`) read each record once (the provenance
     family's members all read the claims of every record). The memo holds the records it saw,
     so an ``id()`` is never reused while it is alive; it is dropped at the end of the block.
     The sentences of an ``answer.text`` and the marker tokens in each are also split once per
@@ -139,6 +139,21 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     return [(s, _resolve(tokens, cites) if tokens else []) for s, tokens in sentences]
 
 
+def cited_ids(record: Record) -> list[str]:
+    """Distinct cited ids in first-seen order (answer-level, then claim-level); read once per
+    record inside :func:`memo_claims` (do not modify the
+    result there: it is shared)."""
+    return memoised(record, "cited_ids", _cited_ids)
+
+
+def _cited_ids(record: Record) -> list[str]:
+    seen = dict.fromkeys(answer_citations(record) or ())
+    for _, cs in claim_citations(record) or ():
+        if cs:
+            seen.update(dict.fromkeys(cs))  # keeps the first position of an id seen before
+    return list(seen)
+
+
 _Split = tuple[bool, list[tuple[str, tuple[str, ...]]]]
 
 
@@ -165,8 +180,6 @@ def _resolve(tokens: tuple[str, ...], cites: list[str]) -> list[str]:
 
 
 def score_citations(records: Iterable[Record]) -> Evaluation:
-    from .depth import cited_ids as ordered_cited_ids
-
     records = list(records)
     ids: list[Any] = []
     row_key_dicts: list[dict[str, Any]] = []
@@ -184,7 +197,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         # the distinct cited ids, answer-level then claim-level: a refusal's claims are not read
         # here (its answer-level citations only); otherwise the ordered list depth and the trail
         # read again (memoised), made of what was read already
-        cited = list(dict.fromkeys(answer_citations(r) or ())) if refused else ordered_cited_ids(r)
+        cited = list(dict.fromkeys(answer_citations(r) or ())) if refused else cited_ids(r)
         no_claims = n_claims = n_cited = with_claims = uncited = 0
         why = None
         if claims is None:

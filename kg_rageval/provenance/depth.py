@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from ..evaluation import Evaluation, Family, Metric, columns_evaluation, named, ratio
 from ..generation.fields import all_slice_keys, row_keys, section
 from ..records import Record, absent_answer_code
-from .citations import answer_citations, claim_citations, memoised
+from .citations import cited_ids
 from .corpus import Corpus, is_stable_source_id
 
 
@@ -34,21 +34,6 @@ class ProvenanceDepthFamily(Family):
             ratio("provenance_depth", sums["resolved"], sums["citations"], missing="no citations"),
             ratio("citation_in_corpus_rate", sums["in_corpus"], sums["citations"], missing="no citations"),
         )
-
-
-def cited_ids(record: Record) -> list[str]:
-    """Distinct cited ids in first-seen order (answer-level, then claim-level); read once per
-    record inside :func:`~kg_rageval.provenance.citations.memo_claims` (do not modify the
-    result there: it is shared)."""
-    return memoised(record, "cited_ids", _cited_ids)
-
-
-def _cited_ids(record: Record) -> list[str]:
-    seen = dict.fromkeys(answer_citations(record) or ())
-    for _, cs in claim_citations(record) or ():
-        if cs:
-            seen.update(dict.fromkeys(cs))  # keeps the first position of an id seen before
-    return list(seen)
 
 
 def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:

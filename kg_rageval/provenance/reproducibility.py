@@ -29,7 +29,7 @@ from ..generation.fields import all_slice_keys, answer_text, flag, row_keys
 from ..records import Record
 from ..records.reasons import Reason
 from ..records.reasons import unscored as unscored_entry
-from .depth import cited_ids
+from .citations import cited_ids
 
 
 class ReproducibilityFamily(Family):

@@ -148,7 +148,7 @@ class Trail:
 def build_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None,
                 corpus: "Corpus | None" = None) -> Trail:
     """The trail of one run (the graph of :mod:`kg_rageval.provenance.prov`'s docstring)."""
-    from .depth import cited_ids
+    from .citations import cited_ids
 
     m = dict(manifest or {})
     run_id = m.get("run_id") or "run"
