@@ -226,12 +226,22 @@ class Family:
     def complete(self, evaluation: "Evaluation") -> None:
         """Set the parts of ``evaluation`` that depend on all its rows at once (``meta``
         computed from the totals, such as calibration's reliability table; ``unscored`` codes
-        that depend on whether any row was scored), in place. The family's scoring function
-        calls it on its result, and a concatenation of partitions calls it again on the
-        concatenated result (:func:`concat_evaluations`, :class:`Concatenation`,
+        that depend on whether any row was scored; the row order of a family that writes its
+        rows grouped by something other than the record, as reproducibility by repeat; rows
+        that describe the run rather than a record, as run manifests), in place. The family's
+        scoring function calls it on its result, and a concatenation of partitions calls it
+        again on the concatenated result (:func:`concat_evaluations`, :class:`Concatenation`,
         :meth:`Evaluation.merge`), so streamed and partitioned results equal the one-call
         result. It must depend only on the evaluation (rows, totals, meta, unscored) and give
         the same result when called twice. Default: nothing to do."""
+
+    def merge_meta(self, metas: list[dict[str, Any]]) -> dict[str, Any]:
+        """``meta`` of concatenated partitions, given each partition's in order (at least
+        two): :func:`_merge_meta` (the first partition's value of an entry wins,
+        :attr:`additive_meta` are summed or united). A family whose ``meta`` describes all its
+        records at once (the PROV-O trail's Turtle) overrides it so that the merged ``meta``
+        equals the one of a single call on all the records."""
+        return _merge_meta(self, metas)
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
@@ -755,7 +765,9 @@ class Evaluation:
         other; an extra stats column present on one side only is filled with 0 (it is
         additive). ``unscored`` lists are concatenated; ``meta`` is combined with this
         side's entries winning, except the family's :attr:`Family.additive_meta` (summed or
-        united) and ``rollup_skipped``, which describes a past roll-up and is dropped."""
+        united) and ``rollup_skipped``, which describes a past roll-up and is dropped (a
+        family may combine its ``meta`` and complete the result itself:
+        :meth:`Family.merge_meta`, :meth:`Family.complete`)."""
         return _concat([self, other])
 
     # ------------------------------------------------------------------ output
@@ -929,7 +941,8 @@ def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) ->
     :meth:`Evaluation.merge` left to right, with each column copied once (not once per
     partition). Column order: :func:`_merged_names`; a column missing in a partition is
     filled with 0 (stats) or ``None`` (keys, details); ``unscored`` lists are concatenated;
-    ``meta``: :func:`_merge_meta`. A single partition is returned as it is.
+    ``meta``: the family's :meth:`Family.merge_meta` (default :func:`_merge_meta`); then the
+    family's :meth:`Family.complete`. A single partition is returned as it is.
 
     ``consume=True`` lets the columns of ``parts`` go as soon as they are copied (the parts are
     emptied), so peak memory is the result plus one column, not twice the result.
@@ -973,12 +986,21 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
                     d.pop(name, None)
         groups.append(out)
     unscored = [u for p in parts for u in p.unscored]
-    meta = _merge_meta(first.family, [p.meta for p in parts])
+    meta = first.family.merge_meta([p.meta for p in parts])
     if consume:
         for p in parts:
             p.record_ids = p.record_ids[:0]
     return _completed(Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
                                  details=groups[2], unscored=unscored, meta=meta))
+
+
+def take_rows(ev: Evaluation, index: np.ndarray) -> None:
+    """Keep ``ev``'s rows that the integer (or boolean) ``index`` selects, in its order, in
+    place: every column; ``meta`` and ``unscored`` unchanged (for :meth:`Family.complete`)."""
+    ev.record_ids = ev.record_ids[index]
+    for group in (ev.stats, ev.keys, ev.details):
+        for k in group:
+            group[k] = group[k][index]
 
 
 class _Column:
@@ -1083,7 +1105,7 @@ class Concatenation:
                   for g in range(3)]
         return _completed(Evaluation(family=self.family, record_ids=self.record_ids.array(), stats=groups[0],
                                      keys=groups[1], details=groups[2], unscored=self.unscored,
-                                     meta=_merge_meta(self.family, self.metas)))
+                                     meta=self.family.merge_meta(self.metas)))
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:
@@ -1140,6 +1162,36 @@ def build_evaluation(
         stats=stats,
         keys={k: _object_column([r.get(k) for r in rows]) for k in keys},
         details={k: _object_column([r.get(k) for r in rows]) for k in details},
+        unscored=list(unscored or []),
+        meta=dict(meta or {}),
+    )
+
+
+def columns_evaluation(
+    family: Family,
+    record_ids: list[Any],
+    stats: Iterable[Iterable[float]],
+    *,
+    keys: Mapping[str, list[Any]] | None = None,
+    details: Mapping[str, list[Any]] | None = None,
+    unscored: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Evaluation:
+    """What :func:`build_evaluation` makes of row dicts, from columns: ``stats`` holds one
+    sequence of finite numbers per name of ``family.stats``, in that order (a family building
+    its rows as tuples passes ``zip(*rows)``); ``keys`` and ``details`` one list of values each.
+    The same columns (float stats, object ids, keys and details), without a dict per row."""
+    cols = list(stats)
+    if not cols and not record_ids:  # zip(*[]) of no rows
+        cols = [()] * len(family.stats)
+    if len(cols) != len(family.stats):
+        raise ValueError(f"{family.name}: {len(cols)} stats columns for {len(family.stats)} stats")
+    return Evaluation(
+        family=family,
+        record_ids=_object_column(record_ids),
+        stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
+        keys={k: _object_column(v) for k, v in (keys or {}).items()},
+        details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
         meta=dict(meta or {}),
     )

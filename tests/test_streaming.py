@@ -100,7 +100,7 @@ def test_chunked_equals_whole_for_every_family(name, demo, calls):
 def test_streamable_families_are_declared():
     """The families whose result depends on several records at once take the whole list."""
     assert {n for n, sc in REGISTRY.items() if sc.streamable} == {
-        "hierarchy", "linking", "relations", "context", "retrieval", "conformance", "generation"}
+        "hierarchy", "linking", "relations", "context", "retrieval", "conformance", "generation", "provenance"}
 
 
 def test_chunked_scoring_keeps_the_whole_file_key_order(demo):
@@ -332,6 +332,146 @@ def test_concatenation_equals_concat_evaluations():
         for k, v in getattr(want, g).items():
             assert getattr(got, g)[k].dtype == v.dtype and getattr(got, g)[k].tolist() == v.tolist(), (g, k)
     assert got.to_dict() == want.to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
+
+
+# ---------------------------------------------------------------------- provenance: the per-run members
+def _provenance_runs(demo, tmp_path: Path) -> dict:
+    """Two repeat runs of the demo (records missing, answers and citations changed, extra
+    records, another order) and two run manifests (the second pins another seed)."""
+    base = [json.loads(line) for line in open(demo["path"])]
+    rep1, rep2 = [], []
+    for i, r in enumerate(base):
+        ans = dict(r.get("answer") or {})
+        if i % 5 and ans:
+            a = dict(ans, text=ans.get("text", "") + (" changed" if i % 3 == 0 else ""))
+            rep1.append({"id": r["id"], "answer": a})
+        if i % 7 != 3 and ans:
+            cites = list(ans.get("citations") or [])
+            rep2.append({"id": r["id"], "answer": dict(ans, citations=cites[1:] if i % 4 == 0 else cites)})
+    rep1 += [{"id": f"extra-{k}", "answer": {"text": "x"}} for k in range(4)]
+    paths = [_write(tmp_path, rep1, "rep1.jsonl"), _write(tmp_path, rep2[::-1], "rep2.jsonl")]
+    man = json.loads((FIXTURES / "generation" / "manifest.json").read_text())
+    mans = [tmp_path / "m1.json", tmp_path / "m2.json"]
+    mans[0].write_text(json.dumps(man))
+    mans[1].write_text(json.dumps({**man, "seed": 99, "run_id": "run-b"}))
+    return {"repeats": [str(p) for p in paths], "manifests": [str(m) for m in mans]}
+
+
+def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, calls):
+    """Chunked == whole with every per-run member: reproducibility rows repeat by repeat and
+    its extra_in_repeat, one copy of the manifest rows, the trail's Turtle (byte for byte),
+    triples, violations and messages; the repeat files are read once, when bound."""
+    from kg_rageval.provenance.trail_parts import TrailText
+
+    bound = get_scorer("provenance").bind(demo["ontology"], corpus=demo["inputs"]["corpus"],
+                                          **_provenance_runs(demo, tmp_path))
+    whole = bound.score_whole(demo["path"])
+    assert list(whole) == ["citations", "provenance_depth", "reproducibility", "run_manifests", "prov_trail"]
+    rep = whole["reproducibility"]
+    assert rep.details["repeat"].tolist() == sorted(rep.details["repeat"].tolist())
+    assert rep.meta == {"repeats": 2, "extra_in_repeat": 4}
+    assert {u["repeat"] for u in rep.unscored} == {1, 2}
+    assert len(whole["run_manifests"]) == 2
+    trail = whole["prov_trail"].meta
+    assert isinstance(trail["turtle"], TrailText) and trail["triples"] > 5 * len(rep.unscored)
+    n_records = sum(1 for _ in open(demo["path"]))
+    for size in (1, 3, 7, 64):
+        calls["calls"] = 0
+        got = bound(demo["path"], chunk_size=size)
+        assert calls["calls"] == -(-n_records // size)
+        _assert_same(got, whole)
+        t = got["prov_trail"].meta
+        assert str(t["turtle"]) == str(trail["turtle"])  # the bytes prov.ttl gets
+        assert (t["triples"], t["violations"], t["messages"]) == (trail["triples"], trail["violations"],
+                                                                  trail["messages"])
+
+
+def test_provenance_partitions_fold_pairwise_to_the_whole(demo, tmp_path):
+    """Evaluation.merge folded left to right, and concat_evaluations of parts cut anywhere,
+    equal one call (the merge hooks are associative)."""
+    from kg_rageval.records import read_records
+
+    bound = get_scorer("provenance").bind(demo["ontology"], corpus=demo["inputs"]["corpus"],
+                                          **_provenance_runs(demo, tmp_path))
+    recs = read_records(demo["path"])
+    whole = bound(recs)
+    cuts = [0, 5, 6, 90, 91, 250, len(recs)]
+    parts = [bound(recs[a:b]) for a, b in zip(cuts, cuts[1:])]
+    for m in whole:
+        fold = parts[0][m]
+        for p in parts[1:]:
+            fold = fold.merge(p[m])
+        for got in (fold, concat_evaluations([p[m] for p in parts])):
+            _assert_same(EvaluationSet("provenance", {m: got}), EvaluationSet("provenance", {m: whole[m]}))
+
+
+def test_trail_turtle_is_identical_chunked_and_whole(tmp_path):
+    """The trail Turtle of a streamed file equals the one-call trail, and rdflib reads the
+    same graph from it as from export_prov; with more than 50 violations (answers citing
+    nothing, documents without a stable source id, a manifest lacking fields) the messages are
+    the 50 smallest of all, the counts those of the whole trail."""
+    from rdflib import Graph
+    from rdflib.compare import isomorphic
+
+    from kg_rageval.provenance import export_prov, read_corpus
+    from kg_rageval.records import read_records
+
+    docs = [{"id": f"d{k}", **({"source_id": f"src-{k}"} if k % 3 else {"source_id": "ab" * 16})} for k in range(9)]
+    corpus = _write(tmp_path, docs, "corpus.jsonl")
+    recs = []
+    for i in range(200):
+        cites = [f"d{(i * j) % 9}" for j in range(1, 1 + i % 3)] + (["ghost"] if i % 17 == 0 else [])
+        recs.append({"id": f"q {i}/x" if i % 11 == 0 else f"q{i}",
+                     "answer": {"text": f"Answer {i} [1]." if cites else f"Answer {i}.", "citations": cites,
+                                **({"refused": True} if i % 13 == 0 else {})}})
+    recs.insert(40, {"id": "no-answer"})
+    path = _write(tmp_path, recs, "r.jsonl")
+    man = tmp_path / "m.json"
+    man.write_text(json.dumps({"run_id": "run x", "model": {"name": "m"}, "seed": 3}))
+    bound = get_scorer("provenance").bind(_vehicles(), corpus=str(corpus), manifests=[str(man)])
+    whole = bound.score_whole(path)
+    meta = whole["prov_trail"].meta
+    assert meta["violations"] > 50 and len(meta["messages"]) == 50 and not meta["conforms"]
+    graph = export_prov(read_records(path), manifest=json.loads(man.read_text()), corpus=read_corpus(corpus))
+    assert isomorphic(Graph().parse(data=str(meta["turtle"]), format="turtle"), graph)
+    assert meta["triples"] == len(graph)
+    for size in (1, 2, 3, 7, 50):
+        got = bound(path, chunk_size=size)
+        _assert_same(got, whole)
+        out = tmp_path / f"prov{size}.ttl"
+        out.write_text(got["prov_trail"].meta["turtle"], encoding="utf-8")
+        assert out.read_bytes() == str(meta["turtle"]).encode()
+
+
+def test_trail_text_pickles_with_its_parts():
+    """Dask sends partition results between processes: the text keeps its parts."""
+    import pickle
+
+    from kg_rageval.provenance.trail import build_trail, trail_violations
+    from kg_rageval.provenance.trail_parts import TrailText, join_trails, trail_text
+
+    recs = [{"id": f"a{i}", "answer": {"text": "t", "citations": [f"d{i % 2}"]}} for i in range(4)]
+    texts = [trail_text(t, trail_violations(t)) for t in (build_trail(recs[:2]), build_trail(recs[2:]))]
+    back = [pickle.loads(pickle.dumps(t)) for t in texts]
+    assert all(isinstance(b, TrailText) and b.parts == t.parts for b, t in zip(back, texts))
+    whole = build_trail(recs)
+    assert join_trails(back) == trail_text(whole, trail_violations(whole))
+
+
+@pytest.mark.parametrize("recs,where", [
+    ([{"id": "r0", "answer": {"text": "x [1].", "citations": ["d1"]}}, {"id": "r1", "answer": {"refused": True, "claims": "bad"}},
+      {"id": "r2", "answer": {"text": "y", "citations": "bad"}}], "record 'r2' (line 3), field answer.citations"),
+    ([{"id": "r0", "answer": {"refused": True, "claims": [{"text": "a"}], "text": 5}}, {"id": "r1", "answer": {"text": "ok"}}],
+     "record 'r0' (line 1), field answer.text"),
+])
+def test_provenance_errors_are_the_whole_file_errors(recs, where, tmp_path):
+    """The citations member reads every record first; a refusal's claims are read after it
+    (by the depth and trail members), so the first error is the whole-file one in every chunking."""
+    corpus = _write(tmp_path, [{"id": "d1", "source_id": "s1"}], "corpus.jsonl")
+    bound = get_scorer("provenance").bind(_vehicles(), corpus=str(corpus))
+    path = _write(tmp_path, recs + [{"id": f"ok{i}", "answer": {"text": "z"}} for i in range(5)])
+    for size in (1, 2):
+        assert where in _same_outcome(bound, path, size=size)
 
 
 # ---------------------------------------------------------------------- conformance and generation

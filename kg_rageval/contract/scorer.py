@@ -173,7 +173,9 @@ class Scorer:
                 raise ConfigError(f"{self.name}: needs the {i.name!r} input ({i.help})"
                                   + did_you_mean(i.name, kwargs))
         loaded = {n: self.input(n).load(v, ontology, opts) for n, v in inputs_given.items() if v is not None}
-        fn_opts = {p.name: opts[p.name] for p in self.params if p.input is None}
+        fn_opts = {p.name: opts[p.name] if p.loader is None or opts[p.name] is None
+                   else _import(p.loader)(opts[p.name], ontology, opts)
+                   for p in self.params if p.input is None}
         return BoundScorer(self, ontology, loaded, fn_opts)
 
     def score(self, ontology: Any, records: Any, *, chunk_size: int | None = None,
