@@ -250,6 +250,10 @@ class AuditConfig(_Strict):
     cited in the audit manifest."""
     limits: dict[str, int | str] = Field(default_factory=dict)
     """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.limits`)."""
+    chunk_size: int | None = Field(None, ge=0)
+    """Records per chunk when the audit streams its records file (every family it runs is
+    streamable: :mod:`kg_rageval.audit.stream`); ``None``: :data:`~kg_rageval.audit.stream.AUDIT_CHUNK_SIZE`;
+    ``0``: read the whole file at once (hold every record). The report is the same either way."""
 
     @field_validator("limits")
     @classmethod
