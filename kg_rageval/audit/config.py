@@ -305,10 +305,11 @@ class AuditConfig(_Strict):
 
     @property
     def content_hash(self) -> str:
-        """sha256 of the config file's bytes (or of its canonical JSON when built in memory)."""
+        """sha256 of the config file's bytes (or of its canonical JSON when built in memory,
+        without ``chunk_size``: how the records are read changes no number)."""
         if self._raw_hash:
             return self._raw_hash
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        blob = json.dumps(self.model_dump(mode="json", exclude={"chunk_size"}), sort_keys=True).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
     def check_families(self) -> None:
