@@ -398,13 +398,9 @@ class CoverageCounter:
         self.ontology, self.cfg, self.doc_type = ontology, cfg, doc_type
         self.branch_of = make_branch_of(ontology, cfg)
         self.cells: dict[tuple[str, str, str], int] = {}
-        self.intents: set[str] = set()
-        self.types: set[str] = set()
-        self.branches: set[str] = set()
 
     def add(self, records: Iterable[Mapping[str, Any]]) -> None:
         cfg, doc_type, branch_of, cells = self.cfg, self.doc_type, self.branch_of, self.cells
-        intents, types, branches = self.intents, self.types, self.branches
         for r in records:
             sl = r.get("slices") if isinstance(r.get("slices"), dict) else {}
             intent = str(sl.get(cfg.intent_slice, "(none)"))
@@ -418,15 +414,12 @@ class CoverageCounter:
                     first = gold[0]
                 dt = doc_type.get(str(first)) if first is not None else None
             dt = str(dt) if dt is not None else "(none)"
-            br = branch_of(gold_node_of(r))
-            intents.add(intent)
-            types.add(dt)
-            branches.add(br)
-            cells[(intent, dt, br)] = cells.get((intent, dt, br), 0) + 1
+            key = (intent, dt, branch_of(gold_node_of(r)))
+            cells[key] = cells.get(key, 0) + 1
 
     def result(self) -> dict[str, Any]:
         ontology, cfg, cells = self.ontology, self.cfg, self.cells
-        intents, types, branches = self.intents, self.types, set(self.branches)
+        intents, types, branches = {k[0] for k in cells}, {k[1] for k in cells}, {k[2] for k in cells}
         # every branch at the configured depth is a column, even when no record reaches it
         if cfg.branches:
             all_branches = list(cfg.branches)
