@@ -516,23 +516,28 @@ class ExclusionCounter:
                 continue
             gold = ret.get("gold")
             gold_ids = list(gold) if isinstance(gold, (dict, list)) else []
-            filters = ret.get("filters") or []
             principal = ret.get("principal") or {}
-            run = ret.get("run")
-            retrieved = _run_ids(run)
+            pkey: Any = None  # the principal's and the filters' memo keys, once per record
+            fkeys: list[tuple[Mapping[str, Any], Any]] | None = None
+            retrieved: set[str] | None = None  # read only when a filter excludes a gold document
             for gid in gold_ids:
-                doc = docs.get(str(gid))
+                sgid = str(gid)
+                doc = docs.get(sgid)
                 if doc is None:
                     continue
                 self.n_gold += 1
-                if hidden(str(gid), doc, principal):
+                if pkey is None:
+                    pkey = hidden.key(principal)
+                if hidden.get(sgid, doc, principal, pkey):
                     self.entitlement += 1
                     continue
-                for f in filters:
-                    if not isinstance(f, dict):
-                        continue
-                    if not keeps(str(gid), doc, f):
-                        if str(gid) in retrieved:  # the run proves the document passed
+                if fkeys is None:
+                    fkeys = [(f, keeps.key(f)) for f in ret.get("filters") or [] if isinstance(f, dict)]
+                for f, fkey in fkeys:
+                    if not keeps.get(sgid, doc, f, fkey):
+                        if retrieved is None:
+                            retrieved = _run_ids(ret.get("run"))
+                        if sgid in retrieved:  # the run proves the document passed
                             self.inconsistent += 1
                             if len(examples) < 20:
                                 examples.append([str(r.get("id")), str(gid)])
@@ -596,7 +601,11 @@ class _Memo:
         self.cache: dict[Any, bool] = {}
 
     def __call__(self, doc_id: str, doc: Mapping[str, Any], arg: Mapping[str, Any]) -> bool:
-        key = (doc_id, self.key(arg))
+        return self.get(doc_id, doc, arg, self.key(arg))
+
+    def get(self, doc_id: str, doc: Mapping[str, Any], arg: Mapping[str, Any], arg_key: Any) -> bool:
+        """The verdict with ``arg``'s key already made (``self.key(arg)``: once per record)."""
+        key = (doc_id, arg_key)
         got = self.cache.get(key)
         if got is None:
             got = self.cache[key] = bool(self.fn(doc, arg, *self.extra))

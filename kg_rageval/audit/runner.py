@@ -502,7 +502,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     return result
 
 
-def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: Iterable[Mapping[str, Any]], ontology: Any,
+def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: Iterable[dict], ontology: Any,
                   *, slices: Mapping[str, set[str]] | None = None) -> dict[str, MetricName]:
     """Resolve every gate's metric name through the metric registry and check its scope,
     before any family runs (a streamed audit: once the records are read): an unknown metric
