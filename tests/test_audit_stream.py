@@ -352,3 +352,25 @@ def test_read_records_at(tmp_path):
     got = read_records_at(tmp_path / "r.jsonl", [11, 3, 5])
     assert sorted(got) == [3, 5, 11] and all(got[k] == whole[k] for k in got)
     assert got[11]["id"] == "r008"
+
+
+def test_positive_records_equal_the_per_record_sums():
+    """The missing-run count's records from the nonzero rows only = from every record's sums."""
+    import numpy as np
+
+    from kg_rageval.audit.runner import _positive_records
+    from kg_rageval.evaluation import Evaluation, Family
+
+    class F(Family):
+        name = "f"
+
+        def finalize(self, sums):
+            return {}
+
+    rng = np.random.default_rng(3)
+    ids = np.array([f"r{i}" for i in rng.integers(0, 300, 2000)], dtype=object)
+    for values in (rng.integers(0, 2, 2000) * (rng.random(2000) < 0.1), rng.random(2000) < 0.05,
+                   np.where(rng.random(2000) < 0.2, rng.normal(size=2000), 0.0), np.zeros(2000)):
+        ev = Evaluation(family=F(), record_ids=ids, stats={"n_missing_run": values})
+        rid, per = ev.per_record_stats()
+        assert _positive_records(ev, "n_missing_run") == rid[per["n_missing_run"] > 0].tolist()
