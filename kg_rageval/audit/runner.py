@@ -383,7 +383,11 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     from .stream import HeldRecords, stream_chunk_size
 
     gates = config.all_gates()
-    size = stream_chunk_size(config, inputs)
+    try:
+        families: list[str] | None = configured_families(config)
+    except ConfigError:  # raised by the held audit where it raises it (after the records)
+        families = None
+    size = stream_chunk_size(config, inputs, families)
     got = _run_streamed(config, size, progress, loaded, tick) if size is not None else None
     view: Any
     if got is not None:  # every family streamed: the records were read once, in chunks

@@ -194,24 +194,18 @@ not given): about 100 MB of record dicts for the six-section records of
 ``benchmarks/bench_audit.py``; larger chunks save little CPU (docs/performance.md)."""
 
 
-def stream_chunk_size(config: "AuditConfig", inputs: Mapping[str, Any] | None) -> int | None:
+def stream_chunk_size(config: "AuditConfig", inputs: Mapping[str, Any] | None,
+                      families: list[str] | None) -> int | None:
     """The chunk size the audit streams its records file with, or ``None`` to hold it: held
     when the caller passed the inputs (``run_audit(inputs=...)``), when ``chunk_size`` is 0,
-    for OTLP traces, and when a family the audit would run (its required inputs configured)
-    is not streamable."""
-    from .runner import configured_families
-
-    if inputs is not None or config.chunk_size == 0:
+    for OTLP traces, when ``families`` (the configured ones) is ``None`` (the config names an
+    unknown family: the held audit raises that where it raises it), and when a family the
+    audit would run (its required inputs configured) is not streamable."""
+    if inputs is not None or config.chunk_size == 0 or families is None:
         return None
     if Path(config.records).name.endswith((".otlp.json", ".otlp.jsonl")):
         return None
-    from ..errors import ConfigError
-
-    try:
-        names = configured_families(config)
-    except ConfigError:  # raised by the held audit, where it raises it
-        return None
-    for name in names:
+    for name in families:
         spec = get_scorer(name)
         if all(getattr(config, i, None) for i in spec.required_inputs) and not spec.streamable:
             return None
