@@ -48,7 +48,7 @@ import gc
 import re
 import unicodedata
 from contextlib import contextmanager
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
@@ -56,6 +56,7 @@ import numpy as np
 from ..errors import ConfigError
 
 _TOKEN = re.compile(r"[^\W_]+")
+_SPLIT = re.compile(r"([^\W_]+)")  # re.split: separators and tokens alternating
 _SEP = "\x1f"  # joins tokens for the automaton: a control character, never part of a token
 
 
@@ -298,11 +299,18 @@ class DictionaryLinker:
     def _build_trie(self) -> None:
         """The token trie of the ``trie`` backend. Every token of a surface form gets an id
         (``_vocab``, ``V`` ids); trie node ``0`` is the root; the edge from node ``u`` on
-        token ``t`` has the key ``u * V + t``: in ``_edge`` (a dict, for small calls) and in
-        ``_table`` (a :class:`_HashTable`, for batches); ``_first[t]`` is the
-        node after a first token ``t``; ``_term[u]`` the index of the form (in ``_keys_of``)
-        that ends at node ``u``, ``-1`` if none."""
-        self._keys_of = list(self._forms)
+        token ``t`` has the key ``u * V + t``. For batches the edges sit in ``_table`` (a
+        :class:`_HashTable`), ``_first[t]`` is the node after a first token ``t`` and
+        ``_term[u]`` the index of the form (in ``_keys_of``) that ends at node ``u``, ``-1``
+        if none. For one text (:meth:`_walk`) the same edges sit in a dict, ``_step[key] =
+        v * M + f + 1`` (child ``v``, ``f`` the form ending at ``v`` or ``-1``, ``M`` = forms
+        + 1: one look-up gives both), with ``_first_step[token]`` for the root's edges.
+
+        Every large container here is a dict of ints, a tuple of untracked tuples or a NumPy
+        array: none is traversed by the cyclic garbage collector, whose full collections a
+        caller's retained :class:`Link` objects trigger (a list of 10⁶ items made each
+        collection cost ~0.3 s in a ``find`` loop)."""
+        self._keys_of = tuple(self._forms)
         vocab: dict[str, int] = {}
         for form in self._keys_of:
             for tok in form:
@@ -323,7 +331,10 @@ class DictionaryLinker:
             term[u] = f
         keys = np.fromiter(edge, dtype=np.int64, count=len(edge))
         child = np.fromiter(edge.values(), dtype=np.int64, count=len(edge))
-        self._vocab, self._nv, self._edge, self._term_list = vocab, nv, edge, term
+        self._vocab, self._nv = vocab, nv
+        m = self._m = len(self._keys_of) + 1
+        self._step = {k: v * m + term[v] + 1 for k, v in edge.items()}
+        self._first_step = {tok: self._step[t] for tok, t in vocab.items() if t in edge}
         self._first = np.full(nv, -1, dtype=np.int64)
         root = keys < nv
         self._first[keys[root]] = child[root]
@@ -520,51 +531,82 @@ class DictionaryLinker:
         base = offs[q]
         return q.tolist(), (starts[a] - base).tolist(), (ends[a + ln - 1] - base).tolist(), f.tolist()
 
+    def _walk(self, text: str) -> list[tuple[int, int, int]]:
+        """The kept spans of one text, ``(char start, char end, form index)`` in text order:
+        :meth:`_trie_spans`'s walk and overlap rule in plain Python (no NumPy call overhead).
+
+        The text is cut by one ``re.split`` into separators and tokens alternating (the
+        tokens of :func:`tokenize`; ASCII text is lower-cased first, which keeps its length;
+        other tokens are folded through a memo), so character offsets are running sums of
+        the parts' lengths, taken only when something matched. A walk starts at each token
+        that begins a form (``_first_step``) and follows ``_step`` (child and form in one
+        look-up) while the next token continues a form. Overlaps, longest first, ties to the
+        earlier start (:func:`filter_spans`): one-token matches never overlap one another and
+        come last in that order, so only the longer matches are sorted and resolved (none,
+        when they are disjoint); a one-token match is kept where no kept longer match covers
+        its token."""
+        if text.isascii():
+            parts = _SPLIT.split(text.lower())
+            toks = parts[1::2]
+        else:
+            parts = _SPLIT.split(text)
+            toks = list(map(_FOLDED.__getitem__, parts[1::2]))
+        n = len(toks)
+        vocab, step, nv, m = self._vocab, self._step, self._nv, self._m
+        single: dict[int, int] = {}  # token -> form of the one-token match there
+        multi: list[tuple[int, int, int]] = []  # (first token, last token + 1, form), walk order
+        firsts = list(map(self._first_step.get, toks))
+        for a, code in compress(enumerate(firsts), firsts):  # codes are > 0: child >= 1
+            u, f = divmod(code, m)
+            if f:
+                single[a] = f - 1
+            b = a + 1
+            while b < n:
+                t = vocab.get(toks[b])
+                if t is None:
+                    break
+                code = step.get(u * nv + t)
+                if code is None:
+                    break
+                b += 1
+                u, f = divmod(code, m)
+                if f:
+                    multi.append((a, b, f - 1))
+        if not multi:
+            if not single:
+                return []
+            kept = [(a, a + 1, f) for a, f in single.items()]
+        else:
+            if all(x[1] <= y[0] for x, y in zip(multi, multi[1:])):
+                kept = multi  # disjoint, in text order
+            else:
+                multi.sort(key=lambda h: (h[0] - h[1], h[0]))  # longest first, then earliest
+                taken: set[int] = set()
+                kept = []
+                for h in multi:
+                    if h[0] in taken or h[1] - 1 in taken:
+                        continue
+                    taken.update(range(h[0], h[1]))
+                    kept.append(h)
+                kept.sort()
+            if single:
+                cover = {i for a, b, _ in kept for i in range(a, b)}
+                kept += [(a, a + 1, f) for a, f in single.items() if a not in cover]
+                kept.sort()
+        cum = list(accumulate(map(len, parts)))
+        return [(cum[2 * a], cum[2 * b - 1], f) for a, b, f in kept]
+
     def _small_spans(self, texts: Sequence[str]):
-        """:meth:`_trie_spans` for a few texts: the same walk and the same overlap rule in
-        plain Python over the ``_edge`` dict (no NumPy call overhead per text)."""
-        vocab, edge, term, nv = self._vocab, self._edge, self._term_list, self._nv
+        """:meth:`_trie_spans` for a few texts, one :meth:`_walk` each."""
         qs: list[int] = []
         ss: list[int] = []
         es: list[int] = []
         fs: list[int] = []
         for q, text in enumerate(texts):
-            if text.isascii():
-                spans = [m.span() for m in _TOKEN.finditer(text)]
-                ids = [vocab.get(t, -1) for t in text.lower().translate(_ASCII_SPLIT).split()]
-            else:
-                toks, starts, ends = tokenize(text)
-                spans = list(zip(starts, ends))
-                ids = [vocab.get(t, -1) for t in toks]
-            n = len(ids)
-            hits = []
-            for a in range(n):
-                t = ids[a]
-                u = edge.get(t) if t >= 0 else None
-                b = a + 1
-                while u is not None:
-                    f = term[u]
-                    if f >= 0:
-                        hits.append((a - b, a, b, f))  # longest first, then earliest
-                    if b == n or ids[b] < 0:
-                        break
-                    u = edge.get(u * nv + ids[b])
-                    b += 1
-            if not hits:
-                continue
-            hits.sort()
-            taken: set[int] = set()
-            kept = []
-            for _, a, b, f in hits:
-                if a in taken or b - 1 in taken:
-                    continue
-                taken.update(range(a, b))
-                kept.append((a, b, f))
-            kept.sort()
-            for a, b, f in kept:
+            for s, e, f in self._walk(text):
                 qs.append(q)
-                ss.append(spans[a][0])
-                es.append(spans[b - 1][1])
+                ss.append(s)
+                es.append(e)
                 fs.append(f)
         return qs, ss, es, fs
 
@@ -601,9 +643,12 @@ class DictionaryLinker:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
         if self.backend != "trie":
             return self._find_one(text)
-        _, ss, es, fs = self._small_spans((text,))
-        res = self._res
-        return [Link(s, e, r[0], r[1], text[s:e], r[2]) for s, e, r in zip(ss, es, map(res.__getitem__, fs))]
+        res, new = self._res, tuple.__new__
+        out = []
+        for s, e, f in self._walk(text):
+            r = res[f]
+            out.append(new(Link, (s, e, r[0], r[1], text[s:e], r[2])))
+        return out
 
     def _find_one(self, text: str) -> list[Link]:
         """:meth:`find` through the ``automaton`` or ``python`` backend."""
