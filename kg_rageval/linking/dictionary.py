@@ -303,8 +303,9 @@ class DictionaryLinker:
         :class:`_HashTable`), ``_first[t]`` is the node after a first token ``t`` and
         ``_term[u]`` the index of the form (in ``_keys_of``) that ends at node ``u``, ``-1``
         if none. For one text (:meth:`_walk`) the same edges sit in a dict, ``_step[key] =
-        v * M + f + 1`` (child ``v``, ``f`` the form ending at ``v`` or ``-1``, ``M`` = forms
-        + 1: one look-up gives both), with ``_first_step[token]`` for the root's edges.
+        ((v * M + f + 1) << 1) | k`` (child ``v``; ``f`` the form ending at ``v`` or ``-1``;
+        ``M`` = forms + 1; ``k`` = 1 when ``v`` has children: one look-up gives all three),
+        with ``_first_step[token]`` for the root's edges.
 
         Every large container here is a dict of ints, a tuple of untracked tuples or a NumPy
         array: none is traversed by the cyclic garbage collector, whose full collections a
@@ -333,19 +334,32 @@ class DictionaryLinker:
         child = np.fromiter(edge.values(), dtype=np.int64, count=len(edge))
         self._vocab, self._nv = vocab, nv
         m = self._m = len(self._keys_of) + 1
-        self._step = {k: v * m + term[v] + 1 for k, v in edge.items()}
+        inner = set((keys[keys >= nv] // nv).tolist())  # nodes with children
+        self._step = {k: ((v * m + term[v] + 1) << 1) | (v in inner) for k, v in edge.items()}
         self._first_step = {tok: self._step[t] for tok, t in vocab.items() if t in edge}
         self._first = np.full(nv, -1, dtype=np.int64)
         root = keys < nv
         self._first[keys[root]] = child[root]
         self._table = _HashTable(keys, child)
         self._term = np.asarray(term, dtype=np.int64)
-        self._res = _Memo(self._resolution, limit=1 << 62)
+        # form index -> _resolution(f), filled as forms are found: a plain dict (not a
+        # _Memo, a dict subclass, which the garbage collector would traverse at every full
+        # collection however long it grows), so it is untracked once its tuples are
+        self._res: dict[int, tuple[str | None, float, tuple[str, ...], float]] = {}
 
     def _resolution(self, f: int) -> tuple[str | None, float, tuple[str, ...], float]:
-        """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``."""
+        """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``,
+        remembered in ``_res``."""
         node, score, cands = self._resolved(self._keys_of[f])
-        return node, score, cands, round(score, 6)
+        got = self._res[f] = (node, score, cands, round(score, 6))
+        return got
+
+    def _resolutions(self, fs: list[int]):
+        """``map`` of :meth:`_resolution` over ``fs``, the new forms resolved first."""
+        res = self._res
+        for f in set(fs).difference(res):
+            self._resolution(f)
+        return map(res.__getitem__, fs)
 
     def _build_automaton(self, backend: str):
         """An Aho–Corasick automaton whose keys are the form's tokens joined and enclosed by
@@ -535,19 +549,21 @@ class DictionaryLinker:
         """The kept spans of one text, ``(char start, char end, form index)`` in text order:
         :meth:`_trie_spans`'s walk and overlap rule in plain Python (no NumPy call overhead).
 
-        The text is cut by one ``re.split`` into separators and tokens alternating (the
-        tokens of :func:`tokenize`; ASCII text is lower-cased first, which keeps its length;
-        other tokens are folded through a memo), so character offsets are running sums of
-        the parts' lengths, taken only when something matched. A walk starts at each token
+        Tokens (those of :func:`tokenize`): ASCII text is lower-cased and every separator
+        character made a space (both keep its length), then cut at spaces, so a token's
+        offset is the running sum of the pieces' lengths plus one per space; other text is
+        cut by one ``re.split`` into separators and tokens alternating and its tokens folded
+        through a memo. Offsets are taken only when something matched. A walk starts at each token
         that begins a form (``_first_step``) and follows ``_step`` (child and form in one
         look-up) while the next token continues a form. Overlaps, longest first, ties to the
         earlier start (:func:`filter_spans`): one-token matches never overlap one another and
         come last in that order, so only the longer matches are sorted and resolved (none,
         when they are disjoint); a one-token match is kept where no kept longer match covers
         its token."""
-        if text.isascii():
-            parts = _SPLIT.split(text.lower())
-            toks = parts[1::2]
+        ascii_ = text.isascii()
+        if ascii_:  # every separator character -> " ": same length, so offsets carry over
+            parts = text.lower().translate(_ASCII_SPLIT).split(" ")  # tokens, and "" per extra separator
+            toks = list(filter(None, parts))
         else:
             parts = _SPLIT.split(text)
             toks = list(map(_FOLDED.__getitem__, parts[1::2]))
@@ -557,11 +573,11 @@ class DictionaryLinker:
         multi: list[tuple[int, int, int]] = []  # (first token, last token + 1, form), walk order
         firsts = list(map(self._first_step.get, toks))
         for a, code in compress(enumerate(firsts), firsts):  # codes are > 0: child >= 1
-            u, f = divmod(code, m)
+            u, f = divmod(code >> 1, m)
             if f:
                 single[a] = f - 1
             b = a + 1
-            while b < n:
+            while code & 1 and b < n:  # u has children and a next token follows
                 t = vocab.get(toks[b])
                 if t is None:
                     break
@@ -569,7 +585,7 @@ class DictionaryLinker:
                 if code is None:
                     break
                 b += 1
-                u, f = divmod(code, m)
+                u, f = divmod(code >> 1, m)
                 if f:
                     multi.append((a, b, f - 1))
         if not multi:
@@ -577,7 +593,7 @@ class DictionaryLinker:
                 return []
             kept = [(a, a + 1, f) for a, f in single.items()]
         else:
-            if all(x[1] <= y[0] for x, y in zip(multi, multi[1:])):
+            if len(multi) == 1 or all(x[1] <= y[0] for x, y in zip(multi, multi[1:])):
                 kept = multi  # disjoint, in text order
             else:
                 multi.sort(key=lambda h: (h[0] - h[1], h[0]))  # longest first, then earliest
@@ -593,8 +609,13 @@ class DictionaryLinker:
                 cover = {i for a, b, _ in kept for i in range(a, b)}
                 kept += [(a, a + 1, f) for a, f in single.items() if a not in cover]
                 kept.sort()
-        cum = list(accumulate(map(len, parts)))
-        return [(cum[2 * a], cum[2 * b - 1], f) for a, b, f in kept]
+        if not ascii_:  # separators and tokens alternate: offsets are running sums
+            cum = list(accumulate(map(len, parts)))
+            return [(cum[2 * a], cum[2 * b - 1], f) for a, b, f in kept]
+        # part i starts at (lengths of parts before i) + i; token k is part at[k]
+        cl = list(accumulate(map(len, parts), initial=0))
+        at: Sequence[int] = range(n) if n == len(parts) else list(compress(range(len(parts)), parts))
+        return [(cl[at[a]] + at[a], cl[at[b - 1] + 1] + at[b - 1], f) for a, b, f in kept]
 
     def _small_spans(self, texts: Sequence[str]):
         """:meth:`_trie_spans` for a few texts, one :meth:`_walk` each."""
@@ -624,7 +645,7 @@ class DictionaryLinker:
         with _no_gc(len(qs)):
             forms = map(str.__getitem__, map(texts.__getitem__, qs), map(slice, ss, es))
             flat = [new(Link, (s, e, r[0], r[1], f, r[2]))
-                    for s, e, r, f in zip(ss, es, map(self._res.__getitem__, fs), forms)]
+                    for s, e, r, f in zip(ss, es, self._resolutions(fs), forms)]
             return _per_text(flat, qs, len(texts))
 
     def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
@@ -636,17 +657,17 @@ class DictionaryLinker:
         qs, ss, es, fs = self._spans(texts)
         with _no_gc(len(qs)):
             flat = [{"start": s, "end": e, "id": r[0], "score": r[3]}
-                    for s, e, r in zip(ss, es, map(self._res.__getitem__, fs))]
+                    for s, e, r in zip(ss, es, self._resolutions(fs))]
             return _per_text(flat, qs, len(texts))
 
     def find(self, text: str) -> list[Link]:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
         if self.backend != "trie":
             return self._find_one(text)
-        res, new = self._res, tuple.__new__
+        res, new, resolve = self._res, tuple.__new__, self._resolution
         out = []
         for s, e, f in self._walk(text):
-            r = res[f]
+            r = res.get(f) or resolve(f)
             out.append(new(Link, (s, e, r[0], r[1], text[s:e], r[2])))
         return out
 
@@ -663,8 +684,15 @@ class DictionaryLinker:
         return out
 
     def predict(self, text: str) -> list[dict[str, Any]]:
-        """:meth:`find` as predicted mentions in the record format."""
-        return [lk.to_mention() for lk in self.find(text)]
+        """:meth:`find` as predicted mentions in the record format (``Link.to_mention``)."""
+        if self.backend != "trie":
+            return [lk.to_mention() for lk in self._find_one(text)]
+        res, resolve = self._res, self._resolution
+        out = []
+        for s, e, f in self._walk(text):
+            r = res.get(f) or resolve(f)
+            out.append({"start": s, "end": e, "id": r[0], "score": r[3]})
+        return out
 
 
 def _greedy_same_length(a: np.ndarray, length: int) -> np.ndarray:
