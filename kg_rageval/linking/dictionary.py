@@ -49,7 +49,7 @@ import re
 import unicodedata
 from contextlib import contextmanager
 from itertools import accumulate, compress, repeat
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence, cast
 
 import numpy as np
 
@@ -571,8 +571,9 @@ class DictionaryLinker:
         vocab, step, nv, m = self._vocab, self._step, self._nv, self._m
         single: dict[int, int] = {}  # token -> form of the one-token match there
         multi: list[tuple[int, int, int]] = []  # (first token, last token + 1, form), walk order
-        firsts = list(map(self._first_step.get, toks))
-        for a, code in compress(enumerate(firsts), firsts):  # codes are > 0: child >= 1
+        # None where no form starts; compress skips those (codes are > 0: child >= 1)
+        firsts = cast("list[int]", list(map(self._first_step.get, toks)))
+        for a, code in compress(enumerate(firsts), firsts):
             u, f = divmod(code >> 1, m)
             if f:
                 single[a] = f - 1
@@ -581,9 +582,10 @@ class DictionaryLinker:
                 t = vocab.get(toks[b])
                 if t is None:
                     break
-                code = step.get(u * nv + t)
-                if code is None:
+                nxt = step.get(u * nv + t)
+                if nxt is None:
                     break
+                code = nxt
                 b += 1
                 u, f = divmod(code >> 1, m)
                 if f:
