@@ -151,6 +151,7 @@ def test_audit_freezes_its_inputs_only_while_it_runs(generated):
         "spec": "spec.yaml", "families": {f: {} for f in ("hierarchy", "retrieval", "provenance")},
         "gates": ["hierarchy.hierarchical_f1 >= 0.9", "provenance.citation_completeness >= 0.9"],
     }, base_dir=tmp)
+    cfg.chunk_size = 0  # the records held (a streamed audit holds none: its inputs are frozen, below)
     seen = []
     real = runner.run_families
 
@@ -173,3 +174,20 @@ def test_audit_freezes_its_inputs_only_while_it_runs(generated):
     finally:
         runner.run_families = real
     assert dumps(_no_timings(report_dict(a))) == dumps(_no_timings(report_dict(b)))
+    # streamed: the ontology and corpus are frozen while the chunks go through the families
+    import kg_rageval.contract as contract
+
+    real_stream = contract.stream_families
+
+    def stream_spy(*a, **k):
+        seen.append(gc.get_freeze_count())
+        return real_stream(*a, **k)
+
+    contract.stream_families = stream_spy
+    try:
+        cfg.chunk_size = None
+        c = runner.run_audit(cfg, progress=False)
+        assert c.chunk_size is not None and seen[-1] > 0 and gc.get_freeze_count() == 0
+    finally:
+        contract.stream_families = real_stream
+    assert dumps(_no_timings(report_dict(c))) == dumps(_no_timings(report_dict(a)))

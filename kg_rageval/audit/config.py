@@ -250,6 +250,10 @@ class AuditConfig(_Strict):
     cited in the audit manifest."""
     limits: dict[str, int | str] = Field(default_factory=dict)
     """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.limits`)."""
+    chunk_size: int | None = Field(None, ge=0)
+    """Records per chunk when the audit streams its records file (every family it runs is
+    streamable: :mod:`kg_rageval.audit.stream`); ``None``: :data:`~kg_rageval.audit.stream.AUDIT_CHUNK_SIZE`;
+    ``0``: read the whole file at once (hold every record). The report is the same either way."""
 
     @field_validator("limits")
     @classmethod
@@ -301,10 +305,11 @@ class AuditConfig(_Strict):
 
     @property
     def content_hash(self) -> str:
-        """sha256 of the config file's bytes (or of its canonical JSON when built in memory)."""
+        """sha256 of the config file's bytes (or of its canonical JSON when built in memory,
+        without ``chunk_size``: how the records are read changes no number)."""
         if self._raw_hash:
             return self._raw_hash
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        blob = json.dumps(self.model_dump(mode="json", exclude={"chunk_size"}), sort_keys=True).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
     def check_families(self) -> None:

@@ -21,13 +21,16 @@ failure kinds, or the unscored reason).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Union
 
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import AuditConfig
     from .gates import GateResult
+
+RecordSource = Union[Iterable[Mapping[str, Any]], Callable[[set], Mapping[str, Mapping[str, Any]]]]
+"""The audited records (a list), or a lookup ``ids -> {id: record}`` of just the records asked for."""
 
 MAX_TEXT = 240
 MAX_ITEMS = 10
@@ -121,14 +124,36 @@ def _reason(ev: Any, rows: np.ndarray) -> str:
     return _short("; ".join(parts)) if parts else ""
 
 
-def _entry(family: str, rid: str, record: Mapping[str, Any] | None, **extra: Any) -> dict[str, Any]:
+def _shown(family: str, record: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What an entry shows of its record: ``query``, ``gold``, ``prediction`` (shortened)."""
     rec = record or {}
     gold, pred = gold_and_prediction(family, rec)
-    query = rec.get("query", rec.get("text"))
-    return {"id": rid, "query": _short(query), "gold": _short(gold), "prediction": _short(pred), **extra}
+    return {"query": _short(rec.get("query", rec.get("text"))), "gold": _short(gold), "prediction": _short(pred)}
 
 
-def _unscored(family: str, run: Any, by_id: Mapping[str, Any], limit: int, patterns: set[str]) -> list[dict]:
+def _entry(rid: str, **extra: Any) -> dict[str, Any]:
+    """An entry whose record fields are filled in once the listed records are known
+    (:func:`_fill`: only the records shown are looked up)."""
+    return {"id": rid, "query": None, "gold": None, "prediction": None, **extra}
+
+
+def _fill(out: list[dict[str, Any]], records: "RecordSource") -> None:
+    """Fill in each listed entry's ``query``, ``gold`` and ``prediction`` from its record:
+    ``records`` is the record list or a lookup ``ids -> {id: record}`` (a streamed audit reads
+    just these records again)."""
+    wanted = {e["id"] for item in out for e in item["records"]}
+    if not wanted:
+        return
+    if callable(records):
+        by_id = records(wanted)
+    else:
+        by_id = {str(r.get("id")): r for r in records if str(r.get("id")) in wanted}
+    for item in out:
+        for e in item["records"]:
+            e.update(_shown(item["family"], by_id.get(e["id"])))
+
+
+def _unscored(run: Any, limit: int, patterns: set[str]) -> list[dict]:
     seen: set[str] = set()
     items: list[tuple[int, str, str]] = []
     for ev in run.evaluations:
@@ -140,8 +165,8 @@ def _unscored(family: str, run: Any, by_id: Mapping[str, Any], limit: int, patte
             reason = str(u.get("reason", "unscored"))
             items.append((0 if reason.strip().lower() in patterns else 1, rid, reason))
     items.sort()
-    return [_entry(family, rid, by_id.get(rid), value=None, deficit=None, reason=reason,
-                   missing_run=missing == 0) for missing, rid, reason in items[:limit]]
+    return [_entry(rid, value=None, deficit=None, reason=reason, missing_run=missing == 0)
+            for missing, rid, reason in items[:limit]]
 
 
 MAX_NONLINEAR = 20_000
@@ -164,7 +189,7 @@ def per_record_values(finalize: Any, metric: str, names: list[str], mat: np.ndar
     return values, np.where(np.isnan(den) | (den == 0), 1.0, den)
 
 
-def _delta_records(g: Any, baseline: Mapping[str, Any] | None, by_id: Mapping[str, Any], limit: int
+def _delta_records(g: Any, baseline: Mapping[str, Any] | None, limit: int
                    ) -> tuple[str | None, int, list[dict[str, Any]]]:
     """The records driving a failed ``delta:`` gate: the paired per-query deltas in the failing
     direction (regressions first), from the baseline comparison's ``worst_queries``."""
@@ -177,25 +202,31 @@ def _delta_records(g: Any, baseline: Mapping[str, Any] | None, by_id: Mapping[st
     higher = g.op in (">=", ">")
     rows = [r for r in worst[key] if (r["delta"] < 0 if higher else r["delta"] > 0)]
     rows.sort(key=lambda r: (r["delta"] if higher else -r["delta"], r["record_id"]))
-    out = [_entry(fam, str(r["record_id"]), by_id.get(str(r["record_id"])), value=r["candidate"],
-                  baseline=r["baseline"], deficit=abs(r["delta"]),
+    out = [_entry(str(r["record_id"]), value=r["candidate"], baseline=r["baseline"], deficit=abs(r["delta"]),
                   reason=f"candidate {r['candidate']:.4g} vs baseline {r['baseline']:.4g}") for r in rows[:limit]]
     return key, len(rows), out
 
 
-def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: list[dict],
+def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: "RecordSource",
                     config: "AuditConfig", budget_gates: Iterable[str] = (),
                     baseline: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
     that did not pass (see the module docstring); ``budget_gates``: the texts of the audit's
-    own ``<family>.missing_run_rate`` budget gates."""
+    own ``<family>.missing_run_rate`` budget gates. ``records``: the audited records, or a
+    lookup ``ids -> {id: record}`` (called once, with the ids of the entries listed)."""
+    out = _failing(results, index, ontology, config, budget_gates, baseline)
+    _fill(out, records)
+    return out
+
+
+def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig",
+             budget_gates: Iterable[str], baseline: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     from .evidence import node_mask, slice_mask
 
     budget_gates = set(budget_gates)
     limit = config.report.failing_records
     if limit <= 0:
         return []
-    by_id = {str(r.get("id")): r for r in records}
     patterns = {p.strip().lower() for p in config.missing_runs.reasons}
     out: list[dict[str, Any]] = []
     for res in results:
@@ -204,7 +235,7 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
             continue
         head = {"gate": str(g), "status": res.status}
         if g.metric.startswith("delta:"):
-            key, n, recs = _delta_records(g, baseline, by_id, limit)
+            key, n, recs = _delta_records(g, baseline, limit)
             if key is not None:
                 out.append({**head, "family": key.split(".", 1)[0], "metric": g.metric, "n_driving": n,
                             "records": recs, "note": "paired per-query deltas (the 50 largest changes)"})
@@ -212,7 +243,7 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
         fam_budget = g.metric[: -len(".missing_run_rate")] if str(g) in budget_gates else None
         if fam_budget is not None and fam_budget in index.runs:
             run = index.runs[fam_budget]
-            recs = [e for e in _unscored(fam_budget, run, by_id, 10 ** 9, patterns) if e["missing_run"]]
+            recs = [e for e in _unscored(run, 10 ** 9, patterns) if e["missing_run"]]
             out.append({**head, "family": fam_budget, "metric": "missing_run_rate", "n_driving": len(recs),
                         "records": recs[:limit]})
             continue
@@ -232,7 +263,7 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
                 continue
             ev = ev.subset(mask)
         if res.status == "missing" or res.observed is None:
-            recs = _unscored(owner.family, index.runs[owner.family], by_id, limit, patterns)
+            recs = _unscored(index.runs[owner.family], limit, patterns)
             out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(recs),
                         "records": recs})
             continue
@@ -256,8 +287,7 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
         recs = []
         for neg, rid, value, w in scored[:limit]:
             rows = np.flatnonzero(row_ids == rid)
-            recs.append(_entry(owner.family, rid, by_id.get(rid), value=value, weight=w, deficit=-neg,
-                               reason=_reason(ev, rows)))
+            recs.append(_entry(rid, value=value, weight=w, deficit=-neg, reason=_reason(ev, rows)))
         out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(scored),
                     "records": recs})
     return out

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -374,67 +374,82 @@ def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
     return branch_of
 
 
-def coverage_matrix(records: list[dict], ontology: Any, corpus: list[dict] | None,
+def coverage_matrix(records: Iterable[Mapping[str, Any]], ontology: Any, corpus: list[dict] | None,
                     cfg: "CoverageConfig") -> dict[str, Any]:
-    """Records per (intent, doc type, branch) with the empty and thin cells listed."""
-    doc_type: dict[str, str] = {}
-    for d in corpus or []:
-        t = d.get(cfg.type_field)
-        if t is not None:
-            doc_type[str(d["id"])] = str(t)
-    branch_of = make_branch_of(ontology, cfg)
-    cells: dict[tuple[str, str, str], int] = {}
-    intents: set[str] = set()
-    types: set[str] = set()
-    branches: set[str] = set()
-    for r in records:
-        sl = r.get("slices") if isinstance(r.get("slices"), dict) else {}
-        intent = str(sl.get(cfg.intent_slice, "(none)"))
-        dt = sl.get(cfg.doc_type_slice)
-        if dt is None:
-            gold = (r.get("retrieval") or {}).get("gold") if isinstance(r.get("retrieval"), dict) else None
-            first = None
-            if isinstance(gold, dict) and gold:
-                first = next(iter(gold))
-            elif isinstance(gold, list) and gold:
-                first = gold[0]
-            dt = doc_type.get(str(first)) if first is not None else None
-        dt = str(dt) if dt is not None else "(none)"
-        br = branch_of(gold_node_of(r))
-        intents.add(intent)
-        types.add(dt)
-        branches.add(br)
-        cells[(intent, dt, br)] = cells.get((intent, dt, br), 0) + 1
-    # every branch at the configured depth is a column, even when no record reaches it
-    if cfg.branches:
-        all_branches = list(cfg.branches)
-    else:
-        all_branches = [ontology.ids[i] for i in np.flatnonzero(ontology.depth_min == cfg.branch_depth).tolist()]
-    if len(all_branches) <= 200:
-        branches.update(all_branches)
-    intents_l, types_l, branches_l = sorted(intents), sorted(types), sorted(branches)
-    empty, thin = [], []
-    matrix = []
-    for it in intents_l:
-        for dt in types_l:
-            for br in branches_l:
-                n = cells.get((it, dt, br), 0)
-                matrix.append({"intent": it, "doc_type": dt, "branch": br, "n": n})
-                if n == 0:
-                    empty.append([it, dt, br])
-                elif n < cfg.thin:
-                    thin.append([it, dt, br])
-    return {
-        "axes": {"intent": intents_l, "doc_type": types_l, "branch": branches_l},
-        "branch_labels": {b: ontology.label(b) for b in branches_l if b in ontology},
-        "thin_threshold": cfg.thin,
-        "cells": matrix,
-        "n_cells": len(matrix),
-        "n_empty": len(empty),
-        "n_thin": len(thin),
-        "empty": empty[:500],
-        "thin": thin[:500],
-    }
+    """Records per (intent, doc type, branch) with the empty and thin cells listed
+    (:class:`CoverageCounter` over ``records``)."""
+    counter = CoverageCounter(ontology, corpus, cfg)
+    counter.add(records)
+    return counter.result()
+
+
+class CoverageCounter:
+    """The coverage matrix counted chunk by chunk: :meth:`add` the records in any number of
+    batches (a streamed audit adds each chunk), :meth:`result` the matrix
+    (:func:`coverage_matrix`). Each record adds one to its (intent, doc type, branch) cell;
+    the counts are all it keeps."""
+
+    def __init__(self, ontology: Any, corpus: list[dict] | None, cfg: "CoverageConfig") -> None:
+        doc_type: dict[str, str] = {}
+        for d in corpus or []:
+            t = d.get(cfg.type_field)
+            if t is not None:
+                doc_type[str(d["id"])] = str(t)
+        self.ontology, self.cfg, self.doc_type = ontology, cfg, doc_type
+        self.branch_of = make_branch_of(ontology, cfg)
+        self.cells: dict[tuple[str, str, str], int] = {}
+
+    def add(self, records: Iterable[Mapping[str, Any]]) -> None:
+        cfg, doc_type, branch_of, cells = self.cfg, self.doc_type, self.branch_of, self.cells
+        for r in records:
+            sl = r.get("slices") if isinstance(r.get("slices"), dict) else {}
+            intent = str(sl.get(cfg.intent_slice, "(none)"))
+            dt = sl.get(cfg.doc_type_slice)
+            if dt is None:
+                gold = (r.get("retrieval") or {}).get("gold") if isinstance(r.get("retrieval"), dict) else None
+                first = None
+                if isinstance(gold, dict) and gold:
+                    first = next(iter(gold))
+                elif isinstance(gold, list) and gold:
+                    first = gold[0]
+                dt = doc_type.get(str(first)) if first is not None else None
+            dt = str(dt) if dt is not None else "(none)"
+            key = (intent, dt, branch_of(gold_node_of(r)))
+            cells[key] = cells.get(key, 0) + 1
+
+    def result(self) -> dict[str, Any]:
+        ontology, cfg, cells = self.ontology, self.cfg, self.cells
+        intents, types, branches = {k[0] for k in cells}, {k[1] for k in cells}, {k[2] for k in cells}
+        # every branch at the configured depth is a column, even when no record reaches it
+        if cfg.branches:
+            all_branches = list(cfg.branches)
+        else:
+            all_branches = [ontology.ids[i] for i in np.flatnonzero(ontology.depth_min == cfg.branch_depth).tolist()]
+        if len(all_branches) <= 200:
+            branches.update(all_branches)
+        intents_l, types_l, branches_l = sorted(intents), sorted(types), sorted(branches)
+        empty, thin = [], []
+        matrix = []
+        for it in intents_l:
+            for dt in types_l:
+                for br in branches_l:
+                    n = cells.get((it, dt, br), 0)
+                    matrix.append({"intent": it, "doc_type": dt, "branch": br, "n": n})
+                    if n == 0:
+                        empty.append([it, dt, br])
+                    elif n < cfg.thin:
+                        thin.append([it, dt, br])
+        return {
+            "axes": {"intent": intents_l, "doc_type": types_l, "branch": branches_l},
+            "branch_labels": {b: ontology.label(b) for b in branches_l if b in ontology},
+            "thin_threshold": cfg.thin,
+            "cells": matrix,
+            "n_cells": len(matrix),
+            "n_empty": len(empty),
+            "n_thin": len(thin),
+            "empty": empty[:500],
+            "thin": thin[:500],
+        }
 
 
 def relation_counts(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, int]]:
@@ -453,7 +468,7 @@ def relation_counts(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, int]
     return out
 
 
-def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
+def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: Iterable[Mapping[str, Any]],
                           corpus: list[dict] | None, ontology: Any, *, branch_of: Any = None) -> dict[str, Any]:
     """Gold documents excluded before ranking, attributed to the filter (or entitlement) that
     removed them. Filters are replayed: ``within X`` keeps documents with a category in X's
@@ -462,59 +477,89 @@ def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: list[dict],
     principal's value is excluded *for entitlement* — counted apart, since it is correct
     behaviour, not a false exclusion. A gold document the record's run retrieved although its
     logged filters exclude it is an *inconsistent filter log* (``inconsistent_filter_log``,
-    with up to 20 ``(record, document)`` examples), never also counted as excluded."""
-    if not corpus:
-        return {}
-    docs = {str(d["id"]): d for d in corpus}
-    by_field: dict[str, int] = {}
-    by_branch: dict[str, int] = {}
-    entitlement = 0
-    n_gold = 0
-    inconsistent = 0
-    examples: list[list[str]] = []
-    hidden = _Memo(_entitlement_excluded, _principal_key)  # (document, principal) and (document, filter) verdicts,
-    keeps = _Memo(_keeps, _filter_key, ontology)  # read once per distinct pair (records repeat them)
-    for r in records:
-        ret = r.get("retrieval")
-        if not isinstance(ret, dict):
-            continue
-        gold = ret.get("gold")
-        gold_ids = list(gold) if isinstance(gold, (dict, list)) else []
-        filters = ret.get("filters") or []
-        principal = ret.get("principal") or {}
-        run = ret.get("run")
-        retrieved = _run_ids(run)
-        for gid in gold_ids:
-            doc = docs.get(str(gid))
-            if doc is None:
+    with up to 20 ``(record, document)`` examples), never also counted as excluded.
+    (:class:`ExclusionCounter` over ``records``; ``{}`` without a corpus.)"""
+    counter = ExclusionCounter(corpus, ontology, branch_of=branch_of)
+    counter.add(records)
+    return counter.result()
+
+
+class ExclusionCounter:
+    """The exclusion attribution counted chunk by chunk (:func:`exclusion_attribution`):
+    :meth:`add` records in any number of batches, in file order (the examples are the first
+    20), :meth:`result` the attribution. It keeps the counts, the examples and the memoised
+    verdicts."""
+
+    def __init__(self, corpus: list[dict] | None, ontology: Any, *, branch_of: Any = None) -> None:
+        self.active = bool(corpus)
+        self.docs = {str(d["id"]): d for d in corpus or []}
+        self.ontology, self.branch_of = ontology, branch_of
+        self.by_field: dict[str, int] = {}
+        self.by_branch: dict[str, int] = {}
+        self.entitlement = 0
+        self.n_gold = 0
+        self.inconsistent = 0
+        self.examples: list[list[str]] = []
+        # (document, principal) and (document, filter) verdicts, read once per distinct pair
+        # (records repeat them)
+        self.hidden = _Memo(_entitlement_excluded, _principal_key)
+        self.keeps = _Memo(_keeps, _filter_key, ontology)
+
+    def add(self, records: Iterable[Mapping[str, Any]]) -> None:
+        if not self.active:
+            return
+        docs, hidden, keeps, ontology, branch_of = self.docs, self.hidden, self.keeps, self.ontology, self.branch_of
+        by_field, by_branch, examples = self.by_field, self.by_branch, self.examples
+        for r in records:
+            ret = r.get("retrieval")
+            if not isinstance(ret, dict):
                 continue
-            n_gold += 1
-            if hidden(str(gid), doc, principal):
-                entitlement += 1
-                continue
-            for f in filters:
-                if not isinstance(f, dict):
+            gold = ret.get("gold")
+            gold_ids = list(gold) if isinstance(gold, (dict, list)) else []
+            principal = ret.get("principal") or {}
+            pkey: Any = None  # the principal's and the filters' memo keys, once per record
+            fkeys: list[tuple[Mapping[str, Any], Any]] | None = None
+            retrieved: set[str] | None = None  # read only when a filter excludes a gold document
+            for gid in gold_ids:
+                sgid = str(gid)
+                doc = docs.get(sgid)
+                if doc is None:
                     continue
-                if not keeps(str(gid), doc, f):
-                    if str(gid) in retrieved:  # the run proves the document passed
-                        inconsistent += 1
-                        if len(examples) < 20:
-                            examples.append([str(r.get("id")), str(gid)])
+                self.n_gold += 1
+                if pkey is None:
+                    pkey = hidden.key(principal)
+                if hidden.get(sgid, doc, principal, pkey):
+                    self.entitlement += 1
+                    continue
+                if fkeys is None:
+                    fkeys = [(f, keeps.key(f)) for f in ret.get("filters") or [] if isinstance(f, dict)]
+                for f, fkey in fkeys:
+                    if not keeps.get(sgid, doc, f, fkey):
+                        if retrieved is None:
+                            retrieved = _run_ids(ret.get("run"))
+                        if sgid in retrieved:  # the run proves the document passed
+                            self.inconsistent += 1
+                            if len(examples) < 20:
+                                examples.append([str(r.get("id")), str(gid)])
+                            break
+                        fld = str(f.get("field"))
+                        by_field[fld] = by_field.get(fld, 0) + 1
+                        node = gold_node_of(r)
+                        br = branch_of(node) if branch_of else _branch_of(ontology, node, 1)
+                        by_branch[br] = by_branch.get(br, 0) + 1
                         break
-                    fld = str(f.get("field"))
-                    by_field[fld] = by_field.get(fld, 0) + 1
-                    node = gold_node_of(r)
-                    br = branch_of(node) if branch_of else _branch_of(ontology, node, 1)
-                    by_branch[br] = by_branch.get(br, 0) + 1
-                    break
-    return {
-        "gold_documents": n_gold,
-        "excluded_by_filter": dict(sorted(by_field.items(), key=lambda kv: -kv[1])),
-        "excluded_by_branch": dict(sorted(by_branch.items(), key=lambda kv: -kv[1])),
-        "excluded_by_entitlement": entitlement,
-        "inconsistent_filter_log": inconsistent,
-        "inconsistent_examples": examples,
-    }
+
+    def result(self) -> dict[str, Any]:
+        if not self.active:
+            return {}
+        return {
+            "gold_documents": self.n_gold,
+            "excluded_by_filter": dict(sorted(self.by_field.items(), key=lambda kv: -kv[1])),
+            "excluded_by_branch": dict(sorted(self.by_branch.items(), key=lambda kv: -kv[1])),
+            "excluded_by_entitlement": self.entitlement,
+            "inconsistent_filter_log": self.inconsistent,
+            "inconsistent_examples": self.examples,
+        }
 
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -556,7 +601,11 @@ class _Memo:
         self.cache: dict[Any, bool] = {}
 
     def __call__(self, doc_id: str, doc: Mapping[str, Any], arg: Mapping[str, Any]) -> bool:
-        key = (doc_id, self.key(arg))
+        return self.get(doc_id, doc, arg, self.key(arg))
+
+    def get(self, doc_id: str, doc: Mapping[str, Any], arg: Mapping[str, Any], arg_key: Any) -> bool:
+        """The verdict with ``arg``'s key already made (``self.key(arg)``: once per record)."""
+        key = (doc_id, arg_key)
         got = self.cache.get(key)
         if got is None:
             got = self.cache[key] = bool(self.fn(doc, arg, *self.extra))

@@ -34,6 +34,9 @@ class AuditResult:
     manifest: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    chunk_size: int | None = None
+    """Records per chunk when the audit streamed its records file (:mod:`.stream`); ``None``: the
+    records were held in one list. Not in the reports (they are the same either way)."""
 
     @property
     def passed(self) -> bool:

@@ -100,20 +100,24 @@ def load_config_ontology(config: AuditConfig) -> Any:
     return load_ontology(opath, format=config.ontology.format, **options)
 
 
-def load_inputs(config: AuditConfig) -> dict[str, Any]:
+def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
     """Ontology, records, corpus, spec and judgments named by the config (InputError on any
-    unreadable input: exit code 2)."""
+    unreadable input: exit code 2). ``records=False``: the records file is checked to exist but
+    not read (a streamed audit reads it in chunks; ``inputs["records"]`` is ``None``)."""
     from ..records import read_records
 
     ontology = load_config_ontology(config)
     rpath = config.path(config.records)
     _require_file(rpath, "records file", f"records = {config.records!r}", config)
-    if rpath.name.endswith((".otlp.json", ".otlp.jsonl")):  # traces: one record per trace (docs/system.md)
+    held: list[dict] | None = None
+    if not records:
+        pass
+    elif rpath.name.endswith((".otlp.json", ".otlp.jsonl")):  # traces: one record per trace (docs/system.md)
         from ..system.otlp import import_otlp
 
-        records = import_otlp(rpath)
+        held = import_otlp(rpath)
     else:
-        records = read_records(rpath)
+        held = read_records(rpath)
     corpus = None
     if config.corpus:
         cpath = config.path(config.corpus)
@@ -131,7 +135,7 @@ def load_inputs(config: AuditConfig) -> dict[str, Any]:
         judgments = read_records(jpath)
     paths = {"records": rpath, "corpus": config.path(config.corpus), "spec": config.path(config.spec),
              "judgments": config.path(config.judgments)}
-    return {"ontology": ontology, "records": records, "corpus": corpus, "spec": spec,
+    return {"ontology": ontology, "records": held, "corpus": corpus, "spec": spec,
             "judgments": judgments, "paths": {k: v for k, v in paths.items() if v is not None}}
 
 
@@ -198,9 +202,11 @@ def _family_input(name: str, inputs: Mapping[str, Any]) -> Any:
     return path if path is not None else inputs.get(name)
 
 
-def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
-             opts: dict[str, Any], given: dict[str, Any]) -> FamilyRun:
-    n_sec = sum(1 for r in records if spec.has_section(r))
+def family_run(spec: Scorer, inputs: Mapping[str, Any], n_sec: int, given: dict[str, Any]) -> FamilyRun:
+    """A family's run before it is scored: status ``ran`` (to be scored), or why it is not run
+    — ``missing_input`` (a required input not configured), ``no_evidence`` (``n_sec``, the
+    records with its section, is 0), ``unavailable`` (its module does not import), decided in
+    that order."""
     run = FamilyRun(spec.name, "ran", n_with_section=n_sec, options=given)
     family_in = {i.name: _family_input(i.name, inputs) for i in spec.inputs}
     missing_inputs = [i for i in spec.required_inputs if family_in.get(i) is None]
@@ -215,11 +221,24 @@ def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
         spec.load()
     except FamilyUnavailable as exc:
         run.status, run.reason = "unavailable", str(exc)
+    return run
+
+
+def bind_family(spec: Scorer, inputs: Mapping[str, Any], opts: dict[str, Any]) -> Any:
+    """The family bound to the audit's ontology, inputs and validated options."""
+    family_in = {i.name: _family_input(i.name, inputs) for i in spec.inputs}
+    return spec.bind(inputs["ontology"], where=f"families.{spec.name}",
+                     **{k: v for k, v in family_in.items() if v is not None}, **opts)
+
+
+def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
+             opts: dict[str, Any], given: dict[str, Any]) -> FamilyRun:
+    run = family_run(spec, inputs, sum(1 for r in records if spec.has_section(r)), given)
+    if run.status != "ran":
         return run
     t0 = time.perf_counter()
     try:
-        bound = spec.bind(inputs["ontology"], where=f"families.{spec.name}",
-                          **{k: v for k, v in family_in.items() if v is not None}, **opts)
+        bound = bind_family(spec, inputs, opts)
         result = bound(records)
     except KgRagevalError:
         raise  # invalid input: exit 2
@@ -230,6 +249,69 @@ def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
     run.result = result
     run.evaluations = result.evaluations
     return run
+
+
+def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, tick: Any
+                  ) -> tuple[dict[str, Any], Any, dict[str, FamilyRun]] | None:
+    """Run every configured family on the records file read once in chunks of ``size``
+    (:func:`~kg_rageval.contract.stream_families`; :mod:`.stream`): ``(inputs, records view,
+    runs)``, or ``None`` when the audit must hold its records instead — an input other than the
+    records that does not load, a family that does not bind, or one that raised on a chunk
+    (:class:`~kg_rageval.contract.StreamFallback`): the held audit then raises the error it
+    raises today, in the same order (records first, then gates, then families in config order).
+    A reading error of the records file is raised as the held reader raises it."""
+    from ..contract import StreamFallback, stream_families
+    from .stream import StreamedRecords
+
+    try:
+        inputs = load_inputs(config, records=False)
+        if loaded is not None:
+            loaded()
+        names = configured_families(config)
+        view = StreamedRecords(inputs["paths"]["records"], size, names, inputs["ontology"],
+                               inputs.get("corpus"), config)
+        given = {n: dict(config.families.get(n) or {}) for n in names}
+        bounds: dict[str, Any] = {}
+        bind_seconds: dict[str, float] = {}
+        for name in names:
+            spec = get_scorer(name)
+            opts = family_options(config, name)
+            if family_run(spec, inputs, 1, given[name]).status == "ran":  # inputs there, module imports
+                t0 = time.perf_counter()
+                bounds[name] = bind_family(spec, inputs, opts)
+                bind_seconds[name] = time.perf_counter() - t0
+    except Exception:  # noqa: BLE001 — the held audit raises it where it raises it
+        return None
+    tick("load_inputs")
+    observers: list[Any] = [view.observe]
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(desc="records", unit=" rec", file=sys.stderr, leave=False)
+            observers.append(lambda k, chunk: bar.update(len(chunk)))
+        except ImportError:  # pragma: no cover
+            pass
+    try:
+        streams = stream_families(bounds, view.path, size, observers=tuple(observers),
+                                  section_counts=view.section_counts)
+    except StreamFallback:
+        return None
+    finally:
+        if bar is not None:
+            bar.close()
+    runs: dict[str, FamilyRun] = {}
+    for name in names:
+        run = family_run(get_scorer(name), inputs, view.n_with_section[name], given[name])
+        if run.status == "ran":
+            fs = streams[name]
+            assert fs.result is not None
+            run.result, run.evaluations = fs.result, fs.result.evaluations
+            run.seconds = bind_seconds[name] + fs.seconds
+        runs[name] = run
+    tick("families")
+    return inputs, view, runs
 
 
 def _short_tb(exc: BaseException) -> str:
@@ -275,7 +357,7 @@ class _InputsFrozen:
     def freeze(self) -> None:
         import gc
 
-        if not self.active and gc.get_freeze_count() == 0:
+        if self.active or gc.get_freeze_count() == 0:  # again after a streamed audit fell back
             gc.freeze()
             self.active = True
 
@@ -298,16 +380,30 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
         timings[name] = round(now - lap[0], 4)
         lap[0] = now
 
+    from .stream import HeldRecords, stream_chunk_size
+
     gates = config.all_gates()
-    inputs = dict(inputs) if inputs is not None else load_inputs(config)
-    if loaded is not None:
-        loaded()
-    ontology = inputs["ontology"]
-    records = inputs["records"]
-    names = resolve_gates(gates, config, records, ontology)
-    tick("load_inputs")
-    runs = run_families(config, inputs, records, progress=progress)
-    tick("families")
+    try:
+        families: list[str] | None = configured_families(config)
+    except ConfigError:  # raised by the held audit where it raises it (after the records)
+        families = None
+    size = stream_chunk_size(config, inputs, families)
+    got = _run_streamed(config, size, progress, loaded, tick) if size is not None else None
+    view: Any
+    if got is not None:  # every family streamed: the records were read once, in chunks
+        inputs, view, runs = got
+        ontology = inputs["ontology"]
+        names = resolve_gates(gates, config, (), ontology, slices=view.slice_values())
+    else:  # the records held in one list
+        inputs = dict(inputs) if inputs is not None else load_inputs(config)
+        if loaded is not None:
+            loaded()
+        ontology = inputs["ontology"]
+        view = HeldRecords(inputs["records"])
+        names = resolve_gates(gates, config, view.records, ontology)
+        tick("load_inputs")
+        runs = run_families(config, inputs, view.records, progress=progress)
+        tick("families")
     index = MetricIndex(runs, names)
     _check_gate_metrics(gates, index, config)
 
@@ -319,11 +415,9 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
                           f"(families: {', '.join(sorted(runs))})", source=config.source)
     budget_results: list[GateResult] = []
     over_budget: dict[str, str] = {}
-    counts: dict[str, Any] = {"records": len(records), "families": {}}
-    record_ids = [str(r["id"]) for r in records]  # once for every family's counts
+    counts: dict[str, Any] = {"records": len(view), "families": {}}
     for fam, run in runs.items():
-        c = _family_counts(run, records, config.missing_runs.reasons, config.missing_runs.metrics,
-                           record_ids=record_ids)
+        c = _family_counts(run, view, config.missing_runs.reasons, config.missing_runs.metrics)
         counts["families"][fam] = c
         if run.status != "ran" or c["family_records"] == 0:
             continue
@@ -345,7 +439,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     baseline = None
     baseline_metrics: dict[str, Metric] = {}
     if config.baseline is not None:
-        baseline, baseline_metrics = _run_baseline(config, inputs, runs, progress)
+        baseline, baseline_metrics = _run_baseline(config, inputs, runs, progress, view)
         tick("baseline")
 
     # the flat metric map: globals, slices, and whatever the gates ask for
@@ -384,7 +478,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
 
     tick("gates")
     result = AuditResult(
-        config=config, ontology=ontology, n_records=len(records), families=runs, metrics=flat,
+        config=config, ontology=ontology, n_records=len(view), families=runs, metrics=flat,
         gate_results=final, counts=counts, baseline=baseline,
     )
     from . import pernode
@@ -396,12 +490,11 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
         result.nodes = pernode.node_rollups(runs, ontology, only)
     from .failing import failing_records
 
-    result.failing = failing_records(final, index, ontology, records, config,
+    result.failing = failing_records(final, index, ontology, view.lookup(), config,
                                      budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
-    result.coverage = pernode.coverage_matrix(records, ontology, inputs.get("corpus"), config.coverage)
+    result.coverage = view.coverage(ontology, inputs.get("corpus"), config)
     result.relations = pernode.relation_counts(runs)
-    result.exclusions = pernode.exclusion_attribution(runs, records, inputs.get("corpus"), ontology,
-                                                      branch_of=pernode.make_branch_of(ontology, config.coverage))
+    result.exclusions = view.exclusions(runs, ontology, inputs.get("corpus"), config)
     tick("per_node")
     from .manifest import build_manifest
 
@@ -409,21 +502,24 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     tick("manifest")
     result.seconds = time.perf_counter() - t0
     result.timings = timings
+    result.chunk_size = view.size if view.streamed else None
     return result
 
 
-def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: list[dict], ontology: Any
-                  ) -> dict[str, MetricName]:
+def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: Iterable[dict], ontology: Any,
+                  *, slices: Mapping[str, set[str]] | None = None) -> dict[str, MetricName]:
     """Resolve every gate's metric name through the metric registry and check its scope,
-    before any family runs: an unknown metric (or one the family options do not produce), an
-    unknown slice name or value, or a node the ontology lacks is an invalid config (exit 2)
-    with a "did you mean" — never missing evidence, which would fail every audit for a typo.
+    before any family runs (a streamed audit: once the records are read): an unknown metric
+    (or one the family options do not produce), an unknown slice name or value, or a node the
+    ontology lacks is an invalid config (exit 2) with a "did you mean" — never missing
+    evidence, which would fail every audit for a typo. ``slices``: the records' slice values
+    (:func:`~kg_rageval.records.slice_values`) when ``records`` are not given.
     Returns ``{gate metric text: MetricName}``."""
     from ..records import slice_values
 
     fams = configured_families(config)
     options = {f: family_options(config, f) for f in fams}
-    values = slice_values(records)
+    values = slice_values(records) if slices is None else slices
     names: dict[str, MetricName] = {}
     bad: list[str] = []
     for g in gates:
@@ -483,8 +579,8 @@ def _fmt_reasons(reasons: Mapping[str, int]) -> str:
     return ", ".join(f"{k} ×{v}" for k, v in reasons.items())
 
 
-def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] = (),
-                   metric_names: Iterable[str] = (), *, record_ids: list[str] | None = None) -> dict[str, Any]:
+def _family_counts(run: FamilyRun, records: Any, patterns: Iterable[str] = (),
+                   metric_names: Iterable[str] = ()) -> dict[str, Any]:
     """Scored, unscored (by reason and code) and missing-run counts of one family.
 
     A missing run is a record of the family that **any** of its evaluations reports missing —
@@ -502,7 +598,8 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
       evaluation without an ``n_missing_run`` stat (these have no record ids).
 
     The family's records are those carrying its section plus every record it reports missing;
-    the missing-run rate is missing runs / family records."""
+    the missing-run rate is missing runs / family records. ``records``: the audit's records
+    (:class:`~.stream.HeldRecords` or :class:`~.stream.StreamedRecords`; a list is taken as held)."""
     from ..records import MISSING_RUN_CODES
 
     codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
@@ -532,8 +629,7 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
                 anonymous += 1
         scored.update(map(str, ev.record_ids.tolist()))
         if "n_missing_run" in ev.stats:
-            ids, per = ev.per_record_stats()
-            empty = ids[per["n_missing_run"] > 0].tolist()
+            empty = _positive_records(ev, "n_missing_run")
             scored_empty += len(empty)
             missing_ids.update(str(x) for x in empty)
             continue
@@ -542,11 +638,11 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
             m = ms.get(name)
             if m is not None and m.numerator:
                 in_metrics[name] = in_metrics.get(name, 0.0) + float(m.numerator)
-    spec = REGISTRY.get(run.name)
-    if record_ids is None:
-        record_ids = [str(r["id"]) for r in records]
-    has = spec.has_section if spec is not None else None
-    with_sec = set(record_ids) if has is None else {rid for r, rid in zip(records, record_ids) if has(r)}
+    if isinstance(records, list):
+        from .stream import HeldRecords
+
+        records = HeldRecords(records)
+    with_sec = records.with_section(run.name)
     family_records = with_sec | missing_ids
     missing = min(len(missing_ids) + anonymous + int(round(sum(in_metrics.values()))), len(family_records))
     return {
@@ -564,6 +660,19 @@ def _family_counts(run: FamilyRun, records: list[dict], patterns: Iterable[str] 
         "seconds": round(run.seconds, 4),
         "versions": run.versions,
     }
+
+
+def _positive_records(ev: Evaluation, stat: str) -> list[str]:
+    """The ids (sorted) of the records whose ``stat`` summed over their rows is positive — the
+    records ``ev.per_record_stats()`` gives a positive ``stat``, from only the rows where it is
+    not zero (the others add nothing to a record's sum): no sort of every record id."""
+    col = np.asarray(ev.stats[stat])
+    rows = np.flatnonzero(col != 0)
+    if not len(rows):
+        return []
+    ids, inverse = np.unique(ev.record_ids[rows].astype(str), return_inverse=True)
+    per = np.bincount(inverse.reshape(-1), weights=col[rows], minlength=len(ids))
+    return ids[per > 0].tolist()
 
 
 def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditConfig) -> None:
@@ -624,15 +733,20 @@ def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, 
 
 
 def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[str, FamilyRun],
-                  progress: bool) -> tuple[dict[str, Any], dict[str, Metric]]:
+                  progress: bool, records: Any = None) -> tuple[dict[str, Any], dict[str, Metric]]:
     """Paired comparison with a baseline run on the same records.
 
     For each evaluation the candidate and baseline per-record stats are aligned on the record
     ids both scored; ``delta:m`` = m(candidate) − m(baseline) over those records. For the
     evaluations owning a metric with a delta gate (all with ``bootstrap.always``) a paired
     percentile bootstrap (the same record draws for both systems) gives the intervals, and the
-    per-query deltas of the gated metrics are listed (worst first, 50 at most)."""
+    per-query deltas of the gated metrics are listed (worst first, 50 at most). ``records``:
+    the candidate's (:class:`~.stream.HeldRecords` / :class:`~.stream.StreamedRecords`; default
+    ``inputs["records"]``). The baseline's records are held."""
     from ..records import read_records
+    from .stream import HeldRecords
+
+    cand = HeldRecords(inputs["records"]) if records is None else records
 
     assert config.baseline is not None
     bpath = config.path(config.baseline.records)
@@ -642,7 +756,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     base_records = read_records(bpath)
     from ..drift.release import baseline_release, load_baseline_ontology
 
-    release = baseline_release(config, inputs["ontology"], base_records, inputs["records"],
+    release = baseline_release(config, inputs["ontology"], base_records, cand,
                                load_baseline_ontology(config))  # refuses another release
     binputs = dict(inputs)
     binputs["records"] = base_records
@@ -664,7 +778,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     pairs: dict[str, dict[str, Any]] = {}
     primary: list[str] = []
     per_query: dict[str, list[dict[str, Any]]] = {}
-    cand_ids = {str(r["id"]) for r in inputs["records"]}
+    cand_ids = set(cand.ids)
     dropped = sorted(str(r["id"]) for r in base_records if str(r["id"]) not in cand_ids)
     bl = config.baseline
     pairing: dict[str, dict[str, Any]] = {}

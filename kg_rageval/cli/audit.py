@@ -34,8 +34,13 @@ from .common import fail, format_option, quiet_option
 @click.option("--baseline-ontology", "baseline_ontology", type=click.Path(dir_okay=False), default=None,
               help="The ontology release the baseline was audited on: compare with it on the nodes "
                    "unchanged between the two releases (docs/drift.md).")
+@click.option("--chunk-size", "chunk_size", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Records per chunk when the audit streams its records file (every family it runs "
+                   "is streamable; the config's chunk_size, default 16384); 0 reads the whole file at "
+                   "once. The report is the same either way.")
 def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, verify_path: str | None,
-          demo: str | None, seed: int, strict: bool | None, baseline_ontology: str | None = None) -> None:
+          demo: str | None, seed: int, strict: bool | None, baseline_ontology: str | None = None,
+          chunk_size: int | None = None) -> None:
     """Run every configured metric family, decide the gates and write the reports.
 
     A gate whose evidence is missing fails. With --demo (no config needed) the demo system is
@@ -46,7 +51,7 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
     from ..errors import KgRagevalError
 
     try:
-        code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology)
+        code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology, chunk_size)
     except (KgRagevalError, OSError) as exc:
         fail(exc)
     if strict is None:
@@ -59,7 +64,8 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
     sys.exit(code)
 
 
-def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology=None) -> int:
+def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology=None,
+           chunk_size=None) -> int:
     from ..audit.config import load_config
     from ..audit.runner import run_audit
     from ..errors import ConfigError
@@ -85,6 +91,8 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
         from ..drift.release import set_baseline_ontology
 
         set_baseline_ontology(config, baseline_ontology)
+    if chunk_size is not None:
+        config.chunk_size = chunk_size
     result = run_audit(config, progress=not quiet)
     written = {}
     if out_dir:

@@ -16,10 +16,10 @@ from .resolve import all_metric_names, resolve_metric
 from .names import MetricName, parse_scope
 from .params import Param, did_you_mean, validate_options
 from .registry import REGISTRY, family_of_member, get_scorer, register, score, unregister
-from .scorer import BoundScorer, FamilyUnavailable, Input, Scorer
+from .scorer import BoundScorer, FamilyStream, FamilyUnavailable, Input, Scorer, StreamFallback, stream_families
 
 __all__ = [
-    "BoundScorer", "FamilyUnavailable", "IR_MEASURES", "Input", "MetricName", "MetricSpec", "Param", "REGISTRY",
+    "BoundScorer", "FamilyStream", "FamilyUnavailable", "IR_MEASURES", "Input", "MetricName", "MetricSpec", "Param", "REGISTRY",
     "Scorer", "all_metric_names", "did_you_mean", "family_of_member", "get_scorer", "ir_alias", "parse_scope",
-    "register", "resolve_metric", "score", "unregister", "validate_options",
+    "StreamFallback", "register", "resolve_metric", "score", "stream_families", "unregister", "validate_options",
 ]

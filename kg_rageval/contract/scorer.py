@@ -241,15 +241,19 @@ class BoundScorer:
           :class:`~kg_rageval.errors.MissingEvidence`, e.g. no record has the section) is
           scored together with the next chunk, or at the end of the file with the last scored
           one (read again); a file without evidence raises the whole-file error;
-        * any other input error of a family (an unknown id, a malformed section) makes the
-          whole file be scored at once, so the error is the one the whole-file call raises
+        * any other error of a family on a chunk (an unknown id, a malformed section) makes
+          the whole file be scored at once, so the error is the one the whole-file call raises
           (families check all records in phases: the first malformed record in the file,
-          then ids, counting every place);
+          then ids, counting every place); so do more than :data:`MAX_PENDING_CHUNKS` chunks
+          in a row without evidence;
         * a family that is not ``streamable`` is scored with :meth:`score_whole`.
 
-        The cyclic garbage collector is paused meanwhile (restored afterwards, also on an
-        error), as :func:`~kg_rageval.records.iter_record_chunks` pauses it while reading.
+        The chunks are read and scored by :func:`stream_families` (the one stream, shared
+        with the audit, which feeds each chunk to all its families). The cyclic garbage
+        collector is paused meanwhile (restored afterwards, also on an error), as
+        :func:`~kg_rageval.records.iter_record_chunks` pauses it while reading.
         """
+        from ..errors import InputError
         from ..records import DEFAULT_CHUNK_SIZE
 
         size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
@@ -257,60 +261,185 @@ class BoundScorer:
             raise ConfigError(f"chunk_size must be a positive integer, not {chunk_size!r}")
         if not self.scorer.streamable:
             return self.score_whole(path, ontology)
-        import gc
-
-        paused = gc.isenabled()
-        if paused:  # as while reading: record dicts hold no cycles, and the collector's passes
-            gc.disable()  # over each fresh chunk cost as much as scoring it
         try:
-            return self._stream(path, ontology, size)
-        finally:
-            if paused:
-                gc.enable()
+            result = stream_families({self.scorer.name: self}, path, size, ontology=ontology)[self.scorer.name].result
+        except StreamFallback:  # the whole-file call raises the family's error (or scores it)
+            return self.score_whole(path, ontology)
+        if result is None:  # an empty file
+            raise InputError("no records to score", source=str(path))
+        return result
 
-    def _stream(self, path: str | Path, ontology: Any, size: int) -> "EvaluationSet":
-        from ..errors import InputError, KgRagevalError, MissingEvidence
+
+class StreamFallback(Exception):
+    """A family of :func:`stream_families` cannot be scored chunk by chunk with the whole-file
+    result guaranteed: it raised on a chunk (an input error, a bug) or held more records without
+    evidence than :data:`MAX_PENDING_CHUNKS` chunks. The caller scores the whole file instead
+    (which raises the whole-file error, or gives the whole-file result). ``family``: its name;
+    the cause is ``__cause__``."""
+
+    def __init__(self, family: str, why: str) -> None:
+        super().__init__(f"{family}: {why}")
+        self.family = family
+
+
+MAX_PENDING_CHUNKS = 4
+"""Chunks without evidence (:class:`~kg_rageval.errors.MissingEvidence`) a family may hold
+while waiting for one with evidence before :func:`stream_families` gives up on streaming it
+(:class:`StreamFallback`): a file whose records carry a family's section but never anything
+it can score is scored whole (and raises the whole-file error)."""
+
+
+class FamilyStream:
+    """One family's share of a stream: its chunk results concatenated (:class:`_SetConcatenation`),
+    equal to scoring the whole file at once (the rules of :meth:`BoundScorer.score_path`).
+
+    Given the number of records of a chunk that carry the family's section (``n_sec`` of
+    :meth:`feed`), a chunk in which none does is not scored (the family would find no evidence
+    in it): it waits, like a chunk that raised :class:`~kg_rageval.errors.MissingEvidence`, for
+    the next chunk with evidence — but it is not held; it is read again from the file if one
+    comes (never, for a family whose section no record has: such a family gets ``result =
+    None`` and ``n_with_section = 0``)."""
+
+    def __init__(self, bound: BoundScorer, path: str | Path, size: int, ontology: Any = None) -> None:
+        self.bound, self.path, self.size, self.ontology = bound, path, size, ontology
+        self.skip = False
+        self.name = bound.scorer.name
+        self.out = _SetConcatenation()
+        self.last: tuple[Any, int, int] | None = None  # (result, first chunk, last chunk), not yet added
+        self.pending: list[Any] | None = []  # records of the chunks waiting for evidence; None: read again
+        self.start = 0  # first waiting chunk
+        self.n_pending = 0
+        self.n_chunks = 0
+        self.n_with_section = 0
+        self.seconds = 0.0
+        self.result: "EvaluationSet | None" = None
+
+    def _call(self, records: list[Any]) -> "EvaluationSet":
+        import time
+
+        t0 = time.perf_counter()
+        try:
+            return self.bound._call(records, self.ontology)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _again(self, first: int, end: int) -> list[Any]:
+        """The records of chunks ``first .. end - 1``, read again."""
         from ..records import iter_record_chunks
 
-        out = _SetConcatenation()
-        last: tuple[Any, int, int] | None = None  # (result, first chunk, last chunk), not yet added
-        pending: list[Any] = []  # records of chunks without evidence, scored with the next one
-        start = 0
+        return [r for ch in itertools.islice(iter_record_chunks(self.path, self.size), first, end) for r in ch]
+
+    def feed(self, k: int, chunk: list[Any], n_sec: int | None = None) -> None:
+        """Score chunk ``k`` (chunks come in file order) or keep it waiting for evidence;
+        ``n_sec``: how many of its records carry the family's section (see the class)."""
+        from ..errors import MissingEvidence
+
+        self.n_chunks = k + 1
+        if n_sec is not None:
+            self.skip = True
+            self.n_with_section += n_sec
+            if n_sec == 0:  # nothing to score in it: wait without holding it
+                if not self.n_pending:
+                    self.start = k
+                self.n_pending += 1
+                self.pending = None
+                return
+        if not self.n_pending:
+            self.start = k
+            batch = chunk
+        else:
+            held = self.pending if self.pending is not None else self._again(self.start, k)
+            batch = held + chunk
+            del held
+        try:
+            res = self._call(batch)
+        except MissingEvidence as exc:
+            self.n_pending += 1
+            if self.n_pending > MAX_PENDING_CHUNKS:
+                raise StreamFallback(self.name, f"{self.n_pending} chunks without evidence") from exc
+            if self.pending is not None:
+                self.pending = batch
+            return
+        except Exception as exc:  # the whole-file call decides (its error, or its result)
+            raise StreamFallback(self.name, "a chunk raised") from exc
+        if self.last is not None:
+            self.out.add(self.last[0])
+        self.last, self.pending, self.n_pending = (res, self.start, k), [], 0
+
+    def finish(self) -> "EvaluationSet | None":
+        """The concatenated result (``None``: an empty file, or no record with the section
+        when section counts were given). Chunks still waiting for evidence join the last scored ones
+        (read again), or, when none was scored, the whole file is scored in one call."""
+        if self.n_chunks == 0 or (self.skip and self.n_with_section == 0):
+            return None
+        try:
+            if self.n_pending:
+                if self.last is None:  # no chunk had evidence: the whole file in one call
+                    records = self.pending if self.pending is not None else self._again(0, self.n_chunks)
+                    self.pending = None
+                    self.last = (self._call(records), 0, self.n_chunks - 1)
+                    del records
+                else:
+                    _, first, end = self.last
+                    if self.pending is not None:
+                        records = self._again(first, end + 1) + self.pending
+                    else:
+                        records = self._again(first, self.n_chunks)
+                    self.pending = None
+                    self.last = (self._call(records), first, self.n_chunks - 1)
+                    del records
+        except Exception as exc:
+            raise StreamFallback(self.name, "the records without evidence raised") from exc
+        assert self.last is not None
+        self.out.add(self.last[0])
+        self.last = None
+        self.result = self.out.result(self.name)
+        self.out = _SetConcatenation()
+        return self.result
+
+
+def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: int, *,
+                    ontology: Any = None, observers: tuple[Callable[[int, list[Any]], None], ...] = (),
+                    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None
+                    ) -> dict[str, FamilyStream]:
+    """Read the JSONL file ``path`` once, in chunks of ``size`` records
+    (:func:`~kg_rageval.records.iter_record_chunks`), and score every chunk with every family
+    of ``bounds`` (in that order), each result concatenated as :meth:`BoundScorer.score_path`
+    does (:class:`FamilyStream`); ``observers(k, chunk)`` see each chunk first (what else a
+    caller keeps of the records). One chunk of record dicts is held at a time, plus the
+    columns of the results. ``section_counts(k, chunk)``: ``{family: records of the chunk with
+    its section}`` (after the observers): a family is not called on a chunk without its
+    section (:class:`FamilyStream`).
+
+    Returns ``{name: FamilyStream}`` (``.result``, ``.n_with_section``, ``.seconds``). Reading
+    errors propagate as the whole-file reader raises them; a family that cannot be streamed
+    exactly raises :class:`StreamFallback` (the caller scores the whole file). The cyclic
+    garbage collector is paused meanwhile (restored afterwards, also on an error): record
+    dicts hold no cycles, and the collector's passes over each fresh chunk cost as much as
+    scoring it."""
+    import gc
+
+    from ..records import iter_record_chunks
+
+    streams = {n: FamilyStream(b, path, size, ontology) for n, b in bounds.items()}
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
         for k, chunk in enumerate(iter_record_chunks(path, size)):  # reading errors propagate
-            if not pending:
-                start = k
-            batch = pending + chunk if pending else chunk
+            for see in observers:
+                see(k, chunk)
+            counts = section_counts(k, chunk) if section_counts is not None else None
+            for name, fs in streams.items():
+                fs.feed(k, chunk, None if counts is None else counts[name])
             del chunk
-            try:
-                res = self._call(batch, ontology)
-            except MissingEvidence:
-                pending = batch
-                continue
-            except KgRagevalError:
-                out = last = batch = pending = None  # type: ignore[assignment]  # freed first
-                return self.score_whole(path, ontology)  # the whole-file error
-            if last is not None:
-                out.add(last[0])
-            last, pending = (res, start, k), []
-            del batch, res
             _trim_heap()
-        if pending:
-            if last is None:  # no chunk had evidence: ``pending`` is the whole file
-                return self._call(pending, ontology)
-            # an evidence-less tail joins the last scored records (read again: not held meanwhile)
-            _, first, end = last
-            again = [r for ch in itertools.islice(iter_record_chunks(path, size), first, end + 1) for r in ch]
-            try:
-                last = (self._call(again + pending, ontology), first, end)
-            except KgRagevalError:
-                out = last = again = pending = None  # type: ignore[assignment]
-                return self.score_whole(path, ontology)
-            del again, pending
-        if last is None:
-            raise InputError("no records to score", source=str(path))
-        out.add(last[0])
-        del last
-        return out.result(self.scorer.name)
+        for fs in streams.values():
+            fs.finish()
+    finally:
+        if paused:
+            gc.enable()
+    return streams
 
 
 def _trim_heap() -> None:

@@ -1,6 +1,6 @@
 """The evaluation record format: its one owner (see ``docs/records.md``).
 
-* reading and writing JSONL records (:func:`read_records`, :func:`iter_record_chunks` (streaming),
+* reading and writing JSONL records (:func:`read_records`, :func:`iter_record_chunks` (streaming), :func:`read_records_at`,
   :func:`iter_objects`,
   :func:`iter_jsonl`, :func:`write_records`, :func:`read_structured`);
 * field access and error locations (:func:`where`, :func:`located`, :func:`record_error`,
@@ -19,6 +19,7 @@ from ._io import (
     iter_record_chunks,
     located,
     read_records,
+    read_records_at,
     read_structured,
     record_error,
     record_text,
@@ -30,8 +31,8 @@ from .slices import record_slices, slice_keys, slice_text, slice_texts, slice_va
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "collector_paused",
-    "iter_jsonl",
-    "iter_objects", "iter_record_chunks", "located", "read_records", "read_structured", "record_error", "record_slices", "record_text",
+    "iter_jsonl", "iter_objects", "iter_record_chunks", "located", "read_records", "read_records_at", "read_structured",
+    "record_error", "record_slices", "record_text",
     "slice_keys", "slice_text", "slice_texts",
     "slice_values", "unscored", "where", "write_records",
 ]

@@ -40,10 +40,12 @@ def _open_binary(path: Path):
     return open_binary(path)
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: str | Path, *, only: "set[int] | frozenset[int] | None" = None) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
-    by :mod:`kg_rageval.safe_io` (NaN/Infinity and overflowing numbers name their field)."""
+    by :mod:`kg_rageval.safe_io` (NaN/Infinity and overflowing numbers name their field).
+    ``only``: parse just these line numbers (the others are skipped unread; the file is read
+    up to the last of them)."""
     from .. import limits
     from ..safe_io import loads_json, read_line
 
@@ -51,9 +53,10 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     if not p.exists():
         raise InputError("no such file", source=str(p))
     line_limit, depth_limit = limits.get("max_line_bytes"), limits.get("max_json_depth")  # once per file
+    last = max(only, default=0) if only is not None else None
     with _open_binary(p) as fh:
         lineno = 0
-        while True:
+        while last is None or lineno < last:
             try:
                 raw = read_line(fh, str(p), lineno + 1, line_limit)
             except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile, a truncated .gz
@@ -61,6 +64,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
             if not raw:
                 return
             lineno += 1
+            if only is not None and lineno not in only:
+                continue
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is fine
             except UnicodeDecodeError as exc:
@@ -145,6 +150,21 @@ def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iter
         yield chunk
         if len(chunk) < size:
             return
+
+
+def read_records_at(path: str | Path, lines: Iterable[int]) -> dict[int, Record]:
+    """``{line number: record}`` of the records on ``lines`` of a JSONL file already read in
+    full once (by :func:`iter_record_chunks`: a streamed audit reads the few records its
+    report shows again): only those lines are parsed; each record gets ``_line`` and
+    ``_source`` as :func:`read_records` gives them."""
+    source = str(path)
+    out: dict[int, Record] = {}
+    for lineno, obj in iter_jsonl(path, only=frozenset(lines)):
+        if isinstance(obj, dict):
+            obj["id"] = str(obj.get("id"))
+            obj["_line"], obj["_source"] = lineno, source
+            out[lineno] = obj
+    return out
 
 
 def read_records(path: str | Path) -> list[Record]:

@@ -1,0 +1,212 @@
+"""The audit's records, held or streamed: what the audit-level reports read of them.
+
+An audit either **holds** its records (one list, read whole: :class:`HeldRecords`) or
+**streams** them (:class:`StreamedRecords`): when every family it runs is streamable
+(:attr:`~kg_rageval.contract.Scorer.streamable`), the records file is read once in chunks of
+``chunk_size`` records (:func:`~kg_rageval.contract.stream_families`); every chunk goes to
+every family (each result concatenated, equal to scoring the whole file) and to the
+accumulations the rest of the audit needs, so no list of record dicts is held:
+
+* the record ids and line numbers (counts, baseline pairing, the records listed in the report);
+* per family, which records carry its section (missing-run counts, ``no_evidence``);
+* the slice values (gate scopes are checked against them);
+* the coverage matrix and the exclusion attribution (:class:`~.pernode.CoverageCounter`,
+  :class:`~.pernode.ExclusionCounter`: counts only).
+
+The few records the report shows ("Records driving the failures") are read again by line
+number (:func:`~kg_rageval.records.read_records_at`). Both views answer the same questions
+the same way, so the report is identical; the audit falls back to holding the records when it
+cannot stream them exactly (:func:`stream_chunk_size`, and
+:class:`~kg_rageval.contract.StreamFallback` from the stream: a family that raised on a chunk
+is scored on the whole file, which raises the error the held audit raises, in the same
+order).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+
+import numpy as np
+
+from ..contract import REGISTRY, get_scorer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import AuditConfig
+
+
+def _section_flags(names: Iterable[str], chunk: list[dict]) -> dict[str, np.ndarray]:
+    """``{family: bool per record}``: which records of ``chunk`` carry a section of the family
+    (:meth:`~kg_rageval.contract.Scorer.has_section`), each section looked up once."""
+    specs = {n: REGISTRY.get(n) for n in names}
+    sections = {s for sc in specs.values() if sc is not None for s in sc.sections}
+    by_sec = {s: np.fromiter((r.get(s) is not None for r in chunk), bool, len(chunk)) for s in sorted(sections)}
+    out: dict[str, np.ndarray] = {}
+    for n, sc in specs.items():
+        if sc is None:  # not a registered family: every record is its own
+            out[n] = np.ones(len(chunk), bool)
+            continue
+        flag = np.zeros(len(chunk), bool)
+        for s in sc.sections:
+            flag |= by_sec[s]
+        out[n] = flag
+    return out
+
+
+class HeldRecords:
+    """The audited records as one list (today's path; also for ``run_audit(inputs=...)``, OTLP
+    traces and families that are not streamable)."""
+
+    streamed = False
+
+    def __init__(self, records: list[dict]) -> None:
+        self.records = records
+        self.ids = [str(r["id"]) for r in records]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.records)
+
+    def with_section(self, family: str) -> set[str]:
+        """The ids of the records carrying a section of ``family``."""
+        spec = REGISTRY.get(family)
+        if spec is None:
+            return set(self.ids)
+        has = spec.has_section
+        return {rid for r, rid in zip(self.records, self.ids) if has(r)}
+
+    def slice_values(self) -> dict[str, set[str]]:
+        from ..records import slice_values
+
+        return slice_values(self.records)
+
+    def coverage(self, ontology: Any, corpus: list[dict] | None, config: "AuditConfig") -> dict[str, Any]:
+        from .pernode import coverage_matrix
+
+        return coverage_matrix(self.records, ontology, corpus, config.coverage)
+
+    def exclusions(self, runs: Mapping[str, Any], ontology: Any, corpus: list[dict] | None,
+                   config: "AuditConfig") -> dict[str, Any]:
+        from .pernode import exclusion_attribution, make_branch_of
+
+        return exclusion_attribution(runs, self.records, corpus, ontology,
+                                     branch_of=make_branch_of(ontology, config.coverage))
+
+    def lookup(self) -> Any:
+        """What :func:`~.failing.failing_records` reads the listed records from."""
+        return self.records
+
+
+class StreamedRecords:
+    """What a streamed audit keeps of its records file (see the module docstring); fed chunk
+    by chunk by :meth:`observe` (an observer of :func:`~kg_rageval.contract.stream_families`)."""
+
+    streamed = True
+
+    def __init__(self, path: Path, size: int, families: list[str], ontology: Any,
+                 corpus: list[dict] | None, config: "AuditConfig") -> None:
+        from .pernode import CoverageCounter, ExclusionCounter, make_branch_of
+
+        self.path, self.size, self.families = path, size, families
+        self.ids: list[str] = []
+        self._lines: list[np.ndarray] = []
+        self._flags: dict[str, list[np.ndarray]] = {f: [] for f in families}
+        self.n_with_section = dict.fromkeys(families, 0)
+        self._slices: dict[str, set[str]] = {}
+        self.coverage_error: Exception | None = None
+        self.coverage_counter: CoverageCounter | None = None
+        self.exclusion_counter: ExclusionCounter | None = None
+        try:  # a coverage.branches error is raised where the held audit raises it: at the report
+            self.coverage_counter = CoverageCounter(ontology, corpus, config.coverage)
+            self.exclusion_counter = ExclusionCounter(corpus, ontology,
+                                                      branch_of=make_branch_of(ontology, config.coverage))
+        except Exception as exc:
+            self.coverage_error = exc
+
+    def observe(self, k: int, chunk: list[dict]) -> None:
+        from ..records import slice_values
+
+        self.ids.extend(r["id"] for r in chunk)
+        self._lines.append(np.fromiter((r["_line"] for r in chunk), np.int64, len(chunk)))
+        for f, flag in _section_flags(self.families, chunk).items():
+            self._flags[f].append(flag)
+            self.n_with_section[f] += int(flag.sum())
+        for name, values in slice_values(chunk).items():
+            self._slices.setdefault(name, set()).update(values)
+        if self.coverage_counter is not None:
+            self.coverage_counter.add(chunk)
+        if self.exclusion_counter is not None:
+            self.exclusion_counter.add(chunk)
+
+    def section_counts(self, k: int, chunk: list[dict]) -> dict[str, int]:
+        """The records of the chunk just observed that carry each family's section."""
+        return {f: int(flags[-1].sum()) if flags else 0 for f, flags in self._flags.items()}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[dict]:
+        """The records, read again chunk by chunk (the baseline's release check reads them)."""
+        from ..records import iter_record_chunks
+
+        for chunk in iter_record_chunks(self.path, self.size):
+            yield from chunk
+
+    def with_section(self, family: str) -> set[str]:
+        flags = self._flags.get(family)
+        if flags is None:
+            return set(self.ids)
+        got = np.concatenate(flags) if flags else np.zeros(0, bool)
+        ids = self.ids
+        return {ids[i] for i in np.flatnonzero(got).tolist()}
+
+    def slice_values(self) -> dict[str, set[str]]:
+        return self._slices
+
+    def coverage(self, ontology: Any, corpus: list[dict] | None, config: "AuditConfig") -> dict[str, Any]:
+        if self.coverage_error is not None:
+            raise self.coverage_error
+        assert self.coverage_counter is not None
+        return self.coverage_counter.result()
+
+    def exclusions(self, runs: Mapping[str, Any], ontology: Any, corpus: list[dict] | None,
+                   config: "AuditConfig") -> dict[str, Any]:
+        assert self.exclusion_counter is not None
+        return self.exclusion_counter.result()
+
+    def lookup(self) -> Any:
+        """``ids -> {id: record}``: the records asked for, read again by line number."""
+        return self.records_of
+
+    def records_of(self, wanted: set[str]) -> dict[str, dict]:
+        from ..records import read_records_at
+
+        lines = np.concatenate(self._lines) if self._lines else np.zeros(0, np.int64)
+        at = [int(lines[i]) for i, rid in enumerate(self.ids) if rid in wanted]
+        return {r["id"]: r for r in read_records_at(self.path, at).values()}
+
+
+AUDIT_CHUNK_SIZE = 16_384
+"""Records per chunk of a streamed audit (the config's ``chunk_size``, CLI ``--chunk-size``, when
+not given): about 100 MB of record dicts for the six-section records of
+``benchmarks/bench_audit.py``; larger chunks save little CPU (docs/performance.md)."""
+
+
+def stream_chunk_size(config: "AuditConfig", inputs: Mapping[str, Any] | None,
+                      families: list[str] | None) -> int | None:
+    """The chunk size the audit streams its records file with, or ``None`` to hold it: held
+    when the caller passed the inputs (``run_audit(inputs=...)``), when ``chunk_size`` is 0,
+    for OTLP traces, when ``families`` (the configured ones) is ``None`` (the config names an
+    unknown family: the held audit raises that where it raises it), and when a family the
+    audit would run (its required inputs configured) is not streamable."""
+    if inputs is not None or config.chunk_size == 0 or families is None:
+        return None
+    if Path(config.records).name.endswith((".otlp.json", ".otlp.jsonl")):
+        return None
+    for name in families:
+        spec = get_scorer(name)
+        if all(getattr(config, i, None) for i in spec.required_inputs) and not spec.streamable:
+            return None
+    return AUDIT_CHUNK_SIZE if config.chunk_size is None else config.chunk_size
