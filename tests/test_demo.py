@@ -202,3 +202,23 @@ def test_demo_runs_on_the_core_install(tmp_path):
     assert {f: v["status"] for f, v in payload["families"].items()} == {
         f: "ran" for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")}
     assert payload["summary"]["missing"] == 0
+
+
+def test_demo_links_all_queries_in_one_batched_call():
+    """``run_system`` links every query with one ``find_many``; ``answer`` given those links
+    equals ``answer`` finding them itself (one ``find`` per query, the code before #20)."""
+    from kg_rageval.demo import PROFILES
+    from kg_rageval.demo.system import DemoSystem, build_corpus, generate_queries
+    from kg_rageval.ontology import load_ontology
+    from kg_rageval.resources import bundled_ontology
+
+    onto = load_ontology(bundled_ontology(PROFILES["doid"].ontology))
+    rng = np.random.default_rng(0)
+    corpus = build_corpus(onto, rng)
+    queries = [q["query"] for q in generate_queries(onto, corpus, rng, noun=PROFILES["doid"].noun)]
+    system = DemoSystem(onto, corpus)
+    links = system.link_many(queries)
+    assert links == [system.linker.find(q) for q in queries] and sum(map(len, links)) > len(queries) // 2
+    principal = {"tenant": "acme"}
+    assert [system.answer(q, principal, lk) for q, lk in zip(queries, links)] == \
+        [system.answer(q, principal) for q in queries]

@@ -237,3 +237,34 @@ def test_shared_row_keys_equal_each_family_on_its_own():
         assert list(full.keys) == list(ev.keys)
         assert json.loads(json.dumps(full.to_dict(rows=True, breakdowns=keys), allow_nan=False)) == want, name
     assert set(got) == set(alone)
+
+
+def test_concept_linker_batches_equal_one_call_per_text(monkeypatch):
+    """``DictionaryConceptLinker.many``, ``MemoLinker.many`` (chunked and cleared at a small
+    ``max_size``) and ``concepts_in`` give the sets of one ``find`` per text; ``score_unseen``
+    links all its texts in ONE ``find_many`` call and gives the reference's evaluation."""
+    from kg_rageval.generation import score_unseen
+    from kg_rageval.generation.concepts import DictionaryConceptLinker, link_many
+    from kg_rageval.linking.dictionary import DictionaryLinker
+
+    onto = load_ontology(ATTACK)
+    recs = generated(onto, 300, 11)
+    texts = [c if isinstance(c, str) else c["text"] for r in recs
+             for c in [(r.get("answer") or {}).get("text") or "", *(r.get("retrieval") or {}).get("contexts", [])]]
+    one = DictionaryConceptLinker(onto)
+    expected = [one(t) for t in texts]
+    assert sum(map(bool, expected)) > 100
+    assert one.many(texts) == expected == link_many(texts, one)
+    assert MemoLinker(one, max_size=7).many(texts) == expected == MemoLinker(one).many(texts)
+    assert concepts_in(texts, MemoLinker(one)) == frozenset().union(*expected)
+    calls = {"find": 0, "find_many": 0}
+    for name in calls:
+        def counted(self, arg, _name=name, _fn=getattr(DictionaryLinker, name)):
+            calls[_name] += 1
+            return _fn(self, arg)
+        monkeypatch.setattr(DictionaryLinker, name, counted)
+    got = score_unseen(recs, onto, linker=DictionaryConceptLinker(onto))
+    assert calls == {"find": 0, "find_many": 1}
+    want = ref.score_unseen(recs, onto, linker=MemoLinker(one), ids=IdOptions())
+    assert json.dumps(got.to_dict(rows=True)) == json.dumps(want.to_dict(rows=True))
+    assert got.to_dict()["sums"]["flagged"] > 0

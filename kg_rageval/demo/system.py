@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -157,8 +157,17 @@ class DemoSystem:
         scope = parents[0] if parents else linked
         return [{"field": "category", "op": "within", "value": scope}]
 
-    def answer(self, text: str, principal: dict[str, str]) -> dict[str, Any]:
-        links = self.linker.find(text)
+    def link_many(self, texts: Sequence[str]) -> list[list[Any]]:
+        """The linker's mentions of every query text, one batched
+        :meth:`~kg_rageval.linking.dictionary.DictionaryLinker.find_many` call (the same links
+        as one ``find`` per text); pass ``links[k]`` to :meth:`answer`."""
+        return self.linker.find_many(texts)
+
+    def answer(self, text: str, principal: dict[str, str], links: list[Any] | None = None) -> dict[str, Any]:
+        """The system's output for one query; ``links``: the linker's mentions of ``text``
+        when already found (:meth:`link_many`), else they are found here."""
+        if links is None:
+            links = self.linker.find(text)
         mentions = [lk.to_mention() for lk in links]
         linked_links = [lk for lk in links if lk.id is not None]
         linked = max(linked_links, key=lambda lk: (lk.end - lk.start, -lk.start)).id if linked_links else None

@@ -9,13 +9,16 @@ comparison see the same set). The virtual root is never linked.
 
 The result is the *set* of concept ids named in the text; counts and positions are not used by
 the generation metrics. A scoring call links each distinct text once (:class:`MemoLinker`):
-a linker is a function of the text alone.
+a linker is a function of the text alone. Many texts are linked in one batched call where the
+linker has ``many(texts)`` (:class:`DictionaryConceptLinker`: one
+:meth:`~kg_rageval.linking.dictionary.DictionaryLinker.find_many`, the same links as one
+``find`` per text); :meth:`MemoLinker.prefetch` links a scoring call's texts up front.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ontology import Ontology
@@ -36,13 +39,31 @@ class DictionaryConceptLinker:
         self._linker = DictionaryLinker(ontology, **options)
 
     def __call__(self, text: str) -> frozenset[str]:
-        out: set[str] = set()
-        for m in self._linker.find(text):
-            if m.id is not None:
-                out.add(str(m.id))
-            else:
-                out.update(str(c) for c in m.candidates)
-        return frozenset(out)
+        return _concept_set(self._linker.find(text))
+
+    def many(self, texts: Iterable[str]) -> list[frozenset[str]]:
+        """``[self(t) for t in texts]`` as one batched ``find_many`` call."""
+        return list(map(_concept_set, self._linker.find_many(texts)))
+
+
+def _concept_set(links: Iterable[Any]) -> frozenset[str]:
+    """The ids of the linked mentions; a NIL mention of an ambiguous form adds its candidates."""
+    out: set[str] = set()
+    for m in links:
+        if m.id is not None:
+            out.add(str(m.id))
+        else:
+            out.update(str(c) for c in m.candidates)
+    return frozenset(out)
+
+
+def link_many(texts: Sequence[str], linker: ConceptLinker) -> list[frozenset[str]]:
+    """``[linker(t) for t in texts]``, as one batched ``linker.many(texts)`` call when the
+    linker has one."""
+    many = getattr(linker, "many", None)
+    if many is None or len(texts) < 2:
+        return [frozenset(linker(t)) for t in texts]
+    return many(texts)
 
 
 _CACHE: "weakref.WeakKeyDictionary[Ontology, ConceptLinker]" = weakref.WeakKeyDictionary()
@@ -81,6 +102,25 @@ class MemoLinker:
             got = self._seen[text] = frozenset(self.linker(text))
         return got
 
+    def many(self, texts: Iterable[str]) -> list[frozenset[str]]:
+        """``[self(t) for t in texts]``: the distinct texts not remembered yet linked in one
+        batched call (:func:`link_many`), at most ``max_size`` at a time."""
+        texts = list(texts)
+        seen, size = self._seen, self.max_size
+        got = {t: seen[t] for t in texts if t in seen}
+        todo = [t for t in dict.fromkeys(texts) if t not in got]
+        for k in range(0, len(todo), size):
+            chunk = todo[k:k + size]
+            if len(seen) + len(chunk) > size:
+                seen.clear()
+            for t, ids in zip(chunk, link_many(chunk, self.linker)):
+                seen[t] = got[t] = frozenset(ids)
+        return [got[t] for t in texts]
+
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Link ``texts`` now, in one batched call, so that later calls find them remembered."""
+        self.many(texts)
+
 
 def memoised(linker: ConceptLinker) -> MemoLinker:
     """``linker`` wrapped in a :class:`MemoLinker` (returned as it is when it is one)."""
@@ -93,6 +133,6 @@ def concepts_in(texts: Iterable[str], linker: ConceptLinker) -> frozenset[str]:
     if len(texts) == 1:
         return frozenset(linker(texts[0]))
     out: set[str] = set()
-    for t in texts:
-        out |= linker(t)
+    for ids in link_many(texts, linker):
+        out |= ids
     return frozenset(out)

@@ -65,6 +65,7 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     link = memoised(linker)
     rows: list[dict[str, Any]] = []
     unscored = []
+    checked: list[tuple[Record, str, list[str]]] = []
     for r in records:
         text = answer_text(r)
         if text is None:
@@ -74,7 +75,13 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
         if ctx is None:
             unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
             continue
-        flagged = unseen_concepts(text, [t for _, t in ctx], link)
+        checked.append((r, text, [t for _, t in ctx]))
+    # every answer and passage linked in one batched call (the same sets as one call each):
+    # flagged = concepts(answer) - union of concepts(passage), as unseen_concepts
+    linked = iter(link.many(t for _, text, passages in checked for t in (text, *passages)))
+    for r, text, passages in checked:
+        named = next(linked)
+        flagged = named.difference(*[next(linked) for _ in passages])
         row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "checked": 1,
                                "flagged_record": int(bool(flagged)), "flagged": len(flagged),
                                "unseen": " ".join(sorted(flagged))}

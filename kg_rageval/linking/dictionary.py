@@ -48,14 +48,15 @@ import gc
 import re
 import unicodedata
 from contextlib import contextmanager
-from itertools import accumulate, repeat
-from typing import Any, Iterable, NamedTuple, Sequence
+from itertools import accumulate, compress, repeat
+from typing import Any, Iterable, NamedTuple, Sequence, cast
 
 import numpy as np
 
 from ..errors import ConfigError
 
 _TOKEN = re.compile(r"[^\W_]+")
+_SPLIT = re.compile(r"([^\W_]+)")  # re.split: separators and tokens alternating
 _SEP = "\x1f"  # joins tokens for the automaton: a control character, never part of a token
 
 
@@ -298,11 +299,19 @@ class DictionaryLinker:
     def _build_trie(self) -> None:
         """The token trie of the ``trie`` backend. Every token of a surface form gets an id
         (``_vocab``, ``V`` ids); trie node ``0`` is the root; the edge from node ``u`` on
-        token ``t`` has the key ``u * V + t``: in ``_edge`` (a dict, for small calls) and in
-        ``_table`` (a :class:`_HashTable`, for batches); ``_first[t]`` is the
-        node after a first token ``t``; ``_term[u]`` the index of the form (in ``_keys_of``)
-        that ends at node ``u``, ``-1`` if none."""
-        self._keys_of = list(self._forms)
+        token ``t`` has the key ``u * V + t``. For batches the edges sit in ``_table`` (a
+        :class:`_HashTable`), ``_first[t]`` is the node after a first token ``t`` and
+        ``_term[u]`` the index of the form (in ``_keys_of``) that ends at node ``u``, ``-1``
+        if none. For one text (:meth:`_walk`) the same edges sit in a dict, ``_step[key] =
+        ((v * M + f + 1) << 1) | k`` (child ``v``; ``f`` the form ending at ``v`` or ``-1``;
+        ``M`` = forms + 1; ``k`` = 1 when ``v`` has children: one look-up gives all three),
+        with ``_first_step[token]`` for the root's edges.
+
+        Every large container here is a dict of ints, a tuple of untracked tuples or a NumPy
+        array: none is traversed by the cyclic garbage collector, whose full collections a
+        caller's retained :class:`Link` objects trigger (a list of 10⁶ items made each
+        collection cost ~0.3 s in a ``find`` loop)."""
+        self._keys_of = tuple(self._forms)
         vocab: dict[str, int] = {}
         for form in self._keys_of:
             for tok in form:
@@ -323,18 +332,34 @@ class DictionaryLinker:
             term[u] = f
         keys = np.fromiter(edge, dtype=np.int64, count=len(edge))
         child = np.fromiter(edge.values(), dtype=np.int64, count=len(edge))
-        self._vocab, self._nv, self._edge, self._term_list = vocab, nv, edge, term
+        self._vocab, self._nv = vocab, nv
+        m = self._m = len(self._keys_of) + 1
+        inner = set((keys[keys >= nv] // nv).tolist())  # nodes with children
+        self._step = {k: ((v * m + term[v] + 1) << 1) | (v in inner) for k, v in edge.items()}
+        self._first_step = {tok: self._step[t] for tok, t in vocab.items() if t in edge}
         self._first = np.full(nv, -1, dtype=np.int64)
         root = keys < nv
         self._first[keys[root]] = child[root]
         self._table = _HashTable(keys, child)
         self._term = np.asarray(term, dtype=np.int64)
-        self._res = _Memo(self._resolution, limit=1 << 62)
+        # form index -> _resolution(f), filled as forms are found: a plain dict (not a
+        # _Memo, a dict subclass, which the garbage collector would traverse at every full
+        # collection however long it grows), so it is untracked once its tuples are
+        self._res: dict[int, tuple[str | None, float, tuple[str, ...], float]] = {}
 
     def _resolution(self, f: int) -> tuple[str | None, float, tuple[str, ...], float]:
-        """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``."""
+        """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``,
+        remembered in ``_res``."""
         node, score, cands = self._resolved(self._keys_of[f])
-        return node, score, cands, round(score, 6)
+        got = self._res[f] = (node, score, cands, round(score, 6))
+        return got
+
+    def _resolutions(self, fs: list[int]):
+        """``map`` of :meth:`_resolution` over ``fs``, the new forms resolved first."""
+        res = self._res
+        for f in set(fs).difference(res):
+            self._resolution(f)
+        return map(res.__getitem__, fs)
 
     def _build_automaton(self, backend: str):
         """An Aho–Corasick automaton whose keys are the form's tokens joined and enclosed by
@@ -520,51 +545,91 @@ class DictionaryLinker:
         base = offs[q]
         return q.tolist(), (starts[a] - base).tolist(), (ends[a + ln - 1] - base).tolist(), f.tolist()
 
+    def _walk(self, text: str) -> list[tuple[int, int, int]]:
+        """The kept spans of one text, ``(char start, char end, form index)`` in text order:
+        :meth:`_trie_spans`'s walk and overlap rule in plain Python (no NumPy call overhead).
+
+        Tokens (those of :func:`tokenize`): ASCII text is lower-cased and every separator
+        character made a space (both keep its length), then cut at spaces, so a token's
+        offset is the running sum of the pieces' lengths plus one per space; other text is
+        cut by one ``re.split`` into separators and tokens alternating and its tokens folded
+        through a memo. Offsets are taken only when something matched. A walk starts at each token
+        that begins a form (``_first_step``) and follows ``_step`` (child and form in one
+        look-up) while the next token continues a form. Overlaps, longest first, ties to the
+        earlier start (:func:`filter_spans`): one-token matches never overlap one another and
+        come last in that order, so only the longer matches are sorted and resolved (none,
+        when they are disjoint); a one-token match is kept where no kept longer match covers
+        its token."""
+        ascii_ = text.isascii()
+        if ascii_:  # every separator character -> " ": same length, so offsets carry over
+            parts = text.lower().translate(_ASCII_SPLIT).split(" ")  # tokens, and "" per extra separator
+            toks = list(filter(None, parts))
+        else:
+            parts = _SPLIT.split(text)
+            toks = list(map(_FOLDED.__getitem__, parts[1::2]))
+        n = len(toks)
+        vocab, step, nv, m = self._vocab, self._step, self._nv, self._m
+        single: dict[int, int] = {}  # token -> form of the one-token match there
+        multi: list[tuple[int, int, int]] = []  # (first token, last token + 1, form), walk order
+        # None where no form starts; compress skips those (codes are > 0: child >= 1)
+        firsts = cast("list[int]", list(map(self._first_step.get, toks)))
+        for a, code in compress(enumerate(firsts), firsts):
+            u, f = divmod(code >> 1, m)
+            if f:
+                single[a] = f - 1
+            b = a + 1
+            while code & 1 and b < n:  # u has children and a next token follows
+                t = vocab.get(toks[b])
+                if t is None:
+                    break
+                nxt = step.get(u * nv + t)
+                if nxt is None:
+                    break
+                code = nxt
+                b += 1
+                u, f = divmod(code >> 1, m)
+                if f:
+                    multi.append((a, b, f - 1))
+        if not multi:
+            if not single:
+                return []
+            kept = [(a, a + 1, f) for a, f in single.items()]
+        else:
+            if len(multi) == 1 or all(x[1] <= y[0] for x, y in zip(multi, multi[1:])):
+                kept = multi  # disjoint, in text order
+            else:
+                multi.sort(key=lambda h: (h[0] - h[1], h[0]))  # longest first, then earliest
+                taken: set[int] = set()
+                kept = []
+                for h in multi:
+                    if h[0] in taken or h[1] - 1 in taken:
+                        continue
+                    taken.update(range(h[0], h[1]))
+                    kept.append(h)
+                kept.sort()
+            if single:
+                cover = {i for a, b, _ in kept for i in range(a, b)}
+                kept += [(a, a + 1, f) for a, f in single.items() if a not in cover]
+                kept.sort()
+        if not ascii_:  # separators and tokens alternate: offsets are running sums
+            cum = list(accumulate(map(len, parts)))
+            return [(cum[2 * a], cum[2 * b - 1], f) for a, b, f in kept]
+        # part i starts at (lengths of parts before i) + i; token k is part at[k]
+        cl = list(accumulate(map(len, parts), initial=0))
+        at: Sequence[int] = range(n) if n == len(parts) else list(compress(range(len(parts)), parts))
+        return [(cl[at[a]] + at[a], cl[at[b - 1] + 1] + at[b - 1], f) for a, b, f in kept]
+
     def _small_spans(self, texts: Sequence[str]):
-        """:meth:`_trie_spans` for a few texts: the same walk and the same overlap rule in
-        plain Python over the ``_edge`` dict (no NumPy call overhead per text)."""
-        vocab, edge, term, nv = self._vocab, self._edge, self._term_list, self._nv
+        """:meth:`_trie_spans` for a few texts, one :meth:`_walk` each."""
         qs: list[int] = []
         ss: list[int] = []
         es: list[int] = []
         fs: list[int] = []
         for q, text in enumerate(texts):
-            if text.isascii():
-                spans = [m.span() for m in _TOKEN.finditer(text)]
-                ids = [vocab.get(t, -1) for t in text.lower().translate(_ASCII_SPLIT).split()]
-            else:
-                toks, starts, ends = tokenize(text)
-                spans = list(zip(starts, ends))
-                ids = [vocab.get(t, -1) for t in toks]
-            n = len(ids)
-            hits = []
-            for a in range(n):
-                t = ids[a]
-                u = edge.get(t) if t >= 0 else None
-                b = a + 1
-                while u is not None:
-                    f = term[u]
-                    if f >= 0:
-                        hits.append((a - b, a, b, f))  # longest first, then earliest
-                    if b == n or ids[b] < 0:
-                        break
-                    u = edge.get(u * nv + ids[b])
-                    b += 1
-            if not hits:
-                continue
-            hits.sort()
-            taken: set[int] = set()
-            kept = []
-            for _, a, b, f in hits:
-                if a in taken or b - 1 in taken:
-                    continue
-                taken.update(range(a, b))
-                kept.append((a, b, f))
-            kept.sort()
-            for a, b, f in kept:
+            for s, e, f in self._walk(text):
                 qs.append(q)
-                ss.append(spans[a][0])
-                es.append(spans[b - 1][1])
+                ss.append(s)
+                es.append(e)
                 fs.append(f)
         return qs, ss, es, fs
 
@@ -582,7 +647,7 @@ class DictionaryLinker:
         with _no_gc(len(qs)):
             forms = map(str.__getitem__, map(texts.__getitem__, qs), map(slice, ss, es))
             flat = [new(Link, (s, e, r[0], r[1], f, r[2]))
-                    for s, e, r, f in zip(ss, es, map(self._res.__getitem__, fs), forms)]
+                    for s, e, r, f in zip(ss, es, self._resolutions(fs), forms)]
             return _per_text(flat, qs, len(texts))
 
     def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
@@ -594,16 +659,19 @@ class DictionaryLinker:
         qs, ss, es, fs = self._spans(texts)
         with _no_gc(len(qs)):
             flat = [{"start": s, "end": e, "id": r[0], "score": r[3]}
-                    for s, e, r in zip(ss, es, map(self._res.__getitem__, fs))]
+                    for s, e, r in zip(ss, es, self._resolutions(fs))]
             return _per_text(flat, qs, len(texts))
 
     def find(self, text: str) -> list[Link]:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
         if self.backend != "trie":
             return self._find_one(text)
-        _, ss, es, fs = self._small_spans((text,))
-        res = self._res
-        return [Link(s, e, r[0], r[1], text[s:e], r[2]) for s, e, r in zip(ss, es, map(res.__getitem__, fs))]
+        res, new, resolve = self._res, tuple.__new__, self._resolution
+        out = []
+        for s, e, f in self._walk(text):
+            r = res.get(f) or resolve(f)
+            out.append(new(Link, (s, e, r[0], r[1], text[s:e], r[2])))
+        return out
 
     def _find_one(self, text: str) -> list[Link]:
         """:meth:`find` through the ``automaton`` or ``python`` backend."""
@@ -618,8 +686,15 @@ class DictionaryLinker:
         return out
 
     def predict(self, text: str) -> list[dict[str, Any]]:
-        """:meth:`find` as predicted mentions in the record format."""
-        return [lk.to_mention() for lk in self.find(text)]
+        """:meth:`find` as predicted mentions in the record format (``Link.to_mention``)."""
+        if self.backend != "trie":
+            return [lk.to_mention() for lk in self._find_one(text)]
+        res, resolve = self._res, self._resolution
+        out = []
+        for s, e, f in self._walk(text):
+            r = res.get(f) or resolve(f)
+            out.append({"start": s, "end": e, "id": r[0], "score": r[3]})
+        return out
 
 
 def _greedy_same_length(a: np.ndarray, length: int) -> np.ndarray:
