@@ -40,6 +40,7 @@ from ..forms import metric_values, replicate_values
 from .config import AuditConfig
 from .families import FamilyRun
 from .evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
+from .evidence import gate_metrics as evidence_gate_metrics
 from .gates import Gate, GateResult, evaluate_gates, metric_dict
 from .result import AuditResult
 
@@ -453,9 +454,11 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     gate_metrics: dict[str, Metric] = {}
     canonical: dict[str, str] = {}
     ci_methods: dict[str, str] = {}
-    for g in _progress(gates, "gates", progress and len(gates) > 20):
-        gate_metrics[g.key] = metric_for_gate(g, index, ontology, config.bootstrap, baseline_metrics,
-                                              has_baseline=config.baseline is not None, ci_methods=ci_methods)
+    # every gate at once: bootstraps of evaluations with the same record count share their draws
+    decided = evidence_gate_metrics(gates, index, ontology, config.bootstrap, baseline_metrics,
+                                    has_baseline=config.baseline is not None, ci_methods=ci_methods)
+    for g, m in zip(gates, decided):
+        gate_metrics[g.key] = m
         canonical[g.key] = gate_key(g, index)
     results = evaluate_gates(gates, gate_metrics)
     final: list[GateResult] = []
