@@ -310,23 +310,12 @@ class BoundScorer:
 
 
 def _trim_heap() -> None:
-    """Give the memory freed with a chunk back to the system (glibc's ``malloc_trim``; a no-op
-    elsewhere). Without it a chunk's freed record dicts and arrays stay in the heap, and the
-    result's columns, which grow in fresh memory, come on top: peak memory would be about the
-    result twice over instead of once."""
-    global _TRIM
-    if _TRIM is None:
-        try:
-            import ctypes
+    """Give the memory freed with a chunk back to the system (:func:`kg_rageval.memory.trim_heap`).
+    Without it a chunk's freed record dicts and arrays stay in the heap, and the result's
+    columns come on top: peak memory would be about the result twice over instead of once."""
+    from ..memory import trim_heap
 
-            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM = False
-    if _TRIM:
-        _TRIM(0)
-
-
-_TRIM: Any = None
+    trim_heap()
 
 
 class _SetConcatenation:

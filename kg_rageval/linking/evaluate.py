@@ -677,11 +677,11 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
     score = np.empty(n, object)
     gi, pi = np.flatnonzero(has_g), np.flatnonzero(has_p)
     if gi.size:
-        mtype[gi] = _obj(gold.extra)[row_g[gi]]
+        mtype[gi] = _obj(_shared(gold.extra))[row_g[gi]]
     near_names = names(np.where(near >= 0, near, _NO_ROW))
     nearest = near_names
     if pi.size:
-        score[pi] = _obj(pred.extra)[row_p[pi]]
+        score[pi] = _obj(_shared(pred.extra))[row_p[pi]]
     rel_names = np.asarray(list(RELATIONS) + [None], dtype=object)
     relation = rel_names[np.where(rel >= 0, rel, len(RELATIONS))]
     nearest_relation = rel_names[np.where(near_rel >= 0, near_rel, len(RELATIONS))]
@@ -690,11 +690,15 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
     p_s = np.asarray(pred.start, np.int64)
     p_e = np.asarray(pred.end, np.int64)
 
+    offsets: dict[int, int] = {}  # one int object per distinct offset, shared by the 4 columns
+
     def col(arr, idx, ok):
         out = np.empty(n, object)
         if arr.size:
-            vals = arr[np.maximum(idx, 0)]
-            out[ok] = vals[ok].tolist()
+            vals = arr[np.maximum(idx, 0)][ok].tolist()
+            if arr.max() > 256:  # CPython caches -5..256; larger offsets are an object each
+                vals = list(map(offsets.setdefault, vals, vals))
+            out[ok] = vals
         return out
 
     keys = {
@@ -708,7 +712,7 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
                           for k in slices[i]})
     for s in slice_names:  # one text per record, then one per row (a C-level take)
         vals = [(sl or {}).get(s) for sl in slices]
-        keys[f"slice:{s}"] = _obj(slice_texts(vals))[row_rec]
+        keys[f"slice:{s}"] = _obj(_shared(slice_texts(vals)))[row_rec]
     details = {
         "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
         "pred_score": score,
@@ -716,6 +720,26 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
         "pred_start": col(p_s, row_p, has_p), "pred_end": col(p_e, row_p, has_p),
     }
     return keys, details
+
+
+def _shared(values: list) -> list:
+    """``values`` with equal strings, or equal floats, as one object each. Parsed JSON has a
+    fresh object per value, and a column keeps every one alive (a million slice texts ``"a"``
+    are 50 MB as their own strings, nothing as one). Only a list of strings (and ``None``) or
+    of floats (and ``None``) is shared, and not one holding ``-0.0`` (equal to ``0.0``), so
+    every value keeps its type and its text in the output (``1 == 1.0`` would not)."""
+    kinds = set(map(type, values))
+    if not (kinds <= _TEXTS or kinds <= _FLOATS):
+        return values
+    seen: dict[Any, Any] = {}
+    out = list(map(seen.setdefault, values, values))
+    if 0.0 in seen and any(v == 0.0 and math.copysign(1.0, v) < 0 for v in values if type(v) is float):
+        return values
+    return out
+
+
+_TEXTS = {str, type(None)}
+_FLOATS = {float, type(None)}
 
 
 def _branch_ids(ontology, nodes: np.ndarray) -> np.ndarray:
