@@ -119,3 +119,50 @@ def test_closure_tables_are_kept_once():
     assert cl.anc is o.anc_idx or np.shares_memory(cl.anc, o.anc_idx)
     assert cl.matrix is not None and cl.keys is None
     assert not hasattr(cl, "dist") and not hasattr(cl, "grand")
+
+
+def test_eighth_unknown_id_keeps_its_name():
+    """Opaque (unknown) predicted ids get codes -2, -3, ...; the code of "no mention on this
+    side" is none of them (it was -9, so the eighth unknown id came out as ``None``)."""
+    from kg_rageval.linking.evaluate import score_linking
+    from kg_rageval.ontology import load_ontology
+
+    o = load_ontology(FIXTURES / "linking/vehicles.tsv")
+    recs = [{"id": f"r{i}", "mentions": {"gold": [{"start": 0, "end": 3, "id": o.ids[1]}],
+                                         "pred": [{"start": 0, "end": 3, "id": f"X:{i}"}]}} for i in range(10)]
+    recs.append({"id": "r10", "mentions": {"gold": [{"start": 0, "end": 3, "id": o.ids[1]}], "pred": []}})
+    ev = score_linking(o, recs)
+    assert ev.keys["pred_node"].tolist() == [f"X:{i}" for i in range(10)] + [None]
+    assert ev.keys["gold_node"].tolist() == [o.ids[1]] * 11
+    assert ev.stats["unknown_ids"].sum() == 10 and ev.meta["unknown_ids"] == sorted(f"X:{i}" for i in range(10))
+
+
+def test_family_chunk_size_is_the_streaming_default(tmp_path, monkeypatch):
+    """Without a chunk size the stream reads the family's ``Scorer.chunk_size`` records at a
+    time (linking: 32,768); a given one wins; the result is the same."""
+    import dataclasses
+
+    from kg_rageval.contract import BoundScorer, get_scorer
+    from kg_rageval.ontology import load_ontology
+
+    assert get_scorer("linking").chunk_size == 32_768
+    o = load_ontology(FIXTURES / "linking/vehicles.tsv")
+    path = FIXTURES / "linking/records.jsonl"
+    sizes: list[int] = []
+    orig = BoundScorer._call
+
+    def call(self, records, ontology):
+        sizes.append(len(records))
+        return orig(self, records, ontology)
+
+    monkeypatch.setattr(BoundScorer, "_call", call)
+    sc = dataclasses.replace(get_scorer("linking"), chunk_size=2)
+    n = len(path.read_text().splitlines())
+    small = sc.score(o, path)
+    assert sizes == [2] * (n // 2) + ([n % 2] if n % 2 else [])
+    sizes.clear()
+    given = sc.score(o, path, chunk_size=3)
+    assert sizes == [3] * (n // 3) + ([n % 3] if n % 3 else [])
+    whole = get_scorer("linking").score(o, [json.loads(line) for line in path.read_text().splitlines()])
+    assert small.single.to_dict() == given.single.to_dict()
+    assert small.single.metrics() == whole.single.metrics()

@@ -103,6 +103,10 @@ class Scorer:
     consecutive chunks of it (each row depends on its own record; ``meta`` combines as
     :attr:`Family.additive_meta` says). ``False``: a JSONL path is read whole and scored in
     one call (results that compare or group records, or read extra inputs per run)."""
+    chunk_size: int | None = None
+    """Records per streamed chunk when the caller names none (``None``:
+    :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`). Memory, not the result, depends on it: a
+    family whose records parse into large dicts holds fewer of them at a time."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
         default=None, compare=False)
 
@@ -187,7 +191,7 @@ class BoundScorer:
     Picklable (Dask sends it to the workers).
 
     ``records``: a list of record dicts (scored in one call) or a JSONL path, streamed in
-    chunks of ``chunk_size`` records (default
+    chunks of ``chunk_size`` records (default: the family's :attr:`Scorer.chunk_size`, else
     :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`) when the family is ``streamable``
     (see :meth:`score_path`)."""
 
@@ -248,7 +252,7 @@ class BoundScorer:
         """
         from ..records import DEFAULT_CHUNK_SIZE
 
-        size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+        size = (self.scorer.chunk_size or DEFAULT_CHUNK_SIZE) if chunk_size is None else chunk_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigError(f"chunk_size must be a positive integer, not {chunk_size!r}")
         if not self.scorer.streamable:
