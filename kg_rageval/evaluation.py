@@ -184,8 +184,29 @@ class Family:
     additive_meta: tuple[str, ...] = ()
     """``meta`` entries that describe the rows, so partitions combine them when merged (see
     :func:`concat_evaluations`): a number is summed, a list of ids becomes the sorted union
-    (its first :data:`META_ID_LIST` entries, as the families write them). They are written
-    after the other entries, in this order (the order a family writes them in)."""
+    (its first :data:`META_ID_LIST` entries, as the families write them). Declared in the
+    order the family writes them in: a merge keeps every partition's order of entries and
+    this one (see :func:`_merge_meta`)."""
+
+    def complete(self, evaluation: "Evaluation") -> None:
+        """Set the parts of ``evaluation`` that depend on all its rows at once (``meta``
+        computed from the totals, such as calibration's reliability table; ``unscored`` codes
+        that depend on whether any row was scored; the row order of a family that writes its
+        rows grouped by something other than the record, as reproducibility by repeat; rows
+        that describe the run rather than a record, as run manifests), in place. The family's
+        scoring function calls it on its result, and a concatenation of partitions calls it
+        again on the concatenated result (:func:`concat_evaluations`, :class:`Concatenation`,
+        :meth:`Evaluation.merge`), so streamed and partitioned results equal the one-call
+        result. It must depend only on the evaluation (rows, totals, meta, unscored) and give
+        the same result when called twice. Default: nothing to do."""
+
+    def merge_meta(self, metas: list[dict[str, Any]]) -> dict[str, Any]:
+        """``meta`` of concatenated partitions, given each partition's in order (at least
+        two): :func:`_merge_meta` (the first partition's value of an entry wins,
+        :attr:`additive_meta` are summed or united). A family whose ``meta`` describes all its
+        records at once (the PROV-O trail's Turtle) overrides it so that the merged ``meta``
+        equals the one of a single call on all the records."""
+        return _merge_meta(self, metas)
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
@@ -700,7 +721,9 @@ class Evaluation:
         other; an extra stats column present on one side only is filled with 0 (it is
         additive). ``unscored`` lists are concatenated; ``meta`` is combined with this
         side's entries winning, except the family's :attr:`Family.additive_meta` (summed or
-        united) and ``rollup_skipped``, which describes a past roll-up and is dropped."""
+        united) and ``rollup_skipped``, which describes a past roll-up and is dropped (a
+        family may combine its ``meta`` and complete the result itself:
+        :meth:`Family.merge_meta`, :meth:`Family.complete`)."""
         return _concat([self, other])
 
     # ------------------------------------------------------------------ output
@@ -838,21 +861,35 @@ def _concat_column(cols: list[np.ndarray]) -> np.ndarray:
 def _merge_meta(family: Family, metas: list[dict[str, Any]]) -> dict[str, Any]:
     """``meta`` of concatenated partitions: the first partition's value of an entry wins (the
     pairwise ``{**other, **self}``), the family's :attr:`Family.additive_meta` are summed or
-    united and written last, ``rollup_skipped`` is dropped."""
-    meta = dict(metas[-1])
-    for m in reversed(metas[:-1]):
-        meta.update(m)
-    meta.pop("rollup_skipped", None)
-    for key in family.additive_meta:
-        values = [m[key] for m in metas if key in m]
-        meta.pop(key, None)
-        if not values:
+    united, ``rollup_skipped`` is dropped. Entries are in an order consistent with every
+    partition's own order and with the declared order of ``additive_meta``
+    (:func:`_merged_names`, as for columns), so an entry that only some partitions write (a
+    count of aliased ids) stands where the whole-input call writes it."""
+    if len(metas) == 1 or all(list(m) == list(metas[0]) for m in metas[1:]):
+        order = list(metas[0])
+    else:
+        present = {k for m in metas for k in m}
+        declared = [k for k in family.additive_meta if k in present]
+        order = _merged_names([list(m) for m in metas] + [declared])
+    meta: dict[str, Any] = {}
+    for key in order:
+        if key == "rollup_skipped":
             continue
-        if all(isinstance(v, (list, tuple)) for v in values):
+        values = [m[key] for m in metas if key in m]
+        if key not in family.additive_meta:
+            meta[key] = values[0]
+        elif all(isinstance(v, (list, tuple)) for v in values):
             meta[key] = sorted(set().union(*values))[:META_ID_LIST]
         else:
             meta[key] = sum(values)
     return meta
+
+
+def _completed(ev: "Evaluation") -> "Evaluation":
+    """``ev`` after its family's :meth:`Family.complete` (concatenated partitions)."""
+    if type(ev.family).complete is not Family.complete:
+        ev.family.complete(ev)
+    return ev
 
 
 def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) -> Evaluation:
@@ -860,7 +897,8 @@ def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) ->
     :meth:`Evaluation.merge` left to right, with each column copied once (not once per
     partition). Column order: :func:`_merged_names`; a column missing in a partition is
     filled with 0 (stats) or ``None`` (keys, details); ``unscored`` lists are concatenated;
-    ``meta``: :func:`_merge_meta`. A single partition is returned as it is.
+    ``meta``: the family's :meth:`Family.merge_meta` (default :func:`_merge_meta`); then the
+    family's :meth:`Family.complete`. A single partition is returned as it is.
 
     ``consume=True`` lets the columns of ``parts`` go as soon as they are copied (the parts are
     emptied), so peak memory is the result plus one column, not twice the result.
@@ -904,12 +942,21 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
                     d.pop(name, None)
         groups.append(out)
     unscored = [u for p in parts for u in p.unscored]
-    meta = _merge_meta(first.family, [p.meta for p in parts])
+    meta = first.family.merge_meta([p.meta for p in parts])
     if consume:
         for p in parts:
             p.record_ids = p.record_ids[:0]
-    return Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
-                      details=groups[2], unscored=unscored, meta=meta)
+    return _completed(Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
+                                 details=groups[2], unscored=unscored, meta=meta))
+
+
+def take_rows(ev: Evaluation, index: np.ndarray) -> None:
+    """Keep ``ev``'s rows that the integer (or boolean) ``index`` selects, in its order, in
+    place: every column; ``meta`` and ``unscored`` unchanged (for :meth:`Family.complete`)."""
+    ev.record_ids = ev.record_ids[index]
+    for group in (ev.stats, ev.keys, ev.details):
+        for k in group:
+            group[k] = group[k][index]
 
 
 class _Column:
@@ -951,8 +998,8 @@ class _Column:
 class Concatenation:
     """Partitions of one family appended in order as they are scored; :meth:`result` equals
     :func:`concat_evaluations` of them (and so the pairwise fold of :meth:`Evaluation.merge`),
-    but a partition's columns are copied into growing buffers when it is added and can be
-    dropped at once: memory is the result plus one partition, never all partitions and the
+    but a partition's columns are kept as pieces of the result's columns (:class:`_Column`) and
+    the partition itself can be dropped at once: memory is the result plus one partition, never all partitions and the
     result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
 
     def __init__(self) -> None:
@@ -1013,10 +1060,9 @@ class Concatenation:
         assert self.record_ids is not None
         groups = [{name: self._joined(self.cols[g][name]) for name in _merged_names(self.names[g])}
                   for g in range(3)]
-        return Evaluation(family=self.family, record_ids=self._joined(self.record_ids), stats=groups[0],
-                          keys=groups[1], details=groups[2], unscored=self.unscored,
-                          meta=_merge_meta(self.family, self.metas))
-
+        return _completed(Evaluation(family=self.family, record_ids=self._joined(self.record_ids), stats=groups[0],
+                                     keys=groups[1], details=groups[2], unscored=self.unscored,
+                                     meta=self.family.merge_meta(self.metas)))
 
     @staticmethod
     def _joined(col: _Column) -> np.ndarray:
@@ -1082,6 +1128,36 @@ def build_evaluation(
         stats=stats,
         keys={k: _object_column([r.get(k) for r in rows]) for k in keys},
         details={k: _object_column([r.get(k) for r in rows]) for k in details},
+        unscored=list(unscored or []),
+        meta=dict(meta or {}),
+    )
+
+
+def columns_evaluation(
+    family: Family,
+    record_ids: list[Any],
+    stats: Iterable[Iterable[float]],
+    *,
+    keys: Mapping[str, list[Any]] | None = None,
+    details: Mapping[str, list[Any]] | None = None,
+    unscored: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Evaluation:
+    """What :func:`build_evaluation` makes of row dicts, from columns: ``stats`` holds one
+    sequence of finite numbers per name of ``family.stats``, in that order (a family building
+    its rows as tuples passes ``zip(*rows)``); ``keys`` and ``details`` one list of values each.
+    The same columns (float stats, object ids, keys and details), without a dict per row."""
+    cols = list(stats)
+    if not cols and not record_ids:  # zip(*[]) of no rows
+        cols = [()] * len(family.stats)
+    if len(cols) != len(family.stats):
+        raise ValueError(f"{family.name}: {len(cols)} stats columns for {len(family.stats)} stats")
+    return Evaluation(
+        family=family,
+        record_ids=_object_column(record_ids),
+        stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
+        keys={k: _object_column(v) for k, v in (keys or {}).items()},
+        details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
         meta=dict(meta or {}),
     )

@@ -580,11 +580,21 @@ def test_memo_per_distinct_output_equals_scoring_each_record(attack, derived, mo
     assert M._exact_key({"a": 1}) != M._exact_key({"a": 1.0}) != M._exact_key({"a": True})
     assert M._exact_key({"a": 1, "b": 2}) != M._exact_key({"b": 2, "a": 1})
     assert M._exact_key({"a": {1, 2}}) is None
+    # the flat-strings key of (output, reference): exact too, and never an _exact_key
+
+    class S(str):
+        pass
+
+    flat = M._pair_key({"a": "x", "b": "y"}, {"a": "x"})
+    assert flat == M._pair_key({"a": "x", "b": "y"}, {"a": "x"}) != M._pair_key({"b": "y", "a": "x"}, {"a": "x"})
+    assert flat != M._pair_key({"a": "x", "b": "y"}, {"a": "x", "c": "x"})
+    assert M._pair_key({"a": S("x")}, {}) is None and M._pair_key({S("a"): "x"}, {}) is None
+    assert M._pair_key({"a": 1}, {}) == M._exact_key(({"a": 1}, {})) != M._pair_key({"a": "1"}, {})
 
 
-def test_memo_counts_aliases_and_replacements_per_record(derived, monkeypatch):
-    # a repeat adds the first call's alias/replacement counts (meta n_aliased, replaced_ids)
-    # again, without scoring again, and gets its own copies
+def test_memo_counts_aliases_and_replacements_per_record(attack, derived, monkeypatch):
+    # a repeat is the first call's pair: scored once, its alias/replacement counts (meta
+    # n_aliased, replaced_ids) added again for every row; each row gets its own details dict
     from kg_rageval.conformance.metrics import _Scorer
     from kg_rageval.ontology import IdOptions
 
@@ -599,10 +609,16 @@ def test_memo_counts_aliases_and_replacements_per_record(derived, monkeypatch):
     monkeypatch.setattr(_Scorer, "score", fake)
     s = _Scorer(derived, "any", "compiled", IdOptions.of())
     out = {"technique": "T1059", "tactic": "TA0006"}
-    a = s.score_memo(out, {"technique": "T1003"})
-    b = s.score_memo(dict(out), {"technique": "T1003"})
-    c = s.score_memo({"tactic": "TA0006", "technique": "T1059"}, {"technique": "T1003"})
-    assert len(calls) == 2 and (s.n_aliased, s.n_replaced) == (6, 3)
-    assert a == b and a[0] is not b[0] and a[1] is not b[1] and a[1]["_pending"] is not b[1]["_pending"]
-    b[1].pop("_pending")
-    assert s.score_memo(out, {"technique": "T1003"})[1]["_pending"] == [("technique", "T1059", ("T1003",))]
+    a = s.pair(out, {"technique": "T1003"})
+    b = s.pair(dict(out), {"technique": "T1003"})
+    c = s.pair({"tactic": "TA0006", "technique": "T1059"}, {"technique": "T1003"})
+    assert len(calls) == 2 and (a, b, c) == (0, 0, 1)
+    assert s.pair_ids == [(2, 1), (2, 1)] and (s.n_aliased, s.n_replaced) == (0, 0)  # counted per row
+    recs = [{"id": f"r{i}", "answer": {"output": o}, "reference": {"output": {"technique": "T1003"}}}
+            for i, o in enumerate([out, dict(out), {"tactic": "TA0006", "technique": "T1059"}])]
+    ev = score_conformance(attack, recs, derived)
+    assert (ev.meta["n_aliased"], ev.meta["replaced_ids"]) == (6, 3) and len(calls) == 4
+    p = ev.details["problems"]
+    assert p[0] == p[1] and p[0] is not p[1]
+    assert p[0]["confusions"] == [{"field": "technique", "pred": "T1059", "gold": "T1003", "relation": "sibling"}]
+    assert ev.stats["conf_sibling"].tolist() == [1.0, 1.0, 1.0]

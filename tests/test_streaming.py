@@ -99,7 +99,8 @@ def test_chunked_equals_whole_for_every_family(name, demo, calls):
 
 def test_streamable_families_are_declared():
     """The families whose result depends on several records at once take the whole list."""
-    assert {n for n, sc in REGISTRY.items() if sc.streamable} == {"hierarchy", "linking", "relations", "context", "retrieval"}
+    assert {n for n, sc in REGISTRY.items() if sc.streamable} == {
+        "hierarchy", "linking", "relations", "context", "retrieval", "conformance", "generation", "provenance"}
 
 
 def test_chunked_scoring_keeps_the_whole_file_key_order(demo):
@@ -331,3 +332,282 @@ def test_concatenation_equals_concat_evaluations():
         for k, v in getattr(want, g).items():
             assert getattr(got, g)[k].dtype == v.dtype and getattr(got, g)[k].tolist() == v.tolist(), (g, k)
     assert got.to_dict() == want.to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
+
+
+# ---------------------------------------------------------------------- provenance: the per-run members
+def _provenance_runs(demo, tmp_path: Path) -> dict:
+    """Two repeat runs of the demo (records missing, answers and citations changed, extra
+    records, another order) and two run manifests (the second pins another seed)."""
+    base = [json.loads(line) for line in open(demo["path"])]
+    rep1, rep2 = [], []
+    for i, r in enumerate(base):
+        ans = dict(r.get("answer") or {})
+        if i % 5 and ans:
+            a = dict(ans, text=ans.get("text", "") + (" changed" if i % 3 == 0 else ""))
+            rep1.append({"id": r["id"], "answer": a})
+        if i % 7 != 3 and ans:
+            cites = list(ans.get("citations") or [])
+            rep2.append({"id": r["id"], "answer": dict(ans, citations=cites[1:] if i % 4 == 0 else cites)})
+    rep1 += [{"id": f"extra-{k}", "answer": {"text": "x"}} for k in range(4)]
+    paths = [_write(tmp_path, rep1, "rep1.jsonl"), _write(tmp_path, rep2[::-1], "rep2.jsonl")]
+    man = json.loads((FIXTURES / "generation" / "manifest.json").read_text())
+    mans = [tmp_path / "m1.json", tmp_path / "m2.json"]
+    mans[0].write_text(json.dumps(man))
+    mans[1].write_text(json.dumps({**man, "seed": 99, "run_id": "run-b"}))
+    return {"repeats": [str(p) for p in paths], "manifests": [str(m) for m in mans]}
+
+
+def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, calls):
+    """Chunked == whole with every per-run member: reproducibility rows repeat by repeat and
+    its extra_in_repeat, one copy of the manifest rows, the trail's Turtle (byte for byte),
+    triples, violations and messages; the repeat files are read once, when bound."""
+    from kg_rageval.provenance.trail_parts import TrailText
+
+    bound = get_scorer("provenance").bind(demo["ontology"], corpus=demo["inputs"]["corpus"],
+                                          **_provenance_runs(demo, tmp_path))
+    whole = bound.score_whole(demo["path"])
+    assert list(whole) == ["citations", "provenance_depth", "reproducibility", "run_manifests", "prov_trail"]
+    rep = whole["reproducibility"]
+    assert rep.details["repeat"].tolist() == sorted(rep.details["repeat"].tolist())
+    assert rep.meta == {"repeats": 2, "extra_in_repeat": 4}
+    assert {u["repeat"] for u in rep.unscored} == {1, 2}
+    assert len(whole["run_manifests"]) == 2
+    trail = whole["prov_trail"].meta
+    assert isinstance(trail["turtle"], TrailText) and trail["triples"] > 5 * len(rep.unscored)
+    n_records = sum(1 for _ in open(demo["path"]))
+    for size in (1, 3, 7, 64):
+        calls["calls"] = 0
+        got = bound(demo["path"], chunk_size=size)
+        assert calls["calls"] == -(-n_records // size)
+        _assert_same(got, whole)
+        t = got["prov_trail"].meta
+        assert str(t["turtle"]) == str(trail["turtle"])  # the bytes prov.ttl gets
+        assert (t["triples"], t["violations"], t["messages"]) == (trail["triples"], trail["violations"],
+                                                                  trail["messages"])
+
+
+def test_provenance_partitions_fold_pairwise_to_the_whole(demo, tmp_path):
+    """Evaluation.merge folded left to right, and concat_evaluations of parts cut anywhere,
+    equal one call (the merge hooks are associative)."""
+    from kg_rageval.records import read_records
+
+    bound = get_scorer("provenance").bind(demo["ontology"], corpus=demo["inputs"]["corpus"],
+                                          **_provenance_runs(demo, tmp_path))
+    recs = read_records(demo["path"])
+    whole = bound(recs)
+    cuts = [0, 5, 6, 90, 91, 250, len(recs)]
+    parts = [bound(recs[a:b]) for a, b in zip(cuts, cuts[1:])]
+    for m in whole:
+        fold = parts[0][m]
+        for p in parts[1:]:
+            fold = fold.merge(p[m])
+        for got in (fold, concat_evaluations([p[m] for p in parts])):
+            _assert_same(EvaluationSet("provenance", {m: got}), EvaluationSet("provenance", {m: whole[m]}))
+
+
+def test_trail_turtle_is_identical_chunked_and_whole(tmp_path):
+    """The trail Turtle of a streamed file equals the one-call trail, and rdflib reads the
+    same graph from it as from export_prov; with more than 50 violations (answers citing
+    nothing, documents without a stable source id, a manifest lacking fields) the messages are
+    the 50 smallest of all, the counts those of the whole trail."""
+    from rdflib import Graph
+    from rdflib.compare import isomorphic
+
+    from kg_rageval.provenance import export_prov, read_corpus
+    from kg_rageval.records import read_records
+
+    docs = [{"id": f"d{k}", **({"source_id": f"src-{k}"} if k % 3 else {"source_id": "ab" * 16})} for k in range(9)]
+    corpus = _write(tmp_path, docs, "corpus.jsonl")
+    recs = []
+    for i in range(200):
+        cites = [f"d{(i * j) % 9}" for j in range(1, 1 + i % 3)] + (["ghost"] if i % 17 == 0 else [])
+        recs.append({"id": f"q {i}/x" if i % 11 == 0 else f"q{i}",
+                     "answer": {"text": f"Answer {i} [1]." if cites else f"Answer {i}.", "citations": cites,
+                                **({"refused": True} if i % 13 == 0 else {})}})
+    recs.insert(40, {"id": "no-answer"})
+    path = _write(tmp_path, recs, "r.jsonl")
+    man = tmp_path / "m.json"
+    man.write_text(json.dumps({"run_id": "run x", "model": {"name": "m"}, "seed": 3}))
+    bound = get_scorer("provenance").bind(_vehicles(), corpus=str(corpus), manifests=[str(man)])
+    whole = bound.score_whole(path)
+    meta = whole["prov_trail"].meta
+    assert meta["violations"] > 50 and len(meta["messages"]) == 50 and not meta["conforms"]
+    graph = export_prov(read_records(path), manifest=json.loads(man.read_text()), corpus=read_corpus(corpus))
+    assert isomorphic(Graph().parse(data=str(meta["turtle"]), format="turtle"), graph)
+    assert meta["triples"] == len(graph)
+    for size in (1, 2, 3, 7, 50):
+        got = bound(path, chunk_size=size)
+        _assert_same(got, whole)
+        out = tmp_path / f"prov{size}.ttl"
+        out.write_text(got["prov_trail"].meta["turtle"], encoding="utf-8")
+        assert out.read_bytes() == str(meta["turtle"]).encode()
+
+
+def test_trail_text_pickles_with_its_parts():
+    """Dask sends partition results between processes: the text keeps its parts."""
+    import pickle
+
+    from kg_rageval.provenance.trail import build_trail, trail_violations
+    from kg_rageval.provenance.trail_parts import TrailText, join_trails, trail_text
+
+    recs = [{"id": f"a{i}", "answer": {"text": "t", "citations": [f"d{i % 2}"]}} for i in range(4)]
+    texts = [trail_text(t, trail_violations(t)) for t in (build_trail(recs[:2]), build_trail(recs[2:]))]
+    back = [pickle.loads(pickle.dumps(t)) for t in texts]
+    assert all(isinstance(b, TrailText) and b.parts == t.parts for b, t in zip(back, texts))
+    whole = build_trail(recs)
+    assert join_trails(back) == trail_text(whole, trail_violations(whole))
+
+
+@pytest.mark.parametrize("recs,where", [
+    ([{"id": "r0", "answer": {"text": "x [1].", "citations": ["d1"]}}, {"id": "r1", "answer": {"refused": True, "claims": "bad"}},
+      {"id": "r2", "answer": {"text": "y", "citations": "bad"}}], "record 'r2' (line 3), field answer.citations"),
+    ([{"id": "r0", "answer": {"refused": True, "claims": [{"text": "a"}], "text": 5}}, {"id": "r1", "answer": {"text": "ok"}}],
+     "record 'r0' (line 1), field answer.text"),
+])
+def test_provenance_errors_are_the_whole_file_errors(recs, where, tmp_path):
+    """The citations member reads every record first; a refusal's claims are read after it
+    (by the depth and trail members), so the first error is the whole-file one in every chunking."""
+    corpus = _write(tmp_path, [{"id": "d1", "source_id": "s1"}], "corpus.jsonl")
+    bound = get_scorer("provenance").bind(_vehicles(), corpus=str(corpus))
+    path = _write(tmp_path, recs + [{"id": f"ok{i}", "answer": {"text": "z"}} for i in range(5)])
+    for size in (1, 2):
+        assert where in _same_outcome(bound, path, size=size)
+
+
+# ---------------------------------------------------------------------- conformance and generation
+def _aliases_onto():
+    from kg_rageval.ontology import load_ontology
+
+    return load_ontology(FIXTURES / "ontology/aliases.obo")
+
+
+def test_conformance_meta_counts_of_some_chunks_stand_where_the_whole_call_writes_them(tmp_path):
+    """Aliased and replaced output ids in a few chunks only: the summed counts, and their place
+    before ``vocabularies`` (the key order of the JSON), equal the whole-file call's."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("title: Answer\nfields:\n  disease: {kind: node, required: true}\n")
+    out = {5: "EX:0090", 6: "EX:0091", 10: "EX:0004", 11: "EX:0098"}
+    recs = [{"id": f"c{i}", "slices": {"s": i % 2} if i > 8 else {},
+             "answer": {"output": {"disease": out.get(i, "EX:0002")}},
+             "reference": {"output": {"disease": "EX:0003"}}} for i in range(13)]
+    recs.insert(3, {"id": "bare"})  # an unscored record in the first chunk
+    path = _write(tmp_path, recs)
+    bound = get_scorer("conformance").bind(_aliases_onto(), spec=str(spec), on_status="replace")
+    for size in (1, 3, 7):
+        whole = _same_outcome(bound, path, size)
+    meta = whole.single.meta
+    assert (meta["n_aliased"], meta["replaced_ids"]) == (3, 1)
+    assert list(meta)[-3:] == ["n_aliased", "replaced_ids", "vocabularies"]
+    assert whole.single.unscored == [{"record_id": "bare", "reason": "no answer section", "code": "no_section"}]
+
+
+def test_merge_keeps_the_declared_order_of_additive_meta():
+    """Entries only some partitions write: each partition's order and the declared order of
+    ``additive_meta`` (linking writes ``unknown_ids`` before ``n_aliased``)."""
+    from kg_rageval.evaluation import _merge_meta
+    from kg_rageval.linking.evaluate import LinkingFamily
+
+    metas = [{"alignment": "strict", "records_scored": 2, "n_aliased": 1},
+             {"alignment": "strict", "records_scored": 3, "unknown_ids": ["b", "a"]},
+             {"alignment": "strict", "records_scored": 1, "unknown_ids": ["c"], "rollup_skipped": 9}]
+    got = _merge_meta(LinkingFamily(), metas)
+    assert list(got.items()) == [("alignment", "strict"), ("records_scored", 6),
+                                 ("unknown_ids", ["a", "b", "c"]), ("n_aliased", 1)]
+
+
+def _generation_records() -> list[dict]:
+    """Records for every generation member, with what depends on all records: answers without
+    a judgment only in the first chunks (their code is ``missing_prediction`` once any answer
+    is judged), calibration bins filled by different chunks, slices seen late."""
+    recs = []
+    for i in range(17):
+        ans = {"text": f"A sedan is a car {i}.", "confidence": round((i * 0.137) % 1, 3)}
+        if i >= 6:
+            ans["judgment"] = {"claims": ["A sedan is a car."], "supported": ["A sedan is a car."] if i % 3 else [],
+                               "unsupported": [] if i % 3 else ["A sedan is a car."]}
+        if i in (4, 9):
+            ans.update(refused=True, text="")
+        rec = {"id": f"g{i:02d}", "answer": ans,
+               "retrieval": {"contexts": [{"id": f"d{i}", "text": "A sedan is a car with a closed body."}]},
+               "reference": {"answer": "a sedan" if i % 4 else "a car", "answerable": i != 9}}
+        if i >= 11:
+            rec["slices"] = {"late": "x" if i % 2 else "y"}
+        recs.append(rec)
+    recs.insert(2, {"id": "nothing"})
+    return recs
+
+
+def test_generation_streams_judgment_codes_orphans_and_calibration(tmp_path):
+    o = _vehicles()
+    path = _write(tmp_path, _generation_records())
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text("".join(json.dumps({"id": j, "judgment": {"claims": ["x"], "supported": ["x"],
+                                                                   "unsupported": []}}) + "\n"
+                                 for j in ("g03", "zz-1", "g12", "aa-2", "zz-0")))
+    for opts in ({}, {"judgments": str(judgments)}, {"n_bins": 3}):
+        bound = get_scorer("generation").bind(o, **opts)
+        for size in (1, 3, 7, 64):
+            whole = _same_outcome(bound, path, size)
+        faith = whole["faithfulness"]
+        codes = {u["record_id"]: u["code"] for u in faith.unscored}
+        assert codes["g00"] == codes["g05"] == "missing_prediction"  # unjudged, first chunks
+        reliability = whole["calibration"].meta["reliability"]
+        assert sum(b["n"] for b in reliability) == int(whole["calibration"].totals()["n"]) == 16
+        if "judgments" in opts:
+            assert faith.meta == {"judgments_without_record": ["aa-2", "zz-0", "zz-1"],
+                                  "n_judgments_without_record": 3}
+            assert "g03" not in codes
+        else:
+            assert faith.meta == {}
+
+
+def test_generation_without_any_judgment_keeps_missing_input(tmp_path):
+    recs = [r for r in _generation_records()[:8]]
+    for r in recs:
+        r.get("answer", {}).pop("judgment", None)
+    path = _write(tmp_path, recs)
+    whole = _same_outcome(get_scorer("generation").bind(_vehicles()), path, 2)
+    assert {u["code"] for u in whole["faithfulness"].unscored if u["reason"] == "no judgment"} == {"missing_input"}
+
+
+def test_merged_calibration_recomputes_the_reliability_table():
+    """Partitions merged (Dask, ``EvaluationSet.merge``) get the table of all their rows."""
+    from kg_rageval.generation import score_calibration
+
+    recs = [r for r in _generation_records() if "answer" in r]
+    parts = [score_calibration(recs[a:b], n_bins=4) for a, b in ((0, 5), (5, 11), (11, len(recs)))]
+    whole = score_calibration(recs, n_bins=4)
+    assert concat_evaluations(parts).meta == parts[0].merge(parts[1]).merge(parts[2]).meta == whole.meta
+    assert parts[0].meta["reliability"] != whole.meta["reliability"]
+
+
+@pytest.mark.parametrize("family,onto,data,opts", [
+    ("conformance", "demo", "demo", {}),
+    ("generation", "generation/vehicles.csv", "generation/records.jsonl", {}),
+    ("generation", "generation/vehicles.csv", "generation/records.jsonl",
+     {"judgments": "generation/judgments.jsonl", "judge": "ontology"}),
+])
+def test_conformance_and_generation_on_fixtures(family, onto, data, opts, demo):
+    from kg_rageval.ontology import load_ontology
+
+    if onto == "demo":
+        o, path, opts = demo["ontology"], demo["path"], {"spec": demo["inputs"]["spec"]}
+    else:
+        o, path = load_ontology(FIXTURES / onto), FIXTURES / data
+        opts = {k: str(FIXTURES / v) if k == "judgments" else v for k, v in opts.items()}
+    bound = get_scorer(family).bind(o, **opts)
+    for size in (1, 2, 3):
+        _same_outcome(bound, path, size)
+
+
+@pytest.mark.parametrize("family", ["conformance", "generation"])
+def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(family, demo, capsys):
+    base = ["score", family, "--ontology", str(demo["dir"] / "doid-cancer-slim.obo"), "--data",
+            str(demo["path"]), "--format", "json", "--rows", "--ci", "20"]
+    if family == "conformance":
+        base += ["--spec", demo["inputs"]["spec"]]
+    assert main(base) == 0
+    whole = capsys.readouterr().out
+    for size in ("1", "3"):
+        assert main(base + ["--chunk-size", size]) == 0
+        assert capsys.readouterr().out == whole

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
-                     ontology_format_option, ontology_option, score_output_options, score_payload, short_metrics,
-                     table, with_intervals)
+from .common import (chunk_size_option, data_option, emit_score, family_kwargs, family_options, load_ontology_cli,
+                     metrics_table, ontology_format_option, ontology_option, score_output_options, score_payload,
+                     short_metrics, table, with_intervals)
 
 
 @click.command()
@@ -23,14 +23,14 @@ from .common import (data_option, emit_score, family_kwargs, family_options, loa
 @click.option("--shapes", "shapes_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Also validate the outputs rendered as RDF against these SHACL shapes (e.g. shapes/output-attack.ttl).")
 @family_options("conformance")
+@chunk_size_option
 @score_output_options
 def command(ontology_path, ontology_format, data_path, export_path, export_flavor, shapes_path,
-            rows, fmt, ci, ci_level, seed, **kwargs) -> None:
+            chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Schema validity, vocabulary, status and domain/range conformance."""
     from ..conformance import derive_schema
     from ..conformance.outlines_backend import export_schema
     from ..contract import get_scorer
-    from ..records import read_records, slice_keys
 
     opts = family_kwargs("conformance", kwargs)
     spec_path = opts["spec"]
@@ -41,12 +41,12 @@ def command(ontology_path, ontology_format, data_path, export_path, export_flavo
     bound.inputs["spec"] = derived
     if export_path:
         export_schema(derived, export_path, flavor=export_flavor)
-    records = read_records(data_path)
-    result = bound(records)
+    result = bound(data_path, chunk_size=chunk_size)  # streamed in chunks (one chunk of dicts held)
     ev = result.single
-    breakdowns = [f"slice:{k}" for k in slice_keys(records)]
+    breakdowns = [k for k in ev.keys if k.startswith("slice:")]  # the slices of the scored rows
     canonical = with_intervals(result, ci, ci_level, seed)
-    payload = score_payload(result, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+    n_read = len(ev) + len(ev.unscored)  # every record is a row or unscored
+    payload = score_payload(result, data_path=data_path, n_records=n_read, onto=onto, rows=rows,
                             breakdowns=breakdowns, metrics=canonical)
     payload["schema"] = {
         "spec": spec_path,
@@ -58,8 +58,9 @@ def command(ontology_path, ontology_format, data_path, export_path, export_flavo
     shacl_ev = None
     if shapes_path:
         from ..conformance.shacl import score_shacl
+        from ..records import read_records
 
-        shacl_ev = score_shacl(onto, records, shapes_path, spec)
+        shacl_ev = score_shacl(onto, read_records(data_path), shapes_path, spec)  # the RDF of every output
         payload["shacl"] = shacl_ev.to_dict(rows=rows)
     emit_score(payload, fmt, lambda p: _render(p, ev, shacl_ev, short_metrics(canonical, "conformance")))
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
-                     ontology_format_option, ontology_option, score_output_options, score_payload, with_intervals)
+from .common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs, family_options,
+                     load_ontology_cli, ontology_format_option, ontology_option, score_output_options, score_payload,
+                     with_intervals)
 
 
 @click.command()
@@ -14,20 +15,20 @@ from .common import (data_option, emit_score, families_text, family_kwargs, fami
 @ontology_format_option
 @data_option
 @family_options("generation")
+@chunk_size_option
 @score_output_options
-def command(ontology_path, ontology_format, data_path, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
+def command(ontology_path, ontology_format, data_path, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration."""
     from ..contract import get_scorer
-    from ..generation.fields import all_slice_keys
-    from ..records import read_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    records = read_records(data_path)
-    evals = get_scorer("generation").score(onto, records, where="score generation",
+    evals = get_scorer("generation").score(onto, data_path, chunk_size=chunk_size, where="score generation",
                                            **family_kwargs("generation", kwargs))
-    keys = all_slice_keys(records)[1:]
+    first = next(iter(evals.values()))  # every member keys its rows by the slices of all records
+    keys = [k for k in first.keys if k.startswith("slice:")]
     canonical = with_intervals(evals, ci, ci_level, seed)
-    payload = score_payload(evals, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+    n_read = len(first) + len(first.unscored)  # each member scores or lists every record
+    payload = score_payload(evals, data_path=data_path, n_records=n_read, onto=onto, rows=rows,
                             breakdowns=keys, metrics=canonical)
     emit_score(payload, fmt, lambda p: _render(p, evals, canonical))
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
-                     ontology_format_option, ontology_option, score_output_options, score_payload, with_intervals)
+from .common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs, family_options,
+                     load_ontology_cli, ontology_format_option, ontology_option, score_output_options, score_payload,
+                     with_intervals)
 
 
 @click.command()
@@ -17,25 +18,24 @@ from .common import (data_option, emit_score, families_text, family_kwargs, fami
 @family_options("provenance")
 @click.option("--prov-out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the PROV-O audit trail (Turtle) here and validate it with shapes/provenance.ttl.")
+@chunk_size_option
 @score_output_options
-def command(ontology_path, ontology_format, data_path, prov_out, rows, fmt, ci, ci_level, seed,
+def command(ontology_path, ontology_format, data_path, prov_out, chunk_size, rows, fmt, ci, ci_level, seed,
             **kwargs) -> None:
     """Citation completeness, provenance depth, reproducibility and the PROV-O trail."""
     from ..contract import get_scorer
-    from ..generation.fields import all_slice_keys
-    from ..provenance import export_prov, manifest_report, read_manifest, validate_prov
-    from ..records import read_records
+    from ..provenance import export_prov, manifest_report, validate_prov
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    records = read_records(data_path)
     bound = get_scorer("provenance").bind(onto, where="score provenance", **family_kwargs("provenance", kwargs))
     corpus = bound.inputs["corpus"]
-    manifests = [read_manifest(p) for p in bound.options.get("manifests") or ()]
-    evals = bound(records)
-    keys = all_slice_keys(records)[1:]
+    manifests = list(bound.options.get("manifests") or ())  # read by the family's loader
+    evals = bound(data_path, chunk_size=chunk_size)  # streamed in chunks (one chunk of dicts held)
+    depth = evals["provenance_depth"]  # a row or an unscored entry per record
+    keys = list(evals["citations"].keys)[1:]  # the slices of every record (gold_node first)
     canonical = with_intervals(evals, ci, ci_level, seed)
-    payload = score_payload(evals, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
-                            breakdowns=keys, metrics=canonical)
+    payload = score_payload(evals, data_path=data_path, n_records=len(depth) + len(depth.unscored), onto=onto,
+                            rows=rows, breakdowns=keys, metrics=canonical)
     payload["corpus"] = {"source": corpus.source, "hash": corpus.hash, "documents": len(corpus)}
     payload["manifest"] = manifest_report(manifests, corpus=corpus, ontology=onto) if manifests else None
     if prov_out:
@@ -45,8 +45,11 @@ def command(ontology_path, ontology_format, data_path, prov_out, rows, fmt, ci, 
 
             Path(prov_out).write_text(trail.meta["turtle"], encoding="utf-8")
             result, triples = trail.meta, trail.meta["triples"]
-        else:
-            graph = export_prov(records, manifest=manifests[0] if manifests else None, corpus=corpus)
+        else:  # --no-trail: the rdflib graph and pySHACL, on every record at once
+            from ..records import read_records
+
+            graph = export_prov(read_records(data_path), manifest=manifests[0] if manifests else None,
+                                corpus=corpus)
             graph.serialize(destination=prov_out, format="turtle")
             result, triples = validate_prov(graph), len(graph)
         payload["prov"] = {"path": prov_out, "triples": triples, "conforms": result["conforms"],

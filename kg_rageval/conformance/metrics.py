@@ -64,13 +64,14 @@ from __future__ import annotations
 
 import difflib
 import json
+from itertools import chain
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
+from ..evaluation import Evaluation, Family, Metric, _object_column, named, ratio
 from ..ontology import IdOptions, IdResolver
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
 from ..records import located, slice_text
@@ -100,6 +101,7 @@ class ConformanceFamily(Family):
 
     name = "conformance"
     version = "1"
+    additive_meta = ("n_aliased", "replaced_ids")  # written before "vocabularies"
     stats = (
         ("outputs", "valid")
         + FAILURE_KINDS
@@ -207,17 +209,19 @@ def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_no
     """The ontology branch of a record, as every family attaches it: the record's ``gold_node``,
     else its single ``labels.gold`` id, else ``reference_node`` (the reference output's first
     node field); ids the ontology lacks give ``None``."""
-    cands: list[Any] = [record.get("gold_node")]
+    index = ontology._index
+    c = record.get("gold_node")
+    if isinstance(c, str) and c in index:
+        return c
     labels = record.get("labels")
     if _is_map(labels):
         gold = labels.get("gold")
         if isinstance(gold, list) and len(gold) == 1:
             gold = gold[0]
-        cands.append(gold)
-    cands.append(reference_node)
-    for c in cands:
-        if isinstance(c, str) and c in ontology._index:
-            return c
+        if isinstance(gold, str) and gold in index:
+            return gold
+    if isinstance(reference_node, str) and reference_node in index:
+        return reference_node
     return None
 
 
@@ -422,7 +426,13 @@ class _Scorer:
         self.n_aliased = 0
         self.n_replaced = 0
         self.record: Mapping[str, Any] = {}
-        self._memo: dict[Any, tuple[dict[str, float], dict[str, Any], int, int]] = {}
+        self._memo: dict[Any, int] = {}
+        self.pair_stats: list[dict[str, float]] = []
+        """Per scored ``(output, reference)`` pair (:meth:`pair`): its stats ..."""
+        self.pair_details: list[dict[str, Any]] = []
+        """... its details ..."""
+        self.pair_ids: list[tuple[int, int]] = []
+        """... and the aliased and replaced ids it counts (``meta`` n_aliased, replaced_ids)."""
 
     # ids, by the one resolver's conventions --------------------------------
     def _where(self, field: str) -> str:
@@ -485,16 +495,17 @@ class _Scorer:
         elif len(edges) < MAX_DETAILS:
             edges.append(triple)
 
-    def resolve_confusions(self, rows: list[dict[str, Any]]) -> None:
-        """Classify every valid-but-wrong id of every row against its closest reference id
-        (smallest relation code; ties to the smallest reference id) in one vectorised call, and
-        add the ``conf_<relation>`` counts and ``confusions`` details to the rows."""
+    def resolve_confusions(self) -> None:
+        """Classify every valid-but-wrong id of every scored pair against its closest
+        reference id (smallest relation code; ties to the smallest reference id) in one
+        vectorised call, and add the ``conf_<relation>`` counts and ``confusions`` details to
+        the pair's stats and details."""
         idx = self.o.id_index
         items: list[tuple[int, str, str, tuple[str, ...]]] = []
-        for pos, row in enumerate(rows):
-            problems = row.get("problems") or {}
-            for name, p, golds in problems.pop("_pending", ()):
-                items.append((pos, name, p, golds))
+        for pos, det in enumerate(self.pair_details):
+            if "_pending" in det:
+                for name, p, golds in det.pop("_pending"):
+                    items.append((pos, name, p, golds))
         if not items:
             return
         gold = np.asarray([idx[g] for it in items for g in it[3]], dtype=np.int64)
@@ -506,35 +517,34 @@ class _Scorer:
             start += len(golds)
             code, g = min(zip(seg, golds))
             rel = RELATIONS[code]
-            row = rows[pos]
-            row[f"conf_{rel}"] = row.get(f"conf_{rel}", 0) + 1
-            problems = row["problems"]
-            conf = problems.setdefault("confusions", [])
+            st = self.pair_stats[pos]
+            st[f"conf_{rel}"] = st.get(f"conf_{rel}", 0) + 1
+            conf = self.pair_details[pos].setdefault("confusions", [])
             if len(conf) < MAX_DETAILS:
                 conf.append({"field": name, "pred": p, "gold": g, "relation": rel})
 
     # one record ------------------------------------------------------------
-    def score_memo(self, value: Any, reference: Any) -> tuple[dict[str, float], dict[str, Any]]:
-        """:meth:`score`, computed once per distinct ``(value, reference)`` pair (exactly equal:
-        same types, keys in the same order, same values; see :func:`_exact_key`); a repeat gets
-        fresh copies of the stats and details (whose lists the caller extends) and adds the
-        alias/replacement counts of the first call again. Errors name the first record with the
-        pair, which is the record being scored when they are raised. At most ``_MEMO_MAX``
-        pairs are kept; values that are not plain JSON (dict/list/str/number/bool/None) are
-        scored without the memo."""
-        key = _exact_key((value, reference))
+    def pair(self, value: Any, reference: Any) -> int:
+        """The index of the ``(value, reference)`` pair in :attr:`pair_stats` /
+        :attr:`pair_details` / :attr:`pair_ids`, scored (:meth:`score`) once per distinct pair
+        (exactly equal: same types, keys in the same order, same values; see
+        :func:`_exact_key`). Errors name the first record with the pair, which is the record
+        being scored when they are raised. At most ``_MEMO_MAX`` pairs are remembered; values
+        that are not plain JSON (dict/list/str/number/bool/None) are scored every time."""
+        key = _pair_key(value, reference)
         hit = self._memo.get(key) if key is not None else None
-        if hit is None:
-            a0, r0 = self.n_aliased, self.n_replaced
-            st, det = self.score(value, reference)
-            if key is not None and len(self._memo) < _MEMO_MAX:
-                self._memo[key] = (st, det, self.n_aliased - a0, self.n_replaced - r0)
-                return dict(st), _copy_details(det)
-            return st, det
-        st, det, da, dr = hit
-        self.n_aliased += da
-        self.n_replaced += dr
-        return dict(st), _copy_details(det)
+        if hit is not None:
+            return hit
+        a0, r0 = self.n_aliased, self.n_replaced
+        st, det = self.score(value, reference)
+        k = len(self.pair_stats)
+        self.pair_stats.append(st)
+        self.pair_details.append(det)
+        self.pair_ids.append((self.n_aliased - a0, self.n_replaced - r0))
+        self.n_aliased, self.n_replaced = a0, r0  # counted per row, by the caller
+        if key is not None and len(self._memo) < _MEMO_MAX:
+            self._memo[key] = k
+        return k
 
     def score(self, value: Any, reference: Any) -> tuple[dict[str, float], dict[str, Any]]:
         d, o, idx = self.d, self.o, self.o.id_index
@@ -726,6 +736,20 @@ _MEMO_MAX = 200_000
 _PLAIN = (str, int, float, bool, type(None))
 
 
+_STR_ONLY = {str}
+
+
+def _pair_key(value: Any, reference: Any) -> Any:
+    """:func:`_exact_key` of ``(value, reference)``; for two flat objects of strings (the usual
+    structured output and its reference) their items, checked by C-level type scans (no
+    collision with an :func:`_exact_key`, which is a tuple starting with a tag string)."""
+    if type(value) is dict and type(reference) is dict:
+        items_v, items_r = tuple(value.items()), tuple(reference.items())
+        if set(map(type, chain.from_iterable(items_v + items_r))) <= _STR_ONLY:  # keys and values
+            return (items_v, items_r)
+    return _exact_key((value, reference))
+
+
 def _exact_key(x: Any) -> Any:
     """A hashable key equal for two JSON-like values exactly when they are equal with the same
     types everywhere (``1``, ``1.0`` and ``True`` differ; a dict's key order counts, since
@@ -752,11 +776,11 @@ def _exact_key(x: Any) -> Any:
     return None
 
 
-def _copy_details(det: dict[str, Any]) -> dict[str, Any]:
-    """A row's own copy of memoised details: the dict and its lists (the caller pops from the
-    dict and :meth:`_Scorer.resolve_confusions` adds to it); the list items are not changed
-    later and are shared."""
-    return {k: list(v) if type(v) is list else v for k, v in det.items()}
+def _row_column(values: list[Any], codes: np.ndarray) -> np.ndarray:
+    """The object column of one value per pair, taken at each row's pair code."""
+    col = np.empty(len(values), dtype=object)
+    col[:] = values
+    return col[codes]
 
 
 def score_conformance(
@@ -790,7 +814,11 @@ def score_conformance(
     scorer = _Scorer(derived, domain_semantics, engine,
                      IdOptions.of(**ids))
     first_node = next((n for n, f in derived.spec.fields.items() if f.kind == "node"), None)
-    rows: list[dict[str, Any]] = []
+    rids: list[Any] = []
+    pairs: list[int] = []  # each row's scored (output, reference) pair
+    gold_nodes: list[str | None] = []
+    row_slices: list[dict[str, str] | None] = []
+    ref_nodes: dict[int, str | None] = {}  # per pair: the reference id of the first node field
     unscored: list[dict[str, str]] = []
     slice_names: set[str] = set()
     for r in records:
@@ -803,26 +831,39 @@ def score_conformance(
         reference = r.get("reference")
         ref_out = reference.get("output") if _is_map(reference) else None
         scorer.record = r
-        st, det = scorer.score_memo(answer["output"], ref_out)
-        row: dict[str, Any] = {"record_id": rid, **st}
-        row["failure_kinds"] = ",".join(det.pop("failure_kinds")) or None
-        row["problems"] = det or None
+        k = scorer.pair(answer["output"], ref_out)
+        rids.append(rid)
+        pairs.append(k)
         slices = r.get("slices")
-        if _is_map(slices):
-            for k, v in slices.items():
-                row[f"slice:{k}"] = slice_text(v)
-                slice_names.add(f"slice:{k}")
-        ref_node = None
-        if first_node is not None:
-            ref, _ = parse_output(ref_out) if ref_out is not None else (None, None)
-            if isinstance(ref, dict) and isinstance(ref.get(first_node), str):
-                ref_node = ref[first_node]
-        row["gold_node"] = record_gold_node(r, ontology, ref_node)
-        rows.append(row)
-    scorer.resolve_confusions(rows)
-    for row in rows:
-        if row["problems"] == {}:
-            row["problems"] = None
+        if _is_map(slices) and slices:
+            texts = {f"slice:{name}": slice_text(v) for name, v in slices.items()}
+            slice_names.update(texts)
+            row_slices.append(texts)
+        else:
+            row_slices.append(None)
+        if k in ref_nodes:
+            ref_node = ref_nodes[k]
+        else:
+            ref_node = None
+            if first_node is not None:
+                ref, _ = parse_output(ref_out) if ref_out is not None else (None, None)
+                if isinstance(ref, dict) and isinstance(ref.get(first_node), str):
+                    ref_node = ref[first_node]
+            ref_nodes[k] = ref_node
+        gold_nodes.append(record_gold_node(r, ontology, ref_node))
+    scorer.resolve_confusions()
+    codes = np.asarray(pairs, dtype=np.int64)
+    counts = np.bincount(codes, minlength=len(scorer.pair_ids))
+    if scorer.pair_ids:
+        per_pair = np.asarray(scorer.pair_ids, dtype=np.int64)
+        scorer.n_aliased, scorer.n_replaced = (int(x) for x in counts @ per_pair)
+    table = np.asarray([[st.get(name, 0.0) for name in FAMILY.stats] for st in scorer.pair_stats],
+                       dtype=float).reshape(len(scorer.pair_stats), len(FAMILY.stats))
+    kinds = [",".join(det.pop("failure_kinds")) or None for det in scorer.pair_details]
+    problems = [det or None for det in scorer.pair_details]
+    keys: dict[str, Any] = {"gold_node": gold_nodes}
+    for name in sorted(slice_names):
+        keys[name] = [None if s is None else s.get(name) for s in row_slices]
     meta = {
         "schema": derived.spec.title,
         "spec": derived.spec.source,
@@ -832,11 +873,14 @@ def score_conformance(
         **({"replaced_ids": scorer.n_replaced} if scorer.n_replaced else {}),
         "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
     }
-    return build_evaluation(
+    problem_col = _object_column([None if p is None else dict(p)  # each row its own dict
+                                  for p in map(problems.__getitem__, pairs)])
+    return Evaluation(
         FAMILY,
-        rows,
-        keys=["gold_node", *sorted(slice_names)],
-        details=["failure_kinds", "problems"],
+        _object_column(rids),
+        {name: table[codes, j] for j, name in enumerate(FAMILY.stats)},
+        keys={k: _object_column(v) for k, v in keys.items()},
+        details={"failure_kinds": _row_column(kinds, codes), "problems": problem_col},
         unscored=unscored,
         meta=meta,
     )

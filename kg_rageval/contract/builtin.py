@@ -211,7 +211,6 @@ _C_FAIL = ("not_json", "missing_field", "extra_field", "wrong_type", "enum_viola
 CONFORMANCE = Scorer(
     name="conformance",
     target="kg_rageval.conformance:score_conformance",
-    streamable=False,  # meta: n_aliased/replaced_ids sit before "vocabularies" (a merge writes them last)
     sections=("answer",),
     description="Schema validity, vocabulary, status and domain/range conformance of answer.output.",
     inputs=(Input("spec", "Output schema spec (YAML, JSON or TOML): which field holds which kind of node.",
@@ -256,7 +255,6 @@ CONFORMANCE = Scorer(
 GENERATION = Scorer(
     name="generation",
     target="kg_rageval.generation:score_generation",
-    streamable=False,  # calibration bins and meta are computed over all records at once
     sections=("answer",),
     description="Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration.",
     members=("faithfulness", "correctness", "refusal", "unseen_concepts", "calibration"),
@@ -314,7 +312,8 @@ GENERATION = Scorer(
 PROVENANCE = Scorer(
     name="provenance",
     target="kg_rageval.provenance:score_provenance",
-    streamable=False,  # repeats, manifests and the PROV-O trail are per run, not per record
+    streamable=True,  # the per-run members (reproducibility, run_manifests, prov_trail) merge as
+    # one call gives them: their Family.merge_meta / complete (docs/provenance.md, "Streaming")
     sections=("answer",),
     description="Citation completeness and precision/recall, provenance depth, reproducibility, run "
                 "manifests and the PROV-O trail.",
@@ -323,9 +322,10 @@ PROVENANCE = Scorer(
                   loader="kg_rageval.contract.loaders:provenance_corpus", required=True),),
     params=(
         _p("repeats", "path_list", (), "Records of repeated runs of the same queries (reproducibility).",
-           flags=("--repeat",)),
+           flags=("--repeat",), loader="kg_rageval.contract.loaders:provenance_repeats"),
         _p("manifests", "path_list", (), "Run manifests (JSON; the first describes the scored run): checked "
-           "against the corpus and ontology hashes and compared.", flags=("--manifest",)),
+           "against the corpus and ontology hashes and compared.", flags=("--manifest",),
+           loader="kg_rageval.contract.loaders:provenance_manifests"),
         _p("trail", "bool", True, "Build the PROV-O trail of the run and validate it with "
            "shapes/provenance.ttl (the audit writes it as prov.ttl)."),
     ),

@@ -36,3 +36,16 @@ def generation_judgments(path: str | Path, ontology: Any, options: Mapping[str, 
     from ..generation.judgment import load_judgments
 
     return load_judgments(path)
+
+
+def provenance_repeats(paths: Any, ontology: Any, options: Mapping[str, Any]) -> Any:
+    """The repeated runs' records, each ``{record id: record}`` (read once per bound family)."""
+    from ..records import read_records
+
+    return tuple({r["id"]: r for r in read_records(p)} for p in paths)
+
+
+def provenance_manifests(paths: Any, ontology: Any, options: Mapping[str, Any]) -> Any:
+    from ..provenance.manifest import read_manifest
+
+    return tuple(read_manifest(p) for p in paths)

@@ -47,7 +47,8 @@ class Param:
     allowed (the default may be ``None`` only then). ``flags``: extra CLI spellings kept for
     compatibility (the canonical flag is always :attr:`flag`). ``input``: the name of the
     family input whose loader consumes this option (e.g. retrieval's ``category_field`` is
-    read by the corpus loader), else ``None`` (passed to the scoring function).
+    read by the corpus loader), else ``None`` (passed to the scoring function, through
+    ``loader`` when it has one).
     """
 
     name: str
@@ -65,6 +66,11 @@ class Param:
     """A ``str`` value matching this regular expression is allowed besides the ``choices``
     (e.g. a judge plugin ``"module:callable"``); ``pattern_text`` names it in messages."""
     pattern_text: str = ""
+    loader: str | None = None
+    """``"module:function"`` that reads the option's value once, when the family is bound
+    (:meth:`~kg_rageval.contract.Scorer.bind`): called as ``loader(value, ontology, options)``
+    like an input's loader, and the scoring function gets what it returns (so a file the
+    option names is read once, not once per streamed chunk: provenance's ``repeats``)."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -21,9 +21,11 @@ defaults filled in), so the declaration is the only place a default lives.
 (:func:`kg_rageval.records.iter_record_chunks`), scores each chunk and concatenates the chunk
 results (:func:`kg_rageval.evaluation.concat_sets`), so one chunk of record dicts is held at a
 time, not the file. The result equals scoring the whole list at once (rows, stats, keys,
-unscored records, meta, errors): every family's rows depend only on their own record. A
-family whose result depends on several records at once declares ``streamable=False`` and
-gets the whole list.
+unscored records, meta, errors): every family's rows depend only on their own record, and
+what depends on all of them is set again on the concatenation (``meta`` order and
+:attr:`~kg_rageval.evaluation.Family.additive_meta`, :meth:`~kg_rageval.evaluation.Family.complete`).
+A family whose result depends on several records at once in another way declares
+``streamable=False`` and gets the whole list.
 """
 
 from __future__ import annotations
@@ -175,7 +177,9 @@ class Scorer:
                 raise ConfigError(f"{self.name}: needs the {i.name!r} input ({i.help})"
                                   + did_you_mean(i.name, kwargs))
         loaded = {n: self.input(n).load(v, ontology, opts) for n, v in inputs_given.items() if v is not None}
-        fn_opts = {p.name: opts[p.name] for p in self.params if p.input is None}
+        fn_opts = {p.name: opts[p.name] if p.loader is None or opts[p.name] is None
+                   else _import(p.loader)(opts[p.name], ontology, opts)
+                   for p in self.params if p.input is None}
         return BoundScorer(self, ontology, loaded, fn_opts)
 
     def score(self, ontology: Any, records: Any, *, chunk_size: int | None = None,

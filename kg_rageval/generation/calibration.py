@@ -55,6 +55,11 @@ class CalibrationFamily(Family):
             mean_of("brier", sums["brier_sum"], n, missing="no calibrated answers"),
         )
 
+    def complete(self, evaluation: Evaluation) -> None:
+        """``meta["reliability"]``: the reliability table of the evaluation's totals (so a
+        concatenation of partitions gets the table of all its rows)."""
+        evaluation.meta["reliability"] = self.reliability_table(evaluation.totals())
+
     def reliability_table(self, sums: Mapping[str, float]) -> list[dict[str, Any]]:
         """One row per bin: bounds, count, mean confidence, accuracy, gap (None when empty)."""
         out = []
@@ -122,7 +127,7 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
                            details={"confidence": confs, "is_correct": oks,
                                     "bin": (m + 1).tolist()},
                            unscored=unscored)
-    ev.meta["reliability"] = fam.reliability_table(ev.totals())
+    fam.complete(ev)
     ev.meta["n_bins"] = n_bins
     ev.meta["bin_convention"] = "equal-width, right-closed ((m-1)/M, m/M], 0 in the first bin"
     return ev

@@ -17,7 +17,7 @@ judge), ``no context`` (a judge needs ``retrieval.contexts``).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from ..evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, named, ratio
 from ..records import Record, absent_answer_code
@@ -30,6 +30,30 @@ class FaithfulnessFamily(Family):
     name = "faithfulness"
     version = "1"
     stats = ("attempted", "judged", "invalid_judgment", "no_claims", "scored", "claims", "supported", "faithfulness_sum")
+
+    def __init__(self, judgments: Collection[Any] = ()):
+        self.judgments = judgments
+        """The record ids of the judgments given (a judgments mapping is used as it is)."""
+
+    def complete(self, evaluation: Evaluation) -> None:
+        """The parts that depend on all rows: once any answer is judged, an answer left
+        unjudged is the judge's missing run (code ``missing_prediction``, not
+        ``missing_input``); ``meta["judgments_without_record"]`` (the first 20, sorted) and
+        ``meta["n_judgments_without_record"]``: the given judgments whose record is not among
+        the rows (a record with a given judgment always has a row)."""
+        if len(evaluation):
+            for u in evaluation.unscored:
+                if u["reason"] == "no judgment":
+                    u["code"] = "missing_prediction"
+        meta = evaluation.meta
+        meta.pop("judgments_without_record", None)
+        meta.pop("n_judgments_without_record", None)
+        if self.judgments:
+            rows = set(evaluation.record_ids.tolist())
+            orphan = sorted(j for j in self.judgments if j not in rows)
+            if orphan:
+                meta["judgments_without_record"] = orphan[:20]
+                meta["n_judgments_without_record"] = len(orphan)
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         return named(
@@ -103,24 +127,16 @@ def score_faithfulness(
             unscored.append({"record_id": r["id"], "reason": reason, "code": code})
             continue
         rows.append(_row(r, parse_judgment(raw), source))
-    if rows:  # judgments are in use: an answer left unjudged is the judge's missing run
-        for u in unscored:
-            if u["reason"] == "no judgment":
-                u["code"] = "missing_prediction"
-    known = set(judgments)
-    orphan = sorted(known - {r["id"] for r in records})
-    meta: dict[str, Any] = {}
-    if orphan:
-        meta["judgments_without_record"] = orphan[:20]
-        meta["n_judgments_without_record"] = len(orphan)
-    return build_evaluation(
-        FaithfulnessFamily(),
+    fam = FaithfulnessFamily(judgments)
+    ev = build_evaluation(
+        fam,
         rows,
         keys=all_slice_keys(records),
         details=("status", "judgment_source", "failure_mode", "reason", "faithfulness"),
         unscored=unscored,
-        meta=meta,
     )
+    fam.complete(ev)  # missing-run codes and judgments without a record
+    return ev
 
 
 __all__ = ["FaithfulnessFamily", "score_faithfulness", "SCORED", "NO_CLAIMS", "INVALID"]

@@ -15,6 +15,11 @@
   untraceable). The per-answer verdict does not depend on how the records are partitioned,
   so the rate is a sum like every metric. ``meta["turtle"]`` holds the trail, which the audit
   writes beside its reports (``prov.ttl``); ``meta["messages"]`` the SHACL messages.
+
+Both are streamable: the manifest rows describe the run, so partitions of the records keep one
+copy (:meth:`ManifestFamily.complete`); the trails of partitions join into the trail of all
+the records, byte for byte (:meth:`ProvTrailFamily.merge_meta`,
+:mod:`~kg_rageval.provenance.trail_parts`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, ratio
+import numpy as np
+
+from ..evaluation import Evaluation, Family, Metric, build_evaluation, columns_evaluation, ratio, take_rows
 from ..records import Record
 from .manifest import REQUIRED, _get, check_manifest
 
@@ -35,6 +42,17 @@ class ManifestFamily(Family):
     name = "run_manifests"
     version = "1"
     stats = ("manifests", "complete", "with_hashes", "hashes_match", "later", "same_as_first")
+
+    def complete(self, evaluation: Evaluation) -> None:
+        """The rows describe the run, not its records: every partition of the records has
+        the same rows (one per manifest, the first with ``later`` = 0), and concatenated
+        partitions keep the first partition's."""
+        later = evaluation.stats.get("later")
+        if later is None:
+            return
+        starts = np.flatnonzero(later == 0)
+        if len(starts) > 1:
+            take_rows(evaluation, np.arange(int(starts[1])))
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         return {
@@ -55,6 +73,21 @@ class ProvTrailFamily(Family):
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         return {"prov_traceable_rate": ratio("prov_traceable_rate", s["traceable"], s["answers"],
                                              missing="no answers in the trail")}
+
+    def merge_meta(self, metas: list[dict[str, Any]]) -> dict[str, Any]:
+        """The trail of all partitions (:func:`~kg_rageval.provenance.trail_parts.join_trails`):
+        its Turtle, triples, violations and messages, as one call on all the records gives
+        them. Metas without the parts (written by hand, read back from JSON) merge as any."""
+        from .trail_parts import TrailText, join_trails, trail_meta
+
+        meta = super().merge_meta(metas)
+        texts = [m.get("turtle") for m in metas]
+        if all(isinstance(t, TrailText) and t.parts is not None for t in texts):
+            try:
+                meta.update(trail_meta(join_trails(texts)))  # type: ignore[arg-type]
+            except ValueError:  # different runs: nothing to join
+                pass
+        return meta
 
 
 def _pinned(m: Mapping[str, Any]) -> list[str]:
@@ -88,20 +121,21 @@ def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
     shape by :func:`~kg_rageval.provenance.trail.check_trail` (the verdicts pySHACL's
     :func:`~kg_rageval.provenance.prov.validate_prov` gives on the exported graph) and
     written as Turtle without building an rdflib graph."""
-    from .trail import build_trail, check_trail, trail_turtle
+    from .trail import build_trail, trail_violations
+    from .trail_parts import trail_meta, trail_text
 
     records = list(records)
     trail = build_trail(records, manifest=dict(manifest) if manifest is not None else None, corpus=corpus)
-    result = check_trail(trail)
-    bad = set(result["focus_nodes"])
+    found = trail_violations(trail)
+    bad = {f for f, _, _ in found}
     answer_pre, doc_pre = trail.answer_prefix, trail.doc_prefix
     run_level = sorted(f for f in bad if not f.startswith((answer_pre, doc_pre)))
-    rows = []
-    for rid, own in trail.answers:  # the answer's node and its cited documents' nodes
+    ids = [rid for rid, _ in trail.answers]
+    traceable: list[int] = []
+    at: list[str | None] = []
+    for _, own in trail.answers:  # the answer's node and its cited documents' nodes
         why = [f for f in own if f in bad] + run_level if bad else []
-        rows.append({"record_id": rid, "answers": 1, "traceable": int(not why),
-                     "untraceable_at": " ".join(why[:5]) or None})
-    return build_evaluation(ProvTrailFamily(), rows, details=("untraceable_at",),
-                            meta={"turtle": trail_turtle(trail), "triples": len(trail),
-                                  "conforms": result["conforms"], "violations": result["violations"],
-                                  "messages": result["messages"]})
+        traceable.append(0 if why else 1)
+        at.append(" ".join(why[:5]) or None)
+    return columns_evaluation(ProvTrailFamily(), ids, ([1] * len(ids), traceable),
+                              details={"untraceable_at": at}, meta=trail_meta(trail_text(trail, found)))

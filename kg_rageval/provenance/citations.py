@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
+from ..evaluation import Evaluation, Family, Metric, columns_evaluation, harmonic, named, ratio
 from ..generation.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from ..generation.verifiers import sentence_claims
 from ..records import Record, absent_answer_code, record_error
@@ -67,7 +67,7 @@ TEXT_MEMO_SIZE = 100_000
 @contextmanager
 def memo_claims() -> Iterator[None]:
     """Within the block, :func:`claim_citations` (and :func:`memoised` readers such as
-    :func:`~kg_rageval.provenance.depth.cited_ids`) read each record once (the provenance
+    :func:`cited_ids`) read each record once (the provenance
     family's members all read the claims of every record). The memo holds the records it saw,
     so an ``id()`` is never reused while it is alive; it is dropped at the end of the block.
     The sentences of an ``answer.text`` and the marker tokens in each are also split once per
@@ -139,6 +139,21 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
     return [(s, _resolve(tokens, cites) if tokens else []) for s, tokens in sentences]
 
 
+def cited_ids(record: Record) -> list[str]:
+    """Distinct cited ids in first-seen order (answer-level, then claim-level); read once per
+    record inside :func:`memo_claims` (do not modify the
+    result there: it is shared)."""
+    return memoised(record, "cited_ids", _cited_ids)
+
+
+def _cited_ids(record: Record) -> list[str]:
+    seen = dict.fromkeys(answer_citations(record) or ())
+    for _, cs in claim_citations(record) or ():
+        if cs:
+            seen.update(dict.fromkeys(cs))  # keeps the first position of an id seen before
+    return list(seen)
+
+
 _Split = tuple[bool, list[tuple[str, tuple[str, ...]]]]
 
 
@@ -166,33 +181,45 @@ def _resolve(tokens: tuple[str, ...], cites: list[str]) -> list[str]:
 
 def score_citations(records: Iterable[Record]) -> Evaluation:
     records = list(records)
-    rows, unscored = [], []
+    ids: list[Any] = []
+    row_key_dicts: list[dict[str, Any]] = []
+    stats: list[tuple[int, ...]] = []  # one tuple per row, in the order of CitationFamily.stats
+    cited_col: list[str] = []
+    completeness: list[str | None] = []
+    unscored = []
     for r in records:
         if section(r, "answer") is None:
             unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "answers": 1}
+        keys = row_keys(r)
         refused = flag(r, "answer", "refused") is True
         claims = [] if refused else claim_citations(r)
-        cited_ids = set(answer_citations(r) or [])
+        # the distinct cited ids, answer-level then claim-level: a refusal's claims are not read
+        # here (its answer-level citations only); otherwise the ordered list depth and the trail
+        # read again (memoised), made of what was read already
+        cited = list(dict.fromkeys(answer_citations(r) or ())) if refused else cited_ids(r)
+        no_claims = n_claims = n_cited = with_claims = uncited = 0
+        why = None
         if claims is None:
-            row["completeness"] = "no claim-level citations"
+            why = "no claim-level citations"
             unscored.append({"record_id": r["id"], "reason": "no claim-level citations", "code": "not_applicable"})
         elif not claims:
-            row["no_claims"] = 1
+            no_claims = 1
         else:
-            row["claims"] = len(claims)
-            row["cited_claims"] = sum(1 for _, c in claims if c)
-            row["with_claims"] = 1
-            if row["cited_claims"] == 0 and not cited_ids:
-                row["uncited"] = 1
-                row["completeness"] = "uncited answer"
-            for _, c in claims:
-                cited_ids.update(c)
+            n_claims, with_claims = len(claims), 1
+            n_cited = sum(1 for _, c in claims if c)
+            if n_cited == 0 and not cited:  # no claim cites: the cited ids are the answer-level ones
+                uncited, why = 1, "uncited answer"
         gold = gold_documents(r)
-        if gold is not None:
-            row.update(with_gold=1, cited=len(cited_ids), gold=len(gold), cited_gold=len(cited_ids & gold))
-        row["cited_ids"] = " ".join(sorted(cited_ids))
-        rows.append(row)
-    return build_evaluation(CitationFamily(), rows, keys=all_slice_keys(records),
-                            details=("cited_ids", "completeness"), unscored=unscored)
+        if gold is None:
+            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0))
+        else:
+            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 1, len(cited),
+                          sum(1 for c in cited if c in gold), len(gold)))
+        ids.append(r["id"])
+        row_key_dicts.append(keys)
+        cited_col.append(" ".join(sorted(cited)))
+        completeness.append(why)
+    return columns_evaluation(CitationFamily(), ids, zip(*stats),
+                              keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+                              details={"cited_ids": cited_col, "completeness": completeness}, unscored=unscored)

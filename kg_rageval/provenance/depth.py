@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
+from ..evaluation import Evaluation, Family, Metric, columns_evaluation, named, ratio
 from ..generation.fields import all_slice_keys, row_keys, section
 from ..records import Record, absent_answer_code
-from .citations import answer_citations, claim_citations, memoised
+from .citations import cited_ids
 from .corpus import Corpus, is_stable_source_id
 
 
@@ -36,25 +36,9 @@ class ProvenanceDepthFamily(Family):
         )
 
 
-def cited_ids(record: Record) -> list[str]:
-    """Distinct cited ids in first-seen order (answer-level, then claim-level); read once per
-    record inside :func:`~kg_rageval.provenance.citations.memo_claims` (do not modify the
-    result there: it is shared)."""
-    return memoised(record, "cited_ids", _cited_ids)
-
-
-def _cited_ids(record: Record) -> list[str]:
-    out = list(dict.fromkeys(answer_citations(record) or []))
-    for _, cs in claim_citations(record) or []:
-        for c in cs:
-            if c not in out:
-                out.append(c)
-    return out
-
-
 def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     records = list(records)
-    rows, unscored = [], []
+    unscored = []
     known: dict[str, tuple[bool, bool]] = {}  # cited id -> (in the corpus, with a stable source id)
 
     def check(c: str) -> tuple[bool, bool]:
@@ -64,16 +48,29 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
             got = known[c] = (inside, inside and is_stable_source_id(corpus.source_id(c)))
         return got
 
+    row_ids: list[Any] = []
+    row_key_dicts: list[dict[str, Any]] = []
+    stats: list[tuple[int, int, int]] = []  # (citations, in_corpus, resolved) per row
+    unresolved: list[str] = []
     for r in records:
         if section(r, "answer") is None:
             unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
             continue
         ids = cited_ids(r)
-        inc = [c for c in ids if check(c)[0]]
-        stable = [c for c in inc if check(c)[1]]
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "citations": len(ids), "in_corpus": len(inc),
-                               "resolved": len(stable),
-                               "unresolved": " ".join(c for c in ids if c not in stable)}
-        rows.append(row)
-    return build_evaluation(ProvenanceDepthFamily(), rows, keys=all_slice_keys(records), details=("unresolved",),
-                            unscored=unscored, meta={"corpus": corpus.source, "corpus_hash": corpus.hash, "corpus_documents": len(corpus)})
+        row_key_dicts.append(row_keys(r))
+        row_ids.append(r["id"])
+        n_in = n_stable = 0
+        bad = []
+        for c in ids:
+            inside, stable = check(c)
+            n_in += inside
+            n_stable += stable
+            if not stable:
+                bad.append(c)
+        stats.append((len(ids), n_in, n_stable))
+        unresolved.append(" ".join(bad))
+    return columns_evaluation(ProvenanceDepthFamily(), row_ids, zip(*stats),
+                              keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+                              details={"unresolved": unresolved}, unscored=unscored,
+                              meta={"corpus": corpus.source, "corpus_hash": corpus.hash,
+                                    "corpus_documents": len(corpus)})

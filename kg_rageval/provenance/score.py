@@ -30,14 +30,22 @@ def score_provenance(
     ``"run_manifests"`` when manifests are given and ``"prov_trail"`` with ``trail=True``
     (:mod:`.audit_trail`): an :class:`EvaluationSet` of family ``provenance``.
 
-    ``repeats``: record lists or paths of repeated runs' records files (read with
-    :func:`~kg_rageval.records.read_records`); ``manifests``: manifest objects or paths (the
-    first describes ``records``), checked against ``corpus`` and the ontology's content hash
-    (the audit resolves paths against its config's directory)."""
+    ``repeats``: record lists (or mappings record id → record) or paths of repeated runs'
+    records files (read with :func:`~kg_rageval.records.read_records`); ``manifests``:
+    manifest objects or paths (the first describes ``records``), checked against ``corpus``
+    and the ontology's content hash (the audit resolves paths against its config's directory;
+    the family's loaders read both once when it is bound).
+
+    Partitions of ``records`` scored apart and concatenated give this call's result on all of
+    them (the family streams): rows per record, and the per-run members combine as one call
+    gives them (see docs/provenance.md, "Streaming")."""
     from ..generation.fields import shared_row_keys
+    from ..records import collector_paused
 
     records = list(records)
-    with memo_claims(), shared_row_keys(records):  # every member reads each record's claims: once
+    # every member reads each record's claims: once; the rows, claims and trail triples made
+    # from the records are acyclic, so the collector's passes over them are pure cost
+    with memo_claims(), shared_row_keys(records), collector_paused():
         return _score_provenance(ontology, records, corpus=corpus, repeats=repeats,
                                  manifests=manifests, trail=trail)
 
@@ -54,7 +62,8 @@ def _score_provenance(ontology: "Ontology | None", records: list[Record], *, cor
         repeats = [repeats]
     if isinstance(manifests, (str, Path)):
         manifests = [manifests]
-    runs = [read_records(r) if isinstance(r, (str, Path)) else list(r) for r in repeats]
+    runs = [read_records(r) if isinstance(r, (str, Path)) else r if isinstance(r, Mapping) else list(r)
+            for r in repeats]
     if runs:
         out["reproducibility"] = score_reproducibility(records, runs)
     mans = [read_manifest(m) if isinstance(m, (str, Path)) else dict(m) for m in manifests]

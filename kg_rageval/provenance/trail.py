@@ -148,7 +148,7 @@ class Trail:
 def build_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None,
                 corpus: "Corpus | None" = None) -> Trail:
     """The trail of one run (the graph of :mod:`kg_rageval.provenance.prov`'s docstring)."""
-    from .depth import cited_ids
+    from .citations import cited_ids
 
     m = dict(manifest or {})
     run_id = m.get("run_id") or "run"
@@ -178,12 +178,12 @@ def build_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
 
     seen_docs: dict[str, str] = {}
     ans_pre = t.answer_prefix
+    refusal, answer = KGR + "Refusal", KGR + "Answer"
     for r in records:
         if section(r, "answer") is None:
             continue
-        refused = flag(r, "answer", "refused") is True
+        kind = refusal if flag(r, "answer", "refused") is True else answer
         ans = ans_pre + _q(r["id"])
-        kind = KGR + ("Refusal" if refused else "Answer")
         text = answer_text(r)
         docs: list[str] = []
         for c in cited_ids(r):
@@ -236,24 +236,67 @@ def _term(o: Term) -> str:
     if isinstance(o, str):
         return _short(o)
     lex, dt = o
-    text = '"' + (_NEEDS_ESC.sub(lambda m: _ESC[m.group()], lex) if _NEEDS_ESC.search(lex) else lex) + '"'
+    text = '"' + (_escape(lex) if _NEEDS_ESC.search(lex) else lex) + '"'
     return text if dt is None else f"{text}^^{_short(dt)}"
+
+
+HEAD = "\n".join(f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()) + "\n\n"
+"""The prefix lines and the blank line before the first block."""
 
 
 def trail_turtle(trail: Trail) -> str:
     """The trail as Turtle (prefixes ``prov:``, ``kgr:``, ``rdf:``, ``xsd:``; one block per
     subject, ``a`` for ``rdf:type``): the same graph as ``export_prov(...).serialize()``.
-    Compact answers are written by :func:`_answer_block` without building their predicates
-    (the same text as :func:`_block` on :meth:`Trail._answer_preds`)."""
-    out = [f"@prefix {p}: <{ns}> ." for p, ns in PREFIXES.items()]
-    out.append("")
-    for s, preds in trail.subjects.items():
-        out.append(_block(s, preds))
-    write = _answer_block(trail.run)
+    Compact answers are written by :func:`answer_blocks` without building their predicates
+    (the same text as :func:`_block` on :meth:`Trail._answer_preds`). Layout:
+    :data:`HEAD`, then the blocks of ``subjects`` and of the compact answers, one blank line
+    between blocks."""
+    return HEAD + "\n".join(subject_blocks(trail) + answer_blocks(trail))
+
+
+def subject_blocks(trail: Trail) -> list[str]:
+    """The Turtle blocks of ``trail.subjects`` (the run first), in order."""
+    return [_block(s, preds) for s, preds in trail.subjects.items()]
+
+
+def answer_blocks(trail: Trail) -> list[str]:
+    """The Turtle blocks of the compact answers, in order: the text :func:`_block` gives for
+    their predicates (types, record id, value, run, documents), written in one loop (the record id and text escaped only when they hold a character to escape;
+    the documents are the trail's own ``urn:`` IRIs, which :func:`_short` writes as ``<IRI>``)."""
+    sep = " ;\n    "
+    types = "a " + _short(PROV + "Entity") + ", "
+    rid = sep + _short(KGR + "recordId") + ' "'
+    string = '"^^' + _short(XSD + "string")
+    value = sep + _short(PROV + "value") + ' "'
+    tail = sep + _short(PROV + "wasGeneratedBy") + " " + _term(trail.run)
+    derived = tail + sep + _short(PROV + "wasDerivedFrom") + " <"
+    heads: dict[str, str] = {}
+    search, esc = _NEEDS_ESC.search, _escape
+    out: list[str] = []
+    append = out.append
     for row, (_, own) in zip(trail.rows, trail.answers):
-        if row is not None:
-            out.append(write(row, own))
-    return "\n".join(out)
+        if row is None:
+            continue
+        iri, kind, lexical, text = row
+        head = heads.get(kind)
+        if head is None:
+            head = heads[kind] = types + _short(kind) + rid
+        lex = esc(lexical) if search(lexical) else lexical
+        if text is None:
+            body = ""
+        else:
+            body = value + (esc(text) if search(text) else text) + '"'
+        if len(own) == 1:
+            append(f"<{iri}> {head}{lex}{string}{body}{tail} .\n")
+        elif len(own) == 2:
+            append(f"<{iri}> {head}{lex}{string}{body}{derived}{own[1]}> .\n")
+        else:
+            append(f"<{iri}> {head}{lex}{string}{body}{derived}" + ">, <".join(dict.fromkeys(own[1:])) + "> .\n")
+    return out
+
+
+def _escape(lex: str) -> str:
+    return _NEEDS_ESC.sub(lambda m: _ESC[m.group()], lex)
 
 
 def _block(s: str, preds: Preds) -> str:
@@ -263,31 +306,6 @@ def _block(s: str, preds: Preds) -> str:
         pred = "a" if p == RDF_TYPE else _short(p)
         parts.append(f"{pred} " + ", ".join(_term(o) for o in objs))
     return f"<{s}> " + " ;\n    ".join(parts) + " .\n"
-
-
-def _answer_block(run: str) -> Any:
-    """A writer of a compact answer's block ``(row, [IRI, documents...]) -> str``, the text
-    :func:`_block` gives for its predicates (type, record id, value, run, documents)."""
-    sep = " ;\n    "
-    types = "a " + _short(PROV + "Entity") + ", "
-    rid = sep + _short(KGR + "recordId") + " "
-    value = sep + _short(PROV + "value") + " "
-    tail = sep + _short(PROV + "wasGeneratedBy") + " " + _term(run)
-    derived = sep + _short(PROV + "wasDerivedFrom") + " "
-    string = XSD + "string"
-
-    def write(row: tuple[str, str, str, str | None], own: list[str]) -> str:
-        iri, kind, lexical, text = row
-        block = [f"<{iri}> ", types, _short(kind), rid, _term((lexical, string))]
-        if text is not None:
-            block += [value, _term((text, None))]
-        block.append(tail)
-        if len(own) > 1:
-            block += [derived, ", ".join(_term(d) for d in dict.fromkeys(own[1:]))]
-        block.append(" .\n")
-        return "".join(block)
-
-    return write
 
 
 # ---------------------------------------------------------------------- the compiled shape
@@ -387,15 +405,56 @@ def check_trail(trail: Trail) -> dict[str, Any]:
     """The bundled shape on the trail: ``{"conforms", "violations", "messages",
     "focus_nodes"}`` as :func:`~kg_rageval.provenance.prov.validate_prov` returns them
     (``messages``: ``focus node: path: message``, sorted, at most 50)."""
-    found: list[tuple[str, str, str]] = []
-    for s, preds in trail.items():
-        types = preds.get(RDF_TYPE, {})
-        for cls, props in SHAPES.items():
-            if cls not in types:
-                continue
-            for prop in props:
-                for msg in _check_property(s, preds, prop, trail):
-                    found.append((s, prop["path"], msg))
+    found = trail_violations(trail)
     msgs = sorted(f"{f}: {p}: {m}" for f, p, m in found)
     return {"conforms": not found, "violations": len(found), "messages": msgs[:50],
             "focus_nodes": sorted({f for f, _, _ in found})}
+
+
+def trail_violations(trail: Trail) -> list[tuple[str, str, str]]:
+    """Every violation of the bundled shape on the trail: ``(focus node, path, message)``.
+
+    A compact answer (:meth:`Trail.add_answer`) has one record id (an ``xsd:string``), the
+    run and its cited documents, so when the run is a ``kgr:ModelRun`` and each document a
+    ``kgr:Document`` (as :func:`build_trail` makes them) its only possible violation is an
+    answer (not a refusal) citing nothing: that is decided without building its predicates.
+    Otherwise, and for every other subject, each property shape is checked
+    (:func:`_check_property`)."""
+    found: list[tuple[str, str, str]] = []
+    for s, preds in trail.subjects.items():
+        _check_subject(s, preds, trail, found)
+    subjects = trail.subjects
+    run_ok = KGR + "ModelRun" in subjects.get(trail.run, {}).get(RDF_TYPE, {})
+    answer, document = KGR + "Answer", KGR + "Document"
+    typed: dict[str, bool] = {}
+    for row, (_, own) in zip(trail.rows, trail.answers):
+        if row is None:
+            continue
+        ok = run_ok
+        for d in own[1:] if ok else ():
+            t = typed.get(d)
+            if t is None:
+                t = typed[d] = document in subjects.get(d, {}).get(RDF_TYPE, {})
+            if not t:
+                ok = False
+                break
+        if not ok:
+            _check_subject(row[0], trail._answer_preds(*row, own[1:]), trail, found)
+        elif len(own) == 1 and row[1] == answer:
+            found.append((row[0], _DERIVED[0], _DERIVED[1]))
+    return found
+
+
+def _check_subject(s: str, preds: Preds, trail: Trail, found: list[tuple[str, str, str]]) -> None:
+    """Append the violations of every shape targeting ``s``'s types to ``found``."""
+    types = preds.get(RDF_TYPE, {})
+    for cls, props in SHAPES.items():
+        if cls not in types:
+            continue
+        for prop in props:
+            for msg in _check_property(s, preds, prop, trail):
+                found.append((s, prop["path"], msg))
+
+
+_DERIVED = next((p["path"], p["message"]) for p in SHAPES[KGR + "Answer"] if p["path"] == PROV + "wasDerivedFrom")
+"""The path and message of an answer's ``prov:wasDerivedFrom`` count (an answer citing nothing)."""

@@ -13,6 +13,7 @@ from ._io import (
     STRUCTURED_SUFFIXES,
     DEFAULT_CHUNK_SIZE,
     Record,
+    collector_paused,
     iter_jsonl,
     iter_objects,
     iter_record_chunks,
@@ -28,7 +29,8 @@ from .reasons import MISSING_RUN_CODES, Reason, absent_answer_code, unscored
 from .slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
 __all__ = [
-    "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "iter_jsonl",
+    "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "collector_paused",
+    "iter_jsonl",
     "iter_objects", "iter_record_chunks", "located", "read_records", "read_structured", "record_error", "record_slices", "record_text",
     "slice_keys", "slice_text", "slice_texts",
     "slice_values", "unscored", "where", "write_records",
