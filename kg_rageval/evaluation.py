@@ -999,8 +999,8 @@ class Concatenation:
     """Partitions of one family appended in order as they are scored; :meth:`result` equals
     :func:`concat_evaluations` of them (and so the pairwise fold of :meth:`Evaluation.merge`),
     but a partition's columns are kept as pieces of the result's columns (:class:`_Column`) and
-    the partition itself can be dropped at once: memory is the result plus one partition, never all partitions and the
-    result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
+    the partition itself can be dropped at once: memory is the result plus one partition, never
+    all partitions and the result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
 
     def __init__(self) -> None:
         self.n = 0
