@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from .errors import InputError, MissingEvidence
+from .memory import trim_heap
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ontology import Ontology
@@ -1004,46 +1005,47 @@ def take_rows(ev: Evaluation, index: np.ndarray) -> None:
 
 
 class _Column:
-    """One column being appended to: a buffer with spare capacity (grown by a quarter, so
-    each value is copied O(1) times and at most a fifth of the buffer is spare) and the dtype
-    folding pairwise merges would give (numeric pieces promote, from the first non-numeric
-    piece on an object column)."""
+    """One column being appended to: its pieces as they come (a piece that is a view of a larger
+    array is copied, so that it holds only its own rows), joined once by :meth:`array` into the
+    dtype folding pairwise merges would give (numeric pieces promote; from the first non-numeric
+    piece on, an object column, the numeric prefix converted after its promotion). No spare
+    capacity is held and each value is copied once (a buffer grown by a quarter held up to a
+    fifth spare and copied each value about five times)."""
 
-    __slots__ = ("buf", "size")
+    __slots__ = ("pieces", "size")
 
     def __init__(self, first: np.ndarray):
-        self.buf = first.copy()
-        self.size = len(first)
+        self.pieces: list[np.ndarray] = []
+        self.size = 0
+        self.append(first)
 
     def append(self, piece: np.ndarray) -> None:
-        buf, n, m = self.buf, self.size, len(piece)
-        numeric = buf.dtype.kind in "biuf" and piece.dtype.kind in "biuf"
-        dtype = np.result_type(buf.dtype, piece.dtype) if numeric else np.dtype(object)
-        if dtype != buf.dtype:
-            buf = buf[:n].astype(dtype)
-        if n + m > len(buf):
-            grown = np.empty(max(n + m, len(buf) + len(buf) // 4 + 1024), dtype=dtype)
-            grown[:n] = buf[:n]
-            buf = grown
-        buf[n:n + m] = piece if piece.dtype == dtype else piece.astype(dtype)
-        self.buf, self.size = buf, n + m
+        self.pieces.append(piece.copy() if piece.base is not None else piece)
+        self.size += len(piece)
 
     def array(self) -> np.ndarray:
-        buf, self.buf = self.buf, np.empty(0, dtype=self.buf.dtype)
-        if len(buf) == self.size:
-            return buf
-        if buf.dtype.kind in "biuf" and buf.base is None:
-            buf.resize(self.size, refcheck=False)  # realloc: shrinks in place, no copy
-            return buf
-        return buf[:self.size].copy()
+        pieces, self.pieces = self.pieces, []
+        numeric = [p.dtype.kind in "biuf" for p in pieces]
+        j = numeric.index(False) if not all(numeric) else len(pieces)
+        head = np.result_type(*(p.dtype for p in pieces[:j])) if j else None
+        dtype = head if j == len(pieces) else np.dtype(object)
+        out = np.empty(self.size, dtype=dtype)
+        at = 0
+        for i, p in enumerate(pieces):
+            pieces[i] = None  # type: ignore[call-overload]  # each piece goes once copied
+            if i < j and p.dtype != head:
+                p = p.astype(head)
+            out[at:at + len(p)] = p
+            at += len(p)
+        return out
 
 
 class Concatenation:
     """Partitions of one family appended in order as they are scored; :meth:`result` equals
     :func:`concat_evaluations` of them (and so the pairwise fold of :meth:`Evaluation.merge`),
-    but a partition's columns are copied into growing buffers when it is added and can be
-    dropped at once: memory is the result plus one partition, never all partitions and the
-    result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
+    but a partition's columns are kept as pieces of the result's columns (:class:`_Column`) and
+    the partition itself can be dropped at once: memory is the result plus one partition, never
+    all partitions and the result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
 
     def __init__(self) -> None:
         self.n = 0
@@ -1101,11 +1103,20 @@ class Concatenation:
         if self.only is not None:  # one partition: itself, as concat_evaluations returns it
             return self.only
         assert self.record_ids is not None
-        groups = [{name: self.cols[g][name].array() for name in _merged_names(self.names[g])}
+        groups = [{name: self._joined(self.cols[g][name]) for name in _merged_names(self.names[g])}
                   for g in range(3)]
-        return _completed(Evaluation(family=self.family, record_ids=self.record_ids.array(), stats=groups[0],
+        return _completed(Evaluation(family=self.family, record_ids=self._joined(self.record_ids), stats=groups[0],
                                      keys=groups[1], details=groups[2], unscored=self.unscored,
                                      meta=self.family.merge_meta(self.metas)))
+
+    @staticmethod
+    def _joined(col: _Column) -> np.ndarray:
+        """One column joined, its pieces' memory returned to the system before the next column
+        is built (freed pieces would otherwise stay in the heap while the joined columns take
+        fresh memory: the result twice over)."""
+        out = col.array()
+        trim_heap()
+        return out
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:

@@ -102,8 +102,8 @@ chunk_size_option = click.option(
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help="Records read and scored at a time (default 65536); the result does not depend on it, "
-         "memory does.",
+    help="Records read and scored at a time (default 65536; 32768 for score linking); the result "
+         "does not depend on it, memory does.",
 )
 """``--chunk-size``: how many records a streamable family scores at a time
 (:meth:`~kg_rageval.contract.BoundScorer.score_path`)."""

@@ -105,6 +105,10 @@ class Scorer:
     consecutive chunks of it (each row depends on its own record; ``meta`` combines as
     :attr:`Family.additive_meta` says). ``False``: a JSONL path is read whole and scored in
     one call (results that compare or group records, or read extra inputs per run)."""
+    chunk_size: int | None = None
+    """Records per streamed chunk when the caller names none (``None``:
+    :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`). Memory, not the result, depends on it: a
+    family whose records parse into large dicts holds fewer of them at a time."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
         default=None, compare=False)
 
@@ -191,7 +195,7 @@ class BoundScorer:
     Picklable (Dask sends it to the workers).
 
     ``records``: a list of record dicts (scored in one call) or a JSONL path, streamed in
-    chunks of ``chunk_size`` records (default
+    chunks of ``chunk_size`` records (default: the family's :attr:`Scorer.chunk_size`, else
     :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`) when the family is ``streamable``
     (see :meth:`score_path`)."""
 
@@ -256,7 +260,7 @@ class BoundScorer:
         from ..errors import InputError
         from ..records import DEFAULT_CHUNK_SIZE
 
-        size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+        size = (self.scorer.chunk_size or DEFAULT_CHUNK_SIZE) if chunk_size is None else chunk_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigError(f"chunk_size must be a positive integer, not {chunk_size!r}")
         if not self.scorer.streamable:
@@ -443,23 +447,12 @@ def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: i
 
 
 def _trim_heap() -> None:
-    """Give the memory freed with a chunk back to the system (glibc's ``malloc_trim``; a no-op
-    elsewhere). Without it a chunk's freed record dicts and arrays stay in the heap, and the
-    result's columns, which grow in fresh memory, come on top: peak memory would be about the
-    result twice over instead of once."""
-    global _TRIM
-    if _TRIM is None:
-        try:
-            import ctypes
+    """Give the memory freed with a chunk back to the system (:func:`kg_rageval.memory.trim_heap`).
+    Without it a chunk's freed record dicts and arrays stay in the heap, and the result's
+    columns come on top: peak memory would be about the result twice over instead of once."""
+    from ..memory import trim_heap
 
-            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM = False
-    if _TRIM:
-        _TRIM(0)
-
-
-_TRIM: Any = None
+    trim_heap()
 
 
 class _SetConcatenation:

@@ -1,7 +1,7 @@
 """Per-ontology tables behind the hierarchy kernels, computed once and cached.
 
 For every entry ``(v, x)`` of the ancestor-or-self closure (``Ontology.anc_ptr/anc_idx``) we
-keep
+compute
 
 * ``dist``: the shortest *upward* path length from ``v`` to its ancestor ``x`` (0 for
   ``x == v``, 1 for a direct parent). In a polyhierarchy this can be smaller than
@@ -12,7 +12,10 @@ keep
 Both are filled level by level (a node's row is the merge of its parents' rows), vectorised.
 The kernels then work on *encoded keys*: ``key = x << pbits | dist << 2 | grand << 1 | side``
 (``side`` is 0 for the first and 1 for the second member of a pair), sorted row by row, so
-that merging two ancestor rows is one row-wise sort of a small padded 2-D block.
+that merging two ancestor rows is one row-wise sort of a small padded 2-D block. Only the keys
+are kept (``dist`` and ``grand`` live in their payload bits), once: as the padded matrix when it
+is small enough, else as the flat array in closure layout; the closure itself is the
+ontology's ``anc_idx``, not a copy.
 
 The tables are cached per :class:`~kg_rageval.ontology.Ontology` object (a weak reference, so
 they go away with the ontology).
@@ -40,15 +43,13 @@ class Closure:
 
     n: int
     ptr: np.ndarray  # anc_ptr (int64)
-    anc: np.ndarray  # anc_idx
-    dist: np.ndarray  # per closure entry, shortest upward distance
-    grand: np.ndarray  # per closure entry, bool: x is a grandparent of v
+    anc: np.ndarray  # anc_idx (the ontology's own array, int32: no copy)
     lens: np.ndarray  # row lengths
     width: int  # longest row
     pbits: int  # payload bits: dist bits + grand bit + side bit
     dtype: type  # int32 when every key fits, else int64
     pad: int  # key of padding cells (larger than every real key, side bit 0)
-    keys: np.ndarray  # encoded closure entries (same layout as anc)
+    keys: np.ndarray | None  # encoded closure entries (layout of anc), only when there is no matrix
     matrix: np.ndarray | None  # (n, width) padded encoded rows, or None when too large
     rank: np.ndarray  # rank of each id string in sorted order (NLTK's tie-break by name)
     excluded_root: bool  # the root (index 0) is virtual
@@ -80,11 +81,13 @@ class Closure:
         w = max(w, 1)
         if self.matrix is not None:
             return self.matrix_rows(nodes, w)
+        keys = self.keys
+        assert keys is not None  # kept whenever there is no matrix
         starts = self.ptr[nodes]
         cols = np.arange(w, dtype=np.int64)
         idx = starts[:, None] + cols[None, :]
-        np.minimum(idx, self.keys.size - 1, out=idx)
-        out = self.keys[idx]
+        np.minimum(idx, keys.size - 1, out=idx)
+        out = keys[idx]
         out[cols[None, :] >= lens[:, None]] = self.pad
         return out
 
@@ -101,7 +104,7 @@ def closure(ontology: Ontology) -> Closure:
 def _build(o: Ontology) -> Closure:
     n = len(o)
     ptr = np.asarray(o.anc_ptr, dtype=np.int64)
-    anc = np.asarray(o.anc_idx, dtype=np.int64)
+    anc = np.asarray(o.anc_idx)
     dist, grand = _payloads(o, ptr, anc)
     lens = np.diff(ptr)
     width = int(lens.max()) if n else 1
@@ -109,15 +112,21 @@ def _build(o: Ontology) -> Closure:
     pbits = dbits + 2
     top = (n + 1) << pbits
     dtype = np.int32 if top < 2**31 - 1 else np.int64
-    keys = (anc << pbits) | (dist.astype(np.int64) << 2) | (grand.astype(np.int64) << 1)
+    keys = anc.astype(np.int64) << pbits
+    keys |= dist.astype(np.int64) << 2
+    del dist
+    keys |= grand.astype(np.int64) << 1
+    del grand
     keys = keys.astype(dtype)
     pad = n << pbits
     matrix = None
-    if n * width <= MAX_MATRIX_CELLS:
+    if n * width <= MAX_MATRIX_CELLS:  # the padded rows replace the flat keys
         matrix = np.full((n, width), pad, dtype=dtype)
         row = np.repeat(np.arange(n, dtype=np.int64), lens)
         col = np.arange(anc.size, dtype=np.int64) - np.repeat(ptr[:-1], lens)
         matrix[row, col] = keys
+        del row, col
+        keys = None
     order = sorted(range(n), key=o.ids.__getitem__)
     rank = np.empty(n, dtype=np.int64)
     rank[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
@@ -125,8 +134,6 @@ def _build(o: Ontology) -> Closure:
         n=n,
         ptr=ptr,
         anc=anc,
-        dist=dist,
-        grand=grand,
         lens=lens,
         width=width,
         pbits=pbits,

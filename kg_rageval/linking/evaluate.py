@@ -59,6 +59,7 @@ Empty denominators give missing metrics (``value=None`` with a reason), never 0 
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -72,7 +73,7 @@ from ..records import Record, located, record_error, record_text, slice_texts
 NIL = -1
 """Code of a NIL id (``null``) in the integer id arrays."""
 
-_NO_ROW = -9  # code of "no mention on this side" in row arrays
+_NO_ROW = np.iinfo(np.int64).min  # code of "no mention on this side" in row arrays (unknown ids are -2, -3, ...)
 
 OUTCOMES = ("correct", "wrong_link", "over_link", "abstention", "correct_nil", "missed", "spurious")
 
@@ -638,6 +639,18 @@ def score_linking(
     return Evaluation(LinkingFamily(overlap=overlap), record_ids, stats, keys, details, unscored, meta)
 
 
+_ID_ARRAYS: "weakref.WeakKeyDictionary[Any, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def _id_array(ontology) -> np.ndarray:
+    """``ontology.ids`` as an object array, made once per ontology (each chunk of a stream
+    looks its ids up in it; building it per call cost a tenth of a small chunk's time)."""
+    arr = _ID_ARRAYS.get(ontology)
+    if arr is None:
+        arr = _ID_ARRAYS[ontology] = _obj(list(ontology.ids))
+    return arr
+
+
 def _obj(values: list) -> np.ndarray:
     out = np.empty(len(values), object)
     out[:] = values
@@ -647,15 +660,18 @@ def _obj(values: list) -> np.ndarray:
 def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, has_p, gc, pc,
               rel, near, near_rel, matched, same, g_nil, p_nil):
     n = row_rec.size
-    n_onto = len(ontology)
-    # id lookup table: ontology ids, then opaque (unknown) ids, then None for NIL / no mention
-    unknown = sorted(ids.unknown.items(), key=lambda kv: -kv[1])  # codes -2, -3, ...
-    lut = _obj(list(ontology.ids) + [u for u, _ in unknown] + [None])
+    ids_arr = _id_array(ontology)
+    # opaque (unknown) ids by code -2, -3, ..., then None for NIL and for no mention
+    unknown = sorted(ids.unknown.items(), key=lambda kv: -kv[1])
+    extra = _obj([u for u, _ in unknown] + [None])
 
     def names(codes: np.ndarray) -> np.ndarray:
-        pos = np.where(codes >= 0, codes, np.where(codes <= -2, n_onto + (-2 - codes), lut.size - 1))
-        pos = np.where(codes == _NO_ROW, lut.size - 1, pos)
-        return lut[pos]
+        out = ids_arr[np.maximum(codes, 0)] if ids_arr.size else np.empty(codes.size, object)
+        neg = np.flatnonzero(codes < 0)
+        if neg.size:
+            c = codes[neg]
+            out[neg] = extra[np.where((c <= -2) & (c != _NO_ROW), -2 - c, extra.size - 1)]
+        return out
 
     gold_node, pred_node = names(gc), names(pc)
     node_type = np.empty(n, object)
@@ -663,7 +679,8 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
     ok = gc >= 0
     if ok.any():
         uniq, inv = np.unique(gc[ok], return_inverse=True)
-        node_type[ok] = _obj(list(ontology.node_types))[uniq][inv]
+        types = ontology.node_types
+        node_type[ok] = _obj([types[i] for i in uniq.tolist()])[inv]
         branch[ok] = _branch_ids(ontology, uniq)[inv]
     outcome = np.empty(n, object)
     outcome[:] = "spurious"
@@ -677,11 +694,11 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
     score = np.empty(n, object)
     gi, pi = np.flatnonzero(has_g), np.flatnonzero(has_p)
     if gi.size:
-        mtype[gi] = _obj(gold.extra)[row_g[gi]]
+        mtype[gi] = _obj(_shared(gold.extra))[row_g[gi]]
     near_names = names(np.where(near >= 0, near, _NO_ROW))
     nearest = near_names
     if pi.size:
-        score[pi] = _obj(pred.extra)[row_p[pi]]
+        score[pi] = _obj(_shared(pred.extra))[row_p[pi]]
     rel_names = np.asarray(list(RELATIONS) + [None], dtype=object)
     relation = rel_names[np.where(rel >= 0, rel, len(RELATIONS))]
     nearest_relation = rel_names[np.where(near_rel >= 0, near_rel, len(RELATIONS))]
@@ -690,11 +707,15 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
     p_s = np.asarray(pred.start, np.int64)
     p_e = np.asarray(pred.end, np.int64)
 
+    offsets: dict[int, int] = {}  # one int object per distinct offset, shared by the 4 columns
+
     def col(arr, idx, ok):
         out = np.empty(n, object)
         if arr.size:
-            vals = arr[np.maximum(idx, 0)]
-            out[ok] = vals[ok].tolist()
+            vals = arr[np.maximum(idx, 0)][ok].tolist()
+            if arr.max() > 256:  # CPython caches -5..256; larger offsets are an object each
+                vals = list(map(offsets.setdefault, vals, vals))
+            out[ok] = vals
         return out
 
     keys = {
@@ -708,7 +729,7 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
                           for k in slices[i]})
     for s in slice_names:  # one text per record, then one per row (a C-level take)
         vals = [(sl or {}).get(s) for sl in slices]
-        keys[f"slice:{s}"] = _obj(slice_texts(vals))[row_rec]
+        keys[f"slice:{s}"] = _obj(_shared(slice_texts(vals)))[row_rec]
     details = {
         "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
         "pred_score": score,
@@ -716,6 +737,26 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
         "pred_start": col(p_s, row_p, has_p), "pred_end": col(p_e, row_p, has_p),
     }
     return keys, details
+
+
+def _shared(values: list) -> list:
+    """``values`` with equal strings, or equal floats, as one object each. Parsed JSON has a
+    fresh object per value, and a column keeps every one alive (a million slice texts ``"a"``
+    are 50 MB as their own strings, nothing as one). Only a list of strings (and ``None``) or
+    of floats (and ``None``) is shared, and not one holding ``-0.0`` (equal to ``0.0``), so
+    every value keeps its type and its text in the output (``1 == 1.0`` would not)."""
+    kinds = set(map(type, values))
+    if not (kinds <= _TEXTS or kinds <= _FLOATS):
+        return values
+    seen: dict[Any, Any] = {}
+    out = list(map(seen.setdefault, values, values))
+    if 0.0 in seen and any(v == 0.0 and math.copysign(1.0, v) < 0 for v in values if type(v) is float):
+        return values
+    return out
+
+
+_TEXTS = {str, type(None)}
+_FLOATS = {float, type(None)}
 
 
 def _branch_ids(ontology, nodes: np.ndarray) -> np.ndarray:
@@ -757,38 +798,47 @@ def confidence_sweep(
     has_p = st["n_pred"] > 0
     if not has_p.any():
         return None
-    sc = score.astype(float)  # None -> NaN
-    if np.isnan(sc[has_p]).any():
+    rows = np.flatnonzero(has_p)
+    sc = score[rows].astype(float)  # None -> NaN
+    if np.isnan(sc).any():
         return None
     if thresholds is None:
-        uniq = np.unique(sc[has_p])
+        uniq = np.unique(sc)
         thresholds = uniq if uniq.size <= 101 else np.quantile(uniq, np.linspace(0, 1, 101))
+        del uniq
     n_gold = float(st["n_gold"].sum())
     n_gold_inkb = float(st["gold_inkb"].sum())
     mp = getattr(evaluation.family, "match_prefix", "strong")
     # rows with a prediction by ascending score; the rows kept at a threshold t are a suffix
     # (score >= t), so every count is a suffix sum (0/1 columns: exact integers in any order)
-    rows = np.flatnonzero(has_p)
-    order = rows[np.argsort(sc[rows], kind="stable")]
-    sorted_sc = sc[order]
+    local = np.argsort(sc, kind="stable")
+    sorted_sc = sc[local]
+    order = rows[local]
+    del sc, rows, local
+    ts = np.asarray(thresholds, dtype=float).tolist()
+    ats = [int(np.searchsorted(sorted_sc, t, "left")) for t in ts]  # first row with score >= t
+    del sorted_sc
 
-    def suffix(col: str) -> np.ndarray:
+    def suffix(col: str) -> list[float]:
+        v = st[col]
+        if v.dtype == bool:  # a count of the kept rows: 1 byte a row, no float copies
+            kept = v[order]
+            return [float(np.count_nonzero(kept[at:])) for at in ats]
         c = np.zeros(order.size + 1)
-        c[:-1] = np.cumsum(np.asarray(st[col], dtype=float)[order][::-1])[::-1]
-        return c
+        c[:-1] = np.cumsum(np.asarray(v, dtype=float)[order][::-1])[::-1]
+        return [float(c[at]) for at in ats]
 
     sums = {c: suffix(c) for c in ("all_tp", "n_pred", "inkb_tp", "pred_inkb")}
     out = []
-    for t in np.asarray(thresholds, dtype=float).tolist():
-        at = int(np.searchsorted(sorted_sc, t, "left"))  # first row with score >= t
+    for j, (t, at) in enumerate(zip(ts, ats)):
         n_pred = float(order.size - at)
         fam = {}
         for prefix, tp_col, pred_col, ng in (
             (f"{mp}_all_match", "all_tp", "n_pred", n_gold),
             (f"{mp}_link_match", "inkb_tp", "pred_inkb", n_gold_inkb),
         ):
-            tp = float(sums[tp_col][at])
-            npd = float(sums[pred_col][at])
+            tp = sums[tp_col][j]
+            npd = sums[pred_col][j]
             p = ratio("p", tp, npd, missing="no predictions at this threshold")
             r = ratio("r", tp, ng, missing="no gold mentions")
             f = harmonic("f", p, r)
