@@ -47,7 +47,7 @@ from __future__ import annotations
 import gc
 import re
 import unicodedata
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from itertools import accumulate, compress, repeat
 from typing import Any, Iterable, NamedTuple, Sequence, cast
 
@@ -145,19 +145,14 @@ def _per_text(flat: list, qs: list[int], n: int) -> list[list]:
     return [flat[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@contextmanager
-def _no_gc(n: int):
-    """The cyclic garbage collector paused while ``n`` (> 10,000) acyclic result objects are
-    made: each collection would walk every live object (the ontology and the dictionary
-    included), and none of these objects can form a cycle. Restored afterwards."""
-    paused = n > 10_000 and gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
+def _no_gc(n: int) -> AbstractContextManager[None]:
+    """The cyclic garbage collector paused (:func:`~kg_rageval.records.collector_paused`)
+    while ``n`` (> 10,000) acyclic result objects are made: each collection would walk every
+    live object (the ontology and the dictionary included), and none of these objects can
+    form a cycle."""
+    from ..records import collector_paused
+
+    return collector_paused() if n > 10_000 else nullcontext()
 
 
 def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
