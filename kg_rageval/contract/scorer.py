@@ -34,7 +34,7 @@ import importlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from ..errors import ConfigError
 from .metrics import MetricSpec
@@ -333,9 +333,14 @@ class FamilyStream:
 
         return [r for ch in itertools.islice(iter_record_chunks(self.path, self.size), first, end) for r in ch]
 
-    def feed(self, k: int, chunk: list[Any], n_sec: int | None = None) -> None:
+    def feed(self, k: int, chunk: list[Any], n_sec: int | None = None,
+             done: tuple["EvaluationSet", float] | None = None) -> None:
         """Score chunk ``k`` (chunks come in file order) or keep it waiting for evidence;
-        ``n_sec``: how many of its records carry the family's section (see the class)."""
+        ``n_sec``: how many of its records carry the family's section (see the class).
+        ``done``: ``(result, seconds)`` of this family's call on ``chunk`` alone, made elsewhere
+        (a Dask worker: :func:`kg_rageval.integrations.dask.feed_streams`); used when no earlier
+        chunk waits for evidence (the call this stream would make), else the batch is scored
+        here. ``None`` (also: the call raised there) scores it here, with the rules above."""
         from ..errors import MissingEvidence
 
         self.n_chunks = k + 1
@@ -356,7 +361,11 @@ class FamilyStream:
             batch = held + chunk
             del held
         try:
-            res = self._call(batch)
+            if done is not None and batch is chunk:
+                res = done[0]
+                self.seconds += done[1]
+            else:
+                res = self._call(batch)
         except MissingEvidence as exc:
             self.n_pending += 1
             if self.n_pending > MAX_PENDING_CHUNKS:
@@ -404,7 +413,8 @@ class FamilyStream:
 
 def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: int, *,
                     ontology: Any = None, observers: tuple[Callable[[int, list[Any]], None], ...] = (),
-                    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None
+                    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None,
+                    client: Any = None, in_flight: int | None = None
                     ) -> dict[str, FamilyStream]:
     """Read the JSONL file ``path`` once, in chunks of ``size`` records
     (:func:`~kg_rageval.records.iter_record_chunks`), and score every chunk with every family
@@ -420,30 +430,51 @@ def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: i
     exactly raises :class:`StreamFallback` (the caller scores the whole file). The cyclic
     garbage collector is paused meanwhile (restored afterwards, also on an error): record
     dicts hold no cycles, and the collector's passes over each fresh chunk cost as much as
-    scoring it."""
-    import gc
+    scoring it.
 
-    from ..records import iter_record_chunks
+    ``client``: a ``distributed.Client``: the chunks are still read (and observed) here, and
+    each family's call on each chunk runs on its workers, at most ``in_flight`` chunks at a
+    time (default: twice the worker threads); the results are fed back in chunk order, so the
+    streams equal the in-process ones (:func:`kg_rageval.integrations.dask.feed_streams`)."""
+    import gc
 
     streams = {n: FamilyStream(b, path, size, ontology) for n, b in bounds.items()}
     paused = gc.isenabled()
     if paused:
         gc.disable()
     try:
-        for k, chunk in enumerate(iter_record_chunks(path, size)):  # reading errors propagate
-            for see in observers:
-                see(k, chunk)
-            counts = section_counts(k, chunk) if section_counts is not None else None
-            for name, fs in streams.items():
-                fs.feed(k, chunk, None if counts is None else counts[name])
-            del chunk
-            _trim_heap()
+        chunks = _observed_chunks(path, size, observers, section_counts)
+        if client is not None:
+            from ..integrations.dask import feed_streams
+
+            feed_streams(client, streams, chunks, in_flight=in_flight)
+        else:
+            for k, chunk, counts in chunks:
+                for name, fs in streams.items():
+                    fs.feed(k, chunk, None if counts is None else counts[name])
+                del chunk
         for fs in streams.values():
             fs.finish()
     finally:
         if paused:
             gc.enable()
     return streams
+
+
+def _observed_chunks(path: str | Path, size: int, observers: tuple[Callable[[int, list[Any]], None], ...],
+                     section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None
+                     ) -> Iterator[tuple[int, list[Any], Mapping[str, int] | None]]:
+    """``(k, chunk, section counts or None)`` of each chunk of ``path``, after the observers
+    saw it (reading errors propagate as the whole-file reader raises them); the heap is
+    trimmed once the caller asks for the next one."""
+    from ..records import iter_record_chunks
+
+    for k, chunk in enumerate(iter_record_chunks(path, size)):
+        for see in observers:
+            see(k, chunk)
+        yield k, chunk, section_counts(k, chunk) if section_counts is not None else None
+        del chunk  # the caller has let go of it too (or keeps it while its calls are out)
+        _trim_heap()
 
 
 def _trim_heap() -> None:
