@@ -159,3 +159,44 @@ def test_chunks_without_the_section_or_evidence(client, tmp_path, local_calls):
         _on(client, config_from_mapping(mapping, base_dir=tmp_path), size, tmp_path / f"s{size}")
         assert _report(tmp_path / f"s{size}") == ref, size
         assert local_calls["calls"] == (1 if 25 // size else 0), size  # the joined batch only
+
+
+def test_cli_dask_options(client, tmp_path, cli):
+    """``--dask-scheduler ADDRESS`` (this module's cluster) and ``--dask-workers N`` (a local
+    cluster started for the run) give the in-process JSON report; both at once, or without
+    streaming chunks to send, are plain runs or clear errors."""
+    import json
+
+    import yaml
+
+    _write(tmp_path / "records.jsonl", _vehicle_records(60, labels_from=5))
+    mapping = {**_vehicles_config(tmp_path), "chunk_size": 8}
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(yaml.safe_dump(mapping))
+    base = ["audit", "-c", str(cfg), "-q", "--format", "json"]
+
+    def report(extra):
+        code, out, err = cli(base + extra)
+        assert code in (0, 1), err
+        from test_audit_stream import _scrub
+
+        return _scrub({k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")})
+
+    ref = report([])
+    assert ref["summary"]["records"] == 60
+    assert report(["--dask-scheduler", client.scheduler.address]) == ref
+    assert report(["--dask-workers", "1"]) == ref
+    code, _, err = cli(base + ["--dask-workers", "1", "--dask-scheduler", client.scheduler.address])
+    assert code == 2 and "not both" in err
+    code, _, err = cli(base + ["--dask-workers", "0"])
+    assert code == 2 and "dask-workers" in err
+
+
+def test_full_demo_audit_on_cluster(client, demo, tmp_path):
+    """Every family of the demo (conformance, generation and provenance too, when streamable):
+    report.json and the other reports, prov.ttl included, as in-process."""
+    res = _audit(load_config(demo / "audit.yaml"), 100, tmp_path / "local")
+    on = _on(client, load_config(demo / "audit.yaml"), 100, tmp_path / "dask")
+    assert on.chunk_size == res.chunk_size == 100  # every family streamable: streamed
+    assert _report(tmp_path / "dask") == _report(tmp_path / "local")
+    assert _files(tmp_path / "dask") == _files(tmp_path / "local")
