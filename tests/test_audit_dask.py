@@ -1,5 +1,5 @@
 """The streamed audit with its families' chunk calls made on a Dask cluster
-(``run_audit(client=...)``, :func:`kg_rageval.integrations.dask.feed_streams`) equals the
+(``run_audit(client=...)``, ``kg_rageval.contract.stream_families(..., client=)``) equals the
 in-process audit: ``report.json`` (timings aside) and the other reports, on the bundled demo,
 on 2,000 generated ATT&CK records (``benchmarks/bench_audit.py``) and where chunks lack a
 family's section or its evidence; a call that raises on a worker is made again in-process."""
@@ -99,10 +99,10 @@ def test_demo_audit_on_cluster_equals_in_process(client, demo, tmp_path, local_c
 def test_worker_errors_are_scored_in_process(client, demo, tmp_path, local_calls, monkeypatch):
     """Every worker call "raises" (returns nothing): each chunk is scored here instead, the same
     report."""
-    import kg_rageval.integrations.dask as kd
+    from kg_rageval.contract import scorer
 
     _audit(_demo_config(demo), 50, tmp_path / "local")
-    monkeypatch.setattr(kd, "_score_chunk", lambda bound, ontology, records: None)
+    monkeypatch.setattr(scorer, "_score_chunk", lambda bound, ontology, records: None)
     local_calls["calls"] = 0
     _on(client, _demo_config(demo), 50, tmp_path / "failed")
     assert _report(tmp_path / "failed") == _report(tmp_path / "local")

@@ -262,7 +262,7 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
     raises today, in the same order (records first, then gates, then families in config order).
     A reading error of the records file is raised as the held reader raises it. ``client``: a
     ``distributed.Client`` the families' calls on the chunks are made on (the chunks are read
-    and accumulated here; :func:`~kg_rageval.integrations.dask.feed_streams`)."""
+    and accumulated here; :func:`~kg_rageval.contract.stream_families` with ``client``)."""
     from ..contract import StreamFallback, stream_families
     from .stream import StreamedRecords
 

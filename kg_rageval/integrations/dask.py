@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..contract.scorer import BoundScorer
@@ -106,11 +106,9 @@ def _score_part_totals(score_fn: ScoreFn, ontology: Any, records: Any, opts: dic
 
 
 def _default_npartitions(client: Any) -> int:
-    try:
-        threads = sum(client.nthreads().values())
-    except Exception:  # pragma: no cover - a client without workers
-        threads = 1
-    return max(1, 2 * threads)
+    from ..contract.scorer import default_in_flight
+
+    return default_in_flight(client)
 
 
 def _submit(score_fn, ontology, records, *, client, npartitions, part_fn, opts):
@@ -204,82 +202,6 @@ def iter_partitions(records: Iterable[Any], size: int) -> Partitions:
     if cur:
         out.append(cur)
     return out
-
-
-# ------------------------------------------------------------ the audit's chunk stream
-def _score_chunk(bound: BoundScorer, ontology: Any, records: list[Any]) -> tuple[Any, float] | None:
-    """One family's call on one chunk, on a worker: ``(result, seconds)``, or ``None`` when it
-    raised (MissingEvidence or any other error: the client scores the chunk in-process and
-    :class:`~kg_rageval.contract.scorer.FamilyStream` decides, exactly as without Dask)."""
-    import time
-
-    t0 = time.perf_counter()
-    try:
-        result = bound._call(records, ontology)
-    except Exception:  # noqa: BLE001 — decided on the client
-        return None
-    return result, time.perf_counter() - t0
-
-
-def feed_streams(client: Any, streams: Mapping[str, Any], chunks: Iterable[tuple[int, list[Any], Any]], *,
-                 in_flight: int | None = None) -> None:
-    """Feed ``chunks`` (``(k, chunk, section counts or None)`` in file order, as
-    :func:`~kg_rageval.contract.stream_families` reads them) to ``streams``
-    (``{family: FamilyStream}``), each family's call on each chunk made on ``client``'s workers.
-
-    The bound scorers and their ontology are scattered once to every worker (``broadcast``);
-    each chunk is scattered once and every family that has its section in it is submitted on
-    it. At most ``in_flight`` chunks (default: twice the worker threads) are out at a time
-    (record dicts held here: that many chunks); the oldest one's results are fed in chunk order
-    with :meth:`FamilyStream.feed` (``done=``), which scores the chunk here instead when a call
-    raised on the worker or earlier chunks wait for evidence — so the streams equal the
-    in-process ones (a :class:`~kg_rageval.contract.StreamFallback` propagates; the calls still
-    out are cancelled)."""
-    from collections import deque
-    from dataclasses import replace
-
-    limit = in_flight or _default_npartitions(client)
-    if limit < 1:
-        raise ConfigError("in_flight must be at least 1")
-    ontologies: dict[int, Any] = {}
-    remote: dict[str, tuple[Any, Any]] = {}
-    for name, fs in streams.items():
-        onto = fs.ontology if fs.ontology is not None else fs.bound.ontology
-        if id(onto) not in ontologies:
-            ontologies[id(onto)] = client.scatter(onto, broadcast=True, hash=False)
-        remote[name] = (replace(fs.bound, ontology=None), ontologies[id(onto)])
-    bound_futures = client.scatter([b for b, _ in remote.values()], broadcast=True, hash=False)
-    remote = {n: (bf, of) for (n, (_, of)), bf in zip(remote.items(), bound_futures)}
-    queue: deque[tuple[int, list[Any], Any, dict[str, Any]]] = deque()
-
-    def drain() -> None:
-        k, chunk, counts, futures = queue.popleft()
-        for name, fs in streams.items():
-            n_sec = None if counts is None else counts[name]
-            done = None
-            if name in futures:
-                try:
-                    done = futures[name].result()
-                except Exception:  # noqa: BLE001 — a lost worker: scored here
-                    done = None
-            fs.feed(k, chunk, n_sec, done)
-
-    try:
-        for k, chunk, counts in chunks:
-            chunk_future = client.scatter([chunk], hash=False)[0]
-            futures = {name: client.submit(_score_chunk, bf, of, chunk_future, pure=False)
-                       for name, (bf, of) in remote.items() if counts is None or counts[name]}
-            queue.append((k, chunk, counts, futures))
-            del chunk, chunk_future
-            while len(queue) >= limit:
-                drain()
-        while queue:
-            drain()
-    finally:
-        left = [f for *_, futures in queue for f in futures.values()]
-        queue.clear()
-        if left:
-            client.cancel(left)
 
 
 @contextmanager
