@@ -1012,14 +1012,23 @@ class _Column:
     capacity is held and each value is copied once (a buffer grown by a quarter held up to a
     fifth spare and copied each value about five times)."""
 
-    __slots__ = ("pieces", "size")
+    __slots__ = ("pieces", "size", "shared")
 
-    def __init__(self, first: np.ndarray):
+    def __init__(self, first: np.ndarray, *, share: bool = False):
         self.pieces: list[np.ndarray] = []
         self.size = 0
+        self.shared: dict[str, str] | None = {} if share else None
         self.append(first)
 
     def append(self, piece: np.ndarray) -> None:
+        if self.shared is not None and piece.dtype == object and len(piece):
+            shared = _shared_texts(piece, self.shared)
+            if shared is not None:
+                self.pieces.append(shared)
+                self.size += len(piece)
+                if len(self.shared) > max(SHARED_TEXTS_MIN, self.size // 2):
+                    self.shared = None  # mostly distinct values: sharing saves nothing
+                return
         self.pieces.append(piece.copy() if piece.base is not None else piece)
         self.size += len(piece)
 
@@ -1038,6 +1047,27 @@ class _Column:
             out[at:at + len(p)] = p
             at += len(p)
         return out
+
+
+SHARED_TEXTS_MIN = 4096
+"""Distinct texts a streamed key or detail column keeps shared before it checks whether its
+values are mostly distinct (more distinct values than half its rows: it stops sharing)."""
+
+
+def _shared_texts(piece: np.ndarray, seen: dict[str, str]) -> np.ndarray | None:
+    """``piece`` (an object column of strings and ``None``) with equal strings as one object
+    each, the objects of earlier pieces (``seen``) reused; ``None`` for a piece holding
+    anything else (left as it is). Parsed JSON has a fresh string per value, and a streamed
+    key column (a slice, the gold node) keeps each alive: a million ``"lookup"`` are 55 MB as
+    their own strings, nothing as one. Equal strings are interchangeable, so every output is
+    unchanged."""
+    values = piece.tolist()
+    if not set(map(type, values)) <= _TEXT_TYPES:
+        return None
+    return np.fromiter(map(seen.setdefault, values, values), dtype=object, count=len(values))
+
+
+_TEXT_TYPES = {str, type(None)}
 
 
 class Concatenation:
@@ -1082,9 +1112,10 @@ class Concatenation:
             for name, col in group.items():
                 have = cols.get(name)
                 if have is None and not self.n:
-                    cols[name] = _Column(col)
+                    cols[name] = _Column(col, share=g > 0)
                 elif have is None:  # first seen here: the earlier rows get the fill value
-                    have = cols[name] = _Column(np.full(self.n, fill, dtype=float if fill == 0 else object))
+                    have = cols[name] = _Column(np.full(self.n, fill, dtype=float if fill == 0 else object),
+                                                share=g > 0)
                     have.append(col)
                 else:
                     have.append(col)

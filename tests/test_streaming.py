@@ -611,3 +611,38 @@ def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(famil
     for size in ("1", "3"):
         assert main(base + ["--chunk-size", size]) == 0
         assert capsys.readouterr().out == whole
+
+
+def test_concatenation_shares_equal_texts_of_key_and_detail_columns():
+    """Streamed key and detail columns of strings keep one object per distinct text (parsed
+    JSON gives a fresh one per record); the values, and every output, are unchanged. A column
+    of other objects is left as it is, and a column of mostly distinct texts stops sharing."""
+    from kg_rageval.evaluation import SHARED_TEXTS_MIN, Concatenation, _Column
+    from kg_rageval.hierarchy import score_hierarchy
+
+    o = _vehicles()
+    # "".join makes a fresh string object per record, as a JSON parser does
+    recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:car"]},
+             "slices": {"intent": "".join(["look", "up"]) if i % 2 else None}} for i in range(12)]
+    parts = [score_hierarchy(o, recs[a:b], on_status="replace") for a, b in ((0, 5), (5, 12))]
+    col = [p.keys["slice:intent"] for p in parts]
+    assert len({id(v) for c in col for v in c if v is not None}) == 6  # six fresh strings in
+    acc = Concatenation()
+    for p in parts:
+        acc.add(p)
+    got = acc.result()
+    out = got.keys["slice:intent"]
+    assert out.tolist() == [None, "lookup"] * 6
+    assert len({id(v) for v in out if v is not None}) == 1
+    assert got.to_dict() == concat_evaluations(parts).to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
+
+    lists = _Column(np.array([["a"], ["a"]] + [None], dtype=object)[:2], share=True)
+    lists.append(np.array([None, 1], dtype=object))  # not all texts: kept as it is
+    joined = lists.array()
+    assert joined.tolist() == [["a"], ["a"], None, 1] and joined[0] is not joined[1]
+
+    n = SHARED_TEXTS_MIN * 3
+    distinct = _Column(np.array([f"t{i}" for i in range(n)], dtype=object), share=True)
+    assert distinct.shared is None  # more distinct texts than half the rows: no more sharing
+    distinct.append(np.array(["t0"], dtype=object))
+    assert distinct.array()[-1] == "t0"
