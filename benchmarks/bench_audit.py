@@ -113,6 +113,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--keep", type=Path, default=None, help="write data, config and reports here")
+    ap.add_argument("--dask-workers", type=int, default=None,
+                    help="score the streamed chunks on a local Dask cluster of N worker processes")
     args = ap.parse_args()
 
     from kg_rageval.audit.config import config_from_mapping
@@ -144,9 +146,12 @@ def main() -> None:
         }
         (out / "audit.yaml").write_text(json.dumps(mapping, indent=1))  # JSON is YAML
         cfg = config_from_mapping(mapping, base_dir=out)
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = run_audit(cfg, progress=False)
-        t_audit, c_audit = time.perf_counter() - t0, time.process_time() - c0
+        from kg_rageval.integrations.dask import audit_client
+
+        with audit_client(workers=args.dask_workers) as client:  # None: in-process
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = run_audit(cfg, progress=False, client=client)
+            t_audit, c_audit = time.perf_counter() - t0, time.process_time() - c0
         t0 = time.perf_counter()
         write_reports(res, out / "report")
         t_rep = time.perf_counter() - t0

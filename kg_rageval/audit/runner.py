@@ -252,15 +252,17 @@ def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
     return run
 
 
-def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, tick: Any
-                  ) -> tuple[dict[str, Any], Any, dict[str, FamilyRun]] | None:
+def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, tick: Any,
+                  client: Any = None) -> tuple[dict[str, Any], Any, dict[str, FamilyRun]] | None:
     """Run every configured family on the records file read once in chunks of ``size``
     (:func:`~kg_rageval.contract.stream_families`; :mod:`.stream`): ``(inputs, records view,
     runs)``, or ``None`` when the audit must hold its records instead — an input other than the
     records that does not load, a family that does not bind, or one that raised on a chunk
     (:class:`~kg_rageval.contract.StreamFallback`): the held audit then raises the error it
     raises today, in the same order (records first, then gates, then families in config order).
-    A reading error of the records file is raised as the held reader raises it."""
+    A reading error of the records file is raised as the held reader raises it. ``client``: a
+    ``distributed.Client`` the families' calls on the chunks are made on (the chunks are read
+    and accumulated here; :func:`~kg_rageval.contract.stream_families` with ``client``)."""
     from ..contract import StreamFallback, stream_families
     from .stream import StreamedRecords
 
@@ -296,7 +298,7 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
             pass
     try:
         streams = stream_families(bounds, view.path, size, observers=tuple(observers),
-                                  section_counts=view.section_counts)
+                                  section_counts=view.section_counts, client=client)
     except StreamFallback:
         return None
     finally:
@@ -332,14 +334,20 @@ def _progress(items: Iterable, desc: str, enabled: bool):
 
 
 # ---------------------------------------------------------------------- the audit
-def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None
-              ) -> AuditResult:
+def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None,
+              client: Any = None) -> AuditResult:
     """Run the whole audit described by ``config`` and decide its gates (with the config's
-    ``limits`` in force)."""
+    ``limits`` in force).
+
+    ``client``: a ``distributed.Client``: when the audit streams its records file, every
+    family's call on every chunk runs on its workers (the chunks are read and accumulated
+    here, in order; the report is the same as without it, timings aside). A held audit (a
+    family not streamable, ``chunk_size = 0``, ``inputs=`` given, or a fallback) runs
+    in-process."""
     from .. import limits
 
     with limits.limits(config.limits), _InputsFrozen() as frozen:
-        return _run_audit(config, progress=progress, inputs=inputs, loaded=frozen.freeze)
+        return _run_audit(config, progress=progress, inputs=inputs, loaded=frozen.freeze, client=client)
 
 
 class _InputsFrozen:
@@ -371,7 +379,7 @@ class _InputsFrozen:
 
 
 def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any] | None,
-               loaded: Any = None) -> AuditResult:
+               loaded: Any = None, client: Any = None) -> AuditResult:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     lap = [t0]
@@ -389,7 +397,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     except ConfigError:  # raised by the held audit where it raises it (after the records)
         families = None
     size = stream_chunk_size(config, inputs, families)
-    got = _run_streamed(config, size, progress, loaded, tick) if size is not None else None
+    got = _run_streamed(config, size, progress, loaded, tick, client) if size is not None else None
     view: Any
     if got is not None:  # every family streamed: the records were read once, in chunks
         inputs, view, runs = got

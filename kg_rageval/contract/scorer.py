@@ -34,7 +34,7 @@ import importlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import ConfigError
 from .metrics import MetricSpec
@@ -333,9 +333,14 @@ class FamilyStream:
 
         return [r for ch in itertools.islice(iter_record_chunks(self.path, self.size), first, end) for r in ch]
 
-    def feed(self, k: int, chunk: list[Any], n_sec: int | None = None) -> None:
+    def feed(self, k: int, chunk: list[Any], n_sec: int | None = None,
+             done: tuple["EvaluationSet", float] | None = None) -> None:
         """Score chunk ``k`` (chunks come in file order) or keep it waiting for evidence;
-        ``n_sec``: how many of its records carry the family's section (see the class)."""
+        ``n_sec``: how many of its records carry the family's section (see the class).
+        ``done``: ``(result, seconds)`` of this family's call on ``chunk`` alone, made elsewhere
+        (a Dask worker: :func:`_feed_on_client`); used when no earlier
+        chunk waits for evidence (the call this stream would make), else the batch is scored
+        here. ``None`` (also: the call raised there) scores it here, with the rules above."""
         from ..errors import MissingEvidence
 
         self.n_chunks = k + 1
@@ -356,7 +361,11 @@ class FamilyStream:
             batch = held + chunk
             del held
         try:
-            res = self._call(batch)
+            if done is not None and batch is chunk:
+                res = done[0]
+                self.seconds += done[1]
+            else:
+                res = self._call(batch)
         except MissingEvidence as exc:
             self.n_pending += 1
             if self.n_pending > MAX_PENDING_CHUNKS:
@@ -404,7 +413,8 @@ class FamilyStream:
 
 def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: int, *,
                     ontology: Any = None, observers: tuple[Callable[[int, list[Any]], None], ...] = (),
-                    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None
+                    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None,
+                    client: Any = None, in_flight: int | None = None
                     ) -> dict[str, FamilyStream]:
     """Read the JSONL file ``path`` once, in chunks of ``size`` records
     (:func:`~kg_rageval.records.iter_record_chunks`), and score every chunk with every family
@@ -420,24 +430,27 @@ def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: i
     exactly raises :class:`StreamFallback` (the caller scores the whole file). The cyclic
     garbage collector is paused meanwhile (restored afterwards, also on an error): record
     dicts hold no cycles, and the collector's passes over each fresh chunk cost as much as
-    scoring it."""
-    import gc
+    scoring it.
 
-    from ..records import iter_record_chunks
+    ``client``: a ``distributed.Client``: the chunks are still read (and observed) here, and
+    each family's call on each chunk runs on its workers, at most ``in_flight`` chunks at a
+    time (default: twice the worker threads); the results are fed back in chunk order, so the
+    streams equal the in-process ones (:func:`_feed_on_client`)."""
+    import gc
 
     streams = {n: FamilyStream(b, path, size, ontology) for n, b in bounds.items()}
     paused = gc.isenabled()
     if paused:
         gc.disable()
     try:
-        for k, chunk in enumerate(iter_record_chunks(path, size)):  # reading errors propagate
-            for see in observers:
-                see(k, chunk)
-            counts = section_counts(k, chunk) if section_counts is not None else None
-            for name, fs in streams.items():
-                fs.feed(k, chunk, None if counts is None else counts[name])
-            del chunk
-            _trim_heap()
+        chunks = _observed_chunks(path, size, observers, section_counts)
+        if client is not None:
+            _feed_on_client(client, streams, chunks, in_flight=in_flight)
+        else:
+            for k, chunk, counts in chunks:
+                for name, fs in streams.items():
+                    fs.feed(k, chunk, None if counts is None else counts[name])
+                del chunk
         for fs in streams.values():
             fs.finish()
     finally:
@@ -445,6 +458,110 @@ def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: i
             gc.enable()
     return streams
 
+
+def _observed_chunks(path: str | Path, size: int, observers: tuple[Callable[[int, list[Any]], None], ...],
+                     section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None
+                     ) -> Iterator[tuple[int, list[Any], Mapping[str, int] | None]]:
+    """``(k, chunk, section counts or None)`` of each chunk of ``path``, after the observers
+    saw it (reading errors propagate as the whole-file reader raises them); the heap is
+    trimmed once the caller asks for the next one."""
+    from ..records import iter_record_chunks
+
+    for k, chunk in enumerate(iter_record_chunks(path, size)):
+        for see in observers:
+            see(k, chunk)
+        yield k, chunk, section_counts(k, chunk) if section_counts is not None else None
+        del chunk  # the caller has let go of it too (or keeps it while its calls are out)
+        _trim_heap()
+
+
+# ------------------------------------------------------------ the stream on a Dask client
+def _score_chunk(bound: BoundScorer, ontology: Any, records: list[Any]) -> tuple[Any, float] | None:
+    """One family's call on one chunk, on a worker: ``(result, seconds)``, or ``None`` when it
+    raised (MissingEvidence or any other error: the client scores the chunk in-process and
+    :class:`FamilyStream` decides, exactly as without Dask)."""
+    import time
+
+    t0 = time.perf_counter()
+    try:
+        result = bound._call(records, ontology)
+    except Exception:  # noqa: BLE001 — decided on the client
+        return None
+    return result, time.perf_counter() - t0
+
+
+def _feed_on_client(client: Any, streams: Mapping[str, Any], chunks: Iterable[tuple[int, list[Any], Any]], *,
+                 in_flight: int | None = None) -> None:
+    """Feed ``chunks`` (``(k, chunk, section counts or None)`` in file order, as
+    :func:`~kg_rageval.contract.stream_families` reads them) to ``streams``
+    (``{family: FamilyStream}``), each family's call on each chunk made on ``client``'s workers.
+
+    The bound scorers and their ontology are scattered once to every worker (``broadcast``);
+    each chunk is scattered once and every family that has its section in it is submitted on
+    it. At most ``in_flight`` chunks (default: twice the worker threads) are out at a time
+    (record dicts held here: that many chunks); the oldest one's results are fed in chunk order
+    with :meth:`FamilyStream.feed` (``done=``), which scores the chunk here instead when a call
+    raised on the worker or earlier chunks wait for evidence — so the streams equal the
+    in-process ones (a :class:`StreamFallback` propagates; the calls still
+    out are cancelled)."""
+    from collections import deque
+    from dataclasses import replace
+
+    from ..errors import ConfigError
+
+    limit = in_flight or default_in_flight(client)
+    if limit < 1:
+        raise ConfigError("in_flight must be at least 1")
+    ontologies: dict[int, Any] = {}
+    remote: dict[str, tuple[Any, Any]] = {}
+    for name, fs in streams.items():
+        onto = fs.ontology if fs.ontology is not None else fs.bound.ontology
+        if id(onto) not in ontologies:
+            ontologies[id(onto)] = client.scatter(onto, broadcast=True, hash=False)
+        remote[name] = (replace(fs.bound, ontology=None), ontologies[id(onto)])
+    bound_futures = client.scatter([b for b, _ in remote.values()], broadcast=True, hash=False)
+    remote = {n: (bf, of) for (n, (_, of)), bf in zip(remote.items(), bound_futures)}
+    queue: deque[tuple[int, list[Any], Any, dict[str, Any]]] = deque()
+
+    def drain() -> None:
+        k, chunk, counts, futures = queue.popleft()
+        for name, fs in streams.items():
+            n_sec = None if counts is None else counts[name]
+            done = None
+            if name in futures:
+                try:
+                    done = futures[name].result()
+                except Exception:  # noqa: BLE001 — a lost worker: scored here
+                    done = None
+            fs.feed(k, chunk, n_sec, done)
+
+    try:
+        for k, chunk, counts in chunks:
+            chunk_future = client.scatter([chunk], hash=False)[0]
+            futures = {name: client.submit(_score_chunk, bf, of, chunk_future, pure=False)
+                       for name, (bf, of) in remote.items() if counts is None or counts[name]}
+            queue.append((k, chunk, counts, futures))
+            del chunk, chunk_future
+            while len(queue) >= limit:
+                drain()
+        while queue:
+            drain()
+    finally:
+        left = [f for *_, futures in queue for f in futures.values()]
+        queue.clear()
+        if left:
+            client.cancel(left)
+
+
+
+def default_in_flight(client: Any) -> int:
+    """Twice the worker threads of a ``distributed.Client`` (at least 1): the chunks (or
+    partitions) kept out at a time by default."""
+    try:
+        threads = sum(client.nthreads().values())
+    except Exception:  # pragma: no cover - a client without workers
+        threads = 1
+    return max(1, 2 * threads)
 
 def _trim_heap() -> None:
     """Give the memory freed with a chunk back to the system (:func:`kg_rageval.memory.trim_heap`).

@@ -29,8 +29,9 @@ by value with cloudpickle, so test-local functions work there).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..contract.scorer import BoundScorer
@@ -105,11 +106,9 @@ def _score_part_totals(score_fn: ScoreFn, ontology: Any, records: Any, opts: dic
 
 
 def _default_npartitions(client: Any) -> int:
-    try:
-        threads = sum(client.nthreads().values())
-    except Exception:  # pragma: no cover - a client without workers
-        threads = 1
-    return max(1, 2 * threads)
+    from ..contract.scorer import default_in_flight
+
+    return default_in_flight(client)
 
 
 def _submit(score_fn, ontology, records, *, client, npartitions, part_fn, opts):
@@ -203,3 +202,35 @@ def iter_partitions(records: Iterable[Any], size: int) -> Partitions:
     if cur:
         out.append(cur)
     return out
+
+
+@contextmanager
+def audit_client(scheduler: str | None = None, workers: int | None = None) -> Iterator[Any]:
+    """The Dask client of ``kg-rageval audit --dask-scheduler ADDRESS`` (connects
+    ``distributed.Client(ADDRESS)``) or ``--dask-workers N`` (a :func:`local_client` of ``N``
+    one-thread worker processes, closed on the way out); ``None`` when neither is given."""
+    if scheduler is not None and workers is not None:
+        raise ConfigError("give --dask-scheduler or --dask-workers, not both")
+    if scheduler is None and workers is None:
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ConfigError("the Dask options need dask.distributed: pip install 'kg-rageval[dask]'") from exc
+    if workers is not None:
+        if workers < 1:
+            raise ConfigError("--dask-workers must be at least 1")
+        client = local_client(n_workers=workers, threads_per_worker=1)
+    else:
+        try:
+            client = distributed.Client(scheduler, timeout=30)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ConfigError(f"--dask-scheduler {scheduler}: cannot connect ({type(exc).__name__}: {exc})") from exc
+    try:
+        yield client
+    finally:
+        cluster = client.cluster if workers is not None else None
+        client.close()
+        if cluster is not None:
+            cluster.close()
