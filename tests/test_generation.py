@@ -424,6 +424,24 @@ def test_unseen_precision_recall_against_labels(places):
     assert ev.unscored_counts == {"no context": 1}
 
 
+def test_unseen_raises_the_first_bad_record_of_the_file(places):
+    """The batched linking call does not reorder the errors: an unknown gold id in the first
+    record is raised before a malformed context in the second (record order, as with one
+    linking call per record)."""
+    from kg_rageval.errors import InputError
+
+    records = [
+        rec("a", answer={"text": "London."}, retrieval={"contexts": ["Paris."]},
+            reference={"unseen_concepts": ["no-such-place"]}),
+        rec("b", answer={"text": "Paris."}, retrieval={"contexts": [42]}),
+    ]
+    with pytest.raises(InputError) as err:
+        score_unseen(records, places)
+    assert "no-such-place" in str(err.value) and "retrieval.contexts" not in str(err.value)
+    with pytest.raises(InputError, match=r"retrieval\.contexts\[0\]"):
+        score_unseen(records[1:], places)
+
+
 # ---------------------------------------------------------------- calibration
 def test_bin_edges():
     assert bin_index(0.0, 5) == 0 and bin_index(0.2, 5) == 0 and bin_index(0.2001, 5) == 1

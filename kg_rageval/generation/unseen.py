@@ -65,7 +65,9 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     link = memoised(linker)
     rows: list[dict[str, Any]] = []
     unscored = []
-    checked: list[tuple[Record, str, list[str]]] = []
+    # every field of a record is read (and checked) in record order, so the error a bad
+    # record raises is the first one in the file, as with one linking call per record
+    checked: list[tuple[Record, str, list[str], dict[str, Any], set[str] | None]] = []
     for r in records:
         text = answer_text(r)
         if text is None:
@@ -75,20 +77,23 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
         if ctx is None:
             unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
             continue
-        checked.append((r, text, [t for _, t in ctx]))
-    # every answer and passage linked in one batched call (the same sets as one call each):
-    # flagged = concepts(answer) - union of concepts(passage), as unseen_concepts
-    linked = iter(link.many(t for _, text, passages in checked for t in (text, *passages)))
-    for r, text, passages in checked:
-        named = next(linked)
-        flagged = named.difference(*[next(linked) for _ in passages])
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "checked": 1,
-                               "flagged_record": int(bool(flagged)), "flagged": len(flagged),
-                               "unseen": " ".join(sorted(flagged))}
+        keys = row_keys(r)
         gold = id_list(r, "reference", "unseen_concepts")
+        g = None
         if gold is not None:
             res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))
             g = {ontology.ids[i] if i >= 0 else gold[j] for j, i in enumerate(res.idx.tolist())}
+        checked.append((r, text, [t for _, t in ctx], keys, g))
+    # every answer and passage linked in one batched call (the same sets as one call each):
+    # flagged = concepts(answer) - union of concepts(passage), as unseen_concepts
+    linked = iter(link.many(t for _, text, passages, _, _ in checked for t in (text, *passages)))
+    for r, text, passages, keys, g in checked:
+        named = next(linked)
+        flagged = named.difference(*[next(linked) for _ in passages])
+        row: dict[str, Any] = {"record_id": r["id"], **keys, "checked": 1,
+                               "flagged_record": int(bool(flagged)), "flagged": len(flagged),
+                               "unseen": " ".join(sorted(flagged))}
+        if g is not None:
             row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
         rows.append(row)
     return build_evaluation(UnseenConceptFamily(), rows, keys=all_slice_keys(records), details=("unseen",),
