@@ -126,3 +126,21 @@ def _family_registry_restored():
     yield
     REGISTRY.clear()
     REGISTRY.update(saved)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """One ``LocalCluster`` of two one-thread worker processes for the whole session (the
+    Dask family and audit tests share it: starting one costs seconds); skipped without the
+    ``dask`` extra or where processes cannot be spawned."""
+    pytest.importorskip("distributed")
+    from kg_rageval.integrations.dask import local_client
+
+    try:
+        c = local_client(n_workers=2, threads_per_worker=1)
+    except Exception as exc:  # pragma: no cover - sandbox without process spawning
+        pytest.skip(f"cannot start a LocalCluster: {exc}")
+    yield c
+    cluster = c.cluster
+    c.close()
+    cluster.close()

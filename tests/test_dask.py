@@ -97,18 +97,9 @@ def test_merge_all_equals_left_fold(vehicles):
     _same(merge_all(parts), score_toy(vehicles, recs))
 
 
-@pytest.fixture(scope="module")
-def client():
-    from kg_rageval.integrations.dask import local_client
-
-    try:
-        c = local_client(n_workers=2, threads_per_worker=1)
-    except Exception as exc:  # pragma: no cover - sandbox without process spawning
-        pytest.skip(f"cannot start a LocalCluster: {exc}")
-    yield c
-    cluster = c.cluster
-    c.close()
-    cluster.close()
+@pytest.fixture()
+def client(dask_client):
+    return dask_client  # the session's LocalCluster (tests/conftest.py)
 
 
 @pytest.mark.slow
