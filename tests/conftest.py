@@ -144,3 +144,26 @@ def dask_client():
     cluster = c.cluster
     c.close()
     cluster.close()
+
+
+GENERATED_ATTACK_RECORDS = 2000
+
+
+@pytest.fixture(scope="session")
+def generated_attack(tmp_path_factory):
+    """``(folder, ontology path)``: 2,000 generated ATT&CK records with every section, their
+    corpus and spec (``benchmarks/bench_audit.py``'s ``generate``, seed 0), made once per
+    session for the audit tests that compare two ways of running it."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_audit import generate
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from kg_rageval.ontology import load_ontology
+
+    out = tmp_path_factory.mktemp("generated_attack")
+    onto_path = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"
+    generate(load_ontology(onto_path), GENERATED_ATTACK_RECORDS, 0, out)
+    return out, onto_path

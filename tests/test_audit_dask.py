@@ -6,7 +6,6 @@ family's section or its evidence; a call that raises on a worker is made again i
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from test_audit_stream import (STREAMABLE, _audit, _files, _report, _vehicle_rec
                                _write)
 
 pytest.importorskip("distributed")
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # a LocalCluster of two worker processes
 
 
@@ -101,18 +99,9 @@ def test_worker_errors_are_scored_in_process(client, demo, tmp_path, local_calls
 
 
 @pytest.fixture(scope="module")
-def attack(tmp_path_factory):
-    """2,000 generated ATT&CK records with every section."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from bench_audit import generate
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    from kg_rageval.ontology import load_ontology
-
-    out = tmp_path_factory.mktemp("adask_attack")
-    onto_path = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"
-    generate(load_ontology(onto_path), 2000, 0, out)
+def attack(generated_attack):
+    """The session's 2,000 generated ATT&CK records (tests/conftest.py) and a config for them."""
+    out, onto_path = generated_attack
     mapping = {
         "name": "dask", "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl",
         "spec": "spec.yaml", "families": {f: {} for f in STREAMABLE},

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -136,18 +135,9 @@ def test_every_family_streams_when_declared_streamable(demo, tmp_path, monkeypat
 
 
 @pytest.fixture(scope="module")
-def attack(tmp_path_factory):
-    """1,500 generated ATT&CK records with every section (benchmarks/bench_audit.py)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from bench_audit import generate
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    from kg_rageval.ontology import load_ontology
-
-    out = tmp_path_factory.mktemp("astream_attack")
-    onto_path = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"
-    generate(load_ontology(onto_path), 1500, 0, out)
+def attack(generated_attack):
+    """The session's 2,000 generated ATT&CK records (tests/conftest.py) and a config for them."""
+    out, onto_path = generated_attack
     mapping = {
         "name": "stream", "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl",
         "spec": "spec.yaml", "families": {f: {} for f in STREAMABLE},
@@ -164,7 +154,7 @@ def test_streamed_attack_audit_equals_held(attack, tmp_path):
     out, mapping = attack
     _audit(config_from_mapping(mapping, base_dir=out), 0, tmp_path / "held")
     ref = _report(tmp_path / "held")
-    assert ref["summary"]["records"] == 1500 and any(f["records"] for f in ref["failing_records"])
+    assert ref["summary"]["records"] == 2000 and any(f["records"] for f in ref["failing_records"])
     for size in (97, 1000):
         res = _audit(config_from_mapping(mapping, base_dir=out), size, tmp_path / f"s{size}")
         assert res.chunk_size == size
