@@ -192,6 +192,26 @@ def test_single_text_walk_worked_example():
     assert d.find("concatenate") == [] == d.find("") == d.find("  ?")
 
 
+def test_single_text_walk_separator_runs_and_overlapping_longer_matches():
+    """Leading, trailing and repeated separators (token and piece indices differ), ASCII and
+    not: offsets stay those of the original text. Two overlapping two-token matches take the
+    general overlap path (the earlier start wins, a one-token match outside it is kept)."""
+    b = OntologyBuilder("t")
+    b.add_node("R", label="root")
+    for node, label in [("A", "cat"), ("B", "cat food"), ("C", "food bowl"), ("D", "bowl"), ("F", "crème brûlée")]:
+        b.add_node(node, label=label)
+        b.add_edge(node, "R")
+    d = DictionaryLinker(b.build())
+    texts = ["  Cat,, food--bowl  !", "\u00ab \ufb01  CR\u00c8ME--br\u00fbl\u00e9e \u00bbcat", "cat food bowl", "x  cat"]
+    want = [[Link(2, 12, "B", 1.0, "Cat,, food", ("B",)), Link(14, 18, "D", 1.0, "bowl", ("D",))],
+            [Link(5, 18, "F", 1.0, "CR\u00c8ME--br\u00fbl\u00e9e", ("F",)), Link(20, 23, "A", 1.0, "cat", ("A",))],
+            [Link(0, 8, "B", 1.0, "cat food", ("B",)), Link(9, 13, "D", 1.0, "bowl", ("D",))],
+            [Link(3, 6, "A", 1.0, "cat", ("A",))]]
+    assert [d.find(t) for t in texts] == want == d.find_many(texts * 3)[:4]
+    assert [d.predict(t) for t in texts] == [[lk.to_mention() for lk in ls] for ls in want]
+    assert DictionaryLinker(b.build(), backend="python").find_many(texts) == want
+
+
 def test_large_tables_are_not_traversed_by_the_garbage_collector():
     """The linker's big containers hold only ints or untracked tuples (or are NumPy arrays),
     so the cyclic collector's full collections, which a caller's retained ``Link`` objects

@@ -56,7 +56,7 @@ import numpy as np
 from ..errors import ConfigError
 
 _TOKEN = re.compile(r"[^\W_]+")
-_SPLIT = re.compile(r"([^\W_]+)")  # re.split: separators and tokens alternating
+_NON_TOKEN = re.compile(r"[\W_]")  # one character that is not a token character
 _SEP = "\x1f"  # joins tokens for the automaton: a control character, never part of a token
 
 
@@ -87,7 +87,11 @@ _IS_WORD = _Memo(lambda cp: _TOKEN.fullmatch(chr(cp)) is not None)  # non-ASCII 
 _ASCII_WORD = np.array([_TOKEN.fullmatch(chr(c)) is not None for c in range(128)], dtype=bool)
 # every ASCII character that is not a token character -> " " (so ``str.split`` cuts tokens)
 _SMALL = 8  # batches of at most this many texts take the plain-Python walk
-_ASCII_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not _ASCII_WORD[c]})
+# byte table for ASCII text: a token character -> itself lower-cased (``casefold`` equals
+# ``lower`` on ASCII), any other byte -> b" " (so ``split`` cuts tokens; lengths unchanged).
+# ``bytes.translate`` is one C loop over a 256-byte table, several times faster than
+# ``str.lower`` + ``str.translate`` with a mapping (which looks every character up in a dict).
+_ASCII_FOLD = bytes(ord(chr(c).lower()) if c < 128 and _ASCII_WORD[c] else 32 for c in range(256))
 
 
 class _HashTable:
@@ -162,7 +166,7 @@ def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     token boundaries come from one boolean array; ASCII text is folded by one ``lower()``
     (``casefold`` equals ``lower`` on ASCII), other text token by token through a memo."""
     if big.isascii():
-        toks = big.lower().translate(_ASCII_SPLIT).split()
+        toks = big.encode("ascii").translate(_ASCII_FOLD).decode("ascii").split()
         word = _ASCII_WORD[np.frombuffer(big.encode("ascii"), dtype=np.uint8)]
     else:
         toks = list(map(_FOLDED.__getitem__, _TOKEN.findall(big)))
@@ -298,9 +302,10 @@ class DictionaryLinker:
         :class:`_HashTable`), ``_first[t]`` is the node after a first token ``t`` and
         ``_term[u]`` the index of the form (in ``_keys_of``) that ends at node ``u``, ``-1``
         if none. For one text (:meth:`_walk`) the same edges sit in a dict, ``_step[key] =
-        ((v * M + f + 1) << 1) | k`` (child ``v``; ``f`` the form ending at ``v`` or ``-1``;
-        ``M`` = forms + 1; ``k`` = 1 when ``v`` has children: one look-up gives all three),
-        with ``_first_step[token]`` for the root's edges.
+        (v * V << S) | (f + 1 << 1) | k`` (child ``v``, so ``code >> S`` plus the next
+        token's id is the key of the next edge; ``f`` the form ending at ``v`` or ``-1``;
+        ``k`` = 1 when ``v`` has children; ``S`` = ``_shift``: one look-up gives all three,
+        unpacked by a shift and two masks), with ``_first_step[token]`` for the root's edges.
 
         Every large container here is a dict of ints, a tuple of untracked tuples or a NumPy
         array: none is traversed by the cyclic garbage collector, whose full collections a
@@ -328,9 +333,10 @@ class DictionaryLinker:
         keys = np.fromiter(edge, dtype=np.int64, count=len(edge))
         child = np.fromiter(edge.values(), dtype=np.int64, count=len(edge))
         self._vocab, self._nv = vocab, nv
-        m = self._m = len(self._keys_of) + 1
+        shift = self._shift = (len(self._keys_of) + 1).bit_length() + 1
+        self._form_bits = (1 << shift) - 2  # code & _form_bits == (f + 1) << 1
         inner = set((keys[keys >= nv] // nv).tolist())  # nodes with children
-        self._step = {k: ((v * m + term[v] + 1) << 1) | (v in inner) for k, v in edge.items()}
+        self._step = {k: (v * nv << shift) | ((term[v] + 1) << 1) | (v in inner) for k, v in edge.items()}
         self._first_step = {tok: self._step[t] for tok, t in vocab.items() if t in edge}
         self._first = np.full(nv, -1, dtype=np.int64)
         root = keys < nv
@@ -540,79 +546,98 @@ class DictionaryLinker:
         base = offs[q]
         return q.tolist(), (starts[a] - base).tolist(), (ends[a + ln - 1] - base).tolist(), f.tolist()
 
-    def _walk(self, text: str) -> list[tuple[int, int, int]]:
-        """The kept spans of one text, ``(char start, char end, form index)`` in text order:
-        :meth:`_trie_spans`'s walk and overlap rule in plain Python (no NumPy call overhead).
+    def _walk(self, text: str) -> tuple[list[tuple[int, int, int]], list[int]]:
+        """The kept spans of one text: :meth:`_trie_spans`'s walk and overlap rule in plain
+        Python (no NumPy call overhead). Returns ``(kept, cl)``: ``kept`` holds ``(x, y,
+        form index)`` in text order, where span characters run from ``cl[x] + x`` to
+        ``cl[y] + y - 1`` (``cl`` is ``None`` when nothing matched).
 
-        Tokens (those of :func:`tokenize`): ASCII text is lower-cased and every separator
-        character made a space (both keep its length), then cut at spaces, so a token's
-        offset is the running sum of the pieces' lengths plus one per space; other text is
-        cut by one ``re.split`` into separators and tokens alternating and its tokens folded
-        through a memo. Offsets are taken only when something matched. A walk starts at each token
-        that begins a form (``_first_step``) and follows ``_step`` (child and form in one
-        look-up) while the next token continues a form. Overlaps, longest first, ties to the
-        earlier start (:func:`filter_spans`): one-token matches never overlap one another and
-        come last in that order, so only the longer matches are sorted and resolved (none,
-        when they are disjoint); a one-token match is kept where no kept longer match covers
-        its token."""
-        ascii_ = text.isascii()
-        if ascii_:  # every separator character -> " ": same length, so offsets carry over
-            parts = text.lower().translate(_ASCII_SPLIT).split(" ")  # tokens, and "" per extra separator
-            toks = list(filter(None, parts))
+        Pieces: every separator character becomes one space (ASCII text: one byte-table
+        ``translate`` that also lower-cases; other text: one regular-expression
+        substitution, tokens then folded through a memo), trailing spaces are dropped and the
+        rest cut at each space, so piece ``x`` starts at ``cl[x] + x`` (``cl``: the running
+        sum of piece lengths) and ends one character before piece ``x + 1``; the non-empty
+        pieces are the tokens (those of :func:`tokenize`). Without runs of separators (the
+        usual case) piece and token indices coincide; otherwise kept token spans are mapped
+        to piece indices at the end. Offsets are taken only when something matched. The walk
+        itself is :meth:`_disjoint_walk`, or :meth:`_every_match` + :func:`filter_spans`
+        when longer matches overlap."""
+        if text.isascii():
+            low = text.encode("ascii").translate(_ASCII_FOLD).decode("ascii").rstrip(" ")
+            parts = low.split(" ")
+            toks = list(filter(None, parts)) if "  " in low or low.startswith(" ") else parts
         else:
-            parts = _SPLIT.split(text)
-            toks = list(map(_FOLDED.__getitem__, parts[1::2]))
-        n = len(toks)
-        vocab, step, nv, m = self._vocab, self._step, self._nv, self._m
-        single: dict[int, int] = {}  # token -> form of the one-token match there
-        multi: list[tuple[int, int, int]] = []  # (first token, last token + 1, form), walk order
-        # None where no form starts; compress skips those (codes are > 0: child >= 1)
-        firsts = cast("list[int]", list(map(self._first_step.get, toks)))
+            parts = _NON_TOKEN.sub(" ", text).rstrip(" ").split(" ")
+            toks = list(map(_FOLDED.__getitem__, filter(None, parts)))
+        firsts = list(map(self._first_step.get, toks))
+        pieces = toks is parts  # token and piece indices coincide
+        toks.append("")  # sentinel: in no form, so every walk stops at the end (no piece: cl ignores it)
+        kept = self._disjoint_walk(toks, firsts)
+        if kept is None:
+            hits = {(a, b): f for a, b, f in self._every_match(toks, firsts)}
+            kept = [(a, b, hits[a, b]) for a, b in filter_spans(hits)]
+        if not kept:
+            return kept, cast("list[int]", None)
+        if not pieces:  # token index -> piece index
+            at = list(compress(range(len(parts)), parts))
+            kept = [(at[a], at[b - 1] + 1, f) for a, b, f in kept]
+        return kept, list(accumulate(map(len, parts), initial=0))
+
+    def _disjoint_walk(self, toks: list[str], firsts: list[int | None]) -> list[tuple[int, int, int]] | None:
+        """The kept ``(first token, last token + 1, form)`` in text order when no two
+        matches of two or more tokens overlap (the usual case), else ``None``.
+
+        A walk starts at each token that begins a form (``firsts[a]``, the code of its
+        ``_first_step``) and follows ``_step`` while the next token continues a form
+        (``toks`` ends with a sentinel in no form). Walks go in text order, so with
+        disjoint longer matches the overlap rule reduces to: every longer match is kept
+        (none is longer than another that overlaps it), and a one-token match is kept
+        where no longer match covers its token — one reaching past it (``reach``) is
+        already known when its walk ends. A longer match that starts before ``reach`` is an
+        overlap: ``None``."""
+        vocab, step, shift, fb = self._vocab, self._step, self._shift, self._form_bits
+        kept: list[tuple[int, int, int]] = []
+        reach = 0  # end of the last longer match
         for a, code in compress(enumerate(firsts), firsts):
-            u, f = divmod(code >> 1, m)
-            if f:
-                single[a] = f - 1
+            one = code & fb
             b = a + 1
-            while code & 1 and b < n:  # u has children and a next token follows
+            while code & 1:  # the node has children
                 t = vocab.get(toks[b])
                 if t is None:
                     break
-                nxt = step.get(u * nv + t)
-                if nxt is None:
+                code = step.get((code >> shift) + t)
+                if code is None:
                     break
-                code = nxt
                 b += 1
-                u, f = divmod(code >> 1, m)
-                if f:
-                    multi.append((a, b, f - 1))
-        if not multi:
-            if not single:
-                return []
-            kept = [(a, a + 1, f) for a, f in single.items()]
-        else:
-            if len(multi) == 1 or all(x[1] <= y[0] for x, y in zip(multi, multi[1:])):
-                kept = multi  # disjoint, in text order
-            else:
-                multi.sort(key=lambda h: (h[0] - h[1], h[0]))  # longest first, then earliest
-                taken: set[int] = set()
-                kept = []
-                for h in multi:
-                    if h[0] in taken or h[1] - 1 in taken:
-                        continue
-                    taken.update(range(h[0], h[1]))
-                    kept.append(h)
-                kept.sort()
-            if single:
-                cover = {i for a, b, _ in kept for i in range(a, b)}
-                kept += [(a, a + 1, f) for a, f in single.items() if a not in cover]
-                kept.sort()
-        if not ascii_:  # separators and tokens alternate: offsets are running sums
-            cum = list(accumulate(map(len, parts)))
-            return [(cum[2 * a], cum[2 * b - 1], f) for a, b, f in kept]
-        # part i starts at (lengths of parts before i) + i; token k is part at[k]
-        cl = list(accumulate(map(len, parts), initial=0))
-        at: Sequence[int] = range(n) if n == len(parts) else list(compress(range(len(parts)), parts))
-        return [(cl[at[a]] + at[a], cl[at[b - 1] + 1] + at[b - 1], f) for a, b, f in kept]
+                if code & fb:
+                    if a < reach:
+                        return None
+                    kept.append((a, b, ((code & fb) >> 1) - 1))
+                    reach = b
+            if one and a >= reach:
+                kept.append((a, a + 1, (one >> 1) - 1))
+        return kept
+
+    def _every_match(self, toks: list[str], firsts: list[int | None]) -> list[tuple[int, int, int]]:
+        """Every ``(first token, last token + 1, form)`` whose tokens form a surface form
+        (the walks of :meth:`_disjoint_walk`, all matches kept)."""
+        vocab, step, shift, fb = self._vocab, self._step, self._shift, self._form_bits
+        out = []
+        for a, code in compress(enumerate(firsts), firsts):
+            if code & fb:
+                out.append((a, a + 1, ((code & fb) >> 1) - 1))
+            b = a + 1
+            while code & 1:
+                t = vocab.get(toks[b])
+                if t is None:
+                    break
+                code = step.get((code >> shift) + t)
+                if code is None:
+                    break
+                b += 1
+                if code & fb:
+                    out.append((a, b, ((code & fb) >> 1) - 1))
+        return out
 
     def _small_spans(self, texts: Sequence[str]):
         """:meth:`_trie_spans` for a few texts, one :meth:`_walk` each."""
@@ -621,10 +646,11 @@ class DictionaryLinker:
         es: list[int] = []
         fs: list[int] = []
         for q, text in enumerate(texts):
-            for s, e, f in self._walk(text):
+            kept, cl = self._walk(text)
+            for a, b, f in kept:
                 qs.append(q)
-                ss.append(s)
-                es.append(e)
+                ss.append(cl[a] + a)
+                es.append(cl[b] + b - 1)
                 fs.append(f)
         return qs, ss, es, fs
 
@@ -661,12 +687,11 @@ class DictionaryLinker:
         """Detect and link every surface form in ``text`` (longest first, then earliest)."""
         if self.backend != "trie":
             return self._find_one(text)
-        res, new, resolve = self._res, tuple.__new__, self._resolution
-        out = []
-        for s, e, f in self._walk(text):
-            r = res.get(f) or resolve(f)
-            out.append(new(Link, (s, e, r[0], r[1], text[s:e], r[2])))
-        return out
+        kept, cl = self._walk(text)
+        res, resolve, new = self._res, self._resolution, tuple.__new__
+        return [new(Link, ((s := cl[a] + a), (e := cl[b] + b - 1), (r := res.get(f) or resolve(f))[0], r[1],
+                           text[s:e], r[2]))
+                for a, b, f in kept]
 
     def _find_one(self, text: str) -> list[Link]:
         """:meth:`find` through the ``automaton`` or ``python`` backend."""
@@ -684,12 +709,10 @@ class DictionaryLinker:
         """:meth:`find` as predicted mentions in the record format (``Link.to_mention``)."""
         if self.backend != "trie":
             return [lk.to_mention() for lk in self._find_one(text)]
+        kept, cl = self._walk(text)
         res, resolve = self._res, self._resolution
-        out = []
-        for s, e, f in self._walk(text):
-            r = res.get(f) or resolve(f)
-            out.append({"start": s, "end": e, "id": r[0], "score": r[3]})
-        return out
+        return [{"start": cl[a] + a, "end": cl[b] + b - 1, "id": (r := res.get(f) or resolve(f))[0], "score": r[3]}
+                for a, b, f in kept]
 
 
 def _greedy_same_length(a: np.ndarray, length: int) -> np.ndarray:
