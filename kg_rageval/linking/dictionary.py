@@ -347,12 +347,21 @@ class DictionaryLinker:
         # _Memo, a dict subclass, which the garbage collector would traverse at every full
         # collection however long it grows), so it is untracked once its tuples are
         self._res: dict[int, tuple[str | None, float, tuple[str, ...], float]] = {}
+        # the same resolutions keyed by the trie code objects themselves (:meth:`_walk`'s
+        # matches carry them): a look-up finds its key by identity, never comparing ints
+        self._res_code: dict[int, tuple[str | None, float, tuple[str, ...], float]] = {}
 
     def _resolution(self, f: int) -> tuple[str | None, float, tuple[str, ...], float]:
         """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``,
         remembered in ``_res``."""
         node, score, cands = self._resolved(self._keys_of[f])
         got = self._res[f] = (node, score, cands, round(score, 6))
+        return got
+
+    def _code_resolution(self, code: int) -> tuple[str | None, float, tuple[str, ...], float]:
+        """:meth:`_resolution` of the form a trie code ends, remembered in ``_res_code``."""
+        f = ((code & self._form_bits) >> 1) - 1
+        got = self._res_code[code] = self._res.get(f) or self._resolution(f)
         return got
 
     def _resolutions(self, fs: list[int]):
@@ -549,8 +558,10 @@ class DictionaryLinker:
     def _walk(self, text: str) -> tuple[list[tuple[int, int, int]], list[int]]:
         """The kept spans of one text: :meth:`_trie_spans`'s walk and overlap rule in plain
         Python (no NumPy call overhead). Returns ``(kept, cl)``: ``kept`` holds ``(x, y,
-        form index)`` in text order, where span characters run from ``cl[x] + x`` to
-        ``cl[y] + y - 1`` (``cl`` is ``None`` when nothing matched).
+        code)`` in text order, where span characters run from ``cl[x] + x`` to
+        ``cl[y] + y - 1`` (``cl`` is ``None`` when nothing matched) and ``code`` is the trie
+        code object of the node the form ends at (``_step``'s value: its form is
+        ``((code & _form_bits) >> 1) - 1``; :meth:`_code_resolution` resolves it).
 
         Pieces: every separator character becomes one space (ASCII text: one byte-table
         ``translate`` that also lower-cases; other text: one regular-expression
@@ -584,7 +595,7 @@ class DictionaryLinker:
         return kept, list(accumulate(map(len, parts), initial=0))
 
     def _disjoint_walk(self, toks: list[str], firsts: list[int | None]) -> list[tuple[int, int, int]] | None:
-        """The kept ``(first token, last token + 1, form)`` in text order when no two
+        """The kept ``(first token, last token + 1, code)`` in text order when no two
         matches of two or more tokens overlap (the usual case), else ``None``.
 
         A walk starts at each token that begins a form (``firsts[a]``, the code of its
@@ -598,8 +609,8 @@ class DictionaryLinker:
         vocab, step, shift, fb = self._vocab, self._step, self._shift, self._form_bits
         kept: list[tuple[int, int, int]] = []
         reach = 0  # end of the last longer match
-        for a, code in compress(enumerate(firsts), firsts):
-            one = code & fb
+        for a, one in compress(enumerate(firsts), firsts):
+            code = one
             b = a + 1
             while code & 1:  # the node has children
                 t = vocab.get(toks[b])
@@ -612,20 +623,20 @@ class DictionaryLinker:
                 if code & fb:
                     if a < reach:
                         return None
-                    kept.append((a, b, ((code & fb) >> 1) - 1))
+                    kept.append((a, b, code))
                     reach = b
-            if one and a >= reach:
-                kept.append((a, a + 1, (one >> 1) - 1))
+            if one & fb and a >= reach:
+                kept.append((a, a + 1, one))
         return kept
 
     def _every_match(self, toks: list[str], firsts: list[int | None]) -> list[tuple[int, int, int]]:
-        """Every ``(first token, last token + 1, form)`` whose tokens form a surface form
+        """Every ``(first token, last token + 1, code)`` whose tokens form a surface form
         (the walks of :meth:`_disjoint_walk`, all matches kept)."""
         vocab, step, shift, fb = self._vocab, self._step, self._shift, self._form_bits
         out = []
         for a, code in compress(enumerate(firsts), firsts):
             if code & fb:
-                out.append((a, a + 1, ((code & fb) >> 1) - 1))
+                out.append((a, a + 1, code))
             b = a + 1
             while code & 1:
                 t = vocab.get(toks[b])
@@ -636,7 +647,7 @@ class DictionaryLinker:
                     break
                 b += 1
                 if code & fb:
-                    out.append((a, b, ((code & fb) >> 1) - 1))
+                    out.append((a, b, code))
         return out
 
     def _small_spans(self, texts: Sequence[str]):
@@ -647,11 +658,11 @@ class DictionaryLinker:
         fs: list[int] = []
         for q, text in enumerate(texts):
             kept, cl = self._walk(text)
-            for a, b, f in kept:
+            for a, b, code in kept:
                 qs.append(q)
                 ss.append(cl[a] + a)
                 es.append(cl[b] + b - 1)
-                fs.append(f)
+                fs.append(((code & self._form_bits) >> 1) - 1)
         return qs, ss, es, fs
 
     def _spans(self, texts: Sequence[str]):
@@ -688,7 +699,7 @@ class DictionaryLinker:
         if self.backend != "trie":
             return self._find_one(text)
         kept, cl = self._walk(text)
-        res, resolve, new = self._res, self._resolution, tuple.__new__
+        res, resolve, new = self._res_code, self._code_resolution, tuple.__new__
         return [new(Link, ((s := cl[a] + a), (e := cl[b] + b - 1), (r := res.get(f) or resolve(f))[0], r[1],
                            text[s:e], r[2]))
                 for a, b, f in kept]
@@ -710,7 +721,7 @@ class DictionaryLinker:
         if self.backend != "trie":
             return [lk.to_mention() for lk in self._find_one(text)]
         kept, cl = self._walk(text)
-        res, resolve = self._res, self._resolution
+        res, resolve = self._res_code, self._code_resolution
         return [{"start": cl[a] + a, "end": cl[b] + b - 1, "id": (r := res.get(f) or resolve(f))[0], "score": r[3]}
                 for a, b, f in kept]
 
