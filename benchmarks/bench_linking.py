@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import sys
 import time
@@ -306,7 +307,9 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
             assert got == links[: len(sub)]
             qps["ours, spaCy PhraseMatcher backend (same links)"] = len(sub) / dt
     anchor_q = qps.get(ANCHOR)
-    print(f"[{name}] {nq:,} queries, {n_found:,} mentions; queries/s CPU (ratio to the anchor):")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"[{name}] {nq:,} queries, {n_found:,} mentions; load average {load:.1f}; "
+          "queries/s CPU (ratio to the anchor):")
     for label, v in qps.items():
         ratio = f"{v / anchor_q:.2f}x" if anchor_q else "-"
         print(f"  {label:<80} {v:>10,.0f}  {ratio}")
