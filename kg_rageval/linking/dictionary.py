@@ -49,7 +49,7 @@ import re
 import unicodedata
 from contextlib import AbstractContextManager, nullcontext
 from itertools import accumulate, compress, repeat
-from typing import Any, Iterable, NamedTuple, Sequence, cast
+from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 
 import numpy as np
 
@@ -559,7 +559,7 @@ class DictionaryLinker:
         """The kept spans of one text: :meth:`_trie_spans`'s walk and overlap rule in plain
         Python (no NumPy call overhead). Returns ``(kept, cl)``: ``kept`` holds ``(x, y,
         code)`` in text order, where span characters run from ``cl[x] + x`` to
-        ``cl[y] + y - 1`` (``cl`` is ``None`` when nothing matched) and ``code`` is the trie
+        ``cl[y] + y - 1`` (``cl`` is empty when nothing matched) and ``code`` is the trie
         code object of the node the form ends at (``_step``'s value: its form is
         ``((code & _form_bits) >> 1) - 1``; :meth:`_code_resolution` resolves it).
 
@@ -571,7 +571,7 @@ class DictionaryLinker:
         pieces are the tokens (those of :func:`tokenize`). Without runs of separators (the
         usual case) piece and token indices coincide; otherwise kept token spans are mapped
         to piece indices at the end. Offsets are taken only when something matched. The walk
-        itself is :meth:`_disjoint_walk`, or :meth:`_every_match` + :func:`filter_spans`
+        itself is :meth:`_walk_matches`, or every match of it + :func:`filter_spans`
         when longer matches overlap."""
         if text.isascii():
             low = text.encode("ascii").translate(_ASCII_FOLD).decode("ascii").rstrip(" ")
@@ -580,23 +580,27 @@ class DictionaryLinker:
         else:
             parts = _NON_TOKEN.sub(" ", text).rstrip(" ").split(" ")
             toks = list(map(_FOLDED.__getitem__, filter(None, parts)))
-        firsts = list(map(self._first_step.get, toks))
+        # None where no form starts (compress skips those: codes are > 0)
+        firsts = cast("list[int]", list(map(self._first_step.get, toks)))
         pieces = toks is parts  # token and piece indices coincide
         toks.append("")  # sentinel: in no form, so every walk stops at the end (no piece: cl ignores it)
-        kept = self._disjoint_walk(toks, firsts)
-        if kept is None:
-            hits = {(a, b): f for a, b, f in self._every_match(toks, firsts)}
+        kept = self._walk_matches(toks, firsts)
+        if kept is None:  # longer matches overlap: the general rule over every match
+            every = cast("list[tuple[int, int, int]]", self._walk_matches(toks, firsts, every=True))
+            hits = {(a, b): code for a, b, code in every}
             kept = [(a, b, hits[a, b]) for a, b in filter_spans(hits)]
         if not kept:
-            return kept, cast("list[int]", None)
+            return kept, []
         if not pieces:  # token index -> piece index
             at = list(compress(range(len(parts)), parts))
             kept = [(at[a], at[b - 1] + 1, f) for a, b, f in kept]
         return kept, list(accumulate(map(len, parts), initial=0))
 
-    def _disjoint_walk(self, toks: list[str], firsts: list[int | None]) -> list[tuple[int, int, int]] | None:
+    def _walk_matches(self, toks: list[str], firsts: list[int],
+                      every: bool = False) -> list[tuple[int, int, int]] | None:
         """The kept ``(first token, last token + 1, code)`` in text order when no two
-        matches of two or more tokens overlap (the usual case), else ``None``.
+        matches of two or more tokens overlap (the usual case), else ``None``; with
+        ``every``, every match (in walk order, nothing dropped).
 
         A walk starts at each token that begins a form (``firsts[a]``, the code of its
         ``_first_step``) and follows ``_step`` while the next token continues a form
@@ -606,49 +610,29 @@ class DictionaryLinker:
         where no longer match covers its token — one reaching past it (``reach``) is
         already known when its walk ends. A longer match that starts before ``reach`` is an
         overlap: ``None``."""
-        vocab, step, shift, fb = self._vocab, self._step, self._shift, self._form_bits
+        token_id, shift, fb = self._vocab.get, self._shift, self._form_bits
+        step = cast("Callable[[int], int]", self._step.get)  # None when no form continues
         kept: list[tuple[int, int, int]] = []
         reach = 0  # end of the last longer match
         for a, one in compress(enumerate(firsts), firsts):
             code = one
             b = a + 1
             while code & 1:  # the node has children
-                t = vocab.get(toks[b])
+                t = token_id(toks[b])
                 if t is None:
                     break
-                code = step.get((code >> shift) + t)
+                code = step((code >> shift) + t)
                 if code is None:
                     break
                 b += 1
                 if code & fb:
-                    if a < reach:
+                    if a < reach and not every:
                         return None
                     kept.append((a, b, code))
                     reach = b
-            if one & fb and a >= reach:
+            if one & fb and (a >= reach or every):
                 kept.append((a, a + 1, one))
         return kept
-
-    def _every_match(self, toks: list[str], firsts: list[int | None]) -> list[tuple[int, int, int]]:
-        """Every ``(first token, last token + 1, code)`` whose tokens form a surface form
-        (the walks of :meth:`_disjoint_walk`, all matches kept)."""
-        vocab, step, shift, fb = self._vocab, self._step, self._shift, self._form_bits
-        out = []
-        for a, code in compress(enumerate(firsts), firsts):
-            if code & fb:
-                out.append((a, a + 1, code))
-            b = a + 1
-            while code & 1:
-                t = vocab.get(toks[b])
-                if t is None:
-                    break
-                code = step.get((code >> shift) + t)
-                if code is None:
-                    break
-                b += 1
-                if code & fb:
-                    out.append((a, b, code))
-        return out
 
     def _small_spans(self, texts: Sequence[str]):
         """:meth:`_trie_spans` for a few texts, one :meth:`_walk` each."""
