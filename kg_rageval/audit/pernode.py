@@ -215,7 +215,7 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     sums are the full roll-up's bit for bit) and is evaluated on all nodes at once; any other
     metric rolls up every stat and is finalized node by node."""
     from ..evaluation import rollup_sums
-    from ..forms import Projection, _sample_rows, metric_forms, metric_values
+    from ..forms import Projection, metric_forms, metric_values
 
     if key not in ev.keys:
         return None
@@ -227,9 +227,8 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
         return None
     names = list(ev.stats)
     keep = np.ones(len(ontology), dtype=bool)
-    ids, per = ev.per_record_stats()
-    mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((len(ids), 0))
-    forms = metric_forms(ev.family.finalize, names, [metric], _sample_rows(mat))
+    # probed on the per-record total and sample records (the evaluation's cached view)
+    forms = metric_forms(ev.family.finalize, names, [metric], ev.record_stats().probe_rows())
     if forms.get(metric) is not None:
         proj = Projection(forms, [metric])
         every = bool(ok.all())  # the usual case: no masked copies

@@ -503,6 +503,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
 
     result.failing = failing_records(final, index, ontology, view.lookup(), config,
                                      budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
+    _drop_record_stats(runs)  # the per-record views the stages shared
     result.coverage = view.coverage(ontology, inputs.get("corpus"), config)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = view.exclusions(runs, ontology, inputs.get("corpus"), config)
@@ -684,6 +685,14 @@ def _positive_records(ev: Evaluation, stat: str) -> list[str]:
     ids, inverse = np.unique(ev.record_ids[rows].astype(str), return_inverse=True)
     per = np.bincount(inverse.reshape(-1), weights=col[rows], minlength=len(ids))
     return ids[per > 0].tolist()
+
+
+def _drop_record_stats(runs: Mapping[str, FamilyRun]) -> None:
+    """Free the per-record stat views (:meth:`Evaluation.record_stats`) the audit's stages
+    shared, once the last of them is done."""
+    for run in runs.values():
+        for ev in run.evaluations:
+            ev.drop_record_stats()
 
 
 def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditConfig) -> None:
