@@ -395,7 +395,9 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray
                 keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Subtree sums of per-row columns for the nodes where ``keep`` holds.
 
-    ``node`` is each row's ontology index (all valid), ``columns`` per-row values. Returns
+    ``node`` is each row's ontology index (a negative one: the row is left out, as if the
+    rows and ``columns`` had been masked — the same sums bit for bit, without masked copies of
+    the columns), ``columns`` per-row values. Returns
     ``(kept, pooled)``: the kept node indices with at least one row in their subtree, in index
     order, and ``pooled[j] = (rows, Σ column...)`` over the rows whose node has ``kept[j]`` in
     its ancestor-or-self set. One pass: rows are summed per distinct node (``bincount``), then
@@ -412,6 +414,11 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray
     inv = inv.reshape(-1)
     own = np.stack([np.bincount(inv, minlength=len(present)).astype(float)]
                    + [np.bincount(inv, weights=c, minlength=len(present)) for c in columns], axis=1)
+    if present[0] < 0:  # the left-out rows: their own bin (each bin adds only its rows), dropped
+        skip = int(np.searchsorted(present, 0))
+        present, own = present[skip:], own[skip:]
+        if not len(present):
+            return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     pos = np.cumsum(keep) - 1  # kept node index -> column of the pooled table
     n_keep = int(pos[-1]) + 1
     pooled = np.zeros((n_keep, width))
@@ -670,9 +677,7 @@ class Evaluation:
         self.meta["rollup_skipped"] = int((~ok).sum())
         keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
         names = list(self.stats)
-        every = bool(ok.all())  # the usual case: no masked copy of every stats column
-        kept, pooled = rollup_sums(ontology, node if every else node[ok],
-                                   [self.stats[k] if every else self.stats[k][ok] for k in names], keep)
+        kept, pooled = rollup_sums(ontology, node, [self.stats[k] for k in names], keep)  # -1 rows left out
         sel = pooled[:, 0] >= max(min_rows, 1)
         kept, pooled = kept[sel], pooled[sel]
         counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
@@ -1045,7 +1050,76 @@ def sequential_sum(col: np.ndarray) -> float:
     return float(acc[0])
 
 
-class RecordStats:
+class _RecordColumns:
+    """Per-record stat sums read one stat column at a time (see :class:`RecordStats`):
+    ``n`` records, the stats ``names``; a subclass sums a column (``_sum``), the rows of some
+    records (``rows_at``) and one resample (``resampled``)."""
+
+    names: list[str]
+    n: int
+
+    def __init__(self) -> None:
+        self._cols: dict[str, np.ndarray] = {}
+        self._probes: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _sum(self, name: str) -> np.ndarray:  # pragma: no cover - every subclass sums
+        raise NotImplementedError
+
+    def rows_at(self, index: Iterable[int]) -> np.ndarray:  # pragma: no cover
+        """The per-record stat rows of the records ``index`` (sorted positions), as
+        ``matrix()[index]``."""
+        raise NotImplementedError
+
+    def resampled(self, weights: np.ndarray) -> list[float]:  # pragma: no cover
+        """Every stat's sum over one resample (``weights[i]``: draws of record ``i``), as
+        ``weights @ matrix()`` up to the order of the additions (for the forms' checks)."""
+        raise NotImplementedError
+
+    def column(self, name: str) -> np.ndarray:
+        """The per-record sums of stat ``name`` (``per_record_stats()[1][name]``, bit for
+        bit), kept once summed."""
+        col = self._cols.get(name)
+        if col is None:
+            col = self._cols[name] = self._sum(name)
+        return col
+
+    def _peek(self, name: str) -> np.ndarray:
+        """The column, kept if it was, else summed and not kept."""
+        col = self._cols.get(name)
+        return self._sum(name) if col is None else col
+
+    def matrix(self) -> np.ndarray:
+        """Every stat's per-record sums stacked (records × stats), not kept: for a metric
+        that is finalized record by record."""
+        if not self.names:
+            return np.zeros((self.n, 0))
+        return np.stack([self._peek(k) for k in self.names], axis=1)
+
+    def probe_rows(self) -> np.ndarray:
+        """The rows the verified forms are probed on (:func:`kg_rageval.forms._sample_rows`
+        of :meth:`matrix`, bit for bit): the per-record total (summed as the stacked matrix's
+        ``sum(axis=0)`` sums it), then five sample records. Every stat is summed, one at a
+        time."""
+        if self._probes is None:
+            from .forms import _sample_index
+
+            k = len(self.names)
+            if not self.n:
+                self._probes = np.zeros((0, k))
+            else:
+                if k == 1:  # one column: numpy sums it pairwise
+                    total = [float(self._peek(self.names[0]).sum())]
+                else:
+                    total = [sequential_sum(self._peek(n)) for n in self.names]
+                self._probes = np.vstack([np.asarray(total, dtype=float).reshape(1, k),
+                                          self.rows_at(_sample_index(self.n))])
+        return self._probes
+
+
+class RecordStats(_RecordColumns):
     """The stats of an evaluation (or of the rows ``rows`` of it: a gate's scope) summed per
     record, as :meth:`Evaluation.per_record_stats` gives them, but one stat column at a time:
     :meth:`column` sums a stat when it is first asked for and keeps it, so a stage that reads
@@ -1059,9 +1133,10 @@ class RecordStats:
     ``first`` each record to its first row."""
 
     def __init__(self, ev: Evaluation, rows: np.ndarray | None = None):
+        super().__init__()
         self.ev = ev
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
-        self.names: list[str] = list(ev.stats)
+        self.names = list(ev.stats)
         texts = (ev.record_ids if rows is None else ev.record_ids[rows]).astype(str)
         self.inverse: np.ndarray | None = None
         self.first: np.ndarray | None = None
@@ -1069,11 +1144,6 @@ class RecordStats:
             _, first, inverse = np.unique(texts, return_index=True, return_inverse=True)
             self.first, self.inverse = first, inverse.reshape(-1)
         self.n = len(texts) if self.first is None else len(self.first)
-        self._cols: dict[str, np.ndarray] = {}
-        self._probes: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return self.n
 
     def _stat(self, name: str, index: np.ndarray | None = None) -> np.ndarray:
         """Stat ``name`` on the view's rows (or on its rows ``index``), without a copy of the
@@ -1088,25 +1158,6 @@ class RecordStats:
         if self.inverse is None:
             return np.add(v, 0.0, dtype=float)
         return np.bincount(self.inverse, weights=v, minlength=self.n)
-
-    def column(self, name: str) -> np.ndarray:
-        """The per-record sums of stat ``name`` (``per_record_stats()[1][name]``, bit for
-        bit), kept once summed."""
-        col = self._cols.get(name)
-        if col is None:
-            col = self._cols[name] = self._sum(name)
-        return col
-
-    def columns(self) -> list[np.ndarray]:
-        """Every stat's per-record column, in :attr:`names` order (each kept)."""
-        return [self.column(k) for k in self.names]
-
-    def matrix(self) -> np.ndarray:
-        """Every stat's per-record sums stacked (records × stats), not kept: for a metric
-        that is finalized record by record."""
-        if not self.names:
-            return np.zeros((self.n, 0))
-        return np.stack([self._cols[k] if k in self._cols else self._sum(k) for k in self.names], axis=1)
 
     def ids(self, index: Any = None) -> np.ndarray:
         """The records' ids as text (``per_record_stats()[0]``), or those at ``index``."""
@@ -1124,8 +1175,7 @@ class RecordStats:
         return local if self.rows is None else self.rows[local]
 
     def rows_at(self, index: Iterable[int]) -> np.ndarray:
-        """The per-record stat rows of the records ``index`` (sorted record positions), as
-        ``matrix()[index]``, summing only those records' rows."""
+        """``matrix()[index]`` (sorted record positions), summing only those records' rows."""
         idx = np.asarray(list(index), dtype=np.int64)
         if not self.names:
             return np.zeros((len(idx), 0))
@@ -1136,29 +1186,39 @@ class RecordStats:
         return np.stack([np.bincount(pos, weights=self._stat(k, sel), minlength=len(idx))
                          for k in self.names], axis=1)
 
-    def probe_rows(self) -> np.ndarray:
-        """The rows the verified forms are probed on (:func:`kg_rageval.forms._sample_rows`
-        of :meth:`matrix`, bit for bit): the per-record total, then five sample records."""
-        if self._probes is None:
-            from .forms import _sample_index
-
-            k = len(self.names)
-            if not self.n:
-                self._probes = np.zeros((0, k))
-            else:
-                if k == 1:
-                    total = [float(self.column(self.names[0]).sum())]
-                else:
-                    total = [sequential_sum(self._cols[n] if n in self._cols else self._sum(n)) for n in self.names]
-                self._probes = np.vstack([np.asarray(total, dtype=float)[None, :],
-                                          self.rows_at(_sample_index(self.n))])
-        return self._probes
-
     def resampled(self, weights: np.ndarray) -> list[float]:
-        """Every stat's sum over one resample (``weights[i]``: draws of record ``i``), as
-        ``weights @ matrix()`` up to the order of the additions."""
         w = weights if self.inverse is None else weights[self.inverse]
         return [float(w @ self._stat(k)) for k in self.names]
+
+
+class AlignedRecords(_RecordColumns):
+    """The records ``at`` (increasing positions) of a :class:`RecordStats` view, with the stats
+    ``names`` in that order: a paired comparison's candidate or baseline records, aligned on
+    the ids both scored, as the stacked matrix ``np.stack([per[k][at] for k in names], 1)``
+    gives them, one column at a time."""
+
+    def __init__(self, view: RecordStats, at: np.ndarray, names: list[str] | None = None):
+        super().__init__()
+        self.view, self.at = view, np.asarray(at, dtype=np.int64)
+        self.names = list(view.names if names is None else names)
+        self.n = len(self.at)
+
+    def _sum(self, name: str) -> np.ndarray:
+        return self.view._peek(name)[self.at]
+
+    def rows_at(self, index: Iterable[int]) -> np.ndarray:
+        idx = np.asarray(list(index), dtype=np.int64)
+        if not self.names:
+            return np.zeros((len(idx), 0))
+        rows = self.view.rows_at(self.at[idx])
+        order = [self.view.names.index(k) for k in self.names]
+        return rows[:, order]
+
+    def resampled(self, weights: np.ndarray) -> list[float]:
+        w = np.zeros(len(self.view))
+        w[self.at] = weights
+        got = dict(zip(self.view.names, self.view.resampled(w)))
+        return [got[k] for k in self.names]
 
 
 class _Column:

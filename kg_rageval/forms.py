@@ -267,7 +267,7 @@ def _resampled(mat: Any, weights: np.ndarray) -> list[float]:
     return (weights @ mat).tolist() if isinstance(mat, np.ndarray) else mat.resampled(weights)
 
 
-def replicate_values(finalize: Finalize, names: list[str], mats: list[np.ndarray], metrics: Iterable[str],
+def replicate_values(finalize: Finalize, names: list[str], mats: list[Any], metrics: Iterable[str],
                      n_resamples: int, seed: int, weights_of: Callable[[int, int, int], Any]
                      ) -> list[dict[str, np.ndarray]]:
     """Each metric's value in each of ``n_resamples`` bootstrap resamples (NaN where
@@ -281,18 +281,25 @@ def replicate_values(finalize: Finalize, names: list[str], mats: list[np.ndarray
     its projections of the stats (one matrix product per block over a few columns) and is
     computed for the whole block at once; the others are finalized per resample. The forms
     are checked on the first block's first and last resample against ``finalize``.
-    :func:`replicate_jobs` computes several of these from one pass over the weights."""
+    :func:`replicate_jobs` computes several of these from one pass over the weights.
+
+    A matrix may also be a per-record view (:class:`~kg_rageval.evaluation.RecordStats`,
+    :class:`~kg_rageval.evaluation.AlignedRecords`, stats in ``names`` order): only the
+    columns the forms project are summed and kept (:meth:`Projection.matrix_of`), with the
+    replicates of its stacked matrix bit for bit; every stat is stacked only for a metric
+    finalized per resample."""
     return replicate_jobs([Replicates(finalize, names, mats, metrics)], n_resamples, seed, weights_of)[0]
 
 
 @dataclass(frozen=True)
 class Replicates:
     """One bootstrapped evaluation for :func:`replicate_jobs`: its ``finalize``, stat
-    ``names``, aligned per-record stat matrices ``mats`` and the ``metrics`` wanted."""
+    ``names``, aligned per-record stat matrices (or views of them) ``mats`` and the
+    ``metrics`` wanted."""
 
     finalize: Finalize
     names: list[str]
-    mats: list[np.ndarray]
+    mats: list[Any]
     metrics: Iterable[str]
 
 
@@ -430,18 +437,10 @@ class Projection:
 
     def columns_of(self, stats: list[np.ndarray]) -> list[np.ndarray]:
         """:meth:`columns` of ``np.stack(stats, axis=1)`` (one array per stat, in the names'
-        order), stacked only when some projection is not a stat column itself."""
-        out: list[np.ndarray] = []
-        mat = None
-        for v in self.vectors:
-            nz = np.flatnonzero(v)
-            if len(nz) == 1 and v[nz[0]] == 1.0:
-                out.append(stats[int(nz[0])])
-                continue
-            if mat is None:
-                mat = np.stack(stats, axis=1)
-            out.append(mat @ v)
-        return out
+        order), bit for bit, stacked only for a projection that is not a stat column itself
+        or the exact sum of two (:meth:`_projected`)."""
+        return self._projected(stats.__getitem__, len(stats[0]) if stats else 0,
+                               lambda: np.stack(stats, axis=1))
 
     def matrix(self, mat: np.ndarray) -> np.ndarray:
         cols = self.columns(mat)
@@ -450,27 +449,34 @@ class Projection:
     def matrix_of(self, source: Any, names: list[str]) -> np.ndarray:
         """:meth:`matrix` of ``source.matrix()`` (a :class:`~kg_rageval.evaluation.RecordStats`
         view, stats in ``names`` order), bit for bit, from only the per-record columns the
-        projections read: a unit vector is a stat's column; a vector of one or two
-        coefficients ``±1`` is their exact sum (one rounding of ``±x ± y``, whatever the
-        order of the additions, as the matrix product adds it; ``+ 0.0`` as its zero start
-        gives). Any other vector is the product with the stacked matrix, built once."""
-        cols: list[np.ndarray] = []
+        projections read (:meth:`_projected`)."""
+        cols = self._projected(lambda i: source.column(names[i]), len(source), source.matrix)
+        return np.stack(cols, axis=1) if cols else np.zeros((len(source), 0))
+
+    def _projected(self, column: Callable[[int], np.ndarray], n: int,
+                   stacked: Callable[[], np.ndarray]) -> list[np.ndarray]:
+        """Each projection of the stats whose columns ``column(i)`` gives (``stacked()``: all
+        of them as one rows × stats matrix), the bits of ``stacked() @ v``: a unit vector is a
+        stat's column; a vector of one or two coefficients ``±1`` is their exact sum (one
+        rounding of ``±x ± y`` whatever the order of the additions, from a zero start as the
+        matrix product's); any other vector is the product with the stacked matrix, built
+        once."""
+        out: list[np.ndarray] = []
         full = None
         for v in self.vectors:
             nz = np.flatnonzero(v).tolist()
             if len(nz) == 1 and v[nz[0]] == 1.0:
-                cols.append(source.column(names[nz[0]]))
+                out.append(column(nz[0]))
             elif len(nz) <= 2 and all(abs(v[i]) == 1.0 for i in nz):
-                acc = np.zeros(len(source))
+                acc = np.zeros(n)
                 for i in nz:
-                    col = source.column(names[i])
-                    acc = acc + col if v[i] > 0 else acc - col
-                cols.append(acc)
+                    acc = acc + column(i) if v[i] > 0 else acc - column(i)
+                out.append(acc)
             else:
                 if full is None:
-                    full = source.matrix()
-                cols.append(full @ v)
-        return np.stack(cols, axis=1) if cols else np.zeros((len(source), 0))
+                    full = stacked()
+                out.append(full @ v)
+        return out
 
     def _col(self, sums: np.ndarray, v: np.ndarray | None) -> np.ndarray:
         return sums[:, self._keys[tuple(v.tolist())]]  # type: ignore[union-attr, index]

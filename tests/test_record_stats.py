@@ -157,3 +157,51 @@ def test_audit_fixture_failing_records_and_intervals_equal_the_stacked_path():
     for f in listed:
         d = [e["deficit"] for e in f["records"]]
         assert d == sorted(d, reverse=True)
+
+
+def test_rollup_sums_leave_out_negative_nodes_as_a_mask_does():
+    from kg_rageval.evaluation import rollup_sums
+    from kg_rageval.ontology import load_ontology
+
+    onto = load_ontology(Path(__file__).resolve().parents[1] / "ontologies" / "enterprise-attack-18.1.json.gz")
+    rng = np.random.default_rng(4)
+    n = 5000
+    node = rng.integers(0, len(onto), n)
+    node[rng.random(n) < 0.2] = -1
+    cols = [rng.random(n) * 7, rng.random(n) < 0.5]
+    keep = np.ones(len(onto), dtype=bool)
+    ok = node >= 0
+    want = rollup_sums(onto, node[ok], [c[ok] for c in cols], keep)
+    got = rollup_sums(onto, node, cols, keep)
+    assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+    empty = rollup_sums(onto, np.full(4, -1), [np.ones(4)], keep)
+    assert empty[0].size == 0 and empty[1].shape == (0, 2)
+
+
+def test_two_term_projections_are_the_matrix_product_bits():
+    from kg_rageval.forms import Projection, metric_forms
+
+    _, ev = list(_cases())[1]
+    ev.stats["a"][:5] = -0.0
+    _, names, mat = _matrix(ev)
+    metrics = list(ev.metrics())
+    forms = metric_forms(ev.family.finalize, names, metrics, _sample_rows(mat))
+    proj = Projection(forms, metrics)
+    assert any(len(np.flatnonzero(v)) == 2 for v in proj.vectors)  # a + b and a - c
+    stats = [ev.stats[k] for k in names]
+    for got, want in zip(proj.columns_of(stats), proj.columns(np.stack(stats, axis=1))):
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    assert np.array_equal(proj.matrix_of(ev.record_stats(), names), proj.matrix(mat))
+
+
+def test_worst_first_is_the_sorted_head():
+    from kg_rageval.audit.failing import worst_first
+
+    rng = np.random.default_rng(8)
+    n = 3000
+    deficit = rng.integers(0, 4, n) / 4.0  # many ties: the ids decide
+    ids = np.asarray([f"r{int(i):05d}" for i in rng.permutation(n)])
+    driving = np.flatnonzero(deficit > 0)
+    for limit in (1, 7, 50, n):
+        want = sorted(driving.tolist(), key=lambda j: (-deficit[j], ids[j]))[:limit]
+        assert worst_first(deficit, driving, ids.__getitem__, limit) == want

@@ -169,6 +169,21 @@ def _unscored(run: Any, limit: int, patterns: set[str]) -> list[dict]:
             for missing, rid, reason in items[:limit]]
 
 
+def worst_first(deficit: np.ndarray, driving: np.ndarray, ids_of: Callable[[np.ndarray], np.ndarray],
+                limit: int) -> list[int]:
+    """The ``limit`` records of ``driving`` with the largest ``deficit``, ties by record id
+    (``ids_of(records)``: their ids as text), worst first: the head of
+    ``sorted(driving, key=lambda j: (-deficit[j], id[j]))`` without a Python object per
+    driving record (a partition keeps the records at least as bad as the ``limit``-th)."""
+    d = deficit[driving]
+    if len(driving) > limit:
+        kth = np.partition(d, len(d) - limit)[len(d) - limit]
+        keep = d >= kth
+        driving, d = driving[keep], d[keep]
+    order = np.lexsort((ids_of(driving), -d))[:limit]
+    return driving[order].tolist()
+
+
 def _records_of(ev: Any, mask: np.ndarray | None) -> tuple[Any, Any]:
     """``(evaluation, per-record stats)`` of a gate's scope: ``ev`` and its cached view, or
     ``ev`` and a view of its rows in ``mask`` (a scope, without a copy of its rows), or
@@ -296,13 +311,10 @@ def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "Au
         deficit = np.where(ok, sign * weights * (g.threshold - np.where(ok, values, 0.0)), 0.0)
         driving = np.flatnonzero(ok & (deficit > 1e-12))
         del ok
-        texts = view.ids(driving).tolist()
-        scored = sorted(zip((-deficit[driving]).tolist(), texts, values[driving].tolist(),
-                            weights[driving].tolist(), driving.tolist()))
-        del deficit, values, weights, texts
         recs = []
-        for neg, rid, value, w, j in scored[:limit]:
-            recs.append(_entry(rid, value=value, weight=w, deficit=-neg, reason=_reason(ev, view.record_rows(j))))
-        out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(scored),
+        for j in worst_first(deficit, driving, view.ids, limit):
+            recs.append(_entry(view.ids([j])[0].item(), value=float(values[j]), weight=float(weights[j]),
+                               deficit=float(deficit[j]), reason=_reason(ev, view.record_rows(j))))
+        out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(driving),
                     "records": recs})
     return out
