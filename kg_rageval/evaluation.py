@@ -745,9 +745,10 @@ class Evaluation:
     def _replicate_job(self, n_resamples: Any, metrics: Iterable[str] | None,
                        per_record: Any = None) -> Any:
         """The checked arguments of :meth:`bootstrap_replicates` as a
-        :class:`~kg_rageval.forms.Replicates` job over the per-record stats (``per_record``:
-        the :meth:`record_stats` view, default, or :meth:`per_record_stats` when the caller has
-        it), or the all-NaN replicates when there are no records."""
+        :class:`~kg_rageval.forms.Replicates` job over the per-record stats (``per_record``: a
+        per-record view, or :meth:`per_record_stats` when the caller has it; default: the
+        cached :meth:`record_stats` view if there is one, else a view for this call alone), or
+        the all-NaN replicates when there are no records."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
             raise InputError(
@@ -758,8 +759,10 @@ class Evaluation:
         if unknown:
             raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} "
                              f"has {sorted(point)}")
-        if per_record is None or isinstance(per_record, RecordStats):
-            source: Any = self.record_stats() if per_record is None else per_record
+        if per_record is None or isinstance(per_record, _RecordColumns):
+            # the view the audit's stages share when there is one, else one for this call only
+            source: Any = per_record if per_record is not None else (
+                self.__dict__.get("_record_stats") or RecordStats(self))
             n, names = source.n, source.names
         else:  # (ids, {stat: array}) of per_record_stats()
             ids, per = per_record

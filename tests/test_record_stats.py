@@ -205,3 +205,12 @@ def test_worst_first_is_the_sorted_head():
     for limit in (1, 7, 50, n):
         want = sorted(driving.tolist(), key=lambda j: (-deficit[j], ids[j]))[:limit]
         assert worst_first(deficit, driving, ids.__getitem__, limit) == want
+
+
+def test_a_bootstrap_call_alone_keeps_no_view_on_the_evaluation():
+    _, ev = list(_cases())[1]
+    ev.drop_record_stats()
+    got = ev.bootstrap(n_resamples=100, seed=4)
+    assert "_record_stats" not in ev.__dict__
+    ev.record_stats()  # a stage's view is used and kept
+    assert ev.bootstrap(n_resamples=100, seed=4) == got and "_record_stats" in ev.__dict__
