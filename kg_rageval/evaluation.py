@@ -704,7 +704,7 @@ class Evaluation:
         :meth:`drop_record_stats`."""
         view = self.__dict__.get("_record_stats")
         if view is None:
-            view = self.__dict__["_record_stats"] = RecordStats(self)
+            view = self.__dict__["_record_stats"] = RecordStats(self, keep=True)
         return view
 
     def drop_record_stats(self) -> None:
@@ -746,9 +746,9 @@ class Evaluation:
                        per_record: Any = None) -> Any:
         """The checked arguments of :meth:`bootstrap_replicates` as a
         :class:`~kg_rageval.forms.Replicates` job over the per-record stats (``per_record``: a
-        per-record view, or :meth:`per_record_stats` when the caller has it; default: the
-        cached :meth:`record_stats` view if there is one, else a view for this call alone), or
-        the all-NaN replicates when there are no records."""
+        per-record view, or :meth:`per_record_stats` when the caller has it; default: a
+        :class:`RecordStats` view for this call alone), or the all-NaN replicates when there
+        are no records."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
             raise InputError(
@@ -760,9 +760,8 @@ class Evaluation:
             raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} "
                              f"has {sorted(point)}")
         if per_record is None or isinstance(per_record, _RecordColumns):
-            # the view the audit's stages share when there is one, else one for this call only
-            source: Any = per_record if per_record is not None else (
-                self.__dict__.get("_record_stats") or RecordStats(self))
+            # default: a view for this call alone, which keeps no column (one copy: the projections)
+            source: Any = RecordStats(self) if per_record is None else per_record
             n, names = source.n, source.names
         else:  # (ids, {stat: array}) of per_record_stats()
             ids, per = per_record
@@ -1056,12 +1055,15 @@ def sequential_sum(col: np.ndarray) -> float:
 class _RecordColumns:
     """Per-record stat sums read one stat column at a time (see :class:`RecordStats`):
     ``n`` records, the stats ``names``; a subclass sums a column (``_sum``), the rows of some
-    records (``rows_at``) and one resample (``resampled``)."""
+    records (``rows_at``) and one resample (``resampled``). With ``keep``, a column is kept
+    once summed (a view the audit's stages share); otherwise it is summed each time it is read
+    (a view for one computation: the projections built from it are the only copy)."""
 
     names: list[str]
     n: int
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = False) -> None:
+        self.keep = keep
         self._cols: dict[str, np.ndarray] = {}
         self._probes: np.ndarray | None = None
 
@@ -1083,10 +1085,12 @@ class _RecordColumns:
 
     def column(self, name: str) -> np.ndarray:
         """The per-record sums of stat ``name`` (``per_record_stats()[1][name]``, bit for
-        bit), kept once summed."""
+        bit), kept once summed when the view keeps its columns."""
         col = self._cols.get(name)
         if col is None:
-            col = self._cols[name] = self._sum(name)
+            col = self._sum(name)
+            if self.keep:
+                self._cols[name] = col
         return col
 
     def _peek(self, name: str) -> np.ndarray:
@@ -1125,9 +1129,9 @@ class _RecordColumns:
 class RecordStats(_RecordColumns):
     """The stats of an evaluation (or of the rows ``rows`` of it: a gate's scope) summed per
     record, as :meth:`Evaluation.per_record_stats` gives them, but one stat column at a time:
-    :meth:`column` sums a stat when it is first asked for and keeps it, so a stage that reads
-    the two stats of a ratio holds two per-record columns, not every stat of the family
-    stacked.
+    :meth:`column` sums a stat when it is asked for (and keeps it with ``keep``: the view
+    :meth:`Evaluation.record_stats` caches for the audit's stages), so a stage that reads the
+    two stats of a ratio holds two per-record columns, not every stat of the family stacked.
 
     Records are in the order of their ids as text (``per_record_stats``). When the rows
     already hold one record each in that order (every streamed family on ordered ids), no
@@ -1135,8 +1139,8 @@ class RecordStats(_RecordColumns):
     bits ``np.bincount`` gives); otherwise ``inverse`` maps each row to its record and
     ``first`` each record to its first row."""
 
-    def __init__(self, ev: Evaluation, rows: np.ndarray | None = None):
-        super().__init__()
+    def __init__(self, ev: Evaluation, rows: np.ndarray | None = None, *, keep: bool = False):
+        super().__init__(keep)
         self.ev = ev
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         self.names = list(ev.stats)
@@ -1190,8 +1194,9 @@ class RecordStats(_RecordColumns):
                          for k in self.names], axis=1)
 
     def resampled(self, weights: np.ndarray) -> list[float]:
+        # products summed by numpy, not one BLAS call per stat (each may wake BLAS threads)
         w = weights if self.inverse is None else weights[self.inverse]
-        return [float(w @ self._stat(k)) for k in self.names]
+        return [float(np.multiply(w, self._stat(k)).sum()) for k in self.names]
 
 
 class AlignedRecords(_RecordColumns):
@@ -1201,7 +1206,7 @@ class AlignedRecords(_RecordColumns):
     gives them, one column at a time."""
 
     def __init__(self, view: RecordStats, at: np.ndarray, names: list[str] | None = None):
-        super().__init__()
+        super().__init__(keep=False)
         self.view, self.at = view, np.asarray(at, dtype=np.int64)
         self.names = list(view.names if names is None else names)
         self.n = len(self.at)

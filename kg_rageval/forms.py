@@ -450,32 +450,37 @@ class Projection:
         """:meth:`matrix` of ``source.matrix()`` (a :class:`~kg_rageval.evaluation.RecordStats`
         view, stats in ``names`` order), bit for bit, from only the per-record columns the
         projections read (:meth:`_projected`)."""
-        cols = self._projected(lambda i: source.column(names[i]), len(source), source.matrix)
-        return np.stack(cols, axis=1) if cols else np.zeros((len(source), 0))
+        out = np.empty((len(source), len(self.vectors)))
+        self._projected(lambda i: source.column(names[i]), len(source), source.matrix, out)
+        return out
 
     def _projected(self, column: Callable[[int], np.ndarray], n: int,
-                   stacked: Callable[[], np.ndarray]) -> list[np.ndarray]:
+                   stacked: Callable[[], np.ndarray], into: np.ndarray | None = None) -> list[np.ndarray]:
         """Each projection of the stats whose columns ``column(i)`` gives (``stacked()``: all
         of them as one rows × stats matrix), the bits of ``stacked() @ v``: a unit vector is a
         stat's column; a vector of one or two coefficients ``±1`` is their exact sum (one
         rounding of ``±x ± y`` whatever the order of the additions, from a zero start as the
         matrix product's); any other vector is the product with the stacked matrix, built
-        once."""
+        once. ``into``: a rows × projections matrix to write them in, column by column
+        (nothing is returned then: no second copy of them is held)."""
         out: list[np.ndarray] = []
         full = None
-        for v in self.vectors:
+        for j, v in enumerate(self.vectors):
             nz = np.flatnonzero(v).tolist()
             if len(nz) == 1 and v[nz[0]] == 1.0:
-                out.append(column(nz[0]))
+                col = column(nz[0])
             elif len(nz) <= 2 and all(abs(v[i]) == 1.0 for i in nz):
-                acc = np.zeros(n)
+                col = np.zeros(n)
                 for i in nz:
-                    acc = acc + column(i) if v[i] > 0 else acc - column(i)
-                out.append(acc)
+                    col = col + column(i) if v[i] > 0 else col - column(i)
             else:
                 if full is None:
                     full = stacked()
-                out.append(full @ v)
+                col = full @ v
+            if into is None:
+                out.append(col)
+            else:
+                into[:, j] = col
         return out
 
     def _col(self, sums: np.ndarray, v: np.ndarray | None) -> np.ndarray:

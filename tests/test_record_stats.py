@@ -107,6 +107,7 @@ def test_metric_values_and_bootstrap_on_the_view_are_the_matrix_bits(case):
     # the view reads the stats its forms need, not every stat (the three-stat ratio stacks)
     ev.drop_record_stats()
     view = ev.record_stats()
+    assert view.keep and not RecordStats(ev).keep
     metric_values(ev.family.finalize, names, view, ["ra", "rdiff"])
     assert set(view._cols) <= {"a", "c", "n"}
 
@@ -212,5 +213,6 @@ def test_a_bootstrap_call_alone_keeps_no_view_on_the_evaluation():
     ev.drop_record_stats()
     got = ev.bootstrap(n_resamples=100, seed=4)
     assert "_record_stats" not in ev.__dict__
-    ev.record_stats()  # a stage's view is used and kept
-    assert ev.bootstrap(n_resamples=100, seed=4) == got and "_record_stats" in ev.__dict__
+    view = ev.record_stats()  # the audit's shared view keeps what a stage reads
+    assert bootstrap_many([(ev, None, view)], n_resamples=100, seed=4)[0] == got
+    assert view._cols and set(view._cols) <= set(ev.family.stats)
