@@ -216,3 +216,12 @@ def test_a_bootstrap_call_alone_keeps_no_view_on_the_evaluation():
     view = ev.record_stats()  # the audit's shared view keeps what a stage reads
     assert bootstrap_many([(ev, None, view)], n_resamples=100, seed=4)[0] == got
     assert view._cols and set(view._cols) <= set(ev.family.stats)
+
+
+def test_assert_gates_leaves_no_view_on_the_callers_evaluation():
+    from kg_rageval.pytest_plugin import GateFailure, assert_gates
+
+    _, ev = list(_cases())[0]
+    with pytest.raises(GateFailure, match=r"ci_low 0\.\d+ .*violates >= 0\.99"):
+        assert_gates(ev, ["ci_low(ra) >= 0.99"])
+    assert "_record_stats" not in ev.__dict__
