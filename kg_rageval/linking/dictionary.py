@@ -49,7 +49,7 @@ import re
 import unicodedata
 from contextlib import AbstractContextManager, nullcontext
 from itertools import accumulate, compress, repeat
-from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
+from typing import Any, Iterable, NamedTuple, Sequence, cast
 
 import numpy as np
 
@@ -610,18 +610,17 @@ class DictionaryLinker:
         where no longer match covers its token — one reaching past it (``reach``) is
         already known when its walk ends. A longer match that starts before ``reach`` is an
         overlap: ``None``."""
-        token_id, shift, fb = self._vocab.get, self._shift, self._form_bits
-        step = cast("Callable[[int], int]", self._step.get)  # None when no form continues
+        vocab, step, shift, fb = self._vocab, self._step, self._shift, self._form_bits
         kept: list[tuple[int, int, int]] = []
         reach = 0  # end of the last longer match
         for a, one in compress(enumerate(firsts), firsts):
             code = one
             b = a + 1
             while code & 1:  # the node has children
-                t = token_id(toks[b])
+                t = vocab.get(toks[b])
                 if t is None:
                     break
-                code = step((code >> shift) + t)
+                code = step.get((code >> shift) + t)  # type: ignore[assignment]  # None: checked next
                 if code is None:
                     break
                 b += 1
