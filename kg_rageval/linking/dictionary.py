@@ -581,7 +581,7 @@ class DictionaryLinker:
             parts = _NON_TOKEN.sub(" ", text).rstrip(" ").split(" ")
             toks = list(map(_FOLDED.__getitem__, filter(None, parts)))
         # None where no form starts (compress skips those: codes are > 0)
-        firsts = cast("list[int]", list(map(self._first_step.get, toks)))
+        firsts: list[int] = list(map(self._first_step.get, toks))  # type: ignore[arg-type]
         pieces = toks is parts  # token and piece indices coincide
         toks.append("")  # sentinel: in no form, so every walk stops at the end (no piece: cl ignores it)
         kept = self._walk_matches(toks, firsts)
