@@ -85,7 +85,6 @@ class _Memo(dict):
 _FOLDED = _Memo(_fold)  # token -> folded token, for texts that are not pure ASCII
 _IS_WORD = _Memo(lambda cp: _TOKEN.fullmatch(chr(cp)) is not None)  # non-ASCII code point -> token char?
 _ASCII_WORD = np.array([_TOKEN.fullmatch(chr(c)) is not None for c in range(128)], dtype=bool)
-# every ASCII character that is not a token character -> " " (so ``str.split`` cuts tokens)
 _SMALL = 8  # batches of at most this many texts take the plain-Python walk
 # byte table for ASCII text: a token character -> itself lower-cased (``casefold`` equals
 # ``lower`` on ASCII), any other byte -> b" " (so ``split`` cuts tokens; lengths unchanged).
@@ -163,8 +162,8 @@ def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Folded tokens of ``big`` with their character ``starts`` and ``ends`` (int64 arrays):
     the same as :func:`tokenize`, computed with C-level string methods and NumPy. Token
     characters are classified once per code point (``[^\\W_]`` is a per-character class), so
-    token boundaries come from one boolean array; ASCII text is folded by one ``lower()``
-    (``casefold`` equals ``lower`` on ASCII), other text token by token through a memo."""
+    token boundaries come from one boolean array; ASCII text is folded by one byte-table
+    ``translate`` (``_ASCII_FOLD``), other text token by token through a memo."""
     if big.isascii():
         toks = big.encode("ascii").translate(_ASCII_FOLD).decode("ascii").split()
         word = _ASCII_WORD[np.frombuffer(big.encode("ascii"), dtype=np.uint8)]
