@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
@@ -273,10 +273,12 @@ def record_id_texts(record_ids: np.ndarray) -> set[str]:
 
 def _column(values: Any, kind: str) -> np.ndarray:
     """A stats column (float64; a boolean array stays bool, 1 byte a row, its sums are the
-    same) or a key/detail column (numeric/bool kept, else object)."""
+    same; an integer array of at most 4 bytes a value is kept, :class:`Columns` reads it as
+    float64) or a key/detail column (numeric/bool kept, else object)."""
     if kind == "stats":
-        if isinstance(values, np.ndarray) and values.dtype == bool and values.ndim == 1:
-            return values
+        if isinstance(values, np.ndarray) and values.ndim == 1 and (
+                values.dtype == bool or values.dtype.kind in "iu" and values.dtype.itemsize <= 4):
+            return values  # bool stays bool; whole numbers stored compactly (compact_stat) stay
         try:
             arr = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -294,6 +296,99 @@ def _column(values: Any, kind: str) -> np.ndarray:
     if col is not None and col.ndim == 1 and col.dtype.kind in "biuf":
         return col
     return _object_column(values)
+
+
+_STAT_STORES = ((0, 255, np.uint8), (0, 65535, np.uint16), (0, 2**32 - 1, np.uint32),
+                (-128, 127, np.int8), (-32768, 32767, np.int16), (-2**31, 2**31 - 1, np.int32))
+
+
+def compact_stat(arr: np.ndarray) -> np.ndarray:
+    """A float64 stats column whose values are all whole numbers (counts, 0/1 flags) as the
+    smallest integer dtype holding each of them exactly (1, 2 or 4 bytes a row instead of 8);
+    any other column as it is. :class:`Columns` reads an integer stats column back as float64,
+    so every reader sees the values it was given: the same numbers, sums and rows (a ``-0.0``
+    keeps the column float, as it would come back ``0.0``)."""
+    if arr.dtype != np.float64 or not len(arr):
+        return arr
+    lo, hi = float(arr.min()), float(arr.max())
+    for low, high, dtype in _STAT_STORES:
+        if low <= lo and hi <= high:
+            break
+    else:
+        return arr
+    small = arr.astype(dtype)
+    if not np.array_equal(small, arr):
+        return arr
+    sign = np.signbit(arr)
+    if lo >= 0 and sign.any() or lo < 0 and (sign & (arr == 0)).any():
+        return arr
+    return small
+
+
+def _raw(columns: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
+    """``(name, stored array)`` of each column (:meth:`Columns.raw_items`; a plain mapping's
+    items)."""
+    return columns.raw_items() if isinstance(columns, Columns) else iter(list(columns.items()))
+
+
+def _raw_column(columns: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    """The stored array of one column (:meth:`Columns.raw`; a plain mapping's value)."""
+    return columns.raw(name) if isinstance(columns, Columns) else columns[name]
+
+
+class Columns(MutableMapping):
+    """One group of an evaluation's columns (``stats``, ``keys`` or ``details``) by name,
+    stored compactly and read as the arrays a family built: a stats column of whole numbers
+    is held in the smallest integer dtype (:func:`compact_stat`) and read as float64, every
+    other column as it is. Reading gives a fresh float64 array of such a column (changing it
+    changes nothing stored; assign the column to change it). :meth:`raw` and
+    :meth:`raw_items` give the stored arrays, for the evaluation's own sums, masks and
+    concatenations (integer stats sum, mask and concatenate to the same values)."""
+
+    __slots__ = ("_raw", "_stats")
+
+    def __init__(self, kind: str, columns: Mapping[str, np.ndarray] | None = None):
+        self._raw: dict[str, np.ndarray] = {}
+        self._stats = kind == "stats"
+        for k, v in (columns.raw_items() if isinstance(columns, Columns) else (columns or {}).items()):
+            self[k] = v
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        arr = self._raw[name]
+        return arr.astype(np.float64) if self._stats and arr.dtype.kind in "iu" else arr
+
+    def __setitem__(self, name: str, arr: np.ndarray) -> None:
+        self._raw[name] = compact_stat(arr) if self._stats and isinstance(arr, np.ndarray) else arr
+
+    def __delitem__(self, name: str) -> None:
+        del self._raw[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raw
+
+    def __repr__(self) -> str:
+        return f"Columns({dict(self.items())!r})"
+
+    def __reduce__(self):  # pickles (Dask) with the stored arrays
+        return (Columns, ("stats" if self._stats else "columns", self._raw))
+
+    def raw(self, name: str) -> np.ndarray:
+        """The stored array of column ``name`` (an integer stats column as integers)."""
+        return self._raw[name]
+
+    def raw_items(self) -> Iterator[tuple[str, np.ndarray]]:
+        return iter(self._raw.items())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored arrays' buffers (object cells counted as their pointers)."""
+        return sum(a.nbytes for a in self._raw.values())
 
 
 def _first_codes(values: list[Any]) -> np.ndarray:
@@ -482,9 +577,9 @@ class Evaluation:
 
     family: Family
     record_ids: np.ndarray
-    stats: dict[str, np.ndarray]
-    keys: dict[str, np.ndarray] = field(default_factory=dict)
-    details: dict[str, np.ndarray] = field(default_factory=dict)
+    stats: MutableMapping[str, np.ndarray]
+    keys: MutableMapping[str, np.ndarray] = field(default_factory=dict)
+    details: MutableMapping[str, np.ndarray] = field(default_factory=dict)
     unscored: list[dict[str, str]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -493,9 +588,10 @@ class Evaluation:
         self.record_ids = rid if isinstance(rid, np.ndarray) and rid.dtype == object and rid.ndim == 1 \
             else _object_column(rid)
         n = len(self.record_ids)
-        self.stats, self.keys, self.details = dict(self.stats), dict(self.keys), dict(self.details)
-        for kind, cols in (("stats", self.stats), ("keys", self.keys), ("details", self.details)):
-            for k, v in list(cols.items()):
+        given = [_raw(self.stats), _raw(self.keys), _raw(self.details)]
+        self.stats, self.keys, self.details = Columns("stats"), Columns("keys"), Columns("details")
+        for kind, cols, items in zip(("stats", "keys", "details"), (self.stats, self.keys, self.details), given):
+            for k, v in items:
                 try:
                     arr = _column(v, kind)
                 except ValueError as exc:
@@ -503,7 +599,7 @@ class Evaluation:
                 if len(arr) != n:
                     raise ValueError(
                         f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
-                if kind == "stats" and n and arr.dtype != bool and not np.isfinite(arr).all():
+                if kind == "stats" and n and arr.dtype.kind == "f" and not np.isfinite(arr).all():
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
@@ -535,8 +631,8 @@ class Evaluation:
     def totals(self, mask: np.ndarray | None = None) -> dict[str, float]:
         """Sum of every stats column (over the rows where ``mask`` holds, if given)."""
         if mask is None:
-            return {k: float(v.sum()) for k, v in self.stats.items()}
-        return {k: float(v[mask].sum()) for k, v in self.stats.items()}
+            return {k: float(v.sum()) for k, v in _raw(self.stats)}
+        return {k: float(v[mask].sum()) for k, v in _raw(self.stats)}
 
     def metrics(self) -> dict[str, Metric]:
         """The family's metrics on the totals."""
@@ -552,9 +648,9 @@ class Evaluation:
         return Evaluation(
             family=self.family,
             record_ids=self.record_ids[mask],
-            stats={k: v[mask] for k, v in self.stats.items()},
-            keys={k: v[mask] for k, v in self.keys.items()},
-            details={k: v[mask] for k, v in self.details.items()},
+            stats={k: v[mask] for k, v in _raw(self.stats)},
+            keys={k: v[mask] for k, v in _raw(self.keys)},
+            details={k: v[mask] for k, v in _raw(self.details)},
             meta=meta,
         )
 
@@ -606,9 +702,10 @@ class Evaluation:
             raise KeyError(f"no breakdown key {key!r}; available: {sorted(self.keys)}")
         codes, values = self._groups(self.keys[key])
         g = len(values)
-        names = list(self.stats)
+        stats = dict(_raw(self.stats))
+        names = list(stats)
         counts = np.bincount(codes, minlength=g).tolist()
-        sums = [np.bincount(codes, weights=self.stats[k], minlength=g) for k in names]
+        sums = [np.bincount(codes, weights=stats[k], minlength=g) for k in names]
         table = np.stack(sums, axis=1).tolist() if names else [[] for _ in range(g)]
         fin = self.family.finalize
         return {
@@ -662,10 +759,11 @@ class Evaluation:
         ok = node >= 0
         self.meta["rollup_skipped"] = int((~ok).sum())
         keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
-        names = list(self.stats)
+        stats = dict(_raw(self.stats))
+        names = list(stats)
         every = bool(ok.all())  # the usual case: no masked copy of every stats column
         kept, pooled = rollup_sums(ontology, node if every else node[ok],
-                                   [self.stats[k] if every else self.stats[k][ok] for k in names], keep)
+                                   [stats[k] if every else stats[k][ok] for k in names], keep)
         sel = pooled[:, 0] >= max(min_rows, 1)
         kept, pooled = kept[sel], pooled[sel]
         counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
@@ -681,7 +779,7 @@ class Evaluation:
         ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
         inverse = inverse.reshape(-1)
         return ids, {
-            k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in self.stats.items()
+            k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in _raw(self.stats)
         }
 
     def bootstrap_replicates(
@@ -785,8 +883,8 @@ class Evaluation:
         cols: dict[str, list[Any]] = {
             "record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
         for group in (self.keys, self.details, self.stats):
-            for k, v in group.items():
-                v = v[:n].astype(float) if group is self.stats and v.dtype == bool else v[:n]
+            for k, v in _raw(group):
+                v = v[:n].astype(float) if group is self.stats and v.dtype.kind in "biu" else v[:n]
                 cols[k] = _out_column(v, k, json_safe, nan_is_none=group is self.keys)
         names = list(cols)
         return [dict(zip(names, vals)) for vals in zip(*(cols[k] for k in names))]
@@ -978,7 +1076,7 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
         dicts = [getattr(p, attr) for p in parts]
         out: dict[str, np.ndarray] = {}
         for name in _merged_names([list(d) for d in dicts]):
-            cols = [d[name] if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
+            cols = [_raw_column(d, name) if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
                     for d, n in zip(dicts, sizes)]
             out[name] = _concat_column(cols)
             del cols
@@ -1000,8 +1098,8 @@ def take_rows(ev: Evaluation, index: np.ndarray) -> None:
     place: every column; ``meta`` and ``unscored`` unchanged (for :meth:`Family.complete`)."""
     ev.record_ids = ev.record_ids[index]
     for group in (ev.stats, ev.keys, ev.details):
-        for k in group:
-            group[k] = group[k][index]
+        for k, v in list(_raw(group)):
+            group[k] = v[index]
 
 
 class _Column:
@@ -1109,7 +1207,7 @@ class Concatenation:
         for g, (group, fill) in enumerate(((ev.stats, 0), (ev.keys, None), (ev.details, None))):
             cols = self.cols[g]
             self.names[g].append(list(group))
-            for name, col in group.items():
+            for name, col in _raw(group):
                 have = cols.get(name)
                 if have is None and not self.n:
                     cols[name] = _Column(col, share=g > 0)

@@ -197,6 +197,47 @@ def test_build_evaluation_stat_columns_as_float_of_each_value():
         assert ev.stats[s].tolist() == [float(r.get(s, 0.0)) for r in rows], s
 
 
+def test_whole_number_stats_are_stored_compactly_and_read_as_given():
+    """Counts and 0/1 flags are held in 1-4 byte integers and read back as the float64 columns
+    given; fractions, ``-0.0`` and values beyond 32 bits stay float64; bool stays bool."""
+    import pickle
+
+    from kg_rageval.evaluation import Columns, compact_stat
+
+    given = {"tp": [1.0, 0.0, 1.0], "n_pred": [300.0, 2.0, 70000.0], "n_gold": [-3.0, 0.0, 5.0]}
+    ev = Evaluation(PR(), ["a", "b", "c"], given)
+    stored = {k: ev.stats.raw(k).dtype for k in ev.stats}
+    assert stored == {"tp": np.uint8, "n_pred": np.uint32, "n_gold": np.int8}
+    assert ev.stats.nbytes == 3 * (1 + 4 + 1)
+    for k, v in given.items():
+        assert ev.stats[k].dtype == np.float64 and ev.stats[k].tolist() == v
+        assert dict(ev.stats.items())[k].tolist() == v
+    assert ev.totals() == {"tp": 2.0, "n_pred": 70302.0, "n_gold": 2.0}
+    assert ev.rows()[2] == {"record_id": "c", "tp": 1.0, "n_pred": 70000.0, "n_gold": 5.0}
+    assert all(type(ev.rows()[0][k]) is float for k in given)
+    for col, dtype in (([0.5, 1.0], np.float64), ([-0.0, 1.0], np.float64), ([0.0, 2.0 ** 32], np.float64),
+                       ([-1.0, -0.0], np.float64), ([0.0, 65535.0], np.uint16), ([-40000.0, 1.0], np.int32)):
+        arr = np.asarray(col)
+        small = compact_stat(arr)
+        assert small.dtype == dtype, col
+        assert np.array_equal(small.astype(float), arr) and np.signbit(small.astype(float)).tolist() == np.signbit(arr).tolist()
+    flags = Evaluation(PR(), ["a", "b"], {"tp": np.array([True, False]), "n_pred": [1, 1], "n_gold": [1, 1]})
+    assert flags.stats["tp"].dtype == bool
+    # masks, concatenation (with float pieces), row selection and pickling keep the values
+    sub = ev.subset(np.array([True, False, True]))
+    assert sub.stats.raw("tp").dtype == np.uint8 and sub.stats["n_pred"].tolist() == [300.0, 70000.0]
+    frac = Evaluation(PR(), ["d"], {"tp": [0.5], "n_pred": [1.0], "n_gold": [1.0]})
+    both = ev.merge(frac)
+    assert both.stats["tp"].tolist() == [1.0, 0.0, 1.0, 0.5] and both.stats.raw("tp").dtype == np.float64
+    assert both.stats.raw("n_pred").dtype == np.uint32 and both.stats["n_pred"].tolist()[-1] == 1.0
+    back = pickle.loads(pickle.dumps(ev))
+    assert isinstance(back.stats, Columns) and back.stats.raw("n_gold").dtype == np.int8
+    assert back.rows() == ev.rows()
+    col = ev.stats["tp"]
+    col[0] = 9.0  # a read is a copy: the stored column is unchanged
+    assert ev.stats["tp"].tolist() == [1.0, 0.0, 1.0]
+
+
 # ---------------------------------------------------------------------- breakdown
 def test_breakdown_by_slice_with_none_and_the_string_none():
     bd = toy().breakdown("slice:intent")
