@@ -31,6 +31,7 @@ import numpy as np
 
 from .errors import InputError, MissingEvidence
 from .memory import trim_heap
+from .spool import SpooledText
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ontology import Ontology
@@ -244,6 +245,14 @@ class Family:
         equals the one of a single call on all the records."""
         return _merge_meta(self, metas)
 
+    def keep_meta(self, meta: dict[str, Any], held: list[dict[str, Any]]) -> dict[str, Any]:
+        """What a :class:`Concatenation` keeps of one partition's ``meta`` until it merges
+        them (``held``: what it keeps of the earlier partitions, in order), once there are
+        two or more partitions. :meth:`merge_meta` of the kept metas must equal it of the
+        given ones. Default: ``meta`` itself; a family with a large ``meta`` (the PROV-O
+        trail's Turtle, which it spools to a temporary file) keeps a smaller equal one."""
+        return meta
+
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
 
@@ -434,6 +443,8 @@ def _jsonable(v: Any, where: str) -> Any:
     v = _py(v)
     if isinstance(v, float) and not math.isfinite(v):
         raise ValueError(f"non-finite number {v!r} in {where}")
+    if isinstance(v, SpooledText):  # a text kept in a temporary file (the PROV-O trail)
+        return v.text()
     if isinstance(v, Mapping):
         return {str(k): _jsonable(x, f"{where}.{k}") for k, x in v.items()}
     if isinstance(v, (list, tuple, set, frozenset)):
@@ -1221,7 +1232,12 @@ class Concatenation:
                 if name not in group:
                     have.append(np.full(m, fill, dtype=float if fill == 0 else object))
         self.unscored.extend(ev.unscored)
-        self.metas.append(ev.meta)
+        if self.metas and type(self.family).keep_meta is not Family.keep_meta:
+            if len(self.metas) == 1:  # a second partition: the first one's is kept too
+                self.metas[0] = self.family.keep_meta(self.metas[0], [])
+            self.metas.append(self.family.keep_meta(ev.meta, self.metas))
+        else:
+            self.metas.append(ev.meta)
         self.n += m
 
     def result(self) -> Evaluation:

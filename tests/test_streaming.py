@@ -414,7 +414,9 @@ def test_trail_turtle_is_identical_chunked_and_whole(tmp_path):
     from rdflib.compare import isomorphic
 
     from kg_rageval.provenance import export_prov, read_corpus
+    from kg_rageval.provenance.trail_parts import SpooledTrail
     from kg_rageval.records import read_records
+    from kg_rageval.spool import write_text
 
     docs = [{"id": f"d{k}", **({"source_id": f"src-{k}"} if k % 3 else {"source_id": "ab" * 16})} for k in range(9)]
     corpus = _write(tmp_path, docs, "corpus.jsonl")
@@ -439,8 +441,12 @@ def test_trail_turtle_is_identical_chunked_and_whole(tmp_path):
         got = bound(path, chunk_size=size)
         _assert_same(got, whole)
         out = tmp_path / f"prov{size}.ttl"
-        out.write_text(got["prov_trail"].meta["turtle"], encoding="utf-8")
-        assert out.read_bytes() == str(meta["turtle"]).encode()
+        turtle = got["prov_trail"].meta["turtle"]
+        # two or more chunks: the answer blocks wait in one temporary file, never held
+        assert isinstance(turtle, SpooledTrail) and len(turtle.head) < len(str(meta["turtle"])) // 2
+        write_text(turtle, out)
+        assert out.read_bytes() == str(meta["turtle"]).encode() == str(turtle).encode()
+        assert turtle == meta["turtle"] and meta["turtle"] == turtle
 
 
 def test_trail_text_pickles_with_its_parts():
@@ -456,6 +462,42 @@ def test_trail_text_pickles_with_its_parts():
     assert all(isinstance(b, TrailText) and b.parts == t.parts for b, t in zip(back, texts))
     whole = build_trail(recs)
     assert join_trails(back) == trail_text(whole, trail_violations(whole))
+
+
+def test_spooled_trails_join_into_one_segment_of_their_spool(tmp_path):
+    """Partitions' answer blocks (non-ASCII text among them) spooled one after the other join
+    into the head and one segment of the spool, equal to the held join and the one-call trail;
+    a spooled trail pickles as its text, and JSON gets the text; a held partition among spooled
+    ones joins in memory, the same text."""
+    import pickle
+
+    from kg_rageval.evaluation import _jsonable
+    from kg_rageval.provenance.trail import build_trail, trail_violations
+    from kg_rageval.provenance.trail_parts import SpooledTrail, TrailText, join_trails, spool_trail, trail_text
+    from kg_rageval.spool import Spool, write_text
+
+    recs = [{"id": f"a{i}", "answer": {"text": f"réponse {i} — ok", "citations": [f"d{i % 3}"]}} for i in range(9)]
+    parts = [recs[:2], recs[2:3], recs[3:7], recs[7:]]
+    texts = [trail_text(t, trail_violations(t)) for t in map(build_trail, parts)]
+    whole = build_trail(recs)
+    one = trail_text(whole, trail_violations(whole))
+    spool = Spool()
+    spooled = [spool_trail(t, spool) for t in texts]
+    assert all(isinstance(t, SpooledTrail) and t == h for t, h in zip(spooled, texts))
+    assert spool.size == sum(len(t[t.parts.answers_at - 1:].encode()) for t in texts)
+    joined = join_trails(spooled)
+    assert isinstance(joined, SpooledTrail) and (joined.start, joined.end) == (0, spool.size)
+    assert joined == one == join_trails(texts) and joined.parts == join_trails(texts).parts
+    back = pickle.loads(pickle.dumps(joined))
+    assert type(back) is TrailText and back == one and back.parts == joined.parts
+    assert _jsonable({"turtle": joined}, "meta") == {"turtle": str(one)}
+    mixed = join_trails([spooled[0], texts[1], spooled[2], spooled[3]])
+    assert type(mixed) is TrailText and mixed == one
+    out = tmp_path / "t.ttl"
+    write_text(joined, out)
+    assert out.read_bytes() == str(one).encode("utf-8")
+    empty = trail_text(build_trail([]), [])  # no answers: nothing to spool
+    assert spool_trail(empty, spool) is empty
 
 
 @pytest.mark.parametrize("recs,where", [
