@@ -280,10 +280,13 @@ def record_id_texts(record_ids: np.ndarray) -> set[str]:
     return set(np.asarray(record_ids).astype(str).tolist())
 
 
-def _column(values: Any, kind: str) -> np.ndarray:
+def _column(values: Any, kind: str) -> Any:
     """A stats column (float64; a boolean array stays bool, 1 byte a row, its sums are the
     same; an integer array of at most 4 bytes a value is kept, :class:`Columns` reads it as
-    float64) or a key/detail column (numeric/bool kept, else object)."""
+    float64) or a key/detail column (numeric/bool kept, a :class:`CodedColumn` kept, else
+    object)."""
+    if isinstance(values, CodedColumn):
+        return values
     if kind == "stats":
         if isinstance(values, np.ndarray) and values.ndim == 1 and (
                 values.dtype == bool or values.dtype.kind in "iu" and values.dtype.itemsize <= 4):
@@ -348,11 +351,14 @@ def _raw_column(columns: Mapping[str, np.ndarray], name: str) -> np.ndarray:
 class Columns(MutableMapping):
     """One group of an evaluation's columns (``stats``, ``keys`` or ``details``) by name,
     stored compactly and read as the arrays a family built: a stats column of whole numbers
-    is held in the smallest integer dtype (:func:`compact_stat`) and read as float64, every
-    other column as it is. Reading gives a fresh float64 array of such a column (changing it
-    changes nothing stored; assign the column to change it). :meth:`raw` and
+    is held in the smallest integer dtype (:func:`compact_stat`) and read as float64; an
+    object key or detail column of few distinct scalars as codes into them, one of a single
+    number type as its NumPy array (:func:`compact_object`, :class:`CodedColumn`) and read as
+    the object array; every other column as it is. Reading such a column gives a fresh array
+    (changing it changes nothing stored; assign the column to change it). :meth:`raw` and
     :meth:`raw_items` give the stored arrays, for the evaluation's own sums, masks and
-    concatenations (integer stats sum, mask and concatenate to the same values)."""
+    concatenations (integer stats sum, mask and concatenate to the same values; a
+    :class:`CodedColumn` is indexed like an array)."""
 
     __slots__ = ("_raw", "_stats")
 
@@ -364,10 +370,14 @@ class Columns(MutableMapping):
 
     def __getitem__(self, name: str) -> np.ndarray:
         arr = self._raw[name]
+        if isinstance(arr, CodedColumn):
+            return arr.array()
         return arr.astype(np.float64) if self._stats and arr.dtype.kind in "iu" else arr
 
-    def __setitem__(self, name: str, arr: np.ndarray) -> None:
-        self._raw[name] = compact_stat(arr) if self._stats and isinstance(arr, np.ndarray) else arr
+    def __setitem__(self, name: str, arr: Any) -> None:
+        if isinstance(arr, np.ndarray):
+            arr = compact_stat(arr) if self._stats else compact_object(arr)
+        self._raw[name] = arr
 
     def __delitem__(self, name: str) -> None:
         del self._raw[name]
@@ -398,6 +408,105 @@ class Columns(MutableMapping):
     def nbytes(self) -> int:
         """Bytes of the stored arrays' buffers (object cells counted as their pointers)."""
         return sum(a.nbytes for a in self._raw.values())
+
+
+_TEXT_TYPES = {str, type(None)}
+_SCALAR_TYPES = {str, type(None), int, float, bool}
+
+
+def _narrow_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
+    dtype = np.uint8 if n_values <= 256 else np.uint16 if n_values <= 65536 else np.int32
+    return codes.astype(dtype, copy=False)
+
+
+class CodedColumn:
+    """A key or detail column of objects stored compactly, read (:meth:`array`) as the object
+    array it was built from: ``codes`` (1-4 bytes a row) into ``values``, its distinct values
+    (one object each); or, with ``values=None``, a column of one Python number type held as
+    its NumPy array (``codes``: float64, int64 or bool; 8 or 1 bytes a row instead of a pointer
+    and an object). Indexing with a slice, mask or index array gives a :class:`CodedColumn` of
+    those rows; the evaluation's own masks, row selections and concatenations use that."""
+
+    __slots__ = ("codes", "values")
+    dtype = np.dtype(object)
+    ndim = 1
+    base = None
+
+    def __init__(self, codes: np.ndarray, values: np.ndarray | None):
+        self.codes, self.values = codes, values
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.codes.shape
+
+    @property
+    def nbytes(self) -> int:
+        return self.codes.nbytes + (self.values.nbytes if self.values is not None else 0)
+
+    def __getitem__(self, index: Any) -> Any:
+        codes = self.codes[index]
+        if np.ndim(codes) == 0:
+            return codes.item() if self.values is None else self.values[codes]
+        return CodedColumn(codes, self.values)
+
+    def array(self) -> np.ndarray:
+        """The object array of the column."""
+        return self.codes.astype(object) if self.values is None else self.values[self.codes]
+
+    def tolist(self) -> list[Any]:
+        return self.array().tolist()
+
+    def astype(self, dtype: Any, copy: bool = True) -> np.ndarray:
+        return self.array().astype(dtype, copy=False)
+
+    def copy(self) -> "CodedColumn":
+        return CodedColumn(self.codes.copy(), self.values)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.array()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __repr__(self) -> str:
+        return f"CodedColumn({self.array()!r})"
+
+    def __reduce__(self):
+        return (CodedColumn, (self.codes, self.values))
+
+
+def compact_object(arr: np.ndarray) -> Any:
+    """An object column (key or detail) stored compactly when that saves memory and every
+    read gives the same values (equal, of the same type, a float with its sign): a column of
+    texts and ``None`` or of other scalars (``int``, ``float``, ``bool``; each value keyed by
+    its type, floats by their bits: :func:`_value_key`) with at most half its rows distinct,
+    as codes into its distinct values; a column of one Python number type with more distinct
+    values, as its NumPy array. Anything else (lists, dicts, NumPy scalars, mostly distinct
+    texts) stays as it is."""
+    if not isinstance(arr, np.ndarray) or arr.dtype != object or len(arr) < 2:
+        return arr
+    vals = arr.tolist()
+    types = set(map(type, vals))
+    if not types <= _SCALAR_TYPES:
+        return arr
+    if len(types) == 1 and types <= {float, int, bool}:
+        kind = types.pop()
+        try:
+            typed: np.ndarray = np.array(vals, dtype={float: np.float64, int: np.int64, bool: np.bool_}[kind])
+        except OverflowError:  # ints beyond 64 bits
+            return arr
+        uniq, inv = np.unique(typed.view(np.int64) if kind is float else typed, return_inverse=True)
+        if len(uniq) > len(vals) // 2:
+            return CodedColumn(typed, None)
+        values = (uniq.view(np.float64) if kind is float else uniq).astype(object)
+        return CodedColumn(_narrow_codes(inv.reshape(-1), len(uniq)), values)
+    keys = vals if types <= _TEXT_TYPES else list(map(_value_key, vals))
+    pos = _first_codes(keys)
+    starts, inv = np.unique(pos, return_inverse=True)
+    if len(starts) > len(vals) // 2:
+        return arr
+    return CodedColumn(_narrow_codes(inv.reshape(-1), len(starts)), _object_column([vals[i] for i in starts.tolist()]))
 
 
 def _first_codes(values: list[Any]) -> np.ndarray:
@@ -1119,31 +1228,53 @@ class _Column:
     dtype folding pairwise merges would give (numeric pieces promote; from the first non-numeric
     piece on, an object column, the numeric prefix converted after its promotion). No spare
     capacity is held and each value is copied once (a buffer grown by a quarter held up to a
-    fifth spare and copied each value about five times)."""
+    fifth spare and copied each value about five times).
 
-    __slots__ = ("pieces", "size", "shared")
+    With ``share`` (key and detail columns), pieces coded by their distinct values
+    (:class:`CodedColumn`) are recoded into one table of the column's distinct values, so the
+    joined column is coded too: a value is one object, a row 1-4 bytes. Once the table holds
+    more than :data:`SHARED_TEXTS_MIN` values and more than half the rows, the column stops
+    coding (mostly distinct values: codes save nothing) and joins as objects."""
 
-    def __init__(self, first: np.ndarray, *, share: bool = False):
-        self.pieces: list[np.ndarray] = []
+    __slots__ = ("pieces", "size", "table", "uniques", "coded")
+
+    def __init__(self, first: Any, *, share: bool = False):
+        self.pieces: list[Any] = []
         self.size = 0
-        self.shared: dict[str, str] | None = {} if share else None
+        self.table: dict[Any, int] | None = {} if share else None
+        self.uniques: list[Any] = []
+        self.coded: list[bool] = []  # pieces holding codes into ``uniques``
         self.append(first)
 
-    def append(self, piece: np.ndarray) -> None:
-        if self.shared is not None and piece.dtype == object and len(piece):
-            shared = _shared_texts(piece, self.shared)
-            if shared is not None:
-                self.pieces.append(shared)
-                self.size += len(piece)
-                if len(self.shared) > max(SHARED_TEXTS_MIN, self.size // 2):
-                    self.shared = None  # mostly distinct values: sharing saves nothing
-                return
+    def append(self, piece: Any) -> None:
+        if self.table is not None and isinstance(piece, CodedColumn) and piece.values is not None:
+            table, uniques = self.table, self.uniques
+            remap = np.empty(len(piece.values), dtype=np.int32)
+            for i, v in enumerate(piece.values.tolist()):
+                k = _value_key(v)
+                code = table.get(k)
+                if code is None:
+                    code = table[k] = len(uniques)
+                    uniques.append(v)
+                remap[i] = code
+            self.pieces.append(remap[piece.codes])
+            self.coded.append(True)
+            self.size += len(piece)
+            if len(table) > max(SHARED_TEXTS_MIN, self.size // 2):
+                self.table = None  # mostly distinct values: codes save nothing
+            return
         self.pieces.append(piece.copy() if piece.base is not None else piece)
+        self.coded.append(False)
         self.size += len(piece)
 
-    def array(self) -> np.ndarray:
+    def array(self) -> Any:
         pieces, self.pieces = self.pieces, []
-        numeric = [p.dtype.kind in "biuf" for p in pieces]
+        coded, self.coded = self.coded, []
+        if pieces and all(coded):
+            return CodedColumn(_narrow_codes(np.concatenate(pieces) if len(pieces) > 1 else pieces[0],
+                                             len(self.uniques)), _object_column(self.uniques))
+        values = _object_column(self.uniques) if any(coded) else None
+        numeric = [not c and p.dtype.kind in "biuf" for p, c in zip(pieces, coded)]
         j = numeric.index(False) if not all(numeric) else len(pieces)
         head = np.result_type(*(p.dtype for p in pieces[:j])) if j else None
         dtype = head if j == len(pieces) else np.dtype(object)
@@ -1151,7 +1282,11 @@ class _Column:
         at = 0
         for i, p in enumerate(pieces):
             pieces[i] = None  # type: ignore[call-overload]  # each piece goes once copied
-            if i < j and p.dtype != head:
+            if coded[i]:
+                p = values[p]  # type: ignore[index]
+            elif isinstance(p, CodedColumn):
+                p = p.array()
+            elif i < j and p.dtype != head:
                 p = p.astype(head)
             out[at:at + len(p)] = p
             at += len(p)
@@ -1159,24 +1294,19 @@ class _Column:
 
 
 SHARED_TEXTS_MIN = 4096
-"""Distinct texts a streamed key or detail column keeps shared before it checks whether its
-values are mostly distinct (more distinct values than half its rows: it stops sharing)."""
+"""Distinct values a streamed key or detail column keeps coded before it checks whether its
+values are mostly distinct (more distinct values than half its rows: it stops coding)."""
 
 
-def _shared_texts(piece: np.ndarray, seen: dict[str, str]) -> np.ndarray | None:
-    """``piece`` (an object column of strings and ``None``) with equal strings as one object
-    each, the objects of earlier pieces (``seen``) reused; ``None`` for a piece holding
-    anything else (left as it is). Parsed JSON has a fresh string per value, and a streamed
-    key column (a slice, the gold node) keeps each alive: a million ``"lookup"`` are 55 MB as
-    their own strings, nothing as one. Equal strings are interchangeable, so every output is
-    unchanged."""
-    values = piece.tolist()
-    if not set(map(type, values)) <= _TEXT_TYPES:
-        return None
-    return np.fromiter(map(seen.setdefault, values, values), dtype=object, count=len(values))
-
-
-_TEXT_TYPES = {str, type(None)}
+def _value_key(v: Any) -> Any:
+    """A dict key equal for two values exactly when either can stand for the other in every
+    output: a text or ``None`` itself; another value with its type (``1``, ``1.0`` and ``True``
+    differ), a float by its bits (``-0.0`` is not ``0.0``)."""
+    if v is None or type(v) is str:
+        return v
+    if type(v) is float:
+        return (float, v.hex())
+    return (type(v), v)
 
 
 class Concatenation:

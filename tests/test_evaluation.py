@@ -238,6 +238,56 @@ def test_whole_number_stats_are_stored_compactly_and_read_as_given():
     assert ev.stats["tp"].tolist() == [1.0, 0.0, 1.0]
 
 
+def test_object_key_and_detail_columns_are_coded_and_read_as_given():
+    """Few distinct scalars are stored as codes into one object each, a column of one number
+    type as its NumPy array; every read gives the values of the same type and sign (1, 1.0 and
+    True, 0.0 and -0.0 stay apart), rows and JSON unchanged; lists and mostly distinct texts
+    are left as they are."""
+    import pickle
+
+    from kg_rageval.evaluation import CodedColumn, compact_object
+
+    n = 16
+    given = {
+        "slice:intent": ["lookup", None, "lookup", "compare"] * 4,
+        "mixed": [1, 1.0, True, "1", None, 0.0, -0.0, 1] * 2,
+        "wup": [0.25, 0.5, 0.25, 0.25, 0.5, 0.25, -0.0, 0.0] * 2,
+        "conf": [0.1 * i for i in range(n)],
+        "offset": [10 ** 6 + i % 2 for i in range(n)],
+        "big": [2 ** 70] + [1] * (n - 1),
+        "lists": [["a"], ["a"], None, ["b"]] * 4,
+        "ids": [f"x{i}" for i in range(n)],
+    }
+    cols = {k: np.array(v, dtype=object) for k, v in given.items()}
+    stored = {k: compact_object(c) for k, c in cols.items()}
+    kinds = {k: (type(v).__name__, None if not isinstance(v, CodedColumn) else
+                 (v.codes.dtype.name, None if v.values is None else len(v.values))) for k, v in stored.items()}
+    assert kinds == {"slice:intent": ("CodedColumn", ("uint8", 3)), "mixed": ("CodedColumn", ("uint8", 7)),
+                     "wup": ("CodedColumn", ("uint8", 4)), "conf": ("CodedColumn", ("float64", None)),
+                     "offset": ("CodedColumn", ("uint8", 2)), "big": ("ndarray", None),
+                     "lists": ("ndarray", None), "ids": ("ndarray", None)}
+    for k, v in stored.items():
+        back = v.array() if isinstance(v, CodedColumn) else v
+        assert back.dtype == object and [(type(x), repr(x)) for x in back.tolist()] == \
+            [(type(x), repr(x)) for x in given[k]], k
+    ev = Evaluation(PR(), [f"r{i}" for i in range(n)], {"tp": [1] * n, "n_pred": [1] * n, "n_gold": [1] * n},
+                    keys={"slice:intent": cols["slice:intent"]},
+                    details={k: v for k, v in cols.items() if k != "slice:intent"})
+    assert isinstance(ev.keys.raw("slice:intent"), CodedColumn)
+    assert ev.details["mixed"].tolist() == given["mixed"]
+    assert [type(x) for x in ev.details["mixed"].tolist()] == [int, float, bool, str, type(None), float, float, int] * 2
+    rows = ev.to_dict()["rows"]
+    assert json.dumps([r["mixed"] for r in rows[:8]]) == '[1, 1.0, true, "1", null, 0.0, -0.0, 1]'
+    assert [r["wup"] for r in rows] == given["wup"] and json.dumps(rows[6]["wup"]) == "-0.0"
+    assert ev.breakdown("slice:intent")["lookup"]["n"] == 8
+    sub = ev.subset(np.arange(n) % 2 == 0)
+    assert isinstance(sub.details.raw("offset"), CodedColumn) and sub.details["offset"].tolist() == [10 ** 6] * 8
+    assert ev.merge(sub).details["wup"].tolist() == given["wup"] + given["wup"][::2]
+    back = pickle.loads(pickle.dumps(ev))
+    assert back.rows() == ev.rows() and isinstance(back.keys.raw("slice:intent"), CodedColumn)
+    assert ev.details.raw("offset")[1] == 10 ** 6 + 1 and ev.details.raw("conf")[2] == 0.1 * 2
+
+
 # ---------------------------------------------------------------------- breakdown
 def test_breakdown_by_slice_with_none_and_the_string_none():
     bd = toy().breakdown("slice:intent")

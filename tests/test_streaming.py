@@ -656,35 +656,43 @@ def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(famil
 
 
 def test_concatenation_shares_equal_texts_of_key_and_detail_columns():
-    """Streamed key and detail columns of strings keep one object per distinct text (parsed
-    JSON gives a fresh one per record); the values, and every output, are unchanged. A column
-    of other objects is left as it is, and a column of mostly distinct texts stops sharing."""
-    from kg_rageval.evaluation import SHARED_TEXTS_MIN, Concatenation, _Column
+    """Key and detail columns of few distinct texts are stored as codes into one object per
+    distinct text (parsed JSON gives a fresh one per record), in each chunk and in the
+    streamed concatenation; the values, and every output, are unchanged. A column of other
+    objects is left as it is, and a column of mostly distinct texts stops coding."""
+    from kg_rageval.evaluation import SHARED_TEXTS_MIN, CodedColumn, Concatenation, _Column
     from kg_rageval.hierarchy import score_hierarchy
 
     o = _vehicles()
     # "".join makes a fresh string object per record, as a JSON parser does
     recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:car"]},
              "slices": {"intent": "".join(["look", "up"]) if i % 2 else None}} for i in range(12)]
+    assert len({id(r["slices"]["intent"]) for r in recs if r["slices"]["intent"]}) == 6  # six fresh strings in
     parts = [score_hierarchy(o, recs[a:b], on_status="replace") for a, b in ((0, 5), (5, 12))]
-    col = [p.keys["slice:intent"] for p in parts]
-    assert len({id(v) for c in col for v in c if v is not None}) == 6  # six fresh strings in
+    assert all(isinstance(p.keys.raw("slice:intent"), CodedColumn) for p in parts)
+    assert [len({id(v) for v in p.keys["slice:intent"] if v is not None}) for p in parts] == [1, 1]
     acc = Concatenation()
     for p in parts:
         acc.add(p)
     got = acc.result()
+    stored = got.keys.raw("slice:intent")
+    assert isinstance(stored, CodedColumn) and stored.codes.dtype == np.uint8
+    assert stored.values.tolist() == [None, "lookup"]
     out = got.keys["slice:intent"]
-    assert out.tolist() == [None, "lookup"] * 6
+    assert out.dtype == object and out.tolist() == [None, "lookup"] * 6
     assert len({id(v) for v in out if v is not None}) == 1
     assert got.to_dict() == concat_evaluations(parts).to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
 
     lists = _Column(np.array([["a"], ["a"]] + [None], dtype=object)[:2], share=True)
-    lists.append(np.array([None, 1], dtype=object))  # not all texts: kept as it is
+    lists.append(np.array([None, 1], dtype=object))  # not coded: kept as it is
     joined = lists.array()
     assert joined.tolist() == [["a"], ["a"], None, 1] and joined[0] is not joined[1]
 
     n = SHARED_TEXTS_MIN * 3
-    distinct = _Column(np.array([f"t{i}" for i in range(n)], dtype=object), share=True)
-    assert distinct.shared is None  # more distinct texts than half the rows: no more sharing
+    texts = np.array([f"t{i}" for i in range(n)], dtype=object)
+    distinct = _Column(CodedColumn(np.arange(n), texts), share=True)
+    assert distinct.table is None  # more distinct values than half the rows: no more coding
+    distinct.append(CodedColumn(np.zeros(1, np.uint8), np.array(["t0"], object)))
     distinct.append(np.array(["t0"], dtype=object))
-    assert distinct.array()[-1] == "t0"
+    whole = distinct.array()
+    assert type(whole) is np.ndarray and whole.tolist() == texts.tolist() + ["t0", "t0"]
