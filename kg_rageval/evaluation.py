@@ -424,16 +424,19 @@ class CodedColumn:
     array it was built from: ``codes`` (1-4 bytes a row) into ``values``, its distinct values
     (one object each); or, with ``values=None``, a column of one Python number type held as
     its NumPy array (``codes``: float64, int64 or bool; 8 or 1 bytes a row instead of a pointer
-    and an object). Indexing with a slice, mask or index array gives a :class:`CodedColumn` of
-    those rows; the evaluation's own masks, row selections and concatenations use that."""
+    and an object). With ``fresh``, a read gives each row its own shallow copy of a ``dict``
+    value (a family whose rows each had their own dict, as conformance's ``problems``, stores
+    one dict per distinct value). Indexing with a slice, mask or index array gives a
+    :class:`CodedColumn` of those rows; the evaluation's own masks, row selections and
+    concatenations use that."""
 
-    __slots__ = ("codes", "values")
+    __slots__ = ("codes", "values", "fresh")
     dtype = np.dtype(object)
     ndim = 1
     base = None
 
-    def __init__(self, codes: np.ndarray, values: np.ndarray | None):
-        self.codes, self.values = codes, values
+    def __init__(self, codes: np.ndarray, values: np.ndarray | None, fresh: bool = False):
+        self.codes, self.values, self.fresh = codes, values, fresh
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -449,12 +452,20 @@ class CodedColumn:
     def __getitem__(self, index: Any) -> Any:
         codes = self.codes[index]
         if np.ndim(codes) == 0:
-            return codes.item() if self.values is None else self.values[codes]
-        return CodedColumn(codes, self.values)
+            if self.values is None:
+                return codes.item()
+            v = self.values[codes]
+            return dict(v) if self.fresh and type(v) is dict else v
+        return CodedColumn(codes, self.values, self.fresh)
 
     def array(self) -> np.ndarray:
         """The object array of the column."""
-        return self.codes.astype(object) if self.values is None else self.values[self.codes]
+        if self.values is None:
+            return self.codes.astype(object)
+        out = self.values[self.codes]
+        if self.fresh:
+            out = _object_column([dict(v) if type(v) is dict else v for v in out.tolist()])
+        return out
 
     def tolist(self) -> list[Any]:
         return self.array().tolist()
@@ -463,7 +474,7 @@ class CodedColumn:
         return self.array().astype(dtype, copy=False)
 
     def copy(self) -> "CodedColumn":
-        return CodedColumn(self.codes.copy(), self.values)
+        return CodedColumn(self.codes.copy(), self.values, self.fresh)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self.array()
@@ -473,7 +484,7 @@ class CodedColumn:
         return f"CodedColumn({self.array()!r})"
 
     def __reduce__(self):
-        return (CodedColumn, (self.codes, self.values))
+        return (CodedColumn, (self.codes, self.values, self.fresh))
 
 
 def compact_object(arr: np.ndarray) -> Any:
@@ -1236,7 +1247,7 @@ class _Column:
     more than :data:`SHARED_TEXTS_MIN` values and more than half the rows, the column stops
     coding (mostly distinct values: codes save nothing) and joins as objects."""
 
-    __slots__ = ("pieces", "size", "table", "uniques", "coded")
+    __slots__ = ("pieces", "size", "table", "uniques", "coded", "fresh")
 
     def __init__(self, first: Any, *, share: bool = False):
         self.pieces: list[Any] = []
@@ -1244,11 +1255,13 @@ class _Column:
         self.table: dict[Any, int] | None = {} if share else None
         self.uniques: list[Any] = []
         self.coded: list[bool] = []  # pieces holding codes into ``uniques``
+        self.fresh = False
         self.append(first)
 
     def append(self, piece: Any) -> None:
         if self.table is not None and isinstance(piece, CodedColumn) and piece.values is not None:
             table, uniques = self.table, self.uniques
+            self.fresh |= piece.fresh
             remap = np.empty(len(piece.values), dtype=np.int32)
             for i, v in enumerate(piece.values.tolist()):
                 k = _value_key(v)
@@ -1272,8 +1285,8 @@ class _Column:
         coded, self.coded = self.coded, []
         if pieces and all(coded):
             return CodedColumn(_narrow_codes(np.concatenate(pieces) if len(pieces) > 1 else pieces[0],
-                                             len(self.uniques)), _object_column(self.uniques))
-        values = _object_column(self.uniques) if any(coded) else None
+                                             len(self.uniques)), _object_column(self.uniques), self.fresh)
+        values = CodedColumn(np.zeros(0, np.int32), _object_column(self.uniques), self.fresh) if any(coded) else None
         numeric = [not c and p.dtype.kind in "biuf" for p, c in zip(pieces, coded)]
         j = numeric.index(False) if not all(numeric) else len(pieces)
         head = np.result_type(*(p.dtype for p in pieces[:j])) if j else None
@@ -1283,7 +1296,7 @@ class _Column:
         for i, p in enumerate(pieces):
             pieces[i] = None  # type: ignore[call-overload]  # each piece goes once copied
             if coded[i]:
-                p = values[p]  # type: ignore[index]
+                p = CodedColumn(p, values.values, values.fresh).array()  # type: ignore[union-attr]
             elif isinstance(p, CodedColumn):
                 p = p.array()
             elif i < j and p.dtype != head:
@@ -1301,11 +1314,15 @@ values are mostly distinct (more distinct values than half its rows: it stops co
 def _value_key(v: Any) -> Any:
     """A dict key equal for two values exactly when either can stand for the other in every
     output: a text or ``None`` itself; another value with its type (``1``, ``1.0`` and ``True``
-    differ), a float by its bits (``-0.0`` is not ``0.0``)."""
+    differ), a float by its bits (``-0.0`` is not ``0.0``), an unhashable one by its ``repr``."""
     if v is None or type(v) is str:
         return v
     if type(v) is float:
         return (float, v.hex())
+    try:
+        hash(v)
+    except TypeError:  # a dict or list (built from JSON data): by its text, which shows types
+        return (type(v), repr(v))
     return (type(v), v)
 
 
