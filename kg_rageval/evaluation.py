@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping
 
@@ -1478,7 +1479,8 @@ class Concatenation:
         assert self.record_ids is not None
         groups = [{name: self._joined(self.cols[g][name]) for name in _merged_names(self.names[g])}
                   for g in range(3)]
-        return _completed(Evaluation(family=self.family, record_ids=self._joined(self.record_ids), stats=groups[0],
+        record_ids = _shared_ids(self._joined(self.record_ids))
+        return _completed(Evaluation(family=self.family, record_ids=record_ids, stats=groups[0],
                                      keys=groups[1], details=groups[2], unscored=self.unscored,
                                      meta=self.family.merge_meta(self.metas)))
 
@@ -1490,6 +1492,24 @@ class Concatenation:
         out = col.array()
         trim_heap()
         return out
+
+
+_IDS: "weakref.WeakValueDictionary[tuple[Any, ...], np.ndarray]" = weakref.WeakValueDictionary()
+"""The record-id columns of streamed results alive now, by (rows, first id, last id)."""
+
+
+def _shared_ids(ids: np.ndarray) -> np.ndarray:
+    """``ids``, or an equal record-id column of another streamed result that is still alive
+    (the families of one stream each join the same ids in the same order: one array of
+    pointers, not one per evaluation). Record-id columns are never changed in place."""
+    if not len(ids) or ids.dtype != object or not set(map(type, ids.tolist())) <= {str}:
+        return ids  # texts only: equal texts stand for each other, 1 and 1.0 would not
+    key = (len(ids), ids[0], ids[-1])
+    have = _IDS.get(key)
+    if have is not None and np.array_equal(have, ids):
+        return have
+    _IDS[key] = ids
+    return ids
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:

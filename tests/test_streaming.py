@@ -655,6 +655,28 @@ def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(famil
         assert capsys.readouterr().out == whole
 
 
+def test_streamed_results_share_equal_record_id_columns():
+    """Two families' streamed results with the same ids in the same order hold one record-id
+    array; different ids, or ids that are not all texts, get their own."""
+    from kg_rageval.evaluation import Concatenation, Family
+
+    class _Toy(Family):
+        name, stats = "toy_ids", ("n",)
+
+    def streamed(ids, cut=2):
+        acc = Concatenation()
+        for part in (ids[:cut], ids[cut:]):
+            acc.add(Evaluation(_Toy(), np.array(part, dtype=object), {"n": np.ones(len(part))}))
+        return acc.result()
+
+    ids = [f"q{i}" for i in range(5)]
+    a, b = streamed(ids), streamed(["".join(["q", str(i)]) for i in range(5)], cut=3)
+    assert a.record_ids is b.record_ids and a.record_ids.tolist() == ids
+    assert streamed(ids[:4] + ["x"]).record_ids is not a.record_ids
+    nums, mixed = streamed([1, 2, 3]), streamed([1.0, 2, 3])
+    assert nums.record_ids is not mixed.record_ids and type(mixed.record_ids[0]) is float
+
+
 def test_concatenation_shares_equal_texts_of_key_and_detail_columns():
     """Key and detail columns of few distinct texts are stored as codes into one object per
     distinct text (parsed JSON gives a fresh one per record), in each chunk and in the
