@@ -540,12 +540,21 @@ def compact_object(arr: np.ndarray) -> Any:
             return CodedColumn(typed, None)
         values = (uniq.view(np.float64) if kind is float else uniq).astype(object)
         return CodedColumn(_narrow_codes(inv.reshape(-1), len(uniq)), values)
-    keys = vals if types <= _TEXT_TYPES else list(map(_value_key, vals))
-    pos = _first_codes(keys)
-    starts, inv = np.unique(pos, return_inverse=True)
-    if len(starts) > len(vals) // 2:
+    if types <= _TEXT_TYPES:
+        keys: list[Any] = vals
+    elif float in types:  # -0.0 must not meet 0.0: each float by its bits
+        keys = list(map(_value_key, vals))
+    else:  # 1 and True apart
+        keys = list(zip(map(type, vals), vals))
+    table: dict[Any, Any] = dict.fromkeys(keys)  # the distinct keys, in first-seen order
+    if len(table) > len(vals) // 2:
         return arr
-    return CodedColumn(_narrow_codes(inv.reshape(-1), len(starts)), _object_column([vals[i] for i in starts.tolist()]))
+    first = dict(zip(keys, vals))  # a key's value: any of its values (they are interchangeable)
+    values = _object_column([first[k] for k in table])
+    for i, k in enumerate(table):
+        table[k] = i
+    codes = np.fromiter(map(table.__getitem__, keys), dtype=np.int64, count=len(keys))
+    return CodedColumn(_narrow_codes(codes, len(values)), values)
 
 
 _ENTRY_KEYS = ("record_id", "reason", "code")
