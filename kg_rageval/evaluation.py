@@ -315,21 +315,12 @@ _STAT_STORES = ((0, 255, np.uint8), (0, 65535, np.uint16), (0, 2**32 - 1, np.uin
                 (-128, 127, np.int8), (-32768, 32767, np.int16), (-2**31, 2**31 - 1, np.int32))
 
 
-CODED_STAT_ROWS = 1 << 15
-"""Rows from which a stats column of few distinct fractions is stored as codes
-(:func:`compact_stat`); a streamed chunk's columns are joined first, so only the joined one
-is coded."""
-
-
-def compact_stat(arr: np.ndarray) -> Any:
+def compact_stat(arr: np.ndarray) -> np.ndarray:
     """A float64 stats column whose values are all whole numbers (counts, 0/1 flags) as the
     smallest integer dtype holding each of them exactly (1, 2 or 4 bytes a row instead of 8);
-    a column of :data:`CODED_STAT_ROWS` rows or more with few distinct values (at most a
-    quarter of its rows and 65,536: ratios of small counts such as recall@k, MRR, hierarchical
-    precision) as 1-2 byte codes into its distinct float64 values (:class:`CodedColumn`,
-    compared by their bits); any other column as it is. :class:`Columns` reads either back as
-    float64, so every reader sees the values it was given: the same numbers, sums and rows (a
-    ``-0.0`` keeps a whole-number column float, as it would come back ``0.0``)."""
+    any other column as it is. :class:`Columns` reads an integer stats column back as float64,
+    so every reader sees the values it was given: the same numbers, sums and rows (a ``-0.0``
+    keeps the column float, as it would come back ``0.0``)."""
     if arr.dtype != np.float64 or not len(arr):
         return arr
     lo, hi = float(arr.min()), float(arr.max())
@@ -337,23 +328,14 @@ def compact_stat(arr: np.ndarray) -> Any:
         if low <= lo and hi <= high:
             break
     else:
-        return _coded_stat(arr)
+        return arr
     small = arr.astype(dtype)
     if not np.array_equal(small, arr):
-        return _coded_stat(arr)
+        return arr
     sign = np.signbit(arr)
     if lo >= 0 and sign.any() or lo < 0 and (sign & (arr == 0)).any():
-        return _coded_stat(arr)
+        return arr
     return small
-
-
-def _coded_stat(arr: np.ndarray) -> Any:
-    if len(arr) < CODED_STAT_ROWS:
-        return arr
-    uniq, inv = np.unique(arr.view(np.int64), return_inverse=True)  # by bits: -0.0 is not 0.0
-    if len(uniq) > min(65536, len(arr) // 4):
-        return arr
-    return CodedColumn(_narrow_codes(inv.reshape(-1), len(uniq)), uniq.view(np.float64))
 
 
 def _raw(columns: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
@@ -443,25 +425,16 @@ class CodedColumn:
     array it was built from: ``codes`` (1-4 bytes a row) into ``values``, its distinct values
     (one object each); or, with ``values=None``, a column of one Python number type held as
     its NumPy array (``codes``: float64, int64 or bool; 8 or 1 bytes a row instead of a pointer
-    and an object). ``values`` may be a numeric array: a stats column of few distinct fractions
-    (:func:`compact_stat`), read as that dtype. With ``fresh``, a read gives each row its own shallow copy of a ``dict``
+    and an object). With ``fresh``, a read gives each row its own shallow copy of a ``dict``
     value (a family whose rows each had their own dict, as conformance's ``problems``, stores
     one dict per distinct value). Indexing with a slice, mask or index array gives a
     :class:`CodedColumn` of those rows; the evaluation's own masks, row selections and
     concatenations use that."""
 
     __slots__ = ("codes", "values", "fresh")
+    dtype = np.dtype(object)
     ndim = 1
     base = None
-
-    @property
-    def dtype(self) -> np.dtype:
-        """``object``, or the dtype of numeric ``values`` (a coded stats column: float64)."""
-        return np.dtype(object) if self.values is None else self.values.dtype
-
-    def sum(self) -> Any:
-        """The sum of :meth:`array` (the same additions in the same order)."""
-        return self.array().sum()
 
     def __init__(self, codes: np.ndarray, values: np.ndarray | None, fresh: bool = False):
         self.codes, self.values, self.fresh = codes, values, fresh
@@ -847,8 +820,7 @@ class Evaluation:
                 if len(arr) != n:
                     raise ValueError(
                         f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
-                if kind == "stats" and n and arr.dtype.kind == "f" and not np.isfinite(
-                        arr.array() if isinstance(arr, CodedColumn) else arr).all():
+                if kind == "stats" and n and arr.dtype.kind == "f" and not np.isfinite(arr).all():
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "

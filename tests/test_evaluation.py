@@ -320,43 +320,6 @@ def test_unscored_entries_are_compact_and_behave_as_the_dicts_given():
         UnscoredEntry("a", "r", "c")["repeat"]
 
 
-def test_stats_of_few_distinct_fractions_are_coded_with_the_same_numbers(monkeypatch):
-    """A large stats column of few distinct fractions is stored as codes into its float64
-    values; totals, breakdowns, per-record sums, rows, merges and bootstrap intervals are those
-    of the float64 column bit for bit; a column of many distinct values stays float64."""
-    import kg_rageval.evaluation as evaluation
-    from kg_rageval.evaluation import CODED_STAT_ROWS, CodedColumn
-
-    n = CODED_STAT_ROWS + 5
-    rng = np.random.default_rng(3)
-    tp = rng.integers(0, 4, n) / rng.integers(1, 8, n)  # few distinct ratios
-    tp[7] = -0.0
-    cols = {"tp": tp, "n_pred": rng.random(n), "n_gold": np.ones(n)}
-    ids = [f"r{i // 2}" for i in range(n)]
-    keys = {"slice:intent": np.array([("a", "b", None)[i % 3] for i in range(n)], dtype=object)}
-
-    def build():
-        return Evaluation(PR(), ids, dict(cols), keys=keys)
-
-    coded = build()
-    assert isinstance(coded.stats.raw("tp"), CodedColumn) and coded.stats.raw("tp").codes.dtype == np.uint8
-    assert coded.stats.raw("n_pred").dtype == np.float64
-    monkeypatch.setattr(evaluation, "CODED_STAT_ROWS", 10 ** 9)
-    plain = build()
-    assert plain.stats.raw("tp").dtype == np.float64
-    got = coded.stats["tp"]
-    assert got.dtype == np.float64 and got.tobytes() == tp.tobytes()  # -0.0 kept
-    assert coded.totals() == plain.totals() and coded.metrics() == plain.metrics()
-    assert coded.totals(np.arange(n) % 2 == 0) == plain.totals(np.arange(n) % 2 == 0)
-    assert repr(coded.breakdown("slice:intent")) == repr(plain.breakdown("slice:intent"))
-    (ci, cs), (pi, ps) = coded.per_record_stats(), plain.per_record_stats()
-    assert ci.tolist() == pi.tolist() and all(cs[k].tobytes() == ps[k].tobytes() for k in ps)
-    assert coded.rows(50) == plain.rows(50)
-    assert json.dumps(coded.to_dict()["rows"][7]) == json.dumps(plain.to_dict()["rows"][7])
-    assert coded.merge(coded).stats["tp"].tobytes() == np.concatenate([tp, tp]).tobytes()
-    assert coded.bootstrap(n_resamples=20) == plain.bootstrap(n_resamples=20)
-
-
 # ---------------------------------------------------------------------- breakdown
 def test_breakdown_by_slice_with_none_and_the_string_none():
     bd = toy().breakdown("slice:intent")
