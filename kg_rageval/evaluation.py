@@ -530,86 +530,6 @@ def compact_object(arr: np.ndarray) -> Any:
     return CodedColumn(_narrow_codes(codes, len(values)), values)
 
 
-_ENTRY_KEYS = ("record_id", "reason", "code")
-
-
-class UnscoredEntry(MutableMapping):
-    """One unscored record, ``{"record_id": ..., "reason": ..., "code": ...}``, as the dict a
-    family writes (the same keys in the same order, ``==`` to it, read and changed like it),
-    in three slots: 56 bytes instead of the dict's 184. Adding or removing a key turns it into
-    a dict inside (the same order a dict would have). :meth:`Evaluation.__post_init__` stores
-    every entry of exactly these keys so (:func:`compact_unscored`)."""
-
-    __slots__ = ("_id", "_reason", "_code", "_dict")
-
-    def __init__(self, record_id: Any, reason: Any, code: Any):
-        self._id, self._reason, self._code = record_id, reason, code
-        self._dict: dict[str, Any] | None = None
-
-    def __getitem__(self, key: str) -> Any:
-        if self._dict is not None:
-            return self._dict[key]
-        if key == "record_id":
-            return self._id
-        if key == "reason":
-            return self._reason
-        if key == "code":
-            return self._code
-        raise KeyError(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if self._dict is None:
-            if key == "record_id":
-                self._id = value
-                return
-            if key == "reason":
-                self._reason = value
-                return
-            if key == "code":
-                self._code = value
-                return
-            self._dict = self._as_dict()
-        self._dict[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        if self._dict is None:
-            self._dict = self._as_dict()
-        del self._dict[key]
-
-    def _as_dict(self) -> dict[str, Any]:
-        return dict(zip(_ENTRY_KEYS, (self._id, self._reason, self._code)))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_ENTRY_KEYS if self._dict is None else self._dict)
-
-    def __len__(self) -> int:
-        return 3 if self._dict is None else len(self._dict)
-
-    def __contains__(self, key: object) -> bool:
-        return key in _ENTRY_KEYS if self._dict is None else key in self._dict
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
-
-    def __reduce__(self):  # pickles (Dask) as the dict it stands for
-        return (dict, (dict(self.items()),))
-
-
-def compact_unscored(entries: list[Any]) -> list[Any]:
-    """``entries`` with every dict of exactly the keys ``record_id``, ``reason``, ``code`` (in
-    that order) as an :class:`UnscoredEntry`; the list itself when there is none."""
-    if not any(type(u) is dict for u in entries):
-        return entries
-    return [UnscoredEntry(u["record_id"], u["reason"], u["code"])
-            if type(u) is dict and len(u) == 3 and tuple(u) == _ENTRY_KEYS else u for u in entries]
-
-
 def _first_codes(values: list[Any]) -> np.ndarray:
     """For each position, the position of the first equal value (dict equality)."""
     first: dict[Any, int] = {}
@@ -830,7 +750,6 @@ class Evaluation:
         missing = set(self.family.stats) - set(self.stats)
         if missing:
             raise ValueError(f"{self.family.name}: missing stats columns {sorted(missing)}")
-        self.unscored = compact_unscored(self.unscored)
 
     # ------------------------------------------------------------------ sizes
     def __len__(self) -> int:

@@ -288,38 +288,6 @@ def test_object_key_and_detail_columns_are_coded_and_read_as_given():
     assert ev.details.raw("offset")[1] == 10 ** 6 + 1 and ev.details.raw("conf")[2] == 0.1 * 2
 
 
-def test_unscored_entries_are_compact_and_behave_as_the_dicts_given():
-    """An unscored entry of exactly record_id, reason, code is held in three slots; it equals,
-    reads, changes, orders, serialises and pickles as the dict; a new or removed key keeps
-    the dict's order; other entries are left as they are."""
-    import pickle
-
-    from kg_rageval.evaluation import UnscoredEntry
-
-    given = [{"record_id": "a", "reason": "no context", "code": "missing_input"},
-             {"record_id": "b", "reason": "no answer", "code": "missing_prediction", "repeat": 2},
-             {"code": "x", "record_id": "c", "reason": "r"}]
-    ev = Evaluation(PR(), [], {"tp": [], "n_pred": [], "n_gold": []}, unscored=[dict(u) for u in given])
-    assert [type(u).__name__ for u in ev.unscored] == ["UnscoredEntry", "dict", "dict"]
-    assert ev.unscored == given and given == ev.unscored
-    u = ev.unscored[0]
-    assert (u["reason"], u.get("code"), u.get("repeat", 0), "code" in u, len(u)) == \
-        ("no context", "missing_input", 0, True, 3)
-    assert json.dumps(ev.to_dict()["unscored_records"][0]) == json.dumps(given[0])
-    assert ev.unscored_counts == {"no answer": 1, "no context": 1, "r": 1}
-    u["code"] = "missing_prediction"
-    assert dict(u) == {"record_id": "a", "reason": "no context", "code": "missing_prediction"}
-    back = pickle.loads(pickle.dumps(ev.unscored))
-    assert back == ev.unscored and type(back[0]) is dict
-    grown = UnscoredEntry("a", "r", "c")
-    grown["repeat"] = 1
-    del grown["reason"]
-    grown["reason"] = "again"
-    assert list(grown.items()) == [("record_id", "a"), ("code", "c"), ("repeat", 1), ("reason", "again")]
-    with pytest.raises(KeyError):
-        UnscoredEntry("a", "r", "c")["repeat"]
-
-
 # ---------------------------------------------------------------------- breakdown
 def test_breakdown_by_slice_with_none_and_the_string_none():
     bd = toy().breakdown("slice:intent")
