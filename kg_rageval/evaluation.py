@@ -631,7 +631,9 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray
                 keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Subtree sums of per-row columns for the nodes where ``keep`` holds.
 
-    ``node`` is each row's ontology index (all valid), ``columns`` per-row values. Returns
+    ``node`` is each row's ontology index (a negative one: the row is left out, as if the
+    rows and ``columns`` had been masked — the same sums bit for bit, without masked copies of
+    the columns), ``columns`` per-row values. Returns
     ``(kept, pooled)``: the kept node indices with at least one row in their subtree, in index
     order, and ``pooled[j] = (rows, Σ column...)`` over the rows whose node has ``kept[j]`` in
     its ancestor-or-self set. One pass: rows are summed per distinct node (``bincount``), then
@@ -648,6 +650,11 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray
     inv = inv.reshape(-1)
     own = np.stack([np.bincount(inv, minlength=len(present)).astype(float)]
                    + [np.bincount(inv, weights=c, minlength=len(present)) for c in columns], axis=1)
+    if present[0] < 0:  # the left-out rows: their own bin (each bin adds only its rows), dropped
+        skip = int(np.searchsorted(present, 0))
+        present, own = present[skip:], own[skip:]
+        if not len(present):
+            return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     pos = np.cumsum(keep) - 1  # kept node index -> column of the pooled table
     n_keep = int(pos[-1]) + 1
     pooled = np.zeros((n_keep, width))
@@ -705,6 +712,10 @@ class LazyMetrics(Mapping):
         return (dict, (self._get(),))
 
 
+_CACHES = ("_record_stats", "_audit_rollups")
+"""Attributes an :class:`Evaluation` may carry that are derived from its rows (not pickled)."""
+
+
 @dataclass
 class Evaluation:
     """Scored rows of one family; see the module docstring and ``docs/evaluation.md``.
@@ -750,6 +761,9 @@ class Evaluation:
         missing = set(self.family.stats) - set(self.stats)
         if missing:
             raise ValueError(f"{self.family.name}: missing stats columns {sorted(missing)}")
+
+    def __getstate__(self) -> dict[str, Any]:  # pickles (Dask) without the audit's caches
+        return {k: v for k, v in self.__dict__.items() if k not in _CACHES}
 
     # ------------------------------------------------------------------ sizes
     def __len__(self) -> int:
@@ -902,9 +916,7 @@ class Evaluation:
         keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
         stats = dict(_raw(self.stats))
         names = list(stats)
-        every = bool(ok.all())  # the usual case: no masked copy of every stats column
-        kept, pooled = rollup_sums(ontology, node if every else node[ok],
-                                   [stats[k] if every else stats[k][ok] for k in names], keep)
+        kept, pooled = rollup_sums(ontology, node, [stats[k] for k in names], keep)  # -1 rows left out
         sel = pooled[:, 0] >= max(min_rows, 1)
         kept, pooled = kept[sel], pooled[sel]
         counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
@@ -916,12 +928,27 @@ class Evaluation:
         return out
 
     def per_record_stats(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Stats summed per record: ``(record ids as text, sorted; {stat: array})``."""
+        """Stats summed per record: ``(record ids as text, sorted; {stat: array})``. Every stat
+        column at once; :meth:`record_stats` reads one column at a time."""
         ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
         inverse = inverse.reshape(-1)
         return ids, {
             k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in _raw(self.stats)
         }
+
+    def record_stats(self) -> "RecordStats":
+        """The per-record stat sums of :meth:`per_record_stats` as a :class:`RecordStats`
+        view that sums one stat column when it is asked for, cached on the evaluation (the
+        audit's stages share it: the gates' bootstrap, failure drivers, failing records) until
+        :meth:`drop_record_stats`."""
+        view = self.__dict__.get("_record_stats")
+        if view is None:
+            view = self.__dict__["_record_stats"] = RecordStats(self, keep=True)
+        return view
+
+    def drop_record_stats(self) -> None:
+        """Forget the cached :meth:`record_stats` view (and the columns it summed)."""
+        self.__dict__.pop("_record_stats", None)
 
     def bootstrap_replicates(
         self,
@@ -955,10 +982,11 @@ class Evaluation:
                                 bootstrap_weights)[0]
 
     def _replicate_job(self, n_resamples: Any, metrics: Iterable[str] | None,
-                       per_record: tuple[np.ndarray, dict[str, np.ndarray]] | None = None) -> Any:
+                       per_record: Any = None) -> Any:
         """The checked arguments of :meth:`bootstrap_replicates` as a
-        :class:`~kg_rageval.forms.Replicates` job over the per-record stats (``per_record``:
-        :meth:`per_record_stats` when the caller has it), or the all-NaN replicates when there
+        :class:`~kg_rageval.forms.Replicates` job over the per-record stats (``per_record``: a
+        per-record view, or :meth:`per_record_stats` when the caller has it; default: a
+        :class:`RecordStats` view for this call alone), or the all-NaN replicates when there
         are no records."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
@@ -970,15 +998,19 @@ class Evaluation:
         if unknown:
             raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} "
                              f"has {sorted(point)}")
-        ids, per = self.per_record_stats() if per_record is None else per_record
-        n = len(ids)
+        if per_record is None or isinstance(per_record, _RecordColumns):
+            # default: a view for this call alone, which keeps no column (one copy: the projections)
+            source: Any = RecordStats(self) if per_record is None else per_record
+            n, names = source.n, source.names
+        else:  # (ids, {stat: array}) of per_record_stats()
+            ids, per = per_record
+            n, names = len(ids), list(per)
+            source = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
         if n == 0:
             return {m: np.full(n_resamples, np.nan) for m in wanted}
         from .forms import Replicates
 
-        names = list(per)
-        mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((n, 0))
-        return Replicates(self.family.finalize, names, [mat], wanted)
+        return Replicates(self.family.finalize, names, [source], wanted)
 
     def bootstrap(
         self,
@@ -1237,10 +1269,204 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
 def take_rows(ev: Evaluation, index: np.ndarray) -> None:
     """Keep ``ev``'s rows that the integer (or boolean) ``index`` selects, in its order, in
     place: every column; ``meta`` and ``unscored`` unchanged (for :meth:`Family.complete`)."""
+    ev.drop_record_stats()
     ev.record_ids = ev.record_ids[index]
     for group in (ev.stats, ev.keys, ev.details):
         for k, v in list(_raw(group)):
             group[k] = v[index]
+
+
+_SUM_BLOCK = 1 << 16
+"""Values per block of :func:`sequential_sum`."""
+
+
+def sequential_sum(col: np.ndarray) -> float:
+    """``col``'s sum added in order, first to last: the bits of that column in
+    ``np.stack(cols, axis=1).sum(axis=0)`` for two or more columns (numpy adds the rows of a
+    C-ordered matrix one after the other; a single column, ``col.sum()``, is summed pairwise),
+    in blocks, without a copy of the column."""
+    acc = np.zeros(1)
+    for lo in range(0, len(col), _SUM_BLOCK):
+        acc = np.cumsum(np.concatenate((acc, col[lo:lo + _SUM_BLOCK])))[-1:]
+    return float(acc[0])
+
+
+class _RecordColumns:
+    """Per-record stat sums read one stat column at a time (see :class:`RecordStats`):
+    ``n`` records, the stats ``names``; a subclass sums a column (``_sum``), the rows of some
+    records (``rows_at``) and one resample (``resampled``). With ``keep``, a column is kept
+    once summed (a view the audit's stages share); otherwise it is summed each time it is read
+    (a view for one computation: the projections built from it are the only copy)."""
+
+    names: list[str]
+    n: int
+
+    def __init__(self, keep: bool = False) -> None:
+        self.keep = keep
+        self._cols: dict[str, np.ndarray] = {}
+        self._probes: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _sum(self, name: str) -> np.ndarray:  # pragma: no cover - every subclass sums
+        raise NotImplementedError
+
+    def rows_at(self, index: Iterable[int]) -> np.ndarray:  # pragma: no cover
+        """The per-record stat rows of the records ``index`` (sorted positions), as
+        ``matrix()[index]``."""
+        raise NotImplementedError
+
+    def resampled(self, weights: np.ndarray) -> list[float]:  # pragma: no cover
+        """Every stat's sum over one resample (``weights[i]``: draws of record ``i``), as
+        ``weights @ matrix()`` up to the order of the additions (for the forms' checks)."""
+        raise NotImplementedError
+
+    def column(self, name: str) -> np.ndarray:
+        """The per-record sums of stat ``name`` (``per_record_stats()[1][name]``, bit for
+        bit), kept once summed when the view keeps its columns."""
+        col = self._cols.get(name)
+        if col is None:
+            col = self._sum(name)
+            if self.keep:
+                self._cols[name] = col
+        return col
+
+    def _peek(self, name: str) -> np.ndarray:
+        """The column, kept if it was, else summed and not kept."""
+        col = self._cols.get(name)
+        return self._sum(name) if col is None else col
+
+    def matrix(self) -> np.ndarray:
+        """Every stat's per-record sums stacked (records × stats), not kept: for a metric
+        that is finalized record by record."""
+        if not self.names:
+            return np.zeros((self.n, 0))
+        return np.stack([self._peek(k) for k in self.names], axis=1)
+
+    def probe_rows(self) -> np.ndarray:
+        """The rows the verified forms are probed on (:func:`kg_rageval.forms._sample_rows`
+        of :meth:`matrix`, bit for bit): the per-record total (summed as the stacked matrix's
+        ``sum(axis=0)`` sums it), then five sample records. Every stat is summed, one at a
+        time."""
+        if self._probes is None:
+            from .forms import _sample_index
+
+            k = len(self.names)
+            if not self.n:
+                self._probes = np.zeros((0, k))
+            else:
+                if k == 1:  # one column: numpy sums it pairwise
+                    total = [float(self._peek(self.names[0]).sum())]
+                else:
+                    total = [sequential_sum(self._peek(n)) for n in self.names]
+                self._probes = np.vstack([np.asarray(total, dtype=float).reshape(1, k),
+                                          self.rows_at(_sample_index(self.n))])
+        return self._probes
+
+
+class RecordStats(_RecordColumns):
+    """The stats of an evaluation (or of the rows ``rows`` of it: a gate's scope) summed per
+    record, as :meth:`Evaluation.per_record_stats` gives them, but one stat column at a time:
+    :meth:`column` sums a stat when it is asked for (and keeps it with ``keep``: the view
+    :meth:`Evaluation.record_stats` caches for the audit's stages), so a stage that reads the
+    two stats of a ratio holds two per-record columns, not every stat of the family stacked.
+
+    Records are in the order of their ids as text (``per_record_stats``). When the rows
+    already hold one record each in that order (every streamed family on ordered ids), no
+    row-to-record index is kept and a column is the stat itself (as float64, ``+ 0.0``: the
+    bits ``np.bincount`` gives); otherwise ``inverse`` maps each row to its record and
+    ``first`` each record to its first row."""
+
+    def __init__(self, ev: Evaluation, rows: np.ndarray | None = None, *, keep: bool = False):
+        super().__init__(keep)
+        self.ev = ev
+        self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        self.names = list(ev.stats)
+        texts = (ev.record_ids if rows is None else ev.record_ids[rows]).astype(str)
+        self.inverse: np.ndarray | None = None
+        self.first: np.ndarray | None = None
+        if len(texts) > 1 and not bool((texts[1:] > texts[:-1]).all()):
+            _, first, inverse = np.unique(texts, return_index=True, return_inverse=True)
+            self.first, self.inverse = first, inverse.reshape(-1)
+        self.n = len(texts) if self.first is None else len(self.first)
+
+    def _stat(self, name: str, index: np.ndarray | None = None) -> np.ndarray:
+        """Stat ``name`` on the view's rows (or on its rows ``index``), without a copy of the
+        whole column for ``index`` (a whole-number column as stored, in its integer dtype: it
+        sums, adds and multiplies to the float64 values)."""
+        v = _raw_column(self.ev.stats, name)
+        if index is not None:
+            return v[index if self.rows is None else self.rows[index]]
+        return v if self.rows is None else v[self.rows]
+
+    def _sum(self, name: str) -> np.ndarray:
+        v = self._stat(name)
+        if self.inverse is None:
+            return np.add(v, 0.0, dtype=float)
+        return np.bincount(self.inverse, weights=v, minlength=self.n)
+
+    def ids(self, index: Any = None) -> np.ndarray:
+        """The records' ids as text (``per_record_stats()[0]``), or those at ``index``."""
+        pick = self.first
+        if index is not None:
+            pick = np.asarray(index, dtype=np.int64) if pick is None else pick[index]
+        if self.rows is not None:
+            pick = self.rows if pick is None else self.rows[pick]
+        rid = self.ev.record_ids if pick is None else self.ev.record_ids[pick]
+        return rid.astype(str)
+
+    def record_rows(self, j: int) -> np.ndarray:
+        """The evaluation's rows of record ``j`` (indices into the whole evaluation)."""
+        local = np.asarray([j]) if self.inverse is None else np.flatnonzero(self.inverse == j)
+        return local if self.rows is None else self.rows[local]
+
+    def rows_at(self, index: Iterable[int]) -> np.ndarray:
+        """``matrix()[index]`` (sorted record positions), summing only those records' rows."""
+        idx = np.asarray(list(index), dtype=np.int64)
+        if not self.names:
+            return np.zeros((len(idx), 0))
+        if self.inverse is None:
+            return np.stack([np.add(self._stat(k, idx), 0.0, dtype=float) for k in self.names], axis=1)
+        sel = np.flatnonzero(np.isin(self.inverse, idx))  # their rows, in row order
+        pos = np.searchsorted(idx, self.inverse[sel])
+        return np.stack([np.bincount(pos, weights=self._stat(k, sel), minlength=len(idx))
+                         for k in self.names], axis=1)
+
+    def resampled(self, weights: np.ndarray) -> list[float]:
+        # products summed by numpy, not one BLAS call per stat (each may wake BLAS threads)
+        w = weights if self.inverse is None else weights[self.inverse]
+        return [float(np.multiply(w, self._stat(k)).sum()) for k in self.names]
+
+
+class AlignedRecords(_RecordColumns):
+    """The records ``at`` (increasing positions) of a :class:`RecordStats` view, with the stats
+    ``names`` in that order: a paired comparison's candidate or baseline records, aligned on
+    the ids both scored, as the stacked matrix ``np.stack([per[k][at] for k in names], 1)``
+    gives them, one column at a time."""
+
+    def __init__(self, view: RecordStats, at: np.ndarray, names: list[str] | None = None):
+        super().__init__(keep=False)
+        self.view, self.at = view, np.asarray(at, dtype=np.int64)
+        self.names = list(view.names if names is None else names)
+        self.n = len(self.at)
+
+    def _sum(self, name: str) -> np.ndarray:
+        return self.view._peek(name)[self.at]
+
+    def rows_at(self, index: Iterable[int]) -> np.ndarray:
+        idx = np.asarray(list(index), dtype=np.int64)
+        if not self.names:
+            return np.zeros((len(idx), 0))
+        rows = self.view.rows_at(self.at[idx])
+        order = [self.view.names.index(k) for k in self.names]
+        return rows[:, order]
+
+    def resampled(self, weights: np.ndarray) -> list[float]:
+        w = np.zeros(len(self.view))
+        w[self.at] = weights
+        got = dict(zip(self.view.names, self.view.resampled(w)))
+        return [got[k] for k in self.names]
 
 
 class _Column:

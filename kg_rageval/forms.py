@@ -176,7 +176,7 @@ class RowLimit(Exception):
     """More rows than ``loop_limit`` for a metric that must be finalized row by row."""
 
 
-def metric_values(finalize: Finalize, names: list[str], rows: np.ndarray, metrics: Iterable[str], *,
+def metric_values(finalize: Finalize, names: list[str], rows: Any, metrics: Iterable[str], *,
                   probes: np.ndarray | None = None, loop_limit: int | None = None,
                   forms: Mapping[str, Form | None] | None = None
                   ) -> dict[str, tuple[np.ndarray, np.ndarray] | None]:
@@ -184,23 +184,30 @@ def metric_values(finalize: Finalize, names: list[str], rows: np.ndarray, metric
     ``names`` order): NaN where the metric is undefined; the denominator where the metric has
     one, else NaN. A metric without a verified form is finalized row by row, or ``None`` when
     that would take more than ``loop_limit`` rows. ``probes`` default to the rows' total and
-    five sample rows; the forms are checked again on sample rows of ``rows``."""
+    five sample rows; the forms are checked again on sample rows of ``rows``.
+
+    ``rows`` may also be a :class:`~kg_rageval.evaluation.RecordStats` view (per-record sums,
+    stats in ``names`` order): the values are the same bits as on its stacked matrix, read
+    from only the stat columns the forms' projections need (:meth:`Projection.matrix_of`);
+    the stacked matrix is built only for a metric finalized row by row."""
     wanted = list(metrics)
     n = len(rows)
+    view = not isinstance(rows, np.ndarray)
     if forms is None:
         if probes is None:
-            probes = _sample_rows(rows)
+            probes = _probe_rows(rows)
         forms = metric_forms(finalize, names, wanted, probes)
     forms = dict(forms)
     # the forms again on sample rows of the real input: a form that does not hold is dropped
     sample = _sample_index(n)
     if sample:
-        got = [finalize(dict(zip(names, rows[j].tolist()))) for j in sample]
+        picked = rows.rows_at(sample) if view else rows[sample]
+        got = [finalize(dict(zip(names, row))) for row in picked.tolist()]
         for m in wanted:
             f = forms.get(m)
             if f is None:
                 continue
-            vals, dens = _values(f, rows[sample], forms)
+            vals, dens = _values(f, picked, forms)
             for t, g in enumerate(got):
                 num, den, value = _nd(g.get(m))
                 want = None if np.isnan(vals[t]) else float(vals[t])
@@ -209,15 +216,19 @@ def metric_values(finalize: Finalize, names: list[str], rows: np.ndarray, metric
                     break
     out: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
     loop = [m for m in wanted if forms.get(m) is None]
-    for m in wanted:
-        f = forms.get(m)
-        if f is not None:
-            vals, dens = _values(f, rows, forms)
-            out[m] = (vals, dens if dens is not None else np.full(n, np.nan))
+    formed = [m for m in wanted if forms.get(m) is not None]
+    proj = Projection(forms, formed) if view and formed else None
+    sums = proj.matrix_of(rows, names) if proj is not None else None
+    for m in formed:
+        vals, dens = proj.values(m, sums) if proj is not None else _values(forms[m], rows, forms)  # type: ignore[arg-type]
+        out[m] = (vals, dens if dens is not None else np.full(n, np.nan))
+    del sums
     if loop:
         if loop_limit is not None and n > loop_limit:
             out.update({m: None for m in loop})
         else:
+            if view:
+                rows = rows.matrix()
             vals_l = {m: np.full(n, np.nan) for m in loop}
             dens_l = {m: np.full(n, np.nan) for m in loop}
             for j, row in enumerate(rows.tolist()):
@@ -245,7 +256,18 @@ def _sample_rows(rows: np.ndarray) -> np.ndarray:
     return np.vstack([rows.sum(axis=0)[None, :], rows[_sample_index(len(rows))]])
 
 
-def replicate_values(finalize: Finalize, names: list[str], mats: list[np.ndarray], metrics: Iterable[str],
+def _probe_rows(mat: Any) -> np.ndarray:
+    """:func:`_sample_rows` of a stats matrix or of a
+    :class:`~kg_rageval.evaluation.RecordStats` view (its :meth:`probe_rows`, the same bits)."""
+    return _sample_rows(mat) if isinstance(mat, np.ndarray) else mat.probe_rows()
+
+
+def _resampled(mat: Any, weights: np.ndarray) -> list[float]:
+    """Every stat's sum over one resample of a matrix or a view (for the forms' checks)."""
+    return (weights @ mat).tolist() if isinstance(mat, np.ndarray) else mat.resampled(weights)
+
+
+def replicate_values(finalize: Finalize, names: list[str], mats: list[Any], metrics: Iterable[str],
                      n_resamples: int, seed: int, weights_of: Callable[[int, int, int], Any]
                      ) -> list[dict[str, np.ndarray]]:
     """Each metric's value in each of ``n_resamples`` bootstrap resamples (NaN where
@@ -259,18 +281,25 @@ def replicate_values(finalize: Finalize, names: list[str], mats: list[np.ndarray
     its projections of the stats (one matrix product per block over a few columns) and is
     computed for the whole block at once; the others are finalized per resample. The forms
     are checked on the first block's first and last resample against ``finalize``.
-    :func:`replicate_jobs` computes several of these from one pass over the weights."""
+    :func:`replicate_jobs` computes several of these from one pass over the weights.
+
+    A matrix may also be a per-record view (:class:`~kg_rageval.evaluation.RecordStats`,
+    :class:`~kg_rageval.evaluation.AlignedRecords`, stats in ``names`` order): only the
+    columns the forms project are summed and kept (:meth:`Projection.matrix_of`), with the
+    replicates of its stacked matrix bit for bit; every stat is stacked only for a metric
+    finalized per resample."""
     return replicate_jobs([Replicates(finalize, names, mats, metrics)], n_resamples, seed, weights_of)[0]
 
 
 @dataclass(frozen=True)
 class Replicates:
     """One bootstrapped evaluation for :func:`replicate_jobs`: its ``finalize``, stat
-    ``names``, aligned per-record stat matrices ``mats`` and the ``metrics`` wanted."""
+    ``names``, aligned per-record stat matrices (or views of them) ``mats`` and the
+    ``metrics`` wanted."""
 
     finalize: Finalize
     names: list[str]
-    mats: list[np.ndarray]
+    mats: list[Any]
     metrics: Iterable[str]
 
 
@@ -306,9 +335,21 @@ class _Job:
         self.runs = bool(n and self.wanted)
         self.forms: dict[str, Form | None] = {}
         if self.runs:
-            probes = np.vstack([np.vstack([mat.sum(axis=0)[None, :], mat[_sample_index(n)]]) for mat in self.mats])
+            probes = np.vstack([_probe_rows(mat) for mat in self.mats])
             self.forms = dict(metric_forms(self.finalize, self.names, self.wanted, probes))
         self.done = not self.runs
+        self.full: dict[int, np.ndarray] = {}
+
+    def full_matrix(self, i: int) -> np.ndarray:
+        """Matrix ``i`` of the job as records × every stat (a view's stacked once, kept for
+        the job: a metric finalized per resample reads every stat)."""
+        mat = self.mats[i]
+        if isinstance(mat, np.ndarray):
+            return mat
+        got = self.full.get(i)
+        if got is None:
+            got = self.full[i] = mat.matrix()
+        return got
 
     def reset(self) -> None:
         for dst in self.out:
@@ -316,7 +357,8 @@ class _Job:
                 arr.fill(np.nan)
         self.proj = Projection(self.forms, self.wanted)
         self.loop = [m for m in self.wanted if self.forms.get(m) is None]
-        self.projs = [self.proj.matrix(mat) for mat in self.mats]
+        self.projs = [self.proj.matrix(mat) if isinstance(mat, np.ndarray) else self.proj.matrix_of(mat, self.names)
+                      for mat in self.mats]
         n = len(self.mats[0])
         self.exact = all(exact_sums(pmat, n) for pmat in self.projs)
         self.done = True
@@ -395,22 +437,51 @@ class Projection:
 
     def columns_of(self, stats: list[np.ndarray]) -> list[np.ndarray]:
         """:meth:`columns` of ``np.stack(stats, axis=1)`` (one array per stat, in the names'
-        order), stacked only when some projection is not a stat column itself."""
-        out: list[np.ndarray] = []
-        mat = None
-        for v in self.vectors:
-            nz = np.flatnonzero(v)
-            if len(nz) == 1 and v[nz[0]] == 1.0:
-                out.append(stats[int(nz[0])])
-                continue
-            if mat is None:
-                mat = np.stack(stats, axis=1)
-            out.append(mat @ v)
-        return out
+        order), bit for bit, stacked only for a projection that is not a stat column itself
+        or the exact sum of two (:meth:`_projected`)."""
+        return self._projected(stats.__getitem__, len(stats[0]) if stats else 0,
+                               lambda: np.stack(stats, axis=1))
 
     def matrix(self, mat: np.ndarray) -> np.ndarray:
         cols = self.columns(mat)
         return np.stack(cols, axis=1) if cols else np.zeros((len(mat), 0))
+
+    def matrix_of(self, source: Any, names: list[str]) -> np.ndarray:
+        """:meth:`matrix` of ``source.matrix()`` (a :class:`~kg_rageval.evaluation.RecordStats`
+        view, stats in ``names`` order), bit for bit, from only the per-record columns the
+        projections read (:meth:`_projected`)."""
+        out = np.empty((len(source), len(self.vectors)))
+        self._projected(lambda i: source.column(names[i]), len(source), source.matrix, out)
+        return out
+
+    def _projected(self, column: Callable[[int], np.ndarray], n: int,
+                   stacked: Callable[[], np.ndarray], into: np.ndarray | None = None) -> list[np.ndarray]:
+        """Each projection of the stats whose columns ``column(i)`` gives (``stacked()``: all
+        of them as one rows × stats matrix), the bits of ``stacked() @ v``: a unit vector is a
+        stat's column; a vector of one or two coefficients ``±1`` is their exact sum (one
+        rounding of ``±x ± y`` whatever the order of the additions, from a zero start as the
+        matrix product's); any other vector is the product with the stacked matrix, built
+        once. ``into``: a rows × projections matrix to write them in, column by column
+        (nothing is returned then: no second copy of them is held)."""
+        out: list[np.ndarray] = []
+        full = None
+        for j, v in enumerate(self.vectors):
+            nz = np.flatnonzero(v).tolist()
+            if len(nz) == 1 and v[nz[0]] == 1.0:
+                col = column(nz[0])
+            elif len(nz) <= 2 and all(abs(v[i]) == 1.0 for i in nz):
+                col = np.zeros(n)
+                for i in nz:
+                    col = col + column(i) if v[i] > 0 else col - column(i)
+            else:
+                if full is None:
+                    full = stacked()
+                col = full @ v
+            if into is None:
+                out.append(col)
+            else:
+                into[:, j] = col
+        return out
 
     def _col(self, sums: np.ndarray, v: np.ndarray | None) -> np.ndarray:
         return sums[:, self._keys[tuple(v.tolist())]]  # type: ignore[union-attr, index]
@@ -452,7 +523,7 @@ def _block(job: _Job, w: np.ndarray, lo: int, hi: int, first: bool) -> bool:
     names, finalize, proj = job.names, job.finalize, job.proj
     k = len(names)
     vec_metrics = proj.metrics
-    for mat, pmat, dst in zip(job.mats, job.projs, job.out):
+    for i, (mat, pmat, dst) in enumerate(zip(job.mats, job.projs, job.out)):
         one = _single_blas_thread() if job.exact else None
         if one is not None:  # exact sums: one thread, no busy-waiting BLAS threads between blocks
             with one:
@@ -464,7 +535,7 @@ def _block(job: _Job, w: np.ndarray, lo: int, hi: int, first: bool) -> bool:
         if first:  # the forms against finalize on real resamples
             bad = set()
             for j in sorted({0, len(w) - 1}):
-                res = finalize(dict(zip(names, (w[j] @ mat).tolist())))
+                res = finalize(dict(zip(names, _resampled(mat, w[j]))))
                 for m in vec_metrics:
                     g = res.get(m)
                     v = dst[m][lo + j]
@@ -475,7 +546,7 @@ def _block(job: _Job, w: np.ndarray, lo: int, hi: int, first: bool) -> bool:
                     job.forms[m] = None
                 return False
         if job.loop:
-            full = (w @ mat).tolist() if k else [[] for _ in range(len(w))]
+            full = (w @ job.full_matrix(i)).tolist() if k else [[] for _ in range(len(w))]
             for j, row in enumerate(full):
                 res = finalize(dict(zip(names, row)))
                 for m in job.loop:

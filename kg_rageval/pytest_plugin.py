@@ -298,6 +298,9 @@ def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str]
         rows = (_branches_from_evaluations(r.gate, ev_, top) if ev_.evaluations
                 else _branches_from_nodes(r.gate, ev_, top))
         branches[str(r.gate)] = rows
+    for ev in ev_.evaluations or ():  # the per-record views the bootstrap and branches read
+        if hasattr(ev, "drop_record_stats"):
+            ev.drop_record_stats()
     return results, branches
 
 

@@ -138,8 +138,8 @@ def gate_metrics(gates: Iterable[Gate], index: MetricIndex, ontology: Any, boots
     for st in staged:
         if isinstance(st, _Bound):
             st.prepare(b)
-            if st.percentile:
-                ev_metrics = requests.setdefault(id(st.ev), (st.ev, [], st.per_record))[1]
+            if st.percentile:  # keyed by the per-record view: a scope has its own
+                ev_metrics = requests.setdefault(st.key, (st.ev, [], st.per_record))[1]
                 if st.owner.metric not in ev_metrics:
                     ev_metrics.append(st.owner.metric)
     cis: dict[tuple[int, str], Any] = {}
@@ -147,9 +147,11 @@ def gate_metrics(gates: Iterable[Gate], index: MetricIndex, ontology: Any, boots
         got = bootstrap_many(requests.values(), n_resamples=b.n_resamples, level=b.level, seed=b.seed)
         for (key, (_, ms, _)), ci in zip(requests.items(), got):
             cis.update({(key, m): ci.get(m) for m in ms})
+        del got
+    requests.clear()
     out = []
     for st in staged:
-        fin = st.finish(cis.get((id(st.ev), st.owner.metric)), b, methods_out) if isinstance(st, _Bound) else st
+        fin = st.finish(cis.get((st.key, st.owner.metric)), b, methods_out) if isinstance(st, _Bound) else st
         out.append(Metric(fin.g.key, fin.m.value, fin.m.numerator, fin.m.denominator, fin.m.missing, fin.m.ci)
                    if fin.rekey else fin.m)
     return out
@@ -185,8 +187,9 @@ class _Bound:
         """The resampling units check and the interval method; whether a percentile
         bootstrap is needed."""
         min_units = getattr(b, "min_units", 30)
-        self.per_record = self.ev.per_record_stats()  # read again by the bootstrap
-        units = len(self.per_record[0])  # distinct record ids
+        if self.per_record is None:  # the evaluation's cached view, read again by the bootstrap
+            self.per_record = self.ev.record_stats()
+        units = len(self.per_record)  # distinct record ids
         if units < min_units:
             self.missing = Metric(self.g.key, None, self.m.numerator, self.m.denominator,
                                   f"{self.g.use} needs at least {min_units} resampling units (records) and the "
@@ -196,6 +199,11 @@ class _Bound:
         self.method = str(methods.get(self.owner.canonical) or methods.get(self.owner.metric)
                           or getattr(b, "method", "auto"))
         self.percentile = self.method in ("auto", "percentile")
+
+    @property
+    def key(self) -> int:
+        """Which bootstrap the gate reads: one per evaluation and scope."""
+        return id(self.per_record) if self.per_record is not None else id(self.ev)
 
     def finish(self, pct: Any, b: Any, ci_methods: dict[str, str]) -> _Final:
         from .intervals import bound
@@ -248,11 +256,33 @@ def _scoped(g: Gate, index: MetricIndex, ontology: Any, baseline_metrics: Mappin
                                         missing=f"family {owner.family!r} attaches no gold node to its rows"))
         if not mask.any():
             return _Final(g, Metric(g.key, None, missing=f"no {owner.family} rows in scope {g.scope}"))
+        absent = Metric(owner.metric, None, missing="not produced on this scope")
+        if plain_rows(ev):  # the scope's sums, and its records for a bound: no copy of its rows
+            m = ev.family.finalize(ev.totals(mask)).get(owner.metric, absent)
+            if g.use != "value" and m.value is not None:
+                return _Bound(g, m, ev, owner, per_record=scoped_records(ev, mask))
+            return _Final(g, m)
         ev = ev.subset(mask)
-        m = ev.metrics().get(owner.metric, Metric(owner.metric, None, missing="not produced on this scope"))
+        m = ev.metrics().get(owner.metric, absent)
     if g.use != "value" and m.value is not None:
         return _Bound(g, m, ev, owner)
     return _Final(g, m)
+
+
+def plain_rows(ev: Evaluation) -> bool:
+    """Whether ``ev`` sums, subsets and bootstraps its rows as :class:`Evaluation` does (a
+    scope can then be read as a row mask over it; the system family's quantiles cannot)."""
+    cls = type(ev)
+    return (cls.subset is Evaluation.subset and cls.metrics is Evaluation.metrics
+            and cls.bootstrap_replicates is Evaluation.bootstrap_replicates)
+
+
+def scoped_records(ev: Evaluation, mask: np.ndarray) -> Any:
+    """The per-record stats of ``ev.subset(mask)`` (:class:`~kg_rageval.evaluation.RecordStats`
+    over the rows of the mask), without the subset's copy of every column."""
+    from ..evaluation import RecordStats
+
+    return RecordStats(ev, np.flatnonzero(mask))
 
 
 def gate_key(g: Gate, index: "MetricIndex") -> str:

@@ -171,17 +171,48 @@ def _unscored(run: Any, limit: int, patterns: set[str]) -> list[dict]:
             for missing, rid, reason in items[:limit]]
 
 
+def worst_first(deficit: np.ndarray, driving: np.ndarray, ids_of: Callable[[np.ndarray], np.ndarray],
+                limit: int) -> list[int]:
+    """The ``limit`` records of ``driving`` with the largest ``deficit``, ties by record id
+    (``ids_of(records)``: their ids as text), worst first: the head of
+    ``sorted(driving, key=lambda j: (-deficit[j], id[j]))`` without a Python object per
+    driving record (a partition keeps the records at least as bad as the ``limit``-th)."""
+    d = deficit[driving]
+    if len(driving) > limit:
+        kth = np.partition(d, len(d) - limit)[len(d) - limit]
+        keep = d >= kth
+        driving, d = driving[keep], d[keep]
+    order = np.lexsort((ids_of(driving), -d))[:limit]
+    return driving[order].tolist()
+
+
+def _records_of(ev: Any, mask: np.ndarray | None) -> tuple[Any, Any]:
+    """``(evaluation, per-record stats)`` of a gate's scope: ``ev`` and its cached view, or
+    ``ev`` and a view of its rows in ``mask`` (a scope, without a copy of its rows), or
+    ``ev.subset(mask)`` and its view for an evaluation that subsets its own way."""
+    from ..evaluation import RecordStats
+    from .evidence import plain_rows
+
+    if mask is None:
+        return ev, ev.record_stats()
+    if plain_rows(ev):
+        return ev, RecordStats(ev, np.flatnonzero(mask))
+    sub = ev.subset(mask)
+    return sub, sub.record_stats()
+
+
 MAX_NONLINEAR = 20_000
 """Records finalized one by one for a metric that is not a ratio of two linear sums."""
 
 
-def per_record_values(finalize: Any, metric: str, names: list[str], mat: np.ndarray
+def per_record_values(finalize: Any, metric: str, names: list[str], mat: Any
                       ) -> tuple[np.ndarray | None, np.ndarray]:
     """``(value, weight)`` of ``metric`` on each row of ``mat`` (one record's summed stats per
-    row; NaN where undefined). A metric with a verified form (a ratio or mean of linear sums,
-    a count, an F1 of two such ratios: :mod:`kg_rageval.forms`) is computed for all records at
-    once; any other is finalized record by record, up to :data:`MAX_NONLINEAR` records (else
-    ``(None, ...)``). The weight is the record's denominator (1 without one)."""
+    row, or a :class:`~kg_rageval.evaluation.RecordStats` view of them; NaN where undefined).
+    A metric with a verified form (a ratio or mean of linear sums, a count, an F1 of two such
+    ratios: :mod:`kg_rageval.forms`) is computed for all records at once; any other is
+    finalized record by record, up to :data:`MAX_NONLINEAR` records (else ``(None, ...)``).
+    The weight is the record's denominator (1 without one)."""
     from ..forms import metric_values
 
     got = metric_values(finalize, names, mat, [metric], loop_limit=MAX_NONLINEAR)[metric]
@@ -263,33 +294,29 @@ def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "Au
             if mask is None or not mask.any():
                 out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": 0, "records": []})
                 continue
-            ev = ev.subset(mask)
+        else:
+            mask = None
         if res.status == "missing" or res.observed is None:
             recs = _unscored(index.runs[owner.family], limit, patterns)
             out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(recs),
                         "records": recs})
             continue
-        ids, stats = ev.per_record_stats()
-        names = list(stats)
-        mat = np.stack([stats[k] for k in names], axis=1) if names else np.zeros((len(ids), 0))
-        values, weights = per_record_values(ev.family.finalize, owner.metric, names, mat)
+        ev, view = _records_of(ev, mask)
+        values, weights = per_record_values(ev.family.finalize, owner.metric, view.names, view)
         sign = 1.0 if g.op in (">=", ">") else -1.0
-        scored: list[tuple[float, str, float, float]] = []
         if values is None:
             out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": None, "records": [],
-                        "note": f"not ranked: {len(ids)} records and {owner.metric!r} is not a ratio of sums "
+                        "note": f"not ranked: {len(view)} records and {owner.metric!r} is not a ratio of sums "
                                 f"(at most {MAX_NONLINEAR} records are finalized one by one)"})
             continue
         ok = np.isfinite(values)
         deficit = np.where(ok, sign * weights * (g.threshold - np.where(ok, values, 0.0)), 0.0)
-        for j in np.flatnonzero(ok & (deficit > 1e-12)).tolist():
-            scored.append((-float(deficit[j]), str(ids[j]), float(values[j]), float(weights[j])))
-        scored.sort()
-        row_ids = ev.record_ids.astype(str)
+        driving = np.flatnonzero(ok & (deficit > 1e-12))
+        del ok
         recs = []
-        for neg, rid, value, w in scored[:limit]:
-            rows = np.flatnonzero(row_ids == rid)
-            recs.append(_entry(rid, value=value, weight=w, deficit=-neg, reason=_reason(ev, rows)))
-        out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(scored),
+        for j in worst_first(deficit, driving, view.ids, limit):
+            recs.append(_entry(view.ids([j])[0].item(), value=float(values[j]), weight=float(weights[j]),
+                               deficit=float(deficit[j]), reason=_reason(ev, view.record_rows(j))))
+        out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(driving),
                     "records": recs})
     return out

@@ -132,12 +132,9 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
                     for m, val in g["metrics"].items():
                         d["metrics"][f"{fam}.{m}"] = finite_or_none(val.value)
                 continue
-            node = ev.node_indices(ontology, "gold_node")
-            ok = node >= 0
+            node = ev.node_indices(ontology, "gold_node")  # -1: not an ontology id, left out
             names = list(ev.stats)
-            every = bool(ok.all())  # the usual case: no masked copy of every stats column
-            kept, pooled = rollup_sums(ontology, node if every else node[ok],
-                                       [ev.stats[k] if every else ev.stats[k][ok] for k in names], keep)
+            kept, pooled = rollup_sums(ontology, node, [ev.stats[k] for k in names], keep)
             if not len(kept):
                 continue
             metrics = list(ev.metrics())
@@ -215,7 +212,7 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     sums are the full roll-up's bit for bit) and is evaluated on all nodes at once; any other
     metric rolls up every stat and is finalized node by node."""
     from ..evaluation import rollup_sums
-    from ..forms import Projection, _sample_rows, metric_forms, metric_values
+    from ..forms import Projection, metric_forms, metric_values
 
     if key not in ev.keys:
         return None
@@ -227,18 +224,16 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
         return None
     names = list(ev.stats)
     keep = np.ones(len(ontology), dtype=bool)
-    ids, per = ev.per_record_stats()
-    mat = np.stack([per[k] for k in names], axis=1) if names else np.zeros((len(ids), 0))
-    forms = metric_forms(ev.family.finalize, names, [metric], _sample_rows(mat))
+    # probed on the per-record total and sample records (the evaluation's cached view)
+    forms = metric_forms(ev.family.finalize, names, [metric], ev.record_stats().probe_rows())
     if forms.get(metric) is not None:
         proj = Projection(forms, [metric])
-        every = bool(ok.all())  # the usual case: no masked copies
-        cols = [c if every else c[ok] for c in proj.columns_of([ev.stats[k] for k in names])]
-        kept, pooled = rollup_sums(ontology, node[ok], cols, keep)
+        cols = proj.columns_of([ev.stats[k] for k in names])
+        kept, pooled = rollup_sums(ontology, node, cols, keep)  # rows of node -1 left out
         values, den = proj.values(metric, pooled[:, 1:])
         if _form_holds(ev, ontology, node, ok, metric, kept, values):
             return kept, pooled[:, 0], values, den if den is not None else np.full(len(kept), np.nan)
-    kept, pooled = rollup_sums(ontology, node[ok], [ev.stats[k][ok] for k in names], keep)
+    kept, pooled = rollup_sums(ontology, node, [ev.stats[k] for k in names], keep)
     got = metric_values(ev.family.finalize, names, pooled[:, 1:], [metric], forms=forms)[metric]
     assert got is not None
     return kept, pooled[:, 0], got[0], got[1]

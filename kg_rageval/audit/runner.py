@@ -35,7 +35,7 @@ import numpy as np
 
 from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
 from ..errors import ConfigError, InputError, KgRagevalError
-from ..evaluation import Evaluation, Metric, bootstrap_weights, percentile_interval
+from ..evaluation import AlignedRecords, Evaluation, Metric, bootstrap_weights, percentile_interval
 from ..forms import metric_values, replicate_values
 from .config import AuditConfig
 from .families import FamilyRun
@@ -503,6 +503,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
 
     result.failing = failing_records(final, index, ontology, view.lookup(), config,
                                      budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
+    _drop_record_stats(runs)  # the per-record views the stages shared
     result.coverage = view.coverage(ontology, inputs.get("corpus"), config)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = view.exclusions(runs, ontology, inputs.get("corpus"), config)
@@ -686,6 +687,14 @@ def _positive_records(ev: Evaluation, stat: str) -> list[str]:
     return ids[per > 0].tolist()
 
 
+def _drop_record_stats(runs: Mapping[str, FamilyRun]) -> None:
+    """Free the per-record stat views (:meth:`Evaluation.record_stats`) the audit's stages
+    shared, once the last of them is done."""
+    for run in runs.values():
+        for ev in run.evaluations:
+            ev.drop_record_stats()
+
+
 def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditConfig) -> None:
     b = config.bootstrap
     done: set[int] = set()
@@ -722,23 +731,32 @@ def _delta_wanted(fam: str, metric: str, delta_gates: set[str]) -> bool:
     return bool({metric, f"{fam}.{metric}"} & delta_gates)
 
 
-def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, mc: np.ndarray, mb: np.ndarray,
+def _restricted(release: Any, view: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, positions)`` of a per-record view's records that the release comparison keeps
+    (:meth:`~kg_rageval.drift.release.Release.restrict`: all of them for one release)."""
+    ids = view.ids()
+    kept, at = release.restrict(ids, {"at": np.arange(len(ids))})
+    return kept, at["at"]
+
+
+def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, mc: Any, mb: Any,
                       wanted: list[str], limit: int = 50) -> dict[str, list[dict[str, Any]]]:
     """The paired per-record deltas of the ``wanted`` metrics (records where both systems
     define the metric and differ), most negative first, at most ``limit`` per metric:
     ``{fam.metric: [{"record_id", "candidate", "baseline", "delta"}]}``. Each system's
     per-record values come from :func:`~kg_rageval.forms.metric_values` (vectorised over the
     records where the metric has a verified form, else one ``finalize`` per record)."""
+    from .failing import worst_first
+
     vc = metric_values(fin, names, mc, wanted)
     vb = metric_values(fin, names, mb, wanted)
     out: dict[str, list[dict[str, Any]]] = {}
-    ids = common.tolist()
     for m in wanted:
         c, bl = vc[m][0], vb[m][0]  # type: ignore[index]
         d = c - bl
         sel = np.flatnonzero(~np.isnan(c) & ~np.isnan(bl) & (c != bl))
-        order = sorted(sel.tolist(), key=lambda j: (float(d[j]), ids[j]))[:limit]
-        out[f"{fam}.{m}"] = [{"record_id": ids[j], "candidate": float(c[j]), "baseline": float(bl[j]),
+        order = worst_first(-d, sel, common.__getitem__, limit)  # most negative delta first, ties by id
+        out[f"{fam}.{m}"] = [{"record_id": str(common[j]), "candidate": float(c[j]), "baseline": float(bl[j]),
                               "delta": float(c[j]) - float(bl[j])} for j in order]
     return out
 
@@ -803,11 +821,13 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             bev = brun.result.get(member)
             if bev is None or ev.family.qualified_name != bev.family.qualified_name:
                 continue
-            # another ontology release: only the comparable records take part (drift.release)
-            ids_c, st_c = release.restrict(*ev.per_record_stats())
-            ids_b, st_b = release.restrict(*bev.per_record_stats())
+            # another ontology release: only the comparable records take part (drift.release);
+            # each system's per-record stats are its cached view, read one column at a time
+            view_c, view_b = ev.record_stats(), bev.record_stats()
+            ids_c, at_c = _restricted(release, view_c)
+            ids_b, at_b = _restricted(release, view_b)
             common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
-            names = list(st_c)
+            names = list(view_c.names)
             union = np.union1d(ids_c, ids_b)
             label = fam if len(run.result) == 1 else f"{fam}.{member}"
             frac = len(common) / len(union) if len(union) else 0.0
@@ -828,11 +848,14 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                     deltas[key] = Metric(key, None, missing=unpaired)
                     pairs[key] = {"candidate": None, "baseline": None, "paired_records": int(len(common))}
                 continue
-            mc = np.stack([st_c[k][ic] for k in names], axis=1)
-            mb = np.stack([st_b[k][ib] for k in names], axis=1)
+            del union
+            # the paired records of each system (the stacked matrices of every stat, by column)
+            mc = AlignedRecords(view_c, at_c[ic], names)
+            mb = AlignedRecords(view_b, at_b[ib], names)
+            del ids_c, ids_b, ic, ib
             fin = ev.family.finalize
-            tc = fin(dict(zip(names, mc.sum(0).tolist())))
-            tb = fin(dict(zip(names, mb.sum(0).tolist())))
+            tc = fin(dict(zip(names, mc.probe_rows()[0].tolist())))  # the stacked sum(0), bit for bit
+            tb = fin(dict(zip(names, mb.probe_rows()[0].tolist())))
             n = len(common)
             wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
             resamples = b.n_resamples if (wanted or b.always) else 0
@@ -857,6 +880,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             # one finalize per record and system, every wanted metric read from it
             if wanted:
                 per_query.update(_per_query_deltas(fam, fin, names, common, mc, mb, wanted))
+            del mc, mb
+        for bev in brun.result.values():
+            bev.drop_record_stats()
     info = {
         "records": str(bpath),
         "n_records": len(base_records),
