@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
 from .errors import InputError, MissingEvidence
 from .memory import trim_heap
+from .spool import SpooledText
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ontology import Ontology
@@ -244,6 +246,14 @@ class Family:
         equals the one of a single call on all the records."""
         return _merge_meta(self, metas)
 
+    def keep_meta(self, meta: dict[str, Any], held: list[dict[str, Any]]) -> dict[str, Any]:
+        """What a :class:`Concatenation` keeps of one partition's ``meta`` until it merges
+        them (``held``: what it keeps of the earlier partitions, in order), once there are
+        two or more partitions. :meth:`merge_meta` of the kept metas must equal it of the
+        given ones. Default: ``meta`` itself; a family with a large ``meta`` (the PROV-O
+        trail's Turtle, which it spools to a temporary file) keeps a smaller equal one."""
+        return meta
+
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:  # pragma: no cover
         raise NotImplementedError
 
@@ -271,12 +281,17 @@ def record_id_texts(record_ids: np.ndarray) -> set[str]:
     return set(np.asarray(record_ids).astype(str).tolist())
 
 
-def _column(values: Any, kind: str) -> np.ndarray:
+def _column(values: Any, kind: str) -> Any:
     """A stats column (float64; a boolean array stays bool, 1 byte a row, its sums are the
-    same) or a key/detail column (numeric/bool kept, else object)."""
+    same; an integer array of at most 4 bytes a value is kept, :class:`Columns` reads it as
+    float64) or a key/detail column (numeric/bool kept, a :class:`CodedColumn` kept, else
+    object)."""
+    if isinstance(values, CodedColumn):
+        return values
     if kind == "stats":
-        if isinstance(values, np.ndarray) and values.dtype == bool and values.ndim == 1:
-            return values
+        if isinstance(values, np.ndarray) and values.ndim == 1 and (
+                values.dtype == bool or values.dtype.kind in "iu" and values.dtype.itemsize <= 4):
+            return values  # bool stays bool; whole numbers stored compactly (compact_stat) stay
         try:
             arr = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -294,6 +309,225 @@ def _column(values: Any, kind: str) -> np.ndarray:
     if col is not None and col.ndim == 1 and col.dtype.kind in "biuf":
         return col
     return _object_column(values)
+
+
+_STAT_STORES = ((0, 255, np.uint8), (0, 65535, np.uint16), (0, 2**32 - 1, np.uint32),
+                (-128, 127, np.int8), (-32768, 32767, np.int16), (-2**31, 2**31 - 1, np.int32))
+
+
+def compact_stat(arr: np.ndarray) -> np.ndarray:
+    """A float64 stats column whose values are all whole numbers (counts, 0/1 flags) as the
+    smallest integer dtype holding each of them exactly (1, 2 or 4 bytes a row instead of 8);
+    any other column as it is. :class:`Columns` reads an integer stats column back as float64,
+    so every reader sees the values it was given: the same numbers, sums and rows (a ``-0.0``
+    keeps the column float, as it would come back ``0.0``)."""
+    if arr.dtype != np.float64 or not len(arr):
+        return arr
+    lo, hi = float(arr.min()), float(arr.max())
+    for low, high, dtype in _STAT_STORES:
+        if low <= lo and hi <= high:
+            break
+    else:
+        return arr
+    small = arr.astype(dtype)
+    if not np.array_equal(small, arr):
+        return arr
+    sign = np.signbit(arr)
+    if lo >= 0 and sign.any() or lo < 0 and (sign & (arr == 0)).any():
+        return arr
+    return small
+
+
+def _raw(columns: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
+    """``(name, stored array)`` of each column (:meth:`Columns.raw_items`; a plain mapping's
+    items)."""
+    return columns.raw_items() if isinstance(columns, Columns) else iter(list(columns.items()))
+
+
+def _raw_column(columns: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    """The stored array of one column (:meth:`Columns.raw`; a plain mapping's value)."""
+    return columns.raw(name) if isinstance(columns, Columns) else columns[name]
+
+
+class Columns(MutableMapping):
+    """One group of an evaluation's columns (``stats``, ``keys`` or ``details``) by name,
+    stored compactly and read as the arrays a family built: a stats column of whole numbers
+    is held in the smallest integer dtype (:func:`compact_stat`) and read as float64; an
+    object key or detail column of few distinct scalars as codes into them, one of a single
+    number type as its NumPy array (:func:`compact_object`, :class:`CodedColumn`) and read as
+    the object array; every other column as it is. Reading such a column gives a fresh array
+    (changing it changes nothing stored; assign the column to change it). :meth:`raw` and
+    :meth:`raw_items` give the stored arrays, for the evaluation's own sums, masks and
+    concatenations (integer stats sum, mask and concatenate to the same values; a
+    :class:`CodedColumn` is indexed like an array)."""
+
+    __slots__ = ("_raw", "_stats")
+
+    def __init__(self, kind: str, columns: Mapping[str, np.ndarray] | None = None):
+        self._raw: dict[str, np.ndarray] = {}
+        self._stats = kind == "stats"
+        for k, v in (columns.raw_items() if isinstance(columns, Columns) else (columns or {}).items()):
+            self[k] = v
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        arr = self._raw[name]
+        if isinstance(arr, CodedColumn):
+            return arr.array()
+        return arr.astype(np.float64) if self._stats and arr.dtype.kind in "iu" else arr
+
+    def __setitem__(self, name: str, arr: Any) -> None:
+        if isinstance(arr, np.ndarray):
+            arr = compact_stat(arr) if self._stats else compact_object(arr)
+        self._raw[name] = arr
+
+    def __delitem__(self, name: str) -> None:
+        del self._raw[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raw
+
+    def __repr__(self) -> str:
+        return f"Columns({dict(self.items())!r})"
+
+    def __reduce__(self):  # pickles (Dask) with the stored arrays
+        return (Columns, ("stats" if self._stats else "columns", self._raw))
+
+    def raw(self, name: str) -> np.ndarray:
+        """The stored array of column ``name`` (an integer stats column as integers)."""
+        return self._raw[name]
+
+    def raw_items(self) -> Iterator[tuple[str, np.ndarray]]:
+        return iter(self._raw.items())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored arrays' buffers (object cells counted as their pointers)."""
+        return sum(a.nbytes for a in self._raw.values())
+
+
+_TEXT_TYPES = {str, type(None)}
+_SCALAR_TYPES = {str, type(None), int, float, bool}
+
+
+def _narrow_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
+    dtype = np.uint8 if n_values <= 256 else np.uint16 if n_values <= 65536 else np.int32
+    return codes.astype(dtype, copy=False)
+
+
+class CodedColumn:
+    """A key or detail column of objects stored compactly, read (:meth:`array`) as the object
+    array it was built from: ``codes`` (1-4 bytes a row) into ``values``, its distinct values
+    (one object each); or, with ``values=None``, a column of one Python number type held as
+    its NumPy array (``codes``: float64, int64 or bool; 8 or 1 bytes a row instead of a pointer
+    and an object). With ``fresh``, a read gives each row its own shallow copy of a ``dict``
+    value (a family whose rows each had their own dict, as conformance's ``problems``, stores
+    one dict per distinct value). Indexing with a slice, mask or index array gives a
+    :class:`CodedColumn` of those rows; the evaluation's own masks, row selections and
+    concatenations use that."""
+
+    __slots__ = ("codes", "values", "fresh")
+    dtype = np.dtype(object)
+    ndim = 1
+    base = None
+
+    def __init__(self, codes: np.ndarray, values: np.ndarray | None, fresh: bool = False):
+        self.codes, self.values, self.fresh = codes, values, fresh
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.codes.shape
+
+    @property
+    def nbytes(self) -> int:
+        return self.codes.nbytes + (self.values.nbytes if self.values is not None else 0)
+
+    def __getitem__(self, index: Any) -> Any:
+        codes = self.codes[index]
+        if np.ndim(codes) == 0:
+            if self.values is None:
+                return codes.item()
+            v = self.values[codes]
+            return dict(v) if self.fresh and type(v) is dict else v
+        return CodedColumn(codes, self.values, self.fresh)
+
+    def array(self) -> np.ndarray:
+        """The object array of the column."""
+        if self.values is None:
+            return self.codes.astype(object)
+        out = self.values[self.codes]
+        if self.fresh:
+            out = _object_column([dict(v) if type(v) is dict else v for v in out.tolist()])
+        return out
+
+    def tolist(self) -> list[Any]:
+        return self.array().tolist()
+
+    def astype(self, dtype: Any, copy: bool = True) -> np.ndarray:
+        return self.array().astype(dtype, copy=False)
+
+    def copy(self) -> "CodedColumn":
+        return CodedColumn(self.codes.copy(), self.values, self.fresh)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.array()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __repr__(self) -> str:
+        return f"CodedColumn({self.array()!r})"
+
+    def __reduce__(self):
+        return (CodedColumn, (self.codes, self.values, self.fresh))
+
+
+def compact_object(arr: np.ndarray) -> Any:
+    """An object column (key or detail) stored compactly when that saves memory and every
+    read gives the same values (equal, of the same type, a float with its sign): a column of
+    texts and ``None`` or of other scalars (``int``, ``float``, ``bool``; each value keyed by
+    its type, floats by their bits: :func:`_value_key`) with at most half its rows distinct,
+    as codes into its distinct values; a column of one Python number type with more distinct
+    values, as its NumPy array. Anything else (lists, dicts, NumPy scalars, mostly distinct
+    texts) stays as it is."""
+    if not isinstance(arr, np.ndarray) or arr.dtype != object or len(arr) < 2:
+        return arr
+    vals = arr.tolist()
+    types = set(map(type, vals))
+    if not types <= _SCALAR_TYPES:
+        return arr
+    if len(types) == 1 and types <= {float, int, bool}:
+        kind = types.pop()
+        try:
+            typed: np.ndarray = np.array(vals, dtype={float: np.float64, int: np.int64, bool: np.bool_}[kind])
+        except OverflowError:  # ints beyond 64 bits
+            return arr
+        uniq, inv = np.unique(typed.view(np.int64) if kind is float else typed, return_inverse=True)
+        if len(uniq) > len(vals) // 2:
+            return CodedColumn(typed, None)
+        values = (uniq.view(np.float64) if kind is float else uniq).astype(object)
+        return CodedColumn(_narrow_codes(inv.reshape(-1), len(uniq)), values)
+    if types <= _TEXT_TYPES:
+        keys: list[Any] = vals
+    elif float in types:  # -0.0 must not meet 0.0: each float by its bits
+        keys = list(map(_value_key, vals))
+    else:  # 1 and True apart
+        keys = list(zip(map(type, vals), vals))
+    table: dict[Any, Any] = dict.fromkeys(keys)  # the distinct keys, in first-seen order
+    if len(table) > len(vals) // 2:
+        return arr
+    first = dict(zip(keys, vals))  # a key's value: any of its values (they are interchangeable)
+    values = _object_column([first[k] for k in table])
+    for i, k in enumerate(table):
+        table[k] = i
+    codes = np.fromiter(map(table.__getitem__, keys), dtype=np.int64, count=len(keys))
+    return CodedColumn(_narrow_codes(codes, len(values)), values)
 
 
 def _first_codes(values: list[Any]) -> np.ndarray:
@@ -339,6 +573,8 @@ def _jsonable(v: Any, where: str) -> Any:
     v = _py(v)
     if isinstance(v, float) and not math.isfinite(v):
         raise ValueError(f"non-finite number {v!r} in {where}")
+    if isinstance(v, SpooledText):  # a text kept in a temporary file (the PROV-O trail)
+        return v.text()
     if isinstance(v, Mapping):
         return {str(k): _jsonable(x, f"{where}.{k}") for k, x in v.items()}
     if isinstance(v, (list, tuple, set, frozenset)):
@@ -493,9 +729,9 @@ class Evaluation:
 
     family: Family
     record_ids: np.ndarray
-    stats: dict[str, np.ndarray]
-    keys: dict[str, np.ndarray] = field(default_factory=dict)
-    details: dict[str, np.ndarray] = field(default_factory=dict)
+    stats: MutableMapping[str, np.ndarray]
+    keys: MutableMapping[str, np.ndarray] = field(default_factory=dict)
+    details: MutableMapping[str, np.ndarray] = field(default_factory=dict)
     unscored: list[dict[str, str]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -504,9 +740,10 @@ class Evaluation:
         self.record_ids = rid if isinstance(rid, np.ndarray) and rid.dtype == object and rid.ndim == 1 \
             else _object_column(rid)
         n = len(self.record_ids)
-        self.stats, self.keys, self.details = dict(self.stats), dict(self.keys), dict(self.details)
-        for kind, cols in (("stats", self.stats), ("keys", self.keys), ("details", self.details)):
-            for k, v in list(cols.items()):
+        given = [_raw(self.stats), _raw(self.keys), _raw(self.details)]
+        self.stats, self.keys, self.details = Columns("stats"), Columns("keys"), Columns("details")
+        for kind, cols, items in zip(("stats", "keys", "details"), (self.stats, self.keys, self.details), given):
+            for k, v in items:
                 try:
                     arr = _column(v, kind)
                 except ValueError as exc:
@@ -514,7 +751,7 @@ class Evaluation:
                 if len(arr) != n:
                     raise ValueError(
                         f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
-                if kind == "stats" and n and arr.dtype != bool and not np.isfinite(arr).all():
+                if kind == "stats" and n and arr.dtype.kind == "f" and not np.isfinite(arr).all():
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
@@ -549,8 +786,8 @@ class Evaluation:
     def totals(self, mask: np.ndarray | None = None) -> dict[str, float]:
         """Sum of every stats column (over the rows where ``mask`` holds, if given)."""
         if mask is None:
-            return {k: float(v.sum()) for k, v in self.stats.items()}
-        return {k: float(v[mask].sum()) for k, v in self.stats.items()}
+            return {k: float(v.sum()) for k, v in _raw(self.stats)}
+        return {k: float(v[mask].sum()) for k, v in _raw(self.stats)}
 
     def metrics(self) -> dict[str, Metric]:
         """The family's metrics on the totals."""
@@ -566,9 +803,9 @@ class Evaluation:
         return Evaluation(
             family=self.family,
             record_ids=self.record_ids[mask],
-            stats={k: v[mask] for k, v in self.stats.items()},
-            keys={k: v[mask] for k, v in self.keys.items()},
-            details={k: v[mask] for k, v in self.details.items()},
+            stats={k: v[mask] for k, v in _raw(self.stats)},
+            keys={k: v[mask] for k, v in _raw(self.keys)},
+            details={k: v[mask] for k, v in _raw(self.details)},
             meta=meta,
         )
 
@@ -620,9 +857,10 @@ class Evaluation:
             raise KeyError(f"no breakdown key {key!r}; available: {sorted(self.keys)}")
         codes, values = self._groups(self.keys[key])
         g = len(values)
-        names = list(self.stats)
+        stats = dict(_raw(self.stats))
+        names = list(stats)
         counts = np.bincount(codes, minlength=g).tolist()
-        sums = [np.bincount(codes, weights=self.stats[k], minlength=g) for k in names]
+        sums = [np.bincount(codes, weights=stats[k], minlength=g) for k in names]
         table = np.stack(sums, axis=1).tolist() if names else [[] for _ in range(g)]
         fin = self.family.finalize
         return {
@@ -676,8 +914,9 @@ class Evaluation:
         ok = node >= 0
         self.meta["rollup_skipped"] = int((~ok).sum())
         keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
-        names = list(self.stats)
-        kept, pooled = rollup_sums(ontology, node, [self.stats[k] for k in names], keep)  # -1 rows left out
+        stats = dict(_raw(self.stats))
+        names = list(stats)
+        kept, pooled = rollup_sums(ontology, node, [stats[k] for k in names], keep)  # -1 rows left out
         sel = pooled[:, 0] >= max(min_rows, 1)
         kept, pooled = kept[sel], pooled[sel]
         counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
@@ -694,7 +933,7 @@ class Evaluation:
         ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
         inverse = inverse.reshape(-1)
         return ids, {
-            k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in self.stats.items()
+            k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in _raw(self.stats)
         }
 
     def record_stats(self) -> "RecordStats":
@@ -817,8 +1056,8 @@ class Evaluation:
         cols: dict[str, list[Any]] = {
             "record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
         for group in (self.keys, self.details, self.stats):
-            for k, v in group.items():
-                v = v[:n].astype(float) if group is self.stats and v.dtype == bool else v[:n]
+            for k, v in _raw(group):
+                v = v[:n].astype(float) if group is self.stats and v.dtype.kind in "biu" else v[:n]
                 cols[k] = _out_column(v, k, json_safe, nan_is_none=group is self.keys)
         names = list(cols)
         return [dict(zip(names, vals)) for vals in zip(*(cols[k] for k in names))]
@@ -1010,7 +1249,7 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
         dicts = [getattr(p, attr) for p in parts]
         out: dict[str, np.ndarray] = {}
         for name in _merged_names([list(d) for d in dicts]):
-            cols = [d[name] if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
+            cols = [_raw_column(d, name) if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
                     for d, n in zip(dicts, sizes)]
             out[name] = _concat_column(cols)
             del cols
@@ -1033,8 +1272,8 @@ def take_rows(ev: Evaluation, index: np.ndarray) -> None:
     ev.drop_record_stats()
     ev.record_ids = ev.record_ids[index]
     for group in (ev.stats, ev.keys, ev.details):
-        for k in group:
-            group[k] = group[k][index]
+        for k, v in list(_raw(group)):
+            group[k] = v[index]
 
 
 _SUM_BLOCK = 1 << 16
@@ -1154,8 +1393,9 @@ class RecordStats(_RecordColumns):
 
     def _stat(self, name: str, index: np.ndarray | None = None) -> np.ndarray:
         """Stat ``name`` on the view's rows (or on its rows ``index``), without a copy of the
-        whole column for ``index``."""
-        v = self.ev.stats[name]
+        whole column for ``index`` (a whole-number column as stored, in its integer dtype: it
+        sums, adds and multiplies to the float64 values)."""
+        v = _raw_column(self.ev.stats, name)
         if index is not None:
             return v[index if self.rows is None else self.rows[index]]
         return v if self.rows is None else v[self.rows]
@@ -1235,31 +1475,55 @@ class _Column:
     dtype folding pairwise merges would give (numeric pieces promote; from the first non-numeric
     piece on, an object column, the numeric prefix converted after its promotion). No spare
     capacity is held and each value is copied once (a buffer grown by a quarter held up to a
-    fifth spare and copied each value about five times)."""
+    fifth spare and copied each value about five times).
 
-    __slots__ = ("pieces", "size", "shared")
+    With ``share`` (key and detail columns), pieces coded by their distinct values
+    (:class:`CodedColumn`) are recoded into one table of the column's distinct values, so the
+    joined column is coded too: a value is one object, a row 1-4 bytes. Once the table holds
+    more than :data:`SHARED_TEXTS_MIN` values and more than half the rows, the column stops
+    coding (mostly distinct values: codes save nothing) and joins as objects."""
 
-    def __init__(self, first: np.ndarray, *, share: bool = False):
-        self.pieces: list[np.ndarray] = []
+    __slots__ = ("pieces", "size", "table", "uniques", "coded", "fresh")
+
+    def __init__(self, first: Any, *, share: bool = False):
+        self.pieces: list[Any] = []
         self.size = 0
-        self.shared: dict[str, str] | None = {} if share else None
+        self.table: dict[Any, int] | None = {} if share else None
+        self.uniques: list[Any] = []
+        self.coded: list[bool] = []  # pieces holding codes into ``uniques``
+        self.fresh = False
         self.append(first)
 
-    def append(self, piece: np.ndarray) -> None:
-        if self.shared is not None and piece.dtype == object and len(piece):
-            shared = _shared_texts(piece, self.shared)
-            if shared is not None:
-                self.pieces.append(shared)
-                self.size += len(piece)
-                if len(self.shared) > max(SHARED_TEXTS_MIN, self.size // 2):
-                    self.shared = None  # mostly distinct values: sharing saves nothing
-                return
+    def append(self, piece: Any) -> None:
+        if self.table is not None and isinstance(piece, CodedColumn) and piece.values is not None:
+            table, uniques = self.table, self.uniques
+            self.fresh |= piece.fresh
+            remap = np.empty(len(piece.values), dtype=np.int32)
+            for i, v in enumerate(piece.values.tolist()):
+                k = _value_key(v)
+                code = table.get(k)
+                if code is None:
+                    code = table[k] = len(uniques)
+                    uniques.append(v)
+                remap[i] = code
+            self.pieces.append(remap[piece.codes])
+            self.coded.append(True)
+            self.size += len(piece)
+            if len(table) > max(SHARED_TEXTS_MIN, self.size // 2):
+                self.table = None  # mostly distinct values: codes save nothing
+            return
         self.pieces.append(piece.copy() if piece.base is not None else piece)
+        self.coded.append(False)
         self.size += len(piece)
 
-    def array(self) -> np.ndarray:
+    def array(self) -> Any:
         pieces, self.pieces = self.pieces, []
-        numeric = [p.dtype.kind in "biuf" for p in pieces]
+        coded, self.coded = self.coded, []
+        if pieces and all(coded):
+            return CodedColumn(_narrow_codes(np.concatenate(pieces) if len(pieces) > 1 else pieces[0],
+                                             len(self.uniques)), _object_column(self.uniques), self.fresh)
+        values = CodedColumn(np.zeros(0, np.int32), _object_column(self.uniques), self.fresh) if any(coded) else None
+        numeric = [not c and p.dtype.kind in "biuf" for p, c in zip(pieces, coded)]
         j = numeric.index(False) if not all(numeric) else len(pieces)
         head = np.result_type(*(p.dtype for p in pieces[:j])) if j else None
         dtype = head if j == len(pieces) else np.dtype(object)
@@ -1267,7 +1531,11 @@ class _Column:
         at = 0
         for i, p in enumerate(pieces):
             pieces[i] = None  # type: ignore[call-overload]  # each piece goes once copied
-            if i < j and p.dtype != head:
+            if coded[i]:
+                p = CodedColumn(p, values.values, values.fresh).array()  # type: ignore[union-attr]
+            elif isinstance(p, CodedColumn):
+                p = p.array()
+            elif i < j and p.dtype != head:
                 p = p.astype(head)
             out[at:at + len(p)] = p
             at += len(p)
@@ -1275,24 +1543,23 @@ class _Column:
 
 
 SHARED_TEXTS_MIN = 4096
-"""Distinct texts a streamed key or detail column keeps shared before it checks whether its
-values are mostly distinct (more distinct values than half its rows: it stops sharing)."""
+"""Distinct values a streamed key or detail column keeps coded before it checks whether its
+values are mostly distinct (more distinct values than half its rows: it stops coding)."""
 
 
-def _shared_texts(piece: np.ndarray, seen: dict[str, str]) -> np.ndarray | None:
-    """``piece`` (an object column of strings and ``None``) with equal strings as one object
-    each, the objects of earlier pieces (``seen``) reused; ``None`` for a piece holding
-    anything else (left as it is). Parsed JSON has a fresh string per value, and a streamed
-    key column (a slice, the gold node) keeps each alive: a million ``"lookup"`` are 55 MB as
-    their own strings, nothing as one. Equal strings are interchangeable, so every output is
-    unchanged."""
-    values = piece.tolist()
-    if not set(map(type, values)) <= _TEXT_TYPES:
-        return None
-    return np.fromiter(map(seen.setdefault, values, values), dtype=object, count=len(values))
-
-
-_TEXT_TYPES = {str, type(None)}
+def _value_key(v: Any) -> Any:
+    """A dict key equal for two values exactly when either can stand for the other in every
+    output: a text or ``None`` itself; another value with its type (``1``, ``1.0`` and ``True``
+    differ), a float by its bits (``-0.0`` is not ``0.0``), an unhashable one by its ``repr``."""
+    if v is None or type(v) is str:
+        return v
+    if type(v) is float:
+        return (float, v.hex())
+    try:
+        hash(v)
+    except TypeError:  # a dict or list (built from JSON data): by its text, which shows types
+        return (type(v), repr(v))
+    return (type(v), v)
 
 
 class Concatenation:
@@ -1334,7 +1601,7 @@ class Concatenation:
         for g, (group, fill) in enumerate(((ev.stats, 0), (ev.keys, None), (ev.details, None))):
             cols = self.cols[g]
             self.names[g].append(list(group))
-            for name, col in group.items():
+            for name, col in _raw(group):
                 have = cols.get(name)
                 if have is None and not self.n:
                     cols[name] = _Column(col, share=g > 0)
@@ -1348,7 +1615,12 @@ class Concatenation:
                 if name not in group:
                     have.append(np.full(m, fill, dtype=float if fill == 0 else object))
         self.unscored.extend(ev.unscored)
-        self.metas.append(ev.meta)
+        if self.metas and type(self.family).keep_meta is not Family.keep_meta:
+            if len(self.metas) == 1:  # a second partition: the first one's is kept too
+                self.metas[0] = self.family.keep_meta(self.metas[0], [])
+            self.metas.append(self.family.keep_meta(ev.meta, self.metas))
+        else:
+            self.metas.append(ev.meta)
         self.n += m
 
     def result(self) -> Evaluation:
@@ -1361,7 +1633,8 @@ class Concatenation:
         assert self.record_ids is not None
         groups = [{name: self._joined(self.cols[g][name]) for name in _merged_names(self.names[g])}
                   for g in range(3)]
-        return _completed(Evaluation(family=self.family, record_ids=self._joined(self.record_ids), stats=groups[0],
+        record_ids = _shared_ids(self._joined(self.record_ids))
+        return _completed(Evaluation(family=self.family, record_ids=record_ids, stats=groups[0],
                                      keys=groups[1], details=groups[2], unscored=self.unscored,
                                      meta=self.family.merge_meta(self.metas)))
 
@@ -1373,6 +1646,24 @@ class Concatenation:
         out = col.array()
         trim_heap()
         return out
+
+
+_IDS: "weakref.WeakValueDictionary[tuple[Any, ...], np.ndarray]" = weakref.WeakValueDictionary()
+"""The record-id columns of streamed results alive now, by (rows, first id, last id)."""
+
+
+def _shared_ids(ids: np.ndarray) -> np.ndarray:
+    """``ids``, or an equal record-id column of another streamed result that is still alive
+    (the families of one stream each join the same ids in the same order: one array of
+    pointers, not one per evaluation). Record-id columns are never changed in place."""
+    if not len(ids) or ids.dtype != object or not set(map(type, ids.tolist())) <= {str}:
+        return ids  # texts only: equal texts stand for each other, 1 and 1.0 would not
+    key = (len(ids), ids[0], ids[-1])
+    have = _IDS.get(key)
+    if have is not None and np.array_equal(have, ids):
+        return have
+    _IDS[key] = ids
+    return ids
 
 
 def empty_evaluation(family: Family, **kw: Any) -> Evaluation:

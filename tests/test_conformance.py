@@ -620,5 +620,9 @@ def test_memo_counts_aliases_and_replacements_per_record(attack, derived, monkey
     assert (ev.meta["n_aliased"], ev.meta["replaced_ids"]) == (6, 3) and len(calls) == 4
     p = ev.details["problems"]
     assert p[0] == p[1] and p[0] is not p[1]
+    stored = ev.details.raw("problems")  # one dict per distinct pair, each row read as its own
+    assert len(stored.values) == 2 and stored.codes.tolist() == [0, 0, 1] and stored.codes.dtype.name == "uint8"
     assert p[0]["confusions"] == [{"field": "technique", "pred": "T1059", "gold": "T1003", "relation": "sibling"}]
+    p[0]["confusions"] = None
+    assert ev.details["problems"][0] == p[1] and ev.rows()[0]["problems"] is not ev.rows()[1]["problems"]
     assert ev.stats["conf_sibling"].tolist() == [1.0, 1.0, 1.0]

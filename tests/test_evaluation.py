@@ -197,6 +197,97 @@ def test_build_evaluation_stat_columns_as_float_of_each_value():
         assert ev.stats[s].tolist() == [float(r.get(s, 0.0)) for r in rows], s
 
 
+def test_whole_number_stats_are_stored_compactly_and_read_as_given():
+    """Counts and 0/1 flags are held in 1-4 byte integers and read back as the float64 columns
+    given; fractions, ``-0.0`` and values beyond 32 bits stay float64; bool stays bool."""
+    import pickle
+
+    from kg_rageval.evaluation import Columns, compact_stat
+
+    given = {"tp": [1.0, 0.0, 1.0], "n_pred": [300.0, 2.0, 70000.0], "n_gold": [-3.0, 0.0, 5.0]}
+    ev = Evaluation(PR(), ["a", "b", "c"], given)
+    stored = {k: ev.stats.raw(k).dtype for k in ev.stats}
+    assert stored == {"tp": np.uint8, "n_pred": np.uint32, "n_gold": np.int8}
+    assert ev.stats.nbytes == 3 * (1 + 4 + 1)
+    for k, v in given.items():
+        assert ev.stats[k].dtype == np.float64 and ev.stats[k].tolist() == v
+        assert dict(ev.stats.items())[k].tolist() == v
+    assert ev.totals() == {"tp": 2.0, "n_pred": 70302.0, "n_gold": 2.0}
+    assert ev.rows()[2] == {"record_id": "c", "tp": 1.0, "n_pred": 70000.0, "n_gold": 5.0}
+    assert all(type(ev.rows()[0][k]) is float for k in given)
+    for col, dtype in (([0.5, 1.0], np.float64), ([-0.0, 1.0], np.float64), ([0.0, 2.0 ** 32], np.float64),
+                       ([-1.0, -0.0], np.float64), ([0.0, 65535.0], np.uint16), ([-40000.0, 1.0], np.int32)):
+        arr = np.asarray(col)
+        small = compact_stat(arr)
+        assert small.dtype == dtype, col
+        assert np.array_equal(small.astype(float), arr) and np.signbit(small.astype(float)).tolist() == np.signbit(arr).tolist()
+    flags = Evaluation(PR(), ["a", "b"], {"tp": np.array([True, False]), "n_pred": [1, 1], "n_gold": [1, 1]})
+    assert flags.stats["tp"].dtype == bool
+    # masks, concatenation (with float pieces), row selection and pickling keep the values
+    sub = ev.subset(np.array([True, False, True]))
+    assert sub.stats.raw("tp").dtype == np.uint8 and sub.stats["n_pred"].tolist() == [300.0, 70000.0]
+    frac = Evaluation(PR(), ["d"], {"tp": [0.5], "n_pred": [1.0], "n_gold": [1.0]})
+    both = ev.merge(frac)
+    assert both.stats["tp"].tolist() == [1.0, 0.0, 1.0, 0.5] and both.stats.raw("tp").dtype == np.float64
+    assert both.stats.raw("n_pred").dtype == np.uint32 and both.stats["n_pred"].tolist()[-1] == 1.0
+    back = pickle.loads(pickle.dumps(ev))
+    assert isinstance(back.stats, Columns) and back.stats.raw("n_gold").dtype == np.int8
+    assert back.rows() == ev.rows()
+    col = ev.stats["tp"]
+    col[0] = 9.0  # a read is a copy: the stored column is unchanged
+    assert ev.stats["tp"].tolist() == [1.0, 0.0, 1.0]
+
+
+def test_object_key_and_detail_columns_are_coded_and_read_as_given():
+    """Few distinct scalars are stored as codes into one object each, a column of one number
+    type as its NumPy array; every read gives the values of the same type and sign (1, 1.0 and
+    True, 0.0 and -0.0 stay apart), rows and JSON unchanged; lists and mostly distinct texts
+    are left as they are."""
+    import pickle
+
+    from kg_rageval.evaluation import CodedColumn, compact_object
+
+    n = 16
+    given = {
+        "slice:intent": ["lookup", None, "lookup", "compare"] * 4,
+        "mixed": [1, 1.0, True, "1", None, 0.0, -0.0, 1] * 2,
+        "wup": [0.25, 0.5, 0.25, 0.25, 0.5, 0.25, -0.0, 0.0] * 2,
+        "conf": [0.1 * i for i in range(n)],
+        "offset": [10 ** 6 + i % 2 for i in range(n)],
+        "big": [2 ** 70] + [1] * (n - 1),
+        "lists": [["a"], ["a"], None, ["b"]] * 4,
+        "ids": [f"x{i}" for i in range(n)],
+    }
+    cols = {k: np.array(v, dtype=object) for k, v in given.items()}
+    stored = {k: compact_object(c) for k, c in cols.items()}
+    kinds = {k: (type(v).__name__, None if not isinstance(v, CodedColumn) else
+                 (v.codes.dtype.name, None if v.values is None else len(v.values))) for k, v in stored.items()}
+    assert kinds == {"slice:intent": ("CodedColumn", ("uint8", 3)), "mixed": ("CodedColumn", ("uint8", 7)),
+                     "wup": ("CodedColumn", ("uint8", 4)), "conf": ("CodedColumn", ("float64", None)),
+                     "offset": ("CodedColumn", ("uint8", 2)), "big": ("ndarray", None),
+                     "lists": ("ndarray", None), "ids": ("ndarray", None)}
+    for k, v in stored.items():
+        back = v.array() if isinstance(v, CodedColumn) else v
+        assert back.dtype == object and [(type(x), repr(x)) for x in back.tolist()] == \
+            [(type(x), repr(x)) for x in given[k]], k
+    ev = Evaluation(PR(), [f"r{i}" for i in range(n)], {"tp": [1] * n, "n_pred": [1] * n, "n_gold": [1] * n},
+                    keys={"slice:intent": cols["slice:intent"]},
+                    details={k: v for k, v in cols.items() if k != "slice:intent"})
+    assert isinstance(ev.keys.raw("slice:intent"), CodedColumn)
+    assert ev.details["mixed"].tolist() == given["mixed"]
+    assert [type(x) for x in ev.details["mixed"].tolist()] == [int, float, bool, str, type(None), float, float, int] * 2
+    rows = ev.to_dict()["rows"]
+    assert json.dumps([r["mixed"] for r in rows[:8]]) == '[1, 1.0, true, "1", null, 0.0, -0.0, 1]'
+    assert [r["wup"] for r in rows] == given["wup"] and json.dumps(rows[6]["wup"]) == "-0.0"
+    assert ev.breakdown("slice:intent")["lookup"]["n"] == 8
+    sub = ev.subset(np.arange(n) % 2 == 0)
+    assert isinstance(sub.details.raw("offset"), CodedColumn) and sub.details["offset"].tolist() == [10 ** 6] * 8
+    assert ev.merge(sub).details["wup"].tolist() == given["wup"] + given["wup"][::2]
+    back = pickle.loads(pickle.dumps(ev))
+    assert back.rows() == ev.rows() and isinstance(back.keys.raw("slice:intent"), CodedColumn)
+    assert ev.details.raw("offset")[1] == 10 ** 6 + 1 and ev.details.raw("conf")[2] == 0.1 * 2
+
+
 # ---------------------------------------------------------------------- breakdown
 def test_breakdown_by_slice_with_none_and_the_string_none():
     bd = toy().breakdown("slice:intent")

@@ -99,7 +99,8 @@ def test_linking_columns_share_objects_and_equal_the_plain_values(tmp_path):
     assert len(mt) == 12 and all(v is mt[0] for v in mt)
     gs, ps = ev.details["gold_start"].tolist(), ev.details["pred_start"].tolist()
     assert gs[:3] == [1000, 1020, None] and ps[:3] == [1000, 1020, 1500]
-    assert gs[0] is ps[0] and gs[0] is gs[3]  # one int object per distinct offset
+    assert gs[0] is gs[3] and ps[0] is ps[3]  # one int object per distinct offset
+    assert ev.details.raw("gold_start").codes.dtype == np.uint8  # stored as codes into them
     scores = score_linking(o, recs[:5]).details["pred_score"].tolist()
     assert scores[:3] == [0.75, 0.75, 0.125] and scores[0] is scores[1]
     scores = ev.details["pred_score"].tolist()  # with a -0.0: not shared, each value as read

@@ -414,7 +414,9 @@ def test_trail_turtle_is_identical_chunked_and_whole(tmp_path):
     from rdflib.compare import isomorphic
 
     from kg_rageval.provenance import export_prov, read_corpus
+    from kg_rageval.provenance.trail_parts import SpooledTrail
     from kg_rageval.records import read_records
+    from kg_rageval.spool import write_text
 
     docs = [{"id": f"d{k}", **({"source_id": f"src-{k}"} if k % 3 else {"source_id": "ab" * 16})} for k in range(9)]
     corpus = _write(tmp_path, docs, "corpus.jsonl")
@@ -439,8 +441,12 @@ def test_trail_turtle_is_identical_chunked_and_whole(tmp_path):
         got = bound(path, chunk_size=size)
         _assert_same(got, whole)
         out = tmp_path / f"prov{size}.ttl"
-        out.write_text(got["prov_trail"].meta["turtle"], encoding="utf-8")
-        assert out.read_bytes() == str(meta["turtle"]).encode()
+        turtle = got["prov_trail"].meta["turtle"]
+        # two or more chunks: the answer blocks wait in one temporary file, never held
+        assert isinstance(turtle, SpooledTrail) and len(turtle.head) < len(str(meta["turtle"])) // 2
+        write_text(turtle, out)
+        assert out.read_bytes() == str(meta["turtle"]).encode() == str(turtle).encode()
+        assert turtle == meta["turtle"] and meta["turtle"] == turtle
 
 
 def test_trail_text_pickles_with_its_parts():
@@ -456,6 +462,42 @@ def test_trail_text_pickles_with_its_parts():
     assert all(isinstance(b, TrailText) and b.parts == t.parts for b, t in zip(back, texts))
     whole = build_trail(recs)
     assert join_trails(back) == trail_text(whole, trail_violations(whole))
+
+
+def test_spooled_trails_join_into_one_segment_of_their_spool(tmp_path):
+    """Partitions' answer blocks (non-ASCII text among them) spooled one after the other join
+    into the head and one segment of the spool, equal to the held join and the one-call trail;
+    a spooled trail pickles as its text, and JSON gets the text; a held partition among spooled
+    ones joins in memory, the same text."""
+    import pickle
+
+    from kg_rageval.evaluation import _jsonable
+    from kg_rageval.provenance.trail import build_trail, trail_violations
+    from kg_rageval.provenance.trail_parts import SpooledTrail, TrailText, join_trails, spool_trail, trail_text
+    from kg_rageval.spool import Spool, write_text
+
+    recs = [{"id": f"a{i}", "answer": {"text": f"réponse {i} — ok", "citations": [f"d{i % 3}"]}} for i in range(9)]
+    parts = [recs[:2], recs[2:3], recs[3:7], recs[7:]]
+    texts = [trail_text(t, trail_violations(t)) for t in map(build_trail, parts)]
+    whole = build_trail(recs)
+    one = trail_text(whole, trail_violations(whole))
+    spool = Spool()
+    spooled = [spool_trail(t, spool) for t in texts]
+    assert all(isinstance(t, SpooledTrail) and t == h for t, h in zip(spooled, texts))
+    assert spool.size == sum(len(t[t.parts.answers_at - 1:].encode()) for t in texts)
+    joined = join_trails(spooled)
+    assert isinstance(joined, SpooledTrail) and (joined.start, joined.end) == (0, spool.size)
+    assert joined == one == join_trails(texts) and joined.parts == join_trails(texts).parts
+    back = pickle.loads(pickle.dumps(joined))
+    assert type(back) is TrailText and back == one and back.parts == joined.parts
+    assert _jsonable({"turtle": joined}, "meta") == {"turtle": str(one)}
+    mixed = join_trails([spooled[0], texts[1], spooled[2], spooled[3]])
+    assert type(mixed) is TrailText and mixed == one
+    out = tmp_path / "t.ttl"
+    write_text(joined, out)
+    assert out.read_bytes() == str(one).encode("utf-8")
+    empty = trail_text(build_trail([]), [])  # no answers: nothing to spool
+    assert spool_trail(empty, spool) is empty
 
 
 @pytest.mark.parametrize("recs,where", [
@@ -613,36 +655,66 @@ def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(famil
         assert capsys.readouterr().out == whole
 
 
+def test_streamed_results_share_equal_record_id_columns():
+    """Two families' streamed results with the same ids in the same order hold one record-id
+    array; different ids, or ids that are not all texts, get their own."""
+    from kg_rageval.evaluation import Concatenation, Family
+
+    class _Toy(Family):
+        name, stats = "toy_ids", ("n",)
+
+    def streamed(ids, cut=2):
+        acc = Concatenation()
+        for part in (ids[:cut], ids[cut:]):
+            acc.add(Evaluation(_Toy(), np.array(part, dtype=object), {"n": np.ones(len(part))}))
+        return acc.result()
+
+    ids = [f"q{i}" for i in range(5)]
+    a, b = streamed(ids), streamed(["".join(["q", str(i)]) for i in range(5)], cut=3)
+    assert a.record_ids is b.record_ids and a.record_ids.tolist() == ids
+    assert streamed(ids[:4] + ["x"]).record_ids is not a.record_ids
+    nums, mixed = streamed([1, 2, 3]), streamed([1.0, 2, 3])
+    assert nums.record_ids is not mixed.record_ids and type(mixed.record_ids[0]) is float
+
+
 def test_concatenation_shares_equal_texts_of_key_and_detail_columns():
-    """Streamed key and detail columns of strings keep one object per distinct text (parsed
-    JSON gives a fresh one per record); the values, and every output, are unchanged. A column
-    of other objects is left as it is, and a column of mostly distinct texts stops sharing."""
-    from kg_rageval.evaluation import SHARED_TEXTS_MIN, Concatenation, _Column
+    """Key and detail columns of few distinct texts are stored as codes into one object per
+    distinct text (parsed JSON gives a fresh one per record), in each chunk and in the
+    streamed concatenation; the values, and every output, are unchanged. A column of other
+    objects is left as it is, and a column of mostly distinct texts stops coding."""
+    from kg_rageval.evaluation import SHARED_TEXTS_MIN, CodedColumn, Concatenation, _Column
     from kg_rageval.hierarchy import score_hierarchy
 
     o = _vehicles()
     # "".join makes a fresh string object per record, as a JSON parser does
     recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:car"]},
              "slices": {"intent": "".join(["look", "up"]) if i % 2 else None}} for i in range(12)]
+    assert len({id(r["slices"]["intent"]) for r in recs if r["slices"]["intent"]}) == 6  # six fresh strings in
     parts = [score_hierarchy(o, recs[a:b], on_status="replace") for a, b in ((0, 5), (5, 12))]
-    col = [p.keys["slice:intent"] for p in parts]
-    assert len({id(v) for c in col for v in c if v is not None}) == 6  # six fresh strings in
+    assert all(isinstance(p.keys.raw("slice:intent"), CodedColumn) for p in parts)
+    assert [len({id(v) for v in p.keys["slice:intent"] if v is not None}) for p in parts] == [1, 1]
     acc = Concatenation()
     for p in parts:
         acc.add(p)
     got = acc.result()
+    stored = got.keys.raw("slice:intent")
+    assert isinstance(stored, CodedColumn) and stored.codes.dtype == np.uint8
+    assert stored.values.tolist() == [None, "lookup"]
     out = got.keys["slice:intent"]
-    assert out.tolist() == [None, "lookup"] * 6
+    assert out.dtype == object and out.tolist() == [None, "lookup"] * 6
     assert len({id(v) for v in out if v is not None}) == 1
     assert got.to_dict() == concat_evaluations(parts).to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
 
     lists = _Column(np.array([["a"], ["a"]] + [None], dtype=object)[:2], share=True)
-    lists.append(np.array([None, 1], dtype=object))  # not all texts: kept as it is
+    lists.append(np.array([None, 1], dtype=object))  # not coded: kept as it is
     joined = lists.array()
     assert joined.tolist() == [["a"], ["a"], None, 1] and joined[0] is not joined[1]
 
     n = SHARED_TEXTS_MIN * 3
-    distinct = _Column(np.array([f"t{i}" for i in range(n)], dtype=object), share=True)
-    assert distinct.shared is None  # more distinct texts than half the rows: no more sharing
+    texts = np.array([f"t{i}" for i in range(n)], dtype=object)
+    distinct = _Column(CodedColumn(np.arange(n), texts), share=True)
+    assert distinct.table is None  # more distinct values than half the rows: no more coding
+    distinct.append(CodedColumn(np.zeros(1, np.uint8), np.array(["t0"], object)))
     distinct.append(np.array(["t0"], dtype=object))
-    assert distinct.array()[-1] == "t0"
+    whole = distinct.array()
+    assert type(whole) is np.ndarray and whole.tolist() == texts.tolist() + ["t0", "t0"]

@@ -107,7 +107,9 @@ positions and scores (``*_start``, ``*_end``, ``*_score``) are left out."""
 
 def _reason(ev: Any, rows: np.ndarray) -> str:
     parts: list[str] = []
-    cols = {**{n: ev.keys[n] for n in REASON_FIRST if n in ev.keys}, **ev.details}  # linking's outcome is a key
+    # the stored columns (a coded column's rows are read without building the whole column);
+    # linking's outcome is a key
+    cols = {**{n: ev.keys.raw(n) for n in REASON_FIRST if n in ev.keys}, **dict(ev.details.raw_items())}
     names = [n for n in REASON_FIRST if n in cols] + [
         n for n in cols if n not in REASON_FIRST and not n.endswith(("_start", "_end", "_score"))]
     for name in names:

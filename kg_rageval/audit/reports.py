@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from ..errors import InputError
+from ..spool import SpooledText, write_text
 from .manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,11 +78,13 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def prov_trail_turtle(result: "AuditResult") -> str | None:
-    """The PROV-O trail (Turtle) the provenance family built for the audited run, if any."""
+def prov_trail_turtle(result: "AuditResult") -> "str | SpooledText | None":
+    """The PROV-O trail (Turtle) the provenance family built for the audited run, if any: a
+    ``str``, or the :class:`~kg_rageval.spool.SpooledText` of a streamed audit (write it with
+    :func:`kg_rageval.spool.write_text`)."""
     run = result.families.get("provenance")
     for ev in run.evaluations if run is not None else []:
-        if ev.family.name == "prov_trail" and isinstance(ev.meta.get("turtle"), str):
+        if ev.family.name == "prov_trail" and isinstance(ev.meta.get("turtle"), (str, SpooledText)):
             return ev.meta["turtle"]
     return None
 
@@ -116,7 +119,7 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
             trail = prov_trail_turtle(result)
             if trail is not None:
                 tp = run / PROV
-                tp.write_text(trail, encoding="utf-8")
+                write_text(trail, tp)
                 _fsync(tp)
                 hashes[PROV] = sha256_file(tp)
             mp = run / MANIFEST

@@ -41,9 +41,9 @@ def command(ontology_path, ontology_format, data_path, prov_out, chunk_size, row
     if prov_out:
         trail = evals.get("prov_trail")
         if trail is not None:  # built and validated by the family already (trail: true)
-            from pathlib import Path
+            from ..spool import write_text
 
-            Path(prov_out).write_text(trail.meta["turtle"], encoding="utf-8")
+            write_text(trail.meta["turtle"], prov_out)
             result, triples = trail.meta, trail.meta["triples"]
         else:  # --no-trail: the rdflib graph and pySHACL, on every record at once
             from ..records import read_records

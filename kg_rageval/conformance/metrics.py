@@ -71,7 +71,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import ConfigError
-from ..evaluation import Evaluation, Family, Metric, _object_column, named, ratio
+from ..evaluation import CodedColumn, Evaluation, Family, Metric, _narrow_codes, _object_column, named, ratio
 from ..ontology import IdOptions, IdResolver
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
 from ..records import located, slice_text
@@ -873,8 +873,8 @@ def score_conformance(
         **({"replaced_ids": scorer.n_replaced} if scorer.n_replaced else {}),
         "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
     }
-    problem_col = _object_column([None if p is None else dict(p)  # each row its own dict
-                                  for p in map(problems.__getitem__, pairs)])
+    # one dict per distinct pair, read as each row's own dict
+    problem_col = CodedColumn(_narrow_codes(codes, len(problems)), _object_column(problems), fresh=True)
     return Evaluation(
         FAMILY,
         _object_column(rids),

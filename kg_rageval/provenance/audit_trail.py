@@ -74,15 +74,28 @@ class ProvTrailFamily(Family):
         return {"prov_traceable_rate": ratio("prov_traceable_rate", s["traceable"], s["answers"],
                                              missing="no answers in the trail")}
 
+    def keep_meta(self, meta: dict[str, Any], held: list[dict[str, Any]]) -> dict[str, Any]:
+        """``meta`` with the trail's answer blocks spooled
+        (:func:`~kg_rageval.provenance.trail_parts.spool_trail`), after the earlier
+        partitions' in their spool: a concatenation holds the heads only, and the joined
+        trail is one segment of the spool."""
+        from .trail_parts import SpooledTrail, spool_trail
+
+        spool = next((t.spool for t in (m.get("turtle") for m in reversed(held)) if isinstance(t, SpooledTrail)),
+                     None)
+        text = meta.get("turtle")
+        kept = spool_trail(text, spool)
+        return meta if kept is text else {**meta, "turtle": kept}
+
     def merge_meta(self, metas: list[dict[str, Any]]) -> dict[str, Any]:
         """The trail of all partitions (:func:`~kg_rageval.provenance.trail_parts.join_trails`):
         its Turtle, triples, violations and messages, as one call on all the records gives
         them. Metas without the parts (written by hand, read back from JSON) merge as any."""
-        from .trail_parts import TrailText, join_trails, trail_meta
+        from .trail_parts import SpooledTrail, TrailText, join_trails, trail_meta
 
         meta = super().merge_meta(metas)
         texts = [m.get("turtle") for m in metas]
-        if all(isinstance(t, TrailText) and t.parts is not None for t in texts):
+        if all(isinstance(t, (TrailText, SpooledTrail)) and t.parts is not None for t in texts):
             try:
                 meta.update(trail_meta(join_trails(texts)))  # type: ignore[arg-type]
             except ValueError:  # different runs: nothing to join

@@ -20,6 +20,13 @@ that two partitions both have would be one merged node in a single call.
 
 :class:`TrailText` is the text (a ``str``, so ``meta["turtle"]`` is written and compared as
 text) carrying its :class:`TrailParts`; :func:`join_trails` joins them.
+
+A streamed audit does not hold the answer blocks: as each partition's trail comes in,
+:func:`spool_trail` appends its answer blocks to one temporary file
+(:class:`~kg_rageval.spool.Spool`) and keeps a :class:`SpooledTrail` (its head in memory, its
+answers a segment of the file). The partitions' segments follow one another in the file, so
+their join is the joined head and one segment, written once into ``prov.ttl``
+(:func:`~kg_rageval.spool.write_text`): the Turtle is never held, not even once.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..spool import Spool, SpooledText
 from .trail import HEAD, PROV, Preds, Trail, _block, answer_blocks, subject_blocks
 
 USED = PROV + "used"
@@ -84,6 +92,33 @@ class TrailText(str):
         return obj
 
 
+class SpooledTrail(SpooledText):
+    """A trail's Turtle text (:class:`TrailText`'s) as its head up to the answer blocks, held,
+    and the answer blocks (each partition's preceded by a newline), spooled; with its
+    :class:`TrailParts`. It pickles as the :class:`TrailText` it equals."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, head: str, spool: Spool, start: int, end: int, parts: TrailParts):
+        super().__init__(head, spool, start, end)
+        self.parts = parts
+
+    def __reduce__(self):
+        return (TrailText, (self.text(), self.parts))
+
+
+def spool_trail(text: Any, spool: Spool | None) -> Any:
+    """``text`` with its answer blocks appended to ``spool`` (a new one when ``None``) as a
+    :class:`SpooledTrail` equal to it; ``text`` itself when it is not a :class:`TrailText`
+    with parts and answers (nothing to spool)."""
+    p = text.parts if isinstance(text, TrailText) else None
+    if p is None or p.answers_at >= len(text):
+        return text
+    spool = spool if spool is not None else Spool()
+    start, end = spool.append(text[p.answers_at - 1:])
+    return SpooledTrail(text[:p.answers_at - 1], spool, start, end, p)
+
+
 def trail_text(trail: Trail, found: Sequence[tuple[str, str, str]]) -> TrailText:
     """The Turtle of ``trail`` (:func:`~kg_rageval.provenance.trail.trail_turtle`'s text)
     with its parts; ``found``: its violations
@@ -113,9 +148,12 @@ def trail_text(trail: Trail, found: Sequence[tuple[str, str, str]]) -> TrailText
     return TrailText(text, parts)
 
 
-def join_trails(texts: Sequence[TrailText]) -> TrailText:
+def join_trails(texts: Sequence[TrailText | SpooledTrail]) -> TrailText | SpooledTrail:
     """The trail of consecutive partitions of one run's records (see the module docstring)
-    from theirs, in order. ``ValueError`` when a text has no parts or the runs differ."""
+    from theirs, in order. ``ValueError`` when a text has no parts or the runs differ.
+    Spooled partitions that follow one another in one spool join into a
+    :class:`SpooledTrail` of that spool (nothing read); any other mix into a
+    :class:`TrailText`."""
     parts = [t.parts for t in texts]
     if not parts or any(p is None for p in parts):
         raise ValueError("a trail text without its parts cannot be joined")
@@ -134,18 +172,23 @@ def join_trails(texts: Sequence[TrailText]) -> TrailText:
     docs = [s for s in subjects if s.startswith(first.doc_prefix)]
     run_preds: Preds = {**first.run_preds, USED: dict.fromkeys(docs)} if docs else first.run_preds
     head = HEAD + "\n".join([_block(first.run, run_preds), *(b for b, _, _ in subjects.values())])
-    sections = [t[p.answers_at:] for t, p in zip(texts, parts) if p is not None and p.answers_at < len(t)]
-    text = head + "".join("\n" + s for s in sections)
+    with_answers = [t for t in texts if isinstance(t, SpooledTrail) or t.parts.answers_at < len(t)]  # type: ignore[union-attr]
     joined = TrailParts(
         run=first.run, run_preds=first.run_preds, run_triples=first.run_triples, run_messages=first.run_messages,
-        subjects=subjects, doc_prefix=first.doc_prefix, answers_at=len(head) + 1 if sections else len(text),
+        subjects=subjects, doc_prefix=first.doc_prefix, answers_at=len(head) + 1 if with_answers else len(head),
         answer_triples=sum(p.answer_triples for p in parts if p is not None),
         answer_violations=sum(p.answer_violations for p in parts if p is not None),
         answer_messages=sorted(m for p in parts if p is not None for m in p.answer_messages)[:MESSAGES])
-    return TrailText(text, joined)
+    spooled = [t for t in with_answers if isinstance(t, SpooledTrail)]
+    if spooled and len(spooled) == len(with_answers) and all(
+            a.spool is b.spool and a.end == b.start for a, b in zip(spooled, spooled[1:])):
+        return SpooledTrail(head, spooled[0].spool, spooled[0].start, spooled[-1].end, joined)
+    sections = [t.spool.read(t.start, t.end).decode("utf-8") if isinstance(t, SpooledTrail)
+                else "\n" + t[t.parts.answers_at:] for t in with_answers]  # type: ignore[union-attr]
+    return TrailText(head + "".join(sections), joined)
 
 
-def trail_meta(text: TrailText) -> dict[str, Any]:
+def trail_meta(text: TrailText | SpooledTrail) -> dict[str, Any]:
     """The prov_trail family's ``meta`` of a trail text: ``turtle``, ``triples``,
     ``conforms``, ``violations``, ``messages``."""
     p = text.parts
