@@ -40,6 +40,7 @@ class FakeServer:
                     action = server.script.pop(0) if server.script else ("content", None)
                     server.active += 1
                     server.max_active = max(server.max_active, server.active)
+                self._counted = True
                 try:
                     if self.path != "/v1/chat/completions":
                         self._send(404, {"error": "not found"})
@@ -70,11 +71,19 @@ class FakeServer:
                                                "completion_tokens": server.completion_tokens,
                                                "total_tokens": server.prompt_tokens + server.completion_tokens}})
                 finally:
+                    self._uncount()
+
+            def _uncount(self) -> None:
+                # A request stops being active before its response is written: the client may
+                # send its next request as soon as it reads this one, before this thread returns.
+                if getattr(self, "_counted", False):
+                    self._counted = False
                     with server.lock:
                         server.active -= 1
 
             def _send(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(obj).encode()
+                self._uncount()
                 try:
                     self.send_response(code)
                     self.send_header("Content-Type", "application/json")
