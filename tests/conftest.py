@@ -167,3 +167,20 @@ def generated_attack(tmp_path_factory):
     onto_path = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"
     generate(load_ontology(onto_path), GENERATED_ATTACK_RECORDS, 0, out)
     return out, onto_path
+
+
+@pytest.fixture()
+def family_calls(monkeypatch):
+    """Counts the family calls of every bound scorer made in this process (``n["calls"]``;
+    a Dask worker's calls are not counted)."""
+    from kg_rageval.contract import BoundScorer
+
+    n = {"calls": 0}
+    orig = BoundScorer._call
+
+    def counted(self, records, ontology):
+        n["calls"] += 1
+        return orig(self, records, ontology)
+
+    monkeypatch.setattr(BoundScorer, "_call", counted)
+    return n

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from kg_rageval.audit.config import config_from_mapping, load_config
-from kg_rageval.contract import BoundScorer
 
 from test_audit_stream import (STREAMABLE, _audit, _files, _report, _vehicle_records, _vehicles_config,
                                _write)
@@ -23,20 +22,6 @@ pytestmark = pytest.mark.slow  # a LocalCluster of two worker processes
 @pytest.fixture()
 def client(dask_client):
     return dask_client  # the session's LocalCluster (tests/conftest.py)
-
-
-@pytest.fixture()
-def local_calls(monkeypatch):
-    """Counts the family calls made in this process (not on the workers)."""
-    n = {"calls": 0}
-    orig = BoundScorer._call
-
-    def call(self, records, ontology):
-        n["calls"] += 1
-        return orig(self, records, ontology)
-
-    monkeypatch.setattr(BoundScorer, "_call", call)
-    return n
 
 
 def _on(client, config, size, out: Path):
@@ -69,33 +54,33 @@ def _demo_config(demo: Path):
     return cfg
 
 
-def test_demo_audit_on_cluster_equals_in_process(client, demo, tmp_path, local_calls):
+def test_demo_audit_on_cluster_equals_in_process(client, demo, tmp_path, family_calls):
     for size in (7, 64):
-        local_calls["calls"] = 0
+        family_calls["calls"] = 0
         _audit(_demo_config(demo), size, tmp_path / f"l{size}")
-        ref, files, in_process = _report(tmp_path / f"l{size}"), _files(tmp_path / f"l{size}"), local_calls["calls"]
+        ref, files, in_process = _report(tmp_path / f"l{size}"), _files(tmp_path / f"l{size}"), family_calls["calls"]
         assert ref["summary"]["records"] == 396
-        local_calls["calls"] = 0
+        family_calls["calls"] = 0
         res = _on(client, _demo_config(demo), size, tmp_path / f"d{size}")
         assert res.chunk_size == size
         assert _report(tmp_path / f"d{size}") == ref, size
         assert _files(tmp_path / f"d{size}") == files, size
         # the baseline audit is held (one call per family here); the chunks went to the workers,
         # but the few that join a chunk without evidence
-        assert 3 <= local_calls["calls"] <= in_process // 4, (size, in_process, local_calls)
+        assert 3 <= family_calls["calls"] <= in_process // 4, (size, in_process, family_calls)
 
 
-def test_worker_errors_are_scored_in_process(client, demo, tmp_path, local_calls, monkeypatch):
+def test_worker_errors_are_scored_in_process(client, demo, tmp_path, family_calls, monkeypatch):
     """Every worker call "raises" (returns nothing): each chunk is scored here instead, the same
     report."""
     from kg_rageval.contract import scorer
 
     _audit(_demo_config(demo), 50, tmp_path / "local")
     monkeypatch.setattr(scorer, "_score_chunk", lambda bound, ontology, records: None)
-    local_calls["calls"] = 0
+    family_calls["calls"] = 0
     _on(client, _demo_config(demo), 50, tmp_path / "failed")
     assert _report(tmp_path / "failed") == _report(tmp_path / "local")
-    assert local_calls["calls"] >= 3 * (396 // 50)
+    assert family_calls["calls"] >= 3 * (396 // 50)
 
 
 @pytest.fixture(scope="module")
@@ -114,19 +99,19 @@ def attack(generated_attack):
     return out, mapping
 
 
-def test_generated_audit_on_cluster_equals_in_process(client, attack, tmp_path, local_calls):
+def test_generated_audit_on_cluster_equals_in_process(client, attack, tmp_path, family_calls):
     out, mapping = attack
     _audit(config_from_mapping(mapping, base_dir=out), 300, tmp_path / "local")
     ref = _report(tmp_path / "local")
     assert ref["summary"]["records"] == 2000
-    local_calls["calls"] = 0
+    family_calls["calls"] = 0
     res = _on(client, config_from_mapping(mapping, base_dir=out), 300, tmp_path / "dask")
-    assert res.chunk_size == 300 and local_calls["calls"] == 0  # every call on the workers
+    assert res.chunk_size == 300 and family_calls["calls"] == 0  # every call on the workers
     assert _report(tmp_path / "dask") == ref
     assert _files(tmp_path / "dask") == _files(tmp_path / "local")
 
 
-def test_chunks_without_the_section_or_evidence(client, tmp_path, local_calls):
+def test_chunks_without_the_section_or_evidence(client, tmp_path, family_calls):
     """The first 25 records have no labels (those chunks are not submitted and join the first
     one with the section, scored here); relations has no section anywhere."""
     _write(tmp_path / "records.jsonl", _vehicle_records(60, labels_from=25))
@@ -135,10 +120,10 @@ def test_chunks_without_the_section_or_evidence(client, tmp_path, local_calls):
     ref = _report(tmp_path / "held")
     assert ref["families"]["relations"]["status"] == "no_evidence"
     for size in (4, 30):
-        local_calls["calls"] = 0
+        family_calls["calls"] = 0
         _on(client, config_from_mapping(mapping, base_dir=tmp_path), size, tmp_path / f"s{size}")
         assert _report(tmp_path / f"s{size}") == ref, size
-        assert local_calls["calls"] == (1 if 25 // size else 0), size  # the joined batch only
+        assert family_calls["calls"] == (1 if 25 // size else 0), size  # the joined batch only
 
 
 def test_cli_dask_options(client, tmp_path, cli):

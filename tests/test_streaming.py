@@ -13,7 +13,7 @@ import pytest
 
 from family_demo import add_relation_questions, family_inputs
 from kg_rageval.cli.main import main
-from kg_rageval.contract import REGISTRY, BoundScorer, get_scorer
+from kg_rageval.contract import REGISTRY, get_scorer
 from kg_rageval.errors import InputError, KgRagevalError, MissingEvidence
 from kg_rageval.evaluation import Evaluation, EvaluationSet, concat_evaluations
 
@@ -63,22 +63,8 @@ def _assert_same(a: EvaluationSet, b: EvaluationSet) -> None:
     assert _json(a) == _json(b)
 
 
-@pytest.fixture()
-def calls(monkeypatch):
-    """Counts the family calls of every bound scorer."""
-    n = {"calls": 0}
-    orig = BoundScorer._call
-
-    def counted(self, records, ontology):
-        n["calls"] += 1
-        return orig(self, records, ontology)
-
-    monkeypatch.setattr(BoundScorer, "_call", counted)
-    return n
-
-
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_chunked_equals_whole_for_every_family(name, demo, calls):
+def test_chunked_equals_whole_for_every_family(name, demo, family_calls):
     bound = get_scorer(name).bind(demo["ontology"], **family_inputs(name, demo))
     try:
         whole = bound.score_whole(demo["path"])
@@ -89,12 +75,12 @@ def test_chunked_equals_whole_for_every_family(name, demo, calls):
         return
     n_records = sum(1 for _ in open(demo["path"]))
     for size in (3, 7, 64):
-        calls["calls"] = 0
+        family_calls["calls"] = 0
         _assert_same(bound(demo["path"], chunk_size=size), whole)
         if get_scorer(name).streamable:  # it really streamed
-            assert calls["calls"] >= -(-n_records // size), (name, size)
+            assert family_calls["calls"] >= -(-n_records // size), (name, size)
         else:
-            assert calls["calls"] == 1
+            assert family_calls["calls"] == 1
 
 
 def test_streamable_families_are_declared():
@@ -357,7 +343,7 @@ def _provenance_runs(demo, tmp_path: Path) -> dict:
     return {"repeats": [str(p) for p in paths], "manifests": [str(m) for m in mans]}
 
 
-def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, calls):
+def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, family_calls):
     """Chunked == whole with every per-run member: reproducibility rows repeat by repeat and
     its extra_in_repeat, one copy of the manifest rows, the trail's Turtle (byte for byte),
     triples, violations and messages; the repeat files are read once, when bound."""
@@ -376,9 +362,9 @@ def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, calls):
     assert isinstance(trail["turtle"], TrailText) and trail["triples"] > 5 * len(rep.unscored)
     n_records = sum(1 for _ in open(demo["path"]))
     for size in (1, 3, 7, 64):
-        calls["calls"] = 0
+        family_calls["calls"] = 0
         got = bound(demo["path"], chunk_size=size)
-        assert calls["calls"] == -(-n_records // size)
+        assert family_calls["calls"] == -(-n_records // size)
         _assert_same(got, whole)
         t = got["prov_trail"].meta
         assert str(t["turtle"]) == str(trail["turtle"])  # the bytes prov.ttl gets

@@ -59,25 +59,26 @@ def answer_text(record: Record) -> str | None:
     return t
 
 
-def flag(record: Record, sec: str, name: str) -> bool | None:
+def _field(record: Record, sec: str, name: str) -> Any:
+    """``record[sec][name]``, or ``None`` when the section or the field is absent (a section
+    that is not an object raises, naming it)."""
     s = record.get(sec)
     if s is None:
         return None
     if type(s) is not dict:
         s = section(record, sec)  # raises unless a dict subclass
-    v = s.get(name)  # type: ignore[union-attr]
+    return s.get(name)  # type: ignore[union-attr]
+
+
+def flag(record: Record, sec: str, name: str) -> bool | None:
+    v = _field(record, sec, name)
     if v is None or v is True or v is False:  # bool has no subclasses
         return v
     raise record_error(record, f"{sec}.{name}", f"expected true or false, found {v!r}")
 
 
 def id_list(record: Record, sec: str, name: str) -> list[str] | None:
-    s = record.get(sec)
-    if s is None:
-        return None
-    if type(s) is not dict:
-        s = section(record, sec)  # raises unless a dict subclass
-    v = s.get(name)  # type: ignore[union-attr]
+    v = _field(record, sec, name)
     if v is None:
         return None
     if type(v) is not list or not all(type(x) is str for x in v):
