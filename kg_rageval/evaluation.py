@@ -1377,14 +1377,17 @@ class _RecordColumns:
     ``n`` records, the stats ``names``; a subclass sums a column (``_sum``), the rows of some
     records (``rows_at``) and one resample (``resampled``). With ``keep``, a column is kept
     once summed (a view the audit's stages share); otherwise it is summed each time it is read
-    (a view for one computation: the projections built from it are the only copy)."""
+    (a view for one computation: the projections built from it are the only copy). A kept
+    column goes to the ``store`` when there is one (the temporary file of a spilled
+    evaluation's columns) and is read back from it, bit for bit."""
 
     names: list[str]
     n: int
 
-    def __init__(self, keep: bool = False) -> None:
+    def __init__(self, keep: bool = False, store: ColumnStore | None = None) -> None:
         self.keep = keep
-        self._cols: dict[str, np.ndarray] = {}
+        self.store = store
+        self._cols: dict[str, Any] = {}
         self._probes: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -1410,13 +1413,14 @@ class _RecordColumns:
         if col is None:
             col = self._sum(name)
             if self.keep:
-                self._cols[name] = col
-        return col
+                self._cols[name] = col if self.store is None else self.store.put(col)
+            return col
+        return _resident(col)
 
     def _peek(self, name: str) -> np.ndarray:
         """The column, kept if it was, else summed and not kept."""
         col = self._cols.get(name)
-        return self._sum(name) if col is None else col
+        return self._sum(name) if col is None else _resident(col)
 
     def matrix(self) -> np.ndarray:
         """Every stat's per-record sums stacked (records × stats), not kept: for a metric
@@ -1460,7 +1464,7 @@ class RecordStats(_RecordColumns):
     ``first`` each record to its first row."""
 
     def __init__(self, ev: Evaluation, rows: np.ndarray | None = None, *, keep: bool = False):
-        super().__init__(keep)
+        super().__init__(keep, ev.stats.store if isinstance(ev.stats, Columns) else None)
         self.ev = ev
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         self.names = list(ev.stats)
