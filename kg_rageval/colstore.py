@@ -37,7 +37,7 @@ the disk, a larger one holds at most this many rows of each evaluation's columns
 
 
 def _bytes(arr: np.ndarray) -> memoryview:
-    return memoryview(arr).cast("B") if arr.nbytes else memoryview(b"")
+    return arr.data.cast("B") if arr.nbytes else memoryview(b"")
 
 
 class ColumnStore:

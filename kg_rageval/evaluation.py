@@ -512,7 +512,8 @@ class CodedColumn:
     ndim = 1
     base = None
 
-    def __init__(self, codes: np.ndarray, values: np.ndarray | None, fresh: bool = False):
+    def __init__(self, codes: Any, values: np.ndarray | None, fresh: bool = False):
+        # codes: a NumPy array, or a SpilledArray inside a spilled evaluation's Columns
         self.codes, self.values, self.fresh = codes, values, fresh
 
     def __len__(self) -> int:
@@ -1747,9 +1748,9 @@ class Concatenation:
         self.n += m
         if self.pieces is None and self.only is None and 0 < self.spill_rows < self.n:  # two partitions or more
             self.pieces, self.spilled = ColumnStore(), True
-            for cols in self.cols:
-                for col in cols.values():
-                    col.spill(self.pieces)
+            for pending in self.cols:
+                for column in pending.values():
+                    column.spill(self.pieces)
 
     def result(self) -> Evaluation:
         if self.family is None:
@@ -1768,8 +1769,9 @@ class Concatenation:
         record_ids = _shared_ids(self._joined(self.record_ids))
         ev = Evaluation(family=self.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
                         details=groups[2], unscored=self.unscored, meta=self.family.merge_meta(self.metas))
-        for cols in (ev.stats, ev.keys, ev.details):
-            cols.store = store  # a column changed later (Family.complete) is kept there too
+        for columns in (ev.stats, ev.keys, ev.details):
+            assert isinstance(columns, Columns)
+            columns.store = store  # a column changed later (Family.complete) is kept there too
         return _completed(ev)
 
     @staticmethod
