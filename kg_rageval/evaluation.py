@@ -26,7 +26,7 @@ import itertools
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping, Sized
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, Sized
 
 import numpy as np
 
@@ -485,6 +485,31 @@ class Columns(MutableMapping):
         """Bytes of the buffers kept in the temporary file."""
         return sum(a.nbytes if isinstance(a, SpilledArray) else a.codes.nbytes if _is_spilled(a) else 0
                    for a in self._raw.values())
+
+
+class StatColumns(Sequence):
+    """The stats columns ``names`` of ``stats`` (an evaluation's :class:`Columns`) as the float64
+    arrays ``stats[name]`` gives, each read when it is indexed or its turn comes in an iteration:
+    a roll-up or a projection over them (:func:`rollup_sums`,
+    :meth:`kg_rageval.forms.Projection.columns_of`) holds the column it reads, not all of them
+    (a spilled evaluation reads each from its file)."""
+
+    __slots__ = ("stats", "names")
+
+    def __init__(self, stats: Mapping[str, np.ndarray], names: Iterable[str]) -> None:
+        self.stats, self.names = stats, list(names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.stats[n] for n in self.names[i]]
+        return self.stats[self.names[i]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for n in self.names:
+            yield self.stats[n]
 
 
 _TEXT_TYPES = {str, type(None)}
