@@ -23,11 +23,11 @@ Object columns (texts, lists, dicts) are Python objects, not buffers: they are n
 from __future__ import annotations
 
 import os
-import tempfile
-import threading
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
+
+from .spool import Spool
 
 SPILL_ROWS = 65_536
 """Rows a streamed evaluation keeps in memory before its numeric column buffers go to a
@@ -40,46 +40,28 @@ def _bytes(arr: np.ndarray) -> memoryview:
     return arr.data.cast("B") if arr.nbytes else memoryview(b"")
 
 
-class ColumnStore:
-    """An append-only anonymous temporary file of NumPy buffers (:meth:`put`), read back by
-    the :class:`SpilledArray` handles it returns. The file goes when the store is closed or
-    garbage collected (every handle holds the store), or when the process ends."""
-
-    def __init__(self, directory: str | None = None) -> None:
-        self._fh: IO[bytes] = tempfile.TemporaryFile(dir=directory)
-        self._end = 0
-        self._lock = threading.Lock()
-
-    @property
-    def size(self) -> int:
-        """Bytes written so far."""
-        return self._end
+class ColumnStore(Spool):
+    """An append-only anonymous temporary file of NumPy buffers (:meth:`put`; a
+    :class:`~kg_rageval.spool.Spool` of bytes), read back by the :class:`SpilledArray` handles
+    it returns. The file goes when the store is closed or garbage collected (every handle holds
+    the store), or when the process ends."""
 
     def put(self, arr: np.ndarray) -> "SpilledArray":
         """Append the buffer of the 1-D numeric (or bool) array ``arr``; its handle."""
         arr = np.ascontiguousarray(arr)
         if arr.ndim != 1 or arr.dtype.kind not in "biuf":
             raise ValueError(f"only 1-D numeric arrays are spilled, not {arr.dtype} of shape {arr.shape}")
-        data = _bytes(arr)
-        with self._lock:
-            start = self._end
-            self._end += len(data)
-        fd, at = self._fh.fileno(), 0
-        while at < len(data):
-            at += os.pwrite(fd, data[at:], start + at)
+        start, _ = self.append_bytes(_bytes(arr))
         return SpilledArray(self, start, arr.dtype, len(arr))
 
     def read_into(self, out: np.ndarray, offset: int) -> None:
         """Fill the contiguous array ``out`` with the bytes at ``offset``."""
-        view, at, fd = _bytes(out), 0, self._fh.fileno()
+        view, at, fd = _bytes(out), 0, self.fileno()
         while at < len(view):
             got = os.preadv(fd, [view[at:]], offset + at)
             if got <= 0:
                 raise OSError("a spilled column's temporary file is shorter than written")
             at += got
-
-    def close(self) -> None:
-        self._fh.close()
 
 
 class SpilledArray:
