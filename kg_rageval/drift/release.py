@@ -175,7 +175,7 @@ class ReleaseCheck:
         self._ids: list[np.ndarray] = []
         self._ok: list[np.ndarray] = []
         self._report: tuple[Any, BaseException | None] | None = None
-        self._stable: tuple[Any, set[str], set[str]] | None = None  # (diff, stable ids, stable subtrees)
+        self._stable: tuple[Any, frozenset[str], frozenset[str]] | None = None  # (diff, stable ids, stable subtrees)
         self._cand_ok: np.ndarray | None = None
 
     # ---------------------------------------------------------------- before the records
