@@ -964,6 +964,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             del mc, mb
         for bev in brun.result.values():
             bev.drop_record_stats()
+        # paired: the baseline's result columns of this family are not read again
+        brun.result, brun.evaluations = None, []
     info = {
         "records": str(bpath),
         "n_records": len(base_ids),
