@@ -33,6 +33,7 @@ import numpy as np
 from .errors import InputError, MissingEvidence
 from .memory import trim_heap
 from .spool import SpooledText
+from .unscored import UnscoredRecords, text_column
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ontology import Ontology
@@ -269,6 +270,19 @@ def _object_column(values: Any) -> np.ndarray:
     arr = np.empty(len(seq), dtype=object)
     arr[:] = seq
     return arr
+
+
+def _id_column(values: Any) -> np.ndarray:
+    """A record-id column as an evaluation stores it: texts as one NumPy unicode array
+    (:func:`~kg_rageval.unscored.text_column`: no Python string per row, so a streamed
+    result keeps no object of a chunk's parse), other ids (numbers, or texts a unicode array
+    would not hold compactly) as a 1-D object array."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "U":
+        return values
+    col = values if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1 \
+        else _object_column(values)
+    texts = text_column(col)
+    return col if texts is None else texts
 
 
 def record_id_texts(record_ids: np.ndarray) -> set[str]:
@@ -732,13 +746,12 @@ class Evaluation:
     stats: MutableMapping[str, np.ndarray]
     keys: MutableMapping[str, np.ndarray] = field(default_factory=dict)
     details: MutableMapping[str, np.ndarray] = field(default_factory=dict)
-    unscored: list[dict[str, str]] = field(default_factory=list)
+    unscored: MutableSequence[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        rid = self.record_ids
-        self.record_ids = rid if isinstance(rid, np.ndarray) and rid.dtype == object and rid.ndim == 1 \
-            else _object_column(rid)
+        self.record_ids = _id_column(self.record_ids)
+        self.unscored = UnscoredRecords(self.unscored)
         n = len(self.record_ids)
         given = [_raw(self.stats), _raw(self.keys), _raw(self.details)]
         self.stats, self.keys, self.details = Columns("stats"), Columns("keys"), Columns("details")
@@ -755,7 +768,7 @@ class Evaluation:
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
-                        f"{float(arr[bad])!r} at row {bad} (record {self.record_ids[bad]!r}); "
+                        f"{float(arr[bad])!r} at row {bad} (record {self.record_ids[bad:bad + 1].tolist()[0]!r}); "
                         "stats must be finite numbers")
                 cols[k] = arr
         missing = set(self.family.stats) - set(self.stats)
@@ -777,6 +790,9 @@ class Evaluation:
 
     @property
     def unscored_counts(self) -> dict[str, int]:
+        u = self.unscored
+        if isinstance(u, UnscoredRecords) and u.all_have("reason"):
+            return dict(sorted(u.counts("reason").items()))
         out: dict[str, int] = {}
         for u in self.unscored:
             out[u["reason"]] = out.get(u["reason"], 0) + 1
@@ -1092,7 +1108,7 @@ class Evaluation:
             d["breakdowns"] = bd
         if rows:
             d["rows"] = self._rows(None, json_safe=True)
-            d["unscored_records"] = _jsonable(self.unscored, "unscored")
+            d["unscored_records"] = _jsonable(list(self.unscored), "unscored")
         return d
 
 
@@ -1257,7 +1273,7 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
                 for d in dicts:
                     d.pop(name, None)
         groups.append(out)
-    unscored = [u for p in parts for u in p.unscored]
+    unscored = UnscoredRecords.joined([p.unscored for p in parts])
     meta = first.family.merge_meta([p.meta for p in parts])
     if consume:
         for p in parts:
@@ -1574,10 +1590,10 @@ class Concatenation:
         self.family: Family | None = None
         self.only: Evaluation | None = None  # the partition, while there is one
         self.custom: list[Evaluation] = []
-        self.record_ids: _Column | None = None
+        self.record_ids: list[np.ndarray] = []
         self.cols: tuple[dict[str, _Column], ...] = ({}, {}, {})
         self.names: tuple[list[list[str]], ...] = ([], [], [])
-        self.unscored: list[dict[str, Any]] = []
+        self.unscored: list[Any] = []
         self.metas: list[dict[str, Any]] = []
 
     def add(self, ev: Evaluation) -> None:
@@ -1594,10 +1610,7 @@ class Concatenation:
             return
         self.only = ev if not self.metas else None
         m = len(ev)
-        if self.record_ids is None:
-            self.record_ids = _Column(ev.record_ids)
-        else:
-            self.record_ids.append(ev.record_ids)
+        self.record_ids.append(ev.record_ids)
         for g, (group, fill) in enumerate(((ev.stats, 0), (ev.keys, None), (ev.details, None))):
             cols = self.cols[g]
             self.names[g].append(list(group))
@@ -1614,7 +1627,7 @@ class Concatenation:
             for name, have in cols.items():
                 if name not in group:
                     have.append(np.full(m, fill, dtype=float if fill == 0 else object))
-        self.unscored.extend(ev.unscored)
+        self.unscored.append(ev.unscored)
         if self.metas and type(self.family).keep_meta is not Family.keep_meta:
             if len(self.metas) == 1:  # a second partition: the first one's is kept too
                 self.metas[0] = self.family.keep_meta(self.metas[0], [])
@@ -1630,12 +1643,16 @@ class Concatenation:
             return concat_evaluations(self.custom)
         if self.only is not None:  # one partition: itself, as concat_evaluations returns it
             return self.only
-        assert self.record_ids is not None
         groups = [{name: self._joined(self.cols[g][name]) for name in _merged_names(self.names[g])}
                   for g in range(3)]
-        record_ids = _shared_ids(self._joined(self.record_ids))
+        pieces, self.record_ids = self.record_ids, []
+        record_ids = _shared_ids(_id_column(
+            np.concatenate(pieces) if all(p.dtype.kind == "U" for p in pieces) else _concat_column(pieces)))
+        del pieces
+        trim_heap()
+        unscored, self.unscored = UnscoredRecords.joined(self.unscored), []
         return _completed(Evaluation(family=self.family, record_ids=record_ids, stats=groups[0],
-                                     keys=groups[1], details=groups[2], unscored=self.unscored,
+                                     keys=groups[1], details=groups[2], unscored=unscored,
                                      meta=self.family.merge_meta(self.metas)))
 
     @staticmethod
@@ -1656,7 +1673,8 @@ def _shared_ids(ids: np.ndarray) -> np.ndarray:
     """``ids``, or an equal record-id column of another streamed result that is still alive
     (the families of one stream each join the same ids in the same order: one array of
     pointers, not one per evaluation). Record-id columns are never changed in place."""
-    if not len(ids) or ids.dtype != object or not set(map(type, ids.tolist())) <= {str}:
+    if not len(ids) or ids.dtype.kind != "U" and (
+            ids.dtype != object or not set(map(type, ids.tolist())) <= {str}):
         return ids  # texts only: equal texts stand for each other, 1 and 1.0 would not
     key = (len(ids), ids[0], ids[-1])
     have = _IDS.get(key)
