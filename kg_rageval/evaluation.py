@@ -33,7 +33,7 @@ import numpy as np
 from .errors import InputError, MissingEvidence
 from .memory import trim_heap
 from .spool import SpooledText
-from .unscored import UnscoredRecords, text_column
+from .recordstore import PackedValues, UnscoredRecords, text_column
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ontology import Ontology
@@ -274,7 +274,7 @@ def _object_column(values: Any) -> np.ndarray:
 
 def _id_column(values: Any) -> np.ndarray:
     """A record-id column as an evaluation stores it: texts as one NumPy unicode array
-    (:func:`~kg_rageval.unscored.text_column`: no Python string per row, so a streamed
+    (:func:`~kg_rageval.recordstore.text_column`: no Python string per row, so a streamed
     result keeps no object of a chunk's parse), other ids (numbers, or texts a unicode array
     would not hold compactly) as a 1-D object array."""
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "U":
@@ -1511,6 +1511,11 @@ class _Column:
         self.append(first)
 
     def append(self, piece: Any) -> None:
+        if isinstance(piece, CodedColumn) and isinstance(piece.values, PackedValues):
+            self.pieces.append(piece)  # joined as one buffer (:func:`_packed_join`), never unpacked
+            self.coded.append(False)
+            self.size += len(piece)
+            return
         if self.table is not None and isinstance(piece, CodedColumn) and piece.values is not None:
             table, uniques = self.table, self.uniques
             self.fresh |= piece.fresh
@@ -1535,6 +1540,8 @@ class _Column:
     def array(self) -> Any:
         pieces, self.pieces = self.pieces, []
         coded, self.coded = self.coded, []
+        if pieces and all(isinstance(p, CodedColumn) and isinstance(p.values, PackedValues) for p in pieces):
+            return _packed_join(pieces)
         if pieces and all(coded):
             return CodedColumn(_narrow_codes(np.concatenate(pieces) if len(pieces) > 1 else pieces[0],
                                              len(self.uniques)), _object_column(self.uniques), self.fresh)
@@ -1556,6 +1563,16 @@ class _Column:
             out[at:at + len(p)] = p
             at += len(p)
         return out
+
+
+def _packed_join(pieces: list[CodedColumn]) -> CodedColumn:
+    """Coded pieces with :class:`~kg_rageval.recordstore.PackedValues` as one coded column: the
+    value buffers one after the other, each piece's codes shifted past the earlier values."""
+    shift = np.cumsum([0] + [len(p.values) for p in pieces[:-1]])  # type: ignore[arg-type]
+    values = PackedValues.joined([p.values for p in pieces])  # type: ignore[misc]
+    codes = np.concatenate([p.codes.astype(np.int64) + s for p, s in zip(pieces, shift.tolist())])
+    return CodedColumn(_narrow_codes(codes, len(values)), values,  # type: ignore[arg-type]
+                       any(p.fresh for p in pieces))
 
 
 SHARED_TEXTS_MIN = 4096

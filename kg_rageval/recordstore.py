@@ -293,3 +293,81 @@ def _rebuild(n: int, layouts: list[tuple[str, ...]], layout: np.ndarray, cols: d
     out = UnscoredRecords()
     out._n, out._layouts, out._layout, out._cols = n, layouts, layout, cols
     return out
+
+
+class PackedValues:
+    """Python values (plain data: dicts, lists, texts, numbers) pickled into one byte buffer,
+    read by position as fresh copies of the values: the distinct values of a
+    :class:`~kg_rageval.evaluation.CodedColumn` (``values``) whose values are containers, as
+    conformance's ``problems``, without a Python object per value kept. Indexed like the
+    object array it stands for: an integer gives the value, an integer array the object array
+    of those values (each distinct position unpickled once, so equal positions give the same
+    object, as indexing an object array would)."""
+
+    __slots__ = ("buf", "ends")
+    dtype = np.dtype(object)
+    ndim = 1
+
+    def __init__(self, buf: bytes, ends: np.ndarray) -> None:
+        self.buf, self.ends = buf, ends
+
+    @classmethod
+    def of(cls, values: Iterable[Any]) -> "PackedValues":
+        import pickle
+
+        parts = [pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for v in values]
+        ends = np.cumsum(np.fromiter(map(len, parts), np.int64, len(parts)))
+        return cls(b"".join(parts), ends)
+
+    @classmethod
+    def joined(cls, parts: list["PackedValues"]) -> "PackedValues":
+        """The values of ``parts`` one after the other (positions shift by the earlier parts'
+        lengths)."""
+        if len(parts) == 1:
+            return parts[0]
+        shift = np.cumsum([0] + [len(p.buf) for p in parts[:-1]])
+        return cls(b"".join(p.buf for p in parts),
+                   np.concatenate([p.ends + s for p, s in zip(parts, shift.tolist())]))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.ends),)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.buf) + int(self.ends.nbytes)
+
+    def _one(self, i: int) -> Any:
+        import pickle
+
+        n = len(self.ends)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of bounds for {n} packed values")
+        i %= n
+        lo = int(self.ends[i - 1]) if i else 0
+        return pickle.loads(memoryview(self.buf)[lo:int(self.ends[i])])
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, (int, np.integer)):
+            return self._one(int(index))
+        pos = np.arange(len(self.ends))[index]
+        if np.ndim(pos) == 0:
+            return self._one(int(pos))
+        flat = pos.reshape(-1).tolist()
+        got = {p: self._one(p) for p in dict.fromkeys(flat)}
+        return _object_array([got[p] for p in flat]).reshape(np.shape(pos))
+
+    def tolist(self) -> list[Any]:
+        return [self._one(i) for i in range(len(self.ends))]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.tolist())
+
+    def __reduce__(self):
+        return (PackedValues, (self.buf, self.ends))
+
+    def __repr__(self) -> str:
+        return f"PackedValues({self.tolist()!r})"
