@@ -26,7 +26,7 @@ import itertools
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence
 
 import numpy as np
 
@@ -790,9 +790,9 @@ class Evaluation:
 
     @property
     def unscored_counts(self) -> dict[str, int]:
-        u = self.unscored
-        if isinstance(u, UnscoredRecords) and u.all_have("reason"):
-            return dict(sorted(u.counts("reason").items()))
+        store = self.unscored
+        if isinstance(store, UnscoredRecords) and store.all_have("reason"):
+            return dict(sorted(store.counts("reason").items()))
         out: dict[str, int] = {}
         for u in self.unscored:
             out[u["reason"]] = out.get(u["reason"], 0) + 1
@@ -1568,7 +1568,7 @@ class _Column:
 def _packed_join(pieces: list[CodedColumn]) -> CodedColumn:
     """Coded pieces with :class:`~kg_rageval.recordstore.PackedValues` as one coded column: the
     value buffers one after the other, each piece's codes shifted past the earlier values."""
-    shift = np.cumsum([0] + [len(p.values) for p in pieces[:-1]])  # type: ignore[arg-type]
+    shift: np.ndarray = np.cumsum([0] + [len(p.values) for p in pieces[:-1]])  # type: ignore[arg-type]
     values = PackedValues.joined([p.values for p in pieces])  # type: ignore[misc]
     codes = np.concatenate([p.codes.astype(np.int64) + s for p, s in zip(pieces, shift.tolist())])
     return CodedColumn(_narrow_codes(codes, len(values)), values,  # type: ignore[arg-type]

@@ -120,6 +120,10 @@ class UnscoredRecords(MutableSequence):
     building their dicts."""
 
     __slots__ = ("_n", "_layouts", "_layout", "_cols")
+    _n: int
+    _layouts: list[tuple[str, ...]]
+    _layout: np.ndarray
+    _cols: dict[str, Any]
 
     def __init__(self, entries: Iterable[dict[str, Any]] = ()) -> None:
         if isinstance(entries, UnscoredRecords):
@@ -144,7 +148,7 @@ class UnscoredRecords(MutableSequence):
                       for k in names}
 
     @classmethod
-    def joined(cls, parts: Iterable["UnscoredRecords | list[dict[str, Any]]"]) -> "UnscoredRecords":
+    def joined(cls, parts: Iterable[Iterable[dict[str, Any]]]) -> "UnscoredRecords":
         """The entries of ``parts`` in order, as one store (a text field joined as one array)."""
         stores = [p if isinstance(p, UnscoredRecords) else cls(p) for p in parts]
         stores = [s for s in stores if s._n]
