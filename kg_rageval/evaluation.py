@@ -278,7 +278,7 @@ def _id_column(values: Any) -> np.ndarray:
     result keeps no object of a chunk's parse), other ids (numbers, or texts a unicode array
     would not hold compactly) as a 1-D object array."""
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "U":
-        return values
+        return values if text_column(values) is not None else values.astype(object)
     col = values if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1 \
         else _object_column(values)
     texts = text_column(col)

@@ -36,8 +36,11 @@ def text_column(values: Any) -> np.ndarray | None:
     ones keeps the column as objects) or would not give them back (a text ending in ``"\\0"``,
     which a fixed-width array drops)."""
     if isinstance(values, np.ndarray):
-        if values.dtype.kind == "U":
-            return values
+        if values.dtype.kind == "U":  # joined chunks: the widest chunk's width for every row
+            if not len(values) or values.ndim != 1:
+                return values
+            width = values.dtype.itemsize // 4
+            return values if 4 * width <= 2 * (_STR_OBJECT + float(np.strings.str_len(values).mean())) else None
         if values.dtype != object or values.ndim != 1:
             return None
         seq = values.tolist()
@@ -169,8 +172,10 @@ class UnscoredRecords(MutableSequence):
         out._cols = {}
         for k in names:
             cols = [s._cols.get(k) for s in stores]
-            if all(isinstance(c, np.ndarray) and c.dtype.kind == "U" for c in cols):
-                out._cols[k] = np.concatenate(cols)  # type: ignore[arg-type]
+            joined = np.concatenate(cols) if all(  # type: ignore[arg-type]
+                isinstance(c, np.ndarray) and c.dtype.kind == "U" for c in cols) else None
+            if joined is not None and text_column(joined) is not None:
+                out._cols[k] = joined
             else:
                 vals: list[Any] = []
                 for s, c in zip(stores, cols):

@@ -57,6 +57,25 @@ def test_record_ids_of_texts_are_a_unicode_array_others_stay_objects():
     assert both.record_ids.dtype == object and both.record_ids.tolist() == ["q2", "q1", 3, 4]
 
 
+def test_joined_chunks_with_one_long_id_fall_back_to_objects():
+    """Each chunk's ids fit a unicode array, but joined, one chunk's long ids would widen every
+    row: the joined ids (and unscored ids) are objects again, the same values."""
+    long = [f"{'x' * 49}{i}" for i in range(3)]  # 50 characters: 200 bytes a row, ~107 as objects
+    parts = [Evaluation(PR(), ids, {"tp": [1] * len(ids), "n_pred": [1] * len(ids)},
+                        unscored=[{"record_id": i, "reason": "r"} for i in ids])
+             for ids in ([f"r{i}" for i in range(200)], long)]
+    assert [p.record_ids.dtype.kind for p in parts] == ["U", "U"]
+    cat = Concatenation()
+    for p in parts:
+        cat.add(p)
+    got = cat.result()
+    want = [f"r{i}" for i in range(200)] + long
+    assert got.record_ids.dtype == object and got.record_ids.tolist() == want
+    assert [u["record_id"] for u in got.unscored] == want
+    assert got.unscored._cols["record_id"].dtype == object
+    assert concat_evaluations(parts).record_ids.dtype == object
+
+
 def test_a_bad_stat_names_the_record_as_text():
     with pytest.raises(ValueError, match=r"\(record 'q2'\)"):
         Evaluation(PR(), ["q1", "q2"], {"tp": [1, float("nan")], "n_pred": [1, 1]})
