@@ -26,10 +26,12 @@ import itertools
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence,
+                    Sequence, Sized)
 
 import numpy as np
 
+from .colstore import SPILL_ROWS, ColumnStore, SpilledArray
 from .errors import InputError, MissingEvidence
 from .memory import trim_heap
 from .spool import SpooledText
@@ -300,8 +302,8 @@ def _column(values: Any, kind: str) -> Any:
     same; an integer array of at most 4 bytes a value is kept, :class:`Columns` reads it as
     float64) or a key/detail column (numeric/bool kept, a :class:`CodedColumn` kept, else
     object)."""
-    if isinstance(values, CodedColumn):
-        return values
+    if isinstance(values, (CodedColumn, SpilledArray)):
+        return values  # stored compactly already (a spilled column: in a ColumnStore)
     if kind == "stats":
         if isinstance(values, np.ndarray) and values.ndim == 1 and (
                 values.dtype == bool or values.dtype.kind in "iu" and values.dtype.itemsize <= 4):
@@ -353,9 +355,48 @@ def compact_stat(arr: np.ndarray) -> np.ndarray:
 
 
 def _raw(columns: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
-    """``(name, stored array)`` of each column (:meth:`Columns.raw_items`; a plain mapping's
-    items)."""
+    """``(name, stored array)`` of each column (:meth:`Columns.raw_items`: a spilled column
+    read when its turn comes; a plain mapping's items)."""
     return columns.raw_items() if isinstance(columns, Columns) else iter(list(columns.items()))
+
+
+def _stored(columns: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """``(name, stored entry)`` of each column, a spilled one as its handle
+    (:meth:`Columns.stored_items`; a plain mapping's items)."""
+    return columns.stored_items() if isinstance(columns, Columns) else iter(list(columns.items()))
+
+
+def _resident(arr: Any) -> Any:
+    """A stored column in memory: a :class:`~kg_rageval.colstore.SpilledArray` read, a
+    :class:`CodedColumn` with spilled codes with its codes read; anything else as it is."""
+    if isinstance(arr, SpilledArray):
+        return arr.read()
+    if isinstance(arr, CodedColumn) and isinstance(arr.codes, SpilledArray):
+        return CodedColumn(arr.codes.read(), arr.values, arr.fresh)
+    return arr
+
+
+def _spilled(arr: Any, store: ColumnStore) -> Any:
+    """A stored column kept in ``store``: a numeric array as its handle, a :class:`CodedColumn`
+    with its codes there (its distinct values stay in memory); an object array as it is."""
+    if isinstance(arr, np.ndarray) and arr.ndim == 1 and arr.dtype.kind in "biuf":
+        return store.put(arr)
+    if isinstance(arr, CodedColumn) and isinstance(arr.codes, np.ndarray):
+        return CodedColumn(store.put(arr.codes), arr.values, arr.fresh)
+    return arr
+
+
+def _is_spilled(arr: Any) -> bool:
+    return isinstance(arr, SpilledArray) or isinstance(arr, CodedColumn) and isinstance(arr.codes, SpilledArray)
+
+
+def _compacted(arr: Any, stats: bool) -> Any:
+    """How :class:`Columns` stores a column it is given: a NumPy stats column by
+    :func:`compact_stat`, a key or detail column by :func:`compact_object`; a coded or spilled
+    column as it is."""
+    if isinstance(arr, np.ndarray):
+        return compact_stat(arr) if stats else compact_object(arr)
+    return arr
 
 
 def _raw_column(columns: Mapping[str, np.ndarray], name: str) -> np.ndarray:
@@ -373,25 +414,35 @@ class Columns(MutableMapping):
     (changing it changes nothing stored; assign the column to change it). :meth:`raw` and
     :meth:`raw_items` give the stored arrays, for the evaluation's own sums, masks and
     concatenations (integer stats sum, mask and concatenate to the same values; a
-    :class:`CodedColumn` is indexed like an array)."""
+    :class:`CodedColumn` is indexed like an array).
 
-    __slots__ = ("_raw", "_stats")
+    With a ``store`` (:class:`~kg_rageval.colstore.ColumnStore`: a large streamed evaluation,
+    see :class:`Concatenation`), every numeric buffer given is kept in that temporary file
+    instead of memory (a :class:`~kg_rageval.colstore.SpilledArray`; a coded column's codes),
+    and read from it, bit for bit, each time it is read: the reads above, :meth:`raw`,
+    :meth:`raw_items` one column at a time, :meth:`take` only the rows asked for. Object
+    columns stay in memory."""
 
-    def __init__(self, kind: str, columns: Mapping[str, np.ndarray] | None = None):
-        self._raw: dict[str, np.ndarray] = {}
+    __slots__ = ("_raw", "_stats", "store")
+
+    def __init__(self, kind: str, columns: Mapping[str, np.ndarray] | None = None,
+                 store: ColumnStore | None = None):
+        self._raw: dict[str, Any] = {}
         self._stats = kind == "stats"
-        for k, v in (columns.raw_items() if isinstance(columns, Columns) else (columns or {}).items()):
+        self.store = store
+        for k, v in _stored(columns or {}):
             self[k] = v
 
     def __getitem__(self, name: str) -> np.ndarray:
-        arr = self._raw[name]
+        arr = _resident(self._raw[name])
         if isinstance(arr, CodedColumn):
             return arr.array()
         return arr.astype(np.float64) if self._stats and arr.dtype.kind in "iu" else arr
 
     def __setitem__(self, name: str, arr: Any) -> None:
-        if isinstance(arr, np.ndarray):
-            arr = compact_stat(arr) if self._stats else compact_object(arr)
+        arr = _compacted(arr, self._stats)
+        if self.store is not None:
+            arr = _spilled(arr, self.store)
         self._raw[name] = arr
 
     def __delitem__(self, name: str) -> None:
@@ -409,20 +460,71 @@ class Columns(MutableMapping):
     def __repr__(self) -> str:
         return f"Columns({dict(self.items())!r})"
 
-    def __reduce__(self):  # pickles (Dask) with the stored arrays
+    def __reduce__(self):  # pickles (Dask) with the stored arrays (a spilled one as its array)
         return (Columns, ("stats" if self._stats else "columns", self._raw))
 
     def raw(self, name: str) -> np.ndarray:
-        """The stored array of column ``name`` (an integer stats column as integers)."""
-        return self._raw[name]
+        """The stored array of column ``name`` (an integer stats column as integers; a spilled
+        column read from its file)."""
+        return _resident(self._raw[name])
 
     def raw_items(self) -> Iterator[tuple[str, np.ndarray]]:
-        return iter(self._raw.items())
+        """``(name, stored array)`` of every column, a spilled one read when its turn comes
+        (hold one at a time to hold one column)."""
+        for name, arr in list(self._raw.items()):
+            yield name, _resident(arr)
+
+    def stored_items(self) -> Iterator[tuple[str, Any]]:
+        """``(name, stored entry)`` of every column, a spilled one as its handle (nothing read)."""
+        return iter(list(self._raw.items()))
+
+    def take(self, name: str, rows: Any) -> Any:
+        """``raw(name)[rows]`` (a slice, integer positions or a mask), reading only the span of
+        ``rows`` of a spilled column (the few records a report lists)."""
+        return self._raw[name][rows]
+
+    def is_spilled(self, name: str) -> bool:
+        """Whether column ``name`` is kept in the temporary file of :attr:`store`."""
+        return _is_spilled(self._raw[name])
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the stored arrays' buffers (object cells counted as their pointers)."""
-        return sum(a.nbytes for a in self._raw.values())
+        """Bytes of the stored arrays' buffers held in memory (object cells counted as their
+        pointers; a spilled column's distinct values only)."""
+        return sum(0 if isinstance(a, SpilledArray) else
+                   (0 if a.values is None else a.values.nbytes) if _is_spilled(a) else a.nbytes
+                   for a in self._raw.values())
+
+    @property
+    def spilled_nbytes(self) -> int:
+        """Bytes of the buffers kept in the temporary file."""
+        return sum(a.nbytes if isinstance(a, SpilledArray) else a.codes.nbytes if _is_spilled(a) else 0
+                   for a in self._raw.values())
+
+
+class StatColumns(Sequence):
+    """The stats columns ``names`` of ``stats`` (an evaluation's :class:`Columns`) as the float64
+    arrays ``stats[name]`` gives, each read when it is indexed or its turn comes in an iteration:
+    a roll-up or a projection over them (:func:`rollup_sums`,
+    :meth:`kg_rageval.forms.Projection.columns_of`) holds the column it reads, not all of them
+    (a spilled evaluation reads each from its file)."""
+
+    __slots__ = ("stats", "names")
+
+    def __init__(self, stats: Mapping[str, np.ndarray], names: Iterable[str]) -> None:
+        self.stats, self.names = stats, list(names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.stats[n] for n in self.names[i]]
+        return self.stats[self.names[i]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for n in self.names:
+            yield self.stats[n]
 
 
 _TEXT_TYPES = {str, type(None)}
@@ -450,7 +552,8 @@ class CodedColumn:
     ndim = 1
     base = None
 
-    def __init__(self, codes: np.ndarray, values: np.ndarray | None, fresh: bool = False):
+    def __init__(self, codes: Any, values: np.ndarray | None, fresh: bool = False):
+        # codes: a NumPy array, or a SpilledArray inside a spilled evaluation's Columns
         self.codes, self.values, self.fresh = codes, values, fresh
 
     def __len__(self) -> int:
@@ -641,13 +744,14 @@ def rollup_mask(ontology: "Ontology", keep: np.ndarray, max_depth: int | None = 
     return keep
 
 
-def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray],
+def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: Iterable[np.ndarray],
                 keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Subtree sums of per-row columns for the nodes where ``keep`` holds.
 
     ``node`` is each row's ontology index (a negative one: the row is left out, as if the
     rows and ``columns`` had been masked — the same sums bit for bit, without masked copies of
-    the columns), ``columns`` per-row values. Returns
+    the columns), ``columns`` per-row values (an iterable, read once in order: a generator of
+    columns read one at a time holds one). Returns
     ``(kept, pooled)``: the kept node indices with at least one row in their subtree, in index
     order, and ``pooled[j] = (rows, Σ column...)`` over the rows whose node has ``kept[j]`` in
     its ancestor-or-self set. One pass: rows are summed per distinct node (``bincount``), then
@@ -657,13 +761,14 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: list[np.ndarray
     Each node's sum adds its descendants' sums in index order, whatever the chunking (the
     running sums go first into the next chunk's ``bincount``), so the floats are the same as
     the closure-matrix product ``closure.T @ own``."""
-    width = len(columns) + 1
     if not len(node) or not keep.any():
+        width = (len(columns) if isinstance(columns, Sized) else sum(1 for _ in columns)) + 1
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     present, inv = np.unique(node, return_inverse=True)
     inv = inv.reshape(-1)
     own = np.stack([np.bincount(inv, minlength=len(present)).astype(float)]
                    + [np.bincount(inv, weights=c, minlength=len(present)) for c in columns], axis=1)
+    width = own.shape[1]
     if present[0] < 0:  # the left-out rows: their own bin (each bin adds only its rows), dropped
         skip = int(np.searchsorted(present, 0))
         present, own = present[skip:], own[skip:]
@@ -753,8 +858,11 @@ class Evaluation:
         self.record_ids = _id_column(self.record_ids)
         self.unscored = UnscoredRecords(self.unscored)
         n = len(self.record_ids)
-        given = [_raw(self.stats), _raw(self.keys), _raw(self.details)]
-        self.stats, self.keys, self.details = Columns("stats"), Columns("keys"), Columns("details")
+        given = [_stored(self.stats), _stored(self.keys), _stored(self.details)]
+        # a spilled evaluation's columns (given as its Columns) stay in their temporary file
+        self.stats, self.keys, self.details = [
+            Columns(kind, store=g.store if isinstance(g, Columns) else None)
+            for kind, g in zip(("stats", "keys", "details"), (self.stats, self.keys, self.details))]
         for kind, cols, items in zip(("stats", "keys", "details"), (self.stats, self.keys, self.details), given):
             for k, v in items:
                 try:
@@ -764,7 +872,8 @@ class Evaluation:
                 if len(arr) != n:
                     raise ValueError(
                         f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
-                if kind == "stats" and n and arr.dtype.kind == "f" and not np.isfinite(arr).all():
+                if kind == "stats" and n and isinstance(arr, np.ndarray) and arr.dtype.kind == "f" \
+                        and not np.isfinite(arr).all():  # (a spilled column was checked as it was built)
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
@@ -873,10 +982,9 @@ class Evaluation:
             raise KeyError(f"no breakdown key {key!r}; available: {sorted(self.keys)}")
         codes, values = self._groups(self.keys[key])
         g = len(values)
-        stats = dict(_raw(self.stats))
-        names = list(stats)
+        names = list(self.stats)
         counts = np.bincount(codes, minlength=g).tolist()
-        sums = [np.bincount(codes, weights=stats[k], minlength=g) for k in names]
+        sums = [np.bincount(codes, weights=v, minlength=g) for _, v in _raw(self.stats)]  # one column read at a time
         table = np.stack(sums, axis=1).tolist() if names else [[] for _ in range(g)]
         fin = self.family.finalize
         return {
@@ -930,9 +1038,9 @@ class Evaluation:
         ok = node >= 0
         self.meta["rollup_skipped"] = int((~ok).sum())
         keep = rollup_mask(ontology, np.ones(len(ontology), dtype=bool), max_depth, nodes)
-        stats = dict(_raw(self.stats))
-        names = list(stats)
-        kept, pooled = rollup_sums(ontology, node, [stats[k] for k in names], keep)  # -1 rows left out
+        names = list(self.stats)
+        # -1 rows left out; one stats column read at a time
+        kept, pooled = rollup_sums(ontology, node, (v for _, v in _raw(self.stats)), keep)
         sel = pooled[:, 0] >= max(min_rows, 1)
         kept, pooled = kept[sel], pooled[sel]
         counts = np.rint(pooled[:, 0]).astype(np.int64).tolist()
@@ -1072,7 +1180,7 @@ class Evaluation:
         cols: dict[str, list[Any]] = {
             "record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
         for group in (self.keys, self.details, self.stats):
-            for k, v in _raw(group):
+            for k, v in _stored(group):  # a spilled column: its first n rows read
                 v = v[:n].astype(float) if group is self.stats and v.dtype.kind in "biu" else v[:n]
                 cols[k] = _out_column(v, k, json_safe, nan_is_none=group is self.keys)
         names = list(cols)
@@ -1288,7 +1396,7 @@ def take_rows(ev: Evaluation, index: np.ndarray) -> None:
     ev.drop_record_stats()
     ev.record_ids = ev.record_ids[index]
     for group in (ev.stats, ev.keys, ev.details):
-        for k, v in list(_raw(group)):
+        for k, v in _raw(group):  # one column at a time (a spilled one goes back to its file)
             group[k] = v[index]
 
 
@@ -1312,14 +1420,17 @@ class _RecordColumns:
     ``n`` records, the stats ``names``; a subclass sums a column (``_sum``), the rows of some
     records (``rows_at``) and one resample (``resampled``). With ``keep``, a column is kept
     once summed (a view the audit's stages share); otherwise it is summed each time it is read
-    (a view for one computation: the projections built from it are the only copy)."""
+    (a view for one computation: the projections built from it are the only copy). A kept
+    column goes to the ``store`` when there is one (the temporary file of a spilled
+    evaluation's columns) and is read back from it, bit for bit."""
 
     names: list[str]
     n: int
 
-    def __init__(self, keep: bool = False) -> None:
+    def __init__(self, keep: bool = False, store: ColumnStore | None = None) -> None:
         self.keep = keep
-        self._cols: dict[str, np.ndarray] = {}
+        self.store = store
+        self._cols: dict[str, Any] = {}
         self._probes: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -1345,13 +1456,14 @@ class _RecordColumns:
         if col is None:
             col = self._sum(name)
             if self.keep:
-                self._cols[name] = col
-        return col
+                self._cols[name] = col if self.store is None else self.store.put(col)
+            return col
+        return _resident(col)
 
     def _peek(self, name: str) -> np.ndarray:
         """The column, kept if it was, else summed and not kept."""
         col = self._cols.get(name)
-        return self._sum(name) if col is None else col
+        return self._sum(name) if col is None else _resident(col)
 
     def matrix(self) -> np.ndarray:
         """Every stat's per-record sums stacked (records × stats), not kept: for a metric
@@ -1395,7 +1507,7 @@ class RecordStats(_RecordColumns):
     ``first`` each record to its first row."""
 
     def __init__(self, ev: Evaluation, rows: np.ndarray | None = None, *, keep: bool = False):
-        super().__init__(keep)
+        super().__init__(keep, ev.stats.store if isinstance(ev.stats, Columns) else None)
         self.ev = ev
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         self.names = list(ev.stats)
@@ -1497,22 +1609,34 @@ class _Column:
     (:class:`CodedColumn`) are recoded into one table of the column's distinct values, so the
     joined column is coded too: a value is one object, a row 1-4 bytes. Once the table holds
     more than :data:`SHARED_TEXTS_MIN` values and more than half the rows, the column stops
-    coding (mostly distinct values: codes save nothing) and joins as objects."""
+    coding (mostly distinct values: codes save nothing) and joins as objects.
 
-    __slots__ = ("pieces", "size", "table", "uniques", "coded", "fresh")
+    With a ``store`` (:meth:`spill`), numeric pieces (and codes) are kept in that temporary
+    file until :meth:`array` reads them back, one piece at a time."""
 
-    def __init__(self, first: Any, *, share: bool = False):
+    __slots__ = ("pieces", "size", "table", "uniques", "coded", "fresh", "store")
+
+    def __init__(self, first: Any, *, share: bool = False, store: ColumnStore | None = None):
         self.pieces: list[Any] = []
         self.size = 0
         self.table: dict[Any, int] | None = {} if share else None
         self.uniques: list[Any] = []
         self.coded: list[bool] = []  # pieces holding codes into ``uniques``
         self.fresh = False
+        self.store = store
         self.append(first)
+
+    def spill(self, store: ColumnStore) -> None:
+        """Keep the pieces so far, and those appended from now on, in ``store``."""
+        self.store = store
+        self.pieces = [_spilled(p, store) for p in self.pieces]
+
+    def _keep(self, piece: Any) -> None:
+        self.pieces.append(piece if self.store is None else _spilled(piece, self.store))
 
     def append(self, piece: Any) -> None:
         if isinstance(piece, CodedColumn) and isinstance(piece.values, PackedValues):
-            self.pieces.append(piece)  # joined as one buffer (:func:`_packed_join`), never unpacked
+            self._keep(piece)  # joined as one buffer (:func:`_packed_join`), never unpacked
             self.coded.append(False)
             self.size += len(piece)
             return
@@ -1527,13 +1651,13 @@ class _Column:
                     code = table[k] = len(uniques)
                     uniques.append(v)
                 remap[i] = code
-            self.pieces.append(remap[piece.codes])
+            self._keep(remap[_resident(piece).codes])
             self.coded.append(True)
             self.size += len(piece)
             if len(table) > max(SHARED_TEXTS_MIN, self.size // 2):
                 self.table = None  # mostly distinct values: codes save nothing
             return
-        self.pieces.append(piece.copy() if piece.base is not None else piece)
+        self._keep(piece.copy() if piece.base is not None else piece)
         self.coded.append(False)
         self.size += len(piece)
 
@@ -1543,8 +1667,8 @@ class _Column:
         if pieces and all(isinstance(p, CodedColumn) and isinstance(p.values, PackedValues) for p in pieces):
             return _packed_join(pieces)
         if pieces and all(coded):
-            return CodedColumn(_narrow_codes(np.concatenate(pieces) if len(pieces) > 1 else pieces[0],
-                                             len(self.uniques)), _object_column(self.uniques), self.fresh)
+            codes = _joined_codes(pieces)
+            return CodedColumn(_narrow_codes(codes, len(self.uniques)), _object_column(self.uniques), self.fresh)
         values = CodedColumn(np.zeros(0, np.int32), _object_column(self.uniques), self.fresh) if any(coded) else None
         numeric = [not c and p.dtype.kind in "biuf" for p, c in zip(pieces, coded)]
         j = numeric.index(False) if not all(numeric) else len(pieces)
@@ -1554,6 +1678,7 @@ class _Column:
         at = 0
         for i, p in enumerate(pieces):
             pieces[i] = None  # type: ignore[call-overload]  # each piece goes once copied
+            p = _resident(p)  # a spilled piece read back
             if coded[i]:
                 p = CodedColumn(p, values.values, values.fresh).array()  # type: ignore[union-attr]
             elif isinstance(p, CodedColumn):
@@ -1567,12 +1692,26 @@ class _Column:
 
 def _packed_join(pieces: list[CodedColumn]) -> CodedColumn:
     """Coded pieces with :class:`~kg_rageval.recordstore.PackedValues` as one coded column: the
-    value buffers one after the other, each piece's codes shifted past the earlier values."""
+    value buffers one after the other, each piece's codes (read back if spilled) shifted past
+    the earlier values."""
     shift: np.ndarray = np.cumsum([0] + [len(p.values) for p in pieces[:-1]])  # type: ignore[arg-type]
     values = PackedValues.joined([p.values for p in pieces])  # type: ignore[misc]
-    codes = np.concatenate([p.codes.astype(np.int64) + s for p, s in zip(pieces, shift.tolist())])
+    codes = np.concatenate([_resident(p).codes.astype(np.int64) + s for p, s in zip(pieces, shift.tolist())])
     return CodedColumn(_narrow_codes(codes, len(values)), values,  # type: ignore[arg-type]
                        any(p.fresh for p in pieces))
+
+
+def _joined_codes(pieces: list[Any]) -> np.ndarray:
+    """The code pieces of a coded :class:`_Column` joined (each spilled one read in turn)."""
+    if len(pieces) == 1:
+        return _resident(pieces[0])
+    out = np.empty(sum(len(p) for p in pieces), dtype=np.result_type(*(p.dtype for p in pieces)))
+    at = 0
+    for i, p in enumerate(pieces):
+        pieces[i] = None
+        out[at:at + len(p)] = _resident(p)
+        at += len(p)
+    return out
 
 
 SHARED_TEXTS_MIN = 4096
@@ -1600,9 +1739,21 @@ class Concatenation:
     :func:`concat_evaluations` of them (and so the pairwise fold of :meth:`Evaluation.merge`),
     but a partition's columns are kept as pieces of the result's columns (:class:`_Column`) and
     the partition itself can be dropped at once: memory is the result plus one partition, never
-    all partitions and the result together. An evaluation class with its own ``merge`` is kept and merged at the end."""
+    all partitions and the result together. An evaluation class with its own ``merge`` is kept and merged at the end.
 
-    def __init__(self) -> None:
+    Once the rows appended exceed ``spill_rows`` (default :data:`~kg_rageval.colstore.SPILL_ROWS`;
+    0: never), the numeric pieces of the stats, keys and details go to a temporary file
+    (:mod:`kg_rageval.colstore`), those appended later too, and the result keeps its numeric
+    columns in a temporary file of its own (its :class:`Columns` have a ``store``): built one
+    column at a time (pieces read back, joined, stored as :class:`Columns` stores it, written
+    out), the same stored arrays bit for bit as without spilling, read from the file when read.
+    Record ids, ``unscored``, ``meta`` and object columns stay in memory."""
+
+    def __init__(self, spill_rows: int | None = None) -> None:
+        self.spill_rows = SPILL_ROWS if spill_rows is None else spill_rows
+        self.pieces: ColumnStore | None = None  # the pieces' temporary file, once spilling
+        self.spilled = False
+        """Whether the columns went to a temporary file (more rows than ``spill_rows``)."""
         self.n = 0
         self.family: Family | None = None
         self.only: Evaluation | None = None  # the partition, while there is one
@@ -1634,10 +1785,10 @@ class Concatenation:
             for name, col in _raw(group):
                 have = cols.get(name)
                 if have is None and not self.n:
-                    cols[name] = _Column(col, share=g > 0)
+                    cols[name] = _Column(col, share=g > 0, store=self.pieces)
                 elif have is None:  # first seen here: the earlier rows get the fill value
                     have = cols[name] = _Column(np.full(self.n, fill, dtype=float if fill == 0 else object),
-                                                share=g > 0)
+                                                share=g > 0, store=self.pieces)
                     have.append(col)
                 else:
                     have.append(col)
@@ -1652,6 +1803,11 @@ class Concatenation:
         else:
             self.metas.append(ev.meta)
         self.n += m
+        if self.pieces is None and self.only is None and 0 < self.spill_rows < self.n:  # two partitions or more
+            self.pieces, self.spilled = ColumnStore(), True
+            for pending in self.cols:
+                for column in pending.values():
+                    column.spill(self.pieces)
 
     def result(self) -> Evaluation:
         if self.family is None:
@@ -1660,24 +1816,36 @@ class Concatenation:
             return concat_evaluations(self.custom)
         if self.only is not None:  # one partition: itself, as concat_evaluations returns it
             return self.only
-        groups = [{name: self._joined(self.cols[g][name]) for name in _merged_names(self.names[g])}
+        store = None if self.pieces is None else ColumnStore()
+        groups = [{name: self._joined(self.cols[g][name], g, store) for name in _merged_names(self.names[g])}
                   for g in range(3)]
+        if self.pieces is not None:
+            self.pieces.close()  # every piece is read back: the pieces' file goes
+            self.pieces = None
         pieces, self.record_ids = self.record_ids, []
         record_ids = _shared_ids(_id_column(
             np.concatenate(pieces) if all(p.dtype.kind == "U" for p in pieces) else _concat_column(pieces)))
         del pieces
         trim_heap()
         unscored, self.unscored = UnscoredRecords.joined(self.unscored), []
-        return _completed(Evaluation(family=self.family, record_ids=record_ids, stats=groups[0],
-                                     keys=groups[1], details=groups[2], unscored=unscored,
-                                     meta=self.family.merge_meta(self.metas)))
+        ev = Evaluation(family=self.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
+                        details=groups[2], unscored=unscored, meta=self.family.merge_meta(self.metas))
+        for columns in (ev.stats, ev.keys, ev.details):
+            assert isinstance(columns, Columns)
+            columns.store = store  # a column changed later (Family.complete) is kept there too
+        return _completed(ev)
 
     @staticmethod
-    def _joined(col: _Column) -> np.ndarray:
+    def _joined(col: _Column, group: int = 0, store: ColumnStore | None = None) -> Any:
         """One column joined, its pieces' memory returned to the system before the next column
         is built (freed pieces would otherwise stay in the heap while the joined columns take
-        fresh memory: the result twice over)."""
+        fresh memory: the result twice over). With a ``store``, the joined column is stored
+        as the result's :class:`Columns` would store it (:func:`_column`, :func:`_compacted`)
+        and kept in ``store``: one column in memory at a time."""
         out = col.array()
+        if store is not None:
+            kind = ("stats", "keys", "details")[group]
+            out = _spilled(_compacted(_column(out, kind), kind == "stats"), store)
         trim_heap()
         return out
 

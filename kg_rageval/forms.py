@@ -26,7 +26,7 @@ the same additions).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -435,7 +435,7 @@ class Projection:
             out.append(mat[:, nz[0]] if len(nz) == 1 and v[nz[0]] == 1.0 else mat @ v)
         return out
 
-    def columns_of(self, stats: list[np.ndarray]) -> list[np.ndarray]:
+    def columns_of(self, stats: Sequence[np.ndarray]) -> list[np.ndarray]:
         """:meth:`columns` of ``np.stack(stats, axis=1)`` (one array per stat, in the names'
         order), bit for bit, stacked only for a projection that is not a stat column itself
         or the exact sum of two (:meth:`_projected`)."""

@@ -33,14 +33,25 @@ class Spool:
     def size(self) -> int:
         return self._end
 
+    def fileno(self) -> int:
+        return self._fh.fileno()
+
     def append(self, text: str) -> tuple[int, int]:
         """Write ``text`` at the end; its ``(start, end)`` byte offsets."""
-        data = text.encode("utf-8")
+        return self.append_bytes(text.encode("utf-8"))
+
+    def append_bytes(self, data: "bytes | memoryview") -> tuple[int, int]:
+        """Write the bytes ``data`` at the end; their ``(start, end)`` byte offsets."""
         with self._lock:
             start = self._end
-            os.pwrite(self._fh.fileno(), data, start)
             self._end += len(data)
-            return start, self._end
+        at, fd = 0, self._fh.fileno()
+        while at < len(data):  # a large write may be done in parts
+            at += os.pwrite(fd, data[at:], start + at)
+        return start, start + len(data)
+
+    def close(self) -> None:
+        self._fh.close()
 
     def read(self, start: int, end: int) -> bytes:
         return os.pread(self._fh.fileno(), end - start, start) if end > start else b""

@@ -227,20 +227,25 @@ def every_family(generated_attack):
     }
 
 
-def test_audit_with_compact_results_equals_the_one_with_objects(every_family, tmp_path, monkeypatch):
+@pytest.mark.parametrize("spill_rows", [None, 500])
+def test_audit_with_compact_results_equals_the_one_with_objects(every_family, tmp_path, monkeypatch, spill_rows):
     """Every report (``report.json`` timings aside, ``report.md``, ``prov.ttl``) and every
     evaluation's ``to_dict(rows=True)`` of a streamed six-family audit are the same whether the
-    record ids, unscored entries and problems are stored compactly or as Python objects."""
+    record ids, unscored entries and problems are stored compactly or as Python objects (with
+    the result columns in memory, and spilled to a temporary file past 500 rows)."""
     from kg_rageval.audit.config import config_from_mapping
     from kg_rageval.conformance import metrics as conf
 
     out, mapping = every_family
+    if spill_rows is not None:
+        mapping = {**mapping, "spill_rows": spill_rows}
     compact = _audit(config_from_mapping(mapping, base_dir=out), 300, tmp_path / "compact")
     assert compact.chunk_size == 300
     ev = compact.families["generation"].result["unseen_concepts"]
     assert ev.record_ids.dtype.kind == "U" and isinstance(ev.unscored, UnscoredRecords)
     problems = compact.families["conformance"].result.single.details.raw("problems")
     assert isinstance(problems.values, PackedValues)
+    assert compact.families["conformance"].result.single.details.is_spilled("problems") == (spill_rows is not None)
     with monkeypatch.context() as m:
         m.setattr(evmod, "text_column", lambda values: None)
         m.setattr(evmod, "UnscoredRecords", _Plain)

@@ -254,6 +254,11 @@ class AuditConfig(_Strict):
     """Records per chunk when the audit streams its records file (every family it runs is
     streamable: :mod:`kg_rageval.audit.stream`); ``None``: :data:`~kg_rageval.audit.stream.AUDIT_CHUNK_SIZE`;
     ``0``: read the whole file at once (hold every record). The report is the same either way."""
+    spill_rows: int | None = Field(None, ge=0)
+    """Rows of a streamed family result held in memory before its numeric columns (stats, keys,
+    details) go to a temporary file in the system's temporary directory, read back from it bit for
+    bit (:mod:`kg_rageval.colstore`); ``None``: :data:`~kg_rageval.colstore.SPILL_ROWS` (65,536);
+    ``0``: never. The report is the same either way."""
 
     @field_validator("limits")
     @classmethod
@@ -306,10 +311,11 @@ class AuditConfig(_Strict):
     @property
     def content_hash(self) -> str:
         """sha256 of the config file's bytes (or of its canonical JSON when built in memory,
-        without ``chunk_size``: how the records are read changes no number)."""
+        without ``chunk_size`` and ``spill_rows``: how the records are read and where the results
+        are kept changes no number)."""
         if self._raw_hash:
             return self._raw_hash
-        blob = json.dumps(self.model_dump(mode="json", exclude={"chunk_size"}), sort_keys=True).encode()
+        blob = json.dumps(self.model_dump(mode="json", exclude={"chunk_size", "spill_rows"}), sort_keys=True).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
     def check_families(self) -> None:

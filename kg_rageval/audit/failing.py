@@ -107,15 +107,14 @@ positions and scores (``*_start``, ``*_end``, ``*_score``) are left out."""
 
 def _reason(ev: Any, rows: np.ndarray) -> str:
     parts: list[str] = []
-    # the stored columns (a coded column's rows are read without building the whole column);
-    # linking's outcome is a key
-    cols = {**{n: ev.keys.raw(n) for n in REASON_FIRST if n in ev.keys}, **dict(ev.details.raw_items())}
+    # the rows of the stored columns (Columns.take: a coded column's rows are read without
+    # building the whole column, a spilled one's from its file); linking's outcome is a key
+    cols = {**{n: ev.keys for n in REASON_FIRST if n in ev.keys}, **dict.fromkeys(ev.details, ev.details)}
     names = [n for n in REASON_FIRST if n in cols] + [
         n for n in cols if n not in REASON_FIRST and not n.endswith(("_start", "_end", "_score"))]
     for name in names:
-        col = cols[name]
         vals = []
-        for v in col[rows].tolist():
+        for v in cols[name].take(name, rows).tolist():
             if v is None or v == "" or v is False or (isinstance(v, float) and v != v):
                 continue
             txt = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str, sort_keys=True)

@@ -102,7 +102,7 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
     nodes), and each metric is computed for all of them at once where it has a verified form
     (:func:`~kg_rageval.forms.metric_values`), so no :class:`Metric` is built per node and
     metric; an evaluation with its own roll-up (quantiles) is finalized node by node."""
-    from ..evaluation import rollup_sums
+    from ..evaluation import StatColumns, rollup_sums
     from ..forms import metric_values
 
     nodes: dict[str, dict[str, Any]] = {}
@@ -134,7 +134,7 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
                 continue
             node = ev.node_indices(ontology, "gold_node")  # -1: not an ontology id, left out
             names = list(ev.stats)
-            kept, pooled = rollup_sums(ontology, node, [ev.stats[k] for k in names], keep)
+            kept, pooled = rollup_sums(ontology, node, StatColumns(ev.stats, names), keep)
             if not len(kept):
                 continue
             metrics = list(ev.metrics())
@@ -211,7 +211,7 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     only the stat projections it reads (for a ratio of two stats: those two columns, so the
     sums are the full roll-up's bit for bit) and is evaluated on all nodes at once; any other
     metric rolls up every stat and is finalized node by node."""
-    from ..evaluation import rollup_sums
+    from ..evaluation import StatColumns, rollup_sums
     from ..forms import Projection, metric_forms, metric_values
 
     if key not in ev.keys:
@@ -228,12 +228,12 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     forms = metric_forms(ev.family.finalize, names, [metric], ev.record_stats().probe_rows())
     if forms.get(metric) is not None:
         proj = Projection(forms, [metric])
-        cols = proj.columns_of([ev.stats[k] for k in names])
+        cols = proj.columns_of(StatColumns(ev.stats, names))
         kept, pooled = rollup_sums(ontology, node, cols, keep)  # rows of node -1 left out
         values, den = proj.values(metric, pooled[:, 1:])
         if _form_holds(ev, ontology, node, ok, metric, kept, values):
             return kept, pooled[:, 0], values, den if den is not None else np.full(len(kept), np.nan)
-    kept, pooled = rollup_sums(ontology, node, [ev.stats[k] for k in names], keep)
+    kept, pooled = rollup_sums(ontology, node, StatColumns(ev.stats, names), keep)
     got = metric_values(ev.family.finalize, names, pooled[:, 1:], [metric], forms=forms)[metric]
     assert got is not None
     return kept, pooled[:, 0], got[0], got[1]

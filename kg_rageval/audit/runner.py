@@ -298,7 +298,8 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
             pass
     try:
         streams = stream_families(bounds, view.path, size, observers=tuple(observers),
-                                  section_counts=view.section_counts, client=client)
+                                  section_counts=view.section_counts, client=client,
+                                  spill_rows=config.spill_rows)
     except StreamFallback:
         return None
     finally:

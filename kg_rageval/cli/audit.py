@@ -38,6 +38,10 @@ from .common import fail, format_option, quiet_option
               help="Records per chunk when the audit streams its records file (every family it runs "
                    "is streamable; the config's chunk_size, default 16384); 0 reads the whole file at "
                    "once. The report is the same either way.")
+@click.option("--spill-rows", "spill_rows", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Rows of a streamed family result held in memory before its numeric columns go to a "
+                   "temporary file in the system's temporary directory (the config's spill_rows, default "
+                   "65536); 0 keeps them in memory. The report is the same either way.")
 @click.option("--dask-scheduler", "dask_scheduler", default=None, metavar="ADDRESS",
               help="Make every family's call on every streamed chunk on the Dask cluster at ADDRESS "
                    "(e.g. tcp://scheduler:8786); the chunks are read and accumulated here, the "
@@ -47,7 +51,7 @@ from .common import fail, format_option, quiet_option
 def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, verify_path: str | None,
           demo: str | None, seed: int, strict: bool | None, baseline_ontology: str | None = None,
           chunk_size: int | None = None, dask_scheduler: str | None = None,
-          dask_workers: int | None = None) -> None:
+          dask_workers: int | None = None, spill_rows: int | None = None) -> None:
     """Run every configured metric family, decide the gates and write the reports.
 
     A gate whose evidence is missing fails. With --demo (no config needed) the demo system is
@@ -59,7 +63,7 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
 
     try:
         code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology, chunk_size,
-                      dask_scheduler, dask_workers)
+                      dask_scheduler, dask_workers, spill_rows)
     except (KgRagevalError, OSError) as exc:
         fail(exc)
     if strict is None:
@@ -73,7 +77,7 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
 
 
 def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology=None,
-           chunk_size=None, dask_scheduler=None, dask_workers=None) -> int:
+           chunk_size=None, dask_scheduler=None, dask_workers=None, spill_rows=None) -> int:
     from ..audit.config import load_config
     from ..audit.runner import run_audit
     from ..errors import ConfigError
@@ -101,6 +105,8 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
         set_baseline_ontology(config, baseline_ontology)
     if chunk_size is not None:
         config.chunk_size = chunk_size
+    if spill_rows is not None:
+        config.spill_rows = spill_rows
     if dask_scheduler is not None or dask_workers is not None:
         from ..integrations.dask import audit_client
 

@@ -304,11 +304,13 @@ class FamilyStream:
     comes (never, for a family whose section no record has: such a family gets ``result =
     None`` and ``n_with_section = 0``)."""
 
-    def __init__(self, bound: BoundScorer, path: str | Path, size: int, ontology: Any = None) -> None:
+    def __init__(self, bound: BoundScorer, path: str | Path, size: int, ontology: Any = None,
+                 spill_rows: int | None = None) -> None:
         self.bound, self.path, self.size, self.ontology = bound, path, size, ontology
+        self.spill_rows = spill_rows
         self.skip = False
         self.name = bound.scorer.name
-        self.out = _SetConcatenation()
+        self.out = _SetConcatenation(spill_rows)
         self.last: tuple[Any, int, int] | None = None  # (result, first chunk, last chunk), not yet added
         self.pending: list[Any] | None = []  # records of the chunks waiting for evidence; None: read again
         self.start = 0  # first waiting chunk
@@ -407,14 +409,14 @@ class FamilyStream:
         self.out.add(self.last[0])
         self.last = None
         self.result = self.out.result(self.name)
-        self.out = _SetConcatenation()
+        self.out = _SetConcatenation(self.spill_rows)
         return self.result
 
 
 def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: int, *,
                     ontology: Any = None, observers: tuple[Callable[[int, list[Any]], None], ...] = (),
                     section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None,
-                    client: Any = None, in_flight: int | None = None
+                    client: Any = None, in_flight: int | None = None, spill_rows: int | None = None
                     ) -> dict[str, FamilyStream]:
     """Read the JSONL file ``path`` once, in chunks of ``size`` records
     (:func:`~kg_rageval.records.iter_record_chunks`), and score every chunk with every family
@@ -435,10 +437,14 @@ def stream_families(bounds: Mapping[str, BoundScorer], path: str | Path, size: i
     ``client``: a ``distributed.Client``: the chunks are still read (and observed) here, and
     each family's call on each chunk runs on its workers, at most ``in_flight`` chunks at a
     time (default: twice the worker threads); the results are fed back in chunk order, so the
-    streams equal the in-process ones (:func:`_feed_on_client`)."""
+    streams equal the in-process ones (:func:`_feed_on_client`).
+
+    ``spill_rows``: rows of a family's result kept in memory before its numeric columns go to
+    a temporary file (:class:`~kg_rageval.evaluation.Concatenation`; default
+    :data:`~kg_rageval.colstore.SPILL_ROWS`, 0: never)."""
     import gc
 
-    streams = {n: FamilyStream(b, path, size, ontology) for n, b in bounds.items()}
+    streams = {n: FamilyStream(b, path, size, ontology, spill_rows) for n, b in bounds.items()}
     paused = gc.isenabled()
     if paused:
         gc.disable()
@@ -575,15 +581,16 @@ def _trim_heap() -> None:
 class _SetConcatenation:
     """Member-wise :class:`~kg_rageval.evaluation.Concatenation` of chunk results."""
 
-    def __init__(self) -> None:
+    def __init__(self, spill_rows: int | None = None) -> None:
         self.members: dict[str, Any] | None = None
         self.family = ""
+        self.spill_rows = spill_rows
 
     def add(self, result: "EvaluationSet") -> None:
         from ..evaluation import Concatenation
 
         if self.members is None:
-            self.members = {m: Concatenation() for m in result}
+            self.members = {m: Concatenation(self.spill_rows) for m in result}
         elif set(result) != set(self.members):
             raise ValueError(f"{result.family}: cannot merge results with members {sorted(self.members)} "
                              f"and {sorted(result)}")
