@@ -3,6 +3,7 @@ deterministic family (hierarchy, linking, retrieval, conformance, generation wit
 judgments, provenance), bootstrap intervals for the bounded gates, and all four reports.
 
     .venv/bin/python benchmarks/bench_audit.py [--n 10000] [--seed 0] [--bootstrap 1000] [--keep DIR]
+        [--baseline [--baseline-seed 1]]
 
 Records are generated from the ontology: the gold is a random technique/sub-technique; the
 prediction is the gold (60 %), its parent, a sibling or a random node; the query names the
@@ -13,6 +14,12 @@ the answer has a structured output ``{technique, tactic}``, inline citations and
 faithfulness judgment. Prints the time of each phase and of each family, the process's CPU
 time and peak RSS, and the size of ``report.json``; ``--keep DIR`` writes the data, the config
 (``audit.yaml``, for ``kg-rageval audit -c``) and the reports there instead of a temporary folder.
+
+``--baseline`` adds a paired baseline comparison: ``baseline.jsonl`` holds the same records
+(the same ids, queries, gold and references) with perturbed outputs (:func:`perturb`: about 30 %
+of the records get another predicted node, mention id and structured-output technique, and a
+shuffled run), and the config gains ``baseline:`` with delta budgets on
+``hierarchy.hierarchical_f1`` and ``retrieval.mrr`` (paired bootstrap, per-query deltas).
 """
 
 from __future__ import annotations
@@ -107,6 +114,38 @@ def generate(onto, n: int, seed: int, out: Path) -> None:
     (out / "spec.yaml").write_text(SPEC)
 
 
+def perturb(src: Path, dst: Path, seed: int, share: float = 0.3) -> int:
+    """Write ``dst``: the records of ``src`` (one JSON object a line) with perturbed system
+    outputs — for a ``share`` of the records (drawn with ``seed``) the predicted label, the
+    predicted mention's id and the answer's ``output.technique`` become one node drawn from the
+    file's predicted nodes, and the run is shuffled; ids, queries, gold and references are
+    unchanged. Returns the number of records perturbed."""
+    rng = np.random.default_rng(seed)
+    pool: list[str] = []
+    seen: set[str] = set()
+    with open(src) as fh:
+        for line in fh:
+            for p in json.loads(line)["labels"]["pred"]:
+                if p not in seen:
+                    seen.add(p)
+                    pool.append(p)
+    changed = 0
+    with open(src) as fh, open(dst, "w") as out:
+        for line in fh:
+            rec = json.loads(line)
+            if rng.random() < share:
+                pid = pool[int(rng.integers(len(pool)))]
+                rec["labels"]["pred"] = [pid]
+                for m in rec["mentions"]["pred"]:
+                    m["id"] = pid
+                rec["answer"]["output"]["technique"] = pid
+                run = rec["retrieval"]["run"]
+                rec["retrieval"]["run"] = [run[int(k)] for k in rng.permutation(len(run))]
+                changed += 1
+            out.write(json.dumps(rec) + "\n")
+    return changed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000)
@@ -115,6 +154,9 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="write data, config and reports here")
     ap.add_argument("--dask-workers", type=int, default=None,
                     help="score the streamed chunks on a local Dask cluster of N worker processes")
+    ap.add_argument("--baseline", action="store_true",
+                    help="add a paired baseline: the same record ids with perturbed outputs (baseline.jsonl)")
+    ap.add_argument("--baseline-seed", type=int, default=1, help="seed of the baseline's perturbations")
     args = ap.parse_args()
 
     from kg_rageval.audit.config import config_from_mapping
@@ -129,6 +171,8 @@ def main() -> None:
         onto = load_ontology(onto_path)
         t0 = time.perf_counter()
         generate(onto, args.n, args.seed, out)
+        if args.baseline:
+            perturb(out / "records.jsonl", out / "baseline.jsonl", args.baseline_seed)
         t_gen = time.perf_counter() - t0
         mapping = {
             "name": f"bench-{args.n}",
@@ -144,6 +188,9 @@ def main() -> None:
             "missing_runs": {"budget": 0.05},
             "bootstrap": {"n_resamples": args.bootstrap, "seed": 0},
         }
+        if args.baseline:
+            mapping["baseline"] = {"records": "baseline.jsonl",
+                                   "budgets": {"hierarchy.hierarchical_f1": 0.05, "retrieval.mrr": 0.05}}
         (out / "audit.yaml").write_text(json.dumps(mapping, indent=1))  # JSON is YAML
         cfg = config_from_mapping(mapping, base_dir=out)
         from kg_rageval.integrations.dask import audit_client

@@ -95,11 +95,14 @@ def bench_score(n_mentions: int, modes: tuple[bool, ...] = (False,)) -> None:
     print(f"metrics + breakdown(outcome): {time.perf_counter() - t:.2f} s")
 
 
-def _realistic_labels(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+def _realistic_labels(n: int, seed: int = 0) -> tuple[list[str], list[str], list[str]]:
+    """``(labels, synonyms, vocabulary)``: ``n`` distinct labels of 1–5 words from a
+    6,000-word vocabulary, each with one synonym (its words reversed, hyphen-joined)."""
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
     vocab = list({"".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(6500)})[:6000]
-    labels, synonyms = [], []
+    labels: list[str] = []
+    synonyms: list[str] = []
     seen = set()
     while len(labels) < n:
         w = rng.choices(vocab, k=rng.choice([1, 2, 2, 3, 3, 3, 4, 5]))
@@ -266,13 +269,14 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
         "ours: find, one call per query": lambda qs: [ours.find(q) for q in qs],
         "ours: predict, one call per query (mention dicts)": lambda qs: [ours.predict(q) for q in qs],
     }
+    anchor: AhoCorasickAnchor | None = None
     try:
-        anchor = AhoCorasickAnchor(ours)
+        made = AhoCorasickAnchor(ours)
     except ImportError:
-        anchor = None
         print(f"[{name}] pyahocorasick anchor skipped: not installed")
     else:
-        fns[ANCHOR] = anchor.predict_many
+        anchor = made
+        fns[ANCHOR] = made.predict_many
     qps = {label: nq / dt for label, dt in _interleaved(fns, queries, repeat).items()}
     pred, links = ours.predict_many(queries), ours.find_many(queries)  # the results, compared
     assert [ours.find(q) for q in queries] == links

@@ -65,9 +65,9 @@ def test_demo_audit_on_cluster_equals_in_process(client, demo, tmp_path, family_
         assert res.chunk_size == size
         assert _report(tmp_path / f"d{size}") == ref, size
         assert _files(tmp_path / f"d{size}") == files, size
-        # the baseline audit is held (one call per family here); the chunks went to the workers,
-        # but the few that join a chunk without evidence
-        assert 3 <= family_calls["calls"] <= in_process // 4, (size, in_process, family_calls)
+        # the candidate's and the baseline's chunks went to the workers, but the few that join
+        # a chunk without evidence
+        assert family_calls["calls"] <= in_process // 4, (size, in_process, family_calls)
 
 
 def test_worker_errors_are_scored_in_process(client, demo, tmp_path, family_calls, monkeypatch):

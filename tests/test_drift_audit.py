@@ -136,3 +136,61 @@ def test_same_release_and_undeclared(work):
 
         set_baseline_ontology(config_from_mapping({"ontology": "new.kgro", "records": "cand.jsonl"}, base_dir=d),
                               "old.kgro")
+
+
+def _release_runs(d, size, **baseline):
+    cfg = _cfg(d, **baseline)
+    cfg.chunk_size = size
+    try:
+        res = run_audit(cfg, progress=False)
+    except ConfigError as exc:
+        return str(exc)
+    return {"baseline": res.baseline, "metrics": {k: m.to_dict() for k, m in sorted(res.metrics.items())},
+            "gates": [(str(g.gate), g.status, g.observed, g.reason) for g in res.gate_results]}
+
+
+@pytest.mark.parametrize("how", ["unchanged", "rebased", "flagged", "same", "refused", "marks"])
+def test_release_check_streamed_equals_held(work, monkeypatch, how):
+    """The baseline streamed (its records read in chunks through the release check and the
+    families) decides the release as the held baseline does: the same mode, kept records,
+    deltas and gates — or the same refusal."""
+    from kg_rageval.audit import runner
+
+    d, old, new = work
+    baseline = {"unchanged": {"manifest": "base-manifest.json", "ontology": "old.kgro"},
+                "same": {}, "refused": {"manifest": "base-manifest.json"}}.get(how, {})
+    if how in ("rebased", "flagged"):
+        rebase_file(old, new, d / "base.jsonl", d / "rebased.jsonl")
+        baseline = {"manifest": "base-manifest.json", "records": "rebased.jsonl"}
+        if how == "flagged":  # the re-base report flags c3: left out of the pairing
+            rp = d / "rebased.jsonl.rebase.json"
+            rep = json.loads(rp.read_text())
+            rep["flagged_records"] = ["c3", 7]
+            rp.write_text(json.dumps(rep))
+    if how == "marks":  # re-base marks to two releases: refused
+        lines = (d / "base.jsonl").read_text().splitlines()
+        marked = [json.loads(x) for x in lines]
+        marked[0]["rebase"], marked[3]["rebase"] = {"to": "sha256:a"}, {"to": "sha256:b"}
+        (d / "base.jsonl").write_text("".join(json.dumps(r) + "\n" for r in marked))
+    held = _release_runs(d, 0, **baseline)
+    calls = {"held": 0}
+    orig = runner._baseline_held
+
+    def counted(*a, **k):
+        calls["held"] += 1
+        return orig(*a, **k)
+
+    monkeypatch.setattr(runner, "_baseline_held", counted)
+    for size in (1, 3):
+        calls["held"] = 0
+        assert _release_runs(d, size, **baseline) == held, size
+        assert calls["held"] == (1 if isinstance(held, str) else 0), size  # a refusal is the held one's
+    if isinstance(held, str):
+        assert ("several ontology releases" if how == "marks" else "records rebase") in held
+        return
+    rel = held["baseline"]["release"]
+    want = {"unchanged": ("unchanged_nodes", 1, 4), "rebased": ("rebased", 0, 4), "flagged": ("rebased", 1, 4),
+            "same": ("same", 0, 0)}[how]  # the same release: nothing to consider
+    assert (rel["mode"], rel["excluded_records"], rel["considered_records"]) == want
+    paired = held["baseline"]["deltas"]["delta:hierarchy.hierarchical_f1"]["paired_records"]
+    assert paired == 4 - want[1]

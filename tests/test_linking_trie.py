@@ -225,6 +225,43 @@ def test_large_tables_are_not_traversed_by_the_garbage_collector():
         assert not gc.is_tracked(getattr(d, name)), name
 
 
+def test_links_made_are_untracked_and_keep_the_tuple_api():
+    """Every ``Link`` one ``find`` makes is untracked by the cyclic collector (CPython never
+    untracks a tuple subclass itself; a ``Link`` holds no container that could close a cycle)
+    and is still an ordinary named tuple: equal to one built by hand and to the plain tuple,
+    same hash, unpacking, attributes, ``to_mention``; freed normally after collections."""
+    import pickle
+
+    from kg_rageval.linking.dictionary import _untracker
+
+    if _untracker() is None:  # pragma: no cover - not CPython
+        pytest.skip("no PyObject_GC_UnTrack on this interpreter")
+    b = OntologyBuilder("t")
+    b.add_node("R", label="root")
+    b.add_node("A", label="cat")
+    b.add_node("B", label="cat food", synonyms=["Katzenfutter"])
+    b.add_edge("A", "R")
+    b.add_edge("B", "R")
+    d = DictionaryLinker(b.build())
+    got = d.find("a cat and KATZENFUTTER")
+    want = [Link(2, 5, "A", 1.0, "cat", ("A",)), Link(10, 22, "B", 0.9, "KATZENFUTTER", ("B",))]
+    assert got == want and [tuple(x) for x in got] == [tuple(x) for x in want]
+    assert [gc.is_tracked(x) for x in got] == [False, False] and gc.is_tracked(want[0])
+    assert gc.is_tracked(got)  # the list itself stays tracked: a caller may put anything in it
+    assert list(map(hash, got)) == list(map(hash, want)) and set(got) == set(want)
+    s, e, node, score, form, cands = got[1]
+    assert (s, e, node, score, form, cands) == (10, 22, "B", 0.9, "KATZENFUTTER", ("B",))
+    assert got[1].id == "B" and got[1]._replace(id="A").id == "A" and got[1].candidates == ("B",)
+    assert got[1].to_mention() == {"start": 10, "end": 22, "id": "B", "score": 0.9}
+    assert pickle.loads(pickle.dumps(got)) == want
+    for _ in range(3):
+        many = [d.find("cat food, cat") for _ in range(3000)]
+        gc.collect()
+        assert many[-1] == [Link(0, 8, "B", 1.0, "cat food", ("B",)), Link(10, 13, "A", 1.0, "cat", ("A",))]
+        del many
+    gc.collect()
+
+
 def test_hash_table_lookup():
     rng = np.random.default_rng(0)
     keys = np.unique(rng.integers(0, 10**12, size=50_000))

@@ -263,7 +263,6 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
     A reading error of the records file is raised as the held reader raises it. ``client``: a
     ``distributed.Client`` the families' calls on the chunks are made on (the chunks are read
     and accumulated here; :func:`~kg_rageval.contract.stream_families` with ``client``)."""
-    from ..contract import StreamFallback, stream_families
     from .stream import StreamedRecords
 
     try:
@@ -273,16 +272,7 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
         names = configured_families(config)
         view = StreamedRecords(inputs["paths"]["records"], size, names, inputs["ontology"],
                                inputs.get("corpus"), config)
-        given = {n: dict(config.families.get(n) or {}) for n in names}
-        bounds: dict[str, Any] = {}
-        bind_seconds: dict[str, float] = {}
-        for name in names:
-            spec = get_scorer(name)
-            opts = family_options(config, name)
-            if family_run(spec, inputs, 1, given[name]).status == "ran":  # inputs there, module imports
-                t0 = time.perf_counter()
-                bounds[name] = bind_family(spec, inputs, opts)
-                bind_seconds[name] = time.perf_counter() - t0
+        bound = _bind_families(config, inputs, names)
     except Exception:  # noqa: BLE001 — the held audit raises it where it raises it
         return None
     tick("load_inputs")
@@ -297,25 +287,58 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
         except ImportError:  # pragma: no cover
             pass
     try:
-        streams = stream_families(bounds, view.path, size, observers=tuple(observers),
+        runs = _stream_runs(config, inputs, names, bound, view, tuple(observers), client)
+    finally:
+        if bar is not None:
+            bar.close()
+    if runs is None:
+        return None
+    tick("families")
+    return inputs, view, runs
+
+
+def _bind_families(config: AuditConfig, inputs: Mapping[str, Any], names: list[str]
+                   ) -> tuple[dict[str, Any], dict[str, float]]:
+    """``({family: bound scorer}, {family: seconds to bind})`` of the families of ``names``
+    that will run (their inputs there, their module importing); raises what binding raises."""
+    bounds: dict[str, Any] = {}
+    bind_seconds: dict[str, float] = {}
+    for name in names:
+        spec = get_scorer(name)
+        if family_run(spec, inputs, 1, {}).status == "ran":
+            t0 = time.perf_counter()
+            bounds[name] = bind_family(spec, inputs, family_options(config, name))
+            bind_seconds[name] = time.perf_counter() - t0
+    return bounds, bind_seconds
+
+
+def _stream_runs(config: AuditConfig, inputs: Mapping[str, Any], names: list[str],
+                 bound: tuple[dict[str, Any], dict[str, float]], view: Any, observers: tuple[Any, ...],
+                 client: Any) -> dict[str, FamilyRun] | None:
+    """Every family of ``names`` run on ``view.path`` read once in chunks
+    (:func:`~kg_rageval.contract.stream_families`; ``view``, a :class:`~.stream.RecordIndex`,
+    among the ``observers``), as :func:`run_families` runs them on the held records: ``None``
+    when a family cannot be streamed exactly (:class:`~kg_rageval.contract.StreamFallback`:
+    the caller holds the records instead). A reading error of the file propagates."""
+    from ..contract import StreamFallback, stream_families
+
+    bounds, bind_seconds = bound
+    try:
+        streams = stream_families(bounds, view.path, view.size, observers=observers,
                                   section_counts=view.section_counts, client=client,
                                   spill_rows=config.spill_rows)
     except StreamFallback:
         return None
-    finally:
-        if bar is not None:
-            bar.close()
     runs: dict[str, FamilyRun] = {}
     for name in names:
-        run = family_run(get_scorer(name), inputs, view.n_with_section[name], given[name])
+        run = family_run(get_scorer(name), inputs, view.n_with_section[name], dict(config.families.get(name) or {}))
         if run.status == "ran":
             fs = streams[name]
             assert fs.result is not None
             run.result, run.evaluations = fs.result, fs.result.evaluations
             run.seconds = bind_seconds[name] + fs.seconds
         runs[name] = run
-    tick("families")
-    return inputs, view, runs
+    return runs
 
 
 def _short_tb(exc: BaseException) -> str:
@@ -449,7 +472,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     baseline = None
     baseline_metrics: dict[str, Metric] = {}
     if config.baseline is not None:
-        baseline, baseline_metrics = _run_baseline(config, inputs, runs, progress, view)
+        baseline, baseline_metrics = _run_baseline(config, inputs, runs, progress, view, client)
         tick("baseline")
 
     # the flat metric map: globals, slices, and whatever the gates ask for
@@ -712,13 +735,15 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
 
 
 # ---------------------------------------------------------------------- baseline
-def _pairing_problem(paired: int, either: int, frac: float, dropped: list[str], bl: Any) -> str | None:
+def _pairing_problem(paired: int, either: int, frac: float, n_dropped: int, dropped_first: list[str],
+                     bl: Any) -> str | None:
     """Why a baseline comparison is missing evidence, or ``None`` when the pairing is sound:
-    the candidate dropped baseline records (more than ``max_dropped``), or the records both
-    systems scored are fewer than ``min_paired_fraction`` of those either scored."""
-    if len(dropped) > bl.max_dropped:
-        shown = ", ".join(repr(d) for d in dropped[:5]) + (" ..." if len(dropped) > 5 else "")
-        return (f"the candidate's records lack {len(dropped)} record(s) of the baseline ({shown}; "
+    the candidate dropped baseline records (``n_dropped`` more than ``max_dropped``; the first
+    ids, sorted, in ``dropped_first``), or the records both systems scored are fewer than
+    ``min_paired_fraction`` of those either scored."""
+    if n_dropped > bl.max_dropped:
+        shown = ", ".join(repr(d) for d in dropped_first[:5]) + (" ..." if n_dropped > 5 else "")
+        return (f"the candidate's records lack {n_dropped} record(s) of the baseline ({shown}; "
                 f"baseline.max_dropped = {bl.max_dropped})")
     if paired == 0 or frac < bl.min_paired_fraction:
         return (f"only {paired} of {either} records are scored by both systems ({frac:.1%}; "
@@ -762,8 +787,77 @@ def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, 
     return out
 
 
+def _baseline_config(config: AuditConfig) -> AuditConfig:
+    """The config the baseline's families run with: the audit's, but no PROV-O trail (the
+    trail describes the audited run only)."""
+    bcfg = config.model_copy()
+    bcfg._base_dir, bcfg._source = config._base_dir, config._source
+    bfams = {n: dict(config.families.get(n) or {}) for n in configured_families(config)}
+    if "provenance" in bfams:
+        bfams["provenance"]["trail"] = False
+    bcfg.families = bfams
+    return bcfg
+
+
+def _baseline_held(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path,
+                   progress: bool) -> tuple[Any, dict[str, FamilyRun], np.ndarray]:
+    """``(release, baseline runs, baseline record ids)`` with the baseline's records read whole
+    (:func:`~kg_rageval.records.read_records`), let go before the pairing."""
+    from ..drift.release import ReleaseCheck, load_baseline_ontology
+    from ..records import read_records
+
+    base_records = read_records(bpath)
+    check = ReleaseCheck(config, inputs["ontology"], load_baseline_ontology(config))
+    check.prepare(cand)
+    check.observe(0, base_records)
+    release = check.result()  # refuses another release
+    binputs = dict(inputs)
+    binputs["records"] = base_records
+    binputs["ontology"] = release.ontology
+    bruns = run_families(_baseline_config(config), binputs, base_records, progress=progress)
+    return release, bruns, check.ids()
+
+
+def _baseline_streamed(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path,
+                       client: Any) -> tuple[Any, dict[str, FamilyRun], np.ndarray] | None:
+    """:func:`_baseline_held` with the baseline's records read once in chunks of the audit's
+    ``chunk_size`` through the families (:func:`_stream_runs`, as the audited records are) and
+    the release check (:class:`~kg_rageval.drift.release.ReleaseCheck`), none of them held;
+    the candidate's records are read again only for a comparison on the unchanged nodes.
+    ``None`` when anything goes wrong before, in or after the stream but a reading error of
+    the baseline's file (the held baseline then raises its error, in its order, or scores it)."""
+    from ..drift.release import ReleaseCheck, load_baseline_ontology
+    from .stream import RecordIndex
+
+    try:
+        check = ReleaseCheck(config, inputs["ontology"], load_baseline_ontology(config))
+        planned = check.planned_ontology()
+        check.prepare(cand)
+        bcfg = _baseline_config(config)
+        binputs = dict(inputs)
+        binputs["records"] = None
+        binputs["paths"] = {**(inputs.get("paths") or {}), "records": bpath}
+        binputs["ontology"] = planned
+        names = configured_families(bcfg)
+        view = RecordIndex(bpath, cand.size, names)
+        bound = _bind_families(bcfg, binputs, names)
+    except Exception:  # noqa: BLE001 — the held baseline raises it where it raises it
+        return None
+    bruns = _stream_runs(bcfg, binputs, names, bound, view, (view.observe, check.observe), client)
+    if bruns is None:
+        return None
+    try:
+        release = check.result()
+    except Exception:  # noqa: BLE001 — refused: the held baseline raises it in its order
+        return None
+    if release.ontology is not planned:  # pragma: no cover — ReleaseCheck plans what it decides
+        return None
+    return release, bruns, check.ids()
+
+
 def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[str, FamilyRun],
-                  progress: bool, records: Any = None) -> tuple[dict[str, Any], dict[str, Metric]]:
+                  progress: bool, records: Any = None, client: Any = None
+                  ) -> tuple[dict[str, Any], dict[str, Metric]]:
     """Paired comparison with a baseline run on the same records.
 
     For each evaluation the candidate and baseline per-record stats are aligned on the record
@@ -772,8 +866,9 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     percentile bootstrap (the same record draws for both systems) gives the intervals, and the
     per-query deltas of the gated metrics are listed (worst first, 50 at most). ``records``:
     the candidate's (:class:`~.stream.HeldRecords` / :class:`~.stream.StreamedRecords`; default
-    ``inputs["records"]``). The baseline's records are held."""
-    from ..records import read_records
+    ``inputs["records"]``). The baseline's records are streamed like the candidate's when the
+    candidate's were (:func:`_baseline_streamed`; ``client``: the Dask client its chunks are
+    scored on), else held; either way only the record ids of both sides stay, as numpy arrays."""
     from .stream import HeldRecords
 
     cand = HeldRecords(inputs["records"]) if records is None else records
@@ -783,22 +878,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     if not bpath.exists():
         raise InputError("baseline records file does not exist", source=config.source,
                          location=f"baseline.records = {config.baseline.records!r}")
-    base_records = read_records(bpath)
-    from ..drift.release import baseline_release, load_baseline_ontology
-
-    release = baseline_release(config, inputs["ontology"], base_records, cand,
-                               load_baseline_ontology(config))  # refuses another release
-    binputs = dict(inputs)
-    binputs["records"] = base_records
-    binputs["ontology"] = release.ontology
-    bcfg = config.model_copy()
-    bcfg._base_dir, bcfg._source = config._base_dir, config._source
-    # the PROV-O trail describes the audited run only; the baseline needs none
-    bfams = {n: dict(config.families.get(n) or {}) for n in configured_families(config)}
-    if "provenance" in bfams:
-        bfams["provenance"]["trail"] = False
-    bcfg.families = bfams
-    bruns = run_families(bcfg, binputs, base_records, progress=progress)
+    got = _baseline_streamed(config, inputs, cand, bpath, client) if cand.streamed else None
+    release, bruns, base_ids = got if got is not None else _baseline_held(config, inputs, cand, bpath, progress)
     b = config.bootstrap
     fams = configured_families(config)
     options = {f: family_options(config, f) for f in fams}
@@ -808,8 +889,8 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     pairs: dict[str, dict[str, Any]] = {}
     primary: list[str] = []
     per_query: dict[str, list[dict[str, Any]]] = {}
-    cand_ids = set(cand.ids)
-    dropped = sorted(str(r["id"]) for r in base_records if str(r["id"]) not in cand_ids)
+    dropped = np.setdiff1d(base_ids, cand.id_array())  # sorted: the baseline's ids are unique
+    dropped_first = dropped[:50].tolist()
     bl = config.baseline
     pairing: dict[str, dict[str, Any]] = {}
     for fam, run in runs.items():
@@ -832,7 +913,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             union = np.union1d(ids_c, ids_b)
             label = fam if len(run.result) == 1 else f"{fam}.{member}"
             frac = len(common) / len(union) if len(union) else 0.0
-            unpaired = _pairing_problem(len(common), len(union), frac, dropped, bl)
+            unpaired = _pairing_problem(len(common), len(union), frac, len(dropped), dropped_first, bl)
             pairing[label] = {
                 "paired_records": int(len(common)), "records_either": int(len(union)),
                 "paired_fraction": round(frac, 6),
@@ -884,11 +965,13 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             del mc, mb
         for bev in brun.result.values():
             bev.drop_record_stats()
+        # paired: the baseline's result columns of this family are not read again
+        brun.result, brun.evaluations = None, []
     info = {
         "records": str(bpath),
-        "n_records": len(base_records),
+        "n_records": len(base_ids),
         "families": {f: r.status for f, r in bruns.items()},
-        "dropped_records": {"n": len(dropped), "ids": dropped[:50]},
+        "dropped_records": {"n": len(dropped), "ids": dropped_first},
         "pairing": pairing,
         "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
         "primary": sorted(set(primary)),

@@ -77,6 +77,10 @@ class HeldRecords:
         has = spec.has_section
         return {rid for r, rid in zip(self.records, self.ids) if has(r)}
 
+    def id_array(self) -> np.ndarray:
+        """Every record id in list order, as one numpy array (:func:`id_array`)."""
+        return id_array(self.ids)
+
     def slice_values(self) -> dict[str, set[str]]:
         from ..records import slice_values
 
@@ -99,21 +103,83 @@ class HeldRecords:
         return self.records
 
 
-class StreamedRecords:
-    """What a streamed audit keeps of its records file (see the module docstring); fed chunk
-    by chunk by :meth:`observe` (an observer of :func:`~kg_rageval.contract.stream_families`)."""
+def id_array(ids: Iterable[str]) -> np.ndarray:
+    """Record ids as one numpy unicode array (``<U1`` when there are none): one buffer, not a
+    Python string per record; sorted, intersected and looked up with numpy (``np.isin``,
+    ``np.setdiff1d``), in the order of Python's ``sorted`` on the strings (code points)."""
+    out = np.array(list(ids) if not isinstance(ids, list) else ids, dtype=str)
+    return out if len(out) else np.zeros(0, "U1")
+
+
+class RecordIndex:
+    """What a streamed pass keeps of every record of a JSONL file: its id (one numpy array per
+    chunk, joined when read: :meth:`id_array`), its line number and, per family, whether it
+    carries the family's section — fed chunk by chunk by :meth:`observe` (an observer of
+    :func:`~kg_rageval.contract.stream_families`; :meth:`section_counts` its
+    ``section_counts``). A streamed baseline keeps only this of its records; the audited
+    records keep more (:class:`StreamedRecords`)."""
 
     streamed = True
+
+    def __init__(self, path: Path, size: int, families: list[str]) -> None:
+        self.path, self.size, self.families = path, size, families
+        self._ids: list[np.ndarray] = []
+        self._n = 0
+        self._lines: list[np.ndarray] = []
+        self._flags: dict[str, list[np.ndarray]] = {f: [] for f in families}
+        self.n_with_section = dict.fromkeys(families, 0)
+
+    def observe(self, k: int, chunk: list[dict]) -> None:
+        self._ids.append(id_array([r["id"] for r in chunk]))
+        self._n += len(chunk)
+        self._lines.append(np.fromiter((r["_line"] for r in chunk), np.int64, len(chunk)))
+        for f, flag in _section_flags(self.families, chunk).items():
+            self._flags[f].append(flag)
+            self.n_with_section[f] += int(flag.sum())
+
+    def section_counts(self, k: int, chunk: list[dict]) -> dict[str, int]:
+        """The records of the chunk just observed that carry each family's section."""
+        return {f: int(flags[-1].sum()) if flags else 0 for f, flags in self._flags.items()}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def id_array(self) -> np.ndarray:
+        """Every record id in file order (one array; the chunks' arrays joined once)."""
+        if len(self._ids) != 1:
+            self._ids = [np.concatenate(self._ids) if self._ids else np.zeros(0, "U1")]
+        return self._ids[0]
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.id_array()
+
+    def with_section(self, family: str) -> set[str]:
+        ids = self.id_array()
+        flags = self._flags.get(family)
+        if flags is None:
+            return set(ids.tolist())
+        got = np.concatenate(flags) if flags else np.zeros(0, bool)
+        return set(ids[got].tolist())
+
+    def records_of(self, wanted: set[str]) -> dict[str, dict]:
+        """``{id: record}`` of the records asked for, read again by line number."""
+        from ..records import read_records_at
+
+        lines = np.concatenate(self._lines) if self._lines else np.zeros(0, np.int64)
+        at = lines[np.isin(self.id_array(), id_array(sorted(map(str, wanted))))].tolist() if wanted else []
+        return {r["id"]: r for r in read_records_at(self.path, at).values()}
+
+
+class StreamedRecords(RecordIndex):
+    """What a streamed audit keeps of its records file (see the module docstring); fed chunk
+    by chunk by :meth:`observe` (an observer of :func:`~kg_rageval.contract.stream_families`)."""
 
     def __init__(self, path: Path, size: int, families: list[str], ontology: Any,
                  corpus: list[dict] | None, config: "AuditConfig") -> None:
         from .pernode import CoverageCounter, ExclusionCounter, make_branch_of
 
-        self.path, self.size, self.families = path, size, families
-        self.ids: list[str] = []
-        self._lines: list[np.ndarray] = []
-        self._flags: dict[str, list[np.ndarray]] = {f: [] for f in families}
-        self.n_with_section = dict.fromkeys(families, 0)
+        super().__init__(path, size, families)
         self._slices: dict[str, set[str]] = {}
         self.coverage_error: Exception | None = None
         self.coverage_counter: CoverageCounter | None = None
@@ -128,11 +194,7 @@ class StreamedRecords:
     def observe(self, k: int, chunk: list[dict]) -> None:
         from ..records import slice_values
 
-        self.ids.extend(r["id"] for r in chunk)
-        self._lines.append(np.fromiter((r["_line"] for r in chunk), np.int64, len(chunk)))
-        for f, flag in _section_flags(self.families, chunk).items():
-            self._flags[f].append(flag)
-            self.n_with_section[f] += int(flag.sum())
+        super().observe(k, chunk)
         for name, values in slice_values(chunk).items():
             self._slices.setdefault(name, set()).update(values)
         if self.coverage_counter is not None:
@@ -140,27 +202,12 @@ class StreamedRecords:
         if self.exclusion_counter is not None:
             self.exclusion_counter.add(chunk)
 
-    def section_counts(self, k: int, chunk: list[dict]) -> dict[str, int]:
-        """The records of the chunk just observed that carry each family's section."""
-        return {f: int(flags[-1].sum()) if flags else 0 for f, flags in self._flags.items()}
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
     def __iter__(self) -> Iterator[dict]:
         """The records, read again chunk by chunk (the baseline's release check reads them)."""
         from ..records import iter_record_chunks
 
         for chunk in iter_record_chunks(self.path, self.size):
             yield from chunk
-
-    def with_section(self, family: str) -> set[str]:
-        flags = self._flags.get(family)
-        if flags is None:
-            return set(self.ids)
-        got = np.concatenate(flags) if flags else np.zeros(0, bool)
-        ids = self.ids
-        return {ids[i] for i in np.flatnonzero(got).tolist()}
 
     def slice_values(self) -> dict[str, set[str]]:
         return self._slices
@@ -179,13 +226,6 @@ class StreamedRecords:
     def lookup(self) -> Any:
         """``ids -> {id: record}``: the records asked for, read again by line number."""
         return self.records_of
-
-    def records_of(self, wanted: set[str]) -> dict[str, dict]:
-        from ..records import read_records_at
-
-        lines = np.concatenate(self._lines) if self._lines else np.zeros(0, np.int64)
-        at = [int(lines[i]) for i, rid in enumerate(self.ids) if rid in wanted]
-        return {r["id"]: r for r in read_records_at(self.path, at).values()}
 
 
 AUDIT_CHUNK_SIZE = 16_384

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+
 from ..errors import ConfigError
 from .rebase import _path, _Rebaser
 
@@ -84,13 +86,13 @@ def record_ontology_ids(record: dict[str, Any], knows) -> tuple[set[str], set[st
 class BaselineRelease:
     """How a baseline is compared: ``mode`` is ``same``, ``rebased`` or ``unchanged_nodes``;
     ``ontology`` the release to score the baseline records with; ``keep`` the record ids the
-    pairing may use (``None``: all); the rest is reported."""
+    pairing may use (a sorted numpy array of unique ids; ``None``: all); the rest is reported."""
 
     mode: str
     ontology: Any
     candidate: dict[str, Any]
     baseline: dict[str, Any] | None
-    keep: set[str] | None = None
+    keep: np.ndarray | None = None
     excluded: int = 0
     considered: int = 0
     notes: list[str] = field(default_factory=list)
@@ -100,9 +102,7 @@ class BaselineRelease:
         (all when ``keep`` is ``None``)."""
         if self.keep is None:
             return ids, stats
-        import numpy as np
-
-        sel = np.isin(np.asarray(ids).astype(str), np.asarray(sorted(self.keep), dtype=str))
+        sel = np.isin(np.asarray(ids).astype(str), self.keep)
         return ids[sel], {k: v[sel] for k, v in stats.items()}
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,84 +131,201 @@ def _manifest_release(path: Path, source: str) -> dict[str, Any]:
     return {"source": ont.get("path"), "version": ont.get("version"), "content_hash": ont["content_hash"]}
 
 
-def baseline_release(config: Any, ontology: Any, base_records: list[dict[str, Any]],
-                     cand_records: Iterable[dict[str, Any]], baseline_ontology: Any = None) -> BaselineRelease:
-    """Decide how the baseline may be compared (module docstring); raises ConfigError when
-    it may not."""
-    from ..audit.manifest import file_hash
+def _ids(values: Iterable[str]) -> np.ndarray:
+    """Ids as one numpy unicode array (``<U1`` when empty)."""
+    out = np.array(list(values), dtype=str)
+    return out if len(out) else np.zeros(0, "U1")
 
-    bcfg = config.baseline
-    cand = _rel(ontology)
-    declared: dict[str, Any] | None = None
-    if getattr(bcfg, "manifest", None):
-        declared = _manifest_release(config.path(bcfg.manifest), config.source)
-    if baseline_ontology is not None:
-        brel = _rel(baseline_ontology)
-        if declared and declared["content_hash"] != brel["content_hash"]:
-            raise ConfigError(
-                f"baseline.ontology ({brel['source']}, {brel['content_hash']}) is not the release the baseline "
-                f"manifest names ({declared['content_hash']})", source=config.source)
-        declared = brel
-    marks = {r["rebase"].get("to") for r in base_records
-             if isinstance(r.get("rebase"), dict) and isinstance(r["rebase"].get("to"), str)}
-    rebased_to = marks.pop() if len(marks) == 1 else None
-    if len(marks) > 0:
-        raise ConfigError("the baseline records carry re-base marks to several ontology releases", source=config.source)
-    if declared is None and rebased_to is not None:
-        declared = {"source": None, "version": None, "content_hash": rebased_to}
-    if declared is None or declared["content_hash"] == cand["content_hash"]:
-        note = [] if declared else ["the baseline declares no ontology release (baseline.manifest or "
-                                    "baseline.ontology); assumed to be the candidate's"]
-        return BaselineRelease("same", ontology, cand, declared, notes=note)
 
-    # a re-base report whose output is this very baseline records file, onto this release
-    bpath = config.path(bcfg.records)
-    rpath = config.path(getattr(bcfg, "rebase_report", None)) if getattr(bcfg, "rebase_report", None) \
-        else bpath.with_name(bpath.name + ".rebase.json")
-    if rpath.exists():
+class ReleaseCheck:
+    """The release decision of :func:`baseline_release`, made while the baseline's records go
+    by chunk by chunk (so a streamed audit holds neither side's records):
+
+    1. ``ReleaseCheck(config, ontology, baseline_ontology)``: what the config declares (the
+       baseline manifest, ``baseline.ontology``; their errors are raised here);
+    2. :meth:`planned_ontology`: the release the baseline records are scored with, known
+       before they are read (the candidate's, or ``baseline_ontology`` when the comparison
+       will be on the unchanged nodes);
+    3. :meth:`prepare` with the candidate's records (read once, only for the unchanged-nodes
+       comparison: which candidate records hold only stable ids);
+    4. :meth:`observe` every chunk of the baseline's records (ids, re-base marks, whether each
+       record holds only stable ids), in file order;
+    5. :meth:`result`: the :class:`BaselineRelease`, or the :class:`ConfigError` refusing it —
+       the checks in the order :func:`baseline_release` has always made them.
+
+    What it keeps of the records is compact: the ids as numpy arrays, the marks as a set of
+    release hashes, one bool per record."""
+
+    def __init__(self, config: Any, ontology: Any, baseline_ontology: Any = None) -> None:
+        self.config, self.ontology, self.baseline_ontology = config, ontology, baseline_ontology
+        bcfg = config.baseline
+        self.cand = _rel(ontology)
+        declared: dict[str, Any] | None = None
+        if getattr(bcfg, "manifest", None):
+            declared = _manifest_release(config.path(bcfg.manifest), config.source)
+        if baseline_ontology is not None:
+            brel = _rel(baseline_ontology)
+            if declared and declared["content_hash"] != brel["content_hash"]:
+                raise ConfigError(
+                    f"baseline.ontology ({brel['source']}, {brel['content_hash']}) is not the release the baseline "
+                    f"manifest names ({declared['content_hash']})", source=config.source)
+            declared = brel
+        self.declared = declared
+        self._marks: set[Any] = set()
+        self._ids: list[np.ndarray] = []
+        self._ok: list[np.ndarray] = []
+        self._report: tuple[Any, BaseException | None] | None = None
+        self._stable: tuple[Any, frozenset[str], frozenset[str]] | None = None  # (diff, stable ids, stable subtrees)
+        self._cand_ok: np.ndarray | None = None
+
+    # ---------------------------------------------------------------- before the records
+    def _matching_report(self) -> tuple[Path, np.ndarray] | None:
+        """``(path, flagged ids)`` of a re-base report whose output is this very baseline records
+        file, onto the candidate's release; ``None`` when there is none (read once; its error,
+        a report that is not JSON, raised again on every call)."""
+        if self._report is None:
+            try:
+                self._report = (self._read_report(), None)
+            except ConfigError as exc:
+                self._report = (None, exc)
+        got, err = self._report
+        if err is not None:
+            raise err
+        return got
+
+    def _read_report(self) -> tuple[Path, np.ndarray] | None:
+        from ..audit.manifest import file_hash
+
+        config, bcfg = self.config, self.config.baseline
+        bpath = config.path(bcfg.records)
+        rpath = config.path(getattr(bcfg, "rebase_report", None)) if getattr(bcfg, "rebase_report", None) \
+            else bpath.with_name(bpath.name + ".rebase.json")
+        if not rpath.exists():
+            return None
         try:
             rep = json.loads(rpath.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"re-base report is not JSON: {exc}", source=str(rpath)) from None
         to_hash = ((rep.get("to") or {}).get("content_hash"))
         out_hash = ((rep.get("output") or {}).get("hash"))
-        if to_hash == cand["content_hash"] and out_hash == file_hash(bpath):
-            flagged = set(rep.get("flagged_records") or ())
-            ids = [r["id"] for r in base_records]
-            keep = {i for i in ids if i not in flagged}
+        if to_hash == self.cand["content_hash"] and out_hash == file_hash(bpath):
+            flagged = [f for f in (rep.get("flagged_records") or ()) if isinstance(f, str)]
+            return rpath, np.unique(_ids(flagged))
+        return None
+
+    def _unchanged_nodes(self) -> bool:
+        """Whether the comparison will be on the unchanged nodes (decided by the config alone;
+        ``False`` also when the re-base report does not read: :meth:`result` raises it)."""
+        if self.baseline_ontology is None or self.declared is None \
+                or self.declared["content_hash"] == self.cand["content_hash"]:
+            return False
+        try:
+            return self._matching_report() is None
+        except ConfigError:
+            return False
+
+    def planned_ontology(self) -> Any:
+        """The release the baseline records are scored with: the one :meth:`result` names
+        (unless it refuses the comparison)."""
+        return self.baseline_ontology if self._unchanged_nodes() else self.ontology
+
+    def prepare(self, cand_records: Iterable[dict[str, Any]]) -> None:
+        """For a comparison on the unchanged nodes: the ids of the candidate's records that
+        hold only stable ids (``cand_records`` read once); nothing otherwise."""
+        if not self._unchanged_nodes():
+            return
+        from .diff import diff_ontologies
+
+        ontology, bont = self.ontology, self.baseline_ontology
+        d = diff_ontologies(bont, ontology)
+        self._stable = (d, d.stable_ids(), d.stable_ids(subtree=True))
+        new_known = ontology._index.__contains__
+        ok = self._ok_for(lambda s: new_known(s) or ontology.alias_of(s) is not None)
+        self._cand_ok = np.unique(_ids(r["id"] for r in cand_records if ok(r)))
+
+    def _ok_for(self, knows: Any) -> Any:
+        assert self._stable is not None
+        _, stable, stable_below = self._stable
+
+        def ok(rec: dict[str, Any]) -> bool:
+            ids, filter_ids = record_ontology_ids(rec, knows)
+            return ids <= stable and filter_ids <= stable_below
+
+        return ok
+
+    # ---------------------------------------------------------------- the baseline's records
+    def observe(self, k: int, chunk: list[dict[str, Any]]) -> None:
+        """Chunk ``k`` of the baseline's records (an observer of
+        :func:`~kg_rageval.contract.stream_families`)."""
+        self._marks.update(r["rebase"].get("to") for r in chunk
+                           if isinstance(r.get("rebase"), dict) and isinstance(r["rebase"].get("to"), str))
+        self._ids.append(_ids(r["id"] for r in chunk))
+        if self._stable is not None:
+            bont = self.baseline_ontology
+            old_known = bont._index.__contains__
+            ok = self._ok_for(lambda s: old_known(s) or bont.alias_of(s) is not None)
+            self._ok.append(np.fromiter((ok(r) for r in chunk), bool, len(chunk)))
+
+    def ids(self) -> np.ndarray:
+        """The baseline's record ids, in file order (one array)."""
+        if len(self._ids) != 1:
+            self._ids = [np.concatenate(self._ids) if self._ids else np.zeros(0, "U1")]
+        return self._ids[0]
+
+    def result(self) -> BaselineRelease:
+        """How the baseline may be compared (module docstring); raises ConfigError when it may not."""
+        config, ontology, cand, declared = self.config, self.ontology, self.cand, self.declared
+        marks = set(self._marks)
+        rebased_to = marks.pop() if len(marks) == 1 else None
+        if len(marks) > 0:
+            raise ConfigError("the baseline records carry re-base marks to several ontology releases",
+                              source=config.source)
+        if declared is None and rebased_to is not None:
+            declared = {"source": None, "version": None, "content_hash": rebased_to}
+        if declared is None or declared["content_hash"] == cand["content_hash"]:
+            note = [] if declared else ["the baseline declares no ontology release (baseline.manifest or "
+                                        "baseline.ontology); assumed to be the candidate's"]
+            return BaselineRelease("same", ontology, cand, declared, notes=note)
+
+        # a re-base report whose output is this very baseline records file, onto this release
+        ids = self.ids()
+        report = self._matching_report()
+        if report is not None:
+            rpath, flagged = report
+            keep = np.unique(ids[~np.isin(ids, flagged)])
+            n_out = len(ids) - len(keep)
             return BaselineRelease("rebased", ontology, cand, {**declared, "rebase_report": str(rpath)},
-                                   keep=keep, excluded=len(ids) - len(keep), considered=len(ids),
+                                   keep=keep, excluded=n_out, considered=len(ids),
                                    notes=[f"baseline records re-based onto the candidate's release "
-                                          f"({len(ids) - len(keep)} flagged by the re-base left out)"])
-    if baseline_ontology is None:
-        raise ConfigError(
-            f"the baseline was audited on another ontology release ({declared.get('version') or 'no version'}, "
-            f"{declared['content_hash']}) than this audit ({cand['version'] or 'no version'}, "
-            f"{cand['content_hash']}): deltas would compare two ontologies. Re-base the baseline records "
-            f"(kg-rageval records rebase --from OLD --to NEW --data BASELINE --out REBASED; then point "
-            f"baseline.records at REBASED) or compare on the nodes unchanged between the releases "
-            f"(--baseline-ontology OLD, config baseline.ontology)", source=config.source)
+                                          f"({n_out} flagged by the re-base left out)"])
+        bont = self.baseline_ontology
+        if bont is None:
+            raise ConfigError(
+                f"the baseline was audited on another ontology release ({declared.get('version') or 'no version'}, "
+                f"{declared['content_hash']}) than this audit ({cand['version'] or 'no version'}, "
+                f"{cand['content_hash']}): deltas would compare two ontologies. Re-base the baseline records "
+                f"(kg-rageval records rebase --from OLD --to NEW --data BASELINE --out REBASED; then point "
+                f"baseline.records at REBASED) or compare on the nodes unchanged between the releases "
+                f"(--baseline-ontology OLD, config baseline.ontology)", source=config.source)
+        assert self._stable is not None and self._cand_ok is not None, "prepare() before the records"
+        d, stable, _ = self._stable
+        ok_b = np.concatenate(self._ok) if self._ok else np.zeros(0, bool)
+        keep = np.unique(ids[ok_b & np.isin(ids, self._cand_ok)])
+        return BaselineRelease(
+            "unchanged_nodes", bont, cand, declared, keep=keep,
+            excluded=len(ids) - len(keep), considered=len(ids),
+            notes=[f"compared on the {len(stable)} nodes unchanged between the releases "
+                   f"({d.counts()}); records with any other id are left out"])
 
-    from .diff import diff_ontologies
 
-    d = diff_ontologies(baseline_ontology, ontology)
-    stable, stable_below = d.stable_ids(), d.stable_ids(subtree=True)
-    new_known = ontology._index.__contains__
-    old_known = baseline_ontology._index.__contains__
-
-    def ok(rec: dict[str, Any], knows) -> bool:
-        ids, filter_ids = record_ontology_ids(rec, knows)
-        return ids <= stable and filter_ids <= stable_below
-
-    cand_ok = {r["id"] for r in cand_records if ok(r, lambda s: new_known(s) or ontology.alias_of(s) is not None)}
-    base_ids = [r["id"] for r in base_records]
-    keep = {r["id"] for r in base_records
-            if r["id"] in cand_ok and ok(r, lambda s: old_known(s) or baseline_ontology.alias_of(s) is not None)}
-    return BaselineRelease(
-        "unchanged_nodes", baseline_ontology, cand, declared, keep=keep,
-        excluded=len(base_ids) - len(keep), considered=len(base_ids),
-        notes=[f"compared on the {len(stable)} nodes unchanged between the releases "
-               f"({d.counts()}); records with any other id are left out"])
+def baseline_release(config: Any, ontology: Any, base_records: list[dict[str, Any]],
+                     cand_records: Iterable[dict[str, Any]], baseline_ontology: Any = None) -> BaselineRelease:
+    """Decide how the baseline may be compared (module docstring); raises ConfigError when
+    it may not. The held form of :class:`ReleaseCheck` (the baseline's records in one list)."""
+    check = ReleaseCheck(config, ontology, baseline_ontology)
+    check.prepare(cand_records)
+    check.observe(0, base_records)
+    return check.result()
 
 
 def load_baseline_ontology(config: Any) -> Any:
