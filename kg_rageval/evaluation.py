@@ -26,7 +26,8 @@ import itertools
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, Sized
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence,
+                    Sequence, Sized)
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from .colstore import SPILL_ROWS, ColumnStore, SpilledArray
 from .errors import InputError, MissingEvidence
 from .memory import trim_heap
 from .spool import SpooledText
+from .recordstore import PackedValues, UnscoredRecords, text_column
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ontology import Ontology
@@ -270,6 +272,19 @@ def _object_column(values: Any) -> np.ndarray:
     arr = np.empty(len(seq), dtype=object)
     arr[:] = seq
     return arr
+
+
+def _id_column(values: Any) -> np.ndarray:
+    """A record-id column as an evaluation stores it: texts as one NumPy unicode array
+    (:func:`~kg_rageval.recordstore.text_column`: no Python string per row, so a streamed
+    result keeps no object of a chunk's parse), other ids (numbers, or texts a unicode array
+    would not hold compactly) as a 1-D object array."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "U":
+        return values if text_column(values) is not None else values.astype(object)
+    col = values if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1 \
+        else _object_column(values)
+    texts = text_column(col)
+    return col if texts is None else texts
 
 
 def record_id_texts(record_ids: np.ndarray) -> set[str]:
@@ -836,13 +851,12 @@ class Evaluation:
     stats: MutableMapping[str, np.ndarray]
     keys: MutableMapping[str, np.ndarray] = field(default_factory=dict)
     details: MutableMapping[str, np.ndarray] = field(default_factory=dict)
-    unscored: list[dict[str, str]] = field(default_factory=list)
+    unscored: MutableSequence[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        rid = self.record_ids
-        self.record_ids = rid if isinstance(rid, np.ndarray) and rid.dtype == object and rid.ndim == 1 \
-            else _object_column(rid)
+        self.record_ids = _id_column(self.record_ids)
+        self.unscored = UnscoredRecords(self.unscored)
         n = len(self.record_ids)
         given = [_stored(self.stats), _stored(self.keys), _stored(self.details)]
         # a spilled evaluation's columns (given as its Columns) stay in their temporary file
@@ -863,7 +877,7 @@ class Evaluation:
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
-                        f"{float(arr[bad])!r} at row {bad} (record {self.record_ids[bad]!r}); "
+                        f"{float(arr[bad])!r} at row {bad} (record {self.record_ids[bad:bad + 1].tolist()[0]!r}); "
                         "stats must be finite numbers")
                 cols[k] = arr
         missing = set(self.family.stats) - set(self.stats)
@@ -885,6 +899,9 @@ class Evaluation:
 
     @property
     def unscored_counts(self) -> dict[str, int]:
+        store = self.unscored
+        if isinstance(store, UnscoredRecords) and store.all_have("reason"):
+            return dict(sorted(store.counts("reason").items()))
         out: dict[str, int] = {}
         for u in self.unscored:
             out[u["reason"]] = out.get(u["reason"], 0) + 1
@@ -1199,7 +1216,7 @@ class Evaluation:
             d["breakdowns"] = bd
         if rows:
             d["rows"] = self._rows(None, json_safe=True)
-            d["unscored_records"] = _jsonable(self.unscored, "unscored")
+            d["unscored_records"] = _jsonable(list(self.unscored), "unscored")
         return d
 
 
@@ -1364,7 +1381,7 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
                 for d in dicts:
                     d.pop(name, None)
         groups.append(out)
-    unscored = [u for p in parts for u in p.unscored]
+    unscored = UnscoredRecords.joined([p.unscored for p in parts])
     meta = first.family.merge_meta([p.meta for p in parts])
     if consume:
         for p in parts:
@@ -1618,6 +1635,11 @@ class _Column:
         self.pieces.append(piece if self.store is None else _spilled(piece, self.store))
 
     def append(self, piece: Any) -> None:
+        if isinstance(piece, CodedColumn) and isinstance(piece.values, PackedValues):
+            self._keep(piece)  # joined as one buffer (:func:`_packed_join`), never unpacked
+            self.coded.append(False)
+            self.size += len(piece)
+            return
         if self.table is not None and isinstance(piece, CodedColumn) and piece.values is not None:
             table, uniques = self.table, self.uniques
             self.fresh |= piece.fresh
@@ -1642,6 +1664,8 @@ class _Column:
     def array(self) -> Any:
         pieces, self.pieces = self.pieces, []
         coded, self.coded = self.coded, []
+        if pieces and all(isinstance(p, CodedColumn) and isinstance(p.values, PackedValues) for p in pieces):
+            return _packed_join(pieces)
         if pieces and all(coded):
             codes = _joined_codes(pieces)
             return CodedColumn(_narrow_codes(codes, len(self.uniques)), _object_column(self.uniques), self.fresh)
@@ -1664,6 +1688,17 @@ class _Column:
             out[at:at + len(p)] = p
             at += len(p)
         return out
+
+
+def _packed_join(pieces: list[CodedColumn]) -> CodedColumn:
+    """Coded pieces with :class:`~kg_rageval.recordstore.PackedValues` as one coded column: the
+    value buffers one after the other, each piece's codes (read back if spilled) shifted past
+    the earlier values."""
+    shift: np.ndarray = np.cumsum([0] + [len(p.values) for p in pieces[:-1]])  # type: ignore[arg-type]
+    values = PackedValues.joined([p.values for p in pieces])  # type: ignore[misc]
+    codes = np.concatenate([_resident(p).codes.astype(np.int64) + s for p, s in zip(pieces, shift.tolist())])
+    return CodedColumn(_narrow_codes(codes, len(values)), values,  # type: ignore[arg-type]
+                       any(p.fresh for p in pieces))
 
 
 def _joined_codes(pieces: list[Any]) -> np.ndarray:
@@ -1723,10 +1758,10 @@ class Concatenation:
         self.family: Family | None = None
         self.only: Evaluation | None = None  # the partition, while there is one
         self.custom: list[Evaluation] = []
-        self.record_ids: _Column | None = None
+        self.record_ids: list[np.ndarray] = []
         self.cols: tuple[dict[str, _Column], ...] = ({}, {}, {})
         self.names: tuple[list[list[str]], ...] = ([], [], [])
-        self.unscored: list[dict[str, Any]] = []
+        self.unscored: list[Any] = []
         self.metas: list[dict[str, Any]] = []
 
     def add(self, ev: Evaluation) -> None:
@@ -1743,10 +1778,7 @@ class Concatenation:
             return
         self.only = ev if not self.metas else None
         m = len(ev)
-        if self.record_ids is None:
-            self.record_ids = _Column(ev.record_ids)
-        else:
-            self.record_ids.append(ev.record_ids)
+        self.record_ids.append(ev.record_ids)
         for g, (group, fill) in enumerate(((ev.stats, 0), (ev.keys, None), (ev.details, None))):
             cols = self.cols[g]
             self.names[g].append(list(group))
@@ -1763,7 +1795,7 @@ class Concatenation:
             for name, have in cols.items():
                 if name not in group:
                     have.append(np.full(m, fill, dtype=float if fill == 0 else object))
-        self.unscored.extend(ev.unscored)
+        self.unscored.append(ev.unscored)
         if self.metas and type(self.family).keep_meta is not Family.keep_meta:
             if len(self.metas) == 1:  # a second partition: the first one's is kept too
                 self.metas[0] = self.family.keep_meta(self.metas[0], [])
@@ -1784,16 +1816,20 @@ class Concatenation:
             return concat_evaluations(self.custom)
         if self.only is not None:  # one partition: itself, as concat_evaluations returns it
             return self.only
-        assert self.record_ids is not None
         store = None if self.pieces is None else ColumnStore()
         groups = [{name: self._joined(self.cols[g][name], g, store) for name in _merged_names(self.names[g])}
                   for g in range(3)]
         if self.pieces is not None:
             self.pieces.close()  # every piece is read back: the pieces' file goes
             self.pieces = None
-        record_ids = _shared_ids(self._joined(self.record_ids))
+        pieces, self.record_ids = self.record_ids, []
+        record_ids = _shared_ids(_id_column(
+            np.concatenate(pieces) if all(p.dtype.kind == "U" for p in pieces) else _concat_column(pieces)))
+        del pieces
+        trim_heap()
+        unscored, self.unscored = UnscoredRecords.joined(self.unscored), []
         ev = Evaluation(family=self.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
-                        details=groups[2], unscored=self.unscored, meta=self.family.merge_meta(self.metas))
+                        details=groups[2], unscored=unscored, meta=self.family.merge_meta(self.metas))
         for columns in (ev.stats, ev.keys, ev.details):
             assert isinstance(columns, Columns)
             columns.store = store  # a column changed later (Family.complete) is kept there too
@@ -1822,7 +1858,8 @@ def _shared_ids(ids: np.ndarray) -> np.ndarray:
     """``ids``, or an equal record-id column of another streamed result that is still alive
     (the families of one stream each join the same ids in the same order: one array of
     pointers, not one per evaluation). Record-id columns are never changed in place."""
-    if not len(ids) or ids.dtype != object or not set(map(type, ids.tolist())) <= {str}:
+    if not len(ids) or ids.dtype.kind != "U" and (
+            ids.dtype != object or not set(map(type, ids.tolist())) <= {str}):
         return ids  # texts only: equal texts stand for each other, 1 and 1.0 would not
     key = (len(ids), ids[0], ids[-1])
     have = _IDS.get(key)

@@ -167,7 +167,8 @@ def test_construction_normalises_without_mutating_the_input():
     details = {"pred_ids": [["x", "y"], ["z", "w"]], "score": [0.5, 0.25]}
     ev = Evaluation(PR(), ("a", "b"), stats, keys={"k": ["u", "v"]}, details=details)
     assert isinstance(stats["tp"], list) and isinstance(details["pred_ids"], list)
-    assert ev.stats["n_gold"].dtype == float and ev.record_ids.dtype == object
+    assert ev.stats["n_gold"].dtype == float and ev.record_ids.dtype == "U1"  # texts: one unicode buffer
+    assert ev.record_ids.tolist() == ["a", "b"] and type(ev.record_ids.tolist()[0]) is str
     # list cells stay single cells (not a 2-D array)
     assert ev.details["pred_ids"].shape == (2,) and ev.details["pred_ids"][1] == ["z", "w"]
     assert ev.details["score"].dtype.kind == "f" and ev.keys["k"].dtype == object

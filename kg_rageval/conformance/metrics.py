@@ -72,6 +72,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..evaluation import CodedColumn, Evaluation, Family, Metric, _narrow_codes, _object_column, named, ratio
+from ..recordstore import PackedValues
 from ..ontology import IdOptions, IdResolver
 from ..ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
 from ..records import located, slice_text
@@ -873,8 +874,9 @@ def score_conformance(
         **({"replaced_ids": scorer.n_replaced} if scorer.n_replaced else {}),
         "vocabularies": {k: {"size": len(v), "mode": v.mode} for k, v in derived.vocabularies.items()},
     }
-    # one dict per distinct pair, read as each row's own dict
-    problem_col = CodedColumn(_narrow_codes(codes, len(problems)), _object_column(problems), fresh=True)
+    # one pickled dict per distinct pair in one buffer (no Python object kept per pair), read as
+    # each row's own dict
+    problem_col = CodedColumn(_narrow_codes(codes, len(problems)), PackedValues.of(problems), fresh=True)
     return Evaluation(
         FAMILY,
         _object_column(rids),

@@ -41,10 +41,13 @@ class FaithfulnessFamily(Family):
         ``missing_input``); ``meta["judgments_without_record"]`` (the first 20, sorted) and
         ``meta["n_judgments_without_record"]``: the given judgments whose record is not among
         the rows (a record with a given judgment always has a row)."""
-        if len(evaluation):
-            for u in evaluation.unscored:
-                if u["reason"] == "no judgment":
-                    u["code"] = "missing_prediction"
+        if len(evaluation) and evaluation.unscored:
+            entries = list(evaluation.unscored)  # fresh dicts: changed, then stored back
+            if any(u["reason"] == "no judgment" and u.get("code") != "missing_prediction" for u in entries):
+                for u in entries:
+                    if u["reason"] == "no judgment":
+                        u["code"] = "missing_prediction"
+                evaluation.unscored[:] = entries
         meta = evaluation.meta
         meta.pop("judgments_without_record", None)
         meta.pop("n_judgments_without_record", None)
