@@ -172,7 +172,7 @@ class UnscoredRecords(MutableSequence):
         out._cols = {}
         for k in names:
             cols = [s._cols.get(k) for s in stores]
-            joined = np.concatenate(cols) if all(  # type: ignore[arg-type]
+            joined: np.ndarray | None = np.concatenate(cols) if all(  # type: ignore[arg-type]
                 isinstance(c, np.ndarray) and c.dtype.kind == "U" for c in cols) else None
             if joined is not None and text_column(joined) is not None:
                 out._cols[k] = joined

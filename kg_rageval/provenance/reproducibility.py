@@ -61,7 +61,8 @@ class ReproducibilityFamily(Family):
             n = np.asarray(rep.tolist(), dtype=np.int64)
             if (n[1:] < n[:-1]).any():
                 take_rows(evaluation, np.argsort(n, kind="stable"))
-        evaluation.unscored.sort(key=lambda u: u.get("repeat", 0))  # stable
+        unscored = evaluation.unscored  # a list or the stored UnscoredRecords: either takes a slice
+        unscored[:] = sorted(unscored, key=lambda u: u.get("repeat", 0))  # stable
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         miss = "no repeated records"
