@@ -184,3 +184,19 @@ def family_calls(monkeypatch):
 
     monkeypatch.setattr(BoundScorer, "_call", counted)
     return n
+
+
+@pytest.fixture()
+def held_calls(monkeypatch):
+    """Counts the baseline audits that held the baseline's records."""
+    from kg_rageval.audit import runner
+
+    n = {"held": 0}
+    orig = runner._baseline_held
+
+    def counted(*a, **k):
+        n["held"] += 1
+        return orig(*a, **k)
+
+    monkeypatch.setattr(runner, "_baseline_held", counted)
+    return n

@@ -18,20 +18,12 @@ from kg_rageval.audit.reports import write_reports
 from kg_rageval.audit.runner import run_audit
 from kg_rageval.hierarchy import score_hierarchy
 from kg_rageval.ontology import load_ontology
+from report_helpers import without_timings  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
-VOLATILE = {"timings", "seconds"}
 ONLY_BASELINE = {"q000003", "q000500", "q001999"}  # the candidate lacks them
 ONLY_CANDIDATE = {"q000010", "q001234"}  # the baseline lacks them
-
-
-def _scrub(x):
-    if isinstance(x, dict):
-        return {k: _scrub(v) for k, v in x.items() if k not in VOLATILE}
-    if isinstance(x, list):
-        return [_scrub(v) for v in x]
-    return x
 
 
 @pytest.fixture(scope="module")
@@ -66,22 +58,6 @@ def _mapping(d: Path, onto_path: Path, families=FAMILIES, **baseline) -> dict:
     }
 
 
-@pytest.fixture()
-def held_calls(monkeypatch):
-    """Counts the baseline audits that held the baseline's records."""
-    from kg_rageval.audit import runner
-
-    n = {"held": 0}
-    orig = runner._baseline_held
-
-    def counted(*a, **k):
-        n["held"] += 1
-        return orig(*a, **k)
-
-    monkeypatch.setattr(runner, "_baseline_held", counted)
-    return n
-
-
 def _run(d: Path, mapping: dict, size: int, out: Path, spill_rows: int | None = None):
     cfg = config_from_mapping(mapping, base_dir=d)
     cfg.chunk_size = size
@@ -91,7 +67,7 @@ def _run(d: Path, mapping: dict, size: int, out: Path, spill_rows: int | None = 
     write_reports(res, out)
     files = {p.name: p.read_bytes() for p in sorted(out.iterdir())
              if p.name not in ("report.json", "manifest.json", "junit.xml", "report.html")}
-    return res, _scrub(json.loads((out / "report.json").read_text())), files
+    return res, without_timings(json.loads((out / "report.json").read_text())), files
 
 
 def test_streamed_baseline_equals_held(data, tmp_path, held_calls):

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from kg_rageval.records import read_records
+from report_helpers import without_timings  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures" / "generation"
@@ -128,14 +129,6 @@ def test_memoised_exclusions_equal_the_previous_code(generated):
         assert got["excluded_by_filter"] and got["excluded_by_entitlement"] > 0
 
 
-def _no_timings(x):
-    if isinstance(x, dict):
-        return {k: _no_timings(v) for k, v in x.items() if k not in ("seconds", "timings")}
-    if isinstance(x, list):
-        return [_no_timings(v) for v in x]
-    return x
-
-
 def test_audit_freezes_its_inputs_only_while_it_runs(generated):
     """The loaded inputs are out of the garbage collector's reach while the audit runs and back
     after it; a caller's own :func:`gc.freeze` is left alone; the report is the same."""
@@ -173,7 +166,7 @@ def test_audit_freezes_its_inputs_only_while_it_runs(generated):
             gc.unfreeze()
     finally:
         runner.run_families = real
-    assert dumps(_no_timings(report_dict(a))) == dumps(_no_timings(report_dict(b)))
+    assert dumps(without_timings(report_dict(a))) == dumps(without_timings(report_dict(b)))
     # streamed: the ontology and corpus are frozen while the chunks go through the families
     import kg_rageval.contract as contract
 
@@ -190,4 +183,4 @@ def test_audit_freezes_its_inputs_only_while_it_runs(generated):
         assert c.chunk_size is not None and seen[-1] > 0 and gc.get_freeze_count() == 0
     finally:
         contract.stream_families = real_stream
-    assert dumps(_no_timings(report_dict(c))) == dumps(_no_timings(report_dict(a)))
+    assert dumps(without_timings(report_dict(c))) == dumps(without_timings(report_dict(a)))

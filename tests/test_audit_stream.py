@@ -18,18 +18,10 @@ from kg_rageval.audit.reports import write_reports
 from kg_rageval.audit.runner import run_audit
 from kg_rageval.contract import REGISTRY, BoundScorer
 from kg_rageval.errors import KgRagevalError
+from report_helpers import without_timings  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 STREAMABLE = ("hierarchy", "linking", "retrieval")
-VOLATILE = {"timings", "seconds"}  # wall times: differ from run to run
-
-
-def _scrub(x):
-    if isinstance(x, dict):
-        return {k: _scrub(v) for k, v in x.items() if k not in VOLATILE}
-    if isinstance(x, list):
-        return [_scrub(v) for v in x]
-    return x
 
 
 def _audit(config, size, out: Path | None = None):
@@ -41,7 +33,7 @@ def _audit(config, size, out: Path | None = None):
 
 
 def _report(out: Path) -> dict:
-    return _scrub(json.loads((out / "report.json").read_text()))
+    return without_timings(json.loads((out / "report.json").read_text()))
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -319,7 +311,7 @@ def test_cli_chunk_size(demo, tmp_path, cli):
         code, out, err = cli(["audit", "-c", str(cfg), "-q", "--format", "json", "--chunk-size", size,
                               "-o", str(tmp_path / f"out{size}")])
         assert code in (0, 1), err
-        outs[size] = _scrub({k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")})
+        outs[size] = without_timings({k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")})
     assert outs["0"] == outs["11"]
     code, _, err = cli(["audit", "-c", str(cfg), "-q", "--chunk-size", "-1"])
     assert code == 2 and "chunk-size" in err

@@ -150,12 +150,10 @@ def _release_runs(d, size, **baseline):
 
 
 @pytest.mark.parametrize("how", ["unchanged", "rebased", "flagged", "same", "refused", "marks"])
-def test_release_check_streamed_equals_held(work, monkeypatch, how):
+def test_release_check_streamed_equals_held(work, held_calls, how):
     """The baseline streamed (its records read in chunks through the release check and the
     families) decides the release as the held baseline does: the same mode, kept records,
     deltas and gates — or the same refusal."""
-    from kg_rageval.audit import runner
-
     d, old, new = work
     baseline = {"unchanged": {"manifest": "base-manifest.json", "ontology": "old.kgro"},
                 "same": {}, "refused": {"manifest": "base-manifest.json"}}.get(how, {})
@@ -173,18 +171,11 @@ def test_release_check_streamed_equals_held(work, monkeypatch, how):
         marked[0]["rebase"], marked[3]["rebase"] = {"to": "sha256:a"}, {"to": "sha256:b"}
         (d / "base.jsonl").write_text("".join(json.dumps(r) + "\n" for r in marked))
     held = _release_runs(d, 0, **baseline)
-    calls = {"held": 0}
-    orig = runner._baseline_held
-
-    def counted(*a, **k):
-        calls["held"] += 1
-        return orig(*a, **k)
-
-    monkeypatch.setattr(runner, "_baseline_held", counted)
+    assert held_calls["held"] == 1
     for size in (1, 3):
-        calls["held"] = 0
+        held_calls["held"] = 0
         assert _release_runs(d, size, **baseline) == held, size
-        assert calls["held"] == (1 if isinstance(held, str) else 0), size  # a refusal is the held one's
+        assert held_calls["held"] == (1 if isinstance(held, str) else 0), size  # a refusal is the held one's
     if isinstance(held, str):
         assert ("several ontology releases" if how == "marks" else "records rebase") in held
         return
