@@ -143,9 +143,9 @@ def test_cli_dask_options(client, tmp_path, cli):
     def report(extra):
         code, out, err = cli(base + extra)
         assert code in (0, 1), err
-        from test_audit_stream import _scrub
+        from report_helpers import without_timings
 
-        return _scrub({k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")})
+        return without_timings({k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")})
 
     ref = report([])
     assert ref["summary"]["records"] == 60
