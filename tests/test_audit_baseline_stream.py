@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kg_rageval.audit.config import config_from_mapping
@@ -166,3 +167,26 @@ def test_baseline_reading_errors_are_the_held_ones(data, tmp_path):
             msgs.append(str(exc.value))
         assert msgs[0] == msgs[1] and name in msgs[0], msgs
         assert ("1501" if name == "badjson.jsonl" else "1701") in msgs[0], msgs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_paired_ids_equal_numpys_set_routines(seed):
+    """PairedIds gives what intersect1d / union1d / setdiff1d give for distinct ids in any
+    order (sorted or not, disjoint, one side empty, one side inside the other)."""
+    from kg_rageval.audit.runner import PairedIds
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([f"q{i:05d}" for i in rng.permutation(5000)])
+    n_c, n_b = [(0, 40), (40, 0), (300, 300), (1000, 200), (50, 3000), (2500, 2500)][seed]
+    ids_c = pool[:n_c] if seed != 4 else pool[1000:1050]
+    ids_b = pool[n_c // 2:n_c // 2 + n_b] if seed != 3 else np.sort(pool[4800:5000])
+    if seed == 2:
+        ids_c = np.sort(ids_c)
+    pair = PairedIds(ids_c, ids_b)
+    common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
+    assert np.array_equal(pair.common, common) and np.array_equal(pair.at_c, ic) and np.array_equal(pair.at_b, ib)
+    assert pair.n_either == len(np.union1d(ids_c, ids_b))
+    for k in (0, 1, 20, 10_000):
+        assert pair.only_c(k) == np.setdiff1d(ids_c, common)[:k].tolist()
+        assert pair.only_b(k) == np.setdiff1d(ids_b, common)[:k].tolist()
+    assert len(common) == {0: 0, 1: 0, 2: 150, 3: 0, 4: 50, 5: 1250}[seed]

@@ -751,6 +751,35 @@ def _pairing_problem(paired: int, either: int, frac: float, n_dropped: int, drop
     return None
 
 
+class PairedIds:
+    """The pairing of two systems' per-record ids, each side's ids distinct (a per-record view:
+    one id per record, any order), as NumPy's set routines give it with one sort of both sides
+    together instead of one per routine: ``common`` (sorted) and its positions ``at_c`` /
+    ``at_b`` in each side (``np.intersect1d(..., return_indices=True)``), ``n_either`` (the
+    size of ``np.union1d``: both sides less the common ids) and each side's unpaired ids, the
+    first ``k`` in sorted order (``np.setdiff1d(side, common)[:k]``; only the unpaired ids are
+    sorted, usually few)."""
+
+    def __init__(self, ids_c: np.ndarray, ids_b: np.ndarray) -> None:
+        self._c, self._b = ids_c, ids_b
+        self.common, self.at_c, self.at_b = np.intersect1d(ids_c, ids_b, assume_unique=True, return_indices=True)
+        self.n_either = int(len(ids_c) + len(ids_b) - len(self.common))
+
+    @staticmethod
+    def _only(ids: np.ndarray, paired: np.ndarray, k: int) -> list[Any]:
+        keep = np.ones(len(ids), bool)
+        keep[paired] = False
+        return np.sort(ids[keep])[:k].tolist()
+
+    def only_c(self, k: int) -> list[Any]:
+        """The first ``k`` (sorted) of the candidate's ids the baseline lacks."""
+        return self._only(self._c, self.at_c, k)
+
+    def only_b(self, k: int) -> list[Any]:
+        """The first ``k`` (sorted) of the baseline's ids the candidate lacks."""
+        return self._only(self._b, self.at_b, k)
+
+
 def _delta_wanted(fam: str, metric: str, delta_gates: set[str]) -> bool:
     """Whether a delta gate reads ``fam.metric`` (a gate on an undeclared family's metric may
     be unresolved: its bare name)."""
@@ -908,19 +937,17 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             view_c, view_b = ev.record_stats(), bev.record_stats()
             ids_c, at_c = _restricted(release, view_c)
             ids_b, at_b = _restricted(release, view_b)
-            common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
+            pair = PairedIds(ids_c, ids_b)
+            common, ic, ib = pair.common, pair.at_c, pair.at_b
             names = list(view_c.names)
-            union = np.union1d(ids_c, ids_b)
             label = fam if len(run.result) == 1 else f"{fam}.{member}"
-            frac = len(common) / len(union) if len(union) else 0.0
-            unpaired = _pairing_problem(len(common), len(union), frac, len(dropped), dropped_first, bl)
+            frac = len(common) / pair.n_either if pair.n_either else 0.0
+            unpaired = _pairing_problem(len(common), pair.n_either, frac, len(dropped), dropped_first, bl)
             pairing[label] = {
-                "paired_records": int(len(common)), "records_either": int(len(union)),
+                "paired_records": int(len(common)), "records_either": pair.n_either,
                 "paired_fraction": round(frac, 6),
-                "candidate_only": {"n": int(len(ids_c) - len(common)),
-                                   "ids": np.setdiff1d(ids_c, common)[:20].tolist()},
-                "baseline_only": {"n": int(len(ids_b) - len(common)),
-                                  "ids": np.setdiff1d(ids_b, common)[:20].tolist()},
+                "candidate_only": {"n": int(len(ids_c) - len(common)), "ids": pair.only_c(20)},
+                "baseline_only": {"n": int(len(ids_b) - len(common)), "ids": pair.only_b(20)},
                 "missing": unpaired,
             }
             if unpaired is not None:
@@ -930,7 +957,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
                     deltas[key] = Metric(key, None, missing=unpaired)
                     pairs[key] = {"candidate": None, "baseline": None, "paired_records": int(len(common))}
                 continue
-            del union
+            del pair
             # the paired records of each system (the stacked matrices of every stat, by column)
             mc = AlignedRecords(view_c, at_c[ic], names)
             mb = AlignedRecords(view_b, at_b[ib], names)
