@@ -535,7 +535,7 @@ def test_bootstrap_weights_are_the_int64_draws_bit_for_bit(n, n_resamples):
     from kg_rageval import evaluation as E
 
     rng = np.random.default_rng(11)
-    chunk = max(1, min(n_resamples, E._BOOTSTRAP_CELLS // n))
+    chunk = E.bootstrap_block(n, n_resamples)
     ref = []
     for lo in range(0, n_resamples, chunk):
         draws = rng.integers(0, n, size=(min(chunk, n_resamples - lo), n))
@@ -545,6 +545,32 @@ def test_bootstrap_weights_are_the_int64_draws_bit_for_bit(n, n_resamples):
     got = np.vstack([w for _, w in E.bootstrap_weights(n, n_resamples, 11)])
     assert got.shape == (n_resamples, n)
     assert np.array_equal(got, np.asarray(ref, dtype=float).reshape(n_resamples, n))
+
+
+@pytest.mark.parametrize("block", [1, 7, 3, 23])
+def test_bootstrap_weights_do_not_depend_on_the_block_size(monkeypatch, block):
+    # the draws are one sequential stream of integers(): blocks of 1, 7, 3 or every resample
+    # give the weights of the default block (all 23 here), bit for bit, so the block size is only
+    # a memory and speed setting; odd n, several blocks, a last block cut short
+    from kg_rageval import evaluation as E
+
+    n, n_resamples = 1001, 23
+    want = np.vstack([w for _, w in E.bootstrap_weights(n, n_resamples, 5)])
+    assert E.bootstrap_block(n, n_resamples) == 23
+    monkeypatch.setattr(E, "_BOOTSTRAP_CELLS", block * n)
+    monkeypatch.setattr(E, "_BOOTSTRAP_MIN_BLOCK", 1)
+    blocks = list(E.bootstrap_weights(n, n_resamples, 5))
+    assert [lo for lo, _ in blocks] == list(range(0, n_resamples, block))
+    assert np.array_equal(np.vstack([w for _, w in blocks]), want)
+
+
+def test_bootstrap_block_sizes():
+    # 2,000,000 weights a block, but at least 8 resamples while that stays within 8,000,000
+    from kg_rageval.evaluation import bootstrap_block
+
+    assert [bootstrap_block(n, 1000) for n in (0, 1, 1000, 100_000, 250_000, 1_000_000, 2_000_000,
+                                               8_000_000, 10**8)] == [1000, 1000, 1000, 20, 8, 8, 4, 1, 1]
+    assert bootstrap_block(100_000, 5) == 5 and bootstrap_block(10**8, 5) == 1
 
 
 def test_bootstrap_weights_have_multinomial_marginals():
