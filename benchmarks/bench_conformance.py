@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kg_rageval.conformance import check_schema, derive_schema, parse_spec, score_conformance  # noqa: E402
+from kg_rageval.families.conformance import check_schema, derive_schema, parse_spec, score_conformance  # noqa: E402
 from kg_rageval.ontology import OntologyBuilder  # noqa: E402
 
 
@@ -144,7 +144,7 @@ def part_large(n: int) -> dict:
     from benchmarks.synthetic import build_ontology
     from outlines_core.json_schema import build_regex_from_schema
 
-    from kg_rageval.conformance.outlines_backend import decoder_schema
+    from kg_rageval.families.conformance.outlines_backend import decoder_schema
 
     res: dict = {"ids": n}
     onto, t = timed(build_ontology, n)
@@ -172,7 +172,7 @@ def part_large(n: int) -> dict:
 
 
 def part_index(sizes=(100, 1000, 10_000)) -> dict:
-    from kg_rageval.conformance.outlines_backend import build_index
+    from kg_rageval.families.conformance.outlines_backend import build_index
 
     vocab = {chr(c): [c] for c in range(32, 127)}
     out = {}

@@ -1,4 +1,4 @@
-"""Benchmark the shared result framework (:mod:`kg_rageval.evaluation`).
+"""Benchmark the shared result framework (:mod:`kg_rageval.results.evaluation`).
 
 Measures, on a toy precision/recall family (stats ``tp``, ``n_pred``, ``n_gold``):
 
@@ -54,7 +54,7 @@ def load_impl(path: str | None) -> ModuleType:
     """The current module, or a copy of it loaded from ``path`` inside the package namespace
     (so its relative imports still resolve)."""
     if path is None:
-        import kg_rageval.evaluation as mod
+        import kg_rageval.results.evaluation as mod
 
         return mod
     spec = importlib.util.spec_from_file_location("kg_rageval._evaluation_baseline", path)
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ontology: {len(onto)} nodes, mean ancestor-or-self set {anc:.1f} "
               f"(built in {time.perf_counter() - t0:.1f} s, not timed)")
     results: dict[str, dict[str, float]] = {}
-    print("current kg_rageval/evaluation.py")
+    print("current kg_rageval/results/evaluation.py")
     results["current"] = bench(load_impl(None), args, only, onto)
     if args.baseline:
         print(f"baseline {args.baseline}")

@@ -31,13 +31,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.synthetic import build_ontology  # noqa: E402
-from kg_rageval.hierarchy import (  # noqa: E402
+from kg_rageval.families.hierarchy import (  # noqa: E402
     hierarchical_counts,
     relation_codes,
     score_hierarchy,
     wu_palmer,
 )
-from kg_rageval.hierarchy.closure import closure  # noqa: E402
+from kg_rageval.families.hierarchy.closure import closure  # noqa: E402
 
 
 def pairs_for(o, n_pairs: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

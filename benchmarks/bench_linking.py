@@ -72,7 +72,7 @@ def _synthetic_records(onto, n_mentions: int, seed: int = 0) -> list[dict]:
 
 
 def bench_score(n_mentions: int, modes: tuple[bool, ...] = (False,)) -> None:
-    from kg_rageval.linking import score_linking
+    from kg_rageval.families.linking import score_linking
 
     t = time.perf_counter()
     onto = build_ontology(350_000)
@@ -152,7 +152,7 @@ def _cpu(fn, *args, repeat: int = 3) -> tuple[float, Any]:
 class AhoCorasickAnchor:
     """The fair anchor: pyahocorasick doing the linker's job on the same queries.
 
-    Same normalisation (the linker's :func:`~kg_rageval.linking.dictionary.tokenize`: runs of
+    Same normalisation (the linker's :func:`~kg_rageval.families.linking.dictionary.tokenize`: runs of
     letters/digits, case- and diacritic-folded, with their offsets); whole-token matches only
     (every surface form is a key of its folded tokens joined and enclosed by ``"\\x1f"``, a
     character no token holds, and the query is scanned as its tokens joined the same way);
@@ -173,7 +173,7 @@ class AhoCorasickAnchor:
         a.make_automaton()
 
     def predict(self, text: str) -> list[dict]:
-        from kg_rageval.linking.dictionary import tokenize
+        from kg_rageval.families.linking.dictionary import tokenize
 
         toks, starts, ends = tokenize(text)
         if not toks:
@@ -256,7 +256,7 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
     """Every matcher on the same queries in one run; asserts the anchor's and every
     backend's links equal ours. Returns queries/s CPU per matcher. Our three entry points and
     the anchor are timed in interleaved rounds (best of ``repeat``), the rest best of 3."""
-    from kg_rageval.linking.dictionary import DictionaryLinker, SpacyDictionaryLinker
+    from kg_rageval.families.linking.dictionary import DictionaryLinker, SpacyDictionaryLinker
 
     nq = len(queries)
     t = time.process_time()
@@ -332,9 +332,9 @@ def bench_dictionary(n_queries: int, spacy: bool = False, repeat: int = 5) -> No
 
 
 def bench_quality(embedding: bool) -> None:
-    from kg_rageval.linking import score_linking
-    from kg_rageval.linking.dictionary import DictionaryLinker
-    from kg_rageval.linking.testset import build_linking_set, run_linker
+    from kg_rageval.families.linking import score_linking
+    from kg_rageval.families.linking.dictionary import DictionaryLinker
+    from kg_rageval.families.linking.testset import build_linking_set, run_linker
     from kg_rageval.ontology import load_ontology
 
     shared = ROOT.parent / "shared" / "data"
@@ -355,7 +355,7 @@ def bench_quality(embedding: bool) -> None:
             for mode in ("detect", "gold_spans"):
                 runs.append((f"dictionary ({amb})", mode, run_linker(d, recs, mode=mode)))
         if embedding:
-            from kg_rageval.linking.embedding import EmbeddingLinker, load_model
+            from kg_rageval.families.linking.embedding import EmbeddingLinker, load_model
 
             model = model or load_model()
             e = EmbeddingLinker(onto, exclude=held, model=model)

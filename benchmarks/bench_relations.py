@@ -62,7 +62,7 @@ def main() -> None:
     ap.add_argument("--triples", type=int, default=1_000_000)
     ap.add_argument("--ontology", default=str(DEFAULT))
     args = ap.parse_args()
-    from kg_rageval.contract import get_scorer
+    from kg_rageval.scoring import get_scorer
     from kg_rageval.ontology import load_ontology
 
     t0 = time.perf_counter()

@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kg_rageval.retrieval import Corpus, Qrels, Run, evaluate_run, parse_filters, read_run, replay  # noqa: E402
+from kg_rageval.families.retrieval import Corpus, Qrels, Run, evaluate_run, parse_filters, read_run, replay  # noqa: E402
 
 
 def timed(fn, repeat=1):
@@ -74,7 +74,7 @@ def bench_metrics(nq: int, depth: int, repeat: int) -> dict:
     res["ours_prepare"], (q, r) = timed(lambda: (lambda q: (q, Run.from_dict(run, vocab=q.vocab)))(Qrels.from_dict(qrels)))
     evaluate_run(q, r, (1, 5, 10))  # numba compile / warm-up
     res["ours_eval"], pq = timed(lambda: evaluate_run(q, r, (1, 5, 10)), repeat)
-    from kg_rageval.retrieval.metrics import evaluate_dicts
+    from kg_rageval.families.retrieval.metrics import evaluate_dicts
 
     evaluate_dicts({"q": {"a": 1}}, {"q": {"a": 1.0}}, (1, 5, 10), engine="numba")  # compile
     res["ours_dicts"], pq2 = timed(lambda: evaluate_dicts(qrels, run, (1, 5, 10)), repeat)
@@ -143,8 +143,8 @@ def bench_files(lines: int, nq: int, repeat: int) -> dict:
     """End to end from TREC files (see the module docstring, item 3)."""
     import pytrec_eval
 
-    from kg_rageval.retrieval.measures import TREC_ALL, aggregate, compute
-    from kg_rageval.retrieval.trec import load_qrels, load_run
+    from kg_rageval.families.retrieval.measures import TREC_ALL, aggregate, compute
+    from kg_rageval.families.retrieval.trec import load_qrels, load_run
 
     rng = np.random.default_rng(5)
     depth = max(1, lines // nq)
@@ -259,10 +259,10 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
 
     from kg_rageval.ontology.loaders.table import load_table
     from kg_rageval.records import read_records
-    from kg_rageval.retrieval import score_retrieval
-    from kg_rageval.retrieval.measures import aggregate, compute
-    from kg_rageval.retrieval.metrics import evaluate_dicts
-    from kg_rageval.retrieval.trec import load_qrels, load_run
+    from kg_rageval.families.retrieval import score_retrieval
+    from kg_rageval.families.retrieval.measures import aggregate, compute
+    from kg_rageval.families.retrieval.metrics import evaluate_dicts
+    from kg_rageval.families.retrieval.trec import load_qrels, load_run
 
     ranx = None
     if "ranx" in tools:
@@ -414,7 +414,7 @@ def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
 
     out["replay"], (excl, denom, npass, npairs) = timed(work, 2)
     # the same queries end to end through score_retrieval (records with 100-document runs)
-    from kg_rageval.retrieval import score_retrieval
+    from kg_rageval.families.retrieval import score_retrieval
 
     records = []
     for q in range(nq):
@@ -524,7 +524,7 @@ def main() -> None:
         Path(a.json).write_text(json.dumps(figures, indent=1))
 
 
-from kg_rageval.retrieval.measures import TREC_ALL as TREC_ALL_NAMES  # noqa: E402
+from kg_rageval.families.retrieval.measures import TREC_ALL as TREC_ALL_NAMES  # noqa: E402
 
 if __name__ == "__main__":
     main()

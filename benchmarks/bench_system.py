@@ -1,4 +1,4 @@
-"""Benchmark the system family's quantile machinery (:mod:`kg_rageval.system.quantiles`).
+"""Benchmark the system family's quantile machinery (:mod:`kg_rageval.families.system.quantiles`).
 
 * ``bootstrap``: the record-level percentile bootstrap of ``latency.total_ms.p95`` over
   ``--records`` records and ``--resamples`` resamples, against the reference
@@ -47,9 +47,9 @@ def main() -> None:
     a = ap.parse_args()
     from scipy import stats
 
-    from kg_rageval.evaluation import Evaluation
+    from kg_rageval.results.evaluation import Evaluation
     from kg_rageval.ontology import OntologyBuilder
-    from kg_rageval.system import score_system
+    from kg_rageval.families.system import score_system
 
     rng = np.random.default_rng(0)
     lat = rng.exponential(500, a.records)

@@ -77,7 +77,7 @@ class _Evidence:
 
 
 def _as_metric(name: str, v: Any):
-    from kg_rageval.evaluation import Metric
+    from kg_rageval.results.evaluation import Metric
 
     if isinstance(v, Metric):
         return v
@@ -99,7 +99,7 @@ def _is_evaluation(x: Any) -> bool:
 
 
 def _family_of(ev: Any) -> str:
-    from kg_rageval.contract import family_of_member
+    from kg_rageval.scoring import family_of_member
 
     return family_of_member(ev.family.name) or ev.family.name
 
@@ -134,8 +134,8 @@ def _canonical(name: str, present: Mapping[str, Any], scope: list[str] | None) -
     """The key a gate's metric is found under: as written when present, else its canonical
     name from the metric registry (``nDCG@10`` finds ``retrieval.ndcg@10``); a name the
     registry does not know stays as written (a plain mapping may use any names)."""
-    from kg_rageval.contract import resolve_metric
-    from kg_rageval.errors import ConfigError
+    from kg_rageval.scoring import resolve_metric
+    from kg_rageval.base.errors import ConfigError
 
     if name in present:
         return name
@@ -150,7 +150,7 @@ def _decide_from_evaluations(parsed: list, ev_: _Evidence, bootstrap: Any) -> di
     """``{gate key: Metric}`` computed exactly as the audit does (:mod:`kg_rageval.audit.evidence`)."""
     from kg_rageval.audit.evidence import MetricIndex, gate_metrics
     from kg_rageval.audit.families import FamilyRun
-    from kg_rageval.contract import resolve_metric
+    from kg_rageval.scoring import resolve_metric
 
     runs = {f: FamilyRun(f, "ran", evaluations=evs) for f, evs in (ev_.families or {}).items()}
     names = {g.metric: resolve_metric(g.metric, scope=list(runs)) for g in parsed}
@@ -162,7 +162,7 @@ def _decide_from_evaluations(parsed: list, ev_: _Evidence, bootstrap: Any) -> di
 def _check_slices(parsed: list, ev_: _Evidence) -> None:
     """A slice name or value no evaluation row has is a typo: ConfigError, as in the audit."""
     from kg_rageval.contract import did_you_mean, parse_scope
-    from kg_rageval.errors import ConfigError
+    from kg_rageval.base.errors import ConfigError
     from kg_rageval.records import slice_text
 
     values: dict[str, set[str]] = {}
@@ -269,12 +269,12 @@ def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str]
 
     On Evaluations the gates are decided exactly as the audit decides them (the same metric
     resolution, scopes and bootstrap; ``bootstrap`` defaults to the audit's defaults). A
-    misspelt metric name or slice raises :class:`~kg_rageval.errors.ConfigError` with a "did
+    misspelt metric name or slice raises :class:`~kg_rageval.base.errors.ConfigError` with a "did
     you mean"."""
     from kg_rageval.audit.gates import evaluate_gates, parse_gate
 
     from kg_rageval.audit.config import BootstrapConfig
-    from kg_rageval.errors import ConfigError
+    from kg_rageval.base.errors import ConfigError
 
     parsed = [parse_gate(t) for t in _gate_texts(gates)]
     if not parsed:

@@ -22,3 +22,6 @@ def build_attack_like():
     for p in d["properties"]:
         b.add_property(Property(p["id"], p.get("label"), tuple(p.get("domain", ())), tuple(p.get("range", ()))))
     return b.build()
+
+
+TECHNIQUES = ["T1003", "T1003.001", "T1003.002", "T1059", "T1059.001", "T1059.003", "T1110", "T1110.001"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-try:  # imported once, up front: pytester's in-process runs (tests/test_pytest_plugin.py) drop
+try:  # imported once, up front: pytester's in-process runs (tests/plugin/test_pytest_plugin.py) drop
     import pandas  # noqa: F401  modules first imported inside them, and pandas' C extension
 except ImportError:  # breaks when imported a second time in one process ("dtype str ...")
     pass
@@ -120,7 +120,7 @@ def vehicles():
 def _family_registry_restored():
     """Families a test registers (stubs, a pytester conftest run in-process) never leak into
     the next test: the registry is restored after each one."""
-    from kg_rageval.contract.registry import REGISTRY
+    from kg_rageval.scoring.registry import REGISTRY
 
     saved = dict(REGISTRY)
     yield
@@ -173,7 +173,7 @@ def generated_attack(tmp_path_factory):
 def family_calls(monkeypatch):
     """Counts the family calls of every bound scorer made in this process (``n["calls"]``;
     a Dask worker's calls are not counted)."""
-    from kg_rageval.contract import BoundScorer
+    from kg_rageval.scoring import BoundScorer
 
     n = {"calls": 0}
     orig = BoundScorer._call

@@ -1,5 +1,5 @@
-"""The bundled demo as test data for every registered family (shared by tests/test_contract.py
-and tests/test_streaming.py)."""
+"""The bundled demo as test data for every registered family (shared by tests/scoring/test_contract.py
+and tests/scoring/test_streaming.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kg_rageval.contract import get_scorer
+from kg_rageval.scoring import get_scorer
 
 
 def add_relation_questions(path: Path, onto: Any) -> None:

@@ -2,7 +2,7 @@
 the equality tests: the SQuAD v1.1 script's functions verbatim, one
 ``hierarchical_counts`` call per record, every text linked on every use, EM recomputed per
 pair. Only the parts the batched code replaced are here; the shared record readers
-(:mod:`kg_rageval.generation.fields`), the id resolver and ``build_evaluation`` are used as
+(:mod:`kg_rageval.records.fields`), the id resolver and ``build_evaluation`` are used as
 they are.
 """
 
@@ -13,15 +13,15 @@ import string
 from collections import Counter
 from typing import Any
 
-from kg_rageval.evaluation import EvaluationSet, build_evaluation
-from kg_rageval.generation.calibration import CalibrationFamily
-from kg_rageval.generation.concepts import dictionary_linker, linker_name
-from kg_rageval.generation.correctness import CorrectnessFamily, _references
-from kg_rageval.generation.faithfulness import score_faithfulness
-from kg_rageval.generation.fields import (all_slice_keys, answer_text, contexts, flag, id_list, row_keys, section,
+from kg_rageval.results.evaluation import EvaluationSet, build_evaluation
+from kg_rageval.families.generation.calibration import CalibrationFamily
+from kg_rageval.families.generation.concepts import dictionary_linker, linker_name
+from kg_rageval.families.generation.correctness import CorrectnessFamily, _references
+from kg_rageval.families.generation.faithfulness import score_faithfulness
+from kg_rageval.records.fields import (all_slice_keys, answer_text, contexts, flag, id_list, row_keys, section,
                                           strip_citation_markers)
-from kg_rageval.generation.refusal import score_refusal
-from kg_rageval.generation.unseen import UnseenConceptFamily
+from kg_rageval.families.generation.refusal import score_refusal
+from kg_rageval.families.generation.unseen import UnseenConceptFamily
 from kg_rageval.records import absent_answer_code, located, record_error
 
 
@@ -84,7 +84,7 @@ def _concepts(record, sec, texts, resolver, linker):
 
 
 def _concept_counts(ontology, gold, pred, *, where):
-    from kg_rageval.hierarchy import hierarchical_counts
+    from kg_rageval.families.hierarchy import hierarchical_counts
 
     gi = [ontology.indices(gold, where=where).tolist()]
     pi = [ontology.indices(pred, where=where).tolist()]
@@ -175,7 +175,7 @@ def _correct(record):
 
 
 def score_calibration(records, *, n_bins=10):
-    from kg_rageval.generation.calibration import bin_index
+    from kg_rageval.families.generation.calibration import bin_index
 
     fam = CalibrationFamily(n_bins)
     rows, unscored = [], []

@@ -1,5 +1,5 @@
-"""Frozen reference: ``kg_rageval.retrieval.score`` as it was before the vectorised records
-path (per-record parsing and ranking). ``tests/test_retrieval_fastpaths.py`` checks the
+"""Frozen reference: ``kg_rageval.families.retrieval.score`` as it was before the vectorised records
+path (per-record parsing and ranking). ``tests/families/retrieval/test_retrieval_fastpaths.py`` checks the
 current ``score_retrieval`` against it; not part of the package."""
 # ruff: noqa
 
@@ -12,13 +12,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from kg_rageval.errors import InputError
-from kg_rageval.evaluation import Evaluation
+from kg_rageval.base.errors import InputError
+from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.records import Record, slice_texts, where
-from kg_rageval.retrieval.corpus import Corpus, value_key
-from kg_rageval.retrieval.filters import Filter, parse_filters, predicate_counts, replay
-from kg_rageval.retrieval.metrics import RetrievalFamily, evaluate_run
-from kg_rageval.retrieval.runs import Qrels, Run, Vocab
+from kg_rageval.families.retrieval.corpus import Corpus, value_key
+from kg_rageval.families.retrieval.filters import Filter, parse_filters, predicate_counts, replay
+from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_run
+from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab
 
 
 def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarray,
@@ -196,7 +196,7 @@ def score_retrieval(
     gold_filt: list[list[Filter] | None] = []
     principals: list[Mapping[str, Any] | None] = []
     cat_field = corpus.category_field if corpus is not None else "categories"
-    from kg_rageval.retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS
+    from kg_rageval.families.retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS
 
     ent_fields = tuple(corpus.entitlement_fields) if corpus is not None else DEFAULT_ENTITLEMENT_FIELDS
     for rec in records:
@@ -404,7 +404,7 @@ def score_retrieval(
 
 
 def _resolve(ontology, gn: str, rec: Record) -> str:
-    from kg_rageval.errors import UnknownIdError
+    from kg_rageval.base.errors import UnknownIdError
 
     try:
         return ontology.resolve(gn)
@@ -415,7 +415,7 @@ def _resolve(ontology, gn: str, rec: Record) -> str:
 def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]],
               resolver: Any = None) -> None:
     """Relation of each excluding category filter to the query's gold node (vectorised when
-    :func:`kg_rageval.hierarchy.relation_codes` is available); a filter whose values the
+    :func:`kg_rageval.families.hierarchy.relation_codes` is available); a filter whose values the
     ontology lacks (counted, see :func:`score_retrieval`) has the cause ``not_in_ontology``."""
     if not pairs:
         return
@@ -459,13 +459,13 @@ computed pair by pair (building the closure of a large ontology costs seconds)."
 
 def _relation_codes(ontology, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """Relation codes (indices into ``RELATIONS``) of (gold, pred) pairs: the vectorised
-    :func:`kg_rageval.hierarchy.relation_codes` when worthwhile, else ``Ontology.relation_index``
+    :func:`kg_rageval.families.hierarchy.relation_codes` when worthwhile, else ``Ontology.relation_index``
     (the two are tested equal by the hierarchy module)."""
     from kg_rageval.ontology.model import RELATIONS
 
     try:
-        from kg_rageval.hierarchy import relation_codes  # type: ignore[attr-defined]
-        from kg_rageval.hierarchy.closure import _CACHE
+        from kg_rageval.families.hierarchy import relation_codes  # type: ignore[attr-defined]
+        from kg_rageval.families.hierarchy.closure import _CACHE
     except ImportError:  # pragma: no cover - depends on the other module being present
         relation_codes, _CACHE = None, {}
     if relation_codes is not None and (len(gold) >= VECTOR_RELATIONS_MIN or ontology in _CACHE):

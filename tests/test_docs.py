@@ -198,7 +198,7 @@ def test_synopsis_options_exist(block: Block):
 def test_spec_example_derives_on_the_bundled_ontology(block: Block, workdir):
     import yaml
 
-    from kg_rageval.conformance import derive_schema, parse_spec
+    from kg_rageval.families.conformance import derive_schema, parse_spec
     from kg_rageval.ontology import load_ontology
 
     settings = _honour_marker(block)

@@ -5,6 +5,6 @@ Public API: :mod:`kg_rageval.audit.gates` (``Gate``, ``parse_gate``, ``evaluate_
 Submodules are imported on use so ``import kg_rageval.audit`` stays cheap.
 """
 
-from .gates import Gate, GateResult, evaluate_gates, parse_gate, parse_gates
+from kg_rageval.audit.gates import Gate, GateResult, evaluate_gates, parse_gate, parse_gates
 
 __all__ = ["Gate", "GateResult", "evaluate_gates", "parse_gate", "parse_gates"]

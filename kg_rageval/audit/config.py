@@ -23,8 +23,8 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError
-from .gates import Gate, parse_gate
+from kg_rageval.base.errors import ConfigError
+from kg_rageval.audit.gates import Gate, parse_gate
 
 
 class _Strict(BaseModel):
@@ -45,7 +45,7 @@ class OntologyInput(_Strict):
     @field_validator("options")
     @classmethod
     def _no_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from ..ontology.loaders.options import SECRET_OPTIONS
+        from kg_rageval.ontology.loaders.options import SECRET_OPTIONS
 
         bad = sorted(k for k in v if k in SECRET_OPTIONS)
         if bad:
@@ -61,7 +61,7 @@ class OntologyInput(_Strict):
 
 
 def _refuse_uri_credentials(uri: str | None) -> str | None:
-    from ..ontology.loaders.neo4j import redact_uri
+    from kg_rageval.ontology.loaders.neo4j import redact_uri
 
     if uri and "://" in uri and redact_uri(uri) != uri:
         raise ValueError("the URI holds credentials (user:password@); they come from the environment "
@@ -249,7 +249,7 @@ class AuditConfig(_Strict):
     """A test-set manifest (``kg-rageval testset check``): its file hash and stated ``hash`` are
     cited in the audit manifest."""
     limits: dict[str, int | str] = Field(default_factory=dict)
-    """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.limits`)."""
+    """Input-cost limits in force while this audit reads its inputs (:mod:`kg_rageval.base.limits`)."""
     chunk_size: int | None = Field(None, ge=0)
     """Records per chunk when the audit streams its records file (every family it runs is
     streamable: :mod:`kg_rageval.audit.stream`); ``None``: :data:`~kg_rageval.audit.stream.AUDIT_CHUNK_SIZE`;
@@ -257,13 +257,13 @@ class AuditConfig(_Strict):
     spill_rows: int | None = Field(None, ge=0)
     """Rows of a streamed family result held in memory before its numeric columns (stats, keys,
     details) go to a temporary file in the system's temporary directory, read back from it bit for
-    bit (:mod:`kg_rageval.colstore`); ``None``: :data:`~kg_rageval.colstore.SPILL_ROWS` (65,536);
+    bit (:mod:`kg_rageval.results.colstore`); ``None``: :data:`~kg_rageval.results.colstore.SPILL_ROWS` (65,536);
     ``0``: never. The report is the same either way."""
 
     @field_validator("limits")
     @classmethod
     def _limits(cls, v: dict[str, int | str]) -> dict[str, int | str]:
-        from .. import limits as _lim
+        from kg_rageval.base import limits as _lim
 
         for name, value in v.items():
             _lim._check_name(name)
@@ -322,7 +322,7 @@ class AuditConfig(_Strict):
         """Each ``families.<name>`` is a registered family and its options are declared
         parameters with valid values (:meth:`Scorer.validate`): an unknown key or a bad value
         is a :class:`ConfigError` naming ``families.<name>.<key>`` with a "did you mean"."""
-        from ..contract import get_scorer
+        from kg_rageval.scoring import get_scorer
 
         errors: list[str] = []
         for name, opts in self.families.items():
@@ -379,7 +379,7 @@ class AuditConfig(_Strict):
 
 
 def _read_mapping(path: Path) -> tuple[dict[str, Any], bytes]:
-    from ..records import read_structured
+    from kg_rageval.records import read_structured
 
     data, raw = read_structured(path, what="config")
     if not isinstance(data, dict):

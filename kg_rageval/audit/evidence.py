@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
-from ..contract import MetricName
-from ..evaluation import Evaluation, Metric
-from .gates import Gate
+from kg_rageval.contract import MetricName
+from kg_rageval.results.evaluation import Evaluation, Metric
+from kg_rageval.audit.gates import Gate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .families import FamilyRun
+    from kg_rageval.audit.families import FamilyRun
 
 
 def node_mask(ev: Evaluation, ontology: Any, node_id: str, key: str = "gold_node") -> np.ndarray | None:
@@ -35,7 +35,7 @@ def slice_mask(ev: Evaluation, name: str, value: str) -> np.ndarray | None:
     import itertools
     import operator
 
-    from ..records import slice_texts
+    from kg_rageval.records import slice_texts
 
     col = ev.keys.get(f"slice:{name}")
     if col is None:
@@ -124,12 +124,12 @@ def gate_metrics(gates: Iterable[Gate], index: MetricIndex, ontology: Any, boots
                  baseline_metrics: Mapping[str, Metric], *, has_baseline: bool = False,
                  ci_methods: dict[str, str] | None = None) -> list[Metric]:
     """:func:`metric_for_gate` of every gate, in order, with every percentile bootstrap the
-    bounded gates need computed together (:func:`~kg_rageval.evaluation.bootstrap_many`):
+    bounded gates need computed together (:func:`~kg_rageval.results.evaluation.bootstrap_many`):
     each (evaluation, metric) once, and the evaluations with the same number of records —
     two families' totals over the same records, a metric bounded from below and above —
     from one pass over the weight blocks, drawn once. The intervals are those of
     :func:`metric_for_gate` gate by gate, bit for bit."""
-    from ..evaluation import bootstrap_many
+    from kg_rageval.results.evaluation import bootstrap_many
 
     methods_out = {} if ci_methods is None else ci_methods
     staged = [_scoped(g, index, ontology, baseline_metrics, has_baseline) for g in gates]
@@ -206,7 +206,7 @@ class _Bound:
         return id(self.per_record) if self.per_record is not None else id(self.ev)
 
     def finish(self, pct: Any, b: Any, ci_methods: dict[str, str]) -> _Final:
-        from .intervals import bound
+        from kg_rageval.audit.intervals import bound
 
         if self.missing is not None:
             return _Final(self.g, self.missing)
@@ -278,9 +278,9 @@ def plain_rows(ev: Evaluation) -> bool:
 
 
 def scoped_records(ev: Evaluation, mask: np.ndarray) -> Any:
-    """The per-record stats of ``ev.subset(mask)`` (:class:`~kg_rageval.evaluation.RecordStats`
+    """The per-record stats of ``ev.subset(mask)`` (:class:`~kg_rageval.results.evaluation.RecordStats`
     over the rows of the mask), without the subset's copy of every column."""
-    from ..evaluation import RecordStats
+    from kg_rageval.results.evaluation import RecordStats
 
     return RecordStats(ev, np.flatnonzero(mask))
 

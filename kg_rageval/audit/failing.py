@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Union
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import AuditConfig
-    from .gates import GateResult
+    from kg_rageval.audit.config import AuditConfig
+    from kg_rageval.audit.gates import GateResult
 
 RecordSource = Union[Iterable[Mapping[str, Any]], Callable[[set], Mapping[str, Mapping[str, Any]]]]
 """The audited records (a list), or a lookup ``ids -> {id: record}`` of just the records asked for."""
@@ -189,8 +189,8 @@ def _records_of(ev: Any, mask: np.ndarray | None) -> tuple[Any, Any]:
     """``(evaluation, per-record stats)`` of a gate's scope: ``ev`` and its cached view, or
     ``ev`` and a view of its rows in ``mask`` (a scope, without a copy of its rows), or
     ``ev.subset(mask)`` and its view for an evaluation that subsets its own way."""
-    from ..evaluation import RecordStats
-    from .evidence import plain_rows
+    from kg_rageval.results.evaluation import RecordStats
+    from kg_rageval.audit.evidence import plain_rows
 
     if mask is None:
         return ev, ev.record_stats()
@@ -207,12 +207,12 @@ MAX_NONLINEAR = 20_000
 def per_record_values(finalize: Any, metric: str, names: list[str], mat: Any
                       ) -> tuple[np.ndarray | None, np.ndarray]:
     """``(value, weight)`` of ``metric`` on each row of ``mat`` (one record's summed stats per
-    row, or a :class:`~kg_rageval.evaluation.RecordStats` view of them; NaN where undefined).
+    row, or a :class:`~kg_rageval.results.evaluation.RecordStats` view of them; NaN where undefined).
     A metric with a verified form (a ratio or mean of linear sums, a count, an F1 of two such
-    ratios: :mod:`kg_rageval.forms`) is computed for all records at once; any other is
+    ratios: :mod:`kg_rageval.results.forms`) is computed for all records at once; any other is
     finalized record by record, up to :data:`MAX_NONLINEAR` records (else ``(None, ...)``).
     The weight is the record's denominator (1 without one)."""
-    from ..forms import metric_values
+    from kg_rageval.results.forms import metric_values
 
     got = metric_values(finalize, names, mat, [metric], loop_limit=MAX_NONLINEAR)[metric]
     if got is None:
@@ -253,7 +253,7 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
 
 def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig",
              budget_gates: Iterable[str], baseline: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    from .evidence import node_mask, slice_mask
+    from kg_rageval.audit.evidence import node_mask, slice_mask
 
     budget_gates = set(budget_gates)
     limit = config.report.failing_records

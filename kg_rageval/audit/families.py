@@ -1,6 +1,6 @@
-"""The audit's view of the metric families: the one registry of :mod:`kg_rageval.contract`.
+"""The audit's view of the metric families: the one registry of :mod:`kg_rageval.scoring`.
 
-Each family is a :class:`~kg_rageval.contract.Scorer`: it declares the record sections that
+Each family is a :class:`~kg_rageval.scoring.Scorer`: it declares the record sections that
 are its evidence, its extra inputs with their readers, its parameters and its metrics. The
 audit validates ``families.<name>`` options against the declaration when the config is read
 (an unknown key or a bad value is exit 2 naming the key), and calls every family the same
@@ -17,9 +17,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..contract import REGISTRY, FamilyUnavailable, Scorer, register, unregister
-from ..contract.builtin import DETERMINISTIC
-from ..evaluation import Evaluation, EvaluationSet
+from kg_rageval.scoring import REGISTRY, FamilyUnavailable, Scorer, register, unregister
+from kg_rageval.scoring.builtin import DETERMINISTIC
+from kg_rageval.results.evaluation import Evaluation, EvaluationSet
 
 FamilySpec = Scorer
 """The audit's older name for a family declaration (``FamilySpec(name, target, sections)``)."""

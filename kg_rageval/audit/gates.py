@@ -35,10 +35,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping
 
-from ..errors import ConfigError
-from ..evaluation import Metric
-from ..contract.names import SCOPE_KINDS, check_scope
-from ..fmt import fmt_count
+from kg_rageval.base.errors import ConfigError
+from kg_rageval.results.evaluation import Metric
+from kg_rageval.contract.names import SCOPE_KINDS, check_scope
+from kg_rageval.base.fmt import fmt_count
 
 OPS: tuple[str, ...] = (">=", ">", "<=", "<", "==")
 USES: tuple[str, ...] = ("value", "ci_low", "ci_high")

@@ -20,11 +20,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .gates import metric_dict
+from kg_rageval.audit.gates import metric_dict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import AuditConfig
-    from .result import AuditResult
+    from kg_rageval.audit.config import AuditConfig
+    from kg_rageval.audit.result import AuditResult
 
 DEPENDENCIES = ("numpy", "scipy", "networkx", "rdflib", "pydantic", "jsonschema", "pyshacl", "click",
                 "tqdm", "pyyaml")
@@ -32,9 +32,9 @@ MANIFEST_VERSION = 1
 
 
 def file_hash(path: str | Path | None) -> str | None:
-    """``sha256:<hex>`` of a file's bytes (:func:`kg_rageval.provenance.corpus.file_hash`, the
+    """``sha256:<hex>`` of a file's bytes (:func:`kg_rageval.base.hashing.file_hash`, the
     hash a run manifest records), ``None`` for no file."""
-    from ..provenance.corpus import file_hash as _sha256_of_file
+    from kg_rageval.base.hashing import file_hash as _sha256_of_file
 
     return None if path is None else _sha256_of_file(path)
 
@@ -61,7 +61,7 @@ def numbers_of(result: "AuditResult") -> dict[str, Any]:
 
 
 def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "AuditResult") -> dict[str, Any]:
-    from .. import __version__
+    from kg_rageval import __version__
 
     ont = inputs["ontology"]
     files = {
@@ -102,7 +102,7 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
 def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
     """The ontology's path (credentials redacted), content hash, node count and, for a file,
     its sha256 (covers what the content hash does not: definitions, synonyms of a cache)."""
-    from ..redact import redact
+    from kg_rageval.base.redact import redact
 
     raw = config.ontology.path
     p = config.path(raw)
@@ -115,7 +115,7 @@ def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
 
 
 def redact_settings(x: Any) -> Any:
-    from ..redact import redact_settings as _r
+    from kg_rageval.base.redact import redact_settings as _r
 
     return _r(x)
 
@@ -132,7 +132,7 @@ def _judge_usage(run: Any) -> dict[str, Any]:
 def testset_citation(path: Path) -> dict[str, Any]:
     """``{"path", "hash", "sha256"}`` of a test-set manifest: the hash it states (over its
     content) and the file's sha256; a missing or unreadable manifest is a config error."""
-    from ..errors import ConfigError
+    from kg_rageval.base.errors import ConfigError
 
     try:
         stated = json.loads(Path(path).read_text(encoding="utf-8")).get("hash")

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
-from ..evaluation import Metric
-from .gates import finite_or_none, metric_dict
+from kg_rageval.results.evaluation import Metric
+from kg_rageval.audit.gates import finite_or_none, metric_dict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import AuditConfig, CoverageConfig
-    from .families import FamilyRun
-    from .gates import GateResult
+    from kg_rageval.audit.config import AuditConfig, CoverageConfig
+    from kg_rageval.audit.families import FamilyRun
+    from kg_rageval.audit.gates import GateResult
 
 
 def _mdict(ms: Mapping[str, Metric]) -> dict[str, Any]:
@@ -98,12 +98,12 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
     """``{node id: {"label", "depth", "n": {family: rows}, "metrics": {family.metric: value}}}``
     for every node with rows, or only the nodes in ``only`` (see :func:`shown_nodes`).
 
-    Only the kept nodes are rolled up (:func:`~kg_rageval.evaluation.rollup_sums` with those
+    Only the kept nodes are rolled up (:func:`~kg_rageval.results.evaluation.rollup_sums` with those
     nodes), and each metric is computed for all of them at once where it has a verified form
-    (:func:`~kg_rageval.forms.metric_values`), so no :class:`Metric` is built per node and
+    (:func:`~kg_rageval.results.forms.metric_values`), so no :class:`Metric` is built per node and
     metric; an evaluation with its own roll-up (quantiles) is finalized node by node."""
-    from ..evaluation import StatColumns, rollup_sums
-    from ..forms import metric_values
+    from kg_rageval.results.evaluation import StatColumns, rollup_sums
+    from kg_rageval.results.forms import metric_values
 
     nodes: dict[str, dict[str, Any]] = {}
     keep = np.ones(len(ontology), dtype=bool)
@@ -178,9 +178,9 @@ def branch_impact(value: Any, weight: Any, global_value: float, threshold: float
 
 
 def sums_rollup(ev: Any) -> bool:
-    """Whether ``ev``'s roll-up is the sums roll-up of :class:`~kg_rageval.evaluation.Evaluation`
+    """Whether ``ev``'s roll-up is the sums roll-up of :class:`~kg_rageval.results.evaluation.Evaluation`
     (a subclass such as the system family's quantiles rolls up its own way)."""
-    from ..evaluation import Evaluation
+    from kg_rageval.results.evaluation import Evaluation
 
     return getattr(type(ev), "rollup", None) is Evaluation.rollup
 
@@ -207,12 +207,12 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     its subtree (the roll-up of :meth:`Evaluation.rollup`, in index order; NaN where the metric
     is undefined or has no denominator), or ``None`` when no row's ``key`` is an ontology id.
 
-    Vectorised over the nodes: a metric with a verified form (:mod:`kg_rageval.forms`) rolls up
+    Vectorised over the nodes: a metric with a verified form (:mod:`kg_rageval.results.forms`) rolls up
     only the stat projections it reads (for a ratio of two stats: those two columns, so the
     sums are the full roll-up's bit for bit) and is evaluated on all nodes at once; any other
     metric rolls up every stat and is finalized node by node."""
-    from ..evaluation import StatColumns, rollup_sums
-    from ..forms import Projection, metric_forms, metric_values
+    from kg_rageval.results.evaluation import StatColumns, rollup_sums
+    from kg_rageval.results.forms import Projection, metric_forms, metric_values
 
     if key not in ev.keys:
         return None
@@ -354,7 +354,7 @@ def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
         return at_depth
     unknown = [b for b in cfg.branches if b not in ontology]
     if unknown:
-        from ..errors import ConfigError
+        from kg_rageval.base.errors import ConfigError
 
         raise ConfigError(f"coverage.branches: not in the ontology: {', '.join(unknown)}")
     subtrees = [(b, set(ontology.descendant_indices(ontology.index(b), include_self=True).tolist()))

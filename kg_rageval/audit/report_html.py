@@ -14,11 +14,11 @@ from html import escape as _html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..fmt import fmt_value
-from .escape import xml_text
+from kg_rageval.base.fmt import fmt_value
+from kg_rageval.audit.escape import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .result import AuditResult
+    from kg_rageval.audit.result import AuditResult
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -384,7 +384,7 @@ def html_report(result: "AuditResult") -> str:
     s.append("<div class='grid'>")
     rel_items: list[tuple[str, float]] = []
     for fam, rel in result.relations.items():
-        from ..ontology import RELATIONS
+        from kg_rageval.ontology import RELATIONS
 
         for name in list(RELATIONS) + sorted(set(rel) - set(RELATIONS)):
             if name in rel:

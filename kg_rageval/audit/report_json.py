@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .manifest import numbers_of
+from kg_rageval.audit.manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .result import AuditResult
+    from kg_rageval.audit.result import AuditResult
 
 REPORT_VERSION = 1
 

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-from .escape import xml_text
+from kg_rageval.audit.escape import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .result import AuditResult
+    from kg_rageval.audit.result import AuditResult
 
 
 def junit_xml(result: "AuditResult") -> str:

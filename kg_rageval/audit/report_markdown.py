@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..fmt import fmt_value
-from .escape import md, md_code
+from kg_rageval.base.fmt import fmt_value
+from kg_rageval.audit.escape import md, md_code
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .result import AuditResult
+    from kg_rageval.audit.result import AuditResult
 
 _ICON = {"pass": "PASS", "fail": "FAIL", "missing": "MISSING"}
 
@@ -22,7 +22,7 @@ def _cell(s: Any) -> str:
 
 
 def _primary(result: "AuditResult"):
-    from .report_html import _primary_gate
+    from kg_rageval.audit.report_html import _primary_gate
 
     pick = _primary_gate(result)
     return (pick[1], pick[2]) if pick else None
@@ -63,7 +63,7 @@ def markdown(result: "AuditResult") -> str:
             lines.append(f"| {md_code(d['gate'])} | {md(d['node'])} | {_cell(d['label'] or '')} | {d['depth']} | "
                          f"{d['n']} | {_f(d['value'])} | {_f(d.get('deficit_share'))} | {_f(d['impact'])} |")
     lines += failing_records_markdown(result)
-    from .report_html import failed_gate_views
+    from kg_rageval.audit.report_html import failed_gate_views
 
     views = failed_gate_views(result)
     if not views:
@@ -102,10 +102,10 @@ def markdown(result: "AuditResult") -> str:
                   f"{cov['n_cells']} cells (intent × document type × branch): {cov['n_empty']} empty, "
                   f"{cov['n_thin']} thin (< {cov['thin_threshold']} records)."]
     if result.baseline:
-        from .report_html import _qualified_delta
+        from kg_rageval.audit.report_html import _qualified_delta
 
         lines += ["", "## Baseline deltas (candidate − baseline; gated first, then the largest; all in the JSON)", ""]
-        from ..drift.release import release_note
+        from kg_rageval.audit.baseline import release_note
 
         note = release_note(result.baseline.get("release"))
         if note:

@@ -20,7 +20,6 @@ crashed audit is removed by the next one. A report never mixes files of two runs
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -28,12 +27,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from ..errors import InputError
-from ..spool import SpooledText, write_text
-from .manifest import numbers_of
+from kg_rageval.base.hashing import file_hash
+from kg_rageval.base.errors import InputError
+from kg_rageval.base.spool import SpooledText, write_text
+from kg_rageval.audit.manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .result import AuditResult
+    from kg_rageval.audit.result import AuditResult
 
 FILES = {"json": "report.json", "markdown": "report.md", "html": "report.html", "junit": "junit.xml"}
 MANIFEST = "manifest.json"
@@ -44,12 +44,8 @@ PREVIOUS = "previous"
 ALL_FILES = (*FILES.values(), MANIFEST)
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
+sha256_file = file_hash
+"""``sha256:<hex>`` of a written report (:func:`kg_rageval.base.hashing.file_hash`)."""
 
 
 @contextlib.contextmanager
@@ -80,8 +76,8 @@ def _fsync(path: Path) -> None:
 
 def prov_trail_turtle(result: "AuditResult") -> "str | SpooledText | None":
     """The PROV-O trail (Turtle) the provenance family built for the audited run, if any: a
-    ``str``, or the :class:`~kg_rageval.spool.SpooledText` of a streamed audit (write it with
-    :func:`kg_rageval.spool.write_text`)."""
+    ``str``, or the :class:`~kg_rageval.base.spool.SpooledText` of a streamed audit (write it with
+    :func:`kg_rageval.base.spool.write_text`)."""
     run = result.families.get("provenance")
     for ev in run.evaluations if run is not None else []:
         if ev.family.name == "prov_trail" and isinstance(ev.meta.get("turtle"), (str, SpooledText)):
@@ -95,10 +91,10 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
     every report file), and ``prov.ttl`` (the PROV-O trail) when the provenance family built
     one, atomically as described in the module docstring. Returns
     ``{kind: path}``."""
-    from .report_html import write_html
-    from .report_json import dumps, write_json
-    from .report_junit import write_junit
-    from .report_markdown import write_markdown
+    from kg_rageval.audit.report_html import write_html
+    from kg_rageval.audit.report_json import dumps, write_json
+    from kg_rageval.audit.report_junit import write_junit
+    from kg_rageval.audit.report_markdown import write_markdown
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluation import Metric
-from .config import AuditConfig
-from .families import FamilyRun
-from .gates import GateResult
+from kg_rageval.results.evaluation import Metric
+from kg_rageval.audit.config import AuditConfig
+from kg_rageval.audit.families import FamilyRun
+from kg_rageval.audit.gates import GateResult
 
 
 @dataclass

@@ -11,7 +11,7 @@ Decision rules (also in ``docs/audit.md``):
   every gate of that family is ``missing`` and a ``<family>.missing_run_rate`` gate fails.
 * **An audit with no gates fails** (there is nothing to release on).
 * Exit codes: 0 every gate passes; 1 a gate failed or is missing; 2 invalid inputs or config
-  (raised as :class:`~kg_rageval.errors.InputError` before any decision is made).
+  (raised as :class:`~kg_rageval.base.errors.InputError` before any decision is made).
 
 Metric names: every number has one canonical name (:class:`~kg_rageval.contract.MetricName`):
 ``<family>.<metric>``, scoped ``<family>.<metric>[slice:<name>=<value>]`` /
@@ -33,16 +33,17 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..contract import REGISTRY, FamilyUnavailable, MetricName, Scorer, did_you_mean, get_scorer, resolve_metric
-from ..errors import ConfigError, InputError, KgRagevalError
-from ..evaluation import AlignedRecords, Evaluation, Metric, bootstrap_weights, percentile_interval
-from ..forms import metric_values, replicate_values
-from .config import AuditConfig
-from .families import FamilyRun
-from .evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
-from .evidence import gate_metrics as evidence_gate_metrics
-from .gates import Gate, GateResult, evaluate_gates, metric_dict
-from .result import AuditResult
+from kg_rageval.scoring import REGISTRY, FamilyUnavailable, Scorer, get_scorer, resolve_metric
+from kg_rageval.contract import MetricName, did_you_mean
+from kg_rageval.base.errors import ConfigError, InputError, KgRagevalError
+from kg_rageval.results.evaluation import AlignedRecords, Evaluation, Metric, bootstrap_weights, percentile_interval
+from kg_rageval.results.forms import metric_values, replicate_values
+from kg_rageval.audit.config import AuditConfig
+from kg_rageval.audit.families import FamilyRun
+from kg_rageval.audit.evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
+from kg_rageval.audit.evidence import gate_metrics as evidence_gate_metrics
+from kg_rageval.audit.gates import Gate, GateResult, evaluate_gates, metric_dict
+from kg_rageval.audit.result import AuditResult
 
 
 # ---------------------------------------------------------------------- inputs
@@ -55,7 +56,7 @@ def _require_file(path: Path, what: str, key: str, config: AuditConfig) -> None:
 
 def is_graph_uri(path: str) -> bool:
     """Whether an ontology path is a graph database URI (the ``neo4j`` loader's)."""
-    from ..ontology.loaders import detect_format
+    from kg_rageval.ontology.loaders import detect_format
 
     return "://" in path and detect_format(path) == "neo4j"
 
@@ -63,7 +64,7 @@ def is_graph_uri(path: str) -> bool:
 def config_mapping(config: AuditConfig, mapping: Any, key: str) -> Any:
     """A graph ``mapping`` named in the config: a mapping file path resolved against the
     config's directory (it must exist); presets and dicts unchanged."""
-    from ..ontology.loaders.neo4j import MAPPING_FILE_SUFFIXES, PRESETS
+    from kg_rageval.ontology.loaders.neo4j import MAPPING_FILE_SUFFIXES, PRESETS
 
     if isinstance(mapping, str) and mapping not in PRESETS and mapping.lower().endswith(MAPPING_FILE_SUFFIXES):
         mpath = config.path(mapping)
@@ -75,7 +76,7 @@ def config_mapping(config: AuditConfig, mapping: Any, key: str) -> Any:
 def ontology_options(config: AuditConfig) -> dict[str, Any]:
     """The loader options of ``config.ontology`` (values checked, errors naming
     ``ontology.options.<key>``), a mapping file resolved against the config."""
-    from ..ontology.loaders.options import check_option_values
+    from kg_rageval.ontology.loaders.options import check_option_values
 
     try:
         options = check_option_values(config.ontology.options, where="ontology.options")
@@ -90,7 +91,7 @@ def load_config_ontology(config: AuditConfig) -> Any:
     """The ontology ``config.ontology`` names: a file relative to the config, or a graph
     database URI (format ``neo4j`` unless given) with its mapping; loader options checked
     against the loader (an unknown one is exit 2 naming it)."""
-    from ..ontology import load_ontology
+    from kg_rageval.ontology import load_ontology
 
     raw = config.ontology.path
     options = ontology_options(config)
@@ -105,7 +106,7 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
     """Ontology, records, corpus, spec and judgments named by the config (InputError on any
     unreadable input: exit code 2). ``records=False``: the records file is checked to exist but
     not read (a streamed audit reads it in chunks; ``inputs["records"]`` is ``None``)."""
-    from ..records import read_records
+    from kg_rageval.records import read_records
 
     ontology = load_config_ontology(config)
     rpath = config.path(config.records)
@@ -114,7 +115,7 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
     if not records:
         pass
     elif rpath.name.endswith((".otlp.json", ".otlp.jsonl")):  # traces: one record per trace (docs/system.md)
-        from ..system.otlp import import_otlp
+        from kg_rageval.families.system.otlp import import_otlp
 
         held = import_otlp(rpath)
     else:
@@ -144,7 +145,7 @@ def _read_spec(path: Path, config: AuditConfig) -> Any:
     if not path.exists():
         raise InputError("schema spec file does not exist", source=config.source,
                          location=f"spec = {config.spec!r} (resolved to {path})")
-    from ..records import read_structured
+    from kg_rageval.records import read_structured
 
     return read_structured(path, what="schema spec")[0]
 
@@ -255,15 +256,15 @@ def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
 def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, tick: Any,
                   client: Any = None) -> tuple[dict[str, Any], Any, dict[str, FamilyRun]] | None:
     """Run every configured family on the records file read once in chunks of ``size``
-    (:func:`~kg_rageval.contract.stream_families`; :mod:`.stream`): ``(inputs, records view,
+    (:func:`~kg_rageval.scoring.stream_families`; :mod:`.stream`): ``(inputs, records view,
     runs)``, or ``None`` when the audit must hold its records instead — an input other than the
     records that does not load, a family that does not bind, or one that raised on a chunk
-    (:class:`~kg_rageval.contract.StreamFallback`): the held audit then raises the error it
+    (:class:`~kg_rageval.scoring.StreamFallback`): the held audit then raises the error it
     raises today, in the same order (records first, then gates, then families in config order).
     A reading error of the records file is raised as the held reader raises it. ``client``: a
     ``distributed.Client`` the families' calls on the chunks are made on (the chunks are read
-    and accumulated here; :func:`~kg_rageval.contract.stream_families` with ``client``)."""
-    from .stream import StreamedRecords
+    and accumulated here; :func:`~kg_rageval.scoring.stream_families` with ``client``)."""
+    from kg_rageval.audit.stream import StreamedRecords
 
     try:
         inputs = load_inputs(config, records=False)
@@ -316,11 +317,11 @@ def _stream_runs(config: AuditConfig, inputs: Mapping[str, Any], names: list[str
                  bound: tuple[dict[str, Any], dict[str, float]], view: Any, observers: tuple[Any, ...],
                  client: Any) -> dict[str, FamilyRun] | None:
     """Every family of ``names`` run on ``view.path`` read once in chunks
-    (:func:`~kg_rageval.contract.stream_families`; ``view``, a :class:`~.stream.RecordIndex`,
+    (:func:`~kg_rageval.scoring.stream_families`; ``view``, a :class:`~.stream.RecordIndex`,
     among the ``observers``), as :func:`run_families` runs them on the held records: ``None``
-    when a family cannot be streamed exactly (:class:`~kg_rageval.contract.StreamFallback`:
+    when a family cannot be streamed exactly (:class:`~kg_rageval.scoring.StreamFallback`:
     the caller holds the records instead). A reading error of the file propagates."""
-    from ..contract import StreamFallback, stream_families
+    from kg_rageval.scoring import StreamFallback, stream_families
 
     bounds, bind_seconds = bound
     try:
@@ -368,7 +369,7 @@ def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str
     here, in order; the report is the same as without it, timings aside). A held audit (a
     family not streamable, ``chunk_size = 0``, ``inputs=`` given, or a fallback) runs
     in-process."""
-    from .. import limits
+    from kg_rageval.base import limits
 
     with limits.limits(config.limits), _InputsFrozen() as frozen:
         return _run_audit(config, progress=progress, inputs=inputs, loaded=frozen.freeze, client=client)
@@ -413,7 +414,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
         timings[name] = round(now - lap[0], 4)
         lap[0] = now
 
-    from .stream import HeldRecords, stream_chunk_size
+    from kg_rageval.audit.stream import HeldRecords, stream_chunk_size
 
     gates = config.all_gates()
     try:
@@ -516,14 +517,14 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
         config=config, ontology=ontology, n_records=len(view), families=runs, metrics=flat,
         gate_results=final, counts=counts, baseline=baseline,
     )
-    from . import pernode
+    from kg_rageval.audit import pernode
 
     result.slices = pernode.slice_breakdowns(runs, config.slices)
     result.drivers = pernode.failure_drivers(final, index, ontology, config)
     if config.report.node_rollup:
         only = None if config.report.node_rollup == "all" else pernode.shown_nodes(config, ontology, result.drivers)
         result.nodes = pernode.node_rollups(runs, ontology, only)
-    from .failing import failing_records
+    from kg_rageval.audit.failing import failing_records
 
     result.failing = failing_records(final, index, ontology, view.lookup(), config,
                                      budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
@@ -532,7 +533,7 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     result.relations = pernode.relation_counts(runs)
     result.exclusions = view.exclusions(runs, ontology, inputs.get("corpus"), config)
     tick("per_node")
-    from .manifest import build_manifest
+    from kg_rageval.audit.manifest import build_manifest
 
     result.manifest = build_manifest(config, inputs, result)
     tick("manifest")
@@ -551,7 +552,7 @@ def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: Iterable[
     evidence, which would fail every audit for a typo. ``slices``: the records' slice values
     (:func:`~kg_rageval.records.slice_values`) when ``records`` are not given.
     Returns ``{gate metric text: MetricName}``."""
-    from ..records import slice_values
+    from kg_rageval.records import slice_values
 
     fams = configured_families(config)
     options = {f: family_options(config, f) for f in fams}
@@ -636,7 +637,7 @@ def _family_counts(run: FamilyRun, records: Any, patterns: Iterable[str] = (),
     The family's records are those carrying its section plus every record it reports missing;
     the missing-run rate is missing runs / family records. ``records``: the audit's records
     (:class:`~.stream.HeldRecords` or :class:`~.stream.StreamedRecords`; a list is taken as held)."""
-    from ..records import MISSING_RUN_CODES
+    from kg_rageval.records import MISSING_RUN_CODES
 
     codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
     pats = {p.strip().lower() for p in patterns}
@@ -675,7 +676,7 @@ def _family_counts(run: FamilyRun, records: Any, patterns: Iterable[str] = (),
             if m is not None and m.numerator:
                 in_metrics[name] = in_metrics.get(name, 0.0) + float(m.numerator)
     if isinstance(records, list):
-        from .stream import HeldRecords
+        from kg_rageval.audit.stream import HeldRecords
 
         records = HeldRecords(records)
     with_sec = records.with_section(run.name)
@@ -788,7 +789,7 @@ def _delta_wanted(fam: str, metric: str, delta_gates: set[str]) -> bool:
 
 def _restricted(release: Any, view: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, positions)`` of a per-record view's records that the release comparison keeps
-    (:meth:`~kg_rageval.drift.release.Release.restrict`: all of them for one release)."""
+    (:meth:`~kg_rageval.audit.baseline.Release.restrict`: all of them for one release)."""
     ids = view.ids()
     kept, at = release.restrict(ids, {"at": np.arange(len(ids))})
     return kept, at["at"]
@@ -799,9 +800,9 @@ def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, 
     """The paired per-record deltas of the ``wanted`` metrics (records where both systems
     define the metric and differ), most negative first, at most ``limit`` per metric:
     ``{fam.metric: [{"record_id", "candidate", "baseline", "delta"}]}``. Each system's
-    per-record values come from :func:`~kg_rageval.forms.metric_values` (vectorised over the
+    per-record values come from :func:`~kg_rageval.results.forms.metric_values` (vectorised over the
     records where the metric has a verified form, else one ``finalize`` per record)."""
-    from .failing import worst_first
+    from kg_rageval.audit.failing import worst_first
 
     vc = metric_values(fin, names, mc, wanted)
     vb = metric_values(fin, names, mb, wanted)
@@ -832,8 +833,8 @@ def _baseline_held(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bp
                    progress: bool) -> tuple[Any, dict[str, FamilyRun], np.ndarray]:
     """``(release, baseline runs, baseline record ids)`` with the baseline's records read whole
     (:func:`~kg_rageval.records.read_records`), let go before the pairing."""
-    from ..drift.release import ReleaseCheck, load_baseline_ontology
-    from ..records import read_records
+    from kg_rageval.audit.baseline import ReleaseCheck, load_baseline_ontology
+    from kg_rageval.records import read_records
 
     base_records = read_records(bpath)
     check = ReleaseCheck(config, inputs["ontology"], load_baseline_ontology(config))
@@ -851,12 +852,12 @@ def _baseline_streamed(config: AuditConfig, inputs: Mapping[str, Any], cand: Any
                        client: Any) -> tuple[Any, dict[str, FamilyRun], np.ndarray] | None:
     """:func:`_baseline_held` with the baseline's records read once in chunks of the audit's
     ``chunk_size`` through the families (:func:`_stream_runs`, as the audited records are) and
-    the release check (:class:`~kg_rageval.drift.release.ReleaseCheck`), none of them held;
+    the release check (:class:`~kg_rageval.audit.baseline.ReleaseCheck`), none of them held;
     the candidate's records are read again only for a comparison on the unchanged nodes.
     ``None`` when anything goes wrong before, in or after the stream but a reading error of
     the baseline's file (the held baseline then raises its error, in its order, or scores it)."""
-    from ..drift.release import ReleaseCheck, load_baseline_ontology
-    from .stream import RecordIndex
+    from kg_rageval.audit.baseline import ReleaseCheck, load_baseline_ontology
+    from kg_rageval.audit.stream import RecordIndex
 
     try:
         check = ReleaseCheck(config, inputs["ontology"], load_baseline_ontology(config))
@@ -898,7 +899,7 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     ``inputs["records"]``). The baseline's records are streamed like the candidate's when the
     candidate's were (:func:`_baseline_streamed`; ``client``: the Dask client its chunks are
     scored on), else held; either way only the record ids of both sides stay, as numpy arrays."""
-    from .stream import HeldRecords
+    from kg_rageval.audit.stream import HeldRecords
 
     cand = HeldRecords(inputs["records"]) if records is None else records
 

@@ -2,8 +2,8 @@
 
 An audit either **holds** its records (one list, read whole: :class:`HeldRecords`) or
 **streams** them (:class:`StreamedRecords`): when every family it runs is streamable
-(:attr:`~kg_rageval.contract.Scorer.streamable`), the records file is read once in chunks of
-``chunk_size`` records (:func:`~kg_rageval.contract.stream_families`); every chunk goes to
+(:attr:`~kg_rageval.scoring.Scorer.streamable`), the records file is read once in chunks of
+``chunk_size`` records (:func:`~kg_rageval.scoring.stream_families`); every chunk goes to
 every family (each result concatenated, equal to scoring the whole file) and to the
 accumulations the rest of the audit needs, so no list of record dicts is held:
 
@@ -17,7 +17,7 @@ The few records the report shows ("Records driving the failures") are read again
 number (:func:`~kg_rageval.records.read_records_at`). Both views answer the same questions
 the same way, so the report is identical; the audit falls back to holding the records when it
 cannot stream them exactly (:func:`stream_chunk_size`, and
-:class:`~kg_rageval.contract.StreamFallback` from the stream: a family that raised on a chunk
+:class:`~kg_rageval.scoring.StreamFallback` from the stream: a family that raised on a chunk
 is scored on the whole file, which raises the error the held audit raises, in the same
 order).
 """
@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..contract import REGISTRY, get_scorer
+from kg_rageval.scoring import REGISTRY, get_scorer
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import AuditConfig
+    from kg_rageval.audit.config import AuditConfig
 
 
 def _section_flags(names: Iterable[str], chunk: list[dict]) -> dict[str, np.ndarray]:
     """``{family: bool per record}``: which records of ``chunk`` carry a section of the family
-    (:meth:`~kg_rageval.contract.Scorer.has_section`), each section looked up once."""
+    (:meth:`~kg_rageval.scoring.Scorer.has_section`), each section looked up once."""
     specs = {n: REGISTRY.get(n) for n in names}
     sections = {s for sc in specs.values() if sc is not None for s in sc.sections}
     by_sec = {s: np.fromiter((r.get(s) is not None for r in chunk), bool, len(chunk)) for s in sorted(sections)}
@@ -82,18 +82,18 @@ class HeldRecords:
         return id_array(self.ids)
 
     def slice_values(self) -> dict[str, set[str]]:
-        from ..records import slice_values
+        from kg_rageval.records import slice_values
 
         return slice_values(self.records)
 
     def coverage(self, ontology: Any, corpus: list[dict] | None, config: "AuditConfig") -> dict[str, Any]:
-        from .pernode import coverage_matrix
+        from kg_rageval.audit.pernode import coverage_matrix
 
         return coverage_matrix(self.records, ontology, corpus, config.coverage)
 
     def exclusions(self, runs: Mapping[str, Any], ontology: Any, corpus: list[dict] | None,
                    config: "AuditConfig") -> dict[str, Any]:
-        from .pernode import exclusion_attribution, make_branch_of
+        from kg_rageval.audit.pernode import exclusion_attribution, make_branch_of
 
         return exclusion_attribution(runs, self.records, corpus, ontology,
                                      branch_of=make_branch_of(ontology, config.coverage))
@@ -115,7 +115,7 @@ class RecordIndex:
     """What a streamed pass keeps of every record of a JSONL file: its id (one numpy array per
     chunk, joined when read: :meth:`id_array`), its line number and, per family, whether it
     carries the family's section — fed chunk by chunk by :meth:`observe` (an observer of
-    :func:`~kg_rageval.contract.stream_families`; :meth:`section_counts` its
+    :func:`~kg_rageval.scoring.stream_families`; :meth:`section_counts` its
     ``section_counts``). A streamed baseline keeps only this of its records; the audited
     records keep more (:class:`StreamedRecords`)."""
 
@@ -164,7 +164,7 @@ class RecordIndex:
 
     def records_of(self, wanted: set[str]) -> dict[str, dict]:
         """``{id: record}`` of the records asked for, read again by line number."""
-        from ..records import read_records_at
+        from kg_rageval.records import read_records_at
 
         lines = np.concatenate(self._lines) if self._lines else np.zeros(0, np.int64)
         at = lines[np.isin(self.id_array(), id_array(sorted(map(str, wanted))))].tolist() if wanted else []
@@ -173,11 +173,11 @@ class RecordIndex:
 
 class StreamedRecords(RecordIndex):
     """What a streamed audit keeps of its records file (see the module docstring); fed chunk
-    by chunk by :meth:`observe` (an observer of :func:`~kg_rageval.contract.stream_families`)."""
+    by chunk by :meth:`observe` (an observer of :func:`~kg_rageval.scoring.stream_families`)."""
 
     def __init__(self, path: Path, size: int, families: list[str], ontology: Any,
                  corpus: list[dict] | None, config: "AuditConfig") -> None:
-        from .pernode import CoverageCounter, ExclusionCounter, make_branch_of
+        from kg_rageval.audit.pernode import CoverageCounter, ExclusionCounter, make_branch_of
 
         super().__init__(path, size, families)
         self._slices: dict[str, set[str]] = {}
@@ -192,7 +192,7 @@ class StreamedRecords(RecordIndex):
             self.coverage_error = exc
 
     def observe(self, k: int, chunk: list[dict]) -> None:
-        from ..records import slice_values
+        from kg_rageval.records import slice_values
 
         super().observe(k, chunk)
         for name, values in slice_values(chunk).items():
@@ -204,7 +204,7 @@ class StreamedRecords(RecordIndex):
 
     def __iter__(self) -> Iterator[dict]:
         """The records, read again chunk by chunk (the baseline's release check reads them)."""
-        from ..records import iter_record_chunks
+        from kg_rageval.records import iter_record_chunks
 
         for chunk in iter_record_chunks(self.path, self.size):
             yield from chunk

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..evaluation import Family, Metric, build_evaluation, ratio
-from ..records import slice_text
+from kg_rageval.results.evaluation import Family, Metric, build_evaluation, ratio
+from kg_rageval.records import slice_text
 
 
 class StubFamily(Family):

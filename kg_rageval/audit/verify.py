@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from .manifest import metrics_digest, numbers_of
+from kg_rageval.audit.manifest import metrics_digest, numbers_of
 
 
 def _load_manifest(mpath: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(document, manifest)`` of a manifest file; anything malformed is an InputError (exit 2)."""
-    from ..errors import InputError
+    from kg_rageval.base.errors import InputError
 
     if not mpath.is_file():
         raise InputError("no such manifest (an audit that did not finish writing its reports leaves none)",
@@ -58,10 +58,10 @@ def verify_manifest(manifest_path: str | Path, *, config_path: str | Path | None
     not record, a changed input hash, a changed family version, a changed number or gate
     decision (each listed). ``ok`` needs no difference; the CLI also exits 1 when the verified
     audit failed its gates."""
-    from ..errors import InputError
-    from .config import load_config
-    from .reports import sha256_file
-    from .runner import run_audit
+    from kg_rageval.base.errors import InputError
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.reports import sha256_file
+    from kg_rageval.audit.runner import run_audit
 
     mpath = Path(manifest_path)
     doc, man = _load_manifest(mpath)

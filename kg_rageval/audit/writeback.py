@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from kg_rageval.base.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import AuditResult
+    from kg_rageval.audit.runner import AuditResult
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -43,9 +43,9 @@ def write_back(result: "AuditResult") -> dict[str, Any]:
     """Write ``result``'s roll-up as ``config.report.write_back`` says; returns the
     :class:`~kg_rageval.integrations.neo4j_writer.WriteSummary` as a dict (with ``uri``
     redacted)."""
-    from ..integrations.neo4j_writer import write_results
-    from ..ontology.loaders.neo4j import redact_uri
-    from .runner import config_mapping, is_graph_uri, ontology_options
+    from kg_rageval.integrations.neo4j_writer import write_results
+    from kg_rageval.ontology.loaders.neo4j import redact_uri
+    from kg_rageval.audit.runner import config_mapping, is_graph_uri, ontology_options
 
     config = result.config
     wb = config.report.write_back
@@ -63,7 +63,7 @@ def write_back(result: "AuditResult") -> dict[str, Any]:
         mapping = onto_opts.get("mapping")
     nodes = result.nodes
     if nodes and config.report.node_rollup != "all":  # the report keeps the shown nodes only
-        from .pernode import node_rollups
+        from kg_rageval.audit.pernode import node_rollups
 
         nodes = node_rollups(result.families, result.ontology)
     if not nodes:

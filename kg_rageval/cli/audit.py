@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .common import fail, format_option, quiet_option
+from kg_rageval.cli.common import fail, format_option, quiet_option
 
 
 @click.command("audit")
@@ -59,7 +59,7 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
     The demo exits 0 once its reports are written (the gate verdict is in the report);
     add --strict for the release-gate exit code.
     """
-    from ..errors import KgRagevalError
+    from kg_rageval.base.errors import KgRagevalError
 
     try:
         code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology, chunk_size,
@@ -78,16 +78,16 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
 
 def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology=None,
            chunk_size=None, dask_scheduler=None, dask_workers=None, spill_rows=None) -> int:
-    from ..audit.config import load_config
-    from ..audit.runner import run_audit
-    from ..errors import ConfigError
+    from kg_rageval.audit.config import load_config
+    from kg_rageval.audit.runner import run_audit
+    from kg_rageval.base.errors import ConfigError
 
     if verify_path:
         return _verify(verify_path, config_path, fmt, quiet)
     if demo:
         from pathlib import Path
 
-        from ..demo import build_demo
+        from kg_rageval.demo import build_demo
 
         out = Path(out_dir or ("kg-rageval-demo" if demo == "doid" else f"kg-rageval-demo-{demo}"))
         built = build_demo(out, seed=seed, progress=not quiet, profile=demo)
@@ -100,7 +100,7 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
         raise ConfigError("give --config CONFIG (or --demo, or --verify MANIFEST)")
     config = load_config(config_path)
     if baseline_ontology:
-        from ..drift.release import set_baseline_ontology
+        from kg_rageval.audit.baseline import set_baseline_ontology
 
         set_baseline_ontology(config, baseline_ontology)
     if chunk_size is not None:
@@ -108,7 +108,7 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
     if spill_rows is not None:
         config.spill_rows = spill_rows
     if dask_scheduler is not None or dask_workers is not None:
-        from ..integrations.dask import audit_client
+        from kg_rageval.integrations.dask import audit_client
 
         with audit_client(dask_scheduler, dask_workers) as client:
             result = run_audit(config, progress=not quiet, client=client)
@@ -116,16 +116,16 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
         result = run_audit(config, progress=not quiet)
     written = {}
     if out_dir:
-        from ..audit.reports import write_reports
+        from kg_rageval.audit.reports import write_reports
 
         written = write_reports(result, out_dir)
     wrote_back = None
     if config.report.write_back is not None:
-        from ..audit.writeback import write_back
+        from kg_rageval.audit.writeback import write_back
 
         wrote_back = write_back(result)
     if fmt == "json":
-        from ..audit.report_json import dumps, report_dict
+        from kg_rageval.audit.report_json import dumps, report_dict
 
         payload = report_dict(result)
         payload["written"] = written
@@ -142,7 +142,7 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
 
 
 def _text(result, written: dict[str, str], quiet: bool) -> str:
-    from .common import table
+    from kg_rageval.cli.common import table
 
     c = result.status_counts()
     lines = [f"audit {result.config.name}: {'PASSED' if result.passed else 'FAILED'} — "
@@ -162,11 +162,11 @@ def _text(result, written: dict[str, str], quiet: bool) -> str:
 
 
 def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> int:
-    from ..audit.verify import verify_manifest
+    from kg_rageval.audit.verify import verify_manifest
 
     res = verify_manifest(manifest, config_path=config_path, progress=not quiet)
     if fmt == "json":
-        from ..audit.report_json import dumps
+        from kg_rageval.audit.report_json import dumps
 
         click.echo(dumps(res))
     else:

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 
 import click
 
-from ..fmt import fmt_count, fmt_value
+from kg_rageval.base.fmt import fmt_count, fmt_value, table
 
 format_option = click.option(
     "--format",
@@ -29,7 +29,7 @@ def loader_options(f: Callable) -> Callable:
     them: they are kept for :func:`load_ontology_cli` (one derivation for every command)."""
     import functools
 
-    from ..ontology.loaders.options import LOADER_OPTIONS
+    from kg_rageval.ontology.loaders.options import LOADER_OPTIONS
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -57,7 +57,7 @@ def loader_options(f: Callable) -> Callable:
 
 def given_loader_options() -> dict[str, Any]:
     """The loader options of the running command (``None``/empty ones dropped)."""
-    from ..ontology.loaders.options import ontology_option_kwargs
+    from kg_rageval.ontology.loaders.options import ontology_option_kwargs
 
     ctx = click.get_current_context(silent=True)
     given = dict(ctx.meta.get(_LOADER_META, {})) if ctx is not None else {}
@@ -106,7 +106,7 @@ chunk_size_option = click.option(
          "does not depend on it, memory does.",
 )
 """``--chunk-size``: how many records a streamable family scores at a time
-(:meth:`~kg_rageval.contract.BoundScorer.score_path`)."""
+(:meth:`~kg_rageval.scoring.BoundScorer.score_path`)."""
 
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes.")
 
@@ -127,40 +127,9 @@ def ontology_ref(onto: Any) -> dict[str, Any]:
 def load_ontology_cli(path: str, fmt: str | None = None, **options: Any):
     """Load ``path`` with the command's loader options (see :func:`loader_options`);
     ``options`` given here win."""
-    from ..ontology import load_ontology
+    from kg_rageval.ontology import load_ontology
 
     return load_ontology(path, format=fmt, **{**given_loader_options(), **options})
-
-
-def table(rows: list[list[Any]], headers: list[str] | None = None) -> str:
-    """A plain text table with right-aligned numbers."""
-    cells = [[_fmt(c) for c in r] for r in rows]
-    if headers:
-        cells.insert(0, list(headers))
-    if not cells:
-        return ""
-    widths = [max(len(r[i]) if i < len(r) else 0 for r in cells) for i in range(max(map(len, cells)))]
-    lines = []
-    for k, r in enumerate(cells):
-        parts = []
-        for i, c in enumerate(r):
-            numeric = bool(headers) and k > 0
-            if numeric and _is_num(c):
-                parts.append(c.rjust(widths[i]))
-            else:
-                parts.append(c.ljust(widths[i]))
-        lines.append("  ".join(parts).rstrip())
-        if k == 0 and headers:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _is_num(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
 
 
 _fmt = fmt_value
@@ -201,8 +170,8 @@ _num = fmt_count
 def error_line(exc: BaseException | str) -> str:
     """``"error: <message>"`` on one line: a message's lines (parser messages and lists of
     problems span several) are joined with ``"; "``, or a space after a line ending in ``:``.
-    Credentials in URIs are redacted (:func:`kg_rageval.redact.redact`)."""
-    from ..redact import redact
+    Credentials in URIs are redacted (:func:`kg_rageval.base.redact.redact`)."""
+    from kg_rageval.base.redact import redact
 
     out = ""
     for part in (p.strip() for p in redact(str(exc)).splitlines()):
@@ -259,8 +228,8 @@ def _click_option(p: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 def family_options(family: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator adding one click option per declared input and parameter of ``family``
-    (derived from its :class:`~kg_rageval.contract.Scorer`; nothing written twice)."""
-    from ..contract import get_scorer
+    (derived from its :class:`~kg_rageval.scoring.Scorer`; nothing written twice)."""
+    from kg_rageval.scoring import get_scorer
 
     sc = get_scorer(family)
 
@@ -278,7 +247,7 @@ def family_options(family: str) -> Callable[[Callable[..., Any]], Callable[..., 
 def family_kwargs(family: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Pop the inputs and parameters of ``family`` out of a command's ``kwargs`` (inputs that
     were not given are left out)."""
-    from ..contract import get_scorer
+    from kg_rageval.scoring import get_scorer
 
     sc = get_scorer(family)
     out: dict[str, Any] = {}
@@ -337,7 +306,7 @@ def score_payload(result: Any, *, data_path: str, n_records: int, onto: Any, row
     ``evaluations`` (each member's version, sums and meta) and, with ``rows``, ``rows`` and
     ``unscored_records``. ``metrics``: the canonical metrics when already computed (with
     intervals, :func:`with_intervals`). A family adds its own extra keys after these."""
-    from ..evaluation import breakdown_dicts, record_id_texts
+    from kg_rageval.results.evaluation import breakdown_dicts, record_id_texts
 
     fam = result.family
     metrics = result.metrics() if metrics is None else metrics

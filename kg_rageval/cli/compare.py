@@ -1,7 +1,7 @@
 """``kg-rageval compare``: N systems on the same queries — every measure, paired tests with
 multiple-comparison correction, effect sizes, bootstrap CIs on the deltas, wins/ties/losses,
 and per ontology branch which branches a candidate improves or breaks
-(:mod:`kg_rageval.retrieval.significance`, ``docs/retrieval.md``)."""
+(:mod:`kg_rageval.families.retrieval.significance`, ``docs/retrieval.md``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .common import fail, load_ontology_cli, ontology_format_option
+from kg_rageval.cli.common import fail, load_ontology_cli, ontology_format_option
 
 
 @click.command()
@@ -53,7 +53,7 @@ def command(qrels_path, run_paths, data_paths, names, baseline, measures, tests,
             permutations, seed, trec_eval, rel_level, depth, ontology_path, ontology_format, corpus_path, query_nodes,
             branch_depth, branch_measures, fmt) -> None:
     """Compare N systems: means, paired tests (Holm/Bonferroni), effect sizes, CIs, W/T/L, per branch."""
-    from ..retrieval.significance import branch_masks, compare_systems, render
+    from kg_rageval.families.retrieval.significance import branch_masks, compare_systems, render
 
     if bool(run_paths) == bool(data_paths):
         fail("give the systems either as --run files (with --qrels) or as --data records files")
@@ -90,10 +90,10 @@ def _names(paths) -> list[str]:
 
 
 def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level, depth, onto, corpus_path, query_nodes):
-    from ..retrieval.files import query_gold_nodes, read_query_nodes
-    from ..retrieval.measure_names import parse_measures
-    from ..retrieval.measures import compute, scored_mask
-    from ..retrieval.trec import load_qrels, load_run
+    from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes
+    from kg_rageval.families.retrieval.measure_names import parse_measures
+    from kg_rageval.families.retrieval.measures import compute, scored_mask
+    from kg_rageval.families.retrieval.trec import load_qrels, load_run
 
     try:
         specs = parse_measures(measures or ("nDCG@10", "AP", "RR", "P@10", "R@100"))
@@ -112,7 +112,7 @@ def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level,
     if onto is not None:
         corpus = None
         if corpus_path:
-            from ..retrieval import read_corpus
+            from kg_rageval.families.retrieval import read_corpus
 
             corpus = read_corpus(corpus_path, onto)
         table_ = read_query_nodes(query_nodes, onto) if query_nodes else None
@@ -126,8 +126,8 @@ def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level,
 
 
 def _from_records(data_paths, sys_names, measures, onto, corpus_path):
-    from ..contract import get_scorer
-    from ..records import read_records
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.records import read_records
 
     opts = {"corpus": corpus_path} if corpus_path else {}
     bound = get_scorer("retrieval").bind(onto, where="compare", **opts)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .common import emit, format_option, load_ontology_cli, loader_options, table
+from kg_rageval.cli.common import emit, format_option, load_ontology_cli, loader_options, table
 
 
 def _release_options(f):
@@ -39,7 +39,7 @@ def diff(old, new, old_format, new_format, branch_depth, limit, exit_code, fmt) 
     """What changed from release OLD to release NEW: added, removed, merged, deprecated,
     revoked (with replacements), moved, relabelled, synonyms changed; counts per kind and per
     branch, and both content hashes. OLD and NEW are any two loadable sources."""
-    from ..drift import diff_ontologies
+    from kg_rageval.drift import diff_ontologies
 
     t0 = time.perf_counter()
     o, n = load_releases(old, new, old_format, new_format)
@@ -116,7 +116,7 @@ def stability(old, new, data_path, old_format, new_format, branch_depth, metrics
     """Per branch: how many nodes changed between OLD and NEW and how much the hierarchy
     metrics moved because of the ontology alone (the same predictions scored under both
     releases, re-based onto NEW)."""
-    from ..drift.stability import stability as run
+    from kg_rageval.drift.stability import stability as run
 
     o, n = load_releases(old, new, old_format, new_format)
     res = run(o, n, data_path, branch_depth=branch_depth, metrics=metrics or None)
@@ -167,7 +167,7 @@ def rebase(old, new, data_path, out_path, report_path, old_format, new_format, s
     chains (followed transitively; cycles and forks reported). Gold ids that moved, were merged
     or retired are listed in the report; records with an id that could not be mapped are
     flagged (field "rebase"), never dropped."""
-    from ..drift.rebase import rebase_file
+    from kg_rageval.drift.rebase import rebase_file
 
     o, n = load_releases(old, new, old_format, new_format)
     rep = rebase_file(o, n, data_path, out_path, report=report_path)

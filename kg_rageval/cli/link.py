@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from .common import format_option, load_ontology_cli, ontology_format_option, ontology_option
+from kg_rageval.cli.common import format_option, load_ontology_cli, ontology_format_option, ontology_option
 
 
 @click.command()
@@ -31,9 +31,9 @@ from .common import format_option, load_ontology_cli, ontology_format_option, on
 @format_option
 def link(ontology_path, ontology_format, text_path, linker, mode, ambiguous, nil_threshold, output, fmt) -> None:
     """Run a baseline linker and write predictions in the record format."""
-    from ..errors import InputError
-    from ..linking.testset import run_linker
-    from ..records import read_records, record_error, record_text, write_records
+    from kg_rageval.base.errors import InputError
+    from kg_rageval.families.linking.testset import run_linker
+    from kg_rageval.records import read_records, record_error, record_text, write_records
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     if text_path.endswith((".jsonl", ".jsonl.gz")):
@@ -54,11 +54,11 @@ def link(ontology_path, ontology_format, text_path, linker, mode, ambiguous, nil
         raise InputError("nothing to link: the file has no records" if text_path.endswith((".jsonl", ".jsonl.gz"))
                          else "nothing to link: the file has no non-blank lines", source=text_path)
     if linker == "dictionary":
-        from ..linking.dictionary import DictionaryLinker
+        from kg_rageval.families.linking.dictionary import DictionaryLinker
 
         model = DictionaryLinker(onto, ambiguous=ambiguous)
     else:
-        from ..linking.embedding import EmbeddingLinker
+        from kg_rageval.families.linking.embedding import EmbeddingLinker
 
         model = EmbeddingLinker(onto, nil_threshold=nil_threshold)
     out = run_linker(model, records, mode=mode)

@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from .. import __version__
+from kg_rageval import __version__
 
 # "group path" -> "module:attribute"; a module that is not present is simply not listed.
 COMMANDS: dict[str, dict[str, str]] = {
@@ -111,7 +111,7 @@ def cli(limit_opts: tuple[str, ...] = ()) -> None:
     for machine-readable output.
     """
     if limit_opts:
-        from ..limits import set_limits
+        from kg_rageval.base.limits import set_limits
 
         values = {}
         for opt in limit_opts:
@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, map errors to exit codes (2 bad input, 3 internal error)."""
     if argv is None:  # the console script (or ``python -m``): NumPy is not imported yet
         _short_blas_spin()
-    from ..errors import KgRagevalError
-    from ..limits import limits
-    from .common import error_line
+    from kg_rageval.base.errors import KgRagevalError
+    from kg_rageval.base.limits import limits
+    from kg_rageval.cli.common import error_line
 
     try:
         with limits({}):  # --limit overrides last for this command only
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: exit 3, never 1 (which means "a gate failed")
         import traceback
 
-        from ..redact import redact
+        from kg_rageval.base.redact import redact
 
         click.echo(redact(traceback.format_exc()).rstrip(), err=True)
         click.echo(error_line(f"internal error (please report): {type(exc).__name__}: {exc}"), err=True)

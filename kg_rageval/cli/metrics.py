@@ -1,5 +1,5 @@
 """``kg-rageval metrics``: every metric of every registered family, with its formula,
-parameters and direction (from the one metric registry, :mod:`kg_rageval.contract`)."""
+parameters and direction (from the one metric registry, :mod:`kg_rageval.scoring`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .common import emit, format_option, table
+from kg_rageval.cli.common import emit, format_option, table
 
 
 @click.command()
@@ -21,7 +21,7 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
     With NAMES, resolve each name as a gate would (aliases such as nDCG@10, P@10, AP or a bare
     name are accepted) and print its canonical form; an unknown name is exit 2 with a "did you
     mean"."""
-    from ..contract import REGISTRY, get_scorer, resolve_metric
+    from kg_rageval.scoring import REGISTRY, get_scorer, resolve_metric
 
     fams = [get_scorer(f).name for f in families] or list(REGISTRY)
     if names:

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .common import emit, format_option, load_ontology_cli, loader_options, ontology_format_option, table
+from kg_rageval.cli.common import emit, format_option, load_ontology_cli, loader_options, ontology_format_option, table
 
 
 @click.group()
@@ -94,7 +94,7 @@ def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fm
     """Check an ontology against SHACL shapes (every class labelled, no self-subclass,
     deprecated classes flagged, ...). Exit code 1 on sh:Violation results only; warnings (e.g.
     deprecated classes in a published release) are shown and exit 0 unless --fail-on-warnings."""
-    from ..ontology.validate import validate_ontology
+    from kg_rageval.ontology.validate import validate_ontology
 
     onto = load_ontology_cli(file, ontology_format)
     report = validate_ontology(onto, shapes=shapes)
@@ -112,13 +112,13 @@ def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fm
 @format_option
 def compile(file, output, ontology_format, fmt) -> None:
     """Compile an ontology into a cache (.kgro) that reloads fast; any command accepts it."""
-    from ..ontology.cache import save_compiled
+    from kg_rageval.ontology.cache import save_compiled
 
     t0 = time.perf_counter()
     onto = load_ontology_cli(file, ontology_format)
     t1 = time.perf_counter()
     if output is None and "://" in file:
-        from ..errors import InputError
+        from kg_rageval.base.errors import InputError
 
         raise InputError("give --output for the cache of an ontology loaded from a URI", source=file)
     path = save_compiled(onto, output or file + ".kgro")
@@ -138,7 +138,7 @@ def compile(file, output, ontology_format, fmt) -> None:
 @format_option
 def formats(fmt) -> None:
     """List the ontology formats kg-rageval can load."""
-    from ..ontology import available_formats
+    from kg_rageval.ontology import available_formats
 
     specs = available_formats()
     payload = [{"name": s.name, "extensions": list(s.extensions), "description": s.description} for s in specs.values()]
@@ -146,7 +146,7 @@ def formats(fmt) -> None:
 
 
 def _drift_commands() -> None:
-    from .drift import diff, stability
+    from kg_rageval.cli.drift import diff, stability
 
     ontology.add_command(diff)
     ontology.add_command(stability)

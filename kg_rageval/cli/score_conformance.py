@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (chunk_size_option, data_option, emit_score, family_kwargs, family_options, load_ontology_cli,
+from kg_rageval.cli.common import (chunk_size_option, data_option, emit_score, family_kwargs, family_options, load_ontology_cli,
                      metrics_table, ontology_format_option, ontology_option, score_output_options, score_payload,
                      short_metrics, table, with_intervals)
 
@@ -28,9 +28,9 @@ from .common import (chunk_size_option, data_option, emit_score, family_kwargs, 
 def command(ontology_path, ontology_format, data_path, export_path, export_flavor, shapes_path,
             chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Schema validity, vocabulary, status and domain/range conformance."""
-    from ..conformance import derive_schema
-    from ..conformance.outlines_backend import export_schema
-    from ..contract import get_scorer
+    from kg_rageval.families.conformance import derive_schema
+    from kg_rageval.families.conformance.outlines_backend import export_schema
+    from kg_rageval.scoring import get_scorer
 
     opts = family_kwargs("conformance", kwargs)
     spec_path = opts["spec"]
@@ -57,8 +57,8 @@ def command(ontology_path, ontology_format, data_path, export_path, export_flavo
     }
     shacl_ev = None
     if shapes_path:
-        from ..conformance.shacl import score_shacl
-        from ..records import read_records
+        from kg_rageval.families.conformance.shacl import score_shacl
+        from kg_rageval.records import read_records
 
         shacl_ev = score_shacl(onto, read_records(data_path), shapes_path, spec)  # the RDF of every output
         payload["shacl"] = shacl_ev.to_dict(rows=rows)

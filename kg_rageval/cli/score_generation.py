@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs, family_options,
+from kg_rageval.cli.common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs, family_options,
                      load_ontology_cli, ontology_format_option, ontology_option, score_output_options, score_payload,
                      with_intervals)
 
@@ -19,7 +19,7 @@ from .common import (chunk_size_option, data_option, emit_score, families_text, 
 @score_output_options
 def command(ontology_path, ontology_format, data_path, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration."""
-    from ..contract import get_scorer
+    from kg_rageval.scoring import get_scorer
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     evals = get_scorer("generation").score(onto, data_path, chunk_size=chunk_size, where="score generation",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (canonical_dicts, chunk_size_option, data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
+from kg_rageval.cli.common import (canonical_dicts, chunk_size_option, data_option, emit_score, family_kwargs, family_options, load_ontology_cli, metrics_table,
                      ontology_format_option, ontology_option, score_output_options, score_payload, short_metrics,
                      table, with_intervals)
 
@@ -36,8 +36,8 @@ _HEADLINE = (
 def command(ontology_path, ontology_format, data_path, branch_depth, top, chunk_size, rows, fmt, ci, ci_level,
             seed, **kwargs) -> None:
     """Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section)."""
-    from ..contract import get_scorer
-    from ..hierarchy import confused_pairs, relation_counts
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.families.hierarchy import confused_pairs, relation_counts
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     result = get_scorer("hierarchy").score(onto, data_path, chunk_size=chunk_size,

@@ -1,13 +1,13 @@
 """``kg-rageval score judges``: judge calibration against human labels, PPI estimates,
 position bias and agreement between judges over the records' ``judges`` sections; optionally
 judging the records first with a live OpenAI-compatible endpoint (see ``docs/judges.md``).
-The flags come from the family's declaration (:mod:`kg_rageval.contract.quality`)."""
+The flags come from the family's declaration (:mod:`kg_rageval.scoring.quality`)."""
 
 from __future__ import annotations
 
 import click
 
-from .common import data_option, emit, families_text, family_kwargs, family_options, format_option
+from kg_rageval.cli.common import data_option, emit, families_text, family_kwargs, family_options, format_option
 
 
 @click.command()
@@ -22,20 +22,20 @@ from .common import data_option, emit, families_text, family_kwargs, family_opti
 @format_option
 def command(data_path, ontology_path, ontology_format, write_records, rows, fmt, **kwargs) -> None:
     """Judge calibration: accuracy, Cohen's kappa, false approvals/rejections, PPI, position bias."""
-    from ..contract import get_scorer
-    from ..records import read_records
-    from .common import load_ontology_cli, ontology_ref
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.records import read_records
+    from kg_rageval.cli.common import load_ontology_cli, ontology_ref
 
     opts = family_kwargs("judge", kwargs)
     records = read_records(data_path)
     onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
     usage = None
     if opts.get("endpoint") or opts.get("model"):
-        from ..judges.run import LIVE_PARAMS, live_judge
+        from kg_rageval.families.judges.run import LIVE_PARAMS, live_judge
 
         records, usage = live_judge(records, **{k: opts.pop(k) for k in LIVE_PARAMS if k in opts})
         if write_records:
-            from ..records import write_records as write
+            from kg_rageval.records import write_records as write
 
             write(write_records, records)
     evals = get_scorer("judge").score(onto, records, where="score judges", **opts)
@@ -54,8 +54,8 @@ def command(data_path, ontology_path, ontology_format, write_records, rows, fmt,
 
 
 def _rollup(ev, onto) -> dict:
-    from ..audit.gates import metric_dict
-    from ..audit.pernode import safe_rollup
+    from kg_rageval.audit.gates import metric_dict
+    from kg_rageval.audit.pernode import safe_rollup
 
     return {n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
             for n, e in safe_rollup(ev, onto).items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (
+from kg_rageval.cli.common import (
     breakdown_keys,
     chunk_size_option,
     data_option,
@@ -39,8 +39,8 @@ from .common import (
 def command(ontology_path, ontology_format, data_path, breakdowns, sweep, chunk_size, rows, fmt, ci, ci_level,
             seed, **kwargs) -> None:
     """Mention detection, disambiguation, strong_*_match (overlap_*_match with --overlap), NIL handling and hierarchy-aware errors."""
-    from ..contract import get_scorer
-    from ..linking import confidence_sweep
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.families.linking import confidence_sweep
     onto = load_ontology_cli(ontology_path, ontology_format)
     result = get_scorer("linking").score(onto, data_path, chunk_size=chunk_size, **family_kwargs("linking", kwargs))
     ev = result.single

@@ -4,13 +4,13 @@ query (``--value-from labels.pred``: *within each query's linked concept*).
 
 The JSON is every ``score <family>`` command's shape (the ``preference`` family's metrics);
 with the three pre-registered thresholds (``--delta-min``, ``--epsilon``,
-``--recall-loss-max``) it adds ``recommendation`` (:func:`~kg_rageval.retrieval.hard_vs_soft`)."""
+``--recall-loss-max``) it adds ``recommendation`` (:func:`~kg_rageval.families.retrieval.hard_vs_soft`)."""
 
 from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
+from kg_rageval.cli.common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
                      ontology_format_option, ontology_option, score_output_options, score_payload, with_intervals)
 
 
@@ -39,10 +39,10 @@ def command(ontology_path, ontology_format, data_path, field_, op, values, value
     the paired precision gain, the exclusion rate, and (with the three pre-registered thresholds)
     the recommendation. The preference: --preference JSON, or --field F --op OP (--value V ... |
     --value-from PATH); with neither, each record's retrieval.preference."""
-    from ..contract import get_scorer
-    from ..errors import ConfigError
-    from ..records import read_records, slice_keys
-    from ..retrieval import hard_vs_soft
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.base.errors import ConfigError
+    from kg_rageval.records import read_records, slice_keys
+    from kg_rageval.families.retrieval import hard_vs_soft
 
     opts = family_kwargs("preference", kwargs)
     if field_ is not None:

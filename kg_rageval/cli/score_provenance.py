@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs, family_options,
+from kg_rageval.cli.common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs, family_options,
                      load_ontology_cli, ontology_format_option, ontology_option, score_output_options, score_payload,
                      with_intervals)
 
@@ -23,8 +23,8 @@ from .common import (chunk_size_option, data_option, emit_score, families_text, 
 def command(ontology_path, ontology_format, data_path, prov_out, chunk_size, rows, fmt, ci, ci_level, seed,
             **kwargs) -> None:
     """Citation completeness, provenance depth, reproducibility and the PROV-O trail."""
-    from ..contract import get_scorer
-    from ..provenance import export_prov, manifest_report, validate_prov
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.families.provenance import export_prov, manifest_report, validate_prov
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     bound = get_scorer("provenance").bind(onto, where="score provenance", **family_kwargs("provenance", kwargs))
@@ -41,12 +41,12 @@ def command(ontology_path, ontology_format, data_path, prov_out, chunk_size, row
     if prov_out:
         trail = evals.get("prov_trail")
         if trail is not None:  # built and validated by the family already (trail: true)
-            from ..spool import write_text
+            from kg_rageval.base.spool import write_text
 
             write_text(trail.meta["turtle"], prov_out)
             result, triples = trail.meta, trail.meta["triples"]
         else:  # --no-trail: the rdflib graph and pySHACL, on every record at once
-            from ..records import read_records
+            from kg_rageval.records import read_records
 
             graph = export_prov(read_records(data_path), manifest=manifests[0] if manifests else None,
                                 corpus=corpus)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
+from kg_rageval.cli.common import (data_option, emit_score, families_text, family_kwargs, family_options, load_ontology_cli,
                      ontology_format_option, ontology_option, score_output_options, score_payload, with_intervals)
 
 
@@ -18,8 +18,8 @@ from .common import (data_option, emit_score, families_text, family_kwargs, fami
 @score_output_options
 def command(ontology_path, ontology_format, data_path, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
     """Triple P/R/F1 (exact and soft), answer-set P/R/F1 with NIL, KG-grounded faithfulness."""
-    from ..contract import get_scorer
-    from ..records import read_records, slice_keys
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.records import read_records, slice_keys
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     records = read_records(data_path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from .common import (
+from kg_rageval.cli.common import (
     breakdown_keys,
     chunk_size_option,
     canonical_dicts,
@@ -89,8 +89,8 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
         fail("give --data RECORDS (with --ontology) or --qrels QRELS --run RUN")
     if not ontology_path:
         fail("--data needs --ontology (records are scored against the ontology)")
-    from ..contract import get_scorer
-    from ..retrieval import category_diagnosis
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.families.retrieval import category_diagnosis
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     opts = family_kwargs("retrieval", kwargs)
@@ -121,13 +121,13 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
 def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
            complete, rel_level, depth, per_query, query_nodes, corpus_path, category_field, dedupe, rollup, fmt,
            rollup_bound=(2, ())):
-    """The ``--qrels``/``--run`` path (see :mod:`kg_rageval.retrieval.files`)."""
+    """The ``--qrels``/``--run`` path (see :mod:`kg_rageval.families.retrieval.files`)."""
     from pathlib import Path
 
-    from ..retrieval.files import query_gold_nodes, read_query_nodes, score_run, to_evaluation
-    from ..retrieval.measure_names import parse_measures
-    from ..retrieval.measures import DEFAULT_MEASURES, TREC_ALL, trec_eval_lines
-    from ..retrieval.trec import load_qrels, load_run, run_tag
+    from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes, score_run, to_evaluation
+    from kg_rageval.families.retrieval.measure_names import parse_measures
+    from kg_rageval.families.retrieval.measures import DEFAULT_MEASURES, TREC_ALL, trec_eval_lines
+    from kg_rageval.families.retrieval.trec import load_qrels, load_run, run_tag
 
     mode = "trec_eval" if trec_eval else "default"
     try:
@@ -140,7 +140,7 @@ def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, 
         onto = load_ontology_cli(ontology_path, ontology_format)
         corpus = None
         if corpus_path:
-            from ..retrieval import read_corpus
+            from kg_rageval.families.retrieval import read_corpus
 
             corpus = read_corpus(corpus_path, onto, category_field=category_field)
         table_ = read_query_nodes(query_nodes, onto) if query_nodes else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit, family_kwargs, family_options, format_option
+from kg_rageval.cli.common import emit, family_kwargs, family_options, format_option
 
 
 @click.command()
@@ -30,18 +30,18 @@ from .common import emit, family_kwargs, family_options, format_option
 def command(data_path, traces_path, id_attribute, write_records, ontology_path, ontology_format, n_resamples,
             level, seed, rows, fmt, **kwargs) -> None:
     """Latency p50/p95/p99 per stage, $/query, tokens, cache hit rates, context coverage."""
-    from ..errors import ConfigError
-    from ..records import read_records
+    from kg_rageval.base.errors import ConfigError
+    from kg_rageval.records import read_records
 
     stages = family_kwargs("system", kwargs).get("stages")
-    from ..system import score_context, score_system
-    from .common import load_ontology_cli, ontology_ref
+    from kg_rageval.families.system import score_context, score_system
+    from kg_rageval.cli.common import load_ontology_cli, ontology_ref
 
     if (data_path is None) == (traces_path is None):
         raise ConfigError("give exactly one of --data (records) and --traces (OTLP JSON)")
     if traces_path:
-        from ..records import write_records as write
-        from ..system.otlp import import_otlp
+        from kg_rageval.records import write_records as write
+        from kg_rageval.families.system.otlp import import_otlp
 
         records = import_otlp(traces_path, id_attribute=id_attribute)
         if write_records:
@@ -65,8 +65,8 @@ def command(data_path, traces_path, id_attribute, write_records, ontology_path, 
             for m, ci in intervals[name].items():
                 d["metrics"][m]["ci"] = list(ci)
         if onto is not None and "gold_node" in ev.keys:
-            from ..audit.gates import metric_dict
-            from ..audit.pernode import safe_rollup
+            from kg_rageval.audit.gates import metric_dict
+            from kg_rageval.audit.pernode import safe_rollup
 
             d["rollup"] = {n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
                            for n, e in safe_rollup(ev, onto).items()}
@@ -75,7 +75,7 @@ def command(data_path, traces_path, id_attribute, write_records, ontology_path, 
 
 
 def _render(payload: dict, evals: dict, intervals: dict) -> str:
-    from .common import metrics_table
+    from kg_rageval.cli.common import metrics_table
 
     parts = [f"{payload['n_records']} records"]
     for name, ev in evals.items():

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .common import emit, format_option, load_ontology_cli, ontology_format_option, ontology_option, table
+from kg_rageval.cli.common import emit, format_option, load_ontology_cli, ontology_format_option, ontology_option, table
 
 config_option = click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), default=None,
                              help="testset.toml (also .yaml/.json); see docs/testset.md.")
@@ -33,8 +33,8 @@ def build(ontology_path, ontology_format, corpus_path, out_dir, config_path, n_t
     """Generate labelled cases of every kind (lookups, contrasts, counterfactuals, distractors, NIL
     probes, negation/quantifiers, out-of-scope, multi-hop) into OUT/records.jsonl, with the held-out
     ontology copy and the hashed manifest."""
-    from ..testset import build_testset, load_testset_config, read_testset_corpus
-    from ..testset.store import write_build
+    from kg_rageval.testset import build_testset, load_testset_config, read_testset_corpus
+    from kg_rageval.testset.store import write_build
 
     cfg = load_testset_config(config_path, seed=seed)
     if n_total is not None:
@@ -83,11 +83,11 @@ def plan(ontology_path, ontology_format, records_path, corpus_path, config_path,
          branch_depth, fmt) -> None:
     """Coverage matrix (intent × document type × branch, empty/thin cells) and the queries each
     branch and slice needs for a target interval half-width or paired delta."""
-    from ..records import iter_objects, read_records
-    from ..testset import load_testset_config
-    from ..testset.plan import plan_testset
+    from kg_rageval.records import iter_objects, read_records
+    from kg_rageval.testset import load_testset_config
+    from kg_rageval.testset.plan import plan_testset
 
-    from ..testset.config import with_overrides
+    from kg_rageval.testset.config import with_overrides
 
     cfg = load_testset_config(config_path)
     pcfg = with_overrides(cfg.plan, p=p, half_width=half_width, delta=delta, branch_depth=branch_depth)
@@ -130,10 +130,10 @@ def plan(ontology_path, ontology_format, records_path, corpus_path, config_path,
 def split(records_path, out_dir, corpus_path, config_path, seed, fmt) -> None:
     """Four sets (development, judge calibration, release, monitoring) in the configured
     proportions; records sharing a source document or session stay in one set."""
-    from ..records import read_records, write_records
-    from ..testset import load_testset_config
-    from ..testset.split import split_summary, split_testset
-    from ..testset.store import source_map
+    from kg_rageval.records import read_records, write_records
+    from kg_rageval.testset import load_testset_config
+    from kg_rageval.testset.split import split_summary, split_testset
+    from kg_rageval.testset.store import source_map
 
     cfg = load_testset_config(config_path)
     s = seed if seed is not None else (cfg.split.seed if cfg.split.seed is not None else cfg.seed)
@@ -169,11 +169,11 @@ def check(sets, ontology_path, ontology_format, corpus_path, config_path, manife
     and the hashed test-set manifest. Exit 1 when anything leaks."""
     import sys
 
-    from ..testset import load_testset_config
-    from ..testset.check import check_leakage, testset_manifest
-    from ..testset.store import MANIFEST_NAME, read_sets, source_map, write_json
+    from kg_rageval.testset import load_testset_config
+    from kg_rageval.testset.check import check_leakage, testset_manifest
+    from kg_rageval.testset.store import MANIFEST_NAME, read_sets, source_map, write_json
 
-    from ..testset.config import with_overrides
+    from kg_rageval.testset.config import with_overrides
 
     cfg = load_testset_config(config_path)
     ccfg = with_overrides(cfg.check, threshold=threshold)

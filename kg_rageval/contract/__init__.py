@@ -1,25 +1,21 @@
-"""One scoring contract for every metric family (see ``docs/architecture.md``).
+"""The contract's vocabulary: what every metric family declares, in one place (see
+``docs/architecture.md``).
 
 * :class:`Param` — a declared family option (name, type, default, choices, help);
-* :class:`Input` — an extra input file with its reader (corpus, spec, judgments);
-* :class:`Scorer` — a family's declaration; ``scorer.score(ontology, records, **params)``
-  returns one :class:`~kg_rageval.evaluation.EvaluationSet`;
-* :data:`REGISTRY`, :func:`get_scorer`, :func:`register` — the one family registry;
-* :class:`MetricName`, :class:`MetricSpec`, :func:`resolve_metric` — canonical metric names.
+* :class:`MetricSpec` — a declared metric template with its direction and formula;
+* :class:`MetricName` — a number's canonical name, parsed and printed one way;
+* the id-resolution options every family that reads ontology ids shares (:mod:`.ids`).
 
-Everything here imports only the standard library; NumPy and the families load when a
-family scores.
+This floor sits below the ontology: it imports only :mod:`kg_rageval.base` and the standard
+library. The families' declarations, the registry and the engine that calls them live one
+floor up, in :mod:`kg_rageval.scoring`.
 """
 
-from .metrics import IR_MEASURES, MetricSpec, ir_alias
-from .resolve import all_metric_names, resolve_metric
-from .names import MetricName, parse_scope
-from .params import Param, did_you_mean, validate_options
-from .registry import REGISTRY, family_of_member, get_scorer, register, score, unregister
-from .scorer import BoundScorer, FamilyStream, FamilyUnavailable, Input, Scorer, StreamFallback, stream_families
+from kg_rageval.contract.metrics import IR_MEASURES, MetricSpec, ir_alias
+from kg_rageval.contract.names import MetricName, parse_scope
+from kg_rageval.contract.params import Param, did_you_mean, validate_options
 
 __all__ = [
-    "BoundScorer", "FamilyStream", "FamilyUnavailable", "IR_MEASURES", "Input", "MetricName", "MetricSpec", "Param", "REGISTRY",
-    "Scorer", "all_metric_names", "did_you_mean", "family_of_member", "get_scorer", "ir_alias", "parse_scope",
-    "StreamFallback", "register", "resolve_metric", "score", "stream_families", "unregister", "validate_options",
+    "IR_MEASURES", "MetricName", "MetricSpec", "Param", "did_you_mean", "ir_alias", "parse_scope",
+    "validate_options",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .params import Param
+from kg_rageval.contract.params import Param
 
 ON_UNKNOWN = ("count", "error")
 ON_UNKNOWN_GOLD = ("error", "count")

@@ -1,5 +1,5 @@
 """Declared metrics: every metric a family declares (:class:`MetricSpec`) and the ir_measures
-aliases. Name resolution is :mod:`kg_rageval.contract.resolve`.
+aliases. Name resolution is :mod:`kg_rageval.scoring.resolve`.
 
 A :class:`MetricSpec` is a metric template of one family (``recall@{k}``,
 ``hierarchical_f1``) with its formula, its direction (``higher`` or ``lower`` is better, or

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ..errors import ConfigError
+from kg_rageval.base.errors import ConfigError
 
 BOUNDS = ("ci_low", "ci_high")
 SCOPE_KINDS = ("slice", "node")

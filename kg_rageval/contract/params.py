@@ -5,7 +5,7 @@ CLI flag of ``kg-rageval score <family>`` (``--<name with dashes>``), the key of
 config (``families.<family>.<name>``), the library keyword (``score(ontology, records,
 <name>=...)``) and the validation of all three come from it:
 
-* an unknown option is a :class:`~kg_rageval.errors.ConfigError` naming the key, with a
+* an unknown option is a :class:`~kg_rageval.base.errors.ConfigError` naming the key, with a
   "did you mean" and the list of known options;
 * a value of the wrong type or outside ``choices`` / ``minimum`` is a ``ConfigError`` naming
   the key, the value and what was expected.
@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..errors import ConfigError
+from kg_rageval.base.errors import ConfigError
 
 KINDS = ("bool", "int", "float", "str", "int_list", "str_list", "mapping", "path", "path_list", "object")
 
@@ -68,7 +68,7 @@ class Param:
     pattern_text: str = ""
     loader: str | None = None
     """``"module:function"`` that reads the option's value once, when the family is bound
-    (:meth:`~kg_rageval.contract.Scorer.bind`): called as ``loader(value, ontology, options)``
+    (:meth:`~kg_rageval.scoring.Scorer.bind`): called as ``loader(value, ontology, options)``
     like an input's loader, and the scoring function gets what it returns (so a file the
     option names is read once, not once per streamed chunk: provenance's ``repeats``)."""
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..records import write_records
-from ..resources import bundled_ontology  # noqa: F401 - re-exported for the demo's users
+from kg_rageval.base.errors import InputError
+from kg_rageval.records import write_records
+from kg_rageval.base.resources import bundled_ontology  # noqa: F401 - re-exported for the demo's users
 
 @dataclass(frozen=True)
 class DemoProfile:
@@ -130,7 +130,7 @@ def _profile(name: str) -> DemoProfile:
 
 def run_system(ontology: Any, *, seed: int = 0, progress: bool = False, profile: str = "doid") -> dict[str, Any]:
     """Build the corpus, generate the queries and run the system: records + corpus."""
-    from .system import DemoSystem, build_corpus, generate_queries
+    from kg_rageval.demo.system import DemoSystem, build_corpus, generate_queries
 
     prof = _profile(profile)
     rng = np.random.default_rng(seed)
@@ -191,7 +191,7 @@ def build_demo(out_dir: str | Path, *, seed: int = 0, progress: bool = False, bo
     ATT&CK Enterprise)."""
     import yaml
 
-    from ..ontology import load_ontology
+    from kg_rageval.ontology import load_ontology
 
     prof = _profile(profile)
     out = Path(out_dir)

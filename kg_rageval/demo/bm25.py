@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
-from ..errors import ConfigError
+from kg_rageval.base.errors import ConfigError
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(

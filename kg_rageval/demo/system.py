@@ -26,7 +26,7 @@ and refusals.
   its nearest in-ontology concept as ``nearest``, reference not answerable).
 
 **Pipeline** (:class:`DemoSystem`): dictionary linking (the linking family's
-:class:`~kg_rageval.linking.dictionary.DictionaryLinker`, pure Python) → the linked concept is
+:class:`~kg_rageval.families.linking.dictionary.DictionaryLinker`, pure Python) → the linked concept is
 the longest mention (ties: the earliest); retrieval with BM25 pre-filtered by the principal's
 entitlements and by the category filter ``within parent(linked concept)`` (the linked concept
 itself when it is top-level) → an extractive answer: a templated lead sentence from the
@@ -48,9 +48,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..testset.kinds import clean_text
-from ..testset.kinds import first_sentence as _first_sentence
-from .bm25 import BM25
+from kg_rageval.testset.kinds import clean_text
+from kg_rageval.testset.kinds import first_sentence as _first_sentence
+from kg_rageval.demo.bm25 import BM25
 
 TENANTS = ("acme", "globex")
 
@@ -108,7 +108,7 @@ def generate_queries(ontology: Any, corpus: Corpus, rng: np.random.Generator, *,
     label, synonym and definition lookups, sibling contrasts and one NIL probe per held-out
     concept; deterministic for a given ``rng`` state (one draw seeds the builder). ``noun`` names
     the kind of concept in the description queries ("Which <noun> is ...")."""
-    from ..testset import TestsetConfig, TestsetCorpus, build_testset
+    from kg_rageval.testset import TestsetConfig, TestsetCorpus, build_testset
 
     cfg = TestsetConfig(
         seed=int(rng.integers(2**31)), noun=noun, require_type="definition", held_out=list(corpus.held_out),
@@ -132,7 +132,7 @@ class DemoSystem:
 
     def __init__(self, ontology: Any, corpus: Corpus, *, k: int = 10, refuse_below: float = 4.0,
                  output_field: str = "disease", use_filters: bool = True):
-        from ..linking.dictionary import DictionaryLinker
+        from kg_rageval.families.linking.dictionary import DictionaryLinker
 
         self.ontology = ontology
         self.docs = corpus.indexed
@@ -159,7 +159,7 @@ class DemoSystem:
 
     def link_many(self, texts: Sequence[str]) -> list[list[Any]]:
         """The linker's mentions of every query text, one batched
-        :meth:`~kg_rageval.linking.dictionary.DictionaryLinker.find_many` call (the same links
+        :meth:`~kg_rageval.families.linking.dictionary.DictionaryLinker.find_many` call (the same links
         as one ``find`` per text); pass ``links[k]`` to :meth:`answer`."""
         return self.linker.find_many(texts)
 

@@ -9,8 +9,8 @@ honest comparison of audits across releases (``docs/drift.md``).
   ontology alone (the same predictions scored under both releases).
 """
 
-from .diff import CHANGE_KINDS, OntologyDiff, diff_ontologies
-from .rebase import IdMapping, RebaseReport, build_mapping, rebase_records
+from kg_rageval.drift.diff import CHANGE_KINDS, OntologyDiff, diff_ontologies
+from kg_rageval.drift.rebase import IdMapping, RebaseReport, build_mapping, rebase_records
 
 __all__ = [
     "CHANGE_KINDS",

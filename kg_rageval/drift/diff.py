@@ -52,8 +52,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..ontology.builder import _sorted_unique
-from ..ontology.model import STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology
+from kg_rageval.ontology.builder import _sorted_unique
+from kg_rageval.ontology.model import STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology
 
 CHANGE_KINDS = (
     "added",
@@ -142,7 +142,7 @@ def branch_counts(o: Ontology, nodes: np.ndarray, depth: int) -> dict[str, int]:
     nodes = np.asarray(nodes, dtype=np.int64)
     if nodes.size == 0:
         return {}
-    from ..ontology.builder import csr_gather as _gather
+    from kg_rageval.ontology.builder import csr_gather as _gather
 
     lens = o.anc_ptr[nodes + 1] - o.anc_ptr[nodes]
     owner = np.repeat(np.arange(nodes.size), lens)
@@ -268,7 +268,7 @@ class OntologyDiff:
         """Boolean mask over NEW's nodes: stable, and nothing in the subtree changed in either
         release (no node below was added, removed, merged, moved or changed status) — what a
         ``within`` category filter on the node needs to select the same nodes in both."""
-        from ..ontology.builder import csr_gather as _gather
+        from kg_rageval.ontology.builder import csr_gather as _gather
 
         new, old = self.new, self.old
         marked = np.zeros(len(new), dtype=bool)

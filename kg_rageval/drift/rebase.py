@@ -55,8 +55,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from ..ontology.model import ACTIVE, Ontology
-from .diff import OntologyDiff, diff_ontologies
+from kg_rageval.ontology.model import ACTIVE, Ontology
+from kg_rageval.drift.diff import OntologyDiff, diff_ontologies
 
 OUTCOMES = ("same", "respelled", "replaced", "merged", "retired", "removed", "cycle", "fork", "unknown")
 FLAGGING = frozenset({"retired", "removed", "cycle", "fork", "unknown"})
@@ -126,7 +126,7 @@ class IdMapping:
         """An id neither release knows as written: tried as a CURIE / IRI spelling of an id of
         OLD, then of NEW (the shared lookup, :meth:`IdResolver.lookup`, aliases aside); mapped
         as that id, else ``unknown``."""
-        from ..ontology.resolver import IdResolver
+        from kg_rageval.ontology.resolver import IdResolver
 
         for o in (self.old, self.new):
             i = int(IdResolver(o, aliases=False).lookup([node_id])[0][0])
@@ -508,15 +508,15 @@ def rebase_file(
     of both files, so an audit can check that a baseline's records are this output."""
     import gzip
 
-    from ..audit.manifest import file_hash
-    from ..records import iter_objects
+    from kg_rageval.base.hashing import file_hash
+    from kg_rageval.records import iter_objects
 
     t0 = time.perf_counter()
     m = mapping or build_mapping(old, new)
     t1 = time.perf_counter()
     outp = Path(out)
     if outp.resolve() == Path(data).resolve():
-        from ..errors import InputError
+        from kg_rageval.base.errors import InputError
 
         raise InputError("--out must differ from --data (the input is read while the output is written)",
                          source=str(outp))

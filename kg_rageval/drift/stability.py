@@ -21,9 +21,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..ontology.model import Ontology
-from .diff import OntologyDiff, diff_ontologies
-from .rebase import _Rebaser, build_mapping
+from kg_rageval.ontology.model import Ontology
+from kg_rageval.drift.diff import OntologyDiff, diff_ontologies
+from kg_rageval.drift.rebase import _Rebaser, build_mapping
 
 DEFAULT_METRICS = ("hierarchical_f1", "hierarchical_precision", "hierarchical_recall", "exact_accuracy")
 
@@ -50,8 +50,8 @@ def stability(
 ) -> dict[str, Any]:
     """The stability view (module docstring) as a JSON-ready dict: both releases, record
     counts, per-branch changed nodes, rows and metric deltas (largest |delta| first)."""
-    from ..contract import score
-    from ..records import read_records
+    from kg_rageval.scoring import score
+    from kg_rageval.records import read_records
 
     recs = read_records(records) if isinstance(records, (str, Path)) else list(records)
     d = diff or diff_ontologies(old, new, branch_depth=branch_depth)

@@ -1,15 +1,15 @@
 """Scale a metric family out over partitioned records on ``dask.distributed``.
 
-Every family scores into an :class:`~kg_rageval.evaluation.Evaluation` of additive per-row
+Every family scores into an :class:`~kg_rageval.results.evaluation.Evaluation` of additive per-row
 statistics, so scoring partitions independently and concatenating them
 (:meth:`Evaluation.merge`) gives exactly the single-process result: the same rows in the same
 order, the same totals, breakdowns, roll-ups and bootstrap intervals (records are split into
 *contiguous* partitions and merged back in partition order).
 
 ``score_distributed("generation", ontology, records, client=client, judgments=...)`` scores any
-registered family by name (or a :class:`~kg_rageval.contract.Scorer`): its options are
+registered family by name (or a :class:`~kg_rageval.scoring.Scorer`): its options are
 validated and its inputs (corpus, spec, judgments) read once on the client, exactly as
-``Scorer.score`` does, and the merged :class:`~kg_rageval.evaluation.EvaluationSet` equals the
+``Scorer.score`` does, and the merged :class:`~kg_rageval.results.evaluation.EvaluationSet` equals the
 in-process ``scorer.score(ontology, records, **opts)``. A plain scoring function
 ``f(ontology, records, **opts) -> Evaluation`` works too. The ontology is scattered once to
 every worker (``broadcast=True``) and each partition is scored where its records are. Two
@@ -33,9 +33,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from ..errors import ConfigError
-from ..contract.scorer import BoundScorer
-from ..evaluation import Evaluation, EvaluationSet
+from kg_rageval.base.errors import ConfigError
+from kg_rageval.scoring.scorer import BoundScorer
+from kg_rageval.results.evaluation import Evaluation, EvaluationSet
 
 ScoreFn = Callable[..., Evaluation]
 
@@ -59,8 +59,8 @@ def partition(records: Sequence[Any], npartitions: int) -> list[Sequence[Any]]:
 
 def merge_all(evaluations: Sequence[Any]) -> Any:
     """Merge partitions in order; the same as folding :meth:`Evaluation.merge` left to right
-    (:func:`~kg_rageval.evaluation.concat_evaluations`: each column copied once)."""
-    from ..evaluation import concat_evaluations, concat_sets
+    (:func:`~kg_rageval.results.evaluation.concat_evaluations`: each column copied once)."""
+    from kg_rageval.results.evaluation import concat_evaluations, concat_sets
 
     items = list(evaluations)
     if not items:
@@ -79,7 +79,7 @@ def _score_part(score_fn: ScoreFn, ontology: Any, records: Any, opts: dict) -> A
 def _as_fn(score_fn: Any, ontology: Any, opts: dict) -> tuple[Any, dict]:
     """A family name or Scorer becomes a :class:`BoundScorer` (options validated, inputs read
     once, without the ontology, which travels separately); a function stays as it is."""
-    from ..contract import Scorer, get_scorer
+    from kg_rageval.scoring import Scorer, get_scorer
 
     if isinstance(score_fn, (str, Scorer)):
         bound = get_scorer(score_fn).bind(ontology, **opts)
@@ -106,7 +106,7 @@ def _score_part_totals(score_fn: ScoreFn, ontology: Any, records: Any, opts: dic
 
 
 def _default_npartitions(client: Any) -> int:
-    from ..contract.scorer import default_in_flight
+    from kg_rageval.scoring.scorer import default_in_flight
 
     return default_in_flight(client)
 

@@ -11,7 +11,7 @@ Teams then ask "which branches fail" in Cypher, next to their data. Two shapes:
   is *removed* (``SET c += {name: null}``) and its reason stored in ``<prefix><metric>_missing``,
   so a stale value from an earlier run never survives as if it were current.
 
-The values are the per-node roll-up of an :class:`~kg_rageval.evaluation.Evaluation`
+The values are the per-node roll-up of an :class:`~kg_rageval.results.evaluation.Evaluation`
 (:meth:`Evaluation.rollup`: every row counts for its gold node and each of its ancestors), so a
 branch's figure pools its whole subtree. Missing evidence stays missing: a metric whose value is
 ``None`` is never written as 0.
@@ -27,14 +27,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..errors import ConfigError, InputError
-from ..ontology.loaders.neo4j import (
+from kg_rageval.base.errors import ConfigError, InputError
+from kg_rageval.ontology.loaders.neo4j import (
     GraphMapping,
     open_driver,
     quote_identifier,
     resolve_mapping,
 )
-from ..ontology.model import VIRTUAL_ROOT_ID
+from kg_rageval.ontology.model import VIRTUAL_ROOT_ID
 
 MODES = ("nodes", "properties")
 

@@ -1,9 +1,9 @@
 """The ontology model: load once, compile to an immutable index, let every metric use it."""
 
-from .builder import OntologyBuilder
-from .resolver import NOT_IN_ONTOLOGY, IdOptions, IdResolver, Resolution
-from .loaders import available_formats, load_ontology, register_loader
-from .model import (
+from kg_rageval.ontology.builder import OntologyBuilder
+from kg_rageval.ontology.resolver import NOT_IN_ONTOLOGY, IdOptions, IdResolver, Resolution
+from kg_rageval.ontology.loaders import available_formats, load_ontology, register_loader
+from kg_rageval.ontology.model import (
     ACTIVE,
     DEPRECATED,
     RELATIONS,

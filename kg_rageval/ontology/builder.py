@@ -28,10 +28,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, HierarchyCycleError, OntologyError
-from .csr import csr_gather
-from .graph import EMPTY_GRAPH, KnowledgeGraph
-from .model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
+from kg_rageval.base.errors import ConfigError, HierarchyCycleError, OntologyError
+from kg_rageval.ontology.csr import csr_gather
+from kg_rageval.ontology.graph import EMPTY_GRAPH, KnowledgeGraph
+from kg_rageval.ontology.model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 
 _STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
 
@@ -867,9 +867,9 @@ def _closure(
     Nodes are numbered in level order, so every level is a contiguous index range and all
     parents of a level lie in earlier levels, whose rows are already in the buffer. The
     closure's size is checked against the ``max_closure_entries`` limit before each level is
-    gathered (:class:`~kg_rageval.errors.LimitExceeded`, never a ``MemoryError``).
+    gathered (:class:`~kg_rageval.base.errors.LimitExceeded`, never a ``MemoryError``).
     """
-    from .. import limits
+    from kg_rageval.base import limits
 
     max_entries = limits.get("max_closure_entries")
     # every node has at least its longest path's nodes as ancestors: a lower bound, known

@@ -23,7 +23,7 @@ arrays; when it verifies, the full recomputation is skipped (reload stays a frac
 second) — a modified cache no longer matches it, and without the key it cannot be forged. A
 cache from elsewhere (another key, or none) is verified in full. A tampered cache (a FAIL
 turned into a PASS under the genuine hash) and a malformed one are a one-line
-:class:`~kg_rageval.errors.InputError` (exit 2), never a traceback. Definitions, synonyms and
+:class:`~kg_rageval.base.errors.InputError` (exit 2), never a traceback. Definitions, synonyms and
 types are not part of the content hash; the audit manifest also records the file's sha256.
 The knowledge graph's arrays (``kg_*``) are covered by the keyed digest, checked for sizes and
 index ranges on every load, and their content (instances, triples) is part of the content
@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from .graph import EMPTY_GRAPH, KnowledgeGraph
-from .model import Ontology, Property
+from kg_rageval.base.errors import InputError
+from kg_rageval.ontology.graph import EMPTY_GRAPH, KnowledgeGraph
+from kg_rageval.ontology.model import Ontology, Property
 
 FORMAT = "kg-rageval-ontology"
 VERSION = 1
@@ -191,7 +191,7 @@ def load_compiled(path: str | Path, *, strict: bool = False) -> Ontology:
     onto = _load_compiled(path)
     found = {k: onto.diagnostics[k] for k in STRICT_KINDS if onto.diagnostics.get(k)}
     if strict and found:
-        from ..errors import OntologyError
+        from kg_rageval.base.errors import OntologyError
 
         raise OntologyError(
             "compiled from a source with upstream data errors ("
@@ -397,7 +397,7 @@ def _check_arrays(a: dict[str, np.ndarray], n: int) -> None:
 
 def _verify(onto: Ontology, header: dict) -> None:
     """The stored content hash, closure and depths must be those of the stored nodes and edges."""
-    from .builder import _closure
+    from kg_rageval.ontology.builder import _closure
 
     n = len(onto)
     if len(set(onto.ids)) != n:

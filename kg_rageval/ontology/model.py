@@ -10,7 +10,7 @@ Conventions (also in ``docs/ontology.md``):
   ``Ontology.virtual_root`` says whether it was added. With one real root, that root is index 0.
 * **Depth.** Edges from the root: the root has depth 0. ``depth_min`` is the shortest path,
   ``depth_max`` the longest path (they differ only in polyhierarchies). Wu-Palmer adds 1 (NLTK's
-  convention, root depth 1); that lives in :mod:`kg_rageval.hierarchy`.
+  convention, root depth 1); that lives in :mod:`kg_rageval.families.hierarchy`.
 * **Ancestors.** ``ancestor_indices(i)`` includes ``i`` itself (the "ancestor-augmented" set of
   hierarchical P/R/F1); :meth:`Ontology.ancestors` excludes it unless asked.
 * **Status.** ``active``, ``deprecated`` or ``revoked``; a revoked or deprecated node may name a
@@ -41,8 +41,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, UnknownIdError
-from .graph import EMPTY_GRAPH, KnowledgeGraph
+from kg_rageval.base.errors import ConfigError, UnknownIdError
+from kg_rageval.ontology.graph import EMPTY_GRAPH, KnowledgeGraph
 
 VIRTUAL_ROOT_ID = "kgr:virtual-root"
 """Id of the virtual root added above several real roots."""
@@ -382,7 +382,7 @@ class Ontology:
         """Vectorised ancestor-or-self sets of many nodes: ``(lens, ancestors)`` where
         ``ancestors`` concatenates each node's sorted ancestor-or-self row (the node last) and
         ``lens[i]`` is the length of node ``indices[i]``'s row."""
-        from .csr import csr_gather
+        from kg_rageval.ontology.csr import csr_gather
 
         rows = np.asarray(indices, dtype=np.int64)
         return self.anc_ptr[rows + 1] - self.anc_ptr[rows], csr_gather(self.anc_ptr, self.anc_idx, rows)

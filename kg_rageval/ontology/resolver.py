@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError, UnknownIdError
+from kg_rageval.base.errors import InputError, UnknownIdError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model import Ontology
+    from kg_rageval.ontology.model import Ontology
 
-from ..contract.ids import ID_DEFAULTS, ID_PARAMS, NOT_IN_ONTOLOGY, ON_STATUS, ON_STATUS_GOLD, ON_UNKNOWN, ON_UNKNOWN_GOLD
+from kg_rageval.contract.ids import ID_DEFAULTS, ID_PARAMS, NOT_IN_ONTOLOGY, ON_STATUS, ON_STATUS_GOLD, ON_UNKNOWN, ON_UNKNOWN_GOLD
 
 UNKNOWN = -1
 """Index of an id the ontology lacks (after CURIE/IRI and alias lookup)."""
@@ -62,9 +62,9 @@ class IdOptions:
     @classmethod
     def of(cls, **options: Any) -> "IdOptions":
         """The options from keywords (as a family function receives them); an unknown keyword or
-        a bad value is a :class:`~kg_rageval.errors.ConfigError` naming it (the declaration
+        a bad value is a :class:`~kg_rageval.base.errors.ConfigError` naming it (the declaration
         :data:`~kg_rageval.contract.ids.ID_PARAMS` checks them)."""
-        from ..contract.params import validate_options
+        from kg_rageval.contract.params import validate_options
 
         return cls(**validate_options(ID_PARAMS, options, where="ids"))
 
@@ -167,7 +167,7 @@ class IdResolver:
 
     def status_error(self, ids: Sequence[str], idx: np.ndarray, bad: np.ndarray, role: str,
                      locate: Callable[[int], str]) -> InputError:
-        from .model import STATUS_NAMES
+        from kg_rageval.ontology.model import STATUS_NAMES
 
         o = self.ontology
         msgs = []

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import InputError
-from .model import DEPRECATED, REVOKED, STATUS_NAMES, Ontology
+from kg_rageval.base.errors import InputError
+from kg_rageval.ontology.model import DEPRECATED, REVOKED, STATUS_NAMES, Ontology
 
 KGR = "https://w3id.org/kg-rageval/ns#"
 ID_NS = "urn:kgr:id:"
@@ -51,11 +51,11 @@ _KNOWN = {
 
 
 def bundled_shapes() -> Path:
-    """Path of the bundled ``ontology.ttl`` shapes, located by :mod:`kg_rageval.resources`
+    """Path of the bundled ``ontology.ttl`` shapes, located by :mod:`kg_rageval.base.resources`
     (``kg_rageval/data/shapes/``, else the repository's ``shapes/`` next to the package);
     raises :class:`InputError` when it is missing."""
-    from ..errors import KgRagevalError
-    from ..resources import shape
+    from kg_rageval.base.errors import KgRagevalError
+    from kg_rageval.base.resources import shape
 
     try:
         return shape(SHAPES_FILE)
@@ -246,7 +246,7 @@ def _short(term, back: dict[str, str]) -> str | None:
 def load_shapes(path: str | Path):
     """Parse a SHACL shapes file (any RDF syntax rdflib reads, the format from the extension,
     Turtle when it does not tell); a missing or unparsable file raises :class:`InputError`.
-    Used for ontology validation and by :mod:`kg_rageval.conformance.shacl`."""
+    Used for ontology validation and by :mod:`kg_rageval.families.conformance.shacl`."""
     from rdflib import Graph
     from rdflib.util import guess_format
 

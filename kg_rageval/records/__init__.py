@@ -9,7 +9,7 @@
 * structured reasons for unscored records (:mod:`.reasons`).
 """
 
-from ._io import (
+from kg_rageval.records._io import (
     STRUCTURED_SUFFIXES,
     DEFAULT_CHUNK_SIZE,
     Record,
@@ -26,8 +26,8 @@ from ._io import (
     where,
     write_records,
 )
-from .reasons import MISSING_RUN_CODES, Reason, absent_answer_code, unscored
-from .slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
+from kg_rageval.records.reasons import MISSING_RUN_CODES, Reason, absent_answer_code, unscored
+from kg_rageval.records.slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "collector_paused",

@@ -17,7 +17,7 @@ records it could score and why the others could not. See ``docs/records.md``::
      "reference": {"answer": "...", "answerable": true}}
 
 Reading never drops a record silently: a line that is not a JSON object, a missing or
-duplicate ``id`` raise :class:`~kg_rageval.errors.InputError` naming the file and line.
+duplicate ``id`` raise :class:`~kg_rageval.base.errors.InputError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import InputError
+from kg_rageval.base.errors import InputError
 
 Record = dict[str, Any]
 
 
 def _open_binary(path: Path):
-    from ..safe_io import open_binary
+    from kg_rageval.base.safe_io import open_binary
 
     return open_binary(path)
 
@@ -43,11 +43,11 @@ def _open_binary(path: Path):
 def iter_jsonl(path: str | Path, *, only: "set[int] | frozenset[int] | None" = None) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
-    by :mod:`kg_rageval.safe_io` (NaN/Infinity and overflowing numbers name their field).
+    by :mod:`kg_rageval.base.safe_io` (NaN/Infinity and overflowing numbers name their field).
     ``only``: parse just these line numbers (the others are skipped unread; the file is read
     up to the last of them)."""
-    from .. import limits
-    from ..safe_io import loads_json, read_line
+    from kg_rageval.base import limits
+    from kg_rageval.base.safe_io import loads_json, read_line
 
     p = Path(path)
     if not p.exists():
@@ -183,10 +183,10 @@ STRUCTURED_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
     """``(parsed document, raw bytes)`` of a YAML, JSON or TOML file, told apart by its
     extension (the audit config, a schema spec). ``what`` names the file in errors, which are
-    :class:`~kg_rageval.errors.ConfigError`: ``"no such <what> file"``, ``"unknown <what> file
+    :class:`~kg_rageval.base.errors.ConfigError`: ``"no such <what> file"``, ``"unknown <what> file
     type '.ini'; use .yaml, .yml, .json or .toml"``, ``"cannot parse the <what>: <parser
     message>"`` (not UTF-8, or a syntax error with its line)."""
-    from ..errors import ConfigError
+    from kg_rageval.base.errors import ConfigError
 
     p = Path(path)
     if not p.is_file():
@@ -195,8 +195,8 @@ def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
     if suffix not in STRUCTURED_SUFFIXES:
         raise ConfigError(f"unknown {what} file type {suffix or '(none)'!r}; use .yaml, .yml, .json or .toml",
                           source=str(p))
-    from ..errors import LimitExceeded
-    from ..safe_io import load_structured_text
+    from kg_rageval.base.errors import LimitExceeded
+    from kg_rageval.base.safe_io import load_structured_text
 
     raw = p.read_bytes()
     try:

@@ -10,11 +10,11 @@
 See ``docs/testset.md``.
 """
 
-from .build import BuildResult, build_testset
-from .config import SETS, TestsetConfig, load_testset_config
-from .corpus import TestsetCorpus, read_testset_corpus
-from .holdout import nearest_kept, without_leaves
-from .kinds import DEFAULT_INTENTS, KINDS, TEMPLATES
+from kg_rageval.testset.build import BuildResult, build_testset
+from kg_rageval.testset.config import SETS, TestsetConfig, load_testset_config
+from kg_rageval.testset.corpus import TestsetCorpus, read_testset_corpus
+from kg_rageval.testset.holdout import nearest_kept, without_leaves
+from kg_rageval.testset.kinds import DEFAULT_INTENTS, KINDS, TEMPLATES
 
 __all__ = ["BuildResult", "DEFAULT_INTENTS", "KINDS", "SETS", "TEMPLATES", "TestsetConfig", "TestsetCorpus",
            "build_testset", "load_testset_config", "nearest_kept", "read_testset_corpus", "without_leaves"]

@@ -22,11 +22,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from .config import TestsetConfig
-from .corpus import TestsetCorpus
-from .holdout import nearest_kept, without_leaves
-from .kinds import DEFAULT_INTENTS, KINDS, OFF_TOPIC, TEMPLATES, clean_text, describe, fill
+from kg_rageval.base.errors import InputError
+from kg_rageval.testset.config import TestsetConfig
+from kg_rageval.testset.corpus import TestsetCorpus
+from kg_rageval.testset.holdout import nearest_kept, without_leaves
+from kg_rageval.testset.kinds import DEFAULT_INTENTS, KINDS, OFF_TOPIC, TEMPLATES, clean_text, describe, fill
 
 ACTIVE = 0
 
@@ -464,7 +464,7 @@ def build_testset(ontology: Any, corpus: TestsetCorpus, config: TestsetConfig | 
                          copy, requested, produced)
     para = paraphraser
     if para is None and cfg.paraphrase is not None:
-        from .paraphrase import make_paraphraser
+        from kg_rageval.testset.paraphrase import make_paraphraser
 
         para = make_paraphraser(cfg.paraphrase)
     if para is not None:

@@ -37,9 +37,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from .config import CheckConfig
-from .split import record_session, record_sources
+from kg_rageval.base.errors import InputError
+from kg_rageval.testset.config import CheckConfig
+from kg_rageval.testset.split import record_session, record_sources
 
 MANIFEST_VERSION = 1
 BIG_BUCKET = 300
@@ -226,7 +226,7 @@ def sha256_bytes(b: bytes) -> str:
 
 def file_sha256(path: str | Path) -> str:
     """``sha256:<hex>`` of a file (the one file hash the audit and run manifests use)."""
-    from ..provenance.corpus import file_hash
+    from kg_rageval.base.hashing import file_hash
 
     return file_hash(path)
 
@@ -275,7 +275,7 @@ def testset_manifest(sets: Mapping[str, tuple[str | Path, Sequence[Mapping[str, 
                      heldout: Mapping[str, Any] | None = None, leakage: Mapping[str, Any] | None = None
                      ) -> dict[str, Any]:
     """The manifest (module docstring); ``sets`` maps a set name to ``(file, records)``."""
-    from .. import __version__
+    from kg_rageval import __version__
 
     all_recs = [r for _, recs in sets.values() for r in recs]
     body: dict[str, Any] = {

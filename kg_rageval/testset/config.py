@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError
-from .kinds import DEFAULT_COUNTS, KINDS
+from kg_rageval.base.errors import ConfigError
+from kg_rageval.testset.kinds import DEFAULT_COUNTS, KINDS
 
 SETS = ("development", "calibration", "release", "monitoring")
 """The four separate sets of ``kg-rageval testset split``."""
@@ -179,7 +179,7 @@ def load_testset_config(path: str | Path | None = None, **overrides: Any) -> Tes
     data: dict[str, Any] = {}
     source = "<defaults>"
     if path is not None:
-        from ..records import read_structured
+        from kg_rageval.records import read_structured
 
         source = str(path)
         parsed, _ = read_structured(path, what="test-set config")

@@ -18,8 +18,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import InputError
-from ..records import iter_objects
+from kg_rageval.base.errors import InputError
+from kg_rageval.records import iter_objects
 
 
 @dataclass

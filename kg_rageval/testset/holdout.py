@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from ..ontology.graph import EMPTY_GRAPH
+from kg_rageval.base.errors import InputError
+from kg_rageval.ontology.graph import EMPTY_GRAPH
 
 
 def _remap_csr(ptr: np.ndarray, idx: np.ndarray, keep_rows: np.ndarray, new_of: np.ndarray

@@ -1,7 +1,7 @@
 """Case kinds, their default intents and their deterministic query templates.
 
 Each kind exists on purpose (what it tests, and what its gold is — checked through the
-ontology in ``tests/test_testset.py``):
+ontology in ``tests/testset/test_testset.py``):
 
 ========================  =================================================================
 kind                      gold

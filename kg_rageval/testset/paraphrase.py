@@ -27,8 +27,8 @@ import os
 import urllib.request
 from typing import Any, Callable
 
-from ..errors import ConfigError, InputError
-from .config import ParaphraseConfig
+from kg_rageval.base.errors import ConfigError, InputError
+from kg_rageval.testset.config import ParaphraseConfig
 
 
 class Paraphraser:

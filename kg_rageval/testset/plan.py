@@ -33,7 +33,7 @@ import math
 from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
-from .config import PlanConfig
+from kg_rageval.testset.config import PlanConfig
 
 
 def z_of(level: float) -> float:
@@ -76,8 +76,8 @@ def _row(group: str, value: str, n: int, cfg: PlanConfig, need_ci: int, need_del
 def plan_testset(records: Sequence[Mapping[str, Any]], ontology: Any, cfg: PlanConfig | None = None, *,
                  corpus: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The plan (module docstring): ``coverage``, ``targets`` and one row per group."""
-    from ..audit.config import CoverageConfig
-    from ..audit.pernode import coverage_matrix, gold_node_of, make_branch_of
+    from kg_rageval.audit.config import CoverageConfig
+    from kg_rageval.audit.pernode import coverage_matrix, gold_node_of, make_branch_of
 
     cfg = cfg or PlanConfig()
     cov_cfg = CoverageConfig(branch_depth=cfg.branch_depth, branches=cfg.branches, thin=cfg.thin)

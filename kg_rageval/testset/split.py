@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .config import SETS
+from kg_rageval.testset.config import SETS
 
 
 def record_sources(rec: Mapping[str, Any], source_of: Mapping[str, str] | None = None) -> list[str]:

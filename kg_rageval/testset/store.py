@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import InputError
-from ..records import read_records, write_records
-from .config import SETS
+from kg_rageval.base.errors import InputError
+from kg_rageval.records import read_records, write_records
+from kg_rageval.testset.config import SETS
 
 MANIFEST_NAME = "testset-manifest.json"
 
@@ -32,8 +32,8 @@ def write_json(path: Path, payload: Any) -> None:
 
 def write_build(result: Any, out: str | Path, *, ontology: Any, corpus_path: str | Path | None,
                 n_documents: int | None, policy: Mapping[str, Any]) -> dict[str, Any]:
-    from ..ontology.cache import save_compiled
-    from .check import testset_manifest
+    from kg_rageval.ontology.cache import save_compiled
+    from kg_rageval.testset.check import testset_manifest
 
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
@@ -81,7 +81,7 @@ def source_map(corpus_path: str | Path | None) -> dict[str, str] | None:
     """``document id -> source_id`` of a corpus file (``None`` without one)."""
     if corpus_path is None:
         return None
-    from ..records import iter_objects
+    from kg_rageval.records import iter_objects
 
     out: dict[str, str] = {}
     for _line, rid, obj in iter_objects(corpus_path):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ...errors import InputError
+from kg_rageval.base.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
     ``strict=True``); ``None`` values are dropped, and an option the loader does not take is an
     :class:`InputError` naming the options it does take (:mod:`.options`).
     """
-    from .options import check_loader_options
+    from kg_rageval.ontology.loaders.options import check_loader_options
 
     p = Path(path)
     fmt = format or detect_format(str(path))

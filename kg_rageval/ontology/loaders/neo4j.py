@@ -29,9 +29,9 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable, Mapping
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ...errors import ConfigError, InputError
-from ..builder import OntologyBuilder
-from ..model import Ontology
+from kg_rageval.base.errors import ConfigError, InputError
+from kg_rageval.ontology.builder import OntologyBuilder
+from kg_rageval.ontology.model import Ontology
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """What a label, relationship type or property name may look like (they cannot be parameters)."""
@@ -203,7 +203,7 @@ def read_mapping_file(path: str | os.PathLike) -> dict[str, Any]:
         direction: child_to_parent
 
     Errors (no such file, syntax, not a mapping) are :class:`ConfigError` naming the file."""
-    from ...records import read_structured
+    from kg_rageval.records import read_structured
 
     data, _ = read_structured(os.fspath(path), what="graph mapping")
     if not isinstance(data, Mapping):
@@ -284,7 +284,7 @@ def auth_from_env(auth: Any = None) -> Any:
 
 
 def redact(text: str) -> str:
-    from ...redact import redact as _redact
+    from kg_rageval.base.redact import redact as _redact
 
     return _redact(text)
 

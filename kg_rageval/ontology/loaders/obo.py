@@ -20,7 +20,7 @@ an OBO file and its OWL release produce the same ids and prefix map.
 
 Escapes (``\\n``, ``\\t``, ``\\W``, ``\\"``, ``\\:``, ``\\\\`` ...) are decoded; a line ending
 in an unescaped backslash continues on the next. ``!`` starts a comment outside quotes.
-Malformed input raises :class:`~kg_rageval.errors.InputError` naming the file, the line and
+Malformed input raises :class:`~kg_rageval.base.errors.InputError` naming the file, the line and
 what was expected; ``is_a`` to an id no stanza declares follows ``dangling`` (``"error"`` by
 default, ``"drop"`` counts and drops it).
 """
@@ -30,9 +30,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ...errors import InputError
-from ..builder import OntologyBuilder
-from ..model import Ontology, Property
+from kg_rageval.base.errors import InputError
+from kg_rageval.ontology.builder import OntologyBuilder
+from kg_rageval.ontology.model import Ontology, Property
 
 OBO_PURL = "http://purl.obolibrary.org/obo/"
 SYNONYM_SCOPES = ("EXACT", "BROAD", "NARROW", "RELATED")

@@ -3,7 +3,7 @@
 Each :class:`LoaderOption` names a keyword of the loader functions, the CLI flag that sets it
 and what it does. :func:`check_loader_options` is the single check of an options dict against
 the loader that will receive it: an option the loader does not take is an
-:class:`~kg_rageval.errors.InputError` listing the options it does take (never a
+:class:`~kg_rageval.base.errors.InputError` listing the options it does take (never a
 ``TypeError`` deep inside a loader, never silently ignored). ``None`` means "not given" and is
 dropped, so callers may pass every option they know.
 
@@ -20,8 +20,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from ...contract.params import Param
-from ...errors import InputError
+from kg_rageval.contract.params import Param
+from kg_rageval.base.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def check_loader_options(fmt: str, loader: Callable[..., Any], options: Mapping[
                          *, source: str | None = None, where: str = "option") -> dict[str, Any]:
     """``options`` without ``None`` values, checked against what ``loader`` takes; values of
     the declared options are checked too (``strict: "yes"`` is a
-    :class:`~kg_rageval.errors.ConfigError` naming ``<where>.strict``, never truthy)."""
+    :class:`~kg_rageval.base.errors.ConfigError` naming ``<where>.strict``, never truthy)."""
     given = check_option_values(options, where=where)
     names, var_kw = accepted_options(loader)
     unknown = sorted(k for k in given if k not in names)

@@ -59,10 +59,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from ...errors import InputError, OntologyError, UnsafeInputError
-from ..builder import OntologyBuilder
-from ..model import Ontology, Property
-from . import safety
+from kg_rageval.base.errors import InputError, OntologyError, UnsafeInputError
+from kg_rageval.ontology.builder import OntologyBuilder
+from kg_rageval.ontology.model import Ontology, Property
+from kg_rageval.ontology.loaders import safety
 
 _EXT_FORMATS = {
     ".ttl": "turtle",
@@ -240,7 +240,7 @@ def _oxigraph_store(p: Path, syntax: str):
         import pyoxigraph as ox
     except ImportError:
         return None
-    from ._triples import NotPlain, TripleStore, rdflib_bindings
+    from kg_rageval.ontology.loaders._triples import NotPlain, TripleStore, rdflib_bindings
 
     data = _read_checked(p, syntax, None, str(p))
     try:
@@ -589,7 +589,7 @@ def _pick(cands: list[tuple[int, Any]], lang: str) -> tuple[list[str], list[str]
 def graph_to_ontology(graph, **options: Any) -> Ontology:
     """Compile an rdflib ``Graph`` (see the module docstring); ``options`` are those of
     :func:`walk` (``source`` required)."""
-    from ._triples import GraphView
+    from kg_rageval.ontology.loaders._triples import GraphView
 
     return walk(GraphView(graph), **options)
 
@@ -912,7 +912,7 @@ def _fetch_import(iri: str, source: str, base_dir: Path | None, *, allow_network
     file only under one of ``roots`` (symbolic links resolved first)."""
     from urllib.parse import unquote, urlparse
 
-    from ... import limits
+    from kg_rageval.base import limits
 
     parsed = urlparse(iri)
     if parsed.scheme in ("http", "https"):

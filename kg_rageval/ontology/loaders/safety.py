@@ -4,7 +4,7 @@ and never expands an entity bomb.
 Rules (also in ``docs/ontology.md``):
 
 * **XML** (RDF/XML, OWL files, TriX): the ``<!DOCTYPE ...>`` internal subset is read without an
-  XML parser. Refused with :class:`~kg_rageval.errors.UnsafeInputError`:
+  XML parser. Refused with :class:`~kg_rageval.base.errors.UnsafeInputError`:
 
   - external entities (``<!ENTITY x SYSTEM "file:///etc/passwd">``, ``PUBLIC``) and an external
     DTD subset (``<!DOCTYPE rdf:RDF SYSTEM "http://...">``);
@@ -19,7 +19,7 @@ Rules (also in ``docs/ontology.md``):
     :data:`MAX_ATTLIST_DEFAULT` characters (it is copied into every element);
   - quadratic blow-up within those limits: the references to internal entities in the whole
     document may add at most the ``max_xml_expansion`` limit of characters
-    (:mod:`kg_rageval.limits`, default 10 MiB).
+    (:mod:`kg_rageval.base.limits`, default 10 MiB).
 
   Plain internal entities as Protégé writes them (``<!ENTITY owl
   "http://www.w3.org/2002/07/owl#">``) are allowed.
@@ -36,7 +36,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError, UnsafeInputError
+from kg_rageval.base.errors import InputError, UnsafeInputError
 
 MAX_ENTITIES = 256
 """Most entity declarations accepted in one DOCTYPE."""
@@ -225,7 +225,7 @@ def _decode_charref(m: re.Match) -> str:
 def _check_expansion(p: Path, data: bytes | None, entities: list[re.Match]) -> None:
     """Quadratic blow-up within the per-entity limits: the references to internal entities in
     the whole document may add at most ``max_xml_expansion`` characters to it."""
-    from ... import limits
+    from kg_rageval.base import limits
 
     if data is None:
         data = p.read_bytes()
@@ -277,7 +277,7 @@ def decode_json(raw: bytes, source: str | Path, expected: str) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text: {exc}", source=str(source)) from None
     except RecursionError:
-        from ... import limits
+        from kg_rageval.base import limits
 
         raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=str(source)) from None
 
@@ -293,7 +293,7 @@ def check_jsonld(path: str | Path, data: bytes | None = None) -> Any:
     try:
         found = _remote_context(doc, "")
     except RecursionError:
-        from ... import limits
+        from kg_rageval.base import limits
 
         raise limits.exceeded("max_json_depth", "JSON-LD nested too deeply", source=str(p)) from None
     if found:

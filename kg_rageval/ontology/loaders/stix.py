@@ -58,10 +58,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
-from ..builder import OntologyBuilder
-from ..model import Ontology
-from .safety import decode_json
+from kg_rageval.base.errors import InputError
+from kg_rageval.ontology.builder import OntologyBuilder
+from kg_rageval.ontology.model import Ontology
+from kg_rageval.ontology.loaders.safety import decode_json
 
 
 def read_json(path: str | Path) -> Any:
@@ -69,7 +69,7 @@ def read_json(path: str | Path) -> Any:
     p = Path(path)
     raw = p.read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        from ...safe_io import decompress_bounded
+        from kg_rageval.base.safe_io import decompress_bounded
 
         raw = decompress_bounded(raw, str(p))  # refuses past the max_gz_bytes limit
     return decode_json(raw, p, "a STIX 2.x bundle")
@@ -329,7 +329,7 @@ def load_stix(
     for s_ref, rtype, t_ref, where in triples:
         b.add_triple(ids.get(s_ref, s_ref), rtype, ids.get(t_ref, t_ref), where=where)
     if instances:
-        from ..model import Property
+        from kg_rageval.ontology.model import Property
 
         for rtype in sorted({t[1] for t in triples}):
             dom, rng = RELATION_TYPES.get(rtype, ((), ()))

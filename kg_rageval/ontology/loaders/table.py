@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError, OntologyError
-from ..builder import OntologyBuilder
-from ..model import Ontology
+from kg_rageval.base.errors import InputError, OntologyError
+from kg_rageval.ontology.builder import OntologyBuilder
+from kg_rageval.ontology.model import Ontology
 
 _CHILD_HEADERS = {"child", "id", "node", "concept", "child_id", "node_id", "concept_id", "subclass"}
 _PARENT_HEADERS = {"parent", "broader", "is_a", "parent_id", "superclass", "parents"}

@@ -1,0 +1,404 @@
+"""Bounded, strict readers for the text inputs of kg-rageval (records, configs, specs, gzip).
+
+Every reader here refuses, with a one-line :class:`~kg_rageval.base.errors.InputError` naming the
+file, line and field, what would otherwise be silently accepted or exhaust memory:
+
+* **numbers**: ``NaN``, ``Infinity``, ``-Infinity`` and numbers that overflow a float
+  (``1e999``) are not measurements; integers longer than :data:`MAX_INT_DIGITS` digits are
+  refused (they cannot be converted to a float either, and Python's own parser limit is 4300
+  digits, beyond which it raises an unhelpful ``ValueError``);
+* **nesting** deeper than the ``max_json_depth`` limit (a deep ``[[[[...]]]]`` line would
+  otherwise end in a ``RecursionError``);
+* **lines** longer than ``max_line_bytes`` (read with a bounded ``readline``);
+* **gzip** data decompressing to more than ``max_gz_bytes`` (counted while decompressing);
+* **configs**: duplicate keys in a JSON or YAML mapping (a second ``gates:`` would silently
+  replace the first; TOML refuses them itself), YAML loaded with the safe loader only and its
+  alias expansion bounded by ``max_config_nodes`` (a 530-byte "billion laughs" YAML expands
+  to billions of values).
+
+The limits are those of :mod:`kg_rageval.base.limits`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import zlib
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+from kg_rageval.base import limits
+from kg_rageval.base.errors import ConfigError, InputError
+
+MAX_INT_DIGITS = 300
+"""Longest integer literal accepted in JSON (a float holds at most ~1.8e308)."""
+
+_CHUNK = 1 << 16
+
+
+class _Bad:
+    """A parsed value that is not allowed; replaced by an error naming its field."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+def _find_bad(node: Any, trail: str = "") -> tuple[str, str] | None:
+    stack: list[tuple[Any, str]] = [(node, trail)]
+    while stack:
+        obj, path = stack.pop()
+        if isinstance(obj, _Bad):
+            return path or "(top level)", obj.why
+        if isinstance(obj, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in obj.items())
+        elif isinstance(obj, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(obj))
+    return None
+
+
+def _depth_over(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests containers deeper than ``limit`` (iterative, stops early)."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        o, d = stack.pop()
+        if isinstance(o, (dict, list)):
+            if d > limit:
+                return True
+            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
+    return False
+
+
+class _Hooks:
+    """Parse hooks that mark disallowed values (and remember that one was seen)."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def constant(self, name: str) -> _Bad:
+        self.seen = True
+        return _Bad(f"non-finite number {name} is not allowed")
+
+    def float(self, text: str) -> float | _Bad:
+        x = float(text)
+        if math.isfinite(x):
+            return x
+        self.seen = True
+        return _Bad(f"number {text[:40]} overflows a float")
+
+    def int(self, text: str) -> int | _Bad:
+        digits = len(text) - text.startswith("-")
+        if digits > MAX_INT_DIGITS:
+            self.seen = True
+            return _Bad(f"integer with {digits} digits is beyond the accepted {MAX_INT_DIGITS}")
+        return int(text)
+
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                self.seen = True
+                out[k] = _Bad(f"duplicate key {k!r}")
+                continue
+            out[k] = v
+        return out
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def _raise_constant(name: str) -> None:
+    raise _NonFinite(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_raise_constant)
+"""Reused (``json.loads`` with any keyword builds a decoder per call): NaN/Infinity abort."""
+
+_orjson: Any
+try:  # the optional fast reader (``pip install kg-rageval[fast]``); the stdlib is the reference
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is in the dev extras
+    _orjson = None
+
+_DIGIT_TABLE = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+_DIGIT_RUN = b"0" * 20
+
+
+def _long_digits(text: str | bytes) -> bool:
+    """Whether ``text`` has 20 ASCII digits in a row: orjson reads an integer beyond 64 bits as
+    a float, so such a text goes to the stdlib parser, which keeps it an integer. One C-level
+    byte translation and a substring search (a regex ``\\d{20}`` re-scans every digit run and
+    cost six times the parse on lines of many short numbered ids)."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return _DIGIT_RUN in raw.translate(_DIGIT_TABLE)
+
+_UNSET: Any = object()
+
+
+def fast_json_reader() -> str:
+    """``"orjson"`` when the fast reader is in use, else ``"json"`` (the standard library)."""
+    return "orjson" if _orjson is not None else "json"
+
+
+def loads_json(text: str | bytes, *, source: str | None, location: str | None = None,
+               duplicates: bool = True, error: Callable[..., InputError] = InputError,
+               depth_limit: int | None = None) -> Any:
+    """``json.loads`` with the checks of this module; ``duplicates=False`` makes a repeated key
+    in one object an error. Errors name ``source``, ``location`` and the field path.
+    ``depth_limit`` is the ``max_json_depth`` limit when the caller has read it already (one
+    look-up per file, not per line).
+
+    With orjson installed, a text orjson accepts is taken from it (same values: orjson refuses
+    NaN/Infinity, overflowing floats, lone surrogates and nesting beyond 1024, and a text with
+    a 20-digit run, which orjson would turn into a float, is not given to it); every text it
+    refuses goes through the standard-library path below, so errors and accepted values are
+    those of the stdlib parser (``tests/base/test_json_reader.py``).
+
+    The common case costs one decode with a reused decoder and a bracket count: the field of a
+    ``NaN``/``Infinity`` or of an integer beyond Python's parser limit is located by a second,
+    hooked parse only when the first one fails. A float literal that overflows (``1e999``)
+    parses as ``inf`` here; the families refuse a non-finite number where they read one
+    (grades, scores, confidences), naming the record and field."""
+    long_digits = duplicates and _orjson is not None and _long_digits(text)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    if depth_limit is None:
+        depth_limit = limits.get("max_json_depth")
+    brackets = text.count("[") + text.count("{")
+    doc = _UNSET
+    if duplicates and _orjson is not None and not long_digits:
+        try:
+            doc = _orjson.loads(text)
+        except _orjson.JSONDecodeError:  # the stdlib path says why (or accepts what orjson does not)
+            doc = _UNSET
+    try:
+        if doc is not _UNSET:
+            suspicious = False
+        elif duplicates:
+            doc = _DECODER.decode(text)
+            suspicious = False
+        else:
+            doc, suspicious = None, True
+    except _NonFinite:
+        doc, suspicious = None, True
+    except json.JSONDecodeError as exc:
+        if location:  # one line of a JSONL file: the column within it
+            raise error(f"not valid JSON: {exc.msg} (column {exc.colno})", source=source,
+                        location=location) from None
+        raise error(f"not valid JSON: {exc.msg}", source=source,
+                    location=f"line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source,
+                              location=location) from None
+    except ValueError:  # Python's integer-string conversion limit (4300 digits)
+        suspicious = True
+    if suspicious:
+        hooks = _Hooks()
+        try:
+            doc = json.loads(text, parse_constant=hooks.constant, parse_float=hooks.float, parse_int=hooks.int,
+                             object_pairs_hook=None if duplicates else hooks.pairs)
+        except json.JSONDecodeError as exc:
+            raise error(f"not valid JSON: {exc.msg}", source=source,
+                        location=location or f"line {exc.lineno}, column {exc.colno}") from None
+        except RecursionError:
+            raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source,
+                                  location=location) from None
+        if hooks.seen:
+            bad = _find_bad(doc)
+            if bad is not None:
+                field, why = bad
+                loc = ", ".join(p for p in (location, f"field {field}") if p)
+                raise error(why, source=source, location=loc)
+    if brackets > depth_limit and _depth_over(doc, depth_limit):
+        raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source, location=location)
+    return doc
+
+
+# ---------------------------------------------------------------------- gzip and lines
+class BoundedGzip:
+    """A gzip reader that refuses to decompress more than ``max_gz_bytes`` bytes."""
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        self._fh = gzip.open(path, "rb")
+        self._limit = limits.get("max_gz_bytes")
+        self._read = 0
+
+    def _count(self, data: bytes) -> bytes:
+        self._read += len(data)
+        if self._read > self._limit:
+            raise limits.exceeded("max_gz_bytes", f"the gzip data decompresses to more than {self._limit} bytes",
+                                  source=self.path)
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._count(self._fh.readline(size))
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            out = bytearray()
+            while True:
+                chunk = self._count(self._fh.read(_CHUNK))
+                if not chunk:
+                    return bytes(out)
+                out += chunk
+        return self._count(self._fh.read(size))
+
+    def __iter__(self):
+        while True:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> "BoundedGzip":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def open_binary(path: str | Path) -> BinaryIO:
+    """A binary reader of ``path``; ``.gz`` files (or gzip magic bytes) are decompressed with
+    the ``max_gz_bytes`` bound."""
+    p = Path(path)
+    if p.suffix == ".gz":
+        return BoundedGzip(p)  # type: ignore[return-value]
+    return open(p, "rb")
+
+
+def decompress_bounded(raw: bytes, source: str) -> bytes:
+    """``gzip.decompress`` that stops at ``max_gz_bytes`` of output (handles concatenated
+    members); corrupt data is an :class:`InputError`."""
+    limit = limits.get("max_gz_bytes")
+    out = bytearray()
+    data = raw
+    try:
+        while data:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            chunk = d.decompress(data, limit + 1 - len(out))
+            out += chunk
+            while d.unconsumed_tail and len(out) <= limit:
+                out += d.decompress(d.unconsumed_tail, limit + 1 - len(out))
+            if len(out) > limit:
+                raise limits.exceeded("max_gz_bytes", f"the gzip data decompresses to more than {limit} bytes",
+                                      source=source)
+            if not d.eof:
+                raise InputError("corrupt gzip data: truncated stream", source=source)
+            data = d.unused_data.lstrip(b"\x00")
+    except zlib.error as exc:
+        raise InputError(f"corrupt gzip data: {exc}", source=source) from None
+    return bytes(out)
+
+
+def read_line(fh: BinaryIO, source: str, lineno: int, limit: int | None = None) -> bytes:
+    """One line of ``fh`` (bytes, with its newline), refusing one longer than ``max_line_bytes``
+    (``limit``, when the caller has read it already)."""
+    if limit is None:
+        limit = limits.get("max_line_bytes")
+    raw = fh.readline(limit + 1)
+    if len(raw) > limit and not raw.endswith(b"\n"):
+        raise limits.exceeded("max_line_bytes", f"a line longer than {limit} bytes", source=source,
+                              location=f"line {lineno}")
+    return raw
+
+
+# ---------------------------------------------------------------------- configs
+def _yaml_loader():
+    import yaml
+
+    class StrictSafeLoader(yaml.SafeLoader):
+        """The safe loader (no Python objects) refusing duplicate mapping keys."""
+
+        def construct_mapping(self, node, deep=False):  # type: ignore[override]
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue
+                if key in seen:
+                    raise ConfigError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1}; first on "
+                                      f"line {seen[key] + 1})")
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictSafeLoader
+
+
+def _count_expanded(doc: Any, limit: int) -> int | None:
+    """Values in ``doc`` counting every alias expansion (shared objects count each time);
+    ``None`` as soon as the count passes ``limit`` (so a bomb costs at most ``limit`` steps)."""
+    count = 0
+    stack = [doc]
+    while stack:
+        o = stack.pop()
+        count += 1
+        if count > limit:
+            return None
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, list):
+            stack.extend(o)
+    return count
+
+
+def load_structured_text(text: str, suffix: str, source: str, what: str = "config") -> Any:
+    """Parse a config/spec document (``.toml``, ``.json``, ``.yaml``/``.yml``) strictly:
+    duplicate keys refused, YAML safe and alias expansion bounded, JSON numbers finite.
+    Raises :class:`ConfigError` naming ``source``."""
+    if suffix == ".toml":
+        import tomllib
+
+        doc = tomllib.loads(text)  # refuses duplicate keys itself
+    elif suffix == ".json":
+        try:
+            json.loads(text, object_pairs_hook=lambda pairs: None)  # syntax errors, parser's wording
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"cannot parse the {what}: {exc}", source=source) from None
+        except (RecursionError, ValueError):
+            pass  # reported by loads_json
+        doc = loads_json(text, source=source, duplicates=False, error=ConfigError)
+    else:
+        import yaml
+
+        try:
+            doc = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+        except ConfigError as exc:
+            raise ConfigError(str(exc), source=source) from None
+        except RecursionError:
+            raise limits.exceeded("max_json_depth", "YAML nested too deeply", source=source) from None
+    limit = limits.get("max_config_nodes")
+    if _count_expanded(doc, limit) is None:
+        raise limits.exceeded("max_config_nodes", "the document expands (YAML aliases included) to more "
+                              f"than {limit} values", source=source)
+    depth = limits.get("max_json_depth")
+    if _depth_over(doc, depth):
+        raise limits.exceeded("max_json_depth", "the document is nested too deeply", source=source)
+    bad = _find_bad_float(doc)
+    if bad is not None:
+        raise ConfigError(f"field {bad}: non-finite number (NaN/inf) is not allowed", source=source)
+    return doc
+
+
+def _find_bad_float(doc: Any) -> str | None:
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        o, path = stack.pop()
+        if isinstance(o, float) and not math.isfinite(o):
+            return path or "(top level)"
+        if isinstance(o, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in o.items())
+        elif isinstance(o, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(o))
+    return None

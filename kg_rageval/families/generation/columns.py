@@ -1,0 +1,39 @@
+"""Per-record results gathered column by column and made into an :class:`Evaluation` in one
+step: the same evaluation :func:`~kg_rageval.results.evaluation.build_evaluation` makes from the
+equivalent row dicts (stats float64 in the family's order, a stat a row lacks 0; keys and
+details object columns, a key a row lacks ``None``), without a dict per row per stat."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from kg_rageval.results.evaluation import Evaluation, Family, _object_column
+
+
+def column_evaluation(
+    family: Family,
+    record_ids: Sequence[Any],
+    stats: Mapping[str, Any],
+    *,
+    key_rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str],
+    details: Mapping[str, Sequence[Any]],
+    unscored: list[dict[str, Any]],
+    meta: dict[str, Any] | None = None,
+) -> Evaluation:
+    """``stats``: name → one number per row (absent names are all 0); ``key_rows``: the
+    breakdown keys of each row (:func:`~kg_rageval.records.fields.row_keys`), of which the
+    columns ``keys`` are kept; ``details``: name → one value per row."""
+    n = len(record_ids)
+    cols = {s: np.zeros(n) if stats.get(s) is None else np.asarray(stats[s], dtype=float) for s in family.stats}
+    return Evaluation(
+        family=family,
+        record_ids=_object_column(record_ids),
+        stats=cols,
+        keys={k: _object_column([kr.get(k) for kr in key_rows]) for k in keys},
+        details={k: _object_column(v) for k, v in details.items()},
+        unscored=list(unscored),
+        meta=dict(meta or {}),
+    )

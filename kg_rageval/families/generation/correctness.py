@@ -1,0 +1,192 @@
+"""Answer correctness against ``reference.answer``: SQuAD exact match / token F1 and
+concept-level hierarchical P/R/F1.
+
+Scored records: ``reference.answerable`` is not ``false`` and ``reference.answer`` is present
+(a string or a list of acceptable strings; the max over them is taken). A refused answer
+(``answer.refused`` true) on such a record is scored as the empty string: EM 0 and F1 0.
+
+Inline citation markers (``[doc-12]``, ``[1]``, ``[doc-1, doc-2]``: a bracket of tokens without
+spaces, :data:`~kg_rageval.records.fields.CITATION_MARKER`) are removed from the answer
+before EM and token F1 (``strip_citations=True``, the default), so ``"90 days [logs]."``
+equals the reference ``"90 days"``; ``strip_citations=False`` scores the text as written.
+
+Concept-level correctness compares the ontology concepts of the answer (``answer.concepts`` or
+the dictionary linker over ``answer.text``) with those of the reference (``reference.concepts``
+or the linker over the reference strings, all of them pooled), by ancestor-augmented sets
+without the root, counted by the hierarchy family's kernel in one call over all records
+(:func:`kg_rageval.families.hierarchy.hierarchical_counts`; Sedan vs Hatchback in the vehicle taxonomy
+share only {car}: hP = hR = 1/2). It is scored only when the reference names at least one
+concept (``concept_scored``); micro sums give ``concept_hP``, ``concept_hR``, ``concept_hF1``.
+
+Unscored: ``no reference answer``, ``unanswerable`` (refusal behaviour covers those),
+``no answer``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+
+from kg_rageval.results.evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
+from kg_rageval.records import Record, located, record_error
+from kg_rageval.families.generation.columns import column_evaluation
+from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
+from kg_rageval.records.fields import all_slice_keys, answer_text, flag, id_list, row_keys, section, strip_citation_markers
+from kg_rageval.families.generation.squad import SquadScorer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.ontology import IdOptions, IdResolver, Ontology
+
+
+class CorrectnessFamily(Family):
+    name = "correctness"
+    version = "1"
+    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold", "n_missing_run",
+             "concepts_not_in_ontology")
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        hp = ratio("concept_hP", sums["h_inter"], sums["h_pred"], missing="answers name no ontology concept")
+        hr = ratio("concept_hR", sums["h_inter"], sums["h_gold"], missing="references name no ontology concept")
+        return named(
+            mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            hp,
+            Metric("concepts_not_in_ontology", sums.get("concepts_not_in_ontology", 0.0)),
+            hr,
+            harmonic("concept_hF1", hp, hr),
+        )
+
+
+def _references(record: Record) -> list[str] | None:
+    ref = section(record, "reference")
+    if ref is None or ref.get("answer") is None:
+        return None
+    a = ref["answer"]
+    if isinstance(a, str):
+        return [a]
+    if isinstance(a, list) and a and all(isinstance(x, str) for x in a):
+        return list(a)
+    raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {a!r}")
+
+
+def _concepts(record: Record, sec: str, texts: list[str], resolver: "IdResolver",
+              linker: ConceptLinker) -> tuple[list[str], list[int], int]:
+    """The concept ids of ``sec`` (given, resolved by the one id resolver — the reference's
+    as gold, the answer's as predicted — or linked from the texts), their ontology indices and
+    how many given ids the ontology lacks (kept out of the list; counted). A linked id the
+    ontology lacks raises :class:`~kg_rageval.base.errors.UnknownIdError` naming the record."""
+    given = id_list(record, sec, "concepts")
+    o = resolver.ontology
+    if given is None:
+        linked = sorted(concepts_in(texts, linker))
+        get = o.id_index.get
+        idx = [get(c, -1) for c in linked]
+        if -1 in idx:
+            o.indices(linked, where=located(record, "concepts"))  # raises, naming the ids
+        return linked, idx, 0
+    role = "gold" if sec == "reference" else "pred"
+    res = resolver.resolve(given, role, lambda j: located(record, f"{sec}.concepts[{j}]"))
+    known = list(dict.fromkeys(i for i in res.idx.tolist() if i >= 0))
+    ids = o.ids
+    return [ids[i] for i in known], known, int(res.unknown.sum())
+
+
+def score_correctness(
+    records: Iterable[Record],
+    ontology: "Ontology | None" = None,
+    *,
+    linker: ConceptLinker | None = None,
+    ids: "IdOptions | None" = None,
+    strip_citations: bool = True,
+) -> Evaluation:
+    """EM / token F1 per record, plus concept-level counts when an ontology is given (given
+    concept ids resolved by :class:`~kg_rageval.ontology.IdResolver` with ``ids``);
+    ``strip_citations``: remove inline citation markers from the answer first."""
+    from kg_rageval.ontology import IdOptions, IdResolver
+
+    records = list(records)
+    if ontology is not None and linker is None:
+        linker = dictionary_linker(ontology)
+    link = memoised(linker) if linker is not None else None
+    resolver = IdResolver(ontology, ids or IdOptions()) if ontology is not None else None
+    squad = SquadScorer()
+    unscored = []
+    rec_ids, key_rows, em, f1, refused_col, missing_col = [], [], [], [], [], []
+    # concept-scored rows: positions, ids, index lists and unknown counts (one kernel call)
+    pos: list[int] = []
+    answer_c: list[str] = []
+    reference_c: list[str] = []
+    gold_idx: list[list[int]] = []
+    pred_idx: list[list[int]] = []
+    p_unknown: list[int] = []
+    g_unknown: list[int] = []
+    for r in records:
+        refs = _references(r)
+        if flag(r, "reference", "answerable") is False:
+            unscored.append({"record_id": r["id"], "reason": "unanswerable", "code": "not_applicable"})
+            continue
+        if refs is None:
+            unscored.append({"record_id": r["id"], "reason": "no reference answer", "code": "no_gold"})
+            continue
+        refused = flag(r, "answer", "refused") is True
+        text = answer_text(r)
+        missing = text is None and not refused  # a reference but no answer: scored as empty, counted
+        pred: str = "" if refused or missing or text is None else text
+        if strip_citations and pred:
+            pred = strip_citation_markers(pred)
+        e, f = squad.scores(pred, refs)
+        rec_ids.append(r["id"])
+        key_rows.append(row_keys(r))
+        em.append(e)
+        f1.append(f)
+        refused_col.append(refused)
+        missing_col.append(float(missing))
+        if resolver is not None and link is not None:
+            gold, gi, gu = _concepts(r, "reference", refs, resolver, link)
+            if gold or gu:
+                pred_c, pi, pu = ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link)
+                pos.append(len(rec_ids) - 1)
+                answer_c.append(" ".join(pred_c))
+                reference_c.append(" ".join(gold))
+                gold_idx.append(gi)
+                pred_idx.append(pi)
+                p_unknown.append(pu)
+                g_unknown.append(gu)
+    n = len(rec_ids)
+    stats: dict[str, Any] = {"qa_scored": np.ones(n), "em_sum": em, "f1_sum": f1, "n_missing_run": missing_col}
+    answer_concepts: list[str | None] = [None] * n
+    reference_concepts: list[str | None] = [None] * n
+    if pos and resolver is not None:
+        stats.update(_concept_stats(resolver.ontology, n, pos, gold_idx, pred_idx, p_unknown, g_unknown))
+        for k, p in enumerate(pos):
+            answer_concepts[p], reference_concepts[p] = answer_c[k], reference_c[k]
+    meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
+    meta["strip_citations"] = strip_citations
+    return column_evaluation(
+        CorrectnessFamily(), rec_ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
+        details={"exact_match": em, "token_f1": f1, "refused": refused_col, "answer_concepts": answer_concepts,
+                 "reference_concepts": reference_concepts},
+        unscored=unscored, meta=meta,
+    )
+
+
+def _concept_stats(ontology: "Ontology", n_rows: int, pos: list[int], gold_idx: list[list[int]],
+                   pred_idx: list[list[int]], p_unknown: list[int], g_unknown: list[int]) -> dict[str, np.ndarray]:
+    """The concept stats columns of ``n_rows`` rows, of which the rows ``pos`` are scored with
+    gold / predicted index lists ``gold_idx`` / ``pred_idx``: ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of
+    them from ONE call of :func:`kg_rageval.families.hierarchy.hierarchical_counts`. An id the ontology
+    lacks is an isolated concept: it adds 1 to its side only (``p_unknown`` / ``g_unknown``);
+    the other rows are 0."""
+    from kg_rageval.families.hierarchy import hierarchical_counts
+
+    inter, n_pred, n_gold = hierarchical_counts(ontology, gold_idx, pred_idx)
+    pu, gu = np.asarray(p_unknown, dtype=np.int64), np.asarray(g_unknown, dtype=np.int64)
+    at = np.asarray(pos, dtype=np.int64)
+    out = {}
+    for name, values in (("concept_scored", 1), ("h_inter", inter), ("h_pred", n_pred + pu),
+                         ("h_gold", n_gold + gu), ("concepts_not_in_ontology", pu + gu)):
+        col = np.zeros(n_rows)
+        col[at] = values
+        out[name] = col
+    return out

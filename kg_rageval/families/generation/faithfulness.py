@@ -1,0 +1,145 @@
+"""Faithfulness: the share of an answer's claims that its context supports.
+
+Per answer ``faithfulness = |supported| / |claims|`` (the judgment contract in
+:mod:`kg_rageval.families.generation.judgment`). Reported:
+
+* ``faithfulness`` — mean of per-answer faithfulness over **scored** answers (≥ 1 claim);
+* ``faithfulness_micro`` — Σ supported / Σ claims over scored answers;
+* ``no_claims_rate`` — answers with a valid judgment but no claims / valid judgments (these
+  answers get no score and are left out of both means: never a perfect 1.0);
+* ``invalid_judgment_rate`` — invalid or unparseable judgments / all judgments attempted;
+* the counts ``answers_scored``, ``no_claims``, ``invalid_judgment`` (value = the count).
+
+One row per record that has an answer and a judgment (given or produced by a judge).
+Unscored: ``no answer`` (no ``answer`` section / text), ``no judgment`` (none given and no
+judge), ``no context`` (a judge needs ``retrieval.contexts``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Collection, Iterable, Mapping
+
+from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, named, ratio
+from kg_rageval.records import Record, absent_answer_code
+from kg_rageval.records.fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
+from kg_rageval.families.generation.judgment import INVALID, NO_CLAIMS, SCORED, JudgmentOutcome, parse_judgment
+from kg_rageval.families.generation.verifiers import Judge
+
+
+class FaithfulnessFamily(Family):
+    name = "faithfulness"
+    version = "1"
+    stats = ("attempted", "judged", "invalid_judgment", "no_claims", "scored", "claims", "supported", "faithfulness_sum")
+
+    def __init__(self, judgments: Collection[Any] = ()):
+        self.judgments = judgments
+        """The record ids of the judgments given (a judgments mapping is used as it is)."""
+
+    def complete(self, evaluation: Evaluation) -> None:
+        """The parts that depend on all rows: once any answer is judged, an answer left
+        unjudged is the judge's missing run (code ``missing_prediction``, not
+        ``missing_input``); ``meta["judgments_without_record"]`` (the first 20, sorted) and
+        ``meta["n_judgments_without_record"]``: the given judgments whose record is not among
+        the rows (a record with a given judgment always has a row)."""
+        if len(evaluation) and evaluation.unscored:
+            entries = list(evaluation.unscored)  # fresh dicts: changed, then stored back
+            if any(u["reason"] == "no judgment" and u.get("code") != "missing_prediction" for u in entries):
+                for u in entries:
+                    if u["reason"] == "no judgment":
+                        u["code"] = "missing_prediction"
+                evaluation.unscored[:] = entries
+        meta = evaluation.meta
+        meta.pop("judgments_without_record", None)
+        meta.pop("n_judgments_without_record", None)
+        if self.judgments:
+            rows = set(evaluation.record_ids.tolist())
+            orphan = sorted(j for j in self.judgments if j not in rows)
+            if orphan:
+                meta["judgments_without_record"] = orphan[:20]
+                meta["n_judgments_without_record"] = len(orphan)
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        return named(
+            mean_of(
+                "faithfulness", sums["faithfulness_sum"], sums["scored"], missing="no judged answer has claims"
+            ),
+            ratio(
+                "faithfulness_micro", sums["supported"], sums["claims"], missing="no extracted claims"
+            ),
+            ratio("no_claims_rate", sums["no_claims"], sums["judged"], missing="no valid judgments"),
+            ratio(
+                "invalid_judgment_rate", sums["invalid_judgment"], sums["attempted"], missing="no judgments"
+            ),
+            Metric("answers_scored", sums["scored"]),
+            Metric("no_claims", sums["no_claims"]),
+            Metric("invalid_judgment", sums["invalid_judgment"]),
+        )
+
+
+def _row(record: Record, outcome: JudgmentOutcome, source: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"record_id": record["id"], **row_keys(record), "attempted": 1, "judgment_source": source}
+    row["status"] = outcome.status
+    if outcome.judgment is None:
+        row["invalid_judgment"] = 1
+        row["reason"] = outcome.error
+        return row
+    j = outcome.judgment
+    row.update(judged=1, claims=j.n_claims, supported=j.n_supported, failure_mode=j.failure_mode)
+    if j.status == NO_CLAIMS:
+        row["no_claims"] = 1
+    else:
+        row.update(scored=1, faithfulness_sum=j.faithfulness, faithfulness=j.faithfulness)
+    return row
+
+
+def score_faithfulness(
+    records: Iterable[Record],
+    *,
+    judgments: Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+) -> Evaluation:
+    """Score faithfulness of each record's answer.
+
+    The judgment of a record is, in order: ``judgments[record id]`` (e.g. from
+    :func:`~kg_rageval.families.generation.judgment.load_judgments`), the record's ``answer.judgment``,
+    or ``judge(answer text, cited context texts)`` when a judge is given. A judge that raises
+    is a bug and propagates; bad judge *output* is ``invalid_judgment``."""
+    records = list(records)
+    judgments = judgments or {}
+    rows, unscored = [], []
+    for r in records:
+        text = answer_text(r)
+        ans = section(r, "answer") or {}
+        if r["id"] in judgments:
+            raw, source = judgments[r["id"]], "judgments-file"
+        elif "judgment" in ans:
+            raw, source = ans["judgment"], "record"
+        elif judge is not None:
+            if text is None:
+                unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
+                continue
+            ctx = cited_context_texts(r)
+            if ctx is None:
+                unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
+                continue
+            raw, source = judge(text, ctx), getattr(judge, "name", type(judge).__name__)
+        else:
+            # no answer: the system's missing run; no judgment: decided below
+            reason = "no answer" if text is None else "no judgment"
+            code = absent_answer_code(r).value if text is None else "missing_input"
+            unscored.append({"record_id": r["id"], "reason": reason, "code": code})
+            continue
+        rows.append(_row(r, parse_judgment(raw), source))
+    fam = FaithfulnessFamily(judgments)
+    ev = build_evaluation(
+        fam,
+        rows,
+        keys=all_slice_keys(records),
+        details=("status", "judgment_source", "failure_mode", "reason", "faithfulness"),
+        unscored=unscored,
+    )
+    fam.complete(ev)  # missing-run codes and judgments without a record
+    return ev
+
+
+__all__ = ["FaithfulnessFamily", "score_faithfulness", "SCORED", "NO_CLAIMS", "INVALID"]

@@ -1,0 +1,68 @@
+"""Refusal (abstention) behaviour on records labelled answerable / unanswerable.
+
+A record is scored when it has ``reference.answerable`` (bool) and an ``answer`` section; the
+answer refused when ``answer.refused`` is true (absent = did not refuse). With
+R = refusals, U = records that should abstain (answerable false), A = answerable records:
+
+* ``refusal_precision`` = |R ∩ U| / |R| — correct refusals among refusals;
+* ``refusal_recall``    = |R ∩ U| / |U| — refusals among cases that should abstain;
+* ``over_refusal_rate`` = |R ∩ A| / |A| — refusals of answerable questions;
+* ``refusal_f1`` = harmonic mean of the first two.
+
+The label says whether the *provided evidence* allows an answer (the seed's definition), not
+whether the whole corpus does. Unscored: ``no answerable label`` (code ``no_gold``). A
+labelled record without an ``answer`` section is scored as an answer that did not refuse and
+counted in ``n_missing_run`` (a missing run the audit's completeness check counts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
+from kg_rageval.records import Record
+from kg_rageval.records.fields import all_slice_keys, flag, row_keys, section
+
+
+class RefusalFamily(Family):
+    name = "refusal"
+    version = "1"
+    stats = ("refused", "should_abstain", "answerable", "correct_refusal", "over_refusal", "n_missing_run")
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        p = ratio("refusal_precision", sums["correct_refusal"], sums["refused"], missing="no refusals")
+        r = ratio("refusal_recall", sums["correct_refusal"], sums["should_abstain"], missing="no records that should abstain")
+        return named(
+            p,
+            r,
+            harmonic("refusal_f1", p, r),
+            ratio("over_refusal_rate", sums["over_refusal"], sums["answerable"], missing="no answerable records"),
+        )
+
+
+def score_refusal(records: Iterable[Record]) -> Evaluation:
+    records = list(records)
+    rows: list[dict[str, Any]] = []
+    unscored = []
+    for r in records:
+        answerable = flag(r, "reference", "answerable")
+        if answerable is None:
+            unscored.append({"record_id": r["id"], "reason": "no answerable label", "code": "no_gold"})
+            continue
+        # no answer section: scored as an answer that did not refuse (a missed refusal when the
+        # record should abstain) and counted as a missing run
+        missing = section(r, "answer") is None
+        refused = flag(r, "answer", "refused") is True
+        outcome = (
+            "correct_refusal" if refused and not answerable
+            else "over_refusal" if refused
+            else "missed_refusal" if not answerable
+            else "answered"
+        )
+        rows.append({
+            "record_id": r["id"], **row_keys(r), "outcome": outcome,
+            "refused": int(refused), "should_abstain": int(not answerable), "answerable": int(answerable),
+            "correct_refusal": int(refused and not answerable), "over_refusal": int(refused and answerable),
+            "n_missing_run": int(missing),
+        })
+    return build_evaluation(RefusalFamily(), rows, keys=all_slice_keys(records), details=("outcome",), unscored=unscored)

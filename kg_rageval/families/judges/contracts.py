@@ -1,0 +1,268 @@
+"""One contract for every rubric judge: a pydantic schema with semantic checks.
+
+A rubric judge (an LLM, a human annotator, a heuristic) returns one JSON object per item. Four
+rubrics are defined; each is a frozen pydantic model whose *semantic* checks run on
+validation (a JSON schema alone cannot express them):
+
+=====================  ================================================  ======================
+rubric                 question                                          labels (calibration)
+=====================  ================================================  ======================
+``pairwise``           which answer is better, A or B (or a tie)?        ``A``, ``B``, ``tie``
+``citation_support``   does the cited passage support the claim?         ``supported``,
+                                                                         ``partially_supported``,
+                                                                         ``not_supported``
+``refusal``            is refusing / answering the right behaviour?      ``correct``, ``incorrect``
+``answer_correctness`` is the answer correct against the reference?      ``correct``,
+                                                                         ``partially_correct``,
+                                                                         ``incorrect``
+=====================  ================================================  ======================
+
+Every rubric also accepts the verdict ``"unscorable"`` (the judge says it cannot decide, with a
+``rationale``): such an output is **counted, never scored**. Output that is not JSON or breaks
+the contract is ``invalid`` and is counted the same way (:func:`parse_verdict` never raises on
+bad judge output; it returns the reason).
+
+The *approval* label of a rubric (``APPROVE``) is the verdict that passes an item:
+``supported``, ``correct`` (refusal and answer correctness) and ``A`` (pairwise: the candidate
+A wins). Calibration counts a judge's approval of an item a human rejects as a **false
+approval** (``docs/judges.md``).
+
+The faithfulness judgment (:mod:`kg_rageval.families.generation.judgment`) follows the same contract
+(:func:`json_object` is shared).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+
+SCORED, UNSCORABLE, INVALID = "scored", "unscorable", "invalid"
+UNSCORABLE_VERDICT = "unscorable"
+
+
+def json_object(raw: Any) -> tuple[Any, str | None]:
+    """Judge output as a Python object: a mapping passes through; text is parsed as the
+    outermost ``{...}`` it holds (prose around it and a Markdown code fence are tolerated).
+    Returns ``(object, None)`` or ``(None, reason)``; never raises."""
+    if not isinstance(raw, str):
+        return raw, None
+    text = raw.strip()
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return None, "judge output holds no JSON object"
+    try:
+        return json.loads(text[start : end + 1]), None
+    except json.JSONDecodeError as exc:
+        return None, f"judge output is not valid JSON: {exc.msg}"
+    except (RecursionError, ValueError) as exc:  # nested too deeply; an over-long integer
+        return None, f"judge output is not valid JSON: {type(exc).__name__}"
+
+
+def validation_message(exc: ValidationError, what: str) -> str:
+    """Pydantic errors as one line: ``field: message; field: message``."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or what}: {e['msg']}" for e in exc.errors())
+
+
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip().casefold()
+
+
+class Verdict(BaseModel):
+    """Base of every rubric verdict: ``verdict`` (one of ``LABELS`` or ``"unscorable"``) and
+    ``rationale`` (shown, never scored; required when the verdict is ``unscorable``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    RUBRIC: ClassVar[str] = ""
+    LABELS: ClassVar[tuple[str, ...]] = ()
+    APPROVE: ClassVar[str] = ""
+
+    verdict: str
+    rationale: str | None = Field(default=None, description="The judge's explanation.")
+
+    @model_validator(mode="after")
+    def _unscorable_has_reason(self) -> "Verdict":
+        if self.verdict == UNSCORABLE_VERDICT and not (self.rationale or "").strip():
+            raise ValueError("an 'unscorable' verdict needs a rationale saying why")
+        return self
+
+    @property
+    def status(self) -> str:
+        return UNSCORABLE if self.verdict == UNSCORABLE_VERDICT else SCORED
+
+    @property
+    def label(self) -> str | None:
+        """The calibration label; ``None`` when unscorable."""
+        return None if self.verdict == UNSCORABLE_VERDICT else self.verdict
+
+    @property
+    def approves(self) -> bool | None:
+        lab = self.label
+        return None if lab is None else lab == self.APPROVE
+
+
+class PairwisePreference(Verdict):
+    """Which of two answers, shown as A and B, is better. ``confidence`` in [0, 1] if given.
+    ``winner`` names the answer *as shown*; the scorer maps it back when the entry says the
+    answers were shown swapped (``order: "BA"``)."""
+
+    RUBRIC: ClassVar[str] = "pairwise"
+    LABELS: ClassVar[tuple[str, ...]] = ("A", "B", "tie")
+    APPROVE: ClassVar[str] = "A"
+
+    verdict: Literal["A", "B", "tie", "unscorable"] = Field(description="The better answer, or tie.")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class CitationSupport(Verdict):
+    """Does the cited passage support the claim? A ``supported`` or ``partially_supported``
+    verdict must quote its ``evidence``; with the passage text in the validation context
+    (``{"passage": text}``) the quote must occur in it (whitespace and case aside), and with
+    ``{"citation": id}`` the judged ``citation`` must be that id."""
+
+    RUBRIC: ClassVar[str] = "citation_support"
+    LABELS: ClassVar[tuple[str, ...]] = ("supported", "partially_supported", "not_supported")
+    APPROVE: ClassVar[str] = "supported"
+
+    verdict: Literal["supported", "partially_supported", "not_supported", "unscorable"]
+    claim: str = Field(description="The claim judged.")
+    citation: str | None = Field(default=None, description="The id of the cited passage.")
+    evidence: str | None = Field(default=None, description="The passage text that supports the claim.")
+
+    @model_validator(mode="after")
+    def _evidence(self, info: ValidationInfo) -> "CitationSupport":
+        if not self.claim.strip():
+            raise ValueError("claim is empty")
+        ctx = info.context if isinstance(info.context, Mapping) else {}
+        if self.verdict in ("supported", "partially_supported"):
+            if not (self.evidence or "").strip():
+                raise ValueError(f"a {self.verdict!r} verdict must quote its evidence")
+            passage = ctx.get("passage")
+            if isinstance(passage, str) and _norm(self.evidence or "") not in _norm(passage):
+                raise ValueError("evidence is not a quote from the cited passage")
+        want = ctx.get("citation")
+        if want is not None and self.citation is not None and self.citation != want:
+            raise ValueError(f"citation {self.citation!r} is not the passage judged ({want!r})")
+        return self
+
+
+class RefusalCorrectness(Verdict):
+    """Was refusing (or answering) right? ``answerable``: can the question be answered from
+    what the system had; ``refused``: did the answer refuse. The verdict must follow from
+    them: ``correct`` exactly when ``refused == (not answerable)``."""
+
+    RUBRIC: ClassVar[str] = "refusal"
+    LABELS: ClassVar[tuple[str, ...]] = ("correct", "incorrect")
+    APPROVE: ClassVar[str] = "correct"
+
+    verdict: Literal["correct", "incorrect", "unscorable"]
+    answerable: bool | None = None
+    refused: bool | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RefusalCorrectness":
+        if self.verdict == UNSCORABLE_VERDICT:
+            return self
+        if self.answerable is None or self.refused is None:
+            raise ValueError("a verdict needs both 'answerable' and 'refused'")
+        right = self.refused == (not self.answerable)
+        if (self.verdict == "correct") != right:
+            raise ValueError(f"verdict {self.verdict!r} contradicts answerable={self.answerable} and "
+                             f"refused={self.refused}")
+        return self
+
+
+class AnswerCorrectness(Verdict):
+    """Is the answer correct against the reference? ``missing_facts`` (reference facts the
+    answer lacks) and ``wrong_facts`` (answer facts the reference contradicts) must be empty
+    for ``correct`` and not both empty otherwise; ``score`` in [0, 1] if given is 1 exactly for
+    ``correct``, 0 < score < 1 for ``partially_correct``, and < 1 for ``incorrect``."""
+
+    RUBRIC: ClassVar[str] = "answer_correctness"
+    LABELS: ClassVar[tuple[str, ...]] = ("correct", "partially_correct", "incorrect")
+    APPROVE: ClassVar[str] = "correct"
+
+    verdict: Literal["correct", "partially_correct", "incorrect", "unscorable"]
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    missing_facts: list[str] = Field(default_factory=list)
+    wrong_facts: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "AnswerCorrectness":
+        if self.verdict == UNSCORABLE_VERDICT:
+            return self
+        for name in ("missing_facts", "wrong_facts"):
+            if any(not f.strip() for f in getattr(self, name)):
+                raise ValueError(f"{name} contains an empty fact")
+        faults = bool(self.missing_facts or self.wrong_facts)
+        if self.verdict == "correct" and faults:
+            raise ValueError("a 'correct' verdict lists missing or wrong facts")
+        if self.verdict != "correct" and not faults:
+            raise ValueError(f"a {self.verdict!r} verdict must name a missing or wrong fact")
+        s = self.score
+        if s is not None:
+            ok = {"correct": s == 1.0, "partially_correct": 0.0 < s < 1.0, "incorrect": s < 1.0}
+            if not ok[self.verdict]:
+                raise ValueError(f"score {s} contradicts verdict {self.verdict!r}")
+        return self
+
+
+RUBRICS: dict[str, type[Verdict]] = {
+    c.RUBRIC: c for c in (PairwisePreference, CitationSupport, RefusalCorrectness, AnswerCorrectness)
+}
+
+
+def rubric(name: str) -> type[Verdict]:
+    """The verdict schema of a rubric name; ``KeyError`` listing the known ones."""
+    try:
+        return RUBRICS[name]
+    except KeyError:
+        raise KeyError(f"unknown rubric {name!r}; known: {', '.join(RUBRICS)}") from None
+
+
+@dataclass(frozen=True)
+class VerdictOutcome:
+    """Judge output as read: a valid verdict, or the reason it is invalid."""
+
+    verdict: Verdict | None
+    error: str | None = None
+
+    @property
+    def status(self) -> str:
+        return INVALID if self.verdict is None else self.verdict.status
+
+    @property
+    def label(self) -> str | None:
+        return None if self.verdict is None else self.verdict.label
+
+
+def parse_verdict(schema: type[Verdict] | str, raw: Any, *, context: Mapping[str, Any] | None = None
+                  ) -> VerdictOutcome:
+    """Validate judge output against ``schema`` (a class or rubric name): a mapping, a verdict
+    object or raw text holding one JSON object. ``context`` is passed to the semantic checks
+    (e.g. ``{"passage": ...}`` for citation support). Never raises on bad judge output."""
+    cls = rubric(schema) if isinstance(schema, str) else schema
+    if isinstance(raw, cls):
+        return VerdictOutcome(raw)
+    obj, err = json_object(raw)
+    if err:
+        return VerdictOutcome(None, err)
+    if not isinstance(obj, dict):
+        return VerdictOutcome(None, f"{cls.RUBRIC} verdict must be an object, found {type(obj).__name__}")
+    try:
+        return VerdictOutcome(cls.model_validate(obj, context=dict(context or {})))
+    except ValidationError as exc:
+        return VerdictOutcome(None, f"{cls.RUBRIC} verdict breaks the contract: {validation_message(exc, 'verdict')}")
+
+
+def response_schema(schema: type[Verdict] | str) -> dict[str, Any]:
+    """The JSON schema of a verdict, for structured output (``response_format``)."""
+    cls = rubric(schema) if isinstance(schema, str) else schema
+    return cls.model_json_schema()

@@ -1,0 +1,76 @@
+"""Provenance depth: how far a citation can be traced.
+
+Each distinct cited id of an answer (``answer.citations`` ∪ claim-level citations) is checked
+against the corpus snapshot:
+
+* ``in_corpus`` — the id is a document of the snapshot;
+* ``resolved`` — it is in the corpus **and** that document has a stable ``source_id``
+  (non-empty and not just a content/chunk hash, see
+  :func:`~kg_rageval.families.provenance.corpus.is_stable_source_id`).
+
+``provenance_depth`` = Σ resolved / Σ citations; ``citation_in_corpus_rate`` = Σ in_corpus /
+Σ citations. Records with no citations add a row with zero citations (their denominator is
+empty, so alone they give a missing value, never a 1). Unscored: ``no answer``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from kg_rageval.results.evaluation import Evaluation, Family, Metric, columns_evaluation, named, ratio
+from kg_rageval.records.fields import all_slice_keys, row_keys, section
+from kg_rageval.records import Record, absent_answer_code
+from kg_rageval.families.provenance.citations import cited_ids
+from kg_rageval.families.provenance.corpus import Corpus, is_stable_source_id
+
+
+class ProvenanceDepthFamily(Family):
+    name = "provenance_depth"
+    version = "1"
+    stats = ("citations", "in_corpus", "resolved")
+
+    def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
+        return named(
+            ratio("provenance_depth", sums["resolved"], sums["citations"], missing="no citations"),
+            ratio("citation_in_corpus_rate", sums["in_corpus"], sums["citations"], missing="no citations"),
+        )
+
+
+def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
+    records = list(records)
+    unscored = []
+    known: dict[str, tuple[bool, bool]] = {}  # cited id -> (in the corpus, with a stable source id)
+
+    def check(c: str) -> tuple[bool, bool]:
+        got = known.get(c)
+        if got is None:
+            inside = c in corpus
+            got = known[c] = (inside, inside and is_stable_source_id(corpus.source_id(c)))
+        return got
+
+    row_ids: list[Any] = []
+    row_key_dicts: list[dict[str, Any]] = []
+    stats: list[tuple[int, int, int]] = []  # (citations, in_corpus, resolved) per row
+    unresolved: list[str] = []
+    for r in records:
+        if section(r, "answer") is None:
+            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
+            continue
+        ids = cited_ids(r)
+        row_key_dicts.append(row_keys(r))
+        row_ids.append(r["id"])
+        n_in = n_stable = 0
+        bad = []
+        for c in ids:
+            inside, stable = check(c)
+            n_in += inside
+            n_stable += stable
+            if not stable:
+                bad.append(c)
+        stats.append((len(ids), n_in, n_stable))
+        unresolved.append(" ".join(bad))
+    return columns_evaluation(ProvenanceDepthFamily(), row_ids, zip(*stats),
+                              keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+                              details={"unresolved": unresolved}, unscored=unscored,
+                              meta={"corpus": corpus.source, "corpus_hash": corpus.hash,
+                                    "corpus_documents": len(corpus)})

@@ -1,0 +1,609 @@
+"""Readers and writers for TREC qrels, TREC run files and BEIR-style qrels.
+
+Formats (whitespace-separated; blank lines and comment lines, whose first non-blank
+character is ``#``, are skipped, as trec_eval 10.0 does; ``#`` inside an id is kept):
+
+* TREC qrels: ``query_id iteration doc_id relevance`` (exactly four columns; relevance a
+  number, negative = in the pool but not judged; the iteration column is ignored).
+* TREC run: ``query_id Q0 doc_id rank score run_tag [anything]`` (six or more columns, the
+  rest of the line ignored, as trec_eval). The rank column is not used: the ranking comes
+  from the score (descending, then doc id descending).
+* BEIR qrels: a TSV with the header ``query-id<TAB>corpus-id<TAB>score``.
+* ranx / ir_measures JSON: ``{query: {document: grade-or-score}}`` (:func:`load_qrels`,
+  :func:`load_run` pick the format from the extension or the first bytes).
+
+Errors name the file and line: a wrong number of columns, a non-numeric relevance, rank or
+score, a document judged twice for one query, or a run listing a document twice for a query
+(unless ``dedupe=True``, which keeps the first line and counts the rest in
+``Run.duplicates``). Files are read in chunks with vectorised column conversion; gzip files
+(``.gz``) are read transparently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from kg_rageval.base.errors import InputError
+from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab, _csr
+
+CHUNK_BYTES = 1 << 26
+NUMBA_MIN_BYTES = 1 << 20
+"""Blocks of at least this many bytes are tokenized by the compiled kernel when numba is present."""
+_WS = np.zeros(256, dtype=bool)
+_WS[[9, 10, 11, 12, 13, 32]] = True
+_TAB = np.zeros(256, dtype=bool)
+_TAB[[9, 10, 13]] = True
+
+
+def _open(path: Path, mode: str = "rt"):
+    if path.suffix == ".gz":
+        return gzip.open(path, mode, encoding="utf-8")
+    return open(path, mode, encoding="utf-8", newline="")
+
+
+def _blocks(path: Path, skip_header: bool = False) -> Iterator[tuple[int, bytes]]:
+    """``(first line number, bytes)``: blocks of whole lines, read in binary."""
+    if not path.exists():
+        raise InputError("no such file", source=str(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    lineno = 1
+    rest = b""
+    with opener(path, "rb") as fh:
+        if skip_header:
+            fh.readline()
+            lineno = 2
+        while True:
+            block = fh.read(CHUNK_BYTES)
+            if not block:
+                break
+            block = rest + block
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                rest = block
+                continue
+            rest = block[cut + 1 :]
+            body = block[: cut + 1]
+            yield lineno, body
+            lineno += body.count(b"\n")
+        if rest:
+            yield lineno, rest
+
+
+def _line_text(data: bytes, line: int) -> str:
+    lines = data.split(b"\n")
+    return lines[line].decode("utf-8", "replace").strip()[:80] if line < len(lines) else ""
+
+
+def _blank_comments(data: bytes) -> bytes:
+    """``data`` with every comment line (first non-blank character ``#``, as trec_eval 10.0
+    skips them) overwritten by spaces, so line numbers stay right. Vectorised: only the
+    ``#`` bytes are inspected (document ids may contain ``#`` mid-line)."""
+    if b"#" not in data:
+        return data
+    raw = np.frombuffer(data, dtype=np.uint8)
+    hs = np.flatnonzero(raw == 35)
+    nl = np.flatnonzero(raw == 10)
+    line_start = np.concatenate(([0], nl + 1))[np.searchsorted(nl, hs)]
+    body = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum(raw > 32, out=body[1:])
+    lead = hs[body[hs] == body[line_start]]  # a '#' with only blanks before it on its line
+    if not lead.size:
+        return data
+    starts = np.unique(np.concatenate(([0], nl + 1))[np.searchsorted(nl, lead)])
+    ends = np.concatenate((nl, [len(raw)]))[np.searchsorted(nl, starts)]
+    mark = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.add.at(mark, starts, 1)
+    np.add.at(mark, ends, -1)
+    out = raw.copy()
+    out[np.cumsum(mark[:-1]) > 0] = 32
+    return out.tobytes()
+
+
+def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np.ndarray,
+              extra_ok: bool = False):
+    """Vectorised split of a block into ``ncol`` columns without creating a Python object
+    per token: returns (token start offsets per column, end offsets per column, line index
+    of each row within the block, the padded byte buffer). Blank lines are skipped; any
+    other line must have exactly ``ncol`` fields (at least ``ncol`` with ``extra_ok``, the
+    rest of the line ignored, as trec_eval reads runs), else the error names it."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    from kg_rageval.families.retrieval import _kernels
+
+    if _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
+        starts, ends, rows_line, bad, cnt = _kernels.tokenize(raw, sep is _WS, ncol)
+        if bad < 0:
+            width = int((ends - starts).max()) if len(starts) else 1
+            buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
+            return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)], rows_line, buf)
+        if not (extra_ok and cnt > ncol):
+            least = "at least " if extra_ok else ""
+            raise InputError(f"expected {least}{ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
+                             source=str(path), location=f"line {start + bad}")
+        # lines with trailing columns: the numpy path below keeps the first ncol fields
+    padded = np.empty(len(raw) + 2, dtype=np.uint8)
+    padded[0] = padded[-1] = 10
+    padded[1:-1] = raw
+    if sep is _WS:  # whitespace and control characters separate; ids never contain them
+        body = padded > 32
+    else:
+        body = (padded != 9) & (padded != 10) & (padded != 13)
+    edges = np.flatnonzero(body[1:] != body[:-1])
+    starts, ends = edges[0::2], edges[1::2]
+    nl = np.flatnonzero(raw == 10)
+    # tokens before each line end -> tokens per line (one searchsorted per line, not per token)
+    upto = np.searchsorted(starts, np.concatenate((nl, [len(raw)])))
+    counts = np.diff(np.concatenate(([0], upto)))
+    bad = np.flatnonzero((counts != 0) & ((counts < ncol) if extra_ok else (counts != ncol)))
+    if bad.size:
+        ln = int(bad[0])
+        least = "at least " if extra_ok else ""
+        raise InputError(
+            f"expected {least}{ncol} columns ({what}), found {int(counts[ln])}: {_line_text(data, ln)!r}",
+            source=str(path), location=f"line {start + ln}",
+        )
+    if extra_ok and (counts > ncol).any():  # keep the first ncol tokens of every line
+        first = np.repeat(np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        keep = (np.arange(len(starts)) - first) < ncol
+        starts, ends = starts[keep], ends[keep]
+        counts = np.minimum(counts, ncol)
+    width = int((ends - starts).max()) if len(starts) else 1
+    buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
+    return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)],
+            np.flatnonzero(counts), buf)
+
+
+def _fixed(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Tokens as a fixed-width bytes array (``S<w>``): rows of a strided view of the (padded)
+    buffer, bytes past each token's end zeroed."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype="S1")
+    lens = ends - starts
+    w = int(lens.max())
+    view = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - w + 1, w), strides=(1, 1), writeable=False)
+    mat = view[starts]
+    if (lens != w).any():
+        mat[np.arange(w)[None, :] >= lens[:, None]] = 0
+    return mat.view(f"S{w}").ravel()
+
+
+def _to_float(path: Path, start: int, arr: np.ndarray, rows_line: np.ndarray, what: str) -> np.ndarray:
+    """The column as floats; a value that is not a number, or not finite (``nan``, ``inf``:
+    not a measurement), raises naming the file, line and column."""
+    try:
+        out = arr.astype(np.float64)
+    except ValueError:
+        pass
+    else:
+        bad = np.flatnonzero(~np.isfinite(out))
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"{what} is not a finite number: {arr[i].decode('utf-8', 'replace')!r}",
+                             source=str(path), location=f"line {start + int(rows_line[i])}")
+        return out
+    for i, v in enumerate(arr.tolist()):
+        try:
+            float(v)
+        except ValueError:
+            raise InputError(f"{what} is not a number: {v.decode('utf-8', 'replace')!r}", source=str(path),
+                             location=f"line {start + int(rows_line[i])}") from None
+    raise InputError(f"unreadable {what} column", source=str(path))  # pragma: no cover
+
+
+def _line_of_row(path: Path, row: int, skip_header: bool = False) -> int:
+    """Line number of the ``row``-th (0-based) data line: rescans the file (error path only)."""
+    seen = -1
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        for lineno, ln in enumerate(fh, start=1):
+            if skip_header and lineno == 1:
+                continue
+            if ln.strip() and not ln.lstrip().startswith(b"#"):
+                seen += 1
+                if seen == row:
+                    return lineno
+    return -1  # pragma: no cover
+
+
+def _group(groups: list[list]):
+    """Query grouping in first-seen order: (qids, ptr, permutation or None, row codes). Files
+    usually list each query's lines together (one group per query); otherwise rows are
+    stably sorted by query."""
+    lens = np.fromiter((n for _, n in groups), dtype=np.int64, count=len(groups))
+    names = [k for k, _ in groups]
+    if len(set(names)) == len(names):
+        qcode = np.repeat(np.arange(len(groups), dtype=np.int64), lens)
+        return names, _csr(lens), None, qcode  # already grouped: identity permutation
+    qv = Vocab()
+    gcode = qv.codes(names)
+    qcode = np.repeat(gcode, lens)
+    perm = np.argsort(qcode, kind="stable")
+    ptr = _csr(np.bincount(qcode, minlength=len(qv)))
+    return qv.strings, ptr, perm, qcode
+
+
+def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False, vocab=None,
+                extra_ok=False, lazy=False):
+    """Columns of a whitespace (or tab) separated table, block by block, vectorised: query
+    groups ``[[qid, n]]`` in file order (adjacent equal ids merged), document codes in
+    ``vocab`` (int64), numeric columns as float arrays. With numba, document ids are hashed
+    and query changes detected in one compiled pass; only distinct ids become Python strings.
+
+    ``lazy`` (numba only, no ``vocab``): the file's own vocabulary, interned by the compiled
+    hash table across blocks, is returned as a :class:`~.runs.LazyVocab` (no dict is built:
+    returns ``(groups, docs, num, vocab)``)."""
+    from kg_rageval.families.retrieval import _kernels
+
+    path = Path(path)
+    lazy = lazy and vocab is None and _kernels.HAVE_NUMBA
+    vocab = vocab if vocab is not None else Vocab()
+    arenas: list[np.ndarray] = []
+    n_distinct: list[int] = []
+    sepmask = _WS if sep is None else _TAB
+    groups: list[list] = []
+    doc_parts: list[np.ndarray] = []
+    nums: dict[int, list[np.ndarray]] = {c: [] for c, _ in numeric_cols}
+    if lazy:
+        for names, counts, bnums, local, arena, nd in _lazy_blocks(path, ncol, q_i, d_i, what, numeric_cols,
+                                                                   sepmask, skip_header, extra_ok):
+            for c, v in bnums.items():
+                nums[c].append(v)
+            arenas.append(arena)
+            n_distinct.append(nd)
+            doc_parts.append(local)
+            _add_groups(groups, names, counts)
+        num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
+        docs, lv = _merge_arenas(arenas, n_distinct, doc_parts)
+        return groups, docs, num, lv
+    for start, data in _blocks(path, skip_header=skip_header):
+        data = _blank_comments(data)
+        st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask, extra_ok)
+        nrow = len(rows_line)
+        if nrow == 0:
+            continue
+        for c, name in numeric_cols:
+            if _kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES:
+                vals, ok = _kernels.parse_floats(buf, st[c], en[c])
+                if not ok.all():
+                    bad = np.flatnonzero(~ok)
+                    vals[bad] = _to_float(path, start, _fixed(buf, st[c][bad], en[c][bad]), rows_line[bad], name)
+                nums[c].append(vals)
+            else:
+                nums[c].append(_to_float(path, start, _fixed(buf, st[c], en[c]), rows_line, name))
+        if _kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES:
+            dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
+            heads = np.flatnonzero(qnew)
+            names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
+            counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
+            local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
+            distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
+            doc_parts.append(vocab.codes_distinct(distinct)[local])
+        else:
+            q = _fixed(buf, st[q_i], en[q_i])
+            cut = np.flatnonzero(q[1:] != q[:-1]) + 1
+            bounds = np.concatenate(([0], cut, [len(q)]))
+            names = [x.decode("utf-8") for x in q[bounds[:-1]].tolist()]
+            counts = np.diff(bounds).tolist()
+            doc_parts.append(vocab.codes_array(_fixed(buf, st[d_i], en[d_i])))
+        _add_groups(groups, names, counts)
+    num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
+    docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=np.int64)
+    return groups, docs, num
+
+
+def _add_groups(groups: list[list], names: list[str], counts: list[int]) -> None:
+    for k, cnt in zip(names, counts):
+        if groups and groups[-1][0] == k:
+            groups[-1][1] += cnt
+        else:
+            groups.append([k, cnt])
+
+
+READ_THREADS = 2
+"""Blocks of a large file are parsed by this many threads at once (the compiled kernels
+release the GIL); results are consumed in file order."""
+
+
+def _lazy_blocks(path, ncol, q_i, d_i, what, numeric_cols, sepmask, skip_header, extra_ok):
+    """Per block, in file order: (query names, their row counts, numeric columns, local doc
+    codes, distinct-id arena, number of distinct ids); blocks after the first are parsed by
+    :data:`READ_THREADS` threads (bounded look-ahead, so memory stays a few blocks)."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kg_rageval.families.retrieval import _kernels
+
+    def one(start: int, data: bytes):
+        data = _blank_comments(data)
+        st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask, extra_ok)
+        nrow = len(rows_line)
+        if nrow == 0:
+            return None
+        bnums = {}
+        for c, name in numeric_cols:
+            vals, ok = _kernels.parse_floats(buf, st[c], en[c])
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                vals[bad] = _to_float(path, start, _fixed(buf, st[c][bad], en[c][bad]), rows_line[bad], name)
+            bnums[c] = vals
+        dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
+        heads = np.flatnonzero(qnew)
+        names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
+        counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
+        local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
+        return names, counts, bnums, local, arena, len(first)
+
+    blocks = _blocks(path, skip_header=skip_header)
+    first_block = next(blocks, None)
+    if first_block is None:
+        return
+    r = one(*first_block)  # compiles / loads every kernel before threads share them
+    if r is not None:
+        yield r
+    with ThreadPoolExecutor(max(1, READ_THREADS)) as ex:
+        pending: deque = deque()
+        for start, data in blocks:
+            pending.append(ex.submit(one, start, data))
+            if len(pending) > READ_THREADS:
+                r = pending.popleft().result()
+                if r is not None:
+                    yield r
+        while pending:
+            r = pending.popleft().result()
+            if r is not None:
+                yield r
+
+
+def _merge_arenas(arenas: list[np.ndarray], n_distinct: list[int], local: list[np.ndarray]):
+    """One vocabulary from the blocks' distinct ids (each arena: ids separated by newlines):
+    re-interned by the compiled hash table (byte comparison on every hash match), so an id
+    seen in two blocks gets one code. Returns (codes of every row, :class:`LazyVocab`)."""
+    from kg_rageval.families.retrieval import _kernels
+    from kg_rageval.families.retrieval.runs import LazyVocab
+
+    if not arenas:
+        return np.zeros(0, dtype=np.int64), LazyVocab([])
+    if len(arenas) == 1:
+        strings = arenas[0].tobytes().decode("utf-8").split("\n")[: n_distinct[0]]
+        return local[0], LazyVocab(strings, arenas[0])
+    allb = np.concatenate(arenas)
+    nl = np.flatnonzero(allb == 10)
+    s = np.concatenate(([0], nl[:-1] + 1)).astype(np.int64)
+    e = nl.astype(np.int64)
+    dh, _ = _kernels.row_keys(allb, s, e, s, e)
+    gcodes, gfirst, garena = _kernels.intern_rows(allb, s, e, dh)
+    off = np.concatenate(([0], np.cumsum(n_distinct)))
+    docs = np.concatenate([gcodes[off[i] + loc] for i, loc in enumerate(local)])
+    strings = garena.tobytes().decode("utf-8").split("\n")[: len(gfirst)]
+    return docs, LazyVocab(strings, garena)
+
+
+def _duplicates(path: Path, qcode: np.ndarray, docs: np.ndarray, V: int, what: str, dedupe: bool,
+                skip_header: bool = False):
+    """Rows repeating a (query, doc) pair: error naming both lines, or a keep-mask."""
+    from kg_rageval.families.retrieval import _kernels
+
+    key = qcode * max(V, 1) + docs
+    keep = np.ones(len(key), dtype=bool)
+    if _kernels.HAVE_NUMBA and len(key) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
+        found = bool(_kernels.later_duplicates(qcode, docs, max(V, 1)).any())
+    else:
+        sk = np.sort(key)
+        found = bool(len(sk) and (sk[1:] == sk[:-1]).any())
+    if found:
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        same = np.flatnonzero(sk[1:] == sk[:-1]) + 1
+        if not dedupe:
+            j = order[same[0]]
+            first = order[np.searchsorted(sk, sk[same[0]])]
+            raise InputError(
+                f"{what} (first on line {_line_of_row(path, int(first), skip_header)}); k counts unique "
+                "document ids (pass dedupe=True to keep the first occurrence)",
+                source=str(path),
+                location=f"line {_line_of_row(path, int(j), skip_header)}",
+            )
+        keep[order[same]] = False
+    return keep
+
+
+def read_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
+    """A TREC qrels file (``qid iter docid rel``) as :class:`Qrels`."""
+    return _qrels_from(path, 4, 0, 2, 3, vocab=vocab)
+
+
+def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
+    """A BEIR qrels TSV (header ``query-id corpus-id score``) as :class:`Qrels`."""
+    p = Path(path)
+    with _open(p) as fh:
+        header = fh.readline().rstrip("\r\n").split("\t")
+    if [h.strip() for h in header] != ["query-id", "corpus-id", "score"]:
+        raise InputError(
+            f"expected the BEIR header 'query-id<TAB>corpus-id<TAB>score', found {header!r}",
+            source=str(p), location="line 1",
+        )
+    return _qrels_from(p, 3, 0, 1, 2, vocab=vocab, sep="\t", skip_header=True)
+
+
+def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=False) -> Qrels:
+    path = Path(path)
+    vocab = vocab if vocab is not None else Vocab()
+    groups, docs, num = _read_pairs(path, ncol, q_i, d_i, "query, iteration, document, relevance" if ncol == 4
+                                    else "query-id, corpus-id, score", [(g_i, "relevance")], sep, skip_header,
+                                    vocab)
+    grades = num[g_i]
+    qids, ptr, perm, qcode = _group(groups)
+    _duplicates(path, qcode, docs, len(vocab), "document judged twice for one query", False, skip_header)
+    # within each query: ascending doc code
+    order = np.lexsort((docs, qcode))
+    return Qrels(list(qids), ptr, docs[order], grades[order], vocab)
+
+
+def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False) -> Run:
+    """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
+    order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
+    path = Path(path)
+    res = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag", [(4, "score")], vocab=vocab,
+                      extra_ok=True, lazy=vocab is None)
+    if len(res) == 4:
+        groups, docs, num, vocab = res
+    else:
+        groups, docs, num = res
+        vocab = vocab if vocab is not None else Vocab()
+    scores = num[4]
+    qids, ptr, perm, qcode = _group(groups)
+    keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)
+    dup = np.zeros(len(qids), dtype=np.int64)
+    if not keep.all():
+        dup = np.bincount(qcode[~keep], minlength=len(qids)).astype(np.int64)
+        qcode, docs, scores = qcode[keep], docs[keep], scores[keep]
+        perm = np.argsort(qcode, kind="stable")
+        ptr = _csr(np.bincount(qcode, minlength=len(qids)))
+    if perm is not None:
+        docs, scores = docs[perm], scores[perm]
+    run = Run.from_columns(list(qids), ptr, docs, scores, vocab, check_duplicates=False)
+    run.duplicates = dup
+    return run
+
+
+def write_qrels(path: str | Path, qrels: Qrels) -> None:
+    """TREC qrels (iteration column 0; grades written as integers when they are)."""
+    s = qrels.vocab.strings
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, q in enumerate(qrels.qids):
+            a, b = int(qrels.ptr[i]), int(qrels.ptr[i + 1])
+            for d, g in zip(qrels.docs[a:b].tolist(), qrels.grades[a:b].tolist()):
+                fh.write(f"{q} 0 {s[d]} {_num(g)}\n")
+
+
+def write_beir_qrels(path: str | Path, qrels: Qrels) -> None:
+    s = qrels.vocab.strings
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        for i, q in enumerate(qrels.qids):
+            a, b = int(qrels.ptr[i]), int(qrels.ptr[i + 1])
+            for d, g in zip(qrels.docs[a:b].tolist(), qrels.grades[a:b].tolist()):
+                fh.write(f"{q}\t{s[d]}\t{_num(g)}\n")
+
+
+def write_run(path: str | Path, run: Run, *, tag: str = "kg-rageval") -> None:
+    """TREC run in ranked order; a run without scores gets scores n..1 (rank order kept)."""
+    s = run.vocab.strings
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, q in enumerate(run.qids):
+            a, b = int(run.ptr[i]), int(run.ptr[i + 1])
+            docs = run.docs[a:b].tolist()
+            sc = run.scores[a:b].tolist() if run.scores is not None else list(range(b - a, 0, -1))
+            for r, (d, v) in enumerate(zip(docs, sc), start=1):
+                fh.write(f"{q} Q0 {s[d]} {r} {v!r} {tag}\n")
+
+
+def _num(g: float) -> str:
+    return str(int(g)) if float(g).is_integer() else repr(float(g))
+
+
+# ------------------------------------------------------------------ JSON and format detection
+
+FORMATS = ("auto", "trec", "beir", "json")
+MAX_JSON_BYTES = 1 << 31
+"""JSON qrels/runs are parsed whole; files larger than this are refused (use TREC format)."""
+
+
+def _read_json(path: Path, what: str) -> dict:
+    import json
+
+    if not path.exists():
+        raise InputError("no such file", source=str(path))
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise InputError(f"{what} JSON larger than {MAX_JSON_BYTES} bytes; use the TREC format", source=str(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON: {exc}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object {{query: {{document: {what}}}}} (ranx / ir_measures), "
+                         f"found {type(data).__name__}", source=str(path))
+    for q, docs in data.items():
+        if not isinstance(docs, dict):
+            raise InputError(f"query {q!r}: expected an object {{document: {what}}}, found {type(docs).__name__}",
+                             source=str(path))
+        for d, v in docs.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(f"query {q!r}, document {d!r}: {what} must be a number, found {v!r}",
+                                 source=str(path))
+    return data
+
+
+def read_json_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
+    """ranx / ir_measures JSON qrels ``{query: {document: grade}}`` (``.json`` or ``.json.gz``)."""
+    return Qrels.from_dict(_read_json(Path(path), "relevance"), vocab=vocab)
+
+
+def read_json_run(path: str | Path, *, vocab: Vocab | None = None) -> Run:
+    """ranx / ir_measures JSON run ``{query: {document: score}}``, ranked in trec_eval's order."""
+    return Run.from_dict(_read_json(Path(path), "score"), vocab=vocab)
+
+
+def _sniff(path: Path) -> str:
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    if name.endswith(".json"):
+        return "json"
+    if not path.exists():
+        raise InputError("no such file", source=str(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        head = fh.read(4096)
+    first = head.lstrip()[:1]
+    if first == b"{":
+        return "json"
+    line = head.split(b"\n", 1)[0].rstrip(b"\r")
+    if line.split(b"\t")[:2] == [b"query-id", b"corpus-id"]:
+        return "beir"
+    return "trec"
+
+
+def load_qrels(path: str | Path, *, format: str = "auto", vocab: Vocab | None = None) -> Qrels:
+    """Qrels in any supported format: TREC (``qid iter doc rel``, ``#`` comments), BEIR TSV
+    (header ``query-id corpus-id score``) or ranx/ir_measures JSON; ``auto`` decides from the
+    extension (``.json``), then the first bytes (``{`` or the BEIR header)."""
+    p = Path(path)
+    fmt = _sniff(p) if format == "auto" else format
+    if fmt == "trec":
+        return read_qrels(p, vocab=vocab)
+    if fmt == "beir":
+        return read_beir_qrels(p, vocab=vocab)
+    if fmt == "json":
+        return read_json_qrels(p, vocab=vocab)
+    raise ValueError(f"qrels format must be one of {FORMATS}, got {format!r}")
+
+
+def load_run(path: str | Path, *, format: str = "auto", vocab: Vocab | None = None, dedupe: bool = False) -> Run:
+    """A run in TREC format (six or more columns, ``#`` comments) or ranx/ir_measures JSON."""
+    p = Path(path)
+    fmt = _sniff(p) if format == "auto" else format
+    if fmt in ("trec", "beir"):
+        return read_run(p, vocab=vocab, dedupe=dedupe)
+    if fmt == "json":
+        return read_json_run(p, vocab=vocab)
+    raise ValueError(f"run format must be one of {FORMATS}, got {format!r}")
+
+
+def run_tag(path: str | Path) -> str | None:
+    """The run tag (sixth column) of a TREC run's first data line, else ``None``."""
+    p = Path(path)
+    if _sniff(p) != "trec":
+        return None
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rb") as fh:
+        for ln in fh:
+            parts = ln.split()
+            if parts and not parts[0].startswith(b"#") and len(parts) >= 6:
+                return parts[5].decode("utf-8", "replace")
+    return None

@@ -1,0 +1,192 @@
+"""A streamed baseline (the baseline's records read once in chunks through the families, like
+the audited records; :func:`kg_rageval.audit.runner._baseline_streamed`) equals the held one
+(``read_records`` + :func:`~kg_rageval.audit.runner.run_families`): pairing, deltas and their
+paired intervals, per-query deltas, gates, every report — on generated ATT&CK records
+(``benchmarks/bench_audit.py``'s ``generate`` and ``perturb``) whose two files do not hold the
+same ids."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kg_rageval.audit.config import config_from_mapping
+from kg_rageval.audit.reports import write_reports
+from kg_rageval.audit.runner import run_audit
+from kg_rageval.families.hierarchy import score_hierarchy
+from kg_rageval.ontology import load_ontology
+from report_helpers import without_timings  # tests/ is on sys.path
+
+ROOT = Path(__file__).resolve().parents[2]
+FAMILIES = ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
+ONLY_BASELINE = {"q000003", "q000500", "q001999"}  # the candidate lacks them
+ONLY_CANDIDATE = {"q000010", "q001234"}  # the baseline lacks them
+
+
+@pytest.fixture(scope="module")
+def data(generated_attack, tmp_path_factory):
+    """The session's 2,000 generated records as the candidate (but 3 of them) and their perturbed
+    copy as the baseline (but 2 others)."""
+    src, onto_path = generated_attack
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_audit import perturb
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    d = tmp_path_factory.mktemp("baseline_stream")
+    assert perturb(src / "records.jsonl", d / "perturbed.jsonl", seed=1) > 400
+    for name, source, left_out in (("cand.jsonl", src / "records.jsonl", ONLY_BASELINE),
+                                   ("base.jsonl", d / "perturbed.jsonl", ONLY_CANDIDATE)):
+        lines = [ln for ln in source.read_text().splitlines() if json.loads(ln)["id"] not in left_out]
+        (d / name).write_text("\n".join(lines) + "\n")
+    for name in ("corpus.jsonl", "spec.yaml"):
+        (d / name).write_bytes((src / name).read_bytes())
+    return d, onto_path
+
+
+def _mapping(d: Path, onto_path: Path, families=FAMILIES, **baseline) -> dict:
+    return {
+        "name": "baseline-stream", "ontology": str(onto_path), "records": "cand.jsonl",
+        "corpus": "corpus.jsonl", "spec": "spec.yaml", "families": {f: {} for f in families},
+        "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(delta:linking.linking_macro_f1) >= -0.01"],
+        "baseline": {"records": "base.jsonl", "max_dropped": 3, "use": "ci_low",
+                     "budgets": {"hierarchy.hierarchical_f1": 0.05, "retrieval.mrr": 0.05}, **baseline},
+        "bootstrap": {"n_resamples": 100, "seed": 0},
+    }
+
+
+def _run(d: Path, mapping: dict, size: int, out: Path, spill_rows: int | None = None):
+    cfg = config_from_mapping(mapping, base_dir=d)
+    cfg.chunk_size = size
+    if spill_rows is not None:
+        cfg.spill_rows = spill_rows
+    res = run_audit(cfg, progress=False)
+    write_reports(res, out)
+    files = {p.name: p.read_bytes() for p in sorted(out.iterdir())
+             if p.name not in ("report.json", "manifest.json", "junit.xml", "report.html")}
+    return res, without_timings(json.loads((out / "report.json").read_text())), files
+
+
+def test_streamed_baseline_equals_held(data, tmp_path, held_calls):
+    d, onto_path = data
+    mapping = _mapping(d, onto_path)
+    res, ref, files = _run(d, mapping, 0, tmp_path / "held")
+    assert res.chunk_size is None and held_calls["held"] == 1
+    bl = ref["baseline"]
+    # the numbers the comparison reports, worked out apart from the audit
+    assert bl["n_records"] == 1998
+    assert bl["dropped_records"] == {"n": 3, "ids": sorted(ONLY_BASELINE)}
+    pairing = bl["pairing"]["hierarchy"]
+    assert (pairing["paired_records"], pairing["records_either"]) == (1995, 2000)
+    assert pairing["candidate_only"] == {"n": 2, "ids": sorted(ONLY_CANDIDATE)}
+    assert pairing["baseline_only"] == {"n": 3, "ids": sorted(ONLY_BASELINE)}
+    onto = load_ontology(onto_path)
+    both = [[r for r in map(json.loads, (d / f).read_text().splitlines())
+             if r["id"] not in ONLY_BASELINE | ONLY_CANDIDATE] for f in ("cand.jsonl", "base.jsonl")]
+    f1 = [score_hierarchy(onto, rs).metrics()["hierarchical_f1"].value for rs in both]
+    delta = bl["deltas"]["delta:hierarchy.hierarchical_f1"]
+    assert delta["value"] == pytest.approx(f1[0] - f1[1], abs=1e-12) and delta["value"] > 0.1
+    assert delta["paired_records"] == 1995 and delta["ci"][0] < delta["value"] < delta["ci"][1]
+    worst = bl["worst_queries"]["retrieval.mrr"]
+    assert len(worst) == 50 and worst[0]["delta"] < 0
+    assert all(w["delta"] == pytest.approx(w["candidate"] - w["baseline"]) for w in worst)
+    gates = {g["gate"]: g["status"] for g in ref["gates"]}
+    assert gates["ci_low(delta:hierarchy.hierarchical_f1) >= -0.05"] == "pass"
+    assert "ci_low(delta:linking.linking_macro_f1) >= -0.01" in gates
+    for size in (333,):  # more sizes: tests/audit/test_audit_stream.py (the demo's baseline at 3, 7, 64, 10,000)
+        held_calls["held"] = 0
+        res, got, got_files = _run(d, mapping, size, tmp_path / f"s{size}")
+        assert res.chunk_size == size and held_calls["held"] == 0, size  # the baseline streamed too
+        assert got == ref, size
+        assert got_files == files, size  # report.md, prov.ttl (the audited run's trail only)
+    # both runs' result columns spilled to their temporary files (past 500 rows): the same report
+    from kg_rageval.results import colstore
+    from kg_rageval.audit import runner
+
+    held_calls["held"] = 0
+    stores: list[object] = []
+    init = colstore.ColumnStore.__init__
+
+    def counted(self, *a, **k):
+        stores.append(self)
+        init(self, *a, **k)
+
+    streamed = runner._baseline_streamed
+    before_baseline: list[int] = []
+
+    def baseline_streamed(*a, **k):
+        before_baseline.append(len(stores))
+        return streamed(*a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(colstore.ColumnStore, "__init__", counted)
+        mp.setattr(runner, "_baseline_streamed", baseline_streamed)
+        res, got, got_files = _run(d, mapping, 333, tmp_path / "spilled", spill_rows=500)
+    assert held_calls["held"] == 0 and got == ref and got_files == files
+    # the audited run's evaluations spilled, and then the baseline's (a pieces file and a
+    # result file per evaluation: at least two per family of the six)
+    assert before_baseline[0] >= 12 and len(stores) - before_baseline[0] >= 12
+
+
+def test_unsound_pairing_is_missing_evidence_streamed_and_held(data, tmp_path, held_calls):
+    """The candidate lacks 3 baseline records and ``max_dropped`` is 0: every delta is missing
+    evidence naming them, held and streamed alike."""
+    d, onto_path = data
+    mapping = _mapping(d, onto_path, ("hierarchy", "linking", "retrieval"), max_dropped=0)
+    _, ref, _ = _run(d, mapping, 0, tmp_path / "held")
+    reason = ref["baseline"]["pairing"]["retrieval"]["missing"]
+    assert reason.startswith("the candidate's records lack 3 record(s) of the baseline ('q000003', 'q000500', "
+                             "'q001999'; baseline.max_dropped = 0)")
+    assert ref["baseline"]["deltas"]["delta:retrieval.mrr"]["value"] is None
+    assert {g["status"] for g in ref["gates"] if "delta:" in g["gate"]} == {"missing"}
+    held_calls["held"] = 0
+    _, got, _ = _run(d, mapping, 500, tmp_path / "s500")
+    assert held_calls["held"] == 0 and got == ref
+
+
+def test_baseline_reading_errors_are_the_held_ones(data, tmp_path):
+    """A bad line and a duplicate id in the baseline's file: the held reader's error (file, line)."""
+    from kg_rageval.base.errors import InputError
+
+    d, onto_path = data
+    lines = (d / "base.jsonl").read_text().splitlines()
+    for name, bad in (("badjson.jsonl", lines[:1500] + ["{not json"] + lines[1500:]),
+                      ("dup.jsonl", lines[:1700] + [lines[3]] + lines[1700:])):
+        (tmp_path / name).write_text("\n".join(bad) + "\n")
+        msgs = []
+        for size in (0, 256):
+            mapping = _mapping(d, onto_path, ("hierarchy", "linking"), records=str(tmp_path / name))
+            cfg = config_from_mapping(mapping, base_dir=d)
+            cfg.chunk_size = size
+            with pytest.raises(InputError) as exc:
+                run_audit(cfg, progress=False)
+            msgs.append(str(exc.value))
+        assert msgs[0] == msgs[1] and name in msgs[0], msgs
+        assert ("1501" if name == "badjson.jsonl" else "1701") in msgs[0], msgs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_paired_ids_equal_numpys_set_routines(seed):
+    """PairedIds gives what intersect1d / union1d / setdiff1d give for distinct ids in any
+    order (sorted or not, disjoint, one side empty, one side inside the other)."""
+    from kg_rageval.audit.runner import PairedIds
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([f"q{i:05d}" for i in rng.permutation(5000)])
+    n_c, n_b = [(0, 40), (40, 0), (300, 300), (1000, 200), (50, 3000), (2500, 2500)][seed]
+    ids_c = pool[:n_c] if seed != 4 else pool[1000:1050]
+    ids_b = pool[n_c // 2:n_c // 2 + n_b] if seed != 3 else np.sort(pool[4800:5000])
+    if seed == 2:
+        ids_c = np.sort(ids_c)
+    pair = PairedIds(ids_c, ids_b)
+    common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
+    assert np.array_equal(pair.common, common) and np.array_equal(pair.at_c, ic) and np.array_equal(pair.at_b, ib)
+    assert pair.n_either == len(np.union1d(ids_c, ids_b))
+    for k in (0, 1, 20, 10_000):
+        assert pair.only_c(k) == np.setdiff1d(ids_c, common)[:k].tolist()
+        assert pair.only_b(k) == np.setdiff1d(ids_b, common)[:k].tolist()
+    assert len(common) == {0: 0, 1: 0, 2: 150, 3: 0, 4: 50, 5: 1250}[seed]
