@@ -132,7 +132,6 @@ def load_ontology_cli(path: str, fmt: str | None = None, **options: Any):
     return load_ontology(path, format=fmt, **{**given_loader_options(), **options})
 
 
-_fmt = fmt_value
 
 
 def metrics_table(metrics: dict[str, Any]) -> str:
