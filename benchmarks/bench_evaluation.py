@@ -1,4 +1,4 @@
-"""Benchmark the shared result framework (:mod:`kg_rageval.results.evaluation`).
+"""Benchmark the shared result framework (:mod:`kg_rageval.results`: Evaluation and its roll-ups and bootstraps).
 
 Measures, on a toy precision/recall family (stats ``tp``, ``n_pred``, ``n_gold``):
 
@@ -40,7 +40,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
@@ -50,13 +50,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def load_impl(path: str | None) -> ModuleType:
-    """The current module, or a copy of it loaded from ``path`` inside the package namespace
-    (so its relative imports still resolve)."""
+def load_impl(path: str | None) -> Any:
+    """The current implementation (``Evaluation``, ``Family``, ``ratio``, ``harmonic`` from the
+    modules of :mod:`kg_rageval.results` that hold them), or a copy of the former single
+    ``evaluation.py`` loaded from ``path`` inside the package namespace (so its relative
+    imports still resolve)."""
     if path is None:
-        import kg_rageval.results.evaluation as mod
+        from kg_rageval.results.evaluation import Evaluation
+        from kg_rageval.results.family import Family
+        from kg_rageval.results.metric import harmonic, ratio
 
-        return mod
+        return SimpleNamespace(Evaluation=Evaluation, Family=Family, ratio=ratio, harmonic=harmonic)
     spec = importlib.util.spec_from_file_location("kg_rageval._evaluation_baseline", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")
@@ -66,7 +70,7 @@ def load_impl(path: str | None) -> ModuleType:
     return mod
 
 
-def pr_family(mod: ModuleType) -> Any:
+def pr_family(mod: Any) -> Any:
     class PR(mod.Family):
         name = "bench_pr"
         stats = ("tp", "n_pred", "n_gold")
@@ -108,7 +112,7 @@ def peak_mb(fn: Callable[[], Any]) -> float:
     return peak / 2**20
 
 
-def null_family(mod: ModuleType) -> Any:
+def null_family(mod: Any) -> Any:
     """Same stats, no metrics: times the framework without any family's finalize cost."""
 
     class Null(mod.Family):
@@ -121,7 +125,7 @@ def null_family(mod: ModuleType) -> Any:
     return Null()
 
 
-def bench(mod: ModuleType, args: argparse.Namespace, only: set[str], onto: Any) -> dict[str, float]:
+def bench(mod: Any, args: argparse.Namespace, only: set[str], onto: Any) -> dict[str, float]:
     fam = pr_family(mod)
     out: dict[str, float] = {}
     if "bootstrap" in only:
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ontology: {len(onto)} nodes, mean ancestor-or-self set {anc:.1f} "
               f"(built in {time.perf_counter() - t0:.1f} s, not timed)")
     results: dict[str, dict[str, float]] = {}
-    print("current kg_rageval/results/evaluation.py")
+    print("current kg_rageval/results")
     results["current"] = bench(load_impl(None), args, only, onto)
     if args.baseline:
         print(f"baseline {args.baseline}")

@@ -77,7 +77,7 @@ class _Evidence:
 
 
 def _as_metric(name: str, v: Any):
-    from kg_rageval.results.evaluation import Metric
+    from kg_rageval.results.metric import Metric
 
     if isinstance(v, Metric):
         return v

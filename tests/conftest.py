@@ -189,14 +189,14 @@ def family_calls(monkeypatch):
 @pytest.fixture()
 def held_calls(monkeypatch):
     """Counts the baseline audits that held the baseline's records."""
-    from kg_rageval.audit import runner
+    from kg_rageval.audit import paired_baseline
 
     n = {"held": 0}
-    orig = runner._baseline_held
+    orig = paired_baseline._baseline_held
 
     def counted(*a, **k):
         n["held"] += 1
         return orig(*a, **k)
 
-    monkeypatch.setattr(runner, "_baseline_held", counted)
+    monkeypatch.setattr(paired_baseline, "_baseline_held", counted)
     return n

@@ -13,7 +13,8 @@ import string
 from collections import Counter
 from typing import Any
 
-from kg_rageval.results.evaluation import EvaluationSet, build_evaluation
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.families.generation.calibration import CalibrationFamily
 from kg_rageval.families.generation.concepts import dictionary_linker, linker_name
 from kg_rageval.families.generation.correctness import CorrectnessFamily, _references

@@ -10,7 +10,8 @@ from family_demo import add_relation_questions, family_inputs
 from kg_rageval.cli.main import main
 from kg_rageval.scoring import REGISTRY, get_scorer
 from kg_rageval.base.errors import InputError, KgRagevalError, MissingEvidence
-from kg_rageval.results.evaluation import Evaluation, EvaluationSet, concat_evaluations
+from kg_rageval.results.evaluation import Evaluation, concat_evaluations
+from kg_rageval.results.evaluation_set import EvaluationSet
 
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -156,8 +156,6 @@ LARGE_MODULES: dict[str, str] = {
     "kg_rageval.families.linking.dictionary": "the dictionary linker: its automaton and the matching over it are one structure",
     "kg_rageval.families.linking.evaluate": "entity-linking evaluation: one NIL-aware alignment of mentions and its counts",
     "kg_rageval.families.conformance.metrics": "conformance of one structured output: schema, vocabulary, status, domain/range",
-    "kg_rageval.results.evaluation": "TO SPLIT: Metric, Evaluation, EvaluationSet, roll-ups, bootstraps",
-    "kg_rageval.audit.runner": "TO SPLIT: the audit's inputs, run and verdicts",
 }
 """Modules allowed over :data:`MAX_LINES`, each with the one idea that keeps it whole."""
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 import numpy as np
 
 from kg_rageval.contract import MetricName
-from kg_rageval.results.evaluation import Evaluation, Metric
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.metric import Metric
 from kg_rageval.audit.gates import Gate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -278,9 +279,9 @@ def plain_rows(ev: Evaluation) -> bool:
 
 
 def scoped_records(ev: Evaluation, mask: np.ndarray) -> Any:
-    """The per-record stats of ``ev.subset(mask)`` (:class:`~kg_rageval.results.evaluation.RecordStats`
+    """The per-record stats of ``ev.subset(mask)`` (:class:`~kg_rageval.results.record_stats.RecordStats`
     over the rows of the mask), without the subset's copy of every column."""
-    from kg_rageval.results.evaluation import RecordStats
+    from kg_rageval.results.record_stats import RecordStats
 
     return RecordStats(ev, np.flatnonzero(mask))
 

@@ -189,7 +189,7 @@ def _records_of(ev: Any, mask: np.ndarray | None) -> tuple[Any, Any]:
     """``(evaluation, per-record stats)`` of a gate's scope: ``ev`` and its cached view, or
     ``ev`` and a view of its rows in ``mask`` (a scope, without a copy of its rows), or
     ``ev.subset(mask)`` and its view for an evaluation that subsets its own way."""
-    from kg_rageval.results.evaluation import RecordStats
+    from kg_rageval.results.record_stats import RecordStats
     from kg_rageval.audit.evidence import plain_rows
 
     if mask is None:
@@ -207,7 +207,7 @@ MAX_NONLINEAR = 20_000
 def per_record_values(finalize: Any, metric: str, names: list[str], mat: Any
                       ) -> tuple[np.ndarray | None, np.ndarray]:
     """``(value, weight)`` of ``metric`` on each row of ``mat`` (one record's summed stats per
-    row, or a :class:`~kg_rageval.results.evaluation.RecordStats` view of them; NaN where undefined).
+    row, or a :class:`~kg_rageval.results.record_stats.RecordStats` view of them; NaN where undefined).
     A metric with a verified form (a ratio or mean of linear sums, a count, an F1 of two such
     ratios: :mod:`kg_rageval.results.forms`) is computed for all records at once; any other is
     finalized record by record, up to :data:`MAX_NONLINEAR` records (else ``(None, ...)``).

@@ -19,7 +19,8 @@ from typing import Any, Mapping
 
 from kg_rageval.scoring import REGISTRY, FamilyUnavailable, Scorer, register, unregister
 from kg_rageval.scoring.builtin import DETERMINISTIC
-from kg_rageval.results.evaluation import Evaluation, EvaluationSet
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.evaluation_set import EvaluationSet
 
 FamilySpec = Scorer
 """The audit's older name for a family declaration (``FamilySpec(name, target, sections)``)."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.results.evaluation import Metric
+from kg_rageval.results.metric import Metric
 from kg_rageval.contract.names import SCOPE_KINDS, check_scope
 from kg_rageval.base.fmt import fmt_count
 

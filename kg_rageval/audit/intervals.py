@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from kg_rageval.results.evaluation import Metric
+from kg_rageval.results.metric import Metric
 
 METHODS = ("auto", "percentile", "clopper_pearson", "wilson")
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
-from kg_rageval.results.evaluation import Metric
+from kg_rageval.results.metric import Metric
 from kg_rageval.audit.gates import finite_or_none, metric_dict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,11 +98,12 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
     """``{node id: {"label", "depth", "n": {family: rows}, "metrics": {family.metric: value}}}``
     for every node with rows, or only the nodes in ``only`` (see :func:`shown_nodes`).
 
-    Only the kept nodes are rolled up (:func:`~kg_rageval.results.evaluation.rollup_sums` with those
+    Only the kept nodes are rolled up (:func:`~kg_rageval.results.rollup.rollup_sums` with those
     nodes), and each metric is computed for all of them at once where it has a verified form
     (:func:`~kg_rageval.results.forms.metric_values`), so no :class:`Metric` is built per node and
     metric; an evaluation with its own roll-up (quantiles) is finalized node by node."""
-    from kg_rageval.results.evaluation import StatColumns, rollup_sums
+    from kg_rageval.results.columns import StatColumns
+    from kg_rageval.results.rollup import rollup_sums
     from kg_rageval.results.forms import metric_values
 
     nodes: dict[str, dict[str, Any]] = {}
@@ -211,7 +212,8 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     only the stat projections it reads (for a ratio of two stats: those two columns, so the
     sums are the full roll-up's bit for bit) and is evaluated on all nodes at once; any other
     metric rolls up every stat and is finalized node by node."""
-    from kg_rageval.results.evaluation import StatColumns, rollup_sums
+    from kg_rageval.results.columns import StatColumns
+    from kg_rageval.results.rollup import rollup_sums
     from kg_rageval.results.forms import Projection, metric_forms, metric_values
 
     if key not in ev.keys:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kg_rageval.results.evaluation import Metric
+from kg_rageval.results.metric import Metric
 from kg_rageval.audit.config import AuditConfig
 from kg_rageval.audit.families import FamilyRun
 from kg_rageval.audit.gates import GateResult

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kg_rageval.results.evaluation import Family, Metric, build_evaluation, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, ratio
 from kg_rageval.records import slice_text
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kg_rageval.base.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kg_rageval.audit.runner import AuditResult
+    from kg_rageval.audit.result import AuditResult
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -45,7 +45,7 @@ def write_back(result: "AuditResult") -> dict[str, Any]:
     redacted)."""
     from kg_rageval.integrations.neo4j_writer import write_results
     from kg_rageval.ontology.loaders.neo4j import redact_uri
-    from kg_rageval.audit.runner import config_mapping, is_graph_uri, ontology_options
+    from kg_rageval.audit.inputs import config_mapping, is_graph_uri, ontology_options
 
     config = result.config
     wb = config.report.write_back

@@ -305,7 +305,8 @@ def score_payload(result: Any, *, data_path: str, n_records: int, onto: Any, row
     ``evaluations`` (each member's version, sums and meta) and, with ``rows``, ``rows`` and
     ``unscored_records``. ``metrics``: the canonical metrics when already computed (with
     intervals, :func:`with_intervals`). A family adds its own extra keys after these."""
-    from kg_rageval.results.evaluation import breakdown_dicts, record_id_texts
+    from kg_rageval.results.columns import record_id_texts
+    from kg_rageval.results.evaluation import breakdown_dicts
 
     fam = result.family
     metrics = result.metrics() if metrics is None else metrics

@@ -9,7 +9,7 @@ order, the same totals, breakdowns, roll-ups and bootstrap intervals (records ar
 ``score_distributed("generation", ontology, records, client=client, judgments=...)`` scores any
 registered family by name (or a :class:`~kg_rageval.scoring.Scorer`): its options are
 validated and its inputs (corpus, spec, judgments) read once on the client, exactly as
-``Scorer.score`` does, and the merged :class:`~kg_rageval.results.evaluation.EvaluationSet` equals the
+``Scorer.score`` does, and the merged :class:`~kg_rageval.results.evaluation_set.EvaluationSet` equals the
 in-process ``scorer.score(ontology, records, **opts)``. A plain scoring function
 ``f(ontology, records, **opts) -> Evaluation`` works too. The ontology is scattered once to
 every worker (``broadcast=True``) and each partition is scored where its records are. Two
@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.scoring.scorer import BoundScorer
-from kg_rageval.results.evaluation import Evaluation, EvaluationSet
+from kg_rageval.scoring.bound import BoundScorer
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.evaluation_set import EvaluationSet
 
 ScoreFn = Callable[..., Evaluation]
 
@@ -60,7 +61,8 @@ def partition(records: Sequence[Any], npartitions: int) -> list[Sequence[Any]]:
 def merge_all(evaluations: Sequence[Any]) -> Any:
     """Merge partitions in order; the same as folding :meth:`Evaluation.merge` left to right
     (:func:`~kg_rageval.results.evaluation.concat_evaluations`: each column copied once)."""
-    from kg_rageval.results.evaluation import concat_evaluations, concat_sets
+    from kg_rageval.results.evaluation import concat_evaluations
+    from kg_rageval.results.evaluation_set import concat_sets
 
     items = list(evaluations)
     if not items:
@@ -106,7 +108,7 @@ def _score_part_totals(score_fn: ScoreFn, ontology: Any, records: Any, opts: dic
 
 
 def _default_npartitions(client: Any) -> int:
-    from kg_rageval.scoring.scorer import default_in_flight
+    from kg_rageval.scoring.stream import default_in_flight
 
     return default_in_flight(client)
 

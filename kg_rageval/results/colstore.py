@@ -1,6 +1,6 @@
 """Result columns kept in a temporary file: the numeric buffers of a large streamed evaluation.
 
-A streamed evaluation (:class:`~kg_rageval.results.evaluation.Concatenation`) holds every family's
+A streamed evaluation (:class:`~kg_rageval.results.concatenation.Concatenation`) holds every family's
 result columns — stats, keys, details — until the audit's stages and reports have read them:
 a few bytes a row each, but a few hundred bytes a record over all families, so a 1,000,000-
 record audit's memory would grow with its records. Once an evaluation has more rows than

@@ -2,12 +2,12 @@
 
 Bootstrap replicates (one row of sums per resample), failure drivers (one row per ontology
 node) and failing records (one row per record) need one metric on thousands of rows of summed
-stats. ``Family.finalize`` works on one row and builds a :class:`~kg_rageval.results.evaluation.Metric`
+stats. ``Family.finalize`` works on one row and builds a :class:`~kg_rageval.results.metric.Metric`
 per metric; this module finds out, from ``finalize`` itself, how a metric follows from the
 stats, and evaluates that form on all rows with numpy:
 
 * ``ratio``: ``value = (x·a + a0) / (x·b + b0)``, undefined where the denominator is 0 — every
-  :func:`~kg_rageval.results.evaluation.ratio` / :func:`~kg_rageval.results.evaluation.mean_of` metric;
+  :func:`~kg_rageval.results.metric.ratio` / :func:`~kg_rageval.results.metric.mean_of` metric;
   ``a``, ``b`` are read off ``finalize`` on the zero vector and the basis vectors;
 * ``linear``: ``value = x·a + a0`` with no numerator/denominator (counts such as ``errors``);
 * ``harmonic``: ``2·P·R / (P + R)`` of two ``ratio`` metrics of the same family (F1; 0 where
@@ -160,7 +160,7 @@ def _values(form: Form, rows: np.ndarray, forms: Mapping[str, Form | None]
 
 def harmonic_values(p: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``2·P·R/(P+R)``; 0 where ``P + R = 0``; NaN where either is NaN
-    (:func:`~kg_rageval.results.evaluation.harmonic`)."""
+    (:func:`~kg_rageval.results.metric.harmonic`)."""
     s = p + r
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(s == 0, 0.0, 2 * p * r / np.where(s == 0, 1.0, s))
@@ -187,7 +187,7 @@ def metric_values(finalize: Finalize, names: list[str], rows: Any, metrics: Iter
     that would take more than ``loop_limit`` rows. ``probes`` default to the rows' total and
     five sample rows; the forms are checked again on sample rows of ``rows``.
 
-    ``rows`` may also be a :class:`~kg_rageval.results.evaluation.RecordStats` view (per-record sums,
+    ``rows`` may also be a :class:`~kg_rageval.results.record_stats.RecordStats` view (per-record sums,
     stats in ``names`` order): the values are the same bits as on its stacked matrix, read
     from only the stat columns the forms' projections need (:meth:`Projection.matrix_of`);
     the stacked matrix is built only for a metric finalized row by row."""
@@ -259,7 +259,7 @@ def _sample_rows(rows: np.ndarray) -> np.ndarray:
 
 def _probe_rows(mat: Any) -> np.ndarray:
     """:func:`_sample_rows` of a stats matrix or of a
-    :class:`~kg_rageval.results.evaluation.RecordStats` view (its :meth:`probe_rows`, the same bits)."""
+    :class:`~kg_rageval.results.record_stats.RecordStats` view (its :meth:`probe_rows`, the same bits)."""
     return _sample_rows(mat) if isinstance(mat, np.ndarray) else mat.probe_rows()
 
 
@@ -277,15 +277,15 @@ def replicate_values(finalize: Finalize, names: list[str], mats: list[Any], metr
     bootstrap).
 
     The resampled sums are ``weights @ stats`` over the weight blocks ``weights_of(n,
-    n_resamples, seed)`` yields (:func:`~kg_rageval.results.evaluation.bootstrap_weights`: the draws,
+    n_resamples, seed)`` yields (:func:`~kg_rageval.results.bootstrap.bootstrap_weights`: the draws,
     and so the replicates, are those of a per-resample ``finalize``). A metric with a verified :class:`Form` reads only
     its projections of the stats (one matrix product per block over a few columns) and is
     computed for the whole block at once; the others are finalized per resample. The forms
     are checked on the first block's first and last resample against ``finalize``.
     :func:`replicate_jobs` computes several of these from one pass over the weights.
 
-    A matrix may also be a per-record view (:class:`~kg_rageval.results.evaluation.RecordStats`,
-    :class:`~kg_rageval.results.evaluation.AlignedRecords`, stats in ``names`` order): only the
+    A matrix may also be a per-record view (:class:`~kg_rageval.results.record_stats.RecordStats`,
+    :class:`~kg_rageval.results.record_stats.AlignedRecords`, stats in ``names`` order): only the
     columns the forms project are summed and kept (:meth:`Projection.matrix_of`), with the
     replicates of its stacked matrix bit for bit; every stat is stacked only for a metric
     finalized per resample."""
@@ -370,7 +370,7 @@ def _single_blas_thread() -> Any:
     """A context running numpy's BLAS on one thread (``threadpoolctl``), or ``None`` without
     it. Every resampled sum is computed under it (:func:`_replicates`): a block of resamples is
     a short, wide weight matrix times a tall per-record matrix (``b × n`` by ``n × k``, ``b``
-    = 8 at a million records: :func:`~kg_rageval.results.evaluation.bootstrap_block`), a shape
+    = 8 at a million records: :func:`~kg_rageval.results.bootstrap.bootstrap_block`), a shape
     OpenBLAS splits badly over its threads — on two cores
     ``2 × 10^6`` by ``10^6 × 200`` took 1.68 s with two threads and 0.16 s with one, wall and
     CPU alike — and on one thread the bits of a sum no longer depend on how many threads the
@@ -430,7 +430,7 @@ class Projection:
         return np.stack(cols, axis=1) if cols else np.zeros((len(mat), 0))
 
     def matrix_of(self, source: Any, names: list[str]) -> np.ndarray:
-        """:meth:`matrix` of ``source.matrix()`` (a :class:`~kg_rageval.results.evaluation.RecordStats`
+        """:meth:`matrix` of ``source.matrix()`` (a :class:`~kg_rageval.results.record_stats.RecordStats`
         view, stats in ``names`` order), bit for bit, from only the per-record columns the
         projections read (:meth:`_projected`)."""
         out = np.empty((len(source), len(self.vectors)))

@@ -307,7 +307,7 @@ def _rebuild(n: int, layouts: list[tuple[str, ...]], layout: np.ndarray, cols: d
 class PackedValues:
     """Python values (plain data: dicts, lists, texts, numbers) pickled into one byte buffer,
     read by position as fresh copies of the values: the distinct values of a
-    :class:`~kg_rageval.results.evaluation.CodedColumn` (``values``) whose values are containers, as
+    :class:`~kg_rageval.results.columns.CodedColumn` (``values``) whose values are containers, as
     conformance's ``problems``, without a Python object per value kept. Indexed like the
     object array it stands for: an integer gives the value, an integer array the object array
     of those values (each distinct position unpickled once, so equal positions give the same

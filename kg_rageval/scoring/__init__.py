@@ -1,7 +1,7 @@
 """One scoring contract for every metric family (see ``docs/architecture.md``).
 
 * :class:`Scorer` — a family's declaration; ``scorer.score(ontology, records, **params)``
-  returns one :class:`~kg_rageval.results.evaluation.EvaluationSet`;
+  returns one :class:`~kg_rageval.results.evaluation_set.EvaluationSet`;
 * :class:`Input` — an extra input file with its reader (corpus, spec, judgments);
 * :data:`REGISTRY`, :func:`get_scorer`, :func:`register` — the one family registry;
 * :func:`resolve_metric` — the one resolver of metric names (:class:`MetricName`);
@@ -16,7 +16,9 @@ NumPy and the families load when a family scores.
 from kg_rageval.contract import IR_MEASURES, MetricName, MetricSpec, Param, did_you_mean, ir_alias, parse_scope, validate_options
 from kg_rageval.scoring.registry import REGISTRY, family_of_member, get_scorer, register, score, unregister
 from kg_rageval.scoring.resolve import all_metric_names, resolve_metric
-from kg_rageval.scoring.scorer import BoundScorer, FamilyStream, FamilyUnavailable, Input, Scorer, StreamFallback, stream_families
+from kg_rageval.scoring.bound import BoundScorer
+from kg_rageval.scoring.scorer import FamilyUnavailable, Input, Scorer
+from kg_rageval.scoring.stream import FamilyStream, StreamFallback, stream_families
 
 __all__ = [
     "BoundScorer", "FamilyStream", "FamilyUnavailable", "IR_MEASURES", "Input", "MetricName", "MetricSpec", "Param", "REGISTRY",

@@ -322,7 +322,7 @@ def test_normalize_result_shapes(stub):
     from dataclasses import dataclass
 
     from kg_rageval.audit.stub import StubFamily
-    from kg_rageval.results.evaluation import empty_evaluation
+    from kg_rageval.results.builders import empty_evaluation
 
     a, b = empty_evaluation(StubFamily()), empty_evaluation(StubFamily())
 

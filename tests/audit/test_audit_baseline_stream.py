@@ -1,6 +1,6 @@
 """A streamed baseline (the baseline's records read once in chunks through the families, like
-the audited records; :func:`kg_rageval.audit.runner._baseline_streamed`) equals the held one
-(``read_records`` + :func:`~kg_rageval.audit.runner.run_families`): pairing, deltas and their
+the audited records; :func:`kg_rageval.audit.paired_baseline._baseline_streamed`) equals the held one
+(``read_records`` + :func:`~kg_rageval.audit.family_runs.run_families`): pairing, deltas and their
 paired intervals, per-query deltas, gates, every report — on generated ATT&CK records
 (``benchmarks/bench_audit.py``'s ``generate`` and ``perturb``) whose two files do not hold the
 same ids."""
@@ -105,7 +105,7 @@ def test_streamed_baseline_equals_held(data, tmp_path, held_calls):
         assert got_files == files, size  # report.md, prov.ttl (the audited run's trail only)
     # both runs' result columns spilled to their temporary files (past 500 rows): the same report
     from kg_rageval.results import colstore
-    from kg_rageval.audit import runner
+    from kg_rageval.audit import paired_baseline
 
     held_calls["held"] = 0
     stores: list[object] = []
@@ -115,7 +115,7 @@ def test_streamed_baseline_equals_held(data, tmp_path, held_calls):
         stores.append(self)
         init(self, *a, **k)
 
-    streamed = runner._baseline_streamed
+    streamed = paired_baseline._baseline_streamed
     before_baseline: list[int] = []
 
     def baseline_streamed(*a, **k):
@@ -124,7 +124,7 @@ def test_streamed_baseline_equals_held(data, tmp_path, held_calls):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(colstore.ColumnStore, "__init__", counted)
-        mp.setattr(runner, "_baseline_streamed", baseline_streamed)
+        mp.setattr(paired_baseline, "_baseline_streamed", baseline_streamed)
         res, got, got_files = _run(d, mapping, 333, tmp_path / "spilled", spill_rows=500)
     assert held_calls["held"] == 0 and got == ref and got_files == files
     # the audited run's evaluations spilled, and then the baseline's (a pieces file and a
@@ -173,7 +173,7 @@ def test_baseline_reading_errors_are_the_held_ones(data, tmp_path):
 def test_paired_ids_equal_numpys_set_routines(seed):
     """PairedIds gives what intersect1d / union1d / setdiff1d give for distinct ids in any
     order (sorted or not, disjoint, one side empty, one side inside the other)."""
-    from kg_rageval.audit.runner import PairedIds
+    from kg_rageval.audit.paired_baseline import PairedIds
 
     rng = np.random.default_rng(seed)
     pool = np.array([f"q{i:05d}" for i in rng.permutation(5000)])

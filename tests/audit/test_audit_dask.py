@@ -73,10 +73,10 @@ def test_demo_audit_on_cluster_equals_in_process(client, demo, tmp_path, family_
 def test_worker_errors_are_scored_in_process(client, demo, tmp_path, family_calls, monkeypatch):
     """Every worker call "raises" (returns nothing): each chunk is scored here instead, the same
     report."""
-    from kg_rageval.scoring import scorer
+    from kg_rageval.scoring import stream
 
     _audit(_demo_config(demo), 50, tmp_path / "local")
-    monkeypatch.setattr(scorer, "_score_chunk", lambda bound, ontology, records: None)
+    monkeypatch.setattr(stream, "_score_chunk", lambda bound, ontology, records: None)
     family_calls["calls"] = 0
     _on(client, _demo_config(demo), 50, tmp_path / "failed")
     assert _report(tmp_path / "failed") == _report(tmp_path / "local")

@@ -13,7 +13,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 import pytest
 
-from kg_rageval.results.evaluation import bootstrap_weights, percentile_interval
+from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,7 +142,8 @@ def test_demo_paired_deltas_equal_the_previous_code(demo):
     base = demo.baseline
     assert base is not None and base["deltas"]
     # the baseline run's evaluations: re-run the families on the baseline records
-    from kg_rageval.audit.runner import load_inputs, run_families
+    from kg_rageval.audit.family_runs import run_families
+    from kg_rageval.audit.inputs import load_inputs
     from kg_rageval.records import read_records
 
     inputs = load_inputs(demo.config)

@@ -6,7 +6,7 @@ import pytest
 
 from kg_rageval.audit.gates import Gate, evaluate_gates, parse_gate, parse_gates
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.results.evaluation import Metric
+from kg_rageval.results.metric import Metric
 
 
 @pytest.mark.parametrize(

@@ -39,10 +39,10 @@ def _demo_config(demo: Path, families=STREAMABLE):
 @pytest.fixture()
 def streams(monkeypatch):
     """Counts the streamed passes and the family calls."""
-    from kg_rageval.scoring import scorer
+    from kg_rageval.scoring import bound
 
     n = {"streams": 0, "calls": 0}
-    orig_stream, orig_call = scorer.stream_families, BoundScorer._call
+    orig_stream, orig_call = bound.stream_families, BoundScorer._call
 
     def stream(*a, **k):
         n["streams"] += 1
@@ -52,7 +52,7 @@ def streams(monkeypatch):
         n["calls"] += 1
         return orig_call(self, records, ontology)
 
-    monkeypatch.setattr(scorer, "stream_families", stream)
+    monkeypatch.setattr(bound, "stream_families", stream)
     import kg_rageval.scoring as contract
 
     monkeypatch.setattr(contract, "stream_families", stream)
@@ -297,8 +297,9 @@ def test_positive_records_equal_the_per_record_sums():
     """The missing-run count's records from the nonzero rows only = from every record's sums."""
     import numpy as np
 
-    from kg_rageval.audit.runner import _positive_records
-    from kg_rageval.results.evaluation import Evaluation, Family
+    from kg_rageval.audit.missing_runs import _positive_records
+    from kg_rageval.results.evaluation import Evaluation
+    from kg_rageval.results.family import Family
 
     class F(Family):
         name = "f"

@@ -92,7 +92,7 @@ def _conf_records() -> list[dict]:
 def _conf_audit(tmp_path: Path, records: list[dict], **extra):
     from conformance_helpers import build_attack_like
 
-    from kg_rageval.audit.runner import load_inputs
+    from kg_rageval.audit.inputs import load_inputs
 
     _write(tmp_path / "r.jsonl", records)
     (tmp_path / "o.csv").write_text("child,parent,label\nx,,X\n")  # replaced by the ATT&CK-like ontology
@@ -303,7 +303,7 @@ def _stub_audit(tmp_path: Path, edges: list[tuple[str, str | None]], outcomes: d
                 gates: list[str], records: list[dict] | None = None, **extra):
     """A stub-family audit over an in-memory ontology: ``outcomes[node] = (correct, wrong)`` rows."""
     from kg_rageval.audit.families import FamilySpec, register_family, unregister_family
-    from kg_rageval.audit.runner import load_inputs
+    from kg_rageval.audit.inputs import load_inputs
     from kg_rageval.ontology import OntologyBuilder
 
     b = OntologyBuilder("t")

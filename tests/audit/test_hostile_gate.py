@@ -18,7 +18,7 @@ from kg_rageval.audit.families import FamilySpec, register_family, unregister_fa
 from kg_rageval.audit.intervals import clopper_pearson, is_count_proportion, wilson
 from kg_rageval.audit.runner import run_audit
 from kg_rageval.base.errors import ConfigError, InputError
-from kg_rageval.results.evaluation import Metric
+from kg_rageval.results.metric import Metric
 
 LEAVES = ["sedan", "hatchback", "submarine", "amphibious_car"]
 
@@ -374,7 +374,7 @@ def test_missing_answers_count_in_every_generation_member(wd):
 def test_missing_is_decided_by_codes_not_text(wd, tmp_path, monkeypatch):
     import types
 
-    from kg_rageval.results.evaluation import build_evaluation
+    from kg_rageval.results.builders import build_evaluation
 
     from kg_rageval.audit.stub import StubFamily
 

@@ -1,4 +1,4 @@
-"""The audit stages' per-record stats view (:class:`kg_rageval.results.evaluation.RecordStats`) against
+"""The audit stages' per-record stats view (:class:`kg_rageval.results.record_stats.RecordStats`) against
 the stacked matrix of every stat it replaces: the same per-record sums, probe rows, bootstrap
 intervals, per-record metric values, failing records and failure drivers, bit for bit — on
 rows one per record in id order (no row index kept), on several rows per record out of order,
@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kg_rageval.results.evaluation import (Evaluation, Family, Metric, RecordStats, bootstrap_many,
-                                   named, ratio, sequential_sum)
+from kg_rageval.results.evaluation import Evaluation, bootstrap_many
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, named, ratio
+from kg_rageval.results.record_stats import RecordStats, sequential_sum
 from kg_rageval.results.forms import _sample_rows, metric_values
 
 AUDIT = Path(__file__).resolve().parents[2] / "fixtures" / "audit"
@@ -161,7 +163,7 @@ def test_audit_fixture_failing_records_and_intervals_equal_the_stacked_path():
 
 
 def test_rollup_sums_leave_out_negative_nodes_as_a_mask_does():
-    from kg_rageval.results.evaluation import rollup_sums
+    from kg_rageval.results.rollup import rollup_sums
     from kg_rageval.ontology import load_ontology
 
     onto = load_ontology(Path(__file__).resolve().parents[2] / "ontologies" / "enterprise-attack-18.1.json.gz")

@@ -7,7 +7,10 @@ import importlib
 import numpy as np
 import pytest
 
-from kg_rageval.results.evaluation import Evaluation, Family, build_evaluation, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import ratio
 from kg_rageval.integrations.dask import (
     Partitions,
     iter_partitions,

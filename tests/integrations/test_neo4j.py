@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from kg_rageval.base.errors import ConfigError, InputError
-from kg_rageval.results.evaluation import Evaluation, Family, ratio
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import ratio
 from kg_rageval.ontology import load_ontology
 from kg_rageval.ontology.loaders.neo4j import (
     PRESETS,
@@ -301,7 +303,7 @@ def test_write_properties_and_not_found(graph, vehicles):
     car = graph["run"](f"MATCH (c:`{graph['label']}` {{code: 'car'}}) RETURN c")[0]["c"]
     assert car["kgr_accuracy"] == 0.75 and car["kgr_n"] == 4 and car["kgr_run_id"].endswith("-a")
     # a later run where the metric is missing removes the stale value and says why
-    from kg_rageval.results.evaluation import Metric
+    from kg_rageval.results.metric import Metric
 
     later = {"car": {"n": 0, "metrics": {"accuracy": Metric("accuracy", None, missing="no rows")}}}
     write_results(graph["driver"], later, run_id=graph["label"] + "-b", mapping=mapping,

@@ -10,7 +10,8 @@ import pytest
 
 from kg_rageval.base.errors import ConfigError
 
-from kg_rageval.results.evaluation import Metric, build_evaluation
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.metric import Metric
 from kg_rageval.pytest_plugin import GateFailure, assert_gates, check_gates
 
 pytest_plugins = ["pytester"]

@@ -22,17 +22,11 @@ import numpy as np
 import pytest
 
 from kg_rageval.base.errors import InputError, MissingEvidence
-from kg_rageval.results.evaluation import (
-    Evaluation,
-    Family,
-    Metric,
-    bootstrap_weights,
-    build_evaluation,
-    empty_evaluation,
-    harmonic,
-    mean_of,
-    ratio,
-)
+from kg_rageval.results.bootstrap import bootstrap_weights
+from kg_rageval.results.builders import build_evaluation, empty_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, mean_of, ratio
 
 
 class PR(Family):
@@ -203,7 +197,7 @@ def test_whole_number_stats_are_stored_compactly_and_read_as_given():
     given; fractions, ``-0.0`` and values beyond 32 bits stay float64; bool stays bool."""
     import pickle
 
-    from kg_rageval.results.evaluation import Columns, compact_stat
+    from kg_rageval.results.columns import Columns, compact_stat
 
     given = {"tp": [1.0, 0.0, 1.0], "n_pred": [300.0, 2.0, 70000.0], "n_gold": [-3.0, 0.0, 5.0]}
     ev = Evaluation(PR(), ["a", "b", "c"], given)
@@ -246,7 +240,7 @@ def test_object_key_and_detail_columns_are_coded_and_read_as_given():
     are left as they are."""
     import pickle
 
-    from kg_rageval.results.evaluation import CodedColumn, compact_object
+    from kg_rageval.results.columns import CodedColumn, compact_object
 
     n = 16
     given = {
@@ -532,7 +526,7 @@ def test_bootstrap_resamples_records_not_rows():
 def test_bootstrap_weights_are_the_int64_draws_bit_for_bit(n, n_resamples):
     # reference: the same scheme written out independently with numpy's default (int64)
     # index draws, resample by resample within the same blocks (one integers() call a block)
-    from kg_rageval.results import evaluation as E
+    from kg_rageval.results import bootstrap as E
 
     rng = np.random.default_rng(11)
     chunk = E.bootstrap_block(n, n_resamples)
@@ -552,7 +546,7 @@ def test_bootstrap_weights_do_not_depend_on_the_block_size(monkeypatch, block):
     # the draws are one sequential stream of integers(): blocks of 1, 7, 3 or every resample
     # give the weights of the default block (all 23 here), bit for bit, so the block size is only
     # a memory and speed setting; odd n, several blocks, a last block cut short
-    from kg_rageval.results import evaluation as E
+    from kg_rageval.results import bootstrap as E
 
     n, n_resamples = 1001, 23
     want = np.vstack([w for _, w in E.bootstrap_weights(n, n_resamples, 5)])
@@ -566,7 +560,7 @@ def test_bootstrap_weights_do_not_depend_on_the_block_size(monkeypatch, block):
 
 def test_bootstrap_block_sizes():
     # 2,000,000 weights a block, but at least 8 resamples while that stays within 8,000,000
-    from kg_rageval.results.evaluation import bootstrap_block
+    from kg_rageval.results.bootstrap import bootstrap_block
 
     assert [bootstrap_block(n, 1000) for n in (0, 1, 1000, 100_000, 250_000, 1_000_000, 2_000_000,
                                                8_000_000, 10**8)] == [1000, 1000, 1000, 20, 8, 8, 4, 1, 1]

@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, bootstrap_weights, named, ratio
+from kg_rageval.results.bootstrap import bootstrap_weights
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.results.forms import metric_forms, metric_values, replicate_values
 
 AUDIT = Path(__file__).resolve().parents[2] / "fixtures" / "audit"

@@ -11,8 +11,15 @@ import pickle
 import numpy as np
 import pytest
 
-from kg_rageval.results import evaluation as evmod
-from kg_rageval.results.evaluation import CodedColumn, Concatenation, Evaluation, Family, build_evaluation, concat_evaluations
+from kg_rageval.results import columns as columns_mod
+from kg_rageval.results import concatenation as concatenation_mod
+from kg_rageval.results import evaluation as evaluation_mod
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.columns import CodedColumn, _object_column
+from kg_rageval.results.concatenation import Concatenation
+from kg_rageval.results.evaluation import Evaluation, concat_evaluations
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric
 from kg_rageval.results.recordstore import PackedValues, UnscoredRecords, text_column
 
 from audit_stream_helpers import _audit, _files, _report
@@ -22,7 +29,7 @@ class PR(Family):
     name, version, stats = "toy_pr", "1", ("tp", "n_pred")
 
     def finalize(self, s):
-        return {"tp": evmod.Metric("tp", s["tp"])}
+        return {"tp": Metric("tp", s["tp"])}
 
 
 # ------------------------------------------------------------------ text columns
@@ -205,7 +212,7 @@ class _Plain(list):
 class _Objects:
     """Today's problems storage: the dicts in an object array."""
 
-    of = staticmethod(evmod._object_column)
+    of = staticmethod(_object_column)
 
 
 def _results(res) -> dict[str, str]:
@@ -247,8 +254,9 @@ def test_audit_with_compact_results_equals_the_one_with_objects(every_family, tm
     assert isinstance(problems.values, PackedValues)
     assert compact.families["conformance"].result.single.details.is_spilled("problems") == (spill_rows is not None)
     with monkeypatch.context() as m:
-        m.setattr(evmod, "text_column", lambda values: None)
-        m.setattr(evmod, "UnscoredRecords", _Plain)
+        m.setattr(columns_mod, "text_column", lambda values: None)
+        for mod in (evaluation_mod, concatenation_mod):
+            m.setattr(mod, "UnscoredRecords", _Plain)
         m.setattr(conf, "PackedValues", _Objects)
         objects = _audit(config_from_mapping(mapping, base_dir=out), 300, tmp_path / "objects")
         ev = objects.families["generation"].result["unseen_concepts"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kg_rageval.results import evaluation as evaluation_mod
-from kg_rageval.results.evaluation import LazyMetrics
+from kg_rageval.results import rollup as rollup_mod
+from kg_rageval.results.metric import LazyMetrics
 from kg_rageval.families.hierarchy import score_hierarchy
 from kg_rageval.ontology import load_ontology
 from kg_rageval.base.resources import bundled_ontology
@@ -102,7 +102,7 @@ def test_rollup_of_requested_nodes(doid, scored):
 
 def test_chunked_rollup_equals_one_chunk(doid, scored, monkeypatch):
     full = scored.rollup(doid)
-    monkeypatch.setattr(evaluation_mod, "_ROLLUP_CHUNK", 7)
+    monkeypatch.setattr(rollup_mod, "_ROLLUP_CHUNK", 7)
     chunked = scored.rollup(doid)
     assert list(chunked) == list(full)
     for nid, g in chunked.items():  # the same floats: sums are added in one order

@@ -16,17 +16,13 @@ from family_demo import family_inputs
 from kg_rageval.results.colstore import ColumnStore, SpilledArray
 from kg_rageval.scoring import REGISTRY, get_scorer
 from kg_rageval.base.errors import KgRagevalError
-from kg_rageval.results.evaluation import (
-    CodedColumn,
-    Concatenation,
-    Evaluation,
-    Family,
-    RecordStats,
-    build_evaluation,
-    concat_evaluations,
-    ratio,
-    take_rows,
-)
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.columns import CodedColumn
+from kg_rageval.results.concatenation import Concatenation
+from kg_rageval.results.evaluation import Evaluation, concat_evaluations, take_rows
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import ratio
+from kg_rageval.results.record_stats import RecordStats
 from audit_stream_helpers import _report
 from stream_helpers import _assert_same, _provenance_runs, demo  # noqa: F401 (demo: a fixture)
 
@@ -251,9 +247,9 @@ def test_config_spill_rows(tmp_path):
 @pytest.fixture()
 def spill_everything(monkeypatch):
     """Every streamed evaluation of two chunks or more spills (the default ``spill_rows``: 1)."""
-    import kg_rageval.results.evaluation as evaluation
+    import kg_rageval.results.concatenation as concatenation
 
-    monkeypatch.setattr(evaluation, "SPILL_ROWS", 1)
+    monkeypatch.setattr(concatenation, "SPILL_ROWS", 1)
 
 
 def _spilled_members(result) -> int:

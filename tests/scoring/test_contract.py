@@ -178,7 +178,7 @@ def test_gate_is_decided_identically_in_audit_and_assert_gates(demo):
 # ---------------------------------------------------------------------- one call, one shape
 @pytest.mark.parametrize("name", FAMILIES)
 def test_every_family_is_called_the_same_way(name, demo):
-    from kg_rageval.results.evaluation import EvaluationSet
+    from kg_rageval.results.evaluation_set import EvaluationSet
 
     res = get_scorer(name).score(demo["ontology"], demo["records"], **family_inputs(name, demo))
     assert isinstance(res, EvaluationSet) and res.family == name

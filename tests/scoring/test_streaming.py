@@ -15,7 +15,8 @@ from family_demo import add_relation_questions, family_inputs
 from kg_rageval.cli.main import main
 from kg_rageval.scoring import REGISTRY, get_scorer
 from kg_rageval.base.errors import InputError, KgRagevalError, MissingEvidence
-from kg_rageval.results.evaluation import Evaluation, EvaluationSet, concat_evaluations
+from kg_rageval.results.evaluation import Evaluation, concat_evaluations
+from kg_rageval.results.evaluation_set import EvaluationSet
 from stream_helpers import FIXTURES, demo, _json, _assert_same, _provenance_runs  # noqa: F401 (shared with other tests)
 from stream_helpers import _write  # noqa: F401 (shared with other tests)
 
@@ -250,7 +251,7 @@ def test_confidence_sweep_equals_per_threshold_masks():
 def test_concatenation_equals_concat_evaluations():
     """The growing-column accumulator of the streaming path equals the one-shot concatenation
     (columns first seen later, dtype promotion bool -> float -> object, meta)."""
-    from kg_rageval.results.evaluation import Concatenation
+    from kg_rageval.results.concatenation import Concatenation
     from kg_rageval.families.hierarchy import score_hierarchy
 
     o = _vehicles()
@@ -387,7 +388,7 @@ def test_spooled_trails_join_into_one_segment_of_their_spool(tmp_path):
     ones joins in memory, the same text."""
     import pickle
 
-    from kg_rageval.results.evaluation import _jsonable
+    from kg_rageval.results.jsonsafe import _jsonable
     from kg_rageval.families.provenance.trail import build_trail, trail_violations
     from kg_rageval.families.provenance.trail_parts import SpooledTrail, TrailText, join_trails, spool_trail, trail_text
     from kg_rageval.base.spool import Spool, write_text
@@ -462,7 +463,7 @@ def test_conformance_meta_counts_of_some_chunks_stand_where_the_whole_call_write
 def test_merge_keeps_the_declared_order_of_additive_meta():
     """Entries only some partitions write: each partition's order and the declared order of
     ``additive_meta`` (linking writes ``unknown_ids`` before ``n_aliased``)."""
-    from kg_rageval.results.evaluation import _merge_meta
+    from kg_rageval.results.family import _merge_meta
     from kg_rageval.families.linking.evaluate import LinkingFamily
 
     metas = [{"alignment": "strict", "records_scored": 2, "n_aliased": 1},
@@ -574,7 +575,8 @@ def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(famil
 def test_streamed_results_share_equal_record_id_columns():
     """Two families' streamed results with the same ids in the same order hold one record-id
     array; different ids, or ids that are not all texts, get their own."""
-    from kg_rageval.results.evaluation import Concatenation, Family
+    from kg_rageval.results.concatenation import Concatenation
+    from kg_rageval.results.family import Family
 
     class _Toy(Family):
         name, stats = "toy_ids", ("n",)
@@ -598,7 +600,8 @@ def test_concatenation_shares_equal_texts_of_key_and_detail_columns():
     distinct text (parsed JSON gives a fresh one per record), in each chunk and in the
     streamed concatenation; the values, and every output, are unchanged. A column of other
     objects is left as it is, and a column of mostly distinct texts stops coding."""
-    from kg_rageval.results.evaluation import SHARED_TEXTS_MIN, CodedColumn, Concatenation, _Column
+    from kg_rageval.results.columns import CodedColumn
+    from kg_rageval.results.concatenation import SHARED_TEXTS_MIN, _Column, Concatenation
     from kg_rageval.families.hierarchy import score_hierarchy
 
     o = _vehicles()

@@ -71,7 +71,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.results.evaluation import CodedColumn, Evaluation, Family, Metric, _narrow_codes, _object_column, named, ratio
+from kg_rageval.results.columns import CodedColumn, _narrow_codes, _object_column
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.results.recordstore import PackedValues
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology

@@ -30,7 +30,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.ontology.model import STATUS_NAMES, Ontology
 from kg_rageval.ontology.validate import load_shapes  # noqa: F401 - part of this module's API
 from kg_rageval.families.conformance.metrics import MISSING_OUTPUT, output_expectation, parse_output, record_gold_node, unscored_output

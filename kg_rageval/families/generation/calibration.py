@@ -22,7 +22,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, mean_of, named, ratio
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, mean_of, named, ratio
 from kg_rageval.records import Record, record_error
 from kg_rageval.families.generation.columns import column_evaluation
 from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys, section

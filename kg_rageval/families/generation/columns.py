@@ -9,7 +9,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from kg_rageval.results.evaluation import Evaluation, Family, _object_column
+from kg_rageval.results.columns import _object_column
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
 
 
 def column_evaluation(

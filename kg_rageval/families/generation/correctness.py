@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, mean_of, named, ratio
 from kg_rageval.records import Record, located, record_error
 from kg_rageval.families.generation.columns import column_evaluation
 from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, named, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, mean_of, named, ratio
 from kg_rageval.records import Record, absent_answer_code
 from kg_rageval.records.fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
 from kg_rageval.families.generation.judgment import INVALID, NO_CLAIMS, SCORED, JudgmentOutcome, parse_judgment

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, named, ratio
 from kg_rageval.records import Record
 from kg_rageval.records.fields import all_slice_keys, flag, row_keys, section
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from kg_rageval.results.evaluation import EvaluationSet
+from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.records import Record
 from kg_rageval.families.generation.calibration import score_calibration
 from kg_rageval.families.generation.concepts import ConceptLinker, dictionary_linker, memoised

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, harmonic, named, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, named, ratio
 from kg_rageval.records import Record, absent_answer_code, located
 from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
 from kg_rageval.records.fields import all_slice_keys, answer_text, contexts, id_list, row_keys

@@ -38,7 +38,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from kg_rageval.base.errors import InputError, MissingEvidence, UnknownIdError
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, mean_of, named, ratio
 from kg_rageval.ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
 from kg_rageval.records import Record, located, read_records, slice_texts, where
 from kg_rageval.families.hierarchy.closure import closure

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kg_rageval.results.evaluation import Family, Metric, ratio
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, ratio
 from kg_rageval.families.judges.contracts import Verdict
 from kg_rageval.families.judges.ppi import PPI_STATS, ppi_from_sums
 from kg_rageval.families.judges.stats import cohen_kappa, rate_with_wilson

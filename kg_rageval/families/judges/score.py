@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kg_rageval.results.evaluation import Evaluation, EvaluationSet, build_evaluation
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.records import Record, record_error
 from kg_rageval.families.judges.calibration import JudgeAgreementFamily, JudgeCalibrationFamily, PositionBiasFamily
 from kg_rageval.families.judges.contracts import INVALID, SCORED, UNSCORABLE, RUBRICS, Verdict, parse_verdict

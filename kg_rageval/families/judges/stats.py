@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from kg_rageval.results.evaluation import Metric, ratio
+from kg_rageval.results.metric import Metric, ratio
 
 
 def cohen_kappa(name: str, n: float, agree: float, judge: Sequence[float], human: Sequence[float],

@@ -66,7 +66,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from kg_rageval.base.errors import InputError, UnknownIdError
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, Metrics, harmonic, ratio
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, Metrics, harmonic, ratio
 from kg_rageval.ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error, record_text, slice_texts
 

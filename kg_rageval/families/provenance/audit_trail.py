@@ -29,7 +29,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, columns_evaluation, ratio, take_rows
+from kg_rageval.results.builders import build_evaluation, columns_evaluation
+from kg_rageval.results.evaluation import Evaluation, take_rows
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, ratio
 from kg_rageval.records import Record
 from kg_rageval.families.provenance.manifest import REQUIRED, _get, check_manifest
 

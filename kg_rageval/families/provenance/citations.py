@@ -30,7 +30,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, columns_evaluation, harmonic, named, ratio
+from kg_rageval.results.builders import columns_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, named, ratio
 from kg_rageval.records.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from kg_rageval.families.generation.verifiers import sentence_claims
 from kg_rageval.records import Record, absent_answer_code, record_error

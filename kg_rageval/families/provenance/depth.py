@@ -17,7 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, columns_evaluation, named, ratio
+from kg_rageval.results.builders import columns_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.records.fields import all_slice_keys, row_keys, section
 from kg_rageval.records import Record, absent_answer_code
 from kg_rageval.families.provenance.citations import cited_ids

@@ -24,7 +24,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, named, ratio, take_rows
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation, take_rows
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys
 from kg_rageval.records import Record
 from kg_rageval.records.reasons import Reason

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from kg_rageval.results.evaluation import EvaluationSet
+from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.records import Record
 from kg_rageval.families.provenance.citations import memo_claims, score_citations
 from kg_rageval.families.provenance.corpus import Corpus

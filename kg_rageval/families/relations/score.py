@@ -63,7 +63,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, harmonic, ratio
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, ratio
 from kg_rageval.ontology.graph import satisfies
 from kg_rageval.ontology.model import RELATIONS, Ontology
 from kg_rageval.records import Reason, record_error, record_slices, unscored

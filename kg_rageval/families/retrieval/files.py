@@ -19,7 +19,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, mean_of
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, mean_of
 from kg_rageval.families.retrieval.measure_names import COUNTS, MeasureSpec
 from kg_rageval.families.retrieval.measures import MIN_GEO_MEAN, Aggregate, PerQueryMeasures, aggregate, compute, scored_mask
 from kg_rageval.families.retrieval.runs import Qrels, Run

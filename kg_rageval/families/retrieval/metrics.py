@@ -33,7 +33,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.results.evaluation import Family, Metric, Metrics, mean_of, ratio
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, Metrics, mean_of, ratio
 from kg_rageval.families.retrieval.runs import Qrels, Run
 
 GAINS = ("graded", "binary")

@@ -54,7 +54,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from kg_rageval.base.errors import InputError, MissingEvidence
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, mean_of, ratio
 from kg_rageval.records import Record, where
 from kg_rageval.families.retrieval.compare import bootstrap_ci
 from kg_rageval.families.retrieval.corpus import Corpus

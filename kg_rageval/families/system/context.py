@@ -32,7 +32,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, build_evaluation, mean_of, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, mean_of, ratio
 from kg_rageval.records import Record, record_error
 from kg_rageval.records.fields import stated_row_keys as row_keys
 

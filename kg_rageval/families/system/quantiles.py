@@ -32,7 +32,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.results.evaluation import Evaluation, Family, Metric, rollup_mask
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric
+from kg_rageval.results.rollup import rollup_mask
 
 QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 

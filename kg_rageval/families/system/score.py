@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from kg_rageval.results.evaluation import Metric, mean_of, ratio
+from kg_rageval.results.metric import Metric, mean_of, ratio
 from kg_rageval.records import Record, record_error
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.families.system.quantiles import QUANTILES, QuantileEvaluation, RowFamily, sorted_quantiles
@@ -204,7 +204,7 @@ def score_system(ontology: Any, records: Iterable[Record], *, stages: Iterable[s
         rows.append(row)
     key_names = sorted({k for r in rows for k in r if k == "gold_node" or k.startswith("slice:")})
     stats = {s: np.asarray([float(r.get(s, 0.0)) for r in rows]) for s in fam.stats}
-    from kg_rageval.results.evaluation import _object_column
+    from kg_rageval.results.columns import _object_column
 
     return fam.evaluation(
         record_ids=_object_column([r["record_id"] for r in rows]), stats=stats,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kg_rageval.results.evaluation import _Column, _concat_column
+from kg_rageval.results.concatenation import _Column
+from kg_rageval.results.evaluation import _concat_column
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 

@@ -133,7 +133,7 @@ def test_compact_answer_rule_equals_every_property_shape(manifest):
 # ---------------------------------------------------------------------- columns instead of row dicts
 def _old_citations(records):
     """score_citations as it was (a dict per row, build_evaluation)."""
-    from kg_rageval.results.evaluation import build_evaluation
+    from kg_rageval.results.builders import build_evaluation
     from kg_rageval.records.fields import all_slice_keys, flag, gold_documents, row_keys, section
     from kg_rageval.families.provenance.citations import CitationFamily, answer_citations
     from kg_rageval.records import absent_answer_code
@@ -167,7 +167,7 @@ def _old_citations(records):
 
 
 def _old_depth(records, corpus):
-    from kg_rageval.results.evaluation import build_evaluation
+    from kg_rageval.results.builders import build_evaluation
     from kg_rageval.records.fields import all_slice_keys, row_keys, section
     from kg_rageval.families.provenance.corpus import is_stable_source_id
     from kg_rageval.families.provenance.depth import ProvenanceDepthFamily, cited_ids

@@ -1,0 +1,114 @@
+"""Missing runs: the records of a family that were left unscored or scored as empty predictions.
+
+:func:`_family_counts` counts, per family, its records, the scored and unscored ones (by reason
+and code) and its missing runs, which the audit holds against ``missing_runs.budget``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from kg_rageval.audit.families import FamilyRun
+from kg_rageval.results.evaluation import Evaluation
+
+
+def _fmt_reasons(reasons: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} ×{v}" for k, v in reasons.items())
+
+
+def _family_counts(run: FamilyRun, records: Any, patterns: Iterable[str] = (),
+                   metric_names: Iterable[str] = ()) -> dict[str, Any]:
+    """Scored, unscored (by reason and code) and missing-run counts of one family.
+
+    A missing run is a record of the family that **any** of its evaluations reports missing —
+    one evaluation scoring it does not hide another's missing run:
+
+    * unscored with a reason *code* in :data:`~kg_rageval.records.MISSING_RUN_CODES`
+      (``missing_prediction``, ``timeout``, ``invalid_output``): the family decides, the reason
+      text is never matched;
+    * scored as an empty prediction: its per-record ``n_missing_run`` stat is positive
+      (hierarchy, linking, retrieval, generation correctness and refusal);
+    * only for unscored entries without a code (a family written before codes): a reason
+      equal to one of ``patterns`` (``missing_runs.reasons``; case-insensitive, never a
+      substring match);
+    * counted in the numerator of one of ``metric_names`` (``invalid_judgment_rate``) of an
+      evaluation without an ``n_missing_run`` stat (these have no record ids).
+
+    The family's records are those carrying its section plus every record it reports missing;
+    the missing-run rate is missing runs / family records. ``records``: the audit's records
+    (:class:`~.stream.HeldRecords` or :class:`~.stream.StreamedRecords`; a list is taken as held)."""
+    from kg_rageval.records import MISSING_RUN_CODES
+
+    codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
+    pats = {p.strip().lower() for p in patterns}
+    unscored_reasons: dict[str, int] = {}
+    unscored_codes: dict[str, int] = {}
+    missing_ids: set[str] = set()
+    anonymous = 0
+    scored: set[str] = set()
+    scored_empty = 0
+    in_metrics: dict[str, float] = {}
+    for ev in run.evaluations:
+        for u in ev.unscored:
+            reason = str(u.get("reason", "unscored"))
+            unscored_reasons[reason] = unscored_reasons.get(reason, 0) + 1
+            code = u.get("code")
+            if code is not None:
+                unscored_codes[str(code)] = unscored_codes.get(str(code), 0) + 1
+                if str(code) not in codes:
+                    continue
+            elif reason.strip().lower() not in pats:  # exact reasons, never substrings
+                continue
+            rid = u.get("record_id", u.get("id"))
+            if rid is not None:
+                missing_ids.add(str(rid))
+            else:
+                anonymous += 1
+        scored.update(map(str, ev.record_ids.tolist()))
+        if "n_missing_run" in ev.stats:
+            empty = _positive_records(ev, "n_missing_run")
+            scored_empty += len(empty)
+            missing_ids.update(str(x) for x in empty)
+            continue
+        ms = ev.metrics()
+        for name in metric_names:
+            m = ms.get(name)
+            if m is not None and m.numerator:
+                in_metrics[name] = in_metrics.get(name, 0.0) + float(m.numerator)
+    if isinstance(records, list):
+        from kg_rageval.audit.stream import HeldRecords
+
+        records = HeldRecords(records)
+    with_sec = records.with_section(run.name)
+    family_records = with_sec | missing_ids
+    missing = min(len(missing_ids) + anonymous + int(round(sum(in_metrics.values()))), len(family_records))
+    return {
+        "status": run.status,
+        "reason": run.reason,
+        "with_section": run.n_with_section,
+        "family_records": len(family_records),
+        "scored_records": len(scored),
+        "missing_runs": missing,
+        "scored_as_empty": scored_empty,
+        "unscored_reasons": dict(sorted(unscored_reasons.items())),
+        "unscored_codes": dict(sorted(unscored_codes.items())),
+        "missing_in_metrics": {k: int(round(v)) for k, v in sorted(in_metrics.items())},
+        "rows": sum(len(ev) for ev in run.evaluations),
+        "seconds": round(run.seconds, 4),
+        "versions": run.versions,
+    }
+
+
+def _positive_records(ev: Evaluation, stat: str) -> list[str]:
+    """The ids (sorted) of the records whose ``stat`` summed over their rows is positive — the
+    records ``ev.per_record_stats()`` gives a positive ``stat``, from only the rows where it is
+    not zero (the others add nothing to a record's sum): no sort of every record id."""
+    col = np.asarray(ev.stats[stat])
+    rows = np.flatnonzero(col != 0)
+    if not len(rows):
+        return []
+    ids, inverse = np.unique(ev.record_ids[rows].astype(str), return_inverse=True)
+    per = np.bincount(inverse.reshape(-1), weights=col[rows], minlength=len(ids))
+    return ids[per > 0].tolist()

@@ -1,0 +1,300 @@
+"""The baseline comparison of an audit: the baseline system's run, paired with the candidate's record by record.
+
+:func:`_run_baseline` runs the configured families over the baseline's records (held, or
+streamed like the audit's), pairs both systems' per-record ids (:class:`PairedIds`), checks the
+pairing (:func:`_pairing_problem`: a pairing too thin is missing evidence) and gives the
+``delta:<family>.<metric>`` metrics and the per-query deltas. Which release the baseline was
+scored against: :mod:`.baseline`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from kg_rageval.audit.config import AuditConfig
+from kg_rageval.audit.families import FamilyRun
+from kg_rageval.audit.family_runs import _bind_families, _stream_runs, configured_families, family_options, run_families
+from kg_rageval.audit.gates import metric_dict
+from kg_rageval.base.errors import InputError
+from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
+from kg_rageval.results.forms import metric_values, replicate_values
+from kg_rageval.results.metric import Metric
+from kg_rageval.results.record_stats import AlignedRecords
+from kg_rageval.scoring import resolve_metric
+
+
+# ---------------------------------------------------------------------- baseline
+def _pairing_problem(paired: int, either: int, frac: float, n_dropped: int, dropped_first: list[str],
+                     bl: Any) -> str | None:
+    """Why a baseline comparison is missing evidence, or ``None`` when the pairing is sound:
+    the candidate dropped baseline records (``n_dropped`` more than ``max_dropped``; the first
+    ids, sorted, in ``dropped_first``), or the records both systems scored are fewer than
+    ``min_paired_fraction`` of those either scored."""
+    if n_dropped > bl.max_dropped:
+        shown = ", ".join(repr(d) for d in dropped_first[:5]) + (" ..." if n_dropped > 5 else "")
+        return (f"the candidate's records lack {n_dropped} record(s) of the baseline ({shown}; "
+                f"baseline.max_dropped = {bl.max_dropped})")
+    if paired == 0 or frac < bl.min_paired_fraction:
+        return (f"only {paired} of {either} records are scored by both systems ({frac:.1%}; "
+                f"baseline.min_paired_fraction = {bl.min_paired_fraction:.0%})")
+    return None
+
+
+class PairedIds:
+    """The pairing of two systems' per-record ids, each side's ids distinct (a per-record view:
+    one id per record, any order), as NumPy's set routines give it with one sort of both sides
+    together instead of one per routine: ``common`` (sorted) and its positions ``at_c`` /
+    ``at_b`` in each side (``np.intersect1d(..., return_indices=True)``), ``n_either`` (the
+    size of ``np.union1d``: both sides less the common ids) and each side's unpaired ids, the
+    first ``k`` in sorted order (``np.setdiff1d(side, common)[:k]``; only the unpaired ids are
+    sorted, usually few)."""
+
+    def __init__(self, ids_c: np.ndarray, ids_b: np.ndarray) -> None:
+        self._c, self._b = ids_c, ids_b
+        self.common, self.at_c, self.at_b = np.intersect1d(ids_c, ids_b, assume_unique=True, return_indices=True)
+        self.n_either = int(len(ids_c) + len(ids_b) - len(self.common))
+
+    @staticmethod
+    def _only(ids: np.ndarray, paired: np.ndarray, k: int) -> list[Any]:
+        keep = np.ones(len(ids), bool)
+        keep[paired] = False
+        return np.sort(ids[keep])[:k].tolist()
+
+    def only_c(self, k: int) -> list[Any]:
+        """The first ``k`` (sorted) of the candidate's ids the baseline lacks."""
+        return self._only(self._c, self.at_c, k)
+
+    def only_b(self, k: int) -> list[Any]:
+        """The first ``k`` (sorted) of the baseline's ids the candidate lacks."""
+        return self._only(self._b, self.at_b, k)
+
+
+def _delta_wanted(fam: str, metric: str, delta_gates: set[str]) -> bool:
+    """Whether a delta gate reads ``fam.metric`` (a gate on an undeclared family's metric may
+    be unresolved: its bare name)."""
+    return bool({metric, f"{fam}.{metric}"} & delta_gates)
+
+
+def _restricted(release: Any, view: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, positions)`` of a per-record view's records that the release comparison keeps
+    (:meth:`~kg_rageval.audit.baseline.Release.restrict`: all of them for one release)."""
+    ids = view.ids()
+    kept, at = release.restrict(ids, {"at": np.arange(len(ids))})
+    return kept, at["at"]
+
+
+def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, mc: Any, mb: Any,
+                      wanted: list[str], limit: int = 50) -> dict[str, list[dict[str, Any]]]:
+    """The paired per-record deltas of the ``wanted`` metrics (records where both systems
+    define the metric and differ), most negative first, at most ``limit`` per metric:
+    ``{fam.metric: [{"record_id", "candidate", "baseline", "delta"}]}``. Each system's
+    per-record values come from :func:`~kg_rageval.results.forms.metric_values` (vectorised over the
+    records where the metric has a verified form, else one ``finalize`` per record)."""
+    from kg_rageval.audit.failing import worst_first
+
+    vc = metric_values(fin, names, mc, wanted)
+    vb = metric_values(fin, names, mb, wanted)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for m in wanted:
+        c, bl = vc[m][0], vb[m][0]  # type: ignore[index]
+        d = c - bl
+        sel = np.flatnonzero(~np.isnan(c) & ~np.isnan(bl) & (c != bl))
+        order = worst_first(-d, sel, common.__getitem__, limit)  # most negative delta first, ties by id
+        out[f"{fam}.{m}"] = [{"record_id": str(common[j]), "candidate": float(c[j]), "baseline": float(bl[j]),
+                              "delta": float(c[j]) - float(bl[j])} for j in order]
+    return out
+
+
+def _baseline_config(config: AuditConfig) -> AuditConfig:
+    """The config the baseline's families run with: the audit's, but no PROV-O trail (the
+    trail describes the audited run only)."""
+    bcfg = config.model_copy()
+    bcfg._base_dir, bcfg._source = config._base_dir, config._source
+    bfams = {n: dict(config.families.get(n) or {}) for n in configured_families(config)}
+    if "provenance" in bfams:
+        bfams["provenance"]["trail"] = False
+    bcfg.families = bfams
+    return bcfg
+
+
+def _baseline_held(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path,
+                   progress: bool) -> tuple[Any, dict[str, FamilyRun], np.ndarray]:
+    """``(release, baseline runs, baseline record ids)`` with the baseline's records read whole
+    (:func:`~kg_rageval.records.read_records`), let go before the pairing."""
+    from kg_rageval.audit.baseline import ReleaseCheck, load_baseline_ontology
+    from kg_rageval.records import read_records
+
+    base_records = read_records(bpath)
+    check = ReleaseCheck(config, inputs["ontology"], load_baseline_ontology(config))
+    check.prepare(cand)
+    check.observe(0, base_records)
+    release = check.result()  # refuses another release
+    binputs = dict(inputs)
+    binputs["records"] = base_records
+    binputs["ontology"] = release.ontology
+    bruns = run_families(_baseline_config(config), binputs, base_records, progress=progress)
+    return release, bruns, check.ids()
+
+
+def _baseline_streamed(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path,
+                       client: Any) -> tuple[Any, dict[str, FamilyRun], np.ndarray] | None:
+    """:func:`_baseline_held` with the baseline's records read once in chunks of the audit's
+    ``chunk_size`` through the families (:func:`_stream_runs`, as the audited records are) and
+    the release check (:class:`~kg_rageval.audit.baseline.ReleaseCheck`), none of them held;
+    the candidate's records are read again only for a comparison on the unchanged nodes.
+    ``None`` when anything goes wrong before, in or after the stream but a reading error of
+    the baseline's file (the held baseline then raises its error, in its order, or scores it)."""
+    from kg_rageval.audit.baseline import ReleaseCheck, load_baseline_ontology
+    from kg_rageval.audit.stream import RecordIndex
+
+    try:
+        check = ReleaseCheck(config, inputs["ontology"], load_baseline_ontology(config))
+        planned = check.planned_ontology()
+        check.prepare(cand)
+        bcfg = _baseline_config(config)
+        binputs = dict(inputs)
+        binputs["records"] = None
+        binputs["paths"] = {**(inputs.get("paths") or {}), "records": bpath}
+        binputs["ontology"] = planned
+        names = configured_families(bcfg)
+        view = RecordIndex(bpath, cand.size, names)
+        bound = _bind_families(bcfg, binputs, names)
+    except Exception:  # noqa: BLE001 — the held baseline raises it where it raises it
+        return None
+    bruns = _stream_runs(bcfg, binputs, names, bound, view, (view.observe, check.observe), client)
+    if bruns is None:
+        return None
+    try:
+        release = check.result()
+    except Exception:  # noqa: BLE001 — refused: the held baseline raises it in its order
+        return None
+    if release.ontology is not planned:  # pragma: no cover — ReleaseCheck plans what it decides
+        return None
+    return release, bruns, check.ids()
+
+
+def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[str, FamilyRun],
+                  progress: bool, records: Any = None, client: Any = None
+                  ) -> tuple[dict[str, Any], dict[str, Metric]]:
+    """Paired comparison with a baseline run on the same records.
+
+    For each evaluation the candidate and baseline per-record stats are aligned on the record
+    ids both scored; ``delta:m`` = m(candidate) − m(baseline) over those records. For the
+    evaluations owning a metric with a delta gate (all with ``bootstrap.always``) a paired
+    percentile bootstrap (the same record draws for both systems) gives the intervals, and the
+    per-query deltas of the gated metrics are listed (worst first, 50 at most). ``records``:
+    the candidate's (:class:`~.stream.HeldRecords` / :class:`~.stream.StreamedRecords`; default
+    ``inputs["records"]``). The baseline's records are streamed like the candidate's when the
+    candidate's were (:func:`_baseline_streamed`; ``client``: the Dask client its chunks are
+    scored on), else held; either way only the record ids of both sides stay, as numpy arrays."""
+    from kg_rageval.audit.stream import HeldRecords
+
+    cand = HeldRecords(inputs["records"]) if records is None else records
+
+    assert config.baseline is not None
+    bpath = config.path(config.baseline.records)
+    if not bpath.exists():
+        raise InputError("baseline records file does not exist", source=config.source,
+                         location=f"baseline.records = {config.baseline.records!r}")
+    got = _baseline_streamed(config, inputs, cand, bpath, client) if cand.streamed else None
+    release, bruns, base_ids = got if got is not None else _baseline_held(config, inputs, cand, bpath, progress)
+    b = config.bootstrap
+    fams = configured_families(config)
+    options = {f: family_options(config, f) for f in fams}
+    delta_gates = {resolve_metric(g.metric, scope=fams, options=options).qualified
+                   for g in config.all_gates() if g.metric.startswith("delta:")}
+    deltas: dict[str, Metric] = {}
+    pairs: dict[str, dict[str, Any]] = {}
+    primary: list[str] = []
+    per_query: dict[str, list[dict[str, Any]]] = {}
+    dropped = np.setdiff1d(base_ids, cand.id_array())  # sorted: the baseline's ids are unique
+    dropped_first = dropped[:50].tolist()
+    bl = config.baseline
+    pairing: dict[str, dict[str, Any]] = {}
+    for fam, run in runs.items():
+        brun = bruns.get(fam)
+        if brun is None or run.status != "ran" or brun.status != "ran":
+            continue
+        if run.result is None or brun.result is None:
+            continue
+        for member, ev in run.result.items():  # paired by member, then by record id
+            bev = brun.result.get(member)
+            if bev is None or ev.family.qualified_name != bev.family.qualified_name:
+                continue
+            # another ontology release: only the comparable records take part (drift.release);
+            # each system's per-record stats are its cached view, read one column at a time
+            view_c, view_b = ev.record_stats(), bev.record_stats()
+            ids_c, at_c = _restricted(release, view_c)
+            ids_b, at_b = _restricted(release, view_b)
+            pair = PairedIds(ids_c, ids_b)
+            common, ic, ib = pair.common, pair.at_c, pair.at_b
+            names = list(view_c.names)
+            label = fam if len(run.result) == 1 else f"{fam}.{member}"
+            frac = len(common) / pair.n_either if pair.n_either else 0.0
+            unpaired = _pairing_problem(len(common), pair.n_either, frac, len(dropped), dropped_first, bl)
+            pairing[label] = {
+                "paired_records": int(len(common)), "records_either": pair.n_either,
+                "paired_fraction": round(frac, 6),
+                "candidate_only": {"n": int(len(ids_c) - len(common)), "ids": pair.only_c(20)},
+                "baseline_only": {"n": int(len(ids_b) - len(common)), "ids": pair.only_b(20)},
+                "missing": unpaired,
+            }
+            if unpaired is not None:
+                for m in ev.family.finalize({k: 0.0 for k in names}):
+                    key = f"delta:{fam}.{m}"
+                    primary.append(key)
+                    deltas[key] = Metric(key, None, missing=unpaired)
+                    pairs[key] = {"candidate": None, "baseline": None, "paired_records": int(len(common))}
+                continue
+            del pair
+            # the paired records of each system (the stacked matrices of every stat, by column)
+            mc = AlignedRecords(view_c, at_c[ic], names)
+            mb = AlignedRecords(view_b, at_b[ib], names)
+            del ids_c, ids_b, ic, ib
+            fin = ev.family.finalize
+            tc = fin(dict(zip(names, mc.probe_rows()[0].tolist())))  # the stacked sum(0), bit for bit
+            tb = fin(dict(zip(names, mb.probe_rows()[0].tolist())))
+            n = len(common)
+            wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
+            resamples = b.n_resamples if (wanted or b.always) else 0
+            samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
+            if resamples:  # paired: the same record draws (records aligned by id above) for both systems
+                rc, rb = replicate_values(fin, names, [mc, mb], list(tc), resamples, b.seed, bootstrap_weights)
+                samples = {m: rc[m] - rb[m] for m in tc}  # NaN where either is undefined
+            for m in tc:
+                key = f"delta:{fam}.{m}"
+                vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
+                if vc is None or vb is None:
+                    d = Metric(key, None, missing=f"{m} undefined for "
+                               f"{'candidate' if vc is None else 'baseline'} on {n} paired records")
+                else:
+                    ci = (percentile_interval(samples[m], resamples, b.level)
+                          if resamples and n >= b.min_units else None)
+                    d = Metric(key, float(vc - vb), None, None, None, ci)
+                primary.append(key)
+                deltas[key] = d
+                pairs[key] = {"candidate": vc, "baseline": vb, "paired_records": n}
+            # per-query deltas (the report's regressions table) of the metrics with a delta gate:
+            # one finalize per record and system, every wanted metric read from it
+            if wanted:
+                per_query.update(_per_query_deltas(fam, fin, names, common, mc, mb, wanted))
+            del mc, mb
+        for bev in brun.result.values():
+            bev.drop_record_stats()
+        # paired: the baseline's result columns of this family are not read again
+        brun.result, brun.evaluations = None, []
+    info = {
+        "records": str(bpath),
+        "n_records": len(base_ids),
+        "families": {f: r.status for f, r in bruns.items()},
+        "dropped_records": {"n": len(dropped), "ids": dropped_first},
+        "pairing": pairing,
+        "deltas": {k: {**metric_dict(v), **pairs.get(k, {})} for k, v in sorted(deltas.items())},
+        "primary": sorted(set(primary)),
+        "worst_queries": per_query,
+        "release": release.to_dict(),
+    }
+    return info, deltas
