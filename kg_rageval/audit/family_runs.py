@@ -71,7 +71,7 @@ def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[d
 
 def _family_input(name: str, inputs: Mapping[str, Any]) -> Any:
     """An input by path when the config named a file (the family reads it with its own
-    reader), else the object given to :func:`run_audit` (``inputs=``)."""
+    reader), else the object given to :func:`~.runner.run_audit` (``inputs=``)."""
     path = (inputs.get("paths") or {}).get(name)
     return path if path is not None else inputs.get(name)
 

@@ -42,7 +42,7 @@ def _id_column(values: Any) -> np.ndarray:
 
 
 def record_id_texts(record_ids: np.ndarray) -> set[str]:
-    """The distinct record ids as text (``str`` of each, as :meth:`Evaluation.per_record_stats`
+    """The distinct record ids as text (``str`` of each, as :meth:`~.evaluation.Evaluation.per_record_stats`
     compares them): a C-level ``set`` when every id is already a string (the usual case:
     readers give string ids), else numpy's text conversion."""
     values = record_ids.tolist()
@@ -171,7 +171,7 @@ class Columns(MutableMapping):
     :class:`CodedColumn` is indexed like an array).
 
     With a ``store`` (:class:`~kg_rageval.results.colstore.ColumnStore`: a large streamed evaluation,
-    see :class:`Concatenation`), every numeric buffer given is kept in that temporary file
+    see :class:`~.concatenation.Concatenation`), every numeric buffer given is kept in that temporary file
     instead of memory (a :class:`~kg_rageval.results.colstore.SpilledArray`; a coded column's codes),
     and read from it, bit for bit, each time it is read: the reads above, :meth:`raw`,
     :meth:`raw_items` one column at a time, :meth:`take` only the rows asked for. Object
@@ -259,7 +259,7 @@ class Columns(MutableMapping):
 class StatColumns(Sequence):
     """The stats columns ``names`` of ``stats`` (an evaluation's :class:`Columns`) as the float64
     arrays ``stats[name]`` gives, each read when it is indexed or its turn comes in an iteration:
-    a roll-up or a projection over them (:func:`rollup_sums`,
+    a roll-up or a projection over them (:func:`~.rollup.rollup_sums`,
     :meth:`kg_rageval.results.forms.Projection.columns_of`) holds the column it reads, not all of them
     (a spilled evaluation reads each from its file)."""
 

@@ -520,7 +520,7 @@ def concat_evaluations(parts: Iterable[Evaluation], *, consume: bool = False) ->
     :meth:`Evaluation.merge` left to right, with each column copied once (not once per
     partition). Column order: :func:`_merged_names`; a column missing in a partition is
     filled with 0 (stats) or ``None`` (keys, details); ``unscored`` lists are concatenated;
-    ``meta``: the family's :meth:`Family.merge_meta` (default :func:`_merge_meta`); then the
+    ``meta``: the family's :meth:`Family.merge_meta` (default :func:`~.family._merge_meta`); then the
     family's :meth:`Family.complete`. A single partition is returned as it is.
 
     ``consume=True`` lets the columns of ``parts`` go as soon as they are copied (the parts are

@@ -26,7 +26,7 @@ class Family:
     stats: tuple[str, ...] = ()
     additive_meta: tuple[str, ...] = ()
     """``meta`` entries that describe the rows, so partitions combine them when merged (see
-    :func:`concat_evaluations`): a number is summed, a list of ids becomes the sorted union
+    :func:`~.evaluation.concat_evaluations`): a number is summed, a list of ids becomes the sorted union
     (its first :data:`META_ID_LIST` entries, as the families write them). Declared in the
     order the family writes them in: a merge keeps every partition's order of entries and
     this one (see :func:`_merge_meta`)."""
@@ -38,8 +38,9 @@ class Family:
         rows grouped by something other than the record, as reproducibility by repeat; rows
         that describe the run rather than a record, as run manifests), in place. The family's
         scoring function calls it on its result, and a concatenation of partitions calls it
-        again on the concatenated result (:func:`concat_evaluations`, :class:`Concatenation`,
-        :meth:`Evaluation.merge`), so streamed and partitioned results equal the one-call
+        again on the concatenated result (:func:`~.evaluation.concat_evaluations`,
+        :class:`~.concatenation.Concatenation`, :meth:`~.evaluation.Evaluation.merge`), so streamed
+        and partitioned results equal the one-call
         result. It must depend only on the evaluation (rows, totals, meta, unscored) and give
         the same result when called twice. Default: nothing to do."""
 
@@ -52,7 +53,7 @@ class Family:
         return _merge_meta(self, metas)
 
     def keep_meta(self, meta: dict[str, Any], held: list[dict[str, Any]]) -> dict[str, Any]:
-        """What a :class:`Concatenation` keeps of one partition's ``meta`` until it merges
+        """What a :class:`~.concatenation.Concatenation` keeps of one partition's ``meta`` until it merges
         them (``held``: what it keeps of the earlier partitions, in order), once there are
         two or more partitions. :meth:`merge_meta` of the kept metas must equal it of the
         given ones. Default: ``meta`` itself; a family with a large ``meta`` (the PROV-O

@@ -110,9 +110,9 @@ class _RecordColumns:
 
 class RecordStats(_RecordColumns):
     """The stats of an evaluation (or of the rows ``rows`` of it: a gate's scope) summed per
-    record, as :meth:`Evaluation.per_record_stats` gives them, but one stat column at a time:
+    record, as :meth:`~.evaluation.Evaluation.per_record_stats` gives them, but one stat column at a time:
     :meth:`column` sums a stat when it is asked for (and keeps it with ``keep``: the view
-    :meth:`Evaluation.record_stats` caches for the audit's stages), so a stage that reads the
+    :meth:`~.evaluation.Evaluation.record_stats` caches for the audit's stages), so a stage that reads the
     two stats of a ratio holds two per-record columns, not every stat of the family stacked.
 
     Records are in the order of their ids as text (``per_record_stats``). When the rows

@@ -33,7 +33,7 @@ class BoundScorer:
     Picklable (Dask sends it to the workers).
 
     ``records``: a list of record dicts (scored in one call) or a JSONL path, streamed in
-    chunks of ``chunk_size`` records (default: the family's :attr:`Scorer.chunk_size`, else
+    chunks of ``chunk_size`` records (default: the family's :attr:`~.scorer.Scorer.chunk_size`, else
     :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`) when the family is ``streamable``
     (see :meth:`score_path`)."""
 
