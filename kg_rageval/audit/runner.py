@@ -136,7 +136,8 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
                              location=f"judgments = {config.judgments!r}")
         judgments = read_records(jpath)
     paths = {"records": rpath, "corpus": config.path(config.corpus), "spec": config.path(config.spec),
-             "judgments": config.path(config.judgments)}
+             "judgments": config.path(config.judgments), "qrels": config.path(config.qrels),
+             "run": config.path(config.run), "shapes": config.path(config.shapes)}
     return {"ontology": ontology, "records": held, "corpus": corpus, "spec": spec,
             "judgments": judgments, "paths": {k: v for k, v in paths.items() if v is not None}}
 
@@ -215,7 +216,7 @@ def family_run(spec: Scorer, inputs: Mapping[str, Any], n_sec: int, given: dict[
     if missing_inputs:
         run.status, run.reason = "missing_input", f"needs {', '.join(missing_inputs)} (not in config)"
         return run
-    if n_sec == 0:
+    if n_sec == 0 and spec.sections:  # no sections: the evidence is its input files (trec)
         run.status = "no_evidence"
         run.reason = f"no record has a {' or '.join(repr(s) for s in spec.sections)} section"
         return run
