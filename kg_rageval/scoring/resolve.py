@@ -123,6 +123,9 @@ def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str,
         try:
             return replace(mn, family=sc.name, metric=str(parse_measure(metric)))
         except ValueError as exc:
+            declared = sc.find_metric(metric)
+            if declared is not None and not declared[0].placeholders:  # n_queries, n_missing_run, ...
+                return replace(mn, family=sc.name, metric=metric)
             raise ConfigError(f"family {sc.name!r}: {exc} (in {text!r}); see 'kg-rageval metrics --family "
                               f"{sc.name}'") from None
     got = _find(sc, metric)

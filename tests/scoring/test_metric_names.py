@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
     ("rbp", "trec.RBP(p=0.9)"),
     ("trec.recip_rank", "trec.RR"),
     ("trec.ndcg_cut_10", "trec.nDCG@10"),
+    ("trec.n_missing_run", "trec.n_missing_run"),
     ("ci_low(P(rel=2)@10)", "ci_low(trec.P(rel=2)@10)"),
     ("ndcg_cut_10[slice:intent=lookup]", "retrieval.ndcg@10[slice:intent=lookup]"),
     ("shacl_conformance", "shacl.shacl_conformance"),
