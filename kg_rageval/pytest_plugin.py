@@ -13,7 +13,8 @@ standard library and pytest; kg-rageval's audit and NumPy are imported when a ga
   an audit JSON report / ``Evaluation.to_dict()`` dict, or a plain ``{metric: Metric | number |
   None}`` mapping. ``gates`` is ``{metric: "OP threshold"}``, a list of full gate expressions
   (``"ci_low(mrr) >= 0.5"``, ``"hierarchical_f1[node:TA0006] >= 0.7"``) or one expression,
-  parsed by :func:`kg_rageval.audit.gates.parse_gate`. Any gate that fails **or lacks
+  parsed by :func:`kg_rageval.contract.gates.parse_gate` (the audit's grammar; every metric
+  alias is accepted: ``recip_rank``, ``ndcg_cut_10``, ``P(rel=2)@10``). Any gate that fails **or lacks
   evidence** (metric absent, empty denominator, no interval) raises :class:`GateFailure` (an
   ``AssertionError``) listing every such gate with its observed value and reason, and — when
   per-node evidence is available (an Evaluation with ``ontology=``, an audit result or report)
@@ -271,7 +272,8 @@ def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str]
     resolution, scopes and bootstrap; ``bootstrap`` defaults to the audit's defaults). A
     misspelt metric name or slice raises :class:`~kg_rageval.base.errors.ConfigError` with a "did
     you mean"."""
-    from kg_rageval.audit.gates import evaluate_gates, parse_gate
+    from kg_rageval.audit.gates import evaluate_gates
+    from kg_rageval.contract.gates import parse_gate
 
     from kg_rageval.audit.config import BootstrapConfig
     from kg_rageval.base.errors import ConfigError

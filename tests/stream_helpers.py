@@ -38,7 +38,11 @@ def demo(tmp_path_factory):
         lines.append(json.dumps(rec))
     (out / "records.jsonl").write_text("\n".join(lines) + "\n")
     return {"dir": out, "ontology": onto, "path": out / "records.jsonl",
-            "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml")}}
+            "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml"),
+                       # the file families (trec, shacl): their evidence is these files
+                       "qrels": str(FIXTURES / "trec_eval" / "qrels.test"),
+                       "run": str(FIXTURES / "trec_eval" / "results.test"),
+                       "shapes": str(FIXTURES.parent / "shapes" / "output-attack.ttl")}}
 
 def _json(result: EvaluationSet) -> str:
     return json.dumps({m: ev.to_dict(rows=True, breakdowns=list(ev.keys)) for m, ev in result.items()},

@@ -232,6 +232,12 @@ class AuditConfig(_Strict):
     corpus: str | None = None
     spec: str | None = None
     judgments: str | None = None
+    qrels: str | None = None
+    """Qrels file of the ``trec`` family (TREC, BEIR TSV or JSON; docs/retrieval.md)."""
+    run: str | None = None
+    """Run file of the ``trec`` family (TREC or JSON)."""
+    shapes: str | None = None
+    """SHACL shapes file of the ``shacl`` family (docs/conformance.md)."""
     families: dict[str, dict[str, Any]] = Field(default_factory=dict)
     slices: list[str] | None = None
     """Slice names broken down in the report (``None``: every slice the records use)."""

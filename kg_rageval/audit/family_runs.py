@@ -87,7 +87,7 @@ def family_run(spec: Scorer, inputs: Mapping[str, Any], n_sec: int, given: dict[
     if missing_inputs:
         run.status, run.reason = "missing_input", f"needs {', '.join(missing_inputs)} (not in config)"
         return run
-    if n_sec == 0:
+    if n_sec == 0 and spec.sections:  # no sections: the evidence is its input files (trec)
         run.status = "no_evidence"
         run.reason = f"no record has a {' or '.join(repr(s) for s in spec.sections)} section"
         return run

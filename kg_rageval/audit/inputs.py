@@ -105,7 +105,8 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
                              location=f"judgments = {config.judgments!r}")
         judgments = read_records(jpath)
     paths = {"records": rpath, "corpus": config.path(config.corpus), "spec": config.path(config.spec),
-             "judgments": config.path(config.judgments)}
+             "judgments": config.path(config.judgments), "qrels": config.path(config.qrels),
+             "run": config.path(config.run), "shapes": config.path(config.shapes)}
     return {"ontology": ontology, "records": held, "corpus": corpus, "spec": spec,
             "judgments": judgments, "paths": {k: v for k, v in paths.items() if v is not None}}
 

@@ -69,6 +69,8 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "corpus": config.path(config.corpus),
         "spec": config.path(config.spec),
         "judgments": config.path(config.judgments),
+        **{k: config.path(v) for k, v in (("qrels", config.qrels), ("run", config.run),
+                                           ("shapes", config.shapes)) if v is not None},  # the file families
         "baseline": config.path(config.baseline.records) if config.baseline else None,
         "testset_manifest": config.path(config.testset_manifest) if config.testset_manifest else None,
     }

@@ -91,7 +91,7 @@ def _names(paths) -> list[str]:
 
 def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level, depth, onto, corpus_path, query_nodes):
     from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes
-    from kg_rageval.families.retrieval.measure_names import parse_measures
+    from kg_rageval.contract.measures import parse_measures
     from kg_rageval.families.retrieval.measures import compute, scored_mask
     from kg_rageval.families.retrieval.trec import load_qrels, load_run
 

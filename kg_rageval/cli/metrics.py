@@ -1,5 +1,6 @@
 """``kg-rageval metrics``: every metric of every registered family, with its formula,
-parameters and direction (from the one metric registry, :mod:`kg_rageval.scoring`)."""
+parameters, direction and aliases (from the one metric registry, :mod:`kg_rageval.scoring`,
+and the one alias table, :mod:`kg_rageval.contract.measures`)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from kg_rageval.cli.common import emit, format_option, table
               help="Only these families (repeatable).")
 @format_option
 def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None:
-    """List metrics (canonical name, family, direction, formula) and family parameters.
+    """List metrics (canonical name, family, direction, formula, aliases) and family parameters.
 
-    With NAMES, resolve each name as a gate would (aliases such as nDCG@10, P@10, AP or a bare
-    name are accepted) and print its canonical form; an unknown name is exit 2 with a "did you
-    mean"."""
+    With NAMES, resolve each name as a gate would (aliases such as nDCG@10, ndcg_cut_10,
+    recip_rank, P(rel=2)@10, Bpref or a bare name are accepted) and print its canonical form; an
+    unknown name is exit 2 with a "did you mean"."""
+    from kg_rageval.contract.measures import template_aliases
     from kg_rageval.scoring import REGISTRY, get_scorer, resolve_metric
 
     fams = [get_scorer(f).name for f in families] or list(REGISTRY)
@@ -45,7 +47,7 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
             "sections": list(sc.sections),
             "inputs": [{"name": i.name, "required": i.required, "flag": i.flag, "help": i.help} for i in sc.inputs],
             "parameters": [p.describe() for p in sc.params if p.exposed],
-            "metrics": [m.describe() for m in sc.metrics],
+            "metrics": [_with_aliases(m.describe(), template_aliases(f, m.name)) for m in sc.metrics],
         }
 
     def render(p: dict[str, Any]) -> str:
@@ -56,10 +58,16 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
                 out.append(table([[q["name"], q["type"], q["default"], q["help"]] for q in d["parameters"]],
                                  ["parameter", "type", "default", "help"]))
             out.append(table([[m["name"], m["direction"], m["formula"] + (
-                " (only with " + ", ".join(f"{k}={v}" for k, v in m["when"].items()) + ")" if m.get("when") else "")]
+                " (only with " + ", ".join(f"{k}={v}" for k, v in m["when"].items()) + ")" if m.get("when") else "")
+                + (" (aliases: " + ", ".join(m["aliases"]) + ")" if m.get("aliases") else "")]
                 for m in d["metrics"]],
                              ["metric", "better", "formula"]))
             out.append("")
         return "\n".join(out)
 
     emit(payload, fmt, render)
+
+
+def _with_aliases(described: dict[str, Any], aliases: list[str]) -> dict[str, Any]:
+    """A metric's description with its ``aliases`` (other spellings that resolve to it), if any."""
+    return {**described, "aliases": aliases} if aliases else described

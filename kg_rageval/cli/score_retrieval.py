@@ -125,7 +125,7 @@ def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, 
     from pathlib import Path
 
     from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes, score_run, to_evaluation
-    from kg_rageval.families.retrieval.measure_names import parse_measures
+    from kg_rageval.contract.measures import parse_measures
     from kg_rageval.families.retrieval.measures import DEFAULT_MEASURES, TREC_ALL, trec_eval_lines
     from kg_rageval.families.retrieval.trec import load_qrels, load_run, run_tag
 

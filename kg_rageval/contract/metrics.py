@@ -1,5 +1,6 @@
-"""Declared metrics: every metric a family declares (:class:`MetricSpec`) and the ir_measures
-aliases. Name resolution is :mod:`kg_rageval.scoring.resolve`.
+"""Declared metrics: every metric a family declares (:class:`MetricSpec`). The aliases
+(ir_measures and trec_eval spellings) are the one table of :mod:`kg_rageval.contract.measures`;
+name resolution is :mod:`kg_rageval.scoring.resolve`.
 
 A :class:`MetricSpec` is a metric template of one family (``recall@{k}``,
 ``hierarchical_f1``) with its formula, its direction (``higher`` or ``lower`` is better, or
@@ -16,26 +17,13 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
+from kg_rageval.contract.measures import measure_metric
+
 DIRECTIONS = ("higher", "lower", "none")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::(word))?\}")
 """``{k}``: a number bound to the family's options; ``{stage:word}``: a name the records decide
 (letters, digits, ``_``), accepted as written (e.g. ``latency.{stage:word}_ms.p95``)."""
 
-IR_MEASURES: tuple[tuple[str, str], ...] = (
-    (r"nDCG@(\d+)", r"ndcg@\1"),
-    (r"P@(\d+)", r"precision@\1"),
-    (r"R@(\d+)", r"recall@\1"),
-    (r"AP", "map"),
-    (r"MAP", "map"),
-    (r"RR@(\d+)", r"mrr@\1"),
-    (r"RR", "mrr"),
-    (r"MRR", "mrr"),
-    (r"Success@(\d+)", r"hit@\1"),
-    (r"Rprec", "r_precision"),
-    (r"R-Prec", "r_precision"),
-    (r"Judged@(\d+)", r"judged@\1"),
-)
-"""ir_measures names → the retrieval family's metric names."""
 IR_FAMILY = "retrieval"
 
 
@@ -114,8 +102,7 @@ def metric_specs(family: str, member: str | None, rows: Iterable[tuple[str, str,
 
 
 def ir_alias(metric: str) -> str | None:
-    """The retrieval metric an ir_measures name stands for, else ``None``."""
-    for pat, repl in IR_MEASURES:
-        if re.fullmatch(pat, metric):
-            return re.sub(pat, repl, metric)
-    return None
+    """The ``retrieval`` metric an ir_measures or trec_eval name stands for (``ndcg@10`` for
+    ``nDCG@10`` or ``ndcg_cut_10``), else ``None`` (:func:`~kg_rageval.contract.measures.measure_metric`)."""
+    got = measure_metric(metric)
+    return got[1] if got is not None and got[0] == IR_FAMILY else None

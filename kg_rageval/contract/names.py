@@ -7,13 +7,16 @@ The canonical form of a number is ``<family>.<metric>``, optionally scoped and b
     retrieval.mrr[slice:intent=lookup]
     ci_low(generation.faithfulness)
     delta:retrieval.recall@10
+    trec.P(rel=2)@10
 
 :class:`MetricName` holds the parts; ``str(name)`` is the canonical text and
 :meth:`MetricName.parse` reads it back (``parse(str(n)) == n``). Parsing is syntax only:
 whether ``family`` is a registered family and ``metric`` one of its metrics is decided by
-:func:`kg_rageval.contract.metrics.resolve_metric`, which also accepts the aliases users expect
-(a bare metric name that only one family produces, ir_measures names such as ``nDCG@10``,
-``P@10``, ``R@100``, ``AP``, ``RR``, ``Judged@10``).
+:func:`kg_rageval.scoring.resolve_metric`, which also accepts the aliases users expect
+(a bare metric name that only one family produces, and every ir_measures or trec_eval
+spelling of a retrieval measure — ``nDCG@10``, ``ndcg_cut_10``, ``recip_rank``, ``P_10``,
+``P(rel=2)@10``, ``Bpref`` — through the one alias table of :mod:`kg_rageval.contract.measures`).
+The gate expression grammar built on these names is :mod:`kg_rageval.contract.gates`.
 
 Standard library only.
 """
@@ -31,7 +34,11 @@ _FAMILY = re.compile(r"[a-z_][a-z0-9_]*")
 _TEXT = re.compile(
     r"""^\s*(?:(?P<bound>ci_low|ci_high)\s*\(\s*(?P<inner>.*?)\s*\)\s*(?:\[\s*(?P<oscope>[^\[\]]+?)\s*\])?
           |(?P<plain>.*?))\s*$""", re.VERBOSE)
-_BODY = re.compile(r"^(?P<delta>delta:)?(?P<name>[A-Za-z_][A-Za-z0-9_@.\-/]*)(?:\[\s*(?P<scope>[^\[\]]+?)\s*\])?$")
+PARAMS = r"\(\s*[A-Za-z_]+\s*=\s*[A-Za-z0-9_.\-]+(?:\s*,\s*[A-Za-z_]+\s*=\s*[A-Za-z0-9_.\-]+)*\s*\)"
+"""A metric may carry one parameter group of ``key=value`` pairs, as ir_measures names do
+(``P(rel=2)@10``, ``RBP(p=0.5,rel=1)``); shared with :mod:`kg_rageval.contract.gates`."""
+_BODY = re.compile(rf"^(?P<delta>delta:)?(?P<name>[A-Za-z_][A-Za-z0-9_@.\-/]*(?:{PARAMS}[A-Za-z0-9_@.\-/]*)?)"
+                   r"(?:\[\s*(?P<scope>[^\[\]]+?)\s*\])?$")
 
 
 @dataclass(frozen=True)

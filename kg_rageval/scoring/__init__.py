@@ -13,7 +13,7 @@ family needs one import. Everything here imports only the standard library at im
 NumPy and the families load when a family scores.
 """
 
-from kg_rageval.contract import IR_MEASURES, MetricName, MetricSpec, Param, did_you_mean, ir_alias, parse_scope, validate_options
+from kg_rageval.contract import MetricName, MetricSpec, Param, did_you_mean, ir_alias, parse_scope, validate_options
 from kg_rageval.scoring.registry import REGISTRY, family_of_member, get_scorer, register, score, unregister
 from kg_rageval.scoring.resolve import all_metric_names, resolve_metric
 from kg_rageval.scoring.bound import BoundScorer
@@ -21,7 +21,7 @@ from kg_rageval.scoring.scorer import FamilyUnavailable, Input, Scorer
 from kg_rageval.scoring.stream import FamilyStream, StreamFallback, stream_families
 
 __all__ = [
-    "BoundScorer", "FamilyStream", "FamilyUnavailable", "IR_MEASURES", "Input", "MetricName", "MetricSpec", "Param", "REGISTRY",
+    "BoundScorer", "FamilyStream", "FamilyUnavailable", "Input", "MetricName", "MetricSpec", "Param", "REGISTRY",
     "Scorer", "all_metric_names", "did_you_mean", "family_of_member", "get_scorer", "ir_alias", "parse_scope",
     "StreamFallback", "register", "resolve_metric", "score", "stream_families", "unregister", "validate_options",
 ]

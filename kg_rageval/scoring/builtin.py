@@ -440,8 +440,102 @@ PREFERENCE = Scorer(
     ]),
 )
 
+
+# ---------------------------------------------------------------------- TREC files
+_T_FORMULA: dict[str, tuple[str, str]] = {
+    # measure template: (direction, formula); names are the ir_measures spellings
+    # (kg_rageval.contract.measures), "(rel={rel})" the graded-relevance threshold
+    "P@{k}": ("higher", "mean over queries of |relevant ∩ top k| / k (trec_eval P_k)"),
+    "P(rel={rel})@{k}": ("higher", "P@k with grade >= rel as relevant (graded P)"),
+    "R@{k}": ("higher", "mean of |relevant ∩ top k| / |relevant| (trec_eval recall_k)"),
+    "R": ("higher", "mean of |relevant ∩ retrieved| / |relevant| (trec_eval set_recall)"),
+    "AP": ("higher", "mean average precision Σ P@rank(rel) / |relevant| (trec_eval map)"),
+    "AP(rel={rel})": ("higher", "AP with grade >= rel as relevant"),
+    "AP@{k}": ("higher", "AP over the top k (trec_eval map_cut_k)"),
+    "GMAP": ("higher", "geometric mean of AP, floor 1e-5 (trec_eval gm_map)"),
+    "RR": ("higher", "mean of 1 / rank of the first relevant document (trec_eval recip_rank)"),
+    "RR@{k}": ("higher", "RR within the top k"),
+    "Rprec": ("higher", "mean precision at R = |relevant| (trec_eval Rprec)"),
+    "nDCG": ("higher", "nDCG over the whole ranking, gain = grade (trec_eval ndcg)"),
+    "nDCG@{k}": ("higher", "DCG@k / IDCG@k, gain = grade (trec_eval ndcg_cut_k)"),
+    "Success@{k}": ("higher", "queries with a relevant document in the top k / queries (trec_eval success_k)"),
+    "Bpref": ("higher", "mean of 1/R Σ_rel (1 − |judged non-relevant above| / min(R, N)) (trec_eval bpref)"),
+    "GMBpref": ("higher", "geometric mean of Bpref (trec_eval gm_bpref)"),
+    "infAP": ("higher", "inferred AP on incomplete judgements (trec_eval infAP)"),
+    "Judged@{k}": ("higher", "judged documents in the top k / k"),
+    "Unjudged@{k}": ("lower", "unjudged documents in the top k / k (trec_eval unj_k)"),
+    "ERR@{k}": ("higher", "expected reciprocal rank Σ_r 1/r R_r Π_{i<r}(1 − R_i), R = (2^g − 1) / 2^gmax"),
+    "RBP": ("higher", "rank-biased precision (1 − p) Σ p^(i−1) rel_i, p = 0.8"),
+    "IPrec@{level}": ("higher", "interpolated precision at recall level (trec_eval iprec_at_recall_level)"),
+    "11ptAvg": ("higher", "mean interpolated precision at the 11 recall levels (trec_eval 11pt_avg)"),
+    "SetP": ("higher", "|relevant ∩ retrieved| / |retrieved| (trec_eval set_P)"),
+    "SetR": ("higher", "|relevant ∩ retrieved| / |relevant|"),
+    "SetF": ("higher", "F1 of SetP and SetR (trec_eval set_F)"),
+    "SetAP": ("higher", "SetP · SetR (trec_eval set_map)"),
+    "NumQ": ("none", "queries (count, trec_eval num_q)"),
+    "NumRet": ("none", "retrieved documents (sum over queries)"),
+    "NumRel": ("none", "relevant documents (sum over queries)"),
+    "NumRelRet": ("none", "relevant retrieved documents (sum over queries)"),
+    "NumNonRelJudgedRet": ("none", "judged non-relevant retrieved documents (sum over queries)"),
+}
+TREC = Scorer(
+    name="trec",
+    target="kg_rageval.families.retrieval.files:score_trec",
+    streamable=False,  # the evidence is the qrels and run files, not the records
+    sections=(),
+    description="Every ir_measures/trec_eval measure from TREC/BEIR/JSON qrels and a run (score retrieval "
+                "--qrels/--run); metric names are the ir_measures spellings, any alias accepted.",
+    opt_in=True,
+    members=("retrieval_measures",),
+    inputs=(Input("qrels", "Qrels: TREC (qid iter doc rel), BEIR TSV or ranx/ir_measures JSON.",
+                  loader="kg_rageval.families.retrieval.inputs:qrels", required=True),
+            Input("run", "Run: TREC (six or more columns) or ranx/ir_measures JSON.",
+                  loader="kg_rageval.families.retrieval.inputs:run", required=True)),
+    params=(
+        _p("measures", "str_list", (), "Measures to compute, any spelling (nDCG@10, P(rel=2)@10, recip_rank, "
+           "ndcg_cut_10); empty: the default set of score retrieval --qrels.", flags=("--measure",)),
+        _p("mode", "str", "default", "Aggregation: default (queries with a relevant document) or trec_eval "
+           "(every judged query, trec_eval -c).", choices=("default", "trec_eval")),
+        _p("rel_level", "int", 1, "Relevance threshold: grade >= this is relevant (trec_eval -l)."),
+        _p("depth", "int", None, "Evaluate only the first N ranked documents per query (trec_eval -M).",
+           minimum=1, nullable=True),
+        _p("complete", "bool", True, "With mode trec_eval: -c (missing runs score 0)."),
+        _p("dedupe", "bool", False, "Keep the first of a repeated run document instead of rejecting the run.",
+           input="run"),
+    ),
+    metrics=metric_specs("trec", "retrieval_measures", [(n, d, f) for n, (d, f) in _T_FORMULA.items()] + [
+        ("n_queries", "none", "qrels queries"),
+        ("n_missing_run", "none", "qrels queries the run does not rank"),
+        ("n_no_gold", "none", "qrels queries without a relevant document"),
+    ]),
+)
+
+# ---------------------------------------------------------------------- SHACL
+SHACL = Scorer(
+    name="shacl",
+    target="kg_rageval.families.conformance.shacl:score_shacl",
+    streamable=False,  # one pySHACL run over every output
+    sections=("answer",),
+    description="answer.output rendered as RDF and validated against SHACL shapes with pySHACL (score "
+                "conformance --shapes).",
+    opt_in=True,
+    members=("conformance_shacl",),
+    inputs=(Input("shapes", "SHACL shapes file (Turtle or any RDF syntax rdflib reads).",
+                  loader="kg_rageval.families.conformance.inputs:shapes", required=True),
+            Input("spec", "Output schema spec: which field holds which kind of node (optional).",
+                  loader="kg_rageval.families.conformance.inputs:spec", flags=("--schema-spec",))),
+    metrics=metric_specs("shacl", "conformance_shacl", [
+        ("shacl_conformance", "higher", "outputs conforming to the shapes / outputs"),
+        ("violations_per_output", "lower", "validation results (any severity) / outputs"),
+        ("unrenderable_rate", "lower", "outputs that are not a JSON object / outputs"),
+    ]),
+)
+
 BUILTIN: tuple[Scorer, ...] = (HIERARCHY, LINKING, RETRIEVAL, CONFORMANCE, GENERATION, PROVENANCE, RELATIONS,
                                PREFERENCE)
 DETERMINISTIC = ("hierarchy", "linking", "retrieval", "conformance", "provenance", "relations")
+FILE_FAMILIES: tuple[Scorer, ...] = (TREC, SHACL)
+"""Families whose evidence is an input file besides the records (opt-in: the audit runs them
+when its config names them): the TREC-file measures and SHACL conformance."""
 
-__all__ = ["BUILTIN", "DETERMINISTIC", "MetricSpec"]
+__all__ = ["BUILTIN", "DETERMINISTIC", "FILE_FAMILIES", "MetricSpec"]

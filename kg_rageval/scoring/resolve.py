@@ -9,8 +9,14 @@ you mean". Accepted spellings:
 * canonical ``family.metric`` (``retrieval.ndcg@10``);
 * a bare metric that exactly one family declares (``mrr``), or that exactly one of the
   families in scope declares (``hierarchical_f1`` with only ``hierarchy`` configured);
-* ir_measures names: ``nDCG@10``, ``P@10``, ``R@100``, ``AP``, ``RR``, ``RR@10``,
-  ``Success@10``, ``Rprec``, ``Judged@10`` (retrieval);
+* every ir_measures or trec_eval spelling of a retrieval measure, through the one alias table
+  of :mod:`kg_rageval.contract.measures`: ``nDCG@10``/``ndcg_cut_10`` → ``retrieval.ndcg@10``,
+  ``RR``/``recip_rank`` → ``retrieval.mrr``, ``P_10`` → ``retrieval.precision@10``; a measure
+  the records family does not compute belongs to the TREC-file family ``trec``
+  (``Bpref`` → ``trec.Bpref``, ``P(rel=2)@10`` → ``trec.P(rel=2)@10``, ``Judged@10``), and
+  ``trec.<any spelling>`` is its canonical ir_measures spelling (``trec.ndcg_cut_10`` →
+  ``trec.nDCG@10``); with ``trec`` and not ``retrieval`` in ``scope``, every measure
+  spelling is ``trec``'s (``recip_rank`` → ``trec.RR``);
 * the older three-part form ``family.member.metric`` (``generation.faithfulness.faithfulness``).
 
 Standard library only.
@@ -23,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.contract.measures import MEASURES_FAMILY, measure_metric, parse_measure
 from kg_rageval.contract.metrics import IR_FAMILY, ir_alias
 from kg_rageval.contract.names import MetricName
 from kg_rageval.contract.params import did_you_mean
@@ -71,10 +78,18 @@ def resolve_metric(name: MetricName | str, *, scope: Sequence[str] | None = None
     if mn.family is not None and mn.family in reg:
         return _resolve_in(reg[mn.family], mn, mn.metric, options, text=str(name))
     bare = mn.qualified  # no (registered) family prefix: a bare name, maybe with dots
-    if mn.family is None and IR_FAMILY in reg and ir_alias(bare) and _find(reg[IR_FAMILY], bare) is None:
-        return _resolve_in(reg[IR_FAMILY], mn, bare, options, text=str(name))  # says it is not computed
+    alias = measure_metric(bare) if mn.family is None else None
+    if alias is not None and alias[0] == IR_FAMILY and IR_FAMILY not in fams and MEASURES_FAMILY in fams:
+        alias = (MEASURES_FAMILY, str(parse_measure(bare)))  # only the TREC files are in scope
+    if alias is not None and alias[0] in reg and not any(
+            _find(sc, bare) for f, sc in reg.items() if f not in (IR_FAMILY, MEASURES_FAMILY)):
+        # a retrieval measure's spelling (the one alias table): retrieval's name, else trec's
+        return _resolve_in(reg[alias[0]], replace(mn, family=alias[0], metric=alias[1]), alias[1], options,
+                           text=str(name))
     hits: list[tuple["Scorer", str]] = []
     for fam, sc in reg.items():
+        if fam == MEASURES_FAMILY:
+            continue  # reached through the alias table above (it would match every measure)
         got = _find(sc, bare)
         if got is not None:
             hits.append((sc, got[0]))
@@ -104,10 +119,21 @@ def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str,
                 *, text: str) -> MetricName:
     if not sc.metrics:
         return replace(mn, family=sc.name, metric=metric)
+    if sc.name == MEASURES_FAMILY:  # every measure spelling, named by its ir_measures form
+        try:
+            return replace(mn, family=sc.name, metric=str(parse_measure(metric)))
+        except ValueError as exc:
+            declared = sc.find_metric(metric)
+            if declared is not None and not declared[0].placeholders:  # n_queries, n_missing_run, ...
+                return replace(mn, family=sc.name, metric=metric)
+            raise ConfigError(f"family {sc.name!r}: {exc} (in {text!r}); see 'kg-rageval metrics --family "
+                              f"{sc.name}'") from None
     got = _find(sc, metric)
-    if got is None and sc.name == IR_FAMILY and ir_alias(metric):
-        raise ConfigError(f"{text!r} is the ir_measures name of {sc.name}.{ir_alias(metric)}, which family "
-                          f"{sc.name!r} does not compute; see 'kg-rageval metrics --family {sc.name}'")
+    other = measure_metric(metric) if got is None and sc.name == IR_FAMILY else None
+    if other is not None and other[0] == MEASURES_FAMILY:
+        raise ConfigError(f"{text!r} is the measure {MEASURES_FAMILY}.{other[1]}, which family {sc.name!r} "
+                          f"does not compute from records; it is computed from qrels and run files by family "
+                          f"{MEASURES_FAMILY!r} (see 'kg-rageval metrics --family {MEASURES_FAMILY}')")
     if got is None:
         known = sc.metric_names((options or {}).get(sc.name))
         where = f" (in {text!r})" if text != f"{sc.name}.{metric}" else ""

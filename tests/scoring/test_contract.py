@@ -384,9 +384,12 @@ def test_slice_keys_are_normalised_the_same_way(name, demo):
     assert any("slice:tier" in ev.keys for ev in res.values())
 
 
-def test_ir_measures_name_without_a_retrieval_metric_says_so():
-    with pytest.raises(ConfigError, match=r"'Judged@10' is the ir_measures name of retrieval.judged@10"):
-        resolve_metric("Judged@10")
+def test_a_measure_the_records_family_lacks_belongs_to_the_trec_family():
+    """One alias table: a measure ``retrieval`` does not compute from records is ``trec``'s."""
+    assert str(resolve_metric("Judged@10")) == "trec.Judged@10"
+    with pytest.raises(ConfigError, match=r"'retrieval.Judged@10' is the measure trec.Judged@10, which family "
+                                          r"'retrieval' does not compute from records"):
+        resolve_metric("retrieval.Judged@10")
 
 
 @pytest.mark.parametrize("name", FAMILIES)

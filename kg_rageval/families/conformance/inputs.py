@@ -1,5 +1,5 @@
-"""Reader of the conformance family's output specification (``(path, ontology, options)``,
-the one loader signature of :class:`kg_rageval.scoring.Input`)."""
+"""Readers of the conformance families' inputs: the output specification and the SHACL shapes
+(``(path, ontology, options)``, the one loader signature of :class:`kg_rageval.scoring.Input`)."""
 
 from __future__ import annotations
 
@@ -11,3 +11,10 @@ def spec(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
     from kg_rageval.families.conformance.spec import load_spec
 
     return load_spec(path)
+
+
+def shapes(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
+    """The SHACL shapes graph of the ``shacl`` family (a missing or unparsable file: InputError)."""
+    from kg_rageval.ontology.validate import load_shapes
+
+    return load_shapes(path)

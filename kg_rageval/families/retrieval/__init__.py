@@ -10,7 +10,7 @@ from kg_rageval.families.retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS, Cor
 from kg_rageval.families.retrieval.filters import OPS, Filter, parse_filters, predicate_counts, replay
 from kg_rageval.families.retrieval.files import MeasuresFamily, RunScore, query_gold_nodes, read_query_nodes, score_run, to_evaluation
 from kg_rageval.families.retrieval.fusion import alpha_sweep, convex, convex_runs, normalise, rrf, rrf_runs
-from kg_rageval.families.retrieval.measure_names import MeasureSpec, parse_measure, parse_measures
+from kg_rageval.contract.measures import MeasureSpec, parse_measure, parse_measures
 from kg_rageval.families.retrieval.measures import Aggregate, PerQueryMeasures, aggregate, compute, trec_eval_lines
 from kg_rageval.families.retrieval.rerank import rerank_delta
 from kg_rageval.families.retrieval.significance import Comparison, branch_masks, compare_systems, html_section, render

@@ -18,11 +18,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from kg_rageval.base.errors import InputError
+from kg_rageval.base.errors import ConfigError, InputError
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of
-from kg_rageval.families.retrieval.measure_names import COUNTS, MeasureSpec
+from kg_rageval.contract.measures import COUNTS, MeasureSpec, parse_measures
 from kg_rageval.families.retrieval.measures import MIN_GEO_MEAN, Aggregate, PerQueryMeasures, aggregate, compute, scored_mask
 from kg_rageval.families.retrieval.runs import Qrels, Run
 
@@ -51,6 +51,25 @@ def score_run(qrels: Qrels, run: Run, measures: Sequence[str | MeasureSpec], *, 
     """Per-query values and means of ``measures`` for one run (see :mod:`.measures`)."""
     pq = compute(qrels, run, measures, rel_level=rel_level, depth=depth)
     return RunScore(name, pq, aggregate(pq, mode, complete=complete))
+
+
+def score_trec(ontology, records, qrels: Qrels, run: Run, *, measures: Sequence[str] = (), mode: str = "default",
+               rel_level: int = 1, depth: int | None = None, complete: bool = True,
+               name: str = "run") -> Evaluation:
+    """The registered family ``trec``: ``measures`` (any spelling; default
+    :data:`~.measures.DEFAULT_MEASURES`) of ``run`` against ``qrels`` as the additive
+    :class:`MeasuresFamily` evaluation, one row per qrels query, metrics named by their
+    ir_measures spelling (``nDCG@10``, ``P(rel=2)@10``). ``records`` and ``ontology`` are not
+    read (the evidence is the two files). Equal to
+    ``score_run(...).aggregate`` (``mode`` ``trec_eval``: trec_eval ``-c``)."""
+    from kg_rageval.families.retrieval.measures import DEFAULT_MEASURES
+
+    try:
+        specs = parse_measures(measures or DEFAULT_MEASURES)
+    except ValueError as exc:
+        raise ConfigError(f"families.trec.measures: {exc}") from None
+    sc = score_run(qrels, run, specs, name=name, mode=mode, rel_level=rel_level, depth=depth, complete=complete)
+    return to_evaluation(sc, mode)
 
 
 class MeasuresFamily(Family):

@@ -19,3 +19,17 @@ def corpus(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
     return read_corpus(path, ontology, category_field=options.get("category_field", "categories"),
                        entitlement_fields=tuple(options.get("entitlement_fields") or DEFAULT_ENTITLEMENT_FIELDS),
                        unknown_categories=unknown)
+
+
+def qrels(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
+    """Qrels of the ``trec`` family: TREC, BEIR TSV or ranx/ir_measures JSON (sniffed)."""
+    from kg_rageval.families.retrieval.trec import load_qrels
+
+    return load_qrels(path)
+
+
+def run(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
+    """A run of the ``trec`` family: TREC or ranx/ir_measures JSON (sniffed)."""
+    from kg_rageval.families.retrieval.trec import load_run
+
+    return load_run(path, dedupe=bool(options.get("dedupe")))

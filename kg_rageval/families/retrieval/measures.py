@@ -1,4 +1,4 @@
-"""Every retrieval measure of :mod:`.measure_names`, per query and vectorised, with the two
+"""Every retrieval measure of :mod:`kg_rageval.contract.measures`, per query and vectorised, with the two
 aggregation modes.
 
 **Ranking.** A run is ranked as trec_eval ranks it (score descending, then document id
@@ -46,7 +46,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from kg_rageval.families.retrieval.measure_names import COUNTS, MeasureSpec, parse_measures
+from kg_rageval.contract.measures import COUNTS, MeasureSpec, parse_measures
 from kg_rageval.families.retrieval.runs import Qrels, Run
 
 DEFAULT_MEASURES = (

@@ -12,7 +12,7 @@ import pytest
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.families.retrieval import Qrels, Run, aggregate, compute, trec_eval_lines
-from kg_rageval.families.retrieval.measure_names import parse_measure, parse_measures
+from kg_rageval.contract.measures import parse_measure, parse_measures
 from kg_rageval.families.retrieval.measures import TREC_ALL, TREC_DEFAULT
 from kg_rageval.families.retrieval.trec import load_qrels, load_run, read_qrels, read_run
 

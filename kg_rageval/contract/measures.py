@@ -1,4 +1,5 @@
-"""Measure names: one parser for ir_measures syntax, trec_eval names and kg-rageval's own.
+"""Measure names: one parser for ir_measures syntax, trec_eval names and kg-rageval's own,
+and the one alias table from those spellings to canonical metric names.
 
 :func:`parse_measure` turns any accepted spelling into a :class:`MeasureSpec` (a frozen value
 object); ``str(spec)`` is the canonical ir_measures spelling and :attr:`MeasureSpec.trec_name`
@@ -21,7 +22,20 @@ the trec_eval output name where trec_eval has the measure. Accepted spellings:
 Parameters: ``rel`` (relevance threshold, default the run-wide one, 1 unless ``-l``), ``p``
 (RBP persistence; 0.8 by default as in ir_measures, trec_eval's ``rbp`` is 0.9), ``beta`` (SetF), ``gmax`` (ERR's maximum grade), ``dcg`` (``log2`` or
 ``exp-log2``, nDCG). Unknown names or parameters raise ``ValueError`` naming them.
-This module has no dependencies so it can move into a shared metric-name registry as is.
+
+**Canonical metric names** (:func:`measure_metric`, the one alias table used by
+:func:`kg_rageval.scoring.resolve_metric`, gates, ``kg-rageval metrics`` and ``compare``): a
+measure the records family ``retrieval`` computes is named as that family names it
+(``nDCG@10``, ``ndcg_cut_10`` → ``retrieval.ndcg@10``; ``RR``, ``recip_rank`` →
+``retrieval.mrr``; ``P_10`` → ``retrieval.precision@10``; ``map``, ``AP`` → ``retrieval.map``;
+see :data:`RECORD_METRICS`); every other measure is a metric of the TREC-file family
+``trec`` (``kg-rageval score retrieval --qrels/--run``) under its ir_measures spelling
+(``Bpref`` → ``trec.Bpref``, ``P(rel=2)@10`` → ``trec.P(rel=2)@10``, ``judged_10``… →
+``trec.Judged@10``, ``ERR@10`` → ``trec.ERR@10``). The family ``trec`` also answers to every
+measure under its ir_measures spelling (``trec.nDCG@10``): it is the number computed from the
+qrels/run files, ``retrieval.ndcg@10`` the one computed from records.
+
+Standard library only.
 """
 
 from __future__ import annotations
@@ -81,6 +95,8 @@ _TREC_FIXED = {
     "num_nonrel_judged_ret": ("NumNonRelJudgedRet", None), "11pt_avg": ("11ptAvg", None),
     "rbp": ("RBP", None),
 }
+_OTHER = {"R-Prec": "Rprec"}
+"""Further spellings read as another (ir_measures' ``R-Prec``)."""
 _TREC_CUT = {"P": "P", "recall": "R", "map_cut": "AP", "ndcg_cut": "nDCG", "success": "Success", "unj": "Unjudged"}
 _LEGACY_CUT = {"recall": "R", "precision": "P", "hit": "Success", "ndcg": "nDCG", "mrr": "RR"}
 _IR_RE = re.compile(r"^([A-Za-z0-9_]+)(?:\(([^()]*)\))?(?:@([0-9.]+))?$")
@@ -195,6 +211,7 @@ def parse_measure(name: str) -> MeasureSpec:
     s = name.strip()
     if not s:
         raise ValueError("empty measure name")
+    s = _OTHER.get(s, s)
     # trec_eval names first (case-sensitive, as trec_eval spells them)
     if s in _TREC_FIXED:
         m, c = _TREC_FIXED[s]
@@ -228,6 +245,83 @@ def parse_measure(name: str) -> MeasureSpec:
     if measure == "NumRet" and "rel" in kw:  # ir_measures: NumRet(rel=1) is NumRelRet
         measure = "NumRelRet"
     return _spec(measure, cut, kw, name)
+
+
+MEASURES_FAMILY = "trec"
+"""The registered family of the measures computed from TREC/BEIR/JSON qrels and runs."""
+RECORD_FAMILY = "retrieval"
+"""The registered family computing retrieval metrics from records."""
+
+RECORD_METRICS: dict[str, tuple[str, str | None]] = {
+    # measure: (record metric without cut-off, record metric template with a cut-off "{k}")
+    "nDCG": ("", "ndcg@{k}"),
+    "P": ("", "precision@{k}"),
+    "R": ("", "recall@{k}"),
+    "Success": ("", "hit@{k}"),
+    "RR": ("mrr", "mrr@{k}"),
+    "AP": ("map", None),
+    "Rprec": ("r_precision", None),
+}
+"""Measures the ``retrieval`` family computes from records, by the name it gives them (the
+run-wide relevance threshold and default parameters only; ``""``/``None``: not computed in that
+form — ``nDCG`` without a cut-off, ``R`` without one (set recall), ``AP@k`` are ``trec`` only)."""
+
+
+def record_metric(spec: MeasureSpec) -> str | None:
+    """The ``retrieval`` family's metric for ``spec`` (``recall@10`` for ``R@10``), or ``None``."""
+    if spec.rel is not None or spec.params or spec.measure not in RECORD_METRICS:
+        return None
+    bare, cut = RECORD_METRICS[spec.measure]
+    if spec.cutoff is None:
+        return bare or None
+    return cut.format(k=spec.cutoff) if cut else None
+
+
+def measure_metric(name: str) -> tuple[str, str] | None:
+    """``(family, metric)`` of the canonical metric name a measure spelling stands for (see the
+    module docstring), or ``None`` when ``name`` is no measure name."""
+    try:
+        spec = parse_measure(name)
+    except ValueError:
+        return None
+    rec = record_metric(spec)
+    return (RECORD_FAMILY, rec) if rec is not None else (MEASURES_FAMILY, str(spec))
+
+
+def measure_aliases(spec: MeasureSpec) -> list[str]:
+    """The other spellings of ``spec`` shown by ``kg-rageval metrics``: its ir_measures name,
+    its trec_eval name and its ``retrieval`` name, each once."""
+    out = [str(spec)]
+    for extra in (spec.trec_name, record_metric(spec)):
+        if extra and extra not in out:
+            out.append(extra)
+    return out
+
+
+def template_aliases(family: str, template: str) -> list[str]:
+    """The other spellings of a declared metric template of ``family`` (``retrieval`` or
+    ``trec``) that resolve to it: ``["nDCG@{k}", "ndcg_cut_{k}"]`` for ``retrieval.ndcg@{k}``,
+    ``["recip_rank", "MRR"]``-style names for ``retrieval.mrr``; empty for other families and for
+    templates that are no measure."""
+    if family not in (RECORD_FAMILY, MEASURES_FAMILY) or "{" in template.replace("{k}", ""):
+        return []
+    probe = template.replace("{k}", "7")
+    got = measure_metric(probe)
+    if got is None:
+        return []
+    spec = parse_measure(probe)
+    if got != (family, probe) and not (family == MEASURES_FAMILY and str(spec) == probe):
+        return []
+    names = measure_aliases(spec) + [n for n, m in _OTHER.items() if m == str(spec)]
+    out: list[str] = []
+    for n in names:
+        back = parse_measure(n)
+        if back != spec:  # an alias must resolve to this very metric (trec_eval's set_recall is SetR)
+            continue
+        n = n.replace("7", "{k}") if "{k}" in template else n
+        if n != template and n not in out:
+            out.append(n)
+    return out
 
 
 def parse_measures(names) -> list[MeasureSpec]:
