@@ -62,7 +62,7 @@ def _rollup(ev, onto) -> dict:
 
 
 def _render(payload: dict, evals: dict) -> str:
-    cal = evals["calibration"]
+    cal = evals["judge_calibration"]
     parts = [f"{payload['n_records']} records; judge {cal.meta.get('judge')!r} calibrated"
              + (f", compared with {cal.meta['second_judge']!r}" if cal.meta.get("second_judge") else "")]
     shown = {name: _Shown(ev) for name, ev in evals.items()}

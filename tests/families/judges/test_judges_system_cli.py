@@ -29,7 +29,7 @@ def test_score_judges_json_and_rollup(tmp_path, capsys, fixtures_dir):
     onto = fixtures_dir / "audit" / "vehicles.csv"
     assert main(["score", "judges", "-d", data, "-O", str(onto), "--format", "json"]) in (0, None)
     out = json.loads(capsys.readouterr().out)
-    fam = out["families"]["calibration"]
+    fam = out["families"]["judge_calibration"]
     assert fam["metrics"]["false_approval_rate"]["value"] == 0.5
     assert fam["metrics"]["refusal.false_approval_rate"]["value"] == 0.5
     assert fam["metrics"]["false_approval_rate"]["ci"][1] > 0.5
@@ -51,7 +51,7 @@ def test_score_judges_live_endpoint_writes_records(tmp_path, capsys, monkeypatch
     text = capsys.readouterr().out
     assert code in (0, None) and "sk-very-secret" not in text
     out = json.loads(text)
-    usage = out["families"]["calibration"]["meta"]["judge_usage"]
+    usage = out["families"]["judge_calibration"]["meta"]["judge_usage"]
     assert usage["usage"]["requests"] == 2 and usage["usage"]["cost_usd"] == pytest.approx(2 * 140 / 1e6)
     assert usage["settings"]["api_key"] == "***"
     judged = [json.loads(x) for x in out_path.read_text().splitlines()]
