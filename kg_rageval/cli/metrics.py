@@ -1,5 +1,6 @@
 """``kg-rageval metrics``: every metric of every registered family, with its formula,
-parameters and direction (from the one metric registry, :mod:`kg_rageval.scoring`)."""
+parameters and direction (from the one metric registry, :mod:`kg_rageval.scoring`, with the
+families of the ``kg_rageval.families`` entry points; a broken one is a warning on stderr)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
     With NAMES, resolve each name as a gate would (aliases such as nDCG@10, P@10, AP or a bare
     name are accepted) and print its canonical form; an unknown name is exit 2 with a "did you
     mean"."""
-    from kg_rageval.scoring import REGISTRY, get_scorer, resolve_metric
+    from kg_rageval.scoring import PLUGIN_ERRORS, REGISTRY, get_scorer, load_entry_points, resolve_metric
 
+    load_entry_points()
+    for err in PLUGIN_ERRORS.values():  # a broken plugin is named, the other families listed
+        click.echo(f"warning: {err}", err=True)
     fams = [get_scorer(f).name for f in families] or list(REGISTRY)
     if names:
         rows = []

@@ -21,6 +21,11 @@ from kg_rageval.scoring.scorer import Scorer
 
 REGISTRY: dict[str, Scorer] = {}
 
+PLUGIN_ERRORS: dict[str, str] = {}
+"""``{entry point name: error}`` of the entry points that failed to load
+(:func:`kg_rageval.scoring.plugins.load_entry_points`): reported by ``kg-rageval metrics`` and
+by :func:`get_scorer` for an unknown family, never raised on their own."""
+
 
 def register(scorer: Scorer, *, replace: bool = False) -> Scorer:
     """Add a family (its metric specs get the family's name) and return it as registered.
@@ -68,8 +73,12 @@ def get_scorer(name: str | Scorer) -> Scorer:
         return name
     sc = REGISTRY.get(name)
     if sc is None:
+        if name in PLUGIN_ERRORS:
+            raise ConfigError(f"family {name!r} is not available: {PLUGIN_ERRORS[name]}")
+        broken = f" ({len(PLUGIN_ERRORS)} entry point(s) failed to load: {', '.join(sorted(PLUGIN_ERRORS))})" \
+            if PLUGIN_ERRORS else ""
         raise ConfigError(f"unknown family {name!r}{did_you_mean(name, REGISTRY)}; known: "
-                          f"{', '.join(sorted(REGISTRY))}")
+                          f"{', '.join(sorted(REGISTRY))}{broken}")
     return sc
 
 
