@@ -36,3 +36,4 @@ def installed_entry_points(root: Path, entries: Mapping[str, str], *, dist: str 
         for name in entries:
             PLUGIN_ERRORS.pop(name, None)
         plugins._LOADED.difference_update({k for k in plugins._LOADED if k[0] == group and k[1] in entries})
+        plugins._SCANNED.pop(group, None)

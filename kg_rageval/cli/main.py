@@ -72,6 +72,12 @@ def _available(target: str) -> bool:
         return False
 
 
+def _family_description(name: str) -> str:
+    from kg_rageval.scoring import REGISTRY
+
+    return REGISTRY[name].description if name in REGISTRY else ""
+
+
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported on first use."""
 
@@ -108,7 +114,9 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # short help without importing every subcommand module
-        rows = [(n, HELP.get(n, "")) for n in self.list_commands(ctx)]
+        plugin = set(self._plugin_families())
+        rows = [(n, HELP.get(n, "") or (_family_description(n) if n in plugin else ""))
+                for n in self.list_commands(ctx)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
