@@ -5,7 +5,8 @@ writes a ``*.dist-info/entry_points.txt`` naming ``plugin_family:EXACT_LABEL``).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kg_rageval.contract.metrics import metric_specs
 from kg_rageval.records import slice_text

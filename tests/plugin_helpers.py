@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping
 
 
 @contextlib.contextmanager
@@ -16,8 +16,7 @@ def installed_entry_points(root: Path, entries: Mapping[str, str], *, dist: str 
     """Install ``{entry point name: "module:attribute"}`` in ``group`` as distribution ``dist``
     0.1 under ``root`` for the ``with`` block; afterwards the path, the families registered from
     it and their load records are gone."""
-    from kg_rageval.scoring import PLUGIN_ERRORS, REGISTRY, unregister
-    from kg_rageval.scoring import plugins
+    from kg_rageval.scoring import PLUGIN_ERRORS, REGISTRY, plugins, unregister
 
     info = root / f"{dist}-0.1.dist-info"
     info.mkdir(parents=True)

@@ -7,9 +7,20 @@ from __future__ import annotations
 
 import click
 
-from kg_rageval.cli.common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs,
-                                   family_options, load_ontology_cli, ontology_format_option, ontology_option,
-                                   score_output_options, score_payload, with_intervals)
+from kg_rageval.cli.common import (
+    chunk_size_option,
+    data_option,
+    emit_score,
+    families_text,
+    family_kwargs,
+    family_options,
+    load_ontology_cli,
+    ontology_format_option,
+    ontology_option,
+    score_output_options,
+    score_payload,
+    with_intervals,
+)
 
 
 def make_command(family: str) -> click.Command:

@@ -13,8 +13,9 @@ A property is either derived from the :class:`~kg_rageval.scoring.scorer.Scorer`
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from kg_rageval.base.errors import ConfigError
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.scoring.scorer import Scorer
 
 
-def _reads_ids(sc: "Scorer") -> bool:
+def _reads_ids(sc: Scorer) -> bool:
     from kg_rageval.contract.ids import ID_PARAMS
 
     names = {p.name for p in sc.params}
@@ -37,7 +38,7 @@ class Property:
 
     name: str
     meaning: str
-    derived: Callable[["Scorer"], bool] | None = None
+    derived: Callable[[Scorer], bool] | None = None
 
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in (
@@ -123,7 +124,7 @@ def declare(family: str, *, has: Iterable[str] = (), exempt: Mapping[str, str] |
         EXEMPT.setdefault(prop, {})[family] = str(why)
 
 
-def has_property(scorer: "Scorer", prop: str) -> bool | None:
+def has_property(scorer: Scorer, prop: str) -> bool | None:
     """``True``: ``scorer`` has ``prop``; ``False``: it is exempt; ``None``: declared neither way
     (a derived property that holds is had; one that does not needs an exemption)."""
     p = PROPERTIES[prop]
@@ -132,7 +133,7 @@ def has_property(scorer: "Scorer", prop: str) -> bool | None:
     return False if scorer.name in EXEMPT.get(prop, {}) else None
 
 
-def with_property(prop: str, registry: Mapping[str, "Scorer"] | None = None) -> list[str]:
+def with_property(prop: str, registry: Mapping[str, Scorer] | None = None) -> list[str]:
     """The registered families that have ``prop``, in registry order."""
     from kg_rageval.scoring.registry import REGISTRY
 
@@ -140,7 +141,7 @@ def with_property(prop: str, registry: Mapping[str, "Scorer"] | None = None) -> 
     return [n for n, sc in reg.items() if has_property(sc, prop)]
 
 
-def undeclared(registry: Mapping[str, "Scorer"] | None = None) -> dict[str, list[str]]:
+def undeclared(registry: Mapping[str, Scorer] | None = None) -> dict[str, list[str]]:
     """``{property: families}`` of registered families that neither have nor are exempt from a
     property (empty when the table covers the registry), plus ``"<property> (has and exempt)"``
     for a family listed both ways."""

@@ -9,10 +9,17 @@ import json
 from pathlib import Path
 
 import pytest
+from plugin_helpers import installed_entry_points
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.scoring import PLUGIN_ERRORS, REGISTRY, get_scorer, load_entry_points, load_family, unregister
-from plugin_helpers import installed_entry_points
+from kg_rageval.scoring import (
+    PLUGIN_ERRORS,
+    REGISTRY,
+    get_scorer,
+    load_entry_points,
+    load_family,
+    unregister,
+)
 
 ONTO = str(Path(__file__).resolve().parents[2] / "fixtures" / "audit" / "vehicles.csv")
 
