@@ -277,7 +277,9 @@ def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str]
 
     from kg_rageval.audit.config import BootstrapConfig
     from kg_rageval.base.errors import ConfigError
+    from kg_rageval.scoring import load_entry_points
 
+    load_entry_points()  # plugin families resolve and trace their members back like built-in ones
     parsed = [parse_gate(t) for t in _gate_texts(gates)]
     if not parsed:
         raise ConfigError("assert_gates: no gates given (an empty gate set proves nothing)")

@@ -28,3 +28,22 @@ def add_relation_questions(path: Path, onto: Any) -> None:
 def family_inputs(name: str, demo: dict) -> dict:
     """The demo's extra input files (corpus, spec) that family ``name`` declares."""
     return {i.name: demo["inputs"][i.name] for i in get_scorer(name).inputs if i.name in demo["inputs"]}
+
+
+def add_quality_sections(records: list[dict]) -> list[dict]:
+    """Copies of the demo records with a ``judges`` and a ``system`` section, so the judge and
+    system families meet the same records as the others (the demo has neither): judge ``j1``
+    says correct on records 1, 2, 4, 5, ... (index % 3 != 0), the human on index % 4 != 0;
+    latencies, tokens, cost and an LLM cache hit on even indices."""
+    out = []
+    for i, r in enumerate(records):
+        def verdict(ok: bool) -> dict:
+            return {"verdict": "correct"} if ok else {"verdict": "incorrect", "missing_facts": ["x"]}
+        human = "correct" if i % 4 else "incorrect"
+        judges = [{"rubric": "answer_correctness", "judge": "j1", "item": f"q{i}", "output": verdict(i % 3 != 0),
+                   "human": human}]
+        system = {"latency_ms": {"retrieve": 10 + i, "generate": 100 + 3 * i, "total": 120 + 4 * i},
+                  "cost_usd": 0.001 * (i % 5), "tokens": {"prompt": 100 + i, "completion": 20},
+                  "cache": {"llm": i % 2 == 0}}
+        out.append({k: v for k, v in r.items() if not k.startswith("_")} | {"judges": judges, "system": system})
+    return out

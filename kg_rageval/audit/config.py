@@ -239,6 +239,10 @@ class AuditConfig(_Strict):
     shapes: str | None = None
     """SHACL shapes file of the ``shacl`` family (docs/conformance.md)."""
     families: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    plugins: list[str] = Field(default_factory=list)
+    """``module:attribute`` paths of plugin families (each a ``Scorer``), registered when the config
+    is read, before ``families`` is checked (``docs/plugins.md``); the ``kg_rageval.families``
+    entry points are loaded too."""
     slices: list[str] | None = None
     """Slice names broken down in the report (``None``: every slice the records use)."""
     gates: list[str] = Field(default_factory=list)
@@ -321,15 +325,23 @@ class AuditConfig(_Strict):
         are kept changes no number)."""
         if self._raw_hash:
             return self._raw_hash
-        blob = json.dumps(self.model_dump(mode="json", exclude={"chunk_size", "spill_rows"}), sort_keys=True).encode()
+        skip = {"chunk_size", "spill_rows"} | (set() if self.plugins else {"plugins"})  # hash as before without
+        blob = json.dumps(self.model_dump(mode="json", exclude=skip), sort_keys=True).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
     def check_families(self) -> None:
-        """Each ``families.<name>`` is a registered family and its options are declared
+        """Register the ``plugins`` (and the entry point families); then each ``families.<name>``
+        is a registered family and its options are declared
         parameters with valid values (:meth:`Scorer.validate`): an unknown key or a bad value
         is a :class:`ConfigError` naming ``families.<name>.<key>`` with a "did you mean"."""
-        from kg_rageval.scoring import get_scorer
+        from kg_rageval.scoring import get_scorer, load_entry_points, load_family
 
+        load_entry_points()
+        for i, path in enumerate(self.plugins):
+            try:
+                load_family(path, where=f"plugins[{i}]")
+            except ConfigError as exc:
+                raise ConfigError(str(exc), source=self._source) from None
         errors: list[str] = []
         for name, opts in self.families.items():
             try:

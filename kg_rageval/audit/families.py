@@ -27,7 +27,8 @@ FamilySpec = Scorer
 
 
 def register_family(spec: Scorer) -> None:
-    """Add or replace a family (tests register stub families this way)."""
+    """Add a family (tests register stub families this way): :func:`kg_rageval.scoring.register`,
+    which refuses a name or member name another family uses; the same declaration again is a no-op."""
     register(spec)
 
 

@@ -119,8 +119,11 @@ def emit(payload: Any, fmt: str, render_text: Callable[[Any], str]) -> None:
         click.echo(render_text(payload))
 
 
-def ontology_ref(onto: Any) -> dict[str, Any]:
-    """``{"source", "hash"}`` of the ontology a report was computed with (every command's JSON)."""
+def ontology_ref(onto: Any) -> dict[str, Any] | None:
+    """``{"source", "hash"}`` of the ontology a report was computed with (every command's JSON);
+    ``None`` without one (``score judges`` / ``score system`` without ``-O``)."""
+    if onto is None:
+        return None
     return {"source": onto.source, "hash": onto.content_hash}
 
 

@@ -72,6 +72,12 @@ def _available(target: str) -> bool:
         return False
 
 
+def _family_description(name: str) -> str:
+    from kg_rageval.scoring import REGISTRY
+
+    return REGISTRY[name].description if name in REGISTRY else ""
+
+
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported on first use."""
 
@@ -81,18 +87,36 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         lazy = [n for n, t in COMMANDS[self._table].items() if _available(t)]
-        return sorted(set(lazy) | set(super().list_commands(ctx)))
+        return sorted(set(lazy) | set(super().list_commands(ctx)) | set(self._plugin_families()))
 
     def get_command(self, ctx: click.Context, name: str):
         target = COMMANDS[self._table].get(name)
         if target is None or not _available(target):
+            if name in self._plugin_families():
+                from kg_rageval.cli.score_plugin import make_command
+
+                return make_command(name)
             return super().get_command(ctx, name)
         module, _, attr = target.partition(":")
         return getattr(importlib.import_module(module), attr)
 
+    def _plugin_families(self) -> list[str]:
+        """``score``: the registered families without a command of their own (plugin families of
+        the ``kg_rageval.families`` entry points, loaded here; a broken one is left out)."""
+        if self._table != "score":
+            return []
+        from kg_rageval.scoring import REGISTRY, load_entry_points
+        from kg_rageval.scoring.properties import command_of, has_property
+
+        load_entry_points()
+        return [n for n, sc in REGISTRY.items() if command_of(n) not in COMMANDS["score"]
+                and has_property(sc, "score_command") is not False]
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # short help without importing every subcommand module
-        rows = [(n, HELP.get(n, "")) for n in self.list_commands(ctx)]
+        plugin = set(self._plugin_families())
+        rows = [(n, HELP.get(n, "") or (_family_description(n) if n in plugin else ""))
+                for n in self.list_commands(ctx)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

@@ -1,6 +1,7 @@
 """``kg-rageval metrics``: every metric of every registered family, with its formula,
 parameters, direction and aliases (from the one metric registry, :mod:`kg_rageval.scoring`,
-and the one alias table, :mod:`kg_rageval.contract.measures`)."""
+with the families of the ``kg_rageval.families`` entry points — a broken one is a warning on
+stderr — and the one alias table, :mod:`kg_rageval.contract.measures`)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,11 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
     recip_rank, P(rel=2)@10, Bpref or a bare name are accepted) and print its canonical form; an
     unknown name is exit 2 with a "did you mean"."""
     from kg_rageval.contract.measures import template_aliases
-    from kg_rageval.scoring import REGISTRY, get_scorer, resolve_metric
+    from kg_rageval.scoring import PLUGIN_ERRORS, REGISTRY, get_scorer, load_entry_points, resolve_metric
 
+    load_entry_points()
+    for err in PLUGIN_ERRORS.values():  # a broken plugin is named, the other families listed
+        click.echo(f"warning: {err}", err=True)
     fams = [get_scorer(f).name for f in families] or list(REGISTRY)
     if names:
         rows = []

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import click
 
-from kg_rageval.cli.common import data_option, emit, families_text, family_kwargs, family_options, format_option
+from kg_rageval.cli.common import (data_option, emit_score, families_text, family_kwargs, family_options,
+                                   score_output_options, score_payload, with_intervals)
 
 
 @click.command()
@@ -18,13 +19,18 @@ from kg_rageval.cli.common import data_option, emit, families_text, family_kwarg
 @family_options("judge")
 @click.option("--write-records", type=click.Path(dir_okay=False, writable=True), default=None,
               help="With --endpoint: write the records with the live judge's entries here (JSONL).")
-@click.option("--rows/--no-rows", default=True, show_default=True, help="Include per-row results in JSON output.")
-@format_option
-def command(data_path, ontology_path, ontology_format, write_records, rows, fmt, **kwargs) -> None:
-    """Judge calibration: accuracy, Cohen's kappa, false approvals/rejections, PPI, position bias."""
+@score_output_options
+def command(data_path, ontology_path, ontology_format, write_records, rows, fmt, ci, ci_level, seed,
+            **kwargs) -> None:
+    """Judge calibration: accuracy, Cohen's kappa, false approvals/rejections, PPI, position bias.
+
+    JSON: the envelope of every ``score`` command (``score_payload``; the metrics carry the
+    family's Wilson / PPI intervals, ``--ci N`` replaces them with bootstrap ones) plus
+    ``rollup`` (member → node → metrics, with ``-O``) and ``judge_usage`` (the live judge's
+    calls, with ``--endpoint``)."""
     from kg_rageval.scoring import get_scorer
     from kg_rageval.records import read_records
-    from kg_rageval.cli.common import load_ontology_cli, ontology_ref
+    from kg_rageval.cli.common import load_ontology_cli
 
     opts = family_kwargs("judge", kwargs)
     records = read_records(data_path)
@@ -38,19 +44,21 @@ def command(data_path, ontology_path, ontology_format, write_records, rows, fmt,
             from kg_rageval.records import write_records as write
 
             write(write_records, records)
-    evals = get_scorer("judge").score(onto, records, where="score judges", **opts)
+    bound = get_scorer("judge").bind(onto, where="score judges", **opts)
+    evals = bound(records)
     if usage is not None:
         for ev in evals.values():
             ev.meta["judge_usage"] = usage
-    payload = {"command": "score judges", "data": data_path, "n_records": len(records),
-               "ontology": ontology_ref(onto) if onto is not None else None, "families": {}}
-    for name, ev in evals.items():
-        keys = [k for k in ev.keys if k.startswith("slice:") or k == "length_bin"]
-        d = ev.to_dict(rows=rows, breakdowns=keys)
-        if onto is not None:
-            d["rollup"] = _rollup(ev, onto)
-        payload["families"][name] = d
-    emit(payload, fmt, lambda p: _render(p, evals))
+    canonical = with_intervals(evals, ci, ci_level, seed)
+    keys = sorted({k for ev in evals.values() for k in ev.keys if k.startswith("slice:") or k == "length_bin"})
+    payload = score_payload(evals, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
+                            breakdowns=keys, metrics=canonical)
+    payload["command"] = "score judges"
+    if onto is not None:
+        payload["rollup"] = {name: _rollup(ev, onto) for name, ev in evals.items()}
+    if usage is not None:
+        payload["judge_usage"] = usage
+    emit_score(payload, fmt, lambda p: _render(p, evals, canonical))
 
 
 def _rollup(ev, onto) -> dict:
@@ -61,12 +69,12 @@ def _rollup(ev, onto) -> dict:
             for n, e in safe_rollup(ev, onto).items()}
 
 
-def _render(payload: dict, evals: dict) -> str:
-    cal = evals["calibration"]
-    parts = [f"{payload['n_records']} records; judge {cal.meta.get('judge')!r} calibrated"
+def _render(payload: dict, evals, metrics: dict) -> str:
+    cal = evals["judge_calibration"]
+    parts = [f"{payload['counts']['records']} records; judge {cal.meta.get('judge')!r} calibrated"
              + (f", compared with {cal.meta['second_judge']!r}" if cal.meta.get("second_judge") else "")]
-    shown = {name: _Shown(ev) for name, ev in evals.items()}
-    parts.extend(families_text(shown, "rows"))
+    shown = _ShownSet({name: _Shown(ev) for name, ev in evals.items()})
+    parts.extend(families_text(shown, "rows", metrics))
     usage = cal.meta.get("judge_usage")
     if usage:
         u = usage["usage"]
@@ -74,6 +82,12 @@ def _render(payload: dict, evals: dict) -> str:
                      f"{u['retries']} retries, {u['failures']} failures, {u['total_tokens']} tokens, "
                      f"${u['cost_usd']:.6f}")
     return "\n".join(parts)
+
+
+class _ShownSet(dict):
+    """The members as shown, under the family's name (for the canonical metric names)."""
+
+    family = "judge"
 
 
 class _Shown:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from kg_rageval.cli.common import emit, family_kwargs, family_options, format_option
+from kg_rageval.cli.common import emit_score, family_kwargs, family_options, score_payload
 
 
 @click.command()
@@ -21,22 +21,28 @@ from kg_rageval.cli.common import emit, family_kwargs, family_options, format_op
               help="Ontology, for the per-branch roll-up (optional).")
 @click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
 @family_options("system")
-@click.option("--bootstrap", "n_resamples", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples (by record) for the quantile intervals; 0 = none.")
-@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--ci", "--bootstrap", "n_resamples", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples (by record) for the intervals of the quantiles and means; 0 = none.")
+@click.option("--ci-level", "--level", "level", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.95, show_default=True, help="Confidence level of the intervals.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--rows/--no-rows", default=False, show_default=True, help="Include per-record rows in JSON output.")
-@format_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True,
+              help="Output: a human table, JSON (the envelope of every score command) or CSV (system's metrics).")
 def command(data_path, traces_path, id_attribute, write_records, ontology_path, ontology_format, n_resamples,
             level, seed, rows, fmt, **kwargs) -> None:
-    """Latency p50/p95/p99 per stage, $/query, tokens, cache hit rates, context coverage."""
+    """Latency p50/p95/p99 per stage, $/query, tokens, cache hit rates, context coverage.
+
+    JSON: the envelope of every ``score`` command for the system family (``score_payload``),
+    ``context``: the same envelope for the context family, and ``rollup`` (family → node →
+    metrics, with ``-O``). Intervals (``--ci N``, also ``--bootstrap``; default 1000) are on the
+    quantiles and means of system and on every defined context metric."""
     from kg_rageval.base.errors import ConfigError
     from kg_rageval.records import read_records
+    from kg_rageval.scoring import get_scorer
+    from kg_rageval.cli.common import load_ontology_cli
 
-    stages = family_kwargs("system", kwargs).get("stages")
-    from kg_rageval.families.system import score_context, score_system
-    from kg_rageval.cli.common import load_ontology_cli, ontology_ref
-
+    opts = family_kwargs("system", kwargs)
     if (data_path is None) == (traces_path is None):
         raise ConfigError("give exactly one of --data (records) and --traces (OTLP JSON)")
     if traces_path:
@@ -49,35 +55,41 @@ def command(data_path, traces_path, id_attribute, write_records, ontology_path, 
     else:
         records = read_records(data_path)
     onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
-    evals = {"system": score_system(onto, records, stages=stages or None), "context": score_context(onto, records)}
-    payload = {"command": "score system", "data": data_path or traces_path, "n_records": len(records),
-               "ontology": ontology_ref(onto) if onto is not None else None, "families": {}}
+    sets = {"system": get_scorer("system").bind(onto, where="score system", **opts)(records),
+            "context": get_scorer("context").bind(onto, where="score system")(records)}
+    evals = {name: res[name] for name, res in sets.items()}
     intervals: dict[str, dict[str, tuple[float, float]]] = {}
+    payloads: dict[str, dict] = {}
     for name, ev in evals.items():
-        keys = [k for k in ev.keys if k.startswith("slice:")] + (
-            ["gold_position_bucket", "compression_bin"] if name == "context" else [])
-        d = ev.to_dict(rows=rows, breakdowns=keys)
+        metrics = sets[name].metrics()
         if n_resamples and len(ev):
-            wanted = [m for m, v in d["metrics"].items() if v["value"] is not None
+            wanted = [m for m, v in ev.metrics().items() if v.value is not None
                       and (name != "system" or m.rsplit(".", 1)[-1] in ("p50", "p95", "p99", "mean"))]
             cis = ev.bootstrap(n_resamples=n_resamples, level=level, seed=seed, metrics=wanted)
             intervals[name] = {m: ci for m, ci in cis.items() if ci is not None}
             for m, ci in intervals[name].items():
-                d["metrics"][m]["ci"] = list(ci)
-        if onto is not None and "gold_node" in ev.keys:
-            from kg_rageval.audit.gates import metric_dict
-            from kg_rageval.audit.pernode import safe_rollup
+                metrics[f"{name}.{m}"] = metrics[f"{name}.{m}"].with_ci(ci)
+        keys = [k for k in ev.keys if k.startswith("slice:")] + (
+            [k for k in ("gold_position_bucket", "compression_bin") if k in ev.keys] if name == "context" else [])
+        payloads[name] = score_payload(sets[name], data_path=data_path or traces_path, n_records=len(records),
+                                       onto=onto, rows=rows, breakdowns=keys, metrics=metrics)
+        payloads[name]["command"] = "score system"
+    payload = {**payloads["system"], "context": payloads["context"]}
+    if onto is not None:
+        from kg_rageval.audit.gates import metric_dict
+        from kg_rageval.audit.pernode import safe_rollup
 
-            d["rollup"] = {n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
-                           for n, e in safe_rollup(ev, onto).items()}
-        payload["families"][name] = d
-    emit(payload, fmt, lambda p: _render(p, evals, intervals))
+        payload["rollup"] = {
+            name: {n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
+                   for n, e in safe_rollup(ev, onto).items()}
+            for name, ev in evals.items() if "gold_node" in ev.keys}
+    emit_score(payload, fmt, lambda p: _render(p, evals, intervals))
 
 
 def _render(payload: dict, evals: dict, intervals: dict) -> str:
     from kg_rageval.cli.common import metrics_table
 
-    parts = [f"{payload['n_records']} records"]
+    parts = [f"{payload['counts']['records']} records"]
     for name, ev in evals.items():
         ms = ev.metrics()
         absent = sorted({k.rsplit(".", 1)[0] for k, m in ms.items()

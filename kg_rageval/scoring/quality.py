@@ -50,7 +50,7 @@ CALIBRATION_METRICS: tuple[tuple[str, str, str], ...] = (
 def _calibration_specs() -> tuple[MetricSpec, ...]:
     rows = list(CALIBRATION_METRICS)
     rows += [(f"{r}.{n}", d, f"{f} ({r} only)") for r in RUBRIC_NAMES for n, d, f in CALIBRATION_METRICS]
-    return metric_specs("judge", "calibration", rows)
+    return metric_specs("judge", "judge_calibration", rows)
 
 
 def _p(name: str, kind: str, default, help: str, **kw) -> Param:  # type: ignore[no-untyped-def]
@@ -64,7 +64,7 @@ JUDGE = Scorer(
     sections=("judges",),
     description="Judge calibration vs human labels (accuracy, Cohen's kappa, false approvals/rejections with "
                 "Wilson CIs), PPI estimates, position bias, two-judge agreement.",
-    members=("calibration", "position_bias", "agreement"),
+    members=("judge_calibration", "position_bias", "agreement"),
     params=(
         _p("judge", "str", None, "The judge to calibrate (default: the only judge in the records).", nullable=True),
         _p("second_judge", "str", None, "The judge compared with it (default: the other one of exactly two).",

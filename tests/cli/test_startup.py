@@ -90,7 +90,7 @@ NOT_USED = {
     "score retrieval": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
     "score generation": ("yaml", "numpy.random"),  # pydantic: the faithfulness judgments
     "ontology inspect": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
-    "metrics": NO_SCAN + ("numpy", "pydantic", "yaml"),
+    "metrics": ("numpy", "pydantic", "yaml"),  # importlib.metadata: it lists the entry-point families too
 }
 
 

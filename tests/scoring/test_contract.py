@@ -13,18 +13,53 @@ import json
 
 import pytest
 
-from family_demo import add_relation_questions, family_inputs
+from family_demo import add_quality_sections, add_relation_questions, family_inputs
 from kg_rageval.cli.main import main
-from kg_rageval.scoring import REGISTRY, get_scorer, resolve_metric
+from kg_rageval.scoring import REGISTRY, get_scorer, load_entry_points, resolve_metric
 from kg_rageval.contract import MetricName
-from kg_rageval.scoring.builtin import BUILTIN
+from kg_rageval.scoring.properties import EXEMPT, PROPERTIES, command_of, has_property, undeclared
 from kg_rageval.base.errors import ConfigError
+from plugin_helpers import installed_entry_points
 
-FAMILIES = [sc.name for sc in BUILTIN]
+PLUGINS = {"exact_label": "plugin_family:EXACT_LABEL"}
+"""Plugin families registered for this module through a real entry point (tests/plugin_family.py)."""
+FAMILIES = [*REGISTRY, *(n for n in PLUGINS if n not in REGISTRY)]
+"""Every registered family (built-in ones, ones registered at collection) and the plugin ones."""
+QUALITY = ("judge", "system")
+"""Families scored on the demo records with judges and system sections (add_quality_sections)."""
+
+
+def _declared(name: str):
+    """The Scorer of ``name``: registered, or the plugin's (before its entry point is loaded)."""
+    import importlib
+
+    if name in REGISTRY:
+        return REGISTRY[name]
+    module, _, attr = PLUGINS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def with_property(prop: str) -> list:
+    """The families that have ``prop`` (a test per family) — the declarations decide; a family
+    declared neither way fails test_every_family_declares_every_property."""
+    return [n for n in FAMILIES if has_property(_declared(n), prop)]
+
+
+def without_property(prop: str) -> list:
+    return [n for n in FAMILIES if n not in with_property(prop)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plugin_families(tmp_path_factory):
+    with installed_entry_points(tmp_path_factory.mktemp("site"), PLUGINS):
+        assert set(load_entry_points()) == set(PLUGINS) - set(REGISTRY) or set(PLUGINS) <= set(REGISTRY)
+        yield
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
+    import json as _json
+
     from kg_rageval.demo import build_demo
     from kg_rageval.ontology import load_ontology
     from kg_rageval.records import read_records
@@ -33,9 +68,104 @@ def demo(tmp_path_factory):
     built = build_demo(out, bootstrap=20)
     onto = load_ontology(out / "doid-cancer-slim.obo")
     add_relation_questions(out / "records.jsonl", onto)
-    return {"dir": out, "config": built["config"], "ontology": onto,
-            "records": read_records(out / "records.jsonl"),
+    records = read_records(out / "records.jsonl")
+    quality = add_quality_sections(records)
+    (out / "quality.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in quality))
+    return {"dir": out, "config": built["config"], "ontology": onto, "records": records,
+            "quality_records": read_records(out / "quality.jsonl"),
             "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml")}}
+
+
+def records_for(name: str, demo: dict) -> list:
+    return demo["quality_records"] if name in QUALITY else demo["records"]
+
+
+def data_file(name: str, demo: dict) -> str:
+    return str(demo["dir"] / ("quality.jsonl" if name in QUALITY else "records.jsonl"))
+
+
+# ---------------------------------------------------------------------- the property table
+def test_every_family_declares_every_property():
+    """Each registered family has each declared property or is exempt from it with a reason
+    (scikit-learn's "we shouldn't forget any metrics"); none is both."""
+    assert set(FAMILIES) <= set(REGISTRY)
+    assert undeclared() == {}
+    for prop, fams in EXEMPT.items():
+        assert prop in PROPERTIES
+        assert all(why.strip() for why in fams.values()), prop
+
+
+def test_an_undeclared_family_is_caught():
+    from kg_rageval.scoring import Scorer
+
+    extra = {**REGISTRY, "newcomer": Scorer("newcomer", "x:y", ("labels",), streamable=False)}
+    got = undeclared(extra)
+    assert set(got) == set(PROPERTIES) and all(v == ["newcomer"] for v in got.values())
+
+
+def test_the_common_tests_cover_the_whole_registry():
+    assert FAMILIES == [*REGISTRY]  # the plugin family is registered: nothing left out
+    assert {"judge", "system", "context", "exact_label"} <= set(FAMILIES)
+
+
+# ---------------------------------------------------------------------- each declared property, tested
+def _metric_values(res) -> dict:
+    return {k: (m.value, m.numerator, m.denominator) for k, m in res.metrics().items()}
+
+
+@pytest.mark.parametrize("name", with_property("streamable"))
+def test_streamable_families_score_a_path_in_chunks_like_the_list(name, demo, tmp_path):
+    import json as _json
+
+    recs = records_for(name, demo)
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(_json.dumps({k: v for k, v in r.items() if not k.startswith("_")}) + "\n"
+                            for r in recs))
+    sc = get_scorer(name)
+    whole = sc.score(demo["ontology"], recs, **family_inputs(name, demo))
+    chunked = sc.score(demo["ontology"], str(path), chunk_size=7, **family_inputs(name, demo))
+    a, b = _metric_values(chunked), _metric_values(whole)
+    assert len(recs) > 7 and list(a) == list(b) and a
+    for k in a:  # sums in another order: equal up to the last bits
+        assert [x is None for x in a[k]] == [x is None for x in b[k]], k
+        assert [x for x in a[k] if x is not None] == pytest.approx([x for x in b[k] if x is not None],
+                                                                   rel=1e-12, abs=1e-12), k
+
+
+@pytest.mark.parametrize("name", with_property("reads_ontology_ids"))
+def test_id_reading_families_take_the_one_id_policy(name, demo):
+    from kg_rageval.contract.ids import ID_PARAMS
+
+    sc = get_scorer(name)
+    assert [p for p in sc.params if p.name in {q.name for q in ID_PARAMS}] == list(ID_PARAMS)
+    with pytest.raises(ConfigError, match=f"{name}.on_unknown: 'bogus' is not one of"):
+        sc.score(demo["ontology"], records_for(name, demo), on_unknown="bogus", **family_inputs(name, demo))
+
+
+@pytest.mark.parametrize("name", with_property("needs_ontology"))
+def test_ontology_families_do_not_score_without_one(name, demo):
+    with pytest.raises(Exception):  # noqa: B017 — any error; never numbers without the ontology
+        get_scorer(name).score(None, records_for(name, demo), **family_inputs(name, demo))
+
+
+@pytest.mark.parametrize("name", without_property("needs_ontology"))
+def test_ontology_free_families_score_the_same_without_one(name, demo):
+    sc = get_scorer(name)
+    kw = family_inputs(name, demo)
+    with_onto = sc.score(demo["ontology"], records_for(name, demo), **kw)
+    assert _metric_values(sc.score(None, records_for(name, demo), **kw)) == _metric_values(with_onto)
+
+
+@pytest.mark.parametrize("name", with_property("per_node_rollup"))
+def test_rollup_families_key_rows_by_gold_node(name, demo):
+    from kg_rageval.audit.pernode import safe_rollup
+
+    res = get_scorer(name).score(demo["ontology"], records_for(name, demo), **family_inputs(name, demo))
+    keyed = [ev for ev in res.values() if "gold_node" in ev.keys and len(ev)]
+    assert keyed, f"{name}: no member keys gold_node"
+    nodes = safe_rollup(keyed[0], demo["ontology"])
+    assert nodes and all(e["n"] > 0 for e in nodes.values())
+    assert {n for n in keyed[0].keys["gold_node"].tolist() if n is not None} <= set(nodes)
 
 
 # ---------------------------------------------------------------------- declarations
@@ -53,14 +183,20 @@ def test_declaration_is_complete(name):
     assert {m.member for m in sc.metrics} <= set(sc.member_names)
 
 
-@pytest.mark.parametrize("name", FAMILIES)
+def _score_command(name: str):
+    """The click command of ``kg-rageval score <command of name>`` (a plugin's is built)."""
+    import click
+
+    from kg_rageval.cli.main import score
+
+    cmd = score.get_command(click.Context(score), command_of(name))
+    assert cmd is not None, f"no 'kg-rageval score {command_of(name)}'"
+    return cmd
+
+
+@pytest.mark.parametrize("name", with_property("score_command"))
 def test_every_param_has_a_cli_flag_and_a_config_key(name):
-    import importlib
-
-    from kg_rageval.cli.main import COMMANDS
-
-    module, _, attr = COMMANDS["score"][name].partition(":")
-    cmd = getattr(importlib.import_module(module), attr)
+    cmd = _score_command(name)
     by_dest = {p.name: p for p in cmd.params}
     sc = REGISTRY[name]
     for p in sc.params:
@@ -78,14 +214,19 @@ def test_declared_metrics_are_the_metrics_produced(name, demo):
     """The declaration is the truth: the family produces exactly its declared metric names
     (members that need an input absent here, such as reproducibility, are left out)."""
     sc = REGISTRY[name]
-    result = sc.score(demo["ontology"], demo["records"], **family_inputs(name, demo))
+    result = sc.score(demo["ontology"], records_for(name, demo), **family_inputs(name, demo))
     produced = set(result.metrics())
-    declared = {f"{name}.{m.name}" for m in sc.metrics if m.member in result}
     opts = sc.validate({})
-    values = sc.template_values(opts) if sc.template_values else {}
+    values = {k: set(v) for k, v in (sc.template_values(opts) if sc.template_values else {}).items()}
+    for key in produced:  # word placeholders ({stage:word}) take the values the records name
+        found = sc.find_metric(key.split(".", 1)[1])
+        assert found is not None, f"{key} is not declared"
+        for ph, v in found[1].items():
+            if f"{{{ph}:word}}" in found[0].name:
+                values.setdefault(ph, set()).add(v)
     declared = {f"{name}.{n}" for m in sc.metrics if m.member in result and m.applies(opts)
                 for n in m.expand(values)}
-    assert produced == declared
+    assert produced == declared and produced
     for key in produced:  # every produced name resolves to itself
         assert str(resolve_metric(key)) == key
 
@@ -131,7 +272,8 @@ def test_wrong_option_or_value_is_exit_2_naming_the_key(name, demo, tmp_path, ca
     cfg = yaml.safe_load(open(demo["config"]))
     sc = REGISTRY[name]
     for opts, expect in ([({"bogus_option": 1}, f"families.{name}: unknown option 'bogus_option'")]
-                         + [({p.name: "not-a-choice"}, f"families.{name}.{p.name}: 'not-a-choice' is not one of")
+                         + [({p.name: "not-a-choice"}, f"families.{name}.{p.name}"
+                             + ("[0]" if p.kind.endswith("_list") else "") + ": 'not-a-choice' is not one of")
                             for p in sc.params if p.choices][:1]):
         cfg["families"] = {name: opts}
         path = demo["dir"] / f"bad_{name}.yaml"
@@ -180,11 +322,11 @@ def test_gate_is_decided_identically_in_audit_and_assert_gates(demo):
 def test_every_family_is_called_the_same_way(name, demo):
     from kg_rageval.results.evaluation_set import EvaluationSet
 
-    res = get_scorer(name).score(demo["ontology"], demo["records"], **family_inputs(name, demo))
+    res = get_scorer(name).score(demo["ontology"], records_for(name, demo), **family_inputs(name, demo))
     assert isinstance(res, EvaluationSet) and res.family == name
     assert list(res)[: len(res)] == [m for m in REGISTRY[name].member_names if m in res]
     with pytest.raises(ConfigError, match=f"{name}: unknown option 'bogus'"):
-        get_scorer(name).score(demo["ontology"], demo["records"], bogus=1, **family_inputs(name, demo))
+        get_scorer(name).score(demo["ontology"], records_for(name, demo), bogus=1, **family_inputs(name, demo))
 
 
 @pytest.mark.slow
@@ -199,8 +341,9 @@ def test_dask_equals_in_process_for_every_family(demo):
     try:
         for name in FAMILIES:
             kw = family_inputs(name, demo)
-            single = get_scorer(name).score(demo["ontology"], demo["records"], **kw)
-            dist = score_distributed(name, demo["ontology"], demo["records"], client=client, npartitions=3, **kw)
+            single = get_scorer(name).score(demo["ontology"], records_for(name, demo), **kw)
+            dist = score_distributed(name, demo["ontology"], records_for(name, demo), client=client, npartitions=3,
+                                     **kw)
             assert list(dist) == list(single), name
             a, b = dist.metrics(), single.metrics()
             assert list(a) == list(b), name
@@ -282,7 +425,7 @@ def _score_cli(name, demo, *extra):
     import io
     from contextlib import redirect_stdout
 
-    args = ["score", name, "-O", str(demo["dir"] / "doid-cancer-slim.obo"), "-d", str(demo["dir"] / "records.jsonl")]
+    args = ["score", command_of(name), "-O", str(demo["dir"] / "doid-cancer-slim.obo"), "-d", data_file(name, demo)]
     for i in get_scorer(name).inputs:
         if i.name in demo["inputs"]:
             args += [i.flag, demo["inputs"][i.name]]
@@ -292,15 +435,15 @@ def _score_cli(name, demo, *extra):
     return code, buf.getvalue()
 
 
-@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("name", with_property("score_command"))
 def test_score_json_has_one_shape(name, demo):
     code, out = _score_cli(name, demo, "--format", "json")
     assert code == 0
     p = json.loads(out)
     assert SHAPE <= set(p) and "rows" not in p  # the same --rows default (off) everywhere
-    assert p["command"] == f"score {name}" and p["family"] == name
+    assert p["command"] == f"score {command_of(name)}" and p["family"] == name
     assert set(p["counts"]) == {"records", "scored_records", "rows", "unscored"}
-    assert p["counts"]["records"] == len(demo["records"])
+    assert p["counts"]["records"] == len(records_for(name, demo))
     assert all(k.startswith(f"{name}.") for k in p["metrics"])  # canonical names only
     assert all(str(resolve_metric(k)) == k for k in p["metrics"])
     code, out = _score_cli(name, demo, "--format", "json", "--rows", "--ci", "20")
@@ -375,7 +518,7 @@ def test_no_import_cycles_between_modules():
 def test_slice_keys_are_normalised_the_same_way(name, demo):
     """``{"tier": 0}`` is the key ``slice:tier`` with the text ``"0"`` in every family."""
     recs = [dict(r, slices={**(r.get("slices") or {}), "tier": i % 2, "flag": True})
-            for i, r in enumerate(demo["records"])]
+            for i, r in enumerate(records_for(name, demo))]
     res = get_scorer(name).score(demo["ontology"], recs, **family_inputs(name, demo))
     for ev in res.values():
         if len(ev) and "slice:tier" in ev.keys:
@@ -397,7 +540,7 @@ def test_every_family_is_reachable_from_the_pytest_plugin(name, demo):
     """``assert_gates`` reads every family's result under the same canonical names."""
     from kg_rageval.pytest_plugin import check_gates
 
-    res = get_scorer(name).score(demo["ontology"], demo["records"], **family_inputs(name, demo))
+    res = get_scorer(name).score(demo["ontology"], records_for(name, demo), **family_inputs(name, demo))
     defined = [k for k, m in res.metrics().items() if m.value is not None][:5]
     results, _ = check_gates(res, [f"{k} >= -1" for k in defined], ontology=demo["ontology"])
     assert [r.observed for r in results] == [res.metrics()[k].value for k in defined]

@@ -29,7 +29,7 @@ BASE_STATS = COUNT_STATS + (
 
 
 class JudgeCalibrationFamily(Family):
-    """One judge against human labels, every rubric at once (member ``calibration``).
+    """One judge against human labels, every rubric at once (member ``judge_calibration``).
 
     Stats are kept per rubric (``<rubric>:<stat>``). Counts: ``n_outputs`` judge entries, of
     which ``n_scored`` valid verdicts, ``n_invalid`` (not JSON / breaks the contract),
@@ -44,7 +44,7 @@ class JudgeCalibrationFamily(Family):
     present (approval-based metrics add up across rubrics; ``accuracy`` and ``cohen_kappa``,
     whose label sets differ, are pooled only when one rubric is present)."""
 
-    name = "calibration"
+    name = "judge_calibration"
     version = "2"
 
     def __init__(self, rubrics: Mapping[str, type[Verdict]], *, level: float = 0.95, ppi_lambda: float | str = 1.0):

@@ -135,7 +135,7 @@ def score_judges(ontology: Any, records: Iterable[Record], *, level: float = 0.9
                  api_key_env: str = "OPENAI_API_KEY", cache_dir: str | None = None, concurrency: int = 4,
                  timeout: float = 60.0, max_retries: int = 4, price_prompt: float = 0.0,
                  price_completion: float = 0.0) -> EvaluationSet:
-    """The ``judges`` sections scored: members ``calibration`` (the judge ``judge`` against
+    """The ``judges`` sections scored: members ``judge_calibration`` (the judge ``judge`` against
     the human labels, every rubric), ``position_bias`` (its pairwise verdicts shown in both
     orders) and ``agreement`` (with ``second_judge`` on the same items).
 
@@ -173,9 +173,9 @@ def score_judges(ontology: Any, records: Iterable[Record], *, level: float = 0.9
     meta = {"judge": chosen, "second_judge": second, "level": level, "ppi_lambda": lam,
             "judges_in_records": sorted({p["judge"] for _, _, p in parsed})}
     out = EvaluationSet("judge", {
-        "calibration": build_evaluation(cal, rows, keys=_key_names(rows) + ["length_bin"],
-                                        details=["rubric", "judge", "item", "order", "status", "error", "label",
-                                                 "human"], meta=dict(meta)),
+        "judge_calibration": build_evaluation(cal, rows, keys=_key_names(rows) + ["length_bin"],
+                                              details=["rubric", "judge", "item", "order", "status", "error", "label",
+                                                       "human"], meta=dict(meta)),
         "position_bias": _position_bias(mine, meta),
         "agreement": _agreement(parsed, chosen, second, meta),
     })

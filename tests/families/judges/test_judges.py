@@ -83,7 +83,7 @@ def test_kappa_and_rates_match_sklearn_and_hand_counts():
     labels = ["correct", "partially_correct", "incorrect"]
     human = rng.choice(labels, 120, p=[0.5, 0.2, 0.3])
     judge = np.where(rng.random(120) < 0.7, human, rng.choice(labels, 120))
-    ev = score_judges(None, _calibration_records(judge.tolist(), human.tolist()))["calibration"]
+    ev = score_judges(None, _calibration_records(judge.tolist(), human.tolist()))["judge_calibration"]
     m = ev.metrics()
     assert m["answer_correctness.cohen_kappa"].value == m["cohen_kappa"].value
     assert m["refusal.cohen_kappa"].missing == "no items labelled by both raters"
@@ -117,7 +117,7 @@ def test_invalid_unscorable_and_failed_are_counted_never_scored():
                                 "human": "incorrect"}]},
         {"id": "d", "judges": [{"rubric": "refusal", "error": "timed out after 60 s", "human": "incorrect"}]},
     ]
-    ev = score_judges(None, recs)["calibration"]
+    ev = score_judges(None, recs)["judge_calibration"]
     m = ev.metrics()
     assert [m[k].value for k in ("invalid_output_rate", "unscorable_rate", "failed_call_rate")] == [0.25] * 3
     assert m["accuracy"].denominator == 1 and m["false_approval_rate"].value is None
@@ -131,7 +131,7 @@ def test_bool_human_labels_count_for_approval_only():
                                         else {"verdict": v, "claim": "c"}, "human": h}]}
             for i, (v, h) in enumerate([("supported", True), ("supported", False), ("not_supported", False),
                                         ("partially_supported", True)])]
-    m = score_judges(None, recs)["calibration"].metrics()
+    m = score_judges(None, recs)["judge_calibration"].metrics()
     assert m["accuracy"].value is None  # no label from the rubric's set
     assert (m["false_approval_rate"].numerator, m["false_approval_rate"].denominator) == (1, 2)
     assert (m["false_rejection_rate"].numerator, m["false_rejection_rate"].denominator) == (1, 2)
@@ -142,7 +142,7 @@ def test_rollup_per_branch(vehicles):
     recs = _calibration_records(["correct", "correct", "incorrect", "correct"],
                                 ["correct", "incorrect", "incorrect", "incorrect"],
                                 node=["sedan", "sedan", "submarine", "submarine"])
-    ev = score_judges(None, recs)["calibration"]
+    ev = score_judges(None, recs)["judge_calibration"]
     roll = ev.rollup(vehicles)
     assert roll["car"]["metrics"]["false_approval_rate"].value == 1.0
     assert roll["boat"]["metrics"]["false_approval_rate"].value == 0.5
@@ -183,7 +183,7 @@ def test_position_bias_after_swap():
     m = out["position_bias"].metrics()
     assert m["position_consistency"].value == pytest.approx(1 / 3)
     assert (m["first_position_win_rate"].numerator, m["first_position_win_rate"].denominator) == (5, 6)
-    cal = out["calibration"].metrics()  # BA verdicts mapped back: p1 both A; p2/p3 AB→A, BA→B
+    cal = out["judge_calibration"].metrics()  # BA verdicts mapped back: p1 both A; p2/p3 AB→A, BA→B
     assert cal["accuracy"].denominator == 7
     assert cal["accuracy"].numerator == 4
 
@@ -197,9 +197,9 @@ def test_length_view_and_two_judge_agreement():
     with pytest.raises(ConfigError, match=r"verdicts of 2 judges \(j1, j2\); choose the one to calibrate"):
         score_judges(None, recs)
     out = score_judges(None, recs, judge="j1")
-    assert list(out) == ["calibration", "position_bias", "agreement"]
+    assert list(out) == ["judge_calibration", "position_bias", "agreement"]
     assert out["agreement"].meta["second_judge"] == "j2"
-    m1 = out["calibration"].metrics()
+    m1 = out["judge_calibration"].metrics()
     assert m1["judge_longer_win_rate"].value == 0.75 and m1["human_longer_win_rate"].value == 0.25
     assert m1["length_balanced_win_rate"].missing == "no pair where B is longer"
     from sklearn.metrics import cohen_kappa_score
@@ -208,7 +208,7 @@ def test_length_view_and_two_judge_agreement():
     assert ag["judge_agreement"].value == 0.75
     assert ag["judge_agreement_kappa"].value == pytest.approx(
         cohen_kappa_score(["A", "A", "B", "A"], ["A", "B", "B", "A"]))
-    assert list(out["calibration"].breakdown("length_bin")) == ["A longer"]
+    assert list(out["judge_calibration"].breakdown("length_bin")) == ["A longer"]
     with pytest.raises(ConfigError, match="second_judge='j9' gave no verdict"):
         score_judges(None, recs, judge="j1", second_judge="j9")
 
@@ -272,11 +272,11 @@ def test_ppi_in_the_calibration_family_matches_arrays():
         else:
             yu.append(float(j))
         recs.append({"id": str(i), "judges": [e]})
-    m = score_judges(None, recs)["calibration"].metrics()
+    m = score_judges(None, recs)["judge_calibration"].metrics()
     r = ppi_mean(y, yh, yu)
     assert m["ppi_approval_rate"].value == pytest.approx(r.estimate)
     assert (m["ppi_ci_low"].value, m["ppi_ci_high"].value) == (pytest.approx(r.low), pytest.approx(r.high))
-    few = score_judges(None, recs[:1] + recs[100:])["calibration"].metrics()
+    few = score_judges(None, recs[:1] + recs[100:])["judge_calibration"].metrics()
     assert few["ppi_approval_rate"].missing == "PPI needs at least 2 human-labelled items, has 1"
 
 
@@ -315,7 +315,7 @@ def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
 
 def test_no_entries_give_missing_evidence_not_an_error():
     out = score_judges(None, [{"id": "a", "judges": []}])
-    m = out["calibration"].metrics()
+    m = out["judge_calibration"].metrics()
     assert m["false_approval_rate"].value is None and m["accuracy"].missing == "no judge outputs"
 
 
@@ -323,7 +323,7 @@ def test_pooled_label_metrics_need_one_rubric():
     recs = _calibration_records(["correct", "incorrect"], ["correct", "correct"])
     recs.append({"id": "x", "judges": [{"rubric": "pairwise", "judge": "j1", "output": {"verdict": "A"},
                                         "human": "B"}]})
-    m = score_judges(None, recs)["calibration"].metrics()
+    m = score_judges(None, recs)["judge_calibration"].metrics()
     assert m["accuracy"].missing.startswith("pools the rubrics pairwise, answer_correctness")
     assert m["answer_correctness.accuracy"].value == 0.5 and m["pairwise.accuracy"].value == 0.0
     assert (m["false_approval_rate"].numerator, m["false_approval_rate"].denominator) == (1, 1)
@@ -348,7 +348,7 @@ def test_length_balanced_win_rate():
                                      ("A", 100, 300), ("B", 100, 300)]):
         recs.append({"id": f"p{i}", "judges": [{"rubric": "pairwise", "output": {"verdict": v},
                                                  "lengths": {"A": la, "B": lb}}]})
-    m = score_judges(None, recs)["calibration"].metrics()
+    m = score_judges(None, recs)["judge_calibration"].metrics()
     # A longer: (1 + 1 + 0 + 0.5) / 4; B longer: (1 + 0) / 2
     assert m["length_balanced_win_rate"].value == pytest.approx((2.5 / 4 + 0.5) / 2)
     assert m["judge_approval_rate"].value == pytest.approx(3 / 6)  # A's plain win rate

@@ -149,7 +149,7 @@ def test_rubric_judge_entries_are_scored_like_file_entries():
     assert [("output" in e, "error" in e) for e in entries] == [(True, False), (True, False), (False, True)]
     records = [{"id": f"r{i}", "judges": [dict(e, human=h)]}
                for i, (e, h) in enumerate(zip(entries, ["correct", "incorrect", "correct"]))]
-    ev = score_judges(None, records)["calibration"]
+    ev = score_judges(None, records)["judge_calibration"]
     m = ev.metrics()
     assert (m["invalid_output_rate"].value, m["failed_call_rate"].value) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
     assert m["accuracy"].value == 1.0 and m["accuracy"].denominator == 1

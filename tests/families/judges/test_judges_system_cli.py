@@ -29,11 +29,12 @@ def test_score_judges_json_and_rollup(tmp_path, capsys, fixtures_dir):
     onto = fixtures_dir / "audit" / "vehicles.csv"
     assert main(["score", "judges", "-d", data, "-O", str(onto), "--format", "json"]) in (0, None)
     out = json.loads(capsys.readouterr().out)
-    fam = out["families"]["calibration"]
-    assert fam["metrics"]["false_approval_rate"]["value"] == 0.5
-    assert fam["metrics"]["refusal.false_approval_rate"]["value"] == 0.5
-    assert fam["metrics"]["false_approval_rate"]["ci"][1] > 0.5
-    assert fam["rollup"]["car"]["metrics"]["false_approval_rate"]["value"] == 1.0
+    assert out["command"] == "score judges" and out["family"] == "judge" and out["counts"]["records"] == 4
+    m = out["metrics"]
+    assert m["judge.false_approval_rate"]["value"] == 0.5
+    assert m["judge.refusal.false_approval_rate"]["value"] == 0.5
+    assert m["judge.false_approval_rate"]["ci"][1] > 0.5  # the family's Wilson interval
+    assert out["rollup"]["judge_calibration"]["car"]["metrics"]["false_approval_rate"]["value"] == 1.0
     assert main(["score", "judges", "-d", data, "--ppi-lambda", "x"]) == 2
 
 
@@ -48,10 +49,12 @@ def test_score_judges_live_endpoint_writes_records(tmp_path, capsys, monkeypatch
                      "--rubric", "answer_correctness", "--api-key-env", "KGR_CLI_KEY", "--concurrency", "1",
                      "--price-prompt", "1", "--price-completion", "2", "--write-records", str(out_path),
                      "--format", "json"])
-    text = capsys.readouterr().out
-    assert code in (0, None) and "sk-very-secret" not in text
+    cap = capsys.readouterr()
+    text = cap.out
+    assert code in (0, None) and "sk-very-secret" not in text, cap.err
     out = json.loads(text)
-    usage = out["families"]["calibration"]["meta"]["judge_usage"]
+    usage = out["judge_usage"]
+    assert out["evaluations"]["judge_calibration"]["meta"]["judge_usage"] == usage
     assert usage["usage"]["requests"] == 2 and usage["usage"]["cost_usd"] == pytest.approx(2 * 140 / 1e6)
     assert usage["settings"]["api_key"] == "***"
     judged = [json.loads(x) for x in out_path.read_text().splitlines()]
@@ -63,8 +66,10 @@ def test_score_system_records_and_traces(tmp_path, capsys):
     data = _write(tmp_path / "s.jsonl", recs)
     assert main(["score", "system", "-d", data, "--bootstrap", "50", "--format", "json"]) in (0, None)
     out = json.loads(capsys.readouterr().out)
-    m = out["families"]["system"]["metrics"]["latency.total_ms.p95"]
+    assert out["command"] == "score system" and out["family"] == "system" and out["counts"]["records"] == 10
+    m = out["metrics"]["system.latency.total_ms.p95"]
     assert m["value"] == pytest.approx(955.0) and len(m["ci"]) == 2
+    assert out["context"]["family"] == "context" and "context.citation_coverage" in out["context"]["metrics"]
     assert main(["score", "system"]) == 2  # neither --data nor --traces
     capsys.readouterr()
     assert main(["score", "system", "-d", data, "--bootstrap", "0"]) in (0, None)
