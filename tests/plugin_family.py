@@ -10,7 +10,9 @@ from typing import Any
 
 from kg_rageval.contract.metrics import metric_specs
 from kg_rageval.records import slice_text
-from kg_rageval.results.evaluation import Family, Metric, build_evaluation, ratio
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, ratio
 from kg_rageval.scoring import Param, Scorer, declare
 
 

@@ -1,5 +1,5 @@
 """Per-record results gathered column by column and made into an :class:`Evaluation` in one
-step: the same evaluation :func:`~kg_rageval.results.evaluation.build_evaluation` makes from the
+step: the same evaluation :func:`~kg_rageval.results.builders.build_evaluation` makes from the
 equivalent row dicts (stats float64 in the family's order, a stat a row lacks 0; keys and
 details object columns, a key a row lacks ``None``), without a dict per row per stat."""
 
