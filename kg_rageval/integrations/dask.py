@@ -113,15 +113,28 @@ def _default_npartitions(client: Any) -> int:
     return default_in_flight(client)
 
 
+def _reads_files_only(score_fn: Any) -> bool:
+    """Whether ``score_fn`` is a family whose evidence is its input files (no record section,
+    e.g. ``trec``): partitions of the records would each count the files again, so it is
+    scored once, in one partition (its numbers were 3x with 3 partitions)."""
+    from kg_rageval.scoring import Scorer, get_scorer
+
+    return isinstance(score_fn, (str, Scorer)) and not get_scorer(score_fn).sections
+
+
 def _submit(score_fn, ontology, records, *, client, npartitions, part_fn, opts):
+    whole = _reads_files_only(score_fn)
     score_fn, opts = _as_fn(score_fn, ontology, opts)
     if client is None:
         from distributed import get_client
 
         client = get_client()  # raises ValueError when there is none
-    parts = records if _is_partitioned(records) else partition(
-        records, npartitions or _default_npartitions(client)
-    )
+    if whole:
+        parts = Partitions([[r for p in records for r in p] if _is_partitioned(records) else list(records)])
+    else:
+        parts = records if _is_partitioned(records) else partition(
+            records, npartitions or _default_npartitions(client)
+        )
     onto_future = client.scatter(ontology, broadcast=True, hash=False)
     part_futures = client.scatter(list(parts), hash=False)
     futures = [client.submit(part_fn, score_fn, onto_future, pf, opts, pure=False) for pf in part_futures]

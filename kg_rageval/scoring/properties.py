@@ -57,7 +57,7 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
 
 HAS: dict[str, set[str]] = {
     "needs_ontology": {"hierarchy", "linking", "retrieval", "conformance", "generation", "relations",
-                       "preference"},
+                       "preference", "shacl"},
     "per_node_rollup": {"hierarchy", "linking", "retrieval", "conformance", "generation", "provenance",
                         "relations", "context"},
     "score_command": {"hierarchy", "linking", "retrieval", "conformance", "generation", "provenance",
@@ -66,13 +66,19 @@ HAS: dict[str, set[str]] = {
 """The families that have each listed (not derived) property."""
 
 _NOT_STREAMED = "needs every record at once"
+_FILES = "its evidence is its input files, not the records"
 EXEMPT: dict[str, dict[str, str]] = {
     "streamable": {
+        "trec": f"{_FILES} (the qrels and the run are read whole)",
+        "shacl": f"{_NOT_STREAMED}: one pySHACL run validates every output",
         "preference": f"{_NOT_STREAMED}: its meta describes the whole hard-vs-soft comparison",
         "judge": f"{_NOT_STREAMED}: the judges are chosen from all records; PPI and kappa pool every item",
         "system": f"{_NOT_STREAMED}: latency and cost quantiles are taken over all records",
     },
     "reads_ontology_ids": {
+        "trec": "reads query and document ids of TREC qrels and runs, no ontology id",
+        "shacl": "validates the outputs' RDF against SHACL shapes; the ids' vocabulary is the conformance "
+                 "family's check",
         "provenance": "reads document and source ids of the corpus, no ontology id",
         "relations": "reads triples against the knowledge graph (unknown ids and predicates are counted "
                      "as triple_unknown_ids / triple_unknown_predicates, no id options)",
@@ -82,12 +88,15 @@ EXEMPT: dict[str, dict[str, str]] = {
         "context": "reads chunk ids of the supplied context, no ontology id",
     },
     "needs_ontology": {
+        "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
         "provenance": "citations and manifests are checked against the corpus, not the ontology",
         "judge": "the ontology is optional: only the per-branch roll-up of score judges uses it",
         "system": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
     },
     "per_node_rollup": {
+        "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",
+        "shacl": "rows are outputs validated against shapes; no gold node keys them",
         "preference": "rows are queries compared under two policies; the preference, not a gold node, "
                       "keys them",
         "judge": "keys gold_node only when a judged record carries one; the demo has no judges section "
@@ -95,6 +104,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "system": "rows are records' timings and costs, which no gold node keys",
     },
     "score_command": {
+        "trec": "reported by 'kg-rageval score retrieval --qrels/--run'",
+        "shacl": "reported by 'kg-rageval score conformance --shapes'",
         "context": "reported by 'kg-rageval score system' beside the system family",
     },
 }

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
+from kg_rageval.records.slices import record_slices
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
@@ -205,9 +206,9 @@ def score_shacl(
         ref_out, _ = parse_output(ref.get("output")) if isinstance(ref, Mapping) else (None, None)
         ref_node = ref_out.get(first_node) if isinstance(ref_out, dict) and first_node else None
         row["gold_node"] = record_gold_node(r, ontology, ref_node if isinstance(ref_node, str) else None)
-        for k, v in (r.get("slices") or {}).items() if isinstance(r.get("slices"), Mapping) else ():
-            row[f"slice:{k}"] = v
-            slice_names.add(f"slice:{k}")
+        sl = record_slices(r)  # the one slice normalisation ({"tier": 0} is "0")
+        row.update(sl)
+        slice_names.update(sl)
         if problem is not None or not isinstance(obj, dict):
             row.update(conforming=0.0, unrenderable=1.0)
             row["results"] = [{"message": problem or f"the output is a {type(obj).__name__}, not an object"}]
