@@ -210,7 +210,7 @@ def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_no
     """The ontology branch of a record, as every family attaches it: the record's ``gold_node``,
     else its single ``labels.gold`` id, else ``reference_node`` (the reference output's first
     node field); ids the ontology lacks give ``None``."""
-    index = ontology._index
+    index = ontology.id_index
     c = record.get("gold_node")
     if isinstance(c, str) and c in index:
         return c
@@ -419,7 +419,7 @@ class _Scorer:
         self.suggest = _Suggester(self.o)
         self.props = {p.id: p for p in self.o.properties}
         self.graph = bool(self.o.graph.n_triples)
-        self.entity = self.o._entity_index
+        self.entity = self.o.entity_id_index
         self.status = self.o.entity_status
         self._classes: dict[tuple[str, ...], np.ndarray] = {}
         self.ids = ids or IdOptions()

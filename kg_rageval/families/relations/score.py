@@ -181,7 +181,7 @@ class _Codes:
         self.o = onto
         self.n_ent = onto.graph.n_entities if onto.graph else len(onto)
         self.extra: dict[str, int] = {}
-        known = list(onto.graph.predicates) + [q.id for q in onto.properties if q.id not in onto.graph._predicate_index]
+        known = list(onto.graph.predicates) + [q.id for q in onto.properties if not onto.graph.has_predicate(q.id)]
         self.pred = {q: k for k, q in enumerate(known)}
         self.n_known_pred = len(known)
 

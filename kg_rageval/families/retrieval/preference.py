@@ -267,7 +267,7 @@ def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ont
         cidx = cidx[keep]
         both = np.concatenate([cidx, gidx])
         unknown = any((f.op == "within" or f.field == corpus.category_field)
-                      and any(v not in ontology._index for v in f.values) for f in pref)
+                      and any(v not in ontology.id_index for v in f.values) for f in pref)
         if unknown:  # a filter on a concept the ontology lacks passes nothing
             ok = np.zeros(len(both), dtype=bool)
         else:
