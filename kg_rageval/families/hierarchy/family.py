@@ -41,6 +41,7 @@ from kg_rageval.base.errors import InputError, MissingEvidence, UnknownIdError
 from kg_rageval.results.evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
 from kg_rageval.ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
 from kg_rageval.records import Record, located, read_records, slice_texts, where
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.families.hierarchy.closure import closure
 from kg_rageval.families.hierarchy.kernels import _root_excluded, hierarchical_counts, pair_measures
 
@@ -332,7 +333,7 @@ def _collect_loop(records: list[Record]) -> _Columns | None:
 
 
 def _unscored(rec: Record, reason: str, code: str) -> dict[str, str]:
-    return {"record_id": str(rec.get("id")), "reason": reason, "code": code}
+    return unscored_entry(rec.get("id"), reason, code)
 
 
 def _absent_pred(rec: Record, gold: Any, pred: Any, absent: Any, unscored: list, missing: list[int],

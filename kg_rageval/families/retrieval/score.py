@@ -56,6 +56,7 @@ import numpy as np
 from kg_rageval.base.errors import InputError
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.records import Record, slice_texts, where
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.families.retrieval.corpus import Corpus, eligible_pairs
 from kg_rageval.families.retrieval.filters import Filter, parse_filters, predicate_counts, replay
 from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_lists
@@ -335,12 +336,12 @@ def score_retrieval(
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"})
+            unscored.append(unscored_entry(rec.get("id"), "no retrieval section", Reason.NO_SECTION))
             continue
         if type(sec) is not dict and not isinstance(sec, Mapping):
             raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
         if "gold" not in sec:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
+            unscored.append(unscored_entry(rec.get("id"), "no retrieval.gold", Reason.NO_GOLD))
             continue
         rows.append(rec)
         gold_raw.append(sec["gold"])
