@@ -55,8 +55,9 @@ graph* (unknown ids or predicate included: ``claims_unknown``). ``kg_faithfulnes
 supported / claims, ``kg_contradiction_rate`` = contradicted / claims,
 ``kg_not_in_graph_rate`` = not in the graph / claims.
 
-Rows carry the key ``gold_node`` (``relations.node``, else the first gold triple's subject or
-object that is a hierarchy node), so roll-ups and the per-node report attach relation answers
+Rows carry the key ``gold_node`` (the one rule, :func:`kg_rageval.records.gold_node`: the
+record's ``gold_node``, else its single ``labels.gold`` id, else ``relations.node``, else the
+first gold triple's subject or object that is a hierarchy node), so roll-ups and the per-node report attach relation answers
 to a node of the hierarchy.
 
 A record whose section has a gold (``gold`` or ``gold_answers``) but no ``answer`` /
@@ -76,7 +77,7 @@ from kg_rageval.results.evaluation import Evaluation, Family, Metric, harmonic, 
 from kg_rageval.ontology.graph import satisfies
 from kg_rageval.ontology.model import RELATIONS, Ontology
 from kg_rageval.ontology.resolver import IdOptions, IdResolver
-from kg_rageval.records import Reason, record_error, record_slices, unscored, where
+from kg_rageval.records import Reason, gold_node, record_error, record_slices, unscored, where
 
 SECTION = "relations"
 END_RELATIONS = ("parent", "ancestor", "child", "descendant", "sibling", "cousin", "unrelated")
@@ -477,27 +478,25 @@ def score_relations(
 
 
 def _node_of(codes: _Codes, r: Any, sec: Mapping[str, Any], gold) -> str | None:
-    """The hierarchy node a record's row is attached to (key ``gold_node``, for roll-ups and
-    the per-node report): ``relations.node`` when given (it must name a node, resolved as every
-    id: an alternative id gives its concept), else the subject of the first gold triple when it
-    resolves to a hierarchy node, else that triple's object when it does, else ``None``."""
-    o = codes.o
+    """The hierarchy node a record's row is attached to (key ``gold_node``), by the one rule
+    (:func:`kg_rageval.records.gold_node`: the record's ``gold_node``, else its single
+    ``labels.gold`` id), with the family's own node as the fallback: ``relations.node`` when
+    given (it must name a node), else the subject of the first gold triple when it resolves to
+    a hierarchy node, else that triple's object when it does. Ids resolve as every id (an
+    alternative id gives its concept)."""
+    resolve = codes.resolver.node_id
     node = sec.get("node")
+    own = None
     if node is not None:
-        i = int(codes.resolver.lookup([node])[0][0]) if isinstance(node, str) else -1
-        if i < 0:
+        own = resolve(node) if isinstance(node, str) else None
+        if own is None:
             raise record_error(r, f"{SECTION}.node", f"{node!r} is not a node of the ontology's hierarchy")
-        return o.ids[i]
-    if gold:
+    elif gold:
         t = gold[0]
         ends = (t.get("subject"), t.get("object")) if isinstance(t, Mapping) else (t[0], t[2]) if \
             isinstance(t, (list, tuple)) and len(t) == 3 else ()
-        for x in ends:
-            if isinstance(x, str) and x:
-                i = int(codes.resolver.lookup([x])[0][0])
-                if i >= 0:
-                    return o.ids[i]
-    return None
+        own = next((n for n in (resolve(x) for x in ends if isinstance(x, str) and x) if n is not None), None)
+    return gold_node(r, resolve=resolve, fallback=own)
 
 
 def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], list[str], list[str]] | None:
