@@ -40,8 +40,7 @@ import numpy as np
 from kg_rageval.base.errors import InputError, MissingEvidence, UnknownIdError
 from kg_rageval.results.evaluation import Evaluation, Family, Metric, harmonic, mean_of, named, ratio
 from kg_rageval.ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
-from kg_rageval.records import Record, located, read_records, slice_texts, where
-from kg_rageval.records import gold_node as gold_node_rule
+from kg_rageval.records import Record, gold_node as gold_node_rule, located, read_records, slice_texts, where
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.families.hierarchy.closure import closure
 from kg_rageval.families.hierarchy.kernels import _root_excluded, hierarchical_counts, pair_measures
@@ -519,17 +518,6 @@ _CATEGORY_NAMES = RELATIONS + ("nil_pred", "nil_gold", "multi", NOT_IN_ONTOLOGY,
 _NIL_PRED, _NIL_GOLD, _MULTI, _NOT_IN_ONTOLOGY, _INACTIVE = range(len(RELATIONS), len(_CATEGORY_NAMES))
 
 
-def _stated_gold_nodes(ontology, items: list[Record], gold_node: np.ndarray, opts: IdOptions) -> None:
-    """The one ``gold_node`` rule (:func:`kg_rageval.records.gold_node`) on the rows: the key
-    holds the single resolved gold id; a record's own top-level ``gold_node`` wins where it
-    resolves to a node (one pass over the records, only when one states it)."""
-    stated = [k for k, r in enumerate(items) if r.get("gold_node") is not None]
-    if stated:
-        resolve = IdResolver(ontology, opts).node_id
-        for k in stated:
-            gold_node[k] = gold_node_rule(items[k], resolve=resolve, fallback=gold_node[k])
-
-
 def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded, wup_lcs,
            wup_identical, opts: IdOptions) -> Evaluation:
     m = len(col.items)
@@ -668,7 +656,10 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     gold_node = np.full(m, None, dtype=object)
     gold_node[single_g] = ids[g1[single_g]]
     gold_str = gold_node.copy()
-    _stated_gold_nodes(ontology, col.items, gold_node, opts)
+    stated = [k for k, r in enumerate(col.items) if r.get("gold_node") is not None]  # the one gold_node rule:
+    resolve = IdResolver(ontology, opts).node_id if stated else None  # a record's own gold_node wins if it resolves
+    for k in stated:
+        gold_node[k] = gold_node_rule(col.items[k], resolve=resolve, fallback=gold_node[k])
     pred_str = np.full(m, None, dtype=object)
     pred_str[single_p] = ids[p1[single_p]]
 
