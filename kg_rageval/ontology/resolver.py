@@ -115,6 +115,8 @@ class IdResolver:
         """The canonical id of one node id (as :meth:`lookup`: CURIE/IRI, an alternative id
         → its concept with ``aliases``), or ``None`` when the ontology lacks it; the
         ``resolve`` argument of :func:`kg_rageval.records.gold_node`."""
+        if node_id in self.ontology.id_index:  # the common case, without the vectorised lookup
+            return node_id
         i = int(self.lookup([node_id])[0][0])
         return self.ontology.ids[i] if i >= 0 else None
 
