@@ -239,7 +239,7 @@ class ReleaseCheck:
         ontology, bont = self.ontology, self.baseline_ontology
         d = diff_ontologies(bont, ontology)
         self._stable = (d, d.stable_ids(), d.stable_ids(subtree=True))
-        new_known = ontology._index.__contains__
+        new_known = ontology.id_index.__contains__
         ok = self._ok_for(lambda s: new_known(s) or ontology.alias_of(s) is not None)
         self._cand_ok = np.unique(_ids(r["id"] for r in cand_records if ok(r)))
 
@@ -262,7 +262,7 @@ class ReleaseCheck:
         self._ids.append(_ids(r["id"] for r in chunk))
         if self._stable is not None:
             bont = self.baseline_ontology
-            old_known = bont._index.__contains__
+            old_known = bont.id_index.__contains__
             ok = self._ok_for(lambda s: old_known(s) or bont.alias_of(s) is not None)
             self._ok.append(np.fromiter((ok(r) for r in chunk), bool, len(chunk)))
 

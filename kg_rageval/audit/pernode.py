@@ -305,23 +305,19 @@ def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, conf
 
 
 def gold_node_of(record: Mapping[str, Any]) -> str | None:
-    """The record's gold ontology node: ``gold_node``, else ``labels.gold[0]``, else the first
-    gold mention id, else ``answer.output`` is not used (it is a prediction)."""
-    if isinstance(record.get("gold_node"), str):
-        return record["gold_node"]
-    labels = record.get("labels")
-    if isinstance(labels, dict):
-        gold = labels.get("gold")
-        if isinstance(gold, list) and gold and isinstance(gold[0], str):
-            return gold[0]
-        if isinstance(gold, str):
-            return gold
+    """The record's gold ontology node by the one rule (:func:`kg_rageval.records.gold_node`:
+    its ``gold_node``, else its single ``labels.gold`` id), with the first gold mention id as
+    the fallback (``answer.output`` is not used: it is a prediction). Ids as given."""
+    from kg_rageval.records import gold_node
+
+    first = None
     mentions = record.get("mentions")
     if isinstance(mentions, dict):
         for m in mentions.get("gold") or []:
             if isinstance(m, dict) and isinstance(m.get("id"), str):
-                return m["id"]
-    return None
+                first = m["id"]
+                break
+    return gold_node(record, fallback=first)
 
 
 def _branch_of(ontology: Any, node: str | None, depth: int) -> str:

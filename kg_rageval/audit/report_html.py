@@ -174,7 +174,7 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, 
     inside = set(ont.descendant_indices(start, include_self=True).tolist()) if start else None
     rows = [(nid, d) for nid, d in result.nodes.items() if d["metrics"].get(key) is not None or key in d["metrics"]]
     if inside is not None:
-        rows = [r for r in rows if ont._index.get(r[0]) in inside]
+        rows = [r for r in rows if ont.id_index.get(r[0]) in inside]
     # keep the most populated nodes of the top levels, shown in tree (pre-)order
     rows = [r for r in rows if r[1]["depth"] <= top + 3]
     rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))

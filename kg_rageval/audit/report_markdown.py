@@ -74,7 +74,7 @@ def markdown(result: "AuditResult") -> str:
         if root is not None and root in ont:
             top = int(ont.depth_min[ont.index(root)])
             inside = set(ont.descendant_indices(ont.index(root), include_self=True).tolist())
-            rows = [(nid, d) for nid, d in result.nodes.items() if ont._index.get(nid) in inside
+            rows = [(nid, d) for nid, d in result.nodes.items() if ont.id_index.get(nid) in inside
                     and top <= d["depth"] <= top + 2 and d["metrics"].get(key) is not None]
         else:
             rows = [(nid, d) for nid, d in result.nodes.items()

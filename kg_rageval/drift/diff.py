@@ -110,7 +110,7 @@ def placed_mask(o: Ontology) -> np.ndarray:
     mask = np.zeros(len(o), dtype=bool)
     placed = getattr(o, "placed_under_root", ())
     if placed:
-        idx = o._index
+        idx = o.id_index
         mask[[idx[x] for x in placed if x in idx]] = True
     return mask
 

@@ -183,8 +183,8 @@ def build_mapping(old: Ontology, new: Ontology, *, diff: OntologyDiff | None = N
     """The id mapping from ``old`` to ``new`` (module docstring). Only ids that are not active
     nodes of both releases walk a chain; the others are matched with NumPy by the diff."""
     d = diff or diff_ontologies(old, new)
-    new_idx, old_idx = new._index, old._index
-    new_alias, old_alias = new._alias_index, old._alias_index
+    new_idx, old_idx = new.id_index, old.id_index
+    new_alias, old_alias = new.aliases, old.aliases
     new_status, new_rep = new.status, new.replaced_by
     old_rep = old.replaced_by
     forks = {**forks_of(old), **forks_of(new)}
@@ -430,7 +430,7 @@ def _note(book: dict[str, dict[str, Any]], t: _Touch, rid: str, onto: Ontology, 
     if e is None:
         outcome = "moved" if t.res.outcome == "same" and moved else t.res.outcome
         e = book[t.old] = {"outcome": outcome, "to": t.res.to, "path": list(t.res.path),
-                           "label": onto.labels[onto._index[t.old]] if t.old in onto._index else None,
+                           "label": onto.labels[onto.id_index[t.old]] if t.old in onto.id_index else None,
                            "occurrences": 0, "records": []}
     e["occurrences"] += 1
     if len(e["records"]) < 1000 and (not e["records"] or e["records"][-1] != rid):

@@ -99,8 +99,8 @@ def stability(
         vo, vn = at_o.get(b), at_n.get(b)
         mo = vo["metrics"] if vo else {}
         mn = vn["metrics"] if vn else {}
-        lab = new.labels[new._index[b]] if b in new._index else (
-            old.labels[old._index[b]] if b in old._index else None)
+        lab = new.labels[new.id_index[b]] if b in new.id_index else (
+            old.labels[old.id_index[b]] if b in old.id_index else None)
         rows.append({
             "branch": b, "label": lab,
             "changed_nodes": branches_changed.get(b, 0),

@@ -81,6 +81,10 @@ class KnowledgeGraph:
     def _predicate_index(self) -> dict[str, int]:
         return {q: k for k, q in enumerate(self.predicates)}
 
+    def has_predicate(self, predicate: str) -> bool:
+        """Whether a triple of the graph uses ``predicate``."""
+        return predicate in self._predicate_index
+
     def predicate_index(self, predicate: str) -> int:
         """Index of ``predicate`` in :attr:`predicates`, -1 when the graph has no such triple."""
         return self._predicate_index.get(predicate, -1)

@@ -482,6 +482,13 @@ class Ontology:
             return self._index
         return {**self.graph._instance_index, **self._index}
 
+    @property
+    def entity_id_index(self) -> Mapping[str, int]:
+        """Read-only mapping entity id → entity index: node ids (their node index) and instance
+        ids (``len(self) + k``); exact ids, aliases not followed (for tight per-id loops; do not
+        modify)."""
+        return self._entity_index
+
     def entity_id(self, e: int) -> str:
         n = len(self.ids)
         return self.ids[e] if e < n else self.graph.instance_ids[e - n]

@@ -111,6 +111,15 @@ class IdResolver:
                     n_alias += 1
         return idx, n_alias
 
+    def node_id(self, node_id: str) -> str | None:
+        """The canonical id of one node id (as :meth:`lookup`: CURIE/IRI, an alternative id
+        → its concept with ``aliases``), or ``None`` when the ontology lacks it; the
+        ``resolve`` argument of :func:`kg_rageval.records.gold_node`."""
+        if node_id in self.ontology.id_index:  # the common case, without the vectorised lookup
+            return node_id
+        i = int(self.lookup([node_id])[0][0])
+        return self.ontology.ids[i] if i >= 0 else None
+
     # ---------------------------------------------------------------- resolve
     def resolve(self, ids: Sequence[str], role: str, locate: Callable[[int], str]) -> Resolution:
         """Resolve ``ids`` of ``role`` (``"gold"`` or ``"pred"``); ``locate(j)`` names the file,

@@ -6,7 +6,8 @@
 * field access and error locations (:func:`where`, :func:`located`, :func:`record_error`,
   :func:`record_text`);
 * slice keys, one normalisation for every family (:mod:`.slices`);
-* structured reasons for unscored records (:mod:`.reasons`).
+* structured reasons for unscored records (:mod:`.reasons`);
+* the one ``gold_node`` rule (:func:`gold_node`, :mod:`.nodes`).
 """
 
 from kg_rageval.records._io import (
@@ -26,11 +27,12 @@ from kg_rageval.records._io import (
     where,
     write_records,
 )
+from kg_rageval.records.nodes import gold_node
 from kg_rageval.records.reasons import MISSING_RUN_CODES, Reason, absent_answer_code, unscored
 from kg_rageval.records.slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
 __all__ = [
-    "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "collector_paused",
+    "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "gold_node", "collector_paused",
     "iter_jsonl", "iter_objects", "iter_record_chunks", "located", "read_records", "read_records_at", "read_structured",
     "record_error", "record_slices", "record_text",
     "slice_keys", "slice_text", "slice_texts",

@@ -24,6 +24,7 @@ from operator import is_
 from typing import Any, Iterator
 
 from kg_rageval.records import Record, record_error, slice_text
+from kg_rageval.records.nodes import gold_node
 
 CITATION_MARKER = re.compile(r"\s*\[\s*[\w.:/#@-]+(?:\s*,\s*[\w.:/#@-]+)*\s*\]")
 """An inline citation marker: a bracket holding one or more comma-separated tokens without
@@ -158,7 +159,8 @@ def shared_row_keys(records: list[Record]) -> Iterator[None]:
 
 
 def row_keys(record: Record) -> dict[str, Any]:
-    """Breakdown keys: ``gold_node`` (the single ``labels.gold`` id, else None) and one
+    """Breakdown keys: ``gold_node`` (:func:`kg_rageval.records.nodes.gold_node`: the record's
+    own ``gold_node``, else its single ``labels.gold`` id, else None; ids as given) and one
     ``slice:<name>`` per record slice."""
     memo = _KEYS_MEMO.get()
     if memo is not None:
@@ -170,10 +172,7 @@ def row_keys(record: Record) -> dict[str, Any]:
 
 
 def _row_keys(record: Record) -> dict[str, Any]:
-    keys: dict[str, Any] = {}
-    labels = record.get("labels")
-    gold = labels.get("gold") if isinstance(labels, dict) else None
-    keys["gold_node"] = gold[0] if isinstance(gold, list) and len(gold) == 1 and isinstance(gold[0], str) else None
+    keys: dict[str, Any] = {"gold_node": gold_node(record)}
     slices = record.get("slices")
     if isinstance(slices, dict):
         for k, v in slices.items():
@@ -182,12 +181,9 @@ def _row_keys(record: Record) -> dict[str, Any]:
 
 
 def stated_row_keys(record: Record) -> dict[str, Any]:
-    """:func:`row_keys`, except that a record's own top-level ``gold_node`` (a string) wins over
-    its single ``labels.gold`` id: the keys of the judge, system and context families' rows."""
-    keys = dict(row_keys(record))
-    if isinstance(record.get("gold_node"), str):
-        keys["gold_node"] = record["gold_node"]
-    return keys
+    """:func:`row_keys` (a copy): the one ``gold_node`` rule already lets a record's own
+    top-level ``gold_node`` win over its single ``labels.gold`` id, in every family."""
+    return dict(row_keys(record))
 
 
 def all_slice_keys(records: list[Record]) -> list[str]:

@@ -3,7 +3,9 @@
 An unscored record is ``{"record_id": id, "reason": <text>, "code": <Reason>}``. The
 ``reason`` text is for people (it stays as each family words it); ``code`` is one of the
 :class:`Reason` values, for programs — the audit's missing-run budget and completeness checks
-read it instead of matching text. :func:`unscored` builds the entry.
+read it instead of matching text. :func:`unscored` builds the entry, and is the only place
+that does (``tests/records/test_unscored.py`` checks that no module builds one by hand): it
+refuses an entry without a code or with a code that is not a :class:`Reason`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,22 @@ def absent_answer_code(record: Any) -> Reason:
     return Reason.NO_SECTION
 
 
-def unscored(record_id: Any, reason: str, code: Reason) -> dict[str, str]:
-    """One unscored entry: ``{"record_id", "reason", "code"}``."""
-    return {"record_id": str(record_id), "reason": reason, "code": code.value}
+def unscored(record_id: Any, reason: str, code: Reason | str) -> dict[str, str]:
+    """One unscored entry: ``{"record_id": str(record_id), "reason": reason, "code": code}``.
+
+    ``code`` is a :class:`Reason` (or its text value, ``"no_gold"``); a missing (``None``) or
+    unknown code raises :class:`ValueError` naming the known codes, and so does an empty
+    ``reason`` text — every unscored record says why, in words and as a code."""
+    if isinstance(code, Reason):
+        value = code.value
+    elif isinstance(code, str) and code in _VALUES:
+        value = code
+    else:
+        raise ValueError(f"unscored record {record_id!r}: reason code {code!r} is not a Reason "
+                         f"(one of {', '.join(sorted(_VALUES))})")
+    if not isinstance(reason, str) or not reason:
+        raise ValueError(f"unscored record {record_id!r}: the reason text must be a non-empty string, not {reason!r}")
+    return {"record_id": str(record_id), "reason": reason, "code": value}
+
+
+_VALUES = frozenset(r.value for r in Reason)

@@ -370,6 +370,7 @@ RELATIONS = Scorer(
         _p("partial_credit", "float", 0.5, "Credit of a triple end one level apart in the hierarchy (a technique "
            "for its sub-technique); a triple's credit is the product over its ends; 0 disables soft matching.",
            minimum=0.0),
+        *ID_PARAMS,
     ),
     metrics=metric_specs("relations", "relations", [
         ("triple_precision", "higher", "Σ exact answer triples / Σ answer triples (records with non-empty gold)"),
@@ -427,6 +428,7 @@ PREFERENCE = Scorer(
         _p("k", "int", 10, "Cut-off of the comparison.", minimum=1),
         _p("boost", "float", 0.1, "Soft: score + boost for the documents passing the preference.", minimum=0),
         *_CORPUS_PARAMS,
+        *ID_PARAMS,
     ),
     metrics=metric_specs("preference", "preference", [
         ("hard_recall", "higher", "mean over compared queries of recall@k with the preference as a hard filter"),

@@ -436,7 +436,7 @@ def build_testset(ontology: Any, corpus: TestsetCorpus, config: TestsetConfig | 
     if cfg.held_out is not None:
         held = []
         for cid in cfg.held_out:
-            i = ontology._index.get(cid)
+            i = ontology.id_index.get(cid)
             if i is None:
                 raise InputError(f"held_out: {cid!r} is not in the ontology")
             held.append(i)

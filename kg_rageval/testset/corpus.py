@@ -58,7 +58,7 @@ class TestsetCorpus:
     def from_docs(cls, docs: Iterable[dict[str, Any]], ontology: Any, *, category_field: str = "categories",
                   type_field: str = "type", unknown_categories: str = "error", source: str = "<memory>",
                   lines: list[int] | None = None) -> "TestsetCorpus":
-        index = ontology._index
+        index = ontology.id_index
         ids: list[str] = []
         types: list[str | None] = []
         sources: list[str] = []

@@ -44,7 +44,7 @@ def without_leaves(ontology: Any, leaf_ids: Sequence[str]) -> Any:
     drop = np.zeros(n, dtype=bool)
     ptr, _ = ontology.child_ptr_idx
     for cid in leaf_ids:
-        i = ontology._index.get(cid)
+        i = ontology.id_index.get(cid)
         if i is None:
             raise InputError(f"held-out concept {cid!r} is not in the ontology")
         if ptr[i + 1] != ptr[i] or i == 0:

@@ -78,7 +78,7 @@ from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.results.recordstore import PackedValues
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
-from kg_rageval.records import located, slice_text
+from kg_rageval.records import gold_node, located, slice_text
 from kg_rageval.families.conformance.schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from kg_rageval.families.conformance.spec import SchemaSpec, load_spec, parse_spec
 
@@ -209,24 +209,14 @@ def output_expectation(record: Mapping[str, Any]) -> str | None:
     return MISSING_OUTPUT
 
 
-def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_node: str | None = None) -> str | None:
-    """The ontology branch of a record, as every family attaches it: the record's ``gold_node``,
-    else its single ``labels.gold`` id, else ``reference_node`` (the reference output's first
-    node field); ids the ontology lacks give ``None``."""
-    index = ontology._index
-    c = record.get("gold_node")
-    if isinstance(c, str) and c in index:
-        return c
-    labels = record.get("labels")
-    if _is_map(labels):
-        gold = labels.get("gold")
-        if isinstance(gold, list) and len(gold) == 1:
-            gold = gold[0]
-        if isinstance(gold, str) and gold in index:
-            return gold
-    if isinstance(reference_node, str) and reference_node in index:
-        return reference_node
-    return None
+def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_node: str | None = None,
+                     resolver: IdResolver | None = None) -> str | None:
+    """The ontology branch of a record by the one rule (:func:`kg_rageval.records.gold_node`):
+    the record's ``gold_node``, else its single ``labels.gold`` id, else ``reference_node`` (the
+    reference output's first node field) as the family's own node; ids resolve through
+    ``resolver`` (default options), one the ontology lacks is skipped."""
+    r = resolver if resolver is not None else IdResolver(ontology)
+    return gold_node(record, resolve=r.node_id, fallback=reference_node)
 
 
 def parse_output(value: Any) -> tuple[Any, str | None]:
@@ -422,7 +412,7 @@ class _Scorer:
         self.suggest = _Suggester(self.o)
         self.props = {p.id: p for p in self.o.properties}
         self.graph = bool(self.o.graph.n_triples)
-        self.entity = self.o._entity_index
+        self.entity = self.o.entity_id_index
         self.status = self.o.entity_status
         self._classes: dict[tuple[str, ...], np.ndarray] = {}
         self.ids = ids or IdOptions()
@@ -812,8 +802,8 @@ def score_conformance(
     still wants the exact id the schema lists).
 
     Keys: ``slice:<name>`` for each record slice and ``gold_node`` (:func:`record_gold_node`:
-    the record's ``gold_node``, else ``labels.gold``, else the reference id of the first node
-    field)."""
+    the record's ``gold_node``, else its single ``labels.gold`` id, else the reference id of the
+    first node field; resolved with the id options)."""
     derived = as_derived(ontology, spec)
     scorer = _Scorer(derived, domain_semantics, engine,
                      IdOptions.of(**ids))
@@ -854,7 +844,7 @@ def score_conformance(
                 if isinstance(ref, dict) and isinstance(ref.get(first_node), str):
                     ref_node = ref[first_node]
             ref_nodes[k] = ref_node
-        gold_nodes.append(record_gold_node(r, ontology, ref_node))
+        gold_nodes.append(record_gold_node(r, scorer.o, ref_node, scorer.resolver))
     scorer.resolve_confusions()
     codes = np.asarray(pairs, dtype=np.int64)
     counts = np.bincount(codes, minlength=len(scorer.pair_ids))

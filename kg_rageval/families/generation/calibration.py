@@ -26,6 +26,7 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, named, ratio
 from kg_rageval.records import Record, record_error
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.families.generation.columns import column_evaluation
 from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys, section
 from kg_rageval.families.generation.squad import SquadScorer
@@ -102,13 +103,13 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
         ans = section(r, "answer")
         conf = None if ans is None else ans.get("confidence")
         if conf is None:
-            unscored.append({"record_id": r["id"], "reason": "no confidence", "code": "missing_input"})
+            unscored.append(unscored_entry(r["id"], "no confidence", Reason.MISSING_INPUT))
             continue
         if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
             raise record_error(r, "answer.confidence", f"expected a number in [0, 1], found {conf!r}")
         ok = _correct(r, squad)
         if ok is None:
-            unscored.append({"record_id": r["id"], "reason": "no correctness label", "code": "no_gold"})
+            unscored.append(unscored_entry(r["id"], "no correctness label", Reason.NO_GOLD))
             continue
         c = float(conf)
         ids.append(r["id"])

@@ -32,6 +32,7 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, mean_of, named, ratio
 from kg_rageval.records import Record, located, record_error
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.families.generation.columns import column_evaluation
 from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
 from kg_rageval.records.fields import all_slice_keys, answer_text, flag, id_list, row_keys, section, strip_citation_markers
@@ -126,10 +127,10 @@ def score_correctness(
     for r in records:
         refs = _references(r)
         if flag(r, "reference", "answerable") is False:
-            unscored.append({"record_id": r["id"], "reason": "unanswerable", "code": "not_applicable"})
+            unscored.append(unscored_entry(r["id"], "unanswerable", Reason.NOT_APPLICABLE))
             continue
         if refs is None:
-            unscored.append({"record_id": r["id"], "reason": "no reference answer", "code": "no_gold"})
+            unscored.append(unscored_entry(r["id"], "no reference answer", Reason.NO_GOLD))
             continue
         refused = flag(r, "answer", "refused") is True
         text = answer_text(r)

@@ -24,6 +24,7 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, named, ratio
 from kg_rageval.records import Record, absent_answer_code
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.records.fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
 from kg_rageval.families.generation.judgment import INVALID, NO_CLAIMS, SCORED, JudgmentOutcome, parse_judgment
 from kg_rageval.families.generation.verifiers import Judge
@@ -119,18 +120,18 @@ def score_faithfulness(
             raw, source = ans["judgment"], "record"
         elif judge is not None:
             if text is None:
-                unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
+                unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
                 continue
             ctx = cited_context_texts(r)
             if ctx is None:
-                unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
+                unscored.append(unscored_entry(r["id"], "no context", Reason.MISSING_INPUT))
                 continue
             raw, source = judge(text, ctx), getattr(judge, "name", type(judge).__name__)
         else:
             # no answer: the system's missing run; no judgment: decided below
             reason = "no answer" if text is None else "no judgment"
-            code = absent_answer_code(r).value if text is None else "missing_input"
-            unscored.append({"record_id": r["id"], "reason": reason, "code": code})
+            code = absent_answer_code(r) if text is None else Reason.MISSING_INPUT
+            unscored.append(unscored_entry(r["id"], reason, code))
             continue
         rows.append(_row(r, parse_judgment(raw), source))
     fam = FaithfulnessFamily(judgments)

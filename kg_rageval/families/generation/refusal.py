@@ -24,6 +24,7 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, named, ratio
 from kg_rageval.records import Record
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.records.fields import all_slice_keys, flag, row_keys, section
 
 
@@ -50,7 +51,7 @@ def score_refusal(records: Iterable[Record]) -> Evaluation:
     for r in records:
         answerable = flag(r, "reference", "answerable")
         if answerable is None:
-            unscored.append({"record_id": r["id"], "reason": "no answerable label", "code": "no_gold"})
+            unscored.append(unscored_entry(r["id"], "no answerable label", Reason.NO_GOLD))
             continue
         # no answer section: scored as an answer that did not refuse (a missed refusal when the
         # record should abstain) and counted as a missing run

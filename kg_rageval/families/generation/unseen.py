@@ -27,6 +27,7 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, named, ratio
 from kg_rageval.records import Record, absent_answer_code, located
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
 from kg_rageval.records.fields import all_slice_keys, answer_text, contexts, id_list, row_keys
 
@@ -74,11 +75,11 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     for r in records:
         text = answer_text(r)
         if text is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
+            unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
             continue
         ctx = contexts(r)
         if ctx is None:
-            unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
+            unscored.append(unscored_entry(r["id"], "no context", Reason.MISSING_INPUT))
             continue
         keys = row_keys(r)
         gold = id_list(r, "reference", "unseen_concepts")

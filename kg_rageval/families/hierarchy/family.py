@@ -42,7 +42,8 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, mean_of, named, ratio
 from kg_rageval.ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
-from kg_rageval.records import Record, located, read_records, slice_texts, where
+from kg_rageval.records import Record, gold_node as gold_node_rule, located, read_records, slice_texts, where
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.families.hierarchy.closure import closure
 from kg_rageval.families.hierarchy.kernels import _root_excluded, hierarchical_counts, pair_measures
 
@@ -334,7 +335,7 @@ def _collect_loop(records: list[Record]) -> _Columns | None:
 
 
 def _unscored(rec: Record, reason: str, code: str) -> dict[str, str]:
-    return {"record_id": str(rec.get("id")), "reason": reason, "code": code}
+    return unscored_entry(rec.get("id"), reason, code)
 
 
 def _absent_pred(rec: Record, gold: Any, pred: Any, absent: Any, unscored: list, missing: list[int],
@@ -657,6 +658,10 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     gold_node = np.full(m, None, dtype=object)
     gold_node[single_g] = ids[g1[single_g]]
     gold_str = gold_node.copy()
+    stated = [k for k, r in enumerate(col.items) if r.get("gold_node") is not None]  # the one gold_node rule:
+    resolve = IdResolver(ontology, opts).node_id if stated else None  # a record's own gold_node wins if it resolves
+    for k in stated:
+        gold_node[k] = gold_node_rule(col.items[k], resolve=resolve, fallback=gold_node[k])
     pred_str = np.full(m, None, dtype=object)
     pred_str[single_p] = ids[p1[single_p]]
 

@@ -71,6 +71,7 @@ from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, Metrics, harmonic, ratio
 from kg_rageval.ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error, record_text, slice_texts
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 
 NIL = -1
 """Code of a NIL id (``null``) in the integer id arrays."""
@@ -260,22 +261,21 @@ def _flatten(records: Sequence[Record], ids: _Ids):
     for ri, r in enumerate(records):
         m = r.get("mentions")
         if m is None:
-            unscored.append({"record_id": str(r.get("id")), "reason": "no mentions section", "code": "no_section"})
+            unscored.append(unscored_entry(r.get("id"), "no mentions section", Reason.NO_SECTION))
             continue
         if type(m) is not dict:
             raise _bad(r, "mentions", "must be an object with 'gold' and 'pred' lists")
         g_list, p_list = m.get("gold"), m.get("pred")
         if g_list is None:
-            unscored.append({"record_id": str(r.get("id")), "reason": "no gold mentions (mentions.gold absent)",
-                             "code": "no_gold"})
+            unscored.append(unscored_entry(r.get("id"), "no gold mentions (mentions.gold absent)", Reason.NO_GOLD))
             continue
         if p_list is None:  # the system produced nothing: scored as no predicted mentions
             if type(g_list) is list and g_list:
                 p_list = []
                 missing_recs.append(ri)
             else:
-                unscored.append({"record_id": str(r.get("id")), "code": "missing_prediction",
-                                 "reason": "no predictions (mentions.pred absent; no gold mentions to miss)"})
+                unscored.append(unscored_entry(r.get("id"), "no predictions (mentions.pred absent; no gold mentions to miss)",
+                                               Reason.MISSING_PREDICTION))
                 continue
         if type(g_list) is not list:
             raise _bad(r, "mentions.gold", "must be a list of mentions")

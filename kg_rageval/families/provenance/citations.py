@@ -37,6 +37,7 @@ from kg_rageval.results.metric import Metric, harmonic, named, ratio
 from kg_rageval.records.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
 from kg_rageval.families.generation.verifiers import sentence_claims
 from kg_rageval.records import Record, absent_answer_code, record_error
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 
 _MARKER = re.compile(r"\[([^\[\]]+)\]")
 
@@ -192,7 +193,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
     unscored = []
     for r in records:
         if section(r, "answer") is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
+            unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
             continue
         keys = row_keys(r)
         refused = flag(r, "answer", "refused") is True
@@ -205,7 +206,7 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         why = None
         if claims is None:
             why = "no claim-level citations"
-            unscored.append({"record_id": r["id"], "reason": "no claim-level citations", "code": "not_applicable"})
+            unscored.append(unscored_entry(r["id"], "no claim-level citations", Reason.NOT_APPLICABLE))
         elif not claims:
             no_claims = 1
         else:

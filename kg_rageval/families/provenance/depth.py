@@ -23,6 +23,7 @@ from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.records.fields import all_slice_keys, row_keys, section
 from kg_rageval.records import Record, absent_answer_code
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.families.provenance.citations import cited_ids
 from kg_rageval.families.provenance.corpus import Corpus, is_stable_source_id
 
@@ -57,7 +58,7 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     unresolved: list[str] = []
     for r in records:
         if section(r, "answer") is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
+            unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
             continue
         ids = cited_ids(r)
         row_key_dicts.append(row_keys(r))

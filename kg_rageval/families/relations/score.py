@@ -24,6 +24,15 @@ predicates the graph and the properties do not know, are counted faults of the s
 (``triple_unknown_ids``, ``triple_unknown_predicates``) and never match; a gold id or predicate
 the ontology lacks is an input error.
 
+**Ids** (triple ends, answer-set ids, claim ends, ``relations.node``) resolve as in every
+family, through :class:`~kg_rageval.ontology.IdResolver` with the shared options
+(:data:`~kg_rageval.contract.ids.ID_PARAMS`): an instance id as given, a node id as given or as
+its expanded CURIE / compacted IRI, an alternative id as its concept (``aliases``); an unknown
+answer id is counted (``on_unknown="error"`` raises), an unknown gold id is an input error
+(``on_unknown_gold="count"`` keeps it as an opaque id that matches only itself); a deprecated
+gold node is an input error (``on_status_gold``) and a deprecated answer node is scored where
+it stands (``on_status``; ``"replace"`` maps either to its replacement).
+
 **Answer sets** (``gold_answers`` vs ``answers``, lists of entity ids, for list questions;
 QALD-style). Per question with a non-empty gold: P = |A ∩ G| / |A| (undefined for an empty
 answer: an *abstention*, left out of macro precision), R = |A ∩ G| / |G|, F1 (0 for an
@@ -46,8 +55,9 @@ graph* (unknown ids or predicate included: ``claims_unknown``). ``kg_faithfulnes
 supported / claims, ``kg_contradiction_rate`` = contradicted / claims,
 ``kg_not_in_graph_rate`` = not in the graph / claims.
 
-Rows carry the key ``gold_node`` (``relations.node``, else the first gold triple's subject or
-object that is a hierarchy node), so roll-ups and the per-node report attach relation answers
+Rows carry the key ``gold_node`` (the one rule, :func:`kg_rageval.records.gold_node`: the
+record's ``gold_node``, else its single ``labels.gold`` id, else ``relations.node``, else the
+first gold triple's subject or object that is a hierarchy node), so roll-ups and the per-node report attach relation answers
 to a node of the hierarchy.
 
 A record whose section has a gold (``gold`` or ``gold_answers``) but no ``answer`` /
@@ -68,7 +78,8 @@ from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, ratio
 from kg_rageval.ontology.graph import satisfies
 from kg_rageval.ontology.model import RELATIONS, Ontology
-from kg_rageval.records import Reason, record_error, record_slices, unscored
+from kg_rageval.ontology.resolver import IdOptions, IdResolver
+from kg_rageval.records import Reason, gold_node, record_error, record_slices, unscored, where
 
 SECTION = "relations"
 END_RELATIONS = ("parent", "ancestor", "child", "descendant", "sibling", "cousin", "unrelated")
@@ -177,18 +188,47 @@ def _ids(rec: Any, sec: Mapping[str, Any], key: str) -> list[str] | None:
 
 class _Codes:
     """Entity and predicate codes: known entities keep their entity index, unknown strings get
-    codes past the last entity (distinct per string, so they never equal a known id)."""
+    codes past the last entity (distinct per string, so they never equal a known id). Ids
+    resolve through ``resolver`` (module docstring, "Ids")."""
 
-    def __init__(self, onto: Ontology):
+    def __init__(self, onto: Ontology, resolver: IdResolver):
         self.o = onto
+        self.resolver = resolver
         self.n_ent = onto.graph.n_entities if onto.graph else len(onto)
         self.extra: dict[str, int] = {}
-        known = list(onto.graph.predicates) + [q.id for q in onto.properties if q.id not in onto.graph._predicate_index]
+        known = list(onto.graph.predicates) + [q.id for q in onto.properties if not onto.graph.has_predicate(q.id)]
         self.pred = {q: k for k, q in enumerate(known)}
         self.n_known_pred = len(known)
 
-    def entities(self, ids: list[str]) -> np.ndarray:
+    def resolve(self, ids: list[str], role: str, locate: Any, *, check_unknown: bool = True) -> np.ndarray:
+        """Entity indices of ``ids`` (``-1``: unknown), resolved as the module docstring says:
+        an exact entity id, else the :class:`IdResolver` lookup (CURIE/IRI, aliases) of a node;
+        node status per the options. ``locate(j)`` names the place of ``ids[j]``. Raises per
+        the options (unknown ids — unless ``check_unknown`` is false: the caller names them —
+        and deprecated ids)."""
         e = self.o.entity_indices(ids)
+        miss = np.flatnonzero(e < 0)
+        if miss.size:
+            found, _ = self.resolver.lookup([ids[j] for j in miss.tolist()])
+            e[miss] = found
+        opt = self.resolver.options
+        unknown = np.flatnonzero(e < 0)
+        if check_unknown and unknown.size and (opt.on_unknown_gold if role == "gold" else opt.on_unknown) == "error":
+            raise self.resolver.unknown_error(ids, unknown, role, locate)
+        nodes = np.flatnonzero((e >= 0) & (e < len(self.o)))
+        bad = nodes[np.asarray(self.o.status)[e[nodes]] != 0]
+        if bad.size:
+            mode = opt.on_status_gold if role == "gold" else opt.on_status
+            if mode == "error":
+                raise self.resolver.status_error(ids, e, bad, role, locate)
+            if mode == "replace":
+                rep = np.asarray(self.o.replaced_by, dtype=np.int64)[e[bad]]
+                e[bad[rep >= 0]] = rep[rep >= 0]
+        return e
+
+    def entities(self, ids: list[str], role: str, locate: Any, *, check_unknown: bool = True) -> np.ndarray:
+        """:meth:`resolve`, with a code past the last entity for each unknown string."""
+        e = self.resolve(ids, role, locate, check_unknown=check_unknown)
         for k in np.flatnonzero(e < 0).tolist():
             e[k] = self.n_ent + self.extra.setdefault(ids[k], len(self.extra))
         return e
@@ -354,15 +394,17 @@ def score_relations(
     records: Iterable[Any],
     *,
     partial_credit: float = 0.5,
+    **ids: Any,
 ) -> Evaluation:
     """Score the ``relations`` section of each record (see the module docstring).
 
+    ``ids``: the id-resolution options (:data:`~kg_rageval.contract.ids.ID_PARAMS`).
     Columnar: the triples of all records are scored together (vectorised), one row per
     scored record."""
     if not 0.0 <= float(partial_credit) <= 1.0:
         raise InputError(f"partial_credit must lie in [0, 1], not {partial_credit!r}")
     onto = ontology
-    codes = _Codes(onto)
+    codes = _Codes(onto, IdResolver(onto, IdOptions.of(**ids)))
     lost: list[dict[str, str]] = []
     rids: list[Any] = []
     scored: list[Any] = []
@@ -395,19 +437,23 @@ def score_relations(
         k = len(rids)
         rids.append(rid)
         scored.append(r)
-        nodes.append(_node_of(onto, r, sec, gold, gold_a))
+        nodes.append(_node_of(codes, r, sec, gold))
         slices.append(record_slices(r) if r.get("slices") is not None else {})
         if gold is not None:
             tri_rows.append(k)
             gold_lists.append(gold)
             ans_lists.append(answer or [])
         if gold_a is not None:
-            bad = [x for x in gold_a if not onto.is_entity(x)]
-            if bad:
-                raise record_error(r, f"{SECTION}.gold_answers[{gold_a.index(bad[0])}]",
-                                   f"gold id {bad[0]!r} is neither a node nor an instance of the ontology")
+            ge = codes.entities(gold_a, "gold", lambda j, r=r: where(r, f"{SECTION}.gold_answers[{j}]"),
+                                check_unknown=False)
+            bad = np.flatnonzero(ge >= codes.n_ent)
+            if bad.size and codes.resolver.options.on_unknown_gold == "error":
+                raise record_error(r, f"{SECTION}.gold_answers[{int(bad[0])}]",
+                                   f"gold id {gold_a[int(bad[0])]!r} is neither a node nor an instance of the ontology")
+            ans = answers or []
+            pe = codes.entities(ans, "pred", lambda j, r=r: where(r, f"{SECTION}.answers[{j}]"))
             set_at.append(k)
-            set_rows.append(_answer_set(onto, set(gold_a), answers or []))
+            set_rows.append(_answer_set(codes.n_ent, set(ge.tolist()), set(pe.tolist())))
         if cl is not None:
             claim_rows.append(k)
             claim_lists.append(cl)
@@ -433,24 +479,26 @@ def score_relations(
                       unscored=lost, meta={"partial_credit": float(partial_credit)})
 
 
-def _node_of(onto: Ontology, r: Any, sec: Mapping[str, Any], gold, gold_a) -> str | None:
-    """The hierarchy node a record's row is attached to (key ``gold_node``, for roll-ups and
-    the per-node report): ``relations.node`` when given (it must be a node), else the subject
-    of the first gold triple when it is a hierarchy node, else that triple's object when it is
-    one, else ``None``."""
+def _node_of(codes: _Codes, r: Any, sec: Mapping[str, Any], gold) -> str | None:
+    """The hierarchy node a record's row is attached to (key ``gold_node``), by the one rule
+    (:func:`kg_rageval.records.gold_node`: the record's ``gold_node``, else its single
+    ``labels.gold`` id), with the family's own node as the fallback: ``relations.node`` when
+    given (it must name a node), else the subject of the first gold triple when it resolves to
+    a hierarchy node, else that triple's object when it does. Ids resolve as every id (an
+    alternative id gives its concept)."""
+    resolve = codes.resolver.node_id
     node = sec.get("node")
+    own = None
     if node is not None:
-        if not isinstance(node, str) or node not in onto:
+        own = resolve(node) if isinstance(node, str) else None
+        if own is None:
             raise record_error(r, f"{SECTION}.node", f"{node!r} is not a node of the ontology's hierarchy")
-        return node
-    if gold:
+    elif gold:
         t = gold[0]
         ends = (t.get("subject"), t.get("object")) if isinstance(t, Mapping) else (t[0], t[2]) if \
             isinstance(t, (list, tuple)) and len(t) == 3 else ()
-        for x in ends:
-            if isinstance(x, str) and x in onto:
-                return x
-    return None
+        own = next((n for n in (resolve(x) for x in ends if isinstance(x, str) and x) if n is not None), None)
+    return gold_node(r, resolve=resolve, fallback=own)
 
 
 def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], list[str], list[str]] | None:
@@ -467,9 +515,23 @@ def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], li
     return np.repeat(np.asarray(rows, dtype=np.int64), lens), flat[0::3], flat[1::3], flat[2::3]
 
 
+def _locator(scored: list, rec: np.ndarray, key: str) -> Any:
+    """``at(j, end)``: the place of the ``end`` of flattened triple ``j`` of ``relations.<key>``."""
+    first = {}
+    for j, k in enumerate(rec.tolist()):
+        first.setdefault(k, j)
+
+    def at(j: int, end: str) -> str:
+        k = int(rec[j])
+        return where(scored[k], f"{SECTION}.{key}[{j - first[k]}].{end}")
+    return at
+
+
 def _check_gold(onto, codes, scored, rec, s, p, o, gs, gp, go) -> None:
-    """A gold id or predicate the ontology lacks is an input error (first one named)."""
-    bad_s, bad_o, bad_p = gs >= codes.n_ent, go >= codes.n_ent, gp >= codes.n_known_pred
+    """A gold predicate the ontology lacks is an input error, and so is a gold id unless
+    ``on_unknown_gold`` is ``"count"`` (first one named)."""
+    ids_error = codes.resolver.options.on_unknown_gold == "error"
+    bad_s, bad_o, bad_p = (gs >= codes.n_ent) & ids_error, (go >= codes.n_ent) & ids_error, gp >= codes.n_known_pred
     bad = bad_s | bad_o | bad_p
     if not bad.any():
         return
@@ -484,10 +546,11 @@ def _check_gold(onto, codes, scored, rec, s, p, o, gs, gp, go) -> None:
                        f"gold id {x!r} is neither a node nor an instance of the ontology" + (f" ({hint})" if hint else ""))
 
 
-def _answer_set(onto: Ontology, gold: set[str], answers: list[str]) -> dict[str, float]:
-    pred = set(answers)
+def _answer_set(n_ent: int, gold: set[int], pred: set[int]) -> dict[str, float]:
+    """One question's answer-set stats from its gold and answer entity codes (unknown ids have
+    codes ``>= n_ent``; an id and its alternative id share one code)."""
     hit = len(gold & pred)
-    row: dict[str, float] = {"as_unknown": sum(1 for a in pred if not onto.is_entity(a)), "as_pred": len(pred)}
+    row: dict[str, float] = {"as_unknown": sum(1 for a in pred if a >= n_ent), "as_pred": len(pred)}
     if not gold:
         row["as_nil_q"] = 1
         row["as_nil_correct" if not pred else "as_nil_over"] = 1
@@ -507,9 +570,14 @@ def _answer_set(onto: Ontology, gold: set[str], answers: list[str]) -> dict[str,
 def _score_triples(onto, codes, scored, n_rows, cols, wrong_col, rows, g_flat, a_flat, partial_credit) -> None:
     g_rec, g_s, g_p, g_o = g_flat
     a_rec, a_s, a_p, a_o = a_flat
-    gs, go, gp = codes.entities(g_s), codes.entities(g_o), codes.predicates(g_p)
+    g_at, a_at = _locator(scored, g_rec, "gold"), _locator(scored, a_rec, "answer")
+    gs = codes.entities(g_s, "gold", lambda j: g_at(j, "subject"), check_unknown=False)
+    go = codes.entities(g_o, "gold", lambda j: g_at(j, "object"), check_unknown=False)
+    gp = codes.predicates(g_p)
     _check_gold(onto, codes, scored, g_rec, g_s, g_p, g_o, gs, gp, go)
-    as_, ao, ap = codes.entities(a_s), codes.entities(a_o), codes.predicates(a_p)
+    as_ = codes.entities(a_s, "pred", lambda j: a_at(j, "subject"))
+    ao = codes.entities(a_o, "pred", lambda j: a_at(j, "object"))
+    ap = codes.predicates(a_p)
     dims = (n_rows, max(len(codes.pred), 1), codes.n_ent + len(codes.extra) + 1)
     if float(dims[0]) * dims[1] * dims[2] * dims[2] >= 2.0 ** 62:
         raise InputError("too many records × entities to key the triples in 64 bits; score in partitions")
@@ -592,8 +660,9 @@ def _score_claims(onto: Ontology, codes: _Codes, scored: list, cols: dict, rows:
         flat = _flat([_triples(scored[k], scored[k][SECTION], "claims") or [] for k in rows], rows)
     rec, cs, cp, co = flat  # type: ignore[misc]
     n = cols["fa_claims"].size
-    s = onto.entity_indices(cs)
-    o = onto.entity_indices(co)
+    c_at = _locator(scored, rec, "claims")
+    s = codes.resolve(cs, "pred", lambda j: c_at(j, "subject"))
+    o = codes.resolve(co, "pred", lambda j: c_at(j, "object"))
     g = onto.graph
     p = np.fromiter((g.predicate_index(q) for q in cp), dtype=np.int64, count=len(cp))
     known_pred = np.fromiter((q in codes.pred for q in cp), dtype=bool, count=len(cp))

@@ -36,9 +36,11 @@ Replaying F on a fixed candidate list approximates a system that filters before 
   filters are a conjunction (hard: passes all; soft: boosted when it passes all).
 
 A query whose preference is absent (no value at the path) is not in the comparison and is
-counted (``n_without_preference``); a ``within``/category value that is not an ontology id (a
-predicted id the ontology lacks: a fault of the system) is a filter that passes nothing, and is
-counted (``n_unknown_preference``).
+counted (``n_without_preference``); ``within``/category values resolve through
+:class:`~kg_rageval.ontology.IdResolver` with the shared id options (CURIE/IRI, alternative
+ids), and one that is not an ontology id (a predicted id the ontology lacks: a fault of the
+system) is a filter that passes nothing, and is counted (``n_unknown_preference``;
+``on_unknown="error"`` raises instead).
 
 :func:`score_preference` gives the per-query comparison as an additive
 :class:`~kg_rageval.results.evaluation.Evaluation` (family ``preference``), so the audit decides the
@@ -236,10 +238,15 @@ class _Preferences:
 
 
 def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ontology, k: int,
-             boost: float) -> tuple[list[dict[str, Any]], int]:
-    """Per-query rows of the comparison and the number of queries without a preference."""
+             boost: float, ids: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """Per-query rows of the comparison and the number of queries without a preference.
+    Concept values resolve through :class:`~kg_rageval.ontology.IdResolver` with the options
+    ``ids`` (as in every family: CURIE/IRI, alternative ids)."""
+    from kg_rageval.ontology import IdOptions, IdResolver
+
     if k <= 0:
         raise InputError(f"k must be positive, got {k}")
+    resolver = IdResolver(ontology, IdOptions.of(**ids))
     rows: list[dict[str, Any]] = []
     without = 0
     for rec in records:
@@ -269,13 +276,13 @@ def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ont
         cands = [c for c, kp in zip(cands, keep.tolist()) if kp]
         cidx = cidx[keep]
         both = np.concatenate([cidx, gidx])
-        unknown = any((f.op == "within" or f.field == corpus.category_field)
-                      and any(v not in ontology._index for v in f.values) for f in pref)
-        if unknown:  # a filter on a concept the ontology lacks passes nothing
+        concepts = [v for f in pref if f.op == "within" or f.field == corpus.category_field for v in f.values]
+        unknown = bool(concepts) and bool((resolver.lookup(concepts)[0] < 0).any())
+        if unknown and resolver.options.on_unknown == "count":  # a concept the ontology lacks passes nothing
             ok = np.zeros(len(both), dtype=bool)
-        else:
+        else:  # (on_unknown="error": replay names the unknown value)
             ok, _ = replay(corpus, ontology, np.zeros(len(both), dtype=np.int64), both, [pref],
-                           where=[where(rec, "preference")])
+                           where=[where(rec, "preference")], resolver=resolver)
         cpass, gpass = ok[: len(cidx)], ok[len(cidx):]
         gold_set = {corpus.ids[int(d)] for d in gidx}
         ranked = _rank(cands)
@@ -302,16 +309,18 @@ def score_preference(
     preference: Filter | Mapping[str, Any] | None = None,
     k: int = 10,
     boost: float = 0.1,
+    **ids: Any,
 ) -> Evaluation:
     """The per-query hard-vs-soft comparison as an :class:`Evaluation` (family ``preference``;
     metrics ``hard_recall``, ``soft_recall``, ``hard_precision``, ``soft_precision``,
     ``precision_gain``, ``recall_delta``, ``exclusion_rate``, ``unknown_preference``).
-    ``preference``: see the module docstring (``None``: each record's ``retrieval.preference``)."""
+    ``preference``: see the module docstring (``None``: each record's ``retrieval.preference``);
+    ``ids``: the id-resolution options (:data:`~kg_rageval.contract.ids.ID_PARAMS`)."""
     if corpus is None:
         raise InputError("the hard-vs-soft comparison needs a corpus (to replay the preference)")
     records = list(records)
     prefs = _Preferences(preference, corpus)
-    rows, without = _compare(records, corpus, prefs, ontology, k, boost)
+    rows, without = _compare(records, corpus, prefs, ontology, k, boost, ids)
     from kg_rageval.records import slice_keys
 
     return build_evaluation(PreferenceFamily(), rows, keys=[f"slice:{k}" for k in slice_keys(records)],
@@ -334,13 +343,14 @@ def hard_vs_soft(
     level: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    **ids: Any,
 ) -> HardSoftResult:
     """Run the procedure of the module docstring; ``delta_min``, ``epsilon`` and
     ``recall_loss_max`` are the user's pre-registered thresholds (no defaults on purpose).
     ``preference``: one filter, a per-query template (``{"value": {"from": path}}``) or
-    ``None`` (each record's ``retrieval.preference``)."""
+    ``None`` (each record's ``retrieval.preference``); ``ids``: the id-resolution options."""
     prefs = _Preferences(preference, corpus)
-    rows, without = _compare(records, corpus, prefs, ontology, k, boost)
+    rows, without = _compare(records, corpus, prefs, ontology, k, boost, ids)
     n = len(rows)
     if n == 0:
         raise MissingEvidence("hard vs soft: no queries with entitlement-eligible gold, a run and a preference")

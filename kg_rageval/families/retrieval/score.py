@@ -38,10 +38,12 @@ Order of operations for one query:
    ``fe_under`` = their deepest common ancestor); another filter gives ``fe_cause`` =
    ``field:<name>``. :func:`category_diagnosis` tabulates them.
 
-Row keys: ``gold_node`` (``retrieval.gold_node``, else the deepest common ancestor of the
-eligible relevant gold documents' categories in the corpus — ``None`` when that is the virtual
-root, i.e. the gold spans several real roots — else ``None``) and ``slice:<name>``
-for every record slice.
+Row keys: ``gold_node`` by the one rule (:func:`kg_rageval.records.gold_node`: the record's
+own ``gold_node``, else its single ``labels.gold`` id, resolved), else the family's node:
+``retrieval.gold_node``, else the deepest common ancestor of the eligible relevant gold
+documents' categories in the corpus — ``None`` when that is the virtual root, i.e. the gold
+spans several real roots — else ``None``; and ``slice:<name>`` for every record slice. The
+false-exclusion diagnosis relates filters to the family's node (the gold category).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ import numpy as np
 from kg_rageval.base.errors import InputError
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.records import Record, slice_texts, where
+from kg_rageval.records import gold_node as gold_node_rule
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.families.retrieval.corpus import Corpus, eligible_pairs
 from kg_rageval.families.retrieval.filters import Filter, parse_filters, predicate_counts, replay
 from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_lists
@@ -335,12 +339,12 @@ def score_retrieval(
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"})
+            unscored.append(unscored_entry(rec.get("id"), "no retrieval section", Reason.NO_SECTION))
             continue
         if type(sec) is not dict and not isinstance(sec, Mapping):
             raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
         if "gold" not in sec:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
+            unscored.append(unscored_entry(rec.get("id"), "no retrieval.gold", Reason.NO_GOLD))
             continue
         rows.append(rec)
         gold_raw.append(sec["gold"])
@@ -509,7 +513,12 @@ def score_retrieval(
                     details["fe_cause"][i] = f"field:{f.field}"
         _diagnose(ontology, diag_pairs, details, resolver)
 
-    keys: dict[str, list[Any]] = {"gold_node": gold_node}
+    # the row key by the one rule: the record's own gold_node or single gold label win; the
+    # retrieval node above (the gold category, also the false-exclusion diagnosis's node) is
+    # the family's fallback
+    keys: dict[str, list[Any]] = {"gold_node": [
+        gold_node_rule(rec, resolve=resolver.node_id, fallback=own) if ("gold_node" in rec or "labels" in rec) else own
+        for rec, own in zip(rows, gold_node)]}
     sl = [r.get("slices") for r in rows]
     sl = [x if type(x) is dict or isinstance(x, Mapping) else None for x in sl] if set(map(type, sl)) - {dict, type(None)} else sl
     slice_names = sorted(set(itertools.chain.from_iterable(filter(None, sl))))

@@ -363,7 +363,7 @@ def branch_masks(ontology, nodes: Sequence[str | None], *, depth: int = 1,
     """``{branch id: (label, mask over queries)}`` for the ontology nodes at ``depth``
     (shallowest depth, root 0) whose subtree holds the gold node of ``min_queries`` or more
     queries; a query counts in every branch on its node's ancestor-or-self set."""
-    idx = np.asarray([ontology._index.get(n, -1) if isinstance(n, str) else -1 for n in nodes], dtype=np.int64)
+    idx = np.asarray([ontology.id_index.get(n, -1) if isinstance(n, str) else -1 for n in nodes], dtype=np.int64)
     out: dict[str, list[int]] = {}
     for q, i in enumerate(idx.tolist()):
         if i < 0:

@@ -37,6 +37,7 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, ratio
 from kg_rageval.records import Record, record_error
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.records.fields import stated_row_keys as row_keys
 
 POSITIONS = ("first", "middle", "last")
@@ -108,7 +109,7 @@ def score_context(ontology: Any, records: Iterable[Record]) -> Evaluation:
         ctx = contexts(rec)
         sec = section(rec, "context")
         if ctx is None and sec is None:
-            unscored.append({"record_id": rec["id"], "reason": "no context"})
+            unscored.append(unscored_entry(rec["id"], "no context", Reason.NO_SECTION))
             continue
         sec = sec or {}
         unknown = set(sec) - {"gold_position", "n_chunks", "tokens", "original_tokens"}

@@ -29,6 +29,7 @@ import numpy as np
 
 from kg_rageval.results.metric import Metric, mean_of, ratio
 from kg_rageval.records import Record, record_error
+from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.families.system.quantiles import QUANTILES, QuantileEvaluation, RowFamily, sorted_quantiles
 
@@ -189,7 +190,7 @@ def score_system(ontology: Any, records: Iterable[Record], *, stages: Iterable[s
     unscored = []
     for rec, v in parsed:
         if v is None:
-            unscored.append({"record_id": rec["id"], "reason": "no system section"})
+            unscored.append(unscored_entry(rec["id"], "no system section", Reason.NO_SECTION))
             continue
         row: dict[str, Any] = {"record_id": rec["id"], **row_keys(rec), "n": 1.0}
         for st in stage_list:

@@ -214,3 +214,52 @@ def test_triples_as_objects_equal_triples_as_lists(onto):
     assert a == b and a["triple_precision"] == 0.5 and a["kg_faithfulness"] == 1.0
     with pytest.raises(InputError, match="relations.claims\\[0\\]"):
         score(onto, [{"id": "q", "relations": {"claims": [["g1", "uses"]]}}])
+
+
+@pytest.fixture(scope="module")
+def alias_onto():
+    """``small`` plus alternative ids: ``T1-old`` of ``T1.1`` and ``Grp`` of ``Group``."""
+    b = OntologyBuilder("aliased")
+    for nid in ("Agent", "Group", "Technique", "T1", "T1.1", "T2"):
+        b.add_node(nid, label=nid.lower())
+    for c, p in (("Group", "Agent"), ("T1", "Technique"), ("T2", "Technique"), ("T1.1", "T1")):
+        b.add_edge(c, p)
+    b.add_alias("T1-old", "T1.1")
+    b.add_alias("Grp", "Group")
+    b.add_instance("g1", kind="group", types=["Group"])
+    b.add_property(Property("uses", domain=("Agent",), range=("Technique",)))
+    b.add_triple("g1", "uses", "T1.1")
+    return b.build()
+
+
+def test_alternative_ids_resolve_as_in_every_family(alias_onto):
+    """An alt id names its concept (``IdResolver``, option ``aliases``), as hierarchy scores it:
+    before, relations counted ``T1-old`` as an unknown id (answer precision 0)."""
+    hier = get_scorer("hierarchy").score(alias_onto, [{"id": "h", "labels": {"gold": ["T1.1"], "pred": ["T1-old"]}}]).single
+    assert hier.metrics()["exact_accuracy"].value == 1.0
+    recs = [{"id": "a", "relations": {"gold_answers": ["T1.1"], "answers": ["T1-old", "T2"],
+                                      "gold": [["g1", "uses", "T1.1"]], "answer": [["g1", "uses", "T1-old"]],
+                                      "claims": [["g1", "uses", "T1-old"]]}},
+            {"id": "b", "relations": {"gold_answers": ["T1-old"], "answers": ["T1.1"]}}]
+    v = values(score(alias_onto, recs))
+    assert v["answer_micro_precision"] == pytest.approx(2 / 3)  # T1-old is T1.1; T2 is wrong
+    assert v["answer_micro_recall"] == 1.0 and v["answer_unknown_ids"] == 0
+    assert v["triple_precision"] == 1.0 and v["triple_unknown_ids"] == 0
+    assert v["kg_faithfulness"] == 1.0 and v["claims_unknown"] == 0
+    # aliases=False: the alt id is a predicted id the ontology lacks (counted), and as gold an error
+    v = values(score(alias_onto, recs[:1], aliases=False))
+    assert v["answer_micro_precision"] == 0.0 and v["answer_unknown_ids"] == 1 and v["triple_unknown_ids"] == 1
+    with pytest.raises(InputError, match="T1-old"):
+        score(alias_onto, recs[1:], aliases=False)
+
+
+def test_unknown_id_options_as_in_every_family(alias_onto):
+    rec = {"id": "a", "relations": {"gold_answers": ["nope"], "answers": ["nope", "T1.1"]}}
+    with pytest.raises(InputError, match="nope"):
+        score(alias_onto, [rec])
+    v = values(score(alias_onto, [rec], on_unknown_gold="count"))  # an opaque concept: matches itself
+    assert v["answer_micro_precision"] == 0.5 and v["answer_micro_recall"] == 1.0
+    ok = {"id": "b", "relations": {"gold_answers": ["T1.1"], "answers": ["T1.1", "zzz"]}}
+    assert values(score(alias_onto, [ok]))["answer_unknown_ids"] == 1
+    with pytest.raises(InputError, match="zzz"):
+        score(alias_onto, [ok], on_unknown="error")

@@ -383,3 +383,28 @@ def test_principal_classes_equal_the_per_principal_loop(attack):
     assert 500 < got.sum() < 4500
     assert eligible_pairs(c, grp[:0], dd[:0], principals).shape == (0,)
     assert eligible_pairs(c, grp, dd, [None] * len(principals)).all()
+
+
+def test_preference_resolves_alternative_ids_as_every_family():
+    """A preference on an alt id filters on its concept (``IdResolver``); before, it was a
+    concept the ontology lacks (``unknown_preference`` 1, a filter passing nothing)."""
+    from kg_rageval.families.retrieval import score_preference
+    from kg_rageval.ontology import OntologyBuilder
+
+    b = OntologyBuilder("aliased")
+    for nid in ("root", "A", "B"):
+        b.add_node(nid)
+    b.add_edge("A", "root")
+    b.add_edge("B", "root")
+    b.add_alias("A-old", "A")
+    o = b.build()
+    c = Corpus.from_records([{"id": "a", "categories": ["A"]}, {"id": "b", "categories": ["B"]}], o)
+    rec = {"id": "q", "retrieval": {"gold": ["a"], "run": ["b", "a"],
+                                    "preference": {"field": "category", "op": "within", "value": "A-old"}}}
+    m = score_preference(o, [rec], c, k=1).metrics()
+    assert m["unknown_preference"].value == 0
+    assert (m["hard_recall"].value, m["soft_recall"].value) == (1.0, 0.0)  # soft: b 1.0 vs a 0.5 + 0.1
+    m = score_preference(o, [rec], c, k=1, aliases=False).metrics()
+    assert m["unknown_preference"].value == 1 and m["hard_recall"].value == 0.0
+    with pytest.raises(InputError, match="A-old"):
+        score_preference(o, [rec], c, k=1, aliases=False, on_unknown="error")

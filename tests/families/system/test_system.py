@@ -39,7 +39,7 @@ def test_quantiles_match_numpy_and_missing_timings_are_counted():
     assert m["cache.retrieval.hit_rate"].value == 0.25 and m["cache.retrieval.hit_rate"].denominator == 200
     assert m["tokens.total.mean"].value == pytest.approx(110 + 99.5)
     assert m["latency.rerank_ms.p95"].value is None and m["latency.rerank_ms.n_missing"].value == 201
-    assert ev.unscored == [{"record_id": "no-section", "reason": "no system section"}]
+    assert ev.unscored == [{"record_id": "no-section", "reason": "no system section", "code": "no_section"}]
     # sums alone never invent a quantile
     assert ev.family.finalize(ev.totals())["latency.total_ms.p95"].missing == "a quantile needs the rows, not sums"
 
@@ -176,7 +176,7 @@ def test_context_coverage_positions_and_compression():
     assert m["compression_ratio"].value == pytest.approx(1100 / 2000)
     assert {k: g["metrics"]["accuracy"].value for k, g in ev.breakdown("compression_bin").items()} == {
         "<=0.25": 1.0, ">0.75": 0.0, None: 2 / 3}
-    assert ev.unscored == [{"record_id": "f", "reason": "no context"}]
+    assert ev.unscored == [{"record_id": "f", "reason": "no context", "code": "no_section"}]
 
 
 def test_context_position_derived_from_gold_and_bad_positions():
