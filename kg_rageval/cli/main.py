@@ -7,7 +7,6 @@ an ontology does not conform, 2 invalid input or configuration, 3 an internal er
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import sys
@@ -15,6 +14,7 @@ import sys
 import click
 
 from kg_rageval import __version__
+from kg_rageval.base.imports import import_target
 
 # "group path" -> "module:attribute"; a module that is not present is simply not listed.
 COMMANDS: dict[str, dict[str, str]] = {
@@ -87,8 +87,7 @@ class LazyGroup(click.Group):
         target = COMMANDS[self._table].get(name)
         if target is None or not _available(target):
             return super().get_command(ctx, name)
-        module, _, attr = target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return import_target(target)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # short help without importing every subcommand module

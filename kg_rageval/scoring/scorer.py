@@ -30,13 +30,13 @@ A family whose result depends on several records at once in another way declares
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.imports import import_target
 from kg_rageval.contract.metrics import MetricSpec
 from kg_rageval.contract.params import Param, did_you_mean, validate_options
 
@@ -73,8 +73,7 @@ class Input:
 
 
 def _import(target: str) -> Callable[..., Any]:
-    module, _, func = target.partition(":")
-    return getattr(importlib.import_module(module), func)
+    return import_target(target)
 
 
 class FamilyUnavailable(Exception):
