@@ -33,7 +33,7 @@ from collections import Counter
 from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 import numpy as np
 
@@ -194,8 +194,8 @@ def score_hierarchy(
     """
     opts = IdOptions.of(**ids)
     source = str(records) if isinstance(records, (str, Path)) else None
-    if source is not None:
-        records = read_records(source)
+    if isinstance(records, (str, Path)):
+        records = read_records(str(records))
     records = list(records)
     if source is None and records and isinstance(records[0], Mapping):
         source = records[0].get("_source")  # read from a file: name it
@@ -252,13 +252,14 @@ def _collect(records: list[Record]) -> _Columns | None:
         return _collect_loop(records)
     if set(map(type, labels)) != {dict}:
         return _collect_loop(records)
+    label_maps = cast("list[dict[str, Any]]", labels)
     absent = _ABSENT
-    golds = list(map(dict.get, labels, repeat("gold"), repeat(absent)))
-    preds = list(map(dict.get, labels, repeat("pred"), repeat(absent)))
+    golds = list(map(dict.get, label_maps, repeat("gold"), repeat(absent)))
+    preds = list(map(dict.get, label_maps, repeat("pred"), repeat(absent)))
     if set(map(type, golds)) != {list} or set(map(type, preds)) != {list}:
         return _collect_loop(records)
     done = {}
-    for name, side in (("gold", golds), ("pred", preds)):
+    for name, side in (("gold", cast("list[list[Any]]", golds)), ("pred", cast("list[list[Any]]", preds))):
         lens = np.fromiter(map(len, side), dtype=np.int64, count=len(side))
         multi = np.flatnonzero(lens > 1)
         for k in multi.tolist():
@@ -365,7 +366,10 @@ def _normalise(value: Any) -> Any:
 def _collect_checked(records: list[Record]) -> _Columns:
     """Per-record reading with full checks: raises :class:`InputError` at the first malformed
     record (in record order)."""
-    items, golds, preds, slices = [], [], [], []
+    items: list[Record] = []
+    golds: list[list[str]] = []
+    preds: list[list[str]] = []
+    slices: list[Any] = []
     unscored: list[dict[str, str]] = []
     missing: list[int] = []
     for rec in records:
@@ -381,7 +385,7 @@ def _collect_checked(records: list[Record]) -> _Columns:
         if gold is None or pred is None:
             pred = _absent_pred(rec, _ABSENT if gold is None else gold, _ABSENT if pred is None else pred,
                                 _ABSENT, unscored, missing, len(items))
-            if pred is _ABSENT:
+            if pred is _ABSENT or gold is None:  # an absent gold always returns _ABSENT
                 continue
         items.append(rec)
         golds.append(gold)
@@ -416,6 +420,12 @@ class _Side:
 
 class _Resolved:
     __slots__ = ("gold", "pred", "pred_inactive", "gold_inactive", "replaced", "aliased")
+    gold: _Side
+    pred: _Side
+    pred_inactive: np.ndarray
+    gold_inactive: np.ndarray
+    replaced: int
+    aliased: int
 
 
 def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
