@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
+from dataclasses import dataclass
 from collections import Counter
 from itertools import chain, repeat
 from operator import itemgetter
@@ -367,9 +368,7 @@ def _collect_checked(records: list[Record]) -> _Columns:
     """Per-record reading with full checks: raises :class:`InputError` at the first malformed
     record (in record order)."""
     items: list[Record] = []
-    golds: list[list[str]] = []
-    preds: list[list[str]] = []
-    slices: list[Any] = []
+    golds, preds, slices = [], [], []
     unscored: list[dict[str, str]] = []
     missing: list[int] = []
     for rec in records:
@@ -418,8 +417,8 @@ class _Side:
         return j - int(self.starts[self.item[j]])
 
 
+@dataclass(slots=True, eq=False)
 class _Resolved:
-    __slots__ = ("gold", "pred", "pred_inactive", "gold_inactive", "replaced", "aliased")
     gold: _Side
     pred: _Side
     pred_inactive: np.ndarray
@@ -435,12 +434,8 @@ def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
     m = len(col.items)
     sides = (_Side("gold", col.gold, col.flat.get("gold")),
              _Side("pred", col.pred, col.flat.get("pred")))
-    res = _Resolved()
-    res.gold, res.pred = sides
-    res.pred_inactive = np.zeros(m, dtype=np.int64)
-    res.gold_inactive = np.zeros(m, dtype=np.int64)
-    res.replaced = 0
-    res.aliased = 0
+    res = _Resolved(*sides, pred_inactive=np.zeros(m, dtype=np.int64), gold_inactive=np.zeros(m, dtype=np.int64),
+                    replaced=0, aliased=0)
     resolver = IdResolver(o, opts)
     status = np.asarray(o.status)
     replaced_by = np.asarray(o.replaced_by, dtype=np.int64)
