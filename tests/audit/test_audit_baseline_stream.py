@@ -200,6 +200,6 @@ def test_baseline_manifest_larger_than_the_limit_is_refused(tmp_path):
     man = tmp_path / "baseline-manifest.json"
     man.write_text(json.dumps({"inputs": {"ontology": {"content_hash": "sha256:ab", "path": "o"}}}))  # 68 bytes
     assert _manifest_release(man, "audit.yaml")["content_hash"] == "sha256:ab"
-    with limits({"max_doc_bytes": 67}):
-        with pytest.raises(LimitExceeded, match=r"baseline-manifest\.json.*the baseline manifest is 68 bytes"):
-            _manifest_release(man, "audit.yaml")
+    with (limits({"max_doc_bytes": 67}),
+          pytest.raises(LimitExceeded, match=r"baseline-manifest\.json.*the baseline manifest is 68 bytes")):
+        _manifest_release(man, "audit.yaml")

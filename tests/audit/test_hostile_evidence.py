@@ -466,6 +466,6 @@ def test_verify_refuses_a_manifest_larger_than_the_limit(tmp_path):
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"manifest": {}, "pad": "x" * 48}))  # 75 bytes
-    with limits({"max_doc_bytes": 74}):
-        with pytest.raises(LimitExceeded, match=r"manifest\.json.*the manifest is 75 bytes.*max_doc_bytes = 74"):
-            _load_manifest(man)
+    with (limits({"max_doc_bytes": 74}),
+          pytest.raises(LimitExceeded, match=r"manifest\.json.*the manifest is 75 bytes.*max_doc_bytes = 74")):
+        _load_manifest(man)

@@ -365,7 +365,8 @@ def _parse_error(exc: Exception, src: str, syntax: str, data: bytes) -> InputErr
             location = f"line {line}, column {col}"
             message = str(args[4])
     elif getattr(exc, "lineno", None):  # json.JSONDecodeError
-        location = f"line {getattr(exc, 'lineno')}, column {getattr(exc, 'colno', '?')}"
+        located: Any = exc  # duck-typed: any parser error with a line number
+        location = f"line {located.lineno}, column {getattr(exc, 'colno', '?')}"
         message = getattr(exc, "msg", message)
     elif syntax in ("nt", "nquads"):
         bad_line = _first_bad_ntriples_line(data, syntax)

@@ -228,19 +228,19 @@ def test_gzip_and_json_inputs_are_bounded(tmp_path):
     p = tmp_path / "big.txt.gz"
     with gzip.open(p, "wt") as fh:
         fh.write(body)
-    with limits({"max_gz_bytes": 1000}):
-        with pytest.raises(LimitExceeded, match=r"big\.txt\.gz.*more than 1000 bytes.*max_gz_bytes = 1000"):
-            read_run(p)
+    with (limits({"max_gz_bytes": 1000}),
+          pytest.raises(LimitExceeded, match=r"big\.txt\.gz.*more than 1000 bytes.*max_gz_bytes = 1000")):
+        read_run(p)
     assert read_run(p).ranked("q1")[:2] == ["d0", "d1"]  # within the default limit
     j = tmp_path / "run.json"
     j.write_text(json.dumps({"q1": {f"d{i}": float(i) for i in range(20)}}))  # 248 bytes
-    with limits({"max_doc_bytes": 100}):
-        with pytest.raises(LimitExceeded, match=r"run\.json.*the score JSON .*is 248 bytes.*max_doc_bytes = 100"):
-            load_run(j)
+    with (limits({"max_doc_bytes": 100}),
+          pytest.raises(LimitExceeded, match=r"run\.json.*the score JSON .*is 248 bytes.*max_doc_bytes = 100")):
+        load_run(j)
     jz = tmp_path / "run.json.gz"
     with gzip.open(jz, "wt") as fh:
         fh.write(j.read_text())
-    with limits({"max_gz_bytes": 200}):
-        with pytest.raises(LimitExceeded, match=r"run\.json\.gz.*more than 200 bytes"):
-            load_run(jz)
+    with (limits({"max_gz_bytes": 200}),
+          pytest.raises(LimitExceeded, match=r"run\.json\.gz.*more than 200 bytes")):
+        load_run(jz)
     assert load_run(jz).ranked("q1")[:2] == ["d19", "d18"]

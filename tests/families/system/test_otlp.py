@@ -183,6 +183,6 @@ def test_trace_file_larger_than_the_limit_is_refused(tmp_path):
     p = tmp_path / "traces.json"
     p.write_text('{"resourceSpans": []}' + " " * 79)  # 100 bytes
     assert import_otlp(p) == []
-    with limits({"max_doc_bytes": 99}):
-        with pytest.raises(LimitExceeded, match=r"traces\.json.*the trace file is 100 bytes.*max_doc_bytes = 99"):
-            import_otlp(p)
+    with (limits({"max_doc_bytes": 99}),
+          pytest.raises(LimitExceeded, match=r"traces\.json.*the trace file is 100 bytes.*max_doc_bytes = 99")):
+        import_otlp(p)
