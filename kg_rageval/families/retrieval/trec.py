@@ -24,6 +24,7 @@ format).
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from typing import Iterator
 
@@ -526,6 +527,9 @@ def _read_json(path: Path, what: str) -> dict:
         for d, v in docs.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise InputError(f"query {q!r}, document {d!r}: {what} must be a number, found {v!r}",
+                                 source=str(path))
+            if not math.isfinite(v):  # NaN/Infinity parse in JSON; the TREC reader refuses them too
+                raise InputError(f"query {q!r}, document {d!r}: {what} is not a finite number: {v!r}",
                                  source=str(path))
     return data
 
