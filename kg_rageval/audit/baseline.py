@@ -33,6 +33,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.safe_io import read_document
 from kg_rageval.drift.rebase import _path, _Rebaser
 
 
@@ -120,7 +121,7 @@ def _manifest_release(path: Path, source: str) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError("baseline manifest does not exist", source=source, location=f"baseline.manifest = {str(path)!r}")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_document(path, found="the baseline manifest").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"baseline manifest is not JSON: {exc}", source=str(path)) from None
     man = doc.get("manifest", doc) if isinstance(doc, dict) else {}
@@ -203,7 +204,7 @@ class ReleaseCheck:
         if not rpath.exists():
             return None
         try:
-            rep = json.loads(rpath.read_text(encoding="utf-8"))
+            rep = json.loads(read_document(rpath, found="the re-base report").decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"re-base report is not JSON: {exc}", source=str(rpath)) from None
         to_hash = ((rep.get("to") or {}).get("content_hash"))

@@ -253,7 +253,9 @@ def _form_holds(ev: Any, ontology: Any, node: np.ndarray, ok: np.ndarray, metric
         m = ev.family.finalize(ev.totals(rows)).get(metric)
         got = None if not np.isfinite(values[j]) else float(values[j])
         want = None if m is None or m.value is None else float(m.value)
-        if (got is None) != (want is None) or (got is not None and abs(got - want) > 1e-9 * max(1.0, abs(want))):
+        if (got is None) != (want is None):
+            return False
+        if got is not None and want is not None and abs(got - want) > 1e-9 * max(1.0, abs(want)):
             return False
     return True
 
@@ -285,7 +287,8 @@ def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, conf
         kept, n_rows, values, den = got
         defined = np.isfinite(values) & (kept != root)  # undefined on a branch: not a driver
         with np.errstate(invalid="ignore"):
-            fails = defined & ~np.asarray(g.compare(np.where(defined, values, 0.0)), dtype=bool)
+            observed: Any = np.where(defined, values, 0.0)  # Gate.compare is elementwise on arrays
+            fails = defined & ~np.asarray(g.compare(observed), dtype=np.bool_)
         weight = np.where(np.isnan(den) | (den == 0), n_rows, den)
         imp = branch_impact(np.where(fails, values, 0.0), weight, gv, g.threshold, g.op)
         total_w = float(total.denominator) if total.denominator else float(len(ev))
@@ -397,7 +400,8 @@ class CoverageCounter:
     def add(self, records: Iterable[Mapping[str, Any]]) -> None:
         cfg, doc_type, branch_of, cells = self.cfg, self.doc_type, self.branch_of, self.cells
         for r in records:
-            sl = r.get("slices") if isinstance(r.get("slices"), dict) else {}
+            raw_slices = r.get("slices")
+            sl = raw_slices if isinstance(raw_slices, dict) else {}
             intent = str(sl.get(cfg.intent_slice, "(none)"))
             dt = sl.get(cfg.doc_type_slice)
             if dt is None:
@@ -623,7 +627,8 @@ def _run_ids(run: Any) -> set[str]:
 def _entitlement_excluded(doc: Mapping[str, Any], principal: Mapping[str, Any]) -> bool:
     """A document is hidden from a principal when, for some principal field, the document sets
     that field (a value or a list of values) and the principal's value is not among them."""
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    raw_meta = doc.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, Mapping) else {}
     for key, want in principal.items():
         allowed = doc.get(key, meta.get(key))
         if allowed is None or want is None:
@@ -635,7 +640,8 @@ def _entitlement_excluded(doc: Mapping[str, Any], principal: Mapping[str, Any]) 
 
 
 def _keeps(doc: Mapping[str, Any], f: Mapping[str, Any], ontology: Any) -> bool:
-    field_, op, value = f.get("field"), f.get("op", "eq"), f.get("value")
+    field_: Any = f.get("field")
+    op, value = f.get("op", "eq"), f.get("value")
     dv = doc.get(field_)
     if dv is None and field_ in ("category", "categories"):
         dv = doc.get("categories", doc.get("category"))

@@ -407,7 +407,7 @@ def html_report(result: "AuditResult") -> str:
                  if "doc_attribution@" in k and "[" not in k and k.count(".") >= 2 and m.value is not None)
     if att:
         stage_colors = {"found": "#1e7d45", "filter": "#c0392b", "retriever": "#a15c00", "ranker": "#3b6fb6"}
-        items = [(k.rsplit(".", 1)[-1], float(m.value)) for k, m in att]
+        items = [(k.rsplit(".", 1)[-1], float(m.value)) for k, m in att if m.value is not None]
         s.append("<div class='card'>" + bar_chart(
             items, title=f"Where gold documents were lost ({att[0][0].rsplit('.', 1)[0]}: share of eligible gold docs)",
             value_fmt="{:.1%}", max_value=1.0, colors=[stage_colors.get(n, "#3b6fb6") for n, _ in items]) + "</div>")

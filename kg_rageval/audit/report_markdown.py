@@ -112,9 +112,10 @@ def markdown(result: "AuditResult") -> str:
             lines += [_cell(note), ""]
         lines += ["| metric | candidate | baseline | delta | paired CI |", "|---|---:|---:|---:|---|"]
         gated = {r.gate.metric for r in result.gate_results if r.gate.metric.startswith("delta:")}
-        keys = [k for k in result.baseline["deltas"] if _qualified_delta(k, result)]
+        deltas = result.baseline["deltas"]
+        keys = [k for k in deltas if _qualified_delta(k, result)]
         keys.sort(key=lambda k: (k not in gated and not any(k.endswith("." + g[6:]) for g in gated),
-                                 -abs(result.baseline["deltas"][k].get("value") or 0.0), k))
+                                 -abs(deltas[k].get("value") or 0.0), k))
         for k in keys[:20]:
             d = result.baseline["deltas"][k]
             ci = f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else (d.get("missing") or "")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kg_rageval.audit.manifest import metrics_digest, numbers_of
+from kg_rageval.base.safe_io import read_document
 
 
 def _load_manifest(mpath: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -21,7 +22,7 @@ def _load_manifest(mpath: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise InputError("no such manifest (an audit that did not finish writing its reports leaves none)",
                          source=str(mpath))
     try:
-        doc = json.loads(mpath.read_text(encoding="utf-8"))
+        doc = json.loads(read_document(mpath, found="the manifest").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"manifest is not JSON: {exc}", source=str(mpath)) from None
     except RecursionError:
@@ -121,7 +122,7 @@ def verify_manifest(manifest_path: str | Path, *, config_path: str | Path | None
     report_json = mpath.parent / "report.json"
     if "report.json" in (reports or {}) and report_json.is_file():
         try:
-            rj = json.loads(report_json.read_text(encoding="utf-8"))
+            rj = json.loads(read_document(report_json, found="report.json").decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             rj = None
         if not isinstance(rj, dict) or rj.get("passed") != result.passed or rj.get("gates") != now["gates"]:

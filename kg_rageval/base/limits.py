@@ -39,6 +39,7 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
     Limit("max_closure_entries", 200_000_000, "(node, ancestor) pairs of the compiled transitive closure"),
     Limit("max_config_nodes", 200_000, "values of a config/spec after YAML alias expansion"),
     Limit("max_xml_expansion", 10 << 20, "characters that XML entity and character references may expand to"),
+    Limit("max_doc_bytes", 1 << 31, "size of a JSON document read whole (JSON runs/qrels, traces, manifests), in bytes"),
 )}
 
 _SUFFIX = {"": 1, "k": 1000, "kb": 1000, "mb": 10**6, "gb": 10**9, "kib": 1 << 10, "mib": 1 << 20,

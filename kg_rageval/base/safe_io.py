@@ -11,6 +11,7 @@ file, line and field, what would otherwise be silently accepted or exhaust memor
   otherwise end in a ``RecursionError``);
 * **lines** longer than ``max_line_bytes`` (read with a bounded ``readline``);
 * **gzip** data decompressing to more than ``max_gz_bytes`` (counted while decompressing);
+* **documents** read whole (:func:`read_document`) larger than ``max_doc_bytes``;
 * **configs**: duplicate keys in a JSON or YAML mapping (a second ``gates:`` would silently
   replace the first; TOML refuses them itself), YAML loaded with the safe loader only and its
   alias expansion bounded by ``max_config_nodes`` (a 530-byte "billion laughs" YAML expands
@@ -273,6 +274,22 @@ def open_binary(path: str | Path) -> BinaryIO:
     if p.suffix == ".gz":
         return BoundedGzip(p)  # type: ignore[return-value]
     return open(p, "rb")
+
+
+def read_document(path: str | Path, *, found: str = "the file") -> bytes:
+    """The bytes of a document read whole (a JSON run, trace file or manifest): a file larger
+    than ``max_doc_bytes`` on disk is refused before it is read, and a ``.gz`` one is
+    decompressed with the ``max_gz_bytes`` bound. ``found`` words the refusal
+    (``"the relevance JSON"``); errors name the file."""
+    p = Path(path)
+    size = p.stat().st_size
+    limit = limits.get("max_doc_bytes")
+    if size > limit:
+        raise limits.exceeded("max_doc_bytes", f"{found} is {size} bytes", source=str(p))
+    if p.suffix == ".gz":
+        with BoundedGzip(p) as fh:
+            return fh.read()
+    return p.read_bytes()
 
 
 def decompress_bounded(raw: bytes, source: str) -> bytes:

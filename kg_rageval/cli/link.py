@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from kg_rageval.cli.common import format_option, load_ontology_cli, ontology_format_option, ontology_option
+
+if TYPE_CHECKING:  # the linkers import lazily (spaCy, sentence-transformers)
+    from kg_rageval.families.linking.dictionary import DictionaryLinker
+    from kg_rageval.families.linking.embedding import EmbeddingLinker
 
 
 @click.command()
@@ -53,6 +58,7 @@ def link(ontology_path, ontology_format, text_path, linker, mode, ambiguous, nil
     if not records:
         raise InputError("nothing to link: the file has no records" if text_path.endswith((".jsonl", ".jsonl.gz"))
                          else "nothing to link: the file has no non-blank lines", source=text_path)
+    model: DictionaryLinker | EmbeddingLinker
     if linker == "dictionary":
         from kg_rageval.families.linking.dictionary import DictionaryLinker
 

@@ -7,7 +7,6 @@ an ontology does not conform, 2 invalid input or configuration, 3 an internal er
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import sys
@@ -15,6 +14,7 @@ import sys
 import click
 
 from kg_rageval import __version__
+from kg_rageval.base.imports import import_target
 
 # "group path" -> "module:attribute"; a module that is not present is simply not listed.
 COMMANDS: dict[str, dict[str, str]] = {
@@ -97,8 +97,7 @@ class LazyGroup(click.Group):
 
                 return make_command(name)
             return super().get_command(ctx, name)
-        module, _, attr = target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return import_target(target)
 
     def _plugin_families(self) -> list[str]:
         """``score``: the registered families without a command of their own (plugin families of
@@ -127,7 +126,7 @@ class LazyGroup(click.Group):
 @click.option("--limit", "limit_opts", multiple=True, metavar="NAME=N",
               help="Raise or lower an input-cost limit (repeatable), e.g. --limit max_gz_bytes=8GiB; "
                    "names: max_gz_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
-                   "max_config_nodes, max_xml_expansion (docs/ontology.md).")
+                   "max_config_nodes, max_xml_expansion, max_doc_bytes (docs/ontology.md).")
 def cli(limit_opts: tuple[str, ...] = ()) -> None:
     """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems.
 

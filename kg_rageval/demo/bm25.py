@@ -54,7 +54,7 @@ class BM25:
         df = np.bincount(np.asarray(cols, dtype=np.int64), minlength=v).astype(float)
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5))
         avgdl = float(lengths.mean()) if n else 0.0
-        norm = k1 * (1 - b + b * (lengths / avgdl if avgdl else 0.0))
+        norm = k1 * (1 - b + b * (lengths / avgdl if avgdl else np.zeros_like(lengths)))
         tf = tf.tocoo()
         w = tf.data * (k1 + 1) / (tf.data + norm[tf.row]) * self.idf[tf.col]
         self.weights = sparse.csc_matrix((w, (tf.row, tf.col)), shape=(n, v))

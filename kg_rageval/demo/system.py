@@ -204,7 +204,9 @@ class DemoSystem:
 
 def _extractive_judgment(sentences: list[str], source: str) -> dict[str, Any]:
     """A claim is supported when its text (citation marker removed) occurs in the cited doc."""
-    claims, supported, unsupported = [], [], []
+    claims: list[str] = []
+    supported: list[str] = []
+    unsupported: list[str] = []
     for s in sentences:
         c = re.sub(r"\s*\[\d+\]", "", s).strip()
         if not c or c in claims:

@@ -225,9 +225,9 @@ def ontology_to_graph(ontology: Ontology):
         for d in prop.domain:
             if d in ontology:
                 g.add((pr, RDFS.domain, URIRef(iri(d))))
-        for r in prop.range:
-            if r in ontology:
-                g.add((pr, RDFS.range, URIRef(iri(r))))
+        for rg in prop.range:
+            if rg in ontology:
+                g.add((pr, RDFS.range, URIRef(iri(rg))))
     return g, back
 
 

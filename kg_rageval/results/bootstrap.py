@@ -13,6 +13,8 @@ from typing import Iterator
 
 import numpy as np
 
+from kg_rageval.results.resample import resample_indices
+
 _BOOTSTRAP_CELLS = 2_000_000
 """Weights per bootstrap block (resamples x records, 8 bytes each: 16 MB) for most sizes: a
 block's memory, and how many resamples one ``weights @ stats`` product takes."""
@@ -35,7 +37,8 @@ def bootstrap_block(n: int, n_resamples: int) -> int:
 
 
 def bootstrap_weights(n: int, n_resamples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
-    """The one resampling scheme of every bootstrap in kg-rageval (intervals, paired deltas).
+    """The one resampling scheme of every bootstrap in kg-rageval (intervals, paired deltas;
+    the draws are :func:`~kg_rageval.results.resample.resample_indices`).
 
     Yields ``(first resample, weights)`` chunks: ``weights[j, i]`` is how often record ``i``
     (of ``n``, in a fixed order) is drawn in resample ``first + j``; each resample draws ``n``
@@ -44,13 +47,13 @@ def bootstrap_weights(n: int, n_resamples: int, seed: int) -> Iterator[tuple[int
     aligned on the same record ids gives the paired bootstrap. Chunks of :func:`bootstrap_block` resamples bound memory
     to 8,000,000 weights (and one resample's ``n`` draws); the weights do not depend on the
     chunk size."""
-    rng = np.random.default_rng(seed)
+    draws = resample_indices(n, n_resamples, seed)
     chunk = bootstrap_block(n, n_resamples)
     for lo in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - lo)
         weights = np.empty((b, n))
         for j in range(b):  # one resample's draws at a time: the same stream as a (b, n) call
-            weights[j] = np.bincount(rng.integers(0, n, size=n), minlength=n)
+            weights[j] = np.bincount(next(draws), minlength=n)
         yield lo, weights
 
 

@@ -24,10 +24,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.imports import import_target
 from kg_rageval.scoring.registry import PLUGIN_ERRORS, register
 from kg_rageval.scoring.scorer import Scorer
 
@@ -98,7 +98,7 @@ def load_family(path: str, *, where: str = "plugin") -> Scorer:
         raise ConfigError(f"{where}: {path!r} is not a 'module:attribute' path")
     label = f"{where} {path!r}"
     try:
-        obj = getattr(importlib.import_module(module), attr)
+        obj = import_target(path)
     except Exception as exc:  # noqa: BLE001 — an import error of the user's module, named
         raise ConfigError(f"{label} failed to load: {type(exc).__name__}: {exc}") from None
     sc = _check(obj, label)

@@ -23,12 +23,12 @@ The bound callable: :mod:`.bound`; the chunked stream it and the audit read file
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.imports import import_target
 from kg_rageval.contract.metrics import MetricSpec
 from kg_rageval.contract.params import Param, did_you_mean, validate_options
 from kg_rageval.scoring.bound import BoundScorer
@@ -66,8 +66,7 @@ class Input:
 
 
 def _import(target: str) -> Callable[..., Any]:
-    module, _, func = target.partition(":")
-    return getattr(importlib.import_module(module), func)
+    return import_target(target)
 
 
 class FamilyUnavailable(Exception):

@@ -21,13 +21,13 @@ Two generators:
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import urllib.request
 from typing import Any, Callable
 
 from kg_rageval.base.errors import ConfigError, InputError
+from kg_rageval.base.imports import import_target
 from kg_rageval.testset.config import ParaphraseConfig
 
 
@@ -102,7 +102,7 @@ def load_callable(spec: str) -> Callable[..., str]:
     if not sep or not module or not attr:
         raise ConfigError(f"paraphrase.callable: expected 'module:function', not {spec!r}")
     try:
-        mod = importlib.import_module(module)
+        mod = import_target(module)
     except ImportError as exc:
         raise ConfigError(f"paraphrase.callable: cannot import {module!r}: {exc}") from None
     fn = getattr(mod, attr, None)

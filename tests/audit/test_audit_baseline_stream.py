@@ -190,3 +190,16 @@ def test_paired_ids_equal_numpys_set_routines(seed):
         assert pair.only_c(k) == np.setdiff1d(ids_c, common)[:k].tolist()
         assert pair.only_b(k) == np.setdiff1d(ids_b, common)[:k].tolist()
     assert len(common) == {0: 0, 1: 0, 2: 150, 3: 0, 4: 50, 5: 1250}[seed]
+
+
+def test_baseline_manifest_larger_than_the_limit_is_refused(tmp_path):
+    from kg_rageval.audit.baseline import _manifest_release
+    from kg_rageval.base.errors import LimitExceeded
+    from kg_rageval.base.limits import limits
+
+    man = tmp_path / "baseline-manifest.json"
+    man.write_text(json.dumps({"inputs": {"ontology": {"content_hash": "sha256:ab", "path": "o"}}}))  # 68 bytes
+    assert _manifest_release(man, "audit.yaml")["content_hash"] == "sha256:ab"
+    with (limits({"max_doc_bytes": 67}),
+          pytest.raises(LimitExceeded, match=r"baseline-manifest\.json.*the baseline manifest is 68 bytes")):
+        _manifest_release(man, "audit.yaml")

@@ -457,3 +457,15 @@ def test_real_kill_9_never_leaves_an_accepted_mixed_report(stub, wd, delay):
     assert res["ok"], res["differences"]
     report = json.loads((out / "report.json").read_text())
     assert report["gates"] in ([r.to_dict() for r in clean.gate_results], [r.to_dict() for r in old.gate_results])
+
+
+def test_verify_refuses_a_manifest_larger_than_the_limit(tmp_path):
+    from kg_rageval.audit.verify import _load_manifest
+    from kg_rageval.base.errors import LimitExceeded
+    from kg_rageval.base.limits import limits
+
+    man = tmp_path / "manifest.json"
+    man.write_text(json.dumps({"manifest": {}, "pad": "x" * 48}))  # 75 bytes
+    with (limits({"max_doc_bytes": 74}),
+          pytest.raises(LimitExceeded, match=r"manifest\.json.*the manifest is 75 bytes.*max_doc_bytes = 74")):
+        _load_manifest(man)

@@ -26,6 +26,14 @@ def test_bm25_by_hand():
     assert idx.search("unknownword") == []
 
 
+def test_bm25_over_documents_without_terms():
+    # every document empty (average length 0): no term has a weight, every score is 0
+    # (this raised "TypeError: 'float' object is not subscriptable")
+    idx = BM25(["", "  "])
+    assert idx.n_docs == 2 and idx.vocab == {}
+    assert idx.scores("xx").tolist() == [0.0, 0.0] and idx.search("xx") == []
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")

@@ -66,7 +66,7 @@ import difflib
 import json
 from itertools import chain
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeGuard
 
 import numpy as np
 
@@ -183,7 +183,7 @@ def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
     return unscored(record_id, reason, code)
 
 
-def _is_map(x: Any) -> bool:
+def _is_map(x: Any) -> TypeGuard[Mapping[str, Any]]:
     """``isinstance(x, Mapping)``, a plain ``dict`` (every JSON object) without the ABC check."""
     return type(x) is dict or isinstance(x, Mapping)
 
@@ -557,7 +557,9 @@ class _Scorer:
                 self._semantic({}, reference, st, det)
             return st, det
 
-        unknown, not_admitted, inactive = [], [], []
+        unknown: list[dict[str, Any]] = []
+        not_admitted: list[dict[str, Any]] = []
+        inactive: list[dict[str, Any]] = []
         for path, vname, f in d.node_slots():
             vocab = d.vocabularies[vname]
             if f.kind == "triples":
@@ -606,7 +608,8 @@ class _Scorer:
         if inactive:
             det["inactive_ids"] = inactive
 
-        violations, pred_unknown = [], []
+        violations: list[dict[str, Any]] = []
+        pred_unknown: list[dict[str, Any]] = []
         edges: list[list[str]] = []
         per_subject: dict[tuple[int, str], set[str]] = {}
         for name, f in d.spec.fields.items():
@@ -811,7 +814,7 @@ def score_conformance(
     rids: list[Any] = []
     pairs: list[int] = []  # each row's scored (output, reference) pair
     gold_nodes: list[str | None] = []
-    row_slices: list[dict[str, str] | None] = []
+    row_slices: list[dict[str, str | None] | None] = []
     ref_nodes: dict[int, str | None] = {}  # per pair: the reference id of the first node field
     unscored: list[dict[str, str]] = []
     slice_names: set[str] = set()
@@ -869,13 +872,16 @@ def score_conformance(
     }
     # one pickled dict per distinct pair in one buffer (no Python object kept per pair), read as
     # each row's own dict
-    problem_col = CodedColumn(_narrow_codes(codes, len(problems)), PackedValues.of(problems), fresh=True)
+    # CodedColumn and Evaluation.details take packed values and coded columns (results/evaluation.py
+    # annotates plain arrays only)
+    problem_col = CodedColumn(_narrow_codes(codes, len(problems)), PackedValues.of(problems),  # type: ignore[arg-type]
+                              fresh=True)
     return Evaluation(
         FAMILY,
         _object_column(rids),
         {name: table[codes, j] for j, name in enumerate(FAMILY.stats)},
         keys={k: _object_column(v) for k, v in keys.items()},
-        details={"failure_kinds": _row_column(kinds, codes), "problems": problem_col},
+        details={"failure_kinds": _row_column(kinds, codes), "problems": problem_col},  # type: ignore[dict-item]
         unscored=unscored,
         meta=meta,
     )

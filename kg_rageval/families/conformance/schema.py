@@ -494,11 +494,13 @@ def build_pydantic_model(derived: DerivedSchema):
         elif f.kind == "list":
             tp = list[_pyd_node_type(derived.vocabularies[name])]  # type: ignore[misc]
         elif f.kind == "triples":
+            # a Literal over the predicate ids, known only at run time
+            pred_tp: Any = Literal[derived.vocabularies[f"{name}.predicate"].ids]  # type: ignore[valid-type]
             triple = create_model(
                 f"{spec.title}_{name}_triple",
                 __config__=ConfigDict(strict=True, extra="forbid", regex_engine="python-re"),
                 subject=(_pyd_node_type(derived.vocabularies[f"{name}.subject"]), ...),
-                predicate=(Literal[derived.vocabularies[f"{name}.predicate"].ids], ...),  # type: ignore[valid-type]
+                predicate=(pred_tp, ...),
                 object=(_pyd_node_type(derived.vocabularies[f"{name}.object"]), ...),
             )
             tp = list[triple]  # type: ignore[valid-type]

@@ -227,10 +227,10 @@ def score_shacl(
                 owner[o] = owner[out]
         for res in report.subjects(RDF.type, SH.ValidationResult):
             focus = report.value(res, SH.focusNode)
-            rid = owner.get(focus)
-            if rid is None:
+            focus_rid = owner.get(focus)
+            if focus_rid is None:
                 continue
-            row = rows[rid]
+            row = rows[focus_rid]
             row["violations"] += 1
             row["conforming"] = 0.0
             if len(row["results"]) < 20:

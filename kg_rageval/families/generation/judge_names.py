@@ -18,12 +18,12 @@ evidence.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 from typing import TYPE_CHECKING, Any
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.imports import import_target
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.ontology import Ontology
@@ -55,7 +55,7 @@ def resolve_judge(judge: Any, ontology: "Ontology", *, nli_model: str | None = N
     module, _, attr = judge.partition(":")
     obj: Any
     try:
-        obj = getattr(importlib.import_module(module), attr)
+        obj = import_target(judge)
     except ImportError as exc:
         raise ConfigError(f"{key}: judge plugin {judge!r}: cannot import {module!r} ({exc})") from None
     except AttributeError:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker
@@ -276,6 +276,7 @@ class LLMJudge:
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ConfigError("constrained judging needs outlines: pip install 'kg-rageval[outlines]'") from exc
         generator = outlines.Generator(model, Judgment)
-        judge = cls(lambda prompt: generator(prompt), **kw)
+        # a synchronous generator returns the Judgment JSON text (the scorer validates it)
+        judge = cls(lambda prompt: cast(str, generator(prompt)), **kw)
         judge.name = "llm-outlines"
         return judge

@@ -66,6 +66,8 @@ class Closure:
         a 1-D fancy index copies each row prefix in one block, about twice as fast as
         ``matrix[nodes, :w]`` and without copying the unused columns as ``np.take`` would."""
         M = self.matrix
+        if M is None:
+            raise ValueError("matrix_rows needs the padded matrix; this closure keeps flat keys")
         if w >= self.width:
             return np.take(M, nodes, axis=0)
         it = M.itemsize
@@ -112,21 +114,24 @@ def _build(o: Ontology) -> Closure:
     pbits = dbits + 2
     top = (n + 1) << pbits
     dtype = np.int32 if top < 2**31 - 1 else np.int64
-    keys = anc.astype(np.int64) << pbits
-    keys |= dist.astype(np.int64) << 2
+    enc = anc.astype(np.int64) << pbits
+    enc |= dist.astype(np.int64) << 2
     del dist
-    keys |= grand.astype(np.int64) << 1
+    enc |= grand.astype(np.int64) << 1
     del grand
-    keys = keys.astype(dtype)
+    keys = enc.astype(dtype)
+    del enc
     pad = n << pbits
     matrix = None
+    flat_keys: np.ndarray | None = keys
     if n * width <= MAX_MATRIX_CELLS:  # the padded rows replace the flat keys
         matrix = np.full((n, width), pad, dtype=dtype)
         row = np.repeat(np.arange(n, dtype=np.int64), lens)
         col = np.arange(anc.size, dtype=np.int64) - np.repeat(ptr[:-1], lens)
         matrix[row, col] = keys
         del row, col
-        keys = None
+        flat_keys = None
+    del keys
     order = sorted(range(n), key=o.ids.__getitem__)
     rank = np.empty(n, dtype=np.int64)
     rank[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
@@ -139,7 +144,7 @@ def _build(o: Ontology) -> Closure:
         pbits=pbits,
         dtype=dtype,
         pad=pad,
-        keys=keys,
+        keys=flat_keys,
         matrix=matrix,
         rank=rank,
         excluded_root=bool(o.virtual_root),

@@ -29,11 +29,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
+from dataclasses import dataclass
 from collections import Counter
 from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 import numpy as np
 
@@ -197,8 +198,8 @@ def score_hierarchy(
     """
     opts = IdOptions.of(**ids)
     source = str(records) if isinstance(records, (str, Path)) else None
-    if source is not None:
-        records = read_records(source)
+    if isinstance(records, (str, Path)):
+        records = read_records(str(records))
     records = list(records)
     if source is None and records and isinstance(records[0], Mapping):
         source = records[0].get("_source")  # read from a file: name it
@@ -255,13 +256,14 @@ def _collect(records: list[Record]) -> _Columns | None:
         return _collect_loop(records)
     if set(map(type, labels)) != {dict}:
         return _collect_loop(records)
+    label_maps = cast("list[dict[str, Any]]", labels)
     absent = _ABSENT
-    golds = list(map(dict.get, labels, repeat("gold"), repeat(absent)))
-    preds = list(map(dict.get, labels, repeat("pred"), repeat(absent)))
+    golds = list(map(dict.get, label_maps, repeat("gold"), repeat(absent)))
+    preds = list(map(dict.get, label_maps, repeat("pred"), repeat(absent)))
     if set(map(type, golds)) != {list} or set(map(type, preds)) != {list}:
         return _collect_loop(records)
     done = {}
-    for name, side in (("gold", golds), ("pred", preds)):
+    for name, side in (("gold", cast("list[list[Any]]", golds)), ("pred", cast("list[list[Any]]", preds))):
         lens = np.fromiter(map(len, side), dtype=np.int64, count=len(side))
         multi = np.flatnonzero(lens > 1)
         for k in multi.tolist():
@@ -368,7 +370,8 @@ def _normalise(value: Any) -> Any:
 def _collect_checked(records: list[Record]) -> _Columns:
     """Per-record reading with full checks: raises :class:`InputError` at the first malformed
     record (in record order)."""
-    items, golds, preds, slices = [], [], [], []
+    items: list[Record] = []
+    golds, preds, slices = [], [], []
     unscored: list[dict[str, str]] = []
     missing: list[int] = []
     for rec in records:
@@ -384,7 +387,7 @@ def _collect_checked(records: list[Record]) -> _Columns:
         if gold is None or pred is None:
             pred = _absent_pred(rec, _ABSENT if gold is None else gold, _ABSENT if pred is None else pred,
                                 _ABSENT, unscored, missing, len(items))
-            if pred is _ABSENT:
+            if pred is _ABSENT or gold is None:  # an absent gold always returns _ABSENT
                 continue
         items.append(rec)
         golds.append(gold)
@@ -417,8 +420,14 @@ class _Side:
         return j - int(self.starts[self.item[j]])
 
 
+@dataclass(slots=True, eq=False)
 class _Resolved:
-    __slots__ = ("gold", "pred", "pred_inactive", "gold_inactive", "replaced", "aliased")
+    gold: _Side
+    pred: _Side
+    pred_inactive: np.ndarray
+    gold_inactive: np.ndarray
+    replaced: int
+    aliased: int
 
 
 def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
@@ -428,12 +437,8 @@ def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
     m = len(col.items)
     sides = (_Side("gold", col.gold, col.flat.get("gold")),
              _Side("pred", col.pred, col.flat.get("pred")))
-    res = _Resolved()
-    res.gold, res.pred = sides
-    res.pred_inactive = np.zeros(m, dtype=np.int64)
-    res.gold_inactive = np.zeros(m, dtype=np.int64)
-    res.replaced = 0
-    res.aliased = 0
+    res = _Resolved(*sides, pred_inactive=np.zeros(m, dtype=np.int64), gold_inactive=np.zeros(m, dtype=np.int64),
+                    replaced=0, aliased=0)
     resolver = IdResolver(o, opts)
     status = np.asarray(o.status)
     replaced_by = np.asarray(o.replaced_by, dtype=np.int64)

@@ -116,7 +116,7 @@ class _Dups:
         self.lo = lo
         self.hi = flat[f]
         self._starts = np.searchsorted(f, np.arange(m, dtype=np.int64) * S.shape[1])
-        self._r = None
+        self._r: np.ndarray | None = None
 
     @property
     def r(self) -> np.ndarray:
@@ -474,7 +474,8 @@ def wu_palmer(
     return out
 
 
-def _wup_tables(ontology: Ontology, cl: Closure, lcs: str, identical: str):
+def _wup_tables(ontology: Ontology, cl: Closure, lcs: str,
+                identical: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rank_depth, score_of, depth_min, depth_max) for :func:`_wup_chunk`."""
     if lcs not in ("nltk", "max_depth"):
         raise InputError(f"lcs must be 'nltk' or 'max_depth', not {lcs!r}")

@@ -7,8 +7,9 @@ client (``urllib.request``, ``ssl``) and the calibration families."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from kg_rageval.base.imports import import_target
 
 _WHERE = {
     ".calibration": ("JudgeAgreementFamily", "JudgeCalibrationFamily", "PositionBiasFamily"),
@@ -30,7 +31,7 @@ def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = import_target(f"{module}:{name}", package=__name__)
     globals()[name] = value
     return value
 

@@ -253,7 +253,7 @@ def _flatten(records: Sequence[Record], ids: _Ids):
     unscored: list[dict[str, str]] = []
     missing_recs: list[int] = []
     get = ids.get
-    miss = object()
+    miss: Any = object()  # a sentinel; the codes found are ints
     g_rec, g_s, g_e, g_c, g_t, g_n = (gold.rec.extend, gold.start.append, gold.end.append,
                                       gold.code.append, gold.extra.append, gold.near.append)
     p_rec, p_s, p_e, p_c, p_x = (pred.rec.extend, pred.start.append, pred.end.append,
@@ -514,8 +514,8 @@ def score_linking(
     """
     opts = IdOptions.of(**ids)
     records = records if isinstance(records, list) else list(records)
-    ids = _Ids(ontology, opts)
-    gold, pred, scored, unscored, missing_recs = _flatten(records, ids)
+    idr = _Ids(ontology, opts)
+    gold, pred, scored, unscored, missing_recs = _flatten(records, idr)
     g_rec, g_s, g_e, g_code = _arrays(gold)
     p_rec, p_s, p_e, p_code = _arrays(pred)
     n_replaced = _apply_status(ontology, records, gold, g_rec, g_code, opts.on_status_gold, "gold")
@@ -618,7 +618,7 @@ def score_linking(
 
     stats = {k: v if isinstance(v, np.ndarray) and v.dtype == bool else np.asarray(v, dtype=float)
              for k, v in st.items()}  # 0/1 columns stay bool (1 byte a row)
-    keys, details = _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g,
+    keys, details = _describe(ontology, records, idr, gold, pred, row_rec, row_g, row_p, has_g,
                               has_p, gc, pc, rel, near, near_rel, matched, same, g_nil, p_nil)
     replacement = np.full(n, None, dtype=object)
     if p_inactive.any():
@@ -627,15 +627,15 @@ def score_linking(
     details["replacement"] = replacement
     record_ids = _obj([str(r.get("id")) for r in records])[row_rec]  # one str() per record
     empty = len(scored) - int(rec_ids.size)
-    meta = {
+    meta: dict[str, Any] = {
         "alignment": "overlap" if overlap else "strict",
         "records_scored": len(scored),
         "records_without_mentions": empty,
     }
-    if ids.unknown:
-        meta["unknown_ids"] = sorted(ids.unknown)[:50]
-    if ids.aliased:
-        meta["n_aliased"] = ids.aliased
+    if idr.unknown:
+        meta["unknown_ids"] = sorted(idr.unknown)[:50]
+    if idr.aliased:
+        meta["n_aliased"] = idr.aliased
     if n_replaced:
         meta["replaced_ids"] = n_replaced
     return Evaluation(LinkingFamily(overlap=overlap), record_ids, stats, keys, details, unscored, meta)
@@ -806,7 +806,7 @@ def confidence_sweep(
         return None
     if thresholds is None:
         uniq = np.unique(sc)
-        thresholds = uniq if uniq.size <= 101 else np.quantile(uniq, np.linspace(0, 1, 101))
+        thresholds = (uniq if uniq.size <= 101 else np.quantile(uniq, np.linspace(0, 1, 101))).tolist()
         del uniq
     n_gold = float(st["n_gold"].sum())
     n_gold_inkb = float(st["gold_inkb"].sum())

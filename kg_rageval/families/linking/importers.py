@@ -91,7 +91,7 @@ def _candidates(cols: list[str], name: str, lineno: int) -> list[tuple[str, floa
     if len(cols) % 3:
         raise InputError("need kb id, score and type for each of several candidates",
                          source=name, location=f"line {lineno}")
-    out = []
+    out: list[tuple[str, float | None, str | None]] = []
     for i in range(0, len(cols), 3):
         try:
             sc = float(cols[i + 1])

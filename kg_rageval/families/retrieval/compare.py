@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from kg_rageval.base.errors import InputError, MissingEvidence
+from kg_rageval.results.resample import resample_indices
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,18 @@ class PairedComparison:
 
 
 def bootstrap_ci(d: np.ndarray, *, n_resamples: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``d`` (chunked, seeded)."""
+    """Percentile bootstrap interval of the mean of ``d`` (chunked, seeded): the resamples of
+    :func:`~kg_rageval.results.resample.resample_indices`, the scheme of every bootstrap."""
     d = np.asarray(d, dtype=float)
     n = len(d)
     if n == 0:
         raise MissingEvidence("bootstrap of an empty sample")
-    rng = np.random.default_rng(seed)
+    draws = resample_indices(n, n_resamples, seed)
     means = np.empty(n_resamples)
     chunk = max(1, min(n_resamples, 4_000_000 // n))
     for lo in range(0, n_resamples, chunk):
         hi = min(n_resamples, lo + chunk)
-        idx = rng.integers(0, n, size=(hi - lo, n))
+        idx = np.stack([next(draws) for _ in range(hi - lo)])
         means[lo:hi] = d[idx].mean(axis=1)
     a = (1 - level) / 2
     q = np.quantile(means, [a, 1 - a])

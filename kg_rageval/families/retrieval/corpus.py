@@ -165,13 +165,13 @@ class Corpus:
         ids: list[str],
         cat_ptr: np.ndarray,
         cat_idx: np.ndarray,
-        fields: Mapping[str, tuple[np.ndarray, np.ndarray, Sequence[str]]] = (),
+        fields: Mapping[str, tuple[np.ndarray, np.ndarray, Sequence[str]]] | None = None,
         **kw: Any,
     ) -> "Corpus":
         """Build from arrays (benchmarks, generated corpora): ``fields[name] = (ptr, codes,
         value strings)`` with codes ascending within each document."""
         tables = {k: FieldTable(k, np.asarray(p), np.asarray(c), {v: i for i, v in enumerate(vals)})
-                  for k, (p, c, vals) in dict(fields).items()}
+                  for k, (p, c, vals) in dict(fields or {}).items()}
         return cls(list(ids), list(ids), np.asarray(cat_ptr), np.asarray(cat_idx), tables, **kw)
 
     # ------------------------------------------------------------------ entitlement

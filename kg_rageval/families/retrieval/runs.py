@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class Vocab:
     def add(self, s: str) -> int:
         return self.index.setdefault(s, len(self.index))
 
-    def codes(self, ids: Sequence[str]) -> np.ndarray:
+    def codes(self, ids: Sequence[str] | np.ndarray) -> np.ndarray:
         """Codes of many ids, adding unseen ones in first-seen order (int64 array).
 
         Large inputs are factorised first (:func:`factorize`: a C-level hash table), so the
@@ -85,7 +85,7 @@ class Vocab:
             arr = arr.astype(str)
         if arr.dtype.kind == "U":
             width = arr.dtype.itemsize // 4
-            chars = arr.view(np.uint32).reshape(n, width)
+            chars: np.ndarray = arr.view(np.uint32).reshape(n, width)
         else:  # UTF-8 bytes
             width = arr.dtype.itemsize
             chars = arr.view(np.uint8).reshape(n, width)
@@ -270,6 +270,7 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
 
     if n * width > 2 * N + 4096:
         if row_ids is None:
+            assert vocab is not None and docs is not None  # the string order needs them
             return np.lexsort((-vocab.rank_key[docs], -scores, row))
         out = np.arange(N, dtype=np.int64)
         for r in np.unique(row[viol]).tolist():
@@ -290,6 +291,7 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
     if tied_rows.size:
         if row_ids is None:
             # string order of the ids in the tied rows only (not the whole vocabulary)
+            assert vocab is not None and docs is not None  # the string order needs them
             in_tied = np.zeros(n, dtype=bool)
             in_tied[tied_rows] = True
             sel = in_tied[row]
@@ -297,6 +299,7 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
             if square:
                 rk.reshape(-1)[sel] = -vocab.rank_key_of(docs[sel])
             else:
+                assert col is not None  # set for rows of uneven length
                 rk[row[sel], col[sel]] = -vocab.rank_key_of(docs[sel])
             o[tied_rows] = np.lexsort((rk[tied_rows], grid[tied_rows]), axis=1)
         else:
@@ -313,7 +316,7 @@ FACTORIZE_MIN = 50_000
 before touching the dictionary."""
 
 
-def factorize(ids: Sequence[str]) -> tuple[np.ndarray, list[str]] | None:
+def factorize(ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, list[str]] | None:
     """``(codes, distinct)`` of a sequence of string ids: ``distinct`` in first-seen order and
     ``distinct[codes[i]] == ids[i]``, by pandas' C string hash table (one pass over the UTF-8
     of each id; about 7x faster than a dict ``setdefault`` per id).
@@ -374,14 +377,18 @@ class Qrels:
         vocab = vocab if vocab is not None else Vocab()
         vals = list(qrels.values())
         if set(map(type, vals)) <= {dict}:  # the common shape: one C-level pass over all judgements
-            lens_a = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
+            dicts = cast("list[dict[str, float]]", vals)
+            lens_a = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
             total = int(lens_a.sum())
-            codes = vocab.codes(list(itertools.chain.from_iterable(vals)))
-            g = np.fromiter(itertools.chain.from_iterable(map(dict.values, vals)), dtype=np.float64, count=total)
+            codes = vocab.codes(list(itertools.chain.from_iterable(dicts)))
+            g = np.fromiter(itertools.chain.from_iterable(map(dict.values, dicts)), dtype=np.float64, count=total)
             row = np.repeat(np.arange(len(vals), dtype=np.int64), lens_a)
             order = np.lexsort((codes, row))
             return cls(list(map(str, qrels)), _csr(lens_a), codes[order], g[order], vocab)
-        qids, lens, ids, grades = [], [], [], []
+        qids: list[str] = []
+        lens: list[int] = []
+        ids: list[str] = []
+        grades: list[float] = []
         for q, judged in qrels.items():
             if isinstance(judged, Mapping):
                 ids.extend(judged.keys())
@@ -436,7 +443,7 @@ class Run:
 
     @property
     def n_duplicates_removed(self) -> int:
-        return int(self.duplicates.sum())
+        return int(self.duplicates.sum()) if self.duplicates is not None else 0
 
     def ranked(self, qid: str) -> list[str]:
         i = self.qindex[qid]
@@ -472,7 +479,8 @@ class Run:
         lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
         total = int(lens.sum())
         flat = np.fromiter(itertools.chain.from_iterable(vals), dtype=object, count=total)
-        values = (map(dict.values, vals) if set(map(type, vals)) <= {dict} else (d.values() for d in vals))
+        values = (map(dict.values, cast("list[dict[str, float]]", vals)) if set(map(type, vals)) <= {dict}
+                  else (d.values() for d in vals))
         scores = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64, count=total)
         return cls.from_columns(qids, _csr(lens), vocab.codes(flat), scores, vocab, check_duplicates=False)
 
@@ -516,9 +524,9 @@ class Run:
                 qrow, docs, scores = qrow[keep], docs[keep], scores[keep]
                 ptr = _csr(np.bincount(qrow, minlength=n))
         if len(docs):
-            order = trec_order(ptr, scores, docs, vocab)
-            if order is not None:
-                docs, scores = docs[order], scores[order]
+            perm = trec_order(ptr, scores, docs, vocab)
+            if perm is not None:
+                docs, scores = docs[perm], scores[perm]
         return cls(list(qids), ptr, docs, scores, vocab, dup)
 
     def to_dict(self) -> dict[str, dict[str, float]]:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import itertools
 import math
 from operator import itemgetter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -375,7 +375,7 @@ def score_retrieval(
     # kept: corpus indices of the eligible relevant gold documents (known docs), CSR by record
     kept = np.zeros(0, dtype=np.int64)
     kept_rec = np.zeros(0, dtype=np.int64)
-    unknown_gold = np.zeros(n)
+    unknown_gold: np.ndarray = np.zeros(n)
     if corpus is None:
         elig_gold: list[Mapping[str, float]] = list(golds)
     else:
@@ -383,7 +383,7 @@ def score_retrieval(
         glen = np.fromiter(map(len, golds), dtype=np.int64, count=n)
         gflat = corpus.lookup(list(itertools.chain.from_iterable(golds)))
         grec = np.repeat(np.arange(n, dtype=np.int64), glen)
-        grel = np.fromiter(itertools.chain.from_iterable(map(dict.values, golds)), dtype=np.float64,
+        grel = np.fromiter(itertools.chain.from_iterable(map(dict.values, cast("list[dict[str, float]]", golds))), dtype=np.float64,
                            count=len(gflat)) >= 1 if all(type(g) is dict for g in golds) else \
             np.fromiter((g[d] >= 1 for g in golds for d in g), dtype=bool, count=len(gflat))
         gknown = gflat >= 0
@@ -431,8 +431,9 @@ def score_retrieval(
 
     # ---- predicate precision / recall
     for i in range(n):
-        if gold_filt[i] is not None:
-            tp, npred, ngold = predicate_counts(filt[i] or [], gold_filt[i])
+        gf = gold_filt[i]
+        if gf is not None:
+            tp, npred, ngold = predicate_counts(filt[i] or [], gf)
             st["pred_tp"][i], st["pred_n"][i], st["gold_n"][i] = tp, npred, ngold
 
     # ---- gold nodes
@@ -470,17 +471,17 @@ def score_retrieval(
         def per_q(x: np.ndarray) -> np.ndarray:
             return np.bincount(pair_rec, weights=x, minlength=n)
 
-        m = np.bincount(pair_rec, minlength=n).astype(float)
-        q = m > 0  # logged records with eligible relevant gold in the corpus
+        n_elig = np.bincount(pair_rec, minlength=n).astype(float)
+        q = n_elig > 0  # logged records with eligible relevant gold in the corpus
         n_pass, n_incons = per_q(p), per_q(inconsistent)
         n_found, n_below = per_q(found), per_q(below)
         st["fe_q_eligible"] = q.astype(float)
-        st["fe_docs_eligible"] = m
-        st["fe_docs_excluded"] = m - n_pass
+        st["fe_docs_eligible"] = n_elig
+        st["fe_docs_excluded"] = n_elig - n_pass
         st["fe_q_inconsistent"] = (n_incons > 0).astype(float)
         st["fe_docs_inconsistent"] = n_incons
         st["att_q"] = q.astype(float)
-        st["att_docs"] = m.copy()
+        st["att_docs"] = n_elig.copy()
         st["att_docs_found"] = n_found
         st["att_docs_ranker"] = n_below
         st["att_docs_filter"] = per_q(lost_filter)
@@ -677,9 +678,10 @@ def _relation_codes(ontology, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
         from kg_rageval.families.hierarchy import relation_codes  # type: ignore[attr-defined]
         from kg_rageval.families.hierarchy.closure import _CACHE
     except ImportError:  # pragma: no cover - depends on the other module being present
-        relation_codes, _CACHE = None, {}
-    if relation_codes is not None and (len(gold) >= VECTOR_RELATIONS_MIN or ontology in _CACHE):
-        return np.asarray(relation_codes(ontology, gold, pred), dtype=np.int64)
+        pass
+    else:
+        if len(gold) >= VECTOR_RELATIONS_MIN or ontology in _CACHE:
+            return np.asarray(relation_codes(ontology, gold, pred), dtype=np.int64)
     return np.asarray([RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)],
                       dtype=np.int64)
 
@@ -695,7 +697,7 @@ def category_diagnosis(evaluation: Evaluation, ontology=None) -> dict[str, Any]:
     excl = evaluation.stats["fe_q_excluded"] > 0
     total = int(excl.sum())
     out: dict[str, Any] = {"n_false_exclusions": total, "by_cause": [], "by_cause_under": [], "sentences": []}
-    if cause is None or total == 0:
+    if cause is None or under is None or total == 0:
         out["missing"] = "no false exclusions" if total == 0 else "no diagnosis"
         return out
     by_c: dict[str, int] = {}

@@ -16,19 +16,22 @@ Errors name the file and line: a wrong number of columns, a non-numeric relevanc
 score, a document judged twice for one query, or a run listing a document twice for a query
 (unless ``dedupe=True``, which keeps the first line and counts the rest in
 ``Run.duplicates``). Files are read in chunks with vectorised column conversion; gzip files
-(``.gz``) are read transparently.
+(``.gz``) are read transparently, their decompressed size bounded by the ``max_gz_bytes`` limit.
+JSON qrels/runs are parsed whole: a file larger than ``max_doc_bytes`` is refused (use the TREC
+format).
 """
 
 from __future__ import annotations
 
-import gzip
 import itertools
+import math
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.safe_io import open_binary, read_document
 from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab, _csr
 
 CHUNK_BYTES = 1 << 26
@@ -40,20 +43,13 @@ _TAB = np.zeros(256, dtype=bool)
 _TAB[[9, 10, 13]] = True
 
 
-def _open(path: Path, mode: str = "rt"):
-    if path.suffix == ".gz":
-        return gzip.open(path, mode, encoding="utf-8")
-    return open(path, mode, encoding="utf-8", newline="")
-
-
 def _blocks(path: Path, skip_header: bool = False) -> Iterator[tuple[int, bytes]]:
     """``(first line number, bytes)``: blocks of whole lines, read in binary."""
     if not path.exists():
         raise InputError("no such file", source=str(path))
-    opener = gzip.open if path.suffix == ".gz" else open
     lineno = 1
     rest = b""
-    with opener(path, "rb") as fh:
+    with open_binary(path) as fh:
         if skip_header:
             fh.readline()
             lineno = 2
@@ -198,8 +194,7 @@ def _to_float(path: Path, start: int, arr: np.ndarray, rows_line: np.ndarray, wh
 def _line_of_row(path: Path, row: int, skip_header: bool = False) -> int:
     """Line number of the ``row``-th (0-based) data line: rescans the file (error path only)."""
     seen = -1
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
+    with open_binary(path) as fh:
         for lineno, ln in enumerate(fh, start=1):
             if skip_header and lineno == 1:
                 continue
@@ -420,8 +415,8 @@ def read_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
 def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
     """A BEIR qrels TSV (header ``query-id corpus-id score``) as :class:`Qrels`."""
     p = Path(path)
-    with _open(p) as fh:
-        header = fh.readline().rstrip("\r\n").split("\t")
+    with open_binary(p) as fh:
+        header = fh.readline().decode("utf-8").rstrip("\r\n").split("\t")
     if [h.strip() for h in header] != ["query-id", "corpus-id", "score"]:
         raise InputError(
             f"expected the BEIR header 'query-id<TAB>corpus-id<TAB>score', found {header!r}",
@@ -510,8 +505,6 @@ def _num(g: float) -> str:
 # ------------------------------------------------------------------ JSON and format detection
 
 FORMATS = ("auto", "trec", "beir", "json")
-MAX_JSON_BYTES = 1 << 31
-"""JSON qrels/runs are parsed whole; files larger than this are refused (use TREC format)."""
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -519,12 +512,9 @@ def _read_json(path: Path, what: str) -> dict:
 
     if not path.exists():
         raise InputError("no such file", source=str(path))
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise InputError(f"{what} JSON larger than {MAX_JSON_BYTES} bytes; use the TREC format", source=str(path))
-    opener = gzip.open if path.suffix == ".gz" else open
+    raw = read_document(path, found=f"the {what} JSON (use the TREC format for large files)")
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid JSON: {exc}", source=str(path)) from None
     if not isinstance(data, dict):
@@ -537,6 +527,9 @@ def _read_json(path: Path, what: str) -> dict:
         for d, v in docs.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise InputError(f"query {q!r}, document {d!r}: {what} must be a number, found {v!r}",
+                                 source=str(path))
+            if not math.isfinite(v):  # NaN/Infinity parse in JSON; the TREC reader refuses them too
+                raise InputError(f"query {q!r}, document {d!r}: {what} is not a finite number: {v!r}",
                                  source=str(path))
     return data
 
@@ -557,8 +550,7 @@ def _sniff(path: Path) -> str:
         return "json"
     if not path.exists():
         raise InputError("no such file", source=str(path))
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
+    with open_binary(path) as fh:
         head = fh.read(4096)
     first = head.lstrip()[:1]
     if first == b"{":
@@ -600,8 +592,7 @@ def run_tag(path: str | Path) -> str | None:
     p = Path(path)
     if _sniff(p) != "trec":
         return None
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rb") as fh:
+    with open_binary(p) as fh:
         for ln in fh:
             parts = ln.split()
             if parts and not parts[0].startswith(b"#") and len(parts) >= 6:

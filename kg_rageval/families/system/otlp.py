@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.safe_io import read_document
 
 KINDS_TO_STAGE = {"RETRIEVER": "retrieve", "RERANKER": "rerank", "LLM": "generate", "EMBEDDING": "embed"}
 _DOC = re.compile(r"^(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.(id|score|content)$")
@@ -240,8 +241,9 @@ def read_spans(path: str | Path, *, max_spans: int = 1_000_000) -> list[Span]:
     """Spans from a trace file: OTLP JSON (one request object, or one per line), or Phoenix /
     OpenInference span JSON (a list of spans, ``{"data": [...]}``, or one span per line)."""
     p = Path(path)
+    raw = read_document(p, found="the trace file")
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", source=str(p)) from None
     try:

@@ -36,6 +36,7 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric
 from kg_rageval.results.rollup import rollup_mask
+from kg_rageval.results.resample import resample_indices
 
 QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 
@@ -173,7 +174,7 @@ class QuantileEvaluation(Evaluation):
         n = len(ids)
         if n == 0:
             return out
-        rng = np.random.default_rng(seed)
+        draws = resample_indices(n, n_resamples, seed)
         names = list(self.stats)
         mat = np.stack([self.stats[k] for k in names], axis=1) if names else np.zeros((len(self), 0))
         fam = self.family
@@ -182,7 +183,7 @@ class QuantileEvaluation(Evaluation):
         need_sums = any(m not in row_names for m in wanted)
         only = {m for m in wanted if m in row_names}
         for b in range(n_resamples):
-            counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
+            counts = np.bincount(next(draws), minlength=n).astype(float)
             w = counts[inverse]
             res = fam.finalize(dict(zip(names, (w @ mat).tolist()))) if need_sums else {}
             if only:

@@ -12,12 +12,12 @@ asks for it where a loader supports it) and XML external entities are refused.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.imports import import_target
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,7 @@ class LoaderSpec:
     description: str
 
     def load(self) -> Callable[..., Any]:
-        module, _, func = self.target.partition(":")
-        return getattr(importlib.import_module(module), func)
+        return import_target(self.target)
 
 
 _REGISTRY: dict[str, LoaderSpec] = {}

@@ -105,10 +105,10 @@ class GraphMapping:
         quote_identifier(self.id_property, "id property")
         for p in self.label_properties + self.synonym_properties:
             quote_identifier(p, "property")
-        for p in (self.definition_property, self.deprecated_property, self.replaced_by_property,
-                  self.type_property):
-            if p is not None:
-                quote_identifier(p, "property")
+        for opt in (self.definition_property, self.deprecated_property, self.replaced_by_property,
+                    self.type_property):
+            if opt is not None:
+                quote_identifier(opt, "property")
         for r in self.relationships + self.relation_types:
             quote_identifier(r, "relationship type")
 
@@ -413,9 +413,9 @@ def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, An
                 synonyms.extend(vals)
         for col in syn_cols:
             synonyms.extend(_strings(row.get(col)))
-        definition = (_strings(row.get("definition")) or [None])[0]
-        replaced = (_strings(row.get("replaced_by")) or [None])[0]
-        node_type = (_strings(row.get("node_type")) or [None])[0]
+        definition = next(iter(_strings(row.get("definition"))), None)
+        replaced = next(iter(_strings(row.get("replaced_by"))), None)
+        node_type = next(iter(_strings(row.get("node_type"))), None)
         status = "deprecated" if _truthy(row.get("deprecated")) else "active"
         b.add_node(node_id, label=label, synonyms=synonyms, definition=definition, status=status,
                    replaced_by=replaced, node_type=node_type, where=f"node {node_id!r}")
@@ -426,18 +426,19 @@ def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, An
             continue
         b.add_edge(str(child), str(parent), where=f"{m.relationships[0]} edge")
     for row in triples:
-        ends = []
+        ends: list[str] = []
         for end in ("subject", "object"):
             x = row.get(end)
             if isinstance(x, (list, tuple)):
                 x = x[0] if x else None
-            ends.append(None if x is None else str(x))
+            if x is not None:
+                ends.append(str(x))
         pred = row.get("predicate")
-        if None in ends or not isinstance(pred, str):
+        if len(ends) < 2 or not isinstance(pred, str):
             b.warn("triples_without_id")
             continue
-        for x, kind in zip(ends, (row.get("subject_kind"), row.get("object_kind"))):
-            if not b.has_node(x):
-                b.add_instance(x, kind=kind if isinstance(kind, str) else None, where=f"{pred} relationship")
+        for node, kind in zip(ends, (row.get("subject_kind"), row.get("object_kind"))):
+            if not b.has_node(node):
+                b.add_instance(node, kind=kind if isinstance(kind, str) else None, where=f"{pred} relationship")
         b.add_triple(ends[0], pred, ends[1], where=f"{pred} relationship")
     return b.build(dangling=dangling, conflicts=conflicts, strict=strict)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal, overload
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.ontology.builder import OntologyBuilder
@@ -167,6 +168,14 @@ def read_obo(path: str | Path) -> tuple[list[tuple[str, str, int]], list[_Stanza
         else:
             current.tags.append(entry)
     return header, stanzas
+
+
+@overload
+def _one(stanza: _Stanza, tag: str, src: str, *, required: Literal[True]) -> tuple[str, int]: ...
+
+
+@overload
+def _one(stanza: _Stanza, tag: str, src: str, *, required: bool = False) -> tuple[str, int] | None: ...
 
 
 def _one(stanza: _Stanza, tag: str, src: str, *, required: bool = False) -> tuple[str, int] | None:

@@ -145,8 +145,9 @@ def rdf_syntax(path: str | Path, format: str | None = None) -> str:
                 f"{', '.join(sorted(k for k, v in _FORMAT_ALIASES.items() if v))}",
                 source=str(p),
             )
-        if _FORMAT_ALIASES[key]:
-            return _FORMAT_ALIASES[key]
+        alias = _FORMAT_ALIASES[key]
+        if alias:
+            return alias
     suffix = p.suffix.lower()
     if suffix in _EXT_FORMATS:
         return _EXT_FORMATS[suffix]
@@ -352,8 +353,9 @@ def _parse_error(exc: Exception, src: str, syntax: str, data: bytes) -> InputErr
     message = str(exc) or type(exc).__name__
     get_line = getattr(exc, "getLineNumber", None)
     if callable(get_line):  # xml.sax.SAXParseException
-        location = f"line {get_line()}, column {exc.getColumnNumber()}"
-        message = exc.getMessage()
+        sax: Any = exc  # duck-typed: any parser error with the SAX accessors
+        location = f"line {get_line()}, column {sax.getColumnNumber()}"
+        message = sax.getMessage()
     elif type(exc).__name__ == "BadSyntax":  # rdflib notation3 (Turtle, N3, TriG)
         args = exc.args
         if len(args) >= 5 and isinstance(args[2], str) and isinstance(args[3], int):
@@ -363,12 +365,13 @@ def _parse_error(exc: Exception, src: str, syntax: str, data: bytes) -> InputErr
             location = f"line {line}, column {col}"
             message = str(args[4])
     elif getattr(exc, "lineno", None):  # json.JSONDecodeError
-        location = f"line {exc.lineno}, column {getattr(exc, 'colno', '?')}"
+        located: Any = exc  # duck-typed: any parser error with a line number
+        location = f"line {located.lineno}, column {getattr(exc, 'colno', '?')}"
         message = getattr(exc, "msg", message)
     elif syntax in ("nt", "nquads"):
-        line = _first_bad_ntriples_line(data, syntax)
-        if line:
-            location = f"line {line}"
+        bad_line = _first_bad_ntriples_line(data, syntax)
+        if bad_line:
+            location = f"line {bad_line}"
     message = _without_content(message, data)
     return InputError(f"malformed {name}: {message}; expected valid {name}", source=src, location=location)
 
@@ -791,7 +794,8 @@ def walk(
             props.setdefault(s, "rdf")
     skipped_prop_refs = 0
     for s in sorted(props, key=str):
-        dom, rng = [], []
+        dom: list[str] = []
+        rng: list[str] = []
         for pred, bucket in ((U(_RDFS + "domain"), dom), (U(_RDFS + "range"), rng)):
             for o in graph.objects(s, pred):
                 if is_iri(o):

@@ -193,9 +193,10 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
                 location=where,
             )
         decoded = _CHARREF.sub(_decode_charref, value)
-        if _REF.search(decoded):
+        nested = _REF.search(decoded)
+        if nested:
             raise UnsafeInputError(
-                f"entity &{name}; references another entity ({_REF.search(decoded).group(0)}"
+                f"entity &{name}; references another entity ({nested.group(0)}"
                 f"{', written with character references' if not _REF.search(value) else ''}): "
                 "nested entities are how expansion bombs ('billion laughs') are built, so they "
                 "are refused",

@@ -264,11 +264,11 @@ def load_stix(
         if obj["type"] != "x-mitre-tactic":
             continue
         tid = node(obj, "tactic")
-        parents = tactic_parent.get(tid)
-        if parents is None and len(root_ids) == 1:
-            parents = root_ids  # one matrix: every tactic belongs to it
+        tactic_roots = tactic_parent.get(tid)
+        if tactic_roots is None and len(root_ids) == 1:
+            tactic_roots = root_ids  # one matrix: every tactic belongs to it
             b.warn("tactics_not_in_matrix", f"tactic {tid!r} is not in the matrix's tactic_refs")
-        for par in parents or ():
+        for par in tactic_roots or ():
             b.add_edge(tid, par, where=obj["id"])
         short = obj.get("x_mitre_shortname")
         if short:

@@ -250,3 +250,17 @@ def test_cli_files_rollup_with_corpus_equals_records_rollup(fixtures_dir, tmp_pa
     for node, g in rec_roll.items():
         assert files_roll[node]["n"] == g["n"]
         assert files_roll[node]["metrics"]["RR"]["value"] == pytest.approx(g["metrics"]["retrieval.mrr"]["value"])
+
+
+@pytest.mark.parametrize("n, n_resamples, seed", [(1, 7, 1), (5, 500, 0), (60, 2000, 3), (3001, 1500, 2)])
+def test_bootstrap_ci_is_the_shared_resampling_bit_for_bit(n, n_resamples, seed):
+    # reference: the percentile bootstrap written out with one (n_resamples, n) draw from
+    # default_rng(seed) (the stream of results.resample's one-resample-at-a-time draws; with
+    # 3001 records bootstrap_ci blocks the resamples, 1332 a block)
+    d = np.random.default_rng(n).normal(size=n)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    a = (1 - 0.9) / 2  # 0.04999999999999999, as bootstrap_ci computes it
+    lo, hi = np.quantile(d[idx].mean(axis=1), [a, 1 - a])
+    assert bootstrap_ci(d, n_resamples=n_resamples, level=0.9, seed=seed) == (float(lo), float(hi))
+    if n == 1:
+        assert bootstrap_ci(d, n_resamples=n_resamples, seed=seed) == (d[0], d[0])

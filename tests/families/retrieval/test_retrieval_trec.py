@@ -212,3 +212,35 @@ def test_gzip_files(tmp_path):
         fh.write("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 2.0 t\nq2 Q0 c 1 1.0 t\n")
     r = read_run(p)
     assert r.ranked("q1") == ["b", "a"] and r.ranked("q2") == ["c"]
+
+
+def test_gzip_and_json_inputs_are_bounded(tmp_path):
+    """A .gz run decompressing past max_gz_bytes and a JSON run larger than max_doc_bytes are
+    refused, naming the file (the whole-file and chunked readers go through base/safe_io)."""
+    import gzip
+    import json
+
+    from kg_rageval.base.errors import LimitExceeded
+    from kg_rageval.base.limits import limits
+    from kg_rageval.families.retrieval import load_run
+
+    body = "".join(f"q1 Q0 d{i} {i + 1} {100 - i}.0 t\n" for i in range(100))  # 1,974 bytes
+    p = tmp_path / "big.txt.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write(body)
+    with (limits({"max_gz_bytes": 1000}),
+          pytest.raises(LimitExceeded, match=r"big\.txt\.gz.*more than 1000 bytes.*max_gz_bytes = 1000")):
+        read_run(p)
+    assert read_run(p).ranked("q1")[:2] == ["d0", "d1"]  # within the default limit
+    j = tmp_path / "run.json"
+    j.write_text(json.dumps({"q1": {f"d{i}": float(i) for i in range(20)}}))  # 248 bytes
+    with (limits({"max_doc_bytes": 100}),
+          pytest.raises(LimitExceeded, match=r"run\.json.*the score JSON .*is 248 bytes.*max_doc_bytes = 100")):
+        load_run(j)
+    jz = tmp_path / "run.json.gz"
+    with gzip.open(jz, "wt") as fh:
+        fh.write(j.read_text())
+    with (limits({"max_gz_bytes": 200}),
+          pytest.raises(LimitExceeded, match=r"run\.json\.gz.*more than 200 bytes")):
+        load_run(jz)
+    assert load_run(jz).ranked("q1")[:2] == ["d19", "d18"]

@@ -157,6 +157,11 @@ def test_json_and_beir_and_sniffing(tmp_path, fixtures_dir):
     bad.write_text(json.dumps({"q1": {"a": "x"}}))
     with pytest.raises(InputError, match="score must be a number"):
         load_run(bad)
+    for text, shown in (('{"q1": {"a": NaN}}', "nan"), ('{"q1": {"a": 1.0, "b": -Infinity}}', "-inf"),
+                        ('{"q1": {"a": 1e999}}', "inf")):
+        bad.write_text(text)
+        with pytest.raises(InputError, match=rf"bad\.json.*query 'q1', document '.': score is not a finite number: {shown}"):
+            load_run(bad)
 
 
 # ------------------------------------------------------------------ names

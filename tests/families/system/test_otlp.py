@@ -174,3 +174,15 @@ def test_phoenix_span_json(tmp_path):
     p.write_text(json.dumps(spans))
     with pytest.raises(InputError, match="has no time zone"):
         import_otlp(p)
+
+
+def test_trace_file_larger_than_the_limit_is_refused(tmp_path):
+    from kg_rageval.base.errors import LimitExceeded
+    from kg_rageval.base.limits import limits
+
+    p = tmp_path / "traces.json"
+    p.write_text('{"resourceSpans": []}' + " " * 79)  # 100 bytes
+    assert import_otlp(p) == []
+    with (limits({"max_doc_bytes": 99}),
+          pytest.raises(LimitExceeded, match=r"traces\.json.*the trace file is 100 bytes.*max_doc_bytes = 99")):
+        import_otlp(p)
