@@ -517,7 +517,7 @@ def _flat(lists: list[list], rows: list[int]) -> tuple[np.ndarray, list[str], li
 
 def _locator(scored: list, rec: np.ndarray, key: str) -> Any:
     """``at(j, end)``: the place of the ``end`` of flattened triple ``j`` of ``relations.<key>``."""
-    first = {}
+    first: dict[int, int] = {}
     for j, k in enumerate(rec.tolist()):
         first.setdefault(k, j)
 
