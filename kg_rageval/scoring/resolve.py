@@ -74,7 +74,7 @@ def resolve_metric(name: MetricName | str, *, scope: Sequence[str] | None = None
     if mn.family is None and IR_FAMILY in reg and ir_alias(bare) and _find(reg[IR_FAMILY], bare) is None:
         return _resolve_in(reg[IR_FAMILY], mn, bare, options, text=str(name))  # says it is not computed
     hits: list[tuple["Scorer", str]] = []
-    for fam, sc in reg.items():
+    for _fam, sc in reg.items():
         got = _find(sc, bare)
         if got is not None:
             hits.append((sc, got[0]))

@@ -370,7 +370,7 @@ def test_names_are_escaped_in_markdown_html_junit(stub, wd, cli):
     assert "(U+202E)" in md and "\x00" not in md
     for line in md.splitlines():
         if line.startswith(("| PASS", "| FAIL", "| MISSING")):  # gate rows keep their 4 cells
-            assert len([c for c in line.replace("\\|", "").split("|")]) == 6
+            assert len(line.replace("\\|", "").split("|")) == 6
     html = (wd / "out" / "report.html").read_text()
     # the report's own sorting/filtering script is the only one; the name injects none
     assert html.count("<script") == 1 and "<script>alert" not in html

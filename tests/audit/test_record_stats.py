@@ -221,7 +221,7 @@ def test_a_bootstrap_call_alone_keeps_no_view_on_the_evaluation():
 def test_assert_gates_leaves_no_view_on_the_callers_evaluation():
     from kg_rageval.pytest_plugin import GateFailure, assert_gates
 
-    _, ev = list(_cases())[0]
+    _, ev = next(iter(_cases()))
     with pytest.raises(GateFailure, match=r"ci_low 0\.\d+ .*violates >= 0\.99"):
         assert_gates(ev, ["ci_low(ra) >= 0.99"])
     assert "_record_stats" not in ev.__dict__

@@ -520,7 +520,7 @@ def test_generation_streams_judgment_codes_orphans_and_calibration(tmp_path):
 
 
 def test_generation_without_any_judgment_keeps_missing_input(tmp_path):
-    recs = [r for r in _generation_records()[:8]]
+    recs = list(_generation_records()[:8])
     for r in recs:
         r.get("answer", {}).pop("judgment", None)
     path = _write(tmp_path, recs)

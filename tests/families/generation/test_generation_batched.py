@@ -260,7 +260,7 @@ def test_concept_linker_batches_equal_one_call_per_text(monkeypatch):
     assert concepts_in(texts, MemoLinker(one)) == frozenset().union(*expected)
     calls = {"find": 0, "find_many": 0}
     for name in calls:
-        def counted(self, arg, _name=name, _fn=getattr(DictionaryLinker, name)):
+        def counted(self, arg, _name=name, _fn=getattr(DictionaryLinker, name)):  # noqa: B008 - bound per name
             calls[_name] += 1
             return _fn(self, arg)
         monkeypatch.setattr(DictionaryLinker, name, counted)

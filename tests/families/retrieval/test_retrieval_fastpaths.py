@@ -161,7 +161,7 @@ def _records(n: int, seed: int, docs: list[str], nodes: list[str], repeats: bool
         elif shape == 1:
             run = [[d, float(s)] for d, s in zip(ranked, sc)]
         elif shape == 2:
-            run = {d: s for d, s in zip(ranked, sc)}
+            run = dict(zip(ranked, sc))
         elif shape == 3:  # the checked parser's shape, or a common one
             run = [{"id": d, "score": s} if repeats else [d, s] for d, s in zip(ranked, sc)]
         elif shape == 4:
