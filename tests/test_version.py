@@ -34,4 +34,3 @@ def test_changelog_newest_entry_is_this_version():
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     versions = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", text, re.M)
     assert versions[:2] == [kg_rageval.__version__, "0.1.0"], versions
-
