@@ -304,6 +304,7 @@ _ATTEMPT = st.tuples(st.sampled_from(["clean", "old"]), st.integers(min_value=0,
                     st.sampled_from(["kill", "disk_full"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(attempts=st.lists(_ATTEMPT, min_size=1, max_size=3))
 def test_no_fault_sequence_yields_a_verified_report_that_differs_from_a_clean_run(stub, wd, attempts):

@@ -217,6 +217,7 @@ def _run(out: Path, base: Path, onto_path: Path, spill_rows: int | None):
     return res
 
 
+@pytest.mark.slow
 def test_a_spilled_audit_equals_the_in_memory_audit(generated_attack, tmp_path):
     base, onto_path = generated_attack
     held = _run(tmp_path / "memory", base, onto_path, 0)

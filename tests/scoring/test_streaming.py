@@ -19,6 +19,7 @@ from kg_rageval.results.evaluation import Evaluation, EvaluationSet, concat_eval
 from stream_helpers import FIXTURES, demo, _json, _assert_same, _provenance_runs  # noqa: F401 (shared with other tests)
 from stream_helpers import _write  # noqa: F401 (shared with other tests)
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_chunked_equals_whole_for_every_family(name, demo, family_calls):
     bound = get_scorer(name).bind(demo["ontology"], **family_inputs(name, demo))
@@ -273,6 +274,7 @@ def test_concatenation_equals_concat_evaluations():
 # ---------------------------------------------------------------------- provenance: the per-run members
 
 
+@pytest.mark.slow
 def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, family_calls):
     """Chunked == whole with every per-run member: reproducibility rows repeat by repeat and
     its extra_in_repeat, one copy of the manifest rows, the trail's Turtle (byte for byte),
@@ -539,6 +541,7 @@ def test_merged_calibration_recomputes_the_reliability_table():
     assert parts[0].meta["reliability"] != whole.meta["reliability"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family,onto,data,opts", [
     ("conformance", "demo", "demo", {}),
     ("generation", "generation/vehicles.csv", "generation/records.jsonl", {}),

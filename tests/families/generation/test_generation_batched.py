@@ -21,6 +21,9 @@ from kg_rageval.families.generation.squad import SquadScorer, exact_match_score,
 from kg_rageval.ontology import IdOptions, load_ontology
 from kg_rageval.records import read_records
 
+pytestmark = pytest.mark.slow  # batched paths against references over generated ATT&CK records (~45 s)
+
+
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "fixtures"
 ATTACK = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"

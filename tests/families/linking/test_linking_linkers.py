@@ -105,6 +105,7 @@ def test_dictionary_abstains_when_nothing_matches(med):
     assert DictionaryLinker(med, include_ids=True).link("D:2").id == "D:2"
 
 
+@pytest.mark.slow
 def test_filter_spans_rule_matches_spacy():
     spacy_util = pytest.importorskip("spacy.util")
     from spacy.tokens import Doc
@@ -221,6 +222,7 @@ def test_run_refined_import_guard(monkeypatch):
 
 
 # ---------------------------------------------------------------------------- spaCy importer
+@pytest.mark.slow
 def test_spacy_doc_and_docbin_import(med, tmp_path):
     spacy = pytest.importorskip("spacy")
     from spacy.tokens import DocBin, Span

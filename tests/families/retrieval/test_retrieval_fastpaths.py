@@ -106,6 +106,7 @@ def test_binary_and_mixed_qrels_shapes(monkeypatch):
                                                            "7": {"d1": 1.0}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("uneven", [False, True])  # the padded score grid / one query at a time
 @pytest.mark.parametrize("engine", ["numpy", "numba"])
 def test_evaluate_paths_equal(engine, uneven, monkeypatch):

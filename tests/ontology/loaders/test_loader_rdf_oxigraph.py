@@ -117,6 +117,7 @@ def test_bundled_turtle(monkeypatch):
     assert out[0] == "ok" and used == [True]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", ["doid/DO_AGR_slim.owl", "doid/DO_cancer_slim.owl", "skos/hcrt.ttl"])
 def test_shared_data(name, shared_data, monkeypatch):
