@@ -128,6 +128,7 @@ def test_evaluation_pickles_without_its_view():
     assert "_record_stats" not in back.__dict__ and back.totals() == ev.totals()
 
 
+@pytest.mark.slow
 def test_audit_fixture_failing_records_and_intervals_equal_the_stacked_path():
     """The bundled audit: every failing gate's per-record values from the view equal those
     of the stacked matrix, its listed records are the worst by deficit, and the bootstrap

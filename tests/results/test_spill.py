@@ -261,6 +261,7 @@ def _spilled_members(result) -> int:
     return sum(ev.stats.store is not None for ev in result.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_family_streamed_and_spilled_equals_the_whole_call(name, demo, spill_everything):
     bound = get_scorer(name).bind(demo["ontology"], **family_inputs(name, demo))

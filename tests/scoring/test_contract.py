@@ -310,6 +310,7 @@ def test_score_json_has_one_shape(name, demo):
     assert with_ci and all(m["ci"][0] <= m["value"] <= m["ci"][1] for m in with_ci)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["retrieval", "generation"])
 def test_score_csv_and_to_pandas(name, demo):
     import csv

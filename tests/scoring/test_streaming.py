@@ -561,6 +561,7 @@ def test_conformance_and_generation_on_fixtures(family, onto, data, opts, demo):
         _same_outcome(bound, path, size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["conformance", "generation"])
 def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(family, demo, capsys):
     base = ["score", family, "--ontology", str(demo["dir"] / "doid-cancer-slim.obo"), "--data",

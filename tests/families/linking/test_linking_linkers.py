@@ -120,6 +120,7 @@ def test_filter_spans_rule_matches_spacy():
         assert filter_spans(spans) == sorted(ref)
 
 
+@pytest.mark.slow
 def test_spacy_backend_agrees_with_pure_python(med):
     pytest.importorskip("spacy")
     forms = ["lung", "cancer", "lung cancer", "heart", "attack", "heart attack", "MI", "cold",
@@ -133,6 +134,7 @@ def test_spacy_backend_agrees_with_pure_python(med):
             assert py.find(t) == sp.find(t), t
 
 
+@pytest.mark.slow
 def test_spacy_backend_agrees_on_real_ontologies(shared_data):
     pytest.importorskip("spacy")
     from kg_rageval.ontology import load_ontology

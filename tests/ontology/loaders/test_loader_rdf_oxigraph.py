@@ -212,6 +212,7 @@ def generated(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gen.ttl", "gen.rdf", "gen_pretty.owl", "gen.nt"])
 @pytest.mark.parametrize("kw", [{}, {"lang": "nl"}, {"dangling": "drop"}, {"conflicts": "keep-first"}])
 def test_generated_same_as_rdflib(name, kw, generated, monkeypatch):
