@@ -276,7 +276,7 @@ def cases(d: Path, rec: dict, dag: dict, rel: Path | None, n: int, nodes: int) -
              [("pyahocorasick", [str(rec["labels"]), str(rec["texts"])])]),
         Case("audit", n, ["audit", "-c", str(rec["audit"]), "-o", out("audit"), "-q"], js),
         Case("compare (3 runs, t-test)", n,
-             ["compare", "--qrels", trec[0], *sum((["--run", str(p)] for p in rec["runs"]), []),
+             ["compare", "--qrels", trec[0], *[a for p in rec["runs"] for a in ("--run", str(p))],
               "-m", "nDCG@10,RR", "--test", "t", "--format", "json"],
              [("ranx compare", [trec[0], *map(str, rec["runs"])])]),
         Case("ontology compile (Turtle)", nodes, ["ontology", "compile", str(dag["ttl"]), "-o", out("ttl.kgro")],

@@ -1,3 +1,3 @@
 """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

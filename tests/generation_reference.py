@@ -152,7 +152,7 @@ def score_unseen(records, ontology, *, linker, ids):
                                "unseen": " ".join(sorted(flagged))}
         gold = id_list(r, "reference", "unseen_concepts")
         if gold is not None:
-            res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))
+            res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))  # noqa: B023 - called now
             g = {ontology.ids[i] if i >= 0 else gold[j] for j, i in enumerate(res.idx.tolist())}
             row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
         rows.append(row)

@@ -21,7 +21,7 @@ failure kinds, or the unscored reason).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.config import AuditConfig
     from kg_rageval.audit.gates import GateResult
 
-RecordSource = Union[Iterable[Mapping[str, Any]], Callable[[set], Mapping[str, Mapping[str, Any]]]]
+RecordSource = Iterable[Mapping[str, Any]] | Callable[[set], Mapping[str, Mapping[str, Any]]]
 """The audited records (a list), or a lookup ``ids -> {id: record}`` of just the records asked for."""
 
 MAX_TEXT = 240
@@ -230,7 +230,6 @@ def _delta_records(g: Any, baseline: Mapping[str, Any] | None, limit: int
     key = name if name in worst else next((k for k in worst if k.endswith("." + name)), None)
     if key is None:
         return None, 0, []
-    fam = key.split(".", 1)[0]
     higher = g.op in (">=", ">")
     rows = [r for r in worst[key] if (r["delta"] < 0 if higher else r["delta"] > 0)]
     rows.sort(key=lambda r: (r["delta"] if higher else -r["delta"], r["record_id"]))

@@ -291,7 +291,7 @@ def with_intervals(result: Any, n_resamples: int, level: float, seed: int) -> di
     ``n_resamples`` > 0 (each member resamples its own records)."""
     metrics = result.metrics()
     if n_resamples > 0:
-        for member, ev in result.items():
+        for _member, ev in result.items():
             cis = ev.bootstrap(n_resamples=n_resamples, level=level, seed=seed)
             for name, ci in cis.items():
                 key = f"{result.family}.{name}"
@@ -318,7 +318,7 @@ def score_payload(result: Any, *, data_path: str, n_records: int, onto: Any, row
         scored.update(record_id_texts(ev.record_ids))
     bd: dict[str, Any] = {}
     for key in breakdowns:
-        for member, ev in result.items():
+        for _member, ev in result.items():
             if key not in ev.keys:
                 continue
             d = breakdown_dicts(ev, key)

@@ -133,7 +133,7 @@ def _from_records(data_paths, sys_names, measures, onto, corpus_path):
     bound = get_scorer("retrieval").bind(onto, where="compare", **opts)
     evs = [bound(read_records(p)).single for p in data_paths]
     fam = evs[0].family
-    wanted = list(measures) or [m for m in fam.metric_list]
+    wanted = list(measures) or list(fam.metric_list)
     for m in wanted:
         if m not in fam.metric_list:
             raise click.BadParameter(f"unknown records metric {m!r}; choose from {fam.metric_list}",

@@ -1,7 +1,8 @@
 """The ontology model: load once, compile to an immutable index, let every metric use it."""
 
+from kg_rageval.contract.ids import NOT_IN_ONTOLOGY
 from kg_rageval.ontology.builder import OntologyBuilder
-from kg_rageval.ontology.resolver import NOT_IN_ONTOLOGY, IdOptions, IdResolver, Resolution
+from kg_rageval.ontology.resolver import IdOptions, IdResolver, Resolution
 from kg_rageval.ontology.loaders import available_formats, load_ontology, register_loader
 from kg_rageval.ontology.model import (
     ACTIVE,

@@ -181,7 +181,7 @@ def check_leakage(sets: Mapping[str, Sequence[Mapping[str, Any]]], cfg: CheckCon
         if t:
             norm[normalise(t)].append(r)
     exact: list[dict[str, Any]] = []
-    for key, rows in norm.items():
+    for _key, rows in norm.items():
         in_sets = {int(set_of[r]) for r in rows}
         if len(in_sets) > 1:
             exact.append({"query": texts[rows[0]], "records": [[names[set_of[r]], str(recs[r]["id"])] for r in rows]})

@@ -21,6 +21,9 @@ from kg_rageval.families.hierarchy import score_hierarchy
 from kg_rageval.ontology import load_ontology
 from report_helpers import without_timings  # tests/ is on sys.path
 
+pytestmark = pytest.mark.slow  # baseline audits streamed and held over generated ATT&CK (~17 s)
+
+
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
 ONLY_BASELINE = {"q000003", "q000500", "q001999"}  # the candidate lacks them

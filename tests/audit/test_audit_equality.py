@@ -15,6 +15,9 @@ import pytest
 
 from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
 
+pytestmark = pytest.mark.slow  # whole audits against the previous code's results (~9 s)
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -129,6 +129,7 @@ def test_memoised_exclusions_equal_the_previous_code(generated):
         assert got["excluded_by_filter"] and got["excluded_by_entitlement"] > 0
 
 
+@pytest.mark.slow
 def test_audit_freezes_its_inputs_only_while_it_runs(generated):
     """The loaded inputs are out of the garbage collector's reach while the audit runs and back
     after it; a caller's own :func:`gc.freeze` is left alone; the report is the same."""

@@ -21,6 +21,9 @@ from kg_rageval.base.errors import KgRagevalError
 from report_helpers import without_timings  # tests/ is on sys.path
 from audit_stream_helpers import ROOT, STREAMABLE, _audit, _report, _files, _write, _vehicle_records, _vehicles_config  # noqa: F401 (shared with other tests)
 
+pytestmark = pytest.mark.slow  # whole audits streamed and held, over the demo and generated ATT&CK (~40 s)
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     from kg_rageval.demo import build_demo

@@ -304,6 +304,7 @@ _ATTEMPT = st.tuples(st.sampled_from(["clean", "old"]), st.integers(min_value=0,
                     st.sampled_from(["kill", "disk_full"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(attempts=st.lists(_ATTEMPT, min_size=1, max_size=3))
 def test_no_fault_sequence_yields_a_verified_report_that_differs_from_a_clean_run(stub, wd, attempts):
@@ -370,7 +371,7 @@ def test_names_are_escaped_in_markdown_html_junit(stub, wd, cli):
     assert "(U+202E)" in md and "\x00" not in md
     for line in md.splitlines():
         if line.startswith(("| PASS", "| FAIL", "| MISSING")):  # gate rows keep their 4 cells
-            assert len([c for c in line.replace("\\|", "").split("|")]) == 6
+            assert len(line.replace("\\|", "").split("|")) == 6
     html = (wd / "out" / "report.html").read_text()
     # the report's own sorting/filtering script is the only one; the name injects none
     assert html.count("<script") == 1 and "<script>alert" not in html

@@ -130,6 +130,7 @@ def test_evaluation_pickles_without_its_view():
     assert "_record_stats" not in back.__dict__ and back.totals() == ev.totals()
 
 
+@pytest.mark.slow
 def test_audit_fixture_failing_records_and_intervals_equal_the_stacked_path():
     """The bundled audit: every failing gate's per-record values from the view equal those
     of the stacked matrix, its listed records are the worst by deficit, and the bootstrap
@@ -223,7 +224,7 @@ def test_a_bootstrap_call_alone_keeps_no_view_on_the_evaluation():
 def test_assert_gates_leaves_no_view_on_the_callers_evaluation():
     from kg_rageval.pytest_plugin import GateFailure, assert_gates
 
-    _, ev = list(_cases())[0]
+    _, ev = next(iter(_cases()))
     with pytest.raises(GateFailure, match=r"ci_low 0\.\d+ .*violates >= 0\.99"):
         assert_gates(ev, ["ci_low(ra) >= 0.99"])
     assert "_record_stats" not in ev.__dict__

@@ -119,6 +119,7 @@ def attack(shared_data):
     return load_ontology(path), raw["objects"]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_attack_counts_equal_an_independent_count(attack):
     o, objects = attack
@@ -189,6 +190,7 @@ def test_attack_every_uses_triple_checks_domain_and_range(attack):
     assert not satisfies(o, g.s[pos], o.property("uses").domain).any()
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_attack_graph_round_trips_through_the_cache(attack, tmp_path, shared_data):
     # The load time target (< 2 s) is a benchmark figure in docs/performance.md, not a timed test.

@@ -20,6 +20,8 @@ from kg_rageval.base.errors import OntologyError
 from kg_rageval.families.hierarchy import relation_codes, relation_names, score_hierarchy, wu_palmer
 from kg_rageval.ontology import VIRTUAL_ROOT_ID, load_ontology
 
+pytestmark = pytest.mark.slow  # real releases as published (HPO, ATT&CK) through the loaders and the CLI (~12 s)
+
 
 def _hp(ontology, gold: str, pred: str) -> float:
     """Default hierarchical precision of one (gold, pred) pair, through the family."""

@@ -133,7 +133,7 @@ def test_failure_drivers_and_node_rollups_equal_the_finalized_rollup(audit_resul
 
     onto = audit_result.ontology
     checked = 0
-    for fam, ev in _evaluations(audit_result):
+    for _fam, ev in _evaluations(audit_result):
         if "gold_node" not in ev.keys:
             continue
         full = ev.rollup(onto)

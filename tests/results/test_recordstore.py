@@ -234,6 +234,7 @@ def every_family(generated_attack):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spill_rows", [None, 500])
 def test_audit_with_compact_results_equals_the_one_with_objects(every_family, tmp_path, monkeypatch, spill_rows):
     """Every report (``report.json`` timings aside, ``report.md``, ``prov.ttl``) and every

@@ -89,7 +89,7 @@ def test_bounded_rollup_equals_full_on_kept_nodes(doid, scored, max_depth):
 
 def test_rollup_of_requested_nodes(doid, scored):
     full = scored.rollup(doid, min_rows=5)
-    picked = [nid for nid in list(full)[::7]] + [doid.ids[-1]]
+    picked = list(full)[::7] + [doid.ids[-1]]
     got = scored.rollup(doid, nodes=picked, min_rows=5)
     want = {k: g for k, g in full.items() if k in set(picked)}
     assert list(got) == list(want) and len(got) >= 3

@@ -213,6 +213,7 @@ def _run(out: Path, base: Path, onto_path: Path, spill_rows: int | None):
     return res
 
 
+@pytest.mark.slow
 def test_a_spilled_audit_equals_the_in_memory_audit(generated_attack, tmp_path):
     base, onto_path = generated_attack
     held = _run(tmp_path / "memory", base, onto_path, 0)
@@ -256,6 +257,7 @@ def _spilled_members(result) -> int:
     return sum(ev.stats.store is not None for ev in result.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_family_streamed_and_spilled_equals_the_whole_call(name, demo, spill_everything):
     bound = get_scorer(name).bind(demo["ontology"], **family_inputs(name, demo))

@@ -462,6 +462,7 @@ def test_score_json_has_one_shape(name, demo):
     assert with_ci and all(m["ci"][0] <= m["value"] <= m["ci"][1] for m in with_ci)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["retrieval", "generation"])
 def test_score_csv_and_to_pandas(name, demo):
     import csv
@@ -588,6 +589,7 @@ def test_retrieval_filter_ids_follow_the_same_id_policy(demo):
         get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"], on_unknown="error")
 
 
+@pytest.mark.slow
 def test_audit_report_uses_canonical_names_only(demo):
     """One name per number: every metric key of the demo audit is canonical (it had 755 keys,
     most of them aliases of each other, before the one metric registry)."""

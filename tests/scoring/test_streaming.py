@@ -20,6 +20,7 @@ from kg_rageval.results.evaluation_set import EvaluationSet
 from stream_helpers import FIXTURES, demo, _json, _assert_same, _provenance_runs  # noqa: F401 (shared with other tests)
 from stream_helpers import _write  # noqa: F401 (shared with other tests)
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_chunked_equals_whole_for_every_family(name, demo, family_calls):
     bound = get_scorer(name).bind(demo["ontology"], **family_inputs(name, demo))
@@ -274,6 +275,7 @@ def test_concatenation_equals_concat_evaluations():
 # ---------------------------------------------------------------------- provenance: the per-run members
 
 
+@pytest.mark.slow
 def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, family_calls):
     """Chunked == whole with every per-run member: reproducibility rows repeat by repeat and
     its extra_in_repeat, one copy of the manifest rows, the trail's Turtle (byte for byte),
@@ -521,7 +523,7 @@ def test_generation_streams_judgment_codes_orphans_and_calibration(tmp_path):
 
 
 def test_generation_without_any_judgment_keeps_missing_input(tmp_path):
-    recs = [r for r in _generation_records()[:8]]
+    recs = list(_generation_records()[:8])
     for r in recs:
         r.get("answer", {}).pop("judgment", None)
     path = _write(tmp_path, recs)
@@ -540,6 +542,7 @@ def test_merged_calibration_recomputes_the_reliability_table():
     assert parts[0].meta["reliability"] != whole.meta["reliability"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family,onto,data,opts", [
     ("conformance", "demo", "demo", {}),
     ("generation", "generation/vehicles.csv", "generation/records.jsonl", {}),
@@ -559,6 +562,7 @@ def test_conformance_and_generation_on_fixtures(family, onto, data, opts, demo):
         _same_outcome(bound, path, size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["conformance", "generation"])
 def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(family, demo, capsys):
     base = ["score", family, "--ontology", str(demo["dir"] / "doid-cancer-slim.obo"), "--data",

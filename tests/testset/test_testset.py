@@ -61,7 +61,7 @@ def _rebuild_without(onto, held):
         if c in held or (onto.virtual_root and p == onto.ids[0]):
             continue
         b.add_edge(c, p)
-    for i, nid in enumerate(onto.ids):
+    for nid in onto.ids:
         rep = onto.replacement(nid)
         if rep and nid not in held and rep not in held:
             b.add_node(nid, replaced_by=rep)

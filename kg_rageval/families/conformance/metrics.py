@@ -673,7 +673,7 @@ class _Scorer:
         return st, det
 
     def _semantic(self, obj: dict, reference: Any, st: dict[str, float], det: dict[str, Any]) -> None:
-        d, o, idx = self.d, self.o, self.o.id_index
+        d = self.d
         ref, problem = parse_output(reference)
         if problem is not None or not isinstance(ref, dict):
             det["reference_problem"] = problem or f"reference.output is a {type(ref).__name__}, not an object"

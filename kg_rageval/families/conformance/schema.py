@@ -482,7 +482,7 @@ def build_pydantic_model(derived: DerivedSchema):
     )
     scalars = {
         "string": StrictStr,
-        "number": Union[StrictInt, StrictFloat],
+        "number": StrictInt | StrictFloat,
         "integer": Annotated[Union[StrictInt, StrictFloat], AfterValidator(_integral)],
         "boolean": StrictBool,
     }

@@ -85,13 +85,13 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
         gold = id_list(r, "reference", "unseen_concepts")
         g = None
         if gold is not None:
-            res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))
+            res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))  # noqa: B023 - called now
             g = {ontology.ids[i] if i >= 0 else gold[j] for j, i in enumerate(res.idx.tolist())}
         checked.append((r, text, [t for _, t in ctx], keys, g))
     # every answer and passage linked in one batched call (the same sets as one call each):
     # flagged = concepts(answer) - union of concepts(passage), as unseen_concepts
     linked = iter(link.many(t for _, text, passages, _, _ in checked for t in (text, *passages)))
-    for r, text, passages, keys, g in checked:
+    for r, _text, passages, keys, g in checked:
         named = next(linked)
         flagged = named.difference(*[next(linked) for _ in passages])
         row: dict[str, Any] = {"record_id": r["id"], **keys, "checked": 1,

@@ -653,7 +653,7 @@ def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str,
     for o, c, v in zip(owner, codes.tolist(), cand_v):
         if o not in chosen or c < chosen[o][0]:
             chosen[o] = (c, v)
-    for j, (i, g, f) in enumerate(pairs):
+    for j, (i, g, _f) in enumerate(pairs):
         if j not in chosen:
             continue
         c, v = chosen[j]

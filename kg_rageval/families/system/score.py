@@ -151,7 +151,7 @@ def system_values(record: Record) -> dict[str, Any] | None:
     s = record.get("system")
     if s is None:
         return None
-    s = _mapping(record, "system", s) if isinstance(s, dict) else _mapping(record, "system", s)
+    s = _mapping(record, "system", s)
     unknown = set(s) - {"latency_ms", "tokens", "cost_usd", "cache"}
     if unknown:
         raise record_error(record, f"system.{sorted(unknown)[0]}",

@@ -173,7 +173,7 @@ def _sniff_owl(p: Path) -> str:
                 source=str(p),
             )
         return "xml"
-    if text.startswith(("@prefix", "@base", "PREFIX", "prefix", "BASE", "#")) or text.startswith("<http"):
+    if text.startswith(("@prefix", "@base", "PREFIX", "prefix", "BASE", "#", "<http")):
         return "turtle"
     if re.match(r"(Prefix|Ontology)\(", text):
         raise InputError(

@@ -311,6 +311,7 @@ def test_outlines_regex_and_index(derived):
     assert "$schema" not in fmt["json_schema"]["schema"]
 
 
+@pytest.mark.slow
 def test_outlines_output_type(derived):
     from outlines.types import JsonSchema
 

@@ -20,6 +20,7 @@ def kg(shared_data):
     return load_ontology(shared_data / "attack" / "enterprise-attack-kg-18.1.json.gz")
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_relation_checks_on_attack(kg):
     out = {"relations": [

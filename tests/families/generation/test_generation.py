@@ -227,7 +227,7 @@ class _StubNLI:
     """A stand-in for a sentence-transformers CrossEncoder (no NLI model ships offline)."""
 
     class config:  # noqa: N801
-        id2label = {0: "contradiction", 1: "entailment", 2: "neutral"}
+        id2label = {0: "contradiction", 1: "entailment", 2: "neutral"}  # noqa: RUF012 - as a model config has it
 
     def __init__(self, table):
         self.table = table

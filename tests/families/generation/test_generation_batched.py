@@ -21,6 +21,9 @@ from kg_rageval.families.generation.squad import SquadScorer, exact_match_score,
 from kg_rageval.ontology import IdOptions, load_ontology
 from kg_rageval.records import read_records
 
+pytestmark = pytest.mark.slow  # batched paths against references over generated ATT&CK records (~45 s)
+
+
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "fixtures"
 ATTACK = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"
@@ -260,7 +263,7 @@ def test_concept_linker_batches_equal_one_call_per_text(monkeypatch):
     assert concepts_in(texts, MemoLinker(one)) == frozenset().union(*expected)
     calls = {"find": 0, "find_many": 0}
     for name in calls:
-        def counted(self, arg, _name=name, _fn=getattr(DictionaryLinker, name)):
+        def counted(self, arg, _name=name, _fn=getattr(DictionaryLinker, name)):  # noqa: B008 - bound per name
             calls[_name] += 1
             return _fn(self, arg)
         monkeypatch.setattr(DictionaryLinker, name, counted)

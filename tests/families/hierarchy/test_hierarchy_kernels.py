@@ -167,6 +167,7 @@ def test_wu_palmer_shortcut_path_length():
     assert got == pytest.approx(6 / 9, abs=1e-15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed,roots", [(1, 1), (2, 3), (3, 1)])
 def test_kernels_match_references_on_random_dags(seed, roots):
     o = random_dag(300, seed=seed, roots=roots)

@@ -216,6 +216,7 @@ def assert_same(ev, expected):
     assert all(type(v) is float for v in ev.details["wup"].tolist() if v is not None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "seed, roots, include_root, on_status",
     [(1, 1, False, "count"), (2, 2, False, "replace"), (3, 1, True, "count")],

@@ -280,6 +280,7 @@ def test_ppi_in_the_calibration_family_matches_arrays():
     assert few["ppi_approval_rate"].missing == "PPI needs at least 2 human-labelled items, has 1"
 
 
+@pytest.mark.slow
 def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
     from kg_rageval.audit.config import config_from_mapping
     from kg_rageval.audit.runner import run_audit

@@ -70,6 +70,7 @@ def test_retries_exhausted_and_non_retryable():
     assert c.usage()["failures"] == 2
 
 
+@pytest.mark.slow
 def test_timeout_is_retried_then_fails():
     with FakeServer() as srv:
         srv.script = [("delay", 2.5), ("content", '{"verdict": "incorrect", "wrong_facts": ["x"]}')]

@@ -54,7 +54,9 @@ def test_whole_tokens_only_and_overlaps():
     b.add_node("A", label="cat")
     b.add_node("B", label="cat food")
     b.add_node("C", label="food bowl")
-    b.add_edge("A", "R"); b.add_edge("B", "R"); b.add_edge("C", "R")
+    b.add_edge("A", "R")
+    b.add_edge("B", "R")
+    b.add_edge("C", "R")
     d = DictionaryLinker(b.build(), backend="automaton")
     # "concat" holds "cat" as a substring but not as a token: no match
     assert d.find("concat") == []

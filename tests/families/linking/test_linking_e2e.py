@@ -33,6 +33,7 @@ def _v(ev):
     return {k: m.value for k, m in ev.metrics().items()}
 
 
+@pytest.mark.slow
 def test_linking_set_shape(linking_set):
     name, onto, records, held = linking_set
     gold = [g for r in records for g in r["mentions"]["gold"]]

@@ -105,6 +105,7 @@ def test_dictionary_abstains_when_nothing_matches(med):
     assert DictionaryLinker(med, include_ids=True).link("D:2").id == "D:2"
 
 
+@pytest.mark.slow
 def test_filter_spans_rule_matches_spacy():
     spacy_util = pytest.importorskip("spacy.util")
     from spacy.tokens import Doc
@@ -119,6 +120,7 @@ def test_filter_spans_rule_matches_spacy():
         assert filter_spans(spans) == sorted(ref)
 
 
+@pytest.mark.slow
 def test_spacy_backend_agrees_with_pure_python(med):
     pytest.importorskip("spacy")
     forms = ["lung", "cancer", "lung cancer", "heart", "attack", "heart attack", "MI", "cold",
@@ -132,6 +134,7 @@ def test_spacy_backend_agrees_with_pure_python(med):
             assert py.find(t) == sp.find(t), t
 
 
+@pytest.mark.slow
 def test_spacy_backend_agrees_on_real_ontologies(shared_data):
     pytest.importorskip("spacy")
     from kg_rageval.ontology import load_ontology
@@ -221,6 +224,7 @@ def test_run_refined_import_guard(monkeypatch):
 
 
 # ---------------------------------------------------------------------------- spaCy importer
+@pytest.mark.slow
 def test_spacy_doc_and_docbin_import(med, tmp_path):
     spacy = pytest.importorskip("spacy")
     from spacy.tokens import DocBin, Span

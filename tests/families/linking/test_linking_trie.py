@@ -76,6 +76,7 @@ def test_trie_equals_reference_on_bundled_ontologies(path):
     assert found > 300
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", ["attack/enterprise-attack-techniques-18.1.json.gz", "doid/DO_cancer_slim.obo"])
 def test_trie_equals_reference_on_real_ontologies(shared_data, path):
@@ -112,6 +113,7 @@ def _generated_texts(vocab, n, seed):
             for _ in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ambiguous", ["abstain", "first", "lca"])
 def test_trie_equals_reference_on_generated_dictionary(ambiguous):
     onto, vocab = _generated(4000)
@@ -212,6 +214,7 @@ def test_single_text_walk_separator_runs_and_overlapping_longer_matches():
     assert DictionaryLinker(b.build(), backend="python").find_many(texts) == want
 
 
+@pytest.mark.slow
 def test_large_tables_are_not_traversed_by_the_garbage_collector():
     """The linker's big containers hold only ints or untracked tuples (or are NumPy arrays),
     so the cyclic collector's full collections, which a caller's retained ``Link`` objects
@@ -225,6 +228,7 @@ def test_large_tables_are_not_traversed_by_the_garbage_collector():
         assert not gc.is_tracked(getattr(d, name)), name
 
 
+@pytest.mark.slow
 def test_links_made_are_untracked_and_keep_the_tuple_api():
     """Every ``Link`` one ``find`` makes is untracked by the cyclic collector (CPython never
     untracks a tuple subclass itself; a ``Link`` holds no container that could close a cycle)

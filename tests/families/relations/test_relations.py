@@ -135,7 +135,7 @@ def test_generated_answers_on_attack_equal_an_independent_set_computation(shared
     recs = []
     exact = n_pred = n_gold = 0
     hits = n_a = n_g = 0
-    for k, (grp, gold) in enumerate(sorted(by_group.items())[:150]):
+    for k, (_grp, gold) in enumerate(sorted(by_group.items())[:150]):
         answer = [t for t in gold if rng.random() < 0.6] + [rng.choice(triples) for _ in range(rng.randint(0, 4))]
         gs, as_ = set(gold), set(answer)
         exact += len(gs & as_)

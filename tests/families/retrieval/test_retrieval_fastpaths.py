@@ -106,6 +106,7 @@ def test_binary_and_mixed_qrels_shapes(monkeypatch):
                                                            "7": {"d1": 1.0}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("uneven", [False, True])  # the padded score grid / one query at a time
 @pytest.mark.parametrize("engine", ["numpy", "numba"])
 def test_evaluate_paths_equal(engine, uneven, monkeypatch):
@@ -161,7 +162,7 @@ def _records(n: int, seed: int, docs: list[str], nodes: list[str], repeats: bool
         elif shape == 1:
             run = [[d, float(s)] for d, s in zip(ranked, sc)]
         elif shape == 2:
-            run = {d: s for d, s in zip(ranked, sc)}
+            run = dict(zip(ranked, sc))
         elif shape == 3:  # the checked parser's shape, or a common one
             run = [{"id": d, "score": s} if repeats else [d, s] for d, s in zip(ranked, sc)]
         elif shape == 4:

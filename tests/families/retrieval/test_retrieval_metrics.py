@@ -57,6 +57,7 @@ def _generate(n_queries: int, seed: int, graded: bool, n_docs: int = 300):
     return qrels, run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("graded", [True, False])
 @pytest.mark.parametrize("engine", ["numpy", "numba"])
 def test_agrees_with_pytrec_eval_on_generated_queries(graded, engine):

@@ -137,6 +137,7 @@ def _cli(capsys, *args):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_cli_trec_eval_output_equals_trec_eval(fixtures_dir, capsys):
     d = fixtures_dir / "trec_eval"
     code, out, _ = _cli(capsys, "score", "retrieval", "--qrels", str(d / "qrels.test"), "--run",

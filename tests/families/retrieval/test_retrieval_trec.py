@@ -124,6 +124,7 @@ def test_line_numbered_errors(tmp_path):
         read_qrels(tmp_path / "absent.txt")
 
 
+@pytest.mark.slow
 def test_chunked_reading_keeps_line_numbers(tmp_path, monkeypatch):
     from kg_rageval.families.retrieval import trec
 

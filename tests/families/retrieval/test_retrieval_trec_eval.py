@@ -338,7 +338,7 @@ def test_lazy_vocabulary_across_blocks_hash_join_and_float_fast_path(tmp_path, m
     lazy = read_run(p)
     plain = read_run(p, vocab=Vocab())
     assert isinstance(lazy.vocab, LazyVocab) and lazy.vocab._index is None
-    assert len(lazy.vocab) == len(plain.vocab) == len(set(ln.split()[2] for ln in lines))
+    assert len(lazy.vocab) == len(plain.vocab) == len({ln.split()[2] for ln in lines})
     assert lazy.to_dict() == plain.to_dict() == {
         q: {d: float(s) for d, s in v.items()} for q, v in plain.to_dict().items()}
     assert all(lazy.ranked(q) == plain.ranked(q) for q in plain.qids)

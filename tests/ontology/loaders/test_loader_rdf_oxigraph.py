@@ -117,6 +117,7 @@ def test_bundled_turtle(monkeypatch):
     assert out[0] == "ok" and used == [True]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", ["doid/DO_AGR_slim.owl", "doid/DO_cancer_slim.owl", "skos/hcrt.ttl"])
 def test_shared_data(name, shared_data, monkeypatch):
@@ -156,30 +157,30 @@ def _generated_turtle(n: int, seed: int) -> str:
         rel = "rdfs:subClassOf" if cls == "owl:Class" else "skos:broader"
         lines += [f"{rel} ex:C{p}" for p in parents]
         if i % 4 == 0:
-            lines.append("rdfs:label \"concept %d\"@en , \"begrip %d\"@nl , \"concept %d\"@en-GB" % (i, i, i))
+            lines.append(f"rdfs:label \"concept {i}\"@en , \"begrip {i}\"@nl , \"concept {i}\"@en-GB")
         elif i % 4 == 1:
-            lines.append("skos:prefLabel \"C %d\" ; rdfs:label \"label %d\"@fr" % (i, i))
+            lines.append(f"skos:prefLabel \"C {i}\" ; rdfs:label \"label {i}\"@fr")
         elif i % 4 == 2:
-            lines.append("rdfs:label \"  spaced %d \"@EN" % i)
+            lines.append(f"rdfs:label \"  spaced {i} \"@EN")
         if i % 3 == 0:
-            lines.append("skos:altLabel \"alt %d\"@en , \"alt %d\"@de ; oio:hasExactSynonym \"exact %d\"" % (i, i, i))
+            lines.append(f"skos:altLabel \"alt {i}\"@en , \"alt {i}\"@de ; oio:hasExactSynonym \"exact {i}\"")
         if i % 6 == 0:
-            lines.append("obo:IAO_0000115 \"definition %d\"@en ; skos:definition \"def %d\"" % (i, i))
+            lines.append(f"obo:IAO_0000115 \"definition {i}\"@en ; skos:definition \"def {i}\"")
         if i % 11 == 0:
-            lines.append("owl:deprecated \"true\"^^xsd:boolean ; obo:IAO_0100001 ex:C%d" % (i - 1))
+            lines.append(f"owl:deprecated \"true\"^^xsd:boolean ; obo:IAO_0100001 ex:C{i - 1}")
         if i % 13 == 0:
             lines.append("owl:deprecated true ; dcterms:isReplacedBy \"ex:C1\"")
         if i % 17 == 0:
             lines.append("owl:deprecated \"1\"^^xsd:integer")
         if i % 9 == 0:
             lines.append("rdfs:subClassOf [ a owl:Restriction ; owl:onProperty ex:partOf ; "
-                         "owl:someValuesFrom ex:C%d ]" % rng.randrange(i))
+                         f"owl:someValuesFrom ex:C{rng.randrange(i)} ]")
         if i % 19 == 0:
             lines.append("rdfs:subClassOf [ owl:unionOf ( ex:C1 ex:C2 ) ]")
         if i % 10 == 0:
-            lines.append("oio:hasAlternativeId \"EX:%d\" ; oio:hasOBONamespace \"ns_%d\"" % (i, i % 3))
+            lines.append(f"oio:hasAlternativeId \"EX:{i}\" ; oio:hasOBONamespace \"ns_{i % 3}\"")
         if i % 23 == 0:
-            lines.append("rdfs:subClassOf ex:Undeclared%d" % i)
+            lines.append(f"rdfs:subClassOf ex:Undeclared{i}")
         if i % 29 == 0:
             lines.append("rdfs:subClassOf owl:Thing")
         out.append(" ;\n    ".join(lines) + " .")
@@ -211,6 +212,7 @@ def generated(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gen.ttl", "gen.rdf", "gen_pretty.owl", "gen.nt"])
 @pytest.mark.parametrize("kw", [{}, {"lang": "nl"}, {"dangling": "drop"}, {"conflicts": "keep-first"}])
 def test_generated_same_as_rdflib(name, kw, generated, monkeypatch):
