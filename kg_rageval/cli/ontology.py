@@ -114,6 +114,10 @@ def compile(file, output, ontology_format, fmt) -> None:
     """Compile an ontology into a cache (.kgro) that reloads fast; any command accepts it."""
     from kg_rageval.ontology.cache import save_compiled
 
+    from kg_rageval.base.outputs import refuse_overwrite
+
+    if "://" not in file:
+        refuse_overwrite({"--output": output or file + ".kgro"}, {"FILE": file})
     t0 = time.perf_counter()
     onto = load_ontology_cli(file, ontology_format)
     t1 = time.perf_counter()
