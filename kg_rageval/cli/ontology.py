@@ -99,8 +99,9 @@ def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fm
     onto = load_ontology_cli(file, ontology_format)
     report = validate_ontology(onto, shapes=shapes)
     code = 0 if report.passes(allow_warnings=not fail_on_warnings) else 1
-    payload = {**report.to_dict(), "exit_code": code, "fail_on_warnings": bool(fail_on_warnings)}
-    emit(payload, fmt, lambda _: report.to_text())
+    payload = {**report.to_dict(), "verdict": report.verdict(fail_on_warnings), "exit_code": code,
+               "fail_on_warnings": bool(fail_on_warnings)}
+    emit(payload, fmt, lambda _: report.to_text(fail_on_warnings=fail_on_warnings))
     if code:
         sys.exit(1)
 
