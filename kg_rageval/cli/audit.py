@@ -1,8 +1,9 @@
 """``kg-rageval audit``: the release gate.
 
 Exit codes: 0 every gate passes; 1 a gate failed or its evidence is missing (also: ``--verify``
-found a difference, or the audit it verified failed); 2 invalid inputs or config (also: a
-malformed manifest).
+reproduced the numbers of an audit that failed its gates); 2 invalid inputs or config (also: a
+malformed manifest); 4 ``--verify`` found a difference: the evidence does NOT verify (a report,
+input, number or gate decision differs from what the manifest records).
 """
 
 from __future__ import annotations
@@ -177,4 +178,13 @@ def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> in
                        "its gates")
         else:
             click.echo("NOT verified:\n  " + "\n  ".join(res["differences"]))
-    return 0 if res["ok"] and res["passed"] else 1
+    return verify_exit_code(res)
+
+
+def verify_exit_code(res: dict) -> int:
+    """0 verified and the audit passed; 1 verified (identical numbers) but the audit failed its
+    gates; 4 NOT verified — one code per outcome, so a script can tell a failed release from
+    tampered evidence."""
+    if not res["ok"]:
+        return 4
+    return 0 if res["passed"] else 1

@@ -2,7 +2,8 @@
 
 Subcommands live in their own modules and are imported only when invoked, so
 ``kg-rageval --help`` stays fast. Exit codes: 0 success (all gates pass), 1 a gate failed or
-an ontology does not conform, 2 invalid input or configuration, 3 an internal error.
+an ontology does not conform, 2 invalid input or configuration, 3 an internal error, 4
+``audit --verify``: the evidence does not verify (tampered or changed).
 """
 
 from __future__ import annotations

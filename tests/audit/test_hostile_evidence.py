@@ -192,7 +192,7 @@ def test_verify_rejects_edited_reports(stub, wd, cli, edit, expect):
     _, man = _audit(cli, wd)
     edit(wd / "out")
     code, out, _ = cli(["audit", "--verify", str(man), "-q"])
-    assert code == 1 and "NOT verified" in out and expect in out
+    assert code == 4 and "NOT verified" in out and expect in out
 
 
 def test_verify_rejects_edited_manifest_numbers_and_missing_inputs(stub, wd, cli):
@@ -203,7 +203,7 @@ def test_verify_rejects_edited_manifest_numbers_and_missing_inputs(stub, wd, cli
     del doc["manifest"]["inputs"]["corpus"]
     man.write_text(json.dumps(doc))
     code, out, _ = cli(["audit", "--verify", str(man), "-q"])
-    assert code == 1
+    assert code == 4
     assert "the manifest's 'numbers' do not match its metrics_digest (edited)" in out
     assert "input corpus is read by the audit but not recorded in the manifest" in out
 
@@ -213,7 +213,7 @@ def test_verify_shows_which_gates_changed(stub, wd, cli):
     rec = wd / "records.jsonl"
     rec.write_text(rec.read_text().replace('"pred": ["boat"]', '"pred": ["submarine"]'))
     code, out, _ = cli(["audit", "--verify", str(man), "-q"])
-    assert code == 1
+    assert code == 4
     assert "input records changed" in out
     assert "    gate stub_accuracy[slice:intent=compare] > 0.6: pass 0.6666666666666666 -> fail 0.3333333333333333" in out
 
