@@ -103,7 +103,7 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="kg-rageval")
 @click.option("--limit", "limit_opts", multiple=True, metavar="NAME=N",
               help="Raise or lower an input-cost limit (repeatable), e.g. --limit max_gz_bytes=8GiB; "
-                   "names: max_gz_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
+                   "names: max_gz_bytes, max_gz_memory_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
                    "max_config_nodes, max_xml_expansion (docs/ontology.md).")
 def cli(limit_opts: tuple[str, ...] = ()) -> None:
     """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems.
