@@ -159,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # commands exit with their gate/validation code
         return int(exc.code or 0)
+    except MemoryError:  # an input beyond this machine's memory: one line, exit 2, no traceback
+        click.echo(error_line("out of memory: the inputs need more memory than this process can get; lower the "
+                              "input-cost limits so that such an input is refused before it is read "
+                              "(kg-rageval --limit NAME=N, docs/ontology.md: max_gz_memory_bytes, "
+                              "max_closure_entries, ...) or give the process more memory"), err=True)
+        return 2
     except Exception as exc:  # a bug: exit 3, never 1 (which means "a gate failed")
         import traceback
 

@@ -457,3 +457,27 @@ def test_real_kill_9_never_leaves_an_accepted_mixed_report(stub, wd, delay):
     assert res["ok"], res["differences"]
     report = json.loads((out / "report.json").read_text())
     assert report["gates"] in ([r.to_dict() for r in clean.gate_results], [r.to_dict() for r in old.gate_results])
+
+
+def test_the_out_lock_is_held_for_the_whole_audit_not_only_the_write(stub, wd, cli, monkeypatch):
+    """A second audit into the same --out is refused while the first is still computing, so a
+    failing audit's folder can never end up holding another run's PASS reports."""
+    import kg_rageval.audit.runner as runner
+    from kg_rageval.base.errors import InputError
+
+    out = wd / "out"
+    real = runner.run_audit
+    seen = []
+
+    def run_audit(*a, **kw):
+        with pytest.raises(InputError, match="another kg-rageval audit is writing reports into this directory"):
+            with out_lock(out):  # what a second audit would try while this one computes
+                pass
+        seen.append("held")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(runner, "run_audit", run_audit)
+    code, _, _ = cli(["audit", "-c", str(wd / "pass.yaml"), "--out", str(out), "-q"])
+    assert code == 0 and seen == ["held"] and (out / "manifest.json").exists()
+    with out_lock(out):  # released afterwards
+        pass
