@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from kg_rageval.base.hashing import file_hash
+from kg_rageval.base.outputs import writing
 from kg_rageval.base.errors import InputError
 from kg_rageval.base.spool import SpooledText, write_text
 from kg_rageval.audit.manifest import numbers_of
@@ -116,19 +117,22 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
             hashes: dict[str, str] = {}
             for f in chosen:
                 p = run / FILES[f]
-                writers[f](result, p)
-                _fsync(p)
+                with writing(out / FILES[f]):
+                    writers[f](result, p)
+                    _fsync(p)
                 hashes[FILES[f]] = sha256_file(p)
             trail = prov_trail_turtle(result)
             if trail is not None:
                 tp = run / PROV
-                write_text(trail, tp)
-                _fsync(tp)
+                with writing(out / PROV):
+                    write_text(trail, tp)
+                    _fsync(tp)
                 hashes[PROV] = sha256_file(tp)
             mp = run / MANIFEST
-            mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result),
-                                 "reports": hashes}) + "\n", encoding="utf-8")
-            _fsync(mp)
+            with writing(out / MANIFEST):
+                mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result),
+                                     "reports": hashes}) + "\n", encoding="utf-8")
+                _fsync(mp)
             json.loads(mp.read_text(encoding="utf-8"))
             _move_aside(out)
             for name in hashes:

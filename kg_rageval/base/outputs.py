@@ -13,9 +13,10 @@ elsewhere to the old file keeps the old content.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence, Union
+from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from kg_rageval.base.errors import ConfigError
 
@@ -64,3 +65,15 @@ def atomic_path(path: PathLike) -> Path:
     """A temporary sibling of ``path`` (same folder, so the final rename is atomic)."""
     p = Path(path)
     return p.with_name(f".{p.name}.tmp{os.getpid()}")
+
+
+@contextlib.contextmanager
+def writing(path: PathLike) -> Iterator[None]:
+    """Name ``path`` in an :class:`OSError` raised while writing it (a full disk's
+    ``[Errno 28] No space left on device`` says no file by itself)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, f"{exc.strerror or exc} (writing {os.fspath(path)})", os.fspath(path)) from None

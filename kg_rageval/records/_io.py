@@ -213,11 +213,11 @@ def write_records(path: str | Path, records: Iterable[Record], *, sort_keys: boo
     """Write records as JSONL (private ``_``-prefixed fields are left out; ``sort_keys`` for
     byte-stable files), atomically: into a temporary sibling renamed over ``path`` at the end,
     so a failure leaves the old file, and a hard link to the old file keeps its content."""
-    from kg_rageval.base.outputs import atomic_path
+    from kg_rageval.base.outputs import atomic_path, writing
 
     tmp = atomic_path(path)
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with writing(path), open(tmp, "w", encoding="utf-8") as fh:
             for r in records:
                 fh.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}, ensure_ascii=False,
                                     sort_keys=sort_keys))

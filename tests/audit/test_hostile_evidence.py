@@ -349,6 +349,20 @@ def test_no_fault_sequence_yields_a_verified_report_that_differs_from_a_clean_ru
         assert sha256_file(out / name) == h
 
 
+def test_a_full_disk_names_the_file_it_could_not_write(stub, wd, cli, monkeypatch):
+    import kg_rageval.audit.report_json as report_json
+
+    def full(result, path):
+        raise OSError(errno.ENOSPC, "No space left on device")  # as a write(2) on a full disk: no file name
+
+    monkeypatch.setattr(report_json, "write_json", full)
+    code, stdout, err = cli(["audit", "-c", str(wd / "pass.yaml"), "--out", str(wd / "out"), "-q"])
+    assert code == 2
+    _one_line_error(err)
+    assert "No space left on device (writing " in err and str(wd / "out" / "report.json") in err
+    assert not (wd / "out" / "manifest.json").exists()
+
+
 # ---------------------------------------------------------------------- escaping
 def test_names_are_escaped_in_markdown_html_junit(stub, wd, cli):
     evil_name = "x\n# PASSED\n<!-- hidden --> | cell | <script>alert(1)</script>\x00\u202e"
