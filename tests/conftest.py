@@ -23,7 +23,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session", autouse=True)
 def _cache_key_home(tmp_path_factory):
     """Compiled caches written by the tests are keyed with a key in a temporary config folder,
-    never in the user's ``~/.config`` (``kg_rageval.ontology.cache.cache_key``)."""
+    never in the user's ``~/.config`` (``kg_rageval.base.machine_key``)."""
     import os
 
     old = os.environ.get("XDG_CONFIG_HOME")

@@ -2,7 +2,10 @@
 
 ``FakeServer`` listens on 127.0.0.1 (a random free port) in a thread and answers
 ``POST /v1/chat/completions`` from a script: a list of actions taken one per request
-(``("status", 429)``, ``("sleep", 2.0)``, ``("content", "...")``); after the script runs
+(``("status", 429)``, ``("sleep", 2.0)``, ``("content", "...")``, ``("redirect", URL)`` — a 302
+to ``URL``, ``("trickle", seconds)`` — a 200 whose body arrives one byte every 0.1 s for that
+long, ``("echo_header", name)`` — content is that request header's value,
+``("error_echo_header", name)`` — a 400 whose body holds that header's value); after the script runs
 out it answers with ``default`` content. It records every request body and header.
 """
 
@@ -53,6 +56,34 @@ class FakeServer:
                         headers = {"Retry-After": "0"} if arg == 429 else {}
                         self._send(arg, {"error": {"message": f"status {arg}"}}, headers)
                         return
+                    if kind == "redirect":
+                        self._uncount()
+                        self.send_response(302)
+                        self.send_header("Location", arg)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    if kind == "trickle":
+                        self._uncount()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(10**6))
+                        self.end_headers()
+                        stop = time.monotonic() + arg
+                        try:
+                            while time.monotonic() < stop:
+                                self.wfile.write(b" ")
+                                self.wfile.flush()
+                                time.sleep(0.1)
+                        except (BrokenPipeError, ConnectionResetError, OSError):
+                            pass
+                        return
+                    if kind == "error_echo_header":
+                        self._send(400, {"error": {"message": f"bad key {self.headers.get(arg)}"}})
+                        return
+                    if kind == "echo_header":
+                        kind, arg = "content", json.dumps({"verdict": "correct",
+                                                           "rationale": f"you sent {self.headers.get(arg)}"})
                     if kind == "raw":  # a 200 response with this JSON body
                         self._send(200, arg)
                         return

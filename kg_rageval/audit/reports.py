@@ -4,7 +4,10 @@ The report set is evidence, so it is either complete and consistent or clearly i
 
 1. an exclusive lock (``DIR/.kg-rageval.lock``, ``flock``: released by the kernel when the
    process dies, even on ``kill -9``) keeps two audits from writing into one ``--out``; a
-   second one fails at once (exit 2) naming the directory;
+   second one fails at once (exit 2) naming the directory. ``kg-rageval audit`` takes it
+   before the audit starts and holds it until its reports are written (then
+   ``write_reports(..., lock=False)``), so no other run's reports can land in the folder while
+   this audit computes;
 2. every file is written into a fresh run directory ``DIR/.run-<id>/`` and flushed to disk;
    ``manifest.json`` is written last and holds the sha256 of every report file;
 3. an older report set in ``DIR`` is moved aside into ``DIR/previous/`` (its manifest first), the
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from kg_rageval.base.hashing import file_hash
+from kg_rageval.base.outputs import writing
 from kg_rageval.base.errors import InputError
 from kg_rageval.base.spool import SpooledText, write_text
 from kg_rageval.audit.manifest import numbers_of
@@ -50,10 +54,12 @@ sha256_file = file_hash
 
 @contextlib.contextmanager
 def out_lock(out: Path) -> Iterator[None]:
-    """Exclusive, non-blocking lock on ``out`` (an :class:`InputError` when another audit
-    holds it)."""
+    """Exclusive, non-blocking lock on ``out`` (created if missing; an :class:`InputError` when
+    another audit — or another holder in this process — has it)."""
     import fcntl
 
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     fh = open(out / LOCK, "a+")
     try:
         try:
@@ -85,12 +91,14 @@ def prov_trail_turtle(result: "AuditResult") -> "str | SpooledText | None":
     return None
 
 
-def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str] | None = None) -> dict[str, str]:
+def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str] | None = None, *,
+                  lock: bool = True) -> dict[str, str]:
     """Write ``report.json``, ``report.md``, ``report.html``, ``junit.xml`` (as configured) and
     always ``manifest.json`` (manifest + the numbers ``--verify`` compares + the sha256 of
     every report file), and ``prov.ttl`` (the PROV-O trail) when the provenance family built
     one, atomically as described in the module docstring. Returns
-    ``{kind: path}``."""
+    ``{kind: path}``. ``lock=False`` when the caller already holds :func:`out_lock` on
+    ``out_dir`` (``kg-rageval audit`` holds it for the whole audit)."""
     from kg_rageval.audit.report_html import write_html
     from kg_rageval.audit.report_json import dumps, write_json
     from kg_rageval.audit.report_junit import write_junit
@@ -100,7 +108,7 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
     out.mkdir(parents=True, exist_ok=True)
     chosen: list[str] = list(formats or result.config.report.formats)
     writers = {"json": write_json, "markdown": write_markdown, "html": write_html, "junit": write_junit}
-    with out_lock(out):
+    with out_lock(out) if lock else contextlib.nullcontext():
         for stale in out.glob(".run-*"):  # left by a crashed audit (we hold the lock)
             shutil.rmtree(stale, ignore_errors=True)
         run = out / f".run-{uuid.uuid4().hex[:12]}"
@@ -109,19 +117,22 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
             hashes: dict[str, str] = {}
             for f in chosen:
                 p = run / FILES[f]
-                writers[f](result, p)
-                _fsync(p)
+                with writing(out / FILES[f]):
+                    writers[f](result, p)
+                    _fsync(p)
                 hashes[FILES[f]] = sha256_file(p)
             trail = prov_trail_turtle(result)
             if trail is not None:
                 tp = run / PROV
-                write_text(trail, tp)
-                _fsync(tp)
+                with writing(out / PROV):
+                    write_text(trail, tp)
+                    _fsync(tp)
                 hashes[PROV] = sha256_file(tp)
             mp = run / MANIFEST
-            mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result),
-                                 "reports": hashes}) + "\n", encoding="utf-8")
-            _fsync(mp)
+            with writing(out / MANIFEST):
+                mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result),
+                                     "reports": hashes}) + "\n", encoding="utf-8")
+                _fsync(mp)
             json.loads(mp.read_text(encoding="utf-8"))
             _move_aside(out)
             for name in hashes:

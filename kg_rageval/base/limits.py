@@ -34,6 +34,8 @@ class Limit:
 
 LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
     Limit("max_gz_bytes", 2 << 30, "decompressed size of a .gz input, in bytes"),
+    Limit("max_gz_memory_bytes", 512 << 20, "decompressed size of a .gz input that is read whole into memory "
+          "(a STIX bundle, a JSON document), in bytes; streamed inputs (JSONL) are bounded by max_gz_bytes"),
     Limit("max_json_depth", 200, "nesting depth of a JSON/YAML document (objects and arrays)"),
     Limit("max_line_bytes", 64 << 20, "length of one line of a JSONL/TREC/OBO file, in bytes"),
     Limit("max_closure_entries", 200_000_000, "(node, ancestor) pairs of the compiled transitive closure"),

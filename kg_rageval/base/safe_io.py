@@ -276,10 +276,10 @@ def open_binary(path: str | Path) -> BinaryIO:
     return open(p, "rb")
 
 
-def read_document(path: str | Path, *, found: str = "the file") -> bytes:
+def read_document(path: str | Path, *, found: str = "the file") -> bytes | bytearray:
     """The bytes of a document read whole (a JSON run, trace file or manifest): a file larger
     than ``max_doc_bytes`` on disk is refused before it is read, and a ``.gz`` one is
-    decompressed with the ``max_gz_bytes`` bound. ``found`` words the refusal
+    decompressed whole (:func:`decompress_bounded`: the ``max_gz_memory_bytes`` bound). ``found`` words the refusal
     (``"the relevance JSON"``); errors name the file."""
     p = Path(path)
     size = p.stat().st_size
@@ -287,33 +287,40 @@ def read_document(path: str | Path, *, found: str = "the file") -> bytes:
     if size > limit:
         raise limits.exceeded("max_doc_bytes", f"{found} is {size} bytes", source=str(p))
     if p.suffix == ".gz":
-        with BoundedGzip(p) as fh:
-            return fh.read()
+        return decompress_bounded(p.read_bytes(), str(p))
     return p.read_bytes()
 
 
-def decompress_bounded(raw: bytes, source: str) -> bytes:
-    """``gzip.decompress`` that stops at ``max_gz_bytes`` of output (handles concatenated
-    members); corrupt data is an :class:`InputError`."""
-    limit = limits.get("max_gz_bytes")
+def decompress_bounded(raw: bytes, source: str) -> bytearray:
+    """``gzip.decompress`` for data that is kept whole in memory: it stops as soon as the output
+    passes the smaller of ``max_gz_memory_bytes`` and ``max_gz_bytes`` (counted while
+    decompressing, before more is kept), so a gzip bomb costs at most that limit of memory;
+    handles concatenated members; corrupt data is an :class:`InputError`. Returns the one
+    ``bytearray`` it filled (no second copy)."""
+    memory, total = limits.get("max_gz_memory_bytes"), limits.get("max_gz_bytes")
+    limit, name = (memory, "max_gz_memory_bytes") if memory <= total else (total, "max_gz_bytes")
     out = bytearray()
     data = raw
+    step = 16 << 20  # output per call: the array grows in place, never beside a copy of itself
     try:
         while data:
             d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            chunk = d.decompress(data, limit + 1 - len(out))
-            out += chunk
-            while d.unconsumed_tail and len(out) <= limit:
-                out += d.decompress(d.unconsumed_tail, limit + 1 - len(out))
-            if len(out) > limit:
-                raise limits.exceeded("max_gz_bytes", f"the gzip data decompresses to more than {limit} bytes",
-                                      source=source)
+            buf = data
+            while True:
+                piece = d.decompress(buf, min(step, limit + 1 - len(out)))
+                out += piece
+                if len(out) > limit:
+                    raise limits.exceeded(name, f"the gzip data decompresses to more than {limit} bytes",
+                                          source=source)
+                buf = d.unconsumed_tail
+                if d.eof or (not buf and not piece):
+                    break
             if not d.eof:
                 raise InputError("corrupt gzip data: truncated stream", source=source)
             data = d.unused_data.lstrip(b"\x00")
     except zlib.error as exc:
         raise InputError(f"corrupt gzip data: {exc}", source=source) from None
-    return bytes(out)
+    return out
 
 
 def read_line(fh: BinaryIO, source: str, lineno: int, limit: int | None = None) -> bytes:

@@ -1,13 +1,15 @@
 """``kg-rageval audit``: the release gate.
 
 Exit codes: 0 every gate passes; 1 a gate failed or its evidence is missing (also: ``--verify``
-found a difference, or the audit it verified failed); 2 invalid inputs or config (also: a
-malformed manifest).
+reproduced the numbers of an audit that failed its gates); 2 invalid inputs or config (also: a
+malformed manifest); 4 ``--verify`` found a difference: the evidence does NOT verify (a report,
+input, number or gate decision differs from what the manifest records).
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -78,15 +80,11 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
 
 def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology=None,
            chunk_size=None, dask_scheduler=None, dask_workers=None, spill_rows=None) -> int:
-    from kg_rageval.audit.config import load_config
-    from kg_rageval.audit.runner import run_audit
     from kg_rageval.base.errors import ConfigError
 
     if verify_path:
         return _verify(verify_path, config_path, fmt, quiet)
     if demo:
-        from pathlib import Path
-
         from kg_rageval.demo import build_demo
 
         out = Path(out_dir or ("kg-rageval-demo" if demo == "doid" else f"kg-rageval-demo-{demo}"))
@@ -98,7 +96,9 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
                        err=True)
     if not config_path:
         raise ConfigError("give --config CONFIG (or --demo, or --verify MANIFEST)")
-    config = load_config(config_path)
+    from kg_rageval.audit.config import load_config
+
+    config = load_config(config_path)  # a bad config is refused before --out is created or locked
     if baseline_ontology:
         from kg_rageval.audit.baseline import set_baseline_ontology
 
@@ -107,6 +107,17 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
         config.chunk_size = chunk_size
     if spill_rows is not None:
         config.spill_rows = spill_rows
+    if out_dir:
+        from kg_rageval.audit.reports import out_lock
+
+        with out_lock(Path(out_dir)):  # held for the whole audit, not only while writing
+            return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers)
+    return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers)
+
+
+def _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers) -> int:
+    from kg_rageval.audit.runner import run_audit
+
     if dask_scheduler is not None or dask_workers is not None:
         from kg_rageval.integrations.dask import audit_client
 
@@ -118,7 +129,7 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
     if out_dir:
         from kg_rageval.audit.reports import write_reports
 
-        written = write_reports(result, out_dir)
+        written = write_reports(result, out_dir, lock=False)  # _audit holds the lock
     wrote_back = None
     if config.report.write_back is not None:
         from kg_rageval.audit.writeback import write_back
@@ -177,4 +188,13 @@ def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> in
                        "its gates")
         else:
             click.echo("NOT verified:\n  " + "\n  ".join(res["differences"]))
-    return 0 if res["ok"] and res["passed"] else 1
+    return verify_exit_code(res)
+
+
+def verify_exit_code(res: dict) -> int:
+    """0 verified and the audit passed; 1 verified (identical numbers) but the audit failed its
+    gates; 4 NOT verified — one code per outcome, so a script can tell a failed release from
+    tampered evidence."""
+    if not res["ok"]:
+        return 4
+    return 0 if res["passed"] else 1

@@ -167,8 +167,11 @@ def rebase(old, new, data_path, out_path, report_path, old_format, new_format, s
     chains (followed transitively; cycles and forks reported). Gold ids that moved, were merged
     or retired are listed in the report; records with an id that could not be mapped are
     flagged (field "rebase"), never dropped."""
+    from kg_rageval.base.outputs import refuse_overwrite
     from kg_rageval.drift.rebase import rebase_file
 
+    refuse_overwrite({"--out": out_path, "--report": report_path or out_path + ".rebase.json"},
+                     {"--data": data_path, "--from": old, "--to": new})
     o, n = load_releases(old, new, old_format, new_format)
     rep = rebase_file(o, n, data_path, out_path, report=report_path)
     d = rep.to_dict()

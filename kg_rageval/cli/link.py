@@ -38,8 +38,10 @@ def link(ontology_path, ontology_format, text_path, linker, mode, ambiguous, nil
     """Run a baseline linker and write predictions in the record format."""
     from kg_rageval.base.errors import InputError
     from kg_rageval.families.linking.testset import run_linker
+    from kg_rageval.base.outputs import refuse_overwrite
     from kg_rageval.records import read_records, record_error, record_text, write_records
 
+    refuse_overwrite({"--output": output}, {"TEXT": text_path, "--ontology": ontology_path})
     onto = load_ontology_cli(ontology_path, ontology_format)
     if text_path.endswith((".jsonl", ".jsonl.gz")):
         records = read_records(text_path)

@@ -2,7 +2,8 @@
 
 Subcommands live in their own modules and are imported only when invoked, so
 ``kg-rageval --help`` stays fast. Exit codes: 0 success (all gates pass), 1 a gate failed or
-an ontology does not conform, 2 invalid input or configuration, 3 an internal error.
+an ontology does not conform, 2 invalid input or configuration, 3 an internal error, 4
+``audit --verify``: the evidence does not verify (tampered or changed).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="kg-rageval")
 @click.option("--limit", "limit_opts", multiple=True, metavar="NAME=N",
               help="Raise or lower an input-cost limit (repeatable), e.g. --limit max_gz_bytes=8GiB; "
-                   "names: max_gz_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
+                   "names: max_gz_bytes, max_gz_memory_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
                    "max_config_nodes, max_xml_expansion, max_doc_bytes (docs/ontology.md).")
 def cli(limit_opts: tuple[str, ...] = ()) -> None:
     """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems.
@@ -181,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # commands exit with their gate/validation code
         return int(exc.code or 0)
+    except MemoryError:  # an input beyond this machine's memory: one line, exit 2, no traceback
+        click.echo(error_line("out of memory: the inputs need more memory than this process can get; lower the "
+                              "input-cost limits so that such an input is refused before it is read "
+                              "(kg-rageval --limit NAME=N, docs/ontology.md: max_gz_memory_bytes, "
+                              "max_closure_entries, ...) or give the process more memory"), err=True)
+        return 2
     except Exception as exc:  # a bug: exit 3, never 1 (which means "a gate failed")
         import traceback
 

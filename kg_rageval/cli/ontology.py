@@ -99,8 +99,9 @@ def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fm
     onto = load_ontology_cli(file, ontology_format)
     report = validate_ontology(onto, shapes=shapes)
     code = 0 if report.passes(allow_warnings=not fail_on_warnings) else 1
-    payload = {**report.to_dict(), "exit_code": code, "fail_on_warnings": bool(fail_on_warnings)}
-    emit(payload, fmt, lambda _: report.to_text())
+    payload = {**report.to_dict(), "verdict": report.verdict(fail_on_warnings), "exit_code": code,
+               "fail_on_warnings": bool(fail_on_warnings)}
+    emit(payload, fmt, lambda _: report.to_text(fail_on_warnings=fail_on_warnings))
     if code:
         sys.exit(1)
 
@@ -114,6 +115,10 @@ def compile(file, output, ontology_format, fmt) -> None:
     """Compile an ontology into a cache (.kgro) that reloads fast; any command accepts it."""
     from kg_rageval.ontology.cache import save_compiled
 
+    from kg_rageval.base.outputs import refuse_overwrite
+
+    if "://" not in file:
+        refuse_overwrite({"--output": output or file + ".kgro"}, {"FILE": file})
     t0 = time.perf_counter()
     onto = load_ontology_cli(file, ontology_format)
     t1 = time.perf_counter()

@@ -33,6 +33,9 @@ def command(data_path, ontology_path, ontology_format, write_records, rows, fmt,
     from kg_rageval.cli.common import load_ontology_cli
 
     opts = family_kwargs("judge", kwargs)
+    from kg_rageval.base.outputs import refuse_overwrite
+
+    refuse_overwrite({"--write-records": write_records}, {"--data": data_path, "--ontology": ontology_path})
     records = read_records(data_path)
     onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
     usage = None

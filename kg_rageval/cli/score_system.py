@@ -45,6 +45,10 @@ def command(data_path, traces_path, id_attribute, write_records, ontology_path, 
     opts = family_kwargs("system", kwargs)
     if (data_path is None) == (traces_path is None):
         raise ConfigError("give exactly one of --data (records) and --traces (OTLP JSON)")
+    from kg_rageval.base.outputs import refuse_overwrite
+
+    refuse_overwrite({"--write-records": write_records},
+                     {"--data": data_path, "--traces": traces_path, "--ontology": ontology_path})
     if traces_path:
         from kg_rageval.records import write_records as write
         from kg_rageval.families.system.otlp import import_otlp

@@ -34,8 +34,11 @@ def build(ontology_path, ontology_format, corpus_path, out_dir, config_path, n_t
     probes, negation/quantifiers, out-of-scope, multi-hop) into OUT/records.jsonl, with the held-out
     ontology copy and the hashed manifest."""
     from kg_rageval.testset import build_testset, load_testset_config, read_testset_corpus
-    from kg_rageval.testset.store import write_build
+    from kg_rageval.base.outputs import refuse_overwrite
+    from kg_rageval.testset.store import BUILD_FILES, write_build
 
+    refuse_overwrite({"--out": [Path(out_dir) / f for f in BUILD_FILES]},
+                     {"--corpus": corpus_path, "--ontology": ontology_path, "--config": config_path})
     cfg = load_testset_config(config_path, seed=seed)
     if n_total is not None:
         cfg = cfg.scaled(n_total)
@@ -133,8 +136,12 @@ def split(records_path, out_dir, corpus_path, config_path, seed, fmt) -> None:
     from kg_rageval.records import read_records, write_records
     from kg_rageval.testset import load_testset_config
     from kg_rageval.testset.split import split_summary, split_testset
+    from kg_rageval.base.outputs import refuse_overwrite
+    from kg_rageval.testset.config import SETS
     from kg_rageval.testset.store import source_map
 
+    refuse_overwrite({"--out": [Path(out_dir) / f"{name}.jsonl" for name in SETS]},
+                     {"--records": records_path, "--corpus": corpus_path, "--config": config_path})
     cfg = load_testset_config(config_path)
     s = seed if seed is not None else (cfg.split.seed if cfg.split.seed is not None else cfg.seed)
     records = read_records(records_path)

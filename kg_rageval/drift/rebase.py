@@ -47,6 +47,7 @@ the hierarchy, was replaced, merged, retired or removed, with the records it tou
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -514,30 +515,38 @@ def rebase_file(
     t0 = time.perf_counter()
     m = mapping or build_mapping(old, new)
     t1 = time.perf_counter()
-    outp = Path(out)
-    if outp.resolve() == Path(data).resolve():
-        from kg_rageval.base.errors import InputError
+    from kg_rageval.base.outputs import atomic_path, refuse_overwrite
 
-        raise InputError("--out must differ from --data (the input is read while the output is written)",
-                         source=str(outp))
+    outp = Path(out)
+    rpath = Path(report) if report else outp.with_name(outp.name + ".rebase.json")
+    # the input is read while the output is written: the same path, a symlink or a hard link
+    # to it is refused before anything is written
+    refuse_overwrite({"--out": outp, "--report": rpath}, {"--data": data})
     buf: list[str] = []
     dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     opener = gzip.open if outp.suffix == ".gz" else open
-    with opener(outp, "wt", encoding="utf-8") as fh:
-        def write(rec: dict[str, Any]) -> None:
-            buf.append(dumps(rec))
-            if len(buf) >= 10000:
-                fh.write("\n".join(buf) + "\n")
-                buf.clear()
+    tmp_out = atomic_path(outp)
+    try:
+        with opener(tmp_out, "wt", encoding="utf-8") as fh:
+            def write(rec: dict[str, Any]) -> None:
+                buf.append(dumps(rec))
+                if len(buf) >= 10000:
+                    fh.write("\n".join(buf) + "\n")
+                    buf.clear()
 
-        rep = rebase_records(iter_objects(data), m, write, source=str(data))
-        if buf:
-            fh.write("\n".join(buf) + "\n")
+            rep = rebase_records(iter_objects(data), m, write, source=str(data))
+            if buf:
+                fh.write("\n".join(buf) + "\n")
+        os.replace(tmp_out, outp)
+    except BaseException:
+        tmp_out.unlink(missing_ok=True)
+        raise
     rep.input = {"path": str(data), "hash": file_hash(data)}
     rep.output = {"path": str(outp), "hash": file_hash(outp)}
     rep.seconds = time.perf_counter() - t0
     rep.mapping["seconds"] = round(t1 - t0, 3)
-    rpath = Path(report) if report else outp.with_name(outp.name + ".rebase.json")
-    rpath.write_text(json.dumps(rep.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp_rep = atomic_path(rpath)
+    tmp_rep.write_text(json.dumps(rep.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp_rep, rpath)
     rep.output["report"] = str(rpath)
     return rep

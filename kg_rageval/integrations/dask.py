@@ -198,7 +198,7 @@ def local_client(n_workers: int = 2, threads_per_worker: int = 1, **kw: Any):
     from distributed import Client, LocalCluster
 
     kw.setdefault("processes", True)
-    kw.setdefault("dashboard_address", ":0")
+    kw.setdefault("dashboard_address", "127.0.0.1:0")  # loopback: ":0" would listen on every interface
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                            host="127.0.0.1", **kw)
     return Client(cluster)

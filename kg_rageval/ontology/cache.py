@@ -35,14 +35,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.machine_key import key_id, machine_key
 from kg_rageval.ontology.graph import EMPTY_GRAPH, KnowledgeGraph
 from kg_rageval.ontology.model import Ontology, Property
 
@@ -74,46 +73,11 @@ def _unblob(arr: np.ndarray, n: int, lengths: np.ndarray | None = None) -> list[
     return [raw[a:b].decode("utf-8") for a, b in zip(starts.tolist(), ends.tolist())]
 
 
-KEY_ENV = "KG_RAGEVAL_CACHE_KEY"
-
-
-def _key_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "kg-rageval" / "cache.key"
-
-
-def cache_key(*, create: bool = False) -> bytes | None:
-    """The secret key of this machine's caches: ``KG_RAGEVAL_CACHE_KEY`` (any text), else the
-    32 random bytes of ``$XDG_CONFIG_HOME/kg-rageval/cache.key`` (``~/.config/...``), created
-    (mode 0600) on the first :func:`save_compiled`; ``None`` when there is none (the folder is
-    not writable): caches are then verified in full on every load."""
-    env = os.environ.get(KEY_ENV)
-    if env:
-        return env.encode("utf-8")
-    path = _key_path()
-    try:
-        key = path.read_bytes()
-        if len(key) >= 16:
-            return key
-    except OSError:
-        pass
-    if not create:
-        return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(secrets.token_bytes(32))
-        return path.read_bytes()
-    except OSError:
-        try:
-            return path.read_bytes() or None  # another process created it first
-        except OSError:
-            return None
-
-
-def _key_id(key: bytes) -> str:
-    return hashlib.sha256(b"kg-rageval cache key id\x00" + key).hexdigest()[:16]
+cache_key = machine_key
+"""The secret key of this machine's caches (:func:`kg_rageval.base.machine_key.machine_key`):
+``KG_RAGEVAL_CACHE_KEY``, else ``$XDG_CONFIG_HOME/kg-rageval/cache.key``; ``None`` when there
+is none (caches are then verified in full on every load)."""
+_key_id = key_id
 
 
 def _mac(key: bytes, header: dict, arrays: dict) -> str:

@@ -123,10 +123,23 @@ class ValidationReport:
             "results": [r.to_dict() for r in self.results],
         }
 
-    def to_text(self, limit: int = 200) -> str:
+    def verdict(self, fail_on_warnings: bool = False) -> str:
+        """The one-line verdict, worded as the exit code decides: ``"conforms"`` (no results),
+        ``"conforms, with N warning(s)"`` (warnings or info only: exit 0), ``"fails on N
+        warning(s) (--fail-on-warnings)"``, or ``"does not conform"`` (a violation: exit 1).
+        ``to_dict()["conforms"]`` keeps SHACL's meaning (no result of any severity)."""
+        c = self.counts()
+        if c["Violation"]:
+            return "does not conform"
+        if c["Warning"] and fail_on_warnings:
+            return f"fails on {c['Warning']} warning(s) (--fail-on-warnings)"
+        notes = [f"{c['Warning']} warning(s)"] * bool(c["Warning"]) + [f"{c['Info']} info"] * bool(c["Info"])
+        return "conforms" + (f", with {' and '.join(notes)}" if notes else "")
+
+    def to_text(self, limit: int = 200, *, fail_on_warnings: bool = False) -> str:
         c = self.counts()
         head = (
-            f"{self.source}: {'conforms' if not self.results else 'does not conform'} "
+            f"{self.source}: {self.verdict(fail_on_warnings)} "
             f"({c['Violation']} violation(s), {c['Warning']} warning(s), {c['Info']} info) "
             f"— shapes {self.shapes}"
         )

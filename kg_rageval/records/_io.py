@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -210,12 +211,21 @@ def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
 
 def write_records(path: str | Path, records: Iterable[Record], *, sort_keys: bool = False) -> None:
     """Write records as JSONL (private ``_``-prefixed fields are left out; ``sort_keys`` for
-    byte-stable files)."""
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}, ensure_ascii=False,
-                                sort_keys=sort_keys))
-            fh.write("\n")
+    byte-stable files), atomically: into a temporary sibling renamed over ``path`` at the end,
+    so a failure leaves the old file, and a hard link to the old file keeps its content."""
+    from kg_rageval.base.outputs import atomic_path, writing
+
+    tmp = atomic_path(path)
+    try:
+        with writing(path), open(tmp, "w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}, ensure_ascii=False,
+                                    sort_keys=sort_keys))
+                fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def where(record: Record, field: str) -> str:

@@ -21,6 +21,8 @@ from kg_rageval.records import read_records, write_records
 from kg_rageval.testset.config import SETS
 
 MANIFEST_NAME = "testset-manifest.json"
+BUILD_FILES = ("records.jsonl", "ontology-heldout.kgro", "heldout.json", MANIFEST_NAME)
+"""The files :func:`write_build` writes into its folder."""
 
 
 def write_json(path: Path, payload: Any) -> None:

@@ -313,7 +313,7 @@ def test_manifest_verify(stub, workdir, capsys):
     assert "verified: identical numbers" in capsys.readouterr().out
     rec = workdir / "records.jsonl"
     rec.write_text(rec.read_text().replace('"pred": ["boat"]', '"pred": ["submarine"]'))
-    assert main(["audit", "--verify", str(out / "manifest.json"), "--quiet"]) == 1
+    assert main(["audit", "--verify", str(out / "manifest.json"), "--quiet"]) == 4  # not verified
     out_text = capsys.readouterr().out
     assert "input records changed" in out_text and "metric values or gate decisions differ" in out_text
 

@@ -192,7 +192,7 @@ def test_verify_rejects_edited_reports(stub, wd, cli, edit, expect):
     _, man = _audit(cli, wd)
     edit(wd / "out")
     code, out, _ = cli(["audit", "--verify", str(man), "-q"])
-    assert code == 1 and "NOT verified" in out and expect in out
+    assert code == 4 and "NOT verified" in out and expect in out
 
 
 def test_verify_rejects_edited_manifest_numbers_and_missing_inputs(stub, wd, cli):
@@ -203,7 +203,7 @@ def test_verify_rejects_edited_manifest_numbers_and_missing_inputs(stub, wd, cli
     del doc["manifest"]["inputs"]["corpus"]
     man.write_text(json.dumps(doc))
     code, out, _ = cli(["audit", "--verify", str(man), "-q"])
-    assert code == 1
+    assert code == 4
     assert "the manifest's 'numbers' do not match its metrics_digest (edited)" in out
     assert "input corpus is read by the audit but not recorded in the manifest" in out
 
@@ -213,7 +213,7 @@ def test_verify_shows_which_gates_changed(stub, wd, cli):
     rec = wd / "records.jsonl"
     rec.write_text(rec.read_text().replace('"pred": ["boat"]', '"pred": ["submarine"]'))
     code, out, _ = cli(["audit", "--verify", str(man), "-q"])
-    assert code == 1
+    assert code == 4
     assert "input records changed" in out
     assert "    gate stub_accuracy[slice:intent=compare] > 0.6: pass 0.6666666666666666 -> fail 0.3333333333333333" in out
 
@@ -350,6 +350,20 @@ def test_no_fault_sequence_yields_a_verified_report_that_differs_from_a_clean_ru
         assert sha256_file(out / name) == h
 
 
+def test_a_full_disk_names_the_file_it_could_not_write(stub, wd, cli, monkeypatch):
+    import kg_rageval.audit.report_json as report_json
+
+    def full(result, path):
+        raise OSError(errno.ENOSPC, "No space left on device")  # as a write(2) on a full disk: no file name
+
+    monkeypatch.setattr(report_json, "write_json", full)
+    code, stdout, err = cli(["audit", "-c", str(wd / "pass.yaml"), "--out", str(wd / "out"), "-q"])
+    assert code == 2
+    _one_line_error(err)
+    assert "No space left on device (writing " in err and str(wd / "out" / "report.json") in err
+    assert not (wd / "out" / "manifest.json").exists()
+
+
 # ---------------------------------------------------------------------- escaping
 def test_names_are_escaped_in_markdown_html_junit(stub, wd, cli):
     evil_name = "x\n# PASSED\n<!-- hidden --> | cell | <script>alert(1)</script>\x00\u202e"
@@ -470,3 +484,27 @@ def test_verify_refuses_a_manifest_larger_than_the_limit(tmp_path):
     with (limits({"max_doc_bytes": 74}),
           pytest.raises(LimitExceeded, match=r"manifest\.json.*the manifest is 75 bytes.*max_doc_bytes = 74")):
         _load_manifest(man)
+
+
+def test_the_out_lock_is_held_for_the_whole_audit_not_only_the_write(stub, wd, cli, monkeypatch):
+    """A second audit into the same --out is refused while the first is still computing, so a
+    failing audit's folder can never end up holding another run's PASS reports."""
+    import kg_rageval.audit.runner as runner
+    from kg_rageval.base.errors import InputError
+
+    out = wd / "out"
+    real = runner.run_audit
+    seen = []
+
+    def run_audit(*a, **kw):
+        with pytest.raises(InputError, match="another kg-rageval audit is writing reports into this directory"):
+            with out_lock(out):  # what a second audit would try while this one computes
+                pass
+        seen.append("held")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(runner, "run_audit", run_audit)
+    code, _, _ = cli(["audit", "-c", str(wd / "pass.yaml"), "--out", str(out), "-q"])
+    assert code == 0 and seen == ["held"] and (out / "manifest.json").exists()
+    with out_lock(out):  # released afterwards
+        pass

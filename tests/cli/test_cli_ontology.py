@@ -115,6 +115,16 @@ def test_cli_error_paths_are_one_line_exit_2_and_bugs_exit_3(onto_dir, tmp_path,
     err = capsys.readouterr().err
     assert code == 3 and err.splitlines()[-1] == "error: internal error (please report): ZeroDivisionError: boom"
 
+    # running out of memory on an input is not a bug: one line, exit 2, the limits to lower
+    def too_big(*a, **k):
+        raise MemoryError
+
+    monkeypatch.setattr(cmd, "load_ontology_cli", too_big)
+    code = main(["ontology", "inspect", str(onto_dir / "animals.ttl")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("error: out of memory: ") and "--limit NAME=N" in err
+
 
 def test_usage_errors_are_one_line_with_a_help_hint(tmp_path, capsys):
     missing = tmp_path / "nope.ttl"

@@ -336,3 +336,34 @@ def test_toy_fixture_releases(fixtures_dir):
     kinds = [(c["kind"], c["to"]) for c in out[0]["rebase"]["changes"]]
     assert kinds == [("respelled", "HP:3"), ("replaced", "HP:8")]
     assert out[0]["rebase"]["flags"][0]["kind"] == "unknown"
+
+
+def test_rebase_refuses_every_output_that_is_one_of_its_inputs(tmp_path, releases, capsys):
+    """Hard link of -d as -o (the input was truncated to 0 bytes), --report equal to -d or to
+    --out, -o equal to the --to ontology: all exit 2 before anything is written."""
+    import os
+
+    from kg_rageval.cli.main import main
+    from kg_rageval.ontology.cache import save_compiled
+
+    old, new = releases
+    po, pn = save_compiled(old, tmp_path / "old.kgro"), save_compiled(new, tmp_path / "new.kgro")
+    data = tmp_path / "r.jsonl"
+    data.write_text(json.dumps({"id": "x", "labels": {"gold": ["a2"], "pred": ["a1"]}}) + "\n")
+    before, onto_before = data.read_bytes(), pn.read_bytes()
+    os.link(data, tmp_path / "hard.jsonl")
+    base = ["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(data)]
+    cases = [(["--out", str(tmp_path / "hard.jsonl")], "--out .* is the same file as the input --data"),
+             (["--out", str(tmp_path / "o.jsonl"), "--report", str(data)], "--report .* the input --data"),
+             (["--out", str(tmp_path / "o.jsonl"), "--report", str(tmp_path / "o.jsonl")], "are the same file"),
+             (["--out", str(pn)], "--out .* is the same file as the input --to")]
+    import re
+
+    for extra, message in cases:
+        assert main(base + extra) == 2, extra
+        assert re.search(message, capsys.readouterr().err), extra
+    assert data.read_bytes() == before and pn.read_bytes() == onto_before
+    assert not (tmp_path / "o.jsonl").exists()
+    with pytest.raises(Exception, match="is the same file as the input --data"):  # the library refuses too
+        rebase_file(old, new, data, tmp_path / "hard.jsonl")
+    assert data.read_bytes() == before

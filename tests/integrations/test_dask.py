@@ -105,6 +105,17 @@ def client(dask_client):
     return dask_client  # the session's LocalCluster (tests/conftest.py)
 
 
+def test_the_local_cluster_listens_on_loopback_only(client):
+    """Scheduler, workers and every dashboard bind to 127.0.0.1 (``dashboard_address=":0"``
+    listened on 0.0.0.0: the dashboard was reachable from the network)."""
+    import psutil
+
+    procs = [psutil.Process(), *psutil.Process().children(recursive=True)]
+    listening = {c.laddr.ip for p in procs for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    assert listening == {"127.0.0.1"}
+    assert client.dashboard_link.startswith("http://127.0.0.1:")
+
+
 @pytest.mark.slow
 def test_toy_family_identical_on_cluster(client, vehicles):
     recs = _records(vehicles)

@@ -52,6 +52,23 @@ def test_warnings_only(onto_dir):
     report = validate_ontology(load_ontology(onto_dir / "deprecated_warning.ttl"))
     assert _triples(report) == [("Warning", "ex:Old", "owl:deprecated", "true")]
     assert not report.passes() and report.passes(allow_warnings=True)
+    # worded as the exit code decides: exit 0 reads "conforms, with 1 warning(s)", not "does not conform"
+    assert report.to_text().startswith(f"{report.source}: conforms, with 1 warning(s) (0 violation(s), 1 warning(s)")
+    assert report.verdict(fail_on_warnings=True) == "fails on 1 warning(s) (--fail-on-warnings)"
+
+
+def test_validate_cli_verdict_matches_its_exit_code(onto_dir, capsys):
+    from kg_rageval.cli.main import main
+
+    path = str(onto_dir / "deprecated_warning.ttl")
+    assert main(["ontology", "validate", path]) == 0
+    assert ": conforms, with 1 warning(s) (" in capsys.readouterr().out
+    assert main(["ontology", "validate", path, "--fail-on-warnings"]) == 1
+    assert ": fails on 1 warning(s) (--fail-on-warnings) (" in capsys.readouterr().out
+    assert main(["ontology", "validate", str(onto_dir / "invalid_shapes.ttl"), "--format", "json"]) == 1
+    import json
+
+    assert json.loads(capsys.readouterr().out)["verdict"] == "does not conform"
 
 
 def test_non_rdf_sources_are_rendered(onto_dir):

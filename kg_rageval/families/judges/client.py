@@ -8,11 +8,19 @@ llama.cpp server, LiteLLM). What it adds to a bare HTTP call:
 * **retries with exponential backoff** on 429, 5xx, timeouts and connection errors: the wait
   before retry ``k`` (0-based) is ``min(max_backoff, backoff · 2**k)``, or the server's
   ``Retry-After`` seconds when given (capped the same way); other 4xx fail at once;
-* **timeouts** per request (``timeout`` seconds);
+* **a deadline per request**: ``timeout`` seconds bound the whole request (connect, headers
+  and body), not each read, so a server that trickles bytes cannot hold a call open; a request
+  past its deadline is a timeout (retried like one);
+* **no redirects**: a 3xx answer is a failure naming where it pointed, never followed, so the
+  API key goes only to the configured host;
 * **bounded concurrency** — :meth:`ChatClient.complete_many` runs at most ``concurrency``
   requests at a time (threads), results in input order;
 * an **on-disk cache** keyed by ``sha256`` of model + messages + schema + sampling settings: a
-  repeated request is answered from ``cache_dir`` without a call (and costs nothing);
+  repeated request is answered from ``cache_dir`` without a call (and costs nothing). Each
+  entry carries an HMAC-SHA256 under this machine's key (:mod:`kg_rageval.base.machine_key`)
+  over its request key and answer: an entry that was edited, copied to another request's file,
+  written without a key or damaged is **asked again** (counted in ``cache_rejected``), never
+  trusted; without a machine key nothing is read from the cache;
 * **token and cost accounting** — prompt/completion tokens from the response's ``usage``,
   cost = tokens × ``prices`` (USD per million tokens), totals in :meth:`ChatClient.usage`
   for the run manifest.
@@ -20,12 +28,16 @@ llama.cpp server, LiteLLM). What it adds to a bare HTTP call:
 The API key is read from the environment variable ``api_key_env`` at request time; it is never
 stored on the client, printed, logged, cached or written into a manifest
 (:meth:`ChatClient.settings` shows only whether it is set, as ``"***"``); a password or key in
-the URL itself is masked in settings and error messages (:mod:`kg_rageval.base.redact`).
+the URL itself is masked in settings and error messages (:mod:`kg_rageval.base.redact`). A
+server that echoes the key back (in an answer or an error body) has it replaced by ``"***"``
+before the text is kept, cached, scored or written anywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import http.client
 import json
 import os
 import socket
@@ -40,11 +52,19 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from kg_rageval.base.errors import ConfigError, KgRagevalError
+from kg_rageval.base.machine_key import key_id, keyed_digest, machine_key
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 """HTTP statuses retried (rate limits, timeouts, transient server errors); any 5xx is too."""
 
 Message = Mapping[str, str]
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""A larger answer is a failure (a judge verdict is a few hundred bytes)."""
+
+MIN_SCRUBBED_KEY = 8
+"""An API key shorter than this is not searched for in answers (replacing every occurrence of
+a one- or two-character "key" would corrupt the text; real keys are far longer)."""
 
 
 class BackendError(KgRagevalError):
@@ -78,6 +98,7 @@ class Usage:
     http_calls: int = 0
     retries: int = 0
     cache_hits: int = 0
+    cache_rejected: int = 0
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -142,8 +163,11 @@ class ChatClient:
         self._sleep = sleep
         host = urllib.parse.urlsplit(self.base_url).hostname or ""
         # a local server (vLLM, Ollama, llama.cpp on this machine) is never reached through a proxy
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({})) \
-            if host in ("127.0.0.1", "localhost", "::1") else urllib.request.build_opener()
+        handlers: list[urllib.request.BaseHandler] = [_NoRedirect(), _DeadlineHTTPHandler(),
+                                                      _DeadlineHTTPSHandler()]
+        if host in ("127.0.0.1", "localhost", "::1"):
+            handlers.insert(0, urllib.request.ProxyHandler({}))
+        self._opener = urllib.request.build_opener(*handlers)
         self._lock = threading.Lock()
         self._usage = Usage()
 
@@ -168,11 +192,13 @@ class ChatClient:
         return f"ChatClient(base_url={redact(self.base_url)!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
 
     def usage(self) -> dict[str, Any]:
-        """Totals so far: requests, HTTP calls, retries, cache hits, failures, tokens, cost."""
+        """Totals so far: requests, HTTP calls, retries, cache hits, cache entries refused (edited,
+        unsigned or damaged: asked again), failures, tokens, cost."""
         with self._lock:
             u = self._usage
             return {"model": self.model, "requests": u.requests, "http_calls": u.http_calls,
-                    "retries": u.retries, "cache_hits": u.cache_hits, "failures": u.failures,
+                    "retries": u.retries, "cache_hits": u.cache_hits, "cache_rejected": u.cache_rejected,
+                    "failures": u.failures,
                     "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                     "total_tokens": u.prompt_tokens + u.completion_tokens,
                     "cost_usd": round(u.cost_usd, 10), "http_status": dict(sorted(u.status_counts.items()))}
@@ -219,30 +245,37 @@ class ChatClient:
         self._count(requests=1)
         path = self._cache_path(key)
         if path is not None and path.is_file():
-            try:
-                hit = json.loads(path.read_text(encoding="utf-8"))
-                content = hit["content"]
-                if isinstance(content, str):
-                    self._count(cache_hits=1)
-                    return Completion(content, int(hit.get("prompt_tokens", 0)),
-                                      int(hit.get("completion_tokens", 0)), 0.0, True, 0, self.model)
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # a damaged cache entry is ignored and overwritten
+            hit = _read_cache_entry(path, key)
+            if hit is None:
+                self._count(cache_rejected=1)  # edited, unsigned, misplaced or damaged: ask again
+            else:
+                self._count(cache_hits=1)
+                return Completion(hit[0], hit[1], hit[2], 0.0, True, 0, self.model)
         try:
             data, attempts = self._post(body)
             content, pt, ct = self._parse(data)
         except BackendError:
             self._count(failures=1)
             raise
+        content = self._scrub(content)
         cost = (pt * self.prices["prompt"] + ct * self.prices["completion"]) / 1e6
         self._count(prompt_tokens=pt, completion_tokens=ct, cost_usd=cost)
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps({"model": self.model, "content": content, "prompt_tokens": pt,
-                                       "completion_tokens": ct}, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, path)
+            _write_cache_entry(path, key, self.model, content, pt, ct)
         return Completion(content, pt, ct, cost, False, attempts, self.model)
+
+    def _api_key(self) -> str | None:
+        return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with every echo of the API key replaced by ``***`` (keys shorter than
+        :data:`MIN_SCRUBBED_KEY` are not searched for)."""
+        from kg_rageval.base.redact import MASK
+
+        key = self._api_key()
+        if key and len(key) >= MIN_SCRUBBED_KEY and key in text:
+            return text.replace(key, MASK)
+        return text
 
     def complete_many(self, requests: Sequence[Sequence[Message] | str], *,
                       schema: Mapping[str, Any] | None = None, schema_name: str = "verdict"
@@ -278,7 +311,7 @@ class ChatClient:
 
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        key = self._api_key()
         if key:
             h["Authorization"] = f"Bearer {key}"
         return h
@@ -304,12 +337,17 @@ class ChatClient:
                 self._count(retries=1)
             self._count(http_calls=1)
             req = urllib.request.Request(url, data=payload, headers=self._headers(), method="POST")
+            deadline = _Deadline(self.timeout)
+            req.deadline = deadline  # type: ignore[attr-defined]  # read by the _Deadline*Handler
             retry_after = None
             try:
-                with self._opener.open(req, timeout=self.timeout) as resp:
-                    self._count(status=resp.status)
-                    raw = resp.read(16 * 1024 * 1024 + 1)
-                if len(raw) > 16 * 1024 * 1024:
+                with deadline:
+                    with self._opener.open(req, timeout=self.timeout) as resp:
+                        self._count(status=resp.status)
+                        raw = _read_bounded(resp, MAX_RESPONSE_BYTES)
+                    if deadline.expired:
+                        raise TimeoutError
+                if len(raw) > MAX_RESPONSE_BYTES:
                     raise BackendError(f"{shown}: response larger than 16 MiB", status=200, attempts=attempt + 1)
                 try:
                     return json.loads(raw.decode("utf-8")), attempt + 1
@@ -320,7 +358,7 @@ class ChatClient:
                 status = exc.code
                 self._count(status=status)
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                detail = exc.read(500).decode("utf-8", "replace").strip()
+                detail = self._scrub(exc.read(500).decode("utf-8", "replace").strip())
                 last = f"HTTP {status}" + (f": {detail}" if detail else "")
                 if status not in RETRY_STATUS and status < 500:
                     raise BackendError(f"{shown}: {redact(last)}", status=status, attempts=attempt + 1) from None
@@ -329,15 +367,19 @@ class ChatClient:
                 self._count(status="timeout")
             except urllib.error.URLError as exc:
                 reason = exc.reason
-                if isinstance(reason, (TimeoutError, socket.timeout)):
+                if deadline.expired or isinstance(reason, (TimeoutError, socket.timeout)):
                     status, last = None, f"timed out after {self.timeout:g} s"
                     self._count(status="timeout")
                 else:
                     status, last = None, f"connection failed: {reason}"
                     self._count(status="connection_error")
-            except (ConnectionError, OSError) as exc:
-                status, last = None, f"connection failed: {exc}"
-                self._count(status="connection_error")
+            except (ConnectionError, OSError, http.client.HTTPException) as exc:
+                if deadline.expired:  # the deadline closed the socket under a read
+                    status, last = None, f"timed out after {self.timeout:g} s"
+                    self._count(status="timeout")
+                else:
+                    status, last = None, f"connection failed: {self._scrub(str(exc))}"
+                    self._count(status="connection_error")
             if attempt < self.max_retries:
                 self._sleep(self._wait(attempt, retry_after))
         raise BackendError(f"{shown}: {redact(last)} (after {self.max_retries + 1} attempts)", status=status,
@@ -359,3 +401,148 @@ class ChatClient:
             return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else 0
 
         return content, tok("prompt_tokens"), tok("completion_tokens")
+
+
+# ---------------------------------------------------------------------- the signed cache
+def _entry_digest(key: bytes, request_key: str, entry: Mapping[str, Any]) -> str:
+    """HMAC over the request key (so an entry copied to another request's file fails) and the
+    entry's model, answer and token counts."""
+    body = json.dumps({k: entry.get(k) for k in ("model", "content", "prompt_tokens", "completion_tokens")},
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return keyed_digest(key, b"kg-rageval judge cache v1", request_key.encode(), body.encode("utf-8"))
+
+
+def _read_cache_entry(path: Path, request_key: str) -> tuple[str, int, int] | None:
+    """``(content, prompt_tokens, completion_tokens)`` of a cache entry that verifies under this
+    machine's key; ``None`` for one that does not (or cannot: no key) — it is asked again."""
+    key = machine_key()
+    if key is None:
+        return None
+    try:
+        if path.stat().st_size > MAX_RESPONSE_BYTES + 4096:
+            return None
+        hit = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(hit, dict) or hit.get("request") != request_key or hit.get("mac_key") != key_id(key):
+            return None
+        if not hmac.compare_digest(str(hit.get("mac", "")), _entry_digest(key, request_key, hit)):
+            return None
+        content, pt, ct = hit["content"], hit["prompt_tokens"], hit["completion_tokens"]
+        if not isinstance(content, str) or not all(type(t) is int and t >= 0 for t in (pt, ct)):
+            return None
+        return content, pt, ct
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_cache_entry(path: Path, request_key: str, model: str, content: str, pt: int, ct: int) -> None:
+    """Write one signed entry atomically (nothing is written without a machine key: an unsigned
+    entry could never be trusted)."""
+    key = machine_key(create=True)
+    if key is None:
+        return
+    entry: dict[str, Any] = {"model": model, "content": content, "prompt_tokens": pt, "completion_tokens": ct}
+    entry.update(request=request_key, mac_key=key_id(key), mac=_entry_digest(key, request_key, entry))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(json.dumps(entry, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------- transport
+def _read_bounded(resp: Any, limit: int) -> bytes:
+    """The response body, at most ``limit + 1`` bytes, read in pieces (``read1`` returns what
+    has arrived) so that the request's :class:`_Deadline` can cut a trickling body short."""
+    chunks: list[bytes] = []
+    n = 0
+    while n <= limit:
+        piece = resp.read1(min(65536, limit + 1 - n))
+        if not piece:
+            break
+        chunks.append(piece)
+        n += len(piece)
+    return b"".join(chunks)
+
+
+class _Deadline:
+    """One request's deadline: after ``seconds`` it shuts the request's sockets down, which ends
+    any read blocked on them (headers or body), and marks the request ``expired``."""
+
+    def __init__(self, seconds: float):
+        self.expired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def track(self, sock: socket.socket) -> None:
+        """Watch a connected socket (urllib drops the connection's own reference to it once the
+        headers are read, while the response still reads from it)."""
+        with self._lock:
+            self._socks.append(sock)
+            expired = self.expired
+        if expired:
+            self._fire()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            socks = list(self._socks)
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._timer.cancel()
+
+
+def _tracked(conn_cls: type[http.client.HTTPConnection], req: urllib.request.Request) -> Callable[..., Any]:
+    deadline: _Deadline | None = getattr(req, "deadline", None)
+
+    def make(host: str, **kw: Any) -> http.client.HTTPConnection:
+        conn = conn_cls(host, **kw)
+        if deadline is not None:
+            connect = conn.connect
+
+            def connect_tracked() -> None:
+                connect()
+                if conn.sock is not None:
+                    deadline.track(conn.sock)
+
+            conn.connect = connect_tracked  # type: ignore[method-assign]
+        return conn
+
+    return make
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_tracked(http.client.HTTPConnection, req), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> Any:
+        kw: dict[str, Any] = {"context": getattr(self, "_context", None)}
+        if hasattr(self, "_check_hostname"):  # Python < 3.12
+            kw["check_hostname"] = self._check_hostname
+        return self.do_open(_tracked(http.client.HTTPSConnection, req), req, **kw)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses every redirect: the request (and its ``Authorization`` header) goes only to the
+    configured ``base_url``."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:
+        from kg_rageval.base.redact import redact
+
+        to = urllib.parse.urlsplit(newurl)
+        where = f"{to.scheme}://{to.hostname}" + (f":{to.port}" if to.port else "") if to.hostname else redact(newurl)
+        raise BackendError(f"{redact(req.full_url)}: HTTP {code} redirect to {where} refused — the judge client "
+                           "never follows redirects, so the API key goes only to the configured host; set "
+                           "base_url to the final address", status=code)

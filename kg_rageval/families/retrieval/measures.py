@@ -324,7 +324,9 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         exp = spec.param("dcg") == "exp-log2"
         gi, Cg, D = ctx.cached(("dcg", exp), lambda: _dcg_prefix(ctx, exp))
         end = ctx.s + (ctx.L if k is None else np.minimum(ctx.L, k))
-        return _safe_div(D[Cg[end]] - D[Cg[ctx.s]], ctx.idcg(k, exp))
+        # a difference of two prefix sums over all queries carries ~1e-14 of rounding: a perfect
+        # ranking must read 1, not 1.0000000000000284
+        return np.clip(_safe_div(D[Cg[end]] - D[Cg[ctx.s]], ctx.idcg(k, exp)), 0.0, 1.0)
     if m in ("Bpref", "GMBpref"):
         return ctx.cached(("bpref", spec.rel), lambda: _bpref(ctx, d))
     if m == "infAP":

@@ -14,6 +14,13 @@ For a baseline A and each candidate B, per measure, on the same queries (``d_q =
 * ``ci``: percentile bootstrap interval of mean(d) (:func:`.compare.bootstrap_ci`, seeded);
 * wins / ties / losses: queries with d > 0, d = 0, d < 0.
 
+Every delta is first rounded to ``DELTA_DECIMALS`` (12) decimals: per-query values carry
+~1e-14 of floating-point rounding (prefix sums shared by all queries), and counting that as a
+win or a loss — or letting it break the ties among equal |d| that the Wilcoxon ranks average —
+reports noise as an effect. A delta below 5e-13 is a tie. Every test, the W/T/L counts, the
+effect size, the mean delta and the bootstrap CI use the rounded deltas; the systems' means are
+those of the values as computed.
+
 Per ontology branch (the queries whose gold node lies in a branch node's subtree), the same
 deltas and permutation tests with Holm correction over the branches: a candidate *improves*
 a branch when ``p_adj < alpha`` and the delta is positive, *breaks* it when negative.
@@ -33,6 +40,14 @@ from kg_rageval.base.errors import InputError, MissingEvidence
 from kg_rageval.families.retrieval.compare import bootstrap_ci, permutation_p
 
 TESTS = ("permutation", "t", "wilcoxon")
+DELTA_DECIMALS = 12
+"""Paired deltas are compared at this many decimals (module docstring)."""
+
+
+def paired_deltas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``b - a`` rounded to :data:`DELTA_DECIMALS` decimals (``+0.0`` for a tie)."""
+    d = np.round(np.asarray(b, dtype=float) - np.asarray(a, dtype=float), DELTA_DECIMALS)
+    return d + 0.0  # -0.0 → 0.0
 CORRECTIONS = ("holm", "bonferroni", "none")
 
 
@@ -67,19 +82,19 @@ def t_test_p(a: np.ndarray, b: np.ndarray) -> float:
     is 0 (no evidence of a difference), ``nan`` never reaches a report."""
     from scipy import stats  # type: ignore[import-untyped]
 
-    d = b - a
+    d = paired_deltas(a, b)
     if len(d) < 2:
         raise MissingEvidence("t-test needs at least 2 paired queries")
     if np.all(d == d[0]):
         return 1.0 if d[0] == 0 else 0.0
-    return float(stats.ttest_rel(b, a).pvalue)
+    return float(stats.ttest_1samp(d, 0.0).pvalue)  # = ttest_rel(b, a) on the rounded deltas
 
 
 def wilcoxon_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value (scipy ``wilcoxon``); 1.0 when every delta is 0."""
     from scipy import stats  # type: ignore[import-untyped]
 
-    d = b - a
+    d = paired_deltas(a, b)
     if not np.any(d != 0):
         return 1.0
     return float(stats.wilcoxon(d).pvalue)
@@ -219,7 +234,7 @@ def compare_systems(
         for c in cands:
             a, b = _pairs({k: per_query[k][m] for k in (baseline, c)}, baseline, c)
             a, b = a[mask], b[mask]
-            d = b - a
+            d = paired_deltas(a, b)
             p: dict[str, float] = {}
             if "permutation" in tests:
                 p["permutation"] = permutation_p(d, n_permutations=n_permutations, seed=seed)
@@ -254,7 +269,7 @@ def _branches(per_query, baseline, cands, measures, masks, branches, alpha, leve
                 mk = np.asarray(bmask, dtype=bool) & (base_mask if base_mask is not None else True)
                 if not mk.any():
                     continue
-                d = b_all[mk] - a_all[mk]
+                d = paired_deltas(a_all[mk], b_all[mk])
                 group.append(BranchRow(bid, label, c, m, len(d), float(d.mean()),
                                        bootstrap_ci(d, n_resamples=n_resamples, level=level, seed=seed),
                                        permutation_p(d, n_permutations=n_permutations, seed=seed), 1.0, "",

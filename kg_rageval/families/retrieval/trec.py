@@ -442,14 +442,19 @@ def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=
 def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False) -> Run:
     """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
+    from kg_rageval.families.retrieval import _kernels
+
     path = Path(path)
-    res = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag", [(4, "score")], vocab=vocab,
+    # without numba there is no lazy vocabulary: the documents are interned into this one
+    # (creating it after the read left the codes pointing into an empty vocabulary)
+    own = vocab if vocab is not None or _kernels.HAVE_NUMBA else Vocab()
+    res = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag", [(4, "score")], vocab=own,
                       extra_ok=True, lazy=vocab is None)
     if len(res) == 4:
         groups, docs, num, vocab = res
     else:
         groups, docs, num = res
-        vocab = vocab if vocab is not None else Vocab()
+        vocab = own if own is not None else Vocab()
     scores = num[4]
     qids, ptr, perm, qcode = _group(groups)
     keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)

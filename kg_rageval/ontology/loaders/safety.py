@@ -263,7 +263,7 @@ def _remote_context(node: Any, trail: str) -> str | None:
     return None
 
 
-def decode_json(raw: bytes, source: str | Path, expected: str) -> Any:
+def decode_json(raw: bytes | bytearray | str, source: str | Path, expected: str) -> Any:
     """``json.loads(raw)`` with the file, line and column of a syntax error and a clear
     message for bytes that are not UTF-8; ``expected`` names what the file should hold
     ("a STIX 2.x bundle"). Shared by the JSON-LD and STIX loaders."""

@@ -67,12 +67,17 @@ from kg_rageval.ontology.loaders.safety import decode_json
 def read_json(path: str | Path) -> Any:
     """Decode ``path`` (plain or gzip, told apart by the magic bytes) with line-located errors."""
     p = Path(path)
-    raw = p.read_bytes()
+    raw: bytes | bytearray = p.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         from kg_rageval.base.safe_io import decompress_bounded
 
-        raw = decompress_bounded(raw, str(p))  # refuses past the max_gz_bytes limit
-    return decode_json(raw, p, "a STIX 2.x bundle")
+        raw = decompress_bounded(raw, str(p))  # refuses past the max_gz_memory_bytes limit
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: {exc}", source=str(p)) from None
+    del raw  # the parser holds one copy of the document: the text
+    return decode_json(text, p, "a STIX 2.x bundle")
 
 
 SOURCE_NAMES = ("mitre-attack", "mitre-ics-attack", "mitre-mobile-attack")

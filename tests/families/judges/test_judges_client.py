@@ -222,3 +222,89 @@ def test_credentials_in_the_url_are_masked():
         with pytest.raises(BackendError) as ei:
             c2.complete("q")
     assert "pw-secret" not in str(ei.value) and "sk-zzz" not in str(ei.value)
+
+
+# --------------------------------------------------------------- credentials, deadline, signed cache
+SECRET = "sk-test-0123456789abcdef"
+
+
+def test_a_redirect_to_another_host_is_refused_and_the_key_never_leaves(monkeypatch):
+    monkeypatch.setenv("KGR_TEST_KEY", SECRET)
+    with FakeServer() as other, FakeServer() as srv:
+        srv.script = [("redirect", other.base_url + "/chat/completions")]
+        c = client(srv.base_url, api_key_env="KGR_TEST_KEY", max_retries=3)
+        with pytest.raises(BackendError, match=r"HTTP 302 redirect to http://127\.0\.0\.1:\d+ refused") as ei:
+            c.complete("q")
+    assert other.requests == [] and other.headers == []  # the other origin got nothing, let alone the key
+    assert len(srv.requests) == 1 and ei.value.status == 302  # not retried
+    assert SECRET not in str(ei.value) and c.usage()["failures"] == 1
+
+
+def test_the_timeout_bounds_the_whole_request_against_a_trickling_server():
+    import time as _time
+
+    with FakeServer() as srv:
+        srv.script = [("trickle", 6.0)]
+        c = client(srv.base_url, timeout=1.0, max_retries=0)
+        t0 = _time.monotonic()
+        with pytest.raises(BackendError, match=r"timed out after 1 s"):
+            c.complete("q")
+        took = _time.monotonic() - t0
+    assert took < 3.0, took  # each byte arrives well within 1 s; only a whole-request deadline stops it
+    assert c.usage()["http_status"] == {"200": 1, "timeout": 1}  # the headers came; the body never did
+
+
+def test_an_echoed_key_is_masked_in_answers_errors_and_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGR_TEST_KEY", SECRET)
+    with FakeServer() as srv:
+        srv.script = [("echo_header", "Authorization"), ("error_echo_header", "Authorization")]
+        c = client(srv.base_url, api_key_env="KGR_TEST_KEY", cache_dir=tmp_path, max_retries=0)
+        got = c.complete("q")
+        with pytest.raises(BackendError) as ei:
+            c.complete("q2")
+    assert json.loads(got.content)["rationale"] == "you sent Bearer ***"
+    assert SECRET not in str(ei.value) and "bad key Bearer ***" in str(ei.value)
+    files = list(tmp_path.rglob("*.json"))
+    assert len(files) == 1 and SECRET not in files[0].read_text()
+
+
+def _cached_once(tmp_path, srv):
+    c = client(srv.base_url, cache_dir=tmp_path)
+    first = c.complete("q")
+    (entry,) = list(tmp_path.rglob("*.json"))
+    return first, entry
+
+
+def test_an_edited_cache_entry_is_asked_again_never_trusted(tmp_path):
+    with FakeServer({"verdict": "incorrect"}) as srv:
+        first, entry = _cached_once(tmp_path, srv)
+        data = json.loads(entry.read_text())
+        data["content"] = json.dumps({"verdict": "correct"})  # a FAIL edited into a PASS
+        entry.write_text(json.dumps(data))
+        c = client(srv.base_url, cache_dir=tmp_path)
+        again = c.complete("q")
+        hit = c.complete("q")  # the re-asked answer is cached, signed, and trusted
+    assert json.loads(first.content)["verdict"] == "incorrect"
+    assert json.loads(again.content)["verdict"] == "incorrect" and not again.cached and hit.cached
+    u = c.usage()
+    assert (u["http_calls"], u["cache_rejected"], u["cache_hits"]) == (1, 1, 1)
+    assert len(srv.requests) == 2
+
+
+def test_a_cache_entry_copied_to_another_request_or_unsigned_is_refused(tmp_path, monkeypatch):
+    with FakeServer() as srv:
+        _, entry = _cached_once(tmp_path, srv)
+        c = client(srv.base_url, cache_dir=tmp_path)
+        other_key = c.cache_key(c.body("another prompt"))
+        target = tmp_path / other_key[:2] / f"{other_key}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(entry.read_text())  # a genuine entry under another request's name
+        c.complete("another prompt")
+        legacy = json.loads(entry.read_text())
+        for k in ("mac", "mac_key", "request"):
+            legacy.pop(k)
+        entry.write_text(json.dumps(legacy))  # an entry written before entries were signed
+        c.complete("q")
+        monkeypatch.setenv("KG_RAGEVAL_CACHE_KEY", "another machine's key")
+        c.complete("q")  # signed under this machine's old key: another machine does not trust it
+    assert c.usage()["cache_rejected"] == 3 and c.usage()["cache_hits"] == 0 and c.usage()["http_calls"] == 3
