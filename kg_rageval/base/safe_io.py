@@ -291,7 +291,7 @@ def read_document(path: str | Path, *, found: str = "the file") -> bytes | bytea
     return p.read_bytes()
 
 
-def decompress_bounded(raw: bytes, source: str) -> bytearray:
+def decompress_bounded(raw: bytes | bytearray, source: str) -> bytearray:
     """``gzip.decompress`` for data that is kept whole in memory: it stops as soon as the output
     passes the smaller of ``max_gz_memory_bytes`` and ``max_gz_bytes`` (counted while
     decompressing, before more is kept), so a gzip bomb costs at most that limit of memory;
