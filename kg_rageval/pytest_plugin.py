@@ -110,7 +110,7 @@ def _evidence(obj: Any, ontology: Any) -> _Evidence:
         obj = [obj]
     if isinstance(obj, Mapping) and hasattr(obj, "family") and obj and all(_is_evaluation(e) for e in obj.values()):
         return _Evidence({}, evaluations=list(obj.values()), ontology=ontology,
-                         families={getattr(obj, "family"): list(obj.values())})  # an EvaluationSet
+                         families={getattr(obj, "family"): list(obj.values())})  # noqa: B009 - an EvaluationSet, typed as a Mapping
     if isinstance(obj, (list, tuple)) and obj and all(_is_evaluation(e) for e in obj):
         fams: dict[str, list] = {}
         for ev in obj:
