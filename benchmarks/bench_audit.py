@@ -47,8 +47,11 @@ fields:
 
 def generate(onto, n: int, seed: int, out: Path) -> None:
     rng = np.random.default_rng(seed)
-    techs = [i for i in range(len(onto)) if onto.node_types[i] in ("technique", "sub-technique")
-             and int(onto.status[i]) == 0]
+    techs = [
+        i
+        for i in range(len(onto))
+        if onto.node_types[i] in ("technique", "sub-technique") and int(onto.status[i]) == 0
+    ]
     techset = set(techs)
     tactic_of = {}
     for i in techs:
@@ -59,9 +62,16 @@ def generate(onto, n: int, seed: int, out: Path) -> None:
         for kind in ("desc", "proc"):
             u = rng.random()
             tenant = ["acme"] if u < 0.1 else ["acme", "globex"]
-            docs.append({"id": f"{onto.ids[i]}:{kind}", "source_id": f"attack:{onto.ids[i]}#{kind}",
-                         "categories": [onto.ids[i]], "tenant": tenant, "type": kind,
-                         "text": f"{onto.labels[i]} ({kind})"})
+            docs.append(
+                {
+                    "id": f"{onto.ids[i]}:{kind}",
+                    "source_id": f"attack:{onto.ids[i]}#{kind}",
+                    "categories": [onto.ids[i]],
+                    "tenant": tenant,
+                    "type": kind,
+                    "text": f"{onto.labels[i]} ({kind})",
+                }
+            )
     with open(out / "corpus.jsonl", "w") as fh:
         for d in docs:
             fh.write(json.dumps(d) + "\n")
@@ -76,7 +86,11 @@ def generate(onto, n: int, seed: int, out: Path) -> None:
             elif u < 0.75:
                 p = int(onto.parent_indices(g)[0])
             elif u < 0.88:
-                sibs = [c for c in onto.child_indices(int(onto.parent_indices(g)[0])).tolist() if c != g and c in techset]
+                sibs = [
+                    c
+                    for c in onto.child_indices(int(onto.parent_indices(g)[0])).tolist()
+                    if c != g and c in techset
+                ]
                 p = sibs[int(rng.integers(len(sibs)))] if sibs else g
             else:
                 p = techs[int(rng.integers(len(techs)))]
@@ -92,23 +106,36 @@ def generate(onto, n: int, seed: int, out: Path) -> None:
             refused = rng.random() < 0.03
             sup = ["The technique is described in the cited document."]
             uns = [] if rng.random() < 0.8 else ["It always succeeds."]
-            answer = {"text": f"{onto.labels[p]} [1]. " + " ".join(s + "" for s in sup + uns),
-                      "citations": [run[0]], "refused": bool(refused), "confidence": float(rng.random()),
-                      "output": {"technique": pid, "tactic": onto.ids[tactic_of.get(p, tactic_of[g])]}}
+            answer = {
+                "text": f"{onto.labels[p]} [1]. " + " ".join(s + "" for s in sup + uns),
+                "citations": [run[0]],
+                "refused": bool(refused),
+                "confidence": float(rng.random()),
+                "output": {"technique": pid, "tactic": onto.ids[tactic_of.get(p, tactic_of[g])]},
+            }
             if not refused:
                 answer["judgment"] = {"claims": sup + uns, "supported": sup, "unsupported": uns}
             rec = {
-                "id": f"q{q:06d}", "query": text,
+                "id": f"q{q:06d}",
+                "query": text,
                 "slices": {"intent": intents[q % 3]},
-                "mentions": {"gold": [{"start": start, "end": start + len(label), "id": gid}],
-                             "pred": [{"start": start, "end": start + len(label), "id": pid, "score": 0.9}]},
+                "mentions": {
+                    "gold": [{"start": start, "end": start + len(label), "id": gid}],
+                    "pred": [{"start": start, "end": start + len(label), "id": pid, "score": 0.9}],
+                },
                 "labels": {"gold": [gid], "pred": [pid]},
-                "retrieval": {"gold": gold_docs, "run": run,
-                              "filters": [{"field": "category", "op": "within", "value": tactic}],
-                              "principal": {"tenant": "acme" if rng.random() < 0.9 else "globex"}},
+                "retrieval": {
+                    "gold": gold_docs,
+                    "run": run,
+                    "filters": [{"field": "category", "op": "within", "value": tactic}],
+                    "principal": {"tenant": "acme" if rng.random() < 0.9 else "globex"},
+                },
                 "answer": answer,
-                "reference": {"answerable": True, "answer": label,
-                              "output": {"technique": gid, "tactic": onto.ids[tactic_of[g]]}},
+                "reference": {
+                    "answerable": True,
+                    "answer": label,
+                    "output": {"technique": gid, "tactic": onto.ids[tactic_of[g]]},
+                },
             }
             fh.write(json.dumps(rec) + "\n")
     (out / "spec.yaml").write_text(SPEC)
@@ -152,10 +179,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--keep", type=Path, default=None, help="write data, config and reports here")
-    ap.add_argument("--dask-workers", type=int, default=None,
-                    help="score the streamed chunks on a local Dask cluster of N worker processes")
-    ap.add_argument("--baseline", action="store_true",
-                    help="add a paired baseline: the same record ids with perturbed outputs (baseline.jsonl)")
+    ap.add_argument(
+        "--dask-workers",
+        type=int,
+        default=None,
+        help="score the streamed chunks on a local Dask cluster of N worker processes",
+    )
+    ap.add_argument(
+        "--baseline",
+        action="store_true",
+        help="add a paired baseline: the same record ids with perturbed outputs (baseline.jsonl)",
+    )
     ap.add_argument("--baseline-seed", type=int, default=1, help="seed of the baseline's perturbations")
     args = ap.parse_args()
 
@@ -176,21 +210,33 @@ def main() -> None:
         t_gen = time.perf_counter() - t0
         mapping = {
             "name": f"bench-{args.n}",
-            "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl", "spec": "spec.yaml",
-            "families": {f: {} for f in ("hierarchy", "linking", "retrieval", "conformance", "generation",
-                                          "provenance")},
-            "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(retrieval.recall@10) >= 0.8",
-                      "retrieval.filter_false_exclusion_rate <= 0.02", "conformance.schema_validity >= 0.99",
-                      "ci_low(generation.faithfulness) >= 0.8", "linking.linking_macro_f1 >= 0.8",
-                      "provenance.citation_completeness >= 0.9"],
+            "ontology": str(onto_path),
+            "records": "records.jsonl",
+            "corpus": "corpus.jsonl",
+            "spec": "spec.yaml",
+            "families": {
+                f: {}
+                for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
+            },
+            "gates": [
+                "hierarchy.hierarchical_f1 >= 0.8",
+                "ci_low(retrieval.recall@10) >= 0.8",
+                "retrieval.filter_false_exclusion_rate <= 0.02",
+                "conformance.schema_validity >= 0.99",
+                "ci_low(generation.faithfulness) >= 0.8",
+                "linking.linking_macro_f1 >= 0.8",
+                "provenance.citation_completeness >= 0.9",
+            ],
             "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},
             "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
             "missing_runs": {"budget": 0.05},
             "bootstrap": {"n_resamples": args.bootstrap, "seed": 0},
         }
         if args.baseline:
-            mapping["baseline"] = {"records": "baseline.jsonl",
-                                   "budgets": {"hierarchy.hierarchical_f1": 0.05, "retrieval.mrr": 0.05}}
+            mapping["baseline"] = {
+                "records": "baseline.jsonl",
+                "budgets": {"hierarchy.hierarchical_f1": 0.05, "retrieval.mrr": 0.05},
+            }
         (out / "audit.yaml").write_text(json.dumps(mapping, indent=1))  # JSON is YAML
         cfg = config_from_mapping(mapping, base_dir=out)
         from kg_rageval.integrations.dask import audit_client
@@ -207,13 +253,17 @@ def main() -> None:
         print(f"audit (run_audit)  {t_audit:7.2f} s wall, {c_audit:7.2f} s CPU of this process")
         print("  phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.timings.items()))
         for fam, c in res.counts["families"].items():
-            print(f"  family {fam:12s} {c['seconds']:7.2f} s  status={c['status']} scored={c['scored_records']}")
+            print(
+                f"  family {fam:12s} {c['seconds']:7.2f} s  status={c['status']} scored={c['scored_records']}"
+            )
         print(f"reports (4 + manifest) {t_rep:5.2f} s")
         print(f"total audit + reports {t_audit + t_rep:6.2f} s   gates: {res.status_counts()}")
         size = (out / "report" / "report.json").stat().st_size
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"process CPU {time.process_time():.2f} s (data generation included), peak RSS {peak:.0f} MB, "
-              f"report.json {size / 2**20:.2f} MB")
+        print(
+            f"process CPU {time.process_time():.2f} s (data generation included), peak RSS {peak:.0f} MB, "
+            f"report.json {size / 2**20:.2f} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ import argparse
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -70,11 +71,15 @@ class Probe:
             cpu = time.process_time() - cpu
             after = _status()
             self.highest = max(self.highest, after["VmHWM"])
-            line = (f"{label:16s} rss {before['VmRSS']:7.0f} MB  high-water {after['VmHWM']:7.0f} MB "
-                    f"(+{after['VmHWM'] - before['VmRSS']:5.0f})  after {after['VmRSS']:7.0f} MB  cpu {cpu:6.2f} s")
+            line = (
+                f"{label:16s} rss {before['VmRSS']:7.0f} MB  high-water {after['VmHWM']:7.0f} MB "
+                f"(+{after['VmHWM'] - before['VmRSS']:5.0f})  after {after['VmRSS']:7.0f} MB  cpu {cpu:6.2f} s"
+            )
             if self.traced:
                 now, peak = tracemalloc.get_traced_memory()
-                line += f"  traced peak +{(peak - held) / 2**20:6.1f} MB, kept +{(now - held) / 2**20:6.1f} MB"
+                line += (
+                    f"  traced peak +{(peak - held) / 2**20:6.1f} MB, kept +{(now - held) / 2**20:6.1f} MB"
+                )
             self.lines.append(line)
             return out
 
@@ -84,7 +89,9 @@ class Probe:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config", type=Path)
-    ap.add_argument("--out", type=Path, default=None, help="write the reports here (default: a temporary folder)")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="write the reports here (default: a temporary folder)"
+    )
     ap.add_argument("--tracemalloc", action="store_true", help="also trace the allocations of each stage")
     args = ap.parse_args()
 
@@ -109,8 +116,10 @@ def main() -> None:
         reports.write_reports(res, args.out or Path(tmp))
     for line in probe.lines:
         print(line)
-    print(f"records {res.n_records}; families' high-water mark {probe.families_mark:.0f} MB; "
-          f"process CPU {time.process_time():.2f} s; highest mark {probe.highest:.0f} MB")
+    print(
+        f"records {res.n_records}; families' high-water mark {probe.families_mark:.0f} MB; "
+        f"process CPU {time.process_time():.2f} s; highest mark {probe.highest:.0f} MB"
+    )
     print("phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.timings.items()))
 
 

@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kg_rageval.families.conformance import check_schema, derive_schema, parse_spec, score_conformance  # noqa: E402
-from kg_rageval.ontology import OntologyBuilder  # noqa: E402
+from kg_rageval.families.conformance import check_schema, derive_schema, parse_spec, score_conformance
+from kg_rageval.ontology import OntologyBuilder
 
 
 def flat_ontology(n: int):
@@ -52,8 +52,11 @@ def make_outputs(n: int, n_ids: int, seed: int = 0) -> list:
     rng = random.Random(seed)
     outs = []
     for k in range(n):
-        o = {"concept": f"C:{rng.randrange(n_ids)}", "related": [f"C:{rng.randrange(n_ids)}" for _ in range(rng.randrange(4))],
-             "score": rng.random()}
+        o = {
+            "concept": f"C:{rng.randrange(n_ids)}",
+            "related": [f"C:{rng.randrange(n_ids)}" for _ in range(rng.randrange(4))],
+            "score": rng.random(),
+        }
         if k % 10 == 9:
             kind = (k // 10) % 5
             if kind == 0:
@@ -81,9 +84,14 @@ def best_of(fn, k: int = 3) -> float:
     return min(timed(fn)[1] for _ in range(k))
 
 
-SPEC = {"title": "Bench", "fields": {"concept": {"node_type": "concept", "required": True},
-                                     "related": {"kind": "list", "node_type": "concept", "max_items": 3},
-                                     "score": {"kind": "number"}}}
+SPEC = {
+    "title": "Bench",
+    "fields": {
+        "concept": {"node_type": "concept", "required": True},
+        "related": {"kind": "list", "node_type": "concept", "max_items": 3},
+        "score": {"kind": "number"},
+    },
+}
 
 
 def part_validate(n: int, n_ids: int, stock_sample: int) -> dict:
@@ -141,9 +149,9 @@ def part_validate(n: int, n_ids: int, stock_sample: int) -> dict:
 
 
 def part_large(n: int) -> dict:
-    from benchmarks.synthetic import build_ontology
     from outlines_core.json_schema import build_regex_from_schema
 
+    from benchmarks.synthetic import build_ontology
     from kg_rageval.families.conformance.outlines_backend import decoder_schema
 
     res: dict = {"ids": n}
@@ -178,16 +186,28 @@ def part_index(sizes=(100, 1000, 10_000)) -> dict:
     out = {}
     for k in sizes:
         onto = flat_ontology(k)
-        d = derive_schema(onto, parse_spec({"fields": {"concept": {"node_type": "concept", "required": True}},
-                                            "enum_threshold": 10**7}))
+        d = derive_schema(
+            onto,
+            parse_spec(
+                {"fields": {"concept": {"node_type": "concept", "required": True}}, "enum_threshold": 10**7}
+            ),
+        )
         idx, t = timed(build_index, d, vocab, eos_token_id=0)
-        out[k] = {"index_s": round(t, 3), "states": len(idx.get_transitions()),
-                  "serialized_bytes": len(idx.__reduce__()[1][0])}
-    d = derive_schema(flat_ontology(1000), parse_spec({"fields": {"concept": {"node_type": "concept", "required": True}},
-                                                       "enum_threshold": 10}))
+        out[k] = {
+            "index_s": round(t, 3),
+            "states": len(idx.get_transitions()),
+            "serialized_bytes": len(idx.__reduce__()[1][0]),
+        }
+    d = derive_schema(
+        flat_ontology(1000),
+        parse_spec({"fields": {"concept": {"node_type": "concept", "required": True}}, "enum_threshold": 10}),
+    )
     idx, t = timed(build_index, d, vocab, eos_token_id=0)
-    out["lookup pattern"] = {"index_s": round(t, 3), "states": len(idx.get_transitions()),
-                             "serialized_bytes": len(idx.__reduce__()[1][0])}
+    out["lookup pattern"] = {
+        "index_s": round(t, 3),
+        "states": len(idx.get_transitions()),
+        "serialized_bytes": len(idx.__reduce__()[1][0]),
+    }
     return out
 
 
@@ -198,7 +218,9 @@ def main() -> None:
     ap.add_argument("--enum", type=int, default=10_000)
     ap.add_argument("--stock-sample", type=int, default=1_000)
     ap.add_argument("--large", type=int, default=350_000)
-    ap.add_argument("--index-sizes", default="100,1000,10000", help="enum sizes for the outlines_core Index part")
+    ap.add_argument(
+        "--index-sizes", default="100,1000,10000", help="enum sizes for the outlines_core Index part"
+    )
     a = ap.parse_args()
     if a.part in ("validate", "all"):
         print("validate", json.dumps(part_validate(a.n, a.enum, a.stock_sample), indent=1), flush=True)

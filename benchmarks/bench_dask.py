@@ -63,9 +63,14 @@ def hierarchy_records(ontology, seed: int, start: int, count: int) -> list[dict]
     r = rng.random(count)
     pred = np.where(r < 0.4, gold, np.where(r < 0.7, parent, rng.integers(1, n, count)))
     ids = ontology.ids
-    return [{"id": f"h{start + i}", "slices": {"bucket": str((start + i) % 4)},
-             "labels": {"gold": [ids[g]], "pred": [ids[p]]}}
-            for i, (g, p) in enumerate(zip(gold.tolist(), pred.tolist()))]
+    return [
+        {
+            "id": f"h{start + i}",
+            "slices": {"bucket": str((start + i) % 4)},
+            "labels": {"gold": [ids[g]], "pred": [ids[p]]},
+        }
+        for i, (g, p) in enumerate(zip(gold.tolist(), pred.tolist()))
+    ]
 
 
 def retrieval_records(ontology, seed: int, start: int, count: int) -> list[dict]:
@@ -80,9 +85,15 @@ def retrieval_records(ontology, seed: int, start: int, count: int) -> list[dict]
         for g in gold[: max(1, ng // 2)].tolist():
             run[int(rng.integers(0, 20))] = g
         run = list(dict.fromkeys(run))
-        out.append({"id": f"q{start + i}", "retrieval": {
-            "gold": {f"d{g}": int(rng.integers(1, 3)) for g in gold.tolist()},
-            "run": [f"d{d}" for d in run]}})
+        out.append(
+            {
+                "id": f"q{start + i}",
+                "retrieval": {
+                    "gold": {f"d{g}": int(rng.integers(1, 3)) for g in gold.tolist()},
+                    "run": [f"d{d}" for d in run],
+                },
+            }
+        )
     return out
 
 
@@ -97,8 +108,9 @@ def score_spec_retrieval(ontology, spec, **opts):
 
 
 def specs(total: int, size: int, seed: int) -> Partitions:
-    return Partitions((seed + k, start, min(size, total - start))
-                      for k, start in enumerate(range(0, total, size)))
+    return Partitions(
+        (seed + k, start, min(size, total - start)) for k, start in enumerate(range(0, total, size))
+    )
 
 
 # ---------------------------------------------------------------------- timing
@@ -148,9 +160,17 @@ def on_cluster(fn, ontology, parts, workers: int) -> dict:
     # CPU seconds each worker spent in the run: on an idle machine with a core per worker the
     # wall time would be about max(cpu); cpu_share = sum(cpu) / (workers x wall) says how much
     # of its cores the cluster actually got on a shared machine
-    return {"workers": workers, "cluster_start_s": t_start, "warmup_s": t_warm, "run_s": t_run,
-            "rows": n_rows, "sums": sums, "worker_cpu_s": cpu, "idle_wall_est_s": max(cpu),
-            "cpu_share": sum(cpu) / (workers * t_run)}
+    return {
+        "workers": workers,
+        "cluster_start_s": t_start,
+        "warmup_s": t_warm,
+        "run_s": t_run,
+        "rows": n_rows,
+        "sums": sums,
+        "worker_cpu_s": cpu,
+        "idle_wall_est_s": max(cpu),
+        "cpu_share": sum(cpu) / (workers * t_run),
+    }
 
 
 def main(argv=None) -> dict:
@@ -160,8 +180,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--queries", type=int, default=1_000_000)
     ap.add_argument("--partition", type=int, default=250_000, help="records per partition")
     ap.add_argument("--workers", default="1,2")
-    ap.add_argument("--baseline-fraction", type=float, default=0.1,
-                    help="in-process baseline on this fraction of the partitions (extrapolated)")
+    ap.add_argument(
+        "--baseline-fraction",
+        type=float,
+        default=0.1,
+        help="in-process baseline on this fraction of the partitions (extrapolated)",
+    )
     ap.add_argument("--rows-pairs", type=int, default=200_000)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
@@ -171,8 +195,13 @@ def main(argv=None) -> dict:
 
     t0 = time.perf_counter()
     onto = build_ontology(args.n)
-    res: dict = {"ontology_nodes": len(onto), "build_ontology_s": time.perf_counter() - t0,
-                 "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()[0], "workloads": {}}
+    res: dict = {
+        "ontology_nodes": len(onto),
+        "build_ontology_s": time.perf_counter() - t0,
+        "cpus": os.cpu_count(),
+        "loadavg_start": os.getloadavg()[0],
+        "workloads": {},
+    }
     print(f"ontology: {len(onto)} nodes ({res['build_ontology_s']:.1f} s)", flush=True)
 
     loads = []
@@ -194,9 +223,12 @@ def main(argv=None) -> dict:
         w["in_process_s_per_1M"] = per_rec * 1e6
         w["in_process_est_s"] = per_rec * total
         w["in_process_cpu_s_per_1M"] = LAST_CPU / sum(p[2] for p in parts[:nb]) * 1e6
-        print(f"{name}: in-process {per_rec * 1e6:.1f} s per 1M records "
-              f"(CPU {w['in_process_cpu_s_per_1M']:.1f} s) "
-              f"({nb} of {len(parts)} partitions measured)", flush=True)
+        print(
+            f"{name}: in-process {per_rec * 1e6:.1f} s per 1M records "
+            f"(CPU {w['in_process_cpu_s_per_1M']:.1f} s) "
+            f"({nb} of {len(parts)} partitions measured)",
+            flush=True,
+        )
         for k in workers:
             r = on_cluster(fn, onto, parts, k)
             if r["rows"] != total:
@@ -205,11 +237,14 @@ def main(argv=None) -> dict:
             r["speedup_vs_in_process"] = w["in_process_est_s"] / r["run_s"]
             r.pop("sums")
             w[f"dask_{k}"] = r
-            print(f"{name}: dask {k} worker(s): {r['run_s']:.1f} s for {total:,} "
-                  f"({r['records_per_s']:,.0f}/s, x{r['speedup_vs_in_process']:.2f} vs in-process; "
-                  f"cluster start {r['cluster_start_s']:.1f} s, warm-up {r['warmup_s']:.1f} s; "
-                  f"worker CPU {', '.join(f'{c:.1f}' for c in r['worker_cpu_s'])} s, "
-                  f"CPU share {r['cpu_share']:.2f})", flush=True)
+            print(
+                f"{name}: dask {k} worker(s): {r['run_s']:.1f} s for {total:,} "
+                f"({r['records_per_s']:,.0f}/s, x{r['speedup_vs_in_process']:.2f} vs in-process; "
+                f"cluster start {r['cluster_start_s']:.1f} s, warm-up {r['warmup_s']:.1f} s; "
+                f"worker CPU {', '.join(f'{c:.1f}' for c in r['worker_cpu_s'])} s, "
+                f"CPU share {r['cpu_share']:.2f})",
+                flush=True,
+            )
         # rows mode: the full Evaluation comes back and equals the in-process one
         if args.rows_pairs:
             rp = specs(min(args.rows_pairs, total), max(1, min(args.rows_pairs, total) // 4), seed=7)
@@ -226,12 +261,21 @@ def main(argv=None) -> dict:
                 cluster = client.cluster
                 client.close()
                 cluster.close()
-            same = (dist.record_ids.tolist() == single.record_ids.tolist()
-                    and all(np.array_equal(dist.stats[k], single.stats[k]) for k in single.stats))
-            w["rows_mode"] = {"records": len(single), "in_process_s": t_single, "dask_s": t_dist,
-                              "workers": max(workers), "identical": bool(same)}
-            print(f"{name}: rows mode {len(single):,} records: in-process {t_single:.1f} s, "
-                  f"dask {t_dist:.1f} s, identical={same}", flush=True)
+            same = dist.record_ids.tolist() == single.record_ids.tolist() and all(
+                np.array_equal(dist.stats[k], single.stats[k]) for k in single.stats
+            )
+            w["rows_mode"] = {
+                "records": len(single),
+                "in_process_s": t_single,
+                "dask_s": t_dist,
+                "workers": max(workers),
+                "identical": bool(same),
+            }
+            print(
+                f"{name}: rows mode {len(single):,} records: in-process {t_single:.1f} s, "
+                f"dask {t_dist:.1f} s, identical={same}",
+                flush=True,
+            )
         res["workloads"][name] = w
     res["loadavg_end"] = os.getloadavg()[0]
     print(f"load average {res['loadavg_start']:.2f} -> {res['loadavg_end']:.2f} on {res['cpus']} CPUs")

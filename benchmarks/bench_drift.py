@@ -104,8 +104,17 @@ def releases(n: int, seed: int = 0):
             b.add_node(ids[i], synonyms=[f"synonym of {i}"])
 
     new = build(new_ids, new_labels, ch, pa, extra)
-    return old, new, {"deprecated": int(deprecated.size), "merged": int(merged.size), "moved": k,
-                      "relabelled": int(relabelled.size), "added": n_added}
+    return (
+        old,
+        new,
+        {
+            "deprecated": int(deprecated.size),
+            "merged": int(merged.size),
+            "moved": k,
+            "relabelled": int(relabelled.size),
+            "added": n_added,
+        },
+    )
 
 
 def write_records(path: Path, old, n_records: int, seed: int = 2) -> None:
@@ -116,9 +125,16 @@ def write_records(path: Path, old, n_records: int, seed: int = 2) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         buf = []
         for i, (a, b) in enumerate(zip(g, p)):
-            buf.append(json.dumps({"id": f"q{i}", "labels": {"gold": [ids[a]], "pred": [ids[b]]},
-                                   "mentions": {"gold": [{"start": 0, "end": 4, "id": ids[a]}]},
-                                   "slices": {"intent": "lookup"}}))
+            buf.append(
+                json.dumps(
+                    {
+                        "id": f"q{i}",
+                        "labels": {"gold": [ids[a]], "pred": [ids[b]]},
+                        "mentions": {"gold": [{"start": 0, "end": 4, "id": ids[a]}]},
+                        "slices": {"intent": "lookup"},
+                    }
+                )
+            )
             if len(buf) == 50000:
                 fh.write("\n".join(buf) + "\n")
                 buf.clear()
@@ -159,18 +175,44 @@ def main() -> None:
         write_records(t / "r.jsonl", old, args.records)
         setup = time.perf_counter() - t0
         kg = [sys.executable, "-m", "kg_rageval.cli.main"]
-        diff_s, diff_cpu, out = timed(kg + ["ontology", "diff", str(t / "old.kgro"), str(t / "new.kgro"), "--format", "json"])
+        diff_s, diff_cpu, out = timed(
+            kg + ["ontology", "diff", str(t / "old.kgro"), str(t / "new.kgro"), "--format", "json"]
+        )
         diff = json.loads(out)
-        rebase_s, rebase_cpu, out = timed(kg + ["records", "rebase", "--from", str(t / "old.kgro"), "--to", str(t / "new.kgro"),
-                                    "--data", str(t / "r.jsonl"), "--out", str(t / "out.jsonl"), "--format", "json"])
+        rebase_s, rebase_cpu, out = timed(
+            kg
+            + [
+                "records",
+                "rebase",
+                "--from",
+                str(t / "old.kgro"),
+                "--to",
+                str(t / "new.kgro"),
+                "--data",
+                str(t / "r.jsonl"),
+                "--out",
+                str(t / "out.jsonl"),
+                "--format",
+                "json",
+            ]
+        )
         reb = json.loads(out)
         result = {
-            "n": args.n, "records": args.records, "made": made, "setup_s": round(setup, 2),
-            "diff_s": round(diff_s, 2), "diff_cpu_s": round(diff_cpu, 2), "diff_inner_s": diff["seconds"],
-            "load_s": diff["load_seconds"], "diff_counts": diff["counts"],
-            "rebase_s": round(rebase_s, 2), "rebase_cpu_s": round(rebase_cpu, 2), "rebase_inner_s": reb["seconds"],
+            "n": args.n,
+            "records": args.records,
+            "made": made,
+            "setup_s": round(setup, 2),
+            "diff_s": round(diff_s, 2),
+            "diff_cpu_s": round(diff_cpu, 2),
+            "diff_inner_s": diff["seconds"],
+            "load_s": diff["load_seconds"],
+            "diff_counts": diff["counts"],
+            "rebase_s": round(rebase_s, 2),
+            "rebase_cpu_s": round(rebase_cpu, 2),
+            "rebase_inner_s": reb["seconds"],
             "load_avg": os.getloadavg()[0],
-            "records_rebased": reb["records_rebased"], "records_flagged": reb["records_flagged"],
+            "records_rebased": reb["records_rebased"],
+            "records_flagged": reb["records_flagged"],
             "records_mb": round((t / "r.jsonl").stat().st_size / 1e6, 1),
             "targets": TARGETS,
             "pass": diff_s < TARGETS["diff_s"] and rebase_s < TARGETS["rebase_s"],

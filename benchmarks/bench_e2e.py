@@ -50,8 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -68,9 +68,9 @@ ANCHOR_CODE = {
     "json.loads": "import json, sys\nwith open(sys.argv[1], 'rb') as f:\n    rows = [json.loads(l) for l in f]",
     "orjson.loads": "import orjson, sys\nwith open(sys.argv[1], 'rb') as f:\n    rows = [orjson.loads(l) for l in f]",
     "csv reader": "import csv, sys\nwith open(sys.argv[1], newline='') as f:\n"
-                  "    rows = list(csv.reader(f, delimiter='\\t'))",
+    "    rows = list(csv.reader(f, delimiter='\\t'))",
     "pyoxigraph parse": "import sys, pyoxigraph\n"
-                        "n = sum(1 for _ in pyoxigraph.parse(path=sys.argv[1], format=pyoxigraph.RdfFormat.TURTLE))",
+    "n = sum(1 for _ in pyoxigraph.parse(path=sys.argv[1], format=pyoxigraph.RdfFormat.TURTLE))",
     "rdflib parse": "import sys, rdflib\ng = rdflib.Graph(); g.parse(sys.argv[1], format='turtle')",
     "pytrec_eval": (
         "import sys, pytrec_eval\n"
@@ -108,8 +108,15 @@ ANCHOR_CODE = {
         "    hits = [list(A.iter(line.rstrip('\\n').lower())) for line in f]"
     ),
 }
-ANCHOR_NEEDS = {"orjson.loads": "orjson", "pyoxigraph parse": "pyoxigraph", "rdflib parse": "rdflib",
-                "pytrec_eval": "pytrec_eval", "ranx": "ranx", "ranx compare": "ranx", "pyahocorasick": "ahocorasick"}
+ANCHOR_NEEDS = {
+    "orjson.loads": "orjson",
+    "pyoxigraph parse": "pyoxigraph",
+    "rdflib parse": "rdflib",
+    "pytrec_eval": "pytrec_eval",
+    "ranx": "ranx",
+    "ranx compare": "ranx",
+    "pyahocorasick": "ahocorasick",
+}
 
 
 @dataclasses.dataclass
@@ -155,10 +162,10 @@ def _write_jsonl(path: Path, rows) -> None:
 
 def make_records_data(d: Path, n: int, seed: int) -> dict[str, Path]:
     """Records with every section on ATT&CK, the corpus, a spec, TREC files, texts, labels."""
+    import numpy as np
+
     from benchmarks.bench_audit import generate
     from kg_rageval.ontology import load_ontology
-
-    import numpy as np
 
     onto = load_ontology(ATTACK)
     generate(onto, n, seed, d)  # records.jsonl, corpus.jsonl, spec.yaml
@@ -191,23 +198,50 @@ def make_records_data(d: Path, n: int, seed: int) -> dict[str, Path]:
         for i, cid in enumerate(onto.ids):
             for form in {onto.labels[i], *onto.synonyms[i]} - {None, ""}:
                 fh.write(f"{form.lower()}\t{cid}\n")
-    (d / "audit.yaml").write_text(json.dumps({
-        "name": f"bench-e2e-{n}", "ontology": str(ATTACK), "records": "records.jsonl", "corpus": "corpus.jsonl",
-        "spec": "spec.yaml",
-        "families": {f: {} for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")},
-        "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(retrieval.recall@10) >= 0.8",
-                  "conformance.schema_validity >= 0.99", "ci_low(generation.faithfulness) >= 0.8",
-                  "linking.linking_macro_f1 >= 0.8", "provenance.citation_completeness >= 0.9"],
-        "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},
-        "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
-        "bootstrap": {"n_resamples": 1000, "seed": 0},
-    }, indent=1))
-    with open(d / "records.jsonl", encoding="utf-8") as src, open(d / "tiny.jsonl", "w", encoding="utf-8") as dst:
+    (d / "audit.yaml").write_text(
+        json.dumps(
+            {
+                "name": f"bench-e2e-{n}",
+                "ontology": str(ATTACK),
+                "records": "records.jsonl",
+                "corpus": "corpus.jsonl",
+                "spec": "spec.yaml",
+                "families": {
+                    f: {}
+                    for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
+                },
+                "gates": [
+                    "hierarchy.hierarchical_f1 >= 0.8",
+                    "ci_low(retrieval.recall@10) >= 0.8",
+                    "conformance.schema_validity >= 0.99",
+                    "ci_low(generation.faithfulness) >= 0.8",
+                    "linking.linking_macro_f1 >= 0.8",
+                    "provenance.citation_completeness >= 0.9",
+                ],
+                "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},
+                "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
+                "bootstrap": {"n_resamples": 1000, "seed": 0},
+            },
+            indent=1,
+        )
+    )
+    with (
+        open(d / "records.jsonl", encoding="utf-8") as src,
+        open(d / "tiny.jsonl", "w", encoding="utf-8") as dst,
+    ):
         for _ in range(7):
             dst.write(src.readline())
-    return {"records": d / "records.jsonl", "corpus": d / "corpus.jsonl", "spec": d / "spec.yaml",
-            "qrels": qrels, "runs": runs, "texts": d / "texts.txt", "labels": d / "labels.tsv",
-            "audit": d / "audit.yaml", "tiny": d / "tiny.jsonl"}
+    return {
+        "records": d / "records.jsonl",
+        "corpus": d / "corpus.jsonl",
+        "spec": d / "spec.yaml",
+        "qrels": qrels,
+        "runs": runs,
+        "texts": d / "texts.txt",
+        "labels": d / "labels.tsv",
+        "audit": d / "audit.yaml",
+        "tiny": d / "tiny.jsonl",
+    }
 
 
 def make_dag_data(d: Path, nodes: int, n: int, seed: int) -> dict[str, Path]:
@@ -221,8 +255,10 @@ def make_dag_data(d: Path, nodes: int, n: int, seed: int) -> dict[str, Path]:
     write_edge_table(str(d / "dag.tsv"), n=nodes, seed=seed)
     child, parent = make_dag(nodes, seed=seed)
     with open(d / "dag.ttl", "w", encoding="utf-8") as fh:
-        fh.write("@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
-                 "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n@prefix n: <http://example.org/n/> .\n")
+        fh.write(
+            "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+            "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n@prefix n: <http://example.org/n/> .\n"
+        )
         for i in range(nodes):
             fh.write(f'n:C{i} a owl:Class ; rdfs:label "concept {i}" .\n')
         for c, p in zip(child.tolist(), parent.tolist()):
@@ -234,8 +270,15 @@ def make_dag_data(d: Path, nodes: int, n: int, seed: int) -> dict[str, Path]:
     ts = build_ontology(nodes, seed=seed)
     save_compiled(ts, d / "testset.kgro")
     write_corpus(d / "testset_corpus.jsonl", ts, max(n, 100), seed=seed)
-    return {"tsv": d / "dag.tsv", "ttl": d / "dag.ttl", "old": d / "old.kgro", "new": d / "new.kgro",
-            "rebase": d / "rebase.jsonl", "ts_onto": d / "testset.kgro", "ts_corpus": d / "testset_corpus.jsonl"}
+    return {
+        "tsv": d / "dag.tsv",
+        "ttl": d / "dag.ttl",
+        "old": d / "old.kgro",
+        "new": d / "new.kgro",
+        "rebase": d / "rebase.jsonl",
+        "ts_onto": d / "testset.kgro",
+        "ts_corpus": d / "testset_corpus.jsonl",
+    }
 
 
 def make_relations_data(d: Path, n: int) -> Path | None:
@@ -258,47 +301,148 @@ def cases(d: Path, rec: dict, dag: dict, rel: Path | None, n: int, nodes: int) -
     out = lambda name: str(d / "out" / name)  # noqa: E731
     cs = [
         Case("metrics", 0, ["metrics"], start, startup=True),
-        Case("score hierarchy (7 records)", 7, ["score", "hierarchy", "-O", o, "-d", str(rec["tiny"])], start,
-             startup=True),
+        Case(
+            "score hierarchy (7 records)",
+            7,
+            ["score", "hierarchy", "-O", o, "-d", str(rec["tiny"])],
+            start,
+            startup=True,
+        ),
         Case("score hierarchy", n, ["score", "hierarchy", "-O", o, "-d", r, "--format", "json"], js),
         Case("score linking", n, ["score", "linking", "-O", o, "-d", r, "--format", "json"], js),
-        Case("score retrieval (records + corpus)", n,
-             ["score", "retrieval", "-O", o, "-d", r, "--corpus", str(rec["corpus"]), "--format", "json"], js),
-        Case("score retrieval (TREC files)", n,
-             ["score", "retrieval", "--qrels", trec[0], "--run", trec[1], "-m", "P@10,nDCG@10,RR,AP,R@100",
-              "--format", "json"], [("pytrec_eval", trec), ("ranx", trec)]),
-        Case("score conformance", n,
-             ["score", "conformance", "-O", o, "--schema-spec", str(rec["spec"]), "-d", r, "--format", "json"], js),
+        Case(
+            "score retrieval (records + corpus)",
+            n,
+            ["score", "retrieval", "-O", o, "-d", r, "--corpus", str(rec["corpus"]), "--format", "json"],
+            js,
+        ),
+        Case(
+            "score retrieval (TREC files)",
+            n,
+            [
+                "score",
+                "retrieval",
+                "--qrels",
+                trec[0],
+                "--run",
+                trec[1],
+                "-m",
+                "P@10,nDCG@10,RR,AP,R@100",
+                "--format",
+                "json",
+            ],
+            [("pytrec_eval", trec), ("ranx", trec)],
+        ),
+        Case(
+            "score conformance",
+            n,
+            ["score", "conformance", "-O", o, "--schema-spec", str(rec["spec"]), "-d", r, "--format", "json"],
+            js,
+        ),
         Case("score generation", n, ["score", "generation", "-O", o, "-d", r, "--format", "json"], js),
-        Case("score provenance", n,
-             ["score", "provenance", "-O", o, "-d", r, "--corpus", str(rec["corpus"]), "--format", "json"], js),
-        Case("link", n, ["link", "-O", o, "--text", str(rec["texts"]), "-o", out("links.jsonl")],
-             [("pyahocorasick", [str(rec["labels"]), str(rec["texts"])])]),
+        Case(
+            "score provenance",
+            n,
+            ["score", "provenance", "-O", o, "-d", r, "--corpus", str(rec["corpus"]), "--format", "json"],
+            js,
+        ),
+        Case(
+            "link",
+            n,
+            ["link", "-O", o, "--text", str(rec["texts"]), "-o", out("links.jsonl")],
+            [("pyahocorasick", [str(rec["labels"]), str(rec["texts"])])],
+        ),
         Case("audit", n, ["audit", "-c", str(rec["audit"]), "-o", out("audit"), "-q"], js),
-        Case("compare (3 runs, t-test)", n,
-             ["compare", "--qrels", trec[0], *[a for p in rec["runs"] for a in ("--run", str(p))],
-              "-m", "nDCG@10,RR", "--test", "t", "--format", "json"],
-             [("ranx compare", [trec[0], *map(str, rec["runs"])])]),
-        Case("ontology compile (Turtle)", nodes, ["ontology", "compile", str(dag["ttl"]), "-o", out("ttl.kgro")],
-             [("pyoxigraph parse", [str(dag["ttl"])]), ("rdflib parse", [str(dag["ttl"])])]),
-        Case("ontology inspect (Turtle)", nodes, ["ontology", "inspect", str(dag["ttl"]), "--format", "json"],
-             [("pyoxigraph parse", [str(dag["ttl"])]), ("rdflib parse", [str(dag["ttl"])])]),
-        Case("ontology compile (edge table)", nodes, ["ontology", "compile", str(dag["tsv"]), "-o", out("tsv.kgro")],
-             [("csv reader", [str(dag["tsv"])])]),
-        Case("ontology inspect (.kgro)", nodes, ["ontology", "inspect", str(dag["old"]), "--format", "json"],
-             [("import numpy", [])]),
-        Case("records rebase", n, ["records", "rebase", "--from", str(dag["old"]), "--to", str(dag["new"]),
-                                   "-d", str(dag["rebase"]), "-o", out("rebased.jsonl"), "--format", "json"],
-             [("json.loads", [str(dag["rebase"])]), ("orjson.loads", [str(dag["rebase"])])]),
-        Case("testset build", max(n, 100), ["testset", "build", "-O", str(dag["ts_onto"]), "--corpus",
-                                            str(dag["ts_corpus"]), "--out", out("testset"), "--n", str(max(n // 10, 10)),
-                                            "--format", "json"],
-             [("json.loads", [str(dag["ts_corpus"])])]),
+        Case(
+            "compare (3 runs, t-test)",
+            n,
+            [
+                "compare",
+                "--qrels",
+                trec[0],
+                *[a for p in rec["runs"] for a in ("--run", str(p))],
+                "-m",
+                "nDCG@10,RR",
+                "--test",
+                "t",
+                "--format",
+                "json",
+            ],
+            [("ranx compare", [trec[0], *map(str, rec["runs"])])],
+        ),
+        Case(
+            "ontology compile (Turtle)",
+            nodes,
+            ["ontology", "compile", str(dag["ttl"]), "-o", out("ttl.kgro")],
+            [("pyoxigraph parse", [str(dag["ttl"])]), ("rdflib parse", [str(dag["ttl"])])],
+        ),
+        Case(
+            "ontology inspect (Turtle)",
+            nodes,
+            ["ontology", "inspect", str(dag["ttl"]), "--format", "json"],
+            [("pyoxigraph parse", [str(dag["ttl"])]), ("rdflib parse", [str(dag["ttl"])])],
+        ),
+        Case(
+            "ontology compile (edge table)",
+            nodes,
+            ["ontology", "compile", str(dag["tsv"]), "-o", out("tsv.kgro")],
+            [("csv reader", [str(dag["tsv"])])],
+        ),
+        Case(
+            "ontology inspect (.kgro)",
+            nodes,
+            ["ontology", "inspect", str(dag["old"]), "--format", "json"],
+            [("import numpy", [])],
+        ),
+        Case(
+            "records rebase",
+            n,
+            [
+                "records",
+                "rebase",
+                "--from",
+                str(dag["old"]),
+                "--to",
+                str(dag["new"]),
+                "-d",
+                str(dag["rebase"]),
+                "-o",
+                out("rebased.jsonl"),
+                "--format",
+                "json",
+            ],
+            [("json.loads", [str(dag["rebase"])]), ("orjson.loads", [str(dag["rebase"])])],
+        ),
+        Case(
+            "testset build",
+            max(n, 100),
+            [
+                "testset",
+                "build",
+                "-O",
+                str(dag["ts_onto"]),
+                "--corpus",
+                str(dag["ts_corpus"]),
+                "--out",
+                out("testset"),
+                "--n",
+                str(max(n // 10, 10)),
+                "--format",
+                "json",
+            ],
+            [("json.loads", [str(dag["ts_corpus"])])],
+        ),
     ]
     if rel is not None:
-        cs.insert(9, Case("score relations", n, ["score", "relations", "-O", str(ATTACK_KG), "-d", str(rel),
-                                                 "--format", "json"],
-                          [("json.loads", [str(rel)]), ("orjson.loads", [str(rel)])]))
+        cs.insert(
+            9,
+            Case(
+                "score relations",
+                n,
+                ["score", "relations", "-O", str(ATTACK_KG), "-d", str(rel), "--format", "json"],
+                [("json.loads", [str(rel)]), ("orjson.loads", [str(rel)])],
+            ),
+        )
     return cs
 
 
@@ -322,15 +466,25 @@ def selected(name: str, selectors: set[str]) -> bool:
 
 
 # ------------------------------------------------------------------ run
-def run_cases(cs: list[Case], d: Path, env: dict, repeat: int, startup_repeat: int, warmup: bool,
-              log: Callable[[str], None]) -> list[dict]:
+def run_cases(
+    cs: list[Case],
+    d: Path,
+    env: dict,
+    repeat: int,
+    startup_repeat: int,
+    warmup: bool,
+    log: Callable[[str], None],
+) -> list[dict]:
     anchor_best: dict[tuple, Run] = {}
     rows = []
     for c in cs:
         (d / "out").mkdir(exist_ok=True)
         reps = startup_repeat if c.startup else repeat
-        anchors = [(a, args) for a, args in c.anchors
-                   if a not in ANCHOR_NEEDS or importlib.util.find_spec(ANCHOR_NEEDS[a]) is not None]
+        anchors = [
+            (a, args)
+            for a, args in c.anchors
+            if a not in ANCHOR_NEEDS or importlib.util.find_spec(ANCHOR_NEEDS[a]) is not None
+        ]
         if warmup or c.startup:  # the caches (numba, pages) of the command and its anchors
             measure(KG + c.argv, d, env)
             for a, args in anchors:
@@ -347,30 +501,50 @@ def run_cases(cs: list[Case], d: Path, env: dict, repeat: int, startup_repeat: i
             best = run if best is None or run.cpu < best.cpu else best
         assert best is not None
         shutil.rmtree(d / "out", ignore_errors=True)
-        row = {"command": c.name, "n": c.n, "cpu_s": round(best.cpu, 3), "peak_mb": round(best.rss_mb, 1),
-               "wall_s": round(best.wall, 3), "repeats": reps, "anchors": []}
+        row = {
+            "command": c.name,
+            "n": c.n,
+            "cpu_s": round(best.cpu, 3),
+            "peak_mb": round(best.rss_mb, 1),
+            "wall_s": round(best.wall, 3),
+            "repeats": reps,
+            "anchors": [],
+        }
         for a, args in anchors:
             ar = anchor_best[(a, tuple(args))]
-            row["anchors"].append({"anchor": a, "cpu_s": round(ar.cpu, 3), "peak_mb": round(ar.rss_mb, 1),
-                                   "ratio": round(best.cpu / ar.cpu, 2) if ar.cpu > 0 else None})
+            row["anchors"].append(
+                {
+                    "anchor": a,
+                    "cpu_s": round(ar.cpu, 3),
+                    "peak_mb": round(ar.rss_mb, 1),
+                    "ratio": round(best.cpu / ar.cpu, 2) if ar.cpu > 0 else None,
+                }
+            )
         left = [a for a, _ in c.anchors if (a, _) not in anchors]
         if left:
             row["anchors_left_out"] = left
         rows.append(row)
-        log(f"{c.name}: {best.cpu:.2f} s CPU, {best.rss_mb:.0f} MB; "
-            + ", ".join(f"{x['anchor']} {x['cpu_s']:.2f} s ({x['ratio']}x)" for x in row["anchors"]))
+        log(
+            f"{c.name}: {best.cpu:.2f} s CPU, {best.rss_mb:.0f} MB; "
+            + ", ".join(f"{x['anchor']} {x['cpu_s']:.2f} s ({x['ratio']}x)" for x in row["anchors"])
+        )
     return rows
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
-    lines = [f"<!-- bench_e2e: {json.dumps(meta)} -->",
-             "| command | n | CPU s | peak MB | anchor | anchor CPU s | ratio |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"<!-- bench_e2e: {json.dumps(meta)} -->",
+        "| command | n | CPU s | peak MB | anchor | anchor CPU s | ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
         anchors = r["anchors"] or [{"anchor": "(none installed)", "cpu_s": None, "ratio": None}]
         for k, a in enumerate(anchors):
-            head = (f"| `{r['command']}` | {r['n']:,} | {r['cpu_s']:.2f} | {r['peak_mb']:.0f} " if k == 0
-                    else "| 〃 | | | ")
+            head = (
+                f"| `{r['command']}` | {r['n']:,} | {r['cpu_s']:.2f} | {r['peak_mb']:.0f} "
+                if k == 0
+                else "| 〃 | | | "
+            )
             cpu = "" if a["cpu_s"] is None else f"{a['cpu_s']:.2f}"
             ratio = "" if a["ratio"] is None else f"{a['ratio']:.2f}×"
             lines.append(f"{head}| {a['anchor']} | {cpu} | {ratio} |")
@@ -380,17 +554,26 @@ def markdown(rows: list[dict], meta: dict) -> str:
 def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10_000, help="records per records command (default 10,000)")
-    ap.add_argument("--nodes", type=int, default=None,
-                    help="concepts of the synthetic DAGs (ontology compile/inspect, rebase, testset); default min(n, 100,000)")
+    ap.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help="concepts of the synthetic DAGs (ontology compile/inspect, rebase, testset); default min(n, 100,000)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=1, help="runs of each command and anchor (best CPU kept)")
     ap.add_argument("--startup-repeat", type=int, default=7)
-    ap.add_argument("--only", default="", help="comma-separated commands by slug or slug prefix, e.g. "
-                                               "score-hierarchy,link,audit or score")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated commands by slug or slug prefix, e.g. score-hierarchy,link,audit or score",
+    )
     ap.add_argument("--skip", default="", help="comma-separated commands (slug or prefix) to leave out")
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     ap.add_argument("--json", type=Path, default=None, help="write the raw figures here")
-    ap.add_argument("--keep", type=Path, default=None, help="generate the data into this directory and keep it")
+    ap.add_argument(
+        "--keep", type=Path, default=None, help="generate the data into this directory and keep it"
+    )
     ap.add_argument("--warmup", action="store_true", help="run each command and anchor once unmeasured first")
     ap.add_argument("--no-pyc-cache", action="store_true", help="children compile the package on every run")
     ap.add_argument("--generate-into", type=Path, default=None, help=argparse.SUPPRESS)  # the data child
@@ -398,8 +581,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     nodes = args.nodes or max(min(args.n, 100_000), 1_000)
     if args.generate_into is not None:
         d = args.generate_into
-        paths = {"records": make_records_data(d, args.n, args.seed), "dag": make_dag_data(d, nodes, args.n, args.seed),
-                 "relations": make_relations_data(d, args.n)}
+        paths = {
+            "records": make_records_data(d, args.n, args.seed),
+            "dag": make_dag_data(d, nodes, args.n, args.seed),
+            "relations": make_relations_data(d, args.n),
+        }
         (d / "paths.json").write_text(json.dumps(paths, default=str))
         return []
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
@@ -419,19 +605,43 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if unknown:
             raise SystemExit(f"no command matches {sorted(unknown)}; commands: {', '.join(map(slug, names))}")
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--generate-into", str(d), "--n", str(args.n), "--nodes", str(nodes),
-                        "--seed", str(args.seed)], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--generate-into",
+                str(d),
+                "--n",
+                str(args.n),
+                "--nodes",
+                str(nodes),
+                "--seed",
+                str(args.seed),
+            ],
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         paths = json.loads((d / "paths.json").read_text())
         rec, dag, rel = paths["records"], paths["dag"], paths["relations"]
         log(f"data: {time.perf_counter() - t0:.1f} s in {d}")
         cs = cases(d, rec, dag, rel, args.n, nodes)
         cs = [c for c in cs if (not only or selected(c.name, only)) and not selected(c.name, skip)]
         if not args.no_pyc_cache:
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kg_rageval")], check=True, env=env,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-m", "compileall", "-q", str(ROOT / "kg_rageval")],
+                check=True,
+                env=env,
+                stdout=subprocess.DEVNULL,
+            )
         rows = run_cases(cs, d, env, args.repeat, args.startup_repeat, args.warmup, log)
-        meta = {"n": args.n, "nodes": nodes, "repeat": args.repeat, "load_avg": round(os.getloadavg()[0], 1),
-                "python": sys.version.split()[0], "relations": rel is not None}
+        meta = {
+            "n": args.n,
+            "nodes": nodes,
+            "repeat": args.repeat,
+            "load_avg": round(os.getloadavg()[0], 1),
+            "python": sys.version.split()[0],
+            "relations": rel is not None,
+        }
         table = markdown(rows, meta)
         print(table)
         if args.out:

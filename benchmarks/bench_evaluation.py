@@ -39,9 +39,10 @@ import json
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -134,20 +135,29 @@ def bench(mod: Any, args: argparse.Namespace, only: set[str], onto: Any) -> dict
         call = lambda: ev.bootstrap(n_resamples=args.resamples, seed=0)  # noqa: E731
         out["bootstrap_s"], out["bootstrap_cpu_s"], ci = best(call, args.repeat)
         out["bootstrap_peak_mb"] = peak_mb(call)
-        print(f"  bootstrap {n} records x {args.resamples}: {out['bootstrap_s']:.3f} s "
-              f"(cpu {out['bootstrap_cpu_s']:.3f} s), peak {out['bootstrap_peak_mb']:.0f} MiB, "
-              f"f1 CI {ci['f1']}")
+        print(
+            f"  bootstrap {n} records x {args.resamples}: {out['bootstrap_s']:.3f} s "
+            f"(cpu {out['bootstrap_cpu_s']:.3f} s), peak {out['bootstrap_peak_mb']:.0f} MiB, "
+            f"f1 CI {ci['f1']}"
+        )
     if "breakdown" in only:
         n = args.rows
         rng = np.random.default_rng(2)
         vals = np.asarray([f"intent{i}" for i in range(50)] + [None], dtype=object)
         col = vals[np.minimum(rng.integers(0, 53, n), 50)]
-        ev = mod.Evaluation(fam, np.asarray([f"r{i // 3}" for i in range(n)], dtype=object),
-                            toy_stats(n, 3), keys={"slice:intent": col})
-        out["breakdown_s"], out["breakdown_cpu_s"], bd = best(lambda: ev.breakdown("slice:intent"),
-                                                              args.repeat)
-        print(f"  breakdown {n} rows: {out['breakdown_s']:.3f} s (cpu {out['breakdown_cpu_s']:.3f} s, "
-              f"{len(bd)} groups)")
+        ev = mod.Evaluation(
+            fam,
+            np.asarray([f"r{i // 3}" for i in range(n)], dtype=object),
+            toy_stats(n, 3),
+            keys={"slice:intent": col},
+        )
+        out["breakdown_s"], out["breakdown_cpu_s"], bd = best(
+            lambda: ev.breakdown("slice:intent"), args.repeat
+        )
+        print(
+            f"  breakdown {n} rows: {out['breakdown_s']:.3f} s (cpu {out['breakdown_cpu_s']:.3f} s, "
+            f"{len(bd)} groups)"
+        )
     if "rollup" in only and onto is not None:
         n = args.rows
         rng = np.random.default_rng(4)
@@ -161,15 +171,20 @@ def bench(mod: Any, args: argparse.Namespace, only: set[str], onto: Any) -> dict
         for label, family in (("rollup_core", null_family(mod)), ("rollup", fam)):
             ev = mod.Evaluation(family, rid, stats, keys={"gold_node": col})
             out[f"{label}_s"], out[f"{label}_cpu_s"], roll = best(lambda: ev.rollup(onto), args.repeat)  # noqa: B023 - timed now
-            print(f"  {label} ({family.name}) {n} rows on {len(onto)} nodes: {out[f'{label}_s']:.3f} s "
-                  f"(cpu {out[f'{label}_cpu_s']:.3f} s; {len(roll)} nodes, "
-                  f"skipped {ev.meta['rollup_skipped']})")
+            print(
+                f"  {label} ({family.name}) {n} rows on {len(onto)} nodes: {out[f'{label}_s']:.3f} s "
+                f"(cpu {out[f'{label}_cpu_s']:.3f} s; {len(roll)} nodes, "
+                f"skipped {ev.meta['rollup_skipped']})"
+            )
         out["rollup_peak_mb"] = peak_mb(lambda: ev.rollup(onto))
         print(f"  rollup peak {out['rollup_peak_mb']:.0f} MiB")
         out["breakdown_nodes_s"], out["breakdown_nodes_cpu_s"], bd = best(
-            lambda: ev.breakdown("gold_node"), args.repeat)
-        print(f"  breakdown by gold_node ({fam.name}) {n} rows: {out['breakdown_nodes_s']:.3f} s "
-              f"(cpu {out['breakdown_nodes_cpu_s']:.3f} s, {len(bd)} groups)")
+            lambda: ev.breakdown("gold_node"), args.repeat
+        )
+        print(
+            f"  breakdown by gold_node ({fam.name}) {n} rows: {out['breakdown_nodes_s']:.3f} s "
+            f"(cpu {out['breakdown_nodes_cpu_s']:.3f} s, {len(bd)} groups)"
+        )
     return out
 
 
@@ -192,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         onto = build_ontology(args.nodes)
         anc = float(np.diff(onto.anc_ptr).mean())
-        print(f"ontology: {len(onto)} nodes, mean ancestor-or-self set {anc:.1f} "
-              f"(built in {time.perf_counter() - t0:.1f} s, not timed)")
+        print(
+            f"ontology: {len(onto)} nodes, mean ancestor-or-self set {anc:.1f} "
+            f"(built in {time.perf_counter() - t0:.1f} s, not timed)"
+        )
     results: dict[str, dict[str, float]] = {}
     print("current kg_rageval/results")
     results["current"] = bench(load_impl(None), args, only, onto)

@@ -30,14 +30,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.synthetic import build_ontology  # noqa: E402
-from kg_rageval.families.hierarchy import (  # noqa: E402
+from benchmarks.synthetic import build_ontology
+from kg_rageval.families.hierarchy import (
     hierarchical_counts,
     relation_codes,
     score_hierarchy,
     wu_palmer,
 )
-from kg_rageval.families.hierarchy.closure import closure  # noqa: E402
+from kg_rageval.families.hierarchy.closure import closure
 
 
 def pairs_for(o, n_pairs: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -156,8 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--nx-pairs", type=int, default=2_000)
     ap.add_argument("--hiclass-pairs", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3, help="timed calls per kernel (best kept)")
-    ap.add_argument("--records", type=int, default=1_000_000,
-                    help="records through score_hierarchy (0 = skip)")
+    ap.add_argument(
+        "--records", type=int, default=1_000_000, help="records through score_hierarchy (0 = skip)"
+    )
     ap.add_argument("--records-repeat", type=int, default=2)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
@@ -239,8 +240,9 @@ def main(argv=None) -> int:
         res["hiclass_s_scaled"] = (t + t2) * args.pairs / kh
         res["hiclass_prep_s_scaled"] = t_prep * args.pairs / kh
         inter, npred, ngold = (x[hs] for x in tc)
-        res["hiclass_agree"] = bool(abs(hp - inter.sum() / npred.sum()) < 1e-12
-                                    and abs(hr - inter.sum() / ngold.sum()) < 1e-12)
+        res["hiclass_agree"] = bool(
+            abs(hp - inter.sum() / npred.sum()) < 1e-12 and abs(hr - inter.sum() / ngold.sum()) < 1e-12
+        )
 
     # peak memory of each kernel call (second pass, untimed)
     res["peak_mib"] = {

@@ -85,10 +85,12 @@ def bench_score(n_mentions: int, modes: tuple[bool, ...] = (False,)) -> None:
         ev = score_linking(onto, recs, overlap=overlap)
         dt, dc = time.perf_counter() - t, time.process_time() - c
         m = ev.metrics()
-        print(f"score_linking overlap={overlap}: {n_g:,} gold + {n_p:,} predicted mentions in {dt:.2f} s "
-              f"wall, {dc:.2f} s CPU ({(n_g + n_p) / dt:,.0f} mentions/s wall); rows={len(ev):,}; "
-              f"strong_all_match_f1={m['strong_all_match_f1'].value:.4f} "
-              f"wrong_links={m['wrong_links'].value:,.0f} backend={ev.meta.get('hierarchy_backend', 'kernels')}")
+        print(
+            f"score_linking overlap={overlap}: {n_g:,} gold + {n_p:,} predicted mentions in {dt:.2f} s "
+            f"wall, {dc:.2f} s CPU ({(n_g + n_p) / dt:,.0f} mentions/s wall); rows={len(ev):,}; "
+            f"strong_all_match_f1={m['strong_all_match_f1'].value:.4f} "
+            f"wrong_links={m['wrong_links'].value:,.0f} backend={ev.meta.get('hierarchy_backend', 'kernels')}"
+        )
     t = time.perf_counter()
     ev.metrics()
     ev.breakdown("outcome")
@@ -100,7 +102,9 @@ def _realistic_labels(n: int, seed: int = 0) -> tuple[list[str], list[str], list
     6,000-word vocabulary, each with one synonym (its words reversed, hyphen-joined)."""
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    vocab = list({"".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(6500)})[:6000]
+    vocab = list({"".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(6500)})[
+        :6000
+    ]
     labels: list[str] = []
     synonyms: list[str] = []
     seen = set()
@@ -193,7 +197,9 @@ class AhoCorasickAnchor:
             taken.update(range(h[0], h[1]))
             kept.append(h)
         kept.sort()
-        return [{"start": starts[a], "end": ends[b - 1], "id": node, "score": score} for a, b, node, score in kept]
+        return [
+            {"start": starts[a], "end": ends[b - 1], "id": node, "score": score} for a, b, node, score in kept
+        ]
 
     def predict_many(self, texts: list[str]) -> list[list[dict]]:
         return [self.predict(t) for t in texts]
@@ -261,8 +267,10 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
     nq = len(queries)
     t = time.process_time()
     ours = DictionaryLinker(onto)
-    print(f"[{name}] DictionaryLinker build: {time.process_time() - t:.2f} s CPU, {len(ours):,} forms, "
-          f"longest form {ours.max_len} tokens")
+    print(
+        f"[{name}] DictionaryLinker build: {time.process_time() - t:.2f} s CPU, {len(ours):,} forms, "
+        f"longest form {ours.max_len} tokens"
+    )
     fns: dict[str, Any] = {
         "ours: predict_many (batched, mention dicts)": ours.predict_many,
         "ours: find_many (batched, Link objects)": ours.find_many,
@@ -293,9 +301,13 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
     assert got == links
     qps["ours, python backend (reference scan; same links)"] = nq / dt
     forms = [t for i in range(len(onto)) for t in (onto.labels[i], *onto.synonyms[i]) if t]
-    for label, res in (("context: bare pyahocorasick scan (raw matches, no tokens/offsets/resolution)",
-                        _bare_scan(forms, queries)),
-                       ("context: flashtext extract_keywords (its own rules)", _flashtext(forms, queries))):
+    for label, res in (
+        (
+            "context: bare pyahocorasick scan (raw matches, no tokens/offsets/resolution)",
+            _bare_scan(forms, queries),
+        ),
+        ("context: flashtext extract_keywords (its own rules)", _flashtext(forms, queries)),
+    ):
         if res is None:
             print(f"[{name}] {label}: skipped, not installed")
         else:
@@ -312,8 +324,10 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
             qps["ours, spaCy PhraseMatcher backend (same links)"] = len(sub) / dt
     anchor_q = qps.get(ANCHOR)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"[{name}] {nq:,} queries, {n_found:,} mentions; load average {load:.1f}; "
-          "queries/s CPU (ratio to the anchor):")
+    print(
+        f"[{name}] {nq:,} queries, {n_found:,} mentions; load average {load:.1f}; "
+        "queries/s CPU (ratio to the anchor):"
+    )
     for label, v in qps.items():
         ratio = f"{v / anchor_q:.2f}x" if anchor_q else "-"
         print(f"  {label:<80} {v:>10,.0f}  {ratio}")
@@ -323,8 +337,10 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
 def bench_dictionary(n_queries: int, spacy: bool = False, repeat: int = 5) -> None:
     onto = build_ontology(350_000)
     rng = random.Random(0)
-    qs = [f"what is concept {rng.randrange(350_000)} and how does it relate to concept {rng.randrange(350_000)}?"
-          for _ in range(n_queries)]
+    qs = [
+        f"what is concept {rng.randrange(350_000)} and how does it relate to concept {rng.randrange(350_000)}?"
+        for _ in range(n_queries)
+    ]
     _compare("concept <n>", onto, qs, spacy, repeat)
     del onto
     onto2, labels, vocab = _build_realistic(350_000)
@@ -338,11 +354,25 @@ def bench_quality(embedding: bool) -> None:
     from kg_rageval.ontology import load_ontology
 
     shared = ROOT.parent / "shared" / "data"
-    sets = {"ATT&CK 18.1": shared / "attack/enterprise-attack-techniques-18.1.json.gz",
-            "DO cancer slim": shared / "doid/DO_cancer_slim.obo"}
-    cols = ["mention_f1", "strong_all_match_f1", "strong_link_match_f1", "strong_nil_match_f1",
-            "disambiguation_accuracy", "nil_precision", "nil_recall", "over_links",
-            "over_link_near_rate", "abstentions", "wrong_links", "hierarchical_f1", "wu_palmer"]
+    sets = {
+        "ATT&CK 18.1": shared / "attack/enterprise-attack-techniques-18.1.json.gz",
+        "DO cancer slim": shared / "doid/DO_cancer_slim.obo",
+    }
+    cols = [
+        "mention_f1",
+        "strong_all_match_f1",
+        "strong_link_match_f1",
+        "strong_nil_match_f1",
+        "disambiguation_accuracy",
+        "nil_precision",
+        "nil_recall",
+        "over_links",
+        "over_link_near_rate",
+        "abstentions",
+        "wrong_links",
+        "hierarchical_f1",
+        "wu_palmer",
+    ]
     print("| set | linker | mode | " + " | ".join(cols) + " |")
     print("|" + "---|" * (len(cols) + 3))
     model = None
@@ -367,9 +397,14 @@ def bench_quality(embedding: bool) -> None:
             cells = []
             for c in cols:
                 x = v[c].value
-                cells.append("—" if x is None else (f"{x:.0f}" if c in ("over_links", "abstentions", "wrong_links")
-                                                   else f"{x:.3f}"))
-            print(f"| {name} ({len(recs)} q, {len(held)} NIL) | {linker} | {mode} | " + " | ".join(cells) + " |")
+                cells.append(
+                    "—"
+                    if x is None
+                    else (f"{x:.0f}" if c in ("over_links", "abstentions", "wrong_links") else f"{x:.3f}")
+                )
+            print(
+                f"| {name} ({len(recs)} q, {len(held)} NIL) | {linker} | {mode} | " + " | ".join(cells) + " |"
+            )
 
 
 def main() -> None:
@@ -380,8 +415,12 @@ def main() -> None:
     s.add_argument("--overlap", action="store_true", help="also time overlap alignment")
     d = sub.add_parser("dictionary")
     d.add_argument("--queries", type=int, default=20_000)
-    d.add_argument("--spacy", action="store_true", help="also time the spaCy PhraseMatcher backend (slow build)")
-    d.add_argument("--repeat", type=int, default=5, help="interleaved rounds for ours and the anchor (best of)")
+    d.add_argument(
+        "--spacy", action="store_true", help="also time the spaCy PhraseMatcher backend (slow build)"
+    )
+    d.add_argument(
+        "--repeat", type=int, default=5, help="interleaved rounds for ours and the anchor (best of)"
+    )
     q = sub.add_parser("quality")
     q.add_argument("--embedding", action="store_true")
     a = ap.parse_args()

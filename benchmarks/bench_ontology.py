@@ -115,9 +115,7 @@ print(json.dumps({"rss_delta_mb": r1 - r0, "traced_current_mb": cur / 2**20,
 
 
 def _run_json(code: str, *args: str) -> dict:
-    out = subprocess.run(
-        [PY, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, check=False
-    )
+    out = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, check=False)
     if out.returncode:
         raise SystemExit(f"benchmark step failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -169,8 +167,10 @@ def main(argv: list[str] | None = None) -> dict:
             res["python_startup_s"] = _best_wall([PY, "-c", "pass"], args.repeat)
     res["loadavg_end"] = os.getloadavg()[0]
 
-    print(f"synthetic DAG: {res['nodes']} nodes, {res['edges']} edges, {res['closure']} "
-          f"closure entries, max depth {res['max_depth']}  (table {res['table_mb']:.1f} MB)")
+    print(
+        f"synthetic DAG: {res['nodes']} nodes, {res['edges']} edges, {res['closure']} "
+        f"closure entries, max depth {res['max_depth']}  (table {res['table_mb']:.1f} MB)"
+    )
     rows = [
         ("table parse", res["table_parse_s"], res["cpu_table_parse_s"], "s"),
         ("compile (build)", res["compile_s"], res["cpu_compile_s"], "s"),

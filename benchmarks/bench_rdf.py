@@ -28,22 +28,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-LOAD = ("import sys\nfrom kg_rageval.ontology.loaders import rdf\n{patch}"
-        "from kg_rageval.ontology import load_ontology\n"
-        "print(load_ontology(sys.argv[1]).content_hash)\n")
+LOAD = (
+    "import sys\nfrom kg_rageval.ontology.loaders import rdf\n{patch}"
+    "from kg_rageval.ontology import load_ontology\n"
+    "print(load_ontology(sys.argv[1]).content_hash)\n"
+)
 ROWS = {
     "load (pyoxigraph walk)": LOAD.format(patch=""),
     "load (pyoxigraph → rdflib Graph)": LOAD.format(patch="rdf._oxigraph_store = lambda *a, **k: None\n"),
-    "load (rdflib)": LOAD.format(patch="rdf._oxigraph_store = lambda *a, **k: None\n"
-                                       "rdf._parse_oxigraph = lambda *a, **k: False\n"),
+    "load (rdflib)": LOAD.format(
+        patch="rdf._oxigraph_store = lambda *a, **k: None\nrdf._parse_oxigraph = lambda *a, **k: False\n"
+    ),
     "pyoxigraph parse": (
         "import sys, pyoxigraph as ox\nfrom kg_rageval.ontology.loaders.rdf import rdf_syntax\n"
         "fmt = {'xml': ox.RdfFormat.RDF_XML, 'turtle': ox.RdfFormat.TURTLE, 'nt': ox.RdfFormat.N_TRIPLES}"
         "[rdf_syntax(sys.argv[1])]\n"
-        "print(sum(1 for _ in ox.parse(path=sys.argv[1], format=fmt)))\n"),
+        "print(sum(1 for _ in ox.parse(path=sys.argv[1], format=fmt)))\n"
+    ),
     "rdflib parse": (
         "import sys, rdflib\nfrom kg_rageval.ontology.loaders.rdf import rdf_syntax\n"
-        "print(len(rdflib.Graph().parse(sys.argv[1], format=rdf_syntax(sys.argv[1]))))\n"),
+        "print(len(rdflib.Graph().parse(sys.argv[1], format=rdf_syntax(sys.argv[1]))))\n"
+    ),
 }
 
 
@@ -80,8 +85,10 @@ def main() -> None:
             raise SystemExit(f"{path}: the loads disagree: {outs}")
         best = {k: min(v) for k, v in runs.items()}
         for name in ROWS:
-            print(f"| {path.name} | {name} | {best[name]:.2f} | {' / '.join(f'{x:.2f}' for x in runs[name])} | "
-                  f"{best[name] / best['pyoxigraph parse']:.2f}× | {best[name] / best['rdflib parse']:.2f}× |")
+            print(
+                f"| {path.name} | {name} | {best[name]:.2f} | {' / '.join(f'{x:.2f}' for x in runs[name])} | "
+                f"{best[name] / best['pyoxigraph parse']:.2f}× | {best[name] / best['rdflib parse']:.2f}× |"
+            )
         print(f"<!-- {path.name}: content hash {hashes.pop()} on all three loads -->")
 
 

@@ -53,7 +53,9 @@ def build_records(onto, n_triples: int, seed: int = 0) -> list[dict]:
                 answer.append(list(rng.choice(uses)))
         answer = answer[: n_triples - total]
         total += len(answer)
-        records.append({"id": f"q{len(records)}", "relations": {"gold": [list(t) for t in gold], "answer": answer}})
+        records.append(
+            {"id": f"q{len(records)}", "relations": {"gold": [list(t) for t in gold], "answer": answer}}
+        )
     return records
 
 
@@ -62,8 +64,8 @@ def main() -> None:
     ap.add_argument("--triples", type=int, default=1_000_000)
     ap.add_argument("--ontology", default=str(DEFAULT))
     args = ap.parse_args()
-    from kg_rageval.scoring import get_scorer
     from kg_rageval.ontology import load_ontology
+    from kg_rageval.scoring import get_scorer
 
     t0 = time.perf_counter()
     onto = load_ontology(args.ontology)
@@ -73,12 +75,21 @@ def main() -> None:
     ev = get_scorer("relations").score(onto, records).single
     score_s = time.perf_counter() - t0
     m = ev.metrics()
-    print(json.dumps({
-        "ontology": args.ontology, "load_s": round(load_s, 3), "records": len(records),
-        "answer_triples": args.triples, "score_s": round(score_s, 3),
-        "triples_per_s": round(args.triples / score_s),
-        "triple_precision": m["triple_precision"].value, "soft_triple_precision": m["soft_triple_precision"].value,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "ontology": args.ontology,
+                "load_s": round(load_s, 3),
+                "records": len(records),
+                "answer_triples": args.triples,
+                "score_s": round(score_s, 3),
+                "triples_per_s": round(args.triples / score_s),
+                "triple_precision": m["triple_precision"].value,
+                "soft_triple_precision": m["soft_triple_precision"].value,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kg_rageval.families.retrieval import Corpus, Qrels, Run, evaluate_run, parse_filters, read_run, replay  # noqa: E402
+from kg_rageval.families.retrieval import Corpus, Qrels, Run, evaluate_run, parse_filters, read_run, replay
 
 
 def timed(fn, repeat=1):
@@ -71,7 +71,9 @@ def make_data(nq: int, depth: int, seed: int = 0):
 def bench_metrics(nq: int, depth: int, repeat: int) -> dict:
     qrels, run = make_data(nq, depth)
     res: dict = {"queries": nq, "depth": depth}
-    res["ours_prepare"], (q, r) = timed(lambda: (lambda q: (q, Run.from_dict(run, vocab=q.vocab)))(Qrels.from_dict(qrels)))
+    res["ours_prepare"], (q, r) = timed(
+        lambda: (lambda q: (q, Run.from_dict(run, vocab=q.vocab)))(Qrels.from_dict(qrels))
+    )
     evaluate_run(q, r, (1, 5, 10))  # numba compile / warm-up
     res["ours_eval"], pq = timed(lambda: evaluate_run(q, r, (1, 5, 10)), repeat)
     from kg_rageval.families.retrieval.metrics import evaluate_dicts
@@ -81,12 +83,31 @@ def bench_metrics(nq: int, depth: int, repeat: int) -> dict:
     res["dicts_equal_arrays"] = all(np.allclose(pq.values[m], pq2.values[m], atol=1e-12) for m in pq.values)
     import pytrec_eval
 
-    measures = {"P_1", "P_5", "P_10", "recall_1", "recall_5", "recall_10", "success_1", "success_5", "success_10",
-                "ndcg_cut_5", "ndcg_cut_10", "recip_rank", "map", "Rprec"}
+    measures = {
+        "P_1",
+        "P_5",
+        "P_10",
+        "recall_1",
+        "recall_5",
+        "recall_10",
+        "success_1",
+        "success_5",
+        "success_10",
+        "ndcg_cut_5",
+        "ndcg_cut_10",
+        "recip_rank",
+        "map",
+        "Rprec",
+    }
     res["pytrec_prepare"], ev = timed(lambda: pytrec_eval.RelevanceEvaluator(qrels, measures))
     res["pytrec_eval"], ref = timed(lambda: ev.evaluate(run), repeat)
     worst = 0.0
-    for name, theirs in (("map", "map"), ("ndcg@10", "ndcg_cut_10"), ("mrr", "recip_rank"), ("recall@5", "recall_5")):
+    for name, theirs in (
+        ("map", "map"),
+        ("ndcg@10", "ndcg_cut_10"),
+        ("mrr", "recip_rank"),
+        ("recall@5", "recall_5"),
+    ):
         for i, qid in enumerate(pq.qids[:2000]):
             worst = max(worst, abs(pq.values[name][i] - ref[qid][theirs]))
     res["max_abs_diff_vs_pytrec"] = worst
@@ -116,7 +137,9 @@ def bench_trec(lines: int) -> dict:
             for q in range(nq):
                 docs = rng.choice(100_000, per_q, replace=False)
                 sc = np.sort(rng.random(per_q))[::-1]
-                fh.write("".join(f"q{q} Q0 d{d} {i + 1} {s:.6f} bench\n" for i, (d, s) in enumerate(zip(docs, sc))))
+                fh.write(
+                    "".join(f"q{q} Q0 d{d} {i + 1} {s:.6f} bench\n" for i, (d, s) in enumerate(zip(docs, sc)))
+                )
         size = p.stat().st_size
 
         def theirs():
@@ -133,9 +156,15 @@ def bench_trec(lines: int) -> dict:
 
 
 COMMON = {  # ours -> (pytrec_eval, ranx)
-    "P@5": ("P_5", "precision@5"), "P@10": ("P_10", "precision@10"), "R@100": ("recall_100", "recall@100"),
-    "nDCG@10": ("ndcg_cut_10", "ndcg@10"), "AP": ("map", "map"), "RR": ("recip_rank", "mrr"),
-    "Rprec": ("Rprec", "r-precision"), "Bpref": ("bpref", "bpref"), "Success@5": ("success_5", "hit_rate@5"),
+    "P@5": ("P_5", "precision@5"),
+    "P@10": ("P_10", "precision@10"),
+    "R@100": ("recall_100", "recall@100"),
+    "nDCG@10": ("ndcg_cut_10", "ndcg@10"),
+    "AP": ("map", "map"),
+    "RR": ("recip_rank", "mrr"),
+    "Rprec": ("Rprec", "r-precision"),
+    "Bpref": ("bpref", "bpref"),
+    "Success@5": ("success_5", "hit_rate@5"),
 }
 
 
@@ -157,14 +186,24 @@ def bench_files(lines: int, nq: int, repeat: int) -> dict:
                 hi = min(nq, lo + 5000)
                 docs = rng.integers(0, n_docs, size=(hi - lo, depth))
                 sc = -np.sort(-rng.random((hi - lo, depth)), axis=1)
-                fr.write("".join(
-                    f"q{lo + i} Q0 d{d} {j + 1} {s:.6f} bench\n"
-                    for i in range(hi - lo) for j, (d, s) in enumerate(zip(np.unique(docs[i]).tolist(), sc[i].tolist()))))
+                fr.write(
+                    "".join(
+                        f"q{lo + i} Q0 d{d} {j + 1} {s:.6f} bench\n"
+                        for i in range(hi - lo)
+                        for j, (d, s) in enumerate(zip(np.unique(docs[i]).tolist(), sc[i].tolist()))
+                    )
+                )
                 gold = rng.integers(0, n_docs, size=(hi - lo, 5))
-                fq.write("".join(
-                    f"q{lo + i} 0 d{d} {g}\n" for i in range(hi - lo)
-                    for d, g in zip(np.unique(np.concatenate((docs[i, :5], gold[i]))).tolist(),
-                                    rng.integers(0, 4, 10).tolist())))
+                fq.write(
+                    "".join(
+                        f"q{lo + i} 0 d{d} {g}\n"
+                        for i in range(hi - lo)
+                        for d, g in zip(
+                            np.unique(np.concatenate((docs[i, :5], gold[i]))).tolist(),
+                            rng.integers(0, 4, 10).tolist(),
+                        )
+                    )
+                )
         out["bytes"] = rp.stat().st_size
         specs = list(COMMON)
 
@@ -196,7 +235,11 @@ def bench_files(lines: int, nq: int, repeat: int) -> dict:
             theirs_ranx()  # numba compilation
         best: dict[str, float] = {}
         cpu: dict[str, float] = {}
-        runs = [("ours", lambda: ours(specs)), ("ours_all", lambda: ours(TREC_ALL)), ("pytrec_eval", theirs_pytrec)]
+        runs = [
+            ("ours", lambda: ours(specs)),
+            ("ours_all", lambda: ours(TREC_ALL)),
+            ("pytrec_eval", theirs_pytrec),
+        ]
         if theirs_ranx is not None:
             runs.append(("ranx", theirs_ranx))
         res: dict[str, object] = {}
@@ -220,13 +263,20 @@ def bench_files(lines: int, nq: int, repeat: int) -> dict:
 # ---------------------------------------------------------------- entry points (issue #20)
 
 ENTRY_MEASURES = {  # ours (evaluate_run / score_retrieval name, compute name) -> pytrec_eval, ranx
-    "precision@1": ("P@1", "P_1", "precision@1"), "precision@5": ("P@5", "P_5", "precision@5"),
-    "precision@10": ("P@10", "P_10", "precision@10"), "recall@1": ("R@1", "recall_1", "recall@1"),
-    "recall@5": ("R@5", "recall_5", "recall@5"), "recall@10": ("R@10", "recall_10", "recall@10"),
-    "hit@1": ("Success@1", "success_1", "hit_rate@1"), "hit@5": ("Success@5", "success_5", "hit_rate@5"),
-    "hit@10": ("Success@10", "success_10", "hit_rate@10"), "ndcg@5": ("nDCG@5", "ndcg_cut_5", "ndcg@5"),
-    "ndcg@10": ("nDCG@10", "ndcg_cut_10", "ndcg@10"), "mrr": ("RR", "recip_rank", "mrr"),
-    "map": ("AP", "map", "map"), "r_precision": ("Rprec", "Rprec", "r-precision"),
+    "precision@1": ("P@1", "P_1", "precision@1"),
+    "precision@5": ("P@5", "P_5", "precision@5"),
+    "precision@10": ("P@10", "P_10", "precision@10"),
+    "recall@1": ("R@1", "recall_1", "recall@1"),
+    "recall@5": ("R@5", "recall_5", "recall@5"),
+    "recall@10": ("R@10", "recall_10", "recall@10"),
+    "hit@1": ("Success@1", "success_1", "hit_rate@1"),
+    "hit@5": ("Success@5", "success_5", "hit_rate@5"),
+    "hit@10": ("Success@10", "success_10", "hit_rate@10"),
+    "ndcg@5": ("nDCG@5", "ndcg_cut_5", "ndcg@5"),
+    "ndcg@10": ("nDCG@10", "ndcg_cut_10", "ndcg@10"),
+    "mrr": ("RR", "recip_rank", "mrr"),
+    "map": ("AP", "map", "map"),
+    "r_precision": ("Rprec", "Rprec", "r-precision"),
 }
 """The 14 measures all three tools compute, under each tool's name."""
 
@@ -243,7 +293,9 @@ def _entry_files(qrels: dict, run: dict, tmp: Path) -> tuple[Path, Path, Path]:
             ranked = sorted(run[q].items(), key=lambda x: x[0], reverse=True)
             ranked.sort(key=lambda x: -x[1])
             fr.write("".join(f"{q} Q0 {d} {i + 1} {sc!r} bench\n" for i, (d, sc) in enumerate(ranked)))
-            fj.write(json.dumps({"id": q, "retrieval": {"gold": judged, "run": [d for d, _ in ranked]}}) + "\n")
+            fj.write(
+                json.dumps({"id": q, "retrieval": {"gold": judged, "run": [d for d, _ in ranked]}}) + "\n"
+            )
     return qp, rp, jp
 
 
@@ -257,12 +309,12 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
 
     import pytrec_eval
 
-    from kg_rageval.ontology.loaders.table import load_table
-    from kg_rageval.records import read_records
     from kg_rageval.families.retrieval import score_retrieval
     from kg_rageval.families.retrieval.measures import aggregate, compute
     from kg_rageval.families.retrieval.metrics import evaluate_dicts
     from kg_rageval.families.retrieval.trec import load_qrels, load_run
+    from kg_rageval.ontology.loaders.table import load_table
+    from kg_rageval.records import read_records
 
     ranx = None
     if "ranx" in tools:
@@ -293,24 +345,35 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
             return {m: float(np.mean([x[m] for x in res.values()])) for m in trec_names}
 
         calls = {
-            ("files", "ours"): lambda: aggregate(compute(load_qrels(qp), load_run(rp), specs), "trec_eval").values,
+            ("files", "ours"): lambda: (
+                aggregate(compute(load_qrels(qp), load_run(rp), specs), "trec_eval").values
+            ),
             ("files", "pytrec_eval"): lambda: pytrec_means(_pytrec_files(pytrec_eval, qp, rp, trec_names)),
             ("dicts", "ours"): lambda: _means(evaluate_run(*_from_dicts(qrels, run), ks)),
             ("dicts", "ours_evaluate_dicts"): lambda: _means(evaluate_dicts(qrels, run, ks)),
             ("dicts", "pytrec_eval"): lambda: pytrec_means(
-                pytrec_eval.RelevanceEvaluator(qrels, trec_names).evaluate(run)),
-            ("records", "ours"): lambda: {m: v.value for m, v in
-                                          score_retrieval(onto, read_records(jp), k=ks).metrics().items()},
+                pytrec_eval.RelevanceEvaluator(qrels, trec_names).evaluate(run)
+            ),
+            ("records", "ours"): lambda: {
+                m: v.value for m, v in score_retrieval(onto, read_records(jp), k=ks).metrics().items()
+            },
             ("records", "pytrec_eval"): lambda: pytrec_means(
-                (lambda qd, rd: pytrec_eval.RelevanceEvaluator(qd, trec_names).evaluate(rd))(*records_dicts())),
+                (lambda qd, rd: pytrec_eval.RelevanceEvaluator(qd, trec_names).evaluate(rd))(*records_dicts())
+            ),
         }
         if ranx is not None:
             calls[("files", "ranx")] = lambda: ranx.evaluate(
-                ranx.Qrels.from_file(str(qp), kind="trec"), ranx.Run.from_file(str(rp), kind="trec"), ranx_names)
+                ranx.Qrels.from_file(str(qp), kind="trec"),
+                ranx.Run.from_file(str(rp), kind="trec"),
+                ranx_names,
+            )
             calls[("dicts", "ranx")] = lambda: ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), ranx_names)
-            calls[("records", "ranx")] = lambda: (lambda qd, rd: ranx.evaluate(ranx.Qrels(qd), ranx.Run(rd),
-                                                                                ranx_names))(*records_dicts())
-            ranx.evaluate(ranx.Qrels({"q": {"a": 1}}), ranx.Run({"q": {"a": 1.0}}), ranx_names)  # numba compile
+            calls[("records", "ranx")] = lambda: (
+                lambda qd, rd: ranx.evaluate(ranx.Qrels(qd), ranx.Run(rd), ranx_names)
+            )(*records_dicts())
+            ranx.evaluate(
+                ranx.Qrels({"q": {"a": 1}}), ranx.Run({"q": {"a": 1.0}}), ranx_names
+            )  # numba compile
         small_q, small_r = make_data(50, 10, seed=9)
         evaluate_run(*_from_dicts(small_q, small_r), ks, engine="numba")  # numba kernels compile
         evaluate_dicts(small_q, small_r, ks, engine="numba")
@@ -334,7 +397,9 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
                 worst = max(worst, abs(mine - results[(entry, "pytrec_eval")][trec]))
                 if ranx is not None:
                     out.setdefault("max_diff_vs_ranx", 0.0)
-                    out["max_diff_vs_ranx"] = max(out["max_diff_vs_ranx"], abs(mine - results[(entry, "ranx")][rx]))
+                    out["max_diff_vs_ranx"] = max(
+                        out["max_diff_vs_ranx"], abs(mine - results[(entry, "ranx")][rx])
+                    )
         ed = results[("dicts", "ours_evaluate_dicts")]
         worst = max([worst] + [abs(ed[m] - results[("dicts", "ours")][m]) for m in ENTRY_MEASURES])
         out["max_diff_vs_pytrec_eval"] = worst
@@ -378,9 +443,13 @@ def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
     one = np.arange(n_docs + 1, dtype=np.int64)
     t0 = time.perf_counter()
     corpus = Corpus.from_arrays(
-        [f"doc{i}" for i in range(n_docs)], cat_ptr, cats,
-        {"tenant": (one, tenant, [f"t{i}" for i in range(10)]),
-         "locale": (one, locale, ["en-US", "en-GB", "de-DE", "fr-FR", "nl-NL"])},
+        [f"doc{i}" for i in range(n_docs)],
+        cat_ptr,
+        cats,
+        {
+            "tenant": (one, tenant, [f"t{i}" for i in range(10)]),
+            "locale": (one, locale, ["en-US", "en-GB", "de-DE", "fr-FR", "nl-NL"]),
+        },
     )
     out["corpus_build"] = time.perf_counter() - t0
     # queries: 1-5 gold docs; the within filter is an ancestor of a gold category (passes) or a
@@ -399,8 +468,15 @@ def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
         else:
             x = int(rng.integers(1, n))
         loc = ["en-US", "en-GB", "de-DE", "fr-FR", "nl-NL"][int(rng.integers(0, 5))]
-        filters.append(parse_filters([{"field": "category", "op": "within", "value": onto.ids[x]},
-                                      {"field": "locale", "op": "in", "value": [loc, "en-US"]}], f"q{q}"))
+        filters.append(
+            parse_filters(
+                [
+                    {"field": "category", "op": "within", "value": onto.ids[x]},
+                    {"field": "locale", "op": "in", "value": [loc, "en-US"]},
+                ],
+                f"q{q}",
+            )
+        )
     principal = {"tenant": ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"]}
 
     def work():
@@ -418,14 +494,21 @@ def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
 
     records = []
     for q in range(nq):
-        g = gold[starts[q]: starts[q] + ng[q]]
+        g = gold[starts[q] : starts[q] + ng[q]]
         run = rng.integers(0, n_docs, 100)
         run = list(dict.fromkeys([f"doc{d}" for d in np.concatenate([g[:1], run]).tolist()]))
         fl = filters[q]
-        records.append({"id": f"q{q}", "retrieval": {
-            "gold": [f"doc{d}" for d in g.tolist()], "run": run[1:] if q % 3 else run,
-            "filters": [{"field": f.field, "op": f.op, "value": list(f.values)} for f in fl],
-            "principal": principal}})
+        records.append(
+            {
+                "id": f"q{q}",
+                "retrieval": {
+                    "gold": [f"doc{d}" for d in g.tolist()],
+                    "run": run[1:] if q % 3 else run,
+                    "filters": [{"field": f.field, "op": f.op, "value": list(f.values)} for f in fl],
+                    "principal": principal,
+                },
+            }
+        )
     out["score_retrieval"], ev = timed(lambda: score_retrieval(onto, records, corpus, k=(1, 5, 10)))
     out["score_retrieval_fe"] = ev.metrics()["filter_false_exclusion_rate"].value
     out["filter_false_exclusion_rate"] = excl / denom
@@ -445,11 +528,20 @@ def main() -> None:
     ap.add_argument("--concepts", type=int, default=350_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    ap.add_argument("--skip", action="append", default=[], choices=["metrics", "trec", "files", "filters", "entry"])
-    ap.add_argument("--only", choices=["metrics", "trec", "files", "filters", "entry"], default=None,
-                    help="run this part only")
-    ap.add_argument("--entry-sizes", default="10000x1000,100000x100",
-                    help="QUERIESxDEPTH list for the entry-point comparison")
+    ap.add_argument(
+        "--skip", action="append", default=[], choices=["metrics", "trec", "files", "filters", "entry"]
+    )
+    ap.add_argument(
+        "--only",
+        choices=["metrics", "trec", "files", "filters", "entry"],
+        default=None,
+        help="run this part only",
+    )
+    ap.add_argument(
+        "--entry-sizes",
+        default="10000x1000,100000x100",
+        help="QUERIESxDEPTH list for the entry-point comparison",
+    )
     ap.add_argument("--entry-tools", default="pytrec_eval,ranx")
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args()
@@ -457,45 +549,77 @@ def main() -> None:
         a.skip = [p for p in ("metrics", "trec", "files", "filters", "entry") if p != a.only]
     figures: dict = {}
     if a.quick:
-        a.queries, a.depth, a.trec_lines, a.corpus_docs, a.concepts, a.repeat = 500, 100, 20_000, 20_000, 5_000, 1
+        a.queries, a.depth, a.trec_lines, a.corpus_docs, a.concepts, a.repeat = (
+            500,
+            100,
+            20_000,
+            20_000,
+            5_000,
+            1,
+        )
         a.files_lines, a.files_queries = 50_000, 1_000
         a.entry_sizes = "300x100,1000x20"
     if "metrics" not in a.skip:
         m = bench_metrics(a.queries, a.depth, a.repeat)
         print(f"metrics {m['queries']} queries x {m['depth']} docs (all metrics, warm):")
-        print(f"  ours evaluate_run      {m['ours_eval']:.3f} s   (prepare from dicts {m['ours_prepare']:.2f} s)")
-        print(f"  ours evaluate_dicts    {m['ours_dicts']:.3f} s   (from the same dicts pytrec_eval takes; "
-              f"equal to evaluate_run: {m['dicts_equal_arrays']})")
-        print(f"  pytrec_eval evaluate   {m['pytrec_eval']:.3f} s   ({m['pytrec_eval'] / m['ours_eval']:.1f}x ours; "
-              f"{m['pytrec_eval'] / m['ours_dicts']:.1f}x ours from dicts)")
+        print(
+            f"  ours evaluate_run      {m['ours_eval']:.3f} s   (prepare from dicts {m['ours_prepare']:.2f} s)"
+        )
+        print(
+            f"  ours evaluate_dicts    {m['ours_dicts']:.3f} s   (from the same dicts pytrec_eval takes; "
+            f"equal to evaluate_run: {m['dicts_equal_arrays']})"
+        )
+        print(
+            f"  pytrec_eval evaluate   {m['pytrec_eval']:.3f} s   ({m['pytrec_eval'] / m['ours_eval']:.1f}x ours; "
+            f"{m['pytrec_eval'] / m['ours_dicts']:.1f}x ours from dicts)"
+        )
         if m.get("ranx_eval"):
-            print(f"  ranx evaluate          {m['ranx_eval']:.3f} s   ({m['ranx_eval'] / m['ours_eval']:.1f}x ours; "
-                  f"prepare {m['ranx_prepare']:.2f} s)")
-        print(f"  max |ours - pytrec_eval| = {m['max_abs_diff_vs_pytrec']:.2e}; "
-              f"|MAP ours - ranx| = {m.get('max_abs_diff_vs_ranx_map', float('nan')):.2e}")
+            print(
+                f"  ranx evaluate          {m['ranx_eval']:.3f} s   ({m['ranx_eval'] / m['ours_eval']:.1f}x ours; "
+                f"prepare {m['ranx_prepare']:.2f} s)"
+            )
+        print(
+            f"  max |ours - pytrec_eval| = {m['max_abs_diff_vs_pytrec']:.2e}; "
+            f"|MAP ours - ranx| = {m.get('max_abs_diff_vs_ranx_map', float('nan')):.2e}"
+        )
     if "trec" not in a.skip:
         t = bench_trec(a.trec_lines)
         print(f"TREC run reading, {t['lines']} lines ({t['bytes'] / 1e6:.0f} MB):")
         print(f"  ours read_run          {t['ours_read_run']:.3f} s (parsed, interned, ranked)")
-        print(f"  pytrec_eval.parse_run  {t['pytrec_parse_run']:.3f} s ({t['pytrec_parse_run'] / t['ours_read_run']:.1f}x ours)")
+        print(
+            f"  pytrec_eval.parse_run  {t['pytrec_parse_run']:.3f} s ({t['pytrec_parse_run'] / t['ours_read_run']:.1f}x ours)"
+        )
     if "files" not in a.skip:
         f = bench_files(a.files_lines, a.files_queries, a.repeat)
-        print(f"files end to end: {f['lines']} run lines ({f['bytes'] / 1e6:.0f} MB), {f['queries']} queries "
-              f"x {f['depth']}, read + 9 common measures + means:")
-        print(f"  ours load + compute + aggregate   {f['ours']:.2f} s wall, {f['ours_cpu']:.2f} s CPU   "
-              f"(all {len(TREC_ALL_NAMES)} TREC_ALL measures: {f['ours_all']:.2f} s)")
-        print(f"  pytrec_eval parse + evaluate      {f['pytrec_eval']:.2f} s wall, {f['pytrec_eval_cpu']:.2f} s CPU   "
-              f"({f['pytrec_eval'] / f['ours']:.1f}x ours)")
+        print(
+            f"files end to end: {f['lines']} run lines ({f['bytes'] / 1e6:.0f} MB), {f['queries']} queries "
+            f"x {f['depth']}, read + 9 common measures + means:"
+        )
+        print(
+            f"  ours load + compute + aggregate   {f['ours']:.2f} s wall, {f['ours_cpu']:.2f} s CPU   "
+            f"(all {len(TREC_ALL_NAMES)} TREC_ALL measures: {f['ours_all']:.2f} s)"
+        )
+        print(
+            f"  pytrec_eval parse + evaluate      {f['pytrec_eval']:.2f} s wall, {f['pytrec_eval_cpu']:.2f} s CPU   "
+            f"({f['pytrec_eval'] / f['ours']:.1f}x ours)"
+        )
         if "ranx" in f:
-            print(f"  ranx from_file + evaluate         {f['ranx']:.2f} s wall, {f['ranx_cpu']:.2f} s CPU   "
-                  f"({f['ranx'] / f['ours']:.1f}x ours)")
-        print(f"  max |mean ours - pytrec_eval| = {f['max_diff_vs_pytrec_eval']:.1e}; "
-              f"|MAP ours - ranx| = {f.get('max_diff_vs_ranx_map', float('nan')):.1e}")
+            print(
+                f"  ranx from_file + evaluate         {f['ranx']:.2f} s wall, {f['ranx_cpu']:.2f} s CPU   "
+                f"({f['ranx'] / f['ours']:.1f}x ours)"
+            )
+        print(
+            f"  max |mean ours - pytrec_eval| = {f['max_diff_vs_pytrec_eval']:.1e}; "
+            f"|MAP ours - ranx| = {f.get('max_diff_vs_ranx_map', float('nan')):.1e}"
+        )
     if "entry" not in a.skip:
         figures["entry"] = []
         for size in a.entry_sizes.split(","):
             nq, depth = (int(x) for x in size.split("x"))
-            print(f"entry points, {nq} queries x {depth} docs (CPU s, best of {a.repeat}, same run):", flush=True)
+            print(
+                f"entry points, {nq} queries x {depth} docs (CPU s, best of {a.repeat}, same run):",
+                flush=True,
+            )
             e = bench_entry(nq, depth, a.repeat, a.entry_tools.split(","))
             figures["entry"].append(e)
             cpu = e["cpu"]
@@ -504,20 +628,30 @@ def main() -> None:
                 line = f"  {entry:8s} ours {mine:6.2f}"
                 for tool in ("pytrec_eval", "ranx"):
                     if f"{entry}.{tool}" in cpu:
-                        line += f"   {tool} {cpu[f'{entry}.{tool}']:6.2f} ({cpu[f'{entry}.{tool}'] / mine:.2f}x)"
+                        line += (
+                            f"   {tool} {cpu[f'{entry}.{tool}']:6.2f} ({cpu[f'{entry}.{tool}'] / mine:.2f}x)"
+                        )
                 if entry == "dicts":
                     line += f"   ours evaluate_dicts {cpu['dicts.ours_evaluate_dicts']:6.2f}"
                 print(line)
-            print(f"  max |mean ours - pytrec_eval| = {e['max_diff_vs_pytrec_eval']:.1e}; "
-                  f"vs ranx {e.get('max_diff_vs_ranx', float('nan')):.1e}")
+            print(
+                f"  max |mean ours - pytrec_eval| = {e['max_diff_vs_pytrec_eval']:.1e}; "
+                f"vs ranx {e.get('max_diff_vs_ranx', float('nan')):.1e}"
+            )
     if "filters" not in a.skip:
         f = bench_filters(a.queries, a.corpus_docs, a.concepts)
         print(f"filter replay: {f['queries']} queries, {f['corpus_docs']} docs, {f['concepts']} concepts:")
-        print(f"  entitlement + within/in replay + false exclusion  {f['replay']:.3f} s "
-              f"({f['pairs']} eligible gold pairs, {f['pairs_passing']} pass; FE rate {f['filter_false_exclusion_rate']:.3f})")
-        print(f"  score_retrieval end to end (100-doc runs, all metrics + replay + attribution)  "
-              f"{f['score_retrieval']:.2f} s (FE rate {f['score_retrieval_fe']:.3f})")
-        print(f"  (setup: ontology build {f['ontology_build']:.1f} s, corpus arrays {f['corpus_build']:.2f} s)")
+        print(
+            f"  entitlement + within/in replay + false exclusion  {f['replay']:.3f} s "
+            f"({f['pairs']} eligible gold pairs, {f['pairs_passing']} pass; FE rate {f['filter_false_exclusion_rate']:.3f})"
+        )
+        print(
+            f"  score_retrieval end to end (100-doc runs, all metrics + replay + attribution)  "
+            f"{f['score_retrieval']:.2f} s (FE rate {f['score_retrieval_fe']:.3f})"
+        )
+        print(
+            f"  (setup: ontology build {f['ontology_build']:.1f} s, corpus arrays {f['corpus_build']:.2f} s)"
+        )
     if a.json:
         import json
 

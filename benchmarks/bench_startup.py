@@ -37,15 +37,48 @@ fields:
 def tiny_commands(tree: Path, tmp: Path) -> dict[str, list[str]]:
     f = tree / FIX
     return {
-        "score hierarchy": ["score", "hierarchy", "-O", str(f / "hierarchy" / "vehicles.obo"), "-d", str(tmp / "h7.jsonl")],
-        "score linking": ["score", "linking", "-O", str(f / "linking" / "vehicles.tsv"), "-d",
-                          str(f / "linking" / "records.jsonl")],
-        "score retrieval": ["score", "retrieval", "-O", str(f / "retrieval" / "attack-mini.tsv"), "-d",
-                            str(f / "retrieval" / "seed_metrics.jsonl")],
-        "score conformance": ["score", "conformance", "-O", str(tmp / "attack_like.kgro"), "--schema-spec",
-                              str(f / "conformance" / "attack_spec.yaml"), "-d", str(f / "conformance" / "records.jsonl")],
-        "score generation": ["score", "generation", "-O", str(f / "generation" / "vehicles.csv"), "-d",
-                             str(f / "generation" / "records.jsonl")],
+        "score hierarchy": [
+            "score",
+            "hierarchy",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(tmp / "h7.jsonl"),
+        ],
+        "score linking": [
+            "score",
+            "linking",
+            "-O",
+            str(f / "linking" / "vehicles.tsv"),
+            "-d",
+            str(f / "linking" / "records.jsonl"),
+        ],
+        "score retrieval": [
+            "score",
+            "retrieval",
+            "-O",
+            str(f / "retrieval" / "attack-mini.tsv"),
+            "-d",
+            str(f / "retrieval" / "seed_metrics.jsonl"),
+        ],
+        "score conformance": [
+            "score",
+            "conformance",
+            "-O",
+            str(tmp / "attack_like.kgro"),
+            "--schema-spec",
+            str(f / "conformance" / "attack_spec.yaml"),
+            "-d",
+            str(f / "conformance" / "records.jsonl"),
+        ],
+        "score generation": [
+            "score",
+            "generation",
+            "-O",
+            str(f / "generation" / "vehicles.csv"),
+            "-d",
+            str(f / "generation" / "records.jsonl"),
+        ],
         "metrics": ["metrics"],
         "ontology inspect": ["ontology", "inspect", str(f / "hierarchy" / "vehicles.obo")],
     }
@@ -55,12 +88,17 @@ def prepare(tmp: Path) -> None:
     """The 7-record hierarchy file and the conformance fixture's ontology as a .kgro."""
     with open(ROOT / FIX / "hierarchy" / "records.jsonl", encoding="utf-8") as src:
         (tmp / "h7.jsonl").write_text("".join(src.readlines()[:7]), encoding="utf-8")
-    code = ("import sys; sys.path.insert(0, sys.argv[1] + '/tests')\n"
-            "from conformance_helpers import build_attack_like\n"
-            "from kg_rageval.ontology.cache import save_compiled\n"
-            "save_compiled(build_attack_like(), sys.argv[2])")
-    subprocess.run([sys.executable, "-c", code, str(ROOT), str(tmp / "attack_like.kgro")], check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1] + '/tests')\n"
+        "from conformance_helpers import build_attack_like\n"
+        "from kg_rageval.ontology.cache import save_compiled\n"
+        "save_compiled(build_attack_like(), sys.argv[2])"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(ROOT), str(tmp / "attack_like.kgro")],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
@@ -77,8 +115,13 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, flo
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--tree", type=Path, action="append", default=None,
-                    help="a checkout to measure (repeatable; default this one); the first is 'after' in the table")
+    ap.add_argument(
+        "--tree",
+        type=Path,
+        action="append",
+        default=None,
+        help="a checkout to measure (repeatable; default this one); the first is 'after' in the table",
+    )
     ap.add_argument("--only", default="", help="comma-separated tiny commands (default all)")
     args = ap.parse_args(argv)
     trees = [t.resolve() for t in (args.tree or [ROOT])]
@@ -86,15 +129,25 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp_s:
         tmp = Path(tmp_s)
         prepare(tmp)
-        base = {k: v for k, v in os.environ.items()
-                if k not in ("PYTHONDONTWRITEBYTECODE", "OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS")}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONDONTWRITEBYTECODE", "OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS")
+        }
         base["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
         jobs: list[tuple[str, list[str], dict[str, str]]] = [
             ("python -c pass", [py, "-c", "pass"], base),
             ("python -c 'import numpy'", [py, "-c", "import numpy"], base),
-            ("import numpy, OPENBLAS_THREAD_TIMEOUT=16", [py, "-c", "import numpy"],
-             {**base, "OPENBLAS_THREAD_TIMEOUT": "16"}),
-            ("import numpy, OPENBLAS_NUM_THREADS=1", [py, "-c", "import numpy"], {**base, "OPENBLAS_NUM_THREADS": "1"}),
+            (
+                "import numpy, OPENBLAS_THREAD_TIMEOUT=16",
+                [py, "-c", "import numpy"],
+                {**base, "OPENBLAS_THREAD_TIMEOUT": "16"},
+            ),
+            (
+                "import numpy, OPENBLAS_NUM_THREADS=1",
+                [py, "-c", "import numpy"],
+                {**base, "OPENBLAS_NUM_THREADS": "1"},
+            ),
         ]
         only = {s.strip() for s in args.only.split(",") if s.strip()}
         for tree in trees:
@@ -112,12 +165,18 @@ def main(argv: list[str] | None = None) -> dict:
                     b[0], b[1] = min(b[0], cpu), min(b[1], wall)
     p_cpu, p_wall = best["python -c pass"]
     n_cpu, n_wall = best["python -c 'import numpy'"]
-    print(f"<!-- bench_startup: repeat {args.repeat}, load average {os.getloadavg()[0]:.1f}, python {sys.version.split()[0]} -->")
-    print("| command | best CPU | × pass (CPU) | × import numpy (CPU) | best wall | × pass (wall) | × import numpy (wall) |")
+    print(
+        f"<!-- bench_startup: repeat {args.repeat}, load average {os.getloadavg()[0]:.1f}, python {sys.version.split()[0]} -->"
+    )
+    print(
+        "| command | best CPU | × pass (CPU) | × import numpy (CPU) | best wall | × pass (wall) | × import numpy (wall) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, (cpu, wall) in best.items():
-        print(f"| {name} | {cpu:.3f} s | {cpu / p_cpu:.1f} | {cpu / n_cpu:.2f} | {wall:.3f} s | {wall / p_wall:.1f} | "
-              f"{wall / n_wall:.2f} |")
+        print(
+            f"| {name} | {cpu:.3f} s | {cpu / p_cpu:.1f} | {cpu / n_cpu:.2f} | {wall:.3f} s | {wall / p_wall:.1f} | "
+            f"{wall / n_wall:.2f} |"
+        )
     return best
 
 

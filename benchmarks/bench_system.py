@@ -47,9 +47,9 @@ def main() -> None:
     a = ap.parse_args()
     from scipy import stats
 
-    from kg_rageval.results.evaluation import Evaluation
-    from kg_rageval.ontology import OntologyBuilder
     from kg_rageval.families.system import score_system
+    from kg_rageval.ontology import OntologyBuilder
+    from kg_rageval.results.evaluation import Evaluation
 
     rng = np.random.default_rng(0)
     lat = rng.exponential(500, a.records)
@@ -60,21 +60,40 @@ def main() -> None:
         b.add_edge(f"n{i}", f"n{int(rng.integers(0, i))}")
     onto = b.build()
     nodes = rng.integers(0, a.nodes, a.records)
-    recs = [{"id": f"q{i:07d}", "gold_node": f"n{nodes[i]}",
-             "system": {"latency_ms": {"total": float(lat[i])}, "cost_usd": 0.001}} for i in range(a.records)]
+    recs = [
+        {
+            "id": f"q{i:07d}",
+            "gold_node": f"n{nodes[i]}",
+            "system": {"latency_ms": {"total": float(lat[i])}, "cost_usd": 0.001},
+        }
+        for i in range(a.records)
+    ]
     t_score = best(lambda: score_system(None, recs), a.repeat)
     ev = score_system(None, recs)
     t_boot = best(lambda: ev.bootstrap(n_resamples=a.resamples, metrics=["latency.total_ms.p95"]), a.repeat)
-    t_ref = best(lambda: stats.bootstrap((lat,), lambda x, axis=-1: np.percentile(x, 95, axis=axis),
-                                         n_resamples=a.resamples, method="percentile", vectorized=True,
-                                         batch=100, random_state=0), a.repeat)
+    t_ref = best(
+        lambda: stats.bootstrap(
+            (lat,),
+            lambda x, axis=-1: np.percentile(x, 95, axis=axis),
+            n_resamples=a.resamples,
+            method="percentile",
+            vectorized=True,
+            batch=100,
+            random_state=0,
+        ),
+        a.repeat,
+    )
     t_roll = best(lambda: ev.rollup(onto), 1)
     plain = Evaluation(ev.family, ev.record_ids, ev.stats, ev.keys)
     t_plain = best(lambda: Evaluation.rollup(plain, onto), 1)
     print(f"records={a.records} resamples={a.resamples} nodes={a.nodes}")
     print(f"score_system          {t_score:8.3f} s")
-    print(f"bootstrap p95         {t_boot:8.3f} s   scipy.stats.bootstrap {t_ref:8.3f} s   ratio {t_boot / t_ref:6.2f}")
-    print(f"rollup (quantiles)    {t_roll:8.3f} s   sum-only rollup       {t_plain:8.3f} s   ratio {t_roll / t_plain:6.2f}")
+    print(
+        f"bootstrap p95         {t_boot:8.3f} s   scipy.stats.bootstrap {t_ref:8.3f} s   ratio {t_boot / t_ref:6.2f}"
+    )
+    print(
+        f"rollup (quantiles)    {t_roll:8.3f} s   sum-only rollup       {t_plain:8.3f} s   ratio {t_roll / t_plain:6.2f}"
+    )
 
 
 if __name__ == "__main__":

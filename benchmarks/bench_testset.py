@@ -56,7 +56,11 @@ def build_ontology(n: int, seed: int = 0):
                 seen.add(lab)
                 break
         syn = ["-".join(reversed(w))] if i % 3 == 0 else []
-        definition = f"A {' '.join(rng.choices(vocab, k=6))} that {' '.join(rng.choices(vocab, k=5))}." if i % 2 else None
+        definition = (
+            f"A {' '.join(rng.choices(vocab, k=6))} that {' '.join(rng.choices(vocab, k=5))}."
+            if i % 2
+            else None
+        )
         b.add_node(f"SCT:{i}", label=lab, synonyms=syn, definition=definition)
     b.add_edges([f"SCT:{c}" for c in child.tolist()], [f"SCT:{p}" for p in parent.tolist()])
     return b.build()
@@ -73,8 +77,18 @@ def write_corpus(path: Path, onto, n_docs: int, seed: int = 0) -> None:
             cats = [onto.ids[c]]
             if rng.random() < 0.2:
                 cats.append(onto.ids[int(concepts[int(rng.integers(len(concepts)))])])
-            fh.write(json.dumps({"id": f"doc-{k}", "source_id": f"src-{k // 2}", "type": types[k % 3],
-                                 "categories": cats, "text": onto.labels[c]}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"doc-{k}",
+                        "source_id": f"src-{k // 2}",
+                        "type": types[k % 3],
+                        "categories": cats,
+                        "text": onto.labels[c],
+                    }
+                )
+                + "\n"
+            )
 
 
 def bench_build(args) -> None:
@@ -88,7 +102,9 @@ def bench_build(args) -> None:
         t = time.perf_counter()
         onto = build_ontology(args.nodes)
         save_compiled(onto, d / "onto.kgro")
-        print(f"synthetic ontology: {len(onto)} nodes, {onto.n_edges} edges ({time.perf_counter() - t:.1f} s to make)")
+        print(
+            f"synthetic ontology: {len(onto)} nodes, {onto.n_edges} edges ({time.perf_counter() - t:.1f} s to make)"
+        )
         write_corpus(d / "docs.jsonl", onto, args.docs)
         t0 = time.perf_counter()
         onto = load_ontology(d / "onto.kgro")
@@ -98,27 +114,37 @@ def bench_build(args) -> None:
         t2 = time.perf_counter()
         res = build_testset(onto, corpus, cfg)
         t3 = time.perf_counter()
-        write_build(res, d / "out", ontology=onto, corpus_path=d / "docs.jsonl", n_documents=len(corpus),
-                    policy=cfg.policy())
+        write_build(
+            res,
+            d / "out",
+            ontology=onto,
+            corpus_path=d / "docs.jsonl",
+            n_documents=len(corpus),
+            policy=cfg.policy(),
+        )
         t4 = time.perf_counter()
-        print(f"load .kgro {t1 - t0:.2f} s | read corpus ({len(corpus)} docs) {t2 - t1:.2f} s | build "
-              f"{len(res.records)} cases {t3 - t2:.2f} s | write (records, held-out .kgro, manifest) "
-              f"{t4 - t3:.2f} s | total without the ontology load {t4 - t1:.2f} s")
+        print(
+            f"load .kgro {t1 - t0:.2f} s | read corpus ({len(corpus)} docs) {t2 - t1:.2f} s | build "
+            f"{len(res.records)} cases {t3 - t2:.2f} s | write (records, held-out .kgro, manifest) "
+            f"{t4 - t3:.2f} s | total without the ontology load {t4 - t1:.2f} s"
+        )
         print("shortfall:", res.shortfall or "none")
 
 
 def bench_check(args) -> None:
+    from kg_rageval.records import write_records
     from kg_rageval.testset import TestsetConfig, TestsetCorpus, build_testset
     from kg_rageval.testset.check import check_leakage, testset_manifest
     from kg_rageval.testset.config import SETS
     from kg_rageval.testset.split import split_testset
-    from kg_rageval.records import write_records
 
     onto = build_ontology(args.nodes)
     rng = np.random.default_rng(0)
     n = len(onto)
-    docs = [{"id": f"doc-{k}", "categories": [onto.ids[int(c)]], "type": "definition"}
-            for k, c in enumerate(rng.choice(np.arange(1, n), size=min(n - 1, 150_000), replace=False))]
+    docs = [
+        {"id": f"doc-{k}", "categories": [onto.ids[int(c)]], "type": "definition"}
+        for k, c in enumerate(rng.choice(np.arange(1, n), size=min(n - 1, 150_000), replace=False))
+    ]
     corpus = TestsetCorpus.from_docs(docs, onto)
     res = build_testset(onto, corpus, TestsetConfig().scaled(args.queries))
     recs = res.records
@@ -132,8 +158,11 @@ def bench_check(args) -> None:
         kind = k % 3
         r = (long_ones if kind == 1 else dev)[int(pick.integers(len(long_ones) if kind == 1 else len(dev)))]
         q = r["query"]
-        new = {"id": f"plant-{k}", "query": q.upper().replace("?", " ?!") if kind == 0 else q[:-1] + " now?",
-               "testset": {"sources": list(r["testset"]["sources"][:1]) if kind == 2 else []}}
+        new = {
+            "id": f"plant-{k}",
+            "query": q.upper().replace("?", " ?!") if kind == 0 else q[:-1] + " now?",
+            "testset": {"sources": list(r["testset"]["sources"][:1]) if kind == 2 else []},
+        }
         if kind == 2:
             new["query"] = f"Planted question number {k} about nothing at all?"
             shared_keys.update(new["testset"]["sources"])
@@ -147,14 +176,20 @@ def bench_check(args) -> None:
         t = time.perf_counter()
         rep = check_leakage(sets)
         t1 = time.perf_counter()
-        testset_manifest({s: (paths[s], sets[s]) for s in SETS}, ontology=onto, policy=TestsetConfig().policy(),
-                         leakage=rep)
+        testset_manifest(
+            {s: (paths[s], sets[s]) for s in SETS},
+            ontology=onto,
+            policy=TestsetConfig().policy(),
+            leakage=rep,
+        )
         t2 = time.perf_counter()
     total = sum(len(v) for v in sets.values())
-    print(f"check {total} queries: leakage {t1 - t:.2f} s, manifest {t2 - t1:.2f} s; planted {planted}: "
-          f"shared {rep['shared_sources']['count']} (of {len(shared_keys)} distinct planted), exact {rep['exact_duplicates']['count']}, "
-          f"near {rep['near_duplicates']['count']} (template siblings {rep['near_duplicates']['template_siblings']},"
-          f" within-set {rep['near_duplicates']['within_set_pairs']})")
+    print(
+        f"check {total} queries: leakage {t1 - t:.2f} s, manifest {t2 - t1:.2f} s; planted {planted}: "
+        f"shared {rep['shared_sources']['count']} (of {len(shared_keys)} distinct planted), exact {rep['exact_duplicates']['count']}, "
+        f"near {rep['near_duplicates']['count']} (template siblings {rep['near_duplicates']['template_siblings']},"
+        f" within-set {rep['near_duplicates']['within_set_pairs']})"
+    )
 
 
 def main() -> None:

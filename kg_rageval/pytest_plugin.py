@@ -31,8 +31,9 @@ standard library and pytest; kg-rageval's audit and NumPy are imported when a ga
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pytest
 
@@ -68,8 +69,15 @@ def _gate_texts(gates: Mapping[str, str] | Iterable[str] | str) -> list[str]:
 class _Evidence:
     """Flat metrics plus what is known per node (for the worst-branch listing)."""
 
-    def __init__(self, metrics: dict, *, evaluations: list | None = None, ontology: Any = None,
-                 nodes: Mapping[str, Any] | None = None, families: dict[str, list] | None = None):
+    def __init__(
+        self,
+        metrics: dict,
+        *,
+        evaluations: list | None = None,
+        ontology: Any = None,
+        nodes: Mapping[str, Any] | None = None,
+        families: dict[str, list] | None = None,
+    ):
         self.metrics = metrics
         self.evaluations = evaluations or []
         self.ontology = ontology
@@ -87,9 +95,14 @@ def _as_metric(name: str, v: Any):
     if isinstance(v, Mapping):
         ci = v.get("ci")
         value = v.get("value")
-        return Metric(name, None if value is None else float(value), v.get("numerator"), v.get("denominator"),
-                      v.get("missing") if value is None else None,
-                      tuple(ci) if ci is not None else None)
+        return Metric(
+            name,
+            None if value is None else float(value),
+            v.get("numerator"),
+            v.get("denominator"),
+            v.get("missing") if value is None else None,
+            tuple(ci) if ci is not None else None,
+        )
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"metric {name!r}: expected a Metric, a number, None or a metric dict, got {v!r}")
     return Metric(name, float(v))
@@ -108,22 +121,33 @@ def _family_of(ev: Any) -> str:
 def _evidence(obj: Any, ontology: Any) -> _Evidence:
     if _is_evaluation(obj):
         obj = [obj]
-    if isinstance(obj, Mapping) and hasattr(obj, "family") and obj and all(_is_evaluation(e) for e in obj.values()):
-        return _Evidence({}, evaluations=list(obj.values()), ontology=ontology,
-                         families={getattr(obj, "family"): list(obj.values())})  # noqa: B009 - an EvaluationSet, typed as a Mapping
+    if (
+        isinstance(obj, Mapping)
+        and hasattr(obj, "family")
+        and obj
+        and all(_is_evaluation(e) for e in obj.values())
+    ):
+        return _Evidence(
+            {},
+            evaluations=list(obj.values()),
+            ontology=ontology,
+            families={getattr(obj, "family"): list(obj.values())},  # noqa: B009 - an EvaluationSet, typed as a Mapping
+        )
     if isinstance(obj, (list, tuple)) and obj and all(_is_evaluation(e) for e in obj):
         fams: dict[str, list] = {}
         for ev in obj:
             fams.setdefault(_family_of(ev), []).append(ev)
         return _Evidence({}, evaluations=list(obj), ontology=ontology, families=fams)
     if hasattr(obj, "gate_results") and hasattr(obj, "metrics"):  # an AuditResult
-        return _Evidence(dict(obj.metrics), ontology=getattr(obj, "ontology", ontology),
-                         nodes=getattr(obj, "nodes", None))
+        return _Evidence(
+            dict(obj.metrics), ontology=getattr(obj, "ontology", ontology), nodes=getattr(obj, "nodes", None)
+        )
     if isinstance(obj, Mapping):
         if isinstance(obj.get("metrics"), Mapping):  # a report dict
             nodes = obj.get("nodes") if isinstance(obj.get("nodes"), Mapping) else None
-            return _Evidence({k: _as_metric(k, v) for k, v in obj["metrics"].items()}, nodes=nodes,
-                             ontology=ontology)
+            return _Evidence(
+                {k: _as_metric(k, v) for k, v in obj["metrics"].items()}, nodes=nodes, ontology=ontology
+            )
         return _Evidence({k: _as_metric(k, v) for k, v in obj.items()}, ontology=ontology)
     raise TypeError(
         "assert_gates needs an Evaluation, a list of Evaluations, an EvaluationSet, an AuditResult, a report "
@@ -135,8 +159,8 @@ def _canonical(name: str, present: Mapping[str, Any], scope: list[str] | None) -
     """The key a gate's metric is found under: as written when present, else its canonical
     name from the metric registry (``nDCG@10`` finds ``retrieval.ndcg@10``); a name the
     registry does not know stays as written (a plain mapping may use any names)."""
-    from kg_rageval.scoring import resolve_metric
     from kg_rageval.base.errors import ConfigError
+    from kg_rageval.scoring import resolve_metric
 
     if name in present:
         return name
@@ -162,15 +186,17 @@ def _decide_from_evaluations(parsed: list, ev_: _Evidence, bootstrap: Any) -> di
 
 def _check_slices(parsed: list, ev_: _Evidence) -> None:
     """A slice name or value no evaluation row has is a typo: ConfigError, as in the audit."""
-    from kg_rageval.contract import did_you_mean, parse_scope
     from kg_rageval.base.errors import ConfigError
+    from kg_rageval.contract import did_you_mean, parse_scope
     from kg_rageval.records import slice_text
 
     values: dict[str, set[str]] = {}
     for ev in ev_.evaluations:
         for k, col in ev.keys.items():
             if k.startswith("slice:"):
-                values.setdefault(k[6:], set()).update(t for t in map(slice_text, col.tolist()) if t is not None)
+                values.setdefault(k[6:], set()).update(
+                    t for t in map(slice_text, col.tolist()) if t is not None
+                )
     for g in parsed:
         if not g.scope or not g.scope.startswith("slice:"):
             continue
@@ -179,8 +205,10 @@ def _check_slices(parsed: list, ev_: _Evidence) -> None:
         if name not in values:
             raise ConfigError(f"{g}: no row has the slice {name!r}{did_you_mean(name, values)}")
         if value not in values[name]:
-            raise ConfigError(f"{g}: no row has {name}={value!r}{did_you_mean(value, values[name])}; values: "
-                              + ", ".join(sorted(values[name])[:20]))
+            raise ConfigError(
+                f"{g}: no row has {name}={value!r}{did_you_mean(value, values[name])}; values: "
+                + ", ".join(sorted(values[name])[:20])
+            )
 
 
 # ---------------------------------------------------------------------- branches
@@ -208,13 +236,24 @@ def _branches_from_evaluations(gate: Any, ev_: _Evidence, top: int) -> list[dict
         weight = np.where(np.isnan(den) | (den == 0), n_rows, den)
         with np.errstate(invalid="ignore"):
             fails = defined & ~np.asarray(gate.compare(np.where(defined, values, 0.0)), dtype=bool)
-        impact = branch_impact(np.where(defined, values, 0.0), weight, float(total.value), gate.threshold,
-                               gate.op)["impact"]
+        impact = branch_impact(
+            np.where(defined, values, 0.0), weight, float(total.value), gate.threshold, gate.op
+        )["impact"]
         for j in np.flatnonzero(fails & (impact > 1e-12)).tolist():  # only the worst are ranked
             i = int(kept[j])
             nid = onto.ids[i]
-            out.append(_branch(gate, nid, onto.label(nid), int(onto.depth_min[i]), int(round(float(n_rows[j]))),
-                               float(values[j]), float(weight[j]), total.value))
+            out.append(
+                _branch(
+                    gate,
+                    nid,
+                    onto.label(nid),
+                    int(onto.depth_min[i]),
+                    int(round(float(n_rows[j]))),
+                    float(values[j]),
+                    float(weight[j]),
+                    total.value,
+                )
+            )
     return _worst(out, top)
 
 
@@ -237,8 +276,11 @@ def _branches_from_nodes(gate: Any, ev_: _Evidence, top: int) -> list[dict]:
         fam = keys[0].split(".", 1)[0]
         n = d.get("n", {})
         n = n.get(fam, 0) if isinstance(n, Mapping) else int(n or 0)
-        out.append(_branch(gate, nid, d.get("label"), d.get("depth", 0), n, mets[keys[0]], float(n),
-                           float(global_value)))
+        out.append(
+            _branch(
+                gate, nid, d.get("label"), d.get("depth", 0), n, mets[keys[0]], float(n), float(global_value)
+            )
+        )
     return _worst(out, top)
 
 
@@ -247,8 +289,15 @@ def _branch(gate, nid, label, depth, n, value, weight, global_value) -> dict:
 
     ok = gate.compare(float(value))
     impact = branch_impact(float(value), weight, float(global_value), gate.threshold, gate.op)["impact"]
-    return {"node": nid, "label": label, "depth": depth, "n": n, "value": float(value),
-            "status": "pass" if ok else "fail", "impact": impact}
+    return {
+        "node": nid,
+        "label": label,
+        "depth": depth,
+        "n": n,
+        "value": float(value),
+        "status": "pass" if ok else "fail",
+        "impact": impact,
+    }
 
 
 def _worst(rows: list[dict], top: int) -> list[dict]:
@@ -264,19 +313,24 @@ def _fmt_branch(b: dict) -> str:
 
 
 # ---------------------------------------------------------------------- public API
-def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str] | str, *,
-                ontology: Any = None, top: int = TOP_BRANCHES, bootstrap: Any = None) -> tuple[list, dict]:
+def check_gates(
+    report_or_metrics: Any,
+    gates: Mapping[str, str] | Iterable[str] | str,
+    *,
+    ontology: Any = None,
+    top: int = TOP_BRANCHES,
+    bootstrap: Any = None,
+) -> tuple[list, dict]:
     """Decide ``gates`` without raising: ``(results, worst branches per failed gate text)``.
 
     On Evaluations the gates are decided exactly as the audit decides them (the same metric
     resolution, scopes and bootstrap; ``bootstrap`` defaults to the audit's defaults). A
     misspelt metric name or slice raises :class:`~kg_rageval.base.errors.ConfigError` with a "did
     you mean"."""
-    from kg_rageval.audit.gates import evaluate_gates
-    from kg_rageval.contract.gates import parse_gate
-
     from kg_rageval.audit.config import BootstrapConfig
+    from kg_rageval.audit.gates import evaluate_gates
     from kg_rageval.base.errors import ConfigError
+    from kg_rageval.contract.gates import parse_gate
     from kg_rageval.scoring import load_entry_points
 
     load_entry_points()  # plugin families resolve and trace their members back like built-in ones
@@ -299,8 +353,11 @@ def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str]
     for r in results:
         if r.status == "pass":
             continue
-        rows = (_branches_from_evaluations(r.gate, ev_, top) if ev_.evaluations
-                else _branches_from_nodes(r.gate, ev_, top))
+        rows = (
+            _branches_from_evaluations(r.gate, ev_, top)
+            if ev_.evaluations
+            else _branches_from_nodes(r.gate, ev_, top)
+        )
         branches[str(r.gate)] = rows
     for ev in ev_.evaluations or ():  # the per-record views the bootstrap and branches read
         if hasattr(ev, "drop_record_stats"):
@@ -308,7 +365,9 @@ def check_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str]
     return results, branches
 
 
-def format_failures(results: list, branches: Mapping[str, list[dict]], *, title: str = "kg-rageval gates") -> str:
+def format_failures(
+    results: list, branches: Mapping[str, list[dict]], *, title: str = "kg-rageval gates"
+) -> str:
     failed = [r for r in results if r.status != "pass"]
     lines = [f"{title}: {len(failed)} of {len(results)} gate(s) not passed"]
     for r in failed:
@@ -320,8 +379,13 @@ def format_failures(results: list, branches: Mapping[str, list[dict]], *, title:
     return "\n".join(lines)
 
 
-def assert_gates(report_or_metrics: Any, gates: Mapping[str, str] | Iterable[str] | str, *,
-                 ontology: Any = None, top: int = TOP_BRANCHES) -> list:
+def assert_gates(
+    report_or_metrics: Any,
+    gates: Mapping[str, str] | Iterable[str] | str,
+    *,
+    ontology: Any = None,
+    top: int = TOP_BRANCHES,
+) -> list:
     """Raise :class:`GateFailure` unless every gate passes (missing evidence fails); return the
     GateResults otherwise. See the module docstring for the accepted inputs."""
     __tracebackhide__ = True
@@ -386,8 +450,9 @@ def pytest_runtest_call(item: pytest.Item):
         item.kg_rageval_audit_result = audit  # type: ignore[attr-defined]
         message = audit_failures(audit, top=int(marker.kwargs.get("top", TOP_BRANCHES)))
         if message:
-            raise GateFailure(message, list(audit.gate_results),
-                              [r for r in audit.gate_results if r.status != "pass"], {})
+            raise GateFailure(
+                message, list(audit.gate_results), [r for r in audit.gate_results if r.status != "pass"], {}
+            )
     return result
 
 

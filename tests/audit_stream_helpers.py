@@ -2,22 +2,20 @@
 ``tests/`` is on ``sys.path``)."""
 
 from __future__ import annotations
-import dataclasses
+
 import json
 import shutil
 from pathlib import Path
-import pytest
-from kg_rageval.audit.config import config_from_mapping, load_config
-from kg_rageval.audit.reports import write_reports
-from kg_rageval.audit.runner import run_audit
-from kg_rageval.scoring import REGISTRY, BoundScorer
-from kg_rageval.base.errors import KgRagevalError
+
 from report_helpers import without_timings  # tests/ is on sys.path
 
+from kg_rageval.audit.reports import write_reports
+from kg_rageval.audit.runner import run_audit
 
 ROOT = Path(__file__).resolve().parents[1]
 
 STREAMABLE = ("hierarchy", "linking", "retrieval")
+
 
 def _audit(config, size, out: Path | None = None):
     config.chunk_size = size
@@ -26,17 +24,24 @@ def _audit(config, size, out: Path | None = None):
         write_reports(res, out)
     return res
 
+
 def _report(out: Path) -> dict:
     return without_timings(json.loads((out / "report.json").read_text()))
+
 
 def _files(out: Path) -> dict[str, bytes]:
     """The reports but report.json (compared scrubbed), the manifest (hashes of the reports and
     a timestamp) and the two that print the run's seconds."""
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())
-            if p.is_file() and p.name not in ("report.json", "manifest.json", "junit.xml", "report.html")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(out.iterdir())
+        if p.is_file() and p.name not in ("report.json", "manifest.json", "junit.xml", "report.html")
+    }
+
 
 def _write(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
 
 def _vehicle_records(n: int, labels_from: int = 0) -> list[dict]:
     kinds = ["sedan", "hatchback", "boat", "submarine", "car"]
@@ -48,10 +53,16 @@ def _vehicle_records(n: int, labels_from: int = 0) -> list[dict]:
         out.append(rec)
     return out
 
+
 def _vehicles_config(dirpath: Path, **extra):
     shutil.copy(ROOT / "fixtures" / "audit" / "vehicles.csv", dirpath / "vehicles.csv")
-    mapping = {"name": "v", "ontology": "vehicles.csv", "records": "records.jsonl",
-               "families": {"hierarchy": {}, "relations": {}},
-               "gates": ["hierarchy.hierarchical_f1 >= 0.9", "hierarchy.hierarchical_f1[slice:intent=a] >= 0.5"],
-               "bootstrap": {"n_resamples": 50, "seed": 1}, **extra}
+    mapping = {
+        "name": "v",
+        "ontology": "vehicles.csv",
+        "records": "records.jsonl",
+        "families": {"hierarchy": {}, "relations": {}},
+        "gates": ["hierarchy.hierarchical_f1 >= 0.9", "hierarchy.hierarchical_f1[slice:intent=a] >= 0.5"],
+        "bootstrap": {"n_resamples": 50, "seed": 1},
+        **extra,
+    }
     return mapping

@@ -15,12 +15,19 @@ def build_attack_like():
     d = json.loads((FIX / "attack_like.json").read_text())
     b = OntologyBuilder("attack_like")
     for n in d["nodes"]:
-        b.add_node(n["id"], label=n.get("label"), node_type=n.get("node_type"),
-                   status=n.get("status", "active"), replaced_by=n.get("replaced_by"))
+        b.add_node(
+            n["id"],
+            label=n.get("label"),
+            node_type=n.get("node_type"),
+            status=n.get("status", "active"),
+            replaced_by=n.get("replaced_by"),
+        )
     for c, p in d["edges"]:
         b.add_edge(c, p)
     for p in d["properties"]:
-        b.add_property(Property(p["id"], p.get("label"), tuple(p.get("domain", ())), tuple(p.get("range", ()))))
+        b.add_property(
+            Property(p["id"], p.get("label"), tuple(p.get("domain", ())), tuple(p.get("range", ())))
+        )
     return b.build()
 
 

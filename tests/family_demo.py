@@ -37,13 +37,27 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
     latencies, tokens, cost and an LLM cache hit on even indices."""
     out = []
     for i, r in enumerate(records):
+
         def verdict(ok: bool) -> dict:
             return {"verdict": "correct"} if ok else {"verdict": "incorrect", "missing_facts": ["x"]}
+
         human = "correct" if i % 4 else "incorrect"
-        judges = [{"rubric": "answer_correctness", "judge": "j1", "item": f"q{i}", "output": verdict(i % 3 != 0),
-                   "human": human}]
-        system = {"latency_ms": {"retrieve": 10 + i, "generate": 100 + 3 * i, "total": 120 + 4 * i},
-                  "cost_usd": 0.001 * (i % 5), "tokens": {"prompt": 100 + i, "completion": 20},
-                  "cache": {"llm": i % 2 == 0}}
-        out.append({k: v for k, v in r.items() if not k.startswith("_")} | {"judges": judges, "system": system})
+        judges = [
+            {
+                "rubric": "answer_correctness",
+                "judge": "j1",
+                "item": f"q{i}",
+                "output": verdict(i % 3 != 0),
+                "human": human,
+            }
+        ]
+        system = {
+            "latency_ms": {"retrieve": 10 + i, "generate": 100 + 3 * i, "total": 120 + 4 * i},
+            "cost_usd": 0.001 * (i % 5),
+            "tokens": {"prompt": 100 + i, "completion": 20},
+            "cache": {"llm": i % 2 == 0},
+        }
+        out.append(
+            {k: v for k, v in r.items() if not k.startswith("_")} | {"judges": judges, "system": system}
+        )
     return out

@@ -13,17 +13,25 @@ import string
 from collections import Counter
 from typing import Any
 
-from kg_rageval.results.builders import build_evaluation
-from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.families.generation.calibration import CalibrationFamily
 from kg_rageval.families.generation.concepts import dictionary_linker, linker_name
 from kg_rageval.families.generation.correctness import CorrectnessFamily, _references
 from kg_rageval.families.generation.faithfulness import score_faithfulness
-from kg_rageval.records.fields import (all_slice_keys, answer_text, contexts, flag, id_list, row_keys, section,
-                                          strip_citation_markers)
 from kg_rageval.families.generation.refusal import score_refusal
 from kg_rageval.families.generation.unseen import UnseenConceptFamily
 from kg_rageval.records import absent_answer_code, located, record_error
+from kg_rageval.records.fields import (
+    all_slice_keys,
+    answer_text,
+    contexts,
+    flag,
+    id_list,
+    row_keys,
+    section,
+    strip_citation_markers,
+)
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation_set import EvaluationSet
 
 
 # ------------------------------------------------------------ SQuAD v1.1 (evaluate-v1.1.py)
@@ -114,21 +122,38 @@ def score_correctness(records, ontology, *, linker, ids, strip_citations=True):
             pred = strip_citation_markers(pred)
         em = float(metric_max_over_ground_truths(exact_match_score, pred, refs))
         f1 = float(metric_max_over_ground_truths(f1_score, pred, refs))
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "qa_scored": 1, "em_sum": em, "f1_sum": f1,
-                               "exact_match": em, "token_f1": f1, "refused": refused,
-                               "n_missing_run": float(missing)}
+        row: dict[str, Any] = {
+            "record_id": r["id"],
+            **row_keys(r),
+            "qa_scored": 1,
+            "em_sum": em,
+            "f1_sum": f1,
+            "exact_match": em,
+            "token_f1": f1,
+            "refused": refused,
+            "n_missing_run": float(missing),
+        }
         gold, g_unknown = _concepts(r, "reference", refs, resolver, linker)
         if gold or g_unknown:
             pred_c, p_unknown = ([], 0) if refused else _concepts(r, "answer", [pred], resolver, linker)
             inter, np_, ng = _concept_counts(ontology, gold, pred_c, where=located(r, "concepts"))
-            row.update(concept_scored=1, h_inter=inter, h_pred=np_ + p_unknown, h_gold=ng + g_unknown,
-                       concepts_not_in_ontology=p_unknown + g_unknown,
-                       answer_concepts=" ".join(pred_c), reference_concepts=" ".join(gold))
+            row.update(
+                concept_scored=1,
+                h_inter=inter,
+                h_pred=np_ + p_unknown,
+                h_gold=ng + g_unknown,
+                concepts_not_in_ontology=p_unknown + g_unknown,
+                answer_concepts=" ".join(pred_c),
+                reference_concepts=" ".join(gold),
+            )
         rows.append(row)
     return build_evaluation(
-        CorrectnessFamily(), rows, keys=all_slice_keys(records),
+        CorrectnessFamily(),
+        rows,
+        keys=all_slice_keys(records),
         details=("exact_match", "token_f1", "refused", "answer_concepts", "reference_concepts"),
-        unscored=unscored, meta={"linker": linker_name(linker), "strip_citations": strip_citations},
+        unscored=unscored,
+        meta={"linker": linker_name(linker), "strip_citations": strip_citations},
     )
 
 
@@ -140,24 +165,37 @@ def score_unseen(records, ontology, *, linker, ids):
     for r in records:
         text = answer_text(r)
         if text is None:
-            unscored.append({"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value})
+            unscored.append(
+                {"record_id": r["id"], "reason": "no answer", "code": absent_answer_code(r).value}
+            )
             continue
         ctx = contexts(r)
         if ctx is None:
             unscored.append({"record_id": r["id"], "reason": "no context", "code": "missing_input"})
             continue
         flagged = linker(text) - concepts_in([t for _, t in ctx], linker)
-        row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "checked": 1,
-                               "flagged_record": int(bool(flagged)), "flagged": len(flagged),
-                               "unseen": " ".join(sorted(flagged))}
+        row: dict[str, Any] = {
+            "record_id": r["id"],
+            **row_keys(r),
+            "checked": 1,
+            "flagged_record": int(bool(flagged)),
+            "flagged": len(flagged),
+            "unseen": " ".join(sorted(flagged)),
+        }
         gold = id_list(r, "reference", "unseen_concepts")
         if gold is not None:
             res = resolver.resolve(gold, "gold", lambda j: located(r, f"reference.unseen_concepts[{j}]"))  # noqa: B023 - called now
             g = {ontology.ids[i] if i >= 0 else gold[j] for j, i in enumerate(res.idx.tolist())}
             row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
         rows.append(row)
-    return build_evaluation(UnseenConceptFamily(), rows, keys=all_slice_keys(records), details=("unseen",),
-                            unscored=unscored, meta={"linker": linker_name(linker)})
+    return build_evaluation(
+        UnseenConceptFamily(),
+        rows,
+        keys=all_slice_keys(records),
+        details=("unseen",),
+        unscored=unscored,
+        meta={"linker": linker_name(linker)},
+    )
 
 
 def _correct(record):
@@ -192,27 +230,50 @@ def score_calibration(records, *, n_bins=10):
             continue
         m = bin_index(float(conf), n_bins)
         acc = float(ok)
-        rows.append({"record_id": r["id"], **row_keys(r), "n": 1, "correct": acc, "conf_sum": conf,
-                     "brier_sum": (conf - acc) ** 2, f"bin{m}_n": 1, f"bin{m}_conf": conf, f"bin{m}_acc": acc,
-                     "confidence": float(conf), "is_correct": bool(ok), "bin": m + 1})
-    ev = build_evaluation(fam, rows, keys=all_slice_keys(records), details=("confidence", "is_correct", "bin"),
-                          unscored=unscored)
+        rows.append(
+            {
+                "record_id": r["id"],
+                **row_keys(r),
+                "n": 1,
+                "correct": acc,
+                "conf_sum": conf,
+                "brier_sum": (conf - acc) ** 2,
+                f"bin{m}_n": 1,
+                f"bin{m}_conf": conf,
+                f"bin{m}_acc": acc,
+                "confidence": float(conf),
+                "is_correct": bool(ok),
+                "bin": m + 1,
+            }
+        )
+    ev = build_evaluation(
+        fam,
+        rows,
+        keys=all_slice_keys(records),
+        details=("confidence", "is_correct", "bin"),
+        unscored=unscored,
+    )
     ev.meta["reliability"] = fam.reliability_table(ev.totals())
     ev.meta["n_bins"] = n_bins
     ev.meta["bin_convention"] = "equal-width, right-closed ((m-1)/M, m/M], 0 in the first bin"
     return ev
 
 
-def score_generation(ontology, records, *, judgments=None, linker=None, ids=None, n_bins=10,
-                     strip_citations=True) -> EvaluationSet:
+def score_generation(
+    ontology, records, *, judgments=None, linker=None, ids=None, n_bins=10, strip_citations=True
+) -> EvaluationSet:
     """The family call with recorded judgments only (``judge="none"``)."""
     records = list(records)
     linker = linker or dictionary_linker(ontology)
-    return EvaluationSet("generation", {
-        "faithfulness": score_faithfulness(records, judgments=judgments, judge=None),
-        "correctness": score_correctness(records, ontology, linker=linker, ids=ids,
-                                         strip_citations=strip_citations),
-        "refusal": score_refusal(records),
-        "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=ids),
-        "calibration": score_calibration(records, n_bins=n_bins),
-    })
+    return EvaluationSet(
+        "generation",
+        {
+            "faithfulness": score_faithfulness(records, judgments=judgments, judge=None),
+            "correctness": score_correctness(
+                records, ontology, linker=linker, ids=ids, strip_citations=strip_citations
+            ),
+            "refusal": score_refusal(records),
+            "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=ids),
+            "calibration": score_calibration(records, n_bins=n_bins),
+        },
+    )

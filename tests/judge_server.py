@@ -34,7 +34,7 @@ class FakeServer:
             def log_message(self, *a: Any) -> None:  # quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 with server.lock:
@@ -82,8 +82,12 @@ class FakeServer:
                         self._send(400, {"error": {"message": f"bad key {self.headers.get(arg)}"}})
                         return
                     if kind == "echo_header":
-                        kind, arg = "content", json.dumps({"verdict": "correct",
-                                                           "rationale": f"you sent {self.headers.get(arg)}"})
+                        kind, arg = (
+                            "content",
+                            json.dumps(
+                                {"verdict": "correct", "rationale": f"you sent {self.headers.get(arg)}"}
+                            ),
+                        )
                     if kind == "raw":  # a 200 response with this JSON body
                         self._send(200, arg)
                         return
@@ -95,12 +99,26 @@ class FakeServer:
                         content = body["messages"][-1]["content"]
                     if not isinstance(content, str):
                         content = json.dumps(content)
-                    self._send(200, {"id": "x", "object": "chat.completion", "model": body.get("model"),
-                                     "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                                  "finish_reason": "stop"}],
-                                     "usage": {"prompt_tokens": server.prompt_tokens,
-                                               "completion_tokens": server.completion_tokens,
-                                               "total_tokens": server.prompt_tokens + server.completion_tokens}})
+                    self._send(
+                        200,
+                        {
+                            "id": "x",
+                            "object": "chat.completion",
+                            "model": body.get("model"),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": server.prompt_tokens,
+                                "completion_tokens": server.completion_tokens,
+                                "total_tokens": server.prompt_tokens + server.completion_tokens,
+                            },
+                        },
+                    )
                 finally:
                     self._uncount()
 
@@ -134,7 +152,7 @@ class FakeServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         self.thread.start()
         return self
 

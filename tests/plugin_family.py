@@ -22,8 +22,14 @@ class ExactLabel(Family):
     stats = ("correct", "n")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
-        return {"exact_label_accuracy": ratio("exact_label_accuracy", sums["correct"], sums["n"],
-                                              missing="no record with gold and predicted labels")}
+        return {
+            "exact_label_accuracy": ratio(
+                "exact_label_accuracy",
+                sums["correct"],
+                sums["n"],
+                missing="no record with gold and predicted labels",
+            )
+        }
 
 
 def score_exact_label(ontology: Any, records: Iterable[dict], *, case_sensitive: bool = True) -> Any:
@@ -52,15 +58,27 @@ EXACT_LABEL = Scorer(
     description="Exact match of the first predicted label (a plugin family).",
     opt_in=True,  # run by an audit only when its config names it
     params=(Param("case_sensitive", "bool", True, "Compare ids case-sensitively."),),
-    metrics=metric_specs("exact_label", "exact_label", (
-        ("exact_label_accuracy", "higher", "records whose first predicted id equals the first gold id / "
-         "records with gold and a prediction"),
-    )),
+    metrics=metric_specs(
+        "exact_label",
+        "exact_label",
+        (
+            (
+                "exact_label_accuracy",
+                "higher",
+                "records whose first predicted id equals the first gold id / "
+                "records with gold and a prediction",
+            ),
+        ),
+    ),
 )
-declare("exact_label", has=("per_node_rollup", "score_command"), exempt={
-    "reads_ontology_ids": "compares id strings; no id policy",
-    "needs_ontology": "compares id strings without the ontology",
-})
+declare(
+    "exact_label",
+    has=("per_node_rollup", "score_command"),
+    exempt={
+        "reads_ontology_ids": "compares id strings; no id policy",
+        "needs_ontology": "compares id strings without the ontology",
+    },
+)
 
 BROKEN = "not a Scorer"
 """What a broken entry point names (``plugin_family:BROKEN``)."""

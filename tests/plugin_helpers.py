@@ -11,8 +11,13 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def installed_entry_points(root: Path, entries: Mapping[str, str], *, dist: str = "kg_rageval_test_plugin",
-                           group: str = "kg_rageval.families") -> Iterator[Path]:
+def installed_entry_points(
+    root: Path,
+    entries: Mapping[str, str],
+    *,
+    dist: str = "kg_rageval_test_plugin",
+    group: str = "kg_rageval.families",
+) -> Iterator[Path]:
     """Install ``{entry point name: "module:attribute"}`` in ``group`` as distribution ``dist``
     0.1 under ``root`` for the ``with`` block; afterwards the path, the families registered from
     it and their load records are gone."""
@@ -21,7 +26,9 @@ def installed_entry_points(root: Path, entries: Mapping[str, str], *, dist: str 
     info = root / f"{dist}-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{group}]\n" + "".join(f"{n} = {v}\n" for n, v in entries.items()))
+    (info / "entry_points.txt").write_text(
+        f"[{group}]\n" + "".join(f"{n} = {v}\n" for n, v in entries.items())
+    )
     before = set(REGISTRY)
     sys.path.insert(0, str(root))
     importlib.invalidate_caches()

@@ -2,21 +2,6 @@
 ``tests/`` is on ``sys.path``)."""
 
 from __future__ import annotations
-import numpy as np
-import pytest
-from kg_rageval.base.errors import InputError, MissingEvidence, UnknownIdError
-from kg_rageval.ontology.loaders.table import load_table
-from kg_rageval.records import read_records
-from kg_rageval.families.retrieval import (
-    Corpus,
-    category_diagnosis,
-    hard_vs_soft,
-    parse_filters,
-    read_corpus,
-    replay,
-    score_retrieval,
-)
-
 
 PER_QUERY = [
     # linked T1003: a1, a2 pass; hard top-1 a1 (hit), soft top-1 b1 (1.0 > 0.667 + 0.1)

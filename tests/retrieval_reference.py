@@ -3,7 +3,6 @@ path (per-record parsing and ranking). ``tests/families/retrieval/test_retrieval
 current ``score_retrieval`` against it; not part of the package."""
 # ruff: noqa
 
-
 from __future__ import annotations
 
 import math
@@ -21,8 +20,12 @@ from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_run
 from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab
 
 
-def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarray,
-                   principals: Sequence[Mapping[str, Any] | None]) -> np.ndarray:
+def eligible_pairs(
+    corpus: "Corpus",
+    pair_group: np.ndarray,
+    pair_doc: np.ndarray,
+    principals: Sequence[Mapping[str, Any] | None],
+) -> np.ndarray:
     """The per-group loop it was before principal classes (issue #20).
 
     :meth:`Corpus.eligible` for many (group, document) pairs at once, each group with its
@@ -77,7 +80,9 @@ def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
     try:
         x = float(value)
     except OverflowError:
-        raise InputError(f"{where(rec, field)}: {what} {str(value)[:20]}... is too large for a number") from None
+        raise InputError(
+            f"{where(rec, field)}: {what} {str(value)[:20]}... is too large for a number"
+        ) from None
     if not math.isfinite(x):
         raise InputError(f"{where(rec, field)}: {what} must be a finite number, found {x!r}")
     return x
@@ -88,7 +93,9 @@ def _parse_gold(rec: Record, raw: Any) -> dict[str, float]:
         out = {}
         for d, g in raw.items():
             if isinstance(g, bool) or not isinstance(g, (int, float)):
-                raise InputError(f"{where(rec, f'retrieval.gold[{d!r}]')}: grade must be a number, found {g!r}")
+                raise InputError(
+                    f"{where(rec, f'retrieval.gold[{d!r}]')}: grade must be a number, found {g!r}"
+                )
             out[str(d)] = _finite(rec, f"retrieval.gold[{d!r}]", g, "grade")
         return out
     if isinstance(raw, list):
@@ -96,7 +103,9 @@ def _parse_gold(rec: Record, raw: Any) -> dict[str, float]:
             if not isinstance(d, str):
                 raise InputError(f"{where(rec, f'retrieval.gold[{i}]')}: expected a document id, found {d!r}")
         return {d: 1.0 for d in raw}
-    raise InputError(f"{where(rec, 'retrieval.gold')}: expected an object {{doc: grade}} or a list of ids, found {raw!r}")
+    raise InputError(
+        f"{where(rec, 'retrieval.gold')}: expected an object {{doc: grade}} or a list of ids, found {raw!r}"
+    )
 
 
 def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
@@ -106,15 +115,26 @@ def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
         scored = []
         for d, s in raw.items():
             if isinstance(s, bool) or not isinstance(s, (int, float)):
-                raise InputError(f"{where(rec, f'retrieval.run[{d!r}]')}: score must be a number, found {s!r}")
+                raise InputError(
+                    f"{where(rec, f'retrieval.run[{d!r}]')}: score must be a number, found {s!r}"
+                )
             scored.append((str(d), _finite(rec, f"retrieval.run[{d!r}]", s, "score")))
     elif isinstance(raw, list):
         if raw and not isinstance(raw[0], str):
             scored = []
             for i, e in enumerate(raw):
-                if isinstance(e, Mapping) and isinstance(e.get("id"), str) and isinstance(e.get("score"), (int, float)):
+                if (
+                    isinstance(e, Mapping)
+                    and isinstance(e.get("id"), str)
+                    and isinstance(e.get("score"), (int, float))
+                ):
                     scored.append((e["id"], _finite(rec, f"retrieval.run[{i}].score", e["score"], "score")))
-                elif isinstance(e, (list, tuple)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], (int, float)):
+                elif (
+                    isinstance(e, (list, tuple))
+                    and len(e) == 2
+                    and isinstance(e[0], str)
+                    and isinstance(e[1], (int, float))
+                ):
                     scored.append((e[0], _finite(rec, f"retrieval.run[{i}][1]", e[1], "score")))
                 else:
                     raise InputError(
@@ -124,10 +144,14 @@ def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
         else:
             for i, e in enumerate(raw):
                 if not isinstance(e, str):
-                    raise InputError(f"{where(rec, f'retrieval.run[{i}]')}: expected a document id, found {e!r}")
+                    raise InputError(
+                        f"{where(rec, f'retrieval.run[{i}]')}: expected a document id, found {e!r}"
+                    )
             ids = raw
     else:
-        raise InputError(f"{where(rec, 'retrieval.run')}: expected a list of ids, scored entries or {{id: score}}, found {raw!r}")
+        raise InputError(
+            f"{where(rec, 'retrieval.run')}: expected a list of ids, scored entries or {{id: score}}, found {raw!r}"
+        )
     if scored is not None:
         ids = [d for d, _ in scored]
     uniq = list(dict.fromkeys(ids))
@@ -202,12 +226,16 @@ def score_retrieval(
     for rec in records:
         sec = rec.get("retrieval")
         if sec is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"})
+            unscored.append(
+                {"record_id": str(rec.get("id")), "reason": "no retrieval section", "code": "no_section"}
+            )
             continue
         if not isinstance(sec, Mapping):
             raise InputError(f"{where(rec, 'retrieval')}: expected an object, found {type(sec).__name__}")
         if "gold" not in sec:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"})
+            unscored.append(
+                {"record_id": str(rec.get("id")), "reason": "no retrieval.gold", "code": "no_gold"}
+            )
             continue
         rows.append(rec)
         golds.append(_parse_gold(rec, sec["gold"]))
@@ -218,12 +246,26 @@ def score_retrieval(
             r, nd = _parse_run(rec, sec["run"], dedupe)
             runs.append(r)
             dups.append(nd)
-        filt.append(parse_filters(sec["filters"], where(rec, "retrieval.filters"), category_field=cat_field,
-                                  entitlement_fields=ent_fields)
-                    if sec.get("filters") is not None else None)
-        gold_filt.append(parse_filters(sec["gold_filters"], where(rec, "retrieval.gold_filters"), category_field=cat_field,
-                                       entitlement_fields=ent_fields)
-                         if sec.get("gold_filters") is not None else None)
+        filt.append(
+            parse_filters(
+                sec["filters"],
+                where(rec, "retrieval.filters"),
+                category_field=cat_field,
+                entitlement_fields=ent_fields,
+            )
+            if sec.get("filters") is not None
+            else None
+        )
+        gold_filt.append(
+            parse_filters(
+                sec["gold_filters"],
+                where(rec, "retrieval.gold_filters"),
+                category_field=cat_field,
+                entitlement_fields=ent_fields,
+            )
+            if sec.get("gold_filters") is not None
+            else None
+        )
         pr = sec.get("principal")
         if pr is not None and not isinstance(pr, Mapping):
             raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
@@ -235,8 +277,17 @@ def score_retrieval(
 
     n = len(rows)
     st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
-    details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source",
-                                                        "filter_inconsistent")}
+    details: dict[str, list[Any]] = {
+        c: [None] * n
+        for c in (
+            "attribution",
+            "fe_cause",
+            "fe_under",
+            "fe_filter",
+            "fe_filter_source",
+            "filter_inconsistent",
+        )
+    }
     details["missing_run"] = [r is None for r in runs]
 
     # ---- entitlement: eligible gold (before scoring)
@@ -252,7 +303,9 @@ def score_retrieval(
         glen = np.asarray([len(x) for x in gids], dtype=np.int64)
         gflat = corpus.lookup([d for x in gids for d in x])
         grec = np.repeat(np.arange(n, dtype=np.int64), glen)
-        grel = np.fromiter((golds[i][d] >= 1 for i, x in enumerate(gids) for d in x), dtype=bool, count=len(gflat))
+        grel = np.fromiter(
+            (golds[i][d] >= 1 for i, x in enumerate(gids) for d in x), dtype=bool, count=len(gflat)
+        )
         gknown = gflat >= 0
         gok = np.ones(len(gflat), dtype=bool)
         gok[gknown] = eligible_pairs(corpus, grec[gknown], gflat[gknown], principals)
@@ -268,7 +321,9 @@ def score_retrieval(
             okr = gok[a_:b_].tolist()
             elig_gold.append({d: golds[i][d] for d, kk in zip(gids[i], okr) if kk})
             gold_docs_idx.append(gflat[a_:b_][keep_mask[a_:b_]])
-        rlen = np.asarray([len(r) if (r and principals[i]) else 0 for i, r in enumerate(runs)], dtype=np.int64)
+        rlen = np.asarray(
+            [len(r) if (r and principals[i]) else 0 for i, r in enumerate(runs)], dtype=np.int64
+        )
         rflat = corpus.lookup([d for i, r in enumerate(runs) if r and principals[i] for d in r])
         rrec = np.repeat(np.arange(n, dtype=np.int64), rlen)
         rk = rflat >= 0
@@ -305,7 +360,9 @@ def score_retrieval(
         gn = rec["retrieval"].get("gold_node")
         if gn is not None:
             if not isinstance(gn, str):
-                raise InputError(f"{where(rec, 'retrieval.gold_node')}: expected an ontology id, found {gn!r}")
+                raise InputError(
+                    f"{where(rec, 'retrieval.gold_node')}: expected an ontology id, found {gn!r}"
+                )
             gold_node[i] = ontology.ids[ontology.index(gn)] if gn in ontology else _resolve(ontology, gn, rec)
         elif corpus is not None and len(gold_docs_idx[i]):
             cats = np.unique(np.concatenate([corpus.categories_of(int(d)) for d in gold_docs_idx[i]]))
@@ -319,12 +376,25 @@ def score_retrieval(
     # ---- filter replay, false exclusion and attribution
     if corpus is not None:
         logged = [i for i in range(n) if filt[i] is not None]
-        st["n_filters_not_logged"] = np.asarray([1.0 if (filt[i] is None and len(gold_docs_idx[i])) else 0.0 for i in range(n)])
-        pair_q = np.concatenate([np.full(len(gold_docs_idx[i]), j, dtype=np.int64) for j, i in enumerate(logged)]) if logged else np.zeros(0, np.int64)
+        st["n_filters_not_logged"] = np.asarray(
+            [1.0 if (filt[i] is None and len(gold_docs_idx[i])) else 0.0 for i in range(n)]
+        )
+        pair_q = (
+            np.concatenate([np.full(len(gold_docs_idx[i]), j, dtype=np.int64) for j, i in enumerate(logged)])
+            if logged
+            else np.zeros(0, np.int64)
+        )
         pair_d = np.concatenate([gold_docs_idx[i] for i in logged]) if logged else np.zeros(0, np.int64)
-        passes, first_fail = replay(corpus, ontology, pair_q, pair_d, [filt[i] for i in logged],
-                                    where=[where(rows[i], "retrieval.filters") for i in logged],
-                                    resolver=resolver, unknown=filter_unknown)
+        passes, first_fail = replay(
+            corpus,
+            ontology,
+            pair_q,
+            pair_d,
+            [filt[i] for i in logged],
+            where=[where(rows[i], "retrieval.filters") for i in logged],
+            resolver=resolver,
+            unknown=filter_unknown,
+        )
         off = 0
         diag_pairs: list[tuple[int, int, Filter]] = []
         for j, i in enumerate(logged):
@@ -370,7 +440,11 @@ def score_retrieval(
                 f = filt[i][int(ff[0])]
                 details["fe_filter"][i] = f"{f.field} {f.op} {','.join(f.values)}"
                 details["fe_filter_source"][i] = f.source
-                if f.field == corpus.category_field and f.op in ("within", "eq", "in") and gold_node[i] is not None:
+                if (
+                    f.field == corpus.category_field
+                    and f.op in ("within", "eq", "in")
+                    and gold_node[i] is not None
+                ):
                     diag_pairs.append((i, ontology.index(gold_node[i]), f))
                 else:
                     details["fe_cause"][i] = f"field:{f.field}"
@@ -381,17 +455,22 @@ def score_retrieval(
     for s in slice_names:
         keys[f"slice:{s}"] = slice_texts([(r.get("slices") or {}).get(s) for r in rows])
     meta = {
-        "k": list(ks), "gain": gain, "attribution_k": katt,
+        "k": list(ks),
+        "gain": gain,
+        "attribution_k": katt,
         "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "
-                       "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
-                       "doc id desc",
+        "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
+        "doc id desc",
     }
     if filter_unknown:
         meta["filter_ids_not_in_ontology"] = sorted(set(filter_unknown))[:50]
         meta["n_filter_ids_not_in_ontology"] = len(filter_unknown)
     if corpus is not None:
-        meta["corpus"] = {"source": corpus.source, "documents": len(corpus),
-                          "entitlement_fields": list(corpus.entitlement_fields)}
+        meta["corpus"] = {
+            "source": corpus.source,
+            "documents": len(corpus),
+            "entitlement_fields": list(corpus.entitlement_fields),
+        }
     return Evaluation(
         family=family,
         record_ids=np.asarray([r["id"] for r in rows], dtype=object),
@@ -412,8 +491,9 @@ def _resolve(ontology, gn: str, rec: Record) -> str:
         raise UnknownIdError(gn, where=where(rec, "retrieval.gold_node"), hint=str(exc)) from None
 
 
-def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]],
-              resolver: Any = None) -> None:
+def _diagnose(
+    ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]], resolver: Any = None
+) -> None:
     """Relation of each excluding category filter to the query's gold node (vectorised when
     :func:`kg_rageval.families.hierarchy.relation_codes` is available); a filter whose values the
     ontology lacks (counted, see :func:`score_retrieval`) has the cause ``not_in_ontology``."""
@@ -421,11 +501,16 @@ def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str,
         return
     from kg_rageval.ontology import NOT_IN_ONTOLOGY
     from kg_rageval.ontology.model import RELATIONS
+
     # a filter with several values: the value nearest to the gold node (first by relation order)
     cand_g, cand_v, owner = [], [], []
     for j, (i, g, f) in enumerate(pairs):
         vals = list(f.values)
-        idx = resolver.lookup(vals)[0] if resolver is not None else np.asarray([ontology.index(v) for v in vals])
+        idx = (
+            resolver.lookup(vals)[0]
+            if resolver is not None
+            else np.asarray([ontology.index(v) for v in vals])
+        )
         known = [int(x) for x in idx.tolist() if x >= 0]
         if not known:
             details["fe_cause"][i] = NOT_IN_ONTOLOGY
@@ -470,8 +555,9 @@ def _relation_codes(ontology, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
         relation_codes, _CACHE = None, {}
     if relation_codes is not None and (len(gold) >= VECTOR_RELATIONS_MIN or ontology in _CACHE):
         return np.asarray(relation_codes(ontology, gold, pred), dtype=np.int64)
-    return np.asarray([RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)],
-                      dtype=np.int64)
+    return np.asarray(
+        [RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)], dtype=np.int64
+    )
 
 
 def category_diagnosis(evaluation: Evaluation, ontology=None) -> dict[str, Any]:
@@ -496,11 +582,19 @@ def category_diagnosis(evaluation: Evaluation, ontology=None) -> dict[str, Any]:
         c = c or "unknown"
         by_c[c] = by_c.get(c, 0) + 1
         by_cu[(c, u)] = by_cu.get((c, u), 0) + 1
-    out["by_cause"] = [{"cause": c, "n": v, "share": v / total} for c, v in sorted(by_c.items(), key=lambda x: (-x[1], x[0]))]
+    out["by_cause"] = [
+        {"cause": c, "n": v, "share": v / total} for c, v in sorted(by_c.items(), key=lambda x: (-x[1], x[0]))
+    ]
     for (c, u), v in sorted(by_cu.items(), key=lambda x: (-x[1], x[0][0], str(x[0][1]))):
-        label = ontology.labels[ontology.index(u)] if (ontology is not None and u is not None and u in ontology) else None
+        label = (
+            ontology.labels[ontology.index(u)]
+            if (ontology is not None and u is not None and u in ontology)
+            else None
+        )
         out["by_cause_under"].append({"cause": c, "under": u, "label": label, "n": v, "share": v / total})
         kind = f"{c}-category filters" if not c.startswith("field:") else f"filters on {c[6:]!r}"
         where_ = f" under {u}" + (f" ({label})" if label else "") if u else ""
-        out["sentences"].append(f"{100 * v / total:.0f}% of false exclusions ({v}/{total}) come from {kind}{where_}")
+        out["sentences"].append(
+            f"{100 * v / total:.0f}% of false exclusions ({v}/{total}) come from {kind}{where_}"
+        )
     return out

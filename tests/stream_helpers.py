@@ -2,19 +2,18 @@
 ``tests/`` is on ``sys.path``)."""
 
 from __future__ import annotations
+
 import json
 from pathlib import Path
+
 import numpy as np
 import pytest
-from family_demo import add_relation_questions, family_inputs
-from kg_rageval.cli.main import main
-from kg_rageval.scoring import REGISTRY, get_scorer
-from kg_rageval.base.errors import InputError, KgRagevalError, MissingEvidence
-from kg_rageval.results.evaluation import Evaluation, concat_evaluations
+from family_demo import add_relation_questions
+
 from kg_rageval.results.evaluation_set import EvaluationSet
 
-
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
@@ -37,16 +36,26 @@ def demo(tmp_path_factory):
             rec.setdefault("slices", {})["aaa"] = i % 3
         lines.append(json.dumps(rec))
     (out / "records.jsonl").write_text("\n".join(lines) + "\n")
-    return {"dir": out, "ontology": onto, "path": out / "records.jsonl",
-            "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml"),
-                       # the file families (trec, shacl): their evidence is these files
-                       "qrels": str(FIXTURES / "trec_eval" / "qrels.test"),
-                       "run": str(FIXTURES / "trec_eval" / "results.test"),
-                       "shapes": str(FIXTURES.parent / "shapes" / "output-attack.ttl")}}
+    return {
+        "dir": out,
+        "ontology": onto,
+        "path": out / "records.jsonl",
+        "inputs": {
+            "corpus": str(out / "corpus.jsonl"),
+            "spec": str(out / "schema.yaml"),
+            # the file families (trec, shacl): their evidence is these files
+            "qrels": str(FIXTURES / "trec_eval" / "qrels.test"),
+            "run": str(FIXTURES / "trec_eval" / "results.test"),
+            "shapes": str(FIXTURES.parent / "shapes" / "output-attack.ttl"),
+        },
+    }
+
 
 def _json(result: EvaluationSet) -> str:
-    return json.dumps({m: ev.to_dict(rows=True, breakdowns=list(ev.keys)) for m, ev in result.items()},
-                      allow_nan=False)
+    return json.dumps(
+        {m: ev.to_dict(rows=True, breakdowns=list(ev.keys)) for m, ev in result.items()}, allow_nan=False
+    )
+
 
 def _assert_same(a: EvaluationSet, b: EvaluationSet) -> None:
     assert list(a) == list(b)
@@ -59,6 +68,7 @@ def _assert_same(a: EvaluationSet, b: EvaluationSet) -> None:
             assert np.array_equal(x.stats[k], y.stats[k]), (m, k)  # bit for bit
         assert x.unscored == y.unscored and x.meta == y.meta, m
     assert _json(a) == _json(b)
+
 
 def _provenance_runs(demo, tmp_path: Path) -> dict:
     """Two repeat runs of the demo (records missing, answers and citations changed, extra

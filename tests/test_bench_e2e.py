@@ -33,11 +33,25 @@ def test_slugs_and_selection(bench):
 
 
 def test_markdown_rows(bench):
-    rows = [{"command": "link", "n": 1000, "cpu_s": 1.5, "peak_mb": 80.4,
-             "anchors": [{"anchor": "pyahocorasick", "cpu_s": 0.5, "ratio": 3.0}]},
-            {"command": "audit", "n": 1000, "cpu_s": 2.0, "peak_mb": 100.0,
-             "anchors": [{"anchor": "json.loads", "cpu_s": 0.25, "ratio": 8.0},
-                         {"anchor": "orjson.loads", "cpu_s": 0.1, "ratio": 20.0}]}]
+    rows = [
+        {
+            "command": "link",
+            "n": 1000,
+            "cpu_s": 1.5,
+            "peak_mb": 80.4,
+            "anchors": [{"anchor": "pyahocorasick", "cpu_s": 0.5, "ratio": 3.0}],
+        },
+        {
+            "command": "audit",
+            "n": 1000,
+            "cpu_s": 2.0,
+            "peak_mb": 100.0,
+            "anchors": [
+                {"anchor": "json.loads", "cpu_s": 0.25, "ratio": 8.0},
+                {"anchor": "orjson.loads", "cpu_s": 0.1, "ratio": 20.0},
+            ],
+        },
+    ]
     lines = bench.markdown(rows, {"n": 1000}).splitlines()
     assert lines[1] == "| command | n | CPU s | peak MB | anchor | anchor CPU s | ratio |"
     assert lines[3] == "| `link` | 1,000 | 1.50 | 80 | pyahocorasick | 0.50 | 3.00× |"
@@ -48,16 +62,41 @@ def test_markdown_rows(bench):
 def test_tiny_run(bench, tmp_path):
     out, raw = tmp_path / "table.md", tmp_path / "raw.json"
     only = "metrics,score-hierarchy,link,ontology-compile-edge-table,records-rebase"
-    rows = bench.main(["--n", "30", "--nodes", "200", "--startup-repeat", "1", "--only", only,
-                       "--out", str(out), "--json", str(raw), "--keep", str(tmp_path / "data")])
+    rows = bench.main(
+        [
+            "--n",
+            "30",
+            "--nodes",
+            "200",
+            "--startup-repeat",
+            "1",
+            "--only",
+            only,
+            "--out",
+            str(out),
+            "--json",
+            str(raw),
+            "--keep",
+            str(tmp_path / "data"),
+        ]
+    )
     names = [r["command"] for r in rows]
-    assert names == ["metrics", "score hierarchy (7 records)", "score hierarchy", "link",
-                     "ontology compile (edge table)", "records rebase"]
+    assert names == [
+        "metrics",
+        "score hierarchy (7 records)",
+        "score hierarchy",
+        "link",
+        "ontology compile (edge table)",
+        "records rebase",
+    ]
     by = {r["command"]: r for r in rows}
     assert by["score hierarchy"]["n"] == 30 and by["ontology compile (edge table)"]["n"] == 200
     assert all(r["cpu_s"] > 0 and r["peak_mb"] > 0 for r in rows)
-    assert [a["anchor"] for a in by["metrics"]["anchors"]] == ["python -c pass", "import numpy",
-                                                               "import numpy, short BLAS spin"]
+    assert [a["anchor"] for a in by["metrics"]["anchors"]] == [
+        "python -c pass",
+        "import numpy",
+        "import numpy, short BLAS spin",
+    ]
     if importlib.util.find_spec("ahocorasick"):
         assert by["link"]["anchors"][0]["anchor"] == "pyahocorasick"
     assert all(a["ratio"] > 0 for r in rows for a in r["anchors"])

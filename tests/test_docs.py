@@ -62,8 +62,15 @@ def _blocks() -> list[Block]:
             line = text.count("\n", 0, m.start()) + 1
             before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
             mk = MARKER.match(before.strip())
-            out.append(Block(str(page.relative_to(ROOT)), line, m.group(1).lower(), m.group(2),
-                             mk.group(1) if mk else None))
+            out.append(
+                Block(
+                    str(page.relative_to(ROOT)),
+                    line,
+                    m.group(1).lower(),
+                    m.group(2),
+                    mk.group(1) if mk else None,
+                )
+            )
     return out
 
 
@@ -152,7 +159,8 @@ def test_shell_example_runs(block: Block, workdir):
                 tokens, out_file = tokens[:k], tokens[k + 1]
             assert tokens and tokens[0] in ("kg-rageval", ".venv/bin/kg-rageval"), (
                 f"{block.id}: {part.strip()!r} is not a kg-rageval command; run it here or mark the "
-                "block <!-- docs-test: skip: reason -->")
+                "block <!-- docs-test: skip: reason -->"
+            )
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf):
                 code = main(tokens[1:])
@@ -194,7 +202,9 @@ def test_synopsis_options_exist(block: Block):
         assert not missing, f"{block.id}: `kg-rageval {' '.join(path)}` has no {', '.join(missing)}"
 
 
-@pytest.mark.parametrize("block", _select(lambda b: b.lang == "yaml" and (b.marker or "").startswith("spec ")))
+@pytest.mark.parametrize(
+    "block", _select(lambda b: b.lang == "yaml" and (b.marker or "").startswith("spec "))
+)
 def test_spec_example_derives_on_the_bundled_ontology(block: Block, workdir):
     import yaml
 

@@ -67,8 +67,10 @@ def found(figure: tuple[float, int, str], facts: set[tuple[float, str]]) -> bool
     """Some stated number with the unit rounds (half up, as written by hand) to the figure."""
     value, decimals, unit = figure
     step = Decimal(1).scaleb(-decimals)
-    return any(u == unit and Decimal(repr(v)).quantize(step, ROUND_HALF_UP) == Decimal(repr(value)).quantize(step)
-               for v, u in facts)
+    return any(
+        u == unit and Decimal(repr(v)).quantize(step, ROUND_HALF_UP) == Decimal(repr(value)).quantize(step)
+        for v, u in facts
+    )
 
 
 def _sections(lines: list[str]) -> dict[str, str]:
@@ -83,7 +85,7 @@ def _sections(lines: list[str]) -> dict[str, str]:
             heads.append((i, len(m.group(1)), m.group(2)))
     out = {}
     for k, (i, level, title) in enumerate(heads):
-        end = next((j for j, lv, _ in heads[k + 1:] if lv <= level), len(lines))
+        end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
         out[title] = "\n".join(lines[i:end])
     return out
 
@@ -106,18 +108,43 @@ ROWS = _summary(LINES)
 
 
 def test_figure_extraction():
-    cell = "0.47 s / 0.85 s; 135–564× networkx, 41,117 q/s; 1.79–1.91 s CPU; 137 MB; 2.15 GB (was 4.44 GB); 3.8x"
-    assert figures(cell) == [(0.47, 2, "s"), (0.85, 2, "s"), (135, 0, "×"), (564, 0, "×"), (41117, 0, "q/s"),
-                             (1.79, 2, "s"), (1.91, 2, "s"), (137, 0, "MB"), (2.15, 2, "GB"), (4.44, 2, "GB"),
-                             (3.8, 1, "×")]
+    cell = (
+        "0.47 s / 0.85 s; 135–564× networkx, 41,117 q/s; 1.79–1.91 s CPU; 137 MB; 2.15 GB (was 4.44 GB); 3.8x"
+    )
+    assert figures(cell) == [
+        (0.47, 2, "s"),
+        (0.85, 2, "s"),
+        (135, 0, "×"),
+        (564, 0, "×"),
+        (41117, 0, "q/s"),
+        (1.79, 2, "s"),
+        (1.91, 2, "s"),
+        (137, 0, "MB"),
+        (2.15, 2, "GB"),
+        (4.44, 2, "GB"),
+        (3.8, 1, "×"),
+    ]
     assert figures("10,000 queries × 1,000 docs, issue #20, 350,000 concepts, 2 shared cores") == []
 
 
 def test_section_facts_and_rounding():
-    facts = stated("| reload | 4.03 / 4.20 s | 137 / 132 MB | 1.8–2.0 s, 30.7× pytrec_eval; 12 files, "
-                   "41,117 queries/s | **×1.90** | 1.67 → 1.12 GB | 0.575 s")
-    assert {(4.03, "s"), (4.2, "s"), (137, "MB"), (132, "MB"), (1.8, "s"), (2.0, "s"), (30.7, "×"),
-            (41117, "q/s"), (1.9, "×"), (1.67, "GB"), (1.12, "GB")} <= facts
+    facts = stated(
+        "| reload | 4.03 / 4.20 s | 137 / 132 MB | 1.8–2.0 s, 30.7× pytrec_eval; 12 files, "
+        "41,117 queries/s | **×1.90** | 1.67 → 1.12 GB | 0.575 s"
+    )
+    assert {
+        (4.03, "s"),
+        (4.2, "s"),
+        (137, "MB"),
+        (132, "MB"),
+        (1.8, "s"),
+        (2.0, "s"),
+        (30.7, "×"),
+        (41117, "q/s"),
+        (1.9, "×"),
+        (1.67, "GB"),
+        (1.12, "GB"),
+    } <= facts
     assert not any(v == 12 for v, _ in facts)
     assert found((4.0, 1, "s"), facts) and found((4.2, 1, "s"), facts)
     assert not found((4.1, 1, "s"), facts) and not found((4.03, 2, "MB"), facts)
@@ -137,4 +164,6 @@ def test_summary_row_equals_its_section(line, cells):
     assert titles, f"docs/performance.md:{line}: no section named {name!r}"
     facts = stated("\n".join(SECTIONS[t] for t in titles))
     missing = [f"{v:.{d}f} {u}" for v, d, u in figures(measured) if not found((v, d, u), facts)]
-    assert not missing, f"docs/performance.md:{line}: {missing} quoted in the summary but not in section {name!r}"
+    assert not missing, (
+        f"docs/performance.md:{line}: {missing} quoted in the summary but not in section {name!r}"
+    )

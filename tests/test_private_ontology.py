@@ -28,8 +28,12 @@ def _private_names() -> set[str]:
                     n = node.name
                 elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                     n = node.target.id
-                elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
-                        and isinstance(node.ctx, ast.Store):
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                    and isinstance(node.ctx, ast.Store)
+                ):
                     n = node.attr
                 if n and n.startswith("_") and not n.startswith("__"):
                     names.add(n)
@@ -42,8 +46,11 @@ PRIVATE = _private_names()
 def _reads(source: str, where: str) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Attribute) and node.attr in PRIVATE and not (
-                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in PRIVATE
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
             out.append(f"{where}:{node.lineno}: .{node.attr}")
     return out
 
@@ -55,5 +62,10 @@ def test_the_check_knows_the_private_index_names():
 
 
 def test_no_module_outside_ontology_reads_a_private_ontology_attribute():
-    bad = [r for p in sorted(PACKAGE.rglob("*.py")) if ONTOLOGY not in p.parents for r in _reads(p.read_text(), str(p.relative_to(PACKAGE.parent)))]
+    bad = [
+        r
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if ONTOLOGY not in p.parents
+        for r in _reads(p.read_text(), str(p.relative_to(PACKAGE.parent)))
+    ]
     assert not bad, "private ontology attributes read outside kg_rageval/ontology/:\n" + "\n".join(bad)

@@ -20,14 +20,50 @@ ENV_VAR = "KG_RAGEVAL_WORDNET_DIR"
 # The 45 lexicographer files of WordNet 3.0, as listed by ``man 5 lexnames``
 # (number, name, syntactic category: 1 noun, 2 verb, 3 adjective, 4 adverb).
 LEXNAMES = [
-    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
-    "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event",
-    "noun.feeling", "noun.food", "noun.group", "noun.location", "noun.motive", "noun.object",
-    "noun.person", "noun.phenomenon", "noun.plant", "noun.possession", "noun.process",
-    "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
-    "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition",
-    "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
-    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather",
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
     "adj.ppl",
 ]
 _CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
@@ -43,9 +79,7 @@ def wordnet_dir() -> Path | None:
 
 def lexnames_text() -> str:
     """``lexnames`` content: ``NN<TAB>name<TAB>category`` per line."""
-    return "".join(
-        f"{k:02d}\t{name}\t{_CATEGORY[name.split('.')[0]]}\n" for k, name in enumerate(LEXNAMES)
-    )
+    return "".join(f"{k:02d}\t{name}\t{_CATEGORY[name.split('.')[0]]}\n" for k, name in enumerate(LEXNAMES))
 
 
 def write_lexnames(path: Path) -> None:
@@ -70,6 +104,7 @@ def nltk_wordnet(source: Path, workdir: Path):
     for d in (str(workdir), str(source.resolve())):
         if d not in nltk.data.path:
             nltk.data.path.append(d)
+
     class Reader(WordNetCorpusReader):
         def map_wn(self, version="wordnet"):
             # only the multilingual (OMW) functions use this map, and building it reads

@@ -26,9 +26,10 @@ baseline records (``rebase.to``). Then (:func:`baseline_release`):
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -108,9 +109,15 @@ class BaselineRelease:
 
     def to_dict(self) -> dict[str, Any]:
         share = (self.excluded / self.considered) if self.considered else None
-        return {"mode": self.mode, "candidate_ontology": self.candidate, "baseline_ontology": self.baseline,
-                "excluded_records": self.excluded, "considered_records": self.considered,
-                "excluded_share": share, "notes": self.notes}
+        return {
+            "mode": self.mode,
+            "candidate_ontology": self.candidate,
+            "baseline_ontology": self.baseline,
+            "excluded_records": self.excluded,
+            "considered_records": self.considered,
+            "excluded_share": share,
+            "notes": self.notes,
+        }
 
 
 def _rel(o: Any) -> dict[str, Any]:
@@ -119,7 +126,9 @@ def _rel(o: Any) -> dict[str, Any]:
 
 def _manifest_release(path: Path, source: str) -> dict[str, Any]:
     if not path.exists():
-        raise ConfigError("baseline manifest does not exist", source=source, location=f"baseline.manifest = {str(path)!r}")
+        raise ConfigError(
+            "baseline manifest does not exist", source=source, location=f"baseline.manifest = {str(path)!r}"
+        )
     try:
         doc = json.loads(read_document(path, found="the baseline manifest").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -127,8 +136,10 @@ def _manifest_release(path: Path, source: str) -> dict[str, Any]:
     man = doc.get("manifest", doc) if isinstance(doc, dict) else {}
     ont = ((man.get("inputs") or {}).get("ontology") or {}) if isinstance(man, dict) else {}
     if not isinstance(ont, dict) or not ont.get("content_hash"):
-        raise ConfigError("baseline manifest names no ontology content hash (inputs.ontology.content_hash)",
-                          source=str(path))
+        raise ConfigError(
+            "baseline manifest names no ontology content hash (inputs.ontology.content_hash)",
+            source=str(path),
+        )
     return {"source": ont.get("path"), "version": ont.get("version"), "content_hash": ont["content_hash"]}
 
 
@@ -169,14 +180,18 @@ class ReleaseCheck:
             if declared and declared["content_hash"] != brel["content_hash"]:
                 raise ConfigError(
                     f"baseline.ontology ({brel['source']}, {brel['content_hash']}) is not the release the baseline "
-                    f"manifest names ({declared['content_hash']})", source=config.source)
+                    f"manifest names ({declared['content_hash']})",
+                    source=config.source,
+                )
             declared = brel
         self.declared = declared
         self._marks: set[Any] = set()
         self._ids: list[np.ndarray] = []
         self._ok: list[np.ndarray] = []
         self._report: tuple[Any, BaseException | None] | None = None
-        self._stable: tuple[Any, frozenset[str], frozenset[str]] | None = None  # (diff, stable ids, stable subtrees)
+        self._stable: tuple[Any, frozenset[str], frozenset[str]] | None = (
+            None  # (diff, stable ids, stable subtrees)
+        )
         self._cand_ok: np.ndarray | None = None
 
     # ---------------------------------------------------------------- before the records
@@ -199,16 +214,19 @@ class ReleaseCheck:
 
         config, bcfg = self.config, self.config.baseline
         bpath = config.path(bcfg.records)
-        rpath = config.path(getattr(bcfg, "rebase_report", None)) if getattr(bcfg, "rebase_report", None) \
+        rpath = (
+            config.path(getattr(bcfg, "rebase_report", None))
+            if getattr(bcfg, "rebase_report", None)
             else bpath.with_name(bpath.name + ".rebase.json")
+        )
         if not rpath.exists():
             return None
         try:
             rep = json.loads(read_document(rpath, found="the re-base report").decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"re-base report is not JSON: {exc}", source=str(rpath)) from None
-        to_hash = ((rep.get("to") or {}).get("content_hash"))
-        out_hash = ((rep.get("output") or {}).get("hash"))
+        to_hash = (rep.get("to") or {}).get("content_hash")
+        out_hash = (rep.get("output") or {}).get("hash")
         if to_hash == self.cand["content_hash"] and out_hash == file_hash(bpath):
             flagged = [f for f in (rep.get("flagged_records") or ()) if isinstance(f, str)]
             return rpath, np.unique(_ids(flagged))
@@ -217,8 +235,11 @@ class ReleaseCheck:
     def _unchanged_nodes(self) -> bool:
         """Whether the comparison will be on the unchanged nodes (decided by the config alone;
         ``False`` also when the re-base report does not read: :meth:`result` raises it)."""
-        if self.baseline_ontology is None or self.declared is None \
-                or self.declared["content_hash"] == self.cand["content_hash"]:
+        if (
+            self.baseline_ontology is None
+            or self.declared is None
+            or self.declared["content_hash"] == self.cand["content_hash"]
+        ):
             return False
         try:
             return self._matching_report() is None
@@ -258,8 +279,11 @@ class ReleaseCheck:
     def observe(self, k: int, chunk: list[dict[str, Any]]) -> None:
         """Chunk ``k`` of the baseline's records (an observer of
         :func:`~kg_rageval.scoring.stream_families`)."""
-        self._marks.update(r["rebase"].get("to") for r in chunk
-                           if isinstance(r.get("rebase"), dict) and isinstance(r["rebase"].get("to"), str))
+        self._marks.update(
+            r["rebase"].get("to")
+            for r in chunk
+            if isinstance(r.get("rebase"), dict) and isinstance(r["rebase"].get("to"), str)
+        )
         self._ids.append(_ids(r["id"] for r in chunk))
         if self._stable is not None:
             bont = self.baseline_ontology
@@ -279,13 +303,20 @@ class ReleaseCheck:
         marks = set(self._marks)
         rebased_to = marks.pop() if len(marks) == 1 else None
         if len(marks) > 0:
-            raise ConfigError("the baseline records carry re-base marks to several ontology releases",
-                              source=config.source)
+            raise ConfigError(
+                "the baseline records carry re-base marks to several ontology releases", source=config.source
+            )
         if declared is None and rebased_to is not None:
             declared = {"source": None, "version": None, "content_hash": rebased_to}
         if declared is None or declared["content_hash"] == cand["content_hash"]:
-            note = [] if declared else ["the baseline declares no ontology release (baseline.manifest or "
-                                        "baseline.ontology); assumed to be the candidate's"]
+            note = (
+                []
+                if declared
+                else [
+                    "the baseline declares no ontology release (baseline.manifest or "
+                    "baseline.ontology); assumed to be the candidate's"
+                ]
+            )
             return BaselineRelease("same", ontology, cand, declared, notes=note)
 
         # a re-base report whose output is this very baseline records file, onto this release
@@ -295,10 +326,19 @@ class ReleaseCheck:
             rpath, flagged = report
             keep = np.unique(ids[~np.isin(ids, flagged)])
             n_out = len(ids) - len(keep)
-            return BaselineRelease("rebased", ontology, cand, {**declared, "rebase_report": str(rpath)},
-                                   keep=keep, excluded=n_out, considered=len(ids),
-                                   notes=[f"baseline records re-based onto the candidate's release "
-                                          f"({n_out} flagged by the re-base left out)"])
+            return BaselineRelease(
+                "rebased",
+                ontology,
+                cand,
+                {**declared, "rebase_report": str(rpath)},
+                keep=keep,
+                excluded=n_out,
+                considered=len(ids),
+                notes=[
+                    f"baseline records re-based onto the candidate's release "
+                    f"({n_out} flagged by the re-base left out)"
+                ],
+            )
         bont = self.baseline_ontology
         if bont is None:
             raise ConfigError(
@@ -307,20 +347,35 @@ class ReleaseCheck:
                 f"{cand['content_hash']}): deltas would compare two ontologies. Re-base the baseline records "
                 f"(kg-rageval records rebase --from OLD --to NEW --data BASELINE --out REBASED; then point "
                 f"baseline.records at REBASED) or compare on the nodes unchanged between the releases "
-                f"(--baseline-ontology OLD, config baseline.ontology)", source=config.source)
+                f"(--baseline-ontology OLD, config baseline.ontology)",
+                source=config.source,
+            )
         assert self._stable is not None and self._cand_ok is not None, "prepare() before the records"
         d, stable, _ = self._stable
         ok_b = np.concatenate(self._ok) if self._ok else np.zeros(0, bool)
         keep = np.unique(ids[ok_b & np.isin(ids, self._cand_ok)])
         return BaselineRelease(
-            "unchanged_nodes", bont, cand, declared, keep=keep,
-            excluded=len(ids) - len(keep), considered=len(ids),
-            notes=[f"compared on the {len(stable)} nodes unchanged between the releases "
-                   f"({d.counts()}); records with any other id are left out"])
+            "unchanged_nodes",
+            bont,
+            cand,
+            declared,
+            keep=keep,
+            excluded=len(ids) - len(keep),
+            considered=len(ids),
+            notes=[
+                f"compared on the {len(stable)} nodes unchanged between the releases "
+                f"({d.counts()}); records with any other id are left out"
+            ],
+        )
 
 
-def baseline_release(config: Any, ontology: Any, base_records: list[dict[str, Any]],
-                     cand_records: Iterable[dict[str, Any]], baseline_ontology: Any = None) -> BaselineRelease:
+def baseline_release(
+    config: Any,
+    ontology: Any,
+    base_records: list[dict[str, Any]],
+    cand_records: Iterable[dict[str, Any]],
+    baseline_ontology: Any = None,
+) -> BaselineRelease:
     """Decide how the baseline may be compared (module docstring); raises ConfigError when
     it may not. The held form of :class:`ReleaseCheck` (the baseline's records in one list)."""
     check = ReleaseCheck(config, ontology, baseline_ontology)
@@ -340,8 +395,11 @@ def load_baseline_ontology(config: Any) -> Any:
 
     p = config.path(spec.path)
     if not Path(p).exists() and "://" not in spec.path:
-        raise InputError("baseline ontology file does not exist", source=config.source,
-                         location=f"baseline.ontology = {spec.path!r}")
+        raise InputError(
+            "baseline ontology file does not exist",
+            source=config.source,
+            location=f"baseline.ontology = {spec.path!r}",
+        )
     return load_ontology(p, format=spec.format, **spec.options)
 
 
@@ -360,10 +418,15 @@ def release_note(release: dict[str, Any] | None) -> str | None:
     if not release or release.get("mode") in (None, "same"):
         return None
     b = release.get("baseline_ontology") or {}
-    how = ("baseline records re-based onto this release" if release["mode"] == "rebased"
-           else "compared on the nodes unchanged between the releases")
+    how = (
+        "baseline records re-based onto this release"
+        if release["mode"] == "rebased"
+        else "compared on the nodes unchanged between the releases"
+    )
     share = release.get("excluded_share")
-    return (f"Baseline audited on another ontology release ({b.get('version') or 'no version'}, "
-            f"{b.get('content_hash')}): {how}; {release.get('excluded_records')} of "
-            f"{release.get('considered_records')} baseline records left out"
-            + (f" ({share:.1%})." if share is not None else "."))
+    return (
+        f"Baseline audited on another ontology release ({b.get('version') or 'no version'}, "
+        f"{b.get('content_hash')}): {how}; {release.get('excluded_records')} of "
+        f"{release.get('considered_records')} baseline records left out"
+        + (f" ({share:.1%})." if share is not None else ".")
+    )

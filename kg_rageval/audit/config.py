@@ -23,8 +23,8 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kg_rageval.base.errors import ConfigError
 from kg_rageval.audit.gates import Gate, parse_gate
+from kg_rageval.base.errors import ConfigError
 
 
 class _Strict(BaseModel):
@@ -49,8 +49,10 @@ class OntologyInput(_Strict):
 
         bad = sorted(k for k in v if k in SECRET_OPTIONS)
         if bad:
-            raise ValueError(f"{', '.join(bad)}: credentials come from the environment only "
-                             "(KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD), never from the config")
+            raise ValueError(
+                f"{', '.join(bad)}: credentials come from the environment only "
+                "(KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD), never from the config"
+            )
         return v
 
     @field_validator("path")
@@ -64,8 +66,10 @@ def _refuse_uri_credentials(uri: str | None) -> str | None:
     from kg_rageval.ontology.loaders.neo4j import redact_uri
 
     if uri and "://" in uri and redact_uri(uri) != uri:
-        raise ValueError("the URI holds credentials (user:password@); they come from the environment "
-                         "only (KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD)")
+        raise ValueError(
+            "the URI holds credentials (user:password@); they come from the environment "
+            "only (KG_RAGEVAL_NEO4J_USER / KG_RAGEVAL_NEO4J_PASSWORD)"
+        )
     return uri
 
 
@@ -83,19 +87,38 @@ class BootstrapConfig(_Strict):
     method: Literal["auto", "percentile", "clopper_pearson", "wilson"] = "auto"
     """How bounds are computed (``kg_rageval.audit.intervals``): ``auto`` widens the percentile
     bootstrap to the Clopper–Pearson interval for proportions of whole counts."""
-    methods: dict[str, Literal["auto", "percentile", "clopper_pearson", "wilson"]] = Field(default_factory=dict)
+    methods: dict[str, Literal["auto", "percentile", "clopper_pearson", "wilson"]] = Field(
+        default_factory=dict
+    )
     """Per-metric override of ``method`` (keys: ``metric`` or ``family.metric``)."""
 
 
-MISSING_RUN_REASONS = ("missing run", "missing output", "missing in repeat", "no run", "no answer",
-                       "timeout", "timed out", "invalid", "invalid output", "error", "failed")
+MISSING_RUN_REASONS = (
+    "missing run",
+    "missing output",
+    "missing in repeat",
+    "no run",
+    "no answer",
+    "timeout",
+    "timed out",
+    "invalid",
+    "invalid output",
+    "error",
+    "failed",
+)
 """The families' unscored reasons that mean "the system produced nothing to score" (matched
 exactly, case-insensitively; never as substrings: ``no answer`` must not match the
 conformance family's ``correct refusal`` or a former ``no answer.output``)."""
 
 
-MISSING_RUN_METRICS = ("missing_run_rate", "invalid_judgment_rate", "invalid_output_rate", "failed_call_rate",
-                       "unscorable_rate", "latency.total_ms.n_missing")
+MISSING_RUN_METRICS = (
+    "missing_run_rate",
+    "invalid_judgment_rate",
+    "invalid_output_rate",
+    "failed_call_rate",
+    "unscorable_rate",
+    "latency.total_ms.n_missing",
+)
 """``latency.total_ms.n_missing``: a record with a system section but no total latency (a timed-out
 or crashed run) is a missing run of the system family."""
 
@@ -121,6 +144,7 @@ class MissingRunsConfig(_Strict):
             if not 0.0 <= float(b) <= 1.0:
                 raise ValueError(f"budget for family {k!r} must be between 0 and 1, got {b}")
         return v
+
     metrics: list[str] = Field(default_factory=lambda: list(MISSING_RUN_METRICS))
     """Family metrics whose *numerator* counts scored-but-missing outputs (a missing run scored
     as an empty run, an invalid judge output); they count as missing runs too."""
@@ -325,7 +349,9 @@ class AuditConfig(_Strict):
         are kept changes no number)."""
         if self._raw_hash:
             return self._raw_hash
-        skip = {"chunk_size", "spill_rows"} | (set() if self.plugins else {"plugins"})  # hash as before without
+        skip = {"chunk_size", "spill_rows"} | (
+            set() if self.plugins else {"plugins"}
+        )  # hash as before without
         blob = json.dumps(self.model_dump(mode="json", exclude=skip), sort_keys=True).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -349,8 +375,11 @@ class AuditConfig(_Strict):
             except ConfigError as exc:
                 errors.append(f"families: {exc}" if "unknown family" in str(exc) else str(exc))
         if errors:
-            raise ConfigError(f"{len(errors)} invalid famil{'ies' if len(errors) > 1 else 'y'} option"
-                              f"{'s' if len(errors) > 1 else ''}:\n  " + "\n  ".join(errors), source=self._source)
+            raise ConfigError(
+                f"{len(errors)} invalid famil{'ies' if len(errors) > 1 else 'y'} option"
+                f"{'s' if len(errors) > 1 else ''}:\n  " + "\n  ".join(errors),
+                source=self._source,
+            )
 
     def all_gates(self) -> list[Gate]:
         """Global, slice and node gates as :class:`Gate` objects, all parse errors at once."""
@@ -401,13 +430,15 @@ def _read_mapping(path: Path) -> tuple[dict[str, Any], bytes]:
 
     data, raw = read_structured(path, what="config")
     if not isinstance(data, dict):
-        raise ConfigError(f"config must be a mapping at the top level, got {type(data).__name__}",
-                          source=str(path))
+        raise ConfigError(
+            f"config must be a mapping at the top level, got {type(data).__name__}", source=str(path)
+        )
     return data, raw
 
 
-def config_from_mapping(data: dict[str, Any], *, base_dir: str | Path = ".", source: str = "<memory>",
-                        raw: bytes | None = None) -> AuditConfig:
+def config_from_mapping(
+    data: dict[str, Any], *, base_dir: str | Path = ".", source: str = "<memory>", raw: bytes | None = None
+) -> AuditConfig:
     """Validate a config mapping; errors name ``source`` and each bad key path."""
     try:
         cfg = AuditConfig.model_validate(data)

@@ -8,15 +8,16 @@ metric on a slice or node scope, and its bootstrap interval when the gate bounds
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kg_rageval.audit.gates import Gate
 from kg_rageval.contract import MetricName
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.metric import Metric
-from kg_rageval.audit.gates import Gate
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.families import FamilyRun
@@ -108,22 +109,37 @@ class MetricIndex:
         return f"no family produced {shown!r}"
 
 
-def metric_for_gate(g: Gate, index: MetricIndex, ontology: Any, bootstrap: Any,
-                    baseline_metrics: Mapping[str, Metric], *, has_baseline: bool = False,
-                    ci_methods: dict[str, str] | None = None) -> Metric:
+def metric_for_gate(
+    g: Gate,
+    index: MetricIndex,
+    ontology: Any,
+    bootstrap: Any,
+    baseline_metrics: Mapping[str, Metric],
+    *,
+    has_baseline: bool = False,
+    ci_methods: dict[str, str] | None = None,
+) -> Metric:
     """The Metric a gate is decided on (value=None + reason when evidence is missing): the
     family total, or the metric recomputed on the rows of the gate's scope; with a CI bound,
     its confidence interval (:class:`_Bound`) under ``bootstrap`` (``n_resamples``, ``level``, ``seed``,
     ``min_units``, ``method``, ``methods``; ``ci_methods`` receives the method used per gate).
     The audit and ``assert_gates`` both decide gates with this function (or
     :func:`gate_metrics`, the same for many gates at once)."""
-    return gate_metrics([g], index, ontology, bootstrap, baseline_metrics, has_baseline=has_baseline,
-                        ci_methods=ci_methods)[0]
+    return gate_metrics(
+        [g], index, ontology, bootstrap, baseline_metrics, has_baseline=has_baseline, ci_methods=ci_methods
+    )[0]
 
 
-def gate_metrics(gates: Iterable[Gate], index: MetricIndex, ontology: Any, bootstrap: Any,
-                 baseline_metrics: Mapping[str, Metric], *, has_baseline: bool = False,
-                 ci_methods: dict[str, str] | None = None) -> list[Metric]:
+def gate_metrics(
+    gates: Iterable[Gate],
+    index: MetricIndex,
+    ontology: Any,
+    bootstrap: Any,
+    baseline_metrics: Mapping[str, Metric],
+    *,
+    has_baseline: bool = False,
+    ci_methods: dict[str, str] | None = None,
+) -> list[Metric]:
     """:func:`metric_for_gate` of every gate, in order, with every percentile bootstrap the
     bounded gates need computed together (:func:`~kg_rageval.results.evaluation.bootstrap_many`):
     each (evaluation, metric) once, and the evaluations with the same number of records —
@@ -153,8 +169,11 @@ def gate_metrics(gates: Iterable[Gate], index: MetricIndex, ontology: Any, boots
     out = []
     for st in staged:
         fin = st.finish(cis.get((st.key, st.owner.metric)), b, methods_out) if isinstance(st, _Bound) else st
-        out.append(Metric(fin.g.key, fin.m.value, fin.m.numerator, fin.m.denominator, fin.m.missing, fin.m.ci)
-                   if fin.rekey else fin.m)
+        out.append(
+            Metric(fin.g.key, fin.m.value, fin.m.numerator, fin.m.denominator, fin.m.missing, fin.m.ci)
+            if fin.rekey
+            else fin.m
+        )
     return out
 
 
@@ -192,13 +211,21 @@ class _Bound:
             self.per_record = self.ev.record_stats()
         units = len(self.per_record)  # distinct record ids
         if units < min_units:
-            self.missing = Metric(self.g.key, None, self.m.numerator, self.m.denominator,
-                                  f"{self.g.use} needs at least {min_units} resampling units (records) and the "
-                                  f"scope has {units} (bootstrap.min_units)")
+            self.missing = Metric(
+                self.g.key,
+                None,
+                self.m.numerator,
+                self.m.denominator,
+                f"{self.g.use} needs at least {min_units} resampling units (records) and the "
+                f"scope has {units} (bootstrap.min_units)",
+            )
             return
         methods = getattr(b, "methods", None) or {}
-        self.method = str(methods.get(self.owner.canonical) or methods.get(self.owner.metric)
-                          or getattr(b, "method", "auto"))
+        self.method = str(
+            methods.get(self.owner.canonical)
+            or methods.get(self.owner.metric)
+            or getattr(b, "method", "auto")
+        )
         self.percentile = self.method in ("auto", "percentile")
 
     @property
@@ -218,8 +245,9 @@ class _Bound:
         return _Final(self.g, self.m.with_ci(ci))
 
 
-def _scoped(g: Gate, index: MetricIndex, ontology: Any, baseline_metrics: Mapping[str, Metric],
-            has_baseline: bool) -> _Final | _Bound:
+def _scoped(
+    g: Gate, index: MetricIndex, ontology: Any, baseline_metrics: Mapping[str, Metric], has_baseline: bool
+) -> _Final | _Bound:
     """The gate's metric on its scope (or missing evidence); a bounded gate's interval is left
     to :class:`_Bound`."""
     if g.metric.startswith("delta:"):
@@ -245,16 +273,22 @@ def _scoped(g: Gate, index: MetricIndex, ontology: Any, baseline_metrics: Mappin
             name, _, value = rest.partition("=")
             mask = slice_mask(ev, name, value)
             if mask is None:
-                return _Final(g, Metric(g.key, None, missing=f"family {owner.family!r} has no slice {name!r}"))
+                return _Final(
+                    g, Metric(g.key, None, missing=f"family {owner.family!r} has no slice {name!r}")
+                )
         else:
             if ontology is None:
-                return _Final(g, Metric(g.key, None, missing="a node scope needs the ontology (ontology=...)"))
+                return _Final(
+                    g, Metric(g.key, None, missing="a node scope needs the ontology (ontology=...)")
+                )
             if rest not in ontology:
                 return _Final(g, Metric(g.key, None, missing=f"node {rest!r} is not in the ontology"))
             mask = node_mask(ev, ontology, rest)
             if mask is None:
-                return _Final(g, Metric(g.key, None,
-                                        missing=f"family {owner.family!r} attaches no gold node to its rows"))
+                return _Final(
+                    g,
+                    Metric(g.key, None, missing=f"family {owner.family!r} attaches no gold node to its rows"),
+                )
         if not mask.any():
             return _Final(g, Metric(g.key, None, missing=f"no {owner.family} rows in scope {g.scope}"))
         absent = Metric(owner.metric, None, missing="not produced on this scope")
@@ -274,8 +308,11 @@ def plain_rows(ev: Evaluation) -> bool:
     """Whether ``ev`` sums, subsets and bootstraps its rows as :class:`Evaluation` does (a
     scope can then be read as a row mask over it; the system family's quantiles cannot)."""
     cls = type(ev)
-    return (cls.subset is Evaluation.subset and cls.metrics is Evaluation.metrics
-            and cls.bootstrap_replicates is Evaluation.bootstrap_replicates)
+    return (
+        cls.subset is Evaluation.subset
+        and cls.metrics is Evaluation.metrics
+        and cls.bootstrap_replicates is Evaluation.bootstrap_replicates
+    )
 
 
 def scoped_records(ev: Evaluation, mask: np.ndarray) -> Any:
@@ -286,7 +323,7 @@ def scoped_records(ev: Evaluation, mask: np.ndarray) -> Any:
     return RecordStats(ev, np.flatnonzero(mask))
 
 
-def gate_key(g: Gate, index: "MetricIndex") -> str:
+def gate_key(g: Gate, index: MetricIndex) -> str:
     """The canonical name of the number a gate reads (without its bound)."""
     mn = index.name_of(g.metric)
     if mn.family is None and not mn.delta:
@@ -295,5 +332,3 @@ def gate_key(g: Gate, index: "MetricIndex") -> str:
             mn = MetricName(owner.family, owner.metric, delta=mn.delta)
     base = mn.unscoped().key
     return f"{base}[{g.scope}]" if g.scope else base
-
-

@@ -21,7 +21,8 @@ failure kinds, or the unscored reason).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,8 +71,14 @@ def _run_ids(run: Any) -> Any:
     if isinstance(run, Mapping):
         return list(run)
     if isinstance(run, list):
-        return [e if isinstance(e, str) else (e.get("id") if isinstance(e, Mapping) else
-                                              (e[0] if isinstance(e, (list, tuple)) and e else e)) for e in run]
+        return [
+            e
+            if isinstance(e, str)
+            else (
+                e.get("id") if isinstance(e, Mapping) else (e[0] if isinstance(e, (list, tuple)) and e else e)
+            )
+            for e in run
+        ]
     return run
 
 
@@ -86,7 +93,9 @@ def gold_and_prediction(family: str, record: Mapping[str, Any]) -> tuple[Any, An
     if family == "conformance":
         return ref.get("output"), ans.get("output")
     if family == "provenance":
-        return _ids(ret.get("gold")), ans.get("citations") if ans.get("citations") is not None else ans.get("text")
+        return _ids(ret.get("gold")), ans.get("citations") if ans.get("citations") is not None else ans.get(
+            "text"
+        )
     if family == "generation":
         pred = "(refused)" if ans.get("refused") is True else ans.get("text")
         gold = ref.get("answer")
@@ -99,8 +108,20 @@ def gold_and_prediction(family: str, record: Mapping[str, Any]) -> tuple[Any, An
     return None, None
 
 
-REASON_FIRST = ("outcome", "relation", "attribution", "fe_cause", "fe_filter", "filter_inconsistent",
-                "failure_kinds", "failure_mode", "completeness", "reason", "status", "untraceable_at")
+REASON_FIRST = (
+    "outcome",
+    "relation",
+    "attribution",
+    "fe_cause",
+    "fe_filter",
+    "filter_inconsistent",
+    "failure_kinds",
+    "failure_mode",
+    "completeness",
+    "reason",
+    "status",
+    "untraceable_at",
+)
 """Detail (or key) columns that say why a record failed, shown first in the ``reason`` text;
 positions and scores (``*_start``, ``*_end``, ``*_score``) are left out."""
 
@@ -111,7 +132,8 @@ def _reason(ev: Any, rows: np.ndarray) -> str:
     # building the whole column, a spilled one's from its file); linking's outcome is a key
     cols = {**{n: ev.keys for n in REASON_FIRST if n in ev.keys}, **dict.fromkeys(ev.details, ev.details)}
     names = [n for n in REASON_FIRST if n in cols] + [
-        n for n in cols if n not in REASON_FIRST and not n.endswith(("_start", "_end", "_score"))]
+        n for n in cols if n not in REASON_FIRST and not n.endswith(("_start", "_end", "_score"))
+    ]
     for name in names:
         vals = []
         for v in cols[name].take(name, rows).tolist():
@@ -129,7 +151,11 @@ def _shown(family: str, record: Mapping[str, Any] | None) -> dict[str, Any]:
     """What an entry shows of its record: ``query``, ``gold``, ``prediction`` (shortened)."""
     rec = record or {}
     gold, pred = gold_and_prediction(family, rec)
-    return {"query": _short(rec.get("query", rec.get("text"))), "gold": _short(gold), "prediction": _short(pred)}
+    return {
+        "query": _short(rec.get("query", rec.get("text"))),
+        "gold": _short(gold),
+        "prediction": _short(pred),
+    }
 
 
 def _entry(rid: str, **extra: Any) -> dict[str, Any]:
@@ -138,7 +164,7 @@ def _entry(rid: str, **extra: Any) -> dict[str, Any]:
     return {"id": rid, "query": None, "gold": None, "prediction": None, **extra}
 
 
-def _fill(out: list[dict[str, Any]], records: "RecordSource") -> None:
+def _fill(out: list[dict[str, Any]], records: RecordSource) -> None:
     """Fill in each listed entry's ``query``, ``gold`` and ``prediction`` from its record:
     ``records`` is the record list or a lookup ``ids -> {id: record}`` (a streamed audit reads
     just these records again)."""
@@ -166,12 +192,15 @@ def _unscored(run: Any, limit: int, patterns: set[str]) -> list[dict]:
             reason = str(u.get("reason", "unscored"))
             items.append((0 if reason.strip().lower() in patterns else 1, rid, reason))
     items.sort()
-    return [_entry(rid, value=None, deficit=None, reason=reason, missing_run=missing == 0)
-            for missing, rid, reason in items[:limit]]
+    return [
+        _entry(rid, value=None, deficit=None, reason=reason, missing_run=missing == 0)
+        for missing, rid, reason in items[:limit]
+    ]
 
 
-def worst_first(deficit: np.ndarray, driving: np.ndarray, ids_of: Callable[[np.ndarray], np.ndarray],
-                limit: int) -> list[int]:
+def worst_first(
+    deficit: np.ndarray, driving: np.ndarray, ids_of: Callable[[np.ndarray], np.ndarray], limit: int
+) -> list[int]:
     """The ``limit`` records of ``driving`` with the largest ``deficit``, ties by record id
     (``ids_of(records)``: their ids as text), worst first: the head of
     ``sorted(driving, key=lambda j: (-deficit[j], id[j]))`` without a Python object per
@@ -189,8 +218,8 @@ def _records_of(ev: Any, mask: np.ndarray | None) -> tuple[Any, Any]:
     """``(evaluation, per-record stats)`` of a gate's scope: ``ev`` and its cached view, or
     ``ev`` and a view of its rows in ``mask`` (a scope, without a copy of its rows), or
     ``ev.subset(mask)`` and its view for an evaluation that subsets its own way."""
-    from kg_rageval.results.record_stats import RecordStats
     from kg_rageval.audit.evidence import plain_rows
+    from kg_rageval.results.record_stats import RecordStats
 
     if mask is None:
         return ev, ev.record_stats()
@@ -204,8 +233,9 @@ MAX_NONLINEAR = 20_000
 """Records finalized one by one for a metric that is not a ratio of two linear sums."""
 
 
-def per_record_values(finalize: Any, metric: str, names: list[str], mat: Any
-                      ) -> tuple[np.ndarray | None, np.ndarray]:
+def per_record_values(
+    finalize: Any, metric: str, names: list[str], mat: Any
+) -> tuple[np.ndarray | None, np.ndarray]:
     """``(value, weight)`` of ``metric`` on each row of ``mat`` (one record's summed stats per
     row, or a :class:`~kg_rageval.results.record_stats.RecordStats` view of them; NaN where undefined).
     A metric with a verified form (a ratio or mean of linear sums, a count, an F1 of two such
@@ -221,26 +251,41 @@ def per_record_values(finalize: Any, metric: str, names: list[str], mat: Any
     return values, np.where(np.isnan(den) | (den == 0), 1.0, den)
 
 
-def _delta_records(g: Any, baseline: Mapping[str, Any] | None, limit: int
-                   ) -> tuple[str | None, int, list[dict[str, Any]]]:
+def _delta_records(
+    g: Any, baseline: Mapping[str, Any] | None, limit: int
+) -> tuple[str | None, int, list[dict[str, Any]]]:
     """The records driving a failed ``delta:`` gate: the paired per-query deltas in the failing
     direction (regressions first), from the baseline comparison's ``worst_queries``."""
     worst = (baseline or {}).get("worst_queries") or {}
-    name = g.metric[len("delta:"):]
+    name = g.metric[len("delta:") :]
     key = name if name in worst else next((k for k in worst if k.endswith("." + name)), None)
     if key is None:
         return None, 0, []
     higher = g.op in (">=", ">")
     rows = [r for r in worst[key] if (r["delta"] < 0 if higher else r["delta"] > 0)]
     rows.sort(key=lambda r: (r["delta"] if higher else -r["delta"], r["record_id"]))
-    out = [_entry(str(r["record_id"]), value=r["candidate"], baseline=r["baseline"], deficit=abs(r["delta"]),
-                  reason=f"candidate {r['candidate']:.4g} vs baseline {r['baseline']:.4g}") for r in rows[:limit]]
+    out = [
+        _entry(
+            str(r["record_id"]),
+            value=r["candidate"],
+            baseline=r["baseline"],
+            deficit=abs(r["delta"]),
+            reason=f"candidate {r['candidate']:.4g} vs baseline {r['baseline']:.4g}",
+        )
+        for r in rows[:limit]
+    ]
     return key, len(rows), out
 
 
-def failing_records(results: list["GateResult"], index: Any, ontology: Any, records: "RecordSource",
-                    config: "AuditConfig", budget_gates: Iterable[str] = (),
-                    baseline: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+def failing_records(
+    results: list[GateResult],
+    index: Any,
+    ontology: Any,
+    records: RecordSource,
+    config: AuditConfig,
+    budget_gates: Iterable[str] = (),
+    baseline: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """``[{"gate", "status", "family", "metric", "n_driving", "records": [...]}]`` for every gate
     that did not pass (see the module docstring); ``budget_gates``: the texts of the audit's
     own ``<family>.missing_run_rate`` budget gates. ``records``: the audited records, or a
@@ -250,8 +295,14 @@ def failing_records(results: list["GateResult"], index: Any, ontology: Any, reco
     return out
 
 
-def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig",
-             budget_gates: Iterable[str], baseline: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _failing(
+    results: list[GateResult],
+    index: Any,
+    ontology: Any,
+    config: AuditConfig,
+    budget_gates: Iterable[str],
+    baseline: Mapping[str, Any] | None,
+) -> list[dict[str, Any]]:
     from kg_rageval.audit.evidence import node_mask, slice_mask
 
     budget_gates = set(budget_gates)
@@ -268,15 +319,30 @@ def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "Au
         if g.metric.startswith("delta:"):
             key, n, recs = _delta_records(g, baseline, limit)
             if key is not None:
-                out.append({**head, "family": key.split(".", 1)[0], "metric": g.metric, "n_driving": n,
-                            "records": recs, "note": "paired per-query deltas (the 50 largest changes)"})
+                out.append(
+                    {
+                        **head,
+                        "family": key.split(".", 1)[0],
+                        "metric": g.metric,
+                        "n_driving": n,
+                        "records": recs,
+                        "note": "paired per-query deltas (the 50 largest changes)",
+                    }
+                )
             continue
         fam_budget = g.metric[: -len(".missing_run_rate")] if str(g) in budget_gates else None
         if fam_budget is not None and fam_budget in index.runs:
             run = index.runs[fam_budget]
-            recs = [e for e in _unscored(run, 10 ** 9, patterns) if e["missing_run"]]
-            out.append({**head, "family": fam_budget, "metric": "missing_run_rate", "n_driving": len(recs),
-                        "records": recs[:limit]})
+            recs = [e for e in _unscored(run, 10**9, patterns) if e["missing_run"]]
+            out.append(
+                {
+                    **head,
+                    "family": fam_budget,
+                    "metric": "missing_run_rate",
+                    "n_driving": len(recs),
+                    "records": recs[:limit],
+                }
+            )
             continue
         owner, _ = index.owner(g.metric)
         if owner is None:
@@ -290,22 +356,39 @@ def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "Au
             else:
                 mask = node_mask(ev, ontology, rest) if rest in ontology else None
             if mask is None or not mask.any():
-                out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": 0, "records": []})
+                out.append(
+                    {**head, "family": owner.family, "metric": owner.metric, "n_driving": 0, "records": []}
+                )
                 continue
         else:
             mask = None
         if res.status == "missing" or res.observed is None:
             recs = _unscored(index.runs[owner.family], limit, patterns)
-            out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(recs),
-                        "records": recs})
+            out.append(
+                {
+                    **head,
+                    "family": owner.family,
+                    "metric": owner.metric,
+                    "n_driving": len(recs),
+                    "records": recs,
+                }
+            )
             continue
         ev, view = _records_of(ev, mask)
         values, weights = per_record_values(ev.family.finalize, owner.metric, view.names, view)
         sign = 1.0 if g.op in (">=", ">") else -1.0
         if values is None:
-            out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": None, "records": [],
-                        "note": f"not ranked: {len(view)} records and {owner.metric!r} is not a ratio of sums "
-                                f"(at most {MAX_NONLINEAR} records are finalized one by one)"})
+            out.append(
+                {
+                    **head,
+                    "family": owner.family,
+                    "metric": owner.metric,
+                    "n_driving": None,
+                    "records": [],
+                    "note": f"not ranked: {len(view)} records and {owner.metric!r} is not a ratio of sums "
+                    f"(at most {MAX_NONLINEAR} records are finalized one by one)",
+                }
+            )
             continue
         ok = np.isfinite(values)
         deficit = np.where(ok, sign * weights * (g.threshold - np.where(ok, values, 0.0)), 0.0)
@@ -313,8 +396,22 @@ def _failing(results: list["GateResult"], index: Any, ontology: Any, config: "Au
         del ok
         recs = []
         for j in worst_first(deficit, driving, view.ids, limit):
-            recs.append(_entry(view.ids([j])[0].item(), value=float(values[j]), weight=float(weights[j]),
-                               deficit=float(deficit[j]), reason=_reason(ev, view.record_rows(j))))
-        out.append({**head, "family": owner.family, "metric": owner.metric, "n_driving": len(driving),
-                    "records": recs})
+            recs.append(
+                _entry(
+                    view.ids([j])[0].item(),
+                    value=float(values[j]),
+                    weight=float(weights[j]),
+                    deficit=float(deficit[j]),
+                    reason=_reason(ev, view.record_rows(j)),
+                )
+            )
+        out.append(
+            {
+                **head,
+                "family": owner.family,
+                "metric": owner.metric,
+                "n_driving": len(driving),
+                "records": recs,
+            }
+        )
     return out

@@ -14,13 +14,14 @@ evidence, never as passing.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from kg_rageval.scoring import REGISTRY, FamilyUnavailable, Scorer, register, unregister
-from kg_rageval.scoring.builtin import DETERMINISTIC
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.evaluation_set import EvaluationSet
+from kg_rageval.scoring import REGISTRY, FamilyUnavailable, Scorer, register, unregister
+from kg_rageval.scoring.builtin import DETERMINISTIC
 
 FamilySpec = Scorer
 """The audit's older name for a family declaration (``FamilySpec(name, target, sections)``)."""
@@ -65,7 +66,7 @@ def normalize_result(result: Any) -> list[Evaluation]:
                 visit(getattr(obj, f.name, None), depth + 1)
             return
         if hasattr(obj, "evaluations"):
-            visit(getattr(obj, "evaluations"), depth + 1)
+            visit(obj.evaluations, depth + 1)
             return
         if hasattr(obj, "__dict__"):
             for o in vars(obj).values():
@@ -97,5 +98,14 @@ class FamilyRun:
         return sorted({e.family.qualified_name for e in self.evaluations})
 
 
-__all__ = ["DETERMINISTIC", "FamilyRun", "FamilySpec", "FamilyUnavailable", "REGISTRY", "has_section",
-           "normalize_result", "register_family", "unregister_family"]
+__all__ = [
+    "DETERMINISTIC",
+    "FamilyRun",
+    "FamilySpec",
+    "FamilyUnavailable",
+    "REGISTRY",
+    "has_section",
+    "normalize_result",
+    "register_family",
+    "unregister_family",
+]

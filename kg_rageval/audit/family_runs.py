@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kg_rageval.audit.config import AuditConfig
 from kg_rageval.audit.families import FamilyRun
@@ -49,8 +50,9 @@ def configured_families(config: AuditConfig) -> list[str]:
     return names
 
 
-def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[dict],
-                 *, progress: bool = True) -> dict[str, FamilyRun]:
+def run_families(
+    config: AuditConfig, inputs: Mapping[str, Any], records: list[dict], *, progress: bool = True
+) -> dict[str, FamilyRun]:
     """Run every configured family (all registered ones but the opt-in ones when ``families``
     is empty)."""
     names = configured_families(config)
@@ -58,8 +60,13 @@ def run_families(config: AuditConfig, inputs: Mapping[str, Any], records: list[d
     bar = _progress(names, "families", progress)
     for name in bar:
         try:
-            runs[name] = _run_one(get_scorer(name), inputs, records, family_options(config, name),
-                                  dict(config.families.get(name) or {}))
+            runs[name] = _run_one(
+                get_scorer(name),
+                inputs,
+                records,
+                family_options(config, name),
+                dict(config.families.get(name) or {}),
+            )
         except ConfigError as exc:
             if exc.source is not None or str(exc).startswith("families."):
                 raise
@@ -101,12 +108,17 @@ def family_run(spec: Scorer, inputs: Mapping[str, Any], n_sec: int, given: dict[
 def bind_family(spec: Scorer, inputs: Mapping[str, Any], opts: dict[str, Any]) -> Any:
     """The family bound to the audit's ontology, inputs and validated options."""
     family_in = {i.name: _family_input(i.name, inputs) for i in spec.inputs}
-    return spec.bind(inputs["ontology"], where=f"families.{spec.name}",
-                     **{k: v for k, v in family_in.items() if v is not None}, **opts)
+    return spec.bind(
+        inputs["ontology"],
+        where=f"families.{spec.name}",
+        **{k: v for k, v in family_in.items() if v is not None},
+        **opts,
+    )
 
 
-def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
-             opts: dict[str, Any], given: dict[str, Any]) -> FamilyRun:
+def _run_one(
+    spec: Scorer, inputs: Mapping[str, Any], records: list[dict], opts: dict[str, Any], given: dict[str, Any]
+) -> FamilyRun:
     run = family_run(spec, inputs, sum(1 for r in records if spec.has_section(r)), given)
     if run.status != "ran":
         return run
@@ -125,8 +137,9 @@ def _run_one(spec: Scorer, inputs: Mapping[str, Any], records: list[dict],
     return run
 
 
-def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, tick: Any,
-                  client: Any = None) -> tuple[dict[str, Any], Any, dict[str, FamilyRun]] | None:
+def _run_streamed(
+    config: AuditConfig, size: int, progress: bool, loaded: Any, tick: Any, client: Any = None
+) -> tuple[dict[str, Any], Any, dict[str, FamilyRun]] | None:
     """Run every configured family on the records file read once in chunks of ``size``
     (:func:`~kg_rageval.scoring.stream_families`; :mod:`.stream`): ``(inputs, records view,
     runs)``, or ``None`` when the audit must hold its records instead — an input other than the
@@ -143,10 +156,11 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
         if loaded is not None:
             loaded()
         names = configured_families(config)
-        view = StreamedRecords(inputs["paths"]["records"], size, names, inputs["ontology"],
-                               inputs.get("corpus"), config)
+        view = StreamedRecords(
+            inputs["paths"]["records"], size, names, inputs["ontology"], inputs.get("corpus"), config
+        )
         bound = _bind_families(config, inputs, names)
-    except Exception:  # noqa: BLE001 — the held audit raises it where it raises it
+    except Exception:
         return None
     tick("load_inputs")
     observers: list[Any] = [view.observe]
@@ -170,8 +184,9 @@ def _run_streamed(config: AuditConfig, size: int, progress: bool, loaded: Any, t
     return inputs, view, runs
 
 
-def _bind_families(config: AuditConfig, inputs: Mapping[str, Any], names: list[str]
-                   ) -> tuple[dict[str, Any], dict[str, float]]:
+def _bind_families(
+    config: AuditConfig, inputs: Mapping[str, Any], names: list[str]
+) -> tuple[dict[str, Any], dict[str, float]]:
     """``({family: bound scorer}, {family: seconds to bind})`` of the families of ``names``
     that will run (their inputs there, their module importing); raises what binding raises."""
     bounds: dict[str, Any] = {}
@@ -185,9 +200,15 @@ def _bind_families(config: AuditConfig, inputs: Mapping[str, Any], names: list[s
     return bounds, bind_seconds
 
 
-def _stream_runs(config: AuditConfig, inputs: Mapping[str, Any], names: list[str],
-                 bound: tuple[dict[str, Any], dict[str, float]], view: Any, observers: tuple[Any, ...],
-                 client: Any) -> dict[str, FamilyRun] | None:
+def _stream_runs(
+    config: AuditConfig,
+    inputs: Mapping[str, Any],
+    names: list[str],
+    bound: tuple[dict[str, Any], dict[str, float]],
+    view: Any,
+    observers: tuple[Any, ...],
+    client: Any,
+) -> dict[str, FamilyRun] | None:
     """Every family of ``names`` run on ``view.path`` read once in chunks
     (:func:`~kg_rageval.scoring.stream_families`; ``view``, a :class:`~.stream.RecordIndex`,
     among the ``observers``), as :func:`run_families` runs them on the held records: ``None``
@@ -197,14 +218,22 @@ def _stream_runs(config: AuditConfig, inputs: Mapping[str, Any], names: list[str
 
     bounds, bind_seconds = bound
     try:
-        streams = stream_families(bounds, view.path, view.size, observers=observers,
-                                  section_counts=view.section_counts, client=client,
-                                  spill_rows=config.spill_rows)
+        streams = stream_families(
+            bounds,
+            view.path,
+            view.size,
+            observers=observers,
+            section_counts=view.section_counts,
+            client=client,
+            spill_rows=config.spill_rows,
+        )
     except StreamFallback:
         return None
     runs: dict[str, FamilyRun] = {}
     for name in names:
-        run = family_run(get_scorer(name), inputs, view.n_with_section[name], dict(config.families.get(name) or {}))
+        run = family_run(
+            get_scorer(name), inputs, view.n_with_section[name], dict(config.families.get(name) or {})
+        )
         if run.status == "ran":
             fs = streams[name]
             assert fs.result is not None

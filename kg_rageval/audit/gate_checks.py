@@ -7,7 +7,8 @@ ran, a gate on a metric its family does not produce.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kg_rageval.audit.config import AuditConfig
 from kg_rageval.audit.evidence import MetricIndex
@@ -18,8 +19,14 @@ from kg_rageval.contract import MetricName, did_you_mean
 from kg_rageval.scoring import REGISTRY, resolve_metric
 
 
-def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: Iterable[dict], ontology: Any,
-                  *, slices: Mapping[str, set[str]] | None = None) -> dict[str, MetricName]:
+def resolve_gates(
+    gates: Iterable[Gate],
+    config: AuditConfig,
+    records: Iterable[dict],
+    ontology: Any,
+    *,
+    slices: Mapping[str, set[str]] | None = None,
+) -> dict[str, MetricName]:
     """Resolve every gate's metric name through the metric registry and check its scope,
     before any family runs (a streamed audit: once the records are read): an unknown metric
     (or one the family options do not produce), an unknown slice name or value, or a node the
@@ -52,15 +59,22 @@ def resolve_gates(gates: Iterable[Gate], config: AuditConfig, records: Iterable[
             name, _, value = rest.partition("=")
             name, value = name.strip(), value.strip()
             if name not in values:
-                bad.append(f"{g}: no record has the slice {name!r}{did_you_mean(name, values)}"
-                           + (f"; slices: {', '.join(sorted(values))}" if values else "; the records have no slices"))
+                bad.append(
+                    f"{g}: no record has the slice {name!r}{did_you_mean(name, values)}"
+                    + (f"; slices: {', '.join(sorted(values))}" if values else "; the records have no slices")
+                )
             elif value not in values[name]:
                 known = sorted(values[name])
-                bad.append(f"{g}: no record has {name}={value!r}{did_you_mean(value, known)}; values: "
-                           + ", ".join(known[:20]) + (" ..." if len(known) > 20 else ""))
+                bad.append(
+                    f"{g}: no record has {name}={value!r}{did_you_mean(value, known)}; values: "
+                    + ", ".join(known[:20])
+                    + (" ..." if len(known) > 20 else "")
+                )
     if bad:
-        raise ConfigError(f"{len(bad)} invalid gate{'s' if len(bad) > 1 else ''}:\n  " + "\n  ".join(bad),
-                          source=config.source)
+        raise ConfigError(
+            f"{len(bad)} invalid gate{'s' if len(bad) > 1 else ''}:\n  " + "\n  ".join(bad),
+            source=config.source,
+        )
     return names
 
 
@@ -78,10 +92,17 @@ def _check_gate_metrics(gates: Iterable[Gate], index: MetricIndex, config: Audit
         if mn.delta or mn.qualified in index.by_name or (mn.family is None and mn.metric in index.bare):
             continue
         fam = mn.family
-        if fam is not None and fam in index.runs and index.runs[fam].status == "ran" and not REGISTRY[fam].metrics:
+        if (
+            fam is not None
+            and fam in index.runs
+            and index.runs[fam].status == "ran"
+            and not REGISTRY[fam].metrics
+        ):
             close = difflib.get_close_matches(name, list(index.by_name), n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
             bad.append(f"{g}: no family produces metric {name!r}{hint}")
     if bad:
-        raise ConfigError(f"{len(bad)} gate{'s' if len(bad) > 1 else ''} on unknown metrics:\n  "
-                          + "\n  ".join(bad), source=config.source)
+        raise ConfigError(
+            f"{len(bad)} gate{'s' if len(bad) > 1 else ''} on unknown metrics:\n  " + "\n  ".join(bad),
+            source=config.source,
+        )

@@ -8,18 +8,19 @@ Evaluation (:func:`evaluate_gates`) looks a gate up in a flat ``{key: Metric}`` 
 ``key`` is :attr:`Gate.key` — the metric name, followed by ``[scope]`` for a scoped gate. A
 gate whose metric is absent, has ``value=None`` (empty denominator) or lacks the requested
 confidence bound gets status ``"missing"``: **missing evidence fails the audit**, it never
-passes by default. """
+passes by default."""
 
 from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Literal, Mapping
+from typing import Literal
 
-from kg_rageval.results.metric import Metric
-from kg_rageval.contract.gates import EQ_TOLERANCE, OPS, USES, Gate, _fmt_threshold, parse_gate, parse_gates
 from kg_rageval.base.fmt import fmt_count
+from kg_rageval.contract.gates import EQ_TOLERANCE, OPS, USES, Gate, _fmt_threshold, parse_gate, parse_gates
+from kg_rageval.results.metric import Metric
 
 Status = Literal["pass", "fail", "missing"]
 
@@ -65,7 +66,9 @@ def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list
         if m is None:
             close = difflib.get_close_matches(g.key, list(metrics), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            out.append(GateResult(g, "missing", None, f"missing evidence: no family produced {g.key!r}{hint}"))
+            out.append(
+                GateResult(g, "missing", None, f"missing evidence: no family produced {g.key!r}{hint}")
+            )
             continue
         if m.value is None:
             out.append(GateResult(g, "missing", None, f"missing evidence: {m.missing or 'metric undefined'}"))
@@ -76,14 +79,22 @@ def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list
         if g.use == "value":
             observed = float(m.value)
         elif m.ci is None:
-            out.append(GateResult(g, "missing", None,
-                                  f"missing evidence: no confidence interval for {g.key!r} "
-                                  f"(bootstrap disabled, or fewer records than bootstrap.min_units)"))
+            out.append(
+                GateResult(
+                    g,
+                    "missing",
+                    None,
+                    f"missing evidence: no confidence interval for {g.key!r} "
+                    f"(bootstrap disabled, or fewer records than bootstrap.min_units)",
+                )
+            )
             continue
         else:
             observed = float(m.ci[0] if g.use == "ci_low" else m.ci[1])
             if not math.isfinite(observed):
-                out.append(GateResult(g, "missing", None, f"missing evidence: non-finite {g.use} {observed!r}"))
+                out.append(
+                    GateResult(g, "missing", None, f"missing evidence: non-finite {g.use} {observed!r}")
+                )
                 continue
         ok = g.compare(observed)
         frac = ""

@@ -19,8 +19,9 @@ from kg_rageval.base.errors import ConfigError, InputError
 def _require_file(path: Path, what: str, key: str, config: AuditConfig) -> None:
     """An input file named by the config must exist: the error names the config key."""
     if not path.exists():
-        raise InputError(f"{what} does not exist", source=config.source,
-                         location=f"{key} (resolved to {path})")
+        raise InputError(
+            f"{what} does not exist", source=config.source, location=f"{key} (resolved to {path})"
+        )
 
 
 def is_graph_uri(path: str) -> bool:
@@ -35,7 +36,11 @@ def config_mapping(config: AuditConfig, mapping: Any, key: str) -> Any:
     config's directory (it must exist); presets and dicts unchanged."""
     from kg_rageval.ontology.loaders.neo4j import MAPPING_FILE_SUFFIXES, PRESETS
 
-    if isinstance(mapping, str) and mapping not in PRESETS and mapping.lower().endswith(MAPPING_FILE_SUFFIXES):
+    if (
+        isinstance(mapping, str)
+        and mapping not in PRESETS
+        and mapping.lower().endswith(MAPPING_FILE_SUFFIXES)
+    ):
         mpath = config.path(mapping)
         _require_file(mpath, "graph mapping file", f"{key} = {mapping!r}", config)
         return str(mpath)
@@ -101,20 +106,38 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
     if config.judgments:
         jpath = config.path(config.judgments)
         if not jpath.exists():
-            raise InputError("judgments file does not exist", source=config.source,
-                             location=f"judgments = {config.judgments!r}")
+            raise InputError(
+                "judgments file does not exist",
+                source=config.source,
+                location=f"judgments = {config.judgments!r}",
+            )
         judgments = read_records(jpath)
-    paths = {"records": rpath, "corpus": config.path(config.corpus), "spec": config.path(config.spec),
-             "judgments": config.path(config.judgments), "qrels": config.path(config.qrels),
-             "run": config.path(config.run), "shapes": config.path(config.shapes)}
-    return {"ontology": ontology, "records": held, "corpus": corpus, "spec": spec,
-            "judgments": judgments, "paths": {k: v for k, v in paths.items() if v is not None}}
+    paths = {
+        "records": rpath,
+        "corpus": config.path(config.corpus),
+        "spec": config.path(config.spec),
+        "judgments": config.path(config.judgments),
+        "qrels": config.path(config.qrels),
+        "run": config.path(config.run),
+        "shapes": config.path(config.shapes),
+    }
+    return {
+        "ontology": ontology,
+        "records": held,
+        "corpus": corpus,
+        "spec": spec,
+        "judgments": judgments,
+        "paths": {k: v for k, v in paths.items() if v is not None},
+    }
 
 
 def _read_spec(path: Path, config: AuditConfig) -> Any:
     if not path.exists():
-        raise InputError("schema spec file does not exist", source=config.source,
-                         location=f"spec = {config.spec!r} (resolved to {path})")
+        raise InputError(
+            "schema spec file does not exist",
+            source=config.source,
+            location=f"spec = {config.spec!r} (resolved to {path})",
+        )
     from kg_rageval.records import read_structured
 
     return read_structured(path, what="schema spec")[0]

@@ -68,19 +68,30 @@ def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def bound(m: Metric, method: str, level: float, percentile: tuple[float, float] | None
-          ) -> tuple[tuple[float, float] | None, str, str | None]:
+def bound(
+    m: Metric, method: str, level: float, percentile: tuple[float, float] | None
+) -> tuple[tuple[float, float] | None, str, str | None]:
     """``(interval, method used, why missing)`` for metric ``m`` under ``method``."""
     prop = is_count_proportion(m)
     if method in ("clopper_pearson", "wilson"):
         if not prop:
-            return None, method, (f"bootstrap method {method} needs a proportion of whole counts; "
-                                  f"{m.name} is {m.numerator}/{m.denominator}")
+            return (
+                None,
+                method,
+                (
+                    f"bootstrap method {method} needs a proportion of whole counts; "
+                    f"{m.name} is {m.numerator}/{m.denominator}"
+                ),
+            )
         fn = clopper_pearson if method == "clopper_pearson" else wilson
         return fn(int(m.numerator), int(m.denominator), level), method, None  # type: ignore[arg-type]
     if method == "auto" and prop:
         cp = clopper_pearson(int(m.numerator), int(m.denominator), level)  # type: ignore[arg-type]
         if percentile is None:
             return cp, "clopper_pearson", None
-        return (min(cp[0], percentile[0]), max(cp[1], percentile[1])), "auto (percentile ∪ clopper_pearson)", None
+        return (
+            (min(cp[0], percentile[0]), max(cp[1], percentile[1])),
+            "auto (percentile ∪ clopper_pearson)",
+            None,
+        )
     return percentile, "percentile", None if percentile is not None else "no bootstrap interval"

@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kg_rageval.audit.gates import metric_dict
 
@@ -26,8 +27,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.config import AuditConfig
     from kg_rageval.audit.result import AuditResult
 
-DEPENDENCIES = ("numpy", "scipy", "networkx", "rdflib", "pydantic", "jsonschema", "pyshacl", "click",
-                "tqdm", "pyyaml")
+DEPENDENCIES = (
+    "numpy",
+    "scipy",
+    "networkx",
+    "rdflib",
+    "pydantic",
+    "jsonschema",
+    "pyshacl",
+    "click",
+    "tqdm",
+    "pyyaml",
+)
 MANIFEST_VERSION = 1
 
 
@@ -52,7 +63,7 @@ def metrics_digest(payload: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def numbers_of(result: "AuditResult") -> dict[str, Any]:
+def numbers_of(result: AuditResult) -> dict[str, Any]:
     """The numbers that ``--verify`` compares: every metric (with CI) and every gate."""
     return {
         "metrics": {k: metric_dict(m) for k, m in sorted(result.metrics.items())},
@@ -60,7 +71,7 @@ def numbers_of(result: "AuditResult") -> dict[str, Any]:
     }
 
 
-def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "AuditResult") -> dict[str, Any]:
+def build_manifest(config: AuditConfig, inputs: Mapping[str, Any], result: AuditResult) -> dict[str, Any]:
     from kg_rageval import __version__
 
     ont = inputs["ontology"]
@@ -69,48 +80,65 @@ def build_manifest(config: "AuditConfig", inputs: Mapping[str, Any], result: "Au
         "corpus": config.path(config.corpus),
         "spec": config.path(config.spec),
         "judgments": config.path(config.judgments),
-        **{k: config.path(v) for k, v in (("qrels", config.qrels), ("run", config.run),
-                                           ("shapes", config.shapes)) if v is not None},  # the file families
+        **{
+            k: config.path(v)
+            for k, v in (("qrels", config.qrels), ("run", config.run), ("shapes", config.shapes))
+            if v is not None
+        },  # the file families
         "baseline": config.path(config.baseline.records) if config.baseline else None,
         "testset_manifest": config.path(config.testset_manifest) if config.testset_manifest else None,
     }
-    return redact_settings({
-        "manifest_version": MANIFEST_VERSION,
-        "tool": {"name": "kg-rageval", "version": __version__},
-        "python": platform.python_version(),
-        "platform": platform.platform(terse=True),
-        "dependencies": {d: _version(d) for d in DEPENDENCIES},
-        "config": {"path": str(Path(config.source).resolve()) if config.source != "<memory>" else None,
-                   "hash": config.content_hash},
-        "inputs": {
-            "ontology": _ontology_input(config, ont),
-            "baseline_ontology": ((result.baseline or {}).get("release") or {}).get("baseline_ontology"),
-            **{k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
-               for k, p in files.items()},
-        },
-        "families": {
-            name: {"status": run.status, "versions": run.versions, "options": _jsonable(run.options),
-                   **_judge_usage(run)}
-            for name, run in result.families.items()
-        },
-        "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
-        "bootstrap": config.bootstrap.model_dump(),
-        "judge": redact_settings(_jsonable(config.judge)),
-        **({"testset": testset_citation(files["testset_manifest"])} if files["testset_manifest"] else {}),
-        "metrics_digest": metrics_digest(numbers_of(result)),
-    })
+    return redact_settings(
+        {
+            "manifest_version": MANIFEST_VERSION,
+            "tool": {"name": "kg-rageval", "version": __version__},
+            "python": platform.python_version(),
+            "platform": platform.platform(terse=True),
+            "dependencies": {d: _version(d) for d in DEPENDENCIES},
+            "config": {
+                "path": str(Path(config.source).resolve()) if config.source != "<memory>" else None,
+                "hash": config.content_hash,
+            },
+            "inputs": {
+                "ontology": _ontology_input(config, ont),
+                "baseline_ontology": ((result.baseline or {}).get("release") or {}).get("baseline_ontology"),
+                **{
+                    k: ({"path": str(p), "hash": file_hash(p)} if p is not None and p.exists() else None)
+                    for k, p in files.items()
+                },
+            },
+            "families": {
+                name: {
+                    "status": run.status,
+                    "versions": run.versions,
+                    "options": _jsonable(run.options),
+                    **_judge_usage(run),
+                }
+                for name, run in result.families.items()
+            },
+            "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
+            "bootstrap": config.bootstrap.model_dump(),
+            "judge": redact_settings(_jsonable(config.judge)),
+            **({"testset": testset_citation(files["testset_manifest"])} if files["testset_manifest"] else {}),
+            "metrics_digest": metrics_digest(numbers_of(result)),
+        }
+    )
 
 
-def _ontology_input(config: "AuditConfig", ont: Any) -> dict[str, Any]:
+def _ontology_input(config: AuditConfig, ont: Any) -> dict[str, Any]:
     """The ontology's path (credentials redacted), content hash, node count and, for a file,
     its sha256 (covers what the content hash does not: definitions, synonyms of a cache)."""
     from kg_rageval.base.redact import redact
 
     raw = config.ontology.path
     p = config.path(raw)
-    entry: dict[str, Any] = {"path": redact(str(p) if "://" not in raw else raw),
-                             "content_hash": ont.content_hash, "version": getattr(ont, "version", None),
-                             "nodes": len(ont), "options": _jsonable(config.ontology.options)}
+    entry: dict[str, Any] = {
+        "path": redact(str(p) if "://" not in raw else raw),
+        "content_hash": ont.content_hash,
+        "version": getattr(ont, "version", None),
+        "nodes": len(ont),
+        "options": _jsonable(config.ontology.options),
+    }
     if "://" not in raw and p is not None and p.is_file():
         entry["file_hash"] = file_hash(p)
     return entry
@@ -139,7 +167,9 @@ def testset_citation(path: Path) -> dict[str, Any]:
     try:
         stated = json.loads(Path(path).read_text(encoding="utf-8")).get("hash")
     except (OSError, ValueError, AttributeError) as exc:
-        raise ConfigError(f"testset_manifest: cannot read the test-set manifest: {exc}", source=str(path)) from None
+        raise ConfigError(
+            f"testset_manifest: cannot read the test-set manifest: {exc}", source=str(path)
+        ) from None
     return {"path": str(path), "hash": stated, "sha256": file_hash(path)}
 
 

@@ -6,7 +6,8 @@ and code) and its missing runs, which the audit holds against ``missing_runs.bud
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -18,8 +19,9 @@ def _fmt_reasons(reasons: Mapping[str, int]) -> str:
     return ", ".join(f"{k} ×{v}" for k, v in reasons.items())
 
 
-def _family_counts(run: FamilyRun, records: Any, patterns: Iterable[str] = (),
-                   metric_names: Iterable[str] = ()) -> dict[str, Any]:
+def _family_counts(
+    run: FamilyRun, records: Any, patterns: Iterable[str] = (), metric_names: Iterable[str] = ()
+) -> dict[str, Any]:
     """Scored, unscored (by reason and code) and missing-run counts of one family.
 
     A missing run is a record of the family that **any** of its evaluations reports missing —

@@ -9,14 +9,21 @@ scored against: :mod:`.baseline`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.audit.config import AuditConfig
 from kg_rageval.audit.families import FamilyRun
-from kg_rageval.audit.family_runs import _bind_families, _stream_runs, configured_families, family_options, run_families
+from kg_rageval.audit.family_runs import (
+    _bind_families,
+    _stream_runs,
+    configured_families,
+    family_options,
+    run_families,
+)
 from kg_rageval.audit.gates import metric_dict
 from kg_rageval.base.errors import InputError
 from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
@@ -27,19 +34,24 @@ from kg_rageval.scoring import resolve_metric
 
 
 # ---------------------------------------------------------------------- baseline
-def _pairing_problem(paired: int, either: int, frac: float, n_dropped: int, dropped_first: list[str],
-                     bl: Any) -> str | None:
+def _pairing_problem(
+    paired: int, either: int, frac: float, n_dropped: int, dropped_first: list[str], bl: Any
+) -> str | None:
     """Why a baseline comparison is missing evidence, or ``None`` when the pairing is sound:
     the candidate dropped baseline records (``n_dropped`` more than ``max_dropped``; the first
     ids, sorted, in ``dropped_first``), or the records both systems scored are fewer than
     ``min_paired_fraction`` of those either scored."""
     if n_dropped > bl.max_dropped:
         shown = ", ".join(repr(d) for d in dropped_first[:5]) + (" ..." if n_dropped > 5 else "")
-        return (f"the candidate's records lack {n_dropped} record(s) of the baseline ({shown}; "
-                f"baseline.max_dropped = {bl.max_dropped})")
+        return (
+            f"the candidate's records lack {n_dropped} record(s) of the baseline ({shown}; "
+            f"baseline.max_dropped = {bl.max_dropped})"
+        )
     if paired == 0 or frac < bl.min_paired_fraction:
-        return (f"only {paired} of {either} records are scored by both systems ({frac:.1%}; "
-                f"baseline.min_paired_fraction = {bl.min_paired_fraction:.0%})")
+        return (
+            f"only {paired} of {either} records are scored by both systems ({frac:.1%}; "
+            f"baseline.min_paired_fraction = {bl.min_paired_fraction:.0%})"
+        )
     return None
 
 
@@ -54,7 +66,9 @@ class PairedIds:
 
     def __init__(self, ids_c: np.ndarray, ids_b: np.ndarray) -> None:
         self._c, self._b = ids_c, ids_b
-        self.common, self.at_c, self.at_b = np.intersect1d(ids_c, ids_b, assume_unique=True, return_indices=True)
+        self.common, self.at_c, self.at_b = np.intersect1d(
+            ids_c, ids_b, assume_unique=True, return_indices=True
+        )
         self.n_either = int(len(ids_c) + len(ids_b) - len(self.common))
 
     @staticmethod
@@ -86,8 +100,16 @@ def _restricted(release: Any, view: Any) -> tuple[np.ndarray, np.ndarray]:
     return kept, at["at"]
 
 
-def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, mc: Any, mb: Any,
-                      wanted: list[str], limit: int = 50) -> dict[str, list[dict[str, Any]]]:
+def _per_query_deltas(
+    fam: str,
+    fin: Any,
+    names: list[str],
+    common: np.ndarray,
+    mc: Any,
+    mb: Any,
+    wanted: list[str],
+    limit: int = 50,
+) -> dict[str, list[dict[str, Any]]]:
     """The paired per-record deltas of the ``wanted`` metrics (records where both systems
     define the metric and differ), most negative first, at most ``limit`` per metric:
     ``{fam.metric: [{"record_id", "candidate", "baseline", "delta"}]}``. Each system's
@@ -103,8 +125,15 @@ def _per_query_deltas(fam: str, fin: Any, names: list[str], common: np.ndarray, 
         d = c - bl
         sel = np.flatnonzero(~np.isnan(c) & ~np.isnan(bl) & (c != bl))
         order = worst_first(-d, sel, common.__getitem__, limit)  # most negative delta first, ties by id
-        out[f"{fam}.{m}"] = [{"record_id": str(common[j]), "candidate": float(c[j]), "baseline": float(bl[j]),
-                              "delta": float(c[j]) - float(bl[j])} for j in order]
+        out[f"{fam}.{m}"] = [
+            {
+                "record_id": str(common[j]),
+                "candidate": float(c[j]),
+                "baseline": float(bl[j]),
+                "delta": float(c[j]) - float(bl[j]),
+            }
+            for j in order
+        ]
     return out
 
 
@@ -120,8 +149,9 @@ def _baseline_config(config: AuditConfig) -> AuditConfig:
     return bcfg
 
 
-def _baseline_held(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path,
-                   progress: bool) -> tuple[Any, dict[str, FamilyRun], np.ndarray]:
+def _baseline_held(
+    config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path, progress: bool
+) -> tuple[Any, dict[str, FamilyRun], np.ndarray]:
     """``(release, baseline runs, baseline record ids)`` with the baseline's records read whole
     (:func:`~kg_rageval.records.read_records`), let go before the pairing."""
     from kg_rageval.audit.baseline import ReleaseCheck, load_baseline_ontology
@@ -139,8 +169,9 @@ def _baseline_held(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bp
     return release, bruns, check.ids()
 
 
-def _baseline_streamed(config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path,
-                       client: Any) -> tuple[Any, dict[str, FamilyRun], np.ndarray] | None:
+def _baseline_streamed(
+    config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path, client: Any
+) -> tuple[Any, dict[str, FamilyRun], np.ndarray] | None:
     """:func:`_baseline_held` with the baseline's records read once in chunks of the audit's
     ``chunk_size`` through the families (:func:`_stream_runs`, as the audited records are) and
     the release check (:class:`~kg_rageval.audit.baseline.ReleaseCheck`), none of them held;
@@ -162,23 +193,28 @@ def _baseline_streamed(config: AuditConfig, inputs: Mapping[str, Any], cand: Any
         names = configured_families(bcfg)
         view = RecordIndex(bpath, cand.size, names)
         bound = _bind_families(bcfg, binputs, names)
-    except Exception:  # noqa: BLE001 — the held baseline raises it where it raises it
+    except Exception:
         return None
     bruns = _stream_runs(bcfg, binputs, names, bound, view, (view.observe, check.observe), client)
     if bruns is None:
         return None
     try:
         release = check.result()
-    except Exception:  # noqa: BLE001 — refused: the held baseline raises it in its order
+    except Exception:
         return None
     if release.ontology is not planned:  # pragma: no cover — ReleaseCheck plans what it decides
         return None
     return release, bruns, check.ids()
 
 
-def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[str, FamilyRun],
-                  progress: bool, records: Any = None, client: Any = None
-                  ) -> tuple[dict[str, Any], dict[str, Metric]]:
+def _run_baseline(
+    config: AuditConfig,
+    inputs: Mapping[str, Any],
+    runs: Mapping[str, FamilyRun],
+    progress: bool,
+    records: Any = None,
+    client: Any = None,
+) -> tuple[dict[str, Any], dict[str, Metric]]:
     """Paired comparison with a baseline run on the same records.
 
     For each evaluation the candidate and baseline per-record stats are aligned on the record
@@ -197,15 +233,23 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
     assert config.baseline is not None
     bpath = config.path(config.baseline.records)
     if not bpath.exists():
-        raise InputError("baseline records file does not exist", source=config.source,
-                         location=f"baseline.records = {config.baseline.records!r}")
+        raise InputError(
+            "baseline records file does not exist",
+            source=config.source,
+            location=f"baseline.records = {config.baseline.records!r}",
+        )
     got = _baseline_streamed(config, inputs, cand, bpath, client) if cand.streamed else None
-    release, bruns, base_ids = got if got is not None else _baseline_held(config, inputs, cand, bpath, progress)
+    release, bruns, base_ids = (
+        got if got is not None else _baseline_held(config, inputs, cand, bpath, progress)
+    )
     b = config.bootstrap
     fams = configured_families(config)
     options = {f: family_options(config, f) for f in fams}
-    delta_gates = {resolve_metric(g.metric, scope=fams, options=options).qualified
-                   for g in config.all_gates() if g.metric.startswith("delta:")}
+    delta_gates = {
+        resolve_metric(g.metric, scope=fams, options=options).qualified
+        for g in config.all_gates()
+        if g.metric.startswith("delta:")
+    }
     deltas: dict[str, Metric] = {}
     pairs: dict[str, dict[str, Any]] = {}
     primary: list[str] = []
@@ -236,14 +280,15 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             frac = len(common) / pair.n_either if pair.n_either else 0.0
             unpaired = _pairing_problem(len(common), pair.n_either, frac, len(dropped), dropped_first, bl)
             pairing[label] = {
-                "paired_records": int(len(common)), "records_either": pair.n_either,
+                "paired_records": int(len(common)),
+                "records_either": pair.n_either,
                 "paired_fraction": round(frac, 6),
                 "candidate_only": {"n": int(len(ids_c) - len(common)), "ids": pair.only_c(20)},
                 "baseline_only": {"n": int(len(ids_b) - len(common)), "ids": pair.only_b(20)},
                 "missing": unpaired,
             }
             if unpaired is not None:
-                for m in ev.family.finalize({k: 0.0 for k in names}):
+                for m in ev.family.finalize(dict.fromkeys(names, 0.0)):
                     key = f"delta:{fam}.{m}"
                     primary.append(key)
                     deltas[key] = Metric(key, None, missing=unpaired)
@@ -262,17 +307,26 @@ def _run_baseline(config: AuditConfig, inputs: Mapping[str, Any], runs: Mapping[
             resamples = b.n_resamples if (wanted or b.always) else 0
             samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
             if resamples:  # paired: the same record draws (records aligned by id above) for both systems
-                rc, rb = replicate_values(fin, names, [mc, mb], list(tc), resamples, b.seed, bootstrap_weights)
+                rc, rb = replicate_values(
+                    fin, names, [mc, mb], list(tc), resamples, b.seed, bootstrap_weights
+                )
                 samples = {m: rc[m] - rb[m] for m in tc}  # NaN where either is undefined
             for m in tc:
                 key = f"delta:{fam}.{m}"
                 vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
                 if vc is None or vb is None:
-                    d = Metric(key, None, missing=f"{m} undefined for "
-                               f"{'candidate' if vc is None else 'baseline'} on {n} paired records")
+                    d = Metric(
+                        key,
+                        None,
+                        missing=f"{m} undefined for "
+                        f"{'candidate' if vc is None else 'baseline'} on {n} paired records",
+                    )
                 else:
-                    ci = (percentile_interval(samples[m], resamples, b.level)
-                          if resamples and n >= b.min_units else None)
+                    ci = (
+                        percentile_interval(samples[m], resamples, b.level)
+                        if resamples and n >= b.min_units
+                        else None
+                    )
                     d = Metric(key, float(vc - vb), None, None, None, ci)
                 primary.append(key)
                 deltas[key] = d

@@ -16,12 +16,13 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kg_rageval.results.metric import Metric
 from kg_rageval.audit.gates import finite_or_none, metric_dict
+from kg_rageval.results.metric import Metric
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.config import AuditConfig, CoverageConfig
@@ -52,7 +53,7 @@ def safe_rollup(ev: Any, ontology: Any, key: str = "gold_node") -> dict[str, dic
     return out
 
 
-def shown_nodes(config: "AuditConfig", ontology: Any, drivers: list[dict[str, Any]]) -> set[str]:
+def shown_nodes(config: AuditConfig, ontology: Any, drivers: list[dict[str, Any]]) -> set[str]:
     """The nodes the report's per-node section keeps (``report.node_rollup: true``): every
     node with ``depth_min <= report.node_depth`` (the markdown table shows depth 1-2, the HTML
     plot depth <= 3), each node a gate is scoped to (``node_gates``, ``[node:X]``) with its
@@ -74,14 +75,18 @@ def shown_nodes(config: "AuditConfig", ontology: Any, drivers: list[dict[str, An
     return keep
 
 
-def slice_breakdowns(runs: Mapping[str, "FamilyRun"], only: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def slice_breakdowns(
+    runs: Mapping[str, FamilyRun], only: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """``{family: {"slice:intent": {value: {"n": rows, "metrics": {...}}}}}``; ``only`` limits
     the slice names (the config's ``slices``; ``None`` = every slice the records use)."""
     out: dict[str, dict[str, Any]] = {}
     wanted = None if only is None else {f"slice:{n}" for n in only}
     for fam, run in runs.items():
         for ev in run.evaluations:
-            for key in sorted(k for k in ev.keys if k.startswith("slice:") and (wanted is None or k in wanted)):
+            for key in sorted(
+                k for k in ev.keys if k.startswith("slice:") and (wanted is None or k in wanted)
+            ):
                 bd = ev.breakdown(key)
                 dst = out.setdefault(fam, {}).setdefault(key, {})
                 for v, g in bd.items():
@@ -93,8 +98,9 @@ def slice_breakdowns(runs: Mapping[str, "FamilyRun"], only: list[str] | None = N
     return out
 
 
-def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] | None = None
-                 ) -> dict[str, dict[str, Any]]:
+def node_rollups(
+    runs: Mapping[str, FamilyRun], ontology: Any, only: set[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """``{node id: {"label", "depth", "n": {family: rows}, "metrics": {family.metric: value}}}``
     for every node with rows, or only the nodes in ``only`` (see :func:`shown_nodes`).
 
@@ -103,8 +109,8 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
     (:func:`~kg_rageval.results.forms.metric_values`), so no :class:`Metric` is built per node and
     metric; an evaluation with its own roll-up (quantiles) is finalized node by node."""
     from kg_rageval.results.columns import StatColumns
-    from kg_rageval.results.rollup import rollup_sums
     from kg_rageval.results.forms import metric_values
+    from kg_rageval.results.rollup import rollup_sums
 
     nodes: dict[str, dict[str, Any]] = {}
     keep = np.ones(len(ontology), dtype=bool)
@@ -117,7 +123,12 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
         nid = ids[i]
         d = nodes.get(nid)
         if d is None:
-            d = nodes[nid] = {"label": ontology.label(nid), "depth": int(ontology.depth_min[i]), "n": {}, "metrics": {}}
+            d = nodes[nid] = {
+                "label": ontology.label(nid),
+                "depth": int(ontology.depth_min[i]),
+                "n": {},
+                "metrics": {},
+            }
         return d
 
     for fam, run in runs.items():
@@ -155,8 +166,7 @@ def node_rollups(runs: Mapping[str, "FamilyRun"], ontology: Any, only: set[str] 
     return dict(sorted(nodes.items(), key=lambda kv: (kv[1]["depth"], kv[0])))
 
 
-def branch_impact(value: Any, weight: Any, global_value: float, threshold: float, op: str
-                  ) -> dict[str, Any]:
+def branch_impact(value: Any, weight: Any, global_value: float, threshold: float, op: str) -> dict[str, Any]:
     """How much of a failing gate's shortfall a branch carries beyond its size.
 
     For a gate ``m >= t`` (``>``: the same; ``<=``/``<``: signs reversed) failing globally at
@@ -174,8 +184,7 @@ def branch_impact(value: Any, weight: Any, global_value: float, threshold: float
     negative impact. Drivers are the branches with impact > 0. ``value`` and ``weight`` may be
     numpy arrays (one entry per branch): the results are then arrays."""
     sign = 1.0 if op in (">=", ">") else -1.0
-    return {"deficit": sign * weight * (threshold - value),
-            "impact": sign * weight * (global_value - value)}
+    return {"deficit": sign * weight * (threshold - value), "impact": sign * weight * (global_value - value)}
 
 
 def sums_rollup(ev: Any) -> bool:
@@ -186,8 +195,9 @@ def sums_rollup(ev: Any) -> bool:
     return getattr(type(ev), "rollup", None) is Evaluation.rollup
 
 
-def _table_of(rollup: Mapping[str, Mapping[str, Any]], ontology: Any, metric: str
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+def _table_of(
+    rollup: Mapping[str, Mapping[str, Any]], ontology: Any, metric: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """:func:`node_metric`'s arrays from a finalized roll-up (one entry per node)."""
     if not rollup:
         return None
@@ -202,8 +212,9 @@ def _table_of(rollup: Mapping[str, Mapping[str, Any]], ontology: Any, metric: st
     return np.asarray(idx), np.asarray(n), np.asarray(val), np.asarray(den)
 
 
-def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+def node_metric(
+    ev: Any, ontology: Any, metric: str, key: str = "gold_node"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """``(node indices, rows, values, denominators)`` of one metric on every node with rows in
     its subtree (the roll-up of :meth:`Evaluation.rollup`, in index order; NaN where the metric
     is undefined or has no denominator), or ``None`` when no row's ``key`` is an ontology id.
@@ -213,8 +224,8 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     sums are the full roll-up's bit for bit) and is evaluated on all nodes at once; any other
     metric rolls up every stat and is finalized node by node."""
     from kg_rageval.results.columns import StatColumns
-    from kg_rageval.results.rollup import rollup_sums
     from kg_rageval.results.forms import Projection, metric_forms, metric_values
+    from kg_rageval.results.rollup import rollup_sums
 
     if key not in ev.keys:
         return None
@@ -241,8 +252,15 @@ def node_metric(ev: Any, ontology: Any, metric: str, key: str = "gold_node"
     return kept, pooled[:, 0], got[0], got[1]
 
 
-def _form_holds(ev: Any, ontology: Any, node: np.ndarray, ok: np.ndarray, metric: str, kept: np.ndarray,
-                values: np.ndarray) -> bool:
+def _form_holds(
+    ev: Any,
+    ontology: Any,
+    node: np.ndarray,
+    ok: np.ndarray,
+    metric: str,
+    kept: np.ndarray,
+    values: np.ndarray,
+) -> bool:
     """The form's values against ``finalize`` on the full sums of three sample nodes (the
     first, a middle and the last kept node): a form that does not hold there is not used."""
     if not len(kept):
@@ -260,8 +278,9 @@ def _form_holds(ev: Any, ontology: Any, node: np.ndarray, ok: np.ndarray, metric
     return True
 
 
-def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, config: "AuditConfig"
-                    ) -> list[dict[str, Any]]:
+def failure_drivers(
+    results: list[GateResult], index: Any, ontology: Any, config: AuditConfig
+) -> list[dict[str, Any]]:
     """Branches driving each failed global value gate, most impact first (:func:`branch_impact`).
 
     The metric is computed on every node at once (:func:`node_metric`); only the drivers
@@ -297,12 +316,24 @@ def failure_drivers(results: list["GateResult"], index: Any, ontology: Any, conf
             i, v, w, n = int(kept[j]), float(values[j]), float(weight[j]), int(round(float(n_rows[j])))
             nid = ontology.ids[i]
             deficit, impact = float(imp["deficit"][j]), float(imp["impact"][j])
-            out.append({"gate": str(g), "node": nid, "label": ontology.label(nid),
-                        "depth": int(ontology.depth_min[i]), "n": n, "value": v, "status": "fail",
-                        "weight": w, "shortfall": abs(v - g.threshold), "deficit": deficit,
-                        "deficit_share": deficit / total_def if total_def else None,
-                        "size_share": w / total_w if total_w else None,
-                        "impact": impact, "thin": n < thin})
+            out.append(
+                {
+                    "gate": str(g),
+                    "node": nid,
+                    "label": ontology.label(nid),
+                    "depth": int(ontology.depth_min[i]),
+                    "n": n,
+                    "value": v,
+                    "status": "fail",
+                    "weight": w,
+                    "shortfall": abs(v - g.threshold),
+                    "deficit": deficit,
+                    "deficit_share": deficit / total_def if total_def else None,
+                    "size_share": w / total_w if total_w else None,
+                    "impact": impact,
+                    "thin": n < thin,
+                }
+            )
     out.sort(key=lambda e: (-e["impact"], -e["depth"], e["node"]))
     return out[: max(config.report.top_branches * 5, 50)]
 
@@ -333,14 +364,14 @@ def _branch_of(ontology: Any, node: str | None, depth: int) -> str:
     if i is None:
         return "(not in ontology)"
     want = depth
-    anc = ontology.anc_idx[ontology.anc_ptr[i]:ontology.anc_ptr[i + 1]]
+    anc = ontology.anc_idx[ontology.anc_ptr[i] : ontology.anc_ptr[i + 1]]
     cands = [a for a in anc.tolist() if int(ontology.depth_min[a]) == want]
     if cands:
         return ontology.ids[min(cands)]
     return ontology.ids[i] if i != 0 else "(root)"
 
 
-def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
+def make_branch_of(ontology: Any, cfg: CoverageConfig):
     """``node id -> branch id``: the first of ``cfg.branches`` whose subtree holds the node
     (``(other)`` for none), else the node's ancestor at ``cfg.branch_depth``."""
     if not cfg.branches:
@@ -358,8 +389,10 @@ def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
         from kg_rageval.base.errors import ConfigError
 
         raise ConfigError(f"coverage.branches: not in the ontology: {', '.join(unknown)}")
-    subtrees = [(b, set(ontology.descendant_indices(ontology.index(b), include_self=True).tolist()))
-                for b in cfg.branches]
+    subtrees = [
+        (b, set(ontology.descendant_indices(ontology.index(b), include_self=True).tolist()))
+        for b in cfg.branches
+    ]
 
     def branch_of(node: str | None) -> str:
         if node is None:
@@ -372,8 +405,9 @@ def make_branch_of(ontology: Any, cfg: "CoverageConfig"):
     return branch_of
 
 
-def coverage_matrix(records: Iterable[Mapping[str, Any]], ontology: Any, corpus: list[dict] | None,
-                    cfg: "CoverageConfig") -> dict[str, Any]:
+def coverage_matrix(
+    records: Iterable[Mapping[str, Any]], ontology: Any, corpus: list[dict] | None, cfg: CoverageConfig
+) -> dict[str, Any]:
     """Records per (intent, doc type, branch) with the empty and thin cells listed
     (:class:`CoverageCounter` over ``records``)."""
     counter = CoverageCounter(ontology, corpus, cfg)
@@ -387,7 +421,7 @@ class CoverageCounter:
     (:func:`coverage_matrix`). Each record adds one to its (intent, doc type, branch) cell;
     the counts are all it keeps."""
 
-    def __init__(self, ontology: Any, corpus: list[dict] | None, cfg: "CoverageConfig") -> None:
+    def __init__(self, ontology: Any, corpus: list[dict] | None, cfg: CoverageConfig) -> None:
         doc_type: dict[str, str] = {}
         for d in corpus or []:
             t = d.get(cfg.type_field)
@@ -405,7 +439,9 @@ class CoverageCounter:
             intent = str(sl.get(cfg.intent_slice, "(none)"))
             dt = sl.get(cfg.doc_type_slice)
             if dt is None:
-                gold = (r.get("retrieval") or {}).get("gold") if isinstance(r.get("retrieval"), dict) else None
+                gold = (
+                    (r.get("retrieval") or {}).get("gold") if isinstance(r.get("retrieval"), dict) else None
+                )
                 first = None
                 if isinstance(gold, dict) and gold:
                     first = next(iter(gold))
@@ -423,7 +459,9 @@ class CoverageCounter:
         if cfg.branches:
             all_branches = list(cfg.branches)
         else:
-            all_branches = [ontology.ids[i] for i in np.flatnonzero(ontology.depth_min == cfg.branch_depth).tolist()]
+            all_branches = [
+                ontology.ids[i] for i in np.flatnonzero(ontology.depth_min == cfg.branch_depth).tolist()
+            ]
         if len(all_branches) <= 200:
             branches.update(all_branches)
         intents_l, types_l, branches_l = sorted(intents), sorted(types), sorted(branches)
@@ -451,7 +489,7 @@ class CoverageCounter:
         }
 
 
-def relation_counts(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, int]]:
+def relation_counts(runs: Mapping[str, FamilyRun]) -> dict[str, dict[str, int]]:
     """``{family: {relation: rows}}`` from any ``relation`` detail column."""
     out: dict[str, dict[str, int]] = {}
     for fam, run in runs.items():
@@ -467,8 +505,14 @@ def relation_counts(runs: Mapping[str, "FamilyRun"]) -> dict[str, dict[str, int]
     return out
 
 
-def exclusion_attribution(runs: Mapping[str, "FamilyRun"], records: Iterable[Mapping[str, Any]],
-                          corpus: list[dict] | None, ontology: Any, *, branch_of: Any = None) -> dict[str, Any]:
+def exclusion_attribution(
+    runs: Mapping[str, FamilyRun],
+    records: Iterable[Mapping[str, Any]],
+    corpus: list[dict] | None,
+    ontology: Any,
+    *,
+    branch_of: Any = None,
+) -> dict[str, Any]:
     """Gold documents excluded before ranking, attributed to the filter (or entitlement) that
     removed them. Filters are replayed: ``within X`` keeps documents with a category in X's
     subtree (X included; the document's ``categories``); ``eq``/``in`` compare the document
@@ -507,7 +551,13 @@ class ExclusionCounter:
     def add(self, records: Iterable[Mapping[str, Any]]) -> None:
         if not self.active:
             return
-        docs, hidden, keeps, ontology, branch_of = self.docs, self.hidden, self.keeps, self.ontology, self.branch_of
+        docs, hidden, keeps, ontology, branch_of = (
+            self.docs,
+            self.hidden,
+            self.keeps,
+            self.ontology,
+            self.branch_of,
+        )
         by_field, by_branch, examples = self.by_field, self.by_branch, self.examples
         for r in records:
             ret = r.get("retrieval")
@@ -579,8 +629,11 @@ def _frozen(x: Any) -> Any:
 def _filter_key(f: Mapping[str, Any]) -> Any:
     """What :func:`_keeps` reads of a filter: its field, op and value."""
     v = f.get("value")
-    return (f.get("field"), f.get("op", "eq"), type(v), v) if type(v) in _SCALARS else \
-        (f.get("field"), f.get("op", "eq"), _frozen(v))
+    return (
+        (f.get("field"), f.get("op", "eq"), type(v), v)
+        if type(v) in _SCALARS
+        else (f.get("field"), f.get("op", "eq"), _frozen(v))
+    )
 
 
 def _principal_key(principal: Mapping[str, Any]) -> Any:
@@ -647,7 +700,12 @@ def _keeps(doc: Mapping[str, Any], f: Mapping[str, Any], ontology: Any) -> bool:
         dv = doc.get("categories", doc.get("category"))
     vals = dv if isinstance(dv, list) else ([dv] if dv is not None else [])
     if op == "within":
-        return any(isinstance(v, str) and v in ontology and (v == value or (value in ontology and ontology.is_ancestor(value, v))) for v in vals)
+        return any(
+            isinstance(v, str)
+            and v in ontology
+            and (v == value or (value in ontology and ontology.is_ancestor(value, v)))
+            for v in vals
+        )
     if op == "in":
         allowed = value if isinstance(value, list) else [value]
         return any(v in allowed for v in vals)

@@ -10,12 +10,13 @@ baseline section only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from html import escape as _html_escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
-from kg_rageval.base.fmt import fmt_value
 from kg_rageval.audit.escape import xml_text
+from kg_rageval.base.fmt import fmt_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.result import AuditResult
@@ -83,23 +84,35 @@ def _table(headers: list[str], rows: Iterable[list[str]], num_cols: Iterable[int
     nums = set(num_cols)
     out = ["<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
     for r in rows:
-        out.append("<tr>" + "".join(
-            f'<td class="num">{c}</td>' if i in nums else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(f'<td class="num">{c}</td>' if i in nums else f"<td>{c}</td>" for i, c in enumerate(r))
+            + "</tr>"
+        )
     out.append("</tbody></table>")
     return "".join(out)
 
 
-def bar_chart(items: list[tuple[str, float]], *, title: str, color: str = "#3b6fb6", value_fmt: str = "{:g}",
-              max_value: float | None = None, colors: list[str] | None = None) -> str:
+def bar_chart(
+    items: list[tuple[str, float]],
+    *,
+    title: str,
+    color: str = "#3b6fb6",
+    value_fmt: str = "{:g}",
+    max_value: float | None = None,
+    colors: list[str] | None = None,
+) -> str:
     """Horizontal bar chart as inline SVG."""
     if not items:
         return f'<p class="sub">{escape(title)}: no data.</p>'
     width, label_w, row_h = 560, 190, 22
     top = max([v for _, v in items] + [max_value or 0]) or 1.0
     h = row_h * len(items) + 8
-    parts = [f'<div class="ctitle">{escape(title)}</div>'
-             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
-             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    parts = [
+        f'<div class="ctitle">{escape(title)}</div>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+    ]
     for i, (lab, v) in enumerate(items):
         y = 2 + i * row_h
         w = max(0.0, (width - label_w - 70) * (v / top))
@@ -112,7 +125,7 @@ def bar_chart(items: list[tuple[str, float]], *, title: str, color: str = "#3b6f
     return "".join(parts)
 
 
-def _primary_gate(result: "AuditResult"):
+def _primary_gate(result: AuditResult):
     """The global gate shown on the hierarchy plot: the first failing one with node data, else
     the first with node data."""
     cands = []
@@ -129,7 +142,7 @@ def _primary_gate(result: "AuditResult"):
     return (cands[0][0], cands[0][2], cands[0][3]) if cands else None
 
 
-def _node_metric_keys(result: "AuditResult", metric: str) -> list[str]:
+def _node_metric_keys(result: AuditResult, metric: str) -> list[str]:
     cache = getattr(result, "_node_keys", None)
     if cache is None:
         cache = set()
@@ -139,7 +152,7 @@ def _node_metric_keys(result: "AuditResult", metric: str) -> list[str]:
     return sorted(k for k in cache if k == metric or k.endswith("." + metric))
 
 
-def failed_gate_views(result: "AuditResult") -> list[tuple[Any, str, str | None]]:
+def failed_gate_views(result: AuditResult) -> list[tuple[Any, str, str | None]]:
     """``(gate, node metric key, subtree root)`` of every failed or missing gate whose metric has
     per-node evidence, in gate order: global gates over the whole hierarchy, ``node:X`` gates
     over X's subtree (slice gates have no per-node view: the roll-up is not per slice)."""
@@ -148,7 +161,7 @@ def failed_gate_views(result: "AuditResult") -> list[tuple[Any, str, str | None]
         g = r.gate
         if r.status == "pass" or g.metric.startswith("delta:") or g.metric.endswith("missing_run_rate"):
             continue
-        root = g.scope[len("node:"):] if g.scope and g.scope.startswith("node:") else None
+        root = g.scope[len("node:") :] if g.scope and g.scope.startswith("node:") else None
         if g.scope and root is None:
             continue
         for key in _node_metric_keys(result, g.metric):
@@ -158,8 +171,9 @@ def failed_gate_views(result: "AuditResult") -> list[tuple[Any, str, str | None]
     return out
 
 
-def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, key: str | None = None,
-                   root: str | None = None) -> str:
+def hierarchy_plot(
+    result: AuditResult, max_rows: int = 45, gate: Any = None, key: str | None = None, root: str | None = None
+) -> str:
     """Per-branch scores as an indented tree (3 levels) with one bar per node, for ``gate``
     (default: the first failing gate with per-node evidence, else the first with any), over
     the whole hierarchy or the subtree of ``root``."""
@@ -172,7 +186,11 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, 
     start = ont.index(root) if root is not None and root in ont else 0
     top = result.nodes.get(ont.ids[start], {}).get("depth", 0) if start else 0
     inside = set(ont.descendant_indices(start, include_self=True).tolist()) if start else None
-    rows = [(nid, d) for nid, d in result.nodes.items() if d["metrics"].get(key) is not None or key in d["metrics"]]
+    rows = [
+        (nid, d)
+        for nid, d in result.nodes.items()
+        if d["metrics"].get(key) is not None or key in d["metrics"]
+    ]
     if inside is not None:
         rows = [r for r in rows if ont.id_index.get(r[0]) in inside]
     # keep the most populated nodes of the top levels, shown in tree (pre-)order
@@ -190,7 +208,7 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, 
         if nid in keep:
             order.append((nid, depth))
         ptr, idx = children
-        for c in idx[ptr[i]:ptr[i + 1]].tolist():
+        for c in idx[ptr[i] : ptr[i + 1]].tolist():
             if ont.ids[c] in keep or depth < 3:
                 walk(c, depth + 1, seen)
 
@@ -198,10 +216,12 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, 
     width, row_h, indent, label_w = 760, 20, 14, 300
     h = row_h * len(order) + 12
     under = f" under {escape(ont.label(root) or root)}" if root is not None else ""
-    parts = [f'<div class="ctitle">{escape(key)} per branch{under} (gate <code>{escape(str(gate))}</code>; '
-             f'red = violates the threshold, dashed line = threshold; n = rows)</div>'
-             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
-             f'aria-label="per-branch {escape(key)}"><title>{escape(key)} per ontology branch</title>']
+    parts = [
+        f'<div class="ctitle">{escape(key)} per branch{under} (gate <code>{escape(str(gate))}</code>; '
+        f"red = violates the threshold, dashed line = threshold; n = rows)</div>"
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img" '
+        f'aria-label="per-branch {escape(key)}"><title>{escape(key)} per ontology branch</title>'
+    ]
     scale = width - label_w - 110
     tx = label_w + scale * max(0.0, min(1.0, gate.threshold))
     for i, (nid, depth) in enumerate(order):
@@ -211,16 +231,22 @@ def hierarchy_plot(result: "AuditResult", max_rows: int = 45, gate: Any = None, 
         n = max(d["n"].values() or [0])
         lab = f"{d['label'] or nid}"
         lab = lab if len(lab) <= 34 else lab[:33] + "…"
-        parts.append(f'<text x="{depth * indent}" y="{y + 13}"><title>{escape(nid)}</title>{escape(lab)}</text>')
+        parts.append(
+            f'<text x="{depth * indent}" y="{y + 13}"><title>{escape(nid)}</title>{escape(lab)}</text>'
+        )
         if v is None:
             parts.append(f'<text x="{label_w}" y="{y + 13}" fill="#a15c00">missing (n={n})</text>')
             continue
         w = scale * max(0.0, min(1.0, float(v)))
         ok = gate.compare(float(v))
-        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 7}" '
-                     f'fill="{"#3b8f5a" if ok else "#c0392b"}"/>')
+        parts.append(
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 7}" '
+            f'fill="{"#3b8f5a" if ok else "#c0392b"}"/>'
+        )
         parts.append(f'<text x="{label_w + scale + 8}" y="{y + 13}">{float(v):.3f} (n={n})</text>')
-    parts.append(f'<line x1="{tx:.1f}" y1="0" x2="{tx:.1f}" y2="{h - 4}" stroke="#1d2330" stroke-dasharray="4 3"/>')
+    parts.append(
+        f'<line x1="{tx:.1f}" y1="0" x2="{tx:.1f}" y2="{h - 4}" stroke="#1d2330" stroke-dasharray="4 3"/>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -232,8 +258,14 @@ def coverage_heatmap(cov: dict[str, Any], max_branches: int = 40) -> str:
     branches = axes["branch"][:max_branches]
     counts = {(c["intent"], c["doc_type"], c["branch"]): c["n"] for c in cov["cells"]}
     thin = cov["thin_threshold"]
-    head = "<tr><th>intent</th><th>doc type</th>" + "".join(
-        f'<th title="{escape(b)}">{escape((cov["branch_labels"].get(b) or b)[:14])}</th>' for b in branches) + "</tr>"
+    head = (
+        "<tr><th>intent</th><th>doc type</th>"
+        + "".join(
+            f'<th title="{escape(b)}">{escape((cov["branch_labels"].get(b) or b)[:14])}</th>'
+            for b in branches
+        )
+        + "</tr>"
+    )
     body = []
     for it in axes["intent"]:
         for dt in axes["doc_type"]:
@@ -243,19 +275,24 @@ def coverage_heatmap(cov: dict[str, Any], max_branches: int = 40) -> str:
                 cls = "c0" if n == 0 else ("c1" if n < thin else "c2")
                 cells.append(f'<td class="{cls}">{n}</td>')
             body.append(f"<tr><td>{escape(it)}</td><td>{escape(dt)}</td>{''.join(cells)}</tr>")
-    more = (f'<p class="sub">{len(axes["branch"]) - max_branches} more branches in the JSON report.</p>'
-            if len(axes["branch"]) > max_branches else "")
-    return (f'<p class="sub">{cov["n_cells"]} cells: <span class="tag" style="background:#c0392b">'
-            f'{cov["n_empty"]} empty</span> <span class="tag" style="background:#a15c00">{cov["n_thin"]} thin '
-            f'(&lt; {thin})</span></p><div style="overflow-x:auto"><table class="heat">{head}{"".join(body)}</table></div>{more}')
+    more = (
+        f'<p class="sub">{len(axes["branch"]) - max_branches} more branches in the JSON report.</p>'
+        if len(axes["branch"]) > max_branches
+        else ""
+    )
+    return (
+        f'<p class="sub">{cov["n_cells"]} cells: <span class="tag" style="background:#c0392b">'
+        f'{cov["n_empty"]} empty</span> <span class="tag" style="background:#a15c00">{cov["n_thin"]} thin '
+        f'(&lt; {thin})</span></p><div style="overflow-x:auto"><table class="heat">{head}{"".join(body)}</table></div>{more}'
+    )
 
 
-def _qualified_delta(key: str, result: "AuditResult") -> bool:
+def _qualified_delta(key: str, result: AuditResult) -> bool:
     """``delta:<family>.<metric>`` keys (unique), not the unqualified or evaluation aliases."""
     return key in set((result.baseline or {}).get("primary", ()))
 
 
-def _duplicate_key(key: str, result: "AuditResult") -> bool:
+def _duplicate_key(key: str, result: AuditResult) -> bool:
     """An unqualified metric key whose ``family.metric`` twin is also in the table."""
     if "[" in key or key.startswith("delta:") or key.split(".", 1)[0] in result.families:
         return False
@@ -263,16 +300,21 @@ def _duplicate_key(key: str, result: "AuditResult") -> bool:
 
 
 def _delta_row(k: str, d: dict[str, Any]) -> list[str]:
-    return [f"<code>{escape(k)}</code>", _f(d.get("candidate")), _f(d.get("baseline")), _f(d.get("value")),
-            (f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else escape(d.get("missing") or ""))]
+    return [
+        f"<code>{escape(k)}</code>",
+        _f(d.get("candidate")),
+        _f(d.get("baseline")),
+        _f(d.get("value")),
+        (f"[{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]" if d.get("ci") else escape(d.get("missing") or "")),
+    ]
 
 
-def _gated_delta(key: str, result: "AuditResult") -> bool:
+def _gated_delta(key: str, result: AuditResult) -> bool:
     gated = {r.gate.metric for r in result.gate_results if r.gate.metric.startswith("delta:")}
-    return key in gated or any(key.endswith("." + g[len("delta:"):]) for g in gated)
+    return key in gated or any(key.endswith("." + g[len("delta:") :]) for g in gated)
 
 
-def metric_family(key: str, result: "AuditResult") -> str:
+def metric_family(key: str, result: AuditResult) -> str:
     """The family a metric key belongs to (``fam.m``, ``fam.eval.m``, scoped keys, bare names)."""
     base = key.split("[", 1)[0]
     head = base.split(".", 1)[0]
@@ -286,7 +328,7 @@ def _num_attr(x: Any) -> str:
     return f"{float(x)!r}" if isinstance(x, (int, float)) and x == x else ""
 
 
-def metrics_html(result: "AuditResult") -> str:
+def metrics_html(result: AuditResult) -> str:
     """Every metric (``delta:`` keys are in the baseline section), one sortable table per family,
     with a filter box; unqualified duplicates of ``family.metric`` keys are left out."""
     groups: dict[str, list[tuple[str, Any]]] = {}
@@ -296,9 +338,11 @@ def metrics_html(result: "AuditResult") -> str:
         groups.setdefault(metric_family(k, result), []).append((k, m))
     if not groups:
         return "<h2>Metrics</h2><p class='sub'>No metrics.</p>"
-    out = ["<h2>Metrics</h2>",
-           "<input id='metric-filter' class='filter' type='search' placeholder='filter metrics (name, family, value)' "
-           "aria-label='filter metrics'>"]
+    out = [
+        "<h2>Metrics</h2>",
+        "<input id='metric-filter' class='filter' type='search' placeholder='filter metrics (name, family, value)' "
+        "aria-label='filter metrics'>",
+    ]
     order = [f for f in result.families if f in groups] + sorted(set(groups) - set(result.families))
     for fam in order:
         rows = groups[fam]
@@ -307,19 +351,26 @@ def metrics_html(result: "AuditResult") -> str:
             f"<td><code>{escape(k)}</code></td>"
             f'<td class="num" data-v="{_num_attr(m.value)}">{_f(m.value)}</td>'
             f'<td class="num" data-v="{_num_attr(m.denominator)}">'
-            + (f"{m.numerator:g}/{m.denominator:g}" if m.numerator is not None and m.denominator is not None else "")
+            + (
+                f"{m.numerator:g}/{m.denominator:g}"
+                if m.numerator is not None and m.denominator is not None
+                else ""
+            )
             + "</td>"
             f"<td>{(f'[{m.ci[0]:.4f}, {m.ci[1]:.4f}]' if m.ci else '')}</td>"
             f"<td>{escape(m.missing or '')}</td></tr>"
-            for k, m in rows)
-        out.append(f"<section class='metric-family' data-family='{escape(fam, quote=True)}'>"
-                   f"<h3>{escape(fam)} <span class='sub'>({len(rows)} metrics)</span></h3>"
-                   "<table class='sortable'><thead><tr><th>metric</th><th>value</th><th>num/den</th><th>CI</th>"
-                   f"<th>missing</th></tr></thead><tbody>{body}</tbody></table></section>")
+            for k, m in rows
+        )
+        out.append(
+            f"<section class='metric-family' data-family='{escape(fam, quote=True)}'>"
+            f"<h3>{escape(fam)} <span class='sub'>({len(rows)} metrics)</span></h3>"
+            "<table class='sortable'><thead><tr><th>metric</th><th>value</th><th>num/den</th><th>CI</th>"
+            f"<th>missing</th></tr></thead><tbody>{body}</tbody></table></section>"
+        )
     return "".join(out)
 
 
-def failing_records_html(result: "AuditResult") -> str:
+def failing_records_html(result: AuditResult) -> str:
     """Per failing gate, the records driving it (worst first)."""
     import json
 
@@ -331,53 +382,112 @@ def failing_records_html(result: "AuditResult") -> str:
     blocks = [f for f in result.failing if f["records"] or f.get("note")]
     if not blocks:
         return ""
-    out = ["<h2>Records driving the failing gates</h2>",
-           f"<p class='sub'>worst first: the records furthest below the threshold on their own "
-           f"(at most {result.config.report.failing_records} per gate; all counts in the JSON report)</p>"]
+    out = [
+        "<h2>Records driving the failing gates</h2>",
+        f"<p class='sub'>worst first: the records furthest below the threshold on their own "
+        f"(at most {result.config.report.failing_records} per gate; all counts in the JSON report)</p>",
+    ]
     for f in blocks:
-        out.append(f"<h3><code>{escape(f['gate'])}</code> <span class='tag {escape(f['status'])}'>"
-                   f"{escape(f['status'].upper())}</span> <span class='sub'>{len(f['records'])} of "
-                   f"{f['n_driving']} records</span></h3>" if f["records"] else
-                   f"<h3><code>{escape(f['gate'])}</code> <span class='sub'>{escape(f['note'])}</span></h3>")
+        out.append(
+            f"<h3><code>{escape(f['gate'])}</code> <span class='tag {escape(f['status'])}'>"
+            f"{escape(f['status'].upper())}</span> <span class='sub'>{len(f['records'])} of "
+            f"{f['n_driving']} records</span></h3>"
+            if f["records"]
+            else f"<h3><code>{escape(f['gate'])}</code> <span class='sub'>{escape(f['note'])}</span></h3>"
+        )
         if not f["records"]:
             continue
-        out.append(_table(["record", "query", "gold", "prediction", "value", "reason"], (
-            [escape(str(r["id"])), cell(r["query"]), cell(r["gold"]), cell(r["prediction"]), _f(r["value"]),
-             escape(r["reason"] or "")] for r in f["records"]), num_cols=[4]))
+        out.append(
+            _table(
+                ["record", "query", "gold", "prediction", "value", "reason"],
+                (
+                    [
+                        escape(str(r["id"])),
+                        cell(r["query"]),
+                        cell(r["gold"]),
+                        cell(r["prediction"]),
+                        _f(r["value"]),
+                        escape(r["reason"] or ""),
+                    ]
+                    for r in f["records"]
+                ),
+                num_cols=[4],
+            )
+        )
     return "".join(out)
 
 
-def html_report(result: "AuditResult") -> str:
+def html_report(result: AuditResult) -> str:
     c = result.status_counts()
     verdict = "pass" if result.passed else "fail"
     ont = result.ontology
     s: list[str] = []
-    s.append(f"<h1>Audit: {escape(result.config.name)} <span class='verdict {verdict}'>"
-             f"{'PASSED' if result.passed else 'FAILED'}</span></h1>")
-    s.append(f"<p class='sub'>{len(result.gate_results)} gates — {c['pass']} pass, {c['fail']} fail, "
-             f"{c['missing']} missing evidence · {result.n_records} records · ontology "
-             f"<code>{escape(str(ont.source))}</code> ({len(ont)} nodes) · {result.seconds:.2f} s</p>")
+    s.append(
+        f"<h1>Audit: {escape(result.config.name)} <span class='verdict {verdict}'>"
+        f"{'PASSED' if result.passed else 'FAILED'}</span></h1>"
+    )
+    s.append(
+        f"<p class='sub'>{len(result.gate_results)} gates — {c['pass']} pass, {c['fail']} fail, "
+        f"{c['missing']} missing evidence · {result.n_records} records · ontology "
+        f"<code>{escape(str(ont.source))}</code> ({len(ont)} nodes) · {result.seconds:.2f} s</p>"
+    )
     s.append("<h2>Gates</h2>")
     order = {"missing": 0, "fail": 1, "pass": 2}
-    s.append(_table(["status", "gate", "observed", "reason"], (
-        [f"<span class='tag {r.status}'>{r.status.upper()}</span>", f"<code>{escape(str(r.gate))}</code>",
-         _f(r.observed), escape(r.reason)]
-        for r in sorted(result.gate_results, key=lambda r: order[r.status])), num_cols=[2]))
+    s.append(
+        _table(
+            ["status", "gate", "observed", "reason"],
+            (
+                [
+                    f"<span class='tag {r.status}'>{r.status.upper()}</span>",
+                    f"<code>{escape(str(r.gate))}</code>",
+                    _f(r.observed),
+                    escape(r.reason),
+                ]
+                for r in sorted(result.gate_results, key=lambda r: order[r.status])
+            ),
+            num_cols=[2],
+        )
+    )
     views = failed_gate_views(result)
     if views:
-        s.append(f"<h2>Per-branch scores on the hierarchy ({len(views)} failed gate{'s' if len(views) > 1 else ''})</h2>")
-        s.extend("<div class='card'>" + hierarchy_plot(result, gate=g, key=k, root=root) + "</div>"
-                 for g, k, root in views)
+        s.append(
+            f"<h2>Per-branch scores on the hierarchy ({len(views)} failed gate{'s' if len(views) > 1 else ''})</h2>"
+        )
+        s.extend(
+            "<div class='card'>" + hierarchy_plot(result, gate=g, key=k, root=root) + "</div>"
+            for g, k, root in views
+        )
     else:
-        s.append("<h2>Per-branch scores on the hierarchy</h2><div class='card'>" + hierarchy_plot(result) + "</div>")
+        s.append(
+            "<h2>Per-branch scores on the hierarchy</h2><div class='card'>"
+            + hierarchy_plot(result)
+            + "</div>"
+        )
     s.append("<h2>Branches driving the failures</h2>")
     if result.drivers:
-        s.append("<p class='sub'>impact = weight × (global value − branch value): the branch's share of the "
-                 "shortfall beyond its size (docs/audit.md)</p>")
-        s.append(_table(["gate", "node", "label", "depth", "rows", "value", "deficit share", "impact"], (
-            [f"<code>{escape(d['gate'])}</code>", escape(d["node"]), escape(d["label"] or ""), str(d["depth"]),
-             str(d["n"]), _f(d["value"]), _f(d.get("deficit_share")), _f(d["impact"], 3)]
-            for d in result.drivers[: result.config.report.top_branches]), num_cols=[3, 4, 5, 6, 7]))
+        s.append(
+            "<p class='sub'>impact = weight × (global value − branch value): the branch's share of the "
+            "shortfall beyond its size (docs/audit.md)</p>"
+        )
+        s.append(
+            _table(
+                ["gate", "node", "label", "depth", "rows", "value", "deficit share", "impact"],
+                (
+                    [
+                        f"<code>{escape(d['gate'])}</code>",
+                        escape(d["node"]),
+                        escape(d["label"] or ""),
+                        str(d["depth"]),
+                        str(d["n"]),
+                        _f(d["value"]),
+                        _f(d.get("deficit_share")),
+                        _f(d["impact"], 3),
+                    ]
+                    for d in result.drivers[: result.config.report.top_branches]
+                ),
+                num_cols=[3, 4, 5, 6, 7],
+            )
+        )
     else:
         s.append("<p class='sub'>No failing global gate with per-node evidence.</p>")
     s.append(failing_records_html(result))
@@ -390,75 +500,167 @@ def html_report(result: "AuditResult") -> str:
             if name in rel:
                 rel_items.append((f"{fam}: {name}" if len(result.relations) > 1 else name, float(rel[name])))
     rel_colors = ["#1e7d45" if lab.endswith("exact") else "#3b6fb6" for lab, _ in rel_items]
-    s.append("<div class='card'>" + bar_chart(rel_items, title="Confusion relations (gold → predicted)",
-                                                colors=rel_colors) + "</div>")
+    s.append(
+        "<div class='card'>"
+        + bar_chart(rel_items, title="Confusion relations (gold → predicted)", colors=rel_colors)
+        + "</div>"
+    )
     ex = result.exclusions or {}
     ex_items = [(f"filter: {k}", float(v)) for k, v in (ex.get("excluded_by_filter") or {}).items()]
     if ex:
         ex_items.append(("entitlement (correct)", float(ex.get("excluded_by_entitlement", 0))))
         if ex.get("inconsistent_filter_log"):
             ex_items.append(("inconsistent filter log", float(ex["inconsistent_filter_log"])))
-    ex_colors = ["#7f8c8d" if lab.startswith("entitlement") else "#a15c00" if lab.startswith("inconsistent")
-                 else "#c0392b" for lab, _ in ex_items]
-    s.append("<div class='card'>" + bar_chart(ex_items, title=f"Gold documents excluded before ranking "
-                                              f"(of {ex.get('gold_documents', 0)})", colors=ex_colors) + "</div>")
+    ex_colors = [
+        "#7f8c8d"
+        if lab.startswith("entitlement")
+        else "#a15c00"
+        if lab.startswith("inconsistent")
+        else "#c0392b"
+        for lab, _ in ex_items
+    ]
+    s.append(
+        "<div class='card'>"
+        + bar_chart(
+            ex_items,
+            title=f"Gold documents excluded before ranking (of {ex.get('gold_documents', 0)})",
+            colors=ex_colors,
+        )
+        + "</div>"
+    )
     s.append("</div>")
-    att = sorted((k, m) for k, m in result.metrics.items()
-                 if "doc_attribution@" in k and "[" not in k and k.count(".") >= 2 and m.value is not None)
+    att = sorted(
+        (k, m)
+        for k, m in result.metrics.items()
+        if "doc_attribution@" in k and "[" not in k and k.count(".") >= 2 and m.value is not None
+    )
     if att:
         stage_colors = {"found": "#1e7d45", "filter": "#c0392b", "retriever": "#a15c00", "ranker": "#3b6fb6"}
         items = [(k.rsplit(".", 1)[-1], float(m.value)) for k, m in att if m.value is not None]
-        s.append("<div class='card'>" + bar_chart(
-            items, title=f"Where gold documents were lost ({att[0][0].rsplit('.', 1)[0]}: share of eligible gold docs)",
-            value_fmt="{:.1%}", max_value=1.0, colors=[stage_colors.get(n, "#3b6fb6") for n, _ in items]) + "</div>")
+        s.append(
+            "<div class='card'>"
+            + bar_chart(
+                items,
+                title=f"Where gold documents were lost ({att[0][0].rsplit('.', 1)[0]}: share of eligible gold docs)",
+                value_fmt="{:.1%}",
+                max_value=1.0,
+                colors=[stage_colors.get(n, "#3b6fb6") for n, _ in items],
+            )
+            + "</div>"
+        )
     if ex.get("excluded_by_branch"):
-        s.append("<div class='card'>" + bar_chart(
-            [(f"{ont.label(b) or b}" if b in ont else b, float(v)) for b, v in list(ex["excluded_by_branch"].items())[:15]],
-            title="Filter exclusions by ontology branch", color="#c0392b") + "</div>")
-    s.append("<h2>Coverage: intent × document type × ontology branch</h2>" + coverage_heatmap(result.coverage))
+        s.append(
+            "<div class='card'>"
+            + bar_chart(
+                [
+                    (f"{ont.label(b) or b}" if b in ont else b, float(v))
+                    for b, v in list(ex["excluded_by_branch"].items())[:15]
+                ],
+                title="Filter exclusions by ontology branch",
+                color="#c0392b",
+            )
+            + "</div>"
+        )
+    s.append(
+        "<h2>Coverage: intent × document type × ontology branch</h2>" + coverage_heatmap(result.coverage)
+    )
     s.append("<h2>Families</h2>")
-    s.append(_table(["family", "status", "with section", "scored", "missing runs", "unscored reasons", "versions"], (
-        [escape(f), escape(cnt["status"] + (f": {cnt['reason']}" if cnt["reason"] else "")), str(cnt["with_section"]),
-         str(cnt["scored_records"]), str(cnt["missing_runs"]),
-         escape(", ".join(f"{k}: {v}" for k, v in cnt["unscored_reasons"].items())), escape(", ".join(cnt["versions"]))]
-        for f, cnt in result.counts.get("families", {}).items()), num_cols=[2, 3, 4]))
+    s.append(
+        _table(
+            ["family", "status", "with section", "scored", "missing runs", "unscored reasons", "versions"],
+            (
+                [
+                    escape(f),
+                    escape(cnt["status"] + (f": {cnt['reason']}" if cnt["reason"] else "")),
+                    str(cnt["with_section"]),
+                    str(cnt["scored_records"]),
+                    str(cnt["missing_runs"]),
+                    escape(", ".join(f"{k}: {v}" for k, v in cnt["unscored_reasons"].items())),
+                    escape(", ".join(cnt["versions"])),
+                ]
+                for f, cnt in result.counts.get("families", {}).items()
+            ),
+            num_cols=[2, 3, 4],
+        )
+    )
     s.append(metrics_html(result))
     for fam, keys in result.slices.items():
         for key, groups in keys.items():
             names = sorted({m for g in groups.values() for m in g["metrics"]})[:8]
             s.append(f"<h2>{escape(fam)} by {escape(key)}</h2>")
-            s.append(_table(["value", "rows"] + names, (
-                [escape(v), str(g["n"])] + [_f(g["metrics"].get(n, {}).get("value")) for n in names]
-                for v, g in sorted(groups.items())), num_cols=range(1, len(names) + 2)))
+            s.append(
+                _table(
+                    ["value", "rows"] + names,
+                    (
+                        [escape(v), str(g["n"])] + [_f(g["metrics"].get(n, {}).get("value")) for n in names]
+                        for v, g in sorted(groups.items())
+                    ),
+                    num_cols=range(1, len(names) + 2),
+                )
+            )
     if result.baseline:
         s.append("<h2>Baseline comparison</h2>")
-        s.append(f"<p class='sub'>candidate − baseline over the records both scored; baseline records "
-                 f"<code>{escape(result.baseline['records'])}</code></p>")
-        gated = [k for k in result.baseline["deltas"] if _qualified_delta(k, result) and _gated_delta(k, result)]
+        s.append(
+            f"<p class='sub'>candidate − baseline over the records both scored; baseline records "
+            f"<code>{escape(result.baseline['records'])}</code></p>"
+        )
+        gated = [
+            k for k in result.baseline["deltas"] if _qualified_delta(k, result) and _gated_delta(k, result)
+        ]
         if gated:
-            s.append(_table(["gated delta", "candidate", "baseline", "delta value", "paired CI"], (
-                _delta_row(k, result.baseline["deltas"][k]) for k in gated), num_cols=[1, 2, 3]))
+            s.append(
+                _table(
+                    ["gated delta", "candidate", "baseline", "delta value", "paired CI"],
+                    (_delta_row(k, result.baseline["deltas"][k]) for k in gated),
+                    num_cols=[1, 2, 3],
+                )
+            )
         s.append("<details><summary>all paired deltas</summary>")
-        s.append(_table(["delta", "candidate", "baseline", "delta value", "paired CI"], (
-            _delta_row(k, d) for k, d in result.baseline["deltas"].items() if _qualified_delta(k, result)),
-            num_cols=[1, 2, 3]))
+        s.append(
+            _table(
+                ["delta", "candidate", "baseline", "delta value", "paired CI"],
+                (
+                    _delta_row(k, d)
+                    for k, d in result.baseline["deltas"].items()
+                    if _qualified_delta(k, result)
+                ),
+                num_cols=[1, 2, 3],
+            )
+        )
         s.append("</details>")
         for name, rows in result.baseline.get("worst_queries", {}).items():
             if rows:
                 s.append(f"<h3>Per-query deltas of <code>{escape(name)}</code> (worst first)</h3>")
-                s.append(_table(["record", "candidate", "baseline", "delta"], (
-                    [escape(str(r["record_id"])), _f(r["candidate"]), _f(r["baseline"]), _f(r["delta"])]
-                    for r in rows[:15]), num_cols=[1, 2, 3]))
+                s.append(
+                    _table(
+                        ["record", "candidate", "baseline", "delta"],
+                        (
+                            [
+                                escape(str(r["record_id"])),
+                                _f(r["candidate"]),
+                                _f(r["baseline"]),
+                                _f(r["delta"]),
+                            ]
+                            for r in rows[:15]
+                        ),
+                        num_cols=[1, 2, 3],
+                    )
+                )
     import json
 
-    s.append("<h2>Manifest</h2><details><summary>hashes, versions, seeds</summary><pre>"
-             + escape(json.dumps(result.manifest, indent=2, default=str)) + "</pre></details>")
+    s.append(
+        "<h2>Manifest</h2><details><summary>hashes, versions, seeds</summary><pre>"
+        + escape(json.dumps(result.manifest, indent=2, default=str))
+        + "</pre></details>"
+    )
     body = "\n".join(s)
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>kg-rageval audit: {escape(result.config.name)}</title><style>{CSS}</style></head>"
-            f"<body><main>{body}</main><script>{SCRIPT}</script></body></html>\n")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>kg-rageval audit: {escape(result.config.name)}</title><style>{CSS}</style></head>"
+        f"<body><main>{body}</main><script>{SCRIPT}</script></body></html>\n"
+    )
 
 
-def write_html(result: "AuditResult", path: str | Path) -> None:
+def write_html(result: AuditResult, path: str | Path) -> None:
     Path(path).write_text(html_report(result), encoding="utf-8")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 REPORT_VERSION = 1
 
 
-def report_dict(result: "AuditResult") -> dict[str, Any]:
+def report_dict(result: AuditResult) -> dict[str, Any]:
     """Every decision and number of the audit as plain JSON types.
 
     Top-level keys: ``report_version``, ``name``, ``passed``, ``exit_code``, ``summary``
@@ -30,11 +30,19 @@ def report_dict(result: "AuditResult") -> dict[str, Any]:
         "name": result.config.name,
         "passed": result.passed,
         "exit_code": result.exit_code,
-        "summary": {**result.status_counts(), "gates": len(result.gate_results),
-                    "records": result.n_records, "seconds": round(result.seconds, 3)},
+        "summary": {
+            **result.status_counts(),
+            "gates": len(result.gate_results),
+            "records": result.n_records,
+            "seconds": round(result.seconds, 3),
+        },
         "timings": result.timings,
-        "ontology": {"source": str(ont.source), "nodes": len(ont), "root": ont.root_id,
-                     "content_hash": ont.content_hash},
+        "ontology": {
+            "source": str(ont.source),
+            "nodes": len(ont),
+            "root": ont.root_id,
+            "content_hash": ont.content_hash,
+        },
         "gates": [r.to_dict() for r in result.gate_results],
         "metrics": numbers_of(result)["metrics"],
         "families": result.counts.get("families", {}),
@@ -64,7 +72,7 @@ def _default(x: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
-def write_json(result: "AuditResult", path: str | Path) -> dict[str, Any]:
+def write_json(result: AuditResult, path: str | Path) -> dict[str, Any]:
     d = report_dict(result)
     text = dumps(d, indent=None)  # complete and compact; `python -m json.tool` pretty-prints it
     Path(path).write_text(text + "\n", encoding="utf-8")

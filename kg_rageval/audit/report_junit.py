@@ -13,20 +13,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.result import AuditResult
 
 
-def junit_xml(result: "AuditResult") -> str:
+def junit_xml(result: AuditResult) -> str:
     counts = result.status_counts()
-    suite = ET.Element("testsuite", {
-        "name": xml_text(f"kg-rageval audit: {result.config.name}"),
-        "tests": str(len(result.gate_results)),
-        "failures": str(counts["fail"] + counts["missing"]),
-        "errors": "0",
-        "skipped": "0",
-        "time": f"{result.seconds:.3f}",
-    })
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": xml_text(f"kg-rageval audit: {result.config.name}"),
+            "tests": str(len(result.gate_results)),
+            "failures": str(counts["fail"] + counts["missing"]),
+            "errors": "0",
+            "skipped": "0",
+            "time": f"{result.seconds:.3f}",
+        },
+    )
     for r in result.gate_results:
         family = r.gate.metric.split(".", 1)[0] if "." in r.gate.metric else "gates"
-        case = ET.SubElement(suite, "testcase", {"classname": xml_text(f"audit.{family}"), "name": xml_text(r.gate),
-                                                 "time": "0"})
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {"classname": xml_text(f"audit.{family}"), "name": xml_text(r.gate), "time": "0"},
+        )
         if r.status == "fail":
             f = ET.SubElement(case, "failure", {"type": "gate-failed", "message": xml_text(r.reason)})
             f.text = f"{xml_text(r.gate)}: observed {r.observed}\n{xml_text(r.reason)}"
@@ -42,5 +48,5 @@ def junit_xml(result: "AuditResult") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(result: "AuditResult", path: str | Path) -> None:
+def write_junit(result: AuditResult, path: str | Path) -> None:
     Path(path).write_text(junit_xml(result), encoding="utf-8")

@@ -27,14 +27,15 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
+from kg_rageval.audit.manifest import numbers_of
+from kg_rageval.base.errors import InputError
 from kg_rageval.base.hashing import file_hash
 from kg_rageval.base.outputs import writing
-from kg_rageval.base.errors import InputError
 from kg_rageval.base.spool import SpooledText, write_text
-from kg_rageval.audit.manifest import numbers_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.result import AuditResult
@@ -65,8 +66,11 @@ def out_lock(out: Path) -> Iterator[None]:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise InputError("another kg-rageval audit is writing reports into this directory; "
-                             "wait for it or use another --out", source=str(out)) from None
+            raise InputError(
+                "another kg-rageval audit is writing reports into this directory; "
+                "wait for it or use another --out",
+                source=str(out),
+            ) from None
         yield
     finally:
         fh.close()
@@ -80,7 +84,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def prov_trail_turtle(result: "AuditResult") -> "str | SpooledText | None":
+def prov_trail_turtle(result: AuditResult) -> str | SpooledText | None:
     """The PROV-O trail (Turtle) the provenance family built for the audited run, if any: a
     ``str``, or the :class:`~kg_rageval.base.spool.SpooledText` of a streamed audit (write it with
     :func:`kg_rageval.base.spool.write_text`)."""
@@ -91,8 +95,9 @@ def prov_trail_turtle(result: "AuditResult") -> "str | SpooledText | None":
     return None
 
 
-def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str] | None = None, *,
-                  lock: bool = True) -> dict[str, str]:
+def write_reports(
+    result: AuditResult, out_dir: str | Path, formats: list[str] | None = None, *, lock: bool = True
+) -> dict[str, str]:
     """Write ``report.json``, ``report.md``, ``report.html``, ``junit.xml`` (as configured) and
     always ``manifest.json`` (manifest + the numbers ``--verify`` compares + the sha256 of
     every report file), and ``prov.ttl`` (the PROV-O trail) when the provenance family built
@@ -130,8 +135,11 @@ def write_reports(result: "AuditResult", out_dir: str | Path, formats: list[str]
                 hashes[PROV] = sha256_file(tp)
             mp = run / MANIFEST
             with writing(out / MANIFEST):
-                mp.write_text(dumps({"manifest": result.manifest, "numbers": numbers_of(result),
-                                     "reports": hashes}) + "\n", encoding="utf-8")
+                mp.write_text(
+                    dumps({"manifest": result.manifest, "numbers": numbers_of(result), "reports": hashes})
+                    + "\n",
+                    encoding="utf-8",
+                )
                 _fsync(mp)
             json.loads(mp.read_text(encoding="utf-8"))
             _move_aside(out)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kg_rageval.results.metric import Metric
 from kg_rageval.audit.config import AuditConfig
 from kg_rageval.audit.families import FamilyRun
 from kg_rageval.audit.gates import GateResult
+from kg_rageval.results.metric import Metric
 
 
 @dataclass
@@ -51,5 +51,3 @@ class AuditResult:
         for r in self.gate_results:
             out[r.status] += 1
         return out
-
-

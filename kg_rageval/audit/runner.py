@@ -29,7 +29,8 @@ missing-run counts: :mod:`.missing_runs`; the baseline comparison: :mod:`.paired
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kg_rageval.audit.config import AuditConfig
 from kg_rageval.audit.evidence import MetricIndex, gate_key, metric_for_gate, node_mask, slice_mask  # noqa: F401 (re-exported)
@@ -47,8 +48,9 @@ from kg_rageval.results.metric import Metric
 
 
 # ---------------------------------------------------------------------- the audit
-def run_audit(config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None,
-              client: Any = None) -> AuditResult:
+def run_audit(
+    config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None, client: Any = None
+) -> AuditResult:
     """Run the whole audit described by ``config`` and decide its gates (with the config's
     ``limits`` in force).
 
@@ -73,7 +75,7 @@ class _InputsFrozen:
     def __init__(self) -> None:
         self.active = False
 
-    def __enter__(self) -> "_InputsFrozen":
+    def __enter__(self) -> _InputsFrozen:
         return self
 
     def freeze(self) -> None:
@@ -91,8 +93,14 @@ class _InputsFrozen:
             self.active = False
 
 
-def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any] | None,
-               loaded: Any = None, client: Any = None) -> AuditResult:
+def _run_audit(
+    config: AuditConfig,
+    *,
+    progress: bool,
+    inputs: Mapping[str, Any] | None,
+    loaded: Any = None,
+    client: Any = None,
+) -> AuditResult:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     lap = [t0]
@@ -132,9 +140,12 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     # the completeness check of every family that ran: missing-run budget per family
     stray = sorted(set(config.missing_runs.budgets) - set(runs))
     if stray:
-        raise ConfigError(f"missing_runs.budgets: {', '.join(map(repr, stray))} "
-                          f"{'is not a family' if len(stray) == 1 else 'are not families'} of this audit "
-                          f"(families: {', '.join(sorted(runs))})", source=config.source)
+        raise ConfigError(
+            f"missing_runs.budgets: {', '.join(map(repr, stray))} "
+            f"{'is not a family' if len(stray) == 1 else 'are not families'} of this audit "
+            f"(families: {', '.join(sorted(runs))})",
+            source=config.source,
+        )
     budget_results: list[GateResult] = []
     over_budget: dict[str, str] = {}
     counts: dict[str, Any] = {"records": len(view), "families": {}}
@@ -151,9 +162,11 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
         if c["scored_as_empty"]:
             detail["scored as an empty prediction"] = c["scored_as_empty"]
         detail.update({f"counted in {k}": v for k, v in c["missing_in_metrics"].items()})
-        reason = (f"{c['missing_runs']}/{c['family_records']} {fam} records are missing runs "
-                  f"({rate:.2%}; budget {budget:.2%})"
-                  + (f"; unscored or invalid: {_fmt_reasons(detail)}" if detail else ""))
+        reason = (
+            f"{c['missing_runs']}/{c['family_records']} {fam} records are missing runs "
+            f"({rate:.2%}; budget {budget:.2%})"
+            + (f"; unscored or invalid: {_fmt_reasons(detail)}" if detail else "")
+        )
         budget_results.append(GateResult(g, "pass" if ok else "fail", rate, reason))
         if not ok:
             over_budget[fam] = f"missing evidence: {fam} missing runs above budget ({reason})"
@@ -176,8 +189,15 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
     canonical: dict[str, str] = {}
     ci_methods: dict[str, str] = {}
     # every gate at once: bootstraps of evaluations with the same record count share their draws
-    decided = evidence_gate_metrics(gates, index, ontology, config.bootstrap, baseline_metrics,
-                                    has_baseline=config.baseline is not None, ci_methods=ci_methods)
+    decided = evidence_gate_metrics(
+        gates,
+        index,
+        ontology,
+        config.bootstrap,
+        baseline_metrics,
+        has_baseline=config.baseline is not None,
+        ci_methods=ci_methods,
+    )
     for g, m in zip(gates, decided):
         gate_metrics[g.key] = m
         canonical[g.key] = gate_key(g, index)
@@ -192,8 +212,14 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
         final.append(r)
     final.extend(budget_results)
     if not gates:
-        final.append(GateResult(Gate("gates_configured", ">=", 1.0), "missing", 0.0,
-                                "missing evidence: the config defines no gates"))
+        final.append(
+            GateResult(
+                Gate("gates_configured", ">=", 1.0),
+                "missing",
+                0.0,
+                "missing evidence: the config defines no gates",
+            )
+        )
     for k, m in gate_metrics.items():  # scoped gates and intervals, under their canonical names
         ck = canonical[k]
         m = Metric(ck, m.value, m.numerator, m.denominator, m.missing, m.ci)
@@ -202,20 +228,37 @@ def _run_audit(config: AuditConfig, *, progress: bool, inputs: Mapping[str, Any]
 
     tick("gates")
     result = AuditResult(
-        config=config, ontology=ontology, n_records=len(view), families=runs, metrics=flat,
-        gate_results=final, counts=counts, baseline=baseline,
+        config=config,
+        ontology=ontology,
+        n_records=len(view),
+        families=runs,
+        metrics=flat,
+        gate_results=final,
+        counts=counts,
+        baseline=baseline,
     )
     from kg_rageval.audit import pernode
 
     result.slices = pernode.slice_breakdowns(runs, config.slices)
     result.drivers = pernode.failure_drivers(final, index, ontology, config)
     if config.report.node_rollup:
-        only = None if config.report.node_rollup == "all" else pernode.shown_nodes(config, ontology, result.drivers)
+        only = (
+            None
+            if config.report.node_rollup == "all"
+            else pernode.shown_nodes(config, ontology, result.drivers)
+        )
         result.nodes = pernode.node_rollups(runs, ontology, only)
     from kg_rageval.audit.failing import failing_records
 
-    result.failing = failing_records(final, index, ontology, view.lookup(), config,
-                                     budget_gates={str(r.gate) for r in budget_results}, baseline=baseline)
+    result.failing = failing_records(
+        final,
+        index,
+        ontology,
+        view.lookup(),
+        config,
+        budget_gates={str(r.gate) for r in budget_results},
+        baseline=baseline,
+    )
     _drop_record_stats(runs)  # the per-record views the stages shared
     result.coverage = view.coverage(ontology, inputs.get("corpus"), config)
     result.relations = pernode.relation_counts(runs)
@@ -250,5 +293,11 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
             cis = o.ev.bootstrap(n_resamples=b.n_resamples, level=b.level, seed=b.seed)
             for name, m in list(flat.items()):
                 own = index.by_name.get(name)
-                if own and len(own) == 1 and own[0].ev is o.ev and cis.get(own[0].metric) and m.value is not None:
+                if (
+                    own
+                    and len(own) == 1
+                    and own[0].ev is o.ev
+                    and cis.get(own[0].metric)
+                    and m.value is not None
+                ):
                     flat[name] = m.with_ci(cis[own[0].metric])

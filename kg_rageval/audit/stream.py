@@ -24,8 +24,9 @@ order).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,7 +41,9 @@ def _section_flags(names: Iterable[str], chunk: list[dict]) -> dict[str, np.ndar
     (:meth:`~kg_rageval.scoring.Scorer.has_section`), each section looked up once."""
     specs = {n: REGISTRY.get(n) for n in names}
     sections = {s for sc in specs.values() if sc is not None for s in sc.sections}
-    by_sec = {s: np.fromiter((r.get(s) is not None for r in chunk), bool, len(chunk)) for s in sorted(sections)}
+    by_sec = {
+        s: np.fromiter((r.get(s) is not None for r in chunk), bool, len(chunk)) for s in sorted(sections)
+    }
     out: dict[str, np.ndarray] = {}
     for n, sc in specs.items():
         if sc is None:  # not a registered family: every record is its own
@@ -86,17 +89,19 @@ class HeldRecords:
 
         return slice_values(self.records)
 
-    def coverage(self, ontology: Any, corpus: list[dict] | None, config: "AuditConfig") -> dict[str, Any]:
+    def coverage(self, ontology: Any, corpus: list[dict] | None, config: AuditConfig) -> dict[str, Any]:
         from kg_rageval.audit.pernode import coverage_matrix
 
         return coverage_matrix(self.records, ontology, corpus, config.coverage)
 
-    def exclusions(self, runs: Mapping[str, Any], ontology: Any, corpus: list[dict] | None,
-                   config: "AuditConfig") -> dict[str, Any]:
+    def exclusions(
+        self, runs: Mapping[str, Any], ontology: Any, corpus: list[dict] | None, config: AuditConfig
+    ) -> dict[str, Any]:
         from kg_rageval.audit.pernode import exclusion_attribution, make_branch_of
 
-        return exclusion_attribution(runs, self.records, corpus, ontology,
-                                     branch_of=make_branch_of(ontology, config.coverage))
+        return exclusion_attribution(
+            runs, self.records, corpus, ontology, branch_of=make_branch_of(ontology, config.coverage)
+        )
 
     def lookup(self) -> Any:
         """What :func:`~.failing.failing_records` reads the listed records from."""
@@ -175,8 +180,15 @@ class StreamedRecords(RecordIndex):
     """What a streamed audit keeps of its records file (see the module docstring); fed chunk
     by chunk by :meth:`observe` (an observer of :func:`~kg_rageval.scoring.stream_families`)."""
 
-    def __init__(self, path: Path, size: int, families: list[str], ontology: Any,
-                 corpus: list[dict] | None, config: "AuditConfig") -> None:
+    def __init__(
+        self,
+        path: Path,
+        size: int,
+        families: list[str],
+        ontology: Any,
+        corpus: list[dict] | None,
+        config: AuditConfig,
+    ) -> None:
         from kg_rageval.audit.pernode import CoverageCounter, ExclusionCounter, make_branch_of
 
         super().__init__(path, size, families)
@@ -186,8 +198,9 @@ class StreamedRecords(RecordIndex):
         self.exclusion_counter: ExclusionCounter | None = None
         try:  # a coverage.branches error is raised where the held audit raises it: at the report
             self.coverage_counter = CoverageCounter(ontology, corpus, config.coverage)
-            self.exclusion_counter = ExclusionCounter(corpus, ontology,
-                                                      branch_of=make_branch_of(ontology, config.coverage))
+            self.exclusion_counter = ExclusionCounter(
+                corpus, ontology, branch_of=make_branch_of(ontology, config.coverage)
+            )
         except Exception as exc:
             self.coverage_error = exc
 
@@ -212,14 +225,15 @@ class StreamedRecords(RecordIndex):
     def slice_values(self) -> dict[str, set[str]]:
         return self._slices
 
-    def coverage(self, ontology: Any, corpus: list[dict] | None, config: "AuditConfig") -> dict[str, Any]:
+    def coverage(self, ontology: Any, corpus: list[dict] | None, config: AuditConfig) -> dict[str, Any]:
         if self.coverage_error is not None:
             raise self.coverage_error
         assert self.coverage_counter is not None
         return self.coverage_counter.result()
 
-    def exclusions(self, runs: Mapping[str, Any], ontology: Any, corpus: list[dict] | None,
-                   config: "AuditConfig") -> dict[str, Any]:
+    def exclusions(
+        self, runs: Mapping[str, Any], ontology: Any, corpus: list[dict] | None, config: AuditConfig
+    ) -> dict[str, Any]:
         assert self.exclusion_counter is not None
         return self.exclusion_counter.result()
 
@@ -234,8 +248,9 @@ not given): about 100 MB of record dicts for the six-section records of
 ``benchmarks/bench_audit.py``; larger chunks save little CPU (docs/performance.md)."""
 
 
-def stream_chunk_size(config: "AuditConfig", inputs: Mapping[str, Any] | None,
-                      families: list[str] | None) -> int | None:
+def stream_chunk_size(
+    config: AuditConfig, inputs: Mapping[str, Any] | None, families: list[str] | None
+) -> int | None:
     """The chunk size the audit streams its records file with, or ``None`` to hold it: held
     when the caller passed the inputs (``run_audit(inputs=...)``), when ``chunk_size`` is 0,
     for OTLP traces, when ``families`` (the configured ones) is ``None`` (the config names an

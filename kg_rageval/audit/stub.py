@@ -9,12 +9,13 @@ labels but no prediction are unscored with reason ``missing run``. Keys: ``gold_
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from kg_rageval.records import slice_text
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, ratio
-from kg_rageval.records import slice_text
 
 
 class StubFamily(Family):
@@ -23,8 +24,14 @@ class StubFamily(Family):
     stats = ("correct", "n")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
-        return {"stub_accuracy": ratio("stub_accuracy", sums["correct"], sums["n"],
-                                       missing="no record with gold and predicted labels")}
+        return {
+            "stub_accuracy": ratio(
+                "stub_accuracy",
+                sums["correct"],
+                sums["n"],
+                missing="no record with gold and predicted labels",
+            )
+        }
 
 
 def score_stub(ontology: Any, records: Iterable[dict]) -> Any:
@@ -39,11 +46,17 @@ def score_stub(ontology: Any, records: Iterable[dict]) -> Any:
             unscored.append({"record_id": r["id"], "reason": "missing run"})
             continue
         g, p = gold[0], pred[0]
-        row: dict[str, Any] = {"record_id": r["id"], "correct": float(g == p), "n": 1.0, "gold_node": g,
-                               "relation": ontology.relation(g, p)}
+        row: dict[str, Any] = {
+            "record_id": r["id"],
+            "correct": float(g == p),
+            "n": 1.0,
+            "gold_node": g,
+            "relation": ontology.relation(g, p),
+        }
         for k, v in (r.get("slices") or {}).items():
             row[f"slice:{k}"] = slice_text(v)
             slice_names.add(f"slice:{k}")
         rows.append(row)
-    return build_evaluation(StubFamily(), rows, keys=["gold_node", *sorted(slice_names)],
-                            details=["relation"], unscored=unscored)
+    return build_evaluation(
+        StubFamily(), rows, keys=["gold_node", *sorted(slice_names)], details=["relation"], unscored=unscored
+    )

@@ -7,8 +7,9 @@ runner and the manifest do not import each other.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kg_rageval.audit.manifest import metrics_digest, numbers_of
 from kg_rageval.base.safe_io import read_document
@@ -19,8 +20,10 @@ def _load_manifest(mpath: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     from kg_rageval.base.errors import InputError
 
     if not mpath.is_file():
-        raise InputError("no such manifest (an audit that did not finish writing its reports leaves none)",
-                         source=str(mpath))
+        raise InputError(
+            "no such manifest (an audit that did not finish writing its reports leaves none)",
+            source=str(mpath),
+        )
     try:
         doc = json.loads(read_document(mpath, found="the manifest").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -47,8 +50,9 @@ def _load_manifest(mpath: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return doc, man
 
 
-def verify_manifest(manifest_path: str | Path, *, config_path: str | Path | None = None,
-                    progress: bool = False) -> dict[str, Any]:
+def verify_manifest(
+    manifest_path: str | Path, *, config_path: str | Path | None = None, progress: bool = False
+) -> dict[str, Any]:
     """Re-run the audit a manifest describes and compare.
 
     Returns ``{"ok": bool, "differences": [...], "digest": {...}, "exit_code": int,
@@ -59,10 +63,10 @@ def verify_manifest(manifest_path: str | Path, *, config_path: str | Path | None
     not record, a changed input hash, a changed family version, a changed number or gate
     decision (each listed). ``ok`` needs no difference; the CLI also exits 1 when the verified
     audit failed its gates."""
-    from kg_rageval.base.errors import InputError
     from kg_rageval.audit.config import load_config
     from kg_rageval.audit.reports import sha256_file
     from kg_rageval.audit.runner import run_audit
+    from kg_rageval.base.errors import InputError
 
     mpath = Path(manifest_path)
     doc, man = _load_manifest(mpath)
@@ -105,7 +109,12 @@ def verify_manifest(manifest_path: str | Path, *, config_path: str | Path | None
         new_h = _input_hash(nv)
         if old_h != new_h:
             diffs.append(f"input {k} changed: {old_h} -> {new_h}")
-        if isinstance(v, dict) and isinstance(nv, dict) and "file_hash" in nv and v.get("file_hash") != nv["file_hash"]:
+        if (
+            isinstance(v, dict)
+            and isinstance(nv, dict)
+            and "file_hash" in nv
+            and v.get("file_hash") != nv["file_hash"]
+        ):
             diffs.append(f"input {k} file changed: {v.get('file_hash')} -> {nv['file_hash']}")
     for k in old_inputs:
         if k not in new["inputs"]:
@@ -127,9 +136,13 @@ def verify_manifest(manifest_path: str | Path, *, config_path: str | Path | None
             rj = None
         if not isinstance(rj, dict) or rj.get("passed") != result.passed or rj.get("gates") != now["gates"]:
             diffs.append("report.json's verdict or gates differ from the re-run")
-    return {"ok": not diffs, "differences": diffs,
-            "digest": {"manifest": man.get("metrics_digest"), "rerun": new["metrics_digest"]},
-            "exit_code": result.exit_code, "passed": result.passed}
+    return {
+        "ok": not diffs,
+        "differences": diffs,
+        "digest": {"manifest": man.get("metrics_digest"), "rerun": new["metrics_digest"]},
+        "exit_code": result.exit_code,
+        "passed": result.passed,
+    }
 
 
 def _input_hash(v: Any) -> Any:
@@ -147,7 +160,9 @@ def _number_diffs(old: Mapping[str, Any], now: Mapping[str, Any], limit: int = 4
         if o is None:
             out.append(f"  gate {g['gate']}: (absent) -> {g['status']}")
         elif (o.get("status"), o.get("observed")) != (g["status"], g["observed"]):
-            out.append(f"  gate {g['gate']}: {o.get('status')} {o.get('observed')} -> {g['status']} {g['observed']}")
+            out.append(
+                f"  gate {g['gate']}: {o.get('status')} {o.get('observed')} -> {g['status']} {g['observed']}"
+            )
     for name, o in old_gates.items():
         out.append(f"  gate {name}: {o.get('status')} -> (absent)")
     old_metrics = old.get("metrics", {}) if isinstance(old.get("metrics"), dict) else {}

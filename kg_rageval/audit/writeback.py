@@ -27,25 +27,30 @@ def property_name(metric: str) -> str:
     return _UNSAFE.sub("_", metric)
 
 
-def rollup_rows(nodes: dict[str, dict[str, Any]], metrics: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def rollup_rows(
+    nodes: dict[str, dict[str, Any]], metrics: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """The audit roll-up in the shape :func:`~kg_rageval.integrations.neo4j_writer.result_rows`
     reads: ``{node: {"n", "depth", "metrics": {property name: value or None}}}``."""
     out: dict[str, dict[str, Any]] = {}
     for nid, entry in nodes.items():
-        mets = {property_name(m): v for m, v in entry.get("metrics", {}).items()
-                if metrics is None or m in metrics}
+        mets = {
+            property_name(m): v
+            for m, v in entry.get("metrics", {}).items()
+            if metrics is None or m in metrics
+        }
         counts = entry.get("n") or {}
         out[nid] = {"n": max(counts.values()) if counts else 0, "depth": entry.get("depth"), "metrics": mets}
     return out
 
 
-def write_back(result: "AuditResult") -> dict[str, Any]:
+def write_back(result: AuditResult) -> dict[str, Any]:
     """Write ``result``'s roll-up as ``config.report.write_back`` says; returns the
     :class:`~kg_rageval.integrations.neo4j_writer.WriteSummary` as a dict (with ``uri``
     redacted)."""
+    from kg_rageval.audit.inputs import config_mapping, is_graph_uri, ontology_options
     from kg_rageval.integrations.neo4j_writer import write_results
     from kg_rageval.ontology.loaders.neo4j import redact_uri
-    from kg_rageval.audit.inputs import config_mapping, is_graph_uri, ontology_options
 
     config = result.config
     wb = config.report.write_back
@@ -54,8 +59,10 @@ def write_back(result: "AuditResult") -> dict[str, Any]:
     from_graph = is_graph_uri(config.ontology.path)
     uri = wb.uri or (config.ontology.path if from_graph else None)
     if not uri:
-        raise ConfigError("report.write_back.uri: give the graph database URI (the ontology is a file)",
-                          source=config.source)
+        raise ConfigError(
+            "report.write_back.uri: give the graph database URI (the ontology is a file)",
+            source=config.source,
+        )
     onto_opts = ontology_options(config) if from_graph else {}
     if wb.mapping is not None:
         mapping = config_mapping(config, wb.mapping, "report.write_back.mapping")
@@ -67,12 +74,21 @@ def write_back(result: "AuditResult") -> dict[str, Any]:
 
         nodes = node_rollups(result.families, result.ontology)
     if not nodes:
-        raise ConfigError("report.write_back: the audit has no per-node roll-up (report.node_rollup is off, "
-                          "or no family keys its rows by gold_node)", source=config.source)
+        raise ConfigError(
+            "report.write_back: the audit has no per-node roll-up (report.node_rollup is off, "
+            "or no family keys its rows by gold_node)",
+            source=config.source,
+        )
     run_id = wb.run_id or f"{config.name}-{config.content_hash.split(':')[-1][:12]}"
     summary = write_results(
-        uri, rollup_rows(nodes, wb.metrics), run_id=run_id, mapping=mapping, mode=wb.mode,
-        prefix=wb.prefix, database=wb.database or onto_opts.get("database"), family="audit",
+        uri,
+        rollup_rows(nodes, wb.metrics),
+        run_id=run_id,
+        mapping=mapping,
+        mode=wb.mode,
+        prefix=wb.prefix,
+        database=wb.database or onto_opts.get("database"),
+        family="audit",
     )
     out = summary.to_dict()
     out["uri"] = redact_uri(uri)

@@ -61,8 +61,9 @@ class LimitExceeded(UnsafeInputError):
     """An input beyond one of the configured cost limits (:mod:`kg_rageval.base.limits`); ``limit``
     names it."""
 
-    def __init__(self, message: str, *, source: str | None = None, location: str | None = None,
-                 limit: str = ""):
+    def __init__(
+        self, message: str, *, source: str | None = None, location: str | None = None, limit: str = ""
+    ):
         self.limit = limit
         super().__init__(message, source=source, location=location)
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 from kg_rageval.base.errors import LimitExceeded
 
@@ -32,20 +32,44 @@ class Limit:
     what: str
 
 
-LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
-    Limit("max_gz_bytes", 2 << 30, "decompressed size of a .gz input, in bytes"),
-    Limit("max_gz_memory_bytes", 512 << 20, "decompressed size of a .gz input that is read whole into memory "
-          "(a STIX bundle, a JSON document), in bytes; streamed inputs (JSONL) are bounded by max_gz_bytes"),
-    Limit("max_json_depth", 200, "nesting depth of a JSON/YAML document (objects and arrays)"),
-    Limit("max_line_bytes", 64 << 20, "length of one line of a JSONL/TREC/OBO file, in bytes"),
-    Limit("max_closure_entries", 200_000_000, "(node, ancestor) pairs of the compiled transitive closure"),
-    Limit("max_config_nodes", 200_000, "values of a config/spec after YAML alias expansion"),
-    Limit("max_xml_expansion", 10 << 20, "characters that XML entity and character references may expand to"),
-    Limit("max_doc_bytes", 1 << 31, "size of a JSON document read whole (JSON runs/qrels, traces, manifests), in bytes"),
-)}
+LIMITS: dict[str, Limit] = {
+    lim.name: lim
+    for lim in (
+        Limit("max_gz_bytes", 2 << 30, "decompressed size of a .gz input, in bytes"),
+        Limit(
+            "max_gz_memory_bytes",
+            512 << 20,
+            "decompressed size of a .gz input that is read whole into memory "
+            "(a STIX bundle, a JSON document), in bytes; streamed inputs (JSONL) are bounded by max_gz_bytes",
+        ),
+        Limit("max_json_depth", 200, "nesting depth of a JSON/YAML document (objects and arrays)"),
+        Limit("max_line_bytes", 64 << 20, "length of one line of a JSONL/TREC/OBO file, in bytes"),
+        Limit(
+            "max_closure_entries", 200_000_000, "(node, ancestor) pairs of the compiled transitive closure"
+        ),
+        Limit("max_config_nodes", 200_000, "values of a config/spec after YAML alias expansion"),
+        Limit(
+            "max_xml_expansion", 10 << 20, "characters that XML entity and character references may expand to"
+        ),
+        Limit(
+            "max_doc_bytes",
+            1 << 31,
+            "size of a JSON document read whole (JSON runs/qrels, traces, manifests), in bytes",
+        ),
+    )
+}
 
-_SUFFIX = {"": 1, "k": 1000, "kb": 1000, "mb": 10**6, "gb": 10**9, "kib": 1 << 10, "mib": 1 << 20,
-           "gib": 1 << 30, "tib": 1 << 40}
+_SUFFIX = {
+    "": 1,
+    "k": 1000,
+    "kb": 1000,
+    "mb": 10**6,
+    "gb": 10**9,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+}
 _overrides: dict[str, int] = {}
 
 
@@ -60,8 +84,9 @@ def parse_value(name: str, text: str | int) -> int:
     else:
         m = re.fullmatch(r"\s*(\d[\d_]*)\s*([A-Za-z]*)\s*", str(text))
         if not m or m.group(2).lower() not in _SUFFIX:
-            raise ConfigError(f"limit {name}: expected a positive integer (optionally with KiB/MiB/GiB), "
-                              f"got {text!r}")
+            raise ConfigError(
+                f"limit {name}: expected a positive integer (optionally with KiB/MiB/GiB), got {text!r}"
+            )
         value = int(m.group(1).replace("_", "")) * _SUFFIX[m.group(2).lower()]
     if value < 1:
         raise ConfigError(f"limit {name}: must be at least 1, got {value}")
@@ -109,13 +134,18 @@ def limits(values: Mapping[str, str | int]) -> Iterator[None]:
         _overrides.update(saved)
 
 
-def exceeded(name: str, found: str, *, source: str | None = None, location: str | None = None) -> LimitExceeded:
+def exceeded(
+    name: str, found: str, *, source: str | None = None, location: str | None = None
+) -> LimitExceeded:
     """The error for an input beyond limit ``name``: what was found, the limit and how to raise it."""
     value = get(name)
     return LimitExceeded(
         f"{found}: beyond the limit {name} = {value} ({LIMITS[name].what}); refused. Raise it with `kg-rageval --limit {name}=N ...`, the audit config's "
         f"`limits: {{{name}: N}}` or {env_name(name)}=N",
-        source=source, location=location, limit=name)
+        source=source,
+        location=location,
+        limit=name,
+    )
 
 
 def check(name: str, amount: int, found: str, **where: str | None) -> None:

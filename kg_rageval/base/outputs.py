@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence, Union
+from typing import Union
 
 from kg_rageval.base.errors import ConfigError
 
@@ -35,8 +36,10 @@ def same_file(a: PathLike, b: PathLike) -> bool:
         return False
 
 
-def refuse_overwrite(outputs: Mapping[str, PathLike | Sequence[PathLike] | None],
-                     inputs: Mapping[str, PathLike | Sequence[PathLike] | None]) -> None:
+def refuse_overwrite(
+    outputs: Mapping[str, PathLike | Sequence[PathLike] | None],
+    inputs: Mapping[str, PathLike | Sequence[PathLike] | None],
+) -> None:
     """Raise :class:`ConfigError` when an output would be written over an input (or two outputs
     are one file). Keys are what the user typed (``"--out"``, ``"-d"``); a value is a path, a
     list of paths (the files a directory output will hold) or ``None`` (not given)."""
@@ -45,10 +48,12 @@ def refuse_overwrite(outputs: Mapping[str, PathLike | Sequence[PathLike] | None]
     for o_opt, o in outs:
         for i_opt, i in ins:
             if same_file(o, i):
-                raise ConfigError(f"{o_opt} {o} is the same file as the input {i_opt} {i}: writing it would "
-                                  "destroy the input; choose another output path")
+                raise ConfigError(
+                    f"{o_opt} {o} is the same file as the input {i_opt} {i}: writing it would "
+                    "destroy the input; choose another output path"
+                )
     for n, (a_opt, a) in enumerate(outs):
-        for b_opt, b in outs[n + 1:]:
+        for b_opt, b in outs[n + 1 :]:
             if same_file(a, b):
                 raise ConfigError(f"{a_opt} {a} and {b_opt} {b} are the same file; choose two output paths")
 
@@ -57,7 +62,7 @@ def _flatten(paths: Mapping[str, PathLike | Sequence[PathLike] | None]) -> Itera
     for opt, p in paths.items():
         if p is None:
             continue
-        for one in ([p] if isinstance(p, (str, os.PathLike)) else p):
+        for one in [p] if isinstance(p, (str, os.PathLike)) else p:
             yield opt, os.fspath(one)
 
 
@@ -76,4 +81,6 @@ def writing(path: PathLike) -> Iterator[None]:
     except OSError as exc:
         if exc.filename is not None:
             raise
-        raise OSError(exc.errno, f"{exc.strerror or exc} (writing {os.fspath(path)})", os.fspath(path)) from None
+        raise OSError(
+            exc.errno, f"{exc.strerror or exc} (writing {os.fspath(path)})", os.fspath(path)
+        ) from None

@@ -19,11 +19,30 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@\s:'\"]*):(?P<pw>[^/@\s'\"]*)@")
-_QUERY = re.compile(r"(?i)(?P<k>[?&;](?:password|passwd|pwd|api[_-]?key|apikey|token|access[_-]?token|secret)=)"
-                    r"(?P<v>[^&#\s'\"]*)")
-_SECRET_PARTS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "authorization", "auth",
-                           "credential", "credentials", "bearer", "cookie", "apikey"})
+_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@\s:'\"]*):(?P<pw>[^/@\s'\"]*)@"
+)
+_QUERY = re.compile(
+    r"(?i)(?P<k>[?&;](?:password|passwd|pwd|api[_-]?key|apikey|token|access[_-]?token|secret)=)"
+    r"(?P<v>[^&#\s'\"]*)"
+)
+_SECRET_PARTS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "authorization",
+        "auth",
+        "credential",
+        "credentials",
+        "bearer",
+        "cookie",
+        "apikey",
+    }
+)
 _SECRET_KEY = re.compile(r"(?i)(api|private|access|secret)[_\-]?key")
 MASK = "***"
 
@@ -49,7 +68,10 @@ def is_secret_key(key: Any) -> bool:
 def redact_settings(x: Any) -> Any:
     """A copy of ``x`` with secret-named keys masked and URIs redacted (see the module docstring)."""
     if isinstance(x, dict):
-        return {k: (MASK if is_secret_key(k) and v not in (None, "") else redact_settings(v)) for k, v in x.items()}
+        return {
+            k: (MASK if is_secret_key(k) and v not in (None, "") else redact_settings(v))
+            for k, v in x.items()
+        }
     if isinstance(x, (list, tuple)):
         return [redact_settings(v) for v in x]
     if isinstance(x, str):

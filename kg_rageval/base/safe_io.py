@@ -26,8 +26,9 @@ import gzip
 import json
 import math
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from kg_rageval.base import limits
 from kg_rageval.base.errors import ConfigError, InputError
@@ -138,6 +139,7 @@ def _long_digits(text: str | bytes) -> bool:
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     return _DIGIT_RUN in raw.translate(_DIGIT_TABLE)
 
+
 _UNSET: Any = object()
 
 
@@ -146,9 +148,15 @@ def fast_json_reader() -> str:
     return "orjson" if _orjson is not None else "json"
 
 
-def loads_json(text: str | bytes, *, source: str | None, location: str | None = None,
-               duplicates: bool = True, error: Callable[..., InputError] = InputError,
-               depth_limit: int | None = None) -> Any:
+def loads_json(
+    text: str | bytes,
+    *,
+    source: str | None,
+    location: str | None = None,
+    duplicates: bool = True,
+    error: Callable[..., InputError] = InputError,
+    depth_limit: int | None = None,
+) -> Any:
     """``json.loads`` with the checks of this module; ``duplicates=False`` makes a repeated key
     in one object an error. Errors name ``source``, ``location`` and the field path.
     ``depth_limit`` is the ``max_json_depth`` limit when the caller has read it already (one
@@ -189,26 +197,38 @@ def loads_json(text: str | bytes, *, source: str | None, location: str | None = 
         doc, suspicious = None, True
     except json.JSONDecodeError as exc:
         if location:  # one line of a JSONL file: the column within it
-            raise error(f"not valid JSON: {exc.msg} (column {exc.colno})", source=source,
-                        location=location) from None
-        raise error(f"not valid JSON: {exc.msg}", source=source,
-                    location=f"line {exc.lineno}, column {exc.colno}") from None
+            raise error(
+                f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, location=location
+            ) from None
+        raise error(
+            f"not valid JSON: {exc.msg}", source=source, location=f"line {exc.lineno}, column {exc.colno}"
+        ) from None
     except RecursionError:
-        raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source,
-                              location=location) from None
+        raise limits.exceeded(
+            "max_json_depth", "JSON nested too deeply", source=source, location=location
+        ) from None
     except ValueError:  # Python's integer-string conversion limit (4300 digits)
         suspicious = True
     if suspicious:
         hooks = _Hooks()
         try:
-            doc = json.loads(text, parse_constant=hooks.constant, parse_float=hooks.float, parse_int=hooks.int,
-                             object_pairs_hook=None if duplicates else hooks.pairs)
+            doc = json.loads(
+                text,
+                parse_constant=hooks.constant,
+                parse_float=hooks.float,
+                parse_int=hooks.int,
+                object_pairs_hook=None if duplicates else hooks.pairs,
+            )
         except json.JSONDecodeError as exc:
-            raise error(f"not valid JSON: {exc.msg}", source=source,
-                        location=location or f"line {exc.lineno}, column {exc.colno}") from None
+            raise error(
+                f"not valid JSON: {exc.msg}",
+                source=source,
+                location=location or f"line {exc.lineno}, column {exc.colno}",
+            ) from None
         except RecursionError:
-            raise limits.exceeded("max_json_depth", "JSON nested too deeply", source=source,
-                                  location=location) from None
+            raise limits.exceeded(
+                "max_json_depth", "JSON nested too deeply", source=source, location=location
+            ) from None
         if hooks.seen:
             bad = _find_bad(doc)
             if bad is not None:
@@ -233,8 +253,11 @@ class BoundedGzip:
     def _count(self, data: bytes) -> bytes:
         self._read += len(data)
         if self._read > self._limit:
-            raise limits.exceeded("max_gz_bytes", f"the gzip data decompresses to more than {self._limit} bytes",
-                                  source=self.path)
+            raise limits.exceeded(
+                "max_gz_bytes",
+                f"the gzip data decompresses to more than {self._limit} bytes",
+                source=self.path,
+            )
         return data
 
     def readline(self, size: int = -1) -> bytes:
@@ -260,7 +283,7 @@ class BoundedGzip:
     def close(self) -> None:
         self._fh.close()
 
-    def __enter__(self) -> "BoundedGzip":
+    def __enter__(self) -> BoundedGzip:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -310,8 +333,9 @@ def decompress_bounded(raw: bytes | bytearray, source: str) -> bytearray:
                 piece = d.decompress(buf, min(step, limit + 1 - len(out)))
                 out += piece
                 if len(out) > limit:
-                    raise limits.exceeded(name, f"the gzip data decompresses to more than {limit} bytes",
-                                          source=source)
+                    raise limits.exceeded(
+                        name, f"the gzip data decompresses to more than {limit} bytes", source=source
+                    )
                 buf = d.unconsumed_tail
                 if d.eof or (not buf and not piece):
                     break
@@ -330,8 +354,9 @@ def read_line(fh: BinaryIO, source: str, lineno: int, limit: int | None = None) 
         limit = limits.get("max_line_bytes")
     raw = fh.readline(limit + 1)
     if len(raw) > limit and not raw.endswith(b"\n"):
-        raise limits.exceeded("max_line_bytes", f"a line longer than {limit} bytes", source=source,
-                              location=f"line {lineno}")
+        raise limits.exceeded(
+            "max_line_bytes", f"a line longer than {limit} bytes", source=source, location=f"line {lineno}"
+        )
     return raw
 
 
@@ -351,8 +376,10 @@ def _yaml_loader():
                 except TypeError:
                     continue
                 if key in seen:
-                    raise ConfigError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1}; first on "
-                                      f"line {seen[key] + 1})")
+                    raise ConfigError(
+                        f"duplicate key {key!r} (line {key_node.start_mark.line + 1}; first on "
+                        f"line {seen[key] + 1})"
+                    )
                 seen[key] = key_node.start_mark.line
             return super().construct_mapping(node, deep=deep)
 
@@ -397,15 +424,18 @@ def load_structured_text(text: str, suffix: str, source: str, what: str = "confi
         import yaml
 
         try:
-            doc = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+            doc = yaml.load(text, Loader=_yaml_loader())
         except ConfigError as exc:
             raise ConfigError(str(exc), source=source) from None
         except RecursionError:
             raise limits.exceeded("max_json_depth", "YAML nested too deeply", source=source) from None
     limit = limits.get("max_config_nodes")
     if _count_expanded(doc, limit) is None:
-        raise limits.exceeded("max_config_nodes", "the document expands (YAML aliases included) to more "
-                              f"than {limit} values", source=source)
+        raise limits.exceeded(
+            "max_config_nodes",
+            f"the document expands (YAML aliases included) to more than {limit} values",
+            source=source,
+        )
     depth = limits.get("max_json_depth")
     if _depth_over(doc, depth):
         raise limits.exceeded("max_json_depth", "the document is nested too deeply", source=source)

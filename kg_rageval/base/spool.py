@@ -40,7 +40,7 @@ class Spool:
         """Write ``text`` at the end; its ``(start, end)`` byte offsets."""
         return self.append_bytes(text.encode("utf-8"))
 
-    def append_bytes(self, data: "bytes | memoryview") -> tuple[int, int]:
+    def append_bytes(self, data: bytes | memoryview) -> tuple[int, int]:
         """Write the bytes ``data`` at the end; their ``(start, end)`` byte offsets."""
         with self._lock:
             start = self._end
@@ -70,7 +70,7 @@ class Spool:
 class SpooledText:
     """``head`` + bytes ``start:end`` of ``spool`` (UTF-8), as one text."""
 
-    __slots__ = ("head", "spool", "start", "end")
+    __slots__ = ("end", "head", "spool", "start")
 
     def __init__(self, head: str, spool: Spool, start: int, end: int):
         self.head, self.spool, self.start, self.end = head, spool, start, end
@@ -94,11 +94,12 @@ class SpooledText:
         return hash(self.text())
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(head={len(self.head)} characters, "
-                f"spooled={self.end - self.start} bytes)")
+        return (
+            f"{type(self).__name__}(head={len(self.head)} characters, spooled={self.end - self.start} bytes)"
+        )
 
 
-def write_text(text: "str | SpooledText", path: "str | os.PathLike[str]") -> None:
+def write_text(text: str | SpooledText, path: str | os.PathLike[str]) -> None:
     """``text`` (held or spooled) into the file ``path`` as UTF-8, as ``Path.write_text``
     writes a ``str``."""
     with open(path, "wb") as out:

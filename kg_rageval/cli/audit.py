@@ -17,43 +17,108 @@ from kg_rageval.cli.common import fail, format_option, quiet_option
 
 
 @click.command("audit")
-@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False),
-              help="Audit config (TOML or YAML): inputs, families, slices, gates.")
-@click.option("--out", "-o", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Directory for report.json, report.md, report.html, junit.xml, manifest.json.")
+@click.option(
+    "--config",
+    "-c",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Audit config (TOML or YAML): inputs, families, slices, gates.",
+)
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory for report.json, report.md, report.html, junit.xml, manifest.json.",
+)
 @format_option
 @quiet_option
-@click.option("--verify", "verify_path", type=click.Path(dir_okay=False), default=None,
-              help="Re-run the audit a manifest.json describes and confirm identical numbers.")
-@click.option("--demo", "demo", is_flag=False, flag_value="doid", default=None,
-              type=click.Choice(["doid", "attack"]), metavar="[doid|attack]",
-              help="Build the bundled demo KG-RAG system (default: Disease Ontology cancer slim; "
-                   "'attack': MITRE ATT&CK), run it and audit it.")
+@click.option(
+    "--verify",
+    "verify_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Re-run the audit a manifest.json describes and confirm identical numbers.",
+)
+@click.option(
+    "--demo",
+    "demo",
+    is_flag=False,
+    flag_value="doid",
+    default=None,
+    type=click.Choice(["doid", "attack"]),
+    metavar="[doid|attack]",
+    help="Build the bundled demo KG-RAG system (default: Disease Ontology cancer slim; "
+    "'attack': MITRE ATT&CK), run it and audit it.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the demo system.")
-@click.option("--strict/--no-strict", default=None,
-              help="Exit with the gate verdict (1 when a gate fails). On by default; --demo turns it "
-                   "off, since the demo is a showcase whose baseline fails some gates on purpose.")
-@click.option("--baseline-ontology", "baseline_ontology", type=click.Path(dir_okay=False), default=None,
-              help="The ontology release the baseline was audited on: compare with it on the nodes "
-                   "unchanged between the two releases (docs/drift.md).")
-@click.option("--chunk-size", "chunk_size", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Records per chunk when the audit streams its records file (every family it runs "
-                   "is streamable; the config's chunk_size, default 16384); 0 reads the whole file at "
-                   "once. The report is the same either way.")
-@click.option("--spill-rows", "spill_rows", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Rows of a streamed family result held in memory before its numeric columns go to a "
-                   "temporary file in the system's temporary directory (the config's spill_rows, default "
-                   "65536); 0 keeps them in memory. The report is the same either way.")
-@click.option("--dask-scheduler", "dask_scheduler", default=None, metavar="ADDRESS",
-              help="Make every family's call on every streamed chunk on the Dask cluster at ADDRESS "
-                   "(e.g. tcp://scheduler:8786); the chunks are read and accumulated here, the "
-                   "report is the same. Needs kg-rageval[dask]; a held audit runs here.")
-@click.option("--dask-workers", "dask_workers", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.")
-def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, verify_path: str | None,
-          demo: str | None, seed: int, strict: bool | None, baseline_ontology: str | None = None,
-          chunk_size: int | None = None, dask_scheduler: str | None = None,
-          dask_workers: int | None = None, spill_rows: int | None = None) -> None:
+@click.option(
+    "--strict/--no-strict",
+    default=None,
+    help="Exit with the gate verdict (1 when a gate fails). On by default; --demo turns it "
+    "off, since the demo is a showcase whose baseline fails some gates on purpose.",
+)
+@click.option(
+    "--baseline-ontology",
+    "baseline_ontology",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The ontology release the baseline was audited on: compare with it on the nodes "
+    "unchanged between the two releases (docs/drift.md).",
+)
+@click.option(
+    "--chunk-size",
+    "chunk_size",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Records per chunk when the audit streams its records file (every family it runs "
+    "is streamable; the config's chunk_size, default 16384); 0 reads the whole file at "
+    "once. The report is the same either way.",
+)
+@click.option(
+    "--spill-rows",
+    "spill_rows",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Rows of a streamed family result held in memory before its numeric columns go to a "
+    "temporary file in the system's temporary directory (the config's spill_rows, default "
+    "65536); 0 keeps them in memory. The report is the same either way.",
+)
+@click.option(
+    "--dask-scheduler",
+    "dask_scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Make every family's call on every streamed chunk on the Dask cluster at ADDRESS "
+    "(e.g. tcp://scheduler:8786); the chunks are read and accumulated here, the "
+    "report is the same. Needs kg-rageval[dask]; a held audit runs here.",
+)
+@click.option(
+    "--dask-workers",
+    "dask_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.",
+)
+def audit(
+    config_path: str | None,
+    out_dir: str | None,
+    fmt: str,
+    quiet: bool,
+    verify_path: str | None,
+    demo: str | None,
+    seed: int,
+    strict: bool | None,
+    baseline_ontology: str | None = None,
+    chunk_size: int | None = None,
+    dask_scheduler: str | None = None,
+    dask_workers: int | None = None,
+    spill_rows: int | None = None,
+) -> None:
     """Run every configured metric family, decide the gates and write the reports.
 
     A gate whose evidence is missing fails. With --demo (no config needed) the demo system is
@@ -64,22 +129,49 @@ def audit(config_path: str | None, out_dir: str | None, fmt: str, quiet: bool, v
     from kg_rageval.base.errors import KgRagevalError
 
     try:
-        code = _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology, chunk_size,
-                      dask_scheduler, dask_workers, spill_rows)
+        code = _audit(
+            config_path,
+            out_dir,
+            fmt,
+            quiet,
+            verify_path,
+            demo,
+            seed,
+            baseline_ontology,
+            chunk_size,
+            dask_scheduler,
+            dask_workers,
+            spill_rows,
+        )
     except (KgRagevalError, OSError) as exc:
         fail(exc)
     if strict is None:
         strict = not demo
     if code == 1 and not strict:
         if not quiet:
-            click.echo("note: gates failed (see the report); exit code 0 because --no-strict/--demo "
-                       "is in effect — use --strict for the release-gate exit code", err=True)
+            click.echo(
+                "note: gates failed (see the report); exit code 0 because --no-strict/--demo "
+                "is in effect — use --strict for the release-gate exit code",
+                err=True,
+            )
         code = 0
     sys.exit(code)
 
 
-def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_ontology=None,
-           chunk_size=None, dask_scheduler=None, dask_workers=None, spill_rows=None) -> int:
+def _audit(
+    config_path,
+    out_dir,
+    fmt,
+    quiet,
+    verify_path,
+    demo,
+    seed,
+    baseline_ontology=None,
+    chunk_size=None,
+    dask_scheduler=None,
+    dask_workers=None,
+    spill_rows=None,
+) -> int:
     from kg_rageval.base.errors import ConfigError
 
     if verify_path:
@@ -92,8 +184,10 @@ def _audit(config_path, out_dir, fmt, quiet, verify_path, demo, seed, baseline_o
         config_path = str(built["config"])
         out_dir = str(out / "report")
         if not quiet and fmt == "text":
-            click.echo(f"demo system built in {out}: {built['n_records']} queries, {built['n_documents']} documents",
-                       err=True)
+            click.echo(
+                f"demo system built in {out}: {built['n_records']} queries, {built['n_documents']} documents",
+                err=True,
+            )
     if not config_path:
         raise ConfigError("give --config CONFIG (or --demo, or --verify MANIFEST)")
     from kg_rageval.audit.config import load_config
@@ -146,9 +240,11 @@ def _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers) -
     else:
         click.echo(_text(result, written, quiet))
         if wrote_back is not None:
-            click.echo(f"wrote back {wrote_back['written']} node(s) to {wrote_back['uri']} "
-                       f"(run {wrote_back['run_id']}, mode {wrote_back['mode']}; "
-                       f"{wrote_back['n_not_found']} not found in the graph)")
+            click.echo(
+                f"wrote back {wrote_back['written']} node(s) to {wrote_back['uri']} "
+                f"(run {wrote_back['run_id']}, mode {wrote_back['mode']}; "
+                f"{wrote_back['n_not_found']} not found in the graph)"
+            )
     return result.exit_code
 
 
@@ -156,17 +252,28 @@ def _text(result, written: dict[str, str], quiet: bool) -> str:
     from kg_rageval.cli.common import table
 
     c = result.status_counts()
-    lines = [f"audit {result.config.name}: {'PASSED' if result.passed else 'FAILED'} — "
-             f"{c['pass']} pass, {c['fail']} fail, {c['missing']} missing evidence "
-             f"({result.n_records} records, {result.seconds:.2f} s)"]
+    lines = [
+        f"audit {result.config.name}: {'PASSED' if result.passed else 'FAILED'} — "
+        f"{c['pass']} pass, {c['fail']} fail, {c['missing']} missing evidence "
+        f"({result.n_records} records, {result.seconds:.2f} s)"
+    ]
     order = {"missing": 0, "fail": 1, "pass": 2}
-    rows = [[r.status.upper(), str(r.gate), r.observed, r.reason]
-            for r in sorted(result.gate_results, key=lambda r: order[r.status])]
+    rows = [
+        [r.status.upper(), str(r.gate), r.observed, r.reason]
+        for r in sorted(result.gate_results, key=lambda r: order[r.status])
+    ]
     lines.append(table(rows, ["status", "gate", "observed", "reason"]))
     if result.drivers and not quiet:
         lines.append("\nbranches driving the failures:")
-        lines.append(table([[d["gate"], d["node"], d["label"] or "", d["n"], d["value"], d["impact"]]
-                            for d in result.drivers[:5]], ["gate", "node", "label", "rows", "value", "impact"]))
+        lines.append(
+            table(
+                [
+                    [d["gate"], d["node"], d["label"] or "", d["n"], d["value"], d["impact"]]
+                    for d in result.drivers[:5]
+                ],
+                ["gate", "node", "label", "rows", "value", "impact"],
+            )
+        )
     for kind, path in written.items():
         lines.append(f"wrote {kind}: {path}")
     return "\n".join(lines)
@@ -184,8 +291,10 @@ def _verify(manifest: str, config_path: str | None, fmt: str, quiet: bool) -> in
         if res["ok"] and res["passed"]:
             click.echo(f"verified: identical numbers ({res['digest']['rerun']})")
         elif res["ok"]:
-            click.echo(f"verified: identical numbers ({res['digest']['rerun']}), but the verified audit FAILED "
-                       "its gates")
+            click.echo(
+                f"verified: identical numbers ({res['digest']['rerun']}), but the verified audit FAILED "
+                "its gates"
+            )
         else:
             click.echo("NOT verified:\n  " + "\n  ".join(res["differences"]))
     return verify_exit_code(res)

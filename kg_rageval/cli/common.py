@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import click
 
-from kg_rageval.base.fmt import fmt_count, fmt_value, table
+from kg_rageval.base.fmt import fmt_count, table
 
 format_option = click.option(
     "--format",
@@ -33,13 +34,16 @@ def loader_options(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        given = {k[len(_LOADER_DEST):]: kwargs.pop(k) for k in list(kwargs) if k.startswith(_LOADER_DEST)}
+        given = {k[len(_LOADER_DEST) :]: kwargs.pop(k) for k in list(kwargs) if k.startswith(_LOADER_DEST)}
         click.get_current_context().meta[_LOADER_META] = given
         return f(*args, **kwargs)
 
     w: Callable = wrapper
     w = click.option(
-        "--ontology-option", _LOADER_DEST + "extra", multiple=True, metavar="KEY=VALUE",
+        "--ontology-option",
+        _LOADER_DEST + "extra",
+        multiple=True,
+        metavar="KEY=VALUE",
         help="Any other loader option (JSON values), e.g. lang=de, matrix_root=false, node_label=Concept.",
     )(w)
     for opt in reversed(LOADER_OPTIONS):
@@ -47,7 +51,9 @@ def loader_options(f: Callable) -> Callable:
         if opt.kind == "flag":
             w = click.option(opt.flag, dest, is_flag=True, default=None, help=opt.help)(w)
         elif opt.kind == "choice":
-            w = click.option(opt.flag, dest, type=click.Choice(list(opt.choices)), default=None, help=opt.help)(w)
+            w = click.option(
+                opt.flag, dest, type=click.Choice(list(opt.choices)), default=None, help=opt.help
+            )(w)
         elif opt.kind == "multi":
             w = click.option(opt.flag, dest, multiple=True, help=opt.help)(w)
         else:
@@ -78,7 +84,7 @@ def ontology_option(f: Callable) -> Callable:
         "ontology_path",
         required=True,
         help="Ontology file (RDF/OWL/SKOS, OBO, STIX JSON, CSV/TSV edge table or compiled .kgro) "
-             "or a graph database URI (bolt://, neo4j://) with --mapping.",
+        "or a graph database URI (bolt://, neo4j://) with --mapping.",
     )(f)
 
 
@@ -103,7 +109,7 @@ chunk_size_option = click.option(
     default=None,
     metavar="N",
     help="Records read and scored at a time (default 65536; 32768 for score linking); the result "
-         "does not depend on it, memory does.",
+    "does not depend on it, memory does.",
 )
 """``--chunk-size``: how many records a streamable family scores at a time
 (:meth:`~kg_rageval.scoring.BoundScorer.score_path`)."""
@@ -133,8 +139,6 @@ def load_ontology_cli(path: str, fmt: str | None = None, **options: Any):
     from kg_rageval.ontology import load_ontology
 
     return load_ontology(path, format=fmt, **{**given_loader_options(), **options})
-
-
 
 
 def metrics_table(metrics: dict[str, Any]) -> str:
@@ -239,8 +243,15 @@ def family_options(family: str) -> Callable[[Callable[..., Any]], Callable[..., 
         for p in reversed([p for p in sc.params if p.exposed]):
             fn = _click_option(p)(fn)
         for i in reversed(sc.inputs):
-            fn = click.option(i.flag, *i.flags, i.name, type=click.Path(exists=True, dir_okay=False),
-                              required=i.required, default=None, help=i.help)(fn)
+            fn = click.option(
+                i.flag,
+                *i.flags,
+                i.name,
+                type=click.Path(exists=True, dir_okay=False),
+                required=i.required,
+                default=None,
+                help=i.help,
+            )(fn)
         return fn
 
     return deco
@@ -271,18 +282,40 @@ def score_output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The output options every ``score <family>`` command shares: ``--format
     text|json|csv``, ``--rows/--no-rows`` (default off), ``--ci N`` (bootstrap intervals over
     records, N resamples; 0 = none), ``--ci-level``, ``--seed``."""
-    fn = click.option("--seed", type=int, default=0, show_default=True,
-                      help="Seed of the bootstrap resampling (--ci).")(fn)
-    fn = click.option("--ci-level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                      show_default=True, help="Confidence level of the --ci intervals.")(fn)
-    fn = click.option("--ci", "ci", type=click.IntRange(min=0), default=0, show_default=True,
-                      help="Percentile bootstrap intervals over records with this many resamples (fills the "
-                           "ci column; 0: none).")(fn)
-    fn = click.option("--rows/--no-rows", "rows", default=False, show_default=True,
-                      help="Include the per-row results (JSON: 'rows'; CSV: the rows instead of the metrics).")(fn)
-    fn = click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
-                      show_default=True, help="Output: a human table, JSON (the same shape for every family) "
-                                              "or CSV.")(fn)
+    fn = click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling (--ci)."
+    )(fn)
+    fn = click.option(
+        "--ci-level",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.95,
+        show_default=True,
+        help="Confidence level of the --ci intervals.",
+    )(fn)
+    fn = click.option(
+        "--ci",
+        "ci",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Percentile bootstrap intervals over records with this many resamples (fills the "
+        "ci column; 0: none).",
+    )(fn)
+    fn = click.option(
+        "--rows/--no-rows",
+        "rows",
+        default=False,
+        show_default=True,
+        help="Include the per-row results (JSON: 'rows'; CSV: the rows instead of the metrics).",
+    )(fn)
+    fn = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json", "csv"]),
+        default="text",
+        show_default=True,
+        help="Output: a human table, JSON (the same shape for every family) or CSV.",
+    )(fn)
     return fn
 
 
@@ -300,8 +333,16 @@ def with_intervals(result: Any, n_resamples: int, level: float, seed: int) -> di
     return metrics
 
 
-def score_payload(result: Any, *, data_path: str, n_records: int, onto: Any, rows: bool,
-                  breakdowns: Iterable[str] = (), metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+def score_payload(
+    result: Any,
+    *,
+    data_path: str,
+    n_records: int,
+    onto: Any,
+    rows: bool,
+    breakdowns: Iterable[str] = (),
+    metrics: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The one JSON shape of every ``score <family>`` command (docs/evaluation.md):
     ``command``, ``family``, ``data``, ``ontology``, ``counts``, ``metrics`` (canonical names),
     ``unscored`` (reason → records), ``breakdowns`` (key → value → ``{"n", "metrics"}``),
@@ -326,26 +367,39 @@ def score_payload(result: Any, *, data_path: str, n_records: int, onto: Any, row
             for value, g in d.items():
                 cell = dst.setdefault(value, {"n": 0, "metrics": {}})
                 cell["n"] += g["n"]  # rows, over the members that have the key
-                cell["metrics"].update({f"{fam}.{k}": {**m, "name": f"{fam}.{k}"} for k, m in g["metrics"].items()})
+                cell["metrics"].update(
+                    {f"{fam}.{k}": {**m, "name": f"{fam}.{k}"} for k, m in g["metrics"].items()}
+                )
     payload: dict[str, Any] = {
         "command": f"score {fam}",
         "family": fam,
         "data": data_path,
         "ontology": ontology_ref(onto),
-        "counts": {"records": n_records, "scored_records": len(scored),
-                   "rows": {m: len(ev) for m, ev in result.items()},
-                   "unscored": sum(result.unscored_counts.values())},
+        "counts": {
+            "records": n_records,
+            "scored_records": len(scored),
+            "rows": {m: len(ev) for m, ev in result.items()},
+            "unscored": sum(result.unscored_counts.values()),
+        },
         "metrics": {k: m.to_dict() for k, m in metrics.items()},
         "unscored": result.unscored_counts,
         "breakdowns": bd,
-        "evaluations": {m: {k: v for k, v in ev.to_dict(rows=False).items() if k in ("version", "sums", "meta",
-                                                                                    "n_rows", "n_records")}
-                        for m, ev in result.items()},
+        "evaluations": {
+            m: {
+                k: v
+                for k, v in ev.to_dict(rows=False).items()
+                if k in ("version", "sums", "meta", "n_rows", "n_records")
+            }
+            for m, ev in result.items()
+        },
     }
     if rows:
-        payload["rows"] = [{"member": m, **r} for m, ev in result.items() for r in ev.to_dict(rows=True)["rows"]]
-        payload["unscored_records"] = [{"member": m, **u} for m, ev in result.items()
-                                       for u in ev.to_dict(rows=True)["unscored_records"]]
+        payload["rows"] = [
+            {"member": m, **r} for m, ev in result.items() for r in ev.to_dict(rows=True)["rows"]
+        ]
+        payload["unscored_records"] = [
+            {"member": m, **u} for m, ev in result.items() for u in ev.to_dict(rows=True)["unscored_records"]
+        ]
     return payload
 
 
@@ -370,20 +424,30 @@ def emit_score(payload: dict[str, Any], fmt: str, render_text: Callable[[Any], s
         w2.writerow(["metric", "value", "numerator", "denominator", "ci_low", "ci_high", "missing"])
         for name, m in payload["metrics"].items():
             ci = m.get("ci") or [None, None]
-            w2.writerow([name, m.get("value"), m.get("numerator"), m.get("denominator"), ci[0], ci[1],
-                         m.get("missing", "")])
+            w2.writerow(
+                [
+                    name,
+                    m.get("value"),
+                    m.get("numerator"),
+                    m.get("denominator"),
+                    ci[0],
+                    ci[1],
+                    m.get("missing", ""),
+                ]
+            )
     click.echo(buf.getvalue(), nl=False)
 
 
 def short_metrics(metrics: dict[str, Any], family: str) -> dict[str, Any]:
     """``{bare name: Metric}`` of one family's canonical metrics (for text tables)."""
     pre = family + "."
-    return {k[len(pre):] if k.startswith(pre) else k: m for k, m in metrics.items()}
+    return {k[len(pre) :] if k.startswith(pre) else k: m for k, m in metrics.items()}
 
 
-def canonical_dicts(family: str, metrics: dict[str, Any], only: Iterable[str] | None = None) -> dict[str, Any]:
+def canonical_dicts(
+    family: str, metrics: dict[str, Any], only: Iterable[str] | None = None
+) -> dict[str, Any]:
     """``{"<family>.<metric>": Metric.to_dict()}`` of a family's bare-named metrics (per-node
     and per-branch tables use the same canonical names as the totals)."""
     names = list(metrics) if only is None else list(only)
     return {f"{family}.{k}": {**metrics[k].to_dict(), "name": f"{family}.{k}"} for k in names}
-

@@ -14,44 +14,130 @@ from kg_rageval.cli.common import fail, load_ontology_cli, ontology_format_optio
 
 
 @click.command()
-@click.option("--qrels", "qrels_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Qrels (TREC, BEIR TSV or ranx/ir_measures JSON).")
-@click.option("--run", "run_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="A system's run (repeatable; the first is the baseline unless --baseline).")
-@click.option("--data", "-d", "data_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Instead of runs: one records file per system (retrieval sections), paired by record id.")
-@click.option("--name", "names", multiple=True, help="System names, in --run/--data order (default: file names).")
-@click.option("--baseline", default=None, help="The system the others are compared with (default: the first).")
-@click.option("--measure", "-m", "measures", multiple=True, metavar="NAME",
-              help="Measures (repeatable or comma-separated; ir_measures or trec_eval names). "
-                   "Default: nDCG@10, AP, RR, P@10, R@100 (records: the records metrics).")
-@click.option("--test", "tests", multiple=True, type=click.Choice(["permutation", "t", "wilcoxon"]),
-              help="Paired tests (repeatable; default all three).")
-@click.option("--correction", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True)
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
-@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
-              help="Bootstrap CI level.")
+@click.option(
+    "--qrels",
+    "qrels_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Qrels (TREC, BEIR TSV or ranx/ir_measures JSON).",
+)
+@click.option(
+    "--run",
+    "run_paths",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="A system's run (repeatable; the first is the baseline unless --baseline).",
+)
+@click.option(
+    "--data",
+    "-d",
+    "data_paths",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Instead of runs: one records file per system (retrieval sections), paired by record id.",
+)
+@click.option(
+    "--name", "names", multiple=True, help="System names, in --run/--data order (default: file names)."
+)
+@click.option(
+    "--baseline", default=None, help="The system the others are compared with (default: the first)."
+)
+@click.option(
+    "--measure",
+    "-m",
+    "measures",
+    multiple=True,
+    metavar="NAME",
+    help="Measures (repeatable or comma-separated; ir_measures or trec_eval names). "
+    "Default: nDCG@10, AP, RR, P@10, R@100 (records: the records metrics).",
+)
+@click.option(
+    "--test",
+    "tests",
+    multiple=True,
+    type=click.Choice(["permutation", "t", "wilcoxon"]),
+    help="Paired tests (repeatable; default all three).",
+)
+@click.option(
+    "--correction", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True
+)
+@click.option(
+    "--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True
+)
+@click.option(
+    "--level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Bootstrap CI level.",
+)
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
 @click.option("--permutations", type=click.IntRange(min=100), default=10000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--trec-eval", "trec_eval", is_flag=True,
-              help="Pair every judged query (trec_eval -c), not only those with a relevant document.")
+@click.option(
+    "--trec-eval",
+    "trec_eval",
+    is_flag=True,
+    help="Pair every judged query (trec_eval -c), not only those with a relevant document.",
+)
 @click.option("--rel-level", "-l", "rel_level", type=int, default=1, show_default=True)
 @click.option("--depth", "-M", "depth", type=click.IntRange(min=1), default=None)
-@click.option("--ontology", "-O", "ontology_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Ontology: compare per branch (needs --corpus or --query-nodes with --qrels).")
+@click.option(
+    "--ontology",
+    "-O",
+    "ontology_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Ontology: compare per branch (needs --corpus or --query-nodes with --qrels).",
+)
 @ontology_format_option
 @click.option("--corpus", "corpus_path", type=click.Path(exists=True, dir_okay=False), default=None)
 @click.option("--query-nodes", type=click.Path(exists=True, dir_okay=False), default=None)
-@click.option("--branch-depth", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Ontology depth of the branches (root 0).")
-@click.option("--branch-measure", "branch_measures", multiple=True,
-              help="Measures tested per branch (default: the first measure).")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "latex", "json"]), default="text",
-              show_default=True)
-def command(qrels_path, run_paths, data_paths, names, baseline, measures, tests, correction, alpha, level, resamples,
-            permutations, seed, trec_eval, rel_level, depth, ontology_path, ontology_format, corpus_path, query_nodes,
-            branch_depth, branch_measures, fmt) -> None:
+@click.option(
+    "--branch-depth",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Ontology depth of the branches (root 0).",
+)
+@click.option(
+    "--branch-measure",
+    "branch_measures",
+    multiple=True,
+    help="Measures tested per branch (default: the first measure).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "latex", "json"]),
+    default="text",
+    show_default=True,
+)
+def command(
+    qrels_path,
+    run_paths,
+    data_paths,
+    names,
+    baseline,
+    measures,
+    tests,
+    correction,
+    alpha,
+    level,
+    resamples,
+    permutations,
+    seed,
+    trec_eval,
+    rel_level,
+    depth,
+    ontology_path,
+    ontology_format,
+    corpus_path,
+    query_nodes,
+    branch_depth,
+    branch_measures,
+    fmt,
+) -> None:
     """Compare N systems: means, paired tests (Holm/Bonferroni), effect sizes, CIs, W/T/L, per branch."""
     from kg_rageval.families.retrieval.significance import branch_masks, compare_systems, render
 
@@ -69,17 +155,39 @@ def command(qrels_path, run_paths, data_paths, names, baseline, measures, tests,
     if run_paths:
         if not qrels_path:
             fail("--run needs --qrels")
-        per_query, masks, nodes, meta = _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level,
-                                                   depth, onto, corpus_path, query_nodes)
+        per_query, masks, nodes, meta = _from_runs(
+            qrels_path,
+            run_paths,
+            sys_names,
+            measures,
+            trec_eval,
+            rel_level,
+            depth,
+            onto,
+            corpus_path,
+            query_nodes,
+        )
     else:
         if onto is None:
             fail("--data needs --ontology (records are scored against it)")
         per_query, masks, nodes, meta = _from_records(data_paths, sys_names, measures, onto, corpus_path)
-    branches = branch_masks(onto, nodes, depth=branch_depth) if onto is not None and nodes is not None else None
-    comp = compare_systems(per_query, baseline=baseline, masks=masks, tests=tuple(tests) or ("permutation", "t", "wilcoxon"),
-                           correction=correction, alpha=alpha, level=level, n_resamples=resamples,
-                           n_permutations=permutations, seed=seed, branches=branches,
-                           branch_measures=list(branch_measures) or None)
+    branches = (
+        branch_masks(onto, nodes, depth=branch_depth) if onto is not None and nodes is not None else None
+    )
+    comp = compare_systems(
+        per_query,
+        baseline=baseline,
+        masks=masks,
+        tests=tuple(tests) or ("permutation", "t", "wilcoxon"),
+        correction=correction,
+        alpha=alpha,
+        level=level,
+        n_resamples=resamples,
+        n_permutations=permutations,
+        seed=seed,
+        branches=branches,
+        branch_measures=list(branch_measures) or None,
+    )
     comp.meta.update(meta)
     click.echo(render(comp, fmt))
 
@@ -89,9 +197,11 @@ def _names(paths) -> list[str]:
     return names if len(set(names)) == len(names) else [str(p) for p in paths]
 
 
-def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level, depth, onto, corpus_path, query_nodes):
-    from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes
+def _from_runs(
+    qrels_path, run_paths, sys_names, measures, trec_eval, rel_level, depth, onto, corpus_path, query_nodes
+):
     from kg_rageval.contract.measures import parse_measures
+    from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes
     from kg_rageval.families.retrieval.measures import compute, scored_mask
     from kg_rageval.families.retrieval.trec import load_qrels, load_run
 
@@ -119,15 +229,21 @@ def _from_runs(qrels_path, run_paths, sys_names, measures, trec_eval, rel_level,
         if corpus is None and table_ is None:
             fail("--ontology with --qrels needs --corpus or --query-nodes")
         nodes = query_gold_nodes(qrels, onto, corpus=corpus, table=table_, rel_level=rel_level)
-    meta = {"qrels": qrels_path, "mode": mode, "n_queries": len(qrels), "n_missing_run": missing,
-            "pairing": "every judged query" if trec_eval else "queries with a relevant document "
-                       "(missing runs scored 0 and counted)"}
+    meta = {
+        "qrels": qrels_path,
+        "mode": mode,
+        "n_queries": len(qrels),
+        "n_missing_run": missing,
+        "pairing": "every judged query"
+        if trec_eval
+        else "queries with a relevant document (missing runs scored 0 and counted)",
+    }
     return per_query, masks, nodes, meta
 
 
 def _from_records(data_paths, sys_names, measures, onto, corpus_path):
-    from kg_rageval.scoring import get_scorer
     from kg_rageval.records import read_records
+    from kg_rageval.scoring import get_scorer
 
     opts = {"corpus": corpus_path} if corpus_path else {}
     bound = get_scorer("retrieval").bind(onto, where="compare", **opts)
@@ -136,9 +252,10 @@ def _from_records(data_paths, sys_names, measures, onto, corpus_path):
     wanted = list(measures) or list(fam.metric_list)
     for m in wanted:
         if m not in fam.metric_list:
-            raise click.BadParameter(f"unknown records metric {m!r}; choose from {fam.metric_list}",
-                                     param_hint="--measure")
-    ids = [ [str(x) for x in ev.record_ids.tolist()] for ev in evs]
+            raise click.BadParameter(
+                f"unknown records metric {m!r}; choose from {fam.metric_list}", param_hint="--measure"
+            )
+    ids = [[str(x) for x in ev.record_ids.tolist()] for ev in evs]
     common = sorted(set(ids[0]).intersection(*ids[1:]))
     only = sorted(set().union(*ids) - set(common))
     if only:
@@ -154,5 +271,5 @@ def _from_records(data_paths, sys_names, measures, onto, corpus_path):
         per_query[name] = {m: ev.stats[f"{m}.sum"][order] for m in wanted}
         if nodes is None and "gold_node" in ev.keys:
             nodes = ev.keys["gold_node"][order].tolist()
-    masks = {m: scored for m in wanted}
+    masks = dict.fromkeys(wanted, scored)
     return per_query, masks, nodes, {"records": list(data_paths), "n_paired": len(common)}

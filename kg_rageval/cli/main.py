@@ -109,14 +109,19 @@ class LazyGroup(click.Group):
         from kg_rageval.scoring.properties import command_of, has_property
 
         load_entry_points()
-        return [n for n, sc in REGISTRY.items() if command_of(n) not in COMMANDS["score"]
-                and has_property(sc, "score_command") is not False]
+        return [
+            n
+            for n, sc in REGISTRY.items()
+            if command_of(n) not in COMMANDS["score"] and has_property(sc, "score_command") is not False
+        ]
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # short help without importing every subcommand module
         plugin = set(self._plugin_families())
-        rows = [(n, HELP.get(n, "") or (_family_description(n) if n in plugin else ""))
-                for n in self.list_commands(ctx)]
+        rows = [
+            (n, HELP.get(n, "") or (_family_description(n) if n in plugin else ""))
+            for n in self.list_commands(ctx)
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -124,10 +129,15 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, table="", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kg-rageval")
-@click.option("--limit", "limit_opts", multiple=True, metavar="NAME=N",
-              help="Raise or lower an input-cost limit (repeatable), e.g. --limit max_gz_bytes=8GiB; "
-                   "names: max_gz_bytes, max_gz_memory_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
-                   "max_config_nodes, max_xml_expansion, max_doc_bytes (docs/ontology.md).")
+@click.option(
+    "--limit",
+    "limit_opts",
+    multiple=True,
+    metavar="NAME=N",
+    help="Raise or lower an input-cost limit (repeatable), e.g. --limit max_gz_bytes=8GiB; "
+    "names: max_gz_bytes, max_gz_memory_bytes, max_json_depth, max_line_bytes, max_closure_entries, "
+    "max_config_nodes, max_xml_expansion, max_doc_bytes (docs/ontology.md).",
+)
 def cli(limit_opts: tuple[str, ...] = ()) -> None:
     """kg-rageval: ontology-centric evaluation of knowledge-graph RAG systems.
 
@@ -183,10 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # commands exit with their gate/validation code
         return int(exc.code or 0)
     except MemoryError:  # an input beyond this machine's memory: one line, exit 2, no traceback
-        click.echo(error_line("out of memory: the inputs need more memory than this process can get; lower the "
-                              "input-cost limits so that such an input is refused before it is read "
-                              "(kg-rageval --limit NAME=N, docs/ontology.md: max_gz_memory_bytes, "
-                              "max_closure_entries, ...) or give the process more memory"), err=True)
+        click.echo(
+            error_line(
+                "out of memory: the inputs need more memory than this process can get; lower the "
+                "input-cost limits so that such an input is refused before it is read "
+                "(kg-rageval --limit NAME=N, docs/ontology.md: max_gz_memory_bytes, "
+                "max_closure_entries, ...) or give the process more memory"
+            ),
+            err=True,
+        )
         return 2
     except Exception as exc:  # a bug: exit 3, never 1 (which means "a gate failed")
         import traceback

@@ -14,8 +14,7 @@ from kg_rageval.cli.common import emit, format_option, table
 
 @click.command()
 @click.argument("names", nargs=-1)
-@click.option("--family", "families", multiple=True, metavar="NAME",
-              help="Only these families (repeatable).")
+@click.option("--family", "families", multiple=True, metavar="NAME", help="Only these families (repeatable).")
 @format_option
 def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None:
     """List metrics (canonical name, family, direction, formula, aliases) and family parameters.
@@ -37,11 +36,26 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
             sc = get_scorer(mn.family) if mn.family else None
             found = sc.find_metric(mn.metric) if sc is not None else None
             spec = found[0] if found else None
-            rows.append({"input": n, "canonical": str(mn), "family": mn.family,
-                         "direction": spec.direction if spec else None, "formula": spec.formula if spec else None})
-        emit({"command": "metrics", "resolved": rows}, fmt,
-             lambda p: table([[r["input"], r["canonical"], r["direction"] or "", r["formula"] or ""]
-                              for r in p["resolved"]], ["input", "canonical", "direction", "formula"]))
+            rows.append(
+                {
+                    "input": n,
+                    "canonical": str(mn),
+                    "family": mn.family,
+                    "direction": spec.direction if spec else None,
+                    "formula": spec.formula if spec else None,
+                }
+            )
+        emit(
+            {"command": "metrics", "resolved": rows},
+            fmt,
+            lambda p: table(
+                [
+                    [r["input"], r["canonical"], r["direction"] or "", r["formula"] or ""]
+                    for r in p["resolved"]
+                ],
+                ["input", "canonical", "direction", "formula"],
+            ),
+        )
         return
     payload: dict[str, Any] = {"command": "metrics", "families": {}}
     for f in fams:
@@ -49,7 +63,9 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
         payload["families"][f] = {
             "description": sc.description,
             "sections": list(sc.sections),
-            "inputs": [{"name": i.name, "required": i.required, "flag": i.flag, "help": i.help} for i in sc.inputs],
+            "inputs": [
+                {"name": i.name, "required": i.required, "flag": i.flag, "help": i.help} for i in sc.inputs
+            ],
             "parameters": [p.describe() for p in sc.params if p.exposed],
             "metrics": [_with_aliases(m.describe(), template_aliases(f, m.name)) for m in sc.metrics],
         }
@@ -59,13 +75,31 @@ def metrics(names: tuple[str, ...], families: tuple[str, ...], fmt: str) -> None
         for f, d in p["families"].items():
             out.append(f"== {f}: {d['description']}")
             if d["parameters"]:
-                out.append(table([[q["name"], q["type"], q["default"], q["help"]] for q in d["parameters"]],
-                                 ["parameter", "type", "default", "help"]))
-            out.append(table([[m["name"], m["direction"], m["formula"] + (
-                " (only with " + ", ".join(f"{k}={v}" for k, v in m["when"].items()) + ")" if m.get("when") else "")
-                + (" (aliases: " + ", ".join(m["aliases"]) + ")" if m.get("aliases") else "")]
-                for m in d["metrics"]],
-                             ["metric", "better", "formula"]))
+                out.append(
+                    table(
+                        [[q["name"], q["type"], q["default"], q["help"]] for q in d["parameters"]],
+                        ["parameter", "type", "default", "help"],
+                    )
+                )
+            out.append(
+                table(
+                    [
+                        [
+                            m["name"],
+                            m["direction"],
+                            m["formula"]
+                            + (
+                                " (only with " + ", ".join(f"{k}={v}" for k, v in m["when"].items()) + ")"
+                                if m.get("when")
+                                else ""
+                            )
+                            + (" (aliases: " + ", ".join(m["aliases"]) + ")" if m.get("aliases") else ""),
+                        ]
+                        for m in d["metrics"]
+                    ],
+                    ["metric", "better", "formula"],
+                )
+            )
             out.append("")
         return "\n".join(out)
 

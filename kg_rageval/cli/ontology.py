@@ -7,7 +7,14 @@ import time
 
 import click
 
-from kg_rageval.cli.common import emit, format_option, load_ontology_cli, loader_options, ontology_format_option, table
+from kg_rageval.cli.common import (
+    emit,
+    format_option,
+    load_ontology_cli,
+    loader_options,
+    ontology_format_option,
+    table,
+)
 
 
 @click.group()
@@ -54,13 +61,30 @@ def _render_inspect(s: dict) -> str:
         ["active / deprecated / revoked", f"{s['active']} / {s['deprecated']} / {s['revoked']}"],
         ["with replacement", s["with_replacement"]],
         ["aliases (alternative ids)", s.get("aliases", 0)],
-        ["labelled / synonyms / definitions", f"{s['labelled']} / {s['with_synonyms']} / {s['with_definition']}"],
+        [
+            "labelled / synonyms / definitions",
+            f"{s['labelled']} / {s['with_synonyms']} / {s['with_definition']}",
+        ],
         ["node types", ", ".join(f"{k}={v}" for k, v in s["node_types"].items()) or "—"],
         ["object properties", len(s["properties"])],
-        ["instances", f"{s.get('instances', 0)}" + (": " + ", ".join(f"{k}={v}" for k, v in s["instances_by_kind"].items())
-                                                      if s.get("instances_by_kind") else "")],
-        ["relation triples", f"{s.get('relations', 0)}" + (": " + ", ".join(f"{k}={v}" for k, v in s["relations_by_predicate"].items())
-                                                            if s.get("relations_by_predicate") else "")],
+        [
+            "instances",
+            f"{s.get('instances', 0)}"
+            + (
+                ": " + ", ".join(f"{k}={v}" for k, v in s["instances_by_kind"].items())
+                if s.get("instances_by_kind")
+                else ""
+            ),
+        ],
+        [
+            "relation triples",
+            f"{s.get('relations', 0)}"
+            + (
+                ": " + ", ".join(f"{k}={v}" for k, v in s["relations_by_predicate"].items())
+                if s.get("relations_by_predicate")
+                else ""
+            ),
+        ],
         ["ancestor closure entries", s["ancestor_closure_entries"]],
         ["content hash", s["content_hash"]],
         ["load time (s)", s["load_seconds"]],
@@ -85,10 +109,17 @@ def _render_inspect(s: dict) -> str:
     default=None,
     help="SHACL shapes file (default: the bundled shapes/ontology.ttl).",
 )
-@click.option("--fail-on-warnings", is_flag=True,
-              help="Exit 1 on sh:Warning results too (default: warnings are shown, exit 0).")
-@click.option("--allow-warnings", is_flag=True, hidden=True,
-              help="Accepted for compatibility: warnings never fail without --fail-on-warnings.")
+@click.option(
+    "--fail-on-warnings",
+    is_flag=True,
+    help="Exit 1 on sh:Warning results too (default: warnings are shown, exit 0).",
+)
+@click.option(
+    "--allow-warnings",
+    is_flag=True,
+    hidden=True,
+    help="Accepted for compatibility: warnings never fail without --fail-on-warnings.",
+)
 @format_option
 def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fmt) -> None:
     """Check an ontology against SHACL shapes (every class labelled, no self-subclass,
@@ -99,8 +130,12 @@ def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fm
     onto = load_ontology_cli(file, ontology_format)
     report = validate_ontology(onto, shapes=shapes)
     code = 0 if report.passes(allow_warnings=not fail_on_warnings) else 1
-    payload = {**report.to_dict(), "verdict": report.verdict(fail_on_warnings), "exit_code": code,
-               "fail_on_warnings": bool(fail_on_warnings)}
+    payload = {
+        **report.to_dict(),
+        "verdict": report.verdict(fail_on_warnings),
+        "exit_code": code,
+        "fail_on_warnings": bool(fail_on_warnings),
+    }
     emit(payload, fmt, lambda _: report.to_text(fail_on_warnings=fail_on_warnings))
     if code:
         sys.exit(1)
@@ -108,14 +143,15 @@ def validate(file, ontology_format, shapes, fail_on_warnings, allow_warnings, fm
 
 @ontology.command()
 @click.argument("file", metavar="FILE_OR_URI")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Cache path (default: FILE.kgro).")
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), default=None, help="Cache path (default: FILE.kgro)."
+)
 @_load_options
 @format_option
 def compile(file, output, ontology_format, fmt) -> None:
     """Compile an ontology into a cache (.kgro) that reloads fast; any command accepts it."""
-    from kg_rageval.ontology.cache import save_compiled
-
     from kg_rageval.base.outputs import refuse_overwrite
+    from kg_rageval.ontology.cache import save_compiled
 
     if "://" not in file:
         refuse_overwrite({"--output": output or file + ".kgro"}, {"FILE": file})
@@ -136,7 +172,13 @@ def compile(file, output, ontology_format, fmt) -> None:
         "save_seconds": round(t2 - t1, 3),
         "bytes": path.stat().st_size,
     }
-    emit(payload, fmt, lambda p: f"wrote {p['output']} ({p['nodes']} nodes, {p['bytes']} bytes) in {p['load_seconds'] + p['save_seconds']:.2f}s")
+    emit(
+        payload,
+        fmt,
+        lambda p: (
+            f"wrote {p['output']} ({p['nodes']} nodes, {p['bytes']} bytes) in {p['load_seconds'] + p['save_seconds']:.2f}s"
+        ),
+    )
 
 
 @ontology.command()
@@ -146,8 +188,18 @@ def formats(fmt) -> None:
     from kg_rageval.ontology import available_formats
 
     specs = available_formats()
-    payload = [{"name": s.name, "extensions": list(s.extensions), "description": s.description} for s in specs.values()]
-    emit(payload, fmt, lambda p: table([[x["name"], " ".join(x["extensions"]), x["description"]] for x in p], ["format", "extensions", "description"]))
+    payload = [
+        {"name": s.name, "extensions": list(s.extensions), "description": s.description}
+        for s in specs.values()
+    ]
+    emit(
+        payload,
+        fmt,
+        lambda p: table(
+            [[x["name"], " ".join(x["extensions"]), x["description"]] for x in p],
+            ["format", "extensions", "description"],
+        ),
+    )
 
 
 def _drift_commands() -> None:

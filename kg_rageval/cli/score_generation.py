@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import click
 
-from kg_rageval.cli.common import (chunk_size_option, data_option, emit_score, families_text, family_kwargs, family_options,
-                     load_ontology_cli, ontology_format_option, ontology_option, score_output_options, score_payload,
-                     with_intervals)
+from kg_rageval.cli.common import (
+    chunk_size_option,
+    data_option,
+    emit_score,
+    families_text,
+    family_kwargs,
+    family_options,
+    load_ontology_cli,
+    ontology_format_option,
+    ontology_option,
+    score_output_options,
+    score_payload,
+    with_intervals,
+)
 
 
 @click.command()
@@ -17,19 +28,27 @@ from kg_rageval.cli.common import (chunk_size_option, data_option, emit_score, f
 @family_options("generation")
 @chunk_size_option
 @score_output_options
-def command(ontology_path, ontology_format, data_path, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
+def command(
+    ontology_path, ontology_format, data_path, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs
+) -> None:
     """Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration."""
     from kg_rageval.scoring import get_scorer
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    evals = get_scorer("generation").score(onto, data_path, chunk_size=chunk_size, where="score generation",
-                                           **family_kwargs("generation", kwargs))
+    evals = get_scorer("generation").score(
+        onto,
+        data_path,
+        chunk_size=chunk_size,
+        where="score generation",
+        **family_kwargs("generation", kwargs),
+    )
     first = next(iter(evals.values()))  # every member keys its rows by the slices of all records
     keys = [k for k in first.keys if k.startswith("slice:")]
     canonical = with_intervals(evals, ci, ci_level, seed)
     n_read = len(first) + len(first.unscored)  # each member scores or lists every record
-    payload = score_payload(evals, data_path=data_path, n_records=n_read, onto=onto, rows=rows,
-                            breakdowns=keys, metrics=canonical)
+    payload = score_payload(
+        evals, data_path=data_path, n_records=n_read, onto=onto, rows=rows, breakdowns=keys, metrics=canonical
+    )
     emit_score(payload, fmt, lambda p: _render(p, evals, canonical))
 
 
@@ -39,6 +58,8 @@ def _render(payload: dict, evals, metrics: dict) -> str:
     for ev in evals.values():
         orphan = ev.meta.get("n_judgments_without_record")
         if orphan:
-            parts.append(f"warning: {orphan} judgments name no record of the data file, e.g. "
-                         + ", ".join(repr(i) for i in ev.meta["judgments_without_record"][:5]))
+            parts.append(
+                f"warning: {orphan} judgments name no record of the data file, e.g. "
+                + ", ".join(repr(i) for i in ev.meta["judgments_without_record"][:5])
+            )
     return "\n".join(parts)

@@ -7,30 +7,49 @@ from __future__ import annotations
 
 import click
 
-from kg_rageval.cli.common import (data_option, emit_score, families_text, family_kwargs, family_options,
-                                   score_output_options, score_payload, with_intervals)
+from kg_rageval.cli.common import (
+    data_option,
+    emit_score,
+    families_text,
+    family_kwargs,
+    family_options,
+    score_output_options,
+    score_payload,
+    with_intervals,
+)
 
 
 @click.command()
 @data_option
-@click.option("--ontology", "-O", "ontology_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Ontology, for the per-branch roll-up (optional).")
+@click.option(
+    "--ontology",
+    "-O",
+    "ontology_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Ontology, for the per-branch roll-up (optional).",
+)
 @click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
 @family_options("judge")
-@click.option("--write-records", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="With --endpoint: write the records with the live judge's entries here (JSONL).")
+@click.option(
+    "--write-records",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="With --endpoint: write the records with the live judge's entries here (JSONL).",
+)
 @score_output_options
-def command(data_path, ontology_path, ontology_format, write_records, rows, fmt, ci, ci_level, seed,
-            **kwargs) -> None:
+def command(
+    data_path, ontology_path, ontology_format, write_records, rows, fmt, ci, ci_level, seed, **kwargs
+) -> None:
     """Judge calibration: accuracy, Cohen's kappa, false approvals/rejections, PPI, position bias.
 
     JSON: the envelope of every ``score`` command (``score_payload``; the metrics carry the
     family's Wilson / PPI intervals, ``--ci N`` replaces them with bootstrap ones) plus
     ``rollup`` (member → node → metrics, with ``-O``) and ``judge_usage`` (the live judge's
     calls, with ``--endpoint``)."""
-    from kg_rageval.scoring import get_scorer
-    from kg_rageval.records import read_records
     from kg_rageval.cli.common import load_ontology_cli
+    from kg_rageval.records import read_records
+    from kg_rageval.scoring import get_scorer
 
     opts = family_kwargs("judge", kwargs)
     from kg_rageval.base.outputs import refuse_overwrite
@@ -53,9 +72,18 @@ def command(data_path, ontology_path, ontology_format, write_records, rows, fmt,
         for ev in evals.values():
             ev.meta["judge_usage"] = usage
     canonical = with_intervals(evals, ci, ci_level, seed)
-    keys = sorted({k for ev in evals.values() for k in ev.keys if k.startswith("slice:") or k == "length_bin"})
-    payload = score_payload(evals, data_path=data_path, n_records=len(records), onto=onto, rows=rows,
-                            breakdowns=keys, metrics=canonical)
+    keys = sorted(
+        {k for ev in evals.values() for k in ev.keys if k.startswith("slice:") or k == "length_bin"}
+    )
+    payload = score_payload(
+        evals,
+        data_path=data_path,
+        n_records=len(records),
+        onto=onto,
+        rows=rows,
+        breakdowns=keys,
+        metrics=canonical,
+    )
     payload["command"] = "score judges"
     if onto is not None:
         payload["rollup"] = {name: _rollup(ev, onto) for name, ev in evals.items()}
@@ -68,22 +96,28 @@ def _rollup(ev, onto) -> dict:
     from kg_rageval.audit.gates import metric_dict
     from kg_rageval.audit.pernode import safe_rollup
 
-    return {n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
-            for n, e in safe_rollup(ev, onto).items()}
+    return {
+        n: {"n": e["n"], "metrics": {k: metric_dict(m) for k, m in e["metrics"].items()}}
+        for n, e in safe_rollup(ev, onto).items()
+    }
 
 
 def _render(payload: dict, evals, metrics: dict) -> str:
     cal = evals["judge_calibration"]
-    parts = [f"{payload['counts']['records']} records; judge {cal.meta.get('judge')!r} calibrated"
-             + (f", compared with {cal.meta['second_judge']!r}" if cal.meta.get("second_judge") else "")]
+    parts = [
+        f"{payload['counts']['records']} records; judge {cal.meta.get('judge')!r} calibrated"
+        + (f", compared with {cal.meta['second_judge']!r}" if cal.meta.get("second_judge") else "")
+    ]
     shown = _ShownSet({name: _Shown(ev) for name, ev in evals.items()})
     parts.extend(families_text(shown, "rows", metrics))
     usage = cal.meta.get("judge_usage")
     if usage:
         u = usage["usage"]
-        parts.append(f"\nlive judge {u['model']}: {u['requests']} requests, {u['cache_hits']} cache hits, "
-                     f"{u['retries']} retries, {u['failures']} failures, {u['total_tokens']} tokens, "
-                     f"${u['cost_usd']:.6f}")
+        parts.append(
+            f"\nlive judge {u['model']}: {u['requests']} requests, {u['cache_hits']} cache hits, "
+            f"{u['retries']} retries, {u['failures']} failures, {u['total_tokens']} tokens, "
+            f"${u['cost_usd']:.6f}"
+        )
     return "\n".join(parts)
 
 
@@ -104,5 +138,9 @@ class _Shown:
 
     def metrics(self) -> dict:
         ms = self.ev.metrics()
-        absent = {k.split(".", 1)[0] for k, m in ms.items() if k.endswith(".invalid_output_rate") and m.value is None}
+        absent = {
+            k.split(".", 1)[0]
+            for k, m in ms.items()
+            if k.endswith(".invalid_output_rate") and m.value is None
+        }
         return {k: m for k, m in ms.items() if k.split(".", 1)[0] not in absent or "." not in k}

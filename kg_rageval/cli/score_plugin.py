@@ -36,17 +36,31 @@ def make_command(family: str) -> click.Command:
     @family_options(family)
     @chunk_size_option
     @score_output_options
-    def command(ontology_path, ontology_format, data_path, chunk_size, rows, fmt, ci, ci_level, seed,
-                **kwargs) -> None:
+    def command(
+        ontology_path, ontology_format, data_path, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs
+    ) -> None:
         onto = load_ontology_cli(ontology_path, ontology_format)
-        evals = get_scorer(family).score(onto, data_path, chunk_size=chunk_size, where=f"score {family}",
-                                         **family_kwargs(family, kwargs))
+        evals = get_scorer(family).score(
+            onto, data_path, chunk_size=chunk_size, where=f"score {family}", **family_kwargs(family, kwargs)
+        )
         canonical = with_intervals(evals, ci, ci_level, seed)
         keys = sorted({k for ev in evals.values() for k in ev.keys if k.startswith("slice:")})
-        payload = score_payload(evals, data_path=data_path, n_records=_count_records(data_path), onto=onto,
-                                rows=rows, breakdowns=keys, metrics=canonical)
-        emit_score(payload, fmt, lambda p: "\n".join(
-            [f"{p['counts']['records']} records"] + families_text(evals, metrics=canonical)))
+        payload = score_payload(
+            evals,
+            data_path=data_path,
+            n_records=_count_records(data_path),
+            onto=onto,
+            rows=rows,
+            breakdowns=keys,
+            metrics=canonical,
+        )
+        emit_score(
+            payload,
+            fmt,
+            lambda p: "\n".join(
+                [f"{p['counts']['records']} records"] + families_text(evals, metrics=canonical)
+            ),
+        )
 
     return command
 

@@ -9,8 +9,8 @@ import click
 
 from kg_rageval.cli.common import (
     breakdown_keys,
-    chunk_size_option,
     canonical_dicts,
+    chunk_size_option,
     emit,
     emit_score,
     fail,
@@ -26,50 +26,150 @@ from kg_rageval.cli.common import (
     with_intervals,
 )
 
+
 @click.command()
-@click.option("--ontology", "-O", "ontology_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Ontology file; required with --data, optional with --qrels (then metrics per node).")
+@click.option(
+    "--ontology",
+    "-O",
+    "ontology_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Ontology file; required with --data, optional with --qrels (then metrics per node).",
+)
 @ontology_format_option
-@click.option("--data", "-d", "data_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Records file (JSONL, see docs/records.md); or give --qrels and --run.")
-@click.option("--qrels", "qrels_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Qrels: TREC (qid iter doc rel, '#' comments, .gz), BEIR TSV or ranx/ir_measures JSON.")
-@click.option("--run", "run_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Run: TREC (six or more columns, '#' comments, .gz) or ranx/ir_measures JSON (repeatable).")
-@click.option("--qrels-format", type=click.Choice(["auto", "trec", "beir", "json"]), default="auto", show_default=True)
+@click.option(
+    "--data",
+    "-d",
+    "data_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Records file (JSONL, see docs/records.md); or give --qrels and --run.",
+)
+@click.option(
+    "--qrels",
+    "qrels_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Qrels: TREC (qid iter doc rel, '#' comments, .gz), BEIR TSV or ranx/ir_measures JSON.",
+)
+@click.option(
+    "--run",
+    "run_paths",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Run: TREC (six or more columns, '#' comments, .gz) or ranx/ir_measures JSON (repeatable).",
+)
+@click.option(
+    "--qrels-format", type=click.Choice(["auto", "trec", "beir", "json"]), default="auto", show_default=True
+)
 @click.option("--run-format", type=click.Choice(["auto", "trec", "json"]), default="auto", show_default=True)
-@click.option("--measure", "-m", "measures", multiple=True, metavar="NAME",
-              help="Measure (repeatable or comma-separated): ir_measures names (nDCG@10, P(rel=2)@10, AP, RR, "
-                   "R@100, Judged@10, Bpref, infAP, ERR@10, RBP(p=0.8), Success@5) or trec_eval names "
-                   "(map, ndcg_cut_10, P_5); default: a standard set (all_trec's with --trec-eval).")
-@click.option("--trec-eval", "trec_eval", is_flag=True,
-              help="Aggregate exactly as trec_eval -c (every judged query counts, zero-relevance ones as 0) "
-                   "and print trec_eval's output format.")
-@click.option("--complete/--no-complete", "complete", default=True, show_default=True,
-              help="With --trec-eval: -c (missing runs score 0); --no-complete stops at a missing query "
-                   "as trec_eval 10.0 does.")
-@click.option("--rel-level", "-l", "rel_level", type=int, default=1, show_default=True,
-              help="Relevance threshold: grade >= this is relevant (trec_eval -l).")
-@click.option("--depth", "-M", "depth", type=click.IntRange(min=1), default=None,
-              help="Evaluate only the first N ranked documents per query (trec_eval -M).")
+@click.option(
+    "--measure",
+    "-m",
+    "measures",
+    multiple=True,
+    metavar="NAME",
+    help="Measure (repeatable or comma-separated): ir_measures names (nDCG@10, P(rel=2)@10, AP, RR, "
+    "R@100, Judged@10, Bpref, infAP, ERR@10, RBP(p=0.8), Success@5) or trec_eval names "
+    "(map, ndcg_cut_10, P_5); default: a standard set (all_trec's with --trec-eval).",
+)
+@click.option(
+    "--trec-eval",
+    "trec_eval",
+    is_flag=True,
+    help="Aggregate exactly as trec_eval -c (every judged query counts, zero-relevance ones as 0) "
+    "and print trec_eval's output format.",
+)
+@click.option(
+    "--complete/--no-complete",
+    "complete",
+    default=True,
+    show_default=True,
+    help="With --trec-eval: -c (missing runs score 0); --no-complete stops at a missing query "
+    "as trec_eval 10.0 does.",
+)
+@click.option(
+    "--rel-level",
+    "-l",
+    "rel_level",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Relevance threshold: grade >= this is relevant (trec_eval -l).",
+)
+@click.option(
+    "--depth",
+    "-M",
+    "depth",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evaluate only the first N ranked documents per query (trec_eval -M).",
+)
 @click.option("--per-query", "-q", "per_query", is_flag=True, help="Per-query values too (trec_eval -q).")
-@click.option("--query-nodes", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="With --qrels and --ontology: a query<TAB>node table giving each query's ontology node.")
+@click.option(
+    "--query-nodes",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="With --qrels and --ontology: a query<TAB>node table giving each query's ontology node.",
+)
 @family_options("retrieval")
-@click.option("--breakdown", "breakdowns", multiple=True, metavar="KEY",
-              help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).")
-@click.option("--rollup/--no-rollup", default=True, show_default=True,
-              help="Metrics per ontology node, pooling each node's subtree (gold_node).")
-@click.option("--rollup-depth", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Roll up only the nodes down to this depth (root = 0); the nodes of --rollup-node are "
-                   "added whatever their depth.")
-@click.option("--rollup-node", "rollup_nodes", multiple=True, metavar="ID",
-              help="Also roll up this ontology node (repeatable).")
+@click.option(
+    "--breakdown",
+    "breakdowns",
+    multiple=True,
+    metavar="KEY",
+    help="Metrics per value of a row key: gold_node or slice:<name> (repeatable; slices by default).",
+)
+@click.option(
+    "--rollup/--no-rollup",
+    default=True,
+    show_default=True,
+    help="Metrics per ontology node, pooling each node's subtree (gold_node).",
+)
+@click.option(
+    "--rollup-depth",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Roll up only the nodes down to this depth (root = 0); the nodes of --rollup-node are "
+    "added whatever their depth.",
+)
+@click.option(
+    "--rollup-node",
+    "rollup_nodes",
+    multiple=True,
+    metavar="ID",
+    help="Also roll up this ontology node (repeatable).",
+)
 @chunk_size_option
 @score_output_options
-def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qrels_format, run_format, measures,
-            trec_eval, complete, rel_level, depth, per_query, query_nodes, breakdowns, rollup, rollup_depth,
-            rollup_nodes, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs) -> None:
+def command(
+    ontology_path,
+    ontology_format,
+    data_path,
+    qrels_path,
+    run_paths,
+    qrels_format,
+    run_format,
+    measures,
+    trec_eval,
+    complete,
+    rel_level,
+    depth,
+    per_query,
+    query_nodes,
+    breakdowns,
+    rollup,
+    rollup_depth,
+    rollup_nodes,
+    chunk_size,
+    rows,
+    fmt,
+    ci,
+    ci_level,
+    seed,
+    **kwargs,
+) -> None:
     """Retrieval metrics: from records (Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision, filter false
     exclusion) or from TREC/BEIR/JSON qrels and runs (every ir_measures/trec_eval measure)."""
     if qrels_path or run_paths:
@@ -80,17 +180,34 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
         if fmt == "csv" or ci or rows:
             fail("--format csv, --ci and --rows apply to --data records; with --qrels use --per-query")
         opts = family_kwargs("retrieval", kwargs)
-        _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
-               complete, rel_level, depth, per_query, query_nodes, opts.get("corpus"),
-               opts.get("category_field", "categories"), bool(opts.get("dedupe")), rollup, fmt,
-               (rollup_depth, rollup_nodes))
+        _files(
+            ontology_path,
+            ontology_format,
+            qrels_path,
+            run_paths,
+            qrels_format,
+            run_format,
+            measures,
+            trec_eval,
+            complete,
+            rel_level,
+            depth,
+            per_query,
+            query_nodes,
+            opts.get("corpus"),
+            opts.get("category_field", "categories"),
+            bool(opts.get("dedupe")),
+            rollup,
+            fmt,
+            (rollup_depth, rollup_nodes),
+        )
         return
     if not data_path:
         fail("give --data RECORDS (with --ontology) or --qrels QRELS --run RUN")
     if not ontology_path:
         fail("--data needs --ontology (records are scored against the ontology)")
-    from kg_rageval.scoring import get_scorer
     from kg_rageval.families.retrieval import category_diagnosis
+    from kg_rageval.scoring import get_scorer
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     opts = family_kwargs("retrieval", kwargs)
@@ -102,30 +219,61 @@ def command(ontology_path, ontology_format, data_path, qrels_path, run_paths, qr
     ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
     canonical = with_intervals(result, ci, ci_level, seed)
-    payload = score_payload(result, data_path=data_path, n_records=len(ev) + len(ev.unscored), onto=onto, rows=rows,
-                            breakdowns=keys, metrics=canonical)
+    payload = score_payload(
+        result,
+        data_path=data_path,
+        n_records=len(ev) + len(ev.unscored),
+        onto=onto,
+        rows=rows,
+        breakdowns=keys,
+        metrics=canonical,
+    )
     payload["corpus"] = corpus_path
     if rollup:
         payload["rollup"] = {
-            node: {"n": g["n"], "depth": g["depth"],
-                   "metrics": canonical_dicts("retrieval", g["metrics"])}
+            node: {"n": g["n"], "depth": g["depth"], "metrics": canonical_dicts("retrieval", g["metrics"])}
             for node, g in bounded_rollup(ev, onto, rollup_depth, rollup_nodes).items()
         }
         payload["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
         payload["rollup_depth"] = rollup_depth
     if corpus is not None:
         payload["category_diagnosis"] = category_diagnosis(ev, onto)
-    emit_score(payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks), short_metrics(canonical, "retrieval")))
+    emit_score(
+        payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks), short_metrics(canonical, "retrieval"))
+    )
 
 
-def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, run_format, measures, trec_eval,
-           complete, rel_level, depth, per_query, query_nodes, corpus_path, category_field, dedupe, rollup, fmt,
-           rollup_bound=(2, ())):
+def _files(
+    ontology_path,
+    ontology_format,
+    qrels_path,
+    run_paths,
+    qrels_format,
+    run_format,
+    measures,
+    trec_eval,
+    complete,
+    rel_level,
+    depth,
+    per_query,
+    query_nodes,
+    corpus_path,
+    category_field,
+    dedupe,
+    rollup,
+    fmt,
+    rollup_bound=(2, ()),
+):
     """The ``--qrels``/``--run`` path (see :mod:`kg_rageval.families.retrieval.files`)."""
     from pathlib import Path
 
-    from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes, score_run, to_evaluation
     from kg_rageval.contract.measures import parse_measures
+    from kg_rageval.families.retrieval.files import (
+        query_gold_nodes,
+        read_query_nodes,
+        score_run,
+        to_evaluation,
+    )
     from kg_rageval.families.retrieval.measures import DEFAULT_MEASURES, TREC_ALL, trec_eval_lines
     from kg_rageval.families.retrieval.trec import load_qrels, load_run, run_tag
 
@@ -153,8 +301,21 @@ def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, 
     scores = []
     for path, name in zip(run_paths, names):
         run = load_run(path, format=run_format, dedupe=dedupe)
-        scores.append((path, score_run(qrels, run, specs, name=name, mode=mode, rel_level=rel_level, depth=depth,
-                                       complete=complete)))
+        scores.append(
+            (
+                path,
+                score_run(
+                    qrels,
+                    run,
+                    specs,
+                    name=name,
+                    mode=mode,
+                    rel_level=rel_level,
+                    depth=depth,
+                    complete=complete,
+                ),
+            )
+        )
     if fmt == "text" and trec_eval:
         out = []
         for path, sc in scores:
@@ -162,18 +323,29 @@ def _files(ontology_path, ontology_format, qrels_path, run_paths, qrels_format, 
             out.extend(trec_eval_lines(sc.per_query, run_id=tag, per_query=per_query, complete=complete))
         click.echo("\n".join(out))
         return
-    payload: dict = {"command": "score retrieval", "qrels": qrels_path, "mode": mode,
-                     "rel_level": rel_level, "depth": depth,
-                     "measures": [str(s) for s in specs], "runs": []}
+    payload: dict = {
+        "command": "score retrieval",
+        "qrels": qrels_path,
+        "mode": mode,
+        "rel_level": rel_level,
+        "depth": depth,
+        "measures": [str(s) for s in specs],
+        "runs": [],
+    }
     rolls = {}
     for path, sc in scores:
         d = sc.to_dict(per_query=per_query)
         d["file"] = path
         if onto is not None and rollup:
             ev = to_evaluation(sc, mode, nodes=nodes)
-            d["rollup"] = {node: {"n": g["n"], "depth": g["depth"],
-                                  "metrics": {m: v.to_dict() for m, v in g["metrics"].items()}}
-                           for node, g in bounded_rollup(ev, onto, *rollup_bound).items()}
+            d["rollup"] = {
+                node: {
+                    "n": g["n"],
+                    "depth": g["depth"],
+                    "metrics": {m: v.to_dict() for m, v in g["metrics"].items()},
+                }
+                for node, g in bounded_rollup(ev, onto, *rollup_bound).items()
+            }
             d["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
             rolls[sc.name] = d["rollup"]
         payload["runs"].append(d)
@@ -205,10 +377,12 @@ def _run_names(paths) -> list[str]:
 
 def _render_files(payload: dict, specs) -> str:
     runs = payload["runs"]
-    mode_note = ("trec_eval -c: every judged query in every mean, zero-relevance queries as 0"
-                 if payload["mode"] == "trec_eval" else
-                 "default: means over queries with a relevant document; queries without one are the "
-                 "answerability slice (counted, not averaged)")
+    mode_note = (
+        "trec_eval -c: every judged query in every mean, zero-relevance queries as 0"
+        if payload["mode"] == "trec_eval"
+        else "default: means over queries with a relevant document; queries without one are the "
+        "answerability slice (counted, not averaged)"
+    )
     parts = [f"mode: {mode_note}"]
     headers = ["measure", *[r["run"] for r in runs]]
     rows = []
@@ -216,15 +390,26 @@ def _render_files(payload: dict, specs) -> str:
         name = str(s)
         rows.append([name, *[r["values"][name] for r in runs]])
     parts.append(table(rows, headers))
-    cnt = [[c, *[r[c] for r in runs]] for c in ("n_queries", "n_missing_run", "n_no_gold", "n_no_gold_nonempty_run",
-                                                 "n_run_only", "n_duplicates_removed")]
+    cnt = [
+        [c, *[r[c] for r in runs]]
+        for c in (
+            "n_queries",
+            "n_missing_run",
+            "n_no_gold",
+            "n_no_gold_nonempty_run",
+            "n_run_only",
+            "n_duplicates_removed",
+        )
+    ]
     parts.append("")
     parts.append(table(cnt, ["queries", *[r["run"] for r in runs]]))
     for r in runs:
         if "rollup" in r:
             cols = [str(s) for s in specs][:5]
-            rr = [[node, g["depth"], g["n"], *(g["metrics"][c]["value"] for c in cols)]
-                  for node, g in sorted(r["rollup"].items(), key=lambda x: (x[1]["depth"], x[0]))[:40]]
+            rr = [
+                [node, g["depth"], g["n"], *(g["metrics"][c]["value"] for c in cols)]
+                for node, g in sorted(r["rollup"].items(), key=lambda x: (x[1]["depth"], x[0]))[:40]
+            ]
             parts.append(f"\n== {r['run']} by ontology node (subtree roll-up, first 40 by depth)")
             parts.append(table(rr, ["node", "depth", "queries", *cols]))
     return "\n".join(parts)

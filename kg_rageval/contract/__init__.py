@@ -19,6 +19,11 @@ from kg_rageval.contract.names import MetricName, parse_scope
 from kg_rageval.contract.params import Param, did_you_mean, validate_options
 
 __all__ = [
-    "MetricName", "MetricSpec", "Param", "did_you_mean", "ir_alias", "parse_scope",
+    "MetricName",
+    "MetricSpec",
+    "Param",
+    "did_you_mean",
+    "ir_alias",
+    "parse_scope",
     "validate_options",
 ]

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.contract.names import PARAMS, check_scope
@@ -158,15 +158,20 @@ def parse_gate(text: str) -> Gate:
         bscope, oscope = m.group("bscope"), m.group("oscope")
         if bscope and oscope:
             raise ConfigError(f"gate {text!r} gives a scope twice")
-        scope = (bscope or oscope or None)
+        scope = bscope or oscope or None
     else:
         use, metric, scope = "value", m.group("metric"), m.group("scope")
     if metric in USES:
         raise ConfigError(f"gate {text!r}: {metric!r} needs parentheses, e.g. '{metric}(mrr) >= 0.5'")
     scope = scope.strip() if scope else None
     try:
-        return Gate(metric=metric, op=m.group("op"), threshold=_parse_number(m.group("threshold")),
-                    scope=scope, use=use)
+        return Gate(
+            metric=metric,
+            op=m.group("op"),
+            threshold=_parse_number(m.group("threshold")),
+            scope=scope,
+            use=use,
+        )
     except ConfigError as exc:
         raise ConfigError(f"gate {text!r}: {exc}") from None
 
@@ -186,7 +191,6 @@ def parse_gates(texts: Iterable[str], *, source: str | None = None, field: str =
             source=source,
         )
     return gates
-
 
 
 __all__ = ["EQ_TOLERANCE", "OPS", "USES", "Gate", "parse_gate", "parse_gates"]

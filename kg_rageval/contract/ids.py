@@ -18,18 +18,44 @@ ON_STATUS_GOLD = ("error", "replace", "flag")
 NOT_IN_ONTOLOGY = "not_in_ontology"
 
 ID_PARAMS: tuple[Param, ...] = (
-    Param("on_unknown", "str", "count", "Predicted ids the ontology lacks: count them (the confusion category "
-          "not_in_ontology; a fault of the system under test) or stop with an error.", choices=ON_UNKNOWN),
-    Param("on_unknown_gold", "str", "error", "Gold ids the ontology lacks: an input error naming file, line and "
-          "field, or count them as not_in_ontology (gold that knowingly lies outside this release).",
-          choices=ON_UNKNOWN_GOLD),
-    Param("on_status", "str", "flag", "Deprecated/revoked predicted ids: flag them with their replacement "
-          "(scored where they stand), map them to their replacement, or stop with an error.", choices=ON_STATUS),
-    Param("on_status_gold", "str", "error", "Deprecated/revoked gold ids: an input error, map them to their "
-          "replacement, or accept them (flagged).", choices=ON_STATUS_GOLD),
-    Param("aliases", "bool", True, "Resolve alternative ids (OBO alt_id, merged concepts) to their concept "
-          "(counted in meta n_aliased)."),
+    Param(
+        "on_unknown",
+        "str",
+        "count",
+        "Predicted ids the ontology lacks: count them (the confusion category "
+        "not_in_ontology; a fault of the system under test) or stop with an error.",
+        choices=ON_UNKNOWN,
+    ),
+    Param(
+        "on_unknown_gold",
+        "str",
+        "error",
+        "Gold ids the ontology lacks: an input error naming file, line and "
+        "field, or count them as not_in_ontology (gold that knowingly lies outside this release).",
+        choices=ON_UNKNOWN_GOLD,
+    ),
+    Param(
+        "on_status",
+        "str",
+        "flag",
+        "Deprecated/revoked predicted ids: flag them with their replacement "
+        "(scored where they stand), map them to their replacement, or stop with an error.",
+        choices=ON_STATUS,
+    ),
+    Param(
+        "on_status_gold",
+        "str",
+        "error",
+        "Deprecated/revoked gold ids: an input error, map them to their "
+        "replacement, or accept them (flagged).",
+        choices=ON_STATUS_GOLD,
+    ),
+    Param(
+        "aliases",
+        "bool",
+        True,
+        "Resolve alternative ids (OBO alt_id, merged concepts) to their concept (counted in meta n_aliased).",
+    ),
 )
 ID_DEFAULTS: dict[str, Any] = {p.name: p.default for p in ID_PARAMS}
 """The defaults, from the declaration (``IdOptions`` uses them: written once)."""
-

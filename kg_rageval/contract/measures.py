@@ -77,27 +77,71 @@ COUNTS = frozenset({"NumRet", "NumRel", "NumRelRet", "NumNonRelJudgedRet", "NumQ
 """Measures trec_eval sums (not averages) over queries."""
 
 _ALIASES = {
-    "p": "P", "precision": "P", "r": "R", "recall": "R", "ap": "AP", "map": "AP", "gmap": "GMAP",
-    "rr": "RR", "mrr": "RR", "rprec": "Rprec", "r_precision": "Rprec", "ndcg": "nDCG",
-    "success": "Success", "hit": "Success", "bpref": "Bpref", "infap": "infAP",
-    "judged": "Judged", "unjudged": "Unjudged", "err": "ERR", "rbp": "RBP", "iprec": "IPrec",
-    "setp": "SetP", "setr": "SetR", "setf": "SetF", "setap": "SetAP", "numret": "NumRet",
-    "numrel": "NumRel", "numrelret": "NumRelRet", "numq": "NumQ",
-    "numnonreljudgedret": "NumNonRelJudgedRet", "gmbpref": "GMBpref", "11ptavg": "11ptAvg",
+    "p": "P",
+    "precision": "P",
+    "r": "R",
+    "recall": "R",
+    "ap": "AP",
+    "map": "AP",
+    "gmap": "GMAP",
+    "rr": "RR",
+    "mrr": "RR",
+    "rprec": "Rprec",
+    "r_precision": "Rprec",
+    "ndcg": "nDCG",
+    "success": "Success",
+    "hit": "Success",
+    "bpref": "Bpref",
+    "infap": "infAP",
+    "judged": "Judged",
+    "unjudged": "Unjudged",
+    "err": "ERR",
+    "rbp": "RBP",
+    "iprec": "IPrec",
+    "setp": "SetP",
+    "setr": "SetR",
+    "setf": "SetF",
+    "setap": "SetAP",
+    "numret": "NumRet",
+    "numrel": "NumRel",
+    "numrelret": "NumRelRet",
+    "numq": "NumQ",
+    "numnonreljudgedret": "NumNonRelJudgedRet",
+    "gmbpref": "GMBpref",
+    "11ptavg": "11ptAvg",
 }
 
 _TREC_FIXED = {
-    "map": ("AP", None), "gm_map": ("GMAP", None), "Rprec": ("Rprec", None), "bpref": ("Bpref", None),
-    "gm_bpref": ("GMBpref", None), "recip_rank": ("RR", None), "infAP": ("infAP", None),
-    "ndcg": ("nDCG", None), "set_P": ("SetP", None), "set_recall": ("SetR", None),
-    "set_F": ("SetF", None), "set_map": ("SetAP", None), "num_q": ("NumQ", None),
-    "num_ret": ("NumRet", None), "num_rel": ("NumRel", None), "num_rel_ret": ("NumRelRet", None),
-    "num_nonrel_judged_ret": ("NumNonRelJudgedRet", None), "11pt_avg": ("11ptAvg", None),
+    "map": ("AP", None),
+    "gm_map": ("GMAP", None),
+    "Rprec": ("Rprec", None),
+    "bpref": ("Bpref", None),
+    "gm_bpref": ("GMBpref", None),
+    "recip_rank": ("RR", None),
+    "infAP": ("infAP", None),
+    "ndcg": ("nDCG", None),
+    "set_P": ("SetP", None),
+    "set_recall": ("SetR", None),
+    "set_F": ("SetF", None),
+    "set_map": ("SetAP", None),
+    "num_q": ("NumQ", None),
+    "num_ret": ("NumRet", None),
+    "num_rel": ("NumRel", None),
+    "num_rel_ret": ("NumRelRet", None),
+    "num_nonrel_judged_ret": ("NumNonRelJudgedRet", None),
+    "11pt_avg": ("11ptAvg", None),
     "rbp": ("RBP", None),
 }
 _OTHER = {"R-Prec": "Rprec"}
 """Further spellings read as another (ir_measures' ``R-Prec``)."""
-_TREC_CUT = {"P": "P", "recall": "R", "map_cut": "AP", "ndcg_cut": "nDCG", "success": "Success", "unj": "Unjudged"}
+_TREC_CUT = {
+    "P": "P",
+    "recall": "R",
+    "map_cut": "AP",
+    "ndcg_cut": "nDCG",
+    "success": "Success",
+    "unj": "Unjudged",
+}
 _LEGACY_CUT = {"recall": "R", "precision": "P", "hit": "Success", "ndcg": "nDCG", "mrr": "RR"}
 _IR_RE = re.compile(r"^([A-Za-z0-9_]+)(?:\(([^()]*)\))?(?:@([0-9.]+))?$")
 
@@ -136,7 +180,14 @@ class MeasureSpec:
             return None
         if m == "IPrec":
             return f"iprec_at_recall_{float(c or 0.0):.2f}"
-        cut = {"P": "P", "R": "recall", "AP": "map_cut", "nDCG": "ndcg_cut", "Success": "success", "Unjudged": "unj"}
+        cut = {
+            "P": "P",
+            "R": "recall",
+            "AP": "map_cut",
+            "nDCG": "ndcg_cut",
+            "Success": "success",
+            "Unjudged": "unj",
+        }
         if c is not None:
             return f"{cut[m]}_{c}" if m in cut else None
         rev = {v[0]: k for k, v in _TREC_FIXED.items()}
@@ -177,8 +228,10 @@ def _spec(measure: str, cutoff_raw: str | None, kw: dict[str, object], name: str
     allowed, kind = MEASURES[measure]
     bad = sorted(set(kw) - allowed)
     if bad:
-        raise ValueError(f"measure {name!r}: {measure} takes no parameter {bad[0]!r} "
-                         f"(it takes: {', '.join(sorted(allowed)) or 'none'})")
+        raise ValueError(
+            f"measure {name!r}: {measure} takes no parameter {bad[0]!r} "
+            f"(it takes: {', '.join(sorted(allowed)) or 'none'})"
+        )
     cutoff: int | float | None = None
     if cutoff_raw is not None:
         if kind == "none":
@@ -217,7 +270,7 @@ def parse_measure(name: str) -> MeasureSpec:
         m, c = _TREC_FIXED[s]
         return _spec(m, c, {"p": 0.9} if m == "RBP" else {}, name)
     if s.startswith("iprec_at_recall_"):
-        return _spec("IPrec", s[len("iprec_at_recall_"):], {}, name)
+        return _spec("IPrec", s[len("iprec_at_recall_") :], {}, name)
     mt = re.match(r"^(P|recall|map_cut|ndcg_cut|success|unj)_(\d+)$", s)
     if mt:
         return _spec(_TREC_CUT[mt.group(1)], mt.group(2), {}, name)

@@ -14,8 +14,9 @@ Standard library only.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from kg_rageval.contract.measures import measure_metric
 
@@ -60,7 +61,7 @@ class MetricSpec:
     def _regex(self) -> re.Pattern[str]:
         pat, pos = "", 0
         for m in _PLACEHOLDER.finditer(self.name):
-            pat += re.escape(self.name[pos:m.start()])
+            pat += re.escape(self.name[pos : m.start()])
             pat += rf"(?P<{m.group(1)}>[A-Za-z0-9_]+?)" if m.group(2) else rf"(?P<{m.group(1)}>\d+)"
             pos = m.end()
         return re.compile(pat + re.escape(self.name[pos:]) + r"\Z")
@@ -84,18 +85,30 @@ class MetricSpec:
             if word and not given:
                 names = [n.replace(m.group(0), "{" + ph + "}") for n in names]
                 continue
-            vals = sorted({str(v) for v in given}) if word else [str(v) for v in sorted({int(v) for v in given})]
+            vals = (
+                sorted({str(v) for v in given}) if word else [str(v) for v in sorted({int(v) for v in given})]
+            )
             names = [n.replace(m.group(0), v) for n in names for v in vals]
         return names
 
     def describe(self) -> dict[str, Any]:
-        return {"name": f"{self.family}.{self.name}", "family": self.family, "member": self.member,
-                "direction": self.direction, "formula": self.formula, "parameters": list(self.placeholders),
-                **({"when": dict(self.when)} if self.when else {})}
+        return {
+            "name": f"{self.family}.{self.name}",
+            "family": self.family,
+            "member": self.member,
+            "direction": self.direction,
+            "formula": self.formula,
+            "parameters": list(self.placeholders),
+            **({"when": dict(self.when)} if self.when else {}),
+        }
 
 
-def metric_specs(family: str, member: str | None, rows: Iterable[tuple[str, str, str]],
-                 when: tuple[tuple[str, Any], ...] = ()) -> tuple[MetricSpec, ...]:
+def metric_specs(
+    family: str,
+    member: str | None,
+    rows: Iterable[tuple[str, str, str]],
+    when: tuple[tuple[str, Any], ...] = (),
+) -> tuple[MetricSpec, ...]:
     """``(name, direction, formula)`` rows as specs of ``family`` (produced by ``member``, under
     the options ``when``)."""
     return tuple(MetricSpec(n, d, f, member, family, when) for n, d, f in rows)

@@ -33,12 +33,16 @@ SCOPE_KINDS = ("slice", "node")
 _FAMILY = re.compile(r"[a-z_][a-z0-9_]*")
 _TEXT = re.compile(
     r"""^\s*(?:(?P<bound>ci_low|ci_high)\s*\(\s*(?P<inner>.*?)\s*\)\s*(?:\[\s*(?P<oscope>[^\[\]]+?)\s*\])?
-          |(?P<plain>.*?))\s*$""", re.VERBOSE)
+          |(?P<plain>.*?))\s*$""",
+    re.VERBOSE,
+)
 PARAMS = r"\(\s*[A-Za-z_]+\s*=\s*[A-Za-z0-9_.\-]+(?:\s*,\s*[A-Za-z_]+\s*=\s*[A-Za-z0-9_.\-]+)*\s*\)"
 """A metric may carry one parameter group of ``key=value`` pairs, as ir_measures names do
 (``P(rel=2)@10``, ``RBP(p=0.5,rel=1)``); shared with :mod:`kg_rageval.contract.gates`."""
-_BODY = re.compile(rf"^(?P<delta>delta:)?(?P<name>[A-Za-z_][A-Za-z0-9_@.\-/]*(?:{PARAMS}[A-Za-z0-9_@.\-/]*)?)"
-                   r"(?:\[\s*(?P<scope>[^\[\]]+?)\s*\])?$")
+_BODY = re.compile(
+    rf"^(?P<delta>delta:)?(?P<name>[A-Za-z_][A-Za-z0-9_@.\-/]*(?:{PARAMS}[A-Za-z0-9_@.\-/]*)?)"
+    r"(?:\[\s*(?P<scope>[^\[\]]+?)\s*\])?$"
+)
 
 
 @dataclass(frozen=True)
@@ -77,27 +81,32 @@ class MetricName:
     def __str__(self) -> str:
         return f"{self.bound}({self.key})" if self.bound else self.key
 
-    def unbounded(self) -> "MetricName":
+    def unbounded(self) -> MetricName:
         return replace(self, bound=None)
 
-    def unscoped(self) -> "MetricName":
+    def unscoped(self) -> MetricName:
         return replace(self, scope=None, bound=None)
 
     # ---------------------------------------------------------------- parsing
     @classmethod
-    def parse(cls, text: str) -> "MetricName":
+    def parse(cls, text: str) -> MetricName:
         """Read a metric name (see the module docstring); a malformed name raises
         :class:`ConfigError`. ``a.b`` is read as family ``a``, metric ``b`` when ``a`` looks like
         a family name (lower-case identifier); resolution may still reinterpret it."""
         if not isinstance(text, str):
             raise ConfigError(f"metric name must be a string, got {text!r}")
         m = _TEXT.match(text)
-        bound, body, oscope = (m.group("bound"), m.group("inner"), m.group("oscope")) if m and m.group("bound") \
+        bound, body, oscope = (
+            (m.group("bound"), m.group("inner"), m.group("oscope"))
+            if m and m.group("bound")
             else (None, text.strip(), None)
+        )
         b = _BODY.match(body or "")
         if not b:
-            raise ConfigError(f"{text!r} is not a metric name; expected e.g. 'retrieval.ndcg@10', "
-                              "'hierarchy.hierarchical_f1[node:TA0005]' or 'ci_low(generation.faithfulness)'")
+            raise ConfigError(
+                f"{text!r} is not a metric name; expected e.g. 'retrieval.ndcg@10', "
+                "'hierarchy.hierarchical_f1[node:TA0005]' or 'ci_low(generation.faithfulness)'"
+            )
         scope = b.group("scope") or None
         if scope and oscope:
             raise ConfigError(f"{text!r} gives a scope twice")

@@ -24,8 +24,9 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError
 
@@ -92,15 +93,26 @@ class Param:
     @property
     def type_text(self) -> str:
         if self.choices:
-            return " | ".join(self.choices) + (f" | {self.pattern_text or self.pattern}" if self.pattern else "")
+            return " | ".join(self.choices) + (
+                f" | {self.pattern_text or self.pattern}" if self.pattern else ""
+            )
         return {"int_list": "list of int", "str_list": "list of str", "path_list": "list of paths"}.get(
-            self.kind, self.kind)
+            self.kind, self.kind
+        )
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe description (``kg-rageval metrics --format json``, docs)."""
         default = list(self.default) if isinstance(self.default, tuple) else self.default
-        return {"name": self.name, "type": self.type_text, "default": default, "choices": self.choices,
-                "minimum": self.minimum, "nullable": self.nullable, "flag": self.flag, "help": self.help}
+        return {
+            "name": self.name,
+            "type": self.type_text,
+            "default": default,
+            "choices": self.choices,
+            "minimum": self.minimum,
+            "nullable": self.nullable,
+            "flag": self.flag,
+            "help": self.help,
+        }
 
     # ---------------------------------------------------------------- validation
     def coerce(self, value: Any, where: str) -> Any:
@@ -126,15 +138,24 @@ class Param:
                 if self.pattern is not None and re.fullmatch(self.pattern, value):
                     return value
                 extra = f" or {self.pattern_text or self.pattern}" if self.pattern else ""
-                raise ConfigError(f"{where}: {value!r} is not one of {', '.join(self.choices)}{extra}"
-                                  + did_you_mean(value, self.choices))
+                raise ConfigError(
+                    f"{where}: {value!r} is not one of {', '.join(self.choices)}{extra}"
+                    + did_you_mean(value, self.choices)
+                )
             return value
         if k in ("int_list", "str_list", "path_list"):
             items = [value] if isinstance(value, (int, str)) and not isinstance(value, bool) else value
             if not isinstance(items, (list, tuple)) or (not items and k != "path_list"):
                 raise ConfigError(f"{where}: expected a non-empty list, got {value!r}")
-            elem = Param(self.name, {"int_list": "int", "str_list": "str"}.get(k, "path"), None, "",
-                         self.choices, self.minimum, nullable=True)
+            elem = Param(
+                self.name,
+                {"int_list": "int", "str_list": "str"}.get(k, "path"),
+                None,
+                "",
+                self.choices,
+                self.minimum,
+                nullable=True,
+            )
             return tuple(elem.coerce(x, f"{where}[{i}]") for i, x in enumerate(items))
         if k == "mapping":
             if isinstance(value, str):
@@ -149,8 +170,9 @@ class Param:
 
     def _number(self, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected {'an integer' if self.kind == 'int' else 'a number'}, "
-                              f"got {value!r}")
+            raise ConfigError(
+                f"{where}: expected {'an integer' if self.kind == 'int' else 'a number'}, got {value!r}"
+            )
         if self.kind == "int" and not float(value).is_integer():
             raise ConfigError(f"{where}: expected an integer, got {value!r}")
         if not math.isfinite(float(value)):
@@ -160,8 +182,9 @@ class Param:
         return int(value) if self.kind == "int" else float(value)
 
 
-def validate_options(params: Iterable[Param], options: Mapping[str, Any], *, where: str,
-                     library: bool = False) -> dict[str, Any]:
+def validate_options(
+    params: Iterable[Param], options: Mapping[str, Any], *, where: str, library: bool = False
+) -> dict[str, Any]:
     """Every declared option with its value (the given one, checked, else the default).
 
     ``where`` prefixes each key in errors (``"families.retrieval"`` → ``families.retrieval.k``).

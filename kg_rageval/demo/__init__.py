@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.resources import bundled_ontology
 from kg_rageval.records import write_records
-from kg_rageval.base.resources import bundled_ontology  # noqa: F401 - re-exported for the demo's users
+
 
 @dataclass(frozen=True)
 class DemoProfile:
@@ -72,11 +73,28 @@ PROFILES: dict[str, DemoProfile] = {
         output_field="disease",
         schema="title: DiseaseAnswer\nfields:\n  disease: {kind: node, required: true}\n  parent: {kind: node}\n",
         gates=_COMMON_GATES,
-        slice_gates={"intent=description": ["retrieval.recall@10 >= 0.5"],
-                     "intent=label_lookup": ["retrieval.mrr >= 0.8"]},
-        node_gates={"DOID:2531": ["hierarchy.hierarchical_f1 >= 0.7"], "DOID:3119": ["retrieval.recall@10 >= 0.8"]},
-        coverage={"branches": ["DOID:2531", "DOID:3119", "DOID:120", "DOID:1319", "DOID:3070", "DOID:263",
-                               "DOID:1115", "DOID:1612", "DOID:1324"], "thin": 3},
+        slice_gates={
+            "intent=description": ["retrieval.recall@10 >= 0.5"],
+            "intent=label_lookup": ["retrieval.mrr >= 0.8"],
+        },
+        node_gates={
+            "DOID:2531": ["hierarchy.hierarchical_f1 >= 0.7"],
+            "DOID:3119": ["retrieval.recall@10 >= 0.8"],
+        },
+        coverage={
+            "branches": [
+                "DOID:2531",
+                "DOID:3119",
+                "DOID:120",
+                "DOID:1319",
+                "DOID:3070",
+                "DOID:263",
+                "DOID:1115",
+                "DOID:1612",
+                "DOID:1324",
+            ],
+            "thin": 3,
+        },
     ),
     "attack": DemoProfile(
         name="attack",
@@ -84,12 +102,16 @@ PROFILES: dict[str, DemoProfile] = {
         title="demo: MITRE ATT&CK Enterprise 18.1 baseline",
         noun="technique",
         output_field="technique",
-        schema=("title: AttackAnswer\nfields:\n"
-                "  technique: {kind: node, node_type: [technique, sub-technique], required: true}\n"
-                "  parent: {kind: node, node_type: [tactic, technique]}\n"),
+        schema=(
+            "title: AttackAnswer\nfields:\n"
+            "  technique: {kind: node, node_type: [technique, sub-technique], required: true}\n"
+            "  parent: {kind: node, node_type: [tactic, technique]}\n"
+        ),
         gates=_COMMON_GATES,
-        slice_gates={"intent=description": ["retrieval.recall@10 >= 0.5"],
-                     "intent=label_lookup": ["retrieval.mrr >= 0.8"]},
+        slice_gates={
+            "intent=description": ["retrieval.recall@10 >= 0.5"],
+            "intent=label_lookup": ["retrieval.mrr >= 0.8"],
+        },
         node_gates={"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"], "TA0005": ["retrieval.recall@10 >= 0.8"]},
         coverage={"branch_depth": 1, "thin": 3},
     ),
@@ -107,15 +129,23 @@ def demo_config(profile: str = "doid", *, bootstrap: int = 500) -> dict[str, Any
         "records": "records.jsonl",
         "corpus": "corpus.jsonl",
         "spec": "schema.yaml",
-        "families": {"hierarchy": {}, "linking": {}, "retrieval": {}, "conformance": {}, "generation": {},
-                     "provenance": {}},
+        "families": {
+            "hierarchy": {},
+            "linking": {},
+            "retrieval": {},
+            "conformance": {},
+            "generation": {},
+            "provenance": {},
+        },
         "gates": list(prof.gates),
         "slice_gates": {k: list(v) for k, v in prof.slice_gates.items()},
         "node_gates": {k: list(v) for k, v in prof.node_gates.items()},
         "missing_runs": {"budget": 0.1},
         "bootstrap": {"n_resamples": bootstrap, "level": 0.95, "seed": 0},
-        "baseline": {"records": "baseline.jsonl",
-                     "budgets": {"retrieval.recall@10": 0.02, "retrieval.mrr": 0.02, "hierarchy.hierarchical_f1": 0.0}},
+        "baseline": {
+            "records": "baseline.jsonl",
+            "budgets": {"retrieval.recall@10": 0.02, "retrieval.mrr": 0.02, "hierarchy.hierarchical_f1": 0.0},
+        },
         "coverage": dict(prof.coverage),
         "seed": 0,
         "judge": {"faithfulness": "extractive substring judge (kg_rageval.demo.system), deterministic"},
@@ -128,7 +158,9 @@ def _profile(name: str) -> DemoProfile:
     return PROFILES[name]
 
 
-def run_system(ontology: Any, *, seed: int = 0, progress: bool = False, profile: str = "doid") -> dict[str, Any]:
+def run_system(
+    ontology: Any, *, seed: int = 0, progress: bool = False, profile: str = "doid"
+) -> dict[str, Any]:
     """Build the corpus, generate the queries and run the system: records + corpus."""
     from kg_rageval.demo.system import DemoSystem, build_corpus, generate_queries
 
@@ -151,25 +183,41 @@ def run_system(ontology: Any, *, seed: int = 0, progress: bool = False, profile:
     links = system.link_many([q["query"] for q in queries])
     for n, q in items:
         principal = {"tenant": "acme" if rng.random() < 0.85 else "globex"}
-        records.append(_record(ontology, prof, n, q, system.answer(q["query"], principal, links[n]), principal,
-                               doc_type))
-        baseline.append(_record(ontology, prof, n, q, plain.answer(q["query"], principal, links[n]), principal,
-                                doc_type))
-    docs = [{k: v for k, v in d.items() if not k.startswith("_") and k != "concept"}
-            for d in corpus.docs if not d.get("_held_out")]
+        records.append(
+            _record(ontology, prof, n, q, system.answer(q["query"], principal, links[n]), principal, doc_type)
+        )
+        baseline.append(
+            _record(ontology, prof, n, q, plain.answer(q["query"], principal, links[n]), principal, doc_type)
+        )
+    docs = [
+        {k: v for k, v in d.items() if not k.startswith("_") and k != "concept"}
+        for d in corpus.docs
+        if not d.get("_held_out")
+    ]
     return {"records": records, "baseline": baseline, "corpus": docs, "held_out": corpus.held_out}
 
 
-def _record(ontology: Any, prof: "DemoProfile", n: int, q: dict[str, Any], out: dict[str, Any],
-            principal: dict[str, str], doc_type: dict[str, str]) -> dict[str, Any]:
+def _record(
+    ontology: Any,
+    prof: DemoProfile,
+    n: int,
+    q: dict[str, Any],
+    out: dict[str, Any],
+    principal: dict[str, str],
+    doc_type: dict[str, str],
+) -> dict[str, Any]:
     """One evaluation record: the query's labels and the system's outputs."""
-    rec: dict[str, Any] = {"id": f"q-{n + 1:04d}", "query": q["query"],
-                           "slices": {"intent": q["intent"]}}
+    rec: dict[str, Any] = {"id": f"q-{n + 1:04d}", "query": q["query"], "slices": {"intent": q["intent"]}}
     rec["mentions"] = {"gold": q["gold_mentions"], "pred": out["mentions"]} if q["gold_mentions"] else None
     if q["gold_node"] is not None:
         rec["labels"] = {"gold": [q["gold_node"]], "pred": [out["linked"]] if out["linked"] else []}
-    rec["retrieval"] = {"gold": q["gold_docs"] or {}, "run": out["run"], "filters": out["filters"],
-                        "principal": principal, "contexts": out["contexts"]}
+    rec["retrieval"] = {
+        "gold": q["gold_docs"] or {},
+        "run": out["run"],
+        "filters": out["filters"],
+        "principal": principal,
+        "contexts": out["contexts"],
+    }
     rec["answer"] = out["answer"]
     ref: dict[str, Any] = {"answerable": q["answerable"]}
     if q["gold_node"] is not None:
@@ -184,8 +232,9 @@ def _record(ontology: Any, prof: "DemoProfile", n: int, q: dict[str, Any], out: 
     return {k: v for k, v in rec.items() if v is not None}
 
 
-def build_demo(out_dir: str | Path, *, seed: int = 0, progress: bool = False, bootstrap: int = 500,
-               profile: str = "doid") -> dict[str, Any]:
+def build_demo(
+    out_dir: str | Path, *, seed: int = 0, progress: bool = False, bootstrap: int = 500, profile: str = "doid"
+) -> dict[str, Any]:
     """Build the demo system's outputs and audit config into ``out_dir`` (see module docstring).
     ``profile``: ``"doid"`` (Disease Ontology cancer slim, the default) or ``"attack"`` (MITRE
     ATT&CK Enterprise)."""
@@ -201,12 +250,23 @@ def build_demo(out_dir: str | Path, *, seed: int = 0, progress: bool = False, bo
     shutil.copyfile(src, onto_path)
     ontology = load_ontology(onto_path)
     built = run_system(ontology, seed=seed, progress=progress, profile=profile)
-    for name, rows in (("records", built["records"]), ("baseline", built["baseline"]), ("corpus", built["corpus"])):
+    for name, rows in (
+        ("records", built["records"]),
+        ("baseline", built["baseline"]),
+        ("corpus", built["corpus"]),
+    ):
         write_records(out / f"{name}.jsonl", rows, sort_keys=True)
     (out / "schema.yaml").write_text(prof.schema, encoding="utf-8")
     cfg = demo_config(profile, bootstrap=bootstrap)
     (out / "audit.yaml").write_text(
         "# kg-rageval audit config written by `kg-rageval audit --demo` (see docs/audit.md)\n"
-        + yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    return {"config": out / "audit.yaml", "n_records": len(built["records"]), "n_documents": len(built["corpus"]),
-            "held_out": built["held_out"], "out": out}
+        + yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
+    )
+    return {
+        "config": out / "audit.yaml",
+        "n_records": len(built["records"]),
+        "n_documents": len(built["corpus"]),
+        "held_out": built["held_out"],
+        "out": out,
+    }

@@ -11,7 +11,7 @@ never returned (the filter is applied *before* ranking, as in a vector store's p
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import sparse

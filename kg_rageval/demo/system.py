@@ -43,14 +43,15 @@ documents, so it is honestly judged unsupported unless the document says it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from kg_rageval.demo.bm25 import BM25
 from kg_rageval.testset.kinds import clean_text
 from kg_rageval.testset.kinds import first_sentence as _first_sentence
-from kg_rageval.demo.bm25 import BM25
 
 TENANTS = ("acme", "globex")
 
@@ -89,21 +90,45 @@ def build_corpus(ontology: Any, rng: np.random.Generator, *, held_out_fraction: 
         tenants = [TENANTS[0]] if u < 0.07 else ([TENANTS[1]] if u < 0.10 else list(TENANTS))
         base = {"categories": [cid], "tenant": tenants, "locale": "en", "concept": cid}
         if ontology.definitions[i]:
-            docs.append({"id": f"doc:{cid}:def", "source_id": f"{cid}#definition", "type": "definition",
-                         "title": label, "text": f"{label}: {clean_text(ontology.definitions[i])}", **base})
+            docs.append(
+                {
+                    "id": f"doc:{cid}:def",
+                    "source_id": f"{cid}#definition",
+                    "type": "definition",
+                    "title": label,
+                    "text": f"{label}: {clean_text(ontology.definitions[i])}",
+                    **base,
+                }
+            )
         syns = [s for s in ontology.synonyms[i] if s and s.lower() != label.lower()]
         if syns:
-            docs.append({"id": f"doc:{cid}:syn", "source_id": f"{cid}#synonyms", "type": "glossary",
-                         "title": label, "text": f"{label} is also known as {', '.join(syns[:6])}.", **base})
+            docs.append(
+                {
+                    "id": f"doc:{cid}:syn",
+                    "source_id": f"{cid}#synonyms",
+                    "type": "glossary",
+                    "title": label,
+                    "text": f"{label} is also known as {', '.join(syns[:6])}.",
+                    **base,
+                }
+            )
     for d in docs:
         if d["concept"] in held_ids:
             d["_held_out"] = True
     return Corpus(docs, sorted(held_ids))
 
 
-def generate_queries(ontology: Any, corpus: Corpus, rng: np.random.Generator, *, n_label: int = 150,
-                     n_synonym: int = 80, n_description: int = 100, n_sibling: int = 50,
-                     noun: str = "disease") -> list[dict[str, Any]]:
+def generate_queries(
+    ontology: Any,
+    corpus: Corpus,
+    rng: np.random.Generator,
+    *,
+    n_label: int = 150,
+    n_synonym: int = 80,
+    n_description: int = 100,
+    n_sibling: int = 50,
+    noun: str = "disease",
+) -> list[dict[str, Any]]:
     """Labelled queries built with the test-set builder (:func:`kg_rageval.testset.build_testset`):
     label, synonym and definition lookups, sibling contrasts and one NIL probe per held-out
     concept; deterministic for a given ``rng`` state (one draw seeds the builder). ``noun`` names
@@ -111,17 +136,35 @@ def generate_queries(ontology: Any, corpus: Corpus, rng: np.random.Generator, *,
     from kg_rageval.testset import TestsetConfig, TestsetCorpus, build_testset
 
     cfg = TestsetConfig(
-        seed=int(rng.integers(2**31)), noun=noun, require_type="definition", held_out=list(corpus.held_out),
-        grades={"definition": 2, "glossary": 1}, partner_grade=1, id_prefix="q-",
-        counts={"label_lookup": n_label, "synonym_lookup": n_synonym, "definition_lookup": n_description,
-                "sibling_contrast": n_sibling, "nil_probe": len(corpus.held_out)})
+        seed=int(rng.integers(2**31)),
+        noun=noun,
+        require_type="definition",
+        held_out=list(corpus.held_out),
+        grades={"definition": 2, "glossary": 1},
+        partner_grade=1,
+        id_prefix="q-",
+        counts={
+            "label_lookup": n_label,
+            "synonym_lookup": n_synonym,
+            "definition_lookup": n_description,
+            "sibling_contrast": n_sibling,
+            "nil_probe": len(corpus.held_out),
+        },
+    )
     built = build_testset(ontology, TestsetCorpus.from_docs(corpus.docs, ontology), cfg)
     queries = []
     for r in built.records:
         gold = (r.get("labels") or {}).get("gold")
-        queries.append({"intent": r["slices"]["intent"], "query": r["query"], "gold_node": gold[0] if gold else None,
-                        "gold_mentions": (r.get("mentions") or {}).get("gold", []),
-                        "gold_docs": r["retrieval"]["gold"] or None, "answerable": r["reference"]["answerable"]})
+        queries.append(
+            {
+                "intent": r["slices"]["intent"],
+                "query": r["query"],
+                "gold_node": gold[0] if gold else None,
+                "gold_mentions": (r.get("mentions") or {}).get("gold", []),
+                "gold_docs": r["retrieval"]["gold"] or None,
+                "answerable": r["reference"]["answerable"],
+            }
+        )
     return queries
 
 
@@ -130,8 +173,16 @@ class DemoSystem:
     ``use_filters=False`` drops the category filter (entitlements stay): the plain-BM25
     system the demo compares against."""
 
-    def __init__(self, ontology: Any, corpus: Corpus, *, k: int = 10, refuse_below: float = 4.0,
-                 output_field: str = "disease", use_filters: bool = True):
+    def __init__(
+        self,
+        ontology: Any,
+        corpus: Corpus,
+        *,
+        k: int = 10,
+        refuse_below: float = 4.0,
+        output_field: str = "disease",
+        use_filters: bool = True,
+    ):
         from kg_rageval.families.linking.dictionary import DictionaryLinker
 
         self.ontology = ontology
@@ -153,7 +204,11 @@ class DemoSystem:
         """``within parent(linked)``; the linked concept itself when it is top-level."""
         if linked is None:
             return []
-        parents = [p for p in self.ontology.parents(linked) if p != self.ontology.root_id or not self.ontology.virtual_root]
+        parents = [
+            p
+            for p in self.ontology.parents(linked)
+            if p != self.ontology.root_id or not self.ontology.virtual_root
+        ]
         scope = parents[0] if parents else linked
         return [{"field": "category", "op": "within", "value": scope}]
 
@@ -193,13 +248,22 @@ class DemoSystem:
                 sentences.append(f"{label} is a kind of {self.ontology.label(parents[0])} [1].")
             first = _first_sentence(top["text"]).rstrip()
             sentences.append(f"{first.rstrip('.')} [1].")
-            ans.update(text=" ".join(sentences), citations=[top["id"]],
-                       output={self.output_field: concept, "parent": parents[0] if parents else None})
+            ans.update(
+                text=" ".join(sentences),
+                citations=[top["id"]],
+                output={self.output_field: concept, "parent": parents[0] if parents else None},
+            )
             if ans["output"]["parent"] is None:
                 del ans["output"]["parent"]
             ans["judgment"] = _extractive_judgment(sentences, top["text"])
-        return {"mentions": mentions, "linked": linked, "filters": filters, "run": run, "contexts": contexts,
-                "answer": ans}
+        return {
+            "mentions": mentions,
+            "linked": linked,
+            "filters": filters,
+            "run": run,
+            "contexts": contexts,
+            "answer": ans,
+        }
 
 
 def _extractive_judgment(sentences: list[str], source: str) -> dict[str, Any]:
@@ -213,6 +277,10 @@ def _extractive_judgment(sentences: list[str], source: str) -> dict[str, Any]:
             continue
         claims.append(c)
         (supported if c.rstrip(".") in source else unsupported).append(c)
-    return {"claims": claims, "supported": supported, "unsupported": unsupported,
-            "failure_mode": "unsupported_claim" if unsupported else None,
-            "rationale": "extractive judge: a claim is supported when it occurs verbatim in the cited document"}
+    return {
+        "claims": claims,
+        "supported": supported,
+        "unsupported": unsupported,
+        "failure_mode": "unsupported_claim" if unsupported else None,
+        "rationale": "extractive judge: a claim is supported when it occurs verbatim in the cited document",
+    }

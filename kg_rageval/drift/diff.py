@@ -46,9 +46,10 @@ metric of a record whose ids are all stable. Audits compare across releases on t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -375,8 +376,9 @@ class OntologyDiff:
             "branch_depth": self.branch_depth,
             "by_branch": self.by_branch(),
             "changes": {k: self.entries(k, limit) for k in CHANGE_KINDS if counts[k]},
-            "truncated": {k: counts[k] - limit for k in CHANGE_KINDS
-                          if limit is not None and counts[k] > limit},
+            "truncated": {
+                k: counts[k] - limit for k in CHANGE_KINDS if limit is not None and counts[k] > limit
+            },
             "seconds": round(self.seconds, 4),
         }
 
@@ -442,8 +444,11 @@ def diff_ontologies(old: Ontology, new: Ontology, *, branch_depth: int = 1) -> O
     lab_old = np.asarray(old.labels, dtype=object)[cj]
     kinds["relabelled"] = ci[lab_new != lab_old]
     syn_new, syn_old = new.synonyms, old.synonyms
-    syn_changed = [i for i, j in zip(ci.tolist(), cj.tolist())
-                   if syn_new[i] != syn_old[j] and set(syn_new[i]) != set(syn_old[j])]
+    syn_changed = [
+        i
+        for i, j in zip(ci.tolist(), cj.tolist())
+        if syn_new[i] != syn_old[j] and set(syn_new[i]) != set(syn_old[j])
+    ]
     kinds["synonyms_changed"] = np.asarray(syn_changed, dtype=np.int64)
 
     # aliases
@@ -458,5 +463,12 @@ def diff_ontologies(old: Ontology, new: Ontology, *, branch_depth: int = 1) -> O
     else:
         kinds["alias_removed"] = np.zeros(0, dtype=np.int64)
     kinds = {k: np.asarray(kinds[k], dtype=np.int64) for k in CHANGE_KINDS}
-    return OntologyDiff(old=old, new=new, old_to_new=o2n, new_to_old=n2o, kinds=kinds,
-                        branch_depth=branch_depth, seconds=time.perf_counter() - t0)
+    return OntologyDiff(
+        old=old,
+        new=new,
+        old_to_new=o2n,
+        new_to_old=n2o,
+        kinds=kinds,
+        branch_depth=branch_depth,
+        seconds=time.perf_counter() - t0,
+    )

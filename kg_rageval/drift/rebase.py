@@ -50,14 +50,15 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
-from kg_rageval.ontology.model import ACTIVE, Ontology
 from kg_rageval.drift.diff import OntologyDiff, diff_ontologies
+from kg_rageval.ontology.model import ACTIVE, Ontology
 
 OUTCOMES = ("same", "respelled", "replaced", "merged", "retired", "removed", "cycle", "fork", "unknown")
 FLAGGING = frozenset({"retired", "removed", "cycle", "fork", "unknown"})
@@ -134,8 +135,9 @@ class IdMapping:
             if i >= 0 and o.ids[i] != node_id:
                 r = self.resolve(o.ids[i])
                 if r.outcome != "unknown":
-                    return Resolution(r.to, "respelled" if r.outcome == "same" else r.outcome,
-                                      (node_id, *r.path))
+                    return Resolution(
+                        r.to, "respelled" if r.outcome == "same" else r.outcome, (node_id, *r.path)
+                    )
         return Resolution(node_id, "unknown", (node_id,))
 
     def knows(self, node_id: str) -> bool:
@@ -163,13 +165,19 @@ class IdMapping:
             named = sum(1 for w in o.warnings if _SHADOWED.match(w))
             shadowed = int(o.diagnostics.get("alias_conflicts", 0))
             if shadowed > named:
-                out.append(f"{name} has {shadowed} alias conflicts but names only {named} in its warnings: "
-                           f"the other obsolete ids shadowing an alias are reported retired, not merged")
+                out.append(
+                    f"{name} has {shadowed} alias conflicts but names only {named} in its warnings: "
+                    f"the other obsolete ids shadowing an alias are reported retired, not merged"
+                )
             forks = sum(1 for w in o.warnings if _SEVERAL.match(w))
-            several = int(o.diagnostics.get("multiple_replacements", o.diagnostics.get("several_revoked_by", 0)))
+            several = int(
+                o.diagnostics.get("multiple_replacements", o.diagnostics.get("several_revoked_by", 0))
+            )
             if several > forks:
-                out.append(f"{name} has {several} ids with several replacements but names only {forks}: "
-                           f"the others are not reported as forks")
+                out.append(
+                    f"{name} has {several} ids with several replacements but names only {forks}: "
+                    f"the others are not reported as forks"
+                )
         return out
 
     def counts(self) -> dict[str, int]:
@@ -345,8 +353,9 @@ class _Rebaser:
                         if isinstance(mention, dict):
                             for key in ("id", "nearest") if side == "gold" else ("id",):
                                 if key in mention:
-                                    mention[key] = self.one(mention[key], ("mentions.{}[{}].{}", side, k, key),
-                                                            side)
+                                    mention[key] = self.one(
+                                        mention[key], ("mentions.{}[{}].{}", side, k, key), side
+                                    )
         if "gold_node" in r:
             r["gold_node"] = self.one(r["gold_node"], "gold_node", "gold")
         ret = r.get("retrieval")
@@ -361,8 +370,13 @@ class _Rebaser:
                             f["value"] = self.deep(f["value"], f"retrieval.{key}[{k}].value", side)
         rel = r.get("relations")
         if isinstance(rel, dict):  # triples and answer sets: their ends may be KG entities, not ids
-            for key, side in (("gold", "gold"), ("gold_answers", "gold"), ("answer", "pred"),
-                              ("answers", "pred"), ("claims", "pred")):
+            for key, side in (
+                ("gold", "gold"),
+                ("gold_answers", "gold"),
+                ("answer", "pred"),
+                ("answers", "pred"),
+                ("claims", "pred"),
+            ):
                 if key in rel:
                     rel[key] = self.deep(rel[key], f"relations.{key}", side)
             if "node" in rel:
@@ -430,9 +444,14 @@ def _note(book: dict[str, dict[str, Any]], t: _Touch, rid: str, onto: Ontology, 
     e = book.get(t.old)
     if e is None:
         outcome = "moved" if t.res.outcome == "same" and moved else t.res.outcome
-        e = book[t.old] = {"outcome": outcome, "to": t.res.to, "path": list(t.res.path),
-                           "label": onto.labels[onto.id_index[t.old]] if t.old in onto.id_index else None,
-                           "occurrences": 0, "records": []}
+        e = book[t.old] = {
+            "outcome": outcome,
+            "to": t.res.to,
+            "path": list(t.res.path),
+            "label": onto.labels[onto.id_index[t.old]] if t.old in onto.id_index else None,
+            "occurrences": 0,
+            "records": [],
+        }
     e["occurrences"] += 1
     if len(e["records"]) < 1000 and (not e["records"] or e["records"][-1] != rid):
         e["records"].append(rid)
@@ -473,8 +492,11 @@ def rebase_records(
                 elif t.res.outcome != "same":
                     changes.append({"field": t.field, "from": t.old, "to": t.res.to, "kind": t.res.outcome})
             if changes or flags:
-                info: dict[str, Any] = {"status": "flagged" if flags else "rebased",
-                                        "from": old_hash, "to": new_hash}
+                info: dict[str, Any] = {
+                    "status": "flagged" if flags else "rebased",
+                    "from": old_hash,
+                    "to": new_hash,
+                }
                 if changes:
                     info["changes"] = changes
                 if flags:
@@ -528,6 +550,7 @@ def rebase_file(
     tmp_out = atomic_path(outp)
     try:
         with opener(tmp_out, "wt", encoding="utf-8") as fh:
+
             def write(rec: dict[str, Any]) -> None:
                 buf.append(dumps(rec))
                 if len(buf) >= 10000:

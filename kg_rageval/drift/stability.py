@@ -16,14 +16,15 @@ scored where they stand (``on_status="flag"``, ``on_status_gold="flag"``) on bot
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
-from kg_rageval.ontology.model import Ontology
 from kg_rageval.drift.diff import OntologyDiff, diff_ontologies
 from kg_rageval.drift.rebase import _Rebaser, build_mapping
+from kg_rageval.ontology.model import Ontology
 
 DEFAULT_METRICS = ("hierarchical_f1", "hierarchical_precision", "hierarchical_recall", "exact_accuracy")
 
@@ -33,8 +34,11 @@ def _metric_pair(old_m: Any, new_m: Any) -> dict[str, Any]:
     vn = new_m.value if new_m is not None else None
     out: dict[str, Any] = {"old": vo, "new": vn, "delta": None if vo is None or vn is None else vn - vo}
     if out["delta"] is None:
-        why = (old_m.missing if old_m is not None and vo is None else None) or (
-            new_m.missing if new_m is not None and vn is None else None) or "no rows in this branch"
+        why = (
+            (old_m.missing if old_m is not None and vo is None else None)
+            or (new_m.missing if new_m is not None and vn is None else None)
+            or "no rows in this branch"
+        )
         out["missing"] = why
     return out
 
@@ -50,8 +54,8 @@ def stability(
 ) -> dict[str, Any]:
     """The stability view (module docstring) as a JSON-ready dict: both releases, record
     counts, per-branch changed nodes, rows and metric deltas (largest |delta| first)."""
-    from kg_rageval.scoring import score
     from kg_rageval.records import read_records
+    from kg_rageval.scoring import score
 
     recs = read_records(records) if isinstance(records, (str, Path)) else list(records)
     d = diff or diff_ontologies(old, new, branch_depth=branch_depth)
@@ -71,9 +75,17 @@ def stability(
         keep_old.append(r)
         keep_new.append(nr)
     names = tuple(metrics or DEFAULT_METRICS)
+
     def run(onto: Ontology, recs_: list[dict[str, Any]]):  # the family, through the one contract
-        return score("hierarchy", onto, recs_, on_status="flag", on_status_gold="flag", on_unknown="count",
-                     on_unknown_gold="count").single
+        return score(
+            "hierarchy",
+            onto,
+            recs_,
+            on_status="flag",
+            on_status_gold="flag",
+            on_unknown="count",
+            on_unknown_gold="count",
+        ).single
 
     ev_old = run(old, keep_old) if keep_old else None
     ev_new = run(new, keep_new) if keep_new else None
@@ -99,21 +111,29 @@ def stability(
         vo, vn = at_o.get(b), at_n.get(b)
         mo = vo["metrics"] if vo else {}
         mn = vn["metrics"] if vn else {}
-        lab = new.labels[new.id_index[b]] if b in new.id_index else (
-            old.labels[old.id_index[b]] if b in old.id_index else None)
-        rows.append({
-            "branch": b, "label": lab,
-            "changed_nodes": branches_changed.get(b, 0),
-            "changes": {k: per[b] for k, per in by_kind.items() if per.get(b)},
-            "rows": {"old": vo["n"] if vo else 0, "new": vn["n"] if vn else 0},
-            "metrics": {m: _metric_pair(mo.get(m), mn.get(m)) for m in names},
-        })
+        lab = (
+            new.labels[new.id_index[b]]
+            if b in new.id_index
+            else (old.labels[old.id_index[b]] if b in old.id_index else None)
+        )
+        rows.append(
+            {
+                "branch": b,
+                "label": lab,
+                "changed_nodes": branches_changed.get(b, 0),
+                "changes": {k: per[b] for k, per in by_kind.items() if per.get(b)},
+                "rows": {"old": vo["n"] if vo else 0, "new": vn["n"] if vn else 0},
+                "metrics": {m: _metric_pair(mo.get(m), mn.get(m)) for m in names},
+            }
+        )
     if scored and ev_old is not None and ev_new is not None:
         tm_o, tm_n = ev_old.metrics(), ev_new.metrics()
         total = {m: _metric_pair(tm_o.get(m), tm_n.get(m)) for m in names}
     else:
-        total = {m: {"old": None, "new": None, "delta": None, "missing": "no record scored under both releases"}
-                 for m in names}
+        total = {
+            m: {"old": None, "new": None, "delta": None, "missing": "no record scored under both releases"}
+            for m in names
+        }
 
     def size(row: dict[str, Any]) -> tuple:
         deltas = [abs(v["delta"]) for v in row["metrics"].values() if v.get("delta") is not None]

@@ -20,10 +20,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 _SCRIPT = r"""
 import os, signal, sys, time
@@ -77,7 +77,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_arcadedb_bolt(workdir: str | Path, *, database: str = "kgtest", timeout: float = 90.0) -> BoltServer:
+def start_arcadedb_bolt(
+    workdir: str | Path, *, database: str = "kgtest", timeout: float = 90.0
+) -> BoltServer:
     """Start the server in ``workdir``; return once the Bolt port accepts connections."""
     try:
         import arcadedb_embedded  # noqa: F401
@@ -92,7 +94,10 @@ def start_arcadedb_bolt(workdir: str | Path, *, database: str = "kgtest", timeou
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-c", _SCRIPT, str(bolt), str(http), str(workdir), database],
-            cwd=workdir, stdout=fh, stderr=subprocess.STDOUT, env=env,
+            cwd=workdir,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

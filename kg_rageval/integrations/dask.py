@@ -29,14 +29,15 @@ by value with cloudpickle, so test-local functions work there).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.scoring.bound import BoundScorer
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.evaluation_set import EvaluationSet
+from kg_rageval.scoring.bound import BoundScorer
 
 ScoreFn = Callable[..., Evaluation]
 
@@ -132,8 +133,10 @@ def _submit(score_fn, ontology, records, *, client, npartitions, part_fn, opts):
     if whole:
         parts = Partitions([[r for p in records for r in p] if _is_partitioned(records) else list(records)])
     else:
-        parts = records if _is_partitioned(records) else partition(
-            records, npartitions or _default_npartitions(client)
+        parts = (
+            records
+            if _is_partitioned(records)
+            else partition(records, npartitions or _default_npartitions(client))
         )
     onto_future = client.scatter(ontology, broadcast=True, hash=False)
     part_futures = client.scatter(list(parts), hash=False)
@@ -165,8 +168,9 @@ def score_distributed(
     (split into ``npartitions`` contiguous slices, default twice the worker threads) or a
     :class:`Partitions` list. The result equals ``score_fn(ontology, records, **opts)``.
     """
-    parts = _submit(score_fn, ontology, records, client=client, npartitions=npartitions,
-                    part_fn=_score_part, opts=opts)
+    parts = _submit(
+        score_fn, ontology, records, client=client, npartitions=npartitions, part_fn=_score_part, opts=opts
+    )
     return merge_all(parts)
 
 
@@ -183,8 +187,15 @@ def score_totals(
     ``(family, sums, n_rows, unscored)``; ``family.finalize(sums)`` gives the metrics of the
     single-process ``Evaluation.metrics()`` — exactly for integer counts, up to floating-point
     summation order for fractional statistics (partition sums are added in partition order)."""
-    parts: list[PartTotals] = _submit(score_fn, ontology, records, client=client,
-                                      npartitions=npartitions, part_fn=_score_part_totals, opts=opts)
+    parts: list[PartTotals] = _submit(
+        score_fn,
+        ontology,
+        records,
+        client=client,
+        npartitions=npartitions,
+        part_fn=_score_part_totals,
+        opts=opts,
+    )
     family = parts[0].family
     names = list(parts[0].sums)
     sums = {k: float(sum(p.sums.get(k, 0.0) for p in parts)) for k in names}
@@ -199,8 +210,7 @@ def local_client(n_workers: int = 2, threads_per_worker: int = 1, **kw: Any):
 
     kw.setdefault("processes", True)
     kw.setdefault("dashboard_address", "127.0.0.1:0")  # loopback: ":0" would listen on every interface
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                           host="127.0.0.1", **kw)
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, host="127.0.0.1", **kw)
     return Client(cluster)
 
 
@@ -241,7 +251,9 @@ def audit_client(scheduler: str | None = None, workers: int | None = None) -> It
         try:
             client = distributed.Client(scheduler, timeout=30)
         except (OSError, TimeoutError, ValueError) as exc:
-            raise ConfigError(f"--dask-scheduler {scheduler}: cannot connect ({type(exc).__name__}: {exc})") from exc
+            raise ConfigError(
+                f"--dask-scheduler {scheduler}: cannot connect ({type(exc).__name__}: {exc})"
+            ) from exc
     try:
         yield client
     finally:

@@ -24,8 +24,9 @@ are validated identifiers (backtick-quoted); ids, metric names and values are pa
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError, InputError
 from kg_rageval.ontology.loaders.neo4j import (
@@ -107,15 +108,15 @@ def result_rows(
     return family, rows
 
 
-def write_query(mode: str, mapping: GraphMapping, *, result_label: str = "EvalResult",
-                relationship: str = "EVALUATES") -> str:
+def write_query(
+    mode: str, mapping: GraphMapping, *, result_label: str = "EvalResult", relationship: str = "EVALUATES"
+) -> str:
     """The Cypher statement for one batch (``$rows`` holds ``{id, props}`` maps)."""
     label = quote_identifier(mapping.node_label, "node label")
     key = quote_identifier(mapping.id_property, "id property")
     if mode == "properties":
         return (
-            f"UNWIND $rows AS row MATCH (c:{label} {{{key}: row.id}}) "
-            "SET c += row.props RETURN row.id AS id"
+            f"UNWIND $rows AS row MATCH (c:{label} {{{key}: row.id}}) SET c += row.props RETURN row.id AS id"
         )
     if mode == "nodes":
         res = quote_identifier(result_label, "result label")
@@ -158,8 +159,9 @@ def write_results(
     if batch_size < 1:
         raise ConfigError("batch_size must be at least 1")
     m = resolve_mapping(mapping)
-    found_family, rows = result_rows(results, ontology, key=key, metrics=metrics,
-                                     prefix=prefix if mode == "properties" else "")
+    found_family, rows = result_rows(
+        results, ontology, key=key, metrics=metrics, prefix=prefix if mode == "properties" else ""
+    )
     family = family or found_family
     summary = WriteSummary(run_id=run_id, family=family, mode=mode)
     kept = []

@@ -2,7 +2,6 @@
 
 from kg_rageval.contract.ids import NOT_IN_ONTOLOGY
 from kg_rageval.ontology.builder import OntologyBuilder
-from kg_rageval.ontology.resolver import IdOptions, IdResolver, Resolution
 from kg_rageval.ontology.loaders import available_formats, load_ontology, register_loader
 from kg_rageval.ontology.model import (
     ACTIVE,
@@ -14,6 +13,7 @@ from kg_rageval.ontology.model import (
     Ontology,
     Property,
 )
+from kg_rageval.ontology.resolver import IdOptions, IdResolver, Resolution
 
 __all__ = [
     "ACTIVE",

@@ -22,9 +22,8 @@ that already hold whole columns use :meth:`OntologyBuilder.add_nodes` and
 from __future__ import annotations
 
 import re
-
+from collections.abc import Iterable, Sequence
 from itertools import repeat
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -98,12 +97,18 @@ class OntologyBuilder:
             raise OntologyError(f"invalid node id {node_id!r}", source=self.source, location=where)
         bad = _CONTROL.search(node_id)
         if bad:
-            raise OntologyError(f"invalid node id {node_id!r}: control character U+{ord(bad.group()):04X} "
-                                "(ids may not hold NUL or other control characters)",
-                                source=self.source, location=where)
+            raise OntologyError(
+                f"invalid node id {node_id!r}: control character U+{ord(bad.group()):04X} "
+                "(ids may not hold NUL or other control characters)",
+                source=self.source,
+                location=where,
+            )
         if _BIDI.search(node_id):
-            self.warn("bidi_ids", f"node id {node_id!r} holds a bidirectional-override character: "
-                      "it may display as another id" + (f" ({where})" if where else ""))
+            self.warn(
+                "bidi_ids",
+                f"node id {node_id!r} holds a bidirectional-override character: "
+                "it may display as another id" + (f" ({where})" if where else ""),
+            )
         pos = self._pos[node_id] = len(self._labels)
         self._labels.append(None)
         self._where.append(where)
@@ -309,9 +314,12 @@ class OntologyBuilder:
         target is dropped and counted (``self_aliases_dropped``); repeats are merged.
         """
         if not alias or not isinstance(alias, str) or _CONTROL.search(alias):
-            raise OntologyError(f"invalid alias {alias!r}" + (": control characters are not allowed in ids"
-                                                             if isinstance(alias, str) and alias else ""),
-                                source=self.source, location=where)
+            raise OntologyError(
+                f"invalid alias {alias!r}"
+                + (": control characters are not allowed in ids" if isinstance(alias, str) and alias else ""),
+                source=self.source,
+                location=where,
+            )
         self._alias.append(alias)
         self._alias_target.append(target)
         self._alias_where.append(where)
@@ -381,10 +389,18 @@ class OntologyBuilder:
                 names.append(f"{t!r} ({w or 'later'})")
         ambiguous = [f"{a!r} names " + " and ".join(names) for a, names in two.items()]
         for what, found, kind, advice in (
-            ("alias(es) equal to a node id", clashes, "alias_conflicts",
-             "the node wins and the alias is dropped"),
-            ("alias(es) name two different concepts", ambiguous, "ambiguous_aliases",
-             "the alias is dropped (it resolves to neither)"),
+            (
+                "alias(es) equal to a node id",
+                clashes,
+                "alias_conflicts",
+                "the node wins and the alias is dropped",
+            ),
+            (
+                "alias(es) name two different concepts",
+                ambiguous,
+                "ambiguous_aliases",
+                "the alias is dropped (it resolves to neither)",
+            ),
         ):
             if not found:
                 continue
@@ -435,8 +451,11 @@ class OntologyBuilder:
             raise OntologyError(f"invalid instance id {instance_id!r}", source=self.source, location=where)
         code = _STATUS_CODES.get(status)
         if code is None:
-            raise OntologyError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}",
-                                source=self.source, location=where)
+            raise OntologyError(
+                f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}",
+                source=self.source,
+                location=where,
+            )
         k = self._ipos.get(instance_id)
         if k is None:
             k = self._ipos[instance_id] = len(self._ilabels)
@@ -489,7 +508,11 @@ class OntologyBuilder:
             clash = [iid for iid in self._ipos if iid in self._pos]
             self.warn("instances_also_nodes", count=len(self._ipos) - len(keep))
             for iid in clash[:20]:
-                self.warn("instances_also_nodes", f"{iid!r} is declared a node and an instance; the node wins", count=0)
+                self.warn(
+                    "instances_also_nodes",
+                    f"{iid!r} is declared a node and an instance; the node wins",
+                    count=0,
+                )
         inst_index = {iid: n + j for j, iid in enumerate(keep)}
         olds = [self._ipos[i] for i in keep]
         type_ptr = np.zeros(len(keep) + 1, dtype=np.int64)
@@ -498,7 +521,9 @@ class OntologyBuilder:
             for t in self._itypes.get(k, ()):
                 pos = self._pos.get(t)
                 if pos is None:
-                    self.warn("instance_types_unknown", f"instance {keep[j]!r} has type {t!r}, which is not a class")
+                    self.warn(
+                        "instance_types_unknown", f"instance {keep[j]!r} has type {t!r}, which is not a class"
+                    )
                     continue
                 type_idx.append(int(new_of_old[pos]))
             type_ptr[j + 1] = len(type_idx)
@@ -515,7 +540,10 @@ class OntologyBuilder:
             if ref is not None:
                 e = entity(ref)
                 if e < 0:
-                    self.warn("unknown_replacements", f"{keep[j]!r} is replaced by {ref!r}, which is not in the ontology")
+                    self.warn(
+                        "unknown_replacements",
+                        f"{keep[j]!r} is replaced by {ref!r}, which is not in the ontology",
+                    )
                 replaced[j] = e
         m = len(self._ts)
         s_all = np.fromiter(map(entity, self._ts), dtype=np.int64, count=m)
@@ -528,10 +556,14 @@ class OntologyBuilder:
                 for t in np.flatnonzero(bad)[:5].tolist():
                     unknown = self._ts[t] if s_all[t] < 0 else self._to[t]
                     w = self._twhere[t]
-                    listed.append(f"{unknown!r} in ({self._ts[t]}, {self._tp[t]}, {self._to[t]})" + (f" ({w})" if w else ""))
+                    listed.append(
+                        f"{unknown!r} in ({self._ts[t]}, {self._tp[t]}, {self._to[t]})"
+                        + (f" ({w})" if w else "")
+                    )
                 raise OntologyError(
                     f"{n_bad} triple(s) name an entity that is neither a node nor an instance: "
-                    + ", ".join(listed) + (f" (and {n_bad - 5} more)" if n_bad > 5 else ""),
+                    + ", ".join(listed)
+                    + (f" (and {n_bad - 5} more)" if n_bad > 5 else ""),
                     source=self.source,
                 )
             self.warn("dangling_triples_dropped", count=n_bad)
@@ -551,8 +583,11 @@ class OntologyBuilder:
             s_k, p_k, o_k = key // (big_p * big_e), remap[(key // big_e) % big_p], key % big_e
         else:
             s_k, p_k, o_k = key // (big_p * big_e), (key // big_e) % big_p, key % big_e
-        status = np.frombuffer(bytes(self._istatus), dtype=np.int8)[np.asarray(olds, dtype=np.int64)] \
-            if olds else np.zeros(0, dtype=np.int8)
+        status = (
+            np.frombuffer(bytes(self._istatus), dtype=np.int8)[np.asarray(olds, dtype=np.int64)]
+            if olds
+            else np.zeros(0, dtype=np.int8)
+        )
         return KnowledgeGraph(
             n_nodes=n,
             instance_ids=tuple(keep),
@@ -651,8 +686,7 @@ class OntologyBuilder:
                     listed.append(f"{unknown!r}" + (f" ({w})" if w else ""))
                 more = f" (and {n_missing - 5} more)" if n_missing > 5 else ""
                 raise OntologyError(
-                    f"{n_missing} edge(s) reference undeclared concepts: "
-                    f"{', '.join(listed)}{more}",
+                    f"{n_missing} edge(s) reference undeclared concepts: {', '.join(listed)}{more}",
                     source=self.source,
                 )
             self.warn("dangling_edges_dropped", count=n_missing)
@@ -751,9 +785,7 @@ class OntologyBuilder:
                     )
 
         alias_ids = tuple(sorted(alias_pos))
-        alias_targets = np.asarray(
-            [int(new_of_old[alias_pos[a]]) for a in alias_ids], dtype=np.int32
-        )
+        alias_targets = np.asarray([int(new_of_old[alias_pos[a]]) for a in alias_ids], dtype=np.int32)
 
         return Ontology(
             ids=ids,
@@ -814,9 +846,7 @@ class OntologyBuilder:
         return set(self._replaced_more)
 
 
-def _levels(
-    n: int, child: np.ndarray, parent: np.ndarray, names: list[str], source: str
-) -> np.ndarray:
+def _levels(n: int, child: np.ndarray, parent: np.ndarray, names: list[str], source: str) -> np.ndarray:
     """Longest-path level of every node (roots 0) by level-wise Kahn; raise on a cycle."""
     indeg = np.bincount(child, minlength=n).astype(np.int64)
     order = np.argsort(parent, kind="stable")
@@ -877,8 +907,11 @@ def _closure(
     lower = int(np.asarray(level, dtype=np.int64).sum()) + n
     if lower > max_entries:
         raise limits.exceeded(
-            "max_closure_entries", f"the ancestor closure needs at least {lower} (node, ancestor) pairs "
-            f"({_human(4 * lower)}; hierarchy depth {int(np.max(level)) if n else 0})", source=source)
+            "max_closure_entries",
+            f"the ancestor closure needs at least {lower} (node, ancestor) pairs "
+            f"({_human(4 * lower)}; hierarchy depth {int(np.max(level)) if n else 0})",
+            source=source,
+        )
     depth_min = np.zeros(n, dtype=np.int32)
     bounds = np.flatnonzero(np.diff(level)) + 1
     starts = np.concatenate(([0], bounds)).tolist()
@@ -898,9 +931,12 @@ def _closure(
             lens = anc_ptr[pars + 1] - anc_ptr[pars]
             if int(anc_ptr[s]) + int(lens.sum()) + (e - s) > max_entries:
                 raise limits.exceeded(
-                    "max_closure_entries", f"the ancestor closure grows past {max_entries} (node, ancestor) "
+                    "max_closure_entries",
+                    f"the ancestor closure grows past {max_entries} (node, ancestor) "
                     f"pairs at depth {int(level[s])} (a chain or lattice this deep would need "
-                    f"{_human(8 * (int(anc_ptr[s]) + int(lens.sum())))} or more)", source=source)
+                    f"{_human(8 * (int(anc_ptr[s]) + int(lens.sum())))} or more)",
+                    source=source,
+                )
             gathered = csr_gather(anc_ptr, buf, pars).astype(np.int64)
             owner = np.repeat(np.repeat(nodes - s, pcount), lens)
             if (pcount == 1).all():

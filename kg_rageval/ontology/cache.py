@@ -47,7 +47,16 @@ from kg_rageval.ontology.model import Ontology, Property
 
 FORMAT = "kg-rageval-ontology"
 VERSION = 1
-_ARRAYS = ("parent_ptr", "parent_idx", "anc_ptr", "anc_idx", "depth_min", "depth_max", "status", "replaced_by")
+_ARRAYS = (
+    "parent_ptr",
+    "parent_idx",
+    "anc_ptr",
+    "anc_idx",
+    "depth_min",
+    "depth_max",
+    "status",
+    "replaced_by",
+)
 
 
 def _blob(values) -> np.ndarray:
@@ -118,8 +127,11 @@ def save_compiled(ontology: Ontology, path: str | Path) -> Path:
     if ontology.alias_ids:
         arrays["alias_targets"] = np.asarray(ontology.alias_targets, dtype=np.int32)
     strings = {
-        "ids": ontology.ids, "labels": ontology.labels, "definitions": ontology.definitions,
-        "node_types": ontology.node_types, "synonyms": [s for syns in ontology.synonyms for s in syns],
+        "ids": ontology.ids,
+        "labels": ontology.labels,
+        "definitions": ontology.definitions,
+        "node_types": ontology.node_types,
+        "synonyms": [s for syns in ontology.synonyms for s in syns],
     }
     if ontology.alias_ids:
         strings["alias_ids"] = ontology.alias_ids
@@ -172,7 +184,9 @@ def _load_compiled(path: str | Path) -> Ontology:
         z = np.load(p, allow_pickle=False)
         header = json.loads(z["header"].tobytes().decode())
     except Exception as exc:  # zipfile/ValueError/KeyError: not our file
-        raise InputError(f"not a kg-rageval compiled ontology ({type(exc).__name__})", source=str(p)) from None
+        raise InputError(
+            f"not a kg-rageval compiled ontology ({type(exc).__name__})", source=str(p)
+        ) from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InputError("not a kg-rageval compiled ontology", source=str(p))
     if header.get("version") != VERSION:
@@ -190,8 +204,11 @@ def _load_compiled(path: str | Path) -> Ontology:
             raise
         raise InputError(f"{exc}; recompile it with `kg-rageval ontology compile`", source=str(p)) from None
     except Exception as exc:  # KeyError, ValueError, IndexError, UnicodeDecodeError, zipfile errors
-        raise InputError(f"corrupt compiled ontology ({type(exc).__name__}: {str(exc)[:120]}); recompile it "
-                         "with `kg-rageval ontology compile`", source=str(p)) from None
+        raise InputError(
+            f"corrupt compiled ontology ({type(exc).__name__}: {str(exc)[:120]}); recompile it "
+            "with `kg-rageval ontology compile`",
+            source=str(p),
+        ) from None
     return onto
 
 
@@ -202,9 +219,13 @@ def _read(z, header: dict) -> tuple[Ontology, bool]:
     trusted = False
     key = cache_key() if header.get("mac") else None
     if key is not None and header.get("mac_key") == _key_id(key):
-        if not hmac.compare_digest(_mac(key, header, {k: z[k] for k in files if k != "header"}), str(header["mac"])):
-            raise InputError("keyed digest mismatch: the arrays or header differ from what this machine's "
-                             "kg-rageval wrote (the cache was modified)")
+        if not hmac.compare_digest(
+            _mac(key, header, {k: z[k] for k in files if k != "header"}), str(header["mac"])
+        ):
+            raise InputError(
+                "keyed digest mismatch: the arrays or header differ from what this machine's "
+                "kg-rageval wrote (the cache was modified)"
+            )
         trusted = True
 
     def strings(name: str, count: int) -> list[str]:
@@ -269,8 +290,12 @@ def _graph_arrays(ontology: Ontology) -> dict[str, np.ndarray]:
     if not g:
         return {}
     out = {f"kg_{name}": np.asarray(getattr(g, name)) for name in _KG_ARRAYS}
-    for name, values in (("kg_instance_ids", g.instance_ids), ("kg_instance_labels", g.instance_labels),
-                         ("kg_instance_kinds", g.instance_kinds), ("kg_predicates", g.predicates)):
+    for name, values in (
+        ("kg_instance_ids", g.instance_ids),
+        ("kg_instance_labels", g.instance_labels),
+        ("kg_instance_kinds", g.instance_kinds),
+        ("kg_predicates", g.predicates),
+    ):
         out[name] = _blob(values)
         out[f"{name}_len"] = _lengths(values)
     out["kg_label_mask"] = np.asarray([x is not None for x in g.instance_labels], dtype=bool)
@@ -320,12 +345,24 @@ def _read_graph(z, n: int) -> KnowledgeGraph:
 
     s, q, o, tp, ti = arrays["s"], arrays["p"], arrays["o"], arrays["type_ptr"], arrays["type_idx"]
     e = n + m
-    if (tp.size != m + 1 or tp[0] != 0 or (np.diff(tp) < 0).any() or tp[-1] != ti.size
-            or arrays["instance_status"].size != m or arrays["instance_replaced_by"].size != m
-            or not (s.size == q.size == o.size)
-            or (s.size and (min(int(s.min()), int(o.min()), int(q.min())) < 0 or max(int(s.max()), int(o.max())) >= e
-                            or int(q.max()) >= n_pred))
-            or (ti.size and (ti.min() < 0 or ti.max() >= n))):
+    if (
+        tp.size != m + 1
+        or tp[0] != 0
+        or (np.diff(tp) < 0).any()
+        or tp[-1] != ti.size
+        or arrays["instance_status"].size != m
+        or arrays["instance_replaced_by"].size != m
+        or not (s.size == q.size == o.size)
+        or (
+            s.size
+            and (
+                min(int(s.min()), int(o.min()), int(q.min())) < 0
+                or max(int(s.max()), int(o.max())) >= e
+                or int(q.max()) >= n_pred
+            )
+        )
+        or (ti.size and (ti.min() < 0 or ti.max() >= n))
+    ):
         raise InputError("corrupt knowledge-graph arrays in the compiled ontology")
     key = (s.astype(np.int64) * max(n_pred, 1) + q) * max(e, 1) + o
     if key.size > 1 and not (np.diff(key) > 0).all():
@@ -368,8 +405,10 @@ def _verify(onto: Ontology, header: dict) -> None:
         raise InputError("duplicate ids in the compiled ontology")
     stored = header.get("content_hash")
     if stored is not None and onto.content_hash != stored:
-        raise InputError(f"content hash mismatch: the file says {stored} but its nodes and edges hash to "
-                         f"{onto.content_hash} (the cache was modified)")
+        raise InputError(
+            f"content hash mismatch: the file says {stored} but its nodes and edges hash to "
+            f"{onto.content_hash} (the cache was modified)"
+        )
     level = onto.depth_max.astype(np.int64)
     child = np.repeat(np.arange(n), np.diff(onto.parent_ptr))
     par = onto.parent_idx.astype(np.int64)
@@ -382,6 +421,11 @@ def _verify(onto: Ontology, header: dict) -> None:
     if (level[has_par] != top[has_par] + 1).any() or (level[~has_par] != 0).any():
         raise InputError("stored depths do not follow from the edges (the cache was modified)")
     depth_min, anc_ptr, anc_idx = _closure(n, onto.parent_ptr.astype(np.int64), onto.parent_idx, level)
-    if not (np.array_equal(depth_min, onto.depth_min) and np.array_equal(anc_ptr, onto.anc_ptr)
-            and np.array_equal(anc_idx, onto.anc_idx)):
-        raise InputError("the stored ancestor closure does not follow from the edges (the cache was modified)")
+    if not (
+        np.array_equal(depth_min, onto.depth_min)
+        and np.array_equal(anc_ptr, onto.anc_ptr)
+        and np.array_equal(anc_idx, onto.anc_idx)
+    ):
+        raise InputError(
+            "the stored ancestor closure does not follow from the edges (the cache was modified)"
+        )

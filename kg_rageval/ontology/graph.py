@@ -24,9 +24,10 @@ Conventions (also in ``docs/ontology.md``, "Instances and relations"):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -109,8 +110,9 @@ class KnowledgeGraph:
         big_e, big_p = max(self.n_entities, 1), max(len(self.predicates), 1)
         return (self.s.astype(np.int64) * big_p + self.p) * big_e + self.o
 
-    def positions(self, *, subject: int | None = None, predicate: int | None = None,
-                  object: int | None = None) -> np.ndarray:
+    def positions(
+        self, *, subject: int | None = None, predicate: int | None = None, object: int | None = None
+    ) -> np.ndarray:
         """Triple positions matching the given entity / predicate indices (any may be None)."""
         if subject is not None:
             lo, hi = np.searchsorted(self.s, [subject, subject + 1])
@@ -153,7 +155,11 @@ class KnowledgeGraph:
         return dict(sorted(out.items()))
 
     def counts_by_predicate(self) -> dict[str, int]:
-        counts = np.bincount(self.p, minlength=len(self.predicates)) if self.s.size else np.zeros(len(self.predicates), dtype=np.int64)
+        counts = (
+            np.bincount(self.p, minlength=len(self.predicates))
+            if self.s.size
+            else np.zeros(len(self.predicates), dtype=np.int64)
+        )
         return {q: int(c) for q, c in zip(self.predicates, counts.tolist())}
 
 
@@ -188,8 +194,14 @@ def satisfies(onto: Any, entities: np.ndarray, declared: Iterable[str]) -> np.nd
         starts, ends = g.type_ptr[k], g.type_ptr[k + 1]
         lens = ends - starts
         owner = np.repeat(np.arange(k.size), lens)
-        flat = g.type_idx[np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-                          + np.arange(int(lens.sum()))] if lens.sum() else np.zeros(0, dtype=np.int64)
+        flat = (
+            g.type_idx[
+                np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+                + np.arange(int(lens.sum()))
+            ]
+            if lens.sum()
+            else np.zeros(0, dtype=np.int64)
+        )
         for c in classes:
             if nodes.size:
                 out[is_node] |= onto.is_ancestor_or_self_many(np.full(nodes.size, c), nodes)

@@ -33,11 +33,11 @@ Conventions (also in ``docs/ontology.md``):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
 from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -77,8 +77,12 @@ class Property:
     max_cardinality: int | None = None
 
     def as_dict(self) -> dict:
-        d: dict[str, object] = {"id": self.id, "label": self.label, "domain": list(self.domain),
-                                "range": list(self.range)}
+        d: dict[str, object] = {
+            "id": self.id,
+            "label": self.label,
+            "domain": list(self.domain),
+            "range": list(self.range),
+        }
         if self.max_cardinality is not None:
             d["max_cardinality"] = self.max_cardinality
         return d
@@ -197,8 +201,9 @@ class Ontology:
         id as given, then as its expanded CURIE, then as the compacted IRI. Aliases are not
         followed (:class:`~kg_rageval.ontology.resolver.IdResolver` decides that)."""
         get = self._index.get
-        idx = np.fromiter((get(i, -1) if isinstance(i, str) else -1 for i in node_ids), dtype=np.int64,
-                          count=len(node_ids))
+        idx = np.fromiter(
+            (get(i, -1) if isinstance(i, str) else -1 for i in node_ids), dtype=np.int64, count=len(node_ids)
+        )
         miss = np.flatnonzero(idx < 0)
         if miss.size and self.prefixes:
             for j in miss.tolist():
@@ -330,7 +335,7 @@ class Ontology:
                 best, best_prefix = ns, prefix
         if best_prefix is None:
             return iri
-        return f"{best_prefix}:{iri[len(best):]}"
+        return f"{best_prefix}:{iri[len(best) :]}"
 
     def resolve(self, id_or_label: str) -> str:
         """An id given as itself, as a CURIE of a full-IRI id, as a full IRI of a CURIE id, as
@@ -350,9 +355,7 @@ class Ontology:
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
-            raise UnknownIdError(
-                id_or_label, hint=f"the label is ambiguous: {', '.join(found[:5])}"
-            )
+            raise UnknownIdError(id_or_label, hint=f"the label is ambiguous: {', '.join(found[:5])}")
         raise UnknownIdError(id_or_label)
 
     # ------------------------------------------------------------------ status
@@ -534,8 +537,9 @@ class Ontology:
     def _properties(self) -> dict[str, Property]:
         return {q.id: q for q in self.properties}
 
-    def triples(self, subject: str | None = None, predicate: str | None = None,
-                object: str | None = None) -> list[tuple[str, str, str]]:
+    def triples(
+        self, subject: str | None = None, predicate: str | None = None, object: str | None = None
+    ) -> list[tuple[str, str, str]]:
         """Relation triples as id tuples, filtered by any of subject/predicate/object ids
         (unknown ids match nothing)."""
         g = self.graph
@@ -548,13 +552,18 @@ class Ontology:
             return []
         pi = None if predicate is None else g.predicate_index(predicate)
         pos = g.positions(subject=si, predicate=pi, object=oi)
-        return [(self.entity_id(a), g.predicates[b], self.entity_id(c))
-                for a, b, c in zip(g.s[pos].tolist(), g.p[pos].tolist(), g.o[pos].tolist())]
+        return [
+            (self.entity_id(a), g.predicates[b], self.entity_id(c))
+            for a, b, c in zip(g.s[pos].tolist(), g.p[pos].tolist(), g.o[pos].tolist())
+        ]
 
     def has_triple(self, subject: str, predicate: str, object: str) -> bool:
         s, o = self.entity_indices([subject, object]).tolist()
-        return bool(self.graph.contains(np.array([s]), np.array([self.graph.predicate_index(predicate)]),
-                                        np.array([o]))[0])
+        return bool(
+            self.graph.contains(
+                np.array([s]), np.array([self.graph.predicate_index(predicate)]), np.array([o])
+            )[0]
+        )
 
     def depth(self, node_id: str, *, kind: str = "min") -> int:
         """Edges from the root (root depth 0); ``kind`` is ``"min"`` or ``"max"``."""
@@ -566,9 +575,7 @@ class Ontology:
         raise ConfigError(f"kind must be 'min' or 'max', not {kind!r}")
 
     def common_ancestor_indices(self, a: int, b: int) -> np.ndarray:
-        return np.intersect1d(
-            self.ancestor_indices(a), self.ancestor_indices(b), assume_unique=True
-        )
+        return np.intersect1d(self.ancestor_indices(a), self.ancestor_indices(b), assume_unique=True)
 
     def lca_index(self, a: int, b: int) -> int:
         """Deepest common ancestor-or-self: greatest ``depth_max``, ties to the smallest id
@@ -670,8 +677,7 @@ class Ontology:
         rep = self.replaced_by.tolist()
         order = sorted(range(n), key=ids.__getitem__)
         parts = [
-            f"N\x1f{ids[i]}\x1f{labels[i] or ''}\x1f{status[i]}"
-            f"\x1f{ids[rep[i]] if rep[i] >= 0 else ''}\n"
+            f"N\x1f{ids[i]}\x1f{labels[i] or ''}\x1f{status[i]}\x1f{ids[rep[i]] if rep[i] >= 0 else ''}\n"
             for i in order
         ]
         # edges sorted by (child id, parent id) as strings: the rank of each id in string
@@ -682,29 +688,29 @@ class Ontology:
         parent = self.parent_idx.astype(np.int64)
         srt = np.argsort(rank[child] * max(n, 1) + rank[parent], kind="stable")
         parts.extend(
-            f"E\x1f{ids[c]}\x1f{ids[p]}\n"
-            for c, p in zip(child[srt].tolist(), parent[srt].tolist())
+            f"E\x1f{ids[c]}\x1f{ids[p]}\n" for c, p in zip(child[srt].tolist(), parent[srt].tolist())
         )
         if self.alias_ids:
             targets = self.alias_targets.tolist()
-            parts.extend(
-                f"A\x1f{a}\x1f{ids[t]}\n"
-                for a, t in sorted(zip(self.alias_ids, targets))
-            )
+            parts.extend(f"A\x1f{a}\x1f{ids[t]}\n" for a, t in sorted(zip(self.alias_ids, targets)))
         g = self.graph
         if g:
             gi = g.instance_ids
             st = g.instance_status.tolist()
-            parts.extend(sorted(
-                f"I\x1f{gi[k]}\x1f{g.instance_labels[k] or ''}\x1f{g.instance_kinds[k] or ''}\x1f{st[k]}"
-                f"\x1f{','.join(sorted(ids[c] for c in g.instance_types(k).tolist()))}\n"
-                for k in range(len(gi))
-            ))
+            parts.extend(
+                sorted(
+                    f"I\x1f{gi[k]}\x1f{g.instance_labels[k] or ''}\x1f{g.instance_kinds[k] or ''}\x1f{st[k]}"
+                    f"\x1f{','.join(sorted(ids[c] for c in g.instance_types(k).tolist()))}\n"
+                    for k in range(len(gi))
+                )
+            )
             eid = self.entity_id
-            parts.extend(sorted(
-                f"T\x1f{eid(a)}\x1f{g.predicates[b]}\x1f{eid(c)}\n"
-                for a, b, c in zip(g.s.tolist(), g.p.tolist(), g.o.tolist())
-            ))
+            parts.extend(
+                sorted(
+                    f"T\x1f{eid(a)}\x1f{g.predicates[b]}\x1f{eid(c)}\n"
+                    for a, b, c in zip(g.s.tolist(), g.p.tolist(), g.o.tolist())
+                )
+            )
         h = hashlib.sha256("".join(parts).encode())
         return "sha256:" + h.hexdigest()
 
@@ -716,9 +722,11 @@ class Ontology:
             "source": self.source,
             "nodes": n_real,
             # without the links compiling added: to the virtual root, obsolete terms to the root
-            "edges": self.n_edges - (
+            "edges": self.n_edges
+            - (
                 int(self.parent_ptr[-1] - np.count_nonzero(self.parent_idx))
-                if self.virtual_root else len(self.placed_under_root)
+                if self.virtual_root
+                else len(self.placed_under_root)
             ),
             "roots": self.real_roots[:20],
             "n_roots": len(self.real_roots),

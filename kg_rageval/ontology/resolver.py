@@ -26,8 +26,9 @@ them among its parameters, so the CLI flags and config keys are the same everywh
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +37,14 @@ from kg_rageval.base.errors import InputError, UnknownIdError
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.ontology.model import Ontology
 
-from kg_rageval.contract.ids import ID_DEFAULTS, ID_PARAMS, NOT_IN_ONTOLOGY, ON_STATUS, ON_STATUS_GOLD, ON_UNKNOWN, ON_UNKNOWN_GOLD
+from kg_rageval.contract.ids import (
+    ID_DEFAULTS,
+    ID_PARAMS,
+    ON_STATUS,
+    ON_STATUS_GOLD,
+    ON_UNKNOWN,
+    ON_UNKNOWN_GOLD,
+)
 
 UNKNOWN = -1
 """Index of an id the ontology lacks (after CURIE/IRI and alias lookup)."""
@@ -53,14 +61,18 @@ class IdOptions:
     aliases: bool = ID_DEFAULTS["aliases"]
 
     def __post_init__(self) -> None:
-        for name, allowed in (("on_unknown", ON_UNKNOWN), ("on_unknown_gold", ON_UNKNOWN_GOLD),
-                              ("on_status", ON_STATUS), ("on_status_gold", ON_STATUS_GOLD)):
+        for name, allowed in (
+            ("on_unknown", ON_UNKNOWN),
+            ("on_unknown_gold", ON_UNKNOWN_GOLD),
+            ("on_status", ON_STATUS),
+            ("on_status_gold", ON_STATUS_GOLD),
+        ):
             v = getattr(self, name)
             if v not in allowed:
                 raise InputError(f"{name} must be one of {', '.join(allowed)}, not {v!r}")
 
     @classmethod
-    def of(cls, **options: Any) -> "IdOptions":
+    def of(cls, **options: Any) -> IdOptions:
         """The options from keywords (as a family function receives them); an unknown keyword or
         a bad value is a :class:`~kg_rageval.base.errors.ConfigError` naming it (the declaration
         :data:`~kg_rageval.contract.ids.ID_PARAMS` checks them)."""
@@ -91,7 +103,7 @@ class Resolution:
 class IdResolver:
     """Resolves ids against one ontology with one set of :class:`IdOptions`."""
 
-    def __init__(self, ontology: "Ontology", options: IdOptions | None = None, **kw: Any):
+    def __init__(self, ontology: Ontology, options: IdOptions | None = None, **kw: Any):
         self.ontology = ontology
         self.options = options if options is not None else IdOptions(**kw)
 
@@ -156,8 +168,9 @@ class IdResolver:
         return Resolution(idx, inactive, replacement, n_alias, n_rep)
 
     # ---------------------------------------------------------------- errors
-    def unknown_error(self, ids: Sequence[str], unknown: np.ndarray, role: str,
-                      locate: Callable[[int], str]) -> UnknownIdError:
+    def unknown_error(
+        self, ids: Sequence[str], unknown: np.ndarray, role: str, locate: Callable[[int], str]
+    ) -> UnknownIdError:
         o = self.ontology
         names = sorted({str(ids[j]) for j in unknown.tolist()})
         first = int(unknown[0])
@@ -170,12 +183,15 @@ class IdResolver:
         if n_alt and not self.options.aliases:
             hints.append(f"{n_alt} of them are alternative ids: aliases=true maps them")
         opt = "on_unknown_gold" if role == "gold" else "on_unknown"
-        hints.append(f"{'gold ids must be ontology ids' if role == 'gold' else 'predicted ids'}; "
-                     f"{opt}='count' (--{opt.replace('_', '-')} count) counts them instead")
+        hints.append(
+            f"{'gold ids must be ontology ids' if role == 'gold' else 'predicted ids'}; "
+            f"{opt}='count' (--{opt.replace('_', '-')} count) counts them instead"
+        )
         return UnknownIdError(names, where=where, hint="; ".join(hints))
 
-    def status_error(self, ids: Sequence[str], idx: np.ndarray, bad: np.ndarray, role: str,
-                     locate: Callable[[int], str]) -> InputError:
+    def status_error(
+        self, ids: Sequence[str], idx: np.ndarray, bad: np.ndarray, role: str, locate: Callable[[int], str]
+    ) -> InputError:
         from kg_rageval.ontology.model import STATUS_NAMES
 
         o = self.ontology
@@ -183,9 +199,14 @@ class IdResolver:
         for j in bad[:10].tolist():
             i = int(idx[j])
             rep = int(o.replaced_by[i])
-            msgs.append(f"{ids[j]!r} is {STATUS_NAMES[int(o.status[i])]}"
-                        + (f" (replaced by {o.ids[rep]!r})" if rep >= 0 else "") + f" ({locate(j)})")
+            msgs.append(
+                f"{ids[j]!r} is {STATUS_NAMES[int(o.status[i])]}"
+                + (f" (replaced by {o.ids[rep]!r})" if rep >= 0 else "")
+                + f" ({locate(j)})"
+            )
         more = f" (and {bad.size - 10} more)" if bad.size > 10 else ""
         opt = "on_status_gold" if role == "gold" else "on_status"
-        return InputError(f"deprecated or revoked {role} ids: {'; '.join(msgs)}{more}; pass {opt}='replace' or "
-                          f"'flag' (--{opt.replace('_', '-')}) to score them")
+        return InputError(
+            f"deprecated or revoked {role} ids: {'; '.join(msgs)}{more}; pass {opt}='replace' or "
+            f"'flag' (--{opt.replace('_', '-')}) to score them"
+        )

@@ -269,7 +269,7 @@ def load_shapes(path: str | Path):
     g = Graph()
     try:
         g.parse(p, format=guess_format(str(p)) or "turtle")
-    except Exception as exc:  # noqa: BLE001 - rdflib raises many parser-specific types
+    except Exception as exc:
         raise InputError(f"cannot parse the SHACL shapes: {exc}", source=str(p)) from None
     return g
 
@@ -305,7 +305,9 @@ def validate_ontology(ontology: Ontology, shapes: str | Path | None = None) -> V
                 path=_short(results_graph.value(r, SH.resultPath), back),
                 message=msgs[0] if msgs else (_short(component, {}) or "constraint failed"),
                 value=_short(value, back),
-                shape=_short(shape, {}) if shape is not None and not _is_bnode(shape) else _short(component, {}),
+                shape=_short(shape, {})
+                if shape is not None and not _is_bnode(shape)
+                else _short(component, {}),
             )
         )
     order = {"Violation": 0, "Warning": 1, "Info": 2}

@@ -11,8 +11,8 @@
 """
 
 from kg_rageval.records._io import (
-    STRUCTURED_SUFFIXES,
     DEFAULT_CHUNK_SIZE,
+    STRUCTURED_SUFFIXES,
     Record,
     collector_paused,
     iter_jsonl,
@@ -32,9 +32,29 @@ from kg_rageval.records.reasons import MISSING_RUN_CODES, Reason, absent_answer_
 from kg_rageval.records.slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
 __all__ = [
-    "DEFAULT_CHUNK_SIZE", "MISSING_RUN_CODES", "Reason", "Record", "STRUCTURED_SUFFIXES", "absent_answer_code", "gold_node", "collector_paused",
-    "iter_jsonl", "iter_objects", "iter_record_chunks", "located", "read_records", "read_records_at", "read_structured",
-    "record_error", "record_slices", "record_text",
-    "slice_keys", "slice_text", "slice_texts",
-    "slice_values", "unscored", "where", "write_records",
+    "DEFAULT_CHUNK_SIZE",
+    "MISSING_RUN_CODES",
+    "Reason",
+    "Record",
+    "STRUCTURED_SUFFIXES",
+    "absent_answer_code",
+    "gold_node",
+    "collector_paused",
+    "iter_jsonl",
+    "iter_objects",
+    "iter_record_chunks",
+    "located",
+    "read_records",
+    "read_records_at",
+    "read_structured",
+    "record_error",
+    "record_slices",
+    "record_text",
+    "slice_keys",
+    "slice_text",
+    "slice_texts",
+    "slice_values",
+    "unscored",
+    "where",
+    "write_records",
 ]

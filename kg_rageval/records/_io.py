@@ -26,9 +26,10 @@ import gc
 import json
 import os
 import zlib
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 
@@ -41,7 +42,9 @@ def _open_binary(path: Path):
     return open_binary(path)
 
 
-def iter_jsonl(path: str | Path, *, only: "set[int] | frozenset[int] | None" = None) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    path: str | Path, *, only: set[int] | frozenset[int] | None = None
+) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
     by :mod:`kg_rageval.base.safe_io` (NaN/Infinity and overflowing numbers name their field).
@@ -70,12 +73,19 @@ def iter_jsonl(path: str | Path, *, only: "set[int] | frozenset[int] | None" = N
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is fine
             except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 text: {exc.reason} (byte 0x{raw[exc.start]:02x} at column "
-                                 f"{exc.start + 1})", source=str(p), location=f"line {lineno}") from None
+                raise InputError(
+                    f"not UTF-8 text: {exc.reason} (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                    source=str(p),
+                    location=f"line {lineno}",
+                ) from None
             if not line.strip():
                 continue
-            yield lineno, loads_json(line.rstrip("\r\n"), source=str(p), location=f"line {lineno}",
-                                     depth_limit=depth_limit)
+            yield (
+                lineno,
+                loads_json(
+                    line.rstrip("\r\n"), source=str(p), location=f"line {lineno}", depth_limit=depth_limit
+                ),
+            )
 
 
 def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[int, str, dict[str, Any]]]:
@@ -89,13 +99,19 @@ def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[in
     for lineno, obj in iter_jsonl(path):
         loc = f"line {lineno}"
         if not isinstance(obj, dict):
-            raise InputError(f"expected a JSON object, found {type(obj).__name__}", source=str(path), location=loc)
+            raise InputError(
+                f"expected a JSON object, found {type(obj).__name__}", source=str(path), location=loc
+            )
         rid = obj.get("id")
         if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
-            raise InputError("field 'id' is missing or not a non-empty string", source=str(path), location=loc)
+            raise InputError(
+                "field 'id' is missing or not a non-empty string", source=str(path), location=loc
+            )
         rid = str(rid)
         if rid in seen:
-            raise InputError(f"duplicate {what} id {rid!r} (first on line {seen[rid]})", source=str(path), location=loc)
+            raise InputError(
+                f"duplicate {what} id {rid!r} (first on line {seen[rid]})", source=str(path), location=loc
+            )
         seen[rid] = lineno
         yield lineno, rid, obj
 
@@ -173,7 +189,7 @@ def read_records(path: str | Path) -> list[Record]:
 
     Each record gets ``_line`` (its line number) and ``_source`` for later error messages.
     The whole file in one list: :func:`iter_record_chunks` with no chunk limit."""
-    for chunk in iter_record_chunks(path, size=2 ** 62):
+    for chunk in iter_record_chunks(path, size=2**62):
         return chunk
     return []
 
@@ -194,8 +210,9 @@ def read_structured(path: str | Path, *, what: str) -> tuple[Any, bytes]:
         raise ConfigError(f"no such {what} file", source=str(p))
     suffix = p.suffix.lower()
     if suffix not in STRUCTURED_SUFFIXES:
-        raise ConfigError(f"unknown {what} file type {suffix or '(none)'!r}; use .yaml, .yml, .json or .toml",
-                          source=str(p))
+        raise ConfigError(
+            f"unknown {what} file type {suffix or '(none)'!r}; use .yaml, .yml, .json or .toml", source=str(p)
+        )
     from kg_rageval.base.errors import LimitExceeded
     from kg_rageval.base.safe_io import load_structured_text
 
@@ -219,8 +236,13 @@ def write_records(path: str | Path, records: Iterable[Record], *, sort_keys: boo
     try:
         with writing(path), open(tmp, "w", encoding="utf-8") as fh:
             for r in records:
-                fh.write(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}, ensure_ascii=False,
-                                    sort_keys=sort_keys))
+                fh.write(
+                    json.dumps(
+                        {k: v for k, v in r.items() if not k.startswith("_")},
+                        ensure_ascii=False,
+                        sort_keys=sort_keys,
+                    )
+                )
                 fh.write("\n")
         os.replace(tmp, path)
     except BaseException:

@@ -18,10 +18,11 @@ reason):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import is_
-from typing import Any, Iterator
+from typing import Any
 
 from kg_rageval.records import Record, record_error, slice_text
 from kg_rageval.records.nodes import gold_node
@@ -108,7 +109,11 @@ def contexts(record: Record) -> list[tuple[str | None, str]] | None:
             doc = c.get("id")
             out.append((str(doc) if doc is not None else None, c["text"]))
         else:
-            raise record_error(record, f"retrieval.contexts[{k}]", f"expected a string or an object with a string 'text', found {c!r}")
+            raise record_error(
+                record,
+                f"retrieval.contexts[{k}]",
+                f"expected a string or an object with a string 'text', found {c!r}",
+            )
     return out
 
 
@@ -138,7 +143,9 @@ def gold_documents(record: Record) -> set[str] | None:
     if isinstance(g, dict):
         bad = [k for k, v in g.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
         if bad:
-            raise record_error(record, "retrieval.gold", f"grades must be numbers, found {g[bad[0]]!r} for {bad[0]!r}")
+            raise record_error(
+                record, "retrieval.gold", f"grades must be numbers, found {g[bad[0]]!r} for {bad[0]!r}"
+            )
         return {k for k, v in g.items() if v > 0}
     raise record_error(record, "retrieval.gold", f"expected a list of ids or an id → grade map, found {g!r}")
 

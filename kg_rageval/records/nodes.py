@@ -8,7 +8,8 @@ below the ontology floor, so it takes a ``resolve`` callable rather than an onto
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 Resolve = Callable[[str], "str | None"]
 """id → the canonical node id, or ``None`` when the ontology lacks it (e.g.
@@ -23,8 +24,9 @@ def _one_label(record: Mapping[str, Any]) -> str | None:
     return gold if isinstance(gold, str) and gold else None
 
 
-def gold_node(record: Mapping[str, Any], *, resolve: Resolve | None = None,
-              fallback: str | None = None) -> str | None:
+def gold_node(
+    record: Mapping[str, Any], *, resolve: Resolve | None = None, fallback: str | None = None
+) -> str | None:
     """The ontology node ``record``'s figures are attributed to (row key ``gold_node``).
 
     The first of these that names a node wins:

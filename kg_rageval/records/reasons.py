@@ -59,10 +59,14 @@ def unscored(record_id: Any, reason: str, code: Reason | str) -> dict[str, str]:
     elif isinstance(code, str) and code in _VALUES:
         value = code
     else:
-        raise ValueError(f"unscored record {record_id!r}: reason code {code!r} is not a Reason "
-                         f"(one of {', '.join(sorted(_VALUES))})")
+        raise ValueError(
+            f"unscored record {record_id!r}: reason code {code!r} is not a Reason "
+            f"(one of {', '.join(sorted(_VALUES))})"
+        )
     if not isinstance(reason, str) or not reason:
-        raise ValueError(f"unscored record {record_id!r}: the reason text must be a non-empty string, not {reason!r}")
+        raise ValueError(
+            f"unscored record {record_id!r}: the reason text must be a non-empty string, not {reason!r}"
+        )
     return {"record_id": str(record_id), "reason": reason, "code": value}
 
 

@@ -11,7 +11,8 @@ rows.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 Record = dict[str, Any]
 
@@ -63,5 +64,5 @@ def slice_values(records: Iterable[Record]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for r in records:
         for k, v in record_slices(r).items():
-            out.setdefault(k[len("slice:"):], set()).add(v)
+            out.setdefault(k[len("slice:") :], set()).add(v)
     return out

@@ -9,7 +9,7 @@ and :func:`~kg_rageval.results.evaluation.bootstrap_many`.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -33,7 +33,9 @@ def bootstrap_block(n: int, n_resamples: int) -> int:
     ``n_resamples`` (20 at 100,000 records, 8 at 1,000,000, 4 at 2,000,000, 1 from
     8,000,000)."""
     n = max(n, 1)
-    return max(1, min(n_resamples, max(_BOOTSTRAP_CELLS // n, min(_BOOTSTRAP_MIN_BLOCK, _BOOTSTRAP_MAX_CELLS // n))))
+    return max(
+        1, min(n_resamples, max(_BOOTSTRAP_CELLS // n, min(_BOOTSTRAP_MIN_BLOCK, _BOOTSTRAP_MAX_CELLS // n)))
+    )
 
 
 def bootstrap_weights(n: int, n_resamples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:

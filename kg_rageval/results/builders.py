@@ -8,7 +8,8 @@ makes the same columns without a dict per row; :func:`empty_evaluation` has no r
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,8 +51,9 @@ def build_evaluation(
         try:
             vals = [r.get(s, 0.0) for r in rows]
             # plain numbers (the common case) convert in one C-level pass, as float() would
-            col = np.asarray(vals if set(map(type, vals)) <= _PLAIN_NUMBERS else [float(v) for v in vals],
-                             dtype=float)
+            col = np.asarray(
+                vals if set(map(type, vals)) <= _PLAIN_NUMBERS else [float(v) for v in vals], dtype=float
+            )
             bad = np.flatnonzero(~np.isfinite(col))
         except (TypeError, ValueError):
             bad = None
@@ -63,8 +65,10 @@ def build_evaluation(
                 except (TypeError, ValueError):
                     ok = False
                 if not ok:
-                    raise InputError(f"{family.name}: row {i} (record {r['record_id']!r}): stat "
-                                     f"{s!r} is {v!r}, expected a finite number")
+                    raise InputError(
+                        f"{family.name}: row {i} (record {r['record_id']!r}): stat "
+                        f"{s!r} is {v!r}, expected a finite number"
+                    )
         stats[s] = col
     return Evaluation(
         family=family,

@@ -46,7 +46,7 @@ class ColumnStore(Spool):
     it returns. The file goes when the store is closed or garbage collected (every handle holds
     the store), or when the process ends."""
 
-    def put(self, arr: np.ndarray) -> "SpilledArray":
+    def put(self, arr: np.ndarray) -> SpilledArray:
         """Append the buffer of the 1-D numeric (or bool) array ``arr``; its handle."""
         arr = np.ascontiguousarray(arr)
         if arr.ndim != 1 or arr.dtype.kind not in "biuf":
@@ -70,7 +70,7 @@ class SpilledArray:
     reading; :meth:`read` (also ``np.asarray(handle)``) gives the array, :meth:`take` some of
     its rows. Never changed in place: a changed column is a new handle."""
 
-    __slots__ = ("store", "offset", "dtype", "n")
+    __slots__ = ("dtype", "n", "offset", "store")
     ndim = 1
     base = None
 

@@ -11,7 +11,8 @@ and the grouping codes of a key column (:func:`_factorize`).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,11 @@ def _id_column(values: Any) -> np.ndarray:
     would not hold compactly) as a 1-D object array."""
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "U":
         return values if text_column(values) is not None else values.astype(object)
-    col = values if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1 \
+    col = (
+        values
+        if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1
         else _object_column(values)
+    )
     texts = text_column(col)
     return col if texts is None else texts
 
@@ -59,8 +63,11 @@ def _column(values: Any, kind: str) -> Any:
     if isinstance(values, (CodedColumn, SpilledArray)):
         return values  # stored compactly already (a spilled column: in a ColumnStore)
     if kind == "stats":
-        if isinstance(values, np.ndarray) and values.ndim == 1 and (
-                values.dtype == bool or values.dtype.kind in "iu" and values.dtype.itemsize <= 4):
+        if (
+            isinstance(values, np.ndarray)
+            and values.ndim == 1
+            and (values.dtype == bool or (values.dtype.kind in "iu" and values.dtype.itemsize <= 4))
+        ):
             return values  # bool stays bool; whole numbers stored compactly (compact_stat) stay
         try:
             arr = np.asarray(values, dtype=float)
@@ -81,8 +88,14 @@ def _column(values: Any, kind: str) -> Any:
     return _object_column(values)
 
 
-_STAT_STORES = ((0, 255, np.uint8), (0, 65535, np.uint16), (0, 2**32 - 1, np.uint32),
-                (-128, 127, np.int8), (-32768, 32767, np.int16), (-2**31, 2**31 - 1, np.int32))
+_STAT_STORES = (
+    (0, 255, np.uint8),
+    (0, 65535, np.uint16),
+    (0, 2**32 - 1, np.uint32),
+    (-128, 127, np.int8),
+    (-32768, 32767, np.int16),
+    (-(2**31), 2**31 - 1, np.int32),
+)
 
 
 def compact_stat(arr: np.ndarray) -> np.ndarray:
@@ -94,7 +107,7 @@ def compact_stat(arr: np.ndarray) -> np.ndarray:
     if arr.dtype != np.float64 or not len(arr):
         return arr
     lo, hi = float(arr.min()), float(arr.max())
-    for low, high, dtype in _STAT_STORES:
+    for low, high, dtype in _STAT_STORES:  # noqa: B007 - dtype is the one the loop stops at (used below)
         if low <= lo and hi <= high:
             break
     else:
@@ -103,7 +116,7 @@ def compact_stat(arr: np.ndarray) -> np.ndarray:
     if not np.array_equal(small, arr):
         return arr
     sign = np.signbit(arr)
-    if lo >= 0 and sign.any() or lo < 0 and (sign & (arr == 0)).any():
+    if (lo >= 0 and sign.any()) or (lo < 0 and (sign & (arr == 0)).any()):
         return arr
     return small
 
@@ -141,7 +154,9 @@ def _spilled(arr: Any, store: ColumnStore) -> Any:
 
 
 def _is_spilled(arr: Any) -> bool:
-    return isinstance(arr, SpilledArray) or isinstance(arr, CodedColumn) and isinstance(arr.codes, SpilledArray)
+    return isinstance(arr, SpilledArray) or (
+        isinstance(arr, CodedColumn) and isinstance(arr.codes, SpilledArray)
+    )
 
 
 def _compacted(arr: Any, stats: bool) -> Any:
@@ -179,8 +194,9 @@ class Columns(MutableMapping):
 
     __slots__ = ("_raw", "_stats", "store")
 
-    def __init__(self, kind: str, columns: Mapping[str, np.ndarray] | None = None,
-                 store: ColumnStore | None = None):
+    def __init__(
+        self, kind: str, columns: Mapping[str, np.ndarray] | None = None, store: ColumnStore | None = None
+    ):
         self._raw: dict[str, Any] = {}
         self._stats = kind == "stats"
         self.store = store
@@ -245,15 +261,22 @@ class Columns(MutableMapping):
     def nbytes(self) -> int:
         """Bytes of the stored arrays' buffers held in memory (object cells counted as their
         pointers; a spilled column's distinct values only)."""
-        return sum(0 if isinstance(a, SpilledArray) else
-                   (0 if a.values is None else a.values.nbytes) if _is_spilled(a) else a.nbytes
-                   for a in self._raw.values())
+        return sum(
+            0
+            if isinstance(a, SpilledArray)
+            else (0 if a.values is None else a.values.nbytes)
+            if _is_spilled(a)
+            else a.nbytes
+            for a in self._raw.values()
+        )
 
     @property
     def spilled_nbytes(self) -> int:
         """Bytes of the buffers kept in the temporary file."""
-        return sum(a.nbytes if isinstance(a, SpilledArray) else a.codes.nbytes if _is_spilled(a) else 0
-                   for a in self._raw.values())
+        return sum(
+            a.nbytes if isinstance(a, SpilledArray) else a.codes.nbytes if _is_spilled(a) else 0
+            for a in self._raw.values()
+        )
 
 
 class StatColumns(Sequence):
@@ -263,7 +286,7 @@ class StatColumns(Sequence):
     :meth:`kg_rageval.results.forms.Projection.columns_of`) holds the column it reads, not all of them
     (a spilled evaluation reads each from its file)."""
 
-    __slots__ = ("stats", "names")
+    __slots__ = ("names", "stats")
 
     def __init__(self, stats: Mapping[str, np.ndarray], names: Iterable[str]) -> None:
         self.stats, self.names = stats, list(names)
@@ -301,7 +324,7 @@ class CodedColumn:
     :class:`CodedColumn` of those rows; the evaluation's own masks, row selections and
     concatenations use that."""
 
-    __slots__ = ("codes", "values", "fresh")
+    __slots__ = ("codes", "fresh", "values")
     dtype = np.dtype(object)
     ndim = 1
     base = None
@@ -345,7 +368,7 @@ class CodedColumn:
     def astype(self, dtype: Any, copy: bool = True) -> np.ndarray:
         return self.array().astype(dtype, copy=False)
 
-    def copy(self) -> "CodedColumn":
+    def copy(self) -> CodedColumn:
         return CodedColumn(self.codes.copy(), self.values, self.fresh)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -404,8 +427,7 @@ def compact_object(arr: np.ndarray) -> Any:
 def _first_codes(values: list[Any]) -> np.ndarray:
     """For each position, the position of the first equal value (dict equality)."""
     first: dict[Any, int] = {}
-    return np.fromiter(map(first.setdefault, values, itertools.count()), dtype=np.int64,
-                       count=len(values))
+    return np.fromiter(map(first.setdefault, values, itertools.count()), dtype=np.int64, count=len(values))
 
 
 def _factorize(col: np.ndarray) -> tuple[np.ndarray, list[Any]]:

@@ -14,8 +14,19 @@ import numpy as np
 
 from kg_rageval.base.memory import trim_heap
 from kg_rageval.results.colstore import SPILL_ROWS, ColumnStore
-from kg_rageval.results.columns import (CodedColumn, Columns, _column, _compacted, _id_column, _narrow_codes,
-                                        _object_column, _raw, _resident, _spilled, _value_key)
+from kg_rageval.results.columns import (
+    CodedColumn,
+    Columns,
+    _column,
+    _compacted,
+    _id_column,
+    _narrow_codes,
+    _object_column,
+    _raw,
+    _resident,
+    _spilled,
+    _value_key,
+)
 from kg_rageval.results.evaluation import Evaluation, _completed, _concat_column, concat_evaluations
 from kg_rageval.results.family import Family, _merged_names
 from kg_rageval.results.recordstore import PackedValues, UnscoredRecords
@@ -38,7 +49,7 @@ class _Column:
     With a ``store`` (:meth:`spill`), numeric pieces (and codes) are kept in that temporary
     file until :meth:`array` reads them back, one piece at a time."""
 
-    __slots__ = ("pieces", "size", "table", "uniques", "coded", "fresh", "store")
+    __slots__ = ("coded", "fresh", "pieces", "size", "store", "table", "uniques")
 
     def __init__(self, first: Any, *, share: bool = False, store: ColumnStore | None = None):
         self.pieces: list[Any] = []
@@ -92,8 +103,14 @@ class _Column:
             return _packed_join(pieces)
         if pieces and all(coded):
             codes = _joined_codes(pieces)
-            return CodedColumn(_narrow_codes(codes, len(self.uniques)), _object_column(self.uniques), self.fresh)
-        values = CodedColumn(np.zeros(0, np.int32), _object_column(self.uniques), self.fresh) if any(coded) else None
+            return CodedColumn(
+                _narrow_codes(codes, len(self.uniques)), _object_column(self.uniques), self.fresh
+            )
+        values = (
+            CodedColumn(np.zeros(0, np.int32), _object_column(self.uniques), self.fresh)
+            if any(coded)
+            else None
+        )
         numeric = [not c and p.dtype.kind in "biuf" for p, c in zip(pieces, coded)]
         j = numeric.index(False) if not all(numeric) else len(pieces)
         head = np.result_type(*(p.dtype for p in pieces[:j])) if j else None
@@ -109,7 +126,7 @@ class _Column:
                 p = p.array()
             elif i < j and p.dtype != head:
                 p = p.astype(head)
-            out[at:at + len(p)] = p
+            out[at : at + len(p)] = p
             at += len(p)
         return out
 
@@ -121,8 +138,11 @@ def _packed_join(pieces: list[CodedColumn]) -> CodedColumn:
     shift: np.ndarray = np.cumsum([0] + [len(p.values) for p in pieces[:-1]])  # type: ignore[arg-type]
     values = PackedValues.joined([p.values for p in pieces])  # type: ignore[misc]
     codes = np.concatenate([_resident(p).codes.astype(np.int64) + s for p, s in zip(pieces, shift.tolist())])
-    return CodedColumn(_narrow_codes(codes, len(values)), values,  # type: ignore[arg-type]
-                       any(p.fresh for p in pieces))
+    return CodedColumn(
+        _narrow_codes(codes, len(values)),
+        values,  # type: ignore[arg-type]
+        any(p.fresh for p in pieces),
+    )
 
 
 def _joined_codes(pieces: list[Any]) -> np.ndarray:
@@ -133,7 +153,7 @@ def _joined_codes(pieces: list[Any]) -> np.ndarray:
     at = 0
     for i, p in enumerate(pieces):
         pieces[i] = None
-        out[at:at + len(p)] = _resident(p)
+        out[at : at + len(p)] = _resident(p)
         at += len(p)
     return out
 
@@ -180,8 +200,10 @@ class Concatenation:
                 self.custom.append(ev)
                 return
         elif ev.family.qualified_name != self.family.qualified_name:
-            raise ValueError(f"cannot merge evaluations of different families "
-                             f"({self.family.qualified_name} and {ev.family.qualified_name})")
+            raise ValueError(
+                f"cannot merge evaluations of different families "
+                f"({self.family.qualified_name} and {ev.family.qualified_name})"
+            )
         if self.custom:
             self.custom.append(ev)
             return
@@ -196,8 +218,11 @@ class Concatenation:
                 if have is None and not self.n:
                     cols[name] = _Column(col, share=g > 0, store=self.pieces)
                 elif have is None:  # first seen here: the earlier rows get the fill value
-                    have = cols[name] = _Column(np.full(self.n, fill, dtype=float if fill == 0 else object),
-                                                share=g > 0, store=self.pieces)
+                    have = cols[name] = _Column(
+                        np.full(self.n, fill, dtype=float if fill == 0 else object),
+                        share=g > 0,
+                        store=self.pieces,
+                    )
                     have.append(col)
                 else:
                     have.append(col)
@@ -212,7 +237,9 @@ class Concatenation:
         else:
             self.metas.append(ev.meta)
         self.n += m
-        if self.pieces is None and self.only is None and 0 < self.spill_rows < self.n:  # two partitions or more
+        if (
+            self.pieces is None and self.only is None and 0 < self.spill_rows < self.n
+        ):  # two partitions or more
             self.pieces, self.spilled = ColumnStore(), True
             for pending in self.cols:
                 for column in pending.values():
@@ -226,19 +253,31 @@ class Concatenation:
         if self.only is not None:  # one partition: itself, as concat_evaluations returns it
             return self.only
         store = None if self.pieces is None else ColumnStore()
-        groups = [{name: self._joined(self.cols[g][name], g, store) for name in _merged_names(self.names[g])}
-                  for g in range(3)]
+        groups = [
+            {name: self._joined(self.cols[g][name], g, store) for name in _merged_names(self.names[g])}
+            for g in range(3)
+        ]
         if self.pieces is not None:
             self.pieces.close()  # every piece is read back: the pieces' file goes
             self.pieces = None
         pieces, self.record_ids = self.record_ids, []
-        record_ids = _shared_ids(_id_column(
-            np.concatenate(pieces) if all(p.dtype.kind == "U" for p in pieces) else _concat_column(pieces)))
+        record_ids = _shared_ids(
+            _id_column(
+                np.concatenate(pieces) if all(p.dtype.kind == "U" for p in pieces) else _concat_column(pieces)
+            )
+        )
         del pieces
         trim_heap()
         unscored, self.unscored = UnscoredRecords.joined(self.unscored), []
-        ev = Evaluation(family=self.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
-                        details=groups[2], unscored=unscored, meta=self.family.merge_meta(self.metas))
+        ev = Evaluation(
+            family=self.family,
+            record_ids=record_ids,
+            stats=groups[0],
+            keys=groups[1],
+            details=groups[2],
+            unscored=unscored,
+            meta=self.family.merge_meta(self.metas),
+        )
         for columns in (ev.stats, ev.keys, ev.details):
             assert isinstance(columns, Columns)
             columns.store = store  # a column changed later (Family.complete) is kept there too
@@ -259,7 +298,7 @@ class Concatenation:
         return out
 
 
-_IDS: "weakref.WeakValueDictionary[tuple[Any, ...], np.ndarray]" = weakref.WeakValueDictionary()
+_IDS: weakref.WeakValueDictionary[tuple[Any, ...], np.ndarray] = weakref.WeakValueDictionary()
 """The record-id columns of streamed results alive now, by (rows, first id, last id)."""
 
 
@@ -267,8 +306,9 @@ def _shared_ids(ids: np.ndarray) -> np.ndarray:
     """``ids``, or an equal record-id column of another streamed result that is still alive
     (the families of one stream each join the same ids in the same order: one array of
     pointers, not one per evaluation). Record-id columns are never changed in place."""
-    if not len(ids) or ids.dtype.kind != "U" and (
-            ids.dtype != object or not set(map(type, ids.tolist())) <= {str}):
+    if not len(ids) or (
+        ids.dtype.kind != "U" and (ids.dtype != object or not set(map(type, ids.tolist())) <= {str})
+    ):
         return ids  # texts only: equal texts stand for each other, 1 and 1.0 would not
     key = (len(ids), ids[0], ids[-1])
     have = _IDS.get(key)

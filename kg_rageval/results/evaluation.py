@@ -29,20 +29,30 @@ concatenation: :mod:`.concatenation`.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, MutableMapping, MutableSequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, MutableMapping, MutableSequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
-from kg_rageval.results.columns import (Columns, _column, _factorize, _id_column, _is_none, _raw, _raw_column, _stored,
-                                        record_id_texts)
+from kg_rageval.results.columns import (
+    Columns,
+    _column,
+    _factorize,
+    _id_column,
+    _is_none,
+    _raw,
+    _raw_column,
+    _stored,
+    record_id_texts,
+)
 from kg_rageval.results.family import Family, _merged_names
 from kg_rageval.results.frames import _frame, _metric_rows
 from kg_rageval.results.jsonsafe import _jsonable, _out_column
 from kg_rageval.results.metric import LazyMetrics, Metric, _clean
-from kg_rageval.results.record_stats import _RecordColumns, RecordStats
+from kg_rageval.results.record_stats import RecordStats, _RecordColumns
 from kg_rageval.results.recordstore import UnscoredRecords
 from kg_rageval.results.rollup import rollup_mask, rollup_sums
 
@@ -50,8 +60,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.ontology import Ontology
 
 
-def bootstrap_many(requests: Iterable[tuple[Any, ...]], *, n_resamples: int = 1000,
-                   level: float = 0.95, seed: int = 0) -> list[dict[str, tuple[float, float] | None]]:
+def bootstrap_many(
+    requests: Iterable[tuple[Any, ...]], *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> list[dict[str, tuple[float, float] | None]]:
     """:meth:`Evaluation.bootstrap` of every ``(evaluation, metrics)`` request (``None``: all
     its metrics; a third item, when given, is the evaluation's :meth:`~Evaluation.per_record_stats`
     the caller already has), the same intervals bit for bit, with the weights of the evaluations that
@@ -78,11 +89,14 @@ def bootstrap_many(requests: Iterable[tuple[Any, ...]], *, n_resamples: int = 10
         else:
             by_n.setdefault(len(job.mats[0]), []).append((i, job))
     for group in by_n.values():
-        for (i, _), got in zip(group, replicate_jobs([job for _, job in group], n_resamples, seed,
-                                                     bootstrap_weights)):
+        for (i, _), got in zip(
+            group, replicate_jobs([job for _, job in group], n_resamples, seed, bootstrap_weights)
+        ):
             reps[i] = got[0]
-    return [{m: percentile_interval(s, n_resamples, level) for m, s in r.items()}  # type: ignore[union-attr]
-            for r in reps]
+    return [
+        {m: percentile_interval(s, n_resamples, level) for m, s in r.items()}  # type: ignore[union-attr]
+        for r in reps
+    ]
 
 
 _CACHES = ("_record_stats", "_audit_rollups")
@@ -116,8 +130,11 @@ class Evaluation:
         # a spilled evaluation's columns (given as its Columns) stay in their temporary file
         self.stats, self.keys, self.details = [
             Columns(kind, store=g.store if isinstance(g, Columns) else None)
-            for kind, g in zip(("stats", "keys", "details"), (self.stats, self.keys, self.details))]
-        for kind, cols, items in zip(("stats", "keys", "details"), (self.stats, self.keys, self.details), given):
+            for kind, g in zip(("stats", "keys", "details"), (self.stats, self.keys, self.details))
+        ]
+        for kind, cols, items in zip(
+            ("stats", "keys", "details"), (self.stats, self.keys, self.details), given
+        ):
             for k, v in items:
                 try:
                     arr = _column(v, kind)
@@ -125,14 +142,21 @@ class Evaluation:
                     raise ValueError(f"{self.family.name}: {kind} column {k!r}: {exc}") from None
                 if len(arr) != n:
                     raise ValueError(
-                        f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}")
-                if kind == "stats" and n and isinstance(arr, np.ndarray) and arr.dtype.kind == "f" \
-                        and not np.isfinite(arr).all():  # (a spilled column was checked as it was built)
+                        f"{self.family.name}: {kind} column {k!r} has {len(arr)} rows, expected {n}"
+                    )
+                if (
+                    kind == "stats"
+                    and n
+                    and isinstance(arr, np.ndarray)
+                    and arr.dtype.kind == "f"
+                    and not np.isfinite(arr).all()
+                ):  # (a spilled column was checked as it was built)
                     bad = int(np.flatnonzero(~np.isfinite(arr))[0])
                     raise ValueError(
                         f"{self.family.name}: stats column {k!r} has the non-finite value "
-                        f"{float(arr[bad])!r} at row {bad} (record {self.record_ids[bad:bad + 1].tolist()[0]!r}); "
-                        "stats must be finite numbers")
+                        f"{float(arr[bad])!r} at row {bad} (record {self.record_ids[bad : bad + 1].tolist()[0]!r}); "
+                        "stats must be finite numbers"
+                    )
                 cols[k] = arr
         missing = set(self.family.stats) - set(self.stats)
         if missing:
@@ -172,7 +196,7 @@ class Evaluation:
         """The family's metrics on the totals."""
         return self.family.finalize(self.totals())
 
-    def subset(self, mask: np.ndarray) -> "Evaluation":
+    def subset(self, mask: np.ndarray) -> Evaluation:
         """The rows where the boolean ``mask`` holds (same family and meta; ``unscored`` is
         not carried, since it belongs to no row)."""
         mask = np.asarray(mask)
@@ -197,8 +221,7 @@ class Evaluation:
         remap = np.empty(len(uniq), dtype=np.int64)
         if all(type(u) is str or z for u, z in zip(uniq, none)):  # texts (and None): sort in C
             texts = np.flatnonzero(~np.asarray(none, dtype=bool))
-            order = texts[np.argsort(np.asarray([uniq[g] for g in texts.tolist()], dtype=str),
-                                     kind="stable")]
+            order = texts[np.argsort(np.asarray([uniq[g] for g in texts.tolist()], dtype=str), kind="stable")]
             remap[order] = np.arange(len(order))
             values: list[Any] = [uniq[g] for g in order.tolist()]
             if len(order) < len(uniq):
@@ -238,15 +261,14 @@ class Evaluation:
         g = len(values)
         names = list(self.stats)
         counts = np.bincount(codes, minlength=g).tolist()
-        sums = [np.bincount(codes, weights=v, minlength=g) for _, v in _raw(self.stats)]  # one column read at a time
+        sums = [
+            np.bincount(codes, weights=v, minlength=g) for _, v in _raw(self.stats)
+        ]  # one column read at a time
         table = np.stack(sums, axis=1).tolist() if names else [[] for _ in range(g)]
         fin = self.family.finalize
-        return {
-            values[i]: {"n": counts[i], "metrics": fin(dict(zip(names, table[i])))}
-            for i in range(g)
-        }
+        return {values[i]: {"n": counts[i], "metrics": fin(dict(zip(names, table[i])))} for i in range(g)}
 
-    def node_indices(self, ontology: "Ontology", key: str = "gold_node") -> np.ndarray:
+    def node_indices(self, ontology: Ontology, key: str = "gold_node") -> np.ndarray:
         """Ontology index of each row's ``key`` node; -1 where it is ``None``, not a string or
         not an ontology id (one C-level dict lookup per row)."""
         if key not in self.keys:
@@ -257,15 +279,15 @@ class Evaluation:
         get = ontology.id_index.get
         values = col.tolist()
         try:
-            return np.fromiter(map(get, values, itertools.repeat(-1)), dtype=np.int64,
-                               count=len(values))
+            return np.fromiter(map(get, values, itertools.repeat(-1)), dtype=np.int64, count=len(values))
         except TypeError:  # unhashable cells: look up the hashable strings only
-            return np.fromiter((get(v, -1) if isinstance(v, str) else -1 for v in values),
-                               dtype=np.int64, count=len(values))
+            return np.fromiter(
+                (get(v, -1) if isinstance(v, str) else -1 for v in values), dtype=np.int64, count=len(values)
+            )
 
     def rollup(
         self,
-        ontology: "Ontology",
+        ontology: Ontology,
         key: str = "gold_node",
         *,
         min_rows: int = 1,
@@ -310,11 +332,9 @@ class Evaluation:
         column at once; :meth:`record_stats` reads one column at a time."""
         ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
         inverse = inverse.reshape(-1)
-        return ids, {
-            k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in _raw(self.stats)
-        }
+        return ids, {k: np.bincount(inverse, weights=v, minlength=len(ids)) for k, v in _raw(self.stats)}
 
-    def record_stats(self) -> "RecordStats":
+    def record_stats(self) -> RecordStats:
         """The per-record stat sums of :meth:`per_record_stats` as a :class:`RecordStats`
         view that sums one stat column when it is asked for, cached on the evaluation (the
         audit's stages share it: the gates' bootstrap, failure drivers, failing records) until
@@ -356,11 +376,11 @@ class Evaluation:
             return job
         from kg_rageval.results.forms import replicate_values
 
-        return replicate_values(job.finalize, job.names, job.mats, job.metrics, n_resamples, seed,
-                                bootstrap_weights)[0]
+        return replicate_values(
+            job.finalize, job.names, job.mats, job.metrics, n_resamples, seed, bootstrap_weights
+        )[0]
 
-    def _replicate_job(self, n_resamples: Any, metrics: Iterable[str] | None,
-                       per_record: Any = None) -> Any:
+    def _replicate_job(self, n_resamples: Any, metrics: Iterable[str] | None, per_record: Any = None) -> Any:
         """The checked arguments of :meth:`bootstrap_replicates` as a
         :class:`~kg_rageval.results.forms.Replicates` job over the per-record stats (``per_record``: a
         per-record view, or :meth:`per_record_stats` when the caller has it; default: a
@@ -368,14 +388,14 @@ class Evaluation:
         are no records."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
-            raise InputError(
-                f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
+            raise InputError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
         point = self.metrics()
         wanted = list(metrics) if metrics is not None else list(point)
         unknown = [m for m in wanted if m not in point]
         if unknown:
-            raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} "
-                             f"has {sorted(point)}")
+            raise InputError(
+                f"bootstrap: unknown metric(s) {unknown}; {self.family.name} has {sorted(point)}"
+            )
         if per_record is None or isinstance(per_record, _RecordColumns):
             # default: a view for this call alone, which keeps no column (one copy: the projections)
             source: Any = RecordStats(self) if per_record is None else per_record
@@ -407,7 +427,7 @@ class Evaluation:
         return bootstrap_many([(self, metrics)], n_resamples=n_resamples, level=level, seed=seed)[0]
 
     # ------------------------------------------------------------------ partitions
-    def merge(self, other: "Evaluation") -> "Evaluation":
+    def merge(self, other: Evaluation) -> Evaluation:
         """Concatenate two partitions of the same family (the totals add):
         ``concat_evaluations([self, other])``.
 
@@ -431,8 +451,7 @@ class Evaluation:
         n = len(self) if limit is None else max(0, min(limit, len(self)))
         if not n:
             return []
-        cols: dict[str, list[Any]] = {
-            "record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
+        cols: dict[str, list[Any]] = {"record_id": _out_column(self.record_ids[:n], "record_id", json_safe)}
         for group in (self.keys, self.details, self.stats):
             for k, v in _stored(group):  # a spilled column: its first n rows read
                 v = v[:n].astype(float) if group is self.stats and v.dtype.kind in "biu" else v[:n]
@@ -479,8 +498,10 @@ def breakdown_dicts(ev: Evaluation, key: str) -> dict[str, Any]:
     (labels by :func:`_group_labels`, metrics as dicts)."""
     groups = ev.breakdown(key)
     labels = _group_labels(list(groups))
-    return {labels[i]: {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
-            for i, g in enumerate(groups.values())}
+    return {
+        labels[i]: {"n": g["n"], "metrics": {k: m.to_dict() for k, m in g["metrics"].items()}}
+        for i, g in enumerate(groups.values())
+    }
 
 
 def _group_labels(values: list[Any]) -> list[str]:
@@ -492,8 +513,7 @@ def _group_labels(values: list[Any]) -> list[str]:
     seen: dict[str, int] = {}
     for t in text:
         seen[t] = seen.get(t, 0) + 1
-    return [t if seen[t] == 1 or v is None else f"{t} ({type(v).__name__})"
-            for t, v in zip(text, values)]
+    return [t if seen[t] == 1 or v is None else f"{t} ({type(v).__name__})" for t, v in zip(text, values)]
 
 
 def _concat_column(cols: list[np.ndarray]) -> np.ndarray:
@@ -508,7 +528,7 @@ def _concat_column(cols: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(head + [c.astype(object) for c in cols[j:]])
 
 
-def _completed(ev: "Evaluation") -> "Evaluation":
+def _completed(ev: Evaluation) -> Evaluation:
     """``ev`` after its family's :meth:`Family.complete` (concatenated partitions)."""
     if type(ev.family).complete is not Family.complete:
         ev.family.complete(ev)
@@ -547,8 +567,10 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
         return first
     for p in parts[1:]:
         if p.family.qualified_name != first.family.qualified_name:
-            raise ValueError(f"cannot merge evaluations of different families "
-                             f"({first.family.qualified_name} and {p.family.qualified_name})")
+            raise ValueError(
+                f"cannot merge evaluations of different families "
+                f"({first.family.qualified_name} and {p.family.qualified_name})"
+            )
     sizes = [len(p) for p in parts]
     record_ids = np.concatenate([p.record_ids for p in parts])
     groups: list[dict[str, np.ndarray]] = []
@@ -556,8 +578,10 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
         dicts = [getattr(p, attr) for p in parts]
         out: dict[str, np.ndarray] = {}
         for name in _merged_names([list(d) for d in dicts]):
-            cols = [_raw_column(d, name) if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
-                    for d, n in zip(dicts, sizes)]
+            cols = [
+                _raw_column(d, name) if name in d else np.full(n, fill, dtype=float if fill == 0 else object)
+                for d, n in zip(dicts, sizes)
+            ]
             out[name] = _concat_column(cols)
             del cols
             if consume:
@@ -569,8 +593,17 @@ def _concat(parts: list[Evaluation], *, consume: bool = False) -> Evaluation:
     if consume:
         for p in parts:
             p.record_ids = p.record_ids[:0]
-    return _completed(Evaluation(family=first.family, record_ids=record_ids, stats=groups[0], keys=groups[1],
-                                 details=groups[2], unscored=unscored, meta=meta))
+    return _completed(
+        Evaluation(
+            family=first.family,
+            record_ids=record_ids,
+            stats=groups[0],
+            keys=groups[1],
+            details=groups[2],
+            unscored=unscored,
+            meta=meta,
+        )
+    )
 
 
 def take_rows(ev: Evaluation, index: np.ndarray) -> None:

@@ -7,7 +7,8 @@ Its metrics under their canonical names ``<family>.<metric>``, member-wise merge
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kg_rageval.results.evaluation import Evaluation, concat_evaluations
 from kg_rageval.results.frames import _frame, _metric_rows
@@ -28,7 +29,9 @@ class EvaluationSet(dict):
     * :attr:`single` — the one evaluation of a one-member family.
     """
 
-    def __init__(self, family: str, members: Mapping[str, Evaluation] | Iterable[tuple[str, Evaluation]] = ()):
+    def __init__(
+        self, family: str, members: Mapping[str, Evaluation] | Iterable[tuple[str, Evaluation]] = ()
+    ):
         super().__init__(members)
         self.family = family
 
@@ -63,7 +66,7 @@ class EvaluationSet(dict):
                 out[key] = Metric(key, m.value, m.numerator, m.denominator, m.missing, m.ci)
         return out
 
-    def merge(self, other: "EvaluationSet") -> "EvaluationSet":
+    def merge(self, other: EvaluationSet) -> EvaluationSet:
         return concat_sets([self, other])
 
     def to_pandas(self, what: str = "rows") -> Any:
@@ -91,11 +94,14 @@ def concat_sets(parts: Iterable[EvaluationSet], *, consume: bool = False) -> Eva
     first = parts[0]
     for p in parts[1:]:
         if set(p) != set(first):
-            raise ValueError(f"{first.family}: cannot merge results with members {sorted(first)} and {sorted(p)}")
+            raise ValueError(
+                f"{first.family}: cannot merge results with members {sorted(first)} and {sorted(p)}"
+            )
     if len(parts) == 1:
         return first
-    return EvaluationSet(first.family, {k: concat_evaluations([p[k] for p in parts], consume=consume)
-                                        for k in first})
+    return EvaluationSet(
+        first.family, {k: concat_evaluations([p[k] for p in parts], consume=consume) for k in first}
+    )
 
 
 def as_evaluation_set(family: str, result: Any) -> EvaluationSet:
@@ -110,4 +116,6 @@ def as_evaluation_set(family: str, result: Any) -> EvaluationSet:
         return EvaluationSet(family, {str(k): v for k, v in result.items()})
     if isinstance(result, (list, tuple)) and result and all(isinstance(v, Evaluation) for v in result):
         return EvaluationSet(family, {v.family.name: v for v in result})
-    raise TypeError(f"family {family!r} returned {type(result).__name__}, not an Evaluation or a mapping of them")
+    raise TypeError(
+        f"family {family!r} returned {type(result).__name__}, not an Evaluation or a mapping of them"
+    )

@@ -8,7 +8,8 @@ combination of the ``meta`` of concatenated partitions (column and entry order:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kg_rageval.results.metric import Metric
 

@@ -25,9 +25,10 @@ the same additions).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,12 +62,16 @@ def _close(x: float | None, y: float | None) -> bool:
 def _nd(m: Any) -> tuple[float | None, float | None, float | None]:
     if m is None:
         return None, None, None
-    return (None if m.numerator is None else float(m.numerator),
-            None if m.denominator is None else float(m.denominator), m.value)
+    return (
+        None if m.numerator is None else float(m.numerator),
+        None if m.denominator is None else float(m.denominator),
+        m.value,
+    )
 
 
-def metric_forms(finalize: Finalize, names: list[str], metrics: Iterable[str],
-                 probes: np.ndarray | None = None) -> dict[str, Form | None]:
+def metric_forms(
+    finalize: Finalize, names: list[str], metrics: Iterable[str], probes: np.ndarray | None = None
+) -> dict[str, Form | None]:
     """The verified :class:`Form` of each metric in ``metrics`` (``None``: finalize it row by
     row), plus the verified forms of the family's other metrics (a harmonic form's parts).
     ``probes``: representative rows (totals, sample records) the forms must reproduce."""
@@ -90,8 +95,12 @@ def metric_forms(finalize: Finalize, names: list[str], metrics: Iterable[str],
             a = np.asarray([t[0] for t in bs]) - z[0]  # type: ignore[operator]
             b = np.asarray([t[1] for t in bs]) - z[1]  # type: ignore[operator]
             return Form("ratio", a, float(z[0]), b, float(z[1]))
-        if z[0] is None and z[1] is None and z[2] is not None and all(
-                t[0] is None and t[1] is None and t[2] is not None for t in bs):
+        if (
+            z[0] is None
+            and z[1] is None
+            and z[2] is not None
+            and all(t[0] is None and t[1] is None and t[2] is not None for t in bs)
+        ):
             a = np.asarray([t[2] for t in bs]) - z[2]  # type: ignore[operator]
             return Form("linear", a, float(z[2]))  # type: ignore[arg-type]
         return None
@@ -117,18 +126,28 @@ def metric_forms(finalize: Finalize, names: list[str], metrics: Iterable[str],
     points = [(p, c) for p, c in zip(checks, checked)] + list(zip(np.eye(k), basis))
     pts = np.asarray([p for p, _ in points]) if points else np.zeros((0, k))
     # every ratio metric on every point, then every (P, R) pair's harmonic mean at once
-    vals = np.asarray([_values(forms[r], pts, forms)[0] for r in ratios]) if ratios else np.zeros((0, len(pts)))  # type: ignore[arg-type]
+    vals = (
+        np.asarray([_values(forms[r], pts, forms)[0] for r in ratios])  # type: ignore[arg-type]
+        if ratios
+        else np.zeros((0, len(pts)))
+    )
     for name in wanted:
         if name in forms:
             continue
         forms[name] = None
-        target = np.asarray([np.nan if _nd(c.get(name))[2] is None else float(_nd(c.get(name))[2])  # type: ignore[arg-type]
-                             for _, c in points])
+        target = np.asarray(
+            [
+                np.nan if _nd(c.get(name))[2] is None else float(_nd(c.get(name))[2])  # type: ignore[arg-type]
+                for _, c in points
+            ]
+        )
         if not ratios or np.isnan(target).all():
             continue
         hm = harmonic_values(vals[:, None, :], vals[None, :, :])
         same_nan = np.isnan(hm) == np.isnan(target)
-        close = np.abs(np.nan_to_num(hm) - np.nan_to_num(target)) <= _RTOL * np.maximum(1.0, np.abs(np.nan_to_num(target)))
+        close = np.abs(np.nan_to_num(hm) - np.nan_to_num(target)) <= _RTOL * np.maximum(
+            1.0, np.abs(np.nan_to_num(target))
+        )
         ok = (same_nan & close).all(axis=2)
         np.fill_diagonal(ok, False)
         for i, j in zip(*np.nonzero(ok)):
@@ -144,8 +163,9 @@ def _ratio_values(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
 
 
-def _values(form: Form, rows: np.ndarray, forms: Mapping[str, Form | None]
-            ) -> tuple[np.ndarray, np.ndarray | None]:
+def _values(
+    form: Form, rows: np.ndarray, forms: Mapping[str, Form | None]
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``(values, denominators)`` of ``form`` on ``rows`` (NaN: undefined / no denominator)."""
     if form.kind == "linear":
         return rows @ form.a + form.a0, None  # type: ignore[operator]
@@ -177,10 +197,16 @@ class RowLimit(Exception):
     """More rows than ``loop_limit`` for a metric that must be finalized row by row."""
 
 
-def metric_values(finalize: Finalize, names: list[str], rows: Any, metrics: Iterable[str], *,
-                  probes: np.ndarray | None = None, loop_limit: int | None = None,
-                  forms: Mapping[str, Form | None] | None = None
-                  ) -> dict[str, tuple[np.ndarray, np.ndarray] | None]:
+def metric_values(
+    finalize: Finalize,
+    names: list[str],
+    rows: Any,
+    metrics: Iterable[str],
+    *,
+    probes: np.ndarray | None = None,
+    loop_limit: int | None = None,
+    forms: Mapping[str, Form | None] | None = None,
+) -> dict[str, tuple[np.ndarray, np.ndarray] | None]:
     """``{metric: (values, denominators)}`` on every row of ``rows`` (summed stats, columns in
     ``names`` order): NaN where the metric is undefined; the denominator where the metric has
     one, else NaN. A metric without a verified form is finalized row by row, or ``None`` when
@@ -226,7 +252,7 @@ def metric_values(finalize: Finalize, names: list[str], rows: Any, metrics: Iter
     del sums
     if loop:
         if loop_limit is not None and n > loop_limit:
-            out.update({m: None for m in loop})
+            out.update(dict.fromkeys(loop))
         else:
             if view:
                 rows = rows.matrix()
@@ -268,9 +294,15 @@ def _resampled(mat: Any, weights: np.ndarray) -> list[float]:
     return (weights @ mat).tolist() if isinstance(mat, np.ndarray) else mat.resampled(weights)
 
 
-def replicate_values(finalize: Finalize, names: list[str], mats: list[Any], metrics: Iterable[str],
-                     n_resamples: int, seed: int, weights_of: Callable[[int, int, int], Any]
-                     ) -> list[dict[str, np.ndarray]]:
+def replicate_values(
+    finalize: Finalize,
+    names: list[str],
+    mats: list[Any],
+    metrics: Iterable[str],
+    n_resamples: int,
+    seed: int,
+    weights_of: Callable[[int, int, int], Any],
+) -> list[dict[str, np.ndarray]]:
     """Each metric's value in each of ``n_resamples`` bootstrap resamples (NaN where
     undefined), for each of the aligned per-record stat matrices ``mats`` (one row per record,
     the same records in the same order: the same draws for every matrix — the paired
@@ -304,8 +336,9 @@ class Replicates:
     metrics: Iterable[str]
 
 
-def replicate_jobs(jobs: list[Replicates], n_resamples: int, seed: int,
-                   weights_of: Callable[[int, int, int], Any]) -> list[list[dict[str, np.ndarray]]]:
+def replicate_jobs(
+    jobs: list[Replicates], n_resamples: int, seed: int, weights_of: Callable[[int, int, int], Any]
+) -> list[list[dict[str, np.ndarray]]]:
     """:func:`replicate_values` of every job, whose matrices all have the same number of rows
     ``n``, from **one** pass over the weight blocks of ``(n, n_resamples, seed)``: the draws
     are made once for all of them, and each job's replicates are those it gets alone (the
@@ -331,8 +364,9 @@ class _Job:
         self.finalize, self.names, self.mats = job.finalize, job.names, job.mats
         self.wanted = list(job.metrics)
         n = len(self.mats[0]) if self.mats else 0
-        self.out: list[dict[str, np.ndarray]] = [{m: np.full(n_resamples, np.nan) for m in self.wanted}
-                                                 for _ in self.mats]
+        self.out: list[dict[str, np.ndarray]] = [
+            {m: np.full(n_resamples, np.nan) for m in self.wanted} for _ in self.mats
+        ]
         self.runs = bool(n and self.wanted)
         self.forms: dict[str, Form | None] = {}
         if self.runs:
@@ -358,8 +392,10 @@ class _Job:
                 arr.fill(np.nan)
         self.proj = Projection(self.forms, self.wanted)
         self.loop = [m for m in self.wanted if self.forms.get(m) is None]
-        self.projs = [self.proj.matrix(mat) if isinstance(mat, np.ndarray) else self.proj.matrix_of(mat, self.names)
-                      for mat in self.mats]
+        self.projs = [
+            self.proj.matrix(mat) if isinstance(mat, np.ndarray) else self.proj.matrix_of(mat, self.names)
+            for mat in self.mats
+        ]
         self.done = True
 
 
@@ -422,8 +458,9 @@ class Projection:
         """:meth:`columns` of ``np.stack(stats, axis=1)`` (one array per stat, in the names'
         order), bit for bit, stacked only for a projection that is not a stat column itself
         or the exact sum of two (:meth:`_projected`)."""
-        return self._projected(stats.__getitem__, len(stats[0]) if stats else 0,
-                               lambda: np.stack(stats, axis=1))
+        return self._projected(
+            stats.__getitem__, len(stats[0]) if stats else 0, lambda: np.stack(stats, axis=1)
+        )
 
     def matrix(self, mat: np.ndarray) -> np.ndarray:
         cols = self.columns(mat)
@@ -437,8 +474,13 @@ class Projection:
         self._projected(lambda i: source.column(names[i]), len(source), source.matrix, out)
         return out
 
-    def _projected(self, column: Callable[[int], np.ndarray], n: int,
-                   stacked: Callable[[], np.ndarray], into: np.ndarray | None = None) -> list[np.ndarray]:
+    def _projected(
+        self,
+        column: Callable[[int], np.ndarray],
+        n: int,
+        stacked: Callable[[], np.ndarray],
+        into: np.ndarray | None = None,
+    ) -> list[np.ndarray]:
         """Each projection of the stats whose columns ``column(i)`` gives (``stacked()``: all
         of them as one rows × stats matrix), the bits of ``stacked() @ v``: a unit vector is a
         stat's column; a vector of one or two coefficients ``±1`` is their exact sum (one

@@ -1,18 +1,27 @@
-"""``pandas.DataFrame`` views of rows and metrics (``to_pandas``); pandas is optional.
-"""
+"""``pandas.DataFrame`` views of rows and metrics (``to_pandas``); pandas is optional."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.results.metric import Metric
 
 
 def _metric_rows(metrics: Mapping[str, Metric]) -> list[dict[str, Any]]:
-    return [{"metric": k, "value": m.value, "numerator": m.numerator, "denominator": m.denominator,
-             "missing": m.missing, "ci_low": m.ci[0] if m.ci else None, "ci_high": m.ci[1] if m.ci else None}
-            for k, m in metrics.items()]
+    return [
+        {
+            "metric": k,
+            "value": m.value,
+            "numerator": m.numerator,
+            "denominator": m.denominator,
+            "missing": m.missing,
+            "ci_low": m.ci[0] if m.ci else None,
+            "ci_high": m.ci[1] if m.ci else None,
+        }
+        for k, m in metrics.items()
+    ]
 
 
 def _frame(rows: list[dict[str, Any]], what: str) -> Any:

@@ -7,7 +7,8 @@ non-finite number is); :func:`_out_column` converts one column of rows.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -10,8 +10,9 @@ roll-up node's sums only when they are read. See ``docs/evaluation.md``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class Metric:
             raise MissingEvidence(f"{self.name}: {self.missing or 'missing evidence'}")
         return self.value
 
-    def with_ci(self, ci: tuple[float, float] | None) -> "Metric":
+    def with_ci(self, ci: tuple[float, float] | None) -> Metric:
         return Metric(self.name, self.value, self.numerator, self.denominator, self.missing, ci)
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,7 +92,7 @@ class Metrics(dict):
     """``{name: Metric}`` filled by :meth:`add`, which keys each metric by its own name (so a
     family's ``finalize`` writes each name once)."""
 
-    def add(self, *metrics: Metric) -> "Metrics":
+    def add(self, *metrics: Metric) -> Metrics:
         for m in metrics:
             self[m.name] = m
         return self
@@ -120,10 +121,11 @@ class LazyMetrics(Mapping):
     """A read-only ``{metric name: Metric}`` that finalizes its sums on first access (per-node
     roll-ups: a node that is never shown builds no :class:`Metric`)."""
 
-    __slots__ = ("_fin", "_names", "_row", "_metrics")
+    __slots__ = ("_fin", "_metrics", "_names", "_row")
 
-    def __init__(self, finalize: Callable[[Mapping[str, float]], dict[str, Metric]],
-                 names: list[str], row: list[float]):
+    def __init__(
+        self, finalize: Callable[[Mapping[str, float]], dict[str, Metric]], names: list[str], row: list[float]
+    ):
         self._fin, self._names, self._row = finalize, names, row
         self._metrics: dict[str, Metric] | None = None
 

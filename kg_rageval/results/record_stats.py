@@ -8,7 +8,8 @@ comparison aligns; :func:`sequential_sum` a column's sum in the order a stacked 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ def sequential_sum(col: np.ndarray) -> float:
     in blocks, without a copy of the column."""
     acc = np.zeros(1)
     for lo in range(0, len(col), _SUM_BLOCK):
-        acc = np.cumsum(np.concatenate((acc, col[lo:lo + _SUM_BLOCK])))[-1:]
+        acc = np.cumsum(np.concatenate((acc, col[lo : lo + _SUM_BLOCK])))[-1:]
     return float(acc[0])
 
 
@@ -103,8 +104,9 @@ class _RecordColumns:
                     total = [float(self._peek(self.names[0]).sum())]
                 else:
                     total = [sequential_sum(self._peek(n)) for n in self.names]
-                self._probes = np.vstack([np.asarray(total, dtype=float).reshape(1, k),
-                                          self.rows_at(_sample_index(self.n))])
+                self._probes = np.vstack(
+                    [np.asarray(total, dtype=float).reshape(1, k), self.rows_at(_sample_index(self.n))]
+                )
         return self._probes
 
 
@@ -173,8 +175,9 @@ class RecordStats(_RecordColumns):
             return np.stack([np.add(self._stat(k, idx), 0.0, dtype=float) for k in self.names], axis=1)
         sel = np.flatnonzero(np.isin(self.inverse, idx))  # their rows, in row order
         pos = np.searchsorted(idx, self.inverse[sel])
-        return np.stack([np.bincount(pos, weights=self._stat(k, sel), minlength=len(idx))
-                         for k in self.names], axis=1)
+        return np.stack(
+            [np.bincount(pos, weights=self._stat(k, sel), minlength=len(idx)) for k in self.names], axis=1
+        )
 
     def resampled(self, weights: np.ndarray) -> list[float]:
         # products summed by numpy, not one BLAS call per stat (each may wake BLAS threads)

@@ -21,7 +21,8 @@ with the same keys in the same order and the same values.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, MutableSequence, overload
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -40,7 +41,9 @@ def text_column(values: Any) -> np.ndarray | None:
             if not len(values) or values.ndim != 1:
                 return values
             width = values.dtype.itemsize // 4
-            return values if 4 * width <= 2 * (_STR_OBJECT + float(np.strings.str_len(values).mean())) else None
+            return (
+                values if 4 * width <= 2 * (_STR_OBJECT + float(np.strings.str_len(values).mean())) else None
+            )
         if values.dtype != object or values.ndim != 1:
             return None
         seq = values.tolist()
@@ -122,7 +125,7 @@ class UnscoredRecords(MutableSequence):
     Built from any iterable of dicts; :meth:`joined` concatenates several in order without
     building their dicts."""
 
-    __slots__ = ("_n", "_layouts", "_layout", "_cols")
+    __slots__ = ("_cols", "_layout", "_layouts", "_n")
     _n: int
     _layouts: list[tuple[str, ...]]
     _layout: np.ndarray
@@ -131,7 +134,11 @@ class UnscoredRecords(MutableSequence):
     def __init__(self, entries: Iterable[dict[str, Any]] = ()) -> None:
         if isinstance(entries, UnscoredRecords):
             self._n, self._layouts, self._layout, self._cols = (
-                entries._n, entries._layouts, entries._layout, entries._cols)
+                entries._n,
+                entries._layouts,
+                entries._layout,
+                entries._cols,
+            )
             return
         self._set(list(entries))
 
@@ -147,11 +154,12 @@ class UnscoredRecords(MutableSequence):
         self._layout = np.asarray(codes, dtype=np.uint8 if len(table) <= 256 else np.int32)
         names = list(dict.fromkeys(k for o in self._layouts for k in o))
         one = len(self._layouts) == 1  # else an entry without a key holds None there (unread)
-        self._cols = {k: _column([u[k] for u in entries] if one else [u.get(k) for u in entries])
-                      for k in names}
+        self._cols = {
+            k: _column([u[k] for u in entries] if one else [u.get(k) for u in entries]) for k in names
+        }
 
     @classmethod
-    def joined(cls, parts: Iterable[Iterable[dict[str, Any]]]) -> "UnscoredRecords":
+    def joined(cls, parts: Iterable[Iterable[dict[str, Any]]]) -> UnscoredRecords:
         """The entries of ``parts`` in order, as one store (a text field joined as one array)."""
         stores = [p if isinstance(p, UnscoredRecords) else cls(p) for p in parts]
         stores = [s for s in stores if s._n]
@@ -172,8 +180,11 @@ class UnscoredRecords(MutableSequence):
         out._cols = {}
         for k in names:
             cols = [s._cols.get(k) for s in stores]
-            joined: np.ndarray | None = np.concatenate(cols) if all(  # type: ignore[arg-type]
-                isinstance(c, np.ndarray) and c.dtype.kind == "U" for c in cols) else None
+            joined: np.ndarray | None = (
+                np.concatenate(cols)  # type: ignore[arg-type]
+                if all(isinstance(c, np.ndarray) and c.dtype.kind == "U" for c in cols)
+                else None
+            )
             if joined is not None and text_column(joined) is not None:
                 out._cols[k] = joined
             else:
@@ -285,9 +296,13 @@ class UnscoredRecords(MutableSequence):
     def extend(self, values: Iterable[dict[str, Any]]) -> None:
         joined = UnscoredRecords.joined([self, list(values)])
         self._n, self._layouts, self._layout, self._cols = (
-            joined._n, joined._layouts, joined._layout, joined._cols)
+            joined._n,
+            joined._layouts,
+            joined._layout,
+            joined._cols,
+        )
 
-    def __iadd__(self, values: Iterable[dict[str, Any]]) -> "UnscoredRecords":
+    def __iadd__(self, values: Iterable[dict[str, Any]]) -> UnscoredRecords:
         self.extend(values)
         return self
 
@@ -298,7 +313,9 @@ class UnscoredRecords(MutableSequence):
         self._set(entries)
 
 
-def _rebuild(n: int, layouts: list[tuple[str, ...]], layout: np.ndarray, cols: dict[str, Any]) -> UnscoredRecords:
+def _rebuild(
+    n: int, layouts: list[tuple[str, ...]], layout: np.ndarray, cols: dict[str, Any]
+) -> UnscoredRecords:
     out = UnscoredRecords()
     out._n, out._layouts, out._layout, out._cols = n, layouts, layout, cols
     return out
@@ -321,7 +338,7 @@ class PackedValues:
         self.buf, self.ends = buf, ends
 
     @classmethod
-    def of(cls, values: Iterable[Any]) -> "PackedValues":
+    def of(cls, values: Iterable[Any]) -> PackedValues:
         import pickle
 
         parts = [pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for v in values]
@@ -329,14 +346,16 @@ class PackedValues:
         return cls(b"".join(parts), ends)
 
     @classmethod
-    def joined(cls, parts: list["PackedValues"]) -> "PackedValues":
+    def joined(cls, parts: list[PackedValues]) -> PackedValues:
         """The values of ``parts`` one after the other (positions shift by the earlier parts'
         lengths)."""
         if len(parts) == 1:
             return parts[0]
         shift = np.cumsum([0] + [len(p.buf) for p in parts[:-1]])
-        return cls(b"".join(p.buf for p in parts),
-                   np.concatenate([p.ends + s for p, s in zip(parts, shift.tolist())]))
+        return cls(
+            b"".join(p.buf for p in parts),
+            np.concatenate([p.ends + s for p, s in zip(parts, shift.tolist())]),
+        )
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -357,7 +376,7 @@ class PackedValues:
             raise IndexError(f"index {i} is out of bounds for {n} packed values")
         i %= n
         lo = int(self.ends[i - 1]) if i else 0
-        return pickle.loads(memoryview(self.buf)[lo:int(self.ends[i])])
+        return pickle.loads(memoryview(self.buf)[lo : int(self.ends[i])])
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, (int, np.integer)):

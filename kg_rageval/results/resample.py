@@ -11,7 +11,7 @@ turns each resample into per-record counts (intervals of mergeable sums), and
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

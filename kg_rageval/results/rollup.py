@@ -8,7 +8,8 @@ narrows the reported nodes by depth or by id. Used by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sized
+from collections.abc import Iterable, Sized
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,8 +21,9 @@ _ROLLUP_CHUNK = 4_000_000
 """Ancestor entries gathered per roll-up chunk; bounds the roll-up's working memory."""
 
 
-def rollup_mask(ontology: "Ontology", keep: np.ndarray, max_depth: int | None = None,
-                nodes: Iterable[str] | None = None) -> np.ndarray:
+def rollup_mask(
+    ontology: Ontology, keep: np.ndarray, max_depth: int | None = None, nodes: Iterable[str] | None = None
+) -> np.ndarray:
     """``keep`` narrowed to the nodes a bounded roll-up reports: depth (``depth_min``, root =
     0) at most ``max_depth``, and only ``nodes`` when given (an unknown id raises)."""
     if max_depth is not None:
@@ -33,8 +35,9 @@ def rollup_mask(ontology: "Ontology", keep: np.ndarray, max_depth: int | None = 
     return keep
 
 
-def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: Iterable[np.ndarray],
-                keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def rollup_sums(
+    ontology: Ontology, node: np.ndarray, columns: Iterable[np.ndarray], keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Subtree sums of per-row columns for the nodes where ``keep`` holds.
 
     ``node`` is each row's ontology index (a negative one: the row is left out, as if the
@@ -55,8 +58,11 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: Iterable[np.nda
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     present, inv = np.unique(node, return_inverse=True)
     inv = inv.reshape(-1)
-    own = np.stack([np.bincount(inv, minlength=len(present)).astype(float)]
-                   + [np.bincount(inv, weights=c, minlength=len(present)) for c in columns], axis=1)
+    own = np.stack(
+        [np.bincount(inv, minlength=len(present)).astype(float)]
+        + [np.bincount(inv, weights=c, minlength=len(present)) for c in columns],
+        axis=1,
+    )
     width = own.shape[1]
     if present[0] < 0:  # the left-out rows: their own bin (each bin adds only its rows), dropped
         skip = int(np.searchsorted(present, 0))
@@ -80,8 +86,9 @@ def rollup_sums(ontology: "Ontology", node: np.ndarray, columns: Iterable[np.nda
             tgt = np.concatenate((np.arange(n_keep), tgt))
         for j in range(width):
             w = own[src, j]
-            pooled[:, j] = np.bincount(tgt, weights=np.concatenate((pooled[:, j], w)) if lo else w,
-                                       minlength=n_keep)
+            pooled[:, j] = np.bincount(
+                tgt, weights=np.concatenate((pooled[:, j], w)) if lo else w, minlength=n_keep
+            )
         lo = hi
     kept = np.flatnonzero(keep)
     has = pooled[:, 0] > 0

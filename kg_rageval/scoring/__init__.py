@@ -16,18 +16,58 @@ family needs one import. Everything here imports only the standard library at im
 NumPy and the families load when a family scores.
 """
 
-from kg_rageval.contract import MetricName, MetricSpec, Param, did_you_mean, ir_alias, parse_scope, validate_options
-from kg_rageval.scoring.registry import PLUGIN_ERRORS, REGISTRY, family_of_member, get_scorer, register, score, unregister
+from kg_rageval.contract import (
+    MetricName,
+    MetricSpec,
+    Param,
+    did_you_mean,
+    ir_alias,
+    parse_scope,
+    validate_options,
+)
+from kg_rageval.scoring.bound import BoundScorer
 from kg_rageval.scoring.plugins import ENTRY_POINT_GROUP, load_entry_points, load_family
 from kg_rageval.scoring.properties import PROPERTIES, declare
+from kg_rageval.scoring.registry import (
+    PLUGIN_ERRORS,
+    REGISTRY,
+    family_of_member,
+    get_scorer,
+    register,
+    score,
+    unregister,
+)
 from kg_rageval.scoring.resolve import all_metric_names, resolve_metric
-from kg_rageval.scoring.bound import BoundScorer
 from kg_rageval.scoring.scorer import FamilyUnavailable, Input, Scorer
 from kg_rageval.scoring.stream import FamilyStream, StreamFallback, stream_families
 
 __all__ = [
-    "ENTRY_POINT_GROUP", "PLUGIN_ERRORS", "PROPERTIES", "declare", "load_entry_points", "load_family",
-    "BoundScorer", "FamilyStream", "FamilyUnavailable", "Input", "MetricName", "MetricSpec", "Param", "REGISTRY",
-    "Scorer", "all_metric_names", "did_you_mean", "family_of_member", "get_scorer", "ir_alias", "parse_scope",
-    "StreamFallback", "register", "resolve_metric", "score", "stream_families", "unregister", "validate_options",
+    "ENTRY_POINT_GROUP",
+    "PLUGIN_ERRORS",
+    "PROPERTIES",
+    "declare",
+    "load_entry_points",
+    "load_family",
+    "BoundScorer",
+    "FamilyStream",
+    "FamilyUnavailable",
+    "Input",
+    "MetricName",
+    "MetricSpec",
+    "Param",
+    "REGISTRY",
+    "Scorer",
+    "all_metric_names",
+    "did_you_mean",
+    "family_of_member",
+    "get_scorer",
+    "ir_alias",
+    "parse_scope",
+    "StreamFallback",
+    "register",
+    "resolve_metric",
+    "score",
+    "stream_families",
+    "unregister",
+    "validate_options",
 ]

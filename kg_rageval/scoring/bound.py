@@ -42,13 +42,12 @@ class BoundScorer:
     inputs: dict[str, Any]
     options: dict[str, Any]
 
-    def __call__(self, records: Any, ontology: Any = None, *,
-                 chunk_size: int | None = None) -> "EvaluationSet":
+    def __call__(self, records: Any, ontology: Any = None, *, chunk_size: int | None = None) -> EvaluationSet:
         if isinstance(records, (str, Path)):
             return self.score_path(records, ontology, chunk_size=chunk_size)
         return self._call(records, ontology)
 
-    def _call(self, records: Any, ontology: Any) -> "EvaluationSet":
+    def _call(self, records: Any, ontology: Any) -> EvaluationSet:
         from kg_rageval.results.evaluation_set import as_evaluation_set
 
         fn = self.scorer.load()
@@ -56,7 +55,7 @@ class BoundScorer:
         result = fn(onto, records, **self.inputs, **self.options)
         return as_evaluation_set(self.scorer.name, result)
 
-    def score_whole(self, path: str | Path, ontology: Any = None) -> "EvaluationSet":
+    def score_whole(self, path: str | Path, ontology: Any = None) -> EvaluationSet:
         """Read every record of ``path`` (:func:`~kg_rageval.records.read_records`) and score
         them in one call; an empty file raises :class:`InputError` ("no records to score")."""
         from kg_rageval.base.errors import InputError
@@ -67,8 +66,9 @@ class BoundScorer:
             raise InputError("no records to score", source=str(path))
         return self._call(records, ontology)
 
-    def score_path(self, path: str | Path, ontology: Any = None, *,
-                   chunk_size: int | None = None) -> "EvaluationSet":
+    def score_path(
+        self, path: str | Path, ontology: Any = None, *, chunk_size: int | None = None
+    ) -> EvaluationSet:
         """Score a JSONL file chunk by chunk; the result equals :meth:`score_whole`'s.
 
         Each chunk of ``chunk_size`` records is scored on its own and its result appended to
@@ -104,7 +104,9 @@ class BoundScorer:
         if not self.scorer.streamable:
             return self.score_whole(path, ontology)
         try:
-            result = stream_families({self.scorer.name: self}, path, size, ontology=ontology)[self.scorer.name].result
+            result = stream_families({self.scorer.name: self}, path, size, ontology=ontology)[
+                self.scorer.name
+            ].result
         except StreamFallback:  # the whole-file call raises the family's error (or scores it)
             return self.score_whole(path, ontology)
         if result is None:  # an empty file

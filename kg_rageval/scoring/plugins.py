@@ -50,8 +50,10 @@ def _check(obj: Any, where: str) -> Scorer:
         raise ConfigError(f"{where} is a {type(obj).__name__}, not a kg_rageval.scoring.Scorer")
     shadowed = sorted({obj.name, *obj.member_names} & _builtin_names())
     if shadowed:
-        raise ConfigError(f"{where}: family {obj.name!r} may not shadow the built-in name"
-                          f"{'s' if len(shadowed) > 1 else ''} {', '.join(repr(s) for s in shadowed)}")
+        raise ConfigError(
+            f"{where}: family {obj.name!r} may not shadow the built-in name"
+            f"{'s' if len(shadowed) > 1 else ''} {', '.join(repr(s) for s in shadowed)}"
+        )
     return obj
 
 
@@ -80,9 +82,12 @@ def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
             if sc.name != ep.name:
                 raise ConfigError(f"{where} loads family {sc.name!r}: the entry point must be named after it")
             register(sc)
-        except Exception as exc:  # noqa: BLE001 — kept, reported where the family is asked for
-            msg = str(exc) if isinstance(exc, ConfigError) and where in str(exc) else \
-                f"{where} failed to load: {type(exc).__name__}: {exc}"
+        except Exception as exc:
+            msg = (
+                str(exc)
+                if isinstance(exc, ConfigError) and where in str(exc)
+                else f"{where} failed to load: {type(exc).__name__}: {exc}"
+            )
             PLUGIN_ERRORS[ep.name] = msg
             continue
         PLUGIN_ERRORS.pop(ep.name, None)
@@ -99,7 +104,7 @@ def load_family(path: str, *, where: str = "plugin") -> Scorer:
     label = f"{where} {path!r}"
     try:
         obj = import_target(path)
-    except Exception as exc:  # noqa: BLE001 — an import error of the user's module, named
+    except Exception as exc:
         raise ConfigError(f"{label} failed to load: {type(exc).__name__}: {exc}") from None
     sc = _check(obj, label)
     try:

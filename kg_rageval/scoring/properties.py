@@ -41,27 +41,70 @@ class Property:
     derived: Callable[[Scorer], bool] | None = None
 
 
-PROPERTIES: dict[str, Property] = {p.name: p for p in (
-    Property("streamable", "Scorer.streamable: scoring a JSONL path chunk by chunk gives the metrics of "
-             "scoring the whole list", lambda sc: sc.streamable),
-    Property("reads_ontology_ids", "declares the id policy (contract.ids.ID_PARAMS: on_unknown, "
-             "on_unknown_gold, on_status, on_status_gold, aliases) and resolves ids through IdResolver",
-             _reads_ids),
-    Property("needs_ontology", "cannot score without an ontology (exempt: scores the same numbers with "
-             "ontology=None)"),
-    Property("per_node_rollup", "keys rows by gold_node on the demo data, so per-node roll-ups and node "
-             "gates exist"),
-    Property("score_command", "has its own 'kg-rageval score <command>' whose flags come from the "
-             "declaration and whose --format json is the one score envelope"),
-)}
+PROPERTIES: dict[str, Property] = {
+    p.name: p
+    for p in (
+        Property(
+            "streamable",
+            "Scorer.streamable: scoring a JSONL path chunk by chunk gives the metrics of "
+            "scoring the whole list",
+            lambda sc: sc.streamable,
+        ),
+        Property(
+            "reads_ontology_ids",
+            "declares the id policy (contract.ids.ID_PARAMS: on_unknown, "
+            "on_unknown_gold, on_status, on_status_gold, aliases) and resolves ids through IdResolver",
+            _reads_ids,
+        ),
+        Property(
+            "needs_ontology",
+            "cannot score without an ontology (exempt: scores the same numbers with ontology=None)",
+        ),
+        Property(
+            "per_node_rollup",
+            "keys rows by gold_node on the demo data, so per-node roll-ups and node gates exist",
+        ),
+        Property(
+            "score_command",
+            "has its own 'kg-rageval score <command>' whose flags come from the "
+            "declaration and whose --format json is the one score envelope",
+        ),
+    )
+}
 
 HAS: dict[str, set[str]] = {
-    "needs_ontology": {"hierarchy", "linking", "retrieval", "conformance", "generation", "relations",
-                       "preference", "shacl"},
-    "per_node_rollup": {"hierarchy", "linking", "retrieval", "conformance", "generation", "provenance",
-                        "relations", "context"},
-    "score_command": {"hierarchy", "linking", "retrieval", "conformance", "generation", "provenance",
-                      "relations", "preference", "judge", "system"},
+    "needs_ontology": {
+        "hierarchy",
+        "linking",
+        "retrieval",
+        "conformance",
+        "generation",
+        "relations",
+        "preference",
+        "shacl",
+    },
+    "per_node_rollup": {
+        "hierarchy",
+        "linking",
+        "retrieval",
+        "conformance",
+        "generation",
+        "provenance",
+        "relations",
+        "context",
+    },
+    "score_command": {
+        "hierarchy",
+        "linking",
+        "retrieval",
+        "conformance",
+        "generation",
+        "provenance",
+        "relations",
+        "preference",
+        "judge",
+        "system",
+    },
 }
 """The families that have each listed (not derived) property."""
 
@@ -78,10 +121,10 @@ EXEMPT: dict[str, dict[str, str]] = {
     "reads_ontology_ids": {
         "trec": "reads query and document ids of TREC qrels and runs, no ontology id",
         "shacl": "validates the outputs' RDF against SHACL shapes; the ids' vocabulary is the conformance "
-                 "family's check",
+        "family's check",
         "provenance": "reads document and source ids of the corpus, no ontology id",
         "relations": "reads triples against the knowledge graph (unknown ids and predicates are counted "
-                     "as triple_unknown_ids / triple_unknown_predicates, no id options)",
+        "as triple_unknown_ids / triple_unknown_predicates, no id options)",
         "preference": "replays a preference filter; its concepts are counted as unknown_preference",
         "judge": "reads judge verdicts and human labels, no ontology id",
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
@@ -98,9 +141,9 @@ EXEMPT: dict[str, dict[str, str]] = {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",
         "shacl": "rows are outputs validated against shapes; no gold node keys them",
         "preference": "rows are queries compared under two policies; the preference, not a gold node, "
-                      "keys them",
+        "keys them",
         "judge": "keys gold_node only when a judged record carries one; the demo has no judges section "
-                 "(tests/families/judges covers the roll-up)",
+        "(tests/families/judges covers the roll-up)",
         "system": "rows are records' timings and costs, which no gold node keys",
     },
     "score_command": {
@@ -139,7 +182,7 @@ def has_property(scorer: Scorer, prop: str) -> bool | None:
     """``True``: ``scorer`` has ``prop``; ``False``: it is exempt; ``None``: declared neither way
     (a derived property that holds is had; one that does not needs an exemption)."""
     p = PROPERTIES[prop]
-    if (p.derived(scorer) if p.derived is not None else scorer.name in HAS.get(prop, ())):
+    if p.derived(scorer) if p.derived is not None else scorer.name in HAS.get(prop, ()):
         return True
     return False if scorer.name in EXEMPT.get(prop, {}) else None
 
@@ -175,5 +218,15 @@ def command_of(family: str) -> str:
     return COMMANDS.get(family, family)
 
 
-__all__ = ["COMMANDS", "EXEMPT", "HAS", "PROPERTIES", "Property", "command_of", "declare", "has_property",
-           "undeclared", "with_property"]
+__all__ = [
+    "COMMANDS",
+    "EXEMPT",
+    "HAS",
+    "PROPERTIES",
+    "Property",
+    "command_of",
+    "declare",
+    "has_property",
+    "undeclared",
+    "with_property",
+]

@@ -40,24 +40,29 @@ def register(scorer: Scorer, *, replace: bool = False) -> Scorer:
     if not isinstance(scorer, Scorer):
         raise ConfigError(f"register() needs a kg_rageval.scoring.Scorer, got {type(scorer).__name__}")
     if any(m.family != scorer.name for m in scorer.metrics):
-        scorer = dataclasses.replace(scorer, metrics=tuple(dataclasses.replace(m, family=scorer.name)
-                                                           for m in scorer.metrics))
+        scorer = dataclasses.replace(
+            scorer, metrics=tuple(dataclasses.replace(m, family=scorer.name) for m in scorer.metrics)
+        )
     old = REGISTRY.get(scorer.name)
     if old is not None and not replace:
         if old == scorer:
             return old
-        raise ConfigError(f"family {scorer.name!r} is already registered ({old.target}); pass replace=True "
-                          f"to replace it with {scorer.target}")
+        raise ConfigError(
+            f"family {scorer.name!r} is already registered ({old.target}); pass replace=True "
+            f"to replace it with {scorer.target}"
+        )
     mine = {scorer.name, *scorer.member_names}
     for name, other in REGISTRY.items():
         if name == scorer.name:
             continue
         clash = sorted(mine & {other.name, *other.member_names})
         if clash:
-            raise ConfigError(f"family {scorer.name!r}: {', '.join(repr(c) for c in clash)} "
-                              f"{'is' if len(clash) == 1 else 'are'} already used by family {name!r} "
-                              "(family and member names must be unique: evaluations are traced back "
-                              "to their family by member name)")
+            raise ConfigError(
+                f"family {scorer.name!r}: {', '.join(repr(c) for c in clash)} "
+                f"{'is' if len(clash) == 1 else 'are'} already used by family {name!r} "
+                "(family and member names must be unique: evaluations are traced back "
+                "to their family by member name)"
+            )
     REGISTRY[scorer.name] = scorer
     return scorer
 
@@ -75,10 +80,15 @@ def get_scorer(name: str | Scorer) -> Scorer:
     if sc is None:
         if name in PLUGIN_ERRORS:
             raise ConfigError(f"family {name!r} is not available: {PLUGIN_ERRORS[name]}")
-        broken = f" ({len(PLUGIN_ERRORS)} entry point(s) failed to load: {', '.join(sorted(PLUGIN_ERRORS))})" \
-            if PLUGIN_ERRORS else ""
-        raise ConfigError(f"unknown family {name!r}{did_you_mean(name, REGISTRY)}; known: "
-                          f"{', '.join(sorted(REGISTRY))}{broken}")
+        broken = (
+            f" ({len(PLUGIN_ERRORS)} entry point(s) failed to load: {', '.join(sorted(PLUGIN_ERRORS))})"
+            if PLUGIN_ERRORS
+            else ""
+        )
+        raise ConfigError(
+            f"unknown family {name!r}{did_you_mean(name, REGISTRY)}; known: "
+            f"{', '.join(sorted(REGISTRY))}{broken}"
+        )
     return sc
 
 

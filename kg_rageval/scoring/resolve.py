@@ -25,8 +25,9 @@ Standard library only.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.contract.measures import MEASURES_FAMILY, measure_metric, parse_measure
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.scoring.scorer import Scorer
 
 
-def _spellings(scorer: "Scorer", metric: str) -> list[str]:
+def _spellings(scorer: Scorer, metric: str) -> list[str]:
     out = [metric]
     alias = ir_alias(metric) if scorer.name == IR_FAMILY else None
     if alias:
@@ -52,7 +53,7 @@ def _spellings(scorer: "Scorer", metric: str) -> list[str]:
     return out
 
 
-def _find(scorer: "Scorer", metric: str) -> tuple[str, dict[str, str]] | None:
+def _find(scorer: Scorer, metric: str) -> tuple[str, dict[str, str]] | None:
     for s in _spellings(scorer, metric):
         got = scorer.find_metric(s)
         if got is not None:
@@ -60,9 +61,13 @@ def _find(scorer: "Scorer", metric: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
-def resolve_metric(name: MetricName | str, *, scope: Sequence[str] | None = None,
-                   options: Mapping[str, Mapping[str, Any]] | None = None,
-                   registry: Mapping[str, "Scorer"] | None = None) -> MetricName:
+def resolve_metric(
+    name: MetricName | str,
+    *,
+    scope: Sequence[str] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    registry: Mapping[str, Scorer] | None = None,
+) -> MetricName:
     """The canonical :class:`MetricName` for ``name`` (see the module docstring).
 
     ``scope``: the families of the run (configured ones), which decide a bare name declared by
@@ -81,12 +86,16 @@ def resolve_metric(name: MetricName | str, *, scope: Sequence[str] | None = None
     alias = measure_metric(bare) if mn.family is None else None
     if alias is not None and alias[0] == IR_FAMILY and IR_FAMILY not in fams and MEASURES_FAMILY in fams:
         alias = (MEASURES_FAMILY, str(parse_measure(bare)))  # only the TREC files are in scope
-    if alias is not None and alias[0] in reg and not any(
-            _find(sc, bare) for f, sc in reg.items() if f not in (IR_FAMILY, MEASURES_FAMILY)):
+    if (
+        alias is not None
+        and alias[0] in reg
+        and not any(_find(sc, bare) for f, sc in reg.items() if f not in (IR_FAMILY, MEASURES_FAMILY))
+    ):
         # a retrieval measure's spelling (the one alias table): retrieval's name, else trec's
-        return _resolve_in(reg[alias[0]], replace(mn, family=alias[0], metric=alias[1]), alias[1], options,
-                           text=str(name))
-    hits: list[tuple["Scorer", str]] = []
+        return _resolve_in(
+            reg[alias[0]], replace(mn, family=alias[0], metric=alias[1]), alias[1], options, text=str(name)
+        )
+    hits: list[tuple[Scorer, str]] = []
     for fam, sc in reg.items():
         if fam == MEASURES_FAMILY:
             continue  # reached through the alias table above (it would match every measure)
@@ -109,14 +118,19 @@ def resolve_metric(name: MetricName | str, *, scope: Sequence[str] | None = None
         fam_hint = did_you_mean(mn.family, list(reg))
         if fam_hint:
             raise ConfigError(f"unknown family {mn.family!r} in metric {str(name)!r}{fam_hint}")
-    raise ConfigError(f"unknown metric {str(name)!r}"
-                      + (did_you_mean(bare, all_metric_names(reg, options)) or
-                         did_you_mean(bare, [n.split('.', 1)[1] for n in all_metric_names(reg, options)]))
-                      + " (see 'kg-rageval metrics')")
+    raise ConfigError(
+        f"unknown metric {str(name)!r}"
+        + (
+            did_you_mean(bare, all_metric_names(reg, options))
+            or did_you_mean(bare, [n.split(".", 1)[1] for n in all_metric_names(reg, options)])
+        )
+        + " (see 'kg-rageval metrics')"
+    )
 
 
-def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str, Mapping[str, Any]] | None,
-                *, text: str) -> MetricName:
+def _resolve_in(
+    sc: Scorer, mn: MetricName, metric: str, options: Mapping[str, Mapping[str, Any]] | None, *, text: str
+) -> MetricName:
     if not sc.metrics:
         return replace(mn, family=sc.name, metric=metric)
     if sc.name == MEASURES_FAMILY:  # every measure spelling, named by its ir_measures form
@@ -126,19 +140,26 @@ def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str,
             declared = sc.find_metric(metric)
             if declared is not None and not declared[0].placeholders:  # n_queries, n_missing_run, ...
                 return replace(mn, family=sc.name, metric=metric)
-            raise ConfigError(f"family {sc.name!r}: {exc} (in {text!r}); see 'kg-rageval metrics --family "
-                              f"{sc.name}'") from None
+            raise ConfigError(
+                f"family {sc.name!r}: {exc} (in {text!r}); see 'kg-rageval metrics --family {sc.name}'"
+            ) from None
     got = _find(sc, metric)
     other = measure_metric(metric) if got is None and sc.name == IR_FAMILY else None
     if other is not None and other[0] == MEASURES_FAMILY:
-        raise ConfigError(f"{text!r} is the measure {MEASURES_FAMILY}.{other[1]}, which family {sc.name!r} "
-                          f"does not compute from records; it is computed from qrels and run files by family "
-                          f"{MEASURES_FAMILY!r} (see 'kg-rageval metrics --family {MEASURES_FAMILY}')")
+        raise ConfigError(
+            f"{text!r} is the measure {MEASURES_FAMILY}.{other[1]}, which family {sc.name!r} "
+            f"does not compute from records; it is computed from qrels and run files by family "
+            f"{MEASURES_FAMILY!r} (see 'kg-rageval metrics --family {MEASURES_FAMILY}')"
+        )
     if got is None:
         known = sc.metric_names((options or {}).get(sc.name))
         where = f" (in {text!r})" if text != f"{sc.name}.{metric}" else ""
-        raise ConfigError(f"family {sc.name!r} has no metric {metric!r}" + did_you_mean(metric, known) + where
-                          + f"; see 'kg-rageval metrics --family {sc.name}'")
+        raise ConfigError(
+            f"family {sc.name!r} has no metric {metric!r}"
+            + did_you_mean(metric, known)
+            + where
+            + f"; see 'kg-rageval metrics --family {sc.name}'"
+        )
     canonical, values = got
     spec = sc.find_metric(canonical)
     if spec is not None and spec[0].when and options is not None and sc.name in options:
@@ -152,14 +173,17 @@ def _resolve_in(sc: "Scorer", mn: MetricName, metric: str, options: Mapping[str,
         for ph, v in values.items():
             ok = {str(int(x)) for x in allowed.get(ph, ())}
             if v not in ok:
-                raise ConfigError(f"{sc.name}.{canonical}: {ph}={v} is not produced by the options of family "
-                                  f"{sc.name!r} ({ph} values: {', '.join(sorted(ok, key=int)) or 'none'}); "
-                                  f"add it to families.{sc.name}")
+                raise ConfigError(
+                    f"{sc.name}.{canonical}: {ph}={v} is not produced by the options of family "
+                    f"{sc.name!r} ({ph} values: {', '.join(sorted(ok, key=int)) or 'none'}); "
+                    f"add it to families.{sc.name}"
+                )
     return replace(mn, family=sc.name, metric=canonical)
 
 
-def all_metric_names(registry: Mapping[str, "Scorer"] | None = None,
-                     options: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+def all_metric_names(
+    registry: Mapping[str, Scorer] | None = None, options: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[str]:
     """Every concrete canonical metric name (placeholders expanded under ``options``)."""
     from kg_rageval.scoring.registry import REGISTRY
 

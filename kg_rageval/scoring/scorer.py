@@ -23,9 +23,10 @@ The bound callable: :mod:`.bound`; the chunked stream it and the audit read file
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.base.imports import import_target
@@ -102,7 +103,8 @@ class Scorer:
     :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`). Memory, not the result, depends on it: a
     family whose records parse into large dicts holds fewer of them at a time."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
-        default=None, compare=False)
+        default=None, compare=False
+    )
 
     # ---------------------------------------------------------------- declaration
     @property
@@ -147,8 +149,9 @@ class Scorer:
         return any(record.get(s) is not None for s in self.sections)
 
     # ---------------------------------------------------------------- calling
-    def validate(self, options: Mapping[str, Any], *, where: str | None = None,
-                 library: bool = False) -> dict[str, Any]:
+    def validate(
+        self, options: Mapping[str, Any], *, where: str | None = None, library: bool = False
+    ) -> dict[str, Any]:
         """Every declared parameter's value (defaults filled in); an unknown option or bad
         value raises :class:`ConfigError` naming ``<where>.<key>`` (default
         ``families.<name>``)."""
@@ -160,22 +163,28 @@ class Scorer:
         except (ImportError, AttributeError) as exc:
             raise FamilyUnavailable(f"family {self.name!r} is not available ({self.target}: {exc})") from None
 
-    def bind(self, ontology: Any, *, where: str | None = None, **kwargs: Any) -> "BoundScorer":
+    def bind(self, ontology: Any, *, where: str | None = None, **kwargs: Any) -> BoundScorer:
         """Validate options, read inputs (paths through their loaders), return the callable."""
         inputs_given = {i.name: kwargs.pop(i.name) for i in self.inputs if i.name in kwargs}
         opts = self.validate(kwargs, where=where or self.name, library=True)
         for i in self.inputs:
             if i.required and inputs_given.get(i.name) is None:
-                raise ConfigError(f"{self.name}: needs the {i.name!r} input ({i.help})"
-                                  + did_you_mean(i.name, kwargs))
+                raise ConfigError(
+                    f"{self.name}: needs the {i.name!r} input ({i.help})" + did_you_mean(i.name, kwargs)
+                )
         loaded = {n: self.input(n).load(v, ontology, opts) for n, v in inputs_given.items() if v is not None}
-        fn_opts = {p.name: opts[p.name] if p.loader is None or opts[p.name] is None
-                   else _import(p.loader)(opts[p.name], ontology, opts)
-                   for p in self.params if p.input is None}
+        fn_opts = {
+            p.name: opts[p.name]
+            if p.loader is None or opts[p.name] is None
+            else _import(p.loader)(opts[p.name], ontology, opts)
+            for p in self.params
+            if p.input is None
+        }
         return BoundScorer(self, ontology, loaded, fn_opts)
 
-    def score(self, ontology: Any, records: Any, *, chunk_size: int | None = None,
-              **kwargs: Any) -> "EvaluationSet":
+    def score(
+        self, ontology: Any, records: Any, *, chunk_size: int | None = None, **kwargs: Any
+    ) -> EvaluationSet:
         """Score ``records`` (dicts, or a JSONL path, read in chunks of ``chunk_size``):
         ``bind(ontology, **kwargs)(records, chunk_size=chunk_size)``."""
         return self.bind(ontology, **kwargs)(records, chunk_size=chunk_size)

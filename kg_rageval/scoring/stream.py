@@ -11,8 +11,9 @@ Used by :meth:`~kg_rageval.scoring.bound.BoundScorer.score_path` and the audit.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.results.evaluation_set import EvaluationSet
@@ -48,8 +49,9 @@ class FamilyStream:
     comes (never, for a family whose section no record has: such a family gets ``result =
     None`` and ``n_with_section = 0``)."""
 
-    def __init__(self, bound: Any, path: str | Path, size: int, ontology: Any = None,
-                 spill_rows: int | None = None) -> None:
+    def __init__(
+        self, bound: Any, path: str | Path, size: int, ontology: Any = None, spill_rows: int | None = None
+    ) -> None:
         self.bound, self.path, self.size, self.ontology = bound, path, size, ontology
         self.spill_rows = spill_rows
         self.skip = False
@@ -62,9 +64,9 @@ class FamilyStream:
         self.n_chunks = 0
         self.n_with_section = 0
         self.seconds = 0.0
-        self.result: "EvaluationSet | None" = None
+        self.result: EvaluationSet | None = None
 
-    def _call(self, records: list[Any]) -> "EvaluationSet":
+    def _call(self, records: list[Any]) -> EvaluationSet:
         import time
 
         t0 = time.perf_counter()
@@ -77,10 +79,17 @@ class FamilyStream:
         """The records of chunks ``first .. end - 1``, read again."""
         from kg_rageval.records import iter_record_chunks
 
-        return [r for ch in itertools.islice(iter_record_chunks(self.path, self.size), first, end) for r in ch]
+        return [
+            r for ch in itertools.islice(iter_record_chunks(self.path, self.size), first, end) for r in ch
+        ]
 
-    def feed(self, k: int, chunk: list[Any], n_sec: int | None = None,
-             done: tuple["EvaluationSet", float] | None = None) -> None:
+    def feed(
+        self,
+        k: int,
+        chunk: list[Any],
+        n_sec: int | None = None,
+        done: tuple[EvaluationSet, float] | None = None,
+    ) -> None:
         """Score chunk ``k`` (chunks come in file order) or keep it waiting for evidence;
         ``n_sec``: how many of its records carry the family's section (see the class).
         ``done``: ``(result, seconds)`` of this family's call on ``chunk`` alone, made elsewhere
@@ -125,7 +134,7 @@ class FamilyStream:
             self.out.add(self.last[0])
         self.last, self.pending, self.n_pending = (res, self.start, k), [], 0
 
-    def finish(self) -> "EvaluationSet | None":
+    def finish(self) -> EvaluationSet | None:
         """The concatenated result (``None``: an empty file, or no record with the section
         when section counts were given). Chunks still waiting for evidence join the last scored ones
         (read again), or, when none was scored, the whole file is scored in one call."""
@@ -157,11 +166,18 @@ class FamilyStream:
         return self.result
 
 
-def stream_families(bounds: Mapping[str, Any], path: str | Path, size: int, *,
-                    ontology: Any = None, observers: tuple[Callable[[int, list[Any]], None], ...] = (),
-                    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None,
-                    client: Any = None, in_flight: int | None = None, spill_rows: int | None = None
-                    ) -> dict[str, FamilyStream]:
+def stream_families(
+    bounds: Mapping[str, Any],
+    path: str | Path,
+    size: int,
+    *,
+    ontology: Any = None,
+    observers: tuple[Callable[[int, list[Any]], None], ...] = (),
+    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None,
+    client: Any = None,
+    in_flight: int | None = None,
+    spill_rows: int | None = None,
+) -> dict[str, FamilyStream]:
     """Read the JSONL file ``path`` once, in chunks of ``size`` records
     (:func:`~kg_rageval.records.iter_record_chunks`), and score every chunk with every family
     of ``bounds`` (in that order), each result concatenated as :meth:`~kg_rageval.scoring.bound.BoundScorer.score_path`
@@ -209,9 +225,12 @@ def stream_families(bounds: Mapping[str, Any], path: str | Path, size: int, *,
     return streams
 
 
-def _observed_chunks(path: str | Path, size: int, observers: tuple[Callable[[int, list[Any]], None], ...],
-                     section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None
-                     ) -> Iterator[tuple[int, list[Any], Mapping[str, int] | None]]:
+def _observed_chunks(
+    path: str | Path,
+    size: int,
+    observers: tuple[Callable[[int, list[Any]], None], ...],
+    section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None,
+) -> Iterator[tuple[int, list[Any], Mapping[str, int] | None]]:
     """``(k, chunk, section counts or None)`` of each chunk of ``path``, after the observers
     saw it (reading errors propagate as the whole-file reader raises them); the heap is
     trimmed once the caller asks for the next one."""
@@ -235,13 +254,18 @@ def _score_chunk(bound: Any, ontology: Any, records: list[Any]) -> tuple[Any, fl
     t0 = time.perf_counter()
     try:
         result = bound._call(records, ontology)
-    except Exception:  # noqa: BLE001 — decided on the client
+    except Exception:
         return None
     return result, time.perf_counter() - t0
 
 
-def _feed_on_client(client: Any, streams: Mapping[str, Any], chunks: Iterable[tuple[int, list[Any], Any]], *,
-                 in_flight: int | None = None) -> None:
+def _feed_on_client(
+    client: Any,
+    streams: Mapping[str, Any],
+    chunks: Iterable[tuple[int, list[Any], Any]],
+    *,
+    in_flight: int | None = None,
+) -> None:
     """Feed ``chunks`` (``(k, chunk, section counts or None)`` in file order, as
     :func:`~kg_rageval.scoring.stream_families` reads them) to ``streams``
     (``{family: FamilyStream}``), each family's call on each chunk made on ``client``'s workers.
@@ -281,15 +305,18 @@ def _feed_on_client(client: Any, streams: Mapping[str, Any], chunks: Iterable[tu
             if name in futures:
                 try:
                     done = futures[name].result()
-                except Exception:  # noqa: BLE001 — a lost worker: scored here
+                except Exception:
                     done = None
             fs.feed(k, chunk, n_sec, done)
 
     try:
         for k, chunk, counts in chunks:
             chunk_future = client.scatter([chunk], hash=False)[0]
-            futures = {name: client.submit(_score_chunk, bf, of, chunk_future, pure=False)
-                       for name, (bf, of) in remote.items() if counts is None or counts[name]}
+            futures = {
+                name: client.submit(_score_chunk, bf, of, chunk_future, pure=False)
+                for name, (bf, of) in remote.items()
+                if counts is None or counts[name]
+            }
             queue.append((k, chunk, counts, futures))
             del chunk, chunk_future
             while len(queue) >= limit:
@@ -303,7 +330,6 @@ def _feed_on_client(client: Any, streams: Mapping[str, Any], chunks: Iterable[tu
             client.cancel(left)
 
 
-
 def default_in_flight(client: Any) -> int:
     """Twice the worker threads of a ``distributed.Client`` (at least 1): the chunks (or
     partitions) kept out at a time by default."""
@@ -312,6 +338,7 @@ def default_in_flight(client: Any) -> int:
     except Exception:  # pragma: no cover - a client without workers
         threads = 1
     return max(1, 2 * threads)
+
 
 def _trim_heap() -> None:
     """Give the memory freed with a chunk back to the system (:func:`kg_rageval.base.memory.trim_heap`).
@@ -330,18 +357,20 @@ class _SetConcatenation:
         self.family = ""
         self.spill_rows = spill_rows
 
-    def add(self, result: "EvaluationSet") -> None:
+    def add(self, result: EvaluationSet) -> None:
         from kg_rageval.results.concatenation import Concatenation
 
         if self.members is None:
             self.members = {m: Concatenation(self.spill_rows) for m in result}
         elif set(result) != set(self.members):
-            raise ValueError(f"{result.family}: cannot merge results with members {sorted(self.members)} "
-                             f"and {sorted(result)}")
+            raise ValueError(
+                f"{result.family}: cannot merge results with members {sorted(self.members)} "
+                f"and {sorted(result)}"
+            )
         for m, ev in result.items():
             self.members[m].add(ev)
 
-    def result(self, family: str) -> "EvaluationSet":
+    def result(self, family: str) -> EvaluationSet:
         from kg_rageval.results.evaluation_set import EvaluationSet
 
         assert self.members is not None

@@ -16,5 +16,17 @@ from kg_rageval.testset.corpus import TestsetCorpus, read_testset_corpus
 from kg_rageval.testset.holdout import nearest_kept, without_leaves
 from kg_rageval.testset.kinds import DEFAULT_INTENTS, KINDS, TEMPLATES
 
-__all__ = ["BuildResult", "DEFAULT_INTENTS", "KINDS", "SETS", "TEMPLATES", "TestsetConfig", "TestsetCorpus",
-           "build_testset", "load_testset_config", "nearest_kept", "read_testset_corpus", "without_leaves"]
+__all__ = [
+    "BuildResult",
+    "DEFAULT_INTENTS",
+    "KINDS",
+    "SETS",
+    "TEMPLATES",
+    "TestsetConfig",
+    "TestsetCorpus",
+    "build_testset",
+    "load_testset_config",
+    "nearest_kept",
+    "read_testset_corpus",
+    "without_leaves",
+]

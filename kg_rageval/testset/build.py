@@ -17,8 +17,9 @@ case was made from, the session, distractor documents, the nearest concept of a 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,8 +46,11 @@ class BuildResult:
     @property
     def shortfall(self) -> dict[str, int]:
         """Kinds with fewer cases than requested (the ontology or corpus had too few)."""
-        return {k: self.requested[k] - self.produced.get(k, 0) for k in self.requested
-                if self.requested[k] > self.produced.get(k, 0)}
+        return {
+            k: self.requested[k] - self.produced.get(k, 0)
+            for k in self.requested
+            if self.requested[k] > self.produced.get(k, 0)
+        }
 
 
 class _Builder:
@@ -65,12 +69,19 @@ class _Builder:
         if cfg.require_type is not None:
             documented &= corpus.typed_mask(cfg.require_type, n)
         self.documented = documented
-        self.grade = np.asarray([cfg.grades.get(t, cfg.default_grade) if t is not None else cfg.default_grade
-                                 for t in corpus.types], dtype=np.int64)
+        self.grade = np.asarray(
+            [
+                cfg.grades.get(t, cfg.default_grade) if t is not None else cfg.default_grade
+                for t in corpus.types
+            ],
+            dtype=np.int64,
+        )
         self.child_ptr, self.child_idx = o.child_ptr_idx
         self.edge_child = np.repeat(np.arange(n), np.diff(o.parent_ptr))
         self.edge_parent = o.parent_idx.astype(np.int64)
-        self.real_edge = self.edge_parent != 0 if o.virtual_root else np.ones(len(self.edge_parent), dtype=bool)
+        self.real_edge = (
+            self.edge_parent != 0 if o.virtual_root else np.ones(len(self.edge_parent), dtype=bool)
+        )
         self.held: set[int] = set()
         self.known = usable & documented
         self.records: list[dict[str, Any]] = []
@@ -105,7 +116,7 @@ class _Builder:
         return [int(p) for p in self.o.parent_indices(i).tolist() if not (self.o.virtual_root and p == 0)]
 
     def children(self, i: int) -> list[int]:
-        return [int(c) for c in self.child_idx[self.child_ptr[i]:self.child_ptr[i + 1]].tolist()]
+        return [int(c) for c in self.child_idx[self.child_ptr[i] : self.child_ptr[i + 1]].tolist()]
 
     def siblings(self, i: int, parent: int | None = None) -> list[int]:
         ps = [parent] if parent is not None else self.parents(i)
@@ -142,10 +153,23 @@ class _Builder:
     def gold_dict(self, docs: dict[int, int]) -> dict[str, int]:
         return {self.c.ids[d]: g for d, g in sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))}
 
-    def add(self, kind: str, tkey: str, slots: dict[str, str], concepts: dict[str, int | None], *,
-            gold: list[int] | None, docs: dict[int, int], answerable: bool, extra: dict[str, Any] | None = None,
-            filters: list[dict[str, Any]] | None = None, nearest: int | None = None,
-            more_sources: Sequence[int] = (), session: str | None = None, slices: dict[str, str] | None = None) -> None:
+    def add(
+        self,
+        kind: str,
+        tkey: str,
+        slots: dict[str, str],
+        concepts: dict[str, int | None],
+        *,
+        gold: list[int] | None,
+        docs: dict[int, int],
+        answerable: bool,
+        extra: dict[str, Any] | None = None,
+        filters: list[dict[str, Any]] | None = None,
+        nearest: int | None = None,
+        more_sources: Sequence[int] = (),
+        session: str | None = None,
+        slices: dict[str, str] | None = None,
+    ) -> None:
         o = self.o
         text, spans = fill(TEMPLATES[tkey], {"noun": self.cfg.noun, **slots})
         mentions = []
@@ -156,8 +180,11 @@ class _Builder:
                 m["nearest"] = o.ids[nearest]
             mentions.append(m)
         mentions.sort(key=lambda m: m["start"])
-        rec: dict[str, Any] = {"id": f"{self.cfg.id_prefix}{len(self.records) + 1:06d}", "query": text,
-                               "slices": {"intent": self.intents[kind], "case_kind": kind, **(slices or {})}}
+        rec: dict[str, Any] = {
+            "id": f"{self.cfg.id_prefix}{len(self.records) + 1:06d}",
+            "query": text,
+            "slices": {"intent": self.intents[kind], "case_kind": kind, **(slices or {})},
+        }
         if mentions:
             rec["mentions"] = {"gold": mentions}
         if gold is not None:
@@ -180,9 +207,12 @@ class _Builder:
         if session is None:
             sess = sorted({s for s in (self.c.sessions[d] for d in src_docs) if s is not None})
             session = sess[0] if sess else None
-        ts: dict[str, Any] = {"kind": kind, "template": TEMPLATES[tkey],
-                              "concepts": {k: (o.ids[v] if v is not None else None) for k, v in concepts.items()},
-                              "sources": sources}
+        ts: dict[str, Any] = {
+            "kind": kind,
+            "template": TEMPLATES[tkey],
+            "concepts": {k: (o.ids[v] if v is not None else None) for k, v in concepts.items()},
+            "sources": sources,
+        }
         if session is not None:
             ts["session"] = session
         ts.update(extra or {})
@@ -199,19 +229,37 @@ def _draw(rng: np.random.Generator, pool: np.ndarray) -> list[int]:
 
 def _kind_label_lookup(b: _Builder, rng, n: int) -> None:
     for i in _draw(rng, b.pool(b.known))[:n]:
-        b.add("label_lookup", "label_lookup", {"label": b.label(i)}, {"label": i}, gold=[i], docs=b.docs([i]),
-              answerable=True)
+        b.add(
+            "label_lookup",
+            "label_lookup",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=[i],
+            docs=b.docs([i]),
+            answerable=True,
+        )
 
 
 def _kind_synonym_lookup(b: _Builder, rng, n: int) -> None:
     o = b.o
-    has_syn = np.fromiter((any(s and s.lower() != (o.labels[i] or "").lower() for s in o.synonyms[i])
-                           for i in range(b.n)), dtype=bool, count=b.n)
+    has_syn = np.fromiter(
+        (any(s and s.lower() != (o.labels[i] or "").lower() for s in o.synonyms[i]) for i in range(b.n)),
+        dtype=bool,
+        count=b.n,
+    )
     for i in _draw(rng, b.pool(b.known & has_syn))[:n]:
         syns = [s for s in o.synonyms[i] if s and s.lower() != o.labels[i].lower()]
         syn = syns[int(rng.integers(len(syns)))]
-        b.add("synonym_lookup", "synonym_lookup", {"synonym": syn}, {"synonym": i}, gold=[i], docs=b.docs([i]),
-              answerable=True, extra={"synonym": syn})
+        b.add(
+            "synonym_lookup",
+            "synonym_lookup",
+            {"synonym": syn},
+            {"synonym": i},
+            gold=[i],
+            docs=b.docs([i]),
+            answerable=True,
+            extra={"synonym": syn},
+        )
 
 
 def _kind_definition_lookup(b: _Builder, rng, n: int) -> None:
@@ -224,8 +272,16 @@ def _kind_definition_lookup(b: _Builder, rng, n: int) -> None:
         desc = describe(o.definitions[i], o.labels[i], b.cfg.noun)
         if len(desc) < 8:
             continue
-        b.add("definition_lookup", "definition_lookup", {"description": desc}, {}, gold=[i], docs=b.docs([i]),
-              answerable=True, extra={"concepts": {"gold": o.ids[i]}})
+        b.add(
+            "definition_lookup",
+            "definition_lookup",
+            {"description": desc},
+            {},
+            gold=[i],
+            docs=b.docs([i]),
+            answerable=True,
+            extra={"concepts": {"gold": o.ids[i]}},
+        )
         done += 1
 
 
@@ -235,23 +291,46 @@ def _kind_sibling_contrast(b: _Builder, rng, n: int) -> None:
         s = sibs[int(rng.integers(len(sibs)))]
         docs = b.docs([s], grade=b.cfg.partner_grade)
         docs.update(b.docs([i]))
-        b.add("sibling_contrast", "sibling_contrast", {"label": b.label(i), "partner": b.label(s)},
-              {"label": i, "partner": s}, gold=[i], docs=docs, answerable=True,
-              extra={"partner": b.o.ids[s], "relation": "sibling"})
+        b.add(
+            "sibling_contrast",
+            "sibling_contrast",
+            {"label": b.label(i), "partner": b.label(s)},
+            {"label": i, "partner": s},
+            gold=[i],
+            docs=docs,
+            answerable=True,
+            extra={"partner": b.o.ids[s], "relation": "sibling"},
+        )
 
 
 def _kind_generalisation(b: _Builder, rng, n: int) -> None:
     for i in _draw(rng, b.pool(b.known & b.has_known_parent))[:n]:
         ps = [p for p in b.parents(i) if b.known[p]]
-        b.add("generalisation", "generalisation", {"label": b.label(i)}, {"label": i}, gold=ps, docs=b.docs(ps),
-              answerable=True, extra={"relation": "parent"})
+        b.add(
+            "generalisation",
+            "generalisation",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=ps,
+            docs=b.docs(ps),
+            answerable=True,
+            extra={"relation": "parent"},
+        )
 
 
 def _kind_specialisation(b: _Builder, rng, n: int) -> None:
     for i in _draw(rng, b.pool(b.known & (b.n_known_children >= 1)))[:n]:
         cs = [c for c in b.children(i) if b.known[c]]
-        b.add("specialisation", "specialisation", {"label": b.label(i)}, {"label": i}, gold=cs, docs=b.docs(cs),
-              answerable=True, extra={"relation": "child"})
+        b.add(
+            "specialisation",
+            "specialisation",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=cs,
+            docs=b.docs(cs),
+            answerable=True,
+            extra={"relation": "child"},
+        )
 
 
 def _kind_counterfactual(b: _Builder, rng, n: int) -> None:
@@ -273,15 +352,37 @@ def _kind_counterfactual(b: _Builder, rng, n: int) -> None:
         pair += 1
         session = f"counterfactual-{pair:05d}"
         oid = f"{b.cfg.id_prefix}{len(b.records) + 1:06d}"
-        b.add("counterfactual", "counterfactual", {"label": b.label(i)}, {"label": i}, gold=[i], docs=b.docs([i]),
-              answerable=True, session=session, extra={"role": "original", "pair": session})
+        b.add(
+            "counterfactual",
+            "counterfactual",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=[i],
+            docs=b.docs([i]),
+            answerable=True,
+            session=session,
+            extra={"role": "original", "pair": session},
+        )
         made += 1
         if made >= n:
             break
-        b.add("counterfactual", "counterfactual", {"label": b.label(s)}, {"label": s}, gold=[s], docs=b.docs([s]),
-              answerable=True, session=session,
-              extra={"role": "swapped", "pair": session, "swapped_from": b.o.ids[i], "swap_relation": rel,
-                     "original": oid})
+        b.add(
+            "counterfactual",
+            "counterfactual",
+            {"label": b.label(s)},
+            {"label": s},
+            gold=[s],
+            docs=b.docs([s]),
+            answerable=True,
+            session=session,
+            extra={
+                "role": "swapped",
+                "pair": session,
+                "swapped_from": b.o.ids[i],
+                "swap_relation": rel,
+                "original": oid,
+            },
+        )
         made += 1
 
 
@@ -300,14 +401,29 @@ def _kind_distractor(b: _Builder, rng, n: int) -> None:
         distract = [d for d in b.c.docs_of(s).tolist() if d not in gold]
         if not distract:
             continue
-        b.add("distractor", "distractor", {"label": b.label(i)}, {"label": i}, gold=[i], docs=gold,
-              answerable=True, more_sources=distract,
-              extra={"near_miss": b.o.ids[s], "relation": rel, "distractors": [b.c.ids[d] for d in distract]})
+        b.add(
+            "distractor",
+            "distractor",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=[i],
+            docs=gold,
+            answerable=True,
+            more_sources=distract,
+            extra={"near_miss": b.o.ids[s], "relation": rel, "distractors": [b.c.ids[d] for d in distract]},
+        )
         done += 1
 
 
-def _kind_negation(b: _Builder, rng, n: int, *, kind: str = "negation", tkey: str = "negation",
-                   slices: dict[str, str] | None = None) -> None:
+def _kind_negation(
+    b: _Builder,
+    rng,
+    n: int,
+    *,
+    kind: str = "negation",
+    tkey: str = "negation",
+    slices: dict[str, str] | None = None,
+) -> None:
     done = 0
     for i in _draw(rng, b.pool(b.known & b.has_sibling & b.has_usable_parent)):
         if done >= n:
@@ -317,11 +433,22 @@ def _kind_negation(b: _Builder, rng, n: int, *, kind: str = "negation", tkey: st
             continue
         p = ps[int(rng.integers(len(ps)))]
         sibs = b.siblings(i, p)
-        filters = [{"field": b.cfg.category_field, "op": "within", "value": b.o.ids[p]},
-                   {"field": b.cfg.category_field, "op": "not_in", "value": [b.o.ids[i]]}]
-        b.add(kind, tkey, {"label": b.label(i), "parent": b.label(p)}, {"parent": p, "label": i}, gold=sibs,
-              docs=b.docs(sibs), answerable=True, filters=filters, slices=slices,
-              extra={"excluded": b.o.ids[i], "parent": b.o.ids[p], "relation": "sibling"})
+        filters = [
+            {"field": b.cfg.category_field, "op": "within", "value": b.o.ids[p]},
+            {"field": b.cfg.category_field, "op": "not_in", "value": [b.o.ids[i]]},
+        ]
+        b.add(
+            kind,
+            tkey,
+            {"label": b.label(i), "parent": b.label(p)},
+            {"parent": p, "label": i},
+            gold=sibs,
+            docs=b.docs(sibs),
+            answerable=True,
+            filters=filters,
+            slices=slices,
+            extra={"excluded": b.o.ids[i], "parent": b.o.ids[p], "relation": "sibling"},
+        )
         done += 1
 
 
@@ -330,7 +457,9 @@ def _kind_quantifier(b: _Builder, rng, n: int) -> None:
     (every known descendant)."""
     n_except, n_only = (n + 2) // 3, (n + 1) // 3
     n_all = n - n_except - n_only
-    _kind_negation(b, rng, n_except, kind="quantifier", tkey="quantifier:except", slices={"quantifier": "except"})
+    _kind_negation(
+        b, rng, n_except, kind="quantifier", tkey="quantifier:except", slices={"quantifier": "except"}
+    )
     c = b.c
     # documents about exactly one concept
     per_doc = np.bincount(c.docs, minlength=len(c))
@@ -342,9 +471,18 @@ def _kind_quantifier(b: _Builder, rng, n: int) -> None:
         if not only:
             continue
         docs = {d: int(b.grade[d]) for d in only}
-        b.add("quantifier", "quantifier:only", {"label": b.label(i)}, {"label": i}, gold=[i], docs=docs,
-              answerable=True, filters=[{"field": c_field(b), "op": "eq", "value": b.o.ids[i]}],
-              slices={"quantifier": "only"}, more_sources=[d for d in c.docs_of(i).tolist() if d not in docs])
+        b.add(
+            "quantifier",
+            "quantifier:only",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=[i],
+            docs=docs,
+            answerable=True,
+            filters=[{"field": c_field(b), "op": "eq", "value": b.o.ids[i]}],
+            slices={"quantifier": "only"},
+            more_sources=[d for d in c.docs_of(i).tolist() if d not in docs],
+        )
         done += 1
     done = 0
     for i in _draw(rng, b.pool(b.known & (b.n_known_children >= 1))):
@@ -353,9 +491,18 @@ def _kind_quantifier(b: _Builder, rng, n: int) -> None:
         desc = [int(d) for d in b.o.descendant_indices(i, include_self=False).tolist() if b.known[d]]
         if not desc or len(desc) > 200:
             continue
-        b.add("quantifier", "quantifier:all", {"label": b.label(i)}, {"label": i}, gold=desc, docs=b.docs(desc),
-              answerable=True, filters=[{"field": c_field(b), "op": "within", "value": b.o.ids[i]}],
-              slices={"quantifier": "all"}, extra={"relation": "descendant"})
+        b.add(
+            "quantifier",
+            "quantifier:all",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=desc,
+            docs=b.docs(desc),
+            answerable=True,
+            filters=[{"field": c_field(b), "op": "within", "value": b.o.ids[i]}],
+            slices={"quantifier": "all"},
+            extra={"relation": "descendant"},
+        )
         done += 1
 
 
@@ -371,17 +518,36 @@ def _kind_out_of_scope(b: _Builder, rng, n: int) -> None:
     topics = list(b.cfg.off_topic if b.cfg.off_topic is not None else OFF_TOPIC)
     n_topics = min(len(topics), n - min(n // 2, len(undocumented)))
     for i in undocumented[: n - n_topics]:
-        b.add("out_of_scope", "out_of_scope", {"label": b.label(i)}, {"label": i}, gold=[i], docs={},
-              answerable=False, extra={"reason": "no document in the corpus"})
+        b.add(
+            "out_of_scope",
+            "out_of_scope",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=[i],
+            docs={},
+            answerable=False,
+            extra={"reason": "no document in the corpus"},
+        )
     order = rng.permutation(len(topics)).tolist()
     for k in range(n_topics):
         q = topics[order[k]]
         rec_id = f"{b.cfg.id_prefix}{len(b.records) + 1:06d}"
-        b.records.append({"id": rec_id, "query": q,
-                          "slices": {"intent": b.intents["out_of_scope"], "case_kind": "out_of_scope"},
-                          "retrieval": {"gold": {}}, "reference": {"answerable": False},
-                          "testset": {"kind": "out_of_scope", "template": None, "concepts": {}, "sources": [],
-                                      "reason": "off-topic"}})
+        b.records.append(
+            {
+                "id": rec_id,
+                "query": q,
+                "slices": {"intent": b.intents["out_of_scope"], "case_kind": "out_of_scope"},
+                "retrieval": {"gold": {}},
+                "reference": {"answerable": False},
+                "testset": {
+                    "kind": "out_of_scope",
+                    "template": None,
+                    "concepts": {},
+                    "sources": [],
+                    "reason": "off-topic",
+                },
+            }
+        )
 
 
 def _kind_multi_hop(b: _Builder, rng, n: int) -> None:
@@ -394,26 +560,53 @@ def _kind_multi_hop(b: _Builder, rng, n: int) -> None:
         if hop2 is None:
             continue
         docs = {hop1: di[hop1], hop2[0]: hop2[1]}
-        b.add("multi_hop", "multi_hop", {"label": b.label(i)}, {"label": i}, gold=[p], docs=docs, answerable=True,
-              extra={"hops": [b.c.ids[hop1], b.c.ids[hop2[0]]], "via": b.o.ids[i], "relation": "parent"})
+        b.add(
+            "multi_hop",
+            "multi_hop",
+            {"label": b.label(i)},
+            {"label": i},
+            gold=[p],
+            docs=docs,
+            answerable=True,
+            extra={"hops": [b.c.ids[hop1], b.c.ids[hop2[0]]], "via": b.o.ids[i], "relation": "parent"},
+        )
 
 
 def _kind_nil_probe(b: _Builder, rng, n: int, held: list[int], nearest: dict[int, int | None]) -> None:
     for i in held[:n] if n else held:
         src = b.c.docs_of(i).tolist()
-        b.add("nil_probe", "nil_probe", {"label": b.label(i)}, {"label": None}, gold=None, docs={},
-              answerable=False, nearest=nearest[i], more_sources=src,
-              extra={"held_out": b.o.ids[i], "concepts": {"label": None},
-                     "nearest": b.o.ids[nearest[i]] if nearest[i] is not None else None,
-                     "held_out_documents": [b.c.ids[d] for d in src]})
+        b.add(
+            "nil_probe",
+            "nil_probe",
+            {"label": b.label(i)},
+            {"label": None},
+            gold=None,
+            docs={},
+            answerable=False,
+            nearest=nearest[i],
+            more_sources=src,
+            extra={
+                "held_out": b.o.ids[i],
+                "concepts": {"label": None},
+                "nearest": b.o.ids[nearest[i]] if nearest[i] is not None else None,
+                "held_out_documents": [b.c.ids[d] for d in src],
+            },
+        )
 
 
 _KINDS: dict[str, Callable[..., None]] = {
-    "label_lookup": _kind_label_lookup, "synonym_lookup": _kind_synonym_lookup,
-    "definition_lookup": _kind_definition_lookup, "sibling_contrast": _kind_sibling_contrast,
-    "generalisation": _kind_generalisation, "specialisation": _kind_specialisation,
-    "counterfactual": _kind_counterfactual, "distractor": _kind_distractor, "negation": _kind_negation,
-    "quantifier": _kind_quantifier, "out_of_scope": _kind_out_of_scope, "multi_hop": _kind_multi_hop,
+    "label_lookup": _kind_label_lookup,
+    "synonym_lookup": _kind_synonym_lookup,
+    "definition_lookup": _kind_definition_lookup,
+    "sibling_contrast": _kind_sibling_contrast,
+    "generalisation": _kind_generalisation,
+    "specialisation": _kind_specialisation,
+    "counterfactual": _kind_counterfactual,
+    "distractor": _kind_distractor,
+    "negation": _kind_negation,
+    "quantifier": _kind_quantifier,
+    "out_of_scope": _kind_out_of_scope,
+    "multi_hop": _kind_multi_hop,
 }
 
 
@@ -426,8 +619,9 @@ def choose_held_out(b: _Builder, rng: np.random.Generator, n: int) -> list[int]:
     return sorted(pool[rng.choice(len(pool), size=min(n, len(pool)), replace=False)].tolist())
 
 
-def build_testset(ontology: Any, corpus: TestsetCorpus, config: TestsetConfig | None = None, *,
-                  paraphraser: Any = None) -> BuildResult:
+def build_testset(
+    ontology: Any, corpus: TestsetCorpus, config: TestsetConfig | None = None, *, paraphraser: Any = None
+) -> BuildResult:
     """Generate the test cases (module docstring). ``paraphraser``: a
     :class:`~kg_rageval.testset.paraphrase.Paraphraser` (default: from ``config.paraphrase``)."""
     cfg = config or TestsetConfig()
@@ -443,7 +637,9 @@ def build_testset(ontology: Any, corpus: TestsetCorpus, config: TestsetConfig | 
         held = sorted(set(held))
     else:
         b.set_held_out([])
-        held = choose_held_out(b, np.random.default_rng([cfg.seed, kind_no["nil_probe"]]), cfg.counts["nil_probe"])
+        held = choose_held_out(
+            b, np.random.default_rng([cfg.seed, kind_no["nil_probe"]]), cfg.counts["nil_probe"]
+        )
     b.set_held_out(held)
     copy = without_leaves(ontology, [ontology.ids[i] for i in held])
     nearest = {i: nearest_kept(ontology, i) for i in held}
@@ -459,9 +655,14 @@ def build_testset(ontology: Any, corpus: TestsetCorpus, config: TestsetConfig | 
     requested = dict(cfg.counts)
     if cfg.held_out is not None:
         requested["nil_probe"] = len(held)
-    result = BuildResult(b.records, [ontology.ids[i] for i in held],
-                         {ontology.ids[i]: (ontology.ids[v] if v is not None else None) for i, v in nearest.items()},
-                         copy, requested, produced)
+    result = BuildResult(
+        b.records,
+        [ontology.ids[i] for i in held],
+        {ontology.ids[i]: (ontology.ids[v] if v is not None else None) for i, v in nearest.items()},
+        copy,
+        requested,
+        produced,
+    )
     para = paraphraser
     if para is None and cfg.paraphrase is not None:
         from kg_rageval.testset.paraphrase import make_paraphraser

@@ -32,8 +32,9 @@ import json
 import re
 import unicodedata
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,15 +57,17 @@ def shingles(text: str, k: int) -> set[bytes]:
     t = normalise(text)
     if len(t) <= k:
         return {t.encode()}
-    return {t[i:i + k].encode() for i in range(len(t) - k + 1)}
+    return {t[i : i + k].encode() for i in range(len(t) - k + 1)}
 
 
 def _datasketch():
     try:
         import datasketch  # type: ignore[import-untyped]
     except ImportError:
-        raise InputError("near-duplicate detection needs datasketch: pip install 'kg-rageval[testset]' "
-                         "(or pip install datasketch)") from None
+        raise InputError(
+            "near-duplicate detection needs datasketch: pip install 'kg-rageval[testset]' "
+            "(or pip install datasketch)"
+        ) from None
     return datasketch
 
 
@@ -78,7 +81,9 @@ def _all_pairs(ms: list[int], pairs: set[tuple[int, int]]) -> None:
             pairs.add((ms[a], ms[b]))
 
 
-def _bucket_pairs(ms: list[int], templates: Sequence[tuple[str, str] | None], pairs: set[tuple[int, int]]) -> None:
+def _bucket_pairs(
+    ms: list[int], templates: Sequence[tuple[str, str] | None], pairs: set[tuple[int, int]]
+) -> None:
     """Candidate pairs of a large bucket without its template siblings: members of one template
     pair only when they name the same concepts; other members pair with everyone."""
     by_t: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -110,8 +115,13 @@ def _template_key(rec: Mapping[str, Any]) -> tuple[str, str] | None:
     return str(ts["template"]), json.dumps(ts.get("concepts"), sort_keys=True)
 
 
-def near_duplicates(texts: Sequence[str], set_of: np.ndarray, cfg: CheckConfig, *,
-                    templates: Sequence[tuple[str, str] | None] | None = None) -> dict[str, Any]:
+def near_duplicates(
+    texts: Sequence[str],
+    set_of: np.ndarray,
+    cfg: CheckConfig,
+    *,
+    templates: Sequence[tuple[str, str] | None] | None = None,
+) -> dict[str, Any]:
     """Cross-set and within-set near-duplicate pairs (module docstring); ``templates``: the
     ``(template, concepts)`` key of each built case (``None`` for others)."""
     ds = _datasketch()
@@ -141,7 +151,9 @@ def near_duplicates(texts: Sequence[str], set_of: np.ndarray, cfg: CheckConfig, 
         arr, sim = arr[keep], sim[keep]
         is_cross = set_of[arr[:, 0]] != set_of[arr[:, 1]]
         within = int((~is_cross).sum())
-        cross = [(float(s), int(a), int(b)) for (a, b), s in zip(arr[is_cross].tolist(), sim[is_cross].tolist())]
+        cross = [
+            (float(s), int(a), int(b)) for (a, b), s in zip(arr[is_cross].tolist(), sim[is_cross].tolist())
+        ]
     return {"cross": cross, "n_within": within}
 
 
@@ -154,8 +166,13 @@ def template_siblings(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return ta.get("template") == tb.get("template") and ta.get("concepts") != tb.get("concepts")
 
 
-def check_leakage(sets: Mapping[str, Sequence[Mapping[str, Any]]], cfg: CheckConfig | None = None, *,
-                  source_of: Mapping[str, str] | None = None, near: bool = True) -> dict[str, Any]:
+def check_leakage(
+    sets: Mapping[str, Sequence[Mapping[str, Any]]],
+    cfg: CheckConfig | None = None,
+    *,
+    source_of: Mapping[str, str] | None = None,
+    near: bool = True,
+) -> dict[str, Any]:
     """Leakage report over named sets (module docstring); ``leaks`` is the total count."""
     cfg = cfg or CheckConfig()
     names = list(sets)
@@ -184,12 +201,16 @@ def check_leakage(sets: Mapping[str, Sequence[Mapping[str, Any]]], cfg: CheckCon
     for _key, rows in norm.items():
         in_sets = {int(set_of[r]) for r in rows}
         if len(in_sets) > 1:
-            exact.append({"query": texts[rows[0]], "records": [[names[set_of[r]], str(recs[r]["id"])] for r in rows]})
+            exact.append(
+                {"query": texts[rows[0]], "records": [[names[set_of[r]], str(recs[r]["id"])] for r in rows]}
+            )
     exact.sort(key=lambda e: e["query"])
     report: dict[str, Any] = {
         "sets": {n: len(sets[n]) for n in names},
-        "shared_sources": {"count": len(shared), "examples": [
-            {"key": k, "sets": sorted(names[i] for i in owner[k])} for k in shared[:50]]},
+        "shared_sources": {
+            "count": len(shared),
+            "examples": [{"key": k, "sets": sorted(names[i] for i in owner[k])} for k in shared[:50]],
+        },
         "exact_duplicates": {"count": len(exact), "examples": exact[:50]},
     }
     leaks = len(shared) + len(exact)
@@ -205,10 +226,20 @@ def check_leakage(sets: Mapping[str, Sequence[Mapping[str, Any]]], cfg: CheckCon
             cross.append(c)
         cross.sort(key=lambda c: (-c[0], c[1], c[2]))
         report["near_duplicates"] = {
-            "count": len(cross), "threshold": cfg.threshold, "num_perm": cfg.num_perm, "shingle": cfg.shingle,
-            "within_set_pairs": nd["n_within"], "template_siblings": siblings,
-            "examples": [{"similarity": round(s, 4), "a": [names[set_of[a]], str(recs[a]["id"]), texts[a]],
-                          "b": [names[set_of[b]], str(recs[b]["id"]), texts[b]]} for s, a, b in cross[:cfg.max_pairs]],
+            "count": len(cross),
+            "threshold": cfg.threshold,
+            "num_perm": cfg.num_perm,
+            "shingle": cfg.shingle,
+            "within_set_pairs": nd["n_within"],
+            "template_siblings": siblings,
+            "examples": [
+                {
+                    "similarity": round(s, 4),
+                    "a": [names[set_of[a]], str(recs[a]["id"]), texts[a]],
+                    "b": [names[set_of[b]], str(recs[b]["id"]), texts[b]],
+                }
+                for s, a, b in cross[: cfg.max_pairs]
+            ],
         }
         leaks += len(cross)
     report["leaks"] = leaks
@@ -240,8 +271,12 @@ def gold_view(rec: Mapping[str, Any]) -> dict[str, Any]:
     for k in GOLD_SECTIONS:
         if k in rec:
             out[k] = rec[k]
-    for sec, keys in (("mentions", ("gold",)), ("labels", ("gold",)),
-                      ("retrieval", ("gold", "gold_filters", "gold_node")), ("reference", None)):
+    for sec, keys in (
+        ("mentions", ("gold",)),
+        ("labels", ("gold",)),
+        ("retrieval", ("gold", "gold_filters", "gold_node")),
+        ("reference", None),
+    ):
         v = rec.get(sec)
         if isinstance(v, Mapping):
             out[sec] = dict(v) if keys is None else {k: v[k] for k in keys if k in v}
@@ -265,15 +300,23 @@ def paraphrase_of(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] 
             found.setdefault(key, []).append(int(para.get("seed") or 0))
     if not found:
         return None
-    return [{"generator": g, "model": m, "prompt_sha256": h, "records": len(s), "seeds": [min(s), max(s)]}
-            for (g, m, h), s in sorted(found.items(), key=lambda kv: str(kv[0]))]
+    return [
+        {"generator": g, "model": m, "prompt_sha256": h, "records": len(s), "seeds": [min(s), max(s)]}
+        for (g, m, h), s in sorted(found.items(), key=lambda kv: str(kv[0]))
+    ]
 
 
-def testset_manifest(sets: Mapping[str, tuple[str | Path, Sequence[Mapping[str, Any]]]], *, ontology: Any = None,
-                     corpus: str | Path | None = None, n_documents: int | None = None,
-                     policy: Mapping[str, Any] | None = None, paraphrase: Mapping[str, Any] | None = None,
-                     heldout: Mapping[str, Any] | None = None, leakage: Mapping[str, Any] | None = None
-                     ) -> dict[str, Any]:
+def testset_manifest(
+    sets: Mapping[str, tuple[str | Path, Sequence[Mapping[str, Any]]]],
+    *,
+    ontology: Any = None,
+    corpus: str | Path | None = None,
+    n_documents: int | None = None,
+    policy: Mapping[str, Any] | None = None,
+    paraphrase: Mapping[str, Any] | None = None,
+    heldout: Mapping[str, Any] | None = None,
+    leakage: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The manifest (module docstring); ``sets`` maps a set name to ``(file, records)``."""
     from kg_rageval import __version__
 
@@ -281,20 +324,45 @@ def testset_manifest(sets: Mapping[str, tuple[str | Path, Sequence[Mapping[str, 
     body: dict[str, Any] = {
         "manifest_version": MANIFEST_VERSION,
         "tool": {"name": "kg-rageval", "version": __version__},
-        "ontology": ({"source": Path(str(ontology.source)).name, "content_hash": ontology.content_hash,
-                      "nodes": len(ontology)} if ontology is not None else None),
+        "ontology": (
+            {
+                "source": Path(str(ontology.source)).name,
+                "content_hash": ontology.content_hash,
+                "nodes": len(ontology),
+            }
+            if ontology is not None
+            else None
+        ),
         "heldout_ontology": dict(heldout) if heldout else None,
-        "corpus": ({"file": Path(corpus).name, "sha256": file_sha256(corpus), "documents": n_documents}
-                   if corpus is not None else None),
-        "sets": {name: {"file": Path(path).name, "sha256": file_sha256(path), "records": len(recs),
-                        "labels_sha256": labels_hash(recs)} for name, (path, recs) in sets.items()},
+        "corpus": (
+            {"file": Path(corpus).name, "sha256": file_sha256(corpus), "documents": n_documents}
+            if corpus is not None
+            else None
+        ),
+        "sets": {
+            name: {
+                "file": Path(path).name,
+                "sha256": file_sha256(path),
+                "records": len(recs),
+                "labels_sha256": labels_hash(recs),
+            }
+            for name, (path, recs) in sets.items()
+        },
         "labels_sha256": labels_hash(all_recs),
-        "policy": ({"sha256": sha256_bytes(_canon(policy)), "config": dict(policy)} if policy is not None else None),
+        "policy": (
+            {"sha256": sha256_bytes(_canon(policy)), "config": dict(policy)} if policy is not None else None
+        ),
         "paraphrase": dict(paraphrase) if paraphrase else paraphrase_of(all_recs),
-        "leakage": ({"leaks": leakage["leaks"], "shared_sources": leakage["shared_sources"]["count"],
-                     "exact_duplicates": leakage["exact_duplicates"]["count"],
-                     "near_duplicates": (leakage.get("near_duplicates") or {}).get("count")}
-                    if leakage is not None else None),
+        "leakage": (
+            {
+                "leaks": leakage["leaks"],
+                "shared_sources": leakage["shared_sources"]["count"],
+                "exact_duplicates": leakage["exact_duplicates"]["count"],
+                "near_duplicates": (leakage.get("near_duplicates") or {}).get("count"),
+            }
+            if leakage is not None
+            else None
+        ),
     }
     body["hash"] = sha256_bytes(_canon(body))
     return body

@@ -55,8 +55,10 @@ class ParaphraseConfig(_Strict):
     callable: str | None = None
     endpoint: str | None = None
     model: str | None = None
-    prompt: str = ("Rewrite the question in different words. Keep every named concept verbatim. "
-                   "Answer with the question only.")
+    prompt: str = (
+        "Rewrite the question in different words. Keep every named concept verbatim. "
+        "Answer with the question only."
+    )
     seed: int = 0
     temperature: float = 0.0
     timeout_s: float = Field(30.0, gt=0)
@@ -67,7 +69,8 @@ class ParaphraseConfig(_Strict):
 
 class SplitConfig(_Strict):
     proportions: dict[str, float] = Field(
-        default_factory=lambda: {"development": 0.4, "calibration": 0.2, "release": 0.3, "monitoring": 0.1})
+        default_factory=lambda: {"development": 0.4, "calibration": 0.2, "release": 0.3, "monitoring": 0.1}
+    )
     seed: int | None = None
 
     @field_validator("proportions")
@@ -145,7 +148,7 @@ class TestsetConfig(_Strict):
         _only(v, KINDS, "case kind")
         return v
 
-    def scaled(self, total: int) -> "TestsetConfig":
+    def scaled(self, total: int) -> TestsetConfig:
         """The same config with the counts scaled proportionally to ``total`` cases."""
         s = sum(self.counts.values())
         if s <= 0:

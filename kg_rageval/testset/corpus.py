@@ -12,9 +12,10 @@ array operations.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class TestsetCorpus:
 
     def docs_of(self, concept: int) -> np.ndarray:
         """Document positions about concept index ``concept`` (ascending)."""
-        return self.docs[self.ptr[concept]:self.ptr[concept + 1]]
+        return self.docs[self.ptr[concept] : self.ptr[concept + 1]]
 
     def n_docs(self) -> np.ndarray:
         """Documents per concept index."""
@@ -55,9 +56,17 @@ class TestsetCorpus:
         return out
 
     @classmethod
-    def from_docs(cls, docs: Iterable[dict[str, Any]], ontology: Any, *, category_field: str = "categories",
-                  type_field: str = "type", unknown_categories: str = "error", source: str = "<memory>",
-                  lines: list[int] | None = None) -> "TestsetCorpus":
+    def from_docs(
+        cls,
+        docs: Iterable[dict[str, Any]],
+        ontology: Any,
+        *,
+        category_field: str = "categories",
+        type_field: str = "type",
+        unknown_categories: str = "error",
+        source: str = "<memory>",
+        lines: list[int] | None = None,
+    ) -> TestsetCorpus:
         index = ontology.id_index
         ids: list[str] = []
         types: list[str | None] = []
@@ -83,17 +92,23 @@ class TestsetCorpus:
             elif isinstance(cats, str):
                 cats = [cats]
             elif not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
-                raise InputError(f"field {category_field}: an ontology id or a list of ids is required",
-                                 source=source, location=loc)
+                raise InputError(
+                    f"field {category_field}: an ontology id or a list of ids is required",
+                    source=source,
+                    location=loc,
+                )
             pos = len(ids)
             for c in cats:
                 i = index.get(c)
                 if i is None:
                     if unknown_categories == "error":
                         hint = ontology.suggest(c) if hasattr(ontology, "suggest") else None
-                        raise InputError(f"field {category_field}: {c!r} is not in the ontology"
-                                         + (f" (did you mean {hint!r}?)" if hint else ""),
-                                         source=source, location=loc)
+                        raise InputError(
+                            f"field {category_field}: {c!r} is not in the ontology"
+                            + (f" (did you mean {hint!r}?)" if hint else ""),
+                            source=source,
+                            location=loc,
+                        )
                     unknown += 1
                     continue
                 c_concept.append(i)

@@ -13,7 +13,8 @@ deepest direct parent (ties: the smallest id), never the virtual root.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,8 +22,9 @@ from kg_rageval.base.errors import InputError
 from kg_rageval.ontology.graph import EMPTY_GRAPH
 
 
-def _remap_csr(ptr: np.ndarray, idx: np.ndarray, keep_rows: np.ndarray, new_of: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _remap_csr(
+    ptr: np.ndarray, idx: np.ndarray, keep_rows: np.ndarray, new_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``keep_rows`` of CSR (ptr, idx), values renumbered through ``new_of`` (values
     mapped to -1 are dropped)."""
     counts = np.diff(ptr)
@@ -65,15 +67,27 @@ def without_leaves(ontology: Any, leaf_ids: Sequence[str]) -> Any:
     alias_keep = [k for k, t in enumerate(ontology.alias_targets.tolist()) if keep[t]]
     return dataclasses.replace(
         ontology,
-        ids=pick(ontology.ids), parent_ptr=parent_ptr, parent_idx=parent_idx, anc_ptr=anc_ptr, anc_idx=anc_idx,
-        depth_min=ontology.depth_min[keep], depth_max=ontology.depth_max[keep], labels=pick(ontology.labels),
-        synonyms=pick(ontology.synonyms), definitions=pick(ontology.definitions),
-        node_types=pick(ontology.node_types), status=ontology.status[keep], replaced_by=rep,
-        source=f"{ontology.source} (held out: {len(leaf_ids)} concepts)", stored_hash=None,
+        ids=pick(ontology.ids),
+        parent_ptr=parent_ptr,
+        parent_idx=parent_idx,
+        anc_ptr=anc_ptr,
+        anc_idx=anc_idx,
+        depth_min=ontology.depth_min[keep],
+        depth_max=ontology.depth_max[keep],
+        labels=pick(ontology.labels),
+        synonyms=pick(ontology.synonyms),
+        definitions=pick(ontology.definitions),
+        node_types=pick(ontology.node_types),
+        status=ontology.status[keep],
+        replaced_by=rep,
+        source=f"{ontology.source} (held out: {len(leaf_ids)} concepts)",
+        stored_hash=None,
         alias_ids=tuple(ontology.alias_ids[k] for k in alias_keep),
         alias_targets=new_of[ontology.alias_targets[alias_keep]].astype(ontology.alias_targets.dtype)
-        if alias_keep else np.zeros(0, dtype=ontology.alias_targets.dtype),
-        diagnostics=dict(ontology.diagnostics), warnings=tuple(ontology.warnings),
+        if alias_keep
+        else np.zeros(0, dtype=ontology.alias_targets.dtype),
+        diagnostics=dict(ontology.diagnostics),
+        warnings=tuple(ontology.warnings),
         graph=EMPTY_GRAPH,
         placed_under_root=tuple(i for i in ontology.placed_under_root if i not in set(leaf_ids)),
     )

@@ -35,13 +35,37 @@ from __future__ import annotations
 import re
 import string
 
-KINDS = ("label_lookup", "synonym_lookup", "definition_lookup", "sibling_contrast", "generalisation",
-         "specialisation", "counterfactual", "distractor", "nil_probe", "negation", "quantifier",
-         "out_of_scope", "multi_hop")
+KINDS = (
+    "label_lookup",
+    "synonym_lookup",
+    "definition_lookup",
+    "sibling_contrast",
+    "generalisation",
+    "specialisation",
+    "counterfactual",
+    "distractor",
+    "nil_probe",
+    "negation",
+    "quantifier",
+    "out_of_scope",
+    "multi_hop",
+)
 
-DEFAULT_COUNTS = {"label_lookup": 80, "synonym_lookup": 40, "definition_lookup": 50, "sibling_contrast": 40,
-                  "generalisation": 30, "specialisation": 30, "counterfactual": 40, "distractor": 30,
-                  "nil_probe": 20, "negation": 30, "quantifier": 45, "out_of_scope": 30, "multi_hop": 35}
+DEFAULT_COUNTS = {
+    "label_lookup": 80,
+    "synonym_lookup": 40,
+    "definition_lookup": 50,
+    "sibling_contrast": 40,
+    "generalisation": 30,
+    "specialisation": 30,
+    "counterfactual": 40,
+    "distractor": 30,
+    "nil_probe": 20,
+    "negation": 30,
+    "quantifier": 45,
+    "out_of_scope": 30,
+    "multi_hop": 35,
+}
 """500 cases."""
 
 DEFAULT_INTENTS = {k: k for k in KINDS} | {"definition_lookup": "description", "nil_probe": "unknown_concept"}
@@ -67,14 +91,22 @@ TEMPLATES = {
 """Deterministic templates (``{slot}`` placeholders; concept slots become gold mentions)."""
 
 OFF_TOPIC = (
-    "What is the capital of Australia?", "Who won the 1998 football world cup?",
-    "How do I bake sourdough bread?", "What is the boiling point of ethanol at sea level?",
-    "Which planet has the most moons?", "How many strings does a cello have?",
-    "What is the exchange rate between the euro and the yen today?", "Who painted The Night Watch?",
-    "How long does it take to walk from Utrecht to Amsterdam?", "What is the plot of Moby-Dick?",
-    "Which year did the Berlin Wall fall?", "How do I reset my router password?",
-    "What is a good recipe for pea soup?", "How tall is the Eiffel Tower?",
-    "Who wrote the Goldberg Variations?", "What is the speed of sound in water?",
+    "What is the capital of Australia?",
+    "Who won the 1998 football world cup?",
+    "How do I bake sourdough bread?",
+    "What is the boiling point of ethanol at sea level?",
+    "Which planet has the most moons?",
+    "How many strings does a cello have?",
+    "What is the exchange rate between the euro and the yen today?",
+    "Who painted The Night Watch?",
+    "How long does it take to walk from Utrecht to Amsterdam?",
+    "What is the plot of Moby-Dick?",
+    "Which year did the Berlin Wall fall?",
+    "How do I reset my router password?",
+    "What is a good recipe for pea soup?",
+    "How tall is the Eiffel Tower?",
+    "Who wrote the Goldberg Variations?",
+    "What is the speed of sound in water?",
 )
 """Built-in questions with no answer in an ontology-derived corpus."""
 

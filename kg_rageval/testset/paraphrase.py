@@ -24,7 +24,8 @@ import hashlib
 import json
 import os
 import urllib.request
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError, InputError
 from kg_rageval.base.imports import import_target
@@ -38,9 +39,15 @@ class Paraphraser:
         self.rewrite, self.name, self.cfg = rewrite, name, cfg
 
     def describe(self) -> dict[str, Any]:
-        return {"generator": self.name, "model": self.cfg.model, "prompt": self.cfg.prompt,
-                "prompt_sha256": hashlib.sha256(self.cfg.prompt.encode()).hexdigest(), "seed": self.cfg.seed,
-                "temperature": self.cfg.temperature, "kinds": self.cfg.kinds}
+        return {
+            "generator": self.name,
+            "model": self.cfg.model,
+            "prompt": self.cfg.prompt,
+            "prompt_sha256": hashlib.sha256(self.cfg.prompt.encode()).hexdigest(),
+            "seed": self.cfg.seed,
+            "temperature": self.cfg.temperature,
+            "kinds": self.cfg.kinds,
+        }
 
     def apply(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         dropped = 0
@@ -54,7 +61,9 @@ class Paraphraser:
             old = rec["query"]
             new = self.rewrite(old, seed=seed, kind=kind, prompt=self.cfg.prompt, model=self.cfg.model)
             if not isinstance(new, str) or not new.strip():
-                raise InputError(f"paraphrase generator {self.name} returned no text for record {rec['id']!r}")
+                raise InputError(
+                    f"paraphrase generator {self.name} returned no text for record {rec['id']!r}"
+                )
             new = new.strip()
             if new == old:
                 continue
@@ -66,7 +75,7 @@ class Paraphraser:
                 low = new.lower()
                 after = 0
                 for m in sorted(ment["gold"], key=lambda m: m["start"]):
-                    pos = _locate(low, old[m["start"]:m["end"]].lower(), after, kept)
+                    pos = _locate(low, old[m["start"] : m["end"]].lower(), after, kept)
                     if pos < 0:
                         dropped += 1
                         continue
@@ -77,8 +86,13 @@ class Paraphraser:
                     ment["gold"] = kept
                 else:
                     del rec["mentions"]
-            ts["paraphrase"] = {"original": old, "generator": self.name, "model": self.cfg.model, "seed": seed,
-                                "prompt_sha256": hashlib.sha256(self.cfg.prompt.encode()).hexdigest()}
+            ts["paraphrase"] = {
+                "original": old,
+                "generator": self.name,
+                "model": self.cfg.model,
+                "seed": seed,
+                "prompt_sha256": hashlib.sha256(self.cfg.prompt.encode()).hexdigest(),
+            }
         return {**self.describe(), "n_changed": changed, "n_mentions_dropped": dropped}
 
 
@@ -119,13 +133,25 @@ def endpoint_rewriter(cfg: ParaphraseConfig) -> Callable[..., str]:
     key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
 
     def rewrite(text: str, *, seed: int, kind: str | None, prompt: str, model: str | None) -> str:
-        body = json.dumps({"model": model, "temperature": cfg.temperature, "seed": seed,
-                           "messages": [{"role": "system", "content": prompt}, {"role": "user", "content": text}]})
-        req = urllib.request.Request(url, data=body.encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {key}"} if key else {})})
+        body = json.dumps(
+            {
+                "model": model,
+                "temperature": cfg.temperature,
+                "seed": seed,
+                "messages": [{"role": "system", "content": prompt}, {"role": "user", "content": text}],
+            }
+        )
+        req = urllib.request.Request(
+            url,
+            data=body.encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {key}"} if key else {}),
+            },
+        )
         try:
-            with urllib.request.urlopen(req, timeout=cfg.timeout_s) as resp:  # noqa: S310 - user's endpoint
+            with urllib.request.urlopen(req, timeout=cfg.timeout_s) as resp:
                 raw = resp.read(1_000_000)
         except OSError as exc:
             raise InputError(f"paraphrase endpoint {cfg.endpoint}: {exc}") from None

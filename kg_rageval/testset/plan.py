@@ -30,8 +30,9 @@ shortfall, and whether the current set can decide each (``n ≥`` the requiremen
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from kg_rageval.testset.config import PlanConfig
 
@@ -45,7 +46,7 @@ def half_width(n: int, p: float, level: float = 0.95) -> float | None:
 
 
 def n_for_half_width(h: float, p: float, level: float = 0.95) -> int:
-    return math.ceil(z_of(level) ** 2 * p * (1 - p) / h ** 2)
+    return math.ceil(z_of(level) ** 2 * p * (1 - p) / h**2)
 
 
 def _paired_var(p: float, rho: float) -> float:
@@ -57,7 +58,7 @@ def _z_sum(alpha: float, power: float) -> float:
 
 
 def n_for_delta(delta: float, p: float, *, alpha: float = 0.05, power: float = 0.8, rho: float = 0.5) -> int:
-    return math.ceil(_z_sum(alpha, power) ** 2 * _paired_var(p, rho) / delta ** 2)
+    return math.ceil(_z_sum(alpha, power) ** 2 * _paired_var(p, rho) / delta**2)
 
 
 def mde(n: int, p: float, *, alpha: float = 0.05, power: float = 0.8, rho: float = 0.5) -> float | None:
@@ -67,14 +68,28 @@ def mde(n: int, p: float, *, alpha: float = 0.05, power: float = 0.8, rho: float
 def _row(group: str, value: str, n: int, cfg: PlanConfig, need_ci: int, need_delta: int) -> dict[str, Any]:
     hw = half_width(n, cfg.p, cfg.level)
     md = mde(n, cfg.p, alpha=cfg.alpha, power=cfg.power, rho=cfg.rho)
-    return {"group": group, "value": value, "n": n, "half_width": hw, "mde": md,
-            "n_needed_ci": need_ci, "n_needed_delta": need_delta,
-            "short_ci": max(0, need_ci - n), "short_delta": max(0, need_delta - n),
-            "decides_ci": n >= need_ci, "decides_delta": n >= need_delta}
+    return {
+        "group": group,
+        "value": value,
+        "n": n,
+        "half_width": hw,
+        "mde": md,
+        "n_needed_ci": need_ci,
+        "n_needed_delta": need_delta,
+        "short_ci": max(0, need_ci - n),
+        "short_delta": max(0, need_delta - n),
+        "decides_ci": n >= need_ci,
+        "decides_delta": n >= need_delta,
+    }
 
 
-def plan_testset(records: Sequence[Mapping[str, Any]], ontology: Any, cfg: PlanConfig | None = None, *,
-                 corpus: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def plan_testset(
+    records: Sequence[Mapping[str, Any]],
+    ontology: Any,
+    cfg: PlanConfig | None = None,
+    *,
+    corpus: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The plan (module docstring): ``coverage``, ``targets`` and one row per group."""
     from kg_rageval.audit.config import CoverageConfig
     from kg_rageval.audit.pernode import coverage_matrix, gold_node_of, make_branch_of
@@ -89,7 +104,9 @@ def plan_testset(records: Sequence[Mapping[str, Any]], ontology: Any, cfg: PlanC
     for b in coverage["axes"]["branch"]:
         counts[("branch", b)] = 0
     for r in records:
-        counts[("branch", branch_of(gold_node_of(r)))] = counts.get(("branch", branch_of(gold_node_of(r))), 0) + 1
+        counts[("branch", branch_of(gold_node_of(r)))] = (
+            counts.get(("branch", branch_of(gold_node_of(r))), 0) + 1
+        )
         sl: Mapping[str, Any] = r["slices"] if isinstance(r.get("slices"), Mapping) else {}
         for name in cfg.slices:
             if name in sl:
@@ -99,12 +116,24 @@ def plan_testset(records: Sequence[Mapping[str, Any]], ontology: Any, cfg: PlanC
     rows += [_row(g, v, n, cfg, need_ci, need_delta) for (g, v), n in sorted(counts.items())]
     undecided = [r for r in rows if not r["decides_ci"]]
     return {
-        "targets": {"p": cfg.p, "level": cfg.level, "z": z_of(cfg.level), "half_width": cfg.half_width,
-                    "delta": cfg.delta, "alpha": cfg.alpha, "power": cfg.power, "rho": cfg.rho,
-                    "n_needed_ci": need_ci, "n_needed_delta": need_delta},
-        "formulas": {"half_width": "z*sqrt(p(1-p)/n)", "n_ci": "ceil(z^2 p(1-p)/h^2)",
-                     "n_delta": "ceil((z_{1-alpha/2}+z_power)^2 * 2p(1-p)(1-rho) / delta^2)",
-                     "mde": "(z_{1-alpha/2}+z_power)*sqrt(2p(1-p)(1-rho)/n)"},
+        "targets": {
+            "p": cfg.p,
+            "level": cfg.level,
+            "z": z_of(cfg.level),
+            "half_width": cfg.half_width,
+            "delta": cfg.delta,
+            "alpha": cfg.alpha,
+            "power": cfg.power,
+            "rho": cfg.rho,
+            "n_needed_ci": need_ci,
+            "n_needed_delta": need_delta,
+        },
+        "formulas": {
+            "half_width": "z*sqrt(p(1-p)/n)",
+            "n_ci": "ceil(z^2 p(1-p)/h^2)",
+            "n_delta": "ceil((z_{1-alpha/2}+z_power)^2 * 2p(1-p)(1-rho) / delta^2)",
+            "mde": "(z_{1-alpha/2}+z_power)*sqrt(2p(1-p)(1-rho)/n)",
+        },
         "rows": rows,
         "n_groups": len(rows),
         "cannot_decide_ci": [[r["group"], r["value"]] for r in undecided],

@@ -15,7 +15,8 @@ A record's sources are ``testset.sources`` (written by ``kg-rageval testset buil
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -85,8 +86,13 @@ def assign(sizes: np.ndarray, proportions: Mapping[str, float], seed: int) -> np
     return out
 
 
-def split_testset(records: Sequence[dict[str, Any]], proportions: Mapping[str, float], *, seed: int = 0,
-                  source_of: Mapping[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
+def split_testset(
+    records: Sequence[dict[str, Any]],
+    proportions: Mapping[str, float],
+    *,
+    seed: int = 0,
+    source_of: Mapping[str, str] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
     """``{set name: records}`` in input order (module docstring)."""
     if not records:
         return {s: [] for s in SETS}
@@ -101,5 +107,11 @@ def split_testset(records: Sequence[dict[str, Any]], proportions: Mapping[str, f
 def split_summary(sets: Mapping[str, Sequence[Any]], proportions: Mapping[str, float]) -> dict[str, Any]:
     total = sum(len(v) for v in sets.values())
     psum = sum(proportions.values()) or 1.0
-    return {s: {"records": len(sets[s]), "share": (len(sets[s]) / total) if total else None,
-                "target": proportions.get(s, 0.0) / psum} for s in SETS}
+    return {
+        s: {
+            "records": len(sets[s]),
+            "share": (len(sets[s]) / total) if total else None,
+            "target": proportions.get(s, 0.0) / psum,
+        }
+        for s in SETS
+    }

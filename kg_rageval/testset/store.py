@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.records import read_records, write_records
@@ -32,8 +33,15 @@ def write_json(path: Path, payload: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_build(result: Any, out: str | Path, *, ontology: Any, corpus_path: str | Path | None,
-                n_documents: int | None, policy: Mapping[str, Any]) -> dict[str, Any]:
+def write_build(
+    result: Any,
+    out: str | Path,
+    *,
+    ontology: Any,
+    corpus_path: str | Path | None,
+    n_documents: int | None,
+    policy: Mapping[str, Any],
+) -> dict[str, Any]:
     from kg_rageval.ontology.cache import save_compiled
     from kg_rageval.testset.check import testset_manifest
 
@@ -42,16 +50,43 @@ def write_build(result: Any, out: str | Path, *, ontology: Any, corpus_path: str
     rec_path = d / "records.jsonl"
     write_records(rec_path, result.records, sort_keys=True)
     save_compiled(result.heldout_ontology, d / "ontology-heldout.kgro")
-    held = [{"id": cid, "label": ontology.label(cid), "nearest": result.nearest[cid],
-             "documents": next((r["testset"]["held_out_documents"] for r in result.records
-                                if r["testset"].get("held_out") == cid), [])} for cid in result.held_out]
-    write_json(d / "heldout.json", {"held_out": held, "heldout_ontology": "ontology-heldout.kgro",
-                                    "content_hash": result.heldout_ontology.content_hash})
+    held = [
+        {
+            "id": cid,
+            "label": ontology.label(cid),
+            "nearest": result.nearest[cid],
+            "documents": next(
+                (
+                    r["testset"]["held_out_documents"]
+                    for r in result.records
+                    if r["testset"].get("held_out") == cid
+                ),
+                [],
+            ),
+        }
+        for cid in result.held_out
+    ]
+    write_json(
+        d / "heldout.json",
+        {
+            "held_out": held,
+            "heldout_ontology": "ontology-heldout.kgro",
+            "content_hash": result.heldout_ontology.content_hash,
+        },
+    )
     manifest = testset_manifest(
-        {"all": (rec_path, result.records)}, ontology=ontology, corpus=corpus_path, n_documents=n_documents,
-        policy=policy, paraphrase=result.paraphrase,
-        heldout={"file": "ontology-heldout.kgro", "content_hash": result.heldout_ontology.content_hash,
-                 "held_out": len(result.held_out)})
+        {"all": (rec_path, result.records)},
+        ontology=ontology,
+        corpus=corpus_path,
+        n_documents=n_documents,
+        policy=policy,
+        paraphrase=result.paraphrase,
+        heldout={
+            "file": "ontology-heldout.kgro",
+            "content_hash": result.heldout_ontology.content_hash,
+            "held_out": len(result.held_out),
+        },
+    )
     write_json(d / MANIFEST_NAME, manifest)
     return manifest
 
@@ -64,7 +99,9 @@ def read_sets(paths: Sequence[str | Path]) -> dict[str, tuple[Path, list[dict[st
         if p.is_dir():
             found = [p / f"{s}.jsonl" for s in SETS if (p / f"{s}.jsonl").exists()]
             if not found:
-                raise InputError(f"no {', '.join(s + '.jsonl' for s in SETS)} in the directory", source=str(p))
+                raise InputError(
+                    f"no {', '.join(s + '.jsonl' for s in SETS)} in the directory", source=str(p)
+                )
             files.extend(found)
         else:
             files.append(p)

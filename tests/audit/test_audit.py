@@ -16,10 +16,16 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from kg_rageval.audit.config import config_from_mapping, load_config
-from kg_rageval.audit.families import FamilySpec, REGISTRY, normalize_result, register_family, unregister_family
+from kg_rageval.audit.families import (
+    REGISTRY,
+    FamilySpec,
+    normalize_result,
+    register_family,
+    unregister_family,
+)
 from kg_rageval.audit.runner import run_audit
-from kg_rageval.cli.main import main
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.cli.main import main
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "audit"
 
@@ -80,42 +86,89 @@ def test_missing_evidence_fails(stub):
 def test_unknown_slice_name_or_value_is_a_config_error(stub, workdir):
     """A slice the records do not have is a typo (exit 2 with a "did you mean"), decided before
     any family runs; a known slice value and node are fine."""
-    base = {"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
-            "missing_runs": {"budget": 0.5}}
-    res = run_audit(config_from_mapping({**base, "gates": ["stub_accuracy[node:sedan] >= 0.1",
-                                                           "stub_accuracy[slice:intent=lookup] >= 0.1"]},
-                                        base_dir=workdir), progress=False)
+    base = {
+        "ontology": "vehicles.csv",
+        "records": "records.jsonl",
+        "families": {"stub": {}},
+        "missing_runs": {"budget": 0.5},
+    }
+    res = run_audit(
+        config_from_mapping(
+            {
+                **base,
+                "gates": ["stub_accuracy[node:sedan] >= 0.1", "stub_accuracy[slice:intent=lookup] >= 0.1"],
+            },
+            base_dir=workdir,
+        ),
+        progress=False,
+    )
     assert [r.status for r in res.gate_results[:2]] == ["pass", "pass"]
-    with pytest.raises(ConfigError, match=r"no record has intent='lookp' \(did you mean 'lookup'\?\); values: compare, lookup"):
-        run_audit(config_from_mapping({**base, "gates": ["stub_accuracy[slice:intent=lookp] >= 0.1"]},
-                                      base_dir=workdir), progress=False)
+    with pytest.raises(
+        ConfigError,
+        match=r"no record has intent='lookp' \(did you mean 'lookup'\?\); values: compare, lookup",
+    ):
+        run_audit(
+            config_from_mapping(
+                {**base, "gates": ["stub_accuracy[slice:intent=lookp] >= 0.1"]}, base_dir=workdir
+            ),
+            progress=False,
+        )
     with pytest.raises(ConfigError, match=r"no record has the slice 'intnt' \(did you mean 'intent'\?\)"):
-        run_audit(config_from_mapping({**base, "gates": ["stub_accuracy[slice:intnt=lookup] >= 0.1"]},
-                                      base_dir=workdir), progress=False)
+        run_audit(
+            config_from_mapping(
+                {**base, "gates": ["stub_accuracy[slice:intnt=lookup] >= 0.1"]}, base_dir=workdir
+            ),
+            progress=False,
+        )
     cfg = workdir / "bad.yaml"
-    cfg.write_text("ontology: vehicles.csv\nrecords: records.jsonl\nfamilies: {stub: {}}\n"
-                   "gates: ['stub_accuracy[slice:intent=nosuch] >= 0.1']\n")
+    cfg.write_text(
+        "ontology: vehicles.csv\nrecords: records.jsonl\nfamilies: {stub: {}}\n"
+        "gates: ['stub_accuracy[slice:intent=nosuch] >= 0.1']\n"
+    )
     assert main(["audit", "--config", str(cfg), "--quiet"]) == 2
 
 
 def test_gate_on_unknown_node_is_a_config_error(stub, workdir):
-    cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
-                               "node_gates": {"sedann": ["stub_accuracy >= 0.1"]}}, base_dir=workdir)
+    cfg = config_from_mapping(
+        {
+            "ontology": "vehicles.csv",
+            "records": "records.jsonl",
+            "families": {"stub": {}},
+            "node_gates": {"sedann": ["stub_accuracy >= 0.1"]},
+        },
+        base_dir=workdir,
+    )
     with pytest.raises(ConfigError, match="node 'sedann' is not in the ontology"):
         run_audit(cfg, progress=False)
 
 
 def test_gate_on_a_metric_its_family_lacks_is_a_config_error(stub, workdir):
     # the family ran and does not produce the name: a typo, not missing evidence
-    cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
-                               "gates": ["stub.stub_acuracy >= 0.1"]}, base_dir=workdir)
-    with pytest.raises(ConfigError, match="no family produces metric 'stub.stub_acuracy'.*stub.stub_accuracy"):
+    cfg = config_from_mapping(
+        {
+            "ontology": "vehicles.csv",
+            "records": "records.jsonl",
+            "families": {"stub": {}},
+            "gates": ["stub.stub_acuracy >= 0.1"],
+        },
+        base_dir=workdir,
+    )
+    with pytest.raises(
+        ConfigError, match="no family produces metric 'stub.stub_acuracy'.*stub.stub_accuracy"
+    ):
         run_audit(cfg, progress=False)
 
 
 def test_no_gates_fails(stub, workdir):
-    cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
-                               "missing_runs": {"budget": 1.0}}, base_dir=workdir)
+    cfg = config_from_mapping(
+        {
+            "ontology": "vehicles.csv",
+            "records": "records.jsonl",
+            "families": {"stub": {}},
+            "missing_runs": {"budget": 1.0},
+        },
+        base_dir=workdir,
+    )
     res = run_audit(cfg, progress=False)
     assert res.exit_code == 1
     assert res.gate_results[-1].status == "missing" and "no gates" in res.gate_results[-1].reason
@@ -126,10 +179,15 @@ def test_family_without_evidence_or_module(workdir):
     register_family(FamilySpec("nosection", "kg_rageval.audit.stub:score_stub", ("nothing_here",)))
     register_family(FamilySpec("broken", "kg_rageval.audit.stub:StubFamily", ("labels",)))  # wrong call
     try:
-        cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl",
-                                   "families": {"ghost": {}, "nosection": {}, "broken": {}},
-                                   "gates": ["ghost.x >= 0", "nosection.stub_accuracy >= 0", "broken.y >= 0"]},
-                                  base_dir=workdir)
+        cfg = config_from_mapping(
+            {
+                "ontology": "vehicles.csv",
+                "records": "records.jsonl",
+                "families": {"ghost": {}, "nosection": {}, "broken": {}},
+                "gates": ["ghost.x >= 0", "nosection.stub_accuracy >= 0", "broken.y >= 0"],
+            },
+            base_dir=workdir,
+        )
         res = run_audit(cfg, progress=False)
     finally:
         for n in ("ghost", "nosection", "broken"):
@@ -145,10 +203,16 @@ def test_ambiguous_metric_needs_family_prefix(workdir):
     register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
     register_family(FamilySpec("stub2", "kg_rageval.audit.stub:score_stub", ("labels",)))
     try:
-        cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "records.jsonl",
-                                   "families": {"stub": {}, "stub2": {}}, "missing_runs": {"budget": 0.5},
-                                   "gates": ["stub_accuracy >= 0.5", "stub2.stub_accuracy >= 0.5"]},
-                                  base_dir=workdir)
+        cfg = config_from_mapping(
+            {
+                "ontology": "vehicles.csv",
+                "records": "records.jsonl",
+                "families": {"stub": {}, "stub2": {}},
+                "missing_runs": {"budget": 0.5},
+                "gates": ["stub_accuracy >= 0.5", "stub2.stub_accuracy >= 0.5"],
+            },
+            base_dir=workdir,
+        )
         res = run_audit(cfg, progress=False)
     finally:
         unregister_family("stub")
@@ -168,12 +232,16 @@ def test_config_errors_name_file_and_key(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_config(p)
     assert "ontology: required key is missing" in str(exc.value)
-    p.write_text("ontology: x.csv\nrecords: r.jsonl\ngates: ['a = 1', 'b >= 1', 'c >=']\n"
-                 "slice_gates: {intent: ['d >= 1']}\n")
+    p.write_text(
+        "ontology: x.csv\nrecords: r.jsonl\ngates: ['a = 1', 'b >= 1', 'c >=']\n"
+        "slice_gates: {intent: ['d >= 1']}\n"
+    )
     with pytest.raises(ConfigError) as exc:
         load_config(p)
     msg = str(exc.value)
-    assert "3 invalid gates" in msg and "gates[0]" in msg and "gates[2]" in msg and "slice_gates.intent" in msg
+    assert (
+        "3 invalid gates" in msg and "gates[0]" in msg and "gates[2]" in msg and "slice_gates.intent" in msg
+    )
     bad = tmp_path / "b.toml"
     bad.write_text("ontology = [")
     with pytest.raises(ConfigError, match=r"b\.toml: cannot parse the config: Invalid value"):
@@ -182,7 +250,9 @@ def test_config_errors_name_file_and_key(tmp_path):
     with pytest.raises(ConfigError, match="unknown config file type '.ini'; use .yaml, .yml, .json or .toml"):
         load_config(tmp_path / "c.ini")
     (tmp_path / "d.json").write_text('{"name": "x",}')
-    with pytest.raises(ConfigError, match=r"d\.json: cannot parse the config: Expecting property name .*line 1 column 14"):
+    with pytest.raises(
+        ConfigError, match=r"d\.json: cannot parse the config: Expecting property name .*line 1 column 14"
+    ):
         load_config(tmp_path / "d.json")
 
 
@@ -191,7 +261,9 @@ def test_cli_exit_codes(stub, tmp_path, capsys):
     assert main(["audit", "--config", str(FIX / "fail.toml"), "--quiet"]) == 1
     assert main(["audit", "--config", str(FIX / "missing.yaml"), "--quiet"]) == 1
     bad = tmp_path / "bad.yaml"
-    bad.write_text(f"ontology: {FIX / 'vehicles.csv'}\nrecords: nope.jsonl\ngates: ['stub_accuracy >= 0.1']\n")
+    bad.write_text(
+        f"ontology: {FIX / 'vehicles.csv'}\nrecords: nope.jsonl\ngates: ['stub_accuracy >= 0.1']\n"
+    )
     assert main(["audit", "--config", str(bad), "--quiet"]) == 2  # records file missing
     assert main(["audit", "--config", str(tmp_path / "absent.yaml"), "--quiet"]) == 2
     assert main(["audit", "--quiet"]) == 2  # no config
@@ -227,8 +299,14 @@ def test_reports_round_trip_and_junit(stub, tmp_path):
     doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-finite {c} in JSON"))
     _no_nan(doc)
     assert json.loads(dumps(doc)) == doc == json.loads(dumps(report_dict(res)))
-    assert doc["summary"] == {"pass": 0, "fail": 1, "missing": 3, "gates": 4, "records": 10,
-                              "seconds": doc["summary"]["seconds"]}
+    assert doc["summary"] == {
+        "pass": 0,
+        "fail": 1,
+        "missing": 3,
+        "gates": 4,
+        "records": 10,
+        "seconds": doc["summary"]["seconds"],
+    }
     assert doc["coverage"]["axes"]["intent"] == ["compare", "lookup"]
     assert doc["nodes"]["car"]["metrics"]["stub.stub_accuracy"] == pytest.approx(0.6)
     assert doc["relations"] == {"stub": {"exact": 5, "parent": 2, "sibling": 1}}
@@ -253,13 +331,19 @@ def test_coverage_and_exclusions(stub):
     assert cov["axes"]["branch"] == ["(no gold node)", "boat", "car"]
     assert cov["axes"]["doc_type"] == ["(none)", "definition", "manual"]
     cells = {(c["intent"], c["doc_type"], c["branch"]): c["n"] for c in cov["cells"]}
-    assert cells[("lookup", "(none)", "car")] == 2      # r7, r9
+    assert cells[("lookup", "(none)", "car")] == 2  # r7, r9
     assert cells[("lookup", "definition", "car")] == 2  # r1, r2
-    assert cells[("lookup", "manual", "boat")] == 1     # r8
+    assert cells[("lookup", "manual", "boat")] == 1  # r8
     assert cov["n_cells"] == 18 and cov["n_empty"] == 11 and cov["n_thin"] == 7
     ex = res.exclusions
-    assert ex == {"gold_documents": 3, "excluded_by_filter": {"category": 1}, "excluded_by_branch": {"car": 1},
-                  "excluded_by_entitlement": 1, "inconsistent_filter_log": 0, "inconsistent_examples": []}
+    assert ex == {
+        "gold_documents": 3,
+        "excluded_by_filter": {"category": 1},
+        "excluded_by_branch": {"car": 1},
+        "excluded_by_entitlement": 1,
+        "inconsistent_filter_log": 0,
+        "inconsistent_examples": [],
+    }
 
 
 def test_baseline_deltas_and_budget(stub, workdir):
@@ -271,12 +355,18 @@ def test_baseline_deltas_and_budget(stub, workdir):
         if r["id"] == "r1":
             r["labels"]["pred"] = ["hatchback"]
     base.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
-    cfg = config_from_mapping({
-        "ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
-        "missing_runs": {"budget": 0.5}, "gates": ["stub_accuracy >= 0.5"],
-        "baseline": {"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.1}},
-        "bootstrap": {"n_resamples": 300, "seed": 3, "min_units": 5},
-    }, base_dir=workdir)
+    cfg = config_from_mapping(
+        {
+            "ontology": "vehicles.csv",
+            "records": "records.jsonl",
+            "families": {"stub": {}},
+            "missing_runs": {"budget": 0.5},
+            "gates": ["stub_accuracy >= 0.5"],
+            "baseline": {"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.1}},
+            "bootstrap": {"n_resamples": 300, "seed": 3, "min_units": 5},
+        },
+        base_dir=workdir,
+    )
     res = run_audit(cfg, progress=False)
     d = res.metrics["delta:stub.stub_accuracy"]
     assert d.value == pytest.approx(5 / 8 - 6 / 8)
@@ -293,12 +383,16 @@ def test_baseline_deltas_and_budget(stub, workdir):
     metrics_part = html.split("<h2>Metrics</h2>", 1)[1].split("<h2>Baseline comparison</h2>", 1)[0]
     baseline_part = html.split("<h2>Baseline comparison</h2>", 1)[1]
     assert "delta:" not in metrics_part
-    assert "<th>gated delta</th>" in baseline_part and "<code>delta:stub.stub_accuracy</code>" in baseline_part
+    assert (
+        "<th>gated delta</th>" in baseline_part and "<code>delta:stub.stub_accuracy</code>" in baseline_part
+    )
     assert "-0.1250" in baseline_part.split("</table>", 1)[0]
     # the failed delta gate lists the records that regressed: r2 and r6 (1 → 0), not r1 (0 → 1)
     (fd,) = [f for f in res.failing if f["gate"].startswith("delta:")]
     assert [(r["id"], r["value"], r["baseline"], r["deficit"]) for r in fd["records"]] == [
-        ("r2", 0.0, 1.0, 1.0), ("r6", 0.0, 1.0, 1.0)]
+        ("r2", 0.0, 1.0, 1.0),
+        ("r6", 0.0, 1.0, 1.0),
+    ]
     assert fd["n_driving"] == 2 and fd["records"][0]["gold"] == ["hatchback"]
 
 
@@ -338,8 +432,13 @@ def test_normalize_result_shapes(stub):
 
 
 def test_slices_option_limits_breakdowns(stub, workdir):
-    base = {"ontology": "vehicles.csv", "records": "records.jsonl", "families": {"stub": {}},
-            "missing_runs": {"budget": 0.5}, "gates": ["stub_accuracy >= 0"]}
+    base = {
+        "ontology": "vehicles.csv",
+        "records": "records.jsonl",
+        "families": {"stub": {}},
+        "missing_runs": {"budget": 0.5},
+        "gates": ["stub_accuracy >= 0"],
+    }
     res = run_audit(config_from_mapping(base, base_dir=workdir), progress=False)
     lookup = res.slices["stub"]["slice:intent"]["lookup"]
     assert lookup["n"] == 5 and lookup["metrics"]["stub_accuracy"]["value"] == pytest.approx(0.6)
@@ -348,7 +447,9 @@ def test_slices_option_limits_breakdowns(stub, workdir):
 
 
 def test_families_shorthands(workdir):
-    a = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "families": ["hierarchy", "retrieval"]})
+    a = config_from_mapping(
+        {"ontology": "o.csv", "records": "r.jsonl", "families": ["hierarchy", "retrieval"]}
+    )
     b = config_from_mapping({"ontology": "o.csv", "records": "r.jsonl", "families": {"hierarchy": None}})
     assert a.families == {"hierarchy": {}, "retrieval": {}} and b.families == {"hierarchy": {}}
     with pytest.raises(ConfigError, match="families.hierarchy"):
@@ -361,10 +462,14 @@ def test_config_errors_are_one_line_exit_2(tmp_path):
     from kg_rageval.cli.main import cli
 
     cfg = tmp_path / "bad.yaml"
-    cfg.write_text(f'name: x\nontology: {FIX / "vehicles.csv"}\nrecords: {FIX / "records.jsonl"}\n'
-                   'families: {hierarchy: {}}\ngates: ["a >> 1", "b >= x"]\n')
+    cfg.write_text(
+        f"name: x\nontology: {FIX / 'vehicles.csv'}\nrecords: {FIX / 'records.jsonl'}\n"
+        'families: {hierarchy: {}}\ngates: ["a >> 1", "b >= x"]\n'
+    )
     res = CliRunner().invoke(cli, ["audit", "-c", str(cfg), "-o", str(tmp_path / "out"), "-q"])
     assert res.exit_code == 2
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"error: {cfg}: 2 invalid gates: gates[0]: cannot parse gate 'a >> 1'")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: {cfg}: 2 invalid gates: gates[0]: cannot parse gate 'a >> 1'"
+    )
     assert "; gates[1]: cannot parse gate 'b >= x'" in lines[0]

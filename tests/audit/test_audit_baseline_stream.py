@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from report_helpers import without_timings  # tests/ is on sys.path
 
 from kg_rageval.audit.config import config_from_mapping
 from kg_rageval.audit.reports import write_reports
 from kg_rageval.audit.runner import run_audit
 from kg_rageval.families.hierarchy import score_hierarchy
 from kg_rageval.ontology import load_ontology
-from report_helpers import without_timings  # tests/ is on sys.path
 
 pytestmark = pytest.mark.slow  # baseline audits streamed and held over generated ATT&CK (~17 s)
 
@@ -42,8 +42,10 @@ def data(generated_attack, tmp_path_factory):
         sys.path.remove(str(ROOT / "benchmarks"))
     d = tmp_path_factory.mktemp("baseline_stream")
     assert perturb(src / "records.jsonl", d / "perturbed.jsonl", seed=1) > 400
-    for name, source, left_out in (("cand.jsonl", src / "records.jsonl", ONLY_BASELINE),
-                                   ("base.jsonl", d / "perturbed.jsonl", ONLY_CANDIDATE)):
+    for name, source, left_out in (
+        ("cand.jsonl", src / "records.jsonl", ONLY_BASELINE),
+        ("base.jsonl", d / "perturbed.jsonl", ONLY_CANDIDATE),
+    ):
         lines = [ln for ln in source.read_text().splitlines() if json.loads(ln)["id"] not in left_out]
         (d / name).write_text("\n".join(lines) + "\n")
     for name in ("corpus.jsonl", "spec.yaml"):
@@ -53,11 +55,20 @@ def data(generated_attack, tmp_path_factory):
 
 def _mapping(d: Path, onto_path: Path, families=FAMILIES, **baseline) -> dict:
     return {
-        "name": "baseline-stream", "ontology": str(onto_path), "records": "cand.jsonl",
-        "corpus": "corpus.jsonl", "spec": "spec.yaml", "families": {f: {} for f in families},
+        "name": "baseline-stream",
+        "ontology": str(onto_path),
+        "records": "cand.jsonl",
+        "corpus": "corpus.jsonl",
+        "spec": "spec.yaml",
+        "families": {f: {} for f in families},
         "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(delta:linking.linking_macro_f1) >= -0.01"],
-        "baseline": {"records": "base.jsonl", "max_dropped": 3, "use": "ci_low",
-                     "budgets": {"hierarchy.hierarchical_f1": 0.05, "retrieval.mrr": 0.05}, **baseline},
+        "baseline": {
+            "records": "base.jsonl",
+            "max_dropped": 3,
+            "use": "ci_low",
+            "budgets": {"hierarchy.hierarchical_f1": 0.05, "retrieval.mrr": 0.05},
+            **baseline,
+        },
         "bootstrap": {"n_resamples": 100, "seed": 0},
     }
 
@@ -69,8 +80,11 @@ def _run(d: Path, mapping: dict, size: int, out: Path, spill_rows: int | None = 
         cfg.spill_rows = spill_rows
     res = run_audit(cfg, progress=False)
     write_reports(res, out)
-    files = {p.name: p.read_bytes() for p in sorted(out.iterdir())
-             if p.name not in ("report.json", "manifest.json", "junit.xml", "report.html")}
+    files = {
+        p.name: p.read_bytes()
+        for p in sorted(out.iterdir())
+        if p.name not in ("report.json", "manifest.json", "junit.xml", "report.html")
+    }
     return res, without_timings(json.loads((out / "report.json").read_text())), files
 
 
@@ -88,8 +102,14 @@ def test_streamed_baseline_equals_held(data, tmp_path, held_calls):
     assert pairing["candidate_only"] == {"n": 2, "ids": sorted(ONLY_CANDIDATE)}
     assert pairing["baseline_only"] == {"n": 3, "ids": sorted(ONLY_BASELINE)}
     onto = load_ontology(onto_path)
-    both = [[r for r in map(json.loads, (d / f).read_text().splitlines())
-             if r["id"] not in ONLY_BASELINE | ONLY_CANDIDATE] for f in ("cand.jsonl", "base.jsonl")]
+    both = [
+        [
+            r
+            for r in map(json.loads, (d / f).read_text().splitlines())
+            if r["id"] not in ONLY_BASELINE | ONLY_CANDIDATE
+        ]
+        for f in ("cand.jsonl", "base.jsonl")
+    ]
     f1 = [score_hierarchy(onto, rs).metrics()["hierarchical_f1"].value for rs in both]
     delta = bl["deltas"]["delta:hierarchy.hierarchical_f1"]
     assert delta["value"] == pytest.approx(f1[0] - f1[1], abs=1e-12) and delta["value"] > 0.1
@@ -100,15 +120,17 @@ def test_streamed_baseline_equals_held(data, tmp_path, held_calls):
     gates = {g["gate"]: g["status"] for g in ref["gates"]}
     assert gates["ci_low(delta:hierarchy.hierarchical_f1) >= -0.05"] == "pass"
     assert "ci_low(delta:linking.linking_macro_f1) >= -0.01" in gates
-    for size in (333,):  # more sizes: tests/audit/test_audit_stream.py (the demo's baseline at 3, 7, 64, 10,000)
+    for size in (
+        333,
+    ):  # more sizes: tests/audit/test_audit_stream.py (the demo's baseline at 3, 7, 64, 10,000)
         held_calls["held"] = 0
         res, got, got_files = _run(d, mapping, size, tmp_path / f"s{size}")
         assert res.chunk_size == size and held_calls["held"] == 0, size  # the baseline streamed too
         assert got == ref, size
         assert got_files == files, size  # report.md, prov.ttl (the audited run's trail only)
     # both runs' result columns spilled to their temporary files (past 500 rows): the same report
-    from kg_rageval.results import colstore
     from kg_rageval.audit import paired_baseline
+    from kg_rageval.results import colstore
 
     held_calls["held"] = 0
     stores: list[object] = []
@@ -142,8 +164,10 @@ def test_unsound_pairing_is_missing_evidence_streamed_and_held(data, tmp_path, h
     mapping = _mapping(d, onto_path, ("hierarchy", "linking", "retrieval"), max_dropped=0)
     _, ref, _ = _run(d, mapping, 0, tmp_path / "held")
     reason = ref["baseline"]["pairing"]["retrieval"]["missing"]
-    assert reason.startswith("the candidate's records lack 3 record(s) of the baseline ('q000003', 'q000500', "
-                             "'q001999'; baseline.max_dropped = 0)")
+    assert reason.startswith(
+        "the candidate's records lack 3 record(s) of the baseline ('q000003', 'q000500', "
+        "'q001999'; baseline.max_dropped = 0)"
+    )
     assert ref["baseline"]["deltas"]["delta:retrieval.mrr"]["value"] is None
     assert {g["status"] for g in ref["gates"] if "delta:" in g["gate"]} == {"missing"}
     held_calls["held"] = 0
@@ -157,8 +181,10 @@ def test_baseline_reading_errors_are_the_held_ones(data, tmp_path):
 
     d, onto_path = data
     lines = (d / "base.jsonl").read_text().splitlines()
-    for name, bad in (("badjson.jsonl", lines[:1500] + ["{not json"] + lines[1500:]),
-                      ("dup.jsonl", lines[:1700] + [lines[3]] + lines[1700:])):
+    for name, bad in (
+        ("badjson.jsonl", lines[:1500] + ["{not json"] + lines[1500:]),
+        ("dup.jsonl", lines[:1700] + [lines[3]] + lines[1700:]),
+    ):
         (tmp_path / name).write_text("\n".join(bad) + "\n")
         msgs = []
         for size in (0, 256):
@@ -182,12 +208,16 @@ def test_paired_ids_equal_numpys_set_routines(seed):
     pool = np.array([f"q{i:05d}" for i in rng.permutation(5000)])
     n_c, n_b = [(0, 40), (40, 0), (300, 300), (1000, 200), (50, 3000), (2500, 2500)][seed]
     ids_c = pool[:n_c] if seed != 4 else pool[1000:1050]
-    ids_b = pool[n_c // 2:n_c // 2 + n_b] if seed != 3 else np.sort(pool[4800:5000])
+    ids_b = pool[n_c // 2 : n_c // 2 + n_b] if seed != 3 else np.sort(pool[4800:5000])
     if seed == 2:
         ids_c = np.sort(ids_c)
     pair = PairedIds(ids_c, ids_b)
     common, ic, ib = np.intersect1d(ids_c, ids_b, return_indices=True)
-    assert np.array_equal(pair.common, common) and np.array_equal(pair.at_c, ic) and np.array_equal(pair.at_b, ib)
+    assert (
+        np.array_equal(pair.common, common)
+        and np.array_equal(pair.at_c, ic)
+        and np.array_equal(pair.at_b, ib)
+    )
     assert pair.n_either == len(np.union1d(ids_c, ids_b))
     for k in (0, 1, 20, 10_000):
         assert pair.only_c(k) == np.setdiff1d(ids_c, common)[:k].tolist()
@@ -201,8 +231,12 @@ def test_baseline_manifest_larger_than_the_limit_is_refused(tmp_path):
     from kg_rageval.base.limits import limits
 
     man = tmp_path / "baseline-manifest.json"
-    man.write_text(json.dumps({"inputs": {"ontology": {"content_hash": "sha256:ab", "path": "o"}}}))  # 68 bytes
+    man.write_text(
+        json.dumps({"inputs": {"ontology": {"content_hash": "sha256:ab", "path": "o"}}})
+    )  # 68 bytes
     assert _manifest_release(man, "audit.yaml")["content_hash"] == "sha256:ab"
-    with (limits({"max_doc_bytes": 67}),
-          pytest.raises(LimitExceeded, match=r"baseline-manifest\.json.*the baseline manifest is 68 bytes")):
+    with (
+        limits({"max_doc_bytes": 67}),
+        pytest.raises(LimitExceeded, match=r"baseline-manifest\.json.*the baseline manifest is 68 bytes"),
+    ):
         _manifest_release(man, "audit.yaml")

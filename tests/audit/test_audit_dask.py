@@ -9,11 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from audit_stream_helpers import (
+    STREAMABLE,
+    _audit,
+    _files,
+    _report,
+    _vehicle_records,
+    _vehicles_config,
+    _write,
+)
 
 from kg_rageval.audit.config import config_from_mapping, load_config
-
-from audit_stream_helpers import (STREAMABLE, _audit, _files, _report, _vehicle_records, _vehicles_config,
-                               _write)
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow  # a LocalCluster of two worker processes
@@ -58,7 +64,11 @@ def test_demo_audit_on_cluster_equals_in_process(client, demo, tmp_path, family_
     for size in (7, 64):
         family_calls["calls"] = 0
         _audit(_demo_config(demo), size, tmp_path / f"l{size}")
-        ref, files, in_process = _report(tmp_path / f"l{size}"), _files(tmp_path / f"l{size}"), family_calls["calls"]
+        ref, files, in_process = (
+            _report(tmp_path / f"l{size}"),
+            _files(tmp_path / f"l{size}"),
+            family_calls["calls"],
+        )
         assert ref["summary"]["records"] == 396
         family_calls["calls"] = 0
         res = _on(client, _demo_config(demo), size, tmp_path / f"d{size}")
@@ -88,10 +98,17 @@ def attack(generated_attack):
     """The session's 2,000 generated ATT&CK records (tests/conftest.py) and a config for them."""
     out, onto_path = generated_attack
     mapping = {
-        "name": "dask", "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl",
-        "spec": "spec.yaml", "families": {f: {} for f in STREAMABLE},
-        "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(retrieval.recall@10) >= 0.8",
-                  "linking.linking_macro_f1 >= 0.8"],
+        "name": "dask",
+        "ontology": str(onto_path),
+        "records": "records.jsonl",
+        "corpus": "corpus.jsonl",
+        "spec": "spec.yaml",
+        "families": {f: {} for f in STREAMABLE},
+        "gates": [
+            "hierarchy.hierarchical_f1 >= 0.8",
+            "ci_low(retrieval.recall@10) >= 0.8",
+            "linking.linking_macro_f1 >= 0.8",
+        ],
         "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},
         "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
         "bootstrap": {"n_resamples": 100, "seed": 0},

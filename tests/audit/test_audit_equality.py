@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 import pytest
+from threadpoolctl import threadpool_limits
 
 from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
 
@@ -51,12 +51,24 @@ def ref_drivers(results, index, ontology, config):
                 continue
             total_w = float(total.denominator) if total.denominator else float(len(ev))
             total_def = branch_impact(gv, total_w, gv, g.threshold, g.op)["deficit"]
-            out.append({"gate": str(g), "node": nid, "label": ontology.label(nid), "depth": row["depth"],
-                        "n": row["n"], "value": m.value, "status": "fail", "weight": weight,
-                        "shortfall": abs(m.value - g.threshold), "deficit": imp["deficit"],
-                        "deficit_share": imp["deficit"] / total_def if total_def else None,
-                        "size_share": weight / total_w if total_w else None,
-                        "impact": imp["impact"], "thin": row["n"] < config.coverage.thin})
+            out.append(
+                {
+                    "gate": str(g),
+                    "node": nid,
+                    "label": ontology.label(nid),
+                    "depth": row["depth"],
+                    "n": row["n"],
+                    "value": m.value,
+                    "status": "fail",
+                    "weight": weight,
+                    "shortfall": abs(m.value - g.threshold),
+                    "deficit": imp["deficit"],
+                    "deficit_share": imp["deficit"] / total_def if total_def else None,
+                    "size_share": weight / total_w if total_w else None,
+                    "impact": imp["impact"],
+                    "thin": row["n"] < config.coverage.thin,
+                }
+            )
     out.sort(key=lambda e: (-e["impact"], -e["depth"], e["node"]))
     return out[: max(config.report.top_branches * 5, 50)]
 
@@ -72,7 +84,9 @@ def ref_nodes(runs, ontology, only):
             for nid, g in ev.rollup(ontology).items():
                 if only is not None and nid not in only:
                     continue
-                d = nodes.setdefault(nid, {"label": ontology.label(nid), "depth": g["depth"], "n": {}, "metrics": {}})
+                d = nodes.setdefault(
+                    nid, {"label": ontology.label(nid), "depth": g["depth"], "n": {}, "metrics": {}}
+                )
                 d["n"][fam] = max(d["n"].get(fam, 0), g["n"])
                 for m, val in g["metrics"].items():
                     d["metrics"][f"{fam}.{m}"] = finite_or_none(val.value)
@@ -104,8 +118,9 @@ def ref_paired(ev, bev, n_resamples, level, seed):
             c1, b1 = fc.get(m), fb.get(m)
             if c1 is None or b1 is None or c1.value is None or b1.value is None or c1.value == b1.value:
                 continue
-            rows[m].append({"record_id": rid, "candidate": c1.value, "baseline": b1.value,
-                            "delta": c1.value - b1.value})
+            rows[m].append(
+                {"record_id": rid, "candidate": c1.value, "baseline": b1.value, "delta": c1.value - b1.value}
+            )
     for m in rows:
         rows[m].sort(key=lambda r: (r["delta"], r["record_id"]))
         rows[m] = rows[m][:50]
@@ -184,16 +199,30 @@ def test_generated_audit_equals_the_previous_code(tmp_path):
 
     onto_path = ROOT / "ontologies" / "enterprise-attack-18.1.json.gz"
     generate(load_ontology(onto_path), 1500, 3, tmp_path)
-    cfg = config_from_mapping({
-        "name": "eq", "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl",
-        "spec": "spec.yaml",
-        "families": {f: {} for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")},
-        "gates": ["hierarchy.hierarchical_f1 >= 0.9", "ci_low(retrieval.recall@10) >= 0.8",
-                  "ci_low(generation.faithfulness) >= 0.95", "linking.linking_macro_f1 >= 0.8",
-                  "provenance.citation_completeness >= 0.9", "retrieval.mrr >= 0.9"],
-        "bootstrap": {"n_resamples": 300, "seed": 4, "always": True},
-        "report": {"node_rollup": "all"},
-    }, base_dir=tmp_path)
+    cfg = config_from_mapping(
+        {
+            "name": "eq",
+            "ontology": str(onto_path),
+            "records": "records.jsonl",
+            "corpus": "corpus.jsonl",
+            "spec": "spec.yaml",
+            "families": {
+                f: {}
+                for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
+            },
+            "gates": [
+                "hierarchy.hierarchical_f1 >= 0.9",
+                "ci_low(retrieval.recall@10) >= 0.8",
+                "ci_low(generation.faithfulness) >= 0.95",
+                "linking.linking_macro_f1 >= 0.8",
+                "provenance.citation_completeness >= 0.9",
+                "retrieval.mrr >= 0.9",
+            ],
+            "bootstrap": {"n_resamples": 300, "seed": 4, "always": True},
+            "report": {"node_rollup": "all"},
+        },
+        base_dir=tmp_path,
+    )
     res = run_audit(cfg, progress=False)
     assert res.drivers
     _compare(res)

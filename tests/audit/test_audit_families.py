@@ -59,9 +59,17 @@ def test_missing_run_scored_by_the_family_counts_against_the_budget(tmp_path):
     (tmp_path / "r.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     from kg_rageval.audit.config import config_from_mapping
 
-    cfg = config_from_mapping({"ontology": "vehicles.csv", "records": "r.jsonl", "corpus": "real_corpus.jsonl",
-                               "families": {"retrieval": {}}, "missing_runs": {"budget": 0.2},
-                               "gates": ["retrieval.recall@10 >= 0.1"]}, base_dir=tmp_path)
+    cfg = config_from_mapping(
+        {
+            "ontology": "vehicles.csv",
+            "records": "r.jsonl",
+            "corpus": "real_corpus.jsonl",
+            "families": {"retrieval": {}},
+            "missing_runs": {"budget": 0.2},
+            "gates": ["retrieval.recall@10 >= 0.1"],
+        },
+        base_dir=tmp_path,
+    )
     res = run_audit(cfg, progress=False)
     by = {str(r.gate): r for r in res.gate_results}
     assert res.counts["families"]["retrieval"]["missing_runs"] == 1
@@ -75,13 +83,20 @@ def test_unknown_family_or_option_is_a_config_error(tmp_path):
     from kg_rageval.audit.config import config_from_mapping
     from kg_rageval.base.errors import ConfigError
 
-    base = {"ontology": str(FIX / "vehicles.csv"), "records": str(FIX / "real_records.jsonl"),
-            "gates": ["retrieval.mrr >= 0"]}
+    base = {
+        "ontology": str(FIX / "vehicles.csv"),
+        "records": str(FIX / "real_records.jsonl"),
+        "gates": ["retrieval.mrr >= 0"],
+    }
     with pytest.raises(ConfigError, match="families.retrieval: .*bogus"):
         run_audit(config_from_mapping({**base, "families": {"retrieval": {"bogus": 1}}}), progress=False)
-    with pytest.raises(ConfigError, match=r"unknown family 'retreival' \(did you mean 'retrieval'\?\); known: .*retrieval"):
+    with pytest.raises(
+        ConfigError, match=r"unknown family 'retreival' \(did you mean 'retrieval'\?\); known: .*retrieval"
+    ):
         run_audit(config_from_mapping({**base, "families": {"retreival": {}}}), progress=False)
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(f"ontology: {FIX / 'vehicles.csv'}\nrecords: {FIX / 'real_records.jsonl'}\n"
-                   "families: {retrieval: {bogus: 1}}\ngates: ['retrieval.mrr >= 0']\n")
+    cfg.write_text(
+        f"ontology: {FIX / 'vehicles.csv'}\nrecords: {FIX / 'real_records.jsonl'}\n"
+        "families: {retrieval: {bogus: 1}}\ngates: ['retrieval.mrr >= 0']\n"
+    )
     assert main(["audit", "--config", str(cfg), "--quiet"]) == 2

@@ -25,10 +25,15 @@ def _expected(name: str) -> float:
 
 def _config(tmp_path, **extra):
     (tmp_path / "records.jsonl").write_text('{"id": "r1"}\n')
-    data = {"ontology": str(ROOT / "ontologies" / "doid-cancer-slim.obo"), "records": str(tmp_path / "records.jsonl"),
-            "qrels": str(TE / "qrels.test"), "run": str(TE / "results.test"),
-            "families": {"trec": {"mode": "trec_eval", "measures": ["recip_rank", "bpref", "P(rel=2)@10"]}},
-            "gates": ["recip_rank >= 0.4", "bpref < 0.2", "trec.P(rel=2)@10 > 0", "ERR@10 >= 0"], **extra}
+    data = {
+        "ontology": str(ROOT / "ontologies" / "doid-cancer-slim.obo"),
+        "records": str(tmp_path / "records.jsonl"),
+        "qrels": str(TE / "qrels.test"),
+        "run": str(TE / "results.test"),
+        "families": {"trec": {"mode": "trec_eval", "measures": ["recip_rank", "bpref", "P(rel=2)@10"]}},
+        "gates": ["recip_rank >= 0.4", "bpref < 0.2", "trec.P(rel=2)@10 > 0", "ERR@10 >= 0"],
+        **extra,
+    }
     return config_from_mapping(data, base_dir=tmp_path)
 
 

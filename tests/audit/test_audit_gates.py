@@ -32,7 +32,9 @@ def test_parse_and_canonical_round_trip(text, gate):
 
 
 def test_canonical_strings():
-    assert str(parse_gate("ci_low(mrr)[slice:intent=lookup]>=.5")) == "ci_low(mrr[slice:intent=lookup]) >= 0.5"
+    assert (
+        str(parse_gate("ci_low(mrr)[slice:intent=lookup]>=.5")) == "ci_low(mrr[slice:intent=lookup]) >= 0.5"
+    )
     assert str(parse_gate("recall@10>=0.850")) == "recall@10 >= 0.85"
     assert parse_gate("a >= 1").key == "a" and parse_gate("a[node:X] >= 1").key == "a[node:X]"
 
@@ -82,19 +84,32 @@ def test_evaluate_statuses():
         "x[slice:intent=a]": Metric("x", 0.3),
         "eq": Metric("eq", 0.1 + 0.2),
     }
-    gates = [parse_gate(t) for t in [
-        "recall@10 >= 0.9",        # pass at the boundary
-        "recall@10 > 0.9",         # fail at the boundary
-        "mrr >= 0.5",              # pass
-        "ci_low(mrr) >= 0.5",      # fail: lower bound 0.4
-        "ci_high(mrr) >= 0.7",     # pass
-        "nil_recall >= 0.5",       # missing: empty denominator
-        "ndcg@10 >= 0.5",          # missing: no such metric
-        "x[slice:intent=a] < 0.5",  # pass, scoped key
-        "eq == 0.3",               # pass within 1e-12
-    ]]
+    gates = [
+        parse_gate(t)
+        for t in [
+            "recall@10 >= 0.9",  # pass at the boundary
+            "recall@10 > 0.9",  # fail at the boundary
+            "mrr >= 0.5",  # pass
+            "ci_low(mrr) >= 0.5",  # fail: lower bound 0.4
+            "ci_high(mrr) >= 0.7",  # pass
+            "nil_recall >= 0.5",  # missing: empty denominator
+            "ndcg@10 >= 0.5",  # missing: no such metric
+            "x[slice:intent=a] < 0.5",  # pass, scoped key
+            "eq == 0.3",  # pass within 1e-12
+        ]
+    ]
     res = evaluate_gates(gates, metrics)
-    assert [r.status for r in res] == ["pass", "fail", "pass", "fail", "pass", "missing", "missing", "pass", "pass"]
+    assert [r.status for r in res] == [
+        "pass",
+        "fail",
+        "pass",
+        "fail",
+        "pass",
+        "missing",
+        "missing",
+        "pass",
+        "pass",
+    ]
     assert res[0].observed == 0.9 and "(9/10)" in res[0].reason
     assert res[3].observed == 0.4
     assert res[5].observed is None and "no gold NIL mentions" in res[5].reason
@@ -110,7 +125,9 @@ def test_non_finite_values_are_missing_not_compared():
     from kg_rageval.audit.gates import metric_dict
 
     nan = Metric("x", float("nan"))
-    res = evaluate_gates([parse_gate("x <= 1"), parse_gate("ci_low(y) >= 0")],
-                         {"x": nan, "y": Metric("y", 0.5, ci=(float("-inf"), 1.0))})
+    res = evaluate_gates(
+        [parse_gate("x <= 1"), parse_gate("ci_low(y) >= 0")],
+        {"x": nan, "y": Metric("y", 0.5, ci=(float("-inf"), 1.0))},
+    )
     assert [r.status for r in res] == ["missing", "missing"]
     assert metric_dict(nan)["value"] is None and "non-finite" in metric_dict(nan)["missing"]

@@ -23,16 +23,31 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"),
 ]
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+]
 _CONSOLE = re.compile(r"CONSOLE|Uncaught|Failed to load resource|net::ERR_")
 
 
 def _chromium(page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess:
     profile = tmp / "profile"
     profile.mkdir(exist_ok=True)
-    cmd = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra,
-           page.resolve().as_uri()]
+    cmd = [
+        CHROMIUM,
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *extra,
+        page.resolve().as_uri(),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -108,7 +123,9 @@ def test_html_metrics_table_sorts_and_filters_in_the_browser(report, tmp_path):
     page.write_text(report.read_text().replace("</body>", _PROBE + "</body>"))
     dom = _chromium(page, tmp_path, "--dump-dom")
     assert dom.returncode == 0 and not _console_errors(dom.stderr), _console_errors(dom.stderr)
-    probe = _json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    probe = _json.loads(
+        re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"')
+    )
     nums = [float(v) for v in probe["asc"] if v]
     assert probe["sort"] == "ascending" and nums == sorted(nums)
     assert all(v for v in probe["asc"][: len(nums)])  # numbers first, missing values last

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from report_helpers import without_timings  # tests/ is on sys.path
 
 from kg_rageval.records import read_records
-from report_helpers import without_timings  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "fixtures" / "generation"
@@ -93,10 +93,14 @@ def ref_exclusions(records, corpus, ontology, branch_of):
                     br = branch_of(gold_node_of(r))
                     by_branch[br] = by_branch.get(br, 0) + 1
                     break
-    return {"gold_documents": n_gold,
-            "excluded_by_filter": dict(sorted(by_field.items(), key=lambda kv: -kv[1])),
-            "excluded_by_branch": dict(sorted(by_branch.items(), key=lambda kv: -kv[1])),
-            "excluded_by_entitlement": ent, "inconsistent_filter_log": inc, "inconsistent_examples": ex}
+    return {
+        "gold_documents": n_gold,
+        "excluded_by_filter": dict(sorted(by_field.items(), key=lambda kv: -kv[1])),
+        "excluded_by_branch": dict(sorted(by_branch.items(), key=lambda kv: -kv[1])),
+        "excluded_by_entitlement": ent,
+        "inconsistent_filter_log": inc,
+        "inconsistent_examples": ex,
+    }
 
 
 def test_memoised_exclusions_equal_the_previous_code(generated):
@@ -111,10 +115,15 @@ def test_memoised_exclusions_equal_the_previous_code(generated):
             d["metadata"] = {"region": ["eu", "us"] if k % 2 else "eu"}
         d["lang"] = "nl" if k % 3 == 0 else "en"
     records = json.loads(json.dumps(records))
-    extra = [{"field": "lang", "op": "eq", "value": "en"}, {"field": "lang", "op": "in", "value": ["nl", "de"]},
-             {"field": "type", "op": "ne", "value": "proc"}, {"field": "type", "op": "==", "value": "desc"},
-             {"field": "category", "op": "within", "value": "TA0006"}, "not a filter",
-             {"field": "lang", "op": "in", "value": [{"odd": 1}, "en"]}]
+    extra = [
+        {"field": "lang", "op": "eq", "value": "en"},
+        {"field": "lang", "op": "in", "value": ["nl", "de"]},
+        {"field": "type", "op": "ne", "value": "proc"},
+        {"field": "type", "op": "==", "value": "desc"},
+        {"field": "category", "op": "within", "value": "TA0006"},
+        "not a filter",
+        {"field": "lang", "op": "in", "value": [{"odd": 1}, "en"]},
+    ]
     for r in records:
         ret = r["retrieval"]
         u = rng.random()
@@ -140,11 +149,18 @@ def test_audit_freezes_its_inputs_only_while_it_runs(generated):
     from kg_rageval.audit.report_json import dumps, report_dict
 
     _, _, _, tmp = generated
-    cfg = config_from_mapping({
-        "name": "gc", "ontology": str(ONTO), "records": "records.jsonl", "corpus": "corpus.jsonl",
-        "spec": "spec.yaml", "families": {f: {} for f in ("hierarchy", "retrieval", "provenance")},
-        "gates": ["hierarchy.hierarchical_f1 >= 0.9", "provenance.citation_completeness >= 0.9"],
-    }, base_dir=tmp)
+    cfg = config_from_mapping(
+        {
+            "name": "gc",
+            "ontology": str(ONTO),
+            "records": "records.jsonl",
+            "corpus": "corpus.jsonl",
+            "spec": "spec.yaml",
+            "families": {f: {} for f in ("hierarchy", "retrieval", "provenance")},
+            "gates": ["hierarchy.hierarchical_f1 >= 0.9", "provenance.citation_completeness >= 0.9"],
+        },
+        base_dir=tmp,
+    )
     cfg.chunk_size = 0  # the records held (a streamed audit holds none: its inputs are frozen, below)
     seen = []
     real = runner.run_families
@@ -162,7 +178,9 @@ def test_audit_freezes_its_inputs_only_while_it_runs(generated):
         before = gc.get_freeze_count()
         try:
             b = runner.run_audit(cfg, progress=False)
-            assert gc.get_freeze_count() > before // 2  # the caller's freeze: not undone (a frozen object may die)
+            assert (
+                gc.get_freeze_count() > before // 2
+            )  # the caller's freeze: not undone (a frozen object may die)
         finally:
             gc.unfreeze()
     finally:

@@ -11,14 +11,25 @@ import pytest
 from kg_rageval.audit.config import config_from_mapping
 from kg_rageval.audit.runner import run_audit
 
-BASE = {"ontology": "vehicles.csv", "records": "real_records.jsonl", "corpus": "real_corpus.jsonl",
-        "families": {"hierarchy": {}, "retrieval": {"k": [1, 10]}}, "missing_runs": {"budget": 1.0},
-        "gates": ["hierarchy.hierarchical_f1 >= 0.99"]}
+BASE = {
+    "ontology": "vehicles.csv",
+    "records": "real_records.jsonl",
+    "corpus": "real_corpus.jsonl",
+    "families": {"hierarchy": {}, "retrieval": {"k": [1, 10]}},
+    "missing_runs": {"budget": 1.0},
+    "gates": ["hierarchy.hierarchical_f1 >= 0.99"],
+}
 
 
 def audit(workdir, **report):
-    cfg = config_from_mapping({**BASE, "node_gates": {"sedan": ["hierarchy.exact_accuracy >= 0"]},
-                               "report": {"formats": ["json"], **report}}, base_dir=workdir)
+    cfg = config_from_mapping(
+        {
+            **BASE,
+            "node_gates": {"sedan": ["hierarchy.exact_accuracy >= 0"]},
+            "report": {"formats": ["json"], **report},
+        },
+        base_dir=workdir,
+    )
     return run_audit(cfg, progress=False)
 
 
@@ -53,11 +64,23 @@ def test_report_json_nodes_section_is_the_bounded_one(workdir, tmp_path):
 
 
 def test_node_gate_keeps_its_subtree_down_to_node_depth(workdir):
-    cfg = config_from_mapping({**BASE, "node_gates": {"car": ["hierarchy.exact_accuracy >= 0.99"]},
-                               "report": {"formats": ["json"], "node_depth": 1}}, base_dir=workdir)
+    cfg = config_from_mapping(
+        {
+            **BASE,
+            "node_gates": {"car": ["hierarchy.exact_accuracy >= 0.99"]},
+            "report": {"formats": ["json"], "node_depth": 1},
+        },
+        base_dir=workdir,
+    )
     nodes = run_audit(cfg, progress=False).nodes
     # depth <= 1 (vehicle, boat, car) and car's subtree to depth 2 (sedan, hatchback)
     assert set(nodes) == {"vehicle", "boat", "car", "sedan", "hatchback"}
-    cfg = config_from_mapping({**BASE, "gates": ["hierarchy.exact_accuracy[node:boat] >= 0"],
-                               "report": {"formats": ["json"], "node_depth": 0}}, base_dir=workdir)
+    cfg = config_from_mapping(
+        {
+            **BASE,
+            "gates": ["hierarchy.exact_accuracy[node:boat] >= 0"],
+            "report": {"formats": ["json"], "node_depth": 0},
+        },
+        base_dir=workdir,
+    )
     assert set(run_audit(cfg, progress=False).nodes) == {"vehicle", "boat"}  # all gates pass

@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from audit_stream_helpers import (  # noqa: F401 (shared with other tests)
+    ROOT,
+    STREAMABLE,
+    _audit,
+    _files,
+    _report,
+    _vehicle_records,
+    _vehicles_config,
+    _write,
+)
+from report_helpers import without_timings  # tests/ is on sys.path
 
 from kg_rageval.audit.config import config_from_mapping, load_config
-from kg_rageval.audit.reports import write_reports
-from kg_rageval.audit.runner import run_audit
-from kg_rageval.scoring import REGISTRY, BoundScorer
 from kg_rageval.base.errors import KgRagevalError
-from report_helpers import without_timings  # tests/ is on sys.path
-from audit_stream_helpers import ROOT, STREAMABLE, _audit, _report, _files, _write, _vehicle_records, _vehicles_config  # noqa: F401 (shared with other tests)
+from kg_rageval.scoring import REGISTRY, BoundScorer
 
 pytestmark = pytest.mark.slow  # whole audits streamed and held, over the demo and generated ATT&CK (~40 s)
 
@@ -72,7 +78,11 @@ def test_streamed_demo_audit_equals_held(demo, tmp_path, streams):
     ref, files = _report(tmp_path / "held"), _files(tmp_path / "held")
     recs = [json.loads(line) for line in (demo / "records.jsonl").read_text().splitlines()]
     base = [json.loads(line) for line in (demo / "baseline.jsonl").read_text().splitlines()]
-    assert ref["summary"]["records"] == 396 and ref["failing_records"] and ref["exclusions"]["gold_documents"] > 0
+    assert (
+        ref["summary"]["records"] == 396
+        and ref["failing_records"]
+        and ref["exclusions"]["gold_documents"] > 0
+    )
     assert ref["baseline"]["pairing"] and ref["coverage"]["n_cells"] > 0
     for size in (3, 7, 64, 10_000):
         streams["calls"] = 0
@@ -82,7 +92,7 @@ def test_streamed_demo_audit_equals_held(demo, tmp_path, streams):
         assert _files(tmp_path / f"s{size}") == files, size
         # a call per chunk and family on the chunks with its section (one more where a chunk
         # without evidence joins the next), the candidate's and the baseline's (streamed too)
-        chunks = [rs[i:i + size] for rs in (recs, base) for i in range(0, len(rs), size)]
+        chunks = [rs[i : i + size] for rs in (recs, base) for i in range(0, len(rs), size)]
         with_section = sum(any(REGISTRY[f].has_section(r) for r in ch) for ch in chunks for f in STREAMABLE)
         assert with_section <= streams["calls"] <= with_section + len(chunks) // 20 + 2, size
     assert streams["streams"] == 8  # the candidate's and the baseline's records, at each size
@@ -113,13 +123,22 @@ def attack(generated_attack):
     """The session's 2,000 generated ATT&CK records (tests/conftest.py) and a config for them."""
     out, onto_path = generated_attack
     mapping = {
-        "name": "stream", "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl",
-        "spec": "spec.yaml", "families": {f: {} for f in STREAMABLE},
-        "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(retrieval.recall@10) >= 0.8",
-                  "retrieval.filter_false_exclusion_rate <= 0.02", "linking.linking_macro_f1 >= 0.8"],
+        "name": "stream",
+        "ontology": str(onto_path),
+        "records": "records.jsonl",
+        "corpus": "corpus.jsonl",
+        "spec": "spec.yaml",
+        "families": {f: {} for f in STREAMABLE},
+        "gates": [
+            "hierarchy.hierarchical_f1 >= 0.8",
+            "ci_low(retrieval.recall@10) >= 0.8",
+            "retrieval.filter_false_exclusion_rate <= 0.02",
+            "linking.linking_macro_f1 >= 0.8",
+        ],
         "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},
         "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
-        "missing_runs": {"budget": 0.05}, "bootstrap": {"n_resamples": 100, "seed": 0},
+        "missing_runs": {"budget": 0.05},
+        "bootstrap": {"n_resamples": 100, "seed": 0},
     }
     return out, mapping
 
@@ -199,8 +218,18 @@ def _error(mapping: dict, base: Path, size: int) -> str:
     return f"{type(got.value).__name__}: {got.value}"
 
 
-@pytest.mark.parametrize("case", ["bad_json", "duplicate_id", "unknown_gold", "bad_labels",
-                                  "bad_json_and_bad_gate", "unknown_gold_and_bad_gate", "no_corpus"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "bad_json",
+        "duplicate_id",
+        "unknown_gold",
+        "bad_labels",
+        "bad_json_and_bad_gate",
+        "unknown_gold_and_bad_gate",
+        "no_corpus",
+    ],
+)
 def test_errors_are_the_held_audit_errors(case, tmp_path):
     """The same error, naming the same file, line and field, as the held audit raises — also
     which one comes first when there are several (records, then gates, then families)."""
@@ -258,19 +287,38 @@ def test_cli_chunk_size(demo, tmp_path, cli):
     text = (demo / "audit.yaml").read_text()
     for name in ("conformance", "generation", "provenance"):
         text = text.replace(f"  {name}: {{}}\n", "")
-    text = "\n".join(line for line in text.splitlines() if not line.startswith(("- conformance", "- generation",
-                                                                              "- provenance")))
-    cfg.write_text(text.replace("records: records.jsonl", f"records: {demo / 'records.jsonl'}")
-                   .replace("ontology: doid-cancer-slim.obo", f"ontology: {demo / 'doid-cancer-slim.obo'}")
-                   .replace("corpus: corpus.jsonl", f"corpus: {demo / 'corpus.jsonl'}")
-                   .replace("spec: schema.yaml", f"spec: {demo / 'schema.yaml'}")
-                   .replace("records: baseline.jsonl", f"records: {demo / 'baseline.jsonl'}"))
+    text = "\n".join(
+        line
+        for line in text.splitlines()
+        if not line.startswith(("- conformance", "- generation", "- provenance"))
+    )
+    cfg.write_text(
+        text.replace("records: records.jsonl", f"records: {demo / 'records.jsonl'}")
+        .replace("ontology: doid-cancer-slim.obo", f"ontology: {demo / 'doid-cancer-slim.obo'}")
+        .replace("corpus: corpus.jsonl", f"corpus: {demo / 'corpus.jsonl'}")
+        .replace("spec: schema.yaml", f"spec: {demo / 'schema.yaml'}")
+        .replace("records: baseline.jsonl", f"records: {demo / 'baseline.jsonl'}")
+    )
     outs = {}
     for size in ("0", "11"):
-        code, out, err = cli(["audit", "-c", str(cfg), "-q", "--format", "json", "--chunk-size", size,
-                              "-o", str(tmp_path / f"out{size}")])
+        code, out, err = cli(
+            [
+                "audit",
+                "-c",
+                str(cfg),
+                "-q",
+                "--format",
+                "json",
+                "--chunk-size",
+                size,
+                "-o",
+                str(tmp_path / f"out{size}"),
+            ]
+        )
         assert code in (0, 1), err
-        outs[size] = without_timings({k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")})
+        outs[size] = without_timings(
+            {k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")}
+        )
     assert outs["0"] == outs["11"]
     code, _, err = cli(["audit", "-c", str(cfg), "-q", "--chunk-size", "-1"])
     assert code == 2 and "chunk-size" in err
@@ -312,8 +360,12 @@ def test_positive_records_equal_the_per_record_sums():
 
     rng = np.random.default_rng(3)
     ids = np.array([f"r{i}" for i in rng.integers(0, 300, 2000)], dtype=object)
-    for values in (rng.integers(0, 2, 2000) * (rng.random(2000) < 0.1), rng.random(2000) < 0.05,
-                   np.where(rng.random(2000) < 0.2, rng.normal(size=2000), 0.0), np.zeros(2000)):
+    for values in (
+        rng.integers(0, 2, 2000) * (rng.random(2000) < 0.1),
+        rng.random(2000) < 0.05,
+        np.where(rng.random(2000) < 0.2, rng.normal(size=2000), 0.0),
+        np.zeros(2000),
+    ):
         ev = Evaluation(family=F(), record_ids=ids, stats={"n_missing_run": values})
         rid, per = ev.per_record_stats()
         assert _positive_records(ev, "n_missing_run") == rid[per["n_missing_run"] > 0].tolist()

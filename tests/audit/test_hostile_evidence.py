@@ -18,12 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kg_rageval.audit.verify import verify_manifest
 from kg_rageval.audit.reports import ALL_FILES, LOCK, out_lock, sha256_file
+from kg_rageval.audit.verify import verify_manifest
 from kg_rageval.base.errors import InputError
 from kg_rageval.ontology import OntologyBuilder, load_ontology
 from kg_rageval.ontology.cache import load_compiled, save_compiled
-
 
 
 @pytest.fixture()
@@ -76,7 +75,9 @@ def test_tampered_cache_edges_refused(stub, wd, cli, monkeypatch, keyed):
     with pytest.raises(InputError, match=message):
         load_compiled(bad)
     cfg = wd / "t.yaml"
-    cfg.write_text((wd / "pass.yaml").read_text().replace("ontology: vehicles.csv", "ontology: tampered.kgro"))
+    cfg.write_text(
+        (wd / "pass.yaml").read_text().replace("ontology: vehicles.csv", "ontology: tampered.kgro")
+    )
     code, out, err = cli(["audit", "-c", str(cfg), "--out", str(wd / "out")])
     assert code == 2 and out == ""
     _one_line_error(err)
@@ -96,20 +97,34 @@ def test_tampered_closure_refused(wd, monkeypatch):
     a, b = int(z["anc_ptr"][s]), int(z["anc_ptr"][s + 1])
     anc[a] = onto.index("boat") if anc[a] != onto.index("boat") else anc[a]
     bad = _rewrite(path, wd / "closure.kgro", anc_idx=anc)
-    with pytest.raises(InputError, match="ancestor closure does not follow from the edges|depths do not follow"):
+    with pytest.raises(
+        InputError, match="ancestor closure does not follow from the edges|depths do not follow"
+    ):
         load_compiled(bad)
     assert b > a
 
 
-@pytest.mark.parametrize("make,message", [
-    (lambda p: p.write_bytes(b"\x00garbage" * 10), "not a kg-rageval compiled ontology"),
-    (lambda p: p.write_bytes(p.read_bytes()[:200]), "not a kg-rageval compiled ontology"),
-    (lambda p: _rewrite(p, p, header=np.frombuffer(b"[1, 2", dtype=np.uint8)), "not a kg-rageval compiled ontology"),
-    (lambda p: _rewrite(p, p, parent_ptr=np.array([0, 5, 1], dtype=np.int64)), "not a valid index pointer"),
-    (lambda p: _rewrite(p, p, parent_idx=np.full_like(np.load(p)["parent_idx"], 999)), "points outside the 7 nodes"),
-    (lambda p: _rewrite(p, p, ids_len=np.array([1, 2], dtype=np.int64)), "string lengths do not match"),
-    (lambda p: _rewrite(p, p, depth_min=np.zeros((2, 2), dtype=np.int32)), "not a 1-d integer array"),
-])
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda p: p.write_bytes(b"\x00garbage" * 10), "not a kg-rageval compiled ontology"),
+        (lambda p: p.write_bytes(p.read_bytes()[:200]), "not a kg-rageval compiled ontology"),
+        (
+            lambda p: _rewrite(p, p, header=np.frombuffer(b"[1, 2", dtype=np.uint8)),
+            "not a kg-rageval compiled ontology",
+        ),
+        (
+            lambda p: _rewrite(p, p, parent_ptr=np.array([0, 5, 1], dtype=np.int64)),
+            "not a valid index pointer",
+        ),
+        (
+            lambda p: _rewrite(p, p, parent_idx=np.full_like(np.load(p)["parent_idx"], 999)),
+            "points outside the 7 nodes",
+        ),
+        (lambda p: _rewrite(p, p, ids_len=np.array([1, 2], dtype=np.int64)), "string lengths do not match"),
+        (lambda p: _rewrite(p, p, depth_min=np.zeros((2, 2), dtype=np.int32)), "not a 1-d integer array"),
+    ],
+)
 def test_malformed_cache_is_a_clear_error(kgro, cli, make, message):
     path, _ = kgro
     make(path)
@@ -182,12 +197,19 @@ def test_verify_exits_1_when_the_verified_audit_failed(stub, wd, cli):
     assert "identical numbers" in out and "but the verified audit FAILED its gates" in out
 
 
-@pytest.mark.parametrize("edit,expect", [
-    (lambda d: (d / "report.json").write_text((d / "report.json").read_text().replace('"passed": true', '"passed": false')),
-     "report file report.json was changed after the audit wrote it"),
-    (lambda d: (d / "junit.xml").unlink(), "report file junit.xml is missing"),
-    (lambda d: (d / "report.md").write_text("# Audit: PASSED\n"), "report file report.md was changed"),
-])
+@pytest.mark.parametrize(
+    "edit,expect",
+    [
+        (
+            lambda d: (d / "report.json").write_text(
+                (d / "report.json").read_text().replace('"passed": true', '"passed": false')
+            ),
+            "report file report.json was changed after the audit wrote it",
+        ),
+        (lambda d: (d / "junit.xml").unlink(), "report file junit.xml is missing"),
+        (lambda d: (d / "report.md").write_text("# Audit: PASSED\n"), "report file report.md was changed"),
+    ],
+)
 def test_verify_rejects_edited_reports(stub, wd, cli, edit, expect):
     _, man = _audit(cli, wd)
     edit(wd / "out")
@@ -215,16 +237,25 @@ def test_verify_shows_which_gates_changed(stub, wd, cli):
     code, out, _ = cli(["audit", "--verify", str(man), "-q"])
     assert code == 4
     assert "input records changed" in out
-    assert "    gate stub_accuracy[slice:intent=compare] > 0.6: pass 0.6666666666666666 -> fail 0.3333333333333333" in out
+    assert (
+        "    gate stub_accuracy[slice:intent=compare] > 0.6: pass 0.6666666666666666 -> fail 0.3333333333333333"
+        in out
+    )
 
 
-@pytest.mark.parametrize("content,message", [
-    ("{not json", "manifest is not JSON"),
-    ("[1, 2]", "manifest must be a JSON object, found list"),
-    ('{"manifest": {"inputs": []}}', "malformed manifest: 'metrics_digest' is missing or not a string; 'inputs' is"),
-    ('{"manifest": 3}', "malformed manifest: 'manifest' is not an object"),
-    ("[" * 100000 + "]" * 100000, "manifest"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "manifest is not JSON"),
+        ("[1, 2]", "manifest must be a JSON object, found list"),
+        (
+            '{"manifest": {"inputs": []}}',
+            "malformed manifest: 'metrics_digest' is missing or not a string; 'inputs' is",
+        ),
+        ('{"manifest": 3}', "malformed manifest: 'manifest' is not an object"),
+        ("[" * 100000 + "]" * 100000, "manifest"),
+    ],
+)
 def test_malformed_manifest_is_exit_2(tmp_path, cli, content, message):
     p = tmp_path / "manifest.json"
     p.write_text(content)
@@ -239,12 +270,17 @@ def test_older_report_is_moved_aside_not_mixed(stub, wd, cli):
     code, man = _audit(cli, wd, config="fail.toml")
     old = json.loads(man.read_text())
     cfg = wd / "pass2.yaml"
-    cfg.write_text((wd / "pass.yaml").read_text().replace("formats", "formats") + "report: {formats: [json]}\n")
+    cfg.write_text(
+        (wd / "pass.yaml").read_text().replace("formats", "formats") + "report: {formats: [json]}\n"
+    )
     code, man = _audit(cli, wd, config="pass2.yaml")
     assert code == 0
     out = wd / "out"
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["manifest.json", "previous",
-                                                                                  "report.json"]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "manifest.json",
+        "previous",
+        "report.json",
+    ]
     assert json.loads((out / "previous" / "manifest.json").read_text()) == old
     assert set(json.loads(man.read_text())["reports"]) == {"report.json"}
     assert not list(out.glob(".run-*"))
@@ -300,8 +336,11 @@ def _faulty(monkeypatch, at: int, kind: str):
     return calls, real_rmtree
 
 
-_ATTEMPT = st.tuples(st.sampled_from(["clean", "old"]), st.integers(min_value=0, max_value=11),
-                    st.sampled_from(["kill", "disk_full"]))
+_ATTEMPT = st.tuples(
+    st.sampled_from(["clean", "old"]),
+    st.integers(min_value=0, max_value=11),
+    st.sampled_from(["kill", "disk_full"]),
+)
 
 
 @pytest.mark.slow
@@ -315,10 +354,11 @@ def test_no_fault_sequence_yields_a_verified_report_that_differs_from_a_clean_ru
     from kg_rageval.audit.reports import write_reports
     from kg_rageval.audit.runner import run_audit
 
-    runs = {"clean": run_audit(load_config(wd / "pass.yaml"), progress=False),
-            "old": run_audit(load_config(wd / "fail.toml"), progress=False)}
-    out = wd / ("out-" + "-".join(
-        f"{w}{a}{k[0]}" for w, a, k in attempts))
+    runs = {
+        "clean": run_audit(load_config(wd / "pass.yaml"), progress=False),
+        "old": run_audit(load_config(wd / "fail.toml"), progress=False),
+    }
+    out = wd / ("out-" + "-".join(f"{w}{a}{k[0]}" for w, a, k in attempts))
     shutil.rmtree(out, ignore_errors=True)
     finished = False
     for which, at, kind in attempts:
@@ -341,8 +381,12 @@ def test_no_fault_sequence_yields_a_verified_report_that_differs_from_a_clean_ru
         return
     doc = json.loads(man.read_text())
     report = json.loads((out / "report.json").read_text())
-    matches = [w for w, r in runs.items() if doc["manifest"]["metrics_digest"] == r.manifest["metrics_digest"]
-               and report["gates"] == [g.to_dict() for g in r.gate_results]]
+    matches = [
+        w
+        for w, r in runs.items()
+        if doc["manifest"]["metrics_digest"] == r.manifest["metrics_digest"]
+        and report["gates"] == [g.to_dict() for g in r.gate_results]
+    ]
     assert len(matches) == 1  # one run's complete set, never a mix
     if finished:
         assert matches == [attempts[-1][0]]
@@ -374,9 +418,18 @@ def test_names_are_escaped_in_markdown_html_junit(stub, wd, cli):
         recs.append(r)
     (wd / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     cfg = wd / "evil.json"
-    cfg.write_text(json.dumps({"name": evil_name, "ontology": "vehicles.csv", "records": "records.jsonl",
-                               "families": {"stub": {}}, "gates": ["stub_accuracy >= 0.9"],
-                               "slice_gates": {"intent=<img src=x onerror=alert(1)>": ["stub_accuracy >= 0.1"]}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "name": evil_name,
+                "ontology": "vehicles.csv",
+                "records": "records.jsonl",
+                "families": {"stub": {}},
+                "gates": ["stub_accuracy >= 0.9"],
+                "slice_gates": {"intent=<img src=x onerror=alert(1)>": ["stub_accuracy >= 0.1"]},
+            }
+        )
+    )
     code, stdout, err = cli(["audit", "-c", str(cfg), "--out", str(wd / "out"), "-q"])
     assert code == 1, err
     md = (wd / "out" / "report.md").read_text()
@@ -401,9 +454,11 @@ def test_bolt_password_never_printed(stub, wd, cli, monkeypatch):
     code, out, err = cli(["ontology", "inspect", uri])
     assert code == 2 and "hunter2" not in out + err
     cfg = wd / "s.yaml"
-    cfg.write_text(f"ontology: {uri}\nrecords: records.jsonl\ngates: ['x >= 1']\n"
-                   "judge: {model: m, api_key: sk-live-123, headers: {Authorization: Bearer abc}, "
-                   "base_url: 'https://u:pw-9@judge.local/v1?token=zzz'}\n")
+    cfg.write_text(
+        f"ontology: {uri}\nrecords: records.jsonl\ngates: ['x >= 1']\n"
+        "judge: {model: m, api_key: sk-live-123, headers: {Authorization: Bearer abc}, "
+        "base_url: 'https://u:pw-9@judge.local/v1?token=zzz'}\n"
+    )
     for fmt in ("text", "json"):
         code, out, err = cli(["audit", "-c", str(cfg), "--format", fmt, "--out", str(wd / "o")])
         assert code == 2 and "hunter2" not in out + err
@@ -412,9 +467,11 @@ def test_bolt_password_never_printed(stub, wd, cli, monkeypatch):
 
 def test_judge_keys_redacted_in_manifest_and_reports(stub, wd, cli):
     cfg = wd / "j.yaml"
-    cfg.write_text((wd / "pass.yaml").read_text()
-                   + "judge: {model: m, api_key: sk-live-123, api_key_env: OPENAI_API_KEY, "
-                     "headers: {Authorization: Bearer abc}, base_url: 'https://u:pw-9@judge.local/v1?token=zzz'}\n")
+    cfg.write_text(
+        (wd / "pass.yaml").read_text()
+        + "judge: {model: m, api_key: sk-live-123, api_key_env: OPENAI_API_KEY, "
+        "headers: {Authorization: Bearer abc}, base_url: 'https://u:pw-9@judge.local/v1?token=zzz'}\n"
+    )
     code, man = _audit(cli, wd, config="j.yaml")
     assert code == 0
     for name in ALL_FILES:
@@ -422,8 +479,13 @@ def test_judge_keys_redacted_in_manifest_and_reports(stub, wd, cli):
         for secret in ("sk-live-123", "Bearer abc", "pw-9", "zzz"):
             assert secret not in text, (name, secret)
     judge = json.loads(man.read_text())["manifest"]["judge"]
-    assert judge == {"model": "m", "api_key": "***", "api_key_env": "OPENAI_API_KEY",
-                     "headers": {"Authorization": "***"}, "base_url": "https://u:***@judge.local/v1?token=***"}
+    assert judge == {
+        "model": "m",
+        "api_key": "***",
+        "api_key_env": "OPENAI_API_KEY",
+        "headers": {"Authorization": "***"},
+        "base_url": "https://u:***@judge.local/v1?token=***",
+    }
     code, out, _ = cli(["audit", "-c", str(cfg), "--format", "json", "-q"])
     assert "sk-live-123" not in out and "pw-9" not in out
 
@@ -458,8 +520,12 @@ def test_real_kill_9_never_leaves_an_accepted_mixed_report(stub, wd, delay):
     write_reports(old, out)
     clean = run_audit(load_config(wd / "pass.yaml"), progress=False)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    proc = subprocess.Popen([sys.executable, "-c", _AUDIT_SCRIPT, str(wd / "pass.yaml"), str(out)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _AUDIT_SCRIPT, str(wd / "pass.yaml"), str(out)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _time.sleep(delay)
     finished = proc.poll() is not None
     if not finished:
@@ -471,7 +537,10 @@ def test_real_kill_9_never_leaves_an_accepted_mixed_report(stub, wd, delay):
         return  # no manifest: clearly incomplete
     assert res["ok"], res["differences"]
     report = json.loads((out / "report.json").read_text())
-    assert report["gates"] in ([r.to_dict() for r in clean.gate_results], [r.to_dict() for r in old.gate_results])
+    assert report["gates"] in (
+        [r.to_dict() for r in clean.gate_results],
+        [r.to_dict() for r in old.gate_results],
+    )
 
 
 def test_verify_refuses_a_manifest_larger_than_the_limit(tmp_path):
@@ -481,8 +550,10 @@ def test_verify_refuses_a_manifest_larger_than_the_limit(tmp_path):
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"manifest": {}, "pad": "x" * 48}))  # 75 bytes
-    with (limits({"max_doc_bytes": 74}),
-          pytest.raises(LimitExceeded, match=r"manifest\.json.*the manifest is 75 bytes.*max_doc_bytes = 74")):
+    with (
+        limits({"max_doc_bytes": 74}),
+        pytest.raises(LimitExceeded, match=r"manifest\.json.*the manifest is 75 bytes.*max_doc_bytes = 74"),
+    ):
         _load_manifest(man)
 
 
@@ -497,7 +568,9 @@ def test_the_out_lock_is_held_for_the_whole_audit_not_only_the_write(stub, wd, c
     seen = []
 
     def run_audit(*a, **kw):
-        with pytest.raises(InputError, match="another kg-rageval audit is writing reports into this directory"):
+        with pytest.raises(
+            InputError, match="another kg-rageval audit is writing reports into this directory"
+        ):
             with out_lock(out):  # what a second audit would try while this one computes
                 pass
         seen.append("held")

@@ -42,8 +42,13 @@ def _write(path: Path, records) -> Path:
 
 
 def _config(wd: Path, **extra) -> Path:
-    cfg = {"name": "hostile", "ontology": "vehicles.csv", "records": "records.jsonl",
-           "families": {"stub": {}}, **extra}
+    cfg = {
+        "name": "hostile",
+        "ontology": "vehicles.csv",
+        "records": "records.jsonl",
+        "families": {"stub": {}},
+        **extra,
+    }
     p = wd / "audit.json"
     p.write_text(json.dumps(cfg))
     return p
@@ -53,8 +58,11 @@ def _config(wd: Path, **extra) -> Path:
 def test_baseline_sharing_one_record_of_100_is_missing_evidence(stub, wd, cli):
     _write(wd / "records.jsonl", _records([f"q{i}" for i in range(100)]))
     _write(wd / "baseline.jsonl", _records(["q0"] + [f"b{i}" for i in range(99)], correct=lambda k: False))
-    cfg = _config(wd, gates=["stub_accuracy >= 0.5"],
-                  baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}})
+    cfg = _config(
+        wd,
+        gates=["stub_accuracy >= 0.5"],
+        baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}},
+    )
     out = wd / "out"
     code, stdout, _ = cli(["audit", "-c", str(cfg), "--out", str(out), "-q"])
     assert code == 1  # on main this PASSED: the delta on the one shared record is +1
@@ -73,17 +81,26 @@ def test_candidate_lacking_baseline_queries_is_missing_evidence(stub, wd):
     ids = [f"q{i:03d}" for i in range(100)]
     _write(wd / "records.jsonl", _records(ids[:97]))  # dropped three (hard) queries
     _write(wd / "baseline.jsonl", _records(ids))
-    cfg = load_config(_config(wd, gates=["stub_accuracy >= 0.5"],
-                              baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}}))
+    cfg = load_config(
+        _config(
+            wd,
+            gates=["stub_accuracy >= 0.5"],
+            baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}},
+        )
+    )
     res = run_audit(cfg, progress=False)
     st = {r.gate.metric: r for r in res.gate_results}
     assert st["delta:stub_accuracy"].status == "missing"
     assert "lack 3 record(s) of the baseline ('q097', 'q098', 'q099';" in st["delta:stub_accuracy"].reason
     assert res.exit_code == 1
     # tolerated when the config says so: 97/100 paired >= 95 %
-    cfg2 = load_config(_config(wd, gates=["stub_accuracy >= 0.5"],
-                               baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02},
-                                         "max_dropped": 3}))
+    cfg2 = load_config(
+        _config(
+            wd,
+            gates=["stub_accuracy >= 0.5"],
+            baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}, "max_dropped": 3},
+        )
+    )
     res2 = run_audit(cfg2, progress=False)
     assert {r.gate.metric: r.status for r in res2.gate_results}["delta:stub_accuracy"] == "pass"
     assert res2.baseline["pairing"]["stub"]["paired_fraction"] == pytest.approx(0.97)
@@ -96,8 +113,14 @@ def test_low_paired_fraction_is_missing_evidence(stub, wd):
         r["labels"]["pred"] = None
     _write(wd / "records.jsonl", recs)
     _write(wd / "baseline.jsonl", _records(ids))
-    cfg = load_config(_config(wd, gates=["stub_accuracy >= 0.5"], missing_runs={"budget": 1.0},
-                              baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}}))
+    cfg = load_config(
+        _config(
+            wd,
+            gates=["stub_accuracy >= 0.5"],
+            missing_runs={"budget": 1.0},
+            baseline={"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.02}},
+        )
+    )
     res = run_audit(cfg, progress=False)
     r = {r.gate.metric: r for r in res.gate_results}["delta:stub_accuracy"]
     assert r.status == "missing"
@@ -112,8 +135,14 @@ def test_paired_bootstrap_pairs_by_record_id(stub, wd):
     _write(wd / "b2.jsonl", list(reversed(base)))  # same records, other order
     got = []
     for name in ("b1.jsonl", "b2.jsonl"):
-        cfg = load_config(_config(wd, gates=["stub_accuracy >= 0"], bootstrap={"n_resamples": 200},
-                                  baseline={"records": name, "budgets": {"stub_accuracy": 1.0}, "use": "ci_low"}))
+        cfg = load_config(
+            _config(
+                wd,
+                gates=["stub_accuracy >= 0"],
+                bootstrap={"n_resamples": 200},
+                baseline={"records": name, "budgets": {"stub_accuracy": 1.0}, "use": "ci_low"},
+            )
+        )
         got.append(run_audit(cfg, progress=False).metrics["delta:stub_accuracy"])
     # candidate 26/40 correct, baseline 20/40: delta = 0.15; identical pairing, identical CI
     assert got[0].value == pytest.approx(26 / 40 - 20 / 40)
@@ -132,15 +161,17 @@ def test_ci_low_from_one_record_is_missing_evidence(stub, wd, cli):
 
 def test_all_ones_bound_is_exact_not_percentile(stub, wd):
     _write(wd / "records.jsonl", _records(["a", "b", "c"]))
-    cfg = load_config(_config(wd, gates=["ci_low(stub_accuracy) >= 0.9"],
-                              bootstrap={"min_units": 3, "n_resamples": 100}))
+    cfg = load_config(
+        _config(wd, gates=["ci_low(stub_accuracy) >= 0.9"], bootstrap={"min_units": 3, "n_resamples": 100})
+    )
     res = run_audit(cfg, progress=False)
     r = next(r for r in res.gate_results if r.gate.use == "ci_low")
     assert r.status == "fail"
     assert r.observed == pytest.approx(0.025 ** (1 / 3), abs=1e-9)  # 0.2924
     assert "[auto (percentile ∪ clopper_pearson)]" in r.reason or "[clopper_pearson]" in r.reason
-    cfg_w = load_config(_config(wd, gates=["ci_low(stub_accuracy) >= 0.9"],
-                                bootstrap={"min_units": 3, "method": "wilson"}))
+    cfg_w = load_config(
+        _config(wd, gates=["ci_low(stub_accuracy) >= 0.9"], bootstrap={"min_units": 3, "method": "wilson"})
+    )
     rw = next(r for r in run_audit(cfg_w, progress=False).gate_results if r.gate.use == "ci_low")
     assert rw.observed == pytest.approx(0.43849, abs=1e-4) and rw.status == "fail"
 
@@ -164,8 +195,10 @@ def test_exact_bounds_equal_scipy_stats_beta_bit_for_bit():
     for k, n in [(0, 30), (1, 30), (17, 30), (8770, 9711), (99_000, 100_000), (3, 1_000_000)]:
         for level in (0.9, 0.95):
             a = 1 - level
-            want = (0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1)),
-                    1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k)))
+            want = (
+                0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1)),
+                1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k)),
+            )
             assert clopper_pearson(k, n, level) == want
 
 
@@ -178,23 +211,33 @@ def test_proportion_detection():
 
 def test_percentile_method_override_per_metric(stub, wd):
     _write(wd / "records.jsonl", _records([f"q{i}" for i in range(40)]))
-    cfg = load_config(_config(wd, gates=["ci_low(stub_accuracy) >= 0.5"],
-                              bootstrap={"methods": {"stub_accuracy": "percentile"}, "n_resamples": 100}))
+    cfg = load_config(
+        _config(
+            wd,
+            gates=["ci_low(stub_accuracy) >= 0.5"],
+            bootstrap={"methods": {"stub_accuracy": "percentile"}, "n_resamples": 100},
+        )
+    )
     r = next(r for r in run_audit(cfg, progress=False).gate_results if r.gate.use == "ci_low")
     assert r.status == "pass" and r.observed == 1.0 and r.reason.endswith("[percentile]")
 
 
 # ---------------------------------------------------------------------- numbers
-@pytest.mark.parametrize("literal,why,field", [
-    ("NaN", "non-finite number NaN is not allowed", "retrieval.gold.d1"),
-    ("Infinity", "non-finite number Infinity is not allowed", "retrieval.gold.d1"),
-    ("-Infinity", "non-finite number -Infinity is not allowed", "retrieval.gold.d1"),
-    ("1" * 5000, "integer with 5000 digits is beyond the accepted 300", "retrieval.gold.d1"),
-])
+@pytest.mark.parametrize(
+    "literal,why,field",
+    [
+        ("NaN", "non-finite number NaN is not allowed", "retrieval.gold.d1"),
+        ("Infinity", "non-finite number Infinity is not allowed", "retrieval.gold.d1"),
+        ("-Infinity", "non-finite number -Infinity is not allowed", "retrieval.gold.d1"),
+        ("1" * 5000, "integer with 5000 digits is beyond the accepted 300", "retrieval.gold.d1"),
+    ],
+)
 def test_non_finite_and_huge_numbers_are_input_errors(wd, cli, literal, why, field):
     rec = wd / "r.jsonl"
-    rec.write_text('{"id": "ok", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}}\n'
-                   f'{{"id": "bad", "retrieval": {{"gold": {{"d1": {literal}}}, "run": ["d1"]}}}}\n')
+    rec.write_text(
+        '{"id": "ok", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}}\n'
+        f'{{"id": "bad", "retrieval": {{"gold": {{"d1": {literal}}}, "run": ["d1"]}}}}\n'
+    )
     code, out, err = cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)])
     assert code == 2 and out == ""
     assert err.count("\n") == 1
@@ -203,14 +246,21 @@ def test_non_finite_and_huge_numbers_are_input_errors(wd, cli, literal, why, fie
 
 def test_overflowing_grade_and_score_are_input_errors(wd, cli):
     rec = wd / "r.jsonl"
-    rec.write_text('{"id": "ok", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}}\n'
-                   '{"id": "bad", "retrieval": {"gold": {"d1": 1e999}, "run": ["d1"]}}\n')
+    rec.write_text(
+        '{"id": "ok", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}}\n'
+        '{"id": "bad", "retrieval": {"gold": {"d1": 1e999}, "run": ["d1"]}}\n'
+    )
     code, out, err = cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)])
     assert code == 2 and err.count("\n") == 1
-    assert "record 'bad' (line 2), field retrieval.gold['d1']: grade must be a finite number, found inf" in err
-    rec.write_text('{"id": "bad", "retrieval": {"gold": {"d1": 1}, "run": {"d1": ' + "9" * 400 + '}}}\n')
+    assert (
+        "record 'bad' (line 2), field retrieval.gold['d1']: grade must be a finite number, found inf" in err
+    )
+    rec.write_text('{"id": "bad", "retrieval": {"gold": {"d1": 1}, "run": {"d1": ' + "9" * 400 + "}}}\n")
     code, out, err = cli(["score", "retrieval", "-O", str(wd / "vehicles.csv"), "-d", str(rec)])
-    assert code == 2 and "field retrieval.run['d1']: score 99999999999999999999... is too large for a number" in err
+    assert (
+        code == 2
+        and "field retrieval.run['d1']: score 99999999999999999999... is too large for a number" in err
+    )
 
 
 def test_non_finite_run_score(wd):
@@ -218,23 +268,40 @@ def test_non_finite_run_score(wd):
 
     rec = wd / "r.jsonl"
     rec.write_text('{"id": "a", "retrieval": {"gold": {"d1": 1}, "run": {"d1": NaN, "d2": 0.5}}}\n')
-    with pytest.raises(InputError, match=r"r\.jsonl, line 1, field retrieval\.run\.d1: non-finite number NaN"):
+    with pytest.raises(
+        InputError, match=r"r\.jsonl, line 1, field retrieval\.run\.d1: non-finite number NaN"
+    ):
         read_records(rec)
 
 
 # ---------------------------------------------------------------------- configs
-@pytest.mark.parametrize("name,text,message", [
-    ("c.yaml", "ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['stub_accuracy >= 0.9']\n"
-               "gates: ['stub_accuracy >= 0']\n", "duplicate key 'gates' (line 4; first on line 3)"),
-    ("c.json", '{"ontology": "vehicles.csv", "records": "r.jsonl", "gates": ["x >= 1"], "gates": []}',
-     "field gates: duplicate key 'gates'"),
-    ("c.toml", 'ontology = "vehicles.csv"\nrecords = "r.jsonl"\ngates = ["x >= 1"]\ngates = []\n',
-     "Cannot overwrite a value"),
-])
+@pytest.mark.parametrize(
+    "name,text,message",
+    [
+        (
+            "c.yaml",
+            "ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['stub_accuracy >= 0.9']\n"
+            "gates: ['stub_accuracy >= 0']\n",
+            "duplicate key 'gates' (line 4; first on line 3)",
+        ),
+        (
+            "c.json",
+            '{"ontology": "vehicles.csv", "records": "r.jsonl", "gates": ["x >= 1"], "gates": []}',
+            "field gates: duplicate key 'gates'",
+        ),
+        (
+            "c.toml",
+            'ontology = "vehicles.csv"\nrecords = "r.jsonl"\ngates = ["x >= 1"]\ngates = []\n',
+            "Cannot overwrite a value",
+        ),
+    ],
+)
 def test_duplicate_config_keys_are_errors(wd, cli, name, text, message):
     p = wd / name
     p.write_text(text)
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+    with pytest.raises(
+        ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    ):
         load_config(p)
     code, out, err = cli(["audit", "-c", str(p), "--out", str(wd / "out")])
     assert code == 2 and err.count("\n") == 1 and not (wd / "out").exists()
@@ -242,7 +309,8 @@ def test_duplicate_config_keys_are_errors(wd, cli, name, text, message):
 
 def test_yaml_bomb_is_refused_before_any_report(wd, cli):
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+    )
     bomb = "ontology: vehicles.csv\nrecords: r.jsonl\n" + bomb.replace("a: &a", "name: &a", 1)
     assert len(bomb.encode()) < 700
     p = wd / "bomb.yaml"
@@ -253,12 +321,21 @@ def test_yaml_bomb_is_refused_before_any_report(wd, cli):
     assert not (wd / "out").exists()
 
 
-@pytest.mark.parametrize("text,error,message", [
-    ("name: !!python/object/apply:os.system ['echo pwned']\n", ConfigError,
-     "cannot parse the config: could not determine a constructor"),  # safe loader only
-    ("judge: &j {model: x, again: *j}\n", InputError,
-     "expands \\(YAML aliases included\\) to more than 200000 values"),  # a recursive alias
-])
+@pytest.mark.parametrize(
+    "text,error,message",
+    [
+        (
+            "name: !!python/object/apply:os.system ['echo pwned']\n",
+            ConfigError,
+            "cannot parse the config: could not determine a constructor",
+        ),  # safe loader only
+        (
+            "judge: &j {model: x, again: *j}\n",
+            InputError,
+            "expands \\(YAML aliases included\\) to more than 200000 values",
+        ),  # a recursive alias
+    ],
+)
 def test_yaml_is_loaded_safely(wd, text, error, message):
     p = wd / "evil.yaml"
     p.write_text("ontology: v.csv\nrecords: r.jsonl\n" + text)
@@ -299,8 +376,11 @@ def _labels(n_missing: int, n: int = 100):
 
 def test_99_of_100_missing_predictions_fail(wd, cli):
     _write(wd / "records.jsonl", _labels(99))
-    cfg = _config(wd, families={"hierarchy": {}},
-                  gates=["hierarchy.hierarchical_precision >= 0.9", "hierarchy.exact_accuracy >= 0"])
+    cfg = _config(
+        wd,
+        families={"hierarchy": {}},
+        gates=["hierarchy.hierarchical_precision >= 0.9", "hierarchy.exact_accuracy >= 0"],
+    )
     out = wd / "out"
     code, stdout, _ = cli(["audit", "-c", str(cfg), "--out", str(out), "-q"])
     assert code == 1  # on main this PASSED: 'labels.pred is absent' matched no missing-run pattern
@@ -315,22 +395,38 @@ def test_99_of_100_missing_predictions_fail(wd, cli):
     # the missing predictions count against recall: 1 of 100 gold labels found
     assert report["metrics"]["hierarchy.hierarchical_recall"]["value"] == pytest.approx(
         report["metrics"]["hierarchy.hierarchical_recall"]["numerator"]
-        / report["metrics"]["hierarchy.hierarchical_recall"]["denominator"])
+        / report["metrics"]["hierarchy.hierarchical_recall"]["denominator"]
+    )
     assert report["metrics"]["hierarchy.exact_accuracy"]["value"] == pytest.approx(1 / 100)
     assert report["families"]["hierarchy"]["missing_runs"] == 99
 
 
 def test_per_family_budget(wd):
     _write(wd / "records.jsonl", _labels(3, n=10))
-    cfg = load_config(_config(wd, families={"hierarchy": {}}, gates=["hierarchy.exact_accuracy >= 0.5"],
-                              missing_runs={"budgets": {"hierarchy": 0.3}}))
+    cfg = load_config(
+        _config(
+            wd,
+            families={"hierarchy": {}},
+            gates=["hierarchy.exact_accuracy >= 0.5"],
+            missing_runs={"budgets": {"hierarchy": 0.3}},
+        )
+    )
     res = run_audit(cfg, progress=False)
     st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
     assert st["hierarchy.missing_run_rate <= 0.3"] == ("pass", pytest.approx(0.3))
     assert st["hierarchy.exact_accuracy >= 0.5"] == ("pass", pytest.approx(0.7))  # 3 missing count as wrong
     with pytest.raises(ConfigError, match="missing_runs.budgets: 'hierarchie' is not a family of this audit"):
-        run_audit(load_config(_config(wd, families={"hierarchy": {}}, gates=["hierarchy.exact_accuracy >= 0.5"],
-                                      missing_runs={"budgets": {"hierarchie": 0.3}})), progress=False)
+        run_audit(
+            load_config(
+                _config(
+                    wd,
+                    families={"hierarchy": {}},
+                    gates=["hierarchy.exact_accuracy >= 0.5"],
+                    missing_runs={"budgets": {"hierarchie": 0.3}},
+                )
+            ),
+            progress=False,
+        )
 
 
 def test_missing_linking_predictions_count(wd):
@@ -341,7 +437,9 @@ def test_missing_linking_predictions_count(wd):
             m["pred"] = [{"start": 0, "end": 3, "id": LEAVES[k % 4]}]
         recs.append({"id": f"q{k}", "text": "abcdef", "mentions": m})
     _write(wd / "records.jsonl", recs)
-    cfg = load_config(_config(wd, families={"linking": {}}, gates=["linking.strong_link_match_precision >= 0.9"]))
+    cfg = load_config(
+        _config(wd, families={"linking": {}}, gates=["linking.strong_link_match_precision >= 0.9"])
+    )
     res = run_audit(cfg, progress=False)
     st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
     assert st["linking.missing_run_rate <= 0"] == ("fail", pytest.approx(5 / 20))
@@ -354,13 +452,21 @@ def test_missing_answers_count_in_every_generation_member(wd):
     for k in range(10):
         r = {"id": f"q{k}", "reference": {"answer": "sedan", "answerable": True}}
         if k < 8:
-            r["answer"] = {"text": "sedan", "judgment": {"claims": ["sedan"], "supported": ["sedan"],
-                                                         "unsupported": []}}
+            r["answer"] = {
+                "text": "sedan",
+                "judgment": {"claims": ["sedan"], "supported": ["sedan"], "unsupported": []},
+            }
         recs.append(r)
     recs[8]["answer"] = {"refused": False}  # an answer section without text: an empty answer
     _write(wd / "records.jsonl", recs)
-    cfg = load_config(_config(wd, families={"generation": {}}, gates=["generation.exact_match >= 0.5"],
-                              missing_runs={"budget": 0.25}))
+    cfg = load_config(
+        _config(
+            wd,
+            families={"generation": {}},
+            gates=["generation.exact_match >= 0.5"],
+            missing_runs={"budget": 0.25},
+        )
+    )
     res = run_audit(cfg, progress=False)
     c = res.counts["families"]["generation"]
     # q8 (empty answer) and q9 (no answer at all) are missing in correctness, faithfulness and
@@ -368,23 +474,29 @@ def test_missing_answers_count_in_every_generation_member(wd):
     assert c["missing_runs"] == 2 and c["family_records"] == 10
     st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
     assert st["generation.missing_run_rate <= 0.25"] == ("pass", pytest.approx(0.2))
-    assert st["generation.exact_match >= 0.5"] == ("pass", pytest.approx(0.8))  # 8 of 10, the 2 count as wrong
+    assert st["generation.exact_match >= 0.5"] == (
+        "pass",
+        pytest.approx(0.8),
+    )  # 8 of 10, the 2 count as wrong
 
 
 def test_missing_is_decided_by_codes_not_text(wd, tmp_path, monkeypatch):
     import types
 
-    from kg_rageval.results.builders import build_evaluation
-
     from kg_rageval.audit.stub import StubFamily
+    from kg_rageval.results.builders import build_evaluation
 
     def score_coded(ontology, records):
         rows, unscored = [], []
         for r in records:
             if r["id"].startswith("na"):
-                unscored.append({"record_id": r["id"], "reason": "missing by design", "code": "not_applicable"})
+                unscored.append(
+                    {"record_id": r["id"], "reason": "missing by design", "code": "not_applicable"}
+                )
             elif r["id"].startswith("lost"):
-                unscored.append({"record_id": r["id"], "reason": "system said nothing", "code": "missing_prediction"})
+                unscored.append(
+                    {"record_id": r["id"], "reason": "system said nothing", "code": "missing_prediction"}
+                )
             else:
                 rows.append({"record_id": r["id"], "correct": 1.0, "n": 1.0})
         return build_evaluation(StubFamily(), rows, unscored=unscored)
@@ -394,8 +506,10 @@ def test_missing_is_decided_by_codes_not_text(wd, tmp_path, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "coded_family", mod)
     register_family(FamilySpec("coded", "coded_family:score_coded", ("labels",)))
     try:
-        _write(wd / "records.jsonl", [{"id": i, "labels": {"gold": ["car"]}}
-                                      for i in ("ok1", "ok2", "na1", "na2", "lost1")])
+        _write(
+            wd / "records.jsonl",
+            [{"id": i, "labels": {"gold": ["car"]}} for i in ("ok1", "ok2", "na1", "na2", "lost1")],
+        )
         cfg = load_config(_config(wd, families={"coded": {}}, gates=["stub_accuracy >= 0.5"]))
         res = run_audit(cfg, progress=False)
         c = res.counts["families"]["coded"]
@@ -406,10 +520,21 @@ def test_missing_is_decided_by_codes_not_text(wd, tmp_path, monkeypatch):
         unregister_family("coded")
 
 
-@pytest.mark.parametrize("name,text,message", [
-    ("qrels.txt", "q1 0 d1 1\nq1 0 d2 inf\n", "qrels.txt, line 2: relevance is not a finite number: 'inf'"),
-    ("run.txt", "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 nan r\n", "run.txt, line 2: score is not a finite number: 'nan'"),
-])
+@pytest.mark.parametrize(
+    "name,text,message",
+    [
+        (
+            "qrels.txt",
+            "q1 0 d1 1\nq1 0 d2 inf\n",
+            "qrels.txt, line 2: relevance is not a finite number: 'inf'",
+        ),
+        (
+            "run.txt",
+            "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 nan r\n",
+            "run.txt, line 2: score is not a finite number: 'nan'",
+        ),
+    ],
+)
 def test_non_finite_trec_columns_are_input_errors(tmp_path, name, text, message):
     from kg_rageval.families.retrieval.trec import read_qrels, read_run
 
@@ -421,15 +546,28 @@ def test_non_finite_trec_columns_are_input_errors(tmp_path, name, text, message)
 
 def test_records_without_answers_or_references_are_not_generation_missing_runs(wd):
     recs = [{"id": f"r{k}", "retrieval": {"gold": {"d1": 1}, "run": ["d1"]}} for k in range(5)]
-    recs += [{"id": f"a{k}", "answer": {"text": "sedan", "refused": False},
-              "reference": {"answer": "sedan", "answerable": True}} for k in range(5)]
+    recs += [
+        {
+            "id": f"a{k}",
+            "answer": {"text": "sedan", "refused": False},
+            "reference": {"answer": "sedan", "answerable": True},
+        }
+        for k in range(5)
+    ]
     recs.append({"id": "lost", "reference": {"answer": "sedan", "answerable": True}})  # no answer: missing
     _write(wd / "records.jsonl", recs)
-    cfg = load_config(_config(wd, families={"generation": {}, "retrieval": {}},
-                              gates=["generation.exact_match >= 0.5", "retrieval.recall@10 >= 0.5"]))
+    cfg = load_config(
+        _config(
+            wd,
+            families={"generation": {}, "retrieval": {}},
+            gates=["generation.exact_match >= 0.5", "retrieval.recall@10 >= 0.5"],
+        )
+    )
     res = run_audit(cfg, progress=False)
     c = res.counts["families"]["generation"]
-    assert c["missing_runs"] == 1 and c["family_records"] == 6  # the retrieval-only records are not about answers
+    assert (
+        c["missing_runs"] == 1 and c["family_records"] == 6
+    )  # the retrieval-only records are not about answers
     assert c["unscored_codes"]["no_section"] >= 5
     st = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
     assert st["generation.missing_run_rate <= 0"] == ("fail", pytest.approx(1 / 6))
@@ -438,8 +576,14 @@ def test_records_without_answers_or_references_are_not_generation_missing_runs(w
 
 def test_unjudged_answers_count_once_judgments_are_in_use(wd):
     judged = {"claims": ["sedan"], "supported": ["sedan"], "unsupported": []}
-    recs = [{"id": f"a{k}", "answer": {"text": "sedan", **({"judgment": judged} if k < 2 else {})},
-             "reference": {"answer": "sedan", "answerable": True}} for k in range(10)]
+    recs = [
+        {
+            "id": f"a{k}",
+            "answer": {"text": "sedan", **({"judgment": judged} if k < 2 else {})},
+            "reference": {"answer": "sedan", "answerable": True},
+        }
+        for k in range(10)
+    ]
     _write(wd / "records.jsonl", recs)
     cfg = load_config(_config(wd, families={"generation": {}}, gates=["generation.faithfulness >= 0.9"]))
     res = run_audit(cfg, progress=False)

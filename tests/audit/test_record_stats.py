@@ -13,9 +13,9 @@ import pytest
 
 from kg_rageval.results.evaluation import Evaluation, bootstrap_many
 from kg_rageval.results.family import Family
+from kg_rageval.results.forms import _sample_rows, metric_values
 from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.results.record_stats import RecordStats, sequential_sum
-from kg_rageval.results.forms import _sample_rows, metric_values
 
 AUDIT = Path(__file__).resolve().parents[2] / "fixtures" / "audit"
 
@@ -39,8 +39,13 @@ class Mix(Family):
 
 def _mix(n_rows: int, ids, seed: int = 0) -> Evaluation:
     rng = np.random.default_rng(seed)
-    stats = {"a": rng.random(n_rows) * rng.integers(0, 2, n_rows), "b": rng.random(n_rows) / 3,
-             "c": -rng.random(n_rows), "n": np.ones(n_rows), "flag": rng.random(n_rows) < 0.3}
+    stats = {
+        "a": rng.random(n_rows) * rng.integers(0, 2, n_rows),
+        "b": rng.random(n_rows) / 3,
+        "c": -rng.random(n_rows),
+        "n": np.ones(n_rows),
+        "flag": rng.random(n_rows) < 0.3,
+    }
     return Evaluation(Mix(), list(ids), stats)
 
 
@@ -116,7 +121,7 @@ def test_metric_values_and_bootstrap_on_the_view_are_the_matrix_bits(case):
 
 def test_sequential_sum_is_the_stacked_column_sum():
     rng = np.random.default_rng(2)
-    cols = [rng.random(200_003) * 10.0 ** e for e in (-3, 0, 5)]
+    cols = [rng.random(200_003) * 10.0**e for e in (-3, 0, 5)]
     assert [sequential_sum(c) for c in cols] == np.stack(cols, axis=1).sum(axis=0).tolist()
     assert sequential_sum(np.zeros(0)) == 0.0
 
@@ -155,8 +160,14 @@ def test_audit_fixture_failing_records_and_intervals_equal_the_stacked_path():
             old = bootstrap_many([(ev, None, ev.per_record_stats())], n_resamples=50, seed=1)[0]
             assert bootstrap_many([(ev, None)], n_resamples=50, seed=1)[0] == old
             ev.drop_record_stats()
-    listed = [f for f in res.failing if f["records"] and f["records"][0].get("deficit") is not None
-              and f["metric"] and not f["metric"].startswith("delta:")]
+    listed = [
+        f
+        for f in res.failing
+        if f["records"]
+        and f["records"][0].get("deficit") is not None
+        and f["metric"]
+        and not f["metric"].startswith("delta:")
+    ]
     assert listed
     for f in listed:
         d = [e["deficit"] for e in f["records"]]
@@ -164,10 +175,12 @@ def test_audit_fixture_failing_records_and_intervals_equal_the_stacked_path():
 
 
 def test_rollup_sums_leave_out_negative_nodes_as_a_mask_does():
-    from kg_rageval.results.rollup import rollup_sums
     from kg_rageval.ontology import load_ontology
+    from kg_rageval.results.rollup import rollup_sums
 
-    onto = load_ontology(Path(__file__).resolve().parents[2] / "ontologies" / "enterprise-attack-18.1.json.gz")
+    onto = load_ontology(
+        Path(__file__).resolve().parents[2] / "ontologies" / "enterprise-attack-18.1.json.gz"
+    )
     rng = np.random.default_rng(4)
     n = 5000
     node = rng.integers(0, len(onto), n)

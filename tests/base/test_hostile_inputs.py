@@ -37,8 +37,9 @@ def test_gzip_bomb_records_refused(tmp_path, vehicles, cli):
     p = tmp_path / "r.jsonl.gz"
     p.write_bytes(gzip.compress(b'{"id": "x", "labels": {"gold": ["car"]}}\n' + b" " * (8 << 20), 9))
     assert p.stat().st_size < 20_000
-    code, out, err = cli(["--limit", "max_gz_bytes=1MiB", "score", "hierarchy", "-O", str(vehicles),
-                           "-d", str(p)])
+    code, out, err = cli(
+        ["--limit", "max_gz_bytes=1MiB", "score", "hierarchy", "-O", str(vehicles), "-d", str(p)]
+    )
     assert code == 2 and out == ""
     _one_line(err)
     assert "r.jsonl.gz: the gzip data decompresses to more than 1048576 bytes" in err
@@ -88,8 +89,10 @@ def test_corrupt_gzip_is_an_input_error(tmp_path):
 # ---------------------------------------------------------------------- JSON depth, line length
 def test_deep_json_record_is_a_limit_error(tmp_path, vehicles, cli):
     p = tmp_path / "r.jsonl"
-    p.write_text('{"id": "a", "labels": {"gold": ["car"], "pred": ["car"]}}\n'
-                 '{"id": "b", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    p.write_text(
+        '{"id": "a", "labels": {"gold": ["car"], "pred": ["car"]}}\n'
+        '{"id": "b", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    )
     code, out, err = cli(["score", "hierarchy", "-O", str(vehicles), "-d", str(p)])
     assert code == 2
     _one_line(err)
@@ -108,8 +111,9 @@ def test_moderately_deep_json_record_is_a_limit_error(tmp_path):
 def test_overlong_record_line_refused(tmp_path, vehicles, cli):
     p = tmp_path / "r.jsonl"
     p.write_text('{"id": "a"}\n{"id": "b", "text": "' + "x" * 5000 + '"}\n')
-    code, out, err = cli(["--limit", "max_line_bytes=4096", "score", "hierarchy", "-O", str(vehicles),
-                           "-d", str(p)])
+    code, out, err = cli(
+        ["--limit", "max_line_bytes=4096", "score", "hierarchy", "-O", str(vehicles), "-d", str(p)]
+    )
     assert code == 2
     _one_line(err)
     assert "r.jsonl, line 2: a line longer than 4096 bytes: beyond the limit max_line_bytes = 4096" in err
@@ -125,28 +129,41 @@ def test_bad_limit_option(cli, vehicles):
 def test_audit_config_limits(tmp_path, vehicles, cli):
     (tmp_path / "r.jsonl").write_text('{"id": "b", "x": ' + "[" * 50 + "]" * 50 + "}\n")
     cfg = tmp_path / "a.yaml"
-    cfg.write_text("ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['x >= 1']\nlimits: {max_json_depth: 20}\n")
+    cfg.write_text(
+        "ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['x >= 1']\nlimits: {max_json_depth: 20}\n"
+    )
     code, out, err = cli(["audit", "-c", str(cfg), "--out", str(tmp_path / "o")])
     assert code == 2
     _one_line(err)
     assert "beyond the limit max_json_depth = 20" in err and not (tmp_path / "o" / "manifest.json").exists()
-    cfg.write_text("ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['x >= 1']\nlimits: {max_jsn_depth: 20}\n")
+    cfg.write_text(
+        "ontology: vehicles.csv\nrecords: r.jsonl\ngates: ['x >= 1']\nlimits: {max_jsn_depth: 20}\n"
+    )
     code, out, err = cli(["audit", "-c", str(cfg)])
     assert code == 2 and "unknown limit 'max_jsn_depth'" in err
 
 
 # ---------------------------------------------------------------------- XML
-LOL = '<?xml version="1.0"?>\n<!DOCTYPE rdf:RDF [\n{ents}]>\n' \
-      '<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" ' \
-      'xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#">\n{body}</rdf:RDF>\n'
+LOL = (
+    '<?xml version="1.0"?>\n<!DOCTYPE rdf:RDF [\n{ents}]>\n'
+    '<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+    'xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#">\n{body}</rdf:RDF>\n'
+)
 
 
 def test_xml_bomb_through_character_references_refused(tmp_path, cli):
-    ents = '<!ENTITY lol "lol">\n<!ENTITY lol1 "&#38;lol;&#38;lol;&#38;lol;&#38;lol;">\n' \
-           '<!ENTITY lol2 "&#x26;lol1;&#x26;lol1;&#x26;lol1;&#x26;lol1;">\n'
+    ents = (
+        '<!ENTITY lol "lol">\n<!ENTITY lol1 "&#38;lol;&#38;lol;&#38;lol;&#38;lol;">\n'
+        '<!ENTITY lol2 "&#x26;lol1;&#x26;lol1;&#x26;lol1;&#x26;lol1;">\n'
+    )
     p = tmp_path / "bomb.rdf"
-    p.write_text(LOL.format(ents=ents, body='<rdf:Description rdf:about="http://x/a"><rdfs:label>&lol2;'
-                                           '</rdfs:label></rdf:Description>\n'))
+    p.write_text(
+        LOL.format(
+            ents=ents,
+            body='<rdf:Description rdf:about="http://x/a"><rdfs:label>&lol2;'
+            "</rdfs:label></rdf:Description>\n",
+        )
+    )
     t0 = time.perf_counter()
     code, out, err = cli(["ontology", "inspect", str(p)])
     assert time.perf_counter() - t0 < 10
@@ -157,8 +174,11 @@ def test_xml_bomb_through_character_references_refused(tmp_path, cli):
 
 def test_xml_quadratic_expansion_refused(tmp_path, cli):
     value = "x" * 4000  # within the per-entity limit
-    body = "".join(f'<rdf:Description rdf:about="http://x/n{i}"><rdfs:label>{"&big;" * 40}</rdfs:label>'
-                   f"</rdf:Description>\n" for i in range(100))
+    body = "".join(
+        f'<rdf:Description rdf:about="http://x/n{i}"><rdfs:label>{"&big;" * 40}</rdfs:label>'
+        f"</rdf:Description>\n"
+        for i in range(100)
+    )
     p = tmp_path / "quad.rdf"
     p.write_text(LOL.format(ents=f'<!ENTITY big "{value}">\n', body=body))
     assert p.stat().st_size < 100_000
@@ -171,9 +191,11 @@ def test_xml_quadratic_expansion_refused(tmp_path, cli):
 
 def test_protege_style_entities_still_load(tmp_path):
     ents = '<!ENTITY owl "http://www.w3.org/2002/07/owl#">\n<!ENTITY ex "http://x/">\n'
-    body = ('<rdf:Description rdf:about="&ex;a"><rdf:type rdf:resource="&owl;Class"/></rdf:Description>\n'
-            '<rdf:Description rdf:about="&ex;b"><rdf:type rdf:resource="&owl;Class"/>'
-            '<rdfs:subClassOf rdf:resource="&ex;a"/></rdf:Description>\n')
+    body = (
+        '<rdf:Description rdf:about="&ex;a"><rdf:type rdf:resource="&owl;Class"/></rdf:Description>\n'
+        '<rdf:Description rdf:about="&ex;b"><rdf:type rdf:resource="&owl;Class"/>'
+        '<rdfs:subClassOf rdf:resource="&ex;a"/></rdf:Description>\n'
+    )
     p = tmp_path / "ok.rdf"
     p.write_text(LOL.format(ents=ents, body=body))
     onto = load_ontology(p)
@@ -204,10 +226,12 @@ def test_deep_jsonld_is_a_limit_error(tmp_path, cli):
 def _importing(tmp_path: Path, target: str) -> Path:
     main_ttl = tmp_path / "onto" / "main.ttl"
     main_ttl.parent.mkdir(exist_ok=True)
-    main_ttl.write_text("@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
-                        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
-                        f"<http://x/o> a owl:Ontology ; owl:imports <{target}> .\n"
-                        "<http://x/a> a owl:Class .\n")
+    main_ttl.write_text(
+        "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+        f"<http://x/o> a owl:Ontology ; owl:imports <{target}> .\n"
+        "<http://x/a> a owl:Class .\n"
+    )
     return main_ttl
 
 
@@ -219,11 +243,14 @@ def test_follow_imports_confined_to_the_ontology_folder(tmp_path, cli):
     assert code == 2
     _one_line(err)
     assert "points outside the ontology's folder" in err and "root:x" not in err
-    code, out, err = cli(["ontology", "inspect", "--follow-imports", "--import-path", str(tmp_path),
-                           str(main_ttl)])
+    code, out, err = cli(
+        ["ontology", "inspect", "--follow-imports", "--import-path", str(tmp_path), str(main_ttl)]
+    )
     assert code == 2  # allowed now, but it does not parse: its content is never printed back
     _one_line(err)
-    assert "malformed Turtle" in err and "root:x" not in err and "hunter2" not in err and "/bin/bash" not in err
+    assert (
+        "malformed Turtle" in err and "root:x" not in err and "hunter2" not in err and "/bin/bash" not in err
+    )
 
 
 def test_relative_import_escaping_the_folder_refused(tmp_path):
@@ -261,13 +288,16 @@ def test_network_imports_need_allow_network(tmp_path, cli, monkeypatch):
 
 
 # ---------------------------------------------------------------------- malformed ontologies
-@pytest.mark.parametrize("name,text,message", [
-    ("cyc.csv", "child,parent\na,\nb,c\nc,b\n", "hierarchy cycle"),
-    ("dang.obo", "format-version: 1.2\n\n[Term]\nid: X:1\nname: x\nis_a: X:9\n", "X:9"),
-    ("bad.ttl", "@prefix ex: <http://x/> .\nex:a ex:b \n", "malformed Turtle"),
-    ("bad.obo", "format-version: 1.2\n\n[Term]\nname: no id\n", "line"),
-    ("bad.json", '{"type": "bundle", "objects": [', "malformed JSON"),
-])
+@pytest.mark.parametrize(
+    "name,text,message",
+    [
+        ("cyc.csv", "child,parent\na,\nb,c\nc,b\n", "hierarchy cycle"),
+        ("dang.obo", "format-version: 1.2\n\n[Term]\nid: X:1\nname: x\nis_a: X:9\n", "X:9"),
+        ("bad.ttl", "@prefix ex: <http://x/> .\nex:a ex:b \n", "malformed Turtle"),
+        ("bad.obo", "format-version: 1.2\n\n[Term]\nname: no id\n", "line"),
+        ("bad.json", '{"type": "bundle", "objects": [', "malformed JSON"),
+    ],
+)
 def test_malformed_ontologies_one_line_exit_2(tmp_path, cli, name, text, message):
     p = tmp_path / name
     p.write_text(text)
@@ -281,8 +311,10 @@ def test_unknown_loader_option_is_exit_2_not_3(tmp_path, cli):
     shutil.copy(FIX / "vehicles.csv", tmp_path / "vehicles.csv")
     (tmp_path / "records.jsonl").write_text('{"id": "a", "labels": {"gold": ["car"], "pred": ["car"]}}\n')
     cfg = tmp_path / "a.yaml"
-    cfg.write_text("ontology: {path: vehicles.csv, options: {nonsense: 1}}\nrecords: records.jsonl\n"
-                   "gates: ['hierarchy.exact_accuracy >= 1']\n")
+    cfg.write_text(
+        "ontology: {path: vehicles.csv, options: {nonsense: 1}}\nrecords: records.jsonl\n"
+        "gates: ['hierarchy.exact_accuracy >= 1']\n"
+    )
     code, out, err = cli(["audit", "-c", str(cfg), "--out", str(tmp_path / "o")])
     assert code == 2
     _one_line(err)

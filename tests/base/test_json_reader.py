@@ -24,10 +24,27 @@ TEXTS = [
     '{"long": ' + "1" * 299 + "}",
     '{"longer": ' + "1" * 301 + "}",
     '{"way": ' + "9" * 5000 + "}",
-    '{"x": NaN}', '{"x": [1, Infinity]}', '{"x": -Infinity}', '{"x": 1e999}', '{"x": -1e999}',
-    '{"s": "\\ud800"}', '{"s": "\\u00e9\\ud83d\\ude00"}', '{"s": "tab\\there"}',
-    '{"s": "bad\x01control"}', '{"a": 1,}', "[1, 2", "", "   ", "nul", '{"a": 1} {"b": 2}',
-    '"just a string"', "3", "[]", "{}", "[" * 300 + "]" * 300, "[" * 1100 + "]" * 1100,
+    '{"x": NaN}',
+    '{"x": [1, Infinity]}',
+    '{"x": -Infinity}',
+    '{"x": 1e999}',
+    '{"x": -1e999}',
+    '{"s": "\\ud800"}',
+    '{"s": "\\u00e9\\ud83d\\ude00"}',
+    '{"s": "tab\\there"}',
+    '{"s": "bad\x01control"}',
+    '{"a": 1,}',
+    "[1, 2",
+    "",
+    "   ",
+    "nul",
+    '{"a": 1} {"b": 2}',
+    '"just a string"',
+    "3",
+    "[]",
+    "{}",
+    "[" * 300 + "]" * 300,
+    "[" * 1100 + "]" * 1100,
     '{"' + "k" * 40 + '": "12345678901234567890123"}',  # a 20-digit run inside a string
     '{"é": "ü", "emoji": "😀"}',
 ]
@@ -42,7 +59,7 @@ def both(text, **kw):
             safe_io._orjson = None
         try:
             out.append(("ok", safe_io.loads_json(text, source="f.jsonl", location="line 1", **kw)))
-        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+        except Exception as exc:
             out.append(("error", type(exc).__name__, str(exc)))
         finally:
             safe_io._orjson = saved
@@ -79,10 +96,15 @@ def test_fast_reader_refuses_what_the_stdlib_path_refuses():
 
 def test_random_numbers_equal_stdlib():
     rng = np.random.default_rng(3)
-    vals = np.concatenate([rng.standard_normal(300) * 10.0 ** rng.integers(-300, 300, 300),
-                           rng.random(300), rng.integers(-2**62, 2**62, 300).astype(float)])
+    vals = np.concatenate(
+        [
+            rng.standard_normal(300) * 10.0 ** rng.integers(-300, 300, 300),
+            rng.random(300),
+            rng.integers(-(2**62), 2**62, 300).astype(float),
+        ]
+    )
     texts = [repr(float(v)) for v in vals] + [f"{v:.25g}" for v in vals] + [f"{v:.3e}" for v in vals]
-    texts += [str(int(i)) for i in rng.integers(-2**63, 2**63 - 1, 300)]
+    texts += [str(int(i)) for i in rng.integers(-(2**63), 2**63 - 1, 300)]
     short = [t for t in texts if not safe_io._long_digits(t)]
     assert len(short) > 1000  # most go through orjson
     for t in texts:
@@ -102,8 +124,12 @@ def test_depth_limit_is_the_same_on_both_paths(monkeypatch):
 
 def test_records_file_read_the_same_both_ways(tmp_path, monkeypatch):
     p = tmp_path / "r.jsonl"
-    lines = [TEXTS[0], '{"id": 7, "x": 18446744073709551616, "y": [1.25, -0.0, "ü"]}', "",
-             '{"id": "c", "nested": {"a": {"b": [null, true, false]}}}']
+    lines = [
+        TEXTS[0],
+        '{"id": 7, "x": 18446744073709551616, "y": [1.25, -0.0, "ü"]}',
+        "",
+        '{"id": "c", "nested": {"a": {"b": [null, true, false]}}}',
+    ]
     p.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
     fast = read_records(p)
     monkeypatch.setattr(safe_io, "_orjson", None)
@@ -140,9 +166,23 @@ def test_long_digit_check_equals_the_regex():
     import re
 
     rx = re.compile(r"[0-9]{20}")
-    texts = ["", "1" * 19, "1" * 20, "a" + "9" * 20 + "b", "d123 d4567" * 50, "12345678901234567890",
-             '{"x": 1234567890123456789}', '{"x": -12345678901234567890}', "١" * 25, "é" + "0" * 20,
-             "\ud800" + "1" * 21, "1.2345678901234567890e5"]
+    texts = [
+        "",
+        "1" * 19,
+        "1" * 20,
+        "a" + "9" * 20 + "b",
+        "d123 d4567" * 50,
+        "12345678901234567890",
+        '{"x": 1234567890123456789}',
+        '{"x": -12345678901234567890}',
+        "١" * 25,
+        "é" + "0" * 20,
+        "\ud800" + "1" * 21,
+        "1.2345678901234567890e5",
+    ]
     for t in texts:
-        assert safe_io._long_digits(t) == bool(rx.search(t)) == safe_io._long_digits(
-            t.encode("utf-8", "surrogatepass")), t
+        assert (
+            safe_io._long_digits(t)
+            == bool(rx.search(t))
+            == safe_io._long_digits(t.encode("utf-8", "surrogatepass"))
+        ), t

@@ -70,15 +70,35 @@ def test_bad_input_exit_2(onto_dir, capsys):
 
 
 def test_inspect_options_reach_the_loader(onto_dir, capsys):
-    assert main(["ontology", "inspect", "--format", "json", "--dangling", "drop", str(onto_dir / "dangling.ttl")]) == 0
+    assert (
+        main(
+            ["ontology", "inspect", "--format", "json", "--dangling", "drop", str(onto_dir / "dangling.ttl")]
+        )
+        == 0
+    )
     assert _json(capsys)["diagnostics"] == {"dangling_edges_dropped": 1}
-    assert main(["ontology", "inspect", "--format", "json", "--follow-imports", str(onto_dir / "imports_main.ttl")]) == 0
+    assert (
+        main(
+            [
+                "ontology",
+                "inspect",
+                "--format",
+                "json",
+                "--follow-imports",
+                str(onto_dir / "imports_main.ttl"),
+            ]
+        )
+        == 0
+    )
     assert _json(capsys)["diagnostics"] == {"owl_imports_followed": 1}
 
 
 def test_compile_roundtrip(onto_dir, tmp_path, capsys):
     out = tmp_path / "mini.kgro"
-    assert main(["ontology", "compile", "--format", "json", "-o", str(out), str(onto_dir / "mini_attack.json")]) == 0
+    assert (
+        main(["ontology", "compile", "--format", "json", "-o", str(out), str(onto_dir / "mini_attack.json")])
+        == 0
+    )
     compiled = _json(capsys)
     assert main(["ontology", "inspect", "--format", "json", str(out)]) == 0
     assert _json(capsys)["content_hash"] == compiled["content_hash"]
@@ -113,7 +133,9 @@ def test_cli_error_paths_are_one_line_exit_2_and_bugs_exit_3(onto_dir, tmp_path,
     monkeypatch.setattr(cmd, "load_ontology_cli", bug)
     code = main(["ontology", "inspect", str(onto_dir / "animals.ttl")])
     err = capsys.readouterr().err
-    assert code == 3 and err.splitlines()[-1] == "error: internal error (please report): ZeroDivisionError: boom"
+    assert (
+        code == 3 and err.splitlines()[-1] == "error: internal error (please report): ZeroDivisionError: boom"
+    )
 
     # running out of memory on an input is not a bug: one line, exit 2, the limits to lower
     def too_big(*a, **k):

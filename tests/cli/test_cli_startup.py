@@ -28,6 +28,8 @@ def test_score_help_without_site_hooks():
 
 
 def test_inspect_without_site_hooks():
-    proc = _run_bare(["ontology", "inspect", str(ROOT / "ontologies" / "doid-cancer-slim.obo"), "--format", "json"])
+    proc = _run_bare(
+        ["ontology", "inspect", str(ROOT / "ontologies" / "doid-cancer-slim.obo"), "--format", "json"]
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '"nodes": 730' in proc.stdout

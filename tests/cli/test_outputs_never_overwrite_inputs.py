@@ -42,13 +42,28 @@ def test_testset_split_refuses_to_write_over_its_records(tmp_path, capsys):
     rec, before = _copy(QUALITY / "records.jsonl", tmp_path / "sets" / "release.jsonl")
     assert main(["testset", "split", "--records", str(rec), "--out", str(tmp_path / "sets")]) == 2
     assert "is the same file as the input --records" in capsys.readouterr().err
-    assert rec.read_bytes() == before and sorted(p.name for p in (tmp_path / "sets").iterdir()) == ["release.jsonl"]
+    assert rec.read_bytes() == before and sorted(p.name for p in (tmp_path / "sets").iterdir()) == [
+        "release.jsonl"
+    ]
 
 
 def test_testset_build_refuses_to_write_over_its_corpus(tmp_path, capsys):
     corpus, before = _copy(QUALITY / "records.jsonl", tmp_path / "ts" / "records.jsonl")
-    assert main(["testset", "build", "-O", str(bundled_ontology("doid-cancer-slim.obo")), "--corpus", str(corpus),
-                 "--out", str(tmp_path / "ts")]) == 2
+    assert (
+        main(
+            [
+                "testset",
+                "build",
+                "-O",
+                str(bundled_ontology("doid-cancer-slim.obo")),
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "ts"),
+            ]
+        )
+        == 2
+    )
     assert "is the same file as the input --corpus" in capsys.readouterr().err
     assert corpus.read_bytes() == before
 
@@ -83,4 +98,7 @@ def test_write_records_is_atomic_and_leaves_a_hard_link_intact(tmp_path):
     assert a.read_text() == '{"id": "new"}\n' and (tmp_path / "b.jsonl").read_text() == '{"id": "old"}\n'
     with pytest.raises(TypeError):
         write_records(a, [{"id": object()}])  # fails half-way: the old file stays whole
-    assert a.read_text() == '{"id": "new"}\n' and sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.jsonl"]
+    assert a.read_text() == '{"id": "new"}\n' and sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.jsonl",
+        "b.jsonl",
+    ]

@@ -42,15 +42,33 @@ print("\n" + json.dumps({"code": code, "modules": sorted(sys.modules),
 
 # never imported by a tiny command (``importlib.metadata``: pydantic scans its plugin entry
 # points when it builds a model, so the commands that validate with pydantic are let off)
-NEVER = ("scipy", "pandas", "pyarrow", "rdflib", "pyoxigraph", "owlready2", "sklearn", "jsonschema",
-         "urllib.request", "http.client", "ssl")
+NEVER = (
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "rdflib",
+    "pyoxigraph",
+    "owlready2",
+    "sklearn",
+    "jsonschema",
+    "urllib.request",
+    "http.client",
+    "ssl",
+)
 NO_SCAN = ("importlib.metadata",)
 
 
 def _probe(*args: str, env: dict | None = None) -> dict:
     environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
-    out = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=ROOT,
-                         env={**environ, "PYTHONPATH": str(ROOT), **(env or {})}, check=False, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        check=False,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -72,14 +90,38 @@ def attack_kgro(tmp_path_factory):
 
 
 TINY = {
-    "score hierarchy": ["score", "hierarchy", "-O", str(FIX / "hierarchy" / "vehicles.obo"),
-                        "-d", str(FIX / "hierarchy" / "records.jsonl")],
-    "score linking": ["score", "linking", "-O", str(FIX / "linking" / "vehicles.tsv"),
-                      "-d", str(FIX / "linking" / "records.jsonl")],
-    "score retrieval": ["score", "retrieval", "-O", str(FIX / "retrieval" / "attack-mini.tsv"),
-                        "-d", str(FIX / "retrieval" / "seed_metrics.jsonl")],
-    "score generation": ["score", "generation", "-O", str(FIX / "generation" / "vehicles.csv"),
-                         "-d", str(FIX / "generation" / "records.jsonl")],
+    "score hierarchy": [
+        "score",
+        "hierarchy",
+        "-O",
+        str(FIX / "hierarchy" / "vehicles.obo"),
+        "-d",
+        str(FIX / "hierarchy" / "records.jsonl"),
+    ],
+    "score linking": [
+        "score",
+        "linking",
+        "-O",
+        str(FIX / "linking" / "vehicles.tsv"),
+        "-d",
+        str(FIX / "linking" / "records.jsonl"),
+    ],
+    "score retrieval": [
+        "score",
+        "retrieval",
+        "-O",
+        str(FIX / "retrieval" / "attack-mini.tsv"),
+        "-d",
+        str(FIX / "retrieval" / "seed_metrics.jsonl"),
+    ],
+    "score generation": [
+        "score",
+        "generation",
+        "-O",
+        str(FIX / "generation" / "vehicles.csv"),
+        "-d",
+        str(FIX / "generation" / "records.jsonl"),
+    ],
     "ontology inspect": ["ontology", "inspect", str(FIX / "hierarchy" / "vehicles.obo")],
     "metrics": ["metrics"],
 }
@@ -107,8 +149,16 @@ def test_tiny_command_imports_only_what_it_uses(name):
 
 
 def test_tiny_score_conformance(attack_kgro):
-    res = _probe("score", "conformance", "-O", attack_kgro, "--schema-spec", str(FIX / "conformance" / "attack_spec.yaml"),
-                 "-d", str(FIX / "conformance" / "records.jsonl"))
+    res = _probe(
+        "score",
+        "conformance",
+        "-O",
+        attack_kgro,
+        "--schema-spec",
+        str(FIX / "conformance" / "attack_spec.yaml"),
+        "-d",
+        str(FIX / "conformance" / "records.jsonl"),
+    )
     assert res["code"] == 0
     assert _present(res["modules"], NEVER + ("numpy.random",)) == []
     assert "yaml" in res["modules"] and "pydantic" in res["modules"]  # the YAML spec is validated by pydantic

@@ -60,8 +60,13 @@ def test_demo_records_have_the_hard_cases(demo):
     intents = {}
     for r in records:
         intents[r["slices"]["intent"]] = intents.get(r["slices"]["intent"], 0) + 1
-    assert intents == {"label_lookup": 150, "synonym_lookup": 80, "description": 100, "sibling_contrast": 50,
-                       "unknown_concept": len(built["held_out"])}
+    assert intents == {
+        "label_lookup": 150,
+        "synonym_lookup": 80,
+        "description": 100,
+        "sibling_contrast": 50,
+        "unknown_concept": len(built["held_out"]),
+    }
     held = set(built["held_out"])
     assert len(held) >= 10
     doc_ids = {d["id"] for d in corpus}
@@ -79,9 +84,11 @@ def test_demo_records_have_the_hard_cases(demo):
             assert ret["gold"][f"doc:{g}:def"] == 2
             q = r["query"]
             for m in r.get("mentions", {}).get("gold", []):  # gold spans point at the concept's name
-                name = q[m["start"]:m["end"]].lower()
+                name = q[m["start"] : m["end"]].lower()
                 node = m["id"]
-                assert name == onto.label(node).lower() or name in {s.lower() for s in onto.synonyms[onto.index(node)]}
+                assert name == onto.label(node).lower() or name in {
+                    s.lower() for s in onto.synonyms[onto.index(node)]
+                }
         # the category filter is `within` the parent of the linked concept (or the concept itself)
         pred = (r.get("labels") or {}).get("pred")
         if pred is None:  # NIL queries: the longest linked predicted mention
@@ -110,8 +117,11 @@ def test_demo_audit_command(tmp_path, capsys):
     fams = payload["families"]
     # faithfulness of the extractive judge, recomputed from the records: mean over judged answers
     if fams.get("generation", {}).get("status") == "ran":
-        vals = [len(r["answer"]["judgment"]["supported"]) / len(r["answer"]["judgment"]["claims"])
-                for r in records if "judgment" in r["answer"]]
+        vals = [
+            len(r["answer"]["judgment"]["supported"]) / len(r["answer"]["judgment"]["claims"])
+            for r in records
+            if "judgment" in r["answer"]
+        ]
         g = gates["generation.faithfulness >= 0.85"]
         assert g["observed"] == pytest.approx(sum(vals) / len(vals))
         assert g["status"] == "fail"  # templated "X is a kind of Y" claims are not in the documents
@@ -128,7 +138,9 @@ def test_demo_audit_command(tmp_path, capsys):
         # the baseline (same system without category filters): paired deltas over the same records
         d = payload["baseline"]["deltas"]["delta:retrieval.recall@10"]
         assert d["candidate"] == pytest.approx(payload["metrics"]["retrieval.recall@10"]["value"])
-        assert d["value"] == pytest.approx(d["candidate"] - d["baseline"]) and d["paired_records"] == len(records)
+        assert d["value"] == pytest.approx(d["candidate"] - d["baseline"]) and d["paired_records"] == len(
+            records
+        )
         assert d["ci"][0] <= d["value"] <= d["ci"][1]
         # without filters nothing is excluded by a filter
         assert payload["baseline"]["deltas"]["delta:retrieval.doc_attribution@10.filter"]["baseline"] == 0.0
@@ -141,7 +153,9 @@ def test_demo_audit_command(tmp_path, capsys):
         assert payload["relations"]["hierarchy"]["nil_pred"] == sum(1 for lab in labelled if not lab["pred"])
     for name, fam in fams.items():  # a family that did not run leaves its gates missing, never passing
         if fam["status"] != "ran":
-            assert all(g["status"] == "missing" for g in payload["gates"] if g["metric"].startswith(name + "."))
+            assert all(
+                g["status"] == "missing" for g in payload["gates"] if g["metric"].startswith(name + ".")
+            )
     # the manifest reproduces the numbers; the demo fails gates on purpose, so --verify exits 1
     capsys.readouterr()
     assert main(["audit", "--verify", str(out / "report" / "manifest.json"), "--quiet"]) == 1
@@ -177,7 +191,7 @@ def test_unknown_demo_profile(tmp_path):
     assert main(["audit", "--demo", "snomed", "--out", str(tmp_path), "--quiet"]) == 2
 
 
-_BLOCKER = '''
+_BLOCKER = """
 import sys
 BLOCK = {"spacy", "torch", "sentence_transformers", "transformers", "owlready2", "nltk", "neo4j",
          "outlines", "outlines_core", "dask", "distributed", "hiclass", "ranx", "pytrec_eval",
@@ -188,7 +202,7 @@ class _Blocker:
             raise ImportError(f"{name} is not part of the core install")
         return None
 sys.meta_path.insert(0, _Blocker())
-'''
+"""
 
 
 @pytest.mark.slow
@@ -203,22 +217,39 @@ def test_demo_runs_on_the_core_install(tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
     assert probe.returncode != 0 and "core install" in probe.stderr  # the blocker works
     proc = subprocess.run(
-        [sys.executable, "-m", "kg_rageval.cli.main", "audit", "--demo", "--strict", "--out", str(tmp_path / "d"),
-         "--quiet", "--format", "json"], env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "kg_rageval.cli.main",
+            "audit",
+            "--demo",
+            "--strict",
+            "--out",
+            str(tmp_path / "d"),
+            "--quiet",
+            "--format",
+            "json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     payload = json.loads(proc.stdout)
-    assert {f: v["status"] for f, v in payload["families"].items()} == {
-        f: "ran" for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")}
+    assert {f: v["status"] for f, v in payload["families"].items()} == dict.fromkeys(
+        ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance"), "ran"
+    )
     assert payload["summary"]["missing"] == 0
 
 
 def test_demo_links_all_queries_in_one_batched_call():
     """``run_system`` links every query with one ``find_many``; ``answer`` given those links
     equals ``answer`` finding them itself (one ``find`` per query, the code before #20)."""
+    from kg_rageval.base.resources import bundled_ontology
     from kg_rageval.demo import PROFILES
     from kg_rageval.demo.system import DemoSystem, build_corpus, generate_queries
     from kg_rageval.ontology import load_ontology
-    from kg_rageval.base.resources import bundled_ontology
 
     onto = load_ontology(bundled_ontology(PROFILES["doid"].ontology))
     rng = np.random.default_rng(0)
@@ -228,5 +259,6 @@ def test_demo_links_all_queries_in_one_batched_call():
     links = system.link_many(queries)
     assert links == [system.linker.find(q) for q in queries] and sum(map(len, links)) > len(queries) // 2
     principal = {"tenant": "acme"}
-    assert [system.answer(q, principal, lk) for q, lk in zip(queries, links)] == \
-        [system.answer(q, principal) for q in queries]
+    assert [system.answer(q, principal, lk) for q, lk in zip(queries, links)] == [
+        system.answer(q, principal) for q in queries
+    ]

@@ -42,21 +42,58 @@ def releases():
     a3 removed without trace; alias x1 → a1 in OLD only (alias_removed); y1 → b3 new alias.
     """
     old = _build(
-        [("root", "Root"), ("A", "A"), ("B", "B"), ("a1", "a one", {"synonyms": ["first a", "uno"]}),
-         ("a2", "a two"), ("a3", "a three"), ("b1", "b one"), ("b2", "b two"), ("b3", "b three"),
-         ("b4", "b four")],
-        [("A", "root"), ("B", "root"), ("a1", "A"), ("a2", "A"), ("a3", "A"), ("b1", "B"), ("b2", "B"),
-         ("b3", "B"), ("b4", "B")],
-        aliases=[("x1", "a1")], version="2024-01",
+        [
+            ("root", "Root"),
+            ("A", "A"),
+            ("B", "B"),
+            ("a1", "a one", {"synonyms": ["first a", "uno"]}),
+            ("a2", "a two"),
+            ("a3", "a three"),
+            ("b1", "b one"),
+            ("b2", "b two"),
+            ("b3", "b three"),
+            ("b4", "b four"),
+        ],
+        [
+            ("A", "root"),
+            ("B", "root"),
+            ("a1", "A"),
+            ("a2", "A"),
+            ("a3", "A"),
+            ("b1", "B"),
+            ("b2", "B"),
+            ("b3", "B"),
+            ("b4", "B"),
+        ],
+        aliases=[("x1", "a1")],
+        version="2024-01",
     )
     new = _build(
-        [("root", "Root"), ("A", "A"), ("B", "B"), ("a1", "A one", {"synonyms": ["uno", "un"]}),
-         ("a2", "a two", {"status": "deprecated", "replaced_by": "a1"}), ("a4", "a four"),
-         ("b1", "b one", {"status": "revoked", "replaced_by": "b3"}), ("b2", "b two"), ("b3", "b three"),
-         ("b5", "b five")],
-        [("A", "root"), ("B", "root"), ("a1", "A"), ("a2", "A"), ("a4", "A"), ("b2", "A"), ("b1", "B"),
-         ("b3", "B"), ("b5", "B")],
-        aliases=[("b4", "b5"), ("y1", "b3")], version="2025-01",
+        [
+            ("root", "Root"),
+            ("A", "A"),
+            ("B", "B"),
+            ("a1", "A one", {"synonyms": ["uno", "un"]}),
+            ("a2", "a two", {"status": "deprecated", "replaced_by": "a1"}),
+            ("a4", "a four"),
+            ("b1", "b one", {"status": "revoked", "replaced_by": "b3"}),
+            ("b2", "b two"),
+            ("b3", "b three"),
+            ("b5", "b five"),
+        ],
+        [
+            ("A", "root"),
+            ("B", "root"),
+            ("a1", "A"),
+            ("a2", "A"),
+            ("a4", "A"),
+            ("b2", "A"),
+            ("b1", "B"),
+            ("b3", "B"),
+            ("b5", "B"),
+        ],
+        aliases=[("b4", "b5"), ("y1", "b3")],
+        version="2025-01",
     )
     return old, new
 
@@ -66,9 +103,18 @@ def test_diff_every_kind(releases):
     d = diff_ontologies(old, new)
     ids = {k: sorted(e["id"] for e in d.entries(k)) for k in CHANGE_KINDS}
     assert ids == {
-        "added": ["a4", "b5"], "removed": ["a3"], "merged": ["b4"], "deprecated": ["a2"],
-        "revoked": ["b1"], "reactivated": [], "replacement_changed": [], "moved": ["b2"],
-        "relabelled": ["a1"], "synonyms_changed": ["a1"], "alias_added": ["y1"], "alias_removed": ["x1"],
+        "added": ["a4", "b5"],
+        "removed": ["a3"],
+        "merged": ["b4"],
+        "deprecated": ["a2"],
+        "revoked": ["b1"],
+        "reactivated": [],
+        "replacement_changed": [],
+        "moved": ["b2"],
+        "relabelled": ["a1"],
+        "synonyms_changed": ["a1"],
+        "alias_added": ["y1"],
+        "alias_removed": ["x1"],
     }
     assert d.counts()["added"] == 2 and d.n_common == 8
     (dep,) = d.entries("deprecated")
@@ -114,21 +160,37 @@ def test_diff_identical_and_virtual_root(vehicles):
 
 
 def test_mapping_chains_cycles_forks():
-    old = _build([("r", "R"), ("p", "P"), ("q", "Q"), ("s", "S"), ("t", "T"), ("u", "U"), ("f", "F"),
-                  ("g", "G"), ("w", "W"), ("gone", "Gone")],
-                 [(x, "r") for x in "pqstufgw"] + [("gone", "r")], aliases=[("oldalt", "s")])
+    old = _build(
+        [
+            ("r", "R"),
+            ("p", "P"),
+            ("q", "Q"),
+            ("s", "S"),
+            ("t", "T"),
+            ("u", "U"),
+            ("f", "F"),
+            ("g", "G"),
+            ("w", "W"),
+            ("gone", "Gone"),
+        ],
+        [(x, "r") for x in "pqstufgw"] + [("gone", "r")],
+        aliases=[("oldalt", "s")],
+    )
     new = _build(
-        [("r", "R"),
-         ("p", "P", {"status": "deprecated", "replaced_by": "q"}),  # p → q → s (transitive)
-         ("q", "Q", {"status": "deprecated", "replaced_by": "s"}),
-         ("s", "S"),
-         ("t", "T", {"status": "deprecated", "replaced_by": "u"}),  # t → u → t: a cycle
-         ("u", "U", {"status": "deprecated", "replaced_by": "t"}),
-         ("f", "F", {"status": "revoked"}),  # revoked by g and s: a fork (loader warning)
-         ("g", "G", {"status": "deprecated"}),  # retired: no replacement
-         ("w", "W", {"status": "deprecated", "replaced_by": "g"}),  # w → g, retired
-         ("h", "H")],
-        [(x, "r") for x in "pqstufghw"], aliases=[("z", "h")],
+        [
+            ("r", "R"),
+            ("p", "P", {"status": "deprecated", "replaced_by": "q"}),  # p → q → s (transitive)
+            ("q", "Q", {"status": "deprecated", "replaced_by": "s"}),
+            ("s", "S"),
+            ("t", "T", {"status": "deprecated", "replaced_by": "u"}),  # t → u → t: a cycle
+            ("u", "U", {"status": "deprecated", "replaced_by": "t"}),
+            ("f", "F", {"status": "revoked"}),  # revoked by g and s: a fork (loader warning)
+            ("g", "G", {"status": "deprecated"}),  # retired: no replacement
+            ("w", "W", {"status": "deprecated", "replaced_by": "g"}),  # w → g, retired
+            ("h", "H"),
+        ],
+        [(x, "r") for x in "pqstufghw"],
+        aliases=[("z", "h")],
         warnings=["'f' is revoked by g, s; using g"],
     )
     m = build_mapping(old, new)
@@ -148,9 +210,12 @@ def test_mapping_chains_cycles_forks():
     out: list[dict] = []
     rebase_records([(1, "q", {"id": "q", "labels": {"gold": ["w"], "pred": ["p"]}})], m, out.append)
     assert out[0]["labels"] == {"gold": ["g"], "pred": ["s"]}
-    assert out[0]["rebase"]["flags"] == [{"field": "labels.gold[0]", "id": "w", "kind": "retired", "side": "gold",
-                                          "to": "g"}]
-    assert out[0]["rebase"]["changes"] == [{"field": "labels.pred[0]", "from": "p", "to": "s", "kind": "replaced"}]
+    assert out[0]["rebase"]["flags"] == [
+        {"field": "labels.gold[0]", "id": "w", "kind": "retired", "side": "gold", "to": "g"}
+    ]
+    assert out[0]["rebase"]["changes"] == [
+        {"field": "labels.pred[0]", "from": "p", "to": "s", "kind": "replaced"}
+    ]
     assert all(r[x].flagged for x in ("t", "f", "g", "gone", "nope")) and not r["p"].flagged
 
 
@@ -182,46 +247,74 @@ def test_rebase_records_fields_and_flags(releases):
     old, new = releases
     m = build_mapping(old, new)
     rec = {
-        "id": "q1", "custom": {"keep": ["a2"]},
+        "id": "q1",
+        "custom": {"keep": ["a2"]},
         "labels": {"gold": ["a2", "a1"], "pred": "b1"},
-        "mentions": {"gold": [{"start": 0, "end": 1, "id": "b4", "nearest": "x1", "extra": 1}],
-                     "pred": [{"start": 0, "end": 1, "id": None}, {"start": 2, "end": 3, "id": "b1"}]},
-        "retrieval": {"filters": [{"field": "category", "op": "within", "value": ["b1", "free text"]}],
-                      "gold_node": "a2"},
+        "mentions": {
+            "gold": [{"start": 0, "end": 1, "id": "b4", "nearest": "x1", "extra": 1}],
+            "pred": [{"start": 0, "end": 1, "id": None}, {"start": 2, "end": 3, "id": "b1"}],
+        },
+        "retrieval": {
+            "filters": [{"field": "category", "op": "within", "value": ["b1", "free text"]}],
+            "gold_node": "a2",
+        },
         "answer": {"text": "a2 is fine", "output": {"technique": "b1", "note": "a2 b1"}, "concepts": ["b4"]},
         "reference": {"concepts": ["a2"], "output": {"technique": "b3"}},
         "gold_node": "b2",
-        "relations": {"gold": [["a2", "treats", "kg:entity-1"]], "answers": ["b4", "kg:entity-2"],
-                      "claims": [{"subject": "b1", "predicate": "p", "object": "x"}], "node": "a2"},
+        "relations": {
+            "gold": [["a2", "treats", "kg:entity-1"]],
+            "answers": ["b4", "kg:entity-2"],
+            "claims": [{"subject": "b1", "predicate": "p", "object": "x"}],
+            "node": "a2",
+        },
     }
     out: list[dict] = []
-    rep = rebase_records([(1, "q1", rec), (2, "q2", {"id": "q2", "labels": {"gold": ["a3"], "pred": ["a1"]}}),
-                          (3, "q3", {"id": "q3", "labels": {"gold": ["b3"], "pred": ["b3"]}})], m, out.append)
+    rep = rebase_records(
+        [
+            (1, "q1", rec),
+            (2, "q2", {"id": "q2", "labels": {"gold": ["a3"], "pred": ["a1"]}}),
+            (3, "q3", {"id": "q3", "labels": {"gold": ["b3"], "pred": ["b3"]}}),
+        ],
+        m,
+        out.append,
+    )
     r1, r2, r3 = out
     assert r1["labels"] == {"gold": ["a1"], "pred": "b3"}  # a2 → a1 collapses with a1
     assert r1["mentions"]["gold"][0] == {"start": 0, "end": 1, "id": "b5", "nearest": "a1", "extra": 1}
     assert [x["id"] for x in r1["mentions"]["pred"]] == [None, "b3"]
     assert r1["retrieval"]["filters"][0]["value"] == ["b3", "free text"]
     assert r1["retrieval"]["gold_node"] == "a1"
-    assert r1["answer"] == {"text": "a2 is fine", "output": {"technique": "b3", "note": "a2 b1"}, "concepts": ["b5"]}
+    assert r1["answer"] == {
+        "text": "a2 is fine",
+        "output": {"technique": "b3", "note": "a2 b1"},
+        "concepts": ["b5"],
+    }
     assert r1["reference"] == {"concepts": ["a1"], "output": {"technique": "b3"}}
     assert r1["custom"] == {"keep": ["a2"]} and r1["gold_node"] == "b2"  # b2 moved: same id, reported
-    assert r1["relations"] == {"gold": [["a1", "treats", "kg:entity-1"]], "answers": ["b5", "kg:entity-2"],
-                               "claims": [{"subject": "b3", "predicate": "p", "object": "x"}], "node": "a1"}
+    assert r1["relations"] == {
+        "gold": [["a1", "treats", "kg:entity-1"]],
+        "answers": ["b5", "kg:entity-2"],
+        "claims": [{"subject": "b3", "predicate": "p", "object": "x"}],
+        "node": "a1",
+    }
     assert r1["rebase"]["status"] == "rebased" and r1["rebase"]["to"] == new.content_hash
     kinds = {c["field"]: c["kind"] for c in r1["rebase"]["changes"]}
     assert kinds["labels.gold[0]"] == "replaced" and kinds["labels.gold[1]"] == "collapsed"
     assert kinds["mentions.gold[0].id"] == "merged" and kinds["mentions.gold[0].nearest"] == "merged"
     # a3 was removed: flagged, kept, never dropped
     assert r2["labels"]["gold"] == ["a3"] and r2["rebase"]["status"] == "flagged"
-    assert r2["rebase"]["flags"] == [{"field": "labels.gold[0]", "id": "a3", "kind": "removed", "side": "gold"}]
+    assert r2["rebase"]["flags"] == [
+        {"field": "labels.gold[0]", "id": "a3", "kind": "removed", "side": "gold"}
+    ]
     assert "rebase" not in r3
     d = rep.to_dict()
     assert (d["records"], d["records_rebased"], d["records_flagged"], d["records_unchanged"]) == (3, 1, 1, 1)
     assert d["flagged_records"] == ["q2"]
     g = d["gold_ids"]
     assert g["a2"]["outcome"] == "replaced" and g["a2"]["records"] == ["q1"] and g["a2"]["occurrences"] == 5
-    assert g["b2"]["outcome"] == "moved" and g["a3"]["outcome"] == "removed" and g["b4"]["outcome"] == "merged"
+    assert (
+        g["b2"]["outcome"] == "moved" and g["a3"]["outcome"] == "removed" and g["b4"]["outcome"] == "merged"
+    )
     assert d["pred_ids"]["b1"]["occurrences"] == 5
 
 
@@ -232,11 +325,32 @@ def test_rebase_file_cli_and_previous(tmp_path, releases):
     old, new = releases
     po, pn = save_compiled(old, tmp_path / "old.kgro"), save_compiled(new, tmp_path / "new.kgro")
     data = tmp_path / "r.jsonl"
-    data.write_text(json.dumps({"id": 7, "labels": {"gold": "a2", "pred": []}, "rebase": {"old": True}}) + "\n\n"
-                    + json.dumps({"id": "x", "labels": {"gold": ["a3"], "pred": ["a1"]}}) + "\n")
+    data.write_text(
+        json.dumps({"id": 7, "labels": {"gold": "a2", "pred": []}, "rebase": {"old": True}})
+        + "\n\n"
+        + json.dumps({"id": "x", "labels": {"gold": ["a3"], "pred": ["a1"]}})
+        + "\n"
+    )
     out = tmp_path / "o.jsonl"
-    assert main(["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(data),
-                 "--out", str(out), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "records",
+                "rebase",
+                "--from",
+                str(po),
+                "--to",
+                str(pn),
+                "--data",
+                str(data),
+                "--out",
+                str(out),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[0]["id"] == 7 and lines[0]["labels"]["gold"] == "a1"
     assert lines[0]["rebase"]["previous"] == {"old": True}
@@ -244,17 +358,41 @@ def test_rebase_file_cli_and_previous(tmp_path, releases):
     from kg_rageval.audit.manifest import file_hash
 
     assert report["output"]["hash"] == file_hash(out) and report["to"]["content_hash"] == new.content_hash
-    assert main(["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(data),
-                 "--out", str(tmp_path / "o2.jsonl"), "--strict"]) == 1
-    assert main(["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(data),
-                 "--out", str(data)]) == 2
+    assert (
+        main(
+            [
+                "records",
+                "rebase",
+                "--from",
+                str(po),
+                "--to",
+                str(pn),
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "o2.jsonl"),
+                "--strict",
+            ]
+        )
+        == 1
+    )
+    assert (
+        main(
+            ["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(data), "--out", str(data)]
+        )
+        == 2
+    )
     gz = tmp_path / "o.jsonl.gz"  # gzip in and out
     import gzip
 
     gz_in = tmp_path / "r.jsonl.gz"
     gz_in.write_bytes(gzip.compress(data.read_bytes()))
-    assert main(["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(gz_in),
-                 "--out", str(gz)]) == 0
+    assert (
+        main(
+            ["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(gz_in), "--out", str(gz)]
+        )
+        == 0
+    )
     assert [json.loads(x) for x in gzip.decompress(gz.read_bytes()).decode().splitlines()] == lines
     assert main(["ontology", "diff", str(po), str(pn), "--exit-code"]) == 1
     assert main(["ontology", "diff", str(po), str(po), "--exit-code"]) == 0
@@ -276,8 +414,12 @@ def test_stability_same_predictions(releases, capsys):
     rows = {b["branch"]: b for b in res["branches"]}
     # OLD: record 1 under B: gold aug {B, b2}, pred {B, b3} -> hP = hR = 1/2
     # NEW: record 1 under A: gold aug {A, b2}, pred {B, b3} -> 0
-    assert rows["B"]["metrics"]["hierarchical_f1"] == {"old": 0.5, "new": None, "delta": None,
-                                                       "missing": rows["B"]["metrics"]["hierarchical_f1"]["missing"]}
+    assert rows["B"]["metrics"]["hierarchical_f1"] == {
+        "old": 0.5,
+        "new": None,
+        "delta": None,
+        "missing": rows["B"]["metrics"]["hierarchical_f1"]["missing"],
+    }
     assert rows["B"]["rows"] == {"old": 1, "new": 0}
     assert rows["B"]["changes"] == {"moved": 1, "merged": 1, "revoked": 1, "added": 1, "alias_added": 1}
     assert rows["B"]["changed_nodes"] == 5
@@ -320,18 +462,30 @@ def test_toy_fixture_releases(fixtures_dir):
     assert (old.version, new.version) == ("toy/releases/2024-01-15", "toy/releases/2025-01-16")
     d = diff_ontologies(old, new)
     assert {k: v for k, v in d.counts().items() if v} == {
-        "added": 3, "merged": 1, "deprecated": 1, "moved": 2, "relabelled": 1, "synonyms_changed": 1}
+        "added": 3,
+        "merged": 1,
+        "deprecated": 1,
+        "moved": 2,
+        "relabelled": 1,
+        "synonyms_changed": 1,
+    }
     moved = {e["id"]: (e["old_parents"], e["new_parents"]) for e in d.entries("moved")}
     assert moved == {"HP:3": (["HP:2"], ["HP:10"]), "HP:4": (["HP:2"], [])}
     assert d.by_branch()["moved"] == {"HP:2": 2} and d.by_branch()["deprecated"] == {"HP:2": 1}
     m = build_mapping(old, new)
     assert [(m.resolve(x).outcome, m.resolve(x).to) for x in ("HP:4", "HP:7", "HP:3")] == [
-        ("replaced", "HP:8"), ("merged", "HP:6"), ("same", "HP:3")]
+        ("replaced", "HP:8"),
+        ("merged", "HP:6"),
+        ("same", "HP:3"),
+    ]
     # a full-IRI spelling is written as the id (through the shared lookup), then mapped
     out: list[dict] = []
     iri = "http://purl.obolibrary.org/obo/HP_"
-    rebase_records([(1, "x", {"id": "x", "labels": {"gold": [iri + "3", iri + "4"], "pred": [iri + "99"]}})],
-                   m, out.append)
+    rebase_records(
+        [(1, "x", {"id": "x", "labels": {"gold": [iri + "3", iri + "4"], "pred": [iri + "99"]}})],
+        m,
+        out.append,
+    )
     assert out[0]["labels"] == {"gold": ["HP:3", "HP:8"], "pred": [iri + "99"]}
     kinds = [(c["kind"], c["to"]) for c in out[0]["rebase"]["changes"]]
     assert kinds == [("respelled", "HP:3"), ("replaced", "HP:8")]
@@ -353,10 +507,12 @@ def test_rebase_refuses_every_output_that_is_one_of_its_inputs(tmp_path, release
     before, onto_before = data.read_bytes(), pn.read_bytes()
     os.link(data, tmp_path / "hard.jsonl")
     base = ["records", "rebase", "--from", str(po), "--to", str(pn), "--data", str(data)]
-    cases = [(["--out", str(tmp_path / "hard.jsonl")], "--out .* is the same file as the input --data"),
-             (["--out", str(tmp_path / "o.jsonl"), "--report", str(data)], "--report .* the input --data"),
-             (["--out", str(tmp_path / "o.jsonl"), "--report", str(tmp_path / "o.jsonl")], "are the same file"),
-             (["--out", str(pn)], "--out .* is the same file as the input --to")]
+    cases = [
+        (["--out", str(tmp_path / "hard.jsonl")], "--out .* is the same file as the input --data"),
+        (["--out", str(tmp_path / "o.jsonl"), "--report", str(data)], "--report .* the input --data"),
+        (["--out", str(tmp_path / "o.jsonl"), "--report", str(tmp_path / "o.jsonl")], "are the same file"),
+        (["--out", str(pn)], "--out .* is the same file as the input --to"),
+    ]
     import re
 
     for extra, message in cases:

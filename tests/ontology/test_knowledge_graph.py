@@ -126,17 +126,35 @@ def test_attack_counts_equal_an_independent_count(attack):
     by_type = collections.Counter(x["type"] for x in objects)
     assert by_type["attack-pattern"] == 835 and by_type["relationship"] == 20048
     kinds = o.graph.counts_by_kind()
-    for t in ("intrusion-set", "malware", "tool", "course-of-action", "campaign",
-              "x-mitre-data-source", "x-mitre-data-component"):
+    for t in (
+        "intrusion-set",
+        "malware",
+        "tool",
+        "course-of-action",
+        "campaign",
+        "x-mitre-data-source",
+        "x-mitre-data-component",
+    ):
         assert kinds[t] == by_type[t], t
-    assert (kinds["intrusion-set"], kinds["malware"], kinds["tool"], kinds["course-of-action"]) == (187, 696, 91, 268)
+    assert (kinds["intrusion-set"], kinds["malware"], kinds["tool"], kinds["course-of-action"]) == (
+        187,
+        696,
+        91,
+        268,
+    )
     assert (kinds["campaign"], kinds["x-mitre-data-source"], kinds["x-mitre-data-component"]) == (52, 38, 109)
     types = collections.Counter(o.node_types)
     assert types["tactic"] == 14 and types["technique"] + types["sub-technique"] == 835
     rel = collections.Counter(x["relationship_type"] for x in objects if x["type"] == "relationship")
     assert o.graph.counts_by_predicate() == dict(rel)
-    assert dict(rel) == {"uses": 17270, "mitigates": 1445, "detects": 691, "subtechnique-of": 477,
-                         "revoked-by": 140, "attributed-to": 25}
+    assert dict(rel) == {
+        "uses": 17270,
+        "mitigates": 1445,
+        "detects": 691,
+        "subtechnique-of": 477,
+        "revoked-by": 140,
+        "attributed-to": 25,
+    }
     # detection strategies are not in the bundle: declared from the relationship ends
     assert kinds["x-mitre-detection-strategy"] == 691 == o.diagnostics["instances_declared_from_refs"]
 
@@ -151,25 +169,48 @@ def test_attack_triples_equal_the_json_and_status_flags(attack):
                 aid[x["id"]] = ref["external_id"]
                 break
     # objects whose id a technique already holds keep their STIX id (loader convention)
-    techniques = {aid[x["id"]] for x in objects if x["type"] in ("attack-pattern", "x-mitre-tactic", "x-mitre-matrix")}
+    techniques = {
+        aid[x["id"]] for x in objects if x["type"] in ("attack-pattern", "x-mitre-tactic", "x-mitre-matrix")
+    }
     for x in objects:
-        if x["type"] not in ("attack-pattern", "x-mitre-tactic", "x-mitre-matrix", "relationship") and aid.get(x["id"]) in techniques:
+        if (
+            x["type"] not in ("attack-pattern", "x-mitre-tactic", "x-mitre-matrix", "relationship")
+            and aid.get(x["id"]) in techniques
+        ):
             aid[x["id"]] = x["id"]
-    want = {(aid.get(x["source_ref"], x["source_ref"]), x["relationship_type"], aid.get(x["target_ref"], x["target_ref"]))
-            for x in objects if x["type"] == "relationship"}
+    want = {
+        (
+            aid.get(x["source_ref"], x["source_ref"]),
+            x["relationship_type"],
+            aid.get(x["target_ref"], x["target_ref"]),
+        )
+        for x in objects
+        if x["type"] == "relationship"
+    }
     got = set(o.triples())
     assert got == want and len(got) == 20048
     assert ("G0022", "uses", "T1003.001") in got and o.has_triple("G0022", "uses", "T1003.001")
-    revoked = collections.Counter(x["type"] for x in objects if x.get("revoked") and x["type"] != "attack-pattern")
+    revoked = collections.Counter(
+        x["type"] for x in objects if x.get("revoked") and x["type"] != "attack-pattern"
+    )
     g = o.graph
-    got_revoked = collections.Counter(k for k, st in zip(g.instance_kinds, g.instance_status.tolist()) if st == 2)
+    got_revoked = collections.Counter(
+        k for k, st in zip(g.instance_kinds, g.instance_status.tolist()) if st == 2
+    )
     assert got_revoked == revoked == {"intrusion-set": 6, "malware": 2}
-    deprecated = collections.Counter(x["type"] for x in objects if x.get("x_mitre_deprecated") and not x.get("revoked")
-                                     and x["type"] not in ("attack-pattern",))
+    deprecated = collections.Counter(
+        x["type"]
+        for x in objects
+        if x.get("x_mitre_deprecated") and not x.get("revoked") and x["type"] not in ("attack-pattern",)
+    )
     got_dep = collections.Counter(k for k, st in zip(g.instance_kinds, g.instance_status.tolist()) if st == 1)
     assert got_dep == deprecated
     # a revoked group's replacement is its revoked-by target
-    k = next(i for i, st in enumerate(g.instance_status.tolist()) if st == 2 and g.instance_kinds[i] == "intrusion-set")
+    k = next(
+        i
+        for i, st in enumerate(g.instance_status.tolist())
+        if st == 2 and g.instance_kinds[i] == "intrusion-set"
+    )
     rep = o.entity_id(int(g.instance_replaced_by[k]))
     assert (g.instance_ids[k], "revoked-by", rep) in got
 

@@ -55,13 +55,18 @@ def test_aliases_stored_sorted_with_target_indices(tree):
 def test_alias_equal_to_node_id_is_a_counted_warning_and_strict_refuses():
     b = _tree()
     b.add_alias("D:1", "D:2", where="line 7")
-    with pytest.raises(OntologyError, match=r"1 alias\(es\) equal to a node id: 'D:1' \(alias of 'D:2', line 7\) "
-                       r"is also a node id \(refused in strict mode"):
+    with pytest.raises(
+        OntologyError,
+        match=r"1 alias\(es\) equal to a node id: 'D:1' \(alias of 'D:2', line 7\) "
+        r"is also a node id \(refused in strict mode",
+    ):
         b.build(strict=True)
     for conflicts in ("error", "keep-first"):  # conflicts= governs label conflicts only
         o = b.build(conflicts=conflicts)
         assert o.alias_ids == () and o.diagnostics == {"alias_conflicts": 1}
-        assert o.warnings == ("'D:1' (alias of 'D:2', line 7) is also a node id: the node wins and the alias is dropped",)
+        assert o.warnings == (
+            "'D:1' (alias of 'D:2', line 7) is also a node id: the node wins and the alias is dropped",
+        )
         assert o.canonical("D:1") == "D:1"  # the node wins
 
 
@@ -85,7 +90,9 @@ def test_alias_naming_two_targets_is_dropped_and_counted_strict_refuses():
         b.build(strict=True)
     o = b.build()
     assert o.alias_ids == ("D:91",) and o.diagnostics == {"ambiguous_aliases": 1}
-    assert o.warnings == ("'D:90' names 'D:2' (line 3) and 'D:3' (line 5): the alias is dropped (it resolves to neither)",)
+    assert o.warnings == (
+        "'D:90' names 'D:2' (line 3) and 'D:3' (line 5): the alias is dropped (it resolves to neither)",
+    )
     with pytest.raises(UnknownIdError):
         o.canonical("D:90")  # resolves to neither concept
 
@@ -195,7 +202,9 @@ def test_obo_alias_errors(onto_dir):
         load_ontology(onto_dir / "alias_conflict.obo", strict=True)
     o = load_ontology(onto_dir / "alias_conflict.obo")
     assert o.alias_ids == () and o.diagnostics["alias_conflicts"] == 1
-    with pytest.raises(OntologyError, match=r"'EX:0090' names 'EX:0002' \(line 11\) and 'EX:0003' \(line 17\)"):
+    with pytest.raises(
+        OntologyError, match=r"'EX:0090' names 'EX:0002' \(line 11\) and 'EX:0003' \(line 17\)"
+    ):
         load_ontology(onto_dir / "alias_two_targets.obo", strict=True)
     o = load_ontology(onto_dir / "alias_two_targets.obo")
     assert o.alias_ids == () and o.diagnostics == {"alt_ids": 2, "ambiguous_aliases": 1}
@@ -216,7 +225,9 @@ def test_doid_cancer_slim_alt_ids(shared_data, tmp_path):
     # [Term] id: DOID:0001816 name: angiosarcoma / alt_id: DOID:267 / alt_id: DOID:4508
     assert obo.canonical("DOID:267") == obo.canonical("DOID:4508") == "DOID:0001816"
     assert owl.alias_of("DOID:4508") == "DOID:0001816"
-    with pytest.raises(UnknownIdError, match=r"'DOID:267' is an alternative id of DOID:0001816 \(angiosarcoma\)"):
+    with pytest.raises(
+        UnknownIdError, match=r"'DOID:267' is an alternative id of DOID:0001816 \(angiosarcoma\)"
+    ):
         obo.index("DOID:267")
     assert obo.content_hash == owl.content_hash
     back = load_compiled(save_compiled(obo, tmp_path / "do"))
@@ -252,5 +263,6 @@ def test_hierarchy_on_unknown_alias(tree):
     with pytest.raises(UnknownIdError, match="'D:98'"):
         score_hierarchy(tree, records, aliases=False, on_unknown="error")
     with pytest.raises(UnknownIdError, match="'D:404'"):
-        score_hierarchy(tree, records + [{"id": "r3", "labels": {"gold": ["D:3"], "pred": ["D:404"]}}],
-                        on_unknown="error")
+        score_hierarchy(
+            tree, records + [{"id": "r3", "labels": {"gold": ["D:3"], "pred": ["D:404"]}}], on_unknown="error"
+        )

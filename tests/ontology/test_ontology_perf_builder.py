@@ -87,11 +87,27 @@ def test_synonym_merge_rules():
 def test_cache_round_trip_every_column(tmp_path):
     o = _rich().build()
     again = load_ontology(save_compiled(o, tmp_path / "rich"))
-    for name in ("ids", "labels", "synonyms", "definitions", "node_types", "virtual_root",
-                 "diagnostics", "warnings"):
+    for name in (
+        "ids",
+        "labels",
+        "synonyms",
+        "definitions",
+        "node_types",
+        "virtual_root",
+        "diagnostics",
+        "warnings",
+    ):
         assert getattr(again, name) == getattr(o, name), name
-    for name in ("parent_ptr", "parent_idx", "anc_ptr", "anc_idx", "depth_min", "depth_max",
-                 "status", "replaced_by"):
+    for name in (
+        "parent_ptr",
+        "parent_idx",
+        "anc_ptr",
+        "anc_idx",
+        "depth_min",
+        "depth_max",
+        "status",
+        "replaced_by",
+    ):
         assert np.array_equal(getattr(again, name), getattr(o, name)), name
     assert again.synonyms[again.index("b:10")] == ("X",)
     assert again.definitions[again.index("b:10")] == "ten"

@@ -20,7 +20,9 @@ from kg_rageval.base.errors import OntologyError
 from kg_rageval.families.hierarchy import relation_codes, relation_names, score_hierarchy, wu_palmer
 from kg_rageval.ontology import VIRTUAL_ROOT_ID, load_ontology
 
-pytestmark = pytest.mark.slow  # real releases as published (HPO, ATT&CK) through the loaders and the CLI (~12 s)
+pytestmark = (
+    pytest.mark.slow
+)  # real releases as published (HPO, ATT&CK) through the loaders and the CLI (~12 s)
 
 
 def _hp(ontology, gold: str, pred: str) -> float:
@@ -61,14 +63,19 @@ def test_hpo_loads_with_counted_warnings(hpo, hp_obo):
     # every affected id is named
     conflicts = [w for w in hpo.warnings if "is also a node id" in w]
     assert len(conflicts) == 387
-    assert ("'HP:0001425' (alias of 'HP:0000005', line 63) is also a node id (deprecated, replaced "
-            "by 'HP:0000005'): the node wins and the alias is dropped") in conflicts
+    assert (
+        "'HP:0001425' (alias of 'HP:0000005', line 63) is also a node id (deprecated, replaced "
+        "by 'HP:0000005'): the node wins and the alias is dropped"
+    ) in conflicts
     assert hpo.status_of("HP:0001425") == "deprecated" and hpo.replacement("HP:0001425") == "HP:0000005"
     # two replaced_by: flagged, not resolved to the first
-    assert ("'HP:0000535' is replaced by 'HP:0045074', 'HP:0045075': ambiguous, no replacement "
-            "recorded") in hpo.warnings
+    assert (
+        "'HP:0000535' is replaced by 'HP:0045074', 'HP:0045075': ambiguous, no replacement recorded"
+    ) in hpo.warnings
     assert hpo.replacement("HP:0000535") is None
-    with pytest.raises(OntologyError, match=r"387 alias\(es\) equal to a node id: 'HP:0001425'.*refused in strict mode"):
+    with pytest.raises(
+        OntologyError, match=r"387 alias\(es\) equal to a node id: 'HP:0001425'.*refused in strict mode"
+    ):
         load_ontology(hp_obo, strict=True)
 
 
@@ -105,7 +112,9 @@ def test_hpo_obsolete_terms_are_not_roots(hpo):
     top = hpo.indices(hpo.children("HP:0000001")[:60])
     g, p = np.repeat(placed, top.size), np.tile(top, placed.size)
     codes = relation_codes(hpo, np.concatenate([g, p]), np.concatenate([p, g]))
-    model = [hpo.relation_index(int(x), int(y)) for x, y in zip(np.concatenate([g, p]), np.concatenate([p, g]))]
+    model = [
+        hpo.relation_index(int(x), int(y)) for x, y in zip(np.concatenate([g, p]), np.concatenate([p, g]))
+    ]
     assert relation_names(codes).tolist() == model
 
 
@@ -195,15 +204,18 @@ def test_do_slims_unrelated_pair_scores_zero(shared_data, name):
 def test_do_rare_slim_shape_loads_with_warnings(fixtures_dir):
     path = fixtures_dir / "ontology" / "do_rare_slim_shape.obo"
     o = load_ontology(path)
-    assert o.diagnostics == {"alt_ids": 3, "ambiguous_aliases": 1, "multiple_replacements": 1,
-                             "obsolete_terms_placed_under_root": 1}
+    assert o.diagnostics == {
+        "alt_ids": 3,
+        "ambiguous_aliases": 1,
+        "multiple_replacements": 1,
+        "obsolete_terms_placed_under_root": 1,
+    }
     assert o.warnings == (
         "'DOID:9000001' names 'DOID:1000001' (line 23) and 'DOID:1000002' (line 29): the alias is "
         "dropped (it resolves to neither)",
         "1 deprecated/revoked term(s) without parent or child are not roots; placed under "
         "'DOID:4': 'DOID:1000003'",
-        "'DOID:1000003' is replaced by 'DOID:1000001', 'DOID:1000002': ambiguous, no replacement "
-        "recorded",
+        "'DOID:1000003' is replaced by 'DOID:1000001', 'DOID:1000002': ambiguous, no replacement recorded",
     )
     assert o.alias_ids == ("DOID:9000002",) and o.replacement("DOID:1000003") is None
     assert o.root_id == "DOID:4" and not o.virtual_root
@@ -214,7 +226,9 @@ def test_do_rare_slim_shape_loads_with_warnings(fixtures_dir):
 
 # ---------------------------------------------------------------------- ATT&CK
 @pytest.mark.shared_data
-@pytest.mark.parametrize("name", ["enterprise-attack-techniques-18.1.json.gz", "enterprise-attack-kg-18.1.json.gz"])
+@pytest.mark.parametrize(
+    "name", ["enterprise-attack-techniques-18.1.json.gz", "enterprise-attack-kg-18.1.json.gz"]
+)
 def test_attack_unrelated_pair_scores_zero(shared_data, name):
     o = load_ontology(shared_data / "attack" / name)
     assert o.root_id == "enterprise-attack" and not o.virtual_root

@@ -53,7 +53,9 @@ def test_warnings_only(onto_dir):
     assert _triples(report) == [("Warning", "ex:Old", "owl:deprecated", "true")]
     assert not report.passes() and report.passes(allow_warnings=True)
     # worded as the exit code decides: exit 0 reads "conforms, with 1 warning(s)", not "does not conform"
-    assert report.to_text().startswith(f"{report.source}: conforms, with 1 warning(s) (0 violation(s), 1 warning(s)")
+    assert report.to_text().startswith(
+        f"{report.source}: conforms, with 1 warning(s) (0 violation(s), 1 warning(s)"
+    )
     assert report.verdict(fail_on_warnings=True) == "fails on 1 warning(s) (--fail-on-warnings)"
 
 
@@ -101,7 +103,12 @@ def test_builder_ontology_without_labels():
 
 def test_replacement_chain_warning():
     b = OntologyBuilder("mem")
-    for i, status, rep in [("r", "active", None), ("x", "revoked", "y"), ("y", "deprecated", "z"), ("z", "active", None)]:
+    for i, status, rep in [
+        ("r", "active", None),
+        ("x", "revoked", "y"),
+        ("y", "deprecated", "z"),
+        ("z", "active", None),
+    ]:
         b.add_node(i, label=i.upper(), status=status, replaced_by=rep)
     for i in "xyz":
         b.add_edge(i, "r")

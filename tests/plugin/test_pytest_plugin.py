@@ -9,10 +9,9 @@ import textwrap
 import pytest
 
 from kg_rageval.base.errors import ConfigError
-
+from kg_rageval.pytest_plugin import GateFailure, assert_gates, check_gates
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.metric import Metric
-from kg_rageval.pytest_plugin import GateFailure, assert_gates, check_gates
 
 pytest_plugins = ["pytester"]
 
@@ -30,14 +29,18 @@ RECORDS = [
 def _evaluation():
     from kg_rageval.audit.stub import StubFamily
 
-    rows = [{"record_id": r, "correct": float(g == p), "n": 1.0, "gold_node": g, "slice:intent": s}
-            for r, g, p, s in RECORDS]
+    rows = [
+        {"record_id": r, "correct": float(g == p), "n": 1.0, "gold_node": g, "slice:intent": s}
+        for r, g, p, s in RECORDS
+    ]
     return build_evaluation(StubFamily(), rows, keys=["gold_node", "slice:intent"])
 
 
 def test_plain_metrics_pass_and_fail():
-    res = assert_gates({"hierarchical_f1": 0.82, "mrr": Metric("mrr", 0.5, 1, 2)},
-                       {"hierarchical_f1": ">= 0.8", "mrr": "> 0.4"})
+    res = assert_gates(
+        {"hierarchical_f1": 0.82, "mrr": Metric("mrr", 0.5, 1, 2)},
+        {"hierarchical_f1": ">= 0.8", "mrr": "> 0.4"},
+    )
     assert [r.status for r in res] == ["pass", "pass"]
     with pytest.raises(GateFailure) as exc:
         assert_gates({"hierarchical_f1": 0.75}, {"hierarchical_f1": ">= 0.8"})
@@ -47,8 +50,10 @@ def test_plain_metrics_pass_and_fail():
 
 def test_missing_evidence_fails():
     with pytest.raises(GateFailure) as exc:
-        assert_gates({"hierarchical_f1": 0.9, "recall@10": Metric("recall@10", None, missing="no gold documents")},
-                     ["hierarchical_f1 >= 0.8", "recall@10 >= 0.85", "ci_low(hierarchical_f1) >= 0.7", "mrr > 0"])
+        assert_gates(
+            {"hierarchical_f1": 0.9, "recall@10": Metric("recall@10", None, missing="no gold documents")},
+            ["hierarchical_f1 >= 0.8", "recall@10 >= 0.85", "ci_low(hierarchical_f1) >= 0.7", "mrr > 0"],
+        )
     msg = str(exc.value)
     assert "1 of 4" not in msg and "3 of 4 gate(s) not passed" in msg
     assert "MISSING recall@10 >= 0.85: missing evidence: no gold documents" in msg
@@ -59,8 +64,12 @@ def test_missing_evidence_fails():
 
 
 def test_report_dict_and_metric_dicts():
-    report = {"metrics": {"mrr": {"name": "mrr", "value": 0.4}, "f1": {"name": "f1", "value": None,
-                                                                       "missing": "no predictions"}}}
+    report = {
+        "metrics": {
+            "mrr": {"name": "mrr", "value": 0.4},
+            "f1": {"name": "f1", "value": None, "missing": "no predictions"},
+        }
+    }
     results, _ = check_gates(report, {"mrr": ">= 0.3", "f1": ">= 0.1"})
     assert [(r.status, r.observed) for r in results] == [("pass", 0.4), ("missing", None)]
     assert "no predictions" in results[1].reason
@@ -88,18 +97,25 @@ def test_evaluation_worst_branches(vehicles):
 
 def test_scoped_gates_from_evaluation(vehicles):
     ev = _evaluation()
-    res = assert_gates(ev, ["stub_accuracy[slice:intent=lookup] >= 0.66", "stub_accuracy[node:car] >= 0.75"],
-                       ontology=vehicles)
+    res = assert_gates(
+        ev,
+        ["stub_accuracy[slice:intent=lookup] >= 0.66", "stub_accuracy[node:car] >= 0.75"],
+        ontology=vehicles,
+    )
     assert [r.observed for r in res] == [pytest.approx(2 / 3), 0.75]
     # a slice value no row has is a typo, as in the audit: a ConfigError naming the values
-    with pytest.raises(ConfigError, match=r"no row has intent='lokup' \(did you mean 'lookup'\?\); values: compare, lookup"):
+    with pytest.raises(
+        ConfigError, match=r"no row has intent='lokup' \(did you mean 'lookup'\?\); values: compare, lookup"
+    ):
         assert_gates(ev, ["stub_accuracy[slice:intent=lokup] >= 0.5"])
 
 
 def test_plugin_import_is_light():
-    code = ("import sys, kg_rageval.pytest_plugin as p; "
-            "print(sorted(m for m in ('numpy', 'kg_rageval.audit', 'kg_rageval.results.evaluation', 'scipy') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, kg_rageval.pytest_plugin as p; "
+        "print(sorted(m for m in ('numpy', 'kg_rageval.audit', 'kg_rageval.results.evaluation', 'scipy') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -109,9 +125,11 @@ def test_plugin_import_is_light():
 def audit_project(pytester, vehicles):
     """A project with an edge table, records and two audit configs, plus a conftest that
     registers the audit's stub family."""
-    table = "child\tparent\tlabel\n" + "".join(
-        f"{c}\t{p}\t{vehicles.label(c)}\n" for c, p in vehicles.edges()
-    ) + "vehicle\t\tVehicle\n"
+    table = (
+        "child\tparent\tlabel\n"
+        + "".join(f"{c}\t{p}\t{vehicles.label(c)}\n" for c, p in vehicles.edges())
+        + "vehicle\t\tVehicle\n"
+    )
     pytester.makefile(".tsv", vehicles=table)
     lines = [
         f'{{"id": "{r}", "slices": {{"intent": "{s}"}}, "labels": {{"gold": ["{g}"], "pred": ["{p}"]}}}}'
@@ -119,17 +137,23 @@ def audit_project(pytester, vehicles):
     ]
     pytester.makefile(".jsonl", records="\n".join(lines) + "\n")
     base = 'ontology = "vehicles.tsv"\nrecords = "records.jsonl"\n[families.stub]\n'
-    pytester.makefile(".toml", good='name = "good"\ngates = ["stub_accuracy >= 0.5"]\n' + base,
-                      bad='name = "bad"\ngates = ["stub_accuracy >= 0.9", "recall@10 >= 0.8"]\n' + base)
-    pytester.makeconftest(textwrap.dedent("""
+    pytester.makefile(
+        ".toml",
+        good='name = "good"\ngates = ["stub_accuracy >= 0.5"]\n' + base,
+        bad='name = "bad"\ngates = ["stub_accuracy >= 0.9", "recall@10 >= 0.8"]\n' + base,
+    )
+    pytester.makeconftest(
+        textwrap.dedent("""
         from kg_rageval.audit.families import FamilySpec, register_family
         register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
-    """))
+    """)
+    )
     return pytester
 
 
 def test_marker_runs_the_audit(audit_project):
-    audit_project.makepyfile(test_release=textwrap.dedent("""
+    audit_project.makepyfile(
+        test_release=textwrap.dedent("""
         import pytest
 
         @pytest.mark.kg_rageval_audit("good.toml")
@@ -146,7 +170,8 @@ def test_marker_runs_the_audit(audit_project):
 
         def test_fixture(assert_gates):
             assert_gates({"hierarchical_f1": 0.7}, {"hierarchical_f1": ">= 0.8"})
-    """))
+    """)
+    )
     result = audit_project.runpytest("-p", "no:cacheprovider", "--strict-markers")
     result.assert_outcomes(passed=1, failed=3)
     out = result.stdout.str()
@@ -159,13 +184,15 @@ def test_marker_runs_the_audit(audit_project):
 
 
 def test_marker_without_config_file(pytester):
-    pytester.makepyfile(textwrap.dedent("""
+    pytester.makepyfile(
+        textwrap.dedent("""
         import pytest
 
         @pytest.mark.kg_rageval_audit("nope.toml")
         def test_x():
             pass
-    """))
+    """)
+    )
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*audit config*nope.toml does not exist*"])

@@ -29,10 +29,16 @@ def test_iter_jsonl_skips_blank_lines_and_keeps_line_numbers(tmp_path):
     assert [n for n, _ in iter_jsonl(gz)] == [1, 3]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b'{"id": "a"}\n{"id": \n', r"r\.jsonl, line 2: not valid JSON: Expecting value \(column 8\)"),
-    (b'{"id": "a"}\n{"id": "\xff"}\n', r"r\.jsonl, line 2: not UTF-8 text: invalid start byte \(byte 0xff at column 9\)"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"id": "a"}\n{"id": \n', r"r\.jsonl, line 2: not valid JSON: Expecting value \(column 8\)"),
+        (
+            b'{"id": "a"}\n{"id": "\xff"}\n',
+            r"r\.jsonl, line 2: not UTF-8 text: invalid start byte \(byte 0xff at column 9\)",
+        ),
+    ],
+)
 def test_iter_jsonl_errors_name_file_and_line(tmp_path, content, message):
     p = tmp_path / "r.jsonl"
     p.write_bytes(content)
@@ -49,13 +55,16 @@ def test_iter_jsonl_missing_file_and_broken_gzip(tmp_path):
         list(iter_jsonl(gz))
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("[1]", "line 2: expected a JSON object, found list"),
-    ('{"x": 1}', "line 2: field 'id' is missing or not a non-empty string"),
-    ('{"id": true}', "line 2: field 'id' is missing or not a non-empty string"),
-    ('{"id": ""}', "line 2: field 'id' is missing or not a non-empty string"),
-    ('{"id": 1}', r"line 2: duplicate document id '1' \(first on line 1\)"),  # 1 is read as "1"
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[1]", "line 2: expected a JSON object, found list"),
+        ('{"x": 1}', "line 2: field 'id' is missing or not a non-empty string"),
+        ('{"id": true}', "line 2: field 'id' is missing or not a non-empty string"),
+        ('{"id": ""}', "line 2: field 'id' is missing or not a non-empty string"),
+        ('{"id": 1}', r"line 2: duplicate document id '1' \(first on line 1\)"),  # 1 is read as "1"
+    ],
+)
 def test_iter_objects_checks_each_line(tmp_path, line, message):
     p = tmp_path / "c.jsonl"
     p.write_text('{"id": "1"}\n' + line + "\n")
@@ -71,7 +80,8 @@ def test_read_records_marks_line_and_source_and_messages_use_them(tmp_path):
     assert where(r, "answer.text") == "record '7' (line 2), field answer.text"
     assert located(r, "answer.text") == f"{p}, record '7' (line 2), field answer.text"
     assert str(record_error(r, "answer.text", "expected a string")) == (
-        f"{p}, record '7' (line 2), field answer.text: expected a string")
+        f"{p}, record '7' (line 2), field answer.text: expected a string"
+    )
     assert located({"id": "m"}, "labels") == "record 'm', field labels"  # built in memory
 
 

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "kg_rageval"
 HAND_BUILT_ALLOWED = {
     "kg_rageval/records/reasons.py": "the constructor itself",
     "kg_rageval/audit/stub.py": "the audit's test double of a family written before reason codes: its code-less "
-                                "'missing run' entries exercise the missing_runs.reasons fallback",
+    "'missing run' entries exercise the missing_runs.reasons fallback",
 }
 
 
@@ -45,13 +45,23 @@ def test_no_module_builds_an_unscored_entry_by_hand():
 
 
 def test_unscored_builds_the_entry():
-    assert unscored(7, "no gold", Reason.NO_GOLD) == {"record_id": "7", "reason": "no gold", "code": "no_gold"}
-    assert unscored("q1", "timed out", "timeout") == {"record_id": "q1", "reason": "timed out", "code": "timeout"}
+    assert unscored(7, "no gold", Reason.NO_GOLD) == {
+        "record_id": "7",
+        "reason": "no gold",
+        "code": "no_gold",
+    }
+    assert unscored("q1", "timed out", "timeout") == {
+        "record_id": "q1",
+        "reason": "timed out",
+        "code": "timeout",
+    }
 
 
 @pytest.mark.parametrize("code", [None, "", "missing", "NO_GOLD", 3, "no gold"])
 def test_unscored_refuses_a_missing_or_unknown_code(code):
-    with pytest.raises(ValueError, match=r"reason code .* is not a Reason \(one of invalid_output, missing_input"):
+    with pytest.raises(
+        ValueError, match=r"reason code .* is not a Reason \(one of invalid_output, missing_input"
+    ):
         unscored("q1", "no gold", code)
 
 

@@ -45,15 +45,34 @@ class OtherFamily(PR):
 
 
 ROWS = [
-    {"record_id": "r1", "tp": 1, "n_pred": 1, "n_gold": 1, "slice:intent": "lookup",
-     "gold_node": "sedan", "why": "ok"},
-    {"record_id": "r1", "tp": 0, "n_pred": 1, "n_gold": 1, "slice:intent": "lookup",
-     "gold_node": "amphibious_car"},
-    {"record_id": "r2", "tp": 2, "n_pred": 3, "n_gold": 2, "slice:intent": "compare",
-     "gold_node": "submarine", "why": "partial"},
+    {
+        "record_id": "r1",
+        "tp": 1,
+        "n_pred": 1,
+        "n_gold": 1,
+        "slice:intent": "lookup",
+        "gold_node": "sedan",
+        "why": "ok",
+    },
+    {
+        "record_id": "r1",
+        "tp": 0,
+        "n_pred": 1,
+        "n_gold": 1,
+        "slice:intent": "lookup",
+        "gold_node": "amphibious_car",
+    },
+    {
+        "record_id": "r2",
+        "tp": 2,
+        "n_pred": 3,
+        "n_gold": 2,
+        "slice:intent": "compare",
+        "gold_node": "submarine",
+        "why": "partial",
+    },
     {"record_id": "r3", "tp": 0, "n_pred": 0, "n_gold": 1, "slice:intent": None, "gold_node": None},
-    {"record_id": "r4", "tp": 1, "n_pred": 2, "n_gold": 3, "slice:intent": "None",
-     "gold_node": "spaceship"},
+    {"record_id": "r4", "tp": 1, "n_pred": 2, "n_gold": 3, "slice:intent": "None", "gold_node": "spaceship"},
 ]
 KEYS = ["slice:intent", "gold_node"]
 
@@ -166,8 +185,15 @@ def test_construction_normalises_without_mutating_the_input():
     # list cells stay single cells (not a 2-D array)
     assert ev.details["pred_ids"].shape == (2,) and ev.details["pred_ids"][1] == ["z", "w"]
     assert ev.details["score"].dtype.kind == "f" and ev.keys["k"].dtype == object
-    assert ev.rows()[1] == {"record_id": "b", "k": "v", "pred_ids": ["z", "w"], "score": 0.25,
-                            "tp": 0.0, "n_pred": 1.0, "n_gold": 1.0}
+    assert ev.rows()[1] == {
+        "record_id": "b",
+        "k": "v",
+        "pred_ids": ["z", "w"],
+        "score": 0.25,
+        "tp": 0.0,
+        "n_pred": 1.0,
+        "n_gold": 1.0,
+    }
 
 
 def test_build_evaluation_errors_name_the_row():
@@ -185,8 +211,11 @@ def test_build_evaluation_stat_columns_as_float_of_each_value():
     """Plain numbers take the one-pass conversion, other numeric values float() each: same columns."""
     import fractions
 
-    rows = [{"record_id": "a", "tp": True, "n_pred": 2 ** 60 + 1, "n_gold": 0.1},
-            {"record_id": "b", "tp": 3, "n_pred": "2.5", "n_gold": fractions.Fraction(1, 3)}, {"record_id": "c"}]
+    rows = [
+        {"record_id": "a", "tp": True, "n_pred": 2**60 + 1, "n_gold": 0.1},
+        {"record_id": "b", "tp": 3, "n_pred": "2.5", "n_gold": fractions.Fraction(1, 3)},
+        {"record_id": "c"},
+    ]
     ev = build_evaluation(PR(), rows)
     for s in ("tp", "n_pred", "n_gold"):
         assert ev.stats[s].tolist() == [float(r.get(s, 0.0)) for r in rows], s
@@ -210,12 +239,21 @@ def test_whole_number_stats_are_stored_compactly_and_read_as_given():
     assert ev.totals() == {"tp": 2.0, "n_pred": 70302.0, "n_gold": 2.0}
     assert ev.rows()[2] == {"record_id": "c", "tp": 1.0, "n_pred": 70000.0, "n_gold": 5.0}
     assert all(type(ev.rows()[0][k]) is float for k in given)
-    for col, dtype in (([0.5, 1.0], np.float64), ([-0.0, 1.0], np.float64), ([0.0, 2.0 ** 32], np.float64),
-                       ([-1.0, -0.0], np.float64), ([0.0, 65535.0], np.uint16), ([-40000.0, 1.0], np.int32)):
+    for col, dtype in (
+        ([0.5, 1.0], np.float64),
+        ([-0.0, 1.0], np.float64),
+        ([0.0, 2.0**32], np.float64),
+        ([-1.0, -0.0], np.float64),
+        ([0.0, 65535.0], np.uint16),
+        ([-40000.0, 1.0], np.int32),
+    ):
         arr = np.asarray(col)
         small = compact_stat(arr)
         assert small.dtype == dtype, col
-        assert np.array_equal(small.astype(float), arr) and np.signbit(small.astype(float)).tolist() == np.signbit(arr).tolist()
+        assert (
+            np.array_equal(small.astype(float), arr)
+            and np.signbit(small.astype(float)).tolist() == np.signbit(arr).tolist()
+        )
     flags = Evaluation(PR(), ["a", "b"], {"tp": np.array([True, False]), "n_pred": [1, 1], "n_gold": [1, 1]})
     assert flags.stats["tp"].dtype == bool
     # masks, concatenation (with float pieces), row selection and pickling keep the values
@@ -248,39 +286,68 @@ def test_object_key_and_detail_columns_are_coded_and_read_as_given():
         "mixed": [1, 1.0, True, "1", None, 0.0, -0.0, 1] * 2,
         "wup": [0.25, 0.5, 0.25, 0.25, 0.5, 0.25, -0.0, 0.0] * 2,
         "conf": [0.1 * i for i in range(n)],
-        "offset": [10 ** 6 + i % 2 for i in range(n)],
-        "big": [2 ** 70] + [1] * (n - 1),
+        "offset": [10**6 + i % 2 for i in range(n)],
+        "big": [2**70] + [1] * (n - 1),
         "lists": [["a"], ["a"], None, ["b"]] * 4,
         "ids": [f"x{i}" for i in range(n)],
     }
     cols = {k: np.array(v, dtype=object) for k, v in given.items()}
     stored = {k: compact_object(c) for k, c in cols.items()}
-    kinds = {k: (type(v).__name__, None if not isinstance(v, CodedColumn) else
-                 (v.codes.dtype.name, None if v.values is None else len(v.values))) for k, v in stored.items()}
-    assert kinds == {"slice:intent": ("CodedColumn", ("uint8", 3)), "mixed": ("CodedColumn", ("uint8", 7)),
-                     "wup": ("CodedColumn", ("uint8", 4)), "conf": ("CodedColumn", ("float64", None)),
-                     "offset": ("CodedColumn", ("uint8", 2)), "big": ("ndarray", None),
-                     "lists": ("ndarray", None), "ids": ("ndarray", None)}
+    kinds = {
+        k: (
+            type(v).__name__,
+            None
+            if not isinstance(v, CodedColumn)
+            else (v.codes.dtype.name, None if v.values is None else len(v.values)),
+        )
+        for k, v in stored.items()
+    }
+    assert kinds == {
+        "slice:intent": ("CodedColumn", ("uint8", 3)),
+        "mixed": ("CodedColumn", ("uint8", 7)),
+        "wup": ("CodedColumn", ("uint8", 4)),
+        "conf": ("CodedColumn", ("float64", None)),
+        "offset": ("CodedColumn", ("uint8", 2)),
+        "big": ("ndarray", None),
+        "lists": ("ndarray", None),
+        "ids": ("ndarray", None),
+    }
     for k, v in stored.items():
         back = v.array() if isinstance(v, CodedColumn) else v
-        assert back.dtype == object and [(type(x), repr(x)) for x in back.tolist()] == \
-            [(type(x), repr(x)) for x in given[k]], k
-    ev = Evaluation(PR(), [f"r{i}" for i in range(n)], {"tp": [1] * n, "n_pred": [1] * n, "n_gold": [1] * n},
-                    keys={"slice:intent": cols["slice:intent"]},
-                    details={k: v for k, v in cols.items() if k != "slice:intent"})
+        assert back.dtype == object and [(type(x), repr(x)) for x in back.tolist()] == [
+            (type(x), repr(x)) for x in given[k]
+        ], k
+    ev = Evaluation(
+        PR(),
+        [f"r{i}" for i in range(n)],
+        {"tp": [1] * n, "n_pred": [1] * n, "n_gold": [1] * n},
+        keys={"slice:intent": cols["slice:intent"]},
+        details={k: v for k, v in cols.items() if k != "slice:intent"},
+    )
     assert isinstance(ev.keys.raw("slice:intent"), CodedColumn)
     assert ev.details["mixed"].tolist() == given["mixed"]
-    assert [type(x) for x in ev.details["mixed"].tolist()] == [int, float, bool, str, type(None), float, float, int] * 2
+    assert [type(x) for x in ev.details["mixed"].tolist()] == [
+        int,
+        float,
+        bool,
+        str,
+        type(None),
+        float,
+        float,
+        int,
+    ] * 2
     rows = ev.to_dict()["rows"]
     assert json.dumps([r["mixed"] for r in rows[:8]]) == '[1, 1.0, true, "1", null, 0.0, -0.0, 1]'
     assert [r["wup"] for r in rows] == given["wup"] and json.dumps(rows[6]["wup"]) == "-0.0"
     assert ev.breakdown("slice:intent")["lookup"]["n"] == 8
     sub = ev.subset(np.arange(n) % 2 == 0)
-    assert isinstance(sub.details.raw("offset"), CodedColumn) and sub.details["offset"].tolist() == [10 ** 6] * 8
+    assert (
+        isinstance(sub.details.raw("offset"), CodedColumn) and sub.details["offset"].tolist() == [10**6] * 8
+    )
     assert ev.merge(sub).details["wup"].tolist() == given["wup"] + given["wup"][::2]
     back = pickle.loads(pickle.dumps(ev))
     assert back.rows() == ev.rows() and isinstance(back.keys.raw("slice:intent"), CodedColumn)
-    assert ev.details.raw("offset")[1] == 10 ** 6 + 1 and ev.details.raw("conf")[2] == 0.1 * 2
+    assert ev.details.raw("offset")[1] == 10**6 + 1 and ev.details.raw("conf")[2] == 0.1 * 2
 
 
 # ---------------------------------------------------------------------- breakdown
@@ -289,8 +356,11 @@ def test_breakdown_by_slice_with_none_and_the_string_none():
     # groups ordered by text, None last; the string "None" is its own group
     assert list(bd) == ["None", "compare", "lookup", None]
     assert {k: g["n"] for k, g in bd.items()} == {"None": 1, "compare": 1, "lookup": 2, None: 1}
-    assert values(bd["compare"]["metrics"]) == {"precision": pytest.approx(2 / 3), "recall": 1.0,
-                                                "f1": pytest.approx(0.8)}
+    assert values(bd["compare"]["metrics"]) == {
+        "precision": pytest.approx(2 / 3),
+        "recall": 1.0,
+        "f1": pytest.approx(0.8),
+    }
     assert values(bd["lookup"]["metrics"]) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
     assert values(bd["None"]["metrics"])["recall"] == pytest.approx(1 / 3)
     none = bd[None]["metrics"]  # tp 0 / n_pred 0 / n_gold 1
@@ -299,9 +369,12 @@ def test_breakdown_by_slice_with_none_and_the_string_none():
 
 
 def test_breakdown_numeric_keys_and_nan_as_none():
-    ev = Evaluation(PR(), ["a", "b", "c", "d"],
-                    {"tp": [1, 0, 1, 1], "n_pred": [1, 1, 1, 2], "n_gold": [1, 1, 2, 2]},
-                    keys={"k": [2.0, math.nan, 1.0, 2.0], "mixed": [1, "1", None, math.nan]})
+    ev = Evaluation(
+        PR(),
+        ["a", "b", "c", "d"],
+        {"tp": [1, 0, 1, 1], "n_pred": [1, 1, 1, 2], "n_gold": [1, 1, 2, 2]},
+        keys={"k": [2.0, math.nan, 1.0, 2.0], "mixed": [1, "1", None, math.nan]},
+    )
     bd = ev.breakdown("k")
     assert list(bd) == [1.0, 2.0, None]
     assert [g["n"] for g in bd.values()] == [1, 2, 1]
@@ -309,8 +382,9 @@ def test_breakdown_numeric_keys_and_nan_as_none():
     mixed = ev.breakdown("mixed")
     assert [g["n"] for g in mixed.values()] == [1, 1, 2]  # 1, "1", then None + NaN together
     assert list(mixed)[:2] == [1, "1"] and type(list(mixed)[1]) is str
-    top = Evaluation(PR(), ["a", "b", "c"], {s: [1, 1, 1] for s in PR.stats},
-                     keys={"k": [10, 2, "x"], "n": [10, 2, 1]})
+    top = Evaluation(
+        PR(), ["a", "b", "c"], {s: [1, 1, 1] for s in PR.stats}, keys={"k": [10, 2, "x"], "n": [10, 2, 1]}
+    )
     assert list(top.breakdown("k")) == [2, 10, "x"]  # numbers in numeric order, then text
     assert list(top.breakdown("n")) == [1, 2, 10]
     assert list(mixed)[2] is None
@@ -319,7 +393,11 @@ def test_breakdown_numeric_keys_and_nan_as_none():
     assert [r["k"] for r in d["rows"]] == [2.0, None, 1.0, 2.0]  # a NaN key is a missing key
     assert [r["mixed"] for r in d["rows"]] == [1, "1", None, None]
     assert set(toy().to_dict(breakdowns=["slice:intent"])["breakdowns"]["slice:intent"]) == {
-        "None (str)", "compare", "lookup", "None"}
+        "None (str)",
+        "compare",
+        "lookup",
+        "None",
+    }
     with pytest.raises(KeyError, match="no breakdown key 'nope'"):
         ev.breakdown("nope")
 
@@ -334,13 +412,25 @@ def test_rollup_multi_parent_counts_once_per_ancestor(vehicles):
     # sedan, amphibious_car, submarine; amphibious_car under car AND boat, once under vehicle
     assert n == {"vehicle": 3, "car": 2, "boat": 2, "sedan": 1, "submarine": 1, "amphibious_car": 1}
     assert values(roll["vehicle"]["metrics"]) == {
-        "precision": pytest.approx(3 / 5), "recall": 0.75, "f1": pytest.approx(2 / 3)}
+        "precision": pytest.approx(3 / 5),
+        "recall": 0.75,
+        "f1": pytest.approx(2 / 3),
+    }
     assert values(roll["car"]["metrics"]) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
     assert values(roll["boat"]["metrics"]) == {
-        "precision": 0.5, "recall": pytest.approx(2 / 3), "f1": pytest.approx(4 / 7)}
+        "precision": 0.5,
+        "recall": pytest.approx(2 / 3),
+        "f1": pytest.approx(4 / 7),
+    }
     assert values(roll["amphibious_car"]["metrics"]) == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
     assert {k: g["depth"] for k, g in roll.items()} == {
-        "vehicle": 0, "car": 1, "boat": 1, "sedan": 2, "submarine": 2, "amphibious_car": 2}
+        "vehicle": 0,
+        "car": 1,
+        "boat": 1,
+        "sedan": 2,
+        "submarine": 2,
+        "amphibious_car": 2,
+    }
     assert "hatchback" not in roll
     assert set(ev.rollup(vehicles, min_rows=2)) == {"vehicle", "car", "boat"}
     assert set(ev.rollup(vehicles, max_depth=1)) == {"vehicle", "car", "boat"}
@@ -375,19 +465,33 @@ def test_rollup_unknown_key(vehicles):
 def test_merge_of_partitions_equals_the_single_evaluation(vehicles):
     left_rows, right_rows = ROWS[:2] + ROWS[3:4], ROWS[2:3] + ROWS[4:]
     # key and detail columns present on one side only
-    left = build_evaluation(PR(), left_rows, keys=["slice:intent"], details=["why"],
-                            unscored=[{"record_id": "r9", "reason": "no answer"}], meta={"run": 1})
+    left = build_evaluation(
+        PR(),
+        left_rows,
+        keys=["slice:intent"],
+        details=["why"],
+        unscored=[{"record_id": "r9", "reason": "no answer"}],
+        meta={"run": 1},
+    )
     right = build_evaluation(PR(), right_rows, keys=["gold_node"], meta={"run": 2, "side": "b"})
     # the single evaluation of the same rows, without the columns each side lacks
-    drop = [{**r, "gold_node": None} for r in left_rows] + [{**r, "slice:intent": None, "why": None}
-                                                            for r in right_rows]
+    drop = [{**r, "gold_node": None} for r in left_rows] + [
+        {**r, "slice:intent": None, "why": None} for r in right_rows
+    ]
     single = build_evaluation(PR(), drop, keys=KEYS, details=["why"])
     merged = left.merge(right)
     assert merged.totals() == single.totals() == {"tp": 4.0, "n_pred": 7.0, "n_gold": 8.0}
     assert values(merged.metrics()) == values(single.metrics())
     assert merged.rows() == single.rows()
-    assert merged.rows()[2] == {"record_id": "r3", "slice:intent": None, "gold_node": None,
-                                "why": None, "tp": 0.0, "n_pred": 0.0, "n_gold": 1.0}
+    assert merged.rows()[2] == {
+        "record_id": "r3",
+        "slice:intent": None,
+        "gold_node": None,
+        "why": None,
+        "tp": 0.0,
+        "n_pred": 0.0,
+        "n_gold": 1.0,
+    }
     assert merged.unscored == [{"record_id": "r9", "reason": "no answer"}]
     assert merged.meta == {"run": 1, "side": "b"}
     assert merged.n_records == 4
@@ -395,21 +499,31 @@ def test_merge_of_partitions_equals_the_single_evaluation(vehicles):
     assert list(bd_m) == list(bd_s)
     assert all(values(bd_m[k]["metrics"]) == values(bd_s[k]["metrics"]) for k in bd_s)
     assert {k: g["n"] for k, g in merged.rollup(vehicles).items()} == {
-        "vehicle": 1, "boat": 1, "submarine": 1}
+        "vehicle": 1,
+        "boat": 1,
+        "submarine": 1,
+    }
     assert merged.meta["rollup_skipped"] == 4
     assert merged.bootstrap(n_resamples=50, seed=1) == single.bootstrap(n_resamples=50, seed=1)
     # with every column on both sides, the merge is the single evaluation, rollup included
     full = build_evaluation(PR(), left_rows, keys=KEYS, details=["why"]).merge(
-        build_evaluation(PR(), right_rows, keys=KEYS, details=["why"]))
+        build_evaluation(PR(), right_rows, keys=KEYS, details=["why"])
+    )
     whole = build_evaluation(PR(), left_rows + right_rows, keys=KEYS, details=["why"])
     assert full.rows() == whole.rows()
     assert {k: (g["n"], values(g["metrics"])) for k, g in full.rollup(vehicles).items()} == {
-        k: (g["n"], values(g["metrics"])) for k, g in whole.rollup(vehicles).items()}
+        k: (g["n"], values(g["metrics"])) for k, g in whole.rollup(vehicles).items()
+    }
 
 
 def test_merge_numeric_keys_extra_stats_and_family_check():
-    a = Evaluation(PR(), ["a"], {"tp": [1], "n_pred": [1], "n_gold": [1], "extra": [2]},
-                   keys={"k": [1]}, meta={"rollup_skipped": 4})
+    a = Evaluation(
+        PR(),
+        ["a"],
+        {"tp": [1], "n_pred": [1], "n_gold": [1], "extra": [2]},
+        keys={"k": [1]},
+        meta={"rollup_skipped": 4},
+    )
     b = Evaluation(PR(), ["b"], {"tp": [0], "n_pred": [1], "n_gold": [1]}, keys={"k": [2]})
     m = a.merge(b)
     assert m.keys["k"].tolist() == [1, 2] and m.keys["k"].dtype.kind == "i"
@@ -423,29 +537,43 @@ def test_merge_numeric_keys_extra_stats_and_family_check():
 def test_rows_and_to_dict_are_json_safe():
     ev = toy()
     rows = ev.rows()
-    assert rows[0] == {"record_id": "r1", "slice:intent": "lookup", "gold_node": "sedan",
-                       "why": "ok", "tp": 1.0, "n_pred": 1.0, "n_gold": 1.0}
+    assert rows[0] == {
+        "record_id": "r1",
+        "slice:intent": "lookup",
+        "gold_node": "sedan",
+        "why": "ok",
+        "tp": 1.0,
+        "n_pred": 1.0,
+        "n_gold": 1.0,
+    }
     assert ev.rows(limit=2) == rows[:2] and ev.rows(limit=0) == []
     ev.unscored.append({"record_id": "r5", "reason": "no answer"})
     d = ev.to_dict(breakdowns=["slice:intent", "gold_node"])
     text = json.dumps(d, allow_nan=False)
     back = json.loads(text)
-    assert back["metrics"]["precision"] == {"name": "precision", "value": 4 / 7,
-                                            "numerator": 4.0, "denominator": 7.0}
+    assert back["metrics"]["precision"] == {
+        "name": "precision",
+        "value": 4 / 7,
+        "numerator": 4.0,
+        "denominator": 7.0,
+    }
     assert back["n_rows"] == 5 and back["n_records"] == 4
     assert back["unscored"] == {"no answer": 1}
     assert back["sums"] == {"tp": 4.0, "n_pred": 7.0, "n_gold": 8.0}
     assert back["breakdowns"]["slice:intent"]["None"]["metrics"]["precision"] == {
-        "name": "precision", "value": None, "numerator": 0.0, "denominator": 0.0,
-        "missing": "no predictions"}
+        "name": "precision",
+        "value": None,
+        "numerator": 0.0,
+        "denominator": 0.0,
+        "missing": "no predictions",
+    }
     assert back["rows"] == rows
     assert back["unscored_records"] == [{"record_id": "r5", "reason": "no answer"}]
     assert "rows" not in ev.to_dict(rows=False)
 
 
 def test_to_dict_raises_on_nan_or_inf_anywhere():
-    base = dict(family=PR(), record_ids=["a", "b"], stats={"tp": [1, 1], "n_pred": [1, 2],
-                                                           "n_gold": [1, 1]})
+    base = dict(family=PR(), record_ids=["a", "b"], stats={"tp": [1, 1], "n_pred": [1, 2], "n_gold": [1, 1]})
     with pytest.raises(ValueError, match="'score', row 1"):
         Evaluation(**base, details={"score": [0.5, math.nan]}).to_dict()
     with pytest.raises(ValueError, match="non-finite"):
@@ -453,8 +581,9 @@ def test_to_dict_raises_on_nan_or_inf_anywhere():
     with pytest.raises(ValueError, match="meta"):
         Evaluation(**base, meta={"thr": math.nan}).to_dict()
     # numpy values and arrays in cells and meta come out as plain JSON values
-    ev = Evaluation(**base, details={"vec": [np.arange(2), (1, 2)]},
-                    meta={"n": np.int64(3), "ids": ("x", "y")})
+    ev = Evaluation(
+        **base, details={"vec": [np.arange(2), (1, 2)]}, meta={"n": np.int64(3), "ids": ("x", "y")}
+    )
     d = json.loads(json.dumps(ev.to_dict(), allow_nan=False))
     assert [r["vec"] for r in d["rows"]] == [[0, 1], [1, 2]]
     assert d["meta"] == {"n": 3, "ids": ["x", "y"]}
@@ -515,11 +644,11 @@ def test_bootstrap_resamples_records_not_rows():
     # observations (±1.96·√(.25/20) ≈ ±0.22), not of 200 rows (≈ ±0.07)
     wide = records_ev([1] * 10 + [0] * 10, rows_per_record=10).bootstrap(n_resamples=1000)
     narrow = records_ev([1] * 10 + [0] * 10, rows_per_record=10, one_record_per_row=True).bootstrap(
-        n_resamples=1000)
+        n_resamples=1000
+    )
     w = wide["precision"][1] - wide["precision"][0]
     assert 0.3 < w < 0.6
     assert narrow["precision"][1] - narrow["precision"][0] < 0.2
-
 
 
 @pytest.mark.parametrize("n, n_resamples", [(1, 3), (2, 5), (7, 9), (1001, 4), (200_001, 23)])
@@ -534,8 +663,11 @@ def test_bootstrap_weights_are_the_int64_draws_bit_for_bit(n, n_resamples):
     for lo in range(0, n_resamples, chunk):
         draws = rng.integers(0, n, size=(min(chunk, n_resamples - lo), n))
         for row in draws:  # small n: count each record by hand; large n: numpy's bincount
-            ref.append([float(np.count_nonzero(row == i)) for i in range(n)] if n < 50
-                       else np.bincount(row, minlength=n).astype(float))
+            ref.append(
+                [float(np.count_nonzero(row == i)) for i in range(n)]
+                if n < 50
+                else np.bincount(row, minlength=n).astype(float)
+            )
     got = np.vstack([w for _, w in E.bootstrap_weights(n, n_resamples, 11)])
     assert got.shape == (n_resamples, n)
     assert np.array_equal(got, np.asarray(ref, dtype=float).reshape(n_resamples, n))
@@ -562,8 +694,10 @@ def test_bootstrap_block_sizes():
     # 2,000,000 weights a block, but at least 8 resamples while that stays within 8,000,000
     from kg_rageval.results.bootstrap import bootstrap_block
 
-    assert [bootstrap_block(n, 1000) for n in (0, 1, 1000, 100_000, 250_000, 1_000_000, 2_000_000,
-                                               8_000_000, 10**8)] == [1000, 1000, 1000, 20, 8, 8, 4, 1, 1]
+    assert [
+        bootstrap_block(n, 1000)
+        for n in (0, 1, 1000, 100_000, 250_000, 1_000_000, 2_000_000, 8_000_000, 10**8)
+    ] == [1000, 1000, 1000, 20, 8, 8, 4, 1, 1]
     assert bootstrap_block(100_000, 5) == 5 and bootstrap_block(10**8, 5) == 1
 
 
@@ -579,6 +713,7 @@ def test_bootstrap_weights_have_multinomial_marginals():
     # the covariance between two records' counts is -1/n (multinomial), not 0
     c = np.cov(w[:, 0], w[:, 1])[0, 1]
     assert abs(c + 1 / n) < 0.05
+
 
 class Thresholded(PR):
     """Precision, reported only with at least ``need`` predictions."""
@@ -625,14 +760,16 @@ hyp = pytest.importorskip("hypothesis", reason="hypothesis is not installed")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_row = st.fixed_dictionaries({
-    "record_id": st.sampled_from(["a", "b", "c", "d", "e"]),
-    "tp": st.integers(0, 3),
-    "n_pred": st.integers(0, 4),
-    "n_gold": st.integers(0, 4),
-    "slice:s": st.sampled_from([None, "x", "y", "None", 1]),
-    "gold_node": st.sampled_from([None, "vehicle", "car", "boat", "amphibious_car", "sedan", "zz"]),
-})
+_row = st.fixed_dictionaries(
+    {
+        "record_id": st.sampled_from(["a", "b", "c", "d", "e"]),
+        "tp": st.integers(0, 3),
+        "n_pred": st.integers(0, 4),
+        "n_gold": st.integers(0, 4),
+        "slice:s": st.sampled_from([None, "x", "y", "None", 1]),
+        "gold_node": st.sampled_from([None, "vehicle", "car", "boat", "amphibious_car", "sedan", "zz"]),
+    }
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -641,7 +778,7 @@ def test_property_breakdown_adds_up_and_merge_is_concatenation(rows, cut):
     ev = build_evaluation(PR(), rows, keys=["slice:s", "gold_node"])
     bd = ev.breakdown("slice:s")
     assert sum(g["n"] for g in bd.values()) == len(rows)
-    tot = {k: 0.0 for k in PR.stats}  # each group's sums, recovered from its metrics
+    tot = dict.fromkeys(PR.stats, 0.0)  # each group's sums, recovered from its metrics
     for g in bd.values():
         tot["tp"] += g["metrics"]["precision"].numerator
         tot["n_pred"] += g["metrics"]["precision"].denominator
@@ -651,8 +788,7 @@ def test_property_breakdown_adds_up_and_merge_is_concatenation(rows, cut):
     right = build_evaluation(PR(), rows[cut:], keys=["gold_node"])
     merged = left.merge(right)
     assert merged.totals() == ev.totals()
-    expected = [{**r, "gold_node": None} for r in rows[:cut]] + [{**r, "slice:s": None}
-                                                                 for r in rows[cut:]]
+    expected = [{**r, "gold_node": None} for r in rows[:cut]] + [{**r, "slice:s": None} for r in rows[cut:]]
     assert merged.rows() == build_evaluation(PR(), expected, keys=["slice:s", "gold_node"]).rows()
     json.dumps(merged.to_dict(breakdowns=["slice:s", "gold_node"]), allow_nan=False)
 
@@ -666,7 +802,8 @@ def test_property_rollup_and_bootstrap_ignore_row_order(vehicles, rows, rnd):
     sh = build_evaluation(PR(), shuffled_rows, keys=["gold_node"])
     r1, r2 = ev.rollup(vehicles), sh.rollup(vehicles)
     assert {k: (g["n"], values(g["metrics"])) for k, g in r1.items()} == {
-        k: (g["n"], values(g["metrics"])) for k, g in r2.items()}
+        k: (g["n"], values(g["metrics"])) for k, g in r2.items()
+    }
     known = sum(1 for r in rows if r["gold_node"] in vehicles)
     assert ev.meta["rollup_skipped"] == len(rows) - known
     if known:

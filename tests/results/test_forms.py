@@ -13,8 +13,8 @@ import pytest
 from kg_rageval.results.bootstrap import bootstrap_weights
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
-from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.results.forms import metric_forms, metric_values, replicate_values
+from kg_rageval.results.metric import Metric, named, ratio
 
 AUDIT = Path(__file__).resolve().parents[2] / "fixtures" / "audit"
 
@@ -94,9 +94,17 @@ class Gated(Family):
             p = Metric("precision", None, missing="fewer than 12 predictions")
         r = ratio("recall", s["tp"], s["n_gold"], missing="no gold")
         f = 0.0 if not (p.value or r.value) else None
-        return named(p, r, Metric("f1", None if p.value is None else
-                                  (f if f is not None else 2 * p.value * r.value / (p.value + r.value))),
-                     Metric("tp", s["tp"]))
+        return named(
+            p,
+            r,
+            Metric(
+                "f1",
+                None
+                if p.value is None
+                else (f if f is not None else 2 * p.value * r.value / (p.value + r.value)),
+            ),
+            Metric("tp", s["tp"]),
+        )
 
 
 def test_non_ratio_metrics_fall_back_to_finalize():
@@ -185,8 +193,9 @@ class Drifting(Family):
 
 def _acc_ev(family, n, seed):
     rng = np.random.default_rng(seed)
-    return Evaluation(family, [f"r{i}" for i in range(n)],
-                      {"a": rng.integers(0, 2, n).astype(float), "b": np.ones(n)})
+    return Evaluation(
+        family, [f"r{i}" for i in range(n)], {"a": rng.integers(0, 2, n).astype(float), "b": np.ones(n)}
+    )
 
 
 def _counting_weights(monkeypatch):
@@ -213,7 +222,10 @@ def test_bootstrap_many_draws_once_per_number_of_records(monkeypatch):
     base = _acc_ev(Acc(), 400, 4)
     e4 = Evaluation(Drifting(base.metrics()["acc"].value), base.record_ids, base.stats)
     _, names, mat = _matrix(e4)
-    assert metric_forms(e4.family.finalize, names, ["acc"], np.vstack([mat.sum(axis=0), mat[:5]]))["acc"] is not None
+    assert (
+        metric_forms(e4.family.finalize, names, ["acc"], np.vstack([mat.sum(axis=0), mat[:5]]))["acc"]
+        is not None
+    )
     evs = (e1, e2, e3, e4)
     want = [e.bootstrap(n_resamples=300, seed=3) for e in evs]
     loops = [_loop_replicates(e, 300, 3) for e in evs]
@@ -236,12 +248,22 @@ def test_gate_metrics_equal_metric_for_gate_with_one_draw_per_number_of_records(
     from kg_rageval.audit.families import FamilyRun
     from kg_rageval.audit.gates import parse_gate
 
-    runs = {"hierarchy": FamilyRun("hierarchy", "ran", evaluations=[_acc_ev(Acc(), 400, 1)]),
-            "retrieval": FamilyRun("retrieval", "ran", evaluations=[_acc_ev(Acc(), 400, 2)]),
-            "linking": FamilyRun("linking", "ran", evaluations=[_acc_ev(Acc(), 20, 3)])}
-    gates = [parse_gate(t) for t in ("ci_low(hierarchy.acc) >= 0.4", "ci_high(hierarchy.acc) <= 0.9",
-                                     "ci_low(retrieval.acc) >= 0.45", "retrieval.acc >= 0.5",
-                                     "ci_low(linking.acc) >= 0.1", "ci_low(retrieval.nope) >= 0.1")]
+    runs = {
+        "hierarchy": FamilyRun("hierarchy", "ran", evaluations=[_acc_ev(Acc(), 400, 1)]),
+        "retrieval": FamilyRun("retrieval", "ran", evaluations=[_acc_ev(Acc(), 400, 2)]),
+        "linking": FamilyRun("linking", "ran", evaluations=[_acc_ev(Acc(), 20, 3)]),
+    }
+    gates = [
+        parse_gate(t)
+        for t in (
+            "ci_low(hierarchy.acc) >= 0.4",
+            "ci_high(hierarchy.acc) <= 0.9",
+            "ci_low(retrieval.acc) >= 0.45",
+            "retrieval.acc >= 0.5",
+            "ci_low(linking.acc) >= 0.1",
+            "ci_low(retrieval.nope) >= 0.1",
+        )
+    ]
     boot = SimpleNamespace(n_resamples=300, level=0.95, seed=3, min_units=30, method="auto", methods={})
     index = MetricIndex(runs)
     want_methods: dict = {}
@@ -271,8 +293,11 @@ def test_resampled_sums_run_on_one_blas_thread():
 
     def weights_of(n_rows, n_resamples, seed):
         for lo, w in bootstrap_weights(n_rows, n_resamples, seed):
-            seen.extend(p["num_threads"] for p in threadpool_info()  # numpy's own BLAS (not scipy's)
-                        if p["user_api"] == "blas" and "numpy" in p["filepath"])
+            seen.extend(
+                p["num_threads"]
+                for p in threadpool_info()  # numpy's own BLAS (not scipy's)
+                if p["user_api"] == "blas" and "numpy" in p["filepath"]
+            )
             yield lo, w
 
     def finalize(s):

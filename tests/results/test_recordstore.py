@@ -10,6 +10,7 @@ import pickle
 
 import numpy as np
 import pytest
+from audit_stream_helpers import _audit, _files, _report
 
 from kg_rageval.results import columns as columns_mod
 from kg_rageval.results import concatenation as concatenation_mod
@@ -21,8 +22,6 @@ from kg_rageval.results.evaluation import Evaluation, concat_evaluations
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric
 from kg_rageval.results.recordstore import PackedValues, UnscoredRecords, text_column
-
-from audit_stream_helpers import _audit, _files, _report
 
 
 class PR(Family):
@@ -42,12 +41,15 @@ def test_text_column_holds_texts_in_one_buffer_and_reads_them_back():
     assert text_column([]).shape == (0,)
 
 
-@pytest.mark.parametrize("values", [
-    ["a", 1],  # not all texts
-    ["a", None],
-    ["ab\0", "cd"],  # a trailing NUL: a fixed-width array would drop it
-    ["x" * 400] + ["y"] * 10,  # one long text: 1,600 bytes a row against ~57 as objects
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", 1],  # not all texts
+        ["a", None],
+        ["ab\0", "cd"],  # a trailing NUL: a fixed-width array would drop it
+        ["x" * 400] + ["y"] * 10,  # one long text: 1,600 bytes a row against ~57 as objects
+    ],
+)
 def test_text_column_declines_what_it_cannot_hold_exactly_or_compactly(values):
     assert text_column(values) is None
 
@@ -68,9 +70,15 @@ def test_joined_chunks_with_one_long_id_fall_back_to_objects():
     """Each chunk's ids fit a unicode array, but joined, one chunk's long ids would widen every
     row: the joined ids (and unscored ids) are objects again, the same values."""
     long = [f"{'x' * 49}{i}" for i in range(3)]  # 50 characters: 200 bytes a row, ~107 as objects
-    parts = [Evaluation(PR(), ids, {"tp": [1] * len(ids), "n_pred": [1] * len(ids)},
-                        unscored=[{"record_id": i, "reason": "r"} for i in ids])
-             for ids in ([f"r{i}" for i in range(200)], long)]
+    parts = [
+        Evaluation(
+            PR(),
+            ids,
+            {"tp": [1] * len(ids), "n_pred": [1] * len(ids)},
+            unscored=[{"record_id": i, "reason": "r"} for i in ids],
+        )
+        for ids in ([f"r{i}" for i in range(200)], long)
+    ]
     assert [p.record_ids.dtype.kind for p in parts] == ["U", "U"]
     cat = Concatenation()
     for p in parts:
@@ -89,8 +97,15 @@ def test_a_bad_stat_names_the_record_as_text():
 
 
 def test_streamed_record_ids_join_as_one_unicode_array():
-    parts = [Evaluation(PR(), [f"r{i}" for i in range(k, k + 3)], {"tp": [1, 0, 1], "n_pred": [1, 1, 1]},
-                        unscored=[{"record_id": f"u{k}", "reason": "no answer"}]) for k in (0, 3, 6)]
+    parts = [
+        Evaluation(
+            PR(),
+            [f"r{i}" for i in range(k, k + 3)],
+            {"tp": [1, 0, 1], "n_pred": [1, 1, 1]},
+            unscored=[{"record_id": f"u{k}", "reason": "no answer"}],
+        )
+        for k in (0, 3, 6)
+    ]
     cat = Concatenation()
     for p in parts:
         cat.add(p)
@@ -124,8 +139,13 @@ def test_unscored_entries_read_back_as_the_dicts_given():
         u[7]
     u[0]["reason"] = "changed"  # a read is a fresh dict
     assert u[0]["reason"] == "no answer"
-    assert u.counts("reason") == {"no answer": 2, "no predictions": 1, "missing in repeat": 2,
-                                  "no system section": 1, None: 1}
+    assert u.counts("reason") == {
+        "no answer": 2,
+        "no predictions": 1,
+        "missing in repeat": 2,
+        "no system section": 1,
+        None: 1,
+    }
     # 1 and True are one key of a dict, as counting the dicts would make them
     assert u.counts("repeat") == {1: 2, 2.5: 1} and u.all_have("reason") and not u.all_have("code")
     assert pickle.loads(pickle.dumps(u)) == ENTRIES
@@ -134,12 +154,14 @@ def test_unscored_entries_read_back_as_the_dicts_given():
 
 def test_unscored_entries_change_as_a_list_does():
     u, ref = UnscoredRecords(ENTRIES), [dict(e) for e in ENTRIES]
-    for op in (lambda x: x.append({"record_id": "h", "reason": "late"}),
-               lambda x: x.extend([{"record_id": "i", "reason": "later"}]),
-               lambda x: x.insert(1, {"reason": "first", "record_id": "j"}),
-               lambda x: x.__delitem__(2),
-               lambda x: x.__setitem__(0, {"record_id": "k", "reason": "set"}),
-               lambda x: x.sort(key=lambda e: str(e.get("repeat", 0)))):
+    for op in (
+        lambda x: x.append({"record_id": "h", "reason": "late"}),
+        lambda x: x.extend([{"record_id": "i", "reason": "later"}]),
+        lambda x: x.insert(1, {"reason": "first", "record_id": "j"}),
+        lambda x: x.__delitem__(2),
+        lambda x: x.__setitem__(0, {"record_id": "k", "reason": "set"}),
+        lambda x: x.sort(key=lambda e: str(e.get("repeat", 0))),
+    ):
         op(u)
         op(ref)
         assert u == ref
@@ -153,7 +175,9 @@ def test_unscored_joined_equals_the_concatenated_lists():
     ids = [[{"record_id": f"r{i}", "reason": "no answer"} for i in range(k, k + 50)] for k in (0, 50)]
     joined = UnscoredRecords.joined([UnscoredRecords(p) for p in ids])
     assert joined == ids[0] + ids[1] and joined._cols["record_id"].dtype.kind == "U"
-    assert joined.nbytes == 100 * 12 + 100 + 100  # ids "U3" (4 bytes a character), key order and reason 1 byte
+    assert (
+        joined.nbytes == 100 * 12 + 100 + 100
+    )  # ids "U3" (4 bytes a character), key order and reason 1 byte
 
 
 def test_evaluation_unscored_counts_and_json_are_the_lists():
@@ -177,23 +201,38 @@ def test_packed_values_read_as_the_object_array():
     assert joined.tolist() == vals + ["x"]
     col = CodedColumn(np.asarray([0, 1, 0, 2], np.uint8), p, fresh=True)
     rows = col.array()
-    assert rows.tolist() == [vals[0], None, vals[0], vals[2]] and rows[0] is not rows[2]  # each row its own dict
+    assert (
+        rows.tolist() == [vals[0], None, vals[0], vals[2]] and rows[0] is not rows[2]
+    )  # each row its own dict
     assert col[np.asarray([True, False, False, True])].tolist() == [vals[0], vals[2]]
     assert pickle.loads(pickle.dumps(col)).tolist() == col.tolist()
 
 
 def test_streamed_packed_columns_join_without_unpacking():
     vals = [PackedValues.of([{"a": i}, {"b": [i]}]) for i in range(3)]
-    parts = [Evaluation(PR(), [f"r{k}{j}" for j in range(2)], {"tp": [1, 0], "n_pred": [1, 1]},
-                        details={"problems": CodedColumn(np.asarray([1, 0], np.uint8), v, fresh=True)})
-             for k, v in enumerate(vals)]
+    parts = [
+        Evaluation(
+            PR(),
+            [f"r{k}{j}" for j in range(2)],
+            {"tp": [1, 0], "n_pred": [1, 1]},
+            details={"problems": CodedColumn(np.asarray([1, 0], np.uint8), v, fresh=True)},
+        )
+        for k, v in enumerate(vals)
+    ]
     cat = Concatenation()
     for p in parts:
         cat.add(p)
     got = cat.result()
     raw = got.details.raw("problems")
     assert isinstance(raw, CodedColumn) and isinstance(raw.values, PackedValues) and len(raw.values) == 6
-    assert got.details["problems"].tolist() == [{"b": [0]}, {"a": 0}, {"b": [1]}, {"a": 1}, {"b": [2]}, {"a": 2}]
+    assert got.details["problems"].tolist() == [
+        {"b": [0]},
+        {"a": 0},
+        {"b": [1]},
+        {"a": 1},
+        {"b": [2]},
+        {"a": 2},
+    ]
     assert got.to_dict(rows=True) == concat_evaluations(parts).to_dict(rows=True)
 
 
@@ -216,27 +255,41 @@ class _Objects:
 
 
 def _results(res) -> dict[str, str]:
-    return {f"{fam}.{m}": json.dumps(ev.to_dict(rows=True), sort_keys=True, allow_nan=False)
-            for fam, run in res.families.items() for m, ev in (run.result or {}).items()}
+    return {
+        f"{fam}.{m}": json.dumps(ev.to_dict(rows=True), sort_keys=True, allow_nan=False)
+        for fam, run in res.families.items()
+        for m, ev in (run.result or {}).items()
+    }
 
 
 @pytest.fixture(scope="module")
 def every_family(generated_attack):
     out, onto_path = generated_attack
     return out, {
-        "name": "recordstore", "ontology": str(onto_path), "records": "records.jsonl",
-        "corpus": "corpus.jsonl", "spec": "spec.yaml",
-        "families": {f: {} for f in ("hierarchy", "linking", "retrieval", "conformance", "generation",
-                                     "provenance")},
-        "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(generation.faithfulness) >= 0.8",
-                  "conformance.schema_validity >= 0.99", "provenance.citation_completeness >= 0.9"],
-        "missing_runs": {"budget": 0.05}, "bootstrap": {"n_resamples": 50, "seed": 0},
+        "name": "recordstore",
+        "ontology": str(onto_path),
+        "records": "records.jsonl",
+        "corpus": "corpus.jsonl",
+        "spec": "spec.yaml",
+        "families": {
+            f: {} for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
+        },
+        "gates": [
+            "hierarchy.hierarchical_f1 >= 0.8",
+            "ci_low(generation.faithfulness) >= 0.8",
+            "conformance.schema_validity >= 0.99",
+            "provenance.citation_completeness >= 0.9",
+        ],
+        "missing_runs": {"budget": 0.05},
+        "bootstrap": {"n_resamples": 50, "seed": 0},
     }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spill_rows", [None, 500])
-def test_audit_with_compact_results_equals_the_one_with_objects(every_family, tmp_path, monkeypatch, spill_rows):
+def test_audit_with_compact_results_equals_the_one_with_objects(
+    every_family, tmp_path, monkeypatch, spill_rows
+):
     """Every report (``report.json`` timings aside, ``report.md``, ``prov.ttl``) and every
     evaluation's ``to_dict(rows=True)`` of a streamed six-family audit are the same whether the
     record ids, unscored entries and problems are stored compactly or as Python objects (with
@@ -253,7 +306,9 @@ def test_audit_with_compact_results_equals_the_one_with_objects(every_family, tm
     assert ev.record_ids.dtype.kind == "U" and isinstance(ev.unscored, UnscoredRecords)
     problems = compact.families["conformance"].result.single.details.raw("problems")
     assert isinstance(problems.values, PackedValues)
-    assert compact.families["conformance"].result.single.details.is_spilled("problems") == (spill_rows is not None)
+    assert compact.families["conformance"].result.single.details.is_spilled("problems") == (
+        spill_rows is not None
+    )
     with monkeypatch.context() as m:
         m.setattr(columns_mod, "text_column", lambda values: None)
         for mod in (evaluation_mod, concatenation_mod):
@@ -266,4 +321,6 @@ def test_audit_with_compact_results_equals_the_one_with_objects(every_family, tm
     assert _results(compact) == want
     assert _report(tmp_path / "compact") == _report(tmp_path / "objects")
     assert _files(tmp_path / "compact") == _files(tmp_path / "objects")
-    assert (tmp_path / "compact" / "prov.ttl").read_bytes() == (tmp_path / "objects" / "prov.ttl").read_bytes()
+    assert (tmp_path / "compact" / "prov.ttl").read_bytes() == (
+        tmp_path / "objects" / "prov.ttl"
+    ).read_bytes()

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kg_rageval.results import rollup as rollup_mod
-from kg_rageval.results.metric import LazyMetrics
+from kg_rageval.base.resources import bundled_ontology
 from kg_rageval.families.hierarchy import score_hierarchy
 from kg_rageval.ontology import load_ontology
-from kg_rageval.base.resources import bundled_ontology
+from kg_rageval.results import rollup as rollup_mod
+from kg_rageval.results.metric import LazyMetrics
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,10 @@ def scored(doid):
     p = rng.integers(1, n, 3000)
     p[:800] = g[:800]  # some exact hits
     ids = doid.ids
-    records = [{"id": f"r{i}", "labels": {"gold": [ids[a]], "pred": [ids[b]]}}
-               for i, (a, b) in enumerate(zip(g.tolist(), p.tolist()))]
+    records = [
+        {"id": f"r{i}", "labels": {"gold": [ids[a]], "pred": [ids[b]]}}
+        for i, (a, b) in enumerate(zip(g.tolist(), p.tolist()))
+    ]
     records += [{"id": "bad", "labels": {"gold": ["DOID:nope"], "pred": [ids[1]]}}]
     return score_hierarchy(doid, records[:-1])
 
@@ -42,12 +44,17 @@ def reference_rollup(ev, onto):
     ok = node >= 0
     nn = len(onto)
     names = list(ev.stats)
-    own = np.stack([np.bincount(node[ok], minlength=nn).astype(float)]
-                   + [np.bincount(node[ok], weights=ev.stats[k][ok], minlength=nn) for k in names], axis=1)
+    own = np.stack(
+        [np.bincount(node[ok], minlength=nn).astype(float)]
+        + [np.bincount(node[ok], weights=ev.stats[k][ok], minlength=nn) for k in names],
+        axis=1,
+    )
     closure = sparse.csr_matrix((np.ones(len(onto.anc_idx)), onto.anc_idx, onto.anc_ptr), shape=(nn, nn))
     pooled = np.asarray(closure.T @ own)
-    return {onto.ids[i]: (int(round(pooled[i, 0])), dict(zip(names, pooled[i, 1:].tolist())))
-            for i in np.flatnonzero(pooled[:, 0]).tolist()}
+    return {
+        onto.ids[i]: (int(round(pooled[i, 0])), dict(zip(names, pooled[i, 1:].tolist())))
+        for i in np.flatnonzero(pooled[:, 0]).tolist()
+    }
 
 
 def values(ms):
@@ -139,13 +146,24 @@ def test_confused_pairs_equal_the_full_sort(doid):
     ids = doid.ids
     g = rng.integers(1, 40, 4000)
     p = rng.integers(1, 40, 4000)
-    ev = score_hierarchy(doid, [{"id": f"r{i}", "labels": {"gold": [ids[a]], "pred": [ids[b]]}}
-                                for i, (a, b) in enumerate(zip(g.tolist(), p.tolist()))],
-                        on_status_gold="flag")
+    ev = score_hierarchy(
+        doid,
+        [
+            {"id": f"r{i}", "labels": {"gold": [ids[a]], "pred": [ids[b]]}}
+            for i, (a, b) in enumerate(zip(g.tolist(), p.tolist()))
+        ],
+        on_status_gold="flag",
+    )
 
     def full_sort(top):
-        rel, gold, pred = ev.details["relation"], ev.details.get("gold", ev.keys["gold_node"]), ev.details["pred_node"]
-        counts = Counter((a, b, r) for a, b, r in zip(gold.tolist(), pred.tolist(), rel.tolist()) if r != "exact")
+        rel, gold, pred = (
+            ev.details["relation"],
+            ev.details.get("gold", ev.keys["gold_node"]),
+            ev.details["pred_node"],
+        )
+        counts = Counter(
+            (a, b, r) for a, b, r in zip(gold.tolist(), pred.tolist(), rel.tolist()) if r != "exact"
+        )
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0][0]), str(kv[0][1])))
         return [{"gold": a, "pred": b, "relation": r, "count": c} for (a, b, r), c in ranked[:top]]
 

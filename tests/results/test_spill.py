@@ -11,20 +11,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
+from audit_stream_helpers import _report
 from family_demo import family_inputs
-from kg_rageval.results.colstore import ColumnStore, SpilledArray
-from kg_rageval.scoring import REGISTRY, get_scorer
+from stream_helpers import _assert_same, _provenance_runs, demo  # noqa: F401 (demo: a fixture)
+
 from kg_rageval.base.errors import KgRagevalError
 from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.colstore import ColumnStore, SpilledArray
 from kg_rageval.results.columns import CodedColumn
 from kg_rageval.results.concatenation import Concatenation
 from kg_rageval.results.evaluation import Evaluation, concat_evaluations, take_rows
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import ratio
 from kg_rageval.results.record_stats import RecordStats
-from audit_stream_helpers import _report
-from stream_helpers import _assert_same, _provenance_runs, demo  # noqa: F401 (demo: a fixture)
+from kg_rageval.scoring import REGISTRY, get_scorer
 
 
 def _bits(a: np.ndarray) -> bytes:
@@ -33,8 +33,14 @@ def _bits(a: np.ndarray) -> bytes:
 
 def test_a_spilled_array_reads_back_its_bytes():
     store = ColumnStore()
-    given = [np.array([True, False, True]), np.arange(300, dtype=np.uint16), np.array([-7, 0, 5], np.int8),
-             np.array([0.1, -0.0, np.nan, np.inf, 2.0 ** -1074]), np.zeros(0), np.arange(5, dtype=np.int64)]
+    given = [
+        np.array([True, False, True]),
+        np.arange(300, dtype=np.uint16),
+        np.array([-7, 0, 5], np.int8),
+        np.array([0.1, -0.0, np.nan, np.inf, 2.0**-1074]),
+        np.zeros(0),
+        np.arange(5, dtype=np.int64),
+    ]
     handles = [store.put(a) for a in given]
     assert store.size == sum(a.nbytes for a in given)
     for a, h in zip(given, handles):
@@ -69,8 +75,10 @@ class Toy(Family):
     name, version, stats = "toy_spill", "1", ("tp", "n_pred", "frac")
 
     def finalize(self, s):
-        return {"precision": ratio("precision", s["tp"], s["n_pred"], missing="no predictions"),
-                "frac": ratio("frac", s["frac"], s["n_pred"], missing="no predictions")}
+        return {
+            "precision": ratio("precision", s["tp"], s["n_pred"], missing="no predictions"),
+            "frac": ratio("frac", s["frac"], s["n_pred"], missing="no predictions"),
+        }
 
 
 class Reordered(Toy):
@@ -91,9 +99,15 @@ def _parts(family: Family, seed: int = 0) -> list[Evaluation]:
     for k in range(5):
         rows = []
         for i in range(7):
-            r = {"record_id": f"r{k}{i:02d}", "tp": int(rng.integers(0, 3 if k < 3 else 400)), "n_pred": 400,
-                 "slice:intent": str(rng.choice(["lookup", "compare"])), "gold_node": float(i % 3) if i else float("nan"),
-                 "why": str(rng.choice(["ok", "miss"])), "problem": {"k": int(i % 2)}}
+            r = {
+                "record_id": f"r{k}{i:02d}",
+                "tp": int(rng.integers(0, 3 if k < 3 else 400)),
+                "n_pred": 400,
+                "slice:intent": str(rng.choice(["lookup", "compare"])),
+                "gold_node": float(i % 3) if i else float("nan"),
+                "why": str(rng.choice(["ok", "miss"])),
+                "problem": {"k": int(i % 2)},
+            }
             if k != 2:
                 r["frac"] = float(rng.random()) if k != 1 else -0.0
             if k >= 3:
@@ -143,14 +157,17 @@ def test_a_spilled_concatenation_equals_the_in_memory_one(family, spill_rows):
         assert got.stats.nbytes == 0 and got.stats.spilled_nbytes == want.stats.nbytes
     assert want.stats.raw("frac").dtype == np.float64 and want.stats.raw("tp").dtype == np.uint16
     _same_storage(got, want)
-    assert got.to_dict(rows=True, breakdowns=["slice:intent", "gold_node", "slice:late"]) == \
-        want.to_dict(rows=True, breakdowns=["slice:intent", "gold_node", "slice:late"])
+    assert got.to_dict(rows=True, breakdowns=["slice:intent", "gold_node", "slice:late"]) == want.to_dict(
+        rows=True, breakdowns=["slice:intent", "gold_node", "slice:late"]
+    )
     assert repr(got.rows(limit=4)) == repr(want.rows(limit=4))  # a NaN key: compared by its text
     mask = np.arange(len(want)) % 3 == 0
     assert got.totals(mask) == want.totals(mask)
     assert got.subset(mask).to_dict(rows=True) == want.subset(mask).to_dict(rows=True)
     assert got.merge(got).to_dict(rows=True) == want.merge(want).to_dict(rows=True)
-    assert concat_evaluations([got, want]).to_dict(rows=True) == concat_evaluations([want, want]).to_dict(rows=True)
+    assert concat_evaluations([got, want]).to_dict(rows=True) == concat_evaluations([want, want]).to_dict(
+        rows=True
+    )
     assert got.bootstrap(n_resamples=40, seed=3) == want.bootstrap(n_resamples=40, seed=3)
     ids, per = want.per_record_stats()
     ids2, per2 = got.per_record_stats()
@@ -159,7 +176,9 @@ def test_a_spilled_concatenation_equals_the_in_memory_one(family, spill_rows):
     for k in got.stats:
         assert _bits(view.column(k)) == _bits(per[k]) and _bits(view.column(k)) == _bits(per[k])
     assert _bits(view.probe_rows()) == _bits(want.record_stats().probe_rows())
-    assert _bits(RecordStats(got, np.flatnonzero(mask)).matrix()) == _bits(RecordStats(want, np.flatnonzero(mask)).matrix())
+    assert _bits(RecordStats(got, np.flatnonzero(mask)).matrix()) == _bits(
+        RecordStats(want, np.flatnonzero(mask)).matrix()
+    )
     rows = np.array([3, 4, 9])
     for group in ("stats", "keys", "details"):
         for k in getattr(want, group):
@@ -197,14 +216,25 @@ def _run(out: Path, base: Path, onto_path: Path, spill_rows: int | None):
     from kg_rageval.audit.runner import run_audit
 
     mapping = {
-        "name": "spill", "ontology": str(onto_path), "records": "records.jsonl", "corpus": "corpus.jsonl",
-        "spec": "spec.yaml", "families": {f: {} for f in SIX}, "chunk_size": 300,
-        "gates": ["hierarchy.hierarchical_f1 >= 0.8", "ci_low(retrieval.recall@10) >= 0.8",
-                  "conformance.schema_validity >= 0.99", "ci_low(generation.faithfulness) >= 0.8",
-                  "linking.linking_macro_f1 >= 0.8", "provenance.citation_completeness >= 0.9"],
+        "name": "spill",
+        "ontology": str(onto_path),
+        "records": "records.jsonl",
+        "corpus": "corpus.jsonl",
+        "spec": "spec.yaml",
+        "families": {f: {} for f in SIX},
+        "chunk_size": 300,
+        "gates": [
+            "hierarchy.hierarchical_f1 >= 0.8",
+            "ci_low(retrieval.recall@10) >= 0.8",
+            "conformance.schema_validity >= 0.99",
+            "ci_low(generation.faithfulness) >= 0.8",
+            "linking.linking_macro_f1 >= 0.8",
+            "provenance.citation_completeness >= 0.9",
+        ],
         "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},
         "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
-        "missing_runs": {"budget": 0.05}, "bootstrap": {"n_resamples": 100, "seed": 0},
+        "missing_runs": {"budget": 0.05},
+        "bootstrap": {"n_resamples": 100, "seed": 0},
     }
     if spill_rows is not None:
         mapping["spill_rows"] = spill_rows
@@ -274,8 +304,9 @@ def test_every_family_streamed_and_spilled_equals_the_whole_call(name, demo, spi
 def test_reproducibility_reordered_in_its_file(demo, tmp_path, spill_everything):
     """Provenance with repeats: reproducibility's ``complete`` puts the rows in repeat order
     (``take_rows``) on the spilled result, in its file."""
-    bound = get_scorer("provenance").bind(demo["ontology"], corpus=demo["inputs"]["corpus"],
-                                          **_provenance_runs(demo, tmp_path))
+    bound = get_scorer("provenance").bind(
+        demo["ontology"], corpus=demo["inputs"]["corpus"], **_provenance_runs(demo, tmp_path)
+    )
     whole = bound.score_whole(demo["path"])
     got = bound(demo["path"], chunk_size=3)
     rep = got["reproducibility"]

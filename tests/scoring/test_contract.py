@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from stream_helpers import FIXTURES
 from family_demo import add_quality_sections, add_relation_questions, family_inputs
-from kg_rageval.cli.main import main
-from kg_rageval.scoring import REGISTRY, get_scorer, load_entry_points, resolve_metric
-from kg_rageval.contract import MetricName
-from kg_rageval.scoring.properties import EXEMPT, PROPERTIES, command_of, has_property, undeclared
-from kg_rageval.base.errors import ConfigError
 from plugin_helpers import installed_entry_points
+from stream_helpers import FIXTURES
+
+from kg_rageval.base.errors import ConfigError
+from kg_rageval.cli.main import main
+from kg_rageval.contract import MetricName
+from kg_rageval.scoring import REGISTRY, get_scorer, load_entry_points, resolve_metric
+from kg_rageval.scoring.properties import EXEMPT, PROPERTIES, command_of, has_property, undeclared
 
 PLUGINS = {"exact_label": "plugin_family:EXACT_LABEL"}
 """Plugin families registered for this module through a real entry point (tests/plugin_family.py)."""
@@ -72,13 +72,21 @@ def demo(tmp_path_factory):
     records = read_records(out / "records.jsonl")
     quality = add_quality_sections(records)
     (out / "quality.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in quality))
-    return {"dir": out, "config": built["config"], "ontology": onto, "records": records,
-            "quality_records": read_records(out / "quality.jsonl"),
-            "inputs": {"corpus": str(out / "corpus.jsonl"), "spec": str(out / "schema.yaml"),
-                       # the file families (trec, shacl): their evidence is these files
-                       "qrels": str(FIXTURES / "trec_eval" / "qrels.test"),
-                       "run": str(FIXTURES / "trec_eval" / "results.test"),
-                       "shapes": str(FIXTURES.parent / "shapes" / "output-attack.ttl")}}
+    return {
+        "dir": out,
+        "config": built["config"],
+        "ontology": onto,
+        "records": records,
+        "quality_records": read_records(out / "quality.jsonl"),
+        "inputs": {
+            "corpus": str(out / "corpus.jsonl"),
+            "spec": str(out / "schema.yaml"),
+            # the file families (trec, shacl): their evidence is these files
+            "qrels": str(FIXTURES / "trec_eval" / "qrels.test"),
+            "run": str(FIXTURES / "trec_eval" / "results.test"),
+            "shapes": str(FIXTURES.parent / "shapes" / "output-attack.ttl"),
+        },
+    }
 
 
 def records_for(name: str, demo: dict) -> list:
@@ -124,8 +132,9 @@ def test_streamable_families_score_a_path_in_chunks_like_the_list(name, demo, tm
 
     recs = records_for(name, demo)
     path = tmp_path / "r.jsonl"
-    path.write_text("".join(_json.dumps({k: v for k, v in r.items() if not k.startswith("_")}) + "\n"
-                            for r in recs))
+    path.write_text(
+        "".join(_json.dumps({k: v for k, v in r.items() if not k.startswith("_")}) + "\n" for r in recs)
+    )
     sc = get_scorer(name)
     whole = sc.score(demo["ontology"], recs, **family_inputs(name, demo))
     chunked = sc.score(demo["ontology"], str(path), chunk_size=7, **family_inputs(name, demo))
@@ -133,8 +142,9 @@ def test_streamable_families_score_a_path_in_chunks_like_the_list(name, demo, tm
     assert len(recs) > 7 and list(a) == list(b) and a
     for k in a:  # sums in another order: equal up to the last bits
         assert [x is None for x in a[k]] == [x is None for x in b[k]], k
-        assert [x for x in a[k] if x is not None] == pytest.approx([x for x in b[k] if x is not None],
-                                                                   rel=1e-12, abs=1e-12), k
+        assert [x for x in a[k] if x is not None] == pytest.approx(
+            [x for x in b[k] if x is not None], rel=1e-12, abs=1e-12
+        ), k
 
 
 @pytest.mark.parametrize("name", with_property("reads_ontology_ids"))
@@ -182,7 +192,9 @@ def test_declaration_is_complete(name):
     for p in sc.params:
         assert p.help, p.name
         if p.exposed and p.default is not None and p.default != ():
-            assert p.coerce(p.default, "x") == (tuple(p.default) if isinstance(p.default, list) else p.default)
+            assert p.coerce(p.default, "x") == (
+                tuple(p.default) if isinstance(p.default, list) else p.default
+            )
     names = [m.name for m in sc.metrics]
     assert len(names) == len(set(names)), "a metric declared twice"
     assert all(m.family == name for m in sc.metrics)
@@ -233,28 +245,49 @@ def test_declared_metrics_are_the_metrics_produced(name, demo):
     if sc.template_values is None and any("{" in m.name for m in sc.metrics if m.member in result):
         assert produced  # an option picks the measures (trec): every produced name is declared (above)
     else:
-        declared = {f"{name}.{n}" for m in sc.metrics if m.member in result and m.applies(opts)
-                    for n in m.expand(values)}
+        declared = {
+            f"{name}.{n}"
+            for m in sc.metrics
+            if m.member in result and m.applies(opts)
+            for n in m.expand(values)
+        }
         assert produced == declared and produced
     for key in produced:  # every produced name resolves to itself
         assert str(resolve_metric(key)) == key
 
 
 # ---------------------------------------------------------------------- names
-@pytest.mark.parametrize("text", ["retrieval.ndcg@10", "hierarchy.hierarchical_f1[node:TA0005]",
-                                  "ci_low(generation.faithfulness)", "retrieval.mrr[slice:intent=lookup]",
-                                  "delta:retrieval.recall@10", "ci_high(delta:hierarchy.hierarchical_f1)"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "retrieval.ndcg@10",
+        "hierarchy.hierarchical_f1[node:TA0005]",
+        "ci_low(generation.faithfulness)",
+        "retrieval.mrr[slice:intent=lookup]",
+        "delta:retrieval.recall@10",
+        "ci_high(delta:hierarchy.hierarchical_f1)",
+    ],
+)
 def test_metric_name_round_trip(text):
     assert str(MetricName.parse(text)) == text
     assert str(resolve_metric(text)) == text
 
 
-@pytest.mark.parametrize("alias,canonical", [
-    ("nDCG@10", "retrieval.ndcg@10"), ("P@10", "retrieval.precision@10"), ("R@5", "retrieval.recall@5"),
-    ("AP", "retrieval.map"), ("RR", "retrieval.mrr"), ("mrr", "retrieval.mrr"),
-    ("retrieval.nDCG@5", "retrieval.ndcg@5"), ("ci_low(nDCG@10)", "ci_low(retrieval.ndcg@10)"),
-    ("generation.faithfulness.faithfulness", "generation.faithfulness"), ("faithfulness", "generation.faithfulness"),
-])
+@pytest.mark.parametrize(
+    "alias,canonical",
+    [
+        ("nDCG@10", "retrieval.ndcg@10"),
+        ("P@10", "retrieval.precision@10"),
+        ("R@5", "retrieval.recall@5"),
+        ("AP", "retrieval.map"),
+        ("RR", "retrieval.mrr"),
+        ("mrr", "retrieval.mrr"),
+        ("retrieval.nDCG@5", "retrieval.ndcg@5"),
+        ("ci_low(nDCG@10)", "ci_low(retrieval.ndcg@10)"),
+        ("generation.faithfulness.faithfulness", "generation.faithfulness"),
+        ("faithfulness", "generation.faithfulness"),
+    ],
+)
 def test_aliases_resolve_to_one_canonical_name(alias, canonical):
     assert str(resolve_metric(alias)) == canonical
 
@@ -262,15 +295,26 @@ def test_aliases_resolve_to_one_canonical_name(alias, canonical):
 def test_resolution_errors_say_what_to_write():
     with pytest.raises(ConfigError, match=r"unknown metric 'mrrr' \(did you mean 'mrr'"):
         resolve_metric("mrrr")
-    with pytest.raises(ConfigError, match="ambiguous metric 'hierarchical_f1': produced by "
-                                          "hierarchy.hierarchical_f1, linking.hierarchical_f1"):
+    with pytest.raises(
+        ConfigError,
+        match="ambiguous metric 'hierarchical_f1': produced by "
+        "hierarchy.hierarchical_f1, linking.hierarchical_f1",
+    ):
         resolve_metric("hierarchical_f1")
-    assert str(resolve_metric("hierarchical_f1", scope=["hierarchy", "retrieval"])) == "hierarchy.hierarchical_f1"
-    with pytest.raises(ConfigError, match=r"family 'retrieval' has no metric 'ndgc@10' \(did you mean 'ndcg@10'"):
+    assert (
+        str(resolve_metric("hierarchical_f1", scope=["hierarchy", "retrieval"]))
+        == "hierarchy.hierarchical_f1"
+    )
+    with pytest.raises(
+        ConfigError, match=r"family 'retrieval' has no metric 'ndgc@10' \(did you mean 'ndcg@10'"
+    ):
         resolve_metric("retrieval.ndgc@10")
     with pytest.raises(ConfigError, match=r"k=20 is not produced by the options of family 'retrieval'"):
         resolve_metric("retrieval.recall@20")
-    assert str(resolve_metric("retrieval.recall@20", options={"retrieval": {"k": [20]}})) == "retrieval.recall@20"
+    assert (
+        str(resolve_metric("retrieval.recall@20", options={"retrieval": {"k": [20]}}))
+        == "retrieval.recall@20"
+    )
 
 
 # ---------------------------------------------------------------------- audit config
@@ -280,10 +324,16 @@ def test_wrong_option_or_value_is_exit_2_naming_the_key(name, demo, tmp_path, ca
 
     cfg = yaml.safe_load(open(demo["config"]))
     sc = REGISTRY[name]
-    for opts, expect in ([({"bogus_option": 1}, f"families.{name}: unknown option 'bogus_option'")]
-                         + [({p.name: "not-a-choice"}, f"families.{name}.{p.name}"
-                             + ("[0]" if p.kind.endswith("_list") else "") + ": 'not-a-choice' is not one of")
-                            for p in sc.params if p.choices][:1]):
+    for opts, expect in [({"bogus_option": 1}, f"families.{name}: unknown option 'bogus_option'")] + [
+        (
+            {p.name: "not-a-choice"},
+            f"families.{name}.{p.name}"
+            + ("[0]" if p.kind.endswith("_list") else "")
+            + ": 'not-a-choice' is not one of",
+        )
+        for p in sc.params
+        if p.choices
+    ][:1]:
         cfg["families"] = {name: opts}
         path = demo["dir"] / f"bad_{name}.yaml"
         path.write_text(yaml.safe_dump(cfg))
@@ -310,15 +360,32 @@ def test_gate_is_decided_identically_in_audit_and_assert_gates(demo):
     from kg_rageval.audit.runner import run_audit
     from kg_rageval.pytest_plugin import check_gates
 
-    gates = ["retrieval.recall@10 >= 0.9", "nDCG@10 >= 0.5", "hierarchy.hierarchical_f1[node:DOID:2531] >= 0.7",
-             "retrieval.mrr[slice:intent=label_lookup] >= 0.8", "ci_low(retrieval.mrr) >= 0.5"]
-    cfg = config_from_mapping({"ontology": "doid-cancer-slim.obo", "records": "records.jsonl",
-                               "corpus": "corpus.jsonl", "families": {"hierarchy": {}, "retrieval": {}},
-                               "gates": gates, "missing_runs": {"budget": 1.0},
-                               "bootstrap": {"n_resamples": 100, "seed": 4}}, base_dir=demo["dir"])
+    gates = [
+        "retrieval.recall@10 >= 0.9",
+        "nDCG@10 >= 0.5",
+        "hierarchy.hierarchical_f1[node:DOID:2531] >= 0.7",
+        "retrieval.mrr[slice:intent=label_lookup] >= 0.8",
+        "ci_low(retrieval.mrr) >= 0.5",
+    ]
+    cfg = config_from_mapping(
+        {
+            "ontology": "doid-cancer-slim.obo",
+            "records": "records.jsonl",
+            "corpus": "corpus.jsonl",
+            "families": {"hierarchy": {}, "retrieval": {}},
+            "gates": gates,
+            "missing_runs": {"budget": 1.0},
+            "bootstrap": {"n_resamples": 100, "seed": 4},
+        },
+        base_dir=demo["dir"],
+    )
     audit = run_audit(cfg, progress=False)
-    evs = [*get_scorer("hierarchy").score(demo["ontology"], demo["records"]).values(),
-           *get_scorer("retrieval").score(demo["ontology"], demo["records"], corpus=demo["inputs"]["corpus"]).values()]
+    evs = [
+        *get_scorer("hierarchy").score(demo["ontology"], demo["records"]).values(),
+        *get_scorer("retrieval")
+        .score(demo["ontology"], demo["records"], corpus=demo["inputs"]["corpus"])
+        .values(),
+    ]
     results, _ = check_gates(evs, gates, ontology=demo["ontology"], bootstrap=cfg.bootstrap)
     got = {str(r.gate): (r.status, r.observed) for r in results}
     want = {str(r.gate): (r.status, r.observed) for r in audit.gate_results if str(r.gate) in got}
@@ -335,7 +402,9 @@ def test_every_family_is_called_the_same_way(name, demo):
     assert isinstance(res, EvaluationSet) and res.family == name
     assert list(res)[: len(res)] == [m for m in REGISTRY[name].member_names if m in res]
     with pytest.raises(ConfigError, match=f"{name}: unknown option 'bogus'"):
-        get_scorer(name).score(demo["ontology"], records_for(name, demo), bogus=1, **family_inputs(name, demo))
+        get_scorer(name).score(
+            demo["ontology"], records_for(name, demo), bogus=1, **family_inputs(name, demo)
+        )
 
 
 @pytest.mark.slow
@@ -351,8 +420,9 @@ def test_dask_equals_in_process_for_every_family(demo):
         for name in FAMILIES:
             kw = family_inputs(name, demo)
             single = get_scorer(name).score(demo["ontology"], records_for(name, demo), **kw)
-            dist = score_distributed(name, demo["ontology"], records_for(name, demo), client=client, npartitions=3,
-                                     **kw)
+            dist = score_distributed(
+                name, demo["ontology"], records_for(name, demo), client=client, npartitions=3, **kw
+            )
             assert list(dist) == list(single), name
             a, b = dist.metrics(), single.metrics()
             assert list(a) == list(b), name
@@ -390,34 +460,71 @@ def test_one_id_policy_in_hierarchy_and_linking():
     from kg_rageval.base.errors import InputError, UnknownIdError
 
     o = _status_ontology()
-    lab = [{"id": "1", "labels": {"gold": ["a"], "pred": ["zz"]}},
-           {"id": "2", "labels": {"gold": ["b"], "pred": ["old"]}}]
-    men = [{"id": "1", "text": "xx yy", "mentions": {"gold": [{"start": 0, "end": 2, "id": "a"}],
-                                                     "pred": [{"start": 0, "end": 2, "id": "zz"}]}},
-           {"id": "2", "text": "xx yy", "mentions": {"gold": [{"start": 0, "end": 2, "id": "b"}],
-                                                     "pred": [{"start": 0, "end": 2, "id": "old"}]}}]
+    lab = [
+        {"id": "1", "labels": {"gold": ["a"], "pred": ["zz"]}},
+        {"id": "2", "labels": {"gold": ["b"], "pred": ["old"]}},
+    ]
+    men = [
+        {
+            "id": "1",
+            "text": "xx yy",
+            "mentions": {
+                "gold": [{"start": 0, "end": 2, "id": "a"}],
+                "pred": [{"start": 0, "end": 2, "id": "zz"}],
+            },
+        },
+        {
+            "id": "2",
+            "text": "xx yy",
+            "mentions": {
+                "gold": [{"start": 0, "end": 2, "id": "b"}],
+                "pred": [{"start": 0, "end": 2, "id": "old"}],
+            },
+        },
+    ]
     hres = get_scorer("hierarchy").score(o, lab)
     h = hres.metrics()
-    assert h["hierarchy.error_count_not_in_ontology"].value == 1 and h["hierarchy.error_count_inactive"].value == 1
+    assert (
+        h["hierarchy.error_count_not_in_ontology"].value == 1
+        and h["hierarchy.error_count_inactive"].value == 1
+    )
     assert hres.single.details["replacement"].tolist() == [None, "a"]
     ln = get_scorer("linking").score(o, men)
     lm = ln.metrics()
     assert lm["linking.unknown_ids"].value == 1 and lm["linking.inactive_ids"].value == 1
     assert ln.single.details["replacement"].tolist() == [None, "a"]
     bad_lab = [{"id": "3", "labels": {"gold": ["old"], "pred": ["a"]}}]
-    bad_men = [{"id": "3", "text": "xx", "mentions": {"gold": [{"start": 0, "end": 2, "id": "old"}], "pred": []}}]
-    for fam, recs, field in (("hierarchy", bad_lab, "labels.gold[0]"), ("linking", bad_men, "mentions.gold[0].id")):
-        with pytest.raises(InputError, match=rf"'old' is deprecated \(replaced by 'a'\).*record '3'.*{re_escape(field)}"):
+    bad_men = [
+        {"id": "3", "text": "xx", "mentions": {"gold": [{"start": 0, "end": 2, "id": "old"}], "pred": []}}
+    ]
+    for fam, recs, field in (
+        ("hierarchy", bad_lab, "labels.gold[0]"),
+        ("linking", bad_men, "mentions.gold[0].id"),
+    ):
+        with pytest.raises(
+            InputError, match=rf"'old' is deprecated \(replaced by 'a'\).*record '3'.*{re_escape(field)}"
+        ):
             get_scorer(fam).score(o, recs)
         # the same option, the same name, in both families
         get_scorer(fam).score(o, recs, on_status_gold="replace")
-    for fam, recs in (("hierarchy", [{"id": "4", "labels": {"gold": ["nope"], "pred": ["a"]}}]),
-                      ("linking", [{"id": "4", "text": "xx", "mentions": {"gold": [{"start": 0, "end": 2, "id": "nope"}],
-                                                                          "pred": []}}])):
+    for fam, recs in (
+        ("hierarchy", [{"id": "4", "labels": {"gold": ["nope"], "pred": ["a"]}}]),
+        (
+            "linking",
+            [
+                {
+                    "id": "4",
+                    "text": "xx",
+                    "mentions": {"gold": [{"start": 0, "end": 2, "id": "nope"}], "pred": []},
+                }
+            ],
+        ),
+    ):
         with pytest.raises(UnknownIdError, match="record '4'.*unknown ontology id 'nope'"):
             get_scorer(fam).score(o, recs)
-    assert [p.name for p in REGISTRY["hierarchy"].params if p.name.startswith(("on_", "aliases"))] == \
-        [p.name for p in REGISTRY["linking"].params if p.name.startswith(("on_", "aliases"))]
+    assert [p.name for p in REGISTRY["hierarchy"].params if p.name.startswith(("on_", "aliases"))] == [
+        p.name for p in REGISTRY["linking"].params if p.name.startswith(("on_", "aliases"))
+    ]
 
 
 def re_escape(text: str) -> str:
@@ -427,14 +534,31 @@ def re_escape(text: str) -> str:
 
 
 # ---------------------------------------------------------------------- the same output everywhere
-SHAPE = {"command", "family", "data", "ontology", "counts", "metrics", "unscored", "breakdowns", "evaluations"}
+SHAPE = {
+    "command",
+    "family",
+    "data",
+    "ontology",
+    "counts",
+    "metrics",
+    "unscored",
+    "breakdowns",
+    "evaluations",
+}
 
 
 def _score_cli(name, demo, *extra):
     import io
     from contextlib import redirect_stdout
 
-    args = ["score", command_of(name), "-O", str(demo["dir"] / "doid-cancer-slim.obo"), "-d", data_file(name, demo)]
+    args = [
+        "score",
+        command_of(name),
+        "-O",
+        str(demo["dir"] / "doid-cancer-slim.obo"),
+        "-d",
+        data_file(name, demo),
+    ]
     for i in get_scorer(name).inputs:
         if i.name in demo["inputs"]:
             args += [i.flag, demo["inputs"][i.name]]
@@ -501,7 +625,11 @@ def test_no_import_cycles_between_modules():
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, ast.ImportFrom):
                 base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1] if node.level else []
-                tgt = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+                tgt = (
+                    ".".join(base + ([node.module] if node.module else []))
+                    if node.level
+                    else node.module or ""
+                )
                 for c in [tgt] + [f"{tgt}.{a.name}" for a in node.names]:
                     if c in mods and c != m and not mods[c][1]:
                         edges[m].add(c)
@@ -513,7 +641,7 @@ def test_no_import_cycles_between_modules():
         stack.append(v)
         for w in edges[v]:
             if state.get(w) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(w):] + [w]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(w) :] + [w]))
             if w not in state:
                 visit(w)
         stack.pop()
@@ -524,11 +652,15 @@ def test_no_import_cycles_between_modules():
             visit(m)
 
 
-@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in REGISTRY or REGISTRY[n].sections])  # file families: no record
+@pytest.mark.parametrize(
+    "name", [n for n in FAMILIES if n not in REGISTRY or REGISTRY[n].sections]
+)  # file families: no record
 def test_slice_keys_are_normalised_the_same_way(name, demo):
     """``{"tier": 0}`` is the key ``slice:tier`` with the text ``"0"`` in every family."""
-    recs = [dict(r, slices={**(r.get("slices") or {}), "tier": i % 2, "flag": True})
-            for i, r in enumerate(records_for(name, demo))]
+    recs = [
+        dict(r, slices={**(r.get("slices") or {}), "tier": i % 2, "flag": True})
+        for i, r in enumerate(records_for(name, demo))
+    ]
     res = get_scorer(name).score(demo["ontology"], recs, **family_inputs(name, demo))
     for ev in res.values():
         if len(ev) and "slice:tier" in ev.keys:
@@ -540,8 +672,11 @@ def test_slice_keys_are_normalised_the_same_way(name, demo):
 def test_a_measure_the_records_family_lacks_belongs_to_the_trec_family():
     """One alias table: a measure ``retrieval`` does not compute from records is ``trec``'s."""
     assert str(resolve_metric("Judged@10")) == "trec.Judged@10"
-    with pytest.raises(ConfigError, match=r"'retrieval.Judged@10' is the measure trec.Judged@10, which family "
-                                          r"'retrieval' does not compute from records"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'retrieval.Judged@10' is the measure trec.Judged@10, which family "
+        r"'retrieval' does not compute from records",
+    ):
         resolve_metric("retrieval.Judged@10")
 
 
@@ -562,17 +697,34 @@ def test_conformance_follows_the_same_id_policy(demo):
 
     o, spec = demo["ontology"], demo["inputs"]["spec"]
     good = next(i for i in o.ids if i.startswith("DOID:") and o.is_active(i))
-    recs = [{"id": "a", "answer": {"output": {"disease": "DOID:nope"}}, "reference": {"output": {"disease": good}}},
-            {"id": "b", "answer": {"output": {"disease": good}}, "reference": {"output": {"disease": good}}}]
+    recs = [
+        {
+            "id": "a",
+            "answer": {"output": {"disease": "DOID:nope"}},
+            "reference": {"output": {"disease": good}},
+        },
+        {"id": "b", "answer": {"output": {"disease": good}}, "reference": {"output": {"disease": good}}},
+    ]
     m = get_scorer("conformance").score(o, recs, spec=spec).metrics()
-    assert m["conformance.entity_vocabulary"].numerator == 1 and m["conformance.entity_vocabulary"].denominator == 2
+    assert (
+        m["conformance.entity_vocabulary"].numerator == 1
+        and m["conformance.entity_vocabulary"].denominator == 2
+    )
     with pytest.raises(UnknownIdError, match=r"record 'a'.*answer.output.disease.*'DOID:nope'"):
         get_scorer("conformance").score(o, recs, spec=spec, on_unknown="error")
-    bad_gold = [{"id": "c", "answer": {"output": {"disease": good}}, "reference": {"output": {"disease": "DOID:nope"}}}]
+    bad_gold = [
+        {
+            "id": "c",
+            "answer": {"output": {"disease": good}},
+            "reference": {"output": {"disease": "DOID:nope"}},
+        }
+    ]
     with pytest.raises(UnknownIdError, match=r"record 'c'.*reference.output.disease.*'DOID:nope'"):
         get_scorer("conformance").score(o, bad_gold, spec=spec)
     counted = get_scorer("conformance").score(o, bad_gold, spec=spec, on_unknown_gold="count")
-    assert counted.single.rows()[0]["problems"]["reference_unknown_ids"] == [{"value": "DOID:nope", "slot": "disease"}]
+    assert counted.single.rows()[0]["problems"]["reference_unknown_ids"] == [
+        {"value": "DOID:nope", "slot": "disease"}
+    ]
 
 
 def test_retrieval_filter_ids_follow_the_same_id_policy(demo):
@@ -580,13 +732,20 @@ def test_retrieval_filter_ids_follow_the_same_id_policy(demo):
 
     recs = [dict(r) for r in demo["records"] if (r.get("retrieval") or {}).get("filters")][:5]
     assert recs, "the demo logs filters"
-    bad = dict(recs[0], retrieval={**recs[0]["retrieval"], "filters": [{"field": "category", "op": "within",
-                                                                       "value": "DOID:nope"}]})
+    bad = dict(
+        recs[0],
+        retrieval={
+            **recs[0]["retrieval"],
+            "filters": [{"field": "category", "op": "within", "value": "DOID:nope"}],
+        },
+    )
     recs[0] = bad
     res = get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"])
     assert res.single.meta["filter_ids_not_in_ontology"] == ["DOID:nope"]  # counted, matches nothing
     with pytest.raises(UnknownIdError, match="'DOID:nope'"):
-        get_scorer("retrieval").score(demo["ontology"], recs, corpus=demo["inputs"]["corpus"], on_unknown="error")
+        get_scorer("retrieval").score(
+            demo["ontology"], recs, corpus=demo["inputs"]["corpus"], on_unknown="error"
+        )
 
 
 @pytest.mark.slow

@@ -19,34 +19,37 @@ from kg_rageval.scoring import REGISTRY, get_scorer, resolve_metric
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("alias, canonical", [
-    ("recip_rank", "retrieval.mrr"),
-    ("RR", "retrieval.mrr"),
-    ("MRR", "retrieval.mrr"),
-    ("ndcg_cut_10", "retrieval.ndcg@10"),
-    ("nDCG@10", "retrieval.ndcg@10"),
-    ("P_10", "retrieval.precision@10"),
-    ("success_5", "retrieval.hit@5"),
-    ("map", "retrieval.map"),
-    ("AP", "retrieval.map"),
-    ("R-Prec", "retrieval.r_precision"),
-    ("retrieval.recip_rank", "retrieval.mrr"),
-    ("P(rel=2)@10", "trec.P(rel=2)@10"),
-    ("Bpref", "trec.Bpref"),
-    ("bpref", "trec.Bpref"),
-    ("ERR@10", "trec.ERR@10"),
-    ("Judged@10", "trec.Judged@10"),
-    ("map_cut_10", "trec.AP@10"),
-    ("set_recall", "trec.SetR"),
-    ("rbp", "trec.RBP(p=0.9)"),
-    ("trec.recip_rank", "trec.RR"),
-    ("trec.ndcg_cut_10", "trec.nDCG@10"),
-    ("trec.n_missing_run", "trec.n_missing_run"),
-    ("ci_low(P(rel=2)@10)", "ci_low(trec.P(rel=2)@10)"),
-    ("ndcg_cut_10[slice:intent=lookup]", "retrieval.ndcg@10[slice:intent=lookup]"),
-    ("shacl_conformance", "shacl.shacl_conformance"),
-    ("violations_per_output", "shacl.violations_per_output"),
-])
+@pytest.mark.parametrize(
+    "alias, canonical",
+    [
+        ("recip_rank", "retrieval.mrr"),
+        ("RR", "retrieval.mrr"),
+        ("MRR", "retrieval.mrr"),
+        ("ndcg_cut_10", "retrieval.ndcg@10"),
+        ("nDCG@10", "retrieval.ndcg@10"),
+        ("P_10", "retrieval.precision@10"),
+        ("success_5", "retrieval.hit@5"),
+        ("map", "retrieval.map"),
+        ("AP", "retrieval.map"),
+        ("R-Prec", "retrieval.r_precision"),
+        ("retrieval.recip_rank", "retrieval.mrr"),
+        ("P(rel=2)@10", "trec.P(rel=2)@10"),
+        ("Bpref", "trec.Bpref"),
+        ("bpref", "trec.Bpref"),
+        ("ERR@10", "trec.ERR@10"),
+        ("Judged@10", "trec.Judged@10"),
+        ("map_cut_10", "trec.AP@10"),
+        ("set_recall", "trec.SetR"),
+        ("rbp", "trec.RBP(p=0.9)"),
+        ("trec.recip_rank", "trec.RR"),
+        ("trec.ndcg_cut_10", "trec.nDCG@10"),
+        ("trec.n_missing_run", "trec.n_missing_run"),
+        ("ci_low(P(rel=2)@10)", "ci_low(trec.P(rel=2)@10)"),
+        ("ndcg_cut_10[slice:intent=lookup]", "retrieval.ndcg@10[slice:intent=lookup]"),
+        ("shacl_conformance", "shacl.shacl_conformance"),
+        ("violations_per_output", "shacl.violations_per_output"),
+    ],
+)
 def test_every_spelling_resolves_to_one_canonical_name(alias, canonical):
     assert str(resolve_metric(alias)) == canonical
     assert str(resolve_metric(canonical)) == canonical  # the canonical name is a fixed point
@@ -59,7 +62,9 @@ def test_with_only_the_trec_files_in_scope_every_spelling_is_trecs():
 
 
 def test_unknown_or_misplaced_measures_say_where_they_belong():
-    with pytest.raises(ConfigError, match=r"is the measure trec.Bpref, which family 'retrieval' does not compute"):
+    with pytest.raises(
+        ConfigError, match=r"is the measure trec.Bpref, which family 'retrieval' does not compute"
+    ):
         resolve_metric("retrieval.bpref")
     with pytest.raises(ConfigError, match=r"family 'trec': unknown measure 'Bogus'"):
         resolve_metric("trec.Bogus@10")
@@ -80,8 +85,9 @@ def test_the_alias_table_is_the_measure_parser():
 
 
 def test_metrics_command_lists_the_file_families_with_aliases():
-    res = CliRunner().invoke(cli, ["metrics", "--family", "trec", "--family", "shacl", "--family", "retrieval",
-                                   "--format", "json"])
+    res = CliRunner().invoke(
+        cli, ["metrics", "--family", "trec", "--family", "shacl", "--family", "retrieval", "--format", "json"]
+    )
     assert res.exit_code == 0, res.output
     fams = json.loads(res.output)["families"]
     trec = {m["name"]: m for m in fams["trec"]["metrics"]}
@@ -93,7 +99,10 @@ def test_metrics_command_lists_the_file_families_with_aliases():
     assert ret["retrieval.ndcg@{k}"]["aliases"] == ["nDCG@{k}", "ndcg_cut_{k}"]
     assert "aliases" not in ret["retrieval.n_scored"]
     assert [m["name"] for m in fams["shacl"]["metrics"]] == [
-        "shacl.shacl_conformance", "shacl.violations_per_output", "shacl.unrenderable_rate"]
+        "shacl.shacl_conformance",
+        "shacl.violations_per_output",
+        "shacl.unrenderable_rate",
+    ]
     res = CliRunner().invoke(cli, ["metrics", "recip_rank", "ndcg_cut_10", "P(rel=2)@10", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)["resolved"]
@@ -143,7 +152,9 @@ def _pytrec(measures, relevance_level=1):
     for ln in RUN.splitlines():
         q, _, d, _, s, _ = ln.split()
         run.setdefault(q, {})[d] = float(s)
-    per_q = pytrec_eval.RelevanceEvaluator(qrels, set(measures), relevance_level=relevance_level).evaluate(run)
+    per_q = pytrec_eval.RelevanceEvaluator(qrels, set(measures), relevance_level=relevance_level).evaluate(
+        run
+    )
     return {m: sum(v[m] for v in per_q.values()) / len(per_q) for m in measures}
 
 
@@ -151,14 +162,22 @@ def test_gates_on_trec_measures_read_the_value_pytrec_eval_gives(trec_files):
     from kg_rageval.pytest_plugin import check_gates
 
     qrels, run = trec_files
-    es = get_scorer("trec").score(None, [], qrels=str(qrels), run=str(run), mode="trec_eval",
-                                  measures=["recip_rank", "ndcg_cut_10", "bpref", "P(rel=2)@10", "P_10"])
+    es = get_scorer("trec").score(
+        None,
+        [],
+        qrels=str(qrels),
+        run=str(run),
+        mode="trec_eval",
+        measures=["recip_rank", "ndcg_cut_10", "bpref", "P(rel=2)@10", "P_10"],
+    )
     ref = _pytrec(["recip_rank", "ndcg_cut_10", "bpref", "P_10"])
     ref2 = _pytrec(["P_10"], relevance_level=2)
     assert ref["recip_rank"] == pytest.approx(5 / 12)  # q1: first relevant at rank 2, q2 at rank 3
     assert ref2["P_10"] == pytest.approx(0.1)  # one document of grade 2 in each top 10
-    results, _ = check_gates(es, ["recip_rank >= 0.4", "ndcg_cut_10 >= 0.99", "bpref <= 1",
-                                  "P(rel=2)@10 == 0.1", "trec.P_10 > 0.2"])
+    results, _ = check_gates(
+        es,
+        ["recip_rank >= 0.4", "ndcg_cut_10 >= 0.99", "bpref <= 1", "P(rel=2)@10 == 0.1", "trec.P_10 > 0.2"],
+    )
     got = {str(r.gate): (r.status, r.observed) for r in results}
     assert got["recip_rank >= 0.4"] == ("pass", pytest.approx(ref["recip_rank"], abs=1e-12))
     assert got["ndcg_cut_10 >= 0.99"] == ("fail", pytest.approx(ref["ndcg_cut_10"], abs=1e-12))
@@ -189,9 +208,14 @@ def test_the_shacl_family_is_score_shacl_and_gateable():
     fix = ROOT / "fixtures" / "conformance"
     onto = build_attack_like()
     recs = read_records(fix / "records.jsonl")
-    es = get_scorer("shacl").score(onto, recs, shapes=str(ROOT / "shapes" / "output-attack.ttl"),
-                                   spec=str(fix / "attack_spec.yaml"))
-    direct = score_shacl(onto, recs, ROOT / "shapes" / "output-attack.ttl", load_spec(fix / "attack_spec.yaml"))
-    assert es.metrics()["shacl.shacl_conformance"].value == direct.metrics()["shacl_conformance"].value == 2 / 5
+    es = get_scorer("shacl").score(
+        onto, recs, shapes=str(ROOT / "shapes" / "output-attack.ttl"), spec=str(fix / "attack_spec.yaml")
+    )
+    direct = score_shacl(
+        onto, recs, ROOT / "shapes" / "output-attack.ttl", load_spec(fix / "attack_spec.yaml")
+    )
+    assert (
+        es.metrics()["shacl.shacl_conformance"].value == direct.metrics()["shacl_conformance"].value == 2 / 5
+    )
     results, _ = check_gates(es, ["shacl_conformance >= 0.5", "shacl.unrenderable_rate <= 0.2"])
     assert [(r.status, r.observed) for r in results] == [("fail", 0.4), ("pass", 0.2)]

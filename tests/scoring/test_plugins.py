@@ -29,8 +29,12 @@ def labels(tmp_path):
     """Four records: r0, r1 right, r2 wrong, r3 without a prediction (unscored): accuracy 2/3."""
     path = tmp_path / "records.jsonl"
     rows = [("car", "car"), ("sedan", "sedan"), ("car", "sedan"), ("sedan", None)]
-    path.write_text("".join(json.dumps({"id": f"r{i}", "labels": {"gold": [g], "pred": [p] if p else []}}) + "\n"
-                            for i, (g, p) in enumerate(rows)))
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "labels": {"gold": [g], "pred": [p] if p else []}}) + "\n"
+            for i, (g, p) in enumerate(rows)
+        )
+    )
     return path
 
 
@@ -42,9 +46,15 @@ def plugin(tmp_path):
 
 @pytest.fixture()
 def broken(tmp_path):
-    with installed_entry_points(tmp_path / "site2", {"broken": "plugin_family:BROKEN",
-                                                     "missing": "no_such_plugin_module:FAMILY",
-                                                     "retrieval": "plugin_family:SHADOW"}, dist="bad_plugin"):
+    with installed_entry_points(
+        tmp_path / "site2",
+        {
+            "broken": "plugin_family:BROKEN",
+            "missing": "no_such_plugin_module:FAMILY",
+            "retrieval": "plugin_family:SHADOW",
+        },
+        dist="bad_plugin",
+    ):
         yield
 
 
@@ -80,9 +90,15 @@ def test_audit_and_assert_gates_read_the_entry_point_family(plugin, labels, tmp_
     from kg_rageval.pytest_plugin import check_gates
     from kg_rageval.records import read_records
 
-    cfg = config_from_mapping({"ontology": str(ONTO), "records": str(labels),
-                               "families": {"exact_label": {}}, "gates": ["exact_label_accuracy >= 0.5"],
-                               "missing_runs": {"budget": 0.5}})
+    cfg = config_from_mapping(
+        {
+            "ontology": str(ONTO),
+            "records": str(labels),
+            "families": {"exact_label": {}},
+            "gates": ["exact_label_accuracy >= 0.5"],
+            "missing_runs": {"budget": 0.5},
+        }
+    )
     res = run_audit(cfg, progress=False)
     got = {r.gate.metric: (r.status, r.observed) for r in res.gate_results}
     assert got["exact_label_accuracy"] == ("pass", pytest.approx(2 / 3))
@@ -98,19 +114,30 @@ def test_a_module_path_in_the_audit_config_registers_the_family(labels, tmp_path
     from kg_rageval.audit.runner import run_audit
 
     try:
-        cfg = config_from_mapping({"ontology": ONTO, "records": str(labels), "plugins": ["plugin_family:EXACT_LABEL"],
-                                   "families": {"exact_label": {"case_sensitive": False}},
-                                   "gates": ["exact_label.exact_label_accuracy >= 0.6"],
-                                   "missing_runs": {"budget": 0.5}})
+        cfg = config_from_mapping(
+            {
+                "ontology": ONTO,
+                "records": str(labels),
+                "plugins": ["plugin_family:EXACT_LABEL"],
+                "families": {"exact_label": {"case_sensitive": False}},
+                "gates": ["exact_label.exact_label_accuracy >= 0.6"],
+                "missing_runs": {"budget": 0.5},
+            }
+        )
         assert [r.status for r in run_audit(cfg, progress=False).gate_results] == ["pass", "pass"]
         assert load_family("plugin_family:EXACT_LABEL") is REGISTRY["exact_label"]  # again: a no-op
     finally:
         unregister("exact_label")
-    for path, msg in (("plugin_family:nope", r"plugins\[0\] 'plugin_family:nope' failed to load: AttributeError"),
-                      ("plugin_family", r"plugins\[0\]: 'plugin_family' is not a 'module:attribute' path"),
-                      ("plugin_family:BROKEN", r"plugins\[0\] 'plugin_family:BROKEN' is a str, not a "
-                                               r"kg_rageval.scoring.Scorer"),
-                      ("plugin_family:SHADOW", r"family 'retrieval' may not shadow the built-in name 'retrieval'")):
+    for path, msg in (
+        ("plugin_family:nope", r"plugins\[0\] 'plugin_family:nope' failed to load: AttributeError"),
+        ("plugin_family", r"plugins\[0\]: 'plugin_family' is not a 'module:attribute' path"),
+        (
+            "plugin_family:BROKEN",
+            r"plugins\[0\] 'plugin_family:BROKEN' is a str, not a "
+            r"kg_rageval.scoring.Scorer",
+        ),
+        ("plugin_family:SHADOW", r"family 'retrieval' may not shadow the built-in name 'retrieval'"),
+    ):
         with pytest.raises(ConfigError, match=msg):
             config_from_mapping({"ontology": ONTO, "records": str(labels), "plugins": [path]})
     assert REGISTRY["retrieval"].target == "kg_rageval.families.retrieval:score_retrieval"
@@ -122,8 +149,10 @@ def test_a_broken_entry_point_is_named_and_breaks_no_other_command(broken, label
     assert code == 0, err
     assert json.loads(out)["family"] == "hierarchy"
     assert set(PLUGIN_ERRORS) == {"broken", "missing", "retrieval"}
-    assert PLUGIN_ERRORS["broken"] == ("entry point 'broken' (plugin_family:BROKEN of bad_plugin 0.1, group "
-                                       "'kg_rageval.families') is a str, not a kg_rageval.scoring.Scorer")
+    assert PLUGIN_ERRORS["broken"] == (
+        "entry point 'broken' (plugin_family:BROKEN of bad_plugin 0.1, group "
+        "'kg_rageval.families') is a str, not a kg_rageval.scoring.Scorer"
+    )
     assert "No module named 'no_such_plugin_module'" in PLUGIN_ERRORS["missing"]
     assert "may not shadow the built-in name 'retrieval'" in PLUGIN_ERRORS["retrieval"]
     assert REGISTRY["retrieval"].target == "kg_rageval.families.retrieval:score_retrieval"

@@ -13,13 +13,18 @@ def _judge_records():
     """Four answer_correctness verdicts of judge j1 with human labels: judge == human on r0,
     r2, r3 and not on r1, so accuracy = 3/4."""
     recs = []
-    for i, (j, h) in enumerate([("correct", "correct"), ("correct", "incorrect"),
-                                ("incorrect", "incorrect"), ("correct", "correct")]):
+    for i, (j, h) in enumerate(
+        [("correct", "correct"), ("correct", "incorrect"), ("incorrect", "incorrect"), ("correct", "correct")]
+    ):
         out = {"verdict": j}
         if j == "incorrect":
             out["missing_facts"] = ["x"]
-        recs.append({"id": f"r{i}", "judges": [{"rubric": "answer_correctness", "judge": "j1", "output": out,
-                                                "human": h}]})
+        recs.append(
+            {
+                "id": f"r{i}",
+                "judges": [{"rubric": "answer_correctness", "judge": "j1", "output": out, "human": h}],
+            }
+        )
     return recs
 
 
@@ -32,7 +37,9 @@ def test_assert_gates_finds_judge_metrics_on_judge_evaluations():
 
     evs = list(score_judges(None, _judge_records()).values())
     assert [e.family.name for e in evs] == ["judge_calibration", "position_bias", "agreement"]
-    assert family_of_member("judge_calibration") == "judge" and family_of_member("calibration") == "generation"
+    assert (
+        family_of_member("judge_calibration") == "judge" and family_of_member("calibration") == "generation"
+    )
     results, _ = check_gates(evs, ["judge.accuracy >= 0.5", "judge.false_approval_rate <= 0.2"])
     assert [(r.status, r.observed) for r in results] == [("pass", 0.75), ("fail", 0.5)]  # FA: 1 of 2 rejected
 
@@ -46,8 +53,11 @@ def test_no_two_registered_families_share_a_name_or_member():
 
 def test_register_refuses_a_used_member_name():
     clash = Scorer("calib_plugin", "kg_rageval.audit.stub:score_stub", ("labels",), members=("calibration",))
-    with pytest.raises(ConfigError, match=r"family 'calib_plugin': 'calibration' is already used by family "
-                                          r"'generation'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"family 'calib_plugin': 'calibration' is already used by family "
+        r"'generation'",
+    ):
         register(clash)
     assert "calib_plugin" not in REGISTRY
     named_like_a_member = Scorer("faithfulness", "kg_rageval.audit.stub:score_stub", ("labels",))
@@ -63,8 +73,11 @@ def test_register_is_idempotent_for_the_same_family_and_replaces_only_when_asked
     try:
         assert register(a) is REGISTRY["reg_a"]
         assert register(a) is REGISTRY["reg_a"]  # the same declaration again: a no-op
-        with pytest.raises(ConfigError, match=r"family 'reg_a' is already registered "
-                                              r"\(kg_rageval.audit.stub:score_stub\); pass replace=True"):
+        with pytest.raises(
+            ConfigError,
+            match=r"family 'reg_a' is already registered "
+            r"\(kg_rageval.audit.stub:score_stub\); pass replace=True",
+        ):
             register(b)
         assert REGISTRY["reg_a"].target == "kg_rageval.audit.stub:score_stub"
         register(b, replace=True)

@@ -10,15 +10,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from family_demo import family_inputs
+from stream_helpers import (  # noqa: F401 (shared with other tests)
+    FIXTURES,
+    _assert_same,
+    _json,
+    _provenance_runs,
+    _write,
+    demo,
+)
 
-from family_demo import add_relation_questions, family_inputs
-from kg_rageval.cli.main import main
-from kg_rageval.scoring import REGISTRY, get_scorer
 from kg_rageval.base.errors import InputError, KgRagevalError, MissingEvidence
+from kg_rageval.cli.main import main
 from kg_rageval.results.evaluation import Evaluation, concat_evaluations
 from kg_rageval.results.evaluation_set import EvaluationSet
-from stream_helpers import FIXTURES, demo, _json, _assert_same, _provenance_runs  # noqa: F401 (shared with other tests)
-from stream_helpers import _write  # noqa: F401 (shared with other tests)
+from kg_rageval.scoring import REGISTRY, get_scorer
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REGISTRY))
@@ -44,28 +51,46 @@ def test_chunked_equals_whole_for_every_family(name, demo, family_calls):
 def test_streamable_families_are_declared():
     """The families whose result depends on several records at once take the whole list."""
     assert {n for n, sc in REGISTRY.items() if sc.streamable} == {
-        "hierarchy", "linking", "relations", "context", "retrieval", "conformance", "generation", "provenance"}
+        "hierarchy",
+        "linking",
+        "relations",
+        "context",
+        "retrieval",
+        "conformance",
+        "generation",
+        "provenance",
+    }
 
 
 def test_chunked_scoring_keeps_the_whole_file_key_order(demo):
     res = get_scorer("hierarchy").score(demo["ontology"], demo["path"], chunk_size=5).single
     assert list(res.keys)[:1] == ["gold_node"]
-    assert [k for k in res.keys if k.startswith("slice:")] == sorted(k for k in res.keys if k.startswith("slice:"))
+    assert [k for k in res.keys if k.startswith("slice:")] == sorted(
+        k for k in res.keys if k.startswith("slice:")
+    )
     assert "slice:late" in res.keys and "slice:aaa" in res.keys
     rel = get_scorer("relations").score(demo["ontology"], demo["path"], chunk_size=5).single
     assert list(rel.keys)[-1] == "gold_node"  # relations writes its slices first
 
 
 # ---------------------------------------------------------------------- bundled fixtures
-@pytest.mark.parametrize("family,onto,data,opts", [
-    ("hierarchy", "hierarchy/vehicles.obo", "hierarchy/records.jsonl", {}),
-    ("hierarchy", "hierarchy/vehicles.obo", "hierarchy/records_issues.jsonl", {"on_unknown_gold": "count"}),
-    ("hierarchy", "audit/vehicles.csv", "audit/records.jsonl", {}),
-    ("linking", "linking/vehicles.tsv", "linking/records.jsonl", {}),
-    ("linking", "linking/vehicles.tsv", "linking/records.jsonl", {"overlap": True}),
-    ("linking", "audit/vehicles.csv", "audit/records.jsonl", {}),
-    ("relations", "audit/vehicles.csv", "audit/records.jsonl", {}),
-])
+@pytest.mark.parametrize(
+    "family,onto,data,opts",
+    [
+        ("hierarchy", "hierarchy/vehicles.obo", "hierarchy/records.jsonl", {}),
+        (
+            "hierarchy",
+            "hierarchy/vehicles.obo",
+            "hierarchy/records_issues.jsonl",
+            {"on_unknown_gold": "count"},
+        ),
+        ("hierarchy", "audit/vehicles.csv", "audit/records.jsonl", {}),
+        ("linking", "linking/vehicles.tsv", "linking/records.jsonl", {}),
+        ("linking", "linking/vehicles.tsv", "linking/records.jsonl", {"overlap": True}),
+        ("linking", "audit/vehicles.csv", "audit/records.jsonl", {}),
+        ("relations", "audit/vehicles.csv", "audit/records.jsonl", {}),
+    ],
+)
 def test_chunked_equals_whole_on_fixtures(family, onto, data, opts):
     from kg_rageval.ontology import load_ontology
 
@@ -83,11 +108,24 @@ def test_chunked_equals_whole_on_fixtures(family, onto, data, opts):
         _assert_same(bound(path, chunk_size=size), whole)
 
 
-@pytest.mark.parametrize("family,extra", [("hierarchy", ["--on-unknown-gold", "count"]),
-                                          ("linking", ["--breakdown", "outcome"])])
+@pytest.mark.parametrize(
+    "family,extra", [("hierarchy", ["--on-unknown-gold", "count"]), ("linking", ["--breakdown", "outcome"])]
+)
 def test_score_command_json_does_not_depend_on_the_chunk_size(family, extra, demo, capsys):
-    base = ["score", family, "--ontology", str(demo["dir"] / "doid-cancer-slim.obo"), "--data",
-            str(demo["path"]), "--format", "json", "--rows", "--ci", "20", *extra]
+    base = [
+        "score",
+        family,
+        "--ontology",
+        str(demo["dir"] / "doid-cancer-slim.obo"),
+        "--data",
+        str(demo["path"]),
+        "--format",
+        "json",
+        "--rows",
+        "--ci",
+        "20",
+        *extra,
+    ]
     assert main(base) == 0
     whole = capsys.readouterr().out
     assert main(base + ["--chunk-size", "3"]) == 0
@@ -138,9 +176,17 @@ def test_first_malformed_record_in_the_file_wins_over_an_earlier_unknown_id(tmp_
 
 
 def test_linking_span_error_names_file_and_line(tmp_path):
-    recs = [{"id": f"m{i}", "text": "a sedan and a car",
-             "mentions": {"gold": [{"start": 2, "end": 7, "id": "VH:sedan"}],
-                          "pred": [{"start": 2, "end": 7, "id": "VH:car"}]}} for i in range(10)]
+    recs = [
+        {
+            "id": f"m{i}",
+            "text": "a sedan and a car",
+            "mentions": {
+                "gold": [{"start": 2, "end": 7, "id": "VH:sedan"}],
+                "pred": [{"start": 2, "end": 7, "id": "VH:car"}],
+            },
+        }
+        for i in range(10)
+    ]
     recs[7]["mentions"]["pred"][0]["end"] = 99
     msg = _same_outcome(get_scorer("linking").bind(_vehicles()), _write(tmp_path, recs))
     assert "r.jsonl, record 'm7' (line 8), field mentions.pred[0]" in msg
@@ -149,7 +195,9 @@ def test_linking_span_error_names_file_and_line(tmp_path):
 def test_reading_errors_are_the_whole_file_reader_errors(tmp_path):
     bound = get_scorer("hierarchy").bind(_vehicles())
     dup = [_lab(i) for i in range(8)] + [_lab(1)]
-    assert "duplicate record id 'q1' (first on line 2)" in _same_outcome(bound, _write(tmp_path, dup, "d.jsonl"))
+    assert "duplicate record id 'q1' (first on line 2)" in _same_outcome(
+        bound, _write(tmp_path, dup, "d.jsonl")
+    )
     bad = [_lab(i) for i in range(6)] + ["{not json"]
     assert "line 7" in _same_outcome(bound, _write(tmp_path, bad, "b.jsonl"))
     with pytest.raises(InputError, match="no records to score"):
@@ -180,8 +228,14 @@ def test_chunk_size_must_be_positive(tmp_path):
 # ---------------------------------------------------------------------- concatenation
 def test_concat_equals_the_pairwise_fold_and_combines_meta():
     o = _vehicles()
-    recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:saloon" if i % 3 else "VH:car"]},
-             **({"slices": {"s1": "a"}} if i < 4 else {"slices": {"s0": "b"}})} for i in range(9)]
+    recs = [
+        {
+            "id": f"q{i}",
+            "labels": {"gold": ["VH:sedan"], "pred": ["VH:saloon" if i % 3 else "VH:car"]},
+            **({"slices": {"s1": "a"}} if i < 4 else {"slices": {"s0": "b"}}),
+        }
+        for i in range(9)
+    ]
     from kg_rageval.families.hierarchy import score_hierarchy
 
     o_aliases = o
@@ -200,19 +254,19 @@ def test_concat_equals_the_pairwise_fold_and_combines_meta():
 GOLDEN = Path(__file__).resolve().parents[1] / "golden_stream"
 _GOLDEN_CASES = {  # tests/golden_stream/<name>: the output of `main` before streaming (commit 299cca2)
     "hierarchy_records.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "
-                              "fixtures/hierarchy/records.jsonl --format json --rows --ci 30",
+    "fixtures/hierarchy/records.jsonl --format json --rows --ci 30",
     "hierarchy_issues_count.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "
-                                   "fixtures/hierarchy/records_issues.jsonl --format json --rows --on-unknown-gold count",
+    "fixtures/hierarchy/records_issues.jsonl --format json --rows --on-unknown-gold count",
     "hierarchy_audit.txt": "score hierarchy --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
-                           "--format text",
+    "--format text",
     "linking_records.json": "score linking --ontology fixtures/linking/vehicles.tsv --data fixtures/linking/records.jsonl "
-                            "--format json --rows --ci 30",
+    "--format json --rows --ci 30",
     "linking_records_overlap.json": "score linking --ontology fixtures/linking/vehicles.tsv --data "
-                                    "fixtures/linking/records.jsonl --format json --rows --overlap",
+    "fixtures/linking/records.jsonl --format json --rows --overlap",
     "linking_audit.json": "score linking --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
-                          "--format json --rows --breakdown outcome",
+    "--format json --rows --breakdown outcome",
     "linking_audit.txt": "score linking --ontology fixtures/audit/vehicles.csv --data fixtures/audit/records.jsonl "
-                         "--format text --breakdown branch",
+    "--format text --breakdown branch",
 }
 
 
@@ -232,8 +286,9 @@ def test_confidence_sweep_equals_per_threshold_masks():
     from kg_rageval.ontology import load_ontology
     from kg_rageval.records import read_records
 
-    ev = score_linking(load_ontology(FIXTURES / "linking/vehicles.tsv"),
-                       read_records(FIXTURES / "linking/records.jsonl"))
+    ev = score_linking(
+        load_ontology(FIXTURES / "linking/vehicles.tsv"), read_records(FIXTURES / "linking/records.jsonl")
+    )
     st = ev.stats
     sc = np.asarray([np.nan if s is None else s for s in ev.details["pred_score"]], dtype=float)
     has_p = st["n_pred"] > 0
@@ -252,12 +307,18 @@ def test_confidence_sweep_equals_per_threshold_masks():
 def test_concatenation_equals_concat_evaluations():
     """The growing-column accumulator of the streaming path equals the one-shot concatenation
     (columns first seen later, dtype promotion bool -> float -> object, meta)."""
-    from kg_rageval.results.concatenation import Concatenation
     from kg_rageval.families.hierarchy import score_hierarchy
+    from kg_rageval.results.concatenation import Concatenation
 
     o = _vehicles()
-    recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:saloon" if i % 3 else "VH:car"]},
-             "slices": {f"s{i // 4}": i % 2}} for i in range(13)]
+    recs = [
+        {
+            "id": f"q{i}",
+            "labels": {"gold": ["VH:sedan"], "pred": ["VH:saloon" if i % 3 else "VH:car"]},
+            "slices": {f"s{i // 4}": i % 2},
+        }
+        for i in range(13)
+    ]
     parts = [score_hierarchy(o, recs[a:b], on_status="replace") for a, b in ((0, 1), (1, 6), (6, 13))]
     parts[1].stats["items"] = parts[1].stats["items"].astype(float)  # bool then float pieces
     parts[2].details["wup"] = parts[2].details["wup"].astype(object)
@@ -282,8 +343,9 @@ def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, family_c
     triples, violations and messages; the repeat files are read once, when bound."""
     from kg_rageval.families.provenance.trail_parts import TrailText
 
-    bound = get_scorer("provenance").bind(demo["ontology"], corpus=demo["inputs"]["corpus"],
-                                          **_provenance_runs(demo, tmp_path))
+    bound = get_scorer("provenance").bind(
+        demo["ontology"], corpus=demo["inputs"]["corpus"], **_provenance_runs(demo, tmp_path)
+    )
     whole = bound.score_whole(demo["path"])
     assert list(whole) == ["citations", "provenance_depth", "reproducibility", "run_manifests", "prov_trail"]
     rep = whole["reproducibility"]
@@ -301,8 +363,11 @@ def test_provenance_streams_repeats_manifests_and_trail(demo, tmp_path, family_c
         _assert_same(got, whole)
         t = got["prov_trail"].meta
         assert str(t["turtle"]) == str(trail["turtle"])  # the bytes prov.ttl gets
-        assert (t["triples"], t["violations"], t["messages"]) == (trail["triples"], trail["violations"],
-                                                                  trail["messages"])
+        assert (t["triples"], t["violations"], t["messages"]) == (
+            trail["triples"],
+            trail["violations"],
+            trail["messages"],
+        )
 
 
 def test_provenance_partitions_fold_pairwise_to_the_whole(demo, tmp_path):
@@ -310,8 +375,9 @@ def test_provenance_partitions_fold_pairwise_to_the_whole(demo, tmp_path):
     equal one call (the merge hooks are associative)."""
     from kg_rageval.records import read_records
 
-    bound = get_scorer("provenance").bind(demo["ontology"], corpus=demo["inputs"]["corpus"],
-                                          **_provenance_runs(demo, tmp_path))
+    bound = get_scorer("provenance").bind(
+        demo["ontology"], corpus=demo["inputs"]["corpus"], **_provenance_runs(demo, tmp_path)
+    )
     recs = read_records(demo["path"])
     whole = bound(recs)
     cuts = [0, 5, 6, 90, 91, 250, len(recs)]
@@ -332,19 +398,29 @@ def test_trail_turtle_is_identical_chunked_and_whole(tmp_path):
     from rdflib import Graph
     from rdflib.compare import isomorphic
 
+    from kg_rageval.base.spool import write_text
     from kg_rageval.families.provenance import export_prov, read_corpus
     from kg_rageval.families.provenance.trail_parts import SpooledTrail
     from kg_rageval.records import read_records
-    from kg_rageval.base.spool import write_text
 
-    docs = [{"id": f"d{k}", **({"source_id": f"src-{k}"} if k % 3 else {"source_id": "ab" * 16})} for k in range(9)]
+    docs = [
+        {"id": f"d{k}", **({"source_id": f"src-{k}"} if k % 3 else {"source_id": "ab" * 16})}
+        for k in range(9)
+    ]
     corpus = _write(tmp_path, docs, "corpus.jsonl")
     recs = []
     for i in range(200):
         cites = [f"d{(i * j) % 9}" for j in range(1, 1 + i % 3)] + (["ghost"] if i % 17 == 0 else [])
-        recs.append({"id": f"q {i}/x" if i % 11 == 0 else f"q{i}",
-                     "answer": {"text": f"Answer {i} [1]." if cites else f"Answer {i}.", "citations": cites,
-                                **({"refused": True} if i % 13 == 0 else {})}})
+        recs.append(
+            {
+                "id": f"q {i}/x" if i % 11 == 0 else f"q{i}",
+                "answer": {
+                    "text": f"Answer {i} [1]." if cites else f"Answer {i}.",
+                    "citations": cites,
+                    **({"refused": True} if i % 13 == 0 else {}),
+                },
+            }
+        )
     recs.insert(40, {"id": "no-answer"})
     path = _write(tmp_path, recs, "r.jsonl")
     man = tmp_path / "m.json"
@@ -390,12 +466,20 @@ def test_spooled_trails_join_into_one_segment_of_their_spool(tmp_path):
     ones joins in memory, the same text."""
     import pickle
 
-    from kg_rageval.results.jsonsafe import _jsonable
-    from kg_rageval.families.provenance.trail import build_trail, trail_violations
-    from kg_rageval.families.provenance.trail_parts import SpooledTrail, TrailText, join_trails, spool_trail, trail_text
     from kg_rageval.base.spool import Spool, write_text
+    from kg_rageval.families.provenance.trail import build_trail, trail_violations
+    from kg_rageval.families.provenance.trail_parts import (
+        SpooledTrail,
+        TrailText,
+        join_trails,
+        spool_trail,
+        trail_text,
+    )
+    from kg_rageval.results.jsonsafe import _jsonable
 
-    recs = [{"id": f"a{i}", "answer": {"text": f"réponse {i} — ok", "citations": [f"d{i % 3}"]}} for i in range(9)]
+    recs = [
+        {"id": f"a{i}", "answer": {"text": f"réponse {i} — ok", "citations": [f"d{i % 3}"]}} for i in range(9)
+    ]
     parts = [recs[:2], recs[2:3], recs[3:7], recs[7:]]
     texts = [trail_text(t, trail_violations(t)) for t in map(build_trail, parts)]
     whole = build_trail(recs)
@@ -403,7 +487,7 @@ def test_spooled_trails_join_into_one_segment_of_their_spool(tmp_path):
     spool = Spool()
     spooled = [spool_trail(t, spool) for t in texts]
     assert all(isinstance(t, SpooledTrail) and t == h for t, h in zip(spooled, texts))
-    assert spool.size == sum(len(t[t.parts.answers_at - 1:].encode()) for t in texts)
+    assert spool.size == sum(len(t[t.parts.answers_at - 1 :].encode()) for t in texts)
     joined = join_trails(spooled)
     assert isinstance(joined, SpooledTrail) and (joined.start, joined.end) == (0, spool.size)
     assert joined == one == join_trails(texts) and joined.parts == join_trails(texts).parts
@@ -419,12 +503,26 @@ def test_spooled_trails_join_into_one_segment_of_their_spool(tmp_path):
     assert spool_trail(empty, spool) is empty
 
 
-@pytest.mark.parametrize("recs,where", [
-    ([{"id": "r0", "answer": {"text": "x [1].", "citations": ["d1"]}}, {"id": "r1", "answer": {"refused": True, "claims": "bad"}},
-      {"id": "r2", "answer": {"text": "y", "citations": "bad"}}], "record 'r2' (line 3), field answer.citations"),
-    ([{"id": "r0", "answer": {"refused": True, "claims": [{"text": "a"}], "text": 5}}, {"id": "r1", "answer": {"text": "ok"}}],
-     "record 'r0' (line 1), field answer.text"),
-])
+@pytest.mark.parametrize(
+    "recs,where",
+    [
+        (
+            [
+                {"id": "r0", "answer": {"text": "x [1].", "citations": ["d1"]}},
+                {"id": "r1", "answer": {"refused": True, "claims": "bad"}},
+                {"id": "r2", "answer": {"text": "y", "citations": "bad"}},
+            ],
+            "record 'r2' (line 3), field answer.citations",
+        ),
+        (
+            [
+                {"id": "r0", "answer": {"refused": True, "claims": [{"text": "a"}], "text": 5}},
+                {"id": "r1", "answer": {"text": "ok"}},
+            ],
+            "record 'r0' (line 1), field answer.text",
+        ),
+    ],
+)
 def test_provenance_errors_are_the_whole_file_errors(recs, where, tmp_path):
     """The citations member reads every record first; a refusal's claims are read after it
     (by the depth and trail members), so the first error is the whole-file one in every chunking."""
@@ -448,9 +546,15 @@ def test_conformance_meta_counts_of_some_chunks_stand_where_the_whole_call_write
     spec = tmp_path / "spec.yaml"
     spec.write_text("title: Answer\nfields:\n  disease: {kind: node, required: true}\n")
     out = {5: "EX:0090", 6: "EX:0091", 10: "EX:0004", 11: "EX:0098"}
-    recs = [{"id": f"c{i}", "slices": {"s": i % 2} if i > 8 else {},
-             "answer": {"output": {"disease": out.get(i, "EX:0002")}},
-             "reference": {"output": {"disease": "EX:0003"}}} for i in range(13)]
+    recs = [
+        {
+            "id": f"c{i}",
+            "slices": {"s": i % 2} if i > 8 else {},
+            "answer": {"output": {"disease": out.get(i, "EX:0002")}},
+            "reference": {"output": {"disease": "EX:0003"}},
+        }
+        for i in range(13)
+    ]
     recs.insert(3, {"id": "bare"})  # an unscored record in the first chunk
     path = _write(tmp_path, recs)
     bound = get_scorer("conformance").bind(_aliases_onto(), spec=str(spec), on_status="replace")
@@ -459,21 +563,29 @@ def test_conformance_meta_counts_of_some_chunks_stand_where_the_whole_call_write
     meta = whole.single.meta
     assert (meta["n_aliased"], meta["replaced_ids"]) == (3, 1)
     assert list(meta)[-3:] == ["n_aliased", "replaced_ids", "vocabularies"]
-    assert whole.single.unscored == [{"record_id": "bare", "reason": "no answer section", "code": "no_section"}]
+    assert whole.single.unscored == [
+        {"record_id": "bare", "reason": "no answer section", "code": "no_section"}
+    ]
 
 
 def test_merge_keeps_the_declared_order_of_additive_meta():
     """Entries only some partitions write: each partition's order and the declared order of
     ``additive_meta`` (linking writes ``unknown_ids`` before ``n_aliased``)."""
-    from kg_rageval.results.family import _merge_meta
     from kg_rageval.families.linking.evaluate import LinkingFamily
+    from kg_rageval.results.family import _merge_meta
 
-    metas = [{"alignment": "strict", "records_scored": 2, "n_aliased": 1},
-             {"alignment": "strict", "records_scored": 3, "unknown_ids": ["b", "a"]},
-             {"alignment": "strict", "records_scored": 1, "unknown_ids": ["c"], "rollup_skipped": 9}]
+    metas = [
+        {"alignment": "strict", "records_scored": 2, "n_aliased": 1},
+        {"alignment": "strict", "records_scored": 3, "unknown_ids": ["b", "a"]},
+        {"alignment": "strict", "records_scored": 1, "unknown_ids": ["c"], "rollup_skipped": 9},
+    ]
     got = _merge_meta(LinkingFamily(), metas)
-    assert list(got.items()) == [("alignment", "strict"), ("records_scored", 6),
-                                 ("unknown_ids", ["a", "b", "c"]), ("n_aliased", 1)]
+    assert list(got.items()) == [
+        ("alignment", "strict"),
+        ("records_scored", 6),
+        ("unknown_ids", ["a", "b", "c"]),
+        ("n_aliased", 1),
+    ]
 
 
 def _generation_records() -> list[dict]:
@@ -484,13 +596,19 @@ def _generation_records() -> list[dict]:
     for i in range(17):
         ans = {"text": f"A sedan is a car {i}.", "confidence": round((i * 0.137) % 1, 3)}
         if i >= 6:
-            ans["judgment"] = {"claims": ["A sedan is a car."], "supported": ["A sedan is a car."] if i % 3 else [],
-                               "unsupported": [] if i % 3 else ["A sedan is a car."]}
+            ans["judgment"] = {
+                "claims": ["A sedan is a car."],
+                "supported": ["A sedan is a car."] if i % 3 else [],
+                "unsupported": [] if i % 3 else ["A sedan is a car."],
+            }
         if i in (4, 9):
             ans.update(refused=True, text="")
-        rec = {"id": f"g{i:02d}", "answer": ans,
-               "retrieval": {"contexts": [{"id": f"d{i}", "text": "A sedan is a car with a closed body."}]},
-               "reference": {"answer": "a sedan" if i % 4 else "a car", "answerable": i != 9}}
+        rec = {
+            "id": f"g{i:02d}",
+            "answer": ans,
+            "retrieval": {"contexts": [{"id": f"d{i}", "text": "A sedan is a car with a closed body."}]},
+            "reference": {"answer": "a sedan" if i % 4 else "a car", "answerable": i != 9},
+        }
         if i >= 11:
             rec["slices"] = {"late": "x" if i % 2 else "y"}
         recs.append(rec)
@@ -502,9 +620,12 @@ def test_generation_streams_judgment_codes_orphans_and_calibration(tmp_path):
     o = _vehicles()
     path = _write(tmp_path, _generation_records())
     judgments = tmp_path / "judgments.jsonl"
-    judgments.write_text("".join(json.dumps({"id": j, "judgment": {"claims": ["x"], "supported": ["x"],
-                                                                   "unsupported": []}}) + "\n"
-                                 for j in ("g03", "zz-1", "g12", "aa-2", "zz-0")))
+    judgments.write_text(
+        "".join(
+            json.dumps({"id": j, "judgment": {"claims": ["x"], "supported": ["x"], "unsupported": []}}) + "\n"
+            for j in ("g03", "zz-1", "g12", "aa-2", "zz-0")
+        )
+    )
     for opts in ({}, {"judgments": str(judgments)}, {"n_bins": 3}):
         bound = get_scorer("generation").bind(o, **opts)
         for size in (1, 3, 7, 64):
@@ -515,8 +636,10 @@ def test_generation_streams_judgment_codes_orphans_and_calibration(tmp_path):
         reliability = whole["calibration"].meta["reliability"]
         assert sum(b["n"] for b in reliability) == int(whole["calibration"].totals()["n"]) == 16
         if "judgments" in opts:
-            assert faith.meta == {"judgments_without_record": ["aa-2", "zz-0", "zz-1"],
-                                  "n_judgments_without_record": 3}
+            assert faith.meta == {
+                "judgments_without_record": ["aa-2", "zz-0", "zz-1"],
+                "n_judgments_without_record": 3,
+            }
             assert "g03" not in codes
         else:
             assert faith.meta == {}
@@ -528,7 +651,9 @@ def test_generation_without_any_judgment_keeps_missing_input(tmp_path):
         r.get("answer", {}).pop("judgment", None)
     path = _write(tmp_path, recs)
     whole = _same_outcome(get_scorer("generation").bind(_vehicles()), path, 2)
-    assert {u["code"] for u in whole["faithfulness"].unscored if u["reason"] == "no judgment"} == {"missing_input"}
+    assert {u["code"] for u in whole["faithfulness"].unscored if u["reason"] == "no judgment"} == {
+        "missing_input"
+    }
 
 
 def test_merged_calibration_recomputes_the_reliability_table():
@@ -543,12 +668,19 @@ def test_merged_calibration_recomputes_the_reliability_table():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family,onto,data,opts", [
-    ("conformance", "demo", "demo", {}),
-    ("generation", "generation/vehicles.csv", "generation/records.jsonl", {}),
-    ("generation", "generation/vehicles.csv", "generation/records.jsonl",
-     {"judgments": "generation/judgments.jsonl", "judge": "ontology"}),
-])
+@pytest.mark.parametrize(
+    "family,onto,data,opts",
+    [
+        ("conformance", "demo", "demo", {}),
+        ("generation", "generation/vehicles.csv", "generation/records.jsonl", {}),
+        (
+            "generation",
+            "generation/vehicles.csv",
+            "generation/records.jsonl",
+            {"judgments": "generation/judgments.jsonl", "judge": "ontology"},
+        ),
+    ],
+)
 def test_conformance_and_generation_on_fixtures(family, onto, data, opts, demo):
     from kg_rageval.ontology import load_ontology
 
@@ -565,8 +697,19 @@ def test_conformance_and_generation_on_fixtures(family, onto, data, opts, demo):
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["conformance", "generation"])
 def test_conformance_and_generation_json_does_not_depend_on_the_chunk_size(family, demo, capsys):
-    base = ["score", family, "--ontology", str(demo["dir"] / "doid-cancer-slim.obo"), "--data",
-            str(demo["path"]), "--format", "json", "--rows", "--ci", "20"]
+    base = [
+        "score",
+        family,
+        "--ontology",
+        str(demo["dir"] / "doid-cancer-slim.obo"),
+        "--data",
+        str(demo["path"]),
+        "--format",
+        "json",
+        "--rows",
+        "--ci",
+        "20",
+    ]
     if family == "conformance":
         base += ["--spec", demo["inputs"]["spec"]]
     assert main(base) == 0
@@ -604,15 +747,23 @@ def test_concatenation_shares_equal_texts_of_key_and_detail_columns():
     distinct text (parsed JSON gives a fresh one per record), in each chunk and in the
     streamed concatenation; the values, and every output, are unchanged. A column of other
     objects is left as it is, and a column of mostly distinct texts stops coding."""
-    from kg_rageval.results.columns import CodedColumn
-    from kg_rageval.results.concatenation import SHARED_TEXTS_MIN, _Column, Concatenation
     from kg_rageval.families.hierarchy import score_hierarchy
+    from kg_rageval.results.columns import CodedColumn
+    from kg_rageval.results.concatenation import SHARED_TEXTS_MIN, Concatenation, _Column
 
     o = _vehicles()
     # "".join makes a fresh string object per record, as a JSON parser does
-    recs = [{"id": f"q{i}", "labels": {"gold": ["VH:sedan"], "pred": ["VH:car"]},
-             "slices": {"intent": "".join(["look", "up"]) if i % 2 else None}} for i in range(12)]
-    assert len({id(r["slices"]["intent"]) for r in recs if r["slices"]["intent"]}) == 6  # six fresh strings in
+    recs = [
+        {
+            "id": f"q{i}",
+            "labels": {"gold": ["VH:sedan"], "pred": ["VH:car"]},
+            "slices": {"intent": "".join(["look", "up"]) if i % 2 else None},
+        }
+        for i in range(12)
+    ]
+    assert (
+        len({id(r["slices"]["intent"]) for r in recs if r["slices"]["intent"]}) == 6
+    )  # six fresh strings in
     parts = [score_hierarchy(o, recs[a:b], on_status="replace") for a, b in ((0, 5), (5, 12))]
     assert all(isinstance(p.keys.raw("slice:intent"), CodedColumn) for p in parts)
     assert [len({id(v) for v in p.keys["slice:intent"] if v is not None}) for p in parts] == [1, 1]
@@ -626,7 +777,11 @@ def test_concatenation_shares_equal_texts_of_key_and_detail_columns():
     out = got.keys["slice:intent"]
     assert out.dtype == object and out.tolist() == [None, "lookup"] * 6
     assert len({id(v) for v in out if v is not None}) == 1
-    assert got.to_dict() == concat_evaluations(parts).to_dict() == score_hierarchy(o, recs, on_status="replace").to_dict()
+    assert (
+        got.to_dict()
+        == concat_evaluations(parts).to_dict()
+        == score_hierarchy(o, recs, on_status="replace").to_dict()
+    )
 
     lists = _Column(np.array([["a"], ["a"]] + [None], dtype=object)[:2], share=True)
     lists.append(np.array([None, 1], dtype=object))  # not coded: kept as it is

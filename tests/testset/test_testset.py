@@ -13,10 +13,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from kg_rageval.cli.main import main
 from kg_rageval.base.errors import ConfigError, InputError
-from kg_rageval.ontology import OntologyBuilder, load_ontology
 from kg_rageval.base.resources import bundled_ontology
+from kg_rageval.cli.main import main
+from kg_rageval.ontology import OntologyBuilder, load_ontology
 from kg_rageval.testset import KINDS, build_testset, load_testset_config, without_leaves
 from kg_rageval.testset import TestsetConfig as Config
 from kg_rageval.testset import TestsetCorpus as Corpus
@@ -32,8 +32,10 @@ BUNDLED = ["doid-cancer-slim.obo", "enterprise-attack-18.1.json.gz", "hcrt.ttl"]
 def _corpus_docs(onto):
     from kg_rageval.demo.system import build_corpus
 
-    return [{k: v for k, v in d.items() if k != "concept"}
-            for d in build_corpus(onto, np.random.default_rng(0)).docs]
+    return [
+        {k: v for k, v in d.items() if k != "concept"}
+        for d in build_corpus(onto, np.random.default_rng(0)).docs
+    ]
 
 
 @pytest.fixture(scope="module", params=BUNDLED)
@@ -55,8 +57,14 @@ def _rebuild_without(onto, held):
     for i, nid in enumerate(onto.ids):
         if nid in held or (onto.virtual_root and i == 0):
             continue
-        b.add_node(nid, label=onto.labels[i], synonyms=onto.synonyms[i], definition=onto.definitions[i],
-                   status=onto.status_of(nid), node_type=onto.node_types[i])
+        b.add_node(
+            nid,
+            label=onto.labels[i],
+            synonyms=onto.synonyms[i],
+            definition=onto.definitions[i],
+            status=onto.status_of(nid),
+            node_type=onto.node_types[i],
+        )
     for c, p in onto.edges():
         if c in held or (onto.virtual_root and p == onto.ids[0]):
             continue
@@ -88,12 +96,12 @@ def test_every_case_is_what_its_kind_promises(built):
             if m["id"] is not None:
                 i = onto.index(m["id"])
                 names = {onto.labels[i].lower(), *(s.lower() for s in onto.synonyms[i])}
-                assert q[m["start"]:m["end"]].lower() in names
+                assert q[m["start"] : m["end"]].lower() in names
         if kind in ("label_lookup", "synonym_lookup", "definition_lookup", "distractor", "counterfactual"):
             assert len(gold) == 1 and gdocs == _docs_about(docs, gold[0]) and r["reference"]["answerable"]
         if kind == "label_lookup":
             m = r["mentions"]["gold"][0]
-            assert q[m["start"]:m["end"]] == onto.label(gold[0])
+            assert q[m["start"] : m["end"]] == onto.label(gold[0])
         elif kind == "synonym_lookup":
             assert ts["synonym"] in onto.synonyms[onto.index(gold[0])] and ts["synonym"] in q
         elif kind == "definition_lookup":
@@ -110,7 +118,9 @@ def test_every_case_is_what_its_kind_promises(built):
             assert gold and all(rel(c, g) == "child" for g in gold)
         elif kind == "counterfactual" and ts["role"] == "swapped":
             orig = by_id[ts["original"]]
-            assert orig["labels"]["gold"] == [ts["swapped_from"]] and orig["testset"]["session"] == ts["session"]
+            assert (
+                orig["labels"]["gold"] == [ts["swapped_from"]] and orig["testset"]["session"] == ts["session"]
+            )
             assert gold == [ts["concepts"]["label"]] and gold != [ts["swapped_from"]]  # the gold moved
             assert rel(ts["swapped_from"], gold[0]) == ts["swap_relation"] in ("sibling", "cousin")
             assert r["mentions"]["gold"][0]["id"] == gold[0]
@@ -124,7 +134,7 @@ def test_every_case_is_what_its_kind_promises(built):
             assert r["mentions"]["gold"][0]["id"] is None and r["reference"]["answerable"] is False
             near = ts["nearest"]
             assert near in copy and near in onto.parents(cid) and r["mentions"]["gold"][0]["nearest"] == near
-            assert q[r["mentions"]["gold"][0]["start"]:r["mentions"]["gold"][0]["end"]] == onto.label(cid)
+            assert q[r["mentions"]["gold"][0]["start"] : r["mentions"]["gold"][0]["end"]] == onto.label(cid)
         elif kind in ("negation", "quantifier") and r["slices"].get("quantifier", "except") == "except":
             ex, par = ts["excluded"], ts["parent"]
             assert ex not in gold and all(rel(ex, g) == "sibling" and par in onto.parents(g) for g in gold)
@@ -225,23 +235,35 @@ def test_unknown_category_names_the_line(tmp_path, vehicles):
 # ------------------------------------------------------------------ paraphrase
 def test_paraphrase_callable_relocates_mentions(tmp_path, monkeypatch):
     mod = tmp_path / "para_mod.py"
-    mod.write_text("def rewrite(text, *, seed, kind, prompt, model):\n"
-                   "    return 'Please tell me: ' + text if kind == 'label_lookup' else text\n")
+    mod.write_text(
+        "def rewrite(text, *, seed, kind, prompt, model):\n"
+        "    return 'Please tell me: ' + text if kind == 'label_lookup' else text\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     onto = load_ontology(bundled_ontology("doid-cancer-slim.obo"))
     corpus = Corpus.from_docs(_corpus_docs(onto), onto)
-    cfg = Config(counts={"label_lookup": 5}, paraphrase={"callable": "para_mod:rewrite", "model": "m1",
-                                                                "seed": 7})
+    cfg = Config(
+        counts={"label_lookup": 5}, paraphrase={"callable": "para_mod:rewrite", "model": "m1", "seed": 7}
+    )
     res = build_testset(onto, corpus, cfg)
-    assert res.paraphrase["n_changed"] == 5 and res.paraphrase["model"] == "m1" and res.paraphrase["seed"] == 7
+    assert (
+        res.paraphrase["n_changed"] == 5 and res.paraphrase["model"] == "m1" and res.paraphrase["seed"] == 7
+    )
     for r in res.records:
         m = r["mentions"]["gold"][0]
         assert r["query"].startswith("Please tell me: ")
-        assert r["query"][m["start"]:m["end"]] == onto.label(m["id"])
-        assert r["testset"]["paraphrase"]["original"] == r["query"][len("Please tell me: "):]
+        assert r["query"][m["start"] : m["end"]] == onto.label(m["id"])
+        assert r["testset"]["paraphrase"]["original"] == r["query"][len("Please tell me: ") :]
     man = make_manifest({"all": (tmp_path / "para_mod.py", res.records)})
-    assert man["paraphrase"] == [{"generator": "para_mod:rewrite", "model": "m1", "records": 5, "seeds": [7, 11],
-                                  "prompt_sha256": res.paraphrase["prompt_sha256"]}]
+    assert man["paraphrase"] == [
+        {
+            "generator": "para_mod:rewrite",
+            "model": "m1",
+            "records": 5,
+            "seeds": [7, 11],
+            "prompt_sha256": res.paraphrase["prompt_sha256"],
+        }
+    ]
     sys.modules.pop("para_mod", None)
     with pytest.raises(ConfigError, match="cannot import"):
         build_testset(onto, corpus, Config(counts={"label_lookup": 1}, paraphrase={"callable": "nope_x:f"}))
@@ -251,18 +273,30 @@ def test_paraphrase_keeps_mention_order():
     from kg_rageval.testset.config import ParaphraseConfig
     from kg_rageval.testset.paraphrase import Paraphraser
 
-    rec = {"id": "x", "query": "How does chronic leukemia differ from leukemia?",
-           "mentions": {"gold": [{"start": 9, "end": 25, "id": "A"}, {"start": 38, "end": 46, "id": "B"}]},
-           "testset": {"kind": "sibling_contrast"}}
-    para = Paraphraser(lambda t, **kw: "Compare chronic leukemia with leukemia, please.", name="t",
-                       cfg=ParaphraseConfig())
+    rec = {
+        "id": "x",
+        "query": "How does chronic leukemia differ from leukemia?",
+        "mentions": {"gold": [{"start": 9, "end": 25, "id": "A"}, {"start": 38, "end": 46, "id": "B"}]},
+        "testset": {"kind": "sibling_contrast"},
+    }
+    para = Paraphraser(
+        lambda t, **kw: "Compare chronic leukemia with leukemia, please.", name="t", cfg=ParaphraseConfig()
+    )
     info = para.apply([rec])
     q = rec["query"]
-    spans = [(q[m["start"]:m["end"]], m["id"]) for m in rec["mentions"]["gold"]]
-    assert spans == [("chronic leukemia", "A"), ("leukemia", "B")] and rec["mentions"]["gold"][1]["start"] == 30
-    rec2 = {"id": "y", "query": "What is sarcoma?", "mentions": {"gold": [{"start": 8, "end": 15, "id": "C"}]},
-            "testset": {"kind": "label_lookup"}}
-    info = Paraphraser(lambda t, **kw: "Explain that tumour type.", name="t", cfg=ParaphraseConfig()).apply([rec2])
+    spans = [(q[m["start"] : m["end"]], m["id"]) for m in rec["mentions"]["gold"]]
+    assert (
+        spans == [("chronic leukemia", "A"), ("leukemia", "B")] and rec["mentions"]["gold"][1]["start"] == 30
+    )
+    rec2 = {
+        "id": "y",
+        "query": "What is sarcoma?",
+        "mentions": {"gold": [{"start": 8, "end": 15, "id": "C"}]},
+        "testset": {"kind": "label_lookup"},
+    }
+    info = Paraphraser(lambda t, **kw: "Explain that tumour type.", name="t", cfg=ParaphraseConfig()).apply(
+        [rec2]
+    )
     assert info["n_mentions_dropped"] == 1 and "mentions" not in rec2
 
 
@@ -275,11 +309,13 @@ def test_paraphrase_endpoint(monkeypatch):
     seen = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append((self.path, self.headers.get("Authorization"), body))
             text = body["messages"][1]["content"]
-            out = json.dumps({"choices": [{"message": {"content": "Tell me, " + text[0].lower() + text[1:]}}]})
+            out = json.dumps(
+                {"choices": [{"message": {"content": "Tell me, " + text[0].lower() + text[1:]}}]}
+            )
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -294,9 +330,15 @@ def test_paraphrase_endpoint(monkeypatch):
     try:
         onto = load_ontology(bundled_ontology("doid-cancer-slim.obo"))
         corpus = Corpus.from_docs(_corpus_docs(onto), onto)
-        cfg = Config(counts={"label_lookup": 3}, paraphrase={
-            "endpoint": f"http://127.0.0.1:{srv.server_port}/v1", "model": "para-1", "seed": 11,
-            "api_key_env": "TS_KEY"})
+        cfg = Config(
+            counts={"label_lookup": 3},
+            paraphrase={
+                "endpoint": f"http://127.0.0.1:{srv.server_port}/v1",
+                "model": "para-1",
+                "seed": 11,
+                "api_key_env": "TS_KEY",
+            },
+        )
         res = build_testset(onto, corpus, cfg)
     finally:
         srv.shutdown()
@@ -306,7 +348,9 @@ def test_paraphrase_endpoint(monkeypatch):
     assert "s3cret" not in json.dumps(res.paraphrase) and "s3cret" not in json.dumps(res.records)
     for r in res.records:
         m = r["mentions"]["gold"][0]
-        assert r["query"].startswith("Tell me, what is ") and r["query"][m["start"]:m["end"]] == onto.label(m["id"])
+        assert r["query"].startswith("Tell me, what is ") and r["query"][m["start"] : m["end"]] == onto.label(
+            m["id"]
+        )
 
 
 # ------------------------------------------------------------------ split
@@ -339,9 +383,14 @@ def test_split_is_disjoint_by_source_and_session(doid_set):
 
 
 def test_split_groups_through_chains():
-    recs = [{"id": "a", "testset": {"sources": ["s1"]}}, {"id": "b", "testset": {"sources": ["s1", "s2"]}},
-            {"id": "c", "testset": {"sources": ["s2"]}}, {"id": "d", "retrieval": {"gold": {"x": 1}}},
-            {"id": "e", "retrieval": {"gold": ["y"]}, "session": "t"}, {"id": "f", "slices": {"session": "t"}}]
+    recs = [
+        {"id": "a", "testset": {"sources": ["s1"]}},
+        {"id": "b", "testset": {"sources": ["s1", "s2"]}},
+        {"id": "c", "testset": {"sources": ["s2"]}},
+        {"id": "d", "retrieval": {"gold": {"x": 1}}},
+        {"id": "e", "retrieval": {"gold": ["y"]}, "session": "t"},
+        {"id": "f", "slices": {"session": "t"}},
+    ]
     sets = split_testset(recs, {"development": 0.5, "release": 0.5}, seed=4, source_of={"x": "s3"})
     where = {r["id"]: s for s in SETS for r in sets[s]}
     assert where["a"] == where["b"] == where["c"] and where["e"] == where["f"]
@@ -353,17 +402,20 @@ def test_planner_equals_closed_form(doid_set):
     from scipy.stats import norm
 
     z = norm.ppf(0.975)
-    assert half_width(200, 0.8) == pytest.approx(z * math.sqrt(0.16 / 200)) and round(half_width(200, 0.8), 4) == 0.0554
-    assert n_for_half_width(0.055, 0.8) == math.ceil(z ** 2 * 0.16 / 0.055 ** 2) == 204
+    assert (
+        half_width(200, 0.8) == pytest.approx(z * math.sqrt(0.16 / 200))
+        and round(half_width(200, 0.8), 4) == 0.0554
+    )
+    assert n_for_half_width(0.055, 0.8) == math.ceil(z**2 * 0.16 / 0.055**2) == 204
     zz = norm.ppf(0.975) + norm.ppf(0.8)
-    assert n_for_delta(0.05, 0.8, rho=0.5) == math.ceil(zz ** 2 * 2 * 0.16 * 0.5 / 0.05 ** 2) == 503
+    assert n_for_delta(0.05, 0.8, rho=0.5) == math.ceil(zz**2 * 2 * 0.16 * 0.5 / 0.05**2) == 503
     assert mde(400, 0.7, rho=0.3) == pytest.approx(zz * math.sqrt(2 * 0.21 * 0.7 / 400))
     onto, docs, recs = doid_set
     cfg = PlanConfig(p=0.7, half_width=0.1, delta=0.1, rho=0.2, branch_depth=1)
     plan = plan_testset(recs, onto, cfg, corpus=docs)
-    need = math.ceil(z ** 2 * 0.21 / 0.01)
+    need = math.ceil(z**2 * 0.21 / 0.01)
     assert plan["targets"]["n_needed_ci"] == need == 81
-    assert plan["targets"]["n_needed_delta"] == math.ceil(zz ** 2 * 2 * 0.21 * 0.8 / 0.01)
+    assert plan["targets"]["n_needed_delta"] == math.ceil(zz**2 * 2 * 0.21 * 0.8 / 0.01)
     rows = {(r["group"], r["value"]): r for r in plan["rows"]}
     n_intent = Counter(r["slices"]["intent"] for r in recs)
     for intent, n in n_intent.items():
@@ -379,6 +431,7 @@ def test_planner_equals_closed_form(doid_set):
             return "(no gold node)"
         anc = [a for a in onto.ancestors(g, include_self=True) if onto.depth(a) == 1]
         return min(anc, key=onto.index) if anc else g
+
     for b, n in Counter(branch(r) for r in recs).items():
         assert rows[("branch", b)]["n"] == n
     assert rows[("all", "all")]["n"] == len(recs) and plan["coverage"]["n_empty"] > 0
@@ -395,15 +448,33 @@ def test_leakage_finds_planted_duplicates(doid_set):
     base = next(r for r in dev if r["testset"]["kind"] == "definition_lookup")
     near = next(r for r in dev if r["testset"]["kind"] == "definition_lookup" and r is not base)
     # exact duplicate (case and punctuation differ), near duplicate (one word changed), shared source
-    rel.append({"id": "planted-exact", "query": base["query"].upper().replace("?", " ?!"), "testset": {"sources": []}})
-    rel.append({"id": "planted-near", "query": near["query"].replace("Which concept is", "Which concept was"),
-                "testset": {"sources": []}})
-    rel.append({"id": "planted-src", "query": "An unrelated question about soup?",
-                "testset": {"sources": [base["testset"]["sources"][0]]}})
+    rel.append(
+        {
+            "id": "planted-exact",
+            "query": base["query"].upper().replace("?", " ?!"),
+            "testset": {"sources": []},
+        }
+    )
+    rel.append(
+        {
+            "id": "planted-near",
+            "query": near["query"].replace("Which concept is", "Which concept was"),
+            "testset": {"sources": []},
+        }
+    )
+    rel.append(
+        {
+            "id": "planted-src",
+            "query": "An unrelated question about soup?",
+            "testset": {"sources": [base["testset"]["sources"][0]]},
+        }
+    )
     rep = check_leakage({"development": dev, "release": rel}, CheckConfig(threshold=0.8))
     assert rep["exact_duplicates"]["count"] == 1
-    assert rep["exact_duplicates"]["examples"][0]["records"] == [["development", base["id"]],
-                                                                 ["release", "planted-exact"]]
+    assert rep["exact_duplicates"]["examples"][0]["records"] == [
+        ["development", base["id"]],
+        ["release", "planted-exact"],
+    ]
     assert rep["shared_sources"]["count"] == 1
     pairs = {(e["a"][1], e["b"][1]) for e in rep["near_duplicates"]["examples"]}
     assert (near["id"], "planted-near") in pairs and rep["near_duplicates"]["count"] == 1
@@ -442,11 +513,17 @@ def test_cli_build_plan_split_check(tmp_path, capsys):
     assert payload["n_records"] == 120 == sum(payload["produced"].values())
     man = json.loads((out / "testset-manifest.json").read_text())
     assert man["hash"] == payload["manifest_hash"] and verify_manifest_hash(man)
-    assert load_ontology(out / "ontology-heldout.kgro").content_hash == man["heldout_ontology"]["content_hash"]
-    assert main(["testset", "plan", *args[:2], "--records", str(out / "records.jsonl"), "--format", "json"]) == 0
+    assert (
+        load_ontology(out / "ontology-heldout.kgro").content_hash == man["heldout_ontology"]["content_hash"]
+    )
+    assert (
+        main(["testset", "plan", *args[:2], "--records", str(out / "records.jsonl"), "--format", "json"]) == 0
+    )
     plan = json.loads(capsys.readouterr().out)
     assert plan["rows"][0] == {**plan["rows"][0], "group": "all", "n": 120}
-    assert main(["testset", "split", "--records", str(out / "records.jsonl"), "--out", str(out / "sets")]) == 0
+    assert (
+        main(["testset", "split", "--records", str(out / "records.jsonl"), "--out", str(out / "sets")]) == 0
+    )
     capsys.readouterr()
     assert main(["testset", "check", str(out / "sets"), *args, "--format", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
@@ -460,7 +537,10 @@ def test_cli_build_plan_split_check(tmp_path, capsys):
     assert "LEAKAGE" in capsys.readouterr().out
     assert main(["testset", "build", *args, "--out", str(out), "--config", str(tmp_path / "docs.jsonl")]) == 2
     assert "unknown test-set config file type" in capsys.readouterr().err
-    assert main(["testset", "plan", *args[:2], "--records", str(out / "records.jsonl"), "--half-width", "1"]) == 2
+    assert (
+        main(["testset", "plan", *args[:2], "--records", str(out / "records.jsonl"), "--half-width", "1"])
+        == 2
+    )
     assert "half_width" in capsys.readouterr().err
 
 
@@ -481,4 +561,7 @@ def test_audit_cites_the_testset_manifest(tmp_path):
         fh.write("testset_manifest: testset-manifest.json\n")
     result = run_audit(load_config(built["config"]))
     cited = result.manifest["testset"]
-    assert cited["hash"] == man["hash"] and cited["sha256"] == result.manifest["inputs"]["testset_manifest"]["hash"]
+    assert (
+        cited["hash"] == man["hash"]
+        and cited["sha256"] == result.manifest["inputs"]["testset_manifest"]["hash"]
+    )

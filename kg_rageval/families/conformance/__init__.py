@@ -10,8 +10,19 @@
 See ``docs/conformance.md``.
 """
 
-from kg_rageval.families.conformance.metrics import FAILURE_KINDS, ConformanceFamily, check_schema, score_conformance
-from kg_rageval.families.conformance.schema import DerivedSchema, Vocabulary, build_pydantic_model, derive_id_pattern, derive_schema
+from kg_rageval.families.conformance.metrics import (
+    FAILURE_KINDS,
+    ConformanceFamily,
+    check_schema,
+    score_conformance,
+)
+from kg_rageval.families.conformance.schema import (
+    DerivedSchema,
+    Vocabulary,
+    build_pydantic_model,
+    derive_id_pattern,
+    derive_schema,
+)
 from kg_rageval.families.conformance.spec import FieldSpec, NodeSelector, SchemaSpec, load_spec, parse_spec
 
 __all__ = [

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kg_rageval.families.conformance.keywords import VOCAB_KEYWORD, VOCABS_KEYWORD
 
@@ -38,7 +39,9 @@ def _type_ok(t: str) -> Callable[[Any], bool]:
     if t == "number":
         return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
     if t == "integer":
-        return lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+        return lambda v: (
+            (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+        )
     if t == "boolean":
         return lambda v: isinstance(v, bool)
     if t == "array":
@@ -127,7 +130,13 @@ def _compile(schema: Mapping[str, Any], vocabs: Mapping[str, Any]) -> Check:
             if members is not None and v not in members:
                 out.append(("enum_violation", path, f"{v!r} is not one of the {len(members)} allowed values"))
             elif rx is not None and not rx.search(v):
-                out.append(("enum_violation" if vocab is not None else "other", path, f"{v!r} does not match {rx.pattern!r}"))
+                out.append(
+                    (
+                        "enum_violation" if vocab is not None else "other",
+                        path,
+                        f"{v!r} does not match {rx.pattern!r}",
+                    )
+                )
             elif vocab is not None and v not in vocab:
                 out.append(("enum_violation", path, f"{v!r} is not in vocabulary {schema[VOCAB_KEYWORD]!r}"))
 
@@ -147,14 +156,18 @@ def _unique(v: list) -> bool:
     # JSON equality: 1 and True differ, 1 and 1.0 do not (as in jsonschema)
     seen = []
     for x in v:
-        key = (type(x) is bool, x) if not isinstance(x, (dict, list)) else ("c", json.dumps(x, sort_keys=True))
+        key = (
+            (type(x) is bool, x) if not isinstance(x, (dict, list)) else ("c", json.dumps(x, sort_keys=True))
+        )
         if key in seen:
             return False
         seen.append(key)
     return True
 
 
-def compile_checker(schema: Mapping[str, Any], vocabularies: Mapping[str, Any]) -> Callable[[Any], list[Failure]]:
+def compile_checker(
+    schema: Mapping[str, Any], vocabularies: Mapping[str, Any]
+) -> Callable[[Any], list[Failure]]:
     """``check(instance) -> [(kind, path tuple, message), ...]`` (empty = valid); raises
     :class:`Unsupported` when the schema leaves the derived subset."""
     root = _compile(schema, vocabularies)

@@ -64,23 +64,24 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterable, Mapping
 from itertools import chain
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.families.conformance.schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
+from kg_rageval.families.conformance.spec import SchemaSpec, load_spec, parse_spec
+from kg_rageval.ontology import IdOptions, IdResolver
+from kg_rageval.ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
+from kg_rageval.records import gold_node, located, slice_text
 from kg_rageval.results.columns import CodedColumn, _narrow_codes, _object_column
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, named, ratio
 from kg_rageval.results.recordstore import PackedValues
-from kg_rageval.ontology import IdOptions, IdResolver
-from kg_rageval.ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
-from kg_rageval.records import gold_node, located, slice_text
-from kg_rageval.families.conformance.schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
-from kg_rageval.families.conformance.spec import SchemaSpec, load_spec, parse_spec
 
 FAILURE_KINDS = ("not_json", "missing_field", "wrong_type", "extra_field", "enum_violation", "other")
 """Schema failure kinds, in the order reports list them."""
@@ -124,45 +125,104 @@ class ConformanceFamily(Family):
         m = named(ratio("schema_validity", s["valid"], s["outputs"], missing=no_out))
         for k in FAILURE_KINDS:
             m.add(ratio(f"failure_rate_{k}", s[k], s["outputs"], missing=no_out))
-        m.add(ratio(
-            "vocabulary_conformance", s["ent_known"] + s["pred_known"], s["ent_n"] + s["pred_n"],
-            missing="no entity ids or predicates in the outputs",
-        ))
+        m.add(
+            ratio(
+                "vocabulary_conformance",
+                s["ent_known"] + s["pred_known"],
+                s["ent_n"] + s["pred_n"],
+                missing="no entity ids or predicates in the outputs",
+            )
+        )
         m.add(ratio("entity_vocabulary", s["ent_known"], s["ent_n"], missing="no entity ids in the outputs"))
-        m.add(ratio("predicate_vocabulary", s["pred_known"], s["pred_n"], missing="no predicates in the outputs"))
-        m.add(ratio("field_conformance", s["ent_admitted"], s["ent_n"], missing="no entity ids in the outputs"))
+        m.add(
+            ratio(
+                "predicate_vocabulary", s["pred_known"], s["pred_n"], missing="no predicates in the outputs"
+            )
+        )
+        m.add(
+            ratio("field_conformance", s["ent_admitted"], s["ent_n"], missing="no entity ids in the outputs")
+        )
         no_known = "no known ontology ids in the outputs"
         m.add(ratio("status_conformance", s["ent_active"], s["ent_known"], missing=no_known))
         m.add(ratio("deprecated_rate", s["ent_deprecated"], s["ent_known"], missing=no_known))
         m.add(ratio("revoked_rate", s["ent_revoked"], s["ent_known"], missing=no_known))
         m.add(ratio("outputs_with_inactive_ids", s["outputs_inactive"], s["outputs"], missing=no_out))
-        m.add(ratio(
-            "domain_range_conformance", s["dr_ok"], s["dr_checked"],
-            missing="no triples with a checkable domain or range",
-        ))
-        m.add(ratio("domain_conformance", s["domain_ok"], s["domain_checked"], missing="no triples with a checkable domain"))
-        m.add(ratio("range_conformance", s["range_ok"], s["range_checked"], missing="no triples with a checkable range"))
-        m.add(ratio(
-            "semantic_precision", s["sem_exact"], s["sem_pred"],
-            missing="no admitted predicted ids in fields that the reference output fills",
-        ))
+        m.add(
+            ratio(
+                "domain_range_conformance",
+                s["dr_ok"],
+                s["dr_checked"],
+                missing="no triples with a checkable domain or range",
+            )
+        )
+        m.add(
+            ratio(
+                "domain_conformance",
+                s["domain_ok"],
+                s["domain_checked"],
+                missing="no triples with a checkable domain",
+            )
+        )
+        m.add(
+            ratio(
+                "range_conformance",
+                s["range_ok"],
+                s["range_checked"],
+                missing="no triples with a checkable range",
+            )
+        )
+        m.add(
+            ratio(
+                "semantic_precision",
+                s["sem_exact"],
+                s["sem_pred"],
+                missing="no admitted predicted ids in fields that the reference output fills",
+            )
+        )
         m.add(ratio("semantic_recall", s["sem_gold_hit"], s["sem_gold"], missing="no reference ids"))
         wrong = s["sem_pred"] - s["sem_exact"]
-        m.add(ratio(
-            "valid_but_wrong_rate", wrong, s["sem_pred"],
-            missing="no admitted predicted ids in fields that the reference output fills",
-        ))
+        m.add(
+            ratio(
+                "valid_but_wrong_rate",
+                wrong,
+                s["sem_pred"],
+                missing="no admitted predicted ids in fields that the reference output fills",
+            )
+        )
         for r in CONFUSIONS:
             m.add(ratio(f"confusion_{r}", s[f"conf_{r}"], wrong, missing="no valid-but-wrong ids"))
-        m.add(ratio("triple_precision", s["tr_match"], s["tr_pred"], missing="no predicted triples where the reference has triples"))
+        m.add(
+            ratio(
+                "triple_precision",
+                s["tr_match"],
+                s["tr_pred"],
+                missing="no predicted triples where the reference has triples",
+            )
+        )
         m.add(ratio("triple_recall", s["tr_match"], s["tr_gold"], missing="no reference triples"))
         no_edges = "no output triples with known ends and predicate over a graph with relations"
         m.add(ratio("edge_support", s["edge_in_graph"], s["edge_checked"], missing=no_edges))
-        m.add(ratio("hallucinated_edge_rate", s["edge_checked"] - s["edge_in_graph"], s["edge_checked"], missing=no_edges))
-        m.add(Metric("hallucinated_edges", s["edge_checked"] - s["edge_in_graph"]) if s["edge_checked"]
-              else Metric("hallucinated_edges", None, missing=no_edges))
-        m.add(ratio("cardinality_conformance", s["card_ok"], s["card_checked"],
-                    missing="no (subject, predicate) with a declared max cardinality"))
+        m.add(
+            ratio(
+                "hallucinated_edge_rate",
+                s["edge_checked"] - s["edge_in_graph"],
+                s["edge_checked"],
+                missing=no_edges,
+            )
+        )
+        m.add(
+            Metric("hallucinated_edges", s["edge_checked"] - s["edge_in_graph"])
+            if s["edge_checked"]
+            else Metric("hallucinated_edges", None, missing=no_edges)
+        )
+        m.add(
+            ratio(
+                "cardinality_conformance",
+                s["card_ok"],
+                s["card_checked"],
+                missing="no (subject, predicate) with a declared max cardinality",
+            )
+        )
         return m
 
 
@@ -179,7 +239,9 @@ def unscored_output(record_id: Any, reason: str) -> dict[str, str]:
     for ``missing output`` (a missing run), ``not_applicable`` for the others."""
     from kg_rageval.records.reasons import Reason, unscored
 
-    code = {MISSING_OUTPUT: Reason.MISSING_PREDICTION, NO_ANSWER: Reason.NO_SECTION}.get(reason, Reason.NOT_APPLICABLE)
+    code = {MISSING_OUTPUT: Reason.MISSING_PREDICTION, NO_ANSWER: Reason.NO_SECTION}.get(
+        reason, Reason.NOT_APPLICABLE
+    )
     return unscored(record_id, reason, code)
 
 
@@ -209,8 +271,12 @@ def output_expectation(record: Mapping[str, Any]) -> str | None:
     return MISSING_OUTPUT
 
 
-def record_gold_node(record: Mapping[str, Any], ontology: Ontology, reference_node: str | None = None,
-                     resolver: IdResolver | None = None) -> str | None:
+def record_gold_node(
+    record: Mapping[str, Any],
+    ontology: Ontology,
+    reference_node: str | None = None,
+    resolver: IdResolver | None = None,
+) -> str | None:
     """The ontology branch of a record by the one rule (:func:`kg_rageval.records.gold_node`):
     the record's ``gold_node``, else its single ``labels.gold`` id, else ``reference_node`` (the
     reference output's first node field) as the family's own node; ids resolve through
@@ -254,7 +320,9 @@ def _fmt_path(path: Any) -> str:
 ENGINES = ("compiled", "jsonschema", "pydantic")
 
 
-def check_schema(derived: DerivedSchema, value: Any, *, engine: str = "compiled") -> tuple[Any, list[dict[str, str]]]:
+def check_schema(
+    derived: DerivedSchema, value: Any, *, engine: str = "compiled"
+) -> tuple[Any, list[dict[str, str]]]:
     """Parse and validate one output: ``(parsed or None, failures)``; each failure is
     ``{"kind", "path", "message"}`` and an empty list means valid.
 
@@ -399,8 +467,13 @@ class _Scorer:
     """Scores one record at a time (:meth:`score`); confusions are classified for all rows at
     the end (:meth:`resolve_confusions`)."""
 
-    def __init__(self, derived: DerivedSchema, domain_semantics: str, engine: str = "compiled",
-                 ids: IdOptions | None = None):
+    def __init__(
+        self,
+        derived: DerivedSchema,
+        domain_semantics: str,
+        engine: str = "compiled",
+        ids: IdOptions | None = None,
+    ):
         if engine not in ENGINES:
             raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.engine = engine
@@ -443,16 +516,18 @@ class _Scorer:
             idx, n_alias = self.resolver.lookup([v])
             if idx[0] < 0:
                 if check and (opt.on_unknown_gold if role == "gold" else opt.on_unknown) == "error":
-                    raise self.resolver.unknown_error([v], np.zeros(1, dtype=np.int64), role,
-                                                      lambda j: self._where(field))
+                    raise self.resolver.unknown_error(
+                        [v], np.zeros(1, dtype=np.int64), role, lambda j: self._where(field)
+                    )
                 return None
             i = int(idx[0])
             self.n_aliased += n_alias if check else 0
         if int(o.status[i]) != ACTIVE:
             mode = opt.on_status_gold if role == "gold" else opt.on_status
             if mode == "error" and check:
-                raise self.resolver.status_error([v], np.asarray([i]), np.zeros(1, dtype=np.int64), role,
-                                                 lambda j: self._where(field))
+                raise self.resolver.status_error(
+                    [v], np.asarray([i]), np.zeros(1, dtype=np.int64), role, lambda j: self._where(field)
+                )
             rep = int(o.replaced_by[i])
             if mode == "replace" and rep >= 0:
                 self.n_replaced += 1 if check else 0
@@ -461,7 +536,9 @@ class _Scorer:
 
     def classes(self, ids: tuple[str, ...]) -> np.ndarray:
         if ids not in self._classes:
-            self._classes[ids] = np.asarray(sorted({self.o.id_index[i] for i in ids if i in self.o.id_index}), dtype=np.int64)
+            self._classes[ids] = np.asarray(
+                sorted({self.o.id_index[i] for i in ids if i in self.o.id_index}), dtype=np.int64
+            )
         return self._classes[ids]
 
     def satisfies(self, node: int, classes: np.ndarray, declared: tuple[str, ...] = ()) -> bool:
@@ -588,9 +665,19 @@ class _Scorer:
                     key = "ent_deprecated" if code == DEPRECATED else "ent_revoked"
                     st[key] = st.get(key, 0) + 1
                     if len(inactive) < MAX_DETAILS:
-                        rep = int(o.replaced_by[i]) if i < len(o) else int(o.graph.instance_replaced_by[i - len(o)])
-                        inactive.append({"id": v, "slot": path, "status": STATUS_NAMES[code],
-                                         "replacement": o.entity_id(rep) if rep >= 0 else None})
+                        rep = (
+                            int(o.replaced_by[i])
+                            if i < len(o)
+                            else int(o.graph.instance_replaced_by[i - len(o)])
+                        )
+                        inactive.append(
+                            {
+                                "id": v,
+                                "slot": path,
+                                "status": STATUS_NAMES[code],
+                                "replacement": o.entity_id(rep) if rep >= 0 else None,
+                            }
+                        )
                 if cv in vocab.members:
                     st["ent_admitted"] = st.get("ent_admitted", 0) + 1
                 elif len(not_admitted) < MAX_DETAILS:
@@ -598,7 +685,9 @@ class _Scorer:
                         reason = f"{STATUS_NAMES[code]} ids are not allowed"
                     else:
                         reason = "outside the field's selection"
-                    not_admitted.append({"value": v, "slot": path, "reason": reason, "selector": vocab.selector})
+                    not_admitted.append(
+                        {"value": v, "slot": path, "reason": reason, "selector": vocab.selector}
+                    )
         if st.get("ent_deprecated") or st.get("ent_revoked"):
             st["outputs_inactive"] = 1.0
         if unknown:
@@ -623,7 +712,13 @@ class _Scorer:
                         st["pred_known"] = st.get("pred_known", 0) + 1
                     elif len(pred_unknown) < MAX_DETAILS:
                         close = difflib.get_close_matches(p, list(pv.ids), n=1, cutoff=0.6)
-                        pred_unknown.append({"value": p, "slot": f"{name}[].predicate", "suggestion": close[0] if close else None})
+                        pred_unknown.append(
+                            {
+                                "value": p,
+                                "slot": f"{name}[].predicate",
+                                "suggestion": close[0] if close else None,
+                            }
+                        )
                 if not (isinstance(s, str) and isinstance(p, str) and isinstance(ob, str)):
                     continue
                 st["dr_triples"] = st.get("dr_triples", 0) + 1
@@ -647,7 +742,9 @@ class _Scorer:
                         else:
                             ok = False
                             if len(violations) < MAX_DETAILS:
-                                violations.append({"triple": [s, p, ob], "side": side, "expected": list(declared)})
+                                violations.append(
+                                    {"triple": [s, p, ob], "side": side, "expected": list(declared)}
+                                )
                 if checked:
                     st["dr_checked"] = st.get("dr_checked", 0) + 1
                     st["dr_ok"] = st.get("dr_ok", 0) + (1 if ok else 0)
@@ -659,8 +756,15 @@ class _Scorer:
             if len(objs) <= cap:
                 st["card_ok"] = st.get("card_ok", 0) + 1
             elif len(violations) < MAX_DETAILS:
-                violations.append({"subject": self.o.entity_id(si), "predicate": p, "side": "cardinality",
-                                   "objects": sorted(objs), "max_cardinality": cap})
+                violations.append(
+                    {
+                        "subject": self.o.entity_id(si),
+                        "predicate": p,
+                        "side": "cardinality",
+                        "objects": sorted(objs),
+                        "max_cardinality": cap,
+                    }
+                )
         if edges:
             det["hallucinated_edges"] = edges
         if pred_unknown:
@@ -699,8 +803,9 @@ class _Scorer:
                 else:
                     ref_unknown.append({"value": g, "slot": name})
             gold_set = set(gold_ids)
-            pred_ids = list(dict.fromkeys(self.canon(p, "pred", name, check=False) or p
-                                          for p in _strings(obj.get(name))))
+            pred_ids = list(
+                dict.fromkeys(self.canon(p, "pred", name, check=False) or p for p in _strings(obj.get(name)))
+            )
             members = d.vocabularies[name].members
             st["sem_gold"] = st.get("sem_gold", 0) + len(gold_set)
             st["sem_gold_hit"] = st.get("sem_gold_hit", 0) + len(gold_set & set(pred_ids))
@@ -808,8 +913,7 @@ def score_conformance(
     the record's ``gold_node``, else its single ``labels.gold`` id, else the reference id of the
     first node field; resolved with the id options)."""
     derived = as_derived(ontology, spec)
-    scorer = _Scorer(derived, domain_semantics, engine,
-                     IdOptions.of(**ids))
+    scorer = _Scorer(derived, domain_semantics, engine, IdOptions.of(**ids))
     first_node = next((n for n, f in derived.spec.fields.items() if f.kind == "node"), None)
     rids: list[Any] = []
     pairs: list[int] = []  # each row's scored (output, reference) pair
@@ -854,8 +958,9 @@ def score_conformance(
     if scorer.pair_ids:
         per_pair = np.asarray(scorer.pair_ids, dtype=np.int64)
         scorer.n_aliased, scorer.n_replaced = (int(x) for x in counts @ per_pair)
-    table = np.asarray([[st.get(name, 0.0) for name in FAMILY.stats] for st in scorer.pair_stats],
-                       dtype=float).reshape(len(scorer.pair_stats), len(FAMILY.stats))
+    table = np.asarray(
+        [[st.get(name, 0.0) for name in FAMILY.stats] for st in scorer.pair_stats], dtype=float
+    ).reshape(len(scorer.pair_stats), len(FAMILY.stats))
     kinds = [",".join(det.pop("failure_kinds")) or None for det in scorer.pair_details]
     problems = [det or None for det in scorer.pair_details]
     keys: dict[str, Any] = {"gold_node": gold_nodes}
@@ -874,8 +979,11 @@ def score_conformance(
     # each row's own dict
     # CodedColumn and Evaluation.details take packed values and coded columns (results/evaluation.py
     # annotates plain arrays only)
-    problem_col = CodedColumn(_narrow_codes(codes, len(problems)), PackedValues.of(problems),  # type: ignore[arg-type]
-                              fresh=True)
+    problem_col = CodedColumn(
+        _narrow_codes(codes, len(problems)),
+        PackedValues.of(problems),  # type: ignore[arg-type]
+        fresh=True,
+    )
     return Evaluation(
         FAMILY,
         _object_column(rids),

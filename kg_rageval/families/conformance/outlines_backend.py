@@ -22,8 +22,9 @@ Outlines and outlines_core are imported lazily, inside the functions.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.conformance.schema import DerivedSchema
@@ -39,7 +40,9 @@ def decoder_schema(schema: DerivedSchema | Mapping[str, Any]) -> dict[str, Any]:
 
     def clean(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: clean(v) for k, v in node.items() if not (k.startswith("x-kg-rageval") or k == "$schema")}
+            return {
+                k: clean(v) for k, v in node.items() if not (k.startswith("x-kg-rageval") or k == "$schema")
+            }
         if isinstance(node, list):
             return [clean(v) for v in node]
         return node
@@ -109,7 +112,9 @@ def accepts(index: Any, token_ids: Iterable[int]) -> bool:
     return bool(index.is_final_state(state))
 
 
-def export_schema(schema: DerivedSchema | Mapping[str, Any], path: str | Path, *, flavor: str = "json-schema") -> Path:
+def export_schema(
+    schema: DerivedSchema | Mapping[str, Any], path: str | Path, *, flavor: str = "json-schema"
+) -> Path:
     """Write the schema: ``flavor="json-schema"`` (the full draft 2020-12 schema, vendor
     keywords kept), ``"decoder"`` (:func:`decoder_schema`) or ``"openai"``
     (:func:`openai_response_format`)."""

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError, UnknownIdError
-from kg_rageval.ontology.model import DEPRECATED, REVOKED, Ontology
-from kg_rageval.families.conformance.keywords import VOCAB_KEYWORD, VOCABS_KEYWORD  # noqa: F401 (re-exported)
+from kg_rageval.families.conformance.keywords import VOCAB_KEYWORD, VOCABS_KEYWORD
 from kg_rageval.families.conformance.spec import FieldSpec, NodeSelector, SchemaSpec
+from kg_rageval.ontology.model import DEPRECATED, REVOKED, Ontology
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 MAX_SHAPES = 32
@@ -76,9 +77,9 @@ def derive_id_pattern(ids: Iterable[str], *, max_shapes: int = MAX_SHAPES) -> st
             if len(shapes) > max_shapes:
                 break
         if len(shapes) <= max_shapes:
-            alts = sorted({
-                re.escape(s).replace("\x00", "[0-9]+").replace("\x01", "[A-Za-z]+") for s in shapes
-            })
+            alts = sorted(
+                {re.escape(s).replace("\x00", "[0-9]+").replace("\x01", "[A-Za-z]+") for s in shapes}
+            )
             return "^(" + "|".join(alts) + ")$" if len(alts) > 1 else "^" + alts[0] + "$"
     return '^[^"\\\\\\x00-\\x1f]+$'
 
@@ -128,8 +129,14 @@ def select_entities(
     nodes: list[str] = []
     if not no_nodes:
         try:
-            idx = select_nodes(ontology, node_sel, allow_deprecated=allow_deprecated, allow_revoked=allow_revoked,
-                               where=where, source=source)
+            idx = select_nodes(
+                ontology,
+                node_sel,
+                allow_deprecated=allow_deprecated,
+                allow_revoked=allow_revoked,
+                where=where,
+                source=source,
+            )
             nodes = [ontology.ids[i] for i in idx.tolist()]
         except ConfigError as exc:
             if "admit no" not in str(exc):
@@ -143,9 +150,13 @@ def select_entities(
             from kg_rageval.ontology.graph import satisfies
 
             classes = tuple(_resolve(ontology, v, f"{where}.within", source) for v in selector.within)
-            mask &= satisfies(ontology, np.arange(len(ontology), len(ontology) + m), tuple(ontology.ids[c] for c in classes))
+            mask &= satisfies(
+                ontology, np.arange(len(ontology), len(ontology) + m), tuple(ontology.ids[c] for c in classes)
+            )
         if selector.ids:
-            mask &= np.isin(np.asarray(g.instance_ids, dtype=object), [i for i in selector.ids if i in inst_ids])
+            mask &= np.isin(
+                np.asarray(g.instance_ids, dtype=object), [i for i in selector.ids if i in inst_ids]
+            )
     st = g.instance_status
     if not allow_deprecated:
         mask &= st != DEPRECATED
@@ -287,9 +298,7 @@ class DerivedSchema:
             if isinstance(instance, str) and instance not in vocabs[name].members:
                 yield ValidationError(f"{instance!r} is not in vocabulary {name!r} ({len(vocabs[name])} ids)")
 
-        cls = validators.extend(
-            Draft202012Validator, {"enum": fast_enum, VOCAB_KEYWORD: vocab_keyword}
-        )
+        cls = validators.extend(Draft202012Validator, {"enum": fast_enum, VOCAB_KEYWORD: vocab_keyword})
         return cls(self.json_schema)
 
     @cached_property
@@ -368,12 +377,22 @@ def derive_schema(ontology: Ontology, spec: SchemaSpec) -> DerivedSchema:
     def make(name: str, f: FieldSpec, sel: NodeSelector | None, entities: bool = False) -> Vocabulary:
         allow_dep, allow_rev = spec.allows(f, "deprecated"), spec.allows(f, "revoked")
         if entities and ontology.graph.n_instances:
-            ids = select_entities(ontology, sel, allow_deprecated=allow_dep, allow_revoked=allow_rev,
-                                  where=f"fields.{name}", source=src)
+            ids = select_entities(
+                ontology,
+                sel,
+                allow_deprecated=allow_dep,
+                allow_revoked=allow_rev,
+                where=f"fields.{name}",
+                source=src,
+            )
         else:
             idx = select_nodes(
-                ontology, sel, allow_deprecated=allow_dep, allow_revoked=allow_rev,
-                where=f"fields.{name}", source=src,
+                ontology,
+                sel,
+                allow_deprecated=allow_dep,
+                allow_revoked=allow_rev,
+                where=f"fields.{name}",
+                source=src,
             )
             ids = tuple(sorted(ontology.ids[i] for i in idx.tolist()))
         mode = "enum" if len(ids) <= spec.enum_threshold else "lookup"
@@ -383,7 +402,9 @@ def derive_schema(ontology: Ontology, spec: SchemaSpec) -> DerivedSchema:
             rx = re.compile(pattern)
             bad = next((i for i in ids if not rx.search(i)), None)
             if bad is not None:
-                raise ConfigError(f"field id_pattern: {pattern!r} does not match the admitted id {bad!r}", source=src)
+                raise ConfigError(
+                    f"field id_pattern: {pattern!r} does not match the admitted id {bad!r}", source=src
+                )
         selector = sel.describe() if sel else {}
         v = Vocabulary(name, ids, mode, selector, pattern)
         vocabs[name] = v
@@ -398,7 +419,9 @@ def derive_schema(ontology: Ontology, spec: SchemaSpec) -> DerivedSchema:
             s = make(f"{name}.subject", f, f.subject, entities=True)
             o = make(f"{name}.object", f, f.object, entities=True)
             preds = _predicates(ontology, f.predicates, f"fields.{name}", src)
-            vocabs[f"{name}.predicate"] = Vocabulary(f"{name}.predicate", preds, "enum", {"predicates": list(preds)})
+            vocabs[f"{name}.predicate"] = Vocabulary(
+                f"{name}.predicate", preds, "enum", {"predicates": list(preds)}
+            )
             item = {
                 "type": "object",
                 "properties": {
@@ -470,9 +493,18 @@ def build_pydantic_model(derived: DerivedSchema):
     ``extra="forbid"``. JSON's integer rule is kept: ``2.0`` is an integer, as in JSON Schema.
     An optional field that is absent validates; an explicit ``null`` does not (the JSON
     Schema does not admit ``null`` either)."""
-    from typing import Annotated, Union
+    from typing import Annotated
 
-    from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
+    from pydantic import (
+        AfterValidator,
+        ConfigDict,
+        Field,
+        StrictBool,
+        StrictFloat,
+        StrictInt,
+        StrictStr,
+        create_model,
+    )
 
     spec = derived.spec
     config = ConfigDict(
@@ -483,7 +515,7 @@ def build_pydantic_model(derived: DerivedSchema):
     scalars = {
         "string": StrictStr,
         "number": StrictInt | StrictFloat,
-        "integer": Annotated[Union[StrictInt, StrictFloat], AfterValidator(_integral)],
+        "integer": Annotated[StrictInt | StrictFloat, AfterValidator(_integral)],
         "boolean": StrictBool,
     }
     required = set(spec.required_fields)

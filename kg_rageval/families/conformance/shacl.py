@@ -26,19 +26,26 @@ as not conforming, with the reason, and no RDF is made for it. See ``shapes/outp
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import quote
 
+from kg_rageval.families.conformance.metrics import (
+    MISSING_OUTPUT,
+    output_expectation,
+    parse_output,
+    record_gold_node,
+    unscored_output,
+)
+from kg_rageval.families.conformance.spec import SchemaSpec
+from kg_rageval.ontology.model import STATUS_NAMES, Ontology
+from kg_rageval.ontology.validate import load_shapes
 from kg_rageval.records.slices import record_slices
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, named, ratio
-from kg_rageval.ontology.model import STATUS_NAMES, Ontology
-from kg_rageval.ontology.validate import load_shapes  # noqa: F401 - part of this module's API
-from kg_rageval.families.conformance.metrics import MISSING_OUTPUT, output_expectation, parse_output, record_gold_node, unscored_output
-from kg_rageval.families.conformance.spec import SchemaSpec
 
 KGRO = "urn:kg-rageval:output#"
 RECORD_BASE = "urn:kg-rageval:record:"
@@ -167,8 +174,6 @@ def render_outputs(
     return g
 
 
-
-
 def score_shacl(
     ontology: Ontology,
     records: Iterable[Mapping[str, Any]],
@@ -190,7 +195,9 @@ def score_shacl(
     order: list[str] = []
     unscored: list[dict[str, str]] = []
     renderable: list[tuple[Any, dict]] = []
-    first_node = next((n for n, f in spec.fields.items() if f.kind == "node"), None) if spec is not None else None
+    first_node = (
+        next((n for n, f in spec.fields.items() if f.kind == "node"), None) if spec is not None else None
+    )
     slice_names: set[str] = set()
     for r in records:
         rid = str(r.get("id"))
@@ -200,8 +207,14 @@ def score_shacl(
             unscored.append(unscored_output(rid, why or MISSING_OUTPUT))
             continue
         obj, problem = parse_output(answer["output"])
-        row: dict[str, Any] = {"record_id": rid, "outputs": 1.0, "conforming": 1.0, "violations": 0.0,
-                               "unrenderable": 0.0, "results": []}
+        row: dict[str, Any] = {
+            "record_id": rid,
+            "outputs": 1.0,
+            "conforming": 1.0,
+            "violations": 0.0,
+            "unrenderable": 0.0,
+            "results": [],
+        }
         ref = r.get("reference")
         ref_out, _ = parse_output(ref.get("output")) if isinstance(ref, Mapping) else (None, None)
         ref_node = ref_out.get(first_node) if isinstance(ref_out, dict) and first_node else None
@@ -248,8 +261,13 @@ def score_shacl(
         row = rows[rid]
         row["results"] = row["results"] or None
         out_rows.append(row)
-    return build_evaluation(SHACL_FAMILY, out_rows, keys=["gold_node", *sorted(slice_names)], details=["results"],
-                            unscored=unscored)
+    return build_evaluation(
+        SHACL_FAMILY,
+        out_rows,
+        keys=["gold_node", *sorted(slice_names)],
+        details=["results"],
+        unscored=unscored,
+    )
 
 
 def _n3(term: Any, graph: Any) -> str | None:

@@ -30,8 +30,9 @@ naming the file and the field path (``fields.technique.within``) of every proble
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -77,7 +78,9 @@ class NodeSelector(BaseModel):
         return v
 
     def describe(self) -> dict[str, list[str]]:
-        return {k: v for k, v in (("within", self.within), ("node_type", self.node_type), ("ids", self.ids)) if v}
+        return {
+            k: v for k, v in (("within", self.within), ("node_type", self.node_type), ("ids", self.ids)) if v
+        }
 
 
 class FieldSpec(NodeSelector):
@@ -100,7 +103,9 @@ class FieldSpec(NodeSelector):
     @classmethod
     def _predicates(cls, v: Any) -> Any:
         if isinstance(v, str) and v != "ontology":
-            raise ValueError(f"must be 'ontology' (the ontology's properties) or a list of predicate ids, not {v!r}")
+            raise ValueError(
+                f"must be 'ontology' (the ontology's properties) or a list of predicate ids, not {v!r}"
+            )
         return v
 
     @field_validator("kind", mode="before")
@@ -111,11 +116,13 @@ class FieldSpec(NodeSelector):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> "FieldSpec":
+    def _consistent(self) -> FieldSpec:
         has_sel = any(x is not None for x in (self.within, self.node_type, self.ids))
         if self.kind == "triples":
             if has_sel:
-                raise ValueError("a triples field takes 'subject'/'object' selectors, not within/node_type/ids")
+                raise ValueError(
+                    "a triples field takes 'subject'/'object' selectors, not within/node_type/ids"
+                )
             if self.predicates is None:
                 raise ValueError("a triples field needs 'predicates': 'ontology' or a list of predicate ids")
             if isinstance(self.predicates, list) and (
@@ -124,9 +131,13 @@ class FieldSpec(NodeSelector):
                 raise ValueError("'predicates' must be 'ontology' or a non-empty list of strings")
         else:
             if self.subject is not None or self.object is not None or self.predicates is not None:
-                raise ValueError(f"'subject', 'object' and 'predicates' belong to triples fields, not kind {self.kind!r}")
+                raise ValueError(
+                    f"'subject', 'object' and 'predicates' belong to triples fields, not kind {self.kind!r}"
+                )
         if self.kind not in NODE_KINDS and has_sel:
-            raise ValueError(f"node selectors (within/node_type/ids) need kind 'node' or 'list', not {self.kind!r}")
+            raise ValueError(
+                f"node selectors (within/node_type/ids) need kind 'node' or 'list', not {self.kind!r}"
+            )
         if self.kind not in ("list", "triples") and (
             self.min_items is not None or self.max_items is not None or self.unique_items
         ):
@@ -180,7 +191,7 @@ class SchemaSpec(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _required_known(self) -> "SchemaSpec":
+    def _required_known(self) -> SchemaSpec:
         unknown = [r for r in self.required if r not in self.fields]
         if unknown:
             raise ValueError(

@@ -5,7 +5,15 @@ from kg_rageval.families.generation.calibration import CalibrationFamily, bin_in
 from kg_rageval.families.generation.concepts import DictionaryConceptLinker, dictionary_linker
 from kg_rageval.families.generation.correctness import CorrectnessFamily, score_correctness
 from kg_rageval.families.generation.faithfulness import FaithfulnessFamily, score_faithfulness
-from kg_rageval.families.generation.judgment import INVALID, NO_CLAIMS, SCORED, Judgment, JudgmentOutcome, load_judgments, parse_judgment
+from kg_rageval.families.generation.judgment import (
+    INVALID,
+    NO_CLAIMS,
+    SCORED,
+    Judgment,
+    JudgmentOutcome,
+    load_judgments,
+    parse_judgment,
+)
 from kg_rageval.families.generation.refusal import RefusalFamily, score_refusal
 from kg_rageval.families.generation.score import score_generation
 from kg_rageval.families.generation.squad import exact_match_score, f1_score, normalize_answer
@@ -19,10 +27,34 @@ from kg_rageval.families.generation.verifiers import (
 )
 
 __all__ = [
-    "DictionaryConceptLinker", "CalibrationFamily", "CorrectnessFamily", "ExtractVerifyJudge",
-    "FaithfulnessFamily", "INVALID", "Judgment", "JudgmentOutcome", "LLMJudge", "NLIVerifier",
-    "NO_CLAIMS", "OntologyVerifier", "RefusalFamily", "SCORED", "UnseenConceptFamily", "bin_index",
-    "dictionary_linker", "exact_match_score", "f1_score", "load_judgments", "normalize_answer",
-    "parse_judgment", "score_calibration", "score_correctness", "score_faithfulness",
-    "score_generation", "score_refusal", "score_unseen", "sentence_claims", "unseen_concepts",
+    "DictionaryConceptLinker",
+    "CalibrationFamily",
+    "CorrectnessFamily",
+    "ExtractVerifyJudge",
+    "FaithfulnessFamily",
+    "INVALID",
+    "Judgment",
+    "JudgmentOutcome",
+    "LLMJudge",
+    "NLIVerifier",
+    "NO_CLAIMS",
+    "OntologyVerifier",
+    "RefusalFamily",
+    "SCORED",
+    "UnseenConceptFamily",
+    "bin_index",
+    "dictionary_linker",
+    "exact_match_score",
+    "f1_score",
+    "load_judgments",
+    "normalize_answer",
+    "parse_judgment",
+    "score_calibration",
+    "score_correctness",
+    "score_faithfulness",
+    "score_generation",
+    "score_refusal",
+    "score_unseen",
+    "sentence_claims",
+    "unseen_concepts",
 ]

@@ -17,19 +17,21 @@ Bins: M equal-width bins over [0, 1] (default M = 10). Bin m (1-based) holds con
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.families.generation.columns import column_evaluation
+from kg_rageval.families.generation.squad import SquadScorer
+from kg_rageval.records import Record, record_error
+from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys, section
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, named, ratio
-from kg_rageval.records import Record, record_error
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
-from kg_rageval.families.generation.columns import column_evaluation
-from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys, section
-from kg_rageval.families.generation.squad import SquadScorer
 
 
 def bin_index(confidence: float, n_bins: int) -> int:
@@ -70,11 +72,17 @@ class CalibrationFamily(Family):
             k = sums[f"bin{m}_n"]
             conf = sums[f"bin{m}_conf"] / k if k else None
             acc = sums[f"bin{m}_acc"] / k if k else None
-            out.append({
-                "bin": m + 1, "lower": m / self.n_bins, "upper": (m + 1) / self.n_bins, "n": int(k),
-                "confidence": conf, "accuracy": acc,
-                "gap": None if conf is None or acc is None else abs(acc - conf),
-            })
+            out.append(
+                {
+                    "bin": m + 1,
+                    "lower": m / self.n_bins,
+                    "upper": (m + 1) / self.n_bins,
+                    "n": int(k),
+                    "confidence": conf,
+                    "accuracy": acc,
+                    "gap": None if conf is None or acc is None else abs(acc - conf),
+                }
+            )
         return out
 
 
@@ -88,7 +96,11 @@ def _correct(record: Record, squad: SquadScorer | None = None) -> bool | None:
         return None
     refs = [refs] if isinstance(refs, str) else refs
     if not isinstance(refs, list) or not refs or not all(isinstance(x, str) for x in refs):
-        raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {ref.get('answer')!r}")
+        raise record_error(
+            record,
+            "reference.answer",
+            f"expected a string or a non-empty list of strings, found {ref.get('answer')!r}",
+        )
     pred = "" if flag(record, "answer", "refused") else (answer_text(record) or "")
     return bool((squad or SquadScorer()).exact_match(pred, refs))
 
@@ -118,18 +130,31 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
         oks.append(ok)
         bins.append(bin_index(c, n_bins))
     accs = [float(ok) for ok in oks]
-    conf_a, acc_a, m = np.asarray(confs, dtype=float), np.asarray(accs, dtype=float), np.asarray(bins, dtype=np.int64)
-    stats = {"n": np.ones(len(ids)), "correct": acc_a, "conf_sum": conf_a,
-             "brier_sum": [(c - a) ** 2 for c, a in zip(confs, accs)]}
+    conf_a, acc_a, m = (
+        np.asarray(confs, dtype=float),
+        np.asarray(accs, dtype=float),
+        np.asarray(bins, dtype=np.int64),
+    )
+    stats = {
+        "n": np.ones(len(ids)),
+        "correct": acc_a,
+        "conf_sum": conf_a,
+        "brier_sum": [(c - a) ** 2 for c, a in zip(confs, accs)],
+    }
     for k in range(n_bins):  # row i adds to its bin m_i only
         hit = m == k
         stats[f"bin{k}_n"] = hit
         stats[f"bin{k}_conf"] = np.where(hit, conf_a, 0.0)
         stats[f"bin{k}_acc"] = np.where(hit, acc_a, 0.0)
-    ev = column_evaluation(fam, ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
-                           details={"confidence": confs, "is_correct": oks,
-                                    "bin": (m + 1).tolist()},
-                           unscored=unscored)
+    ev = column_evaluation(
+        fam,
+        ids,
+        stats,
+        key_rows=key_rows,
+        keys=all_slice_keys(records),
+        details={"confidence": confs, "is_correct": oks, "bin": (m + 1).tolist()},
+        unscored=unscored,
+    )
     fam.complete(ev)
     ev.meta["n_bins"] = n_bins
     ev.meta["bin_convention"] = "equal-width, right-closed ((m-1)/M, m/M], 0 in the first bin"

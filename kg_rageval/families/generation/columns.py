@@ -5,7 +5,8 @@ details object columns, a key a row lacks ``None``), without a dict per row per 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,9 @@ def column_evaluation(
     breakdown keys of each row (:func:`~kg_rageval.records.fields.row_keys`), of which the
     columns ``keys`` are kept; ``details``: name → one value per row."""
     n = len(record_ids)
-    cols = {s: np.zeros(n) if stats.get(s) is None else np.asarray(stats[s], dtype=float) for s in family.stats}
+    cols = {
+        s: np.zeros(n) if stats.get(s) is None else np.asarray(stats[s], dtype=float) for s in family.stats
+    }
     return Evaluation(
         family=family,
         record_ids=_object_column(record_ids),

@@ -18,7 +18,8 @@ linker has ``many(texts)`` (:class:`DictionaryConceptLinker`: one
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.ontology import Ontology
@@ -32,7 +33,7 @@ class DictionaryConceptLinker:
 
     name = "kg_rageval.families.linking.dictionary.DictionaryLinker"
 
-    def __init__(self, ontology: "Ontology", **options: Any):
+    def __init__(self, ontology: Ontology, **options: Any):
         from kg_rageval.families.linking.dictionary import DictionaryLinker
 
         self.ontology = ontology
@@ -66,10 +67,10 @@ def link_many(texts: Sequence[str], linker: ConceptLinker) -> list[frozenset[str
     return many(texts)
 
 
-_CACHE: "weakref.WeakKeyDictionary[Ontology, ConceptLinker]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Ontology, ConceptLinker] = weakref.WeakKeyDictionary()
 
 
-def dictionary_linker(ontology: "Ontology") -> ConceptLinker:
+def dictionary_linker(ontology: Ontology) -> ConceptLinker:
     """The concept linker for ``ontology`` (a :class:`DictionaryConceptLinker`, cached per
     ontology object); ``linker.name`` says which linker it is."""
     linker = _CACHE.get(ontology)
@@ -110,7 +111,7 @@ class MemoLinker:
         got = {t: seen[t] for t in texts if t in seen}
         todo = [t for t in dict.fromkeys(texts) if t not in got]
         for k in range(0, len(todo), size):
-            chunk = todo[k:k + size]
+            chunk = todo[k : k + size]
             if len(seen) + len(chunk) > size:
                 seen.clear()
             for t, ids in zip(chunk, link_many(chunk, self.linker)):

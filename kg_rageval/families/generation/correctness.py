@@ -24,19 +24,35 @@ Unscored: ``no reference answer``, ``unanswerable`` (refusal behaviour covers th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kg_rageval.families.generation.columns import column_evaluation
+from kg_rageval.families.generation.concepts import (
+    ConceptLinker,
+    concepts_in,
+    dictionary_linker,
+    linker_name,
+    memoised,
+)
+from kg_rageval.families.generation.squad import SquadScorer
+from kg_rageval.records import Record, located, record_error
+from kg_rageval.records.fields import (
+    all_slice_keys,
+    answer_text,
+    flag,
+    id_list,
+    row_keys,
+    section,
+    strip_citation_markers,
+)
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, mean_of, named, ratio
-from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
-from kg_rageval.families.generation.columns import column_evaluation
-from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
-from kg_rageval.records.fields import all_slice_keys, answer_text, flag, id_list, row_keys, section, strip_citation_markers
-from kg_rageval.families.generation.squad import SquadScorer
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.ontology import IdOptions, IdResolver, Ontology
@@ -45,15 +61,36 @@ if TYPE_CHECKING:  # pragma: no cover
 class CorrectnessFamily(Family):
     name = "correctness"
     version = "1"
-    stats = ("qa_scored", "em_sum", "f1_sum", "concept_scored", "h_inter", "h_pred", "h_gold", "n_missing_run",
-             "concepts_not_in_ontology")
+    stats = (
+        "qa_scored",
+        "em_sum",
+        "f1_sum",
+        "concept_scored",
+        "h_inter",
+        "h_pred",
+        "h_gold",
+        "n_missing_run",
+        "concepts_not_in_ontology",
+    )
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         hp = ratio("concept_hP", sums["h_inter"], sums["h_pred"], missing="answers name no ontology concept")
-        hr = ratio("concept_hR", sums["h_inter"], sums["h_gold"], missing="references name no ontology concept")
+        hr = ratio(
+            "concept_hR", sums["h_inter"], sums["h_gold"], missing="references name no ontology concept"
+        )
         return named(
-            mean_of("exact_match", sums["em_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
-            mean_of("token_f1", sums["f1_sum"], sums["qa_scored"], missing="no answerable records with a reference answer"),
+            mean_of(
+                "exact_match",
+                sums["em_sum"],
+                sums["qa_scored"],
+                missing="no answerable records with a reference answer",
+            ),
+            mean_of(
+                "token_f1",
+                sums["f1_sum"],
+                sums["qa_scored"],
+                missing="no answerable records with a reference answer",
+            ),
             hp,
             Metric("concepts_not_in_ontology", sums.get("concepts_not_in_ontology", 0.0)),
             hr,
@@ -70,11 +107,14 @@ def _references(record: Record) -> list[str] | None:
         return [a]
     if isinstance(a, list) and a and all(isinstance(x, str) for x in a):
         return list(a)
-    raise record_error(record, "reference.answer", f"expected a string or a non-empty list of strings, found {a!r}")
+    raise record_error(
+        record, "reference.answer", f"expected a string or a non-empty list of strings, found {a!r}"
+    )
 
 
-def _concepts(record: Record, sec: str, texts: list[str], resolver: "IdResolver",
-              linker: ConceptLinker) -> tuple[list[str], list[int], int]:
+def _concepts(
+    record: Record, sec: str, texts: list[str], resolver: IdResolver, linker: ConceptLinker
+) -> tuple[list[str], list[int], int]:
     """The concept ids of ``sec`` (given, resolved by the one id resolver — the reference's
     as gold, the answer's as predicted — or linked from the texts), their ontology indices and
     how many given ids the ontology lacks (kept out of the list; counted). A linked id the
@@ -97,10 +137,10 @@ def _concepts(record: Record, sec: str, texts: list[str], resolver: "IdResolver"
 
 def score_correctness(
     records: Iterable[Record],
-    ontology: "Ontology | None" = None,
+    ontology: Ontology | None = None,
     *,
     linker: ConceptLinker | None = None,
-    ids: "IdOptions | None" = None,
+    ids: IdOptions | None = None,
     strip_citations: bool = True,
 ) -> Evaluation:
     """EM / token F1 per record, plus concept-level counts when an ontology is given (given
@@ -157,7 +197,12 @@ def score_correctness(
                 p_unknown.append(pu)
                 g_unknown.append(gu)
     n = len(rec_ids)
-    stats: dict[str, Any] = {"qa_scored": np.ones(n), "em_sum": em, "f1_sum": f1, "n_missing_run": missing_col}
+    stats: dict[str, Any] = {
+        "qa_scored": np.ones(n),
+        "em_sum": em,
+        "f1_sum": f1,
+        "n_missing_run": missing_col,
+    }
     answer_concepts: list[str | None] = [None] * n
     reference_concepts: list[str | None] = [None] * n
     if pos and resolver is not None:
@@ -167,15 +212,32 @@ def score_correctness(
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
     return column_evaluation(
-        CorrectnessFamily(), rec_ids, stats, key_rows=key_rows, keys=all_slice_keys(records),
-        details={"exact_match": em, "token_f1": f1, "refused": refused_col, "answer_concepts": answer_concepts,
-                 "reference_concepts": reference_concepts},
-        unscored=unscored, meta=meta,
+        CorrectnessFamily(),
+        rec_ids,
+        stats,
+        key_rows=key_rows,
+        keys=all_slice_keys(records),
+        details={
+            "exact_match": em,
+            "token_f1": f1,
+            "refused": refused_col,
+            "answer_concepts": answer_concepts,
+            "reference_concepts": reference_concepts,
+        },
+        unscored=unscored,
+        meta=meta,
     )
 
 
-def _concept_stats(ontology: "Ontology", n_rows: int, pos: list[int], gold_idx: list[list[int]],
-                   pred_idx: list[list[int]], p_unknown: list[int], g_unknown: list[int]) -> dict[str, np.ndarray]:
+def _concept_stats(
+    ontology: Ontology,
+    n_rows: int,
+    pos: list[int],
+    gold_idx: list[list[int]],
+    pred_idx: list[list[int]],
+    p_unknown: list[int],
+    g_unknown: list[int],
+) -> dict[str, np.ndarray]:
     """The concept stats columns of ``n_rows`` rows, of which the rows ``pos`` are scored with
     gold / predicted index lists ``gold_idx`` / ``pred_idx``: ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of
     them from ONE call of :func:`kg_rageval.families.hierarchy.hierarchical_counts`. An id the ontology
@@ -187,8 +249,13 @@ def _concept_stats(ontology: "Ontology", n_rows: int, pos: list[int], gold_idx: 
     pu, gu = np.asarray(p_unknown, dtype=np.int64), np.asarray(g_unknown, dtype=np.int64)
     at = np.asarray(pos, dtype=np.int64)
     out = {}
-    for name, values in (("concept_scored", 1), ("h_inter", inter), ("h_pred", n_pred + pu),
-                         ("h_gold", n_gold + gu), ("concepts_not_in_ontology", pu + gu)):
+    for name, values in (
+        ("concept_scored", 1),
+        ("h_inter", inter),
+        ("h_pred", n_pred + pu),
+        ("h_gold", n_gold + gu),
+        ("concepts_not_in_ontology", pu + gu),
+    ):
         col = np.zeros(n_rows)
         col[at] = values
         out[name] = col

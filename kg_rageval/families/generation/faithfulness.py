@@ -17,23 +17,40 @@ judge), ``no context`` (a judge needs ``retrieval.contexts``).
 
 from __future__ import annotations
 
-from typing import Any, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
+from kg_rageval.families.generation.judgment import (
+    INVALID,
+    NO_CLAIMS,
+    SCORED,
+    JudgmentOutcome,
+    parse_judgment,
+)
+from kg_rageval.families.generation.verifiers import Judge
+from kg_rageval.records import Record, absent_answer_code
+from kg_rageval.records.fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, named, ratio
-from kg_rageval.records import Record, absent_answer_code
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
-from kg_rageval.records.fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
-from kg_rageval.families.generation.judgment import INVALID, NO_CLAIMS, SCORED, JudgmentOutcome, parse_judgment
-from kg_rageval.families.generation.verifiers import Judge
 
 
 class FaithfulnessFamily(Family):
     name = "faithfulness"
     version = "1"
-    stats = ("attempted", "judged", "invalid_judgment", "no_claims", "scored", "claims", "supported", "faithfulness_sum")
+    stats = (
+        "attempted",
+        "judged",
+        "invalid_judgment",
+        "no_claims",
+        "scored",
+        "claims",
+        "supported",
+        "faithfulness_sum",
+    )
 
     def __init__(self, judgments: Collection[Any] = ()):
         self.judgments = judgments
@@ -65,11 +82,12 @@ class FaithfulnessFamily(Family):
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         return named(
             mean_of(
-                "faithfulness", sums["faithfulness_sum"], sums["scored"], missing="no judged answer has claims"
+                "faithfulness",
+                sums["faithfulness_sum"],
+                sums["scored"],
+                missing="no judged answer has claims",
             ),
-            ratio(
-                "faithfulness_micro", sums["supported"], sums["claims"], missing="no extracted claims"
-            ),
+            ratio("faithfulness_micro", sums["supported"], sums["claims"], missing="no extracted claims"),
             ratio("no_claims_rate", sums["no_claims"], sums["judged"], missing="no valid judgments"),
             ratio(
                 "invalid_judgment_rate", sums["invalid_judgment"], sums["attempted"], missing="no judgments"
@@ -81,7 +99,12 @@ class FaithfulnessFamily(Family):
 
 
 def _row(record: Record, outcome: JudgmentOutcome, source: str) -> dict[str, Any]:
-    row: dict[str, Any] = {"record_id": record["id"], **row_keys(record), "attempted": 1, "judgment_source": source}
+    row: dict[str, Any] = {
+        "record_id": record["id"],
+        **row_keys(record),
+        "attempted": 1,
+        "judgment_source": source,
+    }
     row["status"] = outcome.status
     if outcome.judgment is None:
         row["invalid_judgment"] = 1

@@ -3,8 +3,9 @@ loader signature of :class:`kg_rageval.scoring.Input`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 def judgments(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:

@@ -26,15 +26,16 @@ from kg_rageval.base.errors import ConfigError
 from kg_rageval.base.imports import import_target
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kg_rageval.ontology import Ontology
     from kg_rageval.families.generation.verifiers import Judge
+    from kg_rageval.ontology import Ontology
 
 JUDGE_NAMES = ("none", "ontology", "nli")
 _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-def resolve_judge(judge: Any, ontology: "Ontology", *, nli_model: str | None = None,
-                  key: str = "judge") -> "Judge | None":
+def resolve_judge(
+    judge: Any, ontology: Ontology, *, nli_model: str | None = None, key: str = "judge"
+) -> Judge | None:
     """The judge object that ``judge`` names (see the module docstring); a callable is
     returned unchanged."""
     if judge is None or judge == "none":
@@ -50,8 +51,10 @@ def resolve_judge(judge: Any, ontology: "Ontology", *, nli_model: str | None = N
             raise ConfigError(f"{key}: 'nli' needs nli_model (a local cross-encoder directory)")
         return ExtractVerifyJudge(NLIVerifier(nli_model))
     if not isinstance(judge, str) or not _PLUGIN.match(judge):
-        raise ConfigError(f"{key}: unknown judge {judge!r}; use one of {', '.join(JUDGE_NAMES)} "
-                          "or a plugin 'module:callable'")
+        raise ConfigError(
+            f"{key}: unknown judge {judge!r}; use one of {', '.join(JUDGE_NAMES)} "
+            "or a plugin 'module:callable'"
+        )
     module, _, attr = judge.partition(":")
     obj: Any
     try:

@@ -49,7 +49,7 @@ class Judgment(BaseModel):
     rationale: str | None = Field(default=None, description="The judge's explanation.")
 
     @model_validator(mode="after")
-    def _partition(self) -> "Judgment":
+    def _partition(self) -> Judgment:
         sets = []
         for name in ("claims", "supported", "unsupported"):
             items = getattr(self, name)

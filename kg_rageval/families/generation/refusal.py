@@ -17,15 +17,17 @@ counted in ``n_missing_run`` (a missing run the audit's completeness check count
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from kg_rageval.records import Record
+from kg_rageval.records.fields import all_slice_keys, flag, row_keys, section
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, named, ratio
-from kg_rageval.records import Record
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
-from kg_rageval.records.fields import all_slice_keys, flag, row_keys, section
 
 
 class RefusalFamily(Family):
@@ -35,12 +37,19 @@ class RefusalFamily(Family):
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         p = ratio("refusal_precision", sums["correct_refusal"], sums["refused"], missing="no refusals")
-        r = ratio("refusal_recall", sums["correct_refusal"], sums["should_abstain"], missing="no records that should abstain")
+        r = ratio(
+            "refusal_recall",
+            sums["correct_refusal"],
+            sums["should_abstain"],
+            missing="no records that should abstain",
+        )
         return named(
             p,
             r,
             harmonic("refusal_f1", p, r),
-            ratio("over_refusal_rate", sums["over_refusal"], sums["answerable"], missing="no answerable records"),
+            ratio(
+                "over_refusal_rate", sums["over_refusal"], sums["answerable"], missing="no answerable records"
+            ),
         )
 
 
@@ -58,15 +67,27 @@ def score_refusal(records: Iterable[Record]) -> Evaluation:
         missing = section(r, "answer") is None
         refused = flag(r, "answer", "refused") is True
         outcome = (
-            "correct_refusal" if refused and not answerable
-            else "over_refusal" if refused
-            else "missed_refusal" if not answerable
+            "correct_refusal"
+            if refused and not answerable
+            else "over_refusal"
+            if refused
+            else "missed_refusal"
+            if not answerable
             else "answered"
         )
-        rows.append({
-            "record_id": r["id"], **row_keys(r), "outcome": outcome,
-            "refused": int(refused), "should_abstain": int(not answerable), "answerable": int(answerable),
-            "correct_refusal": int(refused and not answerable), "over_refusal": int(refused and answerable),
-            "n_missing_run": int(missing),
-        })
-    return build_evaluation(RefusalFamily(), rows, keys=all_slice_keys(records), details=("outcome",), unscored=unscored)
+        rows.append(
+            {
+                "record_id": r["id"],
+                **row_keys(r),
+                "outcome": outcome,
+                "refused": int(refused),
+                "should_abstain": int(not answerable),
+                "answerable": int(answerable),
+                "correct_refusal": int(refused and not answerable),
+                "over_refusal": int(refused and answerable),
+                "n_missing_run": int(missing),
+            }
+        )
+    return build_evaluation(
+        RefusalFamily(), rows, keys=all_slice_keys(records), details=("outcome",), unscored=unscored
+    )

@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from kg_rageval.results.evaluation_set import EvaluationSet
-from kg_rageval.records import Record
 from kg_rageval.families.generation.calibration import score_calibration
 from kg_rageval.families.generation.concepts import ConceptLinker, dictionary_linker, memoised
 from kg_rageval.families.generation.correctness import score_correctness
 from kg_rageval.families.generation.faithfulness import score_faithfulness
-from kg_rageval.records.fields import shared_row_keys
 from kg_rageval.families.generation.judge_names import resolve_judge
 from kg_rageval.families.generation.refusal import score_refusal
 from kg_rageval.families.generation.unseen import score_unseen
 from kg_rageval.families.generation.verifiers import Judge
+from kg_rageval.records import Record
+from kg_rageval.records.fields import shared_row_keys
+from kg_rageval.results.evaluation_set import EvaluationSet
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.ontology import Ontology
 
 
 def score_generation(
-    ontology: "Ontology",
+    ontology: Ontology,
     records: Iterable[Record],
     *,
     judgments: Mapping[str, Any] | None = None,
@@ -55,17 +56,21 @@ def score_generation(
     linker = memoised(linker or dictionary_linker(ontology))  # each distinct text linked once
     judge_fn = make_judge(ontology, judge, nli_model)
     with shared_row_keys(records):  # each record's breakdown keys read once, not per family
-        return EvaluationSet("generation", {
-            "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
-            "correctness": score_correctness(records, ontology, linker=linker, ids=id_opts,
-                                             strip_citations=strip_citations),
-            "refusal": score_refusal(records),
-            "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=id_opts),
-            "calibration": score_calibration(records, n_bins=n_bins),
-        })
+        return EvaluationSet(
+            "generation",
+            {
+                "faithfulness": score_faithfulness(records, judgments=judgments, judge=judge_fn),
+                "correctness": score_correctness(
+                    records, ontology, linker=linker, ids=id_opts, strip_citations=strip_citations
+                ),
+                "refusal": score_refusal(records),
+                "unseen_concepts": score_unseen(records, ontology, linker=linker, ids=id_opts),
+                "calibration": score_calibration(records, n_bins=n_bins),
+            },
+        )
 
 
-def make_judge(ontology: "Ontology", judge: Judge | str | None, nli_model: str | None = None) -> Judge | None:
+def make_judge(ontology: Ontology, judge: Judge | str | None, nli_model: str | None = None) -> Judge | None:
     """The faithfulness judge named ``judge`` (a callable is returned as it is): see
     :func:`~kg_rageval.families.generation.judge_names.resolve_judge`."""
     return resolve_judge(judge, ontology, nli_model=nli_model)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 _PUNCT = set(string.punctuation)
 _DELETE_PUNCT = str.maketrans("", "", string.punctuation)

@@ -20,16 +20,24 @@ Unscored: ``no answer``, ``no context``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from kg_rageval.families.generation.concepts import (
+    ConceptLinker,
+    concepts_in,
+    dictionary_linker,
+    linker_name,
+    memoised,
+)
+from kg_rageval.records import Record, absent_answer_code, located
+from kg_rageval.records.fields import all_slice_keys, answer_text, contexts, id_list, row_keys
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, named, ratio
-from kg_rageval.records import Record, absent_answer_code, located
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
-from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker, linker_name, memoised
-from kg_rageval.records.fields import all_slice_keys, answer_text, contexts, id_list, row_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.ontology import Ontology
@@ -46,7 +54,9 @@ class UnseenConceptFamily(Family):
     stats = ("checked", "flagged_record", "flagged", "labelled", "tp", "flagged_labelled", "gold")
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
-        p = ratio("unseen_precision", sums["tp"], sums["flagged_labelled"], missing="no flags on labelled records")
+        p = ratio(
+            "unseen_precision", sums["tp"], sums["flagged_labelled"], missing="no flags on labelled records"
+        )
         r = ratio("unseen_recall", sums["tp"], sums["gold"], missing="no labelled unseen concepts")
         return named(
             ratio("flag_rate", sums["flagged_record"], sums["checked"], missing="no answers with context"),
@@ -56,8 +66,9 @@ class UnseenConceptFamily(Family):
         )
 
 
-def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: ConceptLinker | None = None,
-                 ids: Any = None) -> Evaluation:
+def score_unseen(
+    records: Iterable[Record], ontology: Ontology, *, linker: ConceptLinker | None = None, ids: Any = None
+) -> Evaluation:
     """Flag answer concepts absent from the context; ``reference.unseen_concepts`` (gold ids,
     resolved by :class:`~kg_rageval.ontology.IdResolver` with the options ``ids``) gives
     precision/recall of the flags."""
@@ -94,11 +105,22 @@ def score_unseen(records: Iterable[Record], ontology: "Ontology", *, linker: Con
     for r, _text, passages, keys, g in checked:
         named = next(linked)
         flagged = named.difference(*[next(linked) for _ in passages])
-        row: dict[str, Any] = {"record_id": r["id"], **keys, "checked": 1,
-                               "flagged_record": int(bool(flagged)), "flagged": len(flagged),
-                               "unseen": " ".join(sorted(flagged))}
+        row: dict[str, Any] = {
+            "record_id": r["id"],
+            **keys,
+            "checked": 1,
+            "flagged_record": int(bool(flagged)),
+            "flagged": len(flagged),
+            "unseen": " ".join(sorted(flagged)),
+        }
         if g is not None:
             row.update(labelled=1, tp=len(flagged & g), flagged_labelled=len(flagged), gold=len(g))
         rows.append(row)
-    return build_evaluation(UnseenConceptFamily(), rows, keys=all_slice_keys(records), details=("unseen",),
-                            unscored=unscored, meta={"linker": linker_name(linker)})
+    return build_evaluation(
+        UnseenConceptFamily(),
+        rows,
+        keys=all_slice_keys(records),
+        details=("unseen",),
+        unscored=unscored,
+        meta={"linker": linker_name(linker)},
+    )

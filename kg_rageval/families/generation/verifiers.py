@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker
@@ -109,7 +110,7 @@ class OntologyVerifier:
 
     def __init__(
         self,
-        ontology: "Ontology",
+        ontology: Ontology,
         *,
         linker: ConceptLinker | None = None,
         unlinked_claims: str = "pass",
@@ -182,8 +183,10 @@ class NLIVerifier:
                     "the NLI verifier needs sentence-transformers: pip install 'kg-rageval[nlp]'"
                 ) from exc
             if not (p / "config.json").is_file():
-                raise ConfigError(f"{p}: not a model directory (no config.json); give a local "
-                                  "cross-encoder folder, e.g. one saved with CrossEncoder.save()")
+                raise ConfigError(
+                    f"{p}: not a model directory (no config.json); give a local "
+                    "cross-encoder folder, e.g. one saved with CrossEncoder.save()"
+                )
             try:
                 model = CrossEncoder(str(p), local_files_only=True, device="cpu")
             except (OSError, ValueError) as exc:  # transformers' errors for a broken model folder
@@ -221,7 +224,9 @@ class NLIVerifier:
         if probs.ndim == 1 and self.entailment_index == 0:
             probs = probs[:, None]  # a single-output scorer (e.g. HHEM): the score itself
         if probs.ndim != 2 or probs.shape[0] != len(pairs) or probs.shape[1] <= self.entailment_index:
-            raise ConfigError(f"NLI model returned scores of shape {probs.shape}, expected ({len(pairs)}, labels)")
+            raise ConfigError(
+                f"NLI model returned scores of shape {probs.shape}, expected ({len(pairs)}, labels)"
+            )
         ent = probs[:, self.entailment_index].reshape(len(claims), len(contexts)).max(axis=1)
         self.last_rationale = "entailment " + ", ".join(f"{p:.3f}" for p in ent.tolist())
         return [bool(p >= self.threshold) for p in ent.tolist()]
@@ -268,13 +273,15 @@ class LLMJudge:
         return out
 
     @classmethod
-    def from_outlines(cls, model: Any, **kw: Any) -> "LLMJudge":
+    def from_outlines(cls, model: Any, **kw: Any) -> LLMJudge:
         """A judge whose output an Outlines generator constrains to the :class:`Judgment` JSON
         schema (``outlines.Generator(model, Judgment)``). Needs the ``outlines`` extra."""
         try:
             import outlines
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ConfigError("constrained judging needs outlines: pip install 'kg-rageval[outlines]'") from exc
+            raise ConfigError(
+                "constrained judging needs outlines: pip install 'kg-rageval[outlines]'"
+            ) from exc
         generator = outlines.Generator(model, Judgment)
         # a synchronous generator returns the Judgment JSON text (the scorer validates it)
         judge = cls(lambda prompt: cast(str, generator(prompt)), **kw)

@@ -31,7 +31,7 @@ import numpy as np
 from kg_rageval.ontology import Ontology
 from kg_rageval.ontology.csr import csr_gather, csr_positions
 
-_CACHE: "weakref.WeakKeyDictionary[Ontology, Closure]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Ontology, Closure] = weakref.WeakKeyDictionary()
 
 #: Above this many cells the padded key matrix is not kept; rows are gathered per chunk.
 MAX_MATRIX_CELLS = 60_000_000
@@ -71,8 +71,9 @@ class Closure:
         if w >= self.width:
             return np.take(M, nodes, axis=0)
         it = M.itemsize
-        rows = np.ndarray((M.shape[0],), dtype=np.dtype((np.void, it * w)), buffer=M,
-                          strides=(it * self.width,))
+        rows = np.ndarray(
+            (M.shape[0],), dtype=np.dtype((np.void, it * w)), buffer=M, strides=(it * self.width,)
+        )
         return rows[nodes].view(M.dtype).reshape(len(nodes), w)
 
     def rows(self, nodes: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -209,5 +210,3 @@ def _payloads(o: Ontology, ptr: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray
         grand[dest] = gor
     dmax = int(dist.max()) if dist.size else 0
     return dist.astype(np.int16 if dmax < 2**15 else np.int32), grand
-
-

@@ -29,26 +29,42 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
-from dataclasses import dataclass
 from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterable, Mapping, cast
+from typing import Any, cast
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError, MissingEvidence, UnknownIdError
+from kg_rageval.families.hierarchy.closure import closure
+from kg_rageval.families.hierarchy.kernels import _root_excluded, hierarchical_counts, pair_measures
+from kg_rageval.ontology import (
+    ACTIVE,
+    NOT_IN_ONTOLOGY,
+    RELATIONS,
+    STATUS_NAMES,
+    IdOptions,
+    IdResolver,
+    Ontology,
+)
+from kg_rageval.records import Record, located, read_records, slice_texts, where
+from kg_rageval.records import gold_node as gold_node_rule
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, mean_of, named, ratio
-from kg_rageval.ontology import ACTIVE, NOT_IN_ONTOLOGY, RELATIONS, STATUS_NAMES, IdOptions, IdResolver, Ontology
-from kg_rageval.records import Record, gold_node as gold_node_rule, located, read_records, slice_texts, where
-from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.families.hierarchy.closure import closure
-from kg_rageval.families.hierarchy.kernels import _root_excluded, hierarchical_counts, pair_measures
 
-ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + ("nil_pred", "nil_gold", "multi", NOT_IN_ONTOLOGY, "inactive")
+ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + (
+    "nil_pred",
+    "nil_gold",
+    "multi",
+    NOT_IN_ONTOLOGY,
+    "inactive",
+)
 """Every category an error row can fall in (its ``relation`` detail)."""
 
 
@@ -100,37 +116,55 @@ class HierarchyFamily(Family):
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         s = {k: float(sums.get(k, 0.0)) for k in self.stats}
-        hp = ratio("hierarchical_precision", s["inter"], s["n_pred_aug"],
-                   missing="no predicted nodes (every prediction is NIL or the root)")
-        hr = ratio("hierarchical_recall", s["inter"], s["n_gold_aug"],
-                   missing="no gold nodes (every gold answer is NIL or the root)")
+        hp = ratio(
+            "hierarchical_precision",
+            s["inter"],
+            s["n_pred_aug"],
+            missing="no predicted nodes (every prediction is NIL or the root)",
+        )
+        hr = ratio(
+            "hierarchical_recall",
+            s["inter"],
+            s["n_gold_aug"],
+            missing="no gold nodes (every gold answer is NIL or the root)",
+        )
         out = named(
             hp,
             hr,
             harmonic("hierarchical_f1", hp, hr),
             mean_of(
-                "macro_hierarchical_precision", s["hp_sum"], s["hp_n"],
-                missing="no item with a predicted node"),
+                "macro_hierarchical_precision",
+                s["hp_sum"],
+                s["hp_n"],
+                missing="no item with a predicted node",
+            ),
+            mean_of("macro_hierarchical_recall", s["hr_sum"], s["hr_n"], missing="no item with a gold node"),
             mean_of(
-                "macro_hierarchical_recall", s["hr_sum"], s["hr_n"],
-                missing="no item with a gold node"),
-            mean_of(
-                "macro_hierarchical_f1", s["hf_sum"], s["hf_n"],
-                missing="no item with a gold or predicted node"),
+                "macro_hierarchical_f1",
+                s["hf_sum"],
+                s["hf_n"],
+                missing="no item with a gold or predicted node",
+            ),
             ratio("exact_accuracy", s["exact"], s["items"], missing="no items"),
-            mean_of("wu_palmer", s["wup_sum"], s["wup_n"],
-                                 missing="no item with one gold and one predicted known node"),
+            mean_of(
+                "wu_palmer",
+                s["wup_sum"],
+                s["wup_n"],
+                missing="no item with one gold and one predicted known node",
+            ),
             Metric("errors", s["errors"]),
             mean_of(
-                "mean_error_distance", s["dist_sum"], s["dist_n"],
-                missing="no error between two known single nodes"),
+                "mean_error_distance",
+                s["dist_sum"],
+                s["dist_n"],
+                missing="no error between two known single nodes",
+            ),
         )
         out.add(ratio("missing_run_rate", s["n_missing_run"], s["items"], missing="no items"))
         for c in ERROR_CATEGORIES:
             out.add(Metric(f"error_count_{c}", s[f"err_{c}"]))
         for c in ERROR_CATEGORIES:
-            out.add(ratio(f"error_rate_{c}", s[f"err_{c}"], s["errors"],
-                                           missing="no errors"))
+            out.add(ratio(f"error_rate_{c}", s[f"err_{c}"], s["errors"], missing="no errors"))
         return out
 
 
@@ -215,8 +249,16 @@ def score_hierarchy(
             + f"none of the {len(records)} records has a labels section with gold and pred lists"
         )
     res = _resolve(ontology, col, opts)
-    return _score(ontology, col, res, include_root=include_root, lca_bounded=lca_bounded,
-                  wup_lcs=wup_lcs, wup_identical=wup_identical, opts=opts)
+    return _score(
+        ontology,
+        col,
+        res,
+        include_root=include_root,
+        lca_bounded=lca_bounded,
+        wup_lcs=wup_lcs,
+        wup_identical=wup_identical,
+        opts=opts,
+    )
 
 
 # ---------------------------------------------------------------------------- collecting
@@ -228,7 +270,7 @@ class _Columns:
     (``gold``/``pred``, strings deduplicated in order), their lengths and offsets and all their
     ids in one flat list; ``slices`` (each record's ``slices`` value) and ``unscored``."""
 
-    __slots__ = ("items", "gold", "pred", "slices", "unscored", "flat", "missing")
+    __slots__ = ("flat", "gold", "items", "missing", "pred", "slices", "unscored")
 
     def __init__(self, items, gold, pred, slices, unscored, flat=None, missing=None):
         #: positions (in ``items``) of records scored as an empty prediction: ``pred`` absent
@@ -272,8 +314,9 @@ def _collect(records: list[Record]) -> _Columns | None:
             except TypeError:
                 return None
         if multi.size:
-            lens[multi] = np.fromiter((len(side[k]) for k in multi.tolist()), dtype=np.int64,
-                                      count=multi.size)
+            lens[multi] = np.fromiter(
+                (len(side[k]) for k in multi.tolist()), dtype=np.int64, count=multi.size
+            )
         flat = list(chain.from_iterable(side))
         if flat and (set(map(type, flat)) != {str} or "" in flat):
             return None
@@ -340,8 +383,9 @@ def _unscored(rec: Record, reason: str, code: str) -> dict[str, str]:
     return unscored_entry(rec.get("id"), reason, code)
 
 
-def _absent_pred(rec: Record, gold: Any, pred: Any, absent: Any, unscored: list, missing: list[int],
-                 position: int) -> Any:
+def _absent_pred(
+    rec: Record, gold: Any, pred: Any, absent: Any, unscored: list, missing: list[int], position: int
+) -> Any:
     """A record whose ``gold`` or ``pred`` is absent: unscored (returns ``absent``) or, with gold
     nodes but no prediction, scored as the empty prediction (returns ``[]``, position noted)."""
     if gold is absent:
@@ -350,8 +394,11 @@ def _absent_pred(rec: Record, gold: Any, pred: Any, absent: Any, unscored: list,
     if gold:
         missing.append(position)
         return []
-    unscored.append(_unscored(rec, "labels.pred is absent (NIL gold: not scored as a NIL prediction)",
-                              "missing_prediction"))
+    unscored.append(
+        _unscored(
+            rec, "labels.pred is absent (NIL gold: not scored as a NIL prediction)", "missing_prediction"
+        )
+    )
     return absent
 
 
@@ -378,15 +425,25 @@ def _collect_checked(records: list[Record]) -> _Columns:
         if not isinstance(rec.get("labels"), dict):
             reason = "no labels section" if rec.get("labels") is None else "labels is not an object"
             if reason != "no labels section":
-                raise InputError(f"expected an object, found {rec['labels']!r}",
-                                 source=rec.get("_source"), location=where(rec, "labels"))
+                raise InputError(
+                    f"expected an object, found {rec['labels']!r}",
+                    source=rec.get("_source"),
+                    location=where(rec, "labels"),
+                )
             unscored.append(_unscored(rec, reason, "no_section"))
             continue
         gold = _label_list(rec, "gold")
         pred = _label_list(rec, "pred")
         if gold is None or pred is None:
-            pred = _absent_pred(rec, _ABSENT if gold is None else gold, _ABSENT if pred is None else pred,
-                                _ABSENT, unscored, missing, len(items))
+            pred = _absent_pred(
+                rec,
+                _ABSENT if gold is None else gold,
+                _ABSENT if pred is None else pred,
+                _ABSENT,
+                unscored,
+                missing,
+                len(items),
+            )
             if pred is _ABSENT or gold is None:  # an absent gold always returns _ABSENT
                 continue
         items.append(rec)
@@ -401,14 +458,13 @@ class _Side:
     """One side (gold or pred) of every row, resolved: ``lens`` (ids per row), ``item`` (row of
     each flat entry), ``idx`` (node index per flat entry, -1 = unknown), ``flat`` (the strings)."""
 
-    __slots__ = ("name", "lens", "starts", "item", "idx", "flat")
+    __slots__ = ("flat", "idx", "item", "lens", "name", "starts")
 
     def __init__(self, name: str, lists: list[list[str]], done=None):
         self.name = name
         m = len(lists)
         if done is None:
-            done = (np.fromiter(map(len, lists), dtype=np.int64, count=m),
-                    list(chain.from_iterable(lists)))
+            done = (np.fromiter(map(len, lists), dtype=np.int64, count=m), list(chain.from_iterable(lists)))
         self.lens, self.flat = done
         self.starts = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(self.lens, out=self.starts[1:])
@@ -435,10 +491,14 @@ def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
     collecting every problem (in record, side, position order) before raising: unknown ids
     that the options make an error first, then inactive ones."""
     m = len(col.items)
-    sides = (_Side("gold", col.gold, col.flat.get("gold")),
-             _Side("pred", col.pred, col.flat.get("pred")))
-    res = _Resolved(*sides, pred_inactive=np.zeros(m, dtype=np.int64), gold_inactive=np.zeros(m, dtype=np.int64),
-                    replaced=0, aliased=0)
+    sides = (_Side("gold", col.gold, col.flat.get("gold")), _Side("pred", col.pred, col.flat.get("pred")))
+    res = _Resolved(
+        *sides,
+        pred_inactive=np.zeros(m, dtype=np.int64),
+        gold_inactive=np.zeros(m, dtype=np.int64),
+        replaced=0,
+        aliased=0,
+    )
     resolver = IdResolver(o, opts)
     status = np.asarray(o.status)
     replaced_by = np.asarray(o.replaced_by, dtype=np.int64)
@@ -475,14 +535,20 @@ def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
         n_unknown = len(unknown)
         where_first = located(col.items[first[0]], f"labels.{side.name}[{side.pos(first[2])}]")
         where_first += f" and {n_unknown - 1} more places" if n_unknown > 1 else ""
-        names = sorted({s.flat[j] for k, s in enumerate(sides) for j in np.flatnonzero(s.idx < 0).tolist()
-                        if (opts.on_unknown_gold if k == 0 else opts.on_unknown) == "error"})
+        names = sorted(
+            {
+                s.flat[j]
+                for k, s in enumerate(sides)
+                for j in np.flatnonzero(s.idx < 0).tolist()
+                if (opts.on_unknown_gold if k == 0 else opts.on_unknown) == "error"
+            }
+        )
         opt = "on_unknown_gold" if any(u[1] == 0 for u in unknown) else "on_unknown"
         raise UnknownIdError(
             names,
             where=where_first,
             hint=f"pass {opt}='count' (CLI: --{opt.replace('_', '-')} count) to score them as the category "
-                 f"{NOT_IN_ONTOLOGY!r}",
+            f"{NOT_IN_ONTOLOGY!r}",
         )
     if inactive:
         inactive.sort()
@@ -508,7 +574,7 @@ def _resolve(o: Ontology, col: _Columns, opts: IdOptions) -> _Resolved:
 
 
 # ---------------------------------------------------------------------------- scoring
-_IDS_CACHE: "weakref.WeakKeyDictionary[Ontology, np.ndarray]" = weakref.WeakKeyDictionary()
+_IDS_CACHE: weakref.WeakKeyDictionary[Ontology, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def _ids_array(o: Ontology) -> np.ndarray:
@@ -525,8 +591,17 @@ _CATEGORY_NAMES = RELATIONS + ("nil_pred", "nil_gold", "multi", NOT_IN_ONTOLOGY,
 _NIL_PRED, _NIL_GOLD, _MULTI, _NOT_IN_ONTOLOGY, _INACTIVE = range(len(RELATIONS), len(_CATEGORY_NAMES))
 
 
-def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded, wup_lcs,
-           wup_identical, opts: IdOptions) -> Evaluation:
+def _score(
+    ontology,
+    col: _Columns,
+    res: _Resolved,
+    *,
+    include_root,
+    lca_bounded,
+    wup_lcs,
+    wup_identical,
+    opts: IdOptions,
+) -> Evaluation:
     m = len(col.items)
     G, P = res.gold, res.pred
     ids = _ids_array(ontology)
@@ -562,8 +637,7 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     single_p = (n_pk == 1) & (n_pu == 0)
     # every pair kernel at once, over the rows with one known node on each side
     one_one = np.flatnonzero((n_gk == 1) & (n_pk == 1))
-    measures = pair_measures(ontology, g1[one_one], p1[one_one], lcs=wup_lcs,
-                             identical=wup_identical)
+    measures = pair_measures(ontology, g1[one_one], p1[one_one], lcs=wup_lcs, identical=wup_identical)
 
     if lca_bounded:
         ok_lca = ((n_gk + n_gu) <= 1) & ((n_pk + n_pu) <= 1)
@@ -572,8 +646,9 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
                 "lca_bounded=True needs at most one known gold and one known predicted node "
                 f"per record ({int((~ok_lca).sum())} records have more, or unknown ids)"
             )
-        inter, n_pred, n_gold = hierarchical_counts(ontology, g1, p1, include_root=include_root,
-                                                    lca_bounded=True)
+        inter, n_pred, n_gold = hierarchical_counts(
+            ontology, g1, p1, include_root=include_root, lca_bounded=True
+        )
     else:
         # at most one known node a side: closure row lengths, and |A(g) ∩ A(p)| from the pair
         # kernels below when both sides have one (minus the excluded root); several: sets
@@ -587,8 +662,9 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
         multi = np.flatnonzero((n_gk > 1) | (n_pk > 1))
         if multi.size:
             rows = multi.tolist()
-            mi, mp, mg = hierarchical_counts(ontology, [cplx[k][0] for k in rows],
-                                             [cplx[k][2] for k in rows], include_root=include_root)
+            mi, mp, mg = hierarchical_counts(
+                ontology, [cplx[k][0] for k in rows], [cplx[k][2] for k in rows], include_root=include_root
+            )
             inter[multi], n_pred[multi], n_gold[multi] = mi, mp, mg
     # unknown ids: isolated concepts, augmented set = the id itself
     inter = inter + extra_i
@@ -664,7 +740,9 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     gold_node[single_g] = ids[g1[single_g]]
     gold_str = gold_node.copy()
     stated = [k for k, r in enumerate(col.items) if r.get("gold_node") is not None]  # the one gold_node rule:
-    resolve = IdResolver(ontology, opts).node_id if stated else None  # a record's own gold_node wins if it resolves
+    resolve = (
+        IdResolver(ontology, opts).node_id if stated else None
+    )  # a record's own gold_node wins if it resolves
     for k in stated:
         gold_node[k] = gold_node_rule(col.items[k], resolve=resolve, fallback=gold_node[k])
     pred_str = np.full(m, None, dtype=object)
@@ -686,8 +764,14 @@ def _score(ontology, col: _Columns, res: _Resolved, *, include_root, lca_bounded
     if flagged.size:
         rep = np.asarray(ontology.replaced_by, dtype=np.int64)[p1[flagged]]
         replacement[flagged] = [ids[r] if r >= 0 else None for r in rep.tolist()]
-    details = {"relation": relation, "gold": gold_str, "pred_node": pred_str, "wup": wup,
-               "missing_run": missing_run, "replacement": replacement}
+    details = {
+        "relation": relation,
+        "gold": gold_str,
+        "pred_node": pred_str,
+        "wup": wup,
+        "missing_run": missing_run,
+        "replacement": replacement,
+    }
     meta: dict[str, Any] = {
         "ontology": ontology.source,
         "ontology_hash": ontology.content_hash,
@@ -725,8 +809,6 @@ def _row_side(side: _Side, k: int) -> tuple[list[int], list[str]]:
     known = [i for i in idx if i >= 0]
     unk = [s for s, i in zip(side.flat[a:b], idx) if i < 0]
     return list(dict.fromkeys(known)), unk
-
-
 
 
 def _slice_columns(slices: list[Any]) -> dict[str, np.ndarray]:
@@ -774,7 +856,7 @@ def confused_pairs(evaluation: Evaluation, top: int = 10) -> list[dict[str, Any]
     cols = [c[wrong] for c in (gold, pred, rel)]
     codes = [_first_seen(c) for c in cols]
     n, n_rel = wrong.size, int(codes[2].max()) + 1
-    if n * n * n_rel >= 2 ** 63:  # the combined code would overflow int64: count the tuples
+    if n * n * n_rel >= 2**63:  # the combined code would overflow int64: count the tuples
         return _confused_pairs_counter(cols, top)
     key = (codes[0] * n + codes[1]) * n_rel + codes[2]
     _, first, counts = np.unique(key, return_index=True, return_counts=True)
@@ -803,5 +885,7 @@ def _first_seen(col: np.ndarray) -> np.ndarray:
 def _confused_pairs_counter(cols: list[np.ndarray], top: int) -> list[dict[str, Any]]:
     counts = Counter(zip(*(c.tolist() for c in cols)))
     key = lambda kv: (-kv[1], str(kv[0][0]), str(kv[0][1]))  # noqa: E731
-    ranked = heapq.nsmallest(top, counts.items(), key=key) if top >= 0 else sorted(counts.items(), key=key)[:top]
+    ranked = (
+        heapq.nsmallest(top, counts.items(), key=key) if top >= 0 else sorted(counts.items(), key=key)[:top]
+    )
     return [{"gold": g, "pred": p, "relation": r, "count": c} for (g, p, r), c in ranked]

@@ -21,13 +21,13 @@ Conventions (see ``docs/hierarchy.md``):
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.ontology import RELATIONS, Ontology
 from kg_rageval.families.hierarchy.closure import Closure, closure
+from kg_rageval.ontology import RELATIONS, Ontology
 
 #: Codes of :data:`kg_rageval.ontology.RELATIONS` as int8 constants.
 EXACT, PARENT, ANCESTOR, CHILD, DESCENDANT, SIBLING, COUSIN, UNRELATED = range(8)
@@ -101,7 +101,7 @@ class _Dups:
     is common. With ``side=True`` a payload of 0 is ``a``'s own entry (``x == a``) and 1 is
     ``b``'s (``x == b``), which spares the kernels a gather of ``a``/``b`` per cell."""
 
-    __slots__ = ("cl", "m", "lo", "hi", "_starts", "_r")
+    __slots__ = ("_r", "_starts", "cl", "hi", "lo", "m")
 
     def __init__(self, cl: Closure, a: np.ndarray, b: np.ndarray, *, side: bool = False):
         self.cl = cl
@@ -121,8 +121,9 @@ class _Dups:
     @property
     def r(self) -> np.ndarray:
         if self._r is None:
-            self._r = np.repeat(np.arange(self.m, dtype=np.int64),
-                                np.diff(np.append(self._starts, self.lo.size)))
+            self._r = np.repeat(
+                np.arange(self.m, dtype=np.int64), np.diff(np.append(self._starts, self.lo.size))
+            )
         return self._r
 
     def rows_of(self, pos: np.ndarray) -> np.ndarray:
@@ -153,7 +154,9 @@ class _Dups:
         (needs ``side=True``)."""
         lo, hi = self.lo[pos] & self.mask, self.hi[pos] & self.mask
         lo_is_a = (lo & 1) == 0
-        return (np.where(lo_is_a, lo, hi) >> 2).astype(np.int64), (np.where(lo_is_a, hi, lo) >> 2).astype(np.int64)
+        return (np.where(lo_is_a, lo, hi) >> 2).astype(np.int64), (np.where(lo_is_a, hi, lo) >> 2).astype(
+            np.int64
+        )
 
 
 def _ordered_chunks(cl: Closure, a: np.ndarray, b: np.ndarray) -> Iterator[np.ndarray]:
@@ -474,8 +477,9 @@ def wu_palmer(
     return out
 
 
-def _wup_tables(ontology: Ontology, cl: Closure, lcs: str,
-                identical: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _wup_tables(
+    ontology: Ontology, cl: Closure, lcs: str, identical: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rank_depth, score_of, depth_min, depth_max) for :func:`_wup_chunk`."""
     if lcs not in ("nltk", "max_depth"):
         raise InputError(f"lcs must be 'nltk' or 'max_depth', not {lcs!r}")
@@ -550,4 +554,3 @@ def _wup_chunk(cl, a, b, rank_depth, score_of, dmin, dmax, dups=None) -> np.ndar
         len_b[need] = _min_path(cl, b[need], s[need])
     depth = dmax[s] + 1
     return 2.0 * depth / (len_a + len_b + 2.0 * depth)
-

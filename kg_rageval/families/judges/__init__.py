@@ -14,9 +14,22 @@ from kg_rageval.base.imports import import_target
 _WHERE = {
     ".calibration": ("JudgeAgreementFamily", "JudgeCalibrationFamily", "PositionBiasFamily"),
     ".client": ("BackendError", "ChatClient", "Completion"),
-    ".contracts": ("INVALID", "RUBRICS", "SCORED", "UNSCORABLE", "AnswerCorrectness", "CitationSupport",
-                   "PairwisePreference", "RefusalCorrectness", "Verdict", "VerdictOutcome", "json_object",
-                   "parse_verdict", "response_schema", "rubric"),
+    ".contracts": (
+        "INVALID",
+        "RUBRICS",
+        "SCORED",
+        "UNSCORABLE",
+        "AnswerCorrectness",
+        "CitationSupport",
+        "PairwisePreference",
+        "RefusalCorrectness",
+        "Verdict",
+        "VerdictOutcome",
+        "json_object",
+        "parse_verdict",
+        "response_schema",
+        "rubric",
+    ),
     ".llm": ("PROMPTS", "RubricJudge"),
     ".ppi": ("PPIResult", "classical_mean", "ppi_from_sums", "ppi_mean", "ppi_sums"),
     ".score": ("score_judges",),
@@ -41,11 +54,28 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
-    from kg_rageval.families.judges.calibration import JudgeAgreementFamily, JudgeCalibrationFamily, PositionBiasFamily
+    from kg_rageval.families.judges.calibration import (
+        JudgeAgreementFamily,
+        JudgeCalibrationFamily,
+        PositionBiasFamily,
+    )
     from kg_rageval.families.judges.client import BackendError, ChatClient, Completion
-    from kg_rageval.families.judges.contracts import (INVALID, RUBRICS, SCORED, UNSCORABLE, AnswerCorrectness, CitationSupport,
-                            PairwisePreference, RefusalCorrectness, Verdict, VerdictOutcome, json_object,
-                            parse_verdict, response_schema, rubric)
+    from kg_rageval.families.judges.contracts import (
+        INVALID,
+        RUBRICS,
+        SCORED,
+        UNSCORABLE,
+        AnswerCorrectness,
+        CitationSupport,
+        PairwisePreference,
+        RefusalCorrectness,
+        Verdict,
+        VerdictOutcome,
+        json_object,
+        parse_verdict,
+        response_schema,
+        rubric,
+    )
     from kg_rageval.families.judges.llm import PROMPTS, RubricJudge
     from kg_rageval.families.judges.ppi import PPIResult, classical_mean, ppi_from_sums, ppi_mean, ppi_sums
     from kg_rageval.families.judges.score import score_judges

@@ -46,10 +46,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError, KgRagevalError
 from kg_rageval.base.machine_key import key_id, keyed_digest, machine_key
@@ -110,8 +111,10 @@ def _prices(prices: Mapping[str, float] | None) -> dict[str, float]:
     p = dict(prices or {})
     unknown = set(p) - {"prompt", "completion"}
     if unknown:
-        raise ConfigError(f"prices: unknown key(s) {sorted(unknown)}; use 'prompt' and 'completion' "
-                          "(USD per million tokens)")
+        raise ConfigError(
+            f"prices: unknown key(s) {sorted(unknown)}; use 'prompt' and 'completion' "
+            "(USD per million tokens)"
+        )
     for k, v in p.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise ConfigError(f"prices.{k} must be a non-negative number (USD per million tokens), not {v!r}")
@@ -145,8 +148,9 @@ class ChatClient:
         if not model:
             raise ConfigError("judge model name is empty")
         if timeout <= 0 or max_retries < 0 or backoff < 0 or concurrency < 1:
-            raise ConfigError("judge client: timeout > 0, max_retries >= 0, backoff >= 0 and "
-                              "concurrency >= 1 are required")
+            raise ConfigError(
+                "judge client: timeout > 0, max_retries >= 0, backoff >= 0 and concurrency >= 1 are required"
+            )
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -163,8 +167,11 @@ class ChatClient:
         self._sleep = sleep
         host = urllib.parse.urlsplit(self.base_url).hostname or ""
         # a local server (vLLM, Ollama, llama.cpp on this machine) is never reached through a proxy
-        handlers: list[urllib.request.BaseHandler] = [_NoRedirect(), _DeadlineHTTPHandler(),
-                                                      _DeadlineHTTPSHandler()]
+        handlers: list[urllib.request.BaseHandler] = [
+            _NoRedirect(),
+            _DeadlineHTTPHandler(),
+            _DeadlineHTTPSHandler(),
+        ]
         if host in ("127.0.0.1", "localhost", "::1"):
             handlers.insert(0, urllib.request.ProxyHandler({}))
         self._opener = urllib.request.build_opener(*handlers)
@@ -178,12 +185,20 @@ class ChatClient:
 
         key_set = bool(self.api_key_env and os.environ.get(self.api_key_env))
         return {
-            "base_url": redact(self.base_url), "model": self.model, "api_key_env": self.api_key_env,
-            "api_key": MASK if key_set else None, "timeout": self.timeout,
-            "max_retries": self.max_retries, "backoff": self.backoff, "max_backoff": self.max_backoff,
-            "concurrency": self.concurrency, "cache_dir": str(self.cache_dir) if self.cache_dir else None,
-            "prices_usd_per_million_tokens": dict(self.prices), "temperature": self.temperature,
-            "seed": self.seed, "strict_schema": self.strict_schema,
+            "base_url": redact(self.base_url),
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "api_key": MASK if key_set else None,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "backoff": self.backoff,
+            "max_backoff": self.max_backoff,
+            "concurrency": self.concurrency,
+            "cache_dir": str(self.cache_dir) if self.cache_dir else None,
+            "prices_usd_per_million_tokens": dict(self.prices),
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "strict_schema": self.strict_schema,
         }
 
     def __repr__(self) -> str:
@@ -196,12 +211,20 @@ class ChatClient:
         unsigned or damaged: asked again), failures, tokens, cost."""
         with self._lock:
             u = self._usage
-            return {"model": self.model, "requests": u.requests, "http_calls": u.http_calls,
-                    "retries": u.retries, "cache_hits": u.cache_hits, "cache_rejected": u.cache_rejected,
-                    "failures": u.failures,
-                    "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-                    "total_tokens": u.prompt_tokens + u.completion_tokens,
-                    "cost_usd": round(u.cost_usd, 10), "http_status": dict(sorted(u.status_counts.items()))}
+            return {
+                "model": self.model,
+                "requests": u.requests,
+                "http_calls": u.http_calls,
+                "retries": u.retries,
+                "cache_hits": u.cache_hits,
+                "cache_rejected": u.cache_rejected,
+                "failures": u.failures,
+                "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens,
+                "total_tokens": u.prompt_tokens + u.completion_tokens,
+                "cost_usd": round(u.cost_usd, 10),
+                "http_status": dict(sorted(u.status_counts.items())),
+            }
 
     def _count(self, **inc: Any) -> None:
         with self._lock:
@@ -212,32 +235,48 @@ class ChatClient:
                     setattr(self._usage, k, getattr(self._usage, k) + v)
 
     # ------------------------------------------------------------------ requests
-    def body(self, messages: Sequence[Message] | str, schema: Mapping[str, Any] | None = None,
-             schema_name: str = "verdict") -> dict[str, Any]:
+    def body(
+        self,
+        messages: Sequence[Message] | str,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "verdict",
+    ) -> dict[str, Any]:
         """The request body sent (a plain prompt becomes one user message)."""
-        msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else [dict(m) for m in messages]
+        msgs = (
+            [{"role": "user", "content": messages}]
+            if isinstance(messages, str)
+            else [dict(m) for m in messages]
+        )
         body: dict[str, Any] = {"model": self.model, "messages": msgs}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.seed is not None:
             body["seed"] = self.seed
         if schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": schema_name, "schema": dict(schema), "strict": self.strict_schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": dict(schema), "strict": self.strict_schema},
+            }
         return body
 
     @staticmethod
     def cache_key(body: Mapping[str, Any]) -> str:
         """``sha256`` of the canonical JSON of the request body (model, messages, schema and
         sampling settings; never the key, which is not part of the body)."""
-        return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False,
-                                         separators=(",", ":")).encode("utf-8")).hexdigest()
+        return hashlib.sha256(
+            json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        ).hexdigest()
 
     def _cache_path(self, key: str) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / key[:2] / f"{key}.json"
 
-    def complete(self, messages: Sequence[Message] | str, *, schema: Mapping[str, Any] | None = None,
-                 schema_name: str = "verdict") -> Completion:
+    def complete(
+        self,
+        messages: Sequence[Message] | str,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "verdict",
+    ) -> Completion:
         """One chat completion (from the cache when the same request was made before).
         Raises :class:`BackendError` when the call fails for good."""
         body = self.body(messages, schema, schema_name)
@@ -277,13 +316,18 @@ class ChatClient:
             return text.replace(key, MASK)
         return text
 
-    def complete_many(self, requests: Sequence[Sequence[Message] | str], *,
-                      schema: Mapping[str, Any] | None = None, schema_name: str = "verdict"
-                      ) -> list[Completion | BackendError]:
+    def complete_many(
+        self,
+        requests: Sequence[Sequence[Message] | str],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "verdict",
+    ) -> list[Completion | BackendError]:
         """Many completions, at most ``concurrency`` at a time; each result is a
         :class:`Completion` or the :class:`BackendError` of that request, in input order.
         Identical requests in one batch are sent once; the repeats are answered like cache
         hits (``cached=True``, no cost)."""
+
         def one(req: Sequence[Message] | str) -> Completion | BackendError:
             try:
                 return self.complete(req, schema=schema, schema_name=schema_name)
@@ -305,7 +349,9 @@ class ChatClient:
                 self._count(requests=1)
                 if isinstance(res, Completion):
                     self._count(cache_hits=1)
-                    res = Completion(res.content, res.prompt_tokens, res.completion_tokens, 0.0, True, 0, res.model)
+                    res = Completion(
+                        res.content, res.prompt_tokens, res.completion_tokens, 0.0, True, 0, res.model
+                    )
             out.append(res)
         return out
 
@@ -322,7 +368,7 @@ class ChatClient:
                 return min(self.max_backoff, max(0.0, float(retry_after)))
             except ValueError:
                 pass
-        return min(self.max_backoff, self.backoff * (2 ** attempt))
+        return min(self.max_backoff, self.backoff * (2**attempt))
 
     def _post(self, body: Mapping[str, Any]) -> tuple[Any, int]:
         from kg_rageval.base.redact import redact
@@ -348,12 +394,15 @@ class ChatClient:
                     if deadline.expired:
                         raise TimeoutError
                 if len(raw) > MAX_RESPONSE_BYTES:
-                    raise BackendError(f"{shown}: response larger than 16 MiB", status=200, attempts=attempt + 1)
+                    raise BackendError(
+                        f"{shown}: response larger than 16 MiB", status=200, attempts=attempt + 1
+                    )
                 try:
                     return json.loads(raw.decode("utf-8")), attempt + 1
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise BackendError(f"{shown}: response is not JSON ({exc})", status=200,
-                                       attempts=attempt + 1) from None
+                    raise BackendError(
+                        f"{shown}: response is not JSON ({exc})", status=200, attempts=attempt + 1
+                    ) from None
             except urllib.error.HTTPError as exc:
                 status = exc.code
                 self._count(status=status)
@@ -361,8 +410,10 @@ class ChatClient:
                 detail = self._scrub(exc.read(500).decode("utf-8", "replace").strip())
                 last = f"HTTP {status}" + (f": {detail}" if detail else "")
                 if status not in RETRY_STATUS and status < 500:
-                    raise BackendError(f"{shown}: {redact(last)}", status=status, attempts=attempt + 1) from None
-            except (TimeoutError, socket.timeout):
+                    raise BackendError(
+                        f"{shown}: {redact(last)}", status=status, attempts=attempt + 1
+                    ) from None
+            except TimeoutError:
                 status, last = None, f"timed out after {self.timeout:g} s"
                 self._count(status="timeout")
             except urllib.error.URLError as exc:
@@ -382,8 +433,11 @@ class ChatClient:
                     self._count(status="connection_error")
             if attempt < self.max_retries:
                 self._sleep(self._wait(attempt, retry_after))
-        raise BackendError(f"{shown}: {redact(last)} (after {self.max_retries + 1} attempts)", status=status,
-                           attempts=self.max_retries + 1)
+        raise BackendError(
+            f"{shown}: {redact(last)} (after {self.max_retries + 1} attempts)",
+            status=status,
+            attempts=self.max_retries + 1,
+        )
 
     @staticmethod
     def _parse(data: Any) -> tuple[str, int, int]:
@@ -407,8 +461,12 @@ class ChatClient:
 def _entry_digest(key: bytes, request_key: str, entry: Mapping[str, Any]) -> str:
     """HMAC over the request key (so an entry copied to another request's file fails) and the
     entry's model, answer and token counts."""
-    body = json.dumps({k: entry.get(k) for k in ("model", "content", "prompt_tokens", "completion_tokens")},
-                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    body = json.dumps(
+        {k: entry.get(k) for k in ("model", "content", "prompt_tokens", "completion_tokens")},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return keyed_digest(key, b"kg-rageval judge cache v1", request_key.encode(), body.encode("utf-8"))
 
 
@@ -422,7 +480,11 @@ def _read_cache_entry(path: Path, request_key: str) -> tuple[str, int, int] | No
         if path.stat().st_size > MAX_RESPONSE_BYTES + 4096:
             return None
         hit = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(hit, dict) or hit.get("request") != request_key or hit.get("mac_key") != key_id(key):
+        if (
+            not isinstance(hit, dict)
+            or hit.get("request") != request_key
+            or hit.get("mac_key") != key_id(key)
+        ):
             return None
         if not hmac.compare_digest(str(hit.get("mac", "")), _entry_digest(key, request_key, hit)):
             return None
@@ -493,7 +555,7 @@ class _Deadline:
             except OSError:
                 pass
 
-    def __enter__(self) -> "_Deadline":
+    def __enter__(self) -> _Deadline:
         self._timer.start()
         return self
 
@@ -537,12 +599,20 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Refuses every redirect: the request (and its ``Authorization`` header) goes only to the
     configured ``base_url``."""
 
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> None:
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> None:
         from kg_rageval.base.redact import redact
 
         to = urllib.parse.urlsplit(newurl)
-        where = f"{to.scheme}://{to.hostname}" + (f":{to.port}" if to.port else "") if to.hostname else redact(newurl)
-        raise BackendError(f"{redact(req.full_url)}: HTTP {code} redirect to {where} refused — the judge client "
-                           "never follows redirects, so the API key goes only to the configured host; set "
-                           "base_url to the final address", status=code)
+        where = (
+            f"{to.scheme}://{to.hostname}" + (f":{to.port}" if to.port else "")
+            if to.hostname
+            else redact(newurl)
+        )
+        raise BackendError(
+            f"{redact(req.full_url)}: HTTP {code} redirect to {where} refused — the judge client "
+            "never follows redirects, so the API key goes only to the configured host; set "
+            "base_url to the final address",
+            status=code,
+        )

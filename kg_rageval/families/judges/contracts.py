@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
@@ -88,7 +89,7 @@ class Verdict(BaseModel):
     rationale: str | None = Field(default=None, description="The judge's explanation.")
 
     @model_validator(mode="after")
-    def _unscorable_has_reason(self) -> "Verdict":
+    def _unscorable_has_reason(self) -> Verdict:
         if self.verdict == UNSCORABLE_VERDICT and not (self.rationale or "").strip():
             raise ValueError("an 'unscorable' verdict needs a rationale saying why")
         return self
@@ -137,7 +138,7 @@ class CitationSupport(Verdict):
     evidence: str | None = Field(default=None, description="The passage text that supports the claim.")
 
     @model_validator(mode="after")
-    def _evidence(self, info: ValidationInfo) -> "CitationSupport":
+    def _evidence(self, info: ValidationInfo) -> CitationSupport:
         if not self.claim.strip():
             raise ValueError("claim is empty")
         ctx = info.context if isinstance(info.context, Mapping) else {}
@@ -167,15 +168,17 @@ class RefusalCorrectness(Verdict):
     refused: bool | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "RefusalCorrectness":
+    def _consistent(self) -> RefusalCorrectness:
         if self.verdict == UNSCORABLE_VERDICT:
             return self
         if self.answerable is None or self.refused is None:
             raise ValueError("a verdict needs both 'answerable' and 'refused'")
         right = self.refused == (not self.answerable)
         if (self.verdict == "correct") != right:
-            raise ValueError(f"verdict {self.verdict!r} contradicts answerable={self.answerable} and "
-                             f"refused={self.refused}")
+            raise ValueError(
+                f"verdict {self.verdict!r} contradicts answerable={self.answerable} and "
+                f"refused={self.refused}"
+            )
         return self
 
 
@@ -195,7 +198,7 @@ class AnswerCorrectness(Verdict):
     wrong_facts: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "AnswerCorrectness":
+    def _consistent(self) -> AnswerCorrectness:
         if self.verdict == UNSCORABLE_VERDICT:
             return self
         for name in ("missing_facts", "wrong_facts"):
@@ -243,8 +246,9 @@ class VerdictOutcome:
         return None if self.verdict is None else self.verdict.label
 
 
-def parse_verdict(schema: type[Verdict] | str, raw: Any, *, context: Mapping[str, Any] | None = None
-                  ) -> VerdictOutcome:
+def parse_verdict(
+    schema: type[Verdict] | str, raw: Any, *, context: Mapping[str, Any] | None = None
+) -> VerdictOutcome:
     """Validate judge output against ``schema`` (a class or rubric name): a mapping, a verdict
     object or raw text holding one JSON object. ``context`` is passed to the semantic checks
     (e.g. ``{"passage": ...}`` for citation support). Never raises on bad judge output."""
@@ -259,7 +263,9 @@ def parse_verdict(schema: type[Verdict] | str, raw: Any, *, context: Mapping[str
     try:
         return VerdictOutcome(cls.model_validate(obj, context=dict(context or {})))
     except ValidationError as exc:
-        return VerdictOutcome(None, f"{cls.RUBRIC} verdict breaks the contract: {validation_message(exc, 'verdict')}")
+        return VerdictOutcome(
+            None, f"{cls.RUBRIC} verdict breaks the contract: {validation_message(exc, 'verdict')}"
+        )
 
 
 def response_schema(schema: type[Verdict] | str) -> dict[str, Any]:

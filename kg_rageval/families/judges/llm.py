@@ -13,7 +13,8 @@ from a file, a human tool or this judge is counted alike (invalid / unscorable /
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kg_rageval.families.judges.client import BackendError, ChatClient
 from kg_rageval.families.judges.contracts import response_schema, rubric
@@ -22,29 +23,33 @@ PROMPTS: dict[str, str] = {
     "pairwise": (
         "You compare two answers to the same question. Decide which answer is better: more "
         "correct, more complete and better supported. Ignore length and style.\n"
-        "Reply with one JSON object: {{\"verdict\": \"A\" | \"B\" | \"tie\" | \"unscorable\", "
-        "\"confidence\": 0..1, \"rationale\": \"...\"}}.\n\nQUESTION:\n{question}\n\n"
-        "ANSWER A:\n{answer_a}\n\nANSWER B:\n{answer_b}\n"),
+        'Reply with one JSON object: {{"verdict": "A" | "B" | "tie" | "unscorable", '
+        '"confidence": 0..1, "rationale": "..."}}.\n\nQUESTION:\n{question}\n\n'
+        "ANSWER A:\n{answer_a}\n\nANSWER B:\n{answer_b}\n"
+    ),
     "citation_support": (
-        "Does the PASSAGE support the CLAIM? Quote the supporting text exactly as \"evidence\".\n"
-        "Reply with one JSON object: {{\"verdict\": \"supported\" | \"partially_supported\" | "
-        "\"not_supported\" | \"unscorable\", \"claim\": the claim, \"citation\": \"{citation}\", "
-        "\"evidence\": quote or null, \"rationale\": \"...\"}}.\n\nCLAIM:\n{claim}\n\n"
-        "PASSAGE [{citation}]:\n{passage}\n"),
+        'Does the PASSAGE support the CLAIM? Quote the supporting text exactly as "evidence".\n'
+        'Reply with one JSON object: {{"verdict": "supported" | "partially_supported" | '
+        '"not_supported" | "unscorable", "claim": the claim, "citation": "{citation}", '
+        '"evidence": quote or null, "rationale": "..."}}.\n\nCLAIM:\n{claim}\n\n'
+        "PASSAGE [{citation}]:\n{passage}\n"
+    ),
     "refusal": (
         "Decide whether the system behaved correctly: it should answer when the CONTEXT answers "
         "the QUESTION and refuse when it does not.\nReply with one JSON object: "
-        "{{\"answerable\": true | false, \"refused\": true | false, \"verdict\": \"correct\" | "
-        "\"incorrect\" | \"unscorable\", \"rationale\": \"...\"}}; the verdict is \"correct\" "
+        '{{"answerable": true | false, "refused": true | false, "verdict": "correct" | '
+        '"incorrect" | "unscorable", "rationale": "..."}}; the verdict is "correct" '
         "exactly when refused == not answerable.\n\nQUESTION:\n{question}\n\nCONTEXT:\n{context}\n\n"
-        "ANSWER:\n{answer}\n"),
+        "ANSWER:\n{answer}\n"
+    ),
     "answer_correctness": (
         "Judge the ANSWER against the REFERENCE answer. List reference facts the answer lacks "
         "(missing_facts) and answer facts the reference contradicts (wrong_facts).\n"
-        "Reply with one JSON object: {{\"verdict\": \"correct\" | \"partially_correct\" | "
-        "\"incorrect\" | \"unscorable\", \"score\": 0..1, \"missing_facts\": [...], "
-        "\"wrong_facts\": [...], \"rationale\": \"...\"}}.\n\nQUESTION:\n{question}\n\n"
-        "REFERENCE:\n{reference}\n\nANSWER:\n{answer}\n"),
+        'Reply with one JSON object: {{"verdict": "correct" | "partially_correct" | '
+        '"incorrect" | "unscorable", "score": 0..1, "missing_facts": [...], '
+        '"wrong_facts": [...], "rationale": "..."}}.\n\nQUESTION:\n{question}\n\n'
+        "REFERENCE:\n{reference}\n\nANSWER:\n{answer}\n"
+    ),
 }
 
 
@@ -57,8 +62,15 @@ class RubricJudge:
     """An LLM judge for one rubric. ``name`` identifies the judge in records and reports
     (default: the client's model)."""
 
-    def __init__(self, rubric_name: str, client: ChatClient, *, name: str | None = None,
-                 prompt_template: str | None = None, system: str | None = None):
+    def __init__(
+        self,
+        rubric_name: str,
+        client: ChatClient,
+        *,
+        name: str | None = None,
+        prompt_template: str | None = None,
+        system: str | None = None,
+    ):
         self.schema = rubric(rubric_name)
         self.rubric = rubric_name
         self.client = client
@@ -76,8 +88,9 @@ class RubricJudge:
 
     def judge_many(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """One ``judges`` entry per item (``order`` copied from the item when it has one)."""
-        results = self.client.complete_many([self.messages(i) for i in items],
-                                            schema=response_schema(self.schema), schema_name=self.rubric)
+        results = self.client.complete_many(
+            [self.messages(i) for i in items], schema=response_schema(self.schema), schema_name=self.rubric
+        )
         out = []
         for item, res in zip(items, results):
             entry: dict[str, Any] = {"rubric": self.rubric, "judge": self.name}

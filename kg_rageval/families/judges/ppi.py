@@ -21,13 +21,22 @@ slices and ontology branches like every other metric. It needs ``n >= 2`` and ``
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
-PPI_STATS = ("ppi_n", "ppi_sum_y", "ppi_sum_y2", "ppi_sum_yhat_l", "ppi_sum_yhat2_l", "ppi_sum_y_yhat",
-             "ppi_N", "ppi_sum_yhat_u", "ppi_sum_yhat2_u")
+PPI_STATS = (
+    "ppi_n",
+    "ppi_sum_y",
+    "ppi_sum_y2",
+    "ppi_sum_yhat_l",
+    "ppi_sum_yhat2_l",
+    "ppi_sum_y_yhat",
+    "ppi_N",
+    "ppi_sum_yhat_u",
+    "ppi_sum_yhat2_u",
+)
 
 
 @dataclass(frozen=True)
@@ -58,10 +67,17 @@ def ppi_sums(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequenc
     ya, yh, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
     if ya.shape != yh.shape:
         raise ValueError(f"y and yhat differ in length ({len(ya)} vs {len(yh)})")
-    return {"ppi_n": float(len(ya)), "ppi_sum_y": float(ya.sum()), "ppi_sum_y2": float((ya * ya).sum()),
-            "ppi_sum_yhat_l": float(yh.sum()), "ppi_sum_yhat2_l": float((yh * yh).sum()),
-            "ppi_sum_y_yhat": float((ya * yh).sum()), "ppi_N": float(len(yu)),
-            "ppi_sum_yhat_u": float(yu.sum()), "ppi_sum_yhat2_u": float((yu * yu).sum())}
+    return {
+        "ppi_n": float(len(ya)),
+        "ppi_sum_y": float(ya.sum()),
+        "ppi_sum_y2": float((ya * ya).sum()),
+        "ppi_sum_yhat_l": float(yh.sum()),
+        "ppi_sum_yhat2_l": float((yh * yh).sum()),
+        "ppi_sum_y_yhat": float((ya * yh).sum()),
+        "ppi_N": float(len(yu)),
+        "ppi_sum_yhat_u": float(yu.sum()),
+        "ppi_sum_yhat2_u": float((yu * yu).sum()),
+    }
 
 
 def ppi_from_sums(s: Mapping[str, float], *, level: float = 0.95, lam: float | str = 1.0) -> PPIResult:
@@ -69,9 +85,13 @@ def ppi_from_sums(s: Mapping[str, float], *, level: float = 0.95, lam: float | s
     n, N = s["ppi_n"], s["ppi_N"]
     ni, Ni = int(round(n)), int(round(N))
     if n < 2:
-        return PPIResult(None, None, None, None, None, ni, Ni, f"PPI needs at least 2 human-labelled items, has {ni}")
+        return PPIResult(
+            None, None, None, None, None, ni, Ni, f"PPI needs at least 2 human-labelled items, has {ni}"
+        )
     if N < 1:
-        return PPIResult(None, None, None, None, None, ni, Ni, "PPI needs judge labels on unlabelled items, has none")
+        return PPIResult(
+            None, None, None, None, None, ni, Ni, "PPI needs judge labels on unlabelled items, has none"
+        )
     my, myh = s["ppi_sum_y"] / n, s["ppi_sum_yhat_l"] / n
     mu = s["ppi_sum_yhat_u"] / N
     var_u = max(0.0, s["ppi_sum_yhat2_u"] / N - mu * mu)
@@ -79,8 +99,11 @@ def ppi_from_sums(s: Mapping[str, float], *, level: float = 0.95, lam: float | s
     cov = s["ppi_sum_y_yhat"] / n - my * myh
     if lam == "auto":
         m_all = (s["ppi_sum_yhat_l"] + s["ppi_sum_yhat_u"]) / (n + N)
-        var_all = max(0.0, (s["ppi_sum_yhat2_l"] + s["ppi_sum_yhat2_u"]) / (n + N) - m_all * m_all) \
-            * (n + N) / (n + N - 1)  # sample variance (ddof 1), as ppi_py
+        var_all = (
+            max(0.0, (s["ppi_sum_yhat2_l"] + s["ppi_sum_yhat2_u"]) / (n + N) - m_all * m_all)
+            * (n + N)
+            / (n + N - 1)
+        )  # sample variance (ddof 1), as ppi_py
         lam_v = 0.0 if var_all == 0 else min(1.0, max(0.0, cov / ((1 + n / N) * var_all)))
     elif isinstance(lam, (int, float)) and not isinstance(lam, bool) and math.isfinite(lam):
         lam_v = float(lam)
@@ -96,8 +119,14 @@ def ppi_from_sums(s: Mapping[str, float], *, level: float = 0.95, lam: float | s
     return PPIResult(est, est - z * se, est + z * se, lam_v, se, ni, Ni)
 
 
-def ppi_mean(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequence[float], *,
-             level: float = 0.95, lam: float | str = 1.0) -> PPIResult:
+def ppi_mean(
+    y: Sequence[float],
+    yhat: Sequence[float],
+    yhat_unlabelled: Sequence[float],
+    *,
+    level: float = 0.95,
+    lam: float | str = 1.0,
+) -> PPIResult:
     """PPI estimate of the mean of ``y`` from ``n`` labelled pairs and ``N`` unlabelled judge
     labels (arrays of equal-length ``y``/``yhat``)."""
     return ppi_from_sums(ppi_sums(y, yhat, yhat_unlabelled), level=level, lam=lam)

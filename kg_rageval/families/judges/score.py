@@ -18,14 +18,19 @@ an entry shown swapped (``order: "BA"``) has its verdict mapped back before scor
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from kg_rageval.families.judges.calibration import (
+    JudgeAgreementFamily,
+    JudgeCalibrationFamily,
+    PositionBiasFamily,
+)
+from kg_rageval.families.judges.contracts import INVALID, RUBRICS, SCORED, UNSCORABLE, Verdict, parse_verdict
+from kg_rageval.records import Record, record_error
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.evaluation_set import EvaluationSet
-from kg_rageval.records import Record, record_error
-from kg_rageval.families.judges.calibration import JudgeAgreementFamily, JudgeCalibrationFamily, PositionBiasFamily
-from kg_rageval.families.judges.contracts import INVALID, SCORED, UNSCORABLE, RUBRICS, Verdict, parse_verdict
 
 FAILED = "failed"
 _SWAP = {"A": "B", "B": "A", "tie": "tie"}
@@ -50,16 +55,22 @@ def _entries(record: Record) -> list[tuple[int, dict[str, Any]]]:
             raise record_error(record, where, f"expected an object, found {type(e).__name__}")
         rub = e.get("rubric")
         if rub not in RUBRICS:
-            raise record_error(record, f"{where}.rubric", f"{rub!r} is not a rubric; known: {', '.join(RUBRICS)}")
+            raise record_error(
+                record, f"{where}.rubric", f"{rub!r} is not a rubric; known: {', '.join(RUBRICS)}"
+            )
         if not isinstance(e.get("judge", "judge"), str) or not e.get("judge", "judge"):
             raise record_error(record, f"{where}.judge", "expected a non-empty string")
         if "output" not in e and "error" not in e:
-            raise record_error(record, where, "needs 'output' (the judge's verdict) or 'error' (why the call failed)")
+            raise record_error(
+                record, where, "needs 'output' (the judge's verdict) or 'error' (why the call failed)"
+            )
         order = e.get("order", "AB")
         if order not in ("AB", "BA"):
             raise record_error(record, f"{where}.order", f"expected 'AB' or 'BA', found {order!r}")
         if e.get("lengths") is not None and not isinstance(e["lengths"], dict):
-            raise record_error(record, f"{where}.lengths", f"expected {{\"A\": words, \"B\": words}}, found {e['lengths']!r}")
+            raise record_error(
+                record, f"{where}.lengths", f'expected {{"A": words, "B": words}}, found {e["lengths"]!r}'
+            )
         for name in ("citation", "item", "pair"):
             v = e.get(name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (str, int))):
@@ -112,13 +123,17 @@ def _select(judges: list[str], judge: str | None, second: str | None) -> tuple[s
 
     for name, value in (("judge", judge), ("second_judge", second)):
         if value is not None and value not in judges:
-            raise ConfigError(f"judges: {name}={value!r} gave no verdict in the records; judges: "
-                              f"{', '.join(judges) or 'none'}")
+            raise ConfigError(
+                f"judges: {name}={value!r} gave no verdict in the records; judges: "
+                f"{', '.join(judges) or 'none'}"
+            )
     if judge is None:
         if len(judges) > 1:
-            raise ConfigError(f"judges: the records hold verdicts of {len(judges)} judges ({', '.join(judges)}); "
-                              "choose the one to calibrate with judge=<name> (second_judge=<name> for their "
-                              "agreement)")
+            raise ConfigError(
+                f"judges: the records hold verdicts of {len(judges)} judges ({', '.join(judges)}); "
+                "choose the one to calibrate with judge=<name> (second_judge=<name> for their "
+                "agreement)"
+            )
         judge = judges[0] if judges else None
     if second is None and judge is not None and len(judges) == 2:
         second = next(j for j in judges if j != judge)
@@ -127,14 +142,27 @@ def _select(judges: list[str], judge: str | None, second: str | None) -> tuple[s
     return judge, second
 
 
-def score_judges(ontology: Any, records: Iterable[Record], *, level: float = 0.95,
-                 ppi_lambda: float | str = 1.0, length_bins: Iterable[int] = (50, 150),
-                 judge: str | None = None, second_judge: str | None = None,
-                 endpoint: str | None = None, model: str | None = None,
-                 rubrics: Iterable[str] = ("answer_correctness",), judge_name: str | None = None,
-                 api_key_env: str = "OPENAI_API_KEY", cache_dir: str | None = None, concurrency: int = 4,
-                 timeout: float = 60.0, max_retries: int = 4, price_prompt: float = 0.0,
-                 price_completion: float = 0.0) -> EvaluationSet:
+def score_judges(
+    ontology: Any,
+    records: Iterable[Record],
+    *,
+    level: float = 0.95,
+    ppi_lambda: float | str = 1.0,
+    length_bins: Iterable[int] = (50, 150),
+    judge: str | None = None,
+    second_judge: str | None = None,
+    endpoint: str | None = None,
+    model: str | None = None,
+    rubrics: Iterable[str] = ("answer_correctness",),
+    judge_name: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    cache_dir: str | None = None,
+    concurrency: int = 4,
+    timeout: float = 60.0,
+    max_retries: int = 4,
+    price_prompt: float = 0.0,
+    price_completion: float = 0.0,
+) -> EvaluationSet:
     """The ``judges`` sections scored: members ``judge_calibration`` (the judge ``judge`` against
     the human labels, every rubric), ``position_bias`` (its pairwise verdicts shown in both
     orders) and ``agreement`` (with ``second_judge`` on the same items).
@@ -161,24 +189,46 @@ def score_judges(ontology: Any, records: Iterable[Record], *, level: float = 0.9
     if endpoint is not None or model is not None:
         from kg_rageval.families.judges.run import live_judge
 
-        records, usage = live_judge(records, endpoint=endpoint, model=model, rubrics=rubrics, judge_name=judge_name,
-                                    api_key_env=api_key_env, cache_dir=cache_dir, concurrency=concurrency,
-                                    timeout=timeout, max_retries=max_retries, price_prompt=price_prompt,
-                                    price_completion=price_completion)
+        records, usage = live_judge(
+            records,
+            endpoint=endpoint,
+            model=model,
+            rubrics=rubrics,
+            judge_name=judge_name,
+            api_key_env=api_key_env,
+            cache_dir=cache_dir,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            price_prompt=price_prompt,
+            price_completion=price_completion,
+        )
     parsed = _parse_all(list(records))
     chosen, second = _select(sorted({p["judge"] for _, _, p in parsed}), judge, second_judge)
     mine = [(rec, keys, p) for rec, keys, p in parsed if p["judge"] == chosen]
     cal = JudgeCalibrationFamily(RUBRICS, level=level, ppi_lambda=lam)
     rows = [_calibration_row(rec, keys, p, RUBRICS[p["rubric"]], bins) for rec, keys, p in mine]
-    meta = {"judge": chosen, "second_judge": second, "level": level, "ppi_lambda": lam,
-            "judges_in_records": sorted({p["judge"] for _, _, p in parsed})}
-    out = EvaluationSet("judge", {
-        "judge_calibration": build_evaluation(cal, rows, keys=_key_names(rows) + ["length_bin"],
-                                              details=["rubric", "judge", "item", "order", "status", "error", "label",
-                                                       "human"], meta=dict(meta)),
-        "position_bias": _position_bias(mine, meta),
-        "agreement": _agreement(parsed, chosen, second, meta),
-    })
+    meta = {
+        "judge": chosen,
+        "second_judge": second,
+        "level": level,
+        "ppi_lambda": lam,
+        "judges_in_records": sorted({p["judge"] for _, _, p in parsed}),
+    }
+    out = EvaluationSet(
+        "judge",
+        {
+            "judge_calibration": build_evaluation(
+                cal,
+                rows,
+                keys=_key_names(rows) + ["length_bin"],
+                details=["rubric", "judge", "item", "order", "status", "error", "label", "human"],
+                meta=dict(meta),
+            ),
+            "position_bias": _position_bias(mine, meta),
+            "agreement": _agreement(parsed, chosen, second, meta),
+        },
+    )
     if usage is not None:
         for ev in out.values():
             ev.meta["judge_usage"] = usage
@@ -225,23 +275,52 @@ def _parse_all(records: list[Record]) -> list[tuple[Record, dict[str, Any], dict
             order = e.get("order", "AB")
             if schema.RUBRIC == "pairwise" and jlabel is not None and order == "BA":
                 jlabel = _SWAP[jlabel]
-            parsed.append((rec, keys, {
-                "rubric": schema.RUBRIC, "judge": e.get("judge", "judge"), "status": status, "error": error,
-                "label": jlabel, "human": label, "human_approves": app, "order": order,
-                "item": str(e.get("item", e.get("pair", e.get("citation", "")))),
-                "lengths": e.get("lengths"), "where": where}))
+            parsed.append(
+                (
+                    rec,
+                    keys,
+                    {
+                        "rubric": schema.RUBRIC,
+                        "judge": e.get("judge", "judge"),
+                        "status": status,
+                        "error": error,
+                        "label": jlabel,
+                        "human": label,
+                        "human_approves": app,
+                        "order": order,
+                        "item": str(e.get("item", e.get("pair", e.get("citation", "")))),
+                        "lengths": e.get("lengths"),
+                        "where": where,
+                    },
+                )
+            )
     return parsed
 
 
-def _calibration_row(rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any], schema: type[Verdict],
-                     bins: tuple[int, ...]) -> dict[str, Any]:
+def _calibration_row(
+    rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any], schema: type[Verdict], bins: tuple[int, ...]
+) -> dict[str, Any]:
     status, label, human, happ = p["status"], p["label"], p["human"], p["human_approves"]
     r = schema.RUBRIC
-    stats: dict[str, Any] = {"n_outputs": 1, "n_scored": status == SCORED, "n_invalid": status == INVALID,
-                             "n_unscorable": status == UNSCORABLE, "n_failed": status == FAILED}
-    row: dict[str, Any] = {"record_id": rec["id"], **keys, "rubric": r, "judge": p["judge"], "item": p["item"],
-                           "order": p["order"], "status": status, "error": p["error"], "label": label,
-                           "human": human if human is not None else happ}
+    stats: dict[str, Any] = {
+        "n_outputs": 1,
+        "n_scored": status == SCORED,
+        "n_invalid": status == INVALID,
+        "n_unscorable": status == UNSCORABLE,
+        "n_failed": status == FAILED,
+    }
+    row: dict[str, Any] = {
+        "record_id": rec["id"],
+        **keys,
+        "rubric": r,
+        "judge": p["judge"],
+        "item": p["item"],
+        "order": p["order"],
+        "status": status,
+        "error": p["error"],
+        "label": label,
+        "human": human if human is not None else happ,
+    }
     lengths = p["lengths"]
     if schema.RUBRIC == "pairwise":
         la = lb = None
@@ -249,7 +328,9 @@ def _calibration_row(rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any],
             la, lb = lengths.get("A"), lengths.get("B")
             for k, v in (("A", la), ("B", lb)):
                 if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                    raise record_error(rec, f"{p['where']}.lengths.{k}", f"expected a word count, found {v!r}")
+                    raise record_error(
+                        rec, f"{p['where']}.lengths.{k}", f"expected a word count, found {v!r}"
+                    )
         if la is not None and lb is not None and la != lb:
             longer = "A" if la > lb else "B"
             row["length_bin"] = "A longer" if longer == "A" else "B longer"
@@ -274,16 +355,27 @@ def _calibration_row(rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any],
     return row
 
 
-def _scored_stats(stats: dict[str, Any], label: Any, human: Any, happ: bool | None, schema: type[Verdict]) -> None:
+def _scored_stats(
+    stats: dict[str, Any], label: Any, human: Any, happ: bool | None, schema: type[Verdict]
+) -> None:
     japp = label == schema.APPROVE
     stats["judge_approvals"] = japp
     if happ is None:
         stats.update(ppi_N=1, ppi_sum_yhat_u=float(japp), ppi_sum_yhat2_u=float(japp))
         return
-    stats.update(n_labelled=1, approval_agree=japp == happ, false_approvals=japp and not happ,
-               false_rejections=happ and not japp, human_approvals=happ,
-               ppi_n=1, ppi_sum_y=float(happ), ppi_sum_y2=float(happ), ppi_sum_yhat_l=float(japp),
-               ppi_sum_yhat2_l=float(japp), ppi_sum_y_yhat=float(happ and japp))
+    stats.update(
+        n_labelled=1,
+        approval_agree=japp == happ,
+        false_approvals=japp and not happ,
+        false_rejections=happ and not japp,
+        human_approvals=happ,
+        ppi_n=1,
+        ppi_sum_y=float(happ),
+        ppi_sum_y2=float(happ),
+        ppi_sum_yhat_l=float(japp),
+        ppi_sum_yhat2_l=float(japp),
+        ppi_sum_y_yhat=float(happ and japp),
+    )
     if human is not None:
         stats.update({"n_label_pairs": 1, "agree": label == human, f"judge:{label}": 1, f"human:{human}": 1})
 
@@ -302,12 +394,22 @@ def _position_bias(mine: list, meta: Mapping[str, Any]) -> Evaluation:
         ba = by_order["BA"][2]
         verdicts = [ab["label"], _SWAP[ba["label"]]]  # as shown: AB's label, BA's shown label
         decisive = [v != "tie" for v in verdicts]
-        rows.append({"record_id": rec["id"], **keys, "item": item, "n_pairs": 1,
-                     "consistent": ab["label"] == ba["label"], "n_verdicts": 2, "n_decisive": sum(decisive),
-                     "first_position_wins": sum(v == "A" for v in verdicts),  # "A" as shown = shown first
-                     "verdicts": f"AB:{ab['label']} BA:{ba['label']}"})
-    return build_evaluation(PositionBiasFamily(), rows, keys=_key_names(rows), details=["item", "verdicts"],
-                            meta=dict(meta))
+        rows.append(
+            {
+                "record_id": rec["id"],
+                **keys,
+                "item": item,
+                "n_pairs": 1,
+                "consistent": ab["label"] == ba["label"],
+                "n_verdicts": 2,
+                "n_decisive": sum(decisive),
+                "first_position_wins": sum(v == "A" for v in verdicts),  # "A" as shown = shown first
+                "verdicts": f"AB:{ab['label']} BA:{ba['label']}",
+            }
+        )
+    return build_evaluation(
+        PositionBiasFamily(), rows, keys=_key_names(rows), details=["item", "verdicts"], meta=dict(meta)
+    )
 
 
 def _agreement(parsed: list, a: str | None, b: str | None, meta: Mapping[str, Any]) -> Evaluation:
@@ -316,14 +418,28 @@ def _agreement(parsed: list, a: str | None, b: str | None, meta: Mapping[str, An
     by: dict[str, dict[tuple[str, str, str, str], tuple[Record, Mapping[str, Any], str]]] = {}
     for rec, keys, p in parsed:
         if p["status"] == SCORED and p["judge"] in (a, b):
-            by.setdefault(p["judge"], {}).setdefault((str(rec["id"]), p["rubric"], p["item"], p["order"]),
-                                                     (rec, keys, p["label"]))
+            by.setdefault(p["judge"], {}).setdefault(
+                (str(rec["id"]), p["rubric"], p["item"], p["order"]), (rec, keys, p["label"])
+            )
     rows = []
     if a is not None and b is not None:
         for k, (rec, keys, la) in by.get(a, {}).items():
             if k not in by.get(b, {}):
                 continue
             lb = by[b][k][2]
-            rows.append({"record_id": rec["id"], **keys, "rubric": k[1], "item": k[2], "n": 1, "agree": la == lb,
-                         f"a:{k[1]}/{la}": 1, f"b:{k[1]}/{lb}": 1, "labels": f"{la}/{lb}"})
-    return build_evaluation(fam, rows, keys=_key_names(rows), details=["rubric", "item", "labels"], meta=dict(meta))
+            rows.append(
+                {
+                    "record_id": rec["id"],
+                    **keys,
+                    "rubric": k[1],
+                    "item": k[2],
+                    "n": 1,
+                    "agree": la == lb,
+                    f"a:{k[1]}/{la}": 1,
+                    f"b:{k[1]}/{lb}": 1,
+                    "labels": f"{la}/{lb}",
+                }
+            )
+    return build_evaluation(
+        fam, rows, keys=_key_names(rows), details=["rubric", "item", "labels"], meta=dict(meta)
+    )

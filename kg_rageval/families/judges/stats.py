@@ -11,13 +11,20 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from kg_rageval.results.metric import Metric, ratio
 
 
-def cohen_kappa(name: str, n: float, agree: float, judge: Sequence[float], human: Sequence[float],
-                *, missing: str = "no items labelled by both raters") -> Metric:
+def cohen_kappa(
+    name: str,
+    n: float,
+    agree: float,
+    judge: Sequence[float],
+    human: Sequence[float],
+    *,
+    missing: str = "no items labelled by both raters",
+) -> Metric:
     """Cohen's κ from the number of items ``n``, the agreements and each rater's per-label
     counts (same label order)."""
     if n <= 0:
@@ -43,13 +50,21 @@ def wilson(k: float, n: float, level: float = 0.95) -> tuple[float, float] | Non
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def rate_with_wilson(name: str, k: float, n: float, *, missing: str, level: float = 0.95
-                     ) -> tuple[Metric, Metric, Metric]:
+def rate_with_wilson(
+    name: str, k: float, n: float, *, missing: str, level: float = 0.95
+) -> tuple[Metric, Metric, Metric]:
     """``k / n`` with its Wilson interval as ``ci``, and the interval's bounds as metrics of
     their own (``<name>_wilson_low`` / ``_wilson_high``) so that a gate can use them."""
     m = ratio(name, k, n, missing=missing)
     ci = wilson(k, n, level)
     if ci is None:
-        return (m, Metric(f"{name}_wilson_low", None, missing=missing),
-                Metric(f"{name}_wilson_high", None, missing=missing))
-    return m.with_ci(ci), Metric(f"{name}_wilson_low", ci[0], k, n), Metric(f"{name}_wilson_high", ci[1], k, n)
+        return (
+            m,
+            Metric(f"{name}_wilson_low", None, missing=missing),
+            Metric(f"{name}_wilson_high", None, missing=missing),
+        )
+    return (
+        m.with_ci(ci),
+        Metric(f"{name}_wilson_low", ci[0], k, n),
+        Metric(f"{name}_wilson_high", ci[1], k, n),
+    )

@@ -44,12 +44,12 @@ The core needs only NumPy and the ontology; pyahocorasick and spaCy are optional
 
 from __future__ import annotations
 
-import gc
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import accumulate, compress, repeat
-from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -176,7 +176,9 @@ def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
         high = ~low
         if high.any():
             uniq, inv = np.unique(cp[high], return_inverse=True)
-            word[high] = np.fromiter(map(_IS_WORD.__getitem__, uniq.tolist()), dtype=bool, count=uniq.size)[inv]
+            word[high] = np.fromiter(map(_IS_WORD.__getitem__, uniq.tolist()), dtype=bool, count=uniq.size)[
+                inv
+            ]
     edge = np.diff(word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
     if len(toks) != starts.size:  # pragma: no cover - the two tokenisations are one definition
@@ -412,7 +414,9 @@ class DictionaryLinker:
             import ahocorasick
         except ImportError:
             if backend == "automaton":
-                raise ImportError("backend='automaton' needs pyahocorasick: pip install pyahocorasick") from None
+                raise ImportError(
+                    "backend='automaton' needs pyahocorasick: pip install pyahocorasick"
+                ) from None
             return None
         automaton = ahocorasick.Automaton()
         for form in self._forms:
@@ -481,8 +485,7 @@ class DictionaryLinker:
     def _make(self, s: int, e: int, hit, form: str) -> Link:
         node, score, tied = hit
         ids = self.ontology.ids
-        return Link(s, e, ids[node] if node >= 0 else None, score, form,
-                    tuple(ids[i] for i in tied))
+        return Link(s, e, ids[node] if node >= 0 else None, score, form, tuple(ids[i] for i in tied))
 
     def _resolved(self, key: tuple[str, ...]) -> tuple[str | None, float, tuple[str, ...]]:
         """``(id or None, score, candidate ids)`` of a surface form, memoised per form."""
@@ -515,7 +518,9 @@ class DictionaryLinker:
             return []
         joined = _SEP + _SEP.join(toks) + _SEP
         # position of the separator that follows token i -> i
-        token_at = dict(zip(accumulate(map(len, toks), lambda acc, n: acc + n + 1, initial=0), range(-1, len(toks))))
+        token_at = dict(
+            zip(accumulate(map(len, toks), lambda acc, n: acc + n + 1, initial=0), range(-1, len(toks)))
+        )
         return [(token_at[end] - n + 1, token_at[end] + 1) for end, n in self._automaton.iter(joined)]
 
     def _trie_spans(self, texts: Sequence[str]):
@@ -627,8 +632,9 @@ class DictionaryLinker:
             kept = [(at[a], at[b - 1] + 1, f) for a, b, f in kept]
         return kept, list(accumulate(map(len, parts), initial=0))
 
-    def _walk_matches(self, toks: list[str], firsts: list[int],
-                      every: bool = False) -> list[tuple[int, int, int]] | None:
+    def _walk_matches(
+        self, toks: list[str], firsts: list[int], every: bool = False
+    ) -> list[tuple[int, int, int]] | None:
         """The kept ``(first token, last token + 1, code)`` in text order when no two
         matches of two or more tokens overlap (the usual case), else ``None``; with
         ``every``, every match (in walk order, nothing dropped).
@@ -692,8 +698,10 @@ class DictionaryLinker:
         new = tuple.__new__
         with _no_gc(len(qs)):
             forms = map(str.__getitem__, map(texts.__getitem__, qs), map(slice, ss, es))
-            flat = [new(Link, (s, e, r[0], r[1], f, r[2]))
-                    for s, e, r, f in zip(ss, es, self._resolutions(fs), forms)]
+            flat = [
+                new(Link, (s, e, r[0], r[1], f, r[2]))
+                for s, e, r, f in zip(ss, es, self._resolutions(fs), forms)
+            ]
             return _per_text(flat, qs, len(texts))
 
     def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
@@ -704,8 +712,10 @@ class DictionaryLinker:
             return [self.predict(t) for t in texts]
         qs, ss, es, fs = self._spans(texts)
         with _no_gc(len(qs)):
-            flat = [{"start": s, "end": e, "id": r[0], "score": r[3]}
-                    for s, e, r in zip(ss, es, self._resolutions(fs))]
+            flat = [
+                {"start": s, "end": e, "id": r[0], "score": r[3]}
+                for s, e, r in zip(ss, es, self._resolutions(fs))
+            ]
             return _per_text(flat, qs, len(texts))
 
     def find(self, text: str) -> list[Link]:
@@ -714,9 +724,20 @@ class DictionaryLinker:
             return self._find_one(text)
         kept, cl = self._walk(text)
         res, resolve, new = self._res_code, self._code_resolution, tuple.__new__
-        links = [new(Link, ((s := cl[a] + a), (e := cl[b] + b - 1), (r := res.get(f) or resolve(f))[0], r[1],
-                            text[s:e], r[2]))
-                 for a, b, f in kept]
+        links = [
+            new(
+                Link,
+                (
+                    (s := cl[a] + a),
+                    (e := cl[b] + b - 1),
+                    (r := res.get(f) or resolve(f))[0],
+                    r[1],
+                    text[s:e],
+                    r[2],
+                ),
+            )
+            for a, b, f in kept
+        ]
         if self._untrack:
             any(map(self._untrack, links))  # each call returns None: any() runs them all
         return links
@@ -739,8 +760,15 @@ class DictionaryLinker:
             return [lk.to_mention() for lk in self._find_one(text)]
         kept, cl = self._walk(text)
         res, resolve = self._res_code, self._code_resolution
-        return [{"start": cl[a] + a, "end": cl[b] + b - 1, "id": (r := res.get(f) or resolve(f))[0], "score": r[3]}
-                for a, b, f in kept]
+        return [
+            {
+                "start": cl[a] + a,
+                "end": cl[b] + b - 1,
+                "id": (r := res.get(f) or resolve(f))[0],
+                "score": r[3],
+            }
+            for a, b, f in kept
+        ]
 
 
 def _greedy_same_length(a: np.ndarray, length: int) -> np.ndarray:
@@ -820,6 +848,7 @@ class SpacyDictionaryLinker(DictionaryLinker):
         out = []
         for sp in spans:
             a, b = sp.start, sp.end
-            out.append(self._make(starts[a], ends[b - 1], forms[tuple(toks[a:b])],
-                                  text[starts[a]:ends[b - 1]]))
+            out.append(
+                self._make(starts[a], ends[b - 1], forms[tuple(toks[a:b])], text[starts[a] : ends[b - 1]])
+            )
         return out

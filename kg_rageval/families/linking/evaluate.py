@@ -60,23 +60,27 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError, UnknownIdError
+from kg_rageval.ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
+from kg_rageval.records import Record, located, record_error, record_text, slice_texts
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, Metrics, harmonic, ratio
-from kg_rageval.ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
-from kg_rageval.records import Record, located, record_error, record_text, slice_texts
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 
 NIL = -1
 """Code of a NIL id (``null``) in the integer id arrays."""
 
-_NO_ROW = np.iinfo(np.int64).min  # code of "no mention on this side" in row arrays (unknown ids are -2, -3, ...)
+_NO_ROW = np.iinfo(
+    np.int64
+).min  # code of "no mention on this side" in row arrays (unknown ids are -2, -3, ...)
 
 OUTCOMES = ("correct", "wrong_link", "over_link", "abstention", "correct_nil", "missed", "spurious")
 
@@ -87,15 +91,39 @@ class LinkingFamily(Family):
     name = "linking"
     version = "2"
     stats = (
-        "n_gold", "n_pred", "matched",
-        "gold_inkb", "pred_inkb", "gold_nil", "pred_nil",
-        "all_tp", "inkb_tp", "nil_tp",
-        "matched_gold_inkb", "matched_gold_nil", "matched_pred_nil",
-        "over_links", "over_links_with_nearest", "over_links_near", "abstentions",
-        "wrong_links", *(f"rel_{r}" for r in RELATIONS), "rel_not_in_ontology",
-        "h_overlap", "h_pred", "h_gold", "wup_sum", "wup_n",
-        "unknown_ids", "inactive_ids",
-        "rec_p_sum", "rec_p_n", "rec_r_sum", "rec_r_n", "rec_f1_sum", "rec_f1_n",
+        "n_gold",
+        "n_pred",
+        "matched",
+        "gold_inkb",
+        "pred_inkb",
+        "gold_nil",
+        "pred_nil",
+        "all_tp",
+        "inkb_tp",
+        "nil_tp",
+        "matched_gold_inkb",
+        "matched_gold_nil",
+        "matched_pred_nil",
+        "over_links",
+        "over_links_with_nearest",
+        "over_links_near",
+        "abstentions",
+        "wrong_links",
+        *(f"rel_{r}" for r in RELATIONS),
+        "rel_not_in_ontology",
+        "h_overlap",
+        "h_pred",
+        "h_gold",
+        "wup_sum",
+        "wup_n",
+        "unknown_ids",
+        "inactive_ids",
+        "rec_p_sum",
+        "rec_p_n",
+        "rec_r_sum",
+        "rec_r_n",
+        "rec_f1_sum",
+        "rec_f1_n",
         "n_missing_run",
     )
     additive_meta = ("records_scored", "records_without_mentions", "unknown_ids", "n_aliased", "replaced_ids")
@@ -117,52 +145,93 @@ class LinkingFamily(Family):
             out.add(harmonic(f"{prefix}_f1", p, r))
 
         prf("mention", s["matched"], s["n_pred"], s["n_gold"], "mentions")
-        out.add(ratio(
-            "disambiguation_accuracy", s["inkb_tp"], s["matched_gold_inkb"],
-            missing="no detected mentions with an in-ontology gold id",
-        ))
+        out.add(
+            ratio(
+                "disambiguation_accuracy",
+                s["inkb_tp"],
+                s["matched_gold_inkb"],
+                missing="no detected mentions with an in-ontology gold id",
+            )
+        )
         mp = self.match_prefix
         prf(f"{mp}_all_match", s["all_tp"], s["n_pred"], s["n_gold"], "mentions")
         prf(f"{mp}_link_match", s["inkb_tp"], s["pred_inkb"], s["gold_inkb"], "in-KB mentions")
         prf(f"{mp}_nil_match", s["nil_tp"], s["pred_nil"], s["gold_nil"], "NIL mentions")
-        lp = ratio("linking_macro_precision", s["rec_p_sum"], s["rec_p_n"],
-                   missing="no records with predicted mentions")
-        lr = ratio("linking_macro_recall", s["rec_r_sum"], s["rec_r_n"],
-                   missing="no records with gold mentions")
+        lp = ratio(
+            "linking_macro_precision",
+            s["rec_p_sum"],
+            s["rec_p_n"],
+            missing="no records with predicted mentions",
+        )
+        lr = ratio(
+            "linking_macro_recall", s["rec_r_sum"], s["rec_r_n"], missing="no records with gold mentions"
+        )
         out[lp.name], out[lr.name] = lp, lr
-        out.add(ratio("linking_macro_f1", s["rec_f1_sum"], s["rec_f1_n"],
-                                        missing="no records with mentions"))
-        prf("nil", s["nil_tp"], s["matched_pred_nil"], s["matched_gold_nil"],
-            "NIL decisions on detected mentions")
+        out.add(ratio("linking_macro_f1", s["rec_f1_sum"], s["rec_f1_n"], missing="no records with mentions"))
+        prf(
+            "nil",
+            s["nil_tp"],
+            s["matched_pred_nil"],
+            s["matched_gold_nil"],
+            "NIL decisions on detected mentions",
+        )
         out.add(Metric("over_links", s["over_links"]))
-        out.add(ratio("over_link_rate", s["over_links"], s["matched_gold_nil"],
-                                      missing="no detected gold-NIL mentions"))
-        out.add(ratio(
-            "over_link_near_rate", s["over_links_near"], s["over_links_with_nearest"],
-            missing="no over-links of gold mentions that name a nearest concept",
-        ))
+        out.add(
+            ratio(
+                "over_link_rate",
+                s["over_links"],
+                s["matched_gold_nil"],
+                missing="no detected gold-NIL mentions",
+            )
+        )
+        out.add(
+            ratio(
+                "over_link_near_rate",
+                s["over_links_near"],
+                s["over_links_with_nearest"],
+                missing="no over-links of gold mentions that name a nearest concept",
+            )
+        )
         out.add(Metric("correct_abstentions", s["nil_tp"]))
         out.add(Metric("abstentions", s["abstentions"]))
-        out.add(ratio("abstention_rate", s["abstentions"], s["matched_gold_inkb"],
-                                       missing="no detected in-KB gold mentions"))
+        out.add(
+            ratio(
+                "abstention_rate",
+                s["abstentions"],
+                s["matched_gold_inkb"],
+                missing="no detected in-KB gold mentions",
+            )
+        )
         out.add(Metric("wrong_links", s["wrong_links"]))
         for r in RELATIONS[1:]:
-            out.add(ratio(f"wrong_link_{r}", s[f"rel_{r}"], s["wrong_links"],
-                                           missing="no wrong links"))
-        hp = ratio("hierarchical_precision", s["h_overlap"], s["h_pred"],
-                   missing="no linked pairs of ontology nodes")
-        hr = ratio("hierarchical_recall", s["h_overlap"], s["h_gold"],
-                   missing="no linked pairs of ontology nodes")
+            out.add(ratio(f"wrong_link_{r}", s[f"rel_{r}"], s["wrong_links"], missing="no wrong links"))
+        hp = ratio(
+            "hierarchical_precision", s["h_overlap"], s["h_pred"], missing="no linked pairs of ontology nodes"
+        )
+        hr = ratio(
+            "hierarchical_recall", s["h_overlap"], s["h_gold"], missing="no linked pairs of ontology nodes"
+        )
         out[hp.name], out[hr.name] = hp, hr
         out.add(harmonic("hierarchical_f1", hp, hr))
-        out.add(ratio("wu_palmer", s["wup_sum"], s["wup_n"],
-                                 missing="no linked pairs of ontology nodes"))
-        out.add(ratio("wrong_link_not_in_ontology", s["rel_not_in_ontology"],
-                                                  s["wrong_links"], missing="no wrong links"))
+        out.add(ratio("wu_palmer", s["wup_sum"], s["wup_n"], missing="no linked pairs of ontology nodes"))
+        out.add(
+            ratio(
+                "wrong_link_not_in_ontology",
+                s["rel_not_in_ontology"],
+                s["wrong_links"],
+                missing="no wrong links",
+            )
+        )
         out.add(Metric("unknown_ids", s["unknown_ids"]))
         out.add(Metric("inactive_ids", s.get("inactive_ids", 0.0)))
-        out.add(ratio("missing_run_rate", s.get("n_missing_run", 0.0), s["rec_r_n"],
-                      missing="no records with gold mentions"))
+        out.add(
+            ratio(
+                "missing_run_rate",
+                s.get("n_missing_run", 0.0),
+                s["rec_r_n"],
+                missing="no records with gold mentions",
+            )
+        )
         return out
 
 
@@ -179,7 +248,7 @@ class _Side:
     near: list[int]  # gold: nearest code, -1 when none is named
 
     @classmethod
-    def empty(cls) -> "_Side":
+    def empty(cls) -> _Side:
         return cls([], [], [], [], [], [])
 
     def pos(self, j: int) -> int:
@@ -220,9 +289,12 @@ class _Ids:
         if (self.opts.on_unknown_gold if gold else self.opts.on_unknown) == "error":
             opt = "on_unknown_gold" if gold else "on_unknown"
             hint = self.resolver.ontology.suggest(value)
-            raise UnknownIdError(value, where=located(record, field),
-                                 hint=(f"{hint}; " if hint else "")
-                                 + f"pass {opt}='count' (--{opt.replace('_', '-')} count) to count it")
+            raise UnknownIdError(
+                value,
+                where=located(record, field),
+                hint=(f"{hint}; " if hint else "")
+                + f"pass {opt}='count' (--{opt.replace('_', '-')} count) to count it",
+            )
         c = self.unknown.get(value)
         if c is None:
             c = self.unknown[value] = -2 - len(self.unknown)
@@ -254,10 +326,21 @@ def _flatten(records: Sequence[Record], ids: _Ids):
     missing_recs: list[int] = []
     get = ids.get
     miss: Any = object()  # a sentinel; the codes found are ints
-    g_rec, g_s, g_e, g_c, g_t, g_n = (gold.rec.extend, gold.start.append, gold.end.append,
-                                      gold.code.append, gold.extra.append, gold.near.append)
-    p_rec, p_s, p_e, p_c, p_x = (pred.rec.extend, pred.start.append, pred.end.append,
-                                 pred.code.append, pred.extra.append)
+    g_rec, g_s, g_e, g_c, g_t, g_n = (
+        gold.rec.extend,
+        gold.start.append,
+        gold.end.append,
+        gold.code.append,
+        gold.extra.append,
+        gold.near.append,
+    )
+    p_rec, p_s, p_e, p_c, p_x = (
+        pred.rec.extend,
+        pred.start.append,
+        pred.end.append,
+        pred.code.append,
+        pred.extra.append,
+    )
     for ri, r in enumerate(records):
         m = r.get("mentions")
         if m is None:
@@ -267,15 +350,22 @@ def _flatten(records: Sequence[Record], ids: _Ids):
             raise _bad(r, "mentions", "must be an object with 'gold' and 'pred' lists")
         g_list, p_list = m.get("gold"), m.get("pred")
         if g_list is None:
-            unscored.append(unscored_entry(r.get("id"), "no gold mentions (mentions.gold absent)", Reason.NO_GOLD))
+            unscored.append(
+                unscored_entry(r.get("id"), "no gold mentions (mentions.gold absent)", Reason.NO_GOLD)
+            )
             continue
         if p_list is None:  # the system produced nothing: scored as no predicted mentions
             if type(g_list) is list and g_list:
                 p_list = []
                 missing_recs.append(ri)
             else:
-                unscored.append(unscored_entry(r.get("id"), "no predictions (mentions.pred absent; no gold mentions to miss)",
-                                               Reason.MISSING_PREDICTION))
+                unscored.append(
+                    unscored_entry(
+                        r.get("id"),
+                        "no predictions (mentions.pred absent; no gold mentions to miss)",
+                        Reason.MISSING_PREDICTION,
+                    )
+                )
                 continue
         if type(g_list) is not list:
             raise _bad(r, "mentions.gold", "must be a list of mentions")
@@ -336,8 +426,12 @@ def _slow(m: dict, record: Record, field: str, limit: int) -> None:
 
 
 def _arrays(side: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return (np.asarray(side.rec, dtype=np.int64), np.asarray(side.start, dtype=np.int64),
-            np.asarray(side.end, dtype=np.int64), np.asarray(side.code, dtype=np.int64))
+    return (
+        np.asarray(side.rec, dtype=np.int64),
+        np.asarray(side.start, dtype=np.int64),
+        np.asarray(side.end, dtype=np.int64),
+        np.asarray(side.code, dtype=np.int64),
+    )
 
 
 def _check_spans(records, side: _Side, rec, start, end, *, which: str, allow_overlap: bool) -> np.ndarray:
@@ -358,8 +452,7 @@ def _check_spans(records, side: _Side, rec, start, end, *, which: str, allow_ove
         k = int(np.flatnonzero(bad)[0])
         a, b = int(order[k]), int(order[k + 1])
         rec_ = records[int(r[k])]
-        msg = (f"span [{s[k + 1]}, {e[k + 1]}) {kind} mentions.{which}[{side.pos(a)}] "
-               f"[{s[k]}, {e[k]})")
+        msg = f"span [{s[k + 1]}, {e[k + 1]}) {kind} mentions.{which}[{side.pos(a)}] [{s[k]}, {e[k]})"
         if which == "pred":
             msg += "; duplicate predicted spans are rejected, not double-counted"
         else:
@@ -418,8 +511,9 @@ def _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.nda
     return np.asarray(gi_all, np.int64), np.asarray(pi_all, np.int64)
 
 
-def _apply_status(ontology, records, side: "_Side", rec: np.ndarray, codes: np.ndarray, mode: str,
-                  role: str) -> int:
+def _apply_status(
+    ontology, records, side: _Side, rec: np.ndarray, codes: np.ndarray, mode: str, role: str
+) -> int:
     """Deprecated/revoked ids of one side per the resolver convention: ``"error"`` raises
     (every offending id, the first places), ``"replace"`` maps ids with a replacement (in
     place; the others stay, flagged), ``"flag"`` leaves them. Returns how many were replaced."""
@@ -437,12 +531,17 @@ def _apply_status(ontology, records, side: "_Side", rec: np.ndarray, codes: np.n
             i = int(codes[j])
             r = int(replaced_by[i])
             where_ = located(records[int(rec[j])], f"mentions.{role}[{side.pos(j)}].id")
-            msgs.append(f"{ontology.ids[i]!r} is {STATUS_NAMES[int(status[i])]}"
-                        + (f" (replaced by {ontology.ids[r]!r})" if r >= 0 else "") + f" ({where_})")
+            msgs.append(
+                f"{ontology.ids[i]!r} is {STATUS_NAMES[int(status[i])]}"
+                + (f" (replaced by {ontology.ids[r]!r})" if r >= 0 else "")
+                + f" ({where_})"
+            )
         opt = "on_status_gold" if role == "gold" else "on_status"
         more = f" (and {bad.size - 10} more)" if bad.size > 10 else ""
-        raise InputError(f"deprecated or revoked {role} ids: {'; '.join(msgs)}{more}; pass {opt}='replace' or "
-                         f"'flag' (--{opt.replace('_', '-')}) to score them")
+        raise InputError(
+            f"deprecated or revoked {role} ids: {'; '.join(msgs)}{more}; pass {opt}='replace' or "
+            f"'flag' (--{opt.replace('_', '-')}) to score them"
+        )
     if mode == "replace":
         rep = replaced_by[codes[bad]]
         has = rep >= 0
@@ -536,10 +635,14 @@ def score_linking(
     row_g = np.concatenate([mg, lone_g, np.full(lone_p.size, -1, np.int64)])
     row_p = np.concatenate([mp, np.full(lone_g.size, -1, np.int64), lone_p])
     has_g, has_p = row_g >= 0, row_p >= 0
-    row_rec = np.where(has_g, g_rec[np.maximum(row_g, 0)] if g_rec.size else 0,
-                       p_rec[np.maximum(row_p, 0)] if p_rec.size else 0)
-    row_start = np.where(has_g, g_s[np.maximum(row_g, 0)] if g_rec.size else 0,
-                         p_s[np.maximum(row_p, 0)] if p_rec.size else 0)
+    row_rec = np.where(
+        has_g,
+        g_rec[np.maximum(row_g, 0)] if g_rec.size else 0,
+        p_rec[np.maximum(row_p, 0)] if p_rec.size else 0,
+    )
+    row_start = np.where(
+        has_g, g_s[np.maximum(row_g, 0)] if g_rec.size else 0, p_s[np.maximum(row_p, 0)] if p_rec.size else 0
+    )
     order = np.lexsort((row_start, row_rec))
     row_g, row_p, has_g, has_p, row_rec = (a[order] for a in (row_g, row_p, has_g, has_p, row_rec))
 
@@ -551,12 +654,21 @@ def score_linking(
     same = matched & (gc == pc)
     n = row_rec.size
     st: dict[str, np.ndarray] = {
-        "n_gold": has_g, "n_pred": has_p, "matched": matched,
-        "gold_inkb": g_inkb, "pred_inkb": p_inkb, "gold_nil": g_nil, "pred_nil": p_nil,
-        "all_tp": same, "inkb_tp": same & g_inkb, "nil_tp": same & g_nil,
-        "matched_gold_inkb": matched & g_inkb, "matched_gold_nil": matched & g_nil,
+        "n_gold": has_g,
+        "n_pred": has_p,
+        "matched": matched,
+        "gold_inkb": g_inkb,
+        "pred_inkb": p_inkb,
+        "gold_nil": g_nil,
+        "pred_nil": p_nil,
+        "all_tp": same,
+        "inkb_tp": same & g_inkb,
+        "nil_tp": same & g_nil,
+        "matched_gold_inkb": matched & g_inkb,
+        "matched_gold_nil": matched & g_nil,
         "matched_pred_nil": matched & p_nil,
-        "over_links": matched & g_nil & p_inkb, "abstentions": matched & g_inkb & p_nil,
+        "over_links": matched & g_nil & p_inkb,
+        "abstentions": matched & g_inkb & p_nil,
     }
     both = matched & g_inkb & p_inkb
     st["wrong_links"] = both & ~same
@@ -616,10 +728,31 @@ def score_linking(
     if missing_recs:
         st["n_missing_run"][first[np.isin(rec_ids, missing_recs)]] = True
 
-    stats = {k: v if isinstance(v, np.ndarray) and v.dtype == bool else np.asarray(v, dtype=float)
-             for k, v in st.items()}  # 0/1 columns stay bool (1 byte a row)
-    keys, details = _describe(ontology, records, idr, gold, pred, row_rec, row_g, row_p, has_g,
-                              has_p, gc, pc, rel, near, near_rel, matched, same, g_nil, p_nil)
+    stats = {
+        k: v if isinstance(v, np.ndarray) and v.dtype == bool else np.asarray(v, dtype=float)
+        for k, v in st.items()
+    }  # 0/1 columns stay bool (1 byte a row)
+    keys, details = _describe(
+        ontology,
+        records,
+        idr,
+        gold,
+        pred,
+        row_rec,
+        row_g,
+        row_p,
+        has_g,
+        has_p,
+        gc,
+        pc,
+        rel,
+        near,
+        near_rel,
+        matched,
+        same,
+        g_nil,
+        p_nil,
+    )
     replacement = np.full(n, None, dtype=object)
     if p_inactive.any():
         rep = np.asarray(ontology.replaced_by, dtype=np.int64)[pc[p_inactive]]
@@ -641,7 +774,7 @@ def score_linking(
     return Evaluation(LinkingFamily(overlap=overlap), record_ids, stats, keys, details, unscored, meta)
 
 
-_ID_ARRAYS: "weakref.WeakKeyDictionary[Any, np.ndarray]" = weakref.WeakKeyDictionary()
+_ID_ARRAYS: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def _id_array(ontology) -> np.ndarray:
@@ -659,8 +792,27 @@ def _obj(values: list) -> np.ndarray:
     return out
 
 
-def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, has_p, gc, pc,
-              rel, near, near_rel, matched, same, g_nil, p_nil):
+def _describe(
+    ontology,
+    records,
+    ids,
+    gold,
+    pred,
+    row_rec,
+    row_g,
+    row_p,
+    has_g,
+    has_p,
+    gc,
+    pc,
+    rel,
+    near,
+    near_rel,
+    matched,
+    same,
+    g_nil,
+    p_nil,
+):
     n = row_rec.size
     ids_arr = _id_array(ontology)
     # opaque (unknown) ids by code -2, -3, ..., then None for NIL and for no mention
@@ -721,22 +873,31 @@ def _describe(ontology, records, ids, gold, pred, row_rec, row_g, row_p, has_g, 
         return out
 
     keys = {
-        "gold_node": gold_node, "pred_node": pred_node, "node_type": node_type,
-        "branch": branch, "mention_type": mtype, "outcome": outcome,
+        "gold_node": gold_node,
+        "pred_node": pred_node,
+        "node_type": node_type,
+        "branch": branch,
+        "mention_type": mtype,
+        "outcome": outcome,
     }
     slices = [r.get("slices") for r in records]
     with_rows = np.zeros(len(records), dtype=bool)
     with_rows[row_rec] = True
-    slice_names = sorted({k for i in np.flatnonzero(with_rows).tolist() if isinstance(slices[i], dict)
-                          for k in slices[i]})
+    slice_names = sorted(
+        {k for i in np.flatnonzero(with_rows).tolist() if isinstance(slices[i], dict) for k in slices[i]}
+    )
     for s in slice_names:  # one text per record, then one per row (a C-level take)
         vals = [(sl or {}).get(s) for sl in slices]
         keys[f"slice:{s}"] = _obj(_shared(slice_texts(vals)))[row_rec]
     details = {
-        "relation": relation, "nearest": nearest, "nearest_relation": nearest_relation,
+        "relation": relation,
+        "nearest": nearest,
+        "nearest_relation": nearest_relation,
         "pred_score": score,
-        "gold_start": col(g_s, row_g, has_g), "gold_end": col(g_e, row_g, has_g),
-        "pred_start": col(p_s, row_p, has_p), "pred_end": col(p_e, row_p, has_p),
+        "gold_start": col(g_s, row_g, has_g),
+        "gold_end": col(g_e, row_g, has_g),
+        "pred_start": col(p_s, row_p, has_p),
+        "pred_end": col(p_e, row_p, has_p),
     }
     return keys, details
 

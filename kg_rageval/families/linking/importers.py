@@ -19,8 +19,9 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.records import Record
@@ -57,17 +58,24 @@ def read_neleval(source: str | Path | Iterable[str], *, side: str = "gold") -> d
             continue
         cols = line.rstrip("\t").split("\t")
         if len(cols) < 3:
-            raise InputError(f"need at least doc id, start, end; got {line!r}",
-                             source=name, location=f"line {lineno}")
+            raise InputError(
+                f"need at least doc id, start, end; got {line!r}", source=name, location=f"line {lineno}"
+            )
         doc, start, end = cols[0], cols[1], cols[2]
         try:
             s, e_incl = int(start), int(end)
         except ValueError:
-            raise InputError(f"start and end must be integers, got {start!r}, {end!r}",
-                             source=name, location=f"line {lineno}") from None
+            raise InputError(
+                f"start and end must be integers, got {start!r}, {end!r}",
+                source=name,
+                location=f"line {lineno}",
+            ) from None
         if e_incl < s:
-            raise InputError(f"end {e_incl} is before start {s} (neleval ends are inclusive)",
-                             source=name, location=f"line {lineno}")
+            raise InputError(
+                f"end {e_incl} is before start {s} (neleval ends are inclusive)",
+                source=name,
+                location=f"line {lineno}",
+            )
         cands = _candidates(cols[3:], name, lineno)
         kb, score, typ = cands[0] if cands else (None, None, None)
         m: dict[str, Any] = {"start": s, "end": e_incl + 1, "id": None if _is_nil(kb) else kb}
@@ -89,15 +97,19 @@ def _candidates(cols: list[str], name: str, lineno: int) -> list[tuple[str, floa
     if len(cols) == 2:
         return [(cols[0], float(cols[1]), None)]
     if len(cols) % 3:
-        raise InputError("need kb id, score and type for each of several candidates",
-                         source=name, location=f"line {lineno}")
+        raise InputError(
+            "need kb id, score and type for each of several candidates",
+            source=name,
+            location=f"line {lineno}",
+        )
     out: list[tuple[str, float | None, str | None]] = []
     for i in range(0, len(cols), 3):
         try:
             sc = float(cols[i + 1])
         except ValueError:
-            raise InputError(f"candidate score {cols[i + 1]!r} is not a number",
-                             source=name, location=f"line {lineno}") from None
+            raise InputError(
+                f"candidate score {cols[i + 1]!r} is not a number", source=name, location=f"line {lineno}"
+            ) from None
         out.append((cols[i], sc, cols[i + 2] or None))
     out.sort(key=lambda c: -(c[1] or 0.0))  # neleval: top-scoring candidate is the link
     return out
@@ -109,8 +121,7 @@ def neleval_records(gold: str | Path | Iterable[str], pred: str | Path | Iterabl
     g = read_neleval(gold, side="gold")
     p = read_neleval(pred, side="pred")
     return [
-        {"id": d, "mentions": {"gold": g.get(d, []), "pred": p.get(d, [])}}
-        for d in sorted(set(g) | set(p))
+        {"id": d, "mentions": {"gold": g.get(d, []), "pred": p.get(d, [])}} for d in sorted(set(g) | set(p))
     ]
 
 
@@ -183,8 +194,9 @@ def bio_to_mentions(
             kb = ids[a]
         else:
             kb = None
-        mentions.append({"start": starts[a], "end": starts[b - 1] + len(tokens[b - 1]),
-                         "id": kb, "type": typ})
+        mentions.append(
+            {"start": starts[a], "end": starts[b - 1] + len(tokens[b - 1]), "id": kb, "type": typ}
+        )
     return text, mentions
 
 
@@ -206,8 +218,12 @@ def bio_records(
 def spacy_mentions(doc: Any) -> list[dict]:
     """Mentions of a spaCy ``Doc``'s entities (``kb_id_`` empty or ``NIL…`` → NIL)."""
     return [
-        {"start": e.start_char, "end": e.end_char,
-         "id": None if _is_nil(e.kb_id_) else e.kb_id_, "type": e.label_ or None}
+        {
+            "start": e.start_char,
+            "end": e.end_char,
+            "id": None if _is_nil(e.kb_id_) else e.kb_id_,
+            "type": e.label_ or None,
+        }
         for e in doc.ents
     ]
 
@@ -234,8 +250,9 @@ def docbin_records(
         mentions: dict[str, Any] = {"gold": spacy_mentions(gd)}
         if pdocs is not None:
             if pdocs[k].text != gd.text:
-                raise InputError(f"document {k}: predicted text differs from gold text",
-                                 location=f"record {rid!r}")
+                raise InputError(
+                    f"document {k}: predicted text differs from gold text", location=f"record {rid!r}"
+                )
             mentions["pred"] = spacy_mentions(pdocs[k])
         out.append({"id": rid, "text": gd.text, "mentions": mentions})
     return out

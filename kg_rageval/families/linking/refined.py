@@ -24,8 +24,9 @@ output; :func:`run_refined` imports it only when called.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError, InputError, UnknownIdError
 
@@ -109,9 +110,15 @@ class RefinedAdapter:
             start, ln = _get(sp, "start"), _get(sp, "ln")
             if type(start) is not int or type(ln) is not int or start < 0 or ln <= 0:
                 raise InputError(f"span {k}: need integer start >= 0 and ln > 0, got {start!r}, {ln!r}")
-            if text is not None and _get(sp, "text") is not None and text[start:start + ln] != _get(sp, "text"):
-                raise InputError(f"span {k}: text {_get(sp, 'text')!r} does not match the document at "
-                                 f"[{start}, {start + ln})")
+            if (
+                text is not None
+                and _get(sp, "text") is not None
+                and text[start : start + ln] != _get(sp, "text")
+            ):
+                raise InputError(
+                    f"span {k}: text {_get(sp, 'text')!r} does not match the document at "
+                    f"[{start}, {start + ln})"
+                )
             qid = span_qid(sp)
             m: dict[str, Any] = {"start": start, "end": start + ln, "id": None}
             if qid is not None:

@@ -52,7 +52,7 @@ def _variant(rng: random.Random, label: str, synonyms: tuple[str, ...], kind: st
         w = words[k]
         if len(w) >= 4:
             j = rng.randrange(1, len(w) - 2)
-            words[k] = w[:j] + w[j + 1] + w[j] + w[j + 2:]
+            words[k] = w[:j] + w[j + 1] + w[j] + w[j + 2 :]
             if words[k] != w:
                 return " ".join(words), "typo"
         kind = "label"
@@ -86,8 +86,12 @@ def build_linking_set(
     vroot = 0 if ontology.virtual_root else -1
     child_ptr, _ = ontology.child_ptr_idx
     eligible = [
-        i for i in range(len(ids))
-        if i != vroot and i != 0 and labels[i] and int(ontology.status[i]) == 0
+        i
+        for i in range(len(ids))
+        if i != vroot
+        and i != 0
+        and labels[i]
+        and int(ontology.status[i]) == 0
         and (node_types is None or ontology.node_types[i] in node_types)
     ]
     # surface forms shared by several concepts make a poor held-out concept: skip those
@@ -100,7 +104,8 @@ def build_linking_set(
         for f in ((labels[i],) if labels[i] else ()) + syns[i]:
             owners.setdefault(normalize(f), set()).add(i)
     leaves = [
-        i for i in eligible
+        i
+        for i in eligible
         if child_ptr[i + 1] == child_ptr[i]
         and all(len(owners.get(normalize(f), ())) == 1 for f in (labels[i], *syns[i]))
     ]
@@ -126,12 +131,14 @@ def build_linking_set(
         nt = ontology.node_types[i]
         if nt:
             gold["type"] = nt
-        records.append({
-            "id": f"q{k:05d}",
-            "text": text,
-            "slices": {"variant": kind, "nil": "held-out" if i in out_set else "in-kb"},
-            "mentions": {"gold": [gold]},
-        })
+        records.append(
+            {
+                "id": f"q{k:05d}",
+                "text": text,
+                "slices": {"variant": kind, "nil": "held-out" if i in out_set else "in-kb"},
+                "mentions": {"gold": [gold]},
+            }
+        )
     return records, sorted(ids[i] for i in out_nodes)
 
 
@@ -159,7 +166,7 @@ def run_linker(linker, records: list[dict[str, Any]], *, mode: str = "detect") -
         batched = linker.predict_many(texts_of)
     if mode == "gold_spans":
         spans = [(k, g) for k, r in enumerate(records) for g in r["mentions"]["gold"]]
-        texts = [texts_of[k][g["start"]:g["end"]] for k, g in spans]
+        texts = [texts_of[k][g["start"] : g["end"]] for k, g in spans]
         starts = [g["start"] for _, g in spans]
         if hasattr(linker, "link_many"):
             links = linker.link_many(texts, starts)
@@ -171,8 +178,11 @@ def run_linker(linker, records: list[dict[str, Any]], *, mode: str = "detect") -
     for k, r in enumerate(records):
         r2 = {**r, "mentions": {**(r.get("mentions") or {})}}
         if mode == "detect":
-            r2["mentions"]["pred"] = (batched[k] if hasattr(linker, "predict_many")
-                                      else [lk.to_mention() for lk in linker.find(texts_of[k])])
+            r2["mentions"]["pred"] = (
+                batched[k]
+                if hasattr(linker, "predict_many")
+                else [lk.to_mention() for lk in linker.find(texts_of[k])]
+            )
         else:
             r2["mentions"]["pred"] = preds.get(k, [])
         out.append(r2)

@@ -25,20 +25,21 @@ the records, byte for byte (:meth:`ProvTrailFamily.merge_meta`,
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kg_rageval.families.provenance.manifest import REQUIRED, _get, check_manifest
+from kg_rageval.records import Record
 from kg_rageval.results.builders import build_evaluation, columns_evaluation
 from kg_rageval.results.evaluation import Evaluation, take_rows
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, ratio
-from kg_rageval.records import Record
-from kg_rageval.families.provenance.manifest import REQUIRED, _get, check_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kg_rageval.ontology import Ontology
     from kg_rageval.families.provenance.corpus import Corpus
+    from kg_rageval.ontology import Ontology
 
 
 class ManifestFamily(Family):
@@ -59,12 +60,18 @@ class ManifestFamily(Family):
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         return {
-            "manifest_completeness": ratio("manifest_completeness", s["complete"], s["manifests"],
-                                           missing="no run manifests"),
-            "manifest_hash_match_rate": ratio("manifest_hash_match_rate", s["hashes_match"], s["with_hashes"],
-                                              missing="no run manifest records both hashes"),
-            "manifest_consistency": ratio("manifest_consistency", s["same_as_first"], s["later"],
-                                          missing="fewer than two run manifests"),
+            "manifest_completeness": ratio(
+                "manifest_completeness", s["complete"], s["manifests"], missing="no run manifests"
+            ),
+            "manifest_hash_match_rate": ratio(
+                "manifest_hash_match_rate",
+                s["hashes_match"],
+                s["with_hashes"],
+                missing="no run manifest records both hashes",
+            ),
+            "manifest_consistency": ratio(
+                "manifest_consistency", s["same_as_first"], s["later"], missing="fewer than two run manifests"
+            ),
         }
 
 
@@ -74,8 +81,11 @@ class ProvTrailFamily(Family):
     stats = ("answers", "traceable")
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
-        return {"prov_traceable_rate": ratio("prov_traceable_rate", s["traceable"], s["answers"],
-                                             missing="no answers in the trail")}
+        return {
+            "prov_traceable_rate": ratio(
+                "prov_traceable_rate", s["traceable"], s["answers"], missing="no answers in the trail"
+            )
+        }
 
     def keep_meta(self, meta: dict[str, Any], held: list[dict[str, Any]]) -> dict[str, Any]:
         """``meta`` with the trail's answer blocks spooled
@@ -84,8 +94,9 @@ class ProvTrailFamily(Family):
         trail is one segment of the spool."""
         from kg_rageval.families.provenance.trail_parts import SpooledTrail, spool_trail
 
-        spool = next((t.spool for t in (m.get("turtle") for m in reversed(held)) if isinstance(t, SpooledTrail)),
-                     None)
+        spool = next(
+            (t.spool for t in (m.get("turtle") for m in reversed(held)) if isinstance(t, SpooledTrail)), None
+        )
         text = meta.get("turtle")
         kept = spool_trail(text, spool)
         return meta if kept is text else {**meta, "turtle": kept}
@@ -94,7 +105,12 @@ class ProvTrailFamily(Family):
         """The trail of all partitions (:func:`~kg_rageval.families.provenance.trail_parts.join_trails`):
         its Turtle, triples, violations and messages, as one call on all the records gives
         them. Metas without the parts (written by hand, read back from JSON) merge as any."""
-        from kg_rageval.families.provenance.trail_parts import SpooledTrail, TrailText, join_trails, trail_meta
+        from kg_rageval.families.provenance.trail_parts import (
+            SpooledTrail,
+            TrailText,
+            join_trails,
+            trail_meta,
+        )
 
         meta = super().merge_meta(metas)
         texts = [m.get("turtle") for m in metas]
@@ -110,28 +126,40 @@ def _pinned(m: Mapping[str, Any]) -> list[str]:
     return [json.dumps(_get(dict(m), f), sort_keys=True) for f in REQUIRED]
 
 
-def score_manifests(manifests: Sequence[Mapping[str, Any]], *, corpus: "Corpus | None" = None,
-                    ontology: "Ontology | None" = None) -> Evaluation:
+def score_manifests(
+    manifests: Sequence[Mapping[str, Any]], *, corpus: Corpus | None = None, ontology: Ontology | None = None
+) -> Evaluation:
     """The manifest checks as rows (see the module docstring)."""
     rows = []
     first = _pinned(manifests[0]) if manifests else None
     for k, m in enumerate(manifests):
-        chk = check_manifest(dict(m), corpus_hash=corpus.hash if corpus is not None else None,
-                             ontology_hash=ontology.content_hash if ontology is not None else None)
-        both = all(isinstance(_get(dict(m), f), str) and _get(dict(m), f) for f in ("corpus_hash", "ontology_hash"))
-        rows.append({
-            "record_id": str(m.get("run_id") or m.get("_source") or f"manifest {k + 1}"),
-            "manifests": 1, "complete": int(chk["complete"]),
-            "with_hashes": int(both), "hashes_match": int(both and not chk["mismatched"]),
-            "later": int(k > 0), "same_as_first": int(k > 0 and _pinned(m) == first),
-            "missing": " ".join(chk["missing"]) or None,
-            "mismatched": " ".join(x["field"] for x in chk["mismatched"]) or None,
-        })
+        chk = check_manifest(
+            dict(m),
+            corpus_hash=corpus.hash if corpus is not None else None,
+            ontology_hash=ontology.content_hash if ontology is not None else None,
+        )
+        both = all(
+            isinstance(_get(dict(m), f), str) and _get(dict(m), f) for f in ("corpus_hash", "ontology_hash")
+        )
+        rows.append(
+            {
+                "record_id": str(m.get("run_id") or m.get("_source") or f"manifest {k + 1}"),
+                "manifests": 1,
+                "complete": int(chk["complete"]),
+                "with_hashes": int(both),
+                "hashes_match": int(both and not chk["mismatched"]),
+                "later": int(k > 0),
+                "same_as_first": int(k > 0 and _pinned(m) == first),
+                "missing": " ".join(chk["missing"]) or None,
+                "mismatched": " ".join(x["field"] for x in chk["mismatched"]) or None,
+            }
+        )
     return build_evaluation(ManifestFamily(), rows, details=("missing", "mismatched"))
 
 
-def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None,
-                corpus: "Corpus | None" = None) -> Evaluation:
+def score_trail(
+    records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None, corpus: Corpus | None = None
+) -> Evaluation:
     """Build and check the PROV-O trail of the audited run (see the module docstring): the
     triples of :func:`~kg_rageval.families.provenance.trail.build_trail`, checked against the bundled
     shape by :func:`~kg_rageval.families.provenance.trail.check_trail` (the verdicts pySHACL's
@@ -153,5 +181,10 @@ def score_trail(records: Iterable[Record], *, manifest: Mapping[str, Any] | None
         why = [f for f in own if f in bad] + run_level if bad else []
         traceable.append(0 if why else 1)
         at.append(" ".join(why[:5]) or None)
-    return columns_evaluation(ProvTrailFamily(), ids, ([1] * len(ids), traceable),
-                              details={"untraceable_at": at}, meta=trail_meta(trail_text(trail, found)))
+    return columns_evaluation(
+        ProvTrailFamily(),
+        ids,
+        ([1] * len(ids), traceable),
+        details={"untraceable_at": at},
+        meta=trail_meta(trail_text(trail, found)),
+    )

@@ -26,18 +26,28 @@ non-refused answers with claims and no citation at all / answers with claims.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
+from kg_rageval.families.generation.verifiers import sentence_claims
+from kg_rageval.records import Record, absent_answer_code, record_error
+from kg_rageval.records.fields import (
+    all_slice_keys,
+    answer_text,
+    citations,
+    flag,
+    gold_documents,
+    row_keys,
+    section,
+)
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import columns_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, named, ratio
-from kg_rageval.records.fields import all_slice_keys, answer_text, citations, flag, gold_documents, row_keys, section
-from kg_rageval.families.generation.verifiers import sentence_claims
-from kg_rageval.records import Record, absent_answer_code, record_error
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 
 _MARKER = re.compile(r"\[([^\[\]]+)\]")
 
@@ -45,24 +55,48 @@ _MARKER = re.compile(r"\[([^\[\]]+)\]")
 class CitationFamily(Family):
     name = "citations"
     version = "1"
-    stats = ("answers", "no_claims", "claims", "cited_claims", "with_claims", "uncited", "with_gold", "cited",
-             "cited_gold", "gold")
+    stats = (
+        "answers",
+        "no_claims",
+        "claims",
+        "cited_claims",
+        "with_claims",
+        "uncited",
+        "with_gold",
+        "cited",
+        "cited_gold",
+        "gold",
+    )
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
-        p = ratio("citation_precision", sums["cited_gold"], sums["cited"], missing="no citations on records with gold evidence")
+        p = ratio(
+            "citation_precision",
+            sums["cited_gold"],
+            sums["cited"],
+            missing="no citations on records with gold evidence",
+        )
         r = ratio("citation_recall", sums["cited_gold"], sums["gold"], missing="no gold evidence")
         return named(
-            ratio("citation_completeness", sums["cited_claims"], sums["claims"], missing="no claims with known citations"),
+            ratio(
+                "citation_completeness",
+                sums["cited_claims"],
+                sums["claims"],
+                missing="no claims with known citations",
+            ),
             p,
             r,
             harmonic("citation_f1", p, r),
-            ratio("uncited_answer_rate", sums["uncited"], sums["with_claims"], missing="no answers with claims"),
+            ratio(
+                "uncited_answer_rate", sums["uncited"], sums["with_claims"], missing="no answers with claims"
+            ),
             Metric("no_claims", sums["no_claims"]),
         )
 
 
-_MEMO: ContextVar[dict[str, dict[int, tuple[Record, Any]]] | None] = ContextVar("claim_citations_memo", default=None)
-_TEXTS: ContextVar[dict[str, "_Split"] | None] = ContextVar("claim_citations_texts", default=None)
+_MEMO: ContextVar[dict[str, dict[int, tuple[Record, Any]]] | None] = ContextVar(
+    "claim_citations_memo", default=None
+)
+_TEXTS: ContextVar[dict[str, _Split] | None] = ContextVar("claim_citations_texts", default=None)
 TEXT_MEMO_SIZE = 100_000
 """At most this many distinct answer texts keep their sentences and markers inside
 :func:`memo_claims` (a bound on the memo's memory; texts past it are split every time)."""
@@ -123,9 +157,17 @@ def _claim_citations(record: Record) -> list[tuple[str, list[str]]] | None:
             raise record_error(record, "answer.claims", f"expected a list, found {raw!r}")
         out = []
         for k, c in enumerate(raw):
-            ok = isinstance(c, dict) and isinstance(c.get("text"), str) and isinstance(c.get("citations", []), list)
+            ok = (
+                isinstance(c, dict)
+                and isinstance(c.get("text"), str)
+                and isinstance(c.get("citations", []), list)
+            )
             if not ok or not all(isinstance(x, str) for x in c.get("citations", [])):
-                raise record_error(record, f"answer.claims[{k}]", f"expected {{'text': str, 'citations': [str]}}, found {c!r}")
+                raise record_error(
+                    record,
+                    f"answer.claims[{k}]",
+                    f"expected {{'text': str, 'citations': [str]}}, found {c!r}",
+                )
             out.append((c["text"], list(c.get("citations", []))))
         return out
     text = answer_text(record) or ""
@@ -167,8 +209,10 @@ def _split(text: str) -> _Split:
     its markers in order (``[doc-1, doc-2][3]`` → ``doc-1``, ``doc-2``, ``3``)."""
     if not _MARKER.search(text):
         return False, [(s, ()) for s in sentence_claims(text)]
-    return True, [(s, tuple(t.strip() for group in _MARKER.findall(s) for t in group.split(",")))
-                  for s in sentence_claims(text)]
+    return True, [
+        (s, tuple(t.strip() for group in _MARKER.findall(s) for t in group.split(",")))
+        for s in sentence_claims(text)
+    ]
 
 
 def _resolve(tokens: tuple[str, ...], cites: list[str]) -> list[str]:
@@ -218,12 +262,29 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         if gold is None:
             stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0))
         else:
-            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 1, len(cited),
-                          sum(1 for c in cited if c in gold), len(gold)))
+            stats.append(
+                (
+                    1,
+                    no_claims,
+                    n_claims,
+                    n_cited,
+                    with_claims,
+                    uncited,
+                    1,
+                    len(cited),
+                    sum(1 for c in cited if c in gold),
+                    len(gold),
+                )
+            )
         ids.append(r["id"])
         row_key_dicts.append(keys)
         cited_col.append(" ".join(sorted(cited)))
         completeness.append(why)
-    return columns_evaluation(CitationFamily(), ids, zip(*stats),
-                              keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
-                              details={"cited_ids": cited_col, "completeness": completeness}, unscored=unscored)
+    return columns_evaluation(
+        CitationFamily(),
+        ids,
+        zip(*stats),
+        keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+        details={"cited_ids": cited_col, "completeness": completeness},
+        unscored=unscored,
+    )

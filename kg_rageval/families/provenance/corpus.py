@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kg_rageval.base.hashing import file_hash
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.hashing import file_hash
 from kg_rageval.records import iter_objects
 
 _HASHLIKE = re.compile(r"^(?:(?:sha1|sha256|sha512|md5|blake2b?)[:-])?[0-9a-fA-F]{16,}$")
@@ -59,8 +59,11 @@ def read_corpus(path: str | Path) -> Corpus:
     for lineno, did, obj in iter_objects(path, what="document"):
         sid = obj.get("source_id")
         if sid is not None and not isinstance(sid, str):
-            raise InputError(f"field 'source_id' must be a string, found {sid!r}", source=str(path),
-                             location=f"line {lineno}")
+            raise InputError(
+                f"field 'source_id' must be a string, found {sid!r}",
+                source=str(path),
+                location=f"line {lineno}",
+            )
         docs[did] = obj
     if not docs:
         # every citation would silently count as unresolved: an empty snapshot is bad input

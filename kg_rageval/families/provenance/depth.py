@@ -15,17 +15,18 @@ empty, so alone they give a missing value, never a 1). Unscored: ``no answer``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from kg_rageval.families.provenance.citations import cited_ids
+from kg_rageval.families.provenance.corpus import Corpus, is_stable_source_id
+from kg_rageval.records import Record, absent_answer_code
+from kg_rageval.records.fields import all_slice_keys, row_keys, section
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import columns_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, named, ratio
-from kg_rageval.records.fields import all_slice_keys, row_keys, section
-from kg_rageval.records import Record, absent_answer_code
-from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.families.provenance.citations import cited_ids
-from kg_rageval.families.provenance.corpus import Corpus, is_stable_source_id
 
 
 class ProvenanceDepthFamily(Family):
@@ -73,8 +74,12 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
                 bad.append(c)
         stats.append((len(ids), n_in, n_stable))
         unresolved.append(" ".join(bad))
-    return columns_evaluation(ProvenanceDepthFamily(), row_ids, zip(*stats),
-                              keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
-                              details={"unresolved": unresolved}, unscored=unscored,
-                              meta={"corpus": corpus.source, "corpus_hash": corpus.hash,
-                                    "corpus_documents": len(corpus)})
+    return columns_evaluation(
+        ProvenanceDepthFamily(),
+        row_ids,
+        zip(*stats),
+        keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+        details={"unresolved": unresolved},
+        unscored=unscored,
+        meta={"corpus": corpus.source, "corpus_hash": corpus.hash, "corpus_documents": len(corpus)},
+    )

@@ -40,7 +40,9 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", source=str(path)) from None
     if not isinstance(obj, dict):
-        raise InputError(f"a run manifest must be a JSON object, found {type(obj).__name__}", source=str(path))
+        raise InputError(
+            f"a run manifest must be a JSON object, found {type(obj).__name__}", source=str(path)
+        )
     obj.setdefault("_source", str(path))
     return obj
 
@@ -76,8 +78,13 @@ def check_manifest(
         if expected is not None and _recorded(f, got) and got != expected:
             mismatched.append({"field": f, "recorded": got, "snapshot": expected})
     fields = {f: _get(manifest, f) for f in REQUIRED + OPTIONAL}
-    return {"source": manifest.get("_source"), "complete": not missing and not mismatched,
-            "missing": missing, "mismatched": mismatched, "fields": fields}
+    return {
+        "source": manifest.get("_source"),
+        "complete": not missing and not mismatched,
+        "missing": missing,
+        "mismatched": mismatched,
+        "fields": fields,
+    }
 
 
 def compare_manifests(manifests: list[dict[str, Any]]) -> dict[str, Any]:

@@ -24,8 +24,9 @@ percent-encoded into the IRIs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.records import Record
@@ -35,15 +36,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from kg_rageval.families.provenance.corpus import Corpus
 
-from kg_rageval.families.provenance.trail import KGR  # noqa: E402 (re-exported)
+from kg_rageval.families.provenance.trail import KGR
 
 
 def export_prov(
     records: Iterable[Record],
     *,
     manifest: dict[str, Any] | None = None,
-    corpus: "Corpus | None" = None,
-) -> "rdflib.Graph":
+    corpus: Corpus | None = None,
+) -> rdflib.Graph:
     """Build the PROV-O graph of one run (see the module docstring): the triples of
     :func:`~kg_rageval.families.provenance.trail.build_trail` as an rdflib graph."""
     from rdflib import Graph, Literal, URIRef
@@ -60,7 +61,7 @@ def export_prov(
     return g
 
 
-def validate_prov(graph: "rdflib.Graph", *, shapes: str | Path | None = None) -> dict[str, Any]:
+def validate_prov(graph: rdflib.Graph, *, shapes: str | Path | None = None) -> dict[str, Any]:
     """Validate a trail against the SHACL shape: ``{"conforms", "violations", "messages",
     "report", "focus_nodes"}`` (``messages``: up to 50 ``focus node: message`` strings;
     ``focus_nodes``: the IRIs of every node with a violation)."""
@@ -76,8 +77,9 @@ def validate_prov(graph: "rdflib.Graph", *, shapes: str | Path | None = None) ->
     if not path.is_file():
         raise ConfigError(f"SHACL shapes file {str(path)!r} not found")
     sg = Graph().parse(path, format="turtle")
-    conforms, report_graph, report_text = pyshacl.validate(graph, shacl_graph=sg, inference="none",
-                                                           advanced=False, allow_warnings=False)
+    conforms, report_graph, report_text = pyshacl.validate(
+        graph, shacl_graph=sg, inference="none", advanced=False, allow_warnings=False
+    )
     sh = Namespace("http://www.w3.org/ns/shacl#")
     msgs = []
     results = list(report_graph.subjects(RDF.type, sh.ValidationResult))
@@ -87,5 +89,10 @@ def validate_prov(graph: "rdflib.Graph", *, shapes: str | Path | None = None) ->
         pathv = report_graph.value(res, sh.resultPath)
         msgs.append(f"{focus}: {pathv}: {msg}")
     focus = sorted({str(report_graph.value(res, sh.focusNode)) for res in results})
-    return {"conforms": bool(conforms), "violations": len(results), "messages": sorted(msgs), "report": report_text,
-            "focus_nodes": focus}
+    return {
+        "conforms": bool(conforms),
+        "violations": len(results),
+        "messages": sorted(msgs),
+        "report": report_text,
+        "focus_nodes": focus,
+    }

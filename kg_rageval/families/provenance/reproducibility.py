@@ -20,19 +20,20 @@ repeat runs are held whole, since a base record's repeat may be anywhere in them
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from kg_rageval.families.provenance.citations import cited_ids
+from kg_rageval.records import Record
+from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation, take_rows
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, named, ratio
-from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys
-from kg_rageval.records import Record
-from kg_rageval.records.reasons import Reason
-from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.families.provenance.citations import cited_ids
 
 
 class ReproducibilityFamily(Family):
@@ -52,8 +53,9 @@ class ReproducibilityFamily(Family):
         together have R − Σ m_i = Σ (R − m_i) − (k − 1)·R."""
         meta = super().merge_meta(metas)
         if all(isinstance(m.get("extra_in_repeat"), int) for m in metas):
-            meta["extra_in_repeat"] = (sum(m["extra_in_repeat"] for m in metas)
-                                       - (len(metas) - 1) * self.repeat_records)
+            meta["extra_in_repeat"] = (
+                sum(m["extra_in_repeat"] for m in metas) - (len(metas) - 1) * self.repeat_records
+            )
         return meta
 
     def complete(self, evaluation: Evaluation) -> None:
@@ -81,8 +83,9 @@ def _answer_key(r: Record) -> tuple[str | None, bool]:
     return (None if t is None else t.strip(), flag(r, "answer", "refused") is True)
 
 
-def score_reproducibility(base: Iterable[Record],
-                          repeats: Sequence[Iterable[Record] | Mapping[Any, Record]]) -> Evaluation:
+def score_reproducibility(
+    base: Iterable[Record], repeats: Sequence[Iterable[Record] | Mapping[Any, Record]]
+) -> Evaluation:
     """The pairs of the module docstring. ``repeats``: each repeat run's records, or a mapping
     record id → record of them (as the family's loader reads them once)."""
     base = list(base)
@@ -96,16 +99,30 @@ def score_reproducibility(base: Iterable[Record],
         for r in base:
             other = by_id.get(r["id"])
             if other is None:
-                unscored.append({**unscored_entry(r["id"], "missing in repeat", Reason.MISSING_PREDICTION),
-                                 "repeat": n})
+                unscored.append(
+                    {**unscored_entry(r["id"], "missing in repeat", Reason.MISSING_PREDICTION), "repeat": n}
+                )
                 continue
             sa = _answer_key(r) == _answer_key(other)
             sc = set(cited_ids(r)) == set(cited_ids(other))
-            row: dict[str, Any] = {"record_id": r["id"], **row_keys(r), "repeat": n, "pairs": 1,
-                                   "same_answer": int(sa), "same_citations": int(sc), "same_both": int(sa and sc)}
+            row: dict[str, Any] = {
+                "record_id": r["id"],
+                **row_keys(r),
+                "repeat": n,
+                "pairs": 1,
+                "same_answer": int(sa),
+                "same_citations": int(sc),
+                "same_both": int(sa and sc),
+            }
             rows.append(row)
     fam = ReproducibilityFamily(total)
-    ev = build_evaluation(fam, rows, keys=all_slice_keys(base), details=("repeat",),
-                          unscored=unscored, meta={"repeats": len(repeats), "extra_in_repeat": extra})
+    ev = build_evaluation(
+        fam,
+        rows,
+        keys=all_slice_keys(base),
+        details=("repeat",),
+        unscored=unscored,
+        meta={"repeats": len(repeats), "extra_in_repeat": extra},
+    )
     fam.complete(ev)
     return ev

@@ -31,11 +31,20 @@ their join is the joined head and one segment, written once into ``prov.ttl``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from kg_rageval.base.spool import Spool, SpooledText
-from kg_rageval.families.provenance.trail import HEAD, PROV, Preds, Trail, _block, answer_blocks, subject_blocks
+from kg_rageval.families.provenance.trail import (
+    HEAD,
+    PROV,
+    Preds,
+    Trail,
+    _block,
+    answer_blocks,
+    subject_blocks,
+)
 
 USED = PROV + "used"
 MESSAGES = 50
@@ -68,16 +77,28 @@ class TrailParts:
 
     @property
     def triples(self) -> int:
-        return (self.run_triples + len(self.documents) + sum(t for _, t, _ in self.subjects.values())
-                + self.answer_triples)
+        return (
+            self.run_triples
+            + len(self.documents)
+            + sum(t for _, t, _ in self.subjects.values())
+            + self.answer_triples
+        )
 
     @property
     def violations(self) -> int:
-        return len(self.run_messages) + sum(len(m) for _, _, m in self.subjects.values()) + self.answer_violations
+        return (
+            len(self.run_messages)
+            + sum(len(m) for _, _, m in self.subjects.values())
+            + self.answer_violations
+        )
 
     @property
     def messages(self) -> list[str]:
-        every = [*self.run_messages, *(x for _, _, m in self.subjects.values() for x in m), *self.answer_messages]
+        every = [
+            *self.run_messages,
+            *(x for _, _, m in self.subjects.values() for x in m),
+            *self.answer_messages,
+        ]
         return sorted(every)[:MESSAGES]
 
 
@@ -86,7 +107,7 @@ class TrailText(str):
 
     parts: TrailParts | None = None
 
-    def __new__(cls, text: str, parts: TrailParts | None = None) -> "TrailText":
+    def __new__(cls, text: str, parts: TrailParts | None = None) -> TrailText:
         obj = super().__new__(cls, text)
         obj.parts = parts
         return obj
@@ -115,8 +136,8 @@ def spool_trail(text: Any, spool: Spool | None) -> Any:
     if p is None or p.answers_at >= len(text):
         return text
     spool = spool if spool is not None else Spool()
-    start, end = spool.append(text[p.answers_at - 1:])
-    return SpooledTrail(text[:p.answers_at - 1], spool, start, end, p)
+    start, end = spool.append(text[p.answers_at - 1 :])
+    return SpooledTrail(text[: p.answers_at - 1], spool, start, end, p)
 
 
 def trail_text(trail: Trail, found: Sequence[tuple[str, str, str]]) -> TrailText:
@@ -131,8 +152,10 @@ def trail_text(trail: Trail, found: Sequence[tuple[str, str, str]]) -> TrailText
         raise ValueError("a trail's first subject is its run")
     blocks = subject_blocks(trail)
     run_preds = {p: objs for p, objs in subjects[0][1].items() if p != USED}
-    others = {s: (b, sum(map(len, preds.values())), tuple(by_focus.pop(s, ())))
-              for (s, preds), b in zip(subjects[1:], blocks[1:])}
+    others = {
+        s: (b, sum(map(len, preds.values())), tuple(by_focus.pop(s, ())))
+        for (s, preds), b in zip(subjects[1:], blocks[1:])
+    }
     run_messages = tuple(by_focus.pop(trail.run, ()))
     answers = answer_blocks(trail)
     head = HEAD + "\n".join(blocks)
@@ -140,10 +163,17 @@ def trail_text(trail: Trail, found: Sequence[tuple[str, str, str]]) -> TrailText
     rest = [m for ms in by_focus.values() for m in ms]  # the compact answers' violations
     n_subject = sum(t for _, t, _ in others.values())
     parts = TrailParts(
-        run=trail.run, run_preds=run_preds, run_triples=sum(map(len, run_preds.values())),
-        run_messages=run_messages, subjects=others, doc_prefix=trail.doc_prefix,
+        run=trail.run,
+        run_preds=run_preds,
+        run_triples=sum(map(len, run_preds.values())),
+        run_messages=run_messages,
+        subjects=others,
+        doc_prefix=trail.doc_prefix,
         answers_at=len(head) + 1 if answers else len(text),
-        answer_triples=0, answer_violations=len(rest), answer_messages=sorted(rest)[:MESSAGES])
+        answer_triples=0,
+        answer_violations=len(rest),
+        answer_messages=sorted(rest)[:MESSAGES],
+    )
     parts.answer_triples = len(trail) - (parts.run_triples + len(parts.documents) + n_subject)
     return TrailText(text, parts)
 
@@ -161,8 +191,12 @@ def join_trails(texts: Sequence[TrailText | SpooledTrail]) -> TrailText | Spoole
     assert first is not None
     for p in parts[1:]:
         assert p is not None
-        if (p.run, p.run_preds, p.run_messages, p.doc_prefix) != (first.run, first.run_preds, first.run_messages,
-                                                                   first.doc_prefix):
+        if (p.run, p.run_preds, p.run_messages, p.doc_prefix) != (
+            first.run,
+            first.run_preds,
+            first.run_messages,
+            first.doc_prefix,
+        ):
             raise ValueError("trails of different runs cannot be joined")
     subjects: dict[str, tuple[str, int, tuple[str, ...]]] = {}
     for p in parts:
@@ -174,17 +208,30 @@ def join_trails(texts: Sequence[TrailText | SpooledTrail]) -> TrailText | Spoole
     head = HEAD + "\n".join([_block(first.run, run_preds), *(b for b, _, _ in subjects.values())])
     with_answers = [t for t in texts if isinstance(t, SpooledTrail) or t.parts.answers_at < len(t)]  # type: ignore[union-attr]
     joined = TrailParts(
-        run=first.run, run_preds=first.run_preds, run_triples=first.run_triples, run_messages=first.run_messages,
-        subjects=subjects, doc_prefix=first.doc_prefix, answers_at=len(head) + 1 if with_answers else len(head),
+        run=first.run,
+        run_preds=first.run_preds,
+        run_triples=first.run_triples,
+        run_messages=first.run_messages,
+        subjects=subjects,
+        doc_prefix=first.doc_prefix,
+        answers_at=len(head) + 1 if with_answers else len(head),
         answer_triples=sum(p.answer_triples for p in parts if p is not None),
         answer_violations=sum(p.answer_violations for p in parts if p is not None),
-        answer_messages=sorted(m for p in parts if p is not None for m in p.answer_messages)[:MESSAGES])
+        answer_messages=sorted(m for p in parts if p is not None for m in p.answer_messages)[:MESSAGES],
+    )
     spooled = [t for t in with_answers if isinstance(t, SpooledTrail)]
-    if spooled and len(spooled) == len(with_answers) and all(
-            a.spool is b.spool and a.end == b.start for a, b in zip(spooled, spooled[1:])):
+    if (
+        spooled
+        and len(spooled) == len(with_answers)
+        and all(a.spool is b.spool and a.end == b.start for a, b in zip(spooled, spooled[1:]))
+    ):
         return SpooledTrail(head, spooled[0].spool, spooled[0].start, spooled[-1].end, joined)
-    sections = [t.spool.read(t.start, t.end).decode("utf-8") if isinstance(t, SpooledTrail)
-                else "\n" + t[t.parts.answers_at:] for t in with_answers]  # type: ignore[union-attr]
+    sections = [
+        t.spool.read(t.start, t.end).decode("utf-8")
+        if isinstance(t, SpooledTrail)
+        else "\n" + t[t.parts.answers_at :]  # type: ignore[union-attr]
+        for t in with_answers
+    ]
     return TrailText(head + "".join(sections), joined)
 
 

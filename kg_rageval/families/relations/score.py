@@ -67,32 +67,70 @@ without a ``relations`` section is unscored (``no_section``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from itertools import chain, repeat
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.results.evaluation import Evaluation
-from kg_rageval.results.family import Family
-from kg_rageval.results.metric import Metric, harmonic, ratio
 from kg_rageval.ontology.graph import satisfies
 from kg_rageval.ontology.model import RELATIONS, Ontology
 from kg_rageval.ontology.resolver import IdOptions, IdResolver
 from kg_rageval.records import Reason, gold_node, record_error, record_slices, unscored, where
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, harmonic, ratio
 
 SECTION = "relations"
 END_RELATIONS = ("parent", "ancestor", "child", "descendant", "sibling", "cousin", "unrelated")
 """Confusion relations of a wrong triple end (those of :data:`RELATIONS` after ``exact``)."""
 
-_TRIPLE_STATS = ("tr_gold", "tr_pred", "tr_exact", "tr_credit", "tr_partial", "tr_q", "tr_p_sum", "tr_p_q",
-                 "tr_r_sum", "tr_f_sum", "tr_nil_q", "tr_nil_correct", "tr_nil_over", "tr_dup",
-                 "tr_unknown_ids", "tr_unknown_pred", "tr_unanchored")
+_TRIPLE_STATS = (
+    "tr_gold",
+    "tr_pred",
+    "tr_exact",
+    "tr_credit",
+    "tr_partial",
+    "tr_q",
+    "tr_p_sum",
+    "tr_p_q",
+    "tr_r_sum",
+    "tr_f_sum",
+    "tr_nil_q",
+    "tr_nil_correct",
+    "tr_nil_over",
+    "tr_dup",
+    "tr_unknown_ids",
+    "tr_unknown_pred",
+    "tr_unanchored",
+)
 _END_STATS = tuple(f"tr_{side}_{r}" for side in ("subject", "object") for r in END_RELATIONS)
-_SET_STATS = ("as_gold", "as_pred", "as_hit", "as_q", "as_p_sum", "as_p_q", "as_r_sum", "as_f_sum",
-              "as_abstain", "as_nil_q", "as_nil_correct", "as_nil_over", "as_unknown")
-_CLAIM_STATS = ("fa_claims", "fa_supported", "fa_contradicted", "fa_not_in_graph", "fa_unknown",
-                "fa_domain", "fa_range", "fa_cardinality")
+_SET_STATS = (
+    "as_gold",
+    "as_pred",
+    "as_hit",
+    "as_q",
+    "as_p_sum",
+    "as_p_q",
+    "as_r_sum",
+    "as_f_sum",
+    "as_abstain",
+    "as_nil_q",
+    "as_nil_correct",
+    "as_nil_over",
+    "as_unknown",
+)
+_CLAIM_STATS = (
+    "fa_claims",
+    "fa_supported",
+    "fa_contradicted",
+    "fa_not_in_graph",
+    "fa_unknown",
+    "fa_domain",
+    "fa_range",
+    "fa_cardinality",
+)
 
 
 class RelationsFamily(Family):
@@ -102,45 +140,85 @@ class RelationsFamily(Family):
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         m: dict[str, Metric] = {}
-        tp = ratio("triple_precision", s["tr_exact"], s["tr_pred"], missing="no answer triples to non-NIL gold")
+        tp = ratio(
+            "triple_precision", s["tr_exact"], s["tr_pred"], missing="no answer triples to non-NIL gold"
+        )
         tr = ratio("triple_recall", s["tr_exact"], s["tr_gold"], missing="no gold triples")
         m.update(triple_precision=tp, triple_recall=tr, triple_f1=harmonic("triple_f1", tp, tr))
         soft = s["tr_exact"] + s["tr_credit"]
         sp = ratio("soft_triple_precision", soft, s["tr_pred"], missing="no answer triples to non-NIL gold")
         sr = ratio("soft_triple_recall", soft, s["tr_gold"], missing="no gold triples")
-        m.update(soft_triple_precision=sp, soft_triple_recall=sr, soft_triple_f1=harmonic("soft_triple_f1", sp, sr))
-        m["triple_macro_precision"] = ratio("triple_macro_precision", s["tr_p_sum"], s["tr_p_q"],
-                                            missing="no record with gold and answer triples")
-        m["triple_macro_recall"] = ratio("triple_macro_recall", s["tr_r_sum"], s["tr_q"], missing="no record with gold triples")
-        m["triple_macro_f1"] = ratio("triple_macro_f1", s["tr_f_sum"], s["tr_q"], missing="no record with gold triples")
+        m.update(
+            soft_triple_precision=sp, soft_triple_recall=sr, soft_triple_f1=harmonic("soft_triple_f1", sp, sr)
+        )
+        m["triple_macro_precision"] = ratio(
+            "triple_macro_precision",
+            s["tr_p_sum"],
+            s["tr_p_q"],
+            missing="no record with gold and answer triples",
+        )
+        m["triple_macro_recall"] = ratio(
+            "triple_macro_recall", s["tr_r_sum"], s["tr_q"], missing="no record with gold triples"
+        )
+        m["triple_macro_f1"] = ratio(
+            "triple_macro_f1", s["tr_f_sum"], s["tr_q"], missing="no record with gold triples"
+        )
         m["partial_matches"] = Metric("partial_matches", s["tr_partial"])
-        m["triple_nil_accuracy"] = ratio("triple_nil_accuracy", s["tr_nil_correct"], s["tr_nil_q"],
-                                         missing="no record with an empty gold triple list")
+        m["triple_nil_accuracy"] = ratio(
+            "triple_nil_accuracy",
+            s["tr_nil_correct"],
+            s["tr_nil_q"],
+            missing="no record with an empty gold triple list",
+        )
         for k in ("tr_nil_correct", "tr_nil_over", "tr_unknown_ids", "tr_unknown_pred", "tr_unanchored"):
-            name = {"tr_nil_correct": "triple_nil_correct", "tr_nil_over": "triple_nil_over_answered",
-                    "tr_unknown_ids": "triple_unknown_ids", "tr_unknown_pred": "triple_unknown_predicates",
-                    "tr_unanchored": "wrong_unanchored"}[k]
+            name = {
+                "tr_nil_correct": "triple_nil_correct",
+                "tr_nil_over": "triple_nil_over_answered",
+                "tr_unknown_ids": "triple_unknown_ids",
+                "tr_unknown_pred": "triple_unknown_predicates",
+                "tr_unanchored": "wrong_unanchored",
+            }[k]
             m[name] = Metric(name, s[k])
         wrong_ends = sum(s[k] for k in _END_STATS)
         for side in ("subject", "object"):
             for r in END_RELATIONS:
                 name = f"wrong_{side}_{r}"
                 m[name] = ratio(name, s[f"tr_{side}_{r}"], wrong_ends, missing="no wrong triple end")
-        ap = ratio("answer_macro_precision", s["as_p_sum"], s["as_p_q"], missing="no answered question with gold answers")
+        ap = ratio(
+            "answer_macro_precision",
+            s["as_p_sum"],
+            s["as_p_q"],
+            missing="no answered question with gold answers",
+        )
         m["answer_macro_precision"] = ap
-        m["answer_macro_recall"] = ratio("answer_macro_recall", s["as_r_sum"], s["as_q"], missing="no question with gold answers")
-        m["answer_macro_f1"] = ratio("answer_macro_f1", s["as_f_sum"], s["as_q"], missing="no question with gold answers")
+        m["answer_macro_recall"] = ratio(
+            "answer_macro_recall", s["as_r_sum"], s["as_q"], missing="no question with gold answers"
+        )
+        m["answer_macro_f1"] = ratio(
+            "answer_macro_f1", s["as_f_sum"], s["as_q"], missing="no question with gold answers"
+        )
         mp = ratio("answer_micro_precision", s["as_hit"], s["as_pred"], missing="no answers")
         mr = ratio("answer_micro_recall", s["as_hit"], s["as_gold"], missing="no gold answers")
-        m.update(answer_micro_precision=mp, answer_micro_recall=mr, answer_micro_f1=harmonic("answer_micro_f1", mp, mr))
+        m.update(
+            answer_micro_precision=mp,
+            answer_micro_recall=mr,
+            answer_micro_f1=harmonic("answer_micro_f1", mp, mr),
+        )
         m["answer_abstentions"] = Metric("answer_abstentions", s["as_abstain"])
-        m["answer_nil_accuracy"] = ratio("answer_nil_accuracy", s["as_nil_correct"], s["as_nil_q"],
-                                         missing="no question with an empty gold answer")
+        m["answer_nil_accuracy"] = ratio(
+            "answer_nil_accuracy",
+            s["as_nil_correct"],
+            s["as_nil_q"],
+            missing="no question with an empty gold answer",
+        )
         m["answer_nil_correct"] = Metric("answer_nil_correct", s["as_nil_correct"])
         m["answer_nil_over_answered"] = Metric("answer_nil_over_answered", s["as_nil_over"])
         m["answer_unknown_ids"] = Metric("answer_unknown_ids", s["as_unknown"])
-        for name, k in (("kg_faithfulness", "fa_supported"), ("kg_contradiction_rate", "fa_contradicted"),
-                        ("kg_not_in_graph_rate", "fa_not_in_graph")):
+        for name, k in (
+            ("kg_faithfulness", "fa_supported"),
+            ("kg_contradiction_rate", "fa_contradicted"),
+            ("kg_not_in_graph_rate", "fa_not_in_graph"),
+        ):
             m[name] = ratio(name, s[k], s["fa_claims"], missing="no claims")
         m["claims_unknown"] = Metric("claims_unknown", s["fa_unknown"])
         return m
@@ -159,7 +237,11 @@ def _triples(rec: Any, sec: Mapping[str, Any], key: str, fast: bool = True) -> l
     if v is None:
         return None
     if type(v) is not list:
-        raise record_error(rec, f"{SECTION}.{key}", f"expected a list of [subject, predicate, object], found {type(v).__name__}")
+        raise record_error(
+            rec,
+            f"{SECTION}.{key}",
+            f"expected a list of [subject, predicate, object], found {type(v).__name__}",
+        )
     # fast path: lists of three strings (checked over the flattened items)
     if not v or not fast:
         return v
@@ -172,7 +254,11 @@ def _triples(rec: Any, sec: Mapping[str, Any], key: str, fast: bool = True) -> l
         if isinstance(t, Mapping):
             t = [t.get("subject"), t.get("predicate"), t.get("object")]
         if not (isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) and x for x in t)):
-            raise record_error(rec, f"{SECTION}.{key}[{i}]", "expected [subject, predicate, object] (three non-empty strings)")
+            raise record_error(
+                rec,
+                f"{SECTION}.{key}[{i}]",
+                "expected [subject, predicate, object] (three non-empty strings)",
+            )
         out.append(list(t))
     return out
 
@@ -196,7 +282,9 @@ class _Codes:
         self.resolver = resolver
         self.n_ent = onto.graph.n_entities if onto.graph else len(onto)
         self.extra: dict[str, int] = {}
-        known = list(onto.graph.predicates) + [q.id for q in onto.properties if not onto.graph.has_predicate(q.id)]
+        known = list(onto.graph.predicates) + [
+            q.id for q in onto.properties if not onto.graph.has_predicate(q.id)
+        ]
         self.pred = {q: k for k, q in enumerate(known)}
         self.n_known_pred = len(known)
 
@@ -213,7 +301,11 @@ class _Codes:
             e[miss] = found
         opt = self.resolver.options
         unknown = np.flatnonzero(e < 0)
-        if check_unknown and unknown.size and (opt.on_unknown_gold if role == "gold" else opt.on_unknown) == "error":
+        if (
+            check_unknown
+            and unknown.size
+            and (opt.on_unknown_gold if role == "gold" else opt.on_unknown) == "error"
+        ):
             raise self.resolver.unknown_error(ids, unknown, role, locate)
         nodes = np.flatnonzero((e >= 0) & (e < len(self.o)))
         bad = nodes[np.asarray(self.o.status)[e[nodes]] != 0]
@@ -307,7 +399,13 @@ def _variants(onto, rec, p, s, o):
             ov.append(po_s[idx])
             ms.append(np.ones(left.size, dtype=np.int8))
             mo.append(np.ones(left.size, dtype=np.int8))
-    return (np.concatenate(rows), np.concatenate(sv), np.concatenate(ov), np.concatenate(ms), np.concatenate(mo))
+    return (
+        np.concatenate(rows),
+        np.concatenate(sv),
+        np.concatenate(ov),
+        np.concatenate(ms),
+        np.concatenate(mo),
+    )
 
 
 def _partial(onto, A, G, a_open, g_open, dims, partial_credit):
@@ -374,7 +472,9 @@ def _end_relations(onto, A, G, wrong, dims):
         cnt = hi - lo
         has = cnt > 0
         left = np.repeat(np.arange(r.size), cnt)
-        right = order[np.repeat(lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt) + np.arange(int(cnt.sum()))]
+        right = order[
+            np.repeat(lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt) + np.arange(int(cnt.sum()))
+        ]
         pred_end, gold_end = A[free][r][left], G[free][right]
         c = np.full(left.size, len(RELATIONS) - 1, dtype=np.int64)
         nodes = (pred_end < n) & (gold_end < n) & (pred_end >= 0) & (gold_end >= 0)
@@ -409,7 +509,7 @@ def score_relations(
     rids: list[Any] = []
     scored: list[Any] = []
     slices: list[dict[str, str]] = []
-    gold_lists: list[list] = []   # per triple record: its gold list, then its answer list
+    gold_lists: list[list] = []  # per triple record: its gold list, then its answer list
     ans_lists: list[list] = []
     tri_rows: list[int] = []
     set_rows: list[dict[str, float]] = []
@@ -429,7 +529,11 @@ def score_relations(
         gold_a, answers = _ids(r, sec, "gold_answers"), _ids(r, sec, "answers")
         cl = _triples(r, sec, "claims", False)
         if (gold is not None and answer is None) or (gold_a is not None and answers is None):
-            lost.append(unscored(rid, "gold relations but no answer (answer/answers missing)", Reason.MISSING_PREDICTION))
+            lost.append(
+                unscored(
+                    rid, "gold relations but no answer (answer/answers missing)", Reason.MISSING_PREDICTION
+                )
+            )
             continue
         if gold is None and gold_a is None and cl is None:
             lost.append(unscored(rid, "no gold, gold_answers or claims", Reason.NO_GOLD))
@@ -444,12 +548,16 @@ def score_relations(
             gold_lists.append(gold)
             ans_lists.append(answer or [])
         if gold_a is not None:
-            ge = codes.entities(gold_a, "gold", lambda j, r=r: where(r, f"{SECTION}.gold_answers[{j}]"),
-                                check_unknown=False)
+            ge = codes.entities(
+                gold_a, "gold", lambda j, r=r: where(r, f"{SECTION}.gold_answers[{j}]"), check_unknown=False
+            )
             bad = np.flatnonzero(ge >= codes.n_ent)
             if bad.size and codes.resolver.options.on_unknown_gold == "error":
-                raise record_error(r, f"{SECTION}.gold_answers[{int(bad[0])}]",
-                                   f"gold id {gold_a[int(bad[0])]!r} is neither a node nor an instance of the ontology")
+                raise record_error(
+                    r,
+                    f"{SECTION}.gold_answers[{int(bad[0])}]",
+                    f"gold id {gold_a[int(bad[0])]!r} is neither a node nor an instance of the ontology",
+                )
             ans = answers or []
             pe = codes.entities(ans, "pred", lambda j, r=r: where(r, f"{SECTION}.answers[{j}]"))
             set_at.append(k)
@@ -475,8 +583,15 @@ def score_relations(
     names = sorted({name for sl in slices for name in sl})
     keys = {name: np.asarray([sl.get(name) for sl in slices], dtype=object) for name in names}
     keys["gold_node"] = np.asarray(nodes, dtype=object)
-    return Evaluation(FAMILY, np.asarray(rids, dtype=object), cols, keys=keys, details={"wrong": wrong},
-                      unscored=lost, meta={"partial_credit": float(partial_credit)})
+    return Evaluation(
+        FAMILY,
+        np.asarray(rids, dtype=object),
+        cols,
+        keys=keys,
+        details={"wrong": wrong},
+        unscored=lost,
+        meta={"partial_credit": float(partial_credit)},
+    )
 
 
 def _node_of(codes: _Codes, r: Any, sec: Mapping[str, Any], gold) -> str | None:
@@ -495,8 +610,13 @@ def _node_of(codes: _Codes, r: Any, sec: Mapping[str, Any], gold) -> str | None:
             raise record_error(r, f"{SECTION}.node", f"{node!r} is not a node of the ontology's hierarchy")
     elif gold:
         t = gold[0]
-        ends = (t.get("subject"), t.get("object")) if isinstance(t, Mapping) else (t[0], t[2]) if \
-            isinstance(t, (list, tuple)) and len(t) == 3 else ()
+        ends = (
+            (t.get("subject"), t.get("object"))
+            if isinstance(t, Mapping)
+            else (t[0], t[2])
+            if isinstance(t, (list, tuple)) and len(t) == 3
+            else ()
+        )
         own = next((n for n in (resolve(x) for x in ends if isinstance(x, str) and x) if n is not None), None)
     return gold_node(r, resolve=resolve, fallback=own)
 
@@ -524,6 +644,7 @@ def _locator(scored: list, rec: np.ndarray, key: str) -> Any:
     def at(j: int, end: str) -> str:
         k = int(rec[j])
         return where(scored[k], f"{SECTION}.{key}[{j - first[k]}].{end}")
+
     return at
 
 
@@ -531,7 +652,11 @@ def _check_gold(onto, codes, scored, rec, s, p, o, gs, gp, go) -> None:
     """A gold predicate the ontology lacks is an input error, and so is a gold id unless
     ``on_unknown_gold`` is ``"count"`` (first one named)."""
     ids_error = codes.resolver.options.on_unknown_gold == "error"
-    bad_s, bad_o, bad_p = (gs >= codes.n_ent) & ids_error, (go >= codes.n_ent) & ids_error, gp >= codes.n_known_pred
+    bad_s, bad_o, bad_p = (
+        (gs >= codes.n_ent) & ids_error,
+        (go >= codes.n_ent) & ids_error,
+        gp >= codes.n_known_pred,
+    )
     bad = bad_s | bad_o | bad_p
     if not bad.any():
         return
@@ -539,11 +664,16 @@ def _check_gold(onto, codes, scored, rec, s, p, o, gs, gp, go) -> None:
     k = int(rec[j])
     i = j - int(np.flatnonzero(rec == k)[0])
     if bad_p[j]:
-        raise record_error(scored[k], f"{SECTION}.gold[{i}].predicate", f"gold predicate {p[j]!r} is not in the ontology")
+        raise record_error(
+            scored[k], f"{SECTION}.gold[{i}].predicate", f"gold predicate {p[j]!r} is not in the ontology"
+        )
     end, x = ("subject", s[j]) if bad_s[j] else ("object", o[j])
     hint = onto.suggest(x)
-    raise record_error(scored[k], f"{SECTION}.gold[{i}].{end}",
-                       f"gold id {x!r} is neither a node nor an instance of the ontology" + (f" ({hint})" if hint else ""))
+    raise record_error(
+        scored[k],
+        f"{SECTION}.gold[{i}].{end}",
+        f"gold id {x!r} is neither a node nor an instance of the ontology" + (f" ({hint})" if hint else ""),
+    )
 
 
 def _answer_set(n_ent: int, gold: set[int], pred: set[int]) -> dict[str, float]:
@@ -567,7 +697,9 @@ def _answer_set(n_ent: int, gold: set[int], pred: set[int]) -> dict[str, float]:
     return row
 
 
-def _score_triples(onto, codes, scored, n_rows, cols, wrong_col, rows, g_flat, a_flat, partial_credit) -> None:
+def _score_triples(
+    onto, codes, scored, n_rows, cols, wrong_col, rows, g_flat, a_flat, partial_credit
+) -> None:
     g_rec, g_s, g_p, g_o = g_flat
     a_rec, a_s, a_p, a_o = a_flat
     g_at, a_at = _locator(scored, g_rec, "gold"), _locator(scored, a_rec, "answer")
@@ -579,7 +711,7 @@ def _score_triples(onto, codes, scored, n_rows, cols, wrong_col, rows, g_flat, a
     ao = codes.entities(a_o, "pred", lambda j: a_at(j, "object"))
     ap = codes.predicates(a_p)
     dims = (n_rows, max(len(codes.pred), 1), codes.n_ent + len(codes.extra) + 1)
-    if float(dims[0]) * dims[1] * dims[2] * dims[2] >= 2.0 ** 62:
+    if float(dims[0]) * dims[1] * dims[2] * dims[2] >= 2.0**62:
         raise InputError("too many records × entities to key the triples in 64 bits; score in partitions")
     unknown_ids = (as_ >= codes.n_ent) | (ao >= codes.n_ent)
     unknown_pred = ap >= codes.n_known_pred
@@ -642,10 +774,17 @@ def _score_triples(onto, codes, scored, n_rows, cols, wrong_col, rows, g_flat, a
         k = int(A[0][wr])
         lst = shown.setdefault(k, [])
         if len(lst) < 5:
-            lst.append({"triple": [_name(onto, codes, inv_e, int(A[1][wr])), inv_p.get(int(A[2][wr]), "?"),
-                                   _name(onto, codes, inv_e, int(A[3][wr]))],
-                        "wrong_end": ("subject", "object")[sd] if sd >= 0 else None,
-                        "relation": RELATIONS[c] if sd >= 0 else "unanchored"})
+            lst.append(
+                {
+                    "triple": [
+                        _name(onto, codes, inv_e, int(A[1][wr])),
+                        inv_p.get(int(A[2][wr]), "?"),
+                        _name(onto, codes, inv_e, int(A[3][wr])),
+                    ],
+                    "wrong_end": ("subject", "object")[sd] if sd >= 0 else None,
+                    "relation": RELATIONS[c] if sd >= 0 else "unanchored",
+                }
+            )
     for k, lst in shown.items():
         wrong_col[k] = lst
 
@@ -654,7 +793,9 @@ def _name(onto, codes, inv: dict, e: int) -> str:
     return onto.entity_id(e) if e < codes.n_ent else inv.get(e - codes.n_ent, "?")
 
 
-def _score_claims(onto: Ontology, codes: _Codes, scored: list, cols: dict, rows: list[int], claim_lists: list) -> None:
+def _score_claims(
+    onto: Ontology, codes: _Codes, scored: list, cols: dict, rows: list[int], claim_lists: list
+) -> None:
     flat = _flat(claim_lists, rows)
     if flat is None:  # objects, or a bad item: check record by record
         flat = _flat([_triples(scored[k], scored[k][SECTION], "claims") or [] for k in rows], rows)
@@ -689,8 +830,14 @@ def _score_claims(onto: Ontology, codes: _Codes, scored: list, cols: dict, rows:
             filled = np.bincount(g.s[pos], minlength=g.n_entities)
             bad_card[sel] = filled[s[sel]] >= prop.max_cardinality
     contradicted = known & ~supported & (bad_dom | bad_rng | bad_card)
-    for name, mask in (("fa_claims", None), ("fa_supported", supported), ("fa_contradicted", contradicted),
-                       ("fa_not_in_graph", ~supported & ~contradicted), ("fa_unknown", ~known),
-                       ("fa_domain", contradicted & bad_dom), ("fa_range", contradicted & bad_rng),
-                       ("fa_cardinality", contradicted & bad_card)):
+    for name, mask in (
+        ("fa_claims", None),
+        ("fa_supported", supported),
+        ("fa_contradicted", contradicted),
+        ("fa_not_in_graph", ~supported & ~contradicted),
+        ("fa_unknown", ~known),
+        ("fa_domain", contradicted & bad_dom),
+        ("fa_range", contradicted & bad_rng),
+        ("fa_cardinality", contradicted & bad_card),
+    ):
         cols[name][:] = np.bincount(rec if mask is None else rec[mask], minlength=n)

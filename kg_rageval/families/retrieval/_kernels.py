@@ -9,9 +9,9 @@ it (or for small inputs, where compiling would cost more than it saves) the nump
 
 from __future__ import annotations
 
-import numpy as np
-
 import importlib.util
+
+import numpy as np
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 """numba is imported only when a kernel is first used (importing it costs most of a second)."""
@@ -26,7 +26,9 @@ def _build_lookup():
     from numba import njit, prange
 
     @njit(parallel=True, cache=True, nogil=True)
-    def kernel(rptr, rdocs, qrow_of_run, qptr, qdocs, qgrades, out_grades, out_R):  # pragma: no cover - jitted
+    def kernel(
+        rptr, rdocs, qrow_of_run, qptr, qdocs, qgrades, out_grades, out_R
+    ):  # pragma: no cover - jitted
         for i in prange(qrow_of_run.shape[0]):
             r = qrow_of_run[i]
             if r < 0:
@@ -65,9 +67,16 @@ def run_kernel(rptr, rdocs, qrow_of_run, qptr, qdocs, qgrades, ks, binary, disc)
     rptr = rptr.astype(np.int64, copy=False)
     grades = np.zeros(len(rdocs))
     R = np.zeros(len(qrow_of_run), dtype=np.int64)
-    _build_lookup()(rptr, rdocs.astype(np.int64, copy=False), qrow_of_run.astype(np.int64, copy=False),
-                    qptr.astype(np.int64, copy=False), qdocs.astype(np.int64, copy=False),
-                    qgrades.astype(np.float64, copy=False), grades, R)
+    _build_lookup()(
+        rptr,
+        rdocs.astype(np.int64, copy=False),
+        qrow_of_run.astype(np.int64, copy=False),
+        qptr.astype(np.int64, copy=False),
+        qdocs.astype(np.int64, copy=False),
+        qgrades.astype(np.float64, copy=False),
+        grades,
+        R,
+    )
     return grades_kernel(rptr, grades, R, ks, binary, disc)
 
 
@@ -313,7 +322,9 @@ def grades_kernel(rptr, grades, R, ks, binary, disc):
         from numba import njit, prange
 
         @njit(parallel=True, cache=True, nogil=True)
-        def kernel(rptr, grades, R, ks, binary, disc, out_hits, out_dcg, out_rank1, out_ap, out_rprec):  # pragma: no cover
+        def kernel(
+            rptr, grades, R, ks, binary, disc, out_hits, out_dcg, out_rank1, out_ap, out_rprec
+        ):  # pragma: no cover
             nk = ks.shape[0]
             for i in prange(R.shape[0]):
                 s = rptr[i]
@@ -359,8 +370,19 @@ def grades_kernel(rptr, grades, R, ks, binary, disc):
     rank1 = np.zeros(n, dtype=np.int64)
     ap = np.zeros(n)
     rprec = np.zeros(n, dtype=np.int64)
-    _gk(rptr.astype(np.int64, copy=False), grades.astype(np.float64, copy=False), R.astype(np.int64, copy=False),
-        np.asarray(ks, dtype=np.int64), bool(binary), disc, hits, dcg, rank1, ap, rprec)
+    _gk(
+        rptr.astype(np.int64, copy=False),
+        grades.astype(np.float64, copy=False),
+        R.astype(np.int64, copy=False),
+        np.asarray(ks, dtype=np.int64),
+        bool(binary),
+        disc,
+        hits,
+        dcg,
+        rank1,
+        ap,
+        rprec,
+    )
     return hits, dcg, rank1, ap, rprec
 
 

@@ -17,8 +17,9 @@ No queries is missing evidence (:class:`~kg_rageval.base.errors.MissingEvidence`
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,14 +45,24 @@ class PairedComparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "metric": self.metric, "n": self.n, "mean_a": self.mean_a, "mean_b": self.mean_b,
-            "mean_delta": self.mean_delta, "ci": list(self.ci), "level": self.level,
-            "p_value": self.p_value, "wins": self.wins, "losses": self.losses, "ties": self.ties,
+            "metric": self.metric,
+            "n": self.n,
+            "mean_a": self.mean_a,
+            "mean_b": self.mean_b,
+            "mean_delta": self.mean_delta,
+            "ci": list(self.ci),
+            "level": self.level,
+            "p_value": self.p_value,
+            "wins": self.wins,
+            "losses": self.losses,
+            "ties": self.ties,
             "seed": self.seed,
         }
 
 
-def bootstrap_ci(d: np.ndarray, *, n_resamples: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    d: np.ndarray, *, n_resamples: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``d`` (chunked, seeded): the resamples of
     :func:`~kg_rageval.results.resample.resample_indices`, the scheme of every bootstrap."""
     d = np.asarray(d, dtype=float)
@@ -123,10 +134,19 @@ def paired_compare(
         raise MissingEvidence(f"paired comparison of {metric}: no paired queries")
     d = bv - av
     return PairedComparison(
-        metric=metric, n=len(d), mean_a=float(av.mean()), mean_b=float(bv.mean()),
-        mean_delta=float(d.mean()), ci=bootstrap_ci(d, n_resamples=n_resamples, level=level, seed=seed),
-        level=level, p_value=permutation_p(d, n_permutations=n_permutations, seed=seed),
-        wins=int((d > 0).sum()), losses=int((d < 0).sum()), ties=int((d == 0).sum()), deltas=d, seed=seed,
+        metric=metric,
+        n=len(d),
+        mean_a=float(av.mean()),
+        mean_b=float(bv.mean()),
+        mean_delta=float(d.mean()),
+        ci=bootstrap_ci(d, n_resamples=n_resamples, level=level, seed=seed),
+        level=level,
+        p_value=permutation_p(d, n_permutations=n_permutations, seed=seed),
+        wins=int((d > 0).sum()),
+        losses=int((d < 0).sum()),
+        ties=int((d == 0).sum()),
+        deltas=d,
+        seed=seed,
     )
 
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class Corpus:
         unknown_categories: str = "error",
         source: str = "<memory>",
         _lines: Sequence[int] | None = None,
-    ) -> "Corpus":
+    ) -> Corpus:
         if unknown_categories not in ("error", "ignore"):
             raise InputError(f"unknown_categories must be 'error' or 'ignore', not {unknown_categories!r}")
         ids: list[str] = []
@@ -108,21 +109,30 @@ class Corpus:
         for pos, d in enumerate(docs):
             loc = f"line {_lines[pos]}" if _lines is not None else f"document {pos}"
             if not isinstance(d, Mapping):
-                raise InputError(f"expected a JSON object, found {type(d).__name__}", source=source, location=loc)
+                raise InputError(
+                    f"expected a JSON object, found {type(d).__name__}", source=source, location=loc
+                )
             did = d.get("id")
             if not isinstance(did, (str, int)) or isinstance(did, bool) or did == "":
-                raise InputError("field 'id' is missing or not a non-empty string", source=source, location=loc)
+                raise InputError(
+                    "field 'id' is missing or not a non-empty string", source=source, location=loc
+                )
             did = str(did)
             if did in seen:
-                raise InputError(f"duplicate document id {did!r} (first at {seen[did]})", source=source, location=loc)
+                raise InputError(
+                    f"duplicate document id {did!r} (first at {seen[did]})", source=source, location=loc
+                )
             seen[did] = loc  # type: ignore[assignment]
             ids.append(did)
             sources.append(str(d.get("source_id", did)))
             raw = d.get(category_field, [])
             raw = [raw] if isinstance(raw, str) else (raw or [])
             if not isinstance(raw, list):
-                raise InputError(f"field {category_field!r} must be an id or a list of ids, found {raw!r}",
-                                 source=source, location=loc)
+                raise InputError(
+                    f"field {category_field!r} must be an id or a list of ids, found {raw!r}",
+                    source=source,
+                    location=loc,
+                )
             row = []
             for c in raw:
                 i = oindex.get(c, -1) if isinstance(c, str) else -1
@@ -156,8 +166,17 @@ class Corpus:
             ptr = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(np.bincount(r, minlength=n), out=ptr[1:])
             fields[k] = FieldTable(k, ptr, c[order], vocab)
-        return cls(ids, sources, cat_ptr, np.asarray(cats, dtype=np.int64), fields, category_field,
-                   tuple(entitlement_fields), source, {"unknown_categories_dropped": n_unknown})
+        return cls(
+            ids,
+            sources,
+            cat_ptr,
+            np.asarray(cats, dtype=np.int64),
+            fields,
+            category_field,
+            tuple(entitlement_fields),
+            source,
+            {"unknown_categories_dropped": n_unknown},
+        )
 
     @classmethod
     def from_arrays(
@@ -167,11 +186,13 @@ class Corpus:
         cat_idx: np.ndarray,
         fields: Mapping[str, tuple[np.ndarray, np.ndarray, Sequence[str]]] | None = None,
         **kw: Any,
-    ) -> "Corpus":
+    ) -> Corpus:
         """Build from arrays (benchmarks, generated corpora): ``fields[name] = (ptr, codes,
         value strings)`` with codes ascending within each document."""
-        tables = {k: FieldTable(k, np.asarray(p), np.asarray(c), {v: i for i, v in enumerate(vals)})
-                  for k, (p, c, vals) in dict(fields or {}).items()}
+        tables = {
+            k: FieldTable(k, np.asarray(p), np.asarray(c), {v: i for i, v in enumerate(vals)})
+            for k, (p, c, vals) in dict(fields or {}).items()
+        }
         return cls(list(ids), list(ids), np.asarray(cat_ptr), np.asarray(cat_idx), tables, **kw)
 
     # ------------------------------------------------------------------ entitlement
@@ -196,8 +217,12 @@ class Corpus:
         return eligible_pairs(self, np.zeros(len(docs), dtype=np.int64), docs, [principal])
 
 
-def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarray,
-                   principals: Sequence[Mapping[str, Any] | None]) -> np.ndarray:
+def eligible_pairs(
+    corpus: Corpus,
+    pair_group: np.ndarray,
+    pair_doc: np.ndarray,
+    principals: Sequence[Mapping[str, Any] | None],
+) -> np.ndarray:
     """:meth:`Corpus.eligible` for many (group, document) pairs at once, each group with its
     own principal (``None``: everything eligible). Vectorised: for each entitlement field the
     groups' principals fall into a few classes (the same values for that field: records repeat
@@ -215,15 +240,22 @@ def eligible_pairs(corpus: "Corpus", pair_group: np.ndarray, pair_doc: np.ndarra
         table = corpus.fields.get(f)
         # the class of each group's value for f: NOT_GIVEN (unrestricted) or its value keys
         classes: dict[Any, int] = {_NOT_GIVEN: 0}
-        cls = np.fromiter((classes.setdefault(_class_key(pr, f), len(classes)) for pr in principals),
-                          dtype=np.int64, count=len(principals))
+        cls = np.fromiter(
+            (classes.setdefault(_class_key(pr, f), len(classes)) for pr in principals),
+            dtype=np.int64,
+            count=len(principals),
+        )
         sel = cls[pair_group] > 0
         if table is None:
             ok &= ~sel
             continue
         C = len(table.values) + 1
-        keys = [c * C + code for key, c in classes.items() if c
-                for code in sorted({table.code(v) for v in _class_values(key)} - {-1})]
+        keys = [
+            c * C + code
+            for key, c in classes.items()
+            if c
+            for code in sorted({table.code(v) for v in _class_values(key)} - {-1})
+        ]
         idx = np.flatnonzero(sel)
         docs = pair_doc[idx]
         lens = table.ptr[docs + 1] - table.ptr[docs]
@@ -302,6 +334,11 @@ def read_corpus(
         lines.append(lineno)
         docs.append(obj)
     return Corpus.from_records(
-        docs, ontology, category_field=category_field, entitlement_fields=entitlement_fields,
-        unknown_categories=unknown_categories, source=str(path), _lines=lines,
+        docs,
+        ontology,
+        category_field=category_field,
+        entitlement_fields=entitlement_fields,
+        unknown_categories=unknown_categories,
+        source=str(path),
+        _lines=lines,
     )

@@ -12,19 +12,27 @@ with a corpus, is the deepest common ancestor of its relevant documents' categor
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError, InputError
+from kg_rageval.contract.measures import COUNTS, MeasureSpec, parse_measures
+from kg_rageval.families.retrieval.measures import (
+    MIN_GEO_MEAN,
+    Aggregate,
+    PerQueryMeasures,
+    aggregate,
+    compute,
+    scored_mask,
+)
+from kg_rageval.families.retrieval.runs import Qrels, Run
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of
-from kg_rageval.contract.measures import COUNTS, MeasureSpec, parse_measures
-from kg_rageval.families.retrieval.measures import MIN_GEO_MEAN, Aggregate, PerQueryMeasures, aggregate, compute, scored_mask
-from kg_rageval.families.retrieval.runs import Qrels, Run
 
 
 @dataclass
@@ -45,17 +53,35 @@ class RunScore:
         return d
 
 
-def score_run(qrels: Qrels, run: Run, measures: Sequence[str | MeasureSpec], *, name: str = "run",
-              mode: str = "default", rel_level: int = 1, depth: int | None = None,
-              complete: bool = True) -> RunScore:
+def score_run(
+    qrels: Qrels,
+    run: Run,
+    measures: Sequence[str | MeasureSpec],
+    *,
+    name: str = "run",
+    mode: str = "default",
+    rel_level: int = 1,
+    depth: int | None = None,
+    complete: bool = True,
+) -> RunScore:
     """Per-query values and means of ``measures`` for one run (see :mod:`.measures`)."""
     pq = compute(qrels, run, measures, rel_level=rel_level, depth=depth)
     return RunScore(name, pq, aggregate(pq, mode, complete=complete))
 
 
-def score_trec(ontology, records, qrels: Qrels, run: Run, *, measures: Sequence[str] = (), mode: str = "default",
-               rel_level: int = 1, depth: int | None = None, complete: bool = True,
-               name: str = "run") -> Evaluation:
+def score_trec(
+    ontology,
+    records,
+    qrels: Qrels,
+    run: Run,
+    *,
+    measures: Sequence[str] = (),
+    mode: str = "default",
+    rel_level: int = 1,
+    depth: int | None = None,
+    complete: bool = True,
+    name: str = "run",
+) -> Evaluation:
     """The registered family ``trec``: ``measures`` (any spelling; default
     :data:`~.measures.DEFAULT_MEASURES`) of ``run`` against ``qrels`` as the additive
     :class:`MeasuresFamily` evaluation, one row per qrels query, metrics named by their
@@ -68,7 +94,9 @@ def score_trec(ontology, records, qrels: Qrels, run: Run, *, measures: Sequence[
         specs = parse_measures(measures or DEFAULT_MEASURES)
     except ValueError as exc:
         raise ConfigError(f"families.trec.measures: {exc}") from None
-    sc = score_run(qrels, run, specs, name=name, mode=mode, rel_level=rel_level, depth=depth, complete=complete)
+    sc = score_run(
+        qrels, run, specs, name=name, mode=mode, rel_level=rel_level, depth=depth, complete=complete
+    )
     return to_evaluation(sc, mode)
 
 
@@ -100,14 +128,20 @@ class MeasuresFamily(Family):
             elif s.measure in COUNTS:
                 out[name] = Metric(name, float(sums.get(f"{name}.sum", 0.0)))
             else:
-                out[name] = mean_of(name, sums.get(f"{name}.sum", 0.0), n,
-                                    missing="no queries with a relevant document at this threshold")
+                out[name] = mean_of(
+                    name,
+                    sums.get(f"{name}.sum", 0.0),
+                    n,
+                    missing="no queries with a relevant document at this threshold",
+                )
         for c in ("n_queries", "n_missing_run", "n_no_gold"):
             out[c] = Metric(c, float(sums.get(c, 0.0)))
         return out
 
 
-def to_evaluation(score: RunScore, mode: str = "default", *, nodes: Sequence[str | None] | None = None) -> Evaluation:
+def to_evaluation(
+    score: RunScore, mode: str = "default", *, nodes: Sequence[str | None] | None = None
+) -> Evaluation:
     """One row per qrels query with the additive stats of :class:`MeasuresFamily` (key
     ``gold_node`` when ``nodes`` is given, one per qrels query)."""
     pq = score.per_query
@@ -123,14 +157,18 @@ def to_evaluation(score: RunScore, mode: str = "default", *, nodes: Sequence[str
         if s.measure in ("GMAP", "GMBpref"):
             stats[f"{name}.logsum"] = np.where(mask, np.log(np.maximum(v, MIN_GEO_MEAN)), 0.0)
     rk = pq.ranked
-    R = np.bincount(np.repeat(np.arange(nq), np.diff(rk.qrels.ptr)), weights=rk.qrels.grades >= max(pq.rel_level, 0),
-                    minlength=nq)
+    R = np.bincount(
+        np.repeat(np.arange(nq), np.diff(rk.qrels.ptr)),
+        weights=rk.qrels.grades >= max(pq.rel_level, 0),
+        minlength=nq,
+    )
     stats["n_queries"] = np.ones(nq)
     stats["n_missing_run"] = rk.missing.astype(float)
     stats["n_no_gold"] = (R == 0).astype(float)
     keys = {"gold_node": np.asarray(list(nodes), dtype=object)} if nodes is not None else {}
-    return Evaluation(fam, np.asarray(pq.qids, dtype=object), stats, keys=keys,
-                      meta={"run": score.name, "mode": mode})
+    return Evaluation(
+        fam, np.asarray(pq.qids, dtype=object), stats, keys=keys, meta={"run": score.name, "mode": mode}
+    )
 
 
 def read_query_nodes(path: str | Path, ontology) -> dict[str, str]:
@@ -145,16 +183,21 @@ def read_query_nodes(path: str | Path, ontology) -> dict[str, str]:
                 continue
             parts = s.split("\t") if "\t" in s else s.split()
             if len(parts) != 2:
-                raise InputError(f"expected 'query<TAB>node', found {s[:80]!r}", source=str(p), location=f"line {lineno}")
+                raise InputError(
+                    f"expected 'query<TAB>node', found {s[:80]!r}", source=str(p), location=f"line {lineno}"
+                )
             q, node = parts[0].strip(), parts[1].strip()
             if node not in ontology:
-                raise InputError(f"node {node!r} is not in the ontology", source=str(p), location=f"line {lineno}")
+                raise InputError(
+                    f"node {node!r} is not in the ontology", source=str(p), location=f"line {lineno}"
+                )
             out[q] = ontology.ids[ontology.index(node)]
     return out
 
 
-def query_gold_nodes(qrels: Qrels, ontology, *, corpus=None, table: Mapping[str, str] | None = None,
-                     rel_level: int = 1) -> list[str | None]:
+def query_gold_nodes(
+    qrels: Qrels, ontology, *, corpus=None, table: Mapping[str, str] | None = None, rel_level: int = 1
+) -> list[str | None]:
     """Each qrels query's node: ``table[qid]`` when given, else (with a corpus) the deepest
     common ancestor of the categories of its relevant documents found in the corpus, else
     ``None`` (left out of the roll-up and counted there)."""
@@ -167,7 +210,11 @@ def query_gold_nodes(qrels: Qrels, ontology, *, corpus=None, table: Mapping[str,
         node = None
         if corpus is not None:
             a, b = int(qrels.ptr[i]), int(qrels.ptr[i + 1])
-            rel = [s[d] for d, g in zip(qrels.docs[a:b].tolist(), qrels.grades[a:b].tolist()) if g >= max(rel_level, 0)]
+            rel = [
+                s[d]
+                for d, g in zip(qrels.docs[a:b].tolist(), qrels.grades[a:b].tolist())
+                if g >= max(rel_level, 0)
+            ]
             idx = corpus.lookup(rel) if rel else np.zeros(0, np.int64)
             idx = idx[idx >= 0]
             if len(idx):

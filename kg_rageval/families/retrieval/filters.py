@@ -27,8 +27,9 @@ ontology's ancestor closure (``anc_ptr``/``anc_idx``); no per-document Python lo
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,9 @@ class Filter:
         return (self.field, op, tuple(sorted(set(self.values))))
 
 
-def parse_filter(raw: Any, where: str, *, category_field: str = "categories",
-                 entitlement_fields: Sequence[str] = ()) -> Filter:
+def parse_filter(
+    raw: Any, where: str, *, category_field: str = "categories", entitlement_fields: Sequence[str] = ()
+) -> Filter:
     if not isinstance(raw, Mapping):
         raise InputError(f"{where}: a filter must be an object with field, op, value; found {raw!r}")
     f, op, v = raw.get("field"), raw.get("op"), raw.get("value", raw.get("values"))
@@ -89,12 +91,15 @@ def parse_filter(raw: Any, where: str, *, category_field: str = "categories",
     return Filter(f, op, tuple(value_key(x) for x in vals), src if isinstance(src, str) else None)
 
 
-def parse_filters(raw: Any, where: str, *, category_field: str = "categories",
-                  entitlement_fields: Sequence[str] = ()) -> list[Filter]:
+def parse_filters(
+    raw: Any, where: str, *, category_field: str = "categories", entitlement_fields: Sequence[str] = ()
+) -> list[Filter]:
     if not isinstance(raw, list):
         raise InputError(f"{where}: expected a list of filters, found {type(raw).__name__}")
-    return [parse_filter(x, f"{where}[{i}]", category_field=category_field, entitlement_fields=entitlement_fields)
-            for i, x in enumerate(raw)]
+    return [
+        parse_filter(x, f"{where}[{i}]", category_field=category_field, entitlement_fields=entitlement_fields)
+        for i, x in enumerate(raw)
+    ]
 
 
 def replay(
@@ -163,9 +168,12 @@ def replay(
                     if code < 0:
                         if resolver is None or resolver.options.on_unknown == "error":
                             loc = where[q] if where is not None else f"query {q}"
-                            raise UnknownIdError(v, where=f"{loc}, filter on {f.field!r}",
-                                                 hint="on_unknown='count' counts a filter value the ontology "
-                                                      "lacks (it matches no document)")
+                            raise UnknownIdError(
+                                v,
+                                where=f"{loc}, filter on {f.field!r}",
+                                hint="on_unknown='count' counts a filter value the ontology "
+                                "lacks (it matches no document)",
+                            )
                         if unknown is not None:
                             unknown.append(v)
                 fq.append(q)

@@ -11,12 +11,15 @@ documents); a repeated id raises :class:`~kg_rageval.base.errors.InputError` nam
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 
 
-def rrf(rankings: Sequence[Sequence[str]], k: float = 60, *, depth: int | None = None) -> list[tuple[str, float]]:
+def rrf(
+    rankings: Sequence[Sequence[str]], k: float = 60, *, depth: int | None = None
+) -> list[tuple[str, float]]:
     """Fuse ranked lists; returns ``[(doc, score), ...]`` best first.
 
     ``depth`` cuts each lane to its first ``depth`` documents before fusing (``None``: all).
@@ -46,7 +49,9 @@ def rrf(rankings: Sequence[Sequence[str]], k: float = 60, *, depth: int | None =
     return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]][0], best[kv[0]][1], kv[0]))
 
 
-def rrf_runs(lanes: Mapping[str, Mapping[str, Sequence[str]]], k: float = 60, *, depth: int | None = None) -> dict[str, list[str]]:
+def rrf_runs(
+    lanes: Mapping[str, Mapping[str, Sequence[str]]], k: float = 60, *, depth: int | None = None
+) -> dict[str, list[str]]:
     """Fuse per-query runs of several named lanes: ``{lane: {qid: [doc, ...]}}`` →
     ``{qid: [doc, ...]}`` (queries of any lane; lanes in the mapping's order)."""
     qids: dict[str, None] = {}
@@ -79,17 +84,23 @@ def normalise(scores: Mapping[str, float], method: str = "minmax") -> dict[str, 
     if method == "minmax":
         lo, hi = min(v), max(v)
         if hi == lo:
-            return {d: 1.0 for d in scores}
+            return dict.fromkeys(scores, 1.0)
         return {d: (s - lo) / (hi - lo) for d, s in scores.items()}
     mu = sum(v) / len(v)
     sd = math.sqrt(sum((x - mu) ** 2 for x in v) / len(v))
     if sd == 0:
-        return {d: 0.0 for d in scores}
+        return dict.fromkeys(scores, 0.0)
     return {d: (s - mu) / sd for d, s in scores.items()}
 
 
-def convex(a: Mapping[str, float], b: Mapping[str, float], alpha: float, *, norm: str = "minmax",
-           missing: float | None = None) -> dict[str, float]:
+def convex(
+    a: Mapping[str, float],
+    b: Mapping[str, float],
+    alpha: float,
+    *,
+    norm: str = "minmax",
+    missing: float | None = None,
+) -> dict[str, float]:
     """``alpha · norm(a) + (1 − alpha) · norm(b)`` per document (one query's scored lanes). A
     document only one lane returned gets ``missing`` for the other (default: that lane's
     minimum normalised score, i.e. 0 for min-max)."""
@@ -102,15 +113,27 @@ def convex(a: Mapping[str, float], b: Mapping[str, float], alpha: float, *, norm
     return {d: alpha * na.get(d, fa) + (1.0 - alpha) * nb.get(d, fb) for d in docs}
 
 
-def convex_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]], alpha: float, *,
-                norm: str = "minmax") -> dict[str, dict[str, float]]:
+def convex_runs(
+    a: Mapping[str, Mapping[str, float]],
+    b: Mapping[str, Mapping[str, float]],
+    alpha: float,
+    *,
+    norm: str = "minmax",
+) -> dict[str, dict[str, float]]:
     """:func:`convex` for every query of either run (``{qid: {doc: score}}``)."""
     return {q: convex(a.get(q, {}), b.get(q, {}), alpha, norm=norm) for q in dict.fromkeys([*a, *b])}
 
 
-def alpha_sweep(qrels: Mapping[str, Mapping[str, float]], a: Mapping[str, Mapping[str, float]],
-                b: Mapping[str, Mapping[str, float]], *, measure: str = "nDCG@10", norm: str = "minmax",
-                alphas: Sequence[float] | None = None, rel_level: int = 1) -> dict:
+def alpha_sweep(
+    qrels: Mapping[str, Mapping[str, float]],
+    a: Mapping[str, Mapping[str, float]],
+    b: Mapping[str, Mapping[str, float]],
+    *,
+    measure: str = "nDCG@10",
+    norm: str = "minmax",
+    alphas: Sequence[float] | None = None,
+    rel_level: int = 1,
+) -> dict:
     """Evaluate the convex fusion for each α on the labelled queries (those in ``qrels``):
     ``{"measure", "norm", "alphas": [{"alpha", "value", "n"}], "best": {...},
     "lane_a": value, "lane_b": value}``. α = 1 is lane A alone, α = 0 lane B (after the same
@@ -134,5 +157,11 @@ def alpha_sweep(qrels: Mapping[str, Mapping[str, float]], a: Mapping[str, Mappin
         lanes[key] = aggregate(pq).values[str(pq.specs[0])]
     valid = [r for r in out if r["value"] is not None]
     best = max(valid, key=lambda r: (r["value"], -abs(r["alpha"] - 0.5))) if valid else None
-    return {"measure": measure, "norm": norm, "alphas": out, "best": best, **lanes,
-            "beats_both_lanes": bool(best and all(v is not None and best["value"] > v for v in lanes.values()))}
+    return {
+        "measure": measure,
+        "norm": norm,
+        "alphas": out,
+        "best": best,
+        **lanes,
+        "beats_both_lanes": bool(best and all(v is not None and best["value"] > v for v in lanes.values())),
+    }

@@ -5,8 +5,9 @@ with ``input="corpus"``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 def corpus(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
@@ -16,9 +17,13 @@ def corpus(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:
     # the corpus is data (gold): a category the ontology lacks is an error unless on_unknown_gold
     # is "count" (then it is dropped and counted by the reader)
     unknown = "ignore" if options.get("on_unknown_gold") == "count" else "error"
-    return read_corpus(path, ontology, category_field=options.get("category_field", "categories"),
-                       entitlement_fields=tuple(options.get("entitlement_fields") or DEFAULT_ENTITLEMENT_FIELDS),
-                       unknown_categories=unknown)
+    return read_corpus(
+        path,
+        ontology,
+        category_field=options.get("category_field", "categories"),
+        entitlement_fields=tuple(options.get("entitlement_fields") or DEFAULT_ENTITLEMENT_FIELDS),
+        unknown_categories=unknown,
+    )
 
 
 def qrels(path: str | Path, ontology: Any, options: Mapping[str, Any]) -> Any:

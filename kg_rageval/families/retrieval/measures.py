@@ -41,8 +41,9 @@ empty run. What a mean is taken over is the *aggregation mode* (:func:`aggregate
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,29 +51,79 @@ from kg_rageval.contract.measures import COUNTS, MeasureSpec, parse_measures
 from kg_rageval.families.retrieval.runs import Qrels, Run
 
 DEFAULT_MEASURES = (
-    "P@1", "P@5", "P@10", "R@5", "R@10", "R@100", "nDCG@5", "nDCG@10", "nDCG", "AP", "RR", "RR@10",
-    "Rprec", "Success@1", "Success@5", "Success@10", "Bpref", "infAP", "Judged@10", "ERR@10",
-    "RBP", "NumRet", "NumRel", "NumRelRet",
+    "P@1",
+    "P@5",
+    "P@10",
+    "R@5",
+    "R@10",
+    "R@100",
+    "nDCG@5",
+    "nDCG@10",
+    "nDCG",
+    "AP",
+    "RR",
+    "RR@10",
+    "Rprec",
+    "Success@1",
+    "Success@5",
+    "Success@10",
+    "Bpref",
+    "infAP",
+    "Judged@10",
+    "ERR@10",
+    "RBP",
+    "NumRet",
+    "NumRel",
+    "NumRelRet",
 )
 """What ``kg-rageval score retrieval --qrels`` computes when no ``--measure`` is given."""
 
 TREC_DEFAULT = (
-    "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
     *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)],
     *[f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
 )
 """trec_eval's default output (without ``-m``), in its order."""
 
 TREC_ALL = (
-    "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
     *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)],
     *[f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
     *[f"recall_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
-    "infAP", "gm_bpref", "11pt_avg", "ndcg",
+    "infAP",
+    "gm_bpref",
+    "11pt_avg",
+    "ndcg",
     *[f"ndcg_cut_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
     *[f"map_cut_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)],
-    "success_1", "success_5", "success_10", "set_P", "set_recall", "set_map", "set_F",
-    "num_nonrel_judged_ret", "rbp", "unj_5", "unj_10", "unj_20",
+    "success_1",
+    "success_5",
+    "success_10",
+    "set_P",
+    "set_recall",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
+    "rbp",
+    "unj_5",
+    "unj_10",
+    "unj_20",
 )
 """The measures of trec_eval's ``-m all_trec`` that kg-rageval computes, in trec_eval's order
 (``Rprec_mult``, ``utility``, ``relative_P``, ``binG``, ``G``, ``ndcg_rel``, ``Rndcg``,
@@ -186,8 +237,15 @@ class _Ctx:
             R = np.bincount(self.qrow, weights=g >= max(t, 0), minlength=self.nq).astype(np.int64)
             Nn = np.bincount(self.qrow, weights=(g >= 0) & (g < t), minlength=self.nq).astype(np.int64)
             ri = np.flatnonzero(relf)
-            d = {"rel": relf, "C": C, "R": R, "Nn": Nn, "tot": C[self.s + self.L] - C[self.s], "ri": ri,
-                 "rrow": self.row[ri]}
+            d = {
+                "rel": relf,
+                "C": C,
+                "R": R,
+                "Nn": Nn,
+                "tot": C[self.s + self.L] - C[self.s],
+                "ri": ri,
+                "rrow": self.row[ri],
+            }
             self._t[t] = d
         return d
 
@@ -257,21 +315,21 @@ def _suffix_max_by_row(row: np.ndarray, vals: np.ndarray) -> np.ndarray:
     return uniq[(np.maximum.accumulate(key) % m)[::-1]]
 
 
-def _rel_prefix(ctx: "_Ctx", d: dict, term: np.ndarray) -> np.ndarray:
+def _rel_prefix(ctx: _Ctx, d: dict, term: np.ndarray) -> np.ndarray:
     """Prefix sums over the relevant entries (global order: by query, then rank)."""
     T = np.zeros(len(term) + 1)
     np.cumsum(term, out=T[1:])
     return T
 
 
-def _before(ctx: "_Ctx", flags: np.ndarray, ri: np.ndarray, rrow: np.ndarray) -> np.ndarray:
+def _before(ctx: _Ctx, flags: np.ndarray, ri: np.ndarray, rrow: np.ndarray) -> np.ndarray:
     """For the entries ``ri``: how many entries above them in their query have ``flags``."""
     c = np.zeros(ctx.N + 1, dtype=np.int64)
     np.cumsum(flags, out=c[1:])
     return c[ri] - c[ctx.s][rrow]
 
 
-def _dcg_prefix(ctx: "_Ctx", exp: bool):
+def _dcg_prefix(ctx: _Ctx, exp: bool):
     """Entries with a positive judged grade, their prefix count per entry and the prefix sums
     of their discounted gains: DCG@k of a query is a difference of two prefix values."""
     gp = ctx.judged & (ctx.rk.grade > 0)
@@ -287,7 +345,7 @@ def _dcg_prefix(ctx: "_Ctx", exp: bool):
     return gi, Cg, D
 
 
-def _bpref(ctx: "_Ctx", d: dict) -> np.ndarray:
+def _bpref(ctx: _Ctx, d: dict) -> np.ndarray:
     ri, rrow, R = d["ri"], d["rrow"], d["R"]
     nr = _before(ctx, ctx.judged & ~d["rel"], ri, rrow)
     Rr, Nr = R[rrow], d["Nn"][rrow]
@@ -309,8 +367,12 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         return (ctx.hits(d, k) > 0).astype(np.float64)
     if m in ("AP", "GMAP"):
         # per relevant entry: (relevant so far) / rank; summed up to the relevant ones in the top k
-        T = ctx.cached(("apT", spec.rel), lambda: _rel_prefix(ctx, d, (d["C"][d["ri"] + 1] - d["C"][ctx.s][d["rrow"]])
-                                                              / (ctx.pos[d["ri"]] + 1.0)))
+        T = ctx.cached(
+            ("apT", spec.rel),
+            lambda: _rel_prefix(
+                ctx, d, (d["C"][d["ri"] + 1] - d["C"][ctx.s][d["rrow"]]) / (ctx.pos[d["ri"]] + 1.0)
+            ),
+        )
         base = d["C"][ctx.s]
         return _safe_div(T[base + ctx.hits(d, k)] - T[base], R)
     if m == "RR":
@@ -337,7 +399,9 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         rs = d["C"][ri] - d["C"][ctx.s][rrow] + 1  # relevant so far, this one included
         j = ctx.pos[ri].astype(np.float64)
         jj = np.where(j > 0, j, 1.0)
-        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rs - 1 + nr + pu) / jj) * ((rs - 1 + eps) / (rs - 1 + nr + 2 * eps))
+        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rs - 1 + nr + pu) / jj) * (
+            (rs - 1 + eps) / (rs - 1 + nr + 2 * eps)
+        )
         term = np.where(j == 0, 1.0, term)
         return _safe_div(np.bincount(rrow, weights=term, minlength=ctx.nq), R)
     if m == "Judged":
@@ -349,7 +413,7 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
     if m == "ERR":
         gmax = float(spec.param("gmax", ctx.gmax))
         g = np.where(ctx.judged & (ctx.rk.grade > 0), ctx.rk.grade, 0.0)
-        rho = (np.exp2(np.minimum(g, gmax)) - 1.0) / (2.0 ** gmax)
+        rho = (np.exp2(np.minimum(g, gmax)) - 1.0) / (2.0**gmax)
         lg = np.log1p(-np.minimum(rho, 1 - 1e-16))
         c = np.zeros(ctx.N + 1)
         np.cumsum(lg, out=c[1:])
@@ -367,8 +431,9 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
                 np.maximum.at(top, ctx.qrow, np.where(q.grades >= 0, q.grades, 0.0))
             idx = ctx.cached(("dcg", False), lambda: _dcg_prefix(ctx, False))[0]
             gain = ctx.rk.grade[idx] / np.maximum(top, 1.0)[ctx.row[idx]]
-        return (1.0 - p) * np.bincount(ctx.row[idx], weights=gain * np.power(p, ctx.pos[idx].astype(np.float64)),
-                                       minlength=ctx.nq)
+        return (1.0 - p) * np.bincount(
+            ctx.row[idx], weights=gain * np.power(p, ctx.pos[idx].astype(np.float64)), minlength=ctx.nq
+        )
     if m in ("IPrec", "11ptAvg"):
         levels = (float(k),) if m == "IPrec" else _IPREC11
         C, tot = d["C"], d["tot"]
@@ -469,9 +534,14 @@ class Aggregate:
 
     def to_dict(self) -> dict:
         return {
-            "mode": self.mode, "values": self.values, "n": self.n, "n_queries": self.n_queries,
-            "n_missing_run": self.n_missing_run, "n_no_gold": self.n_no_gold,
-            "n_no_gold_nonempty_run": self.n_no_gold_nonempty_run, "n_run_only": len(self.run_only),
+            "mode": self.mode,
+            "values": self.values,
+            "n": self.n,
+            "n_queries": self.n_queries,
+            "n_missing_run": self.n_missing_run,
+            "n_no_gold": self.n_no_gold,
+            "n_no_gold_nonempty_run": self.n_no_gold_nonempty_run,
+            "n_run_only": len(self.run_only),
             "n_duplicates_removed": self.n_duplicates_removed,
         }
 
@@ -511,8 +581,10 @@ def aggregate(pq: PerQueryMeasures, mode: str = "default", *, complete: bool = T
         from kg_rageval.base.errors import InputError
 
         q = pq.qids[int(np.flatnonzero(rk.missing)[0])]
-        raise InputError(f"query {q!r} is judged but has no results; trec_eval 10.0 stops here "
-                         "without -c (complete=True scores it as an empty run)")
+        raise InputError(
+            f"query {q!r} is judged but has no results; trec_eval 10.0 stops here "
+            "without -c (complete=True scores it as an empty run)"
+        )
     R1 = _base_R(pq)
     values: dict[str, float | None] = {}
     ns: dict[str, int] = {}
@@ -543,8 +615,15 @@ def aggregate(pq: PerQueryMeasures, mode: str = "default", *, complete: bool = T
             values[name] = float(v[mask].mean())
     no_gold = R1 == 0
     return Aggregate(
-        mode, values, ns, len(pq.qids), int(rk.missing.sum()), int(no_gold.sum()),
-        int((no_gold & (rk.n_ret > 0)).sum()), list(rk.run_only), rk.n_duplicates_removed,
+        mode,
+        values,
+        ns,
+        len(pq.qids),
+        int(rk.missing.sum()),
+        int(no_gold.sum()),
+        int((no_gold & (rk.n_ret > 0)).sum()),
+        list(rk.run_only),
+        rk.n_duplicates_removed,
     )
 
 
@@ -556,14 +635,21 @@ def _base_R(pq: PerQueryMeasures) -> np.ndarray:
 
 # ------------------------------------------------------------------------ trec_eval output
 
+
 def _trec_value(spec: MeasureSpec, v: float) -> str:
     if spec.measure in COUNTS:
         return str(int(round(v)))
     return f"{v:.4f}"
 
 
-def trec_eval_lines(pq: PerQueryMeasures, *, run_id: str = "run", per_query: bool = False,
-                    measures: Sequence[MeasureSpec] | None = None, complete: bool = True) -> list[str]:
+def trec_eval_lines(
+    pq: PerQueryMeasures,
+    *,
+    run_id: str = "run",
+    per_query: bool = False,
+    measures: Sequence[MeasureSpec] | None = None,
+    complete: bool = True,
+) -> list[str]:
     """trec_eval's output lines (``name<TAB>qid<TAB>value``, names padded to 22 characters)
     for the measures trec_eval has; per query in qrels-id order when ``per_query`` (as
     trec_eval ``-q``, which prints no per-query NumQ, GMAP or GMBpref), then ``all``."""

@@ -27,15 +27,16 @@ Every mean has the scored queries as its denominator; with none it is missing ev
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.families.retrieval.runs import Qrels, Run
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, Metrics, mean_of, ratio
-from kg_rageval.families.retrieval.runs import Qrels, Run
 
 GAINS = ("graded", "binary")
 
@@ -201,8 +202,11 @@ def _qrels_side(qrels: Qrels, ks: tuple[int, ...], binary: bool) -> tuple[np.nda
     ideal = qg[order] * _discounts(int(qlens.max()) if nq else 1)[pos]
     # per-query sums in rank order from 0 (bincount adds in input order): a query's value does
     # not depend on the other queries of the batch
-    idcg = (np.stack([np.bincount(qrow[pos < k], weights=ideal[pos < k], minlength=nq) for k in ks], axis=1)
-            if nq else np.zeros((0, len(ks))))
+    idcg = (
+        np.stack([np.bincount(qrow[pos < k], weights=ideal[pos < k], minlength=nq) for k in ks], axis=1)
+        if nq
+        else np.zeros((0, len(ks)))
+    )
     return n_rel, idcg
 
 
@@ -255,7 +259,6 @@ def evaluate_dicts(
     from kg_rageval.families.retrieval.runs import _csr
 
     ks = _checked_options(k, gain, engine)
-    from kg_rageval.families.retrieval import _kernels
 
     q = _grades_only(qrels)
     binary = gain == "binary"
@@ -274,6 +277,7 @@ def evaluate_dicts(
 
 _SPARSE_CHUNK = 4_000_000
 """Score-grid cells compared per chunk in :func:`_sparse_sides` (32 MB of float64)."""
+
 
 def evaluate_lists(
     golds: Sequence[Mapping[str, float]],
@@ -305,15 +309,19 @@ def evaluate_lists(
     ptr = _csr(lens)
     total = int(ptr[-1])
     zero = itertools.repeat(0.0)
-    grades = np.fromiter(itertools.chain.from_iterable(map(golds[i].get, r, zero) for i, r in zip(rows, runs)),
-                         dtype=np.float64, count=total)
+    grades = np.fromiter(
+        itertools.chain.from_iterable(map(golds[i].get, r, zero) for i, r in zip(rows, runs)),
+        dtype=np.float64,
+        count=total,
+    )
     qrow = np.asarray(rows, dtype=np.int64)
     R = n_rel[qrow]
     if engine == "auto":
         engine = "numba" if (_kernels.HAVE_NUMBA and total >= NUMBA_MIN_ENTRIES) else "numpy"
     if engine == "numba":
-        sides = _kernels.grades_kernel(ptr, grades, R, np.asarray(ks), binary,
-                                       _discounts(int(lens.max()) if len(lens) else 1))
+        sides = _kernels.grades_kernel(
+            ptr, grades, R, np.asarray(ks), binary, _discounts(int(lens.max()) if len(lens) else 1)
+        )
     else:
         sides = _grades_side_numpy(ptr, grades, R, ks, binary)
     return _assemble(q, ks, n_rel, idcg, qrow, lens, sides, [])
@@ -329,8 +337,11 @@ def _grades_only(qrels: Mapping[str, Mapping[str, float]]) -> Qrels:
     vals: list[Any] = list(qrels.values())
     lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
     total = int(lens.sum())
-    it = (itertools.chain.from_iterable(map(dict.values, vals)) if set(map(type, vals)) <= {dict}
-          else itertools.chain.from_iterable(v.values() for v in vals))
+    it = (
+        itertools.chain.from_iterable(map(dict.values, vals))
+        if set(map(type, vals)) <= {dict}
+        else itertools.chain.from_iterable(v.values() for v in vals)
+    )
     grades = np.fromiter(it, dtype=np.float64, count=total)
     return Qrels(list(map(str, qrels)), _csr(lens), np.zeros(total, dtype=np.int64), grades)
 
@@ -354,20 +365,31 @@ def _sparse_sides(qrels, run, present, ptr, R, ks, binary):
     nrun = len(present)
     total = int(ptr[-1])
     rrows = list(map(run.__getitem__, present))
-    scores = np.fromiter(itertools.chain.from_iterable(map(dict.values, rrows) if set(map(type, rrows)) <= {dict}
-                                                       else (r.values() for r in rrows)),
-                         dtype=np.float64, count=total)
+    scores = np.fromiter(
+        itertools.chain.from_iterable(
+            map(dict.values, rrows) if set(map(type, rrows)) <= {dict} else (r.values() for r in rrows)
+        ),
+        dtype=np.float64,
+        count=total,
+    )
     if np.isnan(scores).any():
         return None
     judged = list(map(qrels.__getitem__, present))
     jlens = np.fromiter(map(len, judged), dtype=np.int64, count=nrun)
     nj = int(jlens.sum())
     nan = itertools.repeat(float("nan"))
-    js_all = np.fromiter(itertools.chain.from_iterable(map(r.get, j, nan) for r, j in zip(rrows, judged)),
-                         dtype=np.float64, count=nj)
-    jg_all = np.fromiter(itertools.chain.from_iterable(map(dict.values, judged)) if all(
-        type(j) is dict for j in judged) else itertools.chain.from_iterable(j.values() for j in judged),
-                         dtype=np.float64, count=nj)
+    js_all = np.fromiter(
+        itertools.chain.from_iterable(map(r.get, j, nan) for r, j in zip(rrows, judged)),
+        dtype=np.float64,
+        count=nj,
+    )
+    jg_all = np.fromiter(
+        itertools.chain.from_iterable(map(dict.values, judged))
+        if all(type(j) is dict for j in judged)
+        else itertools.chain.from_iterable(j.values() for j in judged),
+        dtype=np.float64,
+        count=nj,
+    )
     found = ~np.isnan(js_all)
     jr_all = np.repeat(np.arange(nrun, dtype=np.int64), jlens)
     jr_a, js_a, jg_a = jr_all[found], js_all[found], jg_all[found]
@@ -390,7 +412,7 @@ def _sparse_sides(qrels, run, present, ptr, R, ks, binary):
         bounds = np.flatnonzero(np.diff(np.concatenate(([-1], jr_a, [nrun]))))
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             r = int(jr_a[a])
-            row = scores[ptr[r]: ptr[r + 1]]
+            row = scores[ptr[r] : ptr[r + 1]]
             s_ = js_a[a:b, None]
             rank[a:b] = 1 + (row[None, :] > s_).sum(axis=1)
             ties[a:b] = (row[None, :] == s_).sum(axis=1) - 1
@@ -402,7 +424,7 @@ def _sparse_sides(qrels, run, present, ptr, R, ks, binary):
         for j in tied.tolist():
             r = int(jr_a[j])
             a = int(ptr[r])
-            eq = np.flatnonzero(scores[a: int(ptr[r + 1])] == js_a[j]).tolist()
+            eq = np.flatnonzero(scores[a : int(ptr[r + 1])] == js_a[j]).tolist()
             keys = list(run[present[r]])
             d = jd[j]
             rank[j] += sum(1 for e in eq if keys[e] > d)
@@ -447,9 +469,12 @@ def _ranked_sides(qrels, run, present, ptr, lens, R, ks, binary, engine):
     repeat0 = itertools.repeat(0.0)
     grades = np.fromiter(
         itertools.chain.from_iterable(map(qrels[x].get, run[x].keys(), repeat0) for x in present),
-        dtype=np.float64, count=total)
-    scores = np.fromiter(itertools.chain.from_iterable(run[x].values() for x in present), dtype=np.float64,
-                         count=total)
+        dtype=np.float64,
+        count=total,
+    )
+    scores = np.fromiter(
+        itertools.chain.from_iterable(run[x].values() for x in present), dtype=np.float64, count=total
+    )
     order = trec_order(ptr, scores, None, None, row_ids=lambda r: list(run[present[r]].keys()))
     if order is not None:
         grades = grades[order]
@@ -461,15 +486,18 @@ def _ranked_sides(qrels, run, present, ptr, lens, R, ks, binary, engine):
     return _grades_side_numpy(ptr, grades, R, ks, binary)
 
 
-def _run_side_numpy(qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.ndarray,
-                    ks: tuple[int, ...], binary: bool):
+def _run_side_numpy(
+    qrels: Qrels, run: Run, qrow_of_run: np.ndarray, n_rel: np.ndarray, ks: tuple[int, ...], binary: bool
+):
     """numpy path: prefix sums over the concatenated run give every cut-off in O(queries)."""
     grades = lookup_grades(qrels, run, qrow_of_run)
     R = np.where(qrow_of_run >= 0, n_rel[np.maximum(qrow_of_run, 0)], 0)
     return _grades_side_numpy(run.ptr, grades, R, ks, binary)
 
 
-def _grades_side_numpy(rptr: np.ndarray, grades: np.ndarray, R: np.ndarray, ks: tuple[int, ...], binary: bool):
+def _grades_side_numpy(
+    rptr: np.ndarray, grades: np.ndarray, R: np.ndarray, ks: tuple[int, ...], binary: bool
+):
     """Run-side sums from grades in rank order. Integer counts come from prefix sums; the float
     sums (DCG, AP) are added per query in rank order starting from 0 (``bincount`` adds its
     weights in input order), as the numba kernels do: the same floats whatever the engine and
@@ -486,9 +514,19 @@ def _grades_side_numpy(rptr: np.ndarray, grades: np.ndarray, R: np.ndarray, ks: 
     top = np.flatnonzero(pos < max(ks)) if len(ks) else np.zeros(0, np.int64)
     g_top = rel[top].astype(np.float64) if binary else np.maximum(grades[top], 0.0)
     gd = g_top * _discounts(int(lens.max()) if len(lens) else 1)[pos[top]]
-    hits = np.stack([C[s + np.minimum(L, k)] - C[s] for k in ks], axis=1) if len(s) else np.zeros((0, len(ks)), np.int64)
-    dcg = (np.stack([np.bincount(rrow[top], weights=np.where(pos[top] < k, gd, 0.0), minlength=nrun) for k in ks],
-                    axis=1) if len(s) else np.zeros((0, len(ks))))
+    hits = (
+        np.stack([C[s + np.minimum(L, k)] - C[s] for k in ks], axis=1)
+        if len(s)
+        else np.zeros((0, len(ks)), np.int64)
+    )
+    dcg = (
+        np.stack(
+            [np.bincount(rrow[top], weights=np.where(pos[top] < k, gd, 0.0), minlength=nrun) for k in ks],
+            axis=1,
+        )
+        if len(s)
+        else np.zeros((0, len(ks)))
+    )
     total = C[s + L] - C[s]
     first = np.searchsorted(C, C[s] + 1, side="left")  # index of the first relevant entry + 1
     rank1 = np.where(total > 0, first - s, 0)
@@ -564,58 +602,107 @@ class RetrievalFamily(Family):
     name = "retrieval"
     version = "1"
 
-    def __init__(self, k: int | Sequence[int] = (1, 5, 10), *, gain: str = "graded", attribution_k: int | None = None):
+    def __init__(
+        self, k: int | Sequence[int] = (1, 5, 10), *, gain: str = "graded", attribution_k: int | None = None
+    ):
         self.ks = normalise_ks(k)
         self.gain = gain
         self.attribution_k = int(attribution_k or max(self.ks))
         self.metric_list = metric_names(self.ks)
-        self.stats = tuple(f"{m}.sum" for m in self.metric_list) + (
-            "n_scored",
-            "n_missing_run",
-            "n_no_gold",
-            "n_no_gold_nonempty_run",
-            "n_duplicates_removed",
-        ) + FILTER_STATS
+        self.stats = (
+            tuple(f"{m}.sum" for m in self.metric_list)
+            + (
+                "n_scored",
+                "n_missing_run",
+                "n_no_gold",
+                "n_no_gold_nonempty_run",
+                "n_duplicates_removed",
+            )
+            + FILTER_STATS
+        )
 
     def finalize(self, sums: Mapping[str, float]) -> dict[str, Metric]:
         n = sums.get("n_scored", 0.0)
         out = Metrics()
         for m in self.metric_list:
             out[m] = mean_of(m, sums.get(f"{m}.sum", 0.0), n, missing="no scored queries with relevant gold")
-        for c in ("n_scored", "n_missing_run", "n_no_gold", "n_no_gold_nonempty_run", "n_duplicates_removed",
-                  "n_gold_ineligible", "n_q_gold_all_ineligible", "n_ineligible_retrieved",
-                  "n_gold_unknown", "n_filters_not_logged", "fe_q_eligible", "fe_q_excluded",
-                  "fe_q_inconsistent", "fe_docs_inconsistent"):
+        for c in (
+            "n_scored",
+            "n_missing_run",
+            "n_no_gold",
+            "n_no_gold_nonempty_run",
+            "n_duplicates_removed",
+            "n_gold_ineligible",
+            "n_q_gold_all_ineligible",
+            "n_ineligible_retrieved",
+            "n_gold_unknown",
+            "n_filters_not_logged",
+            "fe_q_eligible",
+            "fe_q_excluded",
+            "fe_q_inconsistent",
+            "fe_docs_inconsistent",
+        ):
             out[c] = Metric(c, float(sums.get(c, 0.0)))
-        out.add(ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n,
-                                        missing="no scored queries"))
-        out.add(ratio(
-            "filter_false_exclusion_rate", sums.get("fe_q_excluded", 0.0), sums.get("fe_q_eligible", 0.0),
-            missing="no queries with entitlement-eligible gold and replayed filters",
-        ))
-        out.add(ratio(
-            "doc_exclusion_rate", sums.get("fe_docs_excluded", 0.0), sums.get("fe_docs_eligible", 0.0),
-            missing="no entitlement-eligible gold documents with replayed filters",
-        ))
-        out.add(ratio(
-            "filter_log_inconsistency_rate", sums.get("fe_q_inconsistent", 0.0), sums.get("fe_q_eligible", 0.0),
-            missing="no queries with entitlement-eligible gold and replayed filters",
-        ))
+        out.add(ratio("missing_run_rate", sums.get("n_missing_run", 0.0), n, missing="no scored queries"))
+        out.add(
+            ratio(
+                "filter_false_exclusion_rate",
+                sums.get("fe_q_excluded", 0.0),
+                sums.get("fe_q_eligible", 0.0),
+                missing="no queries with entitlement-eligible gold and replayed filters",
+            )
+        )
+        out.add(
+            ratio(
+                "doc_exclusion_rate",
+                sums.get("fe_docs_excluded", 0.0),
+                sums.get("fe_docs_eligible", 0.0),
+                missing="no entitlement-eligible gold documents with replayed filters",
+            )
+        )
+        out.add(
+            ratio(
+                "filter_log_inconsistency_rate",
+                sums.get("fe_q_inconsistent", 0.0),
+                sums.get("fe_q_eligible", 0.0),
+                missing="no queries with entitlement-eligible gold and replayed filters",
+            )
+        )
         ka = self.attribution_k
         aq = sums.get("att_q", 0.0)
         for part in ("hit", "filter", "retriever", "ranker"):
-            out.add(ratio(
-                f"attribution@{ka}.{part}", sums.get(f"att_q_{part}", 0.0), aq,
-                missing="no queries with eligible gold and replayed filters",
-            ))
+            out.add(
+                ratio(
+                    f"attribution@{ka}.{part}",
+                    sums.get(f"att_q_{part}", 0.0),
+                    aq,
+                    missing="no queries with eligible gold and replayed filters",
+                )
+            )
         ad = sums.get("att_docs", 0.0)
         for part in ("found", "filter", "retriever", "ranker"):
-            out.add(ratio(
-                f"doc_attribution@{ka}.{part}", sums.get(f"att_docs_{part}", 0.0), ad,
-                missing="no eligible gold documents with replayed filters",
-            ))
-        out.add(ratio("predicate_precision", sums.get("pred_tp", 0.0), sums.get("pred_n", 0.0),
-                                           missing="no extracted filter predicates on records with gold_filters"))
-        out.add(ratio("predicate_recall", sums.get("pred_tp", 0.0), sums.get("gold_n", 0.0),
-                                        missing="no gold filter predicates"))
+            out.add(
+                ratio(
+                    f"doc_attribution@{ka}.{part}",
+                    sums.get(f"att_docs_{part}", 0.0),
+                    ad,
+                    missing="no eligible gold documents with replayed filters",
+                )
+            )
+        out.add(
+            ratio(
+                "predicate_precision",
+                sums.get("pred_tp", 0.0),
+                sums.get("pred_n", 0.0),
+                missing="no extracted filter predicates on records with gold_filters",
+            )
+        )
+        out.add(
+            ratio(
+                "predicate_recall",
+                sums.get("pred_tp", 0.0),
+                sums.get("gold_n", 0.0),
+                missing="no gold filter predicates",
+            )
+        )
         return out

@@ -50,21 +50,22 @@ three conditions as gates on its own bootstrap, e.g. ``ci_low(preference.precisi
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError, MissingEvidence
-from kg_rageval.results.builders import build_evaluation
-from kg_rageval.results.evaluation import Evaluation
-from kg_rageval.results.family import Family
-from kg_rageval.results.metric import Metric, mean_of, ratio
-from kg_rageval.records import Record, where
 from kg_rageval.families.retrieval.compare import bootstrap_ci
 from kg_rageval.families.retrieval.corpus import Corpus
 from kg_rageval.families.retrieval.filters import Filter, parse_filter, replay
 from kg_rageval.families.retrieval.score import _parse_gold
+from kg_rageval.records import Record, where
+from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.family import Family
+from kg_rageval.results.metric import Metric, mean_of, ratio
 
 
 @dataclass(frozen=True)
@@ -124,16 +125,28 @@ class PreferenceFamily(Family):
 
     name = "preference"
     version = "1"
-    stats = ("n", "hard_recall_sum", "soft_recall_sum", "hard_precision_sum", "soft_precision_sum",
-             "excluded", "unknown_preference")
+    stats = (
+        "n",
+        "hard_recall_sum",
+        "soft_recall_sum",
+        "hard_precision_sum",
+        "soft_precision_sum",
+        "excluded",
+        "unknown_preference",
+    )
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         none = "no queries with entitlement-eligible gold, a run and a preference"
-        out = {m: mean_of(m, s[f"{m}_sum"], s["n"], missing=none)
-               for m in ("hard_recall", "soft_recall", "hard_precision", "soft_precision")}
-        out["precision_gain"] = mean_of("precision_gain", s["hard_precision_sum"] - s["soft_precision_sum"], s["n"],
-                                        missing=none)
-        out["recall_delta"] = mean_of("recall_delta", s["hard_recall_sum"] - s["soft_recall_sum"], s["n"], missing=none)
+        out = {
+            m: mean_of(m, s[f"{m}_sum"], s["n"], missing=none)
+            for m in ("hard_recall", "soft_recall", "hard_precision", "soft_precision")
+        }
+        out["precision_gain"] = mean_of(
+            "precision_gain", s["hard_precision_sum"] - s["soft_precision_sum"], s["n"], missing=none
+        )
+        out["recall_delta"] = mean_of(
+            "recall_delta", s["hard_recall_sum"] - s["soft_recall_sum"], s["n"], missing=none
+        )
         out["exclusion_rate"] = ratio("exclusion_rate", s["excluded"], s["n"], missing=none)
         out["unknown_preference"] = Metric("unknown_preference", s["unknown_preference"])
         return out
@@ -185,10 +198,15 @@ class _Preferences:
             v = preference.get("value")
             if isinstance(v, Mapping):
                 if set(v) != {"from"} or not isinstance(v["from"], str) or not v["from"]:
-                    raise InputError(f"preference.value: expected a value or {{'from': 'record.path'}}, found {v!r}")
+                    raise InputError(
+                        f"preference.value: expected a value or {{'from': 'record.path'}}, found {v!r}"
+                    )
                 self.template, self.path = preference, v["from"]
-                self._check(parse_filter({**preference, "value": "x"}, "preference",
-                                         category_field=corpus.category_field))
+                self._check(
+                    parse_filter(
+                        {**preference, "value": "x"}, "preference", category_field=corpus.category_field
+                    )
+                )
             else:
                 self.fixed = parse_filter(preference, "preference", category_field=corpus.category_field)
         else:
@@ -199,7 +217,8 @@ class _Preferences:
     def _check(self, f: Filter) -> None:
         if f.field in self.corpus.entitlement_fields:
             raise InputError(
-                f"preference on {f.field!r}: entitlement fields are always hard filters, not preferences")
+                f"preference on {f.field!r}: entitlement fields are always hard filters, not preferences"
+            )
 
     @property
     def description(self) -> str:
@@ -219,8 +238,13 @@ class _Preferences:
             vals = _values_at(rec, self.path or "")
             if not vals:
                 return None
-            fl = [parse_filter({**self.template, "value": vals if len(vals) > 1 else vals[0]},
-                               where(rec, f"preference (value from {self.path})"), category_field=cat)]
+            fl = [
+                parse_filter(
+                    {**self.template, "value": vals if len(vals) > 1 else vals[0]},
+                    where(rec, f"preference (value from {self.path})"),
+                    category_field=cat,
+                )
+            ]
         else:
             sec = rec.get("retrieval")
             sec = sec if isinstance(sec, Mapping) else {}
@@ -230,15 +254,28 @@ class _Preferences:
             if raw is None or raw == []:
                 return None
             items = raw if isinstance(raw, list) else [raw]
-            fl = [parse_filter(x, where(rec, f"{field_name}[{i}]" if isinstance(raw, list) else field_name),
-                               category_field=cat) for i, x in enumerate(items)]
+            fl = [
+                parse_filter(
+                    x,
+                    where(rec, f"{field_name}[{i}]" if isinstance(raw, list) else field_name),
+                    category_field=cat,
+                )
+                for i, x in enumerate(items)
+            ]
         for f in fl:
             self._check(f)
         return fl
 
 
-def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ontology, k: int,
-             boost: float, ids: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def _compare(
+    records: Iterable[Record],
+    corpus: Corpus,
+    prefs: _Preferences,
+    ontology,
+    k: int,
+    boost: float,
+    ids: Mapping[str, Any],
+) -> tuple[list[dict[str, Any]], int]:
     """Per-query rows of the comparison and the number of queries without a preference.
     Concept values resolve through :class:`~kg_rageval.ontology.IdResolver` with the options
     ``ids`` (as in every family: CURIE/IRI, alternative ids)."""
@@ -281,9 +318,16 @@ def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ont
         if unknown and resolver.options.on_unknown == "count":  # a concept the ontology lacks passes nothing
             ok = np.zeros(len(both), dtype=bool)
         else:  # (on_unknown="error": replay names the unknown value)
-            ok, _ = replay(corpus, ontology, np.zeros(len(both), dtype=np.int64), both, [pref],
-                           where=[where(rec, "preference")], resolver=resolver)
-        cpass, gpass = ok[: len(cidx)], ok[len(cidx):]
+            ok, _ = replay(
+                corpus,
+                ontology,
+                np.zeros(len(both), dtype=np.int64),
+                both,
+                [pref],
+                where=[where(rec, "preference")],
+                resolver=resolver,
+            )
+        cpass, gpass = ok[: len(cidx)], ok[len(cidx) :]
         gold_set = {corpus.ids[int(d)] for d in gidx}
         ranked = _rank(cands)
         passed = {d for (d, _), p in zip(cands, cpass.tolist()) if p}
@@ -292,12 +336,21 @@ def _compare(records: Iterable[Record], corpus: Corpus, prefs: _Preferences, ont
         h = len(gold_set.intersection(hard_top))
         s_ = len(gold_set.intersection(soft_top))
         from kg_rageval.records import record_slices
-        rows.append({"record_id": str(rec.get("id")), "n": 1,
-                     "hard_recall_sum": h / len(gold_set), "soft_recall_sum": s_ / len(gold_set),
-                     "hard_precision_sum": h / k, "soft_precision_sum": s_ / k,
-                     "excluded": 0.0 if gpass.any() else 1.0, "unknown_preference": int(unknown),
-                     "preference": " and ".join(f"{f.field} {f.op} {','.join(f.values)}" for f in pref),
-                     **record_slices(rec)})
+
+        rows.append(
+            {
+                "record_id": str(rec.get("id")),
+                "n": 1,
+                "hard_recall_sum": h / len(gold_set),
+                "soft_recall_sum": s_ / len(gold_set),
+                "hard_precision_sum": h / k,
+                "soft_precision_sum": s_ / k,
+                "excluded": 0.0 if gpass.any() else 1.0,
+                "unknown_preference": int(unknown),
+                "preference": " and ".join(f"{f.field} {f.op} {','.join(f.values)}" for f in pref),
+                **record_slices(rec),
+            }
+        )
     return rows, without
 
 
@@ -323,10 +376,13 @@ def score_preference(
     rows, without = _compare(records, corpus, prefs, ontology, k, boost, ids)
     from kg_rageval.records import slice_keys
 
-    return build_evaluation(PreferenceFamily(), rows, keys=[f"slice:{k}" for k in slice_keys(records)],
-                            details=("preference",),
-                            meta={"preference": prefs.description, "k": k, "boost": boost,
-                                  "n_without_preference": without})
+    return build_evaluation(
+        PreferenceFamily(),
+        rows,
+        keys=[f"slice:{k}" for k in slice_keys(records)],
+        details=("preference",),
+        meta={"preference": prefs.description, "k": k, "boost": boost, "n_without_preference": without},
+    )
 
 
 def hard_vs_soft(
@@ -353,7 +409,9 @@ def hard_vs_soft(
     rows, without = _compare(records, corpus, prefs, ontology, k, boost, ids)
     n = len(rows)
     if n == 0:
-        raise MissingEvidence("hard vs soft: no queries with entitlement-eligible gold, a run and a preference")
+        raise MissingEvidence(
+            "hard vs soft: no queries with entitlement-eligible gold, a run and a preference"
+        )
     hard_r = np.asarray([r["hard_recall_sum"] for r in rows])
     soft_r = np.asarray([r["soft_recall_sum"] for r in rows])
     hard_p = np.asarray([r["hard_precision_sum"] for r in rows])
@@ -370,13 +428,28 @@ def hard_vs_soft(
     reasons.append(f"exclusion rate {excl:.4f} {'<=' if ok2 else '>'} epsilon {epsilon}")
     reasons.append(f"recall delta {rdelta:.4f} {'>=' if ok3 else '<'} -recall_loss_max {-recall_loss_max}")
     return HardSoftResult(
-        preference=prefs.description, n_queries=n, k=k, boost=boost,
-        hard_recall=float(hard_r.mean()), soft_recall=float(soft_r.mean()),
-        hard_precision=float(hard_p.mean()), soft_precision=float(soft_p.mean()),
-        precision_gain=float(gain.mean()), precision_gain_ci=ci, exclusion_rate=excl, recall_delta=rdelta,
-        recommendation="hard" if (ok1 and ok2 and ok3) else "soft", reasons=reasons,
-        params={"delta_min": delta_min, "epsilon": epsilon, "recall_loss_max": recall_loss_max, "level": level,
-                "n_resamples": n_resamples, "seed": seed},
+        preference=prefs.description,
+        n_queries=n,
+        k=k,
+        boost=boost,
+        hard_recall=float(hard_r.mean()),
+        soft_recall=float(soft_r.mean()),
+        hard_precision=float(hard_p.mean()),
+        soft_precision=float(soft_p.mean()),
+        precision_gain=float(gain.mean()),
+        precision_gain_ci=ci,
+        exclusion_rate=excl,
+        recall_delta=rdelta,
+        recommendation="hard" if (ok1 and ok2 and ok3) else "soft",
+        reasons=reasons,
+        params={
+            "delta_min": delta_min,
+            "epsilon": epsilon,
+            "recall_loss_max": recall_loss_max,
+            "level": level,
+            "n_resamples": n_resamples,
+            "seed": seed,
+        },
         n_without_preference=without,
         n_unknown_preference=int(sum(r["unknown_preference"] for r in rows)),
     )

@@ -11,18 +11,24 @@ randomisation-test p-value and wins/ties/losses (:func:`.compare.paired_compare`
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 
 DEFAULT_MEASURES = ("nDCG@10", "RR", "P@1")
 
 
-def rerank_delta(qrels: Mapping[str, Mapping[str, float]], candidate: Mapping[str, Mapping[str, float]],
-                 reranked: Mapping[str, Mapping[str, float]], *, measures: Sequence[str] = DEFAULT_MEASURES,
-                 allow_mismatch: bool = False, rel_level: int = 1, **kw: Any) -> dict[str, Any]:
+def rerank_delta(
+    qrels: Mapping[str, Mapping[str, float]],
+    candidate: Mapping[str, Mapping[str, float]],
+    reranked: Mapping[str, Mapping[str, float]],
+    *,
+    measures: Sequence[str] = DEFAULT_MEASURES,
+    allow_mismatch: bool = False,
+    rel_level: int = 1,
+    **kw: Any,
+) -> dict[str, Any]:
     """``{"n_queries", "n_mismatched", "deltas": {measure: PairedComparison.to_dict()}}``;
     runs are ``{qid: {doc: score}}``. Other keywords go to :func:`.compare.paired_compare`."""
     from kg_rageval.families.retrieval.compare import paired_compare
@@ -36,18 +42,28 @@ def rerank_delta(qrels: Mapping[str, Mapping[str, float]], candidate: Mapping[st
     if bad and not allow_mismatch:
         q = bad[0]
         a, b = set(candidate.get(q, {})), set(reranked.get(q, {}))
-        raise InputError(f"reranking delta: query {q!r} has different candidate sets "
-                         f"({len(a - b)} only in the candidate run, {len(b - a)} only in the reranked run); "
-                         f"{len(bad)} such queries (allow_mismatch=True drops and counts them)")
+        raise InputError(
+            f"reranking delta: query {q!r} has different candidate sets "
+            f"({len(a - b)} only in the candidate run, {len(b - a)} only in the reranked run); "
+            f"{len(bad)} such queries (allow_mismatch=True drops and counts them)"
+        )
     drop = set(bad)
     qr = {q: g for q, g in qrels.items() if q not in drop}
     if not qr:
         raise InputError("reranking delta: no judged queries with identical candidate sets")
     Q = Qrels.from_dict(qr)
-    pa = compute(Q, Run.from_dict({q: v for q, v in candidate.items() if q not in drop}, vocab=Q.vocab), measures,
-                 rel_level=rel_level)
-    pb = compute(Q, Run.from_dict({q: v for q, v in reranked.items() if q not in drop}, vocab=Q.vocab), measures,
-                 rel_level=rel_level)
+    pa = compute(
+        Q,
+        Run.from_dict({q: v for q, v in candidate.items() if q not in drop}, vocab=Q.vocab),
+        measures,
+        rel_level=rel_level,
+    )
+    pb = compute(
+        Q,
+        Run.from_dict({q: v for q, v in reranked.items() if q not in drop}, vocab=Q.vocab),
+        measures,
+        rel_level=rel_level,
+    )
     out: dict[str, Any] = {}
     for s in pa.specs:
         name = str(s)

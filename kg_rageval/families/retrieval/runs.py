@@ -20,8 +20,9 @@ Conventions (also in ``docs/retrieval.md``):
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -136,7 +137,7 @@ class Vocab:
         get = self.index.get
         return np.fromiter((get(s, -1) for s in ids), dtype=np.int64, count=len(ids))
 
-    def remap_from(self, other: "Vocab") -> np.ndarray:
+    def remap_from(self, other: Vocab) -> np.ndarray:
         """Array mapping ``other``'s codes to this vocabulary's codes (-1 when absent).
 
         From a :class:`LazyVocab` with its byte arena (a run file's ids) and numba: a hash
@@ -150,7 +151,7 @@ class Vocab:
                 return self._hash_join(other, arena)
         return self.lookup(other.strings)
 
-    def _hash_join(self, other: "Vocab", arena: np.ndarray) -> np.ndarray:
+    def _hash_join(self, other: Vocab, arena: np.ndarray) -> np.ndarray:
         from kg_rageval.families.retrieval import _kernels
 
         def hashes(buf: np.ndarray) -> np.ndarray:
@@ -224,8 +225,9 @@ class LazyVocab(Vocab):
         return Vocab.strings.fget(self)  # type: ignore[attr-defined]
 
 
-def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, vocab: "Vocab | None", *,
-               row_ids=None) -> np.ndarray | None:
+def trec_order(
+    ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, vocab: Vocab | None, *, row_ids=None
+) -> np.ndarray | None:
     """Permutation sorting each CSR row by score descending, then document id descending
     (string order of ``vocab.strings[docs]``, or of ``row_ids(row)``, the ids of one row in
     input order, when no vocabulary is given; rows needing a sort are then sorted in Python).
@@ -274,7 +276,7 @@ def trec_order(ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, voc
             return np.lexsort((-vocab.rank_key[docs], -scores, row))
         out = np.arange(N, dtype=np.int64)
         for r in np.unique(row[viol]).tolist():
-            out[ptr[r]: ptr[r + 1]] = ptr[r] + by_ids(r)
+            out[ptr[r] : ptr[r + 1]] = ptr[r] + by_ids(r)
         return out
     square = bool((lens == width).all())
     if square:  # every row equally long: a reshape, no padding
@@ -330,7 +332,11 @@ def factorize(ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, list[str]] |
     except ImportError:  # pragma: no cover - pandas is in the [fast] extra
         return None
     n = len(ids)
-    arr = ids if isinstance(ids, np.ndarray) and ids.dtype == object else np.fromiter(ids, dtype=object, count=n)
+    arr = (
+        ids
+        if isinstance(ids, np.ndarray) and ids.dtype == object
+        else np.fromiter(ids, dtype=object, count=n)
+    )
     if arr.ndim != 1 or n == 0:
         return None
     try:
@@ -372,7 +378,9 @@ class Qrels:
         return len(self.qids)
 
     @classmethod
-    def from_dict(cls, qrels: Mapping[str, Mapping[str, float] | Iterable[str]], *, vocab: Vocab | None = None) -> "Qrels":
+    def from_dict(
+        cls, qrels: Mapping[str, Mapping[str, float] | Iterable[str]], *, vocab: Vocab | None = None
+    ) -> Qrels:
         """From ``{qid: {doc: grade}}`` (or ``{qid: [doc, ...]}`` for binary judgements)."""
         vocab = vocab if vocab is not None else Vocab()
         vals = list(qrels.values())
@@ -381,7 +389,9 @@ class Qrels:
             lens_a = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
             total = int(lens_a.sum())
             codes = vocab.codes(list(itertools.chain.from_iterable(dicts)))
-            g = np.fromiter(itertools.chain.from_iterable(map(dict.values, dicts)), dtype=np.float64, count=total)
+            g = np.fromiter(
+                itertools.chain.from_iterable(map(dict.values, dicts)), dtype=np.float64, count=total
+            )
             row = np.repeat(np.arange(len(vals), dtype=np.int64), lens_a)
             order = np.lexsort((codes, row))
             return cls(list(map(str, qrels)), _csr(lens_a), codes[order], g[order], vocab)
@@ -418,7 +428,11 @@ class Qrels:
     def n_relevant(self) -> np.ndarray:
         """Relevant documents (grade >= 1) per query."""
         rel = (self.grades >= 1).astype(np.int64)
-        return np.add.reduceat(rel, self.ptr[:-1]) * (np.diff(self.ptr) > 0) if len(rel) else np.zeros(len(self), np.int64)
+        return (
+            np.add.reduceat(rel, self.ptr[:-1]) * (np.diff(self.ptr) > 0)
+            if len(rel)
+            else np.zeros(len(self), np.int64)
+        )
 
 
 @dataclass
@@ -451,7 +465,9 @@ class Run:
         return [s[d] for d in self.docs[self.ptr[i] : self.ptr[i + 1]].tolist()]
 
     @classmethod
-    def from_lists(cls, run: Mapping[str, Sequence[str]], *, vocab: Vocab | None = None, dedupe: bool = False) -> "Run":
+    def from_lists(
+        cls, run: Mapping[str, Sequence[str]], *, vocab: Vocab | None = None, dedupe: bool = False
+    ) -> Run:
         """From ``{qid: [doc, ...]}`` in ranked order."""
         vocab = vocab if vocab is not None else Vocab()
         qids, lens, parts, dups = [], [], [], []
@@ -471,7 +487,7 @@ class Run:
         return cls(qids, _csr(lens), codes, None, vocab, np.asarray(dups, dtype=np.int64))
 
     @classmethod
-    def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, vocab: Vocab | None = None) -> "Run":
+    def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, vocab: Vocab | None = None) -> Run:
         """From ``{qid: {doc: score}}`` (pytrec_eval's run shape); ranked by trec_eval's order."""
         vocab = vocab if vocab is not None else Vocab()
         qids = [str(q) for q in run]
@@ -479,8 +495,11 @@ class Run:
         lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
         total = int(lens.sum())
         flat = np.fromiter(itertools.chain.from_iterable(vals), dtype=object, count=total)
-        values = (map(dict.values, cast("list[dict[str, float]]", vals)) if set(map(type, vals)) <= {dict}
-                  else (d.values() for d in vals))
+        values = (
+            map(dict.values, cast("list[dict[str, float]]", vals))
+            if set(map(type, vals)) <= {dict}
+            else (d.values() for d in vals)
+        )
         scores = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64, count=total)
         return cls.from_columns(qids, _csr(lens), vocab.codes(flat), scores, vocab, check_duplicates=False)
 
@@ -495,7 +514,7 @@ class Run:
         *,
         dedupe: bool = False,
         check_duplicates: bool = True,
-    ) -> "Run":
+    ) -> Run:
         """Sort each query's (doc, score) rows into trec_eval's order: score descending, then
         document id descending (:func:`trec_order`). ``check_duplicates=False`` skips the
         duplicate check for inputs that cannot repeat an id (dict keys)."""

@@ -50,20 +50,22 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
-from typing import Any, Iterable, Mapping, Sequence, cast
+from typing import Any, cast
 
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.results.evaluation import Evaluation
-from kg_rageval.records import Record, slice_texts, where
-from kg_rageval.records import gold_node as gold_node_rule
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
 from kg_rageval.families.retrieval.corpus import Corpus, eligible_pairs
 from kg_rageval.families.retrieval.filters import Filter, parse_filters, predicate_counts, replay
 from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_lists
 from kg_rageval.families.retrieval.runs import _csr, trec_order
+from kg_rageval.records import Record, slice_texts, where
+from kg_rageval.records import gold_node as gold_node_rule
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
+from kg_rageval.results.evaluation import Evaluation
 
 
 def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
@@ -72,7 +74,9 @@ def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
     try:
         x = float(value)
     except OverflowError:
-        raise InputError(f"{where(rec, field)}: {what} {str(value)[:20]}... is too large for a number") from None
+        raise InputError(
+            f"{where(rec, field)}: {what} {str(value)[:20]}... is too large for a number"
+        ) from None
     if not math.isfinite(x):
         raise InputError(f"{where(rec, field)}: {what} must be a finite number, found {x!r}")
     return x
@@ -83,15 +87,19 @@ def _parse_gold(rec: Record, raw: Any) -> dict[str, float]:
         out = {}
         for d, g in raw.items():
             if isinstance(g, bool) or not isinstance(g, (int, float)):
-                raise InputError(f"{where(rec, f'retrieval.gold[{d!r}]')}: grade must be a number, found {g!r}")
+                raise InputError(
+                    f"{where(rec, f'retrieval.gold[{d!r}]')}: grade must be a number, found {g!r}"
+                )
             out[str(d)] = _finite(rec, f"retrieval.gold[{d!r}]", g, "grade")
         return out
     if isinstance(raw, list):
         for i, d in enumerate(raw):
             if not isinstance(d, str):
                 raise InputError(f"{where(rec, f'retrieval.gold[{i}]')}: expected a document id, found {d!r}")
-        return {d: 1.0 for d in raw}
-    raise InputError(f"{where(rec, 'retrieval.gold')}: expected an object {{doc: grade}} or a list of ids, found {raw!r}")
+        return dict.fromkeys(raw, 1.0)
+    raise InputError(
+        f"{where(rec, 'retrieval.gold')}: expected an object {{doc: grade}} or a list of ids, found {raw!r}"
+    )
 
 
 def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
@@ -101,15 +109,26 @@ def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
         scored = []
         for d, s in raw.items():
             if isinstance(s, bool) or not isinstance(s, (int, float)):
-                raise InputError(f"{where(rec, f'retrieval.run[{d!r}]')}: score must be a number, found {s!r}")
+                raise InputError(
+                    f"{where(rec, f'retrieval.run[{d!r}]')}: score must be a number, found {s!r}"
+                )
             scored.append((str(d), _finite(rec, f"retrieval.run[{d!r}]", s, "score")))
     elif isinstance(raw, list):
         if raw and not isinstance(raw[0], str):
             scored = []
             for i, e in enumerate(raw):
-                if isinstance(e, Mapping) and isinstance(e.get("id"), str) and isinstance(e.get("score"), (int, float)):
+                if (
+                    isinstance(e, Mapping)
+                    and isinstance(e.get("id"), str)
+                    and isinstance(e.get("score"), (int, float))
+                ):
                     scored.append((e["id"], _finite(rec, f"retrieval.run[{i}].score", e["score"], "score")))
-                elif isinstance(e, (list, tuple)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], (int, float)):
+                elif (
+                    isinstance(e, (list, tuple))
+                    and len(e) == 2
+                    and isinstance(e[0], str)
+                    and isinstance(e[1], (int, float))
+                ):
                     scored.append((e[0], _finite(rec, f"retrieval.run[{i}][1]", e[1], "score")))
                 else:
                     raise InputError(
@@ -119,10 +138,14 @@ def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:
         else:
             for i, e in enumerate(raw):
                 if not isinstance(e, str):
-                    raise InputError(f"{where(rec, f'retrieval.run[{i}]')}: expected a document id, found {e!r}")
+                    raise InputError(
+                        f"{where(rec, f'retrieval.run[{i}]')}: expected a document id, found {e!r}"
+                    )
             ids = raw
     else:
-        raise InputError(f"{where(rec, 'retrieval.run')}: expected a list of ids, scored entries or {{id: score}}, found {raw!r}")
+        raise InputError(
+            f"{where(rec, 'retrieval.run')}: expected a list of ids, scored entries or {{id: score}}, found {raw!r}"
+        )
     if scored is not None:
         ids = [d for d, _ in scored]
     uniq = list(dict.fromkeys(ids))
@@ -160,12 +183,17 @@ def _parse_golds(rows: list[Record], raws: list[Any]) -> list[Mapping[str, float
     lists = [r for r, t in zip(raws, kinds) if t is list]
     ok = len(dicts) + len(lists) == len(raws)
     if ok and dicts:
-        ok = (set(map(type, itertools.chain.from_iterable(dicts))) <= _STR
-              and set(map(type, itertools.chain.from_iterable(map(dict.values, dicts)))) <= _NUM)
+        ok = (
+            set(map(type, itertools.chain.from_iterable(dicts))) <= _STR
+            and set(map(type, itertools.chain.from_iterable(map(dict.values, dicts)))) <= _NUM
+        )
         if ok:
             try:
-                ok = bool(np.isfinite(np.fromiter(itertools.chain.from_iterable(map(dict.values, dicts)),
-                                                  dtype=np.float64)).all())
+                ok = bool(
+                    np.isfinite(
+                        np.fromiter(itertools.chain.from_iterable(map(dict.values, dicts)), dtype=np.float64)
+                    ).all()
+                )
             except OverflowError:
                 ok = False
     if ok and lists:
@@ -175,7 +203,9 @@ def _parse_golds(rows: list[Record], raws: list[Any]) -> list[Mapping[str, float
     return [raw if t is dict else dict.fromkeys(raw, 1.0) for raw, t in zip(raws, kinds)]
 
 
-def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool) -> tuple[list[list[str] | None], np.ndarray]:
+def _parse_runs(
+    rows: list[Record], raws: list[Any], dedupe: bool
+) -> tuple[list[list[str] | None], np.ndarray]:
     """:func:`_parse_run` of every record — ranked unique ids (``None`` without a run) and the
     duplicates removed per record — with the per-id work in C-level passes over all records:
     the common shapes (a list of ids, ``[[id, score], ...]``, ``{id: score}``) are unpacked,
@@ -213,8 +243,7 @@ def _parse_runs(rows: list[Record], raws: list[Any], dedupe: bool) -> tuple[list
         x = out[i]
         if raw is not None and (x is None or len(set(x)) != len(x)):  # another shape or a repeated id
             out[i], dups[i] = _parse_run(rec, raw, dedupe)
-            if i in scores:
-                del scores[i]
+            scores.pop(i, None)
     if scores:
         _rank_scored(out, scores)
     return out, dups
@@ -227,14 +256,16 @@ def _rank_scored(out: list[Any], scores: dict[int, list]) -> None:
     ids = [out[i] for i in rows]
     lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     ptr = _csr(lens)
-    flat = np.fromiter(itertools.chain.from_iterable(scores[i] for i in rows), dtype=np.float64, count=int(ptr[-1]))
+    flat = np.fromiter(
+        itertools.chain.from_iterable(scores[i] for i in rows), dtype=np.float64, count=int(ptr[-1])
+    )
     order = trec_order(ptr, flat, None, None, row_ids=lambda r: ids[r])
     if order is None:
         return
     docs = np.fromiter(itertools.chain.from_iterable(ids), dtype=object, count=int(ptr[-1]))[order].tolist()
     p = ptr.tolist()
     for j, i in enumerate(rows):
-        out[i] = docs[p[j]: p[j + 1]]
+        out[i] = docs[p[j] : p[j + 1]]
 
 
 def _shape(raw: Any) -> tuple[list | None, list | None]:
@@ -257,8 +288,14 @@ def _shape(raw: Any) -> tuple[list | None, list | None]:
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
-def _filters(raw: Any, rec: Record, field: str, memo: dict[Any, list[Filter]], category_field: str,
-             entitlement_fields: Sequence[str]) -> list[Filter]:
+def _filters(
+    raw: Any,
+    rec: Record,
+    field: str,
+    memo: dict[Any, list[Filter]],
+    category_field: str,
+    entitlement_fields: Sequence[str],
+) -> list[Filter]:
     """:func:`parse_filters` of one record's filter list, memoised on its content when every
     filter is an object of string values (the common logged shape; the parsed filters are
     immutable and shared, read-only): records repeat a few filters many times. The record's
@@ -278,7 +315,9 @@ def _filters(raw: Any, rec: Record, field: str, memo: dict[Any, list[Filter]], c
     try:
         got = parse_filters(raw, field, category_field=category_field, entitlement_fields=entitlement_fields)
     except InputError:
-        parse_filters(raw, where(rec, field), category_field=category_field, entitlement_fields=entitlement_fields)
+        parse_filters(
+            raw, where(rec, field), category_field=category_field, entitlement_fields=entitlement_fields
+        )
         raise  # pragma: no cover - the located parse raises the same error
     if key is not None:
         memo[key] = got
@@ -350,10 +389,13 @@ def score_retrieval(
         gold_raw.append(sec["gold"])
         run_raw.append(sec.get("run"))
         f = sec.get("filters")
-        filt.append(_filters(f, rec, "retrieval.filters", memo, cat_field, ent_fields) if f is not None else None)
+        filt.append(
+            _filters(f, rec, "retrieval.filters", memo, cat_field, ent_fields) if f is not None else None
+        )
         f = sec.get("gold_filters")
-        gold_filt.append(_filters(f, rec, "retrieval.gold_filters", memo, cat_field, ent_fields)
-                         if f is not None else None)
+        gold_filt.append(
+            _filters(f, rec, "retrieval.gold_filters", memo, cat_field, ent_fields) if f is not None else None
+        )
         pr = sec.get("principal")
         if pr is not None and type(pr) is not dict and not isinstance(pr, Mapping):
             raise InputError(f"{where(rec, 'retrieval.principal')}: expected an object, found {pr!r}")
@@ -367,8 +409,17 @@ def score_retrieval(
 
     n = len(rows)
     st: dict[str, np.ndarray] = {s: np.zeros(n) for s in family.stats}
-    details: dict[str, list[Any]] = {c: [None] * n for c in ("attribution", "fe_cause", "fe_under", "fe_filter", "fe_filter_source",
-                                                        "filter_inconsistent")}
+    details: dict[str, list[Any]] = {
+        c: [None] * n
+        for c in (
+            "attribution",
+            "fe_cause",
+            "fe_under",
+            "fe_filter",
+            "fe_filter_source",
+            "filter_inconsistent",
+        )
+    }
     details["missing_run"] = [r is None for r in runs]
 
     # ---- entitlement: eligible gold (before scoring)
@@ -383,9 +434,16 @@ def score_retrieval(
         glen = np.fromiter(map(len, golds), dtype=np.int64, count=n)
         gflat = corpus.lookup(list(itertools.chain.from_iterable(golds)))
         grec = np.repeat(np.arange(n, dtype=np.int64), glen)
-        grel = np.fromiter(itertools.chain.from_iterable(map(dict.values, cast("list[dict[str, float]]", golds))), dtype=np.float64,
-                           count=len(gflat)) >= 1 if all(type(g) is dict for g in golds) else \
-            np.fromiter((g[d] >= 1 for g in golds for d in g), dtype=bool, count=len(gflat))
+        grel = (
+            np.fromiter(
+                itertools.chain.from_iterable(map(dict.values, cast("list[dict[str, float]]", golds))),
+                dtype=np.float64,
+                count=len(gflat),
+            )
+            >= 1
+            if all(type(g) is dict for g in golds)
+            else np.fromiter((g[d] >= 1 for g in golds for d in g), dtype=bool, count=len(gflat))
+        )
         gknown = gflat >= 0
         # every run's ids looked up once (entitlement here, ranks in the filter replay)
         run_len = np.fromiter((len(r) if r else 0 for r in runs), dtype=np.int64, count=n)
@@ -396,8 +454,9 @@ def score_retrieval(
         rrec, rflat = run_rec[rsel], run_doc[rsel]
         # the gold and the retrieved pairs in one pass over the principals
         ng = int(gknown.sum())
-        eligible = eligible_pairs(corpus, np.concatenate([grec[gknown], rrec]),
-                                  np.concatenate([gflat[gknown], rflat]), principals)
+        eligible = eligible_pairs(
+            corpus, np.concatenate([grec[gknown], rrec]), np.concatenate([gflat[gknown], rflat]), principals
+        )
         gok = np.ones(len(gflat), dtype=bool)
         gok[gknown] = eligible[:ng]
         st["n_gold_ineligible"] = np.bincount(grec, weights=~gok, minlength=n)
@@ -411,8 +470,12 @@ def score_retrieval(
         gptr = _csr(glen).tolist()
         some_out = (st["n_gold_ineligible"] > 0).tolist()
         gok_l = gok.tolist()
-        elig_gold = [{d: golds[i][d] for d, kk in zip(golds[i], gok_l[gptr[i]: gptr[i + 1]]) if kk}
-                     if some_out[i] else golds[i] for i in range(n)]
+        elig_gold = [
+            {d: golds[i][d] for d, kk in zip(golds[i], gok_l[gptr[i] : gptr[i + 1]]) if kk}
+            if some_out[i]
+            else golds[i]
+            for i in range(n)
+        ]
         st["n_ineligible_retrieved"] = np.bincount(rrec, weights=~eligible[ng:], minlength=n).astype(float)
     kcount = np.bincount(kept_rec, minlength=n)
 
@@ -457,9 +520,16 @@ def score_retrieval(
         pos = np.full(n, -1, dtype=np.int64)
         pos[logged] = np.arange(len(logged))
         lfilt = [filt[i] for i in logged.tolist()]
-        passes, first_fail = replay(corpus, ontology, pos[pair_rec], pair_d, lfilt,
-                                    where=_Where(rows, logged, "retrieval.filters"),
-                                    resolver=resolver, unknown=filter_unknown)
+        passes, first_fail = replay(
+            corpus,
+            ontology,
+            pos[pair_rec],
+            pair_d,
+            lfilt,
+            where=_Where(rows, logged, "retrieval.filters"),
+            resolver=resolver,
+            unknown=filter_unknown,
+        )
         rk = _ranks(corpus, is_logged[run_rec], run_rec, run_doc, run_len, pair_rec, pair_d)
         found = (rk > 0) & (rk <= katt)
         below = rk > katt
@@ -508,7 +578,11 @@ def score_retrieval(
                 f = filt[i][int(first_fail[starts[i]])]  # type: ignore[index]
                 details["fe_filter"][i] = f"{f.field} {f.op} {','.join(f.values)}"
                 details["fe_filter_source"][i] = f.source
-                if f.field == corpus.category_field and f.op in ("within", "eq", "in") and gold_node[i] is not None:
+                if (
+                    f.field == corpus.category_field
+                    and f.op in ("within", "eq", "in")
+                    and gold_node[i] is not None
+                ):
                     diag_pairs.append((i, ontology.index(gold_node[i]), f))
                 else:
                     details["fe_cause"][i] = f"field:{f.field}"
@@ -517,27 +591,41 @@ def score_retrieval(
     # the row key by the one rule: the record's own gold_node or single gold label win; the
     # retrieval node above (the gold category, also the false-exclusion diagnosis's node) is
     # the family's fallback
-    keys: dict[str, list[Any]] = {"gold_node": [
-        gold_node_rule(rec, resolve=resolver.node_id, fallback=own) if ("gold_node" in rec or "labels" in rec) else own
-        for rec, own in zip(rows, gold_node)]}
+    keys: dict[str, list[Any]] = {
+        "gold_node": [
+            gold_node_rule(rec, resolve=resolver.node_id, fallback=own)
+            if ("gold_node" in rec or "labels" in rec)
+            else own
+            for rec, own in zip(rows, gold_node)
+        ]
+    }
     sl = [r.get("slices") for r in rows]
-    sl = [x if type(x) is dict or isinstance(x, Mapping) else None for x in sl] if set(map(type, sl)) - {dict, type(None)} else sl
+    sl = (
+        [x if type(x) is dict or isinstance(x, Mapping) else None for x in sl]
+        if set(map(type, sl)) - {dict, type(None)}
+        else sl
+    )
     slice_names = sorted(set(itertools.chain.from_iterable(filter(None, sl))))
     empty: dict = {}
     for s in slice_names:
         keys[f"slice:{s}"] = slice_texts([(x or empty).get(s) for x in sl])
     meta = {
-        "k": list(ks), "gain": gain, "attribution_k": katt,
+        "k": list(ks),
+        "gain": gain,
+        "attribution_k": katt,
         "conventions": "trec_eval per-query formulas; missing runs 0 and counted; queries without relevant "
-                       "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
-                       "doc id desc",
+        "gold in the answerability slice (not averaged); k counts unique ids; ties: score desc, "
+        "doc id desc",
     }
     if filter_unknown:
         meta["filter_ids_not_in_ontology"] = sorted(set(filter_unknown))[:50]
         meta["n_filter_ids_not_in_ontology"] = len(filter_unknown)
     if corpus is not None:
-        meta["corpus"] = {"source": corpus.source, "documents": len(corpus),
-                          "entitlement_fields": list(corpus.entitlement_fields)}
+        meta["corpus"] = {
+            "source": corpus.source,
+            "documents": len(corpus),
+            "entitlement_fields": list(corpus.entitlement_fields),
+        }
     return Evaluation(
         family=family,
         record_ids=np.asarray([r["id"] for r in rows], dtype=object),
@@ -566,8 +654,15 @@ class _Where(Sequence[str]):
         return where(self.rows[int(self.logged[q])], self.field)
 
 
-def _ranks(corpus: Corpus, logged: np.ndarray, run_rec: np.ndarray, run_doc: np.ndarray, run_len: np.ndarray,
-           pair_rec: np.ndarray, pair_doc: np.ndarray) -> np.ndarray:
+def _ranks(
+    corpus: Corpus,
+    logged: np.ndarray,
+    run_rec: np.ndarray,
+    run_doc: np.ndarray,
+    run_len: np.ndarray,
+    pair_rec: np.ndarray,
+    pair_doc: np.ndarray,
+) -> np.ndarray:
     """The 1-based rank of each (record, corpus document) pair's document in the record's run
     (0: not retrieved), from every run's ids looked up in the corpus (``run_doc``, -1 for an id
     it lacks; ``run_rec`` the record of each entry, ``run_len`` each run's length; ``logged``:
@@ -588,8 +683,14 @@ def _ranks(corpus: Corpus, logged: np.ndarray, run_rec: np.ndarray, run_doc: np.
     return out
 
 
-def _derived_gold_nodes(ontology, corpus: Corpus, kept: np.ndarray, kept_rec: np.ndarray,
-                        given: list[Any], gold_node: list[str | None]) -> None:
+def _derived_gold_nodes(
+    ontology,
+    corpus: Corpus,
+    kept: np.ndarray,
+    kept_rec: np.ndarray,
+    given: list[Any],
+    gold_node: list[str | None],
+) -> None:
     """``gold_node[i]`` of each record without a given ``gold_node``: the deepest common
     ancestor (:meth:`Ontology.lca_index`, folded over the ascending category indices) of the
     corpus categories of its eligible relevant gold documents (``kept``, by ``kept_rec``);
@@ -623,8 +724,9 @@ def _resolve(ontology, gn: str, rec: Record) -> str:
         raise UnknownIdError(gn, where=where(rec, "retrieval.gold_node"), hint=str(exc)) from None
 
 
-def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]],
-              resolver: Any = None) -> None:
+def _diagnose(
+    ontology, pairs: list[tuple[int, int, Filter]], details: dict[str, list[Any]], resolver: Any = None
+) -> None:
     """Relation of each excluding category filter to the query's gold node (vectorised when
     :func:`kg_rageval.families.hierarchy.relation_codes` is available); a filter whose values the
     ontology lacks (counted, see :func:`score_retrieval`) has the cause ``not_in_ontology``."""
@@ -632,11 +734,16 @@ def _diagnose(ontology, pairs: list[tuple[int, int, Filter]], details: dict[str,
         return
     from kg_rageval.ontology import NOT_IN_ONTOLOGY
     from kg_rageval.ontology.model import RELATIONS
+
     # a filter with several values: the value nearest to the gold node (first by relation order)
     cand_g, cand_v, owner = [], [], []
     for j, (i, g, f) in enumerate(pairs):
         vals = list(f.values)
-        idx = resolver.lookup(vals)[0] if resolver is not None else np.asarray([ontology.index(v) for v in vals])
+        idx = (
+            resolver.lookup(vals)[0]
+            if resolver is not None
+            else np.asarray([ontology.index(v) for v in vals])
+        )
         known = [int(x) for x in idx.tolist() if x >= 0]
         if not known:
             details["fe_cause"][i] = NOT_IN_ONTOLOGY
@@ -682,8 +789,9 @@ def _relation_codes(ontology, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
     else:
         if len(gold) >= VECTOR_RELATIONS_MIN or ontology in _CACHE:
             return np.asarray(relation_codes(ontology, gold, pred), dtype=np.int64)
-    return np.asarray([RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)],
-                      dtype=np.int64)
+    return np.asarray(
+        [RELATIONS.index(ontology.relation_index(int(a), int(b))) for a, b in zip(gold, pred)], dtype=np.int64
+    )
 
 
 def category_diagnosis(evaluation: Evaluation, ontology=None) -> dict[str, Any]:
@@ -708,11 +816,19 @@ def category_diagnosis(evaluation: Evaluation, ontology=None) -> dict[str, Any]:
         c = c or "unknown"
         by_c[c] = by_c.get(c, 0) + 1
         by_cu[(c, u)] = by_cu.get((c, u), 0) + 1
-    out["by_cause"] = [{"cause": c, "n": v, "share": v / total} for c, v in sorted(by_c.items(), key=lambda x: (-x[1], x[0]))]
+    out["by_cause"] = [
+        {"cause": c, "n": v, "share": v / total} for c, v in sorted(by_c.items(), key=lambda x: (-x[1], x[0]))
+    ]
     for (c, u), v in sorted(by_cu.items(), key=lambda x: (-x[1], x[0][0], str(x[0][1]))):
-        label = ontology.labels[ontology.index(u)] if (ontology is not None and u is not None and u in ontology) else None
+        label = (
+            ontology.labels[ontology.index(u)]
+            if (ontology is not None and u is not None and u in ontology)
+            else None
+        )
         out["by_cause_under"].append({"cause": c, "under": u, "label": label, "n": v, "share": v / total})
         kind = f"{c}-category filters" if not c.startswith("field:") else f"filters on {c[6:]!r}"
         where_ = f" under {u}" + (f" ({label})" if label else "") if u else ""
-        out["sentences"].append(f"{100 * v / total:.0f}% of false exclusions ({v}/{total}) come from {kind}{where_}")
+        out["sentences"].append(
+            f"{100 * v / total:.0f}% of false exclusions ({v}/{total}) come from {kind}{where_}"
+        )
     return out

@@ -31,8 +31,9 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +49,8 @@ def paired_deltas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``b - a`` rounded to :data:`DELTA_DECIMALS` decimals (``+0.0`` for a tie)."""
     d = np.round(np.asarray(b, dtype=float) - np.asarray(a, dtype=float), DELTA_DECIMALS)
     return d + 0.0  # -0.0 → 0.0
+
+
 CORRECTIONS = ("holm", "bonferroni", "none")
 
 
@@ -127,10 +130,21 @@ class Row:
     losses: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"measure": self.measure, "candidate": self.candidate, "n": self.n, "mean_base": self.mean_base,
-                "mean_cand": self.mean_cand, "delta": self.delta, "ci": list(self.ci), "p": self.p,
-                "p_adj": self.p_adj, "effect_size": self.effect, "wins": self.wins, "ties": self.ties,
-                "losses": self.losses}
+        return {
+            "measure": self.measure,
+            "candidate": self.candidate,
+            "n": self.n,
+            "mean_base": self.mean_base,
+            "mean_cand": self.mean_cand,
+            "delta": self.delta,
+            "ci": list(self.ci),
+            "p": self.p,
+            "p_adj": self.p_adj,
+            "effect_size": self.effect,
+            "wins": self.wins,
+            "ties": self.ties,
+            "losses": self.losses,
+        }
 
 
 @dataclass
@@ -171,10 +185,20 @@ class Comparison:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"systems": self.systems, "baseline": self.baseline, "measures": self.measures, "means": self.means,
-                "n": self.n, "tests": list(self.tests), "correction": self.correction, "alpha": self.alpha,
-                "level": self.level, "comparisons": [r.to_dict() for r in self.rows],
-                "branches": [b.to_dict() for b in self.branches], **({"meta": self.meta} if self.meta else {})}
+        return {
+            "systems": self.systems,
+            "baseline": self.baseline,
+            "measures": self.measures,
+            "means": self.means,
+            "n": self.n,
+            "tests": list(self.tests),
+            "correction": self.correction,
+            "alpha": self.alpha,
+            "level": self.level,
+            "comparisons": [r.to_dict() for r in self.rows],
+            "branches": [b.to_dict() for b in self.branches],
+            **({"meta": self.meta} if self.meta else {}),
+        }
 
 
 def _pairs(values: Mapping[str, np.ndarray], baseline: str, cand: str) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +248,9 @@ def compare_systems(
     means: dict[str, dict[str, float | None]] = {s: {} for s in systems}
     ns: dict[str, int] = {}
     for m in measures:
-        mask = np.ones(nq, dtype=bool) if masks is None or m not in masks else np.asarray(masks[m], dtype=bool)
+        mask = (
+            np.ones(nq, dtype=bool) if masks is None or m not in masks else np.asarray(masks[m], dtype=bool)
+        )
         ns[m] = int(mask.sum())
         for s in systems:
             v = np.asarray(per_query[s][m], dtype=float)[mask]
@@ -242,22 +268,47 @@ def compare_systems(
                 p["t"] = t_test_p(a, b)
             if "wilcoxon" in tests:
                 p["wilcoxon"] = wilcoxon_p(a, b)
-            rows.append(Row(m, c, len(d), float(a.mean()), float(b.mean()), float(d.mean()),
-                            bootstrap_ci(d, n_resamples=n_resamples, level=level, seed=seed), p,
-                            effect=effect_size(d), wins=int((d > 0).sum()), ties=int((d == 0).sum()),
-                            losses=int((d < 0).sum())))
+            rows.append(
+                Row(
+                    m,
+                    c,
+                    len(d),
+                    float(a.mean()),
+                    float(b.mean()),
+                    float(d.mean()),
+                    bootstrap_ci(d, n_resamples=n_resamples, level=level, seed=seed),
+                    p,
+                    effect=effect_size(d),
+                    wins=int((d > 0).sum()),
+                    ties=int((d == 0).sum()),
+                    losses=int((d < 0).sum()),
+                )
+            )
     for t in tests:
         idx = [i for i, r in enumerate(rows) if t in r.p]
         for i, v in zip(idx, adjust([rows[i].p[t] for i in idx], correction)):
             rows[i].p_adj[t] = v
     comp = Comparison(systems, baseline, measures, means, ns, rows, tuple(tests), correction, alpha, level)
     if branches:
-        comp.branches = _branches(per_query, baseline, cands, list(branch_measures or measures[:1]), masks, branches,
-                                  alpha, level, n_resamples, n_permutations, seed)
+        comp.branches = _branches(
+            per_query,
+            baseline,
+            cands,
+            list(branch_measures or measures[:1]),
+            masks,
+            branches,
+            alpha,
+            level,
+            n_resamples,
+            n_permutations,
+            seed,
+        )
     return comp
 
 
-def _branches(per_query, baseline, cands, measures, masks, branches, alpha, level, n_resamples, n_permutations, seed):
+def _branches(
+    per_query, baseline, cands, measures, masks, branches, alpha, level, n_resamples, n_permutations, seed
+):
     out: list[BranchRow] = []
     for m in measures:
         base_mask = None if masks is None or m not in masks else np.asarray(masks[m], dtype=bool)
@@ -270,19 +321,36 @@ def _branches(per_query, baseline, cands, measures, masks, branches, alpha, leve
                 if not mk.any():
                     continue
                 d = paired_deltas(a_all[mk], b_all[mk])
-                group.append(BranchRow(bid, label, c, m, len(d), float(d.mean()),
-                                       bootstrap_ci(d, n_resamples=n_resamples, level=level, seed=seed),
-                                       permutation_p(d, n_permutations=n_permutations, seed=seed), 1.0, "",
-                                       int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())))
+                group.append(
+                    BranchRow(
+                        bid,
+                        label,
+                        c,
+                        m,
+                        len(d),
+                        float(d.mean()),
+                        bootstrap_ci(d, n_resamples=n_resamples, level=level, seed=seed),
+                        permutation_p(d, n_permutations=n_permutations, seed=seed),
+                        1.0,
+                        "",
+                        int((d > 0).sum()),
+                        int((d == 0).sum()),
+                        int((d < 0).sum()),
+                    )
+                )
             for r, pa in zip(group, holm([g.p for g in group])):
                 r.p_adj = pa
-                r.verdict = ("improves" if r.delta > 0 else "breaks") if (pa < alpha and r.delta != 0) \
+                r.verdict = (
+                    ("improves" if r.delta > 0 else "breaks")
+                    if (pa < alpha and r.delta != 0)
                     else "no significant change"
+                )
             out.extend(group)
     return out
 
 
 # --------------------------------------------------------------------------- rendering
+
 
 def _f(x: float | None, nd: int = 4) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
@@ -296,7 +364,9 @@ def _p(x: float | None) -> str:
     return "<0.0001" if x < 1e-4 else f"{x:.4f}"
 
 
-def _tables(c: Comparison) -> tuple[list[str], list[list[str]], list[str], list[list[str]], list[str], list[list[str]]]:
+def _tables(
+    c: Comparison,
+) -> tuple[list[str], list[list[str]], list[str], list[list[str]], list[str], list[list[str]]]:
     h1 = ["measure", *c.systems]
     t1 = [[m, *[_f(c.means[s][m]) for s in c.systems]] for m in c.measures]
     tcols = [f"p_{t}" for t in c.tests]
@@ -304,17 +374,40 @@ def _tables(c: Comparison) -> tuple[list[str], list[list[str]], list[str], list[
     t2 = []
     for r in c.rows:
         ps = [_p(r.p_adj.get(t)) + ("*" if r.p_adj.get(t, 1.0) < c.alpha else "") for t in c.tests]
-        t2.append([r.measure, r.candidate, str(r.n), f"{r.delta:+.4f}", f"[{r.ci[0]:+.4f}, {r.ci[1]:+.4f}]", *ps,
-                   _f(r.effect, 2), f"{r.wins}/{r.ties}/{r.losses}"])
+        t2.append(
+            [
+                r.measure,
+                r.candidate,
+                str(r.n),
+                f"{r.delta:+.4f}",
+                f"[{r.ci[0]:+.4f}, {r.ci[1]:+.4f}]",
+                *ps,
+                _f(r.effect, 2),
+                f"{r.wins}/{r.ties}/{r.losses}",
+            ]
+        )
     h3 = ["branch", "candidate", "measure", "n", "delta", "CI", "p_holm", "verdict"]
-    t3 = [[f"{b.branch} {b.label}".strip(), b.candidate, b.measure, str(b.n), f"{b.delta:+.4f}",
-           f"[{b.ci[0]:+.4f}, {b.ci[1]:+.4f}]", _p(b.p_adj), b.verdict] for b in c.branches]
+    t3 = [
+        [
+            f"{b.branch} {b.label}".strip(),
+            b.candidate,
+            b.measure,
+            str(b.n),
+            f"{b.delta:+.4f}",
+            f"[{b.ci[0]:+.4f}, {b.ci[1]:+.4f}]",
+            _p(b.p_adj),
+            b.verdict,
+        ]
+        for b in c.branches
+    ]
     return h1, t1, h2, t2, h3, t3
 
 
 def _note(c: Comparison) -> str:
-    return (f"baseline {c.baseline}; p-values {c.correction}-corrected over candidates x measures per test; "
-            f"* p < {c.alpha}; CI: bootstrap of the mean delta; d_z: Cohen's effect size; W/T/L: queries")
+    return (
+        f"baseline {c.baseline}; p-values {c.correction}-corrected over candidates x measures per test; "
+        f"* p < {c.alpha}; CI: bootstrap of the mean delta; d_z: Cohen's effect size; W/T/L: queries"
+    )
 
 
 def render(c: Comparison, fmt: str = "text") -> str:
@@ -330,25 +423,49 @@ def render(c: Comparison, fmt: str = "text") -> str:
             parts += ["", "== per ontology branch (Holm over branches)", table(t3, h3)]
         return "\n".join(parts)
     if fmt == "markdown":
+
         def md(h, t):
-            return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)]
-                             + ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in t])
+            return "\n".join(
+                ["| " + " | ".join(h) + " |", "|" + "---|" * len(h)]
+                + ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in t]
+            )
+
         parts = [md(h1, t1), "", md(h2, t2), "", f"_{_note(c)}_"]
         if t3:
             parts += ["", "**Per ontology branch** (Holm over branches)", "", md(h3, t3)]
         return "\n".join(parts)
     if fmt == "latex":
-        tex_map = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$",
-                   "—": "--"}
+        tex_map = {
+            "\\": r"\textbackslash{}",
+            "&": r"\&",
+            "%": r"\%",
+            "_": r"\_",
+            "#": r"\#",
+            "$": r"\$",
+            "{": r"\{",
+            "}": r"\}",
+            "~": r"\textasciitilde{}",
+            "^": r"\textasciicircum{}",
+            "<": r"$<$",
+            "—": "--",
+        }
 
         def esc(s: str) -> str:
             return "".join(tex_map.get(ch, ch) for ch in s)
 
         def tex(h, t):
-            return "\n".join([r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}", r"\toprule",
-                              " & ".join(esc(x) for x in h) + r" \\", r"\midrule",
-                              *[" & ".join(esc(x) for x in r) + r" \\" for r in t], r"\bottomrule", r"\end{tabular}"])
+            return "\n".join(
+                [
+                    r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}",
+                    r"\toprule",
+                    " & ".join(esc(x) for x in h) + r" \\",
+                    r"\midrule",
+                    *[" & ".join(esc(x) for x in r) + r" \\" for r in t],
+                    r"\bottomrule",
+                    r"\end{tabular}",
+                ]
+            )
+
         parts = [tex(h1, t1), "", tex(h2, t2), "% " + _note(c)]
         if t3:
             parts += ["", tex(h3, t3)]
@@ -366,24 +483,32 @@ def html_section(c: Comparison, *, title: str = "System comparison") -> str:
         body = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in t)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
-    parts = [f'<section class="comparison"><h2>{e(title)}</h2>', tab(h1, t1), tab(h2, t2), f"<p>{e(_note(c))}</p>"]
+    parts = [
+        f'<section class="comparison"><h2>{e(title)}</h2>',
+        tab(h1, t1),
+        tab(h2, t2),
+        f"<p>{e(_note(c))}</p>",
+    ]
     if t3:
         parts += ["<h3>Per ontology branch</h3>", tab(h3, t3)]
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def branch_masks(ontology, nodes: Sequence[str | None], *, depth: int = 1,
-                 min_queries: int = 1) -> dict[str, tuple[str, np.ndarray]]:
+def branch_masks(
+    ontology, nodes: Sequence[str | None], *, depth: int = 1, min_queries: int = 1
+) -> dict[str, tuple[str, np.ndarray]]:
     """``{branch id: (label, mask over queries)}`` for the ontology nodes at ``depth``
     (shallowest depth, root 0) whose subtree holds the gold node of ``min_queries`` or more
     queries; a query counts in every branch on its node's ancestor-or-self set."""
-    idx = np.asarray([ontology.id_index.get(n, -1) if isinstance(n, str) else -1 for n in nodes], dtype=np.int64)
+    idx = np.asarray(
+        [ontology.id_index.get(n, -1) if isinstance(n, str) else -1 for n in nodes], dtype=np.int64
+    )
     out: dict[str, list[int]] = {}
     for q, i in enumerate(idx.tolist()):
         if i < 0:
             continue
-        for a in ontology.anc_idx[ontology.anc_ptr[i]: ontology.anc_ptr[i + 1]].tolist():
+        for a in ontology.anc_idx[ontology.anc_ptr[i] : ontology.anc_ptr[i + 1]].tolist():
             if int(ontology.depth_min[a]) == depth:
                 out.setdefault(ontology.ids[a], []).append(q)
     res: dict[str, tuple[str, np.ndarray]] = {}

@@ -23,10 +23,9 @@ format).
 
 from __future__ import annotations
 
-import itertools
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -100,8 +99,9 @@ def _blank_comments(data: bytes) -> bytes:
     return out.tobytes()
 
 
-def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np.ndarray,
-              extra_ok: bool = False):
+def _tokenize(
+    path: Path, start: int, data: bytes, ncol: int, what: str, sep: np.ndarray, extra_ok: bool = False
+):
     """Vectorised split of a block into ``ncol`` columns without creating a Python object
     per token: returns (token start offsets per column, end offsets per column, line index
     of each row within the block, the padded byte buffer). Blank lines are skipped; any
@@ -115,11 +115,19 @@ def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np
         if bad < 0:
             width = int((ends - starts).max()) if len(starts) else 1
             buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
-            return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)], rows_line, buf)
+            return (
+                [starts[j::ncol] for j in range(ncol)],
+                [ends[j::ncol] for j in range(ncol)],
+                rows_line,
+                buf,
+            )
         if not (extra_ok and cnt > ncol):
             least = "at least " if extra_ok else ""
-            raise InputError(f"expected {least}{ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
-                             source=str(path), location=f"line {start + bad}")
+            raise InputError(
+                f"expected {least}{ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
+                source=str(path),
+                location=f"line {start + bad}",
+            )
         # lines with trailing columns: the numpy path below keeps the first ncol fields
     padded = np.empty(len(raw) + 2, dtype=np.uint8)
     padded[0] = padded[-1] = 10
@@ -140,7 +148,8 @@ def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np
         least = "at least " if extra_ok else ""
         raise InputError(
             f"expected {least}{ncol} columns ({what}), found {int(counts[ln])}: {_line_text(data, ln)!r}",
-            source=str(path), location=f"line {start + ln}",
+            source=str(path),
+            location=f"line {start + ln}",
         )
     if extra_ok and (counts > ncol).any():  # keep the first ncol tokens of every line
         first = np.repeat(np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
@@ -149,8 +158,12 @@ def _tokenize(path: Path, start: int, data: bytes, ncol: int, what: str, sep: np
         counts = np.minimum(counts, ncol)
     width = int((ends - starts).max()) if len(starts) else 1
     buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
-    return ([starts[j::ncol] for j in range(ncol)], [ends[j::ncol] for j in range(ncol)],
-            np.flatnonzero(counts), buf)
+    return (
+        [starts[j::ncol] for j in range(ncol)],
+        [ends[j::ncol] for j in range(ncol)],
+        np.flatnonzero(counts),
+        buf,
+    )
 
 
 def _fixed(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -179,15 +192,21 @@ def _to_float(path: Path, start: int, arr: np.ndarray, rows_line: np.ndarray, wh
         bad = np.flatnonzero(~np.isfinite(out))
         if bad.size:
             i = int(bad[0])
-            raise InputError(f"{what} is not a finite number: {arr[i].decode('utf-8', 'replace')!r}",
-                             source=str(path), location=f"line {start + int(rows_line[i])}")
+            raise InputError(
+                f"{what} is not a finite number: {arr[i].decode('utf-8', 'replace')!r}",
+                source=str(path),
+                location=f"line {start + int(rows_line[i])}",
+            )
         return out
     for i, v in enumerate(arr.tolist()):
         try:
             float(v)
         except ValueError:
-            raise InputError(f"{what} is not a number: {v.decode('utf-8', 'replace')!r}", source=str(path),
-                             location=f"line {start + int(rows_line[i])}") from None
+            raise InputError(
+                f"{what} is not a number: {v.decode('utf-8', 'replace')!r}",
+                source=str(path),
+                location=f"line {start + int(rows_line[i])}",
+            ) from None
     raise InputError(f"unreadable {what} column", source=str(path))  # pragma: no cover
 
 
@@ -222,8 +241,19 @@ def _group(groups: list[list]):
     return qv.strings, ptr, perm, qcode
 
 
-def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=False, vocab=None,
-                extra_ok=False, lazy=False):
+def _read_pairs(
+    path,
+    ncol,
+    q_i,
+    d_i,
+    what,
+    numeric_cols,
+    sep=None,
+    skip_header=False,
+    vocab=None,
+    extra_ok=False,
+    lazy=False,
+):
     """Columns of a whitespace (or tab) separated table, block by block, vectorised: query
     groups ``[[qid, n]]`` in file order (adjacent equal ids merged), document codes in
     ``vocab`` (int64), numeric columns as float arrays. With numba, document ids are hashed
@@ -244,8 +274,9 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
     doc_parts: list[np.ndarray] = []
     nums: dict[int, list[np.ndarray]] = {c: [] for c, _ in numeric_cols}
     if lazy:
-        for names, counts, bnums, local, arena, nd in _lazy_blocks(path, ncol, q_i, d_i, what, numeric_cols,
-                                                                   sepmask, skip_header, extra_ok):
+        for names, counts, bnums, local, arena, nd in _lazy_blocks(
+            path, ncol, q_i, d_i, what, numeric_cols, sepmask, skip_header, extra_ok
+        ):
             for c, v in bnums.items():
                 nums[c].append(v)
             arenas.append(arena)
@@ -266,14 +297,19 @@ def _read_pairs(path, ncol, q_i, d_i, what, numeric_cols, sep=None, skip_header=
                 vals, ok = _kernels.parse_floats(buf, st[c], en[c])
                 if not ok.all():
                     bad = np.flatnonzero(~ok)
-                    vals[bad] = _to_float(path, start, _fixed(buf, st[c][bad], en[c][bad]), rows_line[bad], name)
+                    vals[bad] = _to_float(
+                        path, start, _fixed(buf, st[c][bad], en[c][bad]), rows_line[bad], name
+                    )
                 nums[c].append(vals)
             else:
                 nums[c].append(_to_float(path, start, _fixed(buf, st[c], en[c]), rows_line, name))
         if _kernels.HAVE_NUMBA and len(data) >= NUMBA_MIN_BYTES:
             dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
             heads = np.flatnonzero(qnew)
-            names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
+            names = [
+                data[s_:e_].decode("utf-8")
+                for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())
+            ]
             counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
             local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
             distinct = arena.tobytes().decode("utf-8").split("\n")[: len(first)]
@@ -328,7 +364,9 @@ def _lazy_blocks(path, ncol, q_i, d_i, what, numeric_cols, sepmask, skip_header,
             bnums[c] = vals
         dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
         heads = np.flatnonzero(qnew)
-        names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())]
+        names = [
+            data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())
+        ]
         counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
         local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
         return names, counts, bnums, local, arena, len(first)
@@ -378,8 +416,15 @@ def _merge_arenas(arenas: list[np.ndarray], n_distinct: list[int], local: list[n
     return docs, LazyVocab(strings, garena)
 
 
-def _duplicates(path: Path, qcode: np.ndarray, docs: np.ndarray, V: int, what: str, dedupe: bool,
-                skip_header: bool = False):
+def _duplicates(
+    path: Path,
+    qcode: np.ndarray,
+    docs: np.ndarray,
+    V: int,
+    what: str,
+    dedupe: bool,
+    skip_header: bool = False,
+):
     """Rows repeating a (query, doc) pair: error naming both lines, or a keep-mask."""
     from kg_rageval.families.retrieval import _kernels
 
@@ -420,7 +465,8 @@ def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
     if [h.strip() for h in header] != ["query-id", "corpus-id", "score"]:
         raise InputError(
             f"expected the BEIR header 'query-id<TAB>corpus-id<TAB>score', found {header!r}",
-            source=str(p), location="line 1",
+            source=str(p),
+            location="line 1",
         )
     return _qrels_from(p, 3, 0, 1, 2, vocab=vocab, sep="\t", skip_header=True)
 
@@ -428,9 +474,17 @@ def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
 def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=False) -> Qrels:
     path = Path(path)
     vocab = vocab if vocab is not None else Vocab()
-    groups, docs, num = _read_pairs(path, ncol, q_i, d_i, "query, iteration, document, relevance" if ncol == 4
-                                    else "query-id, corpus-id, score", [(g_i, "relevance")], sep, skip_header,
-                                    vocab)
+    groups, docs, num = _read_pairs(
+        path,
+        ncol,
+        q_i,
+        d_i,
+        "query, iteration, document, relevance" if ncol == 4 else "query-id, corpus-id, score",
+        [(g_i, "relevance")],
+        sep,
+        skip_header,
+        vocab,
+    )
     grades = num[g_i]
     qids, ptr, perm, qcode = _group(groups)
     _duplicates(path, qcode, docs, len(vocab), "document judged twice for one query", False, skip_header)
@@ -448,8 +502,17 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
     # without numba there is no lazy vocabulary: the documents are interned into this one
     # (creating it after the read left the codes pointing into an empty vocabulary)
     own = vocab if vocab is not None or _kernels.HAVE_NUMBA else Vocab()
-    res = _read_pairs(path, 6, 0, 2, "query, Q0, document, rank, score, tag", [(4, "score")], vocab=own,
-                      extra_ok=True, lazy=vocab is None)
+    res = _read_pairs(
+        path,
+        6,
+        0,
+        2,
+        "query, Q0, document, rank, score, tag",
+        [(4, "score")],
+        vocab=own,
+        extra_ok=True,
+        lazy=vocab is None,
+    )
     if len(res) == 4:
         groups, docs, num, vocab = res
     else:
@@ -523,19 +586,26 @@ def _read_json(path: Path, what: str) -> dict:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid JSON: {exc}", source=str(path)) from None
     if not isinstance(data, dict):
-        raise InputError(f"expected a JSON object {{query: {{document: {what}}}}} (ranx / ir_measures), "
-                         f"found {type(data).__name__}", source=str(path))
+        raise InputError(
+            f"expected a JSON object {{query: {{document: {what}}}}} (ranx / ir_measures), "
+            f"found {type(data).__name__}",
+            source=str(path),
+        )
     for q, docs in data.items():
         if not isinstance(docs, dict):
-            raise InputError(f"query {q!r}: expected an object {{document: {what}}}, found {type(docs).__name__}",
-                             source=str(path))
+            raise InputError(
+                f"query {q!r}: expected an object {{document: {what}}}, found {type(docs).__name__}",
+                source=str(path),
+            )
         for d, v in docs.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(f"query {q!r}, document {d!r}: {what} must be a number, found {v!r}",
-                                 source=str(path))
+                raise InputError(
+                    f"query {q!r}, document {d!r}: {what} must be a number, found {v!r}", source=str(path)
+                )
             if not math.isfinite(v):  # NaN/Infinity parse in JSON; the TREC reader refuses them too
-                raise InputError(f"query {q!r}, document {d!r}: {what} is not a finite number: {v!r}",
-                                 source=str(path))
+                raise InputError(
+                    f"query {q!r}, document {d!r}: {what} is not a finite number: {v!r}", source=str(path)
+                )
     return data
 
 
@@ -581,7 +651,9 @@ def load_qrels(path: str | Path, *, format: str = "auto", vocab: Vocab | None = 
     raise ValueError(f"qrels format must be one of {FORMATS}, got {format!r}")
 
 
-def load_run(path: str | Path, *, format: str = "auto", vocab: Vocab | None = None, dedupe: bool = False) -> Run:
+def load_run(
+    path: str | Path, *, format: str = "auto", vocab: Vocab | None = None, dedupe: bool = False
+) -> Run:
     """A run in TREC format (six or more columns, ``#`` comments) or ranx/ir_measures JSON."""
     p = Path(path)
     fmt = _sniff(p) if format == "auto" else format

@@ -7,5 +7,18 @@ from kg_rageval.families.system.otlp import import_otlp, read_spans, records_fro
 from kg_rageval.families.system.quantiles import QUANTILES, QuantileEvaluation, RowFamily, weighted_quantile
 from kg_rageval.families.system.score import STAGES, SystemFamily, score_system, system_values
 
-__all__ = ["ContextFamily", "QUANTILES", "import_otlp", "read_spans", "records_from_spans", "QuantileEvaluation", "RowFamily", "STAGES", "SystemFamily",
-           "score_context", "score_system", "system_values", "weighted_quantile"]
+__all__ = [
+    "ContextFamily",
+    "QUANTILES",
+    "import_otlp",
+    "read_spans",
+    "records_from_spans",
+    "QuantileEvaluation",
+    "RowFamily",
+    "STAGES",
+    "SystemFamily",
+    "score_context",
+    "score_system",
+    "system_values",
+    "weighted_quantile",
+]

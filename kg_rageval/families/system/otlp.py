@@ -47,9 +47,10 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.base.safe_io import read_document
@@ -157,17 +158,28 @@ def spans_from_request(obj: Any, *, where: str = "") -> Iterator[Span]:
                 end = _nanos(_get(sp, "endTimeUnixNano"), f"{w} endTimeUnixNano")
                 if end < start:
                     raise ValueError(f"{w}: ends before it starts")
-                events = [(str(e.get("name", "")), _nanos(_get(e, "timeUnixNano"), f"{w} event time"))
-                          for e in sp.get("events") or [] if isinstance(e, dict)]
+                events = [
+                    (str(e.get("name", "")), _nanos(_get(e, "timeUnixNano"), f"{w} event time"))
+                    for e in sp.get("events") or []
+                    if isinstance(e, dict)
+                ]
                 status = sp.get("status") or {}
                 code = status.get("code") if isinstance(status, dict) else None
                 trace = _hex_id(_get(sp, "traceId"), 16, f"{w} traceId")
                 span = _hex_id(_get(sp, "spanId"), 8, f"{w} spanId")
                 if trace is None or span is None:
                     raise ValueError(f"{w}: has no traceId or spanId")
-                yield Span(trace, span, _hex_id(_get(sp, "parentSpanId"), 8, f"{w} parentSpanId"),
-                           str(sp.get("name", "")), start, end, _attributes(sp.get("attributes")), events,
-                           code in (2, "STATUS_CODE_ERROR", "ERROR"))
+                yield Span(
+                    trace,
+                    span,
+                    _hex_id(_get(sp, "parentSpanId"), 8, f"{w} parentSpanId"),
+                    str(sp.get("name", "")),
+                    start,
+                    end,
+                    _attributes(sp.get("attributes")),
+                    events,
+                    code in (2, "STATUS_CODE_ERROR", "ERROR"),
+                )
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
@@ -214,11 +226,23 @@ def span_from_phoenix(obj: dict[str, Any], *, where: str = "") -> Span:
         raise ValueError(f"{w}: ends before it starts")
     attrs: dict[str, Any] = {}
     _flatten(obj.get("attributes") or {}, "", attrs)
-    events = [(str(e.get("name", "")), _iso_nanos(e.get("timestamp"), f"{w} event timestamp"))
-              for e in obj.get("events") or [] if isinstance(e, dict)]
+    events = [
+        (str(e.get("name", "")), _iso_nanos(e.get("timestamp"), f"{w} event timestamp"))
+        for e in obj.get("events") or []
+        if isinstance(e, dict)
+    ]
     parent = obj.get("parent_id")
-    return Span(trace, span, parent if isinstance(parent, str) and parent else None, str(obj.get("name", "")),
-                start, end, attrs, events, str(obj.get("status_code", "")).upper() == "ERROR")
+    return Span(
+        trace,
+        span,
+        parent if isinstance(parent, str) and parent else None,
+        str(obj.get("name", "")),
+        start,
+        end,
+        attrs,
+        events,
+        str(obj.get("status_code", "")).upper() == "ERROR",
+    )
 
 
 def _spans_of(doc: Any, where: str) -> Iterator[Span]:
@@ -231,7 +255,12 @@ def _spans_of(doc: Any, where: str) -> Iterator[Span]:
             if not isinstance(sp, dict):
                 raise ValueError(f"{where}item {i}: expected a span object, found {type(sp).__name__}")
             yield span_from_phoenix(sp, where=f"{where}item {i}, ")
-    elif isinstance(doc, dict) and "context" in doc and "resourceSpans" not in doc and "resource_spans" not in doc:
+    elif (
+        isinstance(doc, dict)
+        and "context" in doc
+        and "resourceSpans" not in doc
+        and "resource_spans" not in doc
+    ):
         yield span_from_phoenix(doc, where=where)
     else:
         yield from spans_from_request(doc, where=where)
@@ -259,19 +288,24 @@ def read_spans(path: str | Path, *, max_spans: int = 1_000_000) -> list[Span]:
                 except RecursionError:
                     raise InputError("JSON nested too deeply", source=str(p), location=f"line {n}") from None
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"not JSON: {exc.msg} (column {exc.colno})", source=str(p),
-                                     location=f"line {n}") from None
+                    raise InputError(
+                        f"not JSON: {exc.msg} (column {exc.colno})", source=str(p), location=f"line {n}"
+                    ) from None
     out: list[Span] = []
     for loc, doc in docs:
         try:
             for s in _spans_of(doc, ""):
                 out.append(s)
                 if len(out) > max_spans:
-                    raise InputError(f"more than {max_spans} spans; raise max_spans to read them", source=str(p))
+                    raise InputError(
+                        f"more than {max_spans} spans; raise max_spans to read them", source=str(p)
+                    )
         except ValueError as exc:
             raise InputError(str(exc), source=str(p), location=loc or None) from None
         except RecursionError:
-            raise InputError("span attributes nested too deeply", source=str(p), location=loc or None) from None
+            raise InputError(
+                "span attributes nested too deeply", source=str(p), location=loc or None
+            ) from None
     return out
 
 
@@ -306,7 +340,9 @@ def _num(v: Any) -> float | None:
 def record_from_trace(spans: list[Span], *, id_attribute: str | None = None) -> dict[str, Any]:
     """One evaluation record from the spans of one trace (see the module docstring)."""
     ids = {s.span_id for s in spans}
-    roots = sorted((s for s in spans if s.parent_id is None or s.parent_id not in ids), key=lambda s: s.start_ns)
+    roots = sorted(
+        (s for s in spans if s.parent_id is None or s.parent_id not in ids), key=lambda s: s.start_ns
+    )
     root = roots[0]
     rec: dict[str, Any] = {"id": root.trace_id}
     if id_attribute and root.attributes.get(id_attribute) is not None:
@@ -358,15 +394,22 @@ def record_from_trace(spans: list[Span], *, id_attribute: str | None = None) -> 
         retrieval["run"] = [[str(d["id"]), _num(d["score"])] if scored else str(d["id"]) for d in with_id]
     rer = sorted(by_kind.get("RERANKER", []), key=lambda s: s.end_ns)
     passed = _documents(rer[-1], "reranker.output_documents") if rer else docs
-    ctx = [{"id": str(d["id"]), "text": d["content"]} if d.get("id") is not None else d["content"]
-           for d in passed if isinstance(d.get("content"), str)]
+    ctx = [
+        {"id": str(d["id"]), "text": d["content"]} if d.get("id") is not None else d["content"]
+        for d in passed
+        if isinstance(d.get("content"), str)
+    ]
     if passed and ctx:
         retrieval["contexts"] = ctx
     if retrieval:
         rec["retrieval"] = retrieval
     if isinstance(root.attributes.get("output.value"), str):
         rec["answer"] = {"text": root.attributes["output.value"]}
-    rec["trace"] = {"trace_id": root.trace_id, "spans": len(spans), "error_spans": sum(s.error for s in spans)}
+    rec["trace"] = {
+        "trace_id": root.trace_id,
+        "spans": len(spans),
+        "error_spans": sum(s.error for s in spans),
+    }
     return rec
 
 
@@ -386,7 +429,8 @@ def records_from_spans(spans: Iterable[Span], *, id_attribute: str | None = None
     return out
 
 
-def import_otlp(path: str | Path, *, id_attribute: str | None = None, max_spans: int = 1_000_000
-                ) -> list[dict[str, Any]]:
+def import_otlp(
+    path: str | Path, *, id_attribute: str | None = None, max_spans: int = 1_000_000
+) -> list[dict[str, Any]]:
     """Records from an OTLP JSON trace file (see the module docstring)."""
     return records_from_spans(read_spans(path, max_spans=max_spans), id_attribute=id_attribute)

@@ -26,8 +26,9 @@ bootstrap counts ``w`` times.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,8 @@ from kg_rageval.base.errors import InputError
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric
-from kg_rageval.results.rollup import rollup_mask
 from kg_rageval.results.resample import resample_indices
+from kg_rageval.results.rollup import rollup_mask
 
 QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 
@@ -76,23 +77,25 @@ class RowFamily(Family):
     """A family with metrics that need the rows: :meth:`row_metrics` computes them from the
     stats columns (and bootstrap row weights); :meth:`finalize` reports them missing."""
 
-    def row_metrics(self, stats: Mapping[str, np.ndarray], weights: np.ndarray | None = None,
-                    only: set[str] | None = None) -> dict[str, Metric]:  # pragma: no cover - abstract
+    def row_metrics(
+        self, stats: Mapping[str, np.ndarray], weights: np.ndarray | None = None, only: set[str] | None = None
+    ) -> dict[str, Metric]:  # pragma: no cover - abstract
         """The row metrics (all, or the names in ``only``)."""
         raise NotImplementedError
 
-    def evaluation(self, **kw: Any) -> "QuantileEvaluation":
+    def evaluation(self, **kw: Any) -> QuantileEvaluation:
         return QuantileEvaluation(family=self, **kw)
 
 
 class QuantileEvaluation(Evaluation):
     """See the module docstring."""
 
-    def _with(self, ev: Evaluation) -> "QuantileEvaluation":
+    def _with(self, ev: Evaluation) -> QuantileEvaluation:
         return QuantileEvaluation(**{f.name: getattr(ev, f.name) for f in fields(Evaluation)})
 
-    def _row_metrics(self, mask: np.ndarray | None = None, weights: np.ndarray | None = None
-                     ) -> dict[str, Metric]:
+    def _row_metrics(
+        self, mask: np.ndarray | None = None, weights: np.ndarray | None = None
+    ) -> dict[str, Metric]:
         fam = self.family
         assert isinstance(fam, RowFamily)
         stats = self.stats if mask is None else {k: v[mask] for k, v in self.stats.items()}
@@ -109,10 +112,10 @@ class QuantileEvaluation(Evaluation):
         out.update(self._row_metrics(mask))
         return out
 
-    def subset(self, mask: np.ndarray) -> "QuantileEvaluation":
+    def subset(self, mask: np.ndarray) -> QuantileEvaluation:
         return self._with(super().subset(mask))
 
-    def merge(self, other: Evaluation) -> "QuantileEvaluation":
+    def merge(self, other: Evaluation) -> QuantileEvaluation:
         """Concatenated rows; a family whose quantities follow the data (``union``) becomes the
         union of both sides' (a stage only one partition saw is absent on the other's rows)."""
         merged = self._with(super().merge(other))
@@ -121,8 +124,15 @@ class QuantileEvaluation(Evaluation):
             return merged
         fam = union(other.family)
         stats = {k: merged.stats.get(k, np.zeros(len(merged))) for k in fam.stats}
-        return QuantileEvaluation(family=fam, record_ids=merged.record_ids, stats=stats, keys=merged.keys,
-                                  details=merged.details, unscored=merged.unscored, meta=merged.meta)
+        return QuantileEvaluation(
+            family=fam,
+            record_ids=merged.record_ids,
+            stats=stats,
+            keys=merged.keys,
+            details=merged.details,
+            unscored=merged.unscored,
+            meta=merged.meta,
+        )
 
     def breakdown(self, key: str) -> dict[Any, dict[str, Any]]:
         base = super().breakdown(key)
@@ -131,8 +141,15 @@ class QuantileEvaluation(Evaluation):
             base[v]["metrics"] = self._metrics_of(codes == i)
         return base
 
-    def rollup(self, ontology: Any, key: str = "gold_node", *, min_rows: int = 1,
-               max_depth: int | None = None, nodes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    def rollup(
+        self,
+        ontology: Any,
+        key: str = "gold_node",
+        *,
+        min_rows: int = 1,
+        max_depth: int | None = None,
+        nodes: Iterable[str] | None = None,
+    ) -> dict[str, dict[str, Any]]:
         """Per node, the metrics over the rows of its subtree (each row once), in ontology
         index order, with ``n``, ``depth``, ``min_rows``, ``max_depth``, ``nodes`` and
         ``meta["rollup_skipped"]`` as :meth:`Evaluation.rollup`. The rows of every node come
@@ -152,12 +169,17 @@ class QuantileEvaluation(Evaluation):
         out: dict[str, dict[str, Any]] = {}
         ids = ontology.ids
         for i in np.flatnonzero(keep).tolist():
-            sel = np.sort(pair_rows[starts[i]:starts[i + 1]])
-            out[ids[i]] = {"n": int(counts[i]), "depth": int(ontology.depth_min[i]), "metrics": self._metrics_of(sel)}
+            sel = np.sort(pair_rows[starts[i] : starts[i + 1]])
+            out[ids[i]] = {
+                "n": int(counts[i]),
+                "depth": int(ontology.depth_min[i]),
+                "metrics": self._metrics_of(sel),
+            }
         return out
 
-    def bootstrap_replicates(self, *, n_resamples: int = 1000, seed: int = 0,
-                             metrics: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    def bootstrap_replicates(
+        self, *, n_resamples: int = 1000, seed: int = 0, metrics: Iterable[str] | None = None
+    ) -> dict[str, np.ndarray]:
         """Record-level bootstrap (see :meth:`Evaluation.bootstrap_replicates`); each
         resample's quantiles are computed over the rows with the weights its draws give."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
@@ -167,7 +189,9 @@ class QuantileEvaluation(Evaluation):
         wanted = list(metrics) if metrics is not None else list(point)
         unknown = [m for m in wanted if m not in point]
         if unknown:
-            raise InputError(f"bootstrap: unknown metric(s) {unknown}; {self.family.name} has {sorted(point)}")
+            raise InputError(
+                f"bootstrap: unknown metric(s) {unknown}; {self.family.name} has {sorted(point)}"
+            )
         out = {m: np.full(n_resamples, np.nan) for m in wanted}
         ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
         inverse = inverse.reshape(-1)

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from kg_rageval.results.metric import Metric, mean_of, ratio
-from kg_rageval.records import Record, record_error
-from kg_rageval.records.reasons import Reason, unscored as unscored_entry
-from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.families.system.quantiles import QUANTILES, QuantileEvaluation, RowFamily, sorted_quantiles
+from kg_rageval.records import Record, record_error
+from kg_rageval.records.fields import stated_row_keys as row_keys
+from kg_rageval.records.reasons import Reason
+from kg_rageval.records.reasons import unscored as unscored_entry
+from kg_rageval.results.metric import Metric, mean_of, ratio
 
 STAGES = ("retrieve", "rerank", "generate", "total", "ttft")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -45,23 +47,34 @@ class SystemFamily(RowFamily):
     name = "system"
     version = "1"
 
-    def __init__(self, stages: Iterable[str] = STAGES, tokens: Iterable[str] = (), layers: Iterable[str] = ()):
+    def __init__(
+        self, stages: Iterable[str] = STAGES, tokens: Iterable[str] = (), layers: Iterable[str] = ()
+    ):
         self.stages = tuple(stages)
         self.tokens = tuple(tokens)
         self.layers = tuple(layers)
-        self.quantities = tuple(f"latency.{s}_ms" for s in self.stages) + ("cost.usd_per_query",) + tuple(
-            f"tokens.{t}" for t in self.tokens)
+        self.quantities = (
+            tuple(f"latency.{s}_ms" for s in self.stages)
+            + ("cost.usd_per_query",)
+            + tuple(f"tokens.{t}" for t in self.tokens)
+        )
         self._order_cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self.stats = ("n",) + tuple(x for q in self.quantities for x in (q, f"has:{q}")) + tuple(
-            f"cache.{c}.{k}" for c in self.layers for k in ("hits", "lookups"))
+        self.stats = (
+            ("n",)
+            + tuple(x for q in self.quantities for x in (q, f"has:{q}"))
+            + tuple(f"cache.{c}.{k}" for c in self.layers for k in ("hits", "lookups"))
+        )
 
-    def union(self, other: "SystemFamily") -> "SystemFamily":
+    def union(self, other: SystemFamily) -> SystemFamily:
         """The family of two merged partitions: every stage, token kind and cache layer either
         side has (standard stages first, the others sorted, as :func:`score_system` orders)."""
         extra = sorted((set(self.stages) | set(other.stages)) - set(STAGES))
         std = [st for st in STAGES if st in self.stages or st in other.stages]
-        return SystemFamily(std + extra, sorted(set(self.tokens) | set(other.tokens)),
-                            sorted(set(self.layers) | set(other.layers)))
+        return SystemFamily(
+            std + extra,
+            sorted(set(self.tokens) | set(other.tokens)),
+            sorted(set(self.layers) | set(other.layers)),
+        )
 
     def _row_names(self, q: str) -> tuple[str, ...]:
         if q.startswith("latency."):
@@ -79,19 +92,35 @@ class SystemFamily(RowFamily):
             out[f"{q}.mean"] = mean_of(f"{q}.mean", s[q], have, missing=why)
             miss = n - have
             out[f"{q}.n_missing"] = Metric(f"{q}.n_missing", float(miss), miss, n)
-            out[f"{q}.missing_rate"] = ratio(f"{q}.missing_rate", miss, n, missing="no record with a system section")
+            out[f"{q}.missing_rate"] = ratio(
+                f"{q}.missing_rate", miss, n, missing="no record with a system section"
+            )
             for r in self._row_names(q):
                 out[f"{q}.{r}"] = Metric(f"{q}.{r}", None, missing="a quantile needs the rows, not sums")
-        out["cost.usd_total"] = Metric("cost.usd_total", s["cost.usd_per_query"], s["cost.usd_per_query"],
-                                       s["has:cost.usd_per_query"]) if s["has:cost.usd_per_query"] else \
-            Metric("cost.usd_total", None, missing="no record has cost_usd")
+        out["cost.usd_total"] = (
+            Metric(
+                "cost.usd_total",
+                s["cost.usd_per_query"],
+                s["cost.usd_per_query"],
+                s["has:cost.usd_per_query"],
+            )
+            if s["has:cost.usd_per_query"]
+            else Metric("cost.usd_total", None, missing="no record has cost_usd")
+        )
         for t in self.tokens:
             q = f"tokens.{t}"
-            out[f"{q}.sum"] = Metric(f"{q}.sum", s[q]) if s[f"has:{q}"] else Metric(f"{q}.sum", None,
-                                                                                   missing=f"no record has {q}")
+            out[f"{q}.sum"] = (
+                Metric(f"{q}.sum", s[q])
+                if s[f"has:{q}"]
+                else Metric(f"{q}.sum", None, missing=f"no record has {q}")
+            )
         for c in self.layers:
-            out[f"cache.{c}.hit_rate"] = ratio(f"cache.{c}.hit_rate", s[f"cache.{c}.hits"], s[f"cache.{c}.lookups"],
-                                               missing=f"no record reports the {c} cache")
+            out[f"cache.{c}.hit_rate"] = ratio(
+                f"cache.{c}.hit_rate",
+                s[f"cache.{c}.hits"],
+                s[f"cache.{c}.lookups"],
+                missing=f"no record reports the {c} cache",
+            )
         return out
 
     def _present_sorted(self, stats: Mapping[str, np.ndarray], q: str) -> tuple[np.ndarray, np.ndarray]:
@@ -106,8 +135,9 @@ class SystemFamily(RowFamily):
         self._order_cache[q] = (col, col[order], order)
         return col[order], order
 
-    def row_metrics(self, stats: Mapping[str, np.ndarray], weights: np.ndarray | None = None,
-                    only: set[str] | None = None) -> dict[str, Metric]:
+    def row_metrics(
+        self, stats: Mapping[str, np.ndarray], weights: np.ndarray | None = None, only: set[str] | None = None
+    ) -> dict[str, Metric]:
         out: dict[str, Metric] = {}
         for q in self.quantities:
             names = self._row_names(q)
@@ -122,7 +152,9 @@ class SystemFamily(RowFamily):
                 got["max"] = float(keep[-1]) if len(keep) else None
             for r in names:
                 v = got[r]
-                out[f"{q}.{r}"] = Metric(f"{q}.{r}", v, missing=None if v is not None else f"no record has {q}")
+                out[f"{q}.{r}"] = Metric(
+                    f"{q}.{r}", v, missing=None if v is not None else f"no record has {q}"
+                )
         return out
 
 
@@ -154,12 +186,21 @@ def system_values(record: Record) -> dict[str, Any] | None:
     s = _mapping(record, "system", s)
     unknown = set(s) - {"latency_ms", "tokens", "cost_usd", "cache"}
     if unknown:
-        raise record_error(record, f"system.{sorted(unknown)[0]}",
-                           "unknown field; expected latency_ms, tokens, cost_usd or cache")
-    lat = {k: _number(record, f"system.latency_ms.{k}", v)
-           for k, v in _mapping(record, "system.latency_ms", s.get("latency_ms") or {}).items() if v is not None}
-    tok = {k: _number(record, f"system.tokens.{k}", v, integer=True)
-           for k, v in _mapping(record, "system.tokens", s.get("tokens") or {}).items() if v is not None}
+        raise record_error(
+            record,
+            f"system.{sorted(unknown)[0]}",
+            "unknown field; expected latency_ms, tokens, cost_usd or cache",
+        )
+    lat = {
+        k: _number(record, f"system.latency_ms.{k}", v)
+        for k, v in _mapping(record, "system.latency_ms", s.get("latency_ms") or {}).items()
+        if v is not None
+    }
+    tok = {
+        k: _number(record, f"system.tokens.{k}", v, integer=True)
+        for k, v in _mapping(record, "system.tokens", s.get("tokens") or {}).items()
+        if v is not None
+    }
     if "total" not in tok and "prompt" in tok and "completion" in tok:
         tok["total"] = tok["prompt"] + tok["completion"]
     cost = s.get("cost_usd")
@@ -169,13 +210,16 @@ def system_values(record: Record) -> dict[str, Any] | None:
         if v is None:
             continue
         if not isinstance(v, bool):
-            raise record_error(record, f"system.cache.{k}", f"expected true (hit) or false (miss), found {v!r}")
+            raise record_error(
+                record, f"system.cache.{k}", f"expected true (hit) or false (miss), found {v!r}"
+            )
         cache[k] = v
     return {"latency": lat, "tokens": tok, "cost": cost, "cache": cache}
 
 
-def score_system(ontology: Any, records: Iterable[Record], *, stages: Iterable[str] | None = None
-                 ) -> QuantileEvaluation:
+def score_system(
+    ontology: Any, records: Iterable[Record], *, stages: Iterable[str] | None = None
+) -> QuantileEvaluation:
     """One row per record with a ``system`` section (others: unscored ``no system section``).
     ``stages``: the latency stages to report (default: the standard five plus any other stage
     a record names). ``ontology`` is not needed (rows carry ``gold_node`` for roll-ups)."""
@@ -208,6 +252,9 @@ def score_system(ontology: Any, records: Iterable[Record], *, stages: Iterable[s
     from kg_rageval.results.columns import _object_column
 
     return fam.evaluation(
-        record_ids=_object_column([r["record_id"] for r in rows]), stats=stats,
+        record_ids=_object_column([r["record_id"] for r in rows]),
+        stats=stats,
         keys={k: _object_column([r.get(k) for r in rows]) for k in key_names},
-        unscored=unscored, meta={"stages": stage_list, "cache_layers": layers, "token_kinds": tokens})
+        unscored=unscored,
+        meta={"stages": stage_list, "cache_layers": layers, "token_kinds": tokens},
+    )

@@ -12,9 +12,10 @@ asks for it where a loader supports it) and XML external entities are refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.base.imports import import_target

@@ -19,7 +19,8 @@ rdflib's ``Literal``).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_STRING = XSD + "string"
@@ -50,19 +51,23 @@ class Lit(str):
     ``None`` or the (lower-cased) tag; ``datatype`` ``None`` for a plain literal (a
     language-tagged one or ``xsd:string``, as rdflib's parsers make them) or the IRI."""
 
-    __slots__ = ("language", "datatype")
+    __slots__ = ("datatype", "language")
     language: str | None
     datatype: str | None
 
-    def __new__(cls, value: str, language: str | None = None, datatype: str | None = None) -> "Lit":
+    def __new__(cls, value: str, language: str | None = None, datatype: str | None = None) -> Lit:
         self = super().__new__(cls, value)
         self.language = language
         self.datatype = datatype
         return self
 
     def __eq__(self, other: object) -> bool:
-        return (type(other) is Lit and str.__eq__(self, other)  # type: ignore[return-value]
-                and self.language == other.language and self.datatype == other.datatype)
+        return (
+            type(other) is Lit
+            and str.__eq__(self, other)  # type: ignore[return-value]
+            and self.language == other.language
+            and self.datatype == other.datatype
+        )
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -83,7 +88,7 @@ def literal_is_true(lit: Any) -> bool:
 
     try:
         value = Literal(str(lit), datatype=URIRef(lit.datatype)).toPython()
-    except Exception:  # noqa: BLE001
+    except Exception:
         value = str(lit)
     return value is True or str(value).strip().lower() in ("true", "1")
 
@@ -244,7 +249,7 @@ class GraphView:
     def is_true(lit: Any) -> bool:
         try:
             value = lit.toPython()
-        except Exception:  # noqa: BLE001
+        except Exception:
             value = str(lit)
         return value is True or str(value).strip().lower() in ("true", "1")
 
@@ -277,7 +282,9 @@ class GraphView:
         return (s, p, o) in self.graph
 
 
-def rdflib_bindings(declared: list[tuple[str | None, str]], *, override: bool) -> list[tuple[str, str]] | None:
+def rdflib_bindings(
+    declared: list[tuple[str | None, str]], *, override: bool
+) -> list[tuple[str, str]] | None:
     """The bindings an rdflib ``Graph(bind_namespaces="core")`` holds after
     ``graph.bind(prefix, ns, override=override)`` of each of ``declared`` in order — rdflib
     7's ``NamespaceManager.bind`` and in-memory ``Memory.bind``, step for step (a prefix taken

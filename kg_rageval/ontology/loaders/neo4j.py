@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from kg_rageval.base.errors import ConfigError, InputError
@@ -105,8 +106,12 @@ class GraphMapping:
         quote_identifier(self.id_property, "id property")
         for p in self.label_properties + self.synonym_properties:
             quote_identifier(p, "property")
-        for opt in (self.definition_property, self.deprecated_property, self.replaced_by_property,
-                    self.type_property):
+        for opt in (
+            self.definition_property,
+            self.deprecated_property,
+            self.replaced_by_property,
+            self.type_property,
+        ):
             if opt is not None:
                 quote_identifier(opt, "property")
         for r in self.relationships + self.relation_types:
@@ -117,10 +122,12 @@ class GraphMapping:
         """(column alias, property) pairs returned by :meth:`node_query`."""
         cols = [(f"l{k}", p) for k, p in enumerate(self.label_properties)]
         cols += [(f"s{k}", p) for k, p in enumerate(self.synonym_properties)]
-        for alias, p in (("definition", self.definition_property),
-                         ("deprecated", self.deprecated_property),
-                         ("replaced_by", self.replaced_by_property),
-                         ("node_type", self.type_property)):
+        for alias, p in (
+            ("definition", self.definition_property),
+            ("deprecated", self.deprecated_property),
+            ("replaced_by", self.replaced_by_property),
+            ("node_type", self.type_property),
+        ):
             if p is not None:
                 cols.append((alias, p))
         return cols
@@ -138,51 +145,70 @@ class GraphMapping:
         arrow = f"-[:{rels}]->" if self.direction == "child_to_parent" else f"<-[:{rels}]-"
         return f"MATCH (c:{label}){arrow}(p:{label}) RETURN c.{key} AS child, p.{key} AS parent"
 
-
     def triple_query(self) -> str | None:
         """The query of the relation triples (``None`` without ``relation_types``)."""
         if not self.relation_types:
             return None
         rels = "|".join(quote_identifier(r) for r in self.relation_types)
         key = quote_identifier(self.id_property)
-        return (f"MATCH (s)-[r:{rels}]->(o) WHERE s.{key} IS NOT NULL AND o.{key} IS NOT NULL "
-                f"RETURN s.{key} AS subject, labels(s)[0] AS subject_kind, type(r) AS predicate, "
-                f"o.{key} AS object, labels(o)[0] AS object_kind")
+        return (
+            f"MATCH (s)-[r:{rels}]->(o) WHERE s.{key} IS NOT NULL AND o.{key} IS NOT NULL "
+            f"RETURN s.{key} AS subject, labels(s)[0] AS subject_kind, type(r) AS predicate, "
+            f"o.{key} AS object, labels(o)[0] AS object_kind"
+        )
 
 
 PRESETS: dict[str, GraphMapping] = {
     # n10s.onto.import: :Class nodes with name/label/comment and SCO relationships
     "n10s-onto": GraphMapping(
-        node_label="Class", id_property="uri", label_properties=("label", "name"),
-        definition_property="comment", relationships=("SCO",),
+        node_label="Class",
+        id_property="uri",
+        label_properties=("label", "name"),
+        definition_property="comment",
+        relationships=("SCO",),
     ),
     # n10s.rdf.import with handleVocabUris: "SHORTEN" (the default): prefixed names
     "n10s-owl": GraphMapping(
-        node_label="owl__Class", id_property="uri", label_properties=("rdfs__label",),
+        node_label="owl__Class",
+        id_property="uri",
+        label_properties=("rdfs__label",),
         synonym_properties=("skos__altLabel", "oboInOwl__hasExactSynonym"),
-        definition_property="rdfs__comment", deprecated_property="owl__deprecated",
+        definition_property="rdfs__comment",
+        deprecated_property="owl__deprecated",
         relationships=("rdfs__subClassOf",),
     ),
     "n10s-skos": GraphMapping(
-        node_label="skos__Concept", id_property="uri",
-        label_properties=("skos__prefLabel", "rdfs__label"), synonym_properties=("skos__altLabel",),
-        definition_property="skos__definition", relationships=("skos__broader",),
+        node_label="skos__Concept",
+        id_property="uri",
+        label_properties=("skos__prefLabel", "rdfs__label"),
+        synonym_properties=("skos__altLabel",),
+        definition_property="skos__definition",
+        relationships=("skos__broader",),
     ),
     "n10s-skos-narrower": GraphMapping(
-        node_label="skos__Concept", id_property="uri",
-        label_properties=("skos__prefLabel", "rdfs__label"), synonym_properties=("skos__altLabel",),
-        definition_property="skos__definition", relationships=("skos__narrower",),
+        node_label="skos__Concept",
+        id_property="uri",
+        label_properties=("skos__prefLabel", "rdfs__label"),
+        synonym_properties=("skos__altLabel",),
+        definition_property="skos__definition",
+        relationships=("skos__narrower",),
         direction="parent_to_child",
     ),
     # handleVocabUris: "IGNORE": local names only
     "n10s-owl-ignore": GraphMapping(
-        node_label="Class", id_property="uri", label_properties=("label",),
-        definition_property="comment", deprecated_property="deprecated",
+        node_label="Class",
+        id_property="uri",
+        label_properties=("label",),
+        definition_property="comment",
+        deprecated_property="deprecated",
         relationships=("subClassOf",),
     ),
     "n10s-skos-ignore": GraphMapping(
-        node_label="Concept", id_property="uri", label_properties=("prefLabel", "label"),
-        synonym_properties=("altLabel",), definition_property="definition",
+        node_label="Concept",
+        id_property="uri",
+        label_properties=("prefLabel", "label"),
+        synonym_properties=("altLabel",),
+        definition_property="definition",
         relationships=("broader",),
     ),
 }
@@ -207,19 +233,23 @@ def read_mapping_file(path: str | os.PathLike) -> dict[str, Any]:
 
     data, _ = read_structured(os.fspath(path), what="graph mapping")
     if not isinstance(data, Mapping):
-        raise ConfigError(f"a graph mapping file holds a mapping of fields, not {type(data).__name__}",
-                          source=str(path))
+        raise ConfigError(
+            f"a graph mapping file holds a mapping of fields, not {type(data).__name__}", source=str(path)
+        )
     return dict(data)
 
 
-def resolve_mapping(mapping: GraphMapping | str | os.PathLike | Mapping[str, Any] | None = None,
-                    **overrides: Any) -> GraphMapping:
+def resolve_mapping(
+    mapping: GraphMapping | str | os.PathLike | Mapping[str, Any] | None = None, **overrides: Any
+) -> GraphMapping:
     """A :class:`GraphMapping` from an instance, a preset name, a mapping file (``.yaml``,
     ``.yml``, ``.json``, ``.toml``; see :func:`read_mapping_file`) or a dict of its fields —
     a dict or file may name a ``preset`` to start from — with ``overrides`` (field names)
     applied on top. Unknown names raise :class:`ConfigError`."""
     if isinstance(mapping, os.PathLike) or (
-        isinstance(mapping, str) and mapping not in PRESETS and mapping.lower().endswith(MAPPING_FILE_SUFFIXES)
+        isinstance(mapping, str)
+        and mapping not in PRESETS
+        and mapping.lower().endswith(MAPPING_FILE_SUFFIXES)
     ):
         mapping = read_mapping_file(mapping)
     if mapping is None:
@@ -241,7 +271,9 @@ def resolve_mapping(mapping: GraphMapping | str | os.PathLike | Mapping[str, Any
         base = PRESETS[preset] if preset is not None else GraphMapping()
         overrides = {**fields_, **overrides}
     else:
-        raise ConfigError(f"mapping must be a GraphMapping, a preset name or a dict, not {type(mapping).__name__}")
+        raise ConfigError(
+            f"mapping must be a GraphMapping, a preset name or a dict, not {type(mapping).__name__}"
+        )
     known = {f.name for f in fields(GraphMapping)}
     unknown = sorted(set(overrides) - known)
     if unknown:
@@ -296,7 +328,9 @@ def open_driver(uri: str, auth: Any = None):
         import neo4j
         from neo4j.exceptions import AuthError, ServiceUnavailable
     except ImportError:  # pragma: no cover - an extra
-        raise InputError("the neo4j loader needs the `neo4j` package: pip install 'kg-rageval[neo4j]'") from None
+        raise InputError(
+            "the neo4j loader needs the `neo4j` package: pip install 'kg-rageval[neo4j]'"
+        ) from None
     shown = redact_uri(uri)
     try:
         parts = urlsplit(uri)
@@ -310,7 +344,9 @@ def open_driver(uri: str, auth: Any = None):
     except neo4j.exceptions.ConfigurationError as exc:
         raise InputError(f"invalid Bolt uri or driver setting: {redact(str(exc))}", source=shown) from None
     except AuthError:
-        raise InputError("authentication failed (check KG_RAGEVAL_NEO4J_USER/PASSWORD)", source=shown) from None
+        raise InputError(
+            "authentication failed (check KG_RAGEVAL_NEO4J_USER/PASSWORD)", source=shown
+        ) from None
     except ServiceUnavailable as exc:
         raise InputError(f"cannot reach the graph database: {type(exc).__name__}", source=shown) from None
     except ValueError as exc:  # malformed uri
@@ -320,7 +356,9 @@ def open_driver(uri: str, auth: Any = None):
     return driver
 
 
-def run_read(driver, query: str, params: Mapping[str, Any] | None = None, *, database: str | None = None) -> list[dict]:
+def run_read(
+    driver, query: str, params: Mapping[str, Any] | None = None, *, database: str | None = None
+) -> list[dict]:
     """Run a read query and return its records as dicts (``neo4j`` errors become InputError)."""
     from neo4j.exceptions import Neo4jError
 
@@ -384,13 +422,22 @@ def load_neo4j(
         if own:
             drv.close()
     source = f"{redact_uri(uri)}#{database or 'default'}:{m.node_label}"
-    return _compile(nodes, edges, m, source, dangling=dangling, conflicts=conflicts, strict=strict,
-                    triples=triples)
+    return _compile(
+        nodes, edges, m, source, dangling=dangling, conflicts=conflicts, strict=strict, triples=triples
+    )
 
 
-def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, Any]], m: GraphMapping,
-             source: str, *, dangling: str, conflicts: str, strict: bool = False,
-             triples: Iterable[Mapping[str, Any]] = ()) -> Ontology:
+def _compile(
+    nodes: Iterable[Mapping[str, Any]],
+    edges: Iterable[Mapping[str, Any]],
+    m: GraphMapping,
+    source: str,
+    *,
+    dangling: str,
+    conflicts: str,
+    strict: bool = False,
+    triples: Iterable[Mapping[str, Any]] = (),
+) -> Ontology:
     b = OntologyBuilder(source)
     label_cols = [f"l{k}" for k in range(len(m.label_properties))]
     syn_cols = [f"s{k}" for k in range(len(m.synonym_properties))]
@@ -417,8 +464,16 @@ def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, An
         replaced = next(iter(_strings(row.get("replaced_by"))), None)
         node_type = next(iter(_strings(row.get("node_type"))), None)
         status = "deprecated" if _truthy(row.get("deprecated")) else "active"
-        b.add_node(node_id, label=label, synonyms=synonyms, definition=definition, status=status,
-                   replaced_by=replaced, node_type=node_type, where=f"node {node_id!r}")
+        b.add_node(
+            node_id,
+            label=label,
+            synonyms=synonyms,
+            definition=definition,
+            status=status,
+            replaced_by=replaced,
+            node_type=node_type,
+            where=f"node {node_id!r}",
+        )
     for row in edges:
         child, parent = row.get("child"), row.get("parent")
         if child is None or parent is None:
@@ -439,6 +494,8 @@ def _compile(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, An
             continue
         for node, kind in zip(ends, (row.get("subject_kind"), row.get("object_kind"))):
             if not b.has_node(node):
-                b.add_instance(node, kind=kind if isinstance(kind, str) else None, where=f"{pred} relationship")
+                b.add_instance(
+                    node, kind=kind if isinstance(kind, str) else None, where=f"{pred} relationship"
+                )
         b.add_triple(ends[0], pred, ends[1], where=f"{pred} relationship")
     return b.build(dangling=dangling, conflicts=conflicts, strict=strict)

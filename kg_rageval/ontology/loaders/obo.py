@@ -120,7 +120,7 @@ def _quoted(value: str, src: str, lineno: int, tag: str) -> tuple[str, str]:
             return _unescape(v[1:i]), v[i + 1 :].strip()
         i += 1
     raise InputError(
-        f"{tag}: unterminated quoted string (no closing \")", source=src, location=f"line {lineno}"
+        f'{tag}: unterminated quoted string (no closing ")', source=src, location=f"line {lineno}"
     )
 
 
@@ -208,8 +208,10 @@ def load_obo(
     graph) or ``"hierarchy"`` (a hierarchy edge for the types in ``hierarchy_relations``,
     default ``part_of``; other types become triples)."""
     if relationships not in ("ignore", "relation", "hierarchy"):
-        raise InputError(f"relationships must be 'ignore', 'relation' or 'hierarchy', not {relationships!r}",
-                         source=str(path))
+        raise InputError(
+            f"relationships must be 'ignore', 'relation' or 'hierarchy', not {relationships!r}",
+            source=str(path),
+        )
     as_edges = {hierarchy_relations} if isinstance(hierarchy_relations, str) else set(hierarchy_relations)
     p = Path(path)
     src = str(p)
@@ -318,8 +320,9 @@ def load_obo(
         counts["alt_ids"] = counts.get("alt_ids", 0) + len(alt_ids)
         for value, lineno in alt_ids:
             # the prefix of an alt_id is not recorded: prefixes stay those of the OWL release
-            b.add_alias(clean_id(value, lineno, "alt_id", record_prefix=False), node_id,
-                        where=f"line {lineno}")
+            b.add_alias(
+                clean_id(value, lineno, "alt_id", record_prefix=False), node_id, where=f"line {lineno}"
+            )
         for value, lineno in st.get("relationship") if relationships != "ignore" else ():
             rtype, _, rest = value.strip().partition(" ")
             target = clean_id(rest, lineno, "relationship")

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
-from kg_rageval.contract.params import Param
 from kg_rageval.base.errors import InputError
+from kg_rageval.contract.params import Param
 
 
 @dataclass(frozen=True)
@@ -44,41 +45,82 @@ class LoaderOption:
             return None
         kind = {"flag": "bool", "choice": "str", "multi": "str_list", "str": "str"}[self.kind]
         default = False if kind == "bool" else None
-        return Param(self.name, kind, default, self.help, choices=self.choices or None,
-                     nullable=default is None)
+        return Param(
+            self.name, kind, default, self.help, choices=self.choices or None, nullable=default is None
+        )
 
 
 LOADER_OPTIONS: tuple[LoaderOption, ...] = (
-    LoaderOption("strict", "--strict-ontology", "flag",
-                 "Refuse upstream data errors that otherwise load as counted warnings (an alt_id "
-                 "that is also a term id or names two terms, several replacements)."),
-    LoaderOption("conflicts", "--conflicts", "choice",
-                 "One id with two different labels: refuse (error) or keep the first, counted "
-                 "(keep-first). Default: the loader's.", ("error", "keep-first")),
-    LoaderOption("dangling", "--dangling", "choice",
-                 "Edges to undeclared concepts: refuse, drop (counted) or declare the parent "
-                 "(RDF, tables). Default: the loader's.", ("error", "drop", "declare")),
-    LoaderOption("follow_imports", "--follow-imports", "flag",
-                 "RDF/OWL: follow owl:imports, confined to files under the ontology's folder (or an "
-                 "--import-path); URLs only with --allow-network."),
-    LoaderOption("allow_network", "--allow-network", "flag",
-                 "RDF/OWL with --follow-imports: let http(s) imports be fetched (never otherwise)."),
-    LoaderOption("import_paths", "--import-path", "multi",
-                 "RDF/OWL with --follow-imports: a further folder imports may be read from "
-                 "(repeatable)."),
-    LoaderOption("reasoner", "--reasoner", "choice",
-                 "OWL only: infer the class hierarchy with owlready2 + HermiT (needs Java).",
-                 ("none", "hermit")),
-    LoaderOption("source_names", "--source-name", "multi",
-                 "STIX: external_references source_name holding the ATT&CK ids, in order of "
-                 "preference (repeatable; default mitre-attack, mitre-ics-attack, "
-                 "mitre-mobile-attack)."),
-    LoaderOption("mapping", "--mapping", "any",
-                 "Graph database: a mapping preset (n10s-owl, n10s-skos, ...) or a mapping file "
-                 "(YAML/JSON/TOML: node_label, id_property, label_properties, relationships, ...)."),
-    LoaderOption("database", "--database", "str",
-                 "Graph database: the database name (default KG_RAGEVAL_NEO4J_DATABASE or the "
-                 "server's default)."),
+    LoaderOption(
+        "strict",
+        "--strict-ontology",
+        "flag",
+        "Refuse upstream data errors that otherwise load as counted warnings (an alt_id "
+        "that is also a term id or names two terms, several replacements).",
+    ),
+    LoaderOption(
+        "conflicts",
+        "--conflicts",
+        "choice",
+        "One id with two different labels: refuse (error) or keep the first, counted "
+        "(keep-first). Default: the loader's.",
+        ("error", "keep-first"),
+    ),
+    LoaderOption(
+        "dangling",
+        "--dangling",
+        "choice",
+        "Edges to undeclared concepts: refuse, drop (counted) or declare the parent "
+        "(RDF, tables). Default: the loader's.",
+        ("error", "drop", "declare"),
+    ),
+    LoaderOption(
+        "follow_imports",
+        "--follow-imports",
+        "flag",
+        "RDF/OWL: follow owl:imports, confined to files under the ontology's folder (or an "
+        "--import-path); URLs only with --allow-network.",
+    ),
+    LoaderOption(
+        "allow_network",
+        "--allow-network",
+        "flag",
+        "RDF/OWL with --follow-imports: let http(s) imports be fetched (never otherwise).",
+    ),
+    LoaderOption(
+        "import_paths",
+        "--import-path",
+        "multi",
+        "RDF/OWL with --follow-imports: a further folder imports may be read from (repeatable).",
+    ),
+    LoaderOption(
+        "reasoner",
+        "--reasoner",
+        "choice",
+        "OWL only: infer the class hierarchy with owlready2 + HermiT (needs Java).",
+        ("none", "hermit"),
+    ),
+    LoaderOption(
+        "source_names",
+        "--source-name",
+        "multi",
+        "STIX: external_references source_name holding the ATT&CK ids, in order of "
+        "preference (repeatable; default mitre-attack, mitre-ics-attack, "
+        "mitre-mobile-attack).",
+    ),
+    LoaderOption(
+        "mapping",
+        "--mapping",
+        "any",
+        "Graph database: a mapping preset (n10s-owl, n10s-skos, ...) or a mapping file "
+        "(YAML/JSON/TOML: node_label, id_property, label_properties, relationships, ...).",
+    ),
+    LoaderOption(
+        "database",
+        "--database",
+        "str",
+        "Graph database: the database name (default KG_RAGEVAL_NEO4J_DATABASE or the server's default).",
+    ),
 )
 """Options with a CLI flag of their own (the rest through ``--ontology-option KEY=VALUE``)."""
 
@@ -108,8 +150,14 @@ def check_option_values(options: Mapping[str, Any], *, where: str = "option") ->
     return given
 
 
-def check_loader_options(fmt: str, loader: Callable[..., Any], options: Mapping[str, Any],
-                         *, source: str | None = None, where: str = "option") -> dict[str, Any]:
+def check_loader_options(
+    fmt: str,
+    loader: Callable[..., Any],
+    options: Mapping[str, Any],
+    *,
+    source: str | None = None,
+    where: str = "option",
+) -> dict[str, Any]:
     """``options`` without ``None`` values, checked against what ``loader`` takes; values of
     the declared options are checked too (``strict: "yes"`` is a
     :class:`~kg_rageval.base.errors.ConfigError` naming ``<where>.strict``, never truthy)."""

@@ -56,13 +56,14 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from kg_rageval.base.errors import InputError, OntologyError, UnsafeInputError
 from kg_rageval.ontology.builder import OntologyBuilder
-from kg_rageval.ontology.model import Ontology, Property
 from kg_rageval.ontology.loaders import safety
+from kg_rageval.ontology.model import Ontology, Property
 
 _EXT_FORMATS = {
     ".ttl": "turtle",
@@ -177,8 +178,7 @@ def _sniff_owl(p: Path) -> str:
         return "turtle"
     if re.match(r"(Prefix|Ontology)\(", text):
         raise InputError(
-            "this is OWL functional syntax, not RDF; convert it to RDF/XML or Turtle "
-            "(e.g. `robot convert`)",
+            "this is OWL functional syntax, not RDF; convert it to RDF/XML or Turtle (e.g. `robot convert`)",
             source=str(p),
         )
     raise InputError(
@@ -209,7 +209,7 @@ def parse_graph(path: str | Path, syntax: str, *, data: bytes | None = None, sou
             g.parse(data=data, format=syntax, publicID=public_id)
     except UnsafeInputError:
         raise
-    except Exception as exc:  # noqa: BLE001 - every parser error becomes an InputError
+    except Exception as exc:
         raise _parse_error(exc, src, syntax, data) from None
     return g
 
@@ -245,8 +245,9 @@ def _oxigraph_store(p: Path, syntax: str):
 
     data = _read_checked(p, syntax, None, str(p))
     try:
-        parser = ox.parse(data, format=getattr(ox.RdfFormat, _OXIGRAPH_FORMATS[syntax]),
-                          base_iri=p.resolve().as_uri())
+        parser = ox.parse(
+            data, format=getattr(ox.RdfFormat, _OXIGRAPH_FORMATS[syntax]), base_iri=p.resolve().as_uri()
+        )
         quads = list(parser)
     except (SyntaxError, ValueError, OSError):
         return None
@@ -408,7 +409,7 @@ def _first_bad_ntriples_line(data: bytes, syntax: str) -> int | None:
             continue
         try:
             Graph().parse(data=raw + b"\n", format=syntax)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return k
     return None
 
@@ -506,8 +507,15 @@ def load_rdf(
     if reasoner == "none":
         store = _oxigraph_store(p, rdf_format)
         if store is not None and not (follow_imports and store.has_predicate(_OWL + "imports")):
-            return walk(store, source=str(p), dangling=dangling, conflicts=conflicts, lang=lang,
-                        base_dir=p.resolve().parent, strict=strict)
+            return walk(
+                store,
+                source=str(p),
+                dangling=dangling,
+                conflicts=conflicts,
+                lang=lang,
+                base_dir=p.resolve().parent,
+                strict=strict,
+            )
     graph = parse_graph(p, rdf_format)
     return graph_to_ontology(
         graph,
@@ -625,13 +633,18 @@ def walk(
     imports = sorted({str(o) for o in graph.all_objects(U(_OWL + "imports"))})
     diagnostics_pre: list[tuple[str, str | None, int]] = []
     if imports and follow_imports:
-        followed = _follow_imports(graph.graph, imports, source, base_dir, allow_network=allow_network,
-                                   import_paths=import_paths)
+        followed = _follow_imports(
+            graph.graph, imports, source, base_dir, allow_network=allow_network, import_paths=import_paths
+        )
         diagnostics_pre.append(("owl_imports_followed", None, followed))
     elif imports:
         for iri in imports:
             diagnostics_pre.append(
-                ("owl_imports_not_followed", f"owl:imports <{iri}> not followed (pass follow_imports=True)", 1)
+                (
+                    "owl_imports_not_followed",
+                    f"owl:imports <{iri}> not followed (pass follow_imports=True)",
+                    1,
+                )
             )
 
     bindings = list(graph.namespaces())
@@ -648,7 +661,11 @@ def walk(
     skip = {U(_OWL + "Thing"), U(_OWL + "Nothing")}
     node_type: dict[Any, str] = {}
     anonymous = 0
-    for type_iri, tname in ((_OWL + "Class", "class"), (_RDFS + "Class", "class"), (_SKOS + "Concept", "concept")):
+    for type_iri, tname in (
+        (_OWL + "Class", "class"),
+        (_RDFS + "Class", "class"),
+        (_SKOS + "Concept", "concept"),
+    ):
         for s in graph.subjects(U(_RDF + "type"), U(type_iri)):
             if is_iri(s):
                 if s not in skip:
@@ -659,7 +676,11 @@ def walk(
         b.warn("skipped_anonymous_classes", count=anonymous)
 
     edges: dict[tuple[Any, Any], None] = {}
-    counts = {"skipped_restrictions": 0, "skipped_anonymous_superclasses": 0, "skipped_anonymous_subclasses": 0}
+    counts = {
+        "skipped_restrictions": 0,
+        "skipped_anonymous_superclasses": 0,
+        "skipped_anonymous_subclasses": 0,
+    }
     restriction = U(_OWL + "Restriction")
     rdf_type = U(_RDF + "type")
     thing_parents = 0
@@ -750,10 +771,10 @@ def walk(
         if any(graph.is_true(o) for o in po.get(deprecated_p, ()) if is_literal(o)):
             status = "deprecated"
         # every stated replacement: several different ones are flagged by the builder
-        replaced = sorted({
-            compact(str(o)) if is_iri(o) else str(o).strip()
-            for rp in repl_ps for o in po.get(rp, ())
-        } - {""})
+        replaced = sorted(
+            {compact(str(o)) if is_iri(o) else str(o).strip() for rp in repl_ps for o in po.get(rp, ())}
+            - {""}
+        )
         b.add_node(
             nid,
             label=winners[0] if winners else None,
@@ -775,7 +796,7 @@ def walk(
 
     # ---------------------------------------------------------------- edges
     declared = set(node_type)
-    for (s, o) in edges:
+    for s, o in edges:
         if o not in declared and dangling == "declare":
             declared.add(o)
             b.add_node(compact(str(o)), where=f"<{o}>")
@@ -818,7 +839,9 @@ def walk(
 
     b.prefixes = dict(sorted(compact.used.items()))
     for onto_node in sorted(graph.subjects(rdf_type, U(_OWL + "Ontology")), key=str):
-        ver = graph.value(onto_node, U(_OWL + "versionInfo")) or graph.value(onto_node, U(_OWL + "versionIRI"))
+        ver = graph.value(onto_node, U(_OWL + "versionInfo")) or graph.value(
+            onto_node, U(_OWL + "versionIRI")
+        )
         if ver is not None:
             b.version = str(ver).strip() or None
             break
@@ -855,8 +878,13 @@ def _individuals(graph, b, compact, classes: set, props: dict, dangling: str, la
     pref, label_p = URIRef(_SKOS + "prefLabel"), URIRef(_RDFS + "label")
     for s in sorted(inds, key=str):
         winners, _ = _pick(literals(s, (pref, label_p)), lang)
-        b.add_instance(compact(str(s)), label=winners[0] if winners else None, kind="individual",
-                       types=sorted(compact(str(c)) for c in inds[s]), where=f"<{s}>")
+        b.add_instance(
+            compact(str(s)),
+            label=winners[0] if winners else None,
+            kind="individual",
+            types=sorted(compact(str(c)) for c in inds[s]),
+            where=f"<{s}>",
+        )
     entities = classes | set(inds)
     from_triples: set = set()
     dropped = 0
@@ -883,8 +911,15 @@ def _individuals(graph, b, compact, classes: set, props: dict, dangling: str, la
 
 
 # ------------------------------------------------------------------ imports
-def _follow_imports(graph, imports: list[str], source: str, base_dir: Path | None, *,
-                    allow_network: bool = False, import_paths: Any = ()) -> int:
+def _follow_imports(
+    graph,
+    imports: list[str],
+    source: str,
+    base_dir: Path | None,
+    *,
+    allow_network: bool = False,
+    import_paths: Any = (),
+) -> int:
     """Parse ``owl:imports`` (transitively) into ``graph``; returns how many were read."""
     from rdflib import URIRef
 
@@ -910,8 +945,14 @@ def _follow_imports(graph, imports: list[str], source: str, base_dir: Path | Non
     return len(seen)
 
 
-def _fetch_import(iri: str, source: str, base_dir: Path | None, *, allow_network: bool = False,
-                  roots: list[Path] | None = None) -> tuple[bytes, str]:
+def _fetch_import(
+    iri: str,
+    source: str,
+    base_dir: Path | None,
+    *,
+    allow_network: bool = False,
+    roots: list[Path] | None = None,
+) -> tuple[bytes, str]:
     """The bytes of one import, confined: ``http(s)`` only with ``allow_network``; a local
     file only under one of ``roots`` (symbolic links resolved first)."""
     from urllib.parse import unquote, urlparse
@@ -921,18 +962,22 @@ def _fetch_import(iri: str, source: str, base_dir: Path | None, *, allow_network
     parsed = urlparse(iri)
     if parsed.scheme in ("http", "https"):
         if not allow_network:
-            raise UnsafeInputError(f"owl:imports <{iri}> is a URL: following it would reach the network; "
-                                   "pass allow_network=True (CLI: --allow-network) to fetch it",
-                                   source=source)
+            raise UnsafeInputError(
+                f"owl:imports <{iri}> is a URL: following it would reach the network; "
+                "pass allow_network=True (CLI: --allow-network) to fetch it",
+                source=source,
+            )
         import urllib.request
 
         cap = limits.get("max_gz_bytes")
         try:
-            with urllib.request.urlopen(iri, timeout=30) as resp:  # noqa: S310 - asked for
+            with urllib.request.urlopen(iri, timeout=30) as resp:
                 body = resp.read(cap + 1)
         except OSError as exc:
             raise InputError(f"cannot fetch owl:imports <{iri}>: {exc}", source=source) from None
-        limits.check("max_gz_bytes", len(body), f"owl:imports <{iri}> is larger than {cap} bytes", source=source)
+        limits.check(
+            "max_gz_bytes", len(body), f"owl:imports <{iri}> is larger than {cap} bytes", source=source
+        )
         return body, iri
     if parsed.scheme == "file":
         local = Path(unquote(parsed.path))
@@ -945,7 +990,9 @@ def _fetch_import(iri: str, source: str, base_dir: Path | None, *, allow_network
     if not any(real == r or r in real.parents for r in allowed):
         raise UnsafeInputError(
             f"owl:imports <{iri}> points outside the ontology's folder ({allowed[0]}); imports are read "
-            "only from there or from the folders given as import_paths", source=source)
+            "only from there or from the folders given as import_paths",
+            source=source,
+        )
     try:
         return real.read_bytes(), str(real)
     except OSError as exc:
@@ -994,7 +1041,7 @@ def _hermit_edges(graph, source: str, named: set, asserted: dict) -> tuple[list[
         raise OntologyError("HermiT: the ontology is inconsistent", source=source) from None
     except FileNotFoundError as exc:
         raise InputError(f"reasoner='hermit' needs Java on PATH ({exc})", source=source) from None
-    except Exception as exc:  # noqa: BLE001 - Java/owlready failures
+    except Exception as exc:
         raise OntologyError(f"HermiT failed: {str(exc).strip()[:500]}", source=source) from None
     thing, nothing = owlready2.Thing, owlready2.Nothing
     out: list[tuple[Any, Any]] = []

@@ -153,7 +153,10 @@ def check_xml(path: str | Path, data: bytes | None = None) -> dict[str, int]:
                 raise UnsafeInputError(
                     "an <!ATTLIST> default value that references an entity or is longer than "
                     f"{MAX_ATTLIST_DEFAULT} characters is refused: it is copied into every element "
-                    "(another expansion bomb)", source=str(p), location=_line_of(text, start + att.start()))
+                    "(another expansion bomb)",
+                    source=str(p),
+                    location=_line_of(text, start + att.start()),
+                )
     entities = list(_ENTITY.finditer(decl))
     if len(entities) != decl.count("<!ENTITY"):
         raise UnsafeInputError(
@@ -240,8 +243,12 @@ def _check_expansion(p: Path, data: bytes | None, entities: list[re.Match]) -> N
         k = ref.group(1).decode()
         counts[k] = counts.get(k, 0) + 1
     extra = sum(c * max(0, lengths[k] - len(k) - 2) for k, c in counts.items())
-    limits.check("max_xml_expansion", extra,
-                 f"entity references would add {extra} characters to the document", source=str(p))
+    limits.check(
+        "max_xml_expansion",
+        extra,
+        f"entity references would add {extra} characters to the document",
+        source=str(p),
+    )
 
 
 def _remote_context(node: Any, trail: str) -> str | None:

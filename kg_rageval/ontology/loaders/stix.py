@@ -60,8 +60,8 @@ from typing import Any
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.ontology.builder import OntologyBuilder
-from kg_rageval.ontology.model import Ontology
 from kg_rageval.ontology.loaders.safety import decode_json
+from kg_rageval.ontology.model import Ontology
 
 
 def read_json(path: str | Path) -> Any:
@@ -85,8 +85,16 @@ SOURCE_NAMES = ("mitre-attack", "mitre-ics-attack", "mitre-mobile-attack")
 ICS and Mobile objects keep their ids under their domain's old source name."""
 
 
-NOT_ENTITIES = frozenset({"identity", "marking-definition", "x-mitre-collection", "relationship",
-                          "extension-definition", "language-content"})
+NOT_ENTITIES = frozenset(
+    {
+        "identity",
+        "marking-definition",
+        "x-mitre-collection",
+        "relationship",
+        "extension-definition",
+        "language-content",
+    }
+)
 """STIX object types that are bookkeeping, not entities of the graph."""
 
 _TECHNIQUE_KINDS = ("technique", "sub-technique")
@@ -135,7 +143,9 @@ def load_stix(
         source_names = (source_names,)
     source_names = tuple(source_names)
     if not source_names or not all(isinstance(x, str) and x for x in source_names):
-        raise InputError(f"source_names must name at least one source, got {source_names!r}", source=str(path))
+        raise InputError(
+            f"source_names must name at least one source, got {source_names!r}", source=str(path)
+        )
     p = Path(path)
     src = str(p)
     doc = read_json(p)
@@ -146,7 +156,11 @@ def load_stix(
     else:
         raise InputError(
             'expected a STIX 2.x bundle: {"type": "bundle", "objects": [...]}; found '
-            + (f"a JSON object with type {doc.get('type')!r}" if isinstance(doc, dict) else type(doc).__name__),
+            + (
+                f"a JSON object with type {doc.get('type')!r}"
+                if isinstance(doc, dict)
+                else type(doc).__name__
+            ),
             source=src,
         )
     b = OntologyBuilder(src)
@@ -157,9 +171,7 @@ def load_stix(
     by_stix: dict[str, dict] = {}
     for k, obj in enumerate(objects):
         if not isinstance(obj, dict) or "type" not in obj or "id" not in obj:
-            raise InputError(
-                "every STIX object needs 'type' and 'id'", source=src, location=f"objects[{k}]"
-            )
+            raise InputError("every STIX object needs 'type' and 'id'", source=src, location=f"objects[{k}]")
         by_stix[obj["id"]] = obj
 
     ids: dict[str, str] = {}  # stix id -> node id
@@ -171,9 +183,11 @@ def load_stix(
             if aid is None:
                 no_attack_id += 1
                 aid = obj["id"]
-                b.warn("objects_without_attack_id",
-                       f"{aid!r} has no external_id under {', '.join(source_names)}; kept its STIX id",
-                       count=0)
+                b.warn(
+                    "objects_without_attack_id",
+                    f"{aid!r} has no external_id under {', '.join(source_names)}; kept its STIX id",
+                    count=0,
+                )
             ids[obj["id"]] = aid
     inst_objs: list[dict] = []
     if instances:
@@ -197,9 +211,12 @@ def load_stix(
             ids[obj["id"]] = aid
             inst_objs.append(obj)
         if collided:
-            b.warn("instance_ids_taken_kept_stix_id",
-                   f"{collided} object(s) whose ATT&CK id is already a technique's or another object's "
-                   "id keep their STIX id", count=collided)
+            b.warn(
+                "instance_ids_taken_kept_stix_id",
+                f"{collided} object(s) whose ATT&CK id is already a technique's or another object's "
+                "id keep their STIX id",
+                count=collided,
+            )
         if not_entities:
             b.warn("stix_objects_not_entities", count=not_entities)
     if no_attack_id:
@@ -223,8 +240,11 @@ def load_stix(
             continue
         rtype, s, t = obj.get("relationship_type"), obj.get("source_ref"), obj.get("target_ref")
         if not (isinstance(rtype, str) and rtype and isinstance(s, str) and isinstance(t, str)):
-            raise InputError("a relationship needs relationship_type, source_ref and target_ref",
-                             source=src, location=f"objects[{k}] ({obj['id']})")
+            raise InputError(
+                "a relationship needs relationship_type, source_ref and target_ref",
+                source=src,
+                location=f"objects[{k}] ({obj['id']})",
+            )
         if obj.get("revoked") or obj.get("x_mitre_deprecated"):
             b.warn("withdrawn_relationships_ignored")
             continue
@@ -291,10 +311,15 @@ def load_stix(
             parents = list(dict.fromkeys(sub_of.get(nid, [])))
             if not parents and "." in nid and nid.split(".")[0] in technique_ids:
                 parents = [nid.split(".")[0]]
-                b.warn("subtechniques_placed_by_id", f"{nid!r} has no subtechnique-of; placed under {parents[0]!r}")
+                b.warn(
+                    "subtechniques_placed_by_id",
+                    f"{nid!r} has no subtechnique-of; placed under {parents[0]!r}",
+                )
         else:
             if nid in sub_of:
-                b.warn("subtechnique_of_on_technique", f"{nid!r} is not a sub-technique but has subtechnique-of")
+                b.warn(
+                    "subtechnique_of_on_technique", f"{nid!r} is not a sub-technique but has subtechnique-of"
+                )
             for phase in obj.get("kill_chain_phases") or ():
                 if not str(phase.get("kill_chain_name", "")).startswith("mitre-"):
                     continue
@@ -309,7 +334,9 @@ def load_stix(
                 parents = [fallback_root]
             b.warn(
                 "unplaced_objects_under_root",
-                None if status_of(obj) != "active" else f"active {nid!r} has no tactic or parent technique; placed under the root",
+                None
+                if status_of(obj) != "active"
+                else f"active {nid!r} has no tactic or parent technique; placed under the root",
             )
         for par in parents:
             b.add_edge(nid, par, where=obj["id"])
@@ -319,18 +346,28 @@ def load_stix(
         nid = ids[obj["id"]]
         reps = sorted(set(revoked_by.get(nid, [])))
         if len(reps) > 1:
-            b.warn("multiple_replacements", f"{nid!r} is revoked by {', '.join(map(repr, reps))}: ambiguous, "
-                   "no replacement recorded")
-        b.add_instance(nid, label=(obj.get("name") or "").strip() or None, kind=obj["type"],
-                       status=status_of(obj), replaced_by=reps[0] if len(reps) == 1 else None,
-                       where=obj["id"])
+            b.warn(
+                "multiple_replacements",
+                f"{nid!r} is revoked by {', '.join(map(repr, reps))}: ambiguous, no replacement recorded",
+            )
+        b.add_instance(
+            nid,
+            label=(obj.get("name") or "").strip() or None,
+            kind=obj["type"],
+            status=status_of(obj),
+            replaced_by=reps[0] if len(reps) == 1 else None,
+            where=obj["id"],
+        )
     for ref, kind in from_refs.items():
         ids[ref] = ref
         b.add_instance(ref, kind=kind, where="relationship end")
     if from_refs:
-        b.warn("instances_declared_from_refs",
-               f"{len(from_refs)} relationship end(s) the bundle lacks declared as instances by their "
-               f"STIX id (kinds: {', '.join(sorted(set(from_refs.values())))})", count=len(from_refs))
+        b.warn(
+            "instances_declared_from_refs",
+            f"{len(from_refs)} relationship end(s) the bundle lacks declared as instances by their "
+            f"STIX id (kinds: {', '.join(sorted(set(from_refs.values())))})",
+            count=len(from_refs),
+        )
     for s_ref, rtype, t_ref, where in triples:
         b.add_triple(ids.get(s_ref, s_ref), rtype, ids.get(t_ref, t_ref), where=where)
     if instances:

@@ -65,12 +65,20 @@ def load_table(
     p = Path(path)
     if delimiter is None:
         delimiter = "\t" if p.suffix.lower() in (".tsv", ".tab") else ","
-    if len(delimiter) == 1 and delimiter not in "\"\r\n":
+    if len(delimiter) == 1 and delimiter not in '"\r\n':
         onto = _load_columns(p, delimiter, header, dangling, conflicts, encoding, strict, triples)
         if onto is not None:
             return onto
-    return load_table_rows(p, delimiter=delimiter, header=header, dangling=dangling,
-                           conflicts=conflicts, encoding=encoding, strict=strict, triples=triples)
+    return load_table_rows(
+        p,
+        delimiter=delimiter,
+        header=header,
+        dangling=dangling,
+        conflicts=conflicts,
+        encoding=encoding,
+        strict=strict,
+        triples=triples,
+    )
 
 
 class _Fallback(Exception):
@@ -100,9 +108,20 @@ def _read_columns(p: Path, delimiter: str, encoding: str, pd: Any) -> tuple[list
     if pd is not None:
         try:
             df = pd.read_csv(
-                p, sep=delimiter, header=None, names=[0, 1, 2], index_col=False, dtype=str,
-                na_filter=False, keep_default_na=False, skip_blank_lines=False, engine="c",
-                encoding=encoding, quotechar='"', doublequote=True, escapechar=None,
+                p,
+                sep=delimiter,
+                header=None,
+                names=[0, 1, 2],
+                index_col=False,
+                dtype=str,
+                na_filter=False,
+                keep_default_na=False,
+                skip_blank_lines=False,
+                engine="c",
+                encoding=encoding,
+                quotechar='"',
+                doublequote=True,
+                escapechar=None,
             )
         except (ValueError, UnicodeError, OSError, pd.errors.ParserError) as exc:
             raise _Fallback from exc  # e.g. a row with 4 cells: the row path names its line
@@ -114,24 +133,34 @@ def _read_columns(p: Path, delimiter: str, encoding: str, pd: Any) -> tuple[list
         raise _Fallback from exc
     if rows and max(map(len, rows)) > 3:
         raise _Fallback
-    return ([r[0] if r else "" for r in rows], [r[1] if len(r) > 1 else "" for r in rows],
-            [r[2] if len(r) > 2 else "" for r in rows])
+    return (
+        [r[0] if r else "" for r in rows],
+        [r[1] if len(r) > 1 else "" for r in rows],
+        [r[2] if len(r) > 2 else "" for r in rows],
+    )
 
 
 def _factorize(values: list[str], pd: Any) -> tuple[np.ndarray, list[str]]:
     """Codes (in order of first appearance) and the distinct values (``pd``: pandas or None)."""
     if pd is None:
         table: dict[str, int] = {}
-        codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64,
-                            count=len(values))
+        codes = np.fromiter(
+            (table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(values)
+        )
         return codes, list(table)
     codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=False)
     return codes.astype(np.int64, copy=False), uniques.tolist()
 
 
 def _load_columns(
-    p: Path, delimiter: str, header: bool | None, dangling: str, conflicts: str, encoding: str,
-    strict: bool, triples: str | Path | None = None,
+    p: Path,
+    delimiter: str,
+    header: bool | None,
+    dangling: str,
+    conflicts: str,
+    encoding: str,
+    strict: bool,
+    triples: str | Path | None = None,
 ) -> Ontology | None:
     """The column path; ``None`` hands the table to the row path (see the module docstring)."""
     pd = _pandas(p)
@@ -273,7 +302,10 @@ def load_table_rows(
             if delimiter in row[0]:
                 raise InputError(
                     f"expected 2 or 3 columns (child, parent[, label]), found 1 holding the "
-                    f"delimiter {delimiter!r} (quoted?): {row!r}", source=str(p), location=f"line {lineno}")
+                    f"delimiter {delimiter!r} (quoted?): {row!r}",
+                    source=str(p),
+                    location=f"line {lineno}",
+                )
             # a single id on its own line declares a node without parents
             row = [row[0], ""]
         if len(row) > 3:
@@ -315,24 +347,36 @@ def _read_triples(b: OntologyBuilder, path: Path, delimiter: str, encoding: str)
     """Add the triples of ``path`` (``subject, predicate, object[, subject_kind[, object_kind]]``)."""
     try:
         with open(path, newline="", encoding=encoding) as fh:
-            rows = list(csv.reader(fh, delimiter="\t" if path.suffix.lower() in (".tsv", ".tab") else delimiter))
+            rows = list(
+                csv.reader(fh, delimiter="\t" if path.suffix.lower() in (".tsv", ".tab") else delimiter)
+            )
     except UnicodeDecodeError as exc:
         raise InputError(f"not {encoding} text: {exc}", source=str(path)) from None
     except csv.Error as exc:
         raise InputError(f"malformed table: {exc}", source=str(path)) from None
-    start = 1 if rows and [c.strip().lower() for c in rows[0][:3]] == ["subject", "predicate", "object"] else 0
+    start = (
+        1 if rows and [c.strip().lower() for c in rows[0][:3]] == ["subject", "predicate", "object"] else 0
+    )
     pending: list[tuple[str, str | None, str]] = []
     for lineno, row in enumerate(rows[start:], start=start + 1):
         if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
             continue
         cells = [c.strip() for c in row]
         if not 3 <= len(cells) <= 5 or not all(cells[:3]):
-            raise InputError(f"expected subject, predicate, object[, subject_kind[, object_kind]], found {row!r}",
-                             source=str(path), location=f"line {lineno}")
+            raise InputError(
+                f"expected subject, predicate, object[, subject_kind[, object_kind]], found {row!r}",
+                source=str(path),
+                location=f"line {lineno}",
+            )
         s, q, o = cells[:3]
-        kinds = (cells[3] if len(cells) > 3 and cells[3] else None, cells[4] if len(cells) > 4 and cells[4] else None)
+        kinds = (
+            cells[3] if len(cells) > 3 and cells[3] else None,
+            cells[4] if len(cells) > 4 and cells[4] else None,
+        )
         b.add_triple(s, q, o, where=f"{path.name} line {lineno}")
-        pending.extend([(s, kinds[0], f"{path.name} line {lineno}"), (o, kinds[1], f"{path.name} line {lineno}")])
+        pending.extend(
+            [(s, kinds[0], f"{path.name} line {lineno}"), (o, kinds[1], f"{path.name} line {lineno}")]
+        )
     for x, kind, where in pending:
         if not b.has_node(x):
             b.add_instance(x, kind=kind, where=where)

@@ -11,7 +11,12 @@ import re
 from pathlib import Path
 
 import pytest
+from conformance_helpers import (
+    TECHNIQUES,
+    build_attack_like,  # tests/ is on sys.path (as for test_conformance_generation)
+)
 
+from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.conformance import (
     FAILURE_KINDS,
     check_schema,
@@ -21,11 +26,7 @@ from kg_rageval.families.conformance import (
     parse_spec,
     score_conformance,
 )
-from kg_rageval.base.errors import ConfigError
 from kg_rageval.records import read_records
-
-from conformance_helpers import build_attack_like  # tests/ is on sys.path (as for test_conformance_generation)
-from conformance_helpers import TECHNIQUES  # noqa: F401 (shared with other tests)
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "conformance"
 
@@ -60,14 +61,32 @@ def test_spec_same_in_yaml_json_toml():
         ({"fields": {}}, "field fields: at least one output field is needed"),
         ({"fields": {"t": {"kind": "nodes"}}}, "field fields.t.kind: unknown kind 'nodes'"),
         ({"fields": {"t": {"kind": "triples"}}}, "field fields.t: a triples field needs 'predicates'"),
-        ({"fields": {"r": {"kind": "triples", "predicates": "onto"}}}, "fields.r.predicates: must be 'ontology'"),
+        (
+            {"fields": {"r": {"kind": "triples", "predicates": "onto"}}},
+            "fields.r.predicates: must be 'ontology'",
+        ),
         ({"fields": {"t": {"within": ["a", 3]}}}, "field fields.t.within[1]: Input should be a valid string"),
         ({"fields": {"t": {"within": "a"}}, "colour": 1}, "field colour: unknown key"),
-        ({"fields": {"t": {"within": "a", "max_items": 3}}}, "min_items/max_items/unique_items apply to 'list'"),
-        ({"fields": {"t": {"kind": "number", "node_type": "x"}}}, "node selectors (within/node_type/ids) need kind"),
-        ({"fields": {"t": {"within": "a"}}, "required": ["zz"]}, "'required' names fields that are not declared: 'zz'"),
-        ({"fields": {"t": {"within": "a"}}, "id_pattern": "T[0-9"}, "field id_pattern: not a valid regular expression"),
-        ({"fields": {"t": {"kind": "list", "min_items": 3, "max_items": 1}}}, "min_items (3) is greater than max_items (1)"),
+        (
+            {"fields": {"t": {"within": "a", "max_items": 3}}},
+            "min_items/max_items/unique_items apply to 'list'",
+        ),
+        (
+            {"fields": {"t": {"kind": "number", "node_type": "x"}}},
+            "node selectors (within/node_type/ids) need kind",
+        ),
+        (
+            {"fields": {"t": {"within": "a"}}, "required": ["zz"]},
+            "'required' names fields that are not declared: 'zz'",
+        ),
+        (
+            {"fields": {"t": {"within": "a"}}, "id_pattern": "T[0-9"},
+            "field id_pattern: not a valid regular expression",
+        ),
+        (
+            {"fields": {"t": {"kind": "list", "min_items": 3, "max_items": 1}}},
+            "min_items (3) is greater than max_items (1)",
+        ),
         (["technique"], "a schema spec must be a mapping, found list"),
     ],
 )
@@ -81,15 +100,22 @@ def test_malformed_spec_names_file_and_field(data, needle):
 def test_malformed_spec_files(tmp_path):
     bad = tmp_path / "s.yaml"
     bad.write_text("fields: [unclosed\n")
-    with pytest.raises(ConfigError, match=r"(?s)s\.yaml: cannot parse the schema spec: while parsing a flow sequence.*line 1, column 9"):
+    with pytest.raises(
+        ConfigError,
+        match=r"(?s)s\.yaml: cannot parse the schema spec: while parsing a flow sequence.*line 1, column 9",
+    ):
         load_spec(bad)
     other = tmp_path / "s.ini"
     other.write_text("x")
-    with pytest.raises(ConfigError, match="unknown schema spec file type '.ini'; use .yaml, .yml, .json or .toml"):
+    with pytest.raises(
+        ConfigError, match="unknown schema spec file type '.ini'; use .yaml, .yml, .json or .toml"
+    ):
         load_spec(other)
     latin = tmp_path / "s.json"
     latin.write_bytes(b'{"title": "\xe9"}')
-    with pytest.raises(ConfigError, match=r"s\.json: cannot parse the schema spec: 'utf-8' codec can't decode"):
+    with pytest.raises(
+        ConfigError, match=r"s\.json: cannot parse the schema spec: 'utf-8' codec can't decode"
+    ):
         load_spec(latin)
     with pytest.raises(ConfigError, match="no such schema spec file"):
         load_spec(tmp_path / "absent.yaml")
@@ -98,10 +124,15 @@ def test_malformed_spec_files(tmp_path):
 def test_spec_resolution_errors(attack):
     with pytest.raises(ConfigError, match=r"field fields\.t\.within: unknown ontology id 'nope'"):
         derive_schema(attack, parse_spec({"fields": {"t": {"within": "nope"}}}))
-    with pytest.raises(ConfigError, match=r"fields\.t\.node_type: unknown node type\(s\) 'techniq'; the ontology has group, software, tactic, technique"):
+    with pytest.raises(
+        ConfigError,
+        match=r"fields\.t\.node_type: unknown node type\(s\) 'techniq'; the ontology has group, software, tactic, technique",
+    ):
         derive_schema(attack, parse_spec({"fields": {"t": {"node_type": "techniq"}}}))
     with pytest.raises(ConfigError, match=r"field fields\.t: the selectors .* admit no active ontology node"):
-        derive_schema(attack, parse_spec({"fields": {"t": {"within": "x-mitre-tactic", "node_type": "technique"}}}))
+        derive_schema(
+            attack, parse_spec({"fields": {"t": {"within": "x-mitre-tactic", "node_type": "technique"}}})
+        )
     with pytest.raises(ConfigError, match="declares no properties"):
         from kg_rageval.ontology import OntologyBuilder as B
 
@@ -122,7 +153,11 @@ def test_schema_enums_and_structure(derived):
     # T1086 (revoked) and T1064 (deprecated) are excluded; grouping nodes have no node type
     assert s["properties"]["technique"]["enum"] == TECHNIQUES
     assert s["properties"]["tactic"]["enum"] == ["TA0002", "TA0005", "TA0006"]
-    assert s["properties"]["related"] == {"type": "array", "items": {"type": "string", "enum": TECHNIQUES}, "maxItems": 3}
+    assert s["properties"]["related"] == {
+        "type": "array",
+        "items": {"type": "string", "enum": TECHNIQUES},
+        "maxItems": 3,
+    }
     item = s["properties"]["relations"]["items"]
     assert item["properties"]["predicate"]["enum"] == ["uses", "achieves", "subtechnique-of", "related-to"]
     assert item["additionalProperties"] is False and item["required"] == ["subject", "predicate", "object"]
@@ -137,12 +172,28 @@ def test_schema_status_options(attack):
     assert dep.json_schema["properties"]["t"]["enum"] == sorted(TECHNIQUES + ["T1064"])
     both = derive_schema(attack, parse_spec({**base, "allow_deprecated": True, "allow_revoked": True}))
     assert len(both.json_schema["properties"]["t"]["enum"]) == 10
-    per_field = derive_schema(attack, parse_spec({"fields": {"t": {"within": "attack-pattern", "node_type": "technique", "allow_revoked": True}}}))
+    per_field = derive_schema(
+        attack,
+        parse_spec(
+            {"fields": {"t": {"within": "attack-pattern", "node_type": "technique", "allow_revoked": True}}}
+        ),
+    )
     assert per_field.json_schema["properties"]["t"]["enum"] == sorted(TECHNIQUES + ["T1086"])
 
 
 def test_vehicles_within_includes_multi_parent_node(vehicles):
-    d = derive_schema(vehicles, parse_spec({"fields": {"car": {"within": "car"}, "boat": {"within": "Boat"}, "both": {"within": ["car", "boat"]}}}))
+    d = derive_schema(
+        vehicles,
+        parse_spec(
+            {
+                "fields": {
+                    "car": {"within": "car"},
+                    "boat": {"within": "Boat"},
+                    "both": {"within": ["car", "boat"]},
+                }
+            }
+        ),
+    )
     p = d.json_schema["properties"]
     assert p["car"]["enum"] == ["amphibious_car", "car", "hatchback", "sedan"]
     assert p["boat"]["enum"] == ["amphibious_car", "boat", "submarine"]  # resolved by label
@@ -154,9 +205,19 @@ def test_vehicles_within_includes_multi_parent_node(vehicles):
 # outputs with their hand-labelled validity and failure kinds under attack_spec
 CASES = [
     ({"technique": "T1003.001", "tactic": "TA0006"}, set()),
-    ({"technique": "T1059", "tactic": "TA0002", "related": ["T1059.001", "T1059.003"], "confidence": 0.75}, set()),
-    ({"technique": "T1110", "tactic": "TA0006", "confidence": 1,
-      "relations": [{"subject": "G0016", "predicate": "uses", "object": "T1110.001"}]}, set()),
+    (
+        {"technique": "T1059", "tactic": "TA0002", "related": ["T1059.001", "T1059.003"], "confidence": 0.75},
+        set(),
+    ),
+    (
+        {
+            "technique": "T1110",
+            "tactic": "TA0006",
+            "confidence": 1,
+            "relations": [{"subject": "G0016", "predicate": "uses", "object": "T1110.001"}],
+        },
+        set(),
+    ),
     ({"technique": "T1003"}, {"missing_field"}),
     ({"tactic": "TA0006"}, {"missing_field"}),
     ({"technique": "T1003", "tactic": "TA0006", "note": "x"}, {"extra_field"}),
@@ -167,10 +228,30 @@ CASES = [
     ({"technique": "T1003", "tactic": 6}, {"wrong_type"}),
     ({"technique": "T1003", "tactic": "TA0006", "confidence": "high"}, {"wrong_type"}),
     ({"technique": "T1003", "tactic": "TA0006", "related": "T1059"}, {"wrong_type"}),
-    ({"technique": "T1003", "tactic": "TA0006", "related": ["T1059", "T1110", "T1003", "T1059.001"]}, {"other"}),
-    ({"technique": "T1003", "tactic": "TA0006", "relations": [{"subject": "G0007", "predicate": "likes", "object": "T1003"}]}, {"enum_violation"}),
-    ({"technique": "T1003", "tactic": "TA0006", "relations": [{"subject": "G0007", "predicate": "uses"}]}, {"missing_field"}),
-    ({"technique": "T1003", "tactic": "TA0006", "relations": [{"subject": "G0007", "predicate": "uses", "object": "T1003", "why": 1}]}, {"extra_field"}),
+    (
+        {"technique": "T1003", "tactic": "TA0006", "related": ["T1059", "T1110", "T1003", "T1059.001"]},
+        {"other"},
+    ),
+    (
+        {
+            "technique": "T1003",
+            "tactic": "TA0006",
+            "relations": [{"subject": "G0007", "predicate": "likes", "object": "T1003"}],
+        },
+        {"enum_violation"},
+    ),
+    (
+        {"technique": "T1003", "tactic": "TA0006", "relations": [{"subject": "G0007", "predicate": "uses"}]},
+        {"missing_field"},
+    ),
+    (
+        {
+            "technique": "T1003",
+            "tactic": "TA0006",
+            "relations": [{"subject": "G0007", "predicate": "uses", "object": "T1003", "why": 1}],
+        },
+        {"extra_field"},
+    ),
     ({"tactic": "TA0006", "x": 1, "technique2": "T1003"}, {"missing_field", "extra_field"}),
     (["T1003"], {"wrong_type"}),
     (None, {"wrong_type"}),
@@ -192,8 +273,14 @@ def _random_outputs(n, seed=0):
 
     rng = random.Random(seed)
     wrong = ["TA0002", "T1086", "T1064", "nope", "attack-pattern", None, 1, 2.5, True, [], {}, ["T1003"]]
-    good = {"technique": TECHNIQUES, "tactic": ["TA0002", "TA0005", "TA0006"], "related": TECHNIQUES,
-            "subject": ["G0007", "S0002", "T1003"], "predicate": ["uses", "achieves"], "object": ["T1003", "TA0006"]}
+    good = {
+        "technique": TECHNIQUES,
+        "tactic": ["TA0002", "TA0005", "TA0006"],
+        "related": TECHNIQUES,
+        "subject": ["G0007", "S0002", "T1003"],
+        "predicate": ["uses", "achieves"],
+        "object": ["T1003", "TA0006"],
+    }
 
     def pick(slot, p_ok=0.85):
         return rng.choice(good[slot]) if rng.random() < p_ok else rng.choice(wrong)
@@ -206,7 +293,9 @@ def _random_outputs(n, seed=0):
         if rng.random() < 0.9:
             o["tactic"] = pick("tactic")
         if rng.random() < 0.4:
-            o["related"] = [pick("related") for _ in range(rng.randrange(5))] if rng.random() < 0.9 else pick("related")
+            o["related"] = (
+                [pick("related") for _ in range(rng.randrange(5))] if rng.random() < 0.9 else pick("related")
+            )
         if rng.random() < 0.4:
             o["relations"] = [
                 {k: pick(k) for k in ("subject", "predicate", "object") if rng.random() < 0.95}
@@ -270,9 +359,11 @@ def test_pydantic_strictness(derived):
     assert model.__name__ == "AttackAnswer"
     ok = model.model_validate({"technique": "T1003", "tactic": "TA0006", "confidence": 2})
     assert ok.confidence == 2 and ok.related is None
-    for bad in ({"technique": "T1003", "tactic": "TA0006", "confidence": "2"},  # no coercion
-                {"technique": "T1003", "tactic": "TA0006", "related": None},  # null is not absent
-                {"technique": "T1003", "tactic": "TA0006", "confidence": True}):
+    for bad in (
+        {"technique": "T1003", "tactic": "TA0006", "confidence": "2"},  # no coercion
+        {"technique": "T1003", "tactic": "TA0006", "related": None},  # null is not absent
+        {"technique": "T1003", "tactic": "TA0006", "confidence": True},
+    ):
         with pytest.raises(ValidationError):
             model.model_validate(bad)
         assert not derived.validator.is_valid(bad)
@@ -280,7 +371,13 @@ def test_pydantic_strictness(derived):
 
 # ---------------------------------------------------------------------- outlines
 def test_outlines_regex_and_index(derived):
-    from kg_rageval.families.conformance.outlines_backend import accepts, build_index, canonical_json, openai_response_format, to_regex
+    from kg_rageval.families.conformance.outlines_backend import (
+        accepts,
+        build_index,
+        canonical_json,
+        openai_response_format,
+        to_regex,
+    )
 
     regex = to_regex(derived)
     assert regex.startswith(r'\{[ ]?"technique"[ ]?:[ ]?("T1003"|"T1003\.001"|')
@@ -327,10 +424,24 @@ def test_outlines_output_type(derived):
 
 # ---------------------------------------------------------------------- lookup mode
 def test_lookup_mode_for_large_vocabularies(attack):
-    d = derive_schema(attack, parse_spec({"fields": {"technique": {"within": "attack-pattern", "node_type": "technique", "required": True},
-                                                     "tactic": {"node_type": "tactic"}}, "enum_threshold": 5}))
+    d = derive_schema(
+        attack,
+        parse_spec(
+            {
+                "fields": {
+                    "technique": {"within": "attack-pattern", "node_type": "technique", "required": True},
+                    "tactic": {"node_type": "tactic"},
+                },
+                "enum_threshold": 5,
+            }
+        ),
+    )
     t = d.json_schema["properties"]["technique"]
-    assert t == {"type": "string", "pattern": r"^(T[0-9]+|T[0-9]+\.[0-9]+)$", "x-kg-rageval-vocabulary": "technique"}
+    assert t == {
+        "type": "string",
+        "pattern": r"^(T[0-9]+|T[0-9]+\.[0-9]+)$",
+        "x-kg-rageval-vocabulary": "technique",
+    }
     assert d.json_schema["properties"]["tactic"]["enum"] == ["TA0002", "TA0005", "TA0006"]  # 3 <= 5
     assert d.json_schema["x-kg-rageval-vocabularies"]["technique"]["size"] == 8
     model = d.pydantic_model()
@@ -379,7 +490,14 @@ def test_schema_validity_and_failure_counts(scored):
     assert len(scored) == 5 and scored.unscored_counts == {"missing output": 1}
     assert _m(scored, "schema_validity") == (2, 5)
     counts = {k: _m(scored, f"failure_rate_{k}")[0] for k in FAILURE_KINDS}
-    assert counts == {"not_json": 1, "missing_field": 1, "wrong_type": 0, "extra_field": 1, "enum_violation": 1, "other": 0}
+    assert counts == {
+        "not_json": 1,
+        "missing_field": 1,
+        "wrong_type": 0,
+        "extra_field": 1,
+        "enum_violation": 1,
+        "other": 0,
+    }
     rows = {r["record_id"]: r for r in scored.rows()}
     assert rows["r2"]["failure_kinds"] == "not_json"
     assert rows["r5"]["failure_kinds"] == "missing_field,extra_field"
@@ -396,14 +514,26 @@ def test_vocabulary_and_status(scored):
     assert _m(scored, "deprecated_rate") == (0, 10)
     assert _m(scored, "outputs_with_inactive_ids") == (1, 5)
     p = {r["record_id"]: r["problems"] for r in scored.rows()}["r3"]
-    assert p["unknown_ids"] == [{"value": "Credential Access", "slot": "tactic",
-                                 "suggestion": {"id": "TA0006", "label": "Credential Access", "how": "label"}}]
-    assert p["inactive_ids"] == [{"id": "T1086", "slot": "technique", "status": "revoked", "replacement": "T1059.001"}]
+    assert p["unknown_ids"] == [
+        {
+            "value": "Credential Access",
+            "slot": "tactic",
+            "suggestion": {"id": "TA0006", "label": "Credential Access", "how": "label"},
+        }
+    ]
+    assert p["inactive_ids"] == [
+        {"id": "T1086", "slot": "technique", "status": "revoked", "replacement": "T1059.001"}
+    ]
     assert p["not_admitted"][0]["reason"] == "revoked ids are not allowed"
 
 
 def test_suggestions(attack, derived):
-    recs = [{"id": "s", "answer": {"output": {"technique": "t1003.001", "tactic": "TA006", "related": ["Brute Forse"]}}}]
+    recs = [
+        {
+            "id": "s",
+            "answer": {"output": {"technique": "t1003.001", "tactic": "TA006", "related": ["Brute Forse"]}},
+        }
+    ]
     ev = score_conformance(attack, recs, derived)
     sug = {u["value"]: u["suggestion"] for u in ev.rows()[0]["problems"]["unknown_ids"]}
     assert sug["t1003.001"] == {"id": "T1003.001", "label": "LSASS Memory", "how": "case"}
@@ -425,8 +555,11 @@ def test_domain_range_through_subsumption(scored, attack, derived):
         ("G0007", "related-to", "T1003"),  # no declared domain/range: unchecked
         ("G0007", "uses", "T0000"),  # unknown object: domain checked (ok), range not
     ]
-    out = {"technique": "T1003", "tactic": "TA0006",
-           "relations": [{"subject": s, "predicate": p, "object": o} for s, p, o in triples]}
+    out = {
+        "technique": "T1003",
+        "tactic": "TA0006",
+        "relations": [{"subject": s, "predicate": p, "object": o} for s, p, o in triples],
+    }
     ev = score_conformance(attack, [{"id": "t", "answer": {"output": out}}], derived)
     s = ev.totals()
     assert (s["dr_triples"], s["dr_checked"], s["dr_ok"], s["dr_unchecked"]) == (8, 7, 4, 1)
@@ -434,7 +567,9 @@ def test_domain_range_through_subsumption(scored, attack, derived):
     sides = [(v["triple"][0], v["side"]) for v in ev.rows()[0]["problems"]["domain_range_violations"]]
     assert sides == [("T1003", "domain"), ("G0007", "domain"), ("T1003.001", "range")]
     # RDFS reading: every declared domain class must hold, so 'uses' (intrusion-set, software) fails
-    strict = score_conformance(attack, [{"id": "t", "answer": {"output": out}}], derived, domain_semantics="all")
+    strict = score_conformance(
+        attack, [{"id": "t", "answer": {"output": out}}], derived, domain_semantics="all"
+    )
     st = strict.totals()
     assert (st["domain_checked"], st["domain_ok"]) == (7, 2)
 
@@ -448,9 +583,21 @@ def test_semantic_conformance(scored, attack, derived):
     assert _m(scored, "triple_recall") == (1, 1)
     assert scored.totals()["sem_invalid"] == 2
     gold = {"technique": "T1003.001", "tactic": "TA0006", "related": ["T1003"]}
-    preds = {"T1003.001": "exact", "T1003": "parent", "T1003.002": "sibling", "T1059.001": "cousin", "T1110": "unrelated"}
-    recs = [{"id": p, "answer": {"output": {"technique": p, "tactic": "TA0002", "related": ["T1003.001"]}},
-             "reference": {"output": gold}} for p in preds]
+    preds = {
+        "T1003.001": "exact",
+        "T1003": "parent",
+        "T1003.002": "sibling",
+        "T1059.001": "cousin",
+        "T1110": "unrelated",
+    }
+    recs = [
+        {
+            "id": p,
+            "answer": {"output": {"technique": p, "tactic": "TA0002", "related": ["T1003.001"]}},
+            "reference": {"output": gold},
+        }
+        for p in preds
+    ]
     ev = score_conformance(attack, recs, derived)
     got = {}
     for r in ev.rows():
@@ -463,8 +610,13 @@ def test_semantic_conformance(scored, attack, derived):
         assert got[(p, "related")] == "child"  # T1003.001 is a child of the reference T1003
     assert got[("T1110", "technique")] == "unrelated"
     # unrelated to the technique, but T1110 is a cousin of the related T1003: closest wins
-    rec = [{"id": "x", "answer": {"output": {"technique": "T1110.001", "tactic": "TA0006"}},
-            "reference": {"output": {"technique": "T1003.001", "tactic": "TA0006"}}}]
+    rec = [
+        {
+            "id": "x",
+            "answer": {"output": {"technique": "T1110.001", "tactic": "TA0006"}},
+            "reference": {"output": {"technique": "T1003.001", "tactic": "TA0006"}},
+        }
+    ]
     c = score_conformance(attack, rec, derived).rows()[0]["problems"]["confusions"]
     assert c == [{"field": "technique", "pred": "T1110.001", "gold": "T1003.001", "relation": "cousin"}]
 
@@ -474,7 +626,9 @@ def test_empty_denominators_are_missing(attack, derived):
     m = ev.metrics()
     assert all(v.value is None for v in m.values())
     assert m["schema_validity"].missing == "no records with answer.output"
-    ev = score_conformance(attack, [{"id": "a", "answer": {"output": {"technique": "T1003", "tactic": "TA0006"}}}], derived)
+    ev = score_conformance(
+        attack, [{"id": "a", "answer": {"output": {"technique": "T1003", "tactic": "TA0006"}}}], derived
+    )
     m = ev.metrics()
     assert m["schema_validity"].value == 1.0
     assert m["domain_range_conformance"].value is None and m["semantic_precision"].value is None
@@ -526,10 +680,20 @@ def test_confusions_match_ontology_relation(attack, derived):
     from kg_rageval.ontology import RELATIONS
 
     pairs = [(g, p) for g in TECHNIQUES for p in TECHNIQUES if g != p]
-    codes = relation_codes(attack, np.asarray([attack.index(g) for g, _ in pairs]), np.asarray([attack.index(p) for _, p in pairs]))
+    codes = relation_codes(
+        attack,
+        np.asarray([attack.index(g) for g, _ in pairs]),
+        np.asarray([attack.index(p) for _, p in pairs]),
+    )
     assert [RELATIONS[c] for c in codes] == [attack.relation(g, p) for g, p in pairs]
-    recs = [{"id": f"{g}>{p}", "answer": {"output": {"technique": p, "tactic": "TA0006"}},
-             "reference": {"output": {"technique": g}}} for g, p in pairs]
+    recs = [
+        {
+            "id": f"{g}>{p}",
+            "answer": {"output": {"technique": p, "tactic": "TA0006"}},
+            "reference": {"output": {"technique": g}},
+        }
+        for g, p in pairs
+    ]
     ev = score_conformance(attack, recs, derived)
     got = [r["problems"]["confusions"][0]["relation"] for r in ev.rows()]
     assert got == [attack.relation(g, p) for g, p in pairs]
@@ -538,12 +702,28 @@ def test_confusions_match_ontology_relation(attack, derived):
 
 @pytest.mark.parametrize("engine", ["compiled", "jsonschema", "pydantic"])
 def test_integer_and_unique_items(attack, engine):
-    d = derive_schema(attack, parse_spec({"fields": {
-        "n": {"kind": "integer"},
-        "ids": {"kind": "list", "node_type": "tactic", "unique_items": True, "min_items": 1}}}))
-    cases = [({"n": 2}, set()), ({"n": 2.0}, set()), ({"n": 2.5}, {"wrong_type"}), ({"n": True}, {"wrong_type"}),
-             ({"n": "2"}, {"wrong_type"}), ({"ids": ["TA0002", "TA0002"]}, {"other"}), ({"ids": []}, {"other"}),
-             ({"ids": ["TA0002", "TA0006"]}, set()), ({"ids": ["TA0002", 3]}, {"wrong_type"})]
+    d = derive_schema(
+        attack,
+        parse_spec(
+            {
+                "fields": {
+                    "n": {"kind": "integer"},
+                    "ids": {"kind": "list", "node_type": "tactic", "unique_items": True, "min_items": 1},
+                }
+            }
+        ),
+    )
+    cases = [
+        ({"n": 2}, set()),
+        ({"n": 2.0}, set()),
+        ({"n": 2.5}, {"wrong_type"}),
+        ({"n": True}, {"wrong_type"}),
+        ({"n": "2"}, {"wrong_type"}),
+        ({"ids": ["TA0002", "TA0002"]}, {"other"}),
+        ({"ids": []}, {"other"}),
+        ({"ids": ["TA0002", "TA0006"]}, set()),
+        ({"ids": ["TA0002", 3]}, {"wrong_type"}),
+    ]
     for output, kinds in cases:
         assert {f["kind"] for f in check_schema(d, output, engine=engine)[1]} == kinds, output
         assert d.accepts_fast(output) is (not kinds), output
@@ -565,11 +745,19 @@ def test_memo_per_distinct_output_equals_scoring_each_record(attack, derived, mo
 
     base = list(read_records(FIX / "records.jsonl"))
     recs = [{**r, "id": f"{r['id']}#{k}"} for k in range(3) for r in base]
-    recs += [{"id": f"e{i}", "answer": {"output": o}, "reference": {"output": {"technique": "T1003"}}}
-             for i, o in enumerate([{"technique": "T1059", "tactic": "TA0006"},
-                                    {"tactic": "TA0006", "technique": "T1059"},
-                                    {"technique": "T1059", "tactic": "TA0006"},
-                                    {"technique": 1}, {"technique": 1.0}, {"technique": True}])]
+    recs += [
+        {"id": f"e{i}", "answer": {"output": o}, "reference": {"output": {"technique": "T1003"}}}
+        for i, o in enumerate(
+            [
+                {"technique": "T1059", "tactic": "TA0006"},
+                {"tactic": "TA0006", "technique": "T1059"},
+                {"technique": "T1059", "tactic": "TA0006"},
+                {"technique": 1},
+                {"technique": 1.0},
+                {"technique": True},
+            ]
+        )
+    ]
     memo = score_conformance(attack, recs, derived)
     monkeypatch.setattr(M, "_MEMO_MAX", 0)
     plain = score_conformance(attack, recs, derived)
@@ -585,7 +773,9 @@ def test_memo_per_distinct_output_equals_scoring_each_record(attack, derived, mo
         pass
 
     flat = M._pair_key({"a": "x", "b": "y"}, {"a": "x"})
-    assert flat == M._pair_key({"a": "x", "b": "y"}, {"a": "x"}) != M._pair_key({"b": "y", "a": "x"}, {"a": "x"})
+    assert (
+        flat == M._pair_key({"a": "x", "b": "y"}, {"a": "x"}) != M._pair_key({"b": "y", "a": "x"}, {"a": "x"})
+    )
     assert flat != M._pair_key({"a": "x", "b": "y"}, {"a": "x", "c": "x"})
     assert M._pair_key({"a": S("x")}, {}) is None and M._pair_key({S("a"): "x"}, {}) is None
     assert M._pair_key({"a": 1}, {}) == M._exact_key(({"a": 1}, {})) != M._pair_key({"a": "1"}, {})
@@ -613,15 +803,21 @@ def test_memo_counts_aliases_and_replacements_per_record(attack, derived, monkey
     c = s.pair({"tactic": "TA0006", "technique": "T1059"}, {"technique": "T1003"})
     assert len(calls) == 2 and (a, b, c) == (0, 0, 1)
     assert s.pair_ids == [(2, 1), (2, 1)] and (s.n_aliased, s.n_replaced) == (0, 0)  # counted per row
-    recs = [{"id": f"r{i}", "answer": {"output": o}, "reference": {"output": {"technique": "T1003"}}}
-            for i, o in enumerate([out, dict(out), {"tactic": "TA0006", "technique": "T1059"}])]
+    recs = [
+        {"id": f"r{i}", "answer": {"output": o}, "reference": {"output": {"technique": "T1003"}}}
+        for i, o in enumerate([out, dict(out), {"tactic": "TA0006", "technique": "T1059"}])
+    ]
     ev = score_conformance(attack, recs, derived)
     assert (ev.meta["n_aliased"], ev.meta["replaced_ids"]) == (6, 3) and len(calls) == 4
     p = ev.details["problems"]
     assert p[0] == p[1] and p[0] is not p[1]
     stored = ev.details.raw("problems")  # one dict per distinct pair, each row read as its own
-    assert len(stored.values) == 2 and stored.codes.tolist() == [0, 0, 1] and stored.codes.dtype.name == "uint8"
-    assert p[0]["confusions"] == [{"field": "technique", "pred": "T1059", "gold": "T1003", "relation": "sibling"}]
+    assert (
+        len(stored.values) == 2 and stored.codes.tolist() == [0, 0, 1] and stored.codes.dtype.name == "uint8"
+    )
+    assert p[0]["confusions"] == [
+        {"field": "technique", "pred": "T1059", "gold": "T1003", "relation": "sibling"}
+    ]
     p[0]["confusions"] = None
     assert ev.details["problems"][0] == p[1] and ev.rows()[0]["problems"] is not ev.rows()[1]["problems"]
     assert ev.stats["conf_sibling"].tolist() == [1.0, 1.0, 1.0]

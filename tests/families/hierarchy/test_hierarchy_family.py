@@ -129,7 +129,9 @@ def test_unknown_ids(vehicles):
     # default: a gold id the ontology lacks is an input error; a predicted one is counted
     with pytest.raises(UnknownIdError) as err:
         score_hierarchy(vehicles, records)
-    assert err.value.ids == ["rocket"] and "record '2'" in str(err.value) and "on_unknown_gold" in str(err.value)
+    assert (
+        err.value.ids == ["rocket"] and "record '2'" in str(err.value) and "on_unknown_gold" in str(err.value)
+    )
     pred_only = score_hierarchy(vehicles, records[:1]).metrics()
     assert pred_only["error_count_not_in_ontology"].value == 1
     with pytest.raises(UnknownIdError) as err:
@@ -180,7 +182,7 @@ def test_family_declares_every_category():
     fam = HierarchyFamily()
     for c in ERROR_CATEGORIES:
         assert f"err_{c}" in fam.stats
-    metrics = fam.finalize({k: 0.0 for k in fam.stats})
+    metrics = fam.finalize(dict.fromkeys(fam.stats, 0.0))
     assert metrics["hierarchical_f1"].value is None and metrics["exact_accuracy"].value is None
 
 
@@ -239,12 +241,17 @@ def test_matches_hiclass_on_a_tree():
     m = ev.metrics()
     assert m["hierarchical_precision"].value == pytest.approx(metrics.precision(y_true, y_pred), abs=1e-12)
     assert m["hierarchical_recall"].value == pytest.approx(metrics.recall(y_true, y_pred), abs=1e-12)
-    assert m["hierarchical_f1"].value == pytest.approx(metrics.f1(y_true, y_pred, zero_division=0.0), abs=1e-12)
+    assert m["hierarchical_f1"].value == pytest.approx(
+        metrics.f1(y_true, y_pred, zero_division=0.0), abs=1e-12
+    )
     # HiClass's "macro" is the per-sample mean: our macro_* (every sample has both sides)
     assert m["macro_hierarchical_precision"].value == pytest.approx(
-        metrics.precision(y_true, y_pred, average="macro"), abs=1e-12)
+        metrics.precision(y_true, y_pred, average="macro"), abs=1e-12
+    )
     assert m["macro_hierarchical_recall"].value == pytest.approx(
-        metrics.recall(y_true, y_pred, average="macro"), abs=1e-12)
+        metrics.recall(y_true, y_pred, average="macro"), abs=1e-12
+    )
     assert m["macro_hierarchical_f1"].value == pytest.approx(
-        metrics.f1(y_true, y_pred, average="macro"), abs=1e-12)
+        metrics.f1(y_true, y_pred, average="macro"), abs=1e-12
+    )
     assert 0.2 < m["hierarchical_f1"].value < 0.9  # a non-trivial sample

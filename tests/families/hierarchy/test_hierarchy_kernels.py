@@ -11,9 +11,10 @@ import itertools
 
 import numpy as np
 import pytest
-
 from hierarchy_reference import aug, nltk_wup, random_dag, shortest_path_distance
+
 from kg_rageval.base.errors import InputError
+from kg_rageval.families.hierarchy import closure as closure_mod
 from kg_rageval.families.hierarchy import (
     hierarchical_counts,
     path_length,
@@ -21,7 +22,6 @@ from kg_rageval.families.hierarchy import (
     relation_names,
     wu_palmer,
 )
-from kg_rageval.families.hierarchy import closure as closure_mod
 from kg_rageval.ontology import RELATIONS, OntologyBuilder
 
 
@@ -72,8 +72,10 @@ def test_polyhierarchy_augmented_set_is_the_full_closure(vehicles):
     assert (inter[0], n_pred[0], n_gold[0]) == (1, 3, 2)  # shared: boat
     # several nodes per item: union of closures; NIL = empty list
     inter, n_pred, n_gold = hierarchical_counts(
-        o, [[o.index("sedan"), o.index("submarine")], [o.index("car")], []],
-        [[o.index("amphibious_car")], [], [o.index("boat")]])
+        o,
+        [[o.index("sedan"), o.index("submarine")], [o.index("car")], []],
+        [[o.index("amphibious_car")], [], [o.index("boat")]],
+    )
     assert inter.tolist() == [2, 0, 0]  # {car, boat}
     assert n_gold.tolist() == [4, 1, 0] and n_pred.tolist() == [3, 0, 1]
 
@@ -82,8 +84,9 @@ def test_nil_in_single_node_arrays(vehicles):
     o = vehicles
     as_list = hierarchical_counts(o, [o.index("sedan"), -1], [-1, o.index("car")])
     assert [x.tolist() for x in as_list] == [[0, 0], [0, 1], [2, 0]]
-    inter, n_pred, n_gold = hierarchical_counts(o, np.array([o.index("sedan"), -1]),
-                                                np.array([-1, o.index("car")]))
+    inter, n_pred, n_gold = hierarchical_counts(
+        o, np.array([o.index("sedan"), -1]), np.array([-1, o.index("car")])
+    )
     assert inter.tolist() == [0, 0] and n_pred.tolist() == [0, 1] and n_gold.tolist() == [2, 0]
 
 
@@ -155,8 +158,7 @@ def test_wu_palmer_shortcut_path_length():
     b = OntologyBuilder("shortcut")
     for i in "r t s u v a q".split():
         b.add_node(i)
-    for c, p in [("t", "r"), ("s", "t"), ("u", "s"), ("v", "u"), ("a", "v"), ("a", "t"),
-                 ("q", "s")]:
+    for c, p in [("t", "r"), ("s", "t"), ("u", "s"), ("v", "u"), ("a", "v"), ("a", "t"), ("q", "s")]:
         b.add_edge(c, p)
     o = b.build()
     a, q = o.index("a"), o.index("q")
@@ -253,8 +255,9 @@ def test_kernels_on_the_benchmark_dag_sample():
     assert {RELATIONS[c] for c in codes} >= {"exact", "parent", "sibling", "cousin", "unrelated"}
     k = slice(0, 3000, 6)
     w = wu_palmer(o, a[k], b[k])
-    np.testing.assert_allclose(w, [nltk_wup(o, int(x), int(y)) for x, y in zip(a[k], b[k])],
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        w, [nltk_wup(o, int(x), int(y)) for x, y in zip(a[k], b[k])], rtol=0, atol=1e-12
+    )
     inter, n_pred, n_gold = hierarchical_counts(o, a[k], b[k])
     for i, (x, y) in enumerate(zip(a[k], b[k])):
         gs, ps = aug(o, [x], include_root=False), aug(o, [y], include_root=False)

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from kg_rageval.records import slice_text
-
 from hierarchy_reference import aug, nltk_wup, shortest_path_distance
+
 from kg_rageval.base.errors import InputError, UnknownIdError
 from kg_rageval.families.hierarchy import ERROR_CATEGORIES, score_hierarchy
 from kg_rageval.families.hierarchy.kernels import (
@@ -25,6 +23,7 @@ from kg_rageval.families.hierarchy.kernels import (
     wu_palmer,
 )
 from kg_rageval.ontology import ACTIVE, OntologyBuilder
+from kg_rageval.records import slice_text
 
 
 def status_dag(n: int, *, seed: int, roots: int = 1):
@@ -36,8 +35,7 @@ def status_dag(n: int, *, seed: int, roots: int = 1):
     for k, i in enumerate(ids):
         r = rng.random()
         if k >= roots and r < 0.06:
-            b.add_node(i, status="deprecated", replaced_by=ids[int(rng.integers(0, n))]
-                       if r < 0.03 else None)
+            b.add_node(i, status="deprecated", replaced_by=ids[int(rng.integers(0, n))] if r < 0.03 else None)
         elif k >= roots and r < 0.09:
             b.add_node(i, status="revoked")
         else:
@@ -60,7 +58,9 @@ def random_records(o, n: int, *, seed: int, malformed: bool = True) -> list[dict
     unknown = [f"zz-unknown-{k}" for k in range(5)]
 
     def pick():
-        return unknown[int(rng.integers(0, 5))] if rng.random() < 0.08 else ids[int(rng.integers(0, len(ids)))]
+        return (
+            unknown[int(rng.integers(0, 5))] if rng.random() < 0.08 else ids[int(rng.integers(0, len(ids)))]
+        )
 
     out = []
     for k in range(n):
@@ -110,7 +110,9 @@ def reference(o, records, *, include_root: bool, on_status: str):
     for rec in records:
         labels = rec.get("labels")
         if labels is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "no labels section", "code": "no_section"})
+            unscored.append(
+                {"record_id": str(rec.get("id")), "reason": "no labels section", "code": "no_section"}
+            )
             continue
         lists = {}
         for side in ("gold", "pred"):
@@ -119,12 +121,19 @@ def reference(o, records, *, include_root: bool, on_status: str):
             lists[side] = None if v == "<absent>" else list(dict.fromkeys(v))
         missing_run = 0.0
         if lists["gold"] is None:
-            unscored.append({"record_id": str(rec.get("id")), "reason": "labels.gold is absent", "code": "no_gold"})
+            unscored.append(
+                {"record_id": str(rec.get("id")), "reason": "labels.gold is absent", "code": "no_gold"}
+            )
             continue
         if lists["pred"] is None:  # gold but no prediction: scored as the empty prediction
             if not lists["gold"]:
-                unscored.append({"record_id": str(rec.get("id")), "code": "missing_prediction",
-                                 "reason": "labels.pred is absent (NIL gold: not scored as a NIL prediction)"})
+                unscored.append(
+                    {
+                        "record_id": str(rec.get("id")),
+                        "code": "missing_prediction",
+                        "reason": "labels.pred is absent (NIL gold: not scored as a NIL prediction)",
+                    }
+                )
                 continue
             lists["pred"], missing_run = [], 1.0
         row = {"pred_inactive": 0.0, "gold_inactive": 0.0, "n_missing_run": missing_run}
@@ -170,12 +179,22 @@ def reference(o, records, *, include_root: bool, on_status: str):
             wup = 1.0 if gk[0] == pk[0] else nltk_wup(o, gk[0], pk[0])
         dist = shortest_path_distance(o, gk[0], pk[0]) if single and gk[0] != pk[0] else None
         row.update(
-            items=1.0, inter=float(inter), n_pred_aug=float(len(P)), n_gold_aug=float(len(T)),
-            hp_sum=inter / len(P) if P else 0.0, hp_n=float(bool(P)),
-            hr_sum=inter / len(T) if T else 0.0, hr_n=float(bool(T)),
-            hf_sum=2 * inter / (len(P) + len(T)) if (P or T) else 0.0, hf_n=float(bool(P or T)),
-            exact=float(exact), wup_sum=wup or 0.0, wup_n=float(wup is not None),
-            errors=float(not exact), dist_sum=float(dist or 0), dist_n=float(dist is not None),
+            items=1.0,
+            inter=float(inter),
+            n_pred_aug=float(len(P)),
+            n_gold_aug=float(len(T)),
+            hp_sum=inter / len(P) if P else 0.0,
+            hp_n=float(bool(P)),
+            hr_sum=inter / len(T) if T else 0.0,
+            hr_n=float(bool(T)),
+            hf_sum=2 * inter / (len(P) + len(T)) if (P or T) else 0.0,
+            hf_n=float(bool(P or T)),
+            exact=float(exact),
+            wup_sum=wup or 0.0,
+            wup_n=float(wup is not None),
+            errors=float(not exact),
+            dist_sum=float(dist or 0),
+            dist_n=float(dist is not None),
         )
         for c in ERROR_CATEGORIES:
             row[f"err_{c}"] = float(rel == c)
@@ -187,8 +206,7 @@ def reference(o, records, *, include_root: bool, on_status: str):
         sl = rec.get("slices")
         row["_keys"] = {"gold_node": o.ids[gk[0]] if len(gk) == 1 and not gu else None}
         row["_slices"] = sl if isinstance(sl, dict) else {}
-        row["_details"] = {"relation": rel, "gold": one(gk, gu), "pred_node": one(pk, pu),
-                           "wup": wup}
+        row["_details"] = {"relation": rel, "gold": one(gk, gu), "pred_node": one(pk, pu), "wup": wup}
         rids.append(str(rec["id"]))
         rows.append(row)
     return rids, unscored, rows
@@ -225,8 +243,15 @@ def test_records_path_equals_per_record_reference(seed, roots, include_root, on_
     o = status_dag(150, seed=seed, roots=roots)
     records = random_records(o, 2000, seed=seed)
     status = {"count": "flag", "replace": "replace"}[on_status]  # the same policy on both sides
-    ev = score_hierarchy(o, records, include_root=include_root, on_unknown="count", on_unknown_gold="count",
-                         on_status=status, on_status_gold=status)
+    ev = score_hierarchy(
+        o,
+        records,
+        include_root=include_root,
+        on_unknown="count",
+        on_unknown_gold="count",
+        on_status=status,
+        on_status_gold=status,
+    )
     expected = reference(o, records, include_root=include_root, on_status=on_status)
     # the record set really exercises every branch
     rel = ev.details["relation"].tolist()
@@ -239,10 +264,14 @@ def test_records_path_equals_per_record_reference(seed, roots, include_root, on_
 def test_bulk_path_equals_reference():
     """Only well-formed list records: the bulk (``map``-based) collection path."""
     o = status_dag(150, seed=4, roots=2)
-    records = [r for r in random_records(o, 2000, seed=4, malformed=False)
-               if isinstance(r["labels"]["gold"], list) and isinstance(r["labels"]["pred"], list)]
-    ev = score_hierarchy(o, records, on_unknown="count", on_unknown_gold="count", on_status="flag",
-                         on_status_gold="flag")
+    records = [
+        r
+        for r in random_records(o, 2000, seed=4, malformed=False)
+        if isinstance(r["labels"]["gold"], list) and isinstance(r["labels"]["pred"], list)
+    ]
+    ev = score_hierarchy(
+        o, records, on_unknown="count", on_unknown_gold="count", on_status="flag", on_status_gold="flag"
+    )
     assert_same(ev, reference(o, records, include_root=False, on_status="count"))
 
 
@@ -268,16 +297,22 @@ def test_first_problem_is_reported_in_record_order():
     o = status_dag(60, seed=6)
     good = {"id": "ok", "labels": {"gold": [o.ids[3]], "pred": [o.ids[4]]}}
     # a pred-side unknown in record 'b' comes before the gold-side one in record 'c'
-    records = [good, {"id": "b", "labels": {"gold": [o.ids[5]], "pred": ["zz1"]}},
-               {"id": "c", "labels": {"gold": ["zz0"], "pred": ["zz1"]}}]
+    records = [
+        good,
+        {"id": "b", "labels": {"gold": [o.ids[5]], "pred": ["zz1"]}},
+        {"id": "c", "labels": {"gold": ["zz0"], "pred": ["zz1"]}},
+    ]
     with pytest.raises(UnknownIdError) as err:
         score_hierarchy(o, records, on_unknown="error")
     assert err.value.ids == ["zz0", "zz1"]
     assert "record 'b', field labels.pred[0] and 2 more places" in str(err.value)
     # a malformed record after a record with only a NIL string form: the same message as the
     # per-record reader gives
-    bad = [good, {"id": "n", "labels": {"gold": None, "pred": []}},
-           {"id": "x", "labels": {"gold": [o.ids[3], 7], "pred": []}}]
+    bad = [
+        good,
+        {"id": "n", "labels": {"gold": None, "pred": []}},
+        {"id": "x", "labels": {"gold": [o.ids[3], 7], "pred": []}},
+    ]
     with pytest.raises(InputError, match=r"record 'x'.*labels\.gold.*\[.*, 7\]"):
         score_hierarchy(o, bad)
     bad[1] = {"id": "y", "labels": ["not", "an", "object"]}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from wordnet_helpers import LEXNAMES, lexnames_text, nltk_wordnet, noun_ontology, wordnet_dir
+
 from kg_rageval.families.hierarchy import relation_codes, wu_palmer
 from kg_rageval.ontology import RELATIONS
 
@@ -63,8 +63,13 @@ def test_wu_palmer_matches_nltk_on_5000_noun_pairs(wordnet):
             kids = onto.child_indices(p)
             b[k] = int(kids[rng.integers(kids.size)]) if k % 2 else p
     a[3300:3350] = b[3300:3350]  # identical synsets (the NLTK self-oddity shows up here)
-    quoted = [("dog.n.01", "cat.n.01"), ("car.n.01", "truck.n.01"), ("hill.n.01", "mountain.n.01"),
-              ("chef.n.01", "fireman.n.01"), ("dog.n.01", "dog.n.01")]
+    quoted = [
+        ("dog.n.01", "cat.n.01"),
+        ("car.n.01", "truck.n.01"),
+        ("hill.n.01", "mountain.n.01"),
+        ("chef.n.01", "fireman.n.01"),
+        ("dog.n.01", "dog.n.01"),
+    ]
     a = np.concatenate([a, onto.indices([x for x, _ in quoted])])
     b = np.concatenate([b, onto.indices([y for _, y in quoted])])
     ours = wu_palmer(onto, a, b)

@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.families.judges import (AnswerCorrectness, CitationSupport, PairwisePreference, RefusalCorrectness,
-                               classical_mean, parse_verdict, ppi_mean, score_judges, wilson)
+from kg_rageval.families.judges import (
+    AnswerCorrectness,
+    CitationSupport,
+    PairwisePreference,
+    RefusalCorrectness,
+    classical_mean,
+    parse_verdict,
+    ppi_mean,
+    score_judges,
+    wilson,
+)
 
 # ------------------------------------------------------------------ contracts
 VALID = [
@@ -32,7 +41,11 @@ INVALID = [
     (RefusalCorrectness, {"verdict": "correct"}, "needs both"),
     (AnswerCorrectness, {"verdict": "correct", "wrong_facts": ["x"]}, "lists missing or wrong"),
     (AnswerCorrectness, {"verdict": "incorrect"}, "must name a missing or wrong fact"),
-    (AnswerCorrectness, {"verdict": "partially_correct", "score": 1.0, "missing_facts": ["x"]}, "contradicts"),
+    (
+        AnswerCorrectness,
+        {"verdict": "partially_correct", "score": 1.0, "missing_facts": ["x"]},
+        "contradicts",
+    ),
     (AnswerCorrectness, {"verdict": "correct", "score": 0.9}, "contradicts"),
 ]
 
@@ -51,7 +64,9 @@ def test_invalid_verdicts_name_the_broken_rule(schema, obj, why):
 
 def test_raw_text_and_semantic_context():
     raw = 'Sure:\n```json\n{"verdict": "supported", "claim": "c", "citation": "d1", "evidence": "PARIS is  the capital"}\n```'
-    ok = parse_verdict("citation_support", raw, context={"passage": "Paris is the capital of France.", "citation": "d1"})
+    ok = parse_verdict(
+        "citation_support", raw, context={"passage": "Paris is the capital of France.", "citation": "d1"}
+    )
     assert ok.label == "supported"
     bad = parse_verdict("citation_support", raw, context={"passage": "Lyon is a city."})
     assert "not a quote from the cited passage" in bad.error
@@ -92,7 +107,10 @@ def test_kappa_and_rates_match_sklearn_and_hand_counts():
     ja, ha = judge == "correct", human == "correct"
     assert m["approval_kappa"].value == pytest.approx(cohen_kappa_score(ja, ha))
     fa = int(np.sum(ja & ~ha))
-    assert (m["false_approval_rate"].numerator, m["false_approval_rate"].denominator) == (fa, int(np.sum(~ha)))
+    assert (m["false_approval_rate"].numerator, m["false_approval_rate"].denominator) == (
+        fa,
+        int(np.sum(~ha)),
+    )
     assert m["false_rejection_rate"].value == pytest.approx(np.sum(~ja & ha) / np.sum(ha))
     lo, hi = wilson(fa, int(np.sum(~ha)))
     assert m["false_approval_rate"].ci == (lo, hi)
@@ -110,11 +128,27 @@ def test_wilson_against_statsmodels():
 
 def test_invalid_unscorable_and_failed_are_counted_never_scored():
     recs = [
-        {"id": "a", "judges": [{"rubric": "refusal", "output": {"verdict": "correct", "answerable": True,
-                                                                 "refused": False}, "human": "correct"}]},
+        {
+            "id": "a",
+            "judges": [
+                {
+                    "rubric": "refusal",
+                    "output": {"verdict": "correct", "answerable": True, "refused": False},
+                    "human": "correct",
+                }
+            ],
+        },
         {"id": "b", "judges": [{"rubric": "refusal", "output": "garbage", "human": "correct"}]},
-        {"id": "c", "judges": [{"rubric": "refusal", "output": {"verdict": "unscorable", "rationale": "?"},
-                                "human": "incorrect"}]},
+        {
+            "id": "c",
+            "judges": [
+                {
+                    "rubric": "refusal",
+                    "output": {"verdict": "unscorable", "rationale": "?"},
+                    "human": "incorrect",
+                }
+            ],
+        },
         {"id": "d", "judges": [{"rubric": "refusal", "error": "timed out after 60 s", "human": "incorrect"}]},
     ]
     ev = score_judges(None, recs)["judge_calibration"]
@@ -126,11 +160,29 @@ def test_invalid_unscorable_and_failed_are_counted_never_scored():
 
 
 def test_bool_human_labels_count_for_approval_only():
-    recs = [{"id": str(i), "judges": [{"rubric": "citation_support", "citation": "d",
-                                        "output": {"verdict": v, "claim": "c", "evidence": "e"} if v != "not_supported"
-                                        else {"verdict": v, "claim": "c"}, "human": h}]}
-            for i, (v, h) in enumerate([("supported", True), ("supported", False), ("not_supported", False),
-                                        ("partially_supported", True)])]
+    recs = [
+        {
+            "id": str(i),
+            "judges": [
+                {
+                    "rubric": "citation_support",
+                    "citation": "d",
+                    "output": {"verdict": v, "claim": "c", "evidence": "e"}
+                    if v != "not_supported"
+                    else {"verdict": v, "claim": "c"},
+                    "human": h,
+                }
+            ],
+        }
+        for i, (v, h) in enumerate(
+            [
+                ("supported", True),
+                ("supported", False),
+                ("not_supported", False),
+                ("partially_supported", True),
+            ]
+        )
+    ]
     m = score_judges(None, recs)["judge_calibration"].metrics()
     assert m["accuracy"].value is None  # no label from the rubric's set
     assert (m["false_approval_rate"].numerator, m["false_approval_rate"].denominator) == (1, 2)
@@ -139,9 +191,11 @@ def test_bool_human_labels_count_for_approval_only():
 
 
 def test_rollup_per_branch(vehicles):
-    recs = _calibration_records(["correct", "correct", "incorrect", "correct"],
-                                ["correct", "incorrect", "incorrect", "incorrect"],
-                                node=["sedan", "sedan", "submarine", "submarine"])
+    recs = _calibration_records(
+        ["correct", "correct", "incorrect", "correct"],
+        ["correct", "incorrect", "incorrect", "incorrect"],
+        node=["sedan", "sedan", "submarine", "submarine"],
+    )
     ev = score_judges(None, recs)["judge_calibration"]
     roll = ev.rollup(vehicles)
     assert roll["car"]["metrics"]["false_approval_rate"].value == 1.0
@@ -153,11 +207,15 @@ def test_bad_judges_section_is_an_input_error():
     with pytest.raises(InputError, match=r"judges\[0\]\.rubric"):
         score_judges(None, [{"id": "a", "judges": [{"rubric": "vibes", "output": {}}]}])
     with pytest.raises(InputError, match=r"judges\[0\]\.human"):
-        score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise", "output": {"verdict": "A"}, "human": "C"}]}])
+        score_judges(
+            None, [{"id": "a", "judges": [{"rubric": "pairwise", "output": {"verdict": "A"}, "human": "C"}]}]
+        )
     with pytest.raises(InputError, match=r"judges\[0\]\.lengths: expected"):
         score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise", "output": {}, "lengths": [1, 2]}]}])
     with pytest.raises(InputError, match=r"judges\[0\]\.citation: expected a string"):
-        score_judges(None, [{"id": "a", "judges": [{"rubric": "citation_support", "output": {}, "citation": ["d"]}]}])
+        score_judges(
+            None, [{"id": "a", "judges": [{"rubric": "citation_support", "output": {}, "citation": ["d"]}]}]
+        )
     with pytest.raises(InputError, match="needs 'output'"):
         score_judges(None, [{"id": "a", "judges": [{"rubric": "pairwise"}]}])
 
@@ -190,8 +248,16 @@ def test_position_bias_after_swap():
 
 def test_length_view_and_two_judge_agreement():
     L = {"A": 300, "B": 100}
-    recs = [{"id": f"q{i}", "judges": [_pair("", "j1", "AB", v1, human=h, lengths=L), _pair("", "j2", "AB", v2, human=h, lengths=L)]}
-            for i, (v1, v2, h) in enumerate([("A", "A", "B"), ("A", "B", "B"), ("B", "B", "B"), ("A", "A", "A")])]
+    recs = [
+        {
+            "id": f"q{i}",
+            "judges": [
+                _pair("", "j1", "AB", v1, human=h, lengths=L),
+                _pair("", "j2", "AB", v2, human=h, lengths=L),
+            ],
+        }
+        for i, (v1, v2, h) in enumerate([("A", "A", "B"), ("A", "B", "B"), ("B", "B", "B"), ("A", "A", "A")])
+    ]
     from kg_rageval.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"verdicts of 2 judges \(j1, j2\); choose the one to calibrate"):
@@ -207,7 +273,8 @@ def test_length_view_and_two_judge_agreement():
     ag = out["agreement"].metrics()
     assert ag["judge_agreement"].value == 0.75
     assert ag["judge_agreement_kappa"].value == pytest.approx(
-        cohen_kappa_score(["A", "A", "B", "A"], ["A", "B", "B", "A"]))
+        cohen_kappa_score(["A", "A", "B", "A"], ["A", "B", "B", "A"])
+    )
     assert list(out["judge_calibration"].breakdown("length_bin")) == ["A longer"]
     with pytest.raises(ConfigError, match="second_judge='j9' gave no verdict"):
         score_judges(None, recs, judge="j1", second_judge="j9")
@@ -225,13 +292,19 @@ def test_ppi_closed_form_and_ppi_py():
     from scipy.stats import norm
 
     assert r.estimate == pytest.approx(est) and r.se == pytest.approx(se)
-    assert (r.low, r.high) == (pytest.approx(est - norm.ppf(0.95) * se), pytest.approx(est + norm.ppf(0.95) * se))
+    assert (r.low, r.high) == (
+        pytest.approx(est - norm.ppf(0.95) * se),
+        pytest.approx(est + norm.ppf(0.95) * se),
+    )
     ppi_py = pytest.importorskip("ppi_py")
     lo, hi = ppi_py.ppi_mean_ci(y, yh, yu, alpha=0.1, lam=1)
     assert (r.low, r.high) == (pytest.approx(float(lo[0])), pytest.approx(float(hi[0])))
     auto = ppi_mean(y, yh, yu, level=0.9, lam="auto")
     lo2, hi2 = ppi_py.ppi_mean_ci(y, yh, yu, alpha=0.1)
-    assert (auto.low, auto.high) == (pytest.approx(float(lo2[0]), rel=1e-6), pytest.approx(float(hi2[0]), rel=1e-6))
+    assert (auto.low, auto.high) == (
+        pytest.approx(float(lo2[0]), rel=1e-6),
+        pytest.approx(float(hi2[0]), rel=1e-6),
+    )
     c = classical_mean(y, level=0.9)
     assert c.estimate == pytest.approx(y.mean()) and c.se == pytest.approx(y.std() / np.sqrt(80))
 
@@ -242,11 +315,13 @@ def test_ppi_coverage_by_simulation():
     rng = np.random.default_rng(42)
     theta, covered, naive_cov = 0.7, 0, 0
     for _ in range(200):
+
         def draw(n):
             y = rng.binomial(1, theta, n).astype(float)
             # a biased judge: approves 30 % of the rejected items, misses 5 % of the approved
             yh = np.where(y == 1, rng.random(n) > 0.05, rng.random(n) < 0.3).astype(float)
             return y, yh
+
         y, yh = draw(100)
         _, yu = draw(3000)
         r = ppi_mean(y, yh, yu)
@@ -264,8 +339,10 @@ def test_ppi_in_the_calibration_family_matches_arrays():
         h = rng.random() < 0.6
         j = h if rng.random() < 0.8 else not h
         labelled = i < 60
-        e = {"rubric": "refusal", "output": {"verdict": "correct" if j else "incorrect", "answerable": True,
-                                             "refused": not j}}
+        e = {
+            "rubric": "refusal",
+            "output": {"verdict": "correct" if j else "incorrect", "answerable": True, "refused": not j},
+        }
         if labelled:
             e["human"] = "correct" if h else "incorrect"
             y.append(float(h)), yh.append(float(j))
@@ -289,13 +366,24 @@ def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
     human = ["correct"] * 7 + ["incorrect"] * 3 + [None] * 10
     recs = _calibration_records(judge, human, node=["sedan"] * 10 + ["submarine"] * 10)
     recs.append({"id": "broken", "judges": [{"rubric": "answer_correctness", "judge": "j1", "output": "??"}]})
-    cfg = config_from_mapping({"ontology": "x.csv", "records": "r.jsonl", "families": ["judge"],
-                               "missing_runs": {"budget": 0.1},
-                               "gates": ["judge.false_approval_rate <= 0.05", "judge.accuracy >= 0.8",
-                                         "judge.ppi_ci_low >= 0.5", "judge.invalid_output_rate <= 0.1",
-                                         "false_approval_rate[node:car] <= 0.5",
-                                         "judge.answer_correctness.accuracy >= 0.8",
-                                         "judge.position_consistency >= 0.9"]}, base_dir=tmp_path)
+    cfg = config_from_mapping(
+        {
+            "ontology": "x.csv",
+            "records": "r.jsonl",
+            "families": ["judge"],
+            "missing_runs": {"budget": 0.1},
+            "gates": [
+                "judge.false_approval_rate <= 0.05",
+                "judge.accuracy >= 0.8",
+                "judge.ppi_ci_low >= 0.5",
+                "judge.invalid_output_rate <= 0.1",
+                "false_approval_rate[node:car] <= 0.5",
+                "judge.answer_correctness.accuracy >= 0.8",
+                "judge.position_consistency >= 0.9",
+            ],
+        },
+        base_dir=tmp_path,
+    )
     res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
     by = {str(r.gate): r for r in res.gate_results}
     assert by["judge.false_approval_rate <= 0.05"].status == "fail"
@@ -322,8 +410,12 @@ def test_no_entries_give_missing_evidence_not_an_error():
 
 def test_pooled_label_metrics_need_one_rubric():
     recs = _calibration_records(["correct", "incorrect"], ["correct", "correct"])
-    recs.append({"id": "x", "judges": [{"rubric": "pairwise", "judge": "j1", "output": {"verdict": "A"},
-                                        "human": "B"}]})
+    recs.append(
+        {
+            "id": "x",
+            "judges": [{"rubric": "pairwise", "judge": "j1", "output": {"verdict": "A"}, "human": "B"}],
+        }
+    )
     m = score_judges(None, recs)["judge_calibration"].metrics()
     assert m["accuracy"].missing.startswith("pools the rubrics pairwise, answer_correctness")
     assert m["answer_correctness.accuracy"].value == 0.5 and m["pairwise.accuracy"].value == 0.0
@@ -331,9 +423,9 @@ def test_pooled_label_metrics_need_one_rubric():
 
 
 def test_declared_metrics_are_produced():
+    from kg_rageval.families.judges.contracts import RUBRICS
     from kg_rageval.scoring import REGISTRY
     from kg_rageval.scoring.quality import RUBRIC_NAMES
-    from kg_rageval.families.judges.contracts import RUBRICS
 
     assert set(RUBRIC_NAMES) == set(RUBRICS)
     out = score_judges(None, _calibration_records(["correct"], ["correct"]))
@@ -345,10 +437,22 @@ def test_declared_metrics_are_produced():
 
 def test_length_balanced_win_rate():
     recs = []
-    for i, (v, la, lb) in enumerate([("A", 300, 100), ("A", 300, 100), ("B", 300, 100), ("tie", 300, 100),
-                                     ("A", 100, 300), ("B", 100, 300)]):
-        recs.append({"id": f"p{i}", "judges": [{"rubric": "pairwise", "output": {"verdict": v},
-                                                 "lengths": {"A": la, "B": lb}}]})
+    for i, (v, la, lb) in enumerate(
+        [
+            ("A", 300, 100),
+            ("A", 300, 100),
+            ("B", 300, 100),
+            ("tie", 300, 100),
+            ("A", 100, 300),
+            ("B", 100, 300),
+        ]
+    ):
+        recs.append(
+            {
+                "id": f"p{i}",
+                "judges": [{"rubric": "pairwise", "output": {"verdict": v}, "lengths": {"A": la, "B": lb}}],
+            }
+        )
     m = score_judges(None, recs)["judge_calibration"].metrics()
     # A longer: (1 + 1 + 0 + 0.5) / 4; B longer: (1 + 0) / 2
     assert m["length_balanced_win_rate"].value == pytest.approx((2.5 / 4 + 0.5) / 2)

@@ -9,10 +9,17 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from judge_server import FakeServer  # noqa: E402
+from judge_server import FakeServer
 
-from kg_rageval.families.judges import (AnswerCorrectness, BackendError, ChatClient, RubricJudge, parse_verdict,
-                               response_schema, score_judges)
+from kg_rageval.families.judges import (
+    AnswerCorrectness,
+    BackendError,
+    ChatClient,
+    RubricJudge,
+    parse_verdict,
+    response_schema,
+    score_judges,
+)
 
 SLEEPS: list[float] = []
 
@@ -26,14 +33,20 @@ def client(url: str, **kw) -> ChatClient:
 def test_structured_output_request_and_verdict():
     with FakeServer({"verdict": "correct", "score": 1.0}) as srv:
         c = client(srv.base_url)
-        got = c.complete("Is it right?", schema=response_schema(AnswerCorrectness), schema_name="answer_correctness")
+        got = c.complete(
+            "Is it right?", schema=response_schema(AnswerCorrectness), schema_name="answer_correctness"
+        )
         body = srv.requests[0]
     assert body["model"] == "judge-model"
     assert body["messages"] == [{"role": "user", "content": "Is it right?"}]
     rf = body["response_format"]
     assert rf["type"] == "json_schema" and rf["json_schema"]["name"] == "answer_correctness"
     assert rf["json_schema"]["schema"]["properties"]["verdict"]["enum"] == [
-        "correct", "partially_correct", "incorrect", "unscorable"]
+        "correct",
+        "partially_correct",
+        "incorrect",
+        "unscorable",
+    ]
     assert body["temperature"] == 0.0
     v = parse_verdict(AnswerCorrectness, got.content)
     assert v.status == "scored" and v.label == "correct"
@@ -140,19 +153,28 @@ def test_api_key_from_env_never_in_settings_or_cache(tmp_path, monkeypatch):
 
 def test_rubric_judge_entries_are_scored_like_file_entries():
     with FakeServer() as srv:
-        srv.script = [("content", '{"verdict": "correct", "score": 1}'),
-                      ("content", "not json at all"),
-                      ("status", 400)]
-        judge = RubricJudge("answer_correctness", client(srv.base_url, max_retries=0, concurrency=1), name="j1")
+        srv.script = [
+            ("content", '{"verdict": "correct", "score": 1}'),
+            ("content", "not json at all"),
+            ("status", 400),
+        ]
+        judge = RubricJudge(
+            "answer_correctness", client(srv.base_url, max_retries=0, concurrency=1), name="j1"
+        )
         items = [{"question": "q", "reference": "Paris", "answer": a} for a in ("Paris", "Lyon", "?")]
         entries = judge.judge_many(items)
         assert "REFERENCE:\nParis" in srv.requests[0]["messages"][0]["content"]
     assert [("output" in e, "error" in e) for e in entries] == [(True, False), (True, False), (False, True)]
-    records = [{"id": f"r{i}", "judges": [dict(e, human=h)]}
-               for i, (e, h) in enumerate(zip(entries, ["correct", "incorrect", "correct"]))]
+    records = [
+        {"id": f"r{i}", "judges": [dict(e, human=h)]}
+        for i, (e, h) in enumerate(zip(entries, ["correct", "incorrect", "correct"]))
+    ]
     ev = score_judges(None, records)["judge_calibration"]
     m = ev.metrics()
-    assert (m["invalid_output_rate"].value, m["failed_call_rate"].value) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
+    assert (m["invalid_output_rate"].value, m["failed_call_rate"].value) == (
+        pytest.approx(1 / 3),
+        pytest.approx(1 / 3),
+    )
     assert m["accuracy"].value == 1.0 and m["accuracy"].denominator == 1
 
 
@@ -170,15 +192,35 @@ def test_audit_live_judge_usage_in_manifest(tmp_path, monkeypatch, vehicles):
     from kg_rageval.audit.runner import run_audit
 
     monkeypatch.setenv("KGR_AUDIT_KEY", "sk-audit-secret-999")
-    recs = [{"id": f"r{i}", "query": f"q{i}", "answer": {"text": "Paris"}, "reference": {"answer": "Paris"},
-             "judges": []} for i in range(3)]  # distinct prompts: no cache hit among them
+    recs = [
+        {
+            "id": f"r{i}",
+            "query": f"q{i}",
+            "answer": {"text": "Paris"},
+            "reference": {"answer": "Paris"},
+            "judges": [],
+        }
+        for i in range(3)
+    ]  # distinct prompts: no cache hit among them
     with FakeServer({"verdict": "correct", "score": 1.0}) as srv:
-        cfg = config_from_mapping({
-            "ontology": "x.csv", "records": "r.jsonl", "gates": ["judge.judge_approval_rate >= 0.9"],
-            "families": {"judge": {"endpoint": srv.base_url, "model": "m", "rubrics": ["answer_correctness"],
-                                   "api_key_env": "KGR_AUDIT_KEY", "price_prompt": 1.0,
-                                   "cache_dir": str(tmp_path / "cache")}}},
-            base_dir=tmp_path)
+        cfg = config_from_mapping(
+            {
+                "ontology": "x.csv",
+                "records": "r.jsonl",
+                "gates": ["judge.judge_approval_rate >= 0.9"],
+                "families": {
+                    "judge": {
+                        "endpoint": srv.base_url,
+                        "model": "m",
+                        "rubrics": ["answer_correctness"],
+                        "api_key_env": "KGR_AUDIT_KEY",
+                        "price_prompt": 1.0,
+                        "cache_dir": str(tmp_path / "cache"),
+                    }
+                },
+            },
+            base_dir=tmp_path,
+        )
         res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
     assert res.passed
     fam = res.manifest["families"]["judge"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from judge_server import FakeServer  # noqa: E402
+from judge_server import FakeServer
 
 from kg_rageval.cli.main import main
 
@@ -20,11 +20,28 @@ def _write(path, recs):
 
 
 def test_score_judges_json_and_rollup(tmp_path, capsys, fixtures_dir):
-    recs = [{"id": f"r{i}", "labels": {"gold": ["car" if i < 2 else "boat"]},
-             "judges": [{"rubric": "refusal", "judge": "j", "human": h,
-                         "output": {"verdict": v, "answerable": True, "refused": v != "correct"}}]}
-            for i, (v, h) in enumerate([("correct", "correct"), ("correct", "incorrect"),
-                                        ("incorrect", "incorrect"), ("correct", "correct")])]
+    recs = [
+        {
+            "id": f"r{i}",
+            "labels": {"gold": ["car" if i < 2 else "boat"]},
+            "judges": [
+                {
+                    "rubric": "refusal",
+                    "judge": "j",
+                    "human": h,
+                    "output": {"verdict": v, "answerable": True, "refused": v != "correct"},
+                }
+            ],
+        }
+        for i, (v, h) in enumerate(
+            [
+                ("correct", "correct"),
+                ("correct", "incorrect"),
+                ("incorrect", "incorrect"),
+                ("correct", "correct"),
+            ]
+        )
+    ]
     data = _write(tmp_path / "r.jsonl", recs)
     onto = fixtures_dir / "audit" / "vehicles.csv"
     assert main(["score", "judges", "-d", data, "-O", str(onto), "--format", "json"]) in (0, None)
@@ -40,15 +57,39 @@ def test_score_judges_json_and_rollup(tmp_path, capsys, fixtures_dir):
 
 def test_score_judges_live_endpoint_writes_records(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KGR_CLI_KEY", "sk-very-secret")
-    recs = [{"id": f"r{i}", "query": "q", "answer": {"text": a}, "reference": {"answer": "Paris"}}
-            for i, a in enumerate(["Paris", "Lyon"])]
+    recs = [
+        {"id": f"r{i}", "query": "q", "answer": {"text": a}, "reference": {"answer": "Paris"}}
+        for i, a in enumerate(["Paris", "Lyon"])
+    ]
     data = _write(tmp_path / "r.jsonl", recs)
     out_path = tmp_path / "judged.jsonl"
     with FakeServer({"verdict": "correct", "score": 1.0}) as srv:
-        code = main(["score", "judges", "-d", data, "--endpoint", srv.base_url, "--model", "m",
-                     "--rubric", "answer_correctness", "--api-key-env", "KGR_CLI_KEY", "--concurrency", "1",
-                     "--price-prompt", "1", "--price-completion", "2", "--write-records", str(out_path),
-                     "--format", "json"])
+        code = main(
+            [
+                "score",
+                "judges",
+                "-d",
+                data,
+                "--endpoint",
+                srv.base_url,
+                "--model",
+                "m",
+                "--rubric",
+                "answer_correctness",
+                "--api-key-env",
+                "KGR_CLI_KEY",
+                "--concurrency",
+                "1",
+                "--price-prompt",
+                "1",
+                "--price-completion",
+                "2",
+                "--write-records",
+                str(out_path),
+                "--format",
+                "json",
+            ]
+        )
     cap = capsys.readouterr()
     text = cap.out
     assert code in (0, None) and "sk-very-secret" not in text, cap.err
@@ -74,5 +115,8 @@ def test_score_system_records_and_traces(tmp_path, capsys):
     capsys.readouterr()
     assert main(["score", "system", "-d", data, "--bootstrap", "0"]) in (0, None)
     text = capsys.readouterr().out
-    assert "no record has: cost.usd_per_query, latency.generate_ms, latency.rerank_ms, latency.retrieve_ms" in text
+    assert (
+        "no record has: cost.usd_per_query, latency.generate_ms, latency.rerank_ms, latency.retrieve_ms"
+        in text
+    )
     assert "latency.total_ms.p95" in text and "latency.rerank_ms.p95" not in text

@@ -16,8 +16,24 @@ pytest.importorskip("ahocorasick")
 
 def _ontology():
     rng = random.Random(7)
-    vocab = ["lsass", "memory", "credential", "dump", "token", "cat", "concat", "ﬀ", "ﷺ", "é",
-             "data", "from", "local", "system", "x1", "2"]
+    vocab = [
+        "lsass",
+        "memory",
+        "credential",
+        "dump",
+        "token",
+        "cat",
+        "concat",
+        "ﬀ",
+        "ﷺ",
+        "é",
+        "data",
+        "from",
+        "local",
+        "system",
+        "x1",
+        "2",
+    ]
     b = OntologyBuilder("automaton-test")
     b.add_node("R", label="root concept")
     seen = set()
@@ -40,7 +56,9 @@ def test_automaton_equals_python_scan(ambiguous):
     rng = random.Random(11)
     found = 0
     for _ in range(2000):
-        words = rng.choices(vocab + ["the", "and", "Concatenate", "LSASS-Memory!", "  "], k=rng.randint(0, 12))
+        words = rng.choices(
+            vocab + ["the", "and", "Concatenate", "LSASS-Memory!", "  "], k=rng.randint(0, 12)
+        )
         text = rng.choice([" ", "  ", ", ", " - "]).join(words) + rng.choice(["", "?", "."])
         a, b = fast.find(text), ref.find(text)
         assert a == b, text

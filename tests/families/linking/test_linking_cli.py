@@ -39,8 +39,23 @@ def test_score_linking_json(paths, capsys):
 
 def test_score_linking_overlap_and_text(paths, capsys):
     onto, data = paths
-    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", data, "--overlap", "--format", "json",
-                               "--breakdown", "branch", "--rows"])
+    code, out = _json(
+        capsys,
+        [
+            "score",
+            "linking",
+            "-O",
+            onto,
+            "-d",
+            data,
+            "--overlap",
+            "--format",
+            "json",
+            "--breakdown",
+            "branch",
+            "--rows",
+        ],
+    )
     assert code == 0
     p = json.loads(out.out)
     assert p["metrics"]["linking.mention_precision"]["value"] == 1.0
@@ -55,18 +70,24 @@ def test_score_linking_overlap_and_text(paths, capsys):
 def test_score_linking_bad_input_exit_2(paths, capsys, tmp_path):
     onto, _ = paths
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "a", "mentions": {"gold": [], "pred": [{"start": 0, "end": 2, "id": "car"},'
-                   ' {"start": 0, "end": 2, "id": "boat"}]}}\n')
+    bad.write_text(
+        '{"id": "a", "mentions": {"gold": [], "pred": [{"start": 0, "end": 2, "id": "car"},'
+        ' {"start": 0, "end": 2, "id": "boat"}]}}\n'
+    )
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad)])
     assert code == 2 and "record 'a' (line 1), field mentions.pred[1]" in out.err
     bad.write_text('{"id": "a", "mentions": {"gold": [{"start": 0, "end": 2, "id": "plane"}], "pred": []}}\n')
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad)])
     assert code == 2 and "'plane'" in out.err and "bad.jsonl" in out.err
-    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--on-unknown-gold", "count",
-                               "--format", "json"])
+    code, out = _json(
+        capsys,
+        ["score", "linking", "-O", onto, "-d", str(bad), "--on-unknown-gold", "count", "--format", "json"],
+    )
     assert code == 0 and json.loads(out.out)["metrics"]["linking.unknown_ids"]["value"] == 1
-    code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(bad), "--breakdown", "nope",
-                               "--on-unknown-gold", "count"])
+    code, out = _json(
+        capsys,
+        ["score", "linking", "-O", onto, "-d", str(bad), "--breakdown", "nope", "--on-unknown-gold", "count"],
+    )
     assert code == 2 and "no breakdown key" in out.err
 
 
@@ -77,12 +98,22 @@ def test_link_text_and_records_then_score(paths, capsys, tmp_path):
     code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt)])
     assert code == 0
     lines = [json.loads(x) for x in out.out.splitlines()]
-    assert lines[0] == {"id": "line-1", "query": "Is a SEDAN a car?", "mentions": {"pred": [
-        {"start": 5, "end": 10, "id": "sedan", "score": 1.0}, {"start": 13, "end": 16, "id": "car", "score": 1.0}]}}
+    assert lines[0] == {
+        "id": "line-1",
+        "query": "Is a SEDAN a car?",
+        "mentions": {
+            "pred": [
+                {"start": 5, "end": 10, "id": "sedan", "score": 1.0},
+                {"start": 13, "end": 16, "id": "car", "score": 1.0},
+            ]
+        },
+    }
     assert lines[1]["id"] == "line-3" and lines[1]["mentions"]["pred"] == []
     out_path = tmp_path / "pred.jsonl"
-    code, out = _json(capsys, ["link", "-O", onto, "--text", data, "--mode", "gold_spans", "-o", str(out_path),
-                               "--format", "json"])
+    code, out = _json(
+        capsys,
+        ["link", "-O", onto, "--text", data, "--mode", "gold_spans", "-o", str(out_path), "--format", "json"],
+    )
     assert code == 0 and json.loads(out.out)["records"] == 4
     code, out = _json(capsys, ["score", "linking", "-O", onto, "-d", str(out_path), "--format", "json"])
     m = {k.split(".", 1)[1]: v["value"] for k, v in json.loads(out.out)["metrics"].items()}
@@ -137,7 +168,9 @@ def test_link_bad_and_empty_inputs_exit_2(paths, capsys, tmp_path):
     assert code == 2 and "record 'a' (line 1), field mentions: must be an object" in out.err
     txt = tmp_path / "q.txt"
     txt.write_text("a sedan\n")
-    code, out = _json(capsys, ["link", "-O", onto, "--text", str(txt), "-o", str(tmp_path / "no" / "x.jsonl")])
+    code, out = _json(
+        capsys, ["link", "-O", onto, "--text", str(txt), "-o", str(tmp_path / "no" / "x.jsonl")]
+    )
     assert code == 2 and out.err.startswith("error: ") and "x.jsonl" in out.err and "Traceback" not in out.err
 
 

@@ -62,7 +62,8 @@ def test_dictionary_end_to_end(linking_set):
     assert by_variant["typo"]["metrics"]["strong_link_match_recall"].value < 0.2
     assert by_variant["label"]["metrics"]["strong_link_match_recall"].value > 0.6
     assert by_variant["case"]["metrics"]["strong_link_match_recall"].value == pytest.approx(
-        by_variant["label"]["metrics"]["strong_link_match_recall"].value, abs=0.2)
+        by_variant["label"]["metrics"]["strong_link_match_recall"].value, abs=0.2
+    )
     det = score_linking(onto, run_linker(d, records, mode="detect"))
     detect = _v(det)
     # detection mode cannot find held-out mentions: strong_nil_match recall is 0, not missing
@@ -74,8 +75,12 @@ def test_dictionary_end_to_end(linking_set):
     if name == "attack":
         # ATT&CK reuses sub-technique names under several techniques: the abstain rule shows up
         assert v["abstentions"] > 10 and v["wrong_links"] == 0
-        lca = _v(score_linking(onto, run_linker(DictionaryLinker(onto, exclude=held, ambiguous="lca"),
-                                                records, mode="gold_spans")))
+        lca = _v(
+            score_linking(
+                onto,
+                run_linker(DictionaryLinker(onto, exclude=held, ambiguous="lca"), records, mode="gold_spans"),
+            )
+        )
         # the LCA of same-named sub-techniques is a tactic or the matrix: over-generalisation
         assert lca["wrong_links"] > 0
         assert lca["wrong_link_ancestor"] + lca["wrong_link_parent"] == 1.0

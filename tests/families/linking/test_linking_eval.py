@@ -9,7 +9,6 @@ import random
 from itertools import product
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kg_rageval.base.errors import InputError, UnknownIdError
@@ -21,7 +20,7 @@ from kg_rageval.families.linking.importers import (
     read_neleval,
     to_neleval,
 )
-from kg_rageval.ontology import RELATIONS, OntologyBuilder
+from kg_rageval.ontology import OntologyBuilder
 
 
 def _onto(edges, labels=None, name="toy"):
@@ -50,14 +49,21 @@ def vals(ev):
 
 # ---------------------------------------------------------------------------- hand-worked
 def test_vehicles_parent_error_and_over_link(vehicles):
-    recs = [{
-        "id": "a", "text": "x" * 50, "_line": 1,
-        "mentions": {
-            "gold": [m(0, 5, "sedan"), m(10, 15, None, nearest="car"), m(20, 25, "boat")],
-            "pred": [m(0, 5, "car", score=0.9), m(10, 15, "hatchback", score=0.5),
-                     m(30, 35, "submarine", score=0.2)],
-        },
-    }]
+    recs = [
+        {
+            "id": "a",
+            "text": "x" * 50,
+            "_line": 1,
+            "mentions": {
+                "gold": [m(0, 5, "sedan"), m(10, 15, None, nearest="car"), m(20, 25, "boat")],
+                "pred": [
+                    m(0, 5, "car", score=0.9),
+                    m(10, 15, "hatchback", score=0.5),
+                    m(30, 35, "submarine", score=0.2),
+                ],
+            },
+        }
+    ]
     ev = score_linking(vehicles, recs)
     v = vals(ev)
     assert v["mention_precision"] == pytest.approx(2 / 3)
@@ -90,13 +96,22 @@ def test_neleval_fixture_hand_worked(kb, fixtures_dir):
     assert recs[0]["mentions"]["gold"][1] == {"start": 10, "end": 15, "id": None, "nil_cluster": "NIL001"}
     v = vals(score_linking(kb, recs))
     exp = {
-        "mention_precision": 5 / 7, "mention_recall": 5 / 6,
-        "strong_all_match_precision": 3 / 7, "strong_all_match_recall": 3 / 6,
-        "strong_link_match_precision": 2 / 5, "strong_link_match_recall": 2 / 4,
-        "strong_nil_match_precision": 1 / 2, "strong_nil_match_recall": 1 / 2,
-        "disambiguation_accuracy": 2 / 3, "nil_precision": 1 / 2, "nil_recall": 1 / 2,
-        "over_links": 1, "abstentions": 1, "correct_abstentions": 1,
-        "linking_macro_precision": 1 / 3, "linking_macro_recall": 4 / 9,
+        "mention_precision": 5 / 7,
+        "mention_recall": 5 / 6,
+        "strong_all_match_precision": 3 / 7,
+        "strong_all_match_recall": 3 / 6,
+        "strong_link_match_precision": 2 / 5,
+        "strong_link_match_recall": 2 / 4,
+        "strong_nil_match_precision": 1 / 2,
+        "strong_nil_match_recall": 1 / 2,
+        "disambiguation_accuracy": 2 / 3,
+        "nil_precision": 1 / 2,
+        "nil_recall": 1 / 2,
+        "over_links": 1,
+        "abstentions": 1,
+        "correct_abstentions": 1,
+        "linking_macro_precision": 1 / 3,
+        "linking_macro_recall": 4 / 9,
         "linking_macro_f1": 17 / 60,
     }
     for k, x in exp.items():
@@ -105,8 +120,10 @@ def test_neleval_fixture_hand_worked(kb, fixtures_dir):
 
 def test_overlap_alignment_greedy_rule(kb):
     # gold A [0,10), B [10,20); pred P [5,15) overlaps both by 5; Q [12,20) overlaps B by 8
-    rec = {"id": "r", "mentions": {"gold": [m(0, 10, "E1"), m(10, 20, "E2")],
-                                   "pred": [m(5, 15, "E1"), m(12, 20, "E2")]}}
+    rec = {
+        "id": "r",
+        "mentions": {"gold": [m(0, 10, "E1"), m(10, 20, "E2")], "pred": [m(5, 15, "E1"), m(12, 20, "E2")]},
+    }
     strict = vals(score_linking(kb, [rec]))
     assert strict["mention_precision"] == 0.0
     ev = score_linking(kb, [rec], overlap=True)
@@ -116,7 +133,8 @@ def test_overlap_alignment_greedy_rule(kb):
     # neleval's strong_* names mean identical spans: never reported for an overlap alignment
     assert not any(k.startswith("strong_") for k in v)
     assert {k for k in v if k.startswith("overlap_")} == {
-        f"overlap_{m}_match_{x}" for m in ("all", "link", "nil") for x in ("precision", "recall", "f1")}
+        f"overlap_{m}_match_{x}" for m in ("all", "link", "nil") for x in ("precision", "recall", "f1")
+    }
     assert strict["strong_all_match_f1"] == 0.0 and not any(k.startswith("overlap_") for k in strict)
     pairs = {(r["gold_start"], r["pred_start"]) for r in ev.rows()}
     assert pairs == {(0, 5), (10, 12)}
@@ -125,8 +143,7 @@ def test_overlap_alignment_greedy_rule(kb):
 
 def test_overlap_tie_break_boundary_difference(kb):
     # both preds share 4 chars with gold [0,4); [0,4) has the smaller boundary difference
-    rec = {"id": "r", "mentions": {"gold": [m(0, 4, "E1")],
-                                   "pred": [m(0, 6, "E2"), m(0, 4, "E1")]}}
+    rec = {"id": "r", "mentions": {"gold": [m(0, 4, "E1")], "pred": [m(0, 6, "E2"), m(0, 4, "E1")]}}
     ev = score_linking(kb, [rec], overlap=True)
     v = vals(ev)
     assert v["overlap_all_match_recall"] == 1.0 and v["mention_precision"] == 0.5
@@ -135,16 +152,27 @@ def test_overlap_tie_break_boundary_difference(kb):
 def test_empty_denominators_are_missing(kb):
     ev = score_linking(kb, [{"id": "x", "mentions": {"gold": [], "pred": []}}])
     v = ev.metrics()
-    for name in ("mention_precision", "mention_recall", "mention_f1", "disambiguation_accuracy",
-                 "linking_macro_f1", "hierarchical_precision", "wu_palmer", "over_link_rate"):
+    for name in (
+        "mention_precision",
+        "mention_recall",
+        "mention_f1",
+        "disambiguation_accuracy",
+        "linking_macro_f1",
+        "hierarchical_precision",
+        "wu_palmer",
+        "over_link_rate",
+    ):
         assert v[name].value is None and v[name].missing, name
     assert ev.meta["records_without_mentions"] == 1
     json.dumps(ev.to_dict(), allow_nan=False)
 
 
 def test_unscored_records_are_kept(kb):
-    recs = [{"id": "a"}, {"id": "b", "mentions": {"gold": [m(0, 1, "E1")]}},
-            {"id": "c", "mentions": {"pred": []}}]
+    recs = [
+        {"id": "a"},
+        {"id": "b", "mentions": {"gold": [m(0, 1, "E1")]}},
+        {"id": "c", "mentions": {"pred": []}},
+    ]
     ev = score_linking(kb, recs)
     assert ev.unscored_counts == {"no gold mentions (mentions.gold absent)": 1, "no mentions section": 1}
     assert {u["code"] for u in ev.unscored} == {"no_gold", "no_section"}
@@ -154,17 +182,35 @@ def test_unscored_records_are_kept(kb):
     assert ms["missing_run_rate"].value == 1.0
     assert ev.record_ids.tolist() == ["b"] and ev.stats["n_missing_run"].tolist() == [1.0]
     # with no gold mentions an absent prediction is not a correct empty answer: unscored
-    ev2 = score_linking(kb, [{"id": "d", "mentions": {"gold": []}}, {"id": "e", "mentions": {"gold": [], "pred": []}}])
-    assert ev2.unscored == [{"record_id": "d", "code": "missing_prediction",
-                             "reason": "no predictions (mentions.pred absent; no gold mentions to miss)"}]
+    ev2 = score_linking(
+        kb, [{"id": "d", "mentions": {"gold": []}}, {"id": "e", "mentions": {"gold": [], "pred": []}}]
+    )
+    assert ev2.unscored == [
+        {
+            "record_id": "d",
+            "code": "missing_prediction",
+            "reason": "no predictions (mentions.pred absent; no gold mentions to miss)",
+        }
+    ]
 
 
 def test_breakdowns_rollup_bootstrap(vehicles):
     recs = []
-    for k, (g, p, sl) in enumerate([("sedan", "sedan", "x"), ("sedan", "car", "x"),
-                                    ("submarine", "submarine", "y"), ("hatchback", None, "y")]):
-        recs.append({"id": f"r{k}", "slices": {"intent": sl},
-                     "mentions": {"gold": [m(0, 3, g)], "pred": [m(0, 3, p)]}})
+    for k, (g, p, sl) in enumerate(
+        [
+            ("sedan", "sedan", "x"),
+            ("sedan", "car", "x"),
+            ("submarine", "submarine", "y"),
+            ("hatchback", None, "y"),
+        ]
+    ):
+        recs.append(
+            {
+                "id": f"r{k}",
+                "slices": {"intent": sl},
+                "mentions": {"gold": [m(0, 3, g)], "pred": [m(0, 3, p)]},
+            }
+        )
     ev = score_linking(vehicles, recs)
     bd = ev.breakdown("slice:intent")
     assert bd["x"]["metrics"]["disambiguation_accuracy"].value == 0.5
@@ -182,10 +228,13 @@ def test_breakdowns_rollup_bootstrap(vehicles):
 
 
 def test_confidence_sweep_hand_worked(kb):
-    rec = {"id": "r", "mentions": {
-        "gold": [m(0, 2, "E1"), m(3, 5, "E2"), m(6, 8, None)],
-        "pred": [m(0, 2, "E1", score=0.9), m(3, 5, "E3", score=0.6), m(6, 8, None, score=0.3)],
-    }}
+    rec = {
+        "id": "r",
+        "mentions": {
+            "gold": [m(0, 2, "E1"), m(3, 5, "E2"), m(6, 8, None)],
+            "pred": [m(0, 2, "E1", score=0.9), m(3, 5, "E3", score=0.6), m(6, 8, None, score=0.3)],
+        },
+    }
     ev = score_linking(kb, [rec])
     sweep = {r["threshold"]: r for r in confidence_sweep(ev)}
     assert sorted(sweep) == [0.3, 0.6, 0.9]
@@ -227,8 +276,10 @@ def test_bad_input_names_record_line_field(kb, gold, pred, field, text):
 
 
 def test_unknown_ids_error_or_count(kb):
-    rec = {"id": "q", "mentions": {"gold": [m(0, 2, "E1"), m(3, 4, "ZZ")],
-                                   "pred": [m(0, 2, "YY"), m(3, 4, "ZZ")]}}
+    rec = {
+        "id": "q",
+        "mentions": {"gold": [m(0, 2, "E1"), m(3, 4, "ZZ")], "pred": [m(0, 2, "YY"), m(3, 4, "ZZ")]},
+    }
     msg = _err(kb, rec, UnknownIdError)
     assert "'ZZ'" in msg and "mentions.gold[1].id" in msg and "record 'q'" in msg
     # a predicted id the ontology lacks is counted by default, never an abort
@@ -276,8 +327,10 @@ def test_linking_hierarchy_stats_agree_with_scalar_relations_and_sets(multi_root
     o = _onto(edges)
     ids = [i for i in o.ids if not i.startswith("kgr:")]
     pairs = list(product(ids, repeat=2))
-    recs = [{"id": f"r{k}", "mentions": {"gold": [m(0, 3, g)], "pred": [m(0, 3, p)]}}
-            for k, (g, p) in enumerate(pairs)]
+    recs = [
+        {"id": f"r{k}", "mentions": {"gold": [m(0, 3, g)], "pred": [m(0, 3, p)]}}
+        for k, (g, p) in enumerate(pairs)
+    ]
     ev = score_linking(o, recs)
     root = {0}
     for k, (g, p) in enumerate(pairs):
@@ -287,7 +340,10 @@ def test_linking_hierarchy_stats_agree_with_scalar_relations_and_sets(multi_root
         A = set(o.ancestor_indices(a).tolist()) - root
         B = set(o.ancestor_indices(b).tolist()) - root
         assert (ev.stats["h_overlap"][k], ev.stats["h_pred"][k], ev.stats["h_gold"][k]) == (
-            len(A & B), len(B), len(A))
+            len(A & B),
+            len(B),
+            len(A),
+        )
 
 
 # ---------------------------------------------------------------------------- neleval
@@ -298,9 +354,12 @@ def _neleval():
     from neleval.utils import utf8_open
 
     def run(gold_path: Path, sys_path: Path) -> dict:
-        ev = Evaluate(list(Reader(utf8_open(str(sys_path)))), list(Reader(utf8_open(str(gold_path)))),
-                      measures=["strong_link_match", "strong_nil_match", "strong_all_match",
-                                "strong_mention_match"], fmt="none")
+        ev = Evaluate(
+            list(Reader(utf8_open(str(sys_path)))),
+            list(Reader(utf8_open(str(gold_path)))),
+            measures=["strong_link_match", "strong_nil_match", "strong_all_match", "strong_mention_match"],
+            fmt="none",
+        )
         return ev()
 
     return run
@@ -342,10 +401,12 @@ def test_agrees_with_neleval_strong_measures(kb, tmp_path, seed):
     back = neleval_records(tmp_path / "g.tsv", tmp_path / "s.tsv")
     ours = vals(score_linking(kb, back))
     direct = vals(score_linking(kb, recs))
-    for measure, ours_name in [("strong_link_match", "strong_link_match"),
-                               ("strong_nil_match", "strong_nil_match"),
-                               ("strong_all_match", "strong_all_match"),
-                               ("strong_mention_match", "mention")]:
+    for measure, ours_name in [
+        ("strong_link_match", "strong_link_match"),
+        ("strong_nil_match", "strong_nil_match"),
+        ("strong_all_match", "strong_all_match"),
+        ("strong_mention_match", "mention"),
+    ]:
         for metric, suffix in (("precision", "precision"), ("recall", "recall"), ("fscore", "f1")):
             x = ours[f"{ours_name}_{suffix}"]
             assert x == pytest.approx(ref[measure][metric]), (measure, metric)
@@ -399,8 +460,10 @@ def test_agrees_with_seqeval_strict_iob2(vehicles, typed):
         tokens = [rng.choice(["a", "bb", "ccc", "dd"]) for _ in range(n)]
         gt = _random_tags(rng, n, types)
         # seqeval strict drops invalid gold entities too; keep gold valid IOB2 here
-        gt = ["B-" + t[2:] if t.startswith("I-") and (i == 0 or gt[i - 1][2:] != t[2:]) else t
-              for i, t in enumerate(gt)]
+        gt = [
+            "B-" + t[2:] if t.startswith("I-") and (i == 0 or gt[i - 1][2:] != t[2:]) else t
+            for i, t in enumerate(gt)
+        ]
         pt = _random_tags(rng, n, types) if rng.random() < 0.5 else list(gt)
         if rng.random() < 0.3:
             pt = [t if rng.random() < 0.8 else "O" for t in pt]
@@ -408,8 +471,11 @@ def test_agrees_with_seqeval_strict_iob2(vehicles, typed):
         y_true.append(gt)
         y_pred.append(pt)
     kw = dict(mode="strict", scheme=IOB2)
-    ref = (precision_score(y_true, y_pred, **kw), recall_score(y_true, y_pred, **kw),
-           f1_score(y_true, y_pred, **kw))
+    ref = (
+        precision_score(y_true, y_pred, **kw),
+        recall_score(y_true, y_pred, **kw),
+        f1_score(y_true, y_pred, **kw),
+    )
     if typed:  # the tag type is the ontology id: span and id must match = strong_all_match
         recs = bio_records(sents, type_is_id=True)
         v = vals(score_linking(vehicles, recs, allow_overlapping_gold=False))
@@ -423,14 +489,23 @@ def test_agrees_with_seqeval_strict_iob2(vehicles, typed):
 
 def test_iob2_spans_strict():
     assert iob2_spans(["B-X", "I-X", "I-Y", "O", "I-X", "B-X", "B-X", "I-X"]) == [
-        ("X", 0, 2), ("X", 5, 6), ("X", 6, 8)]
+        ("X", 0, 2),
+        ("X", 5, 6),
+        ("X", 6, 8),
+    ]
     with pytest.raises(InputError):
         iob2_spans(["B-X", "E-X"])
 
 
 def test_slice_values_that_are_lists_stay_one_column(kb):
-    recs = [{"id": f"r{k}", "slices": {"tags": ["a", "b"], "lang": "en"},
-             "mentions": {"gold": [m(0, 2, "E1")], "pred": [m(0, 2, "E1")]}} for k in range(2)]
+    recs = [
+        {
+            "id": f"r{k}",
+            "slices": {"tags": ["a", "b"], "lang": "en"},
+            "mentions": {"gold": [m(0, 2, "E1")], "pred": [m(0, 2, "E1")]},
+        }
+        for k in range(2)
+    ]
     ev = score_linking(kb, recs)
     # one column; its value is the slice's text, as in every family (records.slice_text)
     assert ev.keys["slice:tags"].shape == (2,) and ev.keys["slice:tags"][0] == '["a", "b"]'
@@ -453,13 +528,16 @@ def test_macro_over_records_agrees_with_neleval_by_doc(kb, tmp_path, seed):
     from neleval.evaluate import Evaluate
     from neleval.utils import utf8_open
 
-    recs = [r for r in _random_records(seed, n_docs=60)
-            if r["mentions"]["gold"] and r["mentions"]["pred"]]
+    recs = [r for r in _random_records(seed, n_docs=60) if r["mentions"]["gold"] and r["mentions"]["pred"]]
     (tmp_path / "g.tsv").write_text(to_neleval(recs, "gold"))
     (tmp_path / "s.tsv").write_text(to_neleval(recs, "pred"))
-    ev = Evaluate(list(Reader(utf8_open(str(tmp_path / "s.tsv")))),
-                  list(Reader(utf8_open(str(tmp_path / "g.tsv")))),
-                  measures=["strong_all_match"], fmt="none", group_by=["docid"])
+    ev = Evaluate(
+        list(Reader(utf8_open(str(tmp_path / "s.tsv")))),
+        list(Reader(utf8_open(str(tmp_path / "g.tsv")))),
+        measures=["strong_all_match"],
+        fmt="none",
+        group_by=["docid"],
+    )
     ref = ev()["strong_all_match;docid=<macro>"]
     ours = vals(score_linking(kb, recs))
     assert ours["linking_macro_precision"] == pytest.approx(ref["precision"])

@@ -41,8 +41,17 @@ def med():
     b.add_node("D:7", label="cold", status="deprecated")
     b.add_node("D:8", label="common cold", synonyms=["cold"])
     b.add_node("D:9", label="lung", synonyms=["L"])
-    for c, p in [("D:1", "D:0"), ("D:2", "D:1"), ("D:3", "D:1"), ("D:4", "D:0"), ("D:5", "D:4"),
-                 ("D:6", "D:4"), ("D:7", "D:0"), ("D:8", "D:0"), ("D:9", "D:0")]:
+    for c, p in [
+        ("D:1", "D:0"),
+        ("D:2", "D:1"),
+        ("D:3", "D:1"),
+        ("D:4", "D:0"),
+        ("D:5", "D:4"),
+        ("D:6", "D:4"),
+        ("D:7", "D:0"),
+        ("D:8", "D:0"),
+        ("D:9", "D:0"),
+    ]:
         b.add_edge(c, p)
     return b.build()
 
@@ -59,7 +68,7 @@ def test_dictionary_find_longest_first_with_offsets(med):
     d = DictionaryLinker(med)
     text = "Is LUNG-cancer worse than a heart attack, or lung?"
     links = d.find(text)
-    assert [(text[lk.start:lk.end], lk.id, lk.score) for lk in links] == [
+    assert [(text[lk.start : lk.end], lk.id, lk.score) for lk in links] == [
         ("LUNG-cancer", "D:2", 1.0),  # longest match beats "lung"
         ("heart attack", "D:5", 0.9),  # synonym
         ("lung", "D:9", 1.0),
@@ -123,8 +132,25 @@ def test_filter_spans_rule_matches_spacy():
 @pytest.mark.slow
 def test_spacy_backend_agrees_with_pure_python(med):
     pytest.importorskip("spacy")
-    forms = ["lung", "cancer", "lung cancer", "heart", "attack", "heart attack", "MI", "cold",
-             "common", "common cold", "Hodgkin's", "lymphoma", "disease", "the", "of", "-", ","]
+    forms = [
+        "lung",
+        "cancer",
+        "lung cancer",
+        "heart",
+        "attack",
+        "heart attack",
+        "MI",
+        "cold",
+        "common",
+        "common cold",
+        "Hodgkin's",
+        "lymphoma",
+        "disease",
+        "the",
+        "of",
+        "-",
+        ",",
+    ]
     rng = random.Random(7)
     texts = [" ".join(rng.choice(forms) for _ in range(rng.randint(0, 12))) for _ in range(300)]
     for amb in ("abstain", "first", "lca"):
@@ -156,11 +182,20 @@ def test_spacy_backend_import_guard(med, monkeypatch):
 @pytest.fixture(scope="module")
 def doid():
     b = OntologyBuilder("doid-mini")
-    for i, lab in [("DOID:4", "disease"), ("DOID:162", "cancer"), ("DOID:1324", "lung cancer"),
-                   ("DOID:0060058", "lymphoma"), ("DOID:8567", "Hodgkin's lymphoma")]:
+    for i, lab in [
+        ("DOID:4", "disease"),
+        ("DOID:162", "cancer"),
+        ("DOID:1324", "lung cancer"),
+        ("DOID:0060058", "lymphoma"),
+        ("DOID:8567", "Hodgkin's lymphoma"),
+    ]:
         b.add_node(i, label=lab)
-    for c, p in [("DOID:162", "DOID:4"), ("DOID:1324", "DOID:162"), ("DOID:0060058", "DOID:162"),
-                 ("DOID:8567", "DOID:0060058")]:
+    for c, p in [
+        ("DOID:162", "DOID:4"),
+        ("DOID:1324", "DOID:162"),
+        ("DOID:0060058", "DOID:162"),
+        ("DOID:8567", "DOID:0060058"),
+    ]:
         b.add_edge(c, p)
     return b.build()
 
@@ -178,8 +213,11 @@ def test_refined_adapter_on_recorded_output(doid, fixtures_dir):
         {"start": 84, "end": 90, "id": None, "qid": "Q100", "score": 0.97, "type": "GPE"},  # not in DO
     ]
     assert [m["start"] for m in RefinedAdapter(xref, unmapped="drop").convert(rec["spans"])] == [14, 30, 69]
-    gold = [{"start": 14, "end": 25, "id": "DOID:1324"}, {"start": 30, "end": 48, "id": "DOID:0060058"},
-            {"start": 84, "end": 90, "id": None}]
+    gold = [
+        {"start": 14, "end": 25, "id": "DOID:1324"},
+        {"start": 30, "end": 48, "id": "DOID:0060058"},
+        {"start": 84, "end": 90, "id": None},
+    ]
     ev = score_linking(doid, [{"id": "r", "text": rec["text"], "mentions": {"gold": gold, "pred": pred}}])
     v = {k: m.value for k, m in ev.metrics().items()}
     assert v["mention_precision"] == 0.75 and v["mention_recall"] == 1.0
@@ -202,9 +240,12 @@ def test_refined_adapter_objects_ambiguity_and_errors(doid):
     assert span_qid(Span(0, 1, "Q-1")) is None
     ad = RefinedAdapter({"Q1": ["DOID:162", "DOID:4"]})
     assert ad.convert([Span(0, 4, "Q1")]) == [
-        {"start": 0, "end": 4, "id": None, "qid": "Q1", "candidates": ["DOID:162", "DOID:4"]}]
-    assert RefinedAdapter({"Q1": ["DOID:162", "DOID:4"]}, ambiguous="first").convert(
-        [Span(0, 4, "Q1")])[0]["id"] == "DOID:162"
+        {"start": 0, "end": 4, "id": None, "qid": "Q1", "candidates": ["DOID:162", "DOID:4"]}
+    ]
+    assert (
+        RefinedAdapter({"Q1": ["DOID:162", "DOID:4"]}, ambiguous="first").convert([Span(0, 4, "Q1")])[0]["id"]
+        == "DOID:162"
+    )
     with pytest.raises(InputError, match="does not match"):
         ad.convert([Span(0, 4, "Q1", text="abcd")], text="xxxx")
     with pytest.raises(InputError, match="ln > 0"):
@@ -236,8 +277,10 @@ def test_spacy_doc_and_docbin_import(med, tmp_path):
     gold.ents = [Span(gold, 0, 2, label="DIS", kb_id="D:2"), Span(gold, 4, 6, label="DIS", kb_id="NIL")]
     pred = nlp("Lung cancer and a heart attack today")
     pred.ents = [Span(pred, 0, 2, label="DIS", kb_id="D:1"), Span(pred, 4, 6, label="DIS", kb_id="D:5")]
-    assert spacy_mentions(gold) == [{"start": 0, "end": 11, "id": "D:2", "type": "DIS"},
-                                    {"start": 18, "end": 30, "id": None, "type": "DIS"}]
+    assert spacy_mentions(gold) == [
+        {"start": 0, "end": 11, "id": "D:2", "type": "DIS"},
+        {"start": 18, "end": 30, "id": None, "type": "DIS"},
+    ]
     DocBin(docs=[gold], store_user_data=True).to_disk(tmp_path / "g.spacy")
     DocBin(docs=[pred], store_user_data=True).to_disk(tmp_path / "p.spacy")
     recs = docbin_records(tmp_path / "g.spacy", tmp_path / "p.spacy", ids=["s1"])

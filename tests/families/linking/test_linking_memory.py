@@ -83,12 +83,23 @@ def test_linking_columns_share_objects_and_equal_the_plain_values(tmp_path):
     ids = [i for i in o.ids if i != o.ids[0]][:3]
     lines = []
     for r in range(6):
-        gold = [{"start": 1000 + 20 * j, "end": 1010 + 20 * j, "id": ids[j], "type": "vehicle"} for j in range(2)]
-        pred = [{"start": 1000 + 20 * j, "end": 1010 + 20 * j, "id": ids[(j + r) % 3], "score": 0.75}
-                for j in range(2)]
+        gold = [
+            {"start": 1000 + 20 * j, "end": 1010 + 20 * j, "id": ids[j], "type": "vehicle"} for j in range(2)
+        ]
+        pred = [
+            {"start": 1000 + 20 * j, "end": 1010 + 20 * j, "id": ids[(j + r) % 3], "score": 0.75}
+            for j in range(2)
+        ]
         pred.append({"start": 1500, "end": 1504, "id": None, "score": -0.0 if r == 5 else 0.125})
-        lines.append(json.dumps({"id": f"r{r}", "mentions": {"gold": gold, "pred": pred},
-                                 "slices": {"split": "train" if r % 2 else "test"}}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"r{r}",
+                    "mentions": {"gold": gold, "pred": pred},
+                    "slices": {"split": "train" if r % 2 else "test"},
+                }
+            )
+        )
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(lines) + "\n")
     recs = read_records(path)
@@ -130,13 +141,23 @@ def test_eighth_unknown_id_keeps_its_name():
     from kg_rageval.ontology import load_ontology
 
     o = load_ontology(FIXTURES / "linking/vehicles.tsv")
-    recs = [{"id": f"r{i}", "mentions": {"gold": [{"start": 0, "end": 3, "id": o.ids[1]}],
-                                         "pred": [{"start": 0, "end": 3, "id": f"X:{i}"}]}} for i in range(10)]
+    recs = [
+        {
+            "id": f"r{i}",
+            "mentions": {
+                "gold": [{"start": 0, "end": 3, "id": o.ids[1]}],
+                "pred": [{"start": 0, "end": 3, "id": f"X:{i}"}],
+            },
+        }
+        for i in range(10)
+    ]
     recs.append({"id": "r10", "mentions": {"gold": [{"start": 0, "end": 3, "id": o.ids[1]}], "pred": []}})
     ev = score_linking(o, recs)
     assert ev.keys["pred_node"].tolist() == [f"X:{i}" for i in range(10)] + [None]
     assert ev.keys["gold_node"].tolist() == [o.ids[1]] * 11
-    assert ev.stats["unknown_ids"].sum() == 10 and ev.meta["unknown_ids"] == sorted(f"X:{i}" for i in range(10))
+    assert ev.stats["unknown_ids"].sum() == 10 and ev.meta["unknown_ids"] == sorted(
+        f"X:{i}" for i in range(10)
+    )
 
 
 def test_family_chunk_size_is_the_streaming_default(tmp_path, monkeypatch):
@@ -144,8 +165,8 @@ def test_family_chunk_size_is_the_streaming_default(tmp_path, monkeypatch):
     time (linking: 32,768); a given one wins; the result is the same."""
     import dataclasses
 
-    from kg_rageval.scoring import BoundScorer, get_scorer
     from kg_rageval.ontology import load_ontology
+    from kg_rageval.scoring import BoundScorer, get_scorer
 
     assert get_scorer("linking").chunk_size == 32_768
     o = load_ontology(FIXTURES / "linking/vehicles.tsv")

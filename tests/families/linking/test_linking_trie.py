@@ -62,8 +62,15 @@ def _assert_same(onto, texts, **kw):
     return sum(map(len, expected))
 
 
-BUNDLED = ["ontology/mini_attack.json", "ontology/mini.obo", "ontology/animals.ttl", "ontology/aliases.obo",
-           "ontology/do_rare_slim_shape.obo", "ontology/ics_attack_deprecated.json", "ontology/skos.ttl"]
+BUNDLED = [
+    "ontology/mini_attack.json",
+    "ontology/mini.obo",
+    "ontology/animals.ttl",
+    "ontology/aliases.obo",
+    "ontology/do_rare_slim_shape.obo",
+    "ontology/ics_attack_deprecated.json",
+    "ontology/skos.ttl",
+]
 
 
 @pytest.mark.parametrize("path", BUNDLED)
@@ -78,7 +85,9 @@ def test_trie_equals_reference_on_bundled_ontologies(path):
 
 @pytest.mark.slow
 @pytest.mark.shared_data
-@pytest.mark.parametrize("path", ["attack/enterprise-attack-techniques-18.1.json.gz", "doid/DO_cancer_slim.obo"])
+@pytest.mark.parametrize(
+    "path", ["attack/enterprise-attack-techniques-18.1.json.gz", "doid/DO_cancer_slim.obo"]
+)
 def test_trie_equals_reference_on_real_ontologies(shared_data, path):
     onto = load_ontology(shared_data / path)
     assert _assert_same(onto, _texts(onto, 1500, seed=3), include_ids=True) > 1500
@@ -100,8 +109,12 @@ def _generated(n: int, seed: int = 0):
         w = rng.choices(vocab, k=rng.choice([1, 1, 2, 2, 3, 4, 6]))
         label = " ".join(w)
         label = rng.choice([label, label.upper(), label.title(), label.replace(" ", "-"), label + "."])
-        b.add_node(f"G:{i}", label=label, synonyms=["-".join(reversed(w))],
-                   status=rng.choice(["active"] * 8 + ["deprecated", "revoked"]))
+        b.add_node(
+            f"G:{i}",
+            label=label,
+            synonyms=["-".join(reversed(w))],
+            status=rng.choice(["active"] * 8 + ["deprecated", "revoked"]),
+        )
         b.add_edge(f"G:{i}", f"G:{(i - 1) // 5}")
     return b.build(), vocab
 
@@ -109,8 +122,10 @@ def _generated(n: int, seed: int = 0):
 def _generated_texts(vocab, n, seed):
     rng = random.Random(seed)
     seps = [" ", "  ", "-", ", ", " (", ") ", "_", "\t", "/"]
-    return ["".join(w + rng.choice(seps) for w in rng.choices(vocab + NOISE, k=rng.randint(0, 14)))
-            for _ in range(n)]
+    return [
+        "".join(w + rng.choice(seps) for w in rng.choices(vocab + NOISE, k=rng.randint(0, 14)))
+        for _ in range(n)
+    ]
 
 
 @pytest.mark.slow
@@ -180,17 +195,33 @@ def test_single_text_walk_worked_example():
     tokens are folded and keep their offsets in the original text."""
     b = OntologyBuilder("t")
     b.add_node("R", label="root")
-    for node, label in [("A", "cat"), ("B", "cat food"), ("C", "food bowl"), ("D", "bowl"),
-                        ("E", "big cat food"), ("F", "crème brûlée")]:
+    for node, label in [
+        ("A", "cat"),
+        ("B", "cat food"),
+        ("C", "food bowl"),
+        ("D", "bowl"),
+        ("E", "big cat food"),
+        ("F", "crème brûlée"),
+    ]:
         b.add_node(node, label=label)
         b.add_edge(node, "R")
     d = DictionaryLinker(b.build())
-    assert d.find("cat food bowl") == [Link(0, 8, "B", 1.0, "cat food", ("B",)), Link(9, 13, "D", 1.0, "bowl", ("D",))]
-    assert d.find("a big cat food bowl") == [Link(2, 14, "E", 1.0, "big cat food", ("E",)),
-                                             Link(15, 19, "D", 1.0, "bowl", ("D",))]
-    assert d.find("food bowl, cat") == [Link(0, 9, "C", 1.0, "food bowl", ("C",)), Link(11, 14, "A", 1.0, "cat", ("A",))]
-    assert d.find("« CRÈME-Brûlée » cat") == [Link(2, 14, "F", 1.0, "CRÈME-Brûlée", ("F",)),
-                                              Link(17, 20, "A", 1.0, "cat", ("A",))]
+    assert d.find("cat food bowl") == [
+        Link(0, 8, "B", 1.0, "cat food", ("B",)),
+        Link(9, 13, "D", 1.0, "bowl", ("D",)),
+    ]
+    assert d.find("a big cat food bowl") == [
+        Link(2, 14, "E", 1.0, "big cat food", ("E",)),
+        Link(15, 19, "D", 1.0, "bowl", ("D",)),
+    ]
+    assert d.find("food bowl, cat") == [
+        Link(0, 9, "C", 1.0, "food bowl", ("C",)),
+        Link(11, 14, "A", 1.0, "cat", ("A",)),
+    ]
+    assert d.find("« CRÈME-Brûlée » cat") == [
+        Link(2, 14, "F", 1.0, "CRÈME-Brûlée", ("F",)),
+        Link(17, 20, "A", 1.0, "cat", ("A",)),
+    ]
     assert d.find("concatenate") == [] == d.find("") == d.find("  ?")
 
 
@@ -200,15 +231,31 @@ def test_single_text_walk_separator_runs_and_overlapping_longer_matches():
     general overlap path (the earlier start wins, a one-token match outside it is kept)."""
     b = OntologyBuilder("t")
     b.add_node("R", label="root")
-    for node, label in [("A", "cat"), ("B", "cat food"), ("C", "food bowl"), ("D", "bowl"), ("F", "crème brûlée")]:
+    for node, label in [
+        ("A", "cat"),
+        ("B", "cat food"),
+        ("C", "food bowl"),
+        ("D", "bowl"),
+        ("F", "crème brûlée"),
+    ]:
         b.add_node(node, label=label)
         b.add_edge(node, "R")
     d = DictionaryLinker(b.build())
-    texts = ["  Cat,, food--bowl  !", "\u00ab \ufb01  CR\u00c8ME--br\u00fbl\u00e9e \u00bbcat", "cat food bowl", "x  cat"]
-    want = [[Link(2, 12, "B", 1.0, "Cat,, food", ("B",)), Link(14, 18, "D", 1.0, "bowl", ("D",))],
-            [Link(5, 18, "F", 1.0, "CR\u00c8ME--br\u00fbl\u00e9e", ("F",)), Link(20, 23, "A", 1.0, "cat", ("A",))],
-            [Link(0, 8, "B", 1.0, "cat food", ("B",)), Link(9, 13, "D", 1.0, "bowl", ("D",))],
-            [Link(3, 6, "A", 1.0, "cat", ("A",))]]
+    texts = [
+        "  Cat,, food--bowl  !",
+        "\u00ab \ufb01  CR\u00c8ME--br\u00fbl\u00e9e \u00bbcat",
+        "cat food bowl",
+        "x  cat",
+    ]
+    want = [
+        [Link(2, 12, "B", 1.0, "Cat,, food", ("B",)), Link(14, 18, "D", 1.0, "bowl", ("D",))],
+        [
+            Link(5, 18, "F", 1.0, "CR\u00c8ME--br\u00fbl\u00e9e", ("F",)),
+            Link(20, 23, "A", 1.0, "cat", ("A",)),
+        ],
+        [Link(0, 8, "B", 1.0, "cat food", ("B",)), Link(9, 13, "D", 1.0, "bowl", ("D",))],
+        [Link(3, 6, "A", 1.0, "cat", ("A",))],
+    ]
     assert [d.find(t) for t in texts] == want == d.find_many(texts * 3)[:4]
     assert [d.predict(t) for t in texts] == [[lk.to_mention() for lk in ls] for ls in want]
     assert DictionaryLinker(b.build(), backend="python").find_many(texts) == want
@@ -276,8 +323,9 @@ def test_hash_table_lookup():
     present = dict(zip(keys.tolist(), values.tolist()))
     expected = np.array([present.get(k, -1) for k in probe.tolist()])
     assert np.array_equal(t.get(probe), expected)
-    assert np.array_equal(_HashTable(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).get(keys[:3]),
-                          [-1, -1, -1])
+    assert np.array_equal(
+        _HashTable(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).get(keys[:3]), [-1, -1, -1]
+    )
 
 
 def test_greedy_same_length_equals_sequential_greedy():
@@ -285,7 +333,7 @@ def test_greedy_same_length_equals_sequential_greedy():
     for _ in range(500):
         length = rng.randint(1, 4)
         a = np.array(sorted(rng.sample(range(40), rng.randint(1, 25))))
-        kept, last = [], -10**9
+        kept, last = [], -(10**9)
         for x in a.tolist():
             if x >= last + length:
                 kept.append(x)

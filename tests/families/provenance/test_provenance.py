@@ -57,12 +57,22 @@ def test_stable_source_ids():
 
 def test_claim_citations_rules(records):
     by = {r["id"]: r for r in records}
-    assert claim_citations(by["p1"]) == [("A sedan is a car [1].", ["doc-1"]), ("It has a closed body [1].", ["doc-1"])]
+    assert claim_citations(by["p1"]) == [
+        ("A sedan is a car [1].", ["doc-1"]),
+        ("It has a closed body [1].", ["doc-1"]),
+    ]
     assert claim_citations(by["p2"]) == [("A hatchback is a car.", ["doc-2"]), ("It has a boot.", [])]
     assert claim_citations({"id": "x", "answer": {"text": "No markers.", "citations": ["doc-1"]}}) is None
     # several ids in one bracket; unknown markers are ignored
-    r = {"id": "y", "answer": {"text": "A [doc-1, doc-2]. B [3]. C [doc-7].", "citations": ["doc-1", "doc-2"]}}
-    assert claim_citations(r) == [("A [doc-1, doc-2].", ["doc-1", "doc-2"]), ("B [3].", []), ("C [doc-7].", [])]
+    r = {
+        "id": "y",
+        "answer": {"text": "A [doc-1, doc-2]. B [3]. C [doc-7].", "citations": ["doc-1", "doc-2"]},
+    }
+    assert claim_citations(r) == [
+        ("A [doc-1, doc-2].", ["doc-1", "doc-2"]),
+        ("B [3].", []),
+        ("C [doc-7].", []),
+    ]
 
 
 def test_citation_completeness_precision_recall(records):
@@ -77,7 +87,9 @@ def test_citation_completeness_precision_recall(records):
 
 
 def test_answer_level_citations_leave_completeness_unscored():
-    ev = score_citations([{"id": "a", "answer": {"text": "One. Two.", "citations": ["d"]}, "retrieval": {"gold": ["d"]}}])
+    ev = score_citations(
+        [{"id": "a", "answer": {"text": "One. Two.", "citations": ["d"]}, "retrieval": {"gold": ["d"]}}]
+    )
     m = ev.metrics()
     assert m["citation_completeness"].value is None  # never a reassuring 1.0
     assert m["citation_precision"].value == 1.0
@@ -152,16 +164,38 @@ def test_empty_corpus_is_bad_input_not_zero_depth(tmp_path):
         read_corpus(p)
     from kg_rageval.cli.main import main
 
-    code = main(["score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
-                 "--corpus", str(p)])
+    code = main(
+        [
+            "score",
+            "provenance",
+            "-O",
+            str(FIX / "vehicles.csv"),
+            "-d",
+            str(FIX / "prov_records.jsonl"),
+            "--corpus",
+            str(p),
+        ]
+    )
     assert code == 2
 
 
 def test_cli_prov_out_in_missing_folder_exits_2(tmp_path, capsys):
     from kg_rageval.cli.main import main
 
-    code = main(["score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
-                 "--corpus", str(FIX / "corpus.jsonl"), "--prov-out", str(tmp_path / "no" / "trail.ttl")])
+    code = main(
+        [
+            "score",
+            "provenance",
+            "-O",
+            str(FIX / "vehicles.csv"),
+            "-d",
+            str(FIX / "prov_records.jsonl"),
+            "--corpus",
+            str(FIX / "corpus.jsonl"),
+            "--prov-out",
+            str(tmp_path / "no" / "trail.ttl"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and "trail.ttl" in err and "Traceback" not in err
 
@@ -207,10 +241,28 @@ def test_cli_score_provenance_json(tmp_path):
     from kg_rageval.cli.main import cli
 
     trail = tmp_path / "trail.ttl"
-    res = CliRunner().invoke(cli, [
-        "score", "provenance", "-O", str(FIX / "vehicles.csv"), "-d", str(FIX / "prov_records.jsonl"),
-        "--corpus", str(FIX / "corpus.jsonl"), "--repeat", str(FIX / "prov_repeat.jsonl"),
-        "--manifest", str(FIX / "manifest.json"), "--prov-out", str(trail), "--format", "json", "--rows"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "score",
+            "provenance",
+            "-O",
+            str(FIX / "vehicles.csv"),
+            "-d",
+            str(FIX / "prov_records.jsonl"),
+            "--corpus",
+            str(FIX / "corpus.jsonl"),
+            "--repeat",
+            str(FIX / "prov_repeat.jsonl"),
+            "--manifest",
+            str(FIX / "manifest.json"),
+            "--prov-out",
+            str(trail),
+            "--format",
+            "json",
+            "--rows",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     m = out["metrics"]
@@ -227,8 +279,10 @@ def test_uncited_answers_count_as_zero_and_fail_the_gate():
     """Issue #19: 12 of 14 answers cite nothing; completeness is 2/14, not 1/1 — the gate fails."""
     from kg_rageval.audit.gates import evaluate_gates, parse_gate
 
-    recs = [{"id": f"c{i}", "answer": {"text": "Sepsis is an infection [1].", "citations": ["doc-1"]}}
-            for i in range(2)]
+    recs = [
+        {"id": f"c{i}", "answer": {"text": "Sepsis is an infection [1].", "citations": ["doc-1"]}}
+        for i in range(2)
+    ]
     recs += [{"id": f"u{i}", "answer": {"text": "Sepsis is an infection."}} for i in range(12)]
     recs.append({"id": "r", "answer": {"text": "I cannot answer.", "refused": True}})
     ev = score_citations(recs)
@@ -250,9 +304,15 @@ def test_uncited_answers_count_as_zero_and_fail_the_gate():
 def _trail_cases(records, manifest):
     extra = [
         {"id": "u", "answer": {"text": "No citation."}},
-        {"id": "q\"x\\y\nz é", "answer": {"text": 'quote " back \\ tab\t newline\n done', "citations": ["doc-1"]}},
+        {
+            "id": 'q"x\\y\nz é',
+            "answer": {"text": 'quote " back \\ tab\t newline\n done', "citations": ["doc-1"]},
+        },
         {"id": "r2", "answer": {"text": "", "refused": True, "citations": ["doc-2", "doc-unknown"]}},
-        {"id": "a b/c?", "answer": {"citations": ["doc 1/x"], "claims": [{"text": "c", "citations": ["doc-4"]}]}},
+        {
+            "id": "a b/c?",
+            "answer": {"citations": ["doc 1/x"], "claims": [{"text": "c", "citations": ["doc-4"]}]},
+        },
     ]
     no_seed = {k: v for k, v in manifest.items() if k not in ("seed", "decoding")}
     yield "conforming", [r for r in records if r["id"] in ("p1", "p4")], manifest
@@ -264,9 +324,15 @@ def _trail_cases(records, manifest):
     yield "version not text", records, {**manifest, "model": {"name": "m", "version": 3}}
     yield "good time", records[:2], {**manifest, "started_at": "2026-01-02T03:04:05+01:00"}
     # one record id twice: the graph merges the two answers (one uncited, one citing doc-1)
-    yield "repeated id", [{"id": "d", "answer": {"text": "x"}}, {"id": "d", "answer": {"text": "y [1]",
-                                                                                      "citations": ["doc-1"]}},
-                          {"id": "d", "answer": {"text": "z", "refused": True}}], manifest
+    yield (
+        "repeated id",
+        [
+            {"id": "d", "answer": {"text": "x"}},
+            {"id": "d", "answer": {"text": "y [1]", "citations": ["doc-1"]}},
+            {"id": "d", "answer": {"text": "z", "refused": True}},
+        ],
+        manifest,
+    )
 
 
 def test_turtle_is_the_exported_graph(records, corpus, manifest):
@@ -274,7 +340,9 @@ def test_turtle_is_the_exported_graph(records, corpus, manifest):
 
     for name, recs, man in _trail_cases(records, manifest):
         want = export_prov(recs, manifest=man, corpus=corpus)
-        got = Graph().parse(data=trail_turtle(build_trail(recs, manifest=man, corpus=corpus)), format="turtle")
+        got = Graph().parse(
+            data=trail_turtle(build_trail(recs, manifest=man, corpus=corpus)), format="turtle"
+        )
         assert set(got) == set(want), name
         assert len(build_trail(recs, manifest=man, corpus=corpus)) == len(want), name
 
@@ -299,7 +367,12 @@ def test_trail_family_rows_follow_the_check(records, corpus, manifest):
     ev = score_trail(records, manifest=manifest, corpus=corpus)
     ids, stats = ev.per_record_stats()
     # p1 and p4 conform; p2 cites a hash-sourced doc, p3 one without source id and one absent
-    assert dict(zip(ids.tolist(), stats["traceable"].tolist())) == {"p1": 1.0, "p2": 0.0, "p3": 0.0, "p4": 1.0}
+    assert dict(zip(ids.tolist(), stats["traceable"].tolist())) == {
+        "p1": 1.0,
+        "p2": 0.0,
+        "p3": 0.0,
+        "p4": 1.0,
+    }
     assert ev.meta["violations"] == 3 and not ev.meta["conforms"]
 
 
@@ -324,8 +397,20 @@ def test_shape_table_is_the_bundled_shape():
             neg = g.value(ps, sh["not"])
             if neg is not None:
                 d["notPattern"] = str(g.value(neg, sh.pattern))
-            assert set(g.predicates(ps)) <= {sh[k] for k in ("path", "hasValue", "minCount", "maxCount", "datatype",
-                                                            "class", "minLength", "message", "not")}
+            assert set(g.predicates(ps)) <= {
+                sh[k]
+                for k in (
+                    "path",
+                    "hasValue",
+                    "minCount",
+                    "maxCount",
+                    "datatype",
+                    "class",
+                    "minLength",
+                    "message",
+                    "not",
+                )
+            }
             props.append(d)
         parsed[cls] = sorted(props, key=lambda d: d["path"])
     want = {c: sorted(ps, key=lambda d: d["path"]) for c, ps in SHAPES.items()}

@@ -15,8 +15,17 @@ def _run(capsys, *args):
 
 def test_cli_json_seed_metrics(fixtures_dir, capsys):
     d = fixtures_dir / "retrieval"
-    code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(d / "seed_metrics.jsonl"),
-                        "--k", "5", "--format", "json")
+    code, out, _ = _run(
+        capsys,
+        "--ontology",
+        str(d / "attack-mini.tsv"),
+        "--data",
+        str(d / "seed_metrics.jsonl"),
+        "--k",
+        "5",
+        "--format",
+        "json",
+    )
     assert code == 0
     p = json.loads(out)
     assert round(p["metrics"]["retrieval.recall@5"]["value"], 3) == 0.750
@@ -26,15 +35,23 @@ def test_cli_json_seed_metrics(fixtures_dir, capsys):
 
 def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
     d = fixtures_dir / "retrieval"
-    args = ["--ontology", str(d / "attack-mini.tsv"), "--data", str(d / "category_records.jsonl"),
-            "--corpus", str(d / "category_corpus.jsonl")]
+    args = [
+        "--ontology",
+        str(d / "attack-mini.tsv"),
+        "--data",
+        str(d / "category_records.jsonl"),
+        "--corpus",
+        str(d / "category_corpus.jsonl"),
+    ]
     code, out, _ = _run(capsys, *args, "--format", "json")
     assert code == 0
     p = json.loads(out)
     assert p["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] == 0.5
     assert p["rollup"]["T1562"]["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] == 1.0
     assert p["breakdowns"]["slice:intent"]["lookup"]["n"] == 4
-    assert p["category_diagnosis"]["sentences"][0].startswith("67% of false exclusions (2/3) come from sibling")
+    assert p["category_diagnosis"]["sentences"][0].startswith(
+        "67% of false exclusions (2/3) come from sibling"
+    )
     code, out, _ = _run(capsys, *args)
     assert code == 0 and "filter_false_exclusion_rate" in out and "under T1562 (Impair Defenses)" in out
 
@@ -45,8 +62,9 @@ def test_cli_bad_input_exit_2(fixtures_dir, tmp_path, capsys):
     bad.write_text('{"id": "x", "retrieval": {"gold": ["a"], "run": ["b", "b"]}}\n')
     code, _, err = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(bad))
     assert code == 2 and "'b' more than once" in err
-    code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(bad), "--dedupe",
-                        "--format", "json")
+    code, out, _ = _run(
+        capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(bad), "--dedupe", "--format", "json"
+    )
     assert code == 0 and json.loads(out)["metrics"]["retrieval.n_duplicates_removed"]["value"] == 1
 
 
@@ -54,8 +72,16 @@ def test_cli_rollup_bounded_equals_full_on_kept_nodes(fixtures_dir, capsys):
     """``--rollup-depth`` keeps the nodes down to that depth (plus ``--rollup-node``), each with
     the same numbers as the full roll-up (``--rollup-depth`` large enough for every node)."""
     d = fixtures_dir / "retrieval"
-    args = ["--ontology", str(d / "attack-mini.tsv"), "--data", str(d / "category_records.jsonl"),
-            "--corpus", str(d / "category_corpus.jsonl"), "--format", "json"]
+    args = [
+        "--ontology",
+        str(d / "attack-mini.tsv"),
+        "--data",
+        str(d / "category_records.jsonl"),
+        "--corpus",
+        str(d / "category_corpus.jsonl"),
+        "--format",
+        "json",
+    ]
     full = json.loads(_run(capsys, *args, "--rollup-depth", "99")[1])["rollup"]
     deep = {n: g for n, g in full.items() if g["depth"] >= 1}
     assert deep and len(full) > len(deep)
@@ -78,8 +104,20 @@ def test_cli_streams_records_and_counts_every_record(fixtures_dir, tmp_path, cap
     data.write_text((d / "seed_metrics.jsonl").read_text() + '{"id": "no-retrieval", "query": "q"}\n')
     outs = []
     for size in ("1", "2", "65536"):
-        code, out, _ = _run(capsys, "--ontology", str(d / "attack-mini.tsv"), "--data", str(data), "--k", "5",
-                            "--chunk-size", size, "--rows", "--format", "json")
+        code, out, _ = _run(
+            capsys,
+            "--ontology",
+            str(d / "attack-mini.tsv"),
+            "--data",
+            str(data),
+            "--k",
+            "5",
+            "--chunk-size",
+            size,
+            "--rows",
+            "--format",
+            "json",
+        )
         assert code == 0
         outs.append(json.loads(out))
     assert outs[0] == outs[1] == outs[2]

@@ -39,8 +39,9 @@ def test_a_run_read_without_numba_keeps_its_documents(core_install, run_name):
     lines = [ln.split() for ln in (TREC / "results.test").read_text().splitlines() if ln.strip()]
     if run_name == "results.test":
         assert run.qids == sorted({ln[0] for ln in lines}, key=[ln[0] for ln in lines].index)
-        assert {run.vocab.strings[int(d)] for d in run.docs[run.ptr[0]:run.ptr[1]]} == \
-            {ln[2] for ln in lines if ln[0] == first}
+        assert {run.vocab.strings[int(d)] for d in run.docs[run.ptr[0] : run.ptr[1]]} == {
+            ln[2] for ln in lines if ln[0] == first
+        }
 
 
 def _cli_json(capsys, *args: str) -> dict:
@@ -58,13 +59,22 @@ def _strip_seconds(x):
 
 def test_score_retrieval_and_compare_equal_the_fast_paths(capsys, monkeypatch):
     score = ["score", "retrieval", "--qrels", str(TREC / "qrels.test"), "--run", str(TREC / "results.test")]
-    cmp = ["compare", "--qrels", str(TREC / "qrels.test"), "--run", str(TREC / "results.test"),
-           "--run", str(TREC / "results.trunc")]
+    cmp = [
+        "compare",
+        "--qrels",
+        str(TREC / "qrels.test"),
+        "--run",
+        str(TREC / "results.test"),
+        "--run",
+        str(TREC / "results.trunc"),
+    ]
     fast = [_cli_json(capsys, *score), _cli_json(capsys, *cmp)]
     monkeypatch.setattr(_kernels, "HAVE_NUMBA", False)
     monkeypatch.setattr(runs_mod, "factorize", lambda ids: None)
     core = [_cli_json(capsys, *score), _cli_json(capsys, *cmp)]
     assert _strip_seconds(core) == _strip_seconds(fast)
-    values = core[0]["runs"][0]["values"]  # trec_eval's own output for this pair (fixtures/trec_eval/out.test)
+    values = core[0]["runs"][0][
+        "values"
+    ]  # trec_eval's own output for this pair (fixtures/trec_eval/out.test)
     assert (round(values["AP"], 4), round(values["RR"], 4), round(values["P@10"], 4)) == (0.1785, 0.4064, 0.3)
     assert values["NumRet"] == 1500 and values["NumRel"] == 561 and values["NumRelRet"] == 131

@@ -102,8 +102,11 @@ def test_from_dict_arrays_equal_dict_path(monkeypatch):
 def test_binary_and_mixed_qrels_shapes(monkeypatch):
     qrels = {"a": ["d1", "d2", "d1"], "b": {"d3": 2}, 7: {"d1": 1}}
     q = Qrels.from_dict(qrels)
-    assert q.qids == ["a", "b", "7"] and q.to_dict() == {"a": {"d1": 1.0, "d2": 1.0}, "b": {"d3": 2.0},
-                                                           "7": {"d1": 1.0}}
+    assert q.qids == ["a", "b", "7"] and q.to_dict() == {
+        "a": {"d1": 1.0, "d2": 1.0},
+        "b": {"d3": 2.0},
+        "7": {"d1": 1.0},
+    }
 
 
 @pytest.mark.slow
@@ -144,6 +147,7 @@ def test_evaluate_dicts_nan_scores_take_the_ranked_path():
 
 # ------------------------------------------------------------------ the records path
 
+
 def _records(n: int, seed: int, docs: list[str], nodes: list[str], repeats: bool = True) -> list[dict]:
     """Every run shape, ties, repeated ids (with dedupe), unjudged and unknown documents,
     missing runs, records without relevant gold, slices and gold nodes."""
@@ -152,8 +156,7 @@ def _records(n: int, seed: int, docs: list[str], nodes: list[str], repeats: bool
     for i in range(n):
         pick = lambda m: [docs[j] for j in rng.choice(len(docs), min(m, len(docs)), replace=False)]  # noqa: E731
         gold_ids = pick(int(rng.integers(1, 4))) + (["unknown-doc"] if i % 11 == 0 else [])
-        gold = ({d: int(g) for d, g in zip(gold_ids, rng.integers(0, 3, len(gold_ids)))} if i % 3
-                else gold_ids)
+        gold = {d: int(g) for d, g in zip(gold_ids, rng.integers(0, 3, len(gold_ids)))} if i % 3 else gold_ids
         ranked = pick(int(rng.integers(0, 9))) + (["never-judged"] if i % 5 == 0 else [])
         sc = rng.integers(0, 3, len(ranked)).tolist()  # integer scores: ties
         shape = i % 6
@@ -197,8 +200,8 @@ def _same_evaluation(a, b) -> None:
 def test_score_retrieval_equals_reference(with_corpus, engine, repeats, fixtures_dir):
     import retrieval_reference as ref
 
-    from kg_rageval.ontology.loaders.table import load_table
     from kg_rageval.families.retrieval import read_corpus, score_retrieval
+    from kg_rageval.ontology.loaders.table import load_table
 
     d = fixtures_dir / "retrieval"
     onto = load_table(d / "attack-mini.tsv")
@@ -220,22 +223,25 @@ def test_score_retrieval_equals_reference(with_corpus, engine, repeats, fixtures
     assert (got.stats["n_duplicates_removed"].sum() > 0) == repeats and got.stats["n_missing_run"].sum() > 0
 
 
-@pytest.mark.parametrize("sec,msg", [
-    ({"gold": {"a": 1}, "run": ["b", "b"]}, "'b' more than once"),
-    ({"gold": {"a": 1}, "run": [["b", 1.0], ["c", "x"]]}, "retrieval.run[1]"),
-    ({"gold": {"a": 1}, "run": {"b": float("nan")}}, "finite"),
-    ({"gold": {"a": 1}, "run": [["b", 10 ** 400]]}, "too large"),
-    ({"gold": {"a": float("inf")}, "run": ["a"]}, "finite"),
-    ({"gold": {"a": 10 ** 400}, "run": ["a"]}, "too large"),
-    ({"gold": ["a", 3], "run": ["a"]}, "retrieval.gold[1]"),
-    ({"gold": {"a": 1}, "run": ["a", 3]}, "retrieval.run[1]"),
-])
+@pytest.mark.parametrize(
+    "sec,msg",
+    [
+        ({"gold": {"a": 1}, "run": ["b", "b"]}, "'b' more than once"),
+        ({"gold": {"a": 1}, "run": [["b", 1.0], ["c", "x"]]}, "retrieval.run[1]"),
+        ({"gold": {"a": 1}, "run": {"b": float("nan")}}, "finite"),
+        ({"gold": {"a": 1}, "run": [["b", 10**400]]}, "too large"),
+        ({"gold": {"a": float("inf")}, "run": ["a"]}, "finite"),
+        ({"gold": {"a": 10**400}, "run": ["a"]}, "too large"),
+        ({"gold": ["a", 3], "run": ["a"]}, "retrieval.gold[1]"),
+        ({"gold": {"a": 1}, "run": ["a", 3]}, "retrieval.run[1]"),
+    ],
+)
 def test_score_retrieval_bad_input_same_error(sec, msg, fixtures_dir):
     import retrieval_reference as ref
 
     from kg_rageval.base.errors import InputError
-    from kg_rageval.ontology.loaders.table import load_table
     from kg_rageval.families.retrieval import score_retrieval
+    from kg_rageval.ontology.loaders.table import load_table
 
     onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
     recs = [{"id": "ok", "retrieval": {"gold": ["a"], "run": ["a"]}}, {"id": "bad", "retrieval": sec}]
@@ -255,8 +261,11 @@ def test_evaluate_lists_equals_evaluate_run():
     ranked = [list(run[q]) if q in run else None for q in qids]
     got = evaluate_lists(golds, ranked, (1, 4, 10))
     q = Qrels.from_dict(dict(zip(map(str, range(len(qids))), golds)))
-    want = evaluate_run(q, Run.from_lists({str(i): r for i, r in enumerate(ranked) if r is not None}, vocab=q.vocab),
-                        (1, 4, 10))
+    want = evaluate_run(
+        q,
+        Run.from_lists({str(i): r for i, r in enumerate(ranked) if r is not None}, vocab=q.vocab),
+        (1, 4, 10),
+    )
     np.testing.assert_array_equal(got.missing, want.missing)
     for name in want.values:
         np.testing.assert_allclose(got.values[name], want.values[name], rtol=0, atol=1e-12, err_msg=name)
@@ -266,9 +275,9 @@ def test_per_query_values_do_not_depend_on_engine_or_batch(fixtures_dir):
     """Every float sum is a query's own sum in rank order from 0, in both engines: the numpy
     and numba kernels give the same bits, and so does a query scored in any batch (what lets
     records be scored in chunks)."""
-    from kg_rageval.ontology.loaders.table import load_table
     from kg_rageval.families.retrieval import _kernels, score_retrieval
     from kg_rageval.families.retrieval.metrics import evaluate_dicts
+    from kg_rageval.ontology.loaders.table import load_table
 
     qrels, run = _generate(500, seed=13)
     q = Qrels.from_dict(qrels)
@@ -276,16 +285,24 @@ def test_per_query_values_do_not_depend_on_engine_or_batch(fixtures_dir):
     engines = ["numpy"] + (["numba"] if _kernels.HAVE_NUMBA else [])
     base = evaluate_run(q, r, (1, 3, 10), engine="numpy")
     for engine in engines:
-        for pq in (evaluate_run(q, r, (1, 3, 10), engine=engine), evaluate_dicts(qrels, run, (1, 3, 10), engine=engine)):
+        for pq in (
+            evaluate_run(q, r, (1, 3, 10), engine=engine),
+            evaluate_dicts(qrels, run, (1, 3, 10), engine=engine),
+        ):
             for name in base.values:
                 np.testing.assert_array_equal(pq.values[name], base.values[name], err_msg=(engine, name))
     onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
     recs = _records(300, seed=8, docs=[f"d{i}" for i in range(40)], nodes=["T1003"], repeats=False)
     for engine in engines:
         whole = score_retrieval(onto, recs, k=(1, 3, 5), engine=engine)
-        parts = [score_retrieval(onto, recs[a:b], k=(1, 3, 5), engine=engine) for a, b in ((0, 7), (7, 150), (150, 300))]
+        parts = [
+            score_retrieval(onto, recs[a:b], k=(1, 3, 5), engine=engine)
+            for a, b in ((0, 7), (7, 150), (150, 300))
+        ]
         for k_ in whole.stats:
-            np.testing.assert_array_equal(np.concatenate([p.stats[k_] for p in parts]), whole.stats[k_], err_msg=k_)
+            np.testing.assert_array_equal(
+                np.concatenate([p.stats[k_] for p in parts]), whole.stats[k_], err_msg=k_
+            )
 
 
 def _filter_records(n: int, seed: int, docs: list[str]) -> list[dict]:
@@ -299,9 +316,15 @@ def _filter_records(n: int, seed: int, docs: list[str]) -> list[dict]:
         [{"field": "category", "op": "within", "value": "TA0006"}],
         [{"field": "category", "op": "within", "value": ["TA0005", "T1003"], "source": "predicted"}],
         [{"field": "categories", "op": "eq", "value": "T1003.001"}],
-        [{"field": "category", "op": "in", "value": ["T1110", "T1070"]}, {"field": "kind", "op": "ne", "value": "proc"}],
+        [
+            {"field": "category", "op": "in", "value": ["T1110", "T1070"]},
+            {"field": "kind", "op": "ne", "value": "proc"},
+        ],
         [{"field": "kind", "op": "in", "value": ["desc", "faq"]}],
-        [{"field": "kind", "op": "not_in", "value": ["desc"]}, {"field": "category", "op": "within", "value": "T1562"}],
+        [
+            {"field": "kind", "op": "not_in", "value": ["desc"]},
+            {"field": "category", "op": "within", "value": "T1562"},
+        ],
         [{"field": "kind", "op": "eq", "value": "proc"}],
         [{"field": "nowhere", "op": "eq", "value": "x"}],
         [],
@@ -309,7 +332,9 @@ def _filter_records(n: int, seed: int, docs: list[str]) -> list[dict]:
     out = []
     for i in range(n):
         pick = [docs[j] for j in rng.choice(len(docs), int(rng.integers(1, 4)), replace=False)]
-        gold = {d: int(g) for d, g in zip(pick + (["not-in-corpus"] if i % 9 == 0 else []), rng.integers(0, 3, 4))}
+        gold = {
+            d: int(g) for d, g in zip(pick + (["not-in-corpus"] if i % 9 == 0 else []), rng.integers(0, 3, 4))
+        }
         run = [docs[j] for j in rng.choice(len(docs), int(rng.integers(0, 6)), replace=False)]
         sec: dict = {"gold": gold if i % 4 else list(gold), "run": run}
         if i % 10:
@@ -318,7 +343,9 @@ def _filter_records(n: int, seed: int, docs: list[str]) -> list[dict]:
         if i % 5 == 0:
             sec["gold_filters"] = filters[(i // 5) % len(filters)]
         if i % 3:
-            sec["principal"] = {"tenant": ["acme"] if i % 7 == 0 else "acme"} if i % 6 else {"status": "published"}
+            sec["principal"] = (
+                {"tenant": ["acme"] if i % 7 == 0 else "acme"} if i % 6 else {"status": "published"}
+            )
         if i % 17 == 0:
             sec["gold_node"] = "T1562"
         out.append({"id": f"q{i}", "retrieval": sec, "slices": {"lane": "ab"[i % 2]}})
@@ -333,9 +360,9 @@ def test_score_retrieval_corpus_paths_equal_reference(on_unknown, fixtures_dir):
 
     import retrieval_reference as ref
 
-    from kg_rageval.ontology.loaders.table import load_table
     from kg_rageval.families.retrieval import score_retrieval
     from kg_rageval.families.retrieval.corpus import Corpus
+    from kg_rageval.ontology.loaders.table import load_table
 
     d = fixtures_dir / "retrieval"
     onto = load_table(d / "attack-mini.tsv")
@@ -351,8 +378,17 @@ def test_score_retrieval_corpus_paths_equal_reference(on_unknown, fixtures_dir):
     want = ref.score_retrieval(onto, recs, corpus, k=(1, 3), on_unknown=on_unknown)
     _same_evaluation(got, want)
     st = got.stats  # every partition is exercised
-    for name in ("fe_q_excluded", "fe_q_inconsistent", "att_q_hit", "att_q_filter", "att_q_ranker",
-                 "att_q_retriever", "n_gold_ineligible", "n_filters_not_logged", "pred_tp"):
+    for name in (
+        "fe_q_excluded",
+        "fe_q_inconsistent",
+        "att_q_hit",
+        "att_q_filter",
+        "att_q_ranker",
+        "att_q_retriever",
+        "n_gold_ineligible",
+        "n_filters_not_logged",
+        "pred_tp",
+    ):
         assert st[name].sum() > 0, name
     assert {c for c in got.details["fe_cause"].tolist() if c} >= {"field:kind"}
     assert (got.meta.get("n_filter_ids_not_in_ontology", 0) > 0) == (on_unknown == "count")
@@ -360,14 +396,19 @@ def test_score_retrieval_corpus_paths_equal_reference(on_unknown, fixtures_dir):
 
 def test_score_retrieval_bad_filter_names_the_record(fixtures_dir):
     from kg_rageval.base.errors import InputError
-    from kg_rageval.ontology.loaders.table import load_table
     from kg_rageval.families.retrieval import score_retrieval
+    from kg_rageval.ontology.loaders.table import load_table
 
     onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
     good = [{"field": "category", "op": "within", "value": "TA0006"}]
     recs = [{"id": f"q{i}", "retrieval": {"gold": ["a"], "run": ["a"], "filters": good}} for i in range(3)]
-    recs.append({"id": "bad", "_line": 4, "retrieval": {"gold": ["a"], "filters": [{"field": "category", "op": "near",
-                                                                                   "value": "x"}]}})
+    recs.append(
+        {
+            "id": "bad",
+            "_line": 4,
+            "retrieval": {"gold": ["a"], "filters": [{"field": "category", "op": "near", "value": "x"}]},
+        }
+    )
     with pytest.raises(InputError, match=r"record 'bad' \(line 4\), field retrieval.filters\[0\].op: 'near'"):
         score_retrieval(onto, recs)
 
@@ -376,14 +417,21 @@ def test_score_retrieval_bad_principal_names_the_record(fixtures_dir):
     """The principal's fields are checked against the entitlement fields once per record
     without formatting its location; a bad one still raises naming the record and field."""
     from kg_rageval.base.errors import InputError
-    from kg_rageval.ontology.loaders.table import load_table
     from kg_rageval.families.retrieval import Corpus, score_retrieval
+    from kg_rageval.ontology.loaders.table import load_table
 
     onto = load_table(fixtures_dir / "retrieval" / "attack-mini.tsv")
     corpus = Corpus.from_records([{"id": "a", "tenant": "acme"}, {"id": "b"}], onto)
-    recs = [{"id": "ok", "retrieval": {"gold": ["a"], "run": ["a", "b"], "principal": {"tenant": "acme"}}},
-            {"id": "bad", "retrieval": {"gold": ["a"], "run": ["a"], "principal": {"tenant": "acme", "locale": "en"}}}]
+    recs = [
+        {"id": "ok", "retrieval": {"gold": ["a"], "run": ["a", "b"], "principal": {"tenant": "acme"}}},
+        {
+            "id": "bad",
+            "retrieval": {"gold": ["a"], "run": ["a"], "principal": {"tenant": "acme", "locale": "en"}},
+        },
+    ]
     got = score_retrieval(onto, recs[:1], corpus)
     assert got.stats["n_ineligible_retrieved"].tolist() == [1.0]
-    with pytest.raises(InputError, match=r"'bad'.*retrieval\.principal.*\['locale'\] are not entitlement fields"):
+    with pytest.raises(
+        InputError, match=r"'bad'.*retrieval\.principal.*\['locale'\] are not entitlement fields"
+    ):
         score_retrieval(onto, recs, corpus)

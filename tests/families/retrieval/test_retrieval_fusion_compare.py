@@ -32,7 +32,11 @@ def test_rrf_tie_order_is_deterministic():
         rrf([["a"], ["a", "a"]])
     with pytest.raises(InputError, match="k must be positive"):
         rrf([["a"]], k=0)
-    assert rrf_runs({"dense": {"q": DENSE}, "bm25": {"q": SPARSE, "q2": ["z"]}})["q"][:3] == ["d3", "d2", "d1"]
+    assert rrf_runs({"dense": {"q": DENSE}, "bm25": {"q": SPARSE, "q2": ["z"]}})["q"][:3] == [
+        "d3",
+        "d2",
+        "d1",
+    ]
 
 
 def test_paired_compare_by_hand():

@@ -10,14 +10,18 @@ import numpy as np
 import pytest
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.families.retrieval import Qrels, Run, _kernels, evaluate, evaluate_run, score_retrieval
 from kg_rageval.ontology.loaders.table import load_table
 from kg_rageval.records import read_records
-from kg_rageval.families.retrieval import Qrels, Run, evaluate, evaluate_run, score_retrieval
-from kg_rageval.families.retrieval import _kernels
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-TREC = {"P_{k}": "precision@{k}", "recall_{k}": "recall@{k}", "ndcg_cut_{k}": "ndcg@{k}", "success_{k}": "hit@{k}"}
+TREC = {
+    "P_{k}": "precision@{k}",
+    "recall_{k}": "recall@{k}",
+    "ndcg_cut_{k}": "ndcg@{k}",
+    "success_{k}": "hit@{k}",
+}
 FLAT = {"recip_rank": "mrr", "map": "map", "Rprec": "r_precision"}
 
 
@@ -68,7 +72,9 @@ def test_agrees_with_pytrec_eval_on_generated_queries(graded, engine):
     q = Qrels.from_dict(qrels)
     r = Run.from_dict(run, vocab=q.vocab)
     pq = evaluate_run(q, r, ks, engine=engine)
-    ev = pytrec_eval.RelevanceEvaluator(qrels, {"P", "recall", "ndcg_cut", "success", "recip_rank", "map", "Rprec"})
+    ev = pytrec_eval.RelevanceEvaluator(
+        qrels, {"P", "recall", "ndcg_cut", "success", "recip_rank", "map", "Rprec"}
+    )
     ref = ev.evaluate(run)
     measures = {t.format(k=k): o.format(k=k) for k in ks for t, o in TREC.items()} | FLAT
     # pytrec_eval only offers success_{1,5,10} and ndcg_cut/P/recall at 5,10,... (trec_eval cut-offs)
@@ -165,8 +171,13 @@ def test_missing_run_counted_and_no_gold_is_a_separate_slice(attack):
 
 
 def test_run_formats_and_bad_input(attack):
-    recs = [{"id": "s", "retrieval": {"gold": {"x": 1}, "run": [{"id": "y", "score": 1}, {"id": "x", "score": 2}]}},
-            {"id": "t", "retrieval": {"gold": {"x": 1}, "run": {"y": 2.0, "x": 1.0}}}]
+    recs = [
+        {
+            "id": "s",
+            "retrieval": {"gold": {"x": 1}, "run": [{"id": "y", "score": 1}, {"id": "x", "score": 2}]},
+        },
+        {"id": "t", "retrieval": {"gold": {"x": 1}, "run": {"y": 2.0, "x": 1.0}}},
+    ]
     m = score_retrieval(attack, recs, k=1).metrics()
     assert m["mrr"].value == pytest.approx((1 + 0.5) / 2)
     with pytest.raises(InputError, match=r"record 'b'.*retrieval.gold\['x'\].*grade must be a number"):
@@ -179,9 +190,21 @@ def test_run_formats_and_bad_input(attack):
 
 def test_breakdown_and_slices(attack):
     recs = [
-        {"id": "a", "slices": {"lane": "dense"}, "retrieval": {"gold": ["d1"], "run": ["d1"], "gold_node": "T1003.001"}},
-        {"id": "b", "slices": {"lane": "dense"}, "retrieval": {"gold": ["d1"], "run": ["d2"], "gold_node": "T1003.002"}},
-        {"id": "c", "slices": {"lane": "bm25"}, "retrieval": {"gold": ["d1"], "run": ["d2", "d1"], "gold_node": "T1110"}},
+        {
+            "id": "a",
+            "slices": {"lane": "dense"},
+            "retrieval": {"gold": ["d1"], "run": ["d1"], "gold_node": "T1003.001"},
+        },
+        {
+            "id": "b",
+            "slices": {"lane": "dense"},
+            "retrieval": {"gold": ["d1"], "run": ["d2"], "gold_node": "T1003.002"},
+        },
+        {
+            "id": "c",
+            "slices": {"lane": "bm25"},
+            "retrieval": {"gold": ["d1"], "run": ["d2", "d1"], "gold_node": "T1110"},
+        },
     ]
     ev = score_retrieval(attack, recs, k=1)
     bd = ev.breakdown("slice:lane")
@@ -189,7 +212,9 @@ def test_breakdown_and_slices(attack):
     assert bd["bm25"]["metrics"]["mrr"].value == 0.5
     roll = ev.rollup(attack)
     assert roll["T1003"]["metrics"]["recall@1"].value == 0.5
-    assert roll["TA0006"]["n"] == 3 and roll["TA0006"]["metrics"]["mrr"].value == pytest.approx((1 + 0 + 0.5) / 3)
+    assert roll["TA0006"]["n"] == 3 and roll["TA0006"]["metrics"]["mrr"].value == pytest.approx(
+        (1 + 0 + 0.5) / 3
+    )
     json.dumps(ev.to_dict(breakdowns=["slice:lane", "gold_node"]), allow_nan=False)
 
 

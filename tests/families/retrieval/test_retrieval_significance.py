@@ -8,18 +8,33 @@ import json
 import numpy as np
 import pytest
 
-from kg_rageval.cli.main import main
 from kg_rageval.base.errors import InputError
-from kg_rageval.families.retrieval import (Qrels, Run, alpha_sweep, bootstrap_ci, compare_systems, compute, convex,
-                                  html_section, normalise, permutation_p, render, rerank_delta)
+from kg_rageval.cli.main import main
+from kg_rageval.families.retrieval import (
+    Qrels,
+    Run,
+    alpha_sweep,
+    bootstrap_ci,
+    compare_systems,
+    compute,
+    convex,
+    html_section,
+    normalise,
+    permutation_p,
+    render,
+    rerank_delta,
+)
 from kg_rageval.families.retrieval.significance import bonferroni, effect_size, holm
 
 
 def _systems(seed=1, nq=60):
     rng = np.random.default_rng(seed)
     a = rng.random(nq)
-    return {"A": {"m": a}, "B": {"m": np.clip(a + rng.normal(0.05, 0.1, nq), 0, 1)},
-            "C": {"m": np.clip(a + rng.normal(0.0, 0.1, nq), 0, 1)}}
+    return {
+        "A": {"m": a},
+        "B": {"m": np.clip(a + rng.normal(0.05, 0.1, nq), 0, 1)},
+        "C": {"m": np.clip(a + rng.normal(0.0, 0.1, nq), 0, 1)},
+    }
 
 
 def test_tests_equal_scipy_on_the_same_arrays():
@@ -60,23 +75,37 @@ def test_identical_systems_are_no_evidence():
 def test_ranx_compare_student_p_values_agree():
     ranx = pytest.importorskip("ranx")
     rng = np.random.default_rng(7)
-    qrels = {f"q{i}": {f"d{j}": int(rng.integers(1, 3)) for j in rng.choice(50, 5, replace=False)} for i in range(40)}
+    qrels = {
+        f"q{i}": {f"d{j}": int(rng.integers(1, 3)) for j in rng.choice(50, 5, replace=False)}
+        for i in range(40)
+    }
     runs = {}
     for name in ("r1", "r2"):
-        runs[name] = {q: {f"d{j}": float(s) for j, s in zip(rng.permutation(50)[:30], rng.random(30))} for q in qrels}
-    report = ranx.compare(ranx.Qrels(qrels), [ranx.Run(runs["r1"], name="r1"), ranx.Run(runs["r2"], name="r2")],
-                          metrics=["ndcg@10", "map"], stat_test="student")
+        runs[name] = {
+            q: {f"d{j}": float(s) for j, s in zip(rng.permutation(50)[:30], rng.random(30))} for q in qrels
+        }
+    report = ranx.compare(
+        ranx.Qrels(qrels),
+        [ranx.Run(runs["r1"], name="r1"), ranx.Run(runs["r2"], name="r2")],
+        metrics=["ndcg@10", "map"],
+        stat_test="student",
+    )
     q = Qrels.from_dict(qrels)
     pq = {n: compute(q, Run.from_dict(r, vocab=q.vocab), ["nDCG@10", "AP"]).values for n, r in runs.items()}
-    c = compare_systems({n: {"ndcg@10": v["nDCG@10"], "map": v["AP"]} for n, v in pq.items()}, tests=("t",),
-                        correction="none")
+    c = compare_systems(
+        {n: {"ndcg@10": v["nDCG@10"], "map": v["AP"]} for n, v in pq.items()}, tests=("t",), correction="none"
+    )
     for r in c.rows:
         assert r.p["t"] == pytest.approx(report.comparisons[("r1", "r2")][r.measure]["p_value"], rel=1e-9)
 
 
 def test_renderers_and_html_section():
-    c = compare_systems(_systems(nq=20), n_permutations=500, n_resamples=200,
-                        branches={"T1": ("Branch <one>", np.arange(20) < 10), "T2": ("", np.arange(20) >= 10)})
+    c = compare_systems(
+        _systems(nq=20),
+        n_permutations=500,
+        n_resamples=200,
+        branches={"T1": ("Branch <one>", np.arange(20) < 10), "T2": ("", np.arange(20) >= 10)},
+    )
     js = json.loads(render(c, "json"))
     assert js["baseline"] == "A" and len(js["comparisons"]) == 2 and len(js["branches"]) == 4
     md = render(c, "markdown")
@@ -142,8 +171,19 @@ def _cli(capsys, *args):
 @pytest.mark.slow
 def test_cli_trec_eval_output_equals_trec_eval(fixtures_dir, capsys):
     d = fixtures_dir / "trec_eval"
-    code, out, _ = _cli(capsys, "score", "retrieval", "--qrels", str(d / "qrels.test"), "--run",
-                        str(d / "results.trunc"), "--trec-eval", "-q", "-M", "100")
+    code, out, _ = _cli(
+        capsys,
+        "score",
+        "retrieval",
+        "--qrels",
+        str(d / "qrels.test"),
+        "--run",
+        str(d / "results.trunc"),
+        "--trec-eval",
+        "-q",
+        "-M",
+        "100",
+    )
     assert code == 0
     expected = {tuple(ln.split("\t")[:2]): ln for ln in open(d / "out.test.aqcM").read().splitlines()}
     lines = out.splitlines()
@@ -154,15 +194,35 @@ def test_cli_trec_eval_output_equals_trec_eval(fixtures_dir, capsys):
 
 def test_cli_default_mode_json_and_measures(fixtures_dir, capsys):
     d = fixtures_dir / "trec_eval"
-    code, out, _ = _cli(capsys, "score", "retrieval", "--qrels", str(d / "qrels.comment.test"), "--run",
-                        str(d / "results.comment.test.gz"), "-m", "AP,P(rel=2)@10", "--format", "json")
+    code, out, _ = _cli(
+        capsys,
+        "score",
+        "retrieval",
+        "--qrels",
+        str(d / "qrels.comment.test"),
+        "--run",
+        str(d / "results.comment.test.gz"),
+        "-m",
+        "AP,P(rel=2)@10",
+        "--format",
+        "json",
+    )
     assert code == 0
     p = json.loads(out)
     r = p["runs"][0]
     assert p["mode"] == "default" and round(r["values"]["AP"], 4) == 0.2779 and r["n"]["AP"] == 30
     assert r["n_no_gold"] == 1 and "P(rel=2)@10" in r["values"]
-    code, _, err = _cli(capsys, "score", "retrieval", "--qrels", str(d / "qrels.test"), "--run", str(d / "results.test"),
-                        "-m", "nDCG@0")
+    code, _, err = _cli(
+        capsys,
+        "score",
+        "retrieval",
+        "--qrels",
+        str(d / "qrels.test"),
+        "--run",
+        str(d / "results.test"),
+        "-m",
+        "nDCG@0",
+    )
     assert code == 2 and "cut-off" in err
 
 
@@ -170,9 +230,23 @@ def test_cli_rollup_per_node_with_query_nodes(fixtures_dir, tmp_path, capsys):
     d = fixtures_dir / "trec_eval"
     nodes = tmp_path / "nodes.tsv"
     nodes.write_text("301\tTA0006\n302\tT1562\n303\tT1562\n")
-    code, out, _ = _cli(capsys, "score", "retrieval", "--qrels", str(d / "qrels.test"), "--run", str(d / "results.test"),
-                        "-m", "AP", "--ontology", str(fixtures_dir / "retrieval" / "attack-mini.tsv"),
-                        "--query-nodes", str(nodes), "--format", "json")
+    code, out, _ = _cli(
+        capsys,
+        "score",
+        "retrieval",
+        "--qrels",
+        str(d / "qrels.test"),
+        "--run",
+        str(d / "results.test"),
+        "-m",
+        "AP",
+        "--ontology",
+        str(fixtures_dir / "retrieval" / "attack-mini.tsv"),
+        "--query-nodes",
+        str(nodes),
+        "--format",
+        "json",
+    )
     assert code == 0
     roll = json.loads(out)["runs"][0]["rollup"]
     assert roll["T1562"]["n"] == 2
@@ -183,15 +257,39 @@ def test_cli_compare_formats_and_branches(fixtures_dir, tmp_path, capsys):
     d = fixtures_dir / "trec_eval"
     nodes = tmp_path / "nodes.tsv"
     nodes.write_text("301\tTA0006\n302\tT1562\n303\tT1562\n")
-    args = ["compare", "--qrels", str(d / "qrels.test"), "--run", str(d / "results.test"), "--run",
-            str(d / "results.trunc"), "-m", "AP", "--trec-eval", "--permutations", "200", "--resamples", "200"]
-    code, out, _ = _cli(capsys, *args, "--format", "json", "--ontology",
-                        str(fixtures_dir / "retrieval" / "attack-mini.tsv"), "--query-nodes", str(nodes))
+    args = [
+        "compare",
+        "--qrels",
+        str(d / "qrels.test"),
+        "--run",
+        str(d / "results.test"),
+        "--run",
+        str(d / "results.trunc"),
+        "-m",
+        "AP",
+        "--trec-eval",
+        "--permutations",
+        "200",
+        "--resamples",
+        "200",
+    ]
+    code, out, _ = _cli(
+        capsys,
+        *args,
+        "--format",
+        "json",
+        "--ontology",
+        str(fixtures_dir / "retrieval" / "attack-mini.tsv"),
+        "--query-nodes",
+        str(nodes),
+    )
     assert code == 0
     p = json.loads(out)
     row = p["comparisons"][0]
     assert row["n"] == 3 and row["candidate"] == "results.trunc"
-    assert row["mean_base"] == pytest.approx(0.1785, abs=1e-4) and row["mean_cand"] == pytest.approx(0.1016, abs=1e-4)
+    assert row["mean_base"] == pytest.approx(0.1785, abs=1e-4) and row["mean_cand"] == pytest.approx(
+        0.1016, abs=1e-4
+    )
     assert p["branches"] and all(b["n"] >= 1 for b in p["branches"])
     for fmt, marker in (("markdown", "| measure |"), ("latex", r"\begin{tabular}"), ("text", "W/T/L")):
         code, out, _ = _cli(capsys, *args, "--format", fmt)
@@ -212,9 +310,24 @@ def test_cli_compare_records(fixtures_dir, tmp_path, capsys):
         worse.append(r2)
     b = tmp_path / "b.jsonl"
     b.write_text("\n".join(json.dumps(r) for r in worse) + "\n")
-    code, out, err = _cli(capsys, "compare", "--data", str(d / "seed_metrics.jsonl"), "--data", str(b),
-                          "--ontology", str(d / "attack-mini.tsv"), "-m", "mrr", "--format", "json",
-                          "--permutations", "200", "--resamples", "200")
+    code, out, err = _cli(
+        capsys,
+        "compare",
+        "--data",
+        str(d / "seed_metrics.jsonl"),
+        "--data",
+        str(b),
+        "--ontology",
+        str(d / "attack-mini.tsv"),
+        "-m",
+        "mrr",
+        "--format",
+        "json",
+        "--permutations",
+        "200",
+        "--resamples",
+        "200",
+    )
     assert code == 0, err
     p = json.loads(out)
     assert p["comparisons"][0]["measure"] == "mrr" and p["meta"]["n_paired"] == len(recs)
@@ -229,30 +342,67 @@ def test_cli_files_rollup_with_corpus_equals_records_rollup(fixtures_dir, tmp_pa
     with open(qrels, "w") as fq, open(run, "w") as fr:
         for r in recs:
             sec = r["retrieval"]
-            gold = sec["gold"] if isinstance(sec["gold"], dict) else {g: 1 for g in sec["gold"]}
+            gold = sec["gold"] if isinstance(sec["gold"], dict) else dict.fromkeys(sec["gold"], 1)
             for doc, g in gold.items():
                 fq.write(f"{r['id']} 0 {doc} {g}\n")
             for i, e in enumerate(sec.get("run") or []):
                 doc, sc = (e, 100 - i) if isinstance(e, str) else (e[0], e[1])
                 fr.write(f"{r['id']} Q0 {doc} {i + 1} {sc} sys\n")
     onto, corpus = str(d / "attack-mini.tsv"), str(d / "category_corpus.jsonl")
-    code, out, err = _cli(capsys, "score", "retrieval", "--qrels", str(qrels), "--run", str(run), "-m", "RR",
-                          "--ontology", onto, "--corpus", corpus, "--format", "json")
+    code, out, err = _cli(
+        capsys,
+        "score",
+        "retrieval",
+        "--qrels",
+        str(qrels),
+        "--run",
+        str(run),
+        "-m",
+        "RR",
+        "--ontology",
+        onto,
+        "--corpus",
+        corpus,
+        "--format",
+        "json",
+    )
     assert code == 0, err
     files_roll = json.loads(out)["runs"][0]["rollup"]
     # records path, without filters/principals (entitlement could remove gold there)
     plain = tmp_path / "plain.jsonl"
-    plain.write_text("\n".join(json.dumps({"id": r["id"], "retrieval": {"gold": r["retrieval"]["gold"],
-                                                                       "run": r["retrieval"].get("run")}})
-                               for r in recs) + "\n")
-    code, out, err = _cli(capsys, "score", "retrieval", "--data", str(plain), "--ontology", onto, "--corpus", corpus,
-                          "--format", "json")
+    plain.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "id": r["id"],
+                    "retrieval": {"gold": r["retrieval"]["gold"], "run": r["retrieval"].get("run")},
+                }
+            )
+            for r in recs
+        )
+        + "\n"
+    )
+    code, out, err = _cli(
+        capsys,
+        "score",
+        "retrieval",
+        "--data",
+        str(plain),
+        "--ontology",
+        onto,
+        "--corpus",
+        corpus,
+        "--format",
+        "json",
+    )
     assert code == 0, err
     rec_roll = json.loads(out)["rollup"]
     assert files_roll and set(files_roll) == set(rec_roll)
     for node, g in rec_roll.items():
         assert files_roll[node]["n"] == g["n"]
-        assert files_roll[node]["metrics"]["RR"]["value"] == pytest.approx(g["metrics"]["retrieval.mrr"]["value"])
+        assert files_roll[node]["metrics"]["RR"]["value"] == pytest.approx(
+            g["metrics"]["retrieval.mrr"]["value"]
+        )
 
 
 @pytest.mark.parametrize("n, n_resamples, seed", [(1, 7, 1), (5, 500, 0), (60, 2000, 3), (3001, 1500, 2)])
@@ -284,7 +434,9 @@ def test_rounding_noise_is_a_tie_not_a_win_or_a_loss():
     comp = compare_systems({"A": {"m": a}, "B": {"m": b}}, n_resamples=200, n_permutations=2000)
     (row,) = comp.rows
     assert (row.wins, row.ties, row.losses) == (int((true > 0).sum()), 50, int((true < 0).sum()))
-    assert row.p["wilcoxon"] == pytest.approx(stats.wilcoxon(true).pvalue, rel=1e-12)  # 0.2365; the noise gave 0.2396
+    assert row.p["wilcoxon"] == pytest.approx(
+        stats.wilcoxon(true).pvalue, rel=1e-12
+    )  # 0.2365; the noise gave 0.2396
     assert row.p["t"] == pytest.approx(stats.ttest_rel(b_exact, a).pvalue, rel=1e-9)
 
 

@@ -36,7 +36,9 @@ def test_fixture_files_match_pytrec_eval(fixtures_dir):
     assert r.ranked("q1") == ["d8", "d3", "d1"]
     assert r.ranked("q2") == ["d7", "d2", "d9"]
     res = evaluate_run(q, r, (1, 2, 5))
-    ref = pytrec_eval.RelevanceEvaluator(pq_qrels, {"P_5", "ndcg_cut_5", "recip_rank", "map"}).evaluate(pq_run)
+    ref = pytrec_eval.RelevanceEvaluator(pq_qrels, {"P_5", "ndcg_cut_5", "recip_rank", "map"}).evaluate(
+        pq_run
+    )
     for qid in ref:
         i = q.qindex[qid]
         assert res.values["precision@5"][i] == pytest.approx(ref[qid]["P_5"])
@@ -65,8 +67,14 @@ def test_beir_qrels(fixtures_dir, tmp_path):
 
 def test_round_trip_generated(tmp_path):
     rng = np.random.default_rng(0)
-    qrels = {f"q{i}": {f"d{j}": int(rng.integers(0, 3)) for j in rng.choice(50, 5, replace=False)} for i in range(200)}
-    run = {f"q{i}": {f"d{j}": float(rng.integers(0, 4)) for j in rng.choice(50, 20, replace=False)} for i in range(200)}
+    qrels = {
+        f"q{i}": {f"d{j}": int(rng.integers(0, 3)) for j in rng.choice(50, 5, replace=False)}
+        for i in range(200)
+    }
+    run = {
+        f"q{i}": {f"d{j}": float(rng.integers(0, 4)) for j in rng.choice(50, 20, replace=False)}
+        for i in range(200)
+    }
     q = Qrels.from_dict(qrels)
     r = Run.from_dict(run, vocab=q.vocab)
     write_qrels(tmp_path / "q.txt", q)
@@ -109,7 +117,9 @@ def test_line_numbered_errors(tmp_path):
     with pytest.raises(InputError, match=r"line 2: score is not a number: 'high'"):
         read_run(p)
     p.write_text("q1 Q0 d1 1 0.5 t\nq2 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n")
-    with pytest.raises(InputError, match=r"line 3: run lists a document twice for one query \(first on line 1\)"):
+    with pytest.raises(
+        InputError, match=r"line 3: run lists a document twice for one query \(first on line 1\)"
+    ):
         read_run(p)
     r = read_run(p, dedupe=True)
     assert r.n_duplicates_removed == 1 and r.ranked("q1") == ["d1"] and r.scores[0] == 0.5
@@ -155,9 +165,15 @@ def test_ranx_agrees_where_conventions_match():
         run[f"q{i}"] = {f"d{j}": float(s) for j, s in zip(docs, rng.permutation(50) + 0.5)}
     q = Qrels.from_dict(qrels)
     pq = evaluate_run(q, Run.from_dict(run, vocab=q.vocab), (5, 10))
-    ours = {"ndcg@10": pq.mean("ndcg@10"), "recall@5": pq.mean("recall@5"), "precision@5": pq.mean("precision@5"),
-            "mrr": pq.mean("mrr"), "map": pq.mean("map"), "r-precision": pq.mean("r_precision"),
-            "hit_rate@5": pq.mean("hit@5")}
+    ours = {
+        "ndcg@10": pq.mean("ndcg@10"),
+        "recall@5": pq.mean("recall@5"),
+        "precision@5": pq.mean("precision@5"),
+        "mrr": pq.mean("mrr"),
+        "map": pq.mean("map"),
+        "r-precision": pq.mean("r_precision"),
+        "hit_rate@5": pq.mean("hit@5"),
+    }
     theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), list(ours))
     for name, v in ours.items():
         assert v == pytest.approx(theirs[name], abs=1e-9), name
@@ -185,7 +201,9 @@ def test_tokenizer_paths_agree(tmp_path, monkeypatch, compiled):
         if parts:
             ref.setdefault(parts[0], {})[parts[2]] = float(parts[4])
     assert r.to_dict() == ref
-    assert r.ranked("q3") == [d for d, _ in sorted(ref["q3"].items(), key=lambda x: (-x[1], [-ord(c) for c in x[0]]))]
+    assert r.ranked("q3") == [
+        d for d, _ in sorted(ref["q3"].items(), key=lambda x: (-x[1], [-ord(c) for c in x[0]]))
+    ]
     lines[123] = "q17 Q0 d1 1 0.5"
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"line 124: expected at least 6 columns"):  # lines[123] is line 124
@@ -229,19 +247,25 @@ def test_gzip_and_json_inputs_are_bounded(tmp_path):
     p = tmp_path / "big.txt.gz"
     with gzip.open(p, "wt") as fh:
         fh.write(body)
-    with (limits({"max_gz_bytes": 1000}),
-          pytest.raises(LimitExceeded, match=r"big\.txt\.gz.*more than 1000 bytes.*max_gz_bytes = 1000")):
+    with (
+        limits({"max_gz_bytes": 1000}),
+        pytest.raises(LimitExceeded, match=r"big\.txt\.gz.*more than 1000 bytes.*max_gz_bytes = 1000"),
+    ):
         read_run(p)
     assert read_run(p).ranked("q1")[:2] == ["d0", "d1"]  # within the default limit
     j = tmp_path / "run.json"
     j.write_text(json.dumps({"q1": {f"d{i}": float(i) for i in range(20)}}))  # 248 bytes
-    with (limits({"max_doc_bytes": 100}),
-          pytest.raises(LimitExceeded, match=r"run\.json.*the score JSON .*is 248 bytes.*max_doc_bytes = 100")):
+    with (
+        limits({"max_doc_bytes": 100}),
+        pytest.raises(LimitExceeded, match=r"run\.json.*the score JSON .*is 248 bytes.*max_doc_bytes = 100"),
+    ):
         load_run(j)
     jz = tmp_path / "run.json.gz"
     with gzip.open(jz, "wt") as fh:
         fh.write(j.read_text())
-    with (limits({"max_gz_bytes": 200}),
-          pytest.raises(LimitExceeded, match=r"run\.json\.gz.*more than 200 bytes")):
+    with (
+        limits({"max_gz_bytes": 200}),
+        pytest.raises(LimitExceeded, match=r"run\.json\.gz.*more than 200 bytes"),
+    ):
         load_run(jz)
     assert load_run(jz).ranked("q1")[:2] == ["d19", "d18"]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.families.retrieval import Qrels, Run, aggregate, compute, trec_eval_lines
 from kg_rageval.contract.measures import parse_measure, parse_measures
+from kg_rageval.families.retrieval import Qrels, Run, aggregate, compute, trec_eval_lines
 from kg_rageval.families.retrieval.measures import TREC_ALL, TREC_DEFAULT
 from kg_rageval.families.retrieval.trec import load_qrels, load_run, read_qrels, read_run
 
@@ -46,7 +46,9 @@ def test_equals_trec_eval_expected_output(fixtures_dir, qf, rf, of, opts, measur
     r = read_run(d / rf, vocab=q.vocab)
     expected = _table(open(d / of, encoding="utf-8"))
     pq = compute(q, r, measures, **opts)
-    ours = _table(trec_eval_lines(pq, run_id=expected[("runid", "all")], per_query=per_query, complete=complete))
+    ours = _table(
+        trec_eval_lines(pq, run_id=expected[("runid", "all")], per_query=per_query, complete=complete)
+    )
     assert ours, "nothing computed"
     wrong = {k: (v, expected.get(k)) for k, v in ours.items() if expected.get(k) != v}
     assert not wrong
@@ -64,8 +66,24 @@ def test_measure_parameters_equal_trec_eval(fixtures_dir):
     levels as measure parameters)."""
     d = fixtures_dir / "trec_eval"
     q = read_qrels(d / "qrels.test")
-    measures = ["P@3", "P@5", "P@7", "R@20", "R@2000", "Success@2", "Success@5", "Success@20", "nDCG@10",
-                "nDCG@20", "nDCG@23", "IPrec@0.1", "IPrec@0.2", "IPrec@0.25", "IPrec@0.5", "IPrec@0.75"]
+    measures = [
+        "P@3",
+        "P@5",
+        "P@7",
+        "R@20",
+        "R@2000",
+        "Success@2",
+        "Success@5",
+        "Success@20",
+        "nDCG@10",
+        "nDCG@20",
+        "nDCG@23",
+        "IPrec@0.1",
+        "IPrec@0.2",
+        "IPrec@0.25",
+        "IPrec@0.5",
+        "IPrec@0.75",
+    ]
     pq = compute(q, read_run(d / "results.test", vocab=q.vocab), measures)
     expected = _table(open(d / "out.test.meas_params", encoding="utf-8"))
     ours = _table(trec_eval_lines(pq, run_id="STANDARD", per_query=True))
@@ -101,8 +119,10 @@ def test_no_complete_stops_at_missing_query(fixtures_dir):
 
 def test_comment_lines_trailing_columns_blank_lines(tmp_path):
     run = tmp_path / "run.txt"
-    run.write_text("# a comment\n  # indented comment\nq1 Q0 d#1 1 2.0 tag extra words\n\n"
-                   "q1 Q0 d2 2 1.0 tag\n#q1 Q0 d3 3 0.5 tag\n")
+    run.write_text(
+        "# a comment\n  # indented comment\nq1 Q0 d#1 1 2.0 tag extra words\n\n"
+        "q1 Q0 d2 2 1.0 tag\n#q1 Q0 d3 3 0.5 tag\n"
+    )
     r = read_run(run)
     assert r.ranked("q1") == ["d#1", "d2"]
     qr = tmp_path / "qrels.txt"
@@ -157,28 +177,52 @@ def test_json_and_beir_and_sniffing(tmp_path, fixtures_dir):
     bad.write_text(json.dumps({"q1": {"a": "x"}}))
     with pytest.raises(InputError, match="score must be a number"):
         load_run(bad)
-    for text, shown in (('{"q1": {"a": NaN}}', "nan"), ('{"q1": {"a": 1.0, "b": -Infinity}}', "-inf"),
-                        ('{"q1": {"a": 1e999}}', "inf")):
+    for text, shown in (
+        ('{"q1": {"a": NaN}}', "nan"),
+        ('{"q1": {"a": 1.0, "b": -Infinity}}', "-inf"),
+        ('{"q1": {"a": 1e999}}', "inf"),
+    ):
         bad.write_text(text)
-        with pytest.raises(InputError, match=rf"bad\.json.*query 'q1', document '.': score is not a finite number: {shown}"):
+        with pytest.raises(
+            InputError, match=rf"bad\.json.*query 'q1', document '.': score is not a finite number: {shown}"
+        ):
             load_run(bad)
 
 
 # ------------------------------------------------------------------ names
 
 
-@pytest.mark.parametrize("name,canon,trec", [
-    ("nDCG@10", "nDCG@10", "ndcg_cut_10"), ("ndcg_cut_10", "nDCG@10", "ndcg_cut_10"),
-    ("ndcg@10", "nDCG@10", "ndcg_cut_10"), ("AP(rel=2)", "AP(rel=2)", None), ("RR", "RR", "recip_rank"),
-    ("MRR", "RR", "recip_rank"), ("R@100", "R@100", "recall_100"), ("P(rel=2)@10", "P(rel=2)@10", None),
-    ("P_10", "P@10", "P_10"), ("map", "AP", "map"), ("map_cut_5", "AP@5", "map_cut_5"),
-    ("RBP(p=0.8)", "RBP", None), ("rbp", "RBP(p=0.9)", "rbp"), ("Judged@10", "Judged@10", None),
-    ("bpref", "Bpref", "bpref"), ("iprec_at_recall_0.10", "IPrec@0.1", "iprec_at_recall_0.10"),
-    ("NumRet(rel=1)", "NumRelRet(rel=1)", None), ("hit@5", "Success@5", "success_5"),
-    ("recall@5", "R@5", "recall_5"), ("mrr@10", "RR@10", None), ("r_precision", "Rprec", "Rprec"),
-    ("ERR@20", "ERR@20", None), ("set_F", "SetF", "set_F"), ("RBP", "RBP", None),
-    ("RBP(rel=1,p=0.5)", "RBP(p=0.5,rel=1)", None), ("nDCG(dcg=exp-log2)@10", "nDCG(dcg=exp-log2)@10", None),
-])
+@pytest.mark.parametrize(
+    "name,canon,trec",
+    [
+        ("nDCG@10", "nDCG@10", "ndcg_cut_10"),
+        ("ndcg_cut_10", "nDCG@10", "ndcg_cut_10"),
+        ("ndcg@10", "nDCG@10", "ndcg_cut_10"),
+        ("AP(rel=2)", "AP(rel=2)", None),
+        ("RR", "RR", "recip_rank"),
+        ("MRR", "RR", "recip_rank"),
+        ("R@100", "R@100", "recall_100"),
+        ("P(rel=2)@10", "P(rel=2)@10", None),
+        ("P_10", "P@10", "P_10"),
+        ("map", "AP", "map"),
+        ("map_cut_5", "AP@5", "map_cut_5"),
+        ("RBP(p=0.8)", "RBP", None),
+        ("rbp", "RBP(p=0.9)", "rbp"),
+        ("Judged@10", "Judged@10", None),
+        ("bpref", "Bpref", "bpref"),
+        ("iprec_at_recall_0.10", "IPrec@0.1", "iprec_at_recall_0.10"),
+        ("NumRet(rel=1)", "NumRelRet(rel=1)", None),
+        ("hit@5", "Success@5", "success_5"),
+        ("recall@5", "R@5", "recall_5"),
+        ("mrr@10", "RR@10", None),
+        ("r_precision", "Rprec", "Rprec"),
+        ("ERR@20", "ERR@20", None),
+        ("set_F", "SetF", "set_F"),
+        ("RBP", "RBP", None),
+        ("RBP(rel=1,p=0.5)", "RBP(p=0.5,rel=1)", None),
+        ("nDCG(dcg=exp-log2)@10", "nDCG(dcg=exp-log2)@10", None),
+    ],
+)
 def test_measure_names(name, canon, trec):
     s = parse_measure(name)
     assert str(s) == canon
@@ -189,17 +233,29 @@ def test_measure_names(name, canon, trec):
         assert str(ir_measures.parse_measure(canon)) == canon  # the same canonical spelling
 
 
-@pytest.mark.parametrize("bad,msg", [
-    ("nDCG@0", "positive"), ("Foo@3", "unknown measure"), ("P", "needs a cut-off"), ("AP(x=1)", "no parameter 'x'"),
-    ("RBP(p=1.5)", r"\(0, 1\)"), ("Bpref@5", "no cut-off"), ("P(rel=a)@5", "integer"),
-])
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        ("nDCG@0", "positive"),
+        ("Foo@3", "unknown measure"),
+        ("P", "needs a cut-off"),
+        ("AP(x=1)", "no parameter 'x'"),
+        ("RBP(p=1.5)", r"\(0, 1\)"),
+        ("Bpref@5", "no cut-off"),
+        ("P(rel=a)@5", "integer"),
+    ],
+)
 def test_measure_name_errors(bad, msg):
     with pytest.raises(ValueError, match=msg):
         parse_measure(bad)
 
 
 def test_parse_measures_splits_and_dedupes():
-    assert [str(s) for s in parse_measures(["nDCG@10,P(rel=2)@5", "ndcg_cut_10 RR"])] == ["nDCG@10", "P(rel=2)@5", "RR"]
+    assert [str(s) for s in parse_measures(["nDCG@10,P(rel=2)@5", "ndcg_cut_10 RR"])] == [
+        "nDCG@10",
+        "P(rel=2)@5",
+        "RR",
+    ]
 
 
 # ------------------------------------------------------------------ hand-worked measures
@@ -209,8 +265,22 @@ def test_new_measures_by_hand():
     # ranking: a(2) x(unjudged) b(0) c(1) e(-1: pool, unjudged); qrels also hold d(3)
     q = Qrels.from_dict({"q": {"a": 2, "b": 0, "c": 1, "d": 3, "e": -1}})
     r = Run.from_lists({"q": ["a", "x", "b", "c", "e"]}, vocab=q.vocab)
-    pq = compute(q, r, ["P(rel=2)@2", "Judged@4", "Unjudged@4", "Bpref", "Success@1", "ERR@4", "RBP(p=0.5,rel=1)",
-                        "RBP(p=0.5)", "P@2", "NumNonRelJudgedRet"])
+    pq = compute(
+        q,
+        r,
+        [
+            "P(rel=2)@2",
+            "Judged@4",
+            "Unjudged@4",
+            "Bpref",
+            "Success@1",
+            "ERR@4",
+            "RBP(p=0.5,rel=1)",
+            "RBP(p=0.5)",
+            "P@2",
+            "NumNonRelJudgedRet",
+        ],
+    )
     v = {k: float(x[0]) for k, x in pq.values.items()}
     assert v["P(rel=2)@2"] == 0.5
     assert v["P@2"] == 0.5
@@ -222,7 +292,7 @@ def test_new_measures_by_hand():
     # ERR, gmax = 3: rho(a) = 3/8, rho(c) = 1/8 at rank 4: 3/8 + (1/4)(5/8)(1/8)
     assert v["ERR@4"] == pytest.approx(3 / 8 + 0.25 * (5 / 8) * (1 / 8))
     # binary RBP, p = .5: rel at ranks 1 and 4: 0.5 * (1 + 0.125)
-    assert v["RBP(p=0.5,rel=1)"] == pytest.approx(0.5 * (1 + 0.5 ** 3))
+    assert v["RBP(p=0.5,rel=1)"] == pytest.approx(0.5 * (1 + 0.5**3))
     # graded RBP: gains g / 3: 0.5 * (2/3 + 1/3 * 0.125)
     assert v["RBP(p=0.5)"] == pytest.approx(0.5 * (2 / 3 + 0.125 / 3))
     assert v["NumNonRelJudgedRet"] == 1.0
@@ -259,7 +329,9 @@ def _generated(seed=3, nq=300):
         g = rng.integers(0, 4, size=12)
         if i % 17 == 0:
             g[:] = 0  # zero-relevance query
-        qrels[f"q{i}"] = {d: int(x) for d, x in zip(rng.choice(docs + [f"x{j}" for j in range(10)], 12, replace=False), g)}
+        qrels[f"q{i}"] = {
+            d: int(x) for d, x in zip(rng.choice(docs + [f"x{j}" for j in range(10)], 12, replace=False), g)
+        }
         if i % 11 == 0:
             continue  # missing run
         run[f"q{i}"] = {d: float(rng.integers(0, 6)) for d in docs}  # heavy ties
@@ -269,9 +341,22 @@ def _generated(seed=3, nq=300):
 def test_agrees_with_pytrec_eval_per_query():
     pytrec_eval = pytest.importorskip("pytrec_eval")
     qrels, run = _generated()
-    pairs = {"map": "AP", "ndcg_cut_10": "nDCG@10", "P_5": "P@5", "recall_100": "R@100", "recip_rank": "RR",
-             "bpref": "Bpref", "Rprec": "Rprec", "infAP": "infAP", "success_5": "Success@5", "ndcg": "nDCG",
-             "set_P": "SetP", "set_F": "SetF", "num_rel_ret": "NumRelRet", "set_map": "SetAP"}
+    pairs = {
+        "map": "AP",
+        "ndcg_cut_10": "nDCG@10",
+        "P_5": "P@5",
+        "recall_100": "R@100",
+        "recip_rank": "RR",
+        "bpref": "Bpref",
+        "Rprec": "Rprec",
+        "infAP": "infAP",
+        "success_5": "Success@5",
+        "ndcg": "nDCG",
+        "set_P": "SetP",
+        "set_F": "SetF",
+        "num_rel_ret": "NumRelRet",
+        "set_map": "SetAP",
+    }
     # iprec_at_recall is left out: pytrec_eval embeds trec_eval 9.x, which turns recall levels into
     # document counts by (long)(r * R + 0.9); 10.0 (vendored outputs above, and ours) uses lround
     ev = pytrec_eval.RelevanceEvaluator(qrels, set(pairs))
@@ -292,8 +377,21 @@ def test_agrees_with_pytrec_eval_per_query():
 def test_agrees_with_ir_measures():
     ir_measures = pytest.importorskip("ir_measures")
     qrels, run = _generated(seed=5, nq=200)
-    names = ["nDCG@10", "AP(rel=2)", "RR", "R@100", "P(rel=2)@10", "Judged@10", "Bpref", "Success@5", "infAP",
-             "Rprec", "SetP", "SetR", "NumRet(rel=1)"]
+    names = [
+        "nDCG@10",
+        "AP(rel=2)",
+        "RR",
+        "R@100",
+        "P(rel=2)@10",
+        "Judged@10",
+        "Bpref",
+        "Success@5",
+        "infAP",
+        "Rprec",
+        "SetP",
+        "SetR",
+        "NumRet(rel=1)",
+    ]
     measures = [ir_measures.parse_measure(n) for n in names]
     theirs: dict[tuple[str, str], float] = {}
     for m in ir_measures.iter_calc(measures, qrels, run):
@@ -301,7 +399,9 @@ def test_agrees_with_ir_measures():
     q = Qrels.from_dict(qrels)
     pq = compute(q, Run.from_dict(run, vocab=q.vocab), names)
     # ir_measures' Judged sorts ties by doc id ascending (trec_eval: descending): tie-free run
-    tie_free = {qid: {d: s + 1e-6 * k for k, (d, s) in enumerate(sorted(v.items()))} for qid, v in run.items()}
+    tie_free = {
+        qid: {d: s + 1e-6 * k for k, (d, s) in enumerate(sorted(v.items()))} for qid, v in run.items()
+    }
     pj = compute(q, Run.from_dict(tie_free, vocab=q.vocab), ["Judged@10"])
     for m in ir_measures.iter_calc([ir_measures.parse_measure("Judged@10")], qrels, tie_free):
         theirs[(m.query_id, "Judged@10")] = m.value
@@ -339,8 +439,11 @@ def test_lazy_vocabulary_across_blocks_hash_join_and_float_fast_path(tmp_path, m
     plain = read_run(p, vocab=Vocab())
     assert isinstance(lazy.vocab, LazyVocab) and lazy.vocab._index is None
     assert len(lazy.vocab) == len(plain.vocab) == len({ln.split()[2] for ln in lines})
-    assert lazy.to_dict() == plain.to_dict() == {
-        q: {d: float(s) for d, s in v.items()} for q, v in plain.to_dict().items()}
+    assert (
+        lazy.to_dict()
+        == plain.to_dict()
+        == {q: {d: float(s) for d, s in v.items()} for q, v in plain.to_dict().items()}
+    )
     assert all(lazy.ranked(q) == plain.ranked(q) for q in plain.qids)
     qv = Vocab([f"doc{i}" for i in range(0, 30000, 97)] + ["not-in-run"])
     assert len(lazy.vocab) > 4 * len(qv) + 10_000  # the hash join, not the dictionary

@@ -19,11 +19,11 @@ MS = 1_000_000
 def _export(tmp_path, *, jsonl=False):
     """Two traces written by the SDK (explicit timestamps), exported as protobuf JSON."""
     from google.protobuf import json_format
+    from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry import trace
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -32,22 +32,46 @@ def _export(tmp_path, *, jsonl=False):
     t0 = 1_700_000_000_000 * MS
     for q, (n_docs, gen_ms) in enumerate([(2, 800), (3, 1400)]):
         base = t0 + q * 10_000 * MS
-        root = tracer.start_span("query", start_time=base, attributes={
-            SA.OPENINFERENCE_SPAN_KIND: KIND.CHAIN.value, SA.INPUT_VALUE: f"question {q}",
-            SA.OUTPUT_VALUE: f"answer {q}", "metadata.query_id": f"q{q}"})
+        root = tracer.start_span(
+            "query",
+            start_time=base,
+            attributes={
+                SA.OPENINFERENCE_SPAN_KIND: KIND.CHAIN.value,
+                SA.INPUT_VALUE: f"question {q}",
+                SA.OUTPUT_VALUE: f"answer {q}",
+                "metadata.query_id": f"q{q}",
+            },
+        )
         ctx = trace.set_span_in_context(root)
         docs = {}
         for i in range(n_docs):
             p = f"{SA.RETRIEVAL_DOCUMENTS}.{i}."
-            docs.update({p + DA.DOCUMENT_ID: f"doc-{i}", p + DA.DOCUMENT_SCORE: 1.0 - i / 10,
-                         p + DA.DOCUMENT_CONTENT: f"text {i}"})
-        r = tracer.start_span("retrieve", context=ctx, start_time=base + 5 * MS,
-                              attributes={SA.OPENINFERENCE_SPAN_KIND: KIND.RETRIEVER.value, **docs})
+            docs.update(
+                {
+                    p + DA.DOCUMENT_ID: f"doc-{i}",
+                    p + DA.DOCUMENT_SCORE: 1.0 - i / 10,
+                    p + DA.DOCUMENT_CONTENT: f"text {i}",
+                }
+            )
+        r = tracer.start_span(
+            "retrieve",
+            context=ctx,
+            start_time=base + 5 * MS,
+            attributes={SA.OPENINFERENCE_SPAN_KIND: KIND.RETRIEVER.value, **docs},
+        )
         r.end(end_time=base + 125 * MS)
-        llm = tracer.start_span("llm", context=ctx, start_time=base + 130 * MS, attributes={
-            SA.OPENINFERENCE_SPAN_KIND: KIND.LLM.value, SA.LLM_TOKEN_COUNT_PROMPT: 1000 + q,
-            SA.LLM_TOKEN_COUNT_COMPLETION: 50, SA.LLM_COST_TOTAL: 0.002,
-            SA.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ: 512 if q else 0})
+        llm = tracer.start_span(
+            "llm",
+            context=ctx,
+            start_time=base + 130 * MS,
+            attributes={
+                SA.OPENINFERENCE_SPAN_KIND: KIND.LLM.value,
+                SA.LLM_TOKEN_COUNT_PROMPT: 1000 + q,
+                SA.LLM_TOKEN_COUNT_COMPLETION: 50,
+                SA.LLM_COST_TOTAL: 0.002,
+                SA.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ: 512 if q else 0,
+            },
+        )
         llm.add_event("First Token Stream Event", timestamp=base + 330 * MS)
         llm.end(end_time=base + (130 + gen_ms) * MS)
         root.end(end_time=base + (140 + gen_ms) * MS)
@@ -66,7 +90,9 @@ def test_sdk_export_to_records_and_system_metrics(tmp_path):
     assert r0["system"]["latency_ms"] == {"total": 940.0, "retrieve": 120.0, "generate": 800.0, "ttft": 330.0}
     assert r0["system"]["tokens"] == {"prompt": 1000, "completion": 50}
     assert r0["system"]["cost_usd"] == pytest.approx(0.002)
-    assert r0["system"]["cache"] == {"llm_prompt": False} and recs[1]["system"]["cache"] == {"llm_prompt": True}
+    assert r0["system"]["cache"] == {"llm_prompt": False} and recs[1]["system"]["cache"] == {
+        "llm_prompt": True
+    }
     assert r0["retrieval"]["run"] == [["doc-0", 1.0], ["doc-1", 0.9]]
     assert recs[1]["retrieval"]["contexts"][2] == {"id": "doc-2", "text": "text 2"}
     assert r0["trace"]["spans"] == 3 and len(r0["trace"]["trace_id"]) == 32
@@ -79,18 +105,49 @@ def test_sdk_export_to_records_and_system_metrics(tmp_path):
 def test_jsonl_and_hex_ids(tmp_path):
     recs = import_otlp(_export(tmp_path, jsonl=True))
     assert len(recs) == 2 and all(len(r["id"]) == 32 for r in recs)
-    hand = {"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "name": "rag",
-         "startTimeUnixNano": "1000000", "endTimeUnixNano": "51000000",
-         "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
-                        {"key": "output.value", "value": {"stringValue": "ok"}}]},
-        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b175",
-         "parentSpanId": "eee19b7ec3c1b174", "name": "rerank",
-         "startTimeUnixNano": "2000000", "endTimeUnixNano": "12000000",
-         "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "RERANKER"}},
-                        {"key": "reranker.output_documents.0.document.id", "value": {"stringValue": "d9"}},
-                        {"key": "reranker.output_documents.0.document.content", "value": {"stringValue": "t"}},
-                        {"key": "cache.hit", "value": {"boolValue": True}}]}]}]}]}
+    hand = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "traceId": "5b8efff798038103d269b633813fc60c",
+                                "spanId": "eee19b7ec3c1b174",
+                                "name": "rag",
+                                "startTimeUnixNano": "1000000",
+                                "endTimeUnixNano": "51000000",
+                                "attributes": [
+                                    {"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
+                                    {"key": "output.value", "value": {"stringValue": "ok"}},
+                                ],
+                            },
+                            {
+                                "traceId": "5b8efff798038103d269b633813fc60c",
+                                "spanId": "eee19b7ec3c1b175",
+                                "parentSpanId": "eee19b7ec3c1b174",
+                                "name": "rerank",
+                                "startTimeUnixNano": "2000000",
+                                "endTimeUnixNano": "12000000",
+                                "attributes": [
+                                    {"key": "openinference.span.kind", "value": {"stringValue": "RERANKER"}},
+                                    {
+                                        "key": "reranker.output_documents.0.document.id",
+                                        "value": {"stringValue": "d9"},
+                                    },
+                                    {
+                                        "key": "reranker.output_documents.0.document.content",
+                                        "value": {"stringValue": "t"},
+                                    },
+                                    {"key": "cache.hit", "value": {"boolValue": True}},
+                                ],
+                            },
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
     p = tmp_path / "hand.json"
     p.write_text(json.dumps(hand))
     (rec,) = import_otlp(p)
@@ -102,9 +159,29 @@ def test_jsonl_and_hex_ids(tmp_path):
 
 def test_bad_otlp_names_the_span(tmp_path):
     p = tmp_path / "bad.json"
-    p.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": "xyz", "spanId": "eee19b7ec3c1b174", "name": "s", "startTimeUnixNano": "1",
-         "endTimeUnixNano": "2"}]}]}]}))
+    p.write_text(
+        json.dumps(
+            {
+                "resourceSpans": [
+                    {
+                        "scopeSpans": [
+                            {
+                                "spans": [
+                                    {
+                                        "traceId": "xyz",
+                                        "spanId": "eee19b7ec3c1b174",
+                                        "name": "s",
+                                        "startTimeUnixNano": "1",
+                                        "endTimeUnixNano": "2",
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                ]
+            }
+        )
+    )
     with pytest.raises(InputError, match=r"bad\.json.*span 0 \('s'\) traceId: 'xyz' is neither"):
         import_otlp(p)
     p.write_text('{"resourceSpans": []}\n{oops\n')
@@ -127,10 +204,18 @@ def test_audit_reads_traces_and_gates_latency(tmp_path):
 
     src = _export(tmp_path)
     shutil.copy(src, tmp_path / "traces.otlp.json")
-    shutil.copy(Path(__file__).resolve().parents[3] / "fixtures" / "audit" / "vehicles.csv", tmp_path / "v.csv")
-    cfg = config_from_mapping({"ontology": "v.csv", "records": "traces.otlp.json", "families": ["system"],
-                               "gates": ["p95(latency.total_ms) <= 1500", "cache.llm_prompt.hit_rate >= 0.5"]},
-                              base_dir=tmp_path)
+    shutil.copy(
+        Path(__file__).resolve().parents[3] / "fixtures" / "audit" / "vehicles.csv", tmp_path / "v.csv"
+    )
+    cfg = config_from_mapping(
+        {
+            "ontology": "v.csv",
+            "records": "traces.otlp.json",
+            "families": ["system"],
+            "gates": ["p95(latency.total_ms) <= 1500", "cache.llm_prompt.hit_rate >= 0.5"],
+        },
+        base_dir=tmp_path,
+    )
     res = run_audit(cfg, progress=False)
     by = {str(r.gate): r for r in res.gate_results}
     assert by["latency.total_ms.p95 <= 1500"].status == "fail"
@@ -142,20 +227,46 @@ def test_phoenix_span_json(tmp_path):
     """Spans in the shape the OpenInference spec documents (and Phoenix's REST API returns),
     with nested attributes and UUID-like ids."""
     spans = [
-        {"name": "query", "context": {"trace_id": "ed7b336d-e71a", "span_id": "f89e-root"}, "parent_id": None,
-         "start_time": "2023-09-07T12:54:47.293922-06:00", "end_time": "2023-09-07T12:54:49.322066-06:00",
-         "status_code": "OK", "attributes": {"openinference.span.kind": "CHAIN", "input.value": "Hello?",
-                                             "output.value": "I am here."}, "events": []},
-        {"name": "retrieve", "context": {"trace_id": "ed7b336d-e71a", "span_id": "r1"}, "parent_id": "f89e-root",
-         "start_time": "2023-09-07T18:54:47.300000Z", "end_time": "2023-09-07T18:54:47.500000Z",
-         "attributes": {"openinference": {"span": {"kind": "RETRIEVER"}},
-                        "retrieval": {"documents": [{"document": {"id": "d1", "score": 0.9, "content": "x"}},
-                                                    {"document": {"id": "d2", "score": 0.5, "content": "y"}}]}}},
-        {"name": "llm", "context": {"trace_id": "ed7b336d-e71a", "span_id": "l1"}, "parent_id": "f89e-root",
-         "start_time": "2023-09-07T18:54:47.600000+00:00", "end_time": "2023-09-07T18:54:49.300000+00:00",
-         "status_code": "ERROR",
-         "attributes": {"openinference.span.kind": "LLM", "llm.token_count.prompt": 12},
-         "events": [{"name": "First Token Stream Event", "timestamp": "2023-09-07T18:54:48.000000+00:00"}]},
+        {
+            "name": "query",
+            "context": {"trace_id": "ed7b336d-e71a", "span_id": "f89e-root"},
+            "parent_id": None,
+            "start_time": "2023-09-07T12:54:47.293922-06:00",
+            "end_time": "2023-09-07T12:54:49.322066-06:00",
+            "status_code": "OK",
+            "attributes": {
+                "openinference.span.kind": "CHAIN",
+                "input.value": "Hello?",
+                "output.value": "I am here.",
+            },
+            "events": [],
+        },
+        {
+            "name": "retrieve",
+            "context": {"trace_id": "ed7b336d-e71a", "span_id": "r1"},
+            "parent_id": "f89e-root",
+            "start_time": "2023-09-07T18:54:47.300000Z",
+            "end_time": "2023-09-07T18:54:47.500000Z",
+            "attributes": {
+                "openinference": {"span": {"kind": "RETRIEVER"}},
+                "retrieval": {
+                    "documents": [
+                        {"document": {"id": "d1", "score": 0.9, "content": "x"}},
+                        {"document": {"id": "d2", "score": 0.5, "content": "y"}},
+                    ]
+                },
+            },
+        },
+        {
+            "name": "llm",
+            "context": {"trace_id": "ed7b336d-e71a", "span_id": "l1"},
+            "parent_id": "f89e-root",
+            "start_time": "2023-09-07T18:54:47.600000+00:00",
+            "end_time": "2023-09-07T18:54:49.300000+00:00",
+            "status_code": "ERROR",
+            "attributes": {"openinference.span.kind": "LLM", "llm.token_count.prompt": 12},
+            "events": [{"name": "First Token Stream Event", "timestamp": "2023-09-07T18:54:48.000000+00:00"}],
+        },
     ]
     p = tmp_path / "phoenix.json"
     p.write_text(json.dumps({"data": spans}))
@@ -183,6 +294,8 @@ def test_trace_file_larger_than_the_limit_is_refused(tmp_path):
     p = tmp_path / "traces.json"
     p.write_text('{"resourceSpans": []}' + " " * 79)  # 100 bytes
     assert import_otlp(p) == []
-    with (limits({"max_doc_bytes": 99}),
-          pytest.raises(LimitExceeded, match=r"traces\.json.*the trace file is 100 bytes.*max_doc_bytes = 99")):
+    with (
+        limits({"max_doc_bytes": 99}),
+        pytest.raises(LimitExceeded, match=r"traces\.json.*the trace file is 100 bytes.*max_doc_bytes = 99"),
+    ):
         import_otlp(p)

@@ -12,8 +12,12 @@ from kg_rageval.families.system import QuantileEvaluation, score_context, score_
 def _records(lat, **extra):
     recs = []
     for i, t in enumerate(lat):
-        s = {"latency_ms": {"total": t, "retrieve": t / 10}, "cost_usd": t / 1e5,
-             "tokens": {"prompt": 100, "completion": 10 + i}, "cache": {"retrieval": i % 4 == 0}}
+        s = {
+            "latency_ms": {"total": t, "retrieve": t / 10},
+            "cost_usd": t / 1e5,
+            "tokens": {"prompt": 100, "completion": 10 + i},
+            "cache": {"retrieval": i % 4 == 0},
+        }
         recs.append({"id": f"q{i}", "system": s, "slices": {"intent": "a" if i % 2 else "b"}, **extra})
     return recs
 
@@ -41,7 +45,10 @@ def test_quantiles_match_numpy_and_missing_timings_are_counted():
     assert m["latency.rerank_ms.p95"].value is None and m["latency.rerank_ms.n_missing"].value == 201
     assert ev.unscored == [{"record_id": "no-section", "reason": "no system section", "code": "no_section"}]
     # sums alone never invent a quantile
-    assert ev.family.finalize(ev.totals())["latency.total_ms.p95"].missing == "a quantile needs the rows, not sums"
+    assert (
+        ev.family.finalize(ev.totals())["latency.total_ms.p95"].missing
+        == "a quantile needs the rows, not sums"
+    )
 
 
 def test_breakdown_and_rollup_use_the_group_rows(vehicles):
@@ -54,7 +61,7 @@ def test_breakdown_and_rollup_use_the_group_rows(vehicles):
     assert by["a"]["metrics"]["latency.total_ms.p95"].value == pytest.approx(np.quantile(a, 0.95))
     roll = ev.rollup(vehicles)
     car = [100, 200, 300, 1000]  # sedan, hatchback, amphibious_car
-    boat = [400, 1000, 2000]     # submarine, amphibious_car
+    boat = [400, 1000, 2000]  # submarine, amphibious_car
     assert roll["car"]["metrics"]["latency.total_ms.p50"].value == pytest.approx(np.median(car))
     assert roll["boat"]["metrics"]["latency.total_ms.p95"].value == pytest.approx(np.quantile(boat, 0.95))
     assert roll["vehicle"]["n"] == 6
@@ -124,12 +131,21 @@ def test_quantile_gate_in_the_audit(tmp_path, vehicles):
 
     lat = [100.0] * 36 + [5000.0, 6000.0, 5500.0, 7000.0]  # 40 records: enough units for an interval
     recs = [dict(r, gold_node="sedan" if i < 20 else "submarine") for i, r in enumerate(_records(lat))]
-    cfg = config_from_mapping({"ontology": "x.csv", "records": "r.jsonl", "families": ["system"],
-                               "gates": ["p95(latency.total_ms) <= 1500", "p50(system.latency.total_ms) <= 150",
-                                         "latency.total_ms.p95[node:car] <= 1500",
-                                         "ci_high(p99(latency.total_ms)) <= 10000",
-                                         "latency.total_ms.missing_rate <= 0"]},
-                              base_dir=tmp_path)
+    cfg = config_from_mapping(
+        {
+            "ontology": "x.csv",
+            "records": "r.jsonl",
+            "families": ["system"],
+            "gates": [
+                "p95(latency.total_ms) <= 1500",
+                "p50(system.latency.total_ms) <= 150",
+                "latency.total_ms.p95[node:car] <= 1500",
+                "ci_high(p99(latency.total_ms)) <= 10000",
+                "latency.total_ms.missing_rate <= 0",
+            ],
+        },
+        base_dir=tmp_path,
+    )
     res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
     by = {str(r.gate): r for r in res.gate_results}
     assert by["latency.total_ms.p95 <= 1500"].status == "fail"
@@ -142,8 +158,12 @@ def test_quantile_gate_in_the_audit(tmp_path, vehicles):
 
 # ------------------------------------------------------------------ context
 def _ctx(rid, ids, cites, correct, pos=None, tokens=None):
-    rec = {"id": rid, "retrieval": {"contexts": [{"id": d, "text": d} for d in ids]},
-           "answer": {"text": "x", "citations": cites}, "reference": {"correct": correct}}
+    rec = {
+        "id": rid,
+        "retrieval": {"contexts": [{"id": d, "text": d} for d in ids]},
+        "answer": {"text": "x", "citations": cites},
+        "reference": {"correct": correct},
+    }
     sec = {}
     if pos is not None:
         sec["gold_position"] = pos
@@ -170,12 +190,15 @@ def test_context_coverage_positions_and_compression():
     assert m["empty_context_rate"].value == pytest.approx(1 / 5)
     assert m["cited_outside_context_rate"].value == pytest.approx(1 / 5)
     assert m["accuracy_gold_first"].value == 1.0
-    assert m["accuracy_gold_last"].value == 0.0     # b: position 1 of 2
-    assert m["accuracy_gold_middle"].value == 0.5   # c, d
+    assert m["accuracy_gold_last"].value == 0.0  # b: position 1 of 2
+    assert m["accuracy_gold_middle"].value == 0.5  # c, d
     assert m["middle_gap"].value == pytest.approx(0.0)
     assert m["compression_ratio"].value == pytest.approx(1100 / 2000)
     assert {k: g["metrics"]["accuracy"].value for k, g in ev.breakdown("compression_bin").items()} == {
-        "<=0.25": 1.0, ">0.75": 0.0, None: 2 / 3}
+        "<=0.25": 1.0,
+        ">0.75": 0.0,
+        None: 2 / 3,
+    }
     assert ev.unscored == [{"record_id": "f", "reason": "no context", "code": "no_section"}]
 
 
@@ -198,8 +221,8 @@ def test_quantile_gate_syntax_round_trips():
 
 
 def test_system_metric_names_resolve_through_the_registry():
-    from kg_rageval.scoring import REGISTRY, resolve_metric
     from kg_rageval.base.errors import ConfigError
+    from kg_rageval.scoring import REGISTRY, resolve_metric
 
     assert str(resolve_metric("latency.total_ms.p95")) == "system.latency.total_ms.p95"
     assert str(resolve_metric("latency.my_stage_ms.p50")) == "system.latency.my_stage_ms.p50"
@@ -243,8 +266,15 @@ def test_a_record_without_total_latency_is_a_missing_run(vehicles, tmp_path):
 
     recs = _records([100.0] * 9)
     recs.append({"id": "timed-out", "system": {"latency_ms": {"retrieve": 30.0}}})
-    cfg = config_from_mapping({"ontology": "x.csv", "records": "r.jsonl", "families": ["system"],
-                               "gates": ["p95(latency.total_ms) <= 1500"]}, base_dir=tmp_path)
+    cfg = config_from_mapping(
+        {
+            "ontology": "x.csv",
+            "records": "r.jsonl",
+            "families": ["system"],
+            "gates": ["p95(latency.total_ms) <= 1500"],
+        },
+        base_dir=tmp_path,
+    )
     res = run_audit(cfg, progress=False, inputs={"ontology": vehicles, "records": recs, "paths": {}})
     by = {str(r.gate): r for r in res.gate_results}
     assert by["latency.total_ms.p95 <= 1500"].status == "missing"  # never a PASS that hides the timeout
@@ -255,8 +285,20 @@ def test_a_record_without_total_latency_is_a_missing_run(vehicles, tmp_path):
 def test_rollup_nodes_counts_and_sum_metrics_match_the_framework(vehicles):
     from kg_rageval.results.evaluation import Evaluation
 
-    nodes = ["sedan", "amphibious_car", "submarine", "boat", None, "not-a-node", "hatchback", "amphibious_car"]
-    recs = [dict(r, gold_node=n) if n else r for r, n in zip(_records([float(10 * i + 5) for i in range(8)]), nodes)]
+    nodes = [
+        "sedan",
+        "amphibious_car",
+        "submarine",
+        "boat",
+        None,
+        "not-a-node",
+        "hatchback",
+        "amphibious_car",
+    ]
+    recs = [
+        dict(r, gold_node=n) if n else r
+        for r, n in zip(_records([float(10 * i + 5) for i in range(8)]), nodes)
+    ]
     ev = score_system(None, recs)
     plain = Evaluation(ev.family, ev.record_ids, ev.stats, ev.keys)
     for kw in ({}, {"min_rows": 2}, {"max_depth": 1}):

@@ -55,7 +55,10 @@ def test_typedef_becomes_property(mini):
 @pytest.mark.parametrize(
     "name,message",
     [
-        ("bad_synonym.obo", r"line 10: synonym: expected a scope \(EXACT, BROAD, NARROW, RELATED\).*'SOMETIMES'"),
+        (
+            "bad_synonym.obo",
+            r"line 10: synonym: expected a scope \(EXACT, BROAD, NARROW, RELATED\).*'SOMETIMES'",
+        ),
         ("unterminated.obo", r"line 6: def: unterminated quoted string"),
         ("no_id.obo", r"line 7: \[Term\] stanza has no 'id:' line"),
         ("no_colon.obo", r"line 5: expected 'tag: value', found 'this line has no colon'"),
@@ -93,7 +96,9 @@ def test_dangling_duplicate_cycle_empty(onto_dir):
         load_ontology(onto_dir / "dangling.obo")
     o = load_ontology(onto_dir / "dangling.obo", dangling="drop")
     assert o.parents("EX:2") == ["EX:1"] and o.diagnostics == {"dangling_edges_dropped": 1}
-    with pytest.raises(OntologyError, match=r"'EX:1' has label 'heart' \(line 3\) and 'cardiac organ' \(line 7\)"):
+    with pytest.raises(
+        OntologyError, match=r"'EX:1' has label 'heart' \(line 3\) and 'cardiac organ' \(line 7\)"
+    ):
         load_ontology(onto_dir / "duplicate.obo")
     o = load_ontology(onto_dir / "duplicate.obo", conflicts="keep-first")
     assert o.label("EX:1") == "heart" and o.diagnostics["conflicting_labels"] == 1
@@ -116,6 +121,9 @@ def test_doid_obo_agrees_with_owl(shared_data):
     assert obo.prefixes == owl.prefixes == {"DOID": "http://purl.obolibrary.org/obo/DOID_"}
     assert obo.content_hash == owl.content_hash
     assert obo.replacement("DOID:0080191") is None  # DOID:0050657 is outside the slim
-    assert obo.diagnostics == {"alt_ids": 209, "unknown_replacements": 1,
-                               "obsolete_terms_placed_under_root": 1}
+    assert obo.diagnostics == {
+        "alt_ids": 209,
+        "unknown_replacements": 1,
+        "obsolete_terms_placed_under_root": 1,
+    }
     assert obo.placed_under_root == owl.placed_under_root == ("DOID:0080191",)  # not a root

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from kg_rageval.cli.main import main
 from kg_rageval.base.errors import InputError
+from kg_rageval.cli.main import main
 from kg_rageval.ontology import load_ontology
 from kg_rageval.ontology.loaders.neo4j import resolve_mapping
 from kg_rageval.ontology.loaders.options import LOADER_OPTIONS, ontology_option_kwargs
@@ -20,8 +20,11 @@ def onto_dir(fixtures_dir):
 
 
 def test_an_option_the_loader_does_not_take_names_the_ones_it_does(onto_dir):
-    with pytest.raises(InputError, match=r"mini.obo: the obo loader does not take 'reasoner'; "
-                                         r"its options: conflicts, dangling, hierarchy_relations, relationships, strict"):
+    with pytest.raises(
+        InputError,
+        match=r"mini.obo: the obo loader does not take 'reasoner'; "
+        r"its options: conflicts, dangling, hierarchy_relations, relationships, strict",
+    ):
         load_ontology(onto_dir / "mini.obo", reasoner="hermit")
     with pytest.raises(InputError, match="the stix loader does not take 'follow_imports'"):
         load_ontology(onto_dir / "mini_attack.json", follow_imports=True)
@@ -46,8 +49,11 @@ def test_every_declared_option_is_a_loader_keyword():
 
 
 def test_ontology_option_pairs():
-    assert ontology_option_kwargs(["lang=de", "matrix_root=false", "source_names=[\"a\", \"b\"]"]) == {
-        "lang": "de", "matrix_root": False, "source_names": ["a", "b"]}
+    assert ontology_option_kwargs(["lang=de", "matrix_root=false", 'source_names=["a", "b"]']) == {
+        "lang": "de",
+        "matrix_root": False,
+        "source_names": ["a", "b"],
+    }
     with pytest.raises(InputError, match="KEY=VALUE"):
         ontology_option_kwargs(["lang"])
     with pytest.raises(InputError, match="credentials come from the environment only"):
@@ -70,8 +76,20 @@ def test_cli_strict_and_source_names(onto_dir, capsys):
     assert json.loads(capsys.readouterr().out)["diagnostics"]["objects_without_attack_id"] == 12
     assert main(["ontology", "inspect", ics, "--format", "json"]) == 0
     assert "objects_without_attack_id" not in json.loads(capsys.readouterr().out)["diagnostics"]
-    assert main(["ontology", "inspect", str(onto_dir / "mini_attack.json"), "--ontology-option",
-                 "matrix_root=false", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "ontology",
+                "inspect",
+                str(onto_dir / "mini_attack.json"),
+                "--ontology-option",
+                "matrix_root=false",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["virtual_root"] is True
 
 
@@ -79,7 +97,9 @@ def test_cli_imports_and_conflict_policy(onto_dir, capsys):
     imp = str(onto_dir / "imports_main.ttl")
     assert main(["ontology", "inspect", imp, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["diagnostics"] == {
-        "owl_imports_not_followed": 1, "parents_declared_from_edges": 1}
+        "owl_imports_not_followed": 1,
+        "parents_declared_from_edges": 1,
+    }
     assert main(["ontology", "inspect", imp, "--follow-imports", "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["diagnostics"] == {"owl_imports_followed": 1} and d["labelled"] == 2
@@ -92,22 +112,35 @@ def test_cli_imports_and_conflict_policy(onto_dir, capsys):
 
 def test_score_commands_take_loader_options(onto_dir, tmp_path, capsys):
     data = tmp_path / "r.jsonl"
-    data.write_text(json.dumps({"id": "r1", "labels": {"gold": "DOID:1000001", "pred": "DOID:1000002"}}) + "\n")
+    data.write_text(
+        json.dumps({"id": "r1", "labels": {"gold": "DOID:1000001", "pred": "DOID:1000002"}}) + "\n"
+    )
     rare = str(onto_dir / "do_rare_slim_shape.obo")
     assert main(["score", "hierarchy", "--ontology", rare, "--data", str(data), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["metrics"]["hierarchy.hierarchical_precision"]["value"] == 0.0  # unrelated: the root gives nothing
+    assert (
+        d["metrics"]["hierarchy.hierarchical_precision"]["value"] == 0.0
+    )  # unrelated: the root gives nothing
     assert main(["score", "hierarchy", "--ontology", rare, "--strict-ontology", "--data", str(data)]) == 2
     assert "name two different concepts" in capsys.readouterr().err
 
 
 def _audit(tmp_path, onto_dir, options, capsys):
     (tmp_path / "records.jsonl").write_text(
-        json.dumps({"id": "r1", "labels": {"gold": "DOID:1000001", "pred": "DOID:1000001"}}) + "\n")
+        json.dumps({"id": "r1", "labels": {"gold": "DOID:1000001", "pred": "DOID:1000001"}}) + "\n"
+    )
     cfg = tmp_path / "audit.json"
-    cfg.write_text(json.dumps({"ontology": {"path": str(onto_dir / "do_rare_slim_shape.obo"), "options": options},
-                               "records": "records.jsonl", "families": {"hierarchy": {}},
-                               "gates": ["hierarchy.exact_accuracy >= 1"], "report": {"formats": ["json"]}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "ontology": {"path": str(onto_dir / "do_rare_slim_shape.obo"), "options": options},
+                "records": "records.jsonl",
+                "families": {"hierarchy": {}},
+                "gates": ["hierarchy.exact_accuracy >= 1"],
+                "report": {"formats": ["json"]},
+            }
+        )
+    )
     code = main(["audit", "--config", str(cfg), "--quiet", "--format", "json"])
     return code, capsys.readouterr()
 
@@ -129,8 +162,11 @@ def test_audit_config_takes_the_same_options(onto_dir, tmp_path, capsys):
 
 def test_audit_refuses_credentials_in_a_uri(tmp_path, capsys):
     cfg = tmp_path / "audit.json"
-    cfg.write_text(json.dumps({"ontology": "bolt://alice:s3cret@db.example:7687", "records": "r.jsonl",
-                               "gates": ["x >= 1"]}))
+    cfg.write_text(
+        json.dumps(
+            {"ontology": "bolt://alice:s3cret@db.example:7687", "records": "r.jsonl", "gates": ["x >= 1"]}
+        )
+    )
     assert main(["audit", "--config", str(cfg), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "the URI holds credentials" in err and "s3cret" not in err
@@ -161,7 +197,9 @@ def test_compiled_cache_keeps_strict_and_refuses_other_options(onto_dir, tmp_pat
 
     kgro = save_compiled(load_ontology(onto_dir / "do_rare_slim_shape.obo"), tmp_path / "rare")
     assert load_ontology(kgro).diagnostics["ambiguous_aliases"] == 1
-    with pytest.raises(OntologyError, match=r"ambiguous_aliases: 1, multiple_replacements: 1\), refused in strict"):
+    with pytest.raises(
+        OntologyError, match=r"ambiguous_aliases: 1, multiple_replacements: 1\), refused in strict"
+    ):
         load_ontology(kgro, strict=True)
     with pytest.raises(InputError, match="the compiled loader does not take 'dangling'; its options: strict"):
         load_ontology(kgro, dangling="drop")

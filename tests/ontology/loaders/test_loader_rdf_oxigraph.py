@@ -75,12 +75,31 @@ def _three(path, monkeypatch, **kw):
     return fast, used
 
 
-RDF_FIXTURES = ["aliases.ttl", "animals.nt", "animals.rdf", "animals.ttl", "bad_syntax.ttl",
-                "bad_triples.nt", "bad_xml.rdf", "billion_laughs.rdf", "clean.ttl",
-                "conflicting_labels.ttl", "cycle.ttl", "dangling.ttl", "deprecated_warning.ttl",
-                "empty.ttl", "imports_main.ttl", "parameter_entity.owl", "skos.ttl", "xxe.rdf",
-                "hermit.owl", "invalid_shapes.ttl", "kg_individuals.owl", "imports_base.ttl",
-                "animals.jsonld"]
+RDF_FIXTURES = [
+    "aliases.ttl",
+    "animals.nt",
+    "animals.rdf",
+    "animals.ttl",
+    "bad_syntax.ttl",
+    "bad_triples.nt",
+    "bad_xml.rdf",
+    "billion_laughs.rdf",
+    "clean.ttl",
+    "conflicting_labels.ttl",
+    "cycle.ttl",
+    "dangling.ttl",
+    "deprecated_warning.ttl",
+    "empty.ttl",
+    "imports_main.ttl",
+    "parameter_entity.owl",
+    "skos.ttl",
+    "xxe.rdf",
+    "hermit.owl",
+    "invalid_shapes.ttl",
+    "kg_individuals.owl",
+    "imports_base.ttl",
+    "animals.jsonld",
+]
 
 
 @pytest.mark.parametrize("name", RDF_FIXTURES)
@@ -105,8 +124,16 @@ def test_imports_followed_only_by_rdflib(kw, fixtures_dir, monkeypatch):
     assert ("owl_imports_followed" in dict(diags)) == kw["follow_imports"]
 
 
-@pytest.mark.parametrize("kw", [{"dangling": "drop"}, {"dangling": "error"}, {"conflicts": "keep-first"},
-                                {"lang": "fr"}, {"strict": True}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"dangling": "drop"},
+        {"dangling": "error"},
+        {"conflicts": "keep-first"},
+        {"lang": "fr"},
+        {"strict": True},
+    ],
+)
 def test_options_same_as_rdflib(kw, fixtures_dir, monkeypatch):
     for name in ("dangling.ttl", "conflicting_labels.ttl", "aliases.ttl", "skos.ttl"):
         _three(fixtures_dir / "ontology" / name, monkeypatch, **kw)
@@ -137,19 +164,21 @@ def _generated_turtle(n: int, seed: int) -> str:
     anonymous), individuals with assertions (one to an undeclared end), an undeclared parent,
     a literal superclass, a version, duplicate triples."""
     rng = random.Random(seed)
-    out = ["@prefix ex: <http://example.org/onto#> .",
-           "@prefix owl: <http://www.w3.org/2002/07/owl#> .",
-           "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .",
-           "@prefix skos: <http://www.w3.org/2004/02/skos/core#> .",
-           "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .",
-           "@prefix obo: <http://purl.obolibrary.org/obo/> .",
-           "@prefix oio: <http://www.geneontology.org/formats/oboInOwl#> .",
-           "@prefix dcterms: <http://purl.org/dc/terms/> .",
-           "<http://example.org/onto> a owl:Ontology ; owl:versionInfo \"2026-12-01\" .",
-           "ex:partOf a owl:ObjectProperty ; rdfs:label \"part of\"@en ; rdfs:domain ex:C0 ; "
-           "rdfs:range ex:C1 , [ a owl:Class ] .",
-           "ex:near a owl:ObjectProperty, owl:FunctionalProperty .",
-           "ex:C0 a owl:Class ; rdfs:label \"root\" ; rdfs:subClassOf owl:Thing ."]
+    out = [
+        "@prefix ex: <http://example.org/onto#> .",
+        "@prefix owl: <http://www.w3.org/2002/07/owl#> .",
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .",
+        "@prefix skos: <http://www.w3.org/2004/02/skos/core#> .",
+        "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .",
+        "@prefix obo: <http://purl.obolibrary.org/obo/> .",
+        "@prefix oio: <http://www.geneontology.org/formats/oboInOwl#> .",
+        "@prefix dcterms: <http://purl.org/dc/terms/> .",
+        '<http://example.org/onto> a owl:Ontology ; owl:versionInfo "2026-12-01" .',
+        'ex:partOf a owl:ObjectProperty ; rdfs:label "part of"@en ; rdfs:domain ex:C0 ; '
+        "rdfs:range ex:C1 , [ a owl:Class ] .",
+        "ex:near a owl:ObjectProperty, owl:FunctionalProperty .",
+        'ex:C0 a owl:Class ; rdfs:label "root" ; rdfs:subClassOf owl:Thing .',
+    ]
     for i in range(1, n):
         cls = "owl:Class" if i % 5 else "skos:Concept"
         lines = [f"ex:C{i} a {cls}"]
@@ -157,28 +186,30 @@ def _generated_turtle(n: int, seed: int) -> str:
         rel = "rdfs:subClassOf" if cls == "owl:Class" else "skos:broader"
         lines += [f"{rel} ex:C{p}" for p in parents]
         if i % 4 == 0:
-            lines.append(f"rdfs:label \"concept {i}\"@en , \"begrip {i}\"@nl , \"concept {i}\"@en-GB")
+            lines.append(f'rdfs:label "concept {i}"@en , "begrip {i}"@nl , "concept {i}"@en-GB')
         elif i % 4 == 1:
-            lines.append(f"skos:prefLabel \"C {i}\" ; rdfs:label \"label {i}\"@fr")
+            lines.append(f'skos:prefLabel "C {i}" ; rdfs:label "label {i}"@fr')
         elif i % 4 == 2:
-            lines.append(f"rdfs:label \"  spaced {i} \"@EN")
+            lines.append(f'rdfs:label "  spaced {i} "@EN')
         if i % 3 == 0:
-            lines.append(f"skos:altLabel \"alt {i}\"@en , \"alt {i}\"@de ; oio:hasExactSynonym \"exact {i}\"")
+            lines.append(f'skos:altLabel "alt {i}"@en , "alt {i}"@de ; oio:hasExactSynonym "exact {i}"')
         if i % 6 == 0:
-            lines.append(f"obo:IAO_0000115 \"definition {i}\"@en ; skos:definition \"def {i}\"")
+            lines.append(f'obo:IAO_0000115 "definition {i}"@en ; skos:definition "def {i}"')
         if i % 11 == 0:
-            lines.append(f"owl:deprecated \"true\"^^xsd:boolean ; obo:IAO_0100001 ex:C{i - 1}")
+            lines.append(f'owl:deprecated "true"^^xsd:boolean ; obo:IAO_0100001 ex:C{i - 1}')
         if i % 13 == 0:
-            lines.append("owl:deprecated true ; dcterms:isReplacedBy \"ex:C1\"")
+            lines.append('owl:deprecated true ; dcterms:isReplacedBy "ex:C1"')
         if i % 17 == 0:
-            lines.append("owl:deprecated \"1\"^^xsd:integer")
+            lines.append('owl:deprecated "1"^^xsd:integer')
         if i % 9 == 0:
-            lines.append("rdfs:subClassOf [ a owl:Restriction ; owl:onProperty ex:partOf ; "
-                         f"owl:someValuesFrom ex:C{rng.randrange(i)} ]")
+            lines.append(
+                "rdfs:subClassOf [ a owl:Restriction ; owl:onProperty ex:partOf ; "
+                f"owl:someValuesFrom ex:C{rng.randrange(i)} ]"
+            )
         if i % 19 == 0:
             lines.append("rdfs:subClassOf [ owl:unionOf ( ex:C1 ex:C2 ) ]")
         if i % 10 == 0:
-            lines.append(f"oio:hasAlternativeId \"EX:{i}\" ; oio:hasOBONamespace \"ns_{i % 3}\"")
+            lines.append(f'oio:hasAlternativeId "EX:{i}" ; oio:hasOBONamespace "ns_{i % 3}"')
         if i % 23 == 0:
             lines.append(f"rdfs:subClassOf ex:Undeclared{i}")
         if i % 29 == 0:
@@ -187,9 +218,9 @@ def _generated_turtle(n: int, seed: int) -> str:
         if i % 31 == 0:
             out.append(f"ex:C{i} rdfs:subClassOf ex:C0 .")  # stated twice: one edge
             out.append(f"ex:C{parents[0]} skos:narrower ex:C{i} .")
-    out.append("ex:C3 rdfs:subClassOf \"not a class\" .")
+    out.append('ex:C3 rdfs:subClassOf "not a class" .')
     for k in range(max(3, n // 20)):
-        out.append(f"ex:i{k} a owl:NamedIndividual , ex:C{rng.randrange(n)} ; rdfs:label \"thing {k}\" .")
+        out.append(f'ex:i{k} a owl:NamedIndividual , ex:C{rng.randrange(n)} ; rdfs:label "thing {k}" .')
         out.append(f"ex:i{k} ex:partOf ex:i{rng.randrange(k + 1)} .")
     out.append("ex:i0 ex:partOf ex:nowhere .")
     out.append("[ a owl:Class ; rdfs:subClassOf ex:C1 ] .")
@@ -222,8 +253,13 @@ def test_generated_same_as_rdflib(name, kw, generated, monkeypatch):
         assert out[0] == "ok"
         d = dict(out[2])
         diags = dict(d["diagnostics"])
-        for kind in ("skipped_restrictions", "skipped_anonymous_superclasses", "owl_thing_parents_dropped",
-                     "invalid_subclass_objects", "skipped_anonymous_classes"):
+        for kind in (
+            "skipped_restrictions",
+            "skipped_anonymous_superclasses",
+            "owl_thing_parents_dropped",
+            "invalid_subclass_objects",
+            "skipped_anonymous_classes",
+        ):
             assert diags.get(kind, 0) > 0, kind
         assert len(d["ids"]) >= 400 and d["version"] == "2026-12-01"
         assert dict(d["graph"])["instance_ids"]
@@ -236,10 +272,12 @@ def test_generated_counts_by_hand(tmp_path, monkeypatch):
         "@prefix ex: <http://example.org/x#> .\n"
         "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
         "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
-        "ex:A a owl:Class ; rdfs:label \"A\"@en , \"Aa\"@fr .\n"
+        'ex:A a owl:Class ; rdfs:label "A"@en , "Aa"@fr .\n'
         "ex:B rdfs:subClassOf ex:A , [ a owl:Restriction ; owl:onProperty ex:p ; owl:someValuesFrom ex:A ] ;\n"
         "     owl:deprecated true .\n"
-        "ex:C rdfs:subClassOf ex:A , ex:B , ex:D .\n", encoding="utf-8")
+        "ex:C rdfs:subClassOf ex:A , ex:B , ex:D .\n",
+        encoding="utf-8",
+    )
     out, used = _three(ttl, monkeypatch)
     assert used == [True]
     o = load_ontology(ttl)
@@ -261,8 +299,13 @@ def test_bindings_as_rdflib_binds_them(override):
 
     rng = random.Random(3)
     prefixes = [None, "", "ex", "ex1", "owl", "rdf", "default1", "_x", "a"]
-    spaces = ["http://example.org/a#", "http://example.org/b#", "http://www.w3.org/2002/07/owl#",
-              "http://www.w3.org/2000/01/rdf-schema#", "http://example.org/c/"]
+    spaces = [
+        "http://example.org/a#",
+        "http://example.org/b#",
+        "http://www.w3.org/2002/07/owl#",
+        "http://www.w3.org/2000/01/rdf-schema#",
+        "http://example.org/c/",
+    ]
     for _ in range(400):
         declared = [(rng.choice(prefixes), rng.choice(spaces)) for _ in range(rng.randrange(1, 7))]
         g = Graph(bind_namespaces="core")
@@ -283,7 +326,9 @@ def test_xml_literal_left_to_rdflib(tmp_path, monkeypatch):
         '  <owl:Class rdf:about="http://example.org/x#A"><rdfs:label>A</rdfs:label>'
         '<rdfs:comment rdf:parseType="Literal"><b>bold</b></rdfs:comment></owl:Class>\n'
         '  <owl:Class rdf:about="http://example.org/x#B"><rdfs:subClassOf rdf:resource="http://example.org/x#A"/>'
-        '</owl:Class>\n</rdf:RDF>\n', encoding="utf-8")
+        "</owl:Class>\n</rdf:RDF>\n",
+        encoding="utf-8",
+    )
     out, used = _three(owl, monkeypatch)
     assert out[0] == "ok" and used == [False]
     # xmlns="…#" bound first keeps the namespace on the empty prefix (rdflib, override=False),

@@ -80,7 +80,10 @@ def test_remote_jsonld_context_refused(onto_dir, tmp_path, no_network):
     nested.write_text(
         json.dumps(
             {
-                "@context": {"ex": "http://example.org/", "scoped": {"@id": "ex:s", "@context": ["http://evil.example/ctx"]}},
+                "@context": {
+                    "ex": "http://example.org/",
+                    "scoped": {"@id": "ex:s", "@context": ["http://evil.example/ctx"]},
+                },
                 "@id": "ex:a",
             }
         )
@@ -100,7 +103,11 @@ def test_loading_never_touches_the_network(onto_dir, no_network):
 
 def test_doctype_after_long_comment_and_odd_declarations(tmp_path):
     f = tmp_path / "late.rdf"
-    f.write_text('<?xml version="1.0"?>\n<!-- ' + "c" * 100 + ' -->\n<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<r/>\n')
+    f.write_text(
+        '<?xml version="1.0"?>\n<!-- '
+        + "c" * 100
+        + ' -->\n<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<r/>\n'
+    )
     with pytest.raises(UnsafeInputError, match="line 3: external entity &x;"):
         check_xml(f)
     f.write_text('<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY\tx\n"ok"> <!ENTITYy "bad">]>\n<r/>\n')

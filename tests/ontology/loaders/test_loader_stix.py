@@ -34,7 +34,9 @@ def test_matrix_tactics_techniques(mini):
     types = dict(zip(o.ids, o.node_types))
     assert types["TA0006"] == "tactic" and types["T1003"] == "technique"
     assert types["T1003.001"] == "sub-technique" and types["mini-attack"] == "matrix"
-    assert o.label("T1003.001") == "LSASS Memory" and o.definitions[o.index("T1003")] == "OS Credential Dumping."
+    assert (
+        o.label("T1003.001") == "LSASS Memory" and o.definitions[o.index("T1003")] == "OS Credential Dumping."
+    )
 
 
 def test_revoked_and_deprecated(mini):
@@ -111,5 +113,7 @@ def test_bytes_that_are_not_utf8_are_a_clear_error(tmp_path):
 
     p = tmp_path / "latin1.json"
     p.write_bytes(b'{"type": "bundle", "objects": [], "x": "\xe9"}')
-    with pytest.raises(InputError, match=r"latin1\.json: not UTF-8 text: 'utf-8' codec can't decode byte 0xe9"):
+    with pytest.raises(
+        InputError, match=r"latin1\.json: not UTF-8 text: 'utf-8' codec can't decode byte 0xe9"
+    ):
         read_json(p)

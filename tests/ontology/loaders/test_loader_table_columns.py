@@ -48,8 +48,17 @@ def _outcome(fn, path, **kw):
     except KgRagevalError as exc:
         return ("error", type(exc).__name__, str(exc))
     return (
-        "ok", o.content_hash, o.ids, o.labels, o.parent_ptr.tolist(), o.parent_idx.tolist(),
-        o.anc_idx.tolist(), o.depth_min.tolist(), o.virtual_root, o.diagnostics, o.warnings,
+        "ok",
+        o.content_hash,
+        o.ids,
+        o.labels,
+        o.parent_ptr.tolist(),
+        o.parent_idx.tolist(),
+        o.anc_idx.tolist(),
+        o.depth_min.tolist(),
+        o.virtual_root,
+        o.diagnostics,
+        o.warnings,
     )
 
 
@@ -72,7 +81,7 @@ TABLES = {
     "four_columns.csv": "b,a\nc,b,cee,extra\n",
     "empty_child.csv": "a,\n,b\n",
     "conflict.csv": "b,a,One\nb,a,Two\n",
-    "lone_delimiter.tsv": "b\ta\n\"c\td\"\n",
+    "lone_delimiter.tsv": 'b\ta\n"c\td"\n',
     "control.csv": "b,a\nc\x01,b\n",
     "bidi.csv": "b,a\nc\u202e,b\n",
     "bom.csv": "\ufeffchild,parent\nb,a\n",
@@ -102,7 +111,9 @@ def test_real_values_of_a_small_table(tmp_path, reader):
 
 
 def test_fixtures(fixtures_dir, reader):
-    for f in sorted((fixtures_dir / "ontology").glob("*.?sv")) + [fixtures_dir / "retrieval" / "attack-mini.tsv"]:
+    for f in sorted((fixtures_dir / "ontology").glob("*.?sv")) + [
+        fixtures_dir / "retrieval" / "attack-mini.tsv"
+    ]:
         _same(f)
 
 
