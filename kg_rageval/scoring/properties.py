@@ -123,9 +123,6 @@ EXEMPT: dict[str, dict[str, str]] = {
         "shacl": "validates the outputs' RDF against SHACL shapes; the ids' vocabulary is the conformance "
         "family's check",
         "provenance": "reads document and source ids of the corpus, no ontology id",
-        "relations": "reads triples against the knowledge graph (unknown ids and predicates are counted "
-        "as triple_unknown_ids / triple_unknown_predicates, no id options)",
-        "preference": "replays a preference filter; its concepts are counted as unknown_preference",
         "judge": "reads judge verdicts and human labels, no ontology id",
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
         "context": "reads chunk ids of the supplied context, no ontology id",
