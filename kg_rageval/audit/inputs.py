@@ -77,7 +77,8 @@ def load_config_ontology(config: AuditConfig) -> Any:
 
 
 def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
-    """Ontology, records, corpus, spec and judgments named by the config (InputError on any
+    """Ontology, records, corpus, spec, judgments and the cited test-set manifest (a JSON object,
+    :mod:`.testset_pin`) named by the config (InputError on any
     unreadable input: exit code 2). ``records=False``: the records file is checked to exist but
     not read (a streamed audit reads it in chunks; ``inputs["records"]`` is ``None``)."""
     from kg_rageval.records import read_records
@@ -112,6 +113,11 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
                 location=f"judgments = {config.judgments!r}",
             )
         judgments = read_records(jpath)
+    testset = None
+    if config.testset_manifest:  # read (and refused, exit 2) before any family runs; checked by the runner
+        from kg_rageval.audit.testset_pin import read_testset_manifest
+
+        testset = read_testset_manifest(config.path(config.testset_manifest), config.source)
     paths = {
         "records": rpath,
         "corpus": config.path(config.corpus),
@@ -127,6 +133,7 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
         "corpus": corpus,
         "spec": spec,
         "judgments": judgments,
+        "testset_manifest": testset,
         "paths": {k: v for k, v in paths.items() if v is not None},
     }
 

@@ -4,7 +4,8 @@ The manifest records content hashes (ontology :attr:`Ontology.content_hash` and 
 declares, :attr:`Ontology.version`; the baseline's release when a baseline is compared; sha256 of the
 records, corpus, spec, judgments, baseline and config files), the tool, Python and dependency
 versions, each family's versioned name (``Family.qualified_name``) and options, the seeds and
-bootstrap settings, the judge/model configuration from the config, and a *metrics digest*:
+bootstrap settings, the judge/model configuration from the config, the check of a cited test-set manifest
+(``testset``: :func:`kg_rageval.audit.testset_pin.check_testset_pin`), and a *metrics digest*:
 sha256 over the canonical JSON of every metric and gate decision.
 
 :func:`kg_rageval.audit.verify.verify_manifest` re-runs the audit from the config the manifest names and compares the
@@ -119,7 +120,7 @@ def build_manifest(config: AuditConfig, inputs: Mapping[str, Any], result: Audit
             "seeds": {"seed": config.seed, "bootstrap_seed": config.bootstrap.seed},
             "bootstrap": config.bootstrap.model_dump(),
             "judge": redact_settings(_jsonable(config.judge)),
-            **({"testset": testset_citation(files["testset_manifest"])} if files["testset_manifest"] else {}),
+            **({"testset": dict(result.testset)} if result.testset is not None else {}),
             "metrics_digest": metrics_digest(numbers_of(result)),
         }
     )
@@ -157,20 +158,6 @@ def _judge_usage(run: Any) -> dict[str, Any]:
         if "judge_usage" in ev.meta:
             return {"judge_usage": _jsonable(ev.meta["judge_usage"])}
     return {}
-
-
-def testset_citation(path: Path) -> dict[str, Any]:
-    """``{"path", "hash", "sha256"}`` of a test-set manifest: the hash it states (over its
-    content) and the file's sha256; a missing or unreadable manifest is a config error."""
-    from kg_rageval.base.errors import ConfigError
-
-    try:
-        stated = json.loads(Path(path).read_text(encoding="utf-8")).get("hash")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ConfigError(
-            f"testset_manifest: cannot read the test-set manifest: {exc}", source=str(path)
-        ) from None
-    return {"path": str(path), "hash": stated, "sha256": file_hash(path)}
 
 
 def _jsonable(x: Any) -> Any:

@@ -32,6 +32,9 @@ class AuditResult:
     baseline: dict[str, Any] | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
+    testset: dict[str, Any] | None = None
+    """The check of the cited test-set manifest (:func:`~.testset_pin.check_testset_pin`);
+    ``None`` when the config cites none."""
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     chunk_size: int | None = None

@@ -10,6 +10,9 @@ Decision rules (also in ``docs/audit.md``):
   ``missing_runs.budget`` (a fraction of the records with the section). Above the budget
   every gate of that family is ``missing`` and a ``<family>.missing_run_rate`` gate fails.
 * **An audit with no gates fails** (there is nothing to release on).
+* **A cited test-set manifest is verified** (:mod:`.testset_pin`): its own hash and the hash of
+  the gold labels it pins, recomputed over the audited records; either differing fails the
+  ``testset_manifest.verified`` gate as tampered evidence.
 * Exit codes: 0 every gate passes; 1 a gate failed or is missing; 2 invalid inputs or config
   (raised as :class:`~kg_rageval.base.errors.InputError` before any decision is made).
 
@@ -211,6 +214,18 @@ def _run_audit(
             r = GateResult(r.gate, "missing", r.observed, over_budget[owner.family])
         final.append(r)
     final.extend(budget_results)
+    pin = None
+    if config.testset_manifest:
+        from kg_rageval.audit.testset_pin import check_testset_pin, pin_gate
+
+        pin = check_testset_pin(
+            config.path(config.testset_manifest),
+            view,  # held: the list; streamed: the records file read again in chunks
+            doc=inputs.get("testset_manifest"),
+            records_file=config.records,
+            source=config.source,
+        )
+        final.append(pin_gate(pin))
     if not gates:
         final.append(
             GateResult(
@@ -236,6 +251,7 @@ def _run_audit(
         gate_results=final,
         counts=counts,
         baseline=baseline,
+        testset=pin,
     )
     from kg_rageval.audit import pernode
 

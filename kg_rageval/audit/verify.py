@@ -60,7 +60,9 @@ def verify_manifest(
     the one recorded (or that is missing, or a manifest that vouches for no report file), a
     ``numbers`` block that does not match the manifest's own digest, a ``report.json`` whose
     verdict or gates differ from the re-run, an input the re-run reads that the manifest does
-    not record, a changed input hash, a changed family version, a changed number or gate
+    not record, a changed input hash, a cited test-set manifest that does not verify now or
+    whose hashes differ from those the report recorded (:func:`~.testset_pin.pin_differences`),
+    a changed family version, a changed number or gate
     decision (each listed). ``ok`` needs no difference; the CLI also exits 1 when the verified
     audit failed its gates."""
     from kg_rageval.audit.config import load_config
@@ -119,6 +121,9 @@ def verify_manifest(
     for k in old_inputs:
         if k not in new["inputs"]:
             diffs.append(f"input {k} is in the manifest but not read by the audit")
+    from kg_rageval.audit.testset_pin import pin_differences
+
+    diffs.extend(pin_differences(man.get("testset"), result.testset))
     for fam, info in (man.get("families") or {}).items():
         ninfo = new["families"].get(fam) or {}
         if not isinstance(info, dict) or info.get("versions") != ninfo.get("versions"):

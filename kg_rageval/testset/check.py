@@ -17,7 +17,8 @@
   star and a chain of pairs (a pair there may be reported through a third query instead).
 
 **Manifest** (:func:`testset_manifest`): sha256 of each set file, of the gold labels of every
-set (canonical JSON of each record's gold sections, sorted by id), of the corpus file, the
+set (:func:`~kg_rageval.records.gold.labels_hash`: canonical JSON of each record's gold
+sections, sorted by id), of the corpus file, the
 ontology's order-independent content hash, the policy (the configuration as canonical JSON)
 and the paraphrase generator (prompt, model, seed — from the build; else the generators, models,
 prompt hashes and seed ranges the records name). ``hash`` is sha256 over the canonical JSON
@@ -27,7 +28,6 @@ the exact test set.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import unicodedata
@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.hashing import bytes_hash, canonical_json, document_hash
+from kg_rageval.records.gold import GOLD_SECTIONS, gold_view, labels_hash  # noqa: F401 (re-exported)
 from kg_rageval.testset.config import CheckConfig
 from kg_rageval.testset.split import record_session, record_sources
 
@@ -248,11 +250,11 @@ def check_leakage(
 
 # ------------------------------------------------------------------ manifest
 def _canon(x: Any) -> bytes:
-    return json.dumps(x, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
+    return canonical_json(x)
 
 
 def sha256_bytes(b: bytes) -> str:
-    return "sha256:" + hashlib.sha256(b).hexdigest()
+    return bytes_hash(b)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -260,32 +262,6 @@ def file_sha256(path: str | Path) -> str:
     from kg_rageval.base.hashing import file_hash
 
     return file_hash(path)
-
-
-GOLD_SECTIONS = ("slices", "gold_node")
-
-
-def gold_view(rec: Mapping[str, Any]) -> dict[str, Any]:
-    """The gold part of a record: what the labels hash covers."""
-    out: dict[str, Any] = {"id": str(rec["id"]), "query": rec.get("query")}
-    for k in GOLD_SECTIONS:
-        if k in rec:
-            out[k] = rec[k]
-    for sec, keys in (
-        ("mentions", ("gold",)),
-        ("labels", ("gold",)),
-        ("retrieval", ("gold", "gold_filters", "gold_node")),
-        ("reference", None),
-    ):
-        v = rec.get(sec)
-        if isinstance(v, Mapping):
-            out[sec] = dict(v) if keys is None else {k: v[k] for k in keys if k in v}
-    return out
-
-
-def labels_hash(records: Sequence[Mapping[str, Any]]) -> str:
-    rows = sorted((gold_view(r) for r in records), key=lambda g: g["id"])
-    return sha256_bytes(b"\n".join(_canon(r) for r in rows))
 
 
 def paraphrase_of(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
@@ -364,11 +340,14 @@ def testset_manifest(
             else None
         ),
     }
-    body["hash"] = sha256_bytes(_canon(body))
+    body["hash"] = document_hash(body)
     return body
 
 
 def verify_manifest_hash(manifest: Mapping[str, Any]) -> bool:
-    """True when the manifest's ``hash`` matches its content."""
-    body = {k: v for k, v in manifest.items() if k != "hash"}
-    return manifest.get("hash") == sha256_bytes(_canon(body))
+    """True when the manifest's ``hash`` matches its content
+    (:func:`~kg_rageval.base.hashing.document_hash`, the hash an audit citing it recomputes)."""
+    try:
+        return manifest.get("hash") == document_hash(manifest)
+    except (TypeError, ValueError):  # a value JSON cannot hold: not the manifest that was hashed
+        return False

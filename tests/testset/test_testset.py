@@ -565,3 +565,6 @@ def test_audit_cites_the_testset_manifest(tmp_path):
         cited["hash"] == man["hash"]
         and cited["sha256"] == result.manifest["inputs"]["testset_manifest"]["hash"]
     )
+    assert cited["verified"] is True and cited["labels_sha256"] == man["labels_sha256"] == labels_hash(recs)
+    assert cited["labels_set"] == "set 'release'" and cited["records"] == len(recs)
+    assert {r.gate.metric: r.status for r in result.gate_results}["testset_manifest.verified"] == "pass"
