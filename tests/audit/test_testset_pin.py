@@ -268,3 +268,37 @@ def test_an_unreadable_manifest_is_exit_2(pinned, cli, content, message):
     (d / "sets" / "testset-manifest.json").unlink()
     code, _, err = cli(["audit", "-c", str(d / "audit.yaml"), "--out", str(d / "out"), "-q"])
     assert code == 2 and "the test-set manifest does not exist" in err
+
+
+@pytest.mark.parametrize(
+    "edit,problem",
+    [
+        (lambda m: m.pop("hash"), "it states no hash (its content gives sha256:"),
+        (lambda m: m.update(extra="1e999"), "its own hash differs: it states sha256:"),
+    ],
+)
+def test_a_manifest_without_a_verifiable_hash_is_tampered(pinned, cli, edit, problem):
+    d, _ = pinned
+    man_path = d / "sets" / "testset-manifest.json"
+    man = json.loads(man_path.read_text())
+    edit(man)
+    text = json.dumps(man).replace('"1e999"', "1e999")  # a number JSON has no value for: no hash
+    man_path.write_text(text)
+    code, manifest, gates, _ = _audit(cli, d)
+    assert code == 1 and manifest["testset"]["verified"] is False
+    reason = gates["testset_manifest.verified >= 1"]["reason"]
+    assert reason.startswith(f"tampered evidence: test-set manifest {man_path}: {problem}")
+    if "extra" in man:
+        assert reason.endswith("its content gives no hash (a non-finite number)")
+
+
+def test_verify_notices_a_pin_dropped_from_the_config(pinned, cli):
+    d, _ = pinned
+    code, *_ = _audit(cli, d)
+    assert code == 0
+    cfg = d / "audit.yaml"
+    cfg.write_text(cfg.read_text().replace("testset_manifest: sets/testset-manifest.json\n", ""))
+    code, out = _verify(cli, d)
+    assert code == 4
+    assert "the report records a test-set manifest check, but the config cites no test-set manifest" in out
+    assert "gate testset_manifest.verified >= 1: pass -> (absent)" in out
