@@ -371,10 +371,10 @@ def metrics_html(result: AuditResult) -> str:
 
 
 def prov_trail_html(result: AuditResult) -> str:
-    """The PROV-O trail section (:func:`~kg_rageval.audit.report_json.prov_trail_summary`):
+    """The PROV-O trail section (:func:`~kg_rageval.audit.prov_trail.prov_trail_summary`):
     ``prov_traceable_rate`` with its numerator and denominator (or why it is missing) and the
     SHACL verdict of ``prov.ttl``; empty without a trail."""
-    from kg_rageval.audit.report_json import prov_trail_summary
+    from kg_rageval.audit.prov_trail import prov_trail_summary
 
     p = prov_trail_summary(result)
     if p is None:

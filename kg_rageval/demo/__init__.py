@@ -161,7 +161,9 @@ RUN_MANIFEST = "run-manifest.json"
 ``manifests``)."""
 
 
-def demo_run_manifest(ontology: Any, corpus_path: Path, *, seed: int, profile: str = "doid") -> dict[str, Any]:
+def demo_run_manifest(
+    ontology: Any, corpus_path: Path, *, seed: int, profile: str = "doid"
+) -> dict[str, Any]:
     """The run manifest of the demo system's run (``docs/provenance.md``, *Run manifest*):
     everything it pins is known here, since the system under audit is kg-rageval's own
     :class:`~kg_rageval.demo.system.DemoSystem` — its name and this kg-rageval version, the
@@ -175,7 +177,10 @@ def demo_run_manifest(ontology: Any, corpus_path: Path, *, seed: int, profile: s
     defaults = DemoSystem.__init__.__kwdefaults__ or {}
     return {
         "run_id": f"demo-{_profile(profile).name}-seed-{seed}",
-        "model": {"name": "kg-rageval demo system (kg_rageval.demo.system.DemoSystem)", "version": __version__},
+        "model": {
+            "name": "kg-rageval demo system (kg_rageval.demo.system.DemoSystem)",
+            "version": __version__,
+        },
         "decoding": {
             "answer": "extractive: templated lead sentence + first sentence of the top document",
             "sampling": "none (deterministic)",
