@@ -370,6 +370,42 @@ def metrics_html(result: AuditResult) -> str:
     return "".join(out)
 
 
+def prov_trail_html(result: AuditResult) -> str:
+    """The PROV-O trail section (:func:`~kg_rageval.audit.prov_trail.prov_trail_summary`):
+    ``prov_traceable_rate`` with its numerator and denominator (or why it is missing) and the
+    SHACL verdict of ``prov.ttl``; empty without a trail."""
+    from kg_rageval.audit.prov_trail import prov_trail_summary
+
+    p = prov_trail_summary(result)
+    if p is None:
+        return ""
+    m = p["prov_traceable_rate"] or {}
+    num, den = m.get("numerator"), m.get("denominator")
+    verdict = "conforms" if p["conforms"] else f"does not conform ({p['violations']} SHACL violations)"
+    out = [
+        "<h2>PROV-O trail</h2><div class='card'>",
+        _table(
+            ["metric", "value", "num/den", "missing"],
+            [
+                [
+                    "<code>provenance.prov_traceable_rate</code>",
+                    _f(m.get("value")) if m.get("value") is not None else "missing evidence",
+                    f"{num:g}/{den:g}" if num is not None and den is not None else "",
+                    escape(m.get("missing") or ""),
+                ]
+            ],
+            num_cols=[1, 2],
+        ),
+        f"<p><code>{escape(p['file'])}</code> {escape(verdict)} against <code>shapes/provenance.ttl</code>.</p>",
+    ]
+    if p["note"]:
+        out.append(f"<p class='sub'>{escape(p['note'])}</p>")
+    if p["messages"]:
+        out.append("<ul>" + "".join(f"<li>{escape(msg)}</li>" for msg in p["messages"]) + "</ul>")
+    out.append("</div>")
+    return "".join(out)
+
+
 def failing_records_html(result: AuditResult) -> str:
     """Per failing gate, the records driving it (worst first)."""
     import json
@@ -584,6 +620,7 @@ def html_report(result: AuditResult) -> str:
         )
     )
     s.append(metrics_html(result))
+    s.append(prov_trail_html(result))
     for fam, keys in result.slices.items():
         for key, groups in keys.items():
             names = sorted({m for g in groups.values() for m in g["metrics"]})[:8]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kg_rageval.audit.manifest import numbers_of
+from kg_rageval.audit.prov_trail import prov_trail_summary
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.result import AuditResult
@@ -22,7 +23,8 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
     reason), ``metrics`` (flat ``{key: Metric.to_dict()}``), ``families`` (status, counts,
     unscored reasons, versions), ``slices``, ``nodes`` (per-node roll-up), ``drivers``
     (branches behind failures), ``failing_records`` (per failing gate, the records driving it),
-    ``coverage``, ``relations``, ``exclusions``, ``baseline``,
+    ``coverage``, ``relations``, ``exclusions``, ``baseline``, ``prov_trail`` (the PROV-O
+    trail written as ``prov.ttl``: :func:`~kg_rageval.audit.prov_trail.prov_trail_summary`, ``null`` without one),
     ``manifest``."""
     ont = result.ontology
     return {
@@ -54,6 +56,7 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
         "relations": result.relations,
         "exclusions": result.exclusions,
         "baseline": result.baseline,
+        "prov_trail": prov_trail_summary(result),
         "manifest": result.manifest,
     }
 

@@ -129,6 +129,7 @@ def markdown(result: AuditResult) -> str:
             f"inconsistent filter logs (retrieved although the logged filters exclude them): "
             f"{ex.get('inconsistent_filter_log', 0)}.",
         ]
+    lines += prov_trail_markdown(result)
     cov = result.coverage
     if cov:
         lines += [
@@ -180,6 +181,34 @@ def _val(x: Any) -> str:
 
         return md_code(json.dumps(x, ensure_ascii=False, default=str))
     return _cell(_f(x))
+
+
+def prov_trail_markdown(result: AuditResult) -> list[str]:
+    """The PROV-O trail section (:func:`~kg_rageval.audit.prov_trail.prov_trail_summary`):
+    ``prov_traceable_rate`` with its numerator and denominator (or why it is missing), the
+    SHACL verdict of ``prov.ttl`` and its first messages."""
+    from kg_rageval.audit.prov_trail import prov_trail_summary
+
+    p = prov_trail_summary(result)
+    if p is None:
+        return []
+    m = p["prov_traceable_rate"] or {}
+    num, den = m.get("numerator"), m.get("denominator")
+    frac = f" ({num:g}/{den:g} answers)" if num is not None and den is not None else ""
+    rate = _f(m.get("value")) if m.get("value") is not None else "missing evidence"
+    verdict = "conforms" if p["conforms"] else f"does not conform ({p['violations']} SHACL violations)"
+    lines = [
+        "",
+        "## PROV-O trail",
+        "",
+        f"`provenance.prov_traceable_rate`: {rate}{frac}. {md_code(p['file'])} {verdict} "
+        "against `shapes/provenance.ttl`.",
+    ]
+    if p["note"]:
+        lines += ["", _cell(p["note"])]
+    if p["messages"]:
+        lines += ["", *(f"- {_cell(msg)}" for msg in p["messages"])]
+    return lines
 
 
 def failing_records_markdown(result: AuditResult) -> list[str]:

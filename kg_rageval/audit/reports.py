@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kg_rageval.audit.manifest import numbers_of
+from kg_rageval.audit.prov_trail import PROV
 from kg_rageval.base.errors import InputError
 from kg_rageval.base.hashing import file_hash
 from kg_rageval.base.outputs import writing
@@ -42,8 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FILES = {"json": "report.json", "markdown": "report.md", "html": "report.html", "junit": "junit.xml"}
 MANIFEST = "manifest.json"
-PROV = "prov.ttl"
-"""The PROV-O trail of the audited run (the provenance family's ``trail``)."""
 LOCK = ".kg-rageval.lock"
 PREVIOUS = "previous"
 ALL_FILES = (*FILES.values(), MANIFEST)

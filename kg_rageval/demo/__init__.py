@@ -11,6 +11,9 @@ every query and writes into ``out_dir``:
 * ``records.jsonl`` — one evaluation record per query (mentions, labels, retrieval, answer,
   reference);
 * ``schema.yaml`` — the structured-output spec for the conformance family;
+* ``run-manifest.json`` — the run manifest of the system's run (:func:`demo_run_manifest`:
+  model = the demo system at this kg-rageval version, its decoding settings, the seed, the
+  corpus and ontology hashes), so the audit's PROV-O trail records the run it audits;
 * ``audit.yaml`` — the audit config with the demo's gates.
 
 Everything is seeded: the same seed writes byte-identical files.
@@ -18,6 +21,7 @@ Everything is seeded: the same seed writes byte-identical files.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -135,7 +139,7 @@ def demo_config(profile: str = "doid", *, bootstrap: int = 500) -> dict[str, Any
             "retrieval": {},
             "conformance": {},
             "generation": {},
-            "provenance": {},
+            "provenance": {"manifests": [RUN_MANIFEST]},
         },
         "gates": list(prof.gates),
         "slice_gates": {k: list(v) for k, v in prof.slice_gates.items()},
@@ -149,6 +153,44 @@ def demo_config(profile: str = "doid", *, bootstrap: int = 500) -> dict[str, Any
         "coverage": dict(prof.coverage),
         "seed": 0,
         "judge": {"faithfulness": "extractive substring judge (kg_rageval.demo.system), deterministic"},
+    }
+
+
+RUN_MANIFEST = "run-manifest.json"
+"""The run manifest :func:`build_demo` writes beside the records (the provenance family's
+``manifests``)."""
+
+
+def demo_run_manifest(
+    ontology: Any, corpus_path: Path, *, seed: int, profile: str = "doid"
+) -> dict[str, Any]:
+    """The run manifest of the demo system's run (``docs/provenance.md``, *Run manifest*):
+    everything it pins is known here, since the system under audit is kg-rageval's own
+    :class:`~kg_rageval.demo.system.DemoSystem` — its name and this kg-rageval version, the
+    settings its answers depend on (no sampling: the answer is extractive and deterministic),
+    the seed of the run, ``corpus_hash`` (the written corpus file's sha256) and
+    ``ontology_hash`` (:attr:`Ontology.content_hash`)."""
+    from kg_rageval import __version__
+    from kg_rageval.base.hashing import file_hash
+    from kg_rageval.demo.system import DemoSystem
+
+    defaults = DemoSystem.__init__.__kwdefaults__ or {}
+    return {
+        "run_id": f"demo-{_profile(profile).name}-seed-{seed}",
+        "model": {
+            "name": "kg-rageval demo system (kg_rageval.demo.system.DemoSystem)",
+            "version": __version__,
+        },
+        "decoding": {
+            "answer": "extractive: templated lead sentence + first sentence of the top document",
+            "sampling": "none (deterministic)",
+            "retrieval": "BM25 pre-filtered by entitlements and within parent(linked concept)",
+            "k": defaults.get("k"),
+            "refuse_below": defaults.get("refuse_below"),
+        },
+        "seed": seed,
+        "corpus_hash": file_hash(corpus_path),
+        "ontology_hash": ontology.content_hash,
     }
 
 
@@ -257,6 +299,8 @@ def build_demo(
     ):
         write_records(out / f"{name}.jsonl", rows, sort_keys=True)
     (out / "schema.yaml").write_text(prof.schema, encoding="utf-8")
+    manifest = demo_run_manifest(ontology, out / "corpus.jsonl", seed=seed, profile=profile)
+    (out / RUN_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     cfg = demo_config(profile, bootstrap=bootstrap)
     (out / "audit.yaml").write_text(
         "# kg-rageval audit config written by `kg-rageval audit --demo` (see docs/audit.md)\n"

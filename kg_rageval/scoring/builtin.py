@@ -707,7 +707,7 @@ PROVENANCE = Scorer(
                 "prov_traceable_rate",
                 "higher",
                 "answers whose PROV-O trail (answer, cited documents, run) conforms "
-                "to shapes/provenance.ttl / answers",
+                "to shapes/provenance.ttl / answers (missing evidence without a run manifest)",
             ),
         ],
     ),

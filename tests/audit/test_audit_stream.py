@@ -298,6 +298,7 @@ def test_cli_chunk_size(demo, tmp_path, cli):
         .replace("corpus: corpus.jsonl", f"corpus: {demo / 'corpus.jsonl'}")
         .replace("spec: schema.yaml", f"spec: {demo / 'schema.yaml'}")
         .replace("records: baseline.jsonl", f"records: {demo / 'baseline.jsonl'}")
+        .replace("- run-manifest.json", f"- {demo / 'run-manifest.json'}")
     )
     outs = {}
     for size in ("0", "11"):

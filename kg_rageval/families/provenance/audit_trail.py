@@ -13,7 +13,10 @@
   the answer node, the documents it cites and its run (with the model agent): a violation on
   any of them makes the answer untraceable (so a run missing its seed makes every answer
   untraceable). The per-answer verdict does not depend on how the records are partitioned,
-  so the rate is a sum like every metric. ``meta["turtle"]`` holds the trail, which the audit
+  so the rate is a sum like every metric. Without a run manifest the run records nothing the
+  shape requires and every answer fails for that alone: the rate is then missing evidence
+  (:data:`NO_RUN_MANIFEST`, numerator 0 and the answers as denominator kept), never a silent
+  0 (stat ``run_recorded``: 1 per answer of a run with a manifest). ``meta["turtle"]`` holds the trail, which the audit
   writes beside its reports (``prov.ttl``); ``meta["messages"]`` the SHACL messages.
 
 Both are streamable: the manifest rows describe the run, so partitions of the records keep one
@@ -75,12 +78,28 @@ class ManifestFamily(Family):
         }
 
 
+NO_RUN_MANIFEST = (
+    "no run manifest (families.provenance.manifests): the model run's model, decoding config, "
+    "seed and snapshot hashes are not recorded, so no answer's trail can conform"
+)
+"""Why ``prov_traceable_rate`` is missing evidence when the audited run has no manifest."""
+
+
 class ProvTrailFamily(Family):
     name = "prov_trail"
-    version = "1"
-    stats = ("answers", "traceable")
+    version = "2"
+    stats = ("answers", "traceable", "run_recorded")
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        """``traceable / answers``; missing evidence (value ``None``, numerator and
+        denominator kept) when the trail's run has no manifest: every answer fails the shape
+        then for want of the run's record, which says nothing about the answers."""
+        if s["answers"] and not s.get("run_recorded", s["answers"]):
+            return {
+                "prov_traceable_rate": Metric(
+                    "prov_traceable_rate", None, s["traceable"], s["answers"], NO_RUN_MANIFEST
+                )
+            }
         return {
             "prov_traceable_rate": ratio(
                 "prov_traceable_rate", s["traceable"], s["answers"], missing="no answers in the trail"
@@ -181,10 +200,11 @@ def score_trail(
         why = [f for f in own if f in bad] + run_level if bad else []
         traceable.append(0 if why else 1)
         at.append(" ".join(why[:5]) or None)
+    recorded = 0 if manifest is None else 1
     return columns_evaluation(
         ProvTrailFamily(),
         ids,
-        ([1] * len(ids), traceable),
+        ([1] * len(ids), traceable, [recorded] * len(ids)),
         details={"untraceable_at": at},
         meta=trail_meta(trail_text(trail, found)),
     )
