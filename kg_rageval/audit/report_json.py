@@ -22,7 +22,7 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
     reason), ``metrics`` (flat ``{key: Metric.to_dict()}``), ``families`` (status, counts,
     unscored reasons, versions), ``slices``, ``nodes`` (per-node roll-up), ``drivers``
     (branches behind failures), ``failing_records`` (per failing gate, the records driving it),
-    ``coverage``, ``relations``, ``exclusions``, ``baseline``,
+    ``coverage``, ``relations``, ``exclusions``, ``category_diagnosis``, ``baseline``,
     ``manifest``."""
     ont = result.ontology
     return {
@@ -39,8 +39,9 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
         "timings": result.timings,
         "ontology": {
             "source": str(ont.source),
-            "nodes": len(ont),
+            "nodes": ont.n_nodes,
             "root": ont.root_id,
+            "virtual_root": bool(ont.virtual_root),
             "content_hash": ont.content_hash,
         },
         "gates": [r.to_dict() for r in result.gate_results],
@@ -53,6 +54,7 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
         "coverage": result.coverage,
         "relations": result.relations,
         "exclusions": result.exclusions,
+        "category_diagnosis": result.category_diagnosis,
         "baseline": result.baseline,
         "manifest": result.manifest,
     }
