@@ -378,6 +378,7 @@ def test_linking_hierarchy_stats_agree_with_scalar_relations_and_sets(multi_root
 
 # ---------------------------------------------------------------------------- neleval
 def _neleval():
+    pytest.importorskip("neleval", reason="the neleval reference needs the dev install (neleval)")
     collections.Sequence = collections.abc.Sequence  # neleval 3.1.1 on Python >= 3.10
     from neleval.document import Reader
     from neleval.evaluate import Evaluate
@@ -479,6 +480,7 @@ def _random_tags(rng, n, types):
 
 @pytest.mark.parametrize("typed", [False, True])
 def test_agrees_with_seqeval_strict_iob2(vehicles, typed):
+    pytest.importorskip("seqeval", reason="the seqeval reference needs the dev install (seqeval)")
     from seqeval.metrics import f1_score, precision_score, recall_score
     from seqeval.scheme import IOB2
 
