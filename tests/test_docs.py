@@ -125,7 +125,9 @@ def test_every_page_has_examples_and_markers_are_known():
     assert len(BLOCKS) > 40
     for b in BLOCKS:
         if b.marker:
-            assert re.match(r"(skip\b.*\S|requires \w+( \w+)*|exit \d+|spec \S+|graph-mapping)$", b.marker), b.id
+            assert re.match(r"(skip\b.*\S|requires \w+( \w+)*|exit \d+|spec \S+|graph-mapping)$", b.marker), (
+                b.id
+            )
 
 
 @pytest.mark.parametrize("block", _select(lambda b: b.lang == "python"))

@@ -271,7 +271,10 @@ def _record_measures(measures, opts: dict) -> list[str]:
     lacking = [str(s) for s, n in zip(specs, names) if n is None]
     if lacking:
         known = ", ".join(
-            x for m, (bare, cut) in RECORD_METRICS.items() for x in ((f"{m}@k" if cut else ""), (m if bare else "")) if x
+            x
+            for m, (bare, cut) in RECORD_METRICS.items()
+            for x in ((f"{m}@k" if cut else ""), (m if bare else ""))
+            if x
         )
         fail(
             f"--measure {', '.join(lacking)}: not computed from records (--data computes "

@@ -86,7 +86,7 @@ def test_virtual_root_is_not_counted_or_charted_and_diagnosis_is_in_every_report
     assert "| sibling | T1562 | Impair Defenses | 2 | 66.7% |" in md
     assert "| unrelated | TA0006 | Credential Access | 1 | 33.3% |" in md
     assert "<h2>Where false exclusions come from</h2>" in html
-    assert "<td>sibling</td><td>T1562</td><td>Impair Defenses</td><td class=\"num\">2</td>" in html
+    assert '<td>sibling</td><td>T1562</td><td>Impair Defenses</td><td class="num">2</td>' in html
 
 
 def test_a_record_unscored_by_two_evaluations_of_a_family_counts_once(tmp_path):
@@ -115,7 +115,8 @@ def test_a_record_unscored_by_two_evaluations_of_a_family_counts_once(tmp_path):
     )
     res = run_audit(cfg, progress=False)
     per_eval = [
-        sum(1 for u in ev.unscored if u["reason"] == "no answer") for ev in res.families["generation"].evaluations
+        sum(1 for u in ev.unscored if u["reason"] == "no answer")
+        for ev in res.families["generation"].evaluations
     ]
     assert sorted(per_eval) == [0, 0, 0, 3, 3]  # two evaluations say it of the same three records
     c = res.counts["families"]["generation"]

@@ -75,7 +75,7 @@ def to_regex(schema: DerivedSchema | Mapping[str, Any], *, whitespace_pattern: s
 
 def output_type(schema: DerivedSchema | Mapping[str, Any], *, whitespace_pattern: str | None = None):
     """The Outlines output type (``outlines.types.JsonSchema``) for the schema."""
-    JsonSchema = _outlines("outlines.types", "the Outlines output type").JsonSchema  # noqa: N806
+    JsonSchema = _outlines("outlines.types", "the Outlines output type").JsonSchema
     return JsonSchema(decoder_schema(schema), whitespace_pattern=whitespace_pattern)
 
 
@@ -107,7 +107,7 @@ def build_index(
     """An ``outlines_core.Index`` of the schema's regex over ``vocabulary`` (token string →
     token ids). The EOS id must not appear in ``vocabulary``."""
     core = _outlines("outlines_core", "the decoder index (build_index)")
-    Index, Vocabulary = core.Index, core.Vocabulary  # noqa: N806
+    Index, Vocabulary = core.Index, core.Vocabulary
     vocab = Vocabulary(eos_token_id, {k: list(v) for k, v in vocabulary.items()})
     return Index(to_regex(schema, whitespace_pattern=whitespace_pattern), vocab)
 

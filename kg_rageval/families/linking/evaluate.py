@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from kg_rageval.base.errors import InputError, UnknownIdError
+from kg_rageval.base.errors import UnknownIdError
 from kg_rageval.ontology import INACTIVE, NOT_IN_ONTOLOGY, RELATIONS, IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error, record_text, slice_texts
 from kg_rageval.records.reasons import Reason

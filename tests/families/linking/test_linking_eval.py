@@ -289,7 +289,10 @@ def test_deprecated_predicted_id_is_inactive_as_in_hierarchy():
         b.add_edge(c, p)
     o = b.build()
     assert o.relation("a", "old") == "cousin"  # where the deprecated id stands
-    rec = {"id": "r", "mentions": {"gold": [m(0, 2, "a"), m(3, 5, "b")], "pred": [m(0, 2, "old"), m(3, 5, "b")]}}
+    rec = {
+        "id": "r",
+        "mentions": {"gold": [m(0, 2, "a"), m(3, 5, "b")], "pred": [m(0, 2, "old"), m(3, 5, "b")]},
+    }
     ev = score_linking(o, [rec])
     v = vals(ev)
     assert v["wrong_links"] == 1 and v["inactive_ids"] == 1

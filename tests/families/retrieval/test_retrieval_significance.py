@@ -202,7 +202,10 @@ def test_cli_trec_eval_text_refuses_measures_trec_eval_lacks(fixtures_dir, capsy
     assert "cannot show ERR@10, P(rel=2)@10: trec_eval has no such measure" in err
     code, out, _ = _cli(capsys, "score", "retrieval", *files, "-m", "map,P_5")
     assert code == 0  # trec_eval -c on results.trunc: out.test.aqc
-    assert out.splitlines()[1:] == ["map                   \tall\t0.1016", "P_5                   \tall\t0.2000"]
+    assert out.splitlines()[1:] == [
+        "map                   \tall\t0.1016",
+        "P_5                   \tall\t0.2000",
+    ]
     code, out, _ = _cli(capsys, "score", "retrieval", *files, "-m", "map,ERR@10", "--format", "json")
     assert code == 0 and set(json.loads(out)["runs"][0]["values"]) == {"AP", "ERR@10"}
 
