@@ -15,7 +15,9 @@ What each fenced block gets:
 
 A block that cannot run carries an explicit marker on the line before its fence, with the
 reason: ``<!-- docs-test: skip: needs a Neo4j server -->``. Other markers:
-``<!-- docs-test: requires java -->`` (skipped, with that reason, when the tool is absent),
+``<!-- docs-test: requires java owlready2 -->`` (skipped, with that reason, when one of the
+names is neither a command on the PATH nor an importable module: an optional extra on a core
+install),
 ``<!-- docs-test: exit 1 -->``, ``<!-- docs-test: spec ontologies/enterprise-attack-18.1.json.gz -->``,
 ``<!-- docs-test: graph-mapping -->`` (a ``yaml`` mapping file for the graph loader).
 """
@@ -104,9 +106,11 @@ def _honour_marker(b: Block) -> dict:
         assert reason, f"{b.id}: a docs-test skip marker must give its reason"
         pytest.skip(f"{b.id}: {reason}")
     if b.marker.startswith("requires "):
-        tool = b.marker.split()[1]
-        if shutil.which(tool) is None:
-            pytest.skip(f"{b.id}: needs {tool}")
+        import importlib.util
+
+        for name in b.marker.split()[1:]:  # a command, or a module of an optional extra
+            if shutil.which(name) is None and importlib.util.find_spec(name) is None:
+                pytest.skip(f"{b.id}: needs {name}")
         return {}
     if b.marker.startswith("exit "):
         return {"exit": int(b.marker.split()[1])}
@@ -121,7 +125,9 @@ def test_every_page_has_examples_and_markers_are_known():
     assert len(BLOCKS) > 40
     for b in BLOCKS:
         if b.marker:
-            assert re.match(r"(skip\b.*\S|requires \w+|exit \d+|spec \S+|graph-mapping)$", b.marker), b.id
+            assert re.match(r"(skip\b.*\S|requires \w+( \w+)*|exit \d+|spec \S+|graph-mapping)$", b.marker), (
+                b.id
+            )
 
 
 @pytest.mark.parametrize("block", _select(lambda b: b.lang == "python"))

@@ -137,7 +137,7 @@ def _ontology_input(config: AuditConfig, ont: Any) -> dict[str, Any]:
         "path": redact(str(p) if "://" not in raw else raw),
         "content_hash": ont.content_hash,
         "version": getattr(ont, "version", None),
-        "nodes": len(ont),
+        "nodes": ont.n_nodes,
         "options": _jsonable(config.ontology.options),
     }
     if "://" not in raw and p is not None and p.is_file():

@@ -40,30 +40,37 @@ def _family_counts(
 
     The family's records are those carrying its section plus every record it reports missing;
     the missing-run rate is missing runs / family records. ``records``: the audit's records
-    (:class:`~.stream.HeldRecords` or :class:`~.stream.StreamedRecords`; a list is taken as held)."""
+    (:class:`~.stream.HeldRecords` or :class:`~.stream.StreamedRecords`; a list is taken as held).
+
+    ``unscored_reasons`` / ``unscored_codes`` and ``scored_as_empty`` count **records**, each once
+    per family: a record that two evaluations of the family leave unscored for the same reason
+    (generation's faithfulness and unseen-concepts both say ``no answer``) is one record, not two
+    (entries without a record id: the largest count of one evaluation)."""
     from kg_rageval.records import MISSING_RUN_CODES
 
     codes = {c.value if hasattr(c, "value") else str(c) for c in MISSING_RUN_CODES}
     pats = {p.strip().lower() for p in patterns}
-    unscored_reasons: dict[str, int] = {}
-    unscored_codes: dict[str, int] = {}
+    by_reason = _PerRecord()
+    by_code = _PerRecord()
     missing_ids: set[str] = set()
     anonymous = 0
     scored: set[str] = set()
-    scored_empty = 0
+    scored_empty: set[str] = set()
     in_metrics: dict[str, float] = {}
     for ev in run.evaluations:
+        by_reason.start()
+        by_code.start()
         for u in ev.unscored:
             reason = str(u.get("reason", "unscored"))
-            unscored_reasons[reason] = unscored_reasons.get(reason, 0) + 1
+            rid = u.get("record_id", u.get("id"))
+            by_reason.add(reason, rid)
             code = u.get("code")
             if code is not None:
-                unscored_codes[str(code)] = unscored_codes.get(str(code), 0) + 1
+                by_code.add(str(code), rid)
                 if str(code) not in codes:
                     continue
             elif reason.strip().lower() not in pats:  # exact reasons, never substrings
                 continue
-            rid = u.get("record_id", u.get("id"))
             if rid is not None:
                 missing_ids.add(str(rid))
             else:
@@ -71,7 +78,7 @@ def _family_counts(
         scored.update(map(str, ev.record_ids.tolist()))
         if "n_missing_run" in ev.stats:
             empty = _positive_records(ev, "n_missing_run")
-            scored_empty += len(empty)
+            scored_empty.update(str(x) for x in empty)
             missing_ids.update(str(x) for x in empty)
             continue
         ms = ev.metrics()
@@ -93,14 +100,41 @@ def _family_counts(
         "family_records": len(family_records),
         "scored_records": len(scored),
         "missing_runs": missing,
-        "scored_as_empty": scored_empty,
-        "unscored_reasons": dict(sorted(unscored_reasons.items())),
-        "unscored_codes": dict(sorted(unscored_codes.items())),
+        "scored_as_empty": len(scored_empty),
+        "unscored_reasons": by_reason.counts(),
+        "unscored_codes": by_code.counts(),
         "missing_in_metrics": {k: int(round(v)) for k, v in sorted(in_metrics.items())},
         "rows": sum(len(ev) for ev in run.evaluations),
         "seconds": round(run.seconds, 4),
         "versions": run.versions,
     }
+
+
+class _PerRecord:
+    """Records per key (a reason or a code) over the evaluations of one family, each record
+    once; entries without a record id count as the largest number one evaluation has."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, set[str]] = {}
+        self.anonymous: dict[str, int] = {}
+        self._here: dict[str, int] = {}
+
+    def start(self) -> None:
+        """Begin the next evaluation's entries."""
+        for k, n in self._here.items():
+            self.anonymous[k] = max(self.anonymous.get(k, 0), n)
+        self._here = {}
+
+    def add(self, key: str, record_id: Any) -> None:
+        self.ids.setdefault(key, set())
+        if record_id is None:
+            self._here[key] = self._here.get(key, 0) + 1
+        else:
+            self.ids[key].add(str(record_id))
+
+    def counts(self) -> dict[str, int]:
+        self.start()
+        return {k: len(v) + self.anonymous.get(k, 0) for k, v in sorted(self.ids.items())}
 
 
 def _positive_records(ev: Evaluation, stat: str) -> list[str]:

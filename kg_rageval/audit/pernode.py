@@ -505,6 +505,22 @@ def relation_counts(runs: Mapping[str, FamilyRun]) -> dict[str, dict[str, int]]:
     return out
 
 
+def category_diagnosis_of(runs: Mapping[str, FamilyRun], ontology: Any) -> dict[str, Any]:
+    """Where the retrieval family's false exclusions come from: ``score retrieval``'s
+    ``category_diagnosis`` (:func:`kg_rageval.families.retrieval.category_diagnosis`: counts and
+    shares by cause and deepest common ancestor) of the audit's retrieval evaluation; ``{}`` when
+    retrieval did not run or replayed no filters (no corpus)."""
+    run = runs.get("retrieval")
+    if run is None or run.status != "ran":
+        return {}
+    for ev in run.evaluations:
+        if "fe_cause" in ev.details:
+            from kg_rageval.families.retrieval import category_diagnosis
+
+            return category_diagnosis(ev, ontology)
+    return {}
+
+
 def exclusion_attribution(
     runs: Mapping[str, FamilyRun],
     records: Iterable[Mapping[str, Any]],

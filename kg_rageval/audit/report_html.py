@@ -171,6 +171,33 @@ def failed_gate_views(result: AuditResult) -> list[tuple[Any, str, str | None]]:
     return out
 
 
+DIAGNOSIS_ROWS = 10
+"""Rows of the category-diagnosis table in the HTML and Markdown reports (all are in the JSON)."""
+
+
+def category_diagnosis_rows(result: AuditResult) -> tuple[str, list[list[Any]]] | None:
+    """The short category-diagnosis table of the reports: a heading sentence and rows ``[cause,
+    under, label, queries, share]`` (the first :data:`DIAGNOSIS_ROWS`, most frequent first), or
+    ``None`` when the audit replayed no filters."""
+    d = result.category_diagnosis or {}
+    if not d:
+        return None
+    n = int(d.get("n_false_exclusions", 0))
+    rows = [
+        [r["cause"], r["under"] or "(no common ancestor)", r["label"] or "", r["n"], f"{r['share']:.1%}"]
+        for r in d.get("by_cause_under", [])[:DIAGNOSIS_ROWS]
+    ]
+    more = len(d.get("by_cause_under", [])) - len(rows)
+    head = (
+        f"{n} falsely excluded {'query' if n == 1 else 'queries'}, by the first filter that excluded "
+        "the gold (its relation to the gold node, and their deepest common ancestor)"
+        + (f"; {more} more rows in report.json" if more > 0 else "")
+        if n
+        else "No falsely excluded queries."
+    )
+    return head, rows
+
+
 def hierarchy_plot(
     result: AuditResult, max_rows: int = 45, gate: Any = None, key: str | None = None, root: str | None = None
 ) -> str:
@@ -193,6 +220,9 @@ def hierarchy_plot(
     ]
     if inside is not None:
         rows = [r for r in rows if ont.id_index.get(r[0]) in inside]
+    virtual = ont.virtual_root and start == 0  # the virtual root is no branch: never charted
+    if virtual:
+        rows = [r for r in rows if r[0] != ont.ids[0]]
     # keep the most populated nodes of the top levels, shown in tree (pre-)order
     rows = [r for r in rows if r[1]["depth"] <= top + 3]
     rows.sort(key=lambda r: -max(r[1]["n"].values() or [0]))
@@ -212,7 +242,7 @@ def hierarchy_plot(
             if ont.ids[c] in keep or depth < 3:
                 walk(c, depth + 1, seen)
 
-    walk(start, 0, set())
+    walk(start, -1 if virtual else 0, set())  # under a virtual root, the real roots are level 0
     width, row_h, indent, label_w = 760, 20, 14, 300
     h = row_h * len(order) + 12
     under = f" under {escape(ont.label(root) or root)}" if root is not None else ""
@@ -465,7 +495,7 @@ def html_report(result: AuditResult) -> str:
     s.append(
         f"<p class='sub'>{len(result.gate_results)} gates — {c['pass']} pass, {c['fail']} fail, "
         f"{c['missing']} missing evidence · {result.n_records} records · ontology "
-        f"<code>{escape(str(ont.source))}</code> ({len(ont)} nodes) · {result.seconds:.2f} s</p>"
+        f"<code>{escape(str(ont.source))}</code> ({ont.n_nodes} nodes) · {result.seconds:.2f} s</p>"
     )
     s.append("<h2>Gates</h2>")
     order = {"missing": 0, "fail": 1, "pass": 2}
@@ -597,6 +627,19 @@ def html_report(result: AuditResult) -> str:
             )
             + "</div>"
         )
+    diag = category_diagnosis_rows(result)
+    if diag is not None:
+        head, drows = diag
+        s.append("<h2>Where false exclusions come from</h2>")
+        s.append(f'<p class="sub">{escape(head)}</p>')
+        if drows:
+            s.append(
+                _table(
+                    ["cause", "under", "label", "queries", "share"],
+                    ([escape(str(c)) for c in r] for r in drows),
+                    num_cols=[3, 4],
+                )
+            )
     s.append(
         "<h2>Coverage: intent × document type × ontology branch</h2>" + coverage_heatmap(result.coverage)
     )

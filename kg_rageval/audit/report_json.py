@@ -23,8 +23,9 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
     reason), ``metrics`` (flat ``{key: Metric.to_dict()}``), ``families`` (status, counts,
     unscored reasons, versions), ``slices``, ``nodes`` (per-node roll-up), ``drivers``
     (branches behind failures), ``failing_records`` (per failing gate, the records driving it),
-    ``coverage``, ``relations``, ``exclusions``, ``baseline``, ``prov_trail`` (the PROV-O
-    trail written as ``prov.ttl``: :func:`~kg_rageval.audit.prov_trail.prov_trail_summary`, ``null`` without one),
+    ``coverage``, ``relations``, ``exclusions``, ``category_diagnosis``, ``baseline``,
+    ``prov_trail`` (the PROV-O trail written as ``prov.ttl``:
+    :func:`~kg_rageval.audit.prov_trail.prov_trail_summary`, ``null`` without one),
     ``manifest``."""
     ont = result.ontology
     return {
@@ -41,8 +42,9 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
         "timings": result.timings,
         "ontology": {
             "source": str(ont.source),
-            "nodes": len(ont),
+            "nodes": ont.n_nodes,
             "root": ont.root_id,
+            "virtual_root": bool(ont.virtual_root),
             "content_hash": ont.content_hash,
         },
         "gates": [r.to_dict() for r in result.gate_results],
@@ -55,6 +57,7 @@ def report_dict(result: AuditResult) -> dict[str, Any]:
         "coverage": result.coverage,
         "relations": result.relations,
         "exclusions": result.exclusions,
+        "category_diagnosis": result.category_diagnosis,
         "baseline": result.baseline,
         "prov_trail": prov_trail_summary(result),
         "manifest": result.manifest,

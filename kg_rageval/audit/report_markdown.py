@@ -36,7 +36,7 @@ def markdown(result: AuditResult) -> str:
         "",
         f"{len(result.gate_results)} gates: {c['pass']} pass, {c['fail']} fail, {c['missing']} missing "
         f"evidence. {result.n_records} records, ontology {md_code(result.ontology.source)} "
-        f"({len(result.ontology)} nodes, `{result.ontology.content_hash[:19]}…`).",
+        f"({result.ontology.n_nodes} nodes, `{result.ontology.content_hash[:19]}…`).",
         "",
         "## Gates",
         "",
@@ -129,6 +129,15 @@ def markdown(result: AuditResult) -> str:
             f"inconsistent filter logs (retrieved although the logged filters exclude them): "
             f"{ex.get('inconsistent_filter_log', 0)}.",
         ]
+    from kg_rageval.audit.report_html import category_diagnosis_rows
+
+    diag = category_diagnosis_rows(result)
+    if diag is not None:
+        head, drows = diag
+        lines += ["", "## Where false exclusions come from", "", md(head) + ("." if drows else "")]
+        if drows:
+            lines += ["", "| cause | under | label | queries | share |", "|---|---|---|---:|---:|"]
+            lines += [f"| {' | '.join(_cell(c) for c in r)} |" for r in drows]
     lines += prov_trail_markdown(result)
     cov = result.coverage
     if cov:

@@ -29,6 +29,8 @@ class AuditResult:
     coverage: dict[str, Any] = field(default_factory=dict)
     relations: dict[str, dict[str, int]] = field(default_factory=dict)
     exclusions: dict[str, Any] = field(default_factory=dict)
+    category_diagnosis: dict[str, Any] = field(default_factory=dict)
+    """The retrieval family's diagnosis of its false exclusions (``{}`` without a filter replay)."""
     baseline: dict[str, Any] | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)

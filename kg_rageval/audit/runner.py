@@ -279,6 +279,7 @@ def _run_audit(
     result.coverage = view.coverage(ontology, inputs.get("corpus"), config)
     result.relations = pernode.relation_counts(runs)
     result.exclusions = view.exclusions(runs, ontology, inputs.get("corpus"), config)
+    result.category_diagnosis = pernode.category_diagnosis_of(runs, ontology)
     tick("per_node")
     from kg_rageval.audit.manifest import build_manifest
 

@@ -166,7 +166,7 @@ def compile(file, output, ontology_format, fmt) -> None:
     t2 = time.perf_counter()
     payload = {
         "output": str(path),
-        "nodes": len(onto),
+        "nodes": onto.n_nodes,
         "content_hash": onto.content_hash,
         "load_seconds": round(t1 - t0, 3),
         "save_seconds": round(t2 - t1, 3),

@@ -71,7 +71,9 @@ from kg_rageval.cli.common import (
     metavar="NAME",
     help="Measure (repeatable or comma-separated): ir_measures names (nDCG@10, P(rel=2)@10, AP, RR, "
     "R@100, Judged@10, Bpref, infAP, ERR@10, RBP(p=0.8), Success@5) or trec_eval names "
-    "(map, ndcg_cut_10, P_5); default: a standard set (all_trec's with --trec-eval).",
+    "(map, ndcg_cut_10, P_5); default: a standard set (all_trec's with --trec-eval). With --data: "
+    "nDCG@k, P@k, R@k, Success@k, RR(@k), AP, Rprec only; a measure the mode cannot give is refused "
+    "(exit 2), never dropped.",
 )
 @click.option(
     "--trec-eval",
@@ -211,6 +213,7 @@ def command(
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     opts = family_kwargs("retrieval", kwargs)
+    selected = _record_measures(measures, opts) if measures else None  # bare retrieval metric names
     corpus_path = opts.get("corpus")
     bound = get_scorer("retrieval").bind(onto, where="score retrieval", **opts)
     corpus = bound.inputs.get("corpus")
@@ -219,6 +222,8 @@ def command(
     ks = bound.options["k"]
     keys = breakdown_keys(ev, breakdowns)
     canonical = with_intervals(result, ci, ci_level, seed)
+    if selected is not None:  # --measure selects what is reported
+        canonical = {f"retrieval.{n}": canonical[f"retrieval.{n}"] for n in selected}
     payload = score_payload(
         result,
         data_path=data_path,
@@ -229,9 +234,15 @@ def command(
         metrics=canonical,
     )
     payload["corpus"] = corpus_path
+    if selected is not None:
+        payload["measures"] = [f"retrieval.{n}" for n in selected]
     if rollup:
         payload["rollup"] = {
-            node: {"n": g["n"], "depth": g["depth"], "metrics": canonical_dicts("retrieval", g["metrics"])}
+            node: {
+                "n": g["n"],
+                "depth": g["depth"],
+                "metrics": canonical_dicts("retrieval", g["metrics"], only=selected),
+            }
             for node, g in bounded_rollup(ev, onto, rollup_depth, rollup_nodes).items()
         }
         payload["rollup_skipped"] = ev.meta.get("rollup_skipped", 0)
@@ -239,8 +250,44 @@ def command(
     if corpus is not None:
         payload["category_diagnosis"] = category_diagnosis(ev, onto)
     emit_score(
-        payload, fmt, lambda p: _render(p, ev, keys, onto, max(ks), short_metrics(canonical, "retrieval"))
+        payload,
+        fmt,
+        lambda p: _render(p, ev, keys, onto, max(ks), short_metrics(canonical, "retrieval"), selected),
     )
+
+
+def _record_measures(measures, opts: dict) -> list[str]:
+    """The ``retrieval`` metric names ``--measure`` asks for in records mode (``nDCG@20`` →
+    ``ndcg@20``; a cut-off not among ``--k`` is added, the attribution cut-off staying the
+    largest k asked for with ``--k``). A measure the records mode does not compute is refused
+    (exit 2) naming it and the qrels/run mode that does."""
+    from kg_rageval.contract.measures import RECORD_METRICS, parse_measures, record_metric
+
+    try:
+        specs = parse_measures(measures)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--measure") from None
+    names = [record_metric(s) for s in specs]
+    lacking = [str(s) for s, n in zip(specs, names) if n is None]
+    if lacking:
+        known = ", ".join(
+            x
+            for m, (bare, cut) in RECORD_METRICS.items()
+            for x in ((f"{m}@k" if cut else ""), (m if bare else ""))
+            if x
+        )
+        fail(
+            f"--measure {', '.join(lacking)}: not computed from records (--data computes "
+            f"{known}, with default parameters); score "
+            f"{'it' if len(lacking) == 1 else 'them'} from TREC/BEIR/JSON files with --qrels/--run"
+        )
+    ks = [int(k) for k in opts.get("k") or (1, 5, 10)]
+    cuts = [int(s.cutoff) for s in specs if s.cutoff is not None and int(s.cutoff) not in ks]
+    if cuts:
+        if opts.get("attribution_k") is None:
+            opts["attribution_k"] = max(ks)  # attribution where it was without --measure
+        opts["k"] = tuple(sorted({*ks, *cuts}))
+    return list(dict.fromkeys(n for n in names if n is not None))
 
 
 def _files(
@@ -282,6 +329,14 @@ def _files(
         specs = parse_measures(measures or (TREC_ALL if trec_eval else DEFAULT_MEASURES))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--measure") from None
+    if fmt == "text" and trec_eval:  # trec_eval's format has no line for them: refused, never dropped
+        lacking = [str(s) for s in specs if s.trec_name is None]
+        if lacking:
+            fail(
+                f"--trec-eval text output cannot show {', '.join(lacking)}: trec_eval has no such "
+                f"measure (or not with these parameters); drop {'it' if len(lacking) == 1 else 'them'} "
+                "from --measure, or use --format json (trec_eval aggregation, ir_measures names)"
+            )
     qrels = load_qrels(qrels_path, format=qrels_format)
     nodes = onto = None
     if ontology_path:
@@ -415,12 +470,16 @@ def _render_files(payload: dict, specs) -> str:
     return "\n".join(parts)
 
 
-def _render(payload: dict, ev, keys: list[str], onto, kmax: int, metrics: dict) -> str:
+def _render(payload: dict, ev, keys: list[str], onto, kmax: int, metrics: dict, selected=None) -> str:
     parts = [f"{payload['counts']['records']} records, {len(ev)} with a retrieval section"]
     if ev.unscored:
         parts.append("unscored: " + ", ".join(f"{k}={v}" for k, v in ev.unscored_counts.items()))
     parts.append(metrics_table(metrics))
-    cols = [f"recall@{kmax}", f"ndcg@{kmax}", "mrr", "map", "filter_false_exclusion_rate"]
+    cols = (
+        selected[:5]
+        if selected
+        else [f"recall@{kmax}", f"ndcg@{kmax}", "mrr", "map", "filter_false_exclusion_rate"]
+    )
     for k in keys:
         rows = [[str(v), g["n"], *(g["metrics"][c].value for c in cols)] for v, g in ev.breakdown(k).items()]
         parts.append(f"\n== by {k}")

@@ -16,6 +16,11 @@ ON_UNKNOWN_GOLD = ("error", "count")
 ON_STATUS = ("flag", "replace", "error")
 ON_STATUS_GOLD = ("error", "replace", "flag")
 NOT_IN_ONTOLOGY = "not_in_ontology"
+"""The confusion category of a wrong prediction with an id the ontology lacks."""
+INACTIVE = "inactive"
+"""The confusion category of a wrong prediction whose predicted id is deprecated or revoked (and
+flagged, ``on_status="flag"``); :meth:`kg_rageval.ontology.IdResolver.wrong_category` is the
+one rule that files it, before any hierarchy relation."""
 
 ID_PARAMS: tuple[Param, ...] = (
     Param(

@@ -359,7 +359,7 @@ class OntologyDiff:
             "source": o.source,
             "version": o.version,
             "content_hash": o.content_hash,
-            "nodes": len(o) - (1 if o.virtual_root else 0),
+            "nodes": o.n_nodes,
         }
 
     def to_dict(self, *, limit: int | None = None) -> dict[str, Any]:

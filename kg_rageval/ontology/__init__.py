@@ -1,6 +1,6 @@
 """The ontology model: load once, compile to an immutable index, let every metric use it."""
 
-from kg_rageval.contract.ids import NOT_IN_ONTOLOGY
+from kg_rageval.contract.ids import INACTIVE, NOT_IN_ONTOLOGY
 from kg_rageval.ontology.builder import OntologyBuilder
 from kg_rageval.ontology.loaders import available_formats, load_ontology, register_loader
 from kg_rageval.ontology.model import (
@@ -20,6 +20,7 @@ __all__ = [
     "DEPRECATED",
     "IdOptions",
     "IdResolver",
+    "INACTIVE",
     "NOT_IN_ONTOLOGY",
     "Resolution",
     "RELATIONS",

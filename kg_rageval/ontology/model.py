@@ -151,6 +151,12 @@ class Ontology:
         return dict(zip(self.ids, range(len(self.ids))))
 
     @property
+    def n_nodes(self) -> int:
+        """The source's nodes: ``len(self)`` without the virtual root when one was added (the
+        count every report, manifest and summary shows; ``len`` is the size of the index)."""
+        return len(self.ids) - (1 if self.virtual_root else 0)
+
+    @property
     def root(self) -> int:
         """Index of the root (always 0)."""
         return 0
@@ -717,10 +723,9 @@ class Ontology:
     def summary(self) -> dict:
         """Counts used by ``kg-rageval ontology inspect``."""
         status_counts = np.bincount(self.status, minlength=3)
-        n_real = len(self) - (1 if self.virtual_root else 0)
         return {
             "source": self.source,
-            "nodes": n_real,
+            "nodes": self.n_nodes,
             # without the links compiling added: to the virtual root, obsolete terms to the root
             "edges": self.n_edges
             - (

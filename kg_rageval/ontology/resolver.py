@@ -19,6 +19,11 @@ outputs, filter values, concepts — is resolved by :class:`IdResolver`. The dec
   *predicted* one is flagged with its replacement and scored where it stands
   (``on_status="flag"``, default; ``"replace"`` maps it to its replacement; ``"error"``
   raises).
+* **The confusion category of a wrong prediction** (:meth:`IdResolver.wrong_category`, the
+  one rule every family files its errors by): ``not_in_ontology`` when an id of the pair is
+  unknown, else ``inactive`` when the predicted id is flagged deprecated/revoked, else the
+  hierarchy relation of the pair decides (parent, sibling, cousin…): a flagged id is never
+  filed as a relation of the node it no longer stands for.
 
 :data:`kg_rageval.contract.ids.ID_PARAMS` declares these options once; every family that reads ontology ids lists
 them among its parameters, so the CLI flags and config keys are the same everywhere.
@@ -40,6 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 from kg_rageval.contract.ids import (
     ID_DEFAULTS,
     ID_PARAMS,
+    INACTIVE,
+    NOT_IN_ONTOLOGY,
     ON_STATUS,
     ON_STATUS_GOLD,
     ON_UNKNOWN,
@@ -145,10 +152,8 @@ class IdResolver:
         unknown = np.flatnonzero(idx < 0)
         if unknown.size and (opt.on_unknown_gold if role == "gold" else opt.on_unknown) == "error":
             raise self.unknown_error(ids, unknown, role, locate)
-        status = np.asarray(o.status)
         replaced_by = np.asarray(o.replaced_by, dtype=np.int64)
-        known = np.flatnonzero(idx >= 0)
-        bad = known[status[idx[known]] != 0]
+        bad = np.flatnonzero(self.inactive(idx))
         inactive = np.zeros(len(ids), dtype=bool)
         replacement: list[str | None] = [None] * len(ids)
         n_rep = 0
@@ -166,6 +171,26 @@ class IdResolver:
             for j, r in zip(bad.tolist(), rep.tolist()):
                 replacement[j] = o.ids[r] if r >= 0 else None
         return Resolution(idx, inactive, replacement, n_alias, n_rep)
+
+    def inactive(self, idx: np.ndarray) -> np.ndarray:
+        """Mask of the node indices ``idx`` (``UNKNOWN`` and other negative codes allowed) that
+        are deprecated or revoked."""
+        idx = np.asarray(idx, dtype=np.int64)
+        status = np.asarray(self.ontology.status)
+        return (idx >= 0) & (status[np.maximum(idx, 0)] != 0) if idx.size else np.zeros(0, dtype=bool)
+
+    @staticmethod
+    def wrong_category(unknown: np.ndarray, pred_inactive: np.ndarray) -> np.ndarray:
+        """The category of each wrong prediction that the ids decide before any hierarchy
+        relation: :data:`NOT_IN_ONTOLOGY` where an id of the pair is unknown, else
+        :data:`INACTIVE` where the predicted id is flagged deprecated/revoked, else ``None``
+        (the pair's relation decides). ``unknown`` and ``pred_inactive``: boolean masks of the
+        same length. The one rule of the hierarchy and linking families."""
+        unknown = np.asarray(unknown, dtype=bool)
+        out = np.full(unknown.shape, None, dtype=object)
+        out[np.asarray(pred_inactive, dtype=bool)] = INACTIVE
+        out[unknown] = NOT_IN_ONTOLOGY
+        return out
 
     # ---------------------------------------------------------------- errors
     def unknown_error(

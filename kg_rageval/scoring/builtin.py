@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kg_rageval.contract.ids import ID_PARAMS, NOT_IN_ONTOLOGY
+from kg_rageval.contract.ids import ID_PARAMS, INACTIVE, NOT_IN_ONTOLOGY
 from kg_rageval.contract.metrics import MetricSpec, metric_specs
 from kg_rageval.contract.params import Param
 from kg_rageval.scoring.scorer import Input, Scorer
@@ -192,6 +192,13 @@ LINKING = Scorer(
         + [
             (f"wrong_link_{r}", "lower", f"wrong links whose relation is {r!r} / wrong links")
             for r in HIER_RELATIONS + (NOT_IN_ONTOLOGY,)
+        ]
+        + [
+            (
+                f"wrong_link_{INACTIVE}",
+                "lower",
+                "wrong links to a flagged deprecated/revoked id (hierarchy's 'inactive') / wrong links",
+            )
         ],
     ),
 )

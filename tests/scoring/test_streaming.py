@@ -252,7 +252,8 @@ def test_concat_equals_the_pairwise_fold_and_combines_meta():
 
 # ---------------------------------------------------------------------- against the outputs before streaming
 GOLDEN = Path(__file__).resolve().parents[1] / "golden_stream"
-_GOLDEN_CASES = {  # tests/golden_stream/<name>: the output of `main` before streaming (commit 299cca2)
+_GOLDEN_CASES = {  # tests/golden_stream/<name>: the output of `main` before streaming (commit 299cca2; linking gained
+    # the additive metric wrong_link_inactive and the stat rel_inactive since)
     "hierarchy_records.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "
     "fixtures/hierarchy/records.jsonl --format json --rows --ci 30",
     "hierarchy_issues_count.json": "score hierarchy --ontology fixtures/hierarchy/vehicles.obo --data "

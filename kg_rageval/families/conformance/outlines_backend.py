@@ -30,6 +30,18 @@ from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.conformance.schema import DerivedSchema
 
 
+def _outlines(module: str, what: str) -> Any:
+    """``module`` of the outlines extra, or a :class:`ConfigError` naming the extra to install
+    (a core install has neither outlines nor outlines_core)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        pkg = module.split(".")[0]
+        raise ConfigError(f"{what} needs {pkg}: pip install 'kg-rageval[outlines]'") from exc
+
+
 def _schema(schema: DerivedSchema | Mapping[str, Any]) -> dict[str, Any]:
     return dict(schema.json_schema if isinstance(schema, DerivedSchema) else schema)
 
@@ -55,15 +67,15 @@ def to_regex(schema: DerivedSchema | Mapping[str, Any], *, whitespace_pattern: s
 
     Whitespace between tokens follows ``whitespace_pattern`` (outlines' default: at most one
     space). Properties appear in schema order; optional properties may be left out."""
-    from outlines_core.json_schema import build_regex_from_schema
-
+    build_regex_from_schema = _outlines(
+        "outlines_core.json_schema", "the decoder regex (to_regex)"
+    ).build_regex_from_schema
     return build_regex_from_schema(json.dumps(decoder_schema(schema)), whitespace_pattern)
 
 
 def output_type(schema: DerivedSchema | Mapping[str, Any], *, whitespace_pattern: str | None = None):
     """The Outlines output type (``outlines.types.JsonSchema``) for the schema."""
-    from outlines.types import JsonSchema
-
+    JsonSchema = _outlines("outlines.types", "the Outlines output type").JsonSchema
     return JsonSchema(decoder_schema(schema), whitespace_pattern=whitespace_pattern)
 
 
@@ -94,8 +106,8 @@ def build_index(
 ):
     """An ``outlines_core.Index`` of the schema's regex over ``vocabulary`` (token string →
     token ids). The EOS id must not appear in ``vocabulary``."""
-    from outlines_core import Index, Vocabulary
-
+    core = _outlines("outlines_core", "the decoder index (build_index)")
+    Index, Vocabulary = core.Index, core.Vocabulary
     vocab = Vocabulary(eos_token_id, {k: list(v) for k, v in vocabulary.items()})
     return Index(to_regex(schema, whitespace_pattern=whitespace_pattern), vocab)
 

@@ -44,6 +44,7 @@ from kg_rageval.families.hierarchy.closure import closure
 from kg_rageval.families.hierarchy.kernels import _root_excluded, hierarchical_counts, pair_measures
 from kg_rageval.ontology import (
     ACTIVE,
+    INACTIVE,
     NOT_IN_ONTOLOGY,
     RELATIONS,
     STATUS_NAMES,
@@ -63,7 +64,7 @@ ERROR_CATEGORIES: tuple[str, ...] = RELATIONS[1:] + (
     "nil_gold",
     "multi",
     NOT_IN_ONTOLOGY,
-    "inactive",
+    INACTIVE,
 )
 """Every category an error row can fall in (its ``relation`` detail)."""
 
@@ -587,7 +588,7 @@ def _ids_array(o: Ontology) -> np.ndarray:
 
 
 #: Category codes of a row: the relation codes 0..7, then these.
-_CATEGORY_NAMES = RELATIONS + ("nil_pred", "nil_gold", "multi", NOT_IN_ONTOLOGY, "inactive")
+_CATEGORY_NAMES = RELATIONS + ("nil_pred", "nil_gold", "multi", NOT_IN_ONTOLOGY, INACTIVE)
 _NIL_PRED, _NIL_GOLD, _MULTI, _NOT_IN_ONTOLOGY, _INACTIVE = range(len(RELATIONS), len(_CATEGORY_NAMES))
 
 
@@ -704,8 +705,9 @@ def _score(
     category[~(single_g & single_p)] = _MULTI
     category[p_any & ~g_any] = _NIL_GOLD
     category[g_any & ~p_any] = _NIL_PRED
-    category[res.pred_inactive > 0] = _INACTIVE
-    category[(n_gu > 0) | (n_pu > 0)] = _NOT_IN_ONTOLOGY
+    by_ids = IdResolver.wrong_category((n_gu > 0) | (n_pu > 0), res.pred_inactive > 0)  # the one rule
+    category[by_ids == INACTIVE] = _INACTIVE
+    category[by_ids == NOT_IN_ONTOLOGY] = _NOT_IN_ONTOLOGY
     category[exact] = 0
     relation = np.asarray(_CATEGORY_NAMES, dtype=object)[category]
     missing_run = np.zeros(m, dtype=bool)

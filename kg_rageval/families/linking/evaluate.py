@@ -66,8 +66,8 @@ from typing import Any
 
 import numpy as np
 
-from kg_rageval.base.errors import InputError, UnknownIdError
-from kg_rageval.ontology import RELATIONS, STATUS_NAMES, IdOptions, IdResolver
+from kg_rageval.base.errors import UnknownIdError
+from kg_rageval.ontology import INACTIVE, NOT_IN_ONTOLOGY, RELATIONS, IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error, record_text, slice_texts
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -111,6 +111,7 @@ class LinkingFamily(Family):
         "wrong_links",
         *(f"rel_{r}" for r in RELATIONS),
         "rel_not_in_ontology",
+        "rel_inactive",
         "h_overlap",
         "h_pred",
         "h_gold",
@@ -218,6 +219,14 @@ class LinkingFamily(Family):
             ratio(
                 "wrong_link_not_in_ontology",
                 s["rel_not_in_ontology"],
+                s["wrong_links"],
+                missing="no wrong links",
+            )
+        )
+        out.add(
+            ratio(
+                "wrong_link_inactive",
+                s.get("rel_inactive", 0.0),
                 s["wrong_links"],
                 missing="no wrong links",
             )
@@ -512,37 +521,27 @@ def _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.nda
 
 
 def _apply_status(
-    ontology, records, side: _Side, rec: np.ndarray, codes: np.ndarray, mode: str, role: str
+    resolver: IdResolver, records, side: _Side, rec: np.ndarray, codes: np.ndarray, mode: str, role: str
 ) -> int:
     """Deprecated/revoked ids of one side per the resolver convention: ``"error"`` raises
-    (every offending id, the first places), ``"replace"`` maps ids with a replacement (in
-    place; the others stay, flagged), ``"flag"`` leaves them. Returns how many were replaced."""
-    known = np.flatnonzero(codes >= 0)
-    if not known.size:
-        return 0
-    status = np.asarray(ontology.status)
-    bad = known[status[codes[known]] != 0]
+    (every offending id, the first places; the resolver's own message), ``"replace"`` maps ids
+    with a replacement (in place; the others stay, flagged), ``"flag"`` leaves them. Returns how
+    many were replaced."""
+    bad = np.flatnonzero(resolver.inactive(codes))
     if not bad.size:
         return 0
-    replaced_by = np.asarray(ontology.replaced_by, dtype=np.int64)
+    ontology = resolver.ontology
     if mode == "error":
-        msgs = []
-        for j in bad[:10].tolist():
-            i = int(codes[j])
-            r = int(replaced_by[i])
-            where_ = located(records[int(rec[j])], f"mentions.{role}[{side.pos(j)}].id")
-            msgs.append(
-                f"{ontology.ids[i]!r} is {STATUS_NAMES[int(status[i])]}"
-                + (f" (replaced by {ontology.ids[r]!r})" if r >= 0 else "")
-                + f" ({where_})"
-            )
-        opt = "on_status_gold" if role == "gold" else "on_status"
-        more = f" (and {bad.size - 10} more)" if bad.size > 10 else ""
-        raise InputError(
-            f"deprecated or revoked {role} ids: {'; '.join(msgs)}{more}; pass {opt}='replace' or "
-            f"'flag' (--{opt.replace('_', '-')}) to score them"
+        names = [ontology.ids[i] if i >= 0 else "" for i in codes.tolist()]  # only on this error path
+        raise resolver.status_error(
+            names,
+            codes,
+            bad,
+            role,
+            lambda j: located(records[int(rec[j])], f"mentions.{role}[{side.pos(j)}].id"),
         )
     if mode == "replace":
+        replaced_by = np.asarray(ontology.replaced_by, dtype=np.int64)
         rep = replaced_by[codes[bad]]
         has = rep >= 0
         codes[bad[has]] = rep[has]
@@ -617,8 +616,8 @@ def score_linking(
     gold, pred, scored, unscored, missing_recs = _flatten(records, idr)
     g_rec, g_s, g_e, g_code = _arrays(gold)
     p_rec, p_s, p_e, p_code = _arrays(pred)
-    n_replaced = _apply_status(ontology, records, gold, g_rec, g_code, opts.on_status_gold, "gold")
-    n_replaced += _apply_status(ontology, records, pred, p_rec, p_code, opts.on_status, "pred")
+    n_replaced = _apply_status(idr.resolver, records, gold, g_rec, g_code, opts.on_status_gold, "gold")
+    n_replaced += _apply_status(idr.resolver, records, pred, p_rec, p_code, opts.on_status, "pred")
     _check_spans(records, gold, g_rec, g_s, g_e, which="gold", allow_overlap=allow_overlapping_gold)
     _check_spans(records, pred, p_rec, p_s, p_e, which="pred", allow_overlap=True)
 
@@ -674,9 +673,12 @@ def score_linking(
     st["wrong_links"] = both & ~same
     known = both & (gc >= 0) & (pc >= 0)
     st["unknown_ids"] = (has_g & (gc <= -2)).astype(int) + (has_p & (pc <= -2)).astype(int)
-    status = np.asarray(ontology.status)
-    p_inactive = has_p & (pc >= 0) & (status[np.maximum(pc, 0)] != 0)
+    p_inactive = has_p & idr.resolver.inactive(pc)
     st["inactive_ids"] = p_inactive
+    # the one rule (IdResolver.wrong_category): an unknown id, then a flagged inactive predicted
+    # id, file a wrong link before its hierarchy relation
+    by_ids = IdResolver.wrong_category(st["wrong_links"] & ~known, st["wrong_links"] & p_inactive)
+    w_inactive = by_ids == INACTIVE
 
     # hierarchy on pairs of ontology nodes
     _, rel_codes, h_counts, wup_fn = _hierarchy_backend()
@@ -690,9 +692,10 @@ def score_linking(
         h_o[kidx], h_p[kidx], h_g[kidx] = h_counts(ontology, gk, pk)
         wup[kidx] = wup_fn(ontology, gk, pk)
     for c, name in enumerate(RELATIONS):
-        st[f"rel_{name}"] = known & (rel == c)
+        st[f"rel_{name}"] = known & (rel == c) & ~w_inactive
     st["rel_exact"] = st["rel_exact"] | (both & same & ~known)  # opaque ids equal by string
-    st["rel_not_in_ontology"] = st["wrong_links"] & ~known
+    st["rel_not_in_ontology"] = by_ids == NOT_IN_ONTOLOGY
+    st["rel_inactive"] = w_inactive
     st.update(h_overlap=h_o, h_pred=h_p, h_gold=h_g, wup_sum=wup, wup_n=known)
 
     # over-links against the gold mention's nearest concept
@@ -758,6 +761,8 @@ def score_linking(
         rep = np.asarray(ontology.replaced_by, dtype=np.int64)[pc[p_inactive]]
         replacement[p_inactive] = [ontology.ids[r] if r >= 0 else None for r in rep.tolist()]
     details["replacement"] = replacement
+    if w_inactive.any():
+        details["relation"][w_inactive] = INACTIVE
     record_ids = _obj([str(r.get("id")) for r in records])[row_rec]  # one str() per record
     empty = len(scored) - int(rec_ids.size)
     meta: dict[str, Any] = {

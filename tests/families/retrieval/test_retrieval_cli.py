@@ -33,6 +33,30 @@ def test_cli_json_seed_metrics(fixtures_dir, capsys):
     assert p["metrics"]["retrieval.filter_false_exclusion_rate"]["value"] is None
 
 
+def test_cli_records_measure_selects_and_refuses(fixtures_dir, capsys):
+    """``-m`` with ``--data`` selects the measures (it was ignored: every default metric was
+    printed and ``R@3`` was absent); a measure records cannot give is refused, named, exit 2."""
+    d = fixtures_dir / "retrieval"
+    base = ["--ontology", str(d / "attack-mini.tsv"), "--data", str(d / "seed_metrics.jsonl")]
+    code, out, _ = _run(capsys, *base, "-m", "R@3,RR", "-m", "AP", "--format", "json")
+    assert code == 0
+    p = json.loads(out)
+    # by hand: R@3 = (1 + 1/2 + 1 + 0)/4; RR = (1/2 + 1 + 1 + 0)/4; AP = (1/2 + (1 + 2/4)/2 + 1 + 0)/4
+    assert {k: v["value"] for k, v in p["metrics"].items()} == {
+        "retrieval.recall@3": 0.625,
+        "retrieval.mrr": 0.625,
+        "retrieval.map": 0.5625,
+    }
+    assert p["measures"] == ["retrieval.recall@3", "retrieval.mrr", "retrieval.map"]
+    code, out, _ = _run(capsys, *base, "-m", "ndcg_cut_5")
+    assert code == 0 and "ndcg@5" in out and "recall@10" not in out and "0.627" in out
+    code, out, err = _run(capsys, *base, "-m", "nDCG@5,ERR@10,P(rel=2)@5")
+    assert code == 2 and out == ""
+    assert "ERR@10, P(rel=2)@5: not computed from records" in err and "--qrels/--run" in err
+    code, _, err = _run(capsys, *base, "-m", "nDGC@5")
+    assert code == 2 and "nDGC" in err
+
+
 def test_cli_corpus_diagnosis_and_rollup(fixtures_dir, capsys):
     d = fixtures_dir / "retrieval"
     args = [

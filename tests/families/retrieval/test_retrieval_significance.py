@@ -192,6 +192,24 @@ def test_cli_trec_eval_output_equals_trec_eval(fixtures_dir, capsys):
         assert expected[tuple(ln.split("\t")[:2])] == ln
 
 
+def test_cli_trec_eval_text_refuses_measures_trec_eval_lacks(fixtures_dir, capsys):
+    """``--trec-eval`` text printed only ``map`` for ``-m map,ERR@10,P(rel=2)@10`` (exit 0): the
+    two measures trec_eval lacks are now refused, named, exit 2; JSON still reports them."""
+    d = fixtures_dir / "trec_eval"
+    files = ["--qrels", str(d / "qrels.test"), "--run", str(d / "results.trunc"), "--trec-eval"]
+    code, out, err = _cli(capsys, "score", "retrieval", *files, "-m", "map,ERR@10,P(rel=2)@10,P_5")
+    assert code == 2 and out == ""
+    assert "cannot show ERR@10, P(rel=2)@10: trec_eval has no such measure" in err
+    code, out, _ = _cli(capsys, "score", "retrieval", *files, "-m", "map,P_5")
+    assert code == 0  # trec_eval -c on results.trunc: out.test.aqc
+    assert out.splitlines()[1:] == [
+        "map                   \tall\t0.1016",
+        "P_5                   \tall\t0.2000",
+    ]
+    code, out, _ = _cli(capsys, "score", "retrieval", *files, "-m", "map,ERR@10", "--format", "json")
+    assert code == 0 and set(json.loads(out)["runs"][0]["values"]) == {"AP", "ERR@10"}
+
+
 def test_cli_default_mode_json_and_measures(fixtures_dir, capsys):
     d = fixtures_dir / "trec_eval"
     code, out, _ = _cli(

@@ -197,6 +197,7 @@ def test_imports_listed_not_followed_unless_asked(onto_dir):
 def test_hermit_infers_subclass(onto_dir):
     if shutil.which("java") is None:
         pytest.skip("HermiT needs Java")
+    pytest.importorskip("owlready2", reason="reasoner='hermit' needs the owl extra (owlready2)")
     asserted = load_owl(onto_dir / "hermit.owl")
     ex = "http://example.org/hermit#"
     assert asserted.parents(ex + "Mother") == [ex + "Person"]
