@@ -44,6 +44,7 @@ from kg_rageval.audit.missing_runs import _family_counts, _fmt_reasons
 from kg_rageval.audit.paired_baseline import _run_baseline
 from kg_rageval.audit.result import AuditResult
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.fmt import fmt_count
 from kg_rageval.results.metric import Metric
 
 
@@ -201,7 +202,9 @@ def _run_audit(
     for g, m in zip(gates, decided):
         gate_metrics[g.key] = m
         canonical[g.key] = gate_key(g, index)
-    results = evaluate_gates(gates, gate_metrics)
+    results = evaluate_gates(
+        gates, gate_metrics, min_rows=config.min_rows.rule(), notes=_thin_notes(gates, index, counts)
+    )
     final: list[GateResult] = []
     for r in results:
         if r.status != "missing" and r.gate.key in ci_methods and r.gate.use != "value":
@@ -301,3 +304,21 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
                     and m.value is not None
                 ):
                     flat[name] = m.with_ci(cis[own[0].metric])
+
+
+def _thin_notes(gates: list[Gate], index: MetricIndex, counts: dict[str, Any]) -> dict[str, str]:
+    """Per gate key, what a gate on too few rows is read against: the records of the audit its
+    family scored, and why it left the others unscored (``no gold ×99``): 1 row of 100 records is
+    no pass on what is left."""
+    out: dict[str, str] = {}
+    for g in gates:
+        owner, _ = index.owner(g.metric) if not g.metric.startswith("delta:") else (None, "")
+        c = counts["families"].get(owner.family) if owner is not None else None
+        if not c:
+            continue
+        text = f"{owner.family} scored {fmt_count(c['scored_records'])} of {fmt_count(counts['records'])} records"
+        if c["unscored_reasons"]:
+            text += f" (unscored: {_fmt_reasons(c['unscored_reasons'])})"
+        out[g.key] = text
+    return out
+
