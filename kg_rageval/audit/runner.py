@@ -200,11 +200,15 @@ def _run_audit(
         ci_methods=ci_methods,
     )
     for g, m in zip(gates, decided):
-        gate_metrics[g.key] = m
+        prev = gate_metrics.get(g.key)  # for the report: a bound's metric carries the value too
+        if prev is None or m.ci is not None or (prev.ci is None and prev.value is None):
+            gate_metrics[g.key] = m
         canonical[g.key] = gate_key(g, index)
-    results = evaluate_gates(
-        gates, gate_metrics, min_rows=config.min_rows.rule(), notes=_thin_notes(gates, index, counts)
-    )
+    rule, notes = config.min_rows.rule(), _thin_notes(gates, index, counts)
+    # each gate on its own metric: a point value and a bound of one metric are two decisions
+    results = [
+        evaluate_gates([g], {g.key: m}, min_rows=rule, notes=notes)[0] for g, m in zip(gates, decided)
+    ]
     final: list[GateResult] = []
     for r in results:
         if r.status != "missing" and r.gate.key in ci_methods and r.gate.use != "value":

@@ -300,14 +300,13 @@ def thin_evidence(g: Gate, m: object, minimum: RowMinimum) -> str | None:
     need, rule = minimum.for_gate(g)
     if n >= need:
         return None
-    extra = ""
     rows = getattr(m, "rows", None)
-    if what == "its denominator" and rows is not None and rows != n:
-        extra = f" over {rows} record{'s' if rows != 1 else ''}"
-    return (
-        f"missing evidence: {g.key} rests on {n} row{'s' if n != 1 else ''} ({what}{extra}); "
-        f"it needs at least {need} ({rule})"
-    )
+    if what == "its denominator":
+        over = f" over {rows} record{'s' if rows != 1 else ''}" if rows is not None else ""
+        basis = f"a denominator of {n}{over}"
+    else:
+        basis = f"{n} row{'s' if n != 1 else ''}"
+    return f"missing evidence: {g.key} rests on {basis}; it needs at least {need} rows ({rule})"
 
 
 __all__ = [
