@@ -170,7 +170,15 @@ def gate_metrics(
     for st in staged:
         fin = st.finish(cis.get((st.key, st.owner.metric)), b, methods_out) if isinstance(st, _Bound) else st
         out.append(
-            Metric(fin.g.key, fin.m.value, fin.m.numerator, fin.m.denominator, fin.m.missing, fin.m.ci, fin.m.rows)
+            Metric(
+                fin.g.key,
+                fin.m.value,
+                fin.m.numerator,
+                fin.m.denominator,
+                fin.m.missing,
+                fin.m.ci,
+                fin.m.rows,
+            )
             if fin.rekey
             else fin.m
         )

@@ -206,9 +206,7 @@ def _run_audit(
         canonical[g.key] = gate_key(g, index)
     rule, notes = config.min_rows.rule(), _thin_notes(gates, index, counts)
     # each gate on its own metric: a point value and a bound of one metric are two decisions
-    results = [
-        evaluate_gates([g], {g.key: m}, min_rows=rule, notes=notes)[0] for g, m in zip(gates, decided)
-    ]
+    results = [evaluate_gates([g], {g.key: m}, min_rows=rule, notes=notes)[0] for g, m in zip(gates, decided)]
     final: list[GateResult] = []
     for r in results:
         if r.status != "missing" and r.gate.key in ci_methods and r.gate.use != "value":
@@ -317,12 +315,11 @@ def _thin_notes(gates: list[Gate], index: MetricIndex, counts: dict[str, Any]) -
     out: dict[str, str] = {}
     for g in gates:
         owner, _ = index.owner(g.metric) if not g.metric.startswith("delta:") else (None, "")
-        c = counts["families"].get(owner.family) if owner is not None else None
-        if not c:
+        if owner is None or not counts["families"].get(owner.family):
             continue
+        c = counts["families"][owner.family]
         text = f"{owner.family} scored {fmt_count(c['scored_records'])} of {fmt_count(counts['records'])} records"
         if c["unscored_reasons"]:
             text += f" (unscored: {_fmt_reasons(c['unscored_reasons'])})"
         out[g.key] = text
     return out
-

@@ -160,9 +160,7 @@ def catalogue(tmp_path):
 
 def _claims(n_claiming: int, n: int = 100):
     held = ["acme-x1", "compatible-with", "acme-dock"]  # a triple the graph holds: supported
-    return [
-        {"id": f"q{i:03d}", "relations": {"claims": [held] if i < n_claiming else []}} for i in range(n)
-    ]
+    return [{"id": f"q{i:03d}", "relations": {"claims": [held] if i < n_claiming else []}} for i in range(n)]
 
 
 def test_kg_faithfulness_on_1_claim_of_100_answers_is_missing(tmp_path, catalogue):
@@ -189,7 +187,10 @@ def test_kg_faithfulness_on_exactly_30_claims_passes(tmp_path, catalogue):
 def _labels(n_gold: int, n: int = 100):
     leaves = ["sedan", "hatchback", "submarine", "amphibious_car"]
     return [
-        {"id": f"q{i:03d}", "labels": {"gold": [leaves[i % 4]], "pred": [leaves[i % 4]]} if i < n_gold else {}}
+        {
+            "id": f"q{i:03d}",
+            "labels": {"gold": [leaves[i % 4]], "pred": [leaves[i % 4]]} if i < n_gold else {},
+        }
         for i in range(n)
     ]
 
@@ -245,7 +246,9 @@ def test_min_rows_config(tmp_path):
         base_dir=tmp_path,
     )
     assert [cfg.min_rows.rule().for_gate(g)[0] for g in cfg.all_gates()] == [20, 5]
-    with pytest.raises(ConfigError, match=r"min_rows.metrics.latency.total_ms.p99: no gate reads this metric"):
+    with pytest.raises(
+        ConfigError, match=r"min_rows.metrics.latency.total_ms.p99: no gate reads this metric"
+    ):
         config_from_mapping({**base, "gates": gates, "min_rows": {"metrics": {"p99(latency.total_ms)": 9}}})
     with pytest.raises(ConfigError, match=r"min_rows.default: Input should be greater than or equal to 1"):
         config_from_mapping({**base, "gates": gates, "min_rows": 0})
@@ -270,10 +273,9 @@ def test_bounded_gate_keeps_min_units_not_min_rows(tmp_path):
 
 # ---------------------------------------------------------------------- the pytest plugin
 def test_assert_gates_decides_the_minimum_as_the_audit(tmp_path):
+    from kg_rageval.ontology import load_ontology
     from kg_rageval.pytest_plugin import GateFailure, assert_gates, check_gates
     from kg_rageval.scoring import get_scorer
-
-    from kg_rageval.ontology import load_ontology
 
     ev = get_scorer("system").score(load_ontology(VEHICLES), _latencies(3)).single
     with pytest.raises(GateFailure) as info:
