@@ -149,7 +149,8 @@ def gate_metrics(
     from kg_rageval.results.evaluation import bootstrap_many
 
     methods_out = {} if ci_methods is None else ci_methods
-    staged = [_scoped(g, index, ontology, baseline_metrics, has_baseline) for g in gates]
+    n_records: dict[int, int] = {}  # records of each whole evaluation, counted once
+    staged = [_scoped(g, index, ontology, baseline_metrics, has_baseline, n_records) for g in gates]
     b = bootstrap
     requests: dict[int, tuple[Evaluation, list[str], Any]] = {}
     for st in staged:
@@ -254,7 +255,12 @@ class _Bound:
 
 
 def _scoped(
-    g: Gate, index: MetricIndex, ontology: Any, baseline_metrics: Mapping[str, Metric], has_baseline: bool
+    g: Gate,
+    index: MetricIndex,
+    ontology: Any,
+    baseline_metrics: Mapping[str, Metric],
+    has_baseline: bool,
+    n_records: dict[int, int] | None = None,
 ) -> _Final | _Bound:
     """The gate's metric on its scope (or missing evidence); a bounded gate's interval is left
     to :class:`_Bound`."""
@@ -308,7 +314,12 @@ def _scoped(
             return _Final(g, with_rows(m, _records_in(ev, mask)))
         ev = ev.subset(mask)
         m = ev.metrics().get(owner.metric, absent)
-    m = with_rows(m, ev.n_records)
+    if g.scope is not None or n_records is None:  # a subset: its own records
+        m = with_rows(m, ev.n_records)
+    else:  # a whole evaluation the index holds: counted once
+        if id(ev) not in n_records:
+            n_records[id(ev)] = ev.n_records
+        m = with_rows(m, n_records[id(ev)])
     if g.use != "value" and m.value is not None:
         return _Bound(g, m, ev, owner)
     return _Final(g, m)
