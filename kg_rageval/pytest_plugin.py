@@ -320,13 +320,16 @@ def check_gates(
     ontology: Any = None,
     top: int = TOP_BRANCHES,
     bootstrap: Any = None,
+    min_rows: Any = None,
 ) -> tuple[list, dict]:
     """Decide ``gates`` without raising: ``(results, worst branches per failed gate text)``.
 
     On Evaluations the gates are decided exactly as the audit decides them (the same metric
     resolution, scopes and bootstrap; ``bootstrap`` defaults to the audit's defaults). A
     misspelt metric name or slice raises :class:`~kg_rageval.base.errors.ConfigError` with a "did
-    you mean"."""
+    you mean". ``min_rows``: the audit config's ``min_rows`` (an int, a mapping ``{default,
+    metrics}`` or a :class:`~kg_rageval.contract.gates.RowMinimum`; default 30 rows, 59 for a
+    p95): a gate on fewer rows is missing evidence, as in the audit."""
     from kg_rageval.audit.config import BootstrapConfig
     from kg_rageval.audit.gates import evaluate_gates
     from kg_rageval.base.errors import ConfigError
@@ -348,7 +351,7 @@ def check_gates(
             m = ev_.metrics.get(full if full in ev_.metrics else g.key)
             if m is not None:
                 metrics[g.key] = m
-    results = evaluate_gates(parsed, metrics)
+    results = evaluate_gates(parsed, metrics, min_rows=_row_minimum(min_rows))
     branches: dict[str, list[dict]] = {}
     for r in results:
         if r.status == "pass":
@@ -363,6 +366,22 @@ def check_gates(
         if hasattr(ev, "drop_record_stats"):
             ev.drop_record_stats()
     return results, branches
+
+
+def _row_minimum(min_rows: Any) -> Any:
+    """``min_rows`` as the audit reads it (:class:`~kg_rageval.audit.config.MinRowsConfig`)."""
+    from kg_rageval.audit.config import MinRowsConfig
+    from kg_rageval.base.errors import ConfigError
+    from kg_rageval.contract.gates import RowMinimum
+
+    if min_rows is None or isinstance(min_rows, RowMinimum):
+        return min_rows
+    if isinstance(min_rows, int) and not isinstance(min_rows, bool):
+        min_rows = {"default": min_rows}
+    try:
+        return MinRowsConfig.model_validate(min_rows).rule()
+    except Exception as exc:  # pydantic's ValidationError: a bad argument, said in one line
+        raise ConfigError(f"assert_gates: min_rows {min_rows!r} is not a minimum of rows ({exc})") from None
 
 
 def format_failures(
@@ -385,11 +404,13 @@ def assert_gates(
     *,
     ontology: Any = None,
     top: int = TOP_BRANCHES,
+    min_rows: Any = None,
 ) -> list:
-    """Raise :class:`GateFailure` unless every gate passes (missing evidence fails); return the
-    GateResults otherwise. See the module docstring for the accepted inputs."""
+    """Raise :class:`GateFailure` unless every gate passes (missing evidence fails, and so does a
+    gate on fewer rows than ``min_rows``: see :func:`check_gates`); return the GateResults
+    otherwise. See the module docstring for the accepted inputs."""
     __tracebackhide__ = True
-    results, branches = check_gates(report_or_metrics, gates, ontology=ontology, top=top)
+    results, branches = check_gates(report_or_metrics, gates, ontology=ontology, top=top, min_rows=min_rows)
     failed = [r for r in results if r.status != "pass"]
     if failed:
         raise GateFailure(format_failures(results, branches), results, failed, branches)

@@ -150,6 +150,32 @@ class MissingRunsConfig(_Strict):
     as an empty run, an invalid judge output); they count as missing runs too."""
 
 
+class MinRowsConfig(_Strict):
+    """The declared minimum of rows every gate needs (``kg_rageval.contract.gates``, *Minimum of
+    rows*): below it the gate is missing evidence. ``default`` (30) applies to every gate, and a
+    quantile ``pQ`` needs at least :func:`~kg_rageval.contract.gates.quantile_min_rows` (59 for
+    p95, 299 for p99); ``metrics`` declares a gate's own minimum by its metric as written in the
+    gate (``latency.total_ms.p95`` or ``p95(latency.total_ms)``, ``metric[scope]`` for one scope),
+    which replaces both. ``min_rows: 50`` is short for ``min_rows: {default: 50}``."""
+
+    default: int = Field(30, ge=1)
+    metrics: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("metrics")
+    @classmethod
+    def _positive(cls, v: dict[str, int]) -> dict[str, int]:
+        for k, n in v.items():
+            if n < 1:
+                raise ValueError(f"minimum for {k!r} must be >= 1, got {n}")
+        return v
+
+    def rule(self) -> Any:
+        """The :class:`~kg_rageval.contract.gates.RowMinimum` the gates are decided with."""
+        from kg_rageval.contract.gates import RowMinimum
+
+        return RowMinimum.of(self.default, self.metrics)
+
+
 class BaselineConfig(_Strict):
     """Audit against a baseline run on the same records: paired deltas ``delta:<metric>`` =
     candidate − baseline with paired bootstrap intervals; each ``budgets`` entry adds the gate
@@ -273,6 +299,8 @@ class AuditConfig(_Strict):
     slice_gates: dict[str, list[str]] = Field(default_factory=dict)
     node_gates: dict[str, list[str]] = Field(default_factory=dict)
     missing_runs: MissingRunsConfig = Field(default_factory=MissingRunsConfig)
+    min_rows: MinRowsConfig = Field(default_factory=MinRowsConfig)
+    """Fewest rows a gate's number rests on (:class:`MinRowsConfig`); below it the gate is missing evidence."""
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     baseline: BaselineConfig | None = None
     coverage: CoverageConfig = Field(default_factory=CoverageConfig)
@@ -303,6 +331,12 @@ class AuditConfig(_Strict):
             _lim._check_name(name)
             _lim.parse_value(name, value)
         return v
+
+    @field_validator("min_rows", mode="before")
+    @classmethod
+    def _min_rows_int(cls, v: Any) -> Any:
+        """``min_rows: 50`` is ``{default: 50}``."""
+        return {"default": v} if isinstance(v, int) and not isinstance(v, bool) else v
 
     @field_validator("families", mode="before")
     @classmethod
@@ -349,8 +383,10 @@ class AuditConfig(_Strict):
         are kept changes no number)."""
         if self._raw_hash:
             return self._raw_hash
-        skip = {"chunk_size", "spill_rows"} | (
-            set() if self.plugins else {"plugins"}
+        skip = (
+            {"chunk_size", "spill_rows"}
+            | (set() if self.plugins else {"plugins"})
+            | (set() if self.min_rows != MinRowsConfig() else {"min_rows"})
         )  # hash as before without
         blob = json.dumps(self.model_dump(mode="json", exclude=skip), sort_keys=True).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
@@ -417,6 +453,17 @@ class AuditConfig(_Strict):
                     gates.append(Gate(f"delta:{metric}", op, float(thr) + 0.0, None, self.baseline.use))
                 except ConfigError as exc:
                     errors.append(f"baseline.budgets.{metric}: {exc}")
+        if self.min_rows.metrics:  # a minimum on a metric no gate reads is a typo, not a rule
+            from kg_rageval.contract.gates import RowMinimum
+
+            read = {k for g in gates for k in (g.metric, g.key)}
+            for key, _ in RowMinimum.of(1, self.min_rows.metrics).metrics:
+                if key not in read:
+                    errors.append(
+                        f"min_rows.metrics.{key}: no gate reads this metric (gates read: "
+                        + ", ".join(sorted({g.metric for g in gates})[:20])
+                        + ")"
+                    )
         if errors:
             raise ConfigError(
                 f"{len(errors)} invalid gate{'s' if len(errors) > 1 else ''}:\n  " + "\n  ".join(errors),

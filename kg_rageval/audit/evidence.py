@@ -149,7 +149,8 @@ def gate_metrics(
     from kg_rageval.results.evaluation import bootstrap_many
 
     methods_out = {} if ci_methods is None else ci_methods
-    staged = [_scoped(g, index, ontology, baseline_metrics, has_baseline) for g in gates]
+    n_records: dict[int, int] = {}  # records of each whole evaluation, counted once
+    staged = [_scoped(g, index, ontology, baseline_metrics, has_baseline, n_records) for g in gates]
     b = bootstrap
     requests: dict[int, tuple[Evaluation, list[str], Any]] = {}
     for st in staged:
@@ -170,7 +171,15 @@ def gate_metrics(
     for st in staged:
         fin = st.finish(cis.get((st.key, st.owner.metric)), b, methods_out) if isinstance(st, _Bound) else st
         out.append(
-            Metric(fin.g.key, fin.m.value, fin.m.numerator, fin.m.denominator, fin.m.missing, fin.m.ci)
+            Metric(
+                fin.g.key,
+                fin.m.value,
+                fin.m.numerator,
+                fin.m.denominator,
+                fin.m.missing,
+                fin.m.ci,
+                fin.m.rows,
+            )
             if fin.rekey
             else fin.m
         )
@@ -246,7 +255,12 @@ class _Bound:
 
 
 def _scoped(
-    g: Gate, index: MetricIndex, ontology: Any, baseline_metrics: Mapping[str, Metric], has_baseline: bool
+    g: Gate,
+    index: MetricIndex,
+    ontology: Any,
+    baseline_metrics: Mapping[str, Metric],
+    has_baseline: bool,
+    n_records: dict[int, int] | None = None,
 ) -> _Final | _Bound:
     """The gate's metric on its scope (or missing evidence); a bounded gate's interval is left
     to :class:`_Bound`."""
@@ -295,13 +309,36 @@ def _scoped(
         if plain_rows(ev):  # the scope's sums, and its records for a bound: no copy of its rows
             m = ev.family.finalize(ev.totals(mask)).get(owner.metric, absent)
             if g.use != "value" and m.value is not None:
-                return _Bound(g, m, ev, owner, per_record=scoped_records(ev, mask))
-            return _Final(g, m)
+                per_record = scoped_records(ev, mask)
+                return _Bound(g, with_rows(m, len(per_record)), ev, owner, per_record=per_record)
+            return _Final(g, with_rows(m, _records_in(ev, mask)))
         ev = ev.subset(mask)
         m = ev.metrics().get(owner.metric, absent)
+    if g.scope is not None or n_records is None:  # a subset: its own records
+        m = with_rows(m, ev.n_records)
+    else:  # a whole evaluation the index holds: counted once
+        if id(ev) not in n_records:
+            n_records[id(ev)] = ev.n_records
+        m = with_rows(m, n_records[id(ev)])
     if g.use != "value" and m.value is not None:
         return _Bound(g, m, ev, owner)
     return _Final(g, m)
+
+
+def with_rows(m: Metric, records: int) -> Metric:
+    """``m`` with ``rows``: the records its rows come from (at most ``m.rows``, a quantile's
+    values), which a gate's minimum of rows reads (:func:`~kg_rageval.contract.gates.rows_of`)."""
+    import dataclasses
+
+    rows = records if m.rows is None else min(int(m.rows), records)
+    return dataclasses.replace(m, rows=int(rows))
+
+
+def _records_in(ev: Evaluation, mask: np.ndarray) -> int:
+    """Distinct records among the rows of ``mask`` (ids compared as text, as :attr:`Evaluation.n_records`)."""
+    from kg_rageval.results.columns import record_id_texts
+
+    return len(record_id_texts(ev.record_ids[mask])) if mask.any() else 0
 
 
 def plain_rows(ev: Evaluation) -> bool:

@@ -8,7 +8,9 @@ Evaluation (:func:`evaluate_gates`) looks a gate up in a flat ``{key: Metric}`` 
 ``key`` is :attr:`Gate.key` — the metric name, followed by ``[scope]`` for a scoped gate. A
 gate whose metric is absent, has ``value=None`` (empty denominator) or lacks the requested
 confidence bound gets status ``"missing"``: **missing evidence fails the audit**, it never
-passes by default."""
+passes by default. So does a gate whose number rests on fewer rows than its declared minimum
+(:class:`~kg_rageval.contract.gates.RowMinimum`: ``min_rows``, 30 by default, 59 for a p95,
+299 for a p99; the reason names the count and the minimum)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kg_rageval.base.fmt import fmt_count
-from kg_rageval.contract.gates import EQ_TOLERANCE, OPS, USES, Gate, _fmt_threshold, parse_gate, parse_gates
+from kg_rageval.contract.gates import (
+    EQ_TOLERANCE,
+    OPS,
+    USES,
+    Gate,
+    RowMinimum,
+    _fmt_threshold,
+    parse_gate,
+    parse_gates,
+    thin_evidence,
+)
 from kg_rageval.results.metric import Metric
 
 Status = Literal["pass", "fail", "missing"]
@@ -52,15 +64,27 @@ class GateResult:
         }
 
 
-def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list[GateResult]:
-    """Decide every gate against ``metrics`` (keys as :attr:`Gate.key`).
+def evaluate_gates(
+    gates: Iterable[Gate],
+    metrics: Mapping[str, Metric],
+    *,
+    min_rows: RowMinimum | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> list[GateResult]:
+    """Decide every gate against ``metrics`` (keys as :attr:`Gate.key`). The one decision of
+    the audit, the CLI and the pytest plugin.
 
     * metric absent → ``missing`` ("no family produced ..."), with close names suggested;
     * ``value is None`` → ``missing`` with the metric's own reason (empty denominator, ...);
+    * a point-value gate on fewer rows than its minimum (``min_rows``, default
+      :class:`RowMinimum()`: 30, a p95 59; a ``ci_low``/``ci_high`` gate has its own,
+      ``bootstrap.min_units``, and an interval that widens with few rows) → ``missing``, naming the count and the minimum, with ``notes[gate.key]`` (the
+      audit's: the family's records and unscored ones) appended;
     * ``use`` is a CI bound but no interval was computed → ``missing``;
     * otherwise ``pass`` or ``fail`` by the comparison.
     """
     out: list[GateResult] = []
+    minimum = RowMinimum() if min_rows is None else min_rows
     for g in gates:
         m = metrics.get(g.key)
         if m is None:
@@ -75,6 +99,11 @@ def evaluate_gates(gates: Iterable[Gate], metrics: Mapping[str, Metric]) -> list
             continue
         if not math.isfinite(m.value):
             out.append(GateResult(g, "missing", None, f"missing evidence: non-finite value {m.value!r}"))
+            continue
+        thin = thin_evidence(g, m, minimum) if g.use == "value" else None  # a bound: min_units
+        if thin is not None:
+            note = (notes or {}).get(g.key)
+            out.append(GateResult(g, "missing", None, f"{thin}; {note}" if note else thin))
             continue
         if g.use == "value":
             observed = float(m.value)
@@ -128,6 +157,7 @@ __all__ = [
     "USES",
     "Gate",
     "GateResult",
+    "RowMinimum",
     "evaluate_gates",
     "parse_gate",
     "parse_gates",

@@ -327,7 +327,7 @@ def _run_baseline(
                         if resamples and n >= b.min_units
                         else None
                     )
-                    d = Metric(key, float(vc - vb), None, None, None, ci)
+                    d = Metric(key, float(vc - vb), None, None, None, ci, n)
                 primary.append(key)
                 deltas[key] = d
                 pairs[key] = {"candidate": vc, "baseline": vb, "paired_records": n}

@@ -47,6 +47,7 @@ from kg_rageval.audit.missing_runs import _family_counts, _fmt_reasons
 from kg_rageval.audit.paired_baseline import _run_baseline
 from kg_rageval.audit.result import AuditResult
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.fmt import fmt_count
 from kg_rageval.results.metric import Metric
 
 
@@ -202,9 +203,13 @@ def _run_audit(
         ci_methods=ci_methods,
     )
     for g, m in zip(gates, decided):
-        gate_metrics[g.key] = m
+        prev = gate_metrics.get(g.key)  # for the report: a bound's metric carries the value too
+        if prev is None or m.ci is not None or (prev.ci is None and prev.value is None):
+            gate_metrics[g.key] = m
         canonical[g.key] = gate_key(g, index)
-    results = evaluate_gates(gates, gate_metrics)
+    rule, notes = config.min_rows.rule(), _thin_notes(gates, index, counts)
+    # each gate on its own metric: a point value and a bound of one metric are two decisions
+    results = [evaluate_gates([g], {g.key: m}, min_rows=rule, notes=notes)[0] for g, m in zip(gates, decided)]
     final: list[GateResult] = []
     for r in results:
         if r.status != "missing" and r.gate.key in ci_methods and r.gate.use != "value":
@@ -318,3 +323,20 @@ def _bootstrap_all(index: MetricIndex, flat: dict[str, Metric], config: AuditCon
                     and m.value is not None
                 ):
                     flat[name] = m.with_ci(cis[own[0].metric])
+
+
+def _thin_notes(gates: list[Gate], index: MetricIndex, counts: dict[str, Any]) -> dict[str, str]:
+    """Per gate key, what a gate on too few rows is read against: the records of the audit its
+    family scored, and why it left the others unscored (``no gold ×99``): 1 row of 100 records is
+    no pass on what is left."""
+    out: dict[str, str] = {}
+    for g in gates:
+        owner, _ = index.owner(g.metric) if not g.metric.startswith("delta:") else (None, "")
+        if owner is None or not counts["families"].get(owner.family):
+            continue
+        c = counts["families"][owner.family]
+        text = f"{owner.family} scored {fmt_count(c['scored_records'])} of {fmt_count(counts['records'])} records"
+        if c["unscored_reasons"]:
+            text += f" (unscored: {_fmt_reasons(c['unscored_reasons'])})"
+        out[g.key] = text
+    return out

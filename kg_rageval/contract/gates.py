@@ -26,6 +26,21 @@ Metric names are those of :mod:`kg_rageval.contract.names` (any alias of
 Examples: ``recall@10 >= 0.85``, ``p95(latency.total_ms) <= 1500``, ``hierarchical_f1[node:TA0005] >= 0.7``,
 ``ci_low(faithfulness) >= 0.8``, ``mrr[slice:intent=lookup] > 0.5``, ``trec.Bpref >= 0.3``.
 
+**Minimum of rows** (:class:`RowMinimum`, :func:`thin_evidence`): every point-value gate
+needs enough rows under its number, or it is *missing evidence* (which is not a pass; a
+``ci_low``/``ci_high`` gate needs ``bootstrap.min_units`` records, and its interval widens
+with few rows). Its
+rows are the smaller of the metric's ``denominator`` (the units a rate or mean counts: claims,
+records with gold, lookups) and its ``rows`` (records in the gate's scope, a quantile's values,
+a delta's paired records) — :func:`rows_of`. The minimum is ``min_rows.metrics[<metric>]`` when
+declared, else the larger of ``min_rows.default`` (:data:`MIN_ROWS`, 30, as the bootstrap's
+``min_units``) and, for a quantile ``pQ``, :func:`quantile_min_rows`: the fewest rows for which
+the sample's largest (for ``q < 0.5``: smallest) value is a 95 % distribution-free confidence
+bound on that quantile, ``ceil(ln 0.05 / ln max(q, 1-q))`` — 59 for p95, 299 for p99, 5 for p50
+(so 30). Below it, no order statistic of the sample bounds the quantile, and ``p95 <= 1500``
+on 20 rows is the largest of a handful. A number given without any count (a bare float) cannot
+be checked and is decided as given.
+
 ``str(gate)`` is canonical and :func:`parse_gate` reads it back to an equal :class:`Gate`
 (``ci_low(recall@10[slice:intent=lookup]) >= 0.85``). ``==`` compares with an absolute
 tolerance of 1e-12. Standard library only.
@@ -42,6 +57,10 @@ from kg_rageval.base.errors import ConfigError
 from kg_rageval.contract.names import PARAMS, check_scope
 
 OPS: tuple[str, ...] = (">=", ">", "<=", "<", "==")
+MIN_ROWS = 30
+"""The default minimum of rows of every gate (``min_rows.default``): as ``bootstrap.min_units``."""
+QUANTILE_CONFIDENCE = 0.95
+"""The confidence of the distribution-free bound behind :func:`quantile_min_rows`."""
 USES: tuple[str, ...] = ("value", "ci_low", "ci_high")
 EQ_TOLERANCE = 1e-12
 
@@ -193,4 +212,115 @@ def parse_gates(texts: Iterable[str], *, source: str | None = None, field: str =
     return gates
 
 
-__all__ = ["EQ_TOLERANCE", "OPS", "USES", "Gate", "parse_gate", "parse_gates"]
+_QUANTILE_NAME = re.compile(r"\.p(\d{1,2})$")
+
+
+def quantile_of(metric: str) -> float | None:
+    """The quantile level of a quantile metric (``latency.total_ms.p95`` → 0.95, also as
+    ``delta:...p95``); ``None`` for any other metric."""
+    m = _QUANTILE_NAME.search(metric)
+    return int(m.group(1)) / 100.0 if m else None
+
+
+def quantile_min_rows(q: float, confidence: float = QUANTILE_CONFIDENCE) -> int:
+    """Fewest rows ``n`` for which the sample's extreme value is a ``confidence``
+    distribution-free bound on the ``q`` quantile: ``P(max < x_q) = q**n <= 1 - confidence``
+    (the smallest value, by symmetry, for ``q < 0.5``), i.e. ``n = ceil(ln(1-c) / ln max(q, 1-q))``:
+    59 for p95, 299 for p99, 29 for p90, 5 for p50."""
+    p = max(q, 1.0 - q)
+    if p <= 0.0:
+        return 1
+    if p >= 1.0:  # p0 / p100: the extreme itself, no sample size bounds it
+        return MIN_ROWS
+    return max(1, math.ceil(math.log(1.0 - confidence) / math.log(p) - 1e-9))
+
+
+@dataclass(frozen=True)
+class RowMinimum:
+    """The declared minimum of rows of each gate (the audit config's ``min_rows``; see the
+    module docstring). ``metrics`` maps a gate's metric as written (or ``metric[scope]``) to its
+    own minimum, which replaces both the default and the quantile rule."""
+
+    default: int = MIN_ROWS
+    metrics: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.default, bool) or not isinstance(self.default, int) or self.default < 1:
+            raise ConfigError(f"min_rows must be a whole number >= 1, got {self.default!r}")
+        for k, v in self.metrics:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"min_rows.metrics[{k!r}] must be a whole number >= 1, got {v!r}")
+
+    @classmethod
+    def of(cls, default: int = MIN_ROWS, metrics: dict[str, int] | None = None) -> RowMinimum:
+        return cls(default, tuple((_quantile_sugar(k).strip(), v) for k, v in (metrics or {}).items()))
+
+    def for_gate(self, g: Gate) -> tuple[int, str]:
+        """``(minimum, where it comes from)`` for gate ``g``."""
+        own = dict(self.metrics)
+        for k in (g.key, g.metric):
+            if k in own:
+                return own[k], f"min_rows.metrics[{k!r}]"
+        q = quantile_of(g.metric)
+        if q is not None:
+            need = quantile_min_rows(q)
+            if need > self.default:
+                return need, (
+                    f"a p{round(q * 100)} needs {need} rows: with fewer, not even the "
+                    f"{'largest' if q >= 0.5 else 'smallest'} value is a "
+                    f"{QUANTILE_CONFIDENCE:.0%} bound on it"
+                )
+        return self.default, "min_rows"
+
+
+def rows_of(m: object) -> tuple[int | None, str]:
+    """The rows a metric rests on and what they are: the smaller of its ``denominator`` (the
+    units it counts) and its ``rows`` (records in scope, values, paired records); ``None`` when
+    neither is known."""
+    den = getattr(m, "denominator", None)
+    rows = getattr(m, "rows", None)
+    got: list[tuple[float, str]] = []
+    if den is not None and math.isfinite(float(den)):
+        got.append((float(den), "its denominator"))
+    if rows is not None:
+        got.append((float(rows), "rows in scope"))
+    if not got:
+        return None, ""
+    n, what = min(got, key=lambda t: t[0])
+    return math.floor(n + 1e-9), what
+
+
+def thin_evidence(g: Gate, m: object, minimum: RowMinimum) -> str | None:
+    """The missing-evidence reason when the metric ``m`` of gate ``g`` rests on fewer rows
+    than the gate's minimum (naming the count and the minimum); ``None`` when it has enough,
+    or when no count is known."""
+    n, what = rows_of(m)
+    if n is None:
+        return None
+    need, rule = minimum.for_gate(g)
+    if n >= need:
+        return None
+    rows = getattr(m, "rows", None)
+    if what == "its denominator":
+        over = f" over {rows} record{'s' if rows != 1 else ''}" if rows is not None else ""
+        basis = f"a denominator of {n}{over}"
+    else:
+        basis = f"{n} row{'s' if n != 1 else ''}"
+    return f"missing evidence: {g.key} rests on {basis}; it needs at least {need} rows ({rule})"
+
+
+__all__ = [
+    "EQ_TOLERANCE",
+    "MIN_ROWS",
+    "OPS",
+    "QUANTILE_CONFIDENCE",
+    "USES",
+    "Gate",
+    "RowMinimum",
+    "parse_gate",
+    "parse_gates",
+    "quantile_min_rows",
+    "quantile_of",
+    "rows_of",
+    "thin_evidence",
+]

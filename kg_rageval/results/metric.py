@@ -25,7 +25,10 @@ class Metric:
 
     ``value`` is ``None`` exactly when the metric is undefined on this data; ``missing`` then
     says why (e.g. ``"no records with gold documents"``). ``ci`` is a (low, high) confidence
-    interval when one was computed.
+    interval when one was computed. ``rows`` is how many rows (records) the value rests on when
+    that is known apart from ``denominator`` (a quantile's values, a gate's records in scope,
+    a delta's paired records): a gate's minimum of rows reads the smaller of the two
+    (:func:`kg_rageval.contract.gates.rows_of`). It is not written by :meth:`to_dict`.
     """
 
     name: str
@@ -34,6 +37,7 @@ class Metric:
     denominator: float | None = None
     missing: str | None = None
     ci: tuple[float, float] | None = None
+    rows: int | None = None
 
     @property
     def is_missing(self) -> bool:
@@ -46,7 +50,7 @@ class Metric:
         return self.value
 
     def with_ci(self, ci: tuple[float, float] | None) -> Metric:
-        return Metric(self.name, self.value, self.numerator, self.denominator, self.missing, ci)
+        return Metric(self.name, self.value, self.numerator, self.denominator, self.missing, ci, self.rows)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict; a non-finite number raises ``ValueError``."""

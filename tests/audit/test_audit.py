@@ -96,6 +96,7 @@ def test_unknown_slice_name_or_value_is_a_config_error(stub, workdir):
         config_from_mapping(
             {
                 **base,
+                "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
                 "gates": ["stub_accuracy[node:sedan] >= 0.1", "stub_accuracy[slice:intent=lookup] >= 0.1"],
             },
             base_dir=workdir,
@@ -149,6 +150,7 @@ def test_gate_on_a_metric_its_family_lacks_is_a_config_error(stub, workdir):
             "ontology": "vehicles.csv",
             "records": "records.jsonl",
             "families": {"stub": {}},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["stub.stub_acuracy >= 0.1"],
         },
         base_dir=workdir,
@@ -184,6 +186,7 @@ def test_family_without_evidence_or_module(workdir):
                 "ontology": "vehicles.csv",
                 "records": "records.jsonl",
                 "families": {"ghost": {}, "nosection": {}, "broken": {}},
+                "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
                 "gates": ["ghost.x >= 0", "nosection.stub_accuracy >= 0", "broken.y >= 0"],
             },
             base_dir=workdir,
@@ -209,6 +212,7 @@ def test_ambiguous_metric_needs_family_prefix(workdir):
                 "records": "records.jsonl",
                 "families": {"stub": {}, "stub2": {}},
                 "missing_runs": {"budget": 0.5},
+                "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
                 "gates": ["stub_accuracy >= 0.5", "stub2.stub_accuracy >= 0.5"],
             },
             base_dir=workdir,
@@ -361,6 +365,7 @@ def test_baseline_deltas_and_budget(stub, workdir):
             "records": "records.jsonl",
             "families": {"stub": {}},
             "missing_runs": {"budget": 0.5},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["stub_accuracy >= 0.5"],
             "baseline": {"records": "baseline.jsonl", "budgets": {"stub_accuracy": 0.1}},
             "bootstrap": {"n_resamples": 300, "seed": 3, "min_units": 5},
@@ -437,6 +442,7 @@ def test_slices_option_limits_breakdowns(stub, workdir):
         "records": "records.jsonl",
         "families": {"stub": {}},
         "missing_runs": {"budget": 0.5},
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": ["stub_accuracy >= 0"],
     }
     res = run_audit(config_from_mapping(base, base_dir=workdir), progress=False)

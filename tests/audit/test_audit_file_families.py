@@ -31,6 +31,7 @@ def _config(tmp_path, **extra):
         "qrels": str(TE / "qrels.test"),
         "run": str(TE / "results.test"),
         "families": {"trec": {"mode": "trec_eval", "measures": ["recip_rank", "bpref", "P(rel=2)@10"]}},
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": ["recip_rank >= 0.4", "bpref < 0.2", "trec.P(rel=2)@10 > 0", "ERR@10 >= 0"],
         **extra,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kg_rageval.audit.gates import Gate, evaluate_gates, parse_gate, parse_gates
+from kg_rageval.audit.gates import Gate, RowMinimum, evaluate_gates, parse_gate, parse_gates
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.results.metric import Metric
 
@@ -98,7 +98,7 @@ def test_evaluate_statuses():
             "eq == 0.3",  # pass within 1e-12
         ]
     ]
-    res = evaluate_gates(gates, metrics)
+    res = evaluate_gates(gates, metrics, min_rows=RowMinimum(1))  # the minimum: test_min_rows_*
     assert [r.status for r in res] == [
         "pass",
         "fail",

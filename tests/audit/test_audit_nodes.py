@@ -17,6 +17,7 @@ BASE = {
     "corpus": "real_corpus.jsonl",
     "families": {"hierarchy": {}, "retrieval": {"k": [1, 10]}},
     "missing_runs": {"budget": 1.0},
+    "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
     "gates": ["hierarchy.hierarchical_f1 >= 0.99"],
 }
 
@@ -78,6 +79,7 @@ def test_node_gate_keeps_its_subtree_down_to_node_depth(workdir):
     cfg = config_from_mapping(
         {
             **BASE,
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["hierarchy.exact_accuracy[node:boat] >= 0"],
             "report": {"formats": ["json"], "node_depth": 0},
         },

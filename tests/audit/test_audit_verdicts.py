@@ -49,6 +49,7 @@ def _judge_cfg(tmp_path: Path, judge) -> dict:
         "ontology": str(GEN / "vehicles.csv"),
         "records": "r.jsonl",
         "families": {"generation": {"judge": judge}},
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": ["faithfulness >= 0.6"],
     }
 
@@ -121,6 +122,7 @@ def _conf_audit(tmp_path: Path, records: list[dict], **extra):
             "records": "r.jsonl",
             "spec": str(CONF / "attack_spec.yaml"),
             "families": {"conformance": {}},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["conformance.schema_validity >= 0.5"],
             **extra,
         },
@@ -210,6 +212,7 @@ def test_audit_shows_an_inconsistent_filter_log(tmp_path):
             "records": "r.jsonl",
             "corpus": "c.jsonl",
             "families": {"retrieval": {"k": [10]}},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["filter_false_exclusion_rate <= 0.4"],
         },
         base_dir=tmp_path,
@@ -243,6 +246,7 @@ def _prov_cfg(tmp_path: Path, **fam) -> dict:
             }
         },
         "missing_runs": {"budgets": {"provenance": 0.25}},  # p4 is absent from the repeat: a missing run
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": [
             "provenance.identical_rate >= 0.5",
             "provenance.manifest_completeness >= 1",
@@ -344,6 +348,7 @@ def test_audit_runs_hard_vs_soft_with_a_per_query_preference(tmp_path, fixtures_
                 "k": 1,
             }
         },
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": [
             "ci_low(preference.precision_gain) >= 0",
             "preference.exclusion_rate <= 0.05",
@@ -467,7 +472,14 @@ def _stub_audit(
     register_family(FamilySpec("stub", "kg_rageval.audit.stub:score_stub", ("labels",)))
     try:
         cfg = config_from_mapping(
-            {"ontology": "o.csv", "records": "r.jsonl", "families": {"stub": {}}, "gates": gates, **extra},
+            {
+                "ontology": "o.csv",
+                "records": "r.jsonl",
+                "families": {"stub": {}},
+                "gates": gates,
+                "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
+                **extra,
+            },
             base_dir=tmp_path,
         )
         inputs = load_inputs(cfg)
@@ -705,6 +717,7 @@ def test_markdown_shows_drivers_formula_and_inconsistent_filter_logs(tmp_path):
             "records": "r.jsonl",
             "corpus": "c.jsonl",
             "families": {"retrieval": {}},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["recall@10 >= 0"],
         },
         base_dir=tmp_path,
@@ -786,6 +799,7 @@ def test_gate_on_a_linking_name_the_alignment_does_not_produce_is_exit_2(tmp_pat
     cfg = {
         **base,
         "families": {"linking": {"overlap": True}},
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": ["linking.overlap_all_match_f1 >= 0.5"],
     }
     res = run(config_from_mapping(cfg, base_dir=tmp_path), progress=False)

@@ -409,6 +409,7 @@ def test_per_family_budget(wd):
             families={"hierarchy": {}},
             gates=["hierarchy.exact_accuracy >= 0.5"],
             missing_runs={"budgets": {"hierarchy": 0.3}},
+            min_rows=10,  # the budget on 10 records is what this test is about
         )
     )
     res = run_audit(cfg, progress=False)
@@ -465,6 +466,7 @@ def test_missing_answers_count_in_every_generation_member(wd):
             families={"generation": {}},
             gates=["generation.exact_match >= 0.5"],
             missing_runs={"budget": 0.25},
+            min_rows=10,
         )
     )
     res = run_audit(cfg, progress=False)

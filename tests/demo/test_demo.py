@@ -126,8 +126,12 @@ def test_demo_audit_command(tmp_path, capsys):
         assert g["observed"] == pytest.approx(sum(vals) / len(vals))
         assert g["status"] == "fail"  # templated "X is a kind of Y" claims are not in the documents
     if fams.get("linking", {}).get("status") == "ran":
-        # every held-out (NIL) concept is linked or missed, never recognised as NIL by a dictionary
-        assert gates["linking.strong_nil_match_recall >= 0.5"]["status"] == "fail"
+        # every held-out (NIL) concept is linked or missed, never recognised as NIL by a dictionary:
+        # 0 of 16, but 16 NIL mentions are fewer than the 30 rows a gate needs (min_rows)
+        g = gates["linking.strong_nil_match_recall >= 0.5"]
+        assert payload["metrics"]["linking.strong_nil_match_recall"]["value"] == 0.0
+        assert g["status"] == "missing"
+        assert "rests on a denominator of 16 over 296 records; it needs at least 30 rows" in g["reason"]
     if fams.get("retrieval", {}).get("status") == "ran":
         # the audit's own filter replay agrees with the retrieval family's attribution
         m = payload["metrics"]
@@ -177,10 +181,20 @@ def test_attack_demo(tmp_path):
     res = run_audit(load_config(built["config"]), progress=False)
     assert res.exit_code in (0, 1)
     ran = {f for f, r in res.families.items() if r.status == "ran"}
+    thin = []
     for r in res.gate_results:
         fam = r.gate.metric.split(".", 1)[0]
-        if fam in ran:
+        if fam in ran and r.status == "missing":  # only for too few rows (min_rows)
+            assert "it needs at least 30 rows (min_rows)" in r.reason, (str(r.gate), r.reason)
+            thin.append(str(r.gate))
+        elif fam in ran:
             assert r.status in ("pass", "fail"), (str(r.gate), r.reason)
+    if ran >= {"linking", "generation", "hierarchy"}:  # 24 NIL concepts, 25 records under TA0006
+        assert sorted(thin) == [
+            "generation.refusal_recall >= 0.5",
+            "hierarchy.hierarchical_f1[node:TA0006] >= 0.7",
+            "linking.strong_nil_match_recall >= 0.5",
+        ]
 
 
 def test_unknown_demo_profile(tmp_path):
@@ -240,7 +254,11 @@ def test_demo_runs_on_the_core_install(tmp_path):
     assert {f: v["status"] for f, v in payload["families"].items()} == dict.fromkeys(
         ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance"), "ran"
     )
-    assert payload["summary"]["missing"] == 0
+    # every family ran; the only missing gates are the two on the 16 held-out (NIL) concepts,
+    # fewer than the 30 rows a gate needs
+    thin = sorted(g["gate"] for g in payload["gates"] if g["status"] == "missing")
+    assert thin == ["generation.refusal_recall >= 0.5", "linking.strong_nil_match_recall >= 0.5"]
+    assert payload["summary"]["missing"] == 2
 
 
 def test_demo_links_all_queries_in_one_batched_call():

@@ -82,6 +82,7 @@ def _cfg(d, **baseline):
             "ontology": "new.kgro",
             "records": "cand.jsonl",
             "families": {"hierarchy": {}},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["hierarchical_f1 >= 0"],
             "baseline": {"records": "base.jsonl", "budgets": {"hierarchical_f1": 1.0}, **baseline},
             "bootstrap": {"n_resamples": 50},
@@ -114,6 +115,7 @@ def _write(d, **baseline):
                 "ontology": "new.kgro",
                 "records": "cand.jsonl",
                 "families": {"hierarchy": {}},
+                "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
                 "gates": ["hierarchical_f1 >= 0"],
                 "bootstrap": {"n_resamples": 50},
                 "baseline": {"records": "base.jsonl", "budgets": {"hierarchical_f1": 1.0}, **baseline},
@@ -205,6 +207,7 @@ def _release_runs(d, size, **baseline):
     return {
         "baseline": res.baseline,
         "metrics": {k: m.to_dict() for k, m in sorted(res.metrics.items())},
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": [(str(g.gate), g.status, g.observed, g.reason) for g in res.gate_results],
     }
 

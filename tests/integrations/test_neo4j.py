@@ -487,6 +487,7 @@ def test_audit_reads_the_graph_and_writes_back(graph, tmp_path, monkeypatch, cap
         "ontology": {"path": graph["uri"], "options": opts},
         "records": "records.jsonl",
         "families": {"hierarchy": {}},
+        "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
         "gates": ["hierarchy.exact_accuracy >= 0.5"],
         "report": {"formats": ["json"], "write_back": {"mode": "properties", "run_id": run_id}},
     }

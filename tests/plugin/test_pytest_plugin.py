@@ -40,6 +40,7 @@ def test_plain_metrics_pass_and_fail():
     res = assert_gates(
         {"hierarchical_f1": 0.82, "mrr": Metric("mrr", 0.5, 1, 2)},
         {"hierarchical_f1": ">= 0.8", "mrr": "> 0.4"},
+        min_rows=1,  # toy data; a denominator of 2 is below the default 30
     )
     assert [r.status for r in res] == ["pass", "pass"]
     with pytest.raises(GateFailure) as exc:
@@ -78,7 +79,7 @@ def test_report_dict_and_metric_dicts():
 def test_evaluation_worst_branches(vehicles):
     ev = _evaluation()
     with pytest.raises(GateFailure) as exc:
-        assert_gates(ev, {"stub_accuracy": ">= 0.9"}, ontology=vehicles, top=4)
+        assert_gates(ev, {"stub_accuracy": ">= 0.9"}, ontology=vehicles, top=4, min_rows=1)
     branches = exc.value.branches["stub_accuracy >= 0.9"]
     # the audit's ranking, impact = w·(V − v) with V = 0.6: submarine 1·0.6, sedan 2·0.1 (deeper
     # than boat), boat 2·0.1; car (0.75 over 4 rows) fails the gate but is better than the whole,
@@ -91,7 +92,7 @@ def test_evaluation_worst_branches(vehicles):
     assert "- submarine 'Submarine' (depth 2, n=1): 0.0000" in msg
     assert "hatchback" not in msg.split("worst branches:")[1]  # 1.0 meets the gate
     # the family-qualified name works too; without an ontology there are no branches
-    results = assert_gates(ev, {"stub.stub_accuracy": ">= 0.6"})
+    results = assert_gates(ev, {"stub.stub_accuracy": ">= 0.6"}, min_rows=1)
     assert results[0].observed == pytest.approx(0.6)
 
 
@@ -101,6 +102,7 @@ def test_scoped_gates_from_evaluation(vehicles):
         ev,
         ["stub_accuracy[slice:intent=lookup] >= 0.66", "stub_accuracy[node:car] >= 0.75"],
         ontology=vehicles,
+        min_rows=1,
     )
     assert [r.observed for r in res] == [pytest.approx(2 / 3), 0.75]
     # a slice value no row has is a typo, as in the audit: a ConfigError naming the values
@@ -136,7 +138,8 @@ def audit_project(pytester, vehicles):
         for r, g, p, s in RECORDS
     ]
     pytester.makefile(".jsonl", records="\n".join(lines) + "\n")
-    base = 'ontology = "vehicles.tsv"\nrecords = "records.jsonl"\n[families.stub]\n'
+    # 5 toy records: min_rows declared (the minimum itself: tests/audit/test_hostile_min_rows.py)
+    base = 'ontology = "vehicles.tsv"\nrecords = "records.jsonl"\nmin_rows = 1\n[families.stub]\n'
     pytester.makefile(
         ".toml",
         good='name = "good"\ngates = ["stub_accuracy >= 0.5"]\n' + base,

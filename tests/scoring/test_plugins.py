@@ -95,6 +95,7 @@ def test_audit_and_assert_gates_read_the_entry_point_family(plugin, labels, tmp_
             "ontology": str(ONTO),
             "records": str(labels),
             "families": {"exact_label": {}},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": ["exact_label_accuracy >= 0.5"],
             "missing_runs": {"budget": 0.5},
         }
@@ -105,7 +106,7 @@ def test_audit_and_assert_gates_read_the_entry_point_family(plugin, labels, tmp_
     assert len(got) == 2 and ("pass", 0.25) in got.values()  # and the missing-run check: 1 of 4 records
     onto = load_ontology(ONTO)
     evs = list(get_scorer("exact_label").score(onto, read_records(labels)).values())
-    results, _ = check_gates(evs, ["exact_label.exact_label_accuracy >= 0.9"], ontology=onto)
+    results, _ = check_gates(evs, ["exact_label.exact_label_accuracy >= 0.9"], ontology=onto, min_rows=1)
     assert [(r.status, r.observed) for r in results] == [("fail", pytest.approx(2 / 3))]
 
 
@@ -120,6 +121,7 @@ def test_a_module_path_in_the_audit_config_registers_the_family(labels, tmp_path
                 "records": str(labels),
                 "plugins": ["plugin_family:EXACT_LABEL"],
                 "families": {"exact_label": {"case_sensitive": False}},
+                "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
                 "gates": ["exact_label.exact_label_accuracy >= 0.6"],
                 "missing_runs": {"budget": 0.5},
             }

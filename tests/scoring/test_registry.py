@@ -40,7 +40,7 @@ def test_assert_gates_finds_judge_metrics_on_judge_evaluations():
     assert (
         family_of_member("judge_calibration") == "judge" and family_of_member("calibration") == "generation"
     )
-    results, _ = check_gates(evs, ["judge.accuracy >= 0.5", "judge.false_approval_rate <= 0.2"])
+    results, _ = check_gates(evs, ["judge.accuracy >= 0.5", "judge.false_approval_rate <= 0.2"], min_rows=1)
     assert [(r.status, r.observed) for r in results] == [("pass", 0.75), ("fail", 0.5)]  # FA: 1 of 2 rejected
 
 

@@ -150,10 +150,11 @@ class SystemFamily(RowFamily):
             if "max" in names:
                 keep = vals if w is None else vals[w > 0]
                 got["max"] = float(keep[-1]) if len(keep) else None
+            counted = len(vals) if w is None else int(round(float(w.sum())))
             for r in names:
                 v = got[r]
                 out[f"{q}.{r}"] = Metric(
-                    f"{q}.{r}", v, missing=None if v is not None else f"no record has {q}"
+                    f"{q}.{r}", v, missing=None if v is not None else f"no record has {q}", rows=counted
                 )
         return out
 

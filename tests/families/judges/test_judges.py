@@ -376,6 +376,7 @@ def test_audit_gates_on_judge_calibration_and_ppi(tmp_path, vehicles):
             "records": "r.jsonl",
             "families": ["judge"],
             "missing_runs": {"budget": 0.1},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": [
                 "judge.false_approval_rate <= 0.05",
                 "judge.accuracy >= 0.8",

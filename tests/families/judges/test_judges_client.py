@@ -207,6 +207,7 @@ def test_audit_live_judge_usage_in_manifest(tmp_path, monkeypatch, vehicles):
             {
                 "ontology": "x.csv",
                 "records": "r.jsonl",
+                "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
                 "gates": ["judge.judge_approval_rate >= 0.9"],
                 "families": {
                     "judge": {

@@ -277,7 +277,7 @@ def test_cli_score_provenance_json(tmp_path):
 
 def test_uncited_answers_count_as_zero_and_fail_the_gate():
     """Issue #19: 12 of 14 answers cite nothing; completeness is 2/14, not 1/1 — the gate fails."""
-    from kg_rageval.audit.gates import evaluate_gates, parse_gate
+    from kg_rageval.audit.gates import RowMinimum, evaluate_gates, parse_gate
 
     recs = [
         {"id": f"c{i}", "answer": {"text": "Sepsis is an infection [1].", "citations": ["doc-1"]}}
@@ -290,7 +290,7 @@ def test_uncited_answers_count_as_zero_and_fail_the_gate():
     assert (m["citation_completeness"].numerator, m["citation_completeness"].denominator) == (2, 14)
     assert (m["uncited_answer_rate"].numerator, m["uncited_answer_rate"].denominator) == (12, 14)
     assert m["no_claims"].value == 1 and ev.unscored == []
-    (res,) = evaluate_gates([parse_gate("citation_completeness >= 0.95")], m)
+    (res,) = evaluate_gates([parse_gate("citation_completeness >= 0.95")], m, min_rows=RowMinimum(1))
     assert res.status == "fail" and res.observed == pytest.approx(2 / 14)
     # two sentences without any citation: two uncited claims
     m2 = score_citations([{"id": "a", "answer": {"text": "One. Two."}}]).metrics()

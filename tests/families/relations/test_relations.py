@@ -246,6 +246,7 @@ def test_audit_gates_on_relations(tmp_path, fixtures_dir):
             "ontology": str(tmp_path / "cat.kgro"),
             "records": str(fixtures_dir / "relations" / "catalogue.jsonl"),
             "families": {"relations": {"partial_credit": 0.5}},
+            "min_rows": 1,  # toy data; the minimum itself: tests/audit/test_hostile_min_rows.py
             "gates": [
                 "relations.triple_f1 >= 0.4",
                 "relations.kg_faithfulness >= 0.9",

@@ -212,6 +212,8 @@ def test_audit_reads_traces_and_gates_latency(tmp_path):
             "ontology": "v.csv",
             "records": "traces.otlp.json",
             "families": ["system"],
+            # toy data (the minimum itself: tests/audit/test_hostile_min_rows.py)
+            "min_rows": {"default": 1, "metrics": {"p95(latency.total_ms)": 1}},
             "gates": ["p95(latency.total_ms) <= 1500", "cache.llm_prompt.hit_rate >= 0.5"],
         },
         base_dir=tmp_path,

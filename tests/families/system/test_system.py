@@ -129,7 +129,7 @@ def test_quantile_gate_in_the_audit(tmp_path, vehicles):
     from kg_rageval.audit.config import config_from_mapping
     from kg_rageval.audit.runner import run_audit
 
-    lat = [100.0] * 36 + [5000.0, 6000.0, 5500.0, 7000.0]  # 40 records: enough units for an interval
+    lat = [100.0] * 56 + [5000.0, 6000.0, 5500.0, 7000.0]  # 60 records: a p95 needs 59 (min_rows)
     recs = [dict(r, gold_node="sedan" if i < 20 else "submarine") for i, r in enumerate(_records(lat))]
     cfg = config_from_mapping(
         {
@@ -143,6 +143,8 @@ def test_quantile_gate_in_the_audit(tmp_path, vehicles):
                 "ci_high(p99(latency.total_ms)) <= 10000",
                 "latency.total_ms.missing_rate <= 0",
             ],
+            # the car branch has 20 records, fewer than a p95's 59: declared for this scope
+            "min_rows": {"metrics": {"latency.total_ms.p95[node:car]": 20}},
         },
         base_dir=tmp_path,
     )
@@ -250,11 +252,13 @@ def test_merge_of_partitions_with_different_quantities():
 
 
 def test_assert_gates_on_system_evaluations():
-    from kg_rageval.pytest_plugin import assert_gates
+    from kg_rageval.pytest_plugin import GateFailure, assert_gates
 
     ev = score_system(None, _records([100.0] * 19 + [3000.0]))
-    assert_gates(ev, ["p50(latency.total_ms) <= 150", "system.cache.retrieval.hit_rate >= 0.25"])
-    from kg_rageval.pytest_plugin import GateFailure
+    gates = ["p50(latency.total_ms) <= 150", "system.cache.retrieval.hit_rate >= 0.25"]
+    with pytest.raises(GateFailure, match="rests on 20 rows; it needs at least 30 rows"):
+        assert_gates(ev, gates)
+    assert_gates(ev, gates, min_rows=20)
 
     with pytest.raises(GateFailure, match="latency.total_ms.p99"):
         assert_gates(ev, ["p99(latency.total_ms) <= 1500"])

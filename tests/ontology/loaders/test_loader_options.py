@@ -136,6 +136,7 @@ def _audit(tmp_path, onto_dir, options, capsys):
                 "ontology": {"path": str(onto_dir / "do_rare_slim_shape.obo"), "options": options},
                 "records": "records.jsonl",
                 "families": {"hierarchy": {}},
+                "min_rows": 1,  # one record; the minimum itself: tests/audit/test_hostile_min_rows.py
                 "gates": ["hierarchy.exact_accuracy >= 1"],
                 "report": {"formats": ["json"]},
             }
