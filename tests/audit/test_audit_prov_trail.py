@@ -158,6 +158,8 @@ def _fixture_cfg(tmp_path: Path, records: list[dict], manifest: dict | None, gat
         "corpus": str(GEN / "corpus.jsonl"),
         "families": {"provenance": fam},
         "gates": [gate],
+        # a fixture of 2 to 4 answers: the gate is decided on them, not held to the 30-row default
+        "min_rows": 1,
     }
 
 
