@@ -31,9 +31,15 @@ class Reason(str, Enum):
     """The metric does not apply (e.g. an unanswerable question for answer correctness)."""
     MISSING_INPUT = "missing_input"
     """An input the metric needs is absent from the record (a context, a confidence)."""
+    MISSING_SECTION = "missing_section"
+    """The record lacks the section of a family that is in the audit and whose section every
+    record must carry (:attr:`~kg_rageval.scoring.Scorer.section_required`: system, judge,
+    context, relations): a missing run, so that no gate is decided on the records that have it."""
 
 
-MISSING_RUN_CODES = frozenset({Reason.MISSING_PREDICTION, Reason.TIMEOUT, Reason.INVALID_OUTPUT})
+MISSING_RUN_CODES = frozenset(
+    {Reason.MISSING_PREDICTION, Reason.TIMEOUT, Reason.INVALID_OUTPUT, Reason.MISSING_SECTION}
+)
 """The codes that count against the audit's missing-run budget."""
 
 
