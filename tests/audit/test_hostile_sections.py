@@ -164,3 +164,70 @@ def test_relations_f1_on_two_of_ten_is_missing_not_pass(tmp_path):
     assert listed["n_driving"] == N - WITH
     assert [r["id"] for r in listed["records"]] == [f"q{i}" for i in range(WITH, N)]
     assert all(r["missing_run"] for r in listed["records"])
+
+
+# ---------------------------------------------------------------------- refusals
+def _refusal_records() -> list[dict]:
+    """a1 (2 claims, 1 supported: 0.5), a2 (1 claim, supported: 1.0): answerable, judged;
+    u1 (refusal with text), u2 (refusal without text): unanswerable, correctly refused, no judgment."""
+
+    def judgment(claims: list[str], supported: list[str]) -> dict:
+        bad = [c for c in claims if c not in supported]
+        return {"claims": claims, "supported": supported, "unsupported": bad}
+
+    ref = {"answer": "sedan", "answerable": True}
+    return [
+        {
+            "id": "a1",
+            "reference": ref,
+            "answer": {"text": "a sedan is a car", "judgment": judgment(["c1", "c2"], ["c1"])},
+        },
+        {"id": "a2", "reference": ref, "answer": {"text": "sedan", "judgment": judgment(["c1"], ["c1"])}},
+        {
+            "id": "u1",
+            "reference": {"answerable": False},
+            "answer": {"text": "The evidence does not say.", "refused": True},
+        },
+        {"id": "u2", "reference": {"answerable": False}, "answer": {"refused": True}},
+    ]
+
+
+def test_correct_refusals_are_no_claims_not_missing_runs():
+    from kg_rageval.families.generation.faithfulness import score_faithfulness
+
+    ev = score_faithfulness(_refusal_records())
+    m = {k: v.value for k, v in ev.metrics().items()}
+    assert m["faithfulness"] == pytest.approx((0.5 + 1.0) / 2)  # the refusals are in neither mean
+    assert m["faithfulness_micro"] == pytest.approx(2 / 3)
+    assert m["no_claims"] == 2 and m["answers_scored"] == 2
+    assert m["no_claims_rate"] == pytest.approx(2 / 4)  # 2 refusals of 4 valid judgments
+    assert m["invalid_judgment_rate"] == pytest.approx(0 / 2)  # 2 attempted: the refusals were not
+    assert ev.unscored == []
+    assert sorted(ev.details["judgment_source"].tolist()) == ["record", "record", "refusal", "refusal"]
+
+
+def test_an_unjudged_answer_beside_refusals_is_still_a_missing_run():
+    from kg_rageval.families.generation.faithfulness import score_faithfulness
+
+    recs = [
+        *_refusal_records(),
+        {"id": "u3", "reference": {"answerable": False}, "answer": {"text": "it is a truck"}},  # not refused
+    ]
+    ev = score_faithfulness(recs)
+    assert [(u["record_id"], u["code"]) for u in ev.unscored] == [("u3", "missing_prediction")]
+
+
+def test_audit_correct_refusals_pass_faithfulness_and_refusal_gates_at_budget_0(tmp_path):
+    res, by = _audit(
+        tmp_path,
+        _refusal_records(),
+        {"generation": {}},
+        ["generation.faithfulness >= 0.7", "generation.refusal_recall >= 0.5"],
+    )
+    assert by["generation.missing_run_rate <= 0"].status == "pass"
+    assert by["generation.missing_run_rate <= 0"].observed == 0.0
+    assert res.counts["families"]["generation"]["missing_runs"] == 0
+    assert by["generation.faithfulness >= 0.7"].status == "pass"
+    assert by["generation.faithfulness >= 0.7"].observed == pytest.approx(0.75)
+    assert by["generation.refusal_recall >= 0.5"].status == "pass"
+    assert by["generation.refusal_recall >= 0.5"].observed == pytest.approx(2 / 2)
