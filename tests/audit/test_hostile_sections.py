@@ -28,6 +28,7 @@ def _audit(
     gates: list[str],
     budget: float = 0.0,
     ontology: Path = FIX / "vehicles.csv",
+    **extra,
 ):
     (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     cfg = {
@@ -37,6 +38,7 @@ def _audit(
         "families": families,
         "gates": gates,
         "missing_runs": {"budget": budget},
+        **extra,
     }
     (tmp_path / "audit.yaml").write_text(json.dumps(cfg))
     res = run_audit(load_config(tmp_path / "audit.yaml"), progress=False)
@@ -127,7 +129,8 @@ def test_judge_accuracy_on_two_of_ten_is_missing_not_pass(tmp_path):
 
 
 # ---------------------------------------------------------------------- context
-def test_context_coverage_on_two_of_ten_is_missing_not_pass(tmp_path):
+@pytest.mark.parametrize("chunk_size", [0, 3])  # held, and streamed in chunks of 3
+def test_context_coverage_on_two_of_ten_is_missing_not_pass(tmp_path, chunk_size):
     # q0, q1: both supplied chunks cited (coverage 4/4 = 1.0, a PASS before); q2..q9: answers only
     recs = [
         {
@@ -137,7 +140,9 @@ def test_context_coverage_on_two_of_ten_is_missing_not_pass(tmp_path):
         }
         for i in range(N)
     ]
-    res, by = _audit(tmp_path, recs, {"context": {}}, ["context.citation_coverage >= 0.4"])
+    res, by = _audit(
+        tmp_path, recs, {"context": {}}, ["context.citation_coverage >= 0.4"], chunk_size=chunk_size
+    )
     assert by["context.citation_coverage >= 0.4"].observed == pytest.approx(1.0)
     _assert_missing_runs(res, by, "context", "context.citation_coverage >= 0.4")
 
