@@ -181,8 +181,14 @@ def _fill(out: list[dict[str, Any]], records: RecordSource) -> None:
 
 
 def _unscored(run: Any, limit: int, patterns: set[str]) -> list[dict]:
+    from kg_rageval.records import MISSING_RUN_CODES
+
+    codes = {c.value for c in MISSING_RUN_CODES}
     seen: set[str] = set()
     items: list[tuple[int, str, str]] = []
+    for e in getattr(run, "missing_sections", ()):
+        seen.add(e["record_id"])
+        items.append((0, e["record_id"], e["reason"]))
     for ev in run.evaluations:
         for u in ev.unscored:
             rid = str(u.get("record_id", u.get("id")))
@@ -190,7 +196,9 @@ def _unscored(run: Any, limit: int, patterns: set[str]) -> list[dict]:
                 continue
             seen.add(rid)
             reason = str(u.get("reason", "unscored"))
-            items.append((0 if reason.strip().lower() in patterns else 1, rid, reason))
+            code = u.get("code")
+            missing = str(code) in codes if code is not None else reason.strip().lower() in patterns
+            items.append((0 if missing else 1, rid, reason))
     items.sort()
     return [
         _entry(rid, value=None, deficit=None, reason=reason, missing_run=missing == 0)

@@ -92,6 +92,9 @@ class FamilyRun:
     seconds: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)
     result: EvaluationSet | None = None
+    missing_sections: list[dict[str, str]] = field(default_factory=list)
+    """The unscored entries (code ``missing_section``) of the audited records that lack the
+    section of a family in the audit that requires it (:func:`~.missing_runs.mark_missing_sections`)."""
 
     @property
     def versions(self) -> list[str]:

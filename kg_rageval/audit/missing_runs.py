@@ -19,6 +19,49 @@ def _fmt_reasons(reasons: Mapping[str, int]) -> str:
     return ", ".join(f"{k} ×{v}" for k, v in reasons.items())
 
 
+def families_in_audit(config: Any, gates: Iterable[Any], index: Any) -> set[str]:
+    """The families *in the audit*: those its config's ``families`` names, and those owning
+    the metric of one of ``gates`` (global, slice and node gates; ``index``: the
+    :class:`~.evidence.MetricIndex`). A family that ran only because ``families`` is empty
+    ("all families") and that no gate reads is not: its absent sections stay "not applicable"."""
+    out = set(config.families)
+    for g in gates:
+        metric = g.metric[len("delta:") :] if g.metric.startswith("delta:") else g.metric
+        try:
+            owner, _ = index.owner(metric)
+        except Exception:  # a name the index cannot parse: no family owns it
+            continue
+        if owner is not None:
+            out.add(owner.family)
+    return out
+
+
+def mark_missing_sections(runs: Mapping[str, FamilyRun], records: Any, in_audit: Iterable[str]) -> None:
+    """Fill :attr:`~.families.FamilyRun.missing_sections` of every family of ``in_audit`` that
+    ran and requires its section (:attr:`~kg_rageval.scoring.Scorer.section_required`): one
+    entry (:func:`~kg_rageval.records.unscored`, code ``missing_section``) per audited record
+    without the section, in record order. A family none of whose records carries the section
+    did not run (``no_evidence``): its gates are missing evidence already."""
+    from kg_rageval.records import Reason, unscored
+    from kg_rageval.scoring import REGISTRY
+
+    for fam in in_audit:
+        run, spec = runs.get(fam), REGISTRY.get(fam)
+        if run is None or spec is None or run.status != "ran" or not spec.section_required:
+            continue
+        if run.n_with_section >= len(records):
+            run.missing_sections = []
+            continue
+        have = records.with_section(fam)
+        what = " or ".join(repr(s) for s in spec.sections)
+        reason = f"no {what} section ({fam} is in the audit: a missing run)"
+        run.missing_sections = [
+            unscored(rid, reason, Reason.MISSING_SECTION)
+            for rid in records.id_array().tolist()
+            if rid not in have
+        ]
+
+
 def _family_counts(
     run: FamilyRun, records: Any, patterns: Iterable[str] = (), metric_names: Iterable[str] = ()
 ) -> dict[str, Any]:
@@ -28,8 +71,12 @@ def _family_counts(
     one evaluation scoring it does not hide another's missing run:
 
     * unscored with a reason *code* in :data:`~kg_rageval.records.MISSING_RUN_CODES`
-      (``missing_prediction``, ``timeout``, ``invalid_output``): the family decides, the reason
-      text is never matched;
+      (``missing_prediction``, ``timeout``, ``invalid_output``, ``missing_section``): the
+      family decides, the reason text is never matched;
+    * lacking the section of a family in the audit that requires it
+      (:attr:`~.families.FamilyRun.missing_sections`, :func:`mark_missing_sections`): counted
+      once, under ``missing_section`` (the family's own ``no_section`` entry for the record is
+      not counted again);
     * scored as an empty prediction: its per-record ``n_missing_run`` stat is positive
       (hierarchy, linking, retrieval, generation correctness and refusal);
     * only for unscored entries without a code (a family written before codes): a reason
@@ -57,10 +104,17 @@ def _family_counts(
     scored: set[str] = set()
     scored_empty: set[str] = set()
     in_metrics: dict[str, float] = {}
+    absent = {e["record_id"] for e in run.missing_sections}
+    for e in run.missing_sections:
+        unscored_reasons[e["reason"]] = unscored_reasons.get(e["reason"], 0) + 1
+        unscored_codes[e["code"]] = unscored_codes.get(e["code"], 0) + 1
+    missing_ids.update(absent)
     for ev in run.evaluations:
         by_reason.start()
         by_code.start()
         for u in ev.unscored:
+            if absent and u.get("code") == "no_section" and str(u.get("record_id")) in absent:
+                continue  # counted above, as missing_section
             reason = str(u.get("reason", "unscored"))
             rid = u.get("record_id", u.get("id"))
             by_reason.add(reason, rid)

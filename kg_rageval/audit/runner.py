@@ -43,7 +43,12 @@ from kg_rageval.audit.family_runs import _run_streamed, configured_families, run
 from kg_rageval.audit.gate_checks import _check_gate_metrics, resolve_gates
 from kg_rageval.audit.gates import Gate, GateResult, evaluate_gates
 from kg_rageval.audit.inputs import load_inputs
-from kg_rageval.audit.missing_runs import _family_counts, _fmt_reasons
+from kg_rageval.audit.missing_runs import (
+    _family_counts,
+    _fmt_reasons,
+    families_in_audit,
+    mark_missing_sections,
+)
 from kg_rageval.audit.paired_baseline import _run_baseline
 from kg_rageval.audit.result import AuditResult
 from kg_rageval.base.errors import ConfigError
@@ -150,6 +155,8 @@ def _run_audit(
             f"(families: {', '.join(sorted(runs))})",
             source=config.source,
         )
+    # a record without the section of a family in the audit that requires it: a missing run
+    mark_missing_sections(runs, view, families_in_audit(config, gates, index))
     budget_results: list[GateResult] = []
     over_budget: dict[str, str] = {}
     counts: dict[str, Any] = {"records": len(view), "families": {}}

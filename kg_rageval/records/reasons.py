@@ -31,19 +31,32 @@ class Reason(str, Enum):
     """The metric does not apply (e.g. an unanswerable question for answer correctness)."""
     MISSING_INPUT = "missing_input"
     """An input the metric needs is absent from the record (a context, a confidence)."""
+    MISSING_SECTION = "missing_section"
+    """The record lacks the section of a family that is in the audit and whose section every
+    record must carry (:attr:`~kg_rageval.scoring.Scorer.section_required`: system, judge,
+    context, relations): a missing run, so that no gate is decided on the records that have it."""
 
 
-MISSING_RUN_CODES = frozenset({Reason.MISSING_PREDICTION, Reason.TIMEOUT, Reason.INVALID_OUTPUT})
+MISSING_RUN_CODES = frozenset(
+    {Reason.MISSING_PREDICTION, Reason.TIMEOUT, Reason.INVALID_OUTPUT, Reason.MISSING_SECTION}
+)
 """The codes that count against the audit's missing-run budget."""
 
 
 def absent_answer_code(record: Any) -> Reason:
-    """The code of a record whose answer (or its text/output) is absent: a missing prediction
-    when the record has an ``answer`` or a ``reference`` section (there was something to
-    answer), else ``no_section`` (the record is not about answers at all: a retrieval-only
-    record in a mixed file)."""
+    """The code of a record whose answer (or its text/output) is absent: ``not_applicable``
+    when the answer is a refusal (``answer.refused: true`` — the system answered by
+    abstaining: the refusal metrics score it, it is never a missing run), else a missing
+    prediction when the record has an ``answer`` or a ``reference`` section (there was
+    something to answer), else ``no_section`` (the record is not about answers at all: a
+    retrieval-only record in a mixed file)."""
     get = getattr(record, "get", None)
-    if get is not None and (get("answer") is not None or get("reference") is not None):
+    if get is None:
+        return Reason.NO_SECTION
+    ans = get("answer")
+    if isinstance(ans, dict) and ans.get("refused") is True:
+        return Reason.NOT_APPLICABLE
+    if ans is not None or get("reference") is not None:
         return Reason.MISSING_PREDICTION
     return Reason.NO_SECTION
 

@@ -727,6 +727,7 @@ RELATIONS = Scorer(
     name="relations",
     target="kg_rageval.families.relations:score_relations",
     sections=("relations",),
+    section_required=True,
     description="Relation answers against the knowledge graph: triple P/R/F1 with hierarchy-aware partial "
     "credit, QALD answer sets with NIL, KG-grounded faithfulness (relations section).",
     params=(

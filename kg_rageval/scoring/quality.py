@@ -83,6 +83,7 @@ JUDGE = Scorer(
     target="kg_rageval.families.judges:score_judges",
     streamable=False,  # the judges are chosen from all records; PPI and kappa pool every item
     sections=("judges",),
+    section_required=True,
     description="Judge calibration vs human labels (accuracy, Cohen's kappa, false approvals/rejections with "
     "Wilson CIs), PPI estimates, position bias, two-judge agreement.",
     members=("judge_calibration", "position_bias", "agreement"),
@@ -184,6 +185,7 @@ SYSTEM = Scorer(
     target="kg_rageval.families.system:score_system",
     streamable=False,  # quantiles over all records
     sections=("system",),
+    section_required=True,
     description="Latency p50/p95/p99 per stage (bootstrap CIs by record), $/query, tokens, cache hit rates "
     "(metric names follow the stages, token kinds and cache layers of the records).",
     metrics=metric_specs(
@@ -250,6 +252,7 @@ CONTEXT = Scorer(
     name="context",
     target="kg_rageval.families.system:score_context",
     sections=("context", "retrieval"),
+    section_required=True,
     description="Context construction: citation coverage of the supplied chunks, lost in the middle, "
     "compression ratio beside correctness.",
     metrics=metric_specs(

@@ -93,6 +93,13 @@ class Scorer:
     members: tuple[str, ...] = ()
     opt_in: bool = False
     """Run by the audit only when its config's ``families`` names it (not in "all families")."""
+    section_required: bool = False
+    """A record without the family's section is a *missing run* of the family (reason code
+    ``missing_section``) whenever the family is in the audit — its config's ``families`` names
+    it or a gate reads one of its metrics — instead of "not applicable": its gates are never
+    decided on the subset of records that happen to carry the section (system timings, judge
+    labels, contexts, relation answers). ``False``: the family decides per record why it did
+    not score it (an absent ``answer`` of a record with a ``reference`` is a missing prediction)."""
     streamable: bool = True
     """The function's result on a list of records equals the concatenation of its results on
     consecutive chunks of it (each row depends on its own record; ``meta`` combines as

@@ -10,8 +10,10 @@ Per answer ``faithfulness = |supported| / |claims|`` (the judgment contract in
 * ``invalid_judgment_rate`` — invalid or unparseable judgments / all judgments attempted;
 * the counts ``answers_scored``, ``no_claims``, ``invalid_judgment`` (value = the count).
 
-One row per record that has an answer and a judgment (given or produced by a judge).
-Unscored: ``no answer`` (no ``answer`` section / text), ``no judgment`` (none given and no
+One row per record that has an answer and a judgment (given or produced by a judge), and
+per refused answer (``answer.refused: true``) without one: a refusal asserts nothing, so it
+is a judgment with no claims (status ``no_claims``, source ``refusal``), never a missing run
+(a judge, when given, still judges a refusal's text). Unscored: ``no answer`` (no ``answer`` section / text), ``no judgment`` (none given and no
 judge), ``no context`` (a judge needs ``retrieval.contexts``).
 """
 
@@ -29,7 +31,14 @@ from kg_rageval.families.generation.judgment import (
 )
 from kg_rageval.families.generation.verifiers import Judge
 from kg_rageval.records import Record, absent_answer_code
-from kg_rageval.records.fields import all_slice_keys, answer_text, cited_context_texts, row_keys, section
+from kg_rageval.records.fields import (
+    all_slice_keys,
+    answer_text,
+    cited_context_texts,
+    flag,
+    row_keys,
+    section,
+)
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import build_evaluation
@@ -62,7 +71,9 @@ class FaithfulnessFamily(Family):
         ``missing_input``); ``meta["judgments_without_record"]`` (the first 20, sorted) and
         ``meta["n_judgments_without_record"]``: the given judgments whose record is not among
         the rows (a record with a given judgment always has a row)."""
-        if len(evaluation) and evaluation.unscored:
+        attempted = evaluation.stats.get("attempted")
+        if len(evaluation) and evaluation.unscored and attempted is not None and attempted.any():
+            # a refusal's row (no judgment attempted) does not make the judge expected elsewhere
             entries = list(evaluation.unscored)  # fresh dicts: changed, then stored back
             if any(u["reason"] == "no judgment" and u.get("code") != "missing_prediction" for u in entries):
                 for u in entries:
@@ -96,6 +107,22 @@ class FaithfulnessFamily(Family):
             Metric("no_claims", sums["no_claims"]),
             Metric("invalid_judgment", sums["invalid_judgment"]),
         )
+
+
+def _refusal_row(record: Record) -> dict[str, Any]:
+    """The row of a refused answer without a judgment: a valid judgment with no claims
+    (status ``no_claims``, source ``refusal``; counted in ``no_claims`` and ``no_claims_rate``,
+    left out of both means, not in ``invalid_judgment_rate``'s attempts)."""
+    return {
+        "record_id": record["id"],
+        **row_keys(record),
+        "judgment_source": "refusal",
+        "status": NO_CLAIMS,
+        "judged": 1,
+        "claims": 0,
+        "supported": 0,
+        "no_claims": 1,
+    }
 
 
 def _row(record: Record, outcome: JudgmentOutcome, source: str) -> dict[str, Any]:
@@ -141,6 +168,9 @@ def score_faithfulness(
             raw, source = judgments[r["id"]], "judgments-file"
         elif "judgment" in ans:
             raw, source = ans["judgment"], "record"
+        elif flag(r, "answer", "refused") is True and (judge is None or text is None):
+            rows.append(_refusal_row(r))  # a refusal asserts nothing: no claims, never missing
+            continue
         elif judge is not None:
             if text is None:
                 unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
