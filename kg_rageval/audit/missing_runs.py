@@ -106,8 +106,8 @@ def _family_counts(
     in_metrics: dict[str, float] = {}
     absent = {e["record_id"] for e in run.missing_sections}
     for e in run.missing_sections:
-        unscored_reasons[e["reason"]] = unscored_reasons.get(e["reason"], 0) + 1
-        unscored_codes[e["code"]] = unscored_codes.get(e["code"], 0) + 1
+        by_reason.add(str(e["reason"]), e["record_id"])
+        by_code.add(str(e["code"]), e["record_id"])
     missing_ids.update(absent)
     for ev in run.evaluations:
         by_reason.start()

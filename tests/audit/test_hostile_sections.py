@@ -38,6 +38,8 @@ def _audit(
         "families": families,
         "gates": gates,
         "missing_runs": {"budget": budget},
+        # 10 records: the gates are held to their missing runs here, not to the 30-row default
+        "min_rows": 1,
         **extra,
     }
     (tmp_path / "audit.yaml").write_text(json.dumps(cfg))
@@ -74,10 +76,15 @@ def _assert_missing_runs(res, by, fam: str, gate: str, n_missing: int = N - WITH
 
 
 # ---------------------------------------------------------------------- system
+# p95 on two rows would be missing evidence under the quantile rule (59 rows): declared here, so
+# that what these tests see is the missing-run rule alone
+P95_ON_TWO = {"default": 1, "metrics": {"p95(latency.total_ms)": 1}}
+
+
 def test_system_p95_on_the_fastest_two_of_ten_is_missing_not_pass(tmp_path):
     # q0, q1: 100 and 200 ms (p95 = 100 + 0.95·100 = 195 ms, a PASS before); q2..q9: no timings
     recs = [{"id": f"q{i}", **({"system": _system(100.0 * (i + 1))} if i < WITH else {})} for i in range(N)]
-    res, by = _audit(tmp_path, recs, {"system": {}}, ["p95(latency.total_ms) <= 1500"])
+    res, by = _audit(tmp_path, recs, {"system": {}}, ["p95(latency.total_ms) <= 1500"], min_rows=P95_ON_TWO)
     _assert_missing_runs(res, by, "system", "latency.total_ms.p95 <= 1500")
     assert by["latency.total_ms.p95 <= 1500"].observed == pytest.approx(195.0)  # shown, not decided
 
@@ -92,7 +99,9 @@ def test_system_gated_on_but_families_all_counts_missing_runs(tmp_path):
 def test_system_within_a_budget_is_decided_on_the_records_there(tmp_path):
     # 8/10 missing under a budget of 0.8: the budget passes and the gate is decided (195 ms)
     recs = [{"id": f"q{i}", **({"system": _system(100.0 * (i + 1))} if i < WITH else {})} for i in range(N)]
-    res, by = _audit(tmp_path, recs, {"system": {}}, ["p95(latency.total_ms) <= 1500"], budget=0.8)
+    res, by = _audit(
+        tmp_path, recs, {"system": {}}, ["p95(latency.total_ms) <= 1500"], budget=0.8, min_rows=P95_ON_TWO
+    )
     assert by["system.missing_run_rate <= 0.8"].status == "pass"
     assert by["latency.total_ms.p95 <= 1500"].status == "pass"
     assert by["latency.total_ms.p95 <= 1500"].observed == pytest.approx(195.0)
