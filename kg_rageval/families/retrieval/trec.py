@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.redact import excerpt
 from kg_rageval.base.safe_io import KeptRows, loads_json, open_binary, read_document
 from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab, _csr
 
@@ -84,7 +85,7 @@ def _blocks(path: Path, skip_header: bool = False) -> Iterator[tuple[int, bytes]
 
 def _line_text(data: bytes, line: int) -> str:
     lines = data.split(b"\n")
-    return lines[line].decode("utf-8", "replace").strip()[:80] if line < len(lines) else ""
+    return lines[line].decode("utf-8", "replace").strip() if line < len(lines) else ""
 
 
 def _blank_comments(data: bytes) -> bytes:
@@ -94,6 +95,10 @@ def _blank_comments(data: bytes) -> bytes:
     if b"#" not in data:
         return data
     raw = np.frombuffer(data, dtype=np.uint8)
+    from kg_rageval.families.retrieval import _kernels
+
+    if _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
+        return _kernels.blank_comments(raw).tobytes()
     hs = np.flatnonzero(raw == 35)
     nl = np.flatnonzero(raw == 10)
     line_start = np.concatenate(([0], nl + 1))[np.searchsorted(nl, hs)]
@@ -138,7 +143,7 @@ def _tokenize(
         if not (extra_ok and cnt > ncol):
             least = "at least " if extra_ok else ""
             raise InputError(
-                f"expected {least}{ncol} columns ({what}), found {cnt}: {_line_text(data, bad)!r}",
+                f"expected {least}{ncol} columns ({what}), found {cnt}: {excerpt(_line_text(data, bad))}",
                 source=str(path),
                 location=f"line {start + bad}",
             )
@@ -161,7 +166,7 @@ def _tokenize(
         ln = int(bad[0])
         least = "at least " if extra_ok else ""
         raise InputError(
-            f"expected {least}{ncol} columns ({what}), found {int(counts[ln])}: {_line_text(data, ln)!r}",
+            f"expected {least}{ncol} columns ({what}), found {int(counts[ln])}: {excerpt(_line_text(data, ln))}",
             source=str(path),
             location=f"line {start + ln}",
         )
@@ -513,7 +518,7 @@ def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=
     if big.size:
         i = int(big[0])
         raise InputError(
-            f"relevance {_num(float(grades[i]))} is beyond ±{MAX_GRADE} (grades are small integers)",
+            f"relevance {float(grades[i]):.6g} is beyond ±{MAX_GRADE} (grades are small integers)",
             source=str(path),
             location=f"line {_line_of_row(path, i, skip_header)}",
         )
