@@ -88,7 +88,10 @@ def test_comment_blanking_kernel_equals_numpy(monkeypatch):
     "text, message",
     [
         ('{"q1": {"d1": NaN}}', "nan.json, field q1.d1: non-finite number NaN is not allowed"),
-        ('{"q1": ' + "[" * 5000 + "]" * 5000 + "}", "JSON nested too deeply: beyond the limit max_json_depth"),
+        (
+            '{"q1": ' + "[" * 5000 + "]" * 5000 + "}",
+            "JSON nested too deeply: beyond the limit max_json_depth",
+        ),
         ('{"q1": {"d1": 1e308}}', "query 'q1', document 'd1': relevance 1e+308 is beyond ±2147483647"),
     ],
 )
@@ -172,7 +175,9 @@ def _otlp(spans):
     [
         (
             _otlp([_span("1" * 16, "2" * 16), _span("2" * 16, "1" * 16)]),
-            "t.json: trace " + "a" * 32 + ": no root span (the parentSpanId links of its 2 spans form a cycle)",
+            "t.json: trace "
+            + "a" * 32
+            + ": no root span (the parentSpanId links of its 2 spans form a cycle)",
         ),
         (
             _otlp([_span("1" * 16, None, [{"key": "llm.cost.total", "value": {"doubleValue": "NaN"}}])]),
@@ -203,7 +208,9 @@ def test_triples_reader_never_echoes_a_secret_line(tmp_path, cli):
     shutil.copy(ROOT / "fixtures" / "audit" / "vehicles.csv", tmp_path / "v.csv")
     env = tmp_path / "secret.env"
     env.write_text("OPENAI_API_KEY=sk-live-1234567890abcdef\n")
-    code, out, err = cli(["ontology", "inspect", str(tmp_path / "v.csv"), "--ontology-option", f"triples={env}"])
+    code, out, err = cli(
+        ["ontology", "inspect", str(tmp_path / "v.csv"), "--ontology-option", f"triples={env}"]
+    )
     assert code == 2
     _one_line(err)
     assert "secret.env, line 1: expected subject, predicate, object" in err
