@@ -39,8 +39,9 @@ LIMITS: dict[str, Limit] = {
         Limit(
             "max_gz_memory_bytes",
             512 << 20,
-            "decompressed size of a .gz input that is read whole into memory "
-            "(a STIX bundle, a JSON document), in bytes; streamed inputs (JSONL) are bounded by max_gz_bytes",
+            "memory a .gz input kept whole may take, in bytes: its decompressed size (a STIX "
+            "bundle, a JSON document) or, for TREC/BEIR qrels and runs, also its rows (48 bytes "
+            "each); streamed inputs (JSONL) are bounded by max_gz_bytes",
         ),
         Limit("max_json_depth", 200, "nesting depth of a JSON/YAML document (objects and arrays)"),
         Limit("max_line_bytes", 64 << 20, "length of one line of a JSONL/TREC/OBO file, in bytes"),

@@ -77,3 +77,22 @@ def redact_settings(x: Any) -> Any:
     if isinstance(x, str):
         return redact(x)
     return x
+
+
+_ASSIGN = re.compile(r"(?P<k>\b[A-Za-z_][A-Za-z0-9_.\-]*\s*[=:]\s*)(?P<v>\S+)")
+EXCERPT_CHARS = 60
+
+
+def excerpt(text: Any, limit: int = EXCERPT_CHARS) -> str:
+    """A short, redacted, quoted excerpt of an input line for an error message: at most
+    ``limit`` characters, URI passwords masked and the value of every ``NAME=value`` /
+    ``NAME: value`` assignment replaced by ``***`` (a ``.env`` or config line given where a
+    table was expected is never echoed). Every error that quotes a line of its input uses this,
+    so a file of the wrong kind cannot make kg-rageval print its secrets."""
+    if isinstance(text, (list, tuple)):
+        text = " ".join(str(c) for c in text)
+    s = redact(str(text).strip())
+    s = _ASSIGN.sub(lambda m: f"{m.group('k')}{MASK}", s)
+    if len(s) > limit:
+        s = s[: limit - 3] + "..."
+    return repr(s)

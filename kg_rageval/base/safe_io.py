@@ -241,20 +241,29 @@ def loads_json(
 
 
 # ---------------------------------------------------------------------- gzip and lines
-class BoundedGzip:
-    """A gzip reader that refuses to decompress more than ``max_gz_bytes`` bytes."""
+def gz_memory_limit() -> tuple[int, str]:
+    """``(value, name)`` of the limit on a ``.gz`` input whose content is kept in memory: the
+    smaller of ``max_gz_memory_bytes`` and ``max_gz_bytes``."""
+    memory, total = limits.get("max_gz_memory_bytes"), limits.get("max_gz_bytes")
+    return (memory, "max_gz_memory_bytes") if memory <= total else (total, "max_gz_bytes")
 
-    def __init__(self, path: str | Path):
+
+class BoundedGzip:
+    """A gzip reader that refuses to decompress more than ``max_gz_bytes`` bytes (with
+    ``kept=True``, for a reader that keeps what it reads, the :func:`gz_memory_limit`),
+    counted as it decompresses, before the data is returned."""
+
+    def __init__(self, path: str | Path, *, kept: bool = False):
         self.path = str(path)
         self._fh = gzip.open(path, "rb")
-        self._limit = limits.get("max_gz_bytes")
+        self._limit, self._name = gz_memory_limit() if kept else (limits.get("max_gz_bytes"), "max_gz_bytes")
         self._read = 0
 
     def _count(self, data: bytes) -> bytes:
         self._read += len(data)
         if self._read > self._limit:
             raise limits.exceeded(
-                "max_gz_bytes",
+                self._name,
                 f"the gzip data decompresses to more than {self._limit} bytes",
                 source=self.path,
             )
@@ -290,13 +299,45 @@ class BoundedGzip:
         self.close()
 
 
-def open_binary(path: str | Path) -> BinaryIO:
-    """A binary reader of ``path``; ``.gz`` files (or gzip magic bytes) are decompressed with
-    the ``max_gz_bytes`` bound."""
+def open_binary(path: str | Path, *, kept: bool = False) -> BinaryIO:
+    """A binary reader of ``path``; ``.gz`` files are decompressed with the ``max_gz_bytes``
+    bound (``kept=True``: the :func:`gz_memory_limit`, for readers that keep every row, such as
+    the TREC qrels and run readers)."""
     p = Path(path)
     if p.suffix == ".gz":
-        return BoundedGzip(p)  # type: ignore[return-value]
+        return BoundedGzip(p, kept=kept)  # type: ignore[return-value]
     return open(p, "rb")
+
+
+class KeptRows:
+    """The memory a streaming reader keeps from a ``.gz`` input, charged as it reads: the rows
+    parsed so far (``row_bytes`` each: what the reader and the scoring after it hold per row)
+    plus any other bytes it keeps (ids, groups). Past the :func:`gz_memory_limit` it refuses,
+    naming the file and the limit, so a gzip bomb of short lines is stopped by the memory it
+    would take, not only by its decompressed size. Plain files are not charged (their size on
+    disk is what they cost)."""
+
+    def __init__(self, path: str | Path, row_bytes: int):
+        self.path = str(path)
+        self.active = Path(path).suffix == ".gz"
+        self.row_bytes = row_bytes
+        self.rows = 0
+        self.other = 0
+        self.limit, self.name = gz_memory_limit() if self.active else (0, "")
+
+    def charge(self, rows: int, other_bytes: int = 0) -> None:
+        if not self.active:
+            return
+        self.rows += rows
+        self.other += other_bytes
+        need = self.rows * self.row_bytes + self.other
+        if need > self.limit:
+            raise limits.exceeded(
+                self.name,
+                f"the {self.rows} rows read so far from the gzip data need about {need} bytes of "
+                f"memory ({self.row_bytes} bytes a row), more than {self.limit}",
+                source=self.path,
+            )
 
 
 def read_document(path: str | Path, *, found: str = "the file") -> bytes | bytearray:
@@ -320,8 +361,7 @@ def decompress_bounded(raw: bytes | bytearray, source: str) -> bytearray:
     decompressing, before more is kept), so a gzip bomb costs at most that limit of memory;
     handles concatenated members; corrupt data is an :class:`InputError`. Returns the one
     ``bytearray`` it filled (no second copy)."""
-    memory, total = limits.get("max_gz_memory_bytes"), limits.get("max_gz_bytes")
-    limit, name = (memory, "max_gz_memory_bytes") if memory <= total else (total, "max_gz_bytes")
+    limit, name = gz_memory_limit()
     out = bytearray()
     data = raw
     step = 16 << 20  # output per call: the array grows in place, never beside a copy of itself

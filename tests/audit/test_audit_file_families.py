@@ -59,3 +59,17 @@ def test_a_bad_measure_option_is_a_config_error(tmp_path):
     cfg = _config(tmp_path, families={"trec": {"measures": ["nDCG@ten"]}}, gates=["trec.RR >= 0"])
     with pytest.raises(ConfigError, match="nDCG@ten"):
         run_audit(cfg, progress=False)
+
+
+def test_an_empty_run_file_is_a_missing_run_for_every_query_never_a_pass(tmp_path):
+    """An empty run (#28: was an IndexError traceback) is a run with no rows: each of the
+    qrels' queries is a missing run, so ``bpref < 0.2`` (0 on no rows) must not PASS: the
+    default completeness gate (missing_runs.budget 0) fails the audit."""
+    (tmp_path / "empty.run").write_text("")
+    cfg = _config(tmp_path, run=str(tmp_path / "empty.run"), gates=["bpref < 0.2"])
+    res = run_audit(cfg, progress=False)
+    assert res.families["trec"].status == "ran"
+    got = {str(r.gate): (r.status, r.observed) for r in res.gate_results}
+    assert got["bpref < 0.2"] == ("missing", 0.0)  # 0 on no rows: missing evidence, not a pass
+    assert got["trec.missing_run_rate <= 0"] == ("fail", 1.0)  # every query is a missing run
+    assert not res.passed and res.exit_code == 1

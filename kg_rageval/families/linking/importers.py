@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.redact import excerpt
 from kg_rageval.records import Record
 
 
@@ -59,7 +60,9 @@ def read_neleval(source: str | Path | Iterable[str], *, side: str = "gold") -> d
         cols = line.rstrip("\t").split("\t")
         if len(cols) < 3:
             raise InputError(
-                f"need at least doc id, start, end; got {line!r}", source=name, location=f"line {lineno}"
+                f"need at least doc id, start, end; got {excerpt(line)}",
+                source=name,
+                location=f"line {lineno}",
             )
         doc, start, end = cols[0], cols[1], cols[2]
         try:

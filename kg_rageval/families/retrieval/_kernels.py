@@ -448,3 +448,36 @@ def parse_floats(raw, starts, ends):
 
         _floats = kernel
     return _floats(raw, starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False))
+
+
+_comments = None
+
+
+def blank_comments(raw: np.ndarray) -> np.ndarray:
+    """A copy of ``raw`` with every comment line (first non-blank byte ``#``) overwritten by
+    spaces, newlines kept, in one compiled pass (the numpy path of
+    :func:`~kg_rageval.families.retrieval.trec._blank_comments` gives the same bytes)."""
+    global _comments
+    if _comments is None:
+        from numba import njit
+
+        @njit(cache=True, nogil=True)
+        def kernel(raw):  # pragma: no cover - jitted
+            out = raw.copy()
+            n = raw.shape[0]
+            i = 0
+            while i < n:
+                j = i
+                while j < n and raw[j] != 10 and raw[j] <= 32:
+                    j += 1
+                e = j
+                while e < n and raw[e] != 10:
+                    e += 1
+                if j < e and raw[j] == 35:
+                    for t in range(i, e):
+                        out[t] = 32
+                i = e + 1
+            return out
+
+        _comments = kernel
+    return _comments(raw)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError, InputError
+from kg_rageval.base.redact import excerpt
 from kg_rageval.contract.measures import COUNTS, MeasureSpec, parse_measures
 from kg_rageval.families.retrieval.measures import (
     MIN_GEO_MEAN,
@@ -184,7 +185,7 @@ def read_query_nodes(path: str | Path, ontology) -> dict[str, str]:
             parts = s.split("\t") if "\t" in s else s.split()
             if len(parts) != 2:
                 raise InputError(
-                    f"expected 'query<TAB>node', found {s[:80]!r}", source=str(p), location=f"line {lineno}"
+                    f"expected 'query<TAB>node', found {excerpt(s)}", source=str(p), location=f"line {lineno}"
                 )
             q, node = parts[0].strip(), parts[1].strip()
             if node not in ontology:

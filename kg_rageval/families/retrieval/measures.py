@@ -169,11 +169,12 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     src = np.full(nq, -1, dtype=np.int64)
     ok = row_of_run >= 0
     src[row_of_run[ok]] = np.flatnonzero(ok)
-    lens = np.where(src >= 0, rlens[np.maximum(src, 0)], 0) if nq else np.zeros(0, np.int64)
+    # a run with no rows (an empty file): every qrels query is a missing run, counted as such
+    lens = np.where(src >= 0, rlens[np.maximum(src, 0)], 0) if nq and len(rlens) else np.zeros(nq, np.int64)
     ptr = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(lens, out=ptr[1:])
     total = int(ptr[-1])
-    starts = run.ptr[:-1][np.maximum(src, 0)] if nq else np.zeros(0, np.int64)
+    starts = run.ptr[:-1][np.maximum(src, 0)] if nq and len(rlens) else np.zeros(nq, np.int64)
     take = np.repeat(starts - ptr[:-1], lens) + np.arange(total, dtype=np.int64)
     docs = run.docs[take]
     if run.vocab is not qrels.vocab and len(docs):
@@ -413,7 +414,9 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
     if m == "ERR":
         gmax = float(spec.param("gmax", ctx.gmax))
         g = np.where(ctx.judged & (ctx.rk.grade > 0), ctx.rk.grade, 0.0)
-        rho = (np.exp2(np.minimum(g, gmax)) - 1.0) / (2.0**gmax)
+        # (2^g - 1) / 2^gmax written as 2^(g - gmax) - 2^-gmax: the same doubles for small
+        # grades, and no overflow for a large one (2.0**2000 raised OverflowError)
+        rho = np.exp2(np.minimum(g, gmax) - gmax) - np.exp2(-gmax)
         lg = np.log1p(-np.minimum(rho, 1 - 1e-16))
         c = np.zeros(ctx.N + 1)
         np.cumsum(lg, out=c[1:])

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.base.safe_io import read_document
+from kg_rageval.base.safe_io import loads_json, read_document
 
 KINDS_TO_STAGE = {"RETRIEVER": "retrieve", "RERANKER": "rerank", "LLM": "generate", "EMBEDDING": "embed"}
 _DOC = re.compile(r"^(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.(id|score|content)$")
@@ -97,10 +97,19 @@ def any_value(v: Any) -> Any:
             return bool(v[key])
     for key in ("intValue", "int_value"):
         if key in v:
-            return int(v[key])
+            try:
+                return int(v[key])
+            except (TypeError, ValueError):
+                raise ValueError(f"{key} {str(v[key])[:40]!r} is not an integer") from None
     for key in ("doubleValue", "double_value"):
         if key in v:
-            return float(v[key])
+            try:
+                x = float(v[key])
+            except (TypeError, ValueError):
+                raise ValueError(f"{key} {str(v[key])[:40]!r} is not a number") from None
+            if not math.isfinite(x):  # protobuf JSON writes NaN/Infinity as strings
+                raise ValueError(f"{key} {str(v[key])[:40]!r} is not a finite number")
+            return x
     arr = _get(v, "arrayValue")
     if isinstance(arr, dict):
         return [any_value(x) for x in arr.get("values", [])]
@@ -113,10 +122,17 @@ def any_value(v: Any) -> Any:
     return None
 
 
-def _attributes(items: Any) -> dict[str, Any]:
+def _attributes(items: Any, where: str = "") -> dict[str, Any]:
     if not isinstance(items, list):
         return {}
-    return {a["key"]: any_value(a.get("value")) for a in items if isinstance(a, dict) and "key" in a}
+    out: dict[str, Any] = {}
+    for a in items:
+        if isinstance(a, dict) and "key" in a:
+            try:
+                out[a["key"]] = any_value(a.get("value"))
+            except ValueError as exc:
+                raise ValueError(f"{where} attribute {str(a['key'])[:80]!r}: {exc}") from None
+    return out
 
 
 def _hex_id(raw: Any, size: int, where: str) -> str | None:
@@ -176,7 +192,7 @@ def spans_from_request(obj: Any, *, where: str = "") -> Iterator[Span]:
                     str(sp.get("name", "")),
                     start,
                     end,
-                    _attributes(sp.get("attributes")),
+                    _attributes(sp.get("attributes"), w),
                     events,
                     code in (2, "STATUS_CODE_ERROR", "ERROR"),
                 )
@@ -275,22 +291,18 @@ def read_spans(path: str | Path, *, max_spans: int = 1_000_000) -> list[Span]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", source=str(p)) from None
+    # the bounded reader (kg_rageval.base.safe_io): NaN/Infinity and over-long integers name
+    # their field, nesting past max_json_depth is that limit, never a RecursionError
     try:
-        docs: list[tuple[str, Any]] = [("", json.loads(text))]
-    except RecursionError:
-        raise InputError("JSON nested too deeply", source=str(p)) from None
-    except json.JSONDecodeError:
+        docs: list[tuple[str, Any]] = [("", loads_json(text, source=str(p)))]
+    except InputError as exc:
+        if "not valid JSON" not in str(exc):
+            raise
+        # one JSON document per line
         docs = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                try:
-                    docs.append((f"line {n}", json.loads(line)))
-                except RecursionError:
-                    raise InputError("JSON nested too deeply", source=str(p), location=f"line {n}") from None
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"not JSON: {exc.msg} (column {exc.colno})", source=str(p), location=f"line {n}"
-                    ) from None
+                docs.append((f"line {n}", loads_json(line, source=str(p), location=f"line {n}")))
     out: list[Span] = []
     for loc, doc in docs:
         try:
@@ -343,6 +355,11 @@ def record_from_trace(spans: list[Span], *, id_attribute: str | None = None) -> 
     roots = sorted(
         (s for s in spans if s.parent_id is None or s.parent_id not in ids), key=lambda s: s.start_ns
     )
+    if not roots:  # every span has its parent in the trace: the parent links form a cycle
+        raise InputError(
+            f"trace {spans[0].trace_id}: no root span (the parentSpanId links of its {len(spans)} "
+            "spans form a cycle)"
+        )
     root = roots[0]
     rec: dict[str, Any] = {"id": root.trace_id}
     if id_attribute and root.attributes.get(id_attribute) is not None:
@@ -433,4 +450,10 @@ def import_otlp(
     path: str | Path, *, id_attribute: str | None = None, max_spans: int = 1_000_000
 ) -> list[dict[str, Any]]:
     """Records from an OTLP JSON trace file (see the module docstring)."""
-    return records_from_spans(read_spans(path, max_spans=max_spans), id_attribute=id_attribute)
+    spans = read_spans(path, max_spans=max_spans)
+    try:
+        return records_from_spans(spans, id_attribute=id_attribute)
+    except InputError as exc:
+        if exc.source:
+            raise
+        raise InputError(str(exc), source=str(path)) from None

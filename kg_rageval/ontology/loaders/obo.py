@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal, overload
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.base.redact import excerpt
 from kg_rageval.ontology.builder import OntologyBuilder
 from kg_rageval.ontology.model import Ontology, Property
 
@@ -107,7 +108,7 @@ def _quoted(value: str, src: str, lineno: int, tag: str) -> tuple[str, str]:
     v = value.lstrip()
     if not v.startswith('"'):
         raise InputError(
-            f'{tag}: expected a quoted string ("..."), found {value[:60]!r}',
+            f'{tag}: expected a quoted string ("..."), found {excerpt(value)}',
             source=src,
             location=f"line {lineno}",
         )
@@ -150,7 +151,7 @@ def read_obo(path: str | Path) -> tuple[list[tuple[str, str, int]], list[_Stanza
         if s.startswith("["):
             if not s.endswith("]") or len(s) < 3:
                 raise InputError(
-                    f"malformed stanza header {s[:60]!r}; expected [Term], [Typedef] or [Instance]",
+                    f"malformed stanza header {excerpt(s)}; expected [Term], [Typedef] or [Instance]",
                     source=src,
                     location=f"line {lineno}",
                 )
@@ -223,7 +224,7 @@ def load_obo(
             parts = value.split()
             if len(parts) < 2:
                 raise InputError(
-                    f"idspace: expected 'PREFIX URI [\"description\"]', found {value!r}",
+                    f"idspace: expected 'PREFIX URI [\"description\"]', found {excerpt(value)}",
                     source=src,
                     location=f"line {lineno}",
                 )

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from kg_rageval.base.errors import InputError, OntologyError
+from kg_rageval.base.redact import excerpt
 from kg_rageval.ontology.builder import OntologyBuilder
 from kg_rageval.ontology.model import Ontology
 
@@ -302,7 +303,7 @@ def load_table_rows(
             if delimiter in row[0]:
                 raise InputError(
                     f"expected 2 or 3 columns (child, parent[, label]), found 1 holding the "
-                    f"delimiter {delimiter!r} (quoted?): {row!r}",
+                    f"delimiter {delimiter!r} (quoted?): {excerpt(row)}",
                     source=str(p),
                     location=f"line {lineno}",
                 )
@@ -310,7 +311,7 @@ def load_table_rows(
             row = [row[0], ""]
         if len(row) > 3:
             raise InputError(
-                f"expected 2 or 3 columns (child, parent[, label]), found {len(row)}: {row!r}",
+                f"expected 2 or 3 columns (child, parent[, label]), found {len(row)}: {excerpt(row)}",
                 source=str(p),
                 location=f"line {lineno}",
             )
@@ -364,7 +365,7 @@ def _read_triples(b: OntologyBuilder, path: Path, delimiter: str, encoding: str)
         cells = [c.strip() for c in row]
         if not 3 <= len(cells) <= 5 or not all(cells[:3]):
             raise InputError(
-                f"expected subject, predicate, object[, subject_kind[, object_kind]], found {row!r}",
+                f"expected subject, predicate, object[, subject_kind[, object_kind]], found {excerpt(row)}",
                 source=str(path),
                 location=f"line {lineno}",
             )

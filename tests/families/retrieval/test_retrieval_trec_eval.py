@@ -177,15 +177,14 @@ def test_json_and_beir_and_sniffing(tmp_path, fixtures_dir):
     bad.write_text(json.dumps({"q1": {"a": "x"}}))
     with pytest.raises(InputError, match="score must be a number"):
         load_run(bad)
-    for text, shown in (
-        ('{"q1": {"a": NaN}}', "nan"),
-        ('{"q1": {"a": 1.0, "b": -Infinity}}', "-inf"),
-        ('{"q1": {"a": 1e999}}', "inf"),
+    for text, shown in (  # NaN/Infinity literals: the bounded JSON reader names the field
+        ('{"q1": {"a": NaN}}', r"bad\.json, field q1\.a: non-finite number NaN is not allowed"),
+        ('{"q1": {"a": 1.0, "b": -Infinity}}', r"bad\.json, field q1\.b: non-finite number -Infinity"),
+        # an overflowing literal parses as inf: refused where the score is read
+        ('{"q1": {"a": 1e999}}', r"bad\.json.*query 'q1', document 'a': score is not a finite number: inf"),
     ):
         bad.write_text(text)
-        with pytest.raises(
-            InputError, match=rf"bad\.json.*query 'q1', document '.': score is not a finite number: {shown}"
-        ):
+        with pytest.raises(InputError, match=shown):
             load_run(bad)
 
 
