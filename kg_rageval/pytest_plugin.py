@@ -95,6 +95,7 @@ def _as_metric(name: str, v: Any):
     if isinstance(v, Mapping):
         ci = v.get("ci")
         value = v.get("value")
+        rows = v.get("rows")  # the count a gate's minimum of rows reads, as the audit wrote it
         return Metric(
             name,
             None if value is None else float(value),
@@ -102,6 +103,7 @@ def _as_metric(name: str, v: Any):
             v.get("denominator"),
             v.get("missing") if value is None else None,
             tuple(ci) if ci is not None else None,
+            int(rows) if isinstance(rows, (int, float)) and not isinstance(rows, bool) else None,
         )
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"metric {name!r}: expected a Metric, a number, None or a metric dict, got {v!r}")

@@ -24,12 +24,14 @@ def families_in_audit(config: Any, gates: Iterable[Any], index: Any) -> set[str]
     the metric of one of ``gates`` (global, slice and node gates; ``index``: the
     :class:`~.evidence.MetricIndex`). A family that ran only because ``families`` is empty
     ("all families") and that no gate reads is not: its absent sections stay "not applicable"."""
+    from kg_rageval.base.errors import ConfigError
+
     out = set(config.families)
     for g in gates:
         metric = g.metric[len("delta:") :] if g.metric.startswith("delta:") else g.metric
         try:
             owner, _ = index.owner(metric)
-        except Exception:  # a name the index cannot parse: no family owns it
+        except ConfigError:  # a name the index cannot parse: no family owns it
             continue
         if owner is not None:
             out.add(owner.family)

@@ -28,7 +28,9 @@ class Metric:
     interval when one was computed. ``rows`` is how many rows (records) the value rests on when
     that is known apart from ``denominator`` (a quantile's values, a gate's records in scope,
     a delta's paired records): a gate's minimum of rows reads the smaller of the two
-    (:func:`kg_rageval.contract.gates.rows_of`). It is not written by :meth:`to_dict`.
+    (:func:`kg_rageval.contract.gates.rows_of`). :meth:`to_dict` writes it when known, so a
+    gate read back from a report (``assert_gates`` on ``report.json``) is held to the same
+    minimum as in the audit.
     """
 
     name: str
@@ -63,6 +65,8 @@ class Metric:
             d["missing"] = self.missing
         if self.ci is not None:
             d["ci"] = [_clean(self.ci[0]), _clean(self.ci[1])]
+        if self.rows is not None:
+            d["rows"] = int(self.rows)
         return d
 
 

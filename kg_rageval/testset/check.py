@@ -249,14 +249,6 @@ def check_leakage(
 
 
 # ------------------------------------------------------------------ manifest
-def _canon(x: Any) -> bytes:
-    return canonical_json(x)
-
-
-def sha256_bytes(b: bytes) -> str:
-    return bytes_hash(b)
-
-
 def file_sha256(path: str | Path) -> str:
     """``sha256:<hex>`` of a file (the one file hash the audit and run manifests use)."""
     from kg_rageval.base.hashing import file_hash
@@ -326,7 +318,9 @@ def testset_manifest(
         },
         "labels_sha256": labels_hash(all_recs),
         "policy": (
-            {"sha256": sha256_bytes(_canon(policy)), "config": dict(policy)} if policy is not None else None
+            {"sha256": bytes_hash(canonical_json(policy)), "config": dict(policy)}
+            if policy is not None
+            else None
         ),
         "paraphrase": dict(paraphrase) if paraphrase else paraphrase_of(all_recs),
         "leakage": (

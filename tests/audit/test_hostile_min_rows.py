@@ -121,6 +121,14 @@ def test_p95_on_3_records_is_missing_evidence(tmp_path, cli):
     assert gate["status"] == "missing" and gate["observed"] is None
     assert "rests on 3 rows; it needs at least 59 rows (a p95 needs 59 rows" in gate["reason"]
     assert "system scored 3 of 3 records" in gate["reason"]
+    # the report keeps the count, so the pytest plugin on report.json decides as the audit did
+    # (it read no count and passed 101.9 before)
+    from kg_rageval.pytest_plugin import check_gates
+
+    report = json.loads((out / "report.json").read_text())
+    assert report["metrics"]["system.latency.total_ms.p95"]["rows"] == 3
+    (r,), _ = check_gates(report, ["p95(latency.total_ms) <= 1500"])
+    assert r.status == "missing" and "rests on 3 rows; it needs at least 59 rows" in r.reason
 
 
 def test_p95_at_exactly_59_rows_passes_and_58_is_missing(tmp_path):

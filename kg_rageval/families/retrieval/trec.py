@@ -612,7 +612,6 @@ FORMATS = ("auto", "trec", "beir", "json")
 
 
 def _read_json(path: Path, what: str) -> dict:
-
     if not path.exists():
         raise InputError("no such file", source=str(path))
     raw = read_document(path, found=f"the {what} JSON (use the TREC format for large files)")
