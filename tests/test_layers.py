@@ -28,8 +28,10 @@ FLOORS: tuple[str, ...] = (
     "scoring",  # declarations, the registry, metric-name resolution, bind and stream
     "drift",  # release diffs, re-basing, per-branch stability (scores through scoring)
     "integrations",  # Dask, Neo4j write-back, ArcadeDB
+    "interop",  # readers of RAGAS/DeepEval/HF/TREC RAG/BEIR/Phoenix data, joins, exports
     "audit",  # inputs, run, baseline, gates, reports
     "testset",  # golden sets from the ontology (plans from the audit's coverage)
+    "monitor",  # production monitoring: windows, store, drift, review queues, alerts
     "demo",  # the bundled demo system
     "pytest_plugin",  # assert_gates and the pytest plugin
     "cli",  # the command line
