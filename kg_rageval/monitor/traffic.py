@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from kg_rageval.records import iter_record_chunks, record_error, record_slices
+from kg_rageval.records import Record, iter_record_chunks, record_error, record_slices
 
 NIL_BRANCH = "(NIL)"
 UNKNOWN_BRANCH = "(not in ontology)"
@@ -100,7 +100,7 @@ class Windowing:
         return (EPOCH + timedelta(seconds=start)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_timestamp(value: Any, record: Mapping[str, Any], name: str = "timestamp") -> datetime:
+def parse_timestamp(value: Any, record: Record, name: str = "timestamp") -> datetime:
     """An aware UTC datetime from an ISO 8601 string with a zone or epoch seconds."""
     if isinstance(value, bool) or value is None:
         raise record_error(record, name, "expected an ISO 8601 timestamp with a zone or epoch seconds")
@@ -124,7 +124,7 @@ def parse_timestamp(value: Any, record: Mapping[str, Any], name: str = "timestam
     return ts.astimezone(timezone.utc)
 
 
-def linked_ids(record: Mapping[str, Any]) -> list[str]:
+def linked_ids(record: Record) -> list[str]:
     """The record's linked concept ids (``labels.predicted``, else ``mentions.predicted[*].id``)."""
     labels = record.get("labels")
     if isinstance(labels, Mapping) and "predicted" in labels:
@@ -149,8 +149,8 @@ def linked_ids(record: Mapping[str, Any]) -> list[str]:
 
 
 def _number(
-    record: Mapping[str, Any], name: str, value: Any, lo: float | None = None, hi: float | None = None
-):
+    record: Record, name: str, value: Any, lo: float | None = None, hi: float | None = None
+) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -161,7 +161,7 @@ def _number(
 
 
 def to_row(
-    record: Mapping[str, Any],
+    record: Record,
     windowing: Windowing,
     resolve: Callable[[str], str | None],
     branch_of: Callable[[str], str],
