@@ -150,6 +150,27 @@ class MissingRunsConfig(_Strict):
     as an empty run, an invalid judge output); they count as missing runs too."""
 
 
+class NoGoldConfig(_Strict):
+    """The scored-share check every family that runs carries: the share of its records left
+    unscored because their section has no gold to score against (reason code ``no_gold``, e.g.
+    ``labels: {}``) may be at most ``budget`` (default 0.25), or the family's entry in
+    ``budgets``. Above it, every gate of that family is ``missing``: a gate decided on the few
+    records that kept their gold speaks for a test set that mostly has none (issue #28:
+    970 of 1,000 records with empty labels and a gate passing on the 30 left)."""
+
+    budget: float = Field(0.25, ge=0.0, le=1.0)
+    budgets: dict[str, float] = Field(default_factory=dict)
+    """Per-family budgets (``{generation: 0.5}``); families not listed use ``budget``."""
+
+    @field_validator("budgets")
+    @classmethod
+    def _fractions(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, b in v.items():
+            if not 0.0 <= float(b) <= 1.0:
+                raise ValueError(f"budget for family {k!r} must be between 0 and 1, got {b}")
+        return v
+
+
 class MinRowsConfig(_Strict):
     """The declared minimum of rows every gate needs (``kg_rageval.contract.gates``, *Minimum of
     rows*): below it the gate is missing evidence. ``default`` (30) applies to every gate, and a
@@ -299,6 +320,7 @@ class AuditConfig(_Strict):
     slice_gates: dict[str, list[str]] = Field(default_factory=dict)
     node_gates: dict[str, list[str]] = Field(default_factory=dict)
     missing_runs: MissingRunsConfig = Field(default_factory=MissingRunsConfig)
+    no_gold: NoGoldConfig = Field(default_factory=NoGoldConfig)
     min_rows: MinRowsConfig = Field(default_factory=MinRowsConfig)
     """Fewest rows a gate's number rests on (:class:`MinRowsConfig`); below it the gate is missing evidence."""
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)

@@ -166,6 +166,26 @@ def _family_counts(
     }
 
 
+def no_gold_shares(run: FamilyRun) -> list[tuple[Evaluation, int, int]]:
+    """``(evaluation, records without gold, records)`` for each evaluation of ``run`` that left
+    records unscored with code ``no_gold``: the records are the distinct ids it scored or left
+    unscored for any reason but ``no_section`` (a record not about this family at all)."""
+    out = []
+    for ev in run.evaluations:
+        no_gold: set[str] = set()
+        seen: set[str] = set(map(str, ev.record_ids.tolist()))
+        for u in ev.unscored:
+            rid, code = u.get("record_id", u.get("id")), str(u.get("code"))
+            if rid is None or code == "no_section":
+                continue
+            seen.add(str(rid))
+            if code == "no_gold":
+                no_gold.add(str(rid))
+        if no_gold:
+            out.append((ev, len(no_gold), len(seen)))
+    return out
+
+
 class _PerRecord:
     """Records per key (a reason or a code) over the evaluations of one family, each record
     once; entries without a record id count as the largest number one evaluation has."""

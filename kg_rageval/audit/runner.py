@@ -48,6 +48,7 @@ from kg_rageval.audit.missing_runs import (
     _fmt_reasons,
     families_in_audit,
     mark_missing_sections,
+    no_gold_shares,
 )
 from kg_rageval.audit.paired_baseline import _run_baseline
 from kg_rageval.audit.result import AuditResult
@@ -147,10 +148,12 @@ def _run_audit(
     _check_gate_metrics(gates, index, config)
 
     # the completeness check of every family that ran: missing-run budget per family
-    stray = sorted(set(config.missing_runs.budgets) - set(runs))
-    if stray:
+    for key, listed in (("missing_runs", config.missing_runs.budgets), ("no_gold", config.no_gold.budgets)):
+        stray = sorted(set(listed) - set(runs))
+        if not stray:
+            continue
         raise ConfigError(
-            f"missing_runs.budgets: {', '.join(map(repr, stray))} "
+            f"{key}.budgets: {', '.join(map(repr, stray))} "
             f"{'is not a family' if len(stray) == 1 else 'are not families'} of this audit "
             f"(families: {', '.join(sorted(runs))})",
             source=config.source,
@@ -159,6 +162,7 @@ def _run_audit(
     mark_missing_sections(runs, view, families_in_audit(config, gates, index))
     budget_results: list[GateResult] = []
     over_budget: dict[str, str] = {}
+    no_gold_over: dict[int, str] = {}  # id(evaluation) -> reason
     counts: dict[str, Any] = {"records": len(view), "families": {}}
     for fam, run in runs.items():
         c = _family_counts(run, view, config.missing_runs.reasons, config.missing_runs.metrics)
@@ -181,6 +185,21 @@ def _run_audit(
         budget_results.append(GateResult(g, "pass" if ok else "fail", rate, reason))
         if not ok:
             over_budget[fam] = f"missing evidence: {fam} missing runs above budget ({reason})"
+        for ev, no_gold, n in no_gold_shares(run):  # the scored-share check, per evaluation
+            cap = float(config.no_gold.budgets.get(fam, config.no_gold.budget))
+            member = ev.family.name
+            name = f"{fam}.no_gold_rate" if member == fam else f"{fam}.{member}.no_gold_rate"
+            g = Gate(name, "<=", cap)
+            ok = no_gold / n <= cap + 1e-12
+            reason = (
+                f"{no_gold}/{n} {member} records have no gold to score against "
+                f"({no_gold / n:.2%}; budget {cap:.2%}, no_gold.budget)"
+            )
+            budget_results.append(GateResult(g, "pass" if ok else "fail", no_gold / n, reason))
+            if not ok:
+                no_gold_over[id(ev)] = (
+                    f"missing evidence: {member} records without gold above budget ({reason})"
+                )
 
     baseline = None
     baseline_metrics: dict[str, Metric] = {}
@@ -224,6 +243,8 @@ def _run_audit(
         owner, _ = index.owner(r.gate.metric)
         if owner is not None and owner.family in over_budget:
             r = GateResult(r.gate, "missing", r.observed, over_budget[owner.family])
+        elif owner is not None and id(owner.ev) in no_gold_over:
+            r = GateResult(r.gate, "missing", r.observed, no_gold_over[id(owner.ev)])
         final.append(r)
     final.extend(budget_results)
     pin = None

@@ -208,6 +208,11 @@ def test_99_of_100_empty_labels_are_missing_evidence(tmp_path):
     res, by = _audit(tmp_path, _labels(1), gates, {"hierarchy": {}})
     f1, acc = by["hierarchy.hierarchical_f1 >= 0.9"], by["hierarchy.exact_accuracy >= 0.9"]
     assert f1.status == "missing" and acc.status == "missing"  # before: both passed on the one left
+    assert "99/100 hierarchy records have no gold to score against" in f1.reason  # no_gold.budget
+    # and with the scored-share check waived, the minimum of rows still holds
+    res, by = _audit(tmp_path, _labels(1), gates, {"hierarchy": {}}, no_gold={"budget": 1.0})
+    f1, acc = by["hierarchy.hierarchical_f1 >= 0.9"], by["hierarchy.exact_accuracy >= 0.9"]
+    assert f1.status == "missing" and acc.status == "missing"
     assert "hierarchical_f1 rests on 1 row; it needs at least 30 rows (min_rows)" in f1.reason
     assert "exact_accuracy rests on a denominator of 1 over 1 record" in acc.reason
     # the family's records expose the share: 1 scored, 99 unscored for want of gold
@@ -216,8 +221,12 @@ def test_99_of_100_empty_labels_are_missing_evidence(tmp_path):
     assert res.exit_code == 1
 
 
-def test_30_of_100_labelled_records_pass(tmp_path):
-    res, by = _audit(tmp_path, _labels(30), ["hierarchy.exact_accuracy >= 0.9"], {"hierarchy": {}})
+def test_30_of_100_labelled_records_pass_only_with_a_declared_no_gold_budget(tmp_path):
+    gates = ["hierarchy.exact_accuracy >= 0.9"]
+    res, by = _audit(tmp_path, _labels(30), gates, {"hierarchy": {}})
+    r = by["hierarchy.exact_accuracy >= 0.9"]  # 70 % without gold: above no_gold.budget 0.25
+    assert r.status == "missing" and "70/100 hierarchy records have no gold" in r.reason
+    res, by = _audit(tmp_path, _labels(30), gates, {"hierarchy": {}}, no_gold={"budget": 0.7})
     r = by["hierarchy.exact_accuracy >= 0.9"]
     assert r.status == "pass" and r.observed == 1.0 and "(30/30)" in r.reason
     assert res.exit_code == 0
