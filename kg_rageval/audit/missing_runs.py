@@ -131,7 +131,8 @@ def _family_counts(
                 missing_ids.add(str(rid))
             else:
                 anonymous += 1
-        scored.update(map(str, ev.record_ids.tolist()))
+        if ev.family.rows_are_records:  # not the run manifests' rows
+            scored.update(map(str, ev.record_ids.tolist()))
         if "n_missing_run" in ev.stats:
             empty = _positive_records(ev, "n_missing_run")
             scored_empty.update(str(x) for x in empty)

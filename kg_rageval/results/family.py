@@ -25,6 +25,9 @@ class Family:
     name: str = "family"
     version: str = "1"
     stats: tuple[str, ...] = ()
+    rows_are_records: bool = True
+    """``False`` for a family whose rows describe the run, not its records (one row per run
+    manifest): the audit does not count their ids among the family's scored records."""
     additive_meta: tuple[str, ...] = ()
     """``meta`` entries that describe the rows, so partitions combine them when merged (see
     :func:`~.evaluation.concat_evaluations`): a number is summed, a list of ids becomes the sorted union

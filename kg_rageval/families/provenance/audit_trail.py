@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class ManifestFamily(Family):
     name = "run_manifests"
     version = "1"
+    rows_are_records = False  # one row per manifest
     stats = ("manifests", "complete", "with_hashes", "hashes_match", "later", "same_as_first")
 
     def complete(self, evaluation: Evaluation) -> None:
