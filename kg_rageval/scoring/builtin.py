@@ -471,9 +471,12 @@ CONFORMANCE = Scorer(
             (
                 f"confusion_{r}",
                 "lower",
-                f"valid-but-wrong ids whose relation to the reference is {r!r} / valid-but-wrong ids",
+                f"valid-but-wrong ids whose relation to the reference is {r!r} / valid-but-wrong ids"
+                if r != "inactive"
+                else "valid-but-wrong ids that are deprecated or revoked (filed before any relation) "
+                "/ valid-but-wrong ids",
             )
-            for r in HIER_RELATIONS
+            for r in HIER_RELATIONS + ("inactive",)
         ],
     ),
 )

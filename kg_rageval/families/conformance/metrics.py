@@ -72,6 +72,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.contract.ids import INACTIVE
 from kg_rageval.families.conformance.schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
 from kg_rageval.families.conformance.spec import SchemaSpec, load_spec, parse_spec
 from kg_rageval.ontology import IdOptions, IdResolver
@@ -96,7 +97,10 @@ _KIND_OF_KEYWORD = {
     "const": "enum_violation",
     VOCAB_KEYWORD: "enum_violation",
 }
-CONFUSIONS = tuple(r for r in RELATIONS if r != "exact")
+CONFUSIONS = tuple(r for r in RELATIONS if r != "exact") + (INACTIVE,)
+"""The confusion categories of a valid-but-wrong id: a hierarchy relation to its closest
+reference id, or ``inactive`` for a deprecated/revoked predicted id (``IdResolver.wrong_category``,
+the one rule: a flagged id is never filed as a relation of the node it no longer stands for)."""
 MAX_DETAILS = 20
 FUZZY_POOL = 256
 
@@ -582,12 +586,15 @@ class _Scorer:
         gold = np.asarray([idx[g] for it in items for g in it[3]], dtype=np.int64)
         pred = np.asarray([idx[it[2]] for it in items for _ in it[3]], dtype=np.int64)
         codes = relation_codes(self.o, gold, pred)
+        one = np.asarray([idx[it[2]] for it in items], dtype=np.int64)
+        status = np.asarray(self.o.status)
+        by_ids = IdResolver.wrong_category(np.zeros(len(items), dtype=bool), status[one] != ACTIVE)
         start = 0
-        for pos, name, p, golds in items:
+        for k, (pos, name, p, golds) in enumerate(items):
             seg = codes[start : start + len(golds)].tolist()
             start += len(golds)
             code, g = min(zip(seg, golds))
-            rel = RELATIONS[code]
+            rel = by_ids[k] or RELATIONS[code]
             st = self.pair_stats[pos]
             st[f"conf_{rel}"] = st.get(f"conf_{rel}", 0) + 1
             conf = self.pair_details[pos].setdefault("confusions", [])

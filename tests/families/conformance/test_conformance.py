@@ -850,3 +850,21 @@ def test_memo_counts_aliases_and_replacements_per_record(attack, derived, monkey
     p[0]["confusions"] = None
     assert ev.details["problems"][0] == p[1] and ev.rows()[0]["problems"] is not ev.rows()[1]["problems"]
     assert ev.stats["conf_sibling"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_deprecated_prediction_is_filed_inactive_not_as_a_relation(attack, spec):
+    """IdResolver.wrong_category, the one rule: a deprecated id allowed by the schema and wrong
+    is ``inactive``, never a sibling/cousin of the node it no longer stands for (issue #28)."""
+    lenient = derive_schema(attack, spec.model_copy(update={"allow_deprecated": True}))
+    rec = [
+        {
+            "id": "d",
+            "answer": {"output": {"technique": "T1064", "tactic": "TA0006"}},
+            "reference": {"output": {"technique": "T1003.001", "tactic": "TA0006"}},
+        }
+    ]
+    ev = score_conformance(attack, rec, lenient)
+    c = ev.rows()[0]["problems"]["confusions"]
+    assert c == [{"field": "technique", "pred": "T1064", "gold": "T1003.001", "relation": "inactive"}]
+    assert _m(ev, "confusion_inactive") == (1, 1)
+    assert _m(ev, "confusion_cousin") == (0, 1) and _m(ev, "confusion_unrelated") == (0, 1)
