@@ -15,7 +15,12 @@ file, line and field, what would otherwise be silently accepted or exhaust memor
 * **configs**: duplicate keys in a JSON or YAML mapping (a second ``gates:`` would silently
   replace the first; TOML refuses them itself), YAML loaded with the safe loader only and its
   alias expansion bounded by ``max_config_nodes`` (a 530-byte "billion laughs" YAML expands
-  to billions of values).
+  to billions of values);
+* **credential files**: a path named like one (``.env``, ``.env.local``, ``prod.env``,
+  ``.netrc``, ``.pgpass``, ``.git-credentials``, an SSH private key, ``*.pem``/``*.p12``/
+  ``*.pfx``) is refused before it is opened (:func:`refuse_credentials_file`): a ``.env`` given
+  where an ontology table was expected used to load as two root nodes named
+  ``OPENAI_API_KEY=sk-...`` and print them.
 
 The limits are those of :mod:`kg_rageval.base.limits`.
 """
@@ -299,11 +304,33 @@ class BoundedGzip:
         self.close()
 
 
+_CREDENTIAL_NAMES = frozenset(
+    {".env", ".netrc", "_netrc", ".pgpass", ".git-credentials", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}
+)
+_CREDENTIAL_SUFFIXES = (".env", ".pem", ".p12", ".pfx")
+
+
+def refuse_credentials_file(path: str | Path) -> None:
+    """Raise an :class:`InputError` when ``path`` is named like a credentials file (see the
+    module docstring); its content is never read, so nothing of it can be printed. A real
+    input with such a name is renamed (``data.env`` → ``data.tsv``)."""
+    name = Path(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name in _CREDENTIAL_NAMES or name.startswith(".env.") or name.endswith(_CREDENTIAL_SUFFIXES):
+        raise InputError(
+            "refusing to read a file named like a credentials file (.env, .netrc, a private "
+            "key); nothing of it was read — rename it if it really is an input",
+            source=str(path),
+        )
+
+
 def open_binary(path: str | Path, *, kept: bool = False) -> BinaryIO:
     """A binary reader of ``path``; ``.gz`` files are decompressed with the ``max_gz_bytes``
     bound (``kept=True``: the :func:`gz_memory_limit`, for readers that keep every row, such as
     the TREC qrels and run readers)."""
     p = Path(path)
+    refuse_credentials_file(p)
     if p.suffix == ".gz":
         return BoundedGzip(p, kept=kept)  # type: ignore[return-value]
     return open(p, "rb")
@@ -346,6 +373,7 @@ def read_document(path: str | Path, *, found: str = "the file") -> bytes | bytea
     decompressed whole (:func:`decompress_bounded`: the ``max_gz_memory_bytes`` bound). ``found`` words the refusal
     (``"the relevance JSON"``); errors name the file."""
     p = Path(path)
+    refuse_credentials_file(p)
     size = p.stat().st_size
     limit = limits.get("max_doc_bytes")
     if size > limit:

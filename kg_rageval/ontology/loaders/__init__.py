@@ -152,6 +152,10 @@ def load_ontology(path: str | Path, format: str | None = None, **options: Any):
         )
     if fmt != "neo4j" and not p.exists():
         raise InputError("no such file", source=str(p))
+    if fmt != "neo4j":
+        from kg_rageval.base.safe_io import refuse_credentials_file
+
+        refuse_credentials_file(p)
     loader = _REGISTRY[fmt].load()
     source = str(path) if fmt != "neo4j" else None  # a URI may carry credentials: not shown
     options = check_loader_options(fmt, loader, options, source=source)
