@@ -529,15 +529,24 @@ def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=
     return Qrels(list(qids), ptr, docs[order], grades[order], vocab)
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # the reader names the file
+        return 0
+
+
 def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False) -> Run:
     """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
     from kg_rageval.families.retrieval import _kernels
 
     path = Path(path)
-    # without numba there is no lazy vocabulary: the documents are interned into this one
+    # the compiled lazy vocabulary pays for importing numba (most of a second) only on a file
+    # of NUMBA_MIN_BYTES or more; without it the documents are interned into this vocabulary
     # (creating it after the read left the codes pointing into an empty vocabulary)
-    own = vocab if vocab is not None or _kernels.HAVE_NUMBA else Vocab()
+    lazy = vocab is None and _kernels.HAVE_NUMBA and _size(path) >= NUMBA_MIN_BYTES
+    own = vocab if vocab is not None else (None if lazy else Vocab())
     res = _read_pairs(
         path,
         6,
@@ -547,7 +556,7 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
         [(4, "score")],
         vocab=own,
         extra_ok=True,
-        lazy=vocab is None,
+        lazy=lazy,
     )
     if len(res) == 4:
         groups, docs, num, vocab = res
