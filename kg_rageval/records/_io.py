@@ -51,31 +51,37 @@ def iter_jsonl(
     ``only``: parse just these line numbers (the others are skipped unread; the file is read
     up to the last of them)."""
     from kg_rageval.base import limits
-    from kg_rageval.base.safe_io import loads_json, read_line
+    from kg_rageval.base.safe_io import NOT_FAST, fast_line, loads_json, read_line
 
     p = Path(path)
+    src = str(p)
     if not p.exists():
-        raise InputError("no such file", source=str(p))
+        raise InputError("no such file", source=src)
     line_limit, depth_limit = limits.get("max_line_bytes"), limits.get("max_json_depth")  # once per file
     last = max(only, default=0) if only is not None else None
     with _open_binary(p) as fh:
         lineno = 0
         while last is None or lineno < last:
             try:
-                raw = read_line(fh, str(p), lineno + 1, line_limit)
+                raw = read_line(fh, src, lineno + 1, line_limit)
             except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile, a truncated .gz
-                raise InputError(f"cannot read the gzip file: {exc}", source=str(p)) from None
+                raise InputError(f"cannot read the gzip file: {exc}", source=src) from None
             if not raw:
                 return
             lineno += 1
             if only is not None and lineno not in only:
                 continue
+            if lineno > 1:  # the common line: orjson on the bytes (line 1 may carry a BOM)
+                doc = fast_line(raw, depth_limit)
+                if doc is not NOT_FAST:
+                    yield lineno, doc
+                    continue
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is fine
             except UnicodeDecodeError as exc:
                 raise InputError(
                     f"not UTF-8 text: {exc.reason} (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-                    source=str(p),
+                    source=src,
                     location=f"line {lineno}",
                 ) from None
             if not line.strip():
@@ -83,7 +89,7 @@ def iter_jsonl(
             yield (
                 lineno,
                 loads_json(
-                    line.rstrip("\r\n"), source=str(p), location=f"line {lineno}", depth_limit=depth_limit
+                    line.rstrip("\r\n"), source=src, location=f"line {lineno}", depth_limit=depth_limit
                 ),
             )
 

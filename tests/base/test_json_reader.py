@@ -186,3 +186,25 @@ def test_long_digit_check_equals_the_regex():
             == bool(rx.search(t))
             == safe_io._long_digits(t.encode("utf-8", "surrogatepass"))
         ), t
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"id": "a", "labels": {"gold": ["x"], "pred": ["y"]}}',
+        b'{"id": "b", "n": 123456789012345678901234}',  # a 20-digit run: the full reader keeps it an int
+        b'{"id": "c", "v": 1e999}',  # orjson refuses; the stdlib path reads inf
+        b'{"id": "d", "s": "caf\xc3\xa9"}',
+        b"[" * 40 + b"]" * 40,
+    ],
+)
+def test_fast_line_is_loads_json_or_defers_to_it(line):
+    """records' JSONL fast path (issue #33): orjson on the undecoded bytes gives loads_json's
+    value, or NOT_FAST so that loads_json decides (values and errors unchanged)."""
+    from kg_rageval.base.safe_io import NOT_FAST, fast_line, loads_json
+
+    got = fast_line(line, 32)
+    if got is not NOT_FAST:
+        assert got == loads_json(line.decode("utf-8"), source="f", depth_limit=32)
+    else:
+        assert line.startswith(b"[") or b"1234567890123456789" in line or b"1e999" in line
