@@ -82,6 +82,7 @@ HAS: dict[str, set[str]] = {
         "relations",
         "preference",
         "shacl",
+        "rewrite",
     },
     "per_node_rollup": {
         "hierarchy",
@@ -92,6 +93,7 @@ HAS: dict[str, set[str]] = {
         "provenance",
         "relations",
         "context",
+        "rewrite",
     },
     "score_command": {
         "hierarchy",
@@ -117,6 +119,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "preference": f"{_NOT_STREAMED}: its meta describes the whole hard-vs-soft comparison",
         "judge": f"{_NOT_STREAMED}: the judges are chosen from all records; PPI and kappa pool every item",
         "system": f"{_NOT_STREAMED}: latency and cost quantiles are taken over all records",
+        "rewrite": f"{_NOT_STREAMED}: the recall–latency frontier spans all records",
     },
     "reads_ontology_ids": {
         "trec": "reads query and document ids of TREC qrels and runs, no ontology id",
@@ -126,6 +129,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": "reads judge verdicts and human labels, no ontology id",
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
         "context": "reads chunk ids of the supplied context, no ontology id",
+        "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: an error)",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -147,6 +151,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "trec": "reported by 'kg-rageval score retrieval --qrels/--run'",
         "shacl": "reported by 'kg-rageval score conformance --shapes'",
         "context": "reported by 'kg-rageval score system' beside the system family",
+        "rewrite": "scored through the audit (families.rewrite), the pytest plugin and the library",
     },
 }
 """``{property: {family: reason}}``: the families that do not have a property, and why."""
