@@ -75,5 +75,12 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
                     "multi_query_2": {"ranked": ranked[1::2], "latency_ms": 55},
                 }
             }
+            extra["iterative"] = {  # the iterative family: two steps, the second finds the run's tail
+                "steps": [
+                    {"query": "q", "results": ranked[:3], "calls": 1, "time_ms": 100 + i, "tokens": 200},
+                    {"query": "q2", "results": ranked[3:], "calls": 1, "time_ms": 150, "tokens": 300},
+                ],
+                "correct": i % 3 != 0,
+            }
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

@@ -94,6 +94,7 @@ HAS: dict[str, set[str]] = {
         "relations",
         "context",
         "rewrite",
+        "iterative",
     },
     "score_command": {
         "hierarchy",
@@ -129,6 +130,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": "reads judge verdicts and human labels, no ontology id",
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
         "context": "reads chunk ids of the supplied context, no ontology id",
+        "iterative": "reads document ids and step costs, no ontology id",
         "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: an error)",
     },
     "needs_ontology": {
@@ -137,6 +139,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": "the ontology is optional: only the per-branch roll-up of score judges uses it",
         "system": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
+        "iterative": "the ontology is optional: only the per-branch roll-up uses it",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",
@@ -152,6 +155,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "shacl": "reported by 'kg-rageval score conformance --shapes'",
         "context": "reported by 'kg-rageval score system' beside the system family",
         "rewrite": "scored through the audit (families.rewrite), the pytest plugin and the library",
+        "iterative": "scored through the audit (families.iterative), the pytest plugin and the library",
     },
 }
 """``{property: {family: reason}}``: the families that do not have a property, and why."""

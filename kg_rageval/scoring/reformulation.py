@@ -1,5 +1,5 @@
 """Declarations of the query-reformulation families of issue #31 (``docs/rewrite.md``): rewrite
-(expansion, HyDE, multi-query gains over the raw query). Standard library only."""
+(expansion, HyDE, multi-query gains over the raw query) and iterative (search traces under budgets). Standard library only."""
 
 from __future__ import annotations
 
@@ -97,4 +97,49 @@ REWRITE = Scorer(
 
 # properties: the HAS / EXEMPT tables of kg_rageval.scoring.properties (rewrite)
 
-REFORMULATION: tuple[Scorer, ...] = (REWRITE,)
+ITERATIVE = Scorer(
+    name="iterative",
+    target="kg_rageval.families.iterative:score_iterative",
+    sections=("iterative",),
+    section_required=True,
+    description="Iterative search traces under explicit budgets of calls, time and tokens: success, budget "
+    "exhausted and wrong counted apart, steps to the first relevant document.",
+    metrics=metric_specs(
+        "iterative",
+        "iterative",
+        (
+            (
+                "success_rate",
+                "higher",
+                "records with a relevant document found within budget / scored records",
+            ),
+            (
+                "budget_exhausted_rate",
+                "lower",
+                "records cut by a budget before a relevant document / scored records",
+            ),
+            (
+                "wrong_rate",
+                "lower",
+                "records with every step taken and no relevant document (or a wrong answer)",
+            ),
+            (
+                "steps_to_first_relevant.mean",
+                "lower",
+                "mean 1-based step of the first relevant document (successes)",
+            ),
+            ("calls.mean", "lower", "mean calls of the taken steps"),
+            ("time_ms.mean", "lower", "mean time_ms of the taken steps"),
+            ("tokens.mean", "lower", "mean tokens of the taken steps"),
+        ),
+    ),
+    params=(
+        Param("max_calls", "int", None, "Budget of calls (none: no limit).", nullable=True, minimum=0),
+        Param(
+            "max_time_ms", "float", None, "Budget of time in ms (none: no limit).", nullable=True, minimum=0
+        ),
+        Param("max_tokens", "int", None, "Budget of tokens (none: no limit).", nullable=True, minimum=0),
+    ),
+)
+
+REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE)
