@@ -130,3 +130,19 @@ def test_bad_input_names_record_and_field(onto):
     ]
     with pytest.raises(InputError, match="'VH:plane' is not in the ontology"):
         get_scorer("rewrite").score(onto, unk)
+
+
+def test_records_from_one_trec_run_per_variant(tmp_path, onto):
+    from kg_rageval.families.rewrite.inputs import records_from_runs
+
+    (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d3 2\n")
+    (tmp_path / "raw.trec").write_text("q1 Q0 d1 1 2.0 raw\nq1 Q0 d9 2 1.0 raw\nq2 Q0 d9 1 1.0 raw\n")
+    (tmp_path / "exp.trec").write_text("q1 Q0 d2 1 2.0 e\nq1 Q0 d1 2 1.0 e\nq2 Q0 d3 1 1.0 e\n")
+    recs = records_from_runs(
+        tmp_path / "qrels", {"raw": tmp_path / "raw.trec", "expansion": tmp_path / "exp.trec"}
+    )
+    m = get_scorer("rewrite").score(onto, recs).metrics()
+    assert m["rewrite.expansion.delta.recall@10"].value == 0.75  # as the records example
+    (tmp_path / "bad.trec").write_text("q1 Q0 d1 1 x raw\n")
+    with pytest.raises(InputError, match=r"bad.trec.*line 1"):
+        records_from_runs(tmp_path / "qrels", {"raw": tmp_path / "bad.trec"})
