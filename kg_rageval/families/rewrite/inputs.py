@@ -30,7 +30,7 @@ def records_from_runs(
     for q, grades in qrels.items():
         rec: dict[str, Any] = {
             "id": q,
-            "retrieval": {"gold": {d: g for d, g in grades.items()}},
+            "retrieval": {"gold": dict(grades)},
             "rewrite": {
                 "variants": {
                     v: {"ranked": run.ranked(q) if q in run.qindex else []} for v, run in loaded.items()
