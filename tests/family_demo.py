@@ -57,7 +57,30 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
             "tokens": {"prompt": 100 + i, "completion": 20},
             "cache": {"llm": i % 2 == 0},
         }
-        out.append(
-            {k: v for k, v in r.items() if not k.startswith("_")} | {"judges": judges, "system": system}
-        )
+        extra: dict = {"judges": judges, "system": system}
+        ret = r.get("retrieval") or {}
+        ranked = [d if isinstance(d, str) else d.get("id") for d in (ret.get("run") or [])]
+        ranked = [d for d in dict.fromkeys(ranked) if isinstance(d, str)]
+        if ret.get("gold") and ranked:  # the rewrite family: variants built from the retrieved list
+            gold_node = ((r.get("labels") or {}).get("gold") or [None])[0]
+            hyde: dict = {"ranked": ranked[::-1], "latency_ms": 300 + i}
+            if isinstance(gold_node, str):
+                hyde["concepts"] = [gold_node]
+            extra["rewrite"] = {
+                "variants": {
+                    "raw": {"ranked": ranked, "latency_ms": 40 + i},
+                    "expansion": {"ranked": ranked[1:] + ranked[:1], "latency_ms": 60 + i},
+                    "hyde": hyde,
+                    "multi_query_1": {"ranked": ranked[::2], "latency_ms": 50},
+                    "multi_query_2": {"ranked": ranked[1::2], "latency_ms": 55},
+                }
+            }
+            extra["iterative"] = {  # the iterative family: two steps, the second finds the run's tail
+                "steps": [
+                    {"query": "q", "results": ranked[:3], "calls": 1, "time_ms": 100 + i, "tokens": 200},
+                    {"query": "q2", "results": ranked[3:], "calls": 1, "time_ms": 150, "tokens": 300},
+                ],
+                "correct": i % 3 != 0,
+            }
+        out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

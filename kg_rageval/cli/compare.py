@@ -55,8 +55,8 @@ from kg_rageval.cli.common import fail, load_ontology_cli, ontology_format_optio
     "--test",
     "tests",
     multiple=True,
-    type=click.Choice(["permutation", "t", "wilcoxon"]),
-    help="Paired tests (repeatable; default all three).",
+    type=click.Choice(["permutation", "t", "wilcoxon", "tukey"]),
+    help="Tests (repeatable; default the three paired ones; tukey: Tukey HSD over all systems).",
 )
 @click.option(
     "--correction", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True
@@ -107,6 +107,17 @@ from kg_rageval.cli.common import fail, load_ontology_cli, ontology_format_optio
     help="Measures tested per branch (default: the first measure).",
 )
 @click.option(
+    "--rerank",
+    is_flag=True,
+    help="Two runs, a first stage then its reranking: refuse a query whose candidate sets differ; "
+    "default measures nDCG@10, RR, P@1.",
+)
+@click.option(
+    "--allow-mismatch",
+    is_flag=True,
+    help="--rerank: drop (and count) the queries whose candidate sets differ instead of refusing.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "markdown", "latex", "json"]),
@@ -136,6 +147,8 @@ def command(
     query_nodes,
     branch_depth,
     branch_measures,
+    rerank,
+    allow_mismatch,
     fmt,
 ) -> None:
     """Compare N systems: means, paired tests (Holm/Bonferroni), effect sizes, CIs, W/T/L, per branch."""
@@ -152,6 +165,10 @@ def command(
     if len(set(sys_names)) != len(sys_names):
         fail(f"system names must be unique, got {sys_names}")
     onto = load_ontology_cli(ontology_path, ontology_format) if ontology_path else None
+    if rerank:
+        if not run_paths or len(run_paths) != 2:
+            fail("--rerank compares two --run files: the first stage, then its reranking")
+        measures = measures or ("nDCG@10", "RR", "P@1")
     if run_paths:
         if not qrels_path:
             fail("--run needs --qrels")
@@ -166,6 +183,8 @@ def command(
             onto,
             corpus_path,
             query_nodes,
+            rerank=rerank,
+            allow_mismatch=allow_mismatch,
         )
     else:
         if onto is None:
@@ -198,7 +217,19 @@ def _names(paths) -> list[str]:
 
 
 def _from_runs(
-    qrels_path, run_paths, sys_names, measures, trec_eval, rel_level, depth, onto, corpus_path, query_nodes
+    qrels_path,
+    run_paths,
+    sys_names,
+    measures,
+    trec_eval,
+    rel_level,
+    depth,
+    onto,
+    corpus_path,
+    query_nodes,
+    *,
+    rerank=False,
+    allow_mismatch=False,
 ):
     from kg_rageval.contract.measures import parse_measures
     from kg_rageval.families.retrieval.files import query_gold_nodes, read_query_nodes
@@ -213,11 +244,17 @@ def _from_runs(
     mode = "trec_eval" if trec_eval else "default"
     per_query, masks = {}, {}
     missing = {}
-    for path, name in zip(run_paths, sys_names):
-        pq = compute(qrels, load_run(path), specs, rel_level=rel_level, depth=depth)
+    runs = [load_run(path) for path in run_paths]
+    keep = np.ones(len(qrels), dtype=bool)
+    mismatched: list[str] = []
+    if rerank:
+        mismatched = _candidate_mismatch(runs, run_paths, allow_mismatch)
+        keep = np.asarray([q not in set(mismatched) for q in qrels.qids], dtype=bool)
+    for run, name in zip(runs, sys_names):
+        pq = compute(qrels, run, specs, rel_level=rel_level, depth=depth)
         per_query[name] = {str(s): pq.values[str(s)] for s in specs}
         missing[name] = int(pq.ranked.missing.sum())
-        masks = {str(s): scored_mask(pq, s, mode) for s in specs}
+        masks = {str(s): scored_mask(pq, s, mode) & keep for s in specs}
     nodes = None
     if onto is not None:
         corpus = None
@@ -238,7 +275,34 @@ def _from_runs(
         if trec_eval
         else "queries with a relevant document (missing runs scored 0 and counted)",
     }
+    if rerank:
+        meta["rerank"] = {"n_mismatched": len(mismatched), "mismatched": mismatched[:20]}
     return per_query, masks, nodes, meta
+
+
+def _candidate_mismatch(runs, run_paths, allow_mismatch) -> list[str]:
+    """Queries whose candidate sets differ between the first stage and the reranked run (a
+    reranker only reorders: the delta is valid on identical sets; docs/fusion.md)."""
+    sets = []
+    for run in runs:
+        s = run.vocab.strings
+        sets.append(
+            {
+                q: {s[d] for d in run.docs[run.ptr[i] : run.ptr[i + 1]].tolist()}
+                for i, q in enumerate(run.qids)
+            }
+        )
+    a, b = sets
+    bad = [q for q in dict.fromkeys([*a, *b]) if a.get(q) != b.get(q)]
+    if bad and not allow_mismatch:
+        q = bad[0]
+        x, y = a.get(q, set()), b.get(q, set())
+        fail(
+            f"--rerank: query {q!r} has different candidate sets in {run_paths[0]} and {run_paths[1]} "
+            f"({len(x - y)} only in the first stage, {len(y - x)} only in the reranked run); "
+            f"{len(bad)} such queries (--allow-mismatch drops and counts them)"
+        )
+    return bad
 
 
 def _from_records(data_paths, sys_names, measures, onto, corpus_path):

@@ -82,6 +82,7 @@ HAS: dict[str, set[str]] = {
         "relations",
         "preference",
         "shacl",
+        "rewrite",
     },
     "per_node_rollup": {
         "hierarchy",
@@ -92,6 +93,8 @@ HAS: dict[str, set[str]] = {
         "provenance",
         "relations",
         "context",
+        "rewrite",
+        "iterative",
     },
     "score_command": {
         "hierarchy",
@@ -117,6 +120,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "preference": f"{_NOT_STREAMED}: its meta describes the whole hard-vs-soft comparison",
         "judge": f"{_NOT_STREAMED}: the judges are chosen from all records; PPI and kappa pool every item",
         "system": f"{_NOT_STREAMED}: latency and cost quantiles are taken over all records",
+        "rewrite": f"{_NOT_STREAMED}: the recall–latency frontier spans all records",
     },
     "reads_ontology_ids": {
         "trec": "reads query and document ids of TREC qrels and runs, no ontology id",
@@ -126,6 +130,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": "reads judge verdicts and human labels, no ontology id",
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
         "context": "reads chunk ids of the supplied context, no ontology id",
+        "iterative": "reads document ids and step costs, no ontology id",
+        "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: an error)",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -133,6 +139,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": "the ontology is optional: only the per-branch roll-up of score judges uses it",
         "system": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
+        "iterative": "the ontology is optional: only the per-branch roll-up uses it",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",
@@ -147,6 +154,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "trec": "reported by 'kg-rageval score retrieval --qrels/--run'",
         "shacl": "reported by 'kg-rageval score conformance --shapes'",
         "context": "reported by 'kg-rageval score system' beside the system family",
+        "rewrite": "scored through the audit (families.rewrite), the pytest plugin and the library",
+        "iterative": "scored through the audit (families.iterative), the pytest plugin and the library",
     },
 }
 """``{property: {family: reason}}``: the families that do not have a property, and why."""

@@ -8,6 +8,12 @@ For a baseline A and each candidate B, per measure, on the same queries (``d_q =
 * ``t``: Student's paired t-test, ``scipy.stats.ttest_rel(b, a)`` (ranx's ``student``);
 * ``wilcoxon``: ``scipy.stats.wilcoxon(d)`` (zero differences dropped, scipy's default
   ``zero_method="wilcox"``); with every d_q = 0 the p-value is 1.
+* ``tukey`` (on request): Tukey's HSD over all the systems of one measure, on the same
+  queries — ``scipy.stats.tukey_hsd`` (ranx's ``tukey``), equal to statsmodels'
+  ``pairwise_tukeyhsd``: a one-way ANOVA design, so the queries are *not* paired (a paired
+  test has more power on the same queries); every pair of systems gets ``meandiff`` (second −
+  first), the family-wise p-value and its simultaneous CI at ``level``. Its p-value already
+  controls the error over all system pairs of the measure and is not corrected again.
 * correction over the candidates × measures of one test: ``holm`` (step-down) or
   ``bonferroni``, ``p_adj = min(1, ...)``; ``none`` keeps the raw p.
 * effect size: Cohen's d_z = mean(d) / sd(d) (ddof 1; ``None`` when sd is 0 or n < 2);
@@ -41,6 +47,8 @@ from kg_rageval.base.errors import InputError, MissingEvidence
 from kg_rageval.families.retrieval.compare import bootstrap_ci, permutation_p
 
 TESTS = ("permutation", "t", "wilcoxon")
+ALL_TESTS = (*TESTS, "tukey")
+"""``tukey`` (Tukey HSD over all systems) is on request: it is not a paired test."""
 DELTA_DECIMALS = 12
 """Paired deltas are compared at this many decimals (module docstring)."""
 
@@ -101,6 +109,46 @@ def wilcoxon_p(a: np.ndarray, b: np.ndarray) -> float:
     if not np.any(d != 0):
         return 1.0
     return float(stats.wilcoxon(d).pvalue)
+
+
+def tukey_hsd(
+    values: Mapping[str, np.ndarray], *, level: float = 0.95, alpha: float = 0.05
+) -> list[dict[str, Any]]:
+    """Tukey HSD over the systems of ``values`` (``{system: per-query array}``, same queries):
+    one row per pair ``(group1, group2)`` in system order with ``meandiff`` = mean(group2) −
+    mean(group1), ``p_adj``, ``ci`` (simultaneous, at ``level``) and ``reject`` (p_adj <
+    alpha), as statsmodels' ``pairwise_tukeyhsd`` reports them."""
+    from scipy import stats  # type: ignore[import-untyped]
+
+    names = list(values)
+    arrs = [np.asarray(values[n], dtype=float) for n in names]
+    if len(arrs) < 2:
+        raise InputError("Tukey HSD needs at least two systems")
+    if any(len(a) < 2 for a in arrs):
+        raise MissingEvidence("Tukey HSD needs at least 2 queries per system")
+    if all(np.all(a == arrs[0][0]) for a in arrs):
+        res_p = np.ones((len(arrs), len(arrs)))
+        lo = hi = np.zeros((len(arrs), len(arrs)))
+    else:
+        res = stats.tukey_hsd(*arrs)
+        ci = res.confidence_interval(level)
+        res_p, lo, hi = res.pvalue, ci.low, ci.high
+    out = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            p = float(res_p[i, j])
+            out.append(
+                {
+                    "group1": names[i],
+                    "group2": names[j],
+                    "n": int(len(arrs[i])),
+                    "meandiff": float(arrs[j].mean() - arrs[i].mean()),
+                    "p_adj": p,
+                    "ci": [float(-hi[i, j]), float(-lo[i, j])],
+                    "reject": bool(p < alpha),
+                }
+            )
+    return out
 
 
 def effect_size(d: np.ndarray) -> float | None:
@@ -183,6 +231,7 @@ class Comparison:
     level: float
     branches: list[BranchRow] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    tukey: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # measure -> all pairs
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -197,6 +246,7 @@ class Comparison:
             "level": self.level,
             "comparisons": [r.to_dict() for r in self.rows],
             "branches": [b.to_dict() for b in self.branches],
+            **({"tukey": self.tukey} if self.tukey else {}),
             **({"meta": self.meta} if self.meta else {}),
         }
 
@@ -233,8 +283,8 @@ def compare_systems(
     if baseline not in per_query:
         raise InputError(f"baseline {baseline!r} is not one of the systems {systems}")
     for t in tests:
-        if t not in TESTS:
-            raise ValueError(f"unknown test {t!r}; choose from {TESTS}")
+        if t not in ALL_TESTS:
+            raise ValueError(f"unknown test {t!r}; choose from {ALL_TESTS}")
     measures = list(per_query[baseline])
     nq = len(next(iter(per_query[baseline].values()))) if measures else 0
     for s in systems:
@@ -247,6 +297,7 @@ def compare_systems(
     rows: list[Row] = []
     means: dict[str, dict[str, float | None]] = {s: {} for s in systems}
     ns: dict[str, int] = {}
+    tukey_rows: dict[str, list[dict[str, Any]]] = {}
     for m in measures:
         mask = (
             np.ones(nq, dtype=bool) if masks is None or m not in masks else np.asarray(masks[m], dtype=bool)
@@ -257,6 +308,15 @@ def compare_systems(
             means[s][m] = float(v.mean()) if len(v) else None
         if not mask.any():
             continue
+        tk: dict[tuple[str, str], dict[str, Any]] = {}
+        if "tukey" in tests and mask.sum() >= 2:
+            pairs = tukey_hsd(
+                {s: np.asarray(per_query[s][m], dtype=float)[mask] for s in systems}, level=level, alpha=alpha
+            )
+            tukey_rows[m] = pairs
+            tk = {(r["group1"], r["group2"]): r for r in pairs} | {
+                (r["group2"], r["group1"]): r for r in pairs
+            }
         for c in cands:
             a, b = _pairs({k: per_query[k][m] for k in (baseline, c)}, baseline, c)
             a, b = a[mask], b[mask]
@@ -268,6 +328,8 @@ def compare_systems(
                 p["t"] = t_test_p(a, b)
             if "wilcoxon" in tests:
                 p["wilcoxon"] = wilcoxon_p(a, b)
+            if (baseline, c) in tk:
+                p["tukey"] = tk[(baseline, c)]["p_adj"]
             rows.append(
                 Row(
                     m,
@@ -286,9 +348,12 @@ def compare_systems(
             )
     for t in tests:
         idx = [i for i, r in enumerate(rows) if t in r.p]
-        for i, v in zip(idx, adjust([rows[i].p[t] for i in idx], correction)):
+        # Tukey's p is already family-wise over the system pairs (module docstring)
+        adj = [rows[i].p[t] for i in idx] if t == "tukey" else adjust([rows[i].p[t] for i in idx], correction)
+        for i, v in zip(idx, adj):
             rows[i].p_adj[t] = v
     comp = Comparison(systems, baseline, measures, means, ns, rows, tuple(tests), correction, alpha, level)
+    comp.tukey = tukey_rows
     if branches:
         comp.branches = _branches(
             per_query,
@@ -421,6 +486,23 @@ def render(c: Comparison, fmt: str = "text") -> str:
         parts = [table(t1, h1), "", table(t2, h2), _note(c)]
         if t3:
             parts += ["", "== per ontology branch (Holm over branches)", table(t3, h3)]
+        for m, pairs in c.tukey.items():
+            rows_ = [
+                [
+                    r["group1"],
+                    r["group2"],
+                    f"{r['meandiff']:+.4f}",
+                    _p(r["p_adj"]),
+                    f"[{r['ci'][0]:+.4f}, {r['ci'][1]:+.4f}]",
+                    str(r["reject"]),
+                ]
+                for r in pairs
+            ]
+            parts += [
+                "",
+                f"== Tukey HSD, {m} (all pairs; queries not paired; FWER {c.alpha})",
+                table(rows_, ["group1", "group2", "meandiff", "p_adj", "CI", "reject"]),
+            ]
         return "\n".join(parts)
     if fmt == "markdown":
 

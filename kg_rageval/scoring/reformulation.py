@@ -1,0 +1,145 @@
+"""Declarations of the query-reformulation families of issue #31 (``docs/rewrite.md``): rewrite
+(expansion, HyDE, multi-query gains over the raw query) and iterative (search traces under budgets). Standard library only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kg_rageval.contract.metrics import metric_specs
+from kg_rageval.contract.params import Param
+from kg_rageval.scoring.scorer import Scorer
+
+
+def _rewrite_values(opts: Mapping[str, Any]) -> dict[str, set[str]]:
+    return {"k": {str(k) for k in opts["k"]}, "size": {str(n) for n in range(1, opts["max_rewrites"] + 1)}}
+
+
+_REWRITE_METRICS = (
+    [
+        (
+            "raw.recall@{k}",
+            "higher",
+            "mean over records with relevant gold of |relevant ∩ raw top k| / |relevant|",
+        )
+    ]
+    + [
+        (
+            f"{v}.recall@{{k}}",
+            "higher",
+            f"mean recall@k of the {v} variant (multi_query: union of every rewrite)",
+        )
+        for v in ("expansion", "hyde", "multi_query")
+    ]
+    + [
+        (
+            f"{v}.delta.recall@{{k}}",
+            "higher",
+            f"mean over records with both of recall@k({v}) − recall@k(raw): the paired gain",
+        )
+        for v in ("expansion", "hyde", "multi_query")
+    ]
+    + [
+        (f"{v}.latency_ms.mean", "lower", f"mean latency_ms of the {v} variant")
+        for v in ("raw", "expansion", "hyde", "multi_query")
+    ]
+    + [
+        ("multi_query.union_{size}.recall@{k}", "higher", "recall@k of the union of the first N rewrites"),
+        (
+            "multi_query.union_{size}.delta.recall@{k}",
+            "higher",
+            "recall@k(union of N) − recall@k(raw), paired",
+        ),
+        ("multi_query.union_{size}.latency_ms.mean", "lower", "mean summed (or max) latency of N rewrites"),
+        (
+            "hyde.off_topic_rate",
+            "lower",
+            "HyDE records naming a concept outside the gold branch / HyDE records with concepts and gold",
+        ),
+    ]
+)
+
+REWRITE = Scorer(
+    name="rewrite",
+    target="kg_rageval.families.rewrite:score_rewrite",
+    streamable=False,  # the union sizes and the frontier are taken over all records
+    sections=("rewrite",),
+    section_required=True,
+    description="Query rewriting: expansion, HyDE and multi-query recall gains over the raw query (paired "
+    "deltas), union Recall@k for N rewrites with latency, HyDE off-topic concepts.",
+    template_values=_rewrite_values,
+    metrics=metric_specs("rewrite", "rewrite", _REWRITE_METRICS),
+    params=(
+        Param("k", "int_list", (10,), "Cut-offs.", minimum=1),
+        Param(
+            "max_rewrites",
+            "int",
+            5,
+            "Union sizes N = 1..max_rewrites reported for the multi-query rewrites.",
+            minimum=1,
+        ),
+        Param(
+            "branch_depth",
+            "int",
+            1,
+            "Ontology depth (root 0) of the gold branch a HyDE concept must lie in.",
+            minimum=0,
+        ),
+        Param(
+            "union_latency",
+            "str",
+            "sum",
+            "Latency of N rewrites: sum (one after the other) or max (in parallel).",
+            choices=("sum", "max"),
+        ),
+    ),
+)
+
+# properties: the HAS / EXEMPT tables of kg_rageval.scoring.properties (rewrite)
+
+ITERATIVE = Scorer(
+    name="iterative",
+    target="kg_rageval.families.iterative:score_iterative",
+    sections=("iterative",),
+    section_required=True,
+    description="Iterative search traces under explicit budgets of calls, time and tokens: success, budget "
+    "exhausted and wrong counted apart, steps to the first relevant document.",
+    metrics=metric_specs(
+        "iterative",
+        "iterative",
+        (
+            (
+                "success_rate",
+                "higher",
+                "records with a relevant document found within budget / scored records",
+            ),
+            (
+                "budget_exhausted_rate",
+                "lower",
+                "records cut by a budget before a relevant document / scored records",
+            ),
+            (
+                "wrong_rate",
+                "lower",
+                "records with every step taken and no relevant document (or a wrong answer)",
+            ),
+            (
+                "steps_to_first_relevant.mean",
+                "lower",
+                "mean 1-based step of the first relevant document (successes)",
+            ),
+            ("calls.mean", "lower", "mean calls of the taken steps"),
+            ("time_ms.mean", "lower", "mean time_ms of the taken steps"),
+            ("tokens.mean", "lower", "mean tokens of the taken steps"),
+        ),
+    ),
+    params=(
+        Param("max_calls", "int", None, "Budget of calls (none: no limit).", nullable=True, minimum=0),
+        Param(
+            "max_time_ms", "float", None, "Budget of time in ms (none: no limit).", nullable=True, minimum=0
+        ),
+        Param("max_tokens", "int", None, "Budget of tokens (none: no limit).", nullable=True, minimum=0),
+    ),
+)
+
+REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE)
