@@ -59,6 +59,7 @@ def test_streamable_families_are_declared():
         "conformance",
         "generation",
         "provenance",
+        "iterative",
     }
 
 
