@@ -428,7 +428,7 @@ def _version() -> str:
     return str(__version__)
 
 
-def ingest(
+def ingest_records(
     store: WindowStore,
     traffic: str | Path,
     ontology: Any,
@@ -447,6 +447,31 @@ def ingest(
     )
     return store.ingest_rows(
         chunks, windowing=window, source=str(traffic), replace=replace, reservoir=reservoir, seed=seed
+    )
+
+
+ingest = ingest_records
+
+
+def ingest_traces(
+    store: WindowStore,
+    traces: str | Path,
+    ontology: Any,
+    *,
+    window: str = "1d",
+    branch_depth: int = 1,
+    branches: list[str] | None = None,
+    replace: bool = False,
+    reservoir: int = DEFAULT_RESERVOIR,
+    seed: int = 0,
+) -> IngestSummary:
+    """Read an OTLP / OpenInference trace file (:func:`records_from_traces`) into ``store``."""
+    from kg_rageval.monitor.traffic import records_from_traces, row_maker
+
+    make = row_maker(ontology, window=window, branch_depth=branch_depth, branches=branches)
+    rows = [make(r) for r in records_from_traces(traces)]
+    return store.ingest_rows(
+        [rows], windowing=window, source=str(traces), replace=replace, reservoir=reservoir, seed=seed
     )
 
 

@@ -1,0 +1,98 @@
+"""``kg-rageval monitor ingest|drift|windows``: exit codes 0 quiet, 1 alert, 2 input error."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("duckdb", reason="the window store needs the monitor extra (duckdb)")
+
+from kg_rageval.cli.main import main  # noqa: E402
+from kg_rageval.ontology import load_ontology  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def onto_path(fixtures_dir):
+    return fixtures_dir / "hierarchy" / "vehicles.obo"
+
+
+def _day(day: int, leaves: list[str], shift: float, seed: int, n: int = 40) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        leaf = leaves[i % 2]
+        emb = rng.normal(size=4) + (shift if leaf == leaves[0] else 0.0)
+        out.append({
+            "id": f"d{day}-{i}", "timestamp": f"2026-11-0{day}T{i % 24:02d}:00:00Z",
+            "labels": {"predicted": [leaf]}, "embedding": emb.tolist(), "embedding_model": "enc@1",
+        })  # fmt: skip
+    return out
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_ingest_drift_exit_codes(tmp_path, onto_path, capsys):
+    onto = load_ontology(onto_path)
+    tops = sorted(n for n in onto.ids if onto.depth(n) == 1)
+    leaves = [next(n for n in onto.ids if onto.depth(n) >= 2 and t in onto.ancestors(n)) for t in tops[:2]]
+    traffic = _write(tmp_path / "t.jsonl", _day(1, leaves, 0.0, 1) + _day(2, leaves, 0.0, 2) + _day(3, leaves, 2.0, 3))
+    store = str(tmp_path / "s.duckdb")
+    assert main(["monitor", "ingest", str(traffic), "--store", store, "-O", str(onto_path), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["windows"] == {"2026-11-01T00:00:00Z": 40, "2026-11-02T00:00:00Z": 40, "2026-11-03T00:00:00Z": 40}
+    # the same traffic again: refused (exit 2), the store unchanged
+    assert main(["monitor", "ingest", str(traffic), "--store", store, "-O", str(onto_path)]) == 2
+    assert "already in the store" in capsys.readouterr().err
+    base = ["monitor", "drift", "--store", store, "--reference", "2026-11-01T00:00:00Z", "--format", "json"]
+    assert main([*base, "--current", "2026-11-02T00:00:00Z"]) == 0
+    quiet = json.loads(capsys.readouterr().out)
+    assert quiet["alert"] is False and quiet["correction"] == "holm"
+    assert main([*base, "--current", "2026-11-03T00:00:00Z"]) == 1
+    alert = json.loads(capsys.readouterr().out)
+    drifted = [t for t in alert["tests"] if t["drift"]]
+    assert [(t["test"], t["branch"]) for t in drifted] == [("mmd", tops[0])]
+    assert main([*base, "--rolling"]) == 1
+    rolling = json.loads(capsys.readouterr().out)
+    assert [w["alert"] for w in rolling["windows"]] == [False, True]
+    assert main([*base, "--current", "2026-12-01T00:00:00Z"]) == 2
+    assert "no window '2026-12-01T00:00:00Z'" in capsys.readouterr().err
+    assert main(["monitor", "drift", "--store", str(tmp_path / "none.duckdb"), "--reference", "x"]) == 2
+    assert "no such store" in capsys.readouterr().err
+
+
+def test_ingest_otlp_traces(tmp_path, onto_path, capsys):
+    onto = load_ontology(onto_path)
+    leaf = next(n for n in onto.ids if onto.depth(n) >= 2)
+
+    def attr(k, v):
+        val = {"stringValue": v} if isinstance(v, str) else {"arrayValue": {"values": [{"doubleValue": x} for x in v]}}
+        return {"key": k, "value": val}
+
+    start = 1793613600 * 10**9  # 2026-11-02T10:00:00Z
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "name": "rag",
+         "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 250_000_000),
+         "attributes": [attr("openinference.span.kind", "CHAIN"), attr("kg_rageval.concepts", leaf),
+                        attr("kg_rageval.intent", "lookup")]},
+        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b175", "parentSpanId": "eee19b7ec3c1b174",
+         "name": "embed", "startTimeUnixNano": str(start + 1), "endTimeUnixNano": str(start + 2),
+         "attributes": [attr("openinference.span.kind", "EMBEDDING"), attr("embedding.model_name", "enc@1"),
+                        attr("embedding.embeddings.0.embedding.vector", [0.5, 1.5])]},
+    ]}]}]}  # fmt: skip
+    p = tmp_path / "traces.json"
+    p.write_text(json.dumps(doc))
+    store = str(tmp_path / "s.duckdb")
+    assert main(["monitor", "ingest", str(p), "--traces", "--store", store, "-O", str(onto_path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["windows"] == {"2026-11-02T00:00:00Z": 1}
+    from kg_rageval.monitor.store import WindowStore
+
+    with WindowStore(store, read_only=True) as st:
+        s = st.sums(st.windows(), by=("intent",))
+        assert [(r["intent"], r["n"], r["latency_sum"]) for r in s] == [("lookup", 1, 250.0)]
+        emb, model = st.embeddings("2026-11-02T00:00:00Z")
+        assert model == "enc@1" and emb.tolist() == [[0.5, 1.5]]
