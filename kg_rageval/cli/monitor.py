@@ -161,3 +161,64 @@ def windows(store_path, fmt) -> None:
         lambda p: table([[w["win"], w["rows"], w["first_ts"], w["last_ts"], w["source"]] for w in p["windows"]],
                         ["window", "rows", "first", "last", "source"]),  # fmt: skip
     )
+
+
+# ---------------------------------------------------------------------- monitor calibrate
+@monitor.command("calibrate")
+@click.option("--trials", type=click.IntRange(1), default=200, show_default=True, help="Seeded trials per scenario.")
+@click.option("--n", "n_rows", type=click.IntRange(2), default=30, show_default=True, help="Rows per branch and window.")
+@click.option("--dim", type=click.IntRange(1), default=8, show_default=True, help="Embedding dimension.")
+@click.option("--branches", type=click.IntRange(1), default=3, show_default=True)
+@click.option("--shift", type=float, default=0.5, show_default=True, help="Mean shift injected in one branch.")
+@click.option("--mix-shift", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True, help="Share of a branch's rows moved to the shifted one.")
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--correction", type=click.Choice(["holm", "bh"]), default="holm", show_default=True)
+@click.option("--permutations", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@format_option
+def calibrate(trials, n_rows, dim, branches, shift, mix_shift, alpha, correction, permutations, seed, fmt) -> None:
+    """False-alarm rate on simulated no-shift windows and detection power on an injected shift,
+    of the whole drift report (every test, corrected together), with Wilson intervals."""
+    from kg_rageval.monitor.calibrate import calibrate as run
+
+    r = run(
+        trials=trials, n=n_rows, dim=dim, branches=branches, shift=shift, mix_shift=mix_shift,
+        alpha=alpha, correction=correction, n_permutations=permutations, seed=seed,
+    )  # fmt: skip
+    emit(
+        r,
+        fmt,
+        lambda p: (
+            f"{p['trials']} trials, {p['branches']} branches x {p['n_per_branch']} rows, {p['correction']} at {p['alpha']}\n"
+            f"false-alarm rate {p['false_alarm_rate']:.3f} [{p['false_alarm_ci'][0]:.3f}, {p['false_alarm_ci'][1]:.3f}]\n"
+            f"power (shift {p['shift']}, mix {p['mix_shift']}) {p['power']:.3f} [{p['power_ci'][0]:.3f}, {p['power_ci'][1]:.3f}]"
+        ),
+    )
+
+
+# ---------------------------------------------------------------------- monitor embedding
+@monitor.command("embedding")
+@click.argument("probes", type=click.Path(exists=True, dir_okay=False))
+@click.option("--model-a", required=True, help="The encoder version of the reference (a key of `embeddings`).")
+@click.option("--model-b", required=True, help="The new encoder version.")
+@click.option("-k", "k", type=click.IntRange(1), default=10, show_default=True, help="Neighbours compared / Recall@k.")
+@click.option("--min-stability", type=click.FloatRange(0, 1), default=None, help="Exit 1 when the neighbour stability is below it.")
+@format_option
+def embedding(probes, model_a, model_b, k, min_stability, fmt) -> None:
+    """Embedding drift between two encoder versions on a pinned probe set: neighbour stability
+    (mean top-k Jaccard) and Recall@k per version."""
+    from kg_rageval.monitor.embedding import embedding_drift, read_probe_set
+
+    r = embedding_drift(read_probe_set(probes), model_a, model_b, k=k)
+    r.pop("per_probe")
+    emit(
+        r,
+        fmt,
+        lambda p: (
+            f"{p['model_a']} → {p['model_b']}: neighbour stability (top-{p['k']} Jaccard) "
+            f"{p['neighbour_stability']:.4f} over {p['n_probes']} probes\n"
+            + "\n".join(f"Recall@{p['k']} {m}: {v if v is None else round(v, 4)}" for m, v in p[f"recall@{p['k']}"].items())
+        ),
+    )
+    if min_stability is not None and r["neighbour_stability"] < min_stability:
+        sys.exit(1)

@@ -96,3 +96,25 @@ def test_ingest_otlp_traces(tmp_path, onto_path, capsys):
         assert [(r["intent"], r["n"], r["latency_sum"]) for r in s] == [("lookup", 1, 250.0)]
         emb, model = st.embeddings("2026-11-02T00:00:00Z")
         assert model == "enc@1" and emb.tolist() == [[0.5, 1.5]]
+
+
+def test_calibrate_and_embedding_commands(tmp_path, capsys):
+    argv = ["monitor", "calibrate", "--trials", "20", "--n", "20", "--dim", "2", "--branches", "2",
+            "--shift", "1.5", "--permutations", "20", "--format", "json"]  # fmt: skip
+    assert main(argv) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["trials"] == 20 and r["power"] >= 0.9 and r["false_alarm_rate"] <= 0.15
+    items = [
+        {"id": "p1", "kind": "probe", "relevant": ["d1"], "embeddings": {"a": [1, 0], "b": [0, 1]}},
+        {"id": "d1", "kind": "document", "embeddings": {"a": [1, 0], "b": [1, 0]}},
+        {"id": "d2", "kind": "document", "embeddings": {"a": [0, 1], "b": [0, 1]}},
+    ]
+    p = _write(tmp_path / "probes.jsonl", items)
+    base = ["monitor", "embedding", str(p), "--model-a", "a", "--model-b", "b", "-k", "1", "--format", "json"]
+    assert main(base) == 0
+    e = json.loads(capsys.readouterr().out)
+    assert e["neighbour_stability"] == 0.0 and e["recall@1"] == {"a": 1.0, "b": 0.0}
+    assert main([*base, "--min-stability", "0.5"]) == 1
+    capsys.readouterr()
+    assert main(["monitor", "embedding", str(p), "--model-a", "a", "--model-b", "zz"]) == 2
+    assert "model 'zz' not in the probe set" in capsys.readouterr().err
