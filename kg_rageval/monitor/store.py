@@ -79,6 +79,12 @@ _STAGE_COLUMNS = (
 )
 
 
+def _stage_types() -> dict[str, Any]:
+    import pyarrow as pa
+
+    return {"slices": pa.list_(pa.string()), "latency_ms": pa.float64(), "cost": pa.float64()}
+
+
 def _duckdb() -> Any:
     try:
         import duckdb
@@ -193,6 +199,7 @@ class WindowStore:
         if reservoir < 0:
             raise ConfigError(f"reservoir {reservoir}: expected a number >= 0")
         con = self.con
+        stage_types = _stage_types()
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(
@@ -206,41 +213,37 @@ class WindowStore:
                 "model VARCHAR, h UBIGINT, embedding DOUBLE[])"
             )
             for chunk in chunks:
-                cols: dict[str, list[Any]] = {c: [] for c in _STAGE_COLUMNS}
-                emb: dict[str, list[Any]] = {
-                    c: [] for c in ("window", "branch", "record_id", "model", "h", "embedding")
-                }
+                rows = []
+                emb_rows = []
                 for r in chunk:
                     rec = r.record
                     fb = r.feedback
-                    cols["window"].append(r.window)
-                    cols["branch"].append(r.branch)
-                    cols["intent"].append(r.intent or "")
-                    first = r.concepts[0] if r.concepts else (r.unknown_concepts[0] if r.unknown_concepts else NIL_BRANCH)
-                    cols["concept"].append(first)
-                    cols["slices"].append([f"{k}={v}" for k, v in sorted(r.slices.items())])
-                    cols["nil"].append(r.is_nil)
-                    cols["unknown"].append(bool(r.unknown_concepts) and not r.concepts)
-                    cols["thumbs_down"].append(fb.get("thumbs") == "down")
-                    cols["thumbs_up"].append(fb.get("thumbs") == "up")
-                    cols["regenerated"].append(fb.get("regenerated") is True)
-                    cols["refused"].append(_refused(rec))
-                    cols["latency_ms"].append(_latency(rec))
-                    cols["cost"].append(_cost(rec))
-                    cols["ts"].append(r.timestamp)
+                    thumbs = fb.get("thumbs")
+                    concepts = r.concepts
+                    rows.append((
+                        r.window, r.branch, r.intent or "",
+                        concepts[0] if concepts else (r.unknown_concepts[0] if r.unknown_concepts else NIL_BRANCH),
+                        [f"{k}={v}" for k, v in sorted(r.slices.items())] if r.slices else [],
+                        not concepts and not r.unknown_concepts,
+                        bool(r.unknown_concepts) and not concepts,
+                        thumbs == "down", thumbs == "up", fb.get("regenerated") is True,
+                        _refused(rec), _latency(rec), _cost(rec), r.timestamp,
+                    ))  # fmt: skip
                     if r.embedding is not None and reservoir:
-                        emb["window"].append(r.window)
-                        emb["branch"].append(r.branch)
-                        emb["record_id"].append(r.record_id)
-                        emb["model"].append(r.embedding_model)
-                        emb["h"].append(_hash(r.record_id, seed))
-                        emb["embedding"].append(list(r.embedding))
-                if cols["window"]:
-                    stage_tbl = pa.table(cols)  # noqa: F841 - read by DuckDB below
+                        emb_rows.append(
+                            (r.window, r.branch, r.record_id, r.embedding_model, _hash(r.record_id, seed), list(r.embedding))
+                        )
+                if rows:
+                    cols = list(zip(*rows, strict=True))
+                    stage_tbl = pa.table(  # noqa: F841 - read by DuckDB below
+                        {c: pa.array(v, type=stage_types.get(c)) for c, v in zip(_STAGE_COLUMNS, cols, strict=True)}
+                    )
                     con.execute("INSERT INTO stage SELECT * FROM stage_tbl")
-                if emb["window"]:
+                if emb_rows:
+                    ecols = list(zip(*emb_rows, strict=True))
+                    names = ("window", "branch", "record_id", "model", "h", "embedding")
                     emb_tbl = pa.table(  # noqa: F841 - read by DuckDB below
-                        {**emb, "h": pa.array(emb["h"], pa.uint64())}
+                        {c: pa.array(v, type=pa.uint64() if c == "h" else None) for c, v in zip(names, ecols, strict=True)}
                     )
                     con.execute("INSERT INTO stage_emb SELECT * FROM emb_tbl")
             summary = self._commit_stage(windowing, source, replace, reservoir)

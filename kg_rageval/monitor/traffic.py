@@ -32,6 +32,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,12 @@ class Windowing:
             return release
         width = int(self.width.total_seconds())
         start = int((ts - EPOCH).total_seconds()) // width * width
-        return (EPOCH + timedelta(seconds=start)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _window_key(start)
+
+
+@lru_cache(maxsize=4096)
+def _window_key(start: int) -> str:
+    return (EPOCH + timedelta(seconds=start)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_timestamp(value: Any, record: Record, name: str = "timestamp") -> datetime:
@@ -258,7 +264,10 @@ def row_maker(
     windowing = window if isinstance(window, Windowing) else Windowing.parse(window)
     resolver = IdResolver(ontology)
     branch_of = make_branch_of(ontology, CoverageConfig(branch_depth=branch_depth, branches=branches))
-    return lambda r: to_row(r, windowing, resolver.node_id, branch_of)
+    # ids repeat across millions of rows: resolve each once
+    resolve = lru_cache(maxsize=1 << 16)(resolver.node_id)
+    branch = lru_cache(maxsize=1 << 16)(branch_of)
+    return lambda r: to_row(r, windowing, resolve, branch)
 
 
 TRACE_ATTRIBUTES = {
