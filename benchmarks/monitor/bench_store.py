@@ -105,7 +105,9 @@ def main() -> None:
     if not traffic.exists():
         t = time.perf_counter()
         generate(traffic, a.rows, a.days, concepts)
-        print(f"generated {traffic} ({traffic.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.1f} s")
+        print(
+            f"generated {traffic} ({traffic.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.1f} s"
+        )
     store = a.data / f"store-{a.rows}.duckdb"
     store.unlink(missing_ok=True)
     t = time.perf_counter()

@@ -33,8 +33,16 @@ def monitor() -> None:
 @store_option
 @click.option("--ontology", "-O", "ontology_path", required=True, help="The ontology the branches come from.")
 @click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
-@click.option("--window", default="1d", show_default=True, help="Window width (1d, 6h, 1w, ...) or 'release'.")
-@click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True, help="Depth of the branches (root = 0).")
+@click.option(
+    "--window", default="1d", show_default=True, help="Window width (1d, 6h, 1w, ...) or 'release'."
+)
+@click.option(
+    "--branch-depth",
+    type=click.IntRange(0),
+    default=1,
+    show_default=True,
+    help="Depth of the branches (root = 0).",
+)
 @click.option(
     "--traces",
     is_flag=True,
@@ -51,7 +59,17 @@ def monitor() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the embedding sample.")
 @format_option
 def ingest(
-    traffic, store_path, ontology_path, ontology_format, window, branch_depth, traces, replace, reservoir, seed, fmt
+    traffic,
+    store_path,
+    ontology_path,
+    ontology_format,
+    window,
+    branch_depth,
+    traces,
+    replace,
+    reservoir,
+    seed,
+    fmt,
 ) -> None:
     """Read production traffic (records JSONL with timestamps, or OTLP traces) into windows of
     the store: per window x branch x intent x slice the mergeable sums."""
@@ -76,17 +94,42 @@ def _render_ingest(p: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------- monitor drift
 @monitor.command("drift")
 @store_option
-@click.option("--reference", required=True, help="The reference window (its key, as `monitor windows` lists).")
+@click.option(
+    "--reference", required=True, help="The reference window (its key, as `monitor windows` lists)."
+)
 @click.option("--current", default=None, help="The current window (default: the latest window).")
 @click.option("--rolling", is_flag=True, help="Every window after the reference against the reference.")
-@click.option("--golden", type=click.Path(exists=True), default=None, help="Golden set (records file or test-set build) for new-concept drift.")
-@click.option("--ontology", "-O", "ontology_path", default=None, help="Ontology to canonicalise the golden set's ids.")
+@click.option(
+    "--golden",
+    type=click.Path(exists=True),
+    default=None,
+    help="Golden set (records file or test-set build) for new-concept drift.",
+)
+@click.option(
+    "--ontology", "-O", "ontology_path", default=None, help="Ontology to canonicalise the golden set's ids."
+)
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Level of the corrected tests.")
-@click.option("--correction", type=click.Choice(["holm", "bh"]), default="holm", show_default=True, help="Multiple-testing correction across branches and tests.")
-@click.option("--permutations", type=click.IntRange(1), default=100, show_default=True, help="MMD permutations.")
-@click.option("--sigma", type=float, default=None, help="RBF bandwidth (default: median heuristic on the reference).")
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh"]),
+    default="holm",
+    show_default=True,
+    help="Multiple-testing correction across branches and tests.",
+)
+@click.option(
+    "--permutations", type=click.IntRange(1), default=100, show_default=True, help="MMD permutations."
+)
+@click.option(
+    "--sigma", type=float, default=None, help="RBF bandwidth (default: median heuristic on the reference)."
+)
 @click.option("--classifier", is_flag=True, help="Also the classifier two-sample test (needs scikit-learn).")
-@click.option("--min-rows", type=click.IntRange(2), default=10, show_default=True, help="Embeddings per window and branch below which MMD is insufficient evidence.")
+@click.option(
+    "--min-rows",
+    type=click.IntRange(2),
+    default=10,
+    show_default=True,
+    help="Embeddings per window and branch below which MMD is insufficient evidence.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @format_option
 def drift(
@@ -120,7 +163,12 @@ def drift(
             for w in targets
         ]  # fmt: skip
     payload: dict[str, Any] = (
-        {"store": str(store_path), "reference": reference, "alert": any(r["alert"] for r in reports), "windows": reports}
+        {
+            "store": str(store_path),
+            "reference": reference,
+            "alert": any(r["alert"] for r in reports),
+            "windows": reports,
+        }
         if rolling
         else {"store": str(store_path), **reports[0]}
     )
@@ -158,25 +206,41 @@ def windows(store_path, fmt) -> None:
     emit(
         {"store": str(store_path), "windows": info},
         fmt,
-        lambda p: table([[w["win"], w["rows"], w["first_ts"], w["last_ts"], w["source"]] for w in p["windows"]],
-                        ["window", "rows", "first", "last", "source"]),  # fmt: skip
+        lambda p: table(
+            [[w["win"], w["rows"], w["first_ts"], w["last_ts"], w["source"]] for w in p["windows"]],
+            ["window", "rows", "first", "last", "source"],
+        ),
     )
 
 
 # ---------------------------------------------------------------------- monitor calibrate
 @monitor.command("calibrate")
-@click.option("--trials", type=click.IntRange(1), default=200, show_default=True, help="Seeded trials per scenario.")
-@click.option("--n", "n_rows", type=click.IntRange(2), default=30, show_default=True, help="Rows per branch and window.")
+@click.option(
+    "--trials", type=click.IntRange(1), default=200, show_default=True, help="Seeded trials per scenario."
+)
+@click.option(
+    "--n", "n_rows", type=click.IntRange(2), default=30, show_default=True, help="Rows per branch and window."
+)
 @click.option("--dim", type=click.IntRange(1), default=8, show_default=True, help="Embedding dimension.")
 @click.option("--branches", type=click.IntRange(1), default=3, show_default=True)
-@click.option("--shift", type=float, default=0.5, show_default=True, help="Mean shift injected in one branch.")
-@click.option("--mix-shift", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True, help="Share of a branch's rows moved to the shifted one.")
+@click.option(
+    "--shift", type=float, default=0.5, show_default=True, help="Mean shift injected in one branch."
+)
+@click.option(
+    "--mix-shift",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="Share of a branch's rows moved to the shifted one.",
+)
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @click.option("--correction", type=click.Choice(["holm", "bh"]), default="holm", show_default=True)
 @click.option("--permutations", type=click.IntRange(1), default=100, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @format_option
-def calibrate(trials, n_rows, dim, branches, shift, mix_shift, alpha, correction, permutations, seed, fmt) -> None:
+def calibrate(
+    trials, n_rows, dim, branches, shift, mix_shift, alpha, correction, permutations, seed, fmt
+) -> None:
     """False-alarm rate on simulated no-shift windows and detection power on an injected shift,
     of the whole drift report (every test, corrected together), with Wilson intervals."""
     from kg_rageval.monitor.calibrate import calibrate as run
@@ -199,10 +263,19 @@ def calibrate(trials, n_rows, dim, branches, shift, mix_shift, alpha, correction
 # ---------------------------------------------------------------------- monitor embedding
 @monitor.command("embedding")
 @click.argument("probes", type=click.Path(exists=True, dir_okay=False))
-@click.option("--model-a", required=True, help="The encoder version of the reference (a key of `embeddings`).")
+@click.option(
+    "--model-a", required=True, help="The encoder version of the reference (a key of `embeddings`)."
+)
 @click.option("--model-b", required=True, help="The new encoder version.")
-@click.option("-k", "k", type=click.IntRange(1), default=10, show_default=True, help="Neighbours compared / Recall@k.")
-@click.option("--min-stability", type=click.FloatRange(0, 1), default=None, help="Exit 1 when the neighbour stability is below it.")
+@click.option(
+    "-k", "k", type=click.IntRange(1), default=10, show_default=True, help="Neighbours compared / Recall@k."
+)
+@click.option(
+    "--min-stability",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Exit 1 when the neighbour stability is below it.",
+)
 @format_option
 def embedding(probes, model_a, model_b, k, min_stability, fmt) -> None:
     """Embedding drift between two encoder versions on a pinned probe set: neighbour stability
@@ -217,7 +290,10 @@ def embedding(probes, model_a, model_b, k, min_stability, fmt) -> None:
         lambda p: (
             f"{p['model_a']} → {p['model_b']}: neighbour stability (top-{p['k']} Jaccard) "
             f"{p['neighbour_stability']:.4f} over {p['n_probes']} probes\n"
-            + "\n".join(f"Recall@{p['k']} {m}: {v if v is None else round(v, 4)}" for m, v in p[f"recall@{p['k']}"].items())
+            + "\n".join(
+                f"Recall@{p['k']} {m}: {v if v is None else round(v, 4)}"
+                for m, v in p[f"recall@{p['k']}"].items()
+            )
         ),
     )
     if min_stability is not None and r["neighbour_stability"] < min_stability:

@@ -26,7 +26,9 @@ class MemoryWindows:
     """Two or more windows held in memory, read as a window store is by ``drift_report``:
     ``{window: {branch: (n_rows, embeddings array)}}``."""
 
-    def __init__(self, windows: Mapping[str, Mapping[str, tuple[int, np.ndarray]]], model: str = "sim") -> None:
+    def __init__(
+        self, windows: Mapping[str, Mapping[str, tuple[int, np.ndarray]]], model: str = "sim"
+    ) -> None:
         self._w = windows
         self.model = model
 
@@ -85,7 +87,7 @@ def calibrate(
     golden = {f"{b}:c" for b in names}
 
     def window(shifted: bool) -> dict[str, tuple[int, np.ndarray]]:
-        counts = {b: n for b in names}
+        counts = dict.fromkeys(names, n)
         if shifted and mix_shift and branches > 1:
             moved = int(round(mix_shift * n))
             counts[names[0]] += moved

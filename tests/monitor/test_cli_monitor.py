@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("duckdb", reason="the window store needs the monitor extra (duckdb)")
 
-from kg_rageval.cli.main import main  # noqa: E402
-from kg_rageval.ontology import load_ontology  # noqa: E402
+from kg_rageval.cli.main import main
+from kg_rageval.ontology import load_ontology
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +40,20 @@ def test_ingest_drift_exit_codes(tmp_path, onto_path, capsys):
     onto = load_ontology(onto_path)
     tops = sorted(n for n in onto.ids if onto.depth(n) == 1)
     leaves = [next(n for n in onto.ids if onto.depth(n) >= 2 and t in onto.ancestors(n)) for t in tops[:2]]
-    traffic = _write(tmp_path / "t.jsonl", _day(1, leaves, 0.0, 1) + _day(2, leaves, 0.0, 2) + _day(3, leaves, 2.0, 3))
+    traffic = _write(
+        tmp_path / "t.jsonl", _day(1, leaves, 0.0, 1) + _day(2, leaves, 0.0, 2) + _day(3, leaves, 2.0, 3)
+    )
     store = str(tmp_path / "s.duckdb")
-    assert main(["monitor", "ingest", str(traffic), "--store", store, "-O", str(onto_path), "--format", "json"]) == 0
+    assert (
+        main(["monitor", "ingest", str(traffic), "--store", store, "-O", str(onto_path), "--format", "json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert out["windows"] == {"2026-11-01T00:00:00Z": 40, "2026-11-02T00:00:00Z": 40, "2026-11-03T00:00:00Z": 40}
+    assert out["windows"] == {
+        "2026-11-01T00:00:00Z": 40,
+        "2026-11-02T00:00:00Z": 40,
+        "2026-11-03T00:00:00Z": 40,
+    }
     # the same traffic again: refused (exit 2), the store unchanged
     assert main(["monitor", "ingest", str(traffic), "--store", store, "-O", str(onto_path)]) == 2
     assert "already in the store" in capsys.readouterr().err
@@ -70,7 +79,11 @@ def test_ingest_otlp_traces(tmp_path, onto_path, capsys):
     leaf = next(n for n in onto.ids if onto.depth(n) >= 2)
 
     def attr(k, v):
-        val = {"stringValue": v} if isinstance(v, str) else {"arrayValue": {"values": [{"doubleValue": x} for x in v]}}
+        val = (
+            {"stringValue": v}
+            if isinstance(v, str)
+            else {"arrayValue": {"values": [{"doubleValue": x} for x in v]}}
+        )
         return {"key": k, "value": val}
 
     start = 1793613600 * 10**9  # 2026-11-02T10:00:00Z
@@ -87,7 +100,23 @@ def test_ingest_otlp_traces(tmp_path, onto_path, capsys):
     p = tmp_path / "traces.json"
     p.write_text(json.dumps(doc))
     store = str(tmp_path / "s.duckdb")
-    assert main(["monitor", "ingest", str(p), "--traces", "--store", store, "-O", str(onto_path), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "monitor",
+                "ingest",
+                str(p),
+                "--traces",
+                "--store",
+                store,
+                "-O",
+                str(onto_path),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["windows"] == {"2026-11-02T00:00:00Z": 1}
     from kg_rageval.monitor.store import WindowStore
 

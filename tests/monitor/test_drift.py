@@ -47,7 +47,9 @@ def test_mmd_equals_alibi_detect_on_its_permutations(name):
 
 
 def test_mmd_against_alibi_detect_directly():
-    alibi = pytest.importorskip("alibi_detect.cd", reason="alibi-detect lives in a side venv (benchmarks/monitor)")
+    alibi = pytest.importorskip(
+        "alibi_detect.cd", reason="alibi-detect lives in a side venv (benchmarks/monitor)"
+    )
     torch = pytest.importorskip("torch", reason="alibi-detect's pytorch backend")
     rng = np.random.default_rng(7)
     x_ref, x = rng.normal(size=(25, 3)), rng.normal(size=(20, 3)) + 0.3

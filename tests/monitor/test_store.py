@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("duckdb", reason="the window store needs the monitor extra (duckdb)")
 
-from kg_rageval.base.errors import InputError  # noqa: E402
-from kg_rageval.monitor.store import WindowStore, ingest  # noqa: E402
-from kg_rageval.monitor.traffic import NIL_BRANCH  # noqa: E402
-from kg_rageval.ontology import load_ontology  # noqa: E402
+from kg_rageval.base.errors import InputError
+from kg_rageval.monitor.store import WindowStore, ingest
+from kg_rageval.monitor.traffic import NIL_BRANCH
+from kg_rageval.ontology import load_ontology
 
 
 @pytest.fixture(scope="module")
@@ -24,15 +24,35 @@ def _traffic(tmp_path, onto, name="t.jsonl"):
     leaves = sorted(n for n in onto.ids if onto.depth(n) >= 2)
     a, b = leaves[0], leaves[-1]
     rows = [
-        {"id": "1", "timestamp": "2026-11-02T01:00:00Z", "labels": {"predicted": [a]}, "intent": "x",
-         "slices": {"lang": "nl"}, "feedback": {"thumbs": "down", "regenerated": True},
-         "system": {"latency_ms": {"total": 100}, "cost_usd": 0.5}, "embedding": [0.0, 1.0],
-         "embedding_model": "m@1"},
-        {"id": "2", "timestamp": "2026-11-02T02:00:00Z", "labels": {"predicted": [a]}, "intent": "x",
-         "feedback": {"thumbs": "up"}, "system": {"latency_ms": {"total": 300}},
-         "answer": {"refused": True}, "embedding": [1.0, 1.0], "embedding_model": "m@1"},
-        {"id": "3", "timestamp": "2026-11-02T03:00:00Z", "labels": {"predicted": []}, "intent": "y",
-         "system": {"latency_ms": {"total": 200}, "cost_usd": 0.25}},
+        {
+            "id": "1",
+            "timestamp": "2026-11-02T01:00:00Z",
+            "labels": {"predicted": [a]},
+            "intent": "x",
+            "slices": {"lang": "nl"},
+            "feedback": {"thumbs": "down", "regenerated": True},
+            "system": {"latency_ms": {"total": 100}, "cost_usd": 0.5},
+            "embedding": [0.0, 1.0],
+            "embedding_model": "m@1",
+        },
+        {
+            "id": "2",
+            "timestamp": "2026-11-02T02:00:00Z",
+            "labels": {"predicted": [a]},
+            "intent": "x",
+            "feedback": {"thumbs": "up"},
+            "system": {"latency_ms": {"total": 300}},
+            "answer": {"refused": True},
+            "embedding": [1.0, 1.0],
+            "embedding_model": "m@1",
+        },
+        {
+            "id": "3",
+            "timestamp": "2026-11-02T03:00:00Z",
+            "labels": {"predicted": []},
+            "intent": "y",
+            "system": {"latency_ms": {"total": 200}, "cost_usd": 0.25},
+        },
         {"id": "4", "timestamp": "2026-11-03T03:00:00Z", "labels": {"predicted": [b]}, "intent": "y"},
         {"id": "5", "timestamp": "2026-11-03T04:00:00Z", "labels": {"predicted": "NOPE:1"}},
     ]
@@ -59,7 +79,7 @@ def test_sums_concepts_latency_and_reservoir(tmp_path, onto):
         branch_a = onto.ancestors(a)
         counts = st.branch_counts(d1)
         assert counts[NIL_BRANCH] == 1 and sum(counts.values()) == 3
-        assert [k for k in counts if k != NIL_BRANCH][0] in branch_a
+        assert next(k for k in counts if k != NIL_BRANCH) in branch_a
         assert sum(n for (_, c), n in st.concept_counts(d1).items() if c == a) == 2
         # exact quantile of 100, 300, 200: median 200, p95 = 200 + 0.9*100
         q = st.latency_quantiles([d1], (0.5, 0.95))
@@ -86,8 +106,13 @@ def test_reservoir_is_bounded_seeded_and_order_free(tmp_path, onto):
     leaf = sorted(n for n in onto.ids if onto.depth(n) >= 2)[0]
     rng = np.random.default_rng(1)
     rows = [
-        {"id": f"r{i}", "timestamp": "2026-11-02T01:00:00Z", "labels": {"predicted": [leaf]},
-         "embedding": rng.normal(size=3).tolist(), "embedding_model": "m@1"}
+        {
+            "id": f"r{i}",
+            "timestamp": "2026-11-02T01:00:00Z",
+            "labels": {"predicted": [leaf]},
+            "embedding": rng.normal(size=3).tolist(),
+            "embedding_model": "m@1",
+        }
         for i in range(50)
     ]
     p1, p2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
