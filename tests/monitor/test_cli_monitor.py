@@ -147,3 +147,43 @@ def test_calibrate_and_embedding_commands(tmp_path, capsys):
     capsys.readouterr()
     assert main(["monitor", "embedding", str(p), "--model-a", "a", "--model-b", "zz"]) == 2
     assert "model 'zz' not in the probe set" in capsys.readouterr().err
+
+
+def test_new_concept_drift_against_a_golden_set(tmp_path, onto_path, capsys):
+    onto = load_ontology(onto_path)
+
+    def tops(n):
+        return {a for a in onto.ancestors(n) if onto.depth(a) == 1}
+
+    # two concepts of one branch only (a DAG node under two branches would split them)
+    kids = sorted(n for n in onto.ids if onto.depth(n) == 2 and len(tops(n)) == 1)
+    kids = [n for n in kids if tops(n) == tops(kids[0])]
+    seen, unseen = kids[0], kids[1]
+    golden = _write(tmp_path / "golden.jsonl", [{"id": "g1", "labels": {"gold": [seen]}}])
+    ref = [
+        {"id": f"r{i}", "timestamp": "2026-11-01T01:00:00Z", "labels": {"predicted": [seen]}}
+        for i in range(60)
+    ]
+    cur = [
+        {
+            "id": f"c{i}",
+            "timestamp": "2026-11-02T01:00:00Z",
+            "labels": {"predicted": [unseen if i < 20 else seen]},
+        }
+        for i in range(60)
+    ]
+    traffic = _write(tmp_path / "t.jsonl", ref + cur)
+    store = str(tmp_path / "s.duckdb")
+    assert main(["monitor", "ingest", str(traffic), "--store", store, "-O", str(onto_path)]) == 0
+    capsys.readouterr()
+    argv = ["monitor", "drift", "--store", store, "--reference", "2026-11-01T00:00:00Z", "--format", "json"]
+    assert main([*argv, "--golden", str(golden), "-O", str(onto_path)]) == 1
+    r = json.loads(capsys.readouterr().out)
+    (t,) = [t for t in r["tests"] if t["test"] == "new_concept"]
+    # 0/60 -> 20/60 new: z = (1/3) / sqrt(1/6 * 5/6 * 2/60)
+    assert t["details"]["share_current"] == pytest.approx(1 / 3) and t["details"]["share_reference"] == 0
+    assert t["statistic"] == pytest.approx((1 / 3) / ((1 / 6) * (5 / 6) * (2 / 60)) ** 0.5)
+    assert t["drift"] is True
+    # the branch mix is the same branch in both windows: one category, insufficient evidence
+    (mix,) = [t for t in r["tests"] if t["test"] == "branch_mix"]
+    assert mix["p_value"] is None and mix["reason"].startswith("insufficient evidence")
