@@ -29,6 +29,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "fuse": "kg_rageval.cli.fuse:command",
         "metrics": "kg_rageval.cli.metrics:metrics",
         "testset": "kg_rageval.cli.testset:testset",
+        "monitor": "kg_rageval.cli.monitor:monitor",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -54,6 +55,7 @@ HELP = {
     "fuse": "Fuse N runs into one TREC run: RRF, convex (α sweep), CombSUM/MNZ/MAX/ANZ.",
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",
+    "monitor": "Production monitoring: window store, drift per ontology branch, calibration.",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",

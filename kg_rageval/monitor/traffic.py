@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,12 @@ class Windowing:
             return release
         width = int(self.width.total_seconds())
         start = int((ts - EPOCH).total_seconds()) // width * width
-        return (EPOCH + timedelta(seconds=start)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _window_key(start)
+
+
+@lru_cache(maxsize=4096)
+def _window_key(start: int) -> str:
+    return (EPOCH + timedelta(seconds=start)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_timestamp(value: Any, record: Record, name: str = "timestamp") -> datetime:
@@ -238,6 +244,19 @@ def iter_traffic(
     """The production records of ``path`` (JSONL, optionally gzipped) as rows, chunk by chunk.
     ``branches`` (node ids) names the branches instead of ``branch_depth`` (the first whose
     subtree holds the concept; ``(other)`` for none), as the audit's coverage does."""
+    make = row_maker(ontology, window=window, branch_depth=branch_depth, branches=branches)
+    for chunk in iter_record_chunks(path, chunk_size):
+        yield [make(r) for r in chunk]
+
+
+def row_maker(
+    ontology: Any,
+    *,
+    window: str | Windowing = "1d",
+    branch_depth: int = 1,
+    branches: list[str] | None = None,
+) -> Callable[[Record], TrafficRow]:
+    """``record -> TrafficRow`` for records from anywhere (a file, traces)."""
     from kg_rageval.audit.config import CoverageConfig
     from kg_rageval.audit.pernode import make_branch_of
     from kg_rageval.ontology import IdResolver
@@ -245,5 +264,65 @@ def iter_traffic(
     windowing = window if isinstance(window, Windowing) else Windowing.parse(window)
     resolver = IdResolver(ontology)
     branch_of = make_branch_of(ontology, CoverageConfig(branch_depth=branch_depth, branches=branches))
-    for chunk in iter_record_chunks(path, chunk_size):
-        yield [to_row(r, windowing, resolver.node_id, branch_of) for r in chunk]
+    # ids repeat across millions of rows: resolve each once
+    resolve = lru_cache(maxsize=1 << 16)(resolver.node_id)
+    branch = lru_cache(maxsize=1 << 16)(branch_of)
+    return lambda r: to_row(r, windowing, resolve, branch)
+
+
+TRACE_ATTRIBUTES = {
+    "concepts": "kg_rageval.concepts",
+    "intent": "kg_rageval.intent",
+    "release": "kg_rageval.release",
+    "confidence": "kg_rageval.confidence",
+}
+"""Span attributes a traced system sets for the monitor (on any span of the trace)."""
+
+
+def records_from_traces(path: str | Path, *, id_attribute: str | None = None) -> list[dict[str, Any]]:
+    """Production records from an OTLP / OpenInference trace file: the ``system`` family's
+    import (``families/system/otlp.py``) plus ``timestamp`` (the root span's start, UTC),
+    linked concepts (``kg_rageval.concepts``: an id or a list), ``intent``, ``release``
+    (``kg_rageval.release``, else ``service.version``), ``confidence``, and the query
+    embedding of an EMBEDDING span (``embedding.embeddings.0.embedding.vector``, model
+    ``embedding.model_name``)."""
+    from kg_rageval.families.system.otlp import read_spans, record_from_trace
+
+    spans = read_spans(path)
+    traces: dict[str, list[Any]] = {}
+    for s in spans:
+        traces.setdefault(s.trace_id, []).append(s)
+    out = []
+    for group in traces.values():
+        rec = record_from_trace(group, id_attribute=id_attribute)
+        ids = {s.span_id for s in group}
+        root = min(
+            (s for s in group if s.parent_id is None or s.parent_id not in ids), key=lambda s: s.start_ns
+        )
+        rec["timestamp"] = root.start_ns / 1e9
+        attrs: dict[str, Any] = {}
+        for s in sorted(group, key=lambda s: s.start_ns):
+            for k, v in s.attributes.items():
+                attrs.setdefault(k, v)
+        concepts = attrs.get(TRACE_ATTRIBUTES["concepts"])
+        if concepts is not None:
+            rec["labels"] = {"predicted": concepts}
+        for name in ("intent", "release", "confidence"):
+            if attrs.get(TRACE_ATTRIBUTES[name]) is not None:
+                rec[name] = attrs[TRACE_ATTRIBUTES[name]]
+        if "release" not in rec and isinstance(attrs.get("service.version"), str):
+            rec["release"] = attrs["service.version"]
+        vector = attrs.get("embedding.embeddings.0.embedding.vector")
+        if (
+            vector is None
+            and isinstance(attrs.get("embedding.embeddings"), list)
+            and attrs["embedding.embeddings"]
+        ):
+            first = attrs["embedding.embeddings"][0]
+            if isinstance(first, Mapping):
+                vector = first.get("embedding.vector") or (first.get("embedding") or {}).get("vector")
+        if vector is not None:
+            rec["embedding"] = vector
+            rec["embedding_model"] = attrs.get("embedding.model_name")
+        out.append(rec)
+    return out

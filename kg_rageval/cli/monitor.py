@@ -1,0 +1,300 @@
+"""``kg-rageval monitor``: production traffic into a window store, drift per ontology branch
+(``docs/monitoring.md``). Exit codes: 0 quiet, 1 alert (drift after correction), 2 input error.
+
+The group stays open: other ``monitor`` subcommands are added to it from their own modules.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kg_rageval.cli.common import emit, format_option, load_ontology_cli, table
+
+store_option = click.option(
+    "--store",
+    "store_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The window store (one DuckDB file).",
+)
+
+
+@click.group("monitor")
+def monitor() -> None:
+    """Production monitoring: windows, a window store, drift per ontology branch."""
+
+
+# ---------------------------------------------------------------------- monitor ingest
+@monitor.command("ingest")
+@click.argument("traffic", type=click.Path(exists=True, dir_okay=False))
+@store_option
+@click.option("--ontology", "-O", "ontology_path", required=True, help="The ontology the branches come from.")
+@click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
+@click.option(
+    "--window", default="1d", show_default=True, help="Window width (1d, 6h, 1w, ...) or 'release'."
+)
+@click.option(
+    "--branch-depth",
+    type=click.IntRange(0),
+    default=1,
+    show_default=True,
+    help="Depth of the branches (root = 0).",
+)
+@click.option(
+    "--traces",
+    is_flag=True,
+    help="TRAFFIC is OTLP/OpenInference trace JSON (one record per trace; its root span's start is the timestamp).",
+)
+@click.option("--replace", is_flag=True, help="Replace windows the store already holds (else refused).")
+@click.option(
+    "--reservoir",
+    type=click.IntRange(0),
+    default=2000,
+    show_default=True,
+    help="Embeddings kept per window and branch (a seeded bottom-k sample of record ids).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the embedding sample.")
+@format_option
+def ingest(
+    traffic,
+    store_path,
+    ontology_path,
+    ontology_format,
+    window,
+    branch_depth,
+    traces,
+    replace,
+    reservoir,
+    seed,
+    fmt,
+) -> None:
+    """Read production traffic (records JSONL with timestamps, or OTLP traces) into windows of
+    the store: per window x branch x intent x slice the mergeable sums."""
+    from kg_rageval.monitor.store import WindowStore, ingest_records, ingest_traces
+
+    onto = load_ontology_cli(ontology_path, ontology_format)
+    with WindowStore(store_path) as store:
+        run = ingest_traces if traces else ingest_records
+        summary = run(
+            store, traffic, onto, window=window, branch_depth=branch_depth,
+            replace=replace, reservoir=reservoir, seed=seed,
+        )  # fmt: skip
+    payload = {"store": str(store_path), "traffic": str(traffic), **summary.to_dict()}
+    emit(payload, fmt, _render_ingest)
+
+
+def _render_ingest(p: dict[str, Any]) -> str:
+    rows = [[w, n, "replaced" if w in p["replaced"] else "new"] for w, n in p["windows"].items()]
+    return f"{p['traffic']} → {p['store']}\n" + table(rows, ["window", "rows", ""])
+
+
+# ---------------------------------------------------------------------- monitor drift
+@monitor.command("drift")
+@store_option
+@click.option(
+    "--reference", required=True, help="The reference window (its key, as `monitor windows` lists)."
+)
+@click.option("--current", default=None, help="The current window (default: the latest window).")
+@click.option("--rolling", is_flag=True, help="Every window after the reference against the reference.")
+@click.option(
+    "--golden",
+    type=click.Path(exists=True),
+    default=None,
+    help="Golden set (records file or test-set build) for new-concept drift.",
+)
+@click.option(
+    "--ontology", "-O", "ontology_path", default=None, help="Ontology to canonicalise the golden set's ids."
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Level of the corrected tests.")
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh"]),
+    default="holm",
+    show_default=True,
+    help="Multiple-testing correction across branches and tests.",
+)
+@click.option(
+    "--permutations", type=click.IntRange(1), default=100, show_default=True, help="MMD permutations."
+)
+@click.option(
+    "--sigma", type=float, default=None, help="RBF bandwidth (default: median heuristic on the reference)."
+)
+@click.option("--classifier", is_flag=True, help="Also the classifier two-sample test (needs scikit-learn).")
+@click.option(
+    "--min-rows",
+    type=click.IntRange(2),
+    default=10,
+    show_default=True,
+    help="Embeddings per window and branch below which MMD is insufficient evidence.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@format_option
+def drift(
+    store_path, reference, current, rolling, golden, ontology_path, alpha, correction, permutations,
+    sigma, classifier, min_rows, seed, fmt,
+) -> None:  # fmt: skip
+    """Drift per ontology branch between --reference and --current (or, with --rolling, each
+    later window against the reference): branch mix, new concepts, MMD on query embeddings.
+    Exit 1 when a corrected test alerts."""
+    from kg_rageval.base.errors import ConfigError
+    from kg_rageval.monitor.drift import drift_report, golden_concepts
+    from kg_rageval.monitor.store import WindowStore
+
+    onto = load_ontology_cli(ontology_path) if ontology_path else None
+    gold = golden_concepts(golden, onto) if golden else None
+    with WindowStore(store_path, read_only=True) as store:
+        windows = store.windows()
+        store.require(reference)
+        if rolling:
+            if current is not None:
+                raise ConfigError("--rolling compares every later window: leave out --current")
+            targets = [w for w in windows if w > reference]
+        else:
+            targets = [current or windows[-1]]
+        reports = [
+            drift_report(
+                store, reference, w, golden=gold, alpha=alpha, correction=correction,
+                n_permutations=permutations, sigma=sigma, seed=seed, classifier=classifier,
+                min_rows=min_rows,
+            )
+            for w in targets
+        ]  # fmt: skip
+    payload: dict[str, Any] = (
+        {
+            "store": str(store_path),
+            "reference": reference,
+            "alert": any(r["alert"] for r in reports),
+            "windows": reports,
+        }
+        if rolling
+        else {"store": str(store_path), **reports[0]}
+    )
+    emit(payload, fmt, _render_drift)
+    if payload["alert"]:
+        sys.exit(1)
+
+
+def _render_drift(p: dict[str, Any]) -> str:
+    out = []
+    for r in p.get("windows", [p]):
+        rows = [
+            [
+                t["test"], t["branch"] or "(all)", t["n_reference"], t["n_current"], t["statistic"],
+                t["p_value"], t["p_adjusted"], "DRIFT" if t["drift"] else (t["reason"] or ""),
+            ]
+            for t in r["tests"]
+        ]  # fmt: skip
+        out.append(f"{r['reference']} → {r['current']} ({r['correction']}, alpha {r['alpha']}): "
+                   + ("ALERT" if r["alert"] else "quiet"))  # fmt: skip
+        out.append(table(rows, ["test", "branch", "n ref", "n cur", "statistic", "p", "p adj", ""]))
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------- monitor windows
+@monitor.command("windows")
+@store_option
+@format_option
+def windows(store_path, fmt) -> None:
+    """The windows a store holds (rows, first and last timestamp, source)."""
+    from kg_rageval.monitor.store import WindowStore
+
+    with WindowStore(store_path, read_only=True) as store:
+        info = store.window_info()
+    emit(
+        {"store": str(store_path), "windows": info},
+        fmt,
+        lambda p: table(
+            [[w["win"], w["rows"], w["first_ts"], w["last_ts"], w["source"]] for w in p["windows"]],
+            ["window", "rows", "first", "last", "source"],
+        ),
+    )
+
+
+# ---------------------------------------------------------------------- monitor calibrate
+@monitor.command("calibrate")
+@click.option(
+    "--trials", type=click.IntRange(1), default=200, show_default=True, help="Seeded trials per scenario."
+)
+@click.option(
+    "--n", "n_rows", type=click.IntRange(2), default=30, show_default=True, help="Rows per branch and window."
+)
+@click.option("--dim", type=click.IntRange(1), default=8, show_default=True, help="Embedding dimension.")
+@click.option("--branches", type=click.IntRange(1), default=3, show_default=True)
+@click.option(
+    "--shift", type=float, default=0.5, show_default=True, help="Mean shift injected in one branch."
+)
+@click.option(
+    "--mix-shift",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="Share of a branch's rows moved to the shifted one.",
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--correction", type=click.Choice(["holm", "bh"]), default="holm", show_default=True)
+@click.option("--permutations", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@format_option
+def calibrate(
+    trials, n_rows, dim, branches, shift, mix_shift, alpha, correction, permutations, seed, fmt
+) -> None:
+    """False-alarm rate on simulated no-shift windows and detection power on an injected shift,
+    of the whole drift report (every test, corrected together), with Wilson intervals."""
+    from kg_rageval.monitor.calibrate import calibrate as run
+
+    r = run(
+        trials=trials, n=n_rows, dim=dim, branches=branches, shift=shift, mix_shift=mix_shift,
+        alpha=alpha, correction=correction, n_permutations=permutations, seed=seed,
+    )  # fmt: skip
+    emit(
+        r,
+        fmt,
+        lambda p: (
+            f"{p['trials']} trials, {p['branches']} branches x {p['n_per_branch']} rows, {p['correction']} at {p['alpha']}\n"
+            f"false-alarm rate {p['false_alarm_rate']:.3f} [{p['false_alarm_ci'][0]:.3f}, {p['false_alarm_ci'][1]:.3f}]\n"
+            f"power (shift {p['shift']}, mix {p['mix_shift']}) {p['power']:.3f} [{p['power_ci'][0]:.3f}, {p['power_ci'][1]:.3f}]"
+        ),
+    )
+
+
+# ---------------------------------------------------------------------- monitor embedding
+@monitor.command("embedding")
+@click.argument("probes", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--model-a", required=True, help="The encoder version of the reference (a key of `embeddings`)."
+)
+@click.option("--model-b", required=True, help="The new encoder version.")
+@click.option(
+    "-k", "k", type=click.IntRange(1), default=10, show_default=True, help="Neighbours compared / Recall@k."
+)
+@click.option(
+    "--min-stability",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Exit 1 when the neighbour stability is below it.",
+)
+@format_option
+def embedding(probes, model_a, model_b, k, min_stability, fmt) -> None:
+    """Embedding drift between two encoder versions on a pinned probe set: neighbour stability
+    (mean top-k Jaccard) and Recall@k per version."""
+    from kg_rageval.monitor.embedding import embedding_drift, read_probe_set
+
+    r = embedding_drift(read_probe_set(probes), model_a, model_b, k=k)
+    r.pop("per_probe")
+    emit(
+        r,
+        fmt,
+        lambda p: (
+            f"{p['model_a']} → {p['model_b']}: neighbour stability (top-{p['k']} Jaccard) "
+            f"{p['neighbour_stability']:.4f} over {p['n_probes']} probes\n"
+            + "\n".join(
+                f"Recall@{p['k']} {m}: {v if v is None else round(v, 4)}"
+                for m, v in p[f"recall@{p['k']}"].items()
+            )
+        ),
+    )
+    if min_stability is not None and r["neighbour_stability"] < min_stability:
+        sys.exit(1)
