@@ -1,0 +1,85 @@
+"""``kg-rageval monitor alerts`` (and, later, ``sample``, ``shadow``, ``page``):
+review-side monitoring commands (``docs/monitoring_review.md``). Each is a ``click.command``
+the ``monitor`` group adds; :data:`review_group` holds them for tests until then."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kg_rageval.cli.common import data_option, emit, fail, format_option, load_ontology_cli, ontology_option
+
+
+def _traffic(data_path: str, ontology_path: str, window: str, branch_depth: int) -> list:
+    from kg_rageval.monitor.traffic import iter_traffic
+
+    onto = load_ontology_cli(ontology_path)
+    return [
+        r for chunk in iter_traffic(data_path, onto, window=window, branch_depth=branch_depth) for r in chunk
+    ]
+
+
+def _render_alerts(payload: dict) -> str:
+    lines = [
+        f"status: {payload['status']}  " + ", ".join(f"{k}={v}" for k, v in sorted(payload["counts"].items()))
+    ]
+    for a in payload["results"]:
+        if a["status"] == "ok":
+            continue
+        ev = a["evidence"]
+        est = "-" if ev["estimate"] is None else f"{ev['estimate']:.4g}"
+        ci = "" if not ev["ci"] else f" [{ev['ci'][0]:.4g}, {ev['ci'][1]:.4g}]"
+        lines.append(
+            f"{a['status']:<22} {a['check']:<20} {a['window']} {a['branch']}: n={ev['n']} {est}{ci}"
+            + (f"  — {a['triage']}" if a["triage"] else "")
+        )
+    lines.append(payload["note"])
+    return "\n".join(lines)
+
+
+@click.command("alerts")
+@data_option
+@ontology_option
+@click.option(
+    "--config",
+    "-c",
+    "config_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Alert thresholds (YAML, TOML or JSON; docs/monitoring_review.md).",
+)
+@click.option(
+    "--deploys",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Deploy events (JSONL of {timestamp, release}) for the triage hint.",
+)
+@click.option("--window", default="1d", show_default=True, help="Window width (1d, 6h, ...) or 'release'.")
+@click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
+@format_option
+def alerts(data_path, ontology_path, config_path, deploys, window, branch_depth, fmt, **_loader) -> None:
+    """Guardrail alerts per window and branch. Exit 0 quiet, 1 alert, 2 input error."""
+    from kg_rageval.base.errors import KgRagevalError
+    from kg_rageval.monitor import alerts as al
+    from kg_rageval.monitor.traffic import Windowing
+
+    try:
+        cfg = al.load_config(config_path)
+        windowing = Windowing.parse(window)
+        rows = _traffic(data_path, ontology_path, window, branch_depth)
+        events = al.load_deploys(deploys) if deploys else []
+        payload = al.evaluate(rows, cfg, windowing=windowing, deploys=events)
+    except (KgRagevalError, OSError) as exc:
+        fail(exc)
+        return
+    emit(payload, fmt, _render_alerts)
+    sys.exit(1 if payload["status"] == "alert" else 0)
+
+
+@click.group("review")
+def review_group() -> None:
+    """Temporary home of the review-side monitor commands (tests)."""
+
+
+review_group.add_command(alerts)
