@@ -77,9 +77,93 @@ def alerts(data_path, ontology_path, config_path, deploys, window, branch_depth,
     sys.exit(1 if payload["status"] == "alert" else 0)
 
 
+@click.command("sample")
+@data_option
+@ontology_option
+@click.option(
+    "--out",
+    "-o",
+    "out_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Review queue (JSONL: id, window, branch, strata, inclusion_probability).",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(0, 1),
+    default=0.02,
+    show_default=True,
+    help="Uniform random stratum (0 disables it: a warning).",
+)
+@click.option(
+    "--low-confidence",
+    type=click.FloatRange(0, 1),
+    default=0.3,
+    show_default=True,
+    help="Confidence below which a row is in the low-confidence stratum.",
+)
+@click.option("--low-confidence-rate", type=click.FloatRange(0, 1), default=0.5, show_default=True)
+@click.option("--thumbs-down-rate", type=click.FloatRange(0, 1), default=0.5, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--window", default="1d", show_default=True)
+@click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
+@format_option
+def sample(
+    data_path,
+    ontology_path,
+    out_path,
+    rate,
+    low_confidence,
+    low_confidence_rate,
+    thumbs_down_rate,
+    seed,
+    window,
+    branch_depth,
+    fmt,
+    **_loader,
+) -> None:
+    """Draw a review queue: a seeded random stratum plus oversampled low-confidence and
+    thumbs-down outputs, each item with its inclusion probability."""
+    import json
+
+    from kg_rageval.base.errors import KgRagevalError
+    from kg_rageval.base.outputs import refuse_overwrite, writing
+    from kg_rageval.monitor import review as rv
+
+    try:
+        refuse_overwrite({"--out": out_path}, {"-d": data_path})
+        design = rv.Design(rate, low_confidence, low_confidence_rate, thumbs_down_rate, seed)
+        drawn = rv.draw(_traffic(data_path, ontology_path, window, branch_depth), design)
+        with writing(out_path), open(out_path, "w", encoding="utf-8") as fh:
+            for it in drawn.items:
+                fh.write(json.dumps(it.to_dict(), ensure_ascii=False) + "\n")
+    except (KgRagevalError, OSError, ValueError) as exc:
+        fail(exc)
+        return
+    for w in drawn.warnings:
+        click.echo(f"warning: {w}", err=True)
+    payload = {
+        "out": out_path,
+        "n_population": drawn.n_population,
+        "n_items": len(drawn.items),
+        "strata": drawn.stratum_counts,
+        "design": vars(design),
+        "warnings": drawn.warnings,
+    }
+    emit(
+        payload,
+        fmt,
+        lambda p: (
+            f"{p['n_items']} of {p['n_population']} rows to review -> {p['out']}; "
+            + ", ".join(f"{k}={v}" for k, v in sorted(p["strata"].items()))
+        ),
+    )
+
+
 @click.group("review")
 def review_group() -> None:
     """Temporary home of the review-side monitor commands (tests)."""
 
 
 review_group.add_command(alerts)
+review_group.add_command(sample)
