@@ -160,6 +160,52 @@ def sample(
     )
 
 
+@click.command("shadow")
+@data_option
+@click.option(
+    "--candidate",
+    "cand_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Candidate records recorded beside production on the same traffic (same ids).",
+)
+@ontology_option
+@click.option("--min-pairs", type=click.IntRange(1), default=30, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
+@format_option
+def shadow(data_path, cand_path, ontology_path, min_pairs, seed, branch_depth, fmt, **_loader) -> None:
+    """Compare candidate outputs with production offline, paired by record id, per branch."""
+    from kg_rageval.base.errors import KgRagevalError
+    from kg_rageval.monitor.shadow import compare_shadow
+
+    try:
+        prod = _traffic(data_path, ontology_path, "1d", branch_depth)
+        cand = _traffic(cand_path, ontology_path, "1d", branch_depth)
+        payload = compare_shadow(prod, cand, min_pairs=min_pairs, seed=seed)
+    except (KgRagevalError, OSError) as exc:
+        fail(exc)
+        return
+
+    def text(p: dict) -> str:
+        lines = [
+            f"paired {p['n_paired']} (only production {p['only_production']}, "
+            f"only candidate {p['only_candidate']}); delta = {p['delta']}"
+        ]
+        for m, body in p["metrics"].items():
+            for g, r in body["groups"].items():
+                if r["status"] != "compared":
+                    lines.append(f"{m:<13} {g}: n={r['n']} {r['status']}")
+                else:
+                    lines.append(
+                        f"{m:<13} {g}: n={r['n']} delta={r['mean_delta']:.4g} "
+                        f"[{r['ci'][0]:.4g}, {r['ci'][1]:.4g}] p={r['p_value']:.3g}"
+                    )
+        return "\n".join(lines)
+
+    emit(payload, fmt, text)
+
+
 @click.group("review")
 def review_group() -> None:
     """Temporary home of the review-side monitor commands (tests)."""
@@ -167,3 +213,4 @@ def review_group() -> None:
 
 review_group.add_command(alerts)
 review_group.add_command(sample)
+review_group.add_command(shadow)
