@@ -298,3 +298,14 @@ def embedding(probes, model_a, model_b, k, min_stability, fmt) -> None:
     )
     if min_stability is not None and r["neighbour_stability"] < min_stability:
         sys.exit(1)
+
+
+def _add_review_commands() -> None:
+    """The review side of monitoring (``monitor alerts|sample|shadow``, cli/monitor_review.py)."""
+    from kg_rageval.cli.monitor_review import alerts, sample, shadow
+
+    for cmd in (alerts, sample, shadow):
+        monitor.add_command(cmd)
+
+
+_add_review_commands()

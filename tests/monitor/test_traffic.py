@@ -72,3 +72,10 @@ def test_bad_fields_name_file_line_and_field(onto, tmp_path, record, field):
         and "line 1" in str(err.value)
         and f"field {field}" in str(err.value)
     )
+
+
+def test_the_monitor_group_has_every_command(cli):
+    code, out, _ = cli(["monitor", "--help"])
+    assert code == 0
+    for name in ("ingest", "drift", "windows", "calibrate", "embedding", "alerts", "sample", "shadow"):
+        assert f"  {name} " in out
