@@ -93,7 +93,13 @@ def compare_shadow(
                 rows[g] = {"n": len(va), "status": perf.INSUFFICIENT}
                 continue
             pc = paired_compare(
-                va, vb, metric=m, n_resamples=n_resamples, n_permutations=n_permutations, level=level, seed=seed
+                va,
+                vb,
+                metric=m,
+                n_resamples=n_resamples,
+                n_permutations=n_permutations,
+                level=level,
+                seed=seed,
             )
             rows[g] = {**pc.to_dict(), "status": "compared"}
             if g != ALL:
