@@ -28,6 +28,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "compare": "kg_rageval.cli.compare:command",
         "metrics": "kg_rageval.cli.metrics:metrics",
         "testset": "kg_rageval.cli.testset:testset",
+        "import": "kg_rageval.cli.importing:command",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -52,6 +53,7 @@ HELP = {
     "compare": "Compare N retrieval systems: paired tests, corrections, CIs, per ontology branch.",
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",
+    "import": "Turn a RAGAS or DeepEval dataset into records (missing fields counted).",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",
