@@ -300,6 +300,9 @@ class AuditConfig(_Strict):
     name: str = "audit"
     ontology: OntologyInput
     records: str
+    records_format: str | None = None
+    """Import format of ``records`` (``records: {format: ragas, path: data.parquet}`` sets it;
+    ``docs/interop.md``): the file is read by that reader instead of as records JSONL."""
     corpus: str | None = None
     spec: str | None = None
     judgments: str | None = None
@@ -505,10 +508,48 @@ def _read_mapping(path: Path) -> tuple[dict[str, Any], bytes]:
     return data, raw
 
 
+def _records_import(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``records: {format: ragas, path: data.parquet}`` -> ``records`` + ``records_format``;
+    an unknown format or key is a :class:`ConfigError` naming ``records.<key>``."""
+    spec = data.get("records")
+    if not isinstance(spec, dict):
+        if isinstance(data.get("records_format"), str):
+            from kg_rageval.interop.formats import reader
+
+            try:
+                reader(data["records_format"])
+            except ConfigError as exc:
+                raise ConfigError(str(exc), source=source, location="records_format") from None
+        return data
+    extra = sorted(set(spec) - {"format", "path"})
+    if extra:
+        raise ConfigError(
+            f"unknown key (records takes format and path): {extra[0]}",
+            source=source,
+            location=f"records.{extra[0]}",
+        )
+    if not isinstance(spec.get("path"), str) or not isinstance(spec.get("format"), str):
+        raise ConfigError("records needs format and path, both strings", source=source, location="records")
+    if "records_format" in data:
+        raise ConfigError(
+            "give the format in records.format or records_format, not both",
+            source=source,
+            location="records_format",
+        )
+    from kg_rageval.interop.formats import reader
+
+    try:
+        reader(spec["format"])
+    except ConfigError as exc:
+        raise ConfigError(str(exc), source=source, location="records.format") from None
+    return {**data, "records": spec["path"], "records_format": spec["format"]}
+
+
 def config_from_mapping(
     data: dict[str, Any], *, base_dir: str | Path = ".", source: str = "<memory>", raw: bytes | None = None
 ) -> AuditConfig:
     """Validate a config mapping; errors name ``source`` and each bad key path."""
+    data = _records_import(data, source)
     try:
         cfg = AuditConfig.model_validate(data)
     except ValidationError as exc:

@@ -89,6 +89,10 @@ def load_inputs(config: AuditConfig, *, records: bool = True) -> dict[str, Any]:
     held: list[dict] | None = None
     if not records:
         pass
+    elif config.records_format:  # an import (docs/interop.md): RAGAS, DeepEval, ...
+        from kg_rageval.interop.formats import read
+
+        held = read(config.records_format, rpath).records
     elif rpath.name.endswith((".otlp.json", ".otlp.jsonl")):  # traces: one record per trace (docs/system.md)
         from kg_rageval.families.system.otlp import import_otlp
 

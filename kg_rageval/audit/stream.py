@@ -258,7 +258,7 @@ def stream_chunk_size(
     audit would run (its required inputs configured) is not streamable."""
     if inputs is not None or config.chunk_size == 0 or families is None:
         return None
-    if Path(config.records).name.endswith((".otlp.json", ".otlp.jsonl")):
+    if config.records_format or Path(config.records).name.endswith((".otlp.json", ".otlp.jsonl")):
         return None
     for name in families:
         spec = get_scorer(name)

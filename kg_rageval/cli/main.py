@@ -30,6 +30,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "metrics": "kg_rageval.cli.metrics:metrics",
         "testset": "kg_rageval.cli.testset:testset",
         "monitor": "kg_rageval.cli.monitor:monitor",
+        "import": "kg_rageval.cli.importing:command",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -56,6 +57,7 @@ HELP = {
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",
     "monitor": "Production monitoring: window store, drift per ontology branch, calibration.",
+    "import": "Turn a RAGAS or DeepEval dataset into records (missing fields counted).",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",
