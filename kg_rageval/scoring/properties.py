@@ -92,6 +92,7 @@ HAS: dict[str, set[str]] = {
         "provenance",
         "relations",
         "context",
+        "parsing",
     },
     "score_command": {
         "hierarchy",
@@ -104,6 +105,7 @@ HAS: dict[str, set[str]] = {
         "preference",
         "judge",
         "system",
+        "parsing",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -126,6 +128,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": "reads judge verdicts and human labels, no ontology id",
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
         "context": "reads chunk ids of the supplied context, no ontology id",
+        "parsing": "reads reference and extracted texts and HTML tables, no ontology id",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -133,6 +136,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": "the ontology is optional: only the per-branch roll-up of score judges uses it",
         "system": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
+        "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",

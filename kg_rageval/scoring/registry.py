@@ -107,9 +107,10 @@ def family_of_member(member: str) -> str | None:
 
 def _register_builtins() -> None:
     from kg_rageval.scoring.builtin import BUILTIN, FILE_FAMILIES
+    from kg_rageval.scoring.ingestion import INGESTION
     from kg_rageval.scoring.quality import QUALITY
 
-    for sc in BUILTIN + FILE_FAMILIES + QUALITY:
+    for sc in BUILTIN + FILE_FAMILIES + QUALITY + INGESTION:
         register(sc)
 
 
