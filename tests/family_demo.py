@@ -34,7 +34,8 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
     """Copies of the demo records with a ``judges`` and a ``system`` section, so the judge and
     system families meet the same records as the others (the demo has neither): judge ``j1``
     says correct on records 1, 2, 4, 5, ... (index % 3 != 0), the human on index % 4 != 0;
-    latencies, tokens, cost and an LLM cache hit on even indices."""
+    latencies, tokens, cost and an LLM cache hit on even indices; a ``parsing`` page pair (an
+    OCR slip on odd indices, an unrecognised table on every third)."""
     out = []
     for i, r in enumerate(records):
 
@@ -82,5 +83,14 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
                 ],
                 "correct": i % 3 != 0,
             }
+        page = f"Page {i} of record {r['id']}: Mars has two moons, Phobos and Deimos."
+        parsing = {
+            "reference": page,
+            "extracted": page.replace("moons", "m00ns") if i % 2 else page,
+            "tables": [{"reference": "<table><tr><td>a</td></tr></table>", "extracted": None}]
+            if i % 3 == 0
+            else [],
+        }
+        extra["parsing"] = parsing
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

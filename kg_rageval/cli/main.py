@@ -43,6 +43,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "system": "kg_rageval.cli.score_system:command",
         "preference": "kg_rageval.cli.score_preference:command",
         "relations": "kg_rageval.cli.score_relations:command",
+        "parsing": "kg_rageval.cli.score_parsing:command",
     },
 }
 
@@ -68,6 +69,7 @@ HELP = {
     "system": "Latency quantiles, cost, tokens, cache hits, context coverage (records or OTLP traces).",
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
+    "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
 }
 
 

@@ -95,6 +95,7 @@ HAS: dict[str, set[str]] = {
         "context",
         "rewrite",
         "iterative",
+        "parsing",
     },
     "score_command": {
         "hierarchy",
@@ -107,6 +108,7 @@ HAS: dict[str, set[str]] = {
         "preference",
         "judge",
         "system",
+        "parsing",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -132,6 +134,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "context": "reads chunk ids of the supplied context, no ontology id",
         "iterative": "reads document ids and step costs, no ontology id",
         "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: an error)",
+        "parsing": "reads reference and extracted texts and HTML tables, no ontology id",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -140,6 +143,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "system": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "iterative": "the ontology is optional: only the per-branch roll-up uses it",
+        "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",

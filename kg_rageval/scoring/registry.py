@@ -107,10 +107,11 @@ def family_of_member(member: str) -> str | None:
 
 def _register_builtins() -> None:
     from kg_rageval.scoring.builtin import BUILTIN, FILE_FAMILIES
+    from kg_rageval.scoring.ingestion import INGESTION
     from kg_rageval.scoring.quality import QUALITY
     from kg_rageval.scoring.reformulation import REFORMULATION
 
-    for sc in BUILTIN + FILE_FAMILIES + QUALITY + REFORMULATION:
+    for sc in BUILTIN + FILE_FAMILIES + QUALITY + REFORMULATION + INGESTION:
         register(sc)
 
 
