@@ -60,6 +60,7 @@ def test_streamable_families_are_declared():
         "generation",
         "provenance",
         "iterative",
+        "parsing",
     }
 
 
