@@ -187,3 +187,10 @@ def test_module_size(module):
         assert n <= MAX_LINES, (
             f"{module} has {n} lines (over {MAX_LINES}): split it by idea, or name its one idea in LARGE_MODULES"
         )
+
+
+def test_test_file_basenames_are_unique():
+    """pytest imports test modules by basename (rootdir conftest, no packages): two
+    ``test_drift.py`` in different folders stop the whole run at collection."""
+    names = [p.name for p in (PACKAGE.parent / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -8,7 +8,7 @@ alibi-detect downgrades numpy, so it runs in a side venv, never the dev venv:
 
 It writes ``tests/monitor/data/alibi_mmd.npz`` (the data and alibi-detect's own permutations,
 captured by re-seeding torch: the kernel computations draw no random numbers) and prints the
-p-values, MMD² and bandwidths that ``tests/monitor/test_drift.py`` holds as constants.
+p-values, MMD² and bandwidths that ``tests/monitor/test_monitor_drift.py`` holds as constants.
 """
 
 from __future__ import annotations
