@@ -297,7 +297,7 @@ def test_every_family_streamed_and_spilled_equals_the_whole_call(name, demo, spi
         return
     got = bound(demo["path"], chunk_size=7)
     _assert_same(got, whole)
-    if get_scorer(name).streamable:
+    if get_scorer(name).streamable and any(len(ev) for ev in got.values()):  # rows to spill
         assert _spilled_members(got) >= 1, name
 
 
