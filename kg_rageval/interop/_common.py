@@ -200,6 +200,28 @@ class Builder:
     def lack(self, name: str) -> None:
         self.missing[name] += 1
 
+    def fill(
+        self,
+        record: Record,
+        *,
+        query: str | None,
+        contexts: list[str] | None,
+        answer: str | None,
+        reference: str | None,
+    ) -> None:
+        """Set the four standard record fields that are present (``query``,
+        ``retrieval.contexts``, ``answer.text``, ``reference.answer``); count each absent one."""
+        for name, value, put in (
+            ("query", query, lambda v: v),
+            ("retrieval.contexts", contexts, lambda v: {"contexts": v}),
+            ("answer.text", answer, lambda v: {"text": v}),
+            ("reference.answer", reference, lambda v: {"answer": v}),
+        ):
+            if value is None:
+                self.lack(name)
+            else:
+                record[name.partition(".")[0]] = put(value)
+
     def add(self, record: Record, row: int, extra: dict[str, Any]) -> None:
         source: dict[str, Any] = {"format": self.format, "file": self.path, "row": row}
         if extra:

@@ -33,21 +33,6 @@ def read(path: str | Path) -> Imported:
         answer = text_or_none(b, row, "actual_output", obj.get("actual_output"))
         reference = text_or_none(b, row, "expected_output", obj.get("expected_output"))
         contexts = strings_or_none(b, row, "retrieval_context", obj.get("retrieval_context"))
-        if query is None:
-            b.lack("query")
-        else:
-            rec["query"] = query
-        if contexts is None:
-            b.lack("retrieval.contexts")
-        else:
-            rec["retrieval"] = {"contexts": contexts}
-        if answer is None:
-            b.lack("answer.text")
-        else:
-            rec["answer"] = {"text": answer}
-        if reference is None:
-            b.lack("reference.answer")
-        else:
-            rec["reference"] = {"answer": reference}
+        b.fill(rec, query=query, contexts=contexts, answer=answer, reference=reference)
         b.add(rec, row, extra)
     return b.result()

@@ -57,21 +57,6 @@ def read(path: str | Path) -> Imported:
         answer = response if response is not None else answer
         contexts = strings_or_none(b, row, "retrieved_contexts", obj.get("retrieved_contexts"))
         reference = text_or_none(b, row, "reference", obj.get("reference"))
-        if query is None:
-            b.lack("query")
-        else:
-            rec["query"] = query
-        if contexts is None:
-            b.lack("retrieval.contexts")
-        else:
-            rec["retrieval"] = {"contexts": contexts}
-        if answer is None:
-            b.lack("answer.text")
-        else:
-            rec["answer"] = {"text": answer}
-        if reference is None:
-            b.lack("reference.answer")
-        else:
-            rec["reference"] = {"answer": reference}
+        b.fill(rec, query=query, contexts=contexts, answer=answer, reference=reference)
         b.add(rec, row, extra)
     return b.result()
