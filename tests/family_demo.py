@@ -92,5 +92,16 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
             else [],
         }
         extra["parsing"] = parsing
+        gold = ((r.get("labels") or {}).get("gold") or [None])[0]
+        if isinstance(gold, str):  # the consistency family: three samples, the third names X on odd indices
+            other = [gold] if i % 2 == 0 else ["X:not-in-ontology"]
+            extra["consistency"] = {
+                "temperature": 0.7,
+                "samples": [
+                    {"text": "a", "concepts": [gold]},
+                    {"text": "A ", "concepts": [gold]},
+                    {"text": "b", "concepts": other},
+                ],
+            }
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

@@ -44,6 +44,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "preference": "kg_rageval.cli.score_preference:command",
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
+        "consistency": "kg_rageval.cli.score_consistency:command",
     },
 }
 
@@ -70,6 +71,7 @@ HELP = {
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
+    "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
 }
 
 

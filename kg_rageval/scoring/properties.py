@@ -83,6 +83,7 @@ HAS: dict[str, set[str]] = {
         "preference",
         "shacl",
         "rewrite",
+        "consistency",
     },
     "per_node_rollup": {
         "hierarchy",
@@ -96,6 +97,7 @@ HAS: dict[str, set[str]] = {
         "rewrite",
         "iterative",
         "parsing",
+        "consistency",
     },
     "score_command": {
         "hierarchy",
@@ -109,6 +111,7 @@ HAS: dict[str, set[str]] = {
         "judge",
         "system",
         "parsing",
+        "consistency",
     },
 }
 """The families that have each listed (not derived) property."""

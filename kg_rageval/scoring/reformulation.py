@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kg_rageval.contract.ids import ID_PARAMS
 from kg_rageval.contract.metrics import metric_specs
 from kg_rageval.contract.params import Param
 from kg_rageval.scoring.scorer import Scorer
@@ -142,4 +143,56 @@ ITERATIVE = Scorer(
     ),
 )
 
-REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE)
+CONSISTENCY = Scorer(
+    name="consistency",
+    target="kg_rageval.families.consistency:score_consistency",
+    sections=("consistency",),
+    section_required=True,
+    description="Self-consistency: agreement of n answers sampled at T > 0 as concept-set agreement "
+    "through the ontology (exact and ancestor-closure Jaccard), text repeats, majority share; per branch.",
+    metrics=metric_specs(
+        "consistency",
+        "consistency",
+        (
+            (
+                "concept_agreement.mean",
+                "higher",
+                "mean over records of the mean pairwise Jaccard |A ∩ B| / |A ∪ B| of the samples' "
+                "concept sets (J(∅, ∅) = 1)",
+            ),
+            (
+                "hier_agreement.mean",
+                "higher",
+                "the same Jaccard over ancestor-or-self closures, roots left out (a concept and its "
+                "child agree in part)",
+            ),
+            (
+                "text_agreement.mean",
+                "higher",
+                "mean pairwise exact match of case-folded, whitespace-collapsed texts (records whose "
+                "samples all have a text)",
+            ),
+            ("modal_share.mean", "higher", "mean share of the samples naming the most frequent concept set"),
+            ("unanimous_rate", "higher", "records whose samples all name the same concept set / records"),
+            ("empty_sample_rate", "none", "samples naming no concept / samples"),
+            (
+                "not_in_ontology_rate",
+                "lower",
+                "named concept ids the ontology lacks (system fault, counted) / named ids",
+            ),
+            ("inactive_rate", "lower", "named ids that are deprecated or revoked / named ids"),
+        ),
+    ),
+    params=(
+        Param(
+            "min_samples",
+            "int",
+            2,
+            "Samples a record needs to be scored (fewer: a missing prediction).",
+            minimum=2,
+        ),
+        *ID_PARAMS,
+    ),
+)
+
+REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE, CONSISTENCY)
