@@ -136,7 +136,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
         "context": "reads chunk ids of the supplied context, no ontology id",
         "iterative": "reads document ids and step costs, no ontology id",
-        "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: an error)",
+        "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: counted off-topic)",
         "parsing": "reads reference and extracted texts and HTML tables, no ontology id",
     },
     "needs_ontology": {
