@@ -44,6 +44,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "preference": "kg_rageval.cli.score_preference:command",
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
+        "nuggets": "kg_rageval.cli.score_nuggets:command",
     },
 }
 
@@ -70,6 +71,7 @@ HELP = {
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
+    "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
 }
 
 

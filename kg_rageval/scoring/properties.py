@@ -96,6 +96,7 @@ HAS: dict[str, set[str]] = {
         "rewrite",
         "iterative",
         "parsing",
+        "nuggets",
     },
     "score_command": {
         "hierarchy",
@@ -109,6 +110,7 @@ HAS: dict[str, set[str]] = {
         "judge",
         "system",
         "parsing",
+        "nuggets",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -144,6 +146,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "iterative": "the ontology is optional: only the per-branch roll-up uses it",
         "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
+        "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
+        "the per-branch roll-up use it; a concept nugget without one is an error",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",
