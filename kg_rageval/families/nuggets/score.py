@@ -160,6 +160,9 @@ def items_of(rec: Record) -> tuple[list[dict[str, Any]], list[str] | None]:
         raise record_error(
             rec, f"nuggets.{sorted(bad)[0]}", "unknown field; expected topic_id, items or answer_concepts"
         )
+    tid = sec.get("topic_id")
+    if tid is not None and not isinstance(tid, str):
+        raise record_error(rec, "nuggets.topic_id", f"expected the topic id as a string, found {tid!r}")
     raw = sec.get("items")
     if not isinstance(raw, list):
         raise record_error(rec, "nuggets.items", f"expected a list of nuggets, found {raw!r}")

@@ -263,3 +263,13 @@ def test_bad_input_names_file_line_and_field(tmp_path, items, field):
         get_scorer("nuggets").score(None, str(p))
     msg = str(got.value)
     assert "\n" not in msg and f"bad.jsonl, record 'x' (line 2), field {field}" in msg, msg
+
+
+def test_bad_section_names_the_field():
+    sc = get_scorer("nuggets")
+    with pytest.raises(InputError, match=r"record 'x', field nuggets: expected an object"):
+        sc.score(None, [{"id": "x", "nuggets": [1]}])
+    with pytest.raises(InputError, match=r"field nuggets.topic_id: expected the topic id"):
+        sc.score(None, [{"id": "x", "nuggets": {"topic_id": 3, "items": []}}])
+    with pytest.raises(InputError, match=r"field nuggets.answer_concepts: a concept nugget needs"):
+        sc.score(None, [{"id": "x", "nuggets": {"items": [_item("a", "vital", concept="VH:car")]}}])
