@@ -35,7 +35,8 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
     system families meet the same records as the others (the demo has neither): judge ``j1``
     says correct on records 1, 2, 4, 5, ... (index % 3 != 0), the human on index % 4 != 0;
     latencies, tokens, cost and an LLM cache hit on even indices; a ``parsing`` page pair (an
-    OCR slip on odd indices, an unrecognised table on every third)."""
+    OCR slip on odd indices, an unrecognised table on every third); a ``nuggets`` section (five
+    nuggets, two okay only on every fifth, assignments cycling, the human differing on odd ones)."""
     out = []
     for i, r in enumerate(records):
 
@@ -103,5 +104,19 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
                     {"text": "b", "concepts": other},
                 ],
             }
+        labels = ("support", "partial_support", "not_support")
+        imps = ["okay"] * 2 if i % 5 == 4 else ["vital"] * 3 + ["okay"] * 2  # every fifth: no vital nugget
+        extra["nuggets"] = {  # the nuggets family: assignments cycle, the human differs on odd indices
+            "topic_id": f"t{i}",
+            "items": [
+                {
+                    "text": f"fact {j}",
+                    "importance": imp,
+                    "assignment": labels[(i + j) % 3],
+                    "human_assignment": labels[(i + j + i % 2) % 3],
+                }
+                for j, imp in enumerate(imps)
+            ],
+        }
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

@@ -45,6 +45,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
         "consistency": "kg_rageval.cli.score_consistency:command",
+        "nuggets": "kg_rageval.cli.score_nuggets:command",
     },
 }
 
@@ -72,6 +73,7 @@ HELP = {
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
     "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
+    "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
 }
 
 

@@ -98,6 +98,7 @@ HAS: dict[str, set[str]] = {
         "iterative",
         "parsing",
         "consistency",
+        "nuggets",
     },
     "score_command": {
         "hierarchy",
@@ -112,6 +113,7 @@ HAS: dict[str, set[str]] = {
         "system",
         "parsing",
         "consistency",
+        "nuggets",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -147,6 +149,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "iterative": "the ontology is optional: only the per-branch roll-up uses it",
         "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
+        "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
+        "the per-branch roll-up use it; a concept nugget without one is an error",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",
