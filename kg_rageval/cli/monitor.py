@@ -301,10 +301,10 @@ def embedding(probes, model_a, model_b, k, min_stability, fmt) -> None:
 
 
 def _add_review_commands() -> None:
-    """The review side of monitoring (``monitor alerts|fer|sample|shadow``, cli/monitor_review.py)."""
-    from kg_rageval.cli.monitor_review import alerts, fer, sample, shadow
+    """The review side of monitoring (``monitor alerts|fer|signals|sample|shadow``, cli/monitor_review.py)."""
+    from kg_rageval.cli.monitor_review import alerts, fer, sample, shadow, signals
 
-    for cmd in (alerts, fer, sample, shadow):
+    for cmd in (alerts, fer, signals, sample, shadow):
         monitor.add_command(cmd)
 
 

@@ -1,4 +1,4 @@
-"""``kg-rageval monitor alerts``, ``fer``, ``sample``, ``shadow`` (later ``page``):
+"""``kg-rageval monitor alerts``, ``fer``, ``signals``, ``sample``, ``shadow`` (later ``page``):
 review-side monitoring commands (``docs/monitoring_review.md``). Each is a ``click.command``
 the ``monitor`` group adds; :data:`review_group` holds them for tests until then."""
 
@@ -198,6 +198,83 @@ def fer(
     emit(payload, fmt, _render_fer)
 
 
+@click.command("signals")
+@data_option
+@ontology_option
+@click.option(
+    "--label",
+    default="review.faithful",
+    show_default=True,
+    help="The reviewed boolean field (dotted path in the record) the signals are set against.",
+)
+@click.option(
+    "--signal",
+    "signal_names",
+    multiple=True,
+    help="A signal to report (repeatable; default: all): cited_click, dwell_ms, regenerated, "
+    "copied, shared, exported, followup_doubt.",
+)
+@click.option("--by", type=click.Choice(["all", "branch", "intent"]), default="all", show_default=True)
+@click.option(
+    "--doubt-pattern",
+    "doubt",
+    multiple=True,
+    help="A regular expression for a doubting follow-up (repeatable; replaces the default list).",
+)
+@click.option("--min-rows", type=click.IntRange(1), default=30, show_default=True)
+@click.option(
+    "--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
+)
+@click.option("--bootstrap", "n_boot", type=click.IntRange(1), default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
+@format_option
+def signals(
+    data_path, ontology_path, label, signal_names, by, doubt, min_rows, level, n_boot, seed,
+    branch_depth, fmt, **_loader,
+) -> None:  # fmt: skip
+    """Implicit signals (click-through, dwell, regeneration, copy/share/export, doubting
+    follow-ups) as candidates: their association with reviewed labels, with n and intervals.
+    No direction is assigned."""
+    import re
+
+    from kg_rageval.base.errors import ConfigError, KgRagevalError
+    from kg_rageval.monitor import signals as sg
+
+    try:
+        bad = [s for s in signal_names if s not in sg.SIGNALS]
+        if bad:
+            raise ConfigError(f"--signal {bad[0]!r}: expected one of {', '.join(sg.SIGNALS)}")
+        for pat in doubt:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise ConfigError(f"--doubt-pattern {pat!r}: {exc}") from None
+        rows = _traffic(data_path, ontology_path, "1d", branch_depth)
+        payload = sg.signal_report(
+            rows, label=label, signals=signal_names or sg.SIGNALS, by=by, level=level,
+            min_rows=min_rows, n_boot=n_boot, seed=seed, doubt=doubt or sg.DOUBT_PATTERNS,
+        )  # fmt: skip
+    except (KgRagevalError, OSError) as exc:
+        fail(exc)
+        return
+
+    def text(p: dict) -> str:
+        lines = [f"{p['n_reviewed']} of {p['n_rows']} rows reviewed ({p['label']})"]
+        for r in p["results"]:
+            head = f"{r['signal']:<15} {r['group']}: n={r['n']}"
+            if r["status"] != "estimated":
+                lines.append(f"{head} {r['status']} ({r['reason']})")
+                continue
+            lo, hi = r["ci"] if r["ci"] else (float("nan"), float("nan"))
+            p_ = r.get("chi2_p", r.get("p_value"))
+            lines.append(f"{head} {r['statistic']} {r['estimate']:+.4g} [{lo:+.4g}, {hi:+.4g}] p={p_:.3g}")
+        lines.append(p["note"])
+        return "\n".join(lines)
+
+    emit(payload, fmt, text)
+
+
 @click.command("sample")
 @data_option
 @ontology_option
@@ -336,3 +413,4 @@ review_group.add_command(alerts)
 review_group.add_command(sample)
 review_group.add_command(shadow)
 review_group.add_command(fer)
+review_group.add_command(signals)
