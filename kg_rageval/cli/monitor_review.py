@@ -20,6 +20,13 @@ def _traffic(data_path: str, ontology_path: str, window: str, branch_depth: int)
     ]
 
 
+def _file_option(name: str, dest: str, help: str, *, required: bool = False):
+    """An existing input file option (``None`` when not given and not required)."""
+    return click.option(
+        name, dest, required=required, default=None, type=click.Path(exists=True, dir_okay=False), help=help
+    )
+
+
 def _render_alerts(payload: dict) -> str:
     lines = [
         f"status: {payload['status']}  " + ", ".join(f"{k}={v}" for k, v in sorted(payload["counts"].items()))
@@ -57,26 +64,12 @@ def _render_alerts(payload: dict) -> str:
 )
 @click.option("--window", default="1d", show_default=True, help="Window width (1d, 6h, ...) or 'release'.")
 @click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
-@click.option(
-    "--queue",
-    "queue_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Review queue of `monitor sample` (sampled FER check).",
-)
-@click.option(
-    "--corpus",
-    "corpus_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Corpus JSONL for the filter replay (sampled FER check).",
-)
-@click.option(
+@_file_option("--queue", "queue_path", "Review queue of `monitor sample` (sampled FER check).")
+@_file_option("--corpus", "corpus_path", "Corpus JSONL for the filter replay (sampled FER check).")
+@_file_option(
     "--reviewed",
     "reviewed_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Reviewed records with retrieval.gold (sampled FER check; default: --data).",
+    "Reviewed records with retrieval.gold (sampled FER check; default: --data).",
 )
 @format_option
 def alerts(
@@ -155,19 +148,17 @@ WEIGHTED_TEXT = "all strata, weighted by 1/inclusion_probability; random stratum
 @click.command("fer")
 @data_option
 @ontology_option
-@click.option(
+@_file_option(
     "--queue",
     "queue_path",
+    "The review queue `monitor sample` wrote (inclusion probabilities).",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="The review queue `monitor sample` wrote (inclusion probabilities).",
 )
-@click.option(
+@_file_option(
     "--corpus",
     "corpus_path",
+    "Corpus JSONL (document fields and entitlements) for the filter replay.",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Corpus JSONL (document fields and entitlements) for the filter replay.",
 )
 @click.option(
     "--by-window", is_flag=True, help="Per window and branch (default: per branch over all windows)."

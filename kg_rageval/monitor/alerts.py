@@ -20,7 +20,6 @@ evidence`` (too few rows: never silence, never an alert). A p95 needs at least
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.validation import validation_lines
 from kg_rageval.contract.gates import quantile_min_rows
 from kg_rageval.monitor import performance as perf
 from kg_rageval.monitor.traffic import TrafficRow, Windowing, parse_timestamp
@@ -77,36 +77,15 @@ class AlertConfig(_Strict):
     filter_false_exclusion_rate: FerCheck | None = None
 
 
-def _fields_at(loc: Sequence[Any]) -> list[str]:
-    model: Any = AlertConfig
-    for part in loc[:-1]:
-        f = getattr(model, "model_fields", {}).get(part)
-        if f is None:
-            return []
-        ann = f.annotation
-        model = next((a for a in getattr(ann, "__args__", (ann,)) if hasattr(a, "model_fields")), None)
-        if model is None:
-            return []
-    return list(getattr(model, "model_fields", {}))
-
-
 def config_from_mapping(data: Any, source: str = "<memory>") -> AlertConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"alert config must be a mapping, got {type(data).__name__}", source=source)
     try:
         cfg = AlertConfig.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                near = difflib.get_close_matches(str(err["loc"][-1]), _fields_at(err["loc"]), n=1)
-                msg = "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
-            elif err["type"] == "missing":
-                msg = "required key is missing"
-            lines.append(f"{loc}: {msg}")
-        raise ConfigError("; ".join(lines), source=source) from None
+        raise ConfigError(
+            "; ".join(validation_lines(exc.errors(), model=AlertConfig)), source=source
+        ) from None
     Windowing.parse(cfg.deploy_lookback)
     return cfg
 

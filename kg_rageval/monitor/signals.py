@@ -88,40 +88,35 @@ def signal_reader(
             return any(p.search(v) for p in pats)
 
         return followup
-    if name == "cited_click":
+    field, ok, expected, convert = _FIELDS.get(name) or (name, _is_bool, "true, false or null", bool)
 
-        def clicks(row: TrafficRow) -> bool | None:
-            v = row.feedback.get("cited_clicks")
-            if v is None:
-                return None
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise record_error(
-                    _rec(row), "feedback.cited_clicks", f"expected an integer >= 0, found {v!r}"
-                )
-            return v > 0
-
-        return clicks
-    if name == "dwell_ms":
-
-        def dwell(row: TrafficRow) -> float | None:
-            v = row.feedback.get("dwell_ms")
-            if v is None:
-                return None
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise record_error(_rec(row), "feedback.dwell_ms", f"expected a number >= 0, found {v!r}")
-            return float(v)
-
-        return dwell
-
-    def flag(row: TrafficRow) -> bool | None:
-        v = row.feedback.get(name)
+    def read(row: TrafficRow) -> bool | float | None:
+        v = row.feedback.get(field)
         if v is None:
             return None
-        if not isinstance(v, bool):
-            raise record_error(_rec(row), f"feedback.{name}", f"expected true, false or null, found {v!r}")
-        return v
+        if not ok(v):
+            raise record_error(_rec(row), f"feedback.{field}", f"expected {expected}, found {v!r}")
+        return convert(v)
 
-    return flag
+    return read
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_duration(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+_FIELDS: dict[str, tuple[str, Callable[[Any], bool], str, Callable[[Any], bool | float]]] = {
+    "cited_click": ("cited_clicks", _is_count, "an integer >= 0", lambda v: v > 0),
+    "dwell_ms": ("dwell_ms", _is_duration, "a number >= 0", float),
+}
 
 
 def label_reader(path: str = "review.faithful") -> Callable[[TrafficRow], int | None]:
