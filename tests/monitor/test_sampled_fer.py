@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime, timezone
 
 import pytest
 from click.testing import CliRunner
@@ -162,3 +163,30 @@ def test_queue_errors_name_the_line(tmp_path):
     )
     with pytest.raises(InputError, match=r"line 1.*inclusion_probability"):
         fe.load_queue(q)
+
+
+def test_weighted_fer_unbiased_over_seeded_repeats():
+    import numpy as np
+
+    from kg_rageval.monitor.review import Design, draw
+    from kg_rageval.monitor.traffic import TrafficRow
+
+    # thumbs-down queries are falsely excluded far more often (0.4 against 0.05)
+    rng = np.random.default_rng(7)
+    t0 = datetime(2026, 11, 2, tzinfo=timezone.utc)
+    rows, excl = [], {}
+    for i in range(8000):
+        down = bool(rng.uniform() < 0.1)
+        rows.append(TrafficRow(f"q{i}", t0, W, "B", ("X",), feedback={"thumbs": "down" if down else None}))
+        excl[f"q{i}"] = bool(rng.uniform() < (0.4 if down else 0.05))
+    truth = sum(excl.values()) / len(excl)
+    weighted, naive = [], []
+    for seed in range(20):
+        s = draw(rows, Design(rate=0.02, thumbs_down_rate=0.5, seed=seed))
+        cell = [(fe.FerObservation(it.record_id, W, "B", True, excl[it.record_id]), it) for it in s.items]
+        r = fe.cell_estimate(cell, min_rows=1)
+        weighted.append(r["weighted"]["estimate"])
+        naive.append(r["n_excluded"] / r["n_eligible"])
+    se = np.std(weighted, ddof=1) / np.sqrt(len(weighted))
+    assert abs(np.mean(weighted) - truth) < 3 * se  # truth about 0.085
+    assert np.mean(naive) > truth + 0.15  # the oversampled thumbs-down stratum dominates
