@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kg_rageval.audit.gates import Gate, parse_gate
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.validation import validation_lines
 
 
 class _Strict(BaseModel):
@@ -553,15 +554,7 @@ def config_from_mapping(
     try:
         cfg = AuditConfig.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key (see docs/audit.md for the allowed keys)"
-            elif err["type"] == "missing":
-                msg = "required key is missing"
-            lines.append(f"{loc}: {msg}")
+        lines = validation_lines(exc.errors(), unknown="unknown key (see docs/audit.md for the allowed keys)")
         raise ConfigError(
             f"{len(lines)} config error{'s' if len(lines) > 1 else ''}:\n  " + "\n  ".join(lines),
             source=source,

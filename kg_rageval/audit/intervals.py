@@ -54,8 +54,9 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
-def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval without continuity correction (``scipy`` ``method="wilson"``)."""
+def wilson(k: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval without continuity correction (``scipy`` ``method="wilson"``).
+    ``k`` and ``n`` may be fractional (a weighted count at an effective sample size)."""
     from scipy.stats import norm
 
     if n <= 0 or not 0 <= k <= n:

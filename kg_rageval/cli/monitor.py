@@ -73,13 +73,12 @@ def ingest(
 ) -> None:
     """Read production traffic (records JSONL with timestamps, or OTLP traces) into windows of
     the store: per window x branch x intent x slice the mergeable sums."""
-    from kg_rageval.monitor.store import WindowStore, ingest_records, ingest_traces
+    from kg_rageval.monitor.store import WindowStore, ingest
 
     onto = load_ontology_cli(ontology_path, ontology_format)
     with WindowStore(store_path) as store:
-        run = ingest_traces if traces else ingest_records
-        summary = run(
-            store, traffic, onto, window=window, branch_depth=branch_depth,
+        summary = ingest(
+            store, traffic, onto, traces=traces, window=window, branch_depth=branch_depth,
             replace=replace, reservoir=reservoir, seed=seed,
         )  # fmt: skip
     payload = {"store": str(store_path), "traffic": str(traffic), **summary.to_dict()}
@@ -301,10 +300,10 @@ def embedding(probes, model_a, model_b, k, min_stability, fmt) -> None:
 
 
 def _add_review_commands() -> None:
-    """The review side of monitoring (``monitor alerts|sample|shadow``, cli/monitor_review.py)."""
-    from kg_rageval.cli.monitor_review import alerts, sample, shadow
+    """The review side of monitoring (``monitor alerts|fer|signals|sample|shadow``, cli/monitor_review.py)."""
+    from kg_rageval.cli.monitor_review import alerts, fer, sample, shadow, signals
 
-    for cmd in (alerts, sample, shadow):
+    for cmd in (alerts, fer, signals, sample, shadow):
         monitor.add_command(cmd)
 
 

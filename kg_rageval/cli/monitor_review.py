@@ -1,4 +1,4 @@
-"""``kg-rageval monitor alerts`` (and, later, ``sample``, ``shadow``, ``page``):
+"""``kg-rageval monitor alerts``, ``fer``, ``signals``, ``sample``, ``shadow`` (later ``page``):
 review-side monitoring commands (``docs/monitoring_review.md``). Each is a ``click.command``
 the ``monitor`` group adds; :data:`review_group` holds them for tests until then."""
 
@@ -18,6 +18,13 @@ def _traffic(data_path: str, ontology_path: str, window: str, branch_depth: int)
     return [
         r for chunk in iter_traffic(data_path, onto, window=window, branch_depth=branch_depth) for r in chunk
     ]
+
+
+def _file_option(name: str, dest: str, help: str, *, required: bool = False):
+    """An existing input file option (``None`` when not given and not required)."""
+    return click.option(
+        name, dest, required=required, default=None, type=click.Path(exists=True, dir_okay=False), help=help
+    )
 
 
 def _render_alerts(payload: dict) -> str:
@@ -57,8 +64,18 @@ def _render_alerts(payload: dict) -> str:
 )
 @click.option("--window", default="1d", show_default=True, help="Window width (1d, 6h, ...) or 'release'.")
 @click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
+@_file_option("--queue", "queue_path", "Review queue of `monitor sample` (sampled FER check).")
+@_file_option("--corpus", "corpus_path", "Corpus JSONL for the filter replay (sampled FER check).")
+@_file_option(
+    "--reviewed",
+    "reviewed_path",
+    "Reviewed records with retrieval.gold (sampled FER check; default: --data).",
+)
 @format_option
-def alerts(data_path, ontology_path, config_path, deploys, window, branch_depth, fmt, **_loader) -> None:
+def alerts(
+    data_path, ontology_path, config_path, deploys, window, branch_depth, queue_path, corpus_path,
+    reviewed_path, fmt, **_loader,
+) -> None:  # fmt: skip
     """Guardrail alerts per window and branch. Exit 0 quiet, 1 alert, 2 input error."""
     from kg_rageval.base.errors import KgRagevalError
     from kg_rageval.monitor import alerts as al
@@ -69,12 +86,184 @@ def alerts(data_path, ontology_path, config_path, deploys, window, branch_depth,
         windowing = Windowing.parse(window)
         rows = _traffic(data_path, ontology_path, window, branch_depth)
         events = al.load_deploys(deploys) if deploys else []
-        payload = al.evaluate(rows, cfg, windowing=windowing, deploys=events)
+        fer = None
+        if cfg.filter_false_exclusion_rate is not None and queue_path and corpus_path:
+            from kg_rageval.monitor import fer as fe
+
+            report = _sampled_fer(
+                reviewed_path or data_path, ontology_path, queue_path, corpus_path, window,
+                branch_depth, by_window=True, level=cfg.level, min_rows=cfg.min_rows,
+            )  # fmt: skip
+            fer = fe.fer_cells(report)
+        payload = al.evaluate(rows, cfg, windowing=windowing, deploys=events, fer=fer)
     except (KgRagevalError, OSError) as exc:
         fail(exc)
         return
     emit(payload, fmt, _render_alerts)
     sys.exit(1 if payload["status"] == "alert" else 0)
+
+
+def _sampled_fer(
+    data_path: str,
+    ontology_path: str,
+    queue_path: str,
+    corpus_path: str,
+    window: str,
+    branch_depth: int,
+    **kw,
+) -> dict:
+    from kg_rageval.families.retrieval import read_corpus
+    from kg_rageval.monitor import fer as fe
+    from kg_rageval.monitor.traffic import iter_traffic
+
+    onto = load_ontology_cli(ontology_path)
+    rows = [
+        r for chunk in iter_traffic(data_path, onto, window=window, branch_depth=branch_depth) for r in chunk
+    ]
+    obs = fe.observations(rows, onto, read_corpus(corpus_path, onto))
+    return fe.sampled_fer(obs, fe.load_queue(queue_path), **kw)
+
+
+def _render_fer(p: dict) -> str:
+    def fmt(e: dict) -> str:
+        if e.get("status") != "estimated":
+            return f"n={e['n']} {INSUFFICIENT_TEXT}"
+        lo, hi = e["ci"]
+        return f"n={e['n']} {e['estimate']:.4g} [{lo:.4g}, {hi:.4g}]"
+
+    lines = [f"sampled {p['metric']} ({p['definition']}); not in queue: {p['not_in_queue']}"]
+    for r in p["results"]:
+        lines.append(
+            f"{r['window']} {r['branch']}: weighted {fmt(r['weighted'])}; "
+            f"random stratum {fmt(r['random_stratum'])}"
+        )
+    lines.append(f"weighted: {WEIGHTED_TEXT}")
+    return "\n".join(lines)
+
+
+INSUFFICIENT_TEXT = "insufficient evidence"
+WEIGHTED_TEXT = "all strata, weighted by 1/inclusion_probability; random stratum: that stratum alone"
+
+
+@click.command("fer")
+@data_option
+@ontology_option
+@_file_option(
+    "--queue",
+    "queue_path",
+    "The review queue `monitor sample` wrote (inclusion probabilities).",
+    required=True,
+)
+@_file_option(
+    "--corpus",
+    "corpus_path",
+    "Corpus JSONL (document fields and entitlements) for the filter replay.",
+    required=True,
+)
+@click.option(
+    "--by-window", is_flag=True, help="Per window and branch (default: per branch over all windows)."
+)
+@click.option("--min-rows", type=click.IntRange(1), default=30, show_default=True)
+@click.option(
+    "--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
+)
+@click.option("--window", default="1d", show_default=True)
+@click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
+@format_option
+def fer(
+    data_path, ontology_path, queue_path, corpus_path, by_window, min_rows, level, window, branch_depth,
+    fmt, **_loader,
+) -> None:  # fmt: skip
+    """Sampled filter false-exclusion rate on reviewed filtered queries (-d: records with the
+    reviewer's retrieval.gold), per branch, weighted by the queue's inclusion probabilities."""
+    from kg_rageval.base.errors import KgRagevalError
+
+    try:
+        payload = _sampled_fer(
+            data_path, ontology_path, queue_path, corpus_path, window, branch_depth,
+            by_window=by_window, level=level, min_rows=min_rows,
+        )  # fmt: skip
+    except (KgRagevalError, OSError) as exc:
+        fail(exc)
+        return
+    emit(payload, fmt, _render_fer)
+
+
+@click.command("signals")
+@data_option
+@ontology_option
+@click.option(
+    "--label",
+    default="review.faithful",
+    show_default=True,
+    help="The reviewed boolean field (dotted path in the record) the signals are set against.",
+)
+@click.option(
+    "--signal",
+    "signal_names",
+    multiple=True,
+    help="A signal to report (repeatable; default: all): cited_click, dwell_ms, regenerated, "
+    "copied, shared, exported, followup_doubt.",
+)
+@click.option("--by", type=click.Choice(["all", "branch", "intent"]), default="all", show_default=True)
+@click.option(
+    "--doubt-pattern",
+    "doubt",
+    multiple=True,
+    help="A regular expression for a doubting follow-up (repeatable; replaces the default list).",
+)
+@click.option("--min-rows", type=click.IntRange(1), default=30, show_default=True)
+@click.option(
+    "--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
+)
+@click.option("--bootstrap", "n_boot", type=click.IntRange(1), default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--branch-depth", type=click.IntRange(0), default=1, show_default=True)
+@format_option
+def signals(
+    data_path, ontology_path, label, signal_names, by, doubt, min_rows, level, n_boot, seed,
+    branch_depth, fmt, **_loader,
+) -> None:  # fmt: skip
+    """Implicit signals (click-through, dwell, regeneration, copy/share/export, doubting
+    follow-ups) as candidates: their association with reviewed labels, with n and intervals.
+    No direction is assigned."""
+    import re
+
+    from kg_rageval.base.errors import ConfigError, KgRagevalError
+    from kg_rageval.monitor import signals as sg
+
+    try:
+        bad = [s for s in signal_names if s not in sg.SIGNALS]
+        if bad:
+            raise ConfigError(f"--signal {bad[0]!r}: expected one of {', '.join(sg.SIGNALS)}")
+        for pat in doubt:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise ConfigError(f"--doubt-pattern {pat!r}: {exc}") from None
+        rows = _traffic(data_path, ontology_path, "1d", branch_depth)
+        payload = sg.signal_report(
+            rows, label=label, signals=signal_names or sg.SIGNALS, by=by, level=level,
+            min_rows=min_rows, n_boot=n_boot, seed=seed, doubt=doubt or sg.DOUBT_PATTERNS,
+        )  # fmt: skip
+    except (KgRagevalError, OSError) as exc:
+        fail(exc)
+        return
+
+    def text(p: dict) -> str:
+        lines = [f"{p['n_reviewed']} of {p['n_rows']} rows reviewed ({p['label']})"]
+        for r in p["results"]:
+            head = f"{r['signal']:<15} {r['group']}: n={r['n']}"
+            if r["status"] != "estimated":
+                lines.append(f"{head} {r['status']} ({r['reason']})")
+                continue
+            lo, hi = r["ci"] if r["ci"] else (float("nan"), float("nan"))
+            p_ = r.get("chi2_p", r.get("p_value"))
+            lines.append(f"{head} {r['statistic']} {r['estimate']:+.4g} [{lo:+.4g}, {hi:+.4g}] p={p_:.3g}")
+        lines.append(p["note"])
+        return "\n".join(lines)
+
+    emit(payload, fmt, text)
 
 
 @click.command("sample")
@@ -214,3 +403,5 @@ def review_group() -> None:
 review_group.add_command(alerts)
 review_group.add_command(sample)
 review_group.add_command(shadow)
+review_group.add_command(fer)
+review_group.add_command(signals)

@@ -9,6 +9,7 @@ Config (YAML, TOML or JSON; unknown keys are a :class:`ConfigError` with a "did 
     latency_p95_ms: {max: 2000, stage: total}
     regeneration: {reference: ["2026-11-01T00:00:00Z"], false_alarm_budget: 0.05}
     cost_per_query_usd: {max: 0.01}
+    filter_false_exclusion_rate: {max: 0.02}   # sampled FER (needs reviewed records, queue, corpus)
 
 Each check is evaluated per window and per branch (and ``(all)``). A status is ``alert``
 (the interval lies wholly on the wrong side of the threshold / the count leaves its band),
@@ -19,7 +20,6 @@ evidence`` (too few rows: never silence, never an alert). A p95 needs at least
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.base.validation import validation_lines
 from kg_rageval.contract.gates import quantile_min_rows
 from kg_rageval.monitor import performance as perf
 from kg_rageval.monitor.traffic import TrafficRow, Windowing, parse_timestamp
@@ -61,6 +62,10 @@ class CostCheck(_Strict):
     max: float = Field(gt=0)
 
 
+class FerCheck(_Strict):
+    max: float = Field(ge=0, le=1)
+
+
 class AlertConfig(_Strict):
     min_rows: int = Field(perf.MIN_ROWS, ge=1)
     level: float = Field(0.95, gt=0, lt=1)
@@ -69,19 +74,7 @@ class AlertConfig(_Strict):
     latency_p95_ms: LatencyCheck | None = None
     regeneration: RegenerationCheck | None = None
     cost_per_query_usd: CostCheck | None = None
-
-
-def _fields_at(loc: Sequence[Any]) -> list[str]:
-    model: Any = AlertConfig
-    for part in loc[:-1]:
-        f = getattr(model, "model_fields", {}).get(part)
-        if f is None:
-            return []
-        ann = f.annotation
-        model = next((a for a in getattr(ann, "__args__", (ann,)) if hasattr(a, "model_fields")), None)
-        if model is None:
-            return []
-    return list(getattr(model, "model_fields", {}))
+    filter_false_exclusion_rate: FerCheck | None = None
 
 
 def config_from_mapping(data: Any, source: str = "<memory>") -> AlertConfig:
@@ -90,17 +83,9 @@ def config_from_mapping(data: Any, source: str = "<memory>") -> AlertConfig:
     try:
         cfg = AlertConfig.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                near = difflib.get_close_matches(str(err["loc"][-1]), _fields_at(err["loc"]), n=1)
-                msg = "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
-            elif err["type"] == "missing":
-                msg = "required key is missing"
-            lines.append(f"{loc}: {msg}")
-        raise ConfigError("; ".join(lines), source=source) from None
+        raise ConfigError(
+            "; ".join(validation_lines(exc.errors(), model=AlertConfig)), source=source
+        ) from None
     Windowing.parse(cfg.deploy_lookback)
     return cfg
 
@@ -212,13 +197,56 @@ def quantile_ci(values: Sequence[float], q: float, level: float) -> tuple[float,
     return float(est), (float(v[lo_i]), float(v[hi_i]))
 
 
+def _fer_alerts(fer: Mapping[tuple[str, str], Mapping[str, Any]], threshold: float) -> list[Alert]:
+    """Sampled FER above ``threshold``: on the weighted estimate (all strata, 1/pi)."""
+    out = []
+    for (w, g), cell in sorted(fer.items()):
+        est = cell["weighted"]
+        detail = {"from": est["from"], "random_stratum": cell["random_stratum"]}
+        if est["status"] != "estimated":
+            detail["reason"] = est.get("reason")
+            out.append(
+                Alert(
+                    "filter_false_exclusion_rate",
+                    w,
+                    g,
+                    INSUFFICIENT,
+                    est["n"],
+                    None,
+                    None,
+                    threshold,
+                    detail=detail,
+                )
+            )
+            continue
+        lo, hi = est["ci"]
+        out.append(
+            Alert(
+                "filter_false_exclusion_rate",
+                w,
+                g,
+                _status_high_bad(est["estimate"], lo, hi, threshold),
+                est["n"],
+                est["estimate"],
+                (lo, hi),
+                threshold,
+                detail=detail,
+            )
+        )
+    return out
+
+
 def evaluate(
     rows: Sequence[TrafficRow],
     cfg: AlertConfig,
     *,
     windowing: Windowing,
     deploys: Sequence[Deploy] = (),
+    fer: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """Every configured check per window and branch. ``fer``: the sampled FER cells
+    (:func:`kg_rageval.monitor.fer.fer_cells` of a ``by_window`` report), needed by the
+    ``filter_false_exclusion_rate`` check."""
     lookback = Windowing.parse(cfg.deploy_lookback).width or timedelta(0)
     cells = _by_cell(rows)
     windows = sorted({w for w, _ in cells})
@@ -316,6 +344,14 @@ def evaluate(
                     cc.max,
                 )
             )
+
+    if cfg.filter_false_exclusion_rate is not None:
+        if fer is None:
+            raise ConfigError(
+                "filter_false_exclusion_rate needs reviewed records, a review queue and a corpus "
+                "(monitor alerts --queue QUEUE --corpus CORPUS [--reviewed REVIEWED])"
+            )
+        results.extend(_fer_alerts(fer, cfg.filter_false_exclusion_rate.max))
 
     bands: dict[str, Any] | None = None
     if cfg.regeneration is not None:

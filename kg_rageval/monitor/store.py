@@ -29,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -448,11 +449,12 @@ def _version() -> str:
     return str(__version__)
 
 
-def ingest_records(
+def ingest(
     store: WindowStore,
     traffic: str | Path,
     ontology: Any,
     *,
+    traces: bool = False,
     window: str = "1d",
     branch_depth: int = 1,
     branches: list[str] | None = None,
@@ -460,39 +462,28 @@ def ingest_records(
     reservoir: int = DEFAULT_RESERVOIR,
     seed: int = 0,
 ) -> IngestSummary:
-    """Read a production traffic file (records JSONL, :func:`iter_traffic`) into ``store``."""
+    """Read a production traffic file into ``store``: records JSONL (:func:`iter_traffic`,
+    chunk by chunk) or, with ``traces``, an OTLP / OpenInference trace file
+    (:func:`records_from_traces`, one record per trace)."""
     windowing = Windowing.parse(window)
-    chunks: Iterator[list[TrafficRow]] = iter_traffic(
-        traffic, ontology, window=windowing, branch_depth=branch_depth, branches=branches
-    )
+    chunks: Iterable[Sequence[TrafficRow]]
+    if traces:
+        from kg_rageval.monitor.traffic import records_from_traces, row_maker
+
+        make = row_maker(ontology, window=windowing, branch_depth=branch_depth, branches=branches)
+        chunks = [[make(r) for r in records_from_traces(traffic)]]
+    else:
+        chunks = iter_traffic(
+            traffic, ontology, window=windowing, branch_depth=branch_depth, branches=branches
+        )
     return store.ingest_rows(
         chunks, windowing=window, source=str(traffic), replace=replace, reservoir=reservoir, seed=seed
     )
 
 
-ingest = ingest_records
-
-
-def ingest_traces(
-    store: WindowStore,
-    traces: str | Path,
-    ontology: Any,
-    *,
-    window: str = "1d",
-    branch_depth: int = 1,
-    branches: list[str] | None = None,
-    replace: bool = False,
-    reservoir: int = DEFAULT_RESERVOIR,
-    seed: int = 0,
-) -> IngestSummary:
-    """Read an OTLP / OpenInference trace file (:func:`records_from_traces`) into ``store``."""
-    from kg_rageval.monitor.traffic import records_from_traces, row_maker
-
-    make = row_maker(ontology, window=window, branch_depth=branch_depth, branches=branches)
-    rows = [make(r) for r in records_from_traces(traces)]
-    return store.ingest_rows(
-        [rows], windowing=window, source=str(traces), replace=replace, reservoir=reservoir, seed=seed
-    )
+ingest_records = ingest
+ingest_traces = partial(ingest, traces=True)
+"""``ingest(..., traces=True)``: an OTLP / OpenInference trace file into the store."""
 
 
 def dumps(obj: Any) -> str:

@@ -16,8 +16,10 @@ A production record is an ordinary kg-rageval record (``docs/records.md``) plus:
 * ``embedding`` (optional list of floats) with ``embedding_model`` (the encoder's name and
   version: embeddings of different models are never compared).
 * ``feedback`` (optional section): ``thumbs`` (``"up"`` / ``"down"`` / null), ``regenerated``
-  (bool), ``cited_clicks`` (int), ``dwell_ms`` (number), ``copied`` / ``shared`` (bool),
-  ``followup`` (the next user turn's text, or null).
+  (bool), ``cited_clicks`` (int), ``dwell_ms`` (number), ``copied`` / ``shared`` /
+  ``exported`` (bool), ``followup`` (the next user turn's text, or null); read as candidate
+  signals by :mod:`kg_rageval.monitor.signals`.
+* ``review`` (optional section, added by a reviewer): ``faithful`` (bool).
 * ``confidence`` (optional number in [0, 1]): the system's own confidence, for review queues.
 * ``intent`` and ``slices`` as in every record; ``system`` (latency, cost) as in the
   ``system`` family.
