@@ -100,6 +100,25 @@ def test_reference_table_problems_are_errors() -> None:
             teds_scores(bad, SMALL)
 
 
+def test_unrecognised_table_does_not_read_the_reference() -> None:
+    assert teds_scores("<p>not a table</p>", None) == (0.0, 0.0)
+
+
+def test_missing_libraries_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from kg_rageval.families.parsing import teds as mod
+
+    mod._libs.cache_clear()
+    monkeypatch.setitem(sys.modules, "apted", None)
+    try:
+        with pytest.raises(ImportError, match=r"kg-rageval\[ingestion\]"):
+            teds_scores(SMALL, SMALL)
+        assert teds_scores(SMALL, None) == (0.0, 0.0)
+    finally:
+        mod._libs.cache_clear()
+
+
 def test_bounds() -> None:
     from kg_rageval.families.parsing import teds as mod
 
