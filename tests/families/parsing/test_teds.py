@@ -339,3 +339,35 @@ def test_family_bad_reference_table_names_the_field() -> None:
     recs = [{"id": "p1", "parsing": {"tables": [{"reference": "<p>x</p>", "extracted": SMALL}]}}]
     with pytest.raises(InputError, match=r"parsing\.tables\[0\]\.reference"):
         score_parsing(None, recs)
+
+
+def test_cli_scores_tables_and_names_a_bad_reference(tmp_path, capsys) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from kg_rageval.cli.main import cli, main
+
+    good = {
+        "id": "t1",
+        "parsing": {
+            "tables": [
+                {
+                    "reference": "<table><tr><td>21%</td></tr></table>",
+                    "extracted": "<table><tr><td>2l%</td></tr></table>",
+                }
+            ]
+        },
+    }
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(good) + "\n")
+    res = CliRunner().invoke(cli, ["score", "parsing", "--data", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    m = json.loads(res.output)["metrics"]
+    assert m["parsing.teds"]["value"] == 1 - (1 / 3) / 2  # tr, td; one of 3 characters
+    assert m["parsing.teds_s"]["value"] == 1.0
+    bad = {"id": "t2", "parsing": {"tables": [{"reference": "<p>x</p>", "extracted": "<table></table>"}]}}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    assert main(["score", "parsing", "--data", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "record 't2' (line 2), field parsing.tables[0].reference" in err
