@@ -19,7 +19,11 @@ Metrics (kept as sums, so a class, slice or branch pools its records exactly):
   extraction-length sanity check of the seed). Caveat, in its formula too: a duplicated or
   wrong text of the right length still scores 1.0 — read it beside ``cer``, never alone;
 * ``teds`` / ``teds_s`` (:mod:`.teds`): mean over tables of the tree-edit similarity of the
-  extracted HTML table to the reference (with / without cell content).
+  extracted HTML table to the reference (with / without cell content), PubTabNet's TEDS; an
+  unrecognised (``null``), empty or unparsable extracted table scores 0 in both, and a ``null``
+  one is counted in ``table_missing_rate``; a reference table that is not a table is an
+  ``InputError`` naming the record and ``parsing.tables[i].reference``. Needs the
+  ``ingestion`` extra (apted, lxml).
 
 A record without a ``parsing`` section is unscored ``no_section``; an empty (or whitespace-only)
 reference is unscored ``no_gold`` — it has no denominator, so no CER is made up for it; a
@@ -33,7 +37,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kg_rageval.families.parsing.align import char_counts, char_tokens, word_counts
-from kg_rageval.records import Record
+from kg_rageval.families.parsing.teds import TableError, teds_scores
+from kg_rageval.records import Record, record_error
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.parsing import parsing_section
 from kg_rageval.records.reasons import Reason
@@ -50,7 +55,8 @@ _NO_TABLE = "no labelled table"
 class ParsingFamily(Family):
     """Stats per record: character counts ``c_hits`` / ``c_sub`` / ``c_del`` / ``c_ins``, word
     counts ``w_*``, ``length_ratio_sum`` and ``n_text`` (records with a scored text pair),
-    ``teds_sum`` / ``teds_s_sum`` / ``n_tables`` (tables; an unrecognised table scores 0)."""
+    ``teds_sum`` / ``teds_s_sum`` / ``n_tables`` / ``n_tables_missing`` (tables; an unrecognised
+    table scores 0)."""
 
     name = "parsing"
     version = "1"
@@ -98,20 +104,18 @@ class ParsingFamily(Family):
         return out
 
 
-def _table_stats(tables: Iterable[Any]) -> dict[str, float]:
+def _table_stats(rec: Record, tables: Iterable[Any]) -> dict[str, float]:
     out = {"n_tables": 0.0, "n_tables_missing": 0.0, "teds_sum": 0.0, "teds_s_sum": 0.0}
-    for t in tables:
+    for i, t in enumerate(tables):
         out["n_tables"] += 1
         if t.extracted is None:
-            out["n_tables_missing"] += 1
-            continue
-        # TEDS of an extracted table is not built yet (issue #30): refused, never scored as 0 or 1
-        from kg_rageval.base.errors import InputError
-
-        raise InputError(
-            "parsing.tables: TEDS of an extracted HTML table is not implemented in this release; "
-            "give only reference tables with extracted: null (unrecognised), or leave tables out"
-        )
+            out["n_tables_missing"] += 1  # an unrecognised table: scores 0, counted as missing
+        try:
+            s = teds_scores(t.reference, t.extracted)
+        except TableError as exc:
+            raise record_error(rec, f"parsing.tables[{i}].{exc.side}", str(exc)) from None
+        out["teds_sum"] += s.teds
+        out["teds_s_sum"] += s.teds_s
     return out
 
 
@@ -152,7 +156,7 @@ def score_parsing(ontology: Any, records: Iterable[Record]) -> Evaluation:
                 length_ratio_sum=n_ext / n_ref,
             )
         if sec.tables:
-            row.update(_table_stats(sec.tables))
+            row.update(_table_stats(rec, sec.tables))
         if text_why is not None and not sec.tables:
             unscored.append(unscored_entry(rec["id"], *text_why))
             continue
