@@ -31,6 +31,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "testset": "kg_rageval.cli.testset:testset",
         "monitor": "kg_rageval.cli.monitor:monitor",
         "import": "kg_rageval.cli.importing:command",
+        "chunking": "kg_rageval.cli.chunking:chunking",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -44,6 +45,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "preference": "kg_rageval.cli.score_preference:command",
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
+        "chunking": "kg_rageval.cli.score_chunking:command",
     },
 }
 
@@ -70,6 +72,8 @@ HELP = {
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
+    # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'
+    "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",
 }
 
 

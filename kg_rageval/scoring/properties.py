@@ -96,6 +96,7 @@ HAS: dict[str, set[str]] = {
         "rewrite",
         "iterative",
         "parsing",
+        "chunking",
     },
     "score_command": {
         "hierarchy",
@@ -109,6 +110,7 @@ HAS: dict[str, set[str]] = {
         "judge",
         "system",
         "parsing",
+        "chunking",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -135,6 +137,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "iterative": "reads document ids and step costs, no ontology id",
         "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: an error)",
         "parsing": "reads reference and extracted texts and HTML tables, no ontology id",
+        "chunking": "reads one category id per document, checked against the ontology (an unknown "
+        "category is an error); chunk and document ids are not ontology ids",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -144,6 +148,9 @@ EXEMPT: dict[str, dict[str, str]] = {
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "iterative": "the ontology is optional: only the per-branch roll-up uses it",
         "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
+        "chunking": "the ontology is optional: with -O the chunks' ancestry is checked as a path of "
+        "the ontology (without it only its shape: a list ending at the category) and the category "
+        "must be an id of it",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",
