@@ -61,6 +61,7 @@ def test_streamable_families_are_declared():
         "provenance",
         "iterative",
         "parsing",
+        "chunking",
     }
 
 
