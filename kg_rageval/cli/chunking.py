@@ -46,8 +46,9 @@ def chunking() -> None:
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=0.95,
     show_default=True,
+    help="Confidence level of the bootstrap intervals.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def sweep(qrels_path, run_specs, k, n_resamples, level, seed, fmt) -> None:
     """Recall@k against chunk size and overlap; names the plateau size."""
