@@ -109,3 +109,17 @@ def test_cli_bad_input_exit_2(tmp_path, capsys):
     assert main(["chunking", "sweep", "--qrels", q, "--run", f"size=8:{bad}"]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and "line 1" in err and "score" in err
+
+
+def test_recall_equals_ir_measures(tmp_path):
+    """The sweep's recall is ir_measures' R@2 (pytrec_eval) averaged over the queries with a
+    relevant document, a query absent from the run counting 0."""
+    ir_measures = pytest.importorskip("ir_measures", reason="ir_measures is the dev reference for R@k")
+    q, specs = _files(tmp_path)
+    res = sweep_files(q, [parse_run_spec(s) for s in specs], k=2, n_resamples=50)
+    qrels = list(ir_measures.read_trec_qrels(q))
+    answerable = sorted({x.query_id for x in qrels if x.relevance > 0})
+    for p in res.points:
+        run = list(ir_measures.read_trec_run(p.run))
+        per = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.R @ 2], qrels, run)}
+        assert p.recall == pytest.approx(sum(per.get(qid, 0.0) for qid in answerable) / len(answerable))
