@@ -3,8 +3,9 @@ tables, lists and numbered sections whole? Per document class and ontology branc
 
 Record section: ``chunking`` (:mod:`kg_rageval.records.chunking`; ``docs/records.md``), one
 document with its chunks. The document class is a slice (``"slices": {"doc_class": "manual"}``);
-the ontology branch is the document's ``category`` (the row's ``gold_node``; without a category
-the record's own ``gold_node`` / ``labels.gold``), so every metric exists per class
+the ontology branch is the row's ``gold_node`` by the one rule of ``docs/records.md`` (the
+record's own ``gold_node``, else its single ``labels.gold``, else — this family's own node —
+the document's ``category``), so every metric exists per class
 (``chunking.traceability[slice:doc_class=manual]``) and per branch (``[node:...]``).
 
 Metrics (kept as sums, so a class, slice or branch pools its chunks and units exactly):
@@ -226,7 +227,7 @@ def score_chunking(ontology: Any, records: Iterable[Record], *, coherence: bool 
             )
             continue
         keys = row_keys(rec)
-        if category is not None:
+        if keys.get("gold_node") is None:  # the one gold-node rule: the category is the fallback
             keys["gold_node"] = category
         chunks = sec.chunks
         row: dict[str, Any] = {

@@ -189,3 +189,12 @@ def test_unknown_category_is_only_checked_with_an_ontology():
     }
     m = score_chunking(None, [rec]).metrics()
     assert m["ancestry_rate"].value == 1.0
+
+
+def test_the_records_own_gold_node_wins_over_the_category(onto):
+    """The one gold-node rule (docs/records.md): the category is only the family's fallback."""
+    sec = {"doc_id": "d", "category": "DOID:1612", "chunks": [{"id": "c", "start": 0, "end": 1}]}
+    ev = score_chunking(
+        onto, [{"id": "a", "gold_node": "DOID:3910", "chunking": sec}, {"id": "b", "chunking": sec}]
+    )
+    assert ev.keys["gold_node"].tolist() == ["DOID:3910", "DOID:1612"]
