@@ -35,9 +35,11 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
     system families meet the same records as the others (the demo has neither): judge ``j1``
     says correct on records 1, 2, 4, 5, ... (index % 3 != 0), the human on index % 4 != 0;
     latencies, tokens, cost and an LLM cache hit on even indices; a ``parsing`` page pair (an
-    OCR slip on odd indices, an unrecognised table on every third); with ``onto``, a ``chunking``
-    section (the record's gold concept as category with its ontology path; two chunks, the
-    second cutting a table on odd indices and without a source on every third)."""
+    OCR slip on odd indices, an unrecognised table on every third); a ``nuggets`` section (five
+    nuggets, two okay only on every fifth, assignments cycling, the human differing on odd ones);
+    with ``onto``, a ``chunking`` section (the record's gold concept as category with its ontology
+    path; two chunks, the second cutting a table on odd indices and without a source on every
+    third)."""
     out = []
     for i, r in enumerate(records):
 
@@ -95,6 +97,30 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
         }
         extra["parsing"] = parsing
         gold = ((r.get("labels") or {}).get("gold") or [None])[0]
+        if isinstance(gold, str):  # the consistency family: three samples, the third names X on odd indices
+            other = [gold] if i % 2 == 0 else ["X:not-in-ontology"]
+            extra["consistency"] = {
+                "temperature": 0.7,
+                "samples": [
+                    {"text": "a", "concepts": [gold]},
+                    {"text": "A ", "concepts": [gold]},
+                    {"text": "b", "concepts": other},
+                ],
+            }
+        labels = ("support", "partial_support", "not_support")
+        imps = ["okay"] * 2 if i % 5 == 4 else ["vital"] * 3 + ["okay"] * 2  # every fifth: no vital nugget
+        extra["nuggets"] = {  # the nuggets family: assignments cycle, the human differs on odd indices
+            "topic_id": f"t{i}",
+            "items": [
+                {
+                    "text": f"fact {j}",
+                    "importance": imp,
+                    "assignment": labels[(i + j) % 3],
+                    "human_assignment": labels[(i + j + i % 2) % 3],
+                }
+                for j, imp in enumerate(imps)
+            ],
+        }
         if onto is not None and isinstance(gold, str) and gold in onto:
             path = [
                 a

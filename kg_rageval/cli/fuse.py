@@ -175,6 +175,8 @@ def _text(p: dict) -> str:
             v = "missing" if r["value"] is None else f"{r['value']:.4f}"
             lines.append(f"  α={r['alpha']:.2f}  {v}  (n={r['n']})")
         lines.append(f"  chosen α = {p['alpha']}; beats both runs: {sw['beats_both_lanes']}")
+        if "alpha_from" in p:  # α chosen on the very queries it is scored on
+            lines.append(f"  note: α is the {p['alpha_from']}; the fused score below is optimistic")
     for name, s in p.get("scores", {}).items():
         v = "missing" if s["value"] is None else f"{s['value']:.4f}"
         lines.append(f"{s['measure']} {name}: {v} (n={s['n']})")

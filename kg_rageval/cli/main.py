@@ -45,6 +45,8 @@ COMMANDS: dict[str, dict[str, str]] = {
         "preference": "kg_rageval.cli.score_preference:command",
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
+        "consistency": "kg_rageval.cli.score_consistency:command",
+        "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
     },
 }
@@ -72,6 +74,8 @@ HELP = {
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
+    "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
+    "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
     # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'
     "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",
 }

@@ -83,6 +83,7 @@ HAS: dict[str, set[str]] = {
         "preference",
         "shacl",
         "rewrite",
+        "consistency",
     },
     "per_node_rollup": {
         "hierarchy",
@@ -96,6 +97,8 @@ HAS: dict[str, set[str]] = {
         "rewrite",
         "iterative",
         "parsing",
+        "consistency",
+        "nuggets",
         "chunking",
     },
     "score_command": {
@@ -110,6 +113,8 @@ HAS: dict[str, set[str]] = {
         "judge",
         "system",
         "parsing",
+        "consistency",
+        "nuggets",
         "chunking",
     },
 }
@@ -135,7 +140,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "system": "reads timings, costs, tokens and cache flags, no ontology id",
         "context": "reads chunk ids of the supplied context, no ontology id",
         "iterative": "reads document ids and step costs, no ontology id",
-        "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: an error)",
+        "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: counted off-topic)",
         "parsing": "reads reference and extracted texts and HTML tables, no ontology id",
         "chunking": "reads one category id per document, checked against the ontology (an unknown "
         "category is an error); chunk and document ids are not ontology ids",
@@ -148,6 +153,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "context": "the ontology is optional: only the per-branch roll-up of score system uses it",
         "iterative": "the ontology is optional: only the per-branch roll-up uses it",
         "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
+        "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
+        "the per-branch roll-up use it; a concept nugget without one is an error",
         "chunking": "the ontology is optional: with -O the chunks' ancestry is checked as a path of "
         "the ontology (without it only its shape: a list ending at the category) and the category "
         "must be an id of it",

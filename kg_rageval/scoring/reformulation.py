@@ -1,11 +1,14 @@
 """Declarations of the query-reformulation families of issue #31 (``docs/rewrite.md``): rewrite
-(expansion, HyDE, multi-query gains over the raw query) and iterative (search traces under budgets). Standard library only."""
+(expansion, HyDE, multi-query gains over the raw query) and iterative (search traces under budgets); and the
+answer-level nuggets family (TREC 2024 RAG Track nugget scores, ``docs/nuggets.md``) and consistency
+(self-consistency of sampled answers, ``docs/consistency.md``). Standard library only."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from kg_rageval.contract.ids import ID_PARAMS
 from kg_rageval.contract.metrics import metric_specs
 from kg_rageval.contract.params import Param
 from kg_rageval.scoring.scorer import Scorer
@@ -142,4 +145,142 @@ ITERATIVE = Scorer(
     ),
 )
 
-REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE)
+_PAPER = "Pradeep et al. 2024, arXiv 2411.09607, scoring section"
+_NUGGETIZER = "nuggetizer core/metrics.py calculate_nugget_scores"
+NUGGETS = Scorer(
+    name="nuggets",
+    target="kg_rageval.families.nuggets:score_nuggets",
+    sections=("nuggets",),
+    section_required=True,
+    description="Nugget evaluation of answers as in the TREC 2024 RAG Track (AutoNuggetizer): All, Vital "
+    "and Weighted scores, strict and with partial credit, per answer then averaged; ontology nuggets "
+    "assigned through the hierarchy; judge–human assignment agreement (accuracy, Cohen's kappa).",
+    metrics=metric_specs(
+        "nuggets",
+        "nuggets",
+        (
+            (
+                "all",
+                "higher",
+                "mean over answers of A = Σ s_i / |nuggets|, s_i = 1 support, 0.5 partial_support, "
+                f"0 not_support ({_PAPER}; all_score of {_NUGGETIZER})",
+            ),
+            (
+                "all_strict",
+                "higher",
+                "mean over answers of A_strict = |nuggets assigned support| / |nuggets| "
+                f"({_PAPER}; strict_all_score of {_NUGGETIZER})",
+            ),
+            (
+                "vital",
+                "higher",
+                "mean over answers with a vital nugget of V = Σ_vital s_i / |vital nuggets| "
+                f"({_PAPER}; vital_score of {_NUGGETIZER}, which writes 0 where this leaves the answer out)",
+            ),
+            (
+                "vital_strict",
+                "higher",
+                "mean over answers with a vital nugget of V_strict = |vital assigned support| / |vital| "
+                f"({_PAPER}; strict_vital_score of {_NUGGETIZER}; the track's primary score)",
+            ),
+            (
+                "weighted",
+                "higher",
+                f"mean over answers of W = Σ w_i s_i / Σ w_i, w_i = 1 vital, 0.5 okay ({_PAPER})",
+            ),
+            (
+                "weighted_strict",
+                "higher",
+                f"mean over answers of W_strict = Σ w_i ss_i / Σ w_i, ss_i = 1 for support only ({_PAPER})",
+            ),
+            (
+                "no_vital_rate",
+                "none",
+                "answers without a vital nugget (no vital score: missing evidence) / answers with nuggets",
+            ),
+            (
+                "assignment_accuracy",
+                "higher",
+                "nuggets whose automatic assignment equals human_assignment / nuggets with both",
+            ),
+            (
+                "assignment_kappa",
+                "higher",
+                "Cohen's kappa of the automatic against the human assignment over support, "
+                "partial_support, not_support (the judges family's cohen_kappa)",
+            ),
+            (
+                "unknown_answer_concept_rate",
+                "lower",
+                "answer concepts the ontology lacks / answer concepts read for ontology nuggets",
+            ),
+        ),
+    ),
+    params=(
+        Param(
+            "assignment",
+            "str",
+            "auto",
+            "Which assignment is scored: auto (the item's assignment, else the ontology's for a concept "
+            "nugget), ontology (always through the hierarchy) or human (human_assignment).",
+            choices=("auto", "ontology", "human"),
+        ),
+        *ID_PARAMS,
+    ),
+)
+
+# properties: the HAS / EXEMPT tables of kg_rageval.scoring.properties (nuggets)
+
+CONSISTENCY = Scorer(
+    name="consistency",
+    target="kg_rageval.families.consistency:score_consistency",
+    sections=("consistency",),
+    section_required=True,
+    description="Self-consistency: agreement of n answers sampled at T > 0 as concept-set agreement "
+    "through the ontology (exact and ancestor-closure Jaccard), text repeats, majority share; per branch.",
+    metrics=metric_specs(
+        "consistency",
+        "consistency",
+        (
+            (
+                "concept_agreement.mean",
+                "higher",
+                "mean over records of the mean pairwise Jaccard |A ∩ B| / |A ∪ B| of the samples' "
+                "concept sets (J(∅, ∅) = 1)",
+            ),
+            (
+                "hier_agreement.mean",
+                "higher",
+                "the same Jaccard over ancestor-or-self closures, roots left out (a concept and its "
+                "child agree in part)",
+            ),
+            (
+                "text_agreement.mean",
+                "higher",
+                "mean pairwise exact match of case-folded, whitespace-collapsed texts (records whose "
+                "samples all have a text)",
+            ),
+            ("modal_share.mean", "higher", "mean share of the samples naming the most frequent concept set"),
+            ("unanimous_rate", "higher", "records whose samples all name the same concept set / records"),
+            ("empty_sample_rate", "none", "samples naming no concept / samples"),
+            (
+                "not_in_ontology_rate",
+                "lower",
+                "named concept ids the ontology lacks (system fault, counted) / named ids",
+            ),
+            ("inactive_rate", "lower", "named ids that are deprecated or revoked / named ids"),
+        ),
+    ),
+    params=(
+        Param(
+            "min_samples",
+            "int",
+            2,
+            "Samples a record needs to be scored (fewer: a missing prediction).",
+            minimum=2,
+        ),
+        *ID_PARAMS,
+    ),
+)
+
+REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE, NUGGETS, CONSISTENCY)

@@ -61,6 +61,8 @@ def test_streamable_families_are_declared():
         "provenance",
         "iterative",
         "parsing",
+        "consistency",
+        "nuggets",
         "chunking",
     }
 

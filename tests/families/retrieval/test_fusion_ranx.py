@@ -141,3 +141,9 @@ def test_cli_convex_alpha_sweep_equals_ranx_and_picks_the_best(tmp_path, capsys)
     got = _read_trec(out)
     assert all(got[q][d] == pytest.approx(ref[q][d], abs=1e-12) for q in ref for d in ref[q])
     assert p["scores"]["fused"]["value"] == pytest.approx(p["sweep"]["best"]["value"])
+    # text: the α chosen on the scored queries is said to make the fused score optimistic
+    assert main([*args, "-o", str(tmp_path / "g.trec")]) == 0
+    text = capsys.readouterr().out
+    assert "the fused score below is optimistic" in text
+    assert main([*args, "--alpha", "0.5", "-o", str(tmp_path / "h.trec")]) == 0
+    assert "optimistic" not in capsys.readouterr().out  # a fixed α was not chosen here
