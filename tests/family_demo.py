@@ -30,13 +30,16 @@ def family_inputs(name: str, demo: dict) -> dict:
     return {i.name: demo["inputs"][i.name] for i in get_scorer(name).inputs if i.name in demo["inputs"]}
 
 
-def add_quality_sections(records: list[dict]) -> list[dict]:
+def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
     """Copies of the demo records with a ``judges`` and a ``system`` section, so the judge and
     system families meet the same records as the others (the demo has neither): judge ``j1``
     says correct on records 1, 2, 4, 5, ... (index % 3 != 0), the human on index % 4 != 0;
     latencies, tokens, cost and an LLM cache hit on even indices; a ``parsing`` page pair (an
     OCR slip on odd indices, an unrecognised table on every third); a ``nuggets`` section (five
-    nuggets, two okay only on every fifth, assignments cycling, the human differing on odd ones)."""
+    nuggets, two okay only on every fifth, assignments cycling, the human differing on odd ones);
+    with ``onto``, a ``chunking`` section (the record's gold concept as category with its ontology
+    path; two chunks, the second cutting a table on odd indices and without a source on every
+    third)."""
     out = []
     for i, r in enumerate(records):
 
@@ -118,5 +121,36 @@ def add_quality_sections(records: list[dict]) -> list[dict]:
                 for j, imp in enumerate(imps)
             ],
         }
+        if onto is not None and isinstance(gold, str) and gold in onto:
+            path = [
+                a
+                for a in onto.ancestors(gold, include_self=True)
+                if a != onto.root_id or not onto.virtual_root
+            ]
+            doc = f"doc-{i}"
+            meta = {"parent_doc": doc, "ancestry": path}
+            extra["chunking"] = {
+                "doc_id": doc,
+                "category": gold,
+                "structure": [{"kind": "table", "start": 40, "end": 80}],
+                "chunks": [
+                    {
+                        "id": f"{doc}#0",
+                        "start": 0,
+                        "end": 60 if i % 2 else 100,
+                        "parent_section": "1",
+                        "source": {"doc_id": doc, "page": 1},
+                        **meta,
+                    },
+                    {
+                        "id": f"{doc}#1",
+                        "start": 60 if i % 2 else 100,
+                        "end": 200,
+                        "parent_section": "2",
+                        "source": None if i % 3 == 0 else {"doc_id": doc, "section": "2"},
+                        **meta,
+                    },
+                ],
+            }
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

@@ -31,6 +31,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "testset": "kg_rageval.cli.testset:testset",
         "monitor": "kg_rageval.cli.monitor:monitor",
         "import": "kg_rageval.cli.importing:command",
+        "chunking": "kg_rageval.cli.chunking:chunking",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -46,6 +47,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "parsing": "kg_rageval.cli.score_parsing:command",
         "consistency": "kg_rageval.cli.score_consistency:command",
         "nuggets": "kg_rageval.cli.score_nuggets:command",
+        "chunking": "kg_rageval.cli.score_chunking:command",
     },
 }
 
@@ -74,6 +76,8 @@ HELP = {
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
     "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
     "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
+    # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'
+    "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",
 }
 
 

@@ -99,6 +99,7 @@ HAS: dict[str, set[str]] = {
         "parsing",
         "consistency",
         "nuggets",
+        "chunking",
     },
     "score_command": {
         "hierarchy",
@@ -114,6 +115,7 @@ HAS: dict[str, set[str]] = {
         "parsing",
         "consistency",
         "nuggets",
+        "chunking",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -140,6 +142,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "iterative": "reads document ids and step costs, no ontology id",
         "rewrite": "reads document ids; HyDE concepts are checked against the ontology (unknown: counted off-topic)",
         "parsing": "reads reference and extracted texts and HTML tables, no ontology id",
+        "chunking": "reads one category id per document, checked against the ontology (an unknown "
+        "category is an error); chunk and document ids are not ontology ids",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -151,6 +155,9 @@ EXEMPT: dict[str, dict[str, str]] = {
         "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
         "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
         "the per-branch roll-up use it; a concept nugget without one is an error",
+        "chunking": "the ontology is optional: with -O the chunks' ancestry is checked as a path of "
+        "the ontology (without it only its shape: a list ending at the category) and the category "
+        "must be an id of it",
     },
     "per_node_rollup": {
         "trec": "rows are the run's queries, keyed by query id (per-branch figures need --query-nodes)",

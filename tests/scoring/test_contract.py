@@ -26,7 +26,7 @@ PLUGINS = {"exact_label": "plugin_family:EXACT_LABEL"}
 """Plugin families registered for this module through a real entry point (tests/plugin_family.py)."""
 FAMILIES = [*REGISTRY, *(n for n in PLUGINS if n not in REGISTRY)]
 """Every registered family (built-in ones, ones registered at collection) and the plugin ones."""
-QUALITY = ("judge", "system", "rewrite", "iterative", "parsing", "consistency", "nuggets")
+QUALITY = ("judge", "system", "rewrite", "iterative", "parsing", "consistency", "nuggets", "chunking")
 """Families scored on the demo records with judges and system sections (add_quality_sections)."""
 
 
@@ -70,7 +70,7 @@ def demo(tmp_path_factory):
     onto = load_ontology(out / "doid-cancer-slim.obo")
     add_relation_questions(out / "records.jsonl", onto)
     records = read_records(out / "records.jsonl")
-    quality = add_quality_sections(records)
+    quality = add_quality_sections(records, onto)
     (out / "quality.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in quality))
     return {
         "dir": out,

@@ -63,6 +63,7 @@ def test_streamable_families_are_declared():
         "parsing",
         "consistency",
         "nuggets",
+        "chunking",
     }
 
 
