@@ -451,3 +451,42 @@ def canonical_dicts(
     and per-branch tables use the same canonical names as the totals)."""
     names = list(metrics) if only is None else list(only)
     return {f"{family}.{k}": {**metrics[k].to_dict(), "name": f"{family}.{k}"} for k in names}
+
+
+def emit_section_score(
+    evals: Any,
+    *,
+    data_path: str,
+    onto: Any,
+    rows: bool,
+    fmt: str,
+    ci: int,
+    ci_level: float,
+    seed: int,
+    unit: str = "records",
+    notes: Iterable[str] = (),
+) -> None:
+    """The tail every ``kg-rageval score <family>`` of a one-evaluation section family shares
+    (parsing, chunking, consistency, nuggets): bootstrap intervals when something was scored, the
+    one score envelope broken down by the records' slices, and the text view — ``<n> <unit>``,
+    the family table over the scored ``<unit>``, then ``notes`` (caveats printed under it)."""
+    ev = evals.single
+    keys = [k for k in ev.keys if k.startswith("slice:")]
+    canonical = with_intervals(evals, ci, ci_level, seed) if len(ev) else evals.metrics()
+    payload = score_payload(
+        evals,
+        data_path=data_path,
+        n_records=len(ev) + len(ev.unscored),
+        onto=onto,
+        rows=rows,
+        breakdowns=keys,
+        metrics=canonical,
+    )
+    lines = list(notes)
+    emit_score(
+        payload,
+        fmt,
+        lambda p: "\n".join(
+            [f"{p['counts']['records']} {unit}", *families_text(evals, f"scored {unit}", canonical), *lines]
+        ),
+    )

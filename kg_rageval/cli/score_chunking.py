@@ -9,14 +9,11 @@ import click
 from kg_rageval.cli.common import (
     chunk_size_option,
     data_option,
-    emit_score,
-    families_text,
+    emit_section_score,
     family_kwargs,
     family_options,
     load_ontology_cli,
     score_output_options,
-    score_payload,
-    with_intervals,
 )
 
 
@@ -44,19 +41,14 @@ def command(
     evals = get_scorer("chunking").score(
         onto, data_path, chunk_size=chunk_size, where="score chunking", **family_kwargs("chunking", kwargs)
     )
-    ev = evals.single
-    keys = [k for k in ev.keys if k.startswith("slice:")]
-    canonical = with_intervals(evals, ci, ci_level, seed) if len(ev) else evals.metrics()
-    n_read = len(ev) + len(ev.unscored)
-    payload = score_payload(
-        evals, data_path=data_path, n_records=n_read, onto=onto, rows=rows, breakdowns=keys, metrics=canonical
-    )
-    emit_score(
-        payload,
-        fmt,
-        lambda p: "\n".join(
-            [f"{p['counts']['records']} records"]
-            + families_text(evals, "scored records", canonical)
-            + (["ancestry checked for shape only (no -O ontology)"] if onto is None else [])
-        ),
+    emit_section_score(
+        evals,
+        data_path=data_path,
+        onto=onto,
+        rows=rows,
+        fmt=fmt,
+        ci=ci,
+        ci_level=ci_level,
+        seed=seed,
+        notes=["ancestry checked for shape only (no -O ontology)"] if onto is None else [],
     )

@@ -9,14 +9,11 @@ import click
 from kg_rageval.cli.common import (
     chunk_size_option,
     data_option,
-    emit_score,
-    families_text,
+    emit_section_score,
     family_kwargs,
     family_options,
     load_ontology_cli,
     score_output_options,
-    score_payload,
-    with_intervals,
 )
 
 
@@ -43,22 +40,13 @@ def command(
         where="score consistency",
         **family_kwargs("consistency", kwargs),
     )
-    ev = evals.single
-    keys = [k for k in ev.keys if k.startswith("slice:")]
-    canonical = with_intervals(evals, ci, ci_level, seed) if len(ev) else evals.metrics()
-    payload = score_payload(
+    emit_section_score(
         evals,
         data_path=data_path,
-        n_records=len(ev) + len(ev.unscored),
         onto=onto,
         rows=rows,
-        breakdowns=keys,
-        metrics=canonical,
-    )
-    emit_score(
-        payload,
-        fmt,
-        lambda p: "\n".join(
-            [f"{p['counts']['records']} records", *families_text(evals, "scored records", canonical)]
-        ),
+        fmt=fmt,
+        ci=ci,
+        ci_level=ci_level,
+        seed=seed,
     )
