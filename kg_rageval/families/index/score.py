@@ -8,7 +8,7 @@ record with an ``index`` section; the branch is the row's ``gold_node`` by the o
 Metrics:
 
 * ``ann_recall@K`` (each ``K`` of the option ``k``, default 10) = mean over queries of
-  ``hits_q / min(K, |exact_q|)``, where the ANN's first ``K`` distinct ids are checked against
+  ``hits_q / min(K, |exact_q|)``, where the ANN's first ``K`` ids are checked against
   the exact top ``K``:
 
   - with ``ann_distances`` and ``exact_distances`` — **the ann-benchmarks tie rule**: a
@@ -18,7 +18,7 @@ Metrics:
   - with ``exact`` ids only: ``hits = |ann[:K] ∩ exact[:K]|``;
   - with ``exact_ranks``: ``hits = #{ann id in the first K with exact rank <= K}``, over ``K``.
 
-  A repeated ANN id counts once (its first occurrence). ``ann: []`` scores 0 (the index
+  The first ``K`` ANN positions are read; a repeated id counts once (a repeat is a miss). ``ann: []`` scores 0 (the index
   returned nothing: a counted fault); ``ann`` absent beside the exact neighbours is a missing
   run (unscored ``missing_prediction``); ``exact: []`` gives no recall denominator.
 * ``freshness_lag_s_p50`` / ``freshness_lag_s_p99``: type-7 quantiles (numpy's default) of
@@ -35,9 +35,9 @@ Metrics:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import fields
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -75,13 +75,11 @@ def query_hits(
 ) -> tuple[int, int]:
     """``(hits, denominator)`` of one query at cut-off ``k`` (the module docstring's rules)."""
     seen: set[str] = set()
-    first: list[int] = []  # positions of the first occurrence of each id, in ANN order
-    for i, a in enumerate(ann):
+    first: list[int] = []  # positions among the first k holding an id's first occurrence
+    for i, a in enumerate(ann[:k]):
         if a not in seen:
             seen.add(a)
             first.append(i)
-            if len(first) == k:
-                break
     if exact_ranks is not None:
         return sum(1 for i in first if (r := exact_ranks[i]) is not None and r <= k), k
     if exact is None:
@@ -105,7 +103,7 @@ class IndexFamily(RowFamily):
     version = "1"
 
     def __init__(self, ks: Iterable[int] = (10,)):
-        self.ks = tuple(sorted(set(int(k) for k in ks)))
+        self.ks = tuple(sorted({int(k) for k in ks}))
         self.stats = (
             "n",
             *(x for k in self.ks for x in (f"recall@{k}", f"n_q@{k}")),
@@ -215,7 +213,7 @@ def _row(rec: Record, sec: IndexSection, ks: tuple[int, ...]) -> dict[str, Any] 
 def score_index(ontology: Any, records: Iterable[Record], *, k: Iterable[int] = (10,)) -> QuantileEvaluation:
     """One row per record with a scorable ``index`` section (module docstring). ``ontology``
     is not read (the per-branch roll-up takes it); ``k``: the cut-offs of ``ann_recall@K``."""
-    ks = tuple(sorted(set(int(x) for x in k)))
+    ks = tuple(sorted({int(x) for x in k}))
     if not ks or min(ks) < 1:
         raise ValueError(f"index: k must be positive integers, got {list(k)!r}")
     rows: list[dict[str, Any]] = []
