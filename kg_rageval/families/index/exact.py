@@ -139,14 +139,13 @@ def exact_knn(
             s = qb @ vb.T  # (qb, vb)
             if sq is not None:
                 s = 2.0 * s - sq[None, :]  # −‖q − v‖² + ‖q‖²: same order per query
+            prev_i = best_i[qs : qs + query_block]
             cand_s = np.concatenate([best_s[qs : qs + query_block], s], axis=1)
-            cand_i = np.concatenate(
-                [best_i[qs : qs + query_block], np.broadcast_to(np.arange(vs, vs + len(vb)), s.shape)], axis=1
-            )
-            if cand_s.shape[1] > k:
-                part = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
-                cand_s = np.take_along_axis(cand_s, part, axis=1)
-                cand_i = np.take_along_axis(cand_i, part, axis=1)
+            del s
+            part = np.argpartition(cand_s, cand_s.shape[1] - k, axis=1)[:, -k:]  # the k largest
+            cand_s = np.take_along_axis(cand_s, part, axis=1)
+            # a position below k is a kept best; above, a row of this block
+            cand_i = np.where(part < k, np.take_along_axis(prev_i, np.minimum(part, k - 1), axis=1), vs + part - k)
             best_s[qs : qs + query_block] = cand_s
             best_i[qs : qs + query_block] = cand_i
     dist = distances(queries, vectors, best_i, metric)
