@@ -145,7 +145,9 @@ def exact_knn(
             part = np.argpartition(cand_s, cand_s.shape[1] - k, axis=1)[:, -k:]  # the k largest
             cand_s = np.take_along_axis(cand_s, part, axis=1)
             # a position below k is a kept best; above, a row of this block
-            cand_i = np.where(part < k, np.take_along_axis(prev_i, np.minimum(part, k - 1), axis=1), vs + part - k)
+            cand_i = np.where(
+                part < k, np.take_along_axis(prev_i, np.minimum(part, k - 1), axis=1), vs + part - k
+            )
             best_s[qs : qs + query_block] = cand_s
             best_i[qs : qs + query_block] = cand_i
     dist = distances(queries, vectors, best_i, metric)

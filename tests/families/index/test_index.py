@@ -38,7 +38,10 @@ def test_record_metrics_worked_by_hand():
     assert m["freshness_lag_s_mean"].value == pytest.approx(16 / 3)
     p99 = m["freshness_lag_s_p99"]
     assert p99.value is None and "at least 100 lags, found 3" in p99.missing
-    assert ev.unscored_counts == {"missing_prediction": 1, "no_section": 1} or sum(ev.unscored_counts.values()) == 2
+    assert (
+        ev.unscored_counts == {"missing_prediction": 1, "no_section": 1}
+        or sum(ev.unscored_counts.values()) == 2
+    )
     by = ev.breakdown("slice:doc_class")
     assert by["manual"]["metrics"]["ann_recall@3"].value == pytest.approx(4 / 9)
     assert by["scan"]["metrics"]["ann_recall@3"].value == pytest.approx(2 / 3)
@@ -47,8 +50,12 @@ def test_record_metrics_worked_by_hand():
 
 def test_tie_rule_and_id_rules():
     # an equally close neighbour the exact search ordered after the k-th counts (ann-benchmarks)
-    assert query_hits(["a", "z"], 2, exact=["a", "b"], ann_distances=[0.0, 1.0005], exact_distances=[0.0, 1.0]) == (2, 2)
-    assert query_hits(["a", "z"], 2, exact=["a", "b"], ann_distances=[0.0, 1.0011], exact_distances=[0.0, 1.0]) == (1, 2)
+    assert query_hits(
+        ["a", "z"], 2, exact=["a", "b"], ann_distances=[0.0, 1.0005], exact_distances=[0.0, 1.0]
+    ) == (2, 2)
+    assert query_hits(
+        ["a", "z"], 2, exact=["a", "b"], ann_distances=[0.0, 1.0011], exact_distances=[0.0, 1.0]
+    ) == (1, 2)
     assert query_hits(["a", "z"], 2, exact=["a", "b"]) == (1, 2)  # ids only: no tie credit
     assert query_hits(["a", "a", "b"], 2, exact=["a", "b"]) == (1, 2)  # a repeat in the top k is a miss
     assert query_hits(["a"], 5, exact=["a", "b"]) == (1, 2)  # index smaller than k
@@ -65,7 +72,10 @@ def test_exact_search_hand_worked_and_blocked():
     ids, d = exact_knn(v, q, 2, "ip")
     assert ids.tolist() == [[3, 1]] and d[0] == pytest.approx([-3.0, -0.9])
     rng = np.random.default_rng(3)
-    V, Q = rng.standard_normal((3000, 16)).astype(np.float32), rng.standard_normal((50, 16)).astype(np.float32)
+    V, Q = (
+        rng.standard_normal((3000, 16)).astype(np.float32),
+        rng.standard_normal((50, 16)).astype(np.float32),
+    )
     full = ((Q[:, None, :].astype(float) - V[None].astype(float)) ** 2).sum(2)
     ids, _ = exact_knn(V, Q, 10, "l2", block=257, query_block=7)
     assert (ids == np.argsort(full, axis=1)[:, :10]).all()
@@ -76,7 +86,10 @@ def test_recall_against_hnswlib_known_answer():
     from kg_rageval.families.index.backends import hnswlib_search
 
     rng = np.random.default_rng(0)
-    V, Q = rng.standard_normal((4000, 24)).astype(np.float32), rng.standard_normal((100, 24)).astype(np.float32)
+    V, Q = (
+        rng.standard_normal((4000, 24)).astype(np.float32),
+        rng.standard_normal((100, 24)).astype(np.float32),
+    )
     ex_ids, ex_d = exact_knn(V, Q, 10, "l2")
     run = hnswlib_search(V, Q, 10, "l2", m=8, ef_construction=50, ef=10, seed=0)
     # the known answer, worked independently: the full distance matrix in float64, hnswlib's labels
@@ -105,12 +118,48 @@ def test_cli_recall_exit_codes_and_bad_input(tmp_path, capsys):
     rng = np.random.default_rng(1)
     v = _npy(tmp_path, "V.npy", rng.standard_normal((500, 8)).astype(np.float32))
     q = _npy(tmp_path, "Q.npy", rng.standard_normal((20, 8)).astype(np.float32))
-    assert main(["index", "recall", "--vectors", v, "--queries", q, "--k", "5", "--backend", "numpy", "--min-recall", "0.95"]) == 0
+    assert (
+        main(
+            [
+                "index",
+                "recall",
+                "--vectors",
+                v,
+                "--queries",
+                q,
+                "--k",
+                "5",
+                "--backend",
+                "numpy",
+                "--min-recall",
+                "0.95",
+            ]
+        )
+        == 0
+    )
     res = tmp_path / "ids.txt"
     res.write_text("\n".join("0 1 2 3 4" for _ in range(20)) + "\n")
     capsys.readouterr()
-    rc = main(["index", "recall", "--vectors", v, "--queries", q, "--k", "5", "--backend", "results",
-               "--results", str(res), "--min-recall", "0.95", "--format", "json"])
+    rc = main(
+        [
+            "index",
+            "recall",
+            "--vectors",
+            v,
+            "--queries",
+            q,
+            "--k",
+            "5",
+            "--backend",
+            "results",
+            "--results",
+            str(res),
+            "--min-recall",
+            "0.95",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 1
     assert '"passed": false' in capsys.readouterr().out
     bad = {
@@ -136,8 +185,14 @@ def test_index_gates_in_the_audit(tmp_path):
         "index.stale_index_rate <= 0.5",
     ]
     cfg = config_from_mapping(
-        {"ontology": str(ONTO), "records": str(DATA), "families": {"index": {"k": [3]}}, "gates": gates,
-         "min_rows": 1, "missing_runs": {"budgets": {"index": 0.5}}},
+        {
+            "ontology": str(ONTO),
+            "records": str(DATA),
+            "families": {"index": {"k": [3]}},
+            "gates": gates,
+            "min_rows": 1,
+            "missing_runs": {"budgets": {"index": 0.5}},
+        },
         base_dir=tmp_path,
     )
     res = run_audit(cfg, progress=False)
