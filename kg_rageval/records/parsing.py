@@ -81,7 +81,9 @@ def _pair_keys(record: Record, field: str, v: Any) -> dict[str, Any]:
         raise record_error(record, field, f"expected an object, found {type(v).__name__}")
     bad = set(v) - {"reference", "extracted"}
     if bad:
-        raise record_error(record, f"{field}.{sorted(bad)[0]}", "unknown field; expected reference or extracted")
+        raise record_error(
+            record, f"{field}.{sorted(bad)[0]}", "unknown field; expected reference or extracted"
+        )
     return v
 
 
@@ -143,7 +145,9 @@ def parsing_section(record: Record) -> ParsingSection | None:
     unknown = set(s) - _FIELDS
     if unknown:
         raise record_error(
-            record, f"parsing.{sorted(unknown)[0]}", "unknown field; expected reference, extracted, tables, reading_order, heading_order, title or headings",
+            record,
+            f"parsing.{sorted(unknown)[0]}",
+            "unknown field; expected reference, extracted, tables, reading_order, heading_order, title or headings",
         )
     tables = s.get("tables") or []
     if not isinstance(tables, list):

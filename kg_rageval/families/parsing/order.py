@@ -14,7 +14,8 @@ rank; an id the labelled order lacks is an extra block).
 
   with ``n0 = n(n−1)/2``, ``n1`` / ``n2`` the pairs tied in the reference / extraction (Σ
   t(t−1)/2 over groups), ``C − D = Σ_{i<j} sign(Δref) · sign(Δext)``. Equal to
-  ``scipy.stats.kendalltau(ref_ranks, ext_ranks)`` (its default ``variant="b"``). Undefined
+  ``scipy.stats.kendalltau(ref_ranks, ext_ranks)`` (its default ``variant="b"``; clipped to
+  [−1, 1] as scipy does). Undefined
   (``None``) with fewer than two common blocks or when either side ranks them all equal —
   scipy's NaN; such a document is left out of the mean, never scored 0 or 1.
 * :func:`order_edit` — Levenshtein distance (unit costs) of the two block-id sequences and the
@@ -76,8 +77,9 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
     ytie = _tied_pairs(b)
     if tot == xtie or tot == ytie:
         return None
-    # scipy's order of operations (stats._stats_py.kendalltau): con_minus_dis / sqrt / sqrt
-    return s / math.sqrt(tot - xtie) / math.sqrt(tot - ytie)
+    # scipy's order of operations (stats._stats_py.kendalltau): con_minus_dis / sqrt / sqrt,
+    # then clipped to [-1, 1] (a reversed order is -1, not -1.0000000000000002)
+    return min(1.0, max(-1.0, s / math.sqrt(tot - xtie) / math.sqrt(tot - ytie)))
 
 
 def _tied_pairs(v: np.ndarray) -> int:

@@ -119,7 +119,7 @@ class ParsingFamily(Family):
                 "table_missing_rate", s["n_tables_missing"], s["n_tables"], missing=_NO_TABLE
             ),
         }
-        basis = {k: s["n_text"] for k in out}
+        basis = dict.fromkeys(out, s["n_text"])
         basis.update(teds=s["n_tables"], teds_s=s["n_tables"], table_missing_rate=s["n_tables"])
         for o, name in _ORDERS:
             why = f"no record with a labelled {name}"
