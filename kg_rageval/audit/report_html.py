@@ -664,7 +664,7 @@ def html_report(result: AuditResult) -> str:
         )
     )
     s.append(metrics_html(result))
-    s.append(ingestion_html(result))
+    s.append(ingestion_html(result, table=_table, fmt=_f, escape=escape))
     s.append(prov_trail_html(result))
     for fam, keys in result.slices.items():
         for key, groups in keys.items():

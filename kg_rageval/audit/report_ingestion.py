@@ -1,6 +1,7 @@
-"""The ingestion section of the HTML audit report: the worst documents of the ``parsing``
-family — highest CER and lowest TEDS — each with an anchor (``#ingestion-doc-<n>``) that the
-section's summary links to, so a reader goes from the gate to the page that failed it.
+"""The data of the HTML audit report's ingestion section (:func:`ingestion_html`, called by
+:mod:`kg_rageval.audit.report_html`): the worst documents of the ``parsing``
+family — highest CER and lowest TEDS — each shown with an anchor (``#ingestion-doc-<n>``) that
+the section's summary links to, so a reader goes from the gate to the page that failed it.
 
 Per document: ``cer = (S + D + I) / (S + D + H)`` of its own characters (``c_*`` stats) and
 ``teds`` the mean over its own tables (``teds_sum / n_tables``); documents without a scored
@@ -9,6 +10,7 @@ text (tables) are not listed for that measure. Worst first, ties by record id; a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,10 +66,16 @@ def worst_documents(result: Any, limit: int) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def ingestion_html(result: Any) -> str:
-    """The section (``""`` when the parsing family has no scored document)."""
-    from kg_rageval.audit.report_html import _f, _table, escape
-
+def ingestion_html(
+    result: Any,
+    *,
+    table: Callable[..., str],
+    fmt: Callable[[Any], str],
+    escape: Callable[[Any], str],
+) -> str:
+    """The ingestion section: the parsing family's worst documents (:mod:`.report_ingestion`);
+    ``""`` when the family has no scored document. ``table`` / ``fmt`` / ``escape``: the HTML
+    report's own helpers (passed in: this module is imported by :mod:`.report_html`)."""
     worst = worst_documents(result, result.config.report.failing_records)
     if not (worst["cer"] or worst["teds"]):
         return ""
@@ -87,7 +95,7 @@ def ingestion_html(result: Any) -> str:
             links.append(
                 f"<li><a href='#ingestion-worst-{kind}'>{label}</a>: worst "
                 f"<a href='#{anchor(top['id'])}-{kind}'><code>{escape(top['id'])}</code></a> "
-                f"({kind} {_f(top[kind])})</li>"
+                f"({kind} {fmt(top[kind])})</li>"
             )
     out = [
         "<h2 id='ingestion'>Ingestion: worst documents</h2>",
@@ -99,12 +107,12 @@ def ingestion_html(result: Any) -> str:
     if worst["cer"]:
         out.append("<h3 id='ingestion-worst-cer'>Highest CER</h3>")
         out.append(
-            _table(
+            table(
                 ["record", "cer", "reference chars", "substitutions", "deletions", "insertions"],
                 (
                     [
                         rid_cell(d["id"], "cer"),
-                        _f(d["cer"]),
+                        fmt(d["cer"]),
                         str(d["chars"]),
                         str(d["sub"]),
                         str(d["del"]),
@@ -118,13 +126,13 @@ def ingestion_html(result: Any) -> str:
     if worst["teds"]:
         out.append("<h3 id='ingestion-worst-teds'>Lowest TEDS</h3>")
         out.append(
-            _table(
+            table(
                 ["record", "teds", "teds_s", "tables", "unrecognised"],
                 (
                     [
                         rid_cell(d["id"], "teds"),
-                        _f(d["teds"]),
-                        _f(d["teds_s"]),
+                        fmt(d["teds"]),
+                        fmt(d["teds_s"]),
                         str(d["tables"]),
                         str(d["missing"]),
                     ]

@@ -98,11 +98,12 @@ def test_section_links_to_the_worst_documents(tmp_path):
 
 
 def test_no_section_without_parsing(tmp_path):
+    from kg_rageval.audit.report_html import _f, _table, escape
     from kg_rageval.audit.report_ingestion import ingestion_html
 
     res = _audit(tmp_path)
     res.families.pop("parsing")
-    assert ingestion_html(res) == ""
+    assert ingestion_html(res, table=_table, fmt=_f, escape=escape) == ""
 
 
 @pytest.mark.browser
