@@ -50,6 +50,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
         "index": "kg_rageval.cli.score_index:command",
+        "extraction": "kg_rageval.cli.score_extraction:command",
     },
 }
 
@@ -76,6 +77,7 @@ HELP = {
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
+    "extraction": "NER and relation extraction P/R/F1 per type, hierarchy credit, domain/range (extraction section).",
     "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
     "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
     # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'

@@ -101,6 +101,7 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "extraction",
     },
     "score_command": {
         "hierarchy",
@@ -118,6 +119,7 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "extraction",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -148,6 +150,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "chunking": "reads one category id per document, checked against the ontology (an unknown "
         "category is an error); chunk and document ids are not ontology ids",
         "index": "reads vector / document ids and timestamps, no ontology id",
+        "extraction": "entity types and predicates are tag / relation labels looked up as exact ontology "
+        "ids (with type_prefix): gold unknown is an error, predicted unknown a counted fault",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -160,6 +164,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
         "the per-branch roll-up use it; a concept nugget without one is an error",
         "index": "the ontology is optional: only the per-branch roll-up (-O) uses it",
+        "extraction": "the ontology is optional: with -O entity types are its classes (hierarchy credit, "
+        "per-class roll-up) and relations its predicates (domain/range checks)",
         "chunking": "the ontology is optional: with -O the chunks' ancestry is checked as a path of "
         "the ontology (without it only its shape: a list ending at the category) and the category "
         "must be an id of it",

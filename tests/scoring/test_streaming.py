@@ -64,6 +64,7 @@ def test_streamable_families_are_declared():
         "consistency",
         "nuggets",
         "chunking",
+        "extraction",
     }
 
 

@@ -25,7 +25,7 @@ predicted type that is an ancestor of the gold type keeps full hierarchical prec
 of the recall; a descendant keeps full recall and part of the precision; a wrong span gets no
 credit. An item's hierarchical counts go to the row of its gold type (of its predicted type when
 it has no gold), and that row's ``gold_node`` is the type, so the per-node roll-up is per
-ontology class.
+ontology class. Without an ontology the types are a flat set: ``ner_hier_*`` equal ``ner_*``.
 
 **Relations** (``relations.gold`` / ``relations.pred``): a triple is correct when subject,
 relation and object equal a gold triple's (DocRED: a document's set of (head, relation, tail)
@@ -206,7 +206,12 @@ def _ner_rows(rec, sec, types: _Types, mode: str, scheme: str, base: dict) -> di
         add(e[0], "ner_pred")
         if e in gset:
             add(e[0], "ner_tp")
-    if types.o is not None:
+    if types.o is None:  # a flat set of types: hierarchical credit is exact type credit
+        for t, st in rows.items():
+            st["ner_h_inter"] = st.get("ner_tp", 0.0)
+            st["ner_h_pred"] = st.get("ner_pred", 0.0)
+            st["ner_h_gold"] = st.get("ner_gold", 0.0)
+    else:
         from kg_rageval.families.hierarchy.kernels import hierarchical_counts
 
         gnode = {(s, e): types.node(rec, "extraction.gold_tags", t, gold=True) for t, s, e in gold}
