@@ -165,7 +165,9 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
                 "pred_tags": [f"B-{etype}", "O", "O", f"B-{wrong}" if i % 2 else f"B-{etype}"],
                 "relations": {
                     "gold": [{"subject": "a", "relation": preds[0], "object": "d"}],
-                    "pred": [{"subject": "a", "relation": preds[0] if i % 3 else "no_relation", "object": "d"}],
+                    "pred": [
+                        {"subject": "a", "relation": preds[0] if i % 3 else "no_relation", "object": "d"}
+                    ],
                 },
             }
         extra["index"] = {  # the index family: one of three exact neighbours missed on odd indices

@@ -168,9 +168,17 @@ EXTRACTION = Scorer(
     "TACRED convention (no_relation / NA excluded), unknown predicted types and predicates, "
     "domain/range violations; per entity / relation type (slices), ontology class and branch.",
     params=(
-        Param("mode", "str", "default", "seqeval mode: default (conlleval) or strict.", choices=("default", "strict")),
+        Param(
+            "mode",
+            "str",
+            "default",
+            "seqeval mode: default (conlleval) or strict.",
+            choices=("default", "strict"),
+        ),
         Param("scheme", "str", "IOB2", "Tag scheme of the strict mode.", choices=("IOB2", "IOBES")),
-        Param("type_prefix", "str", "", "Prefix joined to a tag's entity type to name its ontology class (ex:)."),
+        Param(
+            "type_prefix", "str", "", "Prefix joined to a tag's entity type to name its ontology class (ex:)."
+        ),
         Param(
             "negative_labels",
             "str_list",
@@ -184,15 +192,39 @@ EXTRACTION = Scorer(
         (
             ("ner_precision", "higher", "Σ exact entities (type, start, end) / Σ predicted entities"),
             ("ner_recall", "higher", "Σ exact entities / Σ gold entities"),
-            ("ner_f1", "higher", "2PR / (P + R) of the micro ner_precision and ner_recall (= seqeval micro avg)"),
-            ("ner_hier_precision", "higher", "Σ |P̂ ∩ T̂| / Σ |P̂| over span items, types augmented with ancestors"),
-            ("ner_hier_recall", "higher", "Σ |P̂ ∩ T̂| / Σ |T̂| over span items, types augmented with ancestors"),
+            (
+                "ner_f1",
+                "higher",
+                "2PR / (P + R) of the micro ner_precision and ner_recall (= seqeval micro avg)",
+            ),
+            (
+                "ner_hier_precision",
+                "higher",
+                "Σ |P̂ ∩ T̂| / Σ |P̂| over span items, types augmented with ancestors",
+            ),
+            (
+                "ner_hier_recall",
+                "higher",
+                "Σ |P̂ ∩ T̂| / Σ |T̂| over span items, types augmented with ancestors",
+            ),
             ("ner_hier_f1", "higher", "2PR / (P + R) of the hierarchical precision and recall"),
-            ("ner_unknown_type_rate", "lower", "predicted entities whose type is no ontology class / predicted"),
-            ("re_precision", "higher", "Σ correct triples / Σ predicted triples, negative labels excluded (TACRED)"),
+            (
+                "ner_unknown_type_rate",
+                "lower",
+                "predicted entities whose type is no ontology class / predicted",
+            ),
+            (
+                "re_precision",
+                "higher",
+                "Σ correct triples / Σ predicted triples, negative labels excluded (TACRED)",
+            ),
             ("re_recall", "higher", "Σ correct triples / Σ gold triples, negative labels excluded (TACRED)"),
             ("re_f1", "higher", "2PR / (P + R) of re_precision and re_recall"),
-            ("re_unknown_predicate_rate", "lower", "predicted triples whose relation the ontology lacks / predicted"),
+            (
+                "re_unknown_predicate_rate",
+                "lower",
+                "predicted triples whose relation the ontology lacks / predicted",
+            ),
             (
                 "re_domain_violation_rate",
                 "lower",

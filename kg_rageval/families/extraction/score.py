@@ -105,10 +105,14 @@ class ExtractionFamily(Family):
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         out = [
             *_prf("ner", s["ner_tp"], s["ner_pred"], s["ner_gold"], "entity"),
-            *_prf("ner_hier", s["ner_h_inter"], s["ner_h_pred"], s["ner_h_gold"], "entity with an ontology type"),
+            *_prf(
+                "ner_hier", s["ner_h_inter"], s["ner_h_pred"], s["ner_h_gold"], "entity with an ontology type"
+            ),
             ratio("ner_unknown_type_rate", s["ner_unknown"], s["ner_pred"], missing="no predicted entity"),
             *_prf("re", s["re_tp"], s["re_pred"], s["re_gold"], "relation (negative labels excluded)"),
-            ratio("re_unknown_predicate_rate", s["re_unknown"], s["re_pred"], missing="no predicted relation"),
+            ratio(
+                "re_unknown_predicate_rate", s["re_unknown"], s["re_pred"], missing="no predicted relation"
+            ),
             ratio(
                 "re_domain_violation_rate",
                 s["re_domain_bad"],
@@ -139,7 +143,9 @@ class ExtractionFamily(Family):
                 tot = evaluation.totals(np.asarray([v == t for v in col.tolist()], dtype=bool))
                 if tot[f"{pre}_pred"] == 0 and tot[f"{pre}_gold"] == 0:
                     continue
-                per.append((t, tot[f"{pre}_gold"], _f1_of(tot[f"{pre}_tp"], tot[f"{pre}_pred"], tot[f"{pre}_gold"])))
+                per.append(
+                    (t, tot[f"{pre}_gold"], _f1_of(tot[f"{pre}_tp"], tot[f"{pre}_pred"], tot[f"{pre}_gold"]))
+                )
             if not per:
                 continue
             support = sum(g for _, g, _ in per)
@@ -259,13 +265,17 @@ def _re_rows(rec, sec, types: _Types, negative: frozenset[str]) -> dict[str, dic
     for i, t in enumerate(sec.gold_relations):
         if check and t.relation not in negative and t.relation not in types.preds:
             raise record_error(
-                rec, f"extraction.relations.gold[{i}].relation", f"{t.relation!r} is not a predicate of the ontology"
+                rec,
+                f"extraction.relations.gold[{i}].relation",
+                f"{t.relation!r} is not a predicate of the ontology",
             )
         for k in ("subject_type", "object_type"):
             v = getattr(t, k)
             if types.o is not None and v is not None and types.entity(v) < 0:
                 raise record_error(
-                    rec, f"extraction.relations.gold[{i}].{k}", f"{types.prefix + v!r} is not an id of the ontology"
+                    rec,
+                    f"extraction.relations.gold[{i}].{k}",
+                    f"{types.prefix + v!r} is not an id of the ontology",
                 )
     for g in gold:
         add(g[1], "re_gold")
@@ -324,7 +334,9 @@ def score_extraction(
         ner = sec.gold_tags is not None and sec.pred_tags is not None
         rel = sec.has_relations and sec.pred_relations is not None
         if not ner and not rel:
-            unscored.append(unscored_entry(rec["id"], "no predicted tags or relations", Reason.MISSING_PREDICTION))
+            unscored.append(
+                unscored_entry(rec["id"], "no predicted tags or relations", Reason.MISSING_PREDICTION)
+            )
             continue
         base = {"record_id": rec["id"], **row_keys(rec)}
         n0 = len(rows)
