@@ -52,6 +52,31 @@ def _field(src: str, where: str, d: Any, key: str, kind: type | tuple[type, ...]
     return v
 
 
+def _tacred_triple(span: dict[str, str], r: str, types: dict[str, str | None]) -> dict[str, Any]:
+    return {
+        "subject": span["subj"],
+        "relation": r,
+        "object": span["obj"],
+        "subject_type": types["subj_type"],
+        "object_type": types["obj_type"],
+    }
+
+
+def _docred_triple(
+    etypes: list[str | None], where: str, h: int, t: int, r: str, at: str, file: str
+) -> dict[str, Any]:
+    n = len(etypes)
+    if not (0 <= h < n and 0 <= t < n):
+        raise InputError(f"{at}: entity index out of range 0..{n - 1}", source=file, location=where)
+    return {
+        "subject": f"e{h}",
+        "relation": r,
+        "object": f"e{t}",
+        "subject_type": etypes[h],
+        "object_type": etypes[t],
+    }
+
+
 def read_tacred(
     gold_path: str | Path, pred_path: str | Path | None = None, *, max_bytes: int = MAX_BYTES
 ) -> list[dict[str, Any]]:
@@ -93,18 +118,9 @@ def read_tacred(
             k: d.get(k) if isinstance(d.get(k), str) and d.get(k) else None for k in ("subj_type", "obj_type")
         }
 
-        def triple(r: str) -> dict[str, Any]:
-            return {
-                "subject": span["subj"],
-                "relation": r,
-                "object": span["obj"],
-                "subject_type": types["subj_type"],
-                "object_type": types["obj_type"],
-            }
-
-        relations: dict[str, Any] = {"gold": [triple(rel)]}
+        relations: dict[str, Any] = {"gold": [_tacred_triple(span, rel, types)]}
         if preds is not None and sid in preds:
-            relations["pred"] = [triple(preds[sid])]
+            relations["pred"] = [_tacred_triple(span, preds[sid], types)]
         out.append(
             {
                 "id": sid,
@@ -155,24 +171,13 @@ def read_docred(
                 )
             t = ms[0].get("type")
             etypes.append(t if isinstance(t, str) and t else None)
-        n = len(vertex)
-
-        def triple(h: int, t: int, r: str, at: str, file: str) -> dict[str, Any]:
-            if not (0 <= h < n and 0 <= t < n):
-                raise InputError(f"{at}: entity index out of range 0..{n - 1}", source=file, location=where)
-            return {
-                "subject": f"e{h}",
-                "relation": r,
-                "object": f"e{t}",
-                "subject_type": etypes[h],
-                "object_type": etypes[t],
-            }
-
         gold = []
         for j, lab in enumerate(d.get("labels") or []):
             lw = f"{where}, labels[{j}]"
             gold.append(
-                triple(
+                _docred_triple(
+                    etypes,
+                    where,
                     _field(src, lw, lab, "h", int),
                     _field(src, lw, lab, "t", int),
                     _field(src, lw, lab, "r", str),
@@ -183,7 +188,8 @@ def read_docred(
         relations: dict[str, Any] = {"gold": gold}
         if preds is not None:
             relations["pred"] = [
-                triple(h, t, r, "h_idx/t_idx", str(pred_path)) for h, t, r in preds.get(title, [])
+                _docred_triple(etypes, where, h, t, r, "h_idx/t_idx", str(pred_path))
+                for h, t, r in preds.get(title, [])
             ]
         out.append({"id": title, "_source": src, "extraction": {"relations": relations}})
     if preds is not None:

@@ -194,8 +194,8 @@ def _ner_rows(rec, sec, types: _Types, mode: str, scheme: str, base: dict) -> di
     try:
         gold = entities(sec.gold_tags, mode, scheme)
         pred = entities(sec.pred_tags, mode, scheme)
-    except ValueError as e:
-        raise record_error(rec, "extraction.pred_tags", str(e)) from None
+    except ValueError as err:  # a prefix the strict scheme does not allow
+        raise record_error(rec, "extraction.pred_tags", str(err)) from None
     rows: dict[str, dict[str, float]] = {}
 
     def row(t: str) -> dict[str, float]:
@@ -213,7 +213,7 @@ def _ner_rows(rec, sec, types: _Types, mode: str, scheme: str, base: dict) -> di
         if e in gset:
             add(e[0], "ner_tp")
     if types.o is None:  # a flat set of types: hierarchical credit is exact type credit
-        for t, st in rows.items():
+        for st in rows.values():
             st["ner_h_inter"] = st.get("ner_tp", 0.0)
             st["ner_h_pred"] = st.get("ner_pred", 0.0)
             st["ner_h_gold"] = st.get("ner_gold", 0.0)
