@@ -208,10 +208,10 @@ def _ner_rows(rec, sec, types: _Types, mode: str, scheme: str, base: dict) -> di
     gset = set(gold)
     for t, _, _ in gold:
         add(t, "ner_gold")
-    for e in pred:
-        add(e[0], "ner_pred")
-        if e in gset:
-            add(e[0], "ner_tp")
+    for ent in pred:
+        add(ent[0], "ner_pred")
+        if ent in gset:
+            add(ent[0], "ner_tp")
     if types.o is None:  # a flat set of types: hierarchical credit is exact type credit
         for st in rows.values():
             st["ner_h_inter"] = st.get("ner_tp", 0.0)
