@@ -191,11 +191,13 @@ class _Types:
 
 
 def _ner_rows(rec, sec, types: _Types, mode: str, scheme: str, base: dict) -> dict[str, dict[str, float]]:
-    try:
-        gold = entities(sec.gold_tags, mode, scheme)
-        pred = entities(sec.pred_tags, mode, scheme)
-    except ValueError as err:  # a prefix the strict scheme does not allow
-        raise record_error(rec, "extraction.pred_tags", str(err)) from None
+    found = []
+    for field, tags in (("extraction.gold_tags", sec.gold_tags), ("extraction.pred_tags", sec.pred_tags)):
+        try:
+            found.append(entities(tags, mode, scheme))
+        except ValueError as err:  # a prefix the strict scheme does not allow
+            raise record_error(rec, field, str(err)) from None
+    gold, pred = found
     rows: dict[str, dict[str, float]] = {}
 
     def row(t: str) -> dict[str, float]:

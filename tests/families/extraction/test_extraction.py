@@ -129,6 +129,9 @@ def test_gold_unknown_is_an_error_predicted_unknown_a_fault(onto):
     }
     with pytest.raises(InputError, match=r"b2.*relations.gold\[0\].relation.*not a predicate"):
         score_extraction(onto, [rel], type_prefix="ex:")
+    iobes = {"id": "b3", "extraction": {"gold_tags": ["S-PER"], "pred_tags": ["B-PER"]}}
+    with pytest.raises(InputError, match=r"b3.*extraction.gold_tags"):
+        score_extraction(None, [iobes], mode="strict", scheme="IOB2")
     with pytest.raises(InputError, match="mode must be one of"):
         score_extraction(None, [], mode="lenient")
 
