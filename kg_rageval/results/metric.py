@@ -52,6 +52,19 @@ class Metric:
         return self.value
 
     def with_ci(self, ci: tuple[float, float] | None) -> Metric:
+        """This metric with the interval ``ci``. A bound that misses the value by rounding only
+        (within 1e-9 relative: the bootstrap sums resampled stats in another order than the
+        point estimate, so an interval of identical replicates can lie an ulp beside it) is
+        moved onto the value; a real miss is kept as computed."""
+        v = self.value
+        if ci is not None and v is not None and math.isfinite(v):
+            lo, hi = ci
+            tol = 1e-9 * max(1.0, abs(v))
+            if v - tol <= hi < v:
+                hi = v
+            if v < lo <= v + tol:
+                lo = v
+            ci = (lo, hi)
         return Metric(self.name, self.value, self.numerator, self.denominator, self.missing, ci, self.rows)
 
     def to_dict(self) -> dict[str, Any]:
