@@ -152,5 +152,12 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
                     },
                 ],
             }
+        extra["index"] = {  # the index family: one of three exact neighbours missed on odd indices
+            "ann": ["v0", "v1", "v2"] if i % 2 == 0 else ["v0", "v1", "v9"],
+            "exact": ["v0", "v1", "v2"],
+            "stale": i % 4 == 3,
+            "commit_ts": 1796378400 + i,
+            "searchable_ts": 1796378400 + 2 * i + 1,
+        }
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

@@ -465,12 +465,14 @@ def emit_section_score(
     seed: int,
     unit: str = "records",
     notes: Iterable[str] = (),
+    member: str | None = None,
 ) -> None:
-    """The tail every ``kg-rageval score <family>`` of a one-evaluation section family shares
-    (parsing, chunking, consistency, nuggets): bootstrap intervals when something was scored, the
-    one score envelope broken down by the records' slices, and the text view — ``<n> <unit>``,
-    the family table over the scored ``<unit>``, then ``notes`` (caveats printed under it)."""
-    ev = evals.single
+    """The tail every ``kg-rageval score <family>`` of a section family shares (parsing,
+    chunking, consistency, nuggets): bootstrap intervals when something was scored, the one
+    score envelope broken down by the records' slices, and the text view — ``<n> <unit>``, the
+    family table over the scored ``<unit>``, then ``notes`` (caveats printed under it).
+    ``member``: the evaluation whose rows are the ``<unit>`` counted (default: the only one)."""
+    ev = evals.single if member is None else evals[member]
     keys = [k for k in ev.keys if k.startswith("slice:")]
     canonical = with_intervals(evals, ci, ci_level, seed) if len(ev) else evals.metrics()
     payload = score_payload(

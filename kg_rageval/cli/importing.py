@@ -1,4 +1,5 @@
-"""``kg-rageval import FORMAT INPUT -o records.jsonl``: turn a RAGAS or DeepEval dataset into
+"""``kg-rageval import FORMAT INPUT -o records.jsonl``: turn a RAGAS or DeepEval dataset, a
+BEIR folder (and run), TREC RAG answer or nugget files, or Phoenix / OTLP span exports into
 kg-rageval records, printing how many rows lacked each record field (``docs/interop.md``)."""
 
 from __future__ import annotations
@@ -36,17 +37,41 @@ from kg_rageval.interop.formats import FORMATS
     help="query_id (imported id = golden id), text (normalised query text) or attribute:NAME "
     "(the imported source field NAME = golden id).",
 )
+@click.option("--split", default=None, help="beir: the qrels split (qrels/<split>.tsv; default test).")
+@click.option(
+    "--run",
+    "run_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="beir: a run file (TREC six columns or ranx/ir_measures JSON) -> retrieval.run.",
+)
+@click.option(
+    "--id-attribute",
+    default=None,
+    metavar="NAME",
+    help="phoenix, otlp: the root span attribute that gives the record id (default: the trace id).",
+)
 @format_option
-def command(fmt_name: str, input_path: str, output: str, golden: str | None, join_key: str, fmt: str) -> None:
-    """Import a RAGAS or DeepEval dataset as kg-rageval records."""
+def command(
+    fmt_name: str,
+    input_path: str,
+    output: str,
+    golden: str | None,
+    join_key: str,
+    split: str | None,
+    run_path: str | None,
+    id_attribute: str | None,
+    fmt: str,
+) -> None:
+    """Import a RAGAS, DeepEval, BEIR, TREC RAG, Phoenix or OTLP export as kg-rageval records."""
     from kg_rageval.base.outputs import refuse_overwrite
     from kg_rageval.interop.formats import read
     from kg_rageval.interop.join import check_key, join
     from kg_rageval.records import read_records, write_records
 
-    refuse_overwrite({"--output": output}, {"INPUT": input_path, "--golden": golden})
+    refuse_overwrite({"--output": output}, {"INPUT": input_path, "--golden": golden, "--run": run_path})
     check_key(join_key)
-    imported = read(fmt_name, input_path)
+    imported = read(fmt_name, input_path, split=split, run=run_path, id_attribute=id_attribute)
     records = imported.records
     summary = {"command": "import", **imported.summary(), "output": output}
     if golden:
@@ -62,6 +87,12 @@ def command(fmt_name: str, input_path: str, output: str, golden: str | None, joi
     )
     for name, n in imported.missing.items():
         click.echo(f"  missing {name}: {n}")
+    for name, value in imported.counts.items():
+        if isinstance(value, list):
+            if value:
+                click.echo(f"    {name}: {', '.join(map(str, value))}")
+        else:
+            click.echo(f"  {name}: {value}")
     if golden:
         j = summary["join"]
         click.echo(f"  joined on {join_key}: {j['matched']} matched")

@@ -32,6 +32,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "monitor": "kg_rageval.cli.monitor:monitor",
         "import": "kg_rageval.cli.importing:command",
         "chunking": "kg_rageval.cli.chunking:chunking",
+        "index": "kg_rageval.cli.index:index",
     },
     "score": {
         "hierarchy": "kg_rageval.cli.score_hierarchy:command",
@@ -48,6 +49,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "consistency": "kg_rageval.cli.score_consistency:command",
         "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
+        "index": "kg_rageval.cli.score_index:command",
     },
 }
 
@@ -78,6 +80,8 @@ HELP = {
     "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
     # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'
     "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",
+    # one help line for both 'kg-rageval index' (recall from vectors) and 'kg-rageval score index'
+    "index": "ANN Recall@k vs exact search (index recall); recall, freshness lag, stale index (score index).",
 }
 
 

@@ -92,6 +92,7 @@ def command(
         ci_level=ci_level,
         seed=seed,
         unit="answers",
+        member="nuggets",
         notes=[
             "vital, vital_strict: answers without a vital nugget are left out (no_vital_rate counts them)"
         ],

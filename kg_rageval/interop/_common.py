@@ -31,9 +31,14 @@ class Imported:
     format: str
     records: list[Record]
     missing: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, Any] = field(default_factory=dict)
+    """What else the reader counted (BEIR: run queries without judgements; traces: spans read)."""
 
     def summary(self) -> dict[str, Any]:
-        return {"format": self.format, "n_records": len(self.records), "missing": dict(self.missing)}
+        out = {"format": self.format, "n_records": len(self.records), "missing": dict(self.missing)}
+        if self.counts:
+            out["counts"] = dict(self.counts)
+        return out
 
 
 def bad(path: str | Path, row: int, name: str, message: str) -> InputError:

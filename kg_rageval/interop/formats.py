@@ -5,8 +5,10 @@ names here."""
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.interop._common import Imported
@@ -14,24 +16,51 @@ from kg_rageval.interop._common import Imported
 FORMATS: dict[str, str] = {
     "ragas": "RAGAS evaluation dataset (JSONL, CSV, Parquet or a datasets folder)",
     "deepeval": "DeepEval test cases / goldens (JSON dataset file, JSONL or CSV)",
+    "beir": "BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), optionally with a run file",
+    "trec-rag": "TREC 2024 RAG Track answer file (ragnarok) or nugget / assignment file (JSONL)",
+    "phoenix": "Phoenix / OpenInference span export (JSONL, JSON or Parquet)",
+    "otlp": "OTLP JSON trace export (resourceSpans / scopeSpans / spans)",
 }
 
+MODULES = {
+    "ragas": "ragas",
+    "deepeval": "deepeval",
+    "beir": "beir",
+    "trec-rag": "trec_rag",
+    "phoenix": "traces",
+    "otlp": "traces",
+}
 
-def reader(fmt: str) -> Callable[[str | Path], Imported]:
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "beir": ("split", "run"),
+    "phoenix": ("id_attribute",),
+    "otlp": ("id_attribute",),
+}
+"""The reader options each format takes (``read(fmt, path, **options)``)."""
+
+
+def reader(fmt: str) -> Callable[..., Imported]:
     """The reader of ``fmt``; an unknown name is a :class:`ConfigError` with a suggestion."""
     if fmt not in FORMATS:
         close = difflib.get_close_matches(fmt, list(FORMATS), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"unknown import format {fmt!r} (known: {', '.join(FORMATS)}){hint}")
-    if fmt == "ragas":
-        from kg_rageval.interop import ragas
+    mod = importlib.import_module(f"kg_rageval.interop.{MODULES[fmt]}")
+    if fmt == "phoenix":
+        return mod.read_phoenix  # type: ignore[no-any-return]
+    if fmt == "otlp":
+        return mod.read_otlp  # type: ignore[no-any-return]
+    return mod.read  # type: ignore[no-any-return]
 
-        return ragas.read
-    from kg_rageval.interop import deepeval
 
-    return deepeval.read
-
-
-def read(fmt: str, path: str | Path) -> Imported:
-    """Read ``path`` as ``fmt`` into records (see ``docs/interop.md``)."""
-    return reader(fmt)(path)
+def read(fmt: str, path: str | Path, **options: Any) -> Imported:
+    """Read ``path`` as ``fmt`` into records (see ``docs/interop.md``). ``options`` are the
+    format's (:data:`OPTIONS`); one the format does not take is a :class:`ConfigError`;
+    ``None`` values are left out."""
+    fn = reader(fmt)
+    given = {k: v for k, v in options.items() if v is not None}
+    wrong = sorted(set(given) - set(OPTIONS.get(fmt, ())))
+    if wrong:
+        takes = ", ".join(OPTIONS.get(fmt, ())) or "none"
+        raise ConfigError(f"import format {fmt!r} takes no option {wrong[0]!r} (its options: {takes})")
+    return fn(path, **given)

@@ -1,10 +1,14 @@
 """Declarations of the ingestion families (``docs/ingestion.md``): ``parsing`` (OCR / text
 extraction CER, WER, extraction-length ratio, TEDS / TEDS-S of HTML tables) and ``chunking`` (traceability, metadata preservation, structure cut rate,
-optional coherence of the chunks of one document). Standard library only. Their properties are listed in :mod:`.properties` with the other built-in families
+optional coherence of the chunks of one document) and ``index`` (ANN Recall@k against exact search,
+freshness lag, stale-index rate). Standard library only. Their properties are listed in :mod:`.properties` with the other built-in families
 (``properties.declare`` from here would close an import circle: properties -> registry ->
 ingestion -> properties)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from kg_rageval.contract.metrics import metric_specs
 from kg_rageval.contract.params import Param
@@ -102,4 +106,55 @@ CHUNKING = Scorer(
     ),
 )
 
-INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING)
+
+def _index_values(opts: Mapping[str, Any]) -> dict[str, set[str]]:
+    return {"k": {str(k) for k in opts["k"]}}
+
+
+INDEX = Scorer(
+    name="index",
+    target="kg_rageval.families.index:score_index",
+    sections=("index",),
+    opt_in=True,  # records of other families carry no index section: run when the audit names it
+    streamable=False,  # the freshness-lag quantiles are taken over all rows (quantiles are not sums)
+    description="ANN index of the system: Recall@k of the ANN ids against the exact neighbours "
+    "(ann-benchmarks tie rule with distances), freshness lag from commit to searchable (p50 / p99) and "
+    "the share of queries answered against a stale index; per slice and ontology branch.",
+    params=(Param("k", "int_list", (10,), "Cut-offs of ann_recall@K.", minimum=1),),
+    template_values=_index_values,
+    metrics=metric_specs(
+        "index",
+        "index",
+        (
+            (
+                "ann_recall@{k}",
+                "higher",
+                "mean over queries of |ANN top k counted| / min(k, |exact|); counted: distance <= "
+                "k-th exact distance + 1e-3 (ann-benchmarks) with distances, else in the exact top k",
+            ),
+            (
+                "freshness_lag_s_p50",
+                "lower",
+                "median of searchable_ts - commit_ts (s) over documents (type 7; missing below 2 lags)",
+            ),
+            (
+                "freshness_lag_s_p99",
+                "lower",
+                "99th percentile of searchable_ts - commit_ts (s) (type 7; missing below 100 lags)",
+            ),
+            (
+                "freshness_lag_s_mean",
+                "lower",
+                "mean of searchable_ts - commit_ts (s) over searchable documents",
+            ),
+            (
+                "unsearchable_rate",
+                "lower",
+                "documents with commit_ts and searchable_ts null / documents with commit_ts",
+            ),
+            ("stale_index_rate", "lower", "queries with stale: true / queries stating stale"),
+        ),
+    ),
+)
+
+INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING, INDEX)

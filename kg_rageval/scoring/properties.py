@@ -100,6 +100,7 @@ HAS: dict[str, set[str]] = {
         "consistency",
         "nuggets",
         "chunking",
+        "index",
     },
     "score_command": {
         "hierarchy",
@@ -116,6 +117,7 @@ HAS: dict[str, set[str]] = {
         "consistency",
         "nuggets",
         "chunking",
+        "index",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -130,6 +132,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "judge": f"{_NOT_STREAMED}: the judges are chosen from all records; PPI and kappa pool every item",
         "system": f"{_NOT_STREAMED}: latency and cost quantiles are taken over all records",
         "rewrite": f"{_NOT_STREAMED}: the recall–latency frontier spans all records",
+        "index": f"{_NOT_STREAMED}: the freshness-lag quantiles are taken over all records",
     },
     "reads_ontology_ids": {
         "trec": "reads query and document ids of TREC qrels and runs, no ontology id",
@@ -144,6 +147,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "parsing": "reads reference and extracted texts and HTML tables, no ontology id",
         "chunking": "reads one category id per document, checked against the ontology (an unknown "
         "category is an error); chunk and document ids are not ontology ids",
+        "index": "reads vector / document ids and timestamps, no ontology id",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -155,6 +159,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "parsing": "the ontology is optional: only the per-branch roll-up (-O) uses it",
         "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
         "the per-branch roll-up use it; a concept nugget without one is an error",
+        "index": "the ontology is optional: only the per-branch roll-up (-O) uses it",
         "chunking": "the ontology is optional: with -O the chunks' ancestry is checked as a path of "
         "the ontology (without it only its shape: a list ending at the category) and the category "
         "must be an id of it",

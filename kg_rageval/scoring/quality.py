@@ -15,7 +15,7 @@ from kg_rageval.contract.metrics import MetricSpec, metric_specs
 from kg_rageval.contract.params import Param
 from kg_rageval.scoring.scorer import Scorer
 
-RUBRIC_NAMES = ("pairwise", "citation_support", "refusal", "answer_correctness")
+RUBRIC_NAMES = ("pairwise", "citation_support", "refusal", "answer_correctness", "nugget_support")
 """The rubrics of :mod:`kg_rageval.families.judges.contracts` (checked equal by the tests)."""
 
 CALIBRATION_METRICS: tuple[tuple[str, str, str], ...] = (

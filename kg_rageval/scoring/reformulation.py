@@ -11,7 +11,19 @@ from typing import Any
 from kg_rageval.contract.ids import ID_PARAMS
 from kg_rageval.contract.metrics import metric_specs
 from kg_rageval.contract.params import Param
+from kg_rageval.scoring.quality import CALIBRATION_METRICS
 from kg_rageval.scoring.scorer import Scorer
+
+_PAIRWISE_ONLY = ("judge_longer_win_rate", "human_longer_win_rate", "length_balanced_win_rate")
+_ASSIGNMENT_CALIBRATION = tuple(
+    (
+        f"nugget_support.{n}",
+        d,
+        f"{f} (the automatic nugget assignment as a judge, human_assignment as the label)",
+    )
+    for n, d, f in CALIBRATION_METRICS
+    if n not in _PAIRWISE_ONLY
+)
 
 
 def _rewrite_values(opts: Mapping[str, Any]) -> dict[str, set[str]]:
@@ -154,8 +166,11 @@ NUGGETS = Scorer(
     section_required=True,
     description="Nugget evaluation of answers as in the TREC 2024 RAG Track (AutoNuggetizer): All, Vital "
     "and Weighted scores, strict and with partial credit, per answer then averaged; ontology nuggets "
-    "assigned through the hierarchy; judge–human assignment agreement (accuracy, Cohen's kappa).",
-    metrics=metric_specs(
+    "assigned through the hierarchy; judge–human assignment agreement (accuracy, Cohen's kappa), and the "
+    "assignment calibrated as a judge (false approvals, Wilson CIs, PPI) by the judges family's calibration.",
+    members=("nuggets", "assignment_calibration"),
+    metrics=metric_specs("nuggets", "assignment_calibration", _ASSIGNMENT_CALIBRATION)
+    + metric_specs(
         "nuggets",
         "nuggets",
         (

@@ -26,7 +26,17 @@ PLUGINS = {"exact_label": "plugin_family:EXACT_LABEL"}
 """Plugin families registered for this module through a real entry point (tests/plugin_family.py)."""
 FAMILIES = [*REGISTRY, *(n for n in PLUGINS if n not in REGISTRY)]
 """Every registered family (built-in ones, ones registered at collection) and the plugin ones."""
-QUALITY = ("judge", "system", "rewrite", "iterative", "parsing", "consistency", "nuggets", "chunking")
+QUALITY = (
+    "judge",
+    "system",
+    "rewrite",
+    "iterative",
+    "parsing",
+    "consistency",
+    "nuggets",
+    "chunking",
+    "index",
+)
 """Families scored on the demo records with judges and system sections (add_quality_sections)."""
 
 

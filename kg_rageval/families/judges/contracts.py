@@ -1,6 +1,6 @@
 """One contract for every rubric judge: a pydantic schema with semantic checks.
 
-A rubric judge (an LLM, a human annotator, a heuristic) returns one JSON object per item. Four
+A rubric judge (an LLM, a human annotator, a heuristic) returns one JSON object per item. Five
 rubrics are defined; each is a frozen pydantic model whose *semantic* checks run on
 validation (a JSON schema alone cannot express them):
 
@@ -15,6 +15,9 @@ rubric                 question                                          labels 
 ``answer_correctness`` is the answer correct against the reference?      ``correct``,
                                                                          ``partially_correct``,
                                                                          ``incorrect``
+``nugget_support``     does the answer support the nugget (TREC 2024     ``support``,
+                       RAG, AutoNuggetizer's assignment)?                ``partial_support``,
+                                                                         ``not_support``
 =====================  ================================================  ======================
 
 Every rubric also accepts the verdict ``"unscorable"`` (the judge says it cannot decide, with a
@@ -23,8 +26,8 @@ the contract is ``invalid`` and is counted the same way (:func:`parse_verdict` n
 bad judge output; it returns the reason).
 
 The *approval* label of a rubric (``APPROVE``) is the verdict that passes an item:
-``supported``, ``correct`` (refusal and answer correctness) and ``A`` (pairwise: the candidate
-A wins). Calibration counts a judge's approval of an item a human rejects as a **false
+``supported``, ``correct`` (refusal and answer correctness), ``support`` (nugget support) and
+``A`` (pairwise: the candidate A wins). Calibration counts a judge's approval of an item a human rejects as a **false
 approval** (``docs/judges.md``).
 
 The faithfulness judgment (:mod:`kg_rageval.families.generation.judgment`) follows the same contract
@@ -217,8 +220,23 @@ class AnswerCorrectness(Verdict):
         return self
 
 
+class NuggetSupport(Verdict):
+    """Does the answer support the nugget? The assignment of the TREC 2024 RAG Track
+    (AutoNuggetizer, Pradeep et al. 2024): ``support`` (the answer states the nugget),
+    ``partial_support`` (it states part of it), ``not_support``. ``nugget`` names the nugget
+    judged if given (its text)."""
+
+    RUBRIC: ClassVar[str] = "nugget_support"
+    LABELS: ClassVar[tuple[str, ...]] = ("support", "partial_support", "not_support")
+    APPROVE: ClassVar[str] = "support"
+
+    verdict: Literal["support", "partial_support", "not_support", "unscorable"]
+    nugget: str | None = Field(default=None, description="The nugget judged.")
+
+
 RUBRICS: dict[str, type[Verdict]] = {
-    c.RUBRIC: c for c in (PairwisePreference, CitationSupport, RefusalCorrectness, AnswerCorrectness)
+    c.RUBRIC: c
+    for c in (PairwisePreference, CitationSupport, RefusalCorrectness, AnswerCorrectness, NuggetSupport)
 }
 
 

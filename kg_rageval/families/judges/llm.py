@@ -50,6 +50,14 @@ PROMPTS: dict[str, str] = {
         '"wrong_facts": [...], "rationale": "..."}}.\n\nQUESTION:\n{question}\n\n'
         "REFERENCE:\n{reference}\n\nANSWER:\n{answer}\n"
     ),
+    "nugget_support": (
+        "Decide whether the ANSWER supports the NUGGET, an atomic fact a good answer to the "
+        "QUESTION contains: support (the answer states the whole nugget), partial_support (part "
+        "of it) or not_support.\n"
+        'Reply with one JSON object: {{"verdict": "support" | "partial_support" | "not_support" '
+        '| "unscorable", "nugget": the nugget, "rationale": "..."}}.\n\nQUESTION:\n{question}\n\n'
+        "NUGGET:\n{nugget}\n\nANSWER:\n{answer}\n"
+    ),
 }
 
 

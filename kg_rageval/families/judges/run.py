@@ -9,7 +9,9 @@ Items come from the records (``docs/judges.md``):
 * ``citation_support`` — one item per ``answer.claims[]`` citation (``{"text", "citations"}``)
   whose passage is in ``retrieval.contexts``;
 * ``pairwise`` — needs two answers: the record's ``answer.text`` (A) against
-  ``baseline.answer.text`` (B), judged in both orders (AB and BA) for the position check.
+  ``baseline.answer.text`` (B), judged in both orders (AB and BA) for the position check;
+* ``nugget_support`` — one item per ``nuggets.items[]`` nugget (``query``, ``answer.text``, the
+  nugget's ``text``; item ``nugget:<index>``): AutoNuggetizer's assignment asked of the judge.
 
 A record that already has an entry of this rubric from this judge is not judged again.
 """
@@ -76,6 +78,16 @@ def items_for(rec: Record, rubric: str) -> list[dict[str, Any]]:
         return [
             {"question": q, "answer_a": ans, "answer_b": b, "order": "AB", "lengths": lengths},
             {"question": q, "answer_a": b, "answer_b": ans, "order": "BA", "lengths": lengths},
+        ]
+    if rubric == "nugget_support":
+        sec = rec.get("nuggets")
+        raw = sec.get("items") if isinstance(sec, dict) else None
+        if ans is None or not isinstance(raw, list):
+            return []
+        return [
+            {"question": q, "answer": ans, "nugget": it["text"], "item": f"nugget:{k}"}
+            for k, it in enumerate(raw)
+            if isinstance(it, dict) and isinstance(it.get("text"), str)
         ]
     raise KeyError(f"unknown rubric {rubric!r}")
 

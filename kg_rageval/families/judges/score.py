@@ -207,7 +207,7 @@ def score_judges(
     chosen, second = _select(sorted({p["judge"] for _, _, p in parsed}), judge, second_judge)
     mine = [(rec, keys, p) for rec, keys, p in parsed if p["judge"] == chosen]
     cal = JudgeCalibrationFamily(RUBRICS, level=level, ppi_lambda=lam)
-    rows = [_calibration_row(rec, keys, p, RUBRICS[p["rubric"]], bins) for rec, keys, p in mine]
+    rows = [calibration_row(rec, keys, p, RUBRICS[p["rubric"]], bins) for rec, keys, p in mine]
     meta = {
         "judge": chosen,
         "second_judge": second,
@@ -297,9 +297,13 @@ def _parse_all(records: list[Record]) -> list[tuple[Record, dict[str, Any], dict
     return parsed
 
 
-def _calibration_row(
+def calibration_row(
     rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any], schema: type[Verdict], bins: tuple[int, ...]
 ) -> dict[str, Any]:
+    """The calibration row of one parsed judge entry ``p`` (:func:`_parse_all`'s fields): its
+    counts under ``<rubric>:<stat>`` (:class:`JudgeCalibrationFamily`), its keys and details,
+    and its length bin (``bins``: word-count edges). The nuggets family builds its assignment
+    calibration rows with it."""
     status, label, human, happ = p["status"], p["label"], p["human"], p["human_approves"]
     r = schema.RUBRIC
     stats: dict[str, Any] = {

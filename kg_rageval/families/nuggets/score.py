@@ -46,6 +46,17 @@ concept is an input error (``on_unknown_gold="error"``; ``"count"``: that nugget
 paired items and ``assignment_kappa``, Cohen's κ over the three labels, from the additive
 per-label counts with the judges family's helper
 (:func:`kg_rageval.families.judges.stats.cohen_kappa`).
+
+**Through the calibration family.** The second member, ``assignment_calibration``, is the
+judges family's :class:`~kg_rageval.families.judges.calibration.JudgeCalibrationFamily` over the
+rubric ``nugget_support`` (labels ``support`` / ``partial_support`` / ``not_support``; approval =
+``support``): one row per nugget with an automatic assignment, scored as a judge verdict against
+``human_assignment`` (a nugget without one counts as an unlabelled verdict: PPI). Its metrics are
+``nugget_support.<metric>`` — ``accuracy`` and ``cohen_kappa`` (equal to ``assignment_accuracy``
+and ``assignment_kappa``), ``false_approval_rate`` (the judge says support, the human does not)
+and ``false_rejection_rate`` with Wilson intervals, ``approval_kappa``, the PPI estimate of the
+support rate — with the judges family's formulas (``docs/judges.md``). The pairwise-only length
+metrics are left out.
 """
 
 from __future__ import annotations
@@ -54,6 +65,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kg_rageval.base.errors import ConfigError
+from kg_rageval.families.judges.calibration import JudgeCalibrationFamily
+from kg_rageval.families.judges.contracts import SCORED, NuggetSupport
 from kg_rageval.families.judges.stats import cohen_kappa
 from kg_rageval.records import Record, located, record_error
 from kg_rageval.records.fields import all_slice_keys, section
@@ -61,7 +74,7 @@ from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import build_evaluation
-from kg_rageval.results.evaluation import Evaluation
+from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, ratio
 
@@ -142,6 +155,61 @@ class NuggetsFamily(Family):
             missing="no answer concepts read (no ontology-assigned nugget)",
         )
         return out
+
+
+PAIRWISE_ONLY = ("judge_longer_win_rate", "human_longer_win_rate", "length_balanced_win_rate")
+"""Calibration metrics of pairwise verdicts (answer lengths), not produced for nuggets (the
+declaration in :mod:`kg_rageval.scoring.reformulation` leaves the same ones out; the contract
+test checks declared = produced)."""
+
+
+class AssignmentCalibrationFamily(JudgeCalibrationFamily):
+    """The automatic nugget assignment calibrated against the human one: the judges family's
+    calibration over the one rubric ``nugget_support`` (module docstring); metric names
+    ``nugget_support.<metric>``."""
+
+    name = "assignment_calibration"
+
+    def __init__(self, *, level: float = 0.95):
+        super().__init__({NuggetSupport.RUBRIC: NuggetSupport}, level=level)
+
+    def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
+        prefix = f"{NuggetSupport.RUBRIC}."
+        return {
+            k: m
+            for k, m in super().finalize(s).items()
+            if k.startswith(prefix) and k[len(prefix) :] not in PAIRWISE_ONLY
+        }
+
+
+def _calibration_rows(
+    rec: Record, keys: Mapping[str, Any], items: list[dict[str, Any]], auto: list[str | None], judge: str
+) -> list[dict[str, Any]]:
+    """One calibration row per nugget with an automatic assignment (the judges family's row)."""
+    from kg_rageval.families.judges.score import calibration_row
+
+    out = []
+    for i, (it, a) in enumerate(zip(items, auto)):
+        if a is None:
+            continue
+        h = it["human_assignment"]
+        p = {
+            "rubric": NuggetSupport.RUBRIC,
+            "judge": judge,
+            "status": SCORED,
+            "error": None,
+            "label": a,
+            "human": h,
+            "human_approves": None if h is None else h == NuggetSupport.APPROVE,
+            "order": "AB",
+            "item": f"nugget:{i}",
+            "lengths": None,
+            "where": f"nuggets.items.{i}",
+        }
+        row = calibration_row(rec, keys, p, NuggetSupport, ())
+        row.pop("length_bin", None)
+        out.append(row)
+    return out
 
 
 def _label(rec: Record, field: str, v: Any, allowed: tuple[str, ...]) -> str:
@@ -239,20 +307,24 @@ class _Hierarchy:
 
 def score_nuggets(
     ontology: Any, records: Iterable[Record], *, assignment: str = "auto", **ids: Any
-) -> Evaluation:
-    """One row per answer with nuggets (module docstring)."""
+) -> EvaluationSet:
+    """Members ``nuggets`` (one row per answer with nuggets) and ``assignment_calibration``
+    (one row per nugget with an automatic assignment), as the module docstring says."""
     if assignment not in SOURCES:
         raise ConfigError(f"nuggets.assignment: {assignment!r} is not one of {', '.join(SOURCES)}")
     hier = _Hierarchy(ontology, ids)
     records = list(records)
-    rows, unscored = [], []
+    rows, unscored, cal_rows = [], [], []
+    not_run: list[dict[str, Any]] = []  # unscored by both members: no section, no nuggets
     for rec in records:
         if rec.get("nuggets") is None:
             unscored.append(unscored_entry(rec["id"], "no nuggets section", Reason.NO_SECTION))
+            not_run.append(unscored[-1])
             continue
         items, answer = items_of(rec)
         if not items:
             unscored.append(unscored_entry(rec["id"], "no nuggets for the answer", Reason.NO_GOLD))
+            not_run.append(unscored[-1])
             continue
         auto: list[str | None] = [None if assignment == "ontology" else it["assignment"] for it in items]
         need = [i for i, it in enumerate(items) if auto[i] is None and it["concept"] is not None]
@@ -262,6 +334,8 @@ def score_nuggets(
             n_concepts = len(answer)
             for i, derived in got.items():
                 auto[i] = derived
+        judge = "ontology" if assignment == "ontology" else "auto"
+        cal_rows += _calibration_rows(rec, row_keys(rec), items, auto, judge)
         labels: list[str | None]
         if assignment == "human":
             labels = [it["human_assignment"] for it in items]
@@ -307,11 +381,20 @@ def score_nuggets(
         set(all_slice_keys(records))
         | {k for r in rows for k in r if k == "gold_node" or k.startswith("slice:")}
     )
-    return build_evaluation(
-        NuggetsFamily(),
-        rows,
-        keys=keys,
-        details=["topic_id"],
-        unscored=unscored,
-        meta={"assignment": assignment, "n_aliased": hier.n_aliased},
+    meta = {"assignment": assignment, "n_aliased": hier.n_aliased}
+    return EvaluationSet(
+        "nuggets",
+        {
+            "nuggets": build_evaluation(
+                NuggetsFamily(), rows, keys=keys, details=["topic_id"], unscored=unscored, meta=meta
+            ),
+            "assignment_calibration": build_evaluation(
+                AssignmentCalibrationFamily(),
+                cal_rows,
+                keys=keys,
+                details=["judge", "item", "label", "human"],
+                unscored=list(not_run),
+                meta=dict(meta),
+            ),
+        },
     )

@@ -72,7 +72,7 @@ def test_hand_worked_scores():
     assert m["assignment_accuracy"] == pytest.approx(0.6)
     assert m["assignment_kappa"] == pytest.approx(0.375)
     assert m["unknown_answer_concept_rate"] is None  # no ontology nugget: missing evidence
-    ev = get_scorer("nuggets").score(None, HAND).single
+    ev = get_scorer("nuggets").score(None, HAND)["nuggets"]
     assert [(u["record_id"], u["code"]) for u in ev.unscored] == [("c", "no_section"), ("d", "no_gold")]
 
 
@@ -87,12 +87,12 @@ def test_human_assignment_is_scored_when_asked():
     m = _m(get_scorer("nuggets").score(None, HAND, assignment="human"))
     # answer a by the human: s = 1, 1, 0, .5, .5 -> A = 3/5, V = 2/3, V_strict = 2/3; b unscored
     assert (m["all"], m["vital"], m["vital_strict"]) == pytest.approx((3 / 5, 2 / 3, 2 / 3))
-    ev = get_scorer("nuggets").score(None, HAND, assignment="human").single
+    ev = get_scorer("nuggets").score(None, HAND, assignment="human")["nuggets"]
     assert ("b", "missing_input") in [(u["record_id"], u["code"]) for u in ev.unscored]
 
 
 def test_slices_roll_up_from_the_sums():
-    ev = get_scorer("nuggets").score(None, HAND).single
+    ev = get_scorer("nuggets").score(None, HAND)["nuggets"]
     by = ev.breakdown("slice:run")
     assert by["r1"]["n"] == 1 and by["r1"]["metrics"]["all"].value == pytest.approx(3 / 5)
     assert by["r2"]["metrics"]["all"].value == 1.0
@@ -178,6 +178,71 @@ def test_agreement_equals_sklearn_kappa():
     m = _m(get_scorer("nuggets").score(None, recs))
     assert m["assignment_accuracy"] == pytest.approx(accuracy_score(h, a), rel=1e-12)
     assert m["assignment_kappa"] == pytest.approx(cohen_kappa_score(a, h), rel=1e-12)
+    # the same pairs through the judges family's calibration (rubric nugget_support)
+    assert m["nugget_support.accuracy"] == m["assignment_accuracy"]
+    assert m["nugget_support.cohen_kappa"] == pytest.approx(cohen_kappa_score(a, h), rel=1e-12)
+    rejected = [x for x, y in zip(a, h) if y != S]
+    assert m["nugget_support.false_approval_rate"] == pytest.approx(
+        sum(x == S for x in rejected) / len(rejected), rel=1e-12
+    )
+
+
+def test_assignment_calibrated_as_a_judge_by_hand():
+    """Four nuggets: judge S/S/P/N against human S/P/P/(none). Labelled: 3; the human rejects
+    2 (P, P), of which the judge approves 1 (S vs P): false approval 1/2; the human approves 1
+    (S), the judge too: false rejection 0/1; label agreement 2/3; the unlabelled N nugget is a
+    PPI verdict without a label."""
+    rec = {
+        "id": "q1",
+        "nuggets": {
+            "items": [
+                _item("a", "vital", S, S),
+                _item("b", "okay", S, P),
+                _item("c", "vital", P, P),
+                _item("d", "okay", N, None),
+            ]
+        },
+    }
+    res = get_scorer("nuggets").score(None, [rec])
+    cal = res["assignment_calibration"]
+    assert len(cal) == 4 and cal.meta["assignment"] == "auto"
+    m = _m(res)
+    assert m["nugget_support.accuracy"] == 2 / 3
+    assert m["nugget_support.false_approval_rate"] == 1 / 2
+    assert m["nugget_support.false_rejection_rate"] == 0.0
+    assert m["nugget_support.judge_approval_rate"] == 2 / 4
+    assert m["nugget_support.human_approval_rate"] == 1 / 3
+    lo, hi = (
+        m["nugget_support.false_approval_rate_wilson_low"],
+        m["nugget_support.false_approval_rate_wilson_high"],
+    )
+    assert lo < 0.5 < hi
+    # no human assignment anywhere: the label metrics are missing evidence, not 0 or 1
+    bare = {"id": "q2", "nuggets": {"items": [_item("a", "vital", S, None)]}}
+    got = get_scorer("nuggets").score(None, [bare]).metrics()
+    assert got["nuggets.nugget_support.accuracy"].value is None
+    assert got["nuggets.nugget_support.accuracy"].missing
+    assert got["nuggets.nugget_support.judge_approval_rate"].value == 1.0
+
+
+def test_nugget_support_entries_in_the_judges_section():
+    """The rubric is one of the judges family's: a judge file can carry nugget assignments."""
+    from kg_rageval.families.judges.run import items_for
+
+    recs = [
+        {
+            "id": "q1",
+            "judges": [{"rubric": "nugget_support", "judge": "j", "output": {"verdict": v}, "human": h}],
+        }
+        for v, h in (("support", "support"), ("support", "not_support"), ("not_support", "not_support"))
+    ]
+    m = get_scorer("judge").score(None, recs).metrics()
+    assert m["judge.nugget_support.accuracy"].value == 2 / 3
+    assert m["judge.nugget_support.false_approval_rate"].value == 1 / 2
+    rec = {"id": "q", "query": "Q?", "answer": {"text": "A."}, "nuggets": {"items": [_item("x", "vital")]}}
+    assert items_for(rec, "nugget_support") == [
+        {"question": "Q?", "answer": "A.", "nugget": "x", "item": "nugget:0"}
+    ]
 
 
 # ---------------------------------------------------------------------- ontology nuggets
