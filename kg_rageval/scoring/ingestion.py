@@ -183,7 +183,11 @@ CLEANING = Scorer(
         "cleaning",
         (
             ("boilerplate_precision", "higher", "Σ removed spans identical to a gold span / Σ removed spans"),
-            ("boilerplate_recall", "higher", "Σ gold boilerplate spans identical to a removed span / Σ gold spans"),
+            (
+                "boilerplate_recall",
+                "higher",
+                "Σ gold boilerplate spans identical to a removed span / Σ gold spans",
+            ),
             ("boilerplate_f1", "higher", "harmonic mean of boilerplate_precision and boilerplate_recall"),
             (
                 "boilerplate_precision_overlap",
@@ -215,18 +219,34 @@ CLEANING = Scorer(
                 "higher",
                 "mean over languages seen of 2·tp / (2·tp + fp + fn) (sklearn macro F1)",
             ),
-            ("duplicate_precision", "higher", "Σ predicted near-duplicate pairs that are gold / Σ predicted pairs"),
+            (
+                "duplicate_precision",
+                "higher",
+                "Σ predicted near-duplicate pairs that are gold / Σ predicted pairs",
+            ),
             ("duplicate_recall", "higher", "Σ gold near-duplicate pairs predicted / Σ gold pairs"),
             ("duplicate_f1", "higher", "harmonic mean of duplicate_precision and duplicate_recall"),
-            ("pii_precision", "higher", "Σ predicted PII spans identical (span and type) to a gold one / Σ predicted"),
-            ("pii_recall", "higher", "Σ gold PII spans identical (span and type) to a predicted one / Σ gold"),
+            (
+                "pii_precision",
+                "higher",
+                "Σ predicted PII spans identical (span and type) to a gold one / Σ predicted",
+            ),
+            (
+                "pii_recall",
+                "higher",
+                "Σ gold PII spans identical (span and type) to a predicted one / Σ gold",
+            ),
             ("pii_f1", "higher", "harmonic mean of pii_precision and pii_recall"),
             (
                 "pii_precision_overlap",
                 "higher",
                 "Σ one-to-one same-type pairs sharing a character / Σ predicted PII spans",
             ),
-            ("pii_recall_overlap", "higher", "Σ one-to-one same-type pairs sharing a character / Σ gold PII spans"),
+            (
+                "pii_recall_overlap",
+                "higher",
+                "Σ one-to-one same-type pairs sharing a character / Σ gold PII spans",
+            ),
             ("pii_f1_overlap", "higher", "harmonic mean of the overlap precision and recall"),
         ),
     ),

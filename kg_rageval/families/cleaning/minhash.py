@@ -124,4 +124,13 @@ def minhash_pairs(texts: Mapping[str, str], threshold: float) -> set[tuple[str, 
     return pairs
 
 
-__all__ = ["NUM_PERM", "SEED", "SHINGLE", "lsh_params", "minhash_pairs", "permutations", "shingles", "signature"]
+__all__ = [
+    "NUM_PERM",
+    "SEED",
+    "SHINGLE",
+    "lsh_params",
+    "minhash_pairs",
+    "permutations",
+    "shingles",
+    "signature",
+]

@@ -122,7 +122,9 @@ def _rows(m: Metric, n: float) -> Metric:
     return dataclasses.replace(m, rows=int(n))
 
 
-def _prf(prefix: str, suffix: str, tp: float, gold: float, pred: float, docs: float, what: str) -> list[Metric]:
+def _prf(
+    prefix: str, suffix: str, tp: float, gold: float, pred: float, docs: float, what: str
+) -> list[Metric]:
     p = ratio(f"{prefix}_precision{suffix}", tp, pred, missing=f"no predicted {what}")
     r = ratio(f"{prefix}_recall{suffix}", tp, gold, missing=f"no labelled {what}")
     f = harmonic(f"{prefix}_f1{suffix}", p, r)
@@ -147,26 +149,59 @@ class CleaningFamily(Family):
 
     def finalize(self, s: Mapping[str, float]) -> dict[str, Metric]:
         out: list[Metric] = []
-        out += _prf("boilerplate", "", s["bp_strict"], s["bp_gold"], s["bp_removed"], s["bp_docs"], "boilerplate span")
         out += _prf(
-            "boilerplate", "_overlap", s["bp_overlap"], s["bp_gold"], s["bp_removed"], s["bp_docs"], "boilerplate span"
+            "boilerplate", "", s["bp_strict"], s["bp_gold"], s["bp_removed"], s["bp_docs"], "boilerplate span"
+        )
+        out += _prf(
+            "boilerplate",
+            "_overlap",
+            s["bp_overlap"],
+            s["bp_gold"],
+            s["bp_removed"],
+            s["bp_docs"],
+            "boilerplate span",
         )
         no_text = "no document with a cleaned text"
-        out.append(_rows(ratio("nfc_nfkc_equal_rate", s["nfc_eq_nfkc"], s["text_docs"], missing=no_text), s["text_docs"]))
-        out.append(_rows(ratio("invisible_doc_rate", s["invisible_docs"], s["text_docs"], missing=no_text), s["text_docs"]))
-        out.append(
-            _rows(ratio("invisible_char_rate", s["invisible"], s["chars"], missing="no character in the texts"), s["text_docs"])
-        )
         out.append(
             _rows(
-                ratio("mixed_script_token_rate", s["mixed_tokens"], s["tokens"], missing="no token in the texts"),
+                ratio("nfc_nfkc_equal_rate", s["nfc_eq_nfkc"], s["text_docs"], missing=no_text),
                 s["text_docs"],
             )
         )
-        out.append(_rows(ratio("mixed_script_doc_rate", s["mixed_docs"], s["text_docs"], missing=no_text), s["text_docs"]))
         out.append(
             _rows(
-                ratio("language_accuracy", s["lang_correct"], s["lang_docs"], missing="no document with a gold language"),
+                ratio("invisible_doc_rate", s["invisible_docs"], s["text_docs"], missing=no_text),
+                s["text_docs"],
+            )
+        )
+        out.append(
+            _rows(
+                ratio("invisible_char_rate", s["invisible"], s["chars"], missing="no character in the texts"),
+                s["text_docs"],
+            )
+        )
+        out.append(
+            _rows(
+                ratio(
+                    "mixed_script_token_rate", s["mixed_tokens"], s["tokens"], missing="no token in the texts"
+                ),
+                s["text_docs"],
+            )
+        )
+        out.append(
+            _rows(
+                ratio("mixed_script_doc_rate", s["mixed_docs"], s["text_docs"], missing=no_text),
+                s["text_docs"],
+            )
+        )
+        out.append(
+            _rows(
+                ratio(
+                    "language_accuracy",
+                    s["lang_correct"],
+                    s["lang_docs"],
+                    missing="no document with a gold language",
+                ),
                 s["lang_docs"],
             )
         )
@@ -183,9 +218,13 @@ class CleaningFamily(Family):
                 s["lang_docs"],
             )
         )
-        out += _prf("duplicate", "", s["dup_tp"], s["dup_gold"], s["dup_pred"], s["dup_docs"], "near-duplicate pair")
+        out += _prf(
+            "duplicate", "", s["dup_tp"], s["dup_gold"], s["dup_pred"], s["dup_docs"], "near-duplicate pair"
+        )
         out += _prf("pii", "", s["pii_strict"], s["pii_gold"], s["pii_pred"], s["pii_docs"], "PII span")
-        out += _prf("pii", "_overlap", s["pii_overlap"], s["pii_gold"], s["pii_pred"], s["pii_docs"], "PII span")
+        out += _prf(
+            "pii", "_overlap", s["pii_overlap"], s["pii_gold"], s["pii_pred"], s["pii_docs"], "PII span"
+        )
         return {m.name: m for m in out}
 
 
@@ -199,8 +238,14 @@ def _matches(gold: list[tuple[int, int, int]], pred: list[tuple[int, int, int]],
         return np.zeros(0, dtype=np.int64)
     g = list(zip(*gold, strict=True))
     p = list(zip(*pred, strict=True))
-    gi, _pi = match_spans(_arr(g[0]), _arr(g[1]), _arr(g[2]), _arr(p[0]), _arr(p[1]), _arr(p[2]), overlap=overlap)
+    gi, _pi = match_spans(
+        _arr(g[0]), _arr(g[1]), _arr(g[2]), _arr(p[0]), _arr(p[1]), _arr(p[2]), overlap=overlap
+    )
     return np.asarray(gi, dtype=np.int64)
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
 
 
 def _prf_dict(tp: int, gold: int, pred: int) -> dict[str, float | None]:
@@ -241,15 +286,12 @@ def score_cleaning(
         has_output = set(texts)
     else:
         pred_pairs = {
-            tuple(sorted((sec.doc_id, o)))
-            for _, sec in recs
-            for o in (sec.duplicates_pred or ())
-            if o != sec.doc_id
+            _pair(sec.doc_id, o) for _, sec in recs for o in (sec.duplicates_pred or ()) if o != sec.doc_id
         }
         has_output = {sec.doc_id for _, sec in recs if sec.duplicates_pred is not None}
     judged = {sec.doc_id for _, sec in recs if sec.duplicates_gold is not None and sec.doc_id in has_output}
     gold_pairs = {
-        tuple(sorted((sec.doc_id, o))) for _, sec in recs for o in (sec.duplicates_gold or ()) if o != sec.doc_id
+        _pair(sec.doc_id, o) for _, sec in recs for o in (sec.duplicates_gold or ()) if o != sec.doc_id
     }
     dup: dict[str, dict[str, int]] = {d: {"dup_gold": 0, "dup_pred": 0, "dup_tp": 0} for d in judged}
     for pair in gold_pairs | pred_pairs:
@@ -257,13 +299,19 @@ def score_cleaning(
         if not owners:
             continue
         st = dup[min(owners)]
-        g, p = pair in gold_pairs, pair in pred_pairs
-        st["dup_gold"] += g
-        st["dup_pred"] += p
-        st["dup_tp"] += g and p
+        is_gold, is_pred = pair in gold_pairs, pair in pred_pairs
+        st["dup_gold"] += is_gold
+        st["dup_pred"] += is_pred
+        st["dup_tp"] += is_gold and is_pred
 
     languages = sorted(
-        {x for _, sec in recs if sec.language_gold is not None for x in (sec.language_gold, sec.language_pred) if x}
+        {
+            x
+            for _, sec in recs
+            if sec.language_gold is not None
+            for x in (sec.language_gold, sec.language_pred)
+            if x
+        }
     )
     family = CleaningFamily(languages)
     rows: list[dict[str, Any]] = []

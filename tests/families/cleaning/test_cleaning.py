@@ -204,11 +204,17 @@ def test_minhash_detector_scored_against_labelled_pairs():
     recs = []
     for doc, text in texts.items():
         root = doc.rstrip("xy") if doc != "empty" else doc
-        gold = [] if doc == "empty" else [d for d in texts if d != doc and d.rstrip("xy") == root and d != "empty"]
+        gold = (
+            []
+            if doc == "empty"
+            else [d for d in texts if d != doc and d.rstrip("xy") == root and d != "empty"]
+        )
         recs.append({"id": doc, "cleaning": {"text": text, "duplicates": {"gold": gold}}})
     ev = score_cleaning(None, recs, minhash_threshold=0.8)
     pred = minhash_pairs(texts, 0.8)
-    gold = {tuple(sorted((a, b))) for r in recs for a in [r["id"]] for b in r["cleaning"]["duplicates"]["gold"]}
+    gold = {
+        tuple(sorted((a, b))) for r in recs for a in [r["id"]] for b in r["cleaning"]["duplicates"]["gold"]
+    }
     m = ev.metrics()
     assert m["duplicate_precision"].value == pytest.approx(len(pred & gold) / len(pred))
     assert m["duplicate_recall"].value == pytest.approx(len(pred & gold) / len(gold))
@@ -226,7 +232,9 @@ def test_bad_input_names_record_and_field(tmp_path):
         with pytest.raises(InputError, match=field.replace("[", r"\[").replace("]", r"\]")):
             score_cleaning(None, [{"id": "r1", "cleaning": sec}])
     with pytest.raises(InputError, match="cleaning.doc_id"):
-        score_cleaning(None, [{"id": "a", "cleaning": {"doc_id": "x"}}, {"id": "b", "cleaning": {"doc_id": "x"}}])
+        score_cleaning(
+            None, [{"id": "a", "cleaning": {"doc_id": "x"}}, {"id": "b", "cleaning": {"doc_id": "x"}}]
+        )
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"id": "a", "cleaning": {"text": 3}}) + "\n")
     assert main(["score", "cleaning", "--data", str(bad)]) == 2
