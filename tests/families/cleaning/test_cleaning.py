@@ -273,3 +273,12 @@ def test_cleaning_gates_in_the_audit(tmp_path):
     assert (g.status, g.observed) == ("pass", pytest.approx(2 / 3))
     assert by["cleaning.pii_recall[slice:doc_class=forum] >= 0.5"].status == "missing"
     assert by["cleaning.nfc_nfkc_equal_rate >= 0.75"].status == "pass"
+
+
+def test_default_ignorable_table_equals_the_regex_module():
+    regex = pytest.importorskip("regex")
+    from kg_rageval.families.cleaning.unicode import is_default_ignorable
+
+    prop = regex.compile(r"\p{Default_Ignorable_Code_Point}")
+    differ = [hex(cp) for cp in range(0x110000) if bool(prop.match(chr(cp))) != is_default_ignorable(cp)]
+    assert differ == []
