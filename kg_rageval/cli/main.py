@@ -50,6 +50,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
         "index": "kg_rageval.cli.score_index:command",
+        "cleaning": "kg_rageval.cli.score_cleaning:command",
     },
 }
 
@@ -82,6 +83,7 @@ HELP = {
     "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",
     # one help line for both 'kg-rageval index' (recall from vectors) and 'kg-rageval score index'
     "index": "ANN Recall@k vs exact search (index recall); recall, freshness lag, stale index (score index).",
+    "cleaning": "Boilerplate, PII span P/R/F1, language ID, near duplicates, Unicode health (cleaning section).",
 }
 
 
