@@ -84,6 +84,7 @@ HAS: dict[str, set[str]] = {
         "shacl",
         "rewrite",
         "consistency",
+        "routing",
     },
     "per_node_rollup": {
         "hierarchy",
@@ -101,6 +102,7 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "routing",
     },
     "score_command": {
         "hierarchy",
@@ -118,6 +120,7 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "routing",
     },
 }
 """The families that have each listed (not derived) property."""

@@ -36,6 +36,7 @@ QUALITY = (
     "nuggets",
     "chunking",
     "index",
+    "routing",
 )
 """Families scored on the demo records with judges and system sections (add_quality_sections)."""
 
