@@ -100,10 +100,10 @@ def class_report(s: Mapping[str, float], prefix: str, labels: Iterable[str]) -> 
             math.fsum(w for _, w in got),
             missing=why + " and support",
         )
-    p = ratio(f"{prefix}.micro.precision", tp_all, pred_all, missing=f"no {prefix} decision")
-    r = ratio(f"{prefix}.micro.recall", tp_all, gold_all, missing=f"no {prefix} decision")
-    out[p.name], out[r.name] = p, r
-    out[f"{prefix}.micro.f1"] = harmonic(f"{prefix}.micro.f1", p, r)
+    mp = ratio(f"{prefix}.micro.precision", tp_all, pred_all, missing=f"no {prefix} decision")
+    mr = ratio(f"{prefix}.micro.recall", tp_all, gold_all, missing=f"no {prefix} decision")
+    out[mp.name], out[mr.name] = mp, mr
+    out[f"{prefix}.micro.f1"] = harmonic(f"{prefix}.micro.f1", mp, mr)
     return out
 
 
