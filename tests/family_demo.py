@@ -107,6 +107,16 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
                     {"text": "b", "concepts": other},
                 ],
             }
+        if isinstance(gold, str):  # the routing family: the route is the gold node or an unknown id
+            modes = ("no_retrieval", "one_shot", "iterative")
+            extra["routing"] = {
+                "intent": {
+                    "gold": "lookup" if i % 2 else "compare",
+                    "pred": "lookup" if i % 3 else "compare",
+                },
+                "route": {"gold": gold, "pred": gold if i % 4 else "X:not-in-ontology"},
+                "mode": {"gold": modes[i % 3], "pred": modes[(i // 2) % 3], "cost": float(i % 3)},
+            }
         labels = ("support", "partial_support", "not_support")
         imps = ["okay"] * 2 if i % 5 == 4 else ["vital"] * 3 + ["okay"] * 2  # every fifth: no vital nugget
         extra["nuggets"] = {  # the nuggets family: assignments cycle, the human differs on odd indices

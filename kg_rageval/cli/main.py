@@ -47,6 +47,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
         "consistency": "kg_rageval.cli.score_consistency:command",
+        "routing": "kg_rageval.cli.score_routing:command",
         "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
         "index": "kg_rageval.cli.score_index:command",
@@ -78,6 +79,7 @@ HELP = {
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
     "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
+    "routing": "Intent, route (ontology node) and adaptive-mode decisions of a router (routing section).",
     "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
     # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'
     "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",

@@ -84,6 +84,7 @@ HAS: dict[str, set[str]] = {
         "shacl",
         "rewrite",
         "consistency",
+        "routing",
     },
     "per_node_rollup": {
         "hierarchy",
@@ -102,6 +103,7 @@ HAS: dict[str, set[str]] = {
         "chunking",
         "index",
         "cleaning",
+        "routing",
     },
     "score_command": {
         "hierarchy",
@@ -120,6 +122,7 @@ HAS: dict[str, set[str]] = {
         "chunking",
         "index",
         "cleaning",
+        "routing",
     },
 }
 """The families that have each listed (not derived) property."""

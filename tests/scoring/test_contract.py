@@ -37,6 +37,7 @@ QUALITY = (
     "chunking",
     "index",
     "cleaning",
+    "routing",
 )
 """Families scored on the demo records with judges and system sections (add_quality_sections)."""
 
