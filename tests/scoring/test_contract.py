@@ -37,6 +37,8 @@ QUALITY = (
     "chunking",
     "index",
     "extraction",
+    "cleaning",
+    "routing",
 )
 """Families scored on the demo records with judges and system sections (add_quality_sections)."""
 
