@@ -46,6 +46,13 @@ from kg_rageval.interop.formats import FORMATS
     help="beir: a run file (TREC six columns or ranx/ir_measures JSON) -> retrieval.run.",
 )
 @click.option(
+    "--nuggets",
+    "nuggets_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="trec-rag: the topics' nugget file, giving the importance of assignment nuggets without one.",
+)
+@click.option(
     "--id-attribute",
     default=None,
     metavar="NAME",
@@ -60,6 +67,7 @@ def command(
     join_key: str,
     split: str | None,
     run_path: str | None,
+    nuggets_path: str | None,
     id_attribute: str | None,
     fmt: str,
 ) -> None:
@@ -69,9 +77,14 @@ def command(
     from kg_rageval.interop.join import check_key, join
     from kg_rageval.records import read_records, write_records
 
-    refuse_overwrite({"--output": output}, {"INPUT": input_path, "--golden": golden, "--run": run_path})
+    refuse_overwrite(
+        {"--output": output},
+        {"INPUT": input_path, "--golden": golden, "--run": run_path, "--nuggets": nuggets_path},
+    )
     check_key(join_key)
-    imported = read(fmt_name, input_path, split=split, run=run_path, id_attribute=id_attribute)
+    imported = read(
+        fmt_name, input_path, split=split, run=run_path, nuggets=nuggets_path, id_attribute=id_attribute
+    )
     records = imported.records
     summary = {"command": "import", **imported.summary(), "output": output}
     if golden:
