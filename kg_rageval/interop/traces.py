@@ -84,7 +84,8 @@ def read_phoenix(path: str | Path, id_attribute: str | None = None) -> Imported:
     """Read a Phoenix / OpenInference span export; see the module docstring."""
     from kg_rageval.families.system.otlp import span_from_phoenix
 
-    spans, rows = [], {}
+    spans: list[Any] = []
+    rows: dict[tuple[str, str], int] = {}
     for row, obj in iter_rows(path):
         span_obj = _span_row(obj) if "context.trace_id" in obj else obj
         if not isinstance(span_obj.get("context"), dict):
@@ -136,7 +137,8 @@ def _records(
     missing = dict.fromkeys(FIELDS, 0)
     if id_attribute:
         missing["id"] = 0
-    records, seen = [], {}
+    records: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
     for tid, group in traces.items():
         try:
             rec = record_from_trace(group, id_attribute=id_attribute)

@@ -73,7 +73,7 @@ def read(path: str | Path, nuggets: str | Path | None = None) -> Imported:
     ``nuggets``: the topics' nugget file, giving the importance of assignment nuggets that
     lack one (an assignment file only)."""
     rows = list(iter_rows(path))
-    kinds = {}
+    kinds: dict[str, int] = {}
     for row, obj in rows:
         k = _row_kind(obj)
         if k is None:
