@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,7 @@ def log_mlflow(
     result: AuditResult,
     tracking_uri: str,
     *,
-    files: list[str | Path] = (),  # type: ignore[assignment]
+    files: Sequence[str | Path] = (),
     experiment: str = "kg-rageval",
     run_name: str | None = None,
 ) -> str:
