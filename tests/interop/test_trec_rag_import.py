@@ -188,6 +188,7 @@ def test_cli_import_trec_rag_and_join_onto_golden(tmp_path, capsys):
     assert "kind: assignments" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # about 5 s on one idle core (reading, scoring and writing 10,000 answers)
 def test_round_trip_10k_answers_scored_and_exported(tmp_path):
     """source -> records -> provenance scored -> Parquet: every field kept, at 10,000 rows."""
     pytest.importorskip("pyarrow", reason="the parquet extra")
