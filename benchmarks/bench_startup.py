@@ -132,8 +132,22 @@ def tiny_commands(tree: Path, tmp: Path) -> dict[str, list[str]]:
             "-d",
             str(f / "relations" / "catalogue.jsonl"),
         ],
-        "score system": ["score", "system", "-O", str(f / "hierarchy" / "vehicles.obo"), "-d", str(tmp / "q7.jsonl")],
-        "score judges": ["score", "judges", "-O", str(f / "hierarchy" / "vehicles.obo"), "-d", str(tmp / "q7.jsonl")],
+        "score system": [
+            "score",
+            "system",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(tmp / "q7.jsonl"),
+        ],
+        "score judges": [
+            "score",
+            "judges",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(tmp / "q7.jsonl"),
+        ],
         "score preference": [
             "score",
             "preference",
@@ -235,7 +249,14 @@ def main(argv: list[str] | None = None) -> dict:
             jobs.append(
                 (
                     IR_MEASURES,
-                    [py, "-m", "ir_measures", str(trec / "qrels.txt"), str(trec / "run.txt"), "nDCG@10 P@5 AP"],
+                    [
+                        py,
+                        "-m",
+                        "ir_measures",
+                        str(trec / "qrels.txt"),
+                        str(trec / "run.txt"),
+                        "nDCG@10 P@5 AP",
+                    ],
                     base,
                 )
             )
@@ -252,16 +273,16 @@ def main(argv: list[str] | None = None) -> dict:
                 cpu, wall = run_once(cmd, env, tmp)
                 if rnd:
                     times.setdefault(name, []).append((cpu, wall))
-    med = {n: (statistics.median(c for c, _ in t), statistics.median(w for _, w in t)) for n, t in times.items()}
+    med = {
+        n: (statistics.median(c for c, _ in t), statistics.median(w for _, w in t)) for n, t in times.items()
+    }
     p_cpu = med["python -c pass"][0]
     n_cpu = med["python -c 'import numpy'"][0]
     irm = med.get(IR_MEASURES, (float("nan"), 0.0))[0]
     print(
         f"<!-- bench_startup: repeat {args.repeat}, load average {os.getloadavg()[0]:.1f}, python {sys.version.split()[0]} -->"
     )
-    print(
-        "| command | median CPU | best CPU | × pass | × import numpy | × ir_measures CLI | median wall |"
-    )
+    print("| command | median CPU | best CPU | × pass | × import numpy | × ir_measures CLI | median wall |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, (cpu, wall) in med.items():
         best = min(c for c, _ in times[name])
