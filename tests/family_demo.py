@@ -107,6 +107,16 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
                     {"text": "b", "concepts": other},
                 ],
             }
+        if isinstance(gold, str):  # the routing family: the route is the gold node or an unknown id
+            modes = ("no_retrieval", "one_shot", "iterative")
+            extra["routing"] = {
+                "intent": {
+                    "gold": "lookup" if i % 2 else "compare",
+                    "pred": "lookup" if i % 3 else "compare",
+                },
+                "route": {"gold": gold, "pred": gold if i % 4 else "X:not-in-ontology"},
+                "mode": {"gold": modes[i % 3], "pred": modes[(i // 2) % 3], "cost": float(i % 3)},
+            }
         labels = ("support", "partial_support", "not_support")
         imps = ["okay"] * 2 if i % 5 == 4 else ["vital"] * 3 + ["okay"] * 2  # every fifth: no vital nugget
         extra["nuggets"] = {  # the nuggets family: assignments cycle, the human differs on odd indices
@@ -158,6 +168,17 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
             "stale": i % 4 == 3,
             "commit_ts": 1796378400 + i,
             "searchable_ts": 1796378400 + 2 * i + 1,
+        }
+        extra["cleaning"] = {  # the cleaning family: one labelled part of each kind per record
+            "doc_id": f"doc-{i}",
+            "text": "caf\u00e9 report\u200b" if i % 3 == 0 else "plain report text",
+            "boilerplate": {"gold": [[0, 10]], "removed": [[0, 10]] if i % 2 == 0 else [[0, 8]]},
+            "language": {"gold": "en", "pred": "en" if i % 4 else "de"},
+            "duplicates": {"gold": [f"doc-{i ^ 1}"], "pred": [f"doc-{i ^ 1}"] if i % 3 else []},
+            "pii": {
+                "gold": [{"start": 2, "end": 7, "type": "EMAIL"}],
+                "pred": [{"start": 2, "end": 7 if i % 2 else 6, "type": "EMAIL"}],
+            },
         }
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

@@ -47,9 +47,11 @@ COMMANDS: dict[str, dict[str, str]] = {
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
         "consistency": "kg_rageval.cli.score_consistency:command",
+        "routing": "kg_rageval.cli.score_routing:command",
         "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
         "index": "kg_rageval.cli.score_index:command",
+        "cleaning": "kg_rageval.cli.score_cleaning:command",
     },
 }
 
@@ -77,11 +79,13 @@ HELP = {
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
     "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
+    "routing": "Intent, route (ontology node) and adaptive-mode decisions of a router (routing section).",
     "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
     # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'
     "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",
     # one help line for both 'kg-rageval index' (recall from vectors) and 'kg-rageval score index'
     "index": "ANN Recall@k vs exact search (index recall); recall, freshness lag, stale index (score index).",
+    "cleaning": "Boilerplate, PII span P/R/F1, language ID, near duplicates, Unicode health (cleaning section).",
 }
 
 

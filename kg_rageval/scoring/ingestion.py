@@ -157,4 +157,99 @@ INDEX = Scorer(
     ),
 )
 
-INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING, INDEX)
+CLEANING = Scorer(
+    name="cleaning",
+    target="kg_rageval.families.cleaning:score_cleaning",
+    sections=("cleaning",),
+    opt_in=True,  # records of other families carry no cleaning section: run when the audit names it
+    streamable=False,  # near-duplicate pairs join documents across the whole call
+    description="Cleaning pipeline of the corpus: boilerplate removal and PII scrubbing P/R/F1 on "
+    "character spans (strict and overlap), language-ID accuracy and macro F1, near-duplicate pair P/R/F1 "
+    "(records' detector or the MinHash/LSH reference), Unicode health (NFC = NFKC, invisible code "
+    "points, mixed-script tokens); per slice and ontology branch.",
+    params=(
+        Param(
+            "minhash_threshold",
+            "float",
+            None,
+            "Judge the reference MinHash/LSH detector (word 3-grams, 128 permutations, seed 1) at this "
+            "Jaccard threshold on the cleaned texts instead of the records' duplicates.pred.",
+            nullable=True,
+            minimum=0.0,
+        ),
+    ),
+    metrics=metric_specs(
+        "cleaning",
+        "cleaning",
+        (
+            ("boilerplate_precision", "higher", "Σ removed spans identical to a gold span / Σ removed spans"),
+            (
+                "boilerplate_recall",
+                "higher",
+                "Σ gold boilerplate spans identical to a removed span / Σ gold spans",
+            ),
+            ("boilerplate_f1", "higher", "harmonic mean of boilerplate_precision and boilerplate_recall"),
+            (
+                "boilerplate_precision_overlap",
+                "higher",
+                "Σ one-to-one pairs of removed and gold spans sharing a character / Σ removed spans",
+            ),
+            (
+                "boilerplate_recall_overlap",
+                "higher",
+                "Σ one-to-one pairs of removed and gold spans sharing a character / Σ gold spans",
+            ),
+            ("boilerplate_f1_overlap", "higher", "harmonic mean of the overlap precision and recall"),
+            ("nfc_nfkc_equal_rate", "higher", "documents with NFC(text) = NFKC(text) / documents with text"),
+            (
+                "invisible_doc_rate",
+                "lower",
+                "documents with a Cf or Default_Ignorable code point / documents with text",
+            ),
+            ("invisible_char_rate", "lower", "Σ Cf or Default_Ignorable code points / Σ code points"),
+            (
+                "mixed_script_token_rate",
+                "lower",
+                "Σ \\w+ tokens mixing Latin, Cyrillic or Greek letters / Σ tokens",
+            ),
+            ("mixed_script_doc_rate", "lower", "documents with a mixed-script token / documents with text"),
+            ("language_accuracy", "higher", "Σ predicted language = gold / Σ documents with a gold language"),
+            (
+                "language_macro_f1",
+                "higher",
+                "mean over languages seen of 2·tp / (2·tp + fp + fn) (sklearn macro F1)",
+            ),
+            (
+                "duplicate_precision",
+                "higher",
+                "Σ predicted near-duplicate pairs that are gold / Σ predicted pairs",
+            ),
+            ("duplicate_recall", "higher", "Σ gold near-duplicate pairs predicted / Σ gold pairs"),
+            ("duplicate_f1", "higher", "harmonic mean of duplicate_precision and duplicate_recall"),
+            (
+                "pii_precision",
+                "higher",
+                "Σ predicted PII spans identical (span and type) to a gold one / Σ predicted",
+            ),
+            (
+                "pii_recall",
+                "higher",
+                "Σ gold PII spans identical (span and type) to a predicted one / Σ gold",
+            ),
+            ("pii_f1", "higher", "harmonic mean of pii_precision and pii_recall"),
+            (
+                "pii_precision_overlap",
+                "higher",
+                "Σ one-to-one same-type pairs sharing a character / Σ predicted PII spans",
+            ),
+            (
+                "pii_recall_overlap",
+                "higher",
+                "Σ one-to-one same-type pairs sharing a character / Σ gold PII spans",
+            ),
+            ("pii_f1_overlap", "higher", "harmonic mean of the overlap precision and recall"),
+        ),
+    ),
+)
+
+INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING, INDEX, CLEANING)

@@ -36,6 +36,8 @@ QUALITY = (
     "nuggets",
     "chunking",
     "index",
+    "cleaning",
+    "routing",
 )
 """Families scored on the demo records with judges and system sections (add_quality_sections)."""
 

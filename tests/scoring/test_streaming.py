@@ -62,6 +62,7 @@ def test_streamable_families_are_declared():
         "iterative",
         "parsing",
         "consistency",
+        "routing",
         "nuggets",
         "chunking",
     }
