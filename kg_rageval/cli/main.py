@@ -67,7 +67,7 @@ HELP = {
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",
     "monitor": "Production monitoring: window store, drift per ontology branch, calibration.",
-    "import": "Turn a RAGAS or DeepEval dataset into records (missing fields counted).",
+    "import": "Turn RAGAS, DeepEval, BEIR, TREC RAG, Phoenix or OTLP data into records (missing counted).",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",
