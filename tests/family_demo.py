@@ -162,6 +162,24 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
                     },
                 ],
             }
+        if onto is not None and isinstance(gold, str) and gold in onto:
+            preds = sorted({q.id for q in onto.properties} | set(onto.graph.predicates)) or ["related_to"]
+            # a depth-1 type and, on odd indices, another one: the same figures with and without
+            # the ontology (flat types); tests/families/extraction covers the hierarchy credit
+            tops = sorted(onto.children(onto.root_id))
+            etype = next((a for a in onto.ancestors(gold, include_self=True) if a in tops), gold)
+            wrong = next((c for c in tops if c != etype), etype)
+            extra["extraction"] = {  # the extraction family: the second entity's type is off on odd indices
+                "tokens": ["a", "b", "c", "d"],
+                "gold_tags": [f"B-{etype}", "O", "O", f"B-{etype}"],
+                "pred_tags": [f"B-{etype}", "O", "O", f"B-{wrong}" if i % 2 else f"B-{etype}"],
+                "relations": {
+                    "gold": [{"subject": "a", "relation": preds[0], "object": "d"}],
+                    "pred": [
+                        {"subject": "a", "relation": preds[0] if i % 3 else "no_relation", "object": "d"}
+                    ],
+                },
+            }
         extra["index"] = {  # the index family: one of three exact neighbours missed on odd indices
             "ann": ["v0", "v1", "v2"] if i % 2 == 0 else ["v0", "v1", "v9"],
             "exact": ["v0", "v1", "v2"],

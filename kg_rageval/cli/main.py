@@ -51,6 +51,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
         "index": "kg_rageval.cli.score_index:command",
+        "extraction": "kg_rageval.cli.score_extraction:command",
         "cleaning": "kg_rageval.cli.score_cleaning:command",
     },
 }
@@ -78,6 +79,7 @@ HELP = {
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
+    "extraction": "NER and relation extraction P/R/F1 per type, hierarchy credit, domain/range (extraction section).",
     "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
     "routing": "Intent, route (ontology node) and adaptive-mode decisions of a router (routing section).",
     "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",

@@ -1,7 +1,8 @@
 """Declarations of the ingestion families (``docs/ingestion.md``): ``parsing`` (OCR / text
 extraction CER, WER, extraction-length ratio, TEDS / TEDS-S of HTML tables) and ``chunking`` (traceability, metadata preservation, structure cut rate,
 optional coherence of the chunks of one document) and ``index`` (ANN Recall@k against exact search,
-freshness lag, stale-index rate). Standard library only. Their properties are listed in :mod:`.properties` with the other built-in families
+freshness lag, stale-index rate) and ``extraction`` (NER and relation P/R/F1 per type, hierarchy
+credit, domain/range violations). Standard library only. Their properties are listed in :mod:`.properties` with the other built-in families
 (``properties.declare`` from here would close an import circle: properties -> registry ->
 ingestion -> properties)."""
 
@@ -252,4 +253,85 @@ CLEANING = Scorer(
     ),
 )
 
-INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING, INDEX, CLEANING)
+EXTRACTION = Scorer(
+    name="extraction",
+    target="kg_rageval.families.extraction:score_extraction",
+    sections=("extraction",),
+    opt_in=True,  # records of other families carry no extraction section: run when the audit names it
+    description="NER and relation extraction against gold: entity P/R/F1 per type (seqeval default "
+    "or strict), hierarchy-aware type credit through the ontology, relation P/R/F1 per type with the "
+    "TACRED convention (no_relation / NA excluded), unknown predicted types and predicates, "
+    "domain/range violations; per entity / relation type (slices), ontology class and branch.",
+    params=(
+        Param(
+            "mode",
+            "str",
+            "default",
+            "seqeval mode: default (conlleval) or strict.",
+            choices=("default", "strict"),
+        ),
+        Param("scheme", "str", "IOB2", "Tag scheme of the strict mode.", choices=("IOB2", "IOBES")),
+        Param(
+            "type_prefix", "str", "", "Prefix joined to a tag's entity type to name its ontology class (ex:)."
+        ),
+        Param(
+            "negative_labels",
+            "str_list",
+            ("no_relation", "NA", "Na"),
+            "Relation labels meaning no relation (excluded from every relation count).",
+        ),
+    ),
+    metrics=metric_specs(
+        "extraction",
+        "extraction",
+        (
+            ("ner_precision", "higher", "Σ exact entities (type, start, end) / Σ predicted entities"),
+            ("ner_recall", "higher", "Σ exact entities / Σ gold entities"),
+            (
+                "ner_f1",
+                "higher",
+                "2PR / (P + R) of the micro ner_precision and ner_recall (= seqeval micro avg)",
+            ),
+            (
+                "ner_hier_precision",
+                "higher",
+                "Σ |P̂ ∩ T̂| / Σ |P̂| over span items, types augmented with ancestors",
+            ),
+            (
+                "ner_hier_recall",
+                "higher",
+                "Σ |P̂ ∩ T̂| / Σ |T̂| over span items, types augmented with ancestors",
+            ),
+            ("ner_hier_f1", "higher", "2PR / (P + R) of the hierarchical precision and recall"),
+            (
+                "ner_unknown_type_rate",
+                "lower",
+                "predicted entities whose type is no ontology class / predicted",
+            ),
+            (
+                "re_precision",
+                "higher",
+                "Σ correct triples / Σ predicted triples, negative labels excluded (TACRED)",
+            ),
+            ("re_recall", "higher", "Σ correct triples / Σ gold triples, negative labels excluded (TACRED)"),
+            ("re_f1", "higher", "2PR / (P + R) of re_precision and re_recall"),
+            (
+                "re_unknown_predicate_rate",
+                "lower",
+                "predicted triples whose relation the ontology lacks / predicted",
+            ),
+            (
+                "re_domain_violation_rate",
+                "lower",
+                "predicted triples whose subject_type does not satisfy the property's domain / checked",
+            ),
+            (
+                "re_range_violation_rate",
+                "lower",
+                "predicted triples whose object_type does not satisfy the property's range / checked",
+            ),
+        ),
+    ),
+)
+
+INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING, INDEX, CLEANING, EXTRACTION)

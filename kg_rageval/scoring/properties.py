@@ -102,6 +102,7 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "extraction",
         "cleaning",
         "routing",
     },
@@ -121,6 +122,7 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "extraction",
         "cleaning",
         "routing",
     },
@@ -154,6 +156,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "chunking": "reads one category id per document, checked against the ontology (an unknown "
         "category is an error); chunk and document ids are not ontology ids",
         "index": "reads vector / document ids and timestamps, no ontology id",
+        "extraction": "entity types and predicates are tag / relation labels looked up as exact ontology "
+        "ids (with type_prefix): gold unknown is an error, predicted unknown a counted fault",
         "cleaning": "reads texts, character spans, language codes and document ids, no ontology id",
     },
     "needs_ontology": {
@@ -167,6 +171,8 @@ EXEMPT: dict[str, dict[str, str]] = {
         "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
         "the per-branch roll-up use it; a concept nugget without one is an error",
         "index": "the ontology is optional: only the per-branch roll-up (-O) uses it",
+        "extraction": "the ontology is optional: with -O entity types are its classes (hierarchy credit, "
+        "per-class roll-up) and relations its predicates (domain/range checks)",
         "cleaning": "the ontology is optional: only the per-branch roll-up (-O) uses it",
         "chunking": "the ontology is optional: with -O the chunks' ancestry is checked as a path of "
         "the ontology (without it only its shape: a list ending at the category) and the category "

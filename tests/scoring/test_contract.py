@@ -36,6 +36,7 @@ QUALITY = (
     "nuggets",
     "chunking",
     "index",
+    "extraction",
     "cleaning",
     "routing",
 )

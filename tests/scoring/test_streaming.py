@@ -65,6 +65,7 @@ def test_streamable_families_are_declared():
         "routing",
         "nuggets",
         "chunking",
+        "extraction",
     }
 
 
