@@ -94,6 +94,14 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
             "tables": [{"reference": "<table><tr><td>a</td></tr></table>", "extracted": None}]
             if i % 3 == 0
             else [],
+            # reading order with two blocks swapped on odd indices; a title in capitals
+            "reading_order": {
+                "reference": ["b1", "b2", "b3"],
+                "extracted": ["b2", "b1", "b3"] if i % 2 else ["b1", "b2", "b3"],
+            },
+            "heading_order": {"reference": ["h1", "h2"], "extracted": ["h1", "h2"]},
+            "title": {"reference": "Mars moons", "extracted": "MARS  moons" if i % 2 else "Mars m00ns"},
+            "headings": [{"reference": "1. Phobos", "extracted": None if i % 3 == 0 else "1. Phobos"}],
         }
         extra["parsing"] = parsing
         gold = ((r.get("labels") or {}).get("gold") or [None])[0]

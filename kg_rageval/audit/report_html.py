@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kg_rageval.audit.escape import xml_text
+from kg_rageval.audit.report_ingestion import ingestion_html
 from kg_rageval.base.fmt import fmt_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -663,6 +664,7 @@ def html_report(result: AuditResult) -> str:
         )
     )
     s.append(metrics_html(result))
+    s.append(ingestion_html(result, table=_table, fmt=_f, escape=escape))
     s.append(prov_trail_html(result))
     for fam, keys in result.slices.items():
         for key, groups in keys.items():

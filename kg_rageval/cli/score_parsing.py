@@ -8,7 +8,7 @@ from kg_rageval.cli.section_score import section_score_command
 
 command = section_score_command(
     "parsing",
-    summary="CER, WER, extraction-length ratio and TEDS / TEDS-S per document class.",
+    summary="CER, WER, length ratio, TEDS / TEDS-S, reading / heading order and titles per document class.",
     ontology_help="Ontology, for the per-branch roll-up of the records' gold_node (optional).",
     notes=["length_ratio: duplicated or wrong text of the right length still scores 1.0; read it beside cer"],
 )

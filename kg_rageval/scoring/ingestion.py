@@ -1,5 +1,6 @@
 """Declarations of the ingestion families (``docs/ingestion.md``): ``parsing`` (OCR / text
-extraction CER, WER, extraction-length ratio, TEDS / TEDS-S of HTML tables) and ``chunking`` (traceability, metadata preservation, structure cut rate,
+extraction CER, WER, extraction-length ratio, TEDS / TEDS-S of HTML tables, reading / heading
+order, title and heading extraction) and ``chunking`` (traceability, metadata preservation, structure cut rate,
 optional coherence of the chunks of one document) and ``index`` (ANN Recall@k against exact search,
 freshness lag, stale-index rate) and ``extraction`` (NER and relation P/R/F1 per type, hierarchy
 credit, domain/range violations). Standard library only. Their properties are listed in :mod:`.properties` with the other built-in families
@@ -21,7 +22,8 @@ PARSING = Scorer(
     sections=("parsing",),
     opt_in=True,  # records of other families carry no parsing section: run when the audit names it
     description="OCR / text extraction against hand-cleaned references: CER and WER from alignment "
-    "counts (jiwer 4 default normalisation), extraction-length ratio, TEDS / TEDS-S of HTML tables; "
+    "counts (jiwer 4 default normalisation), extraction-length ratio, TEDS / TEDS-S of HTML tables, "
+    "reading- and heading-order agreement (Kendall tau-b, edit distance), title / heading match; "
     "per document class (slice) and ontology branch.",
     metrics=metric_specs(
         "parsing",
@@ -46,6 +48,38 @@ PARSING = Scorer(
             ),
             ("teds_s", "higher", "teds on the table structure only (cell content ignored)"),
             ("table_missing_rate", "lower", "tables with no extracted HTML / labelled tables"),
+            *(
+                row
+                for o in ("reading_order", "heading_order")
+                for row in (
+                    (
+                        f"{o}_tau",
+                        "higher",
+                        "mean over documents of Kendall tau-b (= scipy.stats.kendalltau; grouped blocks "
+                        "tied) of labelled ranks vs extracted positions of the common blocks; "
+                        "undefined tau left out",
+                    ),
+                    (
+                        f"{o}_ned",
+                        "lower",
+                        "Σ Levenshtein(labelled ids, extracted ids) / Σ max(len labelled, len extracted)",
+                    ),
+                    (f"{o}_coverage", "higher", "Σ labelled blocks extracted / Σ labelled blocks"),
+                )
+            ),
+            (
+                "title_exact_match",
+                "higher",
+                "Σ titles equal after NFKC + casefold + whitespace collapse / Σ titles",
+            ),
+            (
+                "title_similarity",
+                "higher",
+                "mean over titles of 1 - d / max len on the normalised texts (= rapidfuzz "
+                "Levenshtein.normalized_similarity); not found scores 0",
+            ),
+            ("heading_exact_match", "higher", "title_exact_match over the labelled headings"),
+            ("heading_similarity", "higher", "title_similarity over the labelled headings"),
         ),
     ),
 )

@@ -1,4 +1,4 @@
-"""Levenshtein alignment counts for CER and WER (standard library and numpy only).
+"""Levenshtein alignment counts for CER and WER (standard library only).
 
 The text normalisation is jiwer 4's default and nothing more:
 
@@ -22,8 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import NamedTuple
-
-import numpy as np
 
 _MULTI_SPACE = re.compile(r"\s\s+")
 
@@ -56,18 +54,15 @@ def word_tokens(text: str) -> list[str]:
     return [w for w in _MULTI_SPACE.sub(" ", text).strip().split(" ") if w]
 
 
-def _codes(ref: Sequence[str], hyp: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    vocab: dict[str, int] = {}
-    r = np.fromiter((vocab.setdefault(t, len(vocab)) for t in ref), dtype=np.int64, count=len(ref))
-    h = np.fromiter((vocab.setdefault(t, len(vocab)) for t in hyp), dtype=np.int64, count=len(hyp))
-    return r, h
-
-
 def edit_counts(ref: Sequence[str], hyp: Sequence[str]) -> Counts:
     """Hits, substitutions, deletions and insertions of a minimal alignment of ``hyp`` to ``ref``
     (token sequences). The common prefix and suffix are hits (as rapidfuzz strips them); the
-    rest is a full Levenshtein matrix, filled a row at a time in numpy, and backtracked from
-    the end."""
+    rest is Hyyrö's bit-parallel Levenshtein (2003; Myers 1999), one column a hypothesis token:
+    the bits of a column are the reference positions whose vertical difference
+    ``D[i][j] − D[i−1][j]`` is +1 (``VP``) or −1 (``VN``). The columns are kept and the
+    alignment is read back from the end through them, with rapidfuzz's tie rule (see
+    :func:`_backtrack`). Python integers are the bit vectors, so a column costs a dozen integer
+    operations on ``len(ref) / 30`` digits instead of ``len(ref)`` cell updates."""
     n, m = len(ref), len(hyp)
     lo = 0
     while lo < n and lo < m and ref[lo] == hyp[lo]:
@@ -76,43 +71,48 @@ def edit_counts(ref: Sequence[str], hyp: Sequence[str]) -> Counts:
     while hi < n - lo and hi < m - lo and ref[n - 1 - hi] == hyp[m - 1 - hi]:
         hi += 1
     common = lo + hi
-    r, h = _codes(ref[lo : n - hi], hyp[lo : m - hi])
+    r, h = ref[lo : n - hi], hyp[lo : m - hi]
     a, b = len(r), len(h)
     if a == 0 or b == 0:
         return Counts(common, 0, a, b)
-    d = np.empty((a + 1, b + 1), dtype=np.int32)
-    cols = np.arange(b + 1, dtype=np.int32)
-    d[0] = cols
-    for i in range(1, a + 1):
-        prev = d[i - 1]
-        tmp = np.empty(b + 1, dtype=np.int32)
-        tmp[0] = i
-        # substitution / match from the diagonal, deletion of ref[i-1] from above
-        np.minimum(prev[:-1] + (h != r[i - 1]), prev[1:] + 1, out=tmp[1:])
-        # insertions along the row: d[i][j] = min_k<=j tmp[k] + (j - k)
-        d[i] = np.minimum.accumulate(tmp - cols) + cols
-    return _backtrack(d, r, h, common)
+    peq: dict[str, int] = {}
+    for i, t in enumerate(r):
+        peq[t] = peq.get(t, 0) | (1 << i)
+    mask = (1 << a) - 1
+    vp, vn = mask, 0
+    vps, vns = [vp], [vn]  # column 0: D[i][0] = i, every vertical difference +1
+    get, add_vp, add_vn = peq.get, vps.append, vns.append
+    for t in h:
+        x = get(t, 0) | vn
+        d0 = (((x & vp) + vp) ^ vp) | x
+        hp = vn | (mask & ~(d0 | vp))
+        # row 0: D[0][j] = j, the horizontal difference +1 shifted in
+        hp = ((hp << 1) | 1) & mask
+        vp = (((vp & d0) << 1) & mask) | (mask & ~(d0 | hp))
+        vn = hp & d0
+        add_vp(vp)
+        add_vn(vn)
+    return _backtrack(vps, vns, r, h, common)
 
 
-def _backtrack(d: np.ndarray, r: np.ndarray, h: np.ndarray, hits: int) -> Counts:
+def _backtrack(vps: list[int], vns: list[int], r: Sequence[str], h: Sequence[str], hits: int) -> Counts:
     i, j = len(r), len(h)
     s = dl = ins = 0
-    dd = d.tolist()
-    rr, hh = r.tolist(), h.tolist()
-    # rapidfuzz's recover_alignment (Hyyroe 2004): a deletion when the cell above is one less;
-    # else step left, and an insertion when that cell is one less than the one above it;
-    # else the diagonal (a hit or a substitution).
+    # rapidfuzz's recover_alignment (Hyyroe 2004): a deletion when the cell above is one less
+    # (VP bit of column j); else step left, and an insertion when that cell is one more than
+    # the one above it (VN bit of column j - 1); else the diagonal (a hit or a substitution).
     while i and j:
-        if dd[i][j] == dd[i - 1][j] + 1:
+        bit = 1 << (i - 1)
+        if vps[j] & bit:
             dl += 1
             i -= 1
             continue
         j -= 1
-        if j and dd[i][j] == dd[i - 1][j] - 1:
+        if j and vns[j] & bit:
             ins += 1
             continue
         i -= 1
-        if rr[i] == hh[j]:
+        if r[i] == h[j]:
             hits += 1
         else:
             s += 1

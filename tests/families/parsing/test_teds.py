@@ -204,7 +204,7 @@ def _perturb(rng: random.Random, rows: list[list[tuple[str, int, int]]], n_head:
     body = range(n_head, len(rows))
     if kind == "drop_row" and len(body) > 1:
         del rows[rng.choice(body)]
-    elif kind == "merge":
+    elif kind == "merge" and len(body):  # a "head" perturbation can leave no body row
         r = rows[rng.choice(body)]
         if len(r) > 1:
             i = rng.randrange(len(r) - 1)
@@ -216,7 +216,7 @@ def _perturb(rng: random.Random, rows: list[list[tuple[str, int, int]]], n_head:
             j = rng.randrange(len(r))
             t, c, s = r[j]
             r[j] = (t.replace("1", "l").replace("0", "O") if rng.random() < 0.5 else t[:-1], c, s)
-    elif kind == "span":
+    elif kind == "span" and len(body):
         r = rows[rng.choice(body)]
         j = rng.randrange(len(r))
         t, c, s = r[j]
