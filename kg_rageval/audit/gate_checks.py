@@ -31,7 +31,9 @@ def resolve_gates(
     before any family runs (a streamed audit: once the records are read): an unknown metric
     (or one the family options do not produce), an unknown slice name or value, or a node the
     ontology lacks is an invalid config (exit 2) with a "did you mean" — never missing
-    evidence, which would fail every audit for a typo. ``slices``: the records' slice values
+    evidence, which would fail every audit for a typo. A slice the gate's family declares
+    for its rows (:attr:`~kg_rageval.scoring.Scorer.row_slices`) is accepted with any value.
+    ``slices``: the records' slice values
     (:func:`~kg_rageval.records.slice_values`) when ``records`` are not given.
     Returns ``{gate metric text: MetricName}``."""
     from kg_rageval.records import slice_values
@@ -58,6 +60,9 @@ def resolve_gates(
         else:
             name, _, value = rest.partition("=")
             name, value = name.strip(), value.strip()
+            family = names[g.metric].family
+            if family in REGISTRY and name in REGISTRY[family].row_slices:
+                continue  # a slice of the family's rows: its values are known once scored
             if name not in values:
                 bad.append(
                     f"{g}: no record has the slice {name!r}{did_you_mean(name, values)}"

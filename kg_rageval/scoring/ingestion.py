@@ -292,6 +292,7 @@ EXTRACTION = Scorer(
     target="kg_rageval.families.extraction:score_extraction",
     sections=("extraction",),
     opt_in=True,  # records of other families carry no extraction section: run when the audit names it
+    row_slices=("entity_type", "relation_type"),
     description="NER and relation extraction against gold: entity P/R/F1 per type (seqeval default "
     "or strict), hierarchy-aware type credit through the ontology, relation P/R/F1 per type with the "
     "TACRED convention (no_relation / NA excluded), unknown predicted types and predicates, "

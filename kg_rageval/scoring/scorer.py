@@ -109,6 +109,11 @@ class Scorer:
     """Records per streamed chunk when the caller names none (``None``:
     :data:`~kg_rageval.records.DEFAULT_CHUNK_SIZE`). Memory, not the result, depends on it: a
     family whose records parse into large dicts holds fewer of them at a time."""
+    row_slices: tuple[str, ...] = ()
+    """Slice names the family's rows carry beyond the records' own (``slice:<name>`` keys it
+    writes per row: extraction's ``entity_type`` and ``relation_type``). An audit gate may scope
+    a metric of this family to them (``extraction.ner_f1[slice:entity_type=PER]``); their values
+    are known only once scored, so a value no row has is missing evidence, not a config error."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
         default=None, compare=False
     )

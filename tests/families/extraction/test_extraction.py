@@ -14,7 +14,7 @@ import pytest
 
 from kg_rageval.audit.config import config_from_mapping
 from kg_rageval.audit.runner import run_audit
-from kg_rageval.base.errors import InputError
+from kg_rageval.base.errors import ConfigError, InputError
 from kg_rageval.cli.main import main
 from kg_rageval.families.extraction import score_extraction
 from kg_rageval.ontology import load_ontology
@@ -279,3 +279,35 @@ def test_extraction_gates_in_the_audit(tmp_path):
     assert (g.status, g.observed) == ("fail", pytest.approx(0.5))
     assert by["extraction.re_f1[slice:doc_class=news] >= 0.5"].status == "missing"
     assert res.exit_code == 1
+
+
+def test_extraction_gates_per_entity_and_relation_type(tmp_path):
+    """The rows' own slices (Scorer.row_slices) are gateable: ORG F1 2/3 and founded_by F1 2/3
+    on the fixture; a type no row has is missing evidence; a slice name the records and the
+    family both lack is still an invalid config."""
+    base = {
+        "ontology": str(ONTO),
+        "records": str(FIX / "records.jsonl"),
+        "families": {"extraction": {"type_prefix": "ex:"}},
+        "min_rows": 1,
+        "missing_runs": {"budgets": {"extraction": 0.25}},
+    }
+    gates = [
+        "extraction.ner_f1[slice:entity_type=ORG] >= 0.6",
+        "extraction.ner_f1[slice:entity_type=PER] >= 0.6",
+        "extraction.re_f1[slice:relation_type=ex:founded_by] >= 0.6",
+        "extraction.ner_f1[slice:entity_type=DATE] >= 0.6",
+    ]
+    res = run_audit(config_from_mapping({**base, "gates": gates}, base_dir=tmp_path), progress=False)
+    by = {str(r.gate): r for r in res.gate_results}
+    assert (by[gates[0]].status, by[gates[0]].observed) == ("pass", pytest.approx(2 / 3))
+    assert (by[gates[1]].status, by[gates[1]].observed) == ("fail", pytest.approx(0.5))
+    assert (by[gates[2]].status, by[gates[2]].observed) == ("pass", pytest.approx(2 / 3))
+    assert by[gates[3]].status == "missing"
+    with pytest.raises(ConfigError, match="no record has the slice 'entity_typ'"):
+        run_audit(
+            config_from_mapping(
+                {**base, "gates": ["extraction.ner_f1[slice:entity_typ=ORG] >= 0.6"]}, base_dir=tmp_path
+            ),
+            progress=False,
+        )
