@@ -112,6 +112,16 @@ def tiny_commands(tree: Path, tmp: Path) -> dict[str, list[str]]:
         "score parsing": ["score", "parsing", "-d", str(f / "parsing" / "pages.jsonl")],
         "score chunking": ["score", "chunking", "-d", str(f / "chunking" / "docs.jsonl")],
         "score index": ["score", "index", "-d", str(f / "index" / "queries.jsonl"), "--k", "3"],
+        "score cleaning": ["score", "cleaning", "-d", str(f / "cleaning" / "documents.jsonl")],
+        "score routing": [
+            "score",
+            "routing",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(f / "routing" / "decisions.jsonl"),
+        ],
+        "score extraction": ["score", "extraction", "-d", str(f / "extraction" / "records.jsonl")],
         "score provenance": [
             "score",
             "provenance",

@@ -151,6 +151,17 @@ TINY = {
     "score parsing": ["score", "parsing", "-d", str(FIX / "parsing" / "pages.jsonl")],
     "score chunking": ["score", "chunking", "-d", str(FIX / "chunking" / "docs.jsonl")],
     "score index": ["score", "index", "-d", str(FIX / "index" / "queries.jsonl"), "--k", "3"],
+    "score cleaning": ["score", "cleaning", "-d", str(FIX / "cleaning" / "documents.jsonl")],
+    "score routing": [
+        "score",
+        "routing",
+        "-O",
+        str(FIX / "hierarchy" / "vehicles.obo"),
+        "-d",
+        str(FIX / "routing" / "decisions.jsonl"),
+    ],
+    # without -O: the fixture's ontology is Turtle (domain / range), read by pyoxigraph
+    "score extraction": ["score", "extraction", "-d", str(FIX / "extraction" / "records.jsonl")],
     "score provenance": [
         "score",
         "provenance",
@@ -210,6 +221,9 @@ NOT_USED = {
     "score parsing": _LEAN,
     "score chunking": _LEAN,
     "score index": _LEAN,
+    "score cleaning": _LEAN,
+    "score routing": _LEAN,
+    "score extraction": _LEAN,
     "score provenance": ("yaml", "numpy.ma", "numpy.random"),  # pydantic: the judgment contract
     "score relations": NO_SCAN + ("pydantic", "yaml", "numpy.random"),
     "score system": NO_SCAN + ("pydantic", "yaml"),  # numpy.random: its bootstrap intervals
