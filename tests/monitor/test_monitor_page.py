@@ -97,7 +97,7 @@ def test_alerts_are_exactly_the_injected_shifts(payload):
     assert payload["status"] == "alert"
     assert payload["reference"] == DAYS[0] and payload["windows"] == DAYS
     assert payload["branches"] == ["(all)", *sorted(BRANCHES)]
-    assert payload["rows"] == {w: 3 * N for w in DAYS}
+    assert payload["rows"] == dict.fromkeys(DAYS, 3 * N)
     assert "Holm" in payload["correction_note"] and "up to 0.15" in payload["correction_note"]
     # the refusal flag is in no row: not observed, not a reassuring 0
     assert payload["rates"]["refusal_rate"]["status"] == "not observed"
@@ -280,3 +280,18 @@ def test_page_in_headless_chromium(payload, tmp_path):
     proc = _chromium(page, tmp_path, "--window-size=1000,2400", f"--screenshot={shot}")
     assert proc.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20_000
+
+
+def test_refusal_rate_reported_when_flagged(tmp_path):
+    path = tmp_path / "refused.duckdb"
+    with WindowStore(path) as st:
+        st.ingest_rows([_rows(seed=1, refused=True)])
+    with WindowStore(path, read_only=True) as st:
+        p = monitor_report(st, n_permutations=20, last=2)
+    assert p["windows"] == DAYS[2:]
+    cells = p["rates"]["refusal_rate"]["cells"]
+    assert {(c["group"], c["k"], c["n"], c["status"]) for c in cells} == {
+        (g, k, n, s)
+        for g, k, n in [("(all)", 9, 180), ("A", 3, 60), ("B", 3, 60), (EVIL, 3, 60)]
+        for s in ("reference", "ok")
+    }
