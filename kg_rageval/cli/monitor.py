@@ -24,7 +24,7 @@ store_option = click.option(
 
 @click.group("monitor")
 def monitor() -> None:
-    """Production monitoring: windows, a window store, drift per ontology branch."""
+    """Production monitoring: windows, a window store, drift per ontology branch, the monitoring page (report)."""
 
 
 # ---------------------------------------------------------------------- monitor ingest

@@ -9,11 +9,14 @@ never writes) and returns one JSON-ready payload over the windows shown:
   ``W`` windows the chance of at least one false drift alarm on the page is up to ``W * alpha``
   (stated on the page).
 * **rates** per window and branch (and ``(all)``) from the store's mergeable sums, each with a
-  Wilson interval and the exact binomial control band around the reference window's rate
-  (:func:`~kg_rageval.monitor.performance.apply_bands`: Bonferroni over the monitored cells of a
-  rate, so the chance that any in-control cell of that rate leaves its band is at most
-  ``budget``; the reference rate is taken as known, so pool several windows with
-  ``rate_reference`` when one window is small). ``thumbs_down_rate`` = thumbs down / (thumbs down + thumbs up): rows without a
+  Wilson interval and a control band from the reference window(s)' counts that accounts for
+  both window sizes: the beta-binomial predictive acceptance region
+  (:func:`~kg_rageval.monitor.performance.predictive_band`; a plug-in binomial band around a
+  single day's rate raised false alarms on stationary 1M-row traffic, its own sampling error
+  being as large as the window's), Bonferroni over the monitored cells of a rate
+  (:func:`~kg_rageval.monitor.performance.apply_bands`), so the chance that any in-control cell
+  of that rate leaves its band is about ``budget`` at most; pool several reference windows with
+  ``rate_reference`` for narrower bands. ``thumbs_down_rate`` = thumbs down / (thumbs down + thumbs up): rows without a
   verdict are not in the denominator. ``regeneration_rate`` and ``refusal_rate`` = flagged rows /
   all rows of the cell: the store does not record which rows carried the field, so a rate with
   no flagged row in any shown window is reported as **not observed** (the field may be absent
@@ -139,7 +142,7 @@ def monitor_report(
                 "cells": [],
             }
             continue
-        bands = perf.apply_bands(rc, band_ref, budget=budget)
+        bands = perf.apply_bands(rc, band_ref, budget=budget, reference_error=True)
         rates[rate] = {
             **bands,
             "cells": [c.to_dict() for c in sorted(rc.values(), key=lambda c: (c.group, c.window))],
@@ -182,9 +185,9 @@ def monitor_report(
             f"windows the chance of at least one false drift alarm is up to {min(1.0, len(drift) * alpha):.3g}"
         ),
         "rate_note": (
-            f"Wilson {level:g} intervals; band: exact binomial acceptance region around the pooled rate "
-            f"of the reference window(s) {', '.join(band_ref)} (taken as known: its own sampling error "
-            f"is not in the band), false-alarm budget {budget:g} per rate (Bonferroni over its monitored cells); "
+            f"Wilson {level:g} intervals; band: beta-binomial predictive acceptance region from the pooled "
+            f"counts of the reference window(s) {', '.join(band_ref)} (Jeffreys prior: the reference rate's "
+            f"own sampling error included), false-alarm budget {budget:g} per rate (Bonferroni over its monitored cells); "
             f"cells with fewer than {rate_min_rows} rows: insufficient evidence"
         ),
         "drift": drift,

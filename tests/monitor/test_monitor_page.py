@@ -105,7 +105,7 @@ def test_alerts_are_exactly_the_injected_shifts(payload):
 
 
 def test_bands_and_intervals_match_scipy_and_statsmodels(payload):
-    from scipy.stats import binom
+    from scipy.stats import betabinom, binom
     from statsmodels.stats.proportion import proportion_confint
 
     reg = payload["rates"]["regeneration_rate"]
@@ -114,15 +114,18 @@ def test_bands_and_intervals_match_scipy_and_statsmodels(payload):
     assert reg["per_window_alpha"] == pytest.approx(alpha)
     cell = next(c for c in reg["cells"] if c["group"] == "B" and c["window"] == DAYS[3])
     assert (cell["k"], cell["n"], cell["status"]) == (30, 60, "above band")
-    lo, hi = binom.ppf(alpha / 2, 60, 0.1), binom.isf(alpha / 2, 60, 0.1)
+    # the band carries the reference's own error: beta-binomial predictive, Jeffreys prior
+    pred = betabinom(60, 6 + 0.5, 54 + 0.5)
+    lo, hi = pred.ppf(alpha / 2), pred.isf(alpha / 2)
     assert cell["band"] == pytest.approx([lo / 60, hi / 60])
     assert hi < 30  # the hand check: 30 of 60 lies above the band around 6 of 60
+    # ... and is wider than the plug-in binomial band around 6/60 taken as known
+    assert hi > binom.isf(alpha / 2, 60, 0.1)
     assert cell["ci"] == pytest.approx(list(proportion_confint(30, 60, method="wilson")), rel=1e-9)
     allc = next(c for c in reg["cells"] if c["group"] == "(all)" and c["window"] == DAYS[3])
     assert (allc["k"], allc["n"]) == (42, 180)
-    assert allc["band"] == pytest.approx(
-        [binom.ppf(alpha / 2, 180, 0.1) / 180, binom.isf(alpha / 2, 180, 0.1) / 180]
-    )
+    pred = betabinom(180, 18.5, 162.5)
+    assert allc["band"] == pytest.approx([pred.ppf(alpha / 2) / 180, pred.isf(alpha / 2) / 180])
     td = payload["rates"]["thumbs_down_rate"]
     assert {(c["k"], c["n"]) for c in td["cells"] if c["group"] != "(all)"} == {(12, 60)}
     assert {c["status"] for c in td["cells"]} == {"reference", "ok"}
