@@ -258,6 +258,11 @@ def _render_drift(p: dict[str, Any]) -> str:
     help="False-alarm budget of each rate's control bands.",
 )
 @click.option(
+    "--across-windows",
+    is_flag=True,
+    help="Correct the drift p-values of every compared window as one family (default: each window on its own).",
+)
+@click.option(
     "--rate-reference",
     type=click.IntRange(1),
     default=1,
@@ -268,7 +273,7 @@ def _render_drift(p: dict[str, Any]) -> str:
 @format_option
 def report(
     store_path, html_out, json_out, reference, current, last, golden, ontology_path, alpha, correction,
-    permutations, sigma, min_rows, rate_min_rows, budget, rate_reference, seed, fmt,
+    permutations, sigma, min_rows, rate_min_rows, budget, across_windows, rate_reference, seed, fmt,
 ) -> None:  # fmt: skip
     """The monitoring page of a store (read-only): drift per window against the reference and
     rates with binomial control bands, per branch, alerts marked; --html a self-contained page,
@@ -291,7 +296,7 @@ def report(
         payload = monitor_report(
             store, reference=reference, current=current, last=last, golden=gold, alpha=alpha,
             correction=correction, n_permutations=permutations, sigma=sigma, seed=seed,
-            min_rows=min_rows, rate_min_rows=rate_min_rows, budget=budget, rate_reference=rate_reference,
+            min_rows=min_rows, rate_min_rows=rate_min_rows, budget=budget, rate_reference=rate_reference, across_windows=across_windows,
         )  # fmt: skip
     if json_out:
         Path(json_out).write_text(json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

@@ -7,7 +7,8 @@ never writes) and returns one JSON-ready payload over the windows shown:
   branch mix, per-branch MMD, new concepts with ``golden``). Each window's report is one family
   corrected with Holm or BH (stated); the windows are *not* corrected against each other, so over
   ``W`` windows the chance of at least one false drift alarm on the page is up to ``W * alpha``
-  (stated on the page).
+  (stated on the page); with ``across_windows`` every p-value of every compared window is one
+  family instead (the page's family-wise error at ``alpha`` under Holm).
 * **rates** per window and branch (and ``(all)``) from the store's mergeable sums, each with a
   Wilson interval and a control band from the reference window(s)' counts that accounts for
   both window sizes: the beta-binomial predictive acceptance region
@@ -76,6 +77,19 @@ def select_windows(
     return ref, shown
 
 
+def _correct_across(drift: list[dict[str, Any]], alpha: float, correction: str) -> None:
+    """Re-correct every tested p-value of every window's report as one family (in place)."""
+    from kg_rageval.monitor.drift import adjust
+
+    tested = [t for rep in drift for t in rep["tests"] if t["p_value"] is not None]
+    for t, p in zip(tested, adjust([t["p_value"] for t in tested], correction), strict=True):
+        t["p_adjusted"] = p
+        t["drift"] = p < alpha
+    for rep in drift:
+        rep["alert"] = any(t["drift"] for t in rep["tests"])
+        rep["family"] = "every p-value of every compared window's report (--across-windows)"
+
+
 def _rate_cells(store: Any, shown: Sequence[str], level: float, min_rows: int) -> dict[str, dict]:
     rows = store.sums(shown, by=("win", "branch")) + [
         {**r, "branch": ALL} for r in store.sums(shown, by=("win",))
@@ -110,6 +124,7 @@ def monitor_report(
     budget: float = 0.05,
     level: float = 0.95,
     rate_reference: int = 1,
+    across_windows: bool = False,
 ) -> dict[str, Any]:
     """The monitoring payload of the module docstring (read-only on ``store``)."""
     from kg_rageval.monitor.drift import drift_report
@@ -129,6 +144,8 @@ def monitor_report(
         )
         for w in shown[1:]
     ]  # fmt: skip
+    if across_windows:
+        _correct_across(drift, alpha, correction)
     cells = _rate_cells(store, shown, level, rate_min_rows)
     rates: dict[str, Any] = {}
     alerts: list[dict[str, Any]] = []
@@ -178,11 +195,17 @@ def monitor_report(
         "branches": [ALL] + [b for b in branches if b != ALL],
         "alpha": alpha,
         "correction": correction,
+        "across_windows": across_windows,
         "correction_note": (
             f"{'Holm (family-wise error)' if correction == 'holm' else 'Benjamini-Hochberg (false discovery rate)'}"
-            f" across every p-value of one window's report (branch mix, per-branch MMD, new concepts) at alpha "
-            f"{alpha:g}; windows are not corrected against each other: over {len(drift)} compared "
-            f"windows the chance of at least one false drift alarm is up to {min(1.0, len(drift) * alpha):.3g}"
+            + (
+                f" across every p-value of every compared window's report (branch mix, per-branch MMD, new "
+                f"concepts; {len(drift)} windows, one family) at alpha {alpha:g}"
+                if across_windows
+                else f" across every p-value of one window's report (branch mix, per-branch MMD, new concepts) at "
+                f"alpha {alpha:g}; windows are not corrected against each other: over {len(drift)} compared "
+                f"windows the chance of at least one false drift alarm is up to {min(1.0, len(drift) * alpha):.3g}"
+            )
         ),
         "rate_note": (
             f"Wilson {level:g} intervals; band: beta-binomial predictive acceptance region from the pooled "

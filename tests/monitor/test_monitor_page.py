@@ -298,3 +298,17 @@ def test_refusal_rate_reported_when_flagged(tmp_path):
         for g, k, n in [("(all)", 9, 180), ("A", 3, 60), ("B", 3, 60), (EVIL, 3, 60)]
         for s in ("reference", "ok")
     }
+
+
+def test_across_windows_is_one_family(store_path, payload):
+    from statsmodels.stats.multitest import multipletests
+
+    with WindowStore(store_path, read_only=True) as st:
+        p = monitor_report(st, n_permutations=200, across_windows=True)
+    raw = [t["p_value"] for rep in payload["drift"] for t in rep["tests"] if t["p_value"] is not None]
+    adj = [t["p_adjusted"] for rep in p["drift"] for t in rep["tests"] if t["p_value"] is not None]
+    assert [t["p_value"] for rep in p["drift"] for t in rep["tests"] if t["p_value"] is not None] == raw
+    assert len(raw) == 3 * 4  # 3 windows x (branch mix + 3 branches' MMD)
+    assert adj == pytest.approx(list(multipletests(raw, method="holm")[1]))
+    assert "one family" in p["correction_note"] and p["across_windows"] is True
+    assert [a["branch"] for a in p["alerts"] if a["kind"] == "drift"] == ["A"]
