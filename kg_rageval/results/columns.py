@@ -389,8 +389,26 @@ def compact_object(arr: np.ndarray) -> Any:
     its type, floats by their bits: :func:`_value_key`) with at most half its rows distinct,
     as codes into its distinct values; a column of one Python number type with more distinct
     values, as its NumPy array. Anything else (lists, dicts, NumPy scalars, mostly distinct
-    texts) stays as it is."""
+    texts) stays as it is.
+
+    A column of more than :data:`SAMPLE_ROWS` rows is sampled first (every ``len // SAMPLE_ROWS``-th
+    row): when more than half the sampled values are distinct (record ids, free texts), the
+    column is not coded and no row beyond the sample is hashed — a number column is kept as its
+    NumPy array, anything else as it is. The sample only decides how a column is stored; every
+    read gives the same values either way."""
     if not isinstance(arr, np.ndarray) or arr.dtype != object or len(arr) < 2:
+        return arr
+    if len(arr) > SAMPLE_ROWS and _mostly_distinct(arr[:: len(arr) // SAMPLE_ROWS].tolist()):
+        vals = arr.tolist()
+        types = set(map(type, vals))
+        if len(types) == 1 and types <= {float, int, bool}:
+            kind = types.pop()
+            try:
+                return CodedColumn(
+                    np.array(vals, dtype={float: np.float64, int: np.int64, bool: np.bool_}[kind]), None
+                )
+            except OverflowError:  # ints beyond 64 bits
+                return arr
         return arr
     vals = arr.tolist()
     types = set(map(type, vals))
@@ -422,6 +440,20 @@ def compact_object(arr: np.ndarray) -> Any:
         table[k] = i
     codes = np.fromiter(map(table.__getitem__, keys), dtype=np.int64, count=len(keys))
     return CodedColumn(_narrow_codes(codes, len(values)), values)
+
+
+SAMPLE_ROWS = 4096
+"""Rows :func:`compact_object` samples before it codes a longer column."""
+
+
+def _mostly_distinct(sample: list[Any]) -> bool:
+    """More than half of ``sample`` distinct by Python equality (``1`` and ``True`` are one
+    value here: the sample only decides how the column is stored). An unhashable value makes
+    the column uncodable anyway: it counts as distinct."""
+    try:
+        return len(set(sample)) > len(sample) // 2
+    except TypeError:
+        return True
 
 
 def _first_codes(values: list[Any]) -> np.ndarray:

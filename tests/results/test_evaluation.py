@@ -809,3 +809,28 @@ def test_property_rollup_and_bootstrap_ignore_row_order(vehicles, rows, rnd):
     if known:
         assert r1["vehicle"]["n"] == known
     assert ev.bootstrap(n_resamples=30, seed=2) == sh.bootstrap(n_resamples=30, seed=2)
+
+
+def test_compact_object_samples_a_long_column_before_coding_it() -> None:
+    """Past SAMPLE_ROWS rows a column is sampled first: mostly distinct ids are left as they
+    are (a number column as its NumPy array) without hashing every row; few distinct texts are
+    still coded; every read gives the given values, types included."""
+    from kg_rageval.results import columns
+    from kg_rageval.results.columns import SAMPLE_ROWS, CodedColumn, compact_object
+
+    n = 3 * SAMPLE_ROWS
+    ids = np.array([f"q{i}" for i in range(n)], dtype=object)
+    assert compact_object(ids) is ids
+    conf = np.array([i / 7 for i in range(n)], dtype=object)
+    coded = compact_object(conf)
+    assert isinstance(coded, CodedColumn) and coded.values is None and coded.codes.dtype == np.float64
+    assert coded.array().tolist() == conf.tolist()
+    intents = np.array(["lookup", "compare", None] * SAMPLE_ROWS, dtype=object)
+    small = compact_object(intents)
+    assert isinstance(small, CodedColumn) and len(small.values) == 3 and small.codes.dtype == np.uint8
+    assert small.array().tolist() == intents.tolist()
+    # the sample (every 3rd row: all distinct) hides that the whole column has few values:
+    # it stays uncoded, and reads the same
+    tricky = np.array([f"u{i}" if i % 3 == 0 else "same" for i in range(n)], dtype=object)
+    assert compact_object(tricky) is tricky
+    assert columns._mostly_distinct([["a"], "b"]) and not columns._mostly_distinct(["a", "a", "b", "a"])
