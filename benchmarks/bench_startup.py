@@ -1,24 +1,30 @@
-"""Start-up of the tiny commands (issue #20; docs/performance.md, "Start-up of a tiny `score`
-command"): each as a multiple of ``python -c pass`` and of ``python -c 'import numpy'``.
+"""Start-up of the tiny commands (issues #20, #33; docs/performance.md, "Start-up of a tiny
+`score` command"): each as a multiple of ``python -c pass``, of ``python -c 'import numpy'`` and,
+for ``score retrieval --qrels/--run``, of the ir_measures CLI on the same TREC pair.
 
-    python benchmarks/bench_startup.py [--repeat 7] [--tree PATH ...] [--markdown]
+    python benchmarks/bench_startup.py [--repeat 7] [--tree PATH ...] [--only NAMES]
 
 Fresh processes run from a temporary directory (so ``-m`` imports the tree named by
-``PYTHONPATH``), the commands and the anchors interleaved, ``--repeat`` rounds; the best CPU
-time (user + sys, ``os.wait4``) and the best wall time of each are kept. Every ``--tree`` (default:
-this checkout) is measured in the same rounds, so a before/after comparison is one run. The
-children get a bytecode cache in the temporary directory (an installed package has its
-``.pyc`` files; this machine sets ``PYTHONDONTWRITEBYTECODE``), filled by one unmeasured round.
+``PYTHONPATH``), the commands and the anchors interleaved, ``--repeat`` rounds; the median and
+the best CPU time (user + sys, ``os.wait4``) and the median wall time of each are kept. Every
+``--tree`` (default: this checkout) is measured in the same rounds, so a before/after comparison
+is one run. The children get a bytecode cache in the temporary directory (an installed package
+has its ``.pyc`` files; this machine sets ``PYTHONDONTWRITEBYTECODE``), filled by one unmeasured
+round.
 
 Anchors: ``python -c pass``; ``python -c 'import numpy'`` as is, and with
 ``OPENBLAS_THREAD_TIMEOUT=16`` (what the console script sets unless the user did:
-``kg_rageval.cli.main.BLAS_SPIN_ENV``) and with ``OPENBLAS_NUM_THREADS=1``.
+``kg_rageval.cli.main.BLAS_SPIN_ENV``) and with ``OPENBLAS_NUM_THREADS=1``; ``python -m
+ir_measures qrels run "nDCG@10 P@5 AP"`` when ir_measures is installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,6 +67,14 @@ def tiny_commands(tree: Path, tmp: Path) -> dict[str, list[str]]:
             "-d",
             str(f / "retrieval" / "seed_metrics.jsonl"),
         ],
+        "score retrieval --qrels/--run": [
+            "score",
+            "retrieval",
+            "--qrels",
+            str(f / "retrieval" / "qrels.txt"),
+            "--run",
+            str(f / "retrieval" / "run.txt"),
+        ],
         "score conformance": [
             "score",
             "conformance",
@@ -79,23 +93,103 @@ def tiny_commands(tree: Path, tmp: Path) -> dict[str, list[str]]:
             "-d",
             str(f / "generation" / "records.jsonl"),
         ],
+        "score consistency": [
+            "score",
+            "consistency",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(f / "consistency" / "samples.jsonl"),
+        ],
+        "score nuggets": [
+            "score",
+            "nuggets",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(f / "nuggets" / "records.jsonl"),
+        ],
+        "score parsing": ["score", "parsing", "-d", str(f / "parsing" / "pages.jsonl")],
+        "score chunking": ["score", "chunking", "-d", str(f / "chunking" / "docs.jsonl")],
+        "score index": ["score", "index", "-d", str(f / "index" / "queries.jsonl"), "--k", "3"],
+        "score provenance": [
+            "score",
+            "provenance",
+            "-O",
+            str(f / "generation" / "vehicles.csv"),
+            "-d",
+            str(f / "generation" / "prov_records.jsonl"),
+            "--corpus",
+            str(f / "generation" / "corpus.jsonl"),
+        ],
+        "score relations": [
+            "score",
+            "relations",
+            "-O",
+            str(f / "ontology" / "kg_catalogue.csv"),
+            "--ontology-option",
+            f"triples={f / 'ontology' / 'kg_triples.csv'}",
+            "-d",
+            str(f / "relations" / "catalogue.jsonl"),
+        ],
+        "score system": [
+            "score",
+            "system",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(tmp / "q7.jsonl"),
+        ],
+        "score judges": [
+            "score",
+            "judges",
+            "-O",
+            str(f / "hierarchy" / "vehicles.obo"),
+            "-d",
+            str(tmp / "q7.jsonl"),
+        ],
+        "score preference": [
+            "score",
+            "preference",
+            "-O",
+            str(f / "retrieval" / "attack-mini.tsv"),
+            "-d",
+            str(f / "retrieval" / "preference_records.jsonl"),
+            "--corpus",
+            str(f / "retrieval" / "preference_corpus.jsonl"),
+            "--field",
+            "category",
+            "--op",
+            "within",
+            "--value-from",
+            "labels.pred",
+            "--k",
+            "1",
+        ],
         "metrics": ["metrics"],
         "ontology inspect": ["ontology", "inspect", str(f / "hierarchy" / "vehicles.obo")],
     }
 
 
 def prepare(tmp: Path) -> None:
-    """The 7-record hierarchy file and the conformance fixture's ontology as a .kgro."""
+    """The 7-record hierarchy file, the same 7 records with the quality sections of
+    ``tests/family_demo.py`` (judges, system, ...: ``q7.jsonl``) and the conformance fixture's
+    ontology as a .kgro."""
     with open(ROOT / FIX / "hierarchy" / "records.jsonl", encoding="utf-8") as src:
         (tmp / "h7.jsonl").write_text("".join(src.readlines()[:7]), encoding="utf-8")
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1] + '/tests')\n"
+        "import json, sys; sys.path.insert(0, sys.argv[1] + '/tests')\n"
         "from conformance_helpers import build_attack_like\n"
+        "from family_demo import add_quality_sections\n"
+        "from kg_rageval.ontology import load_ontology\n"
         "from kg_rageval.ontology.cache import save_compiled\n"
-        "save_compiled(build_attack_like(), sys.argv[2])"
+        "save_compiled(build_attack_like(), sys.argv[2] + '/attack_like.kgro')\n"
+        "recs = [json.loads(x) for x in open(sys.argv[2] + '/h7.jsonl', encoding='utf-8')]\n"
+        "q = add_quality_sections(recs, load_ontology(sys.argv[1] + '/fixtures/hierarchy/vehicles.obo'))\n"
+        "open(sys.argv[2] + '/q7.jsonl', 'w', encoding='utf-8').write(''.join(json.dumps(r) + '\\n' for r in q))"
     )
     subprocess.run(
-        [sys.executable, "-c", code, str(ROOT), str(tmp / "attack_like.kgro")],
+        [sys.executable, "-c", code, str(ROOT), str(tmp)],
         check=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
@@ -123,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="a checkout to measure (repeatable; default this one); the first is 'after' in the table",
     )
     ap.add_argument("--only", default="", help="comma-separated tiny commands (default all)")
+    ap.add_argument("--json", type=Path, default=None, help="also write every CPU time here")
     args = ap.parse_args(argv)
     trees = [t.resolve() for t in (args.tree or [ROOT])]
     py = sys.executable
@@ -149,6 +244,22 @@ def main(argv: list[str] | None = None) -> dict:
                 {**base, "OPENBLAS_NUM_THREADS": "1"},
             ),
         ]
+        if importlib.util.find_spec("ir_measures") is not None:
+            trec = ROOT / FIX / "retrieval"
+            jobs.append(
+                (
+                    IR_MEASURES,
+                    [
+                        py,
+                        "-m",
+                        "ir_measures",
+                        str(trec / "qrels.txt"),
+                        str(trec / "run.txt"),
+                        "nDCG@10 P@5 AP",
+                    ],
+                    base,
+                )
+            )
         only = {s.strip() for s in args.only.split(",") if s.strip()}
         for tree in trees:
             env = {**base, "PYTHONPATH": str(tree)}
@@ -156,28 +267,35 @@ def main(argv: list[str] | None = None) -> dict:
             for name, cmd in tiny_commands(tree, tmp).items():
                 if not only or name in only:
                     jobs.append((name + label, [py, "-m", "kg_rageval.cli.main", *cmd], env))
-        best: dict[str, list[float]] = {}
+        times: dict[str, list[tuple[float, float]]] = {}
         for rnd in range(args.repeat + 1):  # round 0 fills the bytecode caches
             for name, cmd, env in jobs:
                 cpu, wall = run_once(cmd, env, tmp)
                 if rnd:
-                    b = best.setdefault(name, [cpu, wall])
-                    b[0], b[1] = min(b[0], cpu), min(b[1], wall)
-    p_cpu, p_wall = best["python -c pass"]
-    n_cpu, n_wall = best["python -c 'import numpy'"]
+                    times.setdefault(name, []).append((cpu, wall))
+    med = {
+        n: (statistics.median(c for c, _ in t), statistics.median(w for _, w in t)) for n, t in times.items()
+    }
+    p_cpu = med["python -c pass"][0]
+    n_cpu = med["python -c 'import numpy'"][0]
+    irm = med.get(IR_MEASURES, (float("nan"), 0.0))[0]
     print(
         f"<!-- bench_startup: repeat {args.repeat}, load average {os.getloadavg()[0]:.1f}, python {sys.version.split()[0]} -->"
     )
-    print(
-        "| command | best CPU | × pass (CPU) | × import numpy (CPU) | best wall | × pass (wall) | × import numpy (wall) |"
-    )
+    print("| command | median CPU | best CPU | × pass | × import numpy | × ir_measures CLI | median wall |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for name, (cpu, wall) in best.items():
+    for name, (cpu, wall) in med.items():
+        best = min(c for c, _ in times[name])
+        vs_irm = f"{cpu / irm:.2f}" if "--qrels" in name or name == IR_MEASURES else ""
         print(
-            f"| {name} | {cpu:.3f} s | {cpu / p_cpu:.1f} | {cpu / n_cpu:.2f} | {wall:.3f} s | {wall / p_wall:.1f} | "
-            f"{wall / n_wall:.2f} |"
+            f"| {name} | {cpu:.3f} s | {best:.3f} s | {cpu / p_cpu:.1f} | {cpu / n_cpu:.2f} | {vs_irm} | {wall:.3f} s |"
         )
-    return best
+    if args.json is not None:
+        args.json.write_text(json.dumps(times, indent=1), encoding="utf-8")
+    return med
+
+
+IR_MEASURES = "python -m ir_measures qrels run (3 measures)"
 
 
 if __name__ == "__main__":

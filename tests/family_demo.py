@@ -107,6 +107,16 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
                     {"text": "b", "concepts": other},
                 ],
             }
+        if isinstance(gold, str):  # the routing family: the route is the gold node or an unknown id
+            modes = ("no_retrieval", "one_shot", "iterative")
+            extra["routing"] = {
+                "intent": {
+                    "gold": "lookup" if i % 2 else "compare",
+                    "pred": "lookup" if i % 3 else "compare",
+                },
+                "route": {"gold": gold, "pred": gold if i % 4 else "X:not-in-ontology"},
+                "mode": {"gold": modes[i % 3], "pred": modes[(i // 2) % 3], "cost": float(i % 3)},
+            }
         labels = ("support", "partial_support", "not_support")
         imps = ["okay"] * 2 if i % 5 == 4 else ["vital"] * 3 + ["okay"] * 2  # every fifth: no vital nugget
         extra["nuggets"] = {  # the nuggets family: assignments cycle, the human differs on odd indices
@@ -152,12 +162,41 @@ def add_quality_sections(records: list[dict], onto: Any = None) -> list[dict]:
                     },
                 ],
             }
+        if onto is not None and isinstance(gold, str) and gold in onto:
+            preds = sorted({q.id for q in onto.properties} | set(onto.graph.predicates)) or ["related_to"]
+            # a depth-1 type and, on odd indices, another one: the same figures with and without
+            # the ontology (flat types); tests/families/extraction covers the hierarchy credit
+            tops = sorted(onto.children(onto.root_id))
+            etype = next((a for a in onto.ancestors(gold, include_self=True) if a in tops), gold)
+            wrong = next((c for c in tops if c != etype), etype)
+            extra["extraction"] = {  # the extraction family: the second entity's type is off on odd indices
+                "tokens": ["a", "b", "c", "d"],
+                "gold_tags": [f"B-{etype}", "O", "O", f"B-{etype}"],
+                "pred_tags": [f"B-{etype}", "O", "O", f"B-{wrong}" if i % 2 else f"B-{etype}"],
+                "relations": {
+                    "gold": [{"subject": "a", "relation": preds[0], "object": "d"}],
+                    "pred": [
+                        {"subject": "a", "relation": preds[0] if i % 3 else "no_relation", "object": "d"}
+                    ],
+                },
+            }
         extra["index"] = {  # the index family: one of three exact neighbours missed on odd indices
             "ann": ["v0", "v1", "v2"] if i % 2 == 0 else ["v0", "v1", "v9"],
             "exact": ["v0", "v1", "v2"],
             "stale": i % 4 == 3,
             "commit_ts": 1796378400 + i,
             "searchable_ts": 1796378400 + 2 * i + 1,
+        }
+        extra["cleaning"] = {  # the cleaning family: one labelled part of each kind per record
+            "doc_id": f"doc-{i}",
+            "text": "caf\u00e9 report\u200b" if i % 3 == 0 else "plain report text",
+            "boilerplate": {"gold": [[0, 10]], "removed": [[0, 10]] if i % 2 == 0 else [[0, 8]]},
+            "language": {"gold": "en", "pred": "en" if i % 4 else "de"},
+            "duplicates": {"gold": [f"doc-{i ^ 1}"], "pred": [f"doc-{i ^ 1}"] if i % 3 else []},
+            "pii": {
+                "gold": [{"start": 2, "end": 7, "type": "EMAIL"}],
+                "pred": [{"start": 2, "end": 7 if i % 2 else 6, "type": "EMAIL"}],
+            },
         }
         out.append({k: v for k, v in r.items() if not k.startswith("_")} | extra)
     return out

@@ -57,11 +57,11 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 def wilson(k: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval without continuity correction (``scipy`` ``method="wilson"``).
     ``k`` and ``n`` may be fractional (a weighted count at an effective sample size)."""
-    from scipy.stats import norm
+    from kg_rageval.base.normal import normal_ppf
 
     if n <= 0 or not 0 <= k <= n:
         raise ValueError(f"wilson: need 0 <= k <= n, n > 0; got k={k}, n={n}")
-    z = float(norm.ppf(1 - (1 - level) / 2))
+    z = normal_ppf(1 - (1 - level) / 2)
     p = k / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den

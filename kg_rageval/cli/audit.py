@@ -104,6 +104,29 @@ from kg_rageval.cli.common import fail, format_option, quiet_option
     metavar="N",
     help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.",
 )
+@click.option(
+    "--parquet",
+    "parquet_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Also write per-record results, metrics, per-node roll-ups and gates as Parquet into DIR "
+    "(docs/interop.md, Out; the parquet extra).",
+)
+@click.option(
+    "--mlflow",
+    "mlflow_uri",
+    default=None,
+    metavar="URI",
+    help="Log metrics, gate outcomes, the manifest and report files to a new MLflow run at this "
+    "tracking URI (a path or file: URI is a local file store; the mlflow extra).",
+)
+@click.option(
+    "--mlflow-experiment",
+    default="kg-rageval",
+    show_default=True,
+    help="The MLflow experiment of --mlflow's run.",
+)
 def audit(
     config_path: str | None,
     out_dir: str | None,
@@ -118,6 +141,9 @@ def audit(
     dask_scheduler: str | None = None,
     dask_workers: int | None = None,
     spill_rows: int | None = None,
+    parquet_dir: str | None = None,
+    mlflow_uri: str | None = None,
+    mlflow_experiment: str = "kg-rageval",
 ) -> None:
     """Run every configured metric family, decide the gates and write the reports.
 
@@ -142,6 +168,7 @@ def audit(
             dask_scheduler,
             dask_workers,
             spill_rows,
+            exports={"parquet": parquet_dir, "mlflow": mlflow_uri, "experiment": mlflow_experiment},
         )
     except (KgRagevalError, OSError) as exc:
         fail(exc)
@@ -171,6 +198,7 @@ def _audit(
     dask_scheduler=None,
     dask_workers=None,
     spill_rows=None,
+    exports=None,
 ) -> int:
     from kg_rageval.base.errors import ConfigError
 
@@ -205,11 +233,11 @@ def _audit(
         from kg_rageval.audit.reports import out_lock
 
         with out_lock(Path(out_dir)):  # held for the whole audit, not only while writing
-            return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers)
-    return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers)
+            return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports)
+    return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports)
 
 
-def _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers) -> int:
+def _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports=None) -> int:
     from kg_rageval.audit.runner import run_audit
 
     if dask_scheduler is not None or dask_workers is not None:
@@ -224,6 +252,22 @@ def _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers) -
         from kg_rageval.audit.reports import write_reports
 
         written = write_reports(result, out_dir, lock=False)  # _audit holds the lock
+    exports = exports or {}
+    if exports.get("parquet"):
+        from kg_rageval.audit.exports import write_audit_parquet
+
+        write_audit_parquet(result, exports["parquet"])
+        written = {**written, "parquet": str(exports["parquet"])}
+    if exports.get("mlflow"):
+        from kg_rageval.audit.exports import log_mlflow
+
+        files = [p for k, p in written.items() if k != "mlflow"]
+        written = {
+            **written,
+            "mlflow_run": log_mlflow(
+                result, exports["mlflow"], files=files, experiment=exports.get("experiment") or "kg-rageval"
+            ),
+        }
     wrote_back = None
     if config.report.write_back is not None:
         from kg_rageval.audit.writeback import write_back

@@ -478,7 +478,7 @@ def emit_section_score(
     payload = score_payload(
         evals,
         data_path=data_path,
-        n_records=len(ev) + len(ev.unscored),
+        n_records=ev.n_records + len(ev.unscored),  # distinct ids: a family may give a record several rows
         onto=onto,
         rows=rows,
         breakdowns=keys,

@@ -46,10 +46,26 @@ from kg_rageval.interop.formats import FORMATS
     help="beir: a run file (TREC six columns or ranx/ir_measures JSON) -> retrieval.run.",
 )
 @click.option(
+    "--nuggets",
+    "nuggets_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="trec-rag: the topics' nugget file, giving the importance of assignment nuggets without one.",
+)
+@click.option(
     "--id-attribute",
     default=None,
     metavar="NAME",
     help="phoenix, otlp: the root span attribute that gives the record id (default: the trace id).",
+)
+@click.option(
+    "--link",
+    "link_ontology",
+    type=click.Path(exists=True),
+    default=None,
+    metavar="ONTOLOGY",
+    help="Run the dictionary linker of this ontology over each record's query, contexts and answer: "
+    "ids under 'linked' (linked, not labelled) and slices.linked_branch for per-branch breakdowns.",
 )
 @format_option
 def command(
@@ -60,7 +76,9 @@ def command(
     join_key: str,
     split: str | None,
     run_path: str | None,
+    nuggets_path: str | None,
     id_attribute: str | None,
+    link_ontology: str | None,
     fmt: str,
 ) -> None:
     """Import a RAGAS, DeepEval, BEIR, TREC RAG, Phoenix or OTLP export as kg-rageval records."""
@@ -69,15 +87,32 @@ def command(
     from kg_rageval.interop.join import check_key, join
     from kg_rageval.records import read_records, write_records
 
-    refuse_overwrite({"--output": output}, {"INPUT": input_path, "--golden": golden, "--run": run_path})
+    refuse_overwrite(
+        {"--output": output},
+        {
+            "INPUT": input_path,
+            "--golden": golden,
+            "--run": run_path,
+            "--nuggets": nuggets_path,
+            "--link": link_ontology,
+        },
+    )
     check_key(join_key)
-    imported = read(fmt_name, input_path, split=split, run=run_path, id_attribute=id_attribute)
+    imported = read(
+        fmt_name, input_path, split=split, run=run_path, nuggets=nuggets_path, id_attribute=id_attribute
+    )
     records = imported.records
     summary = {"command": "import", **imported.summary(), "output": output}
     if golden:
         joined = join(records, read_records(golden), join_key)
         records = joined.records
         summary["join"] = {"golden": golden, "key": join_key, **joined.summary()}
+    if link_ontology:
+        from kg_rageval.cli.common import load_ontology_cli
+        from kg_rageval.interop.link import link_records
+
+        counts = link_records(records, load_ontology_cli(link_ontology), source=link_ontology)
+        summary["link"] = {"ontology": link_ontology, "linker": "dictionary", **counts}
     write_records(output, records)
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2))
@@ -93,6 +128,12 @@ def command(
                 click.echo(f"    {name}: {', '.join(map(str, value))}")
         else:
             click.echo(f"  {name}: {value}")
+    if link_ontology:
+        lk = summary["link"]
+        click.echo(
+            f"  linked (dictionary, {link_ontology}): {lk['n_linked_queries']} queries with a concept, "
+            f"{lk['n_mentions']} mentions, {lk['n_abstained']} ambiguous forms left unlinked"
+        )
     if golden:
         j = summary["join"]
         click.echo(f"  joined on {join_key}: {j['matched']} matched")

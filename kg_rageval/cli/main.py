@@ -47,9 +47,12 @@ COMMANDS: dict[str, dict[str, str]] = {
         "relations": "kg_rageval.cli.score_relations:command",
         "parsing": "kg_rageval.cli.score_parsing:command",
         "consistency": "kg_rageval.cli.score_consistency:command",
+        "routing": "kg_rageval.cli.score_routing:command",
         "nuggets": "kg_rageval.cli.score_nuggets:command",
         "chunking": "kg_rageval.cli.score_chunking:command",
         "index": "kg_rageval.cli.score_index:command",
+        "extraction": "kg_rageval.cli.score_extraction:command",
+        "cleaning": "kg_rageval.cli.score_cleaning:command",
     },
 }
 
@@ -64,7 +67,7 @@ HELP = {
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",
     "monitor": "Production monitoring: window store, drift per ontology branch, calibration, the monitoring page.",
-    "import": "Turn a RAGAS or DeepEval dataset into records (missing fields counted).",
+    "import": "Turn RAGAS, DeepEval, BEIR, TREC RAG, Phoenix or OTLP data into records (missing counted).",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",
     "retrieval": "Retrieval metrics from records or TREC/BEIR/JSON qrels and runs (--trec-eval: exact trec_eval).",
@@ -76,12 +79,15 @@ HELP = {
     "preference": "Hard filter or soft boost for a relevance preference (per query or global).",
     "relations": "Relation triples, answer sets and KG-grounded faithfulness (relations section).",
     "parsing": "OCR / extraction CER and WER, length ratio, TEDS of HTML tables (parsing section).",
+    "extraction": "NER and relation extraction P/R/F1 per type, hierarchy credit, domain/range (extraction section).",
     "consistency": "Self-consistency of sampled answers as concept-set agreement (consistency section).",
+    "routing": "Intent, route (ontology node) and adaptive-mode decisions of a router (routing section).",
     "nuggets": "TREC RAG nugget scores: All, Vital, Weighted, strict or not; judge agreement (nuggets section).",
     # one help line for both 'kg-rageval chunking' (the sweep) and 'kg-rageval score chunking'
     "chunking": "Chunk traceability, metadata, structure cuts (score chunking); Recall@k vs chunk size (chunking sweep).",
     # one help line for both 'kg-rageval index' (recall from vectors) and 'kg-rageval score index'
     "index": "ANN Recall@k vs exact search (index recall); recall, freshness lag, stale index (score index).",
+    "cleaning": "Boilerplate, PII span P/R/F1, language ID, near duplicates, Unicode health (cleaning section).",
 }
 
 

@@ -28,12 +28,43 @@ from kg_rageval.cli.common import (
 @family_options("generation")
 @chunk_size_option
 @score_output_options
+@click.option(
+    "--parquet",
+    "parquet_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Also write each member's per-record results and metrics as Parquet into DIR "
+    "(docs/interop.md, Out; the parquet extra).",
+)
+@click.option(
+    "--ragas-table",
+    "ragas_table_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Also write a RAGAS-compatible table (RAGAS's columns, then one generation.<metric> column "
+    "per record): Parquet, or CSV when FILE ends in .csv.",
+)
 def command(
-    ontology_path, ontology_format, data_path, chunk_size, rows, fmt, ci, ci_level, seed, **kwargs
+    ontology_path,
+    ontology_format,
+    data_path,
+    chunk_size,
+    rows,
+    fmt,
+    ci,
+    ci_level,
+    seed,
+    parquet_dir=None,
+    ragas_table_path=None,
+    **kwargs,
 ) -> None:
     """Faithfulness, answer correctness, refusal behaviour, unseen concepts and calibration."""
+    from kg_rageval.base.outputs import refuse_overwrite
     from kg_rageval.scoring import get_scorer
 
+    refuse_overwrite({"--ragas-table": ragas_table_path}, {"--data": data_path})
     onto = load_ontology_cli(ontology_path, ontology_format)
     evals = get_scorer("generation").score(
         onto,
@@ -49,6 +80,18 @@ def command(
     payload = score_payload(
         evals, data_path=data_path, n_records=n_read, onto=onto, rows=rows, breakdowns=keys, metrics=canonical
     )
+    if parquet_dir or ragas_table_path:
+        from kg_rageval.interop.export import write_parquet, write_ragas_table
+        from kg_rageval.records import read_records
+
+        written: dict[str, str] = {}
+        if parquet_dir:
+            write_parquet(evals, parquet_dir)
+            written["parquet"] = str(parquet_dir)
+        if ragas_table_path:
+            write_ragas_table(read_records(data_path), evals, ragas_table_path)
+            written["ragas_table"] = str(ragas_table_path)
+        payload["written"] = written
     emit_score(payload, fmt, lambda p: _render(p, evals, canonical))
 
 
@@ -62,4 +105,6 @@ def _render(payload: dict, evals, metrics: dict) -> str:
                 f"warning: {orphan} judgments name no record of the data file, e.g. "
                 + ", ".join(repr(i) for i in ev.meta["judgments_without_record"][:5])
             )
+    for kind, path in payload.get("written", {}).items():
+        parts.append(f"wrote {kind}: {path}")
     return "\n".join(parts)

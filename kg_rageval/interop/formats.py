@@ -33,6 +33,7 @@ MODULES = {
 
 OPTIONS: dict[str, tuple[str, ...]] = {
     "beir": ("split", "run"),
+    "trec-rag": ("nuggets",),
     "phoenix": ("id_attribute",),
     "otlp": ("id_attribute",),
 }

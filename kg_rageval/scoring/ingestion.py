@@ -1,7 +1,8 @@
 """Declarations of the ingestion families (``docs/ingestion.md``): ``parsing`` (OCR / text
 extraction CER, WER, extraction-length ratio, TEDS / TEDS-S of HTML tables) and ``chunking`` (traceability, metadata preservation, structure cut rate,
 optional coherence of the chunks of one document) and ``index`` (ANN Recall@k against exact search,
-freshness lag, stale-index rate). Standard library only. Their properties are listed in :mod:`.properties` with the other built-in families
+freshness lag, stale-index rate) and ``extraction`` (NER and relation P/R/F1 per type, hierarchy
+credit, domain/range violations). Standard library only. Their properties are listed in :mod:`.properties` with the other built-in families
 (``properties.declare`` from here would close an import circle: properties -> registry ->
 ingestion -> properties)."""
 
@@ -157,4 +158,180 @@ INDEX = Scorer(
     ),
 )
 
-INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING, INDEX)
+CLEANING = Scorer(
+    name="cleaning",
+    target="kg_rageval.families.cleaning:score_cleaning",
+    sections=("cleaning",),
+    opt_in=True,  # records of other families carry no cleaning section: run when the audit names it
+    streamable=False,  # near-duplicate pairs join documents across the whole call
+    description="Cleaning pipeline of the corpus: boilerplate removal and PII scrubbing P/R/F1 on "
+    "character spans (strict and overlap), language-ID accuracy and macro F1, near-duplicate pair P/R/F1 "
+    "(records' detector or the MinHash/LSH reference), Unicode health (NFC = NFKC, invisible code "
+    "points, mixed-script tokens); per slice and ontology branch.",
+    params=(
+        Param(
+            "minhash_threshold",
+            "float",
+            None,
+            "Judge the reference MinHash/LSH detector (word 3-grams, 128 permutations, seed 1) at this "
+            "Jaccard threshold on the cleaned texts instead of the records' duplicates.pred.",
+            nullable=True,
+            minimum=0.0,
+        ),
+    ),
+    metrics=metric_specs(
+        "cleaning",
+        "cleaning",
+        (
+            ("boilerplate_precision", "higher", "Σ removed spans identical to a gold span / Σ removed spans"),
+            (
+                "boilerplate_recall",
+                "higher",
+                "Σ gold boilerplate spans identical to a removed span / Σ gold spans",
+            ),
+            ("boilerplate_f1", "higher", "harmonic mean of boilerplate_precision and boilerplate_recall"),
+            (
+                "boilerplate_precision_overlap",
+                "higher",
+                "Σ one-to-one pairs of removed and gold spans sharing a character / Σ removed spans",
+            ),
+            (
+                "boilerplate_recall_overlap",
+                "higher",
+                "Σ one-to-one pairs of removed and gold spans sharing a character / Σ gold spans",
+            ),
+            ("boilerplate_f1_overlap", "higher", "harmonic mean of the overlap precision and recall"),
+            ("nfc_nfkc_equal_rate", "higher", "documents with NFC(text) = NFKC(text) / documents with text"),
+            (
+                "invisible_doc_rate",
+                "lower",
+                "documents with a Cf or Default_Ignorable code point / documents with text",
+            ),
+            ("invisible_char_rate", "lower", "Σ Cf or Default_Ignorable code points / Σ code points"),
+            (
+                "mixed_script_token_rate",
+                "lower",
+                "Σ \\w+ tokens mixing Latin, Cyrillic or Greek letters / Σ tokens",
+            ),
+            ("mixed_script_doc_rate", "lower", "documents with a mixed-script token / documents with text"),
+            ("language_accuracy", "higher", "Σ predicted language = gold / Σ documents with a gold language"),
+            (
+                "language_macro_f1",
+                "higher",
+                "mean over languages seen of 2·tp / (2·tp + fp + fn) (sklearn macro F1)",
+            ),
+            (
+                "duplicate_precision",
+                "higher",
+                "Σ predicted near-duplicate pairs that are gold / Σ predicted pairs",
+            ),
+            ("duplicate_recall", "higher", "Σ gold near-duplicate pairs predicted / Σ gold pairs"),
+            ("duplicate_f1", "higher", "harmonic mean of duplicate_precision and duplicate_recall"),
+            (
+                "pii_precision",
+                "higher",
+                "Σ predicted PII spans identical (span and type) to a gold one / Σ predicted",
+            ),
+            (
+                "pii_recall",
+                "higher",
+                "Σ gold PII spans identical (span and type) to a predicted one / Σ gold",
+            ),
+            ("pii_f1", "higher", "harmonic mean of pii_precision and pii_recall"),
+            (
+                "pii_precision_overlap",
+                "higher",
+                "Σ one-to-one same-type pairs sharing a character / Σ predicted PII spans",
+            ),
+            (
+                "pii_recall_overlap",
+                "higher",
+                "Σ one-to-one same-type pairs sharing a character / Σ gold PII spans",
+            ),
+            ("pii_f1_overlap", "higher", "harmonic mean of the overlap precision and recall"),
+        ),
+    ),
+)
+
+EXTRACTION = Scorer(
+    name="extraction",
+    target="kg_rageval.families.extraction:score_extraction",
+    sections=("extraction",),
+    opt_in=True,  # records of other families carry no extraction section: run when the audit names it
+    description="NER and relation extraction against gold: entity P/R/F1 per type (seqeval default "
+    "or strict), hierarchy-aware type credit through the ontology, relation P/R/F1 per type with the "
+    "TACRED convention (no_relation / NA excluded), unknown predicted types and predicates, "
+    "domain/range violations; per entity / relation type (slices), ontology class and branch.",
+    params=(
+        Param(
+            "mode",
+            "str",
+            "default",
+            "seqeval mode: default (conlleval) or strict.",
+            choices=("default", "strict"),
+        ),
+        Param("scheme", "str", "IOB2", "Tag scheme of the strict mode.", choices=("IOB2", "IOBES")),
+        Param(
+            "type_prefix", "str", "", "Prefix joined to a tag's entity type to name its ontology class (ex:)."
+        ),
+        Param(
+            "negative_labels",
+            "str_list",
+            ("no_relation", "NA", "Na"),
+            "Relation labels meaning no relation (excluded from every relation count).",
+        ),
+    ),
+    metrics=metric_specs(
+        "extraction",
+        "extraction",
+        (
+            ("ner_precision", "higher", "Σ exact entities (type, start, end) / Σ predicted entities"),
+            ("ner_recall", "higher", "Σ exact entities / Σ gold entities"),
+            (
+                "ner_f1",
+                "higher",
+                "2PR / (P + R) of the micro ner_precision and ner_recall (= seqeval micro avg)",
+            ),
+            (
+                "ner_hier_precision",
+                "higher",
+                "Σ |P̂ ∩ T̂| / Σ |P̂| over span items, types augmented with ancestors",
+            ),
+            (
+                "ner_hier_recall",
+                "higher",
+                "Σ |P̂ ∩ T̂| / Σ |T̂| over span items, types augmented with ancestors",
+            ),
+            ("ner_hier_f1", "higher", "2PR / (P + R) of the hierarchical precision and recall"),
+            (
+                "ner_unknown_type_rate",
+                "lower",
+                "predicted entities whose type is no ontology class / predicted",
+            ),
+            (
+                "re_precision",
+                "higher",
+                "Σ correct triples / Σ predicted triples, negative labels excluded (TACRED)",
+            ),
+            ("re_recall", "higher", "Σ correct triples / Σ gold triples, negative labels excluded (TACRED)"),
+            ("re_f1", "higher", "2PR / (P + R) of re_precision and re_recall"),
+            (
+                "re_unknown_predicate_rate",
+                "lower",
+                "predicted triples whose relation the ontology lacks / predicted",
+            ),
+            (
+                "re_domain_violation_rate",
+                "lower",
+                "predicted triples whose subject_type does not satisfy the property's domain / checked",
+            ),
+            (
+                "re_range_violation_rate",
+                "lower",
+                "predicted triples whose object_type does not satisfy the property's range / checked",
+            ),
+        ),
+    ),
+)
+
+INGESTION: tuple[Scorer, ...] = (PARSING, CHUNKING, INDEX, CLEANING, EXTRACTION)

@@ -84,6 +84,7 @@ HAS: dict[str, set[str]] = {
         "shacl",
         "rewrite",
         "consistency",
+        "routing",
     },
     "per_node_rollup": {
         "hierarchy",
@@ -101,6 +102,9 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "extraction",
+        "cleaning",
+        "routing",
     },
     "score_command": {
         "hierarchy",
@@ -118,6 +122,9 @@ HAS: dict[str, set[str]] = {
         "nuggets",
         "chunking",
         "index",
+        "extraction",
+        "cleaning",
+        "routing",
     },
 }
 """The families that have each listed (not derived) property."""
@@ -133,6 +140,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "system": f"{_NOT_STREAMED}: latency and cost quantiles are taken over all records",
         "rewrite": f"{_NOT_STREAMED}: the recall–latency frontier spans all records",
         "index": f"{_NOT_STREAMED}: the freshness-lag quantiles are taken over all records",
+        "cleaning": f"{_NOT_STREAMED}: near-duplicate pairs join documents across all records",
     },
     "reads_ontology_ids": {
         "trec": "reads query and document ids of TREC qrels and runs, no ontology id",
@@ -148,6 +156,9 @@ EXEMPT: dict[str, dict[str, str]] = {
         "chunking": "reads one category id per document, checked against the ontology (an unknown "
         "category is an error); chunk and document ids are not ontology ids",
         "index": "reads vector / document ids and timestamps, no ontology id",
+        "extraction": "entity types and predicates are tag / relation labels looked up as exact ontology "
+        "ids (with type_prefix): gold unknown is an error, predicted unknown a counted fault",
+        "cleaning": "reads texts, character spans, language codes and document ids, no ontology id",
     },
     "needs_ontology": {
         "trec": "the ontology is optional: only per-branch figures (query nodes) use it",
@@ -160,6 +171,9 @@ EXEMPT: dict[str, dict[str, str]] = {
         "nuggets": "the ontology is optional: only concept nuggets (assigned through the hierarchy) and "
         "the per-branch roll-up use it; a concept nugget without one is an error",
         "index": "the ontology is optional: only the per-branch roll-up (-O) uses it",
+        "extraction": "the ontology is optional: with -O entity types are its classes (hierarchy credit, "
+        "per-class roll-up) and relations its predicates (domain/range checks)",
+        "cleaning": "the ontology is optional: only the per-branch roll-up (-O) uses it",
         "chunking": "the ontology is optional: with -O the chunks' ancestry is checked as a path of "
         "the ontology (without it only its shape: a list ending at the category) and the category "
         "must be an id of it",

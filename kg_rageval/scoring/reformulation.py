@@ -298,4 +298,88 @@ CONSISTENCY = Scorer(
     ),
 )
 
-REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE, NUGGETS, CONSISTENCY)
+_CLASS_AVG = tuple(
+    (f"{{p}}.{avg}.{k}", "higher", f"{avg} {k} over the {{what}} labels ({how})")
+    for avg, how in (
+        ("macro", "mean of the defined per-label values"),
+        ("weighted", "support-weighted mean of the defined per-label values"),
+        ("micro", "pooled tp / fp / fn: equal to accuracy for single-label decisions"),
+    )
+    for k in ("precision", "recall", "f1")
+)
+
+
+def _class_metrics(p: str, labels: tuple[str, ...], what: str) -> list[tuple[str, str, str]]:
+    out = [(f"{p}.accuracy", "higher", f"records whose predicted {what} is the gold one / {what} decisions")]
+    for lab in labels:
+        out += [
+            (f"{p}.{lab}.precision", "higher", f"tp / predicted {lab} (missing when never predicted)"),
+            (f"{p}.{lab}.recall", "higher", f"tp / gold {lab} (missing when never gold)"),
+            (f"{p}.{lab}.f1", "higher", f"2·tp / (2·tp + fp + fn) of {lab}"),
+            (f"{p}.{lab}.support", "none", f"records whose gold {what} is {lab}"),
+        ]
+    return out + [(n.format(p=p), d, f.format(what=what)) for n, d, f in _CLASS_AVG]
+
+
+ROUTING = Scorer(
+    name="routing",
+    target="kg_rageval.families.routing:score_routing",
+    sections=("routing",),
+    section_required=True,
+    description="Routing: intent P/R/F1 (as scikit-learn's classification_report, zero_division=nan), "
+    "routing correctness over ontology nodes with Wu-Palmer and hierarchical credit and the confusion "
+    "taxonomy (ancestor, descendant, sibling branch, unrelated branch, unknown id), adaptive retrieval "
+    "modes with over- and under-retrieval counted apart and cost per mode; per branch.",
+    metrics=metric_specs(
+        "routing",
+        "routing",
+        (
+            *_class_metrics("intent", ("{intent:word}",), "intent"),
+            ("route.accuracy", "higher", "records routed to exactly the gold node / route decisions"),
+            (
+                "route.wu_palmer.mean",
+                "higher",
+                "mean Wu-Palmer of (gold, routed) nodes, identical = 1, unknown routed node = 0",
+            ),
+            (
+                "route.hierarchical_precision",
+                "higher",
+                "Σ |anc(p) ∩ anc(g)| / Σ |anc(p)| (ancestor-or-self sets, roots left out)",
+            ),
+            ("route.hierarchical_recall", "higher", "Σ |anc(p) ∩ anc(g)| / Σ |anc(g)|"),
+            ("route.hierarchical_f1", "higher", "harmonic mean of hierarchical precision and recall"),
+            ("route.ancestor_rate", "lower", "routed to an ancestor of the gold node (too general) / routes"),
+            (
+                "route.descendant_rate",
+                "lower",
+                "routed to a descendant of the gold node (too specific) / routes",
+            ),
+            (
+                "route.sibling_branch_rate",
+                "lower",
+                "routed off the gold line but within a common branch below the root / routes",
+            ),
+            (
+                "route.unrelated_branch_rate",
+                "lower",
+                "routed to a node sharing only the root (or nothing) with the gold node / routes",
+            ),
+            ("route.unknown_id_rate", "lower", "routed to a node the ontology lacks (system fault) / routes"),
+            *_class_metrics("mode", ("no_retrieval", "one_shot", "iterative"), "mode"),
+            (
+                "mode.over_retrieval_rate",
+                "lower",
+                "predicted mode above gold (no_retrieval < one_shot < iterative) / mode decisions",
+            ),
+            ("mode.under_retrieval_rate", "lower", "predicted mode below gold / mode decisions"),
+            *(
+                (f"mode.{m}.cost.mean", "lower", f"mean recorded cost of the records routed to {m}")
+                for m in ("no_retrieval", "one_shot", "iterative")
+            ),
+            ("mode.cost.mean", "lower", "mean recorded cost over the mode decisions with a cost"),
+        ),
+    ),
+    params=ID_PARAMS,
+)
+
+REFORMULATION: tuple[Scorer, ...] = (REWRITE, ITERATIVE, NUGGETS, CONSISTENCY, ROUTING)

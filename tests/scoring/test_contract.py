@@ -36,6 +36,9 @@ QUALITY = (
     "nuggets",
     "chunking",
     "index",
+    "extraction",
+    "cleaning",
+    "routing",
 )
 """Families scored on the demo records with judges and system sections (add_quality_sections)."""
 

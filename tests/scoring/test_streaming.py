@@ -62,8 +62,10 @@ def test_streamable_families_are_declared():
         "iterative",
         "parsing",
         "consistency",
+        "routing",
         "nuggets",
         "chunking",
+        "extraction",
     }
 
 

@@ -55,11 +55,13 @@ class PPIResult:
 
 
 def z_value(level: float) -> float:
-    from scipy.stats import norm  # type: ignore[import-untyped]
+    """``scipy.stats.norm.ppf((1 + level) / 2)`` (``kg_rageval.base.normal``: no scipy import
+    for the usual levels)."""
+    from kg_rageval.base.normal import normal_ppf
 
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), not {level!r}")
-    return float(norm.ppf((1 + level) / 2))
+    return normal_ppf((1 + level) / 2)
 
 
 def ppi_sums(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequence[float]) -> dict[str, float]:

@@ -520,6 +520,25 @@ def _match_overlap(g_rec, g_s, g_e, p_rec, p_s, p_e) -> tuple[np.ndarray, np.nda
     return np.asarray(gi_all, np.int64), np.asarray(pi_all, np.int64)
 
 
+def match_spans(
+    g_rec: np.ndarray,
+    g_s: np.ndarray,
+    g_e: np.ndarray,
+    p_rec: np.ndarray,
+    p_s: np.ndarray,
+    p_e: np.ndarray,
+    *,
+    overlap: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The one-to-one span alignment of this module (its docstring, *Alignment*) for other
+    families: int64 arrays of group, start and end of the gold and the predicted spans (a
+    *group* is what may pair: the record here, ``(record, entity type)`` for PII scrubbing).
+    Returns the index pairs ``(gold, pred)``: identical ``(group, start, end)`` when strict,
+    the greedy most-shared-characters rule with ``overlap=True``."""
+    fn = _match_overlap if overlap else _match_strict
+    return fn(g_rec, g_s, g_e, p_rec, p_s, p_e)
+
+
 def _apply_status(
     resolver: IdResolver, records, side: _Side, rec: np.ndarray, codes: np.ndarray, mode: str, role: str
 ) -> int:

@@ -5,68 +5,105 @@ filter replay with entitlement, false exclusion and its attribution, per ontolog
 See ``docs/retrieval.md``. Heavy pieces import lazily; this package imports only numpy.
 """
 
-from kg_rageval.contract.measures import MeasureSpec, parse_measure, parse_measures
-from kg_rageval.families.retrieval.compare import (
-    PairedComparison,
-    bootstrap_ci,
-    compare_runs,
-    paired_compare,
-    permutation_p,
-)
-from kg_rageval.families.retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS, Corpus, read_corpus
-from kg_rageval.families.retrieval.files import (
-    MeasuresFamily,
-    RunScore,
-    query_gold_nodes,
-    read_query_nodes,
-    score_run,
-    to_evaluation,
-)
-from kg_rageval.families.retrieval.filters import OPS, Filter, parse_filters, predicate_counts, replay
-from kg_rageval.families.retrieval.fusion import alpha_sweep, convex, convex_runs, normalise, rrf, rrf_runs
-from kg_rageval.families.retrieval.measures import (
-    Aggregate,
-    PerQueryMeasures,
-    aggregate,
-    compute,
-    trec_eval_lines,
-)
-from kg_rageval.families.retrieval.metrics import (
-    PerQuery,
-    RetrievalFamily,
-    evaluate,
-    evaluate_dicts,
-    evaluate_run,
-    metric_names,
-)
-from kg_rageval.families.retrieval.preference import (
-    HardSoftResult,
-    PreferenceFamily,
-    hard_vs_soft,
-    score_preference,
-)
-from kg_rageval.families.retrieval.rerank import rerank_delta
-from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab
-from kg_rageval.families.retrieval.score import category_diagnosis, score_retrieval
-from kg_rageval.families.retrieval.significance import (
-    Comparison,
-    branch_masks,
-    compare_systems,
-    html_section,
-    render,
-)
-from kg_rageval.families.retrieval.trec import (
-    load_qrels,
-    load_run,
-    read_beir_qrels,
-    read_json_qrels,
-    read_json_run,
-    read_qrels,
-    read_run,
-    write_beir_qrels,
-    write_qrels,
-    write_run,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kg_rageval.base.imports import import_target
+
+_WHERE = {
+    "kg_rageval.contract.measures": (
+        "MeasureSpec",
+        "parse_measure",
+        "parse_measures",
+    ),
+    ".compare": (
+        "PairedComparison",
+        "bootstrap_ci",
+        "compare_runs",
+        "paired_compare",
+        "permutation_p",
+    ),
+    ".corpus": (
+        "DEFAULT_ENTITLEMENT_FIELDS",
+        "Corpus",
+        "read_corpus",
+    ),
+    ".files": (
+        "MeasuresFamily",
+        "RunScore",
+        "query_gold_nodes",
+        "read_query_nodes",
+        "score_run",
+        "to_evaluation",
+    ),
+    ".filters": (
+        "OPS",
+        "Filter",
+        "parse_filters",
+        "predicate_counts",
+        "replay",
+    ),
+    ".fusion": (
+        "alpha_sweep",
+        "convex",
+        "convex_runs",
+        "normalise",
+        "rrf",
+        "rrf_runs",
+    ),
+    ".measures": (
+        "Aggregate",
+        "PerQueryMeasures",
+        "aggregate",
+        "compute",
+        "trec_eval_lines",
+    ),
+    ".metrics": (
+        "PerQuery",
+        "RetrievalFamily",
+        "evaluate",
+        "evaluate_dicts",
+        "evaluate_run",
+        "metric_names",
+    ),
+    ".preference": (
+        "HardSoftResult",
+        "PreferenceFamily",
+        "hard_vs_soft",
+        "score_preference",
+    ),
+    ".rerank": ("rerank_delta",),
+    ".runs": (
+        "Qrels",
+        "Run",
+        "Vocab",
+    ),
+    ".score": (
+        "category_diagnosis",
+        "score_retrieval",
+    ),
+    ".significance": (
+        "Comparison",
+        "branch_masks",
+        "compare_systems",
+        "html_section",
+        "render",
+    ),
+    ".trec": (
+        "load_qrels",
+        "load_run",
+        "read_beir_qrels",
+        "read_json_qrels",
+        "read_json_run",
+        "read_qrels",
+        "read_run",
+        "write_beir_qrels",
+        "write_qrels",
+        "write_run",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "Aggregate",
@@ -134,3 +171,88 @@ __all__ = [
     "write_qrels",
     "write_run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = import_target(f"{module}:{name}", package=__name__)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from kg_rageval.contract.measures import MeasureSpec, parse_measure, parse_measures
+    from kg_rageval.families.retrieval.compare import (
+        PairedComparison,
+        bootstrap_ci,
+        compare_runs,
+        paired_compare,
+        permutation_p,
+    )
+    from kg_rageval.families.retrieval.corpus import DEFAULT_ENTITLEMENT_FIELDS, Corpus, read_corpus
+    from kg_rageval.families.retrieval.files import (
+        MeasuresFamily,
+        RunScore,
+        query_gold_nodes,
+        read_query_nodes,
+        score_run,
+        to_evaluation,
+    )
+    from kg_rageval.families.retrieval.filters import OPS, Filter, parse_filters, predicate_counts, replay
+    from kg_rageval.families.retrieval.fusion import (
+        alpha_sweep,
+        convex,
+        convex_runs,
+        normalise,
+        rrf,
+        rrf_runs,
+    )
+    from kg_rageval.families.retrieval.measures import (
+        Aggregate,
+        PerQueryMeasures,
+        aggregate,
+        compute,
+        trec_eval_lines,
+    )
+    from kg_rageval.families.retrieval.metrics import (
+        PerQuery,
+        RetrievalFamily,
+        evaluate,
+        evaluate_dicts,
+        evaluate_run,
+        metric_names,
+    )
+    from kg_rageval.families.retrieval.preference import (
+        HardSoftResult,
+        PreferenceFamily,
+        hard_vs_soft,
+        score_preference,
+    )
+    from kg_rageval.families.retrieval.rerank import rerank_delta
+    from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab
+    from kg_rageval.families.retrieval.score import category_diagnosis, score_retrieval
+    from kg_rageval.families.retrieval.significance import (
+        Comparison,
+        branch_masks,
+        compare_systems,
+        html_section,
+        render,
+    )
+    from kg_rageval.families.retrieval.trec import (
+        load_qrels,
+        load_run,
+        read_beir_qrels,
+        read_json_qrels,
+        read_json_run,
+        read_qrels,
+        read_run,
+        write_beir_qrels,
+        write_qrels,
+        write_run,
+    )
