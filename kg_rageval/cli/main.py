@@ -66,7 +66,7 @@ HELP = {
     "fuse": "Fuse N runs into one TREC run: RRF, convex (α sweep), CombSUM/MNZ/MAX/ANZ.",
     "metrics": "List every metric: family, formula, parameters, direction.",
     "testset": "Build, plan, split and check ontology-driven test sets.",
-    "monitor": "Production monitoring: window store, drift per ontology branch, calibration.",
+    "monitor": "Production monitoring: window store, drift per ontology branch, calibration, the monitoring page.",
     "import": "Turn RAGAS, DeepEval, BEIR, TREC RAG, Phoenix or OTLP data into records (missing counted).",
     "hierarchy": "Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     "linking": "Entity linking and NIL evaluation (mentions section).",

@@ -24,7 +24,7 @@ store_option = click.option(
 
 @click.group("monitor")
 def monitor() -> None:
-    """Production monitoring: windows, a window store, drift per ontology branch."""
+    """Production monitoring: windows, a window store, drift per ontology branch, the monitoring page (report)."""
 
 
 # ---------------------------------------------------------------------- monitor ingest
@@ -190,6 +190,130 @@ def _render_drift(p: dict[str, Any]) -> str:
                    + ("ALERT" if r["alert"] else "quiet"))  # fmt: skip
         out.append(table(rows, ["test", "branch", "n ref", "n cur", "statistic", "p", "p adj", ""]))
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------------- monitor report
+@monitor.command("report")
+@store_option
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the monitoring page (one self-contained HTML file).",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the payload as JSON (for machines).",
+)
+@click.option("--reference", default=None, help="The reference window (default: the first window shown).")
+@click.option("--current", default=None, help="The last window shown (default: the latest window).")
+@click.option(
+    "--last", type=click.IntRange(2), default=None, help="Show only the last N windows up to --current."
+)
+@click.option(
+    "--golden", type=click.Path(exists=True), default=None, help="Golden set for new-concept drift."
+)
+@click.option(
+    "--ontology", "-O", "ontology_path", default=None, help="Ontology to canonicalise the golden set's ids."
+)
+@click.option(
+    "--alpha", type=float, default=0.05, show_default=True, help="Level of the corrected drift tests."
+)
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh"]),
+    default="holm",
+    show_default=True,
+    help="Multiple-testing correction across the tests of each window.",
+)
+@click.option(
+    "--permutations", type=click.IntRange(1), default=100, show_default=True, help="MMD permutations."
+)
+@click.option(
+    "--sigma", type=float, default=None, help="RBF bandwidth (default: median heuristic on the reference)."
+)
+@click.option(
+    "--min-rows",
+    type=click.IntRange(2),
+    default=10,
+    show_default=True,
+    help="Embeddings per window and branch below which MMD is insufficient evidence.",
+)
+@click.option(
+    "--rate-min-rows",
+    type=click.IntRange(1),
+    default=30,
+    show_default=True,
+    help="Rows of a rate cell below which it is insufficient evidence.",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="False-alarm budget of each rate's control bands.",
+)
+@click.option(
+    "--across-windows",
+    is_flag=True,
+    help="Correct the drift p-values of every compared window as one family (default: each window on its own).",
+)
+@click.option(
+    "--rate-reference",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="The first N windows shown pooled as the rate bands' reference.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@format_option
+def report(
+    store_path, html_out, json_out, reference, current, last, golden, ontology_path, alpha, correction,
+    permutations, sigma, min_rows, rate_min_rows, budget, across_windows, rate_reference, seed, fmt,
+) -> None:  # fmt: skip
+    """The monitoring page of a store (read-only): drift per window against the reference and
+    rates with binomial control bands, per branch, alerts marked; --html a self-contained page,
+    --json the payload. Exit 0 quiet, 1 alert, 2 input error."""
+    import json
+    from pathlib import Path
+
+    from kg_rageval.base.outputs import refuse_overwrite
+    from kg_rageval.monitor.drift import golden_concepts
+    from kg_rageval.monitor.page import monitor_report, render_html
+    from kg_rageval.monitor.store import WindowStore
+
+    refuse_overwrite(
+        {"--html": html_out, "--json": json_out},
+        {"--store": store_path, "--golden": golden, "--ontology": ontology_path},
+    )
+    onto = load_ontology_cli(ontology_path) if ontology_path else None
+    gold = golden_concepts(golden, onto) if golden else None
+    with WindowStore(store_path, read_only=True) as store:
+        payload = monitor_report(
+            store, reference=reference, current=current, last=last, golden=gold, alpha=alpha,
+            correction=correction, n_permutations=permutations, sigma=sigma, seed=seed,
+            min_rows=min_rows, rate_min_rows=rate_min_rows, budget=budget, rate_reference=rate_reference, across_windows=across_windows,
+        )  # fmt: skip
+    if json_out:
+        Path(json_out).write_text(json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    if html_out:
+        Path(html_out).write_text(render_html(payload), encoding="utf-8")
+    emit(payload, fmt, _render_report)
+    if payload["status"] == "alert":
+        sys.exit(1)
+
+
+def _render_report(p: dict[str, Any]) -> str:
+    rows = [[a["kind"], a["check"], a["window"], a["branch"], a["status"]] for a in p["alerts"]]
+    head = (
+        f"{p['store']}: {len(p['windows'])} windows, reference {p['reference']}: "
+        f"{p['status'].upper()} ({len(p['alerts'])} alert(s))\n{p['correction_note']}"
+    )
+    return head + ("\n" + table(rows, ["kind", "check", "window", "branch", "status"]) if rows else "")
 
 
 # ---------------------------------------------------------------------- monitor windows

@@ -169,15 +169,29 @@ def binomial_band(n: int, p0: float, alpha: float) -> tuple[int, int]:
     return int(binom.ppf(alpha / 2, n, p0)), int(binom.isf(alpha / 2, n, p0))
 
 
+def predictive_band(n: int, k0: int, n0: int, alpha: float) -> tuple[int, int]:
+    """Acceptance region ``[lo, hi]`` of a window's count that carries the reference's own
+    sampling error: the beta-binomial posterior predictive of ``n`` rows given ``k0`` of ``n0``
+    reference rows (Jeffreys prior, ``BetaBinomial(n, k0 + 1/2, n0 - k0 + 1/2)``), ``P(X < lo)
+    <= alpha/2`` and ``P(X > hi) <= alpha/2``; it tends to :func:`binomial_band` as ``n0`` grows."""
+    from scipy.stats import betabinom
+
+    dist = betabinom(n, k0 + 0.5, n0 - k0 + 0.5)
+    return int(dist.ppf(alpha / 2)), int(dist.isf(alpha / 2))
+
+
 def apply_bands(
     cells: Mapping[tuple[str, str], RateCell],
     reference: Sequence[str],
     *,
     budget: float = 0.05,
+    reference_error: bool = False,
 ) -> dict[str, Any]:
     """Set band and status of every non-reference cell from the pooled reference rate of its
     group; returns the stated false-alarm budget. Status: ``ok``, ``above band``, ``below
-    band``, ``insufficient evidence`` (too few rows in the window or in the reference)."""
+    band``, ``insufficient evidence`` (too few rows in the window or in the reference).
+    ``reference_error``: the band is :func:`predictive_band` (the reference rate's own
+    sampling error included) instead of :func:`binomial_band` around it taken as known."""
     ref = set(reference)
     pooled: dict[str, tuple[int, int]] = {}
     for (w, g), c in cells.items():
@@ -193,7 +207,7 @@ def apply_bands(
             c.status = INSUFFICIENT
             continue
         p0 = k0 / n0
-        lo, hi = binomial_band(c.n, p0, alpha)
+        lo, hi = predictive_band(c.n, k0, n0, alpha) if reference_error else binomial_band(c.n, p0, alpha)
         c.band = (lo / c.n, hi / c.n)
         c.status = "below band" if c.k < lo else "above band" if c.k > hi else "ok"
     for (w, _), c in cells.items():
@@ -203,7 +217,12 @@ def apply_bands(
         "false_alarm_budget": budget,
         "per_window_alpha": alpha,
         "correction": f"Bonferroni over {m} monitored window cells",
-        "band": "exact binomial acceptance region around the pooled reference rate",
+        "band": (
+            "beta-binomial predictive acceptance region from the pooled reference counts (Jeffreys "
+            "prior: the reference rate's own sampling error included)"
+            if reference_error
+            else "exact binomial acceptance region around the pooled reference rate"
+        ),
     }
 
 

@@ -101,3 +101,16 @@ def test_faithfulness_from_judgment_and_review():
     assert perf.faithful(row(half)) is False
     assert perf.faithful(row({**half, "review": {"faithful": True}})) is True
     assert perf.faithful(row({"answer": {}})) is None
+
+
+def test_predictive_band_carries_the_reference_error():
+    """Beta-binomial predictive band (Jeffreys) against scipy, wider than the plug-in binomial
+    band of the same counts, and tending to it as the reference grows."""
+    from scipy.stats import betabinom
+
+    d = betabinom(100, 10.5, 90.5)
+    assert perf.predictive_band(100, 10, 100, 0.01) == (int(d.ppf(0.005)), int(d.isf(0.005)))
+    small = perf.predictive_band(100, 10, 100, 0.01)
+    plug = perf.binomial_band(100, 0.1, 0.01)
+    assert small[0] <= plug[0] and small[1] > plug[1]
+    assert perf.predictive_band(100, 100_000, 1_000_000, 0.01) == plug
