@@ -311,3 +311,52 @@ def test_extraction_gates_per_entity_and_relation_type(tmp_path):
             ),
             progress=False,
         )
+
+
+def _score_json(capsys, *args: str) -> tuple[int, dict]:
+    code = main(["score", "extraction", *args, "--format", "json"])
+    out = capsys.readouterr()
+    return code, (json.loads(out.out) if code == 0 else {"err": out.err})
+
+
+def test_score_command_reads_the_reference_tools_files(capsys):
+    """--conll (conlleval layout: gold and predicted tags, the last two columns): seqeval's
+    default micro P/R/F1 8/13, 8/12, 0.64; --tacred/--tacred-pred: the TACRED scorer's P 0.6,
+    R 0.75; --docred/--docred-pred: P 1/3, R 1/2, F1 0.4."""
+    code, p = _score_json(capsys, "--conll", str(FIX / "conll2003_sample.conll"))
+    assert code == 0 and p["data"].endswith("conll2003_sample.conll")
+    m = p["metrics"]
+    assert m["extraction.ner_precision"]["value"] == pytest.approx(8 / 13)
+    assert m["extraction.ner_recall"]["value"] == pytest.approx(8 / 12)
+    assert m["extraction.ner_f1"]["value"] == pytest.approx(0.64)
+    code, p = _score_json(
+        capsys, "--tacred", str(FIX / "tacred_sample.json"), "--tacred-pred", str(FIX / "tacred_pred.json")
+    )
+    assert code == 0
+    assert p["metrics"]["extraction.re_precision"]["value"] == pytest.approx(0.6)
+    assert p["metrics"]["extraction.re_recall"]["value"] == pytest.approx(0.75)
+    code, p = _score_json(
+        capsys, "--docred", str(FIX / "docred_sample.json"), "--docred-pred", str(FIX / "docred_pred.json")
+    )
+    assert code == 0
+    assert p["metrics"]["extraction.re_precision"]["value"] == pytest.approx(1 / 3)
+    assert p["metrics"]["extraction.re_f1"]["value"] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give exactly one of --data, --conll, --tacred, --docred"),
+        (
+            ("--data", str(FIX / "records.jsonl"), "--conll", str(FIX / "conll2003_sample.conll")),
+            "given: --data, --conll",
+        ),
+        (
+            ("--data", str(FIX / "records.jsonl"), "--tacred-pred", str(FIX / "tacred_pred.json")),
+            "--tacred-pred goes with --tacred",
+        ),
+    ],
+)
+def test_score_command_needs_one_source(capsys, args, message):
+    code, p = _score_json(capsys, *args)
+    assert code == 2 and message in p["err"]
