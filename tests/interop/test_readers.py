@@ -183,3 +183,23 @@ def test_round_trip_10k_rows_keeps_every_field(tmp_path):
         "answer.text": 0,
         "reference.answer": 0,
     }
+
+
+def test_deepeval_jsonl_and_csv_lists_joined_by_a_bar(tmp_path):
+    """DeepEval's save_as(file_type="jsonl"/"csv") writes retrieval_context and context as one
+    '|'-joined text (tests/interop/test_real_packages.py checks it on deepeval's own files)."""
+    p = tmp_path / "g.jsonl"
+    p.write_text(
+        json.dumps({"input": "q", "retrieval_context": "c1|c2", "context": "x", "name": None})
+        + "\n"
+        + json.dumps({"input": "q2", "retrieval_context": ""})
+        + "\n",
+        encoding="utf-8",
+    )
+    first, second = read("deepeval", p).records
+    assert first["retrieval"] == {"contexts": ["c1", "c2"]} and first["source"]["extra"] == {"context": ["x"]}
+    assert "retrieval" not in second
+    c = tmp_path / "g.csv"
+    c.write_text("input,actual_output,retrieval_context\nq,a,c1|c2\n", encoding="utf-8")
+    (rec,) = read("deepeval", c).records
+    assert rec["retrieval"] == {"contexts": ["c1", "c2"]} and rec["answer"] == {"text": "a"}
