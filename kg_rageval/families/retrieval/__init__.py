@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kg_rageval.base.imports import import_target
+from kg_rageval.base.imports import lazy_exports
 
 _WHERE = {
     "kg_rageval.contract.measures": (
@@ -173,17 +173,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = import_target(f"{module}:{name}", package=__name__)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, globals(), __all__)
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
