@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_startup import prepare, tiny_commands
+
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "fixtures"
 
@@ -79,138 +81,16 @@ def _present(modules: list[str], names: tuple[str, ...]) -> list[str]:
     return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
 
 
-@pytest.fixture(scope="module")
-def attack_kgro(tmp_path_factory):
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        from conformance_helpers import build_attack_like
-    finally:
-        sys.path.pop(0)
-    from kg_rageval.ontology.cache import save_compiled
-
-    return str(save_compiled(build_attack_like(), tmp_path_factory.mktemp("kgro") / "attack_like.kgro"))
-
-
-TINY = {
-    "score hierarchy": [
-        "score",
-        "hierarchy",
-        "-O",
-        str(FIX / "hierarchy" / "vehicles.obo"),
-        "-d",
-        str(FIX / "hierarchy" / "records.jsonl"),
-    ],
-    "score linking": [
-        "score",
-        "linking",
-        "-O",
-        str(FIX / "linking" / "vehicles.tsv"),
-        "-d",
-        str(FIX / "linking" / "records.jsonl"),
-    ],
-    "score retrieval": [
-        "score",
-        "retrieval",
-        "-O",
-        str(FIX / "retrieval" / "attack-mini.tsv"),
-        "-d",
-        str(FIX / "retrieval" / "seed_metrics.jsonl"),
-    ],
-    "score generation": [
-        "score",
-        "generation",
-        "-O",
-        str(FIX / "generation" / "vehicles.csv"),
-        "-d",
-        str(FIX / "generation" / "records.jsonl"),
-    ],
-    "score retrieval --qrels/--run": [
-        "score",
-        "retrieval",
-        "--qrels",
-        str(FIX / "retrieval" / "qrels.txt"),
-        "--run",
-        str(FIX / "retrieval" / "run.txt"),
-    ],
-    "score consistency": [
-        "score",
-        "consistency",
-        "-O",
-        str(FIX / "hierarchy" / "vehicles.obo"),
-        "-d",
-        str(FIX / "consistency" / "samples.jsonl"),
-    ],
-    "score nuggets": [
-        "score",
-        "nuggets",
-        "-O",
-        str(FIX / "hierarchy" / "vehicles.obo"),
-        "-d",
-        str(FIX / "nuggets" / "records.jsonl"),
-    ],
-    "score parsing": ["score", "parsing", "-d", str(FIX / "parsing" / "pages.jsonl")],
-    "score chunking": ["score", "chunking", "-d", str(FIX / "chunking" / "docs.jsonl")],
-    "score index": ["score", "index", "-d", str(FIX / "index" / "queries.jsonl"), "--k", "3"],
-    "score cleaning": ["score", "cleaning", "-d", str(FIX / "cleaning" / "documents.jsonl")],
-    "score routing": [
-        "score",
-        "routing",
-        "-O",
-        str(FIX / "hierarchy" / "vehicles.obo"),
-        "-d",
-        str(FIX / "routing" / "decisions.jsonl"),
-    ],
-    # without -O: the fixture's ontology is Turtle (domain / range), read by pyoxigraph
-    "score extraction": ["score", "extraction", "-d", str(FIX / "extraction" / "records.jsonl")],
-    "score provenance": [
-        "score",
-        "provenance",
-        "-O",
-        str(FIX / "generation" / "vehicles.csv"),
-        "-d",
-        str(FIX / "generation" / "prov_records.jsonl"),
-        "--corpus",
-        str(FIX / "generation" / "corpus.jsonl"),
-    ],
-    "score relations": [
-        "score",
-        "relations",
-        "-O",
-        str(FIX / "ontology" / "kg_catalogue.csv"),
-        "--ontology-option",
-        f"triples={FIX / 'ontology' / 'kg_triples.csv'}",
-        "-d",
-        str(FIX / "relations" / "catalogue.jsonl"),
-    ],
-    "score system": ["score", "system", "-O", str(FIX / "hierarchy" / "vehicles.obo"), "-d", "{q7}"],
-    "score judges": ["score", "judges", "-O", str(FIX / "hierarchy" / "vehicles.obo"), "-d", "{q7}"],
-    "score preference": [
-        "score",
-        "preference",
-        "-O",
-        str(FIX / "retrieval" / "attack-mini.tsv"),
-        "-d",
-        str(FIX / "retrieval" / "preference_records.jsonl"),
-        "--corpus",
-        str(FIX / "retrieval" / "preference_corpus.jsonl"),
-        "--field",
-        "category",
-        "--op",
-        "within",
-        "--value-from",
-        "labels.pred",
-        "--k",
-        "1",
-    ],
-    "ontology inspect": ["ontology", "inspect", str(FIX / "hierarchy" / "vehicles.obo")],
-    "metrics": ["metrics"],
-}
+TINY_NAMES = list(tiny_commands(ROOT, Path("unused")))
+"""The tiny commands: one table with the start-up benchmark (benchmarks/bench_startup.py), so
+what is measured is what is checked."""
 _LEAN = NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random")
 # what each may not import beyond NEVER (what the command does not use)
 NOT_USED = {
     "score hierarchy": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
     "score linking": NO_SCAN + ("pydantic", "yaml", "numpy.random"),
     "score retrieval": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
+    "score conformance": ("numpy.random",),  # yaml and pydantic: the spec
     "score generation": ("yaml", "numpy.random"),  # pydantic: the faithfulness judgments
     # issue #33: the TREC pair reads no numba kernels and no scipy; system no longer imports the
     # generation package's judgment models (pydantic); judges and nuggets take the normal
@@ -239,44 +119,25 @@ def test_score_hierarchy_help_imports_no_scipy():
 
 
 @pytest.fixture(scope="module")
-def quality_records(tmp_path_factory):
-    """The first 7 hierarchy fixture records with the quality sections of tests/family_demo.py
-    (judges, system, parsing, nuggets, chunking)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        from family_demo import add_quality_sections
-    finally:
-        sys.path.pop(0)
-    from kg_rageval.ontology import load_ontology
-
-    recs = [json.loads(x) for x in (FIX / "hierarchy" / "records.jsonl").read_text().splitlines()[:7]]
-    path = tmp_path_factory.mktemp("q7") / "q7.jsonl"
-    quality = add_quality_sections(recs, load_ontology(FIX / "hierarchy" / "vehicles.obo"))
-    path.write_text("".join(json.dumps(r) + "\n" for r in quality))
-    return str(path)
+def tiny(tmp_path_factory) -> dict[str, list[str]]:
+    """The benchmark's tiny commands over its prepared inputs (7 hierarchy records, the same
+    with the quality sections of tests/family_demo.py, the conformance ontology as a .kgro)."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    prepare(tmp)
+    return tiny_commands(ROOT, tmp)
 
 
-@pytest.mark.parametrize("name", list(TINY))
-def test_tiny_command_imports_only_what_it_uses(name, quality_records):
-    res = _probe(*(a.replace("{q7}", quality_records) for a in TINY[name]))
+@pytest.mark.parametrize("name", TINY_NAMES)
+def test_tiny_command_imports_only_what_it_uses(name, tiny):
+    res = _probe(*tiny[name])
     assert res["code"] == 0
     assert "kg_rageval.cli.main" in res["modules"]  # the probe saw the command's modules
     assert _present(res["modules"], NEVER + NOT_USED[name]) == []
 
 
-def test_tiny_score_conformance(attack_kgro):
-    res = _probe(
-        "score",
-        "conformance",
-        "-O",
-        attack_kgro,
-        "--schema-spec",
-        str(FIX / "conformance" / "attack_spec.yaml"),
-        "-d",
-        str(FIX / "conformance" / "records.jsonl"),
-    )
+def test_tiny_score_conformance_validates_its_spec(tiny):
+    res = _probe(*tiny["score conformance"])
     assert res["code"] == 0
-    assert _present(res["modules"], NEVER + ("numpy.random",)) == []
     assert "yaml" in res["modules"] and "pydantic" in res["modules"]  # the YAML spec is validated by pydantic
 
 
