@@ -7,6 +7,7 @@ The group stays open: other ``monitor`` subcommands are added to it from their o
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -90,6 +91,53 @@ def _render_ingest(p: dict[str, Any]) -> str:
     return f"{p['traffic']} → {p['store']}\n" + table(rows, ["window", "rows", ""])
 
 
+def drift_test_options(correction_scope: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The drift-test options ``monitor drift`` and ``monitor report`` share: ``--golden``,
+    ``--ontology``, ``--alpha``, ``--correction`` (its help ends with ``correction_scope``),
+    ``--permutations``, ``--sigma``."""
+    options = [
+        click.option(
+            "--golden",
+            type=click.Path(exists=True),
+            default=None,
+            help="Golden set (records file or test-set build) for new-concept drift.",
+        ),
+        click.option(
+            "--ontology",
+            "-O",
+            "ontology_path",
+            default=None,
+            help="Ontology to canonicalise the golden set's ids.",
+        ),
+        click.option(
+            "--alpha", type=float, default=0.05, show_default=True, help="Level of the corrected drift tests."
+        ),
+        click.option(
+            "--correction",
+            type=click.Choice(["holm", "bh"]),
+            default="holm",
+            show_default=True,
+            help=f"Multiple-testing correction {correction_scope}.",
+        ),
+        click.option(
+            "--permutations", type=click.IntRange(1), default=100, show_default=True, help="MMD permutations."
+        ),
+        click.option(
+            "--sigma",
+            type=float,
+            default=None,
+            help="RBF bandwidth (default: median heuristic on the reference).",
+        ),
+    ]
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return deco
+
+
 # ---------------------------------------------------------------------- monitor drift
 @monitor.command("drift")
 @store_option
@@ -98,29 +146,7 @@ def _render_ingest(p: dict[str, Any]) -> str:
 )
 @click.option("--current", default=None, help="The current window (default: the latest window).")
 @click.option("--rolling", is_flag=True, help="Every window after the reference against the reference.")
-@click.option(
-    "--golden",
-    type=click.Path(exists=True),
-    default=None,
-    help="Golden set (records file or test-set build) for new-concept drift.",
-)
-@click.option(
-    "--ontology", "-O", "ontology_path", default=None, help="Ontology to canonicalise the golden set's ids."
-)
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Level of the corrected tests.")
-@click.option(
-    "--correction",
-    type=click.Choice(["holm", "bh"]),
-    default="holm",
-    show_default=True,
-    help="Multiple-testing correction across branches and tests.",
-)
-@click.option(
-    "--permutations", type=click.IntRange(1), default=100, show_default=True, help="MMD permutations."
-)
-@click.option(
-    "--sigma", type=float, default=None, help="RBF bandwidth (default: median heuristic on the reference)."
-)
+@drift_test_options("across branches and tests")
 @click.option("--classifier", is_flag=True, help="Also the classifier two-sample test (needs scikit-learn).")
 @click.option(
     "--min-rows",
@@ -214,28 +240,7 @@ def _render_drift(p: dict[str, Any]) -> str:
 @click.option(
     "--last", type=click.IntRange(2), default=None, help="Show only the last N windows up to --current."
 )
-@click.option(
-    "--golden", type=click.Path(exists=True), default=None, help="Golden set for new-concept drift."
-)
-@click.option(
-    "--ontology", "-O", "ontology_path", default=None, help="Ontology to canonicalise the golden set's ids."
-)
-@click.option(
-    "--alpha", type=float, default=0.05, show_default=True, help="Level of the corrected drift tests."
-)
-@click.option(
-    "--correction",
-    type=click.Choice(["holm", "bh"]),
-    default="holm",
-    show_default=True,
-    help="Multiple-testing correction across the tests of each window.",
-)
-@click.option(
-    "--permutations", type=click.IntRange(1), default=100, show_default=True, help="MMD permutations."
-)
-@click.option(
-    "--sigma", type=float, default=None, help="RBF bandwidth (default: median heuristic on the reference)."
-)
+@drift_test_options("across the tests of each window")
 @click.option(
     "--min-rows",
     type=click.IntRange(2),
