@@ -275,6 +275,19 @@ def record_error(record: Record, field: str, message: str) -> InputError:
     return InputError(message, source=record.get("_source"), location=where(record, field))
 
 
+def record_object(record: Record, field: str, value: Any, allowed: frozenset[str]) -> dict:
+    """``value`` when it is an object whose keys are all in ``allowed``; else the
+    :func:`record_error` naming ``field`` (or ``field.<first unknown key>``)."""
+    if not isinstance(value, dict):
+        raise record_error(record, field, f"expected an object, found {type(value).__name__}")
+    unknown = set(value) - allowed
+    if unknown:
+        raise record_error(
+            record, f"{field}.{sorted(unknown)[0]}", f"unknown field; expected {', '.join(sorted(allowed))}"
+        )
+    return value
+
+
 def record_text(record: Record) -> str | None:
     """The text a record's mention spans index: ``text`` when it is a string, else ``query``
     when that is, else ``None`` (used by linking and ``kg-rageval link``)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kg_rageval.records._io import Record, record_error
+from kg_rageval.records._io import Record, record_error, record_object
 
 KINDS = ("table", "list", "numbered_section")
 _FIELDS = frozenset({"doc_id", "category", "structure", "chunks"})
@@ -69,17 +69,6 @@ class ChunkingSection:
     chunks: tuple[Chunk, ...]
 
 
-def _obj(record: Record, field: str, v: Any, allowed: frozenset[str]) -> dict:
-    if not isinstance(v, dict):
-        raise record_error(record, field, f"expected an object, found {type(v).__name__}")
-    unknown = set(v) - allowed
-    if unknown:
-        raise record_error(
-            record, f"{field}.{sorted(unknown)[0]}", f"unknown field; expected {', '.join(sorted(allowed))}"
-        )
-    return v
-
-
 def _list(record: Record, field: str, v: Any) -> list:
     if v is None:
         return []
@@ -112,7 +101,7 @@ def _span(record: Record, field: str, d: dict) -> tuple[int, int]:
 
 
 def _unit(record: Record, field: str, v: Any) -> Unit:
-    d = _obj(record, field, v, _UNIT_FIELDS)
+    d = record_object(record, field, v, _UNIT_FIELDS)
     kind = d.get("kind")
     if kind not in KINDS:
         raise record_error(record, f"{field}.kind", f"{kind!r} is not one of {', '.join(KINDS)}")
@@ -131,7 +120,7 @@ def _unit(record: Record, field: str, v: Any) -> Unit:
 def _source(record: Record, field: str, v: Any) -> Source | None:
     if v is None:
         return None
-    d = _obj(record, field, v, _SOURCE_FIELDS)
+    d = record_object(record, field, v, _SOURCE_FIELDS)
     page = d.get("page")
     if page is not None and (isinstance(page, bool) or not isinstance(page, (int, str))):
         raise record_error(
@@ -145,7 +134,7 @@ def _source(record: Record, field: str, v: Any) -> Source | None:
 
 
 def _chunk(record: Record, field: str, v: Any) -> Chunk:
-    d = _obj(record, field, v, _CHUNK_FIELDS)
+    d = record_object(record, field, v, _CHUNK_FIELDS)
     cid = d.get("id")
     if not isinstance(cid, str) or not cid:
         raise record_error(record, f"{field}.id", "a chunk needs a non-empty string id")
@@ -176,7 +165,7 @@ def chunking_section(record: Record) -> ChunkingSection | None:
     s = record.get("chunking")
     if s is None:
         return None
-    d = _obj(record, "chunking", s, _FIELDS)
+    d = record_object(record, "chunking", s, _FIELDS)
     doc_id = d.get("doc_id")
     if not isinstance(doc_id, str) or not doc_id:
         raise record_error(record, "chunking.doc_id", "required: the document's id (a non-empty string)")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kg_rageval.records._io import Record, record_error
+from kg_rageval.records._io import Record, record_error, record_object
 
 _FIELDS = frozenset({"doc_id", "text", "boilerplate", "language", "duplicates", "pii"})
 _PAIR_FIELDS = frozenset({"gold", "pred"})
@@ -55,17 +55,6 @@ class CleaningSection:
     duplicates_pred: tuple[str, ...] | None
     pii_gold: tuple[PiiSpan, ...] | None
     pii_pred: tuple[PiiSpan, ...] | None
-
-
-def _obj(record: Record, field: str, v: Any, allowed: frozenset[str]) -> dict:
-    if not isinstance(v, dict):
-        raise record_error(record, field, f"expected an object, found {type(v).__name__}")
-    unknown = set(v) - allowed
-    if unknown:
-        raise record_error(
-            record, f"{field}.{sorted(unknown)[0]}", f"unknown field; expected {', '.join(sorted(allowed))}"
-        )
-    return v
 
 
 def _list(record: Record, field: str, v: Any) -> list | None:
@@ -129,7 +118,7 @@ def _pii(record: Record, field: str, v: Any) -> tuple[PiiSpan, ...] | None:
     out = []
     for i, sp in enumerate(items):
         f = f"{field}[{i}]"
-        d = _obj(record, f, sp, _SPAN_FIELDS)
+        d = record_object(record, f, sp, _SPAN_FIELDS)
         for k in ("start", "end", "type"):
             if k not in d:
                 raise record_error(record, f"{f}.{k}", "required")
@@ -147,17 +136,17 @@ def cleaning_section(record: Record) -> CleaningSection | None:
     s = record.get("cleaning")
     if s is None:
         return None
-    d = _obj(record, "cleaning", s, _FIELDS)
+    d = record_object(record, "cleaning", s, _FIELDS)
     doc_id = d.get("doc_id", record.get("id"))
     if not isinstance(doc_id, str) or not doc_id:
         raise record_error(record, "cleaning.doc_id", "expected a non-empty string (the document's id)")
     text = d.get("text")
     if text is not None and not isinstance(text, str):
         raise record_error(record, "cleaning.text", f"expected a string or null, found {type(text).__name__}")
-    bp = _obj(record, "cleaning.boilerplate", d.get("boilerplate") or {}, _BP_FIELDS)
-    lang = _obj(record, "cleaning.language", d.get("language") or {}, _PAIR_FIELDS)
-    dup = _obj(record, "cleaning.duplicates", d.get("duplicates") or {}, _PAIR_FIELDS)
-    pii = _obj(record, "cleaning.pii", d.get("pii") or {}, _PAIR_FIELDS)
+    bp = record_object(record, "cleaning.boilerplate", d.get("boilerplate") or {}, _BP_FIELDS)
+    lang = record_object(record, "cleaning.language", d.get("language") or {}, _PAIR_FIELDS)
+    dup = record_object(record, "cleaning.duplicates", d.get("duplicates") or {}, _PAIR_FIELDS)
+    pii = record_object(record, "cleaning.pii", d.get("pii") or {}, _PAIR_FIELDS)
     return CleaningSection(
         doc_id=doc_id,
         text=text,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kg_rageval.records._io import Record, record_error
+from kg_rageval.records._io import Record, record_error, record_object
 
 _FIELDS = frozenset({"tokens", "gold_tags", "pred_tags", "relations"})
 _REL_FIELDS = frozenset({"gold", "pred"})
@@ -49,17 +49,6 @@ class ExtractionSection:
     pred_relations: tuple[Triple, ...] | None
 
 
-def _obj(record: Record, field: str, v: Any, allowed: frozenset[str]) -> dict:
-    if not isinstance(v, dict):
-        raise record_error(record, field, f"expected an object, found {type(v).__name__}")
-    unknown = set(v) - allowed
-    if unknown:
-        raise record_error(
-            record, f"{field}.{sorted(unknown)[0]}", f"unknown field; expected {', '.join(sorted(allowed))}"
-        )
-    return v
-
-
 def _strings(record: Record, field: str, v: Any, *, tags: bool) -> tuple[str, ...] | None:
     if v is None:
         return None
@@ -83,7 +72,7 @@ def _triples(record: Record, field: str, v: Any) -> tuple[Triple, ...]:
     out = []
     for i, t in enumerate(v):
         f = f"{field}[{i}]"
-        d = _obj(record, f, t, _TRIPLE_FIELDS)
+        d = record_object(record, f, t, _TRIPLE_FIELDS)
         vals: dict[str, str | None] = {}
         for k in ("subject", "relation", "object"):
             x = d.get(k)
@@ -105,7 +94,7 @@ def extraction_section(record: Record) -> ExtractionSection | None:
     s = record.get("extraction")
     if s is None:
         return None
-    d = _obj(record, "extraction", s, _FIELDS)
+    d = record_object(record, "extraction", s, _FIELDS)
     tokens = _strings(record, "extraction.tokens", d.get("tokens"), tags=False)
     gold = _strings(record, "extraction.gold_tags", d.get("gold_tags"), tags=True)
     pred = _strings(record, "extraction.pred_tags", d.get("pred_tags"), tags=True)
@@ -120,7 +109,7 @@ def extraction_section(record: Record) -> ExtractionSection | None:
     gold_r: tuple[Triple, ...] = ()
     pred_r: tuple[Triple, ...] | None = None
     if rel is not None:
-        r = _obj(record, "extraction.relations", rel, _REL_FIELDS)
+        r = record_object(record, "extraction.relations", rel, _REL_FIELDS)
         if r.get("gold") is None:
             raise record_error(
                 record, "extraction.relations.gold", "required: the gold relations ([] for none)"
