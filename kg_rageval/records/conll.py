@@ -55,37 +55,42 @@ def read_conll(
         gold.clear()
         pred.clear()
 
-    with p.open(encoding="utf-8") as fh:
-        for n, raw in enumerate(fh, 1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                flush()
-                continue
-            cols = line.split()
-            if cols[0] == "-DOCSTART-":
-                flush()
-                continue
-            need = max(abs(c) + (c >= 0) for c in (gold_col, pred_col) if c is not None)
-            if len(cols) < max(2, need):
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_no = data.count(b"\n", 0, e.start) + 1
+        raise InputError(f"not UTF-8 text: {e.reason}", source=str(p), location=f"line {line_no}") from None
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            flush()
+            continue
+        cols = line.split()
+        if cols[0] == "-DOCSTART-":
+            flush()
+            continue
+        need = max(abs(c) + (c >= 0) for c in (gold_col, pred_col) if c is not None)
+        if len(cols) < max(2, need):
+            raise InputError(
+                f"expected a token and its tag column(s), found {len(cols)} column(s): {line[:60]!r}",
+                source=str(p),
+                location=f"line {n}",
+            )
+        if not tokens:
+            start = n
+        tags = [cols[gold_col]] + ([cols[pred_col]] if pred_col is not None else [])
+        for t in tags:
+            if not _tag_ok(t):
                 raise InputError(
-                    f"expected a token and its tag column(s), found {len(cols)} column(s): {line[:60]!r}",
+                    f"{t!r} is not a tag: expected 'O' or '<prefix>-<type>' (B-PER)",
                     source=str(p),
                     location=f"line {n}",
                 )
-            if not tokens:
-                start = n
-            tags = [cols[gold_col]] + ([cols[pred_col]] if pred_col is not None else [])
-            for t in tags:
-                if not _tag_ok(t):
-                    raise InputError(
-                        f"{t!r} is not a tag: expected 'O' or '<prefix>-<type>' (B-PER)",
-                        source=str(p),
-                        location=f"line {n}",
-                    )
-            tokens.append(cols[0])
-            gold.append(tags[0])
-            if pred_col is not None:
-                pred.append(tags[1])
+        tokens.append(cols[0])
+        gold.append(tags[0])
+        if pred_col is not None:
+            pred.append(tags[1])
     flush()
     return records
 

@@ -36,6 +36,8 @@ def _load(path: str | Path, max_bytes: int) -> Any:
         raise InputError(f"{size} bytes, above the limit of {max_bytes}", source=str(p))
     try:
         return json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text: {e.reason}", source=str(p), location=f"byte {e.start}") from None
     except json.JSONDecodeError as e:
         raise InputError(f"not JSON: {e.msg}", source=str(p), location=f"line {e.lineno}") from None
 

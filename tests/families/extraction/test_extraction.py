@@ -360,3 +360,18 @@ def test_score_command_reads_the_reference_tools_files(capsys):
 def test_score_command_needs_one_source(capsys, args, message):
     code, p = _score_json(capsys, *args)
     assert code == 2 and message in p["err"]
+
+
+def test_readers_name_the_line_of_bytes_that_are_not_utf8(tmp_path):
+    """A non-UTF-8 CoNLL or TACRED file is a one-line InputError naming the file and where, not
+    an internal UnicodeDecodeError."""
+    conll = tmp_path / "bad.conll"
+    conll.write_bytes(b"Paris B-LOC\n\xff O\n")
+    with pytest.raises(InputError, match="not UTF-8") as exc:
+        read_conll(conll)
+    assert "line 2" in str(exc.value) and "bad.conll" in str(exc.value)
+    tac = tmp_path / "bad.json"
+    tac.write_bytes(b'[{"id": "\xff"}]')
+    with pytest.raises(InputError, match="not UTF-8") as exc:
+        read_tacred(tac)
+    assert "byte 9" in str(exc.value)
