@@ -48,6 +48,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -68,6 +69,11 @@ SCHEMA_VERSION = 2
 ALL_SLICES = "(all)"
 DEFAULT_RESERVOIR = 2000
 CHUNK_ROWS = 65536
+ENGINES = ("auto", "sql", "python")
+"""How :func:`ingest` reads a records file: ``sql`` (DuckDB's ``read_json``, when every record is
+of the plain shape :func:`_sql_stage` checks; else the record-by-record path), ``python``
+(record by record), ``auto`` (``sql`` for files of :data:`SQL_MIN_BYTES` or more)."""
+SQL_MIN_BYTES = 8 << 20
 
 SUM_COLUMNS = (
     "n", "nil", "unknown", "thumbs_down", "thumbs_up", "regen_n", "regenerated", "refusal_n",
@@ -443,7 +449,7 @@ class WindowStore:
         try:
             for chunk in chunks:
                 stage.add(chunk)
-            return stage.commit(self.path, windowing, source, replace, reservoir)
+            return stage.commit(self.path, windowing, source, replace)
         finally:
             stage.drop()
 
@@ -576,6 +582,18 @@ class WindowStore:
         ]
 
 
+_STAGE_TABLES = (
+    "stage_part",
+    "stage_lat",
+    "stage_emb",
+    "stage_keys",
+    "stage_cell",
+    "stage_latw",
+    "stage_rows",
+    "stage_first",
+)
+
+
 class _Stage:
     """The columnar staging of one ingest (temporary tables; the store is untouched until
     :meth:`commit`)."""
@@ -585,9 +603,8 @@ class _Stage:
         self.index: dict[tuple[Any, ...], int] = {}
         self.models: dict[tuple[str, str], set[str]] = {}
         cols = ", ".join(f"{c} {'DOUBLE' if c in _FLOATS else 'BIGINT'}" for c in SUM_COLUMNS)
-        con.execute("DROP TABLE IF EXISTS stage_part")
-        con.execute("DROP TABLE IF EXISTS stage_lat")
-        con.execute("DROP TABLE IF EXISTS stage_emb")
+        for t in _STAGE_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS {t}")
         con.execute(f"CREATE TEMP TABLE stage_part (code INTEGER, {cols}, ts_min BIGINT, ts_max BIGINT)")
         con.execute("CREATE TEMP TABLE stage_lat (code INTEGER, latency_ms DOUBLE)")
         con.execute(
@@ -653,10 +670,10 @@ class _Stage:
             )
 
     def drop(self) -> None:
-        for t in ("stage_part", "stage_lat", "stage_emb", "stage_keys", "stage_cell"):
+        for t in _STAGE_TABLES:
             self.con.execute(f"DROP TABLE IF EXISTS {t}")
 
-    def commit(self, path: Path, windowing: str, source: str, replace: bool, reservoir: int) -> IngestSummary:
+    def commit(self, path: Path, windowing: str, source: str, replace: bool) -> IngestSummary:
         import pyarrow as pa
 
         con = self.con
@@ -675,75 +692,270 @@ class _Stage:
         agg = ", ".join(f"sum({c}) AS {c}" for c in SUM_COLUMNS)
         con.execute(
             f"CREATE TEMP TABLE stage_cell AS SELECT k.win, k.branch, k.intent, k.concept, k.slices, p.* "
-            f"FROM (SELECT code, {agg}, min(ts_min) AS ts_min, max(ts_max) AS ts_max FROM stage_part "
-            "GROUP BY code) p JOIN stage_keys k USING (code)"
+            f"EXCLUDE (code) FROM (SELECT code, {agg}, min(ts_min) AS ts_min, max(ts_max) AS ts_max "
+            "FROM stage_part GROUP BY code) p JOIN stage_keys k USING (code)"
         )
-        found = {
-            str(w): int(n)
-            for w, n in con.execute("SELECT win, sum(n) FROM stage_cell GROUP BY win ORDER BY win").fetchall()
-        }
-        present = {
-            w
-            for (w,) in con.execute(
-                "SELECT win FROM windows WHERE win IN (SELECT win FROM stage_cell)"
-            ).fetchall()
-        }
-        if present and not replace:
+        con.execute(
+            "CREATE TEMP TABLE stage_latw AS SELECT k.win, k.branch, k.intent, s.latency_ms "
+            "FROM stage_lat s JOIN stage_keys k USING (code) ORDER BY k.win"
+        )
+        return _commit_cells(con, path, windowing, source, replace, self.models)
+
+
+def _commit_cells(
+    con: Any,
+    path: Path,
+    windowing: str,
+    source: str,
+    replace: bool,
+    models: Mapping[tuple[str, str], set[str]],
+) -> IngestSummary:
+    """Write the staged cells (``stage_cell``), latencies (``stage_latw``) and embedding sample
+    (``stage_emb``) into the store, one transaction per window."""
+    found = {
+        str(w): int(n)
+        for w, n in con.execute("SELECT win, sum(n) FROM stage_cell GROUP BY win ORDER BY win").fetchall()
+    }
+    present = {
+        w
+        for (w,) in con.execute(
+            "SELECT win FROM windows WHERE win IN (SELECT win FROM stage_cell)"
+        ).fetchall()
+    }
+    if present and not replace:
+        raise InputError(
+            f"{path}: window(s) {', '.join(sorted(present))} already in the store; "
+            "ingesting them again would count them twice (use --replace to replace them)"
+        )
+    for (w, b), names in sorted(models.items()):
+        if len(names) > 1:
             raise InputError(
-                f"{path}: window(s) {', '.join(sorted(present))} already in the store; "
-                "ingesting them again would count them twice (use --replace to replace them)"
+                f"window {w}, branch {b}: embeddings of more than one embedding_model; "
+                "embeddings of different models are never compared (split the traffic by model)"
             )
-        for (w, b), models in sorted(self.models.items()):
-            if len(models) > 1:
-                raise InputError(
-                    f"window {w}, branch {b}: embeddings of more than one embedding_model; "
-                    "embeddings of different models are never compared (split the traffic by model)"
-                )
-        sums = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
-        now = datetime.now(timezone.utc)
-        for w in found:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                for table in ("windows", "sums", "concepts", "latency", "embeddings"):
-                    con.execute(f"DELETE FROM {table} WHERE win = ?", [w])
-                con.execute(
-                    f"""
-                    INSERT INTO sums
-                    WITH c AS (SELECT * FROM stage_cell WHERE win = ?),
-                    exploded AS (
-                      SELECT *, '(all)' AS slice FROM c
-                      UNION ALL
-                      SELECT * EXCLUDE (s), s AS slice FROM (SELECT *, unnest(slices) AS s FROM c))
-                    SELECT win, branch, intent, slice, {sums}
-                    FROM exploded GROUP BY win, branch, intent, slice
-                    """,
-                    [w],
-                )
-                con.execute(
-                    "INSERT INTO concepts SELECT win, branch, intent, concept, sum(n) FROM stage_cell "
-                    "WHERE win = ? GROUP BY ALL",
-                    [w],
-                )
-                con.execute(
-                    "INSERT INTO latency SELECT k.win, k.branch, k.intent, s.latency_ms FROM stage_lat s "
-                    "JOIN stage_keys k USING (code) WHERE k.win = ?",
-                    [w],
-                )
-                con.execute(
-                    "INSERT INTO embeddings SELECT win, branch, record_id, model, h, embedding "
-                    "FROM stage_emb WHERE win = ?",
-                    [w],
-                )
-                con.execute(
-                    "INSERT INTO windows SELECT win, ?, sum(n), ?, to_timestamp(0) + to_microseconds(min(ts_min)), "
-                    "to_timestamp(0) + to_microseconds(max(ts_max)), ? FROM stage_cell WHERE win = ? GROUP BY win",
-                    [windowing, source, now, w],
-                )
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-        return IngestSummary(windows=found, replaced=tuple(sorted(present)))
+    sums = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
+    now = datetime.now(timezone.utc)
+    for w in found:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in ("windows", "sums", "concepts", "latency", "embeddings"):
+                con.execute(f"DELETE FROM {table} WHERE win = ?", [w])
+            con.execute(
+                f"""
+                INSERT INTO sums
+                WITH c AS (SELECT * FROM stage_cell WHERE win = ?),
+                exploded AS (
+                  SELECT *, '(all)' AS slice FROM c
+                  UNION ALL
+                  SELECT * EXCLUDE (s), s AS slice FROM (SELECT *, unnest(slices) AS s FROM c))
+                SELECT win, branch, intent, slice, {sums}
+                FROM exploded GROUP BY win, branch, intent, slice
+                """,
+                [w],
+            )
+            con.execute(
+                "INSERT INTO concepts SELECT win, branch, intent, concept, sum(n) FROM stage_cell "
+                "WHERE win = ? GROUP BY ALL",
+                [w],
+            )
+            con.execute(
+                "INSERT INTO latency SELECT win, branch, intent, latency_ms FROM stage_latw WHERE win = ?",
+                [w],
+            )
+            con.execute(
+                "INSERT INTO embeddings SELECT win, branch, record_id, model, h, embedding "
+                "FROM stage_emb WHERE win = ?",
+                [w],
+            )
+            con.execute(
+                "INSERT INTO windows SELECT win, ?, sum(n), ?, to_timestamp(0) + to_microseconds(min(ts_min)), "
+                "to_timestamp(0) + to_microseconds(max(ts_max)), ? FROM stage_cell WHERE win = ? GROUP BY win",
+                [windowing, source, now, w],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return IngestSummary(windows=found, replaced=tuple(sorted(present)))
+
+
+# -- the SQL path: DuckDB reads the JSONL itself -----------------------------------------------
+
+_NUM = "('UBIGINT', 'BIGINT', 'DOUBLE')"
+_TS_RE = r"\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)"
+_READ_COLUMNS = (
+    "id", "timestamp", "labels", "mentions", "intent", "release", "slices", "feedback", "system",
+    "answer", "review", "embedding", "confidence",
+)  # fmt: skip
+
+
+def _sql_read(path: str, width: int, max_object: int) -> str:
+    cols = ", ".join(f"'{c}': 'JSON'" for c in _READ_COLUMNS)
+    src = path.replace("'", "''")
+    return f"""
+    CREATE TEMP TABLE stage_rows AS
+    WITH r AS (
+      SELECT *, row_number() OVER () AS rn,
+        json_type(id) AS t_id, json_type("timestamp") AS t_ts, json_type(labels) AS t_lab,
+        json_type(labels, '$.predicted') AS t_pred, json_type(slices) AS t_sl,
+        json_type(feedback) AS t_fb, json_type(feedback, '$.thumbs') AS t_th,
+        json_type(answer) AS t_ans, json_type(system) AS t_sys,
+        CASE WHEN json_type(system, '$.latency_ms') = 'OBJECT'
+             THEN json_extract(system, '$.latency_ms.total') ELSE json_extract(system, '$.latency_ms') END AS j_lat,
+        json_extract(system, '$.cost_usd') AS j_cost
+      FROM read_json('{src}', format = 'newline_delimited', columns = {{{cols}}},
+                     maximum_object_size = {max_object})),
+    v AS (
+      SELECT *,
+        CASE WHEN t_ts IN ('UBIGINT', 'BIGINT') THEN TRY_CAST("timestamp" AS BIGINT) * 1000000
+             WHEN t_ts = 'VARCHAR' AND regexp_full_match("timestamp" ->> '$', '{_TS_RE}')
+             THEN epoch_us(TRY_CAST("timestamp" ->> '$' AS TIMESTAMPTZ)) END AS ts_us,
+        CASE WHEN t_sl = 'OBJECT' THEN CAST(slices AS MAP(VARCHAR, JSON)) END AS m_sl
+      FROM r)
+    SELECT rn, id ->> '$' AS rid,
+      (t_id = 'VARCHAR' AND id ->> '$' <> ''
+       AND ts_us IS NOT NULL AND ts_us >= 0 AND ts_us < {1 << 40} * 1000000
+       AND (release IS NULL OR json_type(release) = 'VARCHAR')
+       AND CASE WHEN labels IS NULL OR (t_lab = 'OBJECT' AND t_pred IS NULL) THEN mentions IS NULL
+                WHEN t_lab <> 'OBJECT' THEN false
+                WHEN t_pred = 'VARCHAR' THEN true
+                WHEN t_pred = 'ARRAY' THEN coalesce(list_bool_and(list_transform(
+                     CAST(json_extract(labels, '$.predicted') AS JSON[]), lambda x: json_type(x) = 'VARCHAR')), true)
+                ELSE false END
+       AND (slices IS NULL OR (t_sl = 'OBJECT' AND coalesce(list_bool_and(list_transform(
+            map_values(m_sl), lambda x: json_type(x) = 'VARCHAR')), true)))
+       AND (feedback IS NULL OR (t_fb = 'OBJECT' AND (t_th IS NULL OR t_th = 'NULL'
+            OR (t_th = 'VARCHAR' AND feedback ->> '$.thumbs' IN ('up', 'down')))))
+       AND (answer IS NULL OR (t_ans = 'OBJECT' AND coalesce(json_type(answer, '$.judgment'), 'NULL') = 'NULL'))
+       AND embedding IS NULL
+       AND (confidence IS NULL OR (json_type(confidence) IN {_NUM}
+            AND TRY_CAST(confidence AS DOUBLE) BETWEEN 0 AND 1))) AS ok,
+      strftime(make_timestamp((ts_us // 1000000) // {width} * {width} * 1000000), '%Y-%m-%dT%H:%M:%SZ') AS win,
+      CASE WHEN t_pred = 'VARCHAR' THEN
+                CASE WHEN labels ->> '$.predicted' = '' THEN []::VARCHAR[] ELSE [labels ->> '$.predicted'] END
+           WHEN t_pred = 'ARRAY' THEN TRY_CAST(json_extract(labels, '$.predicted') AS VARCHAR[])
+           ELSE []::VARCHAR[] END AS ids,
+      CASE WHEN json_type(intent) = 'VARCHAR' THEN intent ->> '$' ELSE '' END AS intent,
+      CASE WHEN t_sl = 'OBJECT' THEN list_transform(list_sort(map_entries(m_sl)),
+           lambda e: e.key || '=' || json_extract_string(e.value, '$')) ELSE []::VARCHAR[] END AS slices,
+      (CASE WHEN t_th = 'VARCHAR' AND feedback ->> '$.thumbs' = 'down' THEN {_TD} ELSE 0 END
+       | CASE WHEN t_th = 'VARCHAR' AND feedback ->> '$.thumbs' = 'up' THEN {_TU} ELSE 0 END
+       | CASE WHEN json_type(feedback, '$.regenerated') = 'BOOLEAN' THEN {_REGEN_N}
+              | CASE WHEN feedback ->> '$.regenerated' = 'true' THEN {_REGEN} ELSE 0 END ELSE 0 END
+       | CASE WHEN t_ans = 'OBJECT' AND json_type(answer, '$.refused') = 'BOOLEAN' THEN {_REF_N}
+              | CASE WHEN answer ->> '$.refused' = 'true' THEN {_REF} ELSE 0 END ELSE 0 END
+       | CASE WHEN json_type(review) = 'OBJECT' AND json_type(review, '$.faithful') = 'BOOLEAN' THEN {_REV_N}
+              | CASE WHEN review ->> '$.faithful' = 'true' THEN {_REV_K} ELSE 0 END ELSE 0 END)::INTEGER AS flags,
+      CASE WHEN t_sys = 'OBJECT' AND json_type(j_lat) IN {_NUM} AND TRY_CAST(j_lat AS DOUBLE) >= 0
+           THEN TRY_CAST(j_lat AS DOUBLE) END AS lat,
+      CASE WHEN t_sys = 'OBJECT' AND json_type(j_cost) IN {_NUM} AND TRY_CAST(j_cost AS DOUBLE) >= 0
+           THEN TRY_CAST(j_cost AS DOUBLE) END AS cost,
+      ts_us
+    FROM v
+    """
+
+
+_SPECIAL = re.compile(rb"NaN|Infinity|[eE][-+]?\d{3}")
+
+
+def _no_special_numbers(path: Path, block: int = 16 << 20) -> bool:
+    """``True`` when no ``NaN`` / ``Infinity`` token and no three-digit exponent occurs anywhere
+    in the file (bytes, conservatively: also inside strings). DuckDB's reader takes ``NaN`` and
+    ``Infinity``, and an exponent of 309 or more as infinity, where the record-by-record reader
+    refuses them naming the field; such a file goes to that reader."""
+    tail = b""
+    with path.open("rb") as fh:
+        while chunk := fh.read(block):
+            if _SPECIAL.search(tail + chunk):
+                return False
+            tail = chunk[-8:]
+    return True
+
+
+def _sql_stage(
+    con: Any,
+    path: Path,
+    windowing: Windowing,
+    resolve: Callable[[str], str | None],
+    branch_of: Callable[[str], str],
+) -> bool:
+    """Stage ``path`` read by DuckDB itself (``read_json``) into ``stage_cell`` /
+    ``stage_latw``, when every record is of the plain shape this path checks in SQL (string
+    ids, unique; integer epoch seconds or an ISO 8601 timestamp with a zone; linked ids in
+    ``labels.predicted``; string slice values; no embedding, no judgment; every other field
+    absent or of its expected type). ``False`` (nothing staged) when any record is not, or
+    DuckDB cannot read the file: the caller then reads it record by record, whose checks name
+    the file, line and field of the first bad record."""
+    from kg_rageval.base import limits
+
+    duckdb = _duckdb()
+    assert windowing.width is not None
+    if not _no_special_numbers(path):
+        return False
+    width = int(windowing.width.total_seconds())
+    try:
+        con.execute(_sql_read(str(path), width, limits.get("max_line_bytes")))
+    except duckdb.Error:
+        con.execute("DROP TABLE IF EXISTS stage_rows")
+        return False
+    bad, dup = con.execute(
+        "SELECT count(*) FILTER (NOT ok OR ok IS NULL), count(*) - count(DISTINCT rid) FROM stage_rows"
+    ).fetchone()
+    if bad or dup:
+        con.execute("DROP TABLE stage_rows")
+        return False
+    import pyarrow as pa
+
+    raw = [r for (r,) in con.execute("SELECT DISTINCT unnest(ids) FROM stage_rows").fetchall()]
+    nodes = [resolve(r) for r in raw]
+    idmap = pa.table(  # noqa: F841 - read by DuckDB below
+        {
+            "raw": pa.array(raw, pa.string()),
+            "node": pa.array(nodes, pa.string()),
+            "nbranch": pa.array([branch_of(n) if n is not None else None for n in nodes], pa.string()),
+        }
+    )
+    flag_sums = ", ".join(f"sum((flags >> {i}) & 1) AS {c}" for i, c in enumerate(_FLAGS))
+    con.execute(
+        """
+        CREATE TEMP TABLE stage_first AS
+        WITH ex AS (SELECT rn, unnest(ids) AS raw, generate_subscripts(ids, 1) AS pos FROM stage_rows
+                    WHERE len(ids) > 0),
+        j AS (SELECT ex.rn, ex.pos, ex.raw, m.node, m.nbranch FROM ex JOIN idmap m USING (raw))
+        SELECT rn, arg_min(node, pos) FILTER (WHERE node IS NOT NULL) AS node,
+               arg_min(nbranch, pos) FILTER (WHERE node IS NOT NULL) AS nbranch,
+               arg_min(raw, pos) FILTER (WHERE node IS NULL) AS unk
+        FROM j GROUP BY rn
+        """
+    )
+    con.execute(
+        f"""
+        CREATE TEMP TABLE stage_cell AS
+        WITH x AS (
+          SELECT r.win, r.intent, r.slices, r.lat, r.cost, r.ts_us,
+            coalesce(f.nbranch, CASE WHEN f.unk IS NOT NULL THEN '{UNKNOWN_BRANCH}' ELSE '{NIL_BRANCH}' END) AS branch,
+            coalesce(f.node, f.unk, '{NIL_BRANCH}') AS concept,
+            r.flags | CASE WHEN f.node IS NOT NULL THEN 0 WHEN f.unk IS NOT NULL THEN {_UNKNOWN} ELSE {_NIL} END AS flags
+          FROM stage_rows r LEFT JOIN stage_first f USING (rn))
+        SELECT win, branch, intent, concept, slices, count(*) AS n, {flag_sums},
+          count(lat) AS latency_n, coalesce(sum(lat), 0) AS latency_sum, count(cost) AS cost_n,
+          coalesce(sum(cost), 0) AS cost_sum, coalesce(sum(cost * cost), 0) AS cost_sq,
+          min(ts_us) AS ts_min, max(ts_us) AS ts_max
+        FROM x GROUP BY win, branch, intent, concept, slices
+        """
+    )
+    con.execute(
+        f"""
+        CREATE TEMP TABLE stage_latw AS
+        SELECT r.win,
+          coalesce(f.nbranch, CASE WHEN f.unk IS NOT NULL THEN '{UNKNOWN_BRANCH}' ELSE '{NIL_BRANCH}' END) AS branch,
+          r.intent, r.lat AS latency_ms
+        FROM stage_rows r LEFT JOIN stage_first f USING (rn) WHERE r.lat IS NOT NULL ORDER BY r.win
+        """
+    )
+    con.execute("DROP TABLE stage_first")
+    con.execute("DROP TABLE stage_rows")
+    return True
 
 
 def _version() -> str:
@@ -765,6 +977,7 @@ def ingest(
     reservoir: int = DEFAULT_RESERVOIR,
     seed: int = 0,
     chunk_rows: int = CHUNK_ROWS,
+    engine: str = "auto",
 ) -> IngestSummary:
     """Read a production traffic file into ``store``: records JSONL (chunk by chunk, checked
     as :func:`~kg_rageval.monitor.traffic.iter_traffic` checks them, no row object built) or, with ``traces``, an OTLP / OpenInference trace file
@@ -778,6 +991,18 @@ def ingest(
             [[make(r) for r in records_from_traces(traffic)]], windowing=window, source=str(traffic),
             replace=replace, reservoir=reservoir, seed=seed,
         )  # fmt: skip
+    if engine not in ENGINES:
+        raise ConfigError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    path = Path(traffic)
+    if (
+        engine != "python"
+        and windowing.width is not None
+        and path.suffix != ".gz"
+        and (engine == "sql" or (path.exists() and path.stat().st_size >= SQL_MIN_BYTES))
+    ):
+        summary = _sql_ingest(store, path, ontology, windowing, window, branch_depth, branches, replace)
+        if summary is not None:
+            return summary
     from kg_rageval.records import iter_record_chunks
 
     values = record_values_maker(ontology, window=windowing, branch_depth=branch_depth, branches=branches)
@@ -785,6 +1010,42 @@ def ingest(
     return store.ingest_values(
         chunks, windowing=window, source=str(traffic), replace=replace, reservoir=reservoir, seed=seed
     )
+
+
+def _sql_ingest(
+    store: WindowStore,
+    path: Path,
+    ontology: Any,
+    windowing: Windowing,
+    window: str,
+    branch_depth: int,
+    branches: list[str] | None,
+    replace: bool,
+) -> IngestSummary | None:
+    """:func:`ingest` by :func:`_sql_stage`; ``None`` when the file is not for that path."""
+    from functools import lru_cache
+
+    from kg_rageval.audit.config import CoverageConfig
+    from kg_rageval.audit.pernode import make_branch_of
+    from kg_rageval.ontology import IdResolver
+
+    con = store.con
+    resolve = lru_cache(maxsize=1 << 16)(IdResolver(ontology).node_id)
+    branch_of = make_branch_of(ontology, CoverageConfig(branch_depth=branch_depth, branches=branches))
+    con.execute("SET enable_progress_bar = false")
+    try:
+        for t in _STAGE_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+        if not _sql_stage(con, path, windowing, resolve, branch_of):
+            return None
+        con.execute(
+            "CREATE TEMP TABLE stage_emb (win VARCHAR, branch VARCHAR, record_id VARCHAR, "
+            "model VARCHAR, h UBIGINT, embedding DOUBLE[])"
+        )
+        return _commit_cells(con, store.path, window, str(path), replace, {})
+    finally:
+        for t in _STAGE_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 ingest_records = ingest
