@@ -97,7 +97,7 @@ def _usage() -> dict[str, float]:
     return {"cpu_s": r.ru_utime + r.ru_stime, "peak_rss_mb": r.ru_maxrss / 1024}
 
 
-def child(what: str, traffic: Path, store: Path, dask: str | None = None) -> None:
+def child(what: str, traffic: Path, store: Path, engine: str = "auto") -> None:
     """One measured run in this (fresh) process; prints its CPU (user + sys, every thread),
     wall and peak RSS as JSON."""
     before = _usage()
@@ -112,9 +112,10 @@ def child(what: str, traffic: Path, store: Path, dask: str | None = None) -> Non
         onto = load_ontology(ROOT / "fixtures" / "hierarchy" / "vehicles.obo")
         store.unlink(missing_ok=True)
         with WindowStore(store) as st:
-            summary = ingest_records(st, traffic, onto, window="1d")
+            summary = ingest_records(st, traffic, onto, window="1d", engine=engine)
             tot = st.sums(st.windows(), by=())[0]
         out = {"rows": tot["n"], "latency_sum": tot["latency_sum"], "windows": len(summary.windows)}
+        out["engine"] = engine
         out["store_mb"] = round(store.stat().st_size / 1e6, 1)
     wall = time.perf_counter() - t
     after = _usage()
@@ -131,13 +132,19 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=1, help="Interleaved runs of each; best CPU kept.")
     ap.add_argument("--data", type=Path, default=Path("/tmp/kg-rageval-bench-monitor"))
+    ap.add_argument(
+        "--engine",
+        choices=["auto", "sql", "python"],
+        default="auto",
+        help="monitor ingest's reader (store.ENGINES).",
+    )
     ap.add_argument("--child", choices=["ingest", "duckdb"], default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     a.data.mkdir(parents=True, exist_ok=True)
     traffic = a.data / f"traffic-{a.rows}-{a.days}.jsonl"
     store = a.data / f"store-{a.rows}.duckdb"
     if a.child:
-        child(a.child, traffic, store)
+        child(a.child, traffic, store, a.engine)
         return
     import os
     import subprocess
@@ -178,7 +185,7 @@ def main() -> None:
     assert ing["rows"] == ref["rows"] == a.rows, (ing["rows"], ref["rows"])
     assert abs(ing["latency_sum"] - ref["latency_sum"]) <= 1e-6 * ref["latency_sum"]
     print(json.dumps({
-        "rows": a.rows, "windows": ing["windows"], "repeat": a.repeat,
+        "rows": a.rows, "windows": ing["windows"], "repeat": a.repeat, "engine": a.engine,
         "ingest_cpu_s": ing["cpu_s"], "ingest_wall_s": ing["wall_s"], "ingest_peak_rss_mb": ing["peak_rss_mb"],
         "duckdb_alone_cpu_s": ref["cpu_s"], "duckdb_alone_wall_s": ref["wall_s"],
         "duckdb_alone_peak_rss_mb": ref["peak_rss_mb"],

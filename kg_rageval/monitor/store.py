@@ -48,7 +48,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -783,26 +782,32 @@ def _commit_cells(
 
 _NUM = "('UBIGINT', 'BIGINT', 'DOUBLE')"
 _TS_RE = r"\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)"
-_READ_COLUMNS = (
-    "id", "timestamp", "labels", "mentions", "intent", "release", "slices", "feedback", "system",
-    "answer", "review", "embedding", "confidence",
-)  # fmt: skip
+_READ_COLUMNS = {
+    "id": "JSON", "timestamp": "JSON", "intent": "JSON", "release": "JSON", "slices": "JSON",
+    "mentions": "JSON", "embedding": "JSON", "confidence": "JSON",
+    # an object of known leaves: a value that is not an object (or null) makes DuckDB's reader
+    # fail, and the file goes record by record; a leaf that is null reads as missing
+    "labels": "STRUCT(predicted JSON)",
+    "feedback": "STRUCT(thumbs JSON, regenerated JSON)",
+    "system": "STRUCT(latency_ms JSON, cost_usd JSON)",
+    "answer": "STRUCT(refused JSON, judgment JSON)",
+    "review": "STRUCT(faithful JSON)",
+}  # fmt: skip
 
 
 def _sql_read(path: str, width: int, max_object: int) -> str:
-    cols = ", ".join(f"'{c}': 'JSON'" for c in _READ_COLUMNS)
+    cols = ", ".join(f"'{c}': '{t}'" for c, t in _READ_COLUMNS.items())
     src = path.replace("'", "''")
     return f"""
     CREATE TEMP TABLE stage_rows AS
     WITH r AS (
       SELECT *, row_number() OVER () AS rn,
-        json_type(id) AS t_id, json_type("timestamp") AS t_ts, json_type(labels) AS t_lab,
-        json_type(labels, '$.predicted') AS t_pred, json_type(slices) AS t_sl,
-        json_type(feedback) AS t_fb, json_type(feedback, '$.thumbs') AS t_th,
-        json_type(answer) AS t_ans, json_type(system) AS t_sys,
-        CASE WHEN json_type(system, '$.latency_ms') = 'OBJECT'
-             THEN json_extract(system, '$.latency_ms.total') ELSE json_extract(system, '$.latency_ms') END AS j_lat,
-        json_extract(system, '$.cost_usd') AS j_cost
+        json_type(id) AS t_id, json_type("timestamp") AS t_ts,
+        json_type(labels.predicted) AS t_pred, json_type(slices) AS t_sl,
+        json_type(feedback.thumbs) AS t_th, json_type(feedback.regenerated) AS t_rg,
+        CASE WHEN json_type(system.latency_ms) = 'OBJECT'
+             THEN json_extract(system.latency_ms, '$.total') ELSE system.latency_ms END AS j_lat,
+        system.cost_usd AS j_cost
       FROM read_json('{src}', format = 'newline_delimited', columns = {{{cols}}},
                      maximum_object_size = {max_object})),
     v AS (
@@ -810,63 +815,62 @@ def _sql_read(path: str, width: int, max_object: int) -> str:
         CASE WHEN t_ts IN ('UBIGINT', 'BIGINT') THEN TRY_CAST("timestamp" AS BIGINT) * 1000000
              WHEN t_ts = 'VARCHAR' AND regexp_full_match("timestamp" ->> '$', '{_TS_RE}')
              THEN epoch_us(TRY_CAST("timestamp" ->> '$' AS TIMESTAMPTZ)) END AS ts_us,
-        CASE WHEN t_sl = 'OBJECT' THEN CAST(slices AS MAP(VARCHAR, JSON)) END AS m_sl
+        CASE WHEN t_sl = 'OBJECT' THEN CAST(slices AS MAP(VARCHAR, JSON)) END AS m_sl,
+        json_type(j_lat) AS t_lat, TRY_CAST(j_lat AS DOUBLE) AS d_lat,
+        json_type(j_cost) AS t_cost, TRY_CAST(j_cost AS DOUBLE) AS d_cost,
+        json_type(answer.refused) AS t_ref, json_type(review.faithful) AS t_fa
       FROM r)
-    SELECT rn, id ->> '$' AS rid,
+    SELECT rn, hash(id ->> '$') AS rh,
       (t_id = 'VARCHAR' AND id ->> '$' <> ''
        AND ts_us IS NOT NULL AND ts_us >= 0 AND ts_us < {1 << 40} * 1000000
        AND (release IS NULL OR json_type(release) = 'VARCHAR')
-       AND CASE WHEN labels IS NULL OR (t_lab = 'OBJECT' AND t_pred IS NULL) THEN mentions IS NULL
-                WHEN t_lab <> 'OBJECT' THEN false
+       AND CASE WHEN labels IS NULL THEN mentions IS NULL
                 WHEN t_pred = 'VARCHAR' THEN true
                 WHEN t_pred = 'ARRAY' THEN coalesce(list_bool_and(list_transform(
-                     CAST(json_extract(labels, '$.predicted') AS JSON[]), lambda x: json_type(x) = 'VARCHAR')), true)
+                     TRY_CAST(labels.predicted AS JSON[]), lambda x: json_type(x) = 'VARCHAR')), false)
+                     OR labels.predicted = '[]'
                 ELSE false END
        AND (slices IS NULL OR (t_sl = 'OBJECT' AND coalesce(list_bool_and(list_transform(
             map_values(m_sl), lambda x: json_type(x) = 'VARCHAR')), true)))
-       AND (feedback IS NULL OR (t_fb = 'OBJECT' AND (t_th IS NULL OR t_th = 'NULL'
-            OR (t_th = 'VARCHAR' AND feedback ->> '$.thumbs' IN ('up', 'down')))))
-       AND (answer IS NULL OR (t_ans = 'OBJECT' AND coalesce(json_type(answer, '$.judgment'), 'NULL') = 'NULL'))
+       AND (t_th IS NULL OR (t_th = 'VARCHAR' AND feedback.thumbs ->> '$' IN ('up', 'down')))
+       AND answer.judgment IS NULL
        AND embedding IS NULL
        AND (confidence IS NULL OR (json_type(confidence) IN {_NUM}
-            AND TRY_CAST(confidence AS DOUBLE) BETWEEN 0 AND 1))) AS ok,
+            AND TRY_CAST(confidence AS DOUBLE) BETWEEN 0 AND 1))
+       AND (t_lat IS NULL OR t_lat NOT IN {_NUM} OR isfinite(d_lat))
+       AND (t_cost IS NULL OR t_cost NOT IN {_NUM} OR isfinite(d_cost))) AS ok,
       strftime(make_timestamp((ts_us // 1000000) // {width} * {width} * 1000000), '%Y-%m-%dT%H:%M:%SZ') AS win,
       CASE WHEN t_pred = 'VARCHAR' THEN
-                CASE WHEN labels ->> '$.predicted' = '' THEN []::VARCHAR[] ELSE [labels ->> '$.predicted'] END
-           WHEN t_pred = 'ARRAY' THEN TRY_CAST(json_extract(labels, '$.predicted') AS VARCHAR[])
+                CASE WHEN labels.predicted ->> '$' = '' THEN []::VARCHAR[] ELSE [labels.predicted ->> '$'] END
+           WHEN t_pred = 'ARRAY' THEN TRY_CAST(labels.predicted AS VARCHAR[])
            ELSE []::VARCHAR[] END AS ids,
       CASE WHEN json_type(intent) = 'VARCHAR' THEN intent ->> '$' ELSE '' END AS intent,
       CASE WHEN t_sl = 'OBJECT' THEN list_transform(list_sort(map_entries(m_sl)),
            lambda e: e.key || '=' || json_extract_string(e.value, '$')) ELSE []::VARCHAR[] END AS slices,
-      (CASE WHEN t_th = 'VARCHAR' AND feedback ->> '$.thumbs' = 'down' THEN {_TD} ELSE 0 END
-       | CASE WHEN t_th = 'VARCHAR' AND feedback ->> '$.thumbs' = 'up' THEN {_TU} ELSE 0 END
-       | CASE WHEN json_type(feedback, '$.regenerated') = 'BOOLEAN' THEN {_REGEN_N}
-              | CASE WHEN feedback ->> '$.regenerated' = 'true' THEN {_REGEN} ELSE 0 END ELSE 0 END
-       | CASE WHEN t_ans = 'OBJECT' AND json_type(answer, '$.refused') = 'BOOLEAN' THEN {_REF_N}
-              | CASE WHEN answer ->> '$.refused' = 'true' THEN {_REF} ELSE 0 END ELSE 0 END
-       | CASE WHEN json_type(review) = 'OBJECT' AND json_type(review, '$.faithful') = 'BOOLEAN' THEN {_REV_N}
-              | CASE WHEN review ->> '$.faithful' = 'true' THEN {_REV_K} ELSE 0 END ELSE 0 END)::INTEGER AS flags,
-      CASE WHEN t_sys = 'OBJECT' AND json_type(j_lat) IN {_NUM} AND TRY_CAST(j_lat AS DOUBLE) >= 0
-           THEN TRY_CAST(j_lat AS DOUBLE) END AS lat,
-      CASE WHEN t_sys = 'OBJECT' AND json_type(j_cost) IN {_NUM} AND TRY_CAST(j_cost AS DOUBLE) >= 0
-           THEN TRY_CAST(j_cost AS DOUBLE) END AS cost,
+      (CASE WHEN t_th = 'VARCHAR' AND feedback.thumbs ->> '$' = 'down' THEN {_TD} ELSE 0 END
+       | CASE WHEN t_th = 'VARCHAR' AND feedback.thumbs ->> '$' = 'up' THEN {_TU} ELSE 0 END
+       | CASE WHEN t_rg = 'BOOLEAN' THEN {_REGEN_N}
+              | CASE WHEN feedback.regenerated ->> '$' = 'true' THEN {_REGEN} ELSE 0 END ELSE 0 END
+       | CASE WHEN t_ref = 'BOOLEAN' THEN {_REF_N}
+              | CASE WHEN answer.refused ->> '$' = 'true' THEN {_REF} ELSE 0 END ELSE 0 END
+       | CASE WHEN t_fa = 'BOOLEAN' THEN {_REV_N}
+              | CASE WHEN review.faithful ->> '$' = 'true' THEN {_REV_K} ELSE 0 END ELSE 0 END)::INTEGER AS flags,
+      CASE WHEN t_lat IN {_NUM} AND d_lat >= 0 THEN d_lat END AS lat,
+      CASE WHEN t_cost IN {_NUM} AND d_cost >= 0 THEN d_cost END AS cost,
       ts_us
     FROM v
     """
 
 
-_SPECIAL = re.compile(rb"NaN|Infinity|[eE][-+]?\d{3}")
-
-
 def _no_special_numbers(path: Path, block: int = 16 << 20) -> bool:
-    """``True`` when no ``NaN`` / ``Infinity`` token and no three-digit exponent occurs anywhere
-    in the file (bytes, conservatively: also inside strings). DuckDB's reader takes ``NaN`` and
-    ``Infinity``, and an exponent of 309 or more as infinity, where the record-by-record reader
-    refuses them naming the field; such a file goes to that reader."""
+    """``True`` when no ``NaN`` / ``Infinity`` token occurs anywhere in the file (bytes,
+    conservatively: also inside strings). DuckDB's reader takes them where the record-by-record
+    reader refuses them naming the field; such a file goes to that reader."""
     tail = b""
     with path.open("rb") as fh:
         while chunk := fh.read(block):
-            if _SPECIAL.search(tail + chunk):
+            window = tail + chunk
+            if b"NaN" in window or b"Infinity" in window:
                 return False
             tail = chunk[-8:]
     return True
@@ -899,7 +903,7 @@ def _sql_stage(
         con.execute("DROP TABLE IF EXISTS stage_rows")
         return False
     bad, dup = con.execute(
-        "SELECT count(*) FILTER (NOT ok OR ok IS NULL), count(*) - count(DISTINCT rid) FROM stage_rows"
+        "SELECT count(*) FILTER (NOT ok OR ok IS NULL), count(*) - count(DISTINCT rh) FROM stage_rows"
     ).fetchone()
     if bad or dup:
         con.execute("DROP TABLE stage_rows")
@@ -920,7 +924,7 @@ def _sql_stage(
         """
         CREATE TEMP TABLE stage_first AS
         WITH ex AS (SELECT rn, unnest(ids) AS raw, generate_subscripts(ids, 1) AS pos FROM stage_rows
-                    WHERE len(ids) > 0),
+                    WHERE len(ids) > 1),
         j AS (SELECT ex.rn, ex.pos, ex.raw, m.node, m.nbranch FROM ex JOIN idmap m USING (raw))
         SELECT rn, arg_min(node, pos) FILTER (WHERE node IS NOT NULL) AS node,
                arg_min(nbranch, pos) FILTER (WHERE node IS NOT NULL) AS nbranch,
@@ -928,33 +932,42 @@ def _sql_stage(
         FROM j GROUP BY rn
         """
     )
+    nil_or_unknown = f"CASE WHEN unk IS NOT NULL THEN '{UNKNOWN_BRANCH}' ELSE '{NIL_BRANCH}' END"
+    con.execute(
+        f"""
+        CREATE TEMP TABLE stage_x AS
+        WITH y AS (
+          SELECT r.win, r.intent, r.slices, r.lat, r.cost, r.ts_us, r.flags,
+            CASE WHEN len(r.ids) = 1 THEN m.node ELSE f.node END AS node,
+            CASE WHEN len(r.ids) = 1 THEN m.nbranch ELSE f.nbranch END AS nbranch,
+            CASE WHEN len(r.ids) = 1 THEN (CASE WHEN m.node IS NULL THEN r.ids[1] END) ELSE f.unk END AS unk
+          FROM stage_rows r
+          LEFT JOIN idmap m ON m.raw = r.ids[1] AND len(r.ids) = 1
+          LEFT JOIN stage_first f ON f.rn = r.rn)
+        SELECT win, intent, slices, lat, cost, ts_us,
+          coalesce(nbranch, {nil_or_unknown}) AS branch,
+          coalesce(node, unk, '{NIL_BRANCH}') AS concept,
+          flags | CASE WHEN node IS NOT NULL THEN 0 WHEN unk IS NOT NULL THEN {_UNKNOWN} ELSE {_NIL} END AS flags
+        FROM y
+        """
+    )
+    con.execute("DROP TABLE stage_rows")
     con.execute(
         f"""
         CREATE TEMP TABLE stage_cell AS
-        WITH x AS (
-          SELECT r.win, r.intent, r.slices, r.lat, r.cost, r.ts_us,
-            coalesce(f.nbranch, CASE WHEN f.unk IS NOT NULL THEN '{UNKNOWN_BRANCH}' ELSE '{NIL_BRANCH}' END) AS branch,
-            coalesce(f.node, f.unk, '{NIL_BRANCH}') AS concept,
-            r.flags | CASE WHEN f.node IS NOT NULL THEN 0 WHEN f.unk IS NOT NULL THEN {_UNKNOWN} ELSE {_NIL} END AS flags
-          FROM stage_rows r LEFT JOIN stage_first f USING (rn))
         SELECT win, branch, intent, concept, slices, count(*) AS n, {flag_sums},
           count(lat) AS latency_n, coalesce(sum(lat), 0) AS latency_sum, count(cost) AS cost_n,
           coalesce(sum(cost), 0) AS cost_sum, coalesce(sum(cost * cost), 0) AS cost_sq,
           min(ts_us) AS ts_min, max(ts_us) AS ts_max
-        FROM x GROUP BY win, branch, intent, concept, slices
+        FROM stage_x GROUP BY win, branch, intent, concept, slices
         """
     )
     con.execute(
-        f"""
-        CREATE TEMP TABLE stage_latw AS
-        SELECT r.win,
-          coalesce(f.nbranch, CASE WHEN f.unk IS NOT NULL THEN '{UNKNOWN_BRANCH}' ELSE '{NIL_BRANCH}' END) AS branch,
-          r.intent, r.lat AS latency_ms
-        FROM stage_rows r LEFT JOIN stage_first f USING (rn) WHERE r.lat IS NOT NULL ORDER BY r.win
-        """
+        "CREATE TEMP TABLE stage_latw AS SELECT win, branch, intent, lat AS latency_ms FROM stage_x "
+        "WHERE lat IS NOT NULL ORDER BY win"
     )
+    con.execute("DROP TABLE stage_x")
     con.execute("DROP TABLE stage_first")
-    con.execute("DROP TABLE stage_rows")
     return True
 
 
