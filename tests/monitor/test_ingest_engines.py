@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("duckdb", reason="the window store needs the monitor extra (duckdb)")
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.monitor.store import WindowStore, _sql_stage, ingest
+from kg_rageval.monitor.staging import _sql_stage
+from kg_rageval.monitor.store import WindowStore, ingest
 from kg_rageval.monitor.traffic import Windowing
 from kg_rageval.ontology import IdResolver, load_ontology
 
