@@ -58,6 +58,13 @@ def monitor() -> None:
     help="Embeddings kept per window and branch (a seeded bottom-k sample of record ids).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the embedding sample.")
+@click.option(
+    "--engine",
+    type=click.Choice(["auto", "sql", "python"]),
+    default="auto",
+    show_default=True,
+    help="Reader of a records file: sql (DuckDB reads it, for plain records; any other file goes record by record), python (record by record), auto (sql from 8 MB).",
+)
 @format_option
 def ingest(
     traffic,
@@ -71,6 +78,7 @@ def ingest(
     reservoir,
     seed,
     fmt,
+    engine="auto",
 ) -> None:
     """Read production traffic (records JSONL with timestamps, or OTLP traces) into windows of
     the store: per window x branch x intent x slice the mergeable sums."""
@@ -80,7 +88,7 @@ def ingest(
     with WindowStore(store_path) as store:
         summary = ingest(
             store, traffic, onto, traces=traces, window=window, branch_depth=branch_depth,
-            replace=replace, reservoir=reservoir, seed=seed,
+            replace=replace, reservoir=reservoir, seed=seed, engine=engine,
         )  # fmt: skip
     payload = {"store": str(store_path), "traffic": str(traffic), **summary.to_dict()}
     emit(payload, fmt, _render_ingest)

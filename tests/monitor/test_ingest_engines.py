@@ -194,3 +194,40 @@ def test_duplicate_ids_and_not_json(tmp_path, onto):
     data.write_text(data.read_text() + "[1, 2]\n")
     with WindowStore(tmp_path / "s2.duckdb") as st, pytest.raises(InputError, match="line 31"):
         ingest(st, data, onto, engine="sql")
+
+
+def test_cli_engine_option(tmp_path, onto, fixtures_dir):
+    from kg_rageval.cli.main import main
+
+    data = _write(tmp_path / "plain.jsonl", _plain(onto)[:100])
+    got = []
+    for engine in ("sql", "python"):
+        store = tmp_path / f"cli-{engine}.duckdb"
+        argv = [
+            "monitor",
+            "ingest",
+            str(data),
+            "--store",
+            str(store),
+            "-O",
+            str(fixtures_dir / "hierarchy" / "vehicles.obo"),
+        ]
+        assert main([*argv, "--engine", engine]) == 0
+        got.append(_dump(store))
+    assert got[0]["concepts"] == got[1]["concepts"] and got[0]["windows"][0][2:3] == got[1]["windows"][0][2:3]
+    assert (
+        main(
+            [
+                "monitor",
+                "ingest",
+                str(data),
+                "--store",
+                str(tmp_path / "x.duckdb"),
+                "-O",
+                "x",
+                "--engine",
+                "duck",
+            ]
+        )
+        == 2
+    )
