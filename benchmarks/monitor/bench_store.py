@@ -172,6 +172,8 @@ def main() -> None:
                 str(a.days),
                 "--data",
                 str(a.data),
+                "--engine",
+                a.engine,
             ]
             proc = subprocess.run(
                 [*cmd, "--child", what], capture_output=True, text=True, env=env, check=True

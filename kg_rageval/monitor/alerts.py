@@ -56,6 +56,9 @@ class LatencyCheck(_Strict):
 class RegenerationCheck(_Strict):
     reference: list[str] = Field(min_length=1)
     false_alarm_budget: float = Field(0.05, gt=0, lt=1)
+    # the beta-binomial predictive band of the monitoring page (the reference's own error
+    # included) instead of the binomial band around the reference rate taken as known
+    reference_error: bool = False
 
 
 class CostCheck(_Strict):
@@ -359,7 +362,9 @@ def evaluate(
         rcells: dict[tuple[str, str], perf.RateCell] = {}
         for by in ("all", "branch"):
             rcells.update(perf.rate_cells(rows, "regeneration_rate", by=by, level=z, min_rows=mr))
-        bands = perf.apply_bands(rcells, rc.reference, budget=rc.false_alarm_budget)
+        bands = perf.apply_bands(
+            rcells, rc.reference, budget=rc.false_alarm_budget, reference_error=rc.reference_error
+        )
         for c in sorted(rcells.values(), key=lambda c: (c.window, c.group)):
             if c.status == "reference":
                 continue
@@ -529,7 +534,9 @@ def evaluate_store(
             for key, c in cells.items()
             if c["regen_n"] > 0
         }
-        bands = perf.apply_bands(rcells, rc.reference, budget=rc.false_alarm_budget)
+        bands = perf.apply_bands(
+            rcells, rc.reference, budget=rc.false_alarm_budget, reference_error=rc.reference_error
+        )
         for cell in sorted(rcells.values(), key=lambda c: (c.window, c.group)):
             if cell.status == "reference":
                 continue

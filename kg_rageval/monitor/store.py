@@ -73,6 +73,8 @@ ENGINES = ("auto", "sql", "python")
 of the plain shape :func:`~kg_rageval.monitor.staging._sql_stage` checks; else the record-by-record path), ``python``
 (record by record), ``auto`` (``sql`` for files of :data:`SQL_MIN_BYTES` or more)."""
 SQL_MIN_BYTES = 8 << 20
+SQL_MEMORY_LIMIT = "1GB"
+"""DuckDB's memory limit while the SQL path stages a file (it spills to disk beyond it)."""
 
 SUM_COLUMNS = ("n", *FLAG_COLUMNS, "latency_n", "latency_sum", "cost_n", "cost_sum", "cost_sq")
 """The mergeable sums of a ``sums`` row (module docstring); ``*_sum`` / ``*_sq`` are floats."""
@@ -631,6 +633,11 @@ def _sql_ingest(
     resolve = lru_cache(maxsize=1 << 16)(IdResolver(ontology).node_id)
     branch_of = make_branch_of(ontology, CoverageConfig(branch_depth=branch_depth, branches=branches))
     con.execute("SET enable_progress_bar = false")
+    # bounded memory: DuckDB spills its staging to disk beyond this (restored afterwards)
+    (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    (order,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
+    con.execute(f"SET memory_limit = '{SQL_MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
     try:
         for t in _STAGE_TABLES:
             con.execute(f"DROP TABLE IF EXISTS {t}")
@@ -644,6 +651,8 @@ def _sql_ingest(
     finally:
         for t in _STAGE_TABLES:
             con.execute(f"DROP TABLE IF EXISTS {t}")
+        con.execute(f"SET memory_limit = '{limit}'")
+        con.execute(f"SET preserve_insertion_order = {bool(order)}")
 
 
 ingest_records = ingest

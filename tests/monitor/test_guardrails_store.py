@@ -307,3 +307,23 @@ def test_guardrails_on_the_page_in_headless_chromium(world, tmp_path):
     urls = set(re.findall(r'"url":"([^"]+)"', netlog.read_text()))
     own = re.compile(r"^https?://([a-z0-9-]+\.)*(google\.com|googleapis\.com|gstatic\.com)/")
     assert {u for u in urls if not own.match(u)} <= {page.resolve().as_uri()}
+
+
+def test_regeneration_band_with_the_reference_error(world):
+    from scipy.stats import betabinom
+
+    cfg = al.config_from_mapping(
+        {**CONFIG, "regeneration": {**CONFIG["regeneration"], "reference_error": True}}
+    )
+    with WindowStore(world["store"], read_only=True) as st:
+        res = al.evaluate_store(st, cfg)
+        ref = next(r for r in st.sums(["2026-11-02T00:00:00Z"]) if r["branch"] == world["branch_a"])
+    regen = [r for r in res["results"] if r["check"] == "regeneration_rate"]
+    alpha = 0.05 / len(regen)  # Bonferroni over the monitored cells
+    cell = next(
+        r for r in regen if r["window"] == "2026-11-05T00:00:00Z" and r["branch"] == world["branch_a"]
+    )
+    n, k0, n0 = cell["evidence"]["n"], ref["regenerated"], ref["regen_n"]
+    pred = betabinom(n, k0 + 0.5, n0 - k0 + 0.5)
+    assert cell["band"] == pytest.approx([pred.ppf(alpha / 2) / n, pred.isf(alpha / 2) / n])
+    assert cell["status"] == "alert" and n0 == 80
