@@ -77,7 +77,7 @@ def plan_partitions(path: str | Path, size: int, partitions: int) -> list[Span] 
     pos = 0
     with open(p, "rb") as fh:
         for lineno, line in enumerate(fh):
-            if len(line) > 2 or line.strip():
+            if line.strip():
                 if n % size == 0:
                     starts.append((pos, lineno))
                 n += 1
