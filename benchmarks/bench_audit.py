@@ -23,7 +23,7 @@ started once, before): per run the wall seconds, the CPU of this process and of 
 worker's CPU (thread time), the client's plan and merge CPU; the reports of every run are
 compared byte for byte with the first in-process one (``report.json`` without its seconds,
 ``report.md``, ``prov.ttl``). ``--families a,b`` audits only those families (a cheaper set for
-10M records), ``--replicate K`` makes the records file ``K`` copies of the generated one with
+10M records; ``--slim`` keeps only the records' id, slices and labels), ``--replicate K`` makes the records file ``K`` copies of the generated one with
 fresh ids (``n * K`` records, generated once), ``--reuse`` keeps the data of an earlier
 ``--keep DIR`` run, ``--partitions P`` (default twice the workers).
 
@@ -186,6 +186,17 @@ def perturb(src: Path, dst: Path, seed: int, share: float = 0.3) -> int:
     return changed
 
 
+def slim(path: Path) -> None:
+    """Keep only ``id``, ``slices`` and ``labels`` of every record of ``path`` (the hierarchy
+    family's section: a cheap records file for a 10M-record hierarchy audit)."""
+    tmp = path.with_suffix(".tmp")
+    with open(path) as src, open(tmp, "w") as dst:
+        for line in src:
+            rec = json.loads(line)
+            dst.write(json.dumps({k: rec[k] for k in ("id", "slices", "labels")}) + "\n")
+    tmp.replace(path)
+
+
 def replicate(path: Path, k: int) -> None:
     """Make ``path`` ``k`` copies of itself, copy ``j > 0`` with its ids prefixed ``c<j>``."""
     tmp = path.with_suffix(".tmp")
@@ -321,6 +332,11 @@ def main() -> None:
     ap.add_argument("--families", default=None, help="comma-separated families (default: the six)")
     ap.add_argument("--replicate", type=int, default=1, help="the records file is K copies, fresh ids")
     ap.add_argument("--reuse", action="store_true", help="reuse the data already in --keep DIR")
+    ap.add_argument(
+        "--slim",
+        action="store_true",
+        help="records keep only id, slices and labels (for --families hierarchy)",
+    )
     args = ap.parse_args()
 
     from kg_rageval.audit.config import config_from_mapping
@@ -336,6 +352,8 @@ def main() -> None:
         t0 = time.perf_counter()
         if not (args.reuse and (out / "records.jsonl").exists()):
             generate(onto, args.n, args.seed, out)
+            if args.slim:
+                slim(out / "records.jsonl")
             if args.replicate > 1:
                 replicate(out / "records.jsonl", args.replicate)
             if args.baseline:

@@ -273,3 +273,32 @@ def test_errors_in_a_later_partition_are_the_in_process_errors(client, tmp_path)
     with pytest.raises(InputError) as dask:
         _on(client, config_from_mapping(mapping, base_dir=tmp_path), 6, tmp_path / "b")
     assert str(dask.value) == str(local.value) and "line 41" in str(local.value)
+
+
+@pytest.mark.slow
+def test_cli_dask_partitions(client, tmp_path, cli):
+    """``--dask-partitions P`` (3 byte ranges; 0: chunk by chunk) gives the in-process JSON report."""
+    import yaml
+    from report_helpers import without_timings
+
+    mapping = {**_vehicles(tmp_path, _vehicle_records(60, labels_from=5)), "chunk_size": 8}
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(yaml.safe_dump(mapping))
+    base = ["audit", "-c", str(cfg), "-q", "--format", "json"]
+
+    def report(extra):
+        code, out, err = cli(base + extra)
+        assert code in (0, 1), err
+        return without_timings({k: v for k, v in json.loads(out).items() if k not in ("written", "manifest")})
+
+    ref = report([])
+    assert ref["summary"]["records"] == 60
+    _reset()
+    assert report(["--dask-scheduler", client.scheduler.address, "--dask-partitions", "3"]) == ref
+    st = _stats()
+    assert st is not None and st.records == [24, 16, 20]  # 8 chunks of 8 (the last 4): 3, 2, 3 chunks
+    _reset()
+    assert report(["--dask-scheduler", client.scheduler.address, "--dask-partitions", "0"]) == ref
+    assert _stats() is None
+    code, _, err = cli(base + ["--dask-partitions", "-1"])
+    assert code == 2 and "dask-partitions" in err
