@@ -496,7 +496,7 @@ def _build_intern_strings():
     def kernel(raw, n, bits):  # pragma: no cover - jitted
         # 1. rows (split at newlines) and a 64-bit FNV-1a hash of each, one pass
         s = np.empty(n, np.int64)
-        ln = np.empty(n, np.int64)
+        ln = np.empty(n, np.int32)
         h = np.empty(n, np.uint64)
         prime = np.uint64(1099511628211)
         basis = np.uint64(14695981039346656037)
@@ -535,7 +535,7 @@ def _build_intern_strings():
         rstart = rpos.copy()
         ph = np.empty(n, np.uint64)
         prow = np.empty(n, np.int64)
-        pl = np.empty(n, np.int64)
+        pl = np.empty(n, np.int32)
         pb = np.empty(raw.shape[0] + 1, np.uint8)
         for i in range(n):
             b = np.int64(h[i] >> shift) if bits else 0
@@ -550,7 +550,7 @@ def _build_intern_strings():
             for t in range(L):
                 pb[o + t] = raw[a + t]
             bpos[b] = o + L
-        ps = np.empty(n, np.int64)  # where each partitioned row's bytes start
+        ps = s  # where each partitioned row's bytes start (the rows' starts are done with)
         o = 0
         for k in range(n):
             ps[k] = o
@@ -563,7 +563,7 @@ def _build_intern_strings():
             while width < 2 * w:
                 width <<= 1
         table = np.full(width, -1, np.int64)
-        rep = np.empty(n, np.int64)
+        rep = h.view(np.int64)  # the hashes are done with: each row's representative
         first_row = np.zeros(n, np.bool_)
         for b in range(nb):
             lo, hi = rstart[b], rstart[b + 1]
@@ -608,7 +608,7 @@ def _build_intern_strings():
         for i in range(n):
             if first_row[i]:
                 first[rank[i]] = i
-        repcode = np.empty(n, np.int64)
+        repcode = ph.view(np.int64)  # the partitioned hashes are done with
         for k in range(n):
             if rep[k] == k:
                 repcode[k] = rank[prow[k]]

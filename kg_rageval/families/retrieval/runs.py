@@ -32,22 +32,46 @@ from kg_rageval.base.errors import InputError
 
 class Vocab:
     """Document id interning: ``index[id]`` gives a stable int code (first seen, first
-    numbered), ``strings[code]`` the id."""
+    numbered), ``strings[code]`` the id.
+
+    Ids added by the compiled interning (:meth:`codes` of a large input) are known to be new
+    and distinct; they wait in a tail with the next codes and enter the ``index`` dict only
+    when something reads it (``strings`` and ``len`` do not), so scoring a run whose millions
+    of unjudged ids nothing looks up does not build their dict entries."""
 
     def __init__(self, strings: Iterable[str] = ()):
-        self.index: dict[str, int] = {}
+        self._index: dict[str, int] = {}
+        self._tail: list[str] = []  # ids coded len(_index), len(_index) + 1, ...: not in _index
         self._strings: list[str] = []
         self._rank_key: np.ndarray | None = None
         self._grow(strings)
 
+    @property
+    def index(self) -> dict[str, int]:
+        if self._tail:
+            tail, self._tail = self._tail, []
+            self._index.update(zip(tail, itertools.count(len(self._index))))
+        return self._index
+
+    @index.setter
+    def index(self, value: dict[str, int]) -> None:
+        self._index, self._tail = value, []
+
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self._index) + len(self._tail)
 
     @property
     def strings(self) -> list[str]:
-        if len(self._strings) != len(self.index):
-            self._strings = list(self.index)
+        if len(self._strings) != len(self):
+            self._strings = list(self._index) + self._tail if self._tail else list(self._index)
         return self._strings
+
+    def _extend(self, fresh: list[str]) -> None:
+        """Add ids known to be new and distinct, coded from ``len(self)`` on."""
+        known = self._strings if len(self._strings) == len(self) else None
+        self._tail.extend(fresh)
+        if known is not None:
+            self._strings = known + fresh
 
     def _grow(self, ids: Iterable[str]) -> None:
         idx = self.index
@@ -95,7 +119,7 @@ class Vocab:
         fresh = list(map(seq.__getitem__, (first[n0:] - n0).tolist()))
         if not set(map(type, fresh)) <= {str}:  # a str subclass: the dictionary decides
             return None
-        self.index.update(zip(fresh, itertools.count(n0)))
+        self._extend(fresh)
         return codes[n0:] if n0 else codes
 
     def codes_array(self, arr: np.ndarray) -> np.ndarray:
@@ -231,28 +255,34 @@ class LazyVocab(Vocab):
     def __init__(self, strings: list[str], arena: np.ndarray | None = None):
         self._lazy_strings = strings
         self.arena = arena  # the ids as UTF-8, each followed by a newline (hash join)
-        self._index: dict[str, int] | None = None
+        self._lazy_index: dict[str, int] | None = None
+        self._tail: list[str] = []
         self._strings = strings
         self._rank_key = None
 
     @property  # type: ignore[override]
     def index(self) -> dict[str, int]:
-        if self._index is None:
-            self._index = dict(zip(self._lazy_strings, itertools.count()))
-        return self._index
+        if self._lazy_index is None:
+            self._lazy_index = dict(zip(self._lazy_strings, itertools.count()))
+        return self._lazy_index
 
     @index.setter
     def index(self, value: dict[str, int]) -> None:
-        self._index = value
+        self._lazy_index = value
 
     def __len__(self) -> int:
-        return len(self._index) if self._index is not None else len(self._lazy_strings)
+        return len(self._lazy_index) if self._lazy_index is not None else len(self._lazy_strings)
 
     @property
     def strings(self) -> list[str]:
-        if self._index is None:
+        if self._lazy_index is None:
             return self._lazy_strings
-        return Vocab.strings.fget(self)  # type: ignore[attr-defined]
+        if len(self._strings) != len(self._lazy_index):
+            self._strings = list(self._lazy_index)
+        return self._strings
+
+    def _extend(self, fresh: list[str]) -> None:
+        self.index.update(zip(fresh, itertools.count(len(self))))
 
 
 def trec_order(
