@@ -643,7 +643,7 @@ _rrows = None
 
 def rank_rows(ptr: np.ndarray, scores: np.ndarray):
     """Per CSR row, the permutation sorting its scores descending (``ptr[r] +`` the row's
-    ``argsort`` of the negated scores) and whether the row holds two equal scores (whose
+    ``argsort`` read backwards) and whether the row holds two equal scores (whose
     order trec_eval breaks by document id: the caller re-sorts those rows). Scores must not
     be NaN."""
     global _rrows
@@ -659,16 +659,17 @@ def rank_rows(ptr: np.ndarray, scores: np.ndarray):
                 a, b = ptr[r], ptr[r + 1]
                 if b - a == 0:
                     continue
-                neg = -scores[a:b]
-                o = np.argsort(neg)
-                prev = neg[o[0]]
-                perm[a] = a + o[0]
-                for t in range(1, b - a):
-                    v = neg[o[t]]
+                row = scores[a:b]
+                o = np.argsort(row)  # ascending: read backwards (rows with ties are redone)
+                m = b - a
+                prev = row[o[m - 1]]
+                perm[a] = a + o[m - 1]
+                for t in range(1, m):
+                    v = row[o[m - 1 - t]]
                     if v == prev:
                         tied[r] = True
                     prev = v
-                    perm[a + t] = a + o[t]
+                    perm[a + t] = a + o[m - 1 - t]
             return perm, tied
 
         _rrows = kernel

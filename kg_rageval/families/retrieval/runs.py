@@ -537,7 +537,11 @@ class Qrels:
                 itertools.chain.from_iterable(map(dict.values, dicts)), dtype=np.float64, count=total
             )
             row = np.repeat(np.arange(len(vals), dtype=np.int64), lens_a)
-            order = np.lexsort((codes, row))
+            span = max(len(vocab), 1)
+            if len(vals) * span < 2**62:  # (row, code) pairs are distinct: one key, one sort
+                order = np.argsort(row * span + codes)
+            else:  # pragma: no cover - more queries x documents than an int64 key holds
+                order = np.lexsort((codes, row))
             return cls(list(map(str, qrels)), _csr(lens_a), codes[order], g[order], vocab)
         qids: list[str] = []
         lens: list[int] = []

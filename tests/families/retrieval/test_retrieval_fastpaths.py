@@ -538,3 +538,18 @@ def test_score_retrieval_bad_principal_names_the_record(fixtures_dir):
         InputError, match=r"'bad'.*retrieval\.principal.*\['locale'\] are not entitlement fields"
     ):
         score_retrieval(onto, recs, corpus)
+
+
+def test_vocab_tail_enters_the_index_when_read(monkeypatch):
+    """Ids added by the compiled interning wait in the tail: ``len``, ``strings`` and codes
+    are right before the dict is built; reading ``index`` builds it; a later small input (the
+    dictionary path) continues the numbering."""
+    _compiled(monkeypatch)
+    v = Vocab(["x"])
+    got = v.codes(["b", "x", "a", "b"])
+    assert got.tolist() == [1, 0, 2, 1] and len(v) == 3 and v.strings == ["x", "b", "a"]
+    assert v._tail == ["b", "a"]  # not yet in the dict
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 10**12)
+    assert v.codes(["a", "c"]).tolist() == [2, 3]  # the dictionary path reads the index
+    assert v.index == {"x": 0, "b": 1, "a": 2, "c": 3} and v._tail == []
+    assert v.strings == ["x", "b", "a", "c"]
