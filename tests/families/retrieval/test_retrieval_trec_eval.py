@@ -437,7 +437,7 @@ def test_lazy_vocabulary_across_blocks_hash_join_and_float_fast_path(tmp_path, m
     monkeypatch.setattr(trec, "NUMBA_MIN_BYTES", 1 << 10)  # the compiled path on a small file
     lazy = read_run(p)
     plain = read_run(p, vocab=Vocab())
-    assert isinstance(lazy.vocab, LazyVocab) and lazy.vocab._index is None
+    assert isinstance(lazy.vocab, LazyVocab) and lazy.vocab._lazy_index is None
     assert len(lazy.vocab) == len(plain.vocab) == len({ln.split()[2] for ln in lines})
     assert (
         lazy.to_dict()
