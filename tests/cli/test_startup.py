@@ -104,7 +104,9 @@ NOT_USED = {
     "score cleaning": _LEAN,
     "score routing": _LEAN,
     "score extraction": _LEAN,
-    "score provenance": ("yaml", "numpy.ma", "numpy.random"),  # pydantic: the judgment contract
+    # issue #33: provenance reads the claim splitter of the generation judges, no longer the
+    # pydantic judgment model behind it (imported where a judge builds a Judgment)
+    "score provenance": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
     "score relations": NO_SCAN + ("pydantic", "yaml", "numpy.random"),
     "score system": NO_SCAN + ("pydantic", "yaml"),  # numpy.random: its bootstrap intervals
     "score judges": ("yaml", "numpy.ma", "numpy.random"),  # pydantic: the rubric contracts
