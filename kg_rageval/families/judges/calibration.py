@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
 from kg_rageval.families.judges.ppi import PPI_STATS, ppi_from_sums
 from kg_rageval.families.judges.stats import cohen_kappa, rate_with_wilson
 from kg_rageval.results.family import Family
