@@ -14,6 +14,7 @@ from kg_rageval.base import limits
 from kg_rageval.base.errors import InputError
 from kg_rageval.drift import build_mapping
 from kg_rageval.drift import rebase as R
+from kg_rageval.drift import rebase_io as RIO
 from kg_rageval.ontology import OntologyBuilder
 from kg_rageval.records import iter_objects
 
@@ -115,7 +116,7 @@ def _compare(mapping, tmp_path, text: bytes, name: str = "r.jsonl"):
 
 @pytest.mark.parametrize("block", [1 << 16, 7, 64])
 def test_file_path_equals_the_walk_and_json_dumps(mapping, tmp_path, monkeypatch, block):
-    monkeypatch.setattr(R, "_BLOCK", block)
+    monkeypatch.setattr(RIO, "_BLOCK", block)
     lines = []
     for rec in SHAPES:
         for j, s in enumerate(_spellings(rec)):
@@ -149,7 +150,7 @@ def test_file_path_equals_the_walk_and_json_dumps(mapping, tmp_path, monkeypatch
 def test_untouched_check_is_sound_and_not_vacuous(mapping):
     """A record the check lets through is one the walk leaves without a touch; and it lets
     through the untouched shapes above (u1–u6, 10), not the touched ones (t1–t9)."""
-    clean = R._Quick(mapping).clean
+    clean = RIO._Quick(mapping).clean
     rb = R._Rebaser(mapping)
     passed = []
     for rec in SHAPES:
@@ -179,9 +180,9 @@ def test_verbatim_only_when_the_line_is_the_encoding(line, same):
 
     raw = line.encode("utf-8")
     doc = orjson.loads(raw) if "1e16" not in line else json.loads(line)
-    assert R._verbatim([raw], [doc]) is same
+    assert RIO._verbatim([raw], [doc]) is same
     assert (json.dumps(doc, ensure_ascii=False).encode("utf-8") == raw) is same
-    assert R._verbatim([b'{"id": "b"}', raw], [{"id": "b"}, doc]) is same  # in a batch
+    assert RIO._verbatim([b'{"id": "b"}', raw], [{"id": "b"}, doc]) is same  # in a batch
 
 
 @pytest.mark.parametrize(
@@ -201,7 +202,7 @@ def test_verbatim_only_when_the_line_is_the_encoding(line, same):
 )
 @pytest.mark.parametrize("name", ["r.jsonl", "r.jsonl.gz"])
 def test_input_errors_are_the_readers(mapping, tmp_path, monkeypatch, text, name):
-    monkeypatch.setattr(R, "_BLOCK", 5)
+    monkeypatch.setattr(RIO, "_BLOCK", 5)
     data = tmp_path / name
     data.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
     with pytest.raises(InputError) as want:
@@ -213,7 +214,7 @@ def test_input_errors_are_the_readers(mapping, tmp_path, monkeypatch, text, name
 
 
 def test_a_line_over_the_limit_is_refused_as_the_reader_does(mapping, tmp_path, monkeypatch):
-    monkeypatch.setattr(R, "_BLOCK", 16)
+    monkeypatch.setattr(RIO, "_BLOCK", 16)
     data = tmp_path / "r.jsonl"
     data.write_bytes(b'{"id": "a"}\n{"id": "b", "long": "' + b"x" * 100 + b'"}\n{"id": "c"}\n')
     with limits.limits({"max_line_bytes": 64}):
