@@ -3,6 +3,9 @@ same inputs (issue #33; docs/performance.md, "Families against their reference t
 (tests/test_bench_families.py runs it at a tiny N and checks only that the numbers agree).
 
     python benchmarks/bench_families.py [--n 10000] [--repeat 3] [--only a,b] [--skip a,b] [--seed 1]
+                                        [--json] [--in-process]
+
+Each family runs in a fresh interpreter (``--in-process``: all in this one).
 
 Per family the driver generates ``--n`` rows (sentences, records, run lines, file rows), runs our
 public function and the reference on the same data, **asserts that the numbers are equal**
@@ -868,6 +871,21 @@ def run_bench(b: Bench, n: int, repeat: int, seed: int, folder: Path) -> dict[st
     }
 
 
+def _isolated(name: str, a: argparse.Namespace) -> dict[str, Any]:
+    """One family's :func:`run_bench` in a fresh interpreter (its JSON line back). Run in one
+    process, a family's timed calls would pay for the objects every earlier family and its
+    reference left imported (the cyclic collector walks them all: after ranx and numba are
+    imported, a reader's CPU time grew 3-4x)."""
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--in-process", "--json", "--only", name]
+    cmd += ["--n", str(a.n), "--repeat", str(a.repeat), "--seed", str(a.seed)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"{name}: exit {done.returncode}\n{done.stderr[-4000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def _pick(names: str | None) -> set[str]:
     return {x.strip() for x in names.split(",")} if names else set()
 
@@ -880,6 +898,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--only", help="comma-separated family names (as in the table)")
     ap.add_argument("--skip", help="comma-separated family names to leave out")
     ap.add_argument("--json", action="store_true", help="one JSON object a line instead of the table")
+    ap.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run every family in this process (default: each in a fresh interpreter)",
+    )
     a = ap.parse_args(argv)
     only, skip = _pick(a.only), _pick(a.skip)
     out = []
@@ -890,8 +913,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     for b in BENCHES:
         if (only and b.name not in only) or b.name in skip:
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            r = run_bench(b, a.n, a.repeat, a.seed, Path(tmp))
+        if a.in_process:
+            with tempfile.TemporaryDirectory() as tmp:
+                r = run_bench(b, a.n, a.repeat, a.seed, Path(tmp))
+        else:  # a fresh interpreter a family: no other family's imports or garbage in its heap
+            r = _isolated(b.name, a)
         out.append(r)
         if a.json:
             print(json.dumps(r), flush=True)
