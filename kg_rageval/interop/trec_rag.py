@@ -124,17 +124,6 @@ def _read_nuggets(path: str | Path, nuggets: str | Path | None) -> Imported:
     return out
 
 
-def _bad_citation(b: Builder, row: int, f: str, c: Any, refs: list[str] | None) -> None:
-    """Raise the error of a citation ``c`` that is not an index into ``refs``; one that is
-    (an int subclass other than bool) is let through."""
-    if not isinstance(c, int) or isinstance(c, bool):
-        raise bad(b.path, row, f, f"expected an index into references, found {kind(c)}")
-    if refs is None:
-        raise bad(b.path, row, f, "a citation, but the row has no references")
-    if not 0 <= c < len(refs):
-        raise bad(b.path, row, f, f"index {c} is outside references (0..{len(refs) - 1})")
-
-
 def _str_id(b: Builder, row: int, name: str, value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
@@ -165,8 +154,7 @@ def _read_answers(path: str | Path, rows: list[tuple[int, dict[str, Any]]]) -> I
         if refs is not None:
             if not isinstance(refs, list):
                 raise bad(b.path, row, "references", f"expected a list of document ids, found {kind(refs)}")
-            if not all(type(r) is str and r for r in refs):  # the common case needs no conversion
-                refs = [_str_id(b, row, f"references[{i}]", r) for i, r in enumerate(refs)]
+            refs = [_str_id(b, row, f"references[{i}]", r) for i, r in enumerate(refs)]
             rec["retrieval"] = {"run": list(refs)}
         else:
             b.lack("retrieval.run")
@@ -176,15 +164,14 @@ def _read_answers(path: str | Path, rows: list[tuple[int, dict[str, Any]]]) -> I
         else:
             if not isinstance(sentences, list):
                 raise bad(b.path, row, "answer", f"expected a list of sentences, found {kind(sentences)}")
-            claims: list[dict[str, Any]] = []
-            cited: dict[str, None] = {}  # first-cited order
-            n_refs = -1 if refs is None else len(refs)
+            claims, cited = [], []
             for i, s in enumerate(sentences):
+                where = f"answer[{i}]"
                 if not isinstance(s, dict) or not isinstance(s.get("text"), str):
                     raise bad(
                         b.path,
                         row,
-                        f"answer[{i}].text",
+                        f"{where}.text",
                         f"expected a sentence {{text, citations}}, found {kind(s)}",
                     )
                 claim: dict[str, Any] = {"text": s["text"]}
@@ -196,22 +183,28 @@ def _read_answers(path: str | Path, rows: list[tuple[int, dict[str, Any]]]) -> I
                         raise bad(
                             b.path,
                             row,
-                            f"answer[{i}].citations",
+                            f"{where}.citations",
                             f"expected a list of indices, found {kind(cites)}",
                         )
                     ids = []
                     for j, c in enumerate(cites):
-                        if type(c) is not int or not 0 <= c < n_refs:  # the field named only on error
-                            _bad_citation(b, row, f"answer[{i}].citations[{j}]", c, refs)
-                        ids.append(refs[c])  # type: ignore[index]
-                    cited.update(dict.fromkeys(ids))
+                        f = f"{where}.citations[{j}]"
+                        if not isinstance(c, int) or isinstance(c, bool):
+                            raise bad(b.path, row, f, f"expected an index into references, found {kind(c)}")
+                        if refs is None:
+                            raise bad(b.path, row, f, "a citation, but the row has no references")
+                        if not 0 <= c < len(refs):
+                            raise bad(b.path, row, f, f"index {c} is outside references (0..{len(refs) - 1})")
+                        ids.append(refs[c])
+                        if refs[c] not in cited:
+                            cited.append(refs[c])
                     claim["citations"] = ids
                 claims.append(claim)
             n_sentences += len(claims)
             rec["answer"] = {
                 "text": " ".join(c["text"] for c in claims),
                 "claims": claims,
-                "citations": list(cited),
+                "citations": cited,
             }
         if run_id:
             rec["slices"] = {"run": run_id}
