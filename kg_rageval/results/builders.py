@@ -60,8 +60,8 @@ def build_evaluation(
         try:
             # dict.get mapped over the rows: the same values as r.get(s, 0.0), without a
             # bytecode loop
-            vals = (
-                list(map(dict.get, rows, repeat(s, n), repeat(0.0, n)))
+            vals: list[Any] = (
+                list(map(dict.get, rows, repeat(s, n), repeat(0.0, n)))  # type: ignore[arg-type]
                 if plain_dicts
                 else [r.get(s, 0.0) for r in rows]
             )
