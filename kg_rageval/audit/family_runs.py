@@ -164,6 +164,12 @@ def _run_streamed(
         return None
     tick("load_inputs")
     observers: list[Any] = [view.observe]
+    digests = None
+    if config.baseline is not None:  # the baseline's stream scores only the lines that differ
+        from kg_rageval.audit.stream import LineDigests
+
+        digests = view.line_digests = LineDigests()
+        observers.insert(0, digests.observe)
     bar = None
     if progress:
         try:
@@ -174,7 +180,16 @@ def _run_streamed(
         except ImportError:  # pragma: no cover
             pass
     try:
-        runs = _stream_runs(config, inputs, names, bound, view, tuple(observers), client)
+        runs = _stream_runs(
+            config,
+            inputs,
+            names,
+            bound,
+            view,
+            tuple(observers),
+            client,
+            digests=None if digests is None else digests.sink,
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -208,12 +223,17 @@ def _stream_runs(
     view: Any,
     observers: tuple[Any, ...],
     client: Any,
+    *,
+    digests: list[bytes] | None = None,
+    narrow: Mapping[str, Any] | None = None,
 ) -> dict[str, FamilyRun] | None:
     """Every family of ``names`` run on ``view.path`` read once in chunks
     (:func:`~kg_rageval.scoring.stream_families`; ``view``, a :class:`~.stream.RecordIndex`,
     among the ``observers``), as :func:`run_families` runs them on the held records: ``None``
     when a family cannot be streamed exactly (:class:`~kg_rageval.scoring.StreamFallback`:
-    the caller holds the records instead). A reading error of the file propagates."""
+    the caller holds the records instead). A reading error of the file propagates.
+    ``digests``, ``narrow``: as :func:`~kg_rageval.scoring.stream_families` takes them (a
+    narrowed family's run may have ``result = None``: none of its records was scored)."""
     from kg_rageval.scoring import StreamFallback, stream_families
 
     bounds, bind_seconds = bound
@@ -226,6 +246,8 @@ def _stream_runs(
             section_counts=view.section_counts,
             client=client,
             spill_rows=config.spill_rows,
+            digests=digests,
+            narrow=narrow,
         )
     except StreamFallback:
         return None
@@ -236,8 +258,9 @@ def _stream_runs(
         )
         if run.status == "ran":
             fs = streams[name]
-            assert fs.result is not None
-            run.result, run.evaluations = fs.result, fs.result.evaluations
+            assert fs.result is not None or name in (narrow or {})
+            run.result = fs.result
+            run.evaluations = fs.result.evaluations if fs.result is not None else []
             run.seconds = bind_seconds[name] + fs.seconds
         runs[name] = run
     return runs

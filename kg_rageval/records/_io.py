@@ -43,13 +43,19 @@ def _open_binary(path: Path):
 
 
 def iter_jsonl(
-    path: str | Path, *, only: set[int] | frozenset[int] | None = None
+    path: str | Path,
+    *,
+    only: set[int] | frozenset[int] | None = None,
+    digests: list[bytes] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
     by :mod:`kg_rageval.base.safe_io` (NaN/Infinity and overflowing numbers name their field).
     ``only``: parse just these line numbers (the others are skipped unread; the file is read
-    up to the last of them)."""
+    up to the last of them). ``digests``: a list that gets, for each value yielded (before it
+    is), the 16-byte BLAKE2b digest of its line's bytes as read (line end included) — what
+    tells two files' equal lines apart from the others without holding either
+    (:func:`line_digest`)."""
     from kg_rageval.base import limits
     from kg_rageval.base.safe_io import NOT_FAST, fast_line, loads_json, read_line
 
@@ -74,6 +80,8 @@ def iter_jsonl(
             if lineno > 1:  # the common line: orjson on the bytes (line 1 may carry a BOM)
                 doc = fast_line(raw, depth_limit)
                 if doc is not NOT_FAST:
+                    if digests is not None:
+                        digests.append(line_digest(raw))
                     yield lineno, doc
                     continue
             try:
@@ -86,23 +94,33 @@ def iter_jsonl(
                 ) from None
             if not line.strip():
                 continue
-            yield (
-                lineno,
-                loads_json(
-                    line.rstrip("\r\n"), source=src, location=f"line {lineno}", depth_limit=depth_limit
-                ),
+            doc = loads_json(
+                line.rstrip("\r\n"), source=src, location=f"line {lineno}", depth_limit=depth_limit
             )
+            if digests is not None:
+                digests.append(line_digest(raw))
+            yield lineno, doc
 
 
-def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[int, str, dict[str, Any]]]:
+def line_digest(raw: bytes) -> bytes:
+    """The 16-byte BLAKE2b digest of one line's bytes (:func:`iter_jsonl`'s ``digests``)."""
+    import hashlib
+
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def iter_objects(
+    path: str | Path, *, what: str = "record", digests: list[bytes] | None = None
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(line number, id, object)`` for each line of a JSONL file of objects keyed by ``id``.
 
     Each line must be a JSON object whose ``id`` is a non-empty string (an integer is taken as
     its text); a duplicate id raises, naming the line of the first one. ``what`` names the
     rows in that message (``"record"``, ``"document"``, ``"judgment"``). Shared by
-    :func:`read_records`, the provenance corpus reader and the judgments reader."""
+    :func:`read_records`, the provenance corpus reader and the judgments reader. ``digests``:
+    each object's line digest (:func:`iter_jsonl`)."""
     seen: dict[str, int] = {}
-    for lineno, obj in iter_jsonl(path):
+    for lineno, obj in iter_jsonl(path, digests=digests):
         loc = f"line {lineno}"
         if not isinstance(obj, dict):
             raise InputError(
@@ -143,7 +161,9 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iterator[list[Record]]:
+def iter_record_chunks(
+    path: str | Path, size: int = DEFAULT_CHUNK_SIZE, *, digests: list[bytes] | None = None
+) -> Iterator[list[Record]]:
     """The records of a JSONL file in consecutive lists of at most ``size`` (file order), each
     record checked as :func:`read_records` checks it (an object with a unique string ``id``;
     duplicates are found across chunks) and given ``_line`` and ``_source``.
@@ -153,11 +173,12 @@ def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iter
     nothing. The cyclic garbage collector is paused while a chunk is filled (and restored
     before it is handed out, also on an error): parsed JSON holds no reference cycles, and the
     collector's repeated passes over a growing list of fresh dicts cost about as much as the
-    parsing itself."""
+    parsing itself. ``digests``: a list that gets each record's line digest, in order
+    (:func:`iter_jsonl`; a chunk's are its last ``len(chunk)`` when it is handed out)."""
     if size < 1:
         raise ValueError("chunk size must be at least 1")
     source = str(path)
-    objects = iter_objects(path)
+    objects = iter_objects(path, digests=digests)
     while True:
         chunk: list[Record] = []
         with collector_paused():
