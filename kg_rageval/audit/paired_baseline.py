@@ -198,6 +198,7 @@ class _Reuse:
         self.same: list[np.ndarray] = []
         self._same_ids: list[np.ndarray] = []
         self.members: dict[str, list[str]] = {}
+        self._ids_sorted: np.ndarray | None = None
 
     def _by_id(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(audited ids, their sorting order, their line digests)``, made once."""
@@ -256,26 +257,30 @@ class _Reuse:
         got = np.concatenate(self._same_ids) if self._same_ids else id_array([])
         return np.sort(got)
 
-    def result(self, name: str, scored: Any, same_ids: np.ndarray) -> Any:
+    def result(self, name: str, scored: Any, spill_rows: int | None = None) -> Any:
         """Family ``name``'s baseline result: per member, the audited run's rows of the equal
         records, then the rows of the others (``scored``; ``None``: none of them had the
-        section), stats only (what the pairing reads); ``None`` when ``scored`` has other
-        members than planned (the caller then scores the baseline whole)."""
-        from kg_rageval.results.evaluation import concat_evaluations
+        section), stats only (what the pairing reads), concatenated as a stream's chunks are
+        (:class:`~kg_rageval.results.concatenation.Concatenation`: past ``spill_rows`` rows
+        the columns go to a temporary file); ``None`` when ``scored`` has other members than
+        planned."""
+        from kg_rageval.results.concatenation import Concatenation
         from kg_rageval.results.evaluation_set import EvaluationSet
 
         members = self.members[name]
         if scored is not None and list(scored) != members:
             return None
+        if self._ids_sorted is None:
+            self._ids_sorted = self.same_ids()
         cand = self._runs[name].result
         out = EvaluationSet(name)
         for m in members:
             ev = cand[m]
-            keep = np.isin(ev.record_ids.astype(str), same_ids)
-            parts = [_stats_only(ev, keep)]
+            both = Concatenation(spill_rows)
+            both.add(_stats_only(ev, np.isin(ev.record_ids.astype(str), self._ids_sorted)))
             if scored is not None:
-                parts.append(_stats_only(scored[m], None))
-            out[m] = concat_evaluations(parts, consume=True) if len(parts) > 1 else parts[0]
+                both.add(_stats_only(scored[m], None))
+            out[m] = both.result()
         return out
 
 
@@ -356,16 +361,10 @@ def _baseline_streamed(
         return None
     if release.ontology is not planned:  # pragma: no cover — ReleaseCheck plans what it decides
         return None
-    if reuse is not None and reuse.members:
-        same_ids = reuse.same_ids()
+    if reuse is not None:  # each sharing family's result is made when it is paired (_run_baseline)
         for name in reuse.members:
-            brun = bruns[name]
-            if brun.status != "ran":
-                continue
-            got = reuse.result(name, brun.result, same_ids)
-            if got is None:  # pragma: no cover — the same options make the same members
-                return None
-            brun.result, brun.evaluations = got, got.evaluations
+            if bruns[name].status == "ran":
+                bruns[name].shared = reuse
     return release, bruns, check.ids()
 
 
@@ -424,6 +423,11 @@ def _run_baseline(
         brun = bruns.get(fam)
         if brun is None or run.status != "ran" or brun.status != "ran":
             continue
+        if brun.shared is not None:  # the audited rows of the equal records, then the others'
+            got = brun.shared.result(fam, brun.result, config.spill_rows)
+            if got is None:  # pragma: no cover — the same options make the same members
+                raise RuntimeError(f"{fam}: the baseline's members differ from the audited run's")
+            brun.result, brun.evaluations, brun.shared = got, got.evaluations, None
         if run.result is None or brun.result is None:
             continue
         for member, ev in run.result.items():  # paired by member, then by record id

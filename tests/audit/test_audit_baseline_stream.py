@@ -267,10 +267,12 @@ def test_baseline_shares_the_audited_rows_of_its_equal_lines(data, tmp_path):
         scored[self.name] = scored.get(self.name, 0) + len(records)
         return call(self, records)
 
-    def stats(got):  # each family's members and their per-record stats, before the pairing lets go
-        return got[2], {
-            fam: {m: ev.per_record_stats() for m, ev in run.result.items()} for fam, run in got[1].items()
-        }
+    def stats(got):  # each family's members and their per-record stats, as the pairing makes them
+        out = {}
+        for fam, run in got[1].items():
+            result = run.result if run.shared is None else run.shared.result(fam, run.result, 500)
+            out[fam] = {m: ev.per_record_stats() for m, ev in result.items()}
+        return got[2], out
 
     def both(config, inputs, cand, bpath, client, runs=None):
         scored.clear()
