@@ -273,6 +273,7 @@ class _Reuse:
         if self._ids_sorted is None:
             self._ids_sorted = self.same_ids()
         cand = self._runs[name].result
+        assert cand is not None  # plan() shares only families that ran with a result
         out = EvaluationSet(name)
         for m in members:
             ev = cand[m]
