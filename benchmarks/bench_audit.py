@@ -374,7 +374,9 @@ def main() -> None:
             if args.replicate > 1:
                 replicate(out / "records.jsonl", args.replicate)
             if args.baseline:
-                perturb(out / "records.jsonl", out / "baseline.jsonl", args.baseline_seed, args.baseline_share)
+                perturb(
+                    out / "records.jsonl", out / "baseline.jsonl", args.baseline_seed, args.baseline_share
+                )
         t_gen = time.perf_counter() - t0
         families = (
             args.families.split(",")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,9 @@ def _run_streamed(
     tick("load_inputs")
     observers: list[Any] = [view.observe]
     digests = None
-    if config.baseline is not None and client is None:  # the baseline's stream scores only the lines that differ
+    if (
+        config.baseline is not None and client is None
+    ):  # the baseline's stream scores only the lines that differ
         from kg_rageval.audit.stream import LineDigests
 
         digests = view.line_digests = LineDigests()
@@ -290,7 +292,7 @@ def _stream_runs(
         )
     except StreamFallback:
         return None
-    return _runs_of(config, inputs, names, bind_seconds, view, streams)
+    return _runs_of(config, inputs, names, bind_seconds, view, streams, narrowed=set(narrow or ()))
 
 
 def _runs_of(
@@ -300,8 +302,10 @@ def _runs_of(
     bind_seconds: dict[str, float],
     view: Any,
     streams: Mapping[str, Any],
+    narrowed: Collection[str] = (),
 ) -> dict[str, FamilyRun]:
-    """The families' runs from their finished streams (``{family: FamilyStream}``)."""
+    """The families' runs from their finished streams (``{family: FamilyStream}``); a family
+    of ``narrowed`` (``stream_families(narrow=...)``) may have no result."""
     runs: dict[str, FamilyRun] = {}
     for name in names:
         run = family_run(
@@ -309,7 +313,7 @@ def _runs_of(
         )
         if run.status == "ran":
             fs = streams[name]
-            assert fs.result is not None or name in (narrow or {})
+            assert fs.result is not None or name in narrowed
             run.result = fs.result
             run.evaluations = fs.result.evaluations if fs.result is not None else []
             run.seconds = bind_seconds[name] + fs.seconds
