@@ -481,3 +481,331 @@ def blank_comments(raw: np.ndarray) -> np.ndarray:
 
         _comments = kernel
     return _comments(raw)
+
+
+_runreader = None
+
+
+def _build_run_reader():
+    global _runreader
+    if _runreader is not None:
+        return _runreader
+    from numba import njit
+
+    @njit(cache=True, nogil=True)
+    def read_block(raw, nlines, tab, size, m, a_start, arena, ncol, q_i, d_i, v_i):  # pragma: no cover
+        """One block of whole lines: the TREC run reader's tokenizer, float parser, query
+        change detection and document interning fused into one pass (no token offset arrays).
+
+        Fields are separated by bytes <= 32; lines with no field are skipped; a line with
+        fewer than ``ncol`` fields stops the pass (returned as ``bad_line``, ``bad_count``).
+        Returns (codes, values, head rows, n rows, bad-float rows/lines/starts/ends, the
+        number of bad floats, the table, its size, m, a_start, arena, bad_line, bad_count)."""
+        n = raw.shape[0]
+        codes = np.empty(nlines, np.int64)
+        vals = np.empty(nlines, np.float64)
+        heads = np.empty(256, np.int64)
+        hq_s = np.empty(256, np.int64)
+        hq_e = np.empty(256, np.int64)
+        bf_row = np.empty(16, np.int64)
+        bf_line = np.empty(16, np.int64)
+        bf_s = np.empty(16, np.int64)
+        bf_e = np.empty(16, np.int64)
+        nbf = 0
+        nh = 0
+        r = 0
+        line = 0
+        pq_s = -1
+        pq_e = -1
+        mask = np.uint64(size - 1)
+        prime = np.uint64(1099511628211)
+        pow10 = np.empty(23, np.float64)
+        p = 1.0
+        for k in range(23):
+            pow10[k] = p
+            p *= 10.0
+        limit = 9007199254740992  # 2^53
+        i = 0
+        while i < n:
+            # one line: the fields' offsets of interest, the field count
+            cnt = 0
+            q_s = q_e = d_s = d_e = v_s = v_e = 0
+            while i < n and raw[i] != 10:
+                c = raw[i]
+                if c > 32:
+                    s = i
+                    while i < n and raw[i] > 32:
+                        i += 1
+                    if cnt == q_i:
+                        q_s, q_e = s, i
+                    if cnt == d_i:
+                        d_s, d_e = s, i
+                    if cnt == v_i:
+                        v_s, v_e = s, i
+                    cnt += 1
+                else:
+                    i += 1
+            i += 1  # past the newline
+            if cnt == 0:
+                line += 1
+                continue
+            if cnt < ncol:
+                return (
+                    codes[:r],
+                    vals[:r],
+                    heads[:nh],
+                    hq_s[:nh],
+                    hq_e[:nh],
+                    bf_row[:nbf],
+                    bf_line[:nbf],
+                    bf_s[:nbf],
+                    bf_e[:nbf],
+                    tab,
+                    size,
+                    m,
+                    a_start,
+                    arena,
+                    line,
+                    cnt,
+                )
+            # query change
+            new_q = pq_s < 0 or (q_e - q_s) != (pq_e - pq_s)
+            if not new_q:
+                for t in range(q_e - q_s):
+                    if raw[q_s + t] != raw[pq_s + t]:
+                        new_q = True
+                        break
+            if new_q:
+                if nh == heads.shape[0]:
+                    heads = np.concatenate((heads, np.empty(nh, np.int64)))
+                    hq_s = np.concatenate((hq_s, np.empty(nh, np.int64)))
+                    hq_e = np.concatenate((hq_e, np.empty(nh, np.int64)))
+                heads[nh] = r
+                hq_s[nh] = q_s
+                hq_e[nh] = q_e
+                nh += 1
+            pq_s, pq_e = q_s, q_e
+            # the value: [+-]digits[.digits] exactly (Clinger's fast path), else left to numpy
+            j = v_s
+            neg = False
+            if j < v_e and (raw[j] == 45 or raw[j] == 43):
+                neg = raw[j] == 45
+                j += 1
+            mm = 0
+            kk = 0
+            nd = 0
+            dot = False
+            good = j < v_e
+            while j < v_e:
+                c = raw[j]
+                if 48 <= c <= 57:
+                    mm = mm * 10 + (c - 48)
+                    nd += 1
+                    if dot:
+                        kk += 1
+                    if mm >= limit:
+                        good = False
+                        break
+                elif c == 46 and not dot:
+                    dot = True
+                else:
+                    good = False
+                    break
+                j += 1
+            if not good or nd == 0 or kk > 22:
+                if nbf == bf_row.shape[0]:
+                    bf_row = np.concatenate((bf_row, np.empty(nbf, np.int64)))
+                    bf_line = np.concatenate((bf_line, np.empty(nbf, np.int64)))
+                    bf_s = np.concatenate((bf_s, np.empty(nbf, np.int64)))
+                    bf_e = np.concatenate((bf_e, np.empty(nbf, np.int64)))
+                bf_row[nbf] = r
+                bf_line[nbf] = line
+                bf_s[nbf] = v_s
+                bf_e[nbf] = v_e
+                nbf += 1
+                vals[r] = 0.0
+            else:
+                v = mm / pow10[kk]
+                vals[r] = -v if neg else v
+            # the document: FNV-1a hash, then the table (bytes compared on every hash match)
+            h = np.uint64(14695981039346656037)
+            for t in range(d_s, d_e):
+                h = (h ^ np.uint64(raw[t])) * prime
+            ln = d_e - d_s
+            if 2 * (m + 1) > size:  # the table at twice the size (no call: numba's cache)
+                new = np.zeros(4 * size, np.uint64)
+                mask = np.uint64(2 * size - 1)
+                for sl in range(size):
+                    c1 = tab[2 * sl]
+                    if c1 != 0:
+                        hh = tab[2 * sl + 1]
+                        t = hh & mask
+                        while new[2 * t] != 0:
+                            t = (t + np.uint64(1)) & mask
+                        new[2 * t] = c1
+                        new[2 * t + 1] = hh
+                tab = new
+                size *= 2
+            slot = h & mask
+            while True:
+                c1 = tab[2 * slot]
+                if c1 == 0:
+                    if m + 1 >= a_start.shape[0]:
+                        a_start = np.concatenate((a_start, np.empty(a_start.shape[0], np.int64)))
+                    base = a_start[m]
+                    if base + ln + 1 > arena.shape[0]:
+                        arena = np.concatenate((arena, np.empty(max(arena.shape[0], ln + 1), np.uint8)))
+                    for t in range(ln):
+                        arena[base + t] = raw[d_s + t]
+                    arena[base + ln] = 10
+                    a_start[m + 1] = base + ln + 1
+                    tab[2 * slot] = np.uint64(m + 1)
+                    tab[2 * slot + 1] = h
+                    codes[r] = m
+                    m += 1
+                    break
+                if tab[2 * slot + 1] == h:
+                    c = np.int64(c1) - 1
+                    base = a_start[c]
+                    if a_start[c + 1] - base == ln + 1:
+                        same = True
+                        for t in range(ln):
+                            if raw[d_s + t] != arena[base + t]:
+                                same = False
+                                break
+                        if same:
+                            codes[r] = c
+                            break
+                slot = (slot + np.uint64(1)) & mask
+            r += 1
+            line += 1
+        return (
+            codes[:r],
+            vals[:r],
+            heads[:nh],
+            hq_s[:nh],
+            hq_e[:nh],
+            bf_row[:nbf],
+            bf_line[:nbf],
+            bf_s[:nbf],
+            bf_e[:nbf],
+            tab,
+            size,
+            m,
+            a_start,
+            arena,
+            -1,
+            0,
+        )
+
+    @njit(cache=True, nogil=True)
+    def trec_rank(ptr, scores, docs, a_start, arena):  # pragma: no cover - jitted
+        """trec_eval's order within every CSR row (score descending, then document id
+        descending): (permutation, whether any row moved). Rows already strictly decreasing
+        are left as they are; the others are merge-sorted with that comparison."""
+        N = scores.shape[0]
+        perm = np.arange(N)
+        moved = False
+        tmp = np.empty(N, np.int64)
+        for q in range(ptr.shape[0] - 1):
+            a, b = ptr[q], ptr[q + 1]
+            ok = True
+            for j in range(a + 1, b):
+                if not scores[j] < scores[j - 1]:
+                    ok = False
+                    break
+            if ok:
+                continue
+            moved = True
+            width = 1
+            src = perm
+            dst = tmp
+            swapped = False
+            while width < b - a:  # bottom-up merge sort of perm[a:b] (stable)
+                lo = a
+                while lo < b:
+                    mid = min(lo + width, b)
+                    hi = min(lo + 2 * width, b)
+                    x, y, o = lo, mid, lo
+                    while x < mid and y < hi:
+                        # src[y] before src[x]: a higher score, or the larger id (bytes, strcmp)
+                        i, j = src[y], src[x]
+                        if scores[i] != scores[j]:
+                            first = scores[i] > scores[j]
+                        else:
+                            da, db = docs[i], docs[j]
+                            sa, la = a_start[da], a_start[da + 1] - a_start[da] - 1
+                            sb, lb = a_start[db], a_start[db + 1] - a_start[db] - 1
+                            first = la > lb
+                            for t in range(min(la, lb)):
+                                if arena[sa + t] != arena[sb + t]:
+                                    first = arena[sa + t] > arena[sb + t]
+                                    break
+                        if first:
+                            dst[o] = src[y]
+                            y += 1
+                        else:
+                            dst[o] = src[x]
+                            x += 1
+                        o += 1
+                    while x < mid:
+                        dst[o] = src[x]
+                        x += 1
+                        o += 1
+                    while y < hi:
+                        dst[o] = src[y]
+                        y += 1
+                        o += 1
+                    lo = hi
+                src, dst = dst, src
+                swapped = not swapped
+                width *= 2
+            if swapped:
+                perm[a:b] = src[a:b]
+        return perm, moved
+
+    _runreader = (read_block, trec_rank)
+    return _runreader
+
+
+def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4):
+    """:func:`_build_run_reader`'s fused block reader; ``state`` (a dict: ``tab``, ``size``,
+    ``m``, ``a_start``, ``arena``) is the document table shared by the blocks of one file,
+    updated in place."""
+    out = _build_run_reader()[0](
+        raw,
+        nlines,
+        state["tab"],
+        state["size"],
+        state["m"],
+        state["a_start"],
+        state["arena"],
+        ncol,
+        q_i,
+        d_i,
+        v_i,
+    )
+    (codes, vals, heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, tab, size, m, a_start, arena, bad, cnt) = (
+        out
+    )
+    state.update(tab=tab, size=size, m=m, a_start=a_start, arena=arena)
+    return codes, vals, heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, bad, cnt
+
+
+def new_run_state() -> dict:
+    size = 1 << 12
+    return {
+        "tab": np.zeros(2 * size, np.uint64),
+        "size": size,
+        "m": 0,
+        "a_start": np.zeros(1 << 12, np.int64),
+        "arena": np.empty(1 << 16, np.uint8),
+    }
+
+
+def trec_rank(ptr, scores, docs, a_start, arena):
+    """Permutation into trec_eval's order of a run read by :func:`read_run_block` (ids compared
+    as bytes in the reader's arena), and whether any row moved."""
+    return _build_run_reader()[1](
+        ptr.astype(np.int64, copy=False), scores, docs.astype(np.int64, copy=False), a_start, arena
+    )
