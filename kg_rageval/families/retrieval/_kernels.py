@@ -809,3 +809,65 @@ def trec_rank(ptr, scores, docs, a_start, arena):
     return _build_run_reader()[1](
         ptr.astype(np.int64, copy=False), scores, docs.astype(np.int64, copy=False), a_start, arena
     )
+
+
+_judge = None
+
+
+def judge_rows(src, run_ptr, ptr, run_docs, remap, qptr, qdocs, qgrades):
+    """For :func:`~kg_rageval.families.retrieval.measures.rank`: the grade of every ranked
+    document and whether the query's qrels list it (any grade), by binary search in each
+    query's ascending judged codes; qrels query ``i`` takes the first ``ptr[i+1] - ptr[i]``
+    documents of run row ``src[i]`` (``remap``: run codes -> qrels codes, -1 unknown; empty:
+    the codes are the qrels'). One compiled pass, no per-entry temporaries."""
+    global _judge
+    if _judge is None:
+        from numba import njit
+
+        @njit(cache=True, nogil=True)
+        def kernel(
+            src, run_ptr, ptr, run_docs, remap, use_map, qptr, qdocs, qgrades, grade, inq
+        ):  # pragma: no cover
+            for i in range(src.shape[0]):
+                r = src[i]
+                if r < 0:
+                    continue
+                a, b = qptr[i], qptr[i + 1]
+                base = run_ptr[r]
+                for j in range(ptr[i], ptr[i + 1]):
+                    d = run_docs[base + j - ptr[i]]
+                    if use_map:
+                        d = remap[d]
+                    if d < 0 or a == b:
+                        continue
+                    lo = a
+                    hi = b
+                    while lo < hi:
+                        mid = (lo + hi) >> 1
+                        if qdocs[mid] < d:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    if lo < b and qdocs[lo] == d:
+                        inq[j] = True
+                        grade[j] = qgrades[lo]
+
+        _judge = kernel
+    total = int(ptr[-1])
+    grade = np.zeros(total)
+    inq = np.zeros(total, dtype=bool)
+    use_map = remap is not None
+    _judge(
+        src.astype(np.int64, copy=False),
+        run_ptr.astype(np.int64, copy=False),
+        ptr.astype(np.int64, copy=False),
+        run_docs.astype(np.int64, copy=False),
+        remap.astype(np.int64, copy=False) if use_map else np.zeros(0, np.int64),
+        use_map,
+        qptr.astype(np.int64, copy=False),
+        qdocs.astype(np.int64, copy=False),
+        qgrades.astype(np.float64, copy=False),
+        grade,
+        inq,
+    )
+    return grade, inq

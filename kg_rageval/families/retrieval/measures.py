@@ -154,6 +154,11 @@ class Ranked:
         return np.diff(self.ptr)
 
 
+JUDGE_KERNEL_MIN = 1 << 20
+"""Ranked entries from which :func:`rank` looks up the judgements by the compiled kernel (when
+numba is installed; the numpy path below gives the same arrays, tested)."""
+
+
 def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     """Align ``run`` (already in trec_eval order, see :class:`.Run`) to the qrels queries and
     look up each ranked document's judgement in one ``searchsorted``."""
@@ -174,6 +179,16 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     ptr = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(lens, out=ptr[1:])
     total = int(ptr[-1])
+    dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
+    from kg_rageval.families.retrieval import _kernels
+
+    if _kernels.HAVE_NUMBA and total >= JUDGE_KERNEL_MIN and len(qrels.docs):
+        # one compiled pass: no per-entry index, key and search arrays (about 60 bytes an entry)
+        remap = qrels.vocab.remap_from(run.vocab) if run.vocab is not qrels.vocab else None
+        grade, inq = _kernels.judge_rows(
+            src, run.ptr, ptr, run.docs, remap, qrels.ptr, qrels.docs, qrels.grades
+        )
+        return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)
     starts = run.ptr[:-1][np.maximum(src, 0)] if nq and len(rlens) else np.zeros(nq, np.int64)
     take = np.repeat(starts - ptr[:-1], lens) + np.arange(total, dtype=np.int64)
     docs = run.docs[take]
@@ -192,7 +207,6 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
         hit = qkeys[pos] == rkeys
         inq[sel[hit]] = True
         grade[sel[hit]] = qrels.grades[pos[hit]]
-    dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
     return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)
 
 
@@ -413,16 +427,22 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         return ctx.bc(~ctx.judged & (ctx.pos < k)) / float(k)
     if m == "ERR":
         gmax = float(spec.param("gmax", ctx.gmax))
-        g = np.where(ctx.judged & (ctx.rk.grade > 0), ctx.rk.grade, 0.0)
+        # only the entries with a positive judged grade count: elsewhere rho is exactly 0, its
+        # log term exactly -0.0 (which leaves a running sum as it is) and its term 0, so the
+        # sums over them alone are the same doubles as over every entry, in the same order
+        nz = np.flatnonzero(ctx.judged & (ctx.rk.grade > 0))
+        g = ctx.rk.grade[nz]
         # (2^g - 1) / 2^gmax written as 2^(g - gmax) - 2^-gmax: the same doubles for small
         # grades, and no overflow for a large one (2.0**2000 raised OverflowError)
         rho = np.exp2(np.minimum(g, gmax) - gmax) - np.exp2(-gmax)
         lg = np.log1p(-np.minimum(rho, 1 - 1e-16))
-        c = np.zeros(ctx.N + 1)
-        np.cumsum(lg, out=c[1:])
-        stop_before = np.exp(c[:-1] - c[ctx.s][ctx.row]) if ctx.N else np.zeros(0)
-        term = rho * stop_before / (ctx.pos + 1.0) * (ctx.pos < k)
-        return ctx.bc(term)
+        c = np.zeros(len(nz) + 1)
+        np.cumsum(lg, out=c[1:])  # c[t]: the sum over the first t of them (sequential, as before)
+        pos = ctx.pos[nz]
+        row = ctx.row[nz]
+        start = c[np.searchsorted(nz, ctx.s)]  # the sum before each query's first entry
+        term = rho * np.exp(c[:-1] - start[row]) / (pos + 1.0) * (pos < k)
+        return ctx.bc(term, row)
     if m == "RBP":
         p = float(spec.param("p", 0.8))
         if spec.rel is not None:  # binary: the relevant entries

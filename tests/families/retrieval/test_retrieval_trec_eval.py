@@ -522,3 +522,30 @@ def test_a_small_run_file_does_not_import_numba(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_compiled_judgement_lookup_equals_numpy(monkeypatch):
+    """``rank``'s compiled judgement lookup gives the numpy path's grades and pool flags, so
+    every measure is the same bit for bit: a run with its own vocabulary (remapped), queries
+    missing from the run and run-only queries, negative and zero grades, a depth cut."""
+    from kg_rageval.families.retrieval import _kernels, measures
+    from kg_rageval.families.retrieval.measures import TREC_ALL, compute, rank
+
+    if not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(3)
+    qrels = {f"q{q}": {f"d{d}": int(rng.integers(-1, 4)) for d in rng.choice(300, 12)} for q in range(60)}
+    run = {f"q{q}": {f"d{d}": float(rng.random()) for d in rng.choice(400, 40)} for q in range(5, 70)}
+    q = Qrels.from_dict(qrels)
+    for r in (Run.from_dict(run), Run.from_dict(run, vocab=q.vocab)):
+        for depth in (None, 7):
+            monkeypatch.setattr(measures, "JUDGE_KERNEL_MIN", 0)
+            a = rank(q, r, depth=depth)
+            pa = compute(q, r, TREC_ALL, depth=depth)
+            monkeypatch.setattr(measures, "JUDGE_KERNEL_MIN", 1 << 62)
+            b = rank(q, r, depth=depth)
+            pb = compute(q, r, TREC_ALL, depth=depth)
+            assert np.array_equal(a.ptr, b.ptr) and np.array_equal(a.grade, b.grade)
+            assert np.array_equal(a.inq, b.inq) and a.inq.sum() > 5 and (a.grade < 0).any()
+            assert np.array_equal(a.missing, b.missing) and a.run_only == b.run_only
+            assert all(np.array_equal(pa.values[m], pb.values[m]) for m in pb.values)
