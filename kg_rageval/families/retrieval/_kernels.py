@@ -493,17 +493,18 @@ def _build_run_reader():
     from numba import njit
 
     @njit(cache=True, nogil=True)
-    def read_block(raw, nlines, tab, size, m, a_start, arena, ncol, q_i, d_i, v_i):  # pragma: no cover
+    def read_block(
+        raw, codes, vals, r, tab, size, m, a_start, arena, ncol, q_i, d_i, v_i
+    ):  # pragma: no cover
         """One block of whole lines: the TREC run reader's tokenizer, float parser, query
         change detection and document interning fused into one pass (no token offset arrays).
 
         Fields are separated by bytes <= 32; lines with no field are skipped; a line with
         fewer than ``ncol`` fields stops the pass (returned as ``bad_line``, ``bad_count``).
-        Returns (codes, values, head rows, n rows, bad-float rows/lines/starts/ends, the
-        number of bad floats, the table, its size, m, a_start, arena, bad_line, bad_count)."""
+        Rows are written into ``codes`` and ``values`` (the file's columns) from row ``r`` on.
+        Returns (rows so far, head rows, their query offsets, bad-float rows/lines/starts/ends,
+        the table, its size, m, a_start, arena, bad_line, bad_count)."""
         n = raw.shape[0]
-        codes = np.empty(nlines, np.int64)
-        vals = np.empty(nlines, np.float64)
         heads = np.empty(256, np.int64)
         hq_s = np.empty(256, np.int64)
         hq_e = np.empty(256, np.int64)
@@ -513,7 +514,6 @@ def _build_run_reader():
         bf_e = np.empty(16, np.int64)
         nbf = 0
         nh = 0
-        r = 0
         line = 0
         pq_s = -1
         pq_e = -1
@@ -551,8 +551,7 @@ def _build_run_reader():
                 continue
             if cnt < ncol:
                 return (
-                    codes[:r],
-                    vals[:r],
+                    r,
                     heads[:nh],
                     hq_s[:nh],
                     hq_e[:nh],
@@ -680,8 +679,7 @@ def _build_run_reader():
             r += 1
             line += 1
         return (
-            codes[:r],
-            vals[:r],
+            r,
             heads[:nh],
             hq_s[:nh],
             hq_e[:nh],
@@ -701,12 +699,17 @@ def _build_run_reader():
     @njit(cache=True, nogil=True)
     def trec_rank(ptr, scores, docs, a_start, arena):  # pragma: no cover - jitted
         """trec_eval's order within every CSR row (score descending, then document id
-        descending): (permutation, whether any row moved). Rows already strictly decreasing
-        are left as they are; the others are merge-sorted with that comparison."""
-        N = scores.shape[0]
-        perm = np.arange(N)
+        descending), in place: whether any row moved. Rows already strictly decreasing are
+        left as they are; the others are merge-sorted with that comparison (buffers of one
+        row, so no permutation of the whole run is built)."""
+        width = 0
+        for q in range(ptr.shape[0] - 1):
+            width = max(width, ptr[q + 1] - ptr[q])
+        src = np.empty(width, np.int64)
+        dst = np.empty(width, np.int64)
+        d_buf = np.empty(width, np.int64)
+        s_buf = np.empty(width, np.float64)
         moved = False
-        tmp = np.empty(N, np.int64)
         for q in range(ptr.shape[0] - 1):
             a, b = ptr[q], ptr[q + 1]
             ok = True
@@ -717,15 +720,15 @@ def _build_run_reader():
             if ok:
                 continue
             moved = True
-            width = 1
-            src = perm
-            dst = tmp
-            swapped = False
-            while width < b - a:  # bottom-up merge sort of perm[a:b] (stable)
-                lo = a
-                while lo < b:
-                    mid = min(lo + width, b)
-                    hi = min(lo + 2 * width, b)
+            n = b - a
+            for j in range(n):
+                src[j] = a + j
+            w = 1
+            while w < n:  # bottom-up merge sort of the row's indices (stable)
+                lo = 0
+                while lo < n:
+                    mid = min(lo + w, n)
+                    hi = min(lo + 2 * w, n)
                     x, y, o = lo, mid, lo
                     while x < mid and y < hi:
                         # src[y] before src[x]: a higher score, or the larger id (bytes, strcmp)
@@ -758,23 +761,37 @@ def _build_run_reader():
                         o += 1
                     lo = hi
                 src, dst = dst, src
-                swapped = not swapped
-                width *= 2
-            if swapped:
-                perm[a:b] = src[a:b]
-        return perm, moved
+                w *= 2
+            for j in range(n):
+                d_buf[j] = docs[src[j]]
+                s_buf[j] = scores[src[j]]
+            for j in range(n):
+                docs[a + j] = d_buf[j]
+                scores[a + j] = s_buf[j]
+        return moved
 
     _runreader = (read_block, trec_rank)
     return _runreader
 
 
 def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4):
-    """:func:`_build_run_reader`'s fused block reader; ``state`` (a dict: ``tab``, ``size``,
-    ``m``, ``a_start``, ``arena``) is the document table shared by the blocks of one file,
-    updated in place."""
+    """:func:`_build_run_reader`'s fused block reader; ``state`` (:func:`new_run_state`: the
+    document table and the file's code and score columns, shared by the blocks of one file)
+    is updated in place. Returns (head rows, their query offsets, bad-float rows, lines,
+    starts and ends, bad line, its field count); the columns are ``state["codes"][:state["rows"]]``
+    and ``state["vals"][...]``."""
+    r0 = state["rows"]
+    if len(state["codes"]) < r0 + nlines:  # grow (np.empty: pages are touched only as rows land)
+        cap = max(r0 + nlines, 2 * len(state["codes"]), state.get("expect", 0))
+        for k in ("codes", "vals"):
+            old = state[k]
+            state[k] = np.empty(cap, dtype=old.dtype)
+            state[k][:r0] = old[:r0]
     out = _build_run_reader()[0](
         raw,
-        nlines,
+        state["codes"],
+        state["vals"],
+        r0,
         state["tab"],
         state["size"],
         state["m"],
@@ -785,16 +802,20 @@ def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4):
         d_i,
         v_i,
     )
-    (codes, vals, heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, tab, size, m, a_start, arena, bad, cnt) = (
-        out
-    )
-    state.update(tab=tab, size=size, m=m, a_start=a_start, arena=arena)
-    return codes, vals, heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, bad, cnt
+    (r, heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, tab, size, m, a_start, arena, bad, cnt) = out
+    state.update(rows=r, tab=tab, size=size, m=m, a_start=a_start, arena=arena)
+    return heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, bad, cnt
 
 
-def new_run_state() -> dict:
+def new_run_state(expect_rows: int = 0) -> dict:
+    """An empty document table and columns; ``expect_rows``: a generous guess of the file's
+    rows (its size over the first block's bytes per line), reserved but not touched."""
     size = 1 << 12
     return {
+        "codes": np.empty(0, np.int64),
+        "vals": np.empty(0, np.float64),
+        "rows": 0,
+        "expect": expect_rows,
         "tab": np.zeros(2 * size, np.uint64),
         "size": size,
         "m": 0,
@@ -803,12 +824,11 @@ def new_run_state() -> dict:
     }
 
 
-def trec_rank(ptr, scores, docs, a_start, arena):
-    """Permutation into trec_eval's order of a run read by :func:`read_run_block` (ids compared
-    as bytes in the reader's arena), and whether any row moved."""
-    return _build_run_reader()[1](
-        ptr.astype(np.int64, copy=False), scores, docs.astype(np.int64, copy=False), a_start, arena
-    )
+def trec_rank(ptr, scores, docs, a_start, arena) -> bool:
+    """Sorts a run read by :func:`read_run_block` into trec_eval's order in place (``docs``
+    int64 and ``scores`` float64, owned by the caller; ids compared as bytes in the reader's
+    arena); whether any row moved."""
+    return bool(_build_run_reader()[1](ptr.astype(np.int64, copy=False), scores, docs, a_start, arena))
 
 
 _judge = None

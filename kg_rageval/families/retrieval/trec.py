@@ -442,17 +442,18 @@ def _read_run_compiled(path: Path):
 
     state = _kernels.new_run_state()
     groups: list[list] = []
-    code_parts: list[np.ndarray] = []
-    val_parts: list[np.ndarray] = []
     kept = KeptRows(path, ROW_BYTES)  # a .gz input: refused once its rows pass the memory limit
+    disk = 0 if path.suffix == ".gz" else _size(path)
+    data, raw = b"", None
     for start, data in _blocks(path):
         data = _blank_comments(data)
         raw = np.frombuffer(data, dtype=np.uint8)
-        m0 = state["m"]
+        m0, r0 = state["m"], state["rows"]
         a0 = int(state["a_start"][m0])
-        codes, vals, heads, hs, he, bf_row, bf_line, bf_s, bf_e, bad, cnt = _kernels.read_run_block(
-            raw, data.count(b"\n") + 1, state
-        )
+        nlines = data.count(b"\n") + 1
+        if r0 == 0 and disk:  # reserve the file's rows, guessed from this block, at once
+            state["expect"] = int(disk / max(len(data), 1) * nlines * 1.1) + 1024
+        heads, hs, he, bf_row, bf_line, bf_s, bf_e, bad, cnt = _kernels.read_run_block(raw, nlines, state)
         if bad >= 0:
             raise InputError(
                 f"expected at least 6 columns (query, Q0, document, rank, score, tag), found {cnt}: "
@@ -460,26 +461,26 @@ def _read_run_compiled(path: Path):
                 source=str(path),
                 location=f"line {start + bad}",
             )
-        if len(codes) == 0:
+        r = state["rows"]
+        if r == r0:
             continue
         if len(bf_row):  # numbers outside the compiled fast path (exponents, long mantissas)
             buf = np.concatenate((raw, np.zeros(int((bf_e - bf_s).max()), dtype=np.uint8)))
-            vals[bf_row] = _to_float(path, start, _fixed(buf, bf_s, bf_e), bf_line, "score")
+            state["vals"][bf_row] = _to_float(path, start, _fixed(buf, bf_s, bf_e), bf_line, "score")
         names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(hs.tolist(), he.tolist())]
-        counts = np.diff(np.concatenate((heads, [len(codes)]))).tolist()
-        code_parts.append(codes)
-        val_parts.append(vals)
+        counts = np.diff(np.concatenate((heads, [r]))).tolist()
         before = len(groups)
         _add_groups(groups, names, counts)
         m = state["m"]
         new_bytes = int(state["a_start"][m]) - a0 + 16 * (m - m0)
-        kept.charge(len(codes), (len(groups) - before) * GROUP_BYTES + new_bytes)
-    m = state["m"]
+        kept.charge(r - r0, (len(groups) - before) * GROUP_BYTES + new_bytes)
+    del data, raw  # the last block
+    m, r = state["m"], state["rows"]
     a_start = state["a_start"][: m + 1]
     arena = state["arena"][: int(a_start[m])]
     strings = arena.tobytes().decode("utf-8").split("\n")[:m]
-    docs = np.concatenate(code_parts) if code_parts else np.zeros(0, dtype=np.int64)
-    scores = np.concatenate(val_parts) if val_parts else np.zeros(0)
+    # views of the reserved columns: the pages past row r were never touched
+    docs, scores = state["codes"][:r], state["vals"][:r]
     return groups, docs, scores, LazyVocab(strings, arena), a_start
 
 
@@ -523,9 +524,7 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
         docs, scores = docs[perm], scores[perm]
     if a_start is not None:  # trec_eval's order by one compiled pass (ids compared as bytes)
         assert isinstance(vocab, LazyVocab) and vocab.arena is not None
-        order, moved = _kernels.trec_rank(ptr, scores, docs, a_start, vocab.arena)
-        if moved:
-            docs, scores = docs[order], scores[order]
+        _kernels.trec_rank(ptr, scores, docs, a_start, vocab.arena)  # in place: both are ours
         return Run(list(qids), ptr, docs, scores, vocab, dup)
     run = Run.from_columns(list(qids), ptr, docs, scores, vocab, check_duplicates=False)
     run.duplicates = dup
