@@ -222,8 +222,12 @@ class _Ctx:
         self.s = rk.ptr[:-1]
         self.L = np.diff(rk.ptr)
         self.N = int(rk.ptr[-1])
-        self.row = np.repeat(np.arange(self.nq, dtype=np.int64), self.L)
-        self.pos = np.arange(self.N, dtype=np.int64) - np.repeat(self.s, self.L)
+        # row and rank position of every entry: int32 when they fit (half the memory of the
+        # two largest arrays; every use converts to float64 or indexes, so no value changes)
+        it = np.int32 if max(self.N, self.nq) < 2**31 - 1 else np.int64
+        self.it = it  # also the prefix counts' type
+        self.row = np.repeat(np.arange(self.nq, dtype=it), self.L)
+        self.pos = np.arange(self.N, dtype=it) - np.repeat(self.s.astype(it), self.L)
         self.judged = rk.inq & (rk.grade >= 0)
         self.qrow = np.repeat(np.arange(self.nq, dtype=np.int64), np.diff(q.ptr))
         self.gmax = gmax if gmax is not None else (float(q.grades.max()) if len(q.grades) else 1.0)
@@ -247,7 +251,7 @@ class _Ctx:
         if d is None:
             g = self.rk.qrels.grades
             relf = self.judged & (self.rk.grade >= t)
-            C = np.zeros(self.N + 1, dtype=np.int64)
+            C = np.zeros(self.N + 1, dtype=self.it)
             np.cumsum(relf, out=C[1:])
             R = np.bincount(self.qrow, weights=g >= max(t, 0), minlength=self.nq).astype(np.int64)
             Nn = np.bincount(self.qrow, weights=(g >= 0) & (g < t), minlength=self.nq).astype(np.int64)
@@ -339,7 +343,7 @@ def _rel_prefix(ctx: _Ctx, d: dict, term: np.ndarray) -> np.ndarray:
 
 def _before(ctx: _Ctx, flags: np.ndarray, ri: np.ndarray, rrow: np.ndarray) -> np.ndarray:
     """For the entries ``ri``: how many entries above them in their query have ``flags``."""
-    c = np.zeros(ctx.N + 1, dtype=np.int64)
+    c = np.zeros(ctx.N + 1, dtype=ctx.it)
     np.cumsum(flags, out=c[1:])
     return c[ri] - c[ctx.s][rrow]
 
@@ -349,7 +353,7 @@ def _dcg_prefix(ctx: _Ctx, exp: bool):
     of their discounted gains: DCG@k of a query is a difference of two prefix values."""
     gp = ctx.judged & (ctx.rk.grade > 0)
     gi = np.flatnonzero(gp)
-    Cg = np.zeros(ctx.N + 1, dtype=np.int64)
+    Cg = np.zeros(ctx.N + 1, dtype=ctx.it)
     np.cumsum(gp, out=Cg[1:])
     g = ctx.rk.grade[gi]
     if exp:
@@ -421,8 +425,11 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         return _safe_div(np.bincount(rrow, weights=term, minlength=ctx.nq), R)
     if m == "Judged":
         kk = ctx.L if k is None else np.minimum(ctx.L, k)
-        inside = ctx.pos < kk[ctx.row] if ctx.N else np.zeros(0, bool)
-        return _safe_div(ctx.bc(ctx.rk.inq & inside), kk)
+        # judged entries among each query's first kk: a difference of prefix counts (exact
+        # integers, as the per-entry sum was; no per-entry cut-off array)
+        c = np.zeros(ctx.N + 1, dtype=ctx.it)
+        np.cumsum(ctx.rk.inq, out=c[1:])
+        return _safe_div(c[ctx.s + kk] - c[ctx.s], kk)
     if m == "Unjudged":
         return ctx.bc(~ctx.judged & (ctx.pos < k)) / float(k)
     if m == "ERR":
