@@ -476,13 +476,14 @@ def write_trec_pair(tmp: Path, nq: int, depth: int, n_docs: int = 1_000_000, see
     return qp, rp
 
 
-def _child(cmd: list[str], env: dict | None = None) -> tuple[float, float, bytes]:
-    """CPU seconds (user + sys), peak RSS in MB and stdout of a fresh process."""
+def _child(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[float, float, bytes]:
+    """CPU seconds (user + sys), peak RSS in MB and stdout of a fresh process (``cwd``: its tree,
+    which ``python -m`` puts first on the path, before ``PYTHONPATH``)."""
     import os
     import subprocess
 
     with tempfile.TemporaryFile() as out:
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, cwd=cwd)
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         err = p.stderr.read() if p.stderr else b""
@@ -492,7 +493,9 @@ def _child(cmd: list[str], env: dict | None = None) -> tuple[float, float, bytes
         return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.read()
 
 
-def bench_cli(sizes: list[tuple[int, int]], repeat: int, bins: list[str], trees: list[str]) -> list[dict]:
+def bench_cli(
+    sizes: list[tuple[int, int]], repeat: int, bins: list[str], trees: list[str], warm: bool = True
+) -> list[dict]:
     """The CLI on TREC files against trec_eval and pytrec_eval (module docstring, item 6)."""
     import os
 
@@ -501,25 +504,27 @@ def bench_cli(sizes: list[tuple[int, int]], repeat: int, bins: list[str], trees:
     with tempfile.TemporaryDirectory() as tmp:
         for nq, depth in sizes:
             qp, rp = write_trec_pair(Path(tmp), nq, depth)
-            tools: dict[str, tuple[list[str], dict | None]] = {}
+            tools: dict[str, tuple[list[str], dict | None, str | None]] = {}
             for label, tree in [("ours", root)] + [(f"tree:{t}", t) for t in trees]:
-                env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+                cwd = str(Path(tree).resolve())
+                env = dict(os.environ, PYTHONPATH=cwd)
                 base = [sys.executable, "-m", "kg_rageval.cli.main", "score", "retrieval"]
-                tools[label] = (base + ["--qrels", str(qp), "--run", str(rp)], env)
+                tools[label] = (base + ["--qrels", str(qp), "--run", str(rp)], env, cwd)
                 tools[f"{label} --trec-eval"] = (
                     base + ["--qrels", str(qp), "--run", str(rp), "--trec-eval"],
                     env,
+                    cwd,
                 )
             for b in bins:
-                tools[f"trec_eval {b}"] = ([b, str(qp), str(rp)], None)
-            tools["pytrec_eval"] = ([sys.executable, "-c", PYTREC_CLI, str(qp), str(rp)], None)
-            for cmd, env in tools.values():  # warm: numba's cache, the page cache
-                _child(cmd, env)
+                tools[f"trec_eval {b}"] = ([b, str(qp), str(rp)], None, None)
+            tools["pytrec_eval"] = ([sys.executable, "-c", PYTREC_CLI, str(qp), str(rp)], None, None)
+            for cmd, env, cwd in tools.values() if warm else ():  # warm: numba's cache, the page cache
+                _child(cmd, env, cwd)
             best: dict[str, tuple[float, float]] = {}
             outs: dict[str, bytes] = {}
             for _ in range(repeat):  # interleaved rounds: the machine is shared
-                for name, (cmd, env) in tools.items():
-                    cpu, rss, out = _child(cmd, env)
+                for name, (cmd, env, cwd) in tools.items():
+                    cpu, rss, out = _child(cmd, env, cwd)
                     outs[name] = out
                     if cpu < best.get(name, (float("inf"), 0.0))[0]:
                         best[name] = (cpu, rss)
@@ -664,6 +669,7 @@ def main() -> None:
     ap.add_argument("--cli-sizes", default="10000x100,10000x1000,100000x100", help="QUERIESxDEPTH list")
     ap.add_argument("--trec-eval-bin", action="append", default=[], help="a trec_eval binary (repeatable)")
     ap.add_argument("--tree", action="append", default=[], help="another checkout's CLI, compared")
+    ap.add_argument("--no-warm", action="store_true", help="cli: no unmeasured first run of each tool")
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args()
     if a.only:
@@ -762,7 +768,7 @@ def main() -> None:
             )
     if "cli" not in a.skip:
         sizes = [tuple(int(x) for x in z.split("x")) for z in a.cli_sizes.split(",")]
-        figures["cli"] = bench_cli(sizes, a.repeat, a.trec_eval_bin, a.tree)  # type: ignore[arg-type]
+        figures["cli"] = bench_cli(sizes, a.repeat, a.trec_eval_bin, a.tree, not a.no_warm)  # type: ignore[arg-type]
         for c in figures["cli"]:
             print(
                 f"score retrieval --qrels/--run, {c['queries']} queries x {c['depth']} (best of {a.repeat}):"
