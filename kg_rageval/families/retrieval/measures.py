@@ -443,12 +443,12 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         # grades, and no overflow for a large one (2.0**2000 raised OverflowError)
         rho = np.exp2(np.minimum(g, gmax) - gmax) - np.exp2(-gmax)
         lg = np.log1p(-np.minimum(rho, 1 - 1e-16))
-        c = np.zeros(len(nz) + 1)
-        np.cumsum(lg, out=c[1:])  # c[t]: the sum over the first t of them (sequential, as before)
+        cl = np.zeros(len(nz) + 1)
+        np.cumsum(lg, out=cl[1:])  # cl[t]: the sum over the first t of them (sequential, as before)
         pos = ctx.pos[nz]
         row = ctx.row[nz]
-        start = c[np.searchsorted(nz, ctx.s)]  # the sum before each query's first entry
-        term = rho * np.exp(c[:-1] - start[row]) / (pos + 1.0) * (pos < k)
+        start = cl[np.searchsorted(nz, ctx.s)]  # the sum before each query's first entry
+        term = rho * np.exp(cl[:-1] - start[row]) / (pos + 1.0) * (pos < k)
         return ctx.bc(term, row)
     if m == "RBP":
         p = float(spec.param("p", 0.8))
