@@ -180,12 +180,12 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     np.cumsum(lens, out=ptr[1:])
     total = int(ptr[-1])
     dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
-    from kg_rageval.families.retrieval import _kernels
+    from kg_rageval.families.retrieval import _kernels, _run_kernels
 
     if _kernels.HAVE_NUMBA and total >= JUDGE_KERNEL_MIN and len(qrels.docs):
         # one compiled pass: no per-entry index, key and search arrays (about 60 bytes an entry)
         remap = qrels.vocab.remap_from(run.vocab) if run.vocab is not qrels.vocab else None
-        grade, inq = _kernels.judge_rows(
+        grade, inq = _run_kernels.judge_rows(
             src, run.ptr, ptr, run.docs, remap, qrels.ptr, qrels.docs, qrels.grades
         )
         return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)

@@ -433,14 +433,14 @@ def _size(path: Path) -> int:
 
 
 def _read_run_compiled(path: Path):
-    """A run file read by the fused compiled reader (:func:`~._kernels.read_run_block`): one
+    """A run file read by the fused compiled reader (:func:`~._run_kernels.read_run_block`): one
     pass per block tokenizes, parses the score, detects query changes and interns the document
     into one table shared by the blocks (first-seen codes across the file, bytes compared on
     every hash match), so no token offset arrays and no per-block vocabularies are built.
     Returns (query groups, document codes, scores, :class:`~.runs.LazyVocab`, id offsets)."""
-    from kg_rageval.families.retrieval import _kernels
+    from kg_rageval.families.retrieval import _run_kernels
 
-    state = _kernels.new_run_state()
+    state = _run_kernels.new_run_state()
     groups: list[list] = []
     kept = KeptRows(path, ROW_BYTES)  # a .gz input: refused once its rows pass the memory limit
     disk = 0 if path.suffix == ".gz" else _size(path)
@@ -453,7 +453,7 @@ def _read_run_compiled(path: Path):
         nlines = data.count(b"\n") + 1
         if r0 == 0 and disk:  # reserve the file's rows, guessed from this block, at once
             state["expect"] = int(disk / max(len(data), 1) * nlines * 1.1) + 1024
-        heads, hs, he, bf_row, bf_line, bf_s, bf_e, bad, cnt = _kernels.read_run_block(raw, nlines, state)
+        heads, hs, he, bf_row, bf_line, bf_s, bf_e, bad, cnt = _run_kernels.read_run_block(raw, nlines, state)
         if bad >= 0:
             raise InputError(
                 f"expected at least 6 columns (query, Q0, document, rank, score, tag), found {cnt}: "
@@ -487,7 +487,7 @@ def _read_run_compiled(path: Path):
 def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False) -> Run:
     """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
-    from kg_rageval.families.retrieval import _kernels
+    from kg_rageval.families.retrieval import _kernels, _run_kernels
 
     path = Path(path)
     # the compiled reader pays for importing numba (most of a second) only on a file of
@@ -524,7 +524,7 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
         docs, scores = docs[perm], scores[perm]
     if a_start is not None:  # trec_eval's order by one compiled pass (ids compared as bytes)
         assert isinstance(vocab, LazyVocab) and vocab.arena is not None
-        _kernels.trec_rank(ptr, scores, docs, a_start, vocab.arena)  # in place: both are ours
+        _run_kernels.trec_rank(ptr, scores, docs, a_start, vocab.arena)  # in place: both are ours
         return Run(list(qids), ptr, docs, scores, vocab, dup)
     run = Run.from_columns(list(qids), ptr, docs, scores, vocab, check_duplicates=False)
     run.duplicates = dup
