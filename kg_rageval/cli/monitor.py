@@ -30,7 +30,7 @@ def monitor() -> None:
 
 # ---------------------------------------------------------------------- monitor ingest
 @monitor.command("ingest")
-@click.argument("traffic", type=click.Path(exists=True, dir_okay=False))
+@click.argument("traffic", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @store_option
 @click.option("--ontology", "-O", "ontology_path", required=True, help="The ontology the branches come from.")
 @click.option("--ontology-format", default=None, help="Loader name when the extension does not tell.")
@@ -65,6 +65,32 @@ def monitor() -> None:
     show_default=True,
     help="Reader of a records file: sql (DuckDB reads it, for plain records; any other file goes record by record), python (record by record), auto (sql from 8 MB).",
 )
+@click.option(
+    "--dask-scheduler",
+    "dask_scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Aggregate on the Dask cluster at ADDRESS (e.g. tcp://scheduler:8786): the records "
+    "files are split into line-aligned byte ranges, each staged on a worker, the partial sums "
+    "added here; the store is the same. Needs kg-rageval[dask]; --traces reads here.",
+)
+@click.option(
+    "--dask-workers",
+    "dask_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.",
+)
+@click.option(
+    "--dask-partitions",
+    "dask_partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="P",
+    help="With --dask-scheduler/--dask-workers: byte ranges to split the input into "
+    "(default: twice the workers' threads).",
+)
 @format_option
 def ingest(
     traffic,
@@ -79,18 +105,25 @@ def ingest(
     seed,
     fmt,
     engine="auto",
+    dask_scheduler=None,
+    dask_workers=None,
+    dask_partitions=None,
 ) -> None:
     """Read production traffic (records JSONL with timestamps, or OTLP traces) into windows of
-    the store: per window x branch x intent x slice the mergeable sums."""
-    from kg_rageval.monitor.store import WindowStore, ingest
+    the store: per window x branch x intent x slice the mergeable sums. Several records files
+    are one input, read in the order given."""
+    from kg_rageval.integrations.dask import audit_client
+    from kg_rageval.monitor.store import WindowStore, ingest, source_name
 
     onto = load_ontology_cli(ontology_path, ontology_format)
-    with WindowStore(store_path) as store:
+    files = traffic[0] if len(traffic) == 1 else list(traffic)
+    with audit_client(dask_scheduler, dask_workers) as client, WindowStore(store_path) as store:
         summary = ingest(
-            store, traffic, onto, traces=traces, window=window, branch_depth=branch_depth,
-            replace=replace, reservoir=reservoir, seed=seed, engine=engine,
+            store, files, onto, traces=traces, window=window, branch_depth=branch_depth,
+            replace=replace, reservoir=reservoir, seed=seed, engine=engine, client=client,
+            partitions=dask_partitions,
         )  # fmt: skip
-    payload = {"store": str(store_path), "traffic": str(traffic), **summary.to_dict()}
+    payload = {"store": str(store_path), "traffic": source_name(traffic), **summary.to_dict()}
     emit(payload, fmt, _render_ingest)
 
 

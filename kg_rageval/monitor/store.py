@@ -361,6 +361,20 @@ class WindowStore:
         ]
 
 
+@dataclass
+class StagedPart:
+    """One partition's staged partial sums as plain tables (:meth:`_Stage.export`)."""
+
+    keys: list[tuple[Any, ...]]
+    part: Any
+    lat: Any
+    emb: Any
+    models: dict[tuple[str, str], set[str]]
+    n_records: int = 0
+    ids: Any = None
+    cpu_seconds: float = 0.0
+
+
 _STAGE_TABLES = (
     "stage_part",
     "stage_lat",
@@ -442,6 +456,48 @@ class _Stage:
             )
             con.execute("INSERT INTO stage_emb SELECT * FROM emb_tbl")
             # keep only the bottom-k of every (window, branch): the sample stays bounded
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE stage_emb AS SELECT * FROM stage_emb QUALIFY "
+                "row_number() OVER (PARTITION BY win, branch ORDER BY h, record_id) <= ?",
+                [self.reservoir],
+            )
+
+    def export(self) -> StagedPart:
+        """The staged partial sums as plain tables (what a Dask worker sends back): the cell
+        keys (code = position), the sums per code, the latencies in file order, the bottom-k
+        embedding sample and the models per window and branch."""
+        con = self.con
+        agg = ", ".join(f"sum({c})::{'DOUBLE' if c in _FLOATS else 'BIGINT'} AS {c}" for c in SUM_COLUMNS)
+        part = con.sql(
+            f"SELECT code, {agg}, min(ts_min) AS ts_min, max(ts_max) AS ts_max FROM stage_part GROUP BY code"
+        ).to_arrow_table()
+        lat = con.sql("SELECT code, latency_ms FROM stage_lat").to_arrow_table()
+        emb = con.sql("SELECT * FROM stage_emb").to_arrow_table()
+        return StagedPart(list(self.index), part, lat, emb, {k: set(v) for k, v in self.models.items()})
+
+    def absorb(self, got: StagedPart) -> None:
+        """Add a partition's :meth:`export` to this stage (its codes renumbered to this stage's):
+        sums add, latencies append in order, the embedding samples join and are cut to the
+        bottom-k again (the bottom-k of a union is the bottom-k of the parts' bottom-ks)."""
+        import numpy as np
+        import pyarrow as pa
+
+        index = self.index
+        remap = np.asarray([index.setdefault(k, len(index)) for k in got.keys] or [0], dtype=np.int32)
+        con = self.con
+        part = got.part.set_column(  # noqa: F841 - read by DuckDB below
+            0, "code", pa.array(remap[got.part.column("code").to_numpy()], pa.int32())
+        )
+        lat = got.lat.set_column(  # noqa: F841 - read by DuckDB below
+            0, "code", pa.array(remap[got.lat.column("code").to_numpy()], pa.int32())
+        )
+        con.execute("INSERT INTO stage_part SELECT * FROM part")
+        con.execute("INSERT INTO stage_lat SELECT * FROM lat")
+        for wb, names in got.models.items():
+            self.models.setdefault(wb, set()).update(names)
+        if got.emb.num_rows and self.reservoir:
+            emb = got.emb  # noqa: F841 - read by DuckDB below
+            con.execute("INSERT INTO stage_emb SELECT * FROM emb")
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE stage_emb AS SELECT * FROM stage_emb QUALIFY "
                 "row_number() OVER (PARTITION BY win, branch ORDER BY h, record_id) <= ?",
@@ -566,7 +622,7 @@ def _version() -> str:
 
 def ingest(
     store: WindowStore,
-    traffic: str | Path,
+    traffic: str | Path | Sequence[str | Path],
     ontology: Any,
     *,
     traces: bool = False,
@@ -578,11 +634,48 @@ def ingest(
     seed: int = 0,
     chunk_rows: int = CHUNK_ROWS,
     engine: str = "auto",
+    client: Any = None,
+    partitions: int | None = None,
 ) -> IngestSummary:
     """Read a production traffic file into ``store``: records JSONL (chunk by chunk, checked
     as :func:`~kg_rageval.monitor.traffic.iter_traffic` checks them, no row object built) or, with ``traces``, an OTLP / OpenInference trace file
-    (:func:`records_from_traces`, one record per trace)."""
+    (:func:`records_from_traces`, one record per trace).
+
+    ``traffic`` may be several records files: read in the order given, as one input (one
+    ingest, one transaction per window). ``client`` (a ``distributed.Client``): the records
+    files are split into line-aligned byte ranges (``partitions`` of them, default twice the
+    workers' threads), each staged on a worker, and the partial sums merged here by addition
+    (:mod:`kg_rageval.monitor.partitioned`); the store written is the in-process one."""
     windowing = Windowing.parse(window)
+    several = not isinstance(traffic, (str, Path))
+    files = [Path(t) for t in traffic] if not isinstance(traffic, (str, Path)) else [Path(traffic)]
+    if several and traces:
+        raise ConfigError("--traces reads one trace file at a time")
+    if client is not None and not traces:
+        from kg_rageval.monitor.partitioned import ingest_partitioned
+
+        summary = ingest_partitioned(
+            store, files, ontology, client, windowing=windowing, window=window,
+            branch_depth=branch_depth, branches=branches, replace=replace, reservoir=reservoir,
+            seed=seed, chunk_rows=chunk_rows, partitions=partitions,
+        )  # fmt: skip
+        if summary is not None:
+            return summary
+        # a bad input (or one a partition cannot read exactly): in-process, which names the error
+    if several:
+        from itertools import chain
+
+        from kg_rageval.records import iter_record_chunks
+
+        stage_values = record_values_maker(
+            ontology, window=windowing, branch_depth=branch_depth, branches=branches
+        )
+        chained = chain.from_iterable(iter_record_chunks(f, chunk_rows) for f in files)
+        return store.ingest_values(
+            ([stage_values(r) for r in chunk] for chunk in chained), windowing=window,
+            source=source_name(files), replace=replace, reservoir=reservoir, seed=seed,
+        )  # fmt: skip
+    assert isinstance(traffic, (str, Path))
     if traces:
         from kg_rageval.monitor.traffic import records_from_traces, row_maker
 
@@ -610,6 +703,11 @@ def ingest(
     return store.ingest_values(
         chunks, windowing=window, source=str(traffic), replace=replace, reservoir=reservoir, seed=seed
     )
+
+
+def source_name(files: Sequence[str | Path]) -> str:
+    """The ``windows.source`` of an ingest of ``files`` (their paths, comma-separated)."""
+    return ", ".join(str(f) for f in files)
 
 
 def _sql_ingest(
