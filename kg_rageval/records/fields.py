@@ -239,7 +239,9 @@ class RecordColumns:
         self.n = len(records)
         self._memo: dict[Any, Any] = {}
 
-    def _cached(self, key: Any, make: Any) -> Any:
+    def cached(self, key: Any, make: Any) -> Any:
+        """``make()``, computed once per ``key`` for these records (a reader of several
+        columns that more than one family uses: its key names its module)."""
         memo = self._memo
         if key not in memo:
             memo[key] = make()
@@ -247,7 +249,7 @@ class RecordColumns:
 
     def ids(self) -> list[Any] | None:
         """``record["id"]`` of each record; ``None`` when some record has none."""
-        return self._cached("id", self._ids)
+        return self.cached("id", self._ids)
 
     def _ids(self) -> list[Any] | None:
         ids = list(map(dict.get, self.records, repeat("id"), repeat(_EMPTY)))
@@ -256,7 +258,7 @@ class RecordColumns:
     def section(self, name: str) -> list[dict[str, Any]] | None:
         """``record[name]`` of each record, an absent or ``null`` section as an empty dict
         (shared: never changed); ``None`` unless each is an object or absent."""
-        return self._cached(("section", name), lambda: self._section(name))
+        return self.cached(("section", name), lambda: self._section(name))
 
     def _section(self, name: str) -> list[dict[str, Any]] | None:
         raw = list(map(dict.get, self.records, repeat(name), repeat(_EMPTY)))
@@ -272,7 +274,7 @@ class RecordColumns:
         secs = self.section(name)
         if secs is None:
             return None
-        return self._cached(("present", name), lambda: [s is not _EMPTY for s in secs])
+        return self.cached(("present", name), lambda: [s is not _EMPTY for s in secs])
 
     def field(self, sec: str, name: str) -> list[Any] | None:
         """``record[sec][name]`` of each record, ``None`` where absent (``None`` when the section
@@ -280,7 +282,7 @@ class RecordColumns:
         secs = self.section(sec)
         if secs is None:
             return None
-        return self._cached(("field", sec, name), lambda: list(map(dict.get, secs, repeat(name))))
+        return self.cached(("field", sec, name), lambda: list(map(dict.get, secs, repeat(name))))
 
     def flags(self, sec: str, name: str) -> list[bool | None] | None:
         """:func:`flag` of each record: ``True``, ``False`` or ``None`` (absent); ``None`` when
@@ -302,7 +304,7 @@ class RecordColumns:
         """:func:`row_keys` of every record as object columns, in the order of
         :func:`all_slice_keys`: ``gold_node`` (:func:`~kg_rageval.records.nodes.gold_node`) and
         one ``slice:<name>`` per slice name (``None`` where a record has none)."""
-        return self._cached("keys", self._keys)
+        return self.cached("keys", self._keys)
 
     def _keys(self) -> dict[str, np.ndarray]:
         from kg_rageval.records.slices import slice_texts
