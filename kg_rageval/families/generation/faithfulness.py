@@ -162,9 +162,9 @@ def score_faithfulness(
     is a bug and propagates; bad judge *output* is ``invalid_judgment``."""
     records = list(records)
     judgments = judgments or {}
-    cols = record_columns(records) if judge is None else None
+    cols = record_columns(records)
     if cols is not None:
-        fast = _score_columns(cols, judgments)
+        fast = _score_columns(cols, judgments, judge)
         if fast is not None:
             return fast
     rows, unscored = [], []
@@ -232,10 +232,13 @@ def _judgment_key(raw: Any) -> Any:
     return tuple(key)
 
 
-def _score_columns(cols: RecordColumns, judgments: Mapping[str, Any]) -> Evaluation | None:
-    """:func:`score_faithfulness` without a judge, read from the records' columns: the same
-    evaluation, or ``None`` when a column it reads is not well formed (the per-record loop
-    then raises as it did). Equal recorded judgments are parsed once."""
+def _score_columns(
+    cols: RecordColumns, judgments: Mapping[str, Any], judge: Judge | None
+) -> Evaluation | None:
+    """:func:`score_faithfulness` read from the records' columns: the same evaluation, or
+    ``None`` when a column it reads is not well formed (the per-record loop then raises as it
+    did). Equal recorded judgments are parsed once; the judge sees the same calls in the same
+    order (each record's cited context is read by the checked reader)."""
     ids, answers = cols.ids(), cols.section("answer")
     texts, refused = cols.texts("answer", "text"), cols.flags("answer", "refused")
     if ids is None or answers is None or texts is None or refused is None:
@@ -255,7 +258,7 @@ def _score_columns(cols: RecordColumns, judgments: Mapping[str, Any]) -> Evaluat
             raw, source = judgments[rid], "judgments-file"
         elif "judgment" in ans:
             raw, source = ans["judgment"], "record"
-        elif refused[k] is True:
+        elif refused[k] is True and (judge is None or texts[k] is None):
             pos.append(k)
             rows.append((0, 1, 0, 1, 0, 0, 0, 0.0))
             status.append(NO_CLAIMS)
@@ -264,6 +267,16 @@ def _score_columns(cols: RecordColumns, judgments: Mapping[str, Any]) -> Evaluat
             reasons.append(None)
             faith.append(None)
             continue
+        elif judge is not None:
+            text = texts[k]
+            if text is None:
+                unscored.append(unscored_entry(rid, "no answer", absent_answer_code(cols.records[k])))
+                continue
+            ctx = cited_context_texts(cols.records[k])
+            if ctx is None:
+                unscored.append(unscored_entry(rid, "no context", Reason.MISSING_INPUT))
+                continue
+            raw, source = judge(text, ctx), getattr(judge, "name", type(judge).__name__)
         else:
             text = texts[k]
             reason = "no answer" if text is None else "no judgment"
