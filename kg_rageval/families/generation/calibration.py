@@ -164,11 +164,12 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
     fast = None if cols is None else _column_rows(cols, squad)
     if fast is not None and cols is not None:
         pos, confs, oks, unscored = fast
+        rec_ids = cols.ids() or []  # read by _column_rows: never None here
         conf_f = np.asarray(confs, dtype=float)
         bins = np.minimum(n_bins - 1, np.maximum(0, np.ceil(conf_f * n_bins).astype(np.int64) - 1))
         return _evaluation(
             fam,
-            [cols.ids()[k] for k in pos],
+            [rec_ids[k] for k in pos],
             cols.key_columns(pos),
             confs,
             oks,

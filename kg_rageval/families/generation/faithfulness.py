@@ -219,7 +219,7 @@ def _judgment_key(raw: Any) -> Any:
     outcome. ``None`` for anything else (it is parsed every time)."""
     if type(raw) is not dict:
         return None
-    key = []
+    key: list[tuple[Any, Any]] = []
     for k, v in raw.items():
         if type(v) is list:
             if not set(map(type, v)) <= {str}:

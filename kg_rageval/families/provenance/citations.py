@@ -238,9 +238,20 @@ class AnswerColumns:
 
     __slots__ = ("cited", "cites", "claims", "ids", "present", "records", "refused", "texts")
 
-    def __init__(self, **cols: Any):
-        for k, v in cols.items():
-            setattr(self, k, v)
+    def __init__(
+        self,
+        *,
+        records: list[Record],
+        ids: list[Any],
+        present: list[bool],
+        refused: list[bool | None],
+        texts: list[str | None],
+        cites: list[Any],
+        claims: list[Any],
+        cited: list[Any],
+    ):
+        self.records, self.ids, self.present, self.refused = records, ids, present, refused
+        self.texts, self.cites, self.claims, self.cited = texts, cites, claims, cited
 
 
 def answer_columns(records: list[Record]) -> AnswerColumns | None:
