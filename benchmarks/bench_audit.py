@@ -15,6 +15,18 @@ faithfulness judgment. Prints the time of each phase and of each family, the pro
 time and peak RSS, and the size of ``report.json``; ``--keep DIR`` writes the data, the config
 (``audit.yaml``, for ``kg-rageval audit -c``) and the reports there instead of a temporary folder.
 
+``--compare-partitioned N`` runs the same audit in this process and partitioned over a local
+Dask cluster of ``N`` one-thread worker processes (``run_audit(client=)``,
+:mod:`kg_rageval.audit.partitions`), alternately, ``--repeat`` times each, in one run (the cluster
+started once, before): per run the wall seconds, the CPU of this process and of the workers
+(``os.times`` of each worker process, before and after), per partition its records and the
+worker's CPU (thread time), the client's plan and merge CPU; the reports of every run are
+compared byte for byte with the first in-process one (``report.json`` without its seconds,
+``report.md``, ``prov.ttl``). ``--families a,b`` audits only those families (a cheaper set for
+10M records; ``--slim`` keeps only the records' id, slices and labels), ``--replicate K`` makes the records file ``K`` copies of the generated one with
+fresh ids (``n * K`` records, generated once), ``--reuse`` keeps the data of an earlier
+``--keep DIR`` run, ``--partitions P`` (default twice the workers).
+
 ``--baseline`` adds a paired baseline comparison: ``baseline.jsonl`` holds the same records
 (the same ids, queries, gold and references) with perturbed outputs (:func:`perturb`: about 30 %
 of the records get another predicted node, mention id and structured-output technique, and a
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -173,6 +186,122 @@ def perturb(src: Path, dst: Path, seed: int, share: float = 0.3) -> int:
     return changed
 
 
+def slim(path: Path) -> None:
+    """Keep only ``id``, ``slices`` and ``labels`` of every record of ``path`` (the hierarchy
+    family's section: a cheap records file for a 10M-record hierarchy audit)."""
+    tmp = path.with_suffix(".tmp")
+    with open(path) as src, open(tmp, "w") as dst:
+        for line in src:
+            rec = json.loads(line)
+            dst.write(json.dumps({k: rec[k] for k in ("id", "slices", "labels")}) + "\n")
+    tmp.replace(path)
+
+
+def replicate(path: Path, k: int) -> None:
+    """Make ``path`` ``k`` copies of itself, copy ``j > 0`` with its ids prefixed ``c<j>``."""
+    tmp = path.with_suffix(".tmp")
+    with open(path, "rb") as src, open(tmp, "wb") as dst:
+        data = src.read()
+        dst.write(data)
+        for j in range(1, k):
+            dst.write(data.replace(b'{"id": "q', b'{"id": "c%dq' % j))
+    tmp.replace(path)
+
+
+def _worker_cpu(client) -> float:
+    """User + system CPU seconds of every worker process so far."""
+
+    def times() -> float:
+        import os
+
+        t = os.times()
+        return t.user + t.system
+
+    return sum(client.run(times).values())
+
+
+def _report_files(folder: Path) -> dict[str, bytes]:
+    """The reports compared byte for byte: report.json without its seconds, report.md, prov.ttl."""
+
+    def scrub(x):
+        if isinstance(x, dict):
+            return {k: scrub(v) for k, v in x.items() if k not in ("timings", "seconds")}
+        if isinstance(x, list):
+            return [scrub(v) for v in x]
+        return x
+
+    out = {"report.json": json.dumps(scrub(json.loads((folder / "report.json").read_text()))).encode()}
+    for name in ("report.md", "prov.ttl"):
+        if (folder / name).exists():
+            out[name] = (folder / name).read_bytes()
+    return out
+
+
+def compare_partitioned(
+    mapping: dict, out: Path, n_records: int, workers: int, repeat: int, partitions: int | None
+) -> None:
+    """In-process and partitioned audits alternately (see the module docstring)."""
+    import gc
+
+    from kg_rageval.audit import partitions as parts
+    from kg_rageval.audit.config import config_from_mapping
+    from kg_rageval.audit.reports import write_reports
+    from kg_rageval.audit.runner import run_audit
+    from kg_rageval.integrations.dask import local_client
+
+    t0 = time.perf_counter()
+    client = local_client(n_workers=workers, threads_per_worker=1)
+    print(
+        f"LocalCluster of {workers} one-thread worker processes started in {time.perf_counter() - t0:.1f} s"
+    )
+    print(f"records: {n_records}  families: {', '.join(mapping['families'])}  load: {os.getloadavg()}")
+    ref: dict[str, bytes] | None = None
+    rows = []
+    try:
+        for r in range(repeat):
+            for mode in ("in-process", f"partitioned ({workers} workers)"):
+                on = mode != "in-process"
+                cfg = config_from_mapping(mapping, base_dir=out)
+                gc.collect()
+                parts.LAST_STATS = None
+                w0 = _worker_cpu(client) if on else 0.0
+                t0, c0 = time.perf_counter(), time.process_time()
+                res = run_audit(cfg, progress=False, client=client if on else None, partitions=partitions)
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                wcpu = _worker_cpu(client) - w0 if on else 0.0
+                folder = out / f"report-{'p' if on else 'i'}{r}"
+                write_reports(res, folder)
+                files = _report_files(folder)
+                if ref is None:
+                    ref = files
+                same = files == ref
+                st = parts.LAST_STATS if on else None
+                fam_wall = res.timings.get("families", 0.0)
+                rows.append((r, mode, wall, cpu, wcpu, fam_wall, same, st))
+                line = (
+                    f"run {r} {mode:26s} wall {wall:8.2f} s  CPU here {cpu:8.2f} s  CPU workers {wcpu:8.2f} s"
+                    f"  families phase {fam_wall:7.2f} s wall  reports identical: {same}"
+                )
+                print(line, flush=True)
+                print("  phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.timings.items()))
+                if st is not None:
+                    print(
+                        f"  plan {st.plan_seconds:.2f} s, merge CPU here {st.merge_cpu_seconds:.2f} s, "
+                        f"partitioned stream wall {st.wall:.2f} s; partitions: "
+                        + ", ".join(
+                            f"{n} rec {c:.2f} s CPU / {w:.2f} s wall"
+                            for n, c, w in zip(st.records, st.cpu_seconds, st.wall_seconds)
+                        )
+                    )
+                del res
+        print(f"load after: {os.getloadavg()}")
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    assert all(row[6] for row in rows), "a run's reports differ"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000)
@@ -191,6 +320,23 @@ def main() -> None:
         help="add a paired baseline: the same record ids with perturbed outputs (baseline.jsonl)",
     )
     ap.add_argument("--baseline-seed", type=int, default=1, help="seed of the baseline's perturbations")
+    ap.add_argument(
+        "--compare-partitioned",
+        type=int,
+        default=None,
+        metavar="N",
+        help="in-process against partitioned on a local cluster of N workers, alternately",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each with --compare-partitioned")
+    ap.add_argument("--partitions", type=int, default=None, help="partitions (default: twice the workers)")
+    ap.add_argument("--families", default=None, help="comma-separated families (default: the six)")
+    ap.add_argument("--replicate", type=int, default=1, help="the records file is K copies, fresh ids")
+    ap.add_argument("--reuse", action="store_true", help="reuse the data already in --keep DIR")
+    ap.add_argument(
+        "--slim",
+        action="store_true",
+        help="records keep only id, slices and labels (for --families hierarchy)",
+    )
     args = ap.parse_args()
 
     from kg_rageval.audit.config import config_from_mapping
@@ -204,31 +350,42 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         onto = load_ontology(onto_path)
         t0 = time.perf_counter()
-        generate(onto, args.n, args.seed, out)
-        if args.baseline:
-            perturb(out / "records.jsonl", out / "baseline.jsonl", args.baseline_seed)
+        if not (args.reuse and (out / "records.jsonl").exists()):
+            generate(onto, args.n, args.seed, out)
+            if args.slim:
+                slim(out / "records.jsonl")
+            if args.replicate > 1:
+                replicate(out / "records.jsonl", args.replicate)
+            if args.baseline:
+                perturb(out / "records.jsonl", out / "baseline.jsonl", args.baseline_seed)
         t_gen = time.perf_counter() - t0
+        families = (
+            args.families.split(",")
+            if args.families
+            else ["hierarchy", "linking", "retrieval", "conformance", "generation", "provenance"]
+        )
         mapping = {
             "name": f"bench-{args.n}",
             "ontology": str(onto_path),
             "records": "records.jsonl",
             "corpus": "corpus.jsonl",
             "spec": "spec.yaml",
-            "families": {
-                f: {}
-                for f in ("hierarchy", "linking", "retrieval", "conformance", "generation", "provenance")
-            },
+            "families": {f: {} for f in families},
             "gates": [
-                "hierarchy.hierarchical_f1 >= 0.8",
-                "ci_low(retrieval.recall@10) >= 0.8",
-                "retrieval.filter_false_exclusion_rate <= 0.02",
-                "conformance.schema_validity >= 0.99",
-                "ci_low(generation.faithfulness) >= 0.8",
-                "linking.linking_macro_f1 >= 0.8",
-                "provenance.citation_completeness >= 0.9",
+                g
+                for g in (
+                    "hierarchy.hierarchical_f1 >= 0.8",
+                    "ci_low(retrieval.recall@10) >= 0.8",
+                    "retrieval.filter_false_exclusion_rate <= 0.02",
+                    "conformance.schema_validity >= 0.99",
+                    "ci_low(generation.faithfulness) >= 0.8",
+                    "linking.linking_macro_f1 >= 0.8",
+                    "provenance.citation_completeness >= 0.9",
+                )
+                if g.split("(")[-1].split(".")[0] in families
             ],
-            "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]},
-            "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]},
+            "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]} if "retrieval" in families else {},
+            "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]} if "hierarchy" in families else {},
             "missing_runs": {"budget": 0.05},
             "bootstrap": {"n_resamples": args.bootstrap, "seed": 0},
         }
@@ -239,6 +396,12 @@ def main() -> None:
             }
         (out / "audit.yaml").write_text(json.dumps(mapping, indent=1))  # JSON is YAML
         cfg = config_from_mapping(mapping, base_dir=out)
+        if args.compare_partitioned is not None:
+            n_records = args.n * args.replicate
+            compare_partitioned(
+                mapping, out, n_records, args.compare_partitioned, args.repeat, args.partitions
+            )
+            return
         from kg_rageval.integrations.dask import audit_client
 
         with audit_client(workers=args.dask_workers) as client:  # None: in-process

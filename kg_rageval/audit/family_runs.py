@@ -138,7 +138,13 @@ def _run_one(
 
 
 def _run_streamed(
-    config: AuditConfig, size: int, progress: bool, loaded: Any, tick: Any, client: Any = None
+    config: AuditConfig,
+    size: int,
+    progress: bool,
+    loaded: Any,
+    tick: Any,
+    client: Any = None,
+    partitions: int | None = None,
 ) -> tuple[dict[str, Any], Any, dict[str, FamilyRun]] | None:
     """Run every configured family on the records file read once in chunks of ``size``
     (:func:`~kg_rageval.scoring.stream_families`; :mod:`.stream`): ``(inputs, records view,
@@ -148,7 +154,11 @@ def _run_streamed(
     raises today, in the same order (records first, then gates, then families in config order).
     A reading error of the records file is raised as the held reader raises it. ``client``: a
     ``distributed.Client`` the families' calls on the chunks are made on (the chunks are read
-    and accumulated here; :func:`~kg_rageval.scoring.stream_families` with ``client``)."""
+    and accumulated here; :func:`~kg_rageval.scoring.stream_families` with ``client``) — or,
+    unless ``partitions`` is 0, the whole stream partitioned over its workers: each reads,
+    observes and scores a byte range of the file, merged here in file order
+    (:func:`~.partitions.run_partitioned`, ``partitions`` of them, default twice the worker
+    threads; where it cannot be exact, chunk by chunk as above)."""
     from kg_rageval.audit.stream import StreamedRecords
 
     try:
@@ -174,7 +184,36 @@ def _run_streamed(
         except ImportError:  # pragma: no cover
             pass
     try:
-        runs = _stream_runs(config, inputs, names, bound, view, tuple(observers), client)
+        runs: dict[str, FamilyRun] | None = None
+        if client is not None and partitions != 0:
+            from kg_rageval.audit.partitions import run_partitioned
+            from kg_rageval.scoring import StreamFallback
+
+            try:
+                streams = run_partitioned(
+                    client,
+                    view,
+                    bound[0],
+                    inputs["ontology"],
+                    inputs.get("corpus"),
+                    config,
+                    partitions=partitions,
+                    spill_rows=config.spill_rows,
+                    progress=bar.update if bar is not None else None,
+                )
+            except StreamFallback:
+                return None
+            if streams is not None:
+                runs = _runs_of(config, inputs, names, bound[1], view, streams)
+            else:  # not exact partitioned: chunk by chunk, with a fresh index
+                view = StreamedRecords(
+                    inputs["paths"]["records"], size, names, inputs["ontology"], inputs.get("corpus"), config
+                )
+                observers[0] = view.observe
+                if bar is not None:
+                    bar.reset()
+        if runs is None:
+            runs = _stream_runs(config, inputs, names, bound, view, tuple(observers), client)
     finally:
         if bar is not None:
             bar.close()
@@ -229,6 +268,18 @@ def _stream_runs(
         )
     except StreamFallback:
         return None
+    return _runs_of(config, inputs, names, bind_seconds, view, streams)
+
+
+def _runs_of(
+    config: AuditConfig,
+    inputs: Mapping[str, Any],
+    names: list[str],
+    bind_seconds: dict[str, float],
+    view: Any,
+    streams: Mapping[str, Any],
+) -> dict[str, FamilyRun]:
+    """The families' runs from their finished streams (``{family: FamilyStream}``)."""
     runs: dict[str, FamilyRun] = {}
     for name in names:
         run = family_run(

@@ -59,20 +59,36 @@ from kg_rageval.results.metric import Metric
 
 # ---------------------------------------------------------------------- the audit
 def run_audit(
-    config: AuditConfig, *, progress: bool = True, inputs: Mapping[str, Any] | None = None, client: Any = None
+    config: AuditConfig,
+    *,
+    progress: bool = True,
+    inputs: Mapping[str, Any] | None = None,
+    client: Any = None,
+    partitions: int | None = None,
 ) -> AuditResult:
     """Run the whole audit described by ``config`` and decide its gates (with the config's
     ``limits`` in force).
 
-    ``client``: a ``distributed.Client``: when the audit streams its records file, every
-    family's call on every chunk runs on its workers (the chunks are read and accumulated
-    here, in order; the report is the same as without it, timings aside). A held audit (a
+    ``client``: a ``distributed.Client``: when the audit streams its records file, the stream
+    is partitioned over its workers — each reads, observes and scores a byte range of whole
+    chunks, and the partitions' accumulations and result columns are merged here in file order
+    (:mod:`.partitions`; ``partitions`` byte ranges, default twice the worker threads) — or,
+    with ``partitions=0`` (and where partitions cannot be exact, e.g. a ``.gz`` file), the
+    chunks are read and accumulated here and every family's call on every chunk runs on the
+    workers. The report is the same as without a client, timings aside. A held audit (a
     family not streamable, ``chunk_size = 0``, ``inputs=`` given, or a fallback) runs
     in-process."""
     from kg_rageval.base import limits
 
     with limits.limits(config.limits), _InputsFrozen() as frozen:
-        return _run_audit(config, progress=progress, inputs=inputs, loaded=frozen.freeze, client=client)
+        return _run_audit(
+            config,
+            progress=progress,
+            inputs=inputs,
+            loaded=frozen.freeze,
+            client=client,
+            partitions=partitions,
+        )
 
 
 class _InputsFrozen:
@@ -110,6 +126,7 @@ def _run_audit(
     inputs: Mapping[str, Any] | None,
     loaded: Any = None,
     client: Any = None,
+    partitions: int | None = None,
 ) -> AuditResult:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
@@ -128,7 +145,9 @@ def _run_audit(
     except ConfigError:  # raised by the held audit where it raises it (after the records)
         families = None
     size = stream_chunk_size(config, inputs, families)
-    got = _run_streamed(config, size, progress, loaded, tick, client) if size is not None else None
+    got = (
+        _run_streamed(config, size, progress, loaded, tick, client, partitions) if size is not None else None
+    )
     view: Any
     if got is not None:  # every family streamed: the records were read once, in chunks
         inputs, view, runs = got

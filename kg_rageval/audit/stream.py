@@ -215,6 +215,47 @@ class StreamedRecords(RecordIndex):
         if self.exclusion_counter is not None:
             self.exclusion_counter.add(chunk)
 
+    def detach(self) -> None:
+        """Keep only what :meth:`absorb` merges (a partition's index on its way back from a
+        worker: :mod:`.partitions`): the counters' counts, without their ontology and corpus."""
+        cc, ec = self.coverage_counter, self.exclusion_counter
+        self._cells = cc.cells if cc is not None else {}
+        self._excl = (
+            None
+            if ec is None
+            else (ec.by_field, ec.by_branch, ec.entitlement, ec.n_gold, ec.inconsistent, ec.examples)
+        )
+        self.coverage_counter = self.exclusion_counter = None
+        self.coverage_error = None
+
+    def absorb(self, part: StreamedRecords) -> None:
+        """Append a detached partition's index (:meth:`detach`), the next one in file order:
+        ids, line numbers and section flags joined, counts added, slice values united; the
+        counters' dicts keep the order in which the whole file first saw each key (partition by
+        partition) and the exclusion examples stay the first 20."""
+        self._ids.extend(part._ids)
+        self._lines.extend(part._lines)
+        self._n += part._n
+        for f in self.families:
+            self._flags[f].extend(part._flags[f])
+            self.n_with_section[f] += part.n_with_section[f]
+        for name, values in part._slices.items():
+            self._slices.setdefault(name, set()).update(values)
+        if self.coverage_counter is not None:
+            cells = self.coverage_counter.cells
+            for cell, n in part._cells.items():
+                cells[cell] = cells.get(cell, 0) + n
+        ec = self.exclusion_counter
+        if ec is not None and part._excl is not None:
+            by_field, by_branch, entitlement, n_gold, inconsistent, examples = part._excl
+            for mine, theirs in ((ec.by_field, by_field), (ec.by_branch, by_branch)):
+                for key, n in theirs.items():
+                    mine[key] = mine.get(key, 0) + n
+            ec.entitlement += entitlement
+            ec.n_gold += n_gold
+            ec.inconsistent += inconsistent
+            ec.examples.extend(examples[: max(0, 20 - len(ec.examples))])
+
     def __iter__(self) -> Iterator[dict]:
         """The records, read again chunk by chunk (the baseline's release check reads them)."""
         from kg_rageval.records import iter_record_chunks

@@ -92,9 +92,10 @@ from kg_rageval.cli.common import fail, format_option, quiet_option
     "dask_scheduler",
     default=None,
     metavar="ADDRESS",
-    help="Make every family's call on every streamed chunk on the Dask cluster at ADDRESS "
-    "(e.g. tcp://scheduler:8786); the chunks are read and accumulated here, the "
-    "report is the same. Needs kg-rageval[dask]; a held audit runs here.",
+    help="Run the streamed audit on the Dask cluster at ADDRESS (e.g. tcp://scheduler:8786): "
+    "the records file is split into byte ranges, each read, accumulated and scored on a "
+    "worker, merged here in file order (--dask-partitions); the report is the same. Needs "
+    "kg-rageval[dask]; a held audit runs here.",
 )
 @click.option(
     "--dask-workers",
@@ -103,6 +104,17 @@ from kg_rageval.cli.common import fail, format_option, quiet_option
     default=None,
     metavar="N",
     help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.",
+)
+@click.option(
+    "--dask-partitions",
+    "dask_partitions",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="P",
+    help="With --dask-scheduler/--dask-workers: split the records file into P byte ranges of "
+    "whole chunks, each read, accumulated and scored on a worker and merged here in file "
+    "order (default twice the worker threads); 0 reads the chunks here and sends only the "
+    "families' calls. The report is the same.",
 )
 @click.option(
     "--parquet",
@@ -140,6 +152,7 @@ def audit(
     chunk_size: int | None = None,
     dask_scheduler: str | None = None,
     dask_workers: int | None = None,
+    dask_partitions: int | None = None,
     spill_rows: int | None = None,
     parquet_dir: str | None = None,
     mlflow_uri: str | None = None,
@@ -169,6 +182,7 @@ def audit(
             dask_workers,
             spill_rows,
             exports={"parquet": parquet_dir, "mlflow": mlflow_uri, "experiment": mlflow_experiment},
+            dask_partitions=dask_partitions,
         )
     except (KgRagevalError, OSError) as exc:
         fail(exc)
@@ -199,6 +213,7 @@ def _audit(
     dask_workers=None,
     spill_rows=None,
     exports=None,
+    dask_partitions=None,
 ) -> int:
     from kg_rageval.base.errors import ConfigError
 
@@ -233,18 +248,24 @@ def _audit(
         from kg_rageval.audit.reports import out_lock
 
         with out_lock(Path(out_dir)):  # held for the whole audit, not only while writing
-            return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports)
-    return _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports)
+            return _run_and_report(
+                config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports, dask_partitions
+            )
+    return _run_and_report(
+        config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports, dask_partitions
+    )
 
 
-def _run_and_report(config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports=None) -> int:
+def _run_and_report(
+    config, out_dir, fmt, quiet, dask_scheduler, dask_workers, exports=None, partitions=None
+) -> int:
     from kg_rageval.audit.runner import run_audit
 
     if dask_scheduler is not None or dask_workers is not None:
         from kg_rageval.integrations.dask import audit_client
 
         with audit_client(dask_scheduler, dask_workers) as client:
-            result = run_audit(config, progress=not quiet, client=client)
+            result = run_audit(config, progress=not quiet, client=client, partitions=partitions)
     else:
         result = run_audit(config, progress=not quiet)
     written = {}

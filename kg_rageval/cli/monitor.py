@@ -58,6 +58,13 @@ def monitor() -> None:
     help="Embeddings kept per window and branch (a seeded bottom-k sample of record ids).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the embedding sample.")
+@click.option(
+    "--engine",
+    type=click.Choice(["auto", "sql", "python"]),
+    default="auto",
+    show_default=True,
+    help="Reader of a records file: sql (DuckDB reads it, for plain records; any other file goes record by record), python (record by record), auto (sql from 8 MB).",
+)
 @format_option
 def ingest(
     traffic,
@@ -71,6 +78,7 @@ def ingest(
     reservoir,
     seed,
     fmt,
+    engine="auto",
 ) -> None:
     """Read production traffic (records JSONL with timestamps, or OTLP traces) into windows of
     the store: per window x branch x intent x slice the mergeable sums."""
@@ -80,7 +88,7 @@ def ingest(
     with WindowStore(store_path) as store:
         summary = ingest(
             store, traffic, onto, traces=traces, window=window, branch_depth=branch_depth,
-            replace=replace, reservoir=reservoir, seed=seed,
+            replace=replace, reservoir=reservoir, seed=seed, engine=engine,
         )  # fmt: skip
     payload = {"store": str(store_path), "traffic": str(traffic), **summary.to_dict()}
     emit(payload, fmt, _render_ingest)
@@ -274,11 +282,25 @@ def _render_drift(p: dict[str, Any]) -> str:
     show_default=True,
     help="The first N windows shown pooled as the rate bands' reference.",
 )
+@click.option(
+    "--alerts-config",
+    "alerts_config",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Guardrail thresholds (as monitor alerts -c): the checks run on the store's sums and show on the page.",
+)
+@click.option(
+    "--deploys",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Deploy events (JSONL of {timestamp, release}) for the guardrails' triage hint.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @format_option
 def report(
     store_path, html_out, json_out, reference, current, last, golden, ontology_path, alpha, correction,
     permutations, sigma, min_rows, rate_min_rows, budget, across_windows, rate_reference, seed, fmt,
+    alerts_config=None, deploys=None,
 ) -> None:  # fmt: skip
     """The monitoring page of a store (read-only): drift per window against the reference and
     rates with binomial control bands, per branch, alerts marked; --html a self-contained page,
@@ -293,15 +315,26 @@ def report(
 
     refuse_overwrite(
         {"--html": html_out, "--json": json_out},
-        {"--store": store_path, "--golden": golden, "--ontology": ontology_path},
+        {
+            "--store": store_path,
+            "--golden": golden,
+            "--ontology": ontology_path,
+            "--alerts-config": alerts_config,
+            "--deploys": deploys,
+        },
     )
+    from kg_rageval.monitor import alerts as al
+
     onto = load_ontology_cli(ontology_path) if ontology_path else None
     gold = golden_concepts(golden, onto) if golden else None
+    guard = al.load_config(alerts_config) if alerts_config else None
+    events = al.load_deploys(deploys) if deploys else []
     with WindowStore(store_path, read_only=True) as store:
         payload = monitor_report(
             store, reference=reference, current=current, last=last, golden=gold, alpha=alpha,
             correction=correction, n_permutations=permutations, sigma=sigma, seed=seed,
-            min_rows=min_rows, rate_min_rows=rate_min_rows, budget=budget, rate_reference=rate_reference, across_windows=across_windows,
+            min_rows=min_rows, rate_min_rows=rate_min_rows, budget=budget, rate_reference=rate_reference,
+            across_windows=across_windows, guardrails=guard, deploys=events,
         )  # fmt: skip
     if json_out:
         Path(json_out).write_text(json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

@@ -8,7 +8,15 @@ import sys
 
 import click
 
-from kg_rageval.cli.common import data_option, emit, fail, format_option, load_ontology_cli, ontology_option
+from kg_rageval.cli.common import (
+    data_option,
+    emit,
+    fail,
+    format_option,
+    load_ontology_cli,
+    loader_options,
+    ontology_option,
+)
 
 
 def _traffic(data_path: str, ontology_path: str, window: str, branch_depth: int) -> list:
@@ -46,8 +54,29 @@ def _render_alerts(payload: dict) -> str:
 
 
 @click.command("alerts")
-@data_option
-@ontology_option
+@click.option(
+    "--data",
+    "-d",
+    "data_path",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Production records (JSONL with timestamps); or --store.",
+)
+@click.option(
+    "--store",
+    "store_path",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="A window store (monitor ingest): the checks read its sums, read-only; or --data.",
+)
+@loader_options
+@click.option(
+    "--ontology",
+    "-O",
+    "ontology_path",
+    default=None,
+    help="Ontology of the branches (needed with --data, and for the sampled FER check).",
+)
 @click.option(
     "--config",
     "-c",
@@ -74,28 +103,42 @@ def _render_alerts(payload: dict) -> str:
 @format_option
 def alerts(
     data_path, ontology_path, config_path, deploys, window, branch_depth, queue_path, corpus_path,
-    reviewed_path, fmt, **_loader,
+    reviewed_path, fmt, store_path=None, **_loader,
 ) -> None:  # fmt: skip
-    """Guardrail alerts per window and branch. Exit 0 quiet, 1 alert, 2 input error."""
-    from kg_rageval.base.errors import KgRagevalError
+    """Guardrail alerts per window and branch, from traffic (--data) or a window store
+    (--store). Exit 0 quiet, 1 alert, 2 input error."""
+    from kg_rageval.base.errors import ConfigError, KgRagevalError
     from kg_rageval.monitor import alerts as al
     from kg_rageval.monitor.traffic import Windowing
 
     try:
+        if (data_path is None) == (store_path is None):
+            raise ConfigError("give the traffic as --data or --store (one of them)")
+        if data_path is not None and ontology_path is None:
+            raise ConfigError("--data needs --ontology (the branches come from it)")
         cfg = al.load_config(config_path)
         windowing = Windowing.parse(window)
-        rows = _traffic(data_path, ontology_path, window, branch_depth)
         events = al.load_deploys(deploys) if deploys else []
         fer = None
         if cfg.filter_false_exclusion_rate is not None and queue_path and corpus_path:
             from kg_rageval.monitor import fer as fe
 
+            reviewed = reviewed_path or data_path
+            if reviewed is None or ontology_path is None:
+                raise ConfigError("the sampled FER check with --store needs --reviewed and --ontology")
             report = _sampled_fer(
-                reviewed_path or data_path, ontology_path, queue_path, corpus_path, window,
+                reviewed, ontology_path, queue_path, corpus_path, window,
                 branch_depth, by_window=True, level=cfg.level, min_rows=cfg.min_rows,
             )  # fmt: skip
             fer = fe.fer_cells(report)
-        payload = al.evaluate(rows, cfg, windowing=windowing, deploys=events, fer=fer)
+        if store_path is not None:
+            from kg_rageval.monitor.store import WindowStore
+
+            with WindowStore(store_path, read_only=True) as st:
+                payload = al.evaluate_store(st, cfg, deploys=events, fer=fer)
+        else:
+            rows = _traffic(data_path, ontology_path, window, branch_depth)
+            payload = al.evaluate(rows, cfg, windowing=windowing, deploys=events, fer=fer)
     except (KgRagevalError, OSError) as exc:
         fail(exc)
         return

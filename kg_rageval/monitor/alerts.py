@@ -56,6 +56,9 @@ class LatencyCheck(_Strict):
 class RegenerationCheck(_Strict):
     reference: list[str] = Field(min_length=1)
     false_alarm_budget: float = Field(0.05, gt=0, lt=1)
+    # the beta-binomial predictive band of the monitoring page (the reference's own error
+    # included) instead of the binomial band around the reference rate taken as known
+    reference_error: bool = False
 
 
 class CostCheck(_Strict):
@@ -359,7 +362,9 @@ def evaluate(
         rcells: dict[tuple[str, str], perf.RateCell] = {}
         for by in ("all", "branch"):
             rcells.update(perf.rate_cells(rows, "regeneration_rate", by=by, level=z, min_rows=mr))
-        bands = perf.apply_bands(rcells, rc.reference, budget=rc.false_alarm_budget)
+        bands = perf.apply_bands(
+            rcells, rc.reference, budget=rc.false_alarm_budget, reference_error=rc.reference_error
+        )
         for c in sorted(rcells.values(), key=lambda c: (c.window, c.group)):
             if c.status == "reference":
                 continue
@@ -378,6 +383,16 @@ def evaluate(
                 )
             )
 
+    return _finish(results, bands, windowing, deploys, lookback)
+
+
+def _finish(
+    results: list[Alert],
+    bands: dict[str, Any] | None,
+    windowing: Windowing,
+    deploys: Sequence[Deploy],
+    lookback: timedelta,
+) -> dict[str, Any]:
     for a in results:
         if a.status in ("alert", "watch"):
             a.triage = triage(a.window, windowing, deploys, lookback)
@@ -391,3 +406,150 @@ def evaluate(
         "note": "a triage hint is a hint: " + perf.CAUSE_NOTE,
         "results": [a.to_dict() for a in results],
     }
+
+
+def _mean_ci(n: int, total: float, squares: float, level: float) -> tuple[float, tuple[float, float]]:
+    """Mean and Student-t interval from the mergeable sums ``n``, ``sum x``, ``sum x^2``
+    (``var = (sum x^2 - n mean^2) / (n - 1)``, clipped at 0; the two-pass formula of
+    :func:`evaluate` to about 1e-12 relative for costs of a similar size)."""
+    from scipy.stats import t as student_t
+
+    mean = total / n
+    var = max(0.0, (squares - n * mean * mean) / (n - 1))
+    half = float(student_t.ppf(1 - (1 - level) / 2, n - 1)) * math.sqrt(var) / math.sqrt(n)
+    return mean, (mean - half, mean + half)
+
+
+def evaluate_store(
+    store: Any,
+    cfg: AlertConfig,
+    *,
+    windows: Sequence[str] | None = None,
+    deploys: Sequence[Deploy] = (),
+    fer: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    windowing: Windowing | None = None,
+) -> dict[str, Any]:
+    """:func:`evaluate` on a window store's mergeable sums instead of traffic rows (``monitor
+    alerts --store``, the guardrails of ``monitor report``): the same checks, cells, statuses
+    and evidence. Faithfulness reads ``reviewed_*`` + ``judged_*`` (a review takes precedence
+    over the judge, as in :func:`~kg_rageval.monitor.performance.faithful`), summed over the
+    rolling windows; the p95 is the exact type-7 quantile of the store's raw latency column
+    (``latency_ms.total``) with the same order-statistic interval; cost per query is the mean
+    and t interval from ``cost_n``, ``cost_sum``, ``cost_sq``; the regeneration band reads
+    ``regenerated`` over ``regen_n`` (rows that carry the field). Results are reported for
+    ``windows`` (default: every window of the store); the rolling span and the bands see every
+    stored window up to the last of them. ``fer``: sampled FER cells, as for :func:`evaluate`."""
+    stored = store.windows()
+    report = set(windows) if windows is not None else set(stored)
+    last = max(report) if report else None
+    upto = [w for w in stored if last is not None and w <= last]
+    if windowing is None:
+        spec = store.windowing()
+        windowing = Windowing.parse(spec) if spec else Windowing.parse("1d")
+    lookback = Windowing.parse(cfg.deploy_lookback).width or timedelta(0)
+    sums = store.sums(upto, by=("win", "branch")) + [
+        {**r, "branch": ALL} for r in store.sums(upto, by=("win",))
+    ]
+    cells = {(r["win"], r["branch"]): r for r in sums}
+    results: list[Alert] = []
+    z, mr = cfg.level, cfg.min_rows
+
+    if cfg.faithfulness is not None:
+        fc = cfg.faithfulness
+        for i, w in enumerate(upto):
+            span = upto[max(0, i - fc.rolling_windows + 1) : i + 1]
+            for g in sorted({g for ww, g in cells if ww == w}):
+                n = k = 0
+                for ww in span:
+                    c = cells.get((ww, g))
+                    if c is not None:
+                        n += c["reviewed_n"] + c["judged_n"]
+                        k += c["reviewed_k"] + c["judged_k"]
+                if n < mr:
+                    results.append(
+                        Alert("faithfulness", w, g, INSUFFICIENT, n, k / n if n else None, None, fc.min)
+                    )
+                    continue
+                lo, hi = perf.wilson(k, n, z)
+                est = k / n
+                st = "alert" if hi < fc.min else "watch" if est < fc.min else "ok"
+                detail = {"rolling_windows": list(span)}
+                results.append(Alert("faithfulness", w, g, st, n, est, (lo, hi), fc.min, detail=detail))
+
+    if cfg.latency_p95_ms is not None:
+        lc = cfg.latency_p95_ms
+        if lc.stage != "total":
+            raise ConfigError(
+                f"latency_p95_ms.stage {lc.stage!r}: the window store keeps latency_ms.total only "
+                "(use stage: total, or monitor alerts --data on the traffic file)"
+            )
+        need = max(mr, quantile_min_rows(0.95))
+        for w, g in sorted(cells):
+            if cells[(w, g)]["latency_n"] < need:
+                results.append(
+                    Alert(
+                        "latency_p95_ms", w, g, INSUFFICIENT, cells[(w, g)]["latency_n"], None, None,
+                        lc.max, detail={"min_rows": need},
+                    )
+                )  # fmt: skip
+                continue
+            lat = store.latency_values([w], branch=None if g == ALL else g)
+            est, (lo, hi) = quantile_ci(lat, 0.95, z)
+            results.append(
+                Alert(
+                    "latency_p95_ms", w, g, _status_high_bad(est, lo, hi, lc.max), len(lat), est,
+                    (lo, hi), lc.max,
+                )
+            )  # fmt: skip
+
+    if cfg.cost_per_query_usd is not None:
+        cc = cfg.cost_per_query_usd
+        for w, g in sorted(cells):
+            c = cells[(w, g)]
+            n = c["cost_n"]
+            if n < mr:
+                results.append(Alert("cost_per_query_usd", w, g, INSUFFICIENT, n, None, None, cc.max))
+                continue
+            mean, (lo, hi) = _mean_ci(n, c["cost_sum"], c["cost_sq"], z)
+            results.append(
+                Alert(
+                    "cost_per_query_usd", w, g, _status_high_bad(mean, lo, hi, cc.max), n, mean,
+                    (lo, hi), cc.max,
+                )
+            )  # fmt: skip
+
+    if cfg.filter_false_exclusion_rate is not None:
+        if fer is None:
+            raise ConfigError(
+                "filter_false_exclusion_rate needs reviewed records, a review queue and a corpus "
+                "(monitor alerts --queue QUEUE --corpus CORPUS --reviewed REVIEWED)"
+            )
+        results.extend(_fer_alerts(fer, cfg.filter_false_exclusion_rate.max))
+
+    bands: dict[str, Any] | None = None
+    if cfg.regeneration is not None:
+        rc = cfg.regeneration
+        rcells = {
+            key: perf.RateCell(key[0], key[1], "regeneration_rate", c["regenerated"], c["regen_n"], z, mr)
+            for key, c in cells.items()
+            if c["regen_n"] > 0
+        }
+        bands = perf.apply_bands(
+            rcells, rc.reference, budget=rc.false_alarm_budget, reference_error=rc.reference_error
+        )
+        for cell in sorted(rcells.values(), key=lambda c: (c.window, c.group)):
+            if cell.status == "reference":
+                continue
+            st = cell.status if cell.status == INSUFFICIENT else "ok" if cell.status == "ok" else "alert"
+            results.append(
+                Alert(
+                    "regeneration_rate", cell.window, cell.group, st, cell.n, cell.estimate,
+                    cell.ci if cell.n else None, rc.reference,
+                    detail={"band": list(cell.band) if cell.band else None, "band_status": cell.status},
+                )
+            )  # fmt: skip
+
+    results = [a for a in results if a.window in report]
+    out = _finish(results, bands, windowing, deploys, lookback)
+    out["source"] = {"store": str(store.path), "windows": sorted(report)}
+    return out

@@ -17,13 +17,19 @@ never writes) and returns one JSON-ready payload over the windows shown:
   being as large as the window's), Bonferroni over the monitored cells of a rate
   (:func:`~kg_rageval.monitor.performance.apply_bands`), so the chance that any in-control cell
   of that rate leaves its band is about ``budget`` at most; pool several reference windows with
-  ``rate_reference`` for narrower bands. ``thumbs_down_rate`` = thumbs down / (thumbs down + thumbs up): rows without a
-  verdict are not in the denominator. ``regeneration_rate`` and ``refusal_rate`` = flagged rows /
-  all rows of the cell: the store does not record which rows carried the field, so a rate with
-  no flagged row in any shown window is reported as **not observed** (the field may be absent
-  from the traffic), never plotted as a reassuring 0.
-* **alerts**: every corrected drift test that fired and every rate cell outside its band; a
-  cell with too few rows is "insufficient evidence", never an alert.
+  ``rate_reference`` for narrower bands. Each rate's denominator is the rows that carry its
+  field (the store counts them): ``thumbs_down_rate`` = thumbs down / (thumbs down + thumbs up),
+  ``regeneration_rate`` = ``feedback.regenerated`` true / rows with a boolean
+  ``feedback.regenerated``, ``refusal_rate`` = ``answer.refused`` true / rows with a boolean
+  ``answer.refused``; a row without the field is not a "no". A rate whose field no row of any
+  shown window carries is reported as **not observed**, never plotted as a reassuring 0.
+* **guardrails** (with an alert config): :func:`~kg_rageval.monitor.alerts.evaluate_store` on
+  the store's sums over the shown windows: faithfulness on the rolling reviewed/judged sample,
+  p95 latency (exact, from the raw latency column), cost per query, sampled FER (given the
+  review files), the regeneration band; each cell with its evidence (n, estimate, CI), the
+  threshold and the deploy triage hint.
+* **alerts**: every corrected drift test that fired, every rate cell outside its band and every
+  guardrail cell in alert; a cell with too few rows is "insufficient evidence", never an alert.
 
 :func:`render_html` turns the payload into one self-contained page (no script, no external CSS,
 font or image; inline SVG; a ``Content-Security-Policy`` that forbids every fetch): one figure
@@ -98,9 +104,9 @@ def _rate_cells(store: Any, shown: Sequence[str], level: float, min_rows: int) -
     for r in rows:
         key = (r["win"], r["branch"])
         counts = {
-            "regeneration_rate": (r["regenerated"], r["n"]),
+            "regeneration_rate": (r["regenerated"], r["regen_n"]),
             "thumbs_down_rate": (r["thumbs_down"], r["thumbs_down"] + r["thumbs_up"]),
-            "refusal_rate": (r["refused"], r["n"]),
+            "refusal_rate": (r["refused"], r["refusal_n"]),
         }
         for rate, (k, n) in counts.items():
             out[rate][key] = perf.RateCell(key[0], key[1], rate, int(k), int(n), level, min_rows)
@@ -125,8 +131,14 @@ def monitor_report(
     level: float = 0.95,
     rate_reference: int = 1,
     across_windows: bool = False,
+    guardrails: Any = None,
+    deploys: Sequence[Any] = (),
+    fer: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The monitoring payload of the module docstring (read-only on ``store``)."""
+    """The monitoring payload of the module docstring (read-only on ``store``). ``guardrails``:
+    an :class:`~kg_rageval.monitor.alerts.AlertConfig` whose checks run on the store's sums
+    (:func:`~kg_rageval.monitor.alerts.evaluate_store`) over the shown windows, with
+    ``deploys`` for the triage hint and ``fer`` cells for the sampled-FER check."""
     from kg_rageval.monitor.drift import drift_report
 
     if not 0 < budget < 1:
@@ -150,12 +162,12 @@ def monitor_report(
     rates: dict[str, Any] = {}
     alerts: list[dict[str, Any]] = []
     for rate, rc in cells.items():
-        flagged = sum(c.k for c in rc.values())
-        if rate != "thumbs_down_rate" and flagged == 0:
+        carried = sum(c.n for c in rc.values())
+        if carried == 0:
             rates[rate] = {
                 "status": NOT_OBSERVED,
-                "reason": "no row flagged in any shown window: the field may be absent from the "
-                "traffic (the store keeps flagged rows over all rows), so no rate is reported",
+                "reason": "no row of any shown window carries the field, so no rate is reported "
+                "(a row without it is not a no: it is in no denominator)",
                 "cells": [],
             }
             continue
@@ -180,6 +192,18 @@ def monitor_report(
                     "evidence": {"n_reference": t["n_reference"], "n_current": t["n_current"],
                                  "statistic": t["statistic"], "p_value": t["p_value"],
                                  "p_adjusted": t["p_adjusted"]},
+                })  # fmt: skip
+    guard: dict[str, Any] | None = None
+    if guardrails is not None:
+        from kg_rageval.monitor.alerts import evaluate_store
+
+        guard = evaluate_store(store, guardrails, windows=shown, deploys=deploys, fer=fer)
+        for g in guard["results"]:
+            if g["status"] == "alert":
+                alerts.append({
+                    "kind": "guardrail", "check": g["check"], "window": g["window"],
+                    "branch": g["branch"], "status": "alert", "evidence": g["evidence"],
+                    "threshold": g["threshold"], "triage": g["triage"],
                 })  # fmt: skip
     branches = sorted(
         {ALL}
@@ -215,6 +239,7 @@ def monitor_report(
         ),
         "drift": drift,
         "rates": rates,
+        "guardrails": guard,
         "alerts": alerts,
         "status": "alert" if alerts else "quiet",
         "note": perf.CAUSE_NOTE,
@@ -375,6 +400,14 @@ def _branch_figure(branch: str, payload: Mapping[str, Any]) -> str:
     panels = [_drift_panel(branch, payload, _TOP + 14)]
     for i, (rate, info) in enumerate(rates):
         panels.append(_rate_panel(branch, rate, info, payload["windows"], _TOP + 14 + (i + 1) * (_PH + _GAP)))
+    for a in payload["alerts"]:
+        if a["kind"] == "guardrail" and a["branch"] == branch:
+            ev = a["evidence"]
+            panels[0].marker(
+                a["window"],
+                f"GUARDRAIL {a['check']} {a['window']}: n {ev['n']}, estimate {_fmt(ev['estimate'])}, "
+                f"CI {_fmt(ev['ci'])}, threshold {_fmt(a['threshold'])}; {a['triage']}",
+            )
     height = _TOP + 14 + len(panels) * (_PH + _GAP)
     body = "".join("".join(pn.parts) for pn in panels)
     n_alerts = sum(1 for a in payload["alerts"] if a["branch"] == branch)
@@ -407,6 +440,30 @@ def render_html(payload: Mapping[str, Any]) -> str:
         if info.get("status") == NOT_OBSERVED
     )
     figures = "".join(_branch_figure(b, payload) for b in payload["branches"])
+    guard = payload.get("guardrails")
+    if guard is None:
+        guard_html = "<p>No guardrail config given (<code>--alerts-config</code>).</p>"
+    else:
+        shown = [g for g in guard["results"] if g["status"] != "ok"]
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(guard["counts"].items()))
+        guard_rows = "".join(
+            f'<tr class="guardrail-row status-{escape(g["status"].replace(" ", "-"), quote=True)}">'
+            f"<td>{escape(g['check'])}</td><td>{escape(g['window'])}</td><td>{escape(g['branch'])}</td>"
+            f"<td>{escape(g['status'])}</td><td>{_esc(g['evidence']['n'])}</td><td>{_esc(g['evidence']['estimate'])}</td>"
+            f"<td>{_esc(g['evidence']['ci'])}</td><td>{_esc(g['threshold'])}</td><td>{escape(g['triage'])}</td></tr>"
+            for g in shown
+        )
+        guard_html = (
+            f'<p class="note">Guardrail checks per window and branch: {escape(counts)}; a cell with too few '
+            f"rows is insufficient evidence, never an alert; {escape(guard['note'])}.</p>"
+            + (
+                "<table><thead><tr><th>check</th><th>window</th><th>branch</th><th>status</th><th>n</th>"
+                "<th>estimate</th><th>CI</th><th>threshold</th><th>triage</th></tr></thead>"
+                f"<tbody>{guard_rows}</tbody></table>"
+                if guard_rows
+                else "<p>Every guardrail check is ok.</p>"
+            )
+        )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
@@ -426,6 +483,7 @@ def render_html(payload: Mapping[str, Any]) -> str:
             if rows
             else "<p>None.</p>"
         )
+        + f"<h2>Guardrails</h2>{guard_html}"
         + f"<h2>Windows</h2><table><thead><tr><th>window</th><th>rows</th><th></th></tr></thead><tbody>{windows}</tbody></table>"
         + f"<h2>Per branch</h2>{figures}</body></html>"
     )

@@ -64,19 +64,26 @@ def _refused(row: TrafficRow) -> bool | None:
 def faithful(row: TrafficRow) -> bool | None:
     """Reviewed ``review.faithful``, else the judge's verdict: every claim supported;
     ``None`` for an unjudged answer, an invalid judgment or one without claims."""
-    review = row.record.get("review")
+    return faithful_source(row.record)[1]
+
+
+def faithful_source(record: Mapping[str, Any]) -> tuple[str | None, bool | None]:
+    """``(source, verdict)`` of :func:`faithful` on a record: ``("reviewed", bool)`` from
+    ``review.faithful``, else ``("judged", bool)`` from ``answer.judgment``, else
+    ``(None, None)``. The window store keeps the two sources' counts apart."""
+    review = record.get("review")
     if isinstance(review, Mapping) and isinstance(review.get("faithful"), bool):
-        return bool(review["faithful"])
-    ans = row.record.get("answer")
+        return "reviewed", bool(review["faithful"])
+    ans = record.get("answer")
     raw = ans.get("judgment") if isinstance(ans, Mapping) else None
     if raw is None:
-        return None
+        return None, None
     from kg_rageval.families.generation.judgment import parse_judgment
 
     j = parse_judgment(raw).judgment
     if j is None or not j.claims:
-        return None
-    return j.n_supported == j.n_claims
+        return None, None
+    return "judged", j.n_supported == j.n_claims
 
 
 RATES: dict[str, Callable[[TrafficRow], bool | None]] = {

@@ -3,32 +3,50 @@
 Tables (schema version :data:`SCHEMA_VERSION`, kept in ``meta``):
 
 * ``windows``: one row per window (key, windowing, rows, source file, ingest time).
-* ``sums``: per window x branch x intent x slice the mergeable sums: ``n`` rows, ``nil``
-  (links to nothing), ``unknown`` (links to an id the ontology lacks), feedback counts
-  (``thumbs_down``, ``thumbs_up``, ``regenerated``, ``refused``), ``latency_n`` /
-  ``latency_sum`` (``system.latency_ms.total``) and ``cost_n`` / ``cost_sum``
-  (``system.cost_usd``). The slice ``(all)`` holds every row once; a row with slices is
-  counted again under each ``key=value`` it carries (so sum over ``(all)`` for totals).
+* ``sums``: per window x branch x intent x slice the mergeable sums (:data:`SUM_COLUMNS`):
+  ``n`` rows, ``nil`` (links to nothing), ``unknown`` (links to an id the ontology lacks),
+  ``thumbs_down`` / ``thumbs_up`` (rows with a thumbs verdict: their sum is the thumbs
+  denominator), ``regen_n`` (rows that *carry* a boolean ``feedback.regenerated``) and
+  ``regenerated`` (those that are true), ``refusal_n`` / ``refused`` (the same for
+  ``answer.refused``): a row without the field is not a "no" and is in neither denominator;
+  ``reviewed_n`` / ``reviewed_k`` (rows with a reviewer's ``review.faithful``; ``k`` faithful)
+  and ``judged_n`` / ``judged_k`` (rows without a review whose ``answer.judgment`` has at least
+  one claim; ``k``: every claim supported; :func:`~kg_rageval.monitor.performance.faithful_source`),
+  so faithfulness = ``(reviewed_k + judged_k) / (reviewed_n + judged_n)``;
+  ``latency_n`` / ``latency_sum`` (``system.latency_ms.total``) and ``cost_n`` / ``cost_sum`` /
+  ``cost_sq`` (``system.cost_usd`` and its square: mean and standard deviation of any merge).
+  The slice ``(all)`` holds every row once; a row with slices is counted again under each
+  ``key=value`` it carries (so sum over ``(all)`` for totals).
 * ``concepts``: per window x branch x intent x concept the count of rows whose *first*
   linked concept (the one that gives the branch) is that concept; NIL rows under ``(NIL)``.
   New-concept drift reads it against a golden set at drift time, so the golden set can
   change without re-ingesting.
 * ``latency``: the raw per-row ``latency_ms.total`` column (window, branch, intent), so
-  quantiles of any merge of windows are exact.
+  quantiles of any merge of windows are exact (no sketch, no error bound to state).
 * ``embeddings``: a bounded sample of the query embeddings per window x branch: the
   ``reservoir`` rows with the smallest seeded hash of their record id (a bottom-k sample:
   seeded, independent of the order of the file, and the same rows on every ingest).
 
+Ingest is columnar and in bounded memory: the file is read chunk by chunk (one ``json.loads``
+per line, each record checked as :func:`~kg_rageval.monitor.traffic.to_row` checks it, with the
+same errors naming file, line and field), each row becomes a cell code (window, branch, intent,
+first concept, slices), a bit mask of its flags and three numbers, and every chunk is
+aggregated by SQL (``GROUP BY`` cell) into partial sums; the embedding stage keeps only the
+bottom-k per window and branch. Nothing is written to the store until the whole input has
+been read and checked. Then each window is committed in its own transaction: a window is never
+counted twice, never half-written and never half-replaced. The aggregation is plain SQL over
+the partial sums (``GROUP BY`` window, branch, intent, slice), so the same statements run on
+any SQL engine over the staged partials; the sums of disjoint inputs merge by addition.
+
 Ingesting a window that the store already holds is refused (:class:`InputError`) unless
-``replace=True``, which deletes the old window first, in the same transaction: a window is
-never counted twice, and never half-replaced. Aggregation is SQL over a staging table.
+``replace=True``, which deletes the old window first, in that window's transaction.
+A store of an older schema is refused with a message saying to re-ingest into a new store.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -37,11 +55,32 @@ from pathlib import Path
 from typing import Any
 
 from kg_rageval.base.errors import ConfigError, InputError
-from kg_rageval.monitor.traffic import NIL_BRANCH, TrafficRow, Windowing, iter_traffic
+from kg_rageval.monitor.staging import (
+    FLAG_COLUMNS,
+    StageValues,
+    _sql_stage,
+    record_values_maker,
+    row_values,
+)
+from kg_rageval.monitor.traffic import TrafficRow, Windowing
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ALL_SLICES = "(all)"
 DEFAULT_RESERVOIR = 2000
+CHUNK_ROWS = 65536
+ENGINES = ("auto", "sql", "python")
+"""How :func:`ingest` reads a records file: ``sql`` (DuckDB's ``read_json``, when every record is
+of the plain shape :func:`~kg_rageval.monitor.staging._sql_stage` checks; else the record-by-record path), ``python``
+(record by record), ``auto`` (``sql`` for files of :data:`SQL_MIN_BYTES` or more)."""
+SQL_MIN_BYTES = 8 << 20
+SQL_MEMORY_LIMIT = "1GB"
+"""DuckDB's memory limit while the SQL path stages a file (it spills to disk beyond it)."""
+
+SUM_COLUMNS = ("n", *FLAG_COLUMNS, "latency_n", "latency_sum", "cost_n", "cost_sum", "cost_sq")
+"""The mergeable sums of a ``sums`` row (module docstring); ``*_sum`` / ``*_sq`` are floats."""
+
+_FLAGS = FLAG_COLUMNS
+_FLOATS = {"latency_sum", "cost_sum", "cost_sq"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -51,8 +90,9 @@ CREATE TABLE IF NOT EXISTS windows (
 CREATE TABLE IF NOT EXISTS sums (
   win VARCHAR, branch VARCHAR, intent VARCHAR, slice VARCHAR,
   n BIGINT, nil BIGINT, unknown BIGINT, thumbs_down BIGINT, thumbs_up BIGINT,
-  regenerated BIGINT, refused BIGINT, latency_n BIGINT, latency_sum DOUBLE,
-  cost_n BIGINT, cost_sum DOUBLE);
+  regen_n BIGINT, regenerated BIGINT, refusal_n BIGINT, refused BIGINT,
+  reviewed_n BIGINT, reviewed_k BIGINT, judged_n BIGINT, judged_k BIGINT,
+  latency_n BIGINT, latency_sum DOUBLE, cost_n BIGINT, cost_sum DOUBLE, cost_sq DOUBLE);
 CREATE TABLE IF NOT EXISTS concepts (
   win VARCHAR, branch VARCHAR, intent VARCHAR, concept VARCHAR, n BIGINT);
 CREATE TABLE IF NOT EXISTS latency (
@@ -62,28 +102,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
   embedding DOUBLE[]);
 """
 
-_STAGE_COLUMNS = (
-    "window",
-    "branch",
-    "intent",
-    "concept",
-    "slices",
-    "nil",
-    "unknown",
-    "thumbs_down",
-    "thumbs_up",
-    "regenerated",
-    "refused",
-    "latency_ms",
-    "cost",
-    "ts",
+# the partial sums of one chunk, by cell code (SQL: the chunk's rows are ``chunk_tbl``)
+_PART_SQL = (
+    "INSERT INTO stage_part SELECT code, count(*), "
+    + ", ".join(f"sum((flags >> {i}) & 1)" for i in range(len(_FLAGS)))
+    + ", count(lat), coalesce(sum(lat), 0), count(cost), coalesce(sum(cost), 0), "
+    "coalesce(sum(cost * cost), 0), min(ts), max(ts) FROM chunk_tbl GROUP BY code"
 )
-
-
-def _stage_types() -> dict[str, Any]:
-    import pyarrow as pa
-
-    return {"slices": pa.list_(pa.string()), "latency_ms": pa.float64(), "cost": pa.float64()}
 
 
 def _duckdb() -> Any:
@@ -97,32 +122,6 @@ def _duckdb() -> Any:
 def _hash(record_id: str, seed: int) -> int:
     digest = hashlib.blake2b(f"{seed}\x1f{record_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value) if value >= 0 else None
-
-
-def _latency(record: Mapping[str, Any]) -> float | None:
-    system = record.get("system")
-    if not isinstance(system, Mapping):
-        return None
-    lat = system.get("latency_ms")
-    if isinstance(lat, Mapping):
-        return _num(lat.get("total"))
-    return _num(lat)
-
-
-def _cost(record: Mapping[str, Any]) -> float | None:
-    system = record.get("system")
-    return _num(system.get("cost_usd")) if isinstance(system, Mapping) else None
-
-
-def _refused(record: Mapping[str, Any]) -> bool:
-    answer = record.get("answer")
-    return isinstance(answer, Mapping) and answer.get("refused") is True
 
 
 @dataclass(frozen=True)
@@ -155,15 +154,27 @@ class WindowStore:
             row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0]) if row else 0
             if version > SCHEMA_VERSION:
+                self.con.close()
                 raise InputError(
                     f"{self.path}: written by a newer kg-rageval (store schema {version}, this one "
                     f"reads up to {SCHEMA_VERSION}); upgrade kg-rageval to read it"
                 )
             if version < 1:
+                self.con.close()
                 raise InputError(f"{self.path}: store without a schema version; not a window store")
+            if version < SCHEMA_VERSION:
+                self.con.close()
+                raise InputError(
+                    f"{self.path}: written by an older kg-rageval (store schema {version}, this one "
+                    f"reads {SCHEMA_VERSION}): it does not record which rows carried the regeneration "
+                    "and refusal fields, nor the faithfulness and cost sums the guardrails need; "
+                    "ingest the traffic again into a new store"
+                )
         elif tables:
+            self.con.close()
             raise InputError(f"{self.path}: a DuckDB file that is not a window store (no meta table)")
         elif read_only:
+            self.con.close()
             raise InputError(f"{self.path}: an empty DuckDB file, not a window store")
         else:
             self.con.execute(_SCHEMA)
@@ -194,144 +205,32 @@ class WindowStore:
         seed: int = 0,
     ) -> IngestSummary:
         """Aggregate rows (chunk by chunk) into the store. A window already in the store is
-        refused unless ``replace`` (then deleted first, in the same transaction)."""
-        import pyarrow as pa
+        refused unless ``replace`` (then deleted first, in that window's transaction)."""
+        return self.ingest_values(
+            ([row_values(r) for r in chunk] for chunk in chunks),
+            windowing=windowing, source=source, replace=replace, reservoir=reservoir, seed=seed,
+        )  # fmt: skip
 
+    def ingest_values(
+        self,
+        chunks: Iterable[Sequence[StageValues]],
+        *,
+        windowing: str = "1d",
+        source: str = "",
+        replace: bool = False,
+        reservoir: int = DEFAULT_RESERVOIR,
+        seed: int = 0,
+    ) -> IngestSummary:
+        """:meth:`ingest_rows` of stage values (:func:`row_values`, :func:`record_values_maker`)."""
         if reservoir < 0:
             raise ConfigError(f"reservoir {reservoir}: expected a number >= 0")
-        con = self.con
-        stage_types = _stage_types()
-        con.execute("BEGIN TRANSACTION")
+        stage = _Stage(self.con, reservoir, seed)
         try:
-            con.execute(
-                "CREATE TEMP TABLE stage (win VARCHAR, branch VARCHAR, intent VARCHAR, "
-                "concept VARCHAR, slices VARCHAR[], nil BOOLEAN, unknown BOOLEAN, "
-                "thumbs_down BOOLEAN, thumbs_up BOOLEAN, regenerated BOOLEAN, refused BOOLEAN, "
-                "latency_ms DOUBLE, cost DOUBLE, ts TIMESTAMPTZ)"
-            )
-            con.execute(
-                "CREATE TEMP TABLE stage_emb (win VARCHAR, branch VARCHAR, record_id VARCHAR, "
-                "model VARCHAR, h UBIGINT, embedding DOUBLE[])"
-            )
             for chunk in chunks:
-                rows = []
-                emb_rows = []
-                for r in chunk:
-                    rec = r.record
-                    fb = r.feedback
-                    thumbs = fb.get("thumbs")
-                    concepts = r.concepts
-                    rows.append((
-                        r.window, r.branch, r.intent or "",
-                        concepts[0] if concepts else (r.unknown_concepts[0] if r.unknown_concepts else NIL_BRANCH),
-                        [f"{k}={v}" for k, v in sorted(r.slices.items())] if r.slices else [],
-                        not concepts and not r.unknown_concepts,
-                        bool(r.unknown_concepts) and not concepts,
-                        thumbs == "down", thumbs == "up", fb.get("regenerated") is True,
-                        _refused(rec), _latency(rec), _cost(rec), r.timestamp,
-                    ))  # fmt: skip
-                    if r.embedding is not None and reservoir:
-                        emb_rows.append(
-                            (
-                                r.window,
-                                r.branch,
-                                r.record_id,
-                                r.embedding_model,
-                                _hash(r.record_id, seed),
-                                list(r.embedding),
-                            )
-                        )
-                if rows:
-                    cols = list(zip(*rows, strict=True))
-                    stage_tbl = pa.table(  # noqa: F841 - read by DuckDB below
-                        {
-                            c: pa.array(v, type=stage_types.get(c))
-                            for c, v in zip(_STAGE_COLUMNS, cols, strict=True)
-                        }
-                    )
-                    con.execute("INSERT INTO stage SELECT * FROM stage_tbl")
-                if emb_rows:
-                    ecols = list(zip(*emb_rows, strict=True))
-                    names = ("window", "branch", "record_id", "model", "h", "embedding")
-                    emb_tbl = pa.table(  # noqa: F841 - read by DuckDB below
-                        {
-                            c: pa.array(v, type=pa.uint64() if c == "h" else None)
-                            for c, v in zip(names, ecols, strict=True)
-                        }
-                    )
-                    con.execute("INSERT INTO stage_emb SELECT * FROM emb_tbl")
-            summary = self._commit_stage(windowing, source, replace, reservoir)
-            con.execute("DROP TABLE stage")
-            con.execute("DROP TABLE stage_emb")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        return summary
-
-    def _commit_stage(self, windowing: str, source: str, replace: bool, reservoir: int) -> IngestSummary:
-        con = self.con
-        found = dict(con.execute("SELECT win, count(*) FROM stage GROUP BY win ORDER BY win").fetchall())
-        present = {
-            w
-            for (w,) in con.execute(
-                "SELECT win FROM windows WHERE win IN (SELECT DISTINCT win FROM stage)"
-            ).fetchall()
-        }
-        if present and not replace:
-            raise InputError(
-                f"{self.path}: window(s) {', '.join(sorted(present))} already in the store; "
-                "ingesting them again would count them twice (use --replace to replace them)"
-            )
-        models = con.execute(
-            "SELECT win, branch, count(DISTINCT model) FROM "
-            "(SELECT win, branch, model FROM stage_emb UNION ALL "
-            " SELECT win, branch, model FROM embeddings WHERE win NOT IN (SELECT win FROM stage)) "
-            "GROUP BY win, branch HAVING count(DISTINCT model) > 1"
-        ).fetchall()
-        if models:
-            w, b, _ = models[0]
-            raise InputError(
-                f"window {w}, branch {b}: embeddings of more than one embedding_model; "
-                "embeddings of different models are never compared (split the traffic by model)"
-            )
-        for table in ("windows", "sums", "concepts", "latency", "embeddings"):
-            con.execute(f"DELETE FROM {table} WHERE win IN (SELECT DISTINCT win FROM stage)")
-        con.execute(
-            """
-            INSERT INTO sums
-            WITH exploded AS (
-              SELECT *, '(all)' AS slice FROM stage
-              UNION ALL
-              SELECT * EXCLUDE (s), s AS slice FROM (SELECT *, unnest(slices) AS s FROM stage))
-            SELECT win, branch, intent, slice, count(*), count(*) FILTER (nil),
-                   count(*) FILTER (unknown), count(*) FILTER (thumbs_down),
-                   count(*) FILTER (thumbs_up), count(*) FILTER (regenerated),
-                   count(*) FILTER (refused), count(latency_ms), coalesce(sum(latency_ms), 0),
-                   count(cost), coalesce(sum(cost), 0)
-            FROM exploded GROUP BY ALL
-            """
-        )
-        con.execute(
-            "INSERT INTO concepts SELECT win, branch, intent, concept, count(*) FROM stage GROUP BY ALL"
-        )
-        con.execute(
-            "INSERT INTO latency SELECT win, branch, intent, latency_ms FROM stage "
-            "WHERE latency_ms IS NOT NULL"
-        )
-        con.execute(
-            "INSERT INTO embeddings SELECT win, branch, record_id, model, h, embedding FROM stage_emb "
-            "QUALIFY row_number() OVER (PARTITION BY win, branch ORDER BY h, record_id) <= ?",
-            [reservoir],
-        )
-        now = datetime.now(timezone.utc)
-        con.execute(
-            "INSERT INTO windows SELECT win, ?, count(*), ?, min(ts), max(ts), ? FROM stage GROUP BY win",
-            [windowing, source, now],
-        )
-        return IngestSummary(
-            windows={str(k): int(v) for k, v in found.items()}, replaced=tuple(sorted(present))
-        )
+                stage.add(chunk)
+            return stage.commit(self.path, windowing, source, replace)
+        finally:
+            stage.drop()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -373,8 +272,7 @@ class WindowStore:
             raise ConfigError(f"group by {bad}: expected any of {sorted(allowed)}")
         keys = ", ".join(by)
         where = "" if "slice" in by else " AND slice = '(all)'"
-        cols = "n, nil, unknown, thumbs_down, thumbs_up, regenerated, refused, latency_n, latency_sum, cost_n, cost_sum"
-        agg = ", ".join(f"sum({c}) AS {c}" for c in cols.split(", "))
+        agg = ", ".join(f"sum({c}) AS {c}" for c in SUM_COLUMNS)
         marks = ", ".join("?" for _ in windows) or "NULL"
         sql = f"SELECT {keys + ', ' if keys else ''}{agg} FROM sums WHERE win IN ({marks}){where}"
         if keys:
@@ -384,8 +282,8 @@ class WindowStore:
         out = []
         for row in cur.fetchall():
             d = dict(zip(names, row, strict=True))
-            for c in cols.split(", "):
-                d[c] = float(d[c]) if c.endswith("_sum") else int(d[c])
+            for c in SUM_COLUMNS:
+                d[c] = float(d[c]) if c in _FLOATS else int(d[c])
             out.append(d)
         return out
 
@@ -407,6 +305,26 @@ class WindowStore:
             ).fetchone()
             out[q] = None if v is None else float(v)
         return out
+
+    def latency_values(self, windows: Sequence[str], *, branch: str | None = None) -> Any:
+        """The raw latency column of ``windows`` merged (one branch or all), sorted, as a
+        float array: what an exact quantile and its order-statistic interval read."""
+        import numpy as np
+
+        marks = ", ".join("?" for _ in windows) or "NULL"
+        params: list[Any] = list(windows)
+        sql = f"SELECT latency_ms FROM latency WHERE win IN ({marks})"
+        if branch is not None:
+            sql += " AND branch = ?"
+            params.append(branch)
+        got = self.con.execute(sql + " ORDER BY latency_ms", params).fetchnumpy()["latency_ms"]
+        return np.asarray(got, dtype=float)
+
+    def windowing(self) -> str | None:
+        """The windowing of the store's windows (``1d``, ``release``, ...); ``None`` when empty
+        or mixed."""
+        got = {w for (w,) in self.con.execute("SELECT DISTINCT windowing FROM windows").fetchall()}
+        return next(iter(got)) if len(got) == 1 else None
 
     def embeddings(self, window: str, branch: str | None = None) -> tuple[Any, str | None]:
         """The stored embedding sample of ``window`` (one branch or all) as an (n, d) float
@@ -443,6 +361,203 @@ class WindowStore:
         ]
 
 
+_STAGE_TABLES = (
+    "stage_part",
+    "stage_lat",
+    "stage_emb",
+    "stage_keys",
+    "stage_cell",
+    "stage_latw",
+    "stage_rows",
+    "stage_first",
+)
+
+
+class _Stage:
+    """The columnar staging of one ingest (temporary tables; the store is untouched until
+    :meth:`commit`)."""
+
+    def __init__(self, con: Any, reservoir: int, seed: int) -> None:
+        self.con, self.reservoir, self.seed = con, reservoir, seed
+        self.index: dict[tuple[Any, ...], int] = {}
+        self.models: dict[tuple[str, str], set[str]] = {}
+        cols = ", ".join(f"{c} {'DOUBLE' if c in _FLOATS else 'BIGINT'}" for c in SUM_COLUMNS)
+        for t in _STAGE_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+        con.execute(f"CREATE TEMP TABLE stage_part (code INTEGER, {cols}, ts_min BIGINT, ts_max BIGINT)")
+        con.execute("CREATE TEMP TABLE stage_lat (code INTEGER, latency_ms DOUBLE)")
+        con.execute(
+            "CREATE TEMP TABLE stage_emb (win VARCHAR, branch VARCHAR, record_id VARCHAR, "
+            "model VARCHAR, h UBIGINT, embedding DOUBLE[])"
+        )
+
+    def add(self, chunk: Sequence[StageValues]) -> None:
+        import pyarrow as pa
+
+        if not chunk:
+            return
+        index = self.index
+        codes: list[int] = []
+        flags: list[int] = []
+        lats: list[float | None] = []
+        costs: list[float | None] = []
+        tss: list[int] = []
+        emb_rows: list[tuple[Any, ...]] = []
+        for key, f, lat, cost, ts, emb in chunk:
+            code = index.get(key)
+            if code is None:
+                code = index[key] = len(index)
+            codes.append(code)
+            flags.append(f)
+            lats.append(lat)
+            costs.append(cost)
+            tss.append(ts)
+            if emb is not None:
+                emb_rows.append((key[0], key[1], *emb))
+        chunk_tbl = pa.table(  # noqa: F841 - read by DuckDB below
+            {
+                "code": pa.array(codes, pa.int32()),
+                "flags": pa.array(flags, pa.int32()),
+                "lat": pa.array(lats, pa.float64()),
+                "cost": pa.array(costs, pa.float64()),
+                "ts": pa.array(tss, pa.int64()),
+            }
+        )
+        con = self.con
+        con.execute(_PART_SQL)
+        con.execute("INSERT INTO stage_lat SELECT code, lat FROM chunk_tbl WHERE lat IS NOT NULL")
+        if emb_rows and self.reservoir:
+            for w, b, _, model, _ in emb_rows:
+                self.models.setdefault((w, b), set()).add(model)
+            seed = self.seed
+            emb_tbl = pa.table(  # noqa: F841 - read by DuckDB below
+                {
+                    "win": pa.array([e[0] for e in emb_rows], pa.string()),
+                    "branch": pa.array([e[1] for e in emb_rows], pa.string()),
+                    "record_id": pa.array([e[2] for e in emb_rows], pa.string()),
+                    "model": pa.array([e[3] for e in emb_rows], pa.string()),
+                    "h": pa.array([_hash(e[2], seed) for e in emb_rows], pa.uint64()),
+                    "embedding": pa.array([e[4] for e in emb_rows], pa.list_(pa.float64())),
+                }
+            )
+            con.execute("INSERT INTO stage_emb SELECT * FROM emb_tbl")
+            # keep only the bottom-k of every (window, branch): the sample stays bounded
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE stage_emb AS SELECT * FROM stage_emb QUALIFY "
+                "row_number() OVER (PARTITION BY win, branch ORDER BY h, record_id) <= ?",
+                [self.reservoir],
+            )
+
+    def drop(self) -> None:
+        for t in _STAGE_TABLES:
+            self.con.execute(f"DROP TABLE IF EXISTS {t}")
+
+    def commit(self, path: Path, windowing: str, source: str, replace: bool) -> IngestSummary:
+        import pyarrow as pa
+
+        con = self.con
+        keys = list(self.index)
+        key_tbl = pa.table(  # noqa: F841 - read by DuckDB below
+            {
+                "code": pa.array(range(len(keys)), pa.int32()),
+                "win": pa.array([k[0] for k in keys], pa.string()),
+                "branch": pa.array([k[1] for k in keys], pa.string()),
+                "intent": pa.array([k[2] for k in keys], pa.string()),
+                "concept": pa.array([k[3] for k in keys], pa.string()),
+                "slices": pa.array([list(k[4]) for k in keys], pa.list_(pa.string())),
+            }
+        )
+        con.execute("CREATE TEMP TABLE stage_keys AS SELECT * FROM key_tbl")
+        agg = ", ".join(f"sum({c}) AS {c}" for c in SUM_COLUMNS)
+        con.execute(
+            f"CREATE TEMP TABLE stage_cell AS SELECT k.win, k.branch, k.intent, k.concept, k.slices, p.* "
+            f"EXCLUDE (code) FROM (SELECT code, {agg}, min(ts_min) AS ts_min, max(ts_max) AS ts_max "
+            "FROM stage_part GROUP BY code) p JOIN stage_keys k USING (code)"
+        )
+        con.execute(
+            "CREATE TEMP TABLE stage_latw AS SELECT k.win, k.branch, k.intent, s.latency_ms "
+            "FROM stage_lat s JOIN stage_keys k USING (code) ORDER BY k.win"
+        )
+        return _commit_cells(con, path, windowing, source, replace, self.models)
+
+
+def _commit_cells(
+    con: Any,
+    path: Path,
+    windowing: str,
+    source: str,
+    replace: bool,
+    models: Mapping[tuple[str, str], set[str]],
+) -> IngestSummary:
+    """Write the staged cells (``stage_cell``), latencies (``stage_latw``) and embedding sample
+    (``stage_emb``) into the store, one transaction per window."""
+    found = {
+        str(w): int(n)
+        for w, n in con.execute("SELECT win, sum(n) FROM stage_cell GROUP BY win ORDER BY win").fetchall()
+    }
+    present = {
+        w
+        for (w,) in con.execute(
+            "SELECT win FROM windows WHERE win IN (SELECT win FROM stage_cell)"
+        ).fetchall()
+    }
+    if present and not replace:
+        raise InputError(
+            f"{path}: window(s) {', '.join(sorted(present))} already in the store; "
+            "ingesting them again would count them twice (use --replace to replace them)"
+        )
+    for (w, b), names in sorted(models.items()):
+        if len(names) > 1:
+            raise InputError(
+                f"window {w}, branch {b}: embeddings of more than one embedding_model; "
+                "embeddings of different models are never compared (split the traffic by model)"
+            )
+    sums = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
+    now = datetime.now(timezone.utc)
+    for w in found:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in ("windows", "sums", "concepts", "latency", "embeddings"):
+                con.execute(f"DELETE FROM {table} WHERE win = ?", [w])
+            con.execute(
+                f"""
+                INSERT INTO sums
+                WITH c AS (SELECT * FROM stage_cell WHERE win = ?),
+                exploded AS (
+                  SELECT *, '(all)' AS slice FROM c
+                  UNION ALL
+                  SELECT * EXCLUDE (s), s AS slice FROM (SELECT *, unnest(slices) AS s FROM c))
+                SELECT win, branch, intent, slice, {sums}
+                FROM exploded GROUP BY win, branch, intent, slice
+                """,
+                [w],
+            )
+            con.execute(
+                "INSERT INTO concepts SELECT win, branch, intent, concept, sum(n) FROM stage_cell "
+                "WHERE win = ? GROUP BY ALL",
+                [w],
+            )
+            con.execute(
+                "INSERT INTO latency SELECT win, branch, intent, latency_ms FROM stage_latw WHERE win = ?",
+                [w],
+            )
+            con.execute(
+                "INSERT INTO embeddings SELECT win, branch, record_id, model, h, embedding "
+                "FROM stage_emb WHERE win = ?",
+                [w],
+            )
+            con.execute(
+                "INSERT INTO windows SELECT win, ?, sum(n), ?, to_timestamp(0) + to_microseconds(min(ts_min)), "
+                "to_timestamp(0) + to_microseconds(max(ts_max)), ? FROM stage_cell WHERE win = ? GROUP BY win",
+                [windowing, source, now, w],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return IngestSummary(windows=found, replaced=tuple(sorted(present)))
+
+
 def _version() -> str:
     from kg_rageval import __version__
 
@@ -461,24 +576,83 @@ def ingest(
     replace: bool = False,
     reservoir: int = DEFAULT_RESERVOIR,
     seed: int = 0,
+    chunk_rows: int = CHUNK_ROWS,
+    engine: str = "auto",
 ) -> IngestSummary:
-    """Read a production traffic file into ``store``: records JSONL (:func:`iter_traffic`,
-    chunk by chunk) or, with ``traces``, an OTLP / OpenInference trace file
+    """Read a production traffic file into ``store``: records JSONL (chunk by chunk, checked
+    as :func:`~kg_rageval.monitor.traffic.iter_traffic` checks them, no row object built) or, with ``traces``, an OTLP / OpenInference trace file
     (:func:`records_from_traces`, one record per trace)."""
     windowing = Windowing.parse(window)
-    chunks: Iterable[Sequence[TrafficRow]]
     if traces:
         from kg_rageval.monitor.traffic import records_from_traces, row_maker
 
         make = row_maker(ontology, window=windowing, branch_depth=branch_depth, branches=branches)
-        chunks = [[make(r) for r in records_from_traces(traffic)]]
-    else:
-        chunks = iter_traffic(
-            traffic, ontology, window=windowing, branch_depth=branch_depth, branches=branches
-        )
-    return store.ingest_rows(
+        return store.ingest_rows(
+            [[make(r) for r in records_from_traces(traffic)]], windowing=window, source=str(traffic),
+            replace=replace, reservoir=reservoir, seed=seed,
+        )  # fmt: skip
+    if engine not in ENGINES:
+        raise ConfigError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    path = Path(traffic)
+    if (
+        engine != "python"
+        and windowing.width is not None
+        and path.suffix != ".gz"
+        and (engine == "sql" or (path.exists() and path.stat().st_size >= SQL_MIN_BYTES))
+    ):
+        summary = _sql_ingest(store, path, ontology, windowing, window, branch_depth, branches, replace)
+        if summary is not None:
+            return summary
+    from kg_rageval.records import iter_record_chunks
+
+    values = record_values_maker(ontology, window=windowing, branch_depth=branch_depth, branches=branches)
+    chunks = ([values(r) for r in chunk] for chunk in iter_record_chunks(traffic, chunk_rows))
+    return store.ingest_values(
         chunks, windowing=window, source=str(traffic), replace=replace, reservoir=reservoir, seed=seed
     )
+
+
+def _sql_ingest(
+    store: WindowStore,
+    path: Path,
+    ontology: Any,
+    windowing: Windowing,
+    window: str,
+    branch_depth: int,
+    branches: list[str] | None,
+    replace: bool,
+) -> IngestSummary | None:
+    """:func:`ingest` by :func:`_sql_stage`; ``None`` when the file is not for that path."""
+    from functools import lru_cache
+
+    from kg_rageval.audit.config import CoverageConfig
+    from kg_rageval.audit.pernode import make_branch_of
+    from kg_rageval.ontology import IdResolver
+
+    con = store.con
+    resolve = lru_cache(maxsize=1 << 16)(IdResolver(ontology).node_id)
+    branch_of = make_branch_of(ontology, CoverageConfig(branch_depth=branch_depth, branches=branches))
+    con.execute("SET enable_progress_bar = false")
+    # bounded memory: DuckDB spills its staging to disk beyond this (restored afterwards)
+    (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    (order,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
+    con.execute(f"SET memory_limit = '{SQL_MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        for t in _STAGE_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+        if not _sql_stage(con, path, windowing, resolve, branch_of):
+            return None
+        con.execute(
+            "CREATE TEMP TABLE stage_emb (win VARCHAR, branch VARCHAR, record_id VARCHAR, "
+            "model VARCHAR, h UBIGINT, embedding DOUBLE[])"
+        )
+        return _commit_cells(con, store.path, window, str(path), replace, {})
+    finally:
+        for t in _STAGE_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+        con.execute(f"SET memory_limit = '{limit}'")
+        con.execute(f"SET preserve_insertion_order = {bool(order)}")
 
 
 ingest_records = ingest

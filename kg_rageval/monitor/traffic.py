@@ -98,9 +98,14 @@ class Windowing:
         """The window key of one row; ``None`` for ``release`` windows without a release."""
         if self.width is None:
             return release
+        return self.key_seconds(int((ts - EPOCH).total_seconds()), release)
+
+    def key_seconds(self, seconds: int, release: str | None) -> str | None:
+        """:meth:`key` of a timestamp given as whole seconds since the Unix epoch."""
+        if self.width is None:
+            return release
         width = int(self.width.total_seconds())
-        start = int((ts - EPOCH).total_seconds()) // width * width
-        return _window_key(start)
+        return _window_key(seconds // width * width)
 
 
 @lru_cache(maxsize=4096)

@@ -43,13 +43,18 @@ def _open_binary(path: Path):
 
 
 def iter_jsonl(
-    path: str | Path, *, only: set[int] | frozenset[int] | None = None
+    path: str | Path,
+    *,
+    only: set[int] | frozenset[int] | None = None,
+    span: tuple[int, int, int] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
     by :mod:`kg_rageval.base.safe_io` (NaN/Infinity and overflowing numbers name their field).
     ``only``: parse just these line numbers (the others are skipped unread; the file is read
-    up to the last of them)."""
+    up to the last of them). ``span``: ``(start byte, end byte, lines before it)`` of a plain
+    (not ``.gz``) file: only the lines starting in ``[start, end)`` are read, numbered as in the
+    whole file (``start`` must begin a line; a partition of the file: :mod:`kg_rageval.audit.partitions`)."""
     from kg_rageval.base import limits
     from kg_rageval.base.safe_io import NOT_FAST, fast_line, loads_json, read_line
 
@@ -61,7 +66,13 @@ def iter_jsonl(
     last = max(only, default=0) if only is not None else None
     with _open_binary(p) as fh:
         lineno = 0
+        end = None
+        if span is not None:
+            fh.seek(span[0])
+            lineno, end = span[2], span[1]
         while last is None or lineno < last:
+            if end is not None and fh.tell() >= end:
+                return
             try:
                 raw = read_line(fh, src, lineno + 1, line_limit)
             except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile, a truncated .gz
@@ -94,15 +105,18 @@ def iter_jsonl(
             )
 
 
-def iter_objects(path: str | Path, *, what: str = "record") -> Iterator[tuple[int, str, dict[str, Any]]]:
+def iter_objects(
+    path: str | Path, *, what: str = "record", span: tuple[int, int, int] | None = None
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(line number, id, object)`` for each line of a JSONL file of objects keyed by ``id``.
 
     Each line must be a JSON object whose ``id`` is a non-empty string (an integer is taken as
     its text); a duplicate id raises, naming the line of the first one. ``what`` names the
     rows in that message (``"record"``, ``"document"``, ``"judgment"``). Shared by
-    :func:`read_records`, the provenance corpus reader and the judgments reader."""
+    :func:`read_records`, the provenance corpus reader and the judgments reader. ``span``: only
+    that byte range (:func:`iter_jsonl`; duplicates are then found within it only)."""
     seen: dict[str, int] = {}
-    for lineno, obj in iter_jsonl(path):
+    for lineno, obj in iter_jsonl(path, span=span):
         loc = f"line {lineno}"
         if not isinstance(obj, dict):
             raise InputError(
@@ -143,7 +157,9 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iterator[list[Record]]:
+def iter_record_chunks(
+    path: str | Path, size: int = DEFAULT_CHUNK_SIZE, *, span: tuple[int, int, int] | None = None
+) -> Iterator[list[Record]]:
     """The records of a JSONL file in consecutive lists of at most ``size`` (file order), each
     record checked as :func:`read_records` checks it (an object with a unique string ``id``;
     duplicates are found across chunks) and given ``_line`` and ``_source``.
@@ -153,11 +169,12 @@ def iter_record_chunks(path: str | Path, size: int = DEFAULT_CHUNK_SIZE) -> Iter
     nothing. The cyclic garbage collector is paused while a chunk is filled (and restored
     before it is handed out, also on an error): parsed JSON holds no reference cycles, and the
     collector's repeated passes over a growing list of fresh dicts cost about as much as the
-    parsing itself."""
+    parsing itself. ``span``: the records of that byte range only (:func:`iter_jsonl`), with
+    their line numbers in the whole file."""
     if size < 1:
         raise ValueError("chunk size must be at least 1")
     source = str(path)
-    objects = iter_objects(path)
+    objects = iter_objects(path, span=span)
     while True:
         chunk: list[Record] = []
         with collector_paused():

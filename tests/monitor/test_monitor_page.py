@@ -41,7 +41,7 @@ def _rows(seed: int = 0, refused: bool = False) -> list[TrafficRow]:
             k_regen = 30 if (d == 3 and b == "B") else 6
             shift = 3.0 if (d == 3 and b == "A") else 0.0
             for i in range(N):
-                rec = {"answer": {"refused": True}} if refused and i < 3 else {}
+                rec = {"answer": {"refused": i < 3}} if refused else {}
                 out.append(
                     TrafficRow(
                         record_id=f"{d}-{b}-{i}",
