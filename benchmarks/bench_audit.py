@@ -321,6 +321,23 @@ def main() -> None:
     )
     ap.add_argument("--baseline-seed", type=int, default=1, help="seed of the baseline's perturbations")
     ap.add_argument(
+        "--baseline-share",
+        type=float,
+        default=0.3,
+        help="share of the baseline's records whose outputs are perturbed (the others are the audited lines)",
+    )
+    ap.add_argument(
+        "--generate-only",
+        action="store_true",
+        help="write the data and audit.yaml (with --keep) and stop: for `kg-rageval audit -c` under a timer",
+    )
+    ap.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        help="compare the reports with those in this folder: report.json (timings aside), report.md, prov.ttl",
+    )
+    ap.add_argument(
         "--compare-partitioned",
         type=int,
         default=None,
@@ -357,7 +374,9 @@ def main() -> None:
             if args.replicate > 1:
                 replicate(out / "records.jsonl", args.replicate)
             if args.baseline:
-                perturb(out / "records.jsonl", out / "baseline.jsonl", args.baseline_seed)
+                perturb(
+                    out / "records.jsonl", out / "baseline.jsonl", args.baseline_seed, args.baseline_share
+                )
         t_gen = time.perf_counter() - t0
         families = (
             args.families.split(",")
@@ -395,6 +414,9 @@ def main() -> None:
                 "budgets": {"hierarchy.hierarchical_f1": 0.05, "retrieval.mrr": 0.05},
             }
         (out / "audit.yaml").write_text(json.dumps(mapping, indent=1))  # JSON is YAML
+        if args.generate_only:
+            print(f"data and audit.yaml in {out} ({t_gen:.2f} s)")
+            return
         cfg = config_from_mapping(mapping, base_dir=out)
         if args.compare_partitioned is not None:
             n_records = args.n * args.replicate
@@ -427,6 +449,28 @@ def main() -> None:
             f"process CPU {time.process_time():.2f} s (data generation included), peak RSS {peak:.0f} MB, "
             f"report.json {size / 2**20:.2f} MB"
         )
+        if args.compare is not None:
+            diff = compare_reports(args.compare, out / "report")
+            print(f"reports differ: {diff}" if diff else f"reports identical to {args.compare}'s")
+
+
+def compare_reports(a: Path, b: Path) -> list[str]:
+    """What differs between the reports in folders ``a`` and ``b``: ``report.json`` with its
+    timings left out (``timings``, ``seconds``), ``report.md`` and ``prov.ttl`` byte for byte
+    (an empty list: identical)."""
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("timings", "seconds")}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    out = []
+    ja, jb = (strip(json.loads((d / "report.json").read_text())) for d in (a, b))
+    out += [f"report.json: {k}" for k in sorted(set(ja) | set(jb)) if ja.get(k) != jb.get(k)]
+    out += [f for f in ("report.md", "prov.ttl") if (a / f).read_bytes() != (b / f).read_bytes()]
+    return out
 
 
 if __name__ == "__main__":

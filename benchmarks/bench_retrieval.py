@@ -27,6 +27,15 @@
    as a user does it by ours, pytrec_eval and ranx (readers, conversions and evaluator
    construction included), the 14 measures they share, CPU time, interleaved, best of
    ``--repeat`` (:func:`bench_entry`).
+6. **The CLI on TREC files** (``--only cli``, sizes ``--cli-sizes 10000x100,10000x1000,100000x100``,
+   issue #33): ``kg-rageval score retrieval --qrels Q --run R`` (default measures, and
+   ``--trec-eval``: trec_eval's default measures and output) against the trec_eval binary
+   (``--trec-eval-bin PATH``, repeatable: e.g. the upstream ``make`` build and one at ``-O2``)
+   and pytrec_eval (``parse_qrel`` + ``parse_run`` + ``RelevanceEvaluator`` over trec_eval's
+   default measures + means) on the same files (10 judgements per query, 1,000,000 distinct
+   document ids), each a fresh process: CPU time (user + sys) and peak RSS from ``os.wait4``,
+   rounds interleaved, best of ``--repeat``. ``--tree DIR`` also runs another checkout's CLI
+   (before/after) and every output is compared byte for byte (:func:`bench_cli`).
 """
 
 from __future__ import annotations
@@ -56,9 +65,11 @@ def timed(fn, repeat=1):
     return best, out
 
 
-def make_data(nq: int, depth: int, seed: int = 0):
+def make_data(nq: int, depth: int, seed: int = 0, n_docs: int | None = None):
+    """``nq`` queries, ``depth`` random-scored documents each drawn from ``n_docs`` ids
+    (default ``100 * depth``), 10 graded judgements per query (5 of them retrieved)."""
     rng = np.random.default_rng(seed)
-    n_docs = 100 * depth
+    n_docs = 100 * depth if n_docs is None else n_docs
     qrels, run = {}, {}
     for q in range(nq):
         docs = rng.choice(n_docs, depth, replace=False)
@@ -299,12 +310,21 @@ def _entry_files(qrels: dict, run: dict, tmp: Path) -> tuple[Path, Path, Path]:
     return qp, rp, jp
 
 
-def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
+def bench_entry(
+    nq: int,
+    depth: int,
+    repeat: int,
+    tools: list[str],
+    n_docs: int | None = None,
+    kinds: tuple[str, ...] = ("files", "dicts", "records"),
+) -> dict:
     """Retrieval from the inputs users have — TREC files, Python dicts, JSONL records — ours
     against pytrec_eval and ranx on the same inputs, the 14 measures of ``ENTRY_MEASURES``,
     CPU time (``time.process_time``) of each whole call as a user makes it (ranx's and
     pytrec_eval's own readers, dict conversions and evaluator construction included), rounds
-    interleaved, best of ``repeat``; every library warmed up first (numba compilation)."""
+    interleaved, best of ``repeat``; every library warmed up first (numba compilation).
+    ``n_docs``: the documents are drawn from this many ids (``make_data``; ``--entry-docs``,
+    e.g. 1,000,000 distinct doc ids); ``kinds``: which entry points (``--entry-kinds``)."""
     import json
 
     import pytrec_eval
@@ -320,15 +340,22 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
     if "ranx" in tools:
         import ranx
     onto = load_table(Path(__file__).resolve().parents[1] / "fixtures" / "retrieval" / "attack-mini.tsv")
-    qrels, run = make_data(nq, depth)
+    qrels, run = make_data(nq, depth, n_docs=n_docs)
     ks = (1, 5, 10)
     trec_names = {v[1] for v in ENTRY_MEASURES.values()}
     ranx_names = [v[2] for v in ENTRY_MEASURES.values()]
     specs = [v[0] for v in ENTRY_MEASURES.values()]
     out: dict = {"queries": nq, "depth": depth, "entries": nq * depth, "cpu": {}}
+    out["distinct_docs"] = len(set().union(*run.values(), *qrels.values()))
     with tempfile.TemporaryDirectory() as tmp:
-        qp, rp, jp = _entry_files(qrels, run, Path(tmp))
-        out["bytes"] = {"qrels": qp.stat().st_size, "run": rp.stat().st_size, "records": jp.stat().st_size}
+        qp, rp, jp = Path(tmp) / "qrels.txt", Path(tmp) / "run.txt", Path(tmp) / "records.jsonl"
+        if {"files", "records"} & set(kinds):  # written only when read
+            qp, rp, jp = _entry_files(qrels, run, Path(tmp))
+            out["bytes"] = {
+                "qrels": qp.stat().st_size,
+                "run": rp.stat().st_size,
+                "records": jp.stat().st_size,
+            }
 
         def records_dicts():  # what a pytrec_eval/ranx user does with the records file
             qd, rd = {}, {}
@@ -377,6 +404,12 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
         small_q, small_r = make_data(50, 10, seed=9)
         evaluate_run(*_from_dicts(small_q, small_r), ks, engine="numba")  # numba kernels compile
         evaluate_dicts(small_q, small_r, ks, engine="numba")
+        from kg_rageval.families.retrieval import _kernels
+
+        if _kernels.HAVE_NUMBA:  # the large-input kernels of from_dict (interning, row sort) load
+            _kernels.intern_strings(np.frombuffer(b"a\nb\na", dtype=np.uint8), 3)
+            _kernels.rank_rows(np.array([0, 2]), np.array([0.5, 0.7]))
+        calls = {key: fn for key, fn in calls.items() if key[0] in kinds}
         results: dict = {}
         best: dict = {}
         for _ in range(repeat):  # interleaved rounds: the machine is shared
@@ -390,7 +423,7 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
         out["cpu"] = {f"{a}.{b}": v for (a, b), v in best.items()}
         # agreement of the means (ours' per-entry-point names -> each tool's)
         worst = 0.0
-        for entry in ("files", "dicts", "records"):
+        for entry in kinds:
             ours = results[(entry, "ours")]
             for name, (spec, trec, rx) in ENTRY_MEASURES.items():
                 mine = ours[spec] if entry == "files" else ours[name]
@@ -400,8 +433,9 @@ def bench_entry(nq: int, depth: int, repeat: int, tools: list[str]) -> dict:
                     out["max_diff_vs_ranx"] = max(
                         out["max_diff_vs_ranx"], abs(mine - results[(entry, "ranx")][rx])
                     )
-        ed = results[("dicts", "ours_evaluate_dicts")]
-        worst = max([worst] + [abs(ed[m] - results[("dicts", "ours")][m]) for m in ENTRY_MEASURES])
+        if "dicts" in kinds:
+            ed = results[("dicts", "ours_evaluate_dicts")]
+            worst = max([worst] + [abs(ed[m] - results[("dicts", "ours")][m]) for m in ENTRY_MEASURES])
         out["max_diff_vs_pytrec_eval"] = worst
     return out
 
@@ -421,6 +455,120 @@ def _pytrec_files(pytrec_eval, qp, rp, names):
     with open(rp) as fh:
         r = pytrec_eval.parse_run(fh)
     return pytrec_eval.RelevanceEvaluator(q, names).evaluate(r)
+
+
+PYTREC_CLI = """import sys, pytrec_eval
+with open(sys.argv[1]) as f:
+    q = pytrec_eval.parse_qrel(f)
+with open(sys.argv[2]) as f:
+    r = pytrec_eval.parse_run(f)
+M = {"num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+     "iprec_at_recall", "P", "recall"}
+res = pytrec_eval.RelevanceEvaluator(q, M).evaluate(r)
+for m in sorted(next(iter(res.values()))):
+    print(m, sum(x[m] for x in res.values()) / len(res))
+"""
+"""pytrec_eval over trec_eval's default measures (its own readers), means printed."""
+
+
+def write_trec_pair(tmp: Path, nq: int, depth: int, n_docs: int = 1_000_000, seed: int = 5):
+    """TREC qrels and run files: ``depth`` distinct documents per query drawn from ``n_docs``
+    (listed in random order, scores with 6 decimals sorted descending: ties occur), 10
+    judgements per query (5 of them retrieved), grades 0-3."""
+    rng = np.random.default_rng(seed)
+    qp, rp = tmp / f"qrels_{nq}x{depth}.txt", tmp / f"run_{nq}x{depth}.txt"
+    with open(qp, "w") as fq, open(rp, "w") as fr:
+        for lo in range(0, nq, 2000):
+            hi = min(nq, lo + 2000)
+            docs = rng.integers(0, n_docs, size=(hi - lo, depth))
+            sc = -np.sort(-rng.random((hi - lo, depth)), axis=1)
+            for i in range(hi - lo):
+                u = np.unique(docs[i])
+                rng.shuffle(u)
+                fr.write(
+                    "".join(
+                        f"q{lo + i} Q0 d{d} {j + 1} {s:.6f} bench\n"
+                        for j, (d, s) in enumerate(zip(u.tolist(), sc[i].tolist()))
+                    )
+                )
+                gold = np.unique(np.concatenate((u[:5], rng.integers(0, n_docs, 5))))
+                fq.write(
+                    "".join(
+                        f"q{lo + i} 0 d{d} {g}\n"
+                        for d, g in zip(gold.tolist(), rng.integers(0, 4, len(gold)).tolist())
+                    )
+                )
+    return qp, rp
+
+
+def _child(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[float, float, bytes]:
+    """CPU seconds (user + sys), peak RSS in MB and stdout of a fresh process (``cwd``: its tree,
+    which ``python -m`` puts first on the path, before ``PYTHONPATH``)."""
+    import os
+    import subprocess
+
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, cwd=cwd)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err = p.stderr.read() if p.stderr else b""
+        if p.returncode != 0:
+            raise RuntimeError(f"{cmd[:4]} exited {p.returncode}: {err[-500:]!r}")
+        out.seek(0)
+        return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.read()
+
+
+def bench_cli(
+    sizes: list[tuple[int, int]], repeat: int, bins: list[str], trees: list[str], warm: bool = True
+) -> list[dict]:
+    """The CLI on TREC files against trec_eval and pytrec_eval (module docstring, item 6)."""
+    import os
+
+    root = str(Path(__file__).resolve().parents[1])
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for nq, depth in sizes:
+            qp, rp = write_trec_pair(Path(tmp), nq, depth)
+            tools: dict[str, tuple[list[str], dict | None, str | None]] = {}
+            for label, tree in [("ours", root)] + [(f"tree:{t}", t) for t in trees]:
+                cwd = str(Path(tree).resolve())
+                env = dict(os.environ, PYTHONPATH=cwd)
+                base = [sys.executable, "-m", "kg_rageval.cli.main", "score", "retrieval"]
+                tools[label] = (base + ["--qrels", str(qp), "--run", str(rp)], env, cwd)
+                tools[f"{label} --trec-eval"] = (
+                    base + ["--qrels", str(qp), "--run", str(rp), "--trec-eval"],
+                    env,
+                    cwd,
+                )
+            for b in bins:
+                tools[f"trec_eval {b}"] = ([b, str(qp), str(rp)], None, None)
+            tools["pytrec_eval"] = ([sys.executable, "-c", PYTREC_CLI, str(qp), str(rp)], None, None)
+            for cmd, env, cwd in tools.values() if warm else ():  # warm: numba's cache, the page cache
+                _child(cmd, env, cwd)
+            best: dict[str, tuple[float, float]] = {}
+            outs: dict[str, bytes] = {}
+            for _ in range(repeat):  # interleaved rounds: the machine is shared
+                for name, (cmd, env, cwd) in tools.items():
+                    cpu, rss, out = _child(cmd, env, cwd)
+                    outs[name] = out
+                    if cpu < best.get(name, (float("inf"), 0.0))[0]:
+                        best[name] = (cpu, rss)
+                    print(f"    {nq}x{depth} {name:40s} {cpu:7.2f} s CPU {rss:7.0f} MB", flush=True)
+            res: dict = {"queries": nq, "depth": depth, "lines": nq * depth, "run_bytes": rp.stat().st_size}
+            res["cpu"] = {k: v[0] for k, v in best.items()}
+            res["rss_mb"] = {k: v[1] for k, v in best.items()}
+            res["same_output_as"] = {
+                f"tree:{t}{suffix}": outs[f"tree:{t}{suffix}"] == outs[f"ours{suffix}"]
+                for t in trees
+                for suffix in ("", " --trec-eval")
+            }
+            if bins:  # trec_eval's lines that ours --trec-eval prints differently
+                mine = set(outs["ours --trec-eval"].splitlines())
+                res["lines_differing_from_trec_eval"] = [
+                    ln.decode() for ln in outs[f"trec_eval {bins[0]}"].splitlines() if ln not in mine
+                ]
+            results.append(res)
+    return results
 
 
 def bench_filters(nq: int, n_docs: int, n_concepts: int) -> dict:
@@ -529,11 +677,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument(
-        "--skip", action="append", default=[], choices=["metrics", "trec", "files", "filters", "entry"]
+        "--skip", action="append", default=[], choices=["metrics", "trec", "files", "filters", "entry", "cli"]
     )
     ap.add_argument(
         "--only",
-        choices=["metrics", "trec", "files", "filters", "entry"],
+        choices=["metrics", "trec", "files", "filters", "entry", "cli"],
         default=None,
         help="run this part only",
     )
@@ -543,10 +691,24 @@ def main() -> None:
         help="QUERIESxDEPTH list for the entry-point comparison",
     )
     ap.add_argument("--entry-tools", default="pytrec_eval,ranx")
+    ap.add_argument(
+        "--entry-docs",
+        type=int,
+        default=None,
+        help="draw the entry points' documents from this many ids (default 100 x depth; "
+        "1000000: the 1M-distinct-doc-id case of #33)",
+    )
+    ap.add_argument(
+        "--entry-kinds", default="files,dicts,records", help="entry points to time (files,dicts,records)"
+    )
+    ap.add_argument("--cli-sizes", default="10000x100,10000x1000,100000x100", help="QUERIESxDEPTH list")
+    ap.add_argument("--trec-eval-bin", action="append", default=[], help="a trec_eval binary (repeatable)")
+    ap.add_argument("--tree", action="append", default=[], help="another checkout's CLI, compared")
+    ap.add_argument("--no-warm", action="store_true", help="cli: no unmeasured first run of each tool")
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args()
     if a.only:
-        a.skip = [p for p in ("metrics", "trec", "files", "filters", "entry") if p != a.only]
+        a.skip = [p for p in ("metrics", "trec", "files", "filters", "entry", "cli") if p != a.only]
     figures: dict = {}
     if a.quick:
         a.queries, a.depth, a.trec_lines, a.corpus_docs, a.concepts, a.repeat = (
@@ -559,6 +721,7 @@ def main() -> None:
         )
         a.files_lines, a.files_queries = 50_000, 1_000
         a.entry_sizes = "300x100,1000x20"
+        a.cli_sizes = "200x100"
     if "metrics" not in a.skip:
         m = bench_metrics(a.queries, a.depth, a.repeat)
         print(f"metrics {m['queries']} queries x {m['depth']} docs (all metrics, warm):")
@@ -620,10 +783,12 @@ def main() -> None:
                 f"entry points, {nq} queries x {depth} docs (CPU s, best of {a.repeat}, same run):",
                 flush=True,
             )
-            e = bench_entry(nq, depth, a.repeat, a.entry_tools.split(","))
+            kinds = tuple(a.entry_kinds.split(","))
+            e = bench_entry(nq, depth, a.repeat, a.entry_tools.split(","), a.entry_docs, kinds)
             figures["entry"].append(e)
             cpu = e["cpu"]
-            for entry in ("files", "dicts", "records"):
+            print(f"  {e['distinct_docs']} distinct document ids")
+            for entry in kinds:
                 mine = cpu[f"{entry}.ours"]
                 line = f"  {entry:8s} ours {mine:6.2f}"
                 for tool in ("pytrec_eval", "ranx"):
@@ -638,6 +803,21 @@ def main() -> None:
                 f"  max |mean ours - pytrec_eval| = {e['max_diff_vs_pytrec_eval']:.1e}; "
                 f"vs ranx {e.get('max_diff_vs_ranx', float('nan')):.1e}"
             )
+    if "cli" not in a.skip:
+        sizes = [tuple(int(x) for x in z.split("x")) for z in a.cli_sizes.split(",")]
+        figures["cli"] = bench_cli(sizes, a.repeat, a.trec_eval_bin, a.tree, not a.no_warm)  # type: ignore[arg-type]
+        for c in figures["cli"]:
+            print(
+                f"score retrieval --qrels/--run, {c['queries']} queries x {c['depth']} (best of {a.repeat}):"
+            )
+            mine = c["cpu"]["ours"]
+            for name, cpu in c["cpu"].items():
+                print(f"  {name:40s} {cpu:7.2f} s CPU {c['rss_mb'][name]:7.0f} MB  ({cpu / mine:.2f}x ours)")
+            print(f"  outputs identical to the other trees: {c['same_output_as']}")
+            if "lines_differing_from_trec_eval" in c:
+                print(
+                    f"  trec_eval lines ours --trec-eval prints otherwise: {c['lines_differing_from_trec_eval']}"
+                )
     if "filters" not in a.skip:
         f = bench_filters(a.queries, a.corpus_docs, a.concepts)
         print(f"filter replay: {f['queries']} queries, {f['corpus_docs']} docs, {f['concepts']} concepts:")

@@ -95,6 +95,9 @@ class FamilyRun:
     missing_sections: list[dict[str, str]] = field(default_factory=list)
     """The unscored entries (code ``missing_section``) of the audited records that lack the
     section of a family in the audit that requires it (:func:`~.missing_runs.mark_missing_sections`)."""
+    shared: Any = None
+    """A baseline's run only: what makes its result from the audited run's rows when it is
+    paired (:class:`~.paired_baseline._Reuse`; ``result`` holds the rows scored until then)."""
 
     @property
     def versions(self) -> list[str]:

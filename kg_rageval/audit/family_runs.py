@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +174,14 @@ def _run_streamed(
         return None
     tick("load_inputs")
     observers: list[Any] = [view.observe]
+    digests = None
+    if (
+        config.baseline is not None and client is None
+    ):  # the baseline's stream scores only the lines that differ
+        from kg_rageval.audit.stream import LineDigests
+
+        digests = view.line_digests = LineDigests()
+        observers.insert(0, digests.observe)
     bar = None
     if progress:
         try:
@@ -213,7 +221,16 @@ def _run_streamed(
                 if bar is not None:
                     bar.reset()
         if runs is None:
-            runs = _stream_runs(config, inputs, names, bound, view, tuple(observers), client)
+            runs = _stream_runs(
+                config,
+                inputs,
+                names,
+                bound,
+                view,
+                tuple(observers),
+                client,
+                digests=None if digests is None else digests.sink,
+            )
     finally:
         if bar is not None:
             bar.close()
@@ -247,12 +264,17 @@ def _stream_runs(
     view: Any,
     observers: tuple[Any, ...],
     client: Any,
+    *,
+    digests: list[bytes] | None = None,
+    narrow: Mapping[str, Any] | None = None,
 ) -> dict[str, FamilyRun] | None:
     """Every family of ``names`` run on ``view.path`` read once in chunks
     (:func:`~kg_rageval.scoring.stream_families`; ``view``, a :class:`~.stream.RecordIndex`,
     among the ``observers``), as :func:`run_families` runs them on the held records: ``None``
     when a family cannot be streamed exactly (:class:`~kg_rageval.scoring.StreamFallback`:
-    the caller holds the records instead). A reading error of the file propagates."""
+    the caller holds the records instead). A reading error of the file propagates.
+    ``digests``, ``narrow``: as :func:`~kg_rageval.scoring.stream_families` takes them (a
+    narrowed family's run may have ``result = None``: none of its records was scored)."""
     from kg_rageval.scoring import StreamFallback, stream_families
 
     bounds, bind_seconds = bound
@@ -265,10 +287,12 @@ def _stream_runs(
             section_counts=view.section_counts,
             client=client,
             spill_rows=config.spill_rows,
+            digests=digests,
+            narrow=narrow,
         )
     except StreamFallback:
         return None
-    return _runs_of(config, inputs, names, bind_seconds, view, streams)
+    return _runs_of(config, inputs, names, bind_seconds, view, streams, narrowed=set(narrow or ()))
 
 
 def _runs_of(
@@ -278,8 +302,10 @@ def _runs_of(
     bind_seconds: dict[str, float],
     view: Any,
     streams: Mapping[str, Any],
+    narrowed: Collection[str] = (),
 ) -> dict[str, FamilyRun]:
-    """The families' runs from their finished streams (``{family: FamilyStream}``)."""
+    """The families' runs from their finished streams (``{family: FamilyStream}``); a family
+    of ``narrowed`` (``stream_families(narrow=...)``) may have no result."""
     runs: dict[str, FamilyRun] = {}
     for name in names:
         run = family_run(
@@ -287,8 +313,9 @@ def _runs_of(
         )
         if run.status == "ran":
             fs = streams[name]
-            assert fs.result is not None
-            run.result, run.evaluations = fs.result, fs.result.evaluations
+            assert fs.result is not None or name in narrowed
+            run.result = fs.result
+            run.evaluations = fs.result.evaluations if fs.result is not None else []
             run.seconds = bind_seconds[name] + fs.seconds
         runs[name] = run
     return runs

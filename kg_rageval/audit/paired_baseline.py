@@ -30,7 +30,7 @@ from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
 from kg_rageval.results.forms import metric_values, replicate_values
 from kg_rageval.results.metric import Metric
 from kg_rageval.results.record_stats import AlignedRecords
-from kg_rageval.scoring import resolve_metric
+from kg_rageval.scoring import get_scorer, resolve_metric
 
 
 # ---------------------------------------------------------------------- baseline
@@ -137,9 +137,13 @@ def _per_query_deltas(
     return out
 
 
+_TRAIL_MEMBER = "prov_trail"
+"""The provenance member the baseline's families do not make (:func:`_baseline_config`)."""
+
+
 def _baseline_config(config: AuditConfig) -> AuditConfig:
     """The config the baseline's families run with: the audit's, but no PROV-O trail (the
-    trail describes the audited run only)."""
+    trail describes the audited run only: no :data:`_TRAIL_MEMBER`)."""
     bcfg = config.model_copy()
     bcfg._base_dir, bcfg._source = config._base_dir, config._source
     bfams = {n: dict(config.families.get(n) or {}) for n in configured_families(config)}
@@ -169,17 +173,152 @@ def _baseline_held(
     return release, bruns, check.ids()
 
 
+class _Reuse:
+    """What the baseline's stream shares with the audited run's: a baseline record whose line
+    is, byte for byte, the line of the audited record with its id (their 16-byte digests
+    equal, :class:`~.stream.LineDigests`; wherever it is in either file) is the same record, so
+    every family gives it the rows it gave the audited one. Those families (:meth:`plan`)
+    score only the other baseline records (``stream_families(narrow=...)``), and each
+    member's result is the audited run's rows of the equal records, then the rows scored
+    (:meth:`result`): the per-record stats the pairing reads are those of scoring every
+    baseline record, bit for bit (a record's rows stay together, in their order).
+
+    A family shares its rows when it ran on the audited records with the same options (but
+    the PROV-O trail, which the baseline does not make), its rows are records
+    (``rows_are_records``) and it has sections; only in-process (no Dask client) and when the
+    baseline is scored with the audited ontology. What it keeps: per baseline chunk one bool
+    per record, and the equal records' ids."""
+
+    def __init__(self, cand: Any, runs: Mapping[str, FamilyRun], view: Any) -> None:
+        self._cand = cand  # the audited StreamedRecords, its line digests kept
+        self._runs = runs
+        self._view = view  # the baseline's RecordIndex: its ids, chunk by chunk
+        self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.digests: Any = None
+        self.same: list[np.ndarray] = []
+        self._same_ids: list[np.ndarray] = []
+        self.members: dict[str, list[str]] = {}
+        self._ids_sorted: np.ndarray | None = None
+
+    def _by_id(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(audited ids, their sorting order, their line digests)``, made once."""
+        if self._index is None:
+            ids = self._cand.id_array()
+            chunks = self._cand.line_digests.chunks
+            dig = np.concatenate(chunks) if chunks else np.zeros((0, 2), np.uint64)
+            self._index = (ids, np.argsort(ids, kind="stable"), dig)
+        return self._index
+
+    @staticmethod
+    def plan(
+        config: AuditConfig, bcfg: AuditConfig, runs: Mapping[str, FamilyRun], names: list[str]
+    ) -> dict[str, list[str]]:
+        """``{family: its baseline members}`` of the families that share the audited run's rows."""
+        out: dict[str, list[str]] = {}
+        for name in names:
+            run = runs.get(name)
+            spec = get_scorer(name)
+            if run is None or run.status != "ran" or run.result is None or not spec.sections:
+                continue
+            if not all(ev.family.rows_are_records for ev in run.result.values()):
+                continue
+            a, b = family_options(config, name), family_options(bcfg, name)
+            if a == b:
+                out[name] = list(run.result)
+            elif {k for k in a if a[k] != b.get(k)} == {"trail"} and set(a) == set(b):
+                out[name] = [m for m in run.result if m != _TRAIL_MEMBER]
+        return out
+
+    def observe(self, k: int, chunk: list[dict]) -> None:
+        """After the baseline's :class:`~.stream.LineDigests` and ids saw chunk ``k``: which of
+        its records are an audited record, line for line."""
+        ids, order, dig = self._by_id()
+        b_ids, b_dig = self._view._ids[-1], self.digests.chunks[k]
+        same = np.zeros(len(b_ids), bool)
+        if len(ids) and len(b_ids):
+            at = np.searchsorted(ids, b_ids, sorter=order)
+            j = order[np.minimum(at, len(ids) - 1)]
+            same = (ids[j] == b_ids) & (dig[j] == b_dig).all(axis=1)
+        self.same.append(same)
+        if same.any():
+            self._same_ids.append(b_ids[same])
+
+    def narrow(self, k: int, chunk: list[dict]) -> list[dict]:
+        """The records of baseline chunk ``k`` a sharing family scores: those that differ."""
+        same = self.same[k]
+        if not same.any():
+            return chunk
+        return [r for r, s in zip(chunk, same.tolist()) if not s]
+
+    def same_ids(self) -> np.ndarray:
+        """The ids of the baseline records equal to the audited ones, sorted."""
+        from kg_rageval.audit.stream import id_array
+
+        got = np.concatenate(self._same_ids) if self._same_ids else id_array([])
+        return np.sort(got)
+
+    def result(self, name: str, scored: Any, spill_rows: int | None = None) -> Any:
+        """Family ``name``'s baseline result: per member, the audited run's rows of the equal
+        records, then the rows of the others (``scored``; ``None``: none of them had the
+        section), stats only (what the pairing reads), concatenated as a stream's chunks are
+        (:class:`~kg_rageval.results.concatenation.Concatenation`: past ``spill_rows`` rows
+        the columns go to a temporary file); ``None`` when ``scored`` has other members than
+        planned."""
+        from kg_rageval.results.concatenation import Concatenation
+        from kg_rageval.results.evaluation_set import EvaluationSet
+
+        members = self.members[name]
+        if scored is not None and list(scored) != members:
+            return None
+        if self._ids_sorted is None:
+            self._ids_sorted = self.same_ids()
+        cand = self._runs[name].result
+        assert cand is not None  # plan() shares only families that ran with a result
+        out = EvaluationSet(name)
+        for m in members:
+            ev = cand[m]
+            both = Concatenation(spill_rows)
+            both.add(_stats_only(ev, np.isin(ev.record_ids.astype(str), self._ids_sorted)))
+            if scored is not None:
+                both.add(_stats_only(scored[m], None))
+            out[m] = both.result()
+        return out
+
+
+def _stats_only(ev: Any, keep: np.ndarray | None) -> Any:
+    """``ev``'s record ids and stat columns (the rows ``keep`` selects; all for ``None``)."""
+    from kg_rageval.results.columns import _raw
+    from kg_rageval.results.evaluation import Evaluation
+
+    if keep is None:
+        return Evaluation(
+            family=ev.family, record_ids=ev.record_ids, stats=dict(_raw(ev.stats)), meta=dict(ev.meta)
+        )
+    return Evaluation(
+        family=ev.family,
+        record_ids=ev.record_ids[keep],
+        stats={k: v[keep] for k, v in _raw(ev.stats)},
+        meta=dict(ev.meta),
+    )
+
+
 def _baseline_streamed(
-    config: AuditConfig, inputs: Mapping[str, Any], cand: Any, bpath: Path, client: Any
+    config: AuditConfig,
+    inputs: Mapping[str, Any],
+    cand: Any,
+    bpath: Path,
+    client: Any,
+    runs: Mapping[str, FamilyRun] | None = None,
 ) -> tuple[Any, dict[str, FamilyRun], np.ndarray] | None:
     """:func:`_baseline_held` with the baseline's records read once in chunks of the audit's
     ``chunk_size`` through the families (:func:`_stream_runs`, as the audited records are) and
     the release check (:class:`~kg_rageval.audit.baseline.ReleaseCheck`), none of them held;
     the candidate's records are read again only for a comparison on the unchanged nodes.
     ``None`` when anything goes wrong before, in or after the stream but a reading error of
-    the baseline's file (the held baseline then raises its error, in its order, or scores it)."""
+    the baseline's file (the held baseline then raises its error, in its order, or scores it).
+    ``runs``: the audited run's, whose rows the baseline's equal records share (:class:`_Reuse`)."""
     from kg_rageval.audit.baseline import ReleaseCheck, load_baseline_ontology
-    from kg_rageval.audit.stream import RecordIndex
+    from kg_rageval.audit.stream import LineDigests, RecordIndex
 
     try:
         check = ReleaseCheck(config, inputs["ontology"], load_baseline_ontology(config))
@@ -193,9 +332,28 @@ def _baseline_streamed(
         names = configured_families(bcfg)
         view = RecordIndex(bpath, cand.size, names)
         bound = _bind_families(bcfg, binputs, names)
+        reuse = None
+        observers: tuple[Any, ...] = (view.observe, check.observe)
+        cand_digests = getattr(cand, "line_digests", None)
+        if runs is not None and client is None and cand_digests is not None and planned is inputs["ontology"]:
+            reuse = _Reuse(cand, runs, view)
+            reuse.members = {n: m for n, m in _Reuse.plan(config, bcfg, runs, names).items() if n in bound[0]}
+            reuse.digests = LineDigests()
+            observers = (reuse.digests.observe, view.observe, check.observe, reuse.observe)
     except Exception:
         return None
-    bruns = _stream_runs(bcfg, binputs, names, bound, view, (view.observe, check.observe), client)
+    narrow = dict.fromkeys(reuse.members, reuse.narrow) if reuse is not None else None
+    bruns = _stream_runs(
+        bcfg,
+        binputs,
+        names,
+        bound,
+        view,
+        observers,
+        client,
+        digests=None if reuse is None else reuse.digests.sink,
+        narrow=narrow,
+    )
     if bruns is None:
         return None
     try:
@@ -204,6 +362,10 @@ def _baseline_streamed(
         return None
     if release.ontology is not planned:  # pragma: no cover — ReleaseCheck plans what it decides
         return None
+    if reuse is not None:  # each sharing family's result is made when it is paired (_run_baseline)
+        for name in reuse.members:
+            if bruns[name].status == "ran":
+                bruns[name].shared = reuse
     return release, bruns, check.ids()
 
 
@@ -238,7 +400,7 @@ def _run_baseline(
             source=config.source,
             location=f"baseline.records = {config.baseline.records!r}",
         )
-    got = _baseline_streamed(config, inputs, cand, bpath, client) if cand.streamed else None
+    got = _baseline_streamed(config, inputs, cand, bpath, client, runs) if cand.streamed else None
     release, bruns, base_ids = (
         got if got is not None else _baseline_held(config, inputs, cand, bpath, progress)
     )
@@ -262,6 +424,11 @@ def _run_baseline(
         brun = bruns.get(fam)
         if brun is None or run.status != "ran" or brun.status != "ran":
             continue
+        if brun.shared is not None:  # the audited rows of the equal records, then the others'
+            got = brun.shared.result(fam, brun.result, config.spill_rows)
+            if got is None:  # pragma: no cover — the same options make the same members
+                raise RuntimeError(f"{fam}: the baseline's members differ from the audited run's")
+            brun.result, brun.evaluations, brun.shared = got, got.evaluations, None
         if run.result is None or brun.result is None:
             continue
         for member, ev in run.result.items():  # paired by member, then by record id

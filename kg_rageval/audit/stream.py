@@ -176,6 +176,24 @@ class RecordIndex:
         return {r["id"]: r for r in read_records_at(self.path, at).values()}
 
 
+class LineDigests:
+    """The line digests of a streamed records file, one array per chunk (``chunks[k]``: a
+    ``(len(chunk k), 2)`` uint64 array, each row one record's 16-byte digest,
+    :func:`~kg_rageval.records.line_digest`): :attr:`sink` is the list the reader appends to
+    (``stream_families(digests=...)``), :meth:`observe` (an observer, first of them) takes a
+    chunk's out of it. 16 bytes a record."""
+
+    def __init__(self) -> None:
+        self.sink: list[bytes] = []
+        self.chunks: list[np.ndarray] = []
+
+    def observe(self, k: int, chunk: list[dict]) -> None:
+        got = np.frombuffer(b"".join(self.sink), dtype=np.uint64).reshape(-1, 2)
+        assert len(got) == len(chunk), "the digests of one chunk"
+        self.chunks.append(got)
+        self.sink.clear()
+
+
 class StreamedRecords(RecordIndex):
     """What a streamed audit keeps of its records file (see the module docstring); fed chunk
     by chunk by :meth:`observe` (an observer of :func:`~kg_rageval.scoring.stream_families`)."""
@@ -192,6 +210,7 @@ class StreamedRecords(RecordIndex):
         from kg_rageval.audit.pernode import CoverageCounter, ExclusionCounter, make_branch_of
 
         super().__init__(path, size, families)
+        self.line_digests: LineDigests | None = None  # kept for a baseline's stream (family_runs)
         self._slices: dict[str, set[str]] = {}
         self.coverage_error: Exception | None = None
         self.coverage_counter: CoverageCounter | None = None

@@ -67,14 +67,21 @@ def _find_bad(node: Any, trail: str = "") -> tuple[str, str] | None:
 
 
 def _depth_over(obj: Any, limit: int) -> bool:
-    """Whether ``obj`` nests containers deeper than ``limit`` (iterative, stops early)."""
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        o, d = stack.pop()
-        if isinstance(o, (dict, list)):
-            if d > limit:
-                return True
-            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
+    """Whether ``obj`` nests containers deeper than ``limit`` (iterative, level by level: the
+    containers at depth ``d`` are found by one comprehension over those at ``d - 1``, scalars
+    never stacked; stops at the first level past ``limit``)."""
+    level = [obj] if isinstance(obj, (dict, list)) else []
+    d = 1
+    while level:
+        if d > limit:
+            return True
+        level = [
+            v
+            for o in level
+            for v in (o.values() if isinstance(o, dict) else o)
+            if isinstance(v, (dict, list))
+        ]
+        d += 1
     return False
 
 

@@ -457,6 +457,53 @@ def _note(book: dict[str, dict[str, Any]], t: _Touch, rid: str, onto: Ontology, 
         e["records"].append(rid)
 
 
+class _Applier:
+    """Books the touches of one record in the report and, when an id changed or was flagged,
+    writes the record's ``rebase`` field; returns whether the record was modified (a record
+    whose only touches are gold ids that moved keeps its content)."""
+
+    def __init__(self, rep: RebaseReport, occ: dict[str, dict[str, int]], mapping: IdMapping):
+        self.rep, self.occ, self.m = rep, occ, mapping
+        self.old_hash, self.new_hash = mapping.old.content_hash, mapping.new.content_hash
+
+    def __call__(self, r: dict[str, Any], rid: str, touches: list[_Touch]) -> bool:
+        rep, occ, mapping = self.rep, self.occ, self.m
+        changes, flags = [], []
+        for t in touches:
+            moved = mapping.moved(t.old)
+            side = occ[t.side]
+            name = "moved" if t.res.outcome == "same" else t.res.outcome
+            side[name] = side.get(name, 0) + 1
+            _note(rep.gold if t.side == "gold" else rep.pred, t, rid, mapping.old, moved)
+            if t.res.flagged:
+                flag = {"field": t.field, "id": t.old, "kind": t.res.outcome, "side": t.side}
+                if t.res.to != t.old:  # a chain that ended on a retired id: the field holds it
+                    flag["to"] = t.res.to
+                flags.append(flag)
+            elif t.res.outcome != "same":
+                changes.append({"field": t.field, "from": t.old, "to": t.res.to, "kind": t.res.outcome})
+        if not (changes or flags):
+            return False
+        info: dict[str, Any] = {
+            "status": "flagged" if flags else "rebased",
+            "from": self.old_hash,
+            "to": self.new_hash,
+        }
+        if changes:
+            info["changes"] = changes
+        if flags:
+            info["flags"] = flags
+        if "rebase" in r:
+            info["previous"] = r["rebase"]
+        r["rebase"] = info
+        if flags:
+            rep.records_flagged += 1
+            rep.flagged_records.append(rid)
+        else:
+            rep.records_rebased += 1
+        return True
+
+
 def rebase_records(
     records: Iterable[tuple[int, str, dict[str, Any]]],
     mapping: IdMapping,
@@ -470,45 +517,14 @@ def rebase_records(
     rel = OntologyDiff.release
     rep = RebaseReport(old=rel(mapping.old), new=rel(mapping.new), input={"path": source})
     occ: dict[str, dict[str, int]] = {"gold": {}, "pred": {}}
-    old_hash, new_hash = mapping.old.content_hash, mapping.new.content_hash
     rb = _Rebaser(mapping)
+    apply = _Applier(rep, occ, mapping)
     for _, rid, r in records:
         rb.touches = []
         rb.record(r)
         rep.n_records += 1
         if rb.touches:
-            changes, flags = [], []
-            for t in rb.touches:
-                moved = mapping.moved(t.old)
-                side = occ[t.side]
-                name = "moved" if t.res.outcome == "same" else t.res.outcome
-                side[name] = side.get(name, 0) + 1
-                _note(rep.gold if t.side == "gold" else rep.pred, t, rid, mapping.old, moved)
-                if t.res.flagged:
-                    flag = {"field": t.field, "id": t.old, "kind": t.res.outcome, "side": t.side}
-                    if t.res.to != t.old:  # a chain that ended on a retired id: the field holds it
-                        flag["to"] = t.res.to
-                    flags.append(flag)
-                elif t.res.outcome != "same":
-                    changes.append({"field": t.field, "from": t.old, "to": t.res.to, "kind": t.res.outcome})
-            if changes or flags:
-                info: dict[str, Any] = {
-                    "status": "flagged" if flags else "rebased",
-                    "from": old_hash,
-                    "to": new_hash,
-                }
-                if changes:
-                    info["changes"] = changes
-                if flags:
-                    info["flags"] = flags
-                if "rebase" in r:
-                    info["previous"] = r["rebase"]
-                r["rebase"] = info
-                if flags:
-                    rep.records_flagged += 1
-                    rep.flagged_records.append(rid)
-                else:
-                    rep.records_rebased += 1
+            apply(r, rid, rb.touches)
         write(r)
     rep.ids = occ
     rep.mapping = dict(mapping.counts())
@@ -532,7 +548,7 @@ def rebase_file(
     import gzip
 
     from kg_rageval.base.hashing import file_hash
-    from kg_rageval.records import iter_objects
+    from kg_rageval.drift.rebase_io import _rebase_path
 
     t0 = time.perf_counter()
     m = mapping or build_mapping(old, new)
@@ -544,28 +560,29 @@ def rebase_file(
     # the input is read while the output is written: the same path, a symlink or a hard link
     # to it is refused before anything is written
     refuse_overwrite({"--out": outp, "--report": rpath}, {"--data": data})
-    buf: list[str] = []
-    dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
-    opener = gzip.open if outp.suffix == ".gz" else open
+    import hashlib
+
+    rel = OntologyDiff.release
+    rep = RebaseReport(old=rel(m.old), new=rel(m.new), input={"path": str(data)})
+    gz = outp.suffix == ".gz"
+    digest = None if gz else hashlib.sha256()
     tmp_out = atomic_path(outp)
     try:
-        with opener(tmp_out, "wt", encoding="utf-8") as fh:
-
-            def write(rec: dict[str, Any]) -> None:
-                buf.append(dumps(rec))
-                if len(buf) >= 10000:
-                    fh.write("\n".join(buf) + "\n")
-                    buf.clear()
-
-            rep = rebase_records(iter_objects(data), m, write, source=str(data))
-            if buf:
-                fh.write("\n".join(buf) + "\n")
+        with gzip.open(tmp_out, "wb") if gz else open(tmp_out, "wb") as fh:
+            occ: dict[str, dict[str, int]] = {"gold": {}, "pred": {}}
+            _rebase_path(data, m, fh, rep, digest, _Rebaser(m), _Applier(rep, occ, m))
+            rep.ids = occ
         os.replace(tmp_out, outp)
     except BaseException:
         tmp_out.unlink(missing_ok=True)
         raise
+    rep.mapping = dict(m.counts())
+    rep.notes = m.notes()
     rep.input = {"path": str(data), "hash": file_hash(data)}
-    rep.output = {"path": str(outp), "hash": file_hash(outp)}
+    rep.output = {
+        "path": str(outp),
+        "hash": file_hash(outp) if digest is None else "sha256:" + digest.hexdigest(),
+    }
     rep.seconds = time.perf_counter() - t0
     rep.mapping["seconds"] = round(t1 - t0, 3)
     tmp_rep = atomic_path(rpath)

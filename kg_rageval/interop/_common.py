@@ -216,16 +216,23 @@ class Builder:
     ) -> None:
         """Set the four standard record fields that are present (``query``,
         ``retrieval.contexts``, ``answer.text``, ``reference.answer``); count each absent one."""
-        for name, value, put in (
-            ("query", query, lambda v: v),
-            ("retrieval.contexts", contexts, lambda v: {"contexts": v}),
-            ("answer.text", answer, lambda v: {"text": v}),
-            ("reference.answer", reference, lambda v: {"answer": v}),
-        ):
-            if value is None:
-                self.lack(name)
-            else:
-                record[name.partition(".")[0]] = put(value)
+        missing = self.missing
+        if query is None:
+            missing["query"] += 1
+        else:
+            record["query"] = query
+        if contexts is None:
+            missing["retrieval.contexts"] += 1
+        else:
+            record["retrieval"] = {"contexts": contexts}
+        if answer is None:
+            missing["answer.text"] += 1
+        else:
+            record["answer"] = {"text": answer}
+        if reference is None:
+            missing["reference.answer"] += 1
+        else:
+            record["reference"] = {"answer": reference}
 
     def add(self, record: Record, row: int, extra: dict[str, Any]) -> None:
         source: dict[str, Any] = {"format": self.format, "file": self.path, "row": row}

@@ -47,6 +47,7 @@ def iter_jsonl(
     *,
     only: set[int] | frozenset[int] | None = None,
     span: tuple[int, int, int] | None = None,
+    digests: list[bytes] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
@@ -54,7 +55,10 @@ def iter_jsonl(
     ``only``: parse just these line numbers (the others are skipped unread; the file is read
     up to the last of them). ``span``: ``(start byte, end byte, lines before it)`` of a plain
     (not ``.gz``) file: only the lines starting in ``[start, end)`` are read, numbered as in the
-    whole file (``start`` must begin a line; a partition of the file: :mod:`kg_rageval.audit.partitions`)."""
+    whole file (``start`` must begin a line; a partition of the file: :mod:`kg_rageval.audit.partitions`).
+    ``digests``: a list that gets, for each value yielded (before it is), the 16-byte BLAKE2b
+    digest of its line's bytes as read (line end included) — what tells two files' equal
+    lines apart from the others without holding either (:func:`line_digest`)."""
     from kg_rageval.base import limits
     from kg_rageval.base.safe_io import NOT_FAST, fast_line, loads_json, read_line
 
@@ -85,6 +89,8 @@ def iter_jsonl(
             if lineno > 1:  # the common line: orjson on the bytes (line 1 may carry a BOM)
                 doc = fast_line(raw, depth_limit)
                 if doc is not NOT_FAST:
+                    if digests is not None:
+                        digests.append(line_digest(raw))
                     yield lineno, doc
                     continue
             try:
@@ -97,16 +103,27 @@ def iter_jsonl(
                 ) from None
             if not line.strip():
                 continue
-            yield (
-                lineno,
-                loads_json(
-                    line.rstrip("\r\n"), source=src, location=f"line {lineno}", depth_limit=depth_limit
-                ),
+            doc = loads_json(
+                line.rstrip("\r\n"), source=src, location=f"line {lineno}", depth_limit=depth_limit
             )
+            if digests is not None:
+                digests.append(line_digest(raw))
+            yield lineno, doc
+
+
+def line_digest(raw: bytes) -> bytes:
+    """The 16-byte BLAKE2b digest of one line's bytes (:func:`iter_jsonl`'s ``digests``)."""
+    import hashlib
+
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 def iter_objects(
-    path: str | Path, *, what: str = "record", span: tuple[int, int, int] | None = None
+    path: str | Path,
+    *,
+    what: str = "record",
+    span: tuple[int, int, int] | None = None,
+    digests: list[bytes] | None = None,
 ) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(line number, id, object)`` for each line of a JSONL file of objects keyed by ``id``.
 
@@ -114,9 +131,10 @@ def iter_objects(
     its text); a duplicate id raises, naming the line of the first one. ``what`` names the
     rows in that message (``"record"``, ``"document"``, ``"judgment"``). Shared by
     :func:`read_records`, the provenance corpus reader and the judgments reader. ``span``: only
-    that byte range (:func:`iter_jsonl`; duplicates are then found within it only)."""
+    that byte range (:func:`iter_jsonl`; duplicates are then found within it only).
+    ``digests``: each object's line digest (:func:`iter_jsonl`)."""
     seen: dict[str, int] = {}
-    for lineno, obj in iter_jsonl(path, span=span):
+    for lineno, obj in iter_jsonl(path, span=span, digests=digests):
         loc = f"line {lineno}"
         if not isinstance(obj, dict):
             raise InputError(
@@ -158,7 +176,11 @@ def collector_paused() -> Iterator[None]:
 
 
 def iter_record_chunks(
-    path: str | Path, size: int = DEFAULT_CHUNK_SIZE, *, span: tuple[int, int, int] | None = None
+    path: str | Path,
+    size: int = DEFAULT_CHUNK_SIZE,
+    *,
+    span: tuple[int, int, int] | None = None,
+    digests: list[bytes] | None = None,
 ) -> Iterator[list[Record]]:
     """The records of a JSONL file in consecutive lists of at most ``size`` (file order), each
     record checked as :func:`read_records` checks it (an object with a unique string ``id``;
@@ -170,11 +192,13 @@ def iter_record_chunks(
     before it is handed out, also on an error): parsed JSON holds no reference cycles, and the
     collector's repeated passes over a growing list of fresh dicts cost about as much as the
     parsing itself. ``span``: the records of that byte range only (:func:`iter_jsonl`), with
-    their line numbers in the whole file."""
+    their line numbers in the whole file. ``digests``: a list that gets each record's line
+    digest, in order (:func:`iter_jsonl`; a chunk's are its last ``len(chunk)`` when it is
+    handed out)."""
     if size < 1:
         raise ValueError("chunk size must be at least 1")
     source = str(path)
-    objects = iter_objects(path, span=span)
+    objects = iter_objects(path, span=span, digests=digests)
     while True:
         chunk: list[Record] = []
         with collector_paused():
@@ -297,6 +321,8 @@ def record_object(record: Record, field: str, value: Any, allowed: frozenset[str
     :func:`record_error` naming ``field`` (or ``field.<first unknown key>``)."""
     if not isinstance(value, dict):
         raise record_error(record, field, f"expected an object, found {type(value).__name__}")
+    if allowed.issuperset(value):  # the common case: no set of the keys built
+        return value
     unknown = set(value) - allowed
     if unknown:
         raise record_error(

@@ -50,10 +50,17 @@ class FamilyStream:
     None`` and ``n_with_section = 0``)."""
 
     def __init__(
-        self, bound: Any, path: str | Path, size: int, ontology: Any = None, spill_rows: int | None = None
+        self,
+        bound: Any,
+        path: str | Path,
+        size: int,
+        ontology: Any = None,
+        spill_rows: int | None = None,
+        narrow: Callable[[int, list[Any]], list[Any]] | None = None,
     ) -> None:
         self.bound, self.path, self.size, self.ontology = bound, path, size, ontology
         self.spill_rows = spill_rows
+        self.narrow = narrow  # (k, chunk) -> the records of chunk k this family scores
         self.skip = False
         self.name = bound.scorer.name
         self.out = _SetConcatenation(spill_rows)
@@ -79,9 +86,11 @@ class FamilyStream:
         """The records of chunks ``first .. end - 1``, read again."""
         from kg_rageval.records import iter_record_chunks
 
-        return [
-            r for ch in itertools.islice(iter_record_chunks(self.path, self.size), first, end) for r in ch
-        ]
+        chunks = itertools.islice(iter_record_chunks(self.path, self.size), first, end)
+        if self.narrow is not None:
+            narrow = self.narrow
+            return [r for j, ch in enumerate(chunks, first) for r in narrow(j, ch)]
+        return [r for ch in chunks for r in ch]
 
     def feed(
         self,
@@ -177,6 +186,8 @@ def stream_families(
     client: Any = None,
     in_flight: int | None = None,
     spill_rows: int | None = None,
+    digests: list[bytes] | None = None,
+    narrow: Mapping[str, Callable[[int, list[Any]], list[Any]]] | None = None,
 ) -> dict[str, FamilyStream]:
     """Read the JSONL file ``path`` once, in chunks of ``size`` records
     (:func:`~kg_rageval.records.iter_record_chunks`), and score every chunk with every family
@@ -201,21 +212,38 @@ def stream_families(
 
     ``spill_rows``: rows of a family's result kept in memory before its numeric columns go to
     a temporary file (:class:`~kg_rageval.results.concatenation.Concatenation`; default
-    :data:`~kg_rageval.results.colstore.SPILL_ROWS`, 0: never)."""
+    :data:`~kg_rageval.results.colstore.SPILL_ROWS`, 0: never).
+
+    ``digests``: a list that gets each record's line digest as the file is read
+    (:func:`~kg_rageval.records.iter_record_chunks`; the observers see a chunk's as the last
+    ``len(chunk)``). ``narrow``: ``{family: narrow(k, chunk)}``, the records of chunk ``k``
+    that family scores (a sublist, in order; also when a waiting chunk is read again), its
+    section count taken on them: its result is that of the narrowed records (an audit's
+    baseline scores only the records that differ from the audited ones: :mod:`kg_rageval.audit.paired_baseline`).
+    Not with ``client``."""
     import gc
 
-    streams = {n: FamilyStream(b, path, size, ontology, spill_rows) for n, b in bounds.items()}
+    narrow = dict(narrow or {})
+    if narrow and client is not None:
+        raise ValueError("stream_families: narrow is not supported with a Dask client")
+    streams = {n: FamilyStream(b, path, size, ontology, spill_rows, narrow.get(n)) for n, b in bounds.items()}
     paused = gc.isenabled()
     if paused:
         gc.disable()
     try:
-        chunks = _observed_chunks(path, size, observers, section_counts)
+        chunks = _observed_chunks(path, size, observers, section_counts, digests)
         if client is not None:
             _feed_on_client(client, streams, chunks, in_flight=in_flight)
         else:
             for k, chunk, counts in chunks:
                 for name, fs in streams.items():
-                    fs.feed(k, chunk, None if counts is None else counts[name])
+                    if fs.narrow is None:
+                        fs.feed(k, chunk, None if counts is None else counts[name])
+                        continue
+                    part = fs.narrow(k, chunk)
+                    has = fs.bound.scorer.has_section
+                    fs.feed(k, part, None if counts is None else sum(1 for r in part if has(r)))
+                    del part
                 del chunk
         for fs in streams.values():
             fs.finish()
@@ -230,13 +258,14 @@ def _observed_chunks(
     size: int,
     observers: tuple[Callable[[int, list[Any]], None], ...],
     section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None,
+    digests: list[bytes] | None = None,
 ) -> Iterator[tuple[int, list[Any], Mapping[str, int] | None]]:
     """``(k, chunk, section counts or None)`` of each chunk of ``path``, after the observers
     saw it (reading errors propagate as the whole-file reader raises them); the heap is
-    trimmed once the caller asks for the next one."""
+    trimmed once the caller asks for the next one. ``digests``: see :func:`stream_families`."""
     from kg_rageval.records import iter_record_chunks
 
-    for k, chunk in enumerate(iter_record_chunks(path, size)):
+    for k, chunk in enumerate(iter_record_chunks(path, size, digests=digests)):
         for see in observers:
             see(k, chunk)
         yield k, chunk, section_counts(k, chunk) if section_counts is not None else None

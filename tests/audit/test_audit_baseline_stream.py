@@ -240,3 +240,63 @@ def test_baseline_manifest_larger_than_the_limit_is_refused(tmp_path):
         pytest.raises(LimitExceeded, match=r"baseline-manifest\.json.*the baseline manifest is 68 bytes"),
     ):
         _manifest_release(man, "audit.yaml")
+
+
+def test_baseline_shares_the_audited_rows_of_its_equal_lines(data, tmp_path):
+    """The baseline's stream scores only its records whose line differs from the audited
+    record's with that id (:class:`~kg_rageval.audit.paired_baseline._Reuse`; here the files
+    do not even hold the same ids at the same positions), and every family's per-record stats
+    are those of scoring all of them, bit for bit — the PROV-O trail member (the audited run's
+    only) left out."""
+    from kg_rageval.audit import paired_baseline
+    from kg_rageval.scoring import stream as scoring_stream
+
+    d, onto_path = data
+    cand_lines = {json.loads(ln)["id"]: ln for ln in (d / "cand.jsonl").read_text().splitlines()}
+    base_lines = (d / "base.jsonl").read_text().splitlines()
+    differ = [ln for ln in base_lines if cand_lines.get(json.loads(ln)["id"]) != ln]
+    assert 400 < len(differ) < 1000 and len(base_lines) == 1998  # worked out apart from the audit
+    mapping = _mapping(d, onto_path, families=(*FAMILIES[:-1], "provenance"))
+    mapping["families"]["provenance"] = {"trail": True}
+    scored: dict[str, int] = {}
+    got: list[tuple] = []
+    streamed = paired_baseline._baseline_streamed
+    call = scoring_stream.FamilyStream._call
+
+    def counting(self, records):
+        scored[self.name] = scored.get(self.name, 0) + len(records)
+        return call(self, records)
+
+    def stats(got):  # each family's members and their per-record stats, as the pairing makes them
+        out = {}
+        for fam, run in got[1].items():
+            result = run.result if run.shared is None else run.shared.result(fam, run.result, 500)
+            out[fam] = {m: ev.per_record_stats() for m, ev in result.items()}
+        return got[2], out
+
+    def both(config, inputs, cand, bpath, client, runs=None):
+        scored.clear()
+        shared = streamed(config, inputs, cand, bpath, client, runs)
+        counts = dict(scored)
+        plain = streamed(config, inputs, cand, bpath, client, None)
+        got.append((stats(shared), stats(plain), counts))
+        return shared
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paired_baseline, "_baseline_streamed", both)
+        mp.setattr(scoring_stream.FamilyStream, "_call", counting)
+        res, _, _ = _run(d, mapping, 333, tmp_path / "shared")
+    ((ids_s, shared), (ids_p, plain), counts) = got[0]
+    # every family scored the differing records only (all of them carry every section)
+    assert counts == dict.fromkeys(FAMILIES, len(differ)), counts
+    assert "prov_trail" in res.families["provenance"].result
+    assert np.array_equal(ids_s, ids_p) and len(ids_s) == 1998  # the baseline's ids, in file order
+    assert list(shared) == list(plain) == list(FAMILIES)
+    for fam in FAMILIES:
+        a, b = shared[fam], plain[fam]
+        assert list(a) == list(b) and "prov_trail" not in a, fam
+        for member in a:
+            (ids_a, st_a), (ids_b, st_b) = a[member], b[member]
+            assert np.array_equal(ids_a, ids_b) and list(st_a) == list(st_b), (fam, member)
+            for k in st_a:
+                assert st_a[k].tobytes() == st_b[k].tobytes(), (fam, member, k)

@@ -166,6 +166,17 @@ class _Closure:
     def __init__(self, ontology: Any, options: IdOptions):
         self.o = ontology
         self.resolver = IdResolver(ontology, options)
+        self._up: dict[int, tuple[int, ...]] = {}  # node index -> its closure, roots left out
+
+    def closure(self, i: int) -> tuple[int, ...]:
+        """Ancestor-or-self indices of node ``i`` at depth > 0 (computed once per node)."""
+        up = self._up.get(i)
+        if up is None:
+            o = self.o
+            anc = o.anc_idx[o.anc_ptr[i] : o.anc_ptr[i + 1]].tolist()
+            depth = o.depth_min
+            up = self._up[i] = tuple(a for a in (*anc, i) if int(depth[a]) > 0)
+        return up
 
     def sets(
         self, rec: Record, concepts: list[list[str]]
@@ -180,22 +191,22 @@ class _Closure:
         )
         counts["ids_unknown"] = int(res.unknown.sum())
         counts["ids_inactive"] = int(res.inactive.sum())
-        o = self.o
+        closure = self.closure
+        idx = res.idx.tolist()
         exact, hier = [], []
         k = 0
         for cs in concepts:
             ex: set[Any] = set()
             hi: set[Any] = set()
             for c in cs:
-                i = int(res.idx[k])
+                i = idx[k]
                 k += 1
                 if i < 0:
                     ex.add(("unknown", c))
                     hi.add(("unknown", c))
                     continue
                 ex.add(i)
-                anc = o.anc_idx[o.anc_ptr[i] : o.anc_ptr[i + 1]].tolist()
-                hi.update(a for a in (*anc, i) if int(o.depth_min[a]) > 0)
+                hi.update(closure(i))
             exact.append(frozenset(ex))
             hier.append(frozenset(hi))
         return exact, hier, counts

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.generation.concepts import ConceptLinker, concepts_in, dictionary_linker
-from kg_rageval.families.generation.judgment import Judgment
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.generation.judgment import Judgment
     from kg_rageval.ontology import Ontology
 
 ClaimExtractor = Callable[[str], list[str]]
@@ -86,6 +86,8 @@ class ExtractVerifyJudge:
         sup = [c for c, ok in zip(claims, verdicts) if ok]
         uns = [c for c, ok in zip(claims, verdicts) if not ok]
         rationale = getattr(self.verifier, "last_rationale", None)
+        from kg_rageval.families.generation.judgment import Judgment  # pydantic: only when judging
+
         return Judgment(
             claims=claims,
             supported=sup,
@@ -282,6 +284,8 @@ class LLMJudge:
             raise ConfigError(
                 "constrained judging needs outlines: pip install 'kg-rageval[outlines]'"
             ) from exc
+        from kg_rageval.families.generation.judgment import Judgment
+
         generator = outlines.Generator(model, Judgment)
         # a synchronous generator returns the Judgment JSON text (the scorer validates it)
         judge = cls(lambda prompt: cast(str, generator(prompt)), **kw)

@@ -8,12 +8,15 @@ break down by slice, judge and length bin and roll up along the ontology like an
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from kg_rageval.families.judges.contracts import Verdict
 from kg_rageval.families.judges.ppi import PPI_STATS, ppi_from_sums
 from kg_rageval.families.judges.stats import cohen_kappa, rate_with_wilson
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, ratio
+
+if TYPE_CHECKING:  # pragma: no cover - pydantic is imported where a rubric is validated
+    from kg_rageval.families.judges.contracts import Verdict
 
 COUNT_STATS = ("n_outputs", "n_scored", "n_invalid", "n_unscorable", "n_failed")
 

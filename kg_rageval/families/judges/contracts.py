@@ -44,8 +44,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
-SCORED, UNSCORABLE, INVALID = "scored", "unscorable", "invalid"
-UNSCORABLE_VERDICT = "unscorable"
+from kg_rageval.families.judges.labels import (  # the statuses, re-exported
+    INVALID,
+    SCORED,
+    UNSCORABLE,
+    UNSCORABLE_VERDICT,
+    NuggetSupportLabels,
+)
 
 
 def json_object(raw: Any) -> tuple[Any, str | None]:
@@ -226,9 +231,9 @@ class NuggetSupport(Verdict):
     ``partial_support`` (it states part of it), ``not_support``. ``nugget`` names the nugget
     judged if given (its text)."""
 
-    RUBRIC: ClassVar[str] = "nugget_support"
-    LABELS: ClassVar[tuple[str, ...]] = ("support", "partial_support", "not_support")
-    APPROVE: ClassVar[str] = "support"
+    RUBRIC: ClassVar[str] = NuggetSupportLabels.RUBRIC
+    LABELS: ClassVar[tuple[str, ...]] = NuggetSupportLabels.LABELS
+    APPROVE: ClassVar[str] = NuggetSupportLabels.APPROVE
 
     verdict: Literal["support", "partial_support", "not_support", "unscorable"]
     nugget: str | None = Field(default=None, description="The nugget judged.")

@@ -19,21 +19,39 @@ an entry shown swapped (``order: "BA"``) has its verdict mapped back before scor
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kg_rageval.families.judges.calibration import (
     JudgeAgreementFamily,
     JudgeCalibrationFamily,
     PositionBiasFamily,
 )
-from kg_rageval.families.judges.contracts import INVALID, RUBRICS, SCORED, UNSCORABLE, Verdict, parse_verdict
+from kg_rageval.families.judges.labels import INVALID, SCORED, UNSCORABLE
 from kg_rageval.records import Record, record_error
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.evaluation_set import EvaluationSet
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.judges.contracts import Verdict, VerdictOutcome
+
 FAILED = "failed"
 _SWAP = {"A": "B", "B": "A", "tie": "tie"}
+
+
+def _rubrics() -> dict[str, type[Verdict]]:
+    """The rubric models (pydantic), imported where verdicts are read: the nuggets family
+    calibrates with this module's rows and needs only their labels
+    (:mod:`kg_rageval.families.judges.labels`)."""
+    from kg_rageval.families.judges.contracts import RUBRICS
+
+    return RUBRICS
+
+
+def _parse_verdict(schema: type[Verdict], output: Any, *, context: Any) -> VerdictOutcome:
+    from kg_rageval.families.judges.contracts import parse_verdict
+
+    return parse_verdict(schema, output, context=context)
 
 
 def _row_keys(record: Record) -> dict[str, Any]:
@@ -54,9 +72,9 @@ def _entries(record: Record) -> list[tuple[int, dict[str, Any]]]:
         if not isinstance(e, dict):
             raise record_error(record, where, f"expected an object, found {type(e).__name__}")
         rub = e.get("rubric")
-        if rub not in RUBRICS:
+        if rub not in _rubrics():
             raise record_error(
-                record, f"{where}.rubric", f"{rub!r} is not a rubric; known: {', '.join(RUBRICS)}"
+                record, f"{where}.rubric", f"{rub!r} is not a rubric; known: {', '.join(_rubrics())}"
             )
         if not isinstance(e.get("judge", "judge"), str) or not e.get("judge", "judge"):
             raise record_error(record, f"{where}.judge", "expected a non-empty string")
@@ -206,8 +224,8 @@ def score_judges(
     parsed = _parse_all(list(records))
     chosen, second = _select(sorted({p["judge"] for _, _, p in parsed}), judge, second_judge)
     mine = [(rec, keys, p) for rec, keys, p in parsed if p["judge"] == chosen]
-    cal = JudgeCalibrationFamily(RUBRICS, level=level, ppi_lambda=lam)
-    rows = [calibration_row(rec, keys, p, RUBRICS[p["rubric"]], bins) for rec, keys, p in mine]
+    cal = JudgeCalibrationFamily(_rubrics(), level=level, ppi_lambda=lam)
+    rows = [calibration_row(rec, keys, p, _rubrics()[p["rubric"]], bins) for rec, keys, p in mine]
     meta = {
         "judge": chosen,
         "second_judge": second,
@@ -258,7 +276,7 @@ def _parse_all(records: list[Record]) -> list[tuple[Record, dict[str, Any], dict
     for rec in records:
         keys = _row_keys(rec)
         for i, e in _entries(rec):
-            schema = RUBRICS[e["rubric"]]
+            schema = _rubrics()[e["rubric"]]
             where = f"judges[{i}]"
             label, app = _human(rec, f"{where}.human", e.get("human"), schema)
             ctx: dict[str, Any] = {}
@@ -268,7 +286,7 @@ def _parse_all(records: list[Record]) -> list[tuple[Record, dict[str, Any], dict
                 if passage is not None:
                     ctx["passage"] = passage
             if "output" in e and e["output"] is not None:
-                outcome = parse_verdict(schema, e["output"], context=ctx)
+                outcome = _parse_verdict(schema, e["output"], context=ctx)
                 status, error, jlabel = outcome.status, outcome.error, outcome.label
             else:
                 status, error, jlabel = FAILED, str(e.get("error") or "no judge output"), None
@@ -418,7 +436,7 @@ def _position_bias(mine: list, meta: Mapping[str, Any]) -> Evaluation:
 
 def _agreement(parsed: list, a: str | None, b: str | None, meta: Mapping[str, Any]) -> Evaluation:
     """Items both judges scored (same record, rubric, item and order)."""
-    fam = JudgeAgreementFamily(RUBRICS)
+    fam = JudgeAgreementFamily(_rubrics())
     by: dict[str, dict[tuple[str, str, str, str], tuple[Record, Mapping[str, Any], str]]] = {}
     for rec, keys, p in parsed:
         if p["status"] == SCORED and p["judge"] in (a, b):

@@ -62,11 +62,11 @@ metrics are left out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.judges.calibration import JudgeCalibrationFamily
-from kg_rageval.families.judges.contracts import SCORED, NuggetSupport
+from kg_rageval.families.judges.labels import SCORED, NuggetSupportLabels
 from kg_rageval.families.judges.stats import cohen_kappa
 from kg_rageval.records import Record, located, record_error
 from kg_rageval.records.fields import all_slice_keys, section
@@ -77,6 +77,13 @@ from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, ratio
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.judges.contracts import Verdict
+
+# the calibration reads only a rubric's RUBRIC, LABELS and APPROVE: the plain label class
+# stands for the pydantic NuggetSupport model (no validation here, so no pydantic import)
+NuggetSupport = cast("type[Verdict]", NuggetSupportLabels)
 
 IMPORTANCE = ("vital", "okay")
 LABELS = ("support", "partial_support", "not_support")

@@ -481,3 +481,196 @@ def blank_comments(raw: np.ndarray) -> np.ndarray:
 
         _comments = kernel
     return _comments(raw)
+
+
+_istr = None
+
+
+def _build_intern_strings():
+    global _istr
+    if _istr is not None:
+        return _istr
+    from numba import njit
+
+    @njit(cache=True, nogil=True)
+    def kernel(raw, n, bits):  # pragma: no cover - jitted
+        # 1. rows (split at newlines) and a 64-bit FNV-1a hash of each, one pass
+        s = np.empty(n, np.int64)
+        ln = np.empty(n, np.int32)
+        h = np.empty(n, np.uint64)
+        prime = np.uint64(1099511628211)
+        basis = np.uint64(14695981039346656037)
+        r = 0
+        s[0] = 0
+        hv = basis
+        for j in range(raw.shape[0]):
+            c = raw[j]
+            if c == 10:
+                if r + 1 >= n:  # more rows than ids: an id holds a newline
+                    return np.empty(0, np.int64), np.empty(0, np.int64), False
+                ln[r] = j - s[r]
+                h[r] = hv
+                r += 1
+                s[r] = j + 1
+                hv = basis
+            else:
+                hv = (hv ^ np.uint64(c)) * prime
+        if r + 1 != n:
+            return np.empty(0, np.int64), np.empty(0, np.int64), False
+        ln[r] = raw.shape[0] - s[r]
+        h[r] = hv
+        # 2. radix partition by the hash's top bits: rows and their bytes copied bucket by
+        # bucket (stable), so each bucket's table and bytes stay in cache
+        nb = 1 << bits
+        shift = np.uint64(64 - bits)
+        rpos = np.zeros(nb + 1, np.int64)
+        bpos = np.zeros(nb + 1, np.int64)
+        for i in range(n):
+            b = np.int64(h[i] >> shift) if bits else 0
+            rpos[b + 1] += 1
+            bpos[b + 1] += ln[i]
+        for b in range(nb):
+            rpos[b + 1] += rpos[b]
+            bpos[b + 1] += bpos[b]
+        rstart = rpos.copy()
+        ph = np.empty(n, np.uint64)
+        prow = np.empty(n, np.int64)
+        pl = np.empty(n, np.int32)
+        pb = np.empty(raw.shape[0] + 1, np.uint8)
+        for i in range(n):
+            b = np.int64(h[i] >> shift) if bits else 0
+            k = rpos[b]
+            rpos[b] = k + 1
+            o = bpos[b]
+            L = ln[i]
+            ph[k] = h[i]
+            prow[k] = i
+            pl[k] = L
+            a = s[i]
+            for t in range(L):
+                pb[o + t] = raw[a + t]
+            bpos[b] = o + L
+        ps = s  # where each partitioned row's bytes start (the rows' starts are done with)
+        o = 0
+        for k in range(n):
+            ps[k] = o
+            o += pl[k]
+        # 3. per bucket: an open-addressing table keyed by the hash's low bits, bytes compared
+        # on every hash match (collisions resolved, never assumed away)
+        width = 16
+        for b in range(nb):
+            w = rstart[b + 1] - rstart[b]
+            while width < 2 * w:
+                width <<= 1
+        table = np.full(width, -1, np.int64)
+        rep = h.view(np.int64)  # the hashes are done with: each row's representative
+        first_row = np.zeros(n, np.bool_)
+        for b in range(nb):
+            lo, hi = rstart[b], rstart[b + 1]
+            if hi == lo:
+                continue
+            size = 16
+            while size < 2 * (hi - lo):
+                size <<= 1
+            mask = np.uint64(size - 1)
+            for t in range(size):
+                table[t] = -1
+            for k in range(lo, hi):
+                hk = ph[k]
+                slot = np.int64(hk & mask)
+                while True:
+                    q = table[slot]
+                    if q < 0:
+                        table[slot] = k
+                        rep[k] = k
+                        first_row[prow[k]] = True
+                        break
+                    if ph[q] == hk and pl[q] == pl[k]:
+                        same = True
+                        oq, ok_ = ps[q], ps[k]
+                        for t in range(pl[k]):
+                            if pb[oq + t] != pb[ok_ + t]:
+                                same = False
+                                break
+                        if same:
+                            rep[k] = q
+                            break
+                    slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+        # 4. codes in first-seen order: a representative's code is the rank of its row among
+        # the first rows
+        rank = np.empty(n, np.int64)
+        m = 0
+        for i in range(n):
+            rank[i] = m
+            if first_row[i]:
+                m += 1
+        first = np.empty(m, np.int64)
+        for i in range(n):
+            if first_row[i]:
+                first[rank[i]] = i
+        repcode = ph.view(np.int64)  # the partitioned hashes are done with
+        for k in range(n):
+            if rep[k] == k:
+                repcode[k] = rank[prow[k]]
+        codes = np.empty(n, np.int64)
+        for k in range(n):
+            codes[prow[k]] = repcode[rep[k]]
+        return codes, first, True
+
+    _istr = kernel
+    return kernel
+
+
+def intern_strings(raw: np.ndarray, n: int):
+    """Intern ``n`` ids given as their UTF-8 joined by newlines (``raw``): ``(codes, first)``,
+    codes in first-seen order and the first row of each code, or ``None`` when ``raw`` does
+    not split into exactly ``n`` rows (an id holds a newline). One compiled pass hashes the
+    rows (64-bit FNV-1a); the rows are radix-partitioned by the hash's top bits (their bytes
+    copied with them) and each partition interned by a small open-addressing table that
+    compares bytes on every hash match, so the tables and bytes stay in cache at millions of
+    distinct ids."""
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bits = 0  # about 32,768 rows per partition, at most 256 partitions
+    while bits < 8 and (n >> bits) > 32768:
+        bits += 1
+    codes, first, ok = _build_intern_strings()(raw, n, bits)
+    return (codes, first) if ok else None
+
+
+_rrows = None
+
+
+def rank_rows(ptr: np.ndarray, scores: np.ndarray):
+    """Per CSR row, the permutation sorting its scores descending (``ptr[r] +`` the row's
+    ``argsort`` read backwards) and whether the row holds two equal scores (whose
+    order trec_eval breaks by document id: the caller re-sorts those rows). Scores must not
+    be NaN."""
+    global _rrows
+    if _rrows is None:
+        from numba import njit
+
+        @njit(cache=True, nogil=True)
+        def kernel(ptr, scores):  # pragma: no cover - jitted
+            n = ptr.shape[0] - 1
+            perm = np.empty(scores.shape[0], np.int64)
+            tied = np.zeros(n, np.bool_)
+            for r in range(n):
+                a, b = ptr[r], ptr[r + 1]
+                if b - a == 0:
+                    continue
+                row = scores[a:b]
+                o = np.argsort(row)  # ascending: read backwards (rows with ties are redone)
+                m = b - a
+                prev = row[o[m - 1]]
+                perm[a] = a + o[m - 1]
+                for t in range(1, m):
+                    v = row[o[m - 1 - t]]
+                    if v == prev:
+                        tied[r] = True
+                    prev = v
+                    perm[a + t] = a + o[m - 1 - t]
+            return perm, tied
+
+        _rrows = kernel
+    return _rrows(ptr, scores)

@@ -154,6 +154,11 @@ class Ranked:
         return np.diff(self.ptr)
 
 
+JUDGE_KERNEL_MIN = 1 << 20
+"""Ranked entries from which :func:`rank` looks up the judgements by the compiled kernel (when
+numba is installed; the numpy path below gives the same arrays, tested)."""
+
+
 def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     """Align ``run`` (already in trec_eval order, see :class:`.Run`) to the qrels queries and
     look up each ranked document's judgement in one ``searchsorted``."""
@@ -174,6 +179,16 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     ptr = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(lens, out=ptr[1:])
     total = int(ptr[-1])
+    dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
+    from kg_rageval.families.retrieval import _kernels, _run_kernels
+
+    if _kernels.HAVE_NUMBA and total >= JUDGE_KERNEL_MIN and len(qrels.docs):
+        # one compiled pass: no per-entry index, key and search arrays (about 60 bytes an entry)
+        remap = qrels.vocab.remap_from(run.vocab) if run.vocab is not qrels.vocab else None
+        grade, inq = _run_kernels.judge_rows(
+            src, run.ptr, ptr, run.docs, remap, qrels.ptr, qrels.docs, qrels.grades
+        )
+        return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)
     starts = run.ptr[:-1][np.maximum(src, 0)] if nq and len(rlens) else np.zeros(nq, np.int64)
     take = np.repeat(starts - ptr[:-1], lens) + np.arange(total, dtype=np.int64)
     docs = run.docs[take]
@@ -192,7 +207,6 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
         hit = qkeys[pos] == rkeys
         inq[sel[hit]] = True
         grade[sel[hit]] = qrels.grades[pos[hit]]
-    dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
     return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)
 
 
@@ -208,8 +222,12 @@ class _Ctx:
         self.s = rk.ptr[:-1]
         self.L = np.diff(rk.ptr)
         self.N = int(rk.ptr[-1])
-        self.row = np.repeat(np.arange(self.nq, dtype=np.int64), self.L)
-        self.pos = np.arange(self.N, dtype=np.int64) - np.repeat(self.s, self.L)
+        # row and rank position of every entry: int32 when they fit (half the memory of the
+        # two largest arrays; every use converts to float64 or indexes, so no value changes)
+        it = np.int32 if max(self.N, self.nq) < 2**31 - 1 else np.int64
+        self.it = it  # also the prefix counts' type
+        self.row = np.repeat(np.arange(self.nq, dtype=it), self.L)
+        self.pos = np.arange(self.N, dtype=it) - np.repeat(self.s.astype(it), self.L)
         self.judged = rk.inq & (rk.grade >= 0)
         self.qrow = np.repeat(np.arange(self.nq, dtype=np.int64), np.diff(q.ptr))
         self.gmax = gmax if gmax is not None else (float(q.grades.max()) if len(q.grades) else 1.0)
@@ -233,7 +251,7 @@ class _Ctx:
         if d is None:
             g = self.rk.qrels.grades
             relf = self.judged & (self.rk.grade >= t)
-            C = np.zeros(self.N + 1, dtype=np.int64)
+            C = np.zeros(self.N + 1, dtype=self.it)
             np.cumsum(relf, out=C[1:])
             R = np.bincount(self.qrow, weights=g >= max(t, 0), minlength=self.nq).astype(np.int64)
             Nn = np.bincount(self.qrow, weights=(g >= 0) & (g < t), minlength=self.nq).astype(np.int64)
@@ -325,7 +343,7 @@ def _rel_prefix(ctx: _Ctx, d: dict, term: np.ndarray) -> np.ndarray:
 
 def _before(ctx: _Ctx, flags: np.ndarray, ri: np.ndarray, rrow: np.ndarray) -> np.ndarray:
     """For the entries ``ri``: how many entries above them in their query have ``flags``."""
-    c = np.zeros(ctx.N + 1, dtype=np.int64)
+    c = np.zeros(ctx.N + 1, dtype=ctx.it)
     np.cumsum(flags, out=c[1:])
     return c[ri] - c[ctx.s][rrow]
 
@@ -335,7 +353,7 @@ def _dcg_prefix(ctx: _Ctx, exp: bool):
     of their discounted gains: DCG@k of a query is a difference of two prefix values."""
     gp = ctx.judged & (ctx.rk.grade > 0)
     gi = np.flatnonzero(gp)
-    Cg = np.zeros(ctx.N + 1, dtype=np.int64)
+    Cg = np.zeros(ctx.N + 1, dtype=ctx.it)
     np.cumsum(gp, out=Cg[1:])
     g = ctx.rk.grade[gi]
     if exp:
@@ -407,22 +425,31 @@ def _measure(ctx: _Ctx, spec: MeasureSpec) -> np.ndarray:
         return _safe_div(np.bincount(rrow, weights=term, minlength=ctx.nq), R)
     if m == "Judged":
         kk = ctx.L if k is None else np.minimum(ctx.L, k)
-        inside = ctx.pos < kk[ctx.row] if ctx.N else np.zeros(0, bool)
-        return _safe_div(ctx.bc(ctx.rk.inq & inside), kk)
+        # judged entries among each query's first kk: a difference of prefix counts (exact
+        # integers, as the per-entry sum was; no per-entry cut-off array)
+        c = np.zeros(ctx.N + 1, dtype=ctx.it)
+        np.cumsum(ctx.rk.inq, out=c[1:])
+        return _safe_div(c[ctx.s + kk] - c[ctx.s], kk)
     if m == "Unjudged":
         return ctx.bc(~ctx.judged & (ctx.pos < k)) / float(k)
     if m == "ERR":
         gmax = float(spec.param("gmax", ctx.gmax))
-        g = np.where(ctx.judged & (ctx.rk.grade > 0), ctx.rk.grade, 0.0)
+        # only the entries with a positive judged grade count: elsewhere rho is exactly 0, its
+        # log term exactly -0.0 (which leaves a running sum as it is) and its term 0, so the
+        # sums over them alone are the same doubles as over every entry, in the same order
+        nz = np.flatnonzero(ctx.judged & (ctx.rk.grade > 0))
+        g = ctx.rk.grade[nz]
         # (2^g - 1) / 2^gmax written as 2^(g - gmax) - 2^-gmax: the same doubles for small
         # grades, and no overflow for a large one (2.0**2000 raised OverflowError)
         rho = np.exp2(np.minimum(g, gmax) - gmax) - np.exp2(-gmax)
         lg = np.log1p(-np.minimum(rho, 1 - 1e-16))
-        c = np.zeros(ctx.N + 1)
-        np.cumsum(lg, out=c[1:])
-        stop_before = np.exp(c[:-1] - c[ctx.s][ctx.row]) if ctx.N else np.zeros(0)
-        term = rho * stop_before / (ctx.pos + 1.0) * (ctx.pos < k)
-        return ctx.bc(term)
+        cl = np.zeros(len(nz) + 1)
+        np.cumsum(lg, out=cl[1:])  # cl[t]: the sum over the first t of them (sequential, as before)
+        pos = ctx.pos[nz]
+        row = ctx.row[nz]
+        start = cl[np.searchsorted(nz, ctx.s)]  # the sum before each query's first entry
+        term = rho * np.exp(cl[:-1] - start[row]) / (pos + 1.0) * (pos < k)
+        return ctx.bc(term, row)
     if m == "RBP":
         p = float(spec.param("p", 0.8))
         if spec.rel is not None:  # binary: the relevant entries

@@ -20,6 +20,7 @@ Conventions (also in ``docs/retrieval.md``):
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -31,22 +32,46 @@ from kg_rageval.base.errors import InputError
 
 class Vocab:
     """Document id interning: ``index[id]`` gives a stable int code (first seen, first
-    numbered), ``strings[code]`` the id."""
+    numbered), ``strings[code]`` the id.
+
+    Ids added by the compiled interning (:meth:`codes` of a large input) are known to be new
+    and distinct; they wait in a tail with the next codes and enter the ``index`` dict only
+    when something reads it (``strings`` and ``len`` do not), so scoring a run whose millions
+    of unjudged ids nothing looks up does not build their dict entries."""
 
     def __init__(self, strings: Iterable[str] = ()):
-        self.index: dict[str, int] = {}
+        self._index: dict[str, int] = {}
+        self._tail: list[str] = []  # ids coded len(_index), len(_index) + 1, ...: not in _index
         self._strings: list[str] = []
         self._rank_key: np.ndarray | None = None
         self._grow(strings)
 
+    @property
+    def index(self) -> dict[str, int]:
+        if self._tail:
+            tail, self._tail = self._tail, []
+            self._index.update(zip(tail, itertools.count(len(self._index))))
+        return self._index
+
+    @index.setter
+    def index(self, value: dict[str, int]) -> None:
+        self._index, self._tail = value, []
+
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self._index) + len(self._tail)
 
     @property
     def strings(self) -> list[str]:
-        if len(self._strings) != len(self.index):
-            self._strings = list(self.index)
+        if len(self._strings) != len(self):
+            self._strings = list(self._index) + self._tail if self._tail else list(self._index)
         return self._strings
+
+    def _extend(self, fresh: list[str]) -> None:
+        """Add ids known to be new and distinct, coded from ``len(self)`` on."""
+        known = self._strings if len(self._strings) == len(self) else None
+        self._tail.extend(fresh)
+        if known is not None:
+            self._strings = known + fresh
 
     def _grow(self, ids: Iterable[str]) -> None:
         idx = self.index
@@ -64,12 +89,38 @@ class Vocab:
         dictionary sees each distinct id once; the codes are the same as one
         ``setdefault`` per id in input order."""
         if len(ids) >= FACTORIZE_MIN:
+            if len(self) <= len(ids) and _compiled_ok(len(ids), COMPILED_INTERN_MIN):
+                got = self._codes_compiled(ids)
+                if got is not None:
+                    return got
             f = factorize(ids)
             if f is not None:
                 local, distinct = f
                 return self.codes_distinct(distinct)[local]
         self._grow(ids)
         return np.fromiter(map(self.index.__getitem__, ids), dtype=np.int64, count=len(ids))
+
+    def _codes_compiled(self, ids: Sequence[str] | np.ndarray) -> np.ndarray | None:
+        """:meth:`codes` by the compiled kernel: this vocabulary's ids (in code order, so
+        they keep their codes) followed by the new ones, interned in one pass; the ids first
+        seen among the new ones are added in that order. ``None`` (the caller falls back)
+        for ids the kernel cannot take (see :func:`_factorize_compiled`)."""
+        if isinstance(ids, np.ndarray) and ids.ndim != 1:
+            return None
+        seq = ids.tolist() if isinstance(ids, np.ndarray) else ids
+        known = self.strings
+        n0 = len(known)
+        got = _intern_joined(seq, known)
+        if got is None:
+            return None
+        codes, first = got
+        if n0 and not np.array_equal(first[:n0], np.arange(n0)):  # pragma: no cover - ids repeated
+            return None
+        fresh = list(map(seq.__getitem__, (first[n0:] - n0).tolist()))
+        if not set(map(type, fresh)) <= {str}:  # a str subclass: the dictionary decides
+            return None
+        self._extend(fresh)
+        return codes[n0:] if n0 else codes
 
     def codes_array(self, arr: np.ndarray) -> np.ndarray:
         """Codes of a numpy string array, adding unseen ids (first-seen order among the new).
@@ -110,6 +161,9 @@ class Vocab:
         C-level lookup per id, and the unseen ones added in order without a dedupe pass."""
         idx = self.index
         n0 = len(idx)
+        if n0 == 0:  # an empty vocabulary: every id is new
+            idx.update(zip(ids, itertools.count()))
+            return np.arange(len(ids), dtype=np.int64)
         codes = np.fromiter(map(idx.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
         new = codes < 0
         if new.any():
@@ -201,32 +255,44 @@ class LazyVocab(Vocab):
     def __init__(self, strings: list[str], arena: np.ndarray | None = None):
         self._lazy_strings = strings
         self.arena = arena  # the ids as UTF-8, each followed by a newline (hash join)
-        self._index: dict[str, int] | None = None
+        self._lazy_index: dict[str, int] | None = None
+        self._tail: list[str] = []
         self._strings = strings
         self._rank_key = None
 
     @property  # type: ignore[override]
     def index(self) -> dict[str, int]:
-        if self._index is None:
-            self._index = dict(zip(self._lazy_strings, itertools.count()))
-        return self._index
+        if self._lazy_index is None:
+            self._lazy_index = dict(zip(self._lazy_strings, itertools.count()))
+        return self._lazy_index
 
     @index.setter
     def index(self, value: dict[str, int]) -> None:
-        self._index = value
+        self._lazy_index = value
 
     def __len__(self) -> int:
-        return len(self._index) if self._index is not None else len(self._lazy_strings)
+        return len(self._lazy_index) if self._lazy_index is not None else len(self._lazy_strings)
 
     @property
     def strings(self) -> list[str]:
-        if self._index is None:
+        if self._lazy_index is None:
             return self._lazy_strings
-        return Vocab.strings.fget(self)  # type: ignore[attr-defined]
+        if len(self._strings) != len(self._lazy_index):
+            self._strings = list(self._lazy_index)
+        return self._strings
+
+    def _extend(self, fresh: list[str]) -> None:
+        self.index.update(zip(fresh, itertools.count(len(self))))
 
 
 def trec_order(
-    ptr: np.ndarray, scores: np.ndarray, docs: np.ndarray | None, vocab: Vocab | None, *, row_ids=None
+    ptr: np.ndarray,
+    scores: np.ndarray,
+    docs: np.ndarray | None,
+    vocab: Vocab | None,
+    *,
+    row_ids=None,
+    compiled: bool = True,
 ) -> np.ndarray | None:
     """Permutation sorting each CSR row by score descending, then document id descending
     (string order of ``vocab.strings[docs]``, or of ``row_ids(row)``, the ids of one row in
@@ -236,7 +302,10 @@ def trec_order(
     result is then ``None``, the identity). Rows of
     similar length are sorted as one padded 2-D array (one ``argsort`` per row); rows
     with tied scores are re-sorted with the id tie-break; very uneven rows fall back to one
-    ``lexsort`` over (row, -score, -id)."""
+    ``lexsort`` over (row, -score, -id). With numba, from :data:`COMPILED_RANK_MIN` entries
+    (``compiled``), one compiled pass sorts every row by score and flags the rows holding equal
+    scores, and only those take the id tie-break here: the same permutation (the order is
+    total: ids are distinct within a row)."""
     n = len(ptr) - 1
     lens = np.diff(ptr)
     N = int(ptr[-1])
@@ -250,6 +319,20 @@ def trec_order(
         viol = viol[~boundary[viol]]
     if not viol.size:  # every row already strictly decreasing: the identity
         return None
+    if compiled and row_ids is None and _compiled_ok(N, COMPILED_RANK_MIN) and not np.isnan(scores).any():
+        from kg_rageval.families.retrieval import _kernels
+
+        perm, tied = _kernels.rank_rows(ptr, scores)  # rows without equal scores: final
+        tied_rows = np.flatnonzero(tied)
+        if tied_rows.size:  # the id tie-break for the rows with equal scores, as below
+            blens = lens[tied_rows]
+            bptr = _csr(blens)
+            idx = np.repeat(ptr[:-1][tied_rows] - bptr[:-1], blens) + np.arange(int(bptr[-1]), dtype=np.int64)
+            sub = trec_order(
+                bptr, scores[idx], docs[idx] if docs is not None else None, vocab, compiled=False
+            )
+            perm[idx] = idx if sub is None else idx[sub]
+        return perm
     row = np.repeat(np.arange(n, dtype=np.int64), lens)
     if row_ids is None and n > 64:
         bad = np.unique(row[viol])
@@ -314,24 +397,43 @@ def trec_order(
 
 
 FACTORIZE_MIN = 50_000
-"""From this many ids on, :meth:`Vocab.codes` factorises them with pandas (when importable)
-before touching the dictionary."""
+"""From this many ids on, :meth:`Vocab.codes` factorises them (:func:`factorize`) before
+touching the dictionary."""
+
+COMPILED_RANK_MIN = 1_000_000
+"""From this many run entries on (or from 50,000 once numba is imported), :func:`trec_order`
+sorts the rows by the compiled kernel when numba is installed."""
+
+COMPILED_INTERN_MIN = 1_000_000
+"""From this many ids on (or from :data:`FACTORIZE_MIN` once numba is imported),
+:func:`factorize` interns them with the compiled kernel when numba is installed: below, the
+kernel would not repay importing numba."""
 
 
 def factorize(ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, list[str]] | None:
     """``(codes, distinct)`` of a sequence of string ids: ``distinct`` in first-seen order and
-    ``distinct[codes[i]] == ids[i]``, by pandas' C string hash table (one pass over the UTF-8
-    of each id; about 7x faster than a dict ``setdefault`` per id).
+    ``distinct[codes[i]] == ids[i]``.
 
-    Returns ``None`` when pandas is not importable or an id is not a ``str`` (the table maps
-    those to -1); callers then use the dictionary path.
-    Two equal ids with different codes (which the table does not produce) would only repeat
+    With numba (from :data:`COMPILED_INTERN_MIN` ids): the ids' UTF-8 joined by newlines,
+    interned by :func:`~kg_rageval.families.retrieval._kernels.intern_strings` (hash-partitioned
+    tables, bytes compared on every hash match: exact); UTF-8 bytes are equal exactly when the
+    strings are. Otherwise (or when an id holds a newline or cannot be encoded) pandas' C string
+    hash table (one pass over the UTF-8 of each id; about 7x faster than a dict ``setdefault``
+    per id, but its one table of millions of ids misses the cache on every id).
+
+    Returns ``None`` when neither is importable or an id is not a ``str``; callers then use the
+    dictionary path.
+    Two equal ids with different codes (which neither table produces) would only repeat
     an entry of ``distinct``, which :meth:`Vocab.codes_distinct` maps to one code."""
+    n = len(ids)
+    if _compiled_ok(n, COMPILED_INTERN_MIN):
+        got = _factorize_compiled(ids)
+        if got is not None:
+            return got
     try:
         from pandas._libs import hashtable as _ht
     except ImportError:  # pragma: no cover - pandas is in the [fast] extra
         return None
-    n = len(ids)
     arr = (
         ids
         if isinstance(ids, np.ndarray) and ids.dtype == object
@@ -343,12 +445,54 @@ def factorize(ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, list[str]] |
         uniq, codes = _ht.StringHashTable(max(n // 4, 16)).factorize(arr)
     except (TypeError, ValueError):  # pragma: no cover - a pandas without this table signature
         return None
-    if codes.min() < 0 or not all(type(x) is str for x in uniq):  # a non-string id
+    if codes.min() < 0 or not set(map(type, uniq)) <= {str}:  # a non-string id
         return None
     probe = np.linspace(0, n - 1, min(n, 4096)).astype(np.int64)  # a cheap sanity check of the table
     if not bool((arr[probe] == uniq[codes[probe]]).all()):  # pragma: no cover - a broken pandas
         return None
     return codes.astype(np.int64, copy=False), uniq.tolist()
+
+
+def _compiled_ok(n: int, minimum: int) -> bool:
+    """Whether a compiled kernel pays for ``n`` items: numba installed and ``n`` at least
+    ``minimum``, or at least :data:`FACTORIZE_MIN` once numba is imported anyway."""
+    if n < FACTORIZE_MIN:
+        return False
+    from kg_rageval.families.retrieval import _kernels
+
+    return _kernels.HAVE_NUMBA and (n >= minimum or "numba" in sys.modules)
+
+
+def _factorize_compiled(ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, list[str]] | None:
+    """:func:`factorize` by the compiled kernel; ``None`` for ids it cannot take (not all
+    ``str``, a newline in an id, a lone surrogate)."""
+
+    if isinstance(ids, np.ndarray) and ids.ndim != 1:
+        return None
+    seq = ids.tolist() if isinstance(ids, np.ndarray) else ids
+    got = _intern_joined(seq)
+    if got is None:
+        return None
+    codes, first = got
+    distinct = list(map(seq.__getitem__, first.tolist()))
+    if not set(map(type, distinct)) <= {str}:  # a str subclass: the dictionary decides
+        return None
+    return codes, distinct
+
+
+def _intern_joined(seq: Sequence[str], known: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray] | None:
+    """(codes, first row of each code) of the ids ``known`` followed by ``seq``, by the compiled
+    kernel over their UTF-8 joined by newlines; ``None`` when an id is not a ``str``, holds a
+    newline or a lone surrogate."""
+    from kg_rageval.families.retrieval import _kernels
+
+    try:
+        raw = "\n".join(seq).encode("utf-8")
+        if known:
+            raw = "\n".join(known).encode("utf-8") + b"\n" + raw
+    except (TypeError, UnicodeEncodeError):
+        return None
+    return _kernels.intern_strings(np.frombuffer(raw, dtype=np.uint8), len(known) + len(seq))
 
 
 def _texts(items: list) -> list[str]:
@@ -393,7 +537,11 @@ class Qrels:
                 itertools.chain.from_iterable(map(dict.values, dicts)), dtype=np.float64, count=total
             )
             row = np.repeat(np.arange(len(vals), dtype=np.int64), lens_a)
-            order = np.lexsort((codes, row))
+            span = max(len(vocab), 1)
+            if len(vals) * span < 2**62:  # (row, code) pairs are distinct: one key, one sort
+                order = np.argsort(row * span + codes)
+            else:  # pragma: no cover - more queries x documents than an int64 key holds
+                order = np.lexsort((codes, row))
             return cls(list(map(str, qrels)), _csr(lens_a), codes[order], g[order], vocab)
         qids: list[str] = []
         lens: list[int] = []
@@ -494,7 +642,7 @@ class Run:
         vals = list(run.values())
         lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
         total = int(lens.sum())
-        flat = np.fromiter(itertools.chain.from_iterable(vals), dtype=object, count=total)
+        flat = list(itertools.chain.from_iterable(vals))
         values = (
             map(dict.values, cast("list[dict[str, float]]", vals))
             if set(map(type, vals)) <= {dict}

@@ -32,7 +32,7 @@ import numpy as np
 from kg_rageval.base.errors import InputError
 from kg_rageval.base.redact import excerpt
 from kg_rageval.base.safe_io import KeptRows, loads_json, open_binary, read_document
-from kg_rageval.families.retrieval.runs import Qrels, Run, Vocab, _csr
+from kg_rageval.families.retrieval.runs import LazyVocab, Qrels, Run, Vocab, _csr
 
 CHUNK_BYTES = 1 << 26
 GZ_CHUNK_BYTES = 1 << 23
@@ -271,43 +271,21 @@ def _read_pairs(
     skip_header=False,
     vocab=None,
     extra_ok=False,
-    lazy=False,
 ):
     """Columns of a whitespace (or tab) separated table, block by block, vectorised: query
     groups ``[[qid, n]]`` in file order (adjacent equal ids merged), document codes in
     ``vocab`` (int64), numeric columns as float arrays. With numba, document ids are hashed
-    and query changes detected in one compiled pass; only distinct ids become Python strings.
-
-    ``lazy`` (numba only, no ``vocab``): the file's own vocabulary, interned by the compiled
-    hash table across blocks, is returned as a :class:`~.runs.LazyVocab` (no dict is built:
-    returns ``(groups, docs, num, vocab)``)."""
+    and query changes detected in one compiled pass; only distinct ids become Python strings
+    (a run file read without a vocabulary has its own reader, :func:`_read_run_compiled`)."""
     from kg_rageval.families.retrieval import _kernels
 
     path = Path(path)
-    lazy = lazy and vocab is None and _kernels.HAVE_NUMBA
     vocab = vocab if vocab is not None else Vocab()
-    arenas: list[np.ndarray] = []
-    n_distinct: list[int] = []
     sepmask = _WS if sep is None else _TAB
     groups: list[list] = []
     doc_parts: list[np.ndarray] = []
     nums: dict[int, list[np.ndarray]] = {c: [] for c, _ in numeric_cols}
     kept = KeptRows(path, ROW_BYTES)  # a .gz input: refused once its rows pass the memory limit
-    if lazy:
-        for names, counts, bnums, local, arena, nd in _lazy_blocks(
-            path, ncol, q_i, d_i, what, numeric_cols, sepmask, skip_header, extra_ok
-        ):
-            for c, v in bnums.items():
-                nums[c].append(v)
-            arenas.append(arena)
-            n_distinct.append(nd)
-            doc_parts.append(local)
-            before = len(groups)
-            _add_groups(groups, names, counts)
-            kept.charge(len(local), (len(groups) - before) * GROUP_BYTES + arena.nbytes + 16 * nd)
-        num = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in nums.items()}
-        docs, lv = _merge_arenas(arenas, n_distinct, doc_parts)
-        return groups, docs, num, lv
     for start, data in _blocks(path, skip_header=skip_header):
         data = _blank_comments(data)
         if not data.strip():  # blank and comment lines only (C speed: a bomb of them is cheap)
@@ -361,89 +339,6 @@ def _add_groups(groups: list[list], names: list[str], counts: list[int]) -> None
             groups.append([k, cnt])
 
 
-READ_THREADS = 2
-"""Blocks of a large file are parsed by this many threads at once (the compiled kernels
-release the GIL); results are consumed in file order."""
-
-
-def _lazy_blocks(path, ncol, q_i, d_i, what, numeric_cols, sepmask, skip_header, extra_ok):
-    """Per block, in file order: (query names, their row counts, numeric columns, local doc
-    codes, distinct-id arena, number of distinct ids); blocks after the first are parsed by
-    :data:`READ_THREADS` threads (bounded look-ahead, so memory stays a few blocks)."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    from kg_rageval.families.retrieval import _kernels
-
-    def one(start: int, data: bytes):
-        data = _blank_comments(data)
-        if not data.strip():  # blank and comment lines only (C speed: a bomb of them is cheap)
-            return None
-        st, en, rows_line, buf = _tokenize(path, start, data, ncol, what, sepmask, extra_ok)
-        nrow = len(rows_line)
-        if nrow == 0:
-            return None
-        bnums = {}
-        for c, name in numeric_cols:
-            vals, ok = _kernels.parse_floats(buf, st[c], en[c])
-            if not ok.all():
-                bad = np.flatnonzero(~ok)
-                vals[bad] = _to_float(path, start, _fixed(buf, st[c][bad], en[c][bad]), rows_line[bad], name)
-            bnums[c] = vals
-        dhash, qnew = _kernels.row_keys(buf, st[q_i], en[q_i], st[d_i], en[d_i])
-        heads = np.flatnonzero(qnew)
-        names = [
-            data[s_:e_].decode("utf-8") for s_, e_ in zip(st[q_i][heads].tolist(), en[q_i][heads].tolist())
-        ]
-        counts = np.diff(np.concatenate((heads, [nrow]))).tolist()
-        local, first, arena = _kernels.intern_rows(buf, st[d_i], en[d_i], dhash)
-        return names, counts, bnums, local, arena, len(first)
-
-    blocks = _blocks(path, skip_header=skip_header)
-    first_block = next(blocks, None)
-    if first_block is None:
-        return
-    r = one(*first_block)  # compiles / loads every kernel before threads share them
-    if r is not None:
-        yield r
-    with ThreadPoolExecutor(max(1, READ_THREADS)) as ex:
-        pending: deque = deque()
-        for start, data in blocks:
-            pending.append(ex.submit(one, start, data))
-            if len(pending) > READ_THREADS:
-                r = pending.popleft().result()
-                if r is not None:
-                    yield r
-        while pending:
-            r = pending.popleft().result()
-            if r is not None:
-                yield r
-
-
-def _merge_arenas(arenas: list[np.ndarray], n_distinct: list[int], local: list[np.ndarray]):
-    """One vocabulary from the blocks' distinct ids (each arena: ids separated by newlines):
-    re-interned by the compiled hash table (byte comparison on every hash match), so an id
-    seen in two blocks gets one code. Returns (codes of every row, :class:`LazyVocab`)."""
-    from kg_rageval.families.retrieval import _kernels
-    from kg_rageval.families.retrieval.runs import LazyVocab
-
-    if not arenas:
-        return np.zeros(0, dtype=np.int64), LazyVocab([])
-    if len(arenas) == 1:
-        strings = arenas[0].tobytes().decode("utf-8").split("\n")[: n_distinct[0]]
-        return local[0], LazyVocab(strings, arenas[0])
-    allb = np.concatenate(arenas)
-    nl = np.flatnonzero(allb == 10)
-    s = np.concatenate(([0], nl[:-1] + 1)).astype(np.int64)
-    e = nl.astype(np.int64)
-    dh, _ = _kernels.row_keys(allb, s, e, s, e)
-    gcodes, gfirst, garena = _kernels.intern_rows(allb, s, e, dh)
-    off = np.concatenate(([0], np.cumsum(n_distinct)))
-    docs = np.concatenate([gcodes[off[i] + loc] for i, loc in enumerate(local)])
-    strings = garena.tobytes().decode("utf-8").split("\n")[: len(gfirst)]
-    return docs, LazyVocab(strings, garena)
-
-
 def _duplicates(
     path: Path,
     qcode: np.ndarray,
@@ -456,14 +351,15 @@ def _duplicates(
     """Rows repeating a (query, doc) pair: error naming both lines, or a keep-mask."""
     from kg_rageval.families.retrieval import _kernels
 
-    key = qcode * max(V, 1) + docs
-    keep = np.ones(len(key), dtype=bool)
-    if _kernels.HAVE_NUMBA and len(key) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
+    keep = np.ones(len(docs), dtype=bool)
+    if _kernels.HAVE_NUMBA and len(docs) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
         found = bool(_kernels.later_duplicates(qcode, docs, max(V, 1)).any())
     else:
-        sk = np.sort(key)
+        sk = np.sort(qcode * max(V, 1) + docs)
         found = bool(len(sk) and (sk[1:] == sk[:-1]).any())
+        del sk
     if found:
+        key = qcode * max(V, 1) + docs
         order = np.argsort(key, kind="stable")
         sk = key[order]
         same = np.flatnonzero(sk[1:] == sk[:-1]) + 1
@@ -536,34 +432,85 @@ def _size(path: Path) -> int:
         return 0
 
 
+def _read_run_compiled(path: Path):
+    """A run file read by the fused compiled reader (:func:`~._run_kernels.read_run_block`): one
+    pass per block tokenizes, parses the score, detects query changes and interns the document
+    into one table shared by the blocks (first-seen codes across the file, bytes compared on
+    every hash match), so no token offset arrays and no per-block vocabularies are built.
+    Returns (query groups, document codes, scores, :class:`~.runs.LazyVocab`, id offsets)."""
+    from kg_rageval.families.retrieval import _run_kernels
+
+    state = _run_kernels.new_run_state()
+    groups: list[list] = []
+    kept = KeptRows(path, ROW_BYTES)  # a .gz input: refused once its rows pass the memory limit
+    disk = 0 if path.suffix == ".gz" else _size(path)
+    data, raw = b"", None
+    for start, data in _blocks(path):
+        data = _blank_comments(data)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        m0, r0 = state["m"], state["rows"]
+        a0 = int(state["a_start"][m0])
+        nlines = data.count(b"\n") + 1
+        if r0 == 0 and disk:  # reserve the file's rows, guessed from this block, at once
+            state["expect"] = int(disk / max(len(data), 1) * nlines * 1.1) + 1024
+        heads, hs, he, bf_row, bf_line, bf_s, bf_e, bad, cnt = _run_kernels.read_run_block(raw, nlines, state)
+        if bad >= 0:
+            raise InputError(
+                f"expected at least 6 columns (query, Q0, document, rank, score, tag), found {cnt}: "
+                f"{excerpt(_line_text(data, bad))}",
+                source=str(path),
+                location=f"line {start + bad}",
+            )
+        r = state["rows"]
+        if r == r0:
+            continue
+        if len(bf_row):  # numbers outside the compiled fast path (exponents, long mantissas)
+            buf = np.concatenate((raw, np.zeros(int((bf_e - bf_s).max()), dtype=np.uint8)))
+            state["vals"][bf_row] = _to_float(path, start, _fixed(buf, bf_s, bf_e), bf_line, "score")
+        names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(hs.tolist(), he.tolist())]
+        counts = np.diff(np.concatenate((heads, [r]))).tolist()
+        before = len(groups)
+        _add_groups(groups, names, counts)
+        m = state["m"]
+        new_bytes = int(state["a_start"][m]) - a0 + 16 * (m - m0)
+        kept.charge(r - r0, (len(groups) - before) * GROUP_BYTES + new_bytes)
+    del data, raw  # the last block
+    m, r = state["m"], state["rows"]
+    a_start = state["a_start"][: m + 1]
+    arena = state["arena"][: int(a_start[m])]
+    strings = arena.tobytes().decode("utf-8").split("\n")[:m]
+    # views of the reserved columns: the pages past row r were never touched
+    docs, scores = state["codes"][:r], state["vals"][:r]
+    return groups, docs, scores, LazyVocab(strings, arena), a_start
+
+
 def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False) -> Run:
     """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
-    from kg_rageval.families.retrieval import _kernels
+    from kg_rageval.families.retrieval import _kernels, _run_kernels
 
     path = Path(path)
-    # the compiled lazy vocabulary pays for importing numba (most of a second) only on a file
-    # of NUMBA_MIN_BYTES or more; without it the documents are interned into this vocabulary
+    # the compiled reader pays for importing numba (most of a second) only on a file of
+    # NUMBA_MIN_BYTES or more; without it the documents are interned into this vocabulary
     # (creating it after the read left the codes pointing into an empty vocabulary)
-    lazy = vocab is None and _kernels.HAVE_NUMBA and _size(path) >= NUMBA_MIN_BYTES
-    own = vocab if vocab is not None else (None if lazy else Vocab())
-    res = _read_pairs(
-        path,
-        6,
-        0,
-        2,
-        "query, Q0, document, rank, score, tag",
-        [(4, "score")],
-        vocab=own,
-        extra_ok=True,
-        lazy=lazy,
-    )
-    if len(res) == 4:
-        groups, docs, num, vocab = res
+    compiled = vocab is None and _kernels.HAVE_NUMBA and _size(path) >= NUMBA_MIN_BYTES
+    a_start = None
+    if compiled:
+        groups, docs, scores, vocab, a_start = _read_run_compiled(path)
     else:
-        groups, docs, num = res
-        vocab = own if own is not None else Vocab()
-    scores = num[4]
+        own = vocab if vocab is not None else Vocab()
+        groups, docs, num = _read_pairs(
+            path,
+            6,
+            0,
+            2,
+            "query, Q0, document, rank, score, tag",
+            [(4, "score")],
+            vocab=own,
+            extra_ok=True,
+        )
+        vocab = own
+        scores = num[4]
     qids, ptr, perm, qcode = _group(groups)
     keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)
     dup = np.zeros(len(qids), dtype=np.int64)
@@ -572,8 +519,13 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
         qcode, docs, scores = qcode[keep], docs[keep], scores[keep]
         perm = np.argsort(qcode, kind="stable")
         ptr = _csr(np.bincount(qcode, minlength=len(qids)))
+    del qcode
     if perm is not None:
         docs, scores = docs[perm], scores[perm]
+    if a_start is not None:  # trec_eval's order by one compiled pass (ids compared as bytes)
+        assert isinstance(vocab, LazyVocab) and vocab.arena is not None
+        _run_kernels.trec_rank(ptr, scores, docs, a_start, vocab.arena)  # in place: both are ours
+        return Run(list(qids), ptr, docs, scores, vocab, dup)
     run = Run.from_columns(list(qids), ptr, docs, scores, vocab, check_duplicates=False)
     run.duplicates = dup
     return run

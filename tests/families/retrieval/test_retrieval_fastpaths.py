@@ -99,6 +99,109 @@ def test_from_dict_arrays_equal_dict_path(monkeypatch):
     assert l1.n_duplicates_removed == l2.n_duplicates_removed > 0
 
 
+def _compiled(monkeypatch):
+    """Every large-input kernel on from one id (``FACTORIZE_MIN``: the pandas path too)."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    monkeypatch.setattr(runs_mod, "COMPILED_INTERN_MIN", 1)
+    monkeypatch.setattr(runs_mod, "COMPILED_RANK_MIN", 1)
+
+
+def test_compiled_interning_hand_worked(monkeypatch):
+    from kg_rageval.families.retrieval import _kernels
+
+    pytest.importorskip("numba")
+    raw = np.frombuffer("b\na\nb\n\né\nx\x00y\n\na".encode(), dtype=np.uint8)
+    codes, first = _kernels.intern_strings(raw, 8)  # b a b "" é x\0y "" a
+    assert codes.tolist() == [0, 1, 0, 2, 3, 4, 2, 1] and first.tolist() == [0, 1, 3, 4, 5]
+    assert _kernels.intern_strings(raw, 7) is None  # more rows than ids: an id held a newline
+    assert _kernels.intern_strings(raw, 9) is None
+    _compiled(monkeypatch)
+    ids = ["b", "a", "b", "c", "a", "é", "x\x00y", "x\x00z", "x", ""]
+    codes, distinct = runs_mod.factorize(ids)
+    assert distinct == ["b", "a", "c", "é", "x\x00y", "x\x00z", "x", ""]
+    assert codes.tolist() == [0, 1, 0, 2, 1, 3, 4, 5, 6, 7]
+    assert runs_mod.factorize(["a", 1, "b"]) is None  # not all strings: the dictionary path
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ["a\nb", "a", "b", "a\nb", "a"],  # a newline inside an id: the pandas / dictionary path
+        ["\ud800", "a", "\ud800"],  # a lone surrogate cannot be encoded: likewise
+        [1, "1", 2, 1],  # not strings: the dictionary path
+    ],
+)
+def test_compiled_interning_falls_back(ids, monkeypatch):
+    _compiled(monkeypatch)
+    v = Vocab(["a"])
+    got = v.codes(ids)
+    _dict_path(monkeypatch)
+    w = Vocab(["a"])
+    np.testing.assert_array_equal(got, w.codes(ids))
+    assert v.strings == w.strings
+
+
+@pytest.mark.parametrize("n_seed", [0, 3, 2000])
+def test_compiled_vocab_codes_equal_dict_path(n_seed, monkeypatch):
+    """A vocabulary already holding ids (some of them among the new ids), many partitions
+    (200,000 ids: 3 bits), non-ASCII ids; codes, order of the added ids and index equal."""
+    rng = np.random.default_rng(n_seed)
+    ids = [f"d{x}" if x % 7 else f"dé{x}" for x in rng.integers(0, 60_000, 200_000)]
+    seed = [f"d{x}" for x in range(0, 2 * n_seed, 2)] + ["zzz"] * bool(n_seed)
+    _compiled(monkeypatch)
+    fast = Vocab(seed)
+    got = fast.codes(ids)
+    _dict_path(monkeypatch)
+    slow = Vocab(seed)
+    np.testing.assert_array_equal(got, slow.codes(ids))
+    assert fast.strings == slow.strings and fast.index == slow.index
+
+
+def test_compiled_ranking_equals_numpy(monkeypatch):
+    """trec_order: the compiled row sort (rows with equal scores re-sorted by id) gives the
+    numpy path's permutation, on square and uneven rows, ties, signed zeros and infinities."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 60, 3000)
+    lens[::2] = 40
+    ptr = runs_mod._csr(lens)
+    n = int(ptr[-1])
+    scores = rng.random(n)
+    tied = rng.random(n) < 0.2
+    scores[tied] = rng.integers(0, 4, int(tied.sum())).astype(float)
+    scores[rng.random(n) < 0.01] = -0.0
+    scores[rng.random(n) < 0.01] = np.inf
+    v = Vocab()
+    docs = v.codes([f"d{i}" for i in rng.permutation(n)])
+    monkeypatch.setattr(runs_mod, "COMPILED_RANK_MIN", 1)
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 1)
+    got = runs_mod.trec_order(ptr, scores, docs, v)
+    want = runs_mod.trec_order(ptr, scores, docs, v, compiled=False)
+    np.testing.assert_array_equal(got, want)
+    # and by hand: score descending, then id descending within each row
+    for r in (0, 1, 7):
+        a, b = int(ptr[r]), int(ptr[r + 1])
+        ids = [v.strings[d] for d in docs[a:b]]
+        expect = sorted(range(b - a), key=lambda i: (scores[a + i], ids[i]), reverse=True)
+        assert (got[a:b] - a).tolist() == expect
+
+
+def test_compiled_from_dict_equals_dict_path(monkeypatch):
+    qrels, run = _generate(600, seed=4)
+    _compiled(monkeypatch)
+    q1 = Qrels.from_dict(qrels)
+    r1 = Run.from_dict(run, vocab=q1.vocab)
+    r1_own = Run.from_dict(run)
+    _dict_path(monkeypatch)
+    q2 = Qrels.from_dict(qrels)
+    r2 = Run.from_dict(run, vocab=q2.vocab)
+    r2_own = Run.from_dict(run)
+    _same_qrels(q1, q2)
+    _same_run(r1, r2)
+    _same_run(r1_own, r2_own)
+
+
 def test_binary_and_mixed_qrels_shapes(monkeypatch):
     qrels = {"a": ["d1", "d2", "d1"], "b": {"d3": 2}, 7: {"d1": 1}}
     q = Qrels.from_dict(qrels)
@@ -435,3 +538,18 @@ def test_score_retrieval_bad_principal_names_the_record(fixtures_dir):
         InputError, match=r"'bad'.*retrieval\.principal.*\['locale'\] are not entitlement fields"
     ):
         score_retrieval(onto, recs, corpus)
+
+
+def test_vocab_tail_enters_the_index_when_read(monkeypatch):
+    """Ids added by the compiled interning wait in the tail: ``len``, ``strings`` and codes
+    are right before the dict is built; reading ``index`` builds it; a later small input (the
+    dictionary path) continues the numbering."""
+    _compiled(monkeypatch)
+    v = Vocab(["x"])
+    got = v.codes(["b", "x", "a", "b"])
+    assert got.tolist() == [1, 0, 2, 1] and len(v) == 3 and v.strings == ["x", "b", "a"]
+    assert v._tail == ["b", "a"]  # not yet in the dict
+    monkeypatch.setattr(runs_mod, "FACTORIZE_MIN", 10**12)
+    assert v.codes(["a", "c"]).tolist() == [2, 3]  # the dictionary path reads the index
+    assert v.index == {"x": 0, "b": 1, "a": 2, "c": 3} and v._tail == []
+    assert v.strings == ["x", "b", "a", "c"]

@@ -437,7 +437,7 @@ def test_lazy_vocabulary_across_blocks_hash_join_and_float_fast_path(tmp_path, m
     monkeypatch.setattr(trec, "NUMBA_MIN_BYTES", 1 << 10)  # the compiled path on a small file
     lazy = read_run(p)
     plain = read_run(p, vocab=Vocab())
-    assert isinstance(lazy.vocab, LazyVocab) and lazy.vocab._index is None
+    assert isinstance(lazy.vocab, LazyVocab) and lazy.vocab._lazy_index is None
     assert len(lazy.vocab) == len(plain.vocab) == len({ln.split()[2] for ln in lines})
     assert (
         lazy.to_dict()
@@ -458,6 +458,56 @@ def test_lazy_vocabulary_across_blocks_hash_join_and_float_fast_path(tmp_path, m
         read_run(bad)
 
 
+def test_fused_run_reader_equals_the_numpy_reader(tmp_path, monkeypatch):
+    """The fused compiled reader (one pass: fields, score, query changes, one document table
+    across blocks; trec_eval's order by a compiled merge sort comparing id bytes) gives the
+    numpy reader's run exactly: ties broken by id descending with ids that are prefixes of
+    each other and non-ASCII, rows out of order, a query split over the file, exponent scores,
+    comments, blank lines, extra columns, dedupe and its counts, and the same errors."""
+    from kg_rageval.families.retrieval import _kernels, trec
+
+    if not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(11)
+    ids = ["d1", "d10", "d100", "d2", "dé", "dz", "d\u00e9t", "D1", "日本", "d1x"] + [
+        f"doc{i}" for i in range(200)
+    ]
+    lines = ["# a comment line", ""]
+    for q in range(120):
+        qid = f"q{q % 97}"  # queries 0-22 come back later in the file
+        docs = rng.choice(len(ids), 25, replace=False).tolist()
+        for j, d in enumerate(docs):
+            sc = [f"{rng.integers(0, 4) / 2:.1f}", f"{rng.random():.3e}", "-0.0", "0", "7"][j % 5]
+            extra = " extra cols" if j % 9 == 0 else ""
+            lines.append(f"{qid} Q0 {ids[d]} {j + 1} {sc} tag{extra}")
+        if q % 10 == 0:
+            lines.append(f"{qid} Q0 {ids[docs[0]]} 99 0.25 tag")  # a duplicate
+    p = tmp_path / "run.txt"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def both(**kw):
+        monkeypatch.setattr(trec, "CHUNK_BYTES", 1 << 12)  # many blocks
+        monkeypatch.setattr(trec, "NUMBA_MIN_BYTES", 0)
+        fused = read_run(p, **kw)
+        monkeypatch.setattr(trec, "NUMBA_MIN_BYTES", 1 << 62)
+        plain = read_run(p, **kw)
+        return fused, plain
+
+    fused, plain = both(dedupe=True)
+    assert fused.qids == plain.qids and np.array_equal(fused.ptr, plain.ptr)
+    assert np.array_equal(fused.scores, plain.scores)
+    assert all(fused.ranked(q) == plain.ranked(q) for q in plain.qids)
+    assert np.array_equal(fused.duplicates, plain.duplicates)
+    assert fused.n_duplicates_removed == plain.n_duplicates_removed == 84  # split queries repeat ids
+    for q in plain.qids:  # trec_eval's order: score descending, then the id descending (strcmp)
+        r = fused.ranked(q)
+        sc = fused.scores[fused.ptr[fused.qindex[q]] : fused.ptr[fused.qindex[q] + 1]].tolist()
+        keyed = [(s_, d.encode()) for s_, d in zip(sc, r)]
+        assert keyed == sorted(keyed, reverse=True)
+    with pytest.raises(InputError, match=r"run lists a document twice for one query \(first on line \d+\)"):
+        both()
+
+
 def test_a_small_run_file_does_not_import_numba(tmp_path):
     """A tiny ``score retrieval --qrels/--run`` spent 72 % of its 1.2 s importing numba for the
     lazy vocabulary (issue #33); below NUMBA_MIN_BYTES the run is read by numpy."""
@@ -472,3 +522,30 @@ def test_a_small_run_file_does_not_import_numba(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_compiled_judgement_lookup_equals_numpy(monkeypatch):
+    """``rank``'s compiled judgement lookup gives the numpy path's grades and pool flags, so
+    every measure is the same bit for bit: a run with its own vocabulary (remapped), queries
+    missing from the run and run-only queries, negative and zero grades, a depth cut."""
+    from kg_rageval.families.retrieval import _kernels, measures
+    from kg_rageval.families.retrieval.measures import TREC_ALL, compute, rank
+
+    if not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(3)
+    qrels = {f"q{q}": {f"d{d}": int(rng.integers(-1, 4)) for d in rng.choice(300, 12)} for q in range(60)}
+    run = {f"q{q}": {f"d{d}": float(rng.random()) for d in rng.choice(400, 40)} for q in range(5, 70)}
+    q = Qrels.from_dict(qrels)
+    for r in (Run.from_dict(run), Run.from_dict(run, vocab=q.vocab)):
+        for depth in (None, 7):
+            monkeypatch.setattr(measures, "JUDGE_KERNEL_MIN", 0)
+            a = rank(q, r, depth=depth)
+            pa = compute(q, r, TREC_ALL, depth=depth)
+            monkeypatch.setattr(measures, "JUDGE_KERNEL_MIN", 1 << 62)
+            b = rank(q, r, depth=depth)
+            pb = compute(q, r, TREC_ALL, depth=depth)
+            assert np.array_equal(a.ptr, b.ptr) and np.array_equal(a.grade, b.grade)
+            assert np.array_equal(a.inq, b.inq) and a.inq.sum() > 5 and (a.grade < 0).any()
+            assert np.array_equal(a.missing, b.missing) and a.run_only == b.run_only
+            assert all(np.array_equal(pa.values[m], pb.values[m]) for m in pb.values)
