@@ -341,6 +341,36 @@ def _gold_column(records: list[Record]) -> list[set[str] | None] | None:
     return out
 
 
+NO_CLAIM_CITATIONS = "no claim-level citations"
+
+
+def _answer_row(
+    claims: list[Any] | None, cited: list[str], gold: set[str] | None
+) -> tuple[tuple[int, ...], str | None]:
+    """One answered record's row of :class:`CitationFamily` stats and its completeness note.
+
+    ``claims`` is the claim-level citations (``None``: the answer has none, the row is marked
+    "no claim-level citations" and the caller records it as not applicable; ``[]``: no claims),
+    ``cited`` the distinct cited ids, ``gold`` the gold documents (``None``: no retrieval gold,
+    the precision/recall columns stay 0 with their indicator 0). An answer whose claims cite
+    nothing and that cites nothing itself is "uncited answer"."""
+    no_claims = n_claims = n_cited = with_claims = uncited = 0
+    why = None
+    if claims is None:
+        why = NO_CLAIM_CITATIONS
+    elif not claims:
+        no_claims = 1
+    else:
+        n_claims, with_claims = len(claims), 1
+        n_cited = sum(1 for _, c in claims if c)
+        if n_cited == 0 and not cited:  # no claim cites: the cited ids are the answer-level ones
+            uncited, why = 1, "uncited answer"
+    if gold is None:
+        return (1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0), why
+    hits = sum(1 for c in cited if c in gold)
+    return (1, no_claims, n_claims, n_cited, with_claims, uncited, 1, len(cited), hits, len(gold)), why
+
+
 def score_citations(records: Iterable[Record]) -> Evaluation:
     records = list(records)
     cols = answer_columns(records)
@@ -364,36 +394,10 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         # here (its answer-level citations only); otherwise the ordered list depth and the trail
         # read again (memoised), made of what was read already
         cited = list(dict.fromkeys(answer_citations(r) or ())) if refused else cited_ids(r)
-        no_claims = n_claims = n_cited = with_claims = uncited = 0
-        why = None
+        row, why = _answer_row(claims, cited, gold_documents(r))
         if claims is None:
-            why = "no claim-level citations"
-            unscored.append(unscored_entry(r["id"], "no claim-level citations", Reason.NOT_APPLICABLE))
-        elif not claims:
-            no_claims = 1
-        else:
-            n_claims, with_claims = len(claims), 1
-            n_cited = sum(1 for _, c in claims if c)
-            if n_cited == 0 and not cited:  # no claim cites: the cited ids are the answer-level ones
-                uncited, why = 1, "uncited answer"
-        gold = gold_documents(r)
-        if gold is None:
-            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0))
-        else:
-            stats.append(
-                (
-                    1,
-                    no_claims,
-                    n_claims,
-                    n_cited,
-                    with_claims,
-                    uncited,
-                    1,
-                    len(cited),
-                    sum(1 for c in cited if c in gold),
-                    len(gold),
-                )
-            )
+            unscored.append(unscored_entry(r["id"], NO_CLAIM_CITATIONS, Reason.NOT_APPLICABLE))
+        stats.append(row)
         ids.append(r["id"])
         row_key_dicts.append(keys)
         cited_col.append(" ".join(sorted(cited)))
@@ -425,36 +429,10 @@ def _score_columns(cols: AnswerColumns, golds: list[set[str] | None]) -> Evaluat
         refused = refused_flag is True
         claims = [] if refused else claims_k
         cited = list(dict.fromkeys(cols.cites[k] or ())) if refused else cited_k
-        no_claims = n_claims = n_cited = with_claims = uncited = 0
-        why = None
+        row, why = _answer_row(claims, cited, golds[k])
         if claims is None:
-            why = "no claim-level citations"
-            unscored.append(unscored_entry(rec_ids[k], "no claim-level citations", Reason.NOT_APPLICABLE))
-        elif not claims:
-            no_claims = 1
-        else:
-            n_claims, with_claims = len(claims), 1
-            n_cited = sum(1 for _, c in claims if c)
-            if n_cited == 0 and not cited:
-                uncited, why = 1, "uncited answer"
-        gold = golds[k]
-        if gold is None:
-            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0))
-        else:
-            stats.append(
-                (
-                    1,
-                    no_claims,
-                    n_claims,
-                    n_cited,
-                    with_claims,
-                    uncited,
-                    1,
-                    len(cited),
-                    sum(1 for c in cited if c in gold),
-                    len(gold),
-                )
-            )
+            unscored.append(unscored_entry(rec_ids[k], NO_CLAIM_CITATIONS, Reason.NOT_APPLICABLE))
+        stats.append(row)
         pos.append(k)
         cited_col.append(" ".join(sorted(cited)))
         completeness.append(why)
