@@ -11,7 +11,9 @@ child, ``os.wait4``) and **peak RSS** are reported beside an *anchor*: the least
 with the same input, in a fresh process too, in the same run (interleaved with the command
 when ``--repeat`` > 1; the best of the repeats is kept):
 
-* records commands: ``json.loads`` of every line of the records file (and ``orjson.loads``);
+* records commands: ``json.loads`` of every line of the records file (and ``orjson.loads``),
+  the rows held; and the floor of a streamed command (issue #33): ``json.loads`` of every line,
+  each dropped, plus the ontology load, in one process;
 * ``score retrieval`` from TREC files and ``compare``: pytrec_eval and ranx reading the same
   files and computing the same measures (``compare``: ranx's ``compare`` with a paired t-test);
 * ``link``: pyahocorasick, an automaton over the same labels scanning the same texts;
@@ -67,6 +69,14 @@ ANCHOR_CODE = {
     "import numpy, short BLAS spin": "import os\nos.environ.setdefault('OPENBLAS_THREAD_TIMEOUT', '16')\nimport numpy",
     "json.loads": "import json, sys\nwith open(sys.argv[1], 'rb') as f:\n    rows = [json.loads(l) for l in f]",
     "orjson.loads": "import orjson, sys\nwith open(sys.argv[1], 'rb') as f:\n    rows = [orjson.loads(l) for l in f]",
+    # the floor of a streamed records command (issue #33): each line parsed and dropped, and the
+    # ontology loaded, in one process (what every ``score <family>`` must do at the least)
+    "json.loads streamed + ontology load": "import json, sys\n"
+    "from kg_rageval.ontology import load_ontology\n"
+    "load_ontology(sys.argv[2])\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    for l in f:\n"
+    "        json.loads(l)",
     "csv reader": "import csv, sys\nwith open(sys.argv[1], newline='') as f:\n"
     "    rows = list(csv.reader(f, delimiter='\\t'))",
     "pyoxigraph parse": "import sys, pyoxigraph\n"
@@ -295,7 +305,7 @@ def make_relations_data(d: Path, n: int) -> Path | None:
 # ------------------------------------------------------------------ cases
 def cases(d: Path, rec: dict, dag: dict, rel: Path | None, n: int, nodes: int) -> list[Case]:
     o, r = str(ATTACK), str(rec["records"])
-    js = [("json.loads", [r]), ("orjson.loads", [r])]
+    js = [("json.loads", [r]), ("orjson.loads", [r]), ("json.loads streamed + ontology load", [r, o])]
     start = [("python -c pass", []), ("import numpy", []), ("import numpy, short BLAS spin", [])]
     trec = [str(rec["qrels"]), str(rec["runs"][0])]
     out = lambda name: str(d / "out" / name)  # noqa: E731
@@ -474,6 +484,7 @@ def run_cases(
     startup_repeat: int,
     warmup: bool,
     log: Callable[[str], None],
+    skip_anchors: frozenset[str] = frozenset(),
 ) -> list[dict]:
     anchor_best: dict[tuple, Run] = {}
     rows = []
@@ -483,7 +494,8 @@ def run_cases(
         anchors = [
             (a, args)
             for a, args in c.anchors
-            if a not in ANCHOR_NEEDS or importlib.util.find_spec(ANCHOR_NEEDS[a]) is not None
+            if a not in skip_anchors
+            and (a not in ANCHOR_NEEDS or importlib.util.find_spec(ANCHOR_NEEDS[a]) is not None)
         ]
         if warmup or c.startup:  # the caches (numba, pages) of the command and its anchors
             measure(KG + c.argv, d, env)
@@ -569,10 +581,22 @@ def main(argv: list[str] | None = None) -> list[dict]:
         help="comma-separated commands by slug or slug prefix, e.g. score-hierarchy,link,audit or score",
     )
     ap.add_argument("--skip", default="", help="comma-separated commands (slug or prefix) to leave out")
+    ap.add_argument(
+        "--skip-anchor",
+        default="",
+        help="comma-separated anchor names to leave out (e.g. 'json.loads,orjson.loads': at 1,000,000 "
+        "records their held rows take GBs)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     ap.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     ap.add_argument(
         "--keep", type=Path, default=None, help="generate the data into this directory and keep it"
+    )
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --keep DIR: use the data a previous run generated there (DIR/paths.json) instead "
+        "of generating it again (minutes at 1,000,000 records)",
     )
     ap.add_argument("--warmup", action="store_true", help="run each command and anchor once unmeasured first")
     ap.add_argument("--no-pyc-cache", action="store_true", help="children compile the package on every run")
@@ -605,22 +629,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if unknown:
             raise SystemExit(f"no command matches {sorted(unknown)}; commands: {', '.join(map(slug, names))}")
         t0 = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--generate-into",
-                str(d),
-                "--n",
-                str(args.n),
-                "--nodes",
-                str(nodes),
-                "--seed",
-                str(args.seed),
-            ],
-            check=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        reuse = args.reuse and args.keep is not None and (d / "paths.json").exists()
+        if not reuse:
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--generate-into",
+                    str(d),
+                    "--n",
+                    str(args.n),
+                    "--nodes",
+                    str(nodes),
+                    "--seed",
+                    str(args.seed),
+                ],
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
         paths = json.loads((d / "paths.json").read_text())
         rec, dag, rel = paths["records"], paths["dag"], paths["relations"]
         log(f"data: {time.perf_counter() - t0:.1f} s in {d}")
@@ -633,7 +659,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 env=env,
                 stdout=subprocess.DEVNULL,
             )
-        rows = run_cases(cs, d, env, args.repeat, args.startup_repeat, args.warmup, log)
+        skip_anchors = frozenset(a for a in args.skip_anchor.split(",") if a)
+        rows = run_cases(cs, d, env, args.repeat, args.startup_repeat, args.warmup, log, skip_anchors)
         meta = {
             "n": args.n,
             "nodes": nodes,

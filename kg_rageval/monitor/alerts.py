@@ -239,6 +239,19 @@ def _fer_alerts(fer: Mapping[tuple[str, str], Mapping[str, Any]], threshold: flo
     return out
 
 
+def _fer_results(cfg: AlertConfig, fer: Mapping[tuple[str, str], Mapping[str, Any]] | None) -> list[Alert]:
+    """The sampled-FER guardrail's alerts (none when the config has no such guardrail); a config
+    that asks for it without reviewed records is a config error."""
+    if cfg.filter_false_exclusion_rate is None:
+        return []
+    if fer is None:
+        raise ConfigError(
+            "filter_false_exclusion_rate needs reviewed records, a review queue and a corpus "
+            "(monitor alerts --queue QUEUE --corpus CORPUS [--reviewed REVIEWED])"
+        )
+    return _fer_alerts(fer, cfg.filter_false_exclusion_rate.max)
+
+
 def evaluate(
     rows: Sequence[TrafficRow],
     cfg: AlertConfig,
@@ -348,13 +361,7 @@ def evaluate(
                 )
             )
 
-    if cfg.filter_false_exclusion_rate is not None:
-        if fer is None:
-            raise ConfigError(
-                "filter_false_exclusion_rate needs reviewed records, a review queue and a corpus "
-                "(monitor alerts --queue QUEUE --corpus CORPUS [--reviewed REVIEWED])"
-            )
-        results.extend(_fer_alerts(fer, cfg.filter_false_exclusion_rate.max))
+    results.extend(_fer_results(cfg, fer))
 
     bands: dict[str, Any] | None = None
     if cfg.regeneration is not None:
@@ -518,13 +525,7 @@ def evaluate_store(
                 )
             )  # fmt: skip
 
-    if cfg.filter_false_exclusion_rate is not None:
-        if fer is None:
-            raise ConfigError(
-                "filter_false_exclusion_rate needs reviewed records, a review queue and a corpus "
-                "(monitor alerts --queue QUEUE --corpus CORPUS --reviewed REVIEWED)"
-            )
-        results.extend(_fer_alerts(fer, cfg.filter_false_exclusion_rate.max))
+    results.extend(_fer_results(cfg, fer))
 
     bands: dict[str, Any] | None = None
     if cfg.regeneration is not None:

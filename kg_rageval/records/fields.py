@@ -18,11 +18,14 @@ reason):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from itertools import repeat
 from operator import is_
 from typing import Any
+
+import numpy as np
 
 from kg_rageval.records import Record, record_error, slice_text
 from kg_rageval.records.nodes import gold_node
@@ -208,3 +211,159 @@ def all_slice_keys(records: list[Record]) -> list[str]:
     if memo is not None:
         memo[-1] = (list(records), tuple(out))  # key -1: no id() is negative
     return out
+
+
+# ------------------------------------------------------------------ columns of a chunk
+_EMPTY: dict[str, Any] = {}
+"""Stands for an absent section in :class:`RecordColumns` (read with ``.get`` only)."""
+
+_NONE = type(None)
+_GET: Any = dict.get  # ``map(_GET, dicts, repeat(key))``: each dict's ``.get(key)``, at C speed
+
+
+class RecordColumns:
+    """The fields of a list of record dicts (one streamed chunk) read as columns, each once and
+    at C speed (``map(dict.get, ...)`` over the records, then over their sections), for the
+    families that read the same fields of every record (the generation and provenance members).
+
+    Every reader gives ``None`` where the column is not in its common, well-formed shape (a
+    section that is not an object, a flag that is not ``true``/``false``, ...): the caller then
+    reads record by record with the checked readers above, which raise the first problem in
+    record order with the message they always gave. So a column read changes no value and no
+    error, only the cost. Build it with :func:`record_columns` (shared within
+    :func:`shared_row_keys`)."""
+
+    __slots__ = ("_memo", "n", "records")
+
+    def __init__(self, records: list[Record]):
+        self.records = records
+        self.n = len(records)
+        self._memo: dict[Any, Any] = {}
+
+    def cached(self, key: Any, make: Any) -> Any:
+        """``make()``, computed once per ``key`` for these records (a reader of several
+        columns that more than one family uses: its key names its module)."""
+        memo = self._memo
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
+    def ids(self) -> list[Any] | None:
+        """``record["id"]`` of each record; ``None`` when some record has none."""
+        return self.cached("id", self._ids)
+
+    def _ids(self) -> list[Any] | None:
+        ids = list(map(dict.get, self.records, repeat("id"), repeat(_EMPTY)))
+        return None if any(map(is_, ids, repeat(_EMPTY))) else ids
+
+    def section(self, name: str) -> list[dict[str, Any]] | None:
+        """``record[name]`` of each record, an absent or ``null`` section as an empty dict
+        (shared: never changed); ``None`` unless each is an object or absent."""
+        return self.cached(("section", name), lambda: self._section(name))
+
+    def _section(self, name: str) -> list[dict[str, Any]] | None:
+        raw = list(map(dict.get, self.records, repeat(name), repeat(_EMPTY)))
+        types = set(map(type, raw))
+        if not types <= {dict, _NONE}:
+            return None
+        if _NONE in types:
+            raw = [_EMPTY if s is None else s for s in raw]
+        return raw
+
+    def present(self, name: str) -> list[bool] | None:
+        """Whether each record has the section ``name`` (not absent, not ``null``)."""
+        secs = self.section(name)
+        if secs is None:
+            return None
+        return self.cached(("present", name), lambda: [s is not _EMPTY for s in secs])
+
+    def field(self, sec: str, name: str) -> list[Any] | None:
+        """``record[sec][name]`` of each record, ``None`` where absent (``None`` when the section
+        column is not well formed)."""
+        secs = self.section(sec)
+        if secs is None:
+            return None
+        return self.cached(("field", sec, name), lambda: list(map(dict.get, secs, repeat(name))))
+
+    def flags(self, sec: str, name: str) -> list[bool | None] | None:
+        """:func:`flag` of each record: ``True``, ``False`` or ``None`` (absent); ``None`` when
+        some value is not a boolean."""
+        col = self.field(sec, name)
+        if col is None or not set(map(type, col)) <= {bool, _NONE}:
+            return None
+        return col
+
+    def texts(self, sec: str, name: str) -> list[str | None] | None:
+        """A text field of each record (``None`` where absent); ``None`` when some value is
+        neither a string nor absent."""
+        col = self.field(sec, name)
+        if col is None or not set(map(type, col)) <= {str, _NONE}:
+            return None
+        return col
+
+    def keys(self) -> dict[str, np.ndarray]:
+        """:func:`row_keys` of every record as object columns, in the order of
+        :func:`all_slice_keys`: ``gold_node`` (:func:`~kg_rageval.records.nodes.gold_node`) and
+        one ``slice:<name>`` per slice name (``None`` where a record has none)."""
+        return self.cached("keys", self._keys)
+
+    def _keys(self) -> dict[str, np.ndarray]:
+        from kg_rageval.records.slices import slice_texts
+
+        records = self.records
+        tops = list(map(dict.get, records, repeat("gold_node")))
+        labels = list(map(dict.get, records, repeat("labels")))
+        if set(map(type, labels)) <= {dict}:
+            golds = list(map(_GET, labels, repeat("gold")))
+        else:
+            golds = [lab.get("gold") if isinstance(lab, Mapping) else None for lab in labels]
+        nodes = [t if isinstance(t, str) and t else _one_gold(g) for t, g in zip(tops, golds)]
+        out = {"gold_node": _objects(nodes)}
+        slices = list(map(dict.get, records, repeat("slices")))
+        names = sorted(set().union(*(s for s in slices if isinstance(s, dict))) if slices else set())
+        plain = set(map(type, slices)) <= {dict}
+        for k in names:
+            vals = (
+                list(map(_GET, slices, repeat(k)))
+                if plain
+                else [s.get(k) if isinstance(s, dict) else None for s in slices]
+            )
+            out[f"slice:{k}"] = _objects(slice_texts(vals))
+        return out
+
+    def key_columns(self, at: np.ndarray | list[int] | None = None) -> dict[str, np.ndarray]:
+        """:meth:`keys` of the rows at positions ``at`` (all rows when ``None``)."""
+        keys = self.keys()
+        if at is None:
+            return dict(keys)
+        idx = np.asarray(at, dtype=np.intp)
+        return {k: v[idx] for k, v in keys.items()}
+
+
+def _one_gold(gold: Any) -> str | None:
+    """:func:`~kg_rageval.records.nodes.gold_node`'s single-label rule on a ``labels.gold`` value."""
+    if isinstance(gold, list):
+        gold = gold[0] if len(gold) == 1 else None
+    return gold if isinstance(gold, str) and gold else None
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
+
+
+def record_columns(records: list[Record]) -> RecordColumns | None:
+    """The :class:`RecordColumns` of ``records`` (``None`` unless every record is a plain
+    dict); within :func:`shared_row_keys` the same object for the same records (each family
+    passes its own list of the same record objects)."""
+    if type(records) is not list or not set(map(type, records)) <= {dict}:
+        return None
+    memo = _KEYS_MEMO.get()
+    if memo is None:
+        return RecordColumns(records)
+    seen = memo.get(-2)
+    if seen is not None and seen.n == len(records) and all(map(is_, seen.records, records)):
+        return seen
+    cols = memo[-2] = RecordColumns(list(records))  # key -2: no id() is negative
+    return cols

@@ -101,7 +101,7 @@ def columns_evaluation(
     record_ids: list[Any],
     stats: Iterable[Iterable[float]],
     *,
-    keys: Mapping[str, list[Any]] | None = None,
+    keys: Mapping[str, Any] | None = None,
     details: Mapping[str, list[Any]] | None = None,
     unscored: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,

@@ -26,7 +26,15 @@ from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.generation.columns import column_evaluation
 from kg_rageval.families.generation.squad import SquadScorer
 from kg_rageval.records import Record, record_error
-from kg_rageval.records.fields import all_slice_keys, answer_text, flag, row_keys, section
+from kg_rageval.records.fields import (
+    RecordColumns,
+    all_slice_keys,
+    answer_text,
+    flag,
+    record_columns,
+    row_keys,
+    section,
+)
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
@@ -105,10 +113,70 @@ def _correct(record: Record, squad: SquadScorer | None = None) -> bool | None:
     return bool((squad or SquadScorer()).exact_match(pred, refs))
 
 
+def _column_rows(
+    cols: RecordColumns, squad: SquadScorer
+) -> tuple[list[int], list[Any], list[Any], list] | None:
+    """The rows of :func:`score_calibration` read from the records' columns: positions,
+    confidences, correctness labels and unscored entries in record order; ``None`` when a
+    column the rows read is not well formed (the per-record loop then raises as it did)."""
+    ids, conf_col = cols.ids(), cols.field("answer", "confidence")
+    label_col, ref_col = cols.flags("reference", "correct"), cols.field("reference", "answer")
+    answerable, refused = cols.field("reference", "answerable"), cols.flags("answer", "refused")
+    texts = cols.texts("answer", "text")
+    if ids is None or conf_col is None or label_col is None or ref_col is None:
+        return None
+    if answerable is None or refused is None or texts is None:
+        return None
+    if not set(map(type, conf_col)) <= {float, int, type(None)}:
+        return None
+    pos: list[int] = []
+    confs: list[Any] = []
+    oks: list[Any] = []
+    unscored = []
+    for k, (conf, label) in enumerate(zip(conf_col, label_col)):
+        if conf is None:
+            unscored.append(unscored_entry(ids[k], "no confidence", Reason.MISSING_INPUT))
+            continue
+        if not 0.0 <= conf <= 1.0:
+            return None
+        if label is None:
+            refs = ref_col[k]
+            if refs is None or answerable[k] is False:
+                unscored.append(unscored_entry(ids[k], "no correctness label", Reason.NO_GOLD))
+                continue
+            if type(refs) is str:
+                refs = [refs]
+            elif type(refs) is not list or not refs or set(map(type, refs)) != {str}:
+                return None
+            pred = "" if refused[k] else (texts[k] or "")
+            label = bool(squad.exact_match(pred, refs))
+        pos.append(k)
+        confs.append(float(conf))
+        oks.append(label)
+    return pos, confs, oks, unscored
+
+
 def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluation:
     records = list(records)
     fam = CalibrationFamily(n_bins)
     squad = SquadScorer()
+    cols = record_columns(records)
+    fast = None if cols is None else _column_rows(cols, squad)
+    if fast is not None and cols is not None:
+        pos, confs, oks, unscored = fast
+        rec_ids = cols.ids() or []  # read by _column_rows: never None here
+        conf_f = np.asarray(confs, dtype=float)
+        bins = np.minimum(n_bins - 1, np.maximum(0, np.ceil(conf_f * n_bins).astype(np.int64) - 1))
+        return _evaluation(
+            fam,
+            [rec_ids[k] for k in pos],
+            cols.key_columns(pos),
+            confs,
+            oks,
+            bins.tolist(),
+            unscored,
+            records,
+        )
     unscored = []
     ids, key_rows, confs, oks, bins = [], [], [], [], []
     for r in records:
@@ -129,6 +197,22 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
         confs.append(c)
         oks.append(ok)
         bins.append(bin_index(c, n_bins))
+    keys = all_slice_keys(records)
+    key_cols = {k: [kr.get(k) for kr in key_rows] for k in keys}
+    return _evaluation(fam, ids, key_cols, confs, oks, bins, unscored, records)
+
+
+def _evaluation(
+    fam: CalibrationFamily,
+    ids: list[Any],
+    key_cols: Mapping[str, Any],
+    confs: list[Any],
+    oks: list[Any],
+    bins: list[int],
+    unscored: list,
+    records: list[Record],
+) -> Evaluation:
+    n_bins = fam.n_bins
     accs = [float(ok) for ok in oks]
     conf_a, acc_a, m = (
         np.asarray(confs, dtype=float),
@@ -150,8 +234,7 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
         fam,
         ids,
         stats,
-        key_rows=key_rows,
-        keys=all_slice_keys(records),
+        key_columns=key_cols,
         details={"confidence": confs, "is_correct": oks, "bin": (m + 1).tolist()},
         unscored=unscored,
     )

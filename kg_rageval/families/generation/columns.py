@@ -20,15 +20,18 @@ def column_evaluation(
     record_ids: Sequence[Any],
     stats: Mapping[str, Any],
     *,
-    key_rows: Sequence[Mapping[str, Any]],
-    keys: Sequence[str],
+    key_rows: Sequence[Mapping[str, Any]] = (),
+    keys: Sequence[str] = (),
+    key_columns: Mapping[str, Sequence[Any]] | None = None,
     details: Mapping[str, Sequence[Any]],
     unscored: list[dict[str, Any]],
     meta: dict[str, Any] | None = None,
 ) -> Evaluation:
     """``stats``: name → one number per row (absent names are all 0); ``key_rows``: the
     breakdown keys of each row (:func:`~kg_rageval.records.fields.row_keys`), of which the
-    columns ``keys`` are kept; ``details``: name → one value per row."""
+    columns ``keys`` are kept (or ``key_columns``: name → one key value per row, the same
+    columns read at once, :meth:`~kg_rageval.records.fields.RecordColumns.key_columns`);
+    ``details``: name → one value per row."""
     n = len(record_ids)
     cols = {
         s: np.zeros(n) if stats.get(s) is None else np.asarray(stats[s], dtype=float) for s in family.stats
@@ -37,7 +40,11 @@ def column_evaluation(
         family=family,
         record_ids=_object_column(record_ids),
         stats=cols,
-        keys={k: _object_column([kr.get(k) for kr in key_rows]) for k in keys},
+        keys=(
+            {k: _object_column([kr.get(k) for kr in key_rows]) for k in keys}
+            if key_columns is None
+            else {k: _object_column(v) for k, v in key_columns.items()}
+        ),
         details={k: _object_column(v) for k, v in details.items()},
         unscored=list(unscored),
         meta=dict(meta or {}),

@@ -24,7 +24,7 @@ Unscored: ``no reference answer``, ``unanswerable`` (refusal behaviour covers th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from kg_rageval.records.fields import (
     answer_text,
     flag,
     id_list,
+    record_columns,
     row_keys,
     section,
     strip_citation_markers,
@@ -112,14 +113,25 @@ def _references(record: Record) -> list[str] | None:
     )
 
 
+_READ = object()
+"""``given`` of :func:`_concepts` not read yet: read it from the record (the checked reader)."""
+
+
 def _concepts(
-    record: Record, sec: str, texts: list[str], resolver: IdResolver, linker: ConceptLinker
+    record: Record,
+    sec: str,
+    texts: list[str],
+    resolver: IdResolver,
+    linker: ConceptLinker,
+    given: Any = _READ,
 ) -> tuple[list[str], list[int], int]:
     """The concept ids of ``sec`` (given, resolved by the one id resolver — the reference's
     as gold, the answer's as predicted — or linked from the texts), their ontology indices and
     how many given ids the ontology lacks (kept out of the list; counted). A linked id the
-    ontology lacks raises :class:`~kg_rageval.base.errors.UnknownIdError` naming the record."""
-    given = id_list(record, sec, "concepts")
+    ontology lacks raises :class:`~kg_rageval.base.errors.UnknownIdError` naming the record.
+    ``given``: ``{sec}.concepts`` when already read (``None``: absent)."""
+    if given is _READ:
+        given = id_list(record, sec, "concepts")
     o = resolver.ontology
     if given is None:
         linked = sorted(concepts_in(texts, linker))
@@ -129,10 +141,68 @@ def _concepts(
             o.indices(linked, where=located(record, "concepts"))  # raises, naming the ids
         return linked, idx, 0
     role = "gold" if sec == "reference" else "pred"
-    res = resolver.resolve(given, role, lambda j: located(record, f"{sec}.concepts[{j}]"))
+    res = resolver.resolve(list(given), role, lambda j: located(record, f"{sec}.concepts[{j}]"))
     known = list(dict.fromkeys(i for i in res.idx.tolist() if i >= 0))
     ids = o.ids
     return [ids[i] for i in known], known, int(res.unknown.sum())
+
+
+_UNANSWERABLE = object()
+_NO_REFERENCE = object()
+
+
+def _fields_checked(records: list[Record]) -> Iterator[tuple[Any, ...]]:
+    """``(record, refs, refused, text, reference concepts, answer concepts)`` of each record,
+    read by the checked readers in the order they always were (``refs`` is a marker for an
+    unscored record; the concepts :data:`_READ`: read when needed)."""
+    for r in records:
+        refs = _references(r)
+        if flag(r, "reference", "answerable") is False:
+            yield r, _UNANSWERABLE, False, None, None, None
+            continue
+        if refs is None:
+            yield r, _NO_REFERENCE, False, None, None, None
+            continue
+        yield r, refs, flag(r, "answer", "refused") is True, answer_text(r), _READ, _READ
+
+
+def _fields_columns(records: list[Record]) -> list[tuple[Any, ...]] | None:
+    """What :func:`_fields_checked` reads, from the records' columns
+    (:class:`~kg_rageval.records.fields.RecordColumns`); ``None`` when a column is not well
+    formed (then the checked readers raise as they did)."""
+    cols = record_columns(records)
+    if cols is None:
+        return None
+    answers, answerable = cols.field("reference", "answer"), cols.field("reference", "answerable")
+    refused, texts = cols.flags("answer", "refused"), cols.texts("answer", "text")
+    ref_c, ans_c = cols.field("reference", "concepts"), cols.field("answer", "concepts")
+    if answers is None or answerable is None or refused is None or texts is None or ref_c is None:
+        return None
+    if ans_c is None or cols.flags("reference", "answerable") is None:
+        return None
+    for col in (ref_c, ans_c):
+        if not set(map(type, col)) <= {list, type(None)}:
+            return None
+        if list in set(map(type, col)) and not all(set(map(type, v)) <= {str} for v in col if v is not None):
+            return None
+    out: list[tuple[Any, ...]] = []
+    append = out.append
+    for r, a, ok, ref, text, rc, ac in zip(records, answers, answerable, refused, texts, ref_c, ans_c):
+        if a is None:
+            refs = None
+        elif type(a) is str:
+            refs = [a]
+        elif type(a) is list and a and set(map(type, a)) == {str}:
+            refs = list(a)
+        else:
+            return None
+        if ok is False:
+            append((r, _UNANSWERABLE, False, None, None, None))
+        elif refs is None:
+            append((r, _NO_REFERENCE, False, None, None, None))
+        else:
+            append((r, refs, ref is True, text, rc, ac))
+    return out
 
 
 def score_correctness(
@@ -145,7 +215,11 @@ def score_correctness(
 ) -> Evaluation:
     """EM / token F1 per record, plus concept-level counts when an ontology is given (given
     concept ids resolved by :class:`~kg_rageval.ontology.IdResolver` with ``ids``);
-    ``strip_citations``: remove inline citation markers from the answer first."""
+    ``strip_citations``: remove inline citation markers from the answer first.
+
+    Each record's fields are read from the chunk's columns
+    (:class:`~kg_rageval.records.fields.RecordColumns`), record by record with the checked
+    readers only when a column is not well formed."""
     from kg_rageval.ontology import IdOptions, IdResolver
 
     records = list(records)
@@ -155,7 +229,8 @@ def score_correctness(
     resolver = IdResolver(ontology, ids or IdOptions()) if ontology is not None else None
     squad = SquadScorer()
     unscored = []
-    rec_ids, key_rows, em, f1, refused_col, missing_col = [], [], [], [], [], []
+    rec_ids, em, f1, refused_col, missing_col = [], [], [], [], []
+    at: list[int] = []  # the record position of each row
     # concept-scored rows: positions, ids, index lists and unknown counts (one kernel call)
     pos: list[int] = []
     answer_c: list[str] = []
@@ -164,31 +239,34 @@ def score_correctness(
     pred_idx: list[list[int]] = []
     p_unknown: list[int] = []
     g_unknown: list[int] = []
-    for r in records:
-        refs = _references(r)
-        if flag(r, "reference", "answerable") is False:
+    fields = _fields_columns(records)
+    cols = record_columns(records) if fields is not None else None
+    for k, (r, refs, refused, text, given_ref, given_ans) in enumerate(
+        fields if fields is not None else _fields_checked(records)
+    ):
+        if refs is _UNANSWERABLE:
             unscored.append(unscored_entry(r["id"], "unanswerable", Reason.NOT_APPLICABLE))
             continue
-        if refs is None:
+        if refs is _NO_REFERENCE:
             unscored.append(unscored_entry(r["id"], "no reference answer", Reason.NO_GOLD))
             continue
-        refused = flag(r, "answer", "refused") is True
-        text = answer_text(r)
         missing = text is None and not refused  # a reference but no answer: scored as empty, counted
         pred: str = "" if refused or missing or text is None else text
         if strip_citations and pred:
             pred = strip_citation_markers(pred)
         e, f = squad.scores(pred, refs)
         rec_ids.append(r["id"])
-        key_rows.append(row_keys(r))
+        at.append(k)
         em.append(e)
         f1.append(f)
         refused_col.append(refused)
         missing_col.append(float(missing))
         if resolver is not None and link is not None:
-            gold, gi, gu = _concepts(r, "reference", refs, resolver, link)
+            gold, gi, gu = _concepts(r, "reference", refs, resolver, link, given_ref)
             if gold or gu:
-                pred_c, pi, pu = ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link)
+                pred_c, pi, pu = (
+                    ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link, given_ans)
+                )
                 pos.append(len(rec_ids) - 1)
                 answer_c.append(" ".join(pred_c))
                 reference_c.append(" ".join(gold))
@@ -211,12 +289,16 @@ def score_correctness(
             answer_concepts[p], reference_concepts[p] = answer_c[k], reference_c[k]
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
+    if cols is not None:
+        key_cols: dict[str, Any] = cols.key_columns(at)
+    else:
+        key_rows = [row_keys(records[k]) for k in at]
+        key_cols = {key: [kr.get(key) for kr in key_rows] for key in all_slice_keys(records)}
     return column_evaluation(
         CorrectnessFamily(),
         rec_ids,
         stats,
-        key_rows=key_rows,
-        keys=all_slice_keys(records),
+        key_columns=key_cols,
         details={
             "exact_match": em,
             "token_f1": f1,

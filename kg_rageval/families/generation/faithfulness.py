@@ -32,16 +32,18 @@ from kg_rageval.families.generation.judgment import (
 from kg_rageval.families.generation.verifiers import Judge
 from kg_rageval.records import Record, absent_answer_code
 from kg_rageval.records.fields import (
+    RecordColumns,
     all_slice_keys,
     answer_text,
     cited_context_texts,
     flag,
+    record_columns,
     row_keys,
     section,
 )
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.builders import build_evaluation, columns_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, named, ratio
@@ -160,6 +162,11 @@ def score_faithfulness(
     is a bug and propagates; bad judge *output* is ``invalid_judgment``."""
     records = list(records)
     judgments = judgments or {}
+    cols = record_columns(records)
+    if cols is not None:
+        fast = _score_columns(cols, judgments, judge)
+        if fast is not None:
+            return fast
     rows, unscored = [], []
     for r in records:
         text = answer_text(r)
@@ -196,6 +203,137 @@ def score_faithfulness(
         unscored=unscored,
     )
     fam.complete(ev)  # missing-run codes and judgments without a record
+    return ev
+
+
+_DETAILS = ("status", "judgment_source", "failure_mode", "reason", "faithfulness")
+
+JUDGMENT_MEMO_SIZE = 1 << 16
+"""At most this many distinct recorded judgments keep their parse inside one
+:func:`score_faithfulness` call (a bound on the memo's memory)."""
+
+
+def _judgment_key(raw: Any) -> Any:
+    """A hashable key of a judgment object whose values are texts, ``None`` or lists of texts
+    (the shape the contract asks for): two such objects with equal keys parse to the same
+    outcome. ``None`` for anything else (it is parsed every time)."""
+    if type(raw) is not dict:
+        return None
+    key: list[tuple[Any, Any]] = []
+    for k, v in raw.items():
+        if type(v) is list:
+            if not set(map(type, v)) <= {str}:
+                return None
+            key.append((k, tuple(v)))
+        elif v is None or type(v) is str:
+            key.append((k, v))
+        else:
+            return None
+    return tuple(key)
+
+
+def _score_columns(
+    cols: RecordColumns, judgments: Mapping[str, Any], judge: Judge | None
+) -> Evaluation | None:
+    """:func:`score_faithfulness` read from the records' columns: the same evaluation, or
+    ``None`` when a column it reads is not well formed (the per-record loop then raises as it
+    did). Equal recorded judgments are parsed once; the judge sees the same calls in the same
+    order (each record's cited context is read by the checked reader)."""
+    ids, answers = cols.ids(), cols.section("answer")
+    texts, refused = cols.texts("answer", "text"), cols.flags("answer", "refused")
+    if ids is None or answers is None or texts is None or refused is None:
+        return None
+    memo: dict[Any, JudgmentOutcome] = {}
+    pos: list[int] = []
+    rows: list[tuple] = []  # (attempted, judged, invalid, no_claims, scored, claims, supported, fsum)
+    status: list[str] = []
+    source_col: list[str] = []
+    failure: list[Any] = []
+    reasons: list[Any] = []
+    faith: list[Any] = []
+    unscored = []
+    for k, ans in enumerate(answers):
+        rid = ids[k]
+        if rid in judgments:
+            raw, source = judgments[rid], "judgments-file"
+        elif "judgment" in ans:
+            raw, source = ans["judgment"], "record"
+        elif refused[k] is True and (judge is None or texts[k] is None):
+            pos.append(k)
+            rows.append((0, 1, 0, 1, 0, 0, 0, 0.0))
+            status.append(NO_CLAIMS)
+            source_col.append("refusal")
+            failure.append(None)
+            reasons.append(None)
+            faith.append(None)
+            continue
+        elif judge is not None:
+            text = texts[k]
+            if text is None:
+                unscored.append(unscored_entry(rid, "no answer", absent_answer_code(cols.records[k])))
+                continue
+            ctx = cited_context_texts(cols.records[k])
+            if ctx is None:
+                unscored.append(unscored_entry(rid, "no context", Reason.MISSING_INPUT))
+                continue
+            raw, source = judge(text, ctx), getattr(judge, "name", type(judge).__name__)
+        else:
+            text = texts[k]
+            reason = "no answer" if text is None else "no judgment"
+            code = absent_answer_code(cols.records[k]) if text is None else Reason.MISSING_INPUT
+            unscored.append(unscored_entry(rid, reason, code))
+            continue
+        key = _judgment_key(raw)
+        outcome = memo.get(key) if key is not None else None
+        if outcome is None:
+            outcome = parse_judgment(raw)
+            if key is not None and len(memo) < JUDGMENT_MEMO_SIZE:
+                memo[key] = outcome
+        pos.append(k)
+        source_col.append(source)
+        status.append(outcome.status)
+        j = outcome.judgment
+        if j is None:
+            rows.append((1, 0, 1, 0, 0, 0, 0, 0.0))
+            failure.append(None)
+            reasons.append(outcome.error)
+            faith.append(None)
+            continue
+        reasons.append(None)
+        failure.append(j.failure_mode)
+        if j.status == NO_CLAIMS:
+            rows.append((1, 1, 0, 1, 0, j.n_claims, j.n_supported, 0.0))
+            faith.append(None)
+        else:
+            f = j.faithfulness
+            rows.append((1, 1, 0, 0, 1, j.n_claims, j.n_supported, f))
+            faith.append(f)
+    fam = FaithfulnessFamily(judgments)
+    by_name = dict(
+        zip(
+            (
+                "attempted",
+                "judged",
+                "invalid_judgment",
+                "no_claims",
+                "scored",
+                "claims",
+                "supported",
+                "faithfulness_sum",
+            ),
+            zip(*rows) if rows else [()] * 8,
+        )
+    )
+    n = len(pos)
+    ev = columns_evaluation(
+        fam,
+        [ids[k] for k in pos],
+        [by_name.get(s, [0.0] * n) for s in fam.stats],
+        keys=cols.key_columns(pos),
+        details=dict(zip(_DETAILS, (status, source_col, failure, reasons, faith))),
+        unscored=unscored,
+    )
+    fam.complete(ev)
     return ev
 
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from kg_rageval.records import Record
-from kg_rageval.records.fields import all_slice_keys, flag, row_keys, section
+from kg_rageval.records.fields import all_slice_keys, flag, record_columns, row_keys, section
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.builders import build_evaluation, columns_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, named, ratio
@@ -55,6 +57,9 @@ class RefusalFamily(Family):
 
 def score_refusal(records: Iterable[Record]) -> Evaluation:
     records = list(records)
+    fast = _score_columns(records)
+    if fast is not None:
+        return fast
     rows: list[dict[str, Any]] = []
     unscored = []
     for r in records:
@@ -90,4 +95,41 @@ def score_refusal(records: Iterable[Record]) -> Evaluation:
         )
     return build_evaluation(
         RefusalFamily(), rows, keys=all_slice_keys(records), details=("outcome",), unscored=unscored
+    )
+
+
+def _score_columns(records: list[Record]) -> Evaluation | None:
+    """:func:`score_refusal` read from the records' columns
+    (:class:`~kg_rageval.records.fields.RecordColumns`): the same evaluation, or ``None`` when
+    a column is not well formed (the per-record loop then raises as it always did)."""
+    cols = record_columns(records)
+    if cols is None:
+        return None
+    ids, answerable = cols.ids(), cols.flags("reference", "answerable")
+    present, refused_col = cols.present("answer"), cols.flags("answer", "refused")
+    if ids is None or answerable is None or present is None or refused_col is None:
+        return None
+    labelled = np.array([v is not None for v in answerable], dtype=bool)
+    at = np.flatnonzero(labelled)
+    unscored = [
+        unscored_entry(ids[k], "no answerable label", Reason.NO_GOLD)
+        for k in np.flatnonzero(~labelled).tolist()
+    ]
+    pos = at.tolist()
+    ans = np.array([answerable[k] for k in pos], dtype=bool)
+    ref = np.array([refused_col[k] is True for k in pos], dtype=bool)
+    missing = ~np.array([present[k] for k in pos], dtype=bool)
+    outcome = np.where(
+        ref,
+        np.where(ans, "over_refusal", "correct_refusal"),
+        np.where(ans, "answered", "missed_refusal"),
+    ).astype(object)
+    f = lambda b: b.astype(float)  # noqa: E731
+    return columns_evaluation(
+        RefusalFamily(),
+        [ids[k] for k in pos],
+        [f(ref), f(~ans), f(ans), f(ref & ~ans), f(ref & ans), f(missing)],
+        keys=cols.key_columns(at),
+        details={"outcome": outcome.tolist()},
+        unscored=unscored,
     )

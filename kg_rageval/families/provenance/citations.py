@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from kg_rageval.base.errors import InputError
 from kg_rageval.families.generation.verifiers import sentence_claims
 from kg_rageval.records import Record, absent_answer_code, record_error
 from kg_rageval.records.fields import (
@@ -39,6 +40,7 @@ from kg_rageval.records.fields import (
     citations,
     flag,
     gold_documents,
+    record_columns,
     row_keys,
     section,
 )
@@ -227,8 +229,154 @@ def _resolve(tokens: tuple[str, ...], cites: list[str]) -> list[str]:
     return out
 
 
+class AnswerColumns:
+    """What the provenance members read of each record's answer, as columns of one chunk:
+    ``present`` (an ``answer`` section), ``refused`` (``answer.refused``), ``texts``
+    (``answer.text``), ``cites`` (``answer.citations``), ``claims`` (:func:`claim_citations`)
+    and ``cited`` (:func:`cited_ids`; both ``None`` where the record has no answer). Made once
+    per chunk by :func:`answer_columns`; never changed by its readers."""
+
+    __slots__ = ("cited", "cites", "claims", "ids", "present", "records", "refused", "texts")
+
+    def __init__(
+        self,
+        *,
+        records: list[Record],
+        ids: list[Any],
+        present: list[bool],
+        refused: list[bool | None],
+        texts: list[str | None],
+        cites: list[Any],
+        claims: list[Any],
+        cited: list[Any],
+    ):
+        self.records, self.ids, self.present, self.refused = records, ids, present, refused
+        self.texts, self.cites, self.claims, self.cited = texts, cites, claims, cited
+
+
+def answer_columns(records: list[Record]) -> AnswerColumns | None:
+    """The :class:`AnswerColumns` of ``records`` (shared by the members of one
+    :func:`~kg_rageval.families.provenance.score_provenance` call), or ``None`` when a field
+    they read is not in its well-formed shape: the members then read record by record with the
+    checked readers, which raise the first problem in record order as they always did."""
+    cols = record_columns(records)
+    if cols is None:
+        return None
+    return cols.cached(("provenance", "answers"), lambda: _answer_columns(cols))
+
+
+def _answer_columns(cols: Any) -> AnswerColumns | None:
+    ids, present = cols.ids(), cols.present("answer")
+    refused, texts = cols.flags("answer", "refused"), cols.texts("answer", "text")
+    cites, raw_claims = cols.field("answer", "citations"), cols.field("answer", "claims")
+    if ids is None or present is None or refused is None or texts is None or cites is None:
+        return None
+    if raw_claims is None or not set(map(type, cites)) <= {list, type(None)}:
+        return None
+    if any(set(map(type, c)) - {str} for c in cites if c):
+        return None
+    records = cols.records
+    memo = _TEXTS.get()
+    n = len(ids)
+    claims: list[Any] = [None] * n
+    cited: list[Any] = [None] * n
+    for k in range(n):
+        if not present[k]:
+            continue
+        c = cites[k] or []
+        if raw_claims[k] is not None:
+            try:
+                cl = _claim_citations(records[k])
+            except InputError:
+                return None
+        else:
+            text = texts[k] or ""
+            hit = memo.get(text) if memo is not None else None
+            split = hit if hit is not None else _split(text)
+            if hit is None and memo is not None and len(memo) < TEXT_MEMO_SIZE:
+                memo[text] = split
+            marked, sentences = split
+            if not marked:
+                cl = None if c else [(s, []) for s, _ in sentences]
+            else:
+                cl = [(s, _resolve(tokens, c) if tokens else []) for s, tokens in sentences]
+        claims[k] = cl
+        seen = dict.fromkeys(c)
+        for _, cs in cl or ():
+            if cs:
+                seen.update(dict.fromkeys(cs))
+        cited[k] = list(seen)
+    return AnswerColumns(
+        records=records,
+        ids=ids,
+        present=present,
+        refused=refused,
+        texts=texts,
+        cites=cites,
+        claims=claims,
+        cited=cited,
+    )
+
+
+def _gold_column(records: list[Record]) -> list[set[str] | None] | None:
+    """:func:`~kg_rageval.records.fields.gold_documents` of each record from the columns;
+    ``None`` when some ``retrieval.gold`` is not in a well-formed shape."""
+    cols = record_columns(records)
+    golds = None if cols is None else cols.field("retrieval", "gold")
+    if golds is None:
+        return None
+    out: list[set[str] | None] = []
+    for g in golds:
+        if g is None:
+            out.append(None)
+        elif type(g) is dict:
+            vals = g.values()
+            if not set(map(type, vals)) <= {int, float}:
+                return None
+            out.append({k for k, v in g.items() if v > 0})
+        elif type(g) is list and set(map(type, g)) <= {str}:
+            out.append(set(g))
+        else:
+            return None
+    return out
+
+
+NO_CLAIM_CITATIONS = "no claim-level citations"
+
+
+def _answer_row(
+    claims: list[Any] | None, cited: list[str], gold: set[str] | None
+) -> tuple[tuple[int, ...], str | None]:
+    """One answered record's row of :class:`CitationFamily` stats and its completeness note.
+
+    ``claims`` is the claim-level citations (``None``: the answer has none, the row is marked
+    "no claim-level citations" and the caller records it as not applicable; ``[]``: no claims),
+    ``cited`` the distinct cited ids, ``gold`` the gold documents (``None``: no retrieval gold,
+    the precision/recall columns stay 0 with their indicator 0). An answer whose claims cite
+    nothing and that cites nothing itself is "uncited answer"."""
+    no_claims = n_claims = n_cited = with_claims = uncited = 0
+    why = None
+    if claims is None:
+        why = NO_CLAIM_CITATIONS
+    elif not claims:
+        no_claims = 1
+    else:
+        n_claims, with_claims = len(claims), 1
+        n_cited = sum(1 for _, c in claims if c)
+        if n_cited == 0 and not cited:  # no claim cites: the cited ids are the answer-level ones
+            uncited, why = 1, "uncited answer"
+    if gold is None:
+        return (1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0), why
+    hits = sum(1 for c in cited if c in gold)
+    return (1, no_claims, n_claims, n_cited, with_claims, uncited, 1, len(cited), hits, len(gold)), why
+
+
 def score_citations(records: Iterable[Record]) -> Evaluation:
     records = list(records)
+    cols = answer_columns(records)
+    golds = _gold_column(records) if cols is not None else None
+    if cols is not None and golds is not None:
+        return _score_columns(cols, golds)
     ids: list[Any] = []
     row_key_dicts: list[dict[str, Any]] = []
     stats: list[tuple[int, ...]] = []  # one tuple per row, in the order of CitationFamily.stats
@@ -246,36 +394,10 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         # here (its answer-level citations only); otherwise the ordered list depth and the trail
         # read again (memoised), made of what was read already
         cited = list(dict.fromkeys(answer_citations(r) or ())) if refused else cited_ids(r)
-        no_claims = n_claims = n_cited = with_claims = uncited = 0
-        why = None
+        row, why = _answer_row(claims, cited, gold_documents(r))
         if claims is None:
-            why = "no claim-level citations"
-            unscored.append(unscored_entry(r["id"], "no claim-level citations", Reason.NOT_APPLICABLE))
-        elif not claims:
-            no_claims = 1
-        else:
-            n_claims, with_claims = len(claims), 1
-            n_cited = sum(1 for _, c in claims if c)
-            if n_cited == 0 and not cited:  # no claim cites: the cited ids are the answer-level ones
-                uncited, why = 1, "uncited answer"
-        gold = gold_documents(r)
-        if gold is None:
-            stats.append((1, no_claims, n_claims, n_cited, with_claims, uncited, 0, 0, 0, 0))
-        else:
-            stats.append(
-                (
-                    1,
-                    no_claims,
-                    n_claims,
-                    n_cited,
-                    with_claims,
-                    uncited,
-                    1,
-                    len(cited),
-                    sum(1 for c in cited if c in gold),
-                    len(gold),
-                )
-            )
+            unscored.append(unscored_entry(r["id"], NO_CLAIM_CITATIONS, Reason.NOT_APPLICABLE))
+        stats.append(row)
         ids.append(r["id"])
         row_key_dicts.append(keys)
         cited_col.append(" ".join(sorted(cited)))
@@ -285,6 +407,42 @@ def score_citations(records: Iterable[Record]) -> Evaluation:
         ids,
         zip(*stats),
         keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+        details={"cited_ids": cited_col, "completeness": completeness},
+        unscored=unscored,
+    )
+
+
+def _score_columns(cols: AnswerColumns, golds: list[set[str] | None]) -> Evaluation:
+    """:func:`score_citations` read from the chunk's :class:`AnswerColumns`: the same evaluation."""
+    records, rec_ids = cols.records, cols.ids
+    pos: list[int] = []
+    stats: list[tuple[int, ...]] = []  # one tuple per row, in the order of CitationFamily.stats
+    cited_col: list[str] = []
+    completeness: list[str | None] = []
+    unscored = []
+    for k, (present, refused_flag, claims_k, cited_k) in enumerate(
+        zip(cols.present, cols.refused, cols.claims, cols.cited)
+    ):
+        if not present:
+            unscored.append(unscored_entry(rec_ids[k], "no answer", absent_answer_code(records[k])))
+            continue
+        refused = refused_flag is True
+        claims = [] if refused else claims_k
+        cited = list(dict.fromkeys(cols.cites[k] or ())) if refused else cited_k
+        row, why = _answer_row(claims, cited, golds[k])
+        if claims is None:
+            unscored.append(unscored_entry(rec_ids[k], NO_CLAIM_CITATIONS, Reason.NOT_APPLICABLE))
+        stats.append(row)
+        pos.append(k)
+        cited_col.append(" ".join(sorted(cited)))
+        completeness.append(why)
+    keys = record_columns(records)
+    assert keys is not None  # the columns were read from it
+    return columns_evaluation(
+        CitationFamily(),
+        [rec_ids[k] for k in pos],
+        zip(*stats),
+        keys=keys.key_columns(pos),
         details={"cited_ids": cited_col, "completeness": completeness},
         unscored=unscored,
     )

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kg_rageval.families.provenance.citations import cited_ids
+from kg_rageval.families.provenance.citations import answer_columns, cited_ids
 from kg_rageval.families.provenance.corpus import Corpus, is_stable_source_id
 from kg_rageval.records import Record, absent_answer_code
-from kg_rageval.records.fields import all_slice_keys, row_keys, section
+from kg_rageval.records.fields import all_slice_keys, record_columns, row_keys, section
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import columns_evaluation
 from kg_rageval.results.evaluation import Evaluation
@@ -57,13 +57,23 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     row_key_dicts: list[dict[str, Any]] = []
     stats: list[tuple[int, int, int]] = []  # (citations, in_corpus, resolved) per row
     unresolved: list[str] = []
-    for r in records:
-        if section(r, "answer") is None:
-            unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
-            continue
-        ids = cited_ids(r)
-        row_key_dicts.append(row_keys(r))
-        row_ids.append(r["id"])
+    cols = answer_columns(records)
+    pos: list[int] = []
+    for k, r in enumerate(records):
+        if cols is not None:  # the chunk's columns (the same values as the readers below)
+            if not cols.present[k]:
+                unscored.append(unscored_entry(cols.ids[k], "no answer", absent_answer_code(r)))
+                continue
+            ids = cols.cited[k]
+            pos.append(k)
+            row_ids.append(cols.ids[k])
+        else:
+            if section(r, "answer") is None:
+                unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
+                continue
+            ids = cited_ids(r)
+            row_key_dicts.append(row_keys(r))
+            row_ids.append(r["id"])
         n_in = n_stable = 0
         bad = []
         for c in ids:
@@ -74,11 +84,16 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
                 bad.append(c)
         stats.append((len(ids), n_in, n_stable))
         unresolved.append(" ".join(bad))
+    key_cols = record_columns(records) if cols is not None else None
     return columns_evaluation(
         ProvenanceDepthFamily(),
         row_ids,
         zip(*stats),
-        keys={k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)},
+        keys=(
+            key_cols.key_columns(pos)
+            if key_cols is not None
+            else {k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)}
+        ),
         details={"unresolved": unresolved},
         unscored=unscored,
         meta={"corpus": corpus.source, "corpus_hash": corpus.hash, "corpus_documents": len(corpus)},

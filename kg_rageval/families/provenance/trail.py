@@ -154,7 +154,7 @@ def build_trail(
     records: Iterable[Record], *, manifest: Mapping[str, Any] | None = None, corpus: Corpus | None = None
 ) -> Trail:
     """The trail of one run (the graph of :mod:`kg_rageval.families.provenance.prov`'s docstring)."""
-    from kg_rageval.families.provenance.citations import cited_ids
+    from kg_rageval.families.provenance.citations import answer_columns, cited_ids
 
     m = dict(manifest or {})
     run_id = m.get("run_id") or "run"
@@ -189,14 +189,24 @@ def build_trail(
     seen_docs: dict[str, str] = {}
     ans_pre = t.answer_prefix
     refusal, answer = KGR + "Refusal", KGR + "Answer"
-    for r in records:
-        if section(r, "answer") is None:
-            continue
-        kind = refusal if flag(r, "answer", "refused") is True else answer
+    records = records if type(records) is list else list(records)
+    cols = answer_columns(records)
+    for k, r in enumerate(records):
+        if cols is not None:  # the chunk's columns (the same values as the readers below)
+            if not cols.present[k]:
+                continue
+            kind = refusal if cols.refused[k] is True else answer
+            text, cited = cols.texts[k], cols.cited[k]
+        else:
+            if section(r, "answer") is None:
+                continue
+            kind = refusal if flag(r, "answer", "refused") is True else answer
+            text, cited = answer_text(r), None
         ans = ans_pre + _q(r["id"])
-        text = answer_text(r)
+        if cited is None:
+            cited = cited_ids(r)
         docs: list[str] = []
-        for c in cited_ids(r):
+        for c in cited:
             doc = seen_docs.get(c)
             if doc is not None:
                 docs.append(doc)
