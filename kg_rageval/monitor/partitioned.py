@@ -87,23 +87,25 @@ def plan_ingest(files: Sequence[Path], chunk_rows: int, partitions: int) -> list
     return out
 
 
-def stage_partition(task: IngestTask, ontology: Any, part: IngestPart) -> Any:
-    """Stage one partition on a worker; a :class:`~kg_rageval.monitor.store.StagedPart`."""
+def stage_partition(task: IngestTask, ontology: Any, part: IngestPart, stage_cls: Any) -> Any:
+    """Stage one partition on a worker; a :class:`~kg_rageval.monitor.store.StagedPart`.
+    ``stage_cls``: the store's ``_Stage`` (passed along: this module does not import the store,
+    which imports it)."""
+    import duckdb
     import pyarrow as pa
 
     from kg_rageval.base import limits
     from kg_rageval.monitor.staging import record_values_maker
-    from kg_rageval.monitor.store import _duckdb, _Stage
     from kg_rageval.records import iter_record_chunks
 
     c0 = time.thread_time()
-    con = _duckdb().connect()
+    con = duckdb.connect()
     try:
         with limits.limits(task.limits):
             values = record_values_maker(
                 ontology, window=task.window, branch_depth=task.branch_depth, branches=task.branches
             )
-            stage = _Stage(con, task.reservoir, task.seed)
+            stage = stage_cls(con, task.reservoir, task.seed)
             ids: list[str] = []
             for chunk in iter_record_chunks(part.path, task.chunk_rows, span=part.span):
                 stage.add([values(r) for r in chunk])
@@ -123,6 +125,8 @@ def ingest_partitioned(
     ontology: Any,
     client: Any,
     *,
+    stage_cls: Any,
+    source: str,
     windowing: Windowing,
     window: str,
     branch_depth: int,
@@ -134,13 +138,13 @@ def ingest_partitioned(
     partitions: int | None = None,
 ) -> Any:
     """:func:`~kg_rageval.monitor.store.ingest` of records ``files`` over ``client``'s workers;
-    ``None`` when the input must be read in-process (module docstring)."""
+    ``None`` when the input must be read in-process (module docstring). ``stage_cls``: the
+    store's ``_Stage``; ``source``: the windows' ``source``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from kg_rageval.base import limits
     from kg_rageval.base.errors import ConfigError, InputError
-    from kg_rageval.monitor.store import _Stage, source_name
     from kg_rageval.scoring.stream import default_in_flight
 
     if reservoir < 0:
@@ -151,8 +155,10 @@ def ingest_partitioned(
     task = IngestTask(window, branch_depth, branches, reservoir, seed, chunk_rows, dict(limits._overrides))
     onto_future = client.scatter(ontology, broadcast=True, hash=False)
     task_future = client.scatter(task, broadcast=True, hash=False)
-    futures = [client.submit(stage_partition, task_future, onto_future, p, pure=False) for p in plan]
-    stage = _Stage(store.con, reservoir, seed)
+    futures = [
+        client.submit(stage_partition, task_future, onto_future, p, stage_cls, pure=False) for p in plan
+    ]
+    stage = stage_cls(store.con, reservoir, seed)
     stats: dict[str, Any] = {"partitions": len(plan), "records": [], "cpu_seconds": []}
     try:
         ids: dict[str, list[Any]] = {}
@@ -173,7 +179,7 @@ def ingest_partitioned(
                 col = pa.chunked_array(chunks, pa.string())
                 if pc.count_distinct(col).as_py() != len(col):
                     return None  # a duplicate id across partitions: the reader names its line
-        summary = stage.commit(store.path, window, source_name(files), replace)
+        summary = stage.commit(store.path, window, source, replace)
     finally:
         stage.drop()
         left = [f for f in futures if f.status == "pending"]

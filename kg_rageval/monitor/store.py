@@ -655,7 +655,8 @@ def ingest(
         from kg_rageval.monitor.partitioned import ingest_partitioned
 
         summary = ingest_partitioned(
-            store, files, ontology, client, windowing=windowing, window=window,
+            store, files, ontology, client, stage_cls=_Stage, source=source_name(files),
+            windowing=windowing, window=window,
             branch_depth=branch_depth, branches=branches, replace=replace, reservoir=reservoir,
             seed=seed, chunk_rows=chunk_rows, partitions=partitions,
         )  # fmt: skip
