@@ -15,7 +15,7 @@ from typing import Any
 
 from kg_rageval.base.errors import InputError
 from kg_rageval.base.safe_io import _DIGIT_RUN, _DIGIT_TABLE, _orjson
-from kg_rageval.records._io import collector_paused
+from kg_rageval.records._io import collector_paused, decode_line
 
 
 class _Quick:
@@ -217,14 +217,7 @@ def _slow_line(raw: bytes, lineno: int, src: str, depth_limit: int) -> Any:
     :func:`~kg_rageval.base.safe_io.loads_json` with its errors."""
     from kg_rageval.base.safe_io import loads_json
 
-    try:
-        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is fine
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"not UTF-8 text: {exc.reason} (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-            source=src,
-            location=f"line {lineno}",
-        ) from None
+    line = decode_line(raw, lineno, src)
     if not line.strip():
         return _BLANK
     return loads_json(line.rstrip("\r\n"), source=src, location=f"line {lineno}", depth_limit=depth_limit)

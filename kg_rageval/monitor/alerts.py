@@ -58,7 +58,7 @@ class RegenerationCheck(_Strict):
     false_alarm_budget: float = Field(0.05, gt=0, lt=1)
     # the beta-binomial predictive band of the monitoring page (the reference's own error
     # included) instead of the binomial band around the reference rate taken as known
-    reference_error: bool = False
+    reference_error: bool = True
 
 
 class CostCheck(_Strict):

@@ -42,6 +42,19 @@ def _open_binary(path: Path):
     return open_binary(path)
 
 
+def decode_line(raw: bytes, lineno: int, src: str) -> str:
+    """A JSONL line's bytes as text: UTF-8, a byte-order mark allowed on line 1; anything else
+    is an InputError naming the file, the line and the byte's column."""
+    try:
+        return raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is fine
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text: {exc.reason} (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+            source=src,
+            location=f"line {lineno}",
+        ) from None
+
+
 def iter_jsonl(
     path: str | Path,
     *,
@@ -93,14 +106,7 @@ def iter_jsonl(
                         digests.append(line_digest(raw))
                     yield lineno, doc
                     continue
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is fine
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"not UTF-8 text: {exc.reason} (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-                    source=src,
-                    location=f"line {lineno}",
-                ) from None
+            line = decode_line(raw, lineno, src)
             if not line.strip():
                 continue
             doc = loads_json(

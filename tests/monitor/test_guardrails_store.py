@@ -309,12 +309,17 @@ def test_guardrails_on_the_page_in_headless_chromium(world, tmp_path):
     assert {u for u in urls if not own.match(u)} <= {page.resolve().as_uri()}
 
 
-def test_regeneration_band_with_the_reference_error(world):
-    from scipy.stats import betabinom
+@pytest.mark.parametrize("reference_error", [None, True, False])
+def test_regeneration_band_with_the_reference_error(world, reference_error):
+    """The default (and ``reference_error: true``) is the page's beta-binomial predictive band,
+    which carries the reference window's own error; ``false`` takes the reference rate as known
+    (the exact binomial band around it)."""
+    from scipy.stats import betabinom, binom
 
-    cfg = al.config_from_mapping(
-        {**CONFIG, "regeneration": {**CONFIG["regeneration"], "reference_error": True}}
-    )
+    regen_cfg = dict(CONFIG["regeneration"])
+    if reference_error is not None:
+        regen_cfg["reference_error"] = reference_error
+    cfg = al.config_from_mapping({**CONFIG, "regeneration": regen_cfg})
     with WindowStore(world["store"], read_only=True) as st:
         res = al.evaluate_store(st, cfg)
         ref = next(r for r in st.sums(["2026-11-02T00:00:00Z"]) if r["branch"] == world["branch_a"])
@@ -324,6 +329,10 @@ def test_regeneration_band_with_the_reference_error(world):
         r for r in regen if r["window"] == "2026-11-05T00:00:00Z" and r["branch"] == world["branch_a"]
     )
     n, k0, n0 = cell["evidence"]["n"], ref["regenerated"], ref["regen_n"]
-    pred = betabinom(n, k0 + 0.5, n0 - k0 + 0.5)
-    assert cell["band"] == pytest.approx([pred.ppf(alpha / 2) / n, pred.isf(alpha / 2) / n])
+    if reference_error is False:
+        lo, hi = binom.ppf(alpha / 2, n, k0 / n0), binom.isf(alpha / 2, n, k0 / n0)
+    else:
+        pred = betabinom(n, k0 + 0.5, n0 - k0 + 0.5)
+        lo, hi = pred.ppf(alpha / 2), pred.isf(alpha / 2)
+    assert cell["band"] == pytest.approx([lo / n, hi / n])
     assert cell["status"] == "alert" and n0 == 80

@@ -311,17 +311,8 @@ def _score_columns(
     fam = FaithfulnessFamily(judgments)
     by_name = dict(
         zip(
-            (
-                "attempted",
-                "judged",
-                "invalid_judgment",
-                "no_claims",
-                "scored",
-                "claims",
-                "supported",
-                "faithfulness_sum",
-            ),
-            zip(*rows) if rows else [()] * 8,
+            FaithfulnessFamily.stats,
+            zip(*rows) if rows else [()] * len(FaithfulnessFamily.stats),
         )
     )
     n = len(pos)
