@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from kg_rageval.cli.common import fail, format_option, quiet_option
+from kg_rageval.cli.common import dask_options, fail, format_option, quiet_option
 
 
 @click.command("audit")
@@ -87,34 +87,16 @@ from kg_rageval.cli.common import fail, format_option, quiet_option
     "temporary file in the system's temporary directory (the config's spill_rows, default "
     "65536); 0 keeps them in memory. The report is the same either way.",
 )
-@click.option(
-    "--dask-scheduler",
-    "dask_scheduler",
-    default=None,
-    metavar="ADDRESS",
-    help="Run the streamed audit on the Dask cluster at ADDRESS (e.g. tcp://scheduler:8786): "
+@dask_options(
+    "Run the streamed audit on the Dask cluster at ADDRESS (e.g. tcp://scheduler:8786): "
     "the records file is split into byte ranges, each read, accumulated and scored on a "
     "worker, merged here in file order (--dask-partitions); the report is the same. Needs "
     "kg-rageval[dask]; a held audit runs here.",
-)
-@click.option(
-    "--dask-workers",
-    "dask_workers",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.",
-)
-@click.option(
-    "--dask-partitions",
-    "dask_partitions",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="P",
-    help="With --dask-scheduler/--dask-workers: split the records file into P byte ranges of "
+    "With --dask-scheduler/--dask-workers: split the records file into P byte ranges of "
     "whole chunks, each read, accumulated and scored on a worker and merged here in file "
     "order (default twice the worker threads); 0 reads the chunks here and sends only the "
     "families' calls. The report is the same.",
+    partitions_min=0,
 )
 @click.option(
     "--parquet",

@@ -232,6 +232,42 @@ def _click_option(p: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(*flags, p.name, **kw)
 
 
+def dask_options(
+    scheduler_help: str, partitions_help: str, *, partitions_min: int = 1
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--dask-scheduler ADDRESS`` / ``--dask-workers N`` / ``--dask-partitions P`` of a command
+    that can run on a Dask cluster (the client comes from
+    :func:`kg_rageval.integrations.dask.audit_client`); each command says what runs where."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        options = [
+            click.option(
+                "--dask-scheduler", "dask_scheduler", default=None, metavar="ADDRESS", help=scheduler_help
+            ),
+            click.option(
+                "--dask-workers",
+                "dask_workers",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="N",
+                help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.",
+            ),
+            click.option(
+                "--dask-partitions",
+                "dask_partitions",
+                type=click.IntRange(min=partitions_min),
+                default=None,
+                metavar="P",
+                help=partitions_help,
+            ),
+        ]
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
 def family_options(family: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator adding one click option per declared input and parameter of ``family``
     (derived from its :class:`~kg_rageval.scoring.Scorer`; nothing written twice)."""

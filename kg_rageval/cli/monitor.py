@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kg_rageval.cli.common import emit, format_option, load_ontology_cli, table
+from kg_rageval.cli.common import dask_options, emit, format_option, load_ontology_cli, table
 
 store_option = click.option(
     "--store",
@@ -65,31 +65,13 @@ def monitor() -> None:
     show_default=True,
     help="Reader of a records file: sql (DuckDB reads it, for plain records; any other file goes record by record), python (record by record), auto (sql from 8 MB).",
 )
-@click.option(
-    "--dask-scheduler",
-    "dask_scheduler",
-    default=None,
-    metavar="ADDRESS",
-    help="Aggregate on the Dask cluster at ADDRESS (e.g. tcp://scheduler:8786): the records "
+@dask_options(
+    "Aggregate on the Dask cluster at ADDRESS (e.g. tcp://scheduler:8786): the records "
     "files are split into line-aligned byte ranges, each staged on a worker, the partial sums "
     "added here; the store is the same. Needs kg-rageval[dask]; --traces reads here.",
-)
-@click.option(
-    "--dask-workers",
-    "dask_workers",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Like --dask-scheduler, on a local cluster of N worker processes started for this run.",
-)
-@click.option(
-    "--dask-partitions",
-    "dask_partitions",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="P",
-    help="With --dask-scheduler/--dask-workers: byte ranges to split the input into "
+    "With --dask-scheduler/--dask-workers: byte ranges to split the input into "
     "(default: twice the workers' threads).",
+    partitions_min=1,
 )
 @format_option
 def ingest(
