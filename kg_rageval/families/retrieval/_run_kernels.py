@@ -19,13 +19,14 @@ def _build_run_reader():
 
     @njit(cache=True, nogil=True)
     def read_block(
-        raw, codes, vals, r, tab, size, m, a_start, arena, ncol, q_i, d_i, v_i
+        raw, codes, vals, r, tab, size, m, a_start, arena, ncol, q_i, d_i, v_i, exact
     ):  # pragma: no cover
         """One block of whole lines: the TREC run reader's tokenizer, float parser, query
         change detection and document interning fused into one pass (no token offset arrays).
 
         Fields are separated by bytes <= 32; lines with no field are skipped; a line with
-        fewer than ``ncol`` fields stops the pass (returned as ``bad_line``, ``bad_count``).
+        fewer than ``ncol`` fields (or another number than ``ncol`` when ``exact``: qrels) stops
+        the pass (returned as ``bad_line``, ``bad_count``).
         Rows are written into ``codes`` and ``values`` (the file's columns) from row ``r`` on.
         Returns (rows so far, head rows, their query offsets, bad-float rows/lines/starts/ends,
         the table, its size, m, a_start, arena, bad_line, bad_count)."""
@@ -74,7 +75,7 @@ def _build_run_reader():
             if cnt == 0:
                 line += 1
                 continue
-            if cnt < ncol:
+            if cnt < ncol or (exact and cnt > ncol):
                 return (
                     r,
                     heads[:nh],
@@ -299,12 +300,13 @@ def _build_run_reader():
     return _runreader
 
 
-def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4):
-    """:func:`_build_run_reader`'s fused block reader; ``state`` (:func:`new_run_state`: the
-    document table and the file's code and score columns, shared by the blocks of one file)
-    is updated in place. Returns (head rows, their query offsets, bad-float rows, lines,
-    starts and ends, bad line, its field count); the columns are ``state["codes"][:state["rows"]]``
-    and ``state["vals"][...]``."""
+def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4, exact=False):
+    """:func:`_build_run_reader`'s fused block reader (a run: ``ncol=6``, at least six fields;
+    qrels: ``ncol=4, v_i=3, exact=True``); ``state`` (:func:`new_run_state`: the file's code and
+    value columns, and ``state["table"]``, the document table shared by the blocks of one file
+    and by the files read into one vocabulary) is updated in place. Returns (head rows, their
+    query offsets, bad-float rows, lines, starts and ends, bad line, its field count); the
+    columns are ``state["codes"][:state["rows"]]`` and ``state["vals"][...]``."""
     r0 = state["rows"]
     if len(state["codes"]) < r0 + nlines:  # grow (np.empty: pages are touched only as rows land)
         cap = max(r0 + nlines, 2 * len(state["codes"]), state.get("expect", 0))
@@ -312,40 +314,51 @@ def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4):
             old = state[k]
             state[k] = np.empty(cap, dtype=old.dtype)
             state[k][:r0] = old[:r0]
+    t = state["table"]
     out = _build_run_reader()[0](
         raw,
         state["codes"],
         state["vals"],
         r0,
-        state["tab"],
-        state["size"],
-        state["m"],
-        state["a_start"],
-        state["arena"],
+        t["tab"],
+        t["size"],
+        t["m"],
+        t["a_start"],
+        t["arena"],
         ncol,
         q_i,
         d_i,
         v_i,
+        exact,
     )
     (r, heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, tab, size, m, a_start, arena, bad, cnt) = out
-    state.update(rows=r, tab=tab, size=size, m=m, a_start=a_start, arena=arena)
+    state["rows"] = r
+    t.update(tab=tab, size=size, m=m, a_start=a_start, arena=arena)
     return heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, bad, cnt
 
 
-def new_run_state(expect_rows: int = 0) -> dict:
-    """An empty document table and columns; ``expect_rows``: a generous guess of the file's
-    rows (its size over the first block's bytes per line), reserved but not touched."""
+def new_table() -> dict:
+    """An empty document table (see :func:`read_run_block`)."""
     size = 1 << 12
     return {
-        "codes": np.empty(0, np.int64),
-        "vals": np.empty(0, np.float64),
-        "rows": 0,
-        "expect": expect_rows,
         "tab": np.zeros(2 * size, np.uint64),
         "size": size,
         "m": 0,
         "a_start": np.zeros(1 << 12, np.int64),
         "arena": np.empty(1 << 16, np.uint8),
+    }
+
+
+def new_run_state(expect_rows: int = 0, table: dict | None = None) -> dict:
+    """Empty columns and the document ``table`` (a new one by default); ``expect_rows``: a
+    generous guess of the file's rows (its size over the first block's bytes per line),
+    reserved but not touched."""
+    return {
+        "codes": np.empty(0, np.int64),
+        "vals": np.empty(0, np.float64),
+        "rows": 0,
+        "expect": expect_rows,
+        "table": table if table is not None else new_table(),
     }
 
 
