@@ -152,11 +152,27 @@ def _build_run_reader():
             else:
                 v = mm / pow10[kk]
                 vals[r] = -v if neg else v
-            # the document: FNV-1a hash, then the table (bytes compared on every hash match)
-            h = np.uint64(14695981039346656037)
-            for t in range(d_s, d_e):
-                h = (h ^ np.uint64(raw[t])) * prime
+            # the document in the table. Slots are two words: (code + 1) | (length, at most
+            # 255) << 40, and the key: for an id of at most 8 bytes the bytes themselves (placed
+            # by a 64-bit mix of them, matched without reading the arena: ids hold no byte <= 32,
+            # so bytes and length decide), for a longer one its FNV-1a hash (placed by it, the
+            # arena's bytes compared on every match)
             ln = d_e - d_s
+            if ln <= 8:
+                h = np.uint64(0)
+                for t in range(ln):
+                    h |= np.uint64(raw[d_s + t]) << np.uint64(8 * t)
+                pl = h ^ (h >> np.uint64(33))
+                pl *= np.uint64(0xFF51AFD7ED558CCD)
+                pl ^= pl >> np.uint64(33)
+                pl *= np.uint64(0xC4CEB9FE1A85EC53)
+                pl ^= pl >> np.uint64(33)
+            else:
+                h = np.uint64(14695981039346656037)
+                for t in range(d_s, d_e):
+                    h = (h ^ np.uint64(raw[t])) * prime
+                pl = h
+            lw = np.uint64(min(ln, 255)) << np.uint64(40)
             if 2 * (m + 1) > size:  # the table at twice the size (no call: numba's cache)
                 new = np.zeros(4 * size, np.uint64)
                 mask = np.uint64(2 * size - 1)
@@ -164,14 +180,22 @@ def _build_run_reader():
                     c1 = tab[2 * sl]
                     if c1 != 0:
                         hh = tab[2 * sl + 1]
-                        t = hh & mask
+                        if (c1 >> np.uint64(40)) <= np.uint64(8):
+                            t = hh ^ (hh >> np.uint64(33))
+                            t *= np.uint64(0xFF51AFD7ED558CCD)
+                            t ^= t >> np.uint64(33)
+                            t *= np.uint64(0xC4CEB9FE1A85EC53)
+                            t ^= t >> np.uint64(33)
+                            t &= mask
+                        else:
+                            t = hh & mask
                         while new[2 * t] != 0:
                             t = (t + np.uint64(1)) & mask
                         new[2 * t] = c1
                         new[2 * t + 1] = hh
                 tab = new
                 size *= 2
-            slot = h & mask
+            slot = pl & mask
             while True:
                 c1 = tab[2 * slot]
                 if c1 == 0:
@@ -184,13 +208,16 @@ def _build_run_reader():
                         arena[base + t] = raw[d_s + t]
                     arena[base + ln] = 10
                     a_start[m + 1] = base + ln + 1
-                    tab[2 * slot] = np.uint64(m + 1)
+                    tab[2 * slot] = np.uint64(m + 1) | lw
                     tab[2 * slot + 1] = h
                     codes[r] = m
                     m += 1
                     break
-                if tab[2 * slot + 1] == h:
-                    c = np.int64(c1) - 1
+                if tab[2 * slot + 1] == h and (c1 >> np.uint64(40)) == (lw >> np.uint64(40)):
+                    c = np.int64(c1 & np.uint64(0xFFFFFFFFFF)) - 1
+                    if ln <= 8:
+                        codes[r] = c
+                        break
                     base = a_start[c]
                     if a_start[c + 1] - base == ln + 1:
                         same = True
