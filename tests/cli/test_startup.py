@@ -110,7 +110,9 @@ NOT_USED = {
     # pydantic judgment model behind it (imported where a judge builds a Judgment)
     "score provenance": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
     "score relations": NO_SCAN + ("pydantic", "yaml", "numpy.random"),
-    "score system": NO_SCAN + ("pydantic", "yaml"),  # numpy.random: its bootstrap intervals
+    # issue #33: system's percentile intervals and record codes no longer call np.quantile /
+    # np.unique, which import numpy.ma (numpy.random: its bootstrap draws)
+    "score system": NO_SCAN + ("pydantic", "yaml", "numpy.ma"),
     "score judges": ("yaml", "numpy.ma", "numpy.random"),  # pydantic: the rubric contracts
     "score preference": _LEAN,
     "ontology inspect": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),

@@ -259,7 +259,7 @@ class QuantileEvaluation(Evaluation):
         from kg_rageval.results.bootstrap import bootstrap_weights
 
         for lo, counts in bootstrap_weights(n, n_resamples, seed):
-            weights = counts[:, inverse]
+            weights = np.ascontiguousarray(counts[:, inverse])  # each resample a contiguous row, as before
             if summed:
                 sums = np.stack([w @ mat for w in weights]) if names else np.zeros((len(weights), 0))
                 if not checked:  # the columns against finalize on the first resample, bit for bit

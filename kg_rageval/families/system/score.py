@@ -164,7 +164,6 @@ class SystemFamily(RowFamily):
                 )
         return out
 
-
     def row_replicates(
         self, stats: Mapping[str, np.ndarray], weights: np.ndarray, only: set[str]
     ) -> dict[str, np.ndarray]:
