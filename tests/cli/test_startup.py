@@ -116,7 +116,9 @@ NOT_USED = {
     # issue #33: judges reads plainly valid verdicts without the pydantic rubric models
     # (kg_rageval.families.judges.rules; an invalid one is validated by its model)
     "score judges": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
-    "score preference": _LEAN,
+    # issue #33: preference reads the gold with retrieval.gold, not the whole retrieval scorer
+    "score preference": _LEAN
+    + ("kg_rageval.families.retrieval.metrics", "kg_rageval.families.retrieval.runs"),
     "ontology inspect": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
     "metrics": ("numpy", "pydantic", "yaml"),  # importlib.metadata: it lists the entry-point families too
 }
