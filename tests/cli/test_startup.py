@@ -81,6 +81,12 @@ def _present(modules: list[str], names: tuple[str, ...]) -> list[str]:
     return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
 
 
+# issue #33: the spill file and the gzip reader are imported where they are used (a tiny run
+# spills nothing and reads no .gz; tempfile brings shutil, bz2, lzma and random). pydantic and
+# importlib.metadata import them themselves (conformance, generation, metrics)
+SPILL = ("tempfile", "shutil", "gzip")
+SPILL_LET_OFF = {"score conformance", "score generation", "metrics"}
+
 TINY_NAMES = list(tiny_commands(ROOT, Path("unused")))
 """The tiny commands: one table with the start-up benchmark (benchmarks/bench_startup.py), so
 what is measured is what is checked."""
@@ -142,7 +148,8 @@ def test_tiny_command_imports_only_what_it_uses(name, tiny):
     res = _probe(*tiny[name])
     assert res["code"] == 0
     assert "kg_rageval.cli.main" in res["modules"]  # the probe saw the command's modules
-    assert _present(res["modules"], NEVER + NOT_USED[name]) == []
+    spill = () if name in SPILL_LET_OFF else SPILL
+    assert _present(res["modules"], NEVER + NOT_USED[name] + spill) == []
 
 
 def test_tiny_score_conformance_validates_its_spec(tiny):
