@@ -86,6 +86,8 @@ def _present(modules: list[str], names: tuple[str, ...]) -> list[str]:
 # importlib.metadata import them themselves (conformance, generation, metrics)
 SPILL = ("tempfile", "shutil", "gzip")
 SPILL_LET_OFF = {"score conformance", "score generation", "metrics"}
+# issue #33: a few record ids are packed without numpy.strings (results.recordstore)
+NO_NP_STRINGS = {"score hierarchy", "score system", "score judges", "score preference"}
 
 TINY_NAMES = list(tiny_commands(ROOT, Path("unused")))
 """The tiny commands: one table with the start-up benchmark (benchmarks/bench_startup.py), so
@@ -148,7 +150,7 @@ def test_tiny_command_imports_only_what_it_uses(name, tiny):
     res = _probe(*tiny[name])
     assert res["code"] == 0
     assert "kg_rageval.cli.main" in res["modules"]  # the probe saw the command's modules
-    spill = () if name in SPILL_LET_OFF else SPILL
+    spill = (() if name in SPILL_LET_OFF else SPILL) + (("numpy.strings",) if name in NO_NP_STRINGS else ())
     assert _present(res["modules"], NEVER + NOT_USED[name] + spill) == []
 
 
