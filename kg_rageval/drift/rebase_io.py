@@ -7,9 +7,11 @@ over :func:`kg_rageval.records.iter_objects` with ``json.dumps`` (``tests/drift/
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Callable, Iterator
-from itertools import compress, repeat
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,215 @@ def _clean_function(sg: frozenset[str], sp: frozenset[str]) -> Callable[[dict[st
         return heavy.isdisjoint(r) or sections(r)
 
     return clean
+
+
+# ---------------------------------------------------------------------- line shapes
+_S = rb'"[^"\\\x00-\x1f]*"'  # a string json.dumps writes without an escape
+_SC = rb'"([^"\\\x00-\x1f]*)"'  # the same, captured (an id the walk would read)
+_INT = rb"(?:0|-?[1-9][0-9]{0,17})"  # an integer as int.__repr__ writes it (no 20-digit run)
+_HEAVY = frozenset({"gold_node", "relations", "retrieval", "answer", "reference"})
+_SHAPES = 16  # shapes learnt per file at most
+
+
+def _key(k: str) -> bytes | None:
+    """A key's pattern: its ``json.dumps`` text when that has no escape, else None."""
+    if not isinstance(k, str) or any(c in k for c in '"\\') or any(ord(c) < 32 for c in k):
+        return None
+    return re.escape(('"' + k + '": ').encode("utf-8"))
+
+
+def _pattern(v: Any, slots: list[tuple[str, bool]], slot: tuple[str, bool] | None = None) -> bytes | None:
+    """The pattern of the lines ``json.dumps(x, ensure_ascii=False)`` writes for every ``x``
+    of ``v``'s shape (same keys in the same order, same list lengths, same types; strings
+    without an escape, integers of at most 18 digits, no float), or None. A string at
+    ``slot`` is captured and ``slot`` appended to ``slots``."""
+    c = v.__class__
+    if c is str:
+        if slot is None:
+            return _S
+        slots.append(slot)
+        return _SC
+    if c is bool:
+        return rb"(?:true|false)"
+    if c is int:
+        return _INT
+    if v is None:
+        return rb"null"
+    if c is list:
+        parts = [_pattern(x, slots, slot) for x in v]
+    elif c is dict:
+        parts = []
+        for k, x in v.items():
+            kp = _key(k)
+            p = _pattern(x, slots) if kp is not None else None
+            if p is None:
+                return None
+            parts.append(kp + p)
+        return rb"\{" + b", ".join(parts) + rb"\}"  # type: ignore[arg-type]
+    else:
+        return None  # a float: its spelling is not checked here
+    if any(p is None for p in parts):
+        return None
+    return rb"\[" + b", ".join(parts) + rb"\]"  # type: ignore[arg-type]
+
+
+def _labels(v: dict[str, Any], slots: list[Any]) -> bytes | None:
+    """The pattern of a ``labels`` object: a string under ``gold`` / ``pred`` captured (the
+    walk leaves an empty one), each string of a list there captured (none may be empty, and
+    the list is checked for a repeated id)."""
+    parts = []
+    for k, x in v.items():
+        kp = _key(k)
+        if kp is None:
+            return None
+        if k in ("gold", "pred") and x.__class__ is list:
+            if any(e.__class__ is not str for e in x):
+                return None
+            n = len(slots)
+            slots.extend((k, False, n) for _ in x)
+            p: bytes | None = rb"\[" + b", ".join(_SC for _ in x) + rb"\]"
+        elif k in ("gold", "pred") and x.__class__ is str:
+            p = _pattern(x, slots, (k, True))
+        else:
+            p = _pattern(x, slots)
+        if p is None:
+            return None
+        parts.append(kp + p)
+    return rb"\{" + b", ".join(parts) + rb"\}"
+
+
+def _mentions(v: dict[str, Any], slots: list[Any]) -> bytes | None:
+    """The pattern of a ``mentions`` object: in each object of its ``gold`` / ``pred`` list,
+    a string ``id`` (and, gold, ``nearest``) captured; the walk leaves an empty one."""
+    parts = []
+    for k, x in v.items():
+        kp = _key(k)
+        if kp is None:
+            return None
+        if k in ("gold", "pred") and x.__class__ is list:
+            items = []
+            for e in x:
+                if e.__class__ is dict:
+                    fs = []
+                    for f, y in e.items():
+                        fp = _key(f)
+                        if fp is None:
+                            return None
+                        cap = y.__class__ is str and (f == "id" or (f == "nearest" and k == "gold"))
+                        q = _pattern(y, slots, (k, True)) if cap else _pattern(y, slots)
+                        if q is None:
+                            return None
+                        fs.append(fp + q)
+                    items.append(rb"\{" + b", ".join(fs) + rb"\}")
+                else:
+                    q = _pattern(e, slots)
+                    if q is None:
+                        return None
+                    items.append(q)
+            p: bytes | None = rb"\[" + b", ".join(items) + rb"\]"
+        else:
+            p = _pattern(x, slots)
+        if p is None:
+            return None
+        parts.append(kp + p)
+    return rb"\{" + b", ".join(parts) + rb"\}"
+
+
+class _Shapes:
+    """Lines recognised without parsing: each learnt shape is one compiled pattern that
+    matches exactly the ``json.dumps(r, ensure_ascii=False)`` texts of the records ``r`` of
+    that shape (:func:`_pattern`) and captures the record id and every id :class:`_Quick`
+    reads (``labels.gold`` / ``.pred``, ``mentions.gold[].id`` / ``.nearest``,
+    ``mentions.pred[].id``), plus a check of those ids that is :meth:`_Quick.clean`'s answer
+    for a record of the shape. A line it matches and whose ids pass is a JSON object (so
+    :func:`kg_rageval.base.safe_io.fast_line` reads it as orjson does), already its record's
+    encoding and untouched by the walk: it is copied without being parsed. Shapes are
+    learnt from records the walk skipped; records with a section :class:`_Quick` reads
+    beyond labels and mentions are never learnt (``tests/drift/test_rebase_fast.py``)."""
+
+    def __init__(self, quick: _Quick):
+        def enc(ids: frozenset[str]) -> frozenset[bytes]:
+            return frozenset(x.encode("utf-8", "surrogatepass") for x in ids)
+
+        g, p = enc(quick.safe["gold"]), enc(quick.safe["pred"])
+        self.sets = {
+            ("gold", False): g,
+            ("gold", True): g | {b""},
+            ("pred", False): p,
+            ("pred", True): p | {b""},
+        }
+        self.shapes: list[tuple[Callable[[bytes], Any], Callable[[tuple[bytes, ...]], bool], int]] = []
+        self.known: set[bytes] = set()
+
+    def learn(self, r: dict[str, Any]) -> None:
+        """Add the shape of record ``r`` (one :class:`_Quick` lets through)."""
+        if len(self.shapes) >= _SHAPES or not _HEAVY.isdisjoint(r) or r.get("id").__class__ is not str:
+            return
+        slots: list[Any] = []
+        parts = []
+        for k, v in r.items():
+            kp = _key(k)
+            if kp is None:
+                return
+            if k == "id":
+                p = _pattern(v, slots, ("id", True))
+            elif k == "labels" and v.__class__ is dict:
+                p = _labels(v, slots)
+            elif k == "mentions" and v.__class__ is dict:
+                p = _mentions(v, slots)
+            else:
+                p = _pattern(v, slots)
+            if p is None:
+                return
+            parts.append(kp + p)
+        pat = rb"\{" + b", ".join(parts) + rb"\}"
+        if pat in self.known:
+            return
+        self.known.add(pat)
+        self.shapes.append((re.compile(pat).fullmatch, self._check(slots), slots.index(("id", True))))
+
+    def _check(self, slots: list[Any]) -> Callable[[tuple[bytes, ...]], bool]:
+        """``groups -> bool``: every captured id in its side's set (the empty string where the
+        walk leaves it), each list of labels without a repeated id."""
+        by_set: dict[tuple[str, bool], list[int]] = {}
+        lists: dict[int, list[int]] = {}
+        for i, s in enumerate(slots):
+            if s[0] in ("gold", "pred"):
+                by_set.setdefault((s[0], s[1]), []).append(i)
+            if len(s) == 3:  # an element of a list of labels: (side, False, the list's first slot)
+                lists.setdefault(s[2], []).append(i)
+        checks = [(self.sets[k].issuperset, itemgetter(*idx, idx[0])) for k, idx in by_set.items()]
+        distinct = [(itemgetter(*idx), len(idx)) for idx in lists.values() if len(idx) > 1]
+
+        def check(g: tuple[bytes, ...]) -> bool:
+            for within, take in checks:
+                if not within(take(g)):
+                    return False
+            for take, n in distinct:
+                if len(set(take(g))) != n:
+                    return False
+            return True
+
+        return check
+
+    def split(self, lines: list[bytes]) -> tuple[list[int], list[bytes]]:
+        """(the positions of the lines recognised, their record ids), in line order."""
+        todo = [k for k, x in enumerate(lines) if x.isascii()]
+        got: list[tuple[int, bytes]] = []
+        for match, check, rid in self.shapes:
+            if not todo:
+                break
+            rest = []
+            for k, m in zip(todo, map(match, [lines[k] for k in todo])):
+                if m is None:
+                    rest.append(k)
+                else:
+                    gs = m.groups()
+                    if check(gs):
+                        got.append((k, gs[rid]))
+            todo = rest
+        got.sort()
+        return [k for k, _ in got], [rid for _, rid in got]
 
 
 # ---------------------------------------------------------------------- the file path
@@ -252,7 +463,11 @@ def _rebase_path(
     if not p.exists():
         raise InputError("no such file", source=src)
     line_limit, depth_limit = limits.get("max_line_bytes"), limits.get("max_json_depth")
-    clean = _Quick(mapping).clean
+    quick = _Quick(mapping)
+    clean = quick.clean
+    shapes = _Shapes(quick) if _orjson is not None else None
+    shapes_on = shapes is not None
+    learning = [4 * _SHAPES]  # records whose shape is learnt, at most (one per block)
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     loads = _orjson.loads if _orjson is not None else None
     decode_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
@@ -262,11 +477,9 @@ def _rebase_path(
     id_key = repeat("id")
     get = dict.get
 
-    def fast_block(lines: list[bytes], first: int) -> tuple[list[Any], list[str]] | None:
-        """(records, ids) of a block every line of which the fast reader takes and every
-        record of which passes the checks, else None (nothing recorded)."""
-        if loads is None or first == 1:
-            return None
+    def parsed(lines: list[bytes]) -> tuple[list[Any], list[Any]] | None:
+        """(records, ids) of lines every one of which the fast reader takes as an object,
+        else None."""
         if max(map(len, lines)) > depth_limit:
             deep = [
                 k
@@ -287,6 +500,17 @@ def _rebase_path(
             ids: list[Any] = list(map(get, docs, id_key))
         except TypeError:  # a line that is not an object
             return None
+        return docs, ids
+
+    def fast_block(lines: list[bytes], first: int) -> tuple[list[Any], list[str]] | None:
+        """(records, ids) of a block every line of which the fast reader takes and every
+        record of which passes the checks, else None (nothing recorded)."""
+        if loads is None or first == 1:
+            return None
+        got = parsed(lines)
+        if got is None:
+            return None
+        docs, ids = got
         if set(map(type, ids)) != _STR_ONLY:
             return None
         u = set(ids)
@@ -294,6 +518,38 @@ def _rebase_path(
             return None
         seen.update(zip(ids, range(first, first + len(ids))))
         return docs, ids
+
+    def shaped_block(lines: list[bytes], first: int) -> tuple[list[Any], list[str], list[int]] | None:
+        """As :func:`fast_block`, the lines :class:`_Shapes` recognises not parsed: (records,
+        None for those; ids; the positions of the others), else None (nothing recorded)."""
+        if loads is None or first == 1 or shapes is None:
+            return None
+        pos, sids = shapes.split(lines)
+        if not pos:
+            return None
+        n = len(lines)
+        docs: list[Any] = [None] * n
+        ids: list[Any] = [None] * n
+        flag = bytearray(n)
+        for k in pos:
+            flag[k] = 1
+        others = [k for k in range(n) if not flag[k]]
+        if others:
+            got = parsed([lines[k] for k in others])
+            if got is None:
+                return None
+            for k, d, i in zip(others, *got):
+                docs[k] = d
+                ids[k] = i
+            if set(map(type, got[1])) != _STR_ONLY:
+                return None
+        for k, i in zip(pos, map(bytes.decode, sids)):
+            ids[k] = i
+        u = set(ids)
+        if len(u) != n or "" in u or not seen.keys().isdisjoint(u):
+            return None
+        seen.update(zip(ids, range(first, first + n)))
+        return docs, ids, others
 
     def slow_block(lines: list[bytes], first: int, last_nl: bool) -> tuple[list[bytes], list[Any], list[str]]:
         """The block line by line as iter_jsonl and iter_objects read it."""
@@ -344,28 +600,41 @@ def _rebase_path(
         for lines, last_nl, digits in _lines(p, src, line_limit):
             first = lineno + 1
             lineno += len(lines)
-            got = None if digits else fast_block(lines, first)
-            if got is not None:
+            shaped = None if digits or not shapes_on else shaped_block(lines, first)
+            if shaped is not None:
                 raws = lines
-                docs, ids = got
+                docs, ids, todo = shaped
             else:
-                raws, docs, ids = slow_block(lines, first, last_nl)
-                if not raws:
-                    continue
+                got = None if digits else fast_block(lines, first)
+                if got is not None:
+                    raws = lines
+                    docs, ids = got
+                else:
+                    raws, docs, ids = slow_block(lines, first, last_nl)
+                    if not raws:
+                        continue
+                todo = range(len(docs))
             n_records += len(raws)
             changed = set()
-            for i in compress(range(len(docs)), map(_not, map(clean, docs))):
+            fine = []
+            for i, ok in zip(todo, map(clean, [docs[i] for i in todo])):
+                if ok:
+                    fine.append(i)
+                    continue
                 rb.touches = []
                 rb.record(docs[i])
                 if rb.touches and apply(docs[i], ids[i], rb.touches):
                     changed.add(i)
+            if fine and shapes_on and learning[0]:
+                learning[0] -= 1
+                shapes.learn(docs[fine[0]])  # type: ignore[union-attr]
             if changed:
                 raws = list(raws)
                 for i in changed:
                     raws[i] = encode(docs[i]).encode("utf-8")
-                same = [i for i in range(len(raws)) if i not in changed]
+                same = [i for i in todo if i not in changed]
             else:
-                same = list(range(len(raws)))
+                same = list(todo)
             for j in range(0, len(same), _CHECK):
                 _settle(raws, docs, same[j : j + _CHECK], encode)
             chunk = b"\n".join(raws) + b"\n"
