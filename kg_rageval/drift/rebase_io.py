@@ -137,22 +137,23 @@ def _pattern(v: Any, slots: list[tuple[str, bool]], slot: tuple[str, bool] | Non
         return _INT
     if v is None:
         return rb"null"
+    parts: list[bytes] = []
     if c is list:
-        parts = [_pattern(x, slots, slot) for x in v]
-    elif c is dict:
-        parts = []
+        for x in v:
+            p = _pattern(x, slots, slot)
+            if p is None:
+                return None
+            parts.append(p)
+        return rb"\[" + b", ".join(parts) + rb"\]"
+    if c is dict:
         for k, x in v.items():
             kp = _key(k)
             p = _pattern(x, slots) if kp is not None else None
-            if p is None:
+            if kp is None or p is None:
                 return None
             parts.append(kp + p)
-        return rb"\{" + b", ".join(parts) + rb"\}"  # type: ignore[arg-type]
-    else:
-        return None  # a float: its spelling is not checked here
-    if any(p is None for p in parts):
-        return None
-    return rb"\[" + b", ".join(parts) + rb"\]"  # type: ignore[arg-type]
+        return rb"\{" + b", ".join(parts) + rb"\}"
+    return None  # a float: its spelling is not checked here
 
 
 def _labels(v: dict[str, Any], slots: list[Any]) -> bytes | None:
@@ -280,8 +281,12 @@ class _Shapes:
                 by_set.setdefault((s[0], s[1]), []).append(i)
             if len(s) == 3:  # an element of a list of labels: (side, False, the list's first slot)
                 lists.setdefault(s[2], []).append(i)
-        checks = [(self.sets[k].issuperset, itemgetter(*idx, idx[0])) for k, idx in by_set.items()]
-        distinct = [(itemgetter(*idx), len(idx)) for idx in lists.values() if len(idx) > 1]
+        checks: list[tuple[Any, Any]] = [
+            (self.sets[k].issuperset, itemgetter(*idx, idx[0])) for k, idx in by_set.items()
+        ]
+        distinct: list[tuple[Any, int]] = [
+            (itemgetter(*idx), len(idx)) for idx in lists.values() if len(idx) > 1
+        ]
 
         def check(g: tuple[bytes, ...]) -> bool:
             for within, take in checks:
@@ -294,10 +299,12 @@ class _Shapes:
 
         return check
 
-    def split(self, lines: list[bytes]) -> tuple[list[int], list[bytes]]:
-        """(the positions of the lines recognised, their record ids), in line order."""
+    def split(self, lines: list[bytes]) -> tuple[list[int], list[bytes], int]:
+        """(the positions of the lines recognised and untouched, their record ids, in line
+        order; how many lines had a learnt shape)."""
         todo = [k for k, x in enumerate(lines) if x.isascii()]
         got: list[tuple[int, bytes]] = []
+        n = len(todo)
         for match, check, rid in self.shapes:
             if not todo:
                 break
@@ -311,7 +318,7 @@ class _Shapes:
                         got.append((k, gs[rid]))
             todo = rest
         got.sort()
-        return [k for k, _ in got], [rid for _, rid in got]
+        return [k for k, _ in got], [rid for _, rid in got], n - len(todo)
 
 
 # ---------------------------------------------------------------------- the file path
@@ -468,6 +475,7 @@ def _rebase_path(
     shapes = _Shapes(quick) if _orjson is not None else None
     shapes_on = shapes is not None
     learning = [4 * _SHAPES]  # records whose shape is learnt, at most (one per block)
+    misses = [0]  # blocks in which most lines had no learnt shape
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     loads = _orjson.loads if _orjson is not None else None
     decode_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
@@ -491,7 +499,7 @@ def _rebase_path(
         else:
             deep = []
         try:
-            docs = list(map(loads, lines))
+            docs = list(map(loads, lines))  # type: ignore[arg-type]  # None: no fast path
         except decode_error:
             return None
         if any(_depth_over(docs[k], depth_limit) for k in deep):
@@ -524,10 +532,14 @@ def _rebase_path(
         None for those; ids; the positions of the others), else None (nothing recorded)."""
         if loads is None or first == 1 or shapes is None:
             return None
-        pos, sids = shapes.split(lines)
-        if not pos:
-            return None
+        pos, sids, matched = shapes.split(lines)
         n = len(lines)
+        if 2 * matched < n:  # most lines of other shapes: after 8 such blocks, shapes are not tried
+            misses[0] += 1
+            if misses[0] >= 8:
+                shapes.shapes.clear()
+            if not pos:
+                return None
         docs: list[Any] = [None] * n
         ids: list[Any] = [None] * n
         flag = bytearray(n)
@@ -600,7 +612,7 @@ def _rebase_path(
         for lines, last_nl, digits in _lines(p, src, line_limit):
             first = lineno + 1
             lineno += len(lines)
-            shaped = None if digits or not shapes_on else shaped_block(lines, first)
+            shaped = None if digits or not shapes_on or not shapes.shapes else shaped_block(lines, first)  # type: ignore[union-attr]
             if shaped is not None:
                 raws = lines
                 docs, ids, todo = shaped
@@ -613,7 +625,7 @@ def _rebase_path(
                     raws, docs, ids = slow_block(lines, first, last_nl)
                     if not raws:
                         continue
-                todo = range(len(docs))
+                todo = list(range(len(docs)))
             n_records += len(raws)
             changed = set()
             fine = []
@@ -625,7 +637,7 @@ def _rebase_path(
                 rb.record(docs[i])
                 if rb.touches and apply(docs[i], ids[i], rb.touches):
                     changed.add(i)
-            if fine and shapes_on and learning[0]:
+            if fine and shapes_on and learning[0] and misses[0] < 8:
                 learning[0] -= 1
                 shapes.learn(docs[fine[0]])  # type: ignore[union-attr]
             if changed:
