@@ -10,8 +10,8 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import and_, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +106,8 @@ def _clean_function(sg: frozenset[str], sp: frozenset[str]) -> Callable[[dict[st
 
 
 # ---------------------------------------------------------------------- line shapes
-_S = rb'"[^"\\\x00-\x1f]*"'  # a string json.dumps writes without an escape
-_SC = rb'"([^"\\\x00-\x1f]*)"'  # the same, captured (an id the walk would read)
+_S = rb'"[ !#-\[\]-~]*"'  # printable ASCII but '"' and '\\': a string json.dumps writes without an escape
+_SC = rb'"([ !#-\[\]-~]*)"'  # the same, captured (an id the walk would read)
 _INT = rb"(?:0|-?[1-9][0-9]{0,17})"  # an integer as int.__repr__ writes it (no 20-digit run)
 _HEAVY = frozenset({"gold_node", "relations", "retrieval", "answer", "reference"})
 _SHAPES = 16  # shapes learnt per file at most
@@ -123,7 +123,7 @@ def _key(k: str) -> bytes | None:
 def _pattern(v: Any, slots: list[tuple[str, bool]], slot: tuple[str, bool] | None = None) -> bytes | None:
     """The pattern of the lines ``json.dumps(x, ensure_ascii=False)`` writes for every ``x``
     of ``v``'s shape (same keys in the same order, same list lengths, same types; strings
-    without an escape, integers of at most 18 digits, no float), or None. A string at
+    of printable ASCII without an escape, integers of at most 18 digits, no float), or None. A string at
     ``slot`` is captured and ``slot`` appended to ``slots``."""
     c = v.__class__
     if c is str:
@@ -241,7 +241,9 @@ class _Shapes:
             ("pred", False): p,
             ("pred", True): p | {b""},
         }
-        self.shapes: list[tuple[Callable[[bytes], Any], Callable[[tuple[bytes, ...]], bool], int]] = []
+        self.shapes: list[
+            tuple[Callable[[bytes], Any], Callable[[list[tuple[bytes, ...]]], list[bool]], int]
+        ] = []
         self.known: set[bytes] = set()
 
     def learn(self, r: dict[str, Any]) -> None:
@@ -271,54 +273,55 @@ class _Shapes:
         self.known.add(pat)
         self.shapes.append((re.compile(pat).fullmatch, self._check(slots), slots.index(("id", True))))
 
-    def _check(self, slots: list[Any]) -> Callable[[tuple[bytes, ...]], bool]:
-        """``groups -> bool``: every captured id in its side's set (the empty string where the
-        walk leaves it), each list of labels without a repeated id."""
-        by_set: dict[tuple[str, bool], list[int]] = {}
+    def _check(self, slots: list[Any]) -> Callable[[list[tuple[bytes, ...]]], list[bool]]:
+        """``[groups] -> [bool]`` (column by column, C-level maps): every captured id in its
+        side's set (the empty string where the walk leaves it), each list of labels without a
+        repeated id."""
+        sets = self.sets
+        cols: list[tuple[Any, Any]] = []  # (contains, take one captured id)
         lists: dict[int, list[int]] = {}
         for i, s in enumerate(slots):
             if s[0] in ("gold", "pred"):
-                by_set.setdefault((s[0], s[1]), []).append(i)
+                cols.append((sets[(s[0], s[1])].__contains__, itemgetter(i)))
             if len(s) == 3:  # an element of a list of labels: (side, False, the list's first slot)
                 lists.setdefault(s[2], []).append(i)
-        checks: list[tuple[Any, Any]] = [
-            (self.sets[k].issuperset, itemgetter(*idx, idx[0])) for k, idx in by_set.items()
-        ]
-        distinct: list[tuple[Any, int]] = [
-            (itemgetter(*idx), len(idx)) for idx in lists.values() if len(idx) > 1
-        ]
+        distinct = [(itemgetter(*idx), len(idx)) for idx in lists.values() if len(idx) > 1]
 
-        def check(g: tuple[bytes, ...]) -> bool:
-            for within, take in checks:
-                if not within(take(g)):
-                    return False
+        def check(gs: list[tuple[bytes, ...]]) -> list[bool]:
+            ok: list[Any] = [True] * len(gs)
+            for within, take in cols:
+                ok = list(map(and_, ok, map(within, map(take, gs))))
             for take, n in distinct:
-                if len(set(take(g))) != n:
-                    return False
-            return True
+                ok = list(map(and_, ok, map(n.__eq__, map(len, map(set, map(take, gs))))))
+            return ok
 
         return check
 
     def split(self, lines: list[bytes]) -> tuple[list[int], list[bytes], int]:
         """(the positions of the lines recognised and untouched, their record ids, in line
         order; how many lines had a learnt shape)."""
-        todo = [k for k, x in enumerate(lines) if x.isascii()]
+        todo = list(range(len(lines)))  # (a pattern matches printable ASCII only)
         got: list[tuple[int, bytes]] = []
         n = len(todo)
         for match, check, rid in self.shapes:
             if not todo:
                 break
-            rest = []
-            for k, m in zip(todo, map(match, [lines[k] for k in todo])):
-                if m is None:
-                    rest.append(k)
-                else:
-                    gs = m.groups()
-                    if check(gs):
-                        got.append((k, gs[rid]))
-            todo = rest
-        got.sort()
-        return [k for k, _ in got], [rid for _, rid in got], n - len(todo)
+            ms = list(map(match, map(lines.__getitem__, todo)))
+            hit = list(map(_is_not_none, ms))
+            gs = list(map(_GROUPS, compress(ms, hit)))
+            keys = list(compress(todo, hit))
+            got += compress(zip(keys, map(itemgetter(rid), gs)), check(gs))
+            todo = list(compress(todo, map(_not, hit)))
+        if len(self.shapes) > 1:
+            got.sort()
+        return [k for k, _ in got], [r for _, r in got], n - len(todo)
+
+
+_GROUPS = re.Match.groups
+
+
+def _is_not_none(x: Any) -> bool:
+    return x is not None
 
 
 # ---------------------------------------------------------------------- the file path
