@@ -11,7 +11,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 from itertools import compress, repeat
-from operator import and_, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +242,7 @@ class _Shapes:
             ("pred", True): p | {b""},
         }
         self.shapes: list[
-            tuple[Callable[[bytes], Any], Callable[[list[tuple[bytes, ...]]], list[bool]], int]
+            tuple[Callable[[bytes], Any], Callable[[list[tuple[bytes, ...]]], set[int]], int]
         ] = []
         self.known: set[bytes] = set()
 
@@ -273,27 +273,30 @@ class _Shapes:
         self.known.add(pat)
         self.shapes.append((re.compile(pat).fullmatch, self._check(slots), slots.index(("id", True))))
 
-    def _check(self, slots: list[Any]) -> Callable[[list[tuple[bytes, ...]]], list[bool]]:
-        """``[groups] -> [bool]`` (column by column, C-level maps): every captured id in its
-        side's set (the empty string where the walk leaves it), each list of labels without a
-        repeated id."""
+    def _check(self, slots: list[Any]) -> Callable[[list[tuple[bytes, ...]]], set[int]]:
+        """``[groups] -> {the positions that fail}`` (column by column, C-level set
+        operations): every captured id in its side's set (the empty string where the walk
+        leaves it), each list of labels without a repeated id."""
         sets = self.sets
         cols: list[tuple[Any, Any]] = []  # (contains, take one captured id)
         lists: dict[int, list[int]] = {}
         for i, s in enumerate(slots):
             if s[0] in ("gold", "pred"):
-                cols.append((sets[(s[0], s[1])].__contains__, itemgetter(i)))
+                cols.append((sets[(s[0], s[1])], itemgetter(i)))
             if len(s) == 3:  # an element of a list of labels: (side, False, the list's first slot)
                 lists.setdefault(s[2], []).append(i)
         distinct = [(itemgetter(*idx), len(idx)) for idx in lists.values() if len(idx) > 1]
 
-        def check(gs: list[tuple[bytes, ...]]) -> list[bool]:
-            ok: list[Any] = [True] * len(gs)
+        def check(gs: list[tuple[bytes, ...]]) -> set[int]:
+            bad: set[int] = set()
             for within, take in cols:
-                ok = list(map(and_, ok, map(within, map(take, gs))))
+                col = list(map(take, gs))
+                out = set(col).difference(within)  # one C-level pass; few ids are out
+                if out:
+                    bad.update(compress(range(len(col)), map(out.__contains__, col)))
             for take, n in distinct:
-                ok = list(map(and_, ok, map(n.__eq__, map(len, map(set, map(take, gs))))))
-            return ok
+                bad.update(compress(range(len(gs)), map(n.__ne__, map(len, map(set, map(take, gs))))))
+            return bad
 
         return check
 
@@ -306,18 +309,21 @@ class _Shapes:
         for match, check, rid in self.shapes:
             if not todo:
                 break
-            ms = list(map(match, map(lines.__getitem__, todo)))
+            ms = list(map(match, lines if len(todo) == len(lines) else map(lines.__getitem__, todo)))
             hit = list(map(_is_not_none, ms))
             gs = list(map(_GROUPS, compress(ms, hit)))
             keys = list(compress(todo, hit))
-            got += compress(zip(keys, map(itemgetter(rid), gs)), check(gs))
+            bad = check(gs)
+            pairs = zip(keys, map(itemgetter(rid), gs))
+            got += [x for j, x in enumerate(pairs) if j not in bad] if bad else pairs
             todo = list(compress(todo, map(_not, hit)))
         if len(self.shapes) > 1:
             got.sort()
-        return [k for k, _ in got], [r for _, r in got], n - len(todo)
+        return list(map(_FIRST, got)), list(map(_SECOND, got)), n - len(todo)
 
 
 _GROUPS = re.Match.groups
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def _is_not_none(x: Any) -> bool:
