@@ -453,6 +453,21 @@ def _slow_line(raw: bytes, lineno: int, src: str, depth_limit: int) -> Any:
 _BLANK: Any = object()
 
 
+def _duplicate(data: str | Path, rid: str, loc: str, src: str) -> None:
+    """Raise the error of :func:`kg_rageval.records.iter_objects` for the first duplicate
+    record id of ``data`` (``rid``, on ``loc``): the file is read again by that reader, which
+    names the line of the id's first record (the file path keeps the ids read, not their
+    lines). Every line before it was read without an error, so the reader's first error is
+    this duplicate."""
+    from kg_rageval.records import iter_objects
+
+    for _ in iter_objects(data):
+        pass
+    raise InputError(
+        f"duplicate record id {rid!r}", source=src, location=loc
+    )  # pragma: no cover - not reached
+
+
 def _rebase_path(
     data: str | Path, mapping: Any, out: Any, rep: Any, digest: Any, rb: Any, apply: Any
 ) -> None:
@@ -488,7 +503,7 @@ def _rebase_path(
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     loads = _orjson.loads if _orjson is not None else None
     decode_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
-    seen: dict[str, int] = {}
+    seen: set[str] = set()  # the ids read; the line of a duplicate's first one is found by re-reading
     lineno = 0
     n_records = 0
     id_key = repeat("id")
@@ -531,9 +546,9 @@ def _rebase_path(
         if set(map(type, ids)) != _STR_ONLY:
             return None
         u = set(ids)
-        if len(u) != len(ids) or "" in u or not seen.keys().isdisjoint(u):
+        if len(u) != len(ids) or "" in u or not seen.isdisjoint(u):
             return None
-        seen.update(zip(ids, range(first, first + len(ids))))
+        seen.update(u)
         return docs, ids
 
     def shaped_block(lines: list[bytes], first: int) -> tuple[list[Any], list[str], list[int]] | None:
@@ -567,9 +582,9 @@ def _rebase_path(
         for k, i in zip(pos, map(bytes.decode, sids)):
             ids[k] = i
         u = set(ids)
-        if len(u) != n or "" in u or not seen.keys().isdisjoint(u):
+        if len(u) != n or "" in u or not seen.isdisjoint(u):
             return None
-        seen.update(zip(ids, range(first, first + n)))
+        seen.update(u)
         return docs, ids, others
 
     def slow_block(lines: list[bytes], first: int, last_nl: bool) -> tuple[list[bytes], list[Any], list[str]]:
@@ -608,10 +623,8 @@ def _rebase_path(
                 )
             rid = str(rid)
             if rid in seen:
-                raise InputError(
-                    f"duplicate record id {rid!r} (first on line {seen[rid]})", source=src_o, location=loc
-                )
-            seen[rid] = no
+                _duplicate(data, rid, loc, src_o)
+            seen.add(rid)
             raws.append(raw)
             docs.append(doc)
             ids.append(rid)
