@@ -232,7 +232,7 @@ class _Shapes:
 
     def __init__(self, quick: _Quick):
         def enc(ids: frozenset[str]) -> frozenset[bytes]:
-            return frozenset(x.encode("utf-8", "surrogatepass") for x in ids)
+            return frozenset(map(str.encode, ids, repeat("utf-8"), repeat("surrogatepass")))
 
         g, p = enc(quick.safe["gold"]), enc(quick.safe["pred"])
         self.sets = {
