@@ -354,6 +354,12 @@ def main() -> None:
     ap.add_argument("--replicate", type=int, default=1, help="the records file is K copies, fresh ids")
     ap.add_argument("--reuse", action="store_true", help="reuse the data already in --keep DIR")
     ap.add_argument(
+        "--gate",
+        action="append",
+        default=[],
+        help="one more gate (repeatable), e.g. 'ci_low(hierarchy.hierarchical_f1) >= 0.5' for a bootstrap",
+    )
+    ap.add_argument(
         "--slim",
         action="store_true",
         help="records keep only id, slices and labels (for --families hierarchy)",
@@ -406,7 +412,8 @@ def main() -> None:
                     "provenance.citation_completeness >= 0.9",
                 )
                 if g.split("(")[-1].split(".")[0] in families
-            ],
+            ]
+            + args.gate,
             "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]} if "retrieval" in families else {},
             "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]} if "hierarchy" in families else {},
             "missing_runs": {"budget": 0.05},

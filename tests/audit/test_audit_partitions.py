@@ -263,6 +263,35 @@ def test_generated_audit_partitioned_equals_in_process(client, attack, tmp_path,
     assert _report(tmp_path / "chunks") == _report(tmp_path / "local")
 
 
+@pytest.mark.slow
+def test_gate_bootstraps_on_the_workers_equal_in_process(client, attack, tmp_path, monkeypatch):
+    """The bounded gates' bootstraps (recall@10 and faithfulness over the 2,000 records, 300
+    resamples in blocks of 7: 43 blocks) with the blocks after the first on the cluster's two
+    workers: the in-process intervals and reports byte for byte."""
+    from kg_rageval.results import bootstrap, bootstrap_pool
+
+    out, mapping = attack
+    mapping = {**mapping, "bootstrap": {"n_resamples": 300, "seed": 5}}
+    monkeypatch.setattr(bootstrap, "_BOOTSTRAP_CELLS", 1)
+    monkeypatch.setattr(bootstrap, "_BOOTSTRAP_MIN_BLOCK", 7)
+    monkeypatch.setattr(bootstrap, "_BOOTSTRAP_MAX_CELLS", 1 << 40)
+    local = _audit(config_from_mapping(mapping, base_dir=out), 256, tmp_path / "local")
+    pooled: list[bool] = []
+    orig = bootstrap_pool.replicate_on_pool
+
+    def spy(*a, **kw):
+        pooled.append(orig(*a, **kw))
+        return pooled[-1]
+
+    monkeypatch.setattr(bootstrap_pool, "replicate_on_pool", spy)
+    res = _on(client, config_from_mapping(mapping, base_dir=out), 256, tmp_path / "dask")
+    assert pooled == [True]  # one pass over the weights for both gates, on the workers
+    bounded = [k for k, m in res.metrics.items() if m.ci is not None]
+    assert bounded and all(res.metrics[k].ci == local.metrics[k].ci for k in bounded)
+    assert _report(tmp_path / "dask") == _report(tmp_path / "local")
+    assert _files(tmp_path / "dask") == _files(tmp_path / "local")
+
+
 def _vehicles(tmp_path: Path, records: list[dict], name: str = "records.jsonl") -> dict:
     _write(tmp_path / name, records)
     return {**_vehicles_config(tmp_path), "records": name}
