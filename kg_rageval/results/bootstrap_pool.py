@@ -28,7 +28,7 @@ another CPU could round a sum differently).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,9 +126,9 @@ def _range_task(
     the client's (``probes``)."""
     from contextlib import nullcontext
 
-    from kg_rageval.results.forms import _single_blas_thread
+    from kg_rageval.results.bootstrap import single_blas_thread
 
-    one = _single_blas_thread()
+    one = single_blas_thread()
     with one if one is not None else nullcontext():
         w0 = block_weights(np.random.default_rng(seed), n, min(chunk, n_resamples))
         same = all(
@@ -151,17 +151,19 @@ def _range_task(
     return outs, rng.bit_generator.state, same
 
 
-def replicate_on_pool(jobs: list[Any], n_resamples: int, seed: int, pool: BootstrapPool) -> bool:
+def replicate_on_pool(
+    jobs: list[Any], n_resamples: int, seed: int, pool: BootstrapPool, block: Callable[..., bool]
+) -> bool:
     """The replicates of ``jobs`` (:class:`~kg_rageval.results.forms._Job`, reset, every
     matrix with ``n`` rows; see the module docstring) with blocks after the first on ``pool``:
     ``True`` when every job's ``out`` is filled as the serial pass fills it, ``False`` when the
     caller must run the serial pass (a form failed on the first block — its ``forms`` updated
     as the serial pass updates them —, a metric finalized per resample, fewer than three
-    blocks, ``n`` of 2**32 or more, or a check failed)."""
+    blocks, ``n`` of 2**32 or more, or a check failed). ``block``: the serial pass's
+    :func:`~kg_rageval.results.forms._block` (the first block and its check)."""
     from contextlib import nullcontext
 
-    from kg_rageval.results.bootstrap import bootstrap_block
-    from kg_rageval.results.forms import _block, _single_blas_thread
+    from kg_rageval.results.bootstrap import bootstrap_block, single_blas_thread
 
     n = len(jobs[0].mats[0])
     chunk = bootstrap_block(n, n_resamples)
@@ -169,12 +171,12 @@ def replicate_on_pool(jobs: list[Any], n_resamples: int, seed: int, pool: Bootst
     tasks = min(pool.tasks, n_blocks - 1)
     if tasks < 2 or n >= 1 << 32 or any(job.loop for job in jobs):
         return False
-    one = _single_blas_thread()
+    one = single_blas_thread()
     with one if one is not None else nullcontext():
         rng = np.random.default_rng(seed)
         w0 = block_weights(rng, n, chunk)
         for job in jobs:
-            if not _block(job, w0, 0, chunk, True):
+            if not block(job, w0, 0, chunk, True):
                 return False
         after_first = rng.bit_generator.state
         heights = _heights(n_resamples, chunk, 1)

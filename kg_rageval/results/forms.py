@@ -362,7 +362,7 @@ def replicate_jobs(
 
         for s in pending:
             s.reset()
-        if weights_of is bootstrap_weights and replicate_on_pool(pending, n_resamples, seed, pool):
+        if weights_of is bootstrap_weights and replicate_on_pool(pending, n_resamples, seed, pool, _block):
             pending = []
     while pending:
         for s in pending:
@@ -414,27 +414,11 @@ class _Job:
         self.done = True
 
 
-_CONTROLLER: list[Any] = []
-
-
 def _single_blas_thread() -> Any:
-    """A context running numpy's BLAS on one thread (``threadpoolctl``), or ``None`` without
-    it. Every resampled sum is computed under it (:func:`_replicates`): a block of resamples is
-    a short, wide weight matrix times a tall per-record matrix (``b × n`` by ``n × k``, ``b``
-    = 8 at a million records: :func:`~kg_rageval.results.bootstrap.bootstrap_block`), a shape
-    OpenBLAS splits badly over its threads — on two cores
-    ``2 × 10^6`` by ``10^6 × 200`` took 1.68 s with two threads and 0.16 s with one, wall and
-    CPU alike — and on one thread the bits of a sum no longer depend on how many threads the
-    machine's BLAS runs."""
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
+    """:func:`~kg_rageval.results.bootstrap.single_blas_thread` (kept under this name)."""
+    from kg_rageval.results.bootstrap import single_blas_thread
 
-            _CONTROLLER.append(ThreadpoolController())
-        except ImportError:  # pragma: no cover - the same sums, only more CPU time
-            _CONTROLLER.append(None)
-    ctl = _CONTROLLER[0]
-    return None if ctl is None else ctl.limit(limits=1, user_api="blas")
+    return single_blas_thread()
 
 
 class Projection:
