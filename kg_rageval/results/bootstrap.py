@@ -10,6 +10,7 @@ and :func:`~kg_rageval.results.evaluation.bootstrap_many`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -113,3 +114,26 @@ def linear_quantiles(s: np.ndarray, qs: list[float]) -> np.ndarray:
     out = a + diff * gamma
     np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
     return out
+
+
+_CONTROLLER: list[Any] = []
+
+
+def single_blas_thread() -> Any:
+    """A context running numpy's BLAS on one thread (``threadpoolctl``), or ``None`` without
+    it. Every resampled sum is computed under it (:func:`_replicates`): a block of resamples is
+    a short, wide weight matrix times a tall per-record matrix (``b × n`` by ``n × k``, ``b``
+    = 8 at a million records: :func:`~kg_rageval.results.bootstrap.bootstrap_block`), a shape
+    OpenBLAS splits badly over its threads — on two cores
+    ``2 × 10^6`` by ``10^6 × 200`` took 1.68 s with two threads and 0.16 s with one, wall and
+    CPU alike — and on one thread the bits of a sum no longer depend on how many threads the
+    machine's BLAS runs."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLER.append(ThreadpoolController())
+        except ImportError:  # pragma: no cover - the same sums, only more CPU time
+            _CONTROLLER.append(None)
+    ctl = _CONTROLLER[0]
+    return None if ctl is None else ctl.limit(limits=1, user_api="blas")
