@@ -199,6 +199,7 @@ class _Reuse:
         self._same_ids: list[np.ndarray] = []
         self.members: dict[str, list[str]] = {}
         self._ids_sorted: np.ndarray | None = None
+        self._part: tuple[int, int, list[dict]] | None = None  # (k, id(chunk), its differing records)
 
     def _by_id(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(audited ids, their sorting order, their line digests)``, made once."""
@@ -229,6 +230,46 @@ class _Reuse:
                 out[name] = [m for m in run.result if m != _TRAIL_MEMBER]
         return out
 
+    def known(self, bound: Mapping[str, Any]) -> Any:
+        """``known(i, digest)`` for the baseline's reader
+        (:func:`~kg_rageval.records.iter_record_chunks`), or ``None`` when it cannot be used:
+        a baseline line whose digest is that of the audited file's ``i``-th line is that
+        line, byte for byte — its record already read, checked and scored — so it is not
+        parsed again but stands in as its id and the sections it carries (each ``True``): all
+        that the observers read of it (the id, the section flags; the release check's re-base
+        marks: only when no audited record has one), and every family (``bound``) shares its
+        rows (:meth:`narrow` leaves it out: it is equal). The audited records' section bits
+        (:meth:`~.stream.RecordIndex.keep_sections`) must cover the baseline families'
+        sections."""
+        from kg_rageval.audit.stream import _sections_of
+
+        cand = self._cand
+        secs = getattr(cand, "sections", None)
+        if secs is None or cand.marked or not set(bound) <= set(self.members):
+            return None
+        if not set(_sections_of(self._view.families)) <= set(secs):
+            return None
+        ids, _, dig = self._by_id()
+        raw = np.ascontiguousarray(dig).tobytes()
+        masks = cand.section_masks().tolist()
+        n = len(masks)
+        if n != len(ids) or len(raw) != 16 * n:  # pragma: no cover — one of each per audited record
+            return None
+        shapes: dict[int, tuple[str, ...]] = {}
+
+        def known(i: int, digest: bytes) -> dict | None:
+            if i >= n or raw[16 * i : 16 * i + 16] != digest:
+                return None
+            m = masks[i]
+            keys = shapes.get(m)
+            if keys is None:
+                keys = shapes[m] = tuple(s for b, s in enumerate(secs) if m >> b & 1)
+            rec = dict.fromkeys(keys, True)
+            rec["id"] = str(ids[i])
+            return rec
+
+        return known
+
     def observe(self, k: int, chunk: list[dict]) -> None:
         """After the baseline's :class:`~.stream.LineDigests` and ids saw chunk ``k``: which of
         its records are an audited record, line for line."""
@@ -248,7 +289,22 @@ class _Reuse:
         same = self.same[k]
         if not same.any():
             return chunk
-        return [r for r, s in zip(chunk, same.tolist()) if not s]
+        got = self._part
+        if got is not None and got[0] == k and got[1] == id(chunk):
+            return got[2]  # every sharing family scores the same sublist of the chunk
+        part = [r for r, s in zip(chunk, same.tolist()) if not s]
+        self._part = (k, id(chunk), part)
+        return part
+
+    def counts(self, k: int, chunk: list[dict]) -> dict[str, int]:
+        """``{sharing family: records of the narrowed chunk k with its section}`` (the
+        baseline's section flags of the chunk just observed, less the equal records): what
+        counting :meth:`narrow`'s records with ``has_section`` gives. Called once a chunk,
+        before the families: the previous chunk's sublist is let go."""
+        self._part = None
+        keep = ~self.same[k]
+        flags = self._view._flags
+        return {f: int(np.count_nonzero(flags[f][-1] & keep)) for f in self.members if f in flags}
 
     def same_ids(self) -> np.ndarray:
         """The ids of the baseline records equal to the audited ones, sorted."""
@@ -267,6 +323,7 @@ class _Reuse:
         from kg_rageval.results.concatenation import Concatenation
         from kg_rageval.results.evaluation_set import EvaluationSet
 
+        self._part = None
         members = self.members[name]
         if scored is not None and list(scored) != members:
             return None
@@ -343,6 +400,7 @@ def _baseline_streamed(
     except Exception:
         return None
     narrow = dict.fromkeys(reuse.members, reuse.narrow) if reuse is not None else None
+    known = reuse.known(bound[0]) if reuse is not None else None
     bruns = _stream_runs(
         bcfg,
         binputs,
@@ -353,6 +411,8 @@ def _baseline_streamed(
         client,
         digests=None if reuse is None else reuse.digests.sink,
         narrow=narrow,
+        narrow_counts=None if reuse is None else reuse.counts,
+        known=known,
     )
     if bruns is None:
         return None
