@@ -181,6 +181,7 @@ def _run_streamed(
         from kg_rageval.audit.stream import LineDigests
 
         digests = view.line_digests = LineDigests()
+        view.keep_sections()  # a stand-in for each baseline record equal to an audited one
         observers.insert(0, digests.observe)
     bar = None
     if progress:
@@ -267,13 +268,15 @@ def _stream_runs(
     *,
     digests: list[bytes] | None = None,
     narrow: Mapping[str, Any] | None = None,
+    narrow_counts: Any = None,
+    known: Any = None,
 ) -> dict[str, FamilyRun] | None:
     """Every family of ``names`` run on ``view.path`` read once in chunks
     (:func:`~kg_rageval.scoring.stream_families`; ``view``, a :class:`~.stream.RecordIndex`,
     among the ``observers``), as :func:`run_families` runs them on the held records: ``None``
     when a family cannot be streamed exactly (:class:`~kg_rageval.scoring.StreamFallback`:
     the caller holds the records instead). A reading error of the file propagates.
-    ``digests``, ``narrow``: as :func:`~kg_rageval.scoring.stream_families` takes them (a
+    ``digests``, ``narrow``, ``narrow_counts``, ``known``: as :func:`~kg_rageval.scoring.stream_families` takes them (a
     narrowed family's run may have ``result = None``: none of its records was scored)."""
     from kg_rageval.scoring import StreamFallback, stream_families
 
@@ -289,6 +292,8 @@ def _stream_runs(
             spill_rows=config.spill_rows,
             digests=digests,
             narrow=narrow,
+            narrow_counts=narrow_counts,
+            known=known,
         )
     except StreamFallback:
         return None

@@ -27,7 +27,7 @@ from kg_rageval.audit.family_runs import (
 from kg_rageval.audit.gates import metric_dict
 from kg_rageval.base.errors import InputError
 from kg_rageval.results.bootstrap import bootstrap_weights, percentile_interval
-from kg_rageval.results.forms import metric_values, replicate_values
+from kg_rageval.results.forms import metric_values
 from kg_rageval.results.metric import Metric
 from kg_rageval.results.record_stats import AlignedRecords
 from kg_rageval.scoring import get_scorer, resolve_metric
@@ -199,6 +199,7 @@ class _Reuse:
         self._same_ids: list[np.ndarray] = []
         self.members: dict[str, list[str]] = {}
         self._ids_sorted: np.ndarray | None = None
+        self._part: tuple[int, int, list[dict]] | None = None  # (k, id(chunk), its differing records)
 
     def _by_id(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(audited ids, their sorting order, their line digests)``, made once."""
@@ -229,6 +230,46 @@ class _Reuse:
                 out[name] = [m for m in run.result if m != _TRAIL_MEMBER]
         return out
 
+    def known(self, bound: Mapping[str, Any]) -> Any:
+        """``known(i, digest)`` for the baseline's reader
+        (:func:`~kg_rageval.records.iter_record_chunks`), or ``None`` when it cannot be used:
+        a baseline line whose digest is that of the audited file's ``i``-th line is that
+        line, byte for byte — its record already read, checked and scored — so it is not
+        parsed again but stands in as its id and the sections it carries (each ``True``): all
+        that the observers read of it (the id, the section flags; the release check's re-base
+        marks: only when no audited record has one), and every family (``bound``) shares its
+        rows (:meth:`narrow` leaves it out: it is equal). The audited records' section bits
+        (:meth:`~.stream.RecordIndex.keep_sections`) must cover the baseline families'
+        sections."""
+        from kg_rageval.audit.stream import _sections_of
+
+        cand = self._cand
+        secs = getattr(cand, "sections", None)
+        if secs is None or cand.marked or not set(bound) <= set(self.members):
+            return None
+        if not set(_sections_of(self._view.families)) <= set(secs):
+            return None
+        ids, _, dig = self._by_id()
+        raw = np.ascontiguousarray(dig).tobytes()
+        masks = cand.section_masks().tolist()
+        n = len(masks)
+        if n != len(ids) or len(raw) != 16 * n:  # pragma: no cover — one of each per audited record
+            return None
+        shapes: dict[int, tuple[str, ...]] = {}
+
+        def known(i: int, digest: bytes) -> dict | None:
+            if i >= n or raw[16 * i : 16 * i + 16] != digest:
+                return None
+            m = masks[i]
+            keys = shapes.get(m)
+            if keys is None:
+                keys = shapes[m] = tuple(s for b, s in enumerate(secs) if m >> b & 1)
+            rec: dict[str, Any] = dict.fromkeys(keys, True)
+            rec["id"] = str(ids[i])
+            return rec
+
+        return known
+
     def observe(self, k: int, chunk: list[dict]) -> None:
         """After the baseline's :class:`~.stream.LineDigests` and ids saw chunk ``k``: which of
         its records are an audited record, line for line."""
@@ -248,7 +289,22 @@ class _Reuse:
         same = self.same[k]
         if not same.any():
             return chunk
-        return [r for r, s in zip(chunk, same.tolist()) if not s]
+        got = self._part
+        if got is not None and got[0] == k and got[1] == id(chunk):
+            return got[2]  # every sharing family scores the same sublist of the chunk
+        part = [r for r, s in zip(chunk, same.tolist()) if not s]
+        self._part = (k, id(chunk), part)
+        return part
+
+    def counts(self, k: int, chunk: list[dict]) -> dict[str, int]:
+        """``{sharing family: records of the narrowed chunk k with its section}`` (the
+        baseline's section flags of the chunk just observed, less the equal records): what
+        counting :meth:`narrow`'s records with ``has_section`` gives. Called once a chunk,
+        before the families: the previous chunk's sublist is let go."""
+        self._part = None
+        keep = ~self.same[k]
+        flags = self._view._flags
+        return {f: int(np.count_nonzero(flags[f][-1] & keep)) for f in self.members if f in flags}
 
     def same_ids(self) -> np.ndarray:
         """The ids of the baseline records equal to the audited ones, sorted."""
@@ -267,6 +323,7 @@ class _Reuse:
         from kg_rageval.results.concatenation import Concatenation
         from kg_rageval.results.evaluation_set import EvaluationSet
 
+        self._part = None
         members = self.members[name]
         if scored is not None and list(scored) != members:
             return None
@@ -278,11 +335,20 @@ class _Reuse:
         for m in members:
             ev = cand[m]
             both = Concatenation(spill_rows)
-            both.add(_stats_only(ev, np.isin(ev.record_ids.astype(str), self._ids_sorted)))
+            both.add(_stats_only(ev, _among(ev.record_ids.astype(str), self._ids_sorted)))
             if scored is not None:
                 both.add(_stats_only(scored[m], None))
             out[m] = both.result()
         return out
+
+
+def _among(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """``np.isin(ids, sorted_ids)`` for ``sorted_ids`` sorted (one ``searchsorted``, no sort
+    of ``ids``)."""
+    if not len(sorted_ids):
+        return np.zeros(len(ids), bool)
+    at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+    return np.asarray(sorted_ids[at] == ids, bool)
 
 
 def _stats_only(ev: Any, keep: np.ndarray | None) -> Any:
@@ -343,6 +409,7 @@ def _baseline_streamed(
     except Exception:
         return None
     narrow = dict.fromkeys(reuse.members, reuse.narrow) if reuse is not None else None
+    known = reuse.known(bound[0]) if reuse is not None else None
     bruns = _stream_runs(
         bcfg,
         binputs,
@@ -353,6 +420,8 @@ def _baseline_streamed(
         client,
         digests=None if reuse is None else reuse.digests.sink,
         narrow=narrow,
+        narrow_counts=None if reuse is None else reuse.counts,
+        known=known,
     )
     if bruns is None:
         return None
@@ -367,6 +436,138 @@ def _baseline_streamed(
             if bruns[name].status == "ran":
                 bruns[name].shared = reuse
     return release, bruns, check.ids()
+
+
+_PENDING: Any = object()
+"""A delta's place in :func:`_run_baseline`'s deltas, taken before its paired bootstrap ran."""
+
+SHARED_BOOTSTRAP_BYTES = 256 * 2**20
+"""The most bytes of per-record stats (both systems', 8 bytes a stat and record) of the paired
+evaluations whose bootstraps share one pass over the weight blocks (:class:`_PairedBootstraps`):
+about 100,000 records of the six families' evaluations with a delta gate; past it each
+evaluation draws the weights again (at 1,000,000 records one evaluation's stats alone may be
+hundreds of MB)."""
+
+
+class _PairedJob:
+    """One paired evaluation of :func:`_run_baseline`: both systems' aligned stats (``mc``,
+    ``mb``), their totals (``tc``, ``tb``: ``finalize`` of the stacked sums) and what its
+    ``delta:`` metrics are made from (:meth:`finish`)."""
+
+    def __init__(self, fam: str, fin: Any, names: list[str], mc: Any, mb: Any, tc: Any, tb: Any, n: int):
+        self.fam, self.fin, self.names, self.mc, self.mb, self.tc, self.tb, self.n = (
+            fam,
+            fin,
+            names,
+            mc,
+            mb,
+            tc,
+            tb,
+            n,
+        )
+
+    def keys(self) -> list[str]:
+        return [f"delta:{self.fam}.{m}" for m in self.tc]
+
+    def size(self) -> int:
+        """Bytes of both systems' per-record stats (an upper bound of what the bootstrap holds)."""
+        return 2 * 8 * self.n * max(len(self.names), 1)
+
+    def finish(
+        self,
+        deltas: dict[str, Metric],
+        pairs: dict[str, dict[str, Any]],
+        samples: Mapping[str, np.ndarray],
+        resamples: int,
+        b: Any,
+    ) -> None:
+        """Put each ``delta:`` metric in its place (``samples``: the paired replicates of each
+        metric, candidate less baseline; none without a bootstrap)."""
+        tc, tb, n = self.tc, self.tb, self.n
+        for m in tc:
+            key = f"delta:{self.fam}.{m}"
+            vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
+            if vc is None or vb is None:
+                d = Metric(
+                    key,
+                    None,
+                    missing=f"{m} undefined for "
+                    f"{'candidate' if vc is None else 'baseline'} on {n} paired records",
+                )
+            else:
+                ci = (
+                    percentile_interval(samples[m], resamples, b.level)
+                    if resamples and n >= b.min_units
+                    else None
+                )
+                d = Metric(key, float(vc - vb), None, None, None, ci, n)
+            deltas[key] = d
+            pairs[key] = {"candidate": vc, "baseline": vb, "paired_records": n}
+        self.mc = self.mb = None
+
+
+class _PairedBootstraps:
+    """The paired bootstraps of :func:`_run_baseline`, vectorised: the evaluations waiting
+    (:meth:`add`) whose records are as many and whose stats fit in
+    :data:`SHARED_BOOTSTRAP_BYTES` together are bootstrapped in one pass over the weight blocks
+    (:func:`~kg_rageval.results.forms.replicate_jobs`: the weights are drawn once for all of
+    them, and each gets the replicates it gets alone — the weights depend only on the number
+    of records, resamples and the seed); an evaluation that does not fit flushes those
+    waiting first, one too large alone is bootstrapped at once. Once they are, the baseline's
+    result columns of the families paired to the end (``release``) are let go."""
+
+    def __init__(
+        self,
+        b: Any,
+        deltas: dict[str, Metric],
+        pairs: dict[str, dict[str, Any]],
+        release: list[FamilyRun],
+    ) -> None:
+        self.b, self.deltas, self.pairs = b, deltas, pairs
+        self.release = release  # the families paired to the end: let go once bootstrapped
+        self.jobs: list[_PairedJob] = []
+        self.resamples = 0
+
+    def add(self, job: _PairedJob, resamples: int) -> None:
+        if self.jobs and (
+            job.n != self.jobs[0].n
+            or resamples != self.resamples
+            or sum(j.size() for j in self.jobs) + job.size() > SHARED_BOOTSTRAP_BYTES
+        ):
+            self.flush()
+        self.jobs.append(job)
+        self.resamples = resamples
+        if job.size() > SHARED_BOOTSTRAP_BYTES:  # nothing joins it: alone, now
+            self.flush()
+
+    def flush(self) -> None:
+        """Bootstrap the evaluations waiting and put their deltas in place."""
+        from kg_rageval.results.forms import Replicates, replicate_jobs
+
+        if not self.jobs:
+            return
+        jobs, self.jobs = self.jobs, []
+        got = replicate_jobs(
+            [Replicates(j.fin, j.names, [j.mc, j.mb], list(j.tc)) for j in jobs],
+            self.resamples,
+            self.b.seed,
+            bootstrap_weights,
+        )
+        for job, (rc, rb) in zip(jobs, got):
+            samples = {m: rc[m] - rb[m] for m in job.tc}  # NaN where either is undefined
+            job.finish(self.deltas, self.pairs, samples, self.resamples, self.b)
+        del got, jobs
+        _release(self.release)
+
+
+def _release(bruns: list[FamilyRun]) -> None:
+    """Let go of the baseline's result columns of families paired and bootstrapped (not read again)."""
+    for brun in bruns:
+        if brun.result is not None:
+            for bev in brun.result.values():
+                bev.drop_record_stats()
+        brun.result, brun.evaluations = None, []
+    bruns.clear()
 
 
 def _run_baseline(
@@ -420,6 +621,8 @@ def _run_baseline(
     dropped_first = dropped[:50].tolist()
     bl = config.baseline
     pairing: dict[str, dict[str, Any]] = {}
+    release_after: list[FamilyRun] = []
+    pending = _PairedBootstraps(b, deltas, pairs, release_after)
     for fam, run in runs.items():
         brun = bruns.get(fam)
         if brun is None or run.status != "ran" or brun.status != "ran":
@@ -472,41 +675,24 @@ def _run_baseline(
             n = len(common)
             wanted = [m for m in tc if _delta_wanted(fam, m, delta_gates)]
             resamples = b.n_resamples if (wanted or b.always) else 0
-            samples: dict[str, np.ndarray] = {m: np.full(resamples, np.nan) for m in tc}
-            if resamples:  # paired: the same record draws (records aligned by id above) for both systems
-                rc, rb = replicate_values(
-                    fin, names, [mc, mb], list(tc), resamples, b.seed, bootstrap_weights
-                )
-                samples = {m: rc[m] - rb[m] for m in tc}  # NaN where either is undefined
-            for m in tc:
-                key = f"delta:{fam}.{m}"
-                vc, vb = tc[m].value, tb.get(m).value if tb.get(m) else None
-                if vc is None or vb is None:
-                    d = Metric(
-                        key,
-                        None,
-                        missing=f"{m} undefined for "
-                        f"{'candidate' if vc is None else 'baseline'} on {n} paired records",
-                    )
-                else:
-                    ci = (
-                        percentile_interval(samples[m], resamples, b.level)
-                        if resamples and n >= b.min_units
-                        else None
-                    )
-                    d = Metric(key, float(vc - vb), None, None, None, ci, n)
+            job = _PairedJob(fam, fin, names, mc, mb, tc, tb, n)
+            for key in job.keys():  # the deltas' places, in this order, filled when bootstrapped
                 primary.append(key)
-                deltas[key] = d
-                pairs[key] = {"candidate": vc, "baseline": vb, "paired_records": n}
+                deltas[key] = _PENDING
             # per-query deltas (the report's regressions table) of the metrics with a delta gate:
             # one finalize per record and system, every wanted metric read from it
             if wanted:
                 per_query.update(_per_query_deltas(fam, fin, names, common, mc, mb, wanted))
             del mc, mb
-        for bev in brun.result.values():
-            bev.drop_record_stats()
-        # paired: the baseline's result columns of this family are not read again
-        brun.result, brun.evaluations = None, []
+            if resamples:  # paired: the same record draws (records aligned by id above) for both systems
+                pending.add(job, resamples)
+            else:
+                job.finish(deltas, pairs, {}, 0, b)
+        release_after.append(brun)  # its result columns let go once its jobs are bootstrapped
+        if not pending.jobs:
+            _release(release_after)
+    pending.flush()
+    _release(release_after)
     info = {
         "records": str(bpath),
         "n_records": len(base_ids),

@@ -36,14 +36,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.audit.config import AuditConfig
 
 
-def _section_flags(names: Iterable[str], chunk: list[dict]) -> dict[str, np.ndarray]:
+def _sections_of(names: Iterable[str]) -> list[str]:
+    """The sections of the registered families of ``names``, sorted."""
+    specs = [REGISTRY.get(n) for n in names]
+    return sorted({s for sc in specs if sc is not None for s in sc.sections})
+
+
+def _section_flags(
+    names: Iterable[str], chunk: list[dict], by_section: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """``{family: bool per record}``: which records of ``chunk`` carry a section of the family
-    (:meth:`~kg_rageval.scoring.Scorer.has_section`), each section looked up once."""
+    (:meth:`~kg_rageval.scoring.Scorer.has_section`), each section looked up once
+    (``by_section`` gets ``{section: bool per record}``)."""
     specs = {n: REGISTRY.get(n) for n in names}
     sections = {s for sc in specs.values() if sc is not None for s in sc.sections}
     by_sec = {
         s: np.fromiter((r.get(s) is not None for r in chunk), bool, len(chunk)) for s in sorted(sections)
     }
+    if by_section is not None:
+        by_section.update(by_sec)
     out: dict[str, np.ndarray] = {}
     for n, sc in specs.items():
         if sc is None:  # not a registered family: every record is its own
@@ -133,14 +144,38 @@ class RecordIndex:
         self._lines: list[np.ndarray] = []
         self._flags: dict[str, list[np.ndarray]] = {f: [] for f in families}
         self.n_with_section = dict.fromkeys(families, 0)
+        self.sections: list[str] | None = None  # kept per record: keep_sections()
+        self._masks: list[np.ndarray] = []
+        self.marked = False
+
+    def keep_sections(self) -> None:
+        """From now on keep, per record, which of the families' sections it carries (a bit
+        each, :meth:`section_masks`; 4 bytes a record) and whether any record has a re-base
+        mark (``marked``: a ``rebase`` object): what a stand-in for a record needs
+        (:class:`~kg_rageval.audit.paired_baseline._Reuse`). Not for more than 32 sections."""
+        sections = _sections_of(self.families)
+        if len(sections) <= 32:
+            self.sections = sections
 
     def observe(self, k: int, chunk: list[dict]) -> None:
         self._ids.append(id_array([r["id"] for r in chunk]))
         self._n += len(chunk)
         self._lines.append(np.fromiter((r["_line"] for r in chunk), np.int64, len(chunk)))
-        for f, flag in _section_flags(self.families, chunk).items():
+        by_sec: dict[str, np.ndarray] | None = {} if self.sections is not None else None
+        for f, flag in _section_flags(self.families, chunk, by_sec).items():
             self._flags[f].append(flag)
             self.n_with_section[f] += int(flag.sum())
+        if by_sec is not None and self.sections is not None:
+            mask = np.zeros(len(chunk), np.uint32)
+            for bit, sec in enumerate(self.sections):
+                mask |= by_sec[sec].astype(np.uint32) << np.uint32(bit)
+            self._masks.append(mask)
+            if not self.marked:
+                self.marked = any(isinstance(r.get("rebase"), dict) for r in chunk)
+
+    def section_masks(self) -> np.ndarray:
+        """Per record (file order) the bits of the :attr:`sections` it carries (:meth:`keep_sections`)."""
+        return np.concatenate(self._masks) if self._masks else np.zeros(0, np.uint32)
 
     def section_counts(self, k: int, chunk: list[dict]) -> dict[str, int]:
         """The records of the chunk just observed that carry each family's section."""

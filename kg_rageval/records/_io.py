@@ -26,7 +26,7 @@ import gc
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ def iter_jsonl(
     only: set[int] | frozenset[int] | None = None,
     span: tuple[int, int, int] | None = None,
     digests: list[bytes] | None = None,
+    known: Callable[[int, bytes], Any] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line; malformed JSON raises with the
     file, line and column. Lines, nesting, numbers and ``.gz`` sizes are bounded and checked
@@ -71,7 +72,10 @@ def iter_jsonl(
     whole file (``start`` must begin a line; a partition of the file: :mod:`kg_rageval.audit.partitions`).
     ``digests``: a list that gets, for each value yielded (before it is), the 16-byte BLAKE2b
     digest of its line's bytes as read (line end included) — what tells two files' equal
-    lines apart from the others without holding either (:func:`line_digest`)."""
+    lines apart from the others without holding either (:func:`line_digest`). ``known(i,
+    digest)`` (with ``digests``): the value to yield, unparsed, for the ``i``-th value (from 0)
+    whose line has that digest — a line the caller has parsed before, byte for byte, so its
+    value and checks are known — or ``None`` to parse the line."""
     from kg_rageval.base import limits
     from kg_rageval.base.safe_io import NOT_FAST, fast_line, loads_json, read_line
 
@@ -83,6 +87,7 @@ def iter_jsonl(
     last = max(only, default=0) if only is not None else None
     with _open_binary(p) as fh:
         lineno = 0
+        nval = 0  # values yielded
         end = None
         if span is not None:
             fh.seek(span[0])
@@ -99,11 +104,21 @@ def iter_jsonl(
             lineno += 1
             if only is not None and lineno not in only:
                 continue
+            dig = None
+            if known is not None and digests is not None:
+                dig = line_digest(raw)
+                doc = known(nval, dig)
+                if doc is not None:
+                    digests.append(dig)
+                    nval += 1
+                    yield lineno, doc
+                    continue
             if lineno > 1:  # the common line: orjson on the bytes (line 1 may carry a BOM)
                 doc = fast_line(raw, depth_limit)
                 if doc is not NOT_FAST:
                     if digests is not None:
-                        digests.append(line_digest(raw))
+                        digests.append(dig if dig is not None else line_digest(raw))
+                    nval += 1
                     yield lineno, doc
                     continue
             line = decode_line(raw, lineno, src)
@@ -113,7 +128,8 @@ def iter_jsonl(
                 line.rstrip("\r\n"), source=src, location=f"line {lineno}", depth_limit=depth_limit
             )
             if digests is not None:
-                digests.append(line_digest(raw))
+                digests.append(dig if dig is not None else line_digest(raw))
+            nval += 1
             yield lineno, doc
 
 
@@ -130,6 +146,7 @@ def iter_objects(
     what: str = "record",
     span: tuple[int, int, int] | None = None,
     digests: list[bytes] | None = None,
+    known: Callable[[int, bytes], Any] | None = None,
 ) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(line number, id, object)`` for each line of a JSONL file of objects keyed by ``id``.
 
@@ -138,9 +155,9 @@ def iter_objects(
     rows in that message (``"record"``, ``"document"``, ``"judgment"``). Shared by
     :func:`read_records`, the provenance corpus reader and the judgments reader. ``span``: only
     that byte range (:func:`iter_jsonl`; duplicates are then found within it only).
-    ``digests``: each object's line digest (:func:`iter_jsonl`)."""
+    ``digests``, ``known``: each object's line digest, the objects known by it (:func:`iter_jsonl`)."""
     seen: dict[str, int] = {}
-    for lineno, obj in iter_jsonl(path, span=span, digests=digests):
+    for lineno, obj in iter_jsonl(path, span=span, digests=digests, known=known):
         loc = f"line {lineno}"
         if not isinstance(obj, dict):
             raise InputError(
@@ -192,6 +209,7 @@ def iter_record_chunks(
     *,
     span: tuple[int, int, int] | None = None,
     digests: list[bytes] | None = None,
+    known: Callable[[int, bytes], Any] | None = None,
     keep: frozenset[str] | None = None,
 ) -> Iterator[list[Record]]:
     """The records of a JSONL file in consecutive lists of at most ``size`` (file order), each
@@ -208,11 +226,12 @@ def iter_record_chunks(
     digest, in order (:func:`iter_jsonl`; a chunk's are its last ``len(chunk)`` when it is
     handed out). ``keep``: only these top-level keys of each record are kept (in the record's
     order; ``_line`` and ``_source`` are added), the rest freed as the record is read — for a
-    consumer that reads only those (:attr:`~kg_rageval.scoring.Scorer.reads`)."""
+    consumer that reads only those (:attr:`~kg_rageval.scoring.Scorer.reads`). ``known``: records known by their line's
+    digest, not parsed (:func:`iter_jsonl`)."""
     if size < 1:
         raise ValueError("chunk size must be at least 1")
     source = str(path)
-    objects = iter_objects(path, span=span, digests=digests)
+    objects = iter_objects(path, span=span, digests=digests, known=known)
     while True:
         chunk: list[Record] = []
         with collector_paused():

@@ -190,6 +190,8 @@ def stream_families(
     spill_rows: int | None = None,
     digests: list[bytes] | None = None,
     narrow: Mapping[str, Callable[[int, list[Any]], list[Any]]] | None = None,
+    narrow_counts: Callable[[int, list[Any]], Mapping[str, int]] | None = None,
+    known: Callable[[int, bytes], Any] | None = None,
 ) -> dict[str, FamilyStream]:
     """Read the JSONL file ``path`` once, in chunks of ``size`` records
     (:func:`~kg_rageval.records.iter_record_chunks`), and score every chunk with every family
@@ -222,7 +224,13 @@ def stream_families(
     that family scores (a sublist, in order; also when a waiting chunk is read again), its
     section count taken on them: its result is that of the narrowed records (an audit's
     baseline scores only the records that differ from the audited ones: :mod:`kg_rageval.audit.paired_baseline`).
-    Not with ``client``.
+    ``narrow_counts(k, chunk)``: ``{family: records of its narrowed chunk with its section}``
+    for the narrowed families (after the observers; what counting them with
+    :meth:`~kg_rageval.scoring.Scorer.has_section` gives, from what the caller already knows
+    of the chunk), else they are counted. ``known(i, digest)``: the record to take, unparsed,
+    for the ``i``-th record of the file when its line has that digest (with ``digests``;
+    :func:`~kg_rageval.records.iter_record_chunks`: a stand-in that only the observers and
+    ``narrow`` see, each narrowed family leaving it out). Not with ``client``.
 
     Without observers and section counts (a ``score`` command), each record keeps only the
     keys its families read when every one of them declares them
@@ -241,18 +249,25 @@ def stream_families(
     if paused:
         gc.disable()
     try:
-        chunks = _observed_chunks(path, size, observers, section_counts, digests, keep)
+        chunks = _observed_chunks(path, size, observers, section_counts, digests, keep, known)
         if client is not None:
             _feed_on_client(client, streams, chunks, in_flight=in_flight)
         else:
             for k, chunk, counts in chunks:
+                narrowed = narrow_counts(k, chunk) if narrow_counts is not None and narrow else None
                 for name, fs in streams.items():
                     if fs.narrow is None:
                         fs.feed(k, chunk, None if counts is None else counts[name])
                         continue
                     part = fs.narrow(k, chunk)
-                    has = fs.bound.scorer.has_section
-                    fs.feed(k, part, None if counts is None else sum(1 for r in part if has(r)))
+                    if counts is None:
+                        n_sec = None
+                    elif narrowed is not None and name in narrowed:
+                        n_sec = narrowed[name]
+                    else:
+                        has = fs.bound.scorer.has_section
+                        n_sec = sum(1 for r in part if has(r))
+                    fs.feed(k, part, n_sec)
                     del part
                 del chunk
         for fs in streams.values():
@@ -283,13 +298,14 @@ def _observed_chunks(
     section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None,
     digests: list[bytes] | None = None,
     keep: frozenset[str] | None = None,
+    known: Callable[[int, bytes], Any] | None = None,
 ) -> Iterator[tuple[int, list[Any], Mapping[str, int] | None]]:
     """``(k, chunk, section counts or None)`` of each chunk of ``path``, after the observers
     saw it (reading errors propagate as the whole-file reader raises them); the heap is
-    trimmed once the caller asks for the next one. ``digests``: see :func:`stream_families`."""
+    trimmed once the caller asks for the next one. ``digests``, ``known``: see :func:`stream_families`."""
     from kg_rageval.records import iter_record_chunks
 
-    for k, chunk in enumerate(iter_record_chunks(path, size, digests=digests, keep=keep)):
+    for k, chunk in enumerate(iter_record_chunks(path, size, digests=digests, keep=keep, known=known)):
         for see in observers:
             see(k, chunk)
         yield k, chunk, section_counts(k, chunk) if section_counts is not None else None

@@ -258,10 +258,27 @@ def test_baseline_shares_the_audited_rows_of_its_equal_lines(data, tmp_path):
     assert 400 < len(differ) < 1000 and len(base_lines) == 1998  # worked out apart from the audit
     mapping = _mapping(d, onto_path, families=(*FAMILIES[:-1], "provenance"))
     mapping["families"]["provenance"] = {"trail": True}
+    # a baseline line equal to the audited line at its position stands in unparsed (_Reuse.known)
+    cand_order = (d / "cand.jsonl").read_text().splitlines()
+    at_position = sum(1 for a, b in zip(cand_order, base_lines) if a == b)
+    assert 200 < at_position < len(base_lines) - len(differ)  # some equal lines elsewhere
     scored: dict[str, int] = {}
     got: list[tuple] = []
+    stood_in: list[int] = []
     streamed = paired_baseline._baseline_streamed
     call = scoring_stream.FamilyStream._call
+    known = paired_baseline._Reuse.known
+
+    def counting_known(self, bound):
+        fn = known(self, bound)
+        assert fn is not None
+
+        def hit(i, digest):
+            rec = fn(i, digest)
+            stood_in.append(rec is not None)
+            return rec
+
+        return hit
 
     def counting(self, records):
         scored[self.name] = scored.get(self.name, 0) + len(records)
@@ -285,7 +302,9 @@ def test_baseline_shares_the_audited_rows_of_its_equal_lines(data, tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(paired_baseline, "_baseline_streamed", both)
         mp.setattr(scoring_stream.FamilyStream, "_call", counting)
+        mp.setattr(paired_baseline._Reuse, "known", counting_known)
         res, _, _ = _run(d, mapping, 333, tmp_path / "shared")
+    assert len(stood_in) == len(base_lines) and sum(stood_in) == at_position
     ((ids_s, shared), (ids_p, plain), counts) = got[0]
     # every family scored the differing records only (all of them carry every section)
     assert counts == dict.fromkeys(FAMILIES, len(differ)), counts
@@ -300,3 +319,37 @@ def test_baseline_shares_the_audited_rows_of_its_equal_lines(data, tmp_path):
             assert np.array_equal(ids_a, ids_b) and list(st_a) == list(st_b), (fam, member)
             for k in st_a:
                 assert st_a[k].tobytes() == st_b[k].tobytes(), (fam, member, k)
+
+
+def test_paired_bootstraps_share_one_pass_of_weights(data, tmp_path):
+    """The paired evaluations with a delta gate (hierarchy, linking, retrieval here) are
+    bootstrapped in one pass over the weight blocks when their stats fit in
+    ``SHARED_BOOTSTRAP_BYTES`` (the weights drawn once), one pass each when they do not: the
+    reports are the same, byte for byte."""
+    from kg_rageval.audit import paired_baseline
+    from kg_rageval.results import forms
+
+    d, onto_path = data
+    mapping = _mapping(d, onto_path)
+    passes: list[list[int]] = []
+    jobs = forms.replicate_jobs
+
+    def counting(batch, *a, **k):
+        passes[-1].append(len(batch))
+        return jobs(batch, *a, **k)
+
+    got = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(forms, "replicate_jobs", counting)
+        for cap in (2**40, 0):
+            mp.setattr(paired_baseline, "SHARED_BOOTSTRAP_BYTES", cap)
+            passes.append([])
+            _, report, files = _run(d, mapping, 500, tmp_path / f"cap{cap}")
+            got.append((report, files))
+    assert passes == [[3], [1, 1, 1]]  # one pass for the three, then one each
+    assert got[0] == got[1]
+    assert set(got[0][0]["baseline"]["deltas"]) >= {
+        "delta:hierarchy.hierarchical_f1",
+        "delta:linking.linking_macro_f1",
+        "delta:retrieval.mrr",
+    }
