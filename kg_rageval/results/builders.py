@@ -118,11 +118,14 @@ def columns_evaluation(
         cols = [()] * len(family.stats)
     if len(cols) != len(family.stats):
         raise ValueError(f"{family.name}: {len(cols)} stats columns for {len(family.stats)} stats")
+    key_cols: dict[str, Any] = {
+        k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in (keys or {}).items()
+    }
     return Evaluation(
         family=family,
         record_ids=_given_ids(record_ids),
         stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
-        keys={k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in (keys or {}).items()},
+        keys=key_cols,
         details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
         meta=dict(meta or {}),
