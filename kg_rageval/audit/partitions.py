@@ -177,8 +177,9 @@ def audit_partition(
         index = StreamedRecords(Path(ctx.path), ctx.size, ctx.names, ontology, ctx.corpus, ctx.config)
         chunks: list[tuple[dict[str, int], dict[str, Any]]] = []
         n = 0
-        for i, chunk in enumerate(iter_record_chunks(ctx.path, ctx.size, span=span.read_span)):
-            k = span.first_chunk + i
+        k = span.first_chunk - 1  # a counter, not enumerate (its result tuple would hold the last chunk)
+        for chunk in iter_record_chunks(ctx.path, ctx.size, span=span.read_span):
+            k += 1
             index.observe(k, chunk)
             counts = index.section_counts(k, chunk)
             done = {name: score(bound, ontology, chunk) for name, bound in ctx.bounds.items() if counts[name]}

@@ -118,11 +118,90 @@ quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar
 
 
 def emit(payload: Any, fmt: str, render_text: Callable[[Any], str]) -> None:
-    """Print ``payload`` as JSON (``--format json``) or through ``render_text``."""
+    """Print ``payload`` as JSON (``--format json``) or through ``render_text``. A spooled text
+    among the evaluations' ``meta`` values (:func:`score_payload` with ``keep_spooled``: the
+    PROV-O trail) is written from its temporary file a block at a time, never held whole: the
+    same bytes as ``json.dumps`` of the payload with the text in place."""
     if fmt == "json":
+        spooled = _spooled_meta(payload)
+        if spooled:
+            _emit_spooled(payload, spooled)
+            return
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False))
     else:
         click.echo(render_text(payload))
+
+
+_SENTINEL = "\x00kg-rageval spooled text {}\x00"
+
+
+def _spooled_meta(payload: Any) -> list[tuple[dict[str, Any], str]]:
+    """``(meta, key)`` of each spooled text among ``payload["evaluations"][*]["meta"]``."""
+    from kg_rageval.base.spool import SpooledText
+
+    evs = payload.get("evaluations") if isinstance(payload, dict) else None
+    if not isinstance(evs, dict):
+        return []
+    return [
+        (d["meta"], k)
+        for d in evs.values()
+        if isinstance(d, dict) and isinstance(d.get("meta"), dict)
+        for k, v in d["meta"].items()
+        if isinstance(v, SpooledText)
+    ]
+
+
+def _emit_spooled(payload: dict[str, Any], spooled: list[tuple[dict[str, Any], str]]) -> None:
+    """The JSON of ``payload`` with each spooled text replaced by a sentinel string, cut at the
+    sentinels, and each text written between as its JSON string: ``"``, its head and its
+    spooled bytes escaped a block at a time (escaping is per character, and the blocks are
+    decoded without splitting a character), ``"``. A payload holding a sentinel's text anywhere
+    else is written whole."""
+    import codecs
+
+    from kg_rageval.base.spool import BLOCK
+
+    texts = []
+    for i, (meta, key) in enumerate(spooled):
+        texts.append(meta[key])
+        meta[key] = _SENTINEL.format(i)
+    try:
+        out = json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False)
+    finally:
+        for (meta, key), text in zip(spooled, texts):
+            meta[key] = text
+    marks = [json.dumps(_SENTINEL.format(i), ensure_ascii=False) for i in range(len(texts))]
+    if any(out.count(m) != 1 for m in marks):  # the sentinel's text is in the payload itself
+        click.echo(json.dumps(_jsonable_text(payload), indent=2, ensure_ascii=False, allow_nan=False))
+        return
+
+    def escaped(part: str) -> str:
+        return json.dumps(part, ensure_ascii=False)[1:-1]
+
+    for mark, text in zip(marks, texts):
+        before, out = out.split(mark, 1)
+        click.echo(before + '"' + escaped(text.head), nl=False)
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        at, end = text.start, text.end
+        while at < end:
+            block = text.spool.read(at, min(end, at + BLOCK))
+            at += len(block)
+            click.echo(escaped(decoder.decode(block, final=at >= end)), nl=False)
+        click.echo('"', nl=False)
+    click.echo(out)
+
+
+def _jsonable_text(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with the spooled texts of its evaluations' meta read as ``str``."""
+    from kg_rageval.base.spool import SpooledText
+
+    evs = {
+        m: {**d, "meta": {k: v.text() if isinstance(v, SpooledText) else v for k, v in d["meta"].items()}}
+        if isinstance(d, dict) and isinstance(d.get("meta"), dict)
+        else d
+        for m, d in payload["evaluations"].items()
+    }
+    return {**payload, "evaluations": evs}
 
 
 def ontology_ref(onto: Any) -> dict[str, Any] | None:
@@ -378,13 +457,17 @@ def score_payload(
     rows: bool,
     breakdowns: Iterable[str] = (),
     metrics: dict[str, Any] | None = None,
+    keep_spooled: bool = False,
 ) -> dict[str, Any]:
     """The one JSON shape of every ``score <family>`` command (docs/evaluation.md):
     ``command``, ``family``, ``data``, ``ontology``, ``counts``, ``metrics`` (canonical names),
     ``unscored`` (reason → records), ``breakdowns`` (key → value → ``{"n", "metrics"}``),
     ``evaluations`` (each member's version, sums and meta) and, with ``rows``, ``rows`` and
     ``unscored_records``. ``metrics``: the canonical metrics when already computed (with
-    intervals, :func:`with_intervals`). A family adds its own extra keys after these."""
+    intervals, :func:`with_intervals`). A family adds its own extra keys after these.
+    ``keep_spooled``: a ``meta`` value kept in a temporary file (a
+    :class:`~kg_rageval.base.spool.SpooledText`: the PROV-O trail) stays so, not read into a
+    ``str``; :func:`emit` writes it from its file (equal to the text: same JSON bytes)."""
     from kg_rageval.results.columns import record_id_texts
     from kg_rageval.results.evaluation import breakdown_dicts
 
@@ -423,7 +506,7 @@ def score_payload(
         "evaluations": {
             m: {
                 k: v
-                for k, v in ev.to_dict(rows=False).items()
+                for k, v in _summary_dict(ev, keep_spooled).items()
                 if k in ("version", "sums", "meta", "n_rows", "n_records")
             }
             for m, ev in result.items()
@@ -437,6 +520,24 @@ def score_payload(
             {"member": m, **u} for m, ev in result.items() for u in ev.to_dict(rows=True)["unscored_records"]
         ]
     return payload
+
+
+def _summary_dict(ev: Any, keep_spooled: bool) -> dict[str, Any]:
+    """``ev.to_dict(rows=False)``; with ``keep_spooled``, its spooled ``meta`` texts as they are
+    (the others converted as ``to_dict`` converts them)."""
+    from kg_rageval.base.spool import SpooledText
+
+    spooled = {k: v for k, v in ev.meta.items() if isinstance(v, SpooledText)} if keep_spooled else {}
+    if not spooled:
+        return ev.to_dict(rows=False)
+    held = ev.meta
+    ev.meta = {**held, **dict.fromkeys(spooled, "")}
+    try:
+        d = ev.to_dict(rows=False)
+    finally:
+        ev.meta = held
+    d["meta"] = {k: spooled.get(k, v) for k, v in d["meta"].items()}
+    return d
 
 
 def emit_score(payload: dict[str, Any], fmt: str, render_text: Callable[[Any], str]) -> None:

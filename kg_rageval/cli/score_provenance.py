@@ -60,6 +60,7 @@ def command(
         rows=rows,
         breakdowns=keys,
         metrics=canonical,
+        keep_spooled=True,  # the trail written from its temporary file (emit), never held whole
     )
     payload["corpus"] = {"source": corpus.source, "hash": corpus.hash, "documents": len(corpus)}
     payload["manifest"] = manifest_report(manifests, corpus=corpus, ontology=onto) if manifests else None

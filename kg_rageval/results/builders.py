@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.results.columns import _object_column
+from kg_rageval.results.columns import CodedColumn, _object_column
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 
@@ -109,18 +109,32 @@ def columns_evaluation(
     """What :func:`build_evaluation` makes of row dicts, from columns: ``stats`` holds one
     sequence of finite numbers per name of ``family.stats``, in that order (a family building
     its rows as tuples passes ``zip(*rows)``); ``keys`` and ``details`` one list of values each.
-    The same columns (float stats, object ids, keys and details), without a dict per row."""
+    The same columns (float stats, object ids, keys and details), without a dict per row.
+    Record ids given as a 1-D NumPy unicode array and key columns given coded
+    (:class:`~kg_rageval.results.columns.CodedColumn`) are kept as they are (the evaluation
+    stores them so; every read gives the same values)."""
     cols = list(stats)
-    if not cols and not record_ids:  # zip(*[]) of no rows
+    if not cols and not len(record_ids):  # zip(*[]) of no rows
         cols = [()] * len(family.stats)
     if len(cols) != len(family.stats):
         raise ValueError(f"{family.name}: {len(cols)} stats columns for {len(family.stats)} stats")
+    key_cols: dict[str, Any] = {
+        k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in (keys or {}).items()
+    }
     return Evaluation(
         family=family,
-        record_ids=_object_column(record_ids),
+        record_ids=_given_ids(record_ids),
         stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
-        keys={k: _object_column(v) for k, v in (keys or {}).items()},
+        keys=key_cols,
         details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
         meta=dict(meta or {}),
     )
+
+
+def _given_ids(record_ids: Any) -> np.ndarray:
+    """Record ids given to :func:`columns_evaluation`: a 1-D unicode array as it is, else as an
+    object column (the evaluation stores both as it stores ids)."""
+    if isinstance(record_ids, np.ndarray) and record_ids.ndim == 1 and record_ids.dtype.kind == "U":
+        return record_ids
+    return _object_column(record_ids)

@@ -305,7 +305,11 @@ def _observed_chunks(
     trimmed once the caller asks for the next one. ``digests``, ``known``: see :func:`stream_families`."""
     from kg_rageval.records import iter_record_chunks
 
-    for k, chunk in enumerate(iter_record_chunks(path, size, digests=digests, keep=keep, known=known)):
+    # a counter, not ``enumerate``: enumerate's reused result tuple would hold chunk k while
+    # chunk k + 1 is parsed (two chunks of dicts at the peak instead of one)
+    k = -1
+    for chunk in iter_record_chunks(path, size, digests=digests, keep=keep, known=known):
+        k += 1
         for see in observers:
             see(k, chunk)
         yield k, chunk, section_counts(k, chunk) if section_counts is not None else None

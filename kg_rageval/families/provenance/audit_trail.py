@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -185,8 +186,10 @@ def score_trail(
     shape by :func:`~kg_rageval.families.provenance.trail.check_trail` (the verdicts pySHACL's
     :func:`~kg_rageval.families.provenance.prov.validate_prov` gives on the exported graph) and
     written as Turtle without building an rdflib graph."""
+    from kg_rageval.families.provenance.citations import answer_columns, stored_ids
     from kg_rageval.families.provenance.trail import build_trail, trail_violations
     from kg_rageval.families.provenance.trail_parts import trail_meta, trail_text
+    from kg_rageval.records.fields import record_columns
 
     records = list(records)
     trail = build_trail(records, manifest=dict(manifest) if manifest is not None else None, corpus=corpus)
@@ -194,11 +197,18 @@ def score_trail(
     bad = {f for f, _, _ in found}
     answer_pre, doc_pre = trail.answer_prefix, trail.doc_prefix
     run_level = sorted(f for f in bad if not f.startswith((answer_pre, doc_pre)))
-    ids = [rid for rid, _ in trail.answers]
+    ids: Any = [rid for rid, _ in trail.answers]
+    cols = answer_columns(records)
+    if cols is not None:  # the trail was built from the chunk's columns: its answers in order
+        ids = stored_ids(record_columns(records), list(compress(range(len(cols.present)), cols.present)))
     traceable: list[int] = []
     at: list[str | None] = []
-    for _, own in trail.answers:  # the answer's node and its cited documents' nodes
-        why = [f for f in own if f in bad] + run_level if bad else []
+    n = len(trail.answers)
+    own_bad = bad.difference(run_level)  # violations on answers' and documents' own nodes
+    if not own_bad:  # every answer has the run's verdict alone
+        traceable, at = [0 if run_level else 1] * n, [" ".join(run_level[:5]) or None] * n
+    for _, own in trail.answers if own_bad else ():  # the answer's node and its cited documents' nodes
+        why = [f for f in own if f in bad] + run_level
         traceable.append(0 if why else 1)
         at.append(" ".join(why[:5]) or None)
     recorded = 0 if manifest is None else 1

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
+
 from kg_rageval.base.errors import InputError
 from kg_rageval.families.generation.verifiers import sentence_claims
 from kg_rageval.records import Record, absent_answer_code, record_error
@@ -318,6 +320,35 @@ def _answer_columns(cols: Any) -> AnswerColumns | None:
     )
 
 
+def stored_keys(cols: Any, at: list[int]) -> dict[str, Any]:
+    """The key columns (:meth:`~kg_rageval.records.fields.RecordColumns.key_columns`) of the rows
+    at ``at`` as an evaluation stores them: each chunk column compacted once
+    (:func:`~kg_rageval.results.columns.compact_object`) for the three members, a coded
+    column's rows codes into the chunk's distinct values (a
+    :class:`~kg_rageval.results.columns.CodedColumn`, kept as it is). Every read gives the
+    values ``key_columns(at)`` gives; only how they are stored may differ."""
+    from kg_rageval.results.columns import compact_object
+
+    keys = cols.cached(
+        ("provenance", "stored keys"), lambda: {k: compact_object(v) for k, v in cols.keys().items()}
+    )
+    idx = np.asarray(at, dtype=np.intp)
+    return {k: v[idx] for k, v in keys.items()}
+
+
+def stored_ids(cols: Any, at: list[int]) -> Any:
+    """The record ids of the rows at ``at`` as an evaluation stores them: the chunk's ids made
+    one NumPy unicode array once (:func:`~kg_rageval.results.recordstore.text_column`) and
+    indexed; a list of the ids when they are not texts a unicode array holds compactly."""
+    from kg_rageval.results.recordstore import text_column
+
+    texts = cols.cached(("provenance", "id texts"), lambda: text_column(cols.ids()))
+    if texts is None:
+        ids = cols.ids()
+        return [ids[k] for k in at]
+    return texts[np.asarray(at, dtype=np.intp)]
+
+
 def _gold_column(records: list[Record]) -> list[set[str] | None] | None:
     """:func:`~kg_rageval.records.fields.gold_documents` of each record from the columns;
     ``None`` when some ``retrieval.gold`` is not in a well-formed shape."""
@@ -440,9 +471,9 @@ def _score_columns(cols: AnswerColumns, golds: list[set[str] | None]) -> Evaluat
     assert keys is not None  # the columns were read from it
     return columns_evaluation(
         CitationFamily(),
-        [rec_ids[k] for k in pos],
+        stored_ids(keys, pos),
         zip(*stats),
-        keys=keys.key_columns(pos),
+        keys=stored_keys(keys, pos),
         details={"cited_ids": cited_col, "completeness": completeness},
         unscored=unscored,
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kg_rageval.families.provenance.citations import answer_columns, cited_ids
+from kg_rageval.families.provenance.citations import answer_columns, cited_ids, stored_ids, stored_keys
 from kg_rageval.families.provenance.corpus import Corpus, is_stable_source_id
 from kg_rageval.records import Record, absent_answer_code
 from kg_rageval.records.fields import all_slice_keys, record_columns, row_keys, section
@@ -87,10 +87,10 @@ def score_depth(records: Iterable[Record], corpus: Corpus) -> Evaluation:
     key_cols = record_columns(records) if cols is not None else None
     return columns_evaluation(
         ProvenanceDepthFamily(),
-        row_ids,
+        row_ids if key_cols is None else stored_ids(key_cols, pos),
         zip(*stats),
         keys=(
-            key_cols.key_columns(pos)
+            stored_keys(key_cols, pos)
             if key_cols is not None
             else {k: [d.get(k) for d in row_key_dicts] for k in all_slice_keys(records)}
         ),
