@@ -135,11 +135,11 @@ def _row(record: Record, outcome: JudgmentOutcome, source: str) -> dict[str, Any
         "judgment_source": source,
     }
     row["status"] = outcome.status
-    if outcome.judgment is None:
+    if not outcome.valid:
         row["invalid_judgment"] = 1
         row["reason"] = outcome.error
         return row
-    j = outcome.judgment
+    j = outcome  # the valid judgment's counts, read without building the pydantic model
     row.update(judged=1, claims=j.n_claims, supported=j.n_supported, failure_mode=j.failure_mode)
     if j.status == NO_CLAIMS:
         row["no_claims"] = 1
@@ -292,8 +292,8 @@ def _score_columns(
         pos.append(k)
         source_col.append(source)
         status.append(outcome.status)
-        j = outcome.judgment
-        if j is None:
+        j = outcome  # the valid judgment's counts, read without building the pydantic model
+        if not j.valid:
             rows.append((1, 0, 1, 0, 0, 0, 0, 0.0))
             failure.append(None)
             reasons.append(outcome.error)
