@@ -278,6 +278,9 @@ def score_correctness(
     p_unknown: list[int] = []
     g_unknown: list[int] = []
     memo: dict[Any, tuple[Any, ...]] = {}
+    slot_of: dict[int, int] = {}  # id of a concepts tuple (held by memo or keep) -> its slot
+    slots: list[int] = []  # each concept-scored row's slot in the lists below
+    keep: list[Any] = []  # every row's concepts tuple: alive while its id is a key of slot_of
     fields = _fields_columns(records)
     cols = record_columns(records) if fields is not None else None
     for k, (r, refs, refused, text, given_ref, given_ans) in enumerate(
@@ -300,6 +303,7 @@ def score_correctness(
             if key is not None and len(memo) < MEMO_SIZE:
                 memo[key] = got
         e, f, missing, concept = got
+        keep.append(concept)
         rec_ids.append(r["id"])
         at.append(k)
         em.append(e)
@@ -310,10 +314,14 @@ def score_correctness(
             pos.append(len(rec_ids) - 1)
             answer_c.append(concept[0])
             reference_c.append(concept[1])
-            gold_idx.append(concept[2])
-            pred_idx.append(concept[3])
-            p_unknown.append(concept[4])
-            g_unknown.append(concept[5])
+            s_ = slot_of.get(id(concept))
+            if s_ is None:  # the concept lists of a distinct record: counted once
+                s_ = slot_of[id(concept)] = len(gold_idx)
+                gold_idx.append(concept[2])
+                pred_idx.append(concept[3])
+                p_unknown.append(concept[4])
+                g_unknown.append(concept[5])
+            slots.append(s_)
     n = len(rec_ids)
     stats: dict[str, Any] = {
         "qa_scored": np.ones(n),
@@ -324,7 +332,9 @@ def score_correctness(
     answer_concepts: list[str | None] = [None] * n
     reference_concepts: list[str | None] = [None] * n
     if pos and resolver is not None:
-        stats.update(_concept_stats(resolver.ontology, n, pos, gold_idx, pred_idx, p_unknown, g_unknown))
+        stats.update(
+            _concept_stats(resolver.ontology, n, pos, slots, gold_idx, pred_idx, p_unknown, g_unknown)
+        )
         for k, p in enumerate(pos):
             answer_concepts[p], reference_concepts[p] = answer_c[k], reference_c[k]
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
@@ -355,20 +365,24 @@ def _concept_stats(
     ontology: Ontology,
     n_rows: int,
     pos: list[int],
+    slots: list[int],
     gold_idx: list[list[int]],
     pred_idx: list[list[int]],
     p_unknown: list[int],
     g_unknown: list[int],
 ) -> dict[str, np.ndarray]:
     """The concept stats columns of ``n_rows`` rows, of which the rows ``pos`` are scored with
-    gold / predicted index lists ``gold_idx`` / ``pred_idx``: ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of
-    them from ONE call of :func:`kg_rageval.families.hierarchy.hierarchical_counts`. An id the ontology
+    the gold / predicted index lists ``gold_idx`` / ``pred_idx`` at ``slots`` (one slot per
+    distinct record, shared by its equal rows): ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of them from
+    ONE call of :func:`kg_rageval.families.hierarchy.hierarchical_counts`. An id the ontology
     lacks is an isolated concept: it adds 1 to its side only (``p_unknown`` / ``g_unknown``);
     the other rows are 0."""
     from kg_rageval.families.hierarchy import hierarchical_counts
 
     inter, n_pred, n_gold = hierarchical_counts(ontology, gold_idx, pred_idx)
     pu, gu = np.asarray(p_unknown, dtype=np.int64), np.asarray(g_unknown, dtype=np.int64)
+    take = np.asarray(slots, dtype=np.intp)
+    inter, n_pred, n_gold, pu, gu = (np.asarray(a)[take] for a in (inter, n_pred, n_gold, pu, gu))
     at = np.asarray(pos, dtype=np.int64)
     out = {}
     for name, values in (
