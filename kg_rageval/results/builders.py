@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.results.columns import _object_column
+from kg_rageval.results.columns import CodedColumn, _object_column
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 
@@ -119,7 +119,7 @@ def columns_evaluation(
         family=family,
         record_ids=_object_column(record_ids),
         stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
-        keys={k: _object_column(v) for k, v in (keys or {}).items()},
+        keys={k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in (keys or {}).items()},
         details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
         meta=dict(meta or {}),

@@ -170,7 +170,7 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
         return _evaluation(
             fam,
             [rec_ids[k] for k in pos],
-            cols.key_columns(pos),
+            cols.stored_key_columns(pos),
             confs,
             oks,
             bins.tolist(),

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from kg_rageval.results.columns import _object_column
+from kg_rageval.results.columns import CodedColumn, _object_column
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 
@@ -43,7 +43,7 @@ def column_evaluation(
         keys=(
             {k: _object_column([kr.get(k) for kr in key_rows]) for k in keys}
             if key_columns is None
-            else {k: _object_column(v) for k, v in key_columns.items()}
+            else {k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in key_columns.items()}
         ),
         details={k: _object_column(v) for k, v in details.items()},
         unscored=list(unscored),

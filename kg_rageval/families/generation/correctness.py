@@ -340,7 +340,7 @@ def score_correctness(
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
     if cols is not None:
-        key_cols: dict[str, Any] = cols.key_columns(at)
+        key_cols: dict[str, Any] = cols.stored_key_columns(at)
     else:
         key_rows = [row_keys(records[k]) for k in at]
         key_cols = {key: [kr.get(key) for kr in key_rows] for key in all_slice_keys(records)}

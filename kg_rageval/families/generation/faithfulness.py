@@ -311,7 +311,7 @@ def _score_columns(
         fam,
         [ids[k] for k in pos],
         stat_cols,
-        keys=cols.key_columns(pos),
+        keys=cols.stored_key_columns(pos),
         details=dict(
             zip(_DETAILS, (list(status), list(source_col), list(failure), list(reasons), list(faith)))
         ),

@@ -129,7 +129,7 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
         RefusalFamily(),
         [ids[k] for k in pos],
         [f(ref), f(~ans), f(ans), f(ref & ~ans), f(ref & ans), f(missing)],
-        keys=cols.key_columns(at),
+        keys=cols.stored_key_columns(at),
         details={"outcome": outcome.tolist()},
         unscored=unscored,
     )
