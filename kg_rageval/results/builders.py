@@ -119,8 +119,14 @@ def columns_evaluation(
         family=family,
         record_ids=_object_column(record_ids),
         stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
-        keys={k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in (keys or {}).items()},
+        keys=_key_columns(keys or {}),
         details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
         meta=dict(meta or {}),
     )
+
+
+def _key_columns(keys: Mapping[str, Any]) -> Any:
+    """Key columns as given: a :class:`CodedColumn` as it is (stored already), anything else
+    as a 1-D object array."""
+    return {k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in keys.items()}

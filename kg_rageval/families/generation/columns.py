@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from kg_rageval.results.columns import CodedColumn, _object_column
+from kg_rageval.results.builders import _key_columns
+from kg_rageval.results.columns import _object_column
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 
@@ -43,7 +44,7 @@ def column_evaluation(
         keys=(
             {k: _object_column([kr.get(k) for kr in key_rows]) for k in keys}
             if key_columns is None
-            else {k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in key_columns.items()}
+            else _key_columns(key_columns)
         ),
         details={k: _object_column(v) for k, v in details.items()},
         unscored=list(unscored),
