@@ -339,23 +339,6 @@ class RecordColumns:
         idx = np.asarray(at, dtype=np.intp)
         return {k: v[idx] for k, v in keys.items()}
 
-    def stored_key_columns(self, at: np.ndarray | list[int] | None = None) -> dict[str, Any]:
-        """:meth:`key_columns` as an evaluation stores them
-        (:func:`~kg_rageval.results.columns.compact_object`): a text column coded once for
-        all rows and each selection's stored column made from the codes
-        (:func:`~kg_rageval.results.columns.compact_rows`; the same stored column), for the
-        members that each keep the keys of their own rows of one chunk."""
-        from kg_rageval.results.columns import compact_rows, text_codes
-
-        keys = self.keys()
-        coded = self.cached("coded keys", lambda: {k: text_codes(v) for k, v in keys.items()})
-        idx = np.arange(self.n) if at is None else np.asarray(at, dtype=np.intp)
-        out: dict[str, Any] = {}
-        for k, v in keys.items():
-            c = coded[k]
-            out[k] = v[idx] if c is None else compact_rows(c[0], c[1], idx)
-        return out
-
 
 def _one_gold(gold: Any) -> str | None:
     """:func:`~kg_rageval.records.nodes.gold_node`'s single-label rule on a ``labels.gold`` value."""

@@ -50,3 +50,22 @@ def column_evaluation(
         unscored=list(unscored),
         meta=dict(meta or {}),
     )
+
+
+def stored_key_columns(cols: Any, at: Any) -> dict[str, Any]:
+    """The key columns of the rows ``at`` of a chunk's
+    :class:`~kg_rageval.records.fields.RecordColumns` as an evaluation stores them
+    (:func:`~kg_rageval.results.columns.compact_object`): a text column coded once for all
+    rows (shared by the members through ``cols.cached``) and each selection's stored column
+    made from the codes (:func:`~kg_rageval.results.columns.compact_rows`; the same stored
+    column)."""
+    from kg_rageval.results.columns import compact_rows, text_codes
+
+    keys = cols.keys()
+    coded = cols.cached("coded keys", lambda: {k: text_codes(v) for k, v in keys.items()})
+    idx = np.arange(cols.n) if at is None else np.asarray(at, dtype=np.intp)
+    out: dict[str, Any] = {}
+    for k, v in keys.items():
+        c = coded[k]
+        out[k] = v[idx] if c is None else compact_rows(c[0], c[1], idx)
+    return out

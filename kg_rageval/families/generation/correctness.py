@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kg_rageval.families.generation.columns import column_evaluation
+from kg_rageval.families.generation.columns import column_evaluation, stored_key_columns
 from kg_rageval.families.generation.concepts import (
     ConceptLinker,
     concepts_in,
@@ -340,7 +340,7 @@ def score_correctness(
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
     if cols is not None:
-        key_cols: dict[str, Any] = cols.stored_key_columns(at)
+        key_cols: dict[str, Any] = stored_key_columns(cols, at)
     else:
         key_rows = [row_keys(records[k]) for k in at]
         key_cols = {key: [kr.get(key) for kr in key_rows] for key in all_slice_keys(records)}

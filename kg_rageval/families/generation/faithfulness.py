@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping
 from itertools import repeat
 from typing import Any
 
+from kg_rageval.families.generation.columns import stored_key_columns
 from kg_rageval.families.generation.judgment import (
     INVALID,
     NO_CLAIMS,
@@ -311,7 +312,7 @@ def _score_columns(
         fam,
         [ids[k] for k in pos],
         stat_cols,
-        keys=cols.stored_key_columns(pos),
+        keys=stored_key_columns(cols, pos),
         details=dict(
             zip(_DETAILS, (list(status), list(source_col), list(failure), list(reasons), list(faith)))
         ),
