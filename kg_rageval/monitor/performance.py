@@ -80,8 +80,8 @@ def faithful_source(record: Mapping[str, Any]) -> tuple[str | None, bool | None]
         return None, None
     from kg_rageval.families.generation.judgment import parse_judgment
 
-    j = parse_judgment(raw).judgment
-    if j is None or not j.claims:
+    j = parse_judgment(raw)  # its counts, read without building the pydantic model
+    if not j.valid or not j.n_claims:
         return None, None
     return "judged", j.n_supported == j.n_claims
 

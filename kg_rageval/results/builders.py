@@ -118,14 +118,11 @@ def columns_evaluation(
         cols = [()] * len(family.stats)
     if len(cols) != len(family.stats):
         raise ValueError(f"{family.name}: {len(cols)} stats columns for {len(family.stats)} stats")
-    key_cols: dict[str, Any] = {
-        k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in (keys or {}).items()
-    }
     return Evaluation(
         family=family,
         record_ids=_given_ids(record_ids),
         stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
-        keys=key_cols,
+        keys=_key_columns(keys or {}),
         details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
         meta=dict(meta or {}),
@@ -138,3 +135,9 @@ def _given_ids(record_ids: Any) -> np.ndarray:
     if isinstance(record_ids, np.ndarray) and record_ids.ndim == 1 and record_ids.dtype.kind == "U":
         return record_ids
     return _object_column(record_ids)
+
+
+def _key_columns(keys: Mapping[str, Any]) -> Any:
+    """Key columns as given: a :class:`CodedColumn` as it is (stored already), anything else
+    as a 1-D object array."""
+    return {k: v if isinstance(v, CodedColumn) else _object_column(v) for k, v in keys.items()}

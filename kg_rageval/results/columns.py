@@ -442,6 +442,44 @@ def compact_object(arr: np.ndarray) -> Any:
     return CodedColumn(_narrow_codes(codes, len(values)), values)
 
 
+def text_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """An object column of texts and ``None`` as ``(codes, values)``: each row's position
+    among the distinct values (first-seen order) and those values as an object array; ``None``
+    for any other column. For :func:`compact_rows`, which stores selections of its rows."""
+    vals = arr.tolist()
+    if not set(map(type, vals)) <= _TEXT_TYPES:
+        return None
+    table: dict[Any, int] = {}
+    codes = np.fromiter(map(table.setdefault, vals, range(len(vals))), dtype=np.intp, count=len(vals))
+    # setdefault gave each value the row of its first occurrence: renumber those in order
+    firsts = np.fromiter(table.values(), dtype=np.intp, count=len(table))
+    renumber = np.empty(len(vals), dtype=np.intp)
+    renumber[firsts] = np.arange(len(firsts))
+    return renumber[codes], _object_column(list(table))
+
+
+def compact_rows(codes: np.ndarray, values: np.ndarray, at: np.ndarray) -> Any:
+    """:func:`compact_object` of the rows ``at`` of a text column given by :func:`text_codes`
+    (``values[codes[at]]``), without reading their objects: the same stored column (codes
+    into the distinct values of those rows in first-seen order, or the object array when a
+    sample or the rows are mostly distinct)."""
+    sub = codes[at]
+    n = len(sub)
+    if n < 2:
+        return values[sub]
+    if n > SAMPLE_ROWS:
+        sample = sub[:: n // SAMPLE_ROWS]
+        if len(np.unique(sample)) > len(sample) // 2:  # texts are equal exactly when codes are
+            return values[sub]
+    uniq, first = np.unique(sub, return_index=True)
+    if len(uniq) > n // 2:
+        return values[sub]
+    order = uniq[np.argsort(first)]  # the distinct codes in first-seen order
+    renumber = np.empty(len(values), dtype=np.intp)
+    renumber[order] = np.arange(len(order))
+    return CodedColumn(_narrow_codes(renumber[sub], len(order)), values[order])
+
+
 SAMPLE_ROWS = 4096
 """Rows :func:`compact_object` samples before it codes a longer column."""
 

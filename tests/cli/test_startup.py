@@ -99,7 +99,9 @@ NOT_USED = {
     "score linking": NO_SCAN + ("pydantic", "yaml", "numpy.random"),
     "score retrieval": NO_SCAN + ("pydantic", "yaml", "numpy.ma", "numpy.random"),
     "score conformance": ("numpy.random",),  # yaml and pydantic: the spec
-    "score generation": ("yaml", "numpy.random"),  # pydantic: the faithfulness judgments
+    # issue #33: well-formed judgments are checked without the pydantic judgment model (built
+    # only for a judgment that breaks the contract, whose message is pydantic's)
+    "score generation": NO_SCAN + ("pydantic", "yaml", "numpy.random"),
     # issue #33: the TREC pair reads no numba kernels and no scipy; system no longer imports the
     # generation package's judgment models (pydantic); judges and nuggets take the normal
     # quantile of the usual levels without scipy.stats (kg_rageval.base.normal)

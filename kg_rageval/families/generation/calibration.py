@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError
-from kg_rageval.families.generation.columns import column_evaluation
+from kg_rageval.families.generation.columns import column_evaluation, stored_key_columns
 from kg_rageval.families.generation.squad import SquadScorer
 from kg_rageval.records import Record, record_error
 from kg_rageval.records.fields import (
@@ -170,7 +170,7 @@ def score_calibration(records: Iterable[Record], *, n_bins: int = 10) -> Evaluat
         return _evaluation(
             fam,
             [rec_ids[k] for k in pos],
-            cols.key_columns(pos),
+            stored_key_columns(cols, pos),
             confs,
             oks,
             bins.tolist(),

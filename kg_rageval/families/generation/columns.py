@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from kg_rageval.results.builders import _key_columns
 from kg_rageval.results.columns import _object_column
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
@@ -43,9 +44,28 @@ def column_evaluation(
         keys=(
             {k: _object_column([kr.get(k) for kr in key_rows]) for k in keys}
             if key_columns is None
-            else {k: _object_column(v) for k, v in key_columns.items()}
+            else _key_columns(key_columns)
         ),
         details={k: _object_column(v) for k, v in details.items()},
         unscored=list(unscored),
         meta=dict(meta or {}),
     )
+
+
+def stored_key_columns(cols: Any, at: Any) -> dict[str, Any]:
+    """The key columns of the rows ``at`` of a chunk's
+    :class:`~kg_rageval.records.fields.RecordColumns` as an evaluation stores them
+    (:func:`~kg_rageval.results.columns.compact_object`): a text column coded once for all
+    rows (shared by the members through ``cols.cached``) and each selection's stored column
+    made from the codes (:func:`~kg_rageval.results.columns.compact_rows`; the same stored
+    column)."""
+    from kg_rageval.results.columns import compact_rows, text_codes
+
+    keys = cols.keys()
+    coded = cols.cached("coded keys", lambda: {k: text_codes(v) for k, v in keys.items()})
+    idx = np.arange(cols.n) if at is None else np.asarray(at, dtype=np.intp)
+    out: dict[str, Any] = {}
+    for k, v in keys.items():
+        c = coded[k]
+        out[k] = v[idx] if c is None else compact_rows(c[0], c[1], idx)
+    return out

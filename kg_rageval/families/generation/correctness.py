@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kg_rageval.families.generation.columns import column_evaluation
+from kg_rageval.families.generation.columns import column_evaluation, stored_key_columns
 from kg_rageval.families.generation.concepts import (
     ConceptLinker,
     concepts_in,
@@ -205,6 +205,42 @@ def _fields_columns(records: list[Record]) -> list[tuple[Any, ...]] | None:
     return out
 
 
+MEMO_SIZE = 1 << 16
+"""At most this many distinct ``(answer text, refused, references)`` keep their scores inside
+one :func:`score_correctness` call (a bound on the memo's memory)."""
+
+
+def _scored(
+    r: Record,
+    refs: list[str],
+    refused: bool,
+    text: str | None,
+    given_ref: Any,
+    given_ans: Any,
+    squad: SquadScorer,
+    resolver: IdResolver | None,
+    link: ConceptLinker | None,
+    strip_citations: bool,
+) -> tuple[Any, ...]:
+    """``(EM, token F1, missing run, concepts)`` of one scored record; ``concepts``:
+    ``(answer ids, reference ids, gold indices, predicted indices, unknown predicted, unknown
+    gold)`` when the reference names a concept, else ``None``."""
+    missing = text is None and not refused  # a reference but no answer: scored as empty, counted
+    pred: str = "" if refused or missing or text is None else text
+    if strip_citations and pred:
+        pred = strip_citation_markers(pred)
+    e, f = squad.scores(pred, refs)
+    concept = None
+    if resolver is not None and link is not None:
+        gold, gi, gu = _concepts(r, "reference", refs, resolver, link, given_ref)
+        if gold or gu:
+            pred_c, pi, pu = (
+                ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link, given_ans)
+            )
+            concept = (" ".join(pred_c), " ".join(gold), gi, pi, pu, gu)
+    return e, f, float(missing), concept
+
+
 def score_correctness(
     records: Iterable[Record],
     ontology: Ontology | None = None,
@@ -219,7 +255,9 @@ def score_correctness(
 
     Each record's fields are read from the chunk's columns
     (:class:`~kg_rageval.records.fields.RecordColumns`), record by record with the checked
-    readers only when a column is not well formed."""
+    readers only when a column is not well formed. A record without given concepts is scored
+    by its ``(answer text, refused, references)``: each distinct one once per call (at most
+    :data:`MEMO_SIZE` kept)."""
     from kg_rageval.ontology import IdOptions, IdResolver
 
     records = list(records)
@@ -239,6 +277,10 @@ def score_correctness(
     pred_idx: list[list[int]] = []
     p_unknown: list[int] = []
     g_unknown: list[int] = []
+    memo: dict[Any, tuple[Any, ...]] = {}
+    slot_of: dict[int, int] = {}  # id of a concepts tuple (held by memo or keep) -> its slot
+    slots: list[int] = []  # each concept-scored row's slot in the lists below
+    keep: list[Any] = []  # every row's concepts tuple: alive while its id is a key of slot_of
     fields = _fields_columns(records)
     cols = record_columns(records) if fields is not None else None
     for k, (r, refs, refused, text, given_ref, given_ans) in enumerate(
@@ -250,30 +292,36 @@ def score_correctness(
         if refs is _NO_REFERENCE:
             unscored.append(unscored_entry(r["id"], "no reference answer", Reason.NO_GOLD))
             continue
-        missing = text is None and not refused  # a reference but no answer: scored as empty, counted
-        pred: str = "" if refused or missing or text is None else text
-        if strip_citations and pred:
-            pred = strip_citation_markers(pred)
-        e, f = squad.scores(pred, refs)
+        # a record without given concepts is scored by its (text, refused, references): each
+        # distinct one once (the first record of it raises where scoring it raises)
+        key = (text, refused, *refs) if given_ref is None and given_ans is None else None
+        got = memo.get(key) if key is not None else None
+        if got is None:
+            got = _scored(
+                r, refs, refused, text, given_ref, given_ans, squad, resolver, link, strip_citations
+            )
+            if key is not None and len(memo) < MEMO_SIZE:
+                memo[key] = got
+        e, f, missing, concept = got
+        keep.append(concept)
         rec_ids.append(r["id"])
         at.append(k)
         em.append(e)
         f1.append(f)
         refused_col.append(refused)
-        missing_col.append(float(missing))
-        if resolver is not None and link is not None:
-            gold, gi, gu = _concepts(r, "reference", refs, resolver, link, given_ref)
-            if gold or gu:
-                pred_c, pi, pu = (
-                    ([], [], 0) if refused else _concepts(r, "answer", [pred], resolver, link, given_ans)
-                )
-                pos.append(len(rec_ids) - 1)
-                answer_c.append(" ".join(pred_c))
-                reference_c.append(" ".join(gold))
-                gold_idx.append(gi)
-                pred_idx.append(pi)
-                p_unknown.append(pu)
-                g_unknown.append(gu)
+        missing_col.append(missing)
+        if concept is not None:
+            pos.append(len(rec_ids) - 1)
+            answer_c.append(concept[0])
+            reference_c.append(concept[1])
+            s_ = slot_of.get(id(concept))
+            if s_ is None:  # the concept lists of a distinct record: counted once
+                s_ = slot_of[id(concept)] = len(gold_idx)
+                gold_idx.append(concept[2])
+                pred_idx.append(concept[3])
+                p_unknown.append(concept[4])
+                g_unknown.append(concept[5])
+            slots.append(s_)
     n = len(rec_ids)
     stats: dict[str, Any] = {
         "qa_scored": np.ones(n),
@@ -284,13 +332,15 @@ def score_correctness(
     answer_concepts: list[str | None] = [None] * n
     reference_concepts: list[str | None] = [None] * n
     if pos and resolver is not None:
-        stats.update(_concept_stats(resolver.ontology, n, pos, gold_idx, pred_idx, p_unknown, g_unknown))
+        stats.update(
+            _concept_stats(resolver.ontology, n, pos, slots, gold_idx, pred_idx, p_unknown, g_unknown)
+        )
         for k, p in enumerate(pos):
             answer_concepts[p], reference_concepts[p] = answer_c[k], reference_c[k]
     meta: dict[str, Any] = {"linker": linker_name(linker)} if linker is not None else {}
     meta["strip_citations"] = strip_citations
     if cols is not None:
-        key_cols: dict[str, Any] = cols.key_columns(at)
+        key_cols: dict[str, Any] = stored_key_columns(cols, at)
     else:
         key_rows = [row_keys(records[k]) for k in at]
         key_cols = {key: [kr.get(key) for kr in key_rows] for key in all_slice_keys(records)}
@@ -315,20 +365,24 @@ def _concept_stats(
     ontology: Ontology,
     n_rows: int,
     pos: list[int],
+    slots: list[int],
     gold_idx: list[list[int]],
     pred_idx: list[list[int]],
     p_unknown: list[int],
     g_unknown: list[int],
 ) -> dict[str, np.ndarray]:
     """The concept stats columns of ``n_rows`` rows, of which the rows ``pos`` are scored with
-    gold / predicted index lists ``gold_idx`` / ``pred_idx``: ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of
-    them from ONE call of :func:`kg_rageval.families.hierarchy.hierarchical_counts`. An id the ontology
+    the gold / predicted index lists ``gold_idx`` / ``pred_idx`` at ``slots`` (one slot per
+    distinct record, shared by its equal rows): ``(|P̂ ∩ T̂|, |P̂|, |T̂|)`` of all of them from
+    ONE call of :func:`kg_rageval.families.hierarchy.hierarchical_counts`. An id the ontology
     lacks is an isolated concept: it adds 1 to its side only (``p_unknown`` / ``g_unknown``);
     the other rows are 0."""
     from kg_rageval.families.hierarchy import hierarchical_counts
 
     inter, n_pred, n_gold = hierarchical_counts(ontology, gold_idx, pred_idx)
     pu, gu = np.asarray(p_unknown, dtype=np.int64), np.asarray(g_unknown, dtype=np.int64)
+    take = np.asarray(slots, dtype=np.intp)
+    inter, n_pred, n_gold, pu, gu = (np.asarray(a)[take] for a in (inter, n_pred, n_gold, pu, gu))
     at = np.asarray(pos, dtype=np.int64)
     out = {}
     for name, values in (

@@ -20,8 +20,10 @@ judge), ``no context`` (a judge needs ``retrieval.contexts``).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
+from kg_rageval.families.generation.columns import stored_key_columns
 from kg_rageval.families.generation.judgment import (
     INVALID,
     NO_CLAIMS,
@@ -135,11 +137,11 @@ def _row(record: Record, outcome: JudgmentOutcome, source: str) -> dict[str, Any
         "judgment_source": source,
     }
     row["status"] = outcome.status
-    if outcome.judgment is None:
+    if not outcome.valid:
         row["invalid_judgment"] = 1
         row["reason"] = outcome.error
         return row
-    j = outcome.judgment
+    j = outcome  # the valid judgment's counts, read without building the pydantic model
     row.update(judged=1, claims=j.n_claims, supported=j.n_supported, failure_mode=j.failure_mode)
     if j.status == NO_CLAIMS:
         row["no_claims"] = 1
@@ -232,6 +234,25 @@ def _judgment_key(raw: Any) -> Any:
     return tuple(key)
 
 
+_ABSENT = object()
+"""An answer without a ``judgment`` key (a ``null`` judgment is one: it is invalid)."""
+
+_REFUSAL_ROW = ("refusal", NO_CLAIMS, None, None, None, 0, 1, 0, 1, 0, 0, 0, 0.0)
+"""The column row of a refusal without a judgment (see :func:`_refusal_row`)."""
+
+
+def _outcome_row(outcome: JudgmentOutcome) -> tuple[Any, ...]:
+    """``(status, failure mode, reason, faithfulness, *stats)`` of a judged row (stats in
+    :attr:`FaithfulnessFamily.stats` order)."""
+    if not outcome.valid:
+        return (outcome.status, None, outcome.error, None, 1, 0, 1, 0, 0, 0, 0, 0.0)
+    n, sup, fm = outcome.n_claims, outcome.n_supported, outcome.failure_mode
+    if outcome.status == NO_CLAIMS:
+        return (NO_CLAIMS, fm, None, None, 1, 1, 0, 1, 0, n, sup, 0.0)
+    f = outcome.faithfulness
+    return (outcome.status, fm, None, f, 1, 1, 0, 0, 1, n, sup, f)
+
+
 def _score_columns(
     cols: RecordColumns, judgments: Mapping[str, Any], judge: Judge | None
 ) -> Evaluation | None:
@@ -243,32 +264,24 @@ def _score_columns(
     texts, refused = cols.texts("answer", "text"), cols.flags("answer", "refused")
     if ids is None or answers is None or texts is None or refused is None:
         return None
-    memo: dict[Any, JudgmentOutcome] = {}
+    memo: dict[Any, tuple[Any, ...]] = {}
     pos: list[int] = []
-    rows: list[tuple] = []  # (attempted, judged, invalid, no_claims, scored, claims, supported, fsum)
-    status: list[str] = []
-    source_col: list[str] = []
-    failure: list[Any] = []
-    reasons: list[Any] = []
-    faith: list[Any] = []
+    # one tuple per row: (source, status, failure mode, reason, faithfulness, *stats)
+    results: list[tuple[Any, ...]] = []
+    append = results.append
     unscored = []
-    for k, ans in enumerate(answers):
-        rid = ids[k]
-        if rid in judgments:
-            raw, source = judgments[rid], "judgments-file"
-        elif "judgment" in ans:
-            raw, source = ans["judgment"], "record"
+    raws = list(map(dict.get, answers, repeat("judgment"), repeat(_ABSENT)))
+    for k, raw in enumerate(raws):
+        if judgments and ids[k] in judgments:
+            raw, source = judgments[ids[k]], "judgments-file"
+        elif raw is not _ABSENT:
+            source = "record"
         elif refused[k] is True and (judge is None or texts[k] is None):
             pos.append(k)
-            rows.append((0, 1, 0, 1, 0, 0, 0, 0.0))
-            status.append(NO_CLAIMS)
-            source_col.append("refusal")
-            failure.append(None)
-            reasons.append(None)
-            faith.append(None)
+            append(_REFUSAL_ROW)
             continue
         elif judge is not None:
-            text = texts[k]
+            rid, text = ids[k], texts[k]
             if text is None:
                 unscored.append(unscored_entry(rid, "no answer", absent_answer_code(cols.records[k])))
                 continue
@@ -278,50 +291,31 @@ def _score_columns(
                 continue
             raw, source = judge(text, ctx), getattr(judge, "name", type(judge).__name__)
         else:
-            text = texts[k]
+            rid, text = ids[k], texts[k]
             reason = "no answer" if text is None else "no judgment"
             code = absent_answer_code(cols.records[k]) if text is None else Reason.MISSING_INPUT
             unscored.append(unscored_entry(rid, reason, code))
             continue
         key = _judgment_key(raw)
-        outcome = memo.get(key) if key is not None else None
-        if outcome is None:
-            outcome = parse_judgment(raw)
+        got = memo.get((source, key)) if key is not None else None
+        if got is None:
+            got = (source, *_outcome_row(parse_judgment(raw)))
             if key is not None and len(memo) < JUDGMENT_MEMO_SIZE:
-                memo[key] = outcome
+                memo[source, key] = got
         pos.append(k)
-        source_col.append(source)
-        status.append(outcome.status)
-        j = outcome.judgment
-        if j is None:
-            rows.append((1, 0, 1, 0, 0, 0, 0, 0.0))
-            failure.append(None)
-            reasons.append(outcome.error)
-            faith.append(None)
-            continue
-        reasons.append(None)
-        failure.append(j.failure_mode)
-        if j.status == NO_CLAIMS:
-            rows.append((1, 1, 0, 1, 0, j.n_claims, j.n_supported, 0.0))
-            faith.append(None)
-        else:
-            f = j.faithfulness
-            rows.append((1, 1, 0, 0, 1, j.n_claims, j.n_supported, f))
-            faith.append(f)
-    fam = FaithfulnessFamily(judgments)
-    by_name = dict(
-        zip(
-            FaithfulnessFamily.stats,
-            zip(*rows) if rows else [()] * len(FaithfulnessFamily.stats),
-        )
+        append(got)
+    source_col, status, failure, reasons, faith, *stat_cols = (
+        zip(*results) if results else [()] * (5 + len(FaithfulnessFamily.stats))
     )
-    n = len(pos)
+    fam = FaithfulnessFamily(judgments)
     ev = columns_evaluation(
         fam,
         [ids[k] for k in pos],
-        [by_name.get(s, [0.0] * n) for s in fam.stats],
-        keys=cols.key_columns(pos),
-        details=dict(zip(_DETAILS, (status, source_col, failure, reasons, faith))),
+        stat_cols,
+        keys=stored_key_columns(cols, pos),
+        details=dict(
+            zip(_DETAILS, (list(status), list(source_col), list(failure), list(reasons), list(faith)))
+        ),
         unscored=unscored,
     )
     fam.complete(ev)

@@ -22,101 +22,152 @@ else the record's ``answer.judgment`` (same two forms).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import TYPE_CHECKING, Any
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.families.judges.contracts import json_object, validation_message
+from kg_rageval.families.generation.judgment_check import INVALID, NO_CLAIMS, SCORED, partition_error
 from kg_rageval.records import iter_objects
 
-SCORED, NO_CLAIMS, INVALID = "scored", "no_claims", "invalid_judgment"
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.generation.judgment_model import Judgment
 
 
-class Judgment(BaseModel):
-    """A validated faithfulness judgment (see the module docstring for the contract)."""
+_MODEL = "kg_rageval.families.generation.judgment_model"
+_FIELDS = frozenset(("claims", "supported", "unsupported", "failure_mode", "rationale"))
+_LISTS = ("claims", "supported", "unsupported")
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    claims: list[str] = Field(description="Atomic claims extracted from the answer.")
-    supported: list[str] = Field(description="Claims the context supports.")
-    unsupported: list[str] = Field(description="Claims the context does not support.")
-    failure_mode: str | None = Field(
-        default=None, description="Why the answer is not fully faithful; null when it is."
-    )
-    rationale: str | None = Field(default=None, description="The judge's explanation.")
+def __getattr__(name: str) -> Any:
+    """:class:`Judgment` (the pydantic model, :mod:`.judgment_model`) imported when first
+    named: scoring well-formed judgments never imports pydantic."""
+    if name == "Judgment":
+        from kg_rageval.families.generation.judgment_model import Judgment
 
-    @model_validator(mode="after")
-    def _partition(self) -> Judgment:
-        sets = []
-        for name in ("claims", "supported", "unsupported"):
-            items = getattr(self, name)
-            if not all(map(str.strip, items)):
-                raise ValueError(f"{name} contains an empty claim")
-            distinct = set(items)
-            if len(distinct) != len(items):
-                dup = sorted({c for c in items if items.count(c) > 1})
-                raise ValueError(f"{name} repeats claim(s) {dup!r}; claims must be distinct")
-            sets.append(distinct)
-        claims, sup, uns = sets
-        if not sup & uns and sup | uns == claims:  # a complete, disjoint partition
-            return self
-        both = sorted(sup & uns)
-        if both:
-            raise ValueError(f"claim(s) {both!r} are both supported and unsupported")
-        extra = sorted((sup | uns) - claims)
-        if extra:
-            raise ValueError(f"claim(s) {extra!r} are judged but were not extracted")
-        left = sorted(claims - sup - uns)
-        if left:
-            raise ValueError(f"claim(s) {left!r} were extracted but not judged")
-        return self
+        return Judgment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class JudgmentOutcome:
+    """A judgment as read: either a valid :class:`Judgment` or the reason it is invalid.
+
+    ``JudgmentOutcome(judgment, error=None)``. A judgment :func:`parse_judgment` checked
+    without pydantic keeps its fields, and its :class:`Judgment` is built (validated by the
+    model) the first time :attr:`judgment` is read; :attr:`n_claims`, :attr:`n_supported`,
+    :attr:`failure_mode` and :attr:`faithfulness` read the fields without building it."""
+
+    __slots__ = ("_fields", "_judgment", "error")
+
+    def __init__(self, judgment: Judgment | None = None, error: str | None = None):
+        self._judgment = judgment
+        self._fields: dict[str, Any] | None = None
+        self.error = error
+
+    @classmethod
+    def _checked(cls, fields: dict[str, Any]) -> JudgmentOutcome:
+        out = cls()
+        out._fields = fields
+        return out
+
+    @property
+    def judgment(self) -> Judgment | None:
+        if self._judgment is None and self._fields is not None:
+            from kg_rageval.families.generation.judgment_model import Judgment
+
+            self._judgment = Judgment.model_validate(self._fields)
+        return self._judgment
+
+    def _get(self, name: str) -> Any:
+        if self._fields is not None:
+            return self._fields.get(name)
+        return None if self._judgment is None else getattr(self._judgment, name)
+
+    @property
+    def valid(self) -> bool:
+        """Whether the judgment is valid (:attr:`judgment` is not ``None``)."""
+        return self._fields is not None or self._judgment is not None
+
+    @property
+    def status(self) -> str:
+        if not self.valid:
+            return INVALID
+        return NO_CLAIMS if not self._get("claims") else SCORED
 
     @property
     def n_claims(self) -> int:
-        return len(self.claims)
+        """The valid judgment's number of claims (0 when invalid)."""
+        return len(self._get("claims") or ())
 
     @property
     def n_supported(self) -> int:
-        return len(self.supported)
+        """The valid judgment's number of supported claims (0 when invalid)."""
+        return len(self._get("supported") or ())
 
     @property
-    def status(self) -> str:
-        return NO_CLAIMS if not self.claims else SCORED
+    def failure_mode(self) -> str | None:
+        return self._get("failure_mode")
 
     @property
     def faithfulness(self) -> float | None:
-        """``supported / claims``; ``None`` for an answer with no claims (never 1.0)."""
-        if not self.claims:
+        """``supported / claims`` of a valid judgment; ``None`` for no claims or invalid."""
+        claims = self._get("claims")
+        if not claims:
             return None
-        return len(self.supported) / len(self.claims)
+        return len(self._get("supported")) / len(claims)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JudgmentOutcome):
+            return NotImplemented
+        return (self.judgment, self.error) == (other.judgment, other.error)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"JudgmentOutcome(judgment={self.judgment!r}, error={self.error!r})"
 
 
-@dataclass(frozen=True)
-class JudgmentOutcome:
-    """A judgment as read: either a valid :class:`Judgment` or the reason it is invalid."""
-
-    judgment: Judgment | None
-    error: str | None = None
-
-    @property
-    def status(self) -> str:
-        return INVALID if self.judgment is None else self.judgment.status
+def _well_formed(raw: dict[str, Any]) -> bool:
+    """Whether a judgment object has the contract's keys and plain types (lists of texts;
+    texts or ``None``), so that pydantic's type checks would pass it unchanged."""
+    if not raw.keys() <= _FIELDS:
+        return False
+    for name in _LISTS:
+        v = raw.get(name)
+        if type(v) is not list or not set(map(type, v)) <= {str}:
+            return False
+    for name in ("failure_mode", "rationale"):
+        v = raw.get(name)
+        if v is not None and type(v) is not str:
+            return False
+    return True
 
 
 def parse_judgment(raw: Any) -> JudgmentOutcome:
     """Validate judge output: a mapping, a :class:`Judgment`, or raw text holding one JSON
     object (surrounding prose and a Markdown code fence are tolerated: the outermost
-    ``{...}`` is parsed). Never raises on bad judge output; returns the reason instead."""
-    if isinstance(raw, Judgment):
+    ``{...}`` is parsed). Never raises on bad judge output; returns the reason instead.
+
+    A mapping with the contract's keys and plain types that passes the partition check is
+    valid without building the pydantic model; anything else is validated by
+    :class:`Judgment`, whose errors are the reason."""
+    if type(raw) is dict and _well_formed(raw):
+        if partition_error(raw["claims"], raw["supported"], raw["unsupported"]) is None:
+            return JudgmentOutcome._checked({k: list(v) if type(v) is list else v for k, v in raw.items()})
+    model = sys.modules.get(_MODEL)  # a Judgment exists only once its module is imported
+    if model is not None and isinstance(raw, model.Judgment):
         return JudgmentOutcome(raw)
+    from kg_rageval.families.judges.contracts import json_object, validation_message
+
     raw, err = json_object(raw)
     if err:
         return JudgmentOutcome(None, err)
     if not isinstance(raw, dict):
         return JudgmentOutcome(None, f"judgment must be an object, found {type(raw).__name__}")
+    from pydantic import ValidationError
+
+    from kg_rageval.families.generation.judgment_model import Judgment
+
     try:
         return JudgmentOutcome(Judgment.model_validate(raw))
     except ValidationError as exc:

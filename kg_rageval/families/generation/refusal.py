@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from kg_rageval.families.generation.columns import stored_key_columns
 from kg_rageval.records import Record
 from kg_rageval.records.fields import all_slice_keys, flag, record_columns, row_keys, section
 from kg_rageval.records.reasons import Reason
@@ -129,7 +130,7 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
         RefusalFamily(),
         [ids[k] for k in pos],
         [f(ref), f(~ans), f(ans), f(ref & ~ans), f(ref & ans), f(missing)],
-        keys=cols.key_columns(at),
+        keys=stored_key_columns(cols, at),
         details={"outcome": outcome.tolist()},
         unscored=unscored,
     )

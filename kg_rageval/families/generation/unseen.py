@@ -31,7 +31,7 @@ from kg_rageval.families.generation.concepts import (
     memoised,
 )
 from kg_rageval.records import Record, absent_answer_code, located
-from kg_rageval.records.fields import all_slice_keys, answer_text, contexts, id_list, row_keys
+from kg_rageval.records.fields import all_slice_keys, answer_text, contexts, id_list, record_columns, row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.builders import build_evaluation
@@ -83,8 +83,24 @@ def score_unseen(
     # every field of a record is read (and checked) in record order, so the error a bad
     # record raises is the first one in the file, as with one linking call per record
     checked: list[tuple[Record, str, list[str], dict[str, Any], set[str] | None]] = []
-    for r in records:
-        text = answer_text(r)
+    # the answer texts and whether a context is given, read as columns when well formed (a
+    # record without a context is unscored without reading it further)
+    cols = record_columns(records)
+    texts: list[str | None] | None = None
+    given: list[Any] | None = None
+    rids: list[Any] | None = None
+    if cols is not None:
+        texts = cols.texts("answer", "text")
+        given = cols.field("retrieval", "contexts") if texts is not None else None
+        rids = cols.ids() if given is not None else None
+    for k, r in enumerate(records):
+        if rids is None or texts is None or given is None:
+            text = answer_text(r)
+        else:
+            text = texts[k]
+            if text is not None and given[k] is None:
+                unscored.append(unscored_entry(rids[k], "no context", Reason.MISSING_INPUT))
+                continue
         if text is None:
             unscored.append(unscored_entry(r["id"], "no answer", absent_answer_code(r)))
             continue

@@ -412,13 +412,30 @@ def test_concept_counts_agree_with_a_set_reference(vehicles):
             onto,
             n + 1,
             list(range(1, n + 1)),
+            list(range(n)),
             [onto.indices(g).tolist() for _, g in cases],
             [onto.indices(p).tolist() for p, _ in cases],
             [0] * n,
             [0] * n,
         )
         assert st["concept_scored"].tolist() == [0] + [1] * n and st["h_gold"][0] == 0
-        return [(int(st["h_inter"][k]), int(st["h_pred"][k]), int(st["h_gold"][k])) for k in range(1, n + 1)]
+        got = [(int(st["h_inter"][k]), int(st["h_pred"][k]), int(st["h_gold"][k])) for k in range(1, n + 1)]
+        # rows sharing the slots of distinct records (equal records are counted once): each
+        # row gets its slot's counts, here every case twice, in reverse order
+        twice = _concept_stats(
+            onto,
+            2 * n,
+            list(range(2 * n)),
+            [k for k in reversed(range(n)) for _ in (0, 1)],
+            [onto.indices(g).tolist() for _, g in cases],
+            [onto.indices(p).tolist() for p, _ in cases],
+            [0] * n,
+            [0] * n,
+        )
+        assert [
+            (int(twice["h_inter"][k]), int(twice["h_pred"][k]), int(twice["h_gold"][k])) for k in range(2 * n)
+        ] == [c for c in reversed(got) for _ in (0, 1)]
+        return got
 
     cases = [
         (["sedan"], ["hatchback"]),
