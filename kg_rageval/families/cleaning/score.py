@@ -324,6 +324,13 @@ _PAIR_FIELDS = frozenset({"gold", "pred"})
 _NONE = type(None)
 
 
+def _take(values: list[Any], at: np.ndarray) -> list[Any]:
+    """``[values[k] for k in at]`` (``values`` itself when ``at`` is every position in order)."""
+    if at.size == len(values) and (at.size == 0 or int(at[-1]) == at.size - 1):
+        return values
+    return list(map(values.__getitem__, at.tolist()))
+
+
 def _mask(values: list[Any], absent: Any) -> np.ndarray:
     return np.fromiter(map(is_not, values, repeat(absent)), dtype=bool, count=len(values))
 
@@ -344,9 +351,9 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
     has = _mask(secs, _EMPTY)
     at = np.flatnonzero(has)
     present = list(compress(secs, has))
-    if not present or not all(shape <= _COLUMN_FIELDS for shape in set(map(frozenset, present))):
+    if not present or not all(map(_COLUMN_FIELDS.issuperset, present)):
         return None
-    sec_ids = [rid[k] for k in at.tolist()]
+    sec_ids = _take(rid, at)
     doc = list(map(dict.get, present, repeat("doc_id"), repeat(_EMPTY)))
     if not _mask(doc, _EMPTY).all():  # no doc_id: the record's id
         doc = [i if d is _EMPTY else d for d, i in zip(doc, sec_ids)]
@@ -356,8 +363,9 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
     lang = list(map(dict.get, present, repeat("language")))
     if not set(map(type, text)) <= {str, _NONE} or not set(map(type, lang)) <= {dict, _NONE}:
         return None
-    lang = [_EMPTY if x is None else x for x in lang]
-    if not all(shape <= _PAIR_FIELDS for shape in set(map(frozenset, lang))):
+    if _NONE in set(map(type, lang)):
+        lang = [_EMPTY if x is None else x for x in lang]
+    if not all(map(_PAIR_FIELDS.issuperset, lang)):
         return None
     gold = list(map(dict.get, lang, repeat("gold")))
     pred = list(map(dict.get, lang, repeat("pred")))
@@ -374,7 +382,7 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
         return None
     n = rows.size
     languages = sorted(
-        {code[x] for x in compress(gold + pred, np.concatenate([has_lang, has_lang]))} - {None}
+        {code[x] for x in set(compress(gold, has_lang)) | set(compress(pred, has_lang))} - {None}
     )
     family = CleaningFamily(languages)
     stats: dict[str, np.ndarray] = {"n": np.ones(n)}
@@ -411,7 +419,7 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
             ):
                 col = stats[f"lang_{stat}:{x}"] = np.zeros(n)
                 col[lpos] = hit
-    slices = [records[k].get("slices") for k in at[rows].tolist()]
+    slices = list(map(dict.get, _take(records, at[rows]), repeat("slices")))
     names = sorted(set().union(*(x for x in slices if isinstance(x, dict))))
     kc = cols.key_columns(at[rows])
     keys = {k: kc[k] for k in sorted(["gold_node", *(f"slice:{x}" for x in names)])}
@@ -424,7 +432,7 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
     zeros = np.zeros(n)
     ev = columns_evaluation(
         family,
-        [sec_ids[k] for k in rows.tolist()],
+        _take(sec_ids, rows),
         [stats.get(x, zeros) for x in family.stats],
         keys=keys,
         unscored=unscored,

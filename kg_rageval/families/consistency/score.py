@@ -61,7 +61,8 @@ from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, ratio
 
-_SAMPLE = {"text", "concepts"}
+_SAMPLE = frozenset({"text", "concepts"})
+_SECTION = frozenset({"samples", "temperature"})
 
 
 class ConsistencyFamily(Family):
@@ -232,7 +233,8 @@ def _ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _sets(sample: np.ndarray, elem: np.ndarray, n_samples: int, m: int) -> tuple[np.ndarray, ...]:
     """Each sample's set of the elements ``elem`` (named by ``sample``) as CSR: ``(start,
     size, elements)``, the elements sorted and distinct within a sample."""
-    key = np.unique(sample * m + elem)
+    key = np.sort(sample * m + elem)
+    key = key[np.concatenate([[True], key[1:] != key[:-1]])] if key.size else key
     size = np.bincount(key // m, minlength=n_samples)
     return np.cumsum(size) - size, size, key % m
 
@@ -289,7 +291,7 @@ def _score_columns(
         return None
     has = np.fromiter(map(is_not, secs, repeat(_EMPTY)), dtype=bool, count=len(secs))
     present = list(compress(secs, has))
-    if not present or not all(sh <= {"samples", "temperature"} for sh in set(map(frozenset, present))):
+    if not present or not all(map(_SECTION.issuperset, present)):
         return None
     temps = list(map(dict.get, present, repeat("temperature")))
     samples = list(map(dict.get, present, repeat("samples")))
@@ -303,7 +305,7 @@ def _score_columns(
     if not np.isfinite(temp[given]).all():
         return None
     flat = list(chain.from_iterable(samples))
-    if not set(map(type, flat)) <= {dict} or not all(sh <= _SAMPLE for sh in set(map(frozenset, flat))):
+    if not set(map(type, flat)) <= {dict} or not all(map(_SAMPLE.issuperset, flat)):
         return None
     texts = list(map(dict.get, flat, repeat("text")))
     concepts = list(map(dict.get, flat, repeat("concepts"), repeat(_NO_CONCEPTS)))
@@ -358,7 +360,7 @@ def _score_columns(
     # every unordered pair of each scored record's samples, grouped by record
     r_start = np.cumsum(ns) - ns
     pa_parts, pb_parts, pr_parts = [], [], []
-    for n in np.unique(ns).tolist():
+    for n in np.flatnonzero(np.bincount(ns)).tolist():
         rows = np.flatnonzero(ns == n)
         a, b = np.triu_indices(n, 1)
         base = r_start[rows][:, None]

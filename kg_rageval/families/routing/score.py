@@ -69,7 +69,12 @@ MODES = ("no_retrieval", "one_shot", "iterative")
 TAXONOMY = ("ancestor", "descendant", "sibling_branch", "unrelated_branch", "unknown_id")
 """Confusion categories of a wrong route (module docstring)."""
 _LABEL = re.compile(r"[A-Za-z0-9_]+")
-_PARTS = {"intent": {"gold", "pred"}, "route": {"gold", "pred"}, "mode": {"gold", "pred", "cost"}}
+_PARTS = {
+    "intent": frozenset({"gold", "pred"}),
+    "route": frozenset({"gold", "pred"}),
+    "mode": frozenset({"gold", "pred", "cost"}),
+}
+_PART_NAMES = frozenset(_PARTS)
 
 
 def class_report(s: Mapping[str, float], prefix: str, labels: Iterable[str]) -> dict[str, Metric]:
@@ -307,13 +312,11 @@ def _pair_column(
         return None
     mask = _present(col)
     objs = list(compress(col, mask))
-    allowed = _PARTS[part]
-    for shape in set(map(frozenset, objs)):
-        if not {"gold", "pred"} <= shape <= allowed:
-            return None
-    gold = list(map(dict.__getitem__, objs, repeat("gold")))
-    pred = list(map(dict.__getitem__, objs, repeat("pred")))
-    if not set(map(type, gold)) | set(map(type, pred)) <= {str}:
+    if not all(map(_PARTS[part].issuperset, objs)):
+        return None
+    gold = list(map(dict.get, objs, repeat("gold")))
+    pred = list(map(dict.get, objs, repeat("pred")))
+    if not set(map(type, gold)) | set(map(type, pred)) <= {str}:  # None: absent
         return None
     labels = set(gold) | set(pred)
     if part == "intent" and not all(_LABEL.fullmatch(x) for x in labels):
@@ -346,9 +349,8 @@ def _score_columns(ontology: Any, records: list[Record], ids: dict[str, Any]) ->
     present = list(compress(secs, has))
     if not present:
         return None
-    for shape in set(map(frozenset, present)):
-        if not shape or not shape <= _PARTS.keys():
-            return None
+    if not all(map(_PART_NAMES.issuperset, present)) or not all(present):
+        return None
     parts = {part: _pair_column(present, part) for part in ("intent", "mode", "route")}
     if any(v is None for v in parts.values()):
         return None
