@@ -240,19 +240,21 @@ def _sets(sample: np.ndarray, elem: np.ndarray, n_samples: int, m: int) -> tuple
 
 
 def _inter(pa: np.ndarray, pb: np.ndarray, start: np.ndarray, size: np.ndarray, elem: np.ndarray, m: int):
-    """``|A ∩ B|`` of the sample pairs ``(pa, pb)`` of the sets in CSR (:func:`_sets`): both
-    sides' elements keyed by pair, sorted; an element in both is a repeated key."""
+    """``|A ∩ B|`` of the sample pairs ``(pa, pb)`` of the sets in CSR (:func:`_sets`): each
+    element of ``A`` looked up, as the key ``b·m + e``, in the sorted keys of every sample's
+    set."""
     la, lb = size[pa], size[pb]
-    pair = np.arange(pa.size, dtype=np.int64)
-    key = np.concatenate(
-        [
-            np.repeat(pair, la) * m + elem[_ragged(start[pa], la)],
-            np.repeat(pair, lb) * m + elem[_ragged(start[pb], lb)],
-        ]
+    sample = np.repeat(np.arange(size.size, dtype=np.int64), size)
+    keys = sample * m + elem  # sorted: by sample, then element
+    a_pos = _ragged(start[pa], la)
+    query = np.repeat(pb, la) * m + elem[a_pos]
+    hit = (
+        keys[np.minimum(np.searchsorted(keys, query), max(keys.size - 1, 0))] == query
+        if keys.size
+        else query < 0
     )
-    key.sort()
-    both = key[1:][key[1:] == key[:-1]]
-    return np.bincount(both // m, minlength=pa.size), la, lb
+    pair = np.repeat(np.arange(pa.size, dtype=np.int64), la)
+    return np.bincount(pair[hit], minlength=pa.size), la, lb
 
 
 def _pair_jaccard(pa, pb, start, size, elem, m) -> tuple[np.ndarray, np.ndarray]:
@@ -380,12 +382,11 @@ def _score_columns(
     s_texts = list(map(texts.__getitem__, s_idx.tolist()))
     no_text = np.fromiter(map(is_not, s_texts, repeat(None)), dtype=bool, count=n_s) == 0
     all_text = np.bincount(np.repeat(np.arange(n_rows), ns), weights=no_text, minlength=n_rows) == 0
-    codes: dict[str, int] = {}
-    tcode = np.fromiter(
-        (-1 if t is None else codes.setdefault(_norm_text(t), len(codes)) for t in s_texts),
-        dtype=np.int64,
-        count=n_s,
-    )
+    # _norm_text of each text (casefold, split, join mapped at C speed), coded by first sight
+    norm = list(map(" ".join, map(str.split, map(str.casefold, compress(s_texts, ~no_text)))))
+    code = {t: i for i, t in enumerate(dict.fromkeys(norm))}
+    tcode = np.full(n_s, -1, dtype=np.int64)
+    tcode[~no_text] = np.fromiter(map(code.__getitem__, norm), dtype=np.int64, count=len(norm))
     same_t = (tcode[pa] == tcode[pb]) & all_text[pr]
     text_sum = np.where(all_text, np.bincount(pr[same_t], minlength=n_rows) / np.maximum(npairs, 1), 0.0)
     con_row = np.repeat(np.repeat(np.arange(n_rows), ns), nc)
