@@ -96,6 +96,12 @@ def build_evaluation(
     )
 
 
+def _stat_column(values: Any) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu" and values.dtype.itemsize <= 4:
+        return values
+    return np.asarray(values, dtype=float)
+
+
 def columns_evaluation(
     family: Family,
     record_ids: list[Any],
@@ -109,7 +115,9 @@ def columns_evaluation(
     """What :func:`build_evaluation` makes of row dicts, from columns: ``stats`` holds one
     sequence of finite numbers per name of ``family.stats``, in that order (a family building
     its rows as tuples passes ``zip(*rows)``); ``keys`` and ``details`` one list of values each.
-    The same columns (float stats, object ids, keys and details), without a dict per row."""
+    The same columns (float stats, object ids, keys and details), without a dict per row. A
+    stats column given as a NumPy integer array of at most 4 bytes a value is kept as it is
+    (the evaluation stores whole-number stats so and reads them as float64: the same values)."""
     cols = list(stats)
     if not cols and not record_ids:  # zip(*[]) of no rows
         cols = [()] * len(family.stats)
@@ -118,7 +126,7 @@ def columns_evaluation(
     return Evaluation(
         family=family,
         record_ids=_object_column(record_ids),
-        stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
+        stats={s: _stat_column(c) for s, c in zip(family.stats, cols)},
         keys={k: _object_column(v) for k, v in (keys or {}).items()},
         details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),
