@@ -12,6 +12,7 @@
 
 from kg_rageval.records._io import (
     DEFAULT_CHUNK_SIZE,
+    ROW_KEYS,
     STRUCTURED_SUFFIXES,
     Record,
     collector_paused,
@@ -33,6 +34,7 @@ from kg_rageval.records.slices import record_slices, slice_keys, slice_text, sli
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "ROW_KEYS",
     "MISSING_RUN_CODES",
     "Reason",
     "Record",

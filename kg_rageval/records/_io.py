@@ -160,6 +160,11 @@ def iter_objects(
         yield lineno, rid, obj
 
 
+ROW_KEYS = ("id", "gold_node", "labels", "slices")
+"""The top-level record keys every family's rows read: the id, the node the record's figures
+are attributed to (:func:`~kg_rageval.records.nodes.gold_node`: ``gold_node``, else a single
+gold label) and the slices (``slice:<name>`` row keys)."""
+
 DEFAULT_CHUNK_SIZE = 65_536
 """Records per chunk of :func:`iter_record_chunks` (about 60 MB of parsed dicts for records of
 a few hundred bytes)."""
@@ -187,6 +192,7 @@ def iter_record_chunks(
     *,
     span: tuple[int, int, int] | None = None,
     digests: list[bytes] | None = None,
+    keep: frozenset[str] | None = None,
 ) -> Iterator[list[Record]]:
     """The records of a JSONL file in consecutive lists of at most ``size`` (file order), each
     record checked as :func:`read_records` checks it (an object with a unique string ``id``;
@@ -200,7 +206,9 @@ def iter_record_chunks(
     parsing itself. ``span``: the records of that byte range only (:func:`iter_jsonl`), with
     their line numbers in the whole file. ``digests``: a list that gets each record's line
     digest, in order (:func:`iter_jsonl`; a chunk's are its last ``len(chunk)`` when it is
-    handed out)."""
+    handed out). ``keep``: only these top-level keys of each record are kept (in the record's
+    order; ``_line`` and ``_source`` are added), the rest freed as the record is read — for a
+    consumer that reads only those (:attr:`~kg_rageval.scoring.Scorer.reads`)."""
     if size < 1:
         raise ValueError("chunk size must be at least 1")
     source = str(path)
@@ -209,6 +217,8 @@ def iter_record_chunks(
         chunk: list[Record] = []
         with collector_paused():
             for lineno, rid, obj in objects:
+                if keep is not None:
+                    obj = {k: v for k, v in obj.items() if k in keep}
                 obj["id"] = rid
                 obj["_line"] = lineno
                 obj["_source"] = source

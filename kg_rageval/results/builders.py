@@ -104,11 +104,11 @@ def _stat_column(values: Any) -> np.ndarray:
 
 def columns_evaluation(
     family: Family,
-    record_ids: list[Any],
+    record_ids: Any,
     stats: Iterable[Iterable[float]],
     *,
     keys: Mapping[str, Any] | None = None,
-    details: Mapping[str, list[Any]] | None = None,
+    details: Mapping[str, Any] | None = None,
     unscored: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Evaluation:

@@ -31,6 +31,7 @@ HIERARCHY = Scorer(
     name="hierarchy",
     target="kg_rageval.families.hierarchy:score_hierarchy",
     sections=("labels",),
+    reads=(),
     description="Hierarchical P/R/F1, Wu-Palmer and the confusion taxonomy (labels section).",
     params=(
         _p(
@@ -118,6 +119,7 @@ LINKING = Scorer(
     name="linking",
     target="kg_rageval.families.linking.evaluate:score_linking",
     sections=("mentions",),
+    reads=("text", "query"),  # the text the spans index (records.record_text)
     description="Entity linking and NIL evaluation (mentions section).",
     # a record's mention lists parse into ~2 kB of dicts (hierarchy's labels: ~1 kB): half the
     # default chunk keeps the parsed chunk (and the small-object heap it leaves) near 75 MB
@@ -247,6 +249,7 @@ RETRIEVAL = Scorer(
     target="kg_rageval.families.retrieval:score_retrieval",
     streamable=True,  # per-query sums in rank order: a query's value does not depend on its batch
     sections=("retrieval",),
+    reads=(),
     description="Recall/Precision/Hit/nDCG/MRR@k, MAP, R-precision (trec_eval's per-query formulas; queries "
     "without relevant gold are a separate slice, not averaged in) and filter false exclusion.",
     inputs=(
@@ -385,6 +388,7 @@ CONFORMANCE = Scorer(
     name="conformance",
     target="kg_rageval.families.conformance:score_conformance",
     sections=("answer",),
+    reads=("reference",),
     description="Schema validity, vocabulary, status and domain/range conformance of answer.output.",
     inputs=(
         Input(

@@ -114,6 +114,15 @@ class Scorer:
     writes per row: extraction's ``entity_type`` and ``relation_type``). An audit gate may scope
     a metric of this family to them (``extraction.ner_f1[slice:entity_type=PER]``); their values
     are known only once scored, so a value no row has is missing evidence, not a config error."""
+    reads: tuple[str, ...] | None = None
+    """The record's top-level keys the family reads besides its ``sections`` and the keys every
+    family's rows read (:data:`~kg_rageval.records.ROW_KEYS`: ``id``, ``gold_node``, ``labels``,
+    ``slices``); ``None``: any key. When declared, a ``score`` command streaming the family
+    alone keeps only those keys of each record as it is read (:attr:`record_keys`): the rest of
+    a parsed record is freed at once instead of being held with its chunk (about a third of
+    ``score hierarchy``'s CPU on records that carry every section). The streaming tests score
+    every family both ways, and ``tests/scoring/test_record_keys.py`` traces each declared
+    family's reads on the demo records."""
     template_values: Callable[[Mapping[str, Any]], Mapping[str, set[str]]] | None = field(
         default=None, compare=False
     )
@@ -156,6 +165,15 @@ class Scorer:
             if spec.applies(opts):
                 out.extend(spec.expand(values))
         return out
+
+    @property
+    def record_keys(self) -> frozenset[str] | None:
+        """The top-level record keys the family reads (:attr:`reads`), or ``None`` (any)."""
+        if self.reads is None:
+            return None
+        from kg_rageval.records import ROW_KEYS
+
+        return frozenset((*ROW_KEYS, *self.sections, *self.reads))
 
     def has_section(self, record: Mapping[str, Any]) -> bool:
         return any(record.get(s) is not None for s in self.sections)

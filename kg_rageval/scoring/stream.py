@@ -57,8 +57,10 @@ class FamilyStream:
         ontology: Any = None,
         spill_rows: int | None = None,
         narrow: Callable[[int, list[Any]], list[Any]] | None = None,
+        keep: frozenset[str] | None = None,
     ) -> None:
         self.bound, self.path, self.size, self.ontology = bound, path, size, ontology
+        self.keep = keep  # the record keys the stream keeps (iter_record_chunks), also when read again
         self.spill_rows = spill_rows
         self.narrow = narrow  # (k, chunk) -> the records of chunk k this family scores
         self.skip = False
@@ -86,7 +88,7 @@ class FamilyStream:
         """The records of chunks ``first .. end - 1``, read again."""
         from kg_rageval.records import iter_record_chunks
 
-        chunks = itertools.islice(iter_record_chunks(self.path, self.size), first, end)
+        chunks = itertools.islice(iter_record_chunks(self.path, self.size, keep=self.keep), first, end)
         if self.narrow is not None:
             narrow = self.narrow
             return [r for j, ch in enumerate(chunks, first) for r in narrow(j, ch)]
@@ -220,18 +222,26 @@ def stream_families(
     that family scores (a sublist, in order; also when a waiting chunk is read again), its
     section count taken on them: its result is that of the narrowed records (an audit's
     baseline scores only the records that differ from the audited ones: :mod:`kg_rageval.audit.paired_baseline`).
-    Not with ``client``."""
+    Not with ``client``.
+
+    Without observers and section counts (a ``score`` command), each record keeps only the
+    keys its families read when every one of them declares them
+    (:attr:`~kg_rageval.scoring.Scorer.record_keys`, their union): the rest is freed as it is
+    read."""
     import gc
 
     narrow = dict(narrow or {})
     if narrow and client is not None:
         raise ValueError("stream_families: narrow is not supported with a Dask client")
-    streams = {n: FamilyStream(b, path, size, ontology, spill_rows, narrow.get(n)) for n, b in bounds.items()}
+    keep = _kept_keys(bounds) if not observers and section_counts is None else None
+    streams = {
+        n: FamilyStream(b, path, size, ontology, spill_rows, narrow.get(n), keep) for n, b in bounds.items()
+    }
     paused = gc.isenabled()
     if paused:
         gc.disable()
     try:
-        chunks = _observed_chunks(path, size, observers, section_counts, digests)
+        chunks = _observed_chunks(path, size, observers, section_counts, digests, keep)
         if client is not None:
             _feed_on_client(client, streams, chunks, in_flight=in_flight)
         else:
@@ -253,19 +263,33 @@ def stream_families(
     return streams
 
 
+def _kept_keys(bounds: Mapping[str, Any]) -> frozenset[str] | None:
+    """The record keys a stream of ``bounds`` keeps: the union of the families'
+    :attr:`~kg_rageval.scoring.Scorer.record_keys`, or ``None`` (every key) when one of them
+    reads any key."""
+    keys: set[str] = set()
+    for b in bounds.values():
+        ks = b.scorer.record_keys
+        if ks is None:
+            return None
+        keys |= ks
+    return frozenset(keys)
+
+
 def _observed_chunks(
     path: str | Path,
     size: int,
     observers: tuple[Callable[[int, list[Any]], None], ...],
     section_counts: Callable[[int, list[Any]], Mapping[str, int]] | None,
     digests: list[bytes] | None = None,
+    keep: frozenset[str] | None = None,
 ) -> Iterator[tuple[int, list[Any], Mapping[str, int] | None]]:
     """``(k, chunk, section counts or None)`` of each chunk of ``path``, after the observers
     saw it (reading errors propagate as the whole-file reader raises them); the heap is
     trimmed once the caller asks for the next one. ``digests``: see :func:`stream_families`."""
     from kg_rageval.records import iter_record_chunks
 
-    for k, chunk in enumerate(iter_record_chunks(path, size, digests=digests)):
+    for k, chunk in enumerate(iter_record_chunks(path, size, digests=digests, keep=keep)):
         for see in observers:
             see(k, chunk)
         yield k, chunk, section_counts(k, chunk) if section_counts is not None else None

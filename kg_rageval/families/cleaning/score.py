@@ -58,7 +58,7 @@ from kg_rageval.families.cleaning.unicode import unicode_health
 from kg_rageval.families.linking.evaluate import match_spans
 from kg_rageval.records import Record
 from kg_rageval.records.cleaning import CleaningSection, cleaning_section
-from kg_rageval.records.fields import _EMPTY, record_columns
+from kg_rageval.records.fields import _EMPTY, _GET, record_columns
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -354,21 +354,21 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
     if not present or not all(map(_COLUMN_FIELDS.issuperset, present)):
         return None
     sec_ids = _take(rid, at)
-    doc = list(map(dict.get, present, repeat("doc_id"), repeat(_EMPTY)))
+    doc = list(map(_GET, present, repeat("doc_id"), repeat(_EMPTY)))
     if not _mask(doc, _EMPTY).all():  # no doc_id: the record's id
         doc = [i if d is _EMPTY else d for d, i in zip(doc, sec_ids)]
     if not set(map(type, doc)) <= {str} or "" in doc or len(set(doc)) != len(doc):
         return None
-    text = list(map(dict.get, present, repeat("text")))
-    lang = list(map(dict.get, present, repeat("language")))
+    text = list(map(_GET, present, repeat("text")))
+    lang = list(map(_GET, present, repeat("language")))
     if not set(map(type, text)) <= {str, _NONE} or not set(map(type, lang)) <= {dict, _NONE}:
         return None
     if _NONE in set(map(type, lang)):
         lang = [_EMPTY if x is None else x for x in lang]
     if not all(map(_PAIR_FIELDS.issuperset, lang)):
         return None
-    gold = list(map(dict.get, lang, repeat("gold")))
-    pred = list(map(dict.get, lang, repeat("pred")))
+    gold = list(map(_GET, lang, repeat("gold")))
+    pred = list(map(_GET, lang, repeat("pred")))
     if not set(map(type, gold)) | set(map(type, pred)) <= {str, _NONE}:
         return None
     code = {v: v.strip().lower() for v in set(gold) | set(pred) if v is not None}
@@ -419,7 +419,7 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
             ):
                 col = stats[f"lang_{stat}:{x}"] = np.zeros(n)
                 col[lpos] = hit
-    slices = list(map(dict.get, _take(records, at[rows]), repeat("slices")))
+    slices = list(map(_GET, _take(records, at[rows]), repeat("slices")))
     names = sorted(set().union(*(x for x in slices if isinstance(x, dict))))
     kc = cols.key_columns(at[rows])
     keys = {k: kc[k] for k in sorted(["gold_node", *(f"slice:{x}" for x in names)])}

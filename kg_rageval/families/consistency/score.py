@@ -52,7 +52,7 @@ import numpy as np
 from kg_rageval.base.errors import ConfigError, InputError
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import _EMPTY, all_slice_keys, record_columns, section
+from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -295,8 +295,8 @@ def _score_columns(
     present = list(compress(secs, has))
     if not present or not all(map(_SECTION.issuperset, present)):
         return None
-    temps = list(map(dict.get, present, repeat("temperature")))
-    samples = list(map(dict.get, present, repeat("samples")))
+    temps = list(map(_GET, present, repeat("temperature")))
+    samples = list(map(_GET, present, repeat("samples")))
     if not set(map(type, temps)) <= {int, float, _NONE} or not set(map(type, samples)) <= {list}:
         return None
     try:
@@ -309,8 +309,8 @@ def _score_columns(
     flat = list(chain.from_iterable(samples))
     if not set(map(type, flat)) <= {dict} or not all(map(_SAMPLE.issuperset, flat)):
         return None
-    texts = list(map(dict.get, flat, repeat("text")))
-    concepts = list(map(dict.get, flat, repeat("concepts"), repeat(_NO_CONCEPTS)))
+    texts = list(map(_GET, flat, repeat("text")))
+    concepts = list(map(_GET, flat, repeat("concepts"), repeat(_NO_CONCEPTS)))
     if not set(map(type, texts)) <= {str, _NONE} or not set(map(type, concepts)) <= {list}:
         return None
     ids_flat = list(chain.from_iterable(concepts))

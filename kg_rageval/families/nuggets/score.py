@@ -73,7 +73,7 @@ from kg_rageval.families.judges.calibration import JudgeCalibrationFamily
 from kg_rageval.families.judges.labels import SCORED, NuggetSupportLabels
 from kg_rageval.families.judges.stats import cohen_kappa
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import _EMPTY, all_slice_keys, record_columns, section
+from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -362,9 +362,9 @@ def _score_columns(records: list[Record], assignment: str) -> EvaluationSet | No
     present = list(compress(secs, has))
     if not present or not all(map(_SECTION.issuperset, present)):
         return None
-    topics = list(map(dict.get, present, repeat("topic_id")))
-    raw = list(map(dict.get, present, repeat("items")))
-    answers = list(map(dict.get, present, repeat("answer_concepts")))
+    topics = list(map(_GET, present, repeat("topic_id")))
+    raw = list(map(_GET, present, repeat("items")))
+    answers = list(map(_GET, present, repeat("answer_concepts")))
     if not set(map(type, topics)) <= {str, _NONE} or not set(map(type, raw)) <= {list}:
         return None
     if not set(map(type, answers)) <= {list, _NONE}:
@@ -374,13 +374,13 @@ def _score_columns(records: list[Record], assignment: str) -> EvaluationSet | No
     flat = list(chain.from_iterable(raw))
     if not set(map(type, flat)) <= {dict} or not all(map(_ITEM.issuperset, flat)):
         return None
-    if not set(map(type, map(dict.get, flat, repeat("text")))) <= {str}:
+    if not set(map(type, map(_GET, flat, repeat("text")))) <= {str}:
         return None
-    if not set(map(type, map(dict.get, flat, repeat("concept")))) <= {str, _NONE}:
+    if not set(map(type, map(_GET, flat, repeat("concept")))) <= {str, _NONE}:
         return None
-    imp = _coded(list(map(dict.get, flat, repeat("importance"))), IMPORTANCE)
-    asg = _coded(list(map(dict.get, flat, repeat("assignment"))), LABELS)
-    hum = _coded(list(map(dict.get, flat, repeat("human_assignment"))), (*LABELS, None))
+    imp = _coded(list(map(_GET, flat, repeat("importance"))), IMPORTANCE)
+    asg = _coded(list(map(_GET, flat, repeat("assignment"))), LABELS)
+    hum = _coded(list(map(_GET, flat, repeat("human_assignment"))), (*LABELS, None))
     if imp is None or asg is None or hum is None:
         return None  # a bad label, or a nugget without its assignment: the record loop
     n_items = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
@@ -493,9 +493,9 @@ def score_nuggets(
         raise ConfigError(f"nuggets.assignment: {assignment!r} is not one of {', '.join(SOURCES)}")
     hier = _Hierarchy(ontology, ids)
     records = list(records)
-    got = _score_columns(records, assignment)
-    if got is not None:
-        return got
+    by_columns = _score_columns(records, assignment)
+    if by_columns is not None:
+        return by_columns
     rows, unscored, cal_rows = [], [], []
     not_run: list[dict[str, Any]] = []  # unscored by both members: no section, no nuggets
     for rec in records:

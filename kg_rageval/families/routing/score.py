@@ -55,7 +55,7 @@ import numpy as np
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import _EMPTY, all_slice_keys, record_columns, section
+from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -307,15 +307,15 @@ def _pair_column(
     """The positions, gold and predicted labels and objects of ``part`` of the routing
     sections ``secs``; ``None`` when some part is not in the well-formed shape :func:`_parts`
     accepts (the record loop then raises the first problem)."""
-    col = list(map(dict.get, secs, repeat(part), repeat(_EMPTY)))
+    col = list(map(_GET, secs, repeat(part), repeat(_EMPTY)))
     if not set(map(type, col)) <= {dict}:
         return None
     mask = _present(col)
     objs = list(compress(col, mask))
     if not all(map(_PARTS[part].issuperset, objs)):
         return None
-    gold = list(map(dict.get, objs, repeat("gold")))
-    pred = list(map(dict.get, objs, repeat("pred")))
+    gold = list(map(_GET, objs, repeat("gold")))
+    pred = list(map(_GET, objs, repeat("pred")))
     if not set(map(type, gold)) | set(map(type, pred)) <= {str}:  # None: absent
         return None
     labels = set(gold) | set(pred)
@@ -384,7 +384,7 @@ def _score_columns(ontology: Any, records: list[Record], ids: dict[str, Any]) ->
         put("mode_correct", pos, d == 0)
         put("mode_over", pos, d > 0)
         put("mode_under", pos, d < 0)
-        costs = list(map(dict.get, objs, repeat("cost")))
+        costs = list(map(_GET, objs, repeat("cost")))
         if not set(map(type, costs)) <= {int, float, type(None)}:
             return None
         with_cost = np.fromiter(map(is_not, costs, repeat(None)), dtype=bool, count=len(costs))
