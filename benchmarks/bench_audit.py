@@ -265,9 +265,10 @@ def compare_partitioned(
                 gc.collect()
                 parts.LAST_STATS = None
                 w0 = _worker_cpu(client) if on else 0.0
-                t0, c0 = time.perf_counter(), time.process_time()
+                t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
                 res = run_audit(cfg, progress=False, client=client if on else None, partitions=partitions)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                main = time.thread_time() - m0
                 wcpu = _worker_cpu(client) - w0 if on else 0.0
                 folder = out / f"report-{'p' if on else 'i'}{r}"
                 write_reports(res, folder)
@@ -284,10 +285,13 @@ def compare_partitioned(
                 )
                 print(line, flush=True)
                 print("  phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.timings.items()))
+                print(f"  CPU of this process's main thread {main:.2f} s (other threads {cpu - main:.2f} s)")
                 if st is not None:
                     print(
                         f"  plan {st.plan_seconds:.2f} s, merge CPU here {st.merge_cpu_seconds:.2f} s, "
-                        f"partitioned stream wall {st.wall:.2f} s; partitions: "
+                        f"partitioned stream wall {st.wall:.2f} s, CPU of every client thread in it "
+                        f"{st.stream_cpu_seconds:.2f} s (main thread {st.stream_main_cpu_seconds:.2f} s, of which waiting on results "
+                        f"{st.receive_cpu_seconds:.2f} s); main thread outside the stream {main - st.stream_main_cpu_seconds:.2f} s; partitions: "
                         + ", ".join(
                             f"{n} rec {c:.2f} s CPU / {w:.2f} s wall"
                             for n, c, w in zip(st.records, st.cpu_seconds, st.wall_seconds)
@@ -350,6 +354,12 @@ def main() -> None:
     ap.add_argument("--replicate", type=int, default=1, help="the records file is K copies, fresh ids")
     ap.add_argument("--reuse", action="store_true", help="reuse the data already in --keep DIR")
     ap.add_argument(
+        "--gate",
+        action="append",
+        default=[],
+        help="one more gate (repeatable), e.g. 'ci_low(hierarchy.hierarchical_f1) >= 0.5' for a bootstrap",
+    )
+    ap.add_argument(
         "--slim",
         action="store_true",
         help="records keep only id, slices and labels (for --families hierarchy)",
@@ -402,7 +412,8 @@ def main() -> None:
                     "provenance.citation_completeness >= 0.9",
                 )
                 if g.split("(")[-1].split(".")[0] in families
-            ],
+            ]
+            + args.gate,
             "slice_gates": {"intent=lookup": ["retrieval.mrr >= 0.5"]} if "retrieval" in families else {},
             "node_gates": {"TA0006": ["hierarchy.hierarchical_f1 >= 0.7"]} if "hierarchy" in families else {},
             "missing_runs": {"budget": 0.05},

@@ -170,7 +170,6 @@ LARGE_MODULES: dict[str, str] = {
     # over 800 once ruff format wrapped the compact code (0.2.0); each is still one idea
     "kg_rageval.families.hierarchy.family": "the hierarchy family: one resolution of gold/pred pairs and its error taxonomy",
     "kg_rageval.families.relations.score": "the relations family: triples, answer sets and claims against one knowledge graph",
-    "kg_rageval.families.retrieval.score": "the retrieval records family: one per-record ranked list and its filters",
     "kg_rageval.scoring.builtin": "the built-in declarations: data, one Scorer per family (no logic)",
 }
 """Modules allowed over :data:`MAX_LINES`, each with the one idea that keeps it whole."""

@@ -139,13 +139,15 @@ def gate_metrics(
     *,
     has_baseline: bool = False,
     ci_methods: dict[str, str] | None = None,
+    pool: Any = None,
 ) -> list[Metric]:
     """:func:`metric_for_gate` of every gate, in order, with every percentile bootstrap the
     bounded gates need computed together (:func:`~kg_rageval.results.evaluation.bootstrap_many`):
     each (evaluation, metric) once, and the evaluations with the same number of records —
     two families' totals over the same records, a metric bounded from below and above —
     from one pass over the weight blocks, drawn once. The intervals are those of
-    :func:`metric_for_gate` gate by gate, bit for bit."""
+    :func:`metric_for_gate` gate by gate, bit for bit (also with ``pool``, a
+    :class:`~kg_rageval.results.bootstrap_pool.BootstrapPool` the resample blocks are computed on)."""
     from kg_rageval.results.evaluation import bootstrap_many
 
     methods_out = {} if ci_methods is None else ci_methods
@@ -162,7 +164,9 @@ def gate_metrics(
                     ev_metrics.append(st.owner.metric)
     cis: dict[tuple[int, str], Any] = {}
     if requests:
-        got = bootstrap_many(requests.values(), n_resamples=b.n_resamples, level=b.level, seed=b.seed)
+        got = bootstrap_many(
+            requests.values(), n_resamples=b.n_resamples, level=b.level, seed=b.seed, pool=pool
+        )
         for (key, (_, ms, _)), ci in zip(requests.items(), got):
             cis.update({(key, m): ci.get(m) for m in ms})
         del got

@@ -246,6 +246,7 @@ def _run_audit(
         baseline_metrics,
         has_baseline=config.baseline is not None,
         ci_methods=ci_methods,
+        pool=_bootstrap_pool(client),
     )
     for g, m in zip(gates, decided):
         prev = gate_metrics.get(g.key)  # for the report: a bound's metric carries the value too
@@ -341,6 +342,20 @@ def _run_audit(
     result.timings = timings
     result.chunk_size = view.size if view.streamed else None
     return result
+
+
+def _bootstrap_pool(client: Any) -> Any:
+    """The :class:`~kg_rageval.results.bootstrap_pool.BootstrapPool` of the gates' bootstraps
+    with a Dask client (its worker threads' tasks; the same intervals bit for bit), else ``None``."""
+    if client is None:
+        return None
+    from kg_rageval.results.bootstrap_pool import BootstrapPool
+
+    try:
+        threads = sum(client.nthreads().values())
+    except Exception:  # pragma: no cover - a client without workers
+        return None
+    return BootstrapPool(client, threads) if threads > 1 else None
 
 
 def _drop_record_stats(runs: Mapping[str, FamilyRun]) -> None:

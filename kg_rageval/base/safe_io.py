@@ -27,10 +27,8 @@ The limits are those of :mod:`kg_rageval.base.limits`.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -287,6 +285,8 @@ class BoundedGzip:
     counted as it decompresses, before the data is returned."""
 
     def __init__(self, path: str | Path, *, kept: bool = False):
+        import gzip  # on first use: a command reading no gzip input does not import it
+
         self.path = str(path)
         self._fh = gzip.open(path, "rb")
         self._limit, self._name = gz_memory_limit() if kept else (limits.get("max_gz_bytes"), "max_gz_bytes")
@@ -417,6 +417,8 @@ def decompress_bounded(raw: bytes | bytearray, source: str) -> bytearray:
     decompressing, before more is kept), so a gzip bomb costs at most that limit of memory;
     handles concatenated members; corrupt data is an :class:`InputError`. Returns the one
     ``bytearray`` it filled (no second copy)."""
+    import zlib
+
     limit, name = gz_memory_limit()
     out = bytearray()
     data = raw

@@ -13,7 +13,6 @@ spooled or ``str``.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from typing import IO, Any
 
@@ -25,6 +24,8 @@ class Spool:
     """An append-only temporary file of UTF-8 segments."""
 
     def __init__(self, directory: str | None = None):
+        import tempfile  # on first use (tempfile imports shutil, bz2, lzma, random): no spill, no import
+
         self._fh: IO[bytes] = tempfile.TemporaryFile(dir=directory)
         self._end = 0
         self._lock = threading.Lock()

@@ -355,7 +355,10 @@ def _files(
     names = _run_names(run_paths)
     scores = []
     for path, name in zip(run_paths, names):
-        run = load_run(path, format=run_format, dedupe=dedupe)
+        # a qrels file read by the compiled reader hands its document table on: the run's
+        # documents get the qrels' codes as they are read (no mapping of the run's ids after)
+        shared = qrels.vocab if getattr(qrels.vocab, "table", None) is not None else None
+        run = load_run(path, format=run_format, dedupe=dedupe, vocab=shared)
         scores.append(
             (
                 path,

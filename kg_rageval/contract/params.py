@@ -20,7 +20,6 @@ This module imports only the standard library (the CLI and the pytest plugin loa
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -35,6 +34,8 @@ KINDS = ("bool", "int", "float", "str", "int_list", "str_list", "mapping", "path
 
 def did_you_mean(word: str, options: Iterable[str], *, n: int = 3) -> str:
     """``" (did you mean 'a', 'b'?)"`` for the close matches of ``word``, else ``""``."""
+    import difflib  # only for an error message
+
     close = difflib.get_close_matches(str(word), [str(o) for o in options], n=n, cutoff=0.6)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 

@@ -7,9 +7,11 @@ over :func:`kg_rageval.records.iter_objects` with ``json.dumps`` (``tests/drift/
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from itertools import compress, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,231 @@ def _clean_function(sg: frozenset[str], sp: frozenset[str]) -> Callable[[dict[st
         return heavy.isdisjoint(r) or sections(r)
 
     return clean
+
+
+# ---------------------------------------------------------------------- line shapes
+_S = rb'"[ !#-\[\]-~]*"'  # printable ASCII but '"' and '\\': a string json.dumps writes without an escape
+_SC = rb'"([ !#-\[\]-~]*)"'  # the same, captured (an id the walk would read)
+_INT = rb"(?:0|-?[1-9][0-9]{0,17})"  # an integer as int.__repr__ writes it (no 20-digit run)
+_HEAVY = frozenset({"gold_node", "relations", "retrieval", "answer", "reference"})
+_SHAPES = 16  # shapes learnt per file at most
+
+
+def _key(k: str) -> bytes | None:
+    """A key's pattern: its ``json.dumps`` text when that has no escape, else None."""
+    if not isinstance(k, str) or any(c in k for c in '"\\') or any(ord(c) < 32 for c in k):
+        return None
+    return re.escape(('"' + k + '": ').encode("utf-8"))
+
+
+def _pattern(v: Any, slots: list[tuple[str, bool]], slot: tuple[str, bool] | None = None) -> bytes | None:
+    """The pattern of the lines ``json.dumps(x, ensure_ascii=False)`` writes for every ``x``
+    of ``v``'s shape (same keys in the same order, same list lengths, same types; strings
+    of printable ASCII without an escape, integers of at most 18 digits, no float), or None. A string at
+    ``slot`` is captured and ``slot`` appended to ``slots``."""
+    c = v.__class__
+    if c is str:
+        if slot is None:
+            return _S
+        slots.append(slot)
+        return _SC
+    if c is bool:
+        return rb"(?:true|false)"
+    if c is int:
+        return _INT
+    if v is None:
+        return rb"null"
+    parts: list[bytes] = []
+    if c is list:
+        for x in v:
+            p = _pattern(x, slots, slot)
+            if p is None:
+                return None
+            parts.append(p)
+        return rb"\[" + b", ".join(parts) + rb"\]"
+    if c is dict:
+        for k, x in v.items():
+            kp = _key(k)
+            p = _pattern(x, slots) if kp is not None else None
+            if kp is None or p is None:
+                return None
+            parts.append(kp + p)
+        return rb"\{" + b", ".join(parts) + rb"\}"
+    return None  # a float: its spelling is not checked here
+
+
+def _labels(v: dict[str, Any], slots: list[Any]) -> bytes | None:
+    """The pattern of a ``labels`` object: a string under ``gold`` / ``pred`` captured (the
+    walk leaves an empty one), each string of a list there captured (none may be empty, and
+    the list is checked for a repeated id)."""
+    parts = []
+    for k, x in v.items():
+        kp = _key(k)
+        if kp is None:
+            return None
+        if k in ("gold", "pred") and x.__class__ is list:
+            if any(e.__class__ is not str for e in x):
+                return None
+            n = len(slots)
+            slots.extend((k, False, n) for _ in x)
+            p: bytes | None = rb"\[" + b", ".join(_SC for _ in x) + rb"\]"
+        elif k in ("gold", "pred") and x.__class__ is str:
+            p = _pattern(x, slots, (k, True))
+        else:
+            p = _pattern(x, slots)
+        if p is None:
+            return None
+        parts.append(kp + p)
+    return rb"\{" + b", ".join(parts) + rb"\}"
+
+
+def _mentions(v: dict[str, Any], slots: list[Any]) -> bytes | None:
+    """The pattern of a ``mentions`` object: in each object of its ``gold`` / ``pred`` list,
+    a string ``id`` (and, gold, ``nearest``) captured; the walk leaves an empty one."""
+    parts = []
+    for k, x in v.items():
+        kp = _key(k)
+        if kp is None:
+            return None
+        if k in ("gold", "pred") and x.__class__ is list:
+            items = []
+            for e in x:
+                if e.__class__ is dict:
+                    fs = []
+                    for f, y in e.items():
+                        fp = _key(f)
+                        if fp is None:
+                            return None
+                        cap = y.__class__ is str and (f == "id" or (f == "nearest" and k == "gold"))
+                        q = _pattern(y, slots, (k, True)) if cap else _pattern(y, slots)
+                        if q is None:
+                            return None
+                        fs.append(fp + q)
+                    items.append(rb"\{" + b", ".join(fs) + rb"\}")
+                else:
+                    q = _pattern(e, slots)
+                    if q is None:
+                        return None
+                    items.append(q)
+            p: bytes | None = rb"\[" + b", ".join(items) + rb"\]"
+        else:
+            p = _pattern(x, slots)
+        if p is None:
+            return None
+        parts.append(kp + p)
+    return rb"\{" + b", ".join(parts) + rb"\}"
+
+
+class _Shapes:
+    """Lines recognised without parsing: each learnt shape is one compiled pattern that
+    matches exactly the ``json.dumps(r, ensure_ascii=False)`` texts of the records ``r`` of
+    that shape (:func:`_pattern`) and captures the record id and every id :class:`_Quick`
+    reads (``labels.gold`` / ``.pred``, ``mentions.gold[].id`` / ``.nearest``,
+    ``mentions.pred[].id``), plus a check of those ids that is :meth:`_Quick.clean`'s answer
+    for a record of the shape. A line it matches and whose ids pass is a JSON object (so
+    :func:`kg_rageval.base.safe_io.fast_line` reads it as orjson does), already its record's
+    encoding and untouched by the walk: it is copied without being parsed. Shapes are
+    learnt from records the walk skipped; records with a section :class:`_Quick` reads
+    beyond labels and mentions are never learnt (``tests/drift/test_rebase_fast.py``)."""
+
+    def __init__(self, quick: _Quick):
+        def enc(ids: frozenset[str]) -> frozenset[bytes]:
+            return frozenset(map(str.encode, ids, repeat("utf-8"), repeat("surrogatepass")))
+
+        g, p = enc(quick.safe["gold"]), enc(quick.safe["pred"])
+        self.sets = {
+            ("gold", False): g,
+            ("gold", True): g | {b""},
+            ("pred", False): p,
+            ("pred", True): p | {b""},
+        }
+        self.shapes: list[
+            tuple[Callable[[bytes], Any], Callable[[list[tuple[bytes, ...]]], set[int]], int]
+        ] = []
+        self.known: set[bytes] = set()
+
+    def learn(self, r: dict[str, Any]) -> None:
+        """Add the shape of record ``r`` (one :class:`_Quick` lets through)."""
+        if len(self.shapes) >= _SHAPES or not _HEAVY.isdisjoint(r) or r.get("id").__class__ is not str:
+            return
+        slots: list[Any] = []
+        parts = []
+        for k, v in r.items():
+            kp = _key(k)
+            if kp is None:
+                return
+            if k == "id":
+                p = _pattern(v, slots, ("id", True))
+            elif k == "labels" and v.__class__ is dict:
+                p = _labels(v, slots)
+            elif k == "mentions" and v.__class__ is dict:
+                p = _mentions(v, slots)
+            else:
+                p = _pattern(v, slots)
+            if p is None:
+                return
+            parts.append(kp + p)
+        pat = rb"\{" + b", ".join(parts) + rb"\}"
+        if pat in self.known:
+            return
+        self.known.add(pat)
+        self.shapes.append((re.compile(pat).fullmatch, self._check(slots), slots.index(("id", True))))
+
+    def _check(self, slots: list[Any]) -> Callable[[list[tuple[bytes, ...]]], set[int]]:
+        """``[groups] -> {the positions that fail}`` (column by column, C-level set
+        operations): every captured id in its side's set (the empty string where the walk
+        leaves it), each list of labels without a repeated id."""
+        sets = self.sets
+        cols: list[tuple[Any, Any]] = []  # (contains, take one captured id)
+        lists: dict[int, list[int]] = {}
+        for i, s in enumerate(slots):
+            if s[0] in ("gold", "pred"):
+                cols.append((sets[(s[0], s[1])], itemgetter(i)))
+            if len(s) == 3:  # an element of a list of labels: (side, False, the list's first slot)
+                lists.setdefault(s[2], []).append(i)
+        distinct = [(itemgetter(*idx), len(idx)) for idx in lists.values() if len(idx) > 1]
+
+        def check(gs: list[tuple[bytes, ...]]) -> set[int]:
+            bad: set[int] = set()
+            for within, take in cols:
+                col = list(map(take, gs))
+                out = set(col).difference(within)  # one C-level pass; few ids are out
+                if out:
+                    bad.update(compress(range(len(col)), map(out.__contains__, col)))
+            for take, n in distinct:
+                bad.update(compress(range(len(gs)), map(n.__ne__, map(len, map(set, map(take, gs))))))
+            return bad
+
+        return check
+
+    def split(self, lines: list[bytes]) -> tuple[list[int], list[bytes], int]:
+        """(the positions of the lines recognised and untouched, their record ids, in line
+        order; how many lines had a learnt shape)."""
+        todo = list(range(len(lines)))  # (a pattern matches printable ASCII only)
+        got: list[tuple[int, bytes]] = []
+        n = len(todo)
+        for match, check, rid in self.shapes:
+            if not todo:
+                break
+            ms = list(map(match, lines if len(todo) == len(lines) else map(lines.__getitem__, todo)))
+            hit = list(map(_is_not_none, ms))
+            gs = list(map(_GROUPS, compress(ms, hit)))
+            keys = list(compress(todo, hit))
+            bad = check(gs)
+            pairs = zip(keys, map(itemgetter(rid), gs))
+            got += [x for j, x in enumerate(pairs) if j not in bad] if bad else pairs
+            todo = list(compress(todo, map(_not, hit)))
+        if len(self.shapes) > 1:
+            got.sort()
+        return list(map(_FIRST, got)), list(map(_SECOND, got)), n - len(todo)
+
+
+_GROUPS = re.Match.groups
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _is_not_none(x: Any) -> bool:
+    return x is not None
 
 
 # ---------------------------------------------------------------------- the file path
@@ -226,6 +453,21 @@ def _slow_line(raw: bytes, lineno: int, src: str, depth_limit: int) -> Any:
 _BLANK: Any = object()
 
 
+def _duplicate(data: str | Path, rid: str, loc: str, src: str) -> None:
+    """Raise the error of :func:`kg_rageval.records.iter_objects` for the first duplicate
+    record id of ``data`` (``rid``, on ``loc``): the file is read again by that reader, which
+    names the line of the id's first record (the file path keeps the ids read, not their
+    lines). Every line before it was read without an error, so the reader's first error is
+    this duplicate."""
+    from kg_rageval.records import iter_objects
+
+    for _ in iter_objects(data):
+        pass
+    raise InputError(
+        f"duplicate record id {rid!r}", source=src, location=loc
+    )  # pragma: no cover - not reached
+
+
 def _rebase_path(
     data: str | Path, mapping: Any, out: Any, rep: Any, digest: Any, rb: Any, apply: Any
 ) -> None:
@@ -252,21 +494,24 @@ def _rebase_path(
     if not p.exists():
         raise InputError("no such file", source=src)
     line_limit, depth_limit = limits.get("max_line_bytes"), limits.get("max_json_depth")
-    clean = _Quick(mapping).clean
+    quick = _Quick(mapping)
+    clean = quick.clean
+    shapes = _Shapes(quick) if _orjson is not None else None
+    shapes_on = shapes is not None
+    learning = [4 * _SHAPES]  # records whose shape is learnt, at most (one per block)
+    misses = [0]  # blocks in which most lines had no learnt shape
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     loads = _orjson.loads if _orjson is not None else None
     decode_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
-    seen: dict[str, int] = {}
+    seen: set[str] = set()  # the ids read; the line of a duplicate's first one is found by re-reading
     lineno = 0
     n_records = 0
     id_key = repeat("id")
     get = dict.get
 
-    def fast_block(lines: list[bytes], first: int) -> tuple[list[Any], list[str]] | None:
-        """(records, ids) of a block every line of which the fast reader takes and every
-        record of which passes the checks, else None (nothing recorded)."""
-        if loads is None or first == 1:
-            return None
+    def parsed(lines: list[bytes]) -> tuple[list[Any], list[Any]] | None:
+        """(records, ids) of lines every one of which the fast reader takes as an object,
+        else None."""
         if max(map(len, lines)) > depth_limit:
             deep = [
                 k
@@ -278,7 +523,7 @@ def _rebase_path(
         else:
             deep = []
         try:
-            docs = list(map(loads, lines))
+            docs = list(map(loads, lines))  # type: ignore[arg-type]  # None: no fast path
         except decode_error:
             return None
         if any(_depth_over(docs[k], depth_limit) for k in deep):
@@ -287,13 +532,60 @@ def _rebase_path(
             ids: list[Any] = list(map(get, docs, id_key))
         except TypeError:  # a line that is not an object
             return None
+        return docs, ids
+
+    def fast_block(lines: list[bytes], first: int) -> tuple[list[Any], list[str]] | None:
+        """(records, ids) of a block every line of which the fast reader takes and every
+        record of which passes the checks, else None (nothing recorded)."""
+        if loads is None or first == 1:
+            return None
+        got = parsed(lines)
+        if got is None:
+            return None
+        docs, ids = got
         if set(map(type, ids)) != _STR_ONLY:
             return None
         u = set(ids)
-        if len(u) != len(ids) or "" in u or not seen.keys().isdisjoint(u):
+        if len(u) != len(ids) or "" in u or not seen.isdisjoint(u):
             return None
-        seen.update(zip(ids, range(first, first + len(ids))))
+        seen.update(u)
         return docs, ids
+
+    def shaped_block(lines: list[bytes], first: int) -> tuple[list[Any], list[str], list[int]] | None:
+        """As :func:`fast_block`, the lines :class:`_Shapes` recognises not parsed: (records,
+        None for those; ids; the positions of the others), else None (nothing recorded)."""
+        if loads is None or first == 1 or shapes is None:
+            return None
+        pos, sids, matched = shapes.split(lines)
+        n = len(lines)
+        if 2 * matched < n:  # most lines of other shapes: after 8 such blocks, shapes are not tried
+            misses[0] += 1
+            if misses[0] >= 8:
+                shapes.shapes.clear()
+            if not pos:
+                return None
+        docs: list[Any] = [None] * n
+        ids: list[Any] = [None] * n
+        flag = bytearray(n)
+        for k in pos:
+            flag[k] = 1
+        others = [k for k in range(n) if not flag[k]]
+        if others:
+            got = parsed([lines[k] for k in others])
+            if got is None:
+                return None
+            for k, d, i in zip(others, *got):
+                docs[k] = d
+                ids[k] = i
+            if set(map(type, got[1])) != _STR_ONLY:
+                return None
+        for k, i in zip(pos, map(bytes.decode, sids)):
+            ids[k] = i
+        u = set(ids)
+        if len(u) != n or "" in u or not seen.isdisjoint(u):
+            return None
+        seen.update(u)
+        return docs, ids, others
 
     def slow_block(lines: list[bytes], first: int, last_nl: bool) -> tuple[list[bytes], list[Any], list[str]]:
         """The block line by line as iter_jsonl and iter_objects read it."""
@@ -331,10 +623,8 @@ def _rebase_path(
                 )
             rid = str(rid)
             if rid in seen:
-                raise InputError(
-                    f"duplicate record id {rid!r} (first on line {seen[rid]})", source=src_o, location=loc
-                )
-            seen[rid] = no
+                _duplicate(data, rid, loc, src_o)
+            seen.add(rid)
             raws.append(raw)
             docs.append(doc)
             ids.append(rid)
@@ -344,28 +634,41 @@ def _rebase_path(
         for lines, last_nl, digits in _lines(p, src, line_limit):
             first = lineno + 1
             lineno += len(lines)
-            got = None if digits else fast_block(lines, first)
-            if got is not None:
+            shaped = None if digits or not shapes_on or not shapes.shapes else shaped_block(lines, first)  # type: ignore[union-attr]
+            if shaped is not None:
                 raws = lines
-                docs, ids = got
+                docs, ids, todo = shaped
             else:
-                raws, docs, ids = slow_block(lines, first, last_nl)
-                if not raws:
-                    continue
+                got = None if digits else fast_block(lines, first)
+                if got is not None:
+                    raws = lines
+                    docs, ids = got
+                else:
+                    raws, docs, ids = slow_block(lines, first, last_nl)
+                    if not raws:
+                        continue
+                todo = list(range(len(docs)))
             n_records += len(raws)
             changed = set()
-            for i in compress(range(len(docs)), map(_not, map(clean, docs))):
+            fine = []
+            for i, ok in zip(todo, map(clean, [docs[i] for i in todo])):
+                if ok:
+                    fine.append(i)
+                    continue
                 rb.touches = []
                 rb.record(docs[i])
                 if rb.touches and apply(docs[i], ids[i], rb.touches):
                     changed.add(i)
+            if fine and shapes_on and learning[0] and misses[0] < 8:
+                learning[0] -= 1
+                shapes.learn(docs[fine[0]])  # type: ignore[union-attr]
             if changed:
                 raws = list(raws)
                 for i in changed:
                     raws[i] = encode(docs[i]).encode("utf-8")
-                same = [i for i in range(len(raws)) if i not in changed]
+                same = [i for i in todo if i not in changed]
             else:
-                same = list(range(len(raws)))
+                same = list(todo)
             for j in range(0, len(same), _CHECK):
                 _settle(raws, docs, same[j : j + _CHECK], encode)
             chunk = b"\n".join(raws) + b"\n"

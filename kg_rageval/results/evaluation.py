@@ -61,7 +61,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def bootstrap_many(
-    requests: Iterable[tuple[Any, ...]], *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+    requests: Iterable[tuple[Any, ...]],
+    *,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    pool: Any = None,
 ) -> list[dict[str, tuple[float, float] | None]]:
     """:meth:`Evaluation.bootstrap` of every ``(evaluation, metrics)`` request (``None``: all
     its metrics; a third item, when given, is the evaluation's :meth:`~Evaluation.per_record_stats`
@@ -71,7 +76,8 @@ def bootstrap_many(
     over the weight blocks serves every such evaluation
     (:func:`kg_rageval.results.forms.replicate_jobs`) and no weights are kept. An evaluation with its
     own :meth:`~Evaluation.bootstrap_replicates` (the system family's quantiles) is
-    bootstrapped on its own."""
+    bootstrapped on its own. ``pool``: a :class:`~kg_rageval.results.bootstrap_pool.BootstrapPool`
+    (a Dask client) the resample blocks are computed on, the same intervals bit for bit."""
     from kg_rageval.results.forms import replicate_jobs
 
     if not (isinstance(level, (int, float)) and 0 < level < 1):
@@ -90,7 +96,7 @@ def bootstrap_many(
             by_n.setdefault(len(job.mats[0]), []).append((i, job))
     for group in by_n.values():
         for (i, _), got in zip(
-            group, replicate_jobs([job for _, job in group], n_resamples, seed, bootstrap_weights)
+            group, replicate_jobs([job for _, job in group], n_resamples, seed, bootstrap_weights, pool)
         ):
             reps[i] = got[0]
     return [

@@ -337,18 +337,33 @@ class Replicates:
 
 
 def replicate_jobs(
-    jobs: list[Replicates], n_resamples: int, seed: int, weights_of: Callable[[int, int, int], Any]
+    jobs: list[Replicates],
+    n_resamples: int,
+    seed: int,
+    weights_of: Callable[[int, int, int], Any],
+    pool: Any = None,
 ) -> list[list[dict[str, np.ndarray]]]:
     """:func:`replicate_values` of every job, whose matrices all have the same number of rows
     ``n``, from **one** pass over the weight blocks of ``(n, n_resamples, seed)``: the draws
     are made once for all of them, and each job's replicates are those it gets alone (the
     weights depend only on ``n``, ``n_resamples`` and the seed). A job whose forms fail the
-    first-block check is computed again, alone, without them."""
+    first-block check is computed again, alone, without them. ``pool``: a
+    :class:`~kg_rageval.results.bootstrap_pool.BootstrapPool` whose workers compute the blocks
+    after the first, the same replicates bit for bit (``weights_of`` the one scheme,
+    :func:`~kg_rageval.results.bootstrap.bootstrap_weights`; checked, else serially here)."""
     states = [_Job(job, n_resamples) for job in jobs]
     ns = {len(s.mats[0]) for s in states if s.runs}
     if len(ns) > 1:
         raise ValueError(f"replicate_jobs: the jobs' matrices have different numbers of rows {sorted(ns)}")
     pending = [s for s in states if s.runs]
+    if pending and pool is not None:
+        from kg_rageval.results.bootstrap import bootstrap_weights
+        from kg_rageval.results.bootstrap_pool import replicate_on_pool
+
+        for s in pending:
+            s.reset()
+        if weights_of is bootstrap_weights and replicate_on_pool(pending, n_resamples, seed, pool, _block):
+            pending = []
     while pending:
         for s in pending:
             s.reset()
@@ -399,27 +414,11 @@ class _Job:
         self.done = True
 
 
-_CONTROLLER: list[Any] = []
-
-
 def _single_blas_thread() -> Any:
-    """A context running numpy's BLAS on one thread (``threadpoolctl``), or ``None`` without
-    it. Every resampled sum is computed under it (:func:`_replicates`): a block of resamples is
-    a short, wide weight matrix times a tall per-record matrix (``b × n`` by ``n × k``, ``b``
-    = 8 at a million records: :func:`~kg_rageval.results.bootstrap.bootstrap_block`), a shape
-    OpenBLAS splits badly over its threads — on two cores
-    ``2 × 10^6`` by ``10^6 × 200`` took 1.68 s with two threads and 0.16 s with one, wall and
-    CPU alike — and on one thread the bits of a sum no longer depend on how many threads the
-    machine's BLAS runs."""
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
+    """:func:`~kg_rageval.results.bootstrap.single_blas_thread` (kept under this name)."""
+    from kg_rageval.results.bootstrap import single_blas_thread
 
-            _CONTROLLER.append(ThreadpoolController())
-        except ImportError:  # pragma: no cover - the same sums, only more CPU time
-            _CONTROLLER.append(None)
-    ctl = _CONTROLLER[0]
-    return None if ctl is None else ctl.limit(limits=1, user_api="blas")
+    return single_blas_thread()
 
 
 class Projection:

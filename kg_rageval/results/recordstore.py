@@ -30,6 +30,11 @@ _STR_OBJECT = 49 + 8
 """Bytes a short ASCII ``str`` costs as an object (header) plus its pointer in an array."""
 
 
+_FEW = 4096
+"""Up to this many texts the trailing-NUL check runs in Python: a fixed-width array drops a
+text's trailing ``"\0"`` characters, so its lengths differ exactly where a text ends in one."""
+
+
 def text_column(values: Any) -> np.ndarray | None:
     """``values`` (a sequence or 1-D array of ``str``) as a NumPy unicode array, or ``None``
     when they are not all texts or the unicode array would cost more than twice the strings
@@ -57,6 +62,10 @@ def text_column(values: Any) -> np.ndarray | None:
     longest = int(lens.max())
     if 4 * max(longest, 1) > 2 * (_STR_OBJECT + float(lens.mean())):
         return None
+    if len(seq) <= _FEW:  # the same test without numpy.strings (its import costs a tiny run ~1 ms)
+        if any(t.endswith("\0") for t in seq):
+            return None
+        return np.array(seq, dtype=f"U{max(longest, 1)}")
     arr = np.array(seq, dtype=f"U{max(longest, 1)}")
     if not np.array_equal(np.strings.str_len(arr), lens):  # a trailing "\0" was dropped
         return None

@@ -58,6 +58,53 @@ def test_plan_holds_the_in_process_chunks(tmp_path):
     assert [s.n_chunks for s in plan_partitions(p, 4, 2) or []] == [2, 1]  # 3 chunks: round(1.5) = 2
 
 
+def _reference_plan(path: Path, size: int) -> tuple[list[tuple[int, int]], int, int]:
+    """The chunks' (byte offset, lines before) of the first record, records and bytes, by the
+    reader's rule line by line (a record is a line ``bytes.strip()`` leaves non-empty)."""
+    starts, n, pos = [], 0, 0
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh):
+            if line.strip():
+                if n % size == 0:
+                    starts.append((pos, lineno))
+                n += 1
+            pos += len(line)
+    return starts, n, pos
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 64, 1 << 20])
+def test_plan_blocks_count_records_as_the_reader(tmp_path, monkeypatch, block):
+    """The plan's NumPy pass over blocks of whole lines finds the chunk starts the line-by-line
+    rule finds, on files with blank lines, whitespace-only lines (space, tab, CR, VT, FF),
+    records with leading spaces and with or without a last newline, at any block size."""
+    import random
+
+    from kg_rageval.audit import partitions
+
+    monkeypatch.setattr(partitions, "PLAN_BLOCK", block)
+    rnd = random.Random(block)
+    for trial in range(60):
+        rows = []
+        for i in range(rnd.randint(2, 40)):
+            u = rnd.random()
+            if u < 0.15:
+                rows.append(rnd.choice(["", " ", "\t", "\r", " \r", "\x0b", "\x0c "]))
+            else:
+                rows.append((" " if u < 0.25 else "") + json.dumps({"id": f"r{i}"}))
+        p = tmp_path / f"t{trial}.jsonl"
+        p.write_bytes(("\n".join(rows) + rnd.choice(["", "\n", "\n\n", " ", "\r\n"])).encode())
+        for size in (1, 2, 3):
+            starts, n, end = _reference_plan(p, size)
+            spans = plan_partitions(p, size, 50)
+            if len(starts) < 2:
+                assert spans is None
+                continue
+            assert spans is not None  # one chunk a partition: every chunk start is a span's
+            assert [(s.start, s.lines) for s in spans] == starts
+            assert [s.end for s in spans] == [s[0] for s in starts[1:]] + [end]
+            assert sum(s.n_records for s in spans) == n
+
+
 def test_nothing_to_partition(tmp_path):
     p = tmp_path / "r.jsonl"
     _lines_file(p)
@@ -214,6 +261,35 @@ def test_generated_audit_partitioned_equals_in_process(client, attack, tmp_path,
     _on(client, config_from_mapping(mapping, base_dir=out), 128, tmp_path / "chunks", partitions=0)
     assert _stats() is None
     assert _report(tmp_path / "chunks") == _report(tmp_path / "local")
+
+
+@pytest.mark.slow
+def test_gate_bootstraps_on_the_workers_equal_in_process(client, attack, tmp_path, monkeypatch):
+    """The bounded gates' bootstraps (recall@10 and faithfulness over the 2,000 records, 300
+    resamples in blocks of 7: 43 blocks) with the blocks after the first on the cluster's two
+    workers: the in-process intervals and reports byte for byte."""
+    from kg_rageval.results import bootstrap, bootstrap_pool
+
+    out, mapping = attack
+    mapping = {**mapping, "bootstrap": {"n_resamples": 300, "seed": 5}}
+    monkeypatch.setattr(bootstrap, "_BOOTSTRAP_CELLS", 1)
+    monkeypatch.setattr(bootstrap, "_BOOTSTRAP_MIN_BLOCK", 7)
+    monkeypatch.setattr(bootstrap, "_BOOTSTRAP_MAX_CELLS", 1 << 40)
+    local = _audit(config_from_mapping(mapping, base_dir=out), 256, tmp_path / "local")
+    pooled: list[bool] = []
+    orig = bootstrap_pool.replicate_on_pool
+
+    def spy(*a, **kw):
+        pooled.append(orig(*a, **kw))
+        return pooled[-1]
+
+    monkeypatch.setattr(bootstrap_pool, "replicate_on_pool", spy)
+    res = _on(client, config_from_mapping(mapping, base_dir=out), 256, tmp_path / "dask")
+    assert pooled == [True]  # one pass over the weights for both gates, on the workers
+    bounded = [k for k, m in res.metrics.items() if m.ci is not None]
+    assert bounded and all(res.metrics[k].ci == local.metrics[k].ci for k in bounded)
+    assert _report(tmp_path / "dask") == _report(tmp_path / "local")
+    assert _files(tmp_path / "dask") == _files(tmp_path / "local")
 
 
 def _vehicles(tmp_path: Path, records: list[dict], name: str = "records.jsonl") -> dict:

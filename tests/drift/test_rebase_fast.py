@@ -223,3 +223,147 @@ def test_a_line_over_the_limit_is_refused_as_the_reader_does(mapping, tmp_path, 
         with pytest.raises(InputError) as got:
             R.rebase_file(mapping.old, mapping.new, data, tmp_path / "o.jsonl", mapping=mapping)
     assert str(got.value) == str(want.value) and "line 2" in str(got.value)
+
+
+# ---------------------------------------------------------------------- learnt line shapes
+_POOL = ["a1", "a4", "b3", "b5", "root", "b2", "a2", "b1", "b4", "x1", "y1", "zz", ""]
+_SAFE = ["a1", "a4", "b3", "b5", "root", "A", "B"]
+
+
+class _Ids:
+    """Ids drawn mostly from those the walk leaves alone, else from every kind."""
+
+    def __init__(self, seed: int):
+        import random
+
+        self.rng = random.Random(seed)
+
+    def choice(self, xs: list) -> object:
+        if xs and xs[0] == "a1" and self.rng.random() < 0.85:
+            return self.rng.choice(_SAFE)
+        return self.rng.choice(xs)
+
+    def randrange(self, a: int, b: int) -> int:
+        return self.rng.randrange(a, b)
+
+
+_TEMPLATES = [
+    lambda rng, i: {
+        "id": f"s{i}",
+        "labels": {"gold": [rng.choice(_POOL)], "pred": [rng.choice(_POOL)]},
+        "mentions": {"gold": [{"start": 0, "end": rng.randrange(1, 9), "id": rng.choice(_POOL)}]},
+        "slices": {"intent": "lookup"},
+    },
+    lambda rng, i: {
+        "id": f"m{i}",
+        "labels": {"gold": [rng.choice(_POOL), rng.choice(_POOL)], "pred": rng.choice(_POOL)},
+        "mentions": {
+            "gold": [{"id": rng.choice(_POOL), "nearest": rng.choice(_POOL + [None])}, "x"],
+            "pred": [{"id": rng.choice(_POOL), "nearest": rng.choice(_POOL)}],
+        },
+        "ok": rng.choice([True, False]),
+        "n": rng.choice([0, -7, 12345678901234567]),
+        "x": None,
+    },
+    lambda rng, i: {"id": f"p{i}", "labels": {"pred": [], "gold": None, "other": ["zz"]}, "q": "a, b: c {x}"},
+]
+
+
+def _records(n: int, seed: int = 7) -> list[dict]:
+    rng = _Ids(seed)
+    return [_TEMPLATES[i % len(_TEMPLATES)](rng, i) for i in range(n)]
+
+
+def test_a_learnt_shape_matches_exactly_the_encodings_and_answers_as_the_check(mapping):
+    """A shape's pattern matches ``json.dumps(r, ensure_ascii=False)`` of every record of the
+    shape (and no other spelling of it), and its id check is :meth:`_Quick.clean`'s answer."""
+    quick = RIO._Quick(mapping)
+    shapes = RIO._Shapes(quick)
+    recs = _records(600)
+    for r in recs:
+        shapes.learn(json.loads(json.dumps(r)))
+    assert len(shapes.shapes) == 4  # the second template's gold "nearest" is a string or null
+    seen = {True: 0, False: 0}
+    for r in recs:
+        line = json.dumps(r, ensure_ascii=False).encode("utf-8")
+        hits = [(m, check) for match, check, _ in shapes.shapes if (m := match(line)) is not None]
+        assert len(hits) == 1, line
+        m, check = hits[0]
+        assert (check([m.groups()]) == set()) is quick.clean(r)
+        seen[quick.clean(r)] += 1
+        for other in (
+            json.dumps(r, separators=(",", ":")),
+            json.dumps(r, ensure_ascii=False).replace(": ", ":  ", 1),
+            json.dumps(r, ensure_ascii=False).replace('"id": "', '"id": "\\u0041', 1),
+            json.dumps(r, ensure_ascii=False).replace(', "', ',"', 1),
+            json.dumps(r, ensure_ascii=False) + " ",
+        ):
+            assert all(match(other.encode()) is None for match, _, _ in shapes.shapes), other
+    assert seen[True] > 100 and seen[False] > 100  # both answers are exercised
+    # no shape for a record with a float, an escape in a key, or a section beyond labels/mentions
+    for r in (
+        {"id": "f", "x": 0.5},
+        {"id": "f", 'k"': 1},
+        {"id": "f", "answer": {"concepts": ["b3"]}},
+        {"id": 3, "labels": {"gold": ["a1"]}},
+    ):
+        before = len(shapes.shapes)
+        shapes.learn(r)
+        assert len(shapes.shapes) == before
+
+
+@pytest.mark.parametrize("block", [1 << 16, 7, 300])
+def test_file_path_with_learnt_shapes_equals_the_walk(mapping, tmp_path, monkeypatch, block):
+    """Records of a few shapes (ids untouched, replaced, merged, moved, unknown, empty, repeated),
+    among lines of other spellings and shapes: output bytes and report are the reference's,
+    and most lines were recognised by a learnt shape."""
+    monkeypatch.setattr(RIO, "_BLOCK", block)
+    recognised = []
+    split = RIO._Shapes.split
+
+    def counting(self, lines):
+        got = split(self, lines)
+        recognised.append(len(got[0]))
+        return got
+
+    monkeypatch.setattr(RIO._Shapes, "split", counting)
+    lines = [json.dumps(r, ensure_ascii=False) for r in _records(1500)]
+    lines[700] = lines[700].replace(": ", ":", 1)  # other spellings of a learnt shape
+    lines[701] = lines[701].replace('"id": "', '"id": "\\u0041', 1)
+    lines[702] = lines[702].replace("[", "[ ", 1)
+    lines[703] = lines[703].replace('"lookup"', '"l\\u00f6\\u00f6kup"').replace('"lookup"', '"löökup"')
+    lines[704] = lines[704].replace('"slices"', '"sl\\u00efces"')
+    lines[705] = json.dumps({"id": "f1", "labels": {"gold": ["a1"]}, "v": 1.5})
+    lines[706] = '{"id": "f2", "labels": {"gold": ["a1"], "pred": ["b3"]}, "n": -0}'
+    lines[707] = '{"id": "f3", "labels": {"gold": ["a1"], "pred": ["b3"]}, "n": 007}'.replace("007", "7")
+    lines[708] = json.dumps(
+        {"id": "f4", "labels": {"gold": ["a1"], "pred": ["b3"]}, "q": "ünï"}, ensure_ascii=False
+    )
+    text = ("\n".join(lines) + "\n").encode("utf-8")
+    rep = _compare(mapping, tmp_path, text)
+    assert rep.records_rebased > 100 and rep.records_flagged > 20
+    if block != 7:
+        assert sum(recognised) > 300
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'{"id": "s1", "labels": {"gold": ["a1"]}}\n',  # a duplicate id on a recognised line
+        b'{"id": "", "labels": {"gold": ["a1"]}}\n',
+        b'{"id": "s9", "labels": {"gold": ["a1"]}}\n{"id": "s9", "labels": {"gold": ["a2"]}}\n',
+        b'{"id": "s9", "labels": {"gold": ["a2"]}}\n{"id": "s9", "labels": {"gold": ["a1"]}}\n',
+        b'{"id": "s9", "labels": {"gold": ["a1"]}}\n{"id": "s10", "labels": {"gold": ["a1"]}\n',
+    ],
+)
+@pytest.mark.parametrize("block", [5, 200, 1 << 16])
+def test_input_errors_among_recognised_lines_are_the_readers(mapping, tmp_path, monkeypatch, tail, block):
+    monkeypatch.setattr(RIO, "_BLOCK", block)
+    head = b"".join(b'{"id": "s%d", "labels": {"gold": ["a1"]}}\n' % i for i in range(1, 9))
+    data = tmp_path / "r.jsonl"
+    data.write_bytes(head + tail)
+    with pytest.raises(InputError) as want:
+        _reference(mapping, data)
+    with pytest.raises(InputError) as got:
+        R.rebase_file(mapping.old, mapping.new, data, tmp_path / "o.jsonl", mapping=mapping)
+    assert str(got.value) == str(want.value)

@@ -15,8 +15,8 @@ from kg_rageval.families.judges.stats import cohen_kappa, rate_with_wilson
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, ratio
 
-if TYPE_CHECKING:  # pragma: no cover - pydantic is imported where a rubric is validated
-    from kg_rageval.families.judges.contracts import Verdict
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.judges.labels import RubricLabels
 
 COUNT_STATS = ("n_outputs", "n_scored", "n_invalid", "n_unscorable", "n_failed")
 
@@ -71,7 +71,7 @@ class JudgeCalibrationFamily(Family):
     version = "2"
 
     def __init__(
-        self, rubrics: Mapping[str, type[Verdict]], *, level: float = 0.95, ppi_lambda: float | str = 1.0
+        self, rubrics: Mapping[str, type[RubricLabels]], *, level: float = 0.95, ppi_lambda: float | str = 1.0
     ):
         self.rubrics = dict(rubrics)
         self.level = level
@@ -228,7 +228,7 @@ class JudgeAgreementFamily(Family):
     name = "agreement"
     version = "2"
 
-    def __init__(self, rubrics: Mapping[str, type[Verdict]]):
+    def __init__(self, rubrics: Mapping[str, type[RubricLabels]]):
         self.labels = tuple(f"{r}/{x}" for r, sc in rubrics.items() for x in sc.LABELS)
         self.stats = ("n", "agree") + _label_stats(self.labels, "a", "b")
 

@@ -36,8 +36,6 @@ The faithfulness judgment (:mod:`kg_rageval.families.generation.judgment`) follo
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -49,38 +47,24 @@ from kg_rageval.families.judges.labels import (  # the statuses, re-exported
     SCORED,
     UNSCORABLE,
     UNSCORABLE_VERDICT,
+    AnswerCorrectnessLabels,
+    CitationSupportLabels,
     NuggetSupportLabels,
+    PairwiseLabels,
+    RefusalLabels,
 )
-
-
-def json_object(raw: Any) -> tuple[Any, str | None]:
-    """Judge output as a Python object: a mapping passes through; text is parsed as the
-    outermost ``{...}`` it holds (prose around it and a Markdown code fence are tolerated).
-    Returns ``(object, None)`` or ``(None, reason)``; never raises."""
-    if not isinstance(raw, str):
-        return raw, None
-    text = raw.strip()
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        return None, "judge output holds no JSON object"
-    try:
-        return json.loads(text[start : end + 1]), None
-    except json.JSONDecodeError as exc:
-        return None, f"judge output is not valid JSON: {exc.msg}"
-    except (RecursionError, ValueError) as exc:  # nested too deeply; an over-long integer
-        return None, f"judge output is not valid JSON: {type(exc).__name__}"
+from kg_rageval.families.judges.rules import (  # json_object re-exported
+    answer_fault,
+    citation_fault,
+    json_object,
+    refusal_fault,
+    unscorable_fault,
+)
 
 
 def validation_message(exc: ValidationError, what: str) -> str:
     """Pydantic errors as one line: ``field: message; field: message``."""
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or what}: {e['msg']}" for e in exc.errors())
-
-
-_WS = re.compile(r"\s+")
-
-
-def _norm(text: str) -> str:
-    return _WS.sub(" ", text).strip().casefold()
 
 
 class Verdict(BaseModel):
@@ -98,8 +82,9 @@ class Verdict(BaseModel):
 
     @model_validator(mode="after")
     def _unscorable_has_reason(self) -> Verdict:
-        if self.verdict == UNSCORABLE_VERDICT and not (self.rationale or "").strip():
-            raise ValueError("an 'unscorable' verdict needs a rationale saying why")
+        fault = unscorable_fault(self.verdict, self.rationale)
+        if fault is not None:
+            raise ValueError(fault)
         return self
 
     @property
@@ -122,9 +107,9 @@ class PairwisePreference(Verdict):
     ``winner`` names the answer *as shown*; the scorer maps it back when the entry says the
     answers were shown swapped (``order: "BA"``)."""
 
-    RUBRIC: ClassVar[str] = "pairwise"
-    LABELS: ClassVar[tuple[str, ...]] = ("A", "B", "tie")
-    APPROVE: ClassVar[str] = "A"
+    RUBRIC: ClassVar[str] = PairwiseLabels.RUBRIC
+    LABELS: ClassVar[tuple[str, ...]] = PairwiseLabels.LABELS
+    APPROVE: ClassVar[str] = PairwiseLabels.APPROVE
 
     verdict: Literal["A", "B", "tie", "unscorable"] = Field(description="The better answer, or tie.")
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -136,9 +121,9 @@ class CitationSupport(Verdict):
     (``{"passage": text}``) the quote must occur in it (whitespace and case aside), and with
     ``{"citation": id}`` the judged ``citation`` must be that id."""
 
-    RUBRIC: ClassVar[str] = "citation_support"
-    LABELS: ClassVar[tuple[str, ...]] = ("supported", "partially_supported", "not_supported")
-    APPROVE: ClassVar[str] = "supported"
+    RUBRIC: ClassVar[str] = CitationSupportLabels.RUBRIC
+    LABELS: ClassVar[tuple[str, ...]] = CitationSupportLabels.LABELS
+    APPROVE: ClassVar[str] = CitationSupportLabels.APPROVE
 
     verdict: Literal["supported", "partially_supported", "not_supported", "unscorable"]
     claim: str = Field(description="The claim judged.")
@@ -147,18 +132,9 @@ class CitationSupport(Verdict):
 
     @model_validator(mode="after")
     def _evidence(self, info: ValidationInfo) -> CitationSupport:
-        if not self.claim.strip():
-            raise ValueError("claim is empty")
-        ctx = info.context if isinstance(info.context, Mapping) else {}
-        if self.verdict in ("supported", "partially_supported"):
-            if not (self.evidence or "").strip():
-                raise ValueError(f"a {self.verdict!r} verdict must quote its evidence")
-            passage = ctx.get("passage")
-            if isinstance(passage, str) and _norm(self.evidence or "") not in _norm(passage):
-                raise ValueError("evidence is not a quote from the cited passage")
-        want = ctx.get("citation")
-        if want is not None and self.citation is not None and self.citation != want:
-            raise ValueError(f"citation {self.citation!r} is not the passage judged ({want!r})")
+        fault = citation_fault(self.verdict, self.claim, self.citation, self.evidence, info.context)
+        if fault is not None:
+            raise ValueError(fault)
         return self
 
 
@@ -167,9 +143,9 @@ class RefusalCorrectness(Verdict):
     what the system had; ``refused``: did the answer refuse. The verdict must follow from
     them: ``correct`` exactly when ``refused == (not answerable)``."""
 
-    RUBRIC: ClassVar[str] = "refusal"
-    LABELS: ClassVar[tuple[str, ...]] = ("correct", "incorrect")
-    APPROVE: ClassVar[str] = "correct"
+    RUBRIC: ClassVar[str] = RefusalLabels.RUBRIC
+    LABELS: ClassVar[tuple[str, ...]] = RefusalLabels.LABELS
+    APPROVE: ClassVar[str] = RefusalLabels.APPROVE
 
     verdict: Literal["correct", "incorrect", "unscorable"]
     answerable: bool | None = None
@@ -177,16 +153,9 @@ class RefusalCorrectness(Verdict):
 
     @model_validator(mode="after")
     def _consistent(self) -> RefusalCorrectness:
-        if self.verdict == UNSCORABLE_VERDICT:
-            return self
-        if self.answerable is None or self.refused is None:
-            raise ValueError("a verdict needs both 'answerable' and 'refused'")
-        right = self.refused == (not self.answerable)
-        if (self.verdict == "correct") != right:
-            raise ValueError(
-                f"verdict {self.verdict!r} contradicts answerable={self.answerable} and "
-                f"refused={self.refused}"
-            )
+        fault = refusal_fault(self.verdict, self.answerable, self.refused)
+        if fault is not None:
+            raise ValueError(fault)
         return self
 
 
@@ -196,9 +165,9 @@ class AnswerCorrectness(Verdict):
     for ``correct`` and not both empty otherwise; ``score`` in [0, 1] if given is 1 exactly for
     ``correct``, 0 < score < 1 for ``partially_correct``, and < 1 for ``incorrect``."""
 
-    RUBRIC: ClassVar[str] = "answer_correctness"
-    LABELS: ClassVar[tuple[str, ...]] = ("correct", "partially_correct", "incorrect")
-    APPROVE: ClassVar[str] = "correct"
+    RUBRIC: ClassVar[str] = AnswerCorrectnessLabels.RUBRIC
+    LABELS: ClassVar[tuple[str, ...]] = AnswerCorrectnessLabels.LABELS
+    APPROVE: ClassVar[str] = AnswerCorrectnessLabels.APPROVE
 
     verdict: Literal["correct", "partially_correct", "incorrect", "unscorable"]
     score: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -207,21 +176,9 @@ class AnswerCorrectness(Verdict):
 
     @model_validator(mode="after")
     def _consistent(self) -> AnswerCorrectness:
-        if self.verdict == UNSCORABLE_VERDICT:
-            return self
-        for name in ("missing_facts", "wrong_facts"):
-            if any(not f.strip() for f in getattr(self, name)):
-                raise ValueError(f"{name} contains an empty fact")
-        faults = bool(self.missing_facts or self.wrong_facts)
-        if self.verdict == "correct" and faults:
-            raise ValueError("a 'correct' verdict lists missing or wrong facts")
-        if self.verdict != "correct" and not faults:
-            raise ValueError(f"a {self.verdict!r} verdict must name a missing or wrong fact")
-        s = self.score
-        if s is not None:
-            ok = {"correct": s == 1.0, "partially_correct": 0.0 < s < 1.0, "incorrect": s < 1.0}
-            if not ok[self.verdict]:
-                raise ValueError(f"score {s} contradicts verdict {self.verdict!r}")
+        fault = answer_fault(self.verdict, self.score, self.missing_facts, self.wrong_facts)
+        if fault is not None:
+            raise ValueError(fault)
         return self
 
 

@@ -19,39 +19,48 @@ an entry shown swapped (``order: "BA"``) has its verdict mapped back before scor
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from kg_rageval.families.judges.calibration import (
     JudgeAgreementFamily,
     JudgeCalibrationFamily,
     PositionBiasFamily,
 )
-from kg_rageval.families.judges.labels import INVALID, SCORED, UNSCORABLE
+from kg_rageval.families.judges.labels import INVALID, RUBRIC_LABELS, SCORED, UNSCORABLE, RubricLabels
+from kg_rageval.families.judges.rules import plain_verdict
 from kg_rageval.records import Record, record_error
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.evaluation_set import EvaluationSet
 
-if TYPE_CHECKING:  # pragma: no cover
-    from kg_rageval.families.judges.contracts import Verdict, VerdictOutcome
-
 FAILED = "failed"
 _SWAP = {"A": "B", "B": "A", "tie": "tie"}
 
 
-def _rubrics() -> dict[str, type[Verdict]]:
-    """The rubric models (pydantic), imported where verdicts are read: the nuggets family
-    calibrates with this module's rows and needs only their labels
-    (:mod:`kg_rageval.families.judges.labels`)."""
-    from kg_rageval.families.judges.contracts import RUBRICS
-
-    return RUBRICS
+def _rubrics() -> dict[str, type[RubricLabels]]:
+    """Each rubric's name, labels and approving label (:mod:`kg_rageval.families.judges.labels`,
+    the class attributes of its pydantic verdict model, without the model: a tiny run with
+    plainly valid verdicts does not import pydantic)."""
+    return RUBRIC_LABELS
 
 
-def _parse_verdict(schema: type[Verdict], output: Any, *, context: Any) -> VerdictOutcome:
-    from kg_rageval.families.judges.contracts import parse_verdict
+def _parse_verdict(schema: type[RubricLabels], output: Any, *, context: Any) -> Any:
+    """The verdict's ``status``, ``error`` and ``label``: output its model certainly accepts
+    is read by :func:`~kg_rageval.families.judges.rules.plain_verdict`; any other is
+    validated by the model (:func:`~kg_rageval.families.judges.contracts.parse_verdict`:
+    its outcome, and its error message for output that breaks the contract)."""
+    plain = plain_verdict(schema.RUBRIC, output, context)
+    if plain is not None:
+        return _Plain(plain[0], None, plain[1])
+    from kg_rageval.families.judges.contracts import RUBRICS, parse_verdict
 
-    return parse_verdict(schema, output, context=context)
+    return parse_verdict(RUBRICS[schema.RUBRIC], output, context=context)
+
+
+class _Plain(NamedTuple):
+    status: str
+    error: str | None
+    label: str | None
 
 
 def _row_keys(record: Record) -> dict[str, Any]:
@@ -97,7 +106,9 @@ def _entries(record: Record) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _human(record: Record, where: str, value: Any, schema: type[Verdict]) -> tuple[str | None, bool | None]:
+def _human(
+    record: Record, where: str, value: Any, schema: type[RubricLabels]
+) -> tuple[str | None, bool | None]:
     """A human label as ``(label or None, approves)``: a label of the rubric, or a bool
     (approve / not approve: the binary metrics only, so the label is ``None``)."""
     if value is None:
@@ -316,7 +327,11 @@ def _parse_all(records: list[Record]) -> list[tuple[Record, dict[str, Any], dict
 
 
 def calibration_row(
-    rec: Record, keys: Mapping[str, Any], p: Mapping[str, Any], schema: type[Verdict], bins: tuple[int, ...]
+    rec: Record,
+    keys: Mapping[str, Any],
+    p: Mapping[str, Any],
+    schema: type[RubricLabels],
+    bins: tuple[int, ...],
 ) -> dict[str, Any]:
     """The calibration row of one parsed judge entry ``p`` (:func:`_parse_all`'s fields): its
     counts under ``<rubric>:<stat>`` (:class:`JudgeCalibrationFamily`), its keys and details,
@@ -378,7 +393,7 @@ def calibration_row(
 
 
 def _scored_stats(
-    stats: dict[str, Any], label: Any, human: Any, happ: bool | None, schema: type[Verdict]
+    stats: dict[str, Any], label: Any, human: Any, happ: bool | None, schema: type[RubricLabels]
 ) -> None:
     japp = label == schema.APPROVE
     stats["judge_approvals"] = japp

@@ -540,7 +540,9 @@ class DictionaryLinker:
         empty: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         if n == 0 or not self._keys_of:
             return empty
-        ids = np.array(list(map(self._vocab.get, toks, repeat(-1))), dtype=np.int64)
+        ids = np.fromiter(
+            map(self._vocab.get, toks, repeat(-1)), dtype=np.int64, count=n
+        )  # no list in between
         offs = np.asarray(offsets, dtype=np.int64)
         text_of = np.searchsorted(offs, starts, side="right") - 1
         # token j continues the text of token j - 1 and is in the vocabulary

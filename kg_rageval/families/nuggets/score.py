@@ -64,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import chain, compress, repeat
 from operator import is_not
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -82,12 +82,9 @@ from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, ratio
 
-if TYPE_CHECKING:  # pragma: no cover
-    from kg_rageval.families.judges.contracts import Verdict
-
-# the calibration reads only a rubric's RUBRIC, LABELS and APPROVE: the plain label class
-# stands for the pydantic NuggetSupport model (no validation here, so no pydantic import)
-NuggetSupport = cast("type[Verdict]", NuggetSupportLabels)
+# the calibration reads only a rubric's RUBRIC, LABELS and APPROVE (the judges' label classes,
+# kg_rageval.families.judges.labels): no validation here, so no pydantic import
+NuggetSupport = NuggetSupportLabels
 
 IMPORTANCE = ("vital", "okay")
 LABELS = ("support", "partial_support", "not_support")

@@ -19,13 +19,14 @@ def _build_run_reader():
 
     @njit(cache=True, nogil=True)
     def read_block(
-        raw, codes, vals, r, tab, size, m, a_start, arena, ncol, q_i, d_i, v_i
+        raw, codes, vals, r, tab, size, m, a_start, arena, ncol, q_i, d_i, v_i, exact
     ):  # pragma: no cover
         """One block of whole lines: the TREC run reader's tokenizer, float parser, query
         change detection and document interning fused into one pass (no token offset arrays).
 
         Fields are separated by bytes <= 32; lines with no field are skipped; a line with
-        fewer than ``ncol`` fields stops the pass (returned as ``bad_line``, ``bad_count``).
+        fewer than ``ncol`` fields (or another number than ``ncol`` when ``exact``: qrels) stops
+        the pass (returned as ``bad_line``, ``bad_count``).
         Rows are written into ``codes`` and ``values`` (the file's columns) from row ``r`` on.
         Returns (rows so far, head rows, their query offsets, bad-float rows/lines/starts/ends,
         the table, its size, m, a_start, arena, bad_line, bad_count)."""
@@ -74,7 +75,7 @@ def _build_run_reader():
             if cnt == 0:
                 line += 1
                 continue
-            if cnt < ncol:
+            if cnt < ncol or (exact and cnt > ncol):
                 return (
                     r,
                     heads[:nh],
@@ -151,11 +152,27 @@ def _build_run_reader():
             else:
                 v = mm / pow10[kk]
                 vals[r] = -v if neg else v
-            # the document: FNV-1a hash, then the table (bytes compared on every hash match)
-            h = np.uint64(14695981039346656037)
-            for t in range(d_s, d_e):
-                h = (h ^ np.uint64(raw[t])) * prime
+            # the document in the table. Slots are two words: (code + 1) | (length, at most
+            # 255) << 40, and the key: for an id of at most 8 bytes the bytes themselves (placed
+            # by a 64-bit mix of them, matched without reading the arena: ids hold no byte <= 32,
+            # so bytes and length decide), for a longer one its FNV-1a hash (placed by it, the
+            # arena's bytes compared on every match)
             ln = d_e - d_s
+            if ln <= 8:
+                h = np.uint64(0)
+                for t in range(ln):
+                    h |= np.uint64(raw[d_s + t]) << np.uint64(8 * t)
+                pl = h ^ (h >> np.uint64(33))
+                pl *= np.uint64(0xFF51AFD7ED558CCD)
+                pl ^= pl >> np.uint64(33)
+                pl *= np.uint64(0xC4CEB9FE1A85EC53)
+                pl ^= pl >> np.uint64(33)
+            else:
+                h = np.uint64(14695981039346656037)
+                for t in range(d_s, d_e):
+                    h = (h ^ np.uint64(raw[t])) * prime
+                pl = h
+            lw = np.uint64(min(ln, 255)) << np.uint64(40)
             if 2 * (m + 1) > size:  # the table at twice the size (no call: numba's cache)
                 new = np.zeros(4 * size, np.uint64)
                 mask = np.uint64(2 * size - 1)
@@ -163,14 +180,22 @@ def _build_run_reader():
                     c1 = tab[2 * sl]
                     if c1 != 0:
                         hh = tab[2 * sl + 1]
-                        t = hh & mask
+                        if (c1 >> np.uint64(40)) <= np.uint64(8):
+                            t = hh ^ (hh >> np.uint64(33))
+                            t *= np.uint64(0xFF51AFD7ED558CCD)
+                            t ^= t >> np.uint64(33)
+                            t *= np.uint64(0xC4CEB9FE1A85EC53)
+                            t ^= t >> np.uint64(33)
+                            t &= mask
+                        else:
+                            t = hh & mask
                         while new[2 * t] != 0:
                             t = (t + np.uint64(1)) & mask
                         new[2 * t] = c1
                         new[2 * t + 1] = hh
                 tab = new
                 size *= 2
-            slot = h & mask
+            slot = pl & mask
             while True:
                 c1 = tab[2 * slot]
                 if c1 == 0:
@@ -183,13 +208,16 @@ def _build_run_reader():
                         arena[base + t] = raw[d_s + t]
                     arena[base + ln] = 10
                     a_start[m + 1] = base + ln + 1
-                    tab[2 * slot] = np.uint64(m + 1)
+                    tab[2 * slot] = np.uint64(m + 1) | lw
                     tab[2 * slot + 1] = h
                     codes[r] = m
                     m += 1
                     break
-                if tab[2 * slot + 1] == h:
-                    c = np.int64(c1) - 1
+                if tab[2 * slot + 1] == h and (c1 >> np.uint64(40)) == (lw >> np.uint64(40)):
+                    c = np.int64(c1 & np.uint64(0xFFFFFFFFFF)) - 1
+                    if ln <= 8:
+                        codes[r] = c
+                        break
                     base = a_start[c]
                     if a_start[c + 1] - base == ln + 1:
                         same = True
@@ -299,12 +327,13 @@ def _build_run_reader():
     return _runreader
 
 
-def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4):
-    """:func:`_build_run_reader`'s fused block reader; ``state`` (:func:`new_run_state`: the
-    document table and the file's code and score columns, shared by the blocks of one file)
-    is updated in place. Returns (head rows, their query offsets, bad-float rows, lines,
-    starts and ends, bad line, its field count); the columns are ``state["codes"][:state["rows"]]``
-    and ``state["vals"][...]``."""
+def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4, exact=False):
+    """:func:`_build_run_reader`'s fused block reader (a run: ``ncol=6``, at least six fields;
+    qrels: ``ncol=4, v_i=3, exact=True``); ``state`` (:func:`new_run_state`: the file's code and
+    value columns, and ``state["table"]``, the document table shared by the blocks of one file
+    and by the files read into one vocabulary) is updated in place. Returns (head rows, their
+    query offsets, bad-float rows, lines, starts and ends, bad line, its field count); the
+    columns are ``state["codes"][:state["rows"]]`` and ``state["vals"][...]``."""
     r0 = state["rows"]
     if len(state["codes"]) < r0 + nlines:  # grow (np.empty: pages are touched only as rows land)
         cap = max(r0 + nlines, 2 * len(state["codes"]), state.get("expect", 0))
@@ -312,40 +341,51 @@ def read_run_block(raw, nlines, state, ncol=6, q_i=0, d_i=2, v_i=4):
             old = state[k]
             state[k] = np.empty(cap, dtype=old.dtype)
             state[k][:r0] = old[:r0]
+    t = state["table"]
     out = _build_run_reader()[0](
         raw,
         state["codes"],
         state["vals"],
         r0,
-        state["tab"],
-        state["size"],
-        state["m"],
-        state["a_start"],
-        state["arena"],
+        t["tab"],
+        t["size"],
+        t["m"],
+        t["a_start"],
+        t["arena"],
         ncol,
         q_i,
         d_i,
         v_i,
+        exact,
     )
     (r, heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, tab, size, m, a_start, arena, bad, cnt) = out
-    state.update(rows=r, tab=tab, size=size, m=m, a_start=a_start, arena=arena)
+    state["rows"] = r
+    t.update(tab=tab, size=size, m=m, a_start=a_start, arena=arena)
     return heads, hq_s, hq_e, bf_row, bf_line, bf_s, bf_e, bad, cnt
 
 
-def new_run_state(expect_rows: int = 0) -> dict:
-    """An empty document table and columns; ``expect_rows``: a generous guess of the file's
-    rows (its size over the first block's bytes per line), reserved but not touched."""
+def new_table() -> dict:
+    """An empty document table (see :func:`read_run_block`)."""
     size = 1 << 12
     return {
-        "codes": np.empty(0, np.int64),
-        "vals": np.empty(0, np.float64),
-        "rows": 0,
-        "expect": expect_rows,
         "tab": np.zeros(2 * size, np.uint64),
         "size": size,
         "m": 0,
         "a_start": np.zeros(1 << 12, np.int64),
         "arena": np.empty(1 << 16, np.uint8),
+    }
+
+
+def new_run_state(expect_rows: int = 0, table: dict | None = None) -> dict:
+    """Empty columns and the document ``table`` (a new one by default); ``expect_rows``: a
+    generous guess of the file's rows (its size over the first block's bytes per line),
+    reserved but not touched."""
+    return {
+        "codes": np.empty(0, np.int64),
+        "vals": np.empty(0, np.float64),
+        "rows": 0,
+        "expect": expect_rows,
+        "table": table if table is not None else new_table(),
     }
 
 

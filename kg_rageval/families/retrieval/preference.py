@@ -60,7 +60,7 @@ from kg_rageval.base.errors import InputError, MissingEvidence
 from kg_rageval.families.retrieval.compare import bootstrap_ci
 from kg_rageval.families.retrieval.corpus import Corpus
 from kg_rageval.families.retrieval.filters import Filter, parse_filter, replay
-from kg_rageval.families.retrieval.score import _parse_gold
+from kg_rageval.families.retrieval.gold import _parse_gold
 from kg_rageval.records import Record, where
 from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation

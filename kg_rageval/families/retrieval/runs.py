@@ -246,40 +246,85 @@ class Vocab:
 
 
 class LazyVocab(Vocab):
-    """A :class:`Vocab` whose ids are already distinct and numbered (a run file's own ids,
-    interned by the compiled reader): the id → code dict is built only if something needs it
-    (``index``, :meth:`codes`, :meth:`lookup`); ``strings``, ``len`` and the tie-break order
-    work without it. Scoring against qrels maps these codes once
+    """A :class:`Vocab` whose ids are already distinct and numbered (ids interned by the
+    compiled TREC reader): the id → code dict is built only if something needs it (``index``,
+    :meth:`codes`, :meth:`lookup`), and the ids become Python strings only when ``strings`` is
+    read; ``len`` and the tie-break order (bytes of the arena) work without either.
+
+    ``table``: the compiled reader's document table (open-addressing slots, the ids' bytes each
+    followed by a newline in ``arena``, their offsets ``a_start``), kept so that a later file
+    continues it: a run read with ``vocab=qrels.vocab`` codes its documents in the qrels' code
+    space (first seen, first numbered; the qrels' ids keep their codes) and nothing is remapped.
+    The table is given up (the vocabulary then works as a plain :class:`Vocab`) as soon as the
+    ``index`` dict is built, since ids added through it are not in the table. Without a table
+    (``arena`` only), scoring against another vocabulary maps these codes once
     (:meth:`Vocab.remap_from`)."""
 
-    def __init__(self, strings: list[str], arena: np.ndarray | None = None):
+    def __init__(
+        self, strings: list[str] | None = None, arena: np.ndarray | None = None, table: dict | None = None
+    ):
         self._lazy_strings = strings
-        self.arena = arena  # the ids as UTF-8, each followed by a newline (hash join)
+        self._arena = arena  # the ids as UTF-8, each followed by a newline (hash join)
+        self.table = table
         self._lazy_index: dict[str, int] | None = None
         self._tail: list[str] = []
-        self._strings = strings
+        self._strings: list[str] = strings if strings is not None else []
         self._rank_key = None
+
+    @property
+    def arena(self) -> np.ndarray | None:
+        t = self.table
+        if t is not None:
+            return t["arena"][: int(t["a_start"][t["m"]])]
+        return self._arena
+
+    @property
+    def a_start(self) -> np.ndarray | None:
+        """Offsets of the ids in :attr:`arena` (``len + 1`` of them), with a table only."""
+        t = self.table
+        return t["a_start"][: int(t["m"]) + 1] if t is not None else None
+
+    def _detach(self) -> None:
+        """Stop growing with the table: the arena and the strings as they are now."""
+        if self.table is not None:
+            self._lazy_strings = self.strings
+            self._arena = self.arena.copy()  # type: ignore[union-attr]
+            self.table = None
 
     @property  # type: ignore[override]
     def index(self) -> dict[str, int]:
         if self._lazy_index is None:
-            self._lazy_index = dict(zip(self._lazy_strings, itertools.count()))
+            self._detach()
+            self._lazy_index = dict(zip(self.strings, itertools.count()))
         return self._lazy_index
 
     @index.setter
     def index(self, value: dict[str, int]) -> None:
+        self._detach()
         self._lazy_index = value
 
     def __len__(self) -> int:
-        return len(self._lazy_index) if self._lazy_index is not None else len(self._lazy_strings)
+        if self._lazy_index is not None:
+            return len(self._lazy_index)
+        if self.table is not None:
+            return int(self.table["m"])
+        return len(self._lazy_strings or ())
 
     @property
     def strings(self) -> list[str]:
-        if self._lazy_index is None:
-            return self._lazy_strings
-        if len(self._strings) != len(self._lazy_index):
-            self._strings = list(self._lazy_index)
-        return self._strings
+        if self._lazy_index is not None:
+            if len(self._strings) != len(self._lazy_index):
+                self._strings = list(self._lazy_index)
+            return self._strings
+        have = self._lazy_strings if self._lazy_strings is not None else []
+        n = len(self)
+        if len(have) < n:  # decode only the ids added since (the table grew)
+            a_start = self.a_start
+            assert a_start is not None
+            lo, hi = int(a_start[len(have)]), int(a_start[n])
+            have = have + self.table["arena"][lo:hi].tobytes().decode("utf-8").split("\n")[: n - len(have)]  # type: ignore[index]
+            self._lazy_strings = have
+        return have
 
     def _extend(self, fresh: list[str]) -> None:
         self.index.update(zip(fresh, itertools.count(len(self))))

@@ -49,7 +49,6 @@ false-exclusion diagnosis relates filters to the family's node (the gold categor
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, cast
@@ -59,6 +58,7 @@ import numpy as np
 from kg_rageval.base.errors import InputError
 from kg_rageval.families.retrieval.corpus import Corpus, eligible_pairs
 from kg_rageval.families.retrieval.filters import Filter, parse_filters, predicate_counts, replay
+from kg_rageval.families.retrieval.gold import _finite, _parse_gold
 from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_lists
 from kg_rageval.families.retrieval.runs import _csr, trec_order
 from kg_rageval.records import Record, slice_texts, where
@@ -66,40 +66,6 @@ from kg_rageval.records import gold_node as gold_node_rule
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
-
-
-def _finite(rec: Record, field: str, value: float | int, what: str) -> float:
-    """``float(value)``; an integer too large for a float or a non-finite number is an input
-    error naming the record and field (NaN/inf are not measurements)."""
-    try:
-        x = float(value)
-    except OverflowError:
-        raise InputError(
-            f"{where(rec, field)}: {what} {str(value)[:20]}... is too large for a number"
-        ) from None
-    if not math.isfinite(x):
-        raise InputError(f"{where(rec, field)}: {what} must be a finite number, found {x!r}")
-    return x
-
-
-def _parse_gold(rec: Record, raw: Any) -> dict[str, float]:
-    if isinstance(raw, Mapping):
-        out = {}
-        for d, g in raw.items():
-            if isinstance(g, bool) or not isinstance(g, (int, float)):
-                raise InputError(
-                    f"{where(rec, f'retrieval.gold[{d!r}]')}: grade must be a number, found {g!r}"
-                )
-            out[str(d)] = _finite(rec, f"retrieval.gold[{d!r}]", g, "grade")
-        return out
-    if isinstance(raw, list):
-        for i, d in enumerate(raw):
-            if not isinstance(d, str):
-                raise InputError(f"{where(rec, f'retrieval.gold[{i}]')}: expected a document id, found {d!r}")
-        return dict.fromkeys(raw, 1.0)
-    raise InputError(
-        f"{where(rec, 'retrieval.gold')}: expected an object {{doc: grade}} or a list of ids, found {raw!r}"
-    )
 
 
 def _parse_run(rec: Record, raw: Any, dedupe: bool) -> tuple[list[str], int]:

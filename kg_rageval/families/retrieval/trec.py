@@ -397,19 +397,22 @@ def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
 
 def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=False) -> Qrels:
     path = Path(path)
-    vocab = vocab if vocab is not None else Vocab()
-    groups, docs, num = _read_pairs(
-        path,
-        ncol,
-        q_i,
-        d_i,
-        "query, iteration, document, relevance" if ncol == 4 else "query-id, corpus-id, score",
-        [(g_i, "relevance")],
-        sep,
-        skip_header,
-        vocab,
-    )
-    grades = num[g_i]
+    if ncol == 4 and sep is None and not skip_header and _compiled_ok(path, vocab):
+        groups, docs, grades, vocab = _read_compiled(path, "qrels", vocab)
+    else:
+        vocab = vocab if vocab is not None else Vocab()
+        groups, docs, num = _read_pairs(
+            path,
+            ncol,
+            q_i,
+            d_i,
+            "query, iteration, document, relevance" if ncol == 4 else "query-id, corpus-id, score",
+            [(g_i, "relevance")],
+            sep,
+            skip_header,
+            vocab,
+        )
+        grades = num[g_i]
     big = np.flatnonzero(np.abs(grades) > MAX_GRADE)
     if big.size:
         i = int(big[0])
@@ -432,15 +435,38 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _read_run_compiled(path: Path):
-    """A run file read by the fused compiled reader (:func:`~._run_kernels.read_run_block`): one
-    pass per block tokenizes, parses the score, detects query changes and interns the document
-    into one table shared by the blocks (first-seen codes across the file, bytes compared on
-    every hash match), so no token offset arrays and no per-block vocabularies are built.
-    Returns (query groups, document codes, scores, :class:`~.runs.LazyVocab`, id offsets)."""
+_COMPILED_LAYOUT = {
+    # ncol, query, document, value field; exactly ncol fields; the error's columns; value name
+    "run": (6, 0, 2, 4, False, "at least 6 columns (query, Q0, document, rank, score, tag)", "score"),
+    "qrels": (4, 0, 2, 3, True, "4 columns (query, iteration, document, relevance)", "relevance"),
+}
+
+
+def _compiled_ok(path: Path, vocab: Vocab | None) -> bool:
+    """Whether the fused compiled reader reads this file: numba installed, a file of
+    :data:`NUMBA_MIN_BYTES` or more (below, importing numba costs more than it saves), and no
+    vocabulary or one that carries a compiled table (:class:`~.runs.LazyVocab`)."""
+    from kg_rageval.families.retrieval import _kernels
+
+    if vocab is not None and not (isinstance(vocab, LazyVocab) and vocab.table is not None):
+        return False
+    return _kernels.HAVE_NUMBA and _size(path) >= NUMBA_MIN_BYTES
+
+
+def _read_compiled(path: Path, kind: str = "run", vocab: LazyVocab | None = None):
+    """A run or TREC qrels file read by the fused compiled reader
+    (:func:`~._run_kernels.read_run_block`): one pass per block tokenizes, parses the score or
+    grade, detects query changes and interns the document into one table shared by the blocks
+    (first-seen codes across the file, bytes compared on every hash match), so no token offset
+    arrays and no per-block vocabularies are built. ``vocab``: a :class:`~.runs.LazyVocab` whose
+    table is continued (its ids keep their codes; the new ones are numbered on), else a new
+    one. Returns (query groups, document codes, values, the vocabulary)."""
     from kg_rageval.families.retrieval import _run_kernels
 
-    state = _run_kernels.new_run_state()
+    ncol, q_i, d_i, v_i, exact, columns, value = _COMPILED_LAYOUT[kind]
+    table = vocab.table if vocab is not None else None
+    state = _run_kernels.new_run_state(table=table)
+    table = state["table"]
     groups: list[list] = []
     kept = KeptRows(path, ROW_BYTES)  # a .gz input: refused once its rows pass the memory limit
     disk = 0 if path.suffix == ".gz" else _size(path)
@@ -448,16 +474,17 @@ def _read_run_compiled(path: Path):
     for start, data in _blocks(path):
         data = _blank_comments(data)
         raw = np.frombuffer(data, dtype=np.uint8)
-        m0, r0 = state["m"], state["rows"]
-        a0 = int(state["a_start"][m0])
+        m0, r0 = table["m"], state["rows"]
+        a0 = int(table["a_start"][m0])
         nlines = data.count(b"\n") + 1
         if r0 == 0 and disk:  # reserve the file's rows, guessed from this block, at once
             state["expect"] = int(disk / max(len(data), 1) * nlines * 1.1) + 1024
-        heads, hs, he, bf_row, bf_line, bf_s, bf_e, bad, cnt = _run_kernels.read_run_block(raw, nlines, state)
+        heads, hs, he, bf_row, bf_line, bf_s, bf_e, bad, cnt = _run_kernels.read_run_block(
+            raw, nlines, state, ncol, q_i, d_i, v_i, exact
+        )
         if bad >= 0:
             raise InputError(
-                f"expected at least 6 columns (query, Q0, document, rank, score, tag), found {cnt}: "
-                f"{excerpt(_line_text(data, bad))}",
+                f"expected {columns}, found {cnt}: {excerpt(_line_text(data, bad))}",
                 source=str(path),
                 location=f"line {start + bad}",
             )
@@ -466,37 +493,37 @@ def _read_run_compiled(path: Path):
             continue
         if len(bf_row):  # numbers outside the compiled fast path (exponents, long mantissas)
             buf = np.concatenate((raw, np.zeros(int((bf_e - bf_s).max()), dtype=np.uint8)))
-            state["vals"][bf_row] = _to_float(path, start, _fixed(buf, bf_s, bf_e), bf_line, "score")
+            state["vals"][bf_row] = _to_float(path, start, _fixed(buf, bf_s, bf_e), bf_line, value)
         names = [data[s_:e_].decode("utf-8") for s_, e_ in zip(hs.tolist(), he.tolist())]
         counts = np.diff(np.concatenate((heads, [r]))).tolist()
         before = len(groups)
         _add_groups(groups, names, counts)
-        m = state["m"]
-        new_bytes = int(state["a_start"][m]) - a0 + 16 * (m - m0)
+        m = table["m"]
+        new_bytes = int(table["a_start"][m]) - a0 + 16 * (m - m0)
         kept.charge(r - r0, (len(groups) - before) * GROUP_BYTES + new_bytes)
     del data, raw  # the last block
-    m, r = state["m"], state["rows"]
-    a_start = state["a_start"][: m + 1]
-    arena = state["arena"][: int(a_start[m])]
-    strings = arena.tobytes().decode("utf-8").split("\n")[:m]
+    r = state["rows"]
     # views of the reserved columns: the pages past row r were never touched
-    docs, scores = state["codes"][:r], state["vals"][:r]
-    return groups, docs, scores, LazyVocab(strings, arena), a_start
+    docs, vals = state["codes"][:r], state["vals"][:r]
+    if vocab is None:
+        vocab = LazyVocab(table=table)
+    else:
+        vocab._rank_key = None  # it grew
+    return groups, docs, vals, vocab
 
 
 def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False) -> Run:
     """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
     order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
-    from kg_rageval.families.retrieval import _kernels, _run_kernels
+    from kg_rageval.families.retrieval import _run_kernels
 
     path = Path(path)
     # the compiled reader pays for importing numba (most of a second) only on a file of
     # NUMBA_MIN_BYTES or more; without it the documents are interned into this vocabulary
     # (creating it after the read left the codes pointing into an empty vocabulary)
-    compiled = vocab is None and _kernels.HAVE_NUMBA and _size(path) >= NUMBA_MIN_BYTES
-    a_start = None
+    compiled = _compiled_ok(path, vocab)
     if compiled:
-        groups, docs, scores, vocab, a_start = _read_run_compiled(path)
+        groups, docs, scores, vocab = _read_compiled(path, "run", vocab)  # type: ignore[arg-type]
     else:
         own = vocab if vocab is not None else Vocab()
         groups, docs, num = _read_pairs(
@@ -522,9 +549,9 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
     del qcode
     if perm is not None:
         docs, scores = docs[perm], scores[perm]
-    if a_start is not None:  # trec_eval's order by one compiled pass (ids compared as bytes)
-        assert isinstance(vocab, LazyVocab) and vocab.arena is not None
-        _run_kernels.trec_rank(ptr, scores, docs, a_start, vocab.arena)  # in place: both are ours
+    if compiled:  # trec_eval's order by one compiled pass (ids compared as bytes)
+        assert isinstance(vocab, LazyVocab) and vocab.table is not None
+        _run_kernels.trec_rank(ptr, scores, docs, vocab.a_start, vocab.arena)  # in place: both are ours
         return Run(list(qids), ptr, docs, scores, vocab, dup)
     run = Run.from_columns(list(qids), ptr, docs, scores, vocab, check_duplicates=False)
     run.duplicates = dup

@@ -36,7 +36,6 @@ from kg_rageval.base.errors import InputError
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric
-from kg_rageval.results.resample import resample_indices
 from kg_rageval.results.rollup import rollup_mask
 
 QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
@@ -73,6 +72,34 @@ def sorted_quantiles(v: np.ndarray, qs: Iterable[float], w: np.ndarray | None = 
     return [float(x) for x in x_lo + (h - lo) * (x_hi - x_lo)]
 
 
+def sorted_quantiles_many(v: np.ndarray, qs: Iterable[float], w: np.ndarray) -> np.ndarray:
+    """:func:`sorted_quantiles` of the ascending values ``v`` under each row of the weight
+    matrix ``w`` (resamples × values, integer weights) at once: ``(rows, len(qs))``, NaN where
+    a row counts nothing. The same floats as a call per row: the same cumulative counts
+    (integers, exact), the same virtual index ``(total - 1)·q``, its floor, the same order
+    statistics (how many counts lie at or below an index is what ``searchsorted`` on the
+    cumulative counts returns) and the same ``x_lo + (h - lo)·(x_hi - x_lo)``."""
+    q = np.asarray(list(qs), dtype=float)
+    b, m = w.shape
+    out = np.full((b, len(q)), np.nan)
+    if not m or not len(q):
+        return out
+    cw = np.cumsum(w, axis=1)
+    total = np.rint(cw[:, -1]).astype(np.int64)  # int(round(.)) of an integer-valued float
+    ok = total > 0
+    if not ok.any():
+        return out
+    cw, t = cw[ok], total[ok]
+    h = (t - 1)[:, None] * q[None, :]
+    lo = np.floor(h)
+    hi = np.minimum(lo + 1, (t - 1)[:, None])
+    i_lo = (cw[:, None, :] <= lo[:, :, None]).sum(axis=2)
+    i_hi = (cw[:, None, :] <= hi[:, :, None]).sum(axis=2)
+    x_lo, x_hi = v[i_lo], v[i_hi]
+    out[ok] = x_lo + (h - lo) * (x_hi - x_lo)
+    return out
+
+
 class RowFamily(Family):
     """A family with metrics that need the rows: :meth:`row_metrics` computes them from the
     stats columns (and bootstrap row weights); :meth:`finalize` reports them missing."""
@@ -82,6 +109,21 @@ class RowFamily(Family):
     ) -> dict[str, Metric]:  # pragma: no cover - abstract
         """The row metrics (all, or the names in ``only``)."""
         raise NotImplementedError
+
+    def row_replicates(
+        self, stats: Mapping[str, np.ndarray], weights: np.ndarray, only: set[str]
+    ) -> dict[str, np.ndarray]:
+        """The values of the row metrics in ``only`` under each row of ``weights`` (resamples ×
+        rows), NaN where undefined: by default :meth:`row_metrics` per resample; a family may
+        compute them at once, to the same floats (:class:`SystemFamily`)."""
+        out = {m: np.full(len(weights), np.nan) for m in only}
+        for b, w in enumerate(weights):
+            res = self.row_metrics(stats, w, only)
+            for m in only:
+                got = res.get(m)
+                if got is not None and got.value is not None:
+                    out[m][b] = got.value
+        return out
 
     def evaluation(self, **kw: Any) -> QuantileEvaluation:
         return QuantileEvaluation(family=self, **kw)
@@ -181,7 +223,15 @@ class QuantileEvaluation(Evaluation):
         self, *, n_resamples: int = 1000, seed: int = 0, metrics: Iterable[str] | None = None
     ) -> dict[str, np.ndarray]:
         """Record-level bootstrap (see :meth:`Evaluation.bootstrap_replicates`); each
-        resample's quantiles are computed over the rows with the weights its draws give."""
+        resample's quantiles are computed over the rows with the weights its draws give.
+
+        Blocks of resamples at once (:func:`~kg_rageval.results.bootstrap.bootstrap_weights`,
+        the same draws): each resample's sums are its own ``weights @ stats`` product, as
+        before; a sum metric that is one summed stat over another (a mean, a rate:
+        :func:`~kg_rageval.results.forms.metric_forms`) or one summed stat is divided
+        for the whole block, any other is finalized per resample; the row metrics come from
+        :meth:`RowFamily.row_replicates`. The replicates are those of a ``finalize`` and a
+        ``row_metrics`` per resample bit for bit (``tests/families/system/test_system_bootstrap.py``)."""
         whole = isinstance(n_resamples, (int, np.integer)) and not isinstance(n_resamples, bool)
         if not whole or n_resamples < 1:
             raise InputError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
@@ -193,27 +243,94 @@ class QuantileEvaluation(Evaluation):
                 f"bootstrap: unknown metric(s) {unknown}; {self.family.name} has {sorted(point)}"
             )
         out = {m: np.full(n_resamples, np.nan) for m in wanted}
-        ids, inverse = np.unique(self.record_ids.astype(str), return_inverse=True)
-        inverse = inverse.reshape(-1)
+        ids, inverse = _codes(self.record_ids.astype(str))
         n = len(ids)
         if n == 0:
             return out
-        draws = resample_indices(n, n_resamples, seed)
         names = list(self.stats)
         mat = np.stack([self.stats[k] for k in names], axis=1) if names else np.zeros((len(self), 0))
         fam = self.family
         assert isinstance(fam, RowFamily)
         row_names = set(fam.row_metrics(self.stats))
-        need_sums = any(m not in row_names for m in wanted)
         only = {m for m in wanted if m in row_names}
-        for b in range(n_resamples):
-            counts = np.bincount(next(draws), minlength=n).astype(float)
-            w = counts[inverse]
-            res = fam.finalize(dict(zip(names, (w @ mat).tolist()))) if need_sums else {}
+        summed = [m for m in wanted if m not in row_names]
+        cols = _sum_columns(fam, names, summed, mat) if summed else {}
+        checked = not cols
+        from kg_rageval.results.bootstrap import bootstrap_weights
+
+        for lo, counts in bootstrap_weights(n, n_resamples, seed):
+            weights = np.ascontiguousarray(counts[:, inverse])  # each resample a contiguous row, as before
+            if summed:
+                sums = np.stack([w @ mat for w in weights]) if names else np.zeros((len(weights), 0))
+                if not checked:  # the columns against finalize on the first resample, bit for bit
+                    first = fam.finalize(dict(zip(names, sums[0].tolist())))
+                    for m in list(cols):
+                        got = _divided(sums[:1], *cols[m])[0]
+                        want = first[m].value
+                        if not (np.isnan(got) if want is None else got == want):
+                            del cols[m]
+                    checked = True
+                loop = [m for m in summed if m not in cols]
+                for m, (a, den) in cols.items():
+                    out[m][lo : lo + len(weights)] = _divided(sums, a, den)
+                for j, row in enumerate(sums.tolist()):
+                    if loop:
+                        res = fam.finalize(dict(zip(names, row)))
+                        for m in loop:
+                            got = res.get(m)
+                            if got is not None and got.value is not None:
+                                out[m][lo + j] = got.value
             if only:
-                res.update(fam.row_metrics(self.stats, w, only))
-            for m in wanted:
-                got = res.get(m)
-                if got is not None and got.value is not None:
-                    out[m][b] = got.value
+                for m, vals in fam.row_replicates(self.stats, weights, only).items():
+                    out[m][lo : lo + len(weights)] = vals
         return out
+
+
+def _codes(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` (sorted distinct values, each entry's index
+    among them) by one stable sort, without the ``numpy.ma`` import of NumPy 2's ``unique``."""
+    order = np.argsort(ids, kind="stable")
+    srt = ids[order]
+    new = np.ones(len(srt), dtype=bool)
+    new[1:] = srt[1:] != srt[:-1]
+    inverse = np.empty(len(ids), dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return srt[new], inverse
+
+
+def _sum_columns(
+    fam: Family, names: list[str], metrics: list[str], mat: np.ndarray
+) -> dict[str, tuple[int, int | None]]:
+    """The metrics that are one summed stat (``(column, None)``) or one summed stat divided by
+    another (``(column, column)``, undefined where the divisor is 0) — the same float as
+    ``finalize``, which divides the same two sums — as :func:`metric_forms` finds them on the
+    zero, basis and total rows; any other form is finalized per resample."""
+    from kg_rageval.results.forms import metric_forms
+
+    forms = metric_forms(fam.finalize, names, metrics, mat.sum(axis=0)[None, :])
+    out: dict[str, tuple[int, int | None]] = {}
+    for m in metrics:
+        f = forms.get(m)
+        if f is None or f.a is None:
+            continue
+        a = _unit(f.a, f.a0)
+        if a is None:
+            continue
+        if f.kind == "linear":
+            out[m] = (a, None)
+        elif f.kind == "ratio" and f.b is not None and (b := _unit(f.b, f.b0)) is not None:
+            out[m] = (a, b)
+    return out
+
+
+def _unit(v: np.ndarray, v0: float) -> int | None:
+    nz = np.flatnonzero(v)
+    return int(nz[0]) if len(nz) == 1 and v[nz[0]] == 1.0 and v0 == 0.0 else None
+
+
+def _divided(sums: np.ndarray, a: int, den: int | None) -> np.ndarray:
+    if den is None:
+        return sums[:, a]
+    d = sums[:, den]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d != 0, sums[:, a] / np.where(d != 0, d, 1.0), np.nan)

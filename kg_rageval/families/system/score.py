@@ -28,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from kg_rageval.families.system.quantiles import QUANTILES, QuantileEvaluation, RowFamily, sorted_quantiles
+from kg_rageval.families.system.quantiles import (
+    QUANTILES,
+    QuantileEvaluation,
+    RowFamily,
+    sorted_quantiles,
+    sorted_quantiles_many,
+)
 from kg_rageval.records import Record, record_error
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
@@ -155,6 +161,32 @@ class SystemFamily(RowFamily):
                 v = got[r]
                 out[f"{q}.{r}"] = Metric(
                     f"{q}.{r}", v, missing=None if v is not None else f"no record has {q}", rows=counted
+                )
+        return out
+
+    def row_replicates(
+        self, stats: Mapping[str, np.ndarray], weights: np.ndarray, only: set[str]
+    ) -> dict[str, np.ndarray]:
+        """:meth:`row_metrics`' values under each row of ``weights`` at once (NaN where
+        undefined): the quantiles by :func:`sorted_quantiles_many`, ``max`` the largest
+        present value with a positive weight — the same floats as a call per resample."""
+        out: dict[str, np.ndarray] = {}
+        for q in self.quantities:
+            names = [r for r in self._row_names(q) if f"{q}.{r}" in only]
+            if not names:
+                continue
+            vals, rows = self._present_sorted(stats, q)
+            w = weights[:, rows]
+            qs = [r for r in names if r != "max"]
+            if qs:
+                got = sorted_quantiles_many(vals, [QUANTILES[r] for r in qs], w)
+                for c, r in enumerate(qs):
+                    out[f"{q}.{r}"] = got[:, c]
+            if "max" in names:
+                drawn = w > 0
+                last = len(vals) - 1 - np.argmax(drawn[:, ::-1], axis=1) if len(vals) else 0
+                out[f"{q}.max"] = (
+                    np.where(drawn.any(axis=1), vals[last], np.nan) if len(vals) else np.full(len(w), np.nan)
                 )
         return out
 

@@ -549,3 +549,75 @@ def test_compiled_judgement_lookup_equals_numpy(monkeypatch):
             assert np.array_equal(a.inq, b.inq) and a.inq.sum() > 5 and (a.grade < 0).any()
             assert np.array_equal(a.missing, b.missing) and a.run_only == b.run_only
             assert all(np.array_equal(pa.values[m], pb.values[m]) for m in pb.values)
+
+
+def test_compiled_qrels_reader_and_shared_table_equal_the_numpy_readers(tmp_path, monkeypatch):
+    """TREC qrels read by the fused compiled reader equal the numpy reader's (grades, codes in
+    first-seen order, comments, negative and exponent grades, the same errors); a run read
+    into the qrels' vocabulary continues its table (ids of at most 8 bytes matched in the slot,
+    longer ones by the arena's bytes, across blocks and table growth) and scores exactly as a
+    run read into a plain vocabulary."""
+    from kg_rageval.families.retrieval import _kernels, trec
+    from kg_rageval.families.retrieval.measures import compute
+    from kg_rageval.families.retrieval.runs import LazyVocab, Vocab
+
+    if not _kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    monkeypatch.setattr(trec, "CHUNK_BYTES", 1 << 14)
+    monkeypatch.setattr(trec, "NUMBA_MIN_BYTES", 1 << 8)
+    rng = np.random.default_rng(3)
+    ids = (
+        [f"d{i}" for i in range(3000)]
+        + [f"a-much-longer-document-id-{i}" for i in range(3000)]
+        + ["12345678"]
+    )
+    ql, rl = ["# judged", ""], []
+    for q in range(150):
+        judged = rng.choice(len(ids), 12, replace=False).tolist()
+        for j, d in enumerate(judged):
+            g = ["0", "1", "2", "3", "-1", "1e0"][j % 6]
+            ql.append(f"q{q} 0 {ids[d]} {g}")
+        for j, d in enumerate(rng.choice(len(ids), 40, replace=False).tolist()):
+            rl.append(f"q{q} Q0 {ids[d]} {j + 1} {rng.integers(0, 20) / 4:.2f} t")
+    qp, rp = tmp_path / "q.txt", tmp_path / "r.txt"
+    qp.write_text("\n".join(ql) + "\n")
+    rp.write_text("\n".join(rl) + "\n")
+    fast = read_qrels(qp)
+    plain = read_qrels(qp, vocab=Vocab())
+    assert isinstance(fast.vocab, LazyVocab) and fast.vocab.table is not None
+    assert fast.vocab.strings == plain.vocab.strings and fast.qids == plain.qids
+    assert np.array_equal(fast.ptr, plain.ptr) and np.array_equal(fast.docs, plain.docs)
+    assert np.array_equal(fast.grades, plain.grades)
+    n_judged = len(fast.vocab)
+    run = read_run(rp, vocab=fast.vocab)
+    assert run.vocab is fast.vocab and fast.vocab._lazy_index is None
+    assert fast.vocab.strings[:n_judged] == plain.vocab.strings  # the qrels' ids keep their codes
+    assert (
+        len(fast.vocab)
+        == len(set(fast.vocab.strings))
+        == len({ln.split()[2] for ln in ql + rl if ln and not ln.startswith("#")})
+    )
+    other = read_run(rp, vocab=Vocab())
+    assert run.to_dict() == other.to_dict()
+    names = ["AP", "nDCG@10", "P@5", "RR", "Rprec", "Bpref", "Judged@10"]
+    a, b = compute(fast, run, names), compute(read_qrels(qp, vocab=Vocab()), other, names)
+    for k in b.values:
+        assert np.array_equal(a.values[k], b.values[k]), k
+    n_all = len(fast.vocab)
+    assert fast.vocab.index[ids[5]] == fast.vocab.strings.index(ids[5])  # the dict: table given up
+    assert fast.vocab.table is None and len(fast.vocab) == n_all == len(fast.vocab.index)
+    for text, msg in [
+        (
+            "q1 0 d1 1\nq1 0 d2\n",
+            r"line 2: expected 4 columns \(query, iteration, document, relevance\), found 3",
+        ),
+        ("q1 0 d1 1\nq1 0 d2 1 x\n", r"line 2: expected 4 columns .*found 5"),
+        ("q1 0 d1 1\nq1 0 d2 1,5\n", r"line 2: relevance is not a number: '1,5'"),
+        ("q1 0 d1 1\nq1 0 d1 2\n", r"document judged twice for one query"),
+    ]:
+        bad = tmp_path / "bad.txt"
+        bad.write_text(text + "# pad to the compiled reader's threshold\n" * 10)
+        with pytest.raises(InputError, match=msg):
+            read_qrels(bad)
+        with pytest.raises(InputError, match=msg):
+            read_qrels(bad, vocab=Vocab())
