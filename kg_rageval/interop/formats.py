@@ -57,11 +57,16 @@ def reader(fmt: str) -> Callable[..., Imported]:
 def read(fmt: str, path: str | Path, **options: Any) -> Imported:
     """Read ``path`` as ``fmt`` into records (see ``docs/interop.md``). ``options`` are the
     format's (:data:`OPTIONS`); one the format does not take is a :class:`ConfigError`;
-    ``None`` values are left out."""
+    ``None`` values are left out. The records are built with the cyclic garbage collector
+    paused (:func:`~kg_rageval.records.collector_paused`: parsed rows and the records made of
+    them hold no reference cycles; each collection would walk every record built so far)."""
+    from kg_rageval.records._io import collector_paused
+
     fn = reader(fmt)
     given = {k: v for k, v in options.items() if v is not None}
     wrong = sorted(set(given) - set(OPTIONS.get(fmt, ())))
     if wrong:
         takes = ", ".join(OPTIONS.get(fmt, ())) or "none"
         raise ConfigError(f"import format {fmt!r} takes no option {wrong[0]!r} (its options: {takes})")
-    return fn(path, **given)
+    with collector_paused():
+        return fn(path, **given)

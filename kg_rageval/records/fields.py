@@ -313,11 +313,15 @@ class RecordColumns:
         records = self.records
         tops = list(map(dict.get, records, repeat("gold_node")))
         labels = list(map(dict.get, records, repeat("labels")))
-        if set(map(type, labels)) <= {dict}:
-            golds = list(map(_GET, labels, repeat("gold")))
+        label_types = set(map(type, labels))
+        if label_types <= {_NONE} and set(map(type, tops)) <= {str, _NONE} and "" not in tops:
+            nodes = tops  # no labels: each record's own gold_node or None, at C speed
         else:
-            golds = [lab.get("gold") if isinstance(lab, Mapping) else None for lab in labels]
-        nodes = [t if isinstance(t, str) and t else _one_gold(g) for t, g in zip(tops, golds)]
+            if label_types <= {dict}:
+                golds = list(map(_GET, labels, repeat("gold")))
+            else:
+                golds = [lab.get("gold") if isinstance(lab, Mapping) else None for lab in labels]
+            nodes = [t if isinstance(t, str) and t else _one_gold(g) for t, g in zip(tops, golds)]
         out = {"gold_node": _objects(nodes)}
         slices = list(map(dict.get, records, repeat("slices")))
         names = sorted(set().union(*(s for s in slices if isinstance(s, dict))) if slices else set())

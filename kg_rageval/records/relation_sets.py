@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kg_rageval.base.errors import InputError
+from kg_rageval.records._io import collector_paused
 
 MAX_BYTES = 256 * 1024 * 1024
 
@@ -79,7 +80,7 @@ def _docred_triple(
     }
 
 
-def read_tacred(
+def _read_tacred(
     gold_path: str | Path, pred_path: str | Path | None = None, *, max_bytes: int = MAX_BYTES
 ) -> list[dict[str, Any]]:
     """The sentences of a TACRED JSON file as records (module docstring)."""
@@ -133,7 +134,7 @@ def read_tacred(
     return out
 
 
-def read_docred(
+def _read_docred(
     gold_path: str | Path, pred_path: str | Path | None = None, *, max_bytes: int = MAX_BYTES
 ) -> list[dict[str, Any]]:
     """The documents of a DocRED JSON file as records (module docstring)."""
@@ -199,6 +200,25 @@ def read_docred(
         if extra:
             raise InputError(f"prediction for a document not in {src}: {extra[0]!r}", source=str(pred_path))
     return out
+
+
+def read_tacred(
+    gold_path: str | Path, pred_path: str | Path | None = None, *, max_bytes: int = MAX_BYTES
+) -> list[dict[str, Any]]:
+    """The sentences of a TACRED JSON file as records (module docstring), built with the cyclic
+    garbage collector paused (:func:`~kg_rageval.records.collector_paused`: the parsed file
+    and the records hold no reference cycles)."""
+    with collector_paused():
+        return _read_tacred(gold_path, pred_path, max_bytes=max_bytes)
+
+
+def read_docred(
+    gold_path: str | Path, pred_path: str | Path | None = None, *, max_bytes: int = MAX_BYTES
+) -> list[dict[str, Any]]:
+    """The documents of a DocRED JSON file as records (module docstring), built with the cyclic
+    garbage collector paused (as :func:`read_tacred`)."""
+    with collector_paused():
+        return _read_docred(gold_path, pred_path, max_bytes=max_bytes)
 
 
 __all__ = ["MAX_BYTES", "read_docred", "read_tacred"]

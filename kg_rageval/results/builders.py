@@ -96,13 +96,19 @@ def build_evaluation(
     )
 
 
+def _stat_column(values: Any) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu" and values.dtype.itemsize <= 4:
+        return values
+    return np.asarray(values, dtype=float)
+
+
 def columns_evaluation(
     family: Family,
-    record_ids: list[Any],
+    record_ids: Any,
     stats: Iterable[Iterable[float]],
     *,
     keys: Mapping[str, Any] | None = None,
-    details: Mapping[str, list[Any]] | None = None,
+    details: Mapping[str, Any] | None = None,
     unscored: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Evaluation:
@@ -111,8 +117,9 @@ def columns_evaluation(
     its rows as tuples passes ``zip(*rows)``); ``keys`` and ``details`` one list of values each.
     The same columns (float stats, object ids, keys and details), without a dict per row.
     Record ids given as a 1-D NumPy unicode array and key columns given coded
-    (:class:`~kg_rageval.results.columns.CodedColumn`) are kept as they are (the evaluation
-    stores them so; every read gives the same values)."""
+    (:class:`~kg_rageval.results.columns.CodedColumn`) are kept as they are, and a stats column
+    given as a NumPy integer array of at most 4 bytes a value too (the evaluation stores them
+    so and reads whole-number stats as float64; every read gives the same values)."""
     cols = list(stats)
     if not cols and not len(record_ids):  # zip(*[]) of no rows
         cols = [()] * len(family.stats)
@@ -121,7 +128,7 @@ def columns_evaluation(
     return Evaluation(
         family=family,
         record_ids=_given_ids(record_ids),
-        stats={s: np.asarray(c, dtype=float) for s, c in zip(family.stats, cols)},
+        stats={s: _stat_column(c) for s, c in zip(family.stats, cols)},
         keys=_key_columns(keys or {}),
         details={k: _object_column(v) for k, v in (details or {}).items()},
         unscored=list(unscored or []),

@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
 
 import numpy as np
@@ -56,10 +58,11 @@ from kg_rageval.families.cleaning.unicode import unicode_health
 from kg_rageval.families.linking.evaluate import match_spans
 from kg_rageval.records import Record
 from kg_rageval.records.cleaning import CleaningSection, cleaning_section
+from kg_rageval.records.fields import _EMPTY, _GET, record_columns
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.builders import build_evaluation, columns_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, ratio
@@ -244,6 +247,13 @@ def _matches(gold: list[tuple[int, int, int]], pred: list[tuple[int, int, int]],
     return np.asarray(gi, dtype=np.int64)
 
 
+_NOTHING = (
+    "nothing to score: no boilerplate gold with removed spans, text, gold language, "
+    "labelled duplicates with detector output or PII gold with predictions"
+)
+"""Why a record with a cleaning section but no scorable part is unscored."""
+
+
 def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
@@ -257,12 +267,196 @@ def _prf_dict(tp: int, gold: int, pred: int) -> dict[str, float | None]:
     return {"precision": p, "recall": r, "f1": f}
 
 
+def _tables(
+    ev: Evaluation,
+    any_rows: bool,
+    languages: list[str],
+    types: list[str],
+    pii: tuple[list[Any], list[Any], list[Any], list[Any]],
+    minhash_threshold: float | None,
+) -> Evaluation:
+    """``ev`` with the per-label tables of ``meta`` (shown, not summed): per language from the
+    sums, per PII type and the PII failures from the spans ``pii`` (gold and predicted groups,
+    then the gold and predicted ``(record, type, start, end)``)."""
+    pii_g, pii_p, pii_g_info, pii_p_info = pii
+
+    # per-label tables (shown, not summed)
+    tot = ev.totals() if any_rows else {}
+    per_lang = {}
+    for lang in languages:
+        tp, fp, fn = (int(tot.get(f"lang_{x}:{lang}", 0)) for x in ("tp", "fp", "fn"))
+        per_lang[lang] = {**_prf_dict(tp, tp + fn, tp + fp), "support": tp + fn}
+    ev.meta["per_language"] = per_lang
+    strict = set(map(int, _matches(pii_g, pii_p, False)))
+    over = set(map(int, _matches(pii_g, pii_p, True)))
+    strict_p = set(map(int, _matches(pii_p, pii_g, False)))
+    per_type = {}
+    for t in types:
+        gi = [k for k, x in enumerate(pii_g_info) if x[1] == t]
+        n_pred = sum(1 for x in pii_p_info if x[1] == t)
+        per_type[t] = {
+            "gold": len(gi),
+            "pred": n_pred,
+            "strict": _prf_dict(sum(k in strict for k in gi), len(gi), n_pred),
+            "overlap": _prf_dict(sum(k in over for k in gi), len(gi), n_pred),
+        }
+    ev.meta["per_pii_type"] = per_type
+    missed = [
+        {"kind": "missed", "record_id": r, "type": t, "start": a, "end": b}
+        for k, (r, t, a, b) in enumerate(pii_g_info)
+        if k not in strict
+    ]
+    spurious = [
+        {"kind": "spurious", "record_id": r, "type": t, "start": a, "end": b}
+        for k, (r, t, a, b) in enumerate(pii_p_info)
+        if k not in strict_p
+    ]
+    ev.meta["pii_failures"] = (missed + spurious)[:200]
+    ev.meta["n_pii_failures"] = len(missed) + len(spurious)
+    if minhash_threshold is not None:
+        ev.meta["minhash_threshold"] = float(minhash_threshold)
+    return ev
+
+
+_COLUMN_FIELDS = frozenset({"doc_id", "text", "language"})
+"""The section fields the column path reads (any other part: the record loop)."""
+_PAIR_FIELDS = frozenset({"gold", "pred"})
+_NONE = type(None)
+
+
+def _take(values: list[Any], at: np.ndarray) -> list[Any]:
+    """``[values[k] for k in at]`` (``values`` itself when ``at`` is every position in order)."""
+    if at.size == len(values) and (at.size == 0 or int(at[-1]) == at.size - 1):
+        return values
+    return list(map(values.__getitem__, at.tolist()))
+
+
+def _mask(values: list[Any], absent: Any) -> np.ndarray:
+    return np.fromiter(map(is_not, values, repeat(absent)), dtype=bool, count=len(values))
+
+
+def _score_columns(records: list[Record]) -> Evaluation | None:
+    """:func:`score_cleaning` of sections holding only ``doc_id``, ``text`` and ``language``,
+    read from the records' columns (:class:`~kg_rageval.records.fields.RecordColumns`):
+    language counts as comparisons of language codes, no row dict a record. The same
+    evaluation, or ``None`` when a section has another part or a column is not in its
+    well-formed shape (the record loop then scores it, or raises the first problem as it
+    always did)."""
+    cols = record_columns(records)
+    if cols is None:
+        return None
+    rid, secs = cols.ids(), cols.section("cleaning")
+    if rid is None or secs is None:
+        return None
+    has = _mask(secs, _EMPTY)
+    at = np.flatnonzero(has)
+    present = list(compress(secs, has))
+    if not present or not all(map(_COLUMN_FIELDS.issuperset, present)):
+        return None
+    sec_ids = _take(rid, at)
+    doc = list(map(_GET, present, repeat("doc_id"), repeat(_EMPTY)))
+    if not _mask(doc, _EMPTY).all():  # no doc_id: the record's id
+        doc = [i if d is _EMPTY else d for d, i in zip(doc, sec_ids)]
+    if not set(map(type, doc)) <= {str} or "" in doc or len(set(doc)) != len(doc):
+        return None
+    text = list(map(_GET, present, repeat("text")))
+    lang = list(map(_GET, present, repeat("language")))
+    if not set(map(type, text)) <= {str, _NONE} or not set(map(type, lang)) <= {dict, _NONE}:
+        return None
+    if _NONE in set(map(type, lang)):
+        lang = [_EMPTY if x is None else x for x in lang]
+    if not all(map(_PAIR_FIELDS.issuperset, lang)):
+        return None
+    gold = list(map(_GET, lang, repeat("gold")))
+    pred = list(map(_GET, lang, repeat("pred")))
+    if not set(map(type, gold)) | set(map(type, pred)) <= {str, _NONE}:
+        return None
+    code = {v: v.strip().lower() for v in set(gold) | set(pred) if v is not None}
+    if not all(code.values()):
+        return None
+    code[None] = None  # type: ignore[index]
+    has_text, has_lang = _mask(text, None), _mask(gold, None)
+    scored = has_text | has_lang
+    rows = np.flatnonzero(scored)
+    if not rows.size:
+        return None
+    n = rows.size
+    languages = sorted(
+        {code[x] for x in set(compress(gold, has_lang)) | set(compress(pred, has_lang))} - {None}
+    )
+    family = CleaningFamily(languages)
+    stats: dict[str, np.ndarray] = {"n": np.ones(n)}
+    tpos = np.flatnonzero(has_text[rows])
+    if tpos.size:
+        health = [unicode_health(t) for t in compress(text, scored & has_text)]
+        for stat, vals in (
+            ("text_docs", [1] * len(health)),
+            ("nfc_eq_nfkc", [int(h.nfc_equals_nfkc) for h in health]),
+            ("chars", [h.chars for h in health]),
+            ("invisible", [h.invisible for h in health]),
+            ("invisible_docs", [int(h.invisible > 0) for h in health]),
+            ("tokens", [h.tokens for h in health]),
+            ("mixed_tokens", [h.mixed_script_tokens for h in health]),
+            ("mixed_docs", [int(h.mixed_script_tokens > 0) for h in health]),
+        ):
+            col = stats[stat] = np.zeros(n)
+            col[tpos] = vals
+    lpos = np.flatnonzero(has_lang[rows])
+    if lpos.size:
+        pick = scored & has_lang
+        labels = [None, *languages]
+        g = _codes_of(compress(gold, pick), code, labels)
+        p = _codes_of(compress(pred, pick), code, labels)
+        stats["lang_docs"] = np.zeros(n)
+        stats["lang_docs"][lpos] = 1.0
+        stats["lang_correct"] = np.zeros(n)
+        stats["lang_correct"][lpos] = g == p
+        for c, x in enumerate(languages, start=1):
+            for stat, hit in (
+                ("tp", (g == c) & (p == c)),
+                ("fn", (g == c) & (p != c)),
+                ("fp", (p == c) & (g != c)),
+            ):
+                col = stats[f"lang_{stat}:{x}"] = np.zeros(n)
+                col[lpos] = hit
+    slices = list(map(_GET, _take(records, at[rows]), repeat("slices")))
+    names = sorted(set().union(*(x for x in slices if isinstance(x, dict))))
+    kc = cols.key_columns(at[rows])
+    keys = {k: kc[k] for k in sorted(["gold_node", *(f"slice:{x}" for x in names)])}
+    nothing = at[~scored].tolist()
+    unscored = [
+        unscored_entry(rid[k], "no cleaning section", Reason.NO_SECTION)
+        for k in np.flatnonzero(~has).tolist()
+    ]
+    unscored += [unscored_entry(rid[k], _NOTHING, Reason.NO_GOLD) for k in nothing]
+    zeros = np.zeros(n)
+    ev = columns_evaluation(
+        family,
+        _take(sec_ids, rows),
+        [stats.get(x, zeros) for x in family.stats],
+        keys=keys,
+        unscored=unscored,
+    )
+    return _tables(ev, True, languages, [], ([], [], [], []), None)
+
+
+def _codes_of(values: Iterable[Any], code: dict[Any, Any], labels: list[Any]) -> np.ndarray:
+    """The position in ``labels`` of each value's language code (``None``: 0)."""
+    pos = {v: labels.index(c) for v, c in code.items()}
+    return np.fromiter(map(pos.__getitem__, values), dtype=np.int64)
+
+
 def score_cleaning(
     ontology: Any, records: Iterable[Record], *, minhash_threshold: float | None = None
 ) -> Evaluation:
     """One row per record with a scorable ``cleaning`` section (module docstring).
     ``ontology`` is not read (the per-branch roll-up takes it). ``minhash_threshold``: judge
     the reference MinHash/LSH detector on the texts instead of the records' ``duplicates.pred``."""
+    if minhash_threshold is None:
+        records = list(records)
+        ev = _score_columns(records)
+        if ev is not None:
+            return ev
     recs: list[tuple[Record, CleaningSection]] = []
     unscored = []
     seen: dict[str, Any] = {}
@@ -373,14 +567,7 @@ def score_cleaning(
             pii_row += [i] * len(sec.pii_gold)
             scored = True
         if not scored:
-            unscored.append(
-                unscored_entry(
-                    rec["id"],
-                    "nothing to score: no boilerplate gold with removed spans, text, gold language, "
-                    "labelled duplicates with detector output or PII gold with predictions",
-                    Reason.NO_GOLD,
-                )
-            )
+            unscored.append(unscored_entry(rec["id"], _NOTHING, Reason.NO_GOLD))
             continue
         rows.append(row)
 
@@ -392,43 +579,9 @@ def score_cleaning(
 
     keys = sorted({x for r in rows for x in r if x == "gold_node" or x.startswith("slice:")})
     ev = build_evaluation(family, rows, keys=keys, unscored=unscored)
-
-    # per-label tables (shown, not summed)
-    tot = ev.totals() if rows else {}
-    per_lang = {}
-    for lang in languages:
-        tp, fp, fn = (int(tot.get(f"lang_{x}:{lang}", 0)) for x in ("tp", "fp", "fn"))
-        per_lang[lang] = {**_prf_dict(tp, tp + fn, tp + fp), "support": tp + fn}
-    ev.meta["per_language"] = per_lang
-    strict = set(map(int, _matches(pii_g, pii_p, False)))
-    over = set(map(int, _matches(pii_g, pii_p, True)))
-    strict_p = set(map(int, _matches(pii_p, pii_g, False)))
-    per_type = {}
-    for t in types:
-        gi = [k for k, x in enumerate(pii_g_info) if x[1] == t]
-        n_pred = sum(1 for x in pii_p_info if x[1] == t)
-        per_type[t] = {
-            "gold": len(gi),
-            "pred": n_pred,
-            "strict": _prf_dict(sum(k in strict for k in gi), len(gi), n_pred),
-            "overlap": _prf_dict(sum(k in over for k in gi), len(gi), n_pred),
-        }
-    ev.meta["per_pii_type"] = per_type
-    missed = [
-        {"kind": "missed", "record_id": r, "type": t, "start": a, "end": b}
-        for k, (r, t, a, b) in enumerate(pii_g_info)
-        if k not in strict
-    ]
-    spurious = [
-        {"kind": "spurious", "record_id": r, "type": t, "start": a, "end": b}
-        for k, (r, t, a, b) in enumerate(pii_p_info)
-        if k not in strict_p
-    ]
-    ev.meta["pii_failures"] = (missed + spurious)[:200]
-    ev.meta["n_pii_failures"] = len(missed) + len(spurious)
-    if minhash_threshold is not None:
-        ev.meta["minhash_threshold"] = float(minhash_threshold)
-    return ev
+    return _tables(
+        ev, bool(rows), languages, types, (pii_g, pii_p, pii_g_info, pii_p_info), minhash_threshold
+    )
 
 
 __all__ = ["METRICS", "CleaningFamily", "score_cleaning"]

@@ -62,18 +62,22 @@ metrics are left out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import chain, compress, repeat
+from operator import is_not
 from typing import Any
+
+import numpy as np
 
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.families.judges.calibration import JudgeCalibrationFamily
 from kg_rageval.families.judges.labels import SCORED, NuggetSupportLabels
 from kg_rageval.families.judges.stats import cohen_kappa
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import all_slice_keys, section
+from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.builders import build_evaluation, columns_evaluation
 from kg_rageval.results.evaluation_set import EvaluationSet
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, mean_of, ratio
@@ -90,8 +94,8 @@ WEIGHT = {"vital": 1.0, "okay": 0.5}
 """w_i of the paper's weighted score."""
 SOURCES = ("auto", "ontology", "human")
 SCORES = ("all", "all_strict", "vital", "vital_strict", "weighted", "weighted_strict")
-_ITEM = {"text", "importance", "assignment", "human_assignment", "concept"}
-_SECTION = {"topic_id", "items", "answer_concepts"}
+_ITEM = frozenset({"text", "importance", "assignment", "human_assignment", "concept"})
+_SECTION = frozenset({"topic_id", "items", "answer_concepts"})
 
 
 def answer_scores(items: Iterable[tuple[str, str]]) -> dict[str, float | None]:
@@ -309,6 +313,174 @@ class _Hierarchy:
         return out, int(pred.unknown.sum())
 
 
+_NONE = type(None)
+
+
+def _coded(values: list[Any], labels: tuple[Any, ...]) -> np.ndarray | None:
+    """The position of each value in ``labels`` (``None`` when one is not there)."""
+    pos = {x: i for i, x in enumerate(labels)}
+    if not set(map(type, values)) <= set(map(type, labels)) or not set(values) <= pos.keys():
+        return None
+    return np.fromiter(map(pos.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+def _calibration_table(judge: str) -> tuple[tuple[str, ...], np.ndarray]:
+    """The assignment-calibration stats of a nugget row for each (automatic, human) label pair
+    (human ``None`` last): :func:`_calibration_rows`' row, made once per pair (its stats depend
+    on the two labels only)."""
+    fam = AssignmentCalibrationFamily()
+    table = np.zeros((len(LABELS), len(LABELS) + 1, len(fam.stats)))
+    for i, a in enumerate(LABELS):
+        for j, h in enumerate((*LABELS, None)):
+            item = {"human_assignment": h}
+            row = _calibration_rows({"id": ""}, {}, [item], [a], judge)[0]
+            table[i, j] = [row.get(x, 0.0) for x in fam.stats]
+    return fam.stats, table
+
+
+def _score_columns(records: list[Record], assignment: str) -> EvaluationSet | None:
+    """:func:`score_nuggets` read from the records' columns
+    (:class:`~kg_rageval.records.fields.RecordColumns`) when every nugget carries its
+    assignment (``assignment="auto"``, no ontology assignment): per-answer scores from label
+    counts (sums of halves and quarters, exact in floating point: the same values as
+    :func:`answer_scores`), the calibration member's stats looked up per label pair, no row
+    dict a nugget. The same members, or ``None`` when a column is not in its well-formed
+    shape or a nugget has no assignment (the record loop then scores it, or raises the first
+    problem as it always did)."""
+    if assignment != "auto":
+        return None
+    cols = record_columns(records)
+    if cols is None:
+        return None
+    rid, secs = cols.ids(), cols.section("nuggets")
+    if rid is None or secs is None:
+        return None
+    has = np.fromiter(map(is_not, secs, repeat(_EMPTY)), dtype=bool, count=len(secs))
+    present = list(compress(secs, has))
+    if not present or not all(map(_SECTION.issuperset, present)):
+        return None
+    topics = list(map(_GET, present, repeat("topic_id")))
+    raw = list(map(_GET, present, repeat("items")))
+    answers = list(map(_GET, present, repeat("answer_concepts")))
+    if not set(map(type, topics)) <= {str, _NONE} or not set(map(type, raw)) <= {list}:
+        return None
+    if not set(map(type, answers)) <= {list, _NONE}:
+        return None
+    if not set(map(type, chain.from_iterable(a for a in answers if a))) <= {str}:
+        return None
+    flat = list(chain.from_iterable(raw))
+    if not set(map(type, flat)) <= {dict} or not all(map(_ITEM.issuperset, flat)):
+        return None
+    if not set(map(type, map(_GET, flat, repeat("text")))) <= {str}:
+        return None
+    if not set(map(type, map(_GET, flat, repeat("concept")))) <= {str, _NONE}:
+        return None
+    imp = _coded(list(map(_GET, flat, repeat("importance"))), IMPORTANCE)
+    asg = _coded(list(map(_GET, flat, repeat("assignment"))), LABELS)
+    hum = _coded(list(map(_GET, flat, repeat("human_assignment"))), (*LABELS, None))
+    if imp is None or asg is None or hum is None:
+        return None  # a bad label, or a nugget without its assignment: the record loop
+    n_items = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
+    scored = n_items > 0
+    sc = np.flatnonzero(scored)
+    n = sc.size
+    if not n:
+        return None
+    # per-item row index (scored sections only: an empty one has no items)
+    cnt = n_items[sc]
+    owner = np.repeat(np.arange(n), cnt)
+
+    def per_row(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        w = mask.astype(float) if weights is None else np.where(mask, weights, 0.0)
+        return np.bincount(owner, weights=w, minlength=n)
+
+    credit = np.asarray([CREDIT[x] for x in LABELS])[asg]
+    weight = np.asarray([WEIGHT[x] for x in IMPORTANCE])[imp]
+    strict = asg == 0
+    vital = imp == 0
+    every = np.ones(asg.size, dtype=bool)
+    n_vital = per_row(vital)
+    wsum = per_row(every, weight)
+    has_vital = n_vital > 0
+    den_v = np.where(has_vital, n_vital, 1.0)
+    stats: dict[str, np.ndarray] = {
+        "n": np.ones(n),
+        "n_vital_answers": has_vital.astype(float),
+        "n_no_vital": (~has_vital).astype(float),
+        "sum_all": per_row(every, credit) / cnt,
+        "sum_all_strict": per_row(strict) / cnt,
+        "sum_vital": np.where(has_vital, per_row(vital, credit) / den_v, 0.0),
+        "sum_vital_strict": np.where(has_vital, per_row(vital & strict) / den_v, 0.0),
+        "sum_weighted": per_row(every, weight * credit) / wsum,
+        "sum_weighted_strict": per_row(strict, weight) / wsum,
+        "n_nuggets": cnt.astype(float),
+        "n_vital_nuggets": n_vital,
+    }
+    paired = hum < len(LABELS)
+    stats["n_pairs"] = per_row(paired)
+    stats["agree"] = per_row(paired & (asg == hum))
+    for c, x in enumerate(LABELS):
+        stats[f"auto:{x}"] = per_row(paired & (asg == c))
+        stats[f"human:{x}"] = per_row(hum == c)
+    stats["n_answer_concepts"] = np.zeros(n)
+    stats["n_unknown_concepts"] = np.zeros(n)
+    at = np.flatnonzero(has)
+    rows_at = at[sc]
+    unscored = []
+    why = np.full(len(records), -1, dtype=np.int8)
+    why[~has] = 0
+    why[at[~scored]] = 1
+    for k in np.flatnonzero(why >= 0).tolist():
+        if why[k] == 0:
+            unscored.append(unscored_entry(rid[k], "no nuggets section", Reason.NO_SECTION))
+        else:
+            unscored.append(unscored_entry(rid[k], "no nuggets for the answer", Reason.NO_GOLD))
+    names = sorted(set(all_slice_keys(records)) | {"gold_node"})
+    kc = cols.key_columns(rows_at)
+    none = np.full(n, None, dtype=object)
+    keys = {k: kc.get(k, none) for k in names}
+    meta = {"assignment": assignment, "n_aliased": 0}
+    fam = NuggetsFamily()
+    ids = np.empty(n, dtype=object)
+    ids[:] = [rid[k] for k in rows_at.tolist()]
+    nuggets = columns_evaluation(
+        fam,
+        ids,
+        [stats[x] for x in fam.stats],
+        keys=keys,
+        details={"topic_id": [topics[k] for k in sc.tolist()]},
+        unscored=unscored,
+        meta=meta,
+    )
+    _, table = _calibration_table("auto")
+    cal_cols = []
+    for j in range(table.shape[2]):  # one stats column at a time (whole numbers as int8)
+        t = table[:, :, j]
+        small = t.astype(np.int8)
+        cal_cols.append((small if np.array_equal(small, t) else t)[asg, hum])
+    m = int(cnt.max())
+    item_names = np.empty(m, dtype=object)
+    item_names[:] = [f"nugget:{i}" for i in range(m)]
+    first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+    label_of = np.empty(len(LABELS) + 1, dtype=object)
+    label_of[:] = [*LABELS, None]
+    calibration = columns_evaluation(
+        AssignmentCalibrationFamily(),
+        ids[owner],
+        cal_cols,
+        keys={k: v[owner] for k, v in keys.items()},
+        details={
+            "judge": np.full(owner.size, "auto", dtype=object),
+            "item": item_names[np.arange(owner.size) - first],
+            "label": label_of[asg],
+            "human": label_of[hum],
+        },
+        unscored=list(unscored),
+        meta=dict(meta),
+    )
+    return EvaluationSet("nuggets", {"nuggets": nuggets, "assignment_calibration": calibration})
+
+
 def score_nuggets(
     ontology: Any, records: Iterable[Record], *, assignment: str = "auto", **ids: Any
 ) -> EvaluationSet:
@@ -318,6 +490,9 @@ def score_nuggets(
         raise ConfigError(f"nuggets.assignment: {assignment!r} is not one of {', '.join(SOURCES)}")
     hier = _Hierarchy(ontology, ids)
     records = list(records)
+    by_columns = _score_columns(records, assignment)
+    if by_columns is not None:
+        return by_columns
     rows, unscored, cal_rows = [], [], []
     not_run: list[dict[str, Any]] = []  # unscored by both members: no section, no nuggets
     for rec in records:

@@ -46,6 +46,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
 
 import numpy as np
@@ -53,11 +55,11 @@ import numpy as np
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import all_slice_keys, section
+from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.results.builders import build_evaluation
+from kg_rageval.results.builders import build_evaluation, columns_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, mean_of, ratio
@@ -67,7 +69,12 @@ MODES = ("no_retrieval", "one_shot", "iterative")
 TAXONOMY = ("ancestor", "descendant", "sibling_branch", "unrelated_branch", "unknown_id")
 """Confusion categories of a wrong route (module docstring)."""
 _LABEL = re.compile(r"[A-Za-z0-9_]+")
-_PARTS = {"intent": {"gold", "pred"}, "route": {"gold", "pred"}, "mode": {"gold", "pred", "cost"}}
+_PARTS = {
+    "intent": frozenset({"gold", "pred"}),
+    "route": frozenset({"gold", "pred"}),
+    "mode": frozenset({"gold", "pred", "cost"}),
+}
+_PART_NAMES = frozenset(_PARTS)
 
 
 def class_report(s: Mapping[str, float], prefix: str, labels: Iterable[str]) -> dict[str, Metric]:
@@ -227,8 +234,11 @@ def _parts(rec: Record) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _route_rows(ontology: Any, resolver: IdResolver, recs: list[Record], rows: list[dict[str, Any]]) -> None:
-    """Fill the route stats of ``rows`` (aligned with ``recs``, each with a route part)."""
+def _route_stats(
+    ontology: Any, resolver: IdResolver, recs: list[Record], golds: list[str], preds: list[str]
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The route stats of the records ``recs`` (each with a route part ``golds[k]`` →
+    ``preds[k]``): the gold node of each and one column per ``route_*`` stat."""
     from kg_rageval.families.hierarchy.kernels import (
         ANCESTOR,
         CHILD,
@@ -239,41 +249,198 @@ def _route_rows(ontology: Any, resolver: IdResolver, recs: list[Record], rows: l
         pair_measures,
     )
 
-    golds = [r["routing"]["route"]["gold"] for r in recs]
-    preds = [r["routing"]["route"]["pred"] for r in recs]
     g = resolver.resolve(golds, "gold", lambda k: located(recs[k], "routing.route.gold")).idx
     p = resolver.resolve(preds, "pred", lambda k: located(recs[k], "routing.route.pred")).idx
+    n = len(g)
     known = p >= 0
     gi, pi = g[known], p[known]
     _, codes, wup, _ = pair_measures(ontology, gi, pi, identical="one")
     inter, npred, ngold = hierarchical_counts(ontology, gi, pi)
-    _, _, ngold_all = hierarchical_counts(ontology, g, np.full(len(g), -1, dtype=np.int64))
-    j = 0
+    _, _, ngold_all = hierarchical_counts(ontology, g, np.full(n, -1, dtype=np.int64))
+    codes = np.asarray(codes)
+    inter = np.asarray(inter, dtype=float)
+
+    def on_known(v: np.ndarray, unknown: float = 0.0) -> np.ndarray:
+        out = np.full(n, unknown)
+        out[known] = v
+        return out
+
+    sib = ~np.isin(codes, (EXACT, PARENT, ANCESTOR, CHILD, DESCENDANT))
+    cols = {
+        "route_n": np.ones(n),
+        "route_h_gold": np.asarray(ngold_all, dtype=float),
+        "route_unknown_id": (~known).astype(float),
+        # an unknown prediction is an opaque element with no ancestor: one predicted element
+        "route_h_pred": on_known(np.asarray(npred, dtype=float), 1.0),
+        "route_correct": on_known((codes == EXACT).astype(float)),
+        "route_wup_sum": on_known(np.asarray(wup, dtype=float)),
+        "route_h_inter": on_known(inter),
+        "route_ancestor": on_known(np.isin(codes, (PARENT, ANCESTOR)).astype(float)),
+        "route_descendant": on_known(np.isin(codes, (CHILD, DESCENDANT)).astype(float)),
+        "route_sibling_branch": on_known((sib & (inter > 0)).astype(float)),
+        "route_unrelated_branch": on_known((sib & (inter <= 0)).astype(float)),
+    }
+    ids = ontology.ids
+    return [ids[int(x)] for x in g.tolist()], cols
+
+
+def _route_rows(ontology: Any, resolver: IdResolver, recs: list[Record], rows: list[dict[str, Any]]) -> None:
+    """Fill the route stats of ``rows`` (aligned with ``recs``, each with a route part)."""
+    golds = [r["routing"]["route"]["gold"] for r in recs]
+    preds = [r["routing"]["route"]["pred"] for r in recs]
+    nodes, cols = _route_stats(ontology, resolver, recs, golds, preds)
+    lists = {k: v.tolist() for k, v in cols.items()}
     for k, row in enumerate(rows):
-        row["gold_node"] = ontology.ids[int(g[k])]
-        row["route_n"] = 1
-        row["route_h_gold"] = int(ngold_all[k])
-        if not known[k]:
-            row["route_unknown_id"] = 1
-            row["route_h_pred"] = 1  # an opaque element with no ancestor
-            continue
-        c = int(codes[j])
-        row["route_correct"] = int(c == EXACT)
-        row["route_wup_sum"] = float(wup[j])
-        row["route_h_inter"], row["route_h_pred"] = int(inter[j]), int(npred[j])
-        if c in (PARENT, ANCESTOR):
-            row["route_ancestor"] = 1
-        elif c in (CHILD, DESCENDANT):
-            row["route_descendant"] = 1
-        elif c != EXACT:
-            row["route_sibling_branch" if inter[j] > 0 else "route_unrelated_branch"] = 1
-        j += 1
+        row["gold_node"] = nodes[k]
+        for stat, vals in lists.items():
+            row[stat] = vals[k]
+
+
+def _present(col: list[dict[str, Any]]) -> np.ndarray:
+    """Whether each entry of a column read with the default ``_EMPTY`` is there."""
+    return np.fromiter(map(is_not, col, repeat(_EMPTY)), dtype=bool, count=len(col))
+
+
+def _pair_column(
+    secs: list[dict[str, Any]], part: str
+) -> tuple[np.ndarray, list[str], list[str], list[dict[str, Any]]] | None:
+    """The positions, gold and predicted labels and objects of ``part`` of the routing
+    sections ``secs``; ``None`` when some part is not in the well-formed shape :func:`_parts`
+    accepts (the record loop then raises the first problem)."""
+    col = list(map(_GET, secs, repeat(part), repeat(_EMPTY)))
+    if not set(map(type, col)) <= {dict}:
+        return None
+    mask = _present(col)
+    objs = list(compress(col, mask))
+    if not all(map(_PARTS[part].issuperset, objs)):
+        return None
+    gold = list(map(_GET, objs, repeat("gold")))
+    pred = list(map(_GET, objs, repeat("pred")))
+    if not set(map(type, gold)) | set(map(type, pred)) <= {str}:  # None: absent
+        return None
+    labels = set(gold) | set(pred)
+    if part == "intent" and not all(_LABEL.fullmatch(x) for x in labels):
+        return None
+    if part == "mode" and not labels <= set(MODES):
+        return None
+    if part == "route" and "" in labels:
+        return None
+    return np.flatnonzero(mask), gold, pred, objs
+
+
+def _codes(values: list[str], labels: Iterable[str]) -> np.ndarray:
+    code = {x: i for i, x in enumerate(labels)}
+    return np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+def _score_columns(ontology: Any, records: list[Record], ids: dict[str, Any]) -> Evaluation | None:
+    """:func:`score_routing` read from the records' columns
+    (:class:`~kg_rageval.records.fields.RecordColumns`): per-label counts as comparisons of
+    label codes, no row dict a record. The same evaluation, or ``None`` when a column is not in
+    its well-formed shape (the record loop then raises the first problem as it always did)."""
+    cols = record_columns(records)
+    if cols is None:
+        return None
+    rid, secs = cols.ids(), cols.section("routing")
+    if rid is None or secs is None:
+        return None
+    has = np.fromiter(map(is_not, secs, repeat(_EMPTY)), dtype=bool, count=len(secs))
+    at = np.flatnonzero(has)
+    present = list(compress(secs, has))
+    if not present:
+        return None
+    if not all(map(_PART_NAMES.issuperset, present)) or not all(present):
+        return None
+    parts = {part: _pair_column(present, part) for part in ("intent", "mode", "route")}
+    if any(v is None for v in parts.values()):
+        return None
+    n = len(present)
+    stats: dict[str, np.ndarray] = {}
+
+    def put(name: str, pos: np.ndarray, values: Any) -> None:
+        col = stats.get(name)
+        if col is None:
+            col = stats[name] = np.zeros(n)
+        col[pos] = values
+
+    intents: list[str] = []
+    got = parts["intent"]
+    if got is not None and got[0].size:
+        pos, gold, pred, _ = got
+        intents = sorted(set(gold) | set(pred))
+        g, p = _codes(gold, intents), _codes(pred, intents)
+        put("intent_n", pos, 1.0)
+        put("intent_correct", pos, g == p)
+        for c, lab in enumerate(intents):
+            put(f"intent:{lab}:gold", pos, g == c)
+            put(f"intent:{lab}:pred", pos, p == c)
+            put(f"intent:{lab}:tp", pos, (g == c) & (p == c))
+    got = parts["mode"]
+    if got is not None and got[0].size:
+        pos, gold, pred, objs = got
+        g, p = _codes(gold, MODES), _codes(pred, MODES)
+        d = p - g
+        put("mode_n", pos, 1.0)
+        put("mode_correct", pos, d == 0)
+        put("mode_over", pos, d > 0)
+        put("mode_under", pos, d < 0)
+        costs = list(map(_GET, objs, repeat("cost")))
+        if not set(map(type, costs)) <= {int, float, type(None)}:
+            return None
+        with_cost = np.fromiter(map(is_not, costs, repeat(None)), dtype=bool, count=len(costs))
+        try:
+            cost = np.asarray(list(compress(costs, with_cost)), dtype=float)
+        except OverflowError:
+            return None
+        if not (np.isfinite(cost).all() and (cost >= 0).all()):
+            return None
+        cpos = pos[with_cost]
+        put("mode_cost_sum", cpos, cost)
+        put("mode_n_cost", cpos, 1.0)
+        pc = p[with_cost]
+        for c, md in enumerate(MODES):
+            put(f"mode:{md}:gold", pos, g == c)
+            put(f"mode:{md}:pred", pos, p == c)
+            put(f"mode:{md}:tp", pos, (g == c) & (p == c))
+            put(f"mode:{md}:cost_sum", cpos, np.where(pc == c, cost, 0.0))
+            put(f"mode:{md}:n_cost", cpos, pc == c)
+    keys = cols.key_columns(at)
+    got = parts["route"]
+    if got is not None and got[0].size:
+        if ontology is None:
+            raise ConfigError("routing: route decisions name ontology nodes; the family needs the ontology")
+        pos, gold, pred, _ = got
+        resolver = IdResolver(ontology, IdOptions.of(**ids))
+        nodes, route = _route_stats(ontology, resolver, [records[k] for k in at[pos].tolist()], gold, pred)
+        for stat, vals in route.items():
+            put(stat, pos, vals)
+        gold_nodes = keys["gold_node"].copy()
+        gold_nodes[pos] = nodes
+        keys["gold_node"] = gold_nodes
+    else:
+        IdOptions.of(**ids)
+    family = RoutingFamily(intents)
+    names = sorted(set(all_slice_keys(records)) | {"gold_node"})
+    none = np.full(n, None, dtype=object)
+    unscored = [
+        unscored_entry(rid[k], "no routing section", Reason.NO_SECTION) for k in np.flatnonzero(~has).tolist()
+    ]
+    return columns_evaluation(
+        family,
+        [rid[k] for k in at.tolist()],
+        [stats.get(s, np.zeros(n)) for s in family.stats],
+        keys={k: keys.get(k, none) for k in names},
+        unscored=unscored,
+    )
 
 
 def score_routing(ontology: Any, records: Iterable[Record], **ids: Any) -> Evaluation:
     """One row per record with a routing section (module docstring for every convention). The
     ontology is needed when a record has a ``route`` part (a ConfigError otherwise)."""
     records = list(records)
+    ev = _score_columns(ontology, records, ids)
+    if ev is not None:
+        return ev
     rows: list[dict[str, Any]] = []
     routed: list[tuple[Record, dict[str, Any]]] = []
     unscored = []
