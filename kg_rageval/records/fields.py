@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import repeat
-from operator import is_
+from operator import is_, is_not
 from typing import Any
 
 import numpy as np
@@ -342,6 +342,24 @@ class RecordColumns:
             return dict(keys)
         idx = np.asarray(at, dtype=np.intp)
         return {k: v[idx] for k, v in keys.items()}
+
+
+def section_columns(
+    records: list[Record], name: str
+) -> tuple[RecordColumns, list[Any], list[dict[str, Any]], np.ndarray] | None:
+    """``(columns, ids, sections, present)`` of a chunk for a family's column path: the
+    :func:`record_columns`, every record's id, its section ``name`` (an absent or ``null`` one as
+    the shared empty dict) and a boolean array of the records that have it; ``None`` when the
+    ids or the section column are not in their well-formed shape (the family then reads record
+    by record, raising the first problem as it always did)."""
+    cols = record_columns(records)
+    if cols is None:
+        return None
+    rid, secs = cols.ids(), cols.section(name)
+    if rid is None or secs is None:
+        return None
+    has = np.fromiter(map(is_not, secs, repeat(_EMPTY)), dtype=bool, count=len(secs))
+    return cols, rid, secs, has
 
 
 def _one_gold(gold: Any) -> str | None:

@@ -58,7 +58,7 @@ from kg_rageval.families.cleaning.unicode import unicode_health
 from kg_rageval.families.linking.evaluate import match_spans
 from kg_rageval.records import Record
 from kg_rageval.records.cleaning import CleaningSection, cleaning_section
-from kg_rageval.records.fields import _EMPTY, _GET, record_columns
+from kg_rageval.records.fields import _EMPTY, _GET, section_columns
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -342,13 +342,10 @@ def _score_columns(records: list[Record]) -> Evaluation | None:
     evaluation, or ``None`` when a section has another part or a column is not in its
     well-formed shape (the record loop then scores it, or raises the first problem as it
     always did)."""
-    cols = record_columns(records)
-    if cols is None:
+    got = section_columns(records, "cleaning")
+    if got is None:
         return None
-    rid, secs = cols.ids(), cols.section("cleaning")
-    if rid is None or secs is None:
-        return None
-    has = _mask(secs, _EMPTY)
+    cols, rid, secs, has = got
     at = np.flatnonzero(has)
     present = list(compress(secs, has))
     if not present or not all(map(_COLUMN_FIELDS.issuperset, present)):

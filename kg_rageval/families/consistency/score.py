@@ -52,7 +52,7 @@ import numpy as np
 from kg_rageval.base.errors import ConfigError, InputError
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
+from kg_rageval.records.fields import _GET, all_slice_keys, section, section_columns
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -285,13 +285,10 @@ def _score_columns(
     element arrays, every pair's intersection from one sort, no set or row dict a sample. The
     same evaluation, or ``None`` when a column is not in its well-formed shape or an id error
     would be raised (the record loop then raises the first problem as it always did)."""
-    cols = record_columns(records)
-    if cols is None:
+    got = section_columns(records, "consistency")
+    if got is None:
         return None
-    rid, secs = cols.ids(), cols.section("consistency")
-    if rid is None or secs is None:
-        return None
-    has = np.fromiter(map(is_not, secs, repeat(_EMPTY)), dtype=bool, count=len(secs))
+    cols, rid, secs, has = got
     present = list(compress(secs, has))
     if not present or not all(map(_SECTION.issuperset, present)):
         return None

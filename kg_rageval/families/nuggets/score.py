@@ -63,7 +63,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import chain, compress, repeat
-from operator import is_not
 from typing import Any
 
 import numpy as np
@@ -73,7 +72,7 @@ from kg_rageval.families.judges.calibration import JudgeCalibrationFamily
 from kg_rageval.families.judges.labels import SCORED, NuggetSupportLabels
 from kg_rageval.families.judges.stats import cohen_kappa
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
+from kg_rageval.records.fields import _GET, all_slice_keys, section, section_columns
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -349,13 +348,10 @@ def _score_columns(records: list[Record], assignment: str) -> EvaluationSet | No
     problem as it always did)."""
     if assignment != "auto":
         return None
-    cols = record_columns(records)
-    if cols is None:
+    got = section_columns(records, "nuggets")
+    if got is None:
         return None
-    rid, secs = cols.ids(), cols.section("nuggets")
-    if rid is None or secs is None:
-        return None
-    has = np.fromiter(map(is_not, secs, repeat(_EMPTY)), dtype=bool, count=len(secs))
+    cols, rid, secs, has = got
     present = list(compress(secs, has))
     if not present or not all(map(_SECTION.issuperset, present)):
         return None

@@ -55,7 +55,7 @@ import numpy as np
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.records import Record, located, record_error
-from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, record_columns, section
+from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, section, section_columns
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
@@ -338,13 +338,10 @@ def _score_columns(ontology: Any, records: list[Record], ids: dict[str, Any]) ->
     (:class:`~kg_rageval.records.fields.RecordColumns`): per-label counts as comparisons of
     label codes, no row dict a record. The same evaluation, or ``None`` when a column is not in
     its well-formed shape (the record loop then raises the first problem as it always did)."""
-    cols = record_columns(records)
-    if cols is None:
+    chunk = section_columns(records, "routing")
+    if chunk is None:
         return None
-    rid, secs = cols.ids(), cols.section("routing")
-    if rid is None or secs is None:
-        return None
-    has = np.fromiter(map(is_not, secs, repeat(_EMPTY)), dtype=bool, count=len(secs))
+    cols, rid, secs, has = chunk
     at = np.flatnonzero(has)
     present = list(compress(secs, has))
     if not present:
