@@ -10,6 +10,8 @@
 See ``docs/conformance.md``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from kg_rageval.families.conformance.metrics import (
     FAILURE_KINDS,
     ConformanceFamily,
@@ -23,7 +25,21 @@ from kg_rageval.families.conformance.schema import (
     derive_id_pattern,
     derive_schema,
 )
-from kg_rageval.families.conformance.spec import FieldSpec, NodeSelector, SchemaSpec, load_spec, parse_spec
+from kg_rageval.families.conformance.spec import PlainSpec, load_spec, parse_spec, read_spec, spec_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.conformance.spec_model import FieldSpec, NodeSelector, SchemaSpec
+
+
+def __getattr__(name: str) -> Any:
+    """The pydantic spec models, imported when first named (a plainly valid spec is read
+    without pydantic: :func:`~kg_rageval.families.conformance.spec.plain_spec`)."""
+    if name in ("FieldSpec", "NodeSelector", "SchemaSpec"):
+        from kg_rageval.families.conformance import spec_model
+
+        return getattr(spec_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FAILURE_KINDS",
@@ -31,6 +47,7 @@ __all__ = [
     "DerivedSchema",
     "FieldSpec",
     "NodeSelector",
+    "PlainSpec",
     "SchemaSpec",
     "Vocabulary",
     "build_pydantic_model",
@@ -39,5 +56,7 @@ __all__ = [
     "derive_schema",
     "load_spec",
     "parse_spec",
+    "read_spec",
     "score_conformance",
+    "spec_of",
 ]

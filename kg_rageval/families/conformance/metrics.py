@@ -74,7 +74,7 @@ import numpy as np
 from kg_rageval.base.errors import ConfigError
 from kg_rageval.contract.ids import INACTIVE
 from kg_rageval.families.conformance.schema import VOCAB_KEYWORD, DerivedSchema, derive_schema
-from kg_rageval.families.conformance.spec import SchemaSpec, load_spec, parse_spec
+from kg_rageval.families.conformance.spec import is_spec, read_spec, spec_of
 from kg_rageval.ontology import IdOptions, IdResolver
 from kg_rageval.ontology.model import ACTIVE, DEPRECATED, RELATIONS, STATUS_NAMES, Ontology
 from kg_rageval.records import gold_node, located, slice_text
@@ -457,12 +457,12 @@ def as_derived(ontology: Ontology, spec: Any) -> DerivedSchema:
     A schema derived from another ontology object is derived again from its spec."""
     if isinstance(spec, DerivedSchema):
         return spec if spec.ontology is ontology else derive_schema(ontology, spec.spec)
-    if isinstance(spec, SchemaSpec):
+    if is_spec(spec):
         return derive_schema(ontology, spec)
     if isinstance(spec, Mapping):
-        return derive_schema(ontology, parse_spec(spec))
+        return derive_schema(ontology, spec_of(spec))
     if isinstance(spec, (str, Path)):
-        return derive_schema(ontology, load_spec(spec))
+        return derive_schema(ontology, read_spec(spec))
     raise TypeError(f"spec must be a SchemaSpec, DerivedSchema, mapping or path, not {type(spec).__name__}")
 
 
@@ -901,8 +901,8 @@ def score_conformance(
     engine: str = "compiled",
     **ids: Any,
 ) -> Evaluation:
-    """Score ``answer.output`` of each record against ``spec`` (a :class:`SchemaSpec`, a
-    :class:`DerivedSchema`, a spec mapping or a spec file path). See the module docstring for
+    """Score ``answer.output`` of each record against ``spec`` (a :class:`SchemaSpec` or
+    :class:`~kg_rageval.families.conformance.spec.PlainSpec`, a :class:`DerivedSchema`, a spec mapping or a spec file path). See the module docstring for
     the metrics; per-row ``details`` carry failures, unknown ids with suggestions, inactive
     ids with replacements, domain/range violations and confusions.
 

@@ -29,14 +29,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError, UnknownIdError
 from kg_rageval.families.conformance.keywords import VOCAB_KEYWORD, VOCABS_KEYWORD
-from kg_rageval.families.conformance.spec import FieldSpec, NodeSelector, SchemaSpec
 from kg_rageval.ontology.model import DEPRECATED, REVOKED, Ontology
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.conformance.spec import AnySpec, PlainField, PlainSelector
+    from kg_rageval.families.conformance.spec_model import FieldSpec, NodeSelector
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 MAX_SHAPES = 32
@@ -93,7 +96,7 @@ def _resolve(ontology: Ontology, value: str, where: str, source: str) -> int:
 
 def select_entities(
     ontology: Ontology,
-    selector: NodeSelector | None,
+    selector: NodeSelector | PlainSelector | None,
     *,
     allow_deprecated: bool,
     allow_revoked: bool,
@@ -174,7 +177,7 @@ def select_entities(
 
 def select_nodes(
     ontology: Ontology,
-    selector: NodeSelector | None,
+    selector: NodeSelector | PlainSelector | None,
     *,
     allow_deprecated: bool,
     allow_revoked: bool,
@@ -244,12 +247,12 @@ class DerivedSchema:
     """Everything derived from one ontology and spec. Build it with :func:`derive_schema`."""
 
     ontology: Ontology
-    spec: SchemaSpec
+    spec: AnySpec
     vocabularies: dict[str, Vocabulary]
     json_schema: dict[str, Any]
 
     # ------------------------------------------------------------------ slots
-    def node_slots(self) -> list[tuple[str, str, FieldSpec]]:
+    def node_slots(self) -> list[tuple[str, str, FieldSpec | PlainField]]:
         """``(path, vocabulary name, field spec)`` for every slot that holds a node id."""
         out = []
         for name, f in self.spec.fields.items():
@@ -349,7 +352,7 @@ def _node_schema(vocab: Vocabulary, description: str | None = None) -> dict[str,
     return s
 
 
-def _array(items: dict[str, Any], f: FieldSpec) -> dict[str, Any]:
+def _array(items: dict[str, Any], f: FieldSpec | PlainField) -> dict[str, Any]:
     s: dict[str, Any] = {"type": "array", "items": items}
     if f.description:
         s["description"] = f.description
@@ -365,7 +368,7 @@ def _array(items: dict[str, Any], f: FieldSpec) -> dict[str, Any]:
 _SCALARS = {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean"}
 
 
-def derive_schema(ontology: Ontology, spec: SchemaSpec) -> DerivedSchema:
+def derive_schema(ontology: Ontology, spec: AnySpec) -> DerivedSchema:
     """Resolve ``spec`` against ``ontology`` and build the JSON Schema (see module docstring).
 
     Unknown selector ids, unknown node types, selectors that admit nothing and an empty
@@ -374,7 +377,7 @@ def derive_schema(ontology: Ontology, spec: SchemaSpec) -> DerivedSchema:
     vocabs: dict[str, Vocabulary] = {}
     src = spec.source
 
-    def make(name: str, f: FieldSpec, sel: NodeSelector | None, entities: bool = False) -> Vocabulary:
+    def make(name: str, f: FieldSpec | PlainField, sel: NodeSelector | PlainSelector | None, entities: bool = False) -> Vocabulary:
         allow_dep, allow_rev = spec.allows(f, "deprecated"), spec.allows(f, "revoked")
         if entities and ontology.graph.n_instances:
             ids = select_entities(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kg_rageval.families.conformance.metrics import (
@@ -38,7 +38,6 @@ from kg_rageval.families.conformance.metrics import (
     record_gold_node,
     unscored_output,
 )
-from kg_rageval.families.conformance.spec import SchemaSpec
 from kg_rageval.ontology.model import STATUS_NAMES, Ontology
 from kg_rageval.ontology.validate import load_shapes
 from kg_rageval.records.slices import record_slices
@@ -46,6 +45,9 @@ from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, named, ratio
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.conformance.spec import AnySpec
 
 KGRO = "urn:kg-rageval:output#"
 RECORD_BASE = "urn:kg-rageval:record:"
@@ -87,7 +89,7 @@ def record_iri(record_id: Any) -> str:
     return RECORD_BASE + quote(str(record_id), safe="")
 
 
-def _id_fields(spec: SchemaSpec | None) -> tuple[set[str], set[str]]:
+def _id_fields(spec: AnySpec | None) -> tuple[set[str], set[str]]:
     if spec is None:
         return set(), set()
     nodes = {k for k, f in spec.fields.items() if f.kind in ("node", "list")}
@@ -98,7 +100,7 @@ def _id_fields(spec: SchemaSpec | None) -> tuple[set[str], set[str]]:
 def render_outputs(
     ontology: Ontology,
     outputs: Iterable[tuple[Any, Mapping[str, Any]]],
-    spec: SchemaSpec | None = None,
+    spec: AnySpec | None = None,
 ):
     """An ``rdflib.Graph`` of ``(record id, output object)`` pairs; see the module docstring."""
     from rdflib import BNode, Graph, Literal, Namespace, URIRef
@@ -178,7 +180,7 @@ def score_shacl(
     ontology: Ontology,
     records: Iterable[Mapping[str, Any]],
     shapes: Any,
-    spec: SchemaSpec | None = None,
+    spec: AnySpec | None = None,
 ) -> Evaluation:
     """Validate every ``answer.output`` against ``shapes`` (a path or an ``rdflib.Graph``) with
     pySHACL (no inference) in one run, and map each validation result back to its record

@@ -25,18 +25,30 @@ unambiguous labels (resolved with :meth:`Ontology.resolve`).
 
 :func:`load_spec` validates with pydantic and raises :class:`~kg_rageval.base.errors.ConfigError`
 naming the file and the field path (``fields.technique.within``) of every problem at once.
+
+The public spec classes (:class:`NodeSelector`, :class:`FieldSpec`, :class:`SchemaSpec`) are
+pydantic models (:mod:`.spec_model`), imported when first named. The scorers read a spec with
+:func:`read_spec` / :func:`spec_of`: a plainly valid spec (:func:`plain_spec`: only the spec's
+keys, each value of the exact type its field declares, passing every rule) becomes a
+:class:`PlainSpec` holding the values the models would hold, without importing pydantic (a tiny
+``score conformance`` paid about 0.08 s CPU for it); anything else is validated by the models,
+whose error message is the one reported. The rules are the ``*_fault`` functions below, which
+the models' validators call too.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from typing import TYPE_CHECKING, Any, Union
 
 from kg_rageval.base.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kg_rageval.families.conformance.spec_model import FieldSpec, NodeSelector, SchemaSpec
 
 FIELD_KINDS = ("node", "list", "triples", "string", "number", "integer", "boolean")
 """Kinds of output field: one node id, a list of node ids, subject/predicate/object triples,
@@ -44,9 +56,23 @@ or a plain JSON scalar that carries no ontology id."""
 
 NODE_KINDS = ("node", "list")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_TITLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODEL = "kg_rageval.families.conformance.spec_model"
+_LAZY = ("NodeSelector", "FieldSpec", "SchemaSpec")
 
 
-def _as_list(v: Any) -> Any:
+def __getattr__(name: str) -> Any:
+    """The pydantic spec models (:mod:`.spec_model`), imported when first named."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_MODEL), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------- the rules
+def as_list(v: Any) -> Any:
+    """A selector given as one string (or integer) is a one-item list."""
     if v is None or isinstance(v, list):
         return v
     if isinstance(v, (str, int)):
@@ -54,28 +80,93 @@ def _as_list(v: Any) -> Any:
     return v
 
 
-class NodeSelector(BaseModel):
-    """Which ontology nodes a value may name: the intersection of the selectors given."""
+def selector_fault(v: list[Any] | None) -> str | None:
+    if v is not None and (not v or any(not isinstance(x, str) or not x for x in v)):
+        return "must be a non-empty string or a non-empty list of non-empty strings"
+    return None
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    within: list[str] | None = Field(
-        default=None, description="node ids (or labels): each node and its descendants; several = union"
-    )
-    node_type: list[str] | None = Field(default=None, description="node types (several = union)")
-    ids: list[str] | None = Field(default=None, description="an explicit list of node ids")
+def predicates_fault(v: Any) -> str | None:
+    if isinstance(v, str) and v != "ontology":
+        return f"must be 'ontology' (the ontology's properties) or a list of predicate ids, not {v!r}"
+    return None
 
-    @field_validator("within", "node_type", "ids", mode="before")
-    @classmethod
-    def _norm(cls, v: Any) -> Any:
-        return _as_list(v)
 
-    @field_validator("within", "node_type", "ids")
-    @classmethod
-    def _non_empty(cls, v: list[str] | None) -> list[str] | None:
-        if v is not None and (not v or any(not isinstance(x, str) or not x for x in v)):
-            raise ValueError("must be a non-empty string or a non-empty list of non-empty strings")
-        return v
+def kind_fault(v: Any) -> str | None:
+    if isinstance(v, str) and v not in FIELD_KINDS:
+        return f"unknown kind {v!r}; one of {', '.join(FIELD_KINDS)}"
+    return None
+
+
+def field_fault(f: FieldSpec | PlainField) -> str | None:
+    """What makes one field's settings inconsistent (``None``: nothing)."""
+    has_sel = any(x is not None for x in (f.within, f.node_type, f.ids))
+    if f.kind == "triples":
+        if has_sel:
+            return "a triples field takes 'subject'/'object' selectors, not within/node_type/ids"
+        if f.predicates is None:
+            return "a triples field needs 'predicates': 'ontology' or a list of predicate ids"
+        if isinstance(f.predicates, list) and (
+            not f.predicates or any(not isinstance(p, str) or not p for p in f.predicates)
+        ):
+            return "'predicates' must be 'ontology' or a non-empty list of strings"
+    elif f.subject is not None or f.object is not None or f.predicates is not None:
+        return f"'subject', 'object' and 'predicates' belong to triples fields, not kind {f.kind!r}"
+    if f.kind not in NODE_KINDS and has_sel:
+        return f"node selectors (within/node_type/ids) need kind 'node' or 'list', not {f.kind!r}"
+    if f.kind not in ("list", "triples") and (
+        f.min_items is not None or f.max_items is not None or f.unique_items
+    ):
+        return "min_items/max_items/unique_items apply to 'list' and 'triples' fields"
+    if f.min_items is not None and f.max_items is not None and f.min_items > f.max_items:
+        return f"min_items ({f.min_items}) is greater than max_items ({f.max_items})"
+    return None
+
+
+def title_fault(v: str) -> str | None:
+    if not _TITLE.match(v):
+        return f"title {v!r} must be a Python identifier (it names the pydantic model)"
+    return None
+
+
+def names_fault(v: Mapping[str, Any]) -> str | None:
+    if not v:
+        return "at least one output field is needed"
+    bad = [k for k in v if not _NAME.match(k)]
+    if bad:
+        return f"field names must match {_NAME.pattern}: {', '.join(map(repr, bad))}"
+    return None
+
+
+def pattern_fault(v: str | None) -> str | None:
+    if v is not None:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            return f"not a valid regular expression: {exc}"
+    return None
+
+
+def required_fault(required: list[str], fields: Mapping[str, Any]) -> str | None:
+    unknown = [r for r in required if r not in fields]
+    if unknown:
+        return (
+            f"'required' names fields that are not declared: {', '.join(map(repr, unknown))}; "
+            f"declared: {', '.join(fields)}"
+        )
+    return None
+
+
+# ---------------------------------------------------------------------- shared methods
+class SelectorMethods:
+    """What a node selector answers, pydantic model or plain (``within``, ``node_type``,
+    ``ids``: lists of strings or ``None``)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # pragma: no cover
+        within: list[str] | None
+        node_type: list[str] | None
+        ids: list[str] | None
 
     def describe(self) -> dict[str, list[str]]:
         return {
@@ -83,122 +174,15 @@ class NodeSelector(BaseModel):
         }
 
 
-class FieldSpec(NodeSelector):
-    """One output field. Node selectors apply to ``node`` and ``list`` fields; ``triples``
-    fields take ``subject``/``object`` selectors and a ``predicates`` vocabulary."""
+class SpecMethods:
+    """What a whole spec answers, pydantic model or plain."""
 
-    kind: Literal["node", "list", "triples", "string", "number", "integer", "boolean"] = "node"
-    required: bool = False
-    description: str | None = None
-    min_items: int | None = Field(default=None, ge=0)
-    max_items: int | None = Field(default=None, ge=0)
-    unique_items: bool = False
-    subject: NodeSelector | None = None
-    object: NodeSelector | None = None
-    predicates: Literal["ontology"] | list[str] | None = None
-    allow_deprecated: bool | None = None
-    allow_revoked: bool | None = None
-
-    @field_validator("predicates", mode="before")
-    @classmethod
-    def _predicates(cls, v: Any) -> Any:
-        if isinstance(v, str) and v != "ontology":
-            raise ValueError(
-                f"must be 'ontology' (the ontology's properties) or a list of predicate ids, not {v!r}"
-            )
-        return v
-
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _kind(cls, v: Any) -> Any:
-        if isinstance(v, str) and v not in FIELD_KINDS:
-            raise ValueError(f"unknown kind {v!r}; one of {', '.join(FIELD_KINDS)}")
-        return v
-
-    @model_validator(mode="after")
-    def _consistent(self) -> FieldSpec:
-        has_sel = any(x is not None for x in (self.within, self.node_type, self.ids))
-        if self.kind == "triples":
-            if has_sel:
-                raise ValueError(
-                    "a triples field takes 'subject'/'object' selectors, not within/node_type/ids"
-                )
-            if self.predicates is None:
-                raise ValueError("a triples field needs 'predicates': 'ontology' or a list of predicate ids")
-            if isinstance(self.predicates, list) and (
-                not self.predicates or any(not isinstance(p, str) or not p for p in self.predicates)
-            ):
-                raise ValueError("'predicates' must be 'ontology' or a non-empty list of strings")
-        else:
-            if self.subject is not None or self.object is not None or self.predicates is not None:
-                raise ValueError(
-                    f"'subject', 'object' and 'predicates' belong to triples fields, not kind {self.kind!r}"
-                )
-        if self.kind not in NODE_KINDS and has_sel:
-            raise ValueError(
-                f"node selectors (within/node_type/ids) need kind 'node' or 'list', not {self.kind!r}"
-            )
-        if self.kind not in ("list", "triples") and (
-            self.min_items is not None or self.max_items is not None or self.unique_items
-        ):
-            raise ValueError("min_items/max_items/unique_items apply to 'list' and 'triples' fields")
-        if self.min_items is not None and self.max_items is not None and self.min_items > self.max_items:
-            raise ValueError(f"min_items ({self.min_items}) is greater than max_items ({self.max_items})")
-        return self
-
-
-class SchemaSpec(BaseModel):
-    """The whole spec; see the module docstring."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    title: str = "Output"
-    description: str | None = None
-    fields: dict[str, FieldSpec]
-    required: list[str] = Field(default_factory=list)
-    allow_deprecated: bool = False
-    allow_revoked: bool = False
-    additional_properties: bool = False
-    enum_threshold: int = Field(default=10_000, ge=1)
-    id_pattern: str | None = None
-    source: str = Field(default="<memory>", exclude=True)
-
-    @field_validator("title")
-    @classmethod
-    def _title(cls, v: str) -> str:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", v):
-            raise ValueError(f"title {v!r} must be a Python identifier (it names the pydantic model)")
-        return v
-
-    @field_validator("fields")
-    @classmethod
-    def _fields(cls, v: dict[str, FieldSpec]) -> dict[str, FieldSpec]:
-        if not v:
-            raise ValueError("at least one output field is needed")
-        bad = [k for k in v if not _NAME.match(k)]
-        if bad:
-            raise ValueError(f"field names must match {_NAME.pattern}: {', '.join(map(repr, bad))}")
-        return v
-
-    @field_validator("id_pattern")
-    @classmethod
-    def _pattern(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                re.compile(v)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return v
-
-    @model_validator(mode="after")
-    def _required_known(self) -> SchemaSpec:
-        unknown = [r for r in self.required if r not in self.fields]
-        if unknown:
-            raise ValueError(
-                f"'required' names fields that are not declared: {', '.join(map(repr, unknown))}; "
-                f"declared: {', '.join(self.fields)}"
-            )
-        return self
+    __slots__ = ()
+    if TYPE_CHECKING:  # pragma: no cover
+        fields: Mapping[str, FieldSpec | PlainField]
+        required: list[str]
+        allow_deprecated: bool
+        allow_revoked: bool
 
     @property
     def required_fields(self) -> list[str]:
@@ -206,7 +190,7 @@ class SchemaSpec(BaseModel):
         req = set(self.required)
         return [k for k, f in self.fields.items() if f.required or k in req]
 
-    def allows(self, field: FieldSpec, status: str) -> bool:
+    def allows(self, field: FieldSpec | PlainField, status: str) -> bool:
         """Whether ``status`` ("deprecated"/"revoked") ids are admitted in ``field``."""
         if status == "deprecated":
             return self.allow_deprecated if field.allow_deprecated is None else field.allow_deprecated
@@ -215,6 +199,200 @@ class SchemaSpec(BaseModel):
         return True
 
 
+# ---------------------------------------------------------------------- plain spec
+@dataclass(slots=True)
+class PlainSelector(SelectorMethods):
+    """A :class:`NodeSelector`'s values, read without pydantic (:func:`plain_spec`)."""
+
+    within: list[str] | None = None
+    node_type: list[str] | None = None
+    ids: list[str] | None = None
+
+
+@dataclass(slots=True)
+class PlainField(PlainSelector):
+    """A :class:`FieldSpec`'s values, read without pydantic (:func:`plain_spec`)."""
+
+    kind: str = "node"
+    required: bool = False
+    description: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    unique_items: bool = False
+    subject: PlainSelector | None = None
+    object: PlainSelector | None = None
+    predicates: str | list[str] | None = None
+    allow_deprecated: bool | None = None
+    allow_revoked: bool | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class PlainSpec(SpecMethods):
+    """A :class:`SchemaSpec`'s values, read without pydantic (:func:`plain_spec`): the same
+    attributes and methods; :meth:`model` gives the pydantic model."""
+
+    title: str = "Output"
+    description: str | None = None
+    fields: dict[str, PlainField]
+    required: list[str] = field(default_factory=list)
+    allow_deprecated: bool = False
+    allow_revoked: bool = False
+    additional_properties: bool = False
+    enum_threshold: int = 10_000
+    id_pattern: str | None = None
+    source: str = "<memory>"
+
+    def model(self) -> SchemaSpec:
+        """The same spec as the public pydantic :class:`SchemaSpec`."""
+        data = asdict(self)
+        source = data.pop("source")
+        return parse_spec(data, source=source)
+
+
+AnySpec = Union["SchemaSpec", PlainSpec]
+"""A spec as the scorers read it: the pydantic model or its plain values."""
+
+_SELECTOR_KEYS = ("within", "node_type", "ids")
+_FIELD_KEYS = frozenset(PlainField.__dataclass_fields__)
+_SPEC_KEYS = frozenset(PlainSpec.__dataclass_fields__) - {"source"}
+_FIELD_BOOLS = ("required", "unique_items")
+_FIELD_OPT_BOOLS = ("allow_deprecated", "allow_revoked")
+_FIELD_OPT_INTS = ("min_items", "max_items")
+_SPEC_BOOLS = ("allow_deprecated", "allow_revoked", "additional_properties")
+
+
+def _strings(v: Any) -> bool:
+    return type(v) is list and all(type(x) is str for x in v)
+
+
+def _opt(v: Any, tp: type) -> bool:
+    return v is None or type(v) is tp
+
+
+def _selector_values(d: Mapping[str, Any]) -> dict[str, list[str] | None] | None:
+    out: dict[str, list[str] | None] = {}
+    for k in _SELECTOR_KEYS:
+        v = d.get(k)
+        if type(v) is str:
+            v = [v]
+        elif _strings(v):
+            v = list(v)
+        elif v is not None:
+            return None
+        if selector_fault(v) is not None:
+            return None
+        out[k] = v
+    return out
+
+
+def _plain_selector(v: Any) -> PlainSelector | None | bool:
+    """``None`` for ``None``, a selector for a plainly valid mapping, ``False`` otherwise."""
+    if v is None:
+        return None
+    if type(v) is not dict or not all(type(k) is str and k in _SELECTOR_KEYS for k in v):
+        return False
+    sel = _selector_values(v)
+    return False if sel is None else PlainSelector(**sel)
+
+
+def _plain_field(d: Any) -> PlainField | None:
+    if type(d) is not dict or not all(type(k) is str and k in _FIELD_KEYS for k in d):
+        return None
+    sel = _selector_values(d)
+    kind = d.get("kind", "node")
+    preds = d.get("predicates")
+    if (
+        sel is None
+        or type(kind) is not str
+        or kind_fault(kind) is not None
+        or not _opt(d.get("description"), str)
+        or not all(type(d.get(k, False)) is bool for k in _FIELD_BOOLS)
+        or not all(_opt(d.get(k), bool) for k in _FIELD_OPT_BOOLS)
+        or not all(_opt(d.get(k), int) and (d.get(k) is None or d[k] >= 0) for k in _FIELD_OPT_INTS)
+        or not (preds is None or preds == "ontology" and type(preds) is str or _strings(preds))
+    ):
+        return None
+    subject, obj = _plain_selector(d.get("subject")), _plain_selector(d.get("object"))
+    if subject is False or obj is False:
+        return None
+    f = PlainField(
+        **sel,
+        kind=kind,
+        required=d.get("required", False),
+        description=d.get("description"),
+        min_items=d.get("min_items"),
+        max_items=d.get("max_items"),
+        unique_items=d.get("unique_items", False),
+        subject=subject,  # type: ignore[arg-type]
+        object=obj,  # type: ignore[arg-type]
+        predicates=list(preds) if type(preds) is list else preds,
+        allow_deprecated=d.get("allow_deprecated"),
+        allow_revoked=d.get("allow_revoked"),
+    )
+    return None if field_fault(f) is not None else f
+
+
+def plain_spec(data: Any, *, source: str = "<memory>") -> PlainSpec | None:
+    """The spec ``data`` as a :class:`PlainSpec` when it is plainly valid: a mapping of the
+    spec's keys only, every value of the exact JSON/YAML type its field declares (a string, a
+    list of strings, ``true``/``false``, an integer in range, a mapping of the field keys), and
+    every rule passes — so the pydantic models accept it unchanged and hold these values.
+    ``None`` for anything else (an unknown key, a value pydantic would coerce or reject): the
+    caller validates with the models (:func:`parse_spec`). Never raises."""
+    if not isinstance(data, Mapping):
+        return None
+    d = dict(data)
+    fields = d.get("fields")
+    if not all(type(k) is str and k in _SPEC_KEYS for k in d) or type(fields) is not dict:
+        return None
+    title, threshold = d.get("title", "Output"), d.get("enum_threshold", 10_000)
+    required, pattern = d.get("required", []), d.get("id_pattern")
+    if (
+        type(title) is not str
+        or title_fault(title) is not None
+        or not _opt(d.get("description"), str)
+        or not all(type(d.get(k, False)) is bool for k in _SPEC_BOOLS)
+        or type(threshold) is not int
+        or threshold < 1
+        or not _strings(required)
+        or not _opt(pattern, str)
+        or pattern_fault(pattern) is not None
+        or not all(type(k) is str for k in fields)
+        or names_fault(fields) is not None
+    ):
+        return None
+    plain: dict[str, PlainField] = {}
+    for name, f in fields.items():
+        pf = _plain_field(f)
+        if pf is None:
+            return None
+        plain[name] = pf
+    if required_fault(required, plain) is not None:
+        return None
+    return PlainSpec(
+        title=title,
+        description=d.get("description"),
+        fields=plain,
+        required=list(required),
+        allow_deprecated=d.get("allow_deprecated", False),
+        allow_revoked=d.get("allow_revoked", False),
+        additional_properties=d.get("additional_properties", False),
+        enum_threshold=threshold,
+        id_pattern=pattern,
+        source=source,
+    )
+
+
+def is_spec(obj: Any) -> bool:
+    """Whether ``obj`` is a spec (:class:`PlainSpec` or the pydantic :class:`SchemaSpec`),
+    without importing pydantic (no model instance exists before its module is imported)."""
+    if isinstance(obj, PlainSpec):
+        return True
+    model = sys.modules.get(_MODEL)
+    return model is not None and isinstance(obj, model.SchemaSpec)
+
+
+# ---------------------------------------------------------------------- reading
 def _loc(loc: tuple[Any, ...]) -> str:
     parts: list[str] = []
     for p in loc:
@@ -228,9 +406,14 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def parse_spec(data: Any, *, source: str = "<memory>") -> SchemaSpec:
-    """Validate an already-parsed spec mapping; every problem is named in one ConfigError."""
+    """Validate an already-parsed spec mapping with the pydantic models; every problem is
+    named in one ConfigError."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"a schema spec must be a mapping, found {type(data).__name__}", source=source)
+    from pydantic import ValidationError
+
+    from kg_rageval.families.conformance.spec_model import SchemaSpec
+
     try:
         spec = SchemaSpec.model_validate(dict(data))
     except ValidationError as exc:
@@ -247,10 +430,26 @@ def parse_spec(data: Any, *, source: str = "<memory>") -> SchemaSpec:
     return spec
 
 
-def load_spec(path: str | Path) -> SchemaSpec:
-    """Read and validate a spec file (``.yaml``/``.yml``, ``.json`` or ``.toml``; see
-    :func:`kg_rageval.records.read_structured` for the file errors)."""
+def spec_of(data: Any, *, source: str = "<memory>") -> AnySpec:
+    """The spec ``data`` as the scorers read it: a :class:`PlainSpec` when it is plainly
+    valid (:func:`plain_spec`), else :func:`parse_spec`'s model (or its ConfigError)."""
+    plain = plain_spec(data, source=source)
+    return plain if plain is not None else parse_spec(data, source=source)
+
+
+def _read(path: str | Path) -> Any:
     from kg_rageval.records import read_structured
 
-    data, _ = read_structured(path, what="schema spec")
-    return parse_spec(data, source=str(path))
+    return read_structured(path, what="schema spec")[0]
+
+
+def load_spec(path: str | Path) -> SchemaSpec:
+    """Read and validate a spec file (``.yaml``/``.yml``, ``.json`` or ``.toml``; see
+    :func:`kg_rageval.records.read_structured` for the file errors) into the pydantic model."""
+    return parse_spec(_read(path), source=str(path))
+
+
+def read_spec(path: str | Path) -> AnySpec:
+    """A spec file as the scorers read it (:func:`spec_of`): the same file errors and
+    validation errors as :func:`load_spec`, and without pydantic for a plainly valid spec."""
+    return spec_of(_read(path), source=str(path))
