@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from kg_rageval.ontology.builder import _sorted_unique
+from kg_rageval.ontology.csr import sorted_unique as _sorted_unique
 from kg_rageval.ontology.model import STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology
 
 CHANGE_KINDS = (

@@ -29,6 +29,7 @@ import numpy as np
 
 from kg_rageval.base.errors import ConfigError, HierarchyCycleError, OntologyError
 from kg_rageval.ontology.csr import csr_gather
+from kg_rageval.ontology.csr import sorted_unique as _sorted_unique
 from kg_rageval.ontology.graph import EMPTY_GRAPH, KnowledgeGraph
 from kg_rageval.ontology.model import ACTIVE, STATUS_NAMES, VIRTUAL_ROOT_ID, Ontology, Property
 
@@ -968,18 +969,3 @@ def _human(nbytes: int) -> str:
         if nbytes >= size:
             return f"{nbytes / size:.1f} {unit}"
     return f"{nbytes} bytes"
-
-
-def _sorted_unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (NumPy 2's hash-based unique is slower on large int arrays).
-
-    The sort is NumPy's stable one (timsort for int64), which merges already-sorted runs in
-    linear time: the keys here are concatenations of sorted ancestor rows, or edge lists in
-    table order, so this is ~15x faster than the default introsort on the 350k-concept DAG."""
-    if a.size == 0:
-        return a
-    a = np.sort(a, kind="stable")
-    keep = np.empty(a.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]

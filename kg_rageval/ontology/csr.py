@@ -25,3 +25,19 @@ def csr_gather(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndar
     """The values of CSR rows ``rows`` concatenated (``values[:0]`` when all are empty)."""
     pos = csr_positions(ptr, rows)
     return values[pos] if pos.size else values[:0]
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting (NumPy 2's hash-based unique is slower on large int arrays, and
+    its first call imports ``numpy.ma``, a few ms of every tiny command that calls it).
+
+    The sort is NumPy's stable one (timsort for int64), which merges already-sorted runs in
+    linear time: the keys here are concatenations of sorted ancestor rows, or edge lists in
+    table order, so this is ~15x faster than the default introsort on the 350k-concept DAG."""
+    if a.size == 0:
+        return a
+    a = np.sort(a, kind="stable")
+    keep = np.empty(a.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]

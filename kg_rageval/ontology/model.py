@@ -42,6 +42,7 @@ from types import MappingProxyType
 import numpy as np
 
 from kg_rageval.base.errors import ConfigError, UnknownIdError
+from kg_rageval.ontology.csr import sorted_unique
 from kg_rageval.ontology.graph import EMPTY_GRAPH, KnowledgeGraph
 
 VIRTUAL_ROOT_ID = "kgr:virtual-root"
@@ -427,7 +428,7 @@ class Ontology:
                 break
             gather = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
             kids = idx[gather + np.arange(lens.sum())]
-            kids = np.unique(kids[~seen[kids]])
+            kids = sorted_unique(kids[~seen[kids]])
             seen[kids] = True
             frontier = kids.astype(np.int64)
         if not include_self:

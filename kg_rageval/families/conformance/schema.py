@@ -377,7 +377,9 @@ def derive_schema(ontology: Ontology, spec: AnySpec) -> DerivedSchema:
     vocabs: dict[str, Vocabulary] = {}
     src = spec.source
 
-    def make(name: str, f: FieldSpec | PlainField, sel: NodeSelector | PlainSelector | None, entities: bool = False) -> Vocabulary:
+    def make(
+        name: str, f: FieldSpec | PlainField, sel: NodeSelector | PlainSelector | None, entities: bool = False
+    ) -> Vocabulary:
         allow_dep, allow_rev = spec.allows(f, "deprecated"), spec.allows(f, "revoked")
         if entities and ontology.graph.n_instances:
             ids = select_entities(

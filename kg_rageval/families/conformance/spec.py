@@ -41,14 +41,14 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, Union
 
 from kg_rageval.base.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kg_rageval.families.conformance.spec_model import FieldSpec, NodeSelector, SchemaSpec
+    from kg_rageval.families.conformance.spec_model import FieldSpec, NodeSelector, SchemaSpec  # noqa: F401 (named here for type checkers; see __getattr__)
 
 FIELD_KINDS = ("node", "list", "triples", "string", "number", "integer", "boolean")
 """Kinds of output field: one node id, a list of node ids, subject/predicate/object triples,
@@ -200,6 +200,9 @@ class SpecMethods:
 
 
 # ---------------------------------------------------------------------- plain spec
+_Sel = TypeVar("_Sel", bound="PlainSelector")
+
+
 @dataclass(slots=True)
 class PlainSelector(SelectorMethods):
     """A :class:`NodeSelector`'s values, read without pydantic (:func:`plain_spec`)."""
@@ -207,6 +210,10 @@ class PlainSelector(SelectorMethods):
     within: list[str] | None = None
     node_type: list[str] | None = None
     ids: list[str] | None = None
+
+    def model_copy(self: _Sel, *, update: Mapping[str, Any] | None = None) -> _Sel:
+        """A copy with the ``update`` values (unvalidated, as pydantic's ``model_copy``)."""
+        return replace(self, **(update or {}))
 
 
 @dataclass(slots=True)
@@ -261,7 +268,7 @@ _FIELD_OPT_INTS = ("min_items", "max_items")
 _SPEC_BOOLS = ("allow_deprecated", "allow_revoked", "additional_properties")
 
 
-def _strings(v: Any) -> bool:
+def _strings(v: Any) -> TypeGuard[list[str]]:
     return type(v) is list and all(type(x) is str for x in v)
 
 
@@ -285,7 +292,7 @@ def _selector_values(d: Mapping[str, Any]) -> dict[str, list[str] | None] | None
     return out
 
 
-def _plain_selector(v: Any) -> PlainSelector | None | bool:
+def _plain_selector(v: Any) -> PlainSelector | bool | None:
     """``None`` for ``None``, a selector for a plainly valid mapping, ``False`` otherwise."""
     if v is None:
         return None
@@ -309,7 +316,7 @@ def _plain_field(d: Any) -> PlainField | None:
         or not all(type(d.get(k, False)) is bool for k in _FIELD_BOOLS)
         or not all(_opt(d.get(k), bool) for k in _FIELD_OPT_BOOLS)
         or not all(_opt(d.get(k), int) and (d.get(k) is None or d[k] >= 0) for k in _FIELD_OPT_INTS)
-        or not (preds is None or preds == "ontology" and type(preds) is str or _strings(preds))
+        or not (preds is None or (preds == "ontology" and type(preds) is str) or _strings(preds))
     ):
         return None
     subject, obj = _plain_selector(d.get("subject")), _plain_selector(d.get("object"))
