@@ -2,7 +2,7 @@
 `score` command"): each as a multiple of ``python -c pass``, of ``python -c 'import numpy'`` and,
 for ``score retrieval --qrels/--run``, of the ir_measures CLI on the same TREC pair.
 
-    python benchmarks/bench_startup.py [--repeat 7] [--tree PATH ...] [--only NAMES]
+    python benchmarks/bench_startup.py [--repeat 7] [--tree PATH ...] [--only NAMES] [--check-outputs]
 
 Fresh processes run from a temporary directory (so ``-m`` imports the tree named by
 ``PYTHONPATH``), the commands and the anchors interleaved, ``--repeat`` rounds; the median and
@@ -11,6 +11,11 @@ the best CPU time (user + sys, ``os.wait4``) and the median wall time of each ar
 is one run. The children get a bytecode cache in the temporary directory (an installed package
 has its ``.pyc`` files; this machine sets ``PYTHONDONTWRITEBYTECODE``), filled by one unmeasured
 round.
+
+``--check-outputs`` (with two or more trees) first runs every tiny command once per tree, as
+measured and, for a ``score`` command, with ``--format json --rows`` too, and stops unless the
+exit codes and the outputs (the trees' and the temporary directory's paths written as
+placeholders) are byte-identical across the trees.
 
 Anchors: ``python -c pass``; ``python -c 'import numpy'`` as is, and with
 ``OPENBLAS_THREAD_TIMEOUT=16`` (what the console script sets unless the user did:
@@ -216,6 +221,34 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, flo
     return ru.ru_utime + ru.ru_stime, wall
 
 
+def check_outputs(trees: list[Path], tmp: Path, env: dict[str, str], only: set[str]) -> int:
+    """Run each tiny command once per tree (as measured; a ``score`` command also with
+    ``--format json --rows``) and compare exit codes and outputs byte for byte, the trees' and
+    ``tmp``'s paths replaced by placeholders; raises on a difference, returns the runs compared."""
+    variants: dict[tuple[str, int], list[tuple[int, bytes]]] = {}
+    for tree in trees:
+        for name, cmd in tiny_commands(tree, tmp).items():
+            if only and name not in only:
+                continue
+            forms = [cmd] + ([[*cmd, "--format", "json", "--rows"]] if cmd[0] == "score" else [])
+            for k, args in enumerate(forms):
+                p = subprocess.run(
+                    [sys.executable, "-m", "kg_rageval.cli.main", *args],
+                    cwd=tmp,
+                    env={**env, "PYTHONPATH": str(tree)},
+                    capture_output=True,
+                    check=False,
+                )
+                out = p.stdout.replace(str(tree).encode(), b"<tree>").replace(str(tmp).encode(), b"<tmp>")
+                variants.setdefault((name, k), []).append((p.returncode, out))
+    for (name, k), outs in variants.items():
+        if any(o != outs[0] for o in outs[1:]):
+            raise RuntimeError(
+                f"{name} ({'json --rows' if k else 'as measured'}): outputs differ across the trees"
+            )
+    return sum(len(v) for v in variants.values())
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
@@ -228,6 +261,11 @@ def main(argv: list[str] | None = None) -> dict:
     )
     ap.add_argument("--only", default="", help="comma-separated tiny commands (default all)")
     ap.add_argument("--json", type=Path, default=None, help="also write every CPU time here")
+    ap.add_argument(
+        "--check-outputs",
+        action="store_true",
+        help="first check that every tree gives byte-identical outputs and exit codes",
+    )
     args = ap.parse_args(argv)
     trees = [t.resolve() for t in (args.tree or [ROOT])]
     py = sys.executable
@@ -271,6 +309,11 @@ def main(argv: list[str] | None = None) -> dict:
                 )
             )
         only = {s.strip() for s in args.only.split(",") if s.strip()}
+        if args.check_outputs:
+            n = check_outputs(trees, tmp, base, only)
+            print(
+                f"<!-- bench_startup: {n} runs, outputs and exit codes identical across {len(trees)} trees -->"
+            )
         for tree in trees:
             env = {**base, "PYTHONPATH": str(tree)}
             label = "" if len(trees) == 1 else f" [{tree}]"
