@@ -4,7 +4,7 @@
 Imported when first named: a plainly valid spec is read without pydantic
 (:func:`kg_rageval.families.conformance.spec.plain_spec`, the same values); these models
 validate everything else, and their error messages are the ones reported. Every rule is a
-function of :mod:`.spec` that both paths call."""
+function of :mod:`.spec_rules` that both paths call."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kg_rageval.families.conformance.spec import (
+from kg_rageval.families.conformance.spec_rules import (
     SelectorMethods,
     SpecMethods,
     as_list,

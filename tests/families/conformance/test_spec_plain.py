@@ -18,6 +18,7 @@ from kg_rageval.families.conformance import derive_schema, score_conformance
 from kg_rageval.families.conformance.metrics import as_derived
 from kg_rageval.families.conformance.spec import (
     PlainSpec,
+    as_model,
     is_spec,
     load_spec,
     parse_spec,
@@ -117,7 +118,8 @@ def test_plain_spec_holds_the_models_values(data):
     plain, model = plain_spec(data, source="s.yaml"), parse_spec(data, source="s.yaml")
     assert isinstance(plain, PlainSpec)
     assert values(plain) == values(model)
-    assert plain.model() == model  # the public model back, the source kept
+    assert as_model(plain) == model  # the public model back, the source kept
+    assert as_model(model) is model
     assert spec_of(data, source="s.yaml") == plain
 
 
