@@ -1,6 +1,7 @@
 """Constrained-generation conformance: ontology-derived output schemas and conformance metrics.
 
-* :mod:`.spec` — the user's schema spec (which output field holds which kind of node);
+* :mod:`.spec` — the user's schema spec (which output field holds which kind of node): the
+  pydantic models (:mod:`.spec_model`) and the plain reader of plainly valid specs (:mod:`.spec_rules`);
 * :mod:`.schema` — JSON Schema (draft 2020-12) and pydantic model derived from ontology + spec;
 * :mod:`.outlines_backend` — the constraints for a constrained decoder (Outlines) and export;
 * :mod:`.fastcheck` — the derived schema compiled to fast checking closures;
@@ -25,7 +26,14 @@ from kg_rageval.families.conformance.schema import (
     derive_id_pattern,
     derive_schema,
 )
-from kg_rageval.families.conformance.spec import PlainSpec, load_spec, parse_spec, read_spec, spec_of
+from kg_rageval.families.conformance.spec import (
+    PlainSpec,
+    as_model,
+    load_spec,
+    parse_spec,
+    read_spec,
+    spec_of,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from kg_rageval.families.conformance.spec_model import FieldSpec, NodeSelector, SchemaSpec
@@ -50,6 +58,7 @@ __all__ = [
     "PlainSpec",
     "SchemaSpec",
     "Vocabulary",
+    "as_model",
     "build_pydantic_model",
     "check_schema",
     "derive_id_pattern",
