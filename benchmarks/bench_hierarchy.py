@@ -14,6 +14,11 @@ The records path: ``--records`` (default 1,000,000) record dicts ``{"id", "label
 [id], "pred": [id]}, "slices": {"split": ...}}`` built from the same pairs go through
 ``score_hierarchy`` (id lookup, status checks, every kernel, the ``Evaluation`` columns);
 best of ``--records-repeat`` calls. ``--records 0`` skips it.
+
+Also timed (issue #33): the LCA-bounded counts (``lca_bounded=True``) of the same pairs, and the
+counts of ``--sets`` items (default 300,000) with 0–5 random gold and 0–5 random predicted
+nodes each (the generation family's concept sets), with a digest of each result so that two
+trees can be compared. ``--kernels-only`` skips the records path, networkx and HiClass.
 """
 
 from __future__ import annotations
@@ -160,6 +165,8 @@ def main(argv=None) -> int:
         "--records", type=int, default=1_000_000, help="records through score_hierarchy (0 = skip)"
     )
     ap.add_argument("--records-repeat", type=int, default=2)
+    ap.add_argument("--sets", type=int, default=300_000, help="items of the set counts (0 = skip)")
+    ap.add_argument("--kernels-only", action="store_true", help="skip the records, networkx and HiClass")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
     import networkx as nx
@@ -179,6 +186,19 @@ def main(argv=None) -> int:
     res["relation_mix"] = np.bincount(codes, minlength=8).tolist()
     res["micro_hP"] = round(float(counts[0].sum() / counts[1].sum()), 4)
     res["mean_wup"] = round(float(w.mean()), 4)
+    res["lca_counts_s"], res["lca_counts_cpu_s"], lca = best_of(
+        args.repeat, hierarchical_counts, o, g, p, lca_bounded=True
+    )
+    res["lca_counts_digest"] = _digest(lca)
+    if args.sets:
+        gs_sets, ps_sets = sets_for(o, args.sets)
+        res["set_counts_s"], res["set_counts_cpu_s"], sc = best_of(
+            args.repeat, hierarchical_counts, o, gs_sets, ps_sets
+        )
+        res["set_counts_digest"] = _digest(sc)
+        del gs_sets, ps_sets, sc
+    if args.kernels_only:
+        args.records = 0
 
     # the records path: score_hierarchy over record dicts
     if args.records:
@@ -192,6 +212,8 @@ def main(argv=None) -> int:
         res["records_per_s"] = round(len(records) / res["records_s"])
         del records, ev
 
+    if args.kernels_only:
+        return _report(res, T0, args.json)
     # networkx, on a subsample (scaled to the full pair count)
     G = nx.DiGraph()
     G.add_edges_from((par, child) for child, par in o.edges())  # parent -> child
@@ -255,15 +277,46 @@ def main(argv=None) -> int:
         res[f"speedup_vs_nx_{key}"] = round(res[f"nx_{key}_s_scaled"] / res[f"{key}_s"], 1)
     if "hiclass_s_scaled" in res:
         res["speedup_vs_hiclass"] = round(res["hiclass_s_scaled"] / res["tree_counts_s"], 1)
-    res["wall_s"] = time.perf_counter() - T0
+    return _report(res, T0, args.json)
+
+
+def _report(res: dict, t0: float, as_json: bool) -> int:
+    res["wall_s"] = time.perf_counter() - t0
     res["process_cpu_s"] = time.process_time()
     res = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in res.items()}
-    if args.json:
+    if as_json:
         print(json.dumps(res, indent=2))
     else:
         for k, v in res.items():
             print(f"{k:28s} {v}")
     return 0
+
+
+def sets_for(o, n_items: int, seed: int = 3) -> tuple[list[list[int]], list[list[int]]]:
+    """``n_items`` gold and predicted sets of 0–5 random non-root nodes each."""
+    rng = np.random.default_rng(seed)
+    n = len(o.ids)
+
+    def draw() -> list[list[int]]:
+        sizes = rng.integers(0, 6, size=n_items)
+        flat = rng.integers(1, n, size=int(sizes.sum())).tolist()
+        out, at = [], 0
+        for k in sizes.tolist():
+            out.append(flat[at : at + k])
+            at += k
+        return out
+
+    return draw(), draw()
+
+
+def _digest(arrays) -> str:
+    """A short digest of a kernel's result arrays (equal results, equal digests)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return h.hexdigest()[:16]
 
 
 if __name__ == "__main__":
