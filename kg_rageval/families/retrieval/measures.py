@@ -41,6 +41,7 @@ empty run. What a mean is taken over is the *aggregation mode* (:func:`aggregate
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,7 +157,11 @@ class Ranked:
 
 JUDGE_KERNEL_MIN = 1 << 20
 """Ranked entries from which :func:`rank` looks up the judgements by the compiled kernel (when
-numba is installed; the numpy path below gives the same arrays, tested)."""
+numba is installed and already imported, or from :data:`JUDGE_KERNEL_COLD_MIN` entries; the
+numpy path below gives the same arrays, tested)."""
+JUDGE_KERNEL_COLD_MIN = 8 << 20
+"""Ranked entries from which :func:`rank` imports numba for the judgement lookup: below, the
+numpy lookup (about 0.1 s a million entries) costs less than importing it."""
 
 
 def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
@@ -182,7 +187,8 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
     from kg_rageval.families.retrieval import _kernels, _run_kernels
 
-    if _kernels.HAVE_NUMBA and total >= JUDGE_KERNEL_MIN and len(qrels.docs):
+    warm = "numba" in sys.modules or total >= JUDGE_KERNEL_COLD_MIN
+    if _kernels.HAVE_NUMBA and total >= JUDGE_KERNEL_MIN and warm and len(qrels.docs):
         # one compiled pass: no per-entry index, key and search arrays (about 60 bytes an entry)
         remap = qrels.vocab.remap_from(run.vocab) if run.vocab is not qrels.vocab else None
         grade, inq = _run_kernels.judge_rows(

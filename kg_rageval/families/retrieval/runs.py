@@ -330,6 +330,112 @@ class LazyVocab(Vocab):
         self.index.update(zip(fresh, itertools.count(len(self))))
 
 
+class KeyVocab(LazyVocab):
+    """A :class:`Vocab` of the ids read by the numpy TREC reader: one fixed-width bytes array
+    (``S<w>``) in code order, coded by :func:`code_ids` without a dict and without a Python
+    string per id; ``strings`` decodes them when read, and the tie-break order compares their
+    bytes (UTF-8 byte order is code-point order, as ``strcmp``). Building the ``index`` dict
+    turns it into a plain vocabulary (ids added through it are not in the array)."""
+
+    def __init__(self, ids: np.ndarray | None = None):
+        super().__init__()
+        self._ids = ids if ids is not None else np.zeros(0, dtype="S1")
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The ids as bytes, in code order (until the ``index`` dict is built)."""
+        return self._ids
+
+    def __len__(self) -> int:
+        if self._lazy_index is not None:
+            return len(self._lazy_index)
+        return len(self._ids)
+
+    @property
+    def strings(self) -> list[str]:
+        if self._lazy_index is not None:
+            return super().strings
+        have = self._lazy_strings if self._lazy_strings is not None else []
+        if len(have) < len(self._ids):  # decode only the ids added since
+            have = have + [x.decode("utf-8") for x in self._ids[len(have) :].tolist()]
+            self._lazy_strings = have
+        return have
+
+    def _order(self, codes: np.ndarray | None = None) -> np.ndarray:
+        ids = self._ids if codes is None else self._ids[codes]
+        return np.argsort(_order_keys(ids), kind="stable")
+
+    def rank_key_of(self, codes: np.ndarray) -> np.ndarray:
+        if self._lazy_index is not None or (self._rank_key is not None and len(self._rank_key) == len(self)):
+            return super().rank_key_of(codes)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        key = np.empty(len(uniq), dtype=np.int64)
+        key[self._order(uniq)] = np.arange(len(uniq))
+        return key[inv.reshape(-1)]
+
+    @property
+    def rank_key(self) -> np.ndarray:
+        if self._lazy_index is not None:
+            return super().rank_key
+        cached = self._rank_key
+        if cached is None or len(cached) != len(self):
+            cached = np.empty(len(self), dtype=np.int64)
+            cached[self._order()] = np.arange(len(self))
+            self._rank_key = cached
+        return cached
+
+
+def _order_keys(ids: np.ndarray) -> np.ndarray:
+    """Sort keys of fixed-width byte ids in their byte order: ids of at most 8 bytes as
+    big-endian 64-bit integers (zero-padded: a prefix sorts first, as in ``strcmp``; integers
+    sort several times faster than bytes), longer ones as they are."""
+    w = ids.dtype.itemsize
+    if w > 8:
+        return ids
+    m = np.zeros((len(ids), 8), dtype=np.uint8)
+    m[:, :w] = ids.view(np.uint8).reshape(len(ids), w)
+    return m.view(">u8").reshape(-1).astype(np.uint64)
+
+
+def code_ids(ids: np.ndarray, vocab: Vocab | None = None) -> tuple[np.ndarray, Vocab]:
+    """Codes of fixed-width byte ids (``S<w>``, UTF-8) in ``vocab``, adding the unseen ones in
+    first-seen order: the codes :meth:`Vocab.codes` gives. No vocabulary or a
+    :class:`KeyVocab`: by numpy alone (one sort of the known and the new ids together, no dict,
+    no string per id); any other vocabulary: :meth:`Vocab.codes_array`. Returns (codes, the
+    vocabulary)."""
+    if vocab is None:
+        vocab = KeyVocab()
+    if not isinstance(vocab, KeyVocab) or vocab._lazy_index is not None:
+        return vocab.codes_array(ids), vocab
+    known = vocab.ids
+    n0, n1 = len(known), len(ids)
+    if n1 == 0:
+        return np.zeros(0, dtype=np.int64), vocab
+    keys = _order_keys(np.concatenate((known, ids)) if n0 else ids)
+    o = np.argsort(keys)  # equal ids in any order: the first row of each is taken below
+    sk = keys[o]
+    del keys
+    head = np.empty(len(sk), dtype=bool)
+    head[0] = True
+    np.not_equal(sk[1:], sk[:-1], out=head[1:])
+    del sk
+    starts = np.flatnonzero(head)
+    first = np.minimum.reduceat(o, starts)  # each distinct id's first row (a known id: its code)
+    fresh = np.flatnonzero(first >= n0)
+    by_first = np.argsort(first[fresh])  # the new ids in first-seen order
+    gcode = first.copy()
+    gcode[fresh[by_first]] = n0 + np.arange(len(fresh), dtype=np.int64)
+    gid = np.cumsum(head, dtype=np.int64) - 1
+    del head
+    mine = o >= n0
+    codes = np.empty(n1, dtype=np.int64)
+    codes[o[mine] - n0] = gcode[gid[mine]]
+    new_ids = ids[first[fresh[by_first]] - n0]
+    vocab._ids = np.concatenate((known, new_ids)) if n0 else new_ids
+    vocab._rank_key = None
+    return codes, vocab
+
+
 def trec_order(
     ptr: np.ndarray,
     scores: np.ndarray,
@@ -386,7 +492,9 @@ def trec_order(
             bptr = np.zeros(len(bad) + 1, dtype=np.int64)
             np.cumsum(blens, out=bptr[1:])
             idx = np.repeat(ptr[:-1][bad] - bptr[:-1], blens) + np.arange(int(bptr[-1]), dtype=np.int64)
-            sub = trec_order(bptr, scores[idx], docs[idx] if docs is not None else None, vocab)
+            sub = trec_order(
+                bptr, scores[idx], docs[idx] if docs is not None else None, vocab, compiled=compiled
+            )
             out = np.arange(N, dtype=np.int64)
             if sub is not None:
                 out[idx] = idx[sub]
