@@ -331,39 +331,39 @@ class LazyVocab(Vocab):
 
 
 class KeyVocab(LazyVocab):
-    """A :class:`Vocab` of the ids read by the numpy TREC reader: one fixed-width bytes array
-    (``S<w>``) in code order, coded by :func:`code_ids` without a dict and without a Python
-    string per id; ``strings`` decodes them when read, and the tie-break order compares their
-    bytes (UTF-8 byte order is code-point order, as ``strcmp``). Building the ``index`` dict
-    turns it into a plain vocabulary (ids added through it are not in the array)."""
+    """A :class:`Vocab` of the ids read by the numpy TREC reader, held as sort keys in code order
+    (:func:`id_keys`: ids of at most 8 bytes as 64-bit integers, else as fixed-width bytes) and
+    coded by :func:`code_ids` without a dict and without a Python string per id; ``strings``
+    decodes them when read, and the tie-break order compares the keys (their order is the ids'
+    byte order; UTF-8 byte order is code-point order, as ``strcmp``). Building the ``index``
+    dict turns it into a plain vocabulary (ids added through it are not among the keys)."""
 
-    def __init__(self, ids: np.ndarray | None = None):
+    def __init__(self, keys: np.ndarray | None = None):
         super().__init__()
-        self._ids = ids if ids is not None else np.zeros(0, dtype="S1")
+        self._keys = keys if keys is not None else np.zeros(0, dtype=np.uint64)
 
     @property
-    def ids(self) -> np.ndarray:
-        """The ids as bytes, in code order (until the ``index`` dict is built)."""
-        return self._ids
+    def keys(self) -> np.ndarray:
+        """The ids' sort keys, in code order (until the ``index`` dict is built)."""
+        return self._keys
 
     def __len__(self) -> int:
         if self._lazy_index is not None:
             return len(self._lazy_index)
-        return len(self._ids)
+        return len(self._keys)
 
     @property
     def strings(self) -> list[str]:
         if self._lazy_index is not None:
             return super().strings
         have = self._lazy_strings if self._lazy_strings is not None else []
-        if len(have) < len(self._ids):  # decode only the ids added since
-            have = have + [x.decode("utf-8") for x in self._ids[len(have) :].tolist()]
+        if len(have) < len(self._keys):  # decode only the ids added since
+            have = have + [x.decode("utf-8") for x in key_bytes(self._keys[len(have) :]).tolist()]
             self._lazy_strings = have
         return have
 
     def _order(self, codes: np.ndarray | None = None) -> np.ndarray:
-        ids = self._ids if codes is None else self._ids[codes]
-        return np.argsort(_order_keys(ids), kind="stable")
+        return np.argsort(self._keys if codes is None else self._keys[codes], kind="stable")
 
     def rank_key_of(self, codes: np.ndarray) -> np.ndarray:
         if self._lazy_index is not None or (self._rank_key is not None and len(self._rank_key) == len(self)):
@@ -385,55 +385,84 @@ class KeyVocab(LazyVocab):
         return cached
 
 
-def _order_keys(ids: np.ndarray) -> np.ndarray:
-    """Sort keys of fixed-width byte ids in their byte order: ids of at most 8 bytes as
-    big-endian 64-bit integers (zero-padded: a prefix sorts first, as in ``strcmp``; integers
-    sort several times faster than bytes), longer ones as they are."""
+def id_keys(ids: np.ndarray) -> np.ndarray:
+    """Sort keys of fixed-width byte ids (``S<w>``) in their byte order: ids of at most 8 bytes
+    as big-endian 64-bit integers (zero-padded: a prefix sorts first, as in ``strcmp``; integers
+    sort several times faster than bytes), longer ones as they are. :func:`key_bytes` inverts
+    it."""
     w = ids.dtype.itemsize
     if w > 8:
         return ids
+    if w == 8:
+        return ids.view(">u8").astype(np.uint64)
     m = np.zeros((len(ids), 8), dtype=np.uint8)
     m[:, :w] = ids.view(np.uint8).reshape(len(ids), w)
     return m.view(">u8").reshape(-1).astype(np.uint64)
 
 
-def code_ids(ids: np.ndarray, vocab: Vocab | None = None) -> tuple[np.ndarray, Vocab]:
-    """Codes of fixed-width byte ids (``S<w>``, UTF-8) in ``vocab``, adding the unseen ones in
-    first-seen order: the codes :meth:`Vocab.codes` gives. No vocabulary or a
-    :class:`KeyVocab`: by numpy alone (one sort of the known and the new ids together, no dict,
-    no string per id); any other vocabulary: :meth:`Vocab.codes_array`. Returns (codes, the
-    vocabulary)."""
+def key_bytes(keys: np.ndarray) -> np.ndarray:
+    """The ids (``S<w>``) of keys made by :func:`id_keys` (the zero padding is no part of a
+    ``bytes`` element)."""
+    if keys.dtype.kind == "S":
+        return keys
+    return keys.astype(">u8").view("S8")
+
+
+def _joined_keys(parts: list[np.ndarray]) -> np.ndarray:
+    """One key array of several (integers where every part is, else bytes of the widest)."""
+    if all(p.dtype.kind == "u" for p in parts):
+        return np.concatenate(parts) if len(parts) != 1 else parts[0]
+    return np.concatenate([key_bytes(p) for p in parts])
+
+
+def code_ids(parts: list[np.ndarray], vocab: Vocab | None = None) -> tuple[np.ndarray, Vocab]:
+    """Codes of ids given as :func:`id_keys` arrays (one per block of a file, in order) in
+    ``vocab``, adding the unseen ones in first-seen order: the codes :meth:`Vocab.codes` gives.
+    No vocabulary or a :class:`KeyVocab`: by numpy alone (one sort of the known and the new keys
+    together, no dict, no string per id); any other vocabulary: :meth:`Vocab.codes_array`.
+    ``parts`` is emptied as it is read. Returns (codes, the vocabulary)."""
     if vocab is None:
         vocab = KeyVocab()
     if not isinstance(vocab, KeyVocab) or vocab._lazy_index is not None:
+        ids = key_bytes(_joined_keys(parts)) if parts else np.zeros(0, dtype="S1")
+        parts.clear()
         return vocab.codes_array(ids), vocab
-    known = vocab.ids
-    n0, n1 = len(known), len(ids)
+    n0 = len(vocab.keys)
+    n1 = sum(len(p) for p in parts)
     if n1 == 0:
+        parts.clear()
         return np.zeros(0, dtype=np.int64), vocab
-    keys = _order_keys(np.concatenate((known, ids)) if n0 else ids)
+    keys = _joined_keys([vocab.keys, *parts] if n0 else list(parts))
+    parts.clear()
     o = np.argsort(keys)  # equal ids in any order: the first row of each is taken below
     sk = keys[o]
-    del keys
-    head = np.empty(len(sk), dtype=bool)
+    head = np.empty(n0 + n1, dtype=bool)
     head[0] = True
     np.not_equal(sk[1:], sk[:-1], out=head[1:])
     del sk
     starts = np.flatnonzero(head)
     first = np.minimum.reduceat(o, starts)  # each distinct id's first row (a known id: its code)
+    del starts
     fresh = np.flatnonzero(first >= n0)
-    by_first = np.argsort(first[fresh])  # the new ids in first-seen order
-    gcode = first.copy()
-    gcode[fresh[by_first]] = n0 + np.arange(len(fresh), dtype=np.int64)
-    gid = np.cumsum(head, dtype=np.int64) - 1
+    isfirst = np.zeros(n0 + n1, dtype=bool)  # the rows where a new id is first seen
+    isfirst[first[fresh]] = True
+    rows = np.flatnonzero(isfirst)  # ascending: the new ids in first-seen order
+    new_keys = keys[rows]
+    del keys, rows
+    order = np.cumsum(isfirst, dtype=np.int64)
+    del isfirst
+    gcode = first  # a known id keeps its code, a new one is numbered on in first-seen order
+    gcode[fresh] = n0 - 1 + order[first[fresh]]
+    del order, fresh
+    gid = np.cumsum(head, dtype=np.int32 if len(gcode) < 2**31 else np.int64)
+    gid -= 1
     del head
-    mine = o >= n0
-    codes = np.empty(n1, dtype=np.int64)
-    codes[o[mine] - n0] = gcode[gid[mine]]
-    new_ids = ids[first[fresh[by_first]] - n0]
-    vocab._ids = np.concatenate((known, new_ids)) if n0 else new_ids
+    full = np.empty(n0 + n1, dtype=np.int64)
+    full[o] = gcode[gid]  # sorted rows -> rows
+    del o, gid, gcode
+    vocab._keys = _joined_keys([vocab.keys, new_keys]) if n0 else new_keys
     vocab._rank_key = None
-    return codes, vocab
+    return full[n0:], vocab
 
 
 def trec_order(

@@ -217,8 +217,8 @@ def _fixed(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     w = int(lens.max())
     view = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - w + 1, w), strides=(1, 1), writeable=False)
     mat = view[starts]
-    if (lens != w).any():
-        mat[np.arange(w)[None, :] >= lens[:, None]] = 0
+    if (lens != w).any():  # zero the bytes past each token's end (a product: no index arrays)
+        mat *= np.arange(w, dtype=lens.dtype)[None, :] < lens[:, None]
     return mat.view(f"S{w}").ravel()
 
 
@@ -380,7 +380,9 @@ def _duplicates(
     if compiled and _kernels.HAVE_NUMBA and len(docs) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
         found = bool(_kernels.later_duplicates(qcode, docs, max(V, 1)).any())
     else:
-        sk = np.sort(qcode * max(V, 1) + docs)
+        sk = qcode * max(V, 1)  # one key array, summed and sorted in place
+        sk += docs
+        sk.sort()
         found = bool(len(sk) and (sk[1:] == sk[:-1]).any())
         del sk
     if found:
@@ -512,12 +514,12 @@ def _compiled_ok(path: Path, vocab: Vocab | None, compiled: bool | None = None) 
     return compiled is True or _size(path) >= NUMBA_MIN_BYTES
 
 
-def _simple_split(raw: np.ndarray, ncol: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The fields of a block (ending in a newline) whose every line is exactly ``ncol`` fields
-    separated by one whitespace byte, nothing before the first or after the last: (starts,
-    ends), each ``(lines, ncol)``; ``None`` for any other block (blank lines, runs of
-    whitespace, ``\\r\\n``, other field counts: the general tokenizer reads it). One pass finds
-    the separators; the checks are on them only."""
+def _simple_split(raw: np.ndarray, ncol: int, cols: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The fields ``cols`` of a block (ending in a newline) whose every line is exactly ``ncol``
+    fields separated by one whitespace byte, nothing before the first or after the last: (starts,
+    ends) per field; ``None`` for any other block (blank lines, runs of whitespace, ``\r\n``,
+    other field counts: the general tokenizer reads it). One pass finds the separators; the
+    checks are on them only."""
     sep = np.flatnonzero(raw <= 32)
     n = len(sep) // ncol
     if n == 0 or len(sep) != n * ncol or sep[0] == 0:
@@ -528,11 +530,16 @@ def _simple_split(raw: np.ndarray, ncol: int) -> tuple[np.ndarray, np.ndarray] |
         return None
     if not (np.diff(sep) > 1).all():  # no empty field, no line starting with whitespace
         return None
-    starts = np.empty_like(ends)
-    starts[0, 0] = 0
-    starts[1:, 0] = ends[:-1, -1] + 1
-    starts[:, 1:] = ends[:, :-1] + 1
-    return starts, ends
+    out = []
+    for j in cols:
+        if j == 0:
+            st = np.empty(n, dtype=sep.dtype)
+            st[0] = 0
+            st[1:] = ends[:-1, -1] + 1
+        else:
+            st = ends[:, j - 1] + 1
+        out.append((st, np.ascontiguousarray(ends[:, j])))
+    return out
 
 
 def _read_plain(path: Path, kind: str = "run", vocab: Vocab | None = None):
@@ -543,7 +550,7 @@ def _read_plain(path: Path, kind: str = "run", vocab: Vocab | None = None):
     ids are kept as fixed-width bytes and coded once for the file (:func:`~.runs.code_ids`:
     first-seen codes, the ids of ``vocab`` keeping theirs), as the fused reader codes them.
     Returns (query groups, document codes, values, the vocabulary)."""
-    from kg_rageval.families.retrieval.runs import code_ids
+    from kg_rageval.families.retrieval.runs import code_ids, id_keys
 
     ncol, q_i, d_i, v_i, exact, what, value = _LAYOUT[kind]
     groups: list[list] = []
@@ -554,10 +561,9 @@ def _read_plain(path: Path, kind: str = "run", vocab: Vocab | None = None):
         if not data.endswith(b"\n"):
             data += b"\n"  # the last line
         raw = np.frombuffer(data, dtype=np.uint8)
-        split = None if b"#" in data else _simple_split(raw, ncol)
+        split = None if b"#" in data else _simple_split(raw, ncol, (q_i, d_i, v_i))
         if split is not None:
-            st, en = split
-            cols = [(st[:, j], en[:, j]) for j in (q_i, d_i, v_i)]
+            cols = split
             rows_line = None
             width = max(int((e - s).max()) for s, e in cols)
             buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
@@ -580,17 +586,15 @@ def _read_plain(path: Path, kind: str = "run", vocab: Vocab | None = None):
         bounds = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1, [nrow]))
         names = [x.decode("utf-8") for x in q[bounds[:-1]].tolist()]
         del q
-        docs = _fixed(buf, ds, de)
-        doc_parts.append(docs)
+        keys = id_keys(_fixed(buf, ds, de))
+        doc_parts.append(keys)
         before = len(groups)
         _add_groups(groups, names, np.diff(bounds).tolist())
-        kept.charge(nrow, (len(groups) - before) * GROUP_BYTES + nrow * docs.dtype.itemsize)
+        kept.charge(nrow, (len(groups) - before) * GROUP_BYTES + nrow * keys.dtype.itemsize)
         del raw, buf, data, cols
-    ids = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype="S1")
-    del doc_parts
     vals = np.concatenate(val_parts) if val_parts else np.zeros(0)
     del val_parts
-    codes, vocab = code_ids(ids, vocab)
+    codes, vocab = code_ids(doc_parts, vocab)
     return groups, codes, vals, vocab
 
 
