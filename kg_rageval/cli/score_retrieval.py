@@ -322,7 +322,8 @@ def _files(
         to_evaluation,
     )
     from kg_rageval.families.retrieval.measures import DEFAULT_MEASURES, TREC_ALL, trec_eval_lines
-    from kg_rageval.families.retrieval.trec import load_qrels, load_run, run_tag
+    from kg_rageval.families.retrieval.runs import KeyVocab
+    from kg_rageval.families.retrieval.trec import compiled_pays, load_qrels, load_run, run_tag
 
     mode = "trec_eval" if trec_eval else "default"
     try:
@@ -337,7 +338,10 @@ def _files(
                 f"measure (or not with these parameters); drop {'it' if len(lacking) == 1 else 'them'} "
                 "from --measure, or use --format json (trec_eval aggregation, ir_measures names)"
             )
-    qrels = load_qrels(qrels_path, format=qrels_format)
+    # one reader for the qrels and the runs: the compiled one (numba) where the files are large
+    # enough to repay importing it, so that the runs continue the qrels' document table
+    compiled = compiled_pays([qrels_path, *run_paths])
+    qrels = load_qrels(qrels_path, format=qrels_format, compiled=compiled)
     nodes = onto = None
     if ontology_path:
         onto = load_ontology_cli(ontology_path, ontology_format)
@@ -355,10 +359,15 @@ def _files(
     names = _run_names(run_paths)
     scores = []
     for path, name in zip(run_paths, names):
-        # a qrels file read by the compiled reader hands its document table on: the run's
-        # documents get the qrels' codes as they are read (no mapping of the run's ids after)
-        shared = qrels.vocab if getattr(qrels.vocab, "table", None) is not None else None
-        run = load_run(path, format=run_format, dedupe=dedupe, vocab=shared)
+        # a qrels file read by the compiled reader hands its document table on, the numpy
+        # reader its ids (a KeyVocab): the run's documents get the qrels' codes as they are
+        # read (no mapping of the run's ids after)
+        shared = (
+            qrels.vocab
+            if getattr(qrels.vocab, "table", None) is not None or isinstance(qrels.vocab, KeyVocab)
+            else None
+        )
+        run = load_run(path, format=run_format, dedupe=dedupe, vocab=shared, compiled=compiled)
         scores.append(
             (
                 path,

@@ -41,6 +41,7 @@ empty run. What a mean is taken over is the *aggregation mode* (:func:`aggregate
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,7 +157,14 @@ class Ranked:
 
 JUDGE_KERNEL_MIN = 1 << 20
 """Ranked entries from which :func:`rank` looks up the judgements by the compiled kernel (when
-numba is installed; the numpy path below gives the same arrays, tested)."""
+numba is installed and already imported, or from :data:`JUDGE_KERNEL_COLD_MIN` entries; the
+numpy path below gives the same arrays, tested)."""
+RANK_BLOCK = 1 << 18
+"""Ranked entries per block of :func:`rank`'s numpy judgement lookup (its temporaries are
+bounded by the block, not the run)."""
+JUDGE_KERNEL_COLD_MIN = 8 << 20
+"""Ranked entries from which :func:`rank` imports numba for the judgement lookup: below, the
+numpy lookup (about 0.1 s a million entries) costs less than importing it."""
 
 
 def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
@@ -182,7 +190,8 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
     dup = int(run.duplicates.sum()) if run.duplicates is not None else 0
     from kg_rageval.families.retrieval import _kernels, _run_kernels
 
-    if _kernels.HAVE_NUMBA and total >= JUDGE_KERNEL_MIN and len(qrels.docs):
+    warm = "numba" in sys.modules or total >= JUDGE_KERNEL_COLD_MIN
+    if _kernels.HAVE_NUMBA and total >= JUDGE_KERNEL_MIN and warm and len(qrels.docs):
         # one compiled pass: no per-entry index, key and search arrays (about 60 bytes an entry)
         remap = qrels.vocab.remap_from(run.vocab) if run.vocab is not qrels.vocab else None
         grade, inq = _run_kernels.judge_rows(
@@ -190,23 +199,33 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
         )
         return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)
     starts = run.ptr[:-1][np.maximum(src, 0)] if nq and len(rlens) else np.zeros(nq, np.int64)
-    take = np.repeat(starts - ptr[:-1], lens) + np.arange(total, dtype=np.int64)
-    docs = run.docs[take]
-    if run.vocab is not qrels.vocab and len(docs):
-        docs = qrels.vocab.remap_from(run.vocab)[docs]
+    remap = qrels.vocab.remap_from(run.vocab) if run.vocab is not qrels.vocab and total else None
     grade = np.zeros(total)
     inq = np.zeros(total, dtype=bool)
     if total and len(qrels.docs):
         V = max(len(qrels.vocab), 1)
         qkeys = np.repeat(np.arange(nq, dtype=np.int64), np.diff(qrels.ptr)) * V + qrels.docs
-        sel = np.flatnonzero(docs >= 0)  # ids the qrels know at all (a run's own ids map to -1 otherwise)
-        rrow = np.repeat(np.arange(nq, dtype=np.int64), lens)[sel]
-        rkeys = rrow * V + docs[sel]
-        pos = np.searchsorted(qkeys, rkeys)
-        np.minimum(pos, len(qkeys) - 1, out=pos)
-        hit = qkeys[pos] == rkeys
-        inq[sel[hit]] = True
-        grade[sel[hit]] = qrels.grades[pos[hit]]
+        # whole queries at a time, about RANK_BLOCK entries: the index, key and search arrays
+        # (about 60 bytes an entry) stay small; every entry's lookup is independent of the others
+        cuts = np.searchsorted(ptr, np.arange(RANK_BLOCK, total, RANK_BLOCK), side="right") - 1
+        edges = np.unique(np.concatenate(([0], cuts, [nq])))
+        for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()):
+            e0, e1 = int(ptr[a]), int(ptr[b])
+            if e0 == e1:
+                continue
+            blens = lens[a:b]
+            take = np.repeat(starts[a:b] - ptr[a:b], blens) + np.arange(e0, e1, dtype=np.int64)
+            docs = run.docs[take]
+            if remap is not None:
+                docs = remap[docs]
+            sel = np.flatnonzero(docs >= 0)  # ids the qrels know at all (a run's own ids map to -1 otherwise)
+            rkeys = np.repeat(np.arange(a, b, dtype=np.int64), blens)[sel] * V + docs[sel]
+            pos = np.searchsorted(qkeys, rkeys)
+            np.minimum(pos, len(qkeys) - 1, out=pos)
+            hit = qkeys[pos] == rkeys
+            at = sel[hit] + e0
+            inq[at] = True
+            grade[at] = qrels.grades[pos[hit]]
     return Ranked(qrels, ptr, grade, inq, src < 0, run_only, depth, dup)
 
 

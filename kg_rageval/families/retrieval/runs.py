@@ -330,6 +330,141 @@ class LazyVocab(Vocab):
         self.index.update(zip(fresh, itertools.count(len(self))))
 
 
+class KeyVocab(LazyVocab):
+    """A :class:`Vocab` of the ids read by the numpy TREC reader, held as sort keys in code order
+    (:func:`id_keys`: ids of at most 8 bytes as 64-bit integers, else as fixed-width bytes) and
+    coded by :func:`code_ids` without a dict and without a Python string per id; ``strings``
+    decodes them when read, and the tie-break order compares the keys (their order is the ids'
+    byte order; UTF-8 byte order is code-point order, as ``strcmp``). Building the ``index``
+    dict turns it into a plain vocabulary (ids added through it are not among the keys)."""
+
+    def __init__(self, keys: np.ndarray | None = None):
+        super().__init__()
+        self._keys = keys if keys is not None else np.zeros(0, dtype=np.uint64)
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The ids' sort keys, in code order (until the ``index`` dict is built)."""
+        return self._keys
+
+    def __len__(self) -> int:
+        if self._lazy_index is not None:
+            return len(self._lazy_index)
+        return len(self._keys)
+
+    @property
+    def strings(self) -> list[str]:
+        if self._lazy_index is not None:
+            return super().strings
+        have = self._lazy_strings if self._lazy_strings is not None else []
+        if len(have) < len(self._keys):  # decode only the ids added since
+            have = have + [x.decode("utf-8") for x in key_bytes(self._keys[len(have) :]).tolist()]
+            self._lazy_strings = have
+        return have
+
+    def _order(self, codes: np.ndarray | None = None) -> np.ndarray:
+        return np.argsort(self._keys if codes is None else self._keys[codes], kind="stable")
+
+    def rank_key_of(self, codes: np.ndarray) -> np.ndarray:
+        if self._lazy_index is not None or (self._rank_key is not None and len(self._rank_key) == len(self)):
+            return super().rank_key_of(codes)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        key = np.empty(len(uniq), dtype=np.int64)
+        key[self._order(uniq)] = np.arange(len(uniq))
+        return key[inv.reshape(-1)]
+
+    @property
+    def rank_key(self) -> np.ndarray:
+        if self._lazy_index is not None:
+            return super().rank_key
+        cached = self._rank_key
+        if cached is None or len(cached) != len(self):
+            cached = np.empty(len(self), dtype=np.int64)
+            cached[self._order()] = np.arange(len(self))
+            self._rank_key = cached
+        return cached
+
+
+def id_keys(ids: np.ndarray) -> np.ndarray:
+    """Sort keys of fixed-width byte ids (``S<w>``) in their byte order: ids of at most 8 bytes
+    as big-endian 64-bit integers (zero-padded: a prefix sorts first, as in ``strcmp``; integers
+    sort several times faster than bytes), longer ones as they are. :func:`key_bytes` inverts
+    it."""
+    w = ids.dtype.itemsize
+    if w > 8:
+        return ids
+    if w == 8:
+        return ids.view(">u8").astype(np.uint64)
+    m = np.zeros((len(ids), 8), dtype=np.uint8)
+    m[:, :w] = ids.view(np.uint8).reshape(len(ids), w)
+    return m.view(">u8").reshape(-1).astype(np.uint64)
+
+
+def key_bytes(keys: np.ndarray) -> np.ndarray:
+    """The ids (``S<w>``) of keys made by :func:`id_keys` (the zero padding is no part of a
+    ``bytes`` element)."""
+    if keys.dtype.kind == "S":
+        return keys
+    return keys.astype(">u8").view("S8")
+
+
+def _joined_keys(parts: list[np.ndarray]) -> np.ndarray:
+    """One key array of several (integers where every part is, else bytes of the widest)."""
+    if all(p.dtype.kind == "u" for p in parts):
+        return np.concatenate(parts) if len(parts) != 1 else parts[0]
+    return np.concatenate([key_bytes(p) for p in parts])
+
+
+def code_ids(parts: list[np.ndarray], vocab: Vocab | None = None) -> tuple[np.ndarray, Vocab]:
+    """Codes of ids given as :func:`id_keys` arrays (one per block of a file, in order) in
+    ``vocab``, adding the unseen ones in first-seen order: the codes :meth:`Vocab.codes` gives.
+    No vocabulary or a :class:`KeyVocab`: by numpy alone (one sort of the known and the new keys
+    together, no dict, no string per id); any other vocabulary: :meth:`Vocab.codes_array`.
+    ``parts`` is emptied as it is read. Returns (codes, the vocabulary)."""
+    if vocab is None:
+        vocab = KeyVocab()
+    if not isinstance(vocab, KeyVocab) or vocab._lazy_index is not None:
+        ids = key_bytes(_joined_keys(parts)) if parts else np.zeros(0, dtype="S1")
+        parts.clear()
+        return vocab.codes_array(ids), vocab
+    n0 = len(vocab.keys)
+    n1 = sum(len(p) for p in parts)
+    if n1 == 0:
+        parts.clear()
+        return np.zeros(0, dtype=np.int64), vocab
+    keys = _joined_keys([vocab.keys, *parts] if n0 else list(parts))
+    parts.clear()
+    o = np.argsort(keys)  # equal ids in any order: the first row of each is taken below
+    sk = keys[o]
+    head = np.empty(n0 + n1, dtype=bool)
+    head[0] = True
+    np.not_equal(sk[1:], sk[:-1], out=head[1:])
+    del sk
+    starts = np.flatnonzero(head)
+    first = np.minimum.reduceat(o, starts)  # each distinct id's first row (a known id: its code)
+    del starts
+    fresh = np.flatnonzero(first >= n0)
+    isfirst = np.zeros(n0 + n1, dtype=bool)  # the rows where a new id is first seen
+    isfirst[first[fresh]] = True
+    rows = np.flatnonzero(isfirst)  # ascending: the new ids in first-seen order
+    new_keys = keys[rows]
+    del keys, rows
+    order = np.cumsum(isfirst, dtype=np.int64)
+    del isfirst
+    gcode = first  # a known id keeps its code, a new one is numbered on in first-seen order
+    gcode[fresh] = n0 - 1 + order[first[fresh]]
+    del order, fresh
+    gid = np.cumsum(head, dtype=np.int32 if len(gcode) < 2**31 else np.int64)
+    gid -= 1
+    del head
+    full = np.empty(n0 + n1, dtype=np.int64)
+    full[o] = gcode[gid]  # sorted rows -> rows
+    del o, gid, gcode
+    vocab._keys = _joined_keys([vocab.keys, new_keys]) if n0 else new_keys
+    vocab._rank_key = None
+    return full[n0:], vocab
+
+
 def trec_order(
     ptr: np.ndarray,
     scores: np.ndarray,
@@ -386,7 +521,9 @@ def trec_order(
             bptr = np.zeros(len(bad) + 1, dtype=np.int64)
             np.cumsum(blens, out=bptr[1:])
             idx = np.repeat(ptr[:-1][bad] - bptr[:-1], blens) + np.arange(int(bptr[-1]), dtype=np.int64)
-            sub = trec_order(bptr, scores[idx], docs[idx] if docs is not None else None, vocab)
+            sub = trec_order(
+                bptr, scores[idx], docs[idx] if docs is not None else None, vocab, compiled=compiled
+            )
             out = np.arange(N, dtype=np.int64)
             if sub is not None:
                 out[idx] = idx[sub]

@@ -24,7 +24,7 @@ format).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -49,19 +49,32 @@ MAX_GRADE = 2**31 - 1
 integers; a larger one is not a judgement, and its gain overflows nDCG and ERR."""
 NUMBA_MIN_BYTES = 1 << 20
 """Blocks of at least this many bytes are tokenized by the compiled kernel when numba is present."""
+PLAIN_BLOCK_BYTES = 1 << 22
+"""Blocks of the numpy TREC reader (:func:`_read_plain`): its arrays of one block (about ten
+bytes per byte of the block, for a moment) stay small next to the columns kept."""
+COMPILED_PAIR_MIN_BYTES = 64 << 20
+"""The TREC files scored together (the qrels and the runs, :func:`compiled_pays`) go to the
+compiled reader from this many bytes on: below, importing numba and loading its kernels (about
+0.4 s CPU and 90 MB) costs more than the numpy reader spends on them."""
+GZ_SIZE_FACTOR = 4
+"""A ``.gz`` file counts as this many times its size on disk in :func:`compiled_pays`."""
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 11, 12, 13, 32]] = True
 _TAB = np.zeros(256, dtype=bool)
 _TAB[[9, 10, 13]] = True
 
 
-def _blocks(path: Path, skip_header: bool = False) -> Iterator[tuple[int, bytes]]:
-    """``(first line number, bytes)``: blocks of whole lines, read in binary."""
+def _blocks(path: Path, skip_header: bool = False, size: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(first line number, bytes)``: blocks of whole lines, read in binary (``size`` bytes
+    at a time, by default :data:`CHUNK_BYTES`, :data:`GZ_CHUNK_BYTES` for a ``.gz``)."""
     if not path.exists():
         raise InputError("no such file", source=str(path))
     lineno = 1
     rest = b""
-    size = GZ_CHUNK_BYTES if path.suffix == ".gz" else CHUNK_BYTES
+    if size is None:
+        size = GZ_CHUNK_BYTES if path.suffix == ".gz" else CHUNK_BYTES
+    elif path.suffix == ".gz":
+        size = min(size, GZ_CHUNK_BYTES)
     with open_binary(path, kept=True) as fh:
         if skip_header:
             fh.readline()
@@ -88,16 +101,17 @@ def _line_text(data: bytes, line: int) -> str:
     return lines[line].decode("utf-8", "replace").strip() if line < len(lines) else ""
 
 
-def _blank_comments(data: bytes) -> bytes:
+def _blank_comments(data: bytes, compiled: bool = True) -> bytes:
     """``data`` with every comment line (first non-blank character ``#``, as trec_eval 10.0
     skips them) overwritten by spaces, so line numbers stay right. Vectorised: only the
-    ``#`` bytes are inspected (document ids may contain ``#`` mid-line)."""
+    ``#`` bytes are inspected (document ids may contain ``#`` mid-line). ``compiled=False``:
+    never the compiled kernel (numba is not imported)."""
     if b"#" not in data:
         return data
     raw = np.frombuffer(data, dtype=np.uint8)
     from kg_rageval.families.retrieval import _kernels
 
-    if _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
+    if compiled and _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
         return _kernels.blank_comments(raw).tobytes()
     hs = np.flatnonzero(raw == 35)
     nl = np.flatnonzero(raw == 10)
@@ -119,17 +133,25 @@ def _blank_comments(data: bytes) -> bytes:
 
 
 def _tokenize(
-    path: Path, start: int, data: bytes, ncol: int, what: str, sep: np.ndarray, extra_ok: bool = False
+    path: Path,
+    start: int,
+    data: bytes,
+    ncol: int,
+    what: str,
+    sep: np.ndarray,
+    extra_ok: bool = False,
+    compiled: bool = True,
 ):
     """Vectorised split of a block into ``ncol`` columns without creating a Python object
     per token: returns (token start offsets per column, end offsets per column, line index
     of each row within the block, the padded byte buffer). Blank lines are skipped; any
     other line must have exactly ``ncol`` fields (at least ``ncol`` with ``extra_ok``, the
-    rest of the line ignored, as trec_eval reads runs), else the error names it."""
+    rest of the line ignored, as trec_eval reads runs), else the error names it.
+    ``compiled=False``: never the compiled kernel."""
     raw = np.frombuffer(data, dtype=np.uint8)
     from kg_rageval.families.retrieval import _kernels
 
-    if _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
+    if compiled and _kernels.HAVE_NUMBA and len(raw) >= NUMBA_MIN_BYTES:
         starts, ends, rows_line, bad, cnt = _kernels.tokenize(raw, sep is _WS, ncol)
         if bad < 0:
             width = int((ends - starts).max()) if len(starts) else 1
@@ -195,8 +217,8 @@ def _fixed(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     w = int(lens.max())
     view = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - w + 1, w), strides=(1, 1), writeable=False)
     mat = view[starts]
-    if (lens != w).any():
-        mat[np.arange(w)[None, :] >= lens[:, None]] = 0
+    if (lens != w).any():  # zero the bytes past each token's end (a product: no index arrays)
+        mat *= np.arange(w, dtype=lens.dtype)[None, :] < lens[:, None]
     return mat.view(f"S{w}").ravel()
 
 
@@ -276,7 +298,8 @@ def _read_pairs(
     groups ``[[qid, n]]`` in file order (adjacent equal ids merged), document codes in
     ``vocab`` (int64), numeric columns as float arrays. With numba, document ids are hashed
     and query changes detected in one compiled pass; only distinct ids become Python strings
-    (a run file read without a vocabulary has its own reader, :func:`_read_run_compiled`)."""
+    (BEIR qrels; TREC qrels and runs have their own readers, :func:`_read_compiled` and
+    :func:`_read_plain`)."""
     from kg_rageval.families.retrieval import _kernels
 
     path = Path(path)
@@ -347,15 +370,19 @@ def _duplicates(
     what: str,
     dedupe: bool,
     skip_header: bool = False,
+    compiled: bool = True,
 ):
-    """Rows repeating a (query, doc) pair: error naming both lines, or a keep-mask."""
+    """Rows repeating a (query, doc) pair: error naming both lines, or a keep-mask
+    (``compiled=False``: by numpy, numba not imported)."""
     from kg_rageval.families.retrieval import _kernels
 
     keep = np.ones(len(docs), dtype=bool)
-    if _kernels.HAVE_NUMBA and len(docs) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
+    if compiled and _kernels.HAVE_NUMBA and len(docs) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
         found = bool(_kernels.later_duplicates(qcode, docs, max(V, 1)).any())
     else:
-        sk = np.sort(qcode * max(V, 1) + docs)
+        sk = qcode * max(V, 1)  # one key array, summed and sorted in place
+        sk += docs
+        sk.sort()
         found = bool(len(sk) and (sk[1:] == sk[:-1]).any())
         del sk
     if found:
@@ -376,9 +403,11 @@ def _duplicates(
     return keep
 
 
-def read_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
-    """A TREC qrels file (``qid iter docid rel``) as :class:`Qrels`."""
-    return _qrels_from(path, 4, 0, 2, 3, vocab=vocab)
+def read_qrels(path: str | Path, *, vocab: Vocab | None = None, compiled: bool | None = None) -> Qrels:
+    """A TREC qrels file (``qid iter docid rel``) as :class:`Qrels`. ``compiled``: the fused
+    compiled reader (``True``, when numba is installed), the numpy reader (``False``: numba is
+    not imported), or by the file's size (``None``, from :data:`NUMBA_MIN_BYTES`)."""
+    return _qrels_from(path, 4, 0, 2, 3, vocab=vocab, compiled=compiled)
 
 
 def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
@@ -395,10 +424,16 @@ def read_beir_qrels(path: str | Path, *, vocab: Vocab | None = None) -> Qrels:
     return _qrels_from(p, 3, 0, 1, 2, vocab=vocab, sep="\t", skip_header=True)
 
 
-def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=False) -> Qrels:
+def _qrels_from(
+    path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=False, compiled=None
+) -> Qrels:
     path = Path(path)
-    if ncol == 4 and sep is None and not skip_header and _compiled_ok(path, vocab):
+    trec = ncol == 4 and sep is None and not skip_header
+    fused = trec and _compiled_ok(path, vocab, compiled)
+    if fused:
         groups, docs, grades, vocab = _read_compiled(path, "qrels", vocab)
+    elif trec:
+        groups, docs, grades, vocab = _read_plain(path, "qrels", vocab)
     else:
         vocab = vocab if vocab is not None else Vocab()
         groups, docs, num = _read_pairs(
@@ -406,7 +441,7 @@ def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=
             ncol,
             q_i,
             d_i,
-            "query, iteration, document, relevance" if ncol == 4 else "query-id, corpus-id, score",
+            "query-id, corpus-id, score",
             [(g_i, "relevance")],
             sep,
             skip_header,
@@ -422,7 +457,9 @@ def _qrels_from(path, ncol, q_i, d_i, g_i, *, vocab=None, sep=None, skip_header=
             location=f"line {_line_of_row(path, i, skip_header)}",
         )
     qids, ptr, perm, qcode = _group(groups)
-    _duplicates(path, qcode, docs, len(vocab), "document judged twice for one query", False, skip_header)
+    _duplicates(
+        path, qcode, docs, len(vocab), "document judged twice for one query", False, skip_header, fused
+    )
     # within each query: ascending doc code
     order = np.lexsort((docs, qcode))
     return Qrels(list(qids), ptr, docs[order], grades[order], vocab)
@@ -435,22 +472,130 @@ def _size(path: Path) -> int:
         return 0
 
 
-_COMPILED_LAYOUT = {
-    # ncol, query, document, value field; exactly ncol fields; the error's columns; value name
-    "run": (6, 0, 2, 4, False, "at least 6 columns (query, Q0, document, rank, score, tag)", "score"),
-    "qrels": (4, 0, 2, 3, True, "4 columns (query, iteration, document, relevance)", "relevance"),
+def compiled_pays(paths: Iterable[str | Path]) -> bool:
+    """Whether the TREC files scored together (a qrels file and its runs) should all be read by
+    the fused compiled reader (``compiled=True`` of :func:`load_qrels` and :func:`load_run`, so
+    that the runs continue the qrels' document table): numba installed, and numba already
+    imported or the files' total size (a ``.gz`` counted :data:`GZ_SIZE_FACTOR` times) at least
+    :data:`COMPILED_PAIR_MIN_BYTES`. Otherwise the numpy reader reads them and numba is not
+    imported."""
+    import sys
+
+    from kg_rageval.families.retrieval import _kernels
+
+    if not _kernels.HAVE_NUMBA:
+        return False
+    if "numba" in sys.modules:
+        return True
+    total = 0
+    for p in map(Path, paths):
+        total += _size(p) * (GZ_SIZE_FACTOR if p.suffix == ".gz" else 1)
+    return total >= COMPILED_PAIR_MIN_BYTES
+
+
+_LAYOUT = {
+    # ncol, query, document, value field; exactly ncol fields; the columns named in errors; value name
+    "run": (6, 0, 2, 4, False, "query, Q0, document, rank, score, tag", "score"),
+    "qrels": (4, 0, 2, 3, True, "query, iteration, document, relevance", "relevance"),
 }
 
 
-def _compiled_ok(path: Path, vocab: Vocab | None) -> bool:
-    """Whether the fused compiled reader reads this file: numba installed, a file of
-    :data:`NUMBA_MIN_BYTES` or more (below, importing numba costs more than it saves), and no
-    vocabulary or one that carries a compiled table (:class:`~.runs.LazyVocab`)."""
+def _compiled_ok(path: Path, vocab: Vocab | None, compiled: bool | None = None) -> bool:
+    """Whether the fused compiled reader reads this file: numba installed, ``compiled`` not
+    ``False`` (``None``: a file of :data:`NUMBA_MIN_BYTES` or more; below, importing numba costs
+    more than it saves), and no vocabulary or one that carries a compiled table
+    (:class:`~.runs.LazyVocab`)."""
     from kg_rageval.families.retrieval import _kernels
 
+    if compiled is False or not _kernels.HAVE_NUMBA:
+        return False
     if vocab is not None and not (isinstance(vocab, LazyVocab) and vocab.table is not None):
         return False
-    return _kernels.HAVE_NUMBA and _size(path) >= NUMBA_MIN_BYTES
+    return compiled is True or _size(path) >= NUMBA_MIN_BYTES
+
+
+def _simple_split(raw: np.ndarray, ncol: int, cols: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The fields ``cols`` of a block (ending in a newline) whose every line is exactly ``ncol``
+    fields separated by one whitespace byte, nothing before the first or after the last: (starts,
+    ends) per field; ``None`` for any other block (blank lines, runs of whitespace, ``\r\n``,
+    other field counts: the general tokenizer reads it). One pass finds the separators; the
+    checks are on them only."""
+    sep = np.flatnonzero(raw <= 32)
+    n = len(sep) // ncol
+    if n == 0 or len(sep) != n * ncol or sep[0] == 0:
+        return None
+    ends = sep.reshape(n, ncol)
+    # each row of separators ends at a newline and holds no other: then rows are lines
+    if not (raw[ends[:, -1]] == 10).all() or int(np.count_nonzero(raw == 10)) != n:
+        return None
+    if not (np.diff(sep) > 1).all():  # no empty field, no line starting with whitespace
+        return None
+    out = []
+    for j in cols:
+        if j == 0:
+            st = np.empty(n, dtype=sep.dtype)
+            st[0] = 0
+            st[1:] = ends[:-1, -1] + 1
+        else:
+            st = ends[:, j - 1] + 1
+        out.append((st, np.ascontiguousarray(ends[:, j])))
+    return out
+
+
+def _read_plain(path: Path, kind: str = "run", vocab: Vocab | None = None):
+    """A run or TREC qrels file read by numpy alone (numba is not imported), in blocks of
+    :data:`PLAIN_BLOCK_BYTES`: a block of plain lines (:func:`_simple_split`) is split from its
+    separators alone, any other by :func:`_tokenize` (comments, blank lines, extra run
+    columns, and the errors); values by numpy's float parser (:func:`_to_float`); the document
+    ids are kept as fixed-width bytes and coded once for the file (:func:`~.runs.code_ids`:
+    first-seen codes, the ids of ``vocab`` keeping theirs), as the fused reader codes them.
+    Returns (query groups, document codes, values, the vocabulary)."""
+    from kg_rageval.families.retrieval.runs import code_ids, id_keys
+
+    ncol, q_i, d_i, v_i, exact, what, value = _LAYOUT[kind]
+    groups: list[list] = []
+    doc_parts: list[np.ndarray] = []
+    val_parts: list[np.ndarray] = []
+    kept = KeptRows(path, ROW_BYTES)  # a .gz input: refused once its rows pass the memory limit
+    for start, data in _blocks(path, size=PLAIN_BLOCK_BYTES):
+        if not data.endswith(b"\n"):
+            data += b"\n"  # the last line
+        raw = np.frombuffer(data, dtype=np.uint8)
+        split = None if b"#" in data else _simple_split(raw, ncol, (q_i, d_i, v_i))
+        if split is not None:
+            cols = split
+            rows_line = None
+            width = max(int((e - s).max()) for s, e in cols)
+            buf = np.concatenate((raw, np.zeros(width, dtype=np.uint8)))
+        else:
+            data = _blank_comments(data, compiled=False)
+            if not data.strip():  # blank and comment lines only
+                continue
+            sts, ens, rows_line, buf = _tokenize(
+                path, start, data, ncol, what, _WS, not exact, compiled=False
+            )
+            cols = [(sts[j], ens[j]) for j in (q_i, d_i, v_i)]
+        (qs, qe), (ds, de), (vs, ve) = cols
+        nrow = len(qs)
+        if nrow == 0:
+            continue
+        if rows_line is None:
+            rows_line = np.arange(nrow)
+        val_parts.append(_to_float(path, start, _fixed(buf, vs, ve), rows_line, value))
+        q = _fixed(buf, qs, qe)
+        bounds = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1, [nrow]))
+        names = [x.decode("utf-8") for x in q[bounds[:-1]].tolist()]
+        del q
+        keys = id_keys(_fixed(buf, ds, de))
+        doc_parts.append(keys)
+        before = len(groups)
+        _add_groups(groups, names, np.diff(bounds).tolist())
+        kept.charge(nrow, (len(groups) - before) * GROUP_BYTES + nrow * keys.dtype.itemsize)
+        del raw, buf, data, cols
+    vals = np.concatenate(val_parts) if val_parts else np.zeros(0)
+    del val_parts
+    codes, vocab = code_ids(doc_parts, vocab)
+    return groups, codes, vals, vocab
 
 
 def _read_compiled(path: Path, kind: str = "run", vocab: LazyVocab | None = None):
@@ -463,7 +608,8 @@ def _read_compiled(path: Path, kind: str = "run", vocab: LazyVocab | None = None
     one. Returns (query groups, document codes, values, the vocabulary)."""
     from kg_rageval.families.retrieval import _run_kernels
 
-    ncol, q_i, d_i, v_i, exact, columns, value = _COMPILED_LAYOUT[kind]
+    ncol, q_i, d_i, v_i, exact, what, value = _LAYOUT[kind]
+    columns = f"{'' if exact else 'at least '}{ncol} columns ({what})"
     table = vocab.table if vocab is not None else None
     state = _run_kernels.new_run_state(table=table)
     table = state["table"]
@@ -512,34 +658,26 @@ def _read_compiled(path: Path, kind: str = "run", vocab: LazyVocab | None = None
     return groups, docs, vals, vocab
 
 
-def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False) -> Run:
+def read_run(
+    path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = False, compiled: bool | None = None
+) -> Run:
     """A TREC run file (``qid Q0 docid rank score tag``) as a :class:`Run` ranked in trec_eval's
-    order. ``vocab``: intern documents into this vocabulary (e.g. the qrels')."""
+    order. ``vocab``: intern documents into this vocabulary (e.g. the qrels'). ``compiled``: as
+    in :func:`read_qrels` (``None``: the fused compiled reader from :data:`NUMBA_MIN_BYTES`,
+    where importing numba pays; ``False``: numpy alone, numba not imported)."""
     from kg_rageval.families.retrieval import _run_kernels
+    from kg_rageval.families.retrieval.runs import trec_order
 
     path = Path(path)
-    # the compiled reader pays for importing numba (most of a second) only on a file of
-    # NUMBA_MIN_BYTES or more; without it the documents are interned into this vocabulary
-    # (creating it after the read left the codes pointing into an empty vocabulary)
-    compiled = _compiled_ok(path, vocab)
-    if compiled:
+    fused = _compiled_ok(path, vocab, compiled)
+    if fused:
         groups, docs, scores, vocab = _read_compiled(path, "run", vocab)  # type: ignore[arg-type]
     else:
-        own = vocab if vocab is not None else Vocab()
-        groups, docs, num = _read_pairs(
-            path,
-            6,
-            0,
-            2,
-            "query, Q0, document, rank, score, tag",
-            [(4, "score")],
-            vocab=own,
-            extra_ok=True,
-        )
-        vocab = own
-        scores = num[4]
+        groups, docs, scores, vocab = _read_plain(path, "run", vocab)
     qids, ptr, perm, qcode = _group(groups)
-    keep = _duplicates(path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe)
+    keep = _duplicates(
+        path, qcode, docs, len(vocab), "run lists a document twice for one query", dedupe, compiled=fused
+    )
     dup = np.zeros(len(qids), dtype=np.int64)
     if not keep.all():
         dup = np.bincount(qcode[~keep], minlength=len(qids)).astype(np.int64)
@@ -549,13 +687,14 @@ def read_run(path: str | Path, *, vocab: Vocab | None = None, dedupe: bool = Fal
     del qcode
     if perm is not None:
         docs, scores = docs[perm], scores[perm]
-    if compiled:  # trec_eval's order by one compiled pass (ids compared as bytes)
+    if fused:  # trec_eval's order by one compiled pass (ids compared as bytes)
         assert isinstance(vocab, LazyVocab) and vocab.table is not None
         _run_kernels.trec_rank(ptr, scores, docs, vocab.a_start, vocab.arena)  # in place: both are ours
-        return Run(list(qids), ptr, docs, scores, vocab, dup)
-    run = Run.from_columns(list(qids), ptr, docs, scores, vocab, check_duplicates=False)
-    run.duplicates = dup
-    return run
+    elif len(docs):
+        order = trec_order(ptr, scores, docs, vocab, compiled=False)
+        if order is not None:
+            docs, scores = docs[order], scores[order]
+    return Run(list(qids), ptr, docs, scores, vocab, dup)
 
 
 def write_qrels(path: str | Path, qrels: Qrels) -> None:
@@ -668,14 +807,17 @@ def _sniff(path: Path) -> str:
     return "trec"
 
 
-def load_qrels(path: str | Path, *, format: str = "auto", vocab: Vocab | None = None) -> Qrels:
+def load_qrels(
+    path: str | Path, *, format: str = "auto", vocab: Vocab | None = None, compiled: bool | None = None
+) -> Qrels:
     """Qrels in any supported format: TREC (``qid iter doc rel``, ``#`` comments), BEIR TSV
     (header ``query-id corpus-id score``) or ranx/ir_measures JSON; ``auto`` decides from the
-    extension (``.json``), then the first bytes (``{`` or the BEIR header)."""
+    extension (``.json``), then the first bytes (``{`` or the BEIR header). ``compiled``: the
+    TREC reader's choice (:func:`read_qrels`; see :func:`compiled_pays`)."""
     p = Path(path)
     fmt = _sniff(p) if format == "auto" else format
     if fmt == "trec":
-        return read_qrels(p, vocab=vocab)
+        return read_qrels(p, vocab=vocab, compiled=compiled)
     if fmt == "beir":
         return read_beir_qrels(p, vocab=vocab)
     if fmt == "json":
@@ -684,13 +826,19 @@ def load_qrels(path: str | Path, *, format: str = "auto", vocab: Vocab | None = 
 
 
 def load_run(
-    path: str | Path, *, format: str = "auto", vocab: Vocab | None = None, dedupe: bool = False
+    path: str | Path,
+    *,
+    format: str = "auto",
+    vocab: Vocab | None = None,
+    dedupe: bool = False,
+    compiled: bool | None = None,
 ) -> Run:
-    """A run in TREC format (six or more columns, ``#`` comments) or ranx/ir_measures JSON."""
+    """A run in TREC format (six or more columns, ``#`` comments) or ranx/ir_measures JSON
+    (``compiled``: the TREC reader's choice, :func:`read_run`)."""
     p = Path(path)
     fmt = _sniff(p) if format == "auto" else format
     if fmt in ("trec", "beir"):
-        return read_run(p, vocab=vocab, dedupe=dedupe)
+        return read_run(p, vocab=vocab, dedupe=dedupe, compiled=compiled)
     if fmt == "json":
         return read_json_run(p, vocab=vocab)
     raise ValueError(f"run format must be one of {FORMATS}, got {format!r}")
