@@ -460,17 +460,19 @@ class DictionaryLinker:
 
     def _resolution_lists(self) -> None:
         """Every form's resolution by form index (``_keys_of`` order), for the batches:
-        ``_form_id[f]`` (node id or ``None``), ``_form_score[f]`` and ``_form_round[f]`` (the
-        score, and rounded to 6 places as :meth:`Link.to_mention`), and ``_form_tied[f]``
-        (the tied candidate ids) for the forms whose candidates are not just ``(id,)``. A
-        batch reads one list slot per match; the few distinct score values are one float
-        object each."""
+        ``_form_id[f]`` (node id or ``None``), ``_score_code[f]`` (an index into ``_scores``
+        and ``_rounded``: the score, and rounded to 6 places as :meth:`Link.to_mention`; the
+        few distinct values are one float object each, so a batch gathers small ints) and
+        ``_form_tied[f]`` (the tied candidate ids) for the forms whose candidates are not
+        just ``(id,)``."""
         ids = self.ontology.ids
         rs = list(self._forms.values())
-        floats: dict[float, float] = {}
+        code: dict[float, int] = {}
         self._form_id = [ids[node] if node >= 0 else None for node, _, _ in rs]
-        self._form_score = [floats.setdefault(score, score) for _, score, _ in rs]
-        self._form_round = [floats.setdefault(x, x) for x in (round(score, 6) for _, score, _ in rs)]
+        self._form_score = [code.setdefault(score, len(code)) for _, score, _ in rs]
+        self._score_code = np.asarray(self._form_score, dtype=np.int64)  # form -> score code
+        self._scores = list(code)  # score code -> score
+        self._rounded = [round(x, 6) for x in code]  # score code -> score rounded
         self._form_tied = {
             f: tuple(ids[i] for i in tied)
             for f, (node, _, tied) in enumerate(rs)
@@ -480,9 +482,19 @@ class DictionaryLinker:
     def _resolution(self, f: int) -> tuple[str | None, float, tuple[str, ...], float]:
         """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``,
         remembered in ``_res``."""
-        i = self._form_id[f]
-        got = self._res[f] = (i, self._form_score[f], self._form_tied.get(f) or (i,), self._form_round[f])
+        i, c = self._form_id[f], self._form_score[f]
+        got = self._res[f] = (i, self._scores[c], self._form_tied.get(f) or (i,), self._rounded[c])
         return got
+
+    def _batch_fields(self, fs: list[int]) -> tuple[list[str | None], Iterable[float], Iterable[float]]:
+        """``(ids, scores, rounded scores)`` of the forms ``fs`` of a batch's matches: the
+        scores gathered as codes (NumPy) and mapped through the short value lists."""
+        codes = self._score_code[np.asarray(fs, dtype=np.int64)].tolist()
+        return (
+            list(map(self._form_id.__getitem__, fs)),
+            map(self._scores.__getitem__, codes),
+            map(self._rounded.__getitem__, codes),
+        )
 
     def _code_resolution(self, code: int) -> tuple[str | None, float, tuple[str, ...], float]:
         """:meth:`_resolution` of the form a trie code ends, remembered in ``_res_code``."""
@@ -633,11 +645,11 @@ class DictionaryLinker:
         if n == 0:
             return empty
         offs = np.asarray(offsets, dtype=np.int64)
-        text_of = np.searchsorted(offs, starts, side="right") - 1
-        # token j continues the text of token j - 1 and is in the vocabulary
+        # token j continues the text of token j - 1 and is in the vocabulary: not the first
+        # token of a text (the first at or after each text's offset)
         cont = np.zeros(n + 1, dtype=bool)
-        cont[1:n] = text_of[1:] == text_of[:-1]
-        cont[:n] &= ids >= 0
+        cont[:n] = ids >= 0
+        cont[np.searchsorted(starts, offs[:-1])] = False
         term, nv = self._term, self._nv
         pos = np.flatnonzero(ids >= 0)
         state = self._first[ids[pos]]
@@ -678,7 +690,7 @@ class DictionaryLinker:
         a = np.concatenate(kept_a)
         order = np.argsort(a, kind="stable")
         a, ln, f = a[order], np.concatenate(kept_l)[order], np.concatenate(kept_f)[order]
-        q = text_of[a]
+        q = np.searchsorted(offs, starts[a], side="right") - 1
         base = offs[q]
         return q.tolist(), (starts[a] - base).tolist(), (ends[a + ln - 1] - base).tolist(), f.tolist()
 
@@ -786,13 +798,17 @@ class DictionaryLinker:
         if self.backend != "trie":
             return [self._find_one(t) for t in texts]
         qs, ss, es, fs = self._spans(texts)
-        new, score, tied = tuple.__new__, self._form_score, self._form_tied.get
         with _no_gc(len(qs)):
+            ids, scores, _ = self._batch_fields(fs)
             forms = map(str.__getitem__, map(texts.__getitem__, qs), map(slice, ss, es))
-            flat = [
-                new(Link, (s, e, i, score[f], form, tied(f) or (i,)))
-                for s, e, f, i, form in zip(ss, es, fs, map(self._form_id.__getitem__, fs), forms)
-            ]
+            tied = self._form_tied
+            if tied and not tied.keys().isdisjoint(fs):
+                cands: Iterable[tuple[str | None, ...]] = [tied.get(f) or (i,) for f, i in zip(fs, ids)]
+            else:  # every form names one node: its candidates are (id,), one fresh 1-tuple each
+                cands = zip(ids)
+            # each Link made from zip's tuple at C level (tuple.__new__ copies it)
+            fields = zip(ss, es, ids, scores, forms, cands)
+            flat = list(map(tuple.__new__, repeat(Link), fields))
             return _per_text(flat, qs, len(texts))
 
     def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
@@ -803,12 +819,8 @@ class DictionaryLinker:
             return [self.predict(t) for t in texts]
         qs, ss, es, fs = self._spans(texts)
         with _no_gc(len(qs)):
-            flat = [
-                {"start": s, "end": e, "id": i, "score": r}
-                for s, e, i, r in zip(
-                    ss, es, map(self._form_id.__getitem__, fs), map(self._form_round.__getitem__, fs)
-                )
-            ]
+            ids, _, rounded = self._batch_fields(fs)
+            flat = [{"start": s, "end": e, "id": i, "score": r} for s, e, i, r in zip(ss, es, ids, rounded)]
             return _per_text(flat, qs, len(texts))
 
     def find(self, text: str) -> list[Link]:
