@@ -1,7 +1,7 @@
 """Linking benchmarks and the end-to-end quality figures of docs/linking.md.
 
     python benchmarks/bench_linking.py score  [--mentions 1000000]
-    python benchmarks/bench_linking.py dictionary [--queries 20000]
+    python benchmarks/bench_linking.py dictionary [--queries 20000] [--labels concept|realistic|both]
     python benchmarks/bench_linking.py quality [--embedding]
 
 ``score``: :func:`score_linking` over synthetic records (``--mentions`` gold mentions and as
@@ -341,17 +341,21 @@ def _compare(name: str, onto, queries: list[str], spacy: bool, repeat: int = 5) 
     return qps
 
 
-def bench_dictionary(n_queries: int, spacy: bool = False, repeat: int = 5) -> None:
-    onto = build_ontology(350_000)
-    rng = random.Random(0)
-    qs = [
-        f"what is concept {rng.randrange(350_000)} and how does it relate to concept {rng.randrange(350_000)}?"
-        for _ in range(n_queries)
-    ]
-    _compare("concept <n>", onto, qs, spacy, repeat)
-    del onto
-    onto2, labels, vocab = _build_realistic(350_000)
-    _compare("realistic", onto2, _queries(labels, vocab, n_queries), spacy, repeat)
+def bench_dictionary(n_queries: int, spacy: bool = False, repeat: int = 5, labels: str = "both") -> None:
+    """``labels``: ``"concept"`` (the synthetic ``concept <n>`` labels), ``"realistic"`` or
+    ``"both"``."""
+    if labels in ("concept", "both"):
+        onto = build_ontology(350_000)
+        rng = random.Random(0)
+        qs = [
+            f"what is concept {rng.randrange(350_000)} and how does it relate to concept {rng.randrange(350_000)}?"
+            for _ in range(n_queries)
+        ]
+        _compare("concept <n>", onto, qs, spacy, repeat)
+        del onto
+    if labels in ("realistic", "both"):
+        onto2, words, vocab = _build_realistic(350_000)
+        _compare("realistic", onto2, _queries(words, vocab, n_queries), spacy, repeat)
 
 
 def bench_quality(embedding: bool) -> None:
@@ -428,13 +432,16 @@ def main() -> None:
     d.add_argument(
         "--repeat", type=int, default=5, help="interleaved rounds for ours and the anchor (best of)"
     )
+    d.add_argument(
+        "--labels", choices=("concept", "realistic", "both"), default="both", help="which label set"
+    )
     q = sub.add_parser("quality")
     q.add_argument("--embedding", action="store_true")
     a = ap.parse_args()
     if a.what == "score":
         bench_score(a.mentions, (False, True) if a.overlap else (False,))
     elif a.what == "dictionary":
-        bench_dictionary(a.queries, a.spacy, a.repeat)
+        bench_dictionary(a.queries, a.spacy, a.repeat, a.labels)
     else:
         bench_quality(a.embedding)
 

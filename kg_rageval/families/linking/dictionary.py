@@ -186,6 +186,78 @@ def _token_table(big: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     return toks, starts, ends
 
 
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # mask of k low bytes
+_CODE_BYTES = 16  # ASCII tokens of at most this many bytes are looked up by their byte code
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+
+
+def _ascii_codes(fold: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(starts, ends, lengths, hash, w0, w1)`` of the tokens of ``fold``, ASCII text already
+    folded by ``_ASCII_FOLD`` (token bytes lower-cased, every other byte a space), with no
+    Python string made per token. ``w0`` / ``w1`` are a token's first and next 8 bytes as
+    little-endian integers, zero past its end (no token byte is zero, so for a token of at
+    most ``_CODE_BYTES`` bytes the pair *is* the token); ``hash`` mixes them with the length
+    into a non-negative int64 (a key of :class:`_HashTable`). Every token's 8-byte words are
+    read at once through a view of the buffer with a stride of one byte."""
+    n = len(fold)
+    buf = np.frombuffer(fold + b" " * (2 * 8 + 1), dtype=np.uint8)
+    word = buf != 32
+    edge = np.flatnonzero(word[1:] != word[:-1]) + 1  # alternately a start and an end
+    if n and word[0]:
+        edge = np.concatenate(([0], edge))
+    starts, ends = edge[0::2], edge[1::2]
+    ln = ends - starts
+    words = np.ndarray((n + 9,), dtype="<u8", buffer=buf, strides=(1,))
+    w0 = words[starts] & _LOW_BYTES[np.minimum(ln, 8)]
+    w1 = words[starts + 8] & _LOW_BYTES[np.clip(ln - 8, 0, 8)]
+    with np.errstate(over="ignore"):
+        h = ((w0 * _MIX[0]) ^ (w1 * _MIX[1]) ^ ln.astype(np.uint64)) >> np.uint64(1)
+    return starts, ends, ln, h.view(np.int64), w0, w1
+
+
+class _ByteVocab:
+    """The vocabulary ids of ASCII tokens looked up by their bytes (:func:`_ascii_codes`), for
+    a whole folded batch at once: a :class:`_HashTable` from a token's hash to its row,
+    each hit checked against the row's bytes and length (so a hash shared with another
+    token is no match). Holds the vocabulary's ASCII tokens of at most ``_CODE_BYTES``
+    bytes; a longer text token is looked up in the vocabulary dict by its string. ``None``
+    from :meth:`build` where two vocabulary tokens share a hash (then the string path is
+    used for every batch)."""
+
+    def __init__(self, table: _HashTable, w0: np.ndarray, w1: np.ndarray, ln: np.ndarray, vid: np.ndarray):
+        self.table, self.w0, self.w1, self.ln, self.vid = table, w0, w1, ln, vid
+
+    @classmethod
+    def build(cls, vocab: dict[str, int]) -> _ByteVocab | None:
+        short = [t for t in vocab if t.isascii() and len(t) <= _CODE_BYTES]
+        fold = "\n".join(short).encode("ascii").translate(_ASCII_FOLD)
+        starts, _, ln, h, w0, w1 = _ascii_codes(fold)
+        if starts.size != len(short):  # pragma: no cover - vocabulary tokens are folded tokens
+            raise AssertionError("a vocabulary token is not one ASCII token")
+        if np.unique(h).size != h.size:
+            return None
+        vid = np.fromiter(map(vocab.__getitem__, short), dtype=np.int64, count=len(short))
+        return cls(_HashTable(h, np.arange(h.size, dtype=np.int64)), w0, w1, ln, vid)
+
+    def ids(self, fold: bytes, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(starts, ends, ids)`` of the tokens of ``fold`` (folded ASCII), ``ids`` their
+        vocabulary ids, ``-1`` for a token in no form."""
+        starts, ends, ln, h, w0, w1 = _ascii_codes(fold)
+        row = self.table.get(h)
+        at = np.flatnonzero(row >= 0)
+        r = row[at]
+        same = (self.w0[r] == w0[at]) & (self.w1[r] == w1[at]) & (self.ln[r] == ln[at])
+        ids = np.full(h.size, -1, dtype=np.int64)
+        ids[at[same]] = self.vid[r[same]]
+        long = np.flatnonzero(ln > _CODE_BYTES)
+        if long.size:
+            text = fold.decode("ascii")
+            ids[long] = [
+                vocab.get(text[a:b], -1) for a, b in zip(starts[long].tolist(), ends[long].tolist())
+            ]
+        return starts, ends, ids
+
+
 def tokenize(text: str) -> tuple[list[str], list[int], list[int]]:
     """Normalised tokens with their character ``starts`` and (exclusive) ``ends``."""
     toks, starts, ends = [], [], []
@@ -345,6 +417,7 @@ class DictionaryLinker:
         caller's retained :class:`Link` objects trigger (a list of 10⁶ items made each
         collection cost ~0.3 s in a ``find`` loop)."""
         self._keys_of = tuple(self._forms)
+        self._resolution_lists()
         vocab: dict[str, int] = {}
         for form in self._keys_of:
             for tok in form:
@@ -375,6 +448,7 @@ class DictionaryLinker:
         root = keys < nv
         self._first[keys[root]] = child[root]
         self._table = _HashTable(keys, child)
+        self._bytes = _ByteVocab.build(vocab)  # ASCII batches: vocabulary ids from token bytes
         self._term = np.asarray(term, dtype=np.int64)
         # form index -> _resolution(f), filled as forms are found: a plain dict (not a
         # _Memo, a dict subclass, which the garbage collector would traverse at every full
@@ -384,25 +458,49 @@ class DictionaryLinker:
         # matches carry them): a look-up finds its key by identity, never comparing ints
         self._res_code: dict[int, tuple[str | None, float, tuple[str, ...], float]] = {}
 
+    def _resolution_lists(self) -> None:
+        """Every form's resolution by form index (``_keys_of`` order), for the batches:
+        ``_form_id[f]`` (node id or ``None``), ``_score_code[f]`` (an index into ``_scores``
+        and ``_rounded``: the score, and rounded to 6 places as :meth:`Link.to_mention`; the
+        few distinct values are one float object each, so a batch gathers small ints) and
+        ``_form_tied[f]`` (the tied candidate ids) for the forms whose candidates are not
+        just ``(id,)``."""
+        ids = self.ontology.ids
+        rs = list(self._forms.values())
+        code: dict[float, int] = {}
+        self._form_id = [ids[node] if node >= 0 else None for node, _, _ in rs]
+        self._form_score = [code.setdefault(score, len(code)) for _, score, _ in rs]
+        self._score_code = np.asarray(self._form_score, dtype=np.int64)  # form -> score code
+        self._scores = list(code)  # score code -> score
+        self._rounded = [round(x, 6) for x in code]  # score code -> score rounded
+        self._form_tied = {
+            f: tuple(ids[i] for i in tied)
+            for f, (node, _, tied) in enumerate(rs)
+            if len(tied) != 1 or tied[0] != node
+        }
+
     def _resolution(self, f: int) -> tuple[str | None, float, tuple[str, ...], float]:
         """``(id or None, score, candidate ids, score rounded to 6 places)`` of form ``f``,
         remembered in ``_res``."""
-        node, score, cands = self._resolved(self._keys_of[f])
-        got = self._res[f] = (node, score, cands, round(score, 6))
+        i, c = self._form_id[f], self._form_score[f]
+        got = self._res[f] = (i, self._scores[c], self._form_tied.get(f) or (i,), self._rounded[c])
         return got
+
+    def _batch_fields(self, fs: list[int]) -> tuple[list[str | None], Iterable[float], Iterable[float]]:
+        """``(ids, scores, rounded scores)`` of the forms ``fs`` of a batch's matches: the
+        scores gathered as codes (NumPy) and mapped through the short value lists."""
+        codes = self._score_code[np.asarray(fs, dtype=np.int64)].tolist()
+        return (
+            list(map(self._form_id.__getitem__, fs)),
+            map(self._scores.__getitem__, codes),
+            map(self._rounded.__getitem__, codes),
+        )
 
     def _code_resolution(self, code: int) -> tuple[str | None, float, tuple[str, ...], float]:
         """:meth:`_resolution` of the form a trie code ends, remembered in ``_res_code``."""
         f = ((code & self._form_bits) >> 1) - 1
         got = self._res_code[code] = self._res.get(f) or self._resolution(f)
         return got
-
-    def _resolutions(self, fs: list[int]):
-        """``map`` of :meth:`_resolution` over ``fs``, the new forms resolved first."""
-        res = self._res
-        for f in set(fs).difference(res):
-            self._resolution(f)
-        return map(res.__getitem__, fs)
 
     def _build_automaton(self, backend: str):
         """An Aho–Corasick automaton whose keys are the form's tokens joined and enclosed by
@@ -535,20 +633,23 @@ class DictionaryLinker:
         order, ``(text index, char start, char end, form index)`` as lists."""
         offsets = list(accumulate((len(t) + 1 for t in texts), initial=0))
         big = "\n".join(texts)
-        toks, starts, ends = _token_table(big)
-        n = len(toks)
         empty: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
-        if n == 0 or not self._keys_of:
+        if not self._keys_of:
             return empty
-        ids = np.fromiter(
-            map(self._vocab.get, toks, repeat(-1)), dtype=np.int64, count=n
-        )  # no list in between
+        if self._bytes is not None and big.isascii():
+            starts, ends, ids = self._bytes.ids(big.encode("ascii").translate(_ASCII_FOLD), self._vocab)
+        else:
+            toks, starts, ends = _token_table(big)
+            ids = np.fromiter(map(self._vocab.get, toks, repeat(-1)), dtype=np.int64, count=len(toks))
+        n = ids.size
+        if n == 0:
+            return empty
         offs = np.asarray(offsets, dtype=np.int64)
-        text_of = np.searchsorted(offs, starts, side="right") - 1
-        # token j continues the text of token j - 1 and is in the vocabulary
+        # token j continues the text of token j - 1 and is in the vocabulary: not the first
+        # token of a text (the first at or after each text's offset)
         cont = np.zeros(n + 1, dtype=bool)
-        cont[1:n] = text_of[1:] == text_of[:-1]
-        cont[:n] &= ids >= 0
+        cont[:n] = ids >= 0
+        cont[np.searchsorted(starts, offs[:-1])] = False
         term, nv = self._term, self._nv
         pos = np.flatnonzero(ids >= 0)
         state = self._first[ids[pos]]
@@ -589,7 +690,7 @@ class DictionaryLinker:
         a = np.concatenate(kept_a)
         order = np.argsort(a, kind="stable")
         a, ln, f = a[order], np.concatenate(kept_l)[order], np.concatenate(kept_f)[order]
-        q = text_of[a]
+        q = np.searchsorted(offs, starts[a], side="right") - 1
         base = offs[q]
         return q.tolist(), (starts[a] - base).tolist(), (ends[a + ln - 1] - base).tolist(), f.tolist()
 
@@ -697,13 +798,17 @@ class DictionaryLinker:
         if self.backend != "trie":
             return [self._find_one(t) for t in texts]
         qs, ss, es, fs = self._spans(texts)
-        new = tuple.__new__
         with _no_gc(len(qs)):
+            ids, scores, _ = self._batch_fields(fs)
             forms = map(str.__getitem__, map(texts.__getitem__, qs), map(slice, ss, es))
-            flat = [
-                new(Link, (s, e, r[0], r[1], f, r[2]))
-                for s, e, r, f in zip(ss, es, self._resolutions(fs), forms)
-            ]
+            tied = self._form_tied
+            if tied and not tied.keys().isdisjoint(fs):
+                cands: Iterable[tuple[str | None, ...]] = [tied.get(f) or (i,) for f, i in zip(fs, ids)]
+            else:  # every form names one node: its candidates are (id,), one fresh 1-tuple each
+                cands = zip(ids)
+            # each Link made from zip's tuple at C level (tuple.__new__ copies it)
+            fields = zip(ss, es, ids, scores, forms, cands)
+            flat = list(map(tuple.__new__, repeat(Link), fields))
             return _per_text(flat, qs, len(texts))
 
     def predict_many(self, texts: Iterable[str]) -> list[list[dict[str, Any]]]:
@@ -714,10 +819,8 @@ class DictionaryLinker:
             return [self.predict(t) for t in texts]
         qs, ss, es, fs = self._spans(texts)
         with _no_gc(len(qs)):
-            flat = [
-                {"start": s, "end": e, "id": r[0], "score": r[3]}
-                for s, e, r in zip(ss, es, self._resolutions(fs))
-            ]
+            ids, _, rounded = self._batch_fields(fs)
+            flat = [{"start": s, "end": e, "id": i, "score": r} for s, e, i, r in zip(ss, es, ids, rounded)]
             return _per_text(flat, qs, len(texts))
 
     def find(self, text: str) -> list[Link]:
