@@ -270,14 +270,20 @@ def _filters(
     key = None
     if type(raw) is list:
         try:
-            if set(map(type, itertools.chain.from_iterable(map(dict.values, raw)))) <= _STR:
-                key = tuple([tuple(d.items()) for d in raw])
-        except TypeError:  # an entry that is not a dict: the checked parse names it
-            key = None
-        if key is not None:
+            key = tuple([tuple(d.items()) for d in raw])
+            # a hit needs no type check: the memo's keys have string values only, and only a
+            # string equals a string (1, 1.0 and True, equal to each other, never reach it)
             got = memo.get(key)
-            if got is not None:
-                return got
+        except (AttributeError, TypeError):  # an entry that is not a mapping, an unhashable value
+            key = got = None
+        if got is not None:
+            return got
+        if key is not None:
+            try:
+                if not set(map(type, itertools.chain.from_iterable(map(dict.values, raw)))) <= _STR:
+                    key = None
+            except TypeError:  # an entry that is not a dict: the checked parse names it
+                key = None
     try:
         got = parse_filters(raw, field, category_field=category_field, entitlement_fields=entitlement_fields)
     except InputError:
