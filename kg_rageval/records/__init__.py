@@ -7,7 +7,7 @@
   :func:`record_text`);
 * slice keys, one normalisation for every family (:mod:`.slices`);
 * structured reasons for unscored records (:mod:`.reasons`);
-* the one ``gold_node`` rule (:func:`gold_node`, :mod:`.nodes`).
+* the one ``gold_node`` rule (:func:`gold_node`, :func:`gold_nodes` of many records, :mod:`.nodes`).
 """
 
 from kg_rageval.records._io import (
@@ -28,7 +28,7 @@ from kg_rageval.records._io import (
     where,
     write_records,
 )
-from kg_rageval.records.nodes import gold_node
+from kg_rageval.records.nodes import gold_node, gold_nodes
 from kg_rageval.records.reasons import MISSING_RUN_CODES, Reason, absent_answer_code, unscored
 from kg_rageval.records.slices import record_slices, slice_keys, slice_text, slice_texts, slice_values
 
@@ -41,6 +41,7 @@ __all__ = [
     "STRUCTURED_SUFFIXES",
     "absent_answer_code",
     "gold_node",
+    "gold_nodes",
     "collector_paused",
     "iter_jsonl",
     "iter_objects",

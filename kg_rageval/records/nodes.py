@@ -8,7 +8,7 @@ below the ontology floor, so it takes a ``resolve`` callable rather than an onto
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 Resolve = Callable[[str], "str | None"]
@@ -48,12 +48,29 @@ def gold_node(
     scores without an ontology) the id is kept as given; the roll-ups leave an id the ontology
     lacks out (:meth:`Evaluation.node_indices` gives it ``-1``).
     """
-    for candidate in (record.get("gold_node"), _one_label(record), fallback):
-        if not isinstance(candidate, str) or not candidate:
-            continue
-        if resolve is None:
-            return candidate
-        node = resolve(candidate)
-        if node is not None:
-            return node
-    return None
+    return gold_nodes([record], resolve=resolve, fallbacks=[fallback])[0]
+
+
+def gold_nodes(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    resolve: Resolve | None = None,
+    fallbacks: Sequence[str | None] | None = None,
+) -> list[str | None]:
+    """:func:`gold_node` of each record, ``fallbacks[i]`` the fallback of ``records[i]``
+    (``None``: none); ``resolve`` (a pure function) is called once per distinct candidate."""
+    memo: dict[str, str | None] = {}
+    out: list[str | None] = []
+    for record, fallback in zip(records, fallbacks if fallbacks is not None else [None] * len(records)):
+        node = None
+        for candidate in (record.get("gold_node"), _one_label(record), fallback):
+            if not isinstance(candidate, str) or not candidate:
+                continue
+            if resolve is None:
+                node = candidate
+                break
+            node = memo[candidate] if candidate in memo else memo.setdefault(candidate, resolve(candidate))
+            if node is not None:
+                break
+        out.append(node)
+    return out

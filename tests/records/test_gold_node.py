@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kg_rageval.records import gold_node
+from kg_rageval.records import gold_node, gold_nodes
 from kg_rageval.records.fields import row_keys, stated_row_keys
 
 CANON = {"A": "A", "B": "B", "A-old": "A"}.get  # a resolver: alt id A-old → A; others unknown
@@ -43,6 +43,30 @@ def test_with_a_resolver_ids_resolve_and_unknown_ones_are_skipped():
     )
     assert gold_node({"gold_node": "zzz"}, resolve=CANON) is None
     assert gold_node({"gold_node": "zzz"}) == "zzz"  # no resolver: as given
+
+
+def test_gold_nodes_of_many_records_resolve_each_candidate_once():
+    """``gold_nodes`` gives ``gold_node`` of each record with its own fallback; the resolver is
+    asked once per distinct candidate (it is pure), also for the candidates it does not know."""
+    asked: list[str] = []
+
+    def resolve(c: str) -> str | None:
+        asked.append(c)
+        return CANON(c)
+
+    records = [
+        {"gold_node": "A-old"},
+        {"gold_node": "zzz", "labels": {"gold": ["B"]}},
+        {"labels": {"gold": ["A", "B"]}},
+        {"gold_node": "A-old", "labels": {"gold": ["B"]}},
+        {"gold_node": "zzz"},
+        {},
+    ]
+    got = gold_nodes(records, resolve=resolve, fallbacks=["F", None, "B", None, "zzz", "A"])
+    assert got == ["A", "B", "B", "A", None, "A"]
+    assert sorted(asked) == ["A", "A-old", "B", "zzz"]
+    assert gold_nodes(records[:3]) == ["A-old", "zzz", None]
+    assert gold_nodes([]) == []
 
 
 def test_pernode_and_conformance_use_the_rule():

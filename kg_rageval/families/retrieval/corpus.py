@@ -249,14 +249,17 @@ def eligible_pairs(
         if table is None:
             ok &= ~sel
             continue
-        C = len(table.values) + 1
-        keys = [
-            c * C + code
-            for key, c in classes.items()
-            if c
-            for code in sorted({table.code(v) for v in _class_values(key)} - {-1})
-        ]
+        allowed_codes = {
+            c: sorted({table.code(v) for v in _class_values(key)} - {-1}) for key, c in classes.items() if c
+        }
         idx = np.flatnonzero(sel)
+        ndoc, ncode = len(table.ptr) - 1, len(table.codes)
+        if len(allowed_codes) * (ndoc + ncode) <= len(idx):
+            # fewer (class, document) cells than pairs: decide each cell once, then look up
+            ok[idx] &= _class_table(table, allowed_codes, len(classes))[cls[pair_group[idx]], pair_doc[idx]]
+            continue
+        C = len(table.values) + 1
+        keys = [c * C + code for c, codes_ in allowed_codes.items() for code in codes_]
         docs = pair_doc[idx]
         lens = table.ptr[docs + 1] - table.ptr[docs]
         rep = np.repeat(np.arange(len(idx)), lens)
@@ -269,6 +272,21 @@ def eligible_pairs(
         any_hit = np.bincount(rep[hit], minlength=len(idx)) > 0
         ok[idx] &= any_hit
     return ok
+
+
+def _class_table(table: FieldTable, allowed: Mapping[int, Sequence[int]], n_classes: int) -> np.ndarray:
+    """``(n_classes, documents)`` booleans: does the document carry one of class ``c``'s
+    allowed value codes of ``table`` (a document without the field: no)? Row 0, the
+    unrestricted class, is not filled (its pairs are not looked up)."""
+    ndoc = len(table.ptr) - 1
+    doc_of_code = np.repeat(np.arange(ndoc, dtype=np.int64), np.diff(table.ptr))
+    out = np.zeros((n_classes, ndoc), dtype=bool)
+    wanted = np.zeros(len(table.values) + 1, dtype=bool)
+    for c, codes in allowed.items():
+        wanted[:] = False
+        wanted[np.asarray(codes, dtype=np.int64)] = True
+        out[c, doc_of_code[wanted[table.codes]]] = True
+    return out
 
 
 _NOT_GIVEN = object()

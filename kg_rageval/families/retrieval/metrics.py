@@ -300,7 +300,7 @@ def evaluate_lists(
 
     ks = _checked_options(k, gain, engine)
     n = len(golds)
-    q = _grades_only(dict(zip(map(str, range(n)), golds)))
+    q = _grades_of(list(map(str, range(n))), list(golds))
     binary = gain == "binary"
     n_rel, idcg = _qrels_side(q, ks, binary)
     rows = [i for i, r in enumerate(ranked) if r is not None]
@@ -330,11 +330,15 @@ def evaluate_lists(
 def _grades_only(qrels: Mapping[str, Mapping[str, float]]) -> Qrels:
     """The judgements' grades per query, without interning document ids (``docs`` is a
     placeholder): all :func:`_qrels_side` and :func:`_assemble` read."""
+    return _grades_of(list(map(str, qrels)), list(qrels.values()))
+
+
+def _grades_of(qids: list[str], vals: list[Any]) -> Qrels:
+    """:func:`_grades_only` of queries ``qids`` with judgements ``vals`` (parallel lists)."""
     import itertools
 
     from kg_rageval.families.retrieval.runs import _csr
 
-    vals: list[Any] = list(qrels.values())
     lens = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
     total = int(lens.sum())
     it = (
@@ -343,7 +347,7 @@ def _grades_only(qrels: Mapping[str, Mapping[str, float]]) -> Qrels:
         else itertools.chain.from_iterable(v.values() for v in vals)
     )
     grades = np.fromiter(it, dtype=np.float64, count=total)
-    return Qrels(list(map(str, qrels)), _csr(lens), np.zeros(total, dtype=np.int64), grades)
+    return Qrels(qids, _csr(lens), np.zeros(total, dtype=np.int64), grades)
 
 
 SPARSE_TIE_LIMIT = 20_000

@@ -698,7 +698,7 @@ class Qrels:
     vocab: Vocab = field(default_factory=Vocab)
 
     def __post_init__(self) -> None:
-        self.qindex = {q: i for i, q in enumerate(self.qids)}
+        self.qindex = dict(zip(self.qids, range(len(self.qids))))
 
     def __len__(self) -> int:
         return len(self.qids)
@@ -778,7 +778,7 @@ class Run:
     duplicates: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        self.qindex = {q: i for i, q in enumerate(self.qids)}
+        self.qindex = dict(zip(self.qids, range(len(self.qids))))
         if self.duplicates is None:
             self.duplicates = np.zeros(len(self.qids), dtype=np.int64)
 

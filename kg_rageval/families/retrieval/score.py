@@ -62,7 +62,7 @@ from kg_rageval.families.retrieval.gold import _finite, _parse_gold
 from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_lists
 from kg_rageval.families.retrieval.runs import _csr, trec_order
 from kg_rageval.records import Record, slice_texts, where
-from kg_rageval.records import gold_node as gold_node_rule
+from kg_rageval.records import gold_nodes
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
@@ -270,14 +270,20 @@ def _filters(
     key = None
     if type(raw) is list:
         try:
-            if set(map(type, itertools.chain.from_iterable(map(dict.values, raw)))) <= _STR:
-                key = tuple([tuple(d.items()) for d in raw])
-        except TypeError:  # an entry that is not a dict: the checked parse names it
-            key = None
-        if key is not None:
+            key = tuple([tuple(d.items()) for d in raw])
+            # a hit needs no type check: the memo's keys have string values only, and only a
+            # string equals a string (1, 1.0 and True, equal to each other, never reach it)
             got = memo.get(key)
-            if got is not None:
-                return got
+        except (AttributeError, TypeError):  # an entry that is not a mapping, an unhashable value
+            key = got = None
+        if got is not None:
+            return got
+        if key is not None:
+            try:
+                if not set(map(type, itertools.chain.from_iterable(map(dict.values, raw)))) <= _STR:
+                    key = None
+            except TypeError:  # an entry that is not a dict: the checked parse names it
+                key = None
     try:
         got = parse_filters(raw, field, category_field=category_field, entitlement_fields=entitlement_fields)
     except InputError:
@@ -557,14 +563,14 @@ def score_retrieval(
     # the row key by the one rule: the record's own gold_node or single gold label win; the
     # retrieval node above (the gold category, also the false-exclusion diagnosis's node) is
     # the family's fallback
-    keys: dict[str, list[Any]] = {
-        "gold_node": [
-            gold_node_rule(rec, resolve=resolver.node_id, fallback=own)
-            if ("gold_node" in rec or "labels" in rec)
-            else own
-            for rec, own in zip(rows, gold_node)
-        ]
-    }
+    ruled = [i for i, rec in enumerate(rows) if "gold_node" in rec or "labels" in rec]
+    row_node = list(gold_node)
+    for i, node in zip(
+        ruled,
+        gold_nodes([rows[i] for i in ruled], resolve=resolver.node_id, fallbacks=[gold_node[i] for i in ruled]),
+    ):
+        row_node[i] = node
+    keys: dict[str, list[Any]] = {"gold_node": row_node}
     sl = [r.get("slices") for r in rows]
     sl = (
         [x if type(x) is dict or isinstance(x, Mapping) else None for x in sl]

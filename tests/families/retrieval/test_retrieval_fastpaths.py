@@ -553,3 +553,45 @@ def test_vocab_tail_enters_the_index_when_read(monkeypatch):
     assert v.codes(["a", "c"]).tolist() == [2, 3]  # the dictionary path reads the index
     assert v.index == {"x": 0, "b": 1, "a": 2, "c": 3} and v._tail == []
     assert v.strings == ["x", "b", "a", "c"]
+
+
+def test_score_retrieval_filter_memo_keeps_equal_non_strings_apart(fixtures_dir):
+    """Logged filters are memoised on their content; ``1``, ``1.0``, ``True`` and ``"1"``
+    (equal to each other in Python but for the string) are compared as their JSON spellings
+    (``"1"``, ``"1.0"``, ``"true"``), so each record gets its own filter: the result equals
+    the per-record reference, and the records filtering on the string ``"1"`` pass exactly the
+    documents whose tier is 1."""
+    import json
+
+    import retrieval_reference as ref
+
+    from kg_rageval.families.retrieval import score_retrieval
+    from kg_rageval.families.retrieval.corpus import Corpus
+    from kg_rageval.ontology.loaders.table import load_table
+
+    d = fixtures_dir / "retrieval"
+    onto = load_table(d / "attack-mini.tsv")
+    docs = [json.loads(x) for x in (d / "category_corpus.jsonl").read_text().splitlines()]
+    for j, doc in enumerate(docs):
+        doc["tier"] = 1 if j % 2 else True
+    corpus = Corpus.from_records(docs, onto)
+    values = ["1", 1, True, 1.0]
+    recs = [
+        {
+            "id": f"q{i}",
+            "retrieval": {
+                "gold": {docs[i % len(docs)]["id"]: 1},
+                "run": [],  # not retrieved: excluded exactly when the logged filter fails it
+                "filters": [{"field": "tier", "op": "eq", "value": values[(i // len(docs)) % 4]}],
+            },
+        }
+        for i in range(8 * len(docs))
+    ]
+    got = score_retrieval(onto, recs, corpus, k=(1,))
+    _same_evaluation(got, ref.score_retrieval(onto, recs, corpus, k=(1,)))
+    excluded = got.stats["fe_docs_excluded"]
+    for i in range(len(recs)):
+        v, tier = values[(i // len(docs)) % 4], docs[i % len(docs)]["tier"]
+        passes = json.dumps(v) == json.dumps(tier) if not isinstance(v, str) else v == json.dumps(tier)
+        assert excluded[i] == (0 if passes else 1), (i, v, tier)
+    assert 0 < excluded.sum() < len(recs)

@@ -528,7 +528,8 @@ def test_principal_classes_equal_the_per_principal_loop(attack):
     """``eligible_pairs`` groups the principals by their value per field; the result equals
     the frozen per-principal loop on values of every shape: strings, lists, numbers and
     booleans (compared in their JSON spelling), an empty list, ``None``, a missing field, a
-    field the corpus lacks, no principal and an empty one."""
+    field the corpus lacks, no principal and an empty one — with few pairs (each looked up)
+    and with more pairs than (class, document) cells (each cell decided once)."""
     import retrieval_reference as ref
 
     from kg_rageval.families.retrieval.corpus import eligible_pairs
@@ -555,12 +556,15 @@ def test_principal_classes_equal_the_per_principal_loop(attack):
         if rng.random() < 0.1:
             pr["status"] = "published"  # no document has the field: fail closed
         principals.append(pr or None)
-    grp = rng.integers(0, len(principals), 5000)
-    dd = rng.integers(0, len(docs), 5000)
-    got = eligible_pairs(c, grp, dd, principals)
-    want = ref.eligible_pairs(c, grp, dd, principals)
-    assert np.array_equal(got, want)
-    assert 500 < got.sum() < 4500
+    # 5,000 pairs: every (pair, value) searched; 200,000: fewer (class, document) cells than
+    # pairs, each cell decided once (both ways of ``eligible_pairs``)
+    for n in (5000, 200_000):
+        grp = rng.integers(0, len(principals), n)
+        dd = rng.integers(0, len(docs), n)
+        got = eligible_pairs(c, grp, dd, principals)
+        want = ref.eligible_pairs(c, grp, dd, principals)
+        assert np.array_equal(got, want)
+        assert n // 10 < got.sum() < n - n // 10
     assert eligible_pairs(c, grp[:0], dd[:0], principals).shape == (0,)
     assert eligible_pairs(c, grp, dd, [None] * len(principals)).all()
 
