@@ -164,15 +164,29 @@ def fast_line(raw: bytes, depth_limit: int) -> Any:
     the line and calls :func:`loads_json`, whose errors and values it keeps). The same rules as
     loads_json's orjson path: no 20-digit run (orjson would make it a float), nesting within
     ``depth_limit``; orjson validates UTF-8 itself and refuses what the stdlib path words."""
+    doc = fast_document(raw)
+    if (
+        doc is not NOT_FAST
+        and raw.count(b"[") + raw.count(b"{") > depth_limit
+        and _depth_over(doc, depth_limit)
+    ):
+        return NOT_FAST
+    return doc
+
+
+def fast_document(raw: bytes) -> Any:
+    """orjson's value of ``raw`` (bytes, not decoded) when orjson is installed and takes it
+    whole, else :data:`NOT_FAST`. Whatever it takes, ``json.loads`` of the decoded text gives
+    the same value: a text with a 20-digit run is not given to it (it would make the integer a
+    float), and what it refuses — NaN / Infinity, a float overflowing to infinity, a lone
+    surrogate, a BOM, invalid UTF-8, nesting beyond 1024 — is for the caller's stdlib path,
+    with its value or its error. No depth limit of ours (:func:`fast_line` adds one)."""
     if _orjson is None or _DIGIT_RUN in raw.translate(_DIGIT_TABLE):
         return NOT_FAST
     try:
-        doc = _orjson.loads(raw)
+        return _orjson.loads(raw)
     except _orjson.JSONDecodeError:
         return NOT_FAST
-    if raw.count(b"[") + raw.count(b"{") > depth_limit and _depth_over(doc, depth_limit):
-        return NOT_FAST
-    return doc
 
 
 NOT_FAST: Any = object()
