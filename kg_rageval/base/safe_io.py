@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -142,12 +143,31 @@ _DIGIT_RUN = b"0" * 20
 
 
 def _long_digits(text: str | bytes) -> bool:
-    """Whether ``text`` has 20 ASCII digits in a row: orjson reads an integer beyond 64 bits as
-    a float, so such a text goes to the stdlib parser, which keeps it an integer. One C-level
-    byte translation and a substring search (a regex ``\\d{20}`` re-scans every digit run and
-    cost six times the parse on lines of many short numbered ids)."""
+    """Whether ``text`` may hold an integer literal of 20 or more digits: orjson reads an
+    integer beyond 64 bits as a float, so such a text goes to the stdlib parser, which keeps it
+    an integer. One C-level byte translation and a substring search (a regex ``\\d{20}`` over
+    the text re-scans every digit run and cost six times the parse on lines of many short
+    numbered ids); only when that finds a run of 20 digits are the runs' starts looked at: a
+    run that follows a letter, a quote, ``.``, ``+`` or another character that never precedes a
+    number's integer part in JSON (``x-`` included) is inside a string or a fraction or
+    exponent (hex trace ids, zero-padded ids), and orjson gives the stdlib's value for it."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    return _DIGIT_RUN in raw.translate(_DIGIT_TABLE)
+    digits = raw.translate(_DIGIT_TABLE)
+    if _DIGIT_RUN not in digits:
+        return False
+    for m in _RUN_START.finditer(digits):
+        at = m.start()
+        if at and raw[at - 1] == 45:  # "-": the sign of a number, or a dash inside a string
+            at -= 1
+        if at == 0 or raw[at - 1] in _BEFORE_NUMBER:
+            return True
+    return False
+
+
+_RUN_START = re.compile(rb"(?<!0)0{20}")
+"""The start of each run of 20 or more digits in a text translated by ``_DIGIT_TABLE``."""
+_BEFORE_NUMBER = frozenset(b"[,: \t\r\n")
+"""The bytes a JSON number's integer part (or its ``-``) can follow outside a string."""
 
 
 _UNSET: Any = object()
@@ -181,7 +201,7 @@ def fast_document(raw: bytes) -> Any:
     float), and what it refuses — NaN / Infinity, a float overflowing to infinity, a lone
     surrogate, a BOM, invalid UTF-8, nesting beyond 1024 — is for the caller's stdlib path,
     with its value or its error. No depth limit of ours (:func:`fast_line` adds one)."""
-    if _orjson is None or _DIGIT_RUN in raw.translate(_DIGIT_TABLE):
+    if _orjson is None or _long_digits(raw):
         return NOT_FAST
     try:
         return _orjson.loads(raw)

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import chain, compress, repeat
-from operator import eq, is_not
+from operator import eq, is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -315,21 +315,30 @@ _NONE = type(None)
 _RELATIONS_ONLY = frozenset({"tokens", "relations"})
 
 
-def _triple_columns(triples: list[Any]) -> tuple[list[Any], list[Any], list[Any]] | None:
+def _triple_columns(triples: list[Any], n_empty: int = 0) -> tuple[list[Any], list[Any], list[Any]] | None:
     """Subjects, relations and objects of relation objects that :func:`extraction_section`
     takes as they are (plain dicts of known fields, the three non-empty strings, types a
-    non-empty string or ``null``); ``None`` when one is not in that shape."""
+    non-empty string or ``null``); ``None`` when one is not in that shape. ``n_empty`` of
+    ``triples`` are the shared empty dict standing for no triple: ``None`` in each column."""
     if not set(map(type, triples)) <= {dict} or not all(map(_TRIPLE_FIELDS.issuperset, triples)):
         return None
     cols = [list(map(_GET, triples, repeat(k))) for k in ("subject", "relation", "object")]
     for col in cols:
-        if not set(map(type, col)) <= {str} or "" in col:
+        if not set(map(type, col)) <= {str, _NONE} or "" in col or col.count(None) != n_empty:
             return None
     for k in ("subject_type", "object_type"):
         col = list(map(_GET, triples, repeat(k)))
         if not set(map(type, col)) <= {str, _NONE} or "" in col:
             return None
     return cols[0], cols[1], cols[2]
+
+
+def _firsts(lists: list[list[Any]]) -> tuple[list[Any], int]:
+    """The first item of each list of at most one (the shared empty dict for an empty one) and
+    how many were empty."""
+    if min(map(len, lists)) == 1:
+        return list(map(itemgetter(0), lists)), 0
+    return [v[0] if v else _EMPTY for v in lists], sum(not v for v in lists)
 
 
 def _relation_columns(
@@ -376,19 +385,15 @@ def _relation_columns(
     if any(map(len, compress(golds, ~scored))):  # the triples of unscored records are checked too
         if _triple_columns(list(chain.from_iterable(compress(golds, ~scored)))) is None:
             return None
-    gold_t = [g[0] if g else _EMPTY for g in golds_l]
-    pred_t = [q[0] if q else _EMPTY for q in preds_l]
-    for side in (gold_t, pred_t):
-        if _triple_columns([t for t in side if t is not _EMPTY]) is None:
-            return None
-    (gs, gr, go), (ps, pr, po) = (
-        [list(map(_GET, side, repeat(k))) for k in ("subject", "relation", "object")]
-        for side in (gold_t, pred_t)
-    )
-    m = len(gold_t)
+    gold_c, pred_c = (_triple_columns(*_firsts(side)) for side in (golds_l, preds_l))
+    if gold_c is None or pred_c is None:
+        return None
+    (gs, gr, go), (ps, pr, po) = gold_c, pred_c
+    m = len(gr)
 
-    def positive(rel: list[Any]) -> np.ndarray:
-        return np.fromiter((r is not None and r not in negative for r in rel), dtype=bool, count=m)
+    def positive(rel: list[Any]) -> np.ndarray:  # a triple whose relation is not negative
+        given = np.fromiter(map(is_not, rel, repeat(None)), dtype=bool, count=m)
+        return given & ~np.fromiter(map(negative.__contains__, rel), dtype=bool, count=m)
 
     def equal(a: list[Any], b: list[Any]) -> np.ndarray:
         return np.fromiter(map(eq, a, b), dtype=bool, count=m)
