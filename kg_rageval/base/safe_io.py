@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -155,17 +154,18 @@ def _long_digits(text: str | bytes) -> bool:
     digits = raw.translate(_DIGIT_TABLE)
     if _DIGIT_RUN not in digits:
         return False
-    for m in _RUN_START.finditer(digits):
-        at = m.start()
-        if at and raw[at - 1] == 45:  # "-": the sign of a number, or a dash inside a string
-            at -= 1
-        if at == 0 or raw[at - 1] in _BEFORE_NUMBER:
+    at = digits.find(_DIGIT_RUN)
+    while at >= 0:  # the first match from a position past the last run is a run's start
+        start = at - 1 if at and raw[at - 1] == 45 else at  # "-": a number's sign, or a dash
+        if start == 0 or raw[start - 1] in _BEFORE_NUMBER:
             return True
+        end = digits.find(b" ", at + 20)  # past this run (a non-digit byte translates to a space)
+        if end < 0:
+            return False
+        at = digits.find(_DIGIT_RUN, end)
     return False
 
 
-_RUN_START = re.compile(rb"(?<!0)0{20}")
-"""The start of each run of 20 or more digits in a text translated by ``_DIGIT_TABLE``."""
 _BEFORE_NUMBER = frozenset(b"[,: \t\r\n")
 """The bytes a JSON number's integer part (or its ``-``) can follow outside a string."""
 
