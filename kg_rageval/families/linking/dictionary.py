@@ -191,7 +191,9 @@ _CODE_BYTES = 16  # ASCII tokens of at most this many bytes are looked up by the
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
-def _ascii_codes(fold: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _ascii_codes(
+    fold: bytes,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(starts, ends, lengths, hash, w0, w1)`` of the tokens of ``fold``, ASCII text already
     folded by ``_ASCII_FOLD`` (token bytes lower-cased, every other byte a space), with no
     Python string made per token. ``w0`` / ``w1`` are a token's first and next 8 bytes as
@@ -252,9 +254,7 @@ class _ByteVocab:
         long = np.flatnonzero(ln > _CODE_BYTES)
         if long.size:
             text = fold.decode("ascii")
-            ids[long] = [
-                vocab.get(text[a:b], -1) for a, b in zip(starts[long].tolist(), ends[long].tolist())
-            ]
+            ids[long] = [vocab.get(text[a:b], -1) for a, b in zip(starts[long].tolist(), ends[long].tolist())]
         return starts, ends, ids
 
 

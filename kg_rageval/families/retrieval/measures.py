@@ -50,6 +50,7 @@ import numpy as np
 
 from kg_rageval.contract.measures import COUNTS, MeasureSpec, parse_measures
 from kg_rageval.families.retrieval.runs import Qrels, Run
+from kg_rageval.ontology.csr import sorted_unique
 
 DEFAULT_MEASURES = (
     "P@1",
@@ -208,7 +209,7 @@ def rank(qrels: Qrels, run: Run, *, depth: int | None = None) -> Ranked:
         # whole queries at a time, about RANK_BLOCK entries: the index, key and search arrays
         # (about 60 bytes an entry) stay small; every entry's lookup is independent of the others
         cuts = np.searchsorted(ptr, np.arange(RANK_BLOCK, total, RANK_BLOCK), side="right") - 1
-        edges = np.unique(np.concatenate(([0], cuts, [nq])))
+        edges = sorted_unique(np.concatenate(([0], cuts, [nq])))
         for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()):
             e0, e1 = int(ptr[a]), int(ptr[b])
             if e0 == e1:

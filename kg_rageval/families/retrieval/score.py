@@ -61,8 +61,7 @@ from kg_rageval.families.retrieval.filters import Filter, parse_filters, predica
 from kg_rageval.families.retrieval.gold import _finite, _parse_gold
 from kg_rageval.families.retrieval.metrics import RetrievalFamily, evaluate_lists
 from kg_rageval.families.retrieval.runs import _csr, trec_order
-from kg_rageval.records import Record, slice_texts, where
-from kg_rageval.records import gold_nodes
+from kg_rageval.records import Record, gold_nodes, slice_texts, where
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
 from kg_rageval.results.evaluation import Evaluation
@@ -567,7 +566,9 @@ def score_retrieval(
     row_node = list(gold_node)
     for i, node in zip(
         ruled,
-        gold_nodes([rows[i] for i in ruled], resolve=resolver.node_id, fallbacks=[gold_node[i] for i in ruled]),
+        gold_nodes(
+            [rows[i] for i in ruled], resolve=resolver.node_id, fallbacks=[gold_node[i] for i in ruled]
+        ),
     ):
         row_node[i] = node
     keys: dict[str, list[Any]] = {"gold_node": row_node}

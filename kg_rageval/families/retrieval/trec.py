@@ -377,7 +377,12 @@ def _duplicates(
     from kg_rageval.families.retrieval import _kernels
 
     keep = np.ones(len(docs), dtype=bool)
-    if compiled and _kernels.HAVE_NUMBA and len(docs) >= 100_000 and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all()):
+    if (
+        compiled
+        and _kernels.HAVE_NUMBA
+        and len(docs) >= 100_000
+        and (len(qcode) < 2 or (qcode[1:] >= qcode[:-1]).all())
+    ):
         found = bool(_kernels.later_duplicates(qcode, docs, max(V, 1)).any())
     else:
         sk = qcode * max(V, 1)  # one key array, summed and sorted in place
@@ -514,7 +519,9 @@ def _compiled_ok(path: Path, vocab: Vocab | None, compiled: bool | None = None) 
     return compiled is True or _size(path) >= NUMBA_MIN_BYTES
 
 
-def _simple_split(raw: np.ndarray, ncol: int, cols: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+def _simple_split(
+    raw: np.ndarray, ncol: int, cols: tuple[int, ...]
+) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """The fields ``cols`` of a block (ending in a newline) whose every line is exactly ``ncol``
     fields separated by one whitespace byte, nothing before the first or after the last: (starts,
     ends) per field; ``None`` for any other block (blank lines, runs of whitespace, ``\r\n``,

@@ -97,7 +97,10 @@ def test_columns_equal_the_record_loop():
     got = score_extraction(None, recs)
     assert score_mod._relation_columns(recs, frozenset(score_mod.NEGATIVE_LABELS), dict(got.meta)) is not None
     _same(got, _loop(recs))
-    _same(score_extraction(None, recs, negative_labels=["per:title"]), _loop(recs, negative_labels=["per:title"]))
+    _same(
+        score_extraction(None, recs, negative_labels=["per:title"]),
+        _loop(recs, negative_labels=["per:title"]),
+    )
 
 
 def test_columns_by_hand():
@@ -116,7 +119,13 @@ def test_columns_by_hand():
     ]
     ev = score_extraction(None, recs)
     assert ev.record_ids.tolist() == ["r0", "r1", "r2", "r2", "r3"]
-    assert ev.keys["slice:relation_type"].tolist() == ["per:title", "per:title", "org:members", "per:title", None]
+    assert ev.keys["slice:relation_type"].tolist() == [
+        "per:title",
+        "per:title",
+        "org:members",
+        "per:title",
+        None,
+    ]
     assert ev.stats["re_gold"].tolist() == [1, 1, 0, 1, 0]
     assert ev.stats["re_pred"].tolist() == [1, 1, 1, 0, 0]
     assert ev.stats["re_tp"].tolist() == [1, 0, 0, 0, 0]
