@@ -142,32 +142,12 @@ _DIGIT_RUN = b"0" * 20
 
 
 def _long_digits(text: str | bytes) -> bool:
-    """Whether ``text`` may hold an integer literal of 20 or more digits: orjson reads an
-    integer beyond 64 bits as a float, so such a text goes to the stdlib parser, which keeps it
-    an integer. One C-level byte translation and a substring search (a regex ``\\d{20}`` over
-    the text re-scans every digit run and cost six times the parse on lines of many short
-    numbered ids); only when that finds a run of 20 digits are the runs' starts looked at: a
-    run that follows a letter, a quote, ``.``, ``+`` or another character that never precedes a
-    number's integer part in JSON (``x-`` included) is inside a string or a fraction or
-    exponent (hex trace ids, zero-padded ids), and orjson gives the stdlib's value for it."""
+    """Whether ``text`` has 20 ASCII digits in a row: orjson reads an integer beyond 64 bits as
+    a float, so such a text goes to the stdlib parser, which keeps it an integer. One C-level
+    byte translation and a substring search (a regex ``\\d{20}`` re-scans every digit run and
+    cost six times the parse on lines of many short numbered ids)."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    digits = raw.translate(_DIGIT_TABLE)
-    if _DIGIT_RUN not in digits:
-        return False
-    at = digits.find(_DIGIT_RUN)
-    while at >= 0:  # the first match from a position past the last run is a run's start
-        start = at - 1 if at and raw[at - 1] == 45 else at  # "-": a number's sign, or a dash
-        if start == 0 or raw[start - 1] in _BEFORE_NUMBER:
-            return True
-        end = digits.find(b" ", at + 20)  # past this run (a non-digit byte translates to a space)
-        if end < 0:
-            return False
-        at = digits.find(_DIGIT_RUN, end)
-    return False
-
-
-_BEFORE_NUMBER = frozenset(b"[,: \t\r\n")
-"""The bytes a JSON number's integer part (or its ``-``) can follow outside a string."""
+    return _DIGIT_RUN in raw.translate(_DIGIT_TABLE)
 
 
 _UNSET: Any = object()
@@ -184,29 +164,15 @@ def fast_line(raw: bytes, depth_limit: int) -> Any:
     the line and calls :func:`loads_json`, whose errors and values it keeps). The same rules as
     loads_json's orjson path: no 20-digit run (orjson would make it a float), nesting within
     ``depth_limit``; orjson validates UTF-8 itself and refuses what the stdlib path words."""
-    doc = fast_document(raw)
-    if (
-        doc is not NOT_FAST
-        and raw.count(b"[") + raw.count(b"{") > depth_limit
-        and _depth_over(doc, depth_limit)
-    ):
-        return NOT_FAST
-    return doc
-
-
-def fast_document(raw: bytes) -> Any:
-    """orjson's value of ``raw`` (bytes, not decoded) when orjson is installed and takes it
-    whole, else :data:`NOT_FAST`. Whatever it takes, ``json.loads`` of the decoded text gives
-    the same value: a text with a 20-digit run is not given to it (it would make the integer a
-    float), and what it refuses — NaN / Infinity, a float overflowing to infinity, a lone
-    surrogate, a BOM, invalid UTF-8, nesting beyond 1024 — is for the caller's stdlib path,
-    with its value or its error. No depth limit of ours (:func:`fast_line` adds one)."""
-    if _orjson is None or _long_digits(raw):
+    if _orjson is None or _DIGIT_RUN in raw.translate(_DIGIT_TABLE):
         return NOT_FAST
     try:
-        return _orjson.loads(raw)
+        doc = _orjson.loads(raw)
     except _orjson.JSONDecodeError:
         return NOT_FAST
+    if raw.count(b"[") + raw.count(b"{") > depth_limit and _depth_over(doc, depth_limit):
+        return NOT_FAST
+    return doc
 
 
 NOT_FAST: Any = object()

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from kg_rageval.base.errors import InputError
-from kg_rageval.base.safe_io import NOT_FAST, fast_document
 from kg_rageval.records._io import collector_paused
 
 MAX_BYTES = 256 * 1024 * 1024
@@ -36,10 +35,7 @@ def _load(path: str | Path, max_bytes: int) -> Any:
     size = p.stat().st_size
     if size > max_bytes:
         raise InputError(f"{size} bytes, above the limit of {max_bytes}", source=str(p))
-    doc = fast_document(p.read_bytes())  # orjson when it takes the file as it is
-    if doc is not NOT_FAST:
-        return doc
-    try:  # what orjson refuses (a BOM, NaN, a lone surrogate, a 20-digit run): the stdlib's answer
+    try:
         return json.loads(p.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text: {e.reason}", source=str(p), location=f"byte {e.start}") from None
@@ -59,53 +55,14 @@ def _field(src: str, where: str, d: Any, key: str, kind: type | tuple[type, ...]
     return v
 
 
-def _tacred_record(
-    src: str, sid: str, rel: str, tokens: list[Any], spans: tuple[str, str], types: tuple[Any, Any], pred: Any
-) -> dict[str, Any]:
-    """One sentence's record (module docstring): ``spans`` the subject's and object's
-    ``"<start>:<end>"``, ``types`` their ``subj_type`` / ``obj_type`` (``None`` unless a
-    non-empty string), ``pred`` the predicted relation (``None``: no prediction)."""
-    s, o = spans
-    st, ot = types
-    st = st if type(st) is str and st else None
-    ot = ot if type(ot) is str and ot else None
-    relations: dict[str, Any] = {
-        "gold": [{"subject": s, "relation": rel, "object": o, "subject_type": st, "object_type": ot}]
-    }
-    if pred is not None:
-        relations["pred"] = [
-            {"subject": s, "relation": pred, "object": o, "subject_type": st, "object_type": ot}
-        ]
+def _tacred_triple(span: dict[str, str], r: str, types: dict[str, str | None]) -> dict[str, Any]:
     return {
-        "id": sid,
-        "_source": src,
-        "extraction": {"tokens": list(map(str, tokens)), "relations": relations},
+        "subject": span["subj"],
+        "relation": r,
+        "object": span["obj"],
+        "subject_type": types["subj_type"],
+        "object_type": types["obj_type"],
     }
-
-
-def _checked_tacred(src: str, i: int, d: Any, preds: dict[str, Any] | None) -> dict[str, Any]:
-    """:func:`_tacred_record` of sentence ``i`` after each field's check, in the order that
-    names the first problem (the reader's path for a sentence not in the common shape)."""
-    where = f"record {i}"
-    sid = _field(src, where, d, "id", str)
-    where = f"record {i} (id {sid!r})"
-    rel = _field(src, where, d, "relation", str)
-    tokens = _field(src, where, d, "token", list)
-    span = []
-    for side in ("subj", "obj"):
-        a = _field(src, where, d, f"{side}_start", int)
-        b = _field(src, where, d, f"{side}_end", int)
-        if not 0 <= a <= b < len(tokens):
-            raise InputError(
-                f"field {side}_start/{side}_end: span {a}..{b} outside the {len(tokens)} tokens",
-                source=src,
-                location=where,
-            )
-        span.append(f"{a}:{b}")
-    pred = preds.get(sid) if preds is not None else None
-    return _tacred_record(
-        src, sid, rel, tokens, (span[0], span[1]), (d.get("subj_type"), d.get("obj_type")), pred
-    )
 
 
 def _docred_triple(
@@ -121,9 +78,6 @@ def _docred_triple(
         "subject_type": etypes[h],
         "object_type": etypes[t],
     }
-
-
-_TACRED_KEYS = ("id", "relation", "token", "subj_start", "subj_end", "obj_start", "obj_end")
 
 
 def _read_tacred(
@@ -142,32 +96,41 @@ def _read_tacred(
                 f"expected a JSON object {{sentence id: relation}}, found {type(preds).__name__}",
                 source=str(pred_path),
             )
-        labels = preds.values()
-        for k, v in () if set(map(type, labels)) <= {str} and "" not in labels else preds.items():
+        for k, v in preds.items():
             if not isinstance(v, str) or not v:
                 raise InputError("expected a relation label", source=str(pred_path), location=f"id {k!r}")
     out = []
     for i, d in enumerate(data):
-        # the common sentence: every field of the right type read at once (a JSON value's type
-        # is exactly int / str / list), the spans inside the tokens; else the checked path
-        if type(d) is dict:
-            sid, rel, tokens, a, b, c, e = map(d.get, _TACRED_KEYS)
-            if (
-                type(sid) is str
-                and type(rel) is str
-                and type(tokens) is list
-                and type(a) is int
-                and type(b) is int
-                and type(c) is int
-                and type(e) is int
-                and 0 <= a <= b < len(tokens)
-                and 0 <= c <= e < len(tokens)
-            ):
-                pred = preds.get(sid) if preds is not None else None
-                types = (d.get("subj_type"), d.get("obj_type"))
-                out.append(_tacred_record(src, sid, rel, tokens, (f"{a}:{b}", f"{c}:{e}"), types, pred))
-                continue
-        out.append(_checked_tacred(src, i, d, preds))
+        where = f"record {i}"
+        sid = _field(src, where, d, "id", str)
+        where = f"record {i} (id {sid!r})"
+        rel = _field(src, where, d, "relation", str)
+        tokens = _field(src, where, d, "token", list)
+        span = {}
+        for side in ("subj", "obj"):
+            a = _field(src, where, d, f"{side}_start", int)
+            b = _field(src, where, d, f"{side}_end", int)
+            if not 0 <= a <= b < len(tokens):
+                raise InputError(
+                    f"field {side}_start/{side}_end: span {a}..{b} outside the {len(tokens)} tokens",
+                    source=src,
+                    location=where,
+                )
+            span[side] = f"{a}:{b}"
+        types = {
+            k: d.get(k) if isinstance(d.get(k), str) and d.get(k) else None for k in ("subj_type", "obj_type")
+        }
+
+        relations: dict[str, Any] = {"gold": [_tacred_triple(span, rel, types)]}
+        if preds is not None and sid in preds:
+            relations["pred"] = [_tacred_triple(span, preds[sid], types)]
+        out.append(
+            {
+                "id": sid,
+                "_source": src,
+                "extraction": {"tokens": [str(t) for t in tokens], "relations": relations},
+            }
+        )
     return out
 
 

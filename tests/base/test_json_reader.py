@@ -47,15 +47,6 @@ TEXTS = [
     "[" * 1100 + "]" * 1100,
     '{"' + "k" * 40 + '": "12345678901234567890123"}',  # a 20-digit run inside a string
     '{"é": "ü", "emoji": "😀"}',
-    # 20-digit runs: in hex and zero-padded ids (orjson's path), in a fraction or an exponent,
-    # and integers of 20+ digits after each byte that can precede one (the stdlib's path)
-    '{"trace": "00000000000000000000000000000001", "span": "a00000000000000000000000000000f"}',
-    '{"id": "x-123456789012345678901", "f": 0.123456789012345678901, "e": 1e+00000000000000000001}',
-    '{"a":-123456789012345678901}',
-    "[1,123456789012345678901]",
-    '{"a": [\t123456789012345678901\r\n]}',
-    "123456789012345678901",
-    '{"s": "t: 00000000000000000000", "big": 1}',
 ]
 
 
@@ -171,12 +162,10 @@ def test_read_records_restores_the_garbage_collector(tmp_path):
 
 
 def test_long_digit_check_equals_the_regex():
-    """The byte-translation check finds exactly the texts with a run of 20 ASCII digits that
-    starts the text or follows (with or without a ``-``) a byte that can precede a JSON number:
-    ``[``, ``,``, ``:`` or JSON whitespace (issue #33: hex and padded ids stay on orjson)."""
+    """The byte-translation check finds exactly the texts with 20 ASCII digits in a row."""
     import re
 
-    rx = re.compile(r"(?:^|[\[,: \t\r\n])-?[0-9]{20}")
+    rx = re.compile(r"[0-9]{20}")
     texts = [
         "",
         "1" * 19,
@@ -190,12 +179,6 @@ def test_long_digit_check_equals_the_regex():
         "é" + "0" * 20,
         "\ud800" + "1" * 21,
         "1.2345678901234567890e5",
-        '"00000000000000000000000000000001"',
-        "-" + "5" * 20,
-        "[" + "5" * 20,
-        "x-" + "5" * 20,
-        "[1, 0.12345678901234567890123]",
-        "a" + "7" * 20 + ", " + "8" * 20,
     ]
     for t in texts:
         assert (

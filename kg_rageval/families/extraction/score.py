@@ -48,8 +48,6 @@ predicted relations — ``missing_prediction``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import chain, compress, repeat
-from operator import eq, is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -57,12 +55,12 @@ import numpy as np
 from kg_rageval.base.errors import InputError
 from kg_rageval.families.extraction.tags import MODES, SCHEMES, entities
 from kg_rageval.records import Record, record_error
-from kg_rageval.records.extraction import _REL_FIELDS, _TRIPLE_FIELDS, Triple, extraction_section
-from kg_rageval.records.fields import _EMPTY, _GET, all_slice_keys, section_columns
+from kg_rageval.records.extraction import Triple, extraction_section
+from kg_rageval.records.fields import all_slice_keys
 from kg_rageval.records.fields import stated_row_keys as row_keys
 from kg_rageval.records.reasons import Reason
 from kg_rageval.records.reasons import unscored as unscored_entry
-from kg_rageval.results.builders import build_evaluation, columns_evaluation
+from kg_rageval.results.builders import build_evaluation
 from kg_rageval.results.evaluation import Evaluation
 from kg_rageval.results.family import Family
 from kg_rageval.results.metric import Metric, harmonic, ratio
@@ -311,150 +309,6 @@ def _re_rows(rec, sec, types: _Types, negative: frozenset[str]) -> dict[str, dic
     return rows
 
 
-_NONE = type(None)
-_RELATIONS_ONLY = frozenset({"tokens", "relations"})
-
-
-def _triple_columns(triples: list[Any], n_empty: int = 0) -> tuple[list[Any], list[Any], list[Any]] | None:
-    """Subjects, relations and objects of relation objects that :func:`extraction_section`
-    takes as they are (plain dicts of known fields, the three non-empty strings, types a
-    non-empty string or ``null``); ``None`` when one is not in that shape. ``n_empty`` of
-    ``triples`` are the shared empty dict standing for no triple: ``None`` in each column."""
-    if not set(map(type, triples)) <= {dict} or not all(map(_TRIPLE_FIELDS.issuperset, triples)):
-        return None
-    cols = [list(map(_GET, triples, repeat(k))) for k in ("subject", "relation", "object")]
-    for col in cols:
-        if not set(map(type, col)) <= {str, _NONE} or "" in col or col.count(None) != n_empty:
-            return None
-    for k in ("subject_type", "object_type"):
-        col = list(map(_GET, triples, repeat(k)))
-        if not set(map(type, col)) <= {str, _NONE} or "" in col:
-            return None
-    return cols[0], cols[1], cols[2]
-
-
-def _firsts(lists: list[list[Any]]) -> tuple[list[Any], int]:
-    """The first item of each list of at most one (the shared empty dict for an empty one) and
-    how many were empty."""
-    if min(map(len, lists)) == 1:
-        return list(map(itemgetter(0), lists)), 0
-    return [v[0] if v else _EMPTY for v in lists], sum(not v for v in lists)
-
-
-def _relation_columns(
-    records: list[Record], negative: frozenset[str], meta: dict[str, Any]
-) -> Evaluation | None:
-    """:func:`score_extraction` without an ontology of records whose sections hold only
-    relations (and tokens), at most one gold and one predicted triple each (TACRED's shape, as
-    :func:`~kg_rageval.records.relation_sets.read_tacred` gives it), read as columns: the same
-    evaluation (rows per record and relation type in sorted order, the same stats, keys and
-    unscored entries), or ``None`` for any other shape (the record loop then scores it and
-    raises the first problem as it always did).
-
-    Per scored record with gold triple ``g`` and predicted ``p`` (negative labels as none): a
-    row for ``g``'s relation (``re_gold`` 1, and ``re_pred`` 1 when ``p`` has the same relation,
-    ``re_tp`` 1 when ``p`` is ``g``), a row for ``p``'s relation when it differs (``re_pred``
-    1), rows in relation order; neither: one row of zeros without a relation type."""
-    chunk = section_columns(records, "extraction")
-    if chunk is None:
-        return None
-    cols, rid, secs, has = chunk
-    at = np.flatnonzero(has)
-    present = list(compress(secs, has))
-    if not present or not all(map(_RELATIONS_ONLY.issuperset, present)):
-        return None
-    tokens = list(map(_GET, present, repeat("tokens")))
-    if not set(map(type, tokens)) <= {list, _NONE}:
-        return None
-    if not set(map(type, chain.from_iterable(filter(None, tokens)))) <= {str}:
-        return None
-    rels = list(map(_GET, present, repeat("relations")))
-    if not set(map(type, rels)) <= {dict} or not all(map(_REL_FIELDS.issuperset, rels)):
-        return None
-    golds = list(map(_GET, rels, repeat("gold")))
-    preds = list(map(_GET, rels, repeat("pred")))
-    if not set(map(type, golds)) <= {list} or not set(map(type, preds)) <= {list, _NONE}:
-        return None
-    scored = np.fromiter(map(is_not, preds, repeat(None)), dtype=bool, count=len(preds))
-    if not scored.any():
-        return None
-    preds_l = list(compress(preds, scored))
-    golds_l = list(compress(golds, scored))
-    if max(map(len, golds_l)) > 1 or max(map(len, preds_l)) > 1:
-        return None
-    if any(map(len, compress(golds, ~scored))):  # the triples of unscored records are checked too
-        if _triple_columns(list(chain.from_iterable(compress(golds, ~scored)))) is None:
-            return None
-    gold_c, pred_c = (_triple_columns(*_firsts(side)) for side in (golds_l, preds_l))
-    if gold_c is None or pred_c is None:
-        return None
-    (gs, gr, go), (ps, pr, po) = gold_c, pred_c
-    m = len(gr)
-
-    def positive(rel: list[Any]) -> np.ndarray:  # a triple whose relation is not negative
-        given = np.fromiter(map(is_not, rel, repeat(None)), dtype=bool, count=m)
-        return given & ~np.fromiter(map(negative.__contains__, rel), dtype=bool, count=m)
-
-    def equal(a: list[Any], b: list[Any]) -> np.ndarray:
-        return np.fromiter(map(eq, a, b), dtype=bool, count=m)
-
-    gpos, ppos = positive(gr), positive(pr)
-    same = gpos & ppos & equal(gr, pr)
-    tp = same & equal(gs, ps) & equal(go, po)
-    a_row, b_row, c_row = gpos, ppos & ~same, ~gpos & ~ppos
-    both = np.flatnonzero(a_row & b_row)
-    a_first = np.ones(m, dtype=bool)
-    a_first[both] = [gr[j] < pr[j] for j in both.tolist()]
-    pick = (np.flatnonzero(a_row), np.flatnonzero(b_row), np.flatnonzero(c_row))
-    order_key = np.concatenate(
-        [3 * pick[0] + ~a_first[pick[0]], 3 * pick[1] + (a_row & a_first)[pick[1]], 3 * pick[2]]
-    )
-    order = np.argsort(order_key, kind="stable")
-    row_of = np.concatenate(pick)[order]  # each row's index into the scored records
-    grv, prv = np.empty(m, dtype=object), np.empty(m, dtype=object)
-    grv[:], prv[:] = gr, pr
-    relation = np.concatenate([grv[pick[0]], prv[pick[1]], np.full(pick[2].size, None, dtype=object)])[order]
-    kinds = np.concatenate(
-        [np.zeros(pick[0].size, np.int8), np.ones(pick[1].size, np.int8), np.full(pick[2].size, 2, np.int8)]
-    )[order]
-    n = row_of.size
-    stat = {
-        "re_gold": (kinds == 0).astype(float),
-        "re_pred": np.where(kinds == 0, same[row_of], kinds == 1).astype(float),
-        "re_tp": np.where(kinds == 0, tp[row_of], False).astype(float),
-    }
-    rec_at = at[np.flatnonzero(scored)][row_of]  # each row's record
-    kc = cols.key_columns(rec_at)
-    if ENTITY_KEY in kc or RELATION_KEY in kc:  # a slice of that name: the record loop's rows
-        return None
-    names = sorted(set(all_slice_keys(records)) | {ENTITY_KEY, RELATION_KEY})
-    none_col = np.full(n, None, dtype=object)
-    keys = {k: relation if k == RELATION_KEY else kc.get(k, none_col) for k in names}
-    ids = np.empty(len(rid), dtype=object)
-    ids[:] = rid
-    status = np.zeros(len(records), dtype=np.int8)  # 1: no section, 2: no prediction
-    status[~has] = 1
-    status[at[~scored]] = 2
-    unscored = [
-        unscored_entry(rid[k], "no extraction section", Reason.NO_SECTION)
-        if status[k] == 1
-        else unscored_entry(rid[k], "no predicted tags or relations", Reason.MISSING_PREDICTION)
-        for k in np.flatnonzero(status).tolist()
-    ]
-    fam = ExtractionFamily()
-    zeros = np.zeros(n)
-    ev = columns_evaluation(
-        fam,
-        ids[rec_at],
-        [stat.get(s, zeros) for s in fam.stats],
-        keys=keys,
-        unscored=unscored,
-        meta=meta,
-    )
-    fam.complete(ev)
-    return ev
-
-
 def score_extraction(
     ontology: Any,
     records: Iterable[Record],
@@ -470,13 +324,8 @@ def score_extraction(
     if scheme not in SCHEMES:
         raise InputError(f"extraction: scheme must be one of {', '.join(SCHEMES)}, not {scheme!r}")
     negative = frozenset(negative_labels)
-    records = list(records)
-    meta = {"mode": mode, "scheme": scheme, "negative_labels": sorted(negative)}
-    if ontology is None:
-        ev = _relation_columns(records, negative, meta)
-        if ev is not None:
-            return ev
     types = _Types(ontology, type_prefix)
+    records = list(records)
     rows: list[dict[str, Any]] = []
     unscored = []
     for rec in records:
@@ -516,7 +365,7 @@ def score_extraction(
         rows,
         keys=keys,
         unscored=unscored,
-        meta=meta,
+        meta={"mode": mode, "scheme": scheme, "negative_labels": sorted(negative)},
     )
     fam.complete(ev)
     return ev
