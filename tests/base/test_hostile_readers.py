@@ -33,15 +33,16 @@ def _retrieval(cli, qrels, run, *extra):
 def test_gzip_bomb_of_rows_is_refused_by_the_memory_it_would_take(tmp_path, cli):
     """Identical short lines (the 1 MB gzip that reached 2.3 GB): 8,000,000 bytes decompressed
     pass the decompressed-size bound (8 MiB) but their 800,000 rows, charged 48 bytes each
-    as they are read (38,400,000 bytes), do not pass the memory bound: refused after the
-    first block, before the duplicate check that used to run on all of them."""
+    as they are read, do not pass the memory bound: refused after the first block (the NumPy
+    reader's 4 MiB block holds 419,430 of these 10-byte lines: 419,430 x 48 = 20,132,640 bytes
+    of rows plus the block's text), before the duplicate check that used to run on all of them."""
     p = tmp_path / "bomb.qrels.gz"
     p.write_bytes(gzip.compress(b"q1 0 d1 1\n" * 800_000, 9))
     code, out, err = _retrieval(cli, p, RUN, "--limit", "max_gz_memory_bytes=8MiB")
     assert code == 2 and out == ""
     _one_line(err)
     assert (
-        "bomb.qrels.gz: the 800000 rows read so far from the gzip data need about 38400128 bytes"
+        "bomb.qrels.gz: the 419430 rows read so far from the gzip data need about 23488208 bytes"
         " of memory (48 bytes a row), more than 8388608: beyond the limit max_gz_memory_bytes = 8388608"
     ) in err
 
